@@ -1,0 +1,176 @@
+package chunk
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/lochdata/loch/schema"
+)
+
+// Builder collects the samples of one chunk. A Builder is not safe for
+// concurrent use. Add copies the sample bytes; the caller may reuse them.
+type Builder struct {
+	dtype    schema.DType
+	sample   uint8
+	codec    uint8
+	ndim     int
+	shapes   []uint32
+	offsets  []uint64
+	nulls    []bool
+	anyNull  bool
+	raw      []byte
+	partial  *Partial
+	ndimSet  bool
+	fixed    bool
+	firstDim []uint32
+}
+
+// NewBuilder returns a Builder for a column with the given dtype, sample
+// compression and chunk codec codes.
+func NewBuilder(dtype schema.DType, sampleCompression, codec uint8) *Builder {
+	return &Builder{dtype: dtype, sample: sampleCompression, codec: codec, offsets: []uint64{0}, fixed: true}
+}
+
+// Len is the number of samples added.
+func (b *Builder) Len() int { return len(b.nulls) }
+
+// NDim is the number of dimensions of the samples added (0 before the first).
+func (b *Builder) NDim() int { return b.ndim }
+
+// RawBytes is the number of data bytes added (encoded bytes for png/jpeg).
+func (b *Builder) RawBytes() int { return len(b.raw) }
+
+// Add appends one sample with its shape and bytes (for png/jpeg columns, the
+// encoded image and its decoded shape). All samples of a chunk have the same
+// number of dimensions. A null sample has no bytes.
+func (b *Builder) Add(shape []int, data []byte, null bool) error {
+	if !b.ndimSet {
+		b.ndim = len(shape)
+		b.ndimSet = true
+		b.firstDim = make([]uint32, len(shape))
+		for i, d := range shape {
+			b.firstDim[i] = uint32(d)
+		}
+	}
+	if null {
+		shape = make([]int, b.ndim)
+		data = nil
+		b.anyNull = true
+		b.fixed = false
+	}
+	if len(shape) != b.ndim {
+		return fmt.Errorf("sample shape %v has %d dimensions, chunk has %d", shape, len(shape), b.ndim)
+	}
+	for i, d := range shape {
+		if d < 0 || d > 1<<31 {
+			return fmt.Errorf("sample shape %v: dimension out of range", shape)
+		}
+		if uint32(d) != b.firstDim[i] {
+			b.fixed = false
+		}
+		b.shapes = append(b.shapes, uint32(d))
+	}
+	b.raw = append(b.raw, data...)
+	b.offsets = append(b.offsets, uint64(len(b.raw)))
+	b.nulls = append(b.nulls, null)
+	return nil
+}
+
+// SetPartial marks the (single) sample as one piece of a larger sample.
+func (b *Builder) SetPartial(p Partial) { b.partial = &p }
+
+// Reset empties the Builder, keeping its buffers.
+func (b *Builder) Reset() {
+	b.shapes, b.offsets, b.nulls, b.raw = b.shapes[:0], b.offsets[:1], b.nulls[:0], b.raw[:0]
+	b.anyNull, b.partial, b.ndimSet, b.fixed = false, nil, false, true
+}
+
+// Encode returns the chunk object holding the samples added so far.
+func (b *Builder) Encode() ([]byte, error) {
+	n := b.Len()
+	if n == 0 {
+		return nil, fmt.Errorf("encode chunk: no samples")
+	}
+	if b.partial != nil && n != 1 {
+		return nil, fmt.Errorf("encode chunk: a partial chunk holds one sample, have %d", n)
+	}
+	var flags uint16
+	if b.fixed {
+		flags |= FlagFixedShape
+	}
+	if b.anyNull {
+		flags |= FlagNulls
+	}
+	if b.fixed && !b.anyNull && !b.dtype.Variable() && b.sample == SampleNone && b.partial == nil {
+		flags |= FlagImplicitOffsets
+	}
+	if b.partial != nil {
+		flags |= FlagPartial
+	}
+	blockSize := 0
+	if b.codec == CodecNone {
+		blockSize = BlockSize
+	}
+	hdr := make([]byte, fixedHeaderLen, fixedHeaderLen+4*len(b.shapes)+8*len(b.offsets)+64)
+	copy(hdr, Magic)
+	hdr[4], hdr[5] = Major, Minor
+	hdr[6], hdr[7], hdr[8], hdr[9] = byte(b.dtype), b.sample, b.codec, byte(b.ndim)
+	binary.LittleEndian.PutUint16(hdr[10:], flags)
+	binary.LittleEndian.PutUint32(hdr[12:], uint32(n))
+	binary.LittleEndian.PutUint32(hdr[20:], uint32(blockSize))
+	binary.LittleEndian.PutUint64(hdr[32:], uint64(len(b.raw)))
+	if b.fixed {
+		hdr = appendU32s(hdr, b.shapes[:b.ndim])
+	} else {
+		hdr = appendU32s(hdr, b.shapes)
+	}
+	if b.anyNull {
+		bits := make([]byte, (n+7)/8)
+		for i, isNull := range b.nulls {
+			if isNull {
+				bits[i/8] |= 1 << (i % 8)
+			}
+		}
+		hdr = append(hdr, bits...)
+	}
+	if flags&FlagImplicitOffsets == 0 {
+		for _, o := range b.offsets {
+			hdr = binary.LittleEndian.AppendUint64(hdr, o)
+		}
+	}
+	if b.partial != nil {
+		hdr = binary.LittleEndian.AppendUint64(hdr, b.partial.Total)
+		hdr = binary.LittleEndian.AppendUint64(hdr, b.partial.Offset)
+		hdr = binary.LittleEndian.AppendUint32(hdr, b.partial.Index)
+		hdr = binary.LittleEndian.AppendUint32(hdr, b.partial.Count)
+	}
+	if blockSize > 0 {
+		for off := 0; off < len(b.raw); off += blockSize {
+			end := min(off+blockSize, len(b.raw))
+			hdr = binary.LittleEndian.AppendUint32(hdr, Checksum(b.raw[off:end]))
+		}
+	}
+	hlen := len(hdr) + 4
+	binary.LittleEndian.PutUint32(hdr[16:], uint32(hlen))
+	out := make([]byte, 0, hlen+len(b.raw)+64)
+	out = append(out, hdr...)
+	// The data length is known only after compression: patch it, then seal.
+	out = binary.LittleEndian.AppendUint32(out, 0)
+	var err error
+	out, err = compress(b.codec, out, b.raw)
+	if err != nil {
+		return nil, fmt.Errorf("encode chunk: %w", err)
+	}
+	dataLen := len(out) - hlen
+	binary.LittleEndian.PutUint64(out[24:], uint64(dataLen))
+	binary.LittleEndian.PutUint32(out[hlen-4:], Checksum(out[:hlen-4]))
+	out = binary.LittleEndian.AppendUint32(out, Checksum(out[hlen:]))
+	return out, nil
+}
+
+func appendU32s(b []byte, v []uint32) []byte {
+	for _, x := range v {
+		b = binary.LittleEndian.AppendUint32(b, x)
+	}
+	return b
+}

@@ -1,0 +1,358 @@
+package chunk
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"math"
+
+	"github.com/lochdata/loch/schema"
+)
+
+// Format version written by this package.
+const (
+	Major = 1
+	Minor = 0
+)
+
+// Magic starts every chunk object.
+const Magic = "LCHK"
+
+// BlockSize is the size of the raw-data blocks covered by block checksums.
+const BlockSize = 64 << 10
+
+// fixedHeaderLen is the length of the fixed part of the header.
+const fixedHeaderLen = 40
+
+// MaxHeaderPrefix is enough bytes to learn a header's full length.
+const MaxHeaderPrefix = fixedHeaderLen
+
+// Errors.
+var (
+	// ErrCorrupt marks a chunk whose bytes disagree with its checksums or
+	// with themselves.
+	ErrCorrupt = errors.New("corrupt chunk")
+	// ErrNewerFormat marks a chunk written by a newer major format version.
+	ErrNewerFormat = errors.New("newer format version")
+)
+
+// Header flags.
+const (
+	FlagFixedShape uint16 = 1 << iota
+	FlagNulls
+	FlagImplicitOffsets
+	FlagPartial
+)
+
+// Sample compression codes.
+const (
+	SampleNone uint8 = 0
+	SamplePNG  uint8 = 1
+	SampleJPEG uint8 = 2
+)
+
+// Chunk codec codes.
+const (
+	CodecNone uint8 = 0
+	CodecLZ4  uint8 = 1
+	CodecZstd uint8 = 2
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// Checksum is the CRC-32C used throughout the format.
+func Checksum(b []byte) uint32 { return crc32.Checksum(b, castagnoli) }
+
+// SampleCode returns the header code of a sample compression.
+func SampleCode(c schema.SampleCompression) uint8 {
+	switch c {
+	case schema.PNG:
+		return SamplePNG
+	case schema.JPEG:
+		return SampleJPEG
+	}
+	return SampleNone
+}
+
+// CodecCode returns the header code of a chunk codec.
+func CodecCode(c schema.ChunkCodec) uint8 {
+	switch c {
+	case schema.LZ4:
+		return CodecLZ4
+	case schema.Zstd:
+		return CodecZstd
+	}
+	return CodecNone
+}
+
+// Partial describes the piece of a sample that a partial chunk holds.
+type Partial struct {
+	Total  uint64 // bytes of the whole sample
+	Offset uint64 // offset of this piece in the sample
+	Index  uint32 // piece number, from 0
+	Count  uint32 // number of pieces
+}
+
+// Header is a parsed chunk header. Its slices are owned by the Header.
+type Header struct {
+	DType             schema.DType
+	SampleCompression uint8
+	Codec             uint8
+	NDim              int
+	Flags             uint16
+	N                 int   // samples
+	Len               int   // header length H, checksum included
+	BlockSize         int   // 0 when there are no block checksums
+	DataLen           int64 // D, stored data bytes
+	RawLen            int64 // R, data bytes after the codec
+	shapes            []uint32
+	nulls             []byte
+	offsets           []uint64
+	Partial           Partial
+	BlockCRCs         []uint32
+	sampleBytes       int64 // for implicit offsets
+}
+
+// Size is the size of the whole chunk object: header, data and data checksum.
+func (h *Header) Size() int64 { return int64(h.Len) + h.DataLen + 4 }
+
+// Shape returns sample i's shape (a new slice).
+func (h *Header) Shape(i int) []int {
+	out := make([]int, h.NDim)
+	base := 0
+	if h.Flags&FlagFixedShape == 0 {
+		base = i * h.NDim
+	}
+	for k := range out {
+		out[k] = int(h.shapes[base+k])
+	}
+	return out
+}
+
+// Null reports whether sample i is empty (the row left the column empty).
+func (h *Header) Null(i int) bool {
+	return h.Flags&FlagNulls != 0 && h.nulls[i/8]&(1<<(i%8)) != 0
+}
+
+// Range returns the raw-data byte range [start, end) of sample i.
+func (h *Header) Range(i int) (start, end int64) {
+	if h.Flags&FlagImplicitOffsets != 0 {
+		return int64(i) * h.sampleBytes, int64(i+1) * h.sampleBytes
+	}
+	return int64(h.offsets[i]), int64(h.offsets[i+1])
+}
+
+// prefix parses the fixed part of a header.
+func parsePrefix(b []byte) (*Header, error) {
+	if len(b) < fixedHeaderLen {
+		return nil, fmt.Errorf("%w: %d bytes, shorter than a chunk header", ErrCorrupt, len(b))
+	}
+	if string(b[0:4]) != Magic {
+		return nil, fmt.Errorf("%w: magic %q, want %q", ErrCorrupt, b[0:4], Magic)
+	}
+	if b[4] > Major {
+		return nil, fmt.Errorf("%w: chunk format %d.%d is newer than this loch supports (%d.%d); upgrade loch", ErrNewerFormat, b[4], b[5], Major, Minor)
+	}
+	h := &Header{
+		DType:             schema.DType(b[6]),
+		SampleCompression: b[7],
+		Codec:             b[8],
+		NDim:              int(b[9]),
+		Flags:             binary.LittleEndian.Uint16(b[10:]),
+		N:                 int(binary.LittleEndian.Uint32(b[12:])),
+		Len:               int(binary.LittleEndian.Uint32(b[16:])),
+		BlockSize:         int(binary.LittleEndian.Uint32(b[20:])),
+		DataLen:           int64(binary.LittleEndian.Uint64(b[24:])),
+		RawLen:            int64(binary.LittleEndian.Uint64(b[32:])),
+	}
+	if !h.DType.Valid() || h.SampleCompression > SampleJPEG || h.Codec > CodecZstd {
+		return nil, fmt.Errorf("%w: unknown dtype %d, sample compression %d or codec %d", ErrCorrupt, b[6], b[7], b[8])
+	}
+	if h.Len < fixedHeaderLen+4 || h.Len > 1<<30 || h.DataLen < 0 || h.RawLen < 0 || h.DataLen > 1<<40 || h.RawLen > 1<<40 {
+		return nil, fmt.Errorf("%w: implausible header length %d or data lengths %d/%d", ErrCorrupt, h.Len, h.DataLen, h.RawLen)
+	}
+	if h.Codec == CodecNone && h.DataLen != h.RawLen {
+		return nil, fmt.Errorf("%w: uncompressed chunk with stored length %d != raw length %d", ErrCorrupt, h.DataLen, h.RawLen)
+	}
+	return h, nil
+}
+
+// HeaderLen returns the full header length announced by a chunk's first
+// MaxHeaderPrefix bytes.
+func HeaderLen(prefix []byte) (int, error) {
+	h, err := parsePrefix(prefix)
+	if err != nil {
+		return 0, err
+	}
+	return h.Len, nil
+}
+
+// ParseHeader parses and verifies a chunk header. b must hold at least the
+// whole header (it may hold the whole chunk). The returned Header does not
+// retain b.
+func ParseHeader(b []byte) (*Header, error) {
+	h, err := parsePrefix(b)
+	if err != nil {
+		return nil, err
+	}
+	if len(b) < h.Len {
+		return nil, fmt.Errorf("%w: header needs %d bytes, have %d", ErrCorrupt, h.Len, len(b))
+	}
+	if got, want := Checksum(b[:h.Len-4]), binary.LittleEndian.Uint32(b[h.Len-4:]); got != want {
+		return nil, fmt.Errorf("%w: header checksum %08x, want %08x", ErrCorrupt, got, want)
+	}
+	r := reader{b: b[:h.Len-4], off: fixedHeaderLen}
+	nShapes := h.NDim
+	if h.Flags&FlagFixedShape == 0 {
+		nShapes = h.N * h.NDim
+	}
+	h.shapes = r.u32s(nShapes)
+	if h.Flags&FlagNulls != 0 {
+		h.nulls = r.bytes((h.N + 7) / 8)
+	}
+	if h.Flags&FlagImplicitOffsets == 0 {
+		h.offsets = r.u64s(h.N + 1)
+	}
+	if h.Flags&FlagPartial != 0 {
+		h.Partial.Total = r.u64()
+		h.Partial.Offset = r.u64()
+		h.Partial.Index = r.u32()
+		h.Partial.Count = r.u32()
+	}
+	if h.BlockSize > 0 {
+		h.BlockCRCs = r.u32s(int((h.RawLen + int64(h.BlockSize) - 1) / int64(h.BlockSize)))
+	}
+	if r.err != nil {
+		return nil, fmt.Errorf("%w: header: %v", ErrCorrupt, r.err)
+	}
+	if r.off != len(r.b) {
+		return nil, fmt.Errorf("%w: header has %d unexplained bytes", ErrCorrupt, len(r.b)-r.off)
+	}
+	if err := h.check(); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// check verifies the header's internal consistency.
+func (h *Header) check() error {
+	if h.Flags&FlagImplicitOffsets != 0 {
+		if h.Flags&FlagFixedShape == 0 || h.Flags&FlagNulls != 0 || h.DType.Variable() || h.SampleCompression != SampleNone {
+			return fmt.Errorf("%w: implicit offsets need a fixed shape, no nulls, a fixed-size dtype and no sample compression", ErrCorrupt)
+		}
+		n := int64(1)
+		for _, d := range h.shapes {
+			n *= int64(d)
+			if n > 1<<40 {
+				return fmt.Errorf("%w: sample shape too large", ErrCorrupt)
+			}
+		}
+		h.sampleBytes = n * int64(h.DType.Size())
+		if h.sampleBytes*int64(h.N) != h.RawLen {
+			return fmt.Errorf("%w: %d samples of %d bytes but raw length %d", ErrCorrupt, h.N, h.sampleBytes, h.RawLen)
+		}
+		return nil
+	}
+	if h.offsets[0] != 0 || h.offsets[h.N] != uint64(h.RawLen) {
+		return fmt.Errorf("%w: offsets span [%d, %d), raw length %d", ErrCorrupt, h.offsets[0], h.offsets[h.N], h.RawLen)
+	}
+	for i := 0; i < h.N; i++ {
+		if h.offsets[i+1] < h.offsets[i] {
+			return fmt.Errorf("%w: offsets decrease at sample %d", ErrCorrupt, i)
+		}
+	}
+	if h.Flags&FlagPartial != 0 {
+		if h.N != 1 || h.Partial.Count == 0 || h.Partial.Index >= h.Partial.Count || h.Partial.Offset+uint64(h.RawLen) > h.Partial.Total {
+			return fmt.Errorf("%w: inconsistent partial-sample fields", ErrCorrupt)
+		}
+		return nil
+	}
+	if h.SampleCompression == SampleNone && !h.DType.Variable() {
+		for i := 0; i < h.N; i++ {
+			if h.Null(i) {
+				continue
+			}
+			n := uint64(h.DType.Size())
+			for _, d := range h.Shape(i) {
+				n *= uint64(d)
+			}
+			if h.offsets[i+1]-h.offsets[i] != n {
+				return fmt.Errorf("%w: sample %d has %d bytes, its shape needs %d", ErrCorrupt, i, h.offsets[i+1]-h.offsets[i], n)
+			}
+		}
+	}
+	return nil
+}
+
+type reader struct {
+	b   []byte
+	off int
+	err error
+}
+
+func (r *reader) take(n int) []byte {
+	if r.err != nil {
+		return nil
+	}
+	if n < 0 || n > len(r.b)-r.off {
+		r.err = fmt.Errorf("needs %d more bytes at offset %d, header has %d", n, r.off, len(r.b))
+		return nil
+	}
+	s := r.b[r.off : r.off+n]
+	r.off += n
+	return s
+}
+
+func (r *reader) u32() uint32 {
+	s := r.take(4)
+	if s == nil {
+		return 0
+	}
+	return binary.LittleEndian.Uint32(s)
+}
+
+func (r *reader) u64() uint64 {
+	s := r.take(8)
+	if s == nil {
+		return 0
+	}
+	return binary.LittleEndian.Uint64(s)
+}
+
+func (r *reader) bytes(n int) []byte {
+	s := r.take(n)
+	return append([]byte(nil), s...)
+}
+
+func (r *reader) u32s(n int) []uint32 {
+	if n > math.MaxInt32/4 {
+		r.err = fmt.Errorf("count %d too large", n)
+		return nil
+	}
+	s := r.take(4 * n)
+	if s == nil {
+		return nil
+	}
+	out := make([]uint32, n)
+	for i := range out {
+		out[i] = binary.LittleEndian.Uint32(s[4*i:])
+	}
+	return out
+}
+
+func (r *reader) u64s(n int) []uint64 {
+	if n > math.MaxInt32/8 {
+		r.err = fmt.Errorf("count %d too large", n)
+		return nil
+	}
+	s := r.take(8 * n)
+	if s == nil {
+		return nil
+	}
+	out := make([]uint64, n)
+	for i := range out {
+		out[i] = binary.LittleEndian.Uint64(s[8*i:])
+	}
+	return out
+}

@@ -1,0 +1,104 @@
+package chunk
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/klauspost/compress/zstd"
+	"github.com/pierrec/lz4/v4"
+)
+
+var (
+	zstdOnce sync.Once
+	zstdEnc  *zstd.Encoder
+	zstdDec  *zstd.Decoder
+)
+
+func zstdCodecs() (*zstd.Encoder, *zstd.Decoder) {
+	zstdOnce.Do(func() {
+		var err error
+		// EncodeAll and DecodeAll are safe for concurrent use.
+		zstdEnc, err = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithEncoderConcurrency(1))
+		if err != nil {
+			panic(fmt.Sprintf("chunk: zstd encoder: %v", err))
+		}
+		zstdDec, err = zstd.NewReader(nil, zstd.WithDecoderConcurrency(0), zstd.WithDecoderMaxMemory(1<<34))
+		if err != nil {
+			panic(fmt.Sprintf("chunk: zstd decoder: %v", err))
+		}
+	})
+	return zstdEnc, zstdDec
+}
+
+var lz4Pool = sync.Pool{New: func() any { return new(lz4.Compressor) }}
+
+// compress appends the compressed form of raw to dst.
+func compress(codec uint8, dst, raw []byte) ([]byte, error) {
+	switch codec {
+	case CodecNone:
+		return append(dst, raw...), nil
+	case CodecLZ4:
+		start := len(dst)
+		bound := lz4.CompressBlockBound(len(raw))
+		dst = grow(dst, bound)
+		c := lz4Pool.Get().(*lz4.Compressor)
+		n, err := c.CompressBlock(raw, dst[start:start+bound])
+		lz4Pool.Put(c)
+		if err != nil {
+			return nil, fmt.Errorf("lz4 compress: %w", err)
+		}
+		if n == 0 && len(raw) > 0 { // incompressible: lz4 block of literals
+			return nil, fmt.Errorf("lz4 compress: block did not fit its bound")
+		}
+		return dst[:start+n], nil
+	case CodecZstd:
+		enc, _ := zstdCodecs()
+		return enc.EncodeAll(raw, dst), nil
+	}
+	return nil, fmt.Errorf("unknown codec %d", codec)
+}
+
+// Decompress decodes a chunk's stored data section into dst, which must have
+// length rawLen.
+func decompress(codec uint8, dst, data []byte) error {
+	switch codec {
+	case CodecNone:
+		if len(dst) != len(data) {
+			return fmt.Errorf("%w: stored %d bytes, want %d", ErrCorrupt, len(data), len(dst))
+		}
+		copy(dst, data)
+		return nil
+	case CodecLZ4:
+		n, err := lz4.UncompressBlock(data, dst)
+		if err != nil {
+			return fmt.Errorf("%w: lz4: %v", ErrCorrupt, err)
+		}
+		if n != len(dst) {
+			return fmt.Errorf("%w: lz4 gave %d bytes, want %d", ErrCorrupt, n, len(dst))
+		}
+		return nil
+	case CodecZstd:
+		_, dec := zstdCodecs()
+		out, err := dec.DecodeAll(data, dst[:0])
+		if err != nil {
+			return fmt.Errorf("%w: zstd: %v", ErrCorrupt, err)
+		}
+		if len(out) != len(dst) {
+			return fmt.Errorf("%w: zstd gave %d bytes, want %d", ErrCorrupt, len(out), len(dst))
+		}
+		if len(dst) > 0 && &out[0] != &dst[0] {
+			copy(dst, out)
+		}
+		return nil
+	}
+	return fmt.Errorf("%w: unknown codec %d", ErrCorrupt, codec)
+}
+
+func grow(b []byte, n int) []byte {
+	if cap(b)-len(b) >= n {
+		return b[:len(b)+n]
+	}
+	nb := make([]byte, len(b)+n, 2*len(b)+n)
+	copy(nb, b)
+	return nb
+}

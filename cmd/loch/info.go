@@ -1,0 +1,123 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/lochdata/loch/schema"
+)
+
+// infoJSON is the document printed by "loch info --json".
+type infoJSON struct {
+	URL     string           `json:"url"`
+	Version string           `json:"version"`
+	Rows    int64            `json:"rows"`
+	Columns []infoColumnJSON `json:"columns"`
+}
+
+type infoColumnJSON struct {
+	Name        string       `json:"name"`
+	DType       schema.DType `json:"dtype"`
+	Kind        schema.Kind  `json:"kind"`
+	Shape       schema.Shape `json:"shape"`
+	MinShape    []int        `json:"min_shape"`
+	MaxShape    []int        `json:"max_shape"`
+	Compression string       `json:"compression"`
+	StoredBytes int64        `json:"stored_bytes"`
+	RawBytes    int64        `json:"raw_bytes"`
+	Ratio       float64      `json:"ratio"`
+	Samples     int64        `json:"samples"`
+	ClassNames  []string     `json:"class_names,omitempty"`
+}
+
+func newInfoCmd() *cobra.Command {
+	var (
+		asJSON  bool
+		version string
+	)
+	cmd := &cobra.Command{
+		Use:   "info URL",
+		Short: "Show a dataset's version, rows and columns",
+		Long: `Info prints the dataset's version (snapshot id), its row count and, for
+each column, its dtype, kind, shape range, compression, the bytes stored and
+the compression ratio (raw bytes / stored bytes).
+
+The shape range gives each dimension as a size where all samples agree and
+as min..max where they differ: [32..480, 48..640, 3] is an RGB image column
+of varying height and width. A column without samples shows its declared
+shape, "?" marking a ragged dimension.
+
+With --json the same facts are printed as one JSON object with the fields
+url, version, rows and columns (name, dtype, kind, shape, min_shape,
+max_shape, compression, stored_bytes, raw_bytes, ratio, samples and, for
+class labels, class_names).`,
+		Example: `  loch info ./pets
+  loch info s3://bucket/pets --json | jq '.columns[].name'
+  loch info ./pets --version 3f2a9c...`,
+		Args: exactArgs("URL"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			d, err := openDataset(cmd.Context(), args[0], version)
+			if err != nil {
+				return err
+			}
+			defer d.Close()
+			info := infoJSON{URL: d.URL(), Version: d.Version(), Rows: d.Len(), Columns: []infoColumnJSON{}}
+			s := d.Schema()
+			for i := range s.Columns {
+				c := &s.Columns[i]
+				info.Columns = append(info.Columns, infoColumnJSON{
+					Name: c.Name, DType: c.DType, Kind: c.Kind, Shape: c.Shape,
+					MinShape: c.MinShape, MaxShape: c.MaxShape, Compression: compression(c),
+					StoredBytes: c.StoredBytes, RawBytes: c.RawBytes, Ratio: ratio(c),
+					Samples: c.Samples, ClassNames: c.ClassNames,
+				})
+			}
+			w := cmd.OutOrStdout()
+			if asJSON {
+				enc := json.NewEncoder(w)
+				enc.SetIndent("", "  ")
+				return enc.Encode(info)
+			}
+			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+			fmt.Fprintf(tw, "dataset\t%s\n", info.URL)
+			fmt.Fprintf(tw, "version\t%s\n", info.Version)
+			fmt.Fprintf(tw, "rows\t%d\n", info.Rows)
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			fmt.Fprintln(w)
+			tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "COLUMN\tDTYPE\tKIND\tSHAPE\tCOMPRESSION\tSTORED\tRAW\tRATIO")
+			var classes []string
+			for i := range s.Columns {
+				c := &s.Columns[i]
+				r := "-"
+				if c.StoredBytes > 0 {
+					r = fmt.Sprintf("%.2fx", ratio(c))
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", c.Name, c.DType, c.Kind, shapeRange(c),
+					compression(c), humanBytes(c.StoredBytes), humanBytes(c.RawBytes), r)
+				if len(c.ClassNames) > 0 {
+					classes = append(classes, fmt.Sprintf("%s: %s", c.Name, strings.Join(c.ClassNames, ", ")))
+				}
+			}
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			if len(classes) > 0 {
+				fmt.Fprintln(w)
+				for _, line := range classes {
+					fmt.Fprintf(w, "classes of %s\n", line)
+				}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object instead of a table")
+	cmd.Flags().StringVar(&version, "version", "", "read this version (snapshot id) instead of the newest")
+	return cmd
+}

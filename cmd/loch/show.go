@@ -1,0 +1,273 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/lochdata/loch"
+	"github.com/lochdata/loch/imaging"
+	"github.com/lochdata/loch/schema"
+)
+
+// maxShownElements is the largest tensor whose values show prints.
+const maxShownElements = 16
+
+func newShowCmd() *cobra.Command {
+	var (
+		row     int64
+		columns []string
+		outDir  string
+		version string
+	)
+	cmd := &cobra.Command{
+		Use:   "show URL --row N [--column C] [--out DIR]",
+		Short: "Print one row, and optionally write its tensors and images to files",
+		Long: `Show prints the values of row N (0 is the first row): scalars, text and
+json (pretty-printed) in full, class labels with their class names, and
+tensors as their dtype and shape (with their values when they have at most
+16 elements). --column limits the output to some columns.
+
+With --out, each non-null sample is also written to DIR:
+  image columns (kind image, uint8)  DIR/<column>.png, pixel-exact: the stored
+                                     PNG bytes unchanged for png columns,
+                                     the decoded pixels otherwise
+  text, json, bytes columns          DIR/<column>.txt, .json, .bin
+  every other tensor column          DIR/<column>.npy (numpy format 1.0)
+
+bfloat16 has no numpy dtype: bfloat16 tensors are written as uint16 ('<u2')
+holding the bfloat16 bit patterns (view them with ml_dtypes.bfloat16).`,
+		Example: `  loch show ./pets --row 0
+  loch show ./pets --row 42 --column image,label --out row42
+  loch show ./pets --row 7 --version 3f2a9c...`,
+		Args: exactArgs("URL"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			d, err := openDataset(ctx, args[0], version)
+			if err != nil {
+				return err
+			}
+			defer d.Close()
+			if n := d.Len(); row < 0 || row >= n {
+				if n == 0 {
+					return fmt.Errorf("row %d out of range: %s has no rows", row, d.URL())
+				}
+				return fmt.Errorf("row %d out of range: %s has %d rows (0..%d)", row, d.URL(), n, n-1)
+			}
+			s := d.Schema()
+			cols, err := selectColumns(&s, columns)
+			if err != nil {
+				return err
+			}
+			if outDir != "" {
+				if err := os.MkdirAll(outDir, 0o755); err != nil {
+					return fmt.Errorf("create output directory: %w", err)
+				}
+			}
+			id, err := d.RowID(ctx, row)
+			if err != nil {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			fmt.Fprintf(w, "row %d of %d (id %d), version %s\n", row, d.Len(), id, d.Version())
+			width := 0
+			for _, c := range cols {
+				width = max(width, len(c.Name))
+			}
+			for _, c := range cols {
+				value, err := showColumn(ctx, d, c, row, outDir)
+				if err != nil {
+					return err
+				}
+				pad := strings.Repeat(" ", width+2)
+				value = strings.ReplaceAll(value, "\n", "\n"+pad)
+				fmt.Fprintf(w, "%-*s%s\n", width+2, c.Name, value)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().Int64Var(&row, "row", 0, "row position, 0 for the first row")
+	cmd.Flags().StringSliceVar(&columns, "column", nil, "columns to show, comma-separated (default all)")
+	cmd.Flags().StringVar(&outDir, "out", "", "write images as DIR/<column>.png and tensors as DIR/<column>.npy")
+	cmd.Flags().StringVar(&version, "version", "", "read this version (snapshot id) instead of the newest")
+	_ = cmd.MarkFlagRequired("row")
+	return cmd
+}
+
+// selectColumns returns the columns named in names, in that order, or all
+// columns when names is empty.
+func selectColumns(s *schema.Schema, names []string) ([]*schema.Column, error) {
+	var out []*schema.Column
+	if len(names) == 0 {
+		for i := range s.Columns {
+			out = append(out, &s.Columns[i])
+		}
+		return out, nil
+	}
+	seen := map[string]bool{}
+	for _, n := range names {
+		n = strings.TrimSpace(n)
+		c, ok := s.Column(n)
+		if !ok {
+			return nil, fmt.Errorf("no column %q (columns: %s): %w", n, strings.Join(s.Names(), ", "), loch.ErrNotFound)
+		}
+		if !seen[n] {
+			seen[n] = true
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+// showColumn formats the sample of column c at row, writing it under outDir
+// when outDir is set.
+func showColumn(ctx context.Context, d *loch.Dataset, c *schema.Column, row int64, outDir string) (string, error) {
+	col, err := d.Column(c.Name)
+	if err != nil {
+		return "", err
+	}
+	smp, err := col.Read(ctx, row, nil)
+	if err != nil {
+		return "", err
+	}
+	if smp.Null {
+		return "null", nil
+	}
+	var value string
+	switch {
+	case c.DType == schema.Text:
+		value = string(smp.Data)
+	case c.DType == schema.JSON:
+		var buf bytes.Buffer
+		if json.Indent(&buf, smp.Data, "", "  ") == nil {
+			value = buf.String()
+		} else {
+			value = string(smp.Data)
+		}
+	case c.DType == schema.Bytes:
+		value = fmt.Sprintf("bytes [%d]", len(smp.Data))
+	case c.Kind == schema.ClassLabel && len(smp.Shape) == 0:
+		value = labelString(c, smp.Data, 0)
+	default:
+		value = tensorSummary(c, smp)
+	}
+	if outDir == "" {
+		return value, nil
+	}
+	path, err := writeSample(ctx, outDir, col, c, row, smp)
+	if err != nil {
+		return "", err
+	}
+	return value + "  -> " + path, nil
+}
+
+// tensorSummary formats a tensor as "dtype shape", with its values when it
+// is small.
+func tensorSummary(c *schema.Column, smp loch.Sample) string {
+	s := fmt.Sprintf("%s %s", c.DType, schema.FormatShape(smp.Shape))
+	if c.SampleCompression != schema.SampleNone && c.SampleCompression != "" {
+		s += " " + string(c.SampleCompression)
+	}
+	n := schema.NumElements(smp.Shape)
+	if n > maxShownElements || len(smp.Data) < n*c.DType.Size() {
+		return s
+	}
+	vals := make([]string, n)
+	for i := range vals {
+		if c.Kind == schema.ClassLabel {
+			vals[i] = labelString(c, smp.Data, i)
+		} else {
+			vals[i] = elemString(c.DType, smp.Data, i)
+		}
+	}
+	if len(smp.Shape) == 0 {
+		return vals[0]
+	}
+	return s + ": [" + strings.Join(vals, " ") + "]"
+}
+
+// writeSample writes one decoded sample of column c to outDir as
+// <column>.<ext> and returns the path.
+func writeSample(ctx context.Context, outDir string, col *loch.Column, c *schema.Column, row int64, smp loch.Sample) (string, error) {
+	var (
+		ext  string
+		data []byte
+		err  error
+	)
+	switch {
+	case c.DType == schema.Text:
+		ext, data = "txt", smp.Data
+	case c.DType == schema.JSON:
+		ext, data = "json", smp.Data
+	case c.DType == schema.Bytes:
+		ext, data = "bin", smp.Data
+	case isPNGable(c, smp.Shape):
+		ext = "png"
+		data, err = pngBytes(ctx, col, c, row, smp)
+	default:
+		ext = "npy"
+		var buf bytes.Buffer
+		err = writeNPY(&buf, c.DType, smp.Shape, smp.Data)
+		data = buf.Bytes()
+	}
+	if err != nil {
+		return "", fmt.Errorf("column %s row %d: %w", c.Name, row, err)
+	}
+	path := filepath.Join(outDir, c.Name+"."+ext)
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		return "", fmt.Errorf("write %s: %w", path, err)
+	}
+	return path, nil
+}
+
+// isPNGable reports whether samples of column c with this shape are written
+// as PNG: uint8 images with 1, 3 or 4 channels.
+func isPNGable(c *schema.Column, shape []int) bool {
+	return c.Kind == schema.Image && c.DType == schema.Uint8 && len(shape) == 3 &&
+		(shape[2] == 1 || shape[2] == 3 || shape[2] == 4)
+}
+
+// pngBytes returns the PNG file of an image sample: the stored bytes when
+// the column keeps PNGs, the decoded pixels encoded as PNG otherwise.
+// decoded is the sample as Read returned it.
+func pngBytes(ctx context.Context, col *loch.Column, c *schema.Column, row int64, decoded loch.Sample) ([]byte, error) {
+	if c.SampleCompression == schema.PNG {
+		enc, err := col.ReadEncoded(ctx, row)
+		if err != nil {
+			return nil, err
+		}
+		if enc.Encoding == schema.PNG {
+			return enc.Data, nil
+		}
+	}
+	return imaging.Encode("png", decoded.Data, decoded.Shape, 0)
+}
+
+// writeFileAtomic writes a file through a temporary name in the same
+// directory, so that an interrupted write leaves no partial file.
+func writeFileAtomic(path string, write func(io.Writer) error) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return fmt.Errorf("create %s: %w", path, err)
+	}
+	tmp := f.Name()
+	err = write(f)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}

@@ -1,0 +1,153 @@
+package main
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/lochdata/loch/schema"
+)
+
+// elemString formats element i of little-endian data of dtype d.
+func elemString(d schema.DType, data []byte, i int) string {
+	le := binary.LittleEndian
+	switch d {
+	case schema.Bool:
+		return strconv.FormatBool(data[i] != 0)
+	case schema.Int8:
+		return strconv.FormatInt(int64(int8(data[i])), 10)
+	case schema.Uint8:
+		return strconv.FormatUint(uint64(data[i]), 10)
+	case schema.Int16:
+		return strconv.FormatInt(int64(int16(le.Uint16(data[2*i:]))), 10)
+	case schema.Uint16:
+		return strconv.FormatUint(uint64(le.Uint16(data[2*i:])), 10)
+	case schema.Int32:
+		return strconv.FormatInt(int64(int32(le.Uint32(data[4*i:]))), 10)
+	case schema.Uint32:
+		return strconv.FormatUint(uint64(le.Uint32(data[4*i:])), 10)
+	case schema.Int64:
+		return strconv.FormatInt(int64(le.Uint64(data[8*i:])), 10)
+	case schema.Uint64:
+		return strconv.FormatUint(le.Uint64(data[8*i:]), 10)
+	case schema.Float16:
+		return strconv.FormatFloat(float64(float16ToFloat32(le.Uint16(data[2*i:]))), 'g', -1, 32)
+	case schema.BFloat16:
+		return strconv.FormatFloat(float64(math.Float32frombits(uint32(le.Uint16(data[2*i:]))<<16)), 'g', -1, 32)
+	case schema.Float32:
+		return strconv.FormatFloat(float64(math.Float32frombits(le.Uint32(data[4*i:]))), 'g', -1, 32)
+	case schema.Float64:
+		return strconv.FormatFloat(math.Float64frombits(le.Uint64(data[8*i:])), 'g', -1, 64)
+	}
+	return "?"
+}
+
+// elemInt returns element i of integer data of dtype d.
+func elemInt(d schema.DType, data []byte, i int) int64 {
+	le := binary.LittleEndian
+	switch d {
+	case schema.Int8:
+		return int64(int8(data[i]))
+	case schema.Uint8:
+		return int64(data[i])
+	case schema.Int16:
+		return int64(int16(le.Uint16(data[2*i:])))
+	case schema.Uint16:
+		return int64(le.Uint16(data[2*i:]))
+	case schema.Int32:
+		return int64(int32(le.Uint32(data[4*i:])))
+	case schema.Uint32:
+		return int64(le.Uint32(data[4*i:]))
+	case schema.Int64, schema.Uint64:
+		return int64(le.Uint64(data[8*i:]))
+	}
+	return 0
+}
+
+// float16ToFloat32 converts IEEE 754 half-precision bits to a float32.
+func float16ToFloat32(h uint16) float32 {
+	sign := uint32(h>>15) << 31
+	exp := uint32(h>>10) & 0x1f
+	frac := uint32(h) & 0x3ff
+	switch {
+	case exp == 0 && frac == 0:
+		return math.Float32frombits(sign)
+	case exp == 0: // subnormal: normalize
+		e := uint32(127 - 15 + 1)
+		for frac&0x400 == 0 {
+			frac <<= 1
+			e--
+		}
+		frac &= 0x3ff
+		return math.Float32frombits(sign | e<<23 | frac<<13)
+	case exp == 0x1f:
+		return math.Float32frombits(sign | 0xff<<23 | frac<<13)
+	}
+	return math.Float32frombits(sign | (exp+127-15)<<23 | frac<<13)
+}
+
+// labelString formats a class label with its class name when it has one.
+func labelString(c *schema.Column, data []byte, i int) string {
+	v := elemInt(c.DType, data, i)
+	if v >= 0 && v < int64(len(c.ClassNames)) {
+		return fmt.Sprintf("%d (%s)", v, c.ClassNames[v])
+	}
+	return strconv.FormatInt(v, 10)
+}
+
+// shapeRange formats the observed shape range of a column, one entry per
+// dimension: "32..480" where samples differ, the size where they agree. A
+// column without samples shows its declared shape ("any" when undeclared).
+func shapeRange(c *schema.Column) string {
+	if c.MinShape == nil || c.MaxShape == nil || len(c.MinShape) != len(c.MaxShape) {
+		if c.Shape == nil {
+			return "any"
+		}
+		return schema.FormatShape(c.Shape)
+	}
+	parts := make([]string, len(c.MinShape))
+	for i := range c.MinShape {
+		if c.MinShape[i] == c.MaxShape[i] {
+			parts[i] = strconv.Itoa(c.MinShape[i])
+		} else {
+			parts[i] = fmt.Sprintf("%d..%d", c.MinShape[i], c.MaxShape[i])
+		}
+	}
+	return "[" + strings.Join(parts, ", ") + "]"
+}
+
+// compression is the column's effective compression: its sample
+// compression when it has one, else its chunk codec.
+func compression(c *schema.Column) string {
+	if c.SampleCompression != "" && c.SampleCompression != schema.SampleNone {
+		return string(c.SampleCompression)
+	}
+	if c.ChunkCompression == "" {
+		return string(schema.CodecNone)
+	}
+	return string(c.ChunkCompression)
+}
+
+// ratio is raw bytes over stored bytes, 0 when nothing is stored.
+func ratio(c *schema.Column) float64 {
+	if c.StoredBytes <= 0 {
+		return 0
+	}
+	return float64(c.RawBytes) / float64(c.StoredBytes)
+}
+
+// humanBytes formats a byte count with binary units.
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit && exp < 5; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}

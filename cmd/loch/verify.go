@@ -1,0 +1,44 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+)
+
+func newVerifyCmd() *cobra.Command {
+	var version string
+	cmd := &cobra.Command{
+		Use:   "verify URL",
+		Short: "Check every object of a version against its checksums",
+		Long: `Verify reads every object that a version references (commit, manifest,
+fragments, chunks) and checks its checksums and sizes. It prints
+"ok: N objects checked" when all are sound; otherwise it prints one line per
+problem, naming the broken object's key, and exits with status 1.`,
+		Example: `  loch verify ./pets
+  loch verify s3://bucket/pets --version 3f2a9c...`,
+		Args: exactArgs("URL"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			d, err := openDataset(cmd.Context(), args[0], version)
+			if err != nil {
+				return err
+			}
+			defer d.Close()
+			checked, problems, err := d.Verify(cmd.Context())
+			if err != nil {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			if len(problems) == 0 {
+				fmt.Fprintf(w, "ok: %d objects checked\n", checked)
+				return nil
+			}
+			for _, p := range problems {
+				fmt.Fprintln(w, oneLine(p.String()))
+			}
+			return fmt.Errorf("verify %s: %d problems in %d objects checked", d.URL(), len(problems), checked)
+		},
+	}
+	cmd.Flags().StringVar(&version, "version", "", "verify this version (snapshot id) instead of the newest")
+	return cmd
+}

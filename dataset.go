@@ -1,0 +1,434 @@
+package loch
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/lochdata/loch/manifest"
+	"github.com/lochdata/loch/schema"
+	"github.com/lochdata/loch/storage"
+)
+
+// Keys of the fixed objects (docs/format.md, section 1).
+const (
+	markerKey  = "_loch/dataset"
+	logPrefix  = "log/"
+	latestKey  = "log/_latest"
+	mainBranch = "main"
+)
+
+func logKey(seq uint64) string { return fmt.Sprintf("%s%020d", logPrefix, seq) }
+
+type options struct {
+	version     string
+	branch      string
+	parallelism int
+	author      string
+	store       storage.Store
+	cacheBytes  int64
+}
+
+// Option configures Create and Open.
+type Option func(*options)
+
+// WithVersion opens the dataset at the snapshot (commit) with this id. The
+// handle is read-only.
+func WithVersion(id string) Option { return func(o *options) { o.version = id } }
+
+// WithParallelism bounds the goroutines that encode chunks and images
+// (default GOMAXPROCS).
+func WithParallelism(n int) Option { return func(o *options) { o.parallelism = n } }
+
+// WithAuthor sets the author recorded in commits (default $LOCH_AUTHOR, then
+// $USER).
+func WithAuthor(name string) Option { return func(o *options) { o.author = name } }
+
+// WithStore uses an already opened store instead of opening the URL; the
+// Dataset does not close it.
+func WithStore(s storage.Store) Option { return func(o *options) { o.store = s } }
+
+// WithCacheBytes bounds the memory used to cache decoded chunks for reads
+// (default 256 MiB; 0 disables the cache).
+func WithCacheBytes(n int64) Option { return func(o *options) { o.cacheBytes = n } }
+
+func buildOptions(opts []Option) options {
+	o := options{branch: mainBranch, parallelism: runtime.GOMAXPROCS(0), cacheBytes: 256 << 20}
+	o.author = os.Getenv("LOCH_AUTHOR")
+	if o.author == "" {
+		o.author = os.Getenv("USER")
+	}
+	for _, f := range opts {
+		f(&o)
+	}
+	if o.parallelism < 1 {
+		o.parallelism = 1
+	}
+	return o
+}
+
+// Dataset is a handle on a dataset at one snapshot, with a staging area for
+// writes. It is safe for concurrent use. Close releases it.
+type Dataset struct {
+	store     storage.Store
+	ownsStore bool
+	url       string
+	opts      options
+	readOnly  bool
+	chunks    *chunkCache
+
+	mu   sync.RWMutex // guards snap
+	snap *snapshot
+
+	wmu   sync.Mutex // guards stage; held for the whole of Commit
+	stage *staging
+}
+
+// Create makes a new dataset with the given schema at url and commits its
+// empty first snapshot on branch main. It fails with ErrExists, changing
+// nothing, when a dataset is already there.
+func Create(ctx context.Context, url string, s schema.Schema, opts ...Option) (*Dataset, error) {
+	o := buildOptions(opts)
+	if o.version != "" {
+		return nil, invalidf("create %s: a new dataset has no version to open", url)
+	}
+	s = s.Clone()
+	if err := s.Normalize(); err != nil {
+		return nil, classify(err, "create %s", url)
+	}
+	for i := range s.Columns {
+		c := &s.Columns[i]
+		c.UID = i + 1
+		c.MinShape, c.MaxShape, c.StoredBytes, c.RawBytes, c.Samples = nil, nil, 0, 0, 0
+	}
+	d, err := newDataset(ctx, url, o)
+	if err != nil {
+		return nil, err
+	}
+	fail := func(err error) (*Dataset, error) {
+		d.Close()
+		return nil, err
+	}
+	if _, err := d.store.Stat(ctx, logKey(1)); err == nil {
+		return fail(fmt.Errorf("create %s: a dataset already exists there: %w", d.url, ErrExists))
+	} else if !errors.Is(err, storage.ErrNotFound) {
+		return fail(classify(err, "create %s", d.url))
+	}
+	man := manifest.Manifest{Schema: s, NextColumnUID: len(s.Columns) + 1, Fragments: []manifest.FragmentRef{}}
+	manKey, err := d.putObject(ctx, "manifests/", manifest.KindManifest, man)
+	if err != nil {
+		return fail(err)
+	}
+	c := manifest.Commit{Parents: []string{}, Manifest: manKey, Message: "create dataset", Author: o.author, Time: time.Now().UTC(), Branch: mainBranch}
+	commitKey, err := d.putObject(ctx, "commits/", manifest.KindCommit, c)
+	if err != nil {
+		return fail(err)
+	}
+	id := strings.TrimPrefix(commitKey, "commits/")
+	root := manifest.Root{Seq: 1, Time: c.Time, Refs: map[string]string{"heads/" + mainBranch: id}, Op: "create"}
+	obj, err := manifest.Encode(manifest.KindRoot, root)
+	if err != nil {
+		return fail(err)
+	}
+	if err := d.store.PutIfAbsent(ctx, logKey(1), obj); err != nil {
+		if errors.Is(err, storage.ErrExists) {
+			return fail(fmt.Errorf("create %s: a dataset already exists there: %w", d.url, ErrExists))
+		}
+		return fail(classify(err, "create %s", d.url))
+	}
+	mark, err := manifest.Encode(manifest.KindDataset, manifest.Dataset{
+		Format: fmt.Sprintf("%d.%d", manifest.Major, manifest.Minor), ID: randomID(), Created: c.Time})
+	if err != nil {
+		return fail(err)
+	}
+	// The marker is informative; log/1 above is the point of creation.
+	if err := d.store.Put(ctx, markerKey, mark); err != nil {
+		return fail(classify(err, "create %s: write marker", d.url))
+	}
+	d.writeHint(ctx, 1)
+	snap, err := d.loadSnapshot(ctx, id, 1)
+	if err != nil {
+		return fail(err)
+	}
+	d.snap = snap
+	return d, nil
+}
+
+// Open opens the dataset at url at the newest snapshot of branch main, or
+// at the snapshot named by WithVersion. It fails with ErrNotFound when there
+// is no dataset at url.
+func Open(ctx context.Context, url string, opts ...Option) (*Dataset, error) {
+	o := buildOptions(opts)
+	d, err := newDataset(ctx, url, o)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.checkMarker(ctx); err != nil {
+		d.Close()
+		return nil, err
+	}
+	if o.version != "" {
+		d.readOnly = true
+		snap, err := d.loadSnapshot(ctx, o.version, 0)
+		if err != nil {
+			d.Close()
+			return nil, err
+		}
+		d.snap = snap
+		return d, nil
+	}
+	if err := d.Refresh(ctx); err != nil {
+		d.Close()
+		return nil, err
+	}
+	return d, nil
+}
+
+func newDataset(ctx context.Context, url string, o options) (*Dataset, error) {
+	d := &Dataset{opts: o, chunks: newChunkCache(o.cacheBytes)}
+	if o.store != nil {
+		d.store = o.store
+	} else {
+		s, err := storage.Open(ctx, url)
+		if err != nil {
+			return nil, classify(err, "open %s", url)
+		}
+		d.store, d.ownsStore = s, true
+	}
+	d.url = d.store.URL()
+	return d, nil
+}
+
+func (d *Dataset) checkMarker(ctx context.Context) error {
+	obj, err := d.store.Get(ctx, markerKey)
+	if errors.Is(err, storage.ErrNotFound) {
+		// A dataset whose creator died between log/1 and the marker is still
+		// a dataset; no marker and no log/1 is none.
+		if _, err2 := d.store.Stat(ctx, logKey(1)); err2 == nil {
+			return nil
+		}
+		return fmt.Errorf("open %s: no loch dataset there: %w", d.url, ErrNotFound)
+	}
+	if err != nil {
+		return classify(err, "open %s", d.url)
+	}
+	var m manifest.Dataset
+	if err := manifest.Decode(manifest.KindDataset, obj, &m); err != nil {
+		return classify(err, "open %s: read %s", d.url, markerKey)
+	}
+	return nil
+}
+
+// Close releases the handle. Staged, uncommitted writes are discarded.
+func (d *Dataset) Close() error {
+	d.wmu.Lock()
+	if d.stage != nil {
+		d.stage.abort()
+		d.stage = nil
+	}
+	d.wmu.Unlock()
+	if d.ownsStore && d.store != nil {
+		return d.store.Close()
+	}
+	return nil
+}
+
+// Store returns the dataset's store (owned by the Dataset).
+func (d *Dataset) Store() storage.Store { return d.store }
+
+// URL returns the dataset's URL with any secrets removed.
+func (d *Dataset) URL() string { return d.url }
+
+// Version returns the id of the snapshot (commit) the handle reads.
+func (d *Dataset) Version() string { return d.current().commitID }
+
+// Len returns the number of rows of the snapshot.
+func (d *Dataset) Len() int64 { return d.current().man.Rows }
+
+// Schema returns a copy of the snapshot's schema, with column statistics.
+func (d *Dataset) Schema() schema.Schema { return d.current().man.Schema.Clone() }
+
+func (d *Dataset) current() *snapshot {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	return d.snap
+}
+
+// Refresh moves the handle to the newest snapshot of its branch. It fails
+// with ErrReadOnly on a handle opened at a version.
+func (d *Dataset) Refresh(ctx context.Context) error {
+	if d.readOnly {
+		return fmt.Errorf("refresh %s: handle is pinned to version %s: %w", d.url, d.Version(), ErrReadOnly)
+	}
+	root, err := d.latestRoot(ctx)
+	if err != nil {
+		return err
+	}
+	id, ok := root.Refs["heads/"+d.opts.branch]
+	if !ok {
+		return fmt.Errorf("open %s: no branch %q: %w", d.url, d.opts.branch, ErrNotFound)
+	}
+	if cur := d.current(); cur != nil && cur.commitID == id {
+		return nil
+	}
+	snap, err := d.loadSnapshot(ctx, id, root.Seq)
+	if err != nil {
+		return err
+	}
+	d.mu.Lock()
+	d.snap = snap
+	d.mu.Unlock()
+	return nil
+}
+
+// latestRoot finds the log entry with the highest sequence number.
+func (d *Dataset) latestRoot(ctx context.Context) (*manifest.Root, error) {
+	start := uint64(0)
+	if b, err := d.store.Get(ctx, latestKey); err == nil {
+		if n, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64); err == nil && n > 0 {
+			start = n
+		}
+	}
+	var best *manifest.Root
+	if start > 0 {
+		r, err := d.readRoot(ctx, start)
+		if err == nil {
+			best = r
+		} else if !errors.Is(err, ErrNotFound) {
+			return nil, err
+		}
+	}
+	if best == nil { // no usable hint: list the log
+		var max uint64
+		err := d.store.List(ctx, logPrefix, func(a storage.Attrs) error {
+			if n, err := strconv.ParseUint(strings.TrimPrefix(a.Key, logPrefix), 10, 64); err == nil && n > max {
+				max = n
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, classify(err, "open %s: list log", d.url)
+		}
+		if max == 0 {
+			return nil, fmt.Errorf("open %s: no loch dataset there (empty log): %w", d.url, ErrNotFound)
+		}
+		if best, err = d.readRoot(ctx, max); err != nil {
+			return nil, err
+		}
+	}
+	for {
+		next, err := d.readRoot(ctx, best.Seq+1)
+		if errors.Is(err, ErrNotFound) {
+			return best, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		best = next
+	}
+}
+
+func (d *Dataset) readRoot(ctx context.Context, seq uint64) (*manifest.Root, error) {
+	key := logKey(seq)
+	obj, err := d.store.Get(ctx, key)
+	if err != nil {
+		return nil, classify(err, "read %s", key)
+	}
+	var r manifest.Root
+	if err := manifest.Decode(manifest.KindRoot, obj, &r); err != nil {
+		return nil, classify(err, "read %s", key)
+	}
+	if r.Seq != seq {
+		return nil, fmt.Errorf("read %s: entry says sequence %d: %w", key, r.Seq, ErrCorrupt)
+	}
+	return &r, nil
+}
+
+func (d *Dataset) writeHint(ctx context.Context, seq uint64) {
+	// Best effort: a stale or missing hint costs readers a few extra reads.
+	_ = d.store.Put(ctx, latestKey, []byte(strconv.FormatUint(seq, 10)))
+}
+
+// putObject encodes v and stores it under prefix + its content hash.
+func (d *Dataset) putObject(ctx context.Context, prefix string, kind byte, v any) (string, error) {
+	obj, err := manifest.Encode(kind, v)
+	if err != nil {
+		return "", err
+	}
+	key := prefix + manifest.Hash(obj)
+	if err := d.store.Put(ctx, key, obj); err != nil {
+		return "", classify(err, "write %s", key)
+	}
+	return key, nil
+}
+
+// getObject reads and decodes the metadata object at key.
+func (d *Dataset) getObject(ctx context.Context, key string, kind byte, v any) error {
+	obj, err := d.store.Get(ctx, key)
+	if err != nil {
+		return classify(err, "read %s", key)
+	}
+	if err := manifest.Decode(kind, obj, v); err != nil {
+		return classify(err, "read %s", key)
+	}
+	return nil
+}
+
+func randomID() string {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(fmt.Sprintf("loch: crypto/rand: %v", err))
+	}
+	return hex.EncodeToString(b[:])
+}
+
+// CommitInfo describes one commit (snapshot).
+type CommitInfo struct {
+	ID      string    `json:"id"`
+	Parents []string  `json:"parents"`
+	Message string    `json:"message"`
+	Author  string    `json:"author,omitempty"`
+	Time    time.Time `json:"time"`
+	Rows    int64     `json:"rows"`
+	Branch  string    `json:"branch,omitempty"`
+}
+
+// Log returns the snapshots reachable from the handle's snapshot, newest
+// first (first parents only).
+func (d *Dataset) Log(ctx context.Context) ([]CommitInfo, error) {
+	var out []CommitInfo
+	id := d.Version()
+	seen := map[string]bool{}
+	for id != "" && !seen[id] {
+		seen[id] = true
+		var c manifest.Commit
+		if err := d.getObject(ctx, "commits/"+id, manifest.KindCommit, &c); err != nil {
+			return nil, err
+		}
+		out = append(out, CommitInfo{ID: id, Parents: c.Parents, Message: c.Message, Author: c.Author, Time: c.Time, Rows: c.Rows, Branch: c.Branch})
+		id = ""
+		if len(c.Parents) > 0 {
+			id = c.Parents[0]
+		}
+	}
+	return out, nil
+}
+
+// sortedKeys returns a map's keys in order.
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,26 @@
+// Package loch is a tensor-native, versioned dataset store: rows of named
+// columns (images, tensors, labels, boxes, embeddings, text, json) kept in
+// chunks in their final dtype and shape, on local disk or object storage.
+//
+// # Basics
+//
+// Create makes a dataset at a URL (a local path, mem://name, s3://bucket/prefix,
+// gs://bucket/prefix or az://container/prefix); Open opens one at its newest
+// snapshot or, with WithVersion, at a given one. Rows are staged with Append,
+// Extend, Update and Delete, and become visible only when Commit writes a new
+// snapshot: a reader sees one consistent snapshot, and a writer killed at any
+// moment leaves the last commit intact.
+//
+// # Concurrency
+//
+// A Dataset is safe for concurrent use. Reads (Len, Column, Read, ...) see the
+// snapshot the Dataset was opened at or last committed; staged rows are not
+// visible to reads. Several processes may write to one dataset: commits are
+// serialized by conditional writes, appends rebase automatically, and other
+// conflicting changes fail with ErrConflict.
+//
+// # Memory
+//
+// Slices returned in a Sample are owned by the caller unless a method says
+// they alias a buffer the caller passed in.
+package loch

@@ -1,0 +1,184 @@
+// Package imaging converts between encoded images (png, jpeg) and loch's
+// image tensors: uint8 pixels in [height, width, channels] order.
+package imaging
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"image"
+	"image/color"
+	"image/jpeg"
+	"image/png"
+
+	"golang.org/x/image/draw"
+)
+
+// ErrDecode marks bytes that are not a decodable image.
+var ErrDecode = errors.New("cannot decode image")
+
+// Config returns an encoded image's format ("png" or "jpeg") and its decoded
+// shape [height, width, channels] without decoding the pixels.
+func Config(data []byte) (format string, shape []int, err error) {
+	cfg, format, err := image.DecodeConfig(bytes.NewReader(data))
+	if err != nil {
+		return "", nil, fmt.Errorf("%w: %v", ErrDecode, err)
+	}
+	return format, []int{cfg.Height, cfg.Width, channels(cfg.ColorModel)}, nil
+}
+
+func channels(m color.Model) int {
+	switch m {
+	case color.GrayModel, color.Gray16Model:
+		return 1
+	case color.NRGBAModel, color.NRGBA64Model:
+		return 4
+	}
+	// RGBA models come from opaque truecolor PNGs; palettes, YCbCr and CMYK
+	// are stored as RGB.
+	return 3
+}
+
+// Decode decodes a png or jpeg image into HWC uint8 pixels. Grayscale
+// images give 1 channel, images with alpha 4, others 3. 16-bit images are
+// reduced to 8 bits.
+func Decode(data []byte) (pix []byte, shape []int, err error) {
+	img, _, err := image.Decode(bytes.NewReader(data))
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %v", ErrDecode, err)
+	}
+	return FromImage(img)
+}
+
+// FromImage converts an image.Image to HWC uint8 pixels.
+func FromImage(img image.Image) ([]byte, []int, error) {
+	b := img.Bounds()
+	h, w := b.Dy(), b.Dx()
+	switch m := img.(type) {
+	case *image.Gray:
+		pix := make([]byte, h*w)
+		for y := 0; y < h; y++ {
+			copy(pix[y*w:(y+1)*w], m.Pix[y*m.Stride:y*m.Stride+w])
+		}
+		return pix, []int{h, w, 1}, nil
+	case *image.NRGBA:
+		pix := make([]byte, h*w*4)
+		for y := 0; y < h; y++ {
+			copy(pix[y*w*4:(y+1)*w*4], m.Pix[y*m.Stride:y*m.Stride+w*4])
+		}
+		return pix, []int{h, w, 4}, nil
+	case *image.RGBA:
+		if opaque(m) {
+			pix := make([]byte, h*w*3)
+			for y := 0; y < h; y++ {
+				row := m.Pix[y*m.Stride:]
+				for x := 0; x < w; x++ {
+					copy(pix[(y*w+x)*3:(y*w+x)*3+3], row[x*4:x*4+3])
+				}
+			}
+			return pix, []int{h, w, 3}, nil
+		}
+	}
+	c := channels(img.ColorModel())
+	if c == 1 {
+		g := image.NewGray(image.Rect(0, 0, w, h))
+		draw.Draw(g, g.Bounds(), img, b.Min, draw.Src)
+		return FromImage(g)
+	}
+	if c == 4 {
+		n := image.NewNRGBA(image.Rect(0, 0, w, h))
+		draw.Draw(n, n.Bounds(), img, b.Min, draw.Src)
+		return FromImage(n)
+	}
+	rgba := image.NewRGBA(image.Rect(0, 0, w, h))
+	draw.Draw(rgba, rgba.Bounds(), img, b.Min, draw.Src)
+	pix := make([]byte, h*w*3)
+	for y := 0; y < h; y++ {
+		row := rgba.Pix[y*rgba.Stride:]
+		for x := 0; x < w; x++ {
+			copy(pix[(y*w+x)*3:(y*w+x)*3+3], row[x*4:x*4+3])
+		}
+	}
+	return pix, []int{h, w, 3}, nil
+}
+
+func opaque(m *image.RGBA) bool { return m.Opaque() }
+
+// ToImage wraps HWC uint8 pixels (1, 3 or 4 channels) as an image.Image.
+func ToImage(pix []byte, shape []int) (image.Image, error) {
+	if len(shape) != 3 || shape[0]*shape[1]*shape[2] != len(pix) {
+		return nil, fmt.Errorf("image tensor shape %v does not match %d bytes", shape, len(pix))
+	}
+	h, w, c := shape[0], shape[1], shape[2]
+	r := image.Rect(0, 0, w, h)
+	switch c {
+	case 1:
+		return &image.Gray{Pix: pix, Stride: w, Rect: r}, nil
+	case 4:
+		return &image.NRGBA{Pix: pix, Stride: 4 * w, Rect: r}, nil
+	case 3:
+		out := image.NewNRGBA(r)
+		for i := 0; i < h*w; i++ {
+			copy(out.Pix[4*i:4*i+3], pix[3*i:3*i+3])
+			out.Pix[4*i+3] = 255
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("image tensor with %d channels, want 1, 3 or 4", c)
+}
+
+// Encode encodes HWC uint8 pixels as "png" (lossless) or "jpeg" (quality 1..100).
+func Encode(format string, pix []byte, shape []int, quality int) ([]byte, error) {
+	img, err := ToImage(pix, shape)
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	switch format {
+	case "png":
+		enc := png.Encoder{CompressionLevel: png.BestSpeed}
+		err = enc.Encode(&buf, img)
+	case "jpeg":
+		if shape[2] == 4 {
+			return nil, fmt.Errorf("jpeg cannot hold an alpha channel (shape %v)", shape)
+		}
+		if quality <= 0 {
+			quality = 90
+		}
+		err = jpeg.Encode(&buf, img, &jpeg.Options{Quality: quality})
+	default:
+		return nil, fmt.Errorf("unknown image format %q (want png or jpeg)", format)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("encode %s: %w", format, err)
+	}
+	return buf.Bytes(), nil
+}
+
+// Resize scales HWC uint8 pixels to width x height with Catmull-Rom
+// interpolation.
+func Resize(pix []byte, shape []int, width, height int) ([]byte, []int, error) {
+	img, err := ToImage(pix, shape)
+	if err != nil {
+		return nil, nil, err
+	}
+	dst := image.NewNRGBA(image.Rect(0, 0, width, height))
+	draw.CatmullRom.Scale(dst, dst.Bounds(), img, img.Bounds(), draw.Src, nil)
+	out, s, err := FromImage(dst)
+	if err != nil {
+		return nil, nil, err
+	}
+	if shape[2] != s[2] { // FromImage gives 4 channels for NRGBA: drop or reduce
+		return selectChannels(out, s, shape[2]), []int{height, width, shape[2]}, nil
+	}
+	return out, s, nil
+}
+
+func selectChannels(pix []byte, shape []int, c int) []byte {
+	n := shape[0] * shape[1]
+	out := make([]byte, n*c)
+	for i := 0; i < n; i++ {
+		copy(out[i*c:(i+1)*c], pix[i*shape[2]:i*shape[2]+c])
+	}
+	return out
+}

@@ -1,0 +1,217 @@
+// Package manifest encodes and decodes loch's metadata objects: the dataset
+// marker, root log entries, commits, manifests (snapshots), fragments,
+// extensions and deletion vectors, each in a checksummed envelope
+// (docs/format.md, section 2).
+package manifest
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"sync"
+	"time"
+
+	"github.com/klauspost/compress/zstd"
+	"github.com/lochdata/loch/schema"
+)
+
+// Format version written by this package.
+const (
+	Major = 1
+	Minor = 0
+)
+
+// Magic starts every metadata object.
+const Magic = "LOCH"
+
+// Object kinds.
+const (
+	KindDataset   byte = 'D'
+	KindRoot      byte = 'R'
+	KindCommit    byte = 'C'
+	KindManifest  byte = 'M'
+	KindFragment  byte = 'F'
+	KindExtension byte = 'E'
+	KindDeletion  byte = 'X'
+)
+
+// Errors.
+var (
+	// ErrCorrupt marks an object whose bytes fail their checks.
+	ErrCorrupt = errors.New("corrupt metadata")
+	// ErrNewerFormat marks an object of a newer major format version.
+	ErrNewerFormat = errors.New("newer format version")
+)
+
+const envHeader = 12
+
+// compressAbove is the body size above which bodies are zstd-compressed.
+const compressAbove = 4 << 10
+
+var (
+	zOnce sync.Once
+	zEnc  *zstd.Encoder
+	zDec  *zstd.Decoder
+)
+
+func zstdCodecs() (*zstd.Encoder, *zstd.Decoder) {
+	zOnce.Do(func() {
+		var err error
+		if zEnc, err = zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1)); err != nil {
+			panic(fmt.Sprintf("manifest: zstd: %v", err))
+		}
+		if zDec, err = zstd.NewReader(nil, zstd.WithDecoderConcurrency(0), zstd.WithDecoderMaxMemory(1<<32)); err != nil {
+			panic(fmt.Sprintf("manifest: zstd: %v", err))
+		}
+	})
+	return zEnc, zDec
+}
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// Encode wraps v's JSON in an envelope of the given kind.
+func Encode(kind byte, v any) ([]byte, error) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("encode %c object: %w", kind, err)
+	}
+	enc := byte(0)
+	if len(body) > compressAbove {
+		z, _ := zstdCodecs()
+		body = z.EncodeAll(body, nil)
+		enc = 1
+	}
+	out := make([]byte, envHeader, envHeader+len(body)+4)
+	copy(out, Magic)
+	out[4], out[5], out[6], out[7] = kind, Major, Minor, enc
+	binary.LittleEndian.PutUint32(out[8:], uint32(len(body)))
+	out = append(out, body...)
+	return binary.LittleEndian.AppendUint32(out, crc32.Checksum(out, castagnoli)), nil
+}
+
+// Decode checks an envelope of the given kind and unmarshals its body into v.
+// Errors wrap ErrCorrupt or ErrNewerFormat; callers add the object's key.
+func Decode(kind byte, obj []byte, v any) error {
+	if len(obj) < envHeader+4 {
+		return fmt.Errorf("%w: %d bytes, shorter than an envelope", ErrCorrupt, len(obj))
+	}
+	if string(obj[:4]) != Magic {
+		return fmt.Errorf("%w: magic %q, want %q", ErrCorrupt, obj[:4], Magic)
+	}
+	if obj[5] > Major {
+		return fmt.Errorf("%w: format %d.%d is newer than this loch supports (%d.%d); upgrade loch", ErrNewerFormat, obj[5], obj[6], Major, Minor)
+	}
+	n := binary.LittleEndian.Uint32(obj[8:])
+	if uint64(len(obj)) != envHeader+uint64(n)+4 {
+		return fmt.Errorf("%w: object is %d bytes, envelope says %d (truncated?)", ErrCorrupt, len(obj), envHeader+uint64(n)+4)
+	}
+	if got, want := crc32.Checksum(obj[:len(obj)-4], castagnoli), binary.LittleEndian.Uint32(obj[len(obj)-4:]); got != want {
+		return fmt.Errorf("%w: checksum %08x, want %08x", ErrCorrupt, got, want)
+	}
+	if obj[4] != kind {
+		return fmt.Errorf("%w: object kind %q, want %q", ErrCorrupt, obj[4], kind)
+	}
+	body := obj[envHeader : len(obj)-4]
+	switch obj[7] {
+	case 0:
+	case 1:
+		_, z := zstdCodecs()
+		var err error
+		if body, err = z.DecodeAll(body, nil); err != nil {
+			return fmt.Errorf("%w: body: %v", ErrCorrupt, err)
+		}
+	default:
+		return fmt.Errorf("%w: unknown body encoding %d", ErrCorrupt, obj[7])
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("%w: body: %v", ErrCorrupt, err)
+	}
+	return nil
+}
+
+// Hash returns the content address of an object: the first 32 hex digits of
+// its SHA-256.
+func Hash(obj []byte) string {
+	s := sha256.Sum256(obj)
+	return hex.EncodeToString(s[:16])
+}
+
+// Dataset is the body of the dataset marker `_loch/dataset`.
+type Dataset struct {
+	Format  string    `json:"format"`
+	ID      string    `json:"id"`
+	Created time.Time `json:"created"`
+}
+
+// Root is the body of a log entry `log/<seq>`.
+type Root struct {
+	Seq       uint64            `json:"seq"`
+	Time      time.Time         `json:"time"`
+	Prev      uint64            `json:"prev,omitempty"`
+	Refs      map[string]string `json:"refs"`
+	NextRowID uint64            `json:"next_row_id"`
+	Op        string            `json:"op,omitempty"`
+}
+
+// Commit is the body of `commits/<id>`.
+type Commit struct {
+	Parents  []string  `json:"parents"`
+	Manifest string    `json:"manifest"`
+	Message  string    `json:"message"`
+	Author   string    `json:"author,omitempty"`
+	Time     time.Time `json:"time"`
+	Rows     int64     `json:"rows"`
+	Branch   string    `json:"branch,omitempty"`
+}
+
+// Manifest is the body of `manifests/<hash>`: a complete snapshot.
+type Manifest struct {
+	Schema        schema.Schema `json:"schema"`
+	Rows          int64         `json:"rows"`
+	NextColumnUID int           `json:"next_column_uid"`
+	Fragments     []FragmentRef `json:"fragments"`
+}
+
+// FragmentRef is a manifest's entry for one fragment.
+type FragmentRef struct {
+	Key        string   `json:"key"`
+	Rows       int64    `json:"rows"`
+	IDStart    *uint64  `json:"id_start,omitempty"`
+	Extensions []string `json:"extensions,omitempty"`
+	Deletions  string   `json:"deletions,omitempty"`
+	Deleted    int64    `json:"deleted,omitempty"`
+}
+
+// Live is the number of rows of the fragment that are not deleted.
+func (f *FragmentRef) Live() int64 { return f.Rows - f.Deleted }
+
+// Fragment is the body of `fragments/<hash>` and, with Rows and IDs unused,
+// of `extensions/<hash>`.
+type Fragment struct {
+	Rows    int64                 `json:"rows,omitempty"`
+	IDs     [][2]uint64           `json:"ids,omitempty"`
+	Columns map[string][]ChunkRef `json:"columns"`
+}
+
+// ChunkRef names one chunk of a column in a fragment.
+type ChunkRef struct {
+	Key    string `json:"key"`
+	First  int64  `json:"first"`
+	Rows   int64  `json:"rows"`
+	Header int    `json:"header"`
+	Size   int64  `json:"size"`
+	Raw    int64  `json:"raw"`
+	Part   int    `json:"part,omitempty"`
+	Parts  int    `json:"parts,omitempty"`
+}
+
+// Deletion is the body of `deletions/<hash>`.
+type Deletion struct {
+	Offsets []int64 `json:"offsets"`
+}

@@ -1,0 +1,73 @@
+package schema
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+
+	yaml "go.yaml.in/yaml/v3"
+)
+
+// Parse reads a schema written as JSON or YAML. Two forms are accepted: an
+// object with a "columns" list, or a bare list of columns. The result is
+// normalized (see Schema.Normalize).
+//
+//	columns:
+//	  - {name: image, kind: image, sample_compression: png}
+//	  - {name: label, kind: class_label, class_names: [cat, dog]}
+//	  - {name: angles, dtype: float32, shape: [7]}
+func Parse(data []byte) (Schema, error) {
+	var generic any
+	if err := yaml.Unmarshal(data, &generic); err != nil {
+		return Schema{}, fmt.Errorf("%w: schema is neither JSON nor YAML: %v", ErrInvalid, err)
+	}
+	js, err := json.Marshal(jsonable(generic))
+	if err != nil {
+		return Schema{}, fmt.Errorf("%w: schema: %v", ErrInvalid, err)
+	}
+	var s Schema
+	trimmed := bytes.TrimSpace(js)
+	if len(trimmed) > 0 && trimmed[0] == '[' {
+		js = append(append([]byte(`{"columns":`), js...), '}')
+	}
+	dec := json.NewDecoder(bytes.NewReader(js))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&s); err != nil {
+		return Schema{}, fmt.Errorf("%w: schema: %v", ErrInvalid, err)
+	}
+	if len(s.Columns) == 0 {
+		return Schema{}, fmt.Errorf("%w: schema has no columns", ErrInvalid)
+	}
+	for _, c := range s.Columns {
+		if c.UID != 0 || c.Samples != 0 || c.StoredBytes != 0 {
+			return Schema{}, fmt.Errorf("%w: schema column %q sets a statistic (uid, samples, stored_bytes) that loch keeps itself", ErrInvalid, c.Name)
+		}
+	}
+	if err := s.Normalize(); err != nil {
+		return Schema{}, err
+	}
+	return s, nil
+}
+
+// jsonable turns YAML's map[string]any / map[any]any trees into JSON-encodable values.
+func jsonable(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		for k, x := range t {
+			t[k] = jsonable(x)
+		}
+		return t
+	case map[any]any:
+		m := make(map[string]any, len(t))
+		for k, x := range t {
+			m[fmt.Sprint(k)] = jsonable(x)
+		}
+		return m
+	case []any:
+		for i := range t {
+			t[i] = jsonable(t[i])
+		}
+		return t
+	}
+	return v
+}

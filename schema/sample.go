@@ -1,0 +1,159 @@
+package schema
+
+import (
+	"encoding/json"
+	"fmt"
+	"unicode/utf8"
+)
+
+// CheckSample validates one sample of the column: its shape against the
+// declared shape and the kind's rules, and, for text and json, its bytes. data
+// is the sample's decoded bytes (for png/jpeg-compressed input, pass nil and
+// only the shape is checked). The error wraps ErrInvalid and names the
+// column, what was expected and what was found.
+func (c *Column) CheckSample(shape []int, data []byte) error {
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("%w: column %q (%s %s): %s", ErrInvalid, c.Name, c.Kind, c.DType, fmt.Sprintf(format, a...))
+	}
+	if c.DType.Variable() {
+		if len(shape) != 1 {
+			return bad("a %s sample has shape [length], got %v", c.DType, shape)
+		}
+		if data != nil {
+			if len(data) != shape[0] {
+				return bad("sample length %d disagrees with its shape %v", len(data), shape)
+			}
+			switch c.DType {
+			case Text:
+				if !utf8.Valid(data) {
+					return bad("text is not valid UTF-8")
+				}
+			case JSON:
+				if !json.Valid(data) {
+					return bad("value is not valid JSON: %.60q", data)
+				}
+			}
+		}
+		return nil
+	}
+	if c.Shape != nil {
+		if len(shape) != len(c.Shape) {
+			return bad("shape %v has %d dimensions, want %d (declared %s)", shape, len(shape), len(c.Shape), FormatShape(c.Shape))
+		}
+		for i, d := range c.Shape {
+			if d >= 0 && shape[i] != d {
+				return bad("shape %v, want %s", shape, FormatShape(c.Shape))
+			}
+		}
+	}
+	for _, d := range shape {
+		if d < 0 {
+			return bad("negative dimension in shape %v", shape)
+		}
+	}
+	n := NumElements(shape)
+	if data != nil && len(data) != n*c.DType.Size() {
+		return bad("%d bytes for shape %v, want %d", len(data), shape, n*c.DType.Size())
+	}
+	switch c.Kind {
+	case Image:
+		if len(shape) != 3 || (shape[2] != 1 && shape[2] != 3 && shape[2] != 4) {
+			return bad("image shape %v, want [height, width, 1|3|4]", shape)
+		}
+	case Video:
+		if len(shape) != 4 {
+			return bad("video shape %v, want [frames, height, width, channels]", shape)
+		}
+	case BBox:
+		if len(shape) != 2 || shape[1] != 4 {
+			return bad("bbox shape %v, want [boxes, 4]", shape)
+		}
+	case ClassLabel:
+		if len(shape) > 1 {
+			return bad("label shape %v, want [] or [n]", shape)
+		}
+		if len(c.ClassNames) > 0 && data != nil {
+			for i := 0; i < n; i++ {
+				v := intAt(c.DType, data, i)
+				if v < 0 || v >= int64(len(c.ClassNames)) {
+					return bad("label %d out of range [0, %d)", v, len(c.ClassNames))
+				}
+			}
+		}
+	case PointCloud:
+		if len(shape) != 2 || shape[1] < 3 {
+			return bad("point cloud shape %v, want [points, >=3]", shape)
+		}
+	case Audio:
+		if len(shape) != 1 && len(shape) != 2 {
+			return bad("audio shape %v, want [samples] or [samples, channels]", shape)
+		}
+	case Mask:
+		if len(shape) != 2 && len(shape) != 3 {
+			return bad("mask shape %v, want [height, width] or [height, width, n]", shape)
+		}
+	case Embedding:
+		if len(shape) != 1 {
+			return bad("embedding shape %v, want [dimensions]", shape)
+		}
+	}
+	return nil
+}
+
+// NumElements is the product of the dimensions (1 for a scalar).
+func NumElements(shape []int) int {
+	n := 1
+	for _, d := range shape {
+		n *= d
+	}
+	return n
+}
+
+// FormatShape writes a shape with '?' for ragged dimensions.
+func FormatShape(s []int) string {
+	out := "["
+	for i, d := range s {
+		if i > 0 {
+			out += ", "
+		}
+		if d < 0 {
+			out += "?"
+		} else {
+			out += fmt.Sprint(d)
+		}
+	}
+	return out + "]"
+}
+
+func intAt(d DType, b []byte, i int) int64 {
+	le := func(o, n int) uint64 {
+		var v uint64
+		for k := n - 1; k >= 0; k-- {
+			v = v<<8 | uint64(b[o+k])
+		}
+		return v
+	}
+	switch d {
+	case Int8:
+		return int64(int8(b[i]))
+	case Uint8:
+		return int64(b[i])
+	case Int16:
+		return int64(int16(le(2*i, 2)))
+	case Uint16:
+		return int64(le(2*i, 2))
+	case Int32:
+		return int64(int32(le(4*i, 4)))
+	case Uint32:
+		return int64(le(4*i, 4))
+	case Int64:
+		return int64(le(8*i, 8))
+	case Uint64:
+		v := le(8*i, 8)
+		if v > 1<<62 {
+			return -1
+		}
+		return int64(v)
+	}
+	return 0
+}

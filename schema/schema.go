@@ -1,0 +1,386 @@
+// Package schema defines loch's column model: data types, kinds, shapes and
+// compressions, their validation, and the schema files users write.
+package schema
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// ErrInvalid marks a schema or a sample that breaks the rules of its column.
+var ErrInvalid = errors.New("invalid")
+
+// Kind gives a column its meaning and validation rules.
+type Kind string
+
+// The kinds.
+const (
+	Generic    Kind = "generic"
+	Image      Kind = "image"
+	Video      Kind = "video"
+	Audio      Kind = "audio"
+	ClassLabel Kind = "class_label"
+	BBox       Kind = "bbox"
+	Mask       Kind = "mask"
+	Embedding  Kind = "embedding"
+	TextKind   Kind = "text"
+	JSONKind   Kind = "json"
+	PointCloud Kind = "point_cloud"
+	Link       Kind = "link"
+)
+
+// Kinds lists every kind.
+func Kinds() []Kind {
+	return []Kind{Generic, Image, Video, Audio, ClassLabel, BBox, Mask, Embedding, TextKind, JSONKind, PointCloud, Link}
+}
+
+// SampleCompression is applied to each sample on its own.
+type SampleCompression string
+
+// Sample compressions. PNG is lossless; JPEG is lossy.
+const (
+	SampleNone SampleCompression = "none"
+	PNG        SampleCompression = "png"
+	JPEG       SampleCompression = "jpeg"
+)
+
+// ChunkCodec compresses whole chunks.
+type ChunkCodec string
+
+// Chunk codecs.
+const (
+	CodecNone ChunkCodec = "none"
+	LZ4       ChunkCodec = "lz4"
+	Zstd      ChunkCodec = "zstd"
+)
+
+// DefaultChunkBytes is the default target of decoded bytes per chunk.
+const DefaultChunkBytes = 8 << 20
+
+// BBox coordinate conventions.
+const (
+	BBoxXYXY   = "xyxy"   // x_min, y_min, x_max, y_max
+	BBoxXYWH   = "xywh"   // x_min, y_min, width, height (COCO)
+	BBoxCXCYWH = "cxcywh" // center x, center y, width, height (YOLO)
+)
+
+// Column describes one column. The fields after ChunkBytes are statistics
+// kept by the dataset; users leave them zero.
+type Column struct {
+	UID   int    `json:"uid,omitempty"`
+	Name  string `json:"name"`
+	DType DType  `json:"dtype"`
+	Kind  Kind   `json:"kind,omitempty"`
+	// Shape is the declared per-sample shape: -1 marks a ragged dimension
+	// (null in JSON). A nil Shape accepts any shape.
+	Shape             Shape             `json:"shape"`
+	SampleCompression SampleCompression `json:"sample_compression,omitempty"`
+	ChunkCompression  ChunkCodec        `json:"chunk_compression,omitempty"`
+	ChunkBytes        int               `json:"chunk_bytes,omitempty"`
+	ClassNames        []string          `json:"class_names,omitempty"`
+	BBoxFormat        string            `json:"bbox_format,omitempty"`
+	BBoxNormalized    bool              `json:"bbox_normalized,omitempty"`
+
+	MinShape    []int `json:"min_shape,omitempty"`
+	MaxShape    []int `json:"max_shape,omitempty"`
+	StoredBytes int64 `json:"stored_bytes,omitempty"`
+	RawBytes    int64 `json:"raw_bytes,omitempty"`
+	Samples     int64 `json:"samples,omitempty"`
+}
+
+// Schema is an ordered list of columns.
+type Schema struct {
+	Columns []Column `json:"columns"`
+}
+
+// Column returns the column named name.
+func (s *Schema) Column(name string) (*Column, bool) {
+	for i := range s.Columns {
+		if s.Columns[i].Name == name {
+			return &s.Columns[i], true
+		}
+	}
+	return nil, false
+}
+
+// ByUID returns the column with the given uid.
+func (s *Schema) ByUID(uid int) (*Column, bool) {
+	for i := range s.Columns {
+		if s.Columns[i].UID == uid {
+			return &s.Columns[i], true
+		}
+	}
+	return nil, false
+}
+
+// Names returns the column names in order.
+func (s *Schema) Names() []string {
+	out := make([]string, len(s.Columns))
+	for i, c := range s.Columns {
+		out[i] = c.Name
+	}
+	return out
+}
+
+// Clone returns a deep copy.
+func (s Schema) Clone() Schema {
+	b, err := json.Marshal(s)
+	if err != nil {
+		panic(fmt.Sprintf("schema: clone: %v", err)) // every valid schema marshals
+	}
+	var out Schema
+	if err := json.Unmarshal(b, &out); err != nil {
+		panic(fmt.Sprintf("schema: clone: %v", err))
+	}
+	return out
+}
+
+var nameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.\-]{0,127}$`)
+
+// Normalize fills defaults (kind generic, compressions none, chunk size,
+// dtype implied by the kind) and validates every column. It returns an error
+// wrapping ErrInvalid naming the column and the rule it breaks.
+func (s *Schema) Normalize() error {
+	seen := map[string]bool{}
+	for i := range s.Columns {
+		c := &s.Columns[i]
+		if err := c.Normalize(); err != nil {
+			return err
+		}
+		if seen[c.Name] {
+			return fmt.Errorf("%w: column %q appears twice", ErrInvalid, c.Name)
+		}
+		seen[c.Name] = true
+	}
+	return nil
+}
+
+// Normalize fills the column's defaults and validates it.
+func (c *Column) Normalize() error {
+	if !nameRE.MatchString(c.Name) {
+		return fmt.Errorf("%w: column name %q: want letters, digits, '_', '-', '.', starting with a letter or '_'", ErrInvalid, c.Name)
+	}
+	if c.Kind == "" {
+		c.Kind = Generic
+	}
+	if c.DType == Invalid {
+		switch c.Kind {
+		case Image, Video, Mask:
+			c.DType = Uint8
+		case TextKind, Link:
+			c.DType = Text
+		case JSONKind:
+			c.DType = JSON
+		case ClassLabel:
+			c.DType = Int64
+		case BBox, Embedding, PointCloud, Audio:
+			c.DType = Float32
+		default:
+			return fmt.Errorf("%w: column %q: dtype is missing", ErrInvalid, c.Name)
+		}
+	}
+	if !c.DType.Valid() {
+		return fmt.Errorf("%w: column %q: unknown dtype code %d", ErrInvalid, c.Name, uint8(c.DType))
+	}
+	if c.SampleCompression == "" {
+		c.SampleCompression = SampleNone
+	}
+	if c.ChunkCompression == "" {
+		c.ChunkCompression = CodecNone
+	}
+	if c.ChunkBytes == 0 {
+		c.ChunkBytes = DefaultChunkBytes
+	}
+	if c.ChunkBytes < 1024 || c.ChunkBytes > 1<<30 {
+		return fmt.Errorf("%w: column %q: chunk_bytes %d out of range [1024, 1GiB]", ErrInvalid, c.Name, c.ChunkBytes)
+	}
+	switch c.SampleCompression {
+	case SampleNone, PNG, JPEG:
+	default:
+		return fmt.Errorf("%w: column %q: sample_compression %q (want none, png or jpeg)", ErrInvalid, c.Name, c.SampleCompression)
+	}
+	switch c.ChunkCompression {
+	case CodecNone, LZ4, Zstd:
+	default:
+		return fmt.Errorf("%w: column %q: chunk_compression %q (want none, lz4 or zstd)", ErrInvalid, c.Name, c.ChunkCompression)
+	}
+	if c.SampleCompression != SampleNone {
+		if c.ChunkCompression != CodecNone {
+			return fmt.Errorf("%w: column %q: sample compression %s and chunk compression %s are exclusive", ErrInvalid, c.Name, c.SampleCompression, c.ChunkCompression)
+		}
+		if c.DType != Uint8 || (c.Kind != Image && c.Kind != Mask && c.Kind != Generic) {
+			return fmt.Errorf("%w: column %q: %s compression needs a uint8 image column, got %s %s", ErrInvalid, c.Name, c.SampleCompression, c.Kind, c.DType)
+		}
+	}
+	for _, d := range c.Shape {
+		if d < -1 {
+			return fmt.Errorf("%w: column %q: shape %v: dimensions are sizes or null", ErrInvalid, c.Name, c.Shape)
+		}
+	}
+	return c.checkKind()
+}
+
+func (c *Column) checkKind() error {
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("%w: column %q (kind %s): %s", ErrInvalid, c.Name, c.Kind, fmt.Sprintf(format, a...))
+	}
+	ndimIs := func(n ...int) bool {
+		if c.Shape == nil {
+			return true
+		}
+		for _, k := range n {
+			if len(c.Shape) == k {
+				return true
+			}
+		}
+		return false
+	}
+	switch c.Kind {
+	case Generic:
+	case Image:
+		if c.DType != Uint8 && c.DType != Uint16 && c.DType != Float32 {
+			return bad("dtype %s, want uint8, uint16 or float32", c.DType)
+		}
+		if !ndimIs(3) {
+			return bad("shape %v, want [height, width, channels]", c.Shape)
+		}
+	case Video:
+		if c.DType != Uint8 {
+			return bad("dtype %s, want uint8", c.DType)
+		}
+		if !ndimIs(4) {
+			return bad("shape %v, want [frames, height, width, channels]", c.Shape)
+		}
+	case Audio:
+		if c.DType.Variable() || c.DType == Bool {
+			return bad("dtype %s, want a numeric dtype", c.DType)
+		}
+		if !ndimIs(1, 2) {
+			return bad("shape %v, want [samples] or [samples, channels]", c.Shape)
+		}
+	case ClassLabel:
+		if !c.DType.Integer() {
+			return bad("dtype %s, want an integer dtype", c.DType)
+		}
+		if !ndimIs(0, 1) {
+			return bad("shape %v, want [] (one label) or [n] (several)", c.Shape)
+		}
+	case BBox:
+		if c.DType.Variable() || c.DType == Bool {
+			return bad("dtype %s, want a numeric dtype", c.DType)
+		}
+		if c.BBoxFormat == "" {
+			c.BBoxFormat = BBoxXYXY
+		}
+		switch c.BBoxFormat {
+		case BBoxXYXY, BBoxXYWH, BBoxCXCYWH:
+		default:
+			return bad("bbox_format %q, want xyxy, xywh or cxcywh", c.BBoxFormat)
+		}
+		if c.Shape != nil && (len(c.Shape) != 2 || c.Shape[1] != 4) {
+			return bad("shape %v, want [boxes, 4]", c.Shape)
+		}
+	case Mask:
+		if c.DType != Bool && c.DType != Uint8 {
+			return bad("dtype %s, want bool or uint8", c.DType)
+		}
+		if !ndimIs(2, 3) {
+			return bad("shape %v, want [height, width] or [height, width, n]", c.Shape)
+		}
+	case Embedding:
+		if !c.DType.Float() && c.DType != Int8 && c.DType != Uint8 {
+			return bad("dtype %s, want a float dtype (or int8/uint8 quantized)", c.DType)
+		}
+		if c.Shape != nil && (len(c.Shape) != 1 || c.Shape[0] < 0) {
+			return bad("shape %v, want a fixed [dimensions]", c.Shape)
+		}
+	case TextKind, Link:
+		if c.DType != Text {
+			return bad("dtype %s, want text", c.DType)
+		}
+	case JSONKind:
+		if c.DType != JSON {
+			return bad("dtype %s, want json", c.DType)
+		}
+	case PointCloud:
+		if !c.DType.Float() && !c.DType.Integer() {
+			return bad("dtype %s, want a numeric dtype", c.DType)
+		}
+		if c.Shape != nil && (len(c.Shape) != 2 || (c.Shape[1] >= 0 && c.Shape[1] < 3)) {
+			return bad("shape %v, want [points, >=3]", c.Shape)
+		}
+	default:
+		return fmt.Errorf("%w: column %q: unknown kind %q (want one of %s)", ErrInvalid, c.Name, c.Kind, kindList())
+	}
+	if c.DType.Variable() && len(c.Shape) > 0 {
+		return bad("a %s column has no shape, got %v", c.DType, c.Shape)
+	}
+	if len(c.ClassNames) > 0 && c.Kind != ClassLabel {
+		return bad("class_names only belong to class_label columns")
+	}
+	return nil
+}
+
+func kindList() string {
+	var s []string
+	for _, k := range Kinds() {
+		s = append(s, string(k))
+	}
+	return strings.Join(s, ", ")
+}
+
+// Shape is a list of dimension sizes; -1 marks a ragged dimension. In JSON a
+// ragged dimension is null.
+type Shape []int
+
+// MarshalJSON writes -1 as null, and a nil Shape as null.
+func (s Shape) MarshalJSON() ([]byte, error) {
+	if s == nil {
+		return []byte("null"), nil
+	}
+	out := make([]*int, len(s))
+	for i := range s {
+		if s[i] >= 0 {
+			v := s[i]
+			out[i] = &v
+		}
+	}
+	return json.Marshal(out)
+}
+
+// UnmarshalJSON reads null (or -1) as a ragged dimension.
+func (s *Shape) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		*s = nil
+		return nil
+	}
+	var in []*int
+	if err := json.Unmarshal(b, &in); err != nil {
+		return fmt.Errorf("%w: shape must be a list of sizes or nulls, got %s", ErrInvalid, b)
+	}
+	out := make(Shape, len(in))
+	for i, v := range in {
+		out[i] = -1
+		if v != nil {
+			out[i] = *v
+		}
+	}
+	*s = out
+	return nil
+}
+
+// Fixed reports whether every dimension has a declared size.
+func (s Shape) Fixed() bool {
+	if s == nil {
+		return false
+	}
+	for _, d := range s {
+		if d < 0 {
+			return false
+		}
+	}
+	return true
+}

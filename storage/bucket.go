@@ -1,0 +1,341 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"strings"
+	"syscall"
+
+	"cloud.google.com/go/storage"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/aws/smithy-go"
+	"gocloud.dev/blob"
+	"gocloud.dev/gcerrors"
+	"google.golang.org/api/googleapi"
+)
+
+// bucketStore is a Store over a gocloud.dev bucket: memblob, s3blob, gcsblob
+// or azureblob. Keys are stored under prefix.
+type bucketStore struct {
+	b      *blob.Bucket
+	name   string // the bucket or container, for messages
+	prefix string // "" or ending in '/'
+	url    string
+	// putOpts returns the writer options for an object of the given size;
+	// nil means none.
+	putOpts func(size int) *blob.WriterOptions
+	// closeFn closes what the store owns besides b (a client); may be nil.
+	closeFn func() error
+	// shared is set for memory buckets, which outlive the store.
+	shared bool
+}
+
+func (s *bucketStore) fail(op, key string, err error) error {
+	return &Error{Op: op, URL: s.url, Key: key, Err: err}
+}
+
+func (s *bucketStore) writerOptions(size int, ifNotExist bool) *blob.WriterOptions {
+	o := &blob.WriterOptions{}
+	if s.putOpts != nil {
+		o = s.putOpts(size)
+	}
+	o.IfNotExist = ifNotExist
+	o.ContentType = "application/octet-stream"
+	return o
+}
+
+func (s *bucketStore) Get(ctx context.Context, key string) ([]byte, error) {
+	if err := ValidateKey(key); err != nil {
+		return nil, s.fail("get", key, err)
+	}
+	r, err := s.b.NewReader(ctx, s.prefix+key, nil)
+	if err != nil {
+		return nil, s.fail("get", key, s.mapError(err))
+	}
+	defer r.Close()
+	size := r.Size()
+	data := make([]byte, size)
+	n, err := io.ReadFull(r, data)
+	if err != nil {
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			return nil, s.fail("get", key, truncated(n, int(size)))
+		}
+		return nil, s.fail("get", key, s.mapError(err))
+	}
+	return data, nil
+}
+
+func (s *bucketStore) ReadRange(ctx context.Context, key string, off int64, dst []byte) error {
+	if err := ValidateKey(key); err != nil {
+		return s.fail("read", key, err)
+	}
+	if off < 0 {
+		return s.fail("read", key, fmt.Errorf("negative offset %d", off))
+	}
+	if len(dst) == 0 {
+		a, err := s.Stat(ctx, key)
+		if err != nil {
+			return err
+		}
+		if off > a.Size {
+			return s.fail("read", key, pastEnd(off, 0, a.Size))
+		}
+		return nil
+	}
+	r, err := s.b.NewRangeReader(ctx, s.prefix+key, off, int64(len(dst)), nil)
+	if err != nil {
+		if httpStatus(err) == 416 {
+			// Range Not Satisfiable: off is at or past the end.
+			size := int64(-1)
+			if a, serr := s.b.Attributes(ctx, s.prefix+key); serr == nil {
+				size = a.Size
+			}
+			return s.fail("read", key, pastEnd(off, len(dst), size))
+		}
+		return s.fail("read", key, s.mapError(err))
+	}
+	defer r.Close()
+	n, err := io.ReadFull(r, dst)
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		if size := r.Size(); off+int64(len(dst)) > size {
+			return s.fail("read", key, pastEnd(off, len(dst), size))
+		}
+		return s.fail("read", key, truncated(n, len(dst)))
+	}
+	return s.fail("read", key, s.mapError(err))
+}
+
+func (s *bucketStore) Put(ctx context.Context, key string, data []byte) error {
+	if err := ValidateKey(key); err != nil {
+		return s.fail("put", key, err)
+	}
+	if err := s.b.WriteAll(ctx, s.prefix+key, data, s.writerOptions(len(data), false)); err != nil {
+		return s.fail("put", key, s.mapError(err))
+	}
+	return nil
+}
+
+func (s *bucketStore) PutIfAbsent(ctx context.Context, key string, data []byte) error {
+	if err := ValidateKey(key); err != nil {
+		return s.fail("put-if-absent", key, err)
+	}
+	err := s.b.WriteAll(ctx, s.prefix+key, data, s.writerOptions(len(data), true))
+	if err == nil {
+		return nil
+	}
+	switch gcerrors.Code(err) {
+	case gcerrors.FailedPrecondition, gcerrors.AlreadyExists:
+		return s.fail("put-if-absent", key, exists())
+	}
+	switch httpStatus(err) {
+	case 409, 412:
+		if !isTransientCode(err) {
+			return s.fail("put-if-absent", key, exists())
+		}
+	}
+	return s.fail("put-if-absent", key, s.mapError(err))
+}
+
+func (s *bucketStore) Delete(ctx context.Context, key string) error {
+	if err := ValidateKey(key); err != nil {
+		return s.fail("delete", key, err)
+	}
+	err := s.b.Delete(ctx, s.prefix+key)
+	if err == nil {
+		return nil
+	}
+	mapped := s.mapError(err)
+	var k *kindError
+	if errors.Is(mapped, ErrNotFound) && !(errors.As(mapped, &k) && strings.HasPrefix(k.msg, "bucket ")) {
+		return nil
+	}
+	return s.fail("delete", key, mapped)
+}
+
+func (s *bucketStore) Stat(ctx context.Context, key string) (Attrs, error) {
+	if err := ValidateKey(key); err != nil {
+		return Attrs{}, s.fail("stat", key, err)
+	}
+	a, err := s.b.Attributes(ctx, s.prefix+key)
+	if err != nil {
+		return Attrs{}, s.fail("stat", key, s.mapError(err))
+	}
+	return Attrs{Key: key, Size: a.Size, ModTime: a.ModTime}, nil
+}
+
+func (s *bucketStore) List(ctx context.Context, prefix string, fn func(Attrs) error) error {
+	if err := validatePrefix(prefix); err != nil {
+		return s.fail("list", prefix, err)
+	}
+	it := s.b.List(&blob.ListOptions{Prefix: s.prefix + prefix})
+	for {
+		obj, err := it.Next(ctx)
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return s.fail("list", prefix, s.mapError(err))
+		}
+		if obj.IsDir {
+			continue
+		}
+		key := strings.TrimPrefix(obj.Key, s.prefix)
+		if err := fn(Attrs{Key: key, Size: obj.Size, ModTime: obj.ModTime}); err != nil {
+			return err
+		}
+	}
+}
+
+func (s *bucketStore) URL() string { return s.url }
+
+func (s *bucketStore) Close() error {
+	if s.shared {
+		return nil
+	}
+	err := s.b.Close()
+	if s.closeFn != nil {
+		if cerr := s.closeFn(); err == nil {
+			err = cerr
+		}
+	}
+	return err
+}
+
+// mapError ties a driver error to the package sentinels: not found (the
+// bucket's absence told apart where the service says so), permission,
+// transient. Anything else is returned as is.
+func (s *bucketStore) mapError(err error) error {
+	if errors.Is(err, context.Canceled) {
+		return err
+	}
+	if isBucketMissing(err) {
+		return bucketNotFound(s.name, nil)
+	}
+	status := httpStatus(err)
+	switch {
+	case status == 401 || status == 403 || isPermissionCode(err):
+		return permission(s.name, err)
+	case status == 404:
+		return notFound(nil)
+	case isTransient(err):
+		return transient(err)
+	}
+	switch gcerrors.Code(err) {
+	case gcerrors.NotFound:
+		return notFound(nil)
+	case gcerrors.PermissionDenied:
+		return permission(s.name, err)
+	}
+	return err
+}
+
+// httpStatus returns the HTTP status code carried by err, or 0.
+func httpStatus(err error) int {
+	var aws interface{ HTTPStatusCode() int }
+	if errors.As(err, &aws) {
+		return aws.HTTPStatusCode()
+	}
+	var g *googleapi.Error
+	if errors.As(err, &g) {
+		return g.Code
+	}
+	var az *azcore.ResponseError
+	if errors.As(err, &az) {
+		return az.StatusCode
+	}
+	return 0
+}
+
+// errorCode returns the service's error code (S3's "NoSuchBucket", Azure's
+// "ContainerNotFound"), or "".
+func errorCode(err error) string {
+	var api smithy.APIError
+	if errors.As(err, &api) {
+		return api.ErrorCode()
+	}
+	var az *azcore.ResponseError
+	if errors.As(err, &az) {
+		return az.ErrorCode
+	}
+	return ""
+}
+
+func isBucketMissing(err error) bool {
+	if errors.Is(err, storage.ErrBucketNotExist) {
+		return true
+	}
+	switch errorCode(err) {
+	case "NoSuchBucket", "ContainerNotFound":
+		return true
+	}
+	var g *googleapi.Error
+	return errors.As(err, &g) && g.Code == 404 && strings.Contains(strings.ToLower(g.Message), "bucket")
+}
+
+func isPermissionCode(err error) bool {
+	switch errorCode(err) {
+	case "AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "ExpiredToken",
+		"InvalidToken", "AuthenticationFailed", "AuthorizationFailure", "AuthorizationPermissionMismatch":
+		return true
+	}
+	return false
+}
+
+// isTransientCode reports service error codes that mean "try again" even
+// though their HTTP status does not say so.
+func isTransientCode(err error) bool {
+	switch errorCode(err) {
+	case "SlowDown", "RequestTimeout", "InternalError", "ServiceUnavailable", "Throttling",
+		"ThrottlingException", "RequestTimeTooSkewed", "ConditionalRequestConflict",
+		"OperationTimedOut", "ServerBusy":
+		return true
+	}
+	return false
+}
+
+// isTransient classifies err as a failure that may pass when tried again:
+// HTTP 408, 429 and 5xx, throttling codes, timeouts, resets and cut
+// connections.
+func isTransient(err error) bool {
+	if err == nil || errors.Is(err, context.Canceled) {
+		return false
+	}
+	if errors.Is(err, ErrTransient) {
+		return true
+	}
+	if status := httpStatus(err); status == 408 || status == 429 || status >= 500 {
+		return true
+	}
+	if isTransientCode(err) {
+		return true
+	}
+	switch gcerrors.Code(err) {
+	case gcerrors.ResourceExhausted, gcerrors.DeadlineExceeded:
+		return true
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return true
+	}
+	for _, errno := range []syscall.Errno{syscall.ECONNRESET, syscall.ECONNREFUSED, syscall.ECONNABORTED, syscall.EPIPE, syscall.ETIMEDOUT} {
+		if errors.Is(err, errno) {
+			return true
+		}
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return true
+	}
+	// A server that closed the connection before answering.
+	var ue *url.Error
+	if errors.As(err, &ue) && errors.Is(ue.Err, io.EOF) {
+		return true
+	}
+	return false
+}

@@ -1,0 +1,158 @@
+package storage
+
+import (
+	"context"
+	"strings"
+	"sync"
+)
+
+// Option configures Open and ReadURL.
+type Option func(*openConfig)
+
+type openConfig struct {
+	retry RetryPolicy
+}
+
+// WithRetryPolicy sets the retry policy of the returned store; zero fields
+// take their defaults (see RetryPolicy). RetryPolicy{MaxAttempts: 1}
+// turns retries off.
+func WithRetryPolicy(p RetryPolicy) Option {
+	return func(c *openConfig) { c.retry = p }
+}
+
+// Open returns the Store at rawURL:
+//
+//	/data/ds, ./ds, file:///data/ds   a local directory, made on the first write
+//	mem://name                        a memory bucket, shared by name within the process
+//	s3://bucket/prefix                Amazon S3 or an S3-compatible store (MinIO)
+//	gs://bucket/prefix                Google Cloud Storage
+//	az://container/prefix             Azure Blob Storage
+//
+// The prefix, optional, is prepended to every key ("/" between). Query
+// parameters, each optional:
+//
+//	s3://  endpoint=http://127.0.0.1:9000  region=us-east-1  use_path_style=true
+//	       profile=name  anonymous=true  request_checksum_calculation=when_required
+//	gs://  anonymous=true
+//	az://  endpoint=https://account.blob.core.windows.net
+//
+// Credentials and endpoints otherwise come from each cloud's standard
+// settings, never from the URL: for S3 the aws-sdk-go-v2 default chain
+// (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AWS_PROFILE,
+// the shared config and credentials files, AWS_REGION or
+// AWS_DEFAULT_REGION, AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL); path-style
+// addressing is used when the endpoint is an IP address or localhost, when
+// AWS_S3_USE_PATH_STYLE=true, or when the URL says use_path_style=true; the
+// region defaults to us-east-1 when an endpoint is set and no region is.
+// For GCS, Application Default Credentials, or STORAGE_EMULATOR_HOST for an
+// emulator. For Azure, AZURE_STORAGE_CONNECTION_STRING, or
+// AZURE_STORAGE_ACCOUNT with AZURE_STORAGE_KEY or Azure AD credentials.
+//
+// Open does not contact the service: a missing bucket or refused
+// credentials show up on the first operation, as errors wrapping
+// ErrNotFound (naming the bucket) or ErrPermission. A malformed URL gives
+// an error wrapping ErrInvalidURL; missing credentials may give
+// ErrPermission at once.
+//
+// The store returned retries transient failures (see RetryStore, with
+// DefaultRetryPolicy unless WithRetryPolicy says otherwise) and implements
+// RetryCounter. Its URL() is the canonical form of rawURL, without
+// secrets. The caller closes it.
+func Open(ctx context.Context, rawURL string, opts ...Option) (Store, error) {
+	cfg := openConfig{retry: DefaultRetryPolicy()}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	st, err := openRaw(ctx, rawURL)
+	if err != nil {
+		return nil, err
+	}
+	return NewRetryStore(st, cfg.retry), nil
+}
+
+// openRaw opens the backend store without retries.
+func openRaw(ctx context.Context, rawURL string) (Store, error) {
+	loc, err := parseLocation(rawURL)
+	if err != nil {
+		return nil, &Error{Op: "open", URL: redact(rawURL), Err: err}
+	}
+	var st Store
+	switch loc.scheme {
+	case "file":
+		st, err = openLocal(loc)
+	case "mem":
+		st = openMem(loc)
+	case "s3":
+		st, err = openS3(ctx, loc)
+	case "gs":
+		st, err = openGCS(ctx, loc)
+	case "az":
+		st, err = openAzure(ctx, loc)
+	}
+	if err != nil {
+		return nil, &Error{Op: "open", URL: loc.String(), Err: err}
+	}
+	return st, nil
+}
+
+// readStores caches the stores ReadURL opens, one per bucket root, for the
+// life of the process: opening an object-store client is costly, and link
+// columns read many objects from few buckets.
+var readStores struct {
+	sync.Mutex
+	m map[string]Store
+}
+
+// ReadURL reads one whole object given its full URL: a local path,
+// file:///path/to/obj, mem://name/key, s3://bucket/key, gs://bucket/key or
+// az://container/key, with the query parameters Open accepts. It goes
+// through the same layer as Open, retries included. Clients for object
+// stores are opened once per bucket (and query) and kept for the life of
+// the process. A missing object gives an error wrapping ErrNotFound.
+func ReadURL(ctx context.Context, rawURL string, opts ...Option) ([]byte, error) {
+	loc, err := parseLocation(rawURL)
+	if err != nil {
+		return nil, &Error{Op: "get", URL: redact(rawURL), Err: err}
+	}
+	if loc.scheme == "file" {
+		dir, key, err := Split(rawURL)
+		if err != nil {
+			return nil, &Error{Op: "get", URL: redact(rawURL), Err: err}
+		}
+		st, err := Open(ctx, dir, opts...)
+		if err != nil {
+			return nil, err
+		}
+		defer st.Close()
+		return st.Get(ctx, key)
+	}
+	if loc.prefix == "" {
+		return nil, &Error{Op: "get", URL: loc.String(), Err: invalidURL("URL names no object", nil)}
+	}
+	key := strings.TrimSuffix(loc.prefix, "/")
+	loc.prefix = ""
+	root := loc.String()
+	readStores.Lock()
+	raw, ok := readStores.m[root]
+	if !ok {
+		raw, err = openRaw(ctx, root)
+		if err != nil {
+			readStores.Unlock()
+			return nil, err
+		}
+		if readStores.m == nil {
+			readStores.m = make(map[string]Store)
+		}
+		readStores.m[root] = raw
+	}
+	readStores.Unlock()
+	return NewRetryStore(raw, retryPolicyOf(opts)).Get(ctx, key)
+}
+
+func retryPolicyOf(opts []Option) RetryPolicy {
+	cfg := openConfig{retry: DefaultRetryPolicy()}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	return cfg.retry
+}

@@ -1,0 +1,105 @@
+package storage
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"gocloud.dev/blob/s3blob"
+)
+
+// openS3 opens s3://bucket/prefix through the aws-sdk-go-v2 default
+// configuration chain (environment, shared config and credentials files,
+// AWS_PROFILE, web identity, IMDS), with the URL's parameters on top.
+//
+// The SDK's own retries are turned off: the retrying Store does all the
+// retrying, so that attempts are bounded and counted in one place.
+func openS3(ctx context.Context, loc location) (*bucketStore, error) {
+	opts := []func(*config.LoadOptions) error{
+		config.WithRetryer(func() aws.Retryer { return aws.NopRetryer{} }),
+	}
+	if r := loc.param("region"); r != "" {
+		opts = append(opts, config.WithRegion(r))
+	}
+	if p := loc.param("profile"); p != "" {
+		opts = append(opts, config.WithSharedConfigProfile(p))
+	}
+	if v := loc.param("anonymous"); v != "" {
+		anon, err := strconv.ParseBool(v)
+		if err != nil {
+			return nil, invalidURL("bad value for anonymous", err)
+		}
+		if anon {
+			opts = append(opts, config.WithCredentialsProvider(aws.AnonymousCredentials{}))
+		}
+	}
+	if v := loc.param("request_checksum_calculation"); v != "" {
+		switch strings.ToLower(v) {
+		case "when_supported":
+			opts = append(opts, config.WithRequestChecksumCalculation(aws.RequestChecksumCalculationWhenSupported))
+		case "when_required":
+			opts = append(opts, config.WithRequestChecksumCalculation(aws.RequestChecksumCalculationWhenRequired))
+		default:
+			return nil, invalidURL(fmt.Sprintf("bad value %q for request_checksum_calculation (want when_supported or when_required)", v), nil)
+		}
+	}
+	cfg, err := config.LoadDefaultConfig(ctx, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("load aws config: %w", err)
+	}
+
+	endpoint := loc.param("endpoint")
+	if endpoint == "" {
+		endpoint = os.Getenv("AWS_ENDPOINT_URL_S3")
+	}
+	if endpoint == "" {
+		endpoint = os.Getenv("AWS_ENDPOINT_URL")
+	}
+	pathStyle := false
+	if endpoint != "" {
+		u, err := url.Parse(endpoint)
+		if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+			return nil, invalidURL(fmt.Sprintf("bad S3 endpoint %q (want http(s)://host[:port])", endpoint), nil)
+		}
+		if host := u.Hostname(); host == "localhost" || net.ParseIP(host) != nil {
+			pathStyle = true // virtual-host addressing cannot work on an IP address
+		}
+	}
+	if v, _ := strconv.ParseBool(os.Getenv("AWS_S3_USE_PATH_STYLE")); v {
+		pathStyle = true
+	}
+	if v := loc.param("use_path_style"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return nil, invalidURL("bad value for use_path_style", err)
+		}
+		pathStyle = b
+	}
+	if cfg.Region == "" {
+		if endpoint == "" {
+			return nil, invalidURL("no AWS region: set AWS_REGION or add ?region= to the URL", nil)
+		}
+		cfg.Region = "us-east-1"
+	}
+	client := s3.NewFromConfig(cfg, func(o *s3.Options) {
+		o.Retryer = aws.NopRetryer{}
+		o.UsePathStyle = pathStyle
+		if endpoint != "" {
+			o.BaseEndpoint = aws.String(endpoint)
+		}
+	})
+	b, err := s3blob.OpenBucket(ctx, client, loc.bucket, &s3blob.Options{
+		RequestChecksumCalculation: cfg.RequestChecksumCalculation,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &bucketStore{b: b, name: loc.bucket, prefix: loc.prefix, url: loc.String()}, nil
+}

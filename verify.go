@@ -1,0 +1,176 @@
+package loch
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/lochdata/loch/chunk"
+	"github.com/lochdata/loch/manifest"
+)
+
+// Problem is one broken object found by Verify.
+type Problem struct {
+	Key string
+	Err error
+}
+
+func (p Problem) String() string { return p.Key + ": " + p.Err.Error() }
+
+// Verify reads every object reachable from the handle's snapshot (for a
+// branch handle: from every branch and tag of the newest log entry) and
+// checks its checksums and that manifests, fragments and chunks agree. It
+// returns the number of objects checked and the problems found; err is
+// reserved for failures that stop the check (a cancelled context).
+func (d *Dataset) Verify(ctx context.Context) (checked int, problems []Problem, err error) {
+	v := &verifier{d: d, seen: map[string]bool{}}
+	var heads []string
+	if d.readOnly {
+		heads = []string{d.Version()}
+	} else {
+		root, err := d.latestRoot(ctx)
+		if err != nil {
+			return 0, []Problem{{Key: logPrefix, Err: err}}, nil
+		}
+		v.checked++
+		for _, k := range sortedKeys(root.Refs) {
+			heads = append(heads, root.Refs[k])
+		}
+	}
+	for _, h := range heads {
+		if err := ctx.Err(); err != nil {
+			return v.checked, v.problems, err
+		}
+		v.commit(ctx, h)
+	}
+	return v.checked, v.problems, ctx.Err()
+}
+
+type verifier struct {
+	d        *Dataset
+	seen     map[string]bool
+	checked  int
+	problems []Problem
+}
+
+func (v *verifier) fail(key string, err error) {
+	v.problems = append(v.problems, Problem{Key: key, Err: err})
+}
+
+// visit marks key as seen and reports whether it is new.
+func (v *verifier) visit(key string) bool {
+	if v.seen[key] {
+		return false
+	}
+	v.seen[key] = true
+	v.checked++
+	return true
+}
+
+// get reads a metadata object and checks that its name is its hash.
+func (v *verifier) get(ctx context.Context, key string, kind byte, out any) bool {
+	obj, err := v.d.store.Get(ctx, key)
+	if err != nil {
+		v.fail(key, err)
+		return false
+	}
+	if err := manifest.Decode(kind, obj, out); err != nil {
+		v.fail(key, err)
+		return false
+	}
+	if i := strings.LastIndexByte(key, '/'); manifest.Hash(obj) != key[i+1:] {
+		v.fail(key, fmt.Errorf("content hash %s does not match the object's name: %w", manifest.Hash(obj), ErrCorrupt))
+		return false
+	}
+	return true
+}
+
+func (v *verifier) commit(ctx context.Context, id string) {
+	for id != "" {
+		key := "commits/" + id
+		if !v.visit(key) {
+			return
+		}
+		var c manifest.Commit
+		if !v.get(ctx, key, manifest.KindCommit, &c) {
+			return
+		}
+		v.manifest(ctx, c.Manifest)
+		for _, p := range c.Parents[min(1, len(c.Parents)):] {
+			v.commit(ctx, p)
+		}
+		id = ""
+		if len(c.Parents) > 0 {
+			id = c.Parents[0]
+		}
+	}
+}
+
+func (v *verifier) manifest(ctx context.Context, key string) {
+	if !v.visit(key) {
+		return
+	}
+	var m manifest.Manifest
+	if !v.get(ctx, key, manifest.KindManifest, &m) {
+		return
+	}
+	var live int64
+	for _, f := range m.Fragments {
+		live += f.Live()
+		v.fragment(ctx, f)
+	}
+	if live != m.Rows {
+		v.fail(key, fmt.Errorf("fragments hold %d live rows, manifest says %d: %w", live, m.Rows, ErrCorrupt))
+	}
+}
+
+func (v *verifier) fragment(ctx context.Context, ref manifest.FragmentRef) {
+	fs := &fragState{ref: ref}
+	if err := fs.doLoad(ctx, v.d); err != nil {
+		v.fail(ref.Key, err)
+		return
+	}
+	for _, k := range append(append([]string{ref.Key}, ref.Extensions...), ref.Deletions) {
+		if k != "" && v.visit(k) {
+			var any manifest.Fragment
+			kind := manifest.KindFragment
+			switch {
+			case strings.HasPrefix(k, "extensions/"):
+				kind = manifest.KindExtension
+			case strings.HasPrefix(k, "deletions/"):
+				var del manifest.Deletion
+				v.get(ctx, k, manifest.KindDeletion, &del)
+				continue
+			}
+			v.get(ctx, k, kind, &any)
+		}
+	}
+	for _, refs := range fs.cols {
+		for _, cr := range refs {
+			if !v.visit(cr.Key) {
+				continue
+			}
+			v.chunk(ctx, cr)
+		}
+	}
+}
+
+func (v *verifier) chunk(ctx context.Context, ref manifest.ChunkRef) {
+	obj, err := v.d.store.Get(ctx, ref.Key)
+	if err != nil {
+		v.fail(ref.Key, err)
+		return
+	}
+	if h := manifest.Hash(obj); !strings.HasSuffix(ref.Key, "/"+h) {
+		v.fail(ref.Key, fmt.Errorf("content hash %s does not match the chunk's name: %w", h, ErrCorrupt))
+		return
+	}
+	ch, err := chunk.Decode(obj, nil)
+	if err != nil {
+		v.fail(ref.Key, err)
+		return
+	}
+	if err := checkHeader(ch.Header, ref); err != nil {
+		v.fail(ref.Key, err)
+	}
+}

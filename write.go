@@ -1,0 +1,828 @@
+package loch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/lochdata/loch/chunk"
+	"github.com/lochdata/loch/imaging"
+	"github.com/lochdata/loch/manifest"
+	"github.com/lochdata/loch/schema"
+	"github.com/lochdata/loch/storage"
+)
+
+// Fragment limits: an append fragment is sealed when it reaches either.
+const (
+	maxFragmentRows   = 1 << 20
+	maxFragmentChunks = 4096
+	maxCommitAttempts = 64
+)
+
+// staging holds the writes of a handle until Commit.
+type staging struct {
+	d       *Dataset
+	base    *snapshot
+	cols    []schema.Column // base columns then added ones (definitions, no stats)
+	added   int             // number of added columns at the end of cols
+	nextUID int
+	deltas  map[int]*colDelta
+
+	open    *fragWriter   // current append fragment
+	upd     *fragWriter   // update fragment (rows carry explicit ids)
+	sealed  []*fragWriter // full append fragments
+	deletes map[uint64]bool
+
+	jobs   sync.WaitGroup
+	sem    chan struct{}
+	errMu  sync.Mutex
+	err    error
+	cancel context.CancelFunc
+	ctx    context.Context
+}
+
+// colDelta accumulates statistics of staged samples of one column.
+type colDelta struct {
+	min, max []int
+	samples  int64
+	raw      int64
+	stored   atomic.Int64
+}
+
+type fragWriter struct {
+	rows int64
+	ids  [][2]uint64
+	cols map[int]*colWriter
+}
+
+type colWriter struct {
+	col    *schema.Column
+	b      *chunk.Builder
+	first  int64 // fragment offset of the builder's first sample
+	refs   []*manifest.ChunkRef
+	chunks int
+}
+
+func (d *Dataset) stagingLocked() (*staging, error) {
+	if d.readOnly {
+		return nil, fmt.Errorf("write %s: handle is pinned to version %s: %w", d.url, d.Version(), ErrReadOnly)
+	}
+	if d.stage == nil {
+		base := d.current()
+		ctx, cancel := context.WithCancel(context.Background())
+		st := &staging{d: d, base: base, nextUID: base.man.NextColumnUID, deltas: map[int]*colDelta{},
+			deletes: map[uint64]bool{}, sem: make(chan struct{}, 2*d.opts.parallelism), ctx: ctx, cancel: cancel}
+		for _, c := range base.man.Schema.Columns {
+			c.MinShape, c.MaxShape, c.Samples, c.RawBytes, c.StoredBytes = nil, nil, 0, 0, 0
+			st.cols = append(st.cols, c)
+		}
+		d.stage = st
+	}
+	return d.stage, d.stage.firstErr()
+}
+
+func (st *staging) firstErr() error {
+	st.errMu.Lock()
+	defer st.errMu.Unlock()
+	return st.err
+}
+
+func (st *staging) fail(err error) {
+	st.errMu.Lock()
+	if st.err == nil {
+		st.err = err
+		st.cancel()
+	}
+	st.errMu.Unlock()
+}
+
+func (st *staging) abort() {
+	st.cancel()
+	st.jobs.Wait()
+}
+
+func (st *staging) column(name string) (*schema.Column, bool) {
+	for i := range st.cols {
+		if st.cols[i].Name == name {
+			return &st.cols[i], true
+		}
+	}
+	return nil, false
+}
+
+func (st *staging) delta(uid int) *colDelta {
+	dl := st.deltas[uid]
+	if dl == nil {
+		dl = &colDelta{}
+		st.deltas[uid] = dl
+	}
+	return dl
+}
+
+// prepared is a sample converted to its stored form.
+type prepared struct {
+	shape []int
+	data  []byte
+	null  bool
+	raw   int64 // decoded bytes
+}
+
+// prepare validates a sample against its column and converts it to the
+// column's stored form (encoding or decoding images as needed).
+func prepare(c *schema.Column, s Sample) (prepared, error) {
+	if s.Null {
+		return prepared{null: true}, nil
+	}
+	bad := func(err error) (prepared, error) {
+		return prepared{}, classify(err, "column %q", c.Name)
+	}
+	enc := s.Encoding
+	if enc == "" {
+		enc = schema.SampleNone
+	}
+	shape, data := s.Shape, s.Data
+	if c.DType.Variable() && shape == nil {
+		shape = []int{len(data)}
+	}
+	if enc != schema.SampleNone {
+		if enc != schema.PNG && enc != schema.JPEG {
+			return prepared{}, invalidf("column %q: unknown sample encoding %q", c.Name, enc)
+		}
+		format, cshape, err := imaging.Config(data)
+		if err != nil || format != string(enc) {
+			return prepared{}, invalidf("column %q: sample says %s but its bytes are not a %s image (%v)", c.Name, enc, enc, err)
+		}
+		if shape == nil {
+			shape = cshape
+		}
+		if !equalShape(shape, cshape) {
+			return prepared{}, invalidf("column %q: %s image has shape %v, sample says %v", c.Name, enc, cshape, shape)
+		}
+		if err := c.CheckSample(shape, nil); err != nil {
+			return bad(err)
+		}
+		raw := int64(schema.NumElements(shape))
+		if c.SampleCompression == enc {
+			return prepared{shape: shape, data: data, raw: raw}, nil
+		}
+		pix, dshape, err := imaging.Decode(data)
+		if err != nil {
+			return prepared{}, invalidf("column %q: %v", c.Name, err)
+		}
+		shape, data = dshape, pix
+	}
+	if err := c.CheckSample(shape, data); err != nil {
+		return bad(err)
+	}
+	raw := int64(len(data))
+	if c.SampleCompression != schema.SampleNone {
+		encoded, err := imaging.Encode(string(c.SampleCompression), data, shape, 0)
+		if err != nil {
+			return prepared{}, invalidf("column %q: %v", c.Name, err)
+		}
+		data = encoded
+	}
+	return prepared{shape: shape, data: data, raw: raw}, nil
+}
+
+// Append stages one row. Columns missing from row are null; an unknown
+// column, a wrong dtype or shape is an ErrInvalidArgument error and stages
+// nothing. The row is visible after Commit. Sample bytes are copied before
+// Append returns.
+func (d *Dataset) Append(ctx context.Context, row Row) error {
+	return d.Extend(ctx, []Row{row})
+}
+
+// Extend stages rows in order, preparing their samples (validation, image
+// encoding) in parallel. If any row is invalid, none is staged.
+func (d *Dataset) Extend(ctx context.Context, rows []Row) error {
+	d.wmu.Lock()
+	defer d.wmu.Unlock()
+	st, err := d.stagingLocked()
+	if err != nil {
+		return err
+	}
+	preps, err := st.prepareRows(ctx, rows)
+	if err != nil {
+		return err
+	}
+	for _, p := range preps {
+		if err := st.addRow(ctx, p, nil); err != nil {
+			return err
+		}
+	}
+	return st.firstErr()
+}
+
+// prepareRows converts rows into per-column prepared samples, in parallel.
+func (st *staging) prepareRows(ctx context.Context, rows []Row) ([][]prepared, error) {
+	out := make([][]prepared, len(rows))
+	for i, r := range rows {
+		for name := range r {
+			if _, ok := st.column(name); !ok {
+				return nil, fmt.Errorf("%s: row %d: unknown column %q (have %v): %w", st.d.url, i, name, colNames(st.cols), ErrInvalidArgument)
+			}
+		}
+		out[i] = make([]prepared, len(st.cols))
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(st.d.opts.parallelism)
+	for i := range rows {
+		g.Go(func() error {
+			if err := gctx.Err(); err != nil {
+				return err
+			}
+			for k := range st.cols {
+				c := &st.cols[k]
+				s, ok := rows[i][c.Name]
+				if !ok {
+					out[i][k] = prepared{null: true}
+					continue
+				}
+				p, err := prepare(c, s)
+				if err != nil {
+					return fmt.Errorf("%s: row %d: %w", st.d.url, i, err)
+				}
+				out[i][k] = p
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func colNames(cols []schema.Column) []string {
+	var out []string
+	for _, c := range cols {
+		out = append(out, c.Name)
+	}
+	return out
+}
+
+// addRow appends prepared samples to the open append fragment, or to the
+// update fragment when id is given.
+func (st *staging) addRow(ctx context.Context, p []prepared, id *uint64) error {
+	fw := st.open
+	if id != nil {
+		if st.upd == nil {
+			st.upd = &fragWriter{cols: map[int]*colWriter{}}
+		}
+		fw = st.upd
+	} else if fw == nil {
+		fw = &fragWriter{cols: map[int]*colWriter{}}
+		st.open = fw
+	}
+	for k := range st.cols {
+		c := &st.cols[k]
+		cw := fw.cols[c.UID]
+		if cw == nil {
+			cw = &colWriter{col: c}
+			fw.cols[c.UID] = cw
+			if fw.rows > 0 { // column added after rows of this fragment: nulls before
+				for r := int64(0); r < fw.rows; r++ {
+					if err := st.addSample(cw, r, prepared{null: true}); err != nil {
+						return err
+					}
+				}
+			}
+		}
+		var s prepared
+		if k < len(p) {
+			s = p[k]
+		} else {
+			s = prepared{null: true}
+		}
+		if err := st.addSample(cw, fw.rows, s); err != nil {
+			return err
+		}
+	}
+	fw.rows++
+	if id != nil {
+		if n := len(fw.ids); n > 0 && fw.ids[n-1][0]+fw.ids[n-1][1] == *id {
+			fw.ids[n-1][1]++
+		} else {
+			fw.ids = append(fw.ids, [2]uint64{*id, 1})
+		}
+	}
+	if id == nil && st.fragmentFull(fw) {
+		st.seal(fw)
+		st.sealed = append(st.sealed, fw)
+		st.open = nil
+	}
+	return nil
+}
+
+func (st *staging) fragmentFull(fw *fragWriter) bool {
+	if fw.rows >= maxFragmentRows {
+		return true
+	}
+	for _, cw := range fw.cols {
+		if cw.chunks >= maxFragmentChunks {
+			return true
+		}
+	}
+	return false
+}
+
+// addSample adds one prepared sample at fragment offset off.
+func (st *staging) addSample(cw *colWriter, off int64, p prepared) error {
+	c := cw.col
+	dl := st.delta(c.UID)
+	if !p.null {
+		dl.samples++
+		dl.raw += p.raw
+		if dl.min == nil {
+			dl.min, dl.max = append([]int{}, p.shape...), append([]int{}, p.shape...)
+		} else if len(dl.min) == len(p.shape) {
+			for i, v := range p.shape {
+				dl.min[i] = min(dl.min[i], v)
+				dl.max[i] = max(dl.max[i], v)
+			}
+		}
+	}
+	if cw.b != nil && !p.null && cw.b.Len() > 0 && !cw.sameNDim(len(p.shape)) {
+		st.flush(cw)
+	}
+	if !p.null && len(p.data) > c.ChunkBytes {
+		st.flush(cw)
+		st.addSplit(cw, off, p)
+		return nil
+	}
+	if cw.b == nil {
+		cw.b = chunk.NewBuilder(c.DType, chunk.SampleCode(c.SampleCompression), chunk.CodecCode(c.ChunkCompression))
+		cw.first = off
+	}
+	shape := p.shape
+	if p.null {
+		shape = cw.nullShape()
+	}
+	if err := cw.b.Add(shape, p.data, p.null); err != nil {
+		return fmt.Errorf("%s: column %q: %w", st.d.url, c.Name, err)
+	}
+	if cw.b.RawBytes() >= c.ChunkBytes {
+		st.flush(cw)
+	}
+	return nil
+}
+
+// sameNDim reports whether a sample of ndim dimensions fits the open chunk.
+func (cw *colWriter) sameNDim(ndim int) bool { return len(cw.nullShape()) == ndim }
+
+// nullShape is the shape recorded for a null sample: zeros of the chunk's
+// dimensionality (or the declared one).
+func (cw *colWriter) nullShape() []int {
+	if cw.b != nil && cw.b.Len() > 0 {
+		return make([]int, cw.b.NDim())
+	}
+	if cw.col.DType.Variable() {
+		return []int{0}
+	}
+	return make([]int, len(cw.col.Shape))
+}
+
+// addSplit stores a sample bigger than a chunk as consecutive pieces.
+func (st *staging) addSplit(cw *colWriter, off int64, p prepared) {
+	c := cw.col
+	n := (len(p.data) + c.ChunkBytes - 1) / c.ChunkBytes
+	for i := 0; i < n; i++ {
+		lo, hi := i*c.ChunkBytes, min((i+1)*c.ChunkBytes, len(p.data))
+		b := chunk.NewBuilder(c.DType, chunk.SampleCode(c.SampleCompression), chunk.CodecCode(c.ChunkCompression))
+		// Builder.Add checks nothing about sizes, so a piece carries the
+		// whole sample's shape.
+		_ = b.Add(p.shape, p.data[lo:hi], false)
+		b.SetPartial(chunk.Partial{Total: uint64(len(p.data)), Offset: uint64(lo), Index: uint32(i), Count: uint32(n)})
+		ref := &manifest.ChunkRef{First: off, Rows: 1, Part: i, Parts: n}
+		cw.refs = append(cw.refs, ref)
+		cw.chunks++
+		st.submit(c.UID, b, ref)
+	}
+}
+
+// flush hands the open chunk of a column to the encoders.
+func (st *staging) flush(cw *colWriter) {
+	if cw.b == nil || cw.b.Len() == 0 {
+		return
+	}
+	ref := &manifest.ChunkRef{First: cw.first, Rows: int64(cw.b.Len())}
+	cw.refs = append(cw.refs, ref)
+	cw.chunks++
+	st.submit(cw.col.UID, cw.b, ref)
+	cw.b = nil
+}
+
+// submit encodes and uploads a chunk in the background, bounded by the
+// staging's semaphore so that memory stays bounded.
+func (st *staging) submit(uid int, b *chunk.Builder, ref *manifest.ChunkRef) {
+	select {
+	case st.sem <- struct{}{}:
+	case <-st.ctx.Done():
+		return
+	}
+	st.jobs.Add(1)
+	dl := st.delta(uid)
+	go func() {
+		defer func() { <-st.sem; st.jobs.Done() }()
+		obj, err := b.Encode()
+		if err != nil {
+			st.fail(fmt.Errorf("%s: encode chunk: %w", st.d.url, err))
+			return
+		}
+		h, err := chunk.ParseHeader(obj)
+		if err != nil {
+			st.fail(fmt.Errorf("%s: encode chunk: %w", st.d.url, err))
+			return
+		}
+		hash := manifest.Hash(obj)
+		key := "chunks/" + hash[:2] + "/" + hash
+		if err := st.d.store.Put(st.ctx, key, obj); err != nil {
+			st.fail(classify(err, "write chunk %s", key))
+			return
+		}
+		ref.Key, ref.Header, ref.Size, ref.Raw = key, h.Len, h.Size(), h.RawLen
+		dl.stored.Add(h.Size())
+	}()
+}
+
+// seal flushes every column of a fragment.
+func (st *staging) seal(fw *fragWriter) {
+	for _, uid := range sortedUIDs(fw.cols) {
+		st.flush(fw.cols[uid])
+	}
+}
+
+func sortedUIDs(m map[int]*colWriter) []int { return slices.Sorted(maps.Keys(m)) }
+
+// Delete stages the deletion of rows by id. Ids not in the handle's
+// snapshot fail with ErrNotFound and stage nothing.
+func (d *Dataset) Delete(ctx context.Context, ids ...uint64) error {
+	d.wmu.Lock()
+	defer d.wmu.Unlock()
+	st, err := d.stagingLocked()
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		if st.deletes[id] {
+			return fmt.Errorf("%s: row id %d is already deleted or updated in this commit: %w", d.url, id, ErrInvalidArgument)
+		}
+		if _, _, err := d.findRow(ctx, st.base, id); err != nil {
+			return err
+		}
+	}
+	for _, id := range ids {
+		st.deletes[id] = true
+	}
+	return nil
+}
+
+// Update stages new values for some columns of the row with this id; the
+// other columns keep their values. The row keeps its id and moves to the end
+// of the row order. Only the updated row is rewritten.
+func (d *Dataset) Update(ctx context.Context, id uint64, row Row) error {
+	d.wmu.Lock()
+	defer d.wmu.Unlock()
+	st, err := d.stagingLocked()
+	if err != nil {
+		return err
+	}
+	if st.deletes[id] {
+		return fmt.Errorf("%s: row id %d is already deleted or updated in this commit: %w", d.url, id, ErrInvalidArgument)
+	}
+	k, off, err := d.findRow(ctx, st.base, id)
+	if err != nil {
+		return err
+	}
+	preps, err := st.prepareRows(ctx, []Row{row})
+	if err != nil {
+		return err
+	}
+	f := st.base.frags[k]
+	for ci := range st.cols {
+		c := &st.cols[ci]
+		if _, ok := row[c.Name]; ok {
+			continue
+		}
+		refs := f.cols[c.UID]
+		if len(refs) == 0 {
+			continue // null before, null after
+		}
+		ki := searchRef(refs, off)
+		s, err := d.readSample(ctx, refs, ki, off-refs[ki].First, false)
+		if err != nil {
+			return fmt.Errorf("%s: update row id %d: column %q: %w", d.url, id, c.Name, err)
+		}
+		raw := int64(len(s.Data))
+		if s.Encoding != schema.SampleNone && s.Encoding != "" {
+			raw = int64(schema.NumElements(s.Shape))
+		}
+		preps[0][ci] = prepared{shape: s.Shape, data: s.Data, null: s.Null, raw: raw}
+	}
+	if err := st.addRow(ctx, preps[0], &id); err != nil {
+		return err
+	}
+	st.deletes[id] = true
+	return st.firstErr()
+}
+
+func searchRef(refs []manifest.ChunkRef, off int64) int {
+	lo, hi := 0, len(refs)
+	for lo < hi {
+		m := (lo + hi) / 2
+		if refs[m].First > off {
+			hi = m
+		} else {
+			lo = m + 1
+		}
+	}
+	k := lo - 1
+	for k > 0 && refs[k].Parts > 0 && refs[k].Part > 0 {
+		k--
+	}
+	return k
+}
+
+// AddColumn stages a new column. Existing rows have it empty (null) until
+// updated; no existing data is rewritten.
+func (d *Dataset) AddColumn(ctx context.Context, col schema.Column) error {
+	d.wmu.Lock()
+	defer d.wmu.Unlock()
+	st, err := d.stagingLocked()
+	if err != nil {
+		return err
+	}
+	col.UID, col.MinShape, col.MaxShape, col.Samples, col.RawBytes, col.StoredBytes = 0, nil, nil, 0, 0, 0
+	if err := col.Normalize(); err != nil {
+		return classify(err, "%s: add column", d.url)
+	}
+	if _, ok := st.column(col.Name); ok {
+		return fmt.Errorf("%s: add column %q: a column of that name exists: %w", d.url, col.Name, ErrInvalidArgument)
+	}
+	// Column pointers held by open writers point into st.cols: re-point
+	// them after the append may have moved the slice.
+	col.UID = st.nextUID
+	st.nextUID++
+	st.cols = append(st.cols, col)
+	st.added++
+	for _, fw := range st.writers() {
+		for _, cw := range fw.cols {
+			cw.col, _ = st.columnByUID(cw.col.UID)
+		}
+	}
+	return nil
+}
+
+func (st *staging) columnByUID(uid int) (*schema.Column, bool) {
+	for i := range st.cols {
+		if st.cols[i].UID == uid {
+			return &st.cols[i], true
+		}
+	}
+	return nil, false
+}
+
+func (st *staging) writers() []*fragWriter {
+	out := append([]*fragWriter(nil), st.sealed...)
+	if st.open != nil {
+		out = append(out, st.open)
+	}
+	if st.upd != nil {
+		out = append(out, st.upd)
+	}
+	return out
+}
+
+func (st *staging) empty() bool {
+	return st.open == nil && st.upd == nil && len(st.sealed) == 0 && len(st.deletes) == 0 && st.added == 0
+}
+
+// Discard drops the staged writes.
+func (d *Dataset) Discard() {
+	d.wmu.Lock()
+	defer d.wmu.Unlock()
+	if d.stage != nil {
+		d.stage.abort()
+		d.stage = nil
+	}
+}
+
+// Commit makes the staged writes visible as a new snapshot on the handle's
+// branch and returns its version id. With nothing staged it returns the
+// current version. If another writer committed since this handle's
+// snapshot, pure appends are rebased onto its commit; other changes fail
+// with ErrConflict and stay staged. Nothing is visible to readers until the
+// commit's log entry is written, atomically.
+func (d *Dataset) Commit(ctx context.Context, message string) (string, error) {
+	d.wmu.Lock()
+	defer d.wmu.Unlock()
+	if d.readOnly {
+		return "", fmt.Errorf("commit %s: handle is pinned to version %s: %w", d.url, d.Version(), ErrReadOnly)
+	}
+	st := d.stage
+	if st == nil || st.empty() {
+		return d.Version(), nil
+	}
+	if err := st.firstErr(); err != nil {
+		return "", err
+	}
+	for _, fw := range st.writers() {
+		st.seal(fw)
+	}
+	st.jobs.Wait()
+	if err := st.firstErr(); err != nil {
+		return "", err
+	}
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
+	// Write the fragment objects: content-addressed, invisible until a
+	// manifest names them.
+	type pending struct {
+		key  string
+		rows int64
+		upd  bool
+	}
+	var frags []pending
+	for _, fw := range st.writers() {
+		if fw.rows == 0 {
+			continue
+		}
+		fr := manifest.Fragment{Rows: fw.rows, IDs: fw.ids, Columns: map[string][]manifest.ChunkRef{}}
+		for uid, cw := range fw.cols {
+			refs := make([]manifest.ChunkRef, len(cw.refs))
+			for i, r := range cw.refs {
+				refs[i] = *r
+			}
+			fr.Columns[strconv.Itoa(uid)] = refs
+		}
+		key, err := d.putObject(ctx, "fragments/", manifest.KindFragment, fr)
+		if err != nil {
+			return "", err
+		}
+		frags = append(frags, pending{key: key, rows: fw.rows, upd: fw == st.upd})
+	}
+	for attempt := 0; ; attempt++ {
+		root, err := d.latestRoot(ctx)
+		if err != nil {
+			return "", err
+		}
+		ref := "heads/" + d.opts.branch
+		head, ok := root.Refs[ref]
+		if !ok {
+			return "", fmt.Errorf("commit %s: branch %q does not exist: %w", d.url, d.opts.branch, ErrNotFound)
+		}
+		base := st.base
+		if head != base.commitID {
+			if len(st.deletes) > 0 || st.added > 0 {
+				return "", fmt.Errorf("commit %s: branch %s moved from %s to %s since this handle's snapshot, and this commit updates, deletes or adds columns; refresh and retry: %w",
+					d.url, d.opts.branch, base.commitID, head, ErrConflict)
+			}
+			if base, err = d.loadSnapshot(ctx, head, root.Seq); err != nil {
+				return "", err
+			}
+			if !sameColumns(base.man.Schema.Columns, st.cols) {
+				return "", fmt.Errorf("commit %s: the schema of branch %s changed in %s since this handle's snapshot: %w", d.url, d.opts.branch, head, ErrConflict)
+			}
+		}
+		man, err := st.buildManifest(ctx, base)
+		if err != nil {
+			return "", err
+		}
+		var appended uint64
+		for _, f := range frags {
+			if !f.upd {
+				id := root.NextRowID + appended
+				man.Fragments = append(man.Fragments, manifest.FragmentRef{Key: f.key, Rows: f.rows, IDStart: &id})
+				appended += uint64(f.rows)
+			} else {
+				man.Fragments = append(man.Fragments, manifest.FragmentRef{Key: f.key, Rows: f.rows})
+			}
+			man.Rows += f.rows
+		}
+		manKey, err := d.putObject(ctx, "manifests/", manifest.KindManifest, man)
+		if err != nil {
+			return "", err
+		}
+		now := time.Now().UTC()
+		c := manifest.Commit{Parents: []string{head}, Manifest: manKey, Message: message, Author: d.opts.author, Time: now, Rows: man.Rows, Branch: d.opts.branch}
+		commitKey, err := d.putObject(ctx, "commits/", manifest.KindCommit, c)
+		if err != nil {
+			return "", err
+		}
+		id := strings.TrimPrefix(commitKey, "commits/")
+		refs := make(map[string]string, len(root.Refs))
+		for k, v := range root.Refs {
+			refs[k] = v
+		}
+		refs[ref] = id
+		next := manifest.Root{Seq: root.Seq + 1, Time: now, Prev: root.Seq, Refs: refs, NextRowID: root.NextRowID + appended, Op: "commit " + d.opts.branch}
+		obj, err := manifest.Encode(manifest.KindRoot, next)
+		if err != nil {
+			return "", err
+		}
+		err = d.store.PutIfAbsent(ctx, logKey(next.Seq), obj)
+		if errors.Is(err, storage.ErrExists) {
+			if attempt+1 >= maxCommitAttempts {
+				return "", fmt.Errorf("commit %s: lost the race for the log %d times: %w", d.url, maxCommitAttempts, ErrConflict)
+			}
+			continue // another writer took this sequence number: re-read and retry
+		}
+		if err != nil {
+			return "", classify(err, "commit %s: write %s", d.url, logKey(next.Seq))
+		}
+		d.writeHint(ctx, next.Seq)
+		snap, err := d.loadSnapshot(ctx, id, next.Seq)
+		if err != nil {
+			return "", err
+		}
+		d.mu.Lock()
+		d.snap = snap
+		d.mu.Unlock()
+		st.cancel()
+		d.stage = nil
+		return id, nil
+	}
+}
+
+// sameColumns reports whether two schemas define the same columns, ignoring
+// statistics.
+func sameColumns(a, b []schema.Column) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		x, y := a[i], b[i]
+		if x.UID != y.UID || x.Name != y.Name || x.DType != y.DType || x.Kind != y.Kind ||
+			x.SampleCompression != y.SampleCompression || x.ChunkCompression != y.ChunkCompression || !equalShape(x.Shape, y.Shape) {
+			return false
+		}
+	}
+	return true
+}
+
+// buildManifest applies the staged schema changes, statistics and deletions
+// to base's manifest. Appended fragments are added by the caller.
+func (st *staging) buildManifest(ctx context.Context, base *snapshot) (manifest.Manifest, error) {
+	man := manifest.Manifest{Rows: base.man.Rows, NextColumnUID: st.nextUID}
+	man.Schema = base.man.Schema.Clone()
+	man.Schema.Columns = append(man.Schema.Columns, st.cols[len(st.cols)-st.added:]...)
+	for i := range man.Schema.Columns {
+		c := &man.Schema.Columns[i]
+		dl := st.deltas[c.UID]
+		if dl == nil {
+			continue
+		}
+		c.Samples += dl.samples
+		c.RawBytes += dl.raw
+		c.StoredBytes += dl.stored.Load()
+		if dl.min != nil {
+			if c.MinShape == nil || len(c.MinShape) != len(dl.min) {
+				if c.MinShape == nil {
+					c.MinShape, c.MaxShape = dl.min, dl.max
+				}
+			} else {
+				for k := range dl.min {
+					c.MinShape[k] = min(c.MinShape[k], dl.min[k])
+					c.MaxShape[k] = max(c.MaxShape[k], dl.max[k])
+				}
+			}
+		}
+	}
+	man.Fragments = append([]manifest.FragmentRef(nil), base.man.Fragments...)
+	if len(st.deletes) == 0 {
+		return man, nil
+	}
+	byFrag := map[int][]int64{}
+	for id := range st.deletes {
+		k, off, err := st.d.findRow(ctx, base, id)
+		if err != nil {
+			return manifest.Manifest{}, err
+		}
+		byFrag[k] = append(byFrag[k], off)
+	}
+	for k, offs := range byFrag {
+		f := base.frags[k]
+		all := append(append([]int64(nil), f.deleted...), offs...)
+		slices.Sort(all)
+		key, err := st.d.putObject(ctx, "deletions/", manifest.KindDeletion, manifest.Deletion{Offsets: all})
+		if err != nil {
+			return manifest.Manifest{}, err
+		}
+		ref := man.Fragments[k]
+		ref.Deletions, ref.Deleted = key, int64(len(all))
+		man.Fragments[k] = ref
+		man.Rows -= int64(len(offs))
+	}
+	return man, nil
+}
