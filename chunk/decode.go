@@ -71,6 +71,9 @@ func (h *Header) VerifyBlocks(span []byte, s, e int64) ([]byte, error) {
 	if h.Codec != CodecNone {
 		return nil, fmt.Errorf("%w: block reads need an uncompressed chunk", ErrCorrupt)
 	}
+	if e == s {
+		return []byte{}, nil
+	}
 	start, end := h.BlockSpan(s, e)
 	if int64(len(span)) != end-start {
 		return nil, fmt.Errorf("%w: span is %d bytes, want %d", ErrCorrupt, len(span), end-start)
@@ -90,5 +93,8 @@ func (h *Header) VerifyBlocks(span []byte, s, e int64) ([]byte, error) {
 		}
 	}
 	rel := s - (start - int64(h.Len))
+	if rel < 0 || rel+(e-s) > int64(len(span)) {
+		return nil, fmt.Errorf("%w: sample [%d, %d) outside the blocks read", ErrCorrupt, s, e)
+	}
 	return span[rel : rel+(e-s)], nil
 }

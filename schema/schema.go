@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -127,13 +128,13 @@ func (s *Schema) Names() []string {
 
 // Clone returns a deep copy.
 func (s Schema) Clone() Schema {
-	b, err := json.Marshal(s)
-	if err != nil {
-		panic(fmt.Sprintf("schema: clone: %v", err)) // every valid schema marshals
-	}
-	var out Schema
-	if err := json.Unmarshal(b, &out); err != nil {
-		panic(fmt.Sprintf("schema: clone: %v", err))
+	out := Schema{Columns: make([]Column, len(s.Columns))}
+	for i, c := range s.Columns {
+		c.Shape = slices.Clone(c.Shape)
+		c.ClassNames = slices.Clone(c.ClassNames)
+		c.MinShape = slices.Clone(c.MinShape)
+		c.MaxShape = slices.Clone(c.MaxShape)
+		out.Columns[i] = c
 	}
 	return out
 }
