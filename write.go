@@ -42,6 +42,9 @@ type staging struct {
 	sealed  []*fragWriter // full append fragments
 	deletes map[uint64]bool
 
+	builders sync.Pool // of *chunk.Builder, recycled after encoding
+	buffers  sync.Pool // of *[]byte, encoded chunk buffers
+
 	jobs   sync.WaitGroup
 	sem    chan struct{}
 	errMu  sync.Mutex
@@ -361,7 +364,7 @@ func (st *staging) addSample(cw *colWriter, off int64, p prepared) error {
 		return nil
 	}
 	if cw.b == nil {
-		cw.b = chunk.NewBuilder(c.DType, chunk.SampleCode(c.SampleCompression), chunk.CodecCode(c.ChunkCompression))
+		cw.b = st.newBuilder(c, c.ChunkBytes+c.ChunkBytes/8)
 		cw.first = off
 	}
 	shape := p.shape
@@ -398,7 +401,7 @@ func (st *staging) addSplit(cw *colWriter, off int64, p prepared) {
 	n := (len(p.data) + c.ChunkBytes - 1) / c.ChunkBytes
 	for i := 0; i < n; i++ {
 		lo, hi := i*c.ChunkBytes, min((i+1)*c.ChunkBytes, len(p.data))
-		b := chunk.NewBuilder(c.DType, chunk.SampleCode(c.SampleCompression), chunk.CodecCode(c.ChunkCompression))
+		b := st.newBuilder(c, 0)
 		// Builder.Add checks nothing about sizes, so a piece carries the
 		// whole sample's shape.
 		_ = b.Add(p.shape, p.data[lo:hi], false)
@@ -408,6 +411,16 @@ func (st *staging) addSplit(cw *colWriter, off int64, p prepared) {
 		cw.chunks++
 		st.submit(c.UID, b, ref)
 	}
+}
+
+// newBuilder returns a recycled or new chunk builder for column c.
+func (st *staging) newBuilder(c *schema.Column, sizeHint int) *chunk.Builder {
+	sc, codec := chunk.SampleCode(c.SampleCompression), chunk.CodecCode(c.ChunkCompression)
+	if b, ok := st.builders.Get().(*chunk.Builder); ok {
+		b.Reinit(c.DType, sc, codec)
+		return b
+	}
+	return chunk.NewBuilder(c.DType, sc, codec, sizeHint)
 }
 
 // flush hands the open chunk of a column to the encoders.
@@ -434,7 +447,13 @@ func (st *staging) submit(uid int, b *chunk.Builder, ref *manifest.ChunkRef) {
 	dl := st.delta(uid)
 	go func() {
 		defer func() { <-st.sem; st.jobs.Done() }()
-		obj, err := b.Encode()
+		var buf []byte
+		if p, ok := st.buffers.Get().(*[]byte); ok {
+			buf = *p
+		}
+		obj, err := b.EncodeTo(buf)
+		b.Reset()
+		st.builders.Put(b)
 		if err != nil {
 			st.fail(fmt.Errorf("%s: encode chunk: %w", st.d.url, err))
 			return
@@ -452,6 +471,8 @@ func (st *staging) submit(uid int, b *chunk.Builder, ref *manifest.ChunkRef) {
 		}
 		ref.Key, ref.Header, ref.Size, ref.Raw = key, h.Len, h.Size(), h.RawLen
 		dl.stored.Add(h.Size())
+		obj = obj[:0]
+		st.buffers.Put(&obj) // Put does not retain its argument
 	}()
 }
 

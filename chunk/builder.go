@@ -26,9 +26,14 @@ type Builder struct {
 }
 
 // NewBuilder returns a Builder for a column with the given dtype, sample
-// compression and chunk codec codes.
-func NewBuilder(dtype schema.DType, sampleCompression, codec uint8) *Builder {
-	return &Builder{dtype: dtype, sample: sampleCompression, codec: codec, offsets: []uint64{0}, fixed: true}
+// compression and chunk codec codes. sizeHint, if positive, is the expected
+// number of data bytes, allocated up front.
+func NewBuilder(dtype schema.DType, sampleCompression, codec uint8, sizeHint int) *Builder {
+	b := &Builder{dtype: dtype, sample: sampleCompression, codec: codec, offsets: []uint64{0}, fixed: true}
+	if sizeHint > 0 {
+		b.raw = make([]byte, 0, sizeHint)
+	}
+	return b
 }
 
 // Len is the number of samples added.
@@ -79,6 +84,13 @@ func (b *Builder) Add(shape []int, data []byte, null bool) error {
 // SetPartial marks the (single) sample as one piece of a larger sample.
 func (b *Builder) SetPartial(p Partial) { b.partial = &p }
 
+// Reinit empties the Builder for a column of another type, keeping its
+// buffers.
+func (b *Builder) Reinit(dtype schema.DType, sampleCompression, codec uint8) {
+	b.Reset()
+	b.dtype, b.sample, b.codec = dtype, sampleCompression, codec
+}
+
 // Reset empties the Builder, keeping its buffers.
 func (b *Builder) Reset() {
 	b.shapes, b.offsets, b.nulls, b.raw = b.shapes[:0], b.offsets[:1], b.nulls[:0], b.raw[:0]
@@ -86,7 +98,10 @@ func (b *Builder) Reset() {
 }
 
 // Encode returns the chunk object holding the samples added so far.
-func (b *Builder) Encode() ([]byte, error) {
+func (b *Builder) Encode() ([]byte, error) { return b.EncodeTo(nil) }
+
+// EncodeTo is Encode writing into dst's memory when it has room.
+func (b *Builder) EncodeTo(dst []byte) ([]byte, error) {
 	n := b.Len()
 	if n == 0 {
 		return nil, fmt.Errorf("encode chunk: no samples")
@@ -152,7 +167,10 @@ func (b *Builder) Encode() ([]byte, error) {
 	}
 	hlen := len(hdr) + 4
 	binary.LittleEndian.PutUint32(hdr[16:], uint32(hlen))
-	out := make([]byte, 0, hlen+len(b.raw)+64)
+	out := dst[:0]
+	if need := hlen + len(b.raw) + 64; cap(out) < need && b.codec == CodecNone {
+		out = make([]byte, 0, need)
+	}
 	out = append(out, hdr...)
 	// The data length is known only after compression: patch it, then seal.
 	out = binary.LittleEndian.AppendUint32(out, 0)

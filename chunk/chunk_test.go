@@ -52,7 +52,7 @@ func randomSamples(r *rand.Rand, dtype schema.DType, ragged bool, n int) []sampl
 }
 
 func encode(t testing.TB, dtype schema.DType, sc, codec uint8, samples []sample) []byte {
-	b := NewBuilder(dtype, sc, codec)
+	b := NewBuilder(dtype, sc, codec, 0)
 	for _, s := range samples {
 		require.NoError(t, b.Add(s.shape, s.data, s.null))
 	}
@@ -158,7 +158,7 @@ func TestNewerMajorRefused(t *testing.T) {
 }
 
 func TestPartial(t *testing.T) {
-	b := NewBuilder(schema.Uint8, SampleNone, CodecZstd)
+	b := NewBuilder(schema.Uint8, SampleNone, CodecZstd, 0)
 	require.NoError(t, b.Add([]int{10}, []byte("0123456789"), false))
 	b.SetPartial(Partial{Total: 30, Offset: 10, Index: 1, Count: 3})
 	obj, err := b.Encode()

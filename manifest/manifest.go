@@ -6,7 +6,6 @@ package manifest
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
@@ -17,6 +16,7 @@ import (
 	"time"
 
 	"github.com/klauspost/compress/zstd"
+	"github.com/zeebo/xxh3"
 	"github.com/lochdata/loch/schema"
 )
 
@@ -135,11 +135,11 @@ func Decode(kind byte, obj []byte, v any) error {
 	return nil
 }
 
-// Hash returns the content address of an object: the first 32 hex digits of
-// its SHA-256.
+// Hash returns the content address of an object: its 128-bit XXH3 hash as
+// 32 hex digits (high 64 bits first).
 func Hash(obj []byte) string {
-	s := sha256.Sum256(obj)
-	return hex.EncodeToString(s[:16])
+	h := xxh3.Hash128(obj).Bytes()
+	return hex.EncodeToString(h[:])
 }
 
 // Dataset is the body of the dataset marker `_loch/dataset`.

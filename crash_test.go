@@ -1,0 +1,105 @@
+package loch
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/lochdata/loch/schema"
+)
+
+const crashBatch = 300
+
+// TestMain lets the test binary act as the writer process of TestCrash.
+func TestMain(m *testing.M) {
+	if dir := os.Getenv("LOCH_CRASH_WRITER"); dir != "" {
+		crashWriter(dir)
+		return
+	}
+	os.Exit(m.Run())
+}
+
+// crashWriter appends batches of rows whose values encode (batch, index)
+// and commits after each, until killed.
+func crashWriter(dir string) {
+	d, err := Open(ctx, dir, WithParallelism(2))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(3)
+	}
+	for b := int64(d.Len() / crashBatch); ; b++ {
+		rows := make([]Row, crashBatch)
+		for i := range rows {
+			v := make([]float32, 512)
+			for k := range v {
+				v[k] = float32(b*crashBatch + int64(i))
+			}
+			rows[i] = Row{"v": Tensor([]int{512}, v), "n": Scalar(b*crashBatch + int64(i))}
+		}
+		if err := d.Extend(ctx, rows); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(3)
+		}
+		if _, err := d.Commit(ctx, "batch "+strconv.FormatInt(b, 10)); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(3)
+		}
+	}
+}
+
+// TestCrash kills a writer process at random moments, over and over, and
+// checks after each kill that the dataset opens at its last commit, holds
+// exactly the committed batches and verifies clean.
+func TestCrash(t *testing.T) {
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	r := rand.New(rand.NewPCG(seed, 9))
+	_, dir := mustCreate(t, schema.Schema{Columns: []schema.Column{
+		{Name: "v", DType: schema.Float32, Shape: schema.Shape{512}, ChunkCompression: schema.LZ4, ChunkBytes: 64 << 10},
+		{Name: "n", DType: schema.Int64},
+	}})
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	var lastLen int64
+	for round := 0; round < 12; round++ {
+		cmd := exec.Command(exe, "-test.run=^$")
+		cmd.Env = append(os.Environ(), "LOCH_CRASH_WRITER="+dir)
+		cmd.Stderr = os.Stderr
+		require.NoError(t, cmd.Start())
+		time.Sleep(time.Duration(20+r.IntN(400)) * time.Millisecond)
+		require.NoError(t, cmd.Process.Kill())
+		_ = cmd.Wait()
+
+		d, err := Open(ctx, dir)
+		require.NoError(t, err, "round %d: the dataset must open after a kill", round)
+		require.Zero(t, d.Len()%crashBatch, "round %d: only whole commits are visible", round)
+		require.GreaterOrEqual(t, d.Len(), lastLen, "round %d: no committed row is lost", round)
+		lastLen = d.Len()
+		n, _ := d.Column("n")
+		v, _ := d.Column("v")
+		for i := int64(0); i < d.Len(); i += 97 {
+			s, err := n.Read(ctx, i, nil)
+			require.NoError(t, err)
+			got, _ := As[int64](s.Data)
+			require.Equal(t, i, got[0])
+			s, err = v.Read(ctx, i, nil)
+			require.NoError(t, err)
+			f, _ := As[float32](s.Data)
+			require.Equal(t, float32(i), f[511])
+		}
+		_, problems, err := d.Verify(ctx)
+		require.NoError(t, err)
+		require.Empty(t, problems, "round %d", round)
+		d.Close()
+	}
+	t.Logf("%d rows committed across kills", lastLen)
+	entries, _ := filepath.Glob(filepath.Join(dir, "log", "*"))
+	require.NotEmpty(t, entries)
+}
