@@ -512,3 +512,72 @@ func TestTruncatedManifestAndNewerFormat(t *testing.T) {
 	require.ErrorIs(t, err, ErrNewerFormat)
 	require.True(t, errors.Is(err, ErrNewerFormat))
 }
+
+// TestConcurrentReaders reads one handle from many goroutines (run with
+// -race) while another handle commits.
+func TestConcurrentReaders(t *testing.T) {
+	d, dir := mustCreate(t, schema.Schema{Columns: []schema.Column{
+		{Name: "v", DType: schema.Int32, Shape: schema.Shape{-1}, ChunkBytes: 2048, ChunkCompression: schema.LZ4},
+	}}, WithCacheBytes(64<<10))
+	for i := 0; i < 500; i++ {
+		v := make([]int32, i%50)
+		for k := range v {
+			v[k] = int32(i)
+		}
+		require.NoError(t, d.Append(ctx, Row{"v": Tensor([]int{len(v)}, v)}))
+	}
+	_, err := d.Commit(ctx, "500")
+	require.NoError(t, err)
+	col, err := d.Column("v")
+	require.NoError(t, err)
+	w, err := Open(ctx, dir)
+	require.NoError(t, err)
+	defer w.Close()
+	done := make(chan error, 8)
+	for g := 0; g < 8; g++ {
+		go func() {
+			r := rand.New(rand.NewPCG(uint64(g), 0))
+			for k := 0; k < 300; k++ {
+				i := r.Int64N(500)
+				s, err := col.Read(ctx, i, nil)
+				if err != nil {
+					done <- err
+					return
+				}
+				v, _ := As[int32](s.Data)
+				if len(v) != int(i%50) || (len(v) > 0 && v[0] != int32(i)) {
+					done <- fmt.Errorf("row %d: got %v", i, v)
+					return
+				}
+			}
+			done <- nil
+		}()
+	}
+	require.NoError(t, w.Append(ctx, Row{"v": Tensor([]int{1}, []int32{9})}))
+	_, err = w.Commit(ctx, "one more")
+	require.NoError(t, err)
+	for g := 0; g < 8; g++ {
+		require.NoError(t, <-done)
+	}
+	require.EqualValues(t, 500, col.Len(), "a Column stays on its snapshot")
+}
+
+func TestLinkFetch(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "orig.bin")
+	require.NoError(t, os.WriteFile(src, []byte("original bytes"), 0o644))
+	d, _ := mustCreate(t, schema.Schema{Columns: []schema.Column{{Name: "ref", Kind: schema.Link}, {Name: "t", Kind: schema.TextKind}}})
+	require.NoError(t, d.Append(ctx, Row{"ref": String(src)}))
+	require.NoError(t, d.Append(ctx, Row{"ref": String(src + ".missing")}))
+	_, err := d.Commit(ctx, "links")
+	require.NoError(t, err)
+	col, _ := d.Column("ref")
+	b, err := col.Fetch(ctx, 0)
+	require.NoError(t, err)
+	require.Equal(t, "original bytes", string(b))
+	_, err = col.Fetch(ctx, 1)
+	require.ErrorIs(t, err, ErrNotFound)
+	require.Contains(t, err.Error(), "orig.bin.missing")
+	tc, _ := d.Column("t")
+	_, err = tc.Fetch(ctx, 0)
+	require.ErrorIs(t, err, ErrInvalidArgument)
+}

@@ -1,0 +1,46 @@
+package loch_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/lochdata/loch"
+	"github.com/lochdata/loch/schema"
+)
+
+func Example() {
+	ctx := context.Background()
+	dir, _ := os.MkdirTemp("", "loch-example")
+	defer os.RemoveAll(dir)
+	url := filepath.Join(dir, "robots") // or s3://bucket/robots, gs://..., az://...
+
+	ds, err := loch.Create(ctx, url, schema.Schema{Columns: []schema.Column{
+		{Name: "angles", DType: schema.Float32, Shape: schema.Shape{3}},
+		{Name: "label", Kind: schema.ClassLabel, ClassNames: []string{"idle", "grasp"}},
+	}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer ds.Close()
+	for i := 0; i < 3; i++ {
+		_ = ds.Append(ctx, loch.Row{
+			"angles": loch.Tensor([]int{3}, []float32{float32(i), 0.5, -1}),
+			"label":  loch.Scalar(int64(i % 2)),
+		})
+	}
+	if _, err := ds.Commit(ctx, "three rows"); err != nil {
+		fmt.Println(err)
+		return
+	}
+
+	again, _ := loch.Open(ctx, url)
+	defer again.Close()
+	col, _ := again.Column("angles")
+	s, _ := col.Read(ctx, 2, nil)
+	v, _ := loch.As[float32](s.Data)
+	fmt.Println(again.Len(), s.Shape, v)
+	// Output: 3 [3] [2 0.5 -1]
+}
