@@ -27,6 +27,8 @@ var (
 	ErrNewerFormat = errors.New("newer format version")
 	// ErrReadOnly: a write through a handle opened at a fixed version.
 	ErrReadOnly = errors.New("read-only")
+	// ErrPermission: credentials are missing or refused by the store.
+	ErrPermission = errors.New("permission denied")
 )
 
 // classify wraps err with the loch sentinel matching its lower-layer cause,
@@ -39,12 +41,14 @@ func classify(err error, format string, a ...any) error {
 	var sentinel error
 	switch {
 	case errors.Is(err, ErrNotFound), errors.Is(err, ErrExists), errors.Is(err, ErrCorrupt),
-		errors.Is(err, ErrConflict), errors.Is(err, ErrInvalidArgument), errors.Is(err, ErrNewerFormat), errors.Is(err, ErrReadOnly):
+		errors.Is(err, ErrConflict), errors.Is(err, ErrInvalidArgument), errors.Is(err, ErrNewerFormat), errors.Is(err, ErrReadOnly), errors.Is(err, ErrPermission):
 		return fmt.Errorf("%s: %w", ctx, err)
 	case errors.Is(err, storage.ErrNotFound):
 		sentinel = ErrNotFound
 	case errors.Is(err, storage.ErrExists):
 		sentinel = ErrExists
+	case errors.Is(err, storage.ErrPermission):
+		sentinel = ErrPermission
 	case errors.Is(err, chunk.ErrNewerFormat), errors.Is(err, manifest.ErrNewerFormat):
 		sentinel = ErrNewerFormat
 	case errors.Is(err, chunk.ErrCorrupt), errors.Is(err, manifest.ErrCorrupt):

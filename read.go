@@ -93,6 +93,23 @@ func (c *Column) ReadRange(ctx context.Context, start, end int64) ([]Sample, err
 	return out, nil
 }
 
+// ReadEncodedRange returns the samples at positions [start, end) as stored
+// (see ReadEncoded), fetching whole chunks once each.
+func (c *Column) ReadEncodedRange(ctx context.Context, start, end int64) ([]Sample, error) {
+	if start < 0 || end > c.Len() || start > end {
+		return nil, fmt.Errorf("%s: column %q: range [%d, %d) outside [0, %d): %w", c.d.url, c.col.Name, start, end, c.Len(), ErrInvalidArgument)
+	}
+	out := make([]Sample, 0, end-start)
+	for i := start; i < end; i++ {
+		s, err := c.read(ctx, i, true)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
 func joinCorrupt(err error) error { return fmt.Errorf("%w: %w", ErrCorrupt, err) }
 
 func equalShape(a, b []int) bool {

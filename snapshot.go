@@ -2,6 +2,7 @@ package loch
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -38,6 +39,9 @@ func (d *Dataset) loadSnapshot(ctx context.Context, commitID string, seq uint64)
 	}
 	s := &snapshot{commitID: commitID, seq: seq}
 	if err := d.getObject(ctx, "commits/"+commitID, manifest.KindCommit, &s.commit); err != nil {
+		if errors.Is(err, ErrNotFound) {
+			return nil, fmt.Errorf("open %s: no version %s: %w", d.url, commitID, ErrNotFound)
+		}
 		return nil, fmt.Errorf("open %s at version %s: %w", d.url, commitID, err)
 	}
 	if err := d.getObject(ctx, s.commit.Manifest, manifest.KindManifest, &s.man); err != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	yaml "go.yaml.in/yaml/v3"
 )
@@ -25,15 +26,31 @@ func Parse(data []byte) (Schema, error) {
 	if err != nil {
 		return Schema{}, fmt.Errorf("%w: schema: %v", ErrInvalid, err)
 	}
-	var s Schema
 	trimmed := bytes.TrimSpace(js)
 	if len(trimmed) > 0 && trimmed[0] == '[' {
 		js = append(append([]byte(`{"columns":`), js...), '}')
 	}
+	var raw struct {
+		Columns []json.RawMessage `json:"columns"`
+	}
 	dec := json.NewDecoder(bytes.NewReader(js))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&s); err != nil {
-		return Schema{}, fmt.Errorf("%w: schema: %v", ErrInvalid, err)
+	if err := dec.Decode(&raw); err != nil {
+		return Schema{}, fmt.Errorf("%w: schema: want an object with a \"columns\" list or a list of columns: %s", ErrInvalid, strings.TrimPrefix(err.Error(), "json: "))
+	}
+	var s Schema
+	for i, rc := range raw.Columns {
+		var c Column
+		dec := json.NewDecoder(bytes.NewReader(rc))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&c); err != nil {
+			var name struct{ Name string }
+			_ = json.Unmarshal(rc, &name)
+			msg := strings.TrimPrefix(err.Error(), "json: ")
+			msg = strings.TrimPrefix(msg, ErrInvalid.Error()+": ")
+			return Schema{}, fmt.Errorf("%w: schema column %d (%q): %s", ErrInvalid, i+1, name.Name, msg)
+		}
+		s.Columns = append(s.Columns, c)
 	}
 	if len(s.Columns) == 0 {
 		return Schema{}, fmt.Errorf("%w: schema has no columns", ErrInvalid)

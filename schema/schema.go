@@ -85,8 +85,8 @@ type Column struct {
 	BBoxFormat        string            `json:"bbox_format,omitempty"`
 	BBoxNormalized    bool              `json:"bbox_normalized,omitempty"`
 
-	MinShape    []int `json:"min_shape,omitempty"`
-	MaxShape    []int `json:"max_shape,omitempty"`
+	MinShape    []int `json:"min_shape"`
+	MaxShape    []int `json:"max_shape"`
 	StoredBytes int64 `json:"stored_bytes,omitempty"`
 	RawBytes    int64 `json:"raw_bytes,omitempty"`
 	Samples     int64 `json:"samples,omitempty"`

@@ -69,9 +69,10 @@ class labels, class_names).`,
 			s := d.Schema()
 			for i := range s.Columns {
 				c := &s.Columns[i]
+				lo, hi := observedShapes(c)
 				info.Columns = append(info.Columns, infoColumnJSON{
 					Name: c.Name, DType: c.DType, Kind: c.Kind, Shape: c.Shape,
-					MinShape: c.MinShape, MaxShape: c.MaxShape, Compression: compression(c),
+					MinShape: lo, MaxShape: hi, Compression: compression(c),
 					StoredBytes: c.StoredBytes, RawBytes: c.RawBytes, Ratio: ratio(c),
 					Samples: c.Samples, ClassNames: c.ClassNames,
 				})

@@ -134,9 +134,10 @@ Exit status: 0 on success, 2 for a usage error, 1 for any other error.`,
   loch info ./pets
   loch show ./pets --row 0 --out row0
   loch log ./pets`,
-		SilenceUsage:      true,
-		SilenceErrors:     true,
-		DisableAutoGenTag: true,
+		SilenceUsage:               true,
+		SilenceErrors:              true,
+		DisableAutoGenTag:          true,
+		SuggestionsMinimumDistance: 2,
 		// The root runs only when no subcommand matched: it prints help, or
 		// reports an unknown command as a usage error.
 		Args: func(cmd *cobra.Command, args []string) error {

@@ -251,17 +251,20 @@ func pngBytes(ctx context.Context, col *loch.Column, c *schema.Column, row int64
 }
 
 // writeFileAtomic writes a file through a temporary name in the same
-// directory, so that an interrupted write leaves no partial file.
+// directory, so that an interrupted write leaves no partial file. Errors of
+// write are returned as they are.
 func writeFileAtomic(path string, write func(io.Writer) error) error {
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
 	if err != nil {
 		return fmt.Errorf("create %s: %w", path, err)
 	}
 	tmp := f.Name()
-	err = write(f)
-	if cerr := f.Close(); err == nil {
-		err = cerr
+	if err := write(f); err != nil {
+		f.Close()
+		os.Remove(tmp)
+		return err
 	}
+	err = f.Close()
 	if err == nil {
 		err = os.Rename(tmp, path)
 	}

@@ -101,21 +101,33 @@ func labelString(c *schema.Column, data []byte, i int) string {
 // dimension: "32..480" where samples differ, the size where they agree. A
 // column without samples shows its declared shape ("any" when undeclared).
 func shapeRange(c *schema.Column) string {
-	if c.MinShape == nil || c.MaxShape == nil || len(c.MinShape) != len(c.MaxShape) {
+	lo, hi := observedShapes(c)
+	if lo == nil || hi == nil || len(lo) != len(hi) {
 		if c.Shape == nil {
 			return "any"
 		}
 		return schema.FormatShape(c.Shape)
 	}
-	parts := make([]string, len(c.MinShape))
-	for i := range c.MinShape {
-		if c.MinShape[i] == c.MaxShape[i] {
-			parts[i] = strconv.Itoa(c.MinShape[i])
+	parts := make([]string, len(lo))
+	for i := range lo {
+		if lo[i] == hi[i] {
+			parts[i] = strconv.Itoa(lo[i])
 		} else {
-			parts[i] = fmt.Sprintf("%d..%d", c.MinShape[i], c.MaxShape[i])
+			parts[i] = fmt.Sprintf("%d..%d", lo[i], hi[i])
 		}
 	}
 	return "[" + strings.Join(parts, ", ") + "]"
+}
+
+// observedShapes returns the column's smallest and largest sample shapes,
+// nil when it has no samples. The statistics of a column of scalars have no
+// shapes (their empty shapes are dropped when stored), so a column with
+// samples and no shapes holds scalars: shape [].
+func observedShapes(c *schema.Column) (lo, hi []int) {
+	if c.MinShape == nil && c.MaxShape == nil && c.Samples > 0 {
+		return []int{}, []int{}
+	}
+	return c.MinShape, c.MaxShape
 }
 
 // compression is the column's effective compression: its sample

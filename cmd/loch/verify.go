@@ -36,7 +36,11 @@ problem, naming the broken object's key, and exits with status 1.`,
 			for _, p := range problems {
 				fmt.Fprintln(w, oneLine(p.String()))
 			}
-			return fmt.Errorf("verify %s: %d problems in %d objects checked", d.URL(), len(problems), checked)
+			noun := "problems"
+			if len(problems) == 1 {
+				noun = "problem"
+			}
+			return fmt.Errorf("verify %s: %d %s in %d objects checked", d.URL(), len(problems), noun, checked)
 		},
 	}
 	cmd.Flags().StringVar(&version, "version", "", "verify this version (snapshot id) instead of the newest")

@@ -1,0 +1,106 @@
+package loch
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/lochdata/loch/internal/testserver"
+	"github.com/lochdata/loch/schema"
+)
+
+// TestBackends runs the dataset life cycle on every backend against a real
+// server: create, append images and tensors, commit, reopen, read, verify,
+// race two appending writers, and refuse a second create.
+func TestBackends(t *testing.T) {
+	backends := map[string]func(t *testing.T) string{
+		"local": func(t *testing.T) string { return t.TempDir() + "/ds" },
+		"mem":   func(t *testing.T) string { return fmt.Sprintf("mem://backends-%s", strings.ReplaceAll(t.Name(), "/", "-")) },
+		"s3":    func(t *testing.T) string { return testserver.MinIO(t).URL },
+		"gcs":   func(t *testing.T) string { return testserver.GCS(t).URL },
+		"azure": func(t *testing.T) string { return testserver.Azurite(t).URL },
+	}
+	for _, name := range sortedKeys(backends) {
+		t.Run(name, func(t *testing.T) {
+			url := backends[name](t)
+			s := schema.Schema{Columns: []schema.Column{
+				{Name: "img", Kind: schema.Image, SampleCompression: schema.PNG},
+				{Name: "v", DType: schema.Float32, Shape: schema.Shape{-1}, ChunkCompression: schema.LZ4, ChunkBytes: 4096},
+			}}
+			d, err := Create(ctx, url, s)
+			require.NoError(t, err)
+			defer d.Close()
+			_, err = Create(ctx, url, s)
+			require.ErrorIs(t, err, ErrExists)
+			m := &model{}
+			var rows []Row
+			for i := 0; i < 40; i++ {
+				pix := make([]byte, 8*6*3)
+				for k := range pix {
+					pix[k] = byte(i * k)
+				}
+				v := make([]float32, i*10)
+				for k := range v {
+					v[k] = float32(i)
+				}
+				rows = append(rows, Row{"img": Tensor([]int{8, 6, 3}, pix), "v": Tensor([]int{len(v)}, v)})
+				m.ids = append(m.ids, uint64(i))
+			}
+			m.rows = rows
+			require.NoError(t, d.Extend(ctx, rows))
+			_, err = d.Commit(ctx, "forty")
+			require.NoError(t, err)
+
+			d2, err := Open(ctx, url)
+			require.NoError(t, err)
+			defer d2.Close()
+			checkModel(t, d2, m)
+
+			// Two writers race; both appends land.
+			errs := make(chan error, 2)
+			for w := 0; w < 2; w++ {
+				go func() {
+					h, err := Open(ctx, url)
+					if err == nil {
+						err = h.Append(ctx, Row{"v": Tensor([]int{1}, []float32{float32(100 + w)})})
+					}
+					if err == nil {
+						_, err = h.Commit(ctx, "racer")
+					}
+					if h != nil {
+						h.Close()
+					}
+					errs <- err
+				}()
+			}
+			require.NoError(t, <-errs)
+			require.NoError(t, <-errs)
+			require.NoError(t, d2.Refresh(ctx))
+			require.EqualValues(t, 42, d2.Len())
+			_, problems, err := d2.Verify(ctx)
+			require.NoError(t, err)
+			require.Empty(t, problems)
+		})
+	}
+}
+
+func TestMissingBucket(t *testing.T) {
+	b := testserver.MinIO(t)
+	url := strings.Replace(b.URL, b.Name, "no-such-bucket-loch", 1)
+	_, err := Open(ctx, url)
+	require.ErrorIs(t, err, ErrNotFound)
+	require.Contains(t, err.Error(), "no-such-bucket-loch")
+	_, err = Create(ctx, url, schema.Schema{Columns: []schema.Column{{Name: "v", DType: schema.Int8}}})
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "no-such-bucket-loch")
+}
+
+func TestRefusedCredentials(t *testing.T) {
+	b := testserver.MinIO(t)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "wrong-secret-value")
+	_, err := Open(ctx, b.URL)
+	require.ErrorIs(t, err, ErrPermission)
+	require.NotContains(t, err.Error(), "wrong-secret-value")
+}

@@ -1,0 +1,360 @@
+package main
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/lochdata/loch"
+	"github.com/lochdata/loch/imaging"
+	"github.com/lochdata/loch/schema"
+)
+
+func newExportCmd() *cobra.Command {
+	var (
+		format    string
+		columns   []string
+		shardRows int
+		version   string
+	)
+	cmd := &cobra.Command{
+		Use:   "export URL DIR --format webdataset|npy",
+		Short: "Write a version's rows as WebDataset tar shards or .npy arrays",
+		Long: `Export writes the rows of a version (the newest, or --version) into DIR,
+which must be empty or absent.
+
+--format webdataset (the default) writes tar shards DIR/shard-000000.tar,
+DIR/shard-000001.tar, ... of --shard-rows rows each. Row r is stored as one
+file per column, named <r>.<column>.<ext> with r zero-padded to 9 digits, so
+WebDataset groups a row's files by the key <r> and names each field
+<column>.<ext>:
+  image columns   .png (pixel-exact), or .jpg with the stored JPEG bytes
+                  unchanged when the column is jpeg-compressed
+  class labels    .cls, the label as a decimal integer (one label per row;
+                  several labels per row are written as .npy)
+  text, link      .txt
+  json            .json
+  bytes           .bin
+  other tensors   .npy
+Null samples are left out.
+
+--format npy writes one DIR/<column>.npy per column with all rows stacked:
+shape [rows, *sample shape]. Only fixed-shape tensor columns have this form:
+a ragged column, a text, json or bytes column, or a column with null samples
+is an error when named in --columns and is skipped, with a note on stderr,
+otherwise. bfloat16 columns are written as uint16 ('<u2') bit patterns.`,
+		Example: `  loch export ./pets shards --format webdataset --shard-rows 10000
+  loch export ./pets arrays --format npy --columns embedding,label
+  loch export ./pets old --version 3f2a9c...`,
+		Args: exactArgs("URL", "DIR"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if format != "webdataset" && format != "npy" {
+				return usagef("unknown --format %q: want webdataset or npy", format)
+			}
+			if shardRows < 1 {
+				return usagef("--shard-rows %d: want at least 1", shardRows)
+			}
+			ctx := cmd.Context()
+			d, err := openDataset(ctx, args[0], version)
+			if err != nil {
+				return err
+			}
+			defer d.Close()
+			s := d.Schema()
+			cols, err := selectColumns(&s, columns)
+			if err != nil {
+				return err
+			}
+			dir := args[1]
+			if err := prepareExportDir(dir); err != nil {
+				return err
+			}
+			if format == "npy" {
+				return exportNPY(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), d, cols, len(columns) > 0, dir)
+			}
+			return exportWebDataset(ctx, cmd.OutOrStdout(), d, cols, dir, shardRows)
+		},
+	}
+	cmd.Flags().StringVar(&format, "format", "webdataset", "output format: webdataset or npy")
+	cmd.Flags().StringSliceVar(&columns, "columns", nil, "columns to export, comma-separated (default all)")
+	cmd.Flags().IntVar(&shardRows, "shard-rows", 1000, "rows per tar shard (webdataset)")
+	cmd.Flags().StringVar(&version, "version", "", "export this version (snapshot id) instead of the newest")
+	return cmd
+}
+
+// prepareExportDir makes dir, which must be empty or absent.
+func prepareExportDir(dir string) error {
+	entries, err := os.ReadDir(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return fmt.Errorf("export directory: %w", err)
+	case len(entries) > 0:
+		return fmt.Errorf("export directory %s is not empty; remove it or choose another", dir)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("export directory: %w", err)
+	}
+	return nil
+}
+
+// readBatch is the number of rows read together per column in exports.
+const readBatch = 256
+
+// exportWebDataset writes the rows as tar shards of shardRows rows.
+func exportWebDataset(ctx context.Context, out io.Writer, d *loch.Dataset, cols []*schema.Column, dir string, shardRows int) error {
+	readers := make([]*loch.Column, len(cols))
+	for i, c := range cols {
+		col, err := d.Column(c.Name)
+		if err != nil {
+			return err
+		}
+		readers[i] = col
+	}
+	n := d.Len()
+	shards := 0
+	for start := int64(0); start < n; start += int64(shardRows) {
+		end := min(n, start+int64(shardRows))
+		path := filepath.Join(dir, fmt.Sprintf("shard-%06d.tar", shards))
+		err := writeFileAtomic(path, func(f io.Writer) error {
+			tw := tar.NewWriter(f)
+			for b := start; b < end; b += readBatch {
+				e := min(end, b+readBatch)
+				members := make([][]member, len(cols))
+				for i, c := range cols {
+					m, err := webDatasetMembers(ctx, readers[i], c, b, e)
+					if err != nil {
+						return err
+					}
+					members[i] = m
+				}
+				for row := b; row < e; row++ {
+					for i, c := range cols {
+						m := members[i][row-b]
+						if m.data == nil {
+							continue // null
+						}
+						hdr := &tar.Header{
+							Name:    fmt.Sprintf("%09d.%s.%s", row, c.Name, m.ext),
+							Mode:    0o644,
+							Size:    int64(len(m.data)),
+							ModTime: time.Unix(0, 0),
+						}
+						if err := tw.WriteHeader(hdr); err != nil {
+							return err
+						}
+						if _, err := tw.Write(m.data); err != nil {
+							return err
+						}
+					}
+				}
+			}
+			return tw.Close()
+		})
+		if err != nil {
+			return err
+		}
+		shards++
+	}
+	fmt.Fprintf(out, "exported %d rows of version %s to %s (%d shards)\n", n, d.Version(), dir, shards)
+	return nil
+}
+
+// member is one file of a WebDataset row; data is nil for a null sample.
+type member struct {
+	ext  string
+	data []byte
+}
+
+// webDatasetMembers returns the files holding the samples of column c at
+// rows [start, end).
+func webDatasetMembers(ctx context.Context, col *loch.Column, c *schema.Column, start, end int64) ([]member, error) {
+	out := make([]member, 0, end-start)
+	if c.Kind == schema.Image && c.SampleCompression != schema.SampleNone && c.SampleCompression != "" {
+		// Stored images are copied unchanged.
+		for row := start; row < end; row++ {
+			m, err := encodedImageMember(ctx, col, c, row)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, m)
+		}
+		return out, nil
+	}
+	samples, err := col.ReadRange(ctx, start, end)
+	if err != nil {
+		return nil, err
+	}
+	for k, smp := range samples {
+		m, err := sampleMember(c, smp)
+		if err != nil {
+			return nil, fmt.Errorf("column %s row %d: %w", c.Name, start+int64(k), err)
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+// encodedImageMember returns the stored png or jpeg bytes of an image.
+func encodedImageMember(ctx context.Context, col *loch.Column, c *schema.Column, row int64) (member, error) {
+	enc, err := col.ReadEncoded(ctx, row)
+	if err != nil {
+		return member{}, err
+	}
+	switch {
+	case enc.Null:
+		return member{}, nil
+	case enc.Encoding == schema.PNG:
+		return member{"png", nonNil(enc.Data)}, nil
+	case enc.Encoding == schema.JPEG:
+		return member{"jpg", nonNil(enc.Data)}, nil
+	}
+	m, err := sampleMember(c, enc)
+	if err != nil {
+		return member{}, fmt.Errorf("column %s row %d: %w", c.Name, row, err)
+	}
+	return m, nil
+}
+
+// sampleMember returns the file of a decoded sample.
+func sampleMember(c *schema.Column, smp loch.Sample) (member, error) {
+	if smp.Null {
+		return member{}, nil
+	}
+	switch {
+	case c.DType == schema.Text:
+		return member{"txt", nonNil(smp.Data)}, nil
+	case c.DType == schema.JSON:
+		return member{"json", nonNil(smp.Data)}, nil
+	case c.DType == schema.Bytes:
+		return member{"bin", nonNil(smp.Data)}, nil
+	case c.Kind == schema.ClassLabel && len(smp.Shape) == 0:
+		return member{"cls", []byte(strconv.FormatInt(elemInt(c.DType, smp.Data, 0), 10))}, nil
+	case isPNGable(c, smp.Shape):
+		data, err := imaging.Encode("png", smp.Data, smp.Shape, 0)
+		return member{"png", data}, err
+	}
+	var buf bytes.Buffer
+	if err := writeNPY(&buf, c.DType, smp.Shape, smp.Data); err != nil {
+		return member{}, err
+	}
+	return member{"npy", buf.Bytes()}, nil
+}
+
+func nonNil(b []byte) []byte {
+	if b == nil {
+		return []byte{}
+	}
+	return b
+}
+
+// exportNPY writes one stacked .npy file per fixed-shape column. A column
+// that has no .npy form is an error when explicit is set (the user named
+// it) and is skipped with a note on stderr otherwise.
+func exportNPY(ctx context.Context, out, errOut io.Writer, d *loch.Dataset, cols []*schema.Column, explicit bool, dir string) error {
+	// Check every column before writing any file.
+	type job struct {
+		c     *schema.Column
+		col   *loch.Column
+		shape []int
+	}
+	var jobs []job
+	for _, c := range cols {
+		col, err := d.Column(c.Name)
+		if err != nil {
+			return err
+		}
+		shape, err := npyColumnShape(ctx, col, c, d.Len())
+		if err != nil {
+			if explicit {
+				return err
+			}
+			fmt.Fprintf(errOut, "loch: skipping %s\n", oneLine(err.Error()))
+			continue
+		}
+		jobs = append(jobs, job{c, col, shape})
+	}
+	if len(jobs) == 0 {
+		return fmt.Errorf("export %s: no column has a .npy form (fixed-shape tensors only)", d.URL())
+	}
+	n := d.Len()
+	for _, j := range jobs {
+		c, shape := j.c, j.shape
+		full := append([]int{int(n)}, shape...)
+		path := filepath.Join(dir, c.Name+".npy")
+		err := writeFileAtomic(path, func(w io.Writer) error {
+			h, err := npyHeader(c.DType, full)
+			if err != nil {
+				return err
+			}
+			if _, err := w.Write(h); err != nil {
+				return err
+			}
+			for b := int64(0); b < n; b += readBatch {
+				samples, err := j.col.ReadRange(ctx, b, min(n, b+readBatch))
+				if err != nil {
+					return err
+				}
+				for k, smp := range samples {
+					row := b + int64(k)
+					if smp.Null {
+						return fmt.Errorf("column %s: row %d is null and .npy has no nulls", c.Name, row)
+					}
+					if !slices.Equal(smp.Shape, shape) || len(smp.Data) != schema.NumElements(shape)*c.DType.Size() {
+						return fmt.Errorf("column %s: row %d has shape %v, others %v: .npy holds one shape", c.Name, row, smp.Shape, shape)
+					}
+					if _, err := w.Write(smp.Data); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "wrote %s: %s %s\n", path, c.DType, schema.FormatShape(full))
+	}
+	return nil
+}
+
+// npyColumnShape returns the per-sample shape of a column that can be
+// stacked into one .npy array, or an error naming the column saying why it
+// cannot. The shape comes from the column statistics, or from the first
+// sample when they have none (scalar columns).
+func npyColumnShape(ctx context.Context, col *loch.Column, c *schema.Column, rows int64) ([]int, error) {
+	if _, err := npyDescr(c.DType); err != nil {
+		return nil, fmt.Errorf("column %s: %s has no .npy form", c.Name, c.DType)
+	}
+	if lo, hi := observedShapes(c); lo != nil && hi != nil {
+		if !slices.Equal(lo, hi) {
+			return nil, fmt.Errorf("column %s: ragged (shapes %s) but .npy holds one shape; export it with --format webdataset", c.Name, shapeRange(c))
+		}
+		return lo, nil
+	}
+	if rows == 0 {
+		if c.Shape.Fixed() {
+			return c.Shape, nil
+		}
+		return nil, fmt.Errorf("column %s: no rows and no fixed declared shape", c.Name)
+	}
+	smp, err := col.Read(ctx, 0, nil)
+	if err != nil {
+		return nil, fmt.Errorf("column %s row 0: %w", c.Name, err)
+	}
+	if smp.Null {
+		return nil, fmt.Errorf("column %s: row 0 is null and .npy has no nulls", c.Name)
+	}
+	return smp.Shape, nil
+}

@@ -1,0 +1,447 @@
+package main
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
+	"github.com/stretchr/testify/require"
+
+	"github.com/lochdata/loch"
+	"github.com/lochdata/loch/imaging"
+	"github.com/lochdata/loch/schema"
+)
+
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){"loch": main})
+}
+
+// TestScript runs the script tests in testdata/script. Besides the standard
+// commands they have:
+//
+//	mkdata DIR                 create a dataset with test rows at DIR; sets $V1 and $V2
+//	flipchunk DIR              flip one data byte of the largest chunk; sets $CHUNK to its key
+//	exits CODE PROG [ARGS...]  run PROG, want exit status CODE and, for a failure,
+//	                           exactly one stderr line starting "loch: "
+//	cmppng FILE ROW            FILE holds the pixels of test image ROW
+//	npyinfo FILE               print "descr=... shape=(...)" of a .npy file, checking its layout
+//	tarls FILE                 print the member names of a tar file
+//	untar FILE DIR             extract a tar file into DIR
+//	imgfmt FILE                print the format and shape of an encoded image
+//	jsonq FILE PATH WANT       the JSON value at PATH (dot-separated keys and list
+//	                           indexes) of FILE (or stdout) is WANT, compactly encoded
+func TestScript(t *testing.T) {
+	testscript.Run(t, testscript.Params{
+		Dir:                 "testdata/script",
+		RequireExplicitExec: true,
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"mkdata":    cmdMkdata,
+			"flipchunk": cmdFlipChunk,
+			"exits":     cmdExits,
+			"cmppng":    cmdCmpPNG,
+			"npyinfo":   cmdNPYInfo,
+			"tarls":     cmdTarLs,
+			"untar":     cmdUntar,
+			"imgfmt":    cmdImgFmt,
+			"jsonq":     cmdJSONQ,
+		},
+	})
+}
+
+// testSchema has a column of each kind the CLI treats differently.
+func testSchema() schema.Schema {
+	return schema.Schema{Columns: []schema.Column{
+		{Name: "image", Kind: schema.Image, Shape: schema.Shape{-1, -1, 3}, SampleCompression: schema.PNG},
+		{Name: "thumb", Kind: schema.Image, Shape: schema.Shape{8, 8, 3}, SampleCompression: schema.JPEG},
+		{Name: "label", Kind: schema.ClassLabel, Shape: schema.Shape{}, ClassNames: []string{"cat", "dog", "bird"}},
+		{Name: "vec", DType: schema.Float32, Shape: schema.Shape{3}, ChunkCompression: schema.Zstd},
+		{Name: "score", DType: schema.Float64, Shape: schema.Shape{}},
+		{Name: "half", DType: schema.Float16, Shape: schema.Shape{2}},
+		{Name: "caption", Kind: schema.TextKind},
+		{Name: "meta", Kind: schema.JSONKind},
+		{Name: "ragged", DType: schema.Float32, Shape: schema.Shape{-1}},
+		{Name: "blob", DType: schema.Bytes},
+	}}
+}
+
+// testImage returns the pixels of row i's image: (4+i) x (6+i) x 3.
+func testImage(i int) ([]byte, []int) {
+	shape := []int{4 + i, 6 + i, 3}
+	pix := make([]byte, shape[0]*shape[1]*shape[2])
+	for k := range pix {
+		pix[k] = byte(k*7 + i*13)
+	}
+	return pix, shape
+}
+
+// testRow returns row i of the test dataset.
+func testRow(i int) (loch.Row, error) {
+	pix, shape := testImage(i)
+	thumb := bytes.Repeat([]byte{byte(40 * i)}, 8*8*3)
+	meta, err := loch.JSON(map[string]any{"row": i, "tags": []string{"a", "b"}})
+	if err != nil {
+		return nil, err
+	}
+	ragged := make([]float32, i+1)
+	for k := range ragged {
+		ragged[k] = float32(k) / 2
+	}
+	// float16 1.0 and -2.0
+	half := loch.Sample{Shape: []int{2}, Data: []byte{0x00, 0x3c, 0x00, 0xc0}}
+	row := loch.Row{
+		"image":   loch.Tensor(shape, pix),
+		"thumb":   loch.Tensor([]int{8, 8, 3}, thumb),
+		"label":   loch.Scalar(int64(i % 3)),
+		"vec":     loch.Tensor([]int{3}, []float32{float32(i), float32(i) + 0.5, -float32(i)}),
+		"score":   loch.Scalar(0.25 * float64(i)),
+		"half":    half,
+		"caption": loch.String(fmt.Sprintf("a photo of row %d", i)),
+		"meta":    meta,
+		"ragged":  loch.Tensor([]int{i + 1}, ragged),
+		"blob":    loch.Bytes([]byte{0xde, 0xad, byte(i)}),
+	}
+	if i == 4 {
+		row["meta"] = loch.Null()
+	}
+	return row, nil
+}
+
+// makeTestData creates the test dataset at dir: rows 0..2 in a first
+// commit, rows 3..4 in a second. It returns the two version ids.
+func makeTestData(ctx context.Context, dir string) (v1, v2 string, err error) {
+	d, err := loch.Create(ctx, dir, testSchema(), loch.WithAuthor("tester"))
+	if err != nil {
+		return "", "", err
+	}
+	defer d.Close()
+	add := func(from, to int, msg string) (string, error) {
+		for i := from; i < to; i++ {
+			row, err := testRow(i)
+			if err != nil {
+				return "", err
+			}
+			if err := d.Append(ctx, row); err != nil {
+				return "", fmt.Errorf("append row %d: %w", i, err)
+			}
+		}
+		return d.Commit(ctx, msg)
+	}
+	if v1, err = add(0, 3, "add 3 rows"); err != nil {
+		return "", "", err
+	}
+	if v2, err = add(3, 5, "add 2 rows"); err != nil {
+		return "", "", err
+	}
+	return v1, v2, nil
+}
+
+func cmdMkdata(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: mkdata DIR")
+	}
+	v1, v2, err := makeTestData(context.Background(), ts.MkAbs(args[0]))
+	ts.Check(err)
+	ts.Setenv("V1", v1)
+	ts.Setenv("V2", v2)
+}
+
+func cmdFlipChunk(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: flipchunk DIR")
+	}
+	root := ts.MkAbs(args[0])
+	var largest string
+	var size int64
+	err := filepath.WalkDir(filepath.Join(root, "chunks"), func(path string, e fs.DirEntry, err error) error {
+		if err != nil || e.IsDir() {
+			return err
+		}
+		info, err := e.Info()
+		if err != nil {
+			return err
+		}
+		if info.Size() > size {
+			largest, size = path, info.Size()
+		}
+		return nil
+	})
+	ts.Check(err)
+	if largest == "" {
+		ts.Fatalf("no chunk under %s", root)
+	}
+	data, err := os.ReadFile(largest)
+	ts.Check(err)
+	data[len(data)-5] ^= 0xff // the last data byte, before the data checksum
+	ts.Check(os.WriteFile(largest, data, 0o644))
+	key, err := filepath.Rel(root, largest)
+	ts.Check(err)
+	ts.Setenv("CHUNK", filepath.ToSlash(key))
+}
+
+func cmdExits(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 2 {
+		ts.Fatalf("usage: exits CODE PROG [ARGS...]")
+	}
+	want, err := strconv.Atoi(args[0])
+	ts.Check(err)
+	err = ts.Exec(args[1], args[2:]...)
+	got := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		got = ee.ExitCode()
+	} else {
+		ts.Check(err)
+	}
+	if got != want {
+		ts.Fatalf("exit status %d, want %d", got, want)
+	}
+	if want != 0 {
+		stderr := ts.ReadFile("stderr")
+		if !regexp.MustCompile(`^loch: [^\n]+\n$`).MatchString(stderr) {
+			ts.Fatalf("stderr is not one line starting with 'loch: ': %q", stderr)
+		}
+	}
+}
+
+func cmdCmpPNG(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: cmppng FILE ROW")
+	}
+	row, err := strconv.Atoi(args[1])
+	ts.Check(err)
+	data, err := os.ReadFile(ts.MkAbs(args[0]))
+	ts.Check(err)
+	format, _, err := imaging.Config(data)
+	ts.Check(err)
+	if format != "png" {
+		ts.Fatalf("%s is %s, want png", args[0], format)
+	}
+	pix, shape, err := imaging.Decode(data)
+	ts.Check(err)
+	wantPix, wantShape := testImage(row)
+	if fmt.Sprint(shape) != fmt.Sprint(wantShape) || !bytes.Equal(pix, wantPix) {
+		ts.Fatalf("%s: pixels of shape %v differ from test image %d (shape %v)", args[0], shape, row, wantShape)
+	}
+}
+
+func cmdImgFmt(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: imgfmt FILE")
+	}
+	data, err := os.ReadFile(ts.MkAbs(args[0]))
+	ts.Check(err)
+	format, shape, err := imaging.Config(data)
+	ts.Check(err)
+	fmt.Fprintf(ts.Stdout(), "%s %v\n", format, shape)
+}
+
+func cmdNPYInfo(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: npyinfo FILE")
+	}
+	data, err := os.ReadFile(ts.MkAbs(args[0]))
+	ts.Check(err)
+	descr, shape, err := parseNPY(data)
+	ts.Check(err)
+	fmt.Fprintf(ts.Stdout(), "descr=%s shape=%s\n", descr, shape)
+}
+
+var npyDictRE = regexp.MustCompile(`^\{'descr': '([<|>][a-z][0-9]+)', 'fortran_order': False, 'shape': \(([0-9, ]*)\), \} *\n$`)
+
+// parseNPY checks the layout of a version 1.0 .npy file: magic, header
+// length, 64-byte alignment, and a data length that matches the shape.
+func parseNPY(data []byte) (descr, shape string, err error) {
+	if len(data) < 10 || string(data[:6]) != npyMagic || data[6] != 1 || data[7] != 0 {
+		return "", "", errors.New("not a version 1.0 .npy file")
+	}
+	hlen := int(binary.LittleEndian.Uint16(data[8:]))
+	if 10+hlen > len(data) || (10+hlen)%64 != 0 {
+		return "", "", fmt.Errorf("header length %d: data would start at %d, not a multiple of 64 within %d bytes", hlen, 10+hlen, len(data))
+	}
+	m := npyDictRE.FindStringSubmatch(string(data[10 : 10+hlen]))
+	if m == nil {
+		return "", "", fmt.Errorf("bad header %q", data[10:10+hlen])
+	}
+	size, err := strconv.Atoi(m[1][2:])
+	if err != nil {
+		return "", "", err
+	}
+	n := 1
+	for _, f := range strings.Split(m[2], ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			d, err := strconv.Atoi(f)
+			if err != nil {
+				return "", "", err
+			}
+			n *= d
+		}
+	}
+	if got := len(data) - 10 - hlen; got != n*size {
+		return "", "", fmt.Errorf("%d data bytes, want %d for shape (%s) of %s", got, n*size, m[2], m[1])
+	}
+	return m[1], "(" + m[2] + ")", nil
+}
+
+func cmdTarLs(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: tarls FILE")
+	}
+	f, err := os.Open(ts.MkAbs(args[0]))
+	ts.Check(err)
+	defer f.Close()
+	tr := tar.NewReader(f)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		ts.Check(err)
+		fmt.Fprintln(ts.Stdout(), h.Name)
+	}
+}
+
+func cmdUntar(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: untar FILE DIR")
+	}
+	f, err := os.Open(ts.MkAbs(args[0]))
+	ts.Check(err)
+	defer f.Close()
+	dir := ts.MkAbs(args[1])
+	ts.Check(os.MkdirAll(dir, 0o755))
+	tr := tar.NewReader(f)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		ts.Check(err)
+		if h.Name != filepath.Base(h.Name) {
+			ts.Fatalf("tar member %q is not a plain file name", h.Name)
+		}
+		data, err := io.ReadAll(tr)
+		ts.Check(err)
+		ts.Check(os.WriteFile(filepath.Join(dir, h.Name), data, 0o644))
+	}
+}
+
+func cmdJSONQ(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 3 {
+		ts.Fatalf("usage: jsonq FILE PATH WANT")
+	}
+	var v any
+	ts.Check(json.Unmarshal([]byte(ts.ReadFile(args[0])), &v))
+	for _, key := range strings.Split(args[1], ".") {
+		switch t := v.(type) {
+		case map[string]any:
+			v = t[key]
+		case []any:
+			i, err := strconv.Atoi(key)
+			ts.Check(err)
+			if i < 0 || i >= len(t) {
+				ts.Fatalf("%s: index %d out of range [0, %d)", args[1], i, len(t))
+			}
+			v = t[i]
+		default:
+			ts.Fatalf("%s: %q selects from %T", args[1], key, v)
+		}
+	}
+	got, err := json.Marshal(v)
+	ts.Check(err)
+	if (string(got) == args[2]) == neg {
+		ts.Fatalf("%s = %s, want %s%s", args[1], got, map[bool]string{true: "not "}[neg], args[2])
+	}
+}
+
+func TestNPYHeader(t *testing.T) {
+	for _, tc := range []struct {
+		dtype schema.DType
+		shape []int
+		descr string
+		tuple string
+	}{
+		{schema.Float32, []int{2, 3}, "<f4", "(2, 3)"},
+		{schema.Int64, []int{5}, "<i8", "(5,)"},
+		{schema.Uint8, []int{4, 6, 3}, "|u1", "(4, 6, 3)"},
+		{schema.Bool, []int{}, "|b1", "()"},
+		{schema.Float16, []int{7}, "<f2", "(7,)"},
+		{schema.BFloat16, []int{1, 1}, "<u2", "(1, 1)"},
+		{schema.Float64, []int{0}, "<f8", "(0,)"},
+	} {
+		n := schema.NumElements(tc.shape)
+		var buf bytes.Buffer
+		require.NoError(t, writeNPY(&buf, tc.dtype, tc.shape, make([]byte, n*tc.dtype.Size())))
+		descr, shape, err := parseNPY(buf.Bytes())
+		require.NoError(t, err, "%s %v", tc.dtype, tc.shape)
+		require.Equal(t, tc.descr, descr)
+		require.Equal(t, tc.tuple, shape)
+	}
+	_, err := npyHeader(schema.Text, []int{3})
+	require.ErrorContains(t, err, "no .npy form")
+	require.Error(t, writeNPY(io.Discard, schema.Float32, []int{2}, make([]byte, 4)), "data shorter than the shape")
+}
+
+func TestFloat16(t *testing.T) {
+	for bits, want := range map[uint16]float32{
+		0x3c00: 1, 0xc000: -2, 0x0000: 0, 0x3555: 0.33325195, 0x7bff: 65504, 0x0001: 5.9604645e-08,
+	} {
+		require.Equal(t, want, float16ToFloat32(bits), "%#04x", bits)
+	}
+}
+
+func TestShapeRange(t *testing.T) {
+	for _, tc := range []struct {
+		col  schema.Column
+		want string
+	}{
+		{schema.Column{MinShape: []int{32, 48, 3}, MaxShape: []int{480, 640, 3}}, "[32..480, 48..640, 3]"},
+		{schema.Column{MinShape: []int{3}, MaxShape: []int{3}}, "[3]"},
+		{schema.Column{Shape: schema.Shape{-1, 4}}, "[?, 4]"},
+		{schema.Column{Shape: schema.Shape{}}, "[]"},
+		{schema.Column{}, "any"},
+	} {
+		require.Equal(t, tc.want, shapeRange(&tc.col))
+	}
+}
+
+func TestPanicIsOneLine(t *testing.T) {
+	var stderr bytes.Buffer
+	code := run(context.Background(), []string{"version"}, nil, panicWriter{}, &stderr)
+	require.Equal(t, exitError, code)
+	require.Equal(t, "loch: internal error: write refused\n", stderr.String())
+}
+
+// panicWriter panics on every write.
+type panicWriter struct{}
+
+func (panicWriter) Write([]byte) (int, error) { panic("write\nrefused") }
+
+func TestInterrupted(t *testing.T) {
+	dir := t.TempDir()
+	_, _, err := makeTestData(context.Background(), filepath.Join(dir, "ds"))
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // as if Ctrl-C came before the first read
+	var stdout, stderr bytes.Buffer
+	code := run(ctx, []string{"export", filepath.Join(dir, "ds"), filepath.Join(dir, "out")}, nil, &stdout, &stderr)
+	require.Equal(t, exitError, code)
+	require.Equal(t, "loch: interrupted\n", stderr.String())
+	entries, err := os.ReadDir(filepath.Join(dir, "out"))
+	if err == nil {
+		require.Empty(t, entries, "an interrupted export leaves no partial shard")
+	}
+}

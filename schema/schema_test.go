@@ -1,0 +1,70 @@
+package schema
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestParseForms(t *testing.T) {
+	yaml := `
+columns:
+  - {name: image, kind: image, sample_compression: png}
+  - {name: label, kind: class_label, class_names: [cat, dog]}
+  - {name: angles, dtype: float32, shape: [7]}
+  - {name: boxes, kind: bbox, shape: [null, 4]}
+`
+	s, err := Parse([]byte(yaml))
+	require.NoError(t, err)
+	require.Equal(t, []string{"image", "label", "angles", "boxes"}, s.Names())
+	img, _ := s.Column("image")
+	require.Equal(t, Uint8, img.DType)
+	require.Equal(t, CodecNone, img.ChunkCompression)
+	boxes, _ := s.Column("boxes")
+	require.Equal(t, Shape{-1, 4}, boxes.Shape)
+	require.Equal(t, BBoxXYXY, boxes.BBoxFormat)
+
+	js := `[{"name": "t", "kind": "text"}, {"name": "x", "dtype": "int16", "shape": []}]`
+	s, err = Parse([]byte(js))
+	require.NoError(t, err)
+	x, _ := s.Column("x")
+	require.NotNil(t, x.Shape, "an empty shape (scalar) is not 'any shape'")
+	b, err := json.Marshal(s)
+	require.NoError(t, err)
+	var back Schema
+	require.NoError(t, json.Unmarshal(b, &back))
+	require.Equal(t, s, back)
+}
+
+func TestParseErrors(t *testing.T) {
+	cases := map[string]string{
+		`[{"name": "a", "dtype": "float33"}]`:                              `column 1 ("a"): unknown dtype "float33"`,
+		`[{"name": "a", "dtype": "uint8", "kind": "imagee"}]`:              `unknown kind "imagee"`,
+		`[{"name": "a", "kind": "image", "dtype": "int64"}]`:               `dtype int64, want uint8`,
+		`[{"name": "a b", "dtype": "int8"}]`:                               `column name "a b"`,
+		`[{"name": "a", "dtype": "int8"}, {"name": "a", "dtype": "int8"}]`: `appears twice`,
+		`[{"name": "a", "kind": "bbox", "shape": [3, 5]}]`:                 `want [boxes, 4]`,
+		`[{"name": "a", "dtype": "int8", "colour": 1}]`:                    `unknown field "colour"`,
+		`[]`: `no columns`,
+		`[{"name": "a", "kind": "image", "sample_compression": "png", "chunk_compression": "lz4"}]`: `exclusive`,
+	}
+	for in, want := range cases {
+		_, err := Parse([]byte(in))
+		require.ErrorIs(t, err, ErrInvalid, in)
+		require.Contains(t, err.Error(), want, in)
+	}
+}
+
+func TestCheckSample(t *testing.T) {
+	c := Column{Name: "l", Kind: ClassLabel, ClassNames: []string{"a", "b"}}
+	require.NoError(t, c.Normalize())
+	require.NoError(t, c.CheckSample([]int{}, []byte{1, 0, 0, 0, 0, 0, 0, 0}))
+	require.ErrorContains(t, c.CheckSample([]int{}, []byte{2, 0, 0, 0, 0, 0, 0, 0}), "out of range")
+	img := Column{Name: "i", Kind: Image}
+	require.NoError(t, img.Normalize())
+	require.ErrorContains(t, img.CheckSample([]int{2, 2, 2}, make([]byte, 8)), "want [height, width, 1|3|4]")
+	j := Column{Name: "j", Kind: JSONKind}
+	require.NoError(t, j.Normalize())
+	require.ErrorContains(t, j.CheckSample([]int{3}, []byte("{x}")), "not valid JSON")
+}
