@@ -85,5 +85,9 @@ func openAzure(_ context.Context, loc location) (*bucketStore, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &bucketStore{b: b, name: loc.bucket, prefix: loc.prefix, url: loc.String()}, nil
+	probe := func(ctx context.Context) error {
+		_, err := client.GetProperties(ctx, nil)
+		return err
+	}
+	return &bucketStore{b: b, name: loc.bucket, prefix: loc.prefix, url: loc.String(), probe: probe}, nil
 }

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"net"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"syscall"
 
 	"cloud.google.com/go/storage"
@@ -25,27 +27,31 @@ type bucketStore struct {
 	name   string // the bucket or container, for messages
 	prefix string // "" or ending in '/'
 	url    string
-	// putOpts returns the writer options for an object of the given size;
-	// nil means none.
-	putOpts func(size int) *blob.WriterOptions
 	// closeFn closes what the store owns besides b (a client); may be nil.
 	closeFn func() error
 	// shared is set for memory buckets, which outlive the store.
 	shared bool
+	// probe, if set, asks the service whether the bucket exists. It is run
+	// on the first "not found" whose cause the service left ambiguous (a
+	// HEAD has no body to say which is missing), and not again once the
+	// bucket is known to exist.
+	probe       func(ctx context.Context) error
+	bucketKnown atomic.Bool
 }
 
 func (s *bucketStore) fail(op, key string, err error) error {
 	return &Error{Op: op, URL: s.url, Key: key, Err: err}
 }
 
-func (s *bucketStore) writerOptions(size int, ifNotExist bool) *blob.WriterOptions {
-	o := &blob.WriterOptions{}
-	if s.putOpts != nil {
-		o = s.putOpts(size)
-	}
-	o.IfNotExist = ifNotExist
-	o.ContentType = "application/octet-stream"
-	return o
+// write uploads data in one call to the driver's Upload, with no
+// ContentMD5: gocloud then hands the whole reader to the driver instead of
+// streaming it through a pipe (whose error path in azureblob v0.47 crashes
+// on a refused conditional write), and S3 learns the size up front.
+func (s *bucketStore) write(ctx context.Context, key string, data []byte, ifNotExist bool) error {
+	return s.b.Upload(ctx, s.prefix+key, bytes.NewReader(data), &blob.WriterOptions{
+		ContentType: "application/octet-stream",
+		IfNotExist:  ifNotExist,
+	})
 }
 
 func (s *bucketStore) Get(ctx context.Context, key string) ([]byte, error) {
@@ -54,7 +60,7 @@ func (s *bucketStore) Get(ctx context.Context, key string) ([]byte, error) {
 	}
 	r, err := s.b.NewReader(ctx, s.prefix+key, nil)
 	if err != nil {
-		return nil, s.fail("get", key, s.mapError(err))
+		return nil, s.fail("get", key, s.mapError(ctx, err))
 	}
 	defer r.Close()
 	size := r.Size()
@@ -64,7 +70,7 @@ func (s *bucketStore) Get(ctx context.Context, key string) ([]byte, error) {
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 			return nil, s.fail("get", key, truncated(n, int(size)))
 		}
-		return nil, s.fail("get", key, s.mapError(err))
+		return nil, s.fail("get", key, s.mapError(ctx, err))
 	}
 	return data, nil
 }
@@ -77,9 +83,9 @@ func (s *bucketStore) ReadRange(ctx context.Context, key string, off int64, dst 
 		return s.fail("read", key, fmt.Errorf("negative offset %d", off))
 	}
 	if len(dst) == 0 {
-		a, err := s.Stat(ctx, key)
+		a, err := s.b.Attributes(ctx, s.prefix+key)
 		if err != nil {
-			return err
+			return s.fail("read", key, s.mapError(ctx, err))
 		}
 		if off > a.Size {
 			return s.fail("read", key, pastEnd(off, 0, a.Size))
@@ -96,7 +102,7 @@ func (s *bucketStore) ReadRange(ctx context.Context, key string, off int64, dst 
 			}
 			return s.fail("read", key, pastEnd(off, len(dst), size))
 		}
-		return s.fail("read", key, s.mapError(err))
+		return s.fail("read", key, s.mapError(ctx, err))
 	}
 	defer r.Close()
 	n, err := io.ReadFull(r, dst)
@@ -109,15 +115,15 @@ func (s *bucketStore) ReadRange(ctx context.Context, key string, off int64, dst 
 		}
 		return s.fail("read", key, truncated(n, len(dst)))
 	}
-	return s.fail("read", key, s.mapError(err))
+	return s.fail("read", key, s.mapError(ctx, err))
 }
 
 func (s *bucketStore) Put(ctx context.Context, key string, data []byte) error {
 	if err := ValidateKey(key); err != nil {
 		return s.fail("put", key, err)
 	}
-	if err := s.b.WriteAll(ctx, s.prefix+key, data, s.writerOptions(len(data), false)); err != nil {
-		return s.fail("put", key, s.mapError(err))
+	if err := s.write(ctx, key, data, false); err != nil {
+		return s.fail("put", key, s.mapError(ctx, err))
 	}
 	return nil
 }
@@ -126,7 +132,7 @@ func (s *bucketStore) PutIfAbsent(ctx context.Context, key string, data []byte) 
 	if err := ValidateKey(key); err != nil {
 		return s.fail("put-if-absent", key, err)
 	}
-	err := s.b.WriteAll(ctx, s.prefix+key, data, s.writerOptions(len(data), true))
+	err := s.write(ctx, key, data, true)
 	if err == nil {
 		return nil
 	}
@@ -140,7 +146,7 @@ func (s *bucketStore) PutIfAbsent(ctx context.Context, key string, data []byte) 
 			return s.fail("put-if-absent", key, exists())
 		}
 	}
-	return s.fail("put-if-absent", key, s.mapError(err))
+	return s.fail("put-if-absent", key, s.mapError(ctx, err))
 }
 
 func (s *bucketStore) Delete(ctx context.Context, key string) error {
@@ -151,9 +157,8 @@ func (s *bucketStore) Delete(ctx context.Context, key string) error {
 	if err == nil {
 		return nil
 	}
-	mapped := s.mapError(err)
-	var k *kindError
-	if errors.Is(mapped, ErrNotFound) && !(errors.As(mapped, &k) && strings.HasPrefix(k.msg, "bucket ")) {
+	mapped := s.mapError(ctx, err)
+	if errors.Is(mapped, ErrNotFound) && !isBucketNotFound(mapped) {
 		return nil
 	}
 	return s.fail("delete", key, mapped)
@@ -165,7 +170,7 @@ func (s *bucketStore) Stat(ctx context.Context, key string) (Attrs, error) {
 	}
 	a, err := s.b.Attributes(ctx, s.prefix+key)
 	if err != nil {
-		return Attrs{}, s.fail("stat", key, s.mapError(err))
+		return Attrs{}, s.fail("stat", key, s.mapError(ctx, err))
 	}
 	return Attrs{Key: key, Size: a.Size, ModTime: a.ModTime}, nil
 }
@@ -181,7 +186,7 @@ func (s *bucketStore) List(ctx context.Context, prefix string, fn func(Attrs) er
 			return nil
 		}
 		if err != nil {
-			return s.fail("list", prefix, s.mapError(err))
+			return s.fail("list", prefix, s.mapError(ctx, err))
 		}
 		if obj.IsDir {
 			continue
@@ -211,7 +216,7 @@ func (s *bucketStore) Close() error {
 // mapError ties a driver error to the package sentinels: not found (the
 // bucket's absence told apart where the service says so), permission,
 // transient. Anything else is returned as is.
-func (s *bucketStore) mapError(err error) error {
+func (s *bucketStore) mapError(ctx context.Context, err error) error {
 	if errors.Is(err, context.Canceled) {
 		return err
 	}
@@ -221,19 +226,79 @@ func (s *bucketStore) mapError(err error) error {
 	status := httpStatus(err)
 	switch {
 	case status == 401 || status == 403 || isPermissionCode(err):
-		return permission(s.name, err)
+		return permission(s.name, brief(err))
 	case status == 404:
-		return notFound(nil)
+		return s.notFound(ctx)
 	case isTransient(err):
-		return transient(err)
+		return transient(brief(err))
 	}
 	switch gcerrors.Code(err) {
 	case gcerrors.NotFound:
-		return notFound(nil)
+		return s.notFound(ctx)
 	case gcerrors.PermissionDenied:
-		return permission(s.name, err)
+		return permission(s.name, brief(err))
+	}
+	return brief(err)
+}
+
+// briefError keeps a driver error in the chain, for errors.Is and
+// errors.As, under a shorter message: the service's own code and words
+// rather than the SDKs' layers of request metadata.
+type briefError struct {
+	msg string
+	err error
+}
+
+func (b *briefError) Error() string { return b.msg }
+func (b *briefError) Unwrap() error { return b.err }
+
+func brief(err error) error {
+	var api smithy.APIError
+	if errors.As(err, &api) {
+		msg := api.ErrorCode()
+		if m := api.ErrorMessage(); m != "" && m != msg {
+			msg += ": " + m
+		}
+		if status := httpStatus(err); status != 0 {
+			msg = fmt.Sprintf("HTTP %d %s", status, msg)
+		}
+		return &briefError{msg: msg, err: err}
+	}
+	var az *azcore.ResponseError
+	if errors.As(err, &az) {
+		return &briefError{msg: fmt.Sprintf("HTTP %d %s", az.StatusCode, az.ErrorCode), err: err}
+	}
+	var g *googleapi.Error
+	if errors.As(err, &g) {
+		msg := fmt.Sprintf("HTTP %d", g.Code)
+		if g.Message != "" {
+			msg += ": " + g.Message
+		}
+		return &briefError{msg: msg, err: err}
+	}
+	var op *net.OpError
+	if errors.As(err, &op) {
+		return &briefError{msg: op.Error(), err: err}
 	}
 	return err
+}
+
+// notFound tells a missing bucket from a missing object, probing the
+// bucket once per store.
+func (s *bucketStore) notFound(ctx context.Context) error {
+	if s.probe == nil || s.bucketKnown.Load() {
+		return notFound(nil)
+	}
+	err := s.probe(ctx)
+	if err != nil && (isBucketMissing(err) || httpStatus(err) == 404) {
+		return bucketNotFound(s.name, nil)
+	}
+	if err == nil || !isTransient(err) {
+		// It exists, or the probe is not allowed (object-level
+		// permissions): stop asking either way.
+		s.bucketKnown.Store(true)
+	}
+	return notFound(nil)
 }
 
 // httpStatus returns the HTTP status code carried by err, or 0.

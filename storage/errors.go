@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"errors"
 	"fmt"
 	"io"
 )
@@ -45,9 +46,10 @@ func (e *Error) Unwrap() error { return e.Err }
 // repeating the "storage:" prefix of the sentinel, while errors.Is still
 // finds the sentinel and the cause.
 type kindError struct {
-	kind  error
-	msg   string
-	cause error
+	kind   error
+	msg    string
+	cause  error
+	bucket bool // a missing bucket, not a missing object
 }
 
 func (k *kindError) Error() string {
@@ -69,7 +71,13 @@ func notFound(cause error) error {
 }
 
 func bucketNotFound(bucket string, cause error) error {
-	return &kindError{kind: ErrNotFound, msg: fmt.Sprintf("bucket %q not found", bucket), cause: cause}
+	return &kindError{kind: ErrNotFound, msg: fmt.Sprintf("bucket %q not found", bucket), cause: cause, bucket: true}
+}
+
+// isBucketNotFound reports whether err says the bucket itself is missing.
+func isBucketNotFound(err error) bool {
+	var k *kindError
+	return errors.As(err, &k) && k.bucket
 }
 
 func exists() error {

@@ -38,5 +38,9 @@ func openGCS(ctx context.Context, loc location) (*bucketStore, error) {
 		_ = client.Close()
 		return nil, err
 	}
-	return &bucketStore{b: b, name: loc.bucket, prefix: loc.prefix, url: loc.String(), closeFn: client.Close}, nil
+	probe := func(ctx context.Context) error {
+		_, err := client.Bucket(loc.bucket).Attrs(ctx)
+		return err
+	}
+	return &bucketStore{b: b, name: loc.bucket, prefix: loc.prefix, url: loc.String(), closeFn: client.Close, probe: probe}, nil
 }

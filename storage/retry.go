@@ -25,7 +25,8 @@ type RetryPolicy struct {
 	MaxDelay  time.Duration
 	// ReadTimeout bounds each attempt of Get, ReadRange and Stat; an attempt
 	// that runs out of time is retried like any transient failure. Zero
-	// means none; DefaultRetryPolicy sets 30 s.
+	// means none; DefaultRetryPolicy sets 30 s. A Get reads the whole object
+	// within one attempt: raise it for very large objects on slow links.
 	ReadTimeout time.Duration
 	// WriteTimeout bounds each attempt of Put, PutIfAbsent and Delete. Zero
 	// means none, the default: a large object on a slow link takes what it

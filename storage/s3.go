@@ -62,25 +62,9 @@ func openS3(ctx context.Context, loc location) (*bucketStore, error) {
 	if endpoint == "" {
 		endpoint = os.Getenv("AWS_ENDPOINT_URL")
 	}
-	pathStyle := false
-	if endpoint != "" {
-		u, err := url.Parse(endpoint)
-		if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-			return nil, invalidURL(fmt.Sprintf("bad S3 endpoint %q (want http(s)://host[:port])", endpoint), nil)
-		}
-		if host := u.Hostname(); host == "localhost" || net.ParseIP(host) != nil {
-			pathStyle = true // virtual-host addressing cannot work on an IP address
-		}
-	}
-	if v, _ := strconv.ParseBool(os.Getenv("AWS_S3_USE_PATH_STYLE")); v {
-		pathStyle = true
-	}
-	if v := loc.param("use_path_style"); v != "" {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return nil, invalidURL("bad value for use_path_style", err)
-		}
-		pathStyle = b
+	pathStyle, err := usePathStyle(endpoint, loc.param("use_path_style"))
+	if err != nil {
+		return nil, err
 	}
 	if cfg.Region == "" {
 		if endpoint == "" {
@@ -101,5 +85,38 @@ func openS3(ctx context.Context, loc location) (*bucketStore, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &bucketStore{b: b, name: loc.bucket, prefix: loc.prefix, url: loc.String()}, nil
+	probe := func(ctx context.Context) error {
+		_, err := client.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: aws.String(loc.bucket)})
+		return err
+	}
+	return &bucketStore{b: b, name: loc.bucket, prefix: loc.prefix, url: loc.String(), probe: probe}, nil
+}
+
+// usePathStyle decides between path-style (http://host/bucket/key) and
+// virtual-host (http://bucket.host/key) addressing: path style when the
+// endpoint is an IP address or localhost, where virtual hosts cannot work,
+// or when AWS_S3_USE_PATH_STYLE=true; the URL's use_path_style, when
+// given, overrides both.
+func usePathStyle(endpoint, param string) (bool, error) {
+	pathStyle := false
+	if endpoint != "" {
+		u, err := url.Parse(endpoint)
+		if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+			return false, invalidURL(fmt.Sprintf("bad S3 endpoint %q (want http(s)://host[:port])", endpoint), nil)
+		}
+		if host := u.Hostname(); host == "localhost" || net.ParseIP(host) != nil {
+			pathStyle = true
+		}
+	}
+	if v, _ := strconv.ParseBool(os.Getenv("AWS_S3_USE_PATH_STYLE")); v {
+		pathStyle = true
+	}
+	if param != "" {
+		b, err := strconv.ParseBool(param)
+		if err != nil {
+			return false, invalidURL("bad value for use_path_style", err)
+		}
+		pathStyle = b
+	}
+	return pathStyle, nil
 }

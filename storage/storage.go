@@ -40,6 +40,11 @@ type Attrs struct {
 //
 // All methods are safe for concurrent use. Slices passed in are not retained;
 // slices returned belong to the caller.
+//
+// Keys are checked with ValidateKey before any I/O. Failures are *Error
+// values (naming the operation, URL and key) wrapping the sentinels above
+// where one applies; a store never returns an error holding credentials.
+// Implementations pass the suite in package storagetest.
 type Store interface {
 	// Get returns the whole object.
 	Get(ctx context.Context, key string) ([]byte, error)

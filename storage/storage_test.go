@@ -8,9 +8,15 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/lochdata/loch/internal/testserver"
 	"github.com/lochdata/loch/storage"
 	"github.com/lochdata/loch/storage/storagetest"
 )
+
+func TestMain(m *testing.M) {
+	defer testserver.StopAll()
+	m.Run()
+}
 
 func open(t *testing.T, url string) storage.Store {
 	t.Helper()
@@ -52,5 +58,23 @@ func TestFaultyWithRetries(t *testing.T) {
 		require.NoError(t, err)
 		f := storage.NewFaulty(inner, storage.FaultConfig{ReadErrorRate: 0.1, WriteErrorRate: 0.1, Seed: seed.Add(1)})
 		return storage.NewRetryStore(f, storage.RetryPolicy{MaxAttempts: 10, BaseDelay: 1, MaxDelay: 1})
+	})
+}
+
+func TestS3(t *testing.T) {
+	storagetest.Run(t, func(t *testing.T) storage.Store {
+		return open(t, testserver.MinIO(t).URL)
+	})
+}
+
+func TestGCS(t *testing.T) {
+	storagetest.Run(t, func(t *testing.T) storage.Store {
+		return open(t, testserver.GCS(t).URL)
+	})
+}
+
+func TestAzure(t *testing.T) {
+	storagetest.Run(t, func(t *testing.T) storage.Store {
+		return open(t, testserver.Azurite(t).URL)
 	})
 }

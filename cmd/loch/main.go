@@ -163,6 +163,7 @@ Exit status: 0 on success, 2 for a usage error, 1 for any other error.`,
 		newVerifyCmd(),
 		newLogCmd(),
 		newExportCmd(),
+		newScanCmd(),
 		newVersionCmd(),
 	)
 	prepare(root)

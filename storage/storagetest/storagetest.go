@@ -5,6 +5,7 @@ package storagetest
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -54,11 +55,10 @@ func Run(t *testing.T, open func(t *testing.T) storage.Store) {
 
 // payload returns n reproducible pseudo-random bytes.
 func payload(seed uint64, n int) []byte {
-	r := rand.New(rand.NewPCG(seed, 0x10c4))
+	var s [32]byte
+	binary.LittleEndian.PutUint64(s[:], seed)
 	b := make([]byte, n)
-	for i := range b {
-		b[i] = byte(r.Uint32())
-	}
+	_, _ = rand.NewChaCha8(s).Read(b)
 	return b
 }
 

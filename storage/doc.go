@@ -1,0 +1,61 @@
+// Package storage is loch's object-storage layer: a flat key space of
+// objects (Store) over a local directory, a memory bucket, Amazon S3 or an
+// S3-compatible store such as MinIO, Google Cloud Storage or Azure Blob
+// Storage, all named by one URL form (see Open).
+//
+// # Basics
+//
+// Open a store by URL, use it from any number of goroutines, close it:
+//
+//	st, err := storage.Open(ctx, "s3://bucket/datasets/cifar")
+//	...
+//	defer st.Close()
+//	err = st.PutIfAbsent(ctx, "refs/main", commitID)
+//
+// Objects are written whole: Put replaces atomically and PutIfAbsent
+// creates atomically or fails with ErrExists, with respect to every other
+// writer, other processes and machines included; this is what loch's
+// commits build on. On the local backend PutIfAbsent is a hard link of a
+// synced temporary file (atomic across processes); on S3 it is a
+// conditional PUT (If-None-Match: *), on GCS a generation-0 precondition,
+// on Azure If-None-Match: *.
+//
+// # Keys
+//
+// Keys are relative, '/'-separated and checked before any I/O (see
+// ValidateKey): no empty, "." or ".." segments, no backslashes, no control
+// characters; a key can never escape the store's root. Invalid keys give
+// errors wrapping ErrInvalidKey.
+//
+// # Errors
+//
+// Failures are *Error values naming the operation, the store's URL and the
+// key, wrapping one of the sentinels when it applies: ErrNotFound (a
+// missing object, or a missing bucket, said so), ErrExists, ErrPermission
+// (missing or refused credentials), ErrInvalidURL, ErrInvalidKey,
+// ErrTransient. Branch with errors.Is. Messages never hold credentials.
+//
+// # Retries
+//
+// The store Open returns retries transient failures (timeouts, throttling,
+// HTTP 5xx, reset connections, truncated reads) with exponential backoff
+// and full jitter, within a RetryPolicy, and counts the retries (see
+// RetryStore and RetryCounter). The cloud SDKs' own retries are turned
+// off, so the policy is the only one in force.
+//
+// # Testing
+//
+// NewFaulty wraps a store to inject transient failures and latency,
+// deterministically from a seed. Package storagetest holds the conformance
+// suite every Store passes; internal/testserver runs MinIO,
+// fake-gcs-server and Azurite for tests.
+//
+// # Caveats
+//
+//   - A local directory cannot hold both "a" and "a/b" as objects, as an
+//     object store can.
+//   - mem:// buckets live for the life of the process, shared by name.
+//   - On S3, objects of 16 MiB and more are uploaded in parts; the AWS
+//     transfer manager then logs (through the standard log package) a
+//     PutIfAbsent that found the key present.
+package storage
