@@ -104,3 +104,16 @@ func TestRefusedCredentials(t *testing.T) {
 	require.ErrorIs(t, err, ErrPermission)
 	require.NotContains(t, err.Error(), "wrong-secret-value")
 }
+
+func TestMissingCredentials(t *testing.T) {
+	b := testserver.MinIO(t)
+	for _, k := range []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"} {
+		t.Setenv(k, "")
+	}
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", t.TempDir()+"/none")
+	t.Setenv("AWS_CONFIG_FILE", t.TempDir()+"/none")
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	_, err := Open(ctx, b.URL)
+	require.ErrorIs(t, err, ErrPermission)
+	require.Contains(t, err.Error(), b.Name)
+}

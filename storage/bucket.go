@@ -223,6 +223,9 @@ func (s *bucketStore) mapError(ctx context.Context, err error) error {
 	if isBucketMissing(err) {
 		return bucketNotFound(s.name, nil)
 	}
+	if missingCredentials(err) {
+		return &kindError{kind: ErrPermission, msg: fmt.Sprintf("no credentials for bucket %q (set them in the environment, a config file or the cloud's default chain)", s.name), cause: errors.Unwrap(err)}
+	}
 	status := httpStatus(err)
 	switch {
 	case status == 401 || status == 403 || isPermissionCode(err):
@@ -239,6 +242,24 @@ func (s *bucketStore) mapError(ctx context.Context, err error) error {
 		return permission(s.name, brief(err))
 	}
 	return brief(err)
+}
+
+// missingCredentials reports whether an SDK failed before sending a request
+// because it found no credentials anywhere in its chain. The SDKs report
+// this only in words.
+func missingCredentials(err error) bool {
+	msg := err.Error()
+	for _, m := range []string{
+		"get credentials: ",                                 // aws-sdk-go-v2 signer
+		"failed to retrieve credentials",                    // aws-sdk-go-v2
+		"could not find default credentials",                // Google ADC
+		"DefaultAzureCredential: failed to acquire a token", // azidentity
+	} {
+		if strings.Contains(msg, m) {
+			return true
+		}
+	}
+	return false
 }
 
 // briefError keeps a driver error in the chain, for errors.Is and
