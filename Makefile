@@ -20,7 +20,7 @@ export LOCH_MINIO    := $(MINIO)
 export LOCH_FAKE_GCS := $(FAKE_GCS)
 export LOCH_AZURITE  := $(AZURITE)
 
-.PHONY: all tools test build vet
+.PHONY: all tools test build vet demo bench
 all: build
 
 # tools installs what is missing and links $(TOOLS)/bin/<name> to the pinned
@@ -64,7 +64,25 @@ $(AZURITE):
 	@touch $@
 
 test: tools
-	$(GO) test -race ./...
+	$(GO) vet ./...
+	$(GO) test -race -timeout 20m ./...
+
+# demo makes a small image dataset, ingests it into a local loch dataset,
+# inspects it, verifies it and streams it.
+DEMO ?= $(CURDIR)/.demo
+demo: build
+	rm -rf $(DEMO)
+	$(GO) run ./examples/makeimages -n 2000 -classes 10 -size 64 $(DEMO)/images
+	bin/loch ingest imagefolder $(DEMO)/images $(DEMO)/pets --image-compression png
+	bin/loch info $(DEMO)/pets
+	bin/loch show $(DEMO)/pets --row 0 --out $(DEMO)/row0
+	bin/loch verify $(DEMO)/pets
+	bin/loch scan $(DEMO)/pets
+	bin/loch log $(DEMO)/pets
+
+# bench runs the Go benchmarks (each prints its baseline in the same run).
+bench:
+	$(GO) test -run '^$$' -bench . -benchtime 5x ./...
 
 vet:
 	$(GO) vet ./...

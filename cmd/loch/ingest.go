@@ -1,0 +1,553 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/lochdata/loch"
+	"github.com/lochdata/loch/ingest"
+	"github.com/lochdata/loch/schema"
+)
+
+// ingestFlags are the options shared by the ingest subcommands.
+type ingestFlags struct {
+	parallelism int
+	chunkBytes  string
+	message     string
+	append      bool
+	progress    bool
+
+	// Image options, on the subcommands that read images.
+	skipBad          bool
+	imageCompression string
+	jpegQuality      int
+	resize           string
+	channels         int
+}
+
+func newIngestCmd() *cobra.Command {
+	f := &ingestFlags{}
+	cmd := &cobra.Command{
+		Use:   "ingest FORMAT ARGS... URL",
+		Short: "Ingest image folders, JSON lines, CSV, numpy arrays, WebDataset shards or COCO",
+		Long: `Ingest reads data in a format it already comes in and commits it to the
+dataset at URL as one new version, at the end: an ingest that fails or is
+interrupted commits nothing.
+
+The dataset is created when URL holds none (creating commits an empty first
+version, so a failed ingest into a new URL leaves an empty dataset; running
+the same command again fills it). A dataset with rows is only added to with
+--append, and then the source's columns must fit its schema.
+
+Images are decoded once, at ingest, and stored in their final form: with
+--image-compression png (the default) or jpeg, files already in that format
+are stored byte for byte, others are re-encoded; lz4, zstd and none store the
+decoded uint8 [height, width, channels] pixels with that chunk codec.
+
+Files are read and converted on all cores (--parallelism); row order does not
+depend on it. A progress bar (rows/s, MB/s, ETA) is shown when standard error
+is a terminal, or with --progress. A summary line is always printed.`,
+		Example: `  loch ingest imagefolder ./train ./imagenet-train
+  loch ingest jsonl captions.jsonl s3://bucket/captions --image-field image
+  loch ingest csv labels.csv ./labels
+  loch ingest npy x.npy y.npy ./arrays
+  loch ingest webdataset 'shards/train-{0000..0099}.tar' ./train
+  loch ingest coco annotations/instances_val2017.json val2017 ./coco-val`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return nil
+			}
+			return usagef("unknown format %q (want imagefolder, jsonl, csv, npy, npz, webdataset or coco)", args[0])
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return cmd.Help()
+		},
+	}
+	pf := cmd.PersistentFlags()
+	pf.IntVarP(&f.parallelism, "parallelism", "j", 0, "goroutines that read and convert the source (default all cores)")
+	pf.StringVar(&f.chunkBytes, "chunk-bytes", "", "target decoded bytes per chunk of each new column, e.g. 16MiB (default 8MiB)")
+	pf.StringVarP(&f.message, "message", "m", "", `commit message (default "ingest FORMAT SOURCE")`)
+	pf.BoolVar(&f.append, "append", false, "add the rows to the existing dataset at URL")
+	pf.BoolVar(&f.progress, "progress", false, "show the progress bar even when standard error is not a terminal")
+
+	cmd.AddCommand(
+		newIngestImageFolderCmd(f),
+		newIngestRecordsCmd(f, "jsonl"),
+		newIngestRecordsCmd(f, "csv"),
+		newIngestNPYCmd(f),
+		newIngestNPZCmd(f),
+		newIngestWebDatasetCmd(f),
+		newIngestCOCOCmd(f),
+	)
+	return cmd
+}
+
+// addImageFlags adds the flags of subcommands that read images.
+func addImageFlags(cmd *cobra.Command, f *ingestFlags) {
+	fl := cmd.Flags()
+	fl.StringVar(&f.imageCompression, "image-compression", "png", "how images are stored: png, jpeg (sample compression) or lz4, zstd, none (decoded pixels); when appending, the dataset's")
+	fl.IntVar(&f.jpegQuality, "jpeg-quality", 90, "quality (1-100) of images re-encoded as jpeg")
+	fl.StringVar(&f.resize, "resize", "", "resize every image to WIDTHxHEIGHT, e.g. 224x224")
+	fl.IntVar(&f.channels, "channels", 0, "convert every image to 1 (gray), 3 (RGB) or 4 (RGBA) channels (default: keep each image's)")
+	fl.BoolVar(&f.skipBad, "skip-bad", false, "skip rows whose image cannot be decoded (missing files still fail)")
+}
+
+func newIngestImageFolderCmd(f *ingestFlags) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "imagefolder SRC URL",
+		Short: "Ingest class sub-folders of images (the ImageNet layout)",
+		Long: `Ingest an image classification tree SRC/<class>/<file> (a local directory
+or a store URL) into two columns: image (kind image, uint8 HWC) and label
+(kind class_label, int64; the class names are the sorted sub-folder names).
+Rows are ordered by class, then folder and file name. Image files are png,
+jpg, jpeg, gif, bmp, webp, tif and tiff; other files and names starting with
+'.' are skipped.`,
+		Example: `  loch ingest imagefolder ./train ./imagenet-train
+  loch ingest imagefolder ./train s3://bucket/train --image-compression jpeg
+  loch ingest imagefolder s3://bucket/raw/train ./train --resize 224x224 --channels 3
+  loch ingest imagefolder ./more ./imagenet-train --append --skip-bad`,
+		Args: exactArgs("SRC", "URL"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runIngest(cmd, f, args[1], func(o ingest.Options) (ingest.Result, error) {
+				return ingest.ImageFolder(cmd.Context(), args[0], args[1], o)
+			})
+		},
+	}
+	addImageFlags(cmd, f)
+	return cmd
+}
+
+func newIngestRecordsCmd(f *ingestFlags, format string) *cobra.Command {
+	var (
+		schemaFile  string
+		imageFields []string
+		linkFields  []string
+		delimiter   string
+	)
+	cmd := &cobra.Command{
+		Use: format + " FILE URL",
+		Example: fmt.Sprintf(`  loch ingest %[1]s data.%[1]s ./ds
+  loch ingest %[1]s data.%[1]s ./ds --image-field image --link-field source_url
+  loch ingest %[1]s s3://bucket/data.%[1]s s3://bucket/ds --schema schema.yaml
+  loch ingest %[1]s more.%[1]s ./ds --append`, format),
+		Args: exactArgs("FILE", "URL"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var delim rune
+			if format == "csv" {
+				d, err := parseDelimiter(delimiter)
+				if err != nil {
+					return err
+				}
+				delim = d
+			}
+			var s *schema.Schema
+			if schemaFile != "" {
+				v, err := readSchema(cmd.InOrStdin(), schemaFile)
+				if err != nil {
+					return err
+				}
+				s = &v
+			}
+			return runIngest(cmd, f, args[1], func(o ingest.Options) (ingest.Result, error) {
+				o.Schema, o.ImageFields, o.LinkFields, o.Delimiter = s, imageFields, linkFields, delim
+				if format == "csv" {
+					return ingest.CSV(cmd.Context(), args[0], args[1], o)
+				}
+				return ingest.JSONL(cmd.Context(), args[0], args[1], o)
+			})
+		},
+	}
+	switch format {
+	case "jsonl":
+		cmd.Short = "Ingest a JSON lines file, one row per object"
+		cmd.Long = `Ingest a JSON lines file (a local path or a URL): one JSON object per line,
+one row per object, one column per field.
+
+Without --schema, columns are inferred in a first pass over the file: a field
+whose values are all integers becomes int64, numbers float64, booleans bool,
+strings text, objects and arrays json, and a mix json; null and missing
+values are null. --image-field makes a field holding paths (relative to the
+file's directory) or URLs an image column; --link-field stores such
+references as a link column.
+
+With --schema FILE (JSON or YAML), or when appending (the dataset's schema),
+there is no first pass: values are converted to the columns (arrays to
+tensors, class names to labels) and fields without a column are ignored and
+listed in the summary.`
+	case "csv":
+		cmd.Short = "Ingest a CSV file with a header row, one row per record"
+		cmd.Long = `Ingest a CSV file with a header row (a local path or a URL), one row per
+record, one column per header name.
+
+Without --schema, columns are inferred in a first pass over the file: cells
+are empty (null), integers, numbers, true/false, JSON objects or arrays, or
+strings; a column of integers becomes int64, of numbers float64, of booleans
+bool, of JSON json, and any other a text column (so "02134" stays text).
+--image-field, --link-field and --schema work as for jsonl.`
+		cmd.Flags().StringVar(&delimiter, "delimiter", ",", `field separator: one character, or "tab"`)
+	}
+	cmd.Flags().StringVar(&schemaFile, "schema", "", "schema file (JSON or YAML, - for standard input) to use instead of inferring one")
+	cmd.Flags().StringArrayVar(&imageFields, "image-field", nil, "field holding image paths or URLs, stored as an image column (repeatable)")
+	cmd.Flags().StringArrayVar(&linkFields, "link-field", nil, "field holding paths or URLs, stored as a link column (repeatable)")
+	addImageFlags(cmd, f)
+	return cmd
+}
+
+// filesAndURL checks the arguments FILE... URL.
+func filesAndURL(what string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		switch len(args) {
+		case 0:
+			return usagef("missing %s and URL", what)
+		case 1:
+			return usagef("missing URL (after the %s)", what)
+		}
+		return nil
+	}
+}
+
+func newIngestNPYCmd(f *ingestFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "npy FILE... URL",
+		Short: "Ingest numpy .npy arrays, one column per file",
+		Long: `Ingest .npy files (local paths or URLs), one column per file named after the
+file. The first axis is the row axis: row i holds arr[i] of every array, with
+the array's dtype and the per-row shape arr.shape[1:]; all arrays must have
+the same length. Supported: bool, int8-64, uint8-64, float16/32/64 in either
+byte order and C or Fortran order, and 1-D unicode (text) and byte-string
+(bytes) arrays.`,
+		Example: `  loch ingest npy features.npy labels.npy ./ds
+  loch ingest npy s3://bucket/emb.npy ./ds --append`,
+		Args: filesAndURL("FILE"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			url := args[len(args)-1]
+			return runIngest(cmd, f, url, func(o ingest.Options) (ingest.Result, error) {
+				return ingest.NPY(cmd.Context(), args[:len(args)-1], url, o)
+			})
+		},
+	}
+}
+
+func newIngestNPZCmd(f *ingestFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "npz FILE URL",
+		Short: "Ingest the arrays of a numpy .npz archive, one column per array",
+		Long: `Ingest the arrays of a .npz archive (np.savez or np.savez_compressed; a
+local path or a URL), one column per array named after it, as npy does.`,
+		Example: `  loch ingest npz data.npz ./ds`,
+		Args:    exactArgs("FILE", "URL"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runIngest(cmd, f, args[1], func(o ingest.Options) (ingest.Result, error) {
+				return ingest.NPZ(cmd.Context(), args[0], args[1], o)
+			})
+		},
+	}
+}
+
+func newIngestWebDatasetCmd(f *ingestFlags) *cobra.Command {
+	var schemaFile string
+	cmd := &cobra.Command{
+		Use:   "webdataset SHARD... URL",
+		Short: "Ingest WebDataset tar shards, one row per sample",
+		Long: `Ingest WebDataset shards: tar files (plain or gzipped; local paths or URLs;
+brace patterns like shard-{0000..0099}.tar are expanded) in which files that
+share a name up to the first dot form one row. The extension names the
+column and its last part decides its type: jpg, jpeg, png, webp, gif, bmp,
+tif, tiff are images; cls, cls2, label class labels (int64); txt, text text;
+json json; npy tensors; anything else bytes. The key goes to "__key__".
+
+Without --schema the columns are those of the first shard; with --schema,
+extensions are matched to its columns by name and others are ignored.`,
+		Example: `  loch ingest webdataset 'shards/train-{0000..0099}.tar' ./train
+  loch ingest webdataset s3://bucket/shard-{000..009}.tar.gz s3://bucket/ds --image-compression jpeg`,
+		Args: filesAndURL("SHARD"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var s *schema.Schema
+			if schemaFile != "" {
+				v, err := readSchema(cmd.InOrStdin(), schemaFile)
+				if err != nil {
+					return err
+				}
+				s = &v
+			}
+			url := args[len(args)-1]
+			return runIngest(cmd, f, url, func(o ingest.Options) (ingest.Result, error) {
+				o.Schema = s
+				return ingest.WebDataset(cmd.Context(), args[:len(args)-1], url, o)
+			})
+		},
+	}
+	cmd.Flags().StringVar(&schemaFile, "schema", "", "schema file (JSON or YAML, - for standard input) whose columns are matched to extensions")
+	addImageFlags(cmd, f)
+	return cmd
+}
+
+func newIngestCOCOCmd(f *ingestFlags) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "coco ANNOTATIONS IMAGES_DIR URL",
+		Short: "Ingest a COCO object detection dataset, one row per image",
+		Long: `Ingest a COCO instances annotation file and the images it names (relative
+to IMAGES_DIR, a directory or a URL prefix), one row per image in the file's
+order, with columns image, boxes (bbox, float32 [n, 4], xywh in pixels),
+labels (class_label int64 [n]: the position of the category in the file's
+"categories"; the class names are the categories' names), iscrowd (bool
+[n]), image_id (int64) and file_name (text).`,
+		Example: `  loch ingest coco annotations/instances_val2017.json val2017 ./coco-val
+  loch ingest coco s3://bucket/ann.json s3://bucket/images ./coco --image-compression jpeg`,
+		Args: exactArgs("ANNOTATIONS", "IMAGES_DIR", "URL"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runIngest(cmd, f, args[2], func(o ingest.Options) (ingest.Result, error) {
+				return ingest.COCO(cmd.Context(), args[0], args[1], args[2], o)
+			})
+		},
+	}
+	addImageFlags(cmd, f)
+	return cmd
+}
+
+// runIngest builds the options from the flags, runs do with a progress
+// bar when wanted and prints the summary line.
+func runIngest(cmd *cobra.Command, f *ingestFlags, url string, do func(ingest.Options) (ingest.Result, error)) error {
+	o := ingest.Options{
+		Parallelism: f.parallelism,
+		Message:     f.message,
+		Append:      f.append,
+		SkipBad:     f.skipBad,
+		JPEGQuality: f.jpegQuality,
+		Channels:    f.channels,
+	}
+	if f.parallelism < 0 {
+		return usagef("--parallelism %d: want a positive number", f.parallelism)
+	}
+	if f.chunkBytes != "" {
+		n, err := parseByteSize(f.chunkBytes)
+		if err != nil {
+			return usagef("--chunk-bytes: %v", err)
+		}
+		o.ChunkBytes = n
+	}
+	if fl := cmd.Flags().Lookup("image-compression"); fl != nil && fl.Changed {
+		switch f.imageCompression {
+		case ingest.CompressPNG, ingest.CompressJPEG, ingest.CompressLZ4, ingest.CompressZstd, ingest.CompressNone:
+		default:
+			return usagef("--image-compression %q: want png, jpeg, lz4, zstd or none", f.imageCompression)
+		}
+		o.ImageCompression = f.imageCompression
+	}
+	if f.channels != 0 && f.channels != 1 && f.channels != 3 && f.channels != 4 {
+		return usagef("--channels %d: want 1, 3 or 4", f.channels)
+	}
+	if cmd.Flags().Lookup("jpeg-quality") != nil && (f.jpegQuality < 1 || f.jpegQuality > 100) {
+		return usagef("--jpeg-quality %d: want 1 to 100", f.jpegQuality)
+	}
+	if f.resize != "" {
+		size, err := parseSize(f.resize)
+		if err != nil {
+			return usagef("--resize: %v", err)
+		}
+		o.Resize = size
+	}
+	errOut := cmd.ErrOrStderr()
+	var bar *progressBar
+	if f.progress || isTerminal(errOut) {
+		bar = &progressBar{w: errOut}
+		o.Progress = bar
+	}
+	res, err := do(o)
+	if bar != nil {
+		bar.finish()
+	}
+	if err != nil {
+		if errors.Is(err, loch.ErrExists) && !f.append {
+			return fmt.Errorf("%w (pass --append to add to it)", err)
+		}
+		if res.Created {
+			return fmt.Errorf("%w (nothing was committed: the dataset at %s was created and is empty; the same command again fills it)", err, url)
+		}
+		return err
+	}
+	fmt.Fprintln(cmd.OutOrStdout(), summary(res, url))
+	return nil
+}
+
+// summary is the one-line report of a finished ingest.
+func summary(r ingest.Result, url string) string {
+	secs := max(r.Elapsed.Seconds(), 1e-9)
+	s := fmt.Sprintf("ingested %d rows, %s in %s (%.0f rows/s, %s/s) into %s, version %s",
+		r.Rows, decimalBytes(float64(r.Bytes)), r.Elapsed.Round(time.Millisecond), float64(r.Rows)/secs,
+		decimalBytes(float64(r.Bytes)/secs), url, r.Version)
+	if r.Created {
+		s += " (created)"
+	}
+	if r.Skipped > 0 {
+		s += fmt.Sprintf("; skipped %d undecodable images: %s", r.Skipped, strings.Join(r.SkippedNames, ", "))
+		if int64(len(r.SkippedNames)) < r.Skipped {
+			s += ", ..."
+		}
+	}
+	if len(r.Ignored) > 0 {
+		s += "; ignored fields without a column: " + strings.Join(r.Ignored, ", ")
+	}
+	return s
+}
+
+// decimalBytes formats a byte count with decimal units (kB, MB, GB), as
+// transfer rates are.
+func decimalBytes(n float64) string {
+	switch {
+	case n < 1e3:
+		return fmt.Sprintf("%.0f B", n)
+	case n < 1e6:
+		return fmt.Sprintf("%.1f kB", n/1e3)
+	case n < 1e9:
+		return fmt.Sprintf("%.1f MB", n/1e6)
+	}
+	return fmt.Sprintf("%.2f GB", n/1e9)
+}
+
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// progressBar shows an ingest's progress on a terminal: a bar over the
+// source bytes (or rows, when the bytes are unknown) with MB/s and an ETA,
+// and rows and rows/s in its description.
+type progressBar struct {
+	w     io.Writer
+	mu    sync.Mutex
+	bar   *progressbar.ProgressBar
+	start time.Time
+	total struct{ rows, bytes int64 }
+	done  struct{ rows, bytes int64 }
+}
+
+// Total implements ingest.Progress.
+func (p *progressBar) Total(rows, bytes int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.total.rows, p.total.bytes = rows, bytes
+	if p.bar != nil {
+		p.bar.ChangeMax64(p.max())
+		return
+	}
+	p.start = time.Now()
+	opts := []progressbar.Option{
+		progressbar.OptionSetWriter(p.w),
+		progressbar.OptionSetWidth(30),
+		progressbar.OptionThrottle(100 * time.Millisecond),
+		progressbar.OptionSetPredictTime(true),
+		progressbar.OptionShowElapsedTimeOnFinish(),
+		progressbar.OptionClearOnFinish(),
+		progressbar.OptionSetDescription("ingest"),
+	}
+	if p.byBytes() || p.max() < 0 {
+		opts = append(opts, progressbar.OptionShowBytes(true))
+	} else {
+		opts = append(opts, progressbar.OptionShowCount(), progressbar.OptionShowIts(), progressbar.OptionSetItsString("rows"))
+	}
+	p.bar = progressbar.NewOptions64(p.max(), opts...)
+}
+
+func (p *progressBar) byBytes() bool { return p.total.bytes > 0 || p.total.rows < 0 }
+
+func (p *progressBar) max() int64 {
+	switch {
+	case p.total.bytes > 0:
+		return p.total.bytes
+	case p.total.rows > 0:
+		return p.total.rows
+	}
+	return -1 // a spinner
+}
+
+// Add implements ingest.Progress.
+func (p *progressBar) Add(rows, bytes int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.bar == nil {
+		return
+	}
+	p.done.rows += rows
+	p.done.bytes += bytes
+	secs := max(time.Since(p.start).Seconds(), 1e-3)
+	desc := fmt.Sprintf("%d rows (%.0f rows/s)", p.done.rows, float64(p.done.rows)/secs)
+	if !p.byBytes() {
+		desc = fmt.Sprintf("%.1f MB (%.1f MB/s)", float64(p.done.bytes)/1e6, float64(p.done.bytes)/1e6/secs)
+	}
+	p.bar.Describe(desc)
+	if p.byBytes() {
+		_ = p.bar.Add64(bytes)
+	} else {
+		_ = p.bar.Add64(rows)
+	}
+}
+
+// finish erases the bar, leaving the line to the summary or the error.
+func (p *progressBar) finish() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.bar != nil {
+		_ = p.bar.Clear()
+		_ = p.bar.Exit()
+	}
+}
+
+// parseSize parses WIDTHxHEIGHT, or one number for a square.
+func parseSize(s string) (ingest.Size, error) {
+	ws, hs, ok := strings.Cut(strings.ToLower(s), "x")
+	if !ok {
+		hs = ws
+	}
+	w, err1 := strconv.Atoi(ws)
+	h, err2 := strconv.Atoi(hs)
+	if err1 != nil || err2 != nil || w <= 0 || h <= 0 {
+		return ingest.Size{}, fmt.Errorf("%q: want WIDTHxHEIGHT, e.g. 224x224", s)
+	}
+	return ingest.Size{Width: w, Height: h}, nil
+}
+
+// parseByteSize parses a byte count with an optional binary unit: 1048576,
+// 1024KiB, 1MiB, 1M, 1GiB.
+func parseByteSize(s string) (int, error) {
+	t := strings.TrimSpace(s)
+	mult := 1
+	for _, u := range []struct {
+		suffix string
+		mult   int
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"K", 1 << 10}, {"M", 1 << 20}, {"G", 1 << 30}, {"B", 1}} {
+		if strings.HasSuffix(t, u.suffix) {
+			t, mult = strings.TrimSpace(strings.TrimSuffix(t, u.suffix)), u.mult
+			break
+		}
+	}
+	n, err := strconv.Atoi(t)
+	if err != nil || n <= 0 || n > (1<<30)/mult {
+		return 0, fmt.Errorf("%q: want a size like 8388608, 8MiB or 512KiB (at most 1GiB)", s)
+	}
+	return n * mult, nil
+}
+
+// parseDelimiter parses the --delimiter of csv.
+func parseDelimiter(s string) (rune, error) {
+	switch s {
+	case "tab", `\t`:
+		return '\t', nil
+	}
+	r := []rune(s)
+	if len(r) != 1 || r[0] == '"' || r[0] == '\r' || r[0] == '\n' {
+		return 0, usagef("--delimiter %q: want one character (not a quote or newline), or \"tab\"", s)
+	}
+	return r[0], nil
+}
