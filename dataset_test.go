@@ -581,3 +581,31 @@ func TestLinkFetch(t *testing.T) {
 	_, err = tc.Fetch(ctx, 0)
 	require.ErrorIs(t, err, ErrInvalidArgument)
 }
+
+// TestPNGChannels stores opaque RGBA, RGB and gray tensors in a png column:
+// each reads back with its own shape and exact pixels.
+func TestPNGChannels(t *testing.T) {
+	d, _ := mustCreate(t, schema.Schema{Columns: []schema.Column{{Name: "img", Kind: schema.Image, SampleCompression: schema.PNG}}})
+	var want []Sample
+	for _, c := range []int{4, 3, 1} {
+		pix := make([]byte, 6*5*c)
+		for i := range pix {
+			pix[i] = byte(i)
+			if c == 4 && i%4 == 3 {
+				pix[i] = 255
+			}
+		}
+		s := Tensor([]int{6, 5, c}, pix)
+		want = append(want, s)
+		require.NoError(t, d.Append(ctx, Row{"img": s}))
+	}
+	_, err := d.Commit(ctx, "channels")
+	require.NoError(t, err)
+	col, _ := d.Column("img")
+	for i, w := range want {
+		got, err := col.Read(ctx, int64(i), nil)
+		require.NoError(t, err)
+		require.Equal(t, w.Shape, got.Shape)
+		require.Equal(t, w.Data, got.Data)
+	}
+}

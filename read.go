@@ -45,7 +45,7 @@ func (c *Column) Read(ctx context.Context, i int64, buf []byte) (Sample, error) 
 		return s, err
 	}
 	if s.Encoding != schema.SampleNone && s.Encoding != "" {
-		pix, shape, err := imaging.Decode(s.Data)
+		pix, shape, err := decodeImage(s)
 		if err != nil {
 			return Sample{}, fmt.Errorf("%s: column %q row %d: %w", c.d.url, c.col.Name, i, joinCorrupt(err))
 		}
@@ -82,7 +82,7 @@ func (c *Column) ReadRange(ctx context.Context, start, end int64) ([]Sample, err
 			return nil, err
 		}
 		if !s.Null && s.Encoding != schema.SampleNone && s.Encoding != "" {
-			pix, _, err := imaging.Decode(s.Data)
+			pix, _, err := decodeImage(s)
 			if err != nil {
 				return nil, fmt.Errorf("%s: column %q row %d: %w", c.d.url, c.col.Name, i, joinCorrupt(err))
 			}
@@ -108,6 +108,15 @@ func (c *Column) ReadEncodedRange(ctx context.Context, start, end int64) ([]Samp
 		out = append(out, s)
 	}
 	return out, nil
+}
+
+// decodeImage decodes a stored png/jpeg sample to the channels its shape
+// records.
+func decodeImage(s Sample) ([]byte, []int, error) {
+	if len(s.Shape) != 3 {
+		return nil, nil, fmt.Errorf("image sample shape %v, want [height, width, channels]", s.Shape)
+	}
+	return imaging.DecodeAs(s.Data, s.Shape[2])
 }
 
 func joinCorrupt(err error) error { return fmt.Errorf("%w: %w", ErrCorrupt, err) }
@@ -211,6 +220,9 @@ func cloneBytes(b []byte) []byte { return append([]byte(nil), b...) }
 func sampleFrom(h *chunk.Header, j int, data []byte) Sample {
 	if h.Null(j) {
 		return Sample{Null: true}
+	}
+	if data == nil {
+		data = []byte{}
 	}
 	s := Sample{Shape: h.Shape(j), Data: data}
 	switch h.SampleCompression {

@@ -10,6 +10,7 @@ import (
 	"image/color"
 	"image/jpeg"
 	"image/png"
+	"sync"
 
 	"golang.org/x/image/draw"
 )
@@ -48,6 +49,41 @@ func Decode(data []byte) (pix []byte, shape []int, err error) {
 		return nil, nil, fmt.Errorf("%w: %v", ErrDecode, err)
 	}
 	return FromImage(img)
+}
+
+// DecodeAs decodes an image and converts it to the given number of channels
+// (1, 3 or 4). Encoders drop an alpha channel that is fully opaque, so a
+// 4-channel tensor stored as png may decode to 3 channels: DecodeAs gives
+// back the 4 channels the tensor had.
+func DecodeAs(data []byte, channels int) ([]byte, []int, error) {
+	pix, shape, err := Decode(data)
+	if err != nil || shape[2] == channels {
+		return pix, shape, err
+	}
+	n := shape[0] * shape[1]
+	out := make([]byte, n*channels)
+	from := shape[2]
+	for i := 0; i < n; i++ {
+		src := pix[i*from : (i+1)*from]
+		dst := out[i*channels : (i+1)*channels]
+		switch {
+		case from == 1:
+			for k := range dst {
+				dst[k] = src[0]
+			}
+			if channels == 4 {
+				dst[3] = 255
+			}
+		case channels == 1:
+			dst[0] = uint8((299*int(src[0]) + 587*int(src[1]) + 114*int(src[2]) + 500) / 1000)
+		default:
+			copy(dst, src[:min(3, channels)])
+			if channels == 4 {
+				dst[3] = 255
+			}
+		}
+	}
+	return out, []int{shape[0], shape[1], channels}, nil
 }
 
 // FromImage converts an image.Image to HWC uint8 pixels.
@@ -127,6 +163,21 @@ func ToImage(pix []byte, shape []int) (image.Image, error) {
 	return nil, fmt.Errorf("image tensor with %d channels, want 1, 3 or 4", c)
 }
 
+// pngEncoder reuses its compression buffers across calls (safe for
+// concurrent use through the pool).
+var pngEncoder = png.Encoder{CompressionLevel: png.BestSpeed, BufferPool: &bufferPool{}}
+
+type bufferPool struct{ p sync.Pool }
+
+func (b *bufferPool) Get() *png.EncoderBuffer {
+	if e, ok := b.p.Get().(*png.EncoderBuffer); ok {
+		return e
+	}
+	return nil
+}
+
+func (b *bufferPool) Put(e *png.EncoderBuffer) { b.p.Put(e) }
+
 // Encode encodes HWC uint8 pixels as "png" (lossless) or "jpeg" (quality 1..100).
 func Encode(format string, pix []byte, shape []int, quality int) ([]byte, error) {
 	img, err := ToImage(pix, shape)
@@ -136,8 +187,7 @@ func Encode(format string, pix []byte, shape []int, quality int) ([]byte, error)
 	var buf bytes.Buffer
 	switch format {
 	case "png":
-		enc := png.Encoder{CompressionLevel: png.BestSpeed}
-		err = enc.Encode(&buf, img)
+		err = pngEncoder.Encode(&buf, img)
 	case "jpeg":
 		if shape[2] == 4 {
 			return nil, fmt.Errorf("jpeg cannot hold an alpha channel (shape %v)", shape)

@@ -1,0 +1,216 @@
+package ingest
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/lochdata/loch"
+	"github.com/lochdata/loch/schema"
+	"github.com/lochdata/loch/storage"
+)
+
+// ImageFolder ingests an image classification tree, the layout of ImageNet
+// and of torchvision's ImageFolder: src/<class>/<file>, where src is a local
+// directory or a store URL (s3://bucket/train, mem://name, ...). Each image
+// file (png, jpg, jpeg, gif, bmp, webp, tif, tiff, at any depth below its
+// class folder) becomes one row with two columns:
+//
+//	image  kind image, uint8 [height, width, channels], stored as Options says
+//	label  kind class_label, int64 scalar: the index of the class folder
+//
+// The class names are the sorted names of the sub-folders of src. Rows come
+// in class order, then sorted by folder and file name (the order of
+// torchvision's ImageFolder). Names starting with '.' are skipped, as are
+// files at the top level of src and files that are not images by their
+// extension. When appending, labels follow the existing column's class
+// names, which must include every class folder.
+func ImageFolder(ctx context.Context, src, url string, o Options) (Result, error) {
+	return run(ctx, url, "imagefolder", src, o, func(ctx context.Context, o *Options, ex *existing) (*plan, error) {
+		tree, err := listFolder(ctx, src)
+		if err != nil {
+			return nil, err
+		}
+		img := o.imageColumn("image")
+		label := schema.Column{Name: "label", Kind: schema.ClassLabel, DType: schema.Int64, Shape: schema.Shape{}, ClassNames: tree.classes}
+		p := &plan{
+			schema: schema.Schema{Columns: []schema.Column{img, label}},
+			rows:   int64(len(tree.files)),
+			bytes:  tree.bytes,
+		}
+		p.produce = func(ctx context.Context, final *schema.Schema, emit func(job[batch]) error) error {
+			defer tree.close()
+			imgCol, _ := final.Column("image")
+			labelCol, _ := final.Column("label")
+			conv := newImageConverter(imgCol, o)
+			labels := classIndex(labelCol)
+			for _, f := range tree.files {
+				label := labels[f.class]
+				err := emit(func(ctx context.Context) (batch, error) {
+					var b batch
+					data, err := tree.read(ctx, f)
+					if err != nil {
+						return b, err
+					}
+					b.bytes = int64(len(data))
+					s, err := conv.convert(f.name, data)
+					row := loch.Row{"image": s, "label": loch.Scalar(label)}
+					return b, b.add(row, err, f.name, o.SkipBad)
+				})
+				if err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		return p, nil
+	})
+}
+
+// folderFile is one image of an image folder.
+type folderFile struct {
+	class string
+	dir   string // folder, relative to the root, '/'-separated
+	base  string // file name
+	name  string // local path or URL, for reading and for messages
+	key   string // key in the store, for a URL
+	size  int64
+}
+
+// folderTree is a listed image folder.
+type folderTree struct {
+	classes []string
+	files   []folderFile
+	bytes   int64
+	store   storage.Store // for a URL; nil for a local directory
+}
+
+func (t *folderTree) read(ctx context.Context, f folderFile) ([]byte, error) {
+	if t.store == nil {
+		return readAll(ctx, f.name)
+	}
+	b, err := t.store.Get(ctx, f.key)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", f.name, err)
+	}
+	return b, nil
+}
+
+func (t *folderTree) close() {
+	if t.store != nil {
+		t.store.Close()
+	}
+}
+
+// listFolder lists the classes and image files below src.
+func listFolder(ctx context.Context, src string) (*folderTree, error) {
+	t := &folderTree{}
+	if isURL(src) {
+		st, err := storage.Open(ctx, src)
+		if err != nil {
+			return nil, fmt.Errorf("image folder %s: %w", src, err)
+		}
+		t.store = st
+		classes := map[string]bool{}
+		err = st.List(ctx, "", func(a storage.Attrs) error {
+			parts := strings.Split(a.Key, "/")
+			if len(parts) < 2 || slices.ContainsFunc(parts, hidden) {
+				return nil
+			}
+			classes[parts[0]] = true
+			if isImageFile(a.Key) {
+				t.files = append(t.files, folderFile{class: parts[0], dir: path.Dir(a.Key), base: path.Base(a.Key),
+					name: strings.TrimSuffix(st.URL(), "/") + "/" + a.Key, key: a.Key, size: a.Size})
+			}
+			return nil
+		})
+		if err != nil {
+			st.Close()
+			return nil, fmt.Errorf("list image folder %s: %w", src, err)
+		}
+		for c := range classes {
+			t.classes = append(t.classes, c)
+		}
+	} else {
+		entries, err := os.ReadDir(src)
+		if err != nil {
+			return nil, fmt.Errorf("image folder %s: %w", src, plainPathError(err))
+		}
+		for _, e := range entries {
+			if hidden(e.Name()) || !isDir(src, e) {
+				continue
+			}
+			t.classes = append(t.classes, e.Name())
+			err := filepath.WalkDir(filepath.Join(src, e.Name()), func(p string, d fs.DirEntry, err error) error {
+				if err != nil {
+					return fmt.Errorf("list image folder %s: %w", p, plainPathError(err))
+				}
+				if hidden(d.Name()) && p != filepath.Join(src, e.Name()) {
+					if d.IsDir() {
+						return filepath.SkipDir
+					}
+					return nil
+				}
+				if d.IsDir() || !isImageFile(d.Name()) {
+					return nil
+				}
+				st, err := os.Stat(p)
+				if err != nil {
+					return fmt.Errorf("list image folder %s: %w", p, plainPathError(err))
+				}
+				rel, _ := filepath.Rel(src, filepath.Dir(p))
+				t.files = append(t.files, folderFile{class: e.Name(), dir: filepath.ToSlash(rel), base: d.Name(), name: p, size: st.Size()})
+				return nil
+			})
+			if err != nil {
+				return nil, err
+			}
+		}
+	}
+	slices.Sort(t.classes)
+	if len(t.classes) == 0 {
+		t.close()
+		return nil, fmt.Errorf("image folder %s: %w: no class folders in it", src, ErrInvalidSource)
+	}
+	if len(t.files) == 0 {
+		t.close()
+		return nil, fmt.Errorf("image folder %s: %w: no image files (%s) in its class folders", src, ErrInvalidSource, extList())
+	}
+	slices.SortFunc(t.files, func(a, b folderFile) int {
+		return cmp.Or(cmp.Compare(a.class, b.class), cmp.Compare(a.dir, b.dir), cmp.Compare(a.base, b.base))
+	})
+	for _, f := range t.files {
+		t.bytes += f.size
+	}
+	return t, nil
+}
+
+// hidden reports whether a file or folder name is hidden (starts with '.').
+func hidden(name string) bool { return strings.HasPrefix(name, ".") }
+
+// isDir reports whether the entry of dir is a directory, following symlinks.
+func isDir(dir string, e fs.DirEntry) bool {
+	if e.IsDir() {
+		return true
+	}
+	if e.Type()&fs.ModeSymlink == 0 {
+		return false
+	}
+	st, err := os.Stat(filepath.Join(dir, e.Name()))
+	return err == nil && st.IsDir()
+}
+
+func extList() string {
+	var exts []string
+	for e := range imageExts {
+		exts = append(exts, strings.TrimPrefix(e, "."))
+	}
+	slices.Sort(exts)
+	return strings.Join(exts, ", ")
+}

@@ -1,0 +1,160 @@
+package ingest
+
+import (
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+
+	// Register the decoders of the other formats image columns accept; png
+	// and jpeg come with the imaging package.
+	_ "image/gif"
+
+	_ "golang.org/x/image/bmp"
+	_ "golang.org/x/image/tiff"
+	_ "golang.org/x/image/webp"
+
+	"github.com/lochdata/loch"
+	"github.com/lochdata/loch/imaging"
+	"github.com/lochdata/loch/schema"
+)
+
+// imageExts are the file extensions (lower case, with the dot) read as
+// images.
+var imageExts = map[string]bool{
+	".png": true, ".jpg": true, ".jpeg": true, ".gif": true, ".bmp": true,
+	".webp": true, ".tif": true, ".tiff": true,
+}
+
+// isImageFile reports whether name has an image extension.
+func isImageFile(name string) bool {
+	return imageExts[strings.ToLower(path.Ext(name))]
+}
+
+// imageColumn returns the schema of an image column as o asks for it.
+func (o *Options) imageColumn(name string) schema.Column {
+	c := schema.Column{Name: name, Kind: schema.Image, DType: schema.Uint8, Shape: schema.Shape{-1, -1, -1}}
+	switch o.ImageCompression {
+	case "", CompressPNG:
+		c.SampleCompression = schema.PNG
+	case CompressJPEG:
+		c.SampleCompression = schema.JPEG
+	case CompressLZ4:
+		c.ChunkCompression = schema.LZ4
+	case CompressZstd:
+		c.ChunkCompression = schema.Zstd
+	case CompressNone:
+		c.ChunkCompression = schema.CodecNone
+	}
+	if o.Resize.Width > 0 {
+		c.Shape[0], c.Shape[1] = o.Resize.Height, o.Resize.Width
+	}
+	if o.Channels > 0 {
+		c.Shape[2] = o.Channels
+	}
+	return c
+}
+
+// imageConverter turns encoded image files into samples of one image column.
+// It is safe for concurrent use.
+type imageConverter struct {
+	col      *schema.Column
+	target   schema.SampleCompression // png, jpeg or none (pixels)
+	quality  int
+	resize   Size
+	channels int
+}
+
+func newImageConverter(c *schema.Column, o *Options) *imageConverter {
+	return &imageConverter{col: c, target: c.SampleCompression, quality: o.JPEGQuality, resize: o.Resize, channels: o.Channels}
+}
+
+// convert decodes data (the file name, for errors) and returns the sample
+// to store: data itself when it already has the column's sample
+// compression and needs no change, re-encoded or raw pixels otherwise.
+// Undecodable data gives an error wrapping ErrBadImage; an image whose
+// shape the column does not accept, one wrapping ErrInvalidSource.
+func (ic *imageConverter) convert(name string, data []byte) (loch.Sample, error) {
+	s, err := ic.sample(name, data)
+	if err != nil {
+		return s, err
+	}
+	if err := ic.col.CheckSample(s.Shape, nil); err != nil {
+		return loch.Sample{}, fmt.Errorf("%s: %w: %w", name, ErrInvalidSource, err)
+	}
+	return s, nil
+}
+
+func (ic *imageConverter) sample(name string, data []byte) (loch.Sample, error) {
+	format, cshape, err := imaging.Config(data)
+	if err != nil {
+		return loch.Sample{}, fmt.Errorf("%w: %s: %v", ErrBadImage, name, err)
+	}
+	// Decode fully even when the bytes are kept: a truncated file must fail
+	// here, not in the middle of a training run.
+	pix, shape, err := imaging.Decode(data)
+	if err != nil {
+		return loch.Sample{}, fmt.Errorf("%w: %s: %v", ErrBadImage, name, err)
+	}
+	channels := ic.channels
+	if channels == 0 {
+		channels = shape[2]
+	}
+	if ic.target == schema.JPEG && channels == 4 {
+		channels = 3
+	}
+	resize := ic.resize.Width > 0 && (ic.resize.Width != shape[1] || ic.resize.Height != shape[0])
+	// The bytes are kept only when the shape their header announces is the
+	// decoded one: readers check that too.
+	if !resize && channels == shape[2] && string(ic.target) == format && slices.Equal(cshape, shape) {
+		return loch.Encoded(ic.target, data, shape), nil
+	}
+	if channels != shape[2] {
+		pix, shape = convertChannels(pix, shape, channels)
+	}
+	if resize {
+		pix, shape, err = imaging.Resize(pix, shape, ic.resize.Width, ic.resize.Height)
+		if err != nil {
+			return loch.Sample{}, fmt.Errorf("resize %s: %w", name, err)
+		}
+	}
+	if ic.target == schema.SampleNone {
+		return loch.Tensor(shape, pix), nil
+	}
+	enc, err := imaging.Encode(string(ic.target), pix, shape, ic.quality)
+	if err != nil {
+		return loch.Sample{}, fmt.Errorf("encode %s: %w", name, err)
+	}
+	return loch.Encoded(ic.target, enc, shape), nil
+}
+
+// convertChannels converts HWC uint8 pixels between 1 (gray), 3 (RGB) and
+// 4 (RGBA) channels: gray is replicated, RGB gives gray by the ITU-R BT.601
+// luma weights, alpha is dropped or added opaque.
+func convertChannels(pix []byte, shape []int, to int) ([]byte, []int) {
+	from := shape[2]
+	n := shape[0] * shape[1]
+	out := make([]byte, n*to)
+	for i := 0; i < n; i++ {
+		src := pix[i*from : i*from+from]
+		dst := out[i*to : i*to+to]
+		var r, g, b, a byte
+		switch from {
+		case 1:
+			r, g, b, a = src[0], src[0], src[0], 255
+		case 3:
+			r, g, b, a = src[0], src[1], src[2], 255
+		default:
+			r, g, b, a = src[0], src[1], src[2], src[3]
+		}
+		switch to {
+		case 1:
+			dst[0] = byte((299*int(r) + 587*int(g) + 114*int(b) + 500) / 1000)
+		case 3:
+			dst[0], dst[1], dst[2] = r, g, b
+		default:
+			dst[0], dst[1], dst[2], dst[3] = r, g, b, a
+		}
+	}
+	return out, []int{shape[0], shape[1], to}
+}

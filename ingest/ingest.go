@@ -1,0 +1,434 @@
+package ingest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"slices"
+	"time"
+
+	"github.com/lochdata/loch"
+	"github.com/lochdata/loch/schema"
+)
+
+// Errors that callers branch on with errors.Is. Errors from the dataset wrap
+// loch's sentinels (loch.ErrExists, loch.ErrInvalidArgument, ...); a missing
+// local source file wraps fs.ErrNotExist, a missing remote one
+// storage.ErrNotFound.
+var (
+	// ErrBadImage marks an image that cannot be decoded. Options.SkipBad
+	// skips the rows holding one instead of failing.
+	ErrBadImage = errors.New("undecodable image")
+	// ErrInvalidSource marks a source that is malformed or that breaks the
+	// rules of its format (a bad JSON line, arrays of different lengths, a
+	// label that is not a number).
+	ErrInvalidSource = errors.New("invalid source")
+	// ErrIncompatible marks a source whose columns do not fit the schema of
+	// the existing dataset it is appended to.
+	ErrIncompatible = errors.New("incompatible with the dataset's schema")
+)
+
+// Image compressions accepted by Options.ImageCompression. PNG and JPEG are
+// sample compressions (each image encoded on its own); LZ4, Zstd and None
+// store decoded pixels, with that chunk codec.
+const (
+	CompressPNG  = "png"
+	CompressJPEG = "jpeg"
+	CompressLZ4  = "lz4"
+	CompressZstd = "zstd"
+	CompressNone = "none"
+)
+
+// Size is an image size in pixels.
+type Size struct {
+	Width, Height int
+}
+
+// Options configures an ingest. The zero value ingests into a new dataset
+// with png images, on GOMAXPROCS goroutines, without progress reports.
+type Options struct {
+	// Parallelism is the number of goroutines that read and convert the
+	// source, and the parallelism of the dataset (loch.WithParallelism).
+	// 0 means GOMAXPROCS.
+	Parallelism int
+	// ChunkBytes sets the chunk size target of every column the ingest
+	// creates; 0 keeps the schema default.
+	ChunkBytes int
+	// Message is the commit message; empty gives "ingest <format> <source>".
+	Message string
+	// Append adds the rows to an existing dataset (which must then have a
+	// compatible schema) instead of refusing it; a missing dataset is
+	// created either way.
+	Append bool
+	// SkipBad skips rows whose images cannot be decoded, counting them in
+	// Result.Skipped, instead of failing. Missing or unreadable files still
+	// fail.
+	SkipBad bool
+
+	// ImageCompression is how image columns store images: CompressPNG
+	// (default), CompressJPEG, CompressLZ4, CompressZstd or CompressNone.
+	// When appending it must agree with the existing column, or be empty to
+	// take the column's.
+	ImageCompression string
+	// JPEGQuality is the quality (1..100) of images that ingest encodes as
+	// jpeg; 0 means 90.
+	JPEGQuality int
+	// Resize, when both sides are positive, resizes every image to exactly
+	// Width x Height (Catmull-Rom); the images are then always re-encoded.
+	Resize Size
+	// Channels, when 1, 3 or 4, converts every image to that many channels
+	// (gray, RGB, RGBA); 0 keeps each image's own. Images with alpha are
+	// stored as RGB in jpeg columns whatever Channels says.
+	Channels int
+
+	// Schema, for JSONL, CSV and WebDataset, replaces schema inference: its
+	// columns are the columns ingested, matched to fields (or WebDataset
+	// extensions) by name; fields it does not name are ignored and listed in
+	// Result.Ignored.
+	Schema *schema.Schema
+	// ImageFields names the JSONL/CSV fields that hold image paths or URLs
+	// (relative paths are relative to the source file's directory); they
+	// become image columns.
+	ImageFields []string
+	// LinkFields names the JSONL/CSV fields that hold references (paths or
+	// URLs) stored as link columns: the reference is stored, not the bytes.
+	LinkFields []string
+	// Delimiter separates CSV fields; 0 means ','.
+	Delimiter rune
+
+	// Progress, when not nil, receives progress reports.
+	Progress Progress
+	// DatasetOptions are passed to loch.Create and loch.Open, after
+	// loch.WithParallelism(Parallelism).
+	DatasetOptions []loch.Option
+}
+
+// Progress receives an ingest's progress. Its methods are called from one
+// goroutine at a time, never concurrently, and must return quickly.
+type Progress interface {
+	// Total reports the work expected: source rows and source bytes, each
+	// negative when unknown. It is called before the first Add, and may be
+	// called again when a total becomes known.
+	Total(rows, bytes int64)
+	// Add reports rows processed (appended or skipped) and source bytes
+	// read since the last call.
+	Add(rows, bytes int64)
+}
+
+// maxSkippedNames bounds Result.SkippedNames.
+const maxSkippedNames = 10
+
+// Result describes a finished (or failed) ingest.
+type Result struct {
+	// Rows is the number of rows committed (or staged, for a failed ingest).
+	Rows int64
+	// Bytes is the number of source bytes read: the image files of an
+	// image folder or of COCO, the JSONL or CSV file (not the images it
+	// names), the arrays' data, the shards.
+	Bytes int64
+	// Skipped counts rows skipped for an undecodable image (Options.SkipBad);
+	// SkippedNames lists the first few of their sources.
+	Skipped      int64
+	SkippedNames []string
+	// Ignored lists, sorted, the source fields that the dataset's schema has
+	// no column for.
+	Ignored []string
+	// Version is the id of the version committed; when there was nothing to
+	// commit, the dataset's current version. Empty after a failure.
+	Version string
+	// Created reports whether this ingest created the dataset (for a failed
+	// ingest: left it behind, empty).
+	Created bool
+	// Elapsed is the wall time of the whole ingest.
+	Elapsed time.Duration
+}
+
+// withDefaults returns o with its zero values filled and checks it.
+func (o Options) withDefaults() (Options, error) {
+	if o.Parallelism <= 0 {
+		o.Parallelism = runtime.GOMAXPROCS(0)
+	}
+	if o.ChunkBytes < 0 {
+		return o, fmt.Errorf("%w: chunk bytes %d is negative", loch.ErrInvalidArgument, o.ChunkBytes)
+	}
+	switch o.ImageCompression {
+	case "", CompressPNG, CompressJPEG, CompressLZ4, CompressZstd, CompressNone:
+	default:
+		return o, fmt.Errorf("%w: image compression %q (want png, jpeg, lz4, zstd or none)", loch.ErrInvalidArgument, o.ImageCompression)
+	}
+	if o.JPEGQuality == 0 {
+		o.JPEGQuality = 90
+	}
+	if o.JPEGQuality < 1 || o.JPEGQuality > 100 {
+		return o, fmt.Errorf("%w: jpeg quality %d (want 1..100)", loch.ErrInvalidArgument, o.JPEGQuality)
+	}
+	if o.Resize != (Size{}) && (o.Resize.Width <= 0 || o.Resize.Height <= 0) {
+		return o, fmt.Errorf("%w: resize to %dx%d (want positive width and height)", loch.ErrInvalidArgument, o.Resize.Width, o.Resize.Height)
+	}
+	switch o.Channels {
+	case 0, 1, 3, 4:
+	default:
+		return o, fmt.Errorf("%w: %d channels (want 1, 3 or 4)", loch.ErrInvalidArgument, o.Channels)
+	}
+	if o.Channels == 4 && o.ImageCompression == CompressJPEG {
+		return o, fmt.Errorf("%w: jpeg cannot hold 4 channels", loch.ErrInvalidArgument)
+	}
+	if o.Delimiter == 0 {
+		o.Delimiter = ','
+	}
+	if o.Progress == nil {
+		o.Progress = nopProgress{}
+	}
+	return o, nil
+}
+
+type nopProgress struct{}
+
+func (nopProgress) Total(rows, bytes int64) {}
+func (nopProgress) Add(rows, bytes int64)   {}
+
+// plan is what a format contributes to an ingest.
+type plan struct {
+	// schema is the schema the source implies, used to create the dataset
+	// and checked against an existing one.
+	schema schema.Schema
+	// rows and bytes are the expected totals, negative when unknown.
+	rows, bytes int64
+	// explicit reports that the schema came from the user
+	// (Options.Schema), so that source fields outside it are ignored.
+	explicit bool
+	// produce emits the work in row order; each job converts part of the
+	// source into rows of the final schema (the dataset's).
+	produce func(ctx context.Context, final *schema.Schema, emit func(job[batch]) error) error
+	// close, if set, releases what the plan holds; run calls it at the end.
+	close func()
+}
+
+// batch is the output of one job: consecutive rows of the source.
+type batch struct {
+	rows    []loch.Row
+	skipped []string // sources of rows skipped by Options.SkipBad
+	ignored []string // source fields without a column
+	nrows   int64    // source rows processed: len(rows) + len(skipped)
+	bytes   int64    // source bytes read
+	size    int64    // approximate bytes held by rows
+}
+
+// add appends row, or, when err says the row's image is undecodable and
+// SkipBad is set, records the row as skipped. Any other error is returned.
+func (b *batch) add(row loch.Row, err error, name string, skipBad bool) error {
+	b.nrows++
+	if err != nil {
+		if skipBad && errors.Is(err, ErrBadImage) {
+			b.skipped = append(b.skipped, name)
+			return nil
+		}
+		return err
+	}
+	for _, s := range row {
+		b.size += int64(len(s.Data))
+	}
+	b.rows = append(b.rows, row)
+	return nil
+}
+
+// Flush thresholds of the staging loop: rows and bytes passed to one
+// Dataset.Extend call.
+const (
+	flushRows  = 256
+	flushBytes = 32 << 20
+)
+
+// existing describes the dataset found at the URL before an ingest.
+type existing struct {
+	schema schema.Schema
+	rows   int64
+}
+
+// run is the common driver of every format: it opens or creates the
+// dataset, runs the pipeline and commits once.
+func run(ctx context.Context, url, format, source string, o Options,
+	build func(ctx context.Context, o *Options, ex *existing) (*plan, error)) (res Result, err error) {
+	start := time.Now()
+	defer func() { res.Elapsed = time.Since(start) }()
+	o, err = o.withDefaults()
+	if err != nil {
+		return res, err
+	}
+	dsOpts := append([]loch.Option{loch.WithParallelism(o.Parallelism)}, o.DatasetOptions...)
+
+	d, err := loch.Open(ctx, url, dsOpts...)
+	switch {
+	case errors.Is(err, loch.ErrNotFound):
+		d = nil
+	case err != nil:
+		return res, err
+	}
+	// d is closed once, here or at the end; Close discards staged rows.
+	defer func() {
+		if d != nil {
+			d.Close()
+		}
+	}()
+	var ex *existing
+	if d != nil {
+		ex = &existing{schema: d.Schema(), rows: d.Len()}
+		if ex.rows > 0 && !o.Append {
+			return res, fmt.Errorf("ingest into %s: a dataset with %d rows is already there: %w", url, ex.rows, loch.ErrExists)
+		}
+		if err := o.adoptImageCompression(&ex.schema); err != nil {
+			return res, err
+		}
+	}
+
+	p, err := build(ctx, &o, ex)
+	if err != nil {
+		return res, err
+	}
+	if p.close != nil {
+		defer p.close()
+	}
+	if o.ChunkBytes > 0 {
+		for i := range p.schema.Columns {
+			p.schema.Columns[i].ChunkBytes = o.ChunkBytes
+		}
+	}
+	if err := p.schema.Normalize(); err != nil {
+		return res, fmt.Errorf("ingest into %s: %w: %w", url, loch.ErrInvalidArgument, err)
+	}
+	var final schema.Schema
+	if d == nil {
+		d, err = loch.Create(ctx, url, p.schema, dsOpts...)
+		if err != nil {
+			return res, err
+		}
+		res.Created = true
+		final = d.Schema()
+	} else {
+		if err := compatible(ex.schema, p.schema); err != nil {
+			return res, fmt.Errorf("ingest into %s: %w", url, err)
+		}
+		final = ex.schema
+	}
+
+	o.Progress.Total(p.rows, p.bytes)
+	var (
+		pending      []loch.Row
+		pendingBytes int64
+		ignored      = map[string]bool{}
+	)
+	flush := func() error {
+		if len(pending) == 0 {
+			return nil
+		}
+		if err := d.Extend(ctx, pending); err != nil {
+			return fmt.Errorf("stage rows: %w", err)
+		}
+		pending, pendingBytes = nil, 0
+		return nil
+	}
+	consume := func(b batch) error {
+		res.Bytes += b.bytes
+		res.Skipped += int64(len(b.skipped))
+		for _, name := range b.skipped {
+			if len(res.SkippedNames) < maxSkippedNames {
+				res.SkippedNames = append(res.SkippedNames, name)
+			}
+		}
+		for _, f := range b.ignored {
+			ignored[f] = true
+		}
+		pending = append(pending, b.rows...)
+		pendingBytes += b.size
+		res.Rows += int64(len(b.rows))
+		if len(pending) >= flushRows || pendingBytes >= flushBytes {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+		o.Progress.Add(b.nrows, b.bytes)
+		return nil
+	}
+	produce := func(ctx context.Context, emit func(job[batch]) error) error {
+		return p.produce(ctx, &final, emit)
+	}
+	err = ordered(ctx, o.Parallelism, produce, consume)
+	if err == nil {
+		err = flush()
+	}
+	for f := range ignored {
+		res.Ignored = append(res.Ignored, f)
+	}
+	slices.Sort(res.Ignored)
+	if err != nil {
+		return res, err
+	}
+	if res.Rows == 0 {
+		res.Version = d.Version()
+		return res, nil
+	}
+	msg := o.Message
+	if msg == "" {
+		msg = fmt.Sprintf("ingest %s %s", format, source)
+	}
+	res.Version, err = d.Commit(ctx, msg)
+	if err != nil {
+		return res, fmt.Errorf("commit %s: %w", url, err)
+	}
+	err, d = d.Close(), nil
+	return res, err
+}
+
+// adoptImageCompression makes o's image compression agree with the image
+// columns of an existing schema: an empty ImageCompression takes theirs, a
+// different one is an error.
+func (o *Options) adoptImageCompression(s *schema.Schema) error {
+	for _, c := range s.Columns {
+		if c.Kind != schema.Image {
+			continue
+		}
+		have := string(c.SampleCompression)
+		if c.SampleCompression == schema.SampleNone {
+			have = string(c.ChunkCompression)
+		}
+		if o.ImageCompression == "" {
+			o.ImageCompression = have
+		} else if o.ImageCompression != have {
+			return fmt.Errorf("%w: image column %q stores images as %s, ingest was asked for %s", ErrIncompatible, c.Name, have, o.ImageCompression)
+		}
+	}
+	return nil
+}
+
+// compatible checks that every column of src exists in dst with the same
+// dtype and kind, and that src's class names are all known to dst.
+func compatible(dst, src schema.Schema) error {
+	for _, sc := range src.Columns {
+		dc, ok := dst.Column(sc.Name)
+		if !ok {
+			return fmt.Errorf("%w: the dataset has no column %q (it has %v)", ErrIncompatible, sc.Name, dst.Names())
+		}
+		if dc.Kind != sc.Kind || dc.DType != sc.DType {
+			return fmt.Errorf("%w: column %q is %s %s in the dataset, the source gives %s %s", ErrIncompatible, sc.Name, dc.Kind, dc.DType, sc.Kind, sc.DType)
+		}
+		if sc.Kind == schema.BBox && dc.BBoxFormat != sc.BBoxFormat {
+			return fmt.Errorf("%w: column %q holds %s boxes in the dataset, the source gives %s", ErrIncompatible, sc.Name, dc.BBoxFormat, sc.BBoxFormat)
+		}
+		for _, n := range sc.ClassNames {
+			if !slices.Contains(dc.ClassNames, n) {
+				return fmt.Errorf("%w: column %q has no class %q (it has %d classes)", ErrIncompatible, sc.Name, n, len(dc.ClassNames))
+			}
+		}
+	}
+	return nil
+}
+
+// classIndex maps the class names of a column to their labels.
+func classIndex(c *schema.Column) map[string]int64 {
+	m := make(map[string]int64, len(c.ClassNames))
+	for i, n := range c.ClassNames {
+		m[n] = int64(i)
+	}
+	return m
+}

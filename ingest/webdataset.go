@@ -1,0 +1,355 @@
+package ingest
+
+import (
+	"archive/tar"
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"path"
+	"strings"
+
+	"github.com/lochdata/loch"
+	"github.com/lochdata/loch/schema"
+)
+
+// keyColumn holds the WebDataset key of each row.
+const keyColumn = "__key__"
+
+// WebDataset ingests WebDataset tar shards: local paths or URLs, each
+// possibly a brace pattern (see ExpandBraces), plain or gzipped (.tar.gz,
+// .tgz; detected by content). Following the WebDataset convention, the
+// files of a shard whose paths agree up to the first dot of the file name
+// form one row (they must be consecutive in the tar), and the rest of the
+// name, the extension, names the column. Files without an extension and
+// names starting with '.' are skipped.
+//
+// The key goes to the text column "__key__". The last part of an
+// extension decides its column: jpg, jpeg, png, webp, gif, bmp, tif and tiff
+// give image columns (stored as Options says), cls, cls2 and label class
+// labels (int64, parsed from the file's text), txt and text text, json json,
+// npy a tensor column of the array's dtype; any other extension a bytes
+// column holding the file.
+//
+// Without Options.Schema the columns are those of the first shard, which is
+// read once more for that; an extension that first appears in a later shard
+// is an error asking for a schema. With Options.Schema, the columns are
+// matched to extensions by name and other extensions are ignored; a column
+// is then filled by its type: images are decoded, text and json are
+// checked, a numeric column takes an .npy file or a number (or JSON array)
+// written as text.
+func WebDataset(ctx context.Context, shards []string, url string, o Options) (Result, error) {
+	var all []string
+	for _, s := range shards {
+		names, err := ExpandBraces(s)
+		if err != nil {
+			return Result{}, err
+		}
+		all = append(all, names...)
+	}
+	if len(all) == 0 {
+		return Result{}, fmt.Errorf("%w: no shards", loch.ErrInvalidArgument)
+	}
+	return run(ctx, url, "webdataset", strings.Join(shards, " "), o, func(ctx context.Context, o *Options, ex *existing) (*plan, error) {
+		p := &plan{rows: -1, bytes: 0}
+		for _, s := range all {
+			if err := checkLocal(s); err != nil {
+				return nil, err
+			}
+			if n := sourceSize(s); n >= 0 && p.bytes >= 0 {
+				p.bytes += n
+			} else {
+				p.bytes = -1
+			}
+		}
+		if o.Schema != nil {
+			p.schema, p.explicit = o.Schema.Clone(), true
+		} else {
+			s, err := inferShard(ctx, all[0], o)
+			if err != nil {
+				return nil, err
+			}
+			p.schema = s
+		}
+		p.produce = func(ctx context.Context, final *schema.Schema, emit func(job[batch]) error) error {
+			conv := newMemberConverter(final, o, p.explicit)
+			for _, shard := range all {
+				err := readShard(ctx, shard, func(s *wdsSample) error {
+					return emit(func(ctx context.Context) (batch, error) {
+						b := batch{bytes: s.bytes}
+						name := shard + ":" + s.key
+						row, ignored, err := conv.row(s)
+						b.ignored = ignored
+						if err != nil {
+							err = fmt.Errorf("%s: %w", name, err)
+						}
+						return b, b.add(row, err, name, o.SkipBad)
+					})
+				})
+				if err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		return p, nil
+	})
+}
+
+// wdsSample is the group of files of one row.
+type wdsSample struct {
+	key     string
+	members []wdsMember
+	bytes   int64 // bytes of the shard read for it
+}
+
+type wdsMember struct {
+	ext  string
+	data []byte
+}
+
+// readShard reads a tar shard and calls fn with each sample, in order.
+func readShard(ctx context.Context, shard string, fn func(*wdsSample) error) error {
+	r, _, err := openSource(ctx, shard)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	cr := &countingReader{r: r}
+	br := bufio.NewReaderSize(cr, 1<<20)
+	var tr *tar.Reader
+	if magic, _ := br.Peek(2); bytes.Equal(magic, []byte{0x1f, 0x8b}) {
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			return fmt.Errorf("read shard %s: %w: %v", shard, ErrInvalidSource, err)
+		}
+		defer zr.Close()
+		tr = tar.NewReader(zr)
+	} else {
+		tr = tar.NewReader(br)
+	}
+	var (
+		cur  *wdsSample
+		last int64 // cr.n when cur was flushed
+	)
+	flush := func() error {
+		if cur == nil {
+			return nil
+		}
+		// Bytes buffered ahead belong to the next sample; the total is
+		// exact once the shard ends.
+		cur.bytes = cr.n - int64(br.Buffered()) - last
+		last += cur.bytes
+		s := cur
+		cur = nil
+		return fn(s)
+	}
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		hdr, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("read shard %s: %w: %v", shard, ErrInvalidSource, err)
+		}
+		if hdr.Typeflag != tar.TypeReg { // Next reports old-style regular files as TypeReg too
+			continue
+		}
+		name := strings.TrimPrefix(hdr.Name, "./")
+		dir, base := path.Split(name)
+		dot := strings.IndexByte(base, '.')
+		if strings.HasPrefix(base, ".") || dot < 0 {
+			continue
+		}
+		key, ext := dir+base[:dot], base[dot+1:]
+		if ext == "" {
+			continue
+		}
+		data, err := io.ReadAll(tr)
+		if err != nil {
+			return fmt.Errorf("read shard %s: %s: %w: %v", shard, name, ErrInvalidSource, err)
+		}
+		if cur != nil && cur.key != key {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+		if cur == nil {
+			cur = &wdsSample{key: key}
+		}
+		for _, m := range cur.members {
+			if m.ext == ext {
+				return fmt.Errorf("read shard %s: %w: sample %q has two %q files", shard, ErrInvalidSource, key, ext)
+			}
+		}
+		cur.members = append(cur.members, wdsMember{ext: ext, data: data})
+	}
+	// Read the tar's trailing padding too, so that the bytes of the samples
+	// add up to the shard's size.
+	if _, err := io.Copy(io.Discard, br); err != nil {
+		return fmt.Errorf("read shard %s: %w", shard, err)
+	}
+	if cur != nil {
+		cur.bytes = cr.n - last
+		return fn(cur)
+	}
+	return nil
+}
+
+// extKind returns the kind of column an extension makes, by its last part.
+func extKind(ext string) string {
+	last := strings.ToLower(ext[strings.LastIndexByte(ext, '.')+1:])
+	switch last {
+	case "jpg", "jpeg", "png", "webp", "gif", "bmp", "tif", "tiff":
+		return "image"
+	case "cls", "cls2", "label":
+		return "label"
+	case "txt", "text":
+		return "text"
+	case "json":
+		return "json"
+	case "npy":
+		return "npy"
+	}
+	return "bytes"
+}
+
+// inferShard reads the first shard and returns the schema of its
+// extensions, in order of first appearance, after the key column.
+func inferShard(ctx context.Context, shard string, o *Options) (schema.Schema, error) {
+	s := schema.Schema{Columns: []schema.Column{{Name: keyColumn, Kind: schema.TextKind, DType: schema.Text}}}
+	names := newFieldNames()
+	if _, err := names.add(keyColumn); err != nil {
+		return s, err
+	}
+	seen := map[string]bool{}
+	err := readShard(ctx, shard, func(sample *wdsSample) error {
+		for _, m := range sample.members {
+			if seen[m.ext] {
+				continue
+			}
+			seen[m.ext] = true
+			name, err := names.add(m.ext)
+			if err != nil {
+				return fmt.Errorf("shard %s: %w", shard, err)
+			}
+			var c schema.Column
+			switch extKind(m.ext) {
+			case "image":
+				c = o.imageColumn(name)
+			case "label":
+				c = schema.Column{Name: name, Kind: schema.ClassLabel, DType: schema.Int64, Shape: schema.Shape{}}
+			case "text":
+				c = schema.Column{Name: name, Kind: schema.TextKind, DType: schema.Text}
+			case "json":
+				c = schema.Column{Name: name, Kind: schema.JSONKind, DType: schema.JSON}
+			case "npy":
+				h, err := readNPYHeader(bytes.NewReader(m.data))
+				if err != nil {
+					return fmt.Errorf("shard %s: %s.%s: %w", shard, sample.key, m.ext, err)
+				}
+				shape := make(schema.Shape, len(h.shape))
+				for i := range shape {
+					shape[i] = -1
+				}
+				c = schema.Column{Name: name, DType: h.dtype, Shape: shape}
+				if h.dtype.Variable() {
+					c.Shape = nil
+				}
+			default:
+				c = schema.Column{Name: name, DType: schema.Bytes}
+			}
+			s.Columns = append(s.Columns, c)
+		}
+		return nil
+	})
+	if err != nil {
+		return s, err
+	}
+	if len(s.Columns) == 1 {
+		return s, fmt.Errorf("shard %s: %w: no files with an extension in it", shard, ErrInvalidSource)
+	}
+	return s, nil
+}
+
+// memberConverter turns WebDataset samples into rows of a schema.
+type memberConverter struct {
+	cols    map[string]*fieldColumn // by column name
+	lenient bool                    // extensions without a column are ignored, not errors
+}
+
+func newMemberConverter(s *schema.Schema, o *Options, lenient bool) *memberConverter {
+	rc := newRecordConverter(s, o, "", lenient)
+	return &memberConverter{cols: rc.cols, lenient: lenient}
+}
+
+func (mc *memberConverter) row(s *wdsSample) (loch.Row, []string, error) {
+	row := make(loch.Row, len(s.members)+1)
+	var ignored []string
+	if _, ok := mc.cols[keyColumn]; ok {
+		row[keyColumn] = loch.String(s.key)
+	}
+	for _, m := range s.members {
+		name := columnName(m.ext)
+		fc, ok := mc.cols[name]
+		if !ok {
+			if mc.lenient {
+				ignored = append(ignored, m.ext)
+				continue
+			}
+			return nil, nil, fmt.Errorf("%w: extension %q has no column: the columns come from the first shard, pass a schema that names every extension", ErrInvalidSource, m.ext)
+		}
+		smp, err := fc.member(m)
+		if err != nil {
+			return nil, ignored, fmt.Errorf("%s.%s: %w", s.key, m.ext, err)
+		}
+		row[name] = smp
+	}
+	return row, ignored, nil
+}
+
+// member converts one file of a sample to a sample of the column.
+func (fc *fieldColumn) member(m wdsMember) (loch.Sample, error) {
+	c := fc.col
+	var s loch.Sample
+	switch {
+	case fc.image != nil:
+		return fc.image.convert(m.ext, m.data)
+	case c.DType == schema.Text:
+		s = loch.Bytes(m.data)
+	case c.DType == schema.JSON:
+		if !json.Valid(m.data) {
+			return s, fmt.Errorf("%w: not valid JSON", ErrInvalidSource)
+		}
+		s = loch.Bytes(m.data)
+	case c.DType == schema.Bytes:
+		s = loch.Bytes(m.data)
+	case extKind(m.ext) == "npy":
+		h, data, err := decodeNPY(m.data)
+		if err != nil {
+			return s, err
+		}
+		if h.dtype != c.DType {
+			return s, fmt.Errorf("%w: .npy of dtype %s for a %s column", ErrInvalidSource, h.dtype, c.DType)
+		}
+		s = loch.Sample{Shape: h.shape, Data: data}
+	default:
+		v := cellValue(strings.TrimSpace(string(m.data)))
+		var err error
+		if s, err = valueSample(c, fc.classes, v); err != nil {
+			return s, err
+		}
+	}
+	if !s.Null {
+		if err := c.CheckSample(s.Shape, s.Data); err != nil {
+			return loch.Sample{}, fmt.Errorf("%w: %w", ErrInvalidSource, err)
+		}
+	}
+	return s, nil
+}
