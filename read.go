@@ -72,23 +72,18 @@ func (c *Column) ReadEncoded(ctx context.Context, i int64) (Sample, error) {
 // ReadRange returns the samples at positions [start, end), decoded as by
 // Read. Whole chunks are fetched, once each.
 func (c *Column) ReadRange(ctx context.Context, start, end int64) ([]Sample, error) {
-	if start < 0 || end > c.Len() || start > end {
-		return nil, fmt.Errorf("%s: column %q: range [%d, %d) outside [0, %d): %w", c.d.url, c.col.Name, start, end, c.Len(), ErrInvalidArgument)
+	out, err := c.ReadEncodedRange(ctx, start, end)
+	if err != nil {
+		return nil, err
 	}
-	out := make([]Sample, 0, end-start)
-	for i := start; i < end; i++ {
-		s, err := c.read(ctx, i, true)
-		if err != nil {
-			return nil, err
-		}
+	for k, s := range out {
 		if !s.Null && s.Encoding != schema.SampleNone && s.Encoding != "" {
 			pix, _, err := decodeImage(s)
 			if err != nil {
-				return nil, fmt.Errorf("%s: column %q row %d: %w", c.d.url, c.col.Name, i, joinCorrupt(err))
+				return nil, fmt.Errorf("%s: column %q row %d: %w", c.d.url, c.col.Name, start+int64(k), joinCorrupt(err))
 			}
-			s.Data, s.Encoding = pix, schema.SampleNone
+			out[k].Data, out[k].Encoding = pix, schema.SampleNone
 		}
-		out = append(out, s)
 	}
 	return out, nil
 }
