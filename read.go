@@ -268,14 +268,7 @@ func (d *Dataset) ReadChunk(ctx context.Context, ref manifest.ChunkRef) (*chunk.
 	if err != nil {
 		return nil, classify(err, "read chunk %s", ref.Key)
 	}
-	ch, err := chunk.Decode(obj, nil)
-	if err != nil {
-		return nil, classify(err, "read chunk %s", ref.Key)
-	}
-	if err := checkHeader(ch.Header, ref); err != nil {
-		return nil, err
-	}
-	return ch, nil
+	return DecodeChunk(obj, ref)
 }
 
 // checkHeader verifies that a chunk agrees with the fragment's reference.
