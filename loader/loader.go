@@ -1,0 +1,334 @@
+// Package loader streams batches from a loch snapshot to a training loop:
+// concurrent chunk fetches, decoding on all cores, collation into recycled
+// batch buffers, bounded prefetch, deterministic order and exact sharding
+// for data-parallel training.
+package loader
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/lochdata/loch"
+	"github.com/lochdata/loch/chunk"
+	"github.com/lochdata/loch/manifest"
+	"github.com/lochdata/loch/schema"
+	"github.com/lochdata/loch/storage"
+)
+
+// ErrClosed is returned by Next after Close.
+var ErrClosed = errors.New("loader closed")
+
+// Config configures a Loader. The zero value of each field means its
+// default.
+type Config struct {
+	// Columns to load (default: all).
+	Columns []string
+	// BatchSize is the number of rows per batch (default 32).
+	BatchSize int
+	// Order: shuffle mode, seed, epoch, sharding.
+	Shuffle   string // "none", "block" or "full" (default "block")
+	Seed      uint64
+	Epoch     int
+	WorldSize int // default 1
+	Rank      int
+	DropLast  bool
+	// WindowRows is the block-shuffle window in rows (default 16 chunks'
+	// worth of rows).
+	WindowRows int64
+	// Rows restricts the loader to these row ids, in this order before
+	// shuffling (default: every row).
+	Rows []uint64
+	// PrefetchBatches bounds the batches prepared ahead of the consumer
+	// (default 4); PrefetchBytes bounds the memory they and the chunks they
+	// need may hold (default 512 MiB). At least one batch is always in
+	// flight, whatever its size.
+	PrefetchBatches int
+	PrefetchBytes   int64
+	// FetchConcurrency bounds concurrent chunk fetches (default 16:
+	// object stores want many requests in flight); Workers bounds the
+	// goroutines that decode and collate (default GOMAXPROCS).
+	FetchConcurrency int
+	Workers          int
+	// SkipBadSamples skips rows whose samples cannot be read or decoded,
+	// counting them in Stats, instead of stopping with an error.
+	SkipBadSamples bool
+	// Resume restarts from a saved state (see State).
+	Resume *State
+}
+
+func (c *Config) defaults() {
+	if c.BatchSize <= 0 {
+		c.BatchSize = 32
+	}
+	if c.Shuffle == "" {
+		c.Shuffle = "block"
+	}
+	if c.WorldSize <= 0 {
+		c.WorldSize = 1
+	}
+	if c.PrefetchBatches <= 0 {
+		c.PrefetchBatches = 4
+	}
+	if c.PrefetchBytes <= 0 {
+		c.PrefetchBytes = 512 << 20
+	}
+	if c.FetchConcurrency <= 0 {
+		c.FetchConcurrency = 16
+	}
+	if c.Workers <= 0 {
+		c.Workers = runtime.GOMAXPROCS(0)
+	}
+}
+
+// State is what a training run saves to resume the loader mid-epoch.
+type State struct {
+	Version     string `json:"version"`
+	Seed        uint64 `json:"seed"`
+	Epoch       int    `json:"epoch"`
+	WorldSize   int    `json:"world_size"`
+	BatchSize   int    `json:"batch_size"`
+	Shuffle     string `json:"shuffle"`
+	BatchesDone int    `json:"batches_done"`
+}
+
+// Stats are the loader's counters, readable while it runs.
+type Stats struct {
+	Batches        int64         `json:"batches"`
+	Samples        int64         `json:"samples"`
+	BytesFetched   int64         `json:"bytes_fetched"`
+	ChunksFetched  int64         `json:"chunks_fetched"`
+	CacheHits      int64         `json:"cache_hits"`
+	Retries        int64         `json:"retries"`
+	Skipped        int64         `json:"skipped"`
+	SkippedRows    []uint64      `json:"skipped_rows,omitempty"`
+	FetchTime      time.Duration `json:"fetch_ns"`
+	DecodeTime     time.Duration `json:"decode_ns"`
+	WaitTime       time.Duration `json:"wait_ns"`
+	Elapsed        time.Duration `json:"elapsed_ns"`
+	FirstBatch     time.Duration `json:"first_batch_ns"`
+	WaitShare      float64       `json:"wait_share"`
+	DecodedBytes   int64         `json:"decoded_bytes"`
+	PeakInFlight   int64         `json:"peak_inflight_bytes"`
+}
+
+// Loader streams the batches of one epoch on one rank. Next is meant for
+// one consumer goroutine; Stats and State may be called from any goroutine.
+// Close stops its goroutines.
+type Loader struct {
+	view  *loch.View
+	store storage.Store
+	cfg   Config
+	cols  []colPlan
+	plan  *epochPlan
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu       sync.Mutex
+	cond     *sync.Cond
+	ready    map[int]*Batch // collated batches by index
+	err      error
+	next     int // index of the next batch Next returns
+	inflight int64
+	peak     int64
+	chunks   map[string]*chunkEntry
+
+	free sync.Pool // of *[]byte batch buffers
+
+	started    time.Time
+	firstBatch time.Duration
+	wait       atomic.Int64
+	fetchNs    atomic.Int64
+	decodeNs   atomic.Int64
+	fetched    atomic.Int64
+	nchunks    atomic.Int64
+	batches    atomic.Int64
+	samples    atomic.Int64
+	decoded    atomic.Int64
+	skipped    []uint64
+	retries0   int64
+}
+
+type colPlan struct {
+	name string
+	col  schema.Column
+}
+
+// chunkEntry is a chunk needed by batches in flight.
+type chunkEntry struct {
+	ref   manifest.ChunkRef
+	ready chan struct{}
+	ch    *chunk.Chunk
+	err   error
+	users int // batches still needing it
+	size  int64
+}
+
+// New starts a loader over view (which it loads). The loader reads the
+// view's snapshot only: it never mixes snapshots.
+func New(ctx context.Context, view *loch.View, cfg Config) (*Loader, error) {
+	cfg.defaults()
+	if err := view.Load(ctx, cfg.FetchConcurrency); err != nil {
+		return nil, err
+	}
+	sch := view.Schema()
+	names := cfg.Columns
+	if len(names) == 0 {
+		names = sch.Names()
+	}
+	l := &Loader{view: view, store: view.Store(), cfg: cfg, ready: map[int]*Batch{}, chunks: map[string]*chunkEntry{}}
+	for _, n := range names {
+		c, ok := sch.Column(n)
+		if !ok {
+			return nil, fmt.Errorf("loader: column %q: no such column in version %s (have %v): %w", n, view.Version(), sch.Names(), loch.ErrNotFound)
+		}
+		l.cols = append(l.cols, colPlan{name: n, col: *c})
+	}
+	if r := cfg.Resume; r != nil {
+		if r.Version != "" && r.Version != view.Version() {
+			return nil, fmt.Errorf("loader: saved state is for version %s, the dataset is at %s: %w", r.Version, view.Version(), loch.ErrInvalidArgument)
+		}
+	}
+	plan, err := makePlan(view, l.refColumn(), cfg)
+	if err != nil {
+		return nil, err
+	}
+	l.plan = plan
+	l.next = plan.firstBatch
+	l.cond = sync.NewCond(&l.mu)
+	l.ctx, l.cancel = context.WithCancel(context.Background())
+	l.retries0 = storage.Retries(l.store)
+	l.started = time.Now()
+	l.start()
+	return l, nil
+}
+
+// refColumn picks the column whose chunks define the blocks of the order:
+// the requested column with the most stored bytes.
+func (l *Loader) refColumn() int {
+	best, uid := int64(-1), 0
+	for _, c := range l.cols {
+		if c.col.StoredBytes > best {
+			best, uid = c.col.StoredBytes, c.col.UID
+		}
+	}
+	return uid
+}
+
+// Batches is the number of batches this rank gets in the epoch (including
+// any already consumed before a resume).
+func (l *Loader) Batches() int { return len(l.plan.batches) }
+
+// State returns the state to save for resuming after the batches returned
+// so far.
+func (l *Loader) State() State {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return State{Version: l.view.Version(), Seed: l.cfg.Seed, Epoch: l.cfg.Epoch, WorldSize: l.cfg.WorldSize,
+		BatchSize: l.cfg.BatchSize, Shuffle: l.cfg.Shuffle, BatchesDone: l.next}
+}
+
+// Next returns the next batch, or io.EOF at the end of the epoch. It
+// blocks until the batch is ready; the time it blocks is the wait time in
+// Stats.
+func (l *Loader) Next(ctx context.Context) (*Batch, error) {
+	t0 := time.Now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for {
+		if l.next >= len(l.plan.batches) {
+			return nil, io.EOF
+		}
+		if b, ok := l.ready[l.next]; ok {
+			delete(l.ready, l.next)
+			l.next++
+			l.inflight -= batchBytes(b) // the consumer owns it now
+			l.cond.Broadcast()
+			w := time.Since(t0)
+			l.wait.Add(int64(w))
+			if l.firstBatch == 0 {
+				l.firstBatch = time.Since(l.started)
+			}
+			return b, nil
+		}
+		if l.err != nil {
+			return nil, l.err
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if l.ctx.Err() != nil {
+			return nil, ErrClosed
+		}
+		waitCond(ctx, l.cond)
+	}
+}
+
+// waitCond waits on c (whose lock is held) until signalled or ctx ends.
+func waitCond(ctx context.Context, c *sync.Cond) {
+	stop := context.AfterFunc(ctx, func() {
+		c.L.Lock()
+		c.Broadcast()
+		c.L.Unlock()
+	})
+	c.Wait()
+	stop()
+}
+
+// Release returns a batch's buffers for reuse. The batch must not be used
+// afterwards. Calling it is optional: an unreleased batch is garbage
+// collected.
+func (l *Loader) Release(b *Batch) {
+	for _, t := range b.Columns {
+		if cap(t.Data) > 0 {
+			buf := t.Data[:0]
+			l.free.Put(&buf)
+		}
+		t.Data = nil
+	}
+}
+
+// Close stops the loader's goroutines and waits for them.
+func (l *Loader) Close() error {
+	l.cancel()
+	l.mu.Lock()
+	l.cond.Broadcast()
+	l.mu.Unlock()
+	l.wg.Wait()
+	return nil
+}
+
+// Stats returns the loader's counters so far.
+func (l *Loader) Stats() Stats {
+	l.mu.Lock()
+	skipped := append([]uint64(nil), l.skipped...)
+	peak := l.peak
+	first := l.firstBatch
+	l.mu.Unlock()
+	s := Stats{
+		Batches: l.batches.Load(), Samples: l.samples.Load(), BytesFetched: l.fetched.Load(), ChunksFetched: l.nchunks.Load(),
+		Retries: storage.Retries(l.store) - l.retries0, Skipped: int64(len(skipped)), SkippedRows: skipped,
+		FetchTime: time.Duration(l.fetchNs.Load()), DecodeTime: time.Duration(l.decodeNs.Load()),
+		WaitTime: time.Duration(l.wait.Load()), Elapsed: time.Since(l.started), FirstBatch: first,
+		DecodedBytes: l.decoded.Load(), PeakInFlight: peak,
+	}
+	if s.Elapsed > 0 {
+		s.WaitShare = float64(s.WaitTime) / float64(s.Elapsed)
+	}
+	return s
+}
+
+func batchBytes(b *Batch) int64 {
+	var n int64
+	for _, t := range b.Columns {
+		n += int64(cap(t.Data))
+	}
+	return n
+}

@@ -1,0 +1,151 @@
+package loader
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/lochdata/loch"
+	"github.com/lochdata/loch/schema"
+)
+
+var ctx = context.Background()
+
+// testDataset writes n rows with a fixed tensor, a ragged tensor, a png
+// image, text and a label, in small chunks.
+func testDataset(t testing.TB, n int) *loch.Dataset {
+	t.Helper()
+	d, err := loch.Create(ctx, filepath.Join(t.TempDir(), "ds"), schema.Schema{Columns: []schema.Column{
+		{Name: "x", DType: schema.Float32, Shape: schema.Shape{4}, ChunkBytes: 1024, ChunkCompression: schema.LZ4},
+		{Name: "r", DType: schema.Int16, Shape: schema.Shape{-1, 2}, ChunkBytes: 2048},
+		{Name: "img", Kind: schema.Image, SampleCompression: schema.PNG, ChunkBytes: 4096},
+		{Name: "t", Kind: schema.TextKind, ChunkBytes: 1024, ChunkCompression: schema.Zstd},
+		{Name: "label", Kind: schema.ClassLabel},
+	}})
+	require.NoError(t, err)
+	t.Cleanup(func() { d.Close() })
+	var rows []loch.Row
+	for i := 0; i < n; i++ {
+		r := make([]int16, 2*(i%5))
+		for k := range r {
+			r[k] = int16(i)
+		}
+		pix := bytes.Repeat([]byte{byte(i), byte(i * 3), byte(i * 7)}, 4*3)
+		row := loch.Row{
+			"x":     loch.Tensor([]int{4}, []float32{float32(i), 1, 2, 3}),
+			"r":     loch.Tensor([]int{i % 5, 2}, r),
+			"img":   loch.Tensor([]int{4, 3, 3}, pix),
+			"label": loch.Scalar(int64(i % 3)),
+		}
+		if i%7 != 0 {
+			row["t"] = loch.String(fmt.Sprintf("row %d", i))
+		}
+		rows = append(rows, row)
+	}
+	require.NoError(t, d.Extend(ctx, rows))
+	_, err = d.Commit(ctx, "rows")
+	require.NoError(t, err)
+	return d
+}
+
+func drain(t testing.TB, l *Loader) []*Batch {
+	var out []*Batch
+	for {
+		b, err := l.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			return out
+		}
+		require.NoError(t, err)
+		out = append(out, b)
+	}
+}
+
+// TestBatchesMatchRows checks every collated value against Column.Read,
+// under several concurrency and prefetch settings.
+func TestBatchesMatchRows(t *testing.T) {
+	d := testDataset(t, 103)
+	for _, cfg := range []Config{
+		{BatchSize: 8, Workers: 1, FetchConcurrency: 1, PrefetchBatches: 1, PrefetchBytes: 1},
+		{BatchSize: 8, Workers: 4, FetchConcurrency: 8},
+		{BatchSize: 32, Workers: 2, PrefetchBytes: 10 << 10},
+	} {
+		cfg.Shuffle = "none"
+		l, err := New(ctx, d.View(), cfg)
+		require.NoError(t, err)
+		batches := drain(t, l)
+		require.NoError(t, l.Close())
+		require.Len(t, batches, (103+cfg.BatchSize-1)/cfg.BatchSize)
+		var pos int64
+		for _, b := range batches {
+			for k, p := range b.Positions {
+				require.Equal(t, pos, p)
+				pos++
+				for name, tns := range b.Columns {
+					col, _ := d.Column(name)
+					want, err := col.Read(ctx, p, nil)
+					require.NoError(t, err)
+					if want.Null {
+						require.True(t, tns.Null != nil && tns.Null[k], "%s row %d null", name, p)
+						continue
+					}
+					if tns.Items != nil {
+						require.Equal(t, want.Data, tns.Items[k])
+						continue
+					}
+					per := len(tns.Data) / b.Len()
+					got := tns.Data[k*per : (k+1)*per]
+					if tns.Shapes != nil {
+						require.Equal(t, want.Shape, tns.Shapes[k])
+						// the sample is the leading part of each padded row
+						require.Equal(t, want.Shape[0]*2*2, countPrefix(got, want.Data))
+					} else {
+						require.Equal(t, want.Data, got, "%s row %d", name, p)
+					}
+				}
+			}
+			l.Release(b)
+		}
+		require.EqualValues(t, 103, pos)
+	}
+}
+
+func countPrefix(a, b []byte) int {
+	n := 0
+	for n < len(a) && n < len(b) && a[n] == b[n] {
+		n++
+	}
+	return n
+}
+
+func TestResumeSameBatches(t *testing.T) {
+	d := testDataset(t, 50)
+	cfg := Config{BatchSize: 6, Shuffle: "none", Seed: 3}
+	l, err := New(ctx, d.View(), cfg)
+	require.NoError(t, err)
+	all := drain(t, l)
+	l.Close()
+	l, err = New(ctx, d.View(), cfg)
+	require.NoError(t, err)
+	for i := 0; i < 3; i++ {
+		_, err := l.Next(ctx)
+		require.NoError(t, err)
+	}
+	st := l.State()
+	l.Close()
+	require.Equal(t, 3, st.BatchesDone)
+	cfg.Resume = &st
+	l, err = New(ctx, d.View(), cfg)
+	require.NoError(t, err)
+	rest := drain(t, l)
+	l.Close()
+	require.Len(t, rest, len(all)-3)
+	for i, b := range rest {
+		require.Equal(t, all[i+3].Positions, b.Positions)
+	}
+}

@@ -1,0 +1,441 @@
+package loader
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/lochdata/loch"
+	"github.com/lochdata/loch/chunk"
+	"github.com/lochdata/loch/imaging"
+	"github.com/lochdata/loch/manifest"
+	"github.com/lochdata/loch/schema"
+)
+
+// sampleLoc says where one sample of one column lives.
+type sampleLoc struct {
+	entries []*chunkEntry // the chunk, or the pieces of a split sample; nil: null
+	idx     int           // sample index in the chunk
+}
+
+type batchJob struct {
+	index     int
+	positions []int64
+	rowIDs    []uint64
+	locs      [][]sampleLoc // [column][sample]
+	entries   []*chunkEntry // distinct chunks the batch holds a use of
+}
+
+func (l *Loader) start() {
+	jobs := make(chan *batchJob, l.cfg.PrefetchBatches)
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		defer close(jobs)
+		l.schedule(jobs)
+	}()
+	for w := 0; w < l.cfg.Workers; w++ {
+		l.wg.Add(1)
+		go func() {
+			defer l.wg.Done()
+			for job := range jobs {
+				l.collate(job)
+			}
+		}()
+	}
+}
+
+// fail records the first error and wakes the consumer.
+func (l *Loader) fail(err error) {
+	l.mu.Lock()
+	if l.err == nil {
+		l.err = err
+	}
+	l.cond.Broadcast()
+	l.mu.Unlock()
+}
+
+// schedule walks the plan in order, admitting a batch when the prefetch
+// bounds allow, starting the fetches of the chunks it needs and handing it
+// to the collators.
+func (l *Loader) schedule(jobs chan<- *batchJob) {
+	sem := make(chan struct{}, l.cfg.FetchConcurrency)
+	for bi := l.plan.firstBatch; bi < len(l.plan.batches); bi++ {
+		job, err := l.locate(bi)
+		if err != nil {
+			l.fail(err)
+			return
+		}
+		l.mu.Lock()
+		for l.ctx.Err() == nil && l.err == nil && bi > l.next &&
+			(bi-l.next >= l.cfg.PrefetchBatches || l.inflight >= l.cfg.PrefetchBytes) {
+			l.cond.Wait()
+		}
+		if l.ctx.Err() != nil || l.err != nil {
+			l.mu.Unlock()
+			return
+		}
+		var start []*chunkEntry
+		for _, e := range job.entries {
+			if e.users == 0 {
+				// Idle: new, or released by the batches before this one
+				// since locate found it (its data is still good).
+				if e.ready == nil {
+					e.ready = make(chan struct{})
+					e.size = e.ref.Raw + e.ref.Size
+					start = append(start, e)
+				}
+				if _, ok := l.chunks[e.ref.Key]; !ok {
+					l.chunks[e.ref.Key] = e
+				}
+				l.inflight += e.size
+			}
+			e.users++
+		}
+		l.peak = max(l.peak, l.inflight)
+		l.mu.Unlock()
+		for _, e := range start {
+			select {
+			case sem <- struct{}{}:
+			case <-l.ctx.Done():
+				return
+			}
+			l.wg.Add(1)
+			go func() {
+				defer l.wg.Done()
+				defer func() { <-sem }()
+				l.fetch(e)
+			}()
+		}
+		select {
+		case jobs <- job:
+		case <-l.ctx.Done():
+			return
+		}
+	}
+}
+
+// locate resolves batch bi's rows to chunks, registering the chunk
+// entries it needs (under l.mu).
+func (l *Loader) locate(bi int) (*batchJob, error) {
+	pos := l.plan.batches[bi]
+	job := &batchJob{index: bi, positions: pos, rowIDs: make([]uint64, len(pos)), locs: make([][]sampleLoc, len(l.cols))}
+	for c := range l.cols {
+		job.locs[c] = make([]sampleLoc, len(pos))
+	}
+	seen := map[*chunkEntry]bool{}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i, p := range pos {
+		frag, off, err := l.view.Locate(p)
+		if err != nil {
+			return nil, err
+		}
+		job.rowIDs[i] = l.view.RowID(frag, off)
+		for c, cp := range l.cols {
+			refs := l.view.Chunks(frag, cp.col.UID)
+			k := l.view.ChunkIndex(frag, cp.col.UID, off)
+			if k < 0 {
+				continue // null
+			}
+			ref := refs[k]
+			n := 1
+			if ref.Parts > 0 {
+				n = ref.Parts
+			}
+			loc := sampleLoc{idx: int(off - ref.First)}
+			if ref.Parts > 0 {
+				loc.idx = 0
+			}
+			for p := 0; p < n; p++ {
+				e := l.entry(refs[k+p])
+				loc.entries = append(loc.entries, e)
+				if !seen[e] {
+					seen[e] = true
+					job.entries = append(job.entries, e)
+				}
+			}
+			job.locs[c][i] = loc
+		}
+	}
+	return job, nil
+}
+
+// entry returns the table entry of a chunk, creating an idle one (l.mu held).
+func (l *Loader) entry(ref manifest.ChunkRef) *chunkEntry {
+	e, ok := l.chunks[ref.Key]
+	if !ok {
+		e = &chunkEntry{ref: ref}
+		l.chunks[ref.Key] = e
+	}
+	return e
+}
+
+// fetch reads and decodes one chunk.
+func (l *Loader) fetch(e *chunkEntry) {
+	defer close(e.ready)
+	t0 := time.Now()
+	obj, err := l.store.Get(l.ctx, e.ref.Key)
+	l.fetchNs.Add(int64(time.Since(t0)))
+	if err != nil {
+		e.err = fmt.Errorf("fetch chunk %s: %w", e.ref.Key, err)
+		return
+	}
+	l.fetched.Add(int64(len(obj)))
+	l.nchunks.Add(1)
+	t1 := time.Now()
+	e.ch, e.err = loch.DecodeChunk(obj, e.ref)
+	l.decodeNs.Add(int64(time.Since(t1)))
+}
+
+// collate waits for a batch's chunks, builds its tensors and publishes it.
+func (l *Loader) collate(job *batchJob) {
+	for _, e := range job.entries {
+		select {
+		case <-e.ready:
+		case <-l.ctx.Done():
+			return
+		}
+	}
+	t0 := time.Now()
+	b, err := l.build(job)
+	l.decodeNs.Add(int64(time.Since(t0)))
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, e := range job.entries {
+		e.users--
+		if e.users == 0 {
+			if l.chunks[e.ref.Key] == e {
+				delete(l.chunks, e.ref.Key)
+			}
+			l.inflight -= e.size
+		}
+	}
+	if err != nil {
+		if l.err == nil {
+			l.err = err
+		}
+		l.cond.Broadcast()
+		return
+	}
+	l.ready[job.index] = b
+	l.inflight += batchBytes(b)
+	l.peak = max(l.peak, l.inflight)
+	l.batches.Add(1)
+	l.samples.Add(int64(b.Len()))
+	l.cond.Broadcast()
+}
+
+// sample returns the stored bytes and header of one located sample.
+func sampleBytes(loc sampleLoc) ([]byte, *chunk.Header, error) {
+	for _, e := range loc.entries {
+		if e.err != nil {
+			return nil, nil, e.err
+		}
+	}
+	first := loc.entries[0].ch
+	if len(loc.entries) == 1 {
+		return first.Sample(loc.idx), first.Header, nil
+	}
+	var data []byte
+	for _, e := range loc.entries {
+		data = append(data, e.ch.Raw...)
+	}
+	return data, first.Header, nil
+}
+
+// build collates a batch. A row whose sample fails is skipped (with
+// SkipBadSamples) or fails the batch with an error naming the row, the
+// column and the object.
+func (l *Loader) build(job *batchJob) (*Batch, error) {
+	type got struct {
+		data  []byte
+		shape []int
+		null  bool
+	}
+	vals := make([][]got, len(l.cols))
+	bad := make([]bool, len(job.positions))
+	for c, cp := range l.cols {
+		vals[c] = make([]got, len(job.positions))
+		for i, loc := range job.locs[c] {
+			if loc.entries == nil {
+				vals[c][i] = got{null: true}
+				continue
+			}
+			data, h, err := sampleBytes(loc)
+			if err == nil && h.Null(loc.idx) {
+				vals[c][i] = got{null: true}
+				continue
+			}
+			var shape []int
+			if err == nil {
+				shape = h.Shape(loc.idx)
+				if h.SampleCompression != chunk.SampleNone {
+					data, shape, err = decodeImage(data, shape)
+				}
+			}
+			if err != nil {
+				if !l.cfg.SkipBadSamples {
+					return nil, fmt.Errorf("loader: row id %d (position %d), column %q: %w", job.rowIDs[i], job.positions[i], cp.name, err)
+				}
+				bad[i] = true
+				continue
+			}
+			vals[c][i] = got{data: data, shape: shape}
+		}
+	}
+	keep := make([]int, 0, len(job.positions))
+	var skipped []uint64
+	for i := range job.positions {
+		if bad[i] {
+			skipped = append(skipped, job.rowIDs[i])
+		} else {
+			keep = append(keep, i)
+		}
+	}
+	if len(skipped) > 0 {
+		l.mu.Lock()
+		l.skipped = append(l.skipped, skipped...)
+		l.mu.Unlock()
+	}
+	b := &Batch{Epoch: l.cfg.Epoch, Index: job.index, Columns: map[string]*Tensor{}}
+	for _, i := range keep {
+		b.Positions = append(b.Positions, job.positions[i])
+		b.RowIDs = append(b.RowIDs, job.rowIDs[i])
+	}
+	for c, cp := range l.cols {
+		t := &Tensor{DType: cp.col.DType}
+		n := len(keep)
+		anyNull := false
+		for _, i := range keep {
+			anyNull = anyNull || vals[c][i].null
+		}
+		if anyNull {
+			t.Null = make([]bool, n)
+			for k, i := range keep {
+				t.Null[k] = vals[c][i].null
+			}
+		}
+		if cp.col.DType.Variable() {
+			t.Shape = []int{n}
+			t.Items = make([][]byte, n)
+			for k, i := range keep {
+				if !vals[c][i].null {
+					t.Items[k] = append([]byte(nil), vals[c][i].data...)
+				}
+			}
+			b.Columns[cp.name] = t
+			continue
+		}
+		// The batch shape: the elementwise max of the samples' shapes.
+		var maxShape []int
+		ragged := false
+		for _, i := range keep {
+			v := vals[c][i]
+			if v.null {
+				continue
+			}
+			if maxShape == nil {
+				maxShape = append([]int(nil), v.shape...)
+				continue
+			}
+			if len(v.shape) != len(maxShape) {
+				return nil, fmt.Errorf("loader: column %q: samples with %d and %d dimensions in one batch (rows %v); such columns can only be read row by row", cp.name, len(maxShape), len(v.shape), b.RowIDs)
+			}
+			for d := range maxShape {
+				if v.shape[d] != maxShape[d] {
+					ragged = true
+					maxShape[d] = max(maxShape[d], v.shape[d])
+				}
+			}
+		}
+		if maxShape == nil {
+			maxShape = nullShape(cp.col)
+		}
+		size := cp.col.DType.Size()
+		per := schema.NumElements(maxShape) * size
+		t.Shape = append([]int{n}, maxShape...)
+		t.Data = l.buffer(n * per)
+		if ragged || anyNull {
+			clear(t.Data)
+		}
+		if ragged {
+			t.Shapes = make([][]int, n)
+		}
+		for k, i := range keep {
+			v := vals[c][i]
+			if ragged {
+				t.Shapes[k] = v.shape
+				if v.null {
+					t.Shapes[k] = make([]int, len(maxShape))
+				}
+			}
+			if v.null {
+				continue
+			}
+			dst := t.Data[k*per : (k+1)*per]
+			if !ragged {
+				copy(dst, v.data)
+			} else {
+				padCopy(dst, v.data, v.shape, maxShape, size)
+			}
+			l.decoded.Add(int64(len(v.data)))
+		}
+		b.Columns[cp.name] = t
+	}
+	return b, nil
+}
+
+// nullShape is the per-sample shape of an all-null column in a batch.
+func nullShape(c schema.Column) []int {
+	out := make([]int, len(c.Shape))
+	for i, d := range c.Shape {
+		out[i] = max(d, 0)
+	}
+	return out
+}
+
+// padCopy copies a C-contiguous sample of shape src into dst, laid out with
+// shape dstShape (each dimension >= src's), leaving the padding untouched.
+func padCopy(dst, data []byte, src, dstShape []int, size int) {
+	if len(src) == 0 {
+		copy(dst, data)
+		return
+	}
+	inner := size
+	for _, d := range src[1:] {
+		inner *= d
+	}
+	dstInner := size
+	for _, d := range dstShape[1:] {
+		dstInner *= d
+	}
+	for r := 0; r < src[0]; r++ {
+		part := data[r*inner : (r+1)*inner]
+		out := dst[r*dstInner : (r+1)*dstInner]
+		if len(src) == 1 {
+			copy(out, part)
+		} else {
+			padCopy(out, part, src[1:], dstShape[1:], size)
+		}
+	}
+}
+
+// buffer returns a recycled or new byte slice of length n.
+func (l *Loader) buffer(n int) []byte {
+	if p, ok := l.free.Get().(*[]byte); ok && cap(*p) >= n {
+		return (*p)[:n]
+	}
+	return make([]byte, n)
+}
+
+// decodeImage decodes a png/jpeg sample to the channels its shape records.
+func decodeImage(data []byte, shape []int) ([]byte, []int, error) {
+	if len(shape) != 3 {
+		return nil, nil, fmt.Errorf("image sample shape %v, want [height, width, channels]", shape)
+	}
+	pix, got, err := imaging.DecodeAs(data, shape[2])
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %w", loch.ErrCorrupt, err)
+	}
+	return pix, got, nil
+}
