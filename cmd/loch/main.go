@@ -164,6 +164,7 @@ Exit status: 0 on success, 2 for a usage error, 1 for any other error.`,
 		newLogCmd(),
 		newExportCmd(),
 		newScanCmd(),
+		newBenchCmd(),
 		newVersionCmd(),
 	)
 	prepare(root)

@@ -1,0 +1,313 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/lochdata/loch"
+	"github.com/lochdata/loch/chunk"
+	"github.com/lochdata/loch/imaging"
+	"github.com/lochdata/loch/loader"
+)
+
+// benchResult is what `loch bench --json` prints.
+type benchResult struct {
+	URL          string   `json:"url"`
+	Version      string   `json:"version"`
+	Columns      []string `json:"columns"`
+	Shuffle      string   `json:"shuffle"`
+	BatchSize    int      `json:"batch_size"`
+	WorldSize    int      `json:"world_size"`
+	Rank         int      `json:"rank"`
+	Epochs       int      `json:"epochs"`
+	StepMS       float64  `json:"step_ms"`
+	Batches      int64    `json:"batches"`
+	Samples      int64    `json:"samples"`
+	Seconds      float64  `json:"seconds"`
+	SamplesPerS  float64  `json:"samples_per_s"`
+	MBPerS       float64  `json:"mb_per_s"`
+	FirstBatchMS float64  `json:"first_batch_ms"`
+	WaitShare    float64  `json:"wait_share"`
+	PeakRSSMB    float64  `json:"peak_rss_mb"`
+	RawMBPerS    float64  `json:"raw_mb_per_s"`
+	RawSeconds   float64  `json:"raw_seconds"`
+	RawObjectMB  float64  `json:"raw_object_mb"`
+	DecodedMB    float64  `json:"decoded_mb"`
+	Retries      int64    `json:"retries"`
+	Skipped      int64    `json:"skipped"`
+	Ratio        float64  `json:"ratio_to_raw"`
+}
+
+func newBenchCmd() *cobra.Command {
+	var (
+		columns, shuffle, version  string
+		batch, world, rank, epochs int
+		seed                       uint64
+		stepMS                     float64
+		asJSON, skipRaw            bool
+		prefetch                   int
+	)
+	cmd := &cobra.Command{
+		Use:   "bench URL",
+		Short: "Measure the loader against a raw read of the same chunks",
+		Long: `Bench runs the streaming loader over a version and reports samples/s,
+MB/s of decoded sample bytes delivered, time to first batch, the share of
+the run the consumer waited for batches (with --step-ms, the consumer
+spends that long on each batch, like a training step), and peak RSS.
+
+In the same run it measures a raw baseline: the same chunk objects read from
+the same backend with no decoding (and, for compressed columns, decompressed
+with the same codec on all cores), reported as MB/s of the same decoded
+bytes. The baseline runs first.`,
+		Example: `  loch bench ./pets --batch-size 64 --shuffle block
+  loch bench s3://bucket/pets --columns image,label --step-ms 20 --json`,
+		Args: exactArgs("URL"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if batch < 1 || world < 1 || rank < 0 || rank >= world || epochs < 1 || stepMS < 0 {
+				return usagef("need --batch-size >= 1, --epochs >= 1, --step-ms >= 0 and 0 <= --rank < --world-size")
+			}
+			switch shuffle {
+			case "none", "block", "full":
+			default:
+				return usagef("--shuffle %q: want none, block or full", shuffle)
+			}
+			ctx := cmd.Context()
+			d, err := openDataset(ctx, args[0], version)
+			if err != nil {
+				return err
+			}
+			defer d.Close()
+			var cols []string
+			if columns != "" {
+				for _, c := range strings.Split(columns, ",") {
+					cols = append(cols, strings.TrimSpace(c))
+				}
+			} else {
+				s := d.Schema()
+				cols = s.Names()
+			}
+			res := benchResult{URL: d.URL(), Version: d.Version(), Columns: cols, Shuffle: shuffle, BatchSize: batch,
+				WorldSize: world, Rank: rank, Epochs: epochs, StepMS: stepMS}
+			view := d.View()
+			if !skipRaw {
+				if err := rawBaseline(ctx, view, cols, &res); err != nil {
+					return err
+				}
+			}
+			step := time.Duration(stepMS * float64(time.Millisecond))
+			start := time.Now()
+			var wait time.Duration
+			var decoded int64
+			first := time.Duration(-1)
+			for e := 0; e < epochs; e++ {
+				l, err := loader.New(ctx, view, loader.Config{Columns: cols, BatchSize: batch, Shuffle: shuffle, Seed: seed,
+					Epoch: e, WorldSize: world, Rank: rank, PrefetchBatches: prefetch})
+				if err != nil {
+					return err
+				}
+				for {
+					t0 := time.Now()
+					b, err := l.Next(ctx)
+					if errors.Is(err, io.EOF) {
+						break
+					}
+					if err != nil {
+						l.Close()
+						return err
+					}
+					wait += time.Since(t0)
+					if first < 0 {
+						first = time.Since(start)
+					}
+					res.Batches++
+					res.Samples += int64(b.Len())
+					decoded += batchPayload(b)
+					if step > 0 {
+						time.Sleep(step)
+					}
+					l.Release(b)
+				}
+				st := l.Stats()
+				res.Retries += st.Retries
+				res.Skipped += st.Skipped
+				l.Close()
+			}
+			el := time.Since(start)
+			res.Seconds = el.Seconds()
+			res.SamplesPerS = float64(res.Samples) / res.Seconds
+			res.MBPerS = float64(decoded) / 1e6 / res.Seconds
+			res.FirstBatchMS = float64(first) / float64(time.Millisecond)
+			res.WaitShare = float64(wait) / float64(el)
+			res.PeakRSSMB = peakRSSMB()
+			if res.RawMBPerS > 0 {
+				res.Ratio = res.MBPerS / res.RawMBPerS
+			}
+			w := cmd.OutOrStdout()
+			if asJSON {
+				enc := json.NewEncoder(w)
+				enc.SetIndent("", "  ")
+				return enc.Encode(res)
+			}
+			fmt.Fprintf(w, "loader:   %d samples in %d batches, %.2fs: %.0f samples/s, %.1f MB/s\n", res.Samples, res.Batches, res.Seconds, res.SamplesPerS, res.MBPerS)
+			fmt.Fprintf(w, "          first batch %.1f ms, wait share %.1f%%, peak RSS %.0f MB, retries %d, skipped %d\n", res.FirstBatchMS, 100*res.WaitShare, res.PeakRSSMB, res.Retries, res.Skipped)
+			if !skipRaw {
+				fmt.Fprintf(w, "raw:      %.1f MB of chunk objects read and decoded in %.2fs: %.1f MB/s of the same %.1f MB decoded bytes\n", res.RawObjectMB, res.RawSeconds, res.RawMBPerS, res.DecodedMB)
+				fmt.Fprintf(w, "ratio:    loader / raw = %.2f\n", res.Ratio)
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&columns, "columns", "", "comma-separated columns (default all)")
+	f.IntVar(&batch, "batch-size", 32, "rows per batch")
+	f.StringVar(&shuffle, "shuffle", "block", "none, block or full")
+	f.Uint64Var(&seed, "seed", 0, "shuffle seed")
+	f.IntVar(&world, "world-size", 1, "number of ranks")
+	f.IntVar(&rank, "rank", 0, "this rank")
+	f.IntVar(&epochs, "epochs", 1, "epochs to run")
+	f.Float64Var(&stepMS, "step-ms", 0, "milliseconds the consumer spends on each batch, like a training step")
+	f.IntVar(&prefetch, "prefetch", 0, "batches to prepare ahead (default 4)")
+	f.BoolVar(&asJSON, "json", false, "print one JSON object")
+	f.BoolVar(&skipRaw, "no-raw", false, "skip the raw baseline")
+	f.StringVar(&version, "version", "", "bench this version (snapshot id) instead of the newest")
+	return cmd
+}
+
+// batchPayload counts the decoded sample bytes a batch delivers (not its
+// padding).
+func batchPayload(b *loader.Batch) int64 {
+	var n int64
+	for _, t := range b.Columns {
+		if t.Items != nil {
+			for _, it := range t.Items {
+				n += int64(len(it))
+			}
+			continue
+		}
+		if t.Shapes == nil {
+			n += int64(len(t.Data))
+			for _, isNull := range t.Null {
+				if isNull && b.Len() > 0 {
+					n -= int64(len(t.Data) / b.Len())
+				}
+			}
+			continue
+		}
+		for _, s := range t.Shapes {
+			k := int64(t.DType.Size())
+			for _, d := range s {
+				k *= int64(d)
+			}
+			n += k
+		}
+	}
+	return n
+}
+
+// rawBaseline reads every chunk of the columns from the store with the same
+// concurrency and decodes (decompresses) it on all cores, without
+// extracting or collating samples.
+func rawBaseline(ctx context.Context, view *loch.View, cols []string, res *benchResult) error {
+	if err := view.Load(ctx, 16); err != nil {
+		return err
+	}
+	sch := view.Schema()
+	var refs []chunkRef
+	for _, name := range cols {
+		c, ok := sch.Column(name)
+		if !ok {
+			return fmt.Errorf("bench: no column %q: %w", name, loch.ErrNotFound)
+		}
+		for k := 0; k < view.Fragments(); k++ {
+			for _, r := range view.Chunks(k, c.UID) {
+				refs = append(refs, chunkRef{r.Key, r.Raw, c.SampleCompression != "none"})
+			}
+		}
+	}
+	start := time.Now()
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(16)
+	sizes := make([]int64, len(refs))
+	decoded := make([]int64, len(refs))
+	cpu := make(chan struct{}, runtime.GOMAXPROCS(0))
+	for i, r := range refs {
+		g.Go(func() error {
+			obj, err := view.Store().Get(gctx, r.key)
+			if err != nil {
+				return err
+			}
+			sizes[i] = int64(len(obj))
+			cpu <- struct{}{}
+			defer func() { <-cpu }()
+			ch, err := chunk.Decode(obj, nil)
+			if err != nil {
+				return fmt.Errorf("chunk %s: %w", r.key, err)
+			}
+			for s := 0; s < ch.N && r.images; s++ {
+				if ch.Null(s) {
+					continue
+				}
+				// png/jpeg: the codec is the image format; the decoded
+				// bytes are the pixels.
+				pix, _, err := imaging.Decode(ch.Sample(s))
+				if err != nil {
+					return fmt.Errorf("chunk %s sample %d: %w", r.key, s, err)
+				}
+				decoded[i] += int64(len(pix))
+			}
+			if !r.images {
+				decoded[i] = int64(len(ch.Raw))
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	el := time.Since(start)
+	var obj, dec int64
+	for i := range refs {
+		obj += sizes[i]
+		dec += decoded[i]
+	}
+	res.RawSeconds = el.Seconds()
+	res.RawObjectMB = float64(obj) / 1e6
+	res.DecodedMB = float64(dec) / 1e6
+	res.RawMBPerS = float64(dec) / 1e6 / el.Seconds()
+	return nil
+}
+
+type chunkRef struct {
+	key    string
+	raw    int64
+	images bool
+}
+
+// peakRSSMB reads the process's peak resident set size (Linux VmHWM).
+func peakRSSMB() float64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "VmHWM:") {
+			f := strings.Fields(line)
+			if len(f) >= 2 {
+				kb, _ := strconv.ParseFloat(f[1], 64)
+				return kb / 1024
+			}
+		}
+	}
+	return 0
+}
