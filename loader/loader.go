@@ -134,7 +134,8 @@ type Loader struct {
 	mu       sync.Mutex
 	cond     *sync.Cond
 	ready    map[int]*Batch // collated batches by index
-	err      error
+	failed   map[int]error  // batches that failed, by index: reported in order
+	err      error          // a failure that stops everything after the next batch
 	next     int // index of the next batch Next returns
 	inflight int64
 	peak     int64
@@ -175,6 +176,7 @@ type chunkEntry struct {
 // view's snapshot only: it never mixes snapshots.
 func New(ctx context.Context, view *loch.View, cfg Config) (*Loader, error) {
 	cfg.defaults()
+	retries0 := storage.Retries(view.Store())
 	if err := view.Load(ctx, cfg.FetchConcurrency); err != nil {
 		return nil, err
 	}
@@ -183,7 +185,7 @@ func New(ctx context.Context, view *loch.View, cfg Config) (*Loader, error) {
 	if len(names) == 0 {
 		names = sch.Names()
 	}
-	l := &Loader{view: view, store: view.Store(), cfg: cfg, ready: map[int]*Batch{}, chunks: map[string]*chunkEntry{}}
+	l := &Loader{view: view, store: view.Store(), cfg: cfg, ready: map[int]*Batch{}, failed: map[int]error{}, chunks: map[string]*chunkEntry{}}
 	for _, n := range names {
 		c, ok := sch.Column(n)
 		if !ok {
@@ -204,7 +206,7 @@ func New(ctx context.Context, view *loch.View, cfg Config) (*Loader, error) {
 	l.next = plan.firstBatch
 	l.cond = sync.NewCond(&l.mu)
 	l.ctx, l.cancel = context.WithCancel(context.Background())
-	l.retries0 = storage.Retries(l.store)
+	l.retries0 = retries0
 	l.started = time.Now()
 	l.start()
 	return l, nil
@@ -257,6 +259,9 @@ func (l *Loader) Next(ctx context.Context) (*Batch, error) {
 				l.firstBatch = time.Since(l.started)
 			}
 			return b, nil
+		}
+		if err, ok := l.failed[l.next]; ok {
+			return nil, err
 		}
 		if l.err != nil {
 			return nil, l.err

@@ -185,6 +185,15 @@ func (l *Loader) fetch(e *chunkEntry) {
 	t1 := time.Now()
 	e.ch, e.err = loch.DecodeChunk(obj, e.ref)
 	l.decodeNs.Add(int64(time.Since(t1)))
+	if e.err == nil && e.ch.Codec == chunk.CodecNone {
+		// The decoded data aliases the object: correct the estimate made
+		// at admission, which counted both.
+		l.mu.Lock()
+		l.inflight -= e.ref.Raw
+		e.size -= e.ref.Raw
+		l.cond.Broadcast()
+		l.mu.Unlock()
+	}
 }
 
 // collate waits for a batch's chunks, builds its tensors and publishes it.
@@ -211,9 +220,7 @@ func (l *Loader) collate(job *batchJob) {
 		}
 	}
 	if err != nil {
-		if l.err == nil {
-			l.err = err
-		}
+		l.failed[job.index] = err
 		l.cond.Broadcast()
 		return
 	}

@@ -1,0 +1,89 @@
+package loader
+
+import (
+	"os"
+	"path/filepath"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/lochdata/loch"
+	"github.com/lochdata/loch/storage"
+)
+
+// TestFlakyBackend fails 10% of reads and adds latency: with retries every
+// row still arrives exactly once, and the retries are counted.
+func TestFlakyBackend(t *testing.T) {
+	d := testDataset(t, 120)
+	faulty := storage.NewFaulty(d.Store(), storage.FaultConfig{ReadErrorRate: 0.1, Latency: time.Millisecond, Seed: 42})
+	flaky := storage.NewRetryStore(faulty, storage.RetryPolicy{MaxAttempts: 10, BaseDelay: time.Millisecond, MaxDelay: 5 * time.Millisecond})
+	fd, err := loch.Open(ctx, d.URL(), loch.WithStore(flaky))
+	require.NoError(t, err)
+	defer fd.Close()
+	injected0 := faulty.Injected()
+	l, err := New(ctx, fd.View(), Config{BatchSize: 7, Shuffle: "none", FetchConcurrency: 4})
+	require.NoError(t, err)
+	defer l.Close()
+	var ids []uint64
+	for _, b := range drain(t, l) {
+		ids = append(ids, b.RowIDs...)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	require.Len(t, ids, 120)
+	for i, id := range ids {
+		require.EqualValues(t, i, id)
+	}
+	require.Greater(t, faulty.Injected()-injected0, int64(0), "the loader met faults")
+	require.Equal(t, faulty.Injected()-injected0, l.Stats().Retries, "every fault was retried and counted")
+	t.Logf("%d faults injected, %d retries", faulty.Injected(), l.Stats().Retries)
+}
+
+// corruptChunkOf flips a data byte in the chunk holding row 0 of column.
+func corruptChunkOf(t *testing.T, d *loch.Dataset, dir, column string) string {
+	v := d.View()
+	require.NoError(t, v.Load(ctx, 1))
+	sch := v.Schema()
+	c, _ := sch.Column(column)
+	key := v.Chunks(0, c.UID)[0].Key
+	p := filepath.Join(dir, filepath.FromSlash(key))
+	b, err := os.ReadFile(p)
+	require.NoError(t, err)
+	b[len(b)-10] ^= 0xff
+	require.NoError(t, os.WriteFile(p, b, 0o644))
+	return key
+}
+
+func TestBadChunkStopsOrIsSkipped(t *testing.T) {
+	d := testDataset(t, 60)
+	dir := filepath.Join(filepath.Dir(d.URL()), "ds")
+	if u := d.URL(); len(u) > 7 && u[:7] == "file://" {
+		dir = u[7:]
+	}
+	key := corruptChunkOf(t, d, dir, "x")
+	fresh, err := loch.Open(ctx, d.URL())
+	require.NoError(t, err)
+	defer fresh.Close()
+
+	l, err := New(ctx, fresh.View(), Config{BatchSize: 8, Shuffle: "none"})
+	require.NoError(t, err)
+	_, err = l.Next(ctx)
+	require.ErrorIs(t, err, loch.ErrCorrupt)
+	require.Contains(t, err.Error(), "row id 0")
+	require.Contains(t, err.Error(), `column "x"`)
+	require.Contains(t, err.Error(), key)
+	l.Close()
+
+	l, err = New(ctx, fresh.View(), Config{BatchSize: 8, Shuffle: "none", SkipBadSamples: true})
+	require.NoError(t, err)
+	defer l.Close()
+	n := 0
+	for _, b := range drain(t, l) {
+		n += b.Len()
+	}
+	st := l.Stats()
+	require.Greater(t, st.Skipped, int64(0))
+	require.EqualValues(t, 60, int64(n)+st.Skipped, "every row is delivered or reported skipped")
+	require.Contains(t, st.SkippedRows, uint64(0))
+}
