@@ -63,9 +63,31 @@ $(AZURITE):
 	mv $(TOOLS)/azurite-$(AZURITE_VERSION).tmp $(TOOLS)/azurite-$(AZURITE_VERSION)
 	@touch $@
 
+# sysdeps installs the system libraries that cgo code links against:
+# libjpeg-turbo's TurboJPEG API (Debian: libturbojpeg0-dev) for transform's
+# fast JPEG decoder. With the header present it does nothing. Where it cannot
+# be installed, build and test with GOFLAGS=-tags=noturbojpeg instead (the
+# pure-Go decoder, about half as fast).
+.PHONY: sysdeps
+sysdeps:
+	@if [ -f /usr/include/turbojpeg.h ] || pkg-config --exists libturbojpeg 2>/dev/null; then exit 0; fi; \
+	fail() { echo "sysdeps: $$1; install libturbojpeg0-dev by hand or build with GOFLAGS=-tags=noturbojpeg" >&2; exit 1; }; \
+	command -v apt-get >/dev/null || fail "libturbojpeg0-dev is missing and there is no apt-get"; \
+	if [ "$$(id -u)" = 0 ]; then SUDO=; \
+	elif command -v sudo >/dev/null; then SUDO=sudo; \
+	else fail "libturbojpeg0-dev is missing and installing it needs root or sudo"; fi; \
+	echo "$$SUDO apt-get update && $$SUDO apt-get install -y --no-install-recommends libturbojpeg0-dev"; \
+	$$SUDO apt-get update -q && \
+	$$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends libturbojpeg0-dev || \
+		fail "apt-get install libturbojpeg0-dev failed"; \
+	[ -f /usr/include/turbojpeg.h ] || pkg-config --exists libturbojpeg || fail "libturbojpeg0-dev installed but turbojpeg.h not found"
+build: sysdeps
+test: sysdeps
+
 test: tools
 	$(GO) vet ./...
 	$(GO) test -race -timeout 20m ./...
+	$(GO) test -count=1 -run TestBoundedMemory ./loader # RSS bounds, without the race detector's overhead
 
 # demo makes a small image dataset, ingests it into a local loch dataset,
 # inspects it, verifies it and streams it.

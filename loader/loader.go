@@ -99,22 +99,22 @@ type State struct {
 
 // Stats are the loader's counters, readable while it runs.
 type Stats struct {
-	Batches        int64         `json:"batches"`
-	Samples        int64         `json:"samples"`
-	BytesFetched   int64         `json:"bytes_fetched"`
-	ChunksFetched  int64         `json:"chunks_fetched"`
-	CacheHits      int64         `json:"cache_hits"`
-	Retries        int64         `json:"retries"`
-	Skipped        int64         `json:"skipped"`
-	SkippedRows    []uint64      `json:"skipped_rows,omitempty"`
-	FetchTime      time.Duration `json:"fetch_ns"`
-	DecodeTime     time.Duration `json:"decode_ns"`
-	WaitTime       time.Duration `json:"wait_ns"`
-	Elapsed        time.Duration `json:"elapsed_ns"`
-	FirstBatch     time.Duration `json:"first_batch_ns"`
-	WaitShare      float64       `json:"wait_share"`
-	DecodedBytes   int64         `json:"decoded_bytes"`
-	PeakInFlight   int64         `json:"peak_inflight_bytes"`
+	Batches       int64         `json:"batches"`
+	Samples       int64         `json:"samples"`
+	BytesFetched  int64         `json:"bytes_fetched"`
+	ChunksFetched int64         `json:"chunks_fetched"`
+	CacheHits     int64         `json:"cache_hits"`
+	Retries       int64         `json:"retries"`
+	Skipped       int64         `json:"skipped"`
+	SkippedRows   []uint64      `json:"skipped_rows,omitempty"`
+	FetchTime     time.Duration `json:"fetch_ns"`
+	DecodeTime    time.Duration `json:"decode_ns"`
+	WaitTime      time.Duration `json:"wait_ns"`
+	Elapsed       time.Duration `json:"elapsed_ns"`
+	FirstBatch    time.Duration `json:"first_batch_ns"`
+	WaitShare     float64       `json:"wait_share"`
+	DecodedBytes  int64         `json:"decoded_bytes"`
+	PeakInFlight  int64         `json:"peak_inflight_bytes"`
 }
 
 // Loader streams the batches of one epoch on one rank. Next is meant for
@@ -136,7 +136,7 @@ type Loader struct {
 	ready    map[int]*Batch // collated batches by index
 	failed   map[int]error  // batches that failed, by index: reported in order
 	err      error          // a failure that stops everything after the next batch
-	next     int // index of the next batch Next returns
+	next     int            // index of the next batch Next returns
 	inflight int64
 	peak     int64
 	chunks   map[string]*chunkEntry

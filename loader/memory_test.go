@@ -117,7 +117,9 @@ func TestBoundedMemory(t *testing.T) {
 	const margin = 64 << 20
 	t.Logf("dataset %d MiB, budget %d MiB: RSS %d MiB before, %d MiB at peak; loader in-flight peak %d MiB",
 		rows*256*256*4>>20, memBudget>>20, base>>20, peak>>20, inflight>>20)
-	require.Less(t, peak, base+2*memBudget+margin)
+	if !raceEnabled {
+		require.Less(t, peak, base+2*memBudget+margin)
+	}
 	// A batch is admitted while the in-flight bytes are under the budget,
 	// so the budget can be exceeded by one batch's chunks and buffer: here
 	// at most 2 chunks of 8 MiB and 16 x 256 KiB.
