@@ -60,6 +60,33 @@ type Config struct {
 	SkipBadSamples bool
 	// Resume restarts from a saved state (see State).
 	Resume *State
+	// Allocator supplies the batch buffers (Tensor.Data). The default
+	// allocates Go memory and reuses what Release returns; the Python SDK
+	// passes one that allocates memory numpy then owns.
+	Allocator Allocator
+}
+
+// Allocator allocates batch buffers. Alloc returns a slice of length n
+// (its contents need not be zeroed); Free takes back a slice Alloc returned
+// whose batch was released. Both are called from several goroutines.
+type Allocator interface {
+	Alloc(n int) []byte
+	Free(b []byte)
+}
+
+// goAllocator recycles Go memory through a sync.Pool.
+type goAllocator struct{ free sync.Pool }
+
+func (a *goAllocator) Alloc(n int) []byte {
+	if p, ok := a.free.Get().(*[]byte); ok && cap(*p) >= n {
+		return (*p)[:n]
+	}
+	return make([]byte, n)
+}
+
+func (a *goAllocator) Free(b []byte) {
+	b = b[:0]
+	a.free.Put(&b)
 }
 
 func (c *Config) defaults() {
@@ -83,6 +110,9 @@ func (c *Config) defaults() {
 	}
 	if c.Workers <= 0 {
 		c.Workers = runtime.GOMAXPROCS(0)
+	}
+	if c.Allocator == nil {
+		c.Allocator = &goAllocator{}
 	}
 }
 
@@ -140,8 +170,6 @@ type Loader struct {
 	inflight int64
 	peak     int64
 	chunks   map[string]*chunkEntry
-
-	free sync.Pool // of *[]byte batch buffers
 
 	started    time.Time
 	firstBatch time.Duration
@@ -292,9 +320,8 @@ func waitCond(ctx context.Context, c *sync.Cond) {
 // collected.
 func (l *Loader) Release(b *Batch) {
 	for _, t := range b.Columns {
-		if cap(t.Data) > 0 {
-			buf := t.Data[:0]
-			l.free.Put(&buf)
+		if t.Data != nil {
+			l.cfg.Allocator.Free(t.Data)
 		}
 		t.Data = nil
 	}

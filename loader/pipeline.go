@@ -361,7 +361,7 @@ func (l *Loader) build(job *batchJob) (*Batch, error) {
 		size := cp.col.DType.Size()
 		per := schema.NumElements(maxShape) * size
 		t.Shape = append([]int{n}, maxShape...)
-		t.Data = l.buffer(n * per)
+		t.Data = l.cfg.Allocator.Alloc(n * per)
 		if ragged || anyNull {
 			clear(t.Data)
 		}
@@ -425,14 +425,6 @@ func padCopy(dst, data []byte, src, dstShape []int, size int) {
 			padCopy(out, part, src[1:], dstShape[1:], size)
 		}
 	}
-}
-
-// buffer returns a recycled or new byte slice of length n.
-func (l *Loader) buffer(n int) []byte {
-	if p, ok := l.free.Get().(*[]byte); ok && cap(*p) >= n {
-		return (*p)[:n]
-	}
-	return make([]byte, n)
 }
 
 // decodeImage decodes a png/jpeg sample to the channels its shape records.

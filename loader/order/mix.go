@@ -1,0 +1,472 @@
+package order
+
+import (
+	"fmt"
+	"iter"
+	"math"
+	"math/bits"
+	"slices"
+)
+
+// MixSpec is everything the order of a weighted mixture of datasets
+// depends on. The zero value of WorldSize and EpochRows means their
+// default; BatchSize must be set.
+type MixSpec struct {
+	// Parts are the datasets. Of each, Blocks, Subset, Mode, WindowRows
+	// and DropLast are used; the mixture sets the other fields.
+	Parts []Spec
+	// Weights are the datasets' sampling proportions: finite, not
+	// negative, at least one positive; they need not sum to 1. A weight
+	// below 2^-40 of the largest is too small.
+	Weights []float64
+	// EpochRows is the number of rows of an epoch over all ranks (default:
+	// enough for the dataset with the largest size over weight to deliver
+	// all its rows once, see the package documentation).
+	EpochRows int64
+	// Version identifies the snapshots (opaque here), as Spec.Version.
+	Version string
+	Seed    uint64
+	Epoch   int
+	// WorldSize, Rank, BatchSize and DropLast are those of the mixture's
+	// batches, as in Spec.
+	WorldSize int
+	Rank      int
+	BatchSize int
+	DropLast  bool
+}
+
+// maxDraws bounds the rows per rank of one mixture epoch (2 bytes each).
+const maxDraws = 1 << 32
+
+// Validate reports the first field of s that is out of range, wrapping
+// ErrInvalid.
+func (s MixSpec) Validate() error {
+	_, err := weightUnits(s.Weights, len(s.Parts))
+	if err != nil {
+		return err
+	}
+	for d, p := range s.Parts {
+		if err := p.validateOrder(); err != nil {
+			return fmt.Errorf("dataset %d: %w", d, err)
+		}
+	}
+	if s.EpochRows < 0 {
+		return fmt.Errorf("%w: epoch of %d rows, want at least 0", ErrInvalid, s.EpochRows)
+	}
+	if s.Epoch < 0 {
+		return fmt.Errorf("%w: epoch %d, want at least 0", ErrInvalid, s.Epoch)
+	}
+	if s.BatchSize < 1 {
+		return fmt.Errorf("%w: batch size %d, want at least 1", ErrInvalid, s.BatchSize)
+	}
+	return validateRank(s.WorldSize, s.Rank)
+}
+
+// weightUnits converts weights to integers: round(w / max(weights) * 2^40).
+func weightUnits(weights []float64, parts int) ([]uint64, error) {
+	if parts == 0 || len(weights) != parts || parts > math.MaxUint16+1 {
+		return nil, fmt.Errorf("%w: %d datasets with %d weights, want 1 to 65536 of each", ErrInvalid, parts, len(weights))
+	}
+	var top float64
+	for d, w := range weights {
+		if math.IsNaN(w) || math.IsInf(w, 0) || w < 0 {
+			return nil, fmt.Errorf("%w: weight %d is %v, want a finite number >= 0", ErrInvalid, d, w)
+		}
+		top = max(top, w)
+	}
+	if top == 0 {
+		return nil, fmt.Errorf("%w: every weight is 0", ErrInvalid)
+	}
+	units := make([]uint64, len(weights))
+	for d, w := range weights {
+		units[d] = uint64(math.Round(w / top * (1 << 40)))
+		if w > 0 && units[d] == 0 {
+			return nil, fmt.Errorf("%w: weight %d is %v, below 2^-40 of the largest", ErrInvalid, d, w)
+		}
+	}
+	return units, nil
+}
+
+// Item is one row of a mixture: a position of dataset Dataset.
+type Item struct {
+	Dataset int
+	Pos     int64
+}
+
+// MixPlan is the order in which one rank receives its rows of a mixture
+// in one epoch, from the point where the plan starts to the epoch's end.
+// It is immutable and safe for concurrent use. It holds 2 bytes per row of
+// the rank's epoch, and the plan of each dataset's current cycle (see
+// EpochPlan for their memory).
+type MixPlan struct {
+	mx         *mixer
+	st         *mixStage
+	rank       int
+	from       int64 // draws of st done before the plan
+	startBatch int
+	parts      []*EpochPlan // each dataset's cycle at the plan's start
+	prev       []Stage
+}
+
+// PlanMix returns the order of rank s.Rank in epoch s.Epoch of the
+// mixture.
+func PlanMix(s MixSpec) (*MixPlan, error) {
+	return ResumeMix(s, State{Version: s.Version, Seed: s.Seed, Epoch: s.Epoch})
+}
+
+// ResumeMix returns the order of rank s.Rank of the mixture for the rest
+// of the epoch saved in st, as Resume does for one dataset: st's Seed and
+// Epoch replace s's; in the world size and batch size of st's last stage
+// the plan continues the saved run exactly; in others the rest of the
+// epoch is spread over s.WorldSize ranks.
+func ResumeMix(s MixSpec, st State) (*MixPlan, error) {
+	if st.Version != s.Version {
+		return nil, fmt.Errorf("%w: state of snapshot %q resumed on snapshot %q", ErrMismatch, st.Version, s.Version)
+	}
+	s.Seed, s.Epoch = st.Seed, st.Epoch
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	mx := newMixer(s)
+	world, batch := max(s.WorldSize, 1), s.BatchSize
+	parts := make([]State, len(s.Parts))
+	for d := range parts {
+		parts[d] = State{Seed: mx.parts[d].Seed}
+	}
+	plan := func(ms *mixStage, prev []Stage, done int) (*MixPlan, error) {
+		p := &MixPlan{mx: mx, st: ms, rank: s.Rank, from: min(int64(done)*int64(ms.batch), ms.usable),
+			startBatch: done, prev: prev, parts: make([]*EpochPlan, len(parts))}
+		for d, ps := range parts {
+			if mx.units[d] == 0 {
+				continue
+			}
+			var err error
+			if p.parts[d], err = mx.partPlan(d, world, s.Rank, ps); err != nil {
+				return nil, err
+			}
+		}
+		return p, nil
+	}
+	if len(st.Stages) == 0 {
+		ms, err := mx.firstStage(world, batch)
+		if err != nil {
+			return nil, err
+		}
+		return plan(ms, nil, 0)
+	}
+	for i, sg := range st.Stages {
+		if sg.WorldSize < 1 || sg.BatchSize < 1 || sg.BatchesDone < 0 {
+			return nil, fmt.Errorf("%w: stage %d has world size %d, batch size %d, %d batches done",
+				ErrInvalid, i, sg.WorldSize, sg.BatchSize, sg.BatchesDone)
+		}
+	}
+	last := len(st.Stages) - 1
+	ms, err := mx.firstStage(st.Stages[0].WorldSize, st.Stages[0].BatchSize)
+	if err != nil {
+		return nil, err
+	}
+	for i, sg := range st.Stages {
+		if n := batchCount(ms.usable, ms.batch); sg.BatchesDone > n {
+			return nil, fmt.Errorf("%w: stage %d records %d batches done of %d", ErrMismatch, i, sg.BatchesDone, n)
+		}
+		drawn := min(int64(sg.BatchesDone)*int64(sg.BatchSize), ms.usable)
+		counts := make([]int64, len(parts))
+		for _, d := range ms.draws[:drawn] {
+			counts[d]++
+		}
+		for d := range parts {
+			if parts[d], err = mx.advance(d, ms.world, parts[d], counts[d]); err != nil {
+				return nil, err
+			}
+		}
+		if i == last && sg.WorldSize == world && sg.BatchSize == batch {
+			return plan(ms, st.Stages[:last], sg.BatchesDone)
+		}
+		nw, nb := world, batch
+		if i < last {
+			nw, nb = st.Stages[i+1].WorldSize, st.Stages[i+1].BatchSize
+		}
+		if ms, err = mx.restStage(ms, drawn, nw, nb, i+1); err != nil {
+			return nil, err
+		}
+	}
+	return plan(ms, st.Stages, 0)
+}
+
+// Rows returns the number of rows the plan delivers.
+func (p *MixPlan) Rows() int64 { return p.st.usable - p.from }
+
+// Batches returns the number of batches the plan delivers: the same on
+// every rank.
+func (p *MixPlan) Batches() int { return batchCount(p.Rows(), p.st.batch) }
+
+// BatchLen returns the number of rows in batch i, as EpochPlan.BatchLen.
+func (p *MixPlan) BatchLen(i int) int {
+	return int(min(int64(p.st.batch), p.Rows()-int64(i)*int64(p.st.batch)))
+}
+
+// All iterates over the plan's batches in order: the batch's index and its
+// items. The slice is reused: it is valid until the next iteration.
+func (p *MixPlan) All() iter.Seq2[int, []Item] {
+	return func(yield func(int, []Item) bool) {
+		cur := make([]partCursor, len(p.parts))
+		for d, pp := range p.parts {
+			if pp != nil {
+				cur[d] = partCursor{plan: pp, rd: pp.reader(), left: pp.Rows()}
+			}
+		}
+		batch := make([]Item, 0, p.st.batch)
+		var one []int64
+		t := p.from
+		for i := range p.Batches() {
+			batch = batch[:0]
+			for range p.BatchLen(i) {
+				d := int(p.st.draws[t])
+				t++
+				c := &cur[d]
+				for c.left == 0 {
+					c.plan = p.mx.freshPlan(d, p.st.world, p.rank, c.plan.epoch+1)
+					c.rd, c.left = c.plan.reader(), c.plan.Rows()
+				}
+				one = c.rd.read(one[:0], 1)
+				c.left--
+				batch = append(batch, Item{d, one[0]})
+			}
+			if !yield(i, batch) {
+				return
+			}
+		}
+	}
+}
+
+// State returns the state after the plan's first done batches, as
+// EpochPlan.State.
+func (p *MixPlan) State(done int) State {
+	if done < 0 || done > p.Batches() {
+		panic(fmt.Sprintf("order: state after %d batches of a plan with %d", done, p.Batches()))
+	}
+	mx := p.mx
+	if done == p.Batches() {
+		return State{Version: mx.version, Seed: mx.seed, Epoch: mx.epoch + 1}
+	}
+	stages := append(slices.Clip(p.prev), Stage{p.st.world, p.st.batch, p.startBatch + done})
+	return State{Version: mx.version, Seed: mx.seed, Epoch: mx.epoch, Stages: stages}
+}
+
+type partCursor struct {
+	plan *EpochPlan
+	rd   *reader
+	left int64
+}
+
+// mixer is a validated MixSpec.
+type mixer struct {
+	parts     []resolved // the datasets, their seeds set
+	units     []uint64   // integer weights
+	epochRows int64
+	dropLast  bool
+	version   string
+	seed      uint64
+	epoch     int
+}
+
+// mixStage is the draws of one stage of a mixture epoch: the dataset of
+// each row a rank delivers, the same on every rank.
+type mixStage struct {
+	world, batch int
+	draws        []uint16
+	usable       int64 // draws delivered: all, or whole batches with DropLast
+}
+
+func newMixer(s MixSpec) *mixer {
+	units, _ := weightUnits(s.Weights, len(s.Parts))
+	mx := &mixer{units: units, epochRows: s.EpochRows, dropLast: s.DropLast, version: s.Version, seed: s.Seed, epoch: s.Epoch}
+	for d, p := range s.Parts {
+		r := resolve(Spec{Blocks: p.Blocks, Subset: p.Subset, Mode: p.Mode, WindowRows: p.WindowRows, DropLast: p.DropLast})
+		r.Seed = key(s.Seed, uint64(s.Epoch), streamPart, uint64(d))
+		r.BatchSize = 1
+		mx.parts = append(mx.parts, r)
+	}
+	return mx
+}
+
+// perRank is the rows of one cycle of dataset d on each of world ranks.
+func (mx *mixer) perRank(d, world int) int64 {
+	return perRank(mx.parts[d].items(), world, 1, mx.parts[d].DropLast)
+}
+
+// checkWorld fails unless every dataset with a weight gives each of world
+// ranks at least one row per cycle.
+func (mx *mixer) checkWorld(world int) error {
+	for d, u := range mx.units {
+		if u > 0 && mx.perRank(d, world) == 0 {
+			return fmt.Errorf("%w: dataset %d (%d rows) gives each of %d ranks no rows", ErrInvalid, d, mx.parts[d].items(), world)
+		}
+	}
+	return nil
+}
+
+// firstStage draws the first stage of the epoch.
+func (mx *mixer) firstStage(world, batch int) (*mixStage, error) {
+	if err := mx.checkWorld(world); err != nil {
+		return nil, err
+	}
+	var t uint64
+	if mx.epochRows > 0 {
+		t = uint64((mx.epochRows + int64(world) - 1) / int64(world))
+	} else {
+		var total uint64
+		for _, u := range mx.units {
+			total += u
+		}
+		for d, u := range mx.units {
+			if u == 0 {
+				continue
+			}
+			// ceil(rows * total / u)
+			hi, lo := bits.Mul64(uint64(mx.perRank(d, world)), total)
+			if hi >= u {
+				return nil, mx.tooLong()
+			}
+			q, rem := bits.Div64(hi, lo, u)
+			if rem > 0 {
+				q++
+			}
+			t = max(t, q)
+		}
+	}
+	if t > maxDraws {
+		return nil, mx.tooLong()
+	}
+	return mx.draw(world, batch, apportion(t, mx.units), 0), nil
+}
+
+func (mx *mixer) tooLong() error {
+	return fmt.Errorf("%w: a mixture epoch of more than %d rows per rank: set EpochRows", ErrInvalid, maxDraws)
+}
+
+// restStage draws the stage that spreads the draws prev's ranks left
+// after done over world ranks.
+func (mx *mixer) restStage(prev *mixStage, done int64, world, batch, index int) (*mixStage, error) {
+	if err := mx.checkWorld(world); err != nil {
+		return nil, err
+	}
+	left := make([]uint64, len(mx.units))
+	for _, d := range prev.draws[done:prev.usable] {
+		left[d]++
+	}
+	n := uint64(prev.usable-done) * uint64(prev.world)
+	t := (n + uint64(world) - 1) / uint64(world)
+	if t > maxDraws {
+		return nil, mx.tooLong()
+	}
+	return mx.draw(world, batch, apportion(t, left), index), nil
+}
+
+// draw returns the stage whose draws are quota[d] times d for each d in a
+// uniform random order.
+func (mx *mixer) draw(world, batch int, quota []uint64, index int) *mixStage {
+	var t uint64
+	for _, q := range quota {
+		t += q
+	}
+	ms := &mixStage{world: world, batch: batch, draws: make([]uint16, 0, t), usable: int64(t)}
+	for d, q := range quota {
+		for range q {
+			ms.draws = append(ms.draws, uint16(d))
+		}
+	}
+	g := newRNG(mx.seed, uint64(mx.epoch), streamDraws, uint64(index))
+	shuffle(&g, ms.draws)
+	if mx.dropLast {
+		ms.usable = ms.usable / int64(batch) * int64(batch)
+	}
+	return ms
+}
+
+// apportion splits t in proportion to weights (not all zero): floor(t *
+// w / sum) each, plus one for the t - sum(floors) weights with the largest
+// remainders (t * w mod sum), the lower index first among equals.
+func apportion(t uint64, weights []uint64) []uint64 {
+	var sum uint64
+	for _, w := range weights {
+		sum += w
+	}
+	quota := make([]uint64, len(weights))
+	if sum == 0 {
+		return quota
+	}
+	rems := make([]uint64, len(weights))
+	left := t
+	for d, w := range weights {
+		hi, lo := bits.Mul64(t, w)
+		quota[d], rems[d] = bits.Div64(hi, lo, sum)
+		left -= quota[d]
+	}
+	idx := make([]int, len(weights))
+	for d := range idx {
+		idx[d] = d
+	}
+	slices.SortStableFunc(idx, func(a, b int) int {
+		switch {
+		case rems[a] > rems[b]:
+			return -1
+		case rems[a] < rems[b]:
+			return 1
+		}
+		return 0
+	})
+	for _, d := range idx[:left] {
+		quota[d]++
+	}
+	return quota
+}
+
+// part returns dataset d's cycle as a Spec for rank of world.
+func (mx *mixer) part(d, world, rank, cycle int) resolved {
+	r := mx.parts[d]
+	r.WorldSize, r.Rank, r.Epoch = world, rank, cycle
+	return r
+}
+
+// partPlan returns dataset d's plan for rank of world from st, a state
+// of one of its cycles.
+func (mx *mixer) partPlan(d, world, rank int, st State) (*EpochPlan, error) {
+	r := mx.part(d, world, rank, st.Epoch)
+	stg, prev, done, err := replay(&r, st.Stages, rank)
+	if err != nil {
+		return nil, fmt.Errorf("dataset %d: %w", d, err)
+	}
+	return newPlan(&r, stg, prev, done), nil
+}
+
+// freshPlan returns the plan of dataset d's cycle from its start.
+func (mx *mixer) freshPlan(d, world, rank, cycle int) *EpochPlan {
+	r := mx.part(d, world, rank, cycle)
+	return newPlan(&r, firstStage(&r, world, 1, rank), nil, 0)
+}
+
+// advance returns the state of dataset d's stream after n more rows on
+// each of world ranks from st.
+func (mx *mixer) advance(d, world int, st State, n int64) (State, error) {
+	for n > 0 {
+		if len(st.Stages) == 0 {
+			per := mx.perRank(d, world)
+			st.Epoch += int(n / per)
+			if n %= per; n > 0 {
+				st.Stages = []Stage{{WorldSize: world, BatchSize: 1, BatchesDone: int(n)}}
+			}
+			return st, nil
+		}
+		p, err := mx.partPlan(d, world, 0, st)
+		if err != nil {
+			return st, err
+		}
+		if n < p.Rows() {
+			return p.State(int(n)), nil
+		}
+		n -= p.Rows()
+		st = p.State(p.Batches())
+	}
+	return st, nil
+}

@@ -1,0 +1,272 @@
+package order
+
+import (
+	"fmt"
+	"iter"
+	"slices"
+	"sort"
+)
+
+// State is what a training run saves to resume the order: where it is in
+// which epoch. It is the same on every rank of a synchronous run. The zero
+// Stages means the epoch has not started.
+type State struct {
+	// Version is the snapshot's Spec.Version.
+	Version string `json:"version"`
+	Seed    uint64 `json:"seed"`
+	Epoch   int    `json:"epoch"`
+	// Stages are the parts of the epoch run so far, oldest first: a new
+	// stage begins when a run resumes with another world size or batch
+	// size. Each but the last must have been resumed from at the count it
+	// records.
+	Stages []Stage `json:"stages,omitempty"`
+}
+
+// Stage is a part of an epoch run under one world size and batch size.
+type Stage struct {
+	WorldSize int `json:"world_size"`
+	BatchSize int `json:"batch_size"`
+	// BatchesDone is the number of batches each rank delivered in the
+	// stage.
+	BatchesDone int `json:"batches_done"`
+}
+
+// Span is a range [Start, End) of a plan's delivery indices.
+type Span struct{ Start, End int64 }
+
+// EpochPlan is the order in which one rank receives its rows in one epoch,
+// from the point where the plan starts (the epoch's start, or a resumed
+// State) to the epoch's end. It is immutable and safe for concurrent use.
+//
+// A plan holds O(blocks) memory in none and block modes (plus the subset,
+// which it shares with the Spec: the caller must not modify it while the
+// plan is in use), 4 bytes per row (8 when the dataset has more than 2^32
+// rows) in full mode, and after a change of world size or batch size
+// within the epoch, 12 to 16 bytes per row of the epoch.
+type EpochPlan struct {
+	st         *stage
+	rank       int
+	lo         int64   // padded position of the rank's first row
+	from       int64   // rank delivery index of the plan's first row
+	startBatch int     // batches the rank delivered in this stage before the plan
+	wins       []span  // the rank's windows, in its delivery indices
+	prev       []Stage // the epoch's earlier stages
+	version    string
+	seed       uint64
+	epoch      int
+}
+
+// Plan returns the order of rank s.Rank in epoch s.Epoch.
+func Plan(s Spec) (*EpochPlan, error) {
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	r := resolve(s)
+	return newPlan(&r, firstStage(&r, r.WorldSize, r.BatchSize, r.Rank), nil, 0), nil
+}
+
+// Resume returns the order of rank s.Rank for the rest of the epoch saved
+// in st: st's Seed and Epoch replace s's. If s has the world size and batch
+// size of st's last stage, the plan's batches are exactly the batches that
+// follow the saved ones in the run that saved st; otherwise the rows that
+// no rank delivered are spread over s.WorldSize ranks (see the package
+// documentation). Everything else in s (blocks, subset, mode, window,
+// DropLast) must be what the saved run used.
+//
+// Resuming in another world size or batch size than the last stage's, or
+// from a state with more than one stage, costs O(rows) time and memory.
+func Resume(s Spec, st State) (*EpochPlan, error) {
+	if st.Version != s.Version {
+		return nil, fmt.Errorf("%w: state of snapshot %q resumed on snapshot %q", ErrMismatch, st.Version, s.Version)
+	}
+	s.Seed, s.Epoch = st.Seed, st.Epoch
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	r := resolve(s)
+	stg, prev, done, err := replay(&r, st.Stages, r.Rank)
+	if err != nil {
+		return nil, err
+	}
+	return newPlan(&r, stg, prev, done), nil
+}
+
+// replay rebuilds the stage that follows stages under r's world size and
+// batch size. It returns the stage, the stages before it and the batches
+// each rank delivered in it: when r continues the last stage, that stage
+// itself with its count, else a new stage with none. With rank >= 0 only
+// that rank's rows need to be kept.
+func replay(r *resolved, stages []Stage, rank int) (*stage, []Stage, int, error) {
+	if len(stages) == 0 {
+		return firstStage(r, r.WorldSize, r.BatchSize, rank), nil, 0, nil
+	}
+	for i, sg := range stages {
+		if sg.WorldSize < 1 || sg.BatchSize < 1 || sg.BatchesDone < 0 {
+			return nil, nil, 0, fmt.Errorf("%w: stage %d has world size %d, batch size %d, %d batches done",
+				ErrInvalid, i, sg.WorldSize, sg.BatchSize, sg.BatchesDone)
+		}
+	}
+	last := len(stages) - 1
+	cont := stages[last].WorldSize == r.WorldSize && stages[last].BatchSize == r.BatchSize
+	keep := -1
+	if last == 0 && cont {
+		keep = rank
+	}
+	stg := firstStage(r, stages[0].WorldSize, stages[0].BatchSize, keep)
+	for i, sg := range stages {
+		if n := batchCount(stg.per, sg.BatchSize); sg.BatchesDone > n {
+			return nil, nil, 0, fmt.Errorf("%w: stage %d records %d batches done of %d", ErrMismatch, i, sg.BatchesDone, n)
+		}
+		if i == last && cont {
+			return stg, stages[:last], sg.BatchesDone, nil
+		}
+		world, batch := r.WorldSize, r.BatchSize
+		if i < last {
+			world, batch = stages[i+1].WorldSize, stages[i+1].BatchSize
+		}
+		stg = restStage(stg, int64(sg.BatchesDone)*int64(sg.BatchSize), world, batch, r.DropLast)
+	}
+	return stg, stages, 0, nil
+}
+
+// newPlan returns rank r.Rank's plan of stg, after the epoch's earlier
+// stages prev and done batches of stg.
+func newPlan(r *resolved, stg *stage, prev []Stage, done int) *EpochPlan {
+	return &EpochPlan{
+		st:         stg,
+		rank:       r.Rank,
+		lo:         int64(r.Rank) * stg.per,
+		from:       min(int64(done)*int64(stg.batch), stg.per),
+		startBatch: done,
+		wins:       stg.windows(r.Rank),
+		prev:       prev,
+		version:    r.Version,
+		seed:       r.Seed,
+		epoch:      r.Epoch,
+	}
+}
+
+// Rows returns the number of rows the plan delivers, padding included.
+func (p *EpochPlan) Rows() int64 { return p.st.per - p.from }
+
+// Batches returns the number of batches the plan delivers: the same on
+// every rank.
+func (p *EpochPlan) Batches() int { return batchCount(p.Rows(), p.st.batch) }
+
+// BatchLen returns the number of rows in batch i: the batch size, except
+// for a short last batch without DropLast (of the same length on every
+// rank).
+func (p *EpochPlan) BatchLen(i int) int {
+	return int(min(int64(p.st.batch), p.Rows()-int64(i)*int64(p.st.batch)))
+}
+
+// Batch appends the positions of batch i (0 is the plan's first batch) to
+// dst in delivery order and returns the extended slice. In block mode it
+// shuffles the window(s) the batch lies in, O(window) time and memory per
+// call; All streams the plan in O(1) time per row.
+func (p *EpochPlan) Batch(dst []int64, i int) []int64 {
+	if i < 0 || i >= p.Batches() {
+		panic(fmt.Sprintf("order: batch %d of a plan with %d batches", i, p.Batches()))
+	}
+	a := p.from + int64(i)*int64(p.st.batch)
+	b := a + int64(p.BatchLen(i))
+	if !p.st.shuffled {
+		return p.st.fillPos(dst, p.lo+a, p.lo+b)
+	}
+	k := sort.Search(len(p.wins), func(k int) bool { return p.wins[k].end > a })
+	var buf []int64
+	for ; a < b; k++ {
+		w := p.wins[k]
+		buf = p.st.unitPos(buf[:0], p.rank, w)
+		dst = append(dst, buf[a-w.start:min(b, w.end)-w.start]...)
+		a = min(b, w.end)
+	}
+	return dst
+}
+
+// All iterates over the plan's batches in order: the batch's index and its
+// positions. The slice is reused: it is valid until the next iteration.
+// Each iteration shuffles one window at a time (block mode) and keeps
+// O(window + batch) memory.
+func (p *EpochPlan) All() iter.Seq2[int, []int64] {
+	return func(yield func(int, []int64) bool) {
+		rd := p.reader()
+		batch := make([]int64, 0, p.st.batch)
+		for i := range p.Batches() {
+			batch = rd.read(batch[:0], int64(p.BatchLen(i)))
+			if !yield(i, batch) {
+				return
+			}
+		}
+	}
+}
+
+// Windows returns the plan's block-mode windows in its delivery indices:
+// consecutive spans, each the rows of a few whole blocks (the rank's first
+// and last may be part of a block), so that a loader needs only the
+// blocks of the windows it is delivering and prefetching. The first window
+// may be the rest of a window begun before a resume. In none and full
+// modes it returns nil.
+func (p *EpochPlan) Windows() []Span {
+	var out []Span
+	for _, w := range p.wins {
+		if w.end > p.from {
+			out = append(out, Span{max(w.start, p.from) - p.from, w.end - p.from})
+		}
+	}
+	return out
+}
+
+// State returns the state after the plan's first done batches. At
+// done == Batches() it is the start of the next epoch. It panics unless
+// 0 <= done <= Batches().
+func (p *EpochPlan) State(done int) State {
+	if done < 0 || done > p.Batches() {
+		panic(fmt.Sprintf("order: state after %d batches of a plan with %d", done, p.Batches()))
+	}
+	if done == p.Batches() {
+		return State{Version: p.version, Seed: p.seed, Epoch: p.epoch + 1}
+	}
+	stages := append(slices.Clip(p.prev), Stage{p.st.world, p.st.batch, p.startBatch + done})
+	return State{Version: p.version, Seed: p.seed, Epoch: p.epoch, Stages: stages}
+}
+
+// reader streams a plan's positions.
+type reader struct {
+	p    *EpochPlan
+	next int64   // rank delivery index of the next row
+	buf  []int64 // the rows of rank delivery indices [at, at+len(buf))
+	at   int64
+	win  int // the window after the one in buf
+}
+
+func (p *EpochPlan) reader() *reader {
+	rd := &reader{p: p, next: p.from, at: p.from}
+	rd.win = sort.Search(len(p.wins), func(k int) bool { return p.wins[k].end > p.from })
+	return rd
+}
+
+// read appends the next n positions to dst.
+func (rd *reader) read(dst []int64, n int64) []int64 {
+	st := rd.p.st
+	for n > 0 {
+		if rd.next == rd.at+int64(len(rd.buf)) {
+			if st.shuffled {
+				w := rd.p.wins[rd.win]
+				rd.buf = st.unitPos(rd.buf[:0], rd.p.rank, w)
+				rd.at = w.start
+				rd.win++
+			} else {
+				end := min(rd.next+4096, st.per)
+				rd.buf = st.fillPos(rd.buf[:0], rd.p.lo+rd.next, rd.p.lo+end)
+				rd.at = rd.next
+			}
+		}
+		k := min(n, rd.at+int64(len(rd.buf))-rd.next)
+		i := rd.next - rd.at
+		dst = append(dst, rd.buf[i:i+k]...)
+		rd.next += k
+		n -= k
+	}
+	return dst
+}

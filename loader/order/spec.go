@@ -1,0 +1,211 @@
+package order
+
+import (
+	"errors"
+	"fmt"
+	"math/bits"
+	"slices"
+)
+
+// Errors that callers branch on with errors.Is.
+var (
+	// ErrInvalid: a Spec, MixSpec or State field is out of its range.
+	ErrInvalid = errors.New("order: invalid argument")
+	// ErrMismatch: a State does not belong to the Spec it is resumed with
+	// (another snapshot, or progress beyond the end of its epoch).
+	ErrMismatch = errors.New("order: state does not match the spec")
+)
+
+// Mode is a shuffle mode.
+type Mode string
+
+// The shuffle modes (see the package documentation for their exact
+// definitions).
+const (
+	// ModeNone delivers the rows in order.
+	ModeNone Mode = "none"
+	// ModeFull delivers a uniform random permutation of the rows.
+	ModeFull Mode = "full"
+	// ModeBlock shuffles the order of the blocks and the rows within
+	// windows of consecutive shuffled blocks.
+	ModeBlock Mode = "block"
+)
+
+// DefaultWindowBlocks is the block-mode window when Spec.WindowRows is 0:
+// this many times the largest block, in rows.
+const DefaultWindowBlocks = 16
+
+// Spec is everything the order of one dataset depends on. The zero value
+// of Mode, WorldSize and WindowRows means their default; BatchSize must be
+// set.
+type Spec struct {
+	// Blocks are the sizes in rows of the dataset's consecutive blocks
+	// (chunk-aligned row groups: reading a block costs one chunk fetch per
+	// column). Positions run from 0 to the sum of the sizes minus 1.
+	// Empty blocks are allowed and ignored.
+	Blocks []int64
+	// Subset, when not nil, replaces "every row" by these positions, in
+	// this order (the order of ModeNone). Each must be a position of
+	// Blocks and none may repeat. An empty non-nil Subset has no rows.
+	Subset []int64
+	// Version identifies the snapshot (opaque here). It is copied into
+	// each State, and Resume refuses a State of another Version.
+	Version string
+	// Seed and Epoch select the shuffle. Epoch must not be negative.
+	Seed  uint64
+	Epoch int
+	// Mode is the shuffle mode (default ModeNone).
+	Mode Mode
+	// WindowRows is the smallest number of rows of a block-mode window
+	// (default DefaultWindowBlocks times the largest block). A window
+	// always holds whole blocks, so a value below one block means one
+	// block per window. Other modes ignore it.
+	WindowRows int64
+	// WorldSize is the number of data-parallel ranks (default 1) and Rank
+	// this process's rank, in [0, WorldSize).
+	WorldSize int
+	Rank      int
+	// BatchSize is the number of rows per batch, at least 1.
+	BatchSize int
+	// DropLast drops the end of the epoch's order so that every rank gets
+	// the same number of full batches. Without it the order is padded by
+	// repeating its start, and the last batch of each rank may be short.
+	DropLast bool
+}
+
+// Validate reports the first field of s that is out of range, wrapping
+// ErrInvalid. It costs O(len(Subset)) time and at most 8 bytes per subset
+// position of memory.
+func (s Spec) Validate() error {
+	if err := s.validateOrder(); err != nil {
+		return err
+	}
+	if s.BatchSize < 1 {
+		return fmt.Errorf("%w: batch size %d, want at least 1", ErrInvalid, s.BatchSize)
+	}
+	return validateRank(s.WorldSize, s.Rank)
+}
+
+// validateOrder checks the fields that define the rows and their shuffle.
+func (s Spec) validateOrder() error {
+	switch s.Mode {
+	case "", ModeNone, ModeFull, ModeBlock:
+	default:
+		return fmt.Errorf("%w: shuffle mode %q, want none, full or block", ErrInvalid, s.Mode)
+	}
+	if s.Epoch < 0 {
+		return fmt.Errorf("%w: epoch %d, want at least 0", ErrInvalid, s.Epoch)
+	}
+	if s.WindowRows < 0 {
+		return fmt.Errorf("%w: window of %d rows, want at least 0", ErrInvalid, s.WindowRows)
+	}
+	var n int64
+	for i, b := range s.Blocks {
+		if b < 0 {
+			return fmt.Errorf("%w: block %d has %d rows, want at least 0", ErrInvalid, i, b)
+		}
+		if n += b; n < 0 || n > 1<<62 {
+			return fmt.Errorf("%w: blocks hold more than 2^62 rows", ErrInvalid)
+		}
+	}
+	return validateSubset(s.Subset, n)
+}
+
+func validateRank(world, rank int) error {
+	if world < 0 {
+		return fmt.Errorf("%w: world size %d, want at least 1", ErrInvalid, world)
+	}
+	if rank < 0 || rank >= max(world, 1) {
+		return fmt.Errorf("%w: rank %d outside world size %d", ErrInvalid, rank, max(world, 1))
+	}
+	return nil
+}
+
+// validateSubset checks that the subset's positions are in [0, n) and
+// distinct: with a bitset of n bits when that is no larger than a sorted
+// copy, else with a sorted copy.
+func validateSubset(sub []int64, n int64) error {
+	for i, p := range sub {
+		if p < 0 || p >= n {
+			return fmt.Errorf("%w: subset[%d] is row %d, want a row in [0, %d)", ErrInvalid, i, p, n)
+		}
+	}
+	if n/64 <= int64(len(sub)) {
+		seen := newBitset(n)
+		for _, p := range sub {
+			if seen.has(p) {
+				return fmt.Errorf("%w: subset repeats row %d", ErrInvalid, p)
+			}
+			seen.set(p)
+		}
+		return nil
+	}
+	sorted := slices.Clone(sub)
+	slices.Sort(sorted)
+	for i := 1; i < len(sorted); i++ {
+		if sorted[i] == sorted[i-1] {
+			return fmt.Errorf("%w: subset repeats row %d", ErrInvalid, sorted[i])
+		}
+	}
+	return nil
+}
+
+// resolved is a validated Spec with its defaults applied.
+type resolved struct {
+	Spec
+	rows   int64 // N: rows of the dataset
+	window int64 // block-mode window in rows
+}
+
+func resolve(s Spec) resolved {
+	r := resolved{Spec: s}
+	if r.Mode == "" {
+		r.Mode = ModeNone
+	}
+	r.WorldSize = max(r.WorldSize, 1)
+	var largest int64
+	for _, b := range r.Blocks {
+		r.rows += b
+		largest = max(largest, b)
+	}
+	r.window = r.WindowRows
+	if r.window == 0 {
+		r.window = DefaultWindowBlocks * largest
+	}
+	return r
+}
+
+// items is M: the number of rows the order arranges.
+func (r *resolved) items() int64 {
+	if r.Subset != nil {
+		return int64(len(r.Subset))
+	}
+	return r.rows
+}
+
+// perRank is the number of rows each of world ranks delivers from an
+// order of m rows: ceil(m/world) with padding, else the largest multiple
+// of batch with world times it at most m.
+func perRank(m int64, world, batch int, dropLast bool) int64 {
+	w, b := int64(world), int64(batch)
+	if dropLast {
+		hi, lo := bits.Mul64(uint64(w), uint64(b))
+		if hi != 0 || lo > uint64(m) {
+			return 0
+		}
+		return m / int64(lo) * b
+	}
+	return (m + w - 1) / w
+}
+
+// batchCount is the number of batches of at most batch rows in rows.
+func batchCount(rows int64, batch int) int {
+	return int((rows + int64(batch) - 1) / int64(batch))
+}
+
+// bitset is a set of integers in [0, n).
+type bitset []uint64
+
+func newBitset(n int64) bitset    { return make(bitset, (n+63)/64) }
+func (b bitset) has(i int64) bool { return b[i>>6]&(1<<(i&63)) != 0 }
+func (b bitset) set(i int64)      { b[i>>6] |= 1 << (i & 63) }
