@@ -113,3 +113,7 @@ func DecodeChunk(obj []byte, ref manifest.ChunkRef) (*chunk.Chunk, error) {
 	}
 	return ch, nil
 }
+
+// Deleted returns the sorted offsets of deleted rows in fragment frag. The
+// slice is shared: do not modify it.
+func (v *View) Deleted(frag int) []int64 { return v.s.frags[frag].deleted }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/lochdata/loch"
 	"github.com/lochdata/loch/chunk"
+	"github.com/lochdata/loch/loader/order"
 	"github.com/lochdata/loch/manifest"
 	"github.com/lochdata/loch/schema"
 	"github.com/lochdata/loch/storage"
@@ -116,17 +117,6 @@ func (c *Config) defaults() {
 	}
 }
 
-// State is what a training run saves to resume the loader mid-epoch.
-type State struct {
-	Version     string `json:"version"`
-	Seed        uint64 `json:"seed"`
-	Epoch       int    `json:"epoch"`
-	WorldSize   int    `json:"world_size"`
-	BatchSize   int    `json:"batch_size"`
-	Shuffle     string `json:"shuffle"`
-	BatchesDone int    `json:"batches_done"`
-}
-
 // Stats are the loader's counters, readable while it runs.
 type Stats struct {
 	Batches       int64         `json:"batches"`
@@ -155,7 +145,8 @@ type Loader struct {
 	store storage.Store
 	cfg   Config
 	cols  []colPlan
-	plan  *epochPlan
+	plan  *order.EpochPlan
+	base  int // epoch index of the plan's first batch (after a resume)
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -208,30 +199,18 @@ func New(ctx context.Context, view *loch.View, cfg Config) (*Loader, error) {
 	if err := view.Load(ctx, cfg.FetchConcurrency); err != nil {
 		return nil, err
 	}
-	sch := view.Schema()
-	names := cfg.Columns
-	if len(names) == 0 {
-		names = sch.Names()
-	}
-	l := &Loader{view: view, store: view.Store(), cfg: cfg, ready: map[int]*Batch{}, failed: map[int]error{}, chunks: map[string]*chunkEntry{}}
-	for _, n := range names {
-		c, ok := sch.Column(n)
-		if !ok {
-			return nil, fmt.Errorf("loader: column %q: no such column in version %s (have %v): %w", n, view.Version(), sch.Names(), loch.ErrNotFound)
-		}
-		l.cols = append(l.cols, colPlan{name: n, col: *c})
-	}
-	if r := cfg.Resume; r != nil {
-		if r.Version != "" && r.Version != view.Version() {
-			return nil, fmt.Errorf("loader: saved state is for version %s, the dataset is at %s: %w", r.Version, view.Version(), loch.ErrInvalidArgument)
-		}
-	}
-	plan, err := makePlan(view, l.refColumn(), cfg)
+	cols, err := columns(view, cfg.Columns)
 	if err != nil {
 		return nil, err
 	}
-	l.plan = plan
-	l.next = plan.firstBatch
+	l := &Loader{view: view, store: view.Store(), cfg: cfg, cols: cols, ready: map[int]*Batch{}, failed: map[int]error{}, chunks: map[string]*chunkEntry{}}
+	if l.plan, err = makePlan(view, refColumn(cols), cfg); err != nil {
+		return nil, err
+	}
+	if st := l.plan.State(0); len(st.Stages) > 0 {
+		l.base = st.Stages[len(st.Stages)-1].BatchesDone
+	}
+	l.cfg.Epoch = l.plan.State(0).Epoch
 	l.cond = sync.NewCond(&l.mu)
 	l.ctx, l.cancel = context.WithCancel(context.Background())
 	l.retries0 = retries0
@@ -240,11 +219,28 @@ func New(ctx context.Context, view *loch.View, cfg Config) (*Loader, error) {
 	return l, nil
 }
 
+// columns resolves column names (all when none are given).
+func columns(view *loch.View, names []string) ([]colPlan, error) {
+	sch := view.Schema()
+	if len(names) == 0 {
+		names = sch.Names()
+	}
+	var out []colPlan
+	for _, n := range names {
+		c, ok := sch.Column(n)
+		if !ok {
+			return nil, fmt.Errorf("loader: column %q: no such column in version %s (have %v): %w", n, view.Version(), sch.Names(), loch.ErrNotFound)
+		}
+		out = append(out, colPlan{name: n, col: *c})
+	}
+	return out, nil
+}
+
 // refColumn picks the column whose chunks define the blocks of the order:
 // the requested column with the most stored bytes.
-func (l *Loader) refColumn() int {
+func refColumn(cols []colPlan) int {
 	best, uid := int64(-1), 0
-	for _, c := range l.cols {
+	for _, c := range cols {
 		if c.col.StoredBytes > best {
 			best, uid = c.col.StoredBytes, c.col.UID
 		}
@@ -252,17 +248,17 @@ func (l *Loader) refColumn() int {
 	return uid
 }
 
-// Batches is the number of batches this rank gets in the epoch (including
-// any already consumed before a resume).
-func (l *Loader) Batches() int { return len(l.plan.batches) }
+// Batches is the number of batches this loader delivers (after a resume:
+// the rest of the epoch).
+func (l *Loader) Batches() int { return l.plan.Batches() }
 
 // State returns the state to save for resuming after the batches returned
-// so far.
+// so far. A loader built with it as Config.Resume, with the same or
+// another world size, delivers the rest of the epoch.
 func (l *Loader) State() State {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return State{Version: l.view.Version(), Seed: l.cfg.Seed, Epoch: l.cfg.Epoch, WorldSize: l.cfg.WorldSize,
-		BatchSize: l.cfg.BatchSize, Shuffle: l.cfg.Shuffle, BatchesDone: l.next}
+	return l.plan.State(l.next)
 }
 
 // Next returns the next batch, or io.EOF at the end of the epoch. It
@@ -273,7 +269,7 @@ func (l *Loader) Next(ctx context.Context) (*Batch, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for {
-		if l.next >= len(l.plan.batches) {
+		if l.next >= l.plan.Batches() {
 			return nil, io.EOF
 		}
 		if b, ok := l.ready[l.next]; ok {

@@ -138,7 +138,7 @@ func TestResumeSameBatches(t *testing.T) {
 	}
 	st := l.State()
 	l.Close()
-	require.Equal(t, 3, st.BatchesDone)
+	require.Equal(t, 3, st.Stages[len(st.Stages)-1].BatchesDone)
 	cfg.Resume = &st
 	l, err = New(ctx, d.View(), cfg)
 	require.NoError(t, err)
@@ -148,4 +148,104 @@ func TestResumeSameBatches(t *testing.T) {
 	for i, b := range rest {
 		require.Equal(t, all[i+3].Positions, b.Positions)
 	}
+}
+
+func positions(t testing.TB, d *loch.Dataset, cfg Config) [][]int64 {
+	l, err := New(ctx, d.View(), cfg)
+	require.NoError(t, err)
+	defer l.Close()
+	var out [][]int64
+	for _, b := range drain(t, l) {
+		out = append(out, b.Positions)
+	}
+	return out
+}
+
+// TestOrderIndependentOfConcurrency: the same seed and epoch give the same
+// batches whatever the goroutines and prefetch depth.
+func TestOrderIndependentOfConcurrency(t *testing.T) {
+	d := testDataset(t, 150)
+	for _, mode := range []string{"block", "full"} {
+		base := Config{BatchSize: 8, Shuffle: mode, Seed: 11, Epoch: 2, WindowRows: 40}
+		want := positions(t, d, base)
+		for _, v := range []Config{{Workers: 1, FetchConcurrency: 1, PrefetchBatches: 1}, {Workers: 4, FetchConcurrency: 16, PrefetchBatches: 8}} {
+			c := base
+			c.Workers, c.FetchConcurrency, c.PrefetchBatches = v.Workers, v.FetchConcurrency, v.PrefetchBatches
+			require.Equal(t, want, positions(t, d, c), mode)
+		}
+		other := base
+		other.Epoch = 3
+		require.NotEqual(t, want, positions(t, d, other), "another epoch, another order")
+	}
+}
+
+// TestRanksCoverEpoch: three ranks get equal batch counts and together
+// every row, a different split each epoch.
+func TestRanksCoverEpoch(t *testing.T) {
+	d := testDataset(t, 100)
+	var rank0 [2][][]int64
+	for epoch := 0; epoch < 2; epoch++ {
+		seen := map[int64]int{}
+		var counts []int
+		for r := 0; r < 3; r++ {
+			ps := positions(t, d, Config{BatchSize: 7, Shuffle: "block", Seed: 5, Epoch: epoch, WorldSize: 3, Rank: r})
+			counts = append(counts, len(ps))
+			for _, b := range ps {
+				for _, p := range b {
+					seen[p]++
+				}
+			}
+			if r == 0 {
+				rank0[epoch] = ps
+			}
+		}
+		require.Equal(t, counts[0], counts[1])
+		require.Equal(t, counts[0], counts[2])
+		require.Len(t, seen, 100, "every row, each epoch")
+	}
+	require.NotEqual(t, rank0[0], rank0[1], "a rank sees other rows in another epoch")
+}
+
+// TestElasticResume saves on 2 ranks mid-epoch and resumes on 3: the rows
+// delivered before and after cover the epoch with none repeated except
+// padding.
+func TestElasticResume(t *testing.T) {
+	d := testDataset(t, 97)
+	delivered := map[int64]int{}
+	var saved State
+	for r := 0; r < 2; r++ {
+		l, err := New(ctx, d.View(), Config{BatchSize: 5, Shuffle: "block", Seed: 9, WorldSize: 2, Rank: r})
+		require.NoError(t, err)
+		for i := 0; i < 4; i++ {
+			b, err := l.Next(ctx)
+			require.NoError(t, err)
+			for _, p := range b.Positions {
+				delivered[p]++
+			}
+		}
+		saved = l.State()
+		l.Close()
+	}
+	var counts []int
+	for r := 0; r < 3; r++ {
+		st := saved
+		l, err := New(ctx, d.View(), Config{BatchSize: 5, Shuffle: "block", WorldSize: 3, Rank: r, Resume: &st})
+		require.NoError(t, err)
+		bs := drain(t, l)
+		counts = append(counts, len(bs))
+		for _, b := range bs {
+			for _, p := range b.Positions {
+				delivered[p]++
+			}
+		}
+		l.Close()
+	}
+	require.Equal(t, counts[0], counts[1])
+	require.Equal(t, counts[1], counts[2])
+	require.Len(t, delivered, 97, "no row lost")
+	extra := 0
+	for _, n := range delivered {
+		extra += n - 1
+	}
+	require.Less(t, extra, 3*5, "repeats only as padding for equal batches")
 }

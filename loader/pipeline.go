@@ -2,6 +2,7 @@ package loader
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/lochdata/loch"
@@ -59,8 +60,8 @@ func (l *Loader) fail(err error) {
 // to the collators.
 func (l *Loader) schedule(jobs chan<- *batchJob) {
 	sem := make(chan struct{}, l.cfg.FetchConcurrency)
-	for bi := l.plan.firstBatch; bi < len(l.plan.batches); bi++ {
-		job, err := l.locate(bi)
+	for bi, pos := range l.plan.All() {
+		job, err := l.locate(bi, slices.Clone(pos))
 		if err != nil {
 			l.fail(err)
 			return
@@ -116,8 +117,7 @@ func (l *Loader) schedule(jobs chan<- *batchJob) {
 
 // locate resolves batch bi's rows to chunks, registering the chunk
 // entries it needs (under l.mu).
-func (l *Loader) locate(bi int) (*batchJob, error) {
-	pos := l.plan.batches[bi]
+func (l *Loader) locate(bi int, pos []int64) (*batchJob, error) {
 	job := &batchJob{index: bi, positions: pos, rowIDs: make([]uint64, len(pos)), locs: make([][]sampleLoc, len(l.cols))}
 	for c := range l.cols {
 		job.locs[c] = make([]sampleLoc, len(pos))
@@ -304,7 +304,7 @@ func (l *Loader) build(job *batchJob) (*Batch, error) {
 		l.skipped = append(l.skipped, skipped...)
 		l.mu.Unlock()
 	}
-	b := &Batch{Epoch: l.cfg.Epoch, Index: job.index, Columns: map[string]*Tensor{}}
+	b := &Batch{Epoch: l.cfg.Epoch, Index: l.base + job.index, Columns: map[string]*Tensor{}}
 	for _, i := range keep {
 		b.Positions = append(b.Positions, job.positions[i])
 		b.RowIDs = append(b.RowIDs, job.rowIDs[i])

@@ -133,8 +133,11 @@
 // # Mixtures
 //
 // A mixture draws each row from one of D datasets (MixSpec.Parts) in
-// proportion to their weights, turned into integers u_d = round(w_d /
-// max(w) * 2^40); U is their sum.
+// proportion to their weights, made integers u_d in the same proportions:
+// the weights' shortest decimal forms at a common power of ten (0.7 and
+// 0.3 are 7 and 3) when each fits in 53 bits and their sum in 62, else
+// round(w_d * 2^k) with k making the largest weight 2^40 to 2^41. U is
+// their sum.
 //
 // Dataset d's rows on a rank are a stream of cycles 0, 1, 2, ...: cycle c
 // is the order of one dataset defined above (the dataset's Blocks, Subset,
@@ -169,8 +172,12 @@
 //
 // # Memory
 //
-// A plan holds O(blocks) in none and block modes, 4 bytes per row in full
-// mode (8 above 2^32 rows), 2 bytes per row per rank for a mixture's draws,
-// and after a change of world size 12 to 16 bytes per row of the epoch.
-// Streaming a plan (EpochPlan.All) holds one window and one batch.
+// A plan holds O(blocks) memory in none and block modes (plus a copy of
+// the subset in block mode: 8 bytes per row); in full mode 4 bytes per row
+// it delivers (8 above 2^32 rows), after building the epoch's permutation
+// at 4 bytes per row of the epoch; 2 bytes per row per rank for a
+// mixture's draws; and after a change of world size or batch size within
+// the epoch, 12 to 16 bytes per row of the epoch. Streaming a plan
+// (EpochPlan.All) holds one window and one batch; EpochPlan.Batch shuffles
+// the window(s) its batch lies in at each call.
 package order

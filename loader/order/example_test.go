@@ -6,11 +6,12 @@ import (
 	"github.com/lochdata/loch/loader/order"
 )
 
-// Rank 1 of 2 in a block-shuffled epoch: 10 rows in blocks of 4, 4 and 2,
-// batches of 3. The 10 rows are padded to 2 ranks of 5.
+// Rank 1 of 2 in a block-shuffled epoch of 10 rows in blocks of 4, 4 and
+// 2, in batches of 3. The blocks' order is 1 2 0: rank 0 has rows 4 to 8,
+// rank 1 rows 9 and 0 to 3, one window, shuffled.
 func ExamplePlan() {
 	p, err := order.Plan(order.Spec{
-		Blocks: []int64{4, 4, 2}, Mode: order.ModeBlock, Seed: 7, Epoch: 0,
+		Blocks: []int64{4, 4, 2}, Mode: order.ModeBlock, Seed: 3, Epoch: 0,
 		WorldSize: 2, Rank: 1, BatchSize: 3,
 	})
 	if err != nil {
@@ -20,6 +21,8 @@ func ExamplePlan() {
 		fmt.Println(i, batch)
 	}
 	// Output:
+	// 0 [9 1 2]
+	// 1 [0 3]
 }
 
 // A run saves its state after a batch and resumes, here in another world
@@ -40,10 +43,13 @@ func ExampleResume() {
 	}
 	fmt.Println(q.Rows(), "rows in", q.Batches(), "batches on each of 3 ranks")
 	// Output:
+	// {Version:snap-1 Seed:1 Epoch:0 Stages:[{WorldSize:4 BatchSize:8 BatchesDone:2}]}
+	// 12 rows in 2 batches on each of 3 ranks
 }
 
-// Two datasets mixed 3:1: the epoch ends when the first has delivered each
-// of its rows once.
+// Two datasets mixed 3:1: the epoch ends when the second, the largest for
+// its weight (5 rows at 1/4), has delivered each of its rows once; the
+// first is cycled, each cycle another shuffle. An item is {dataset row}.
 func ExamplePlanMix() {
 	p, err := order.PlanMix(order.MixSpec{
 		Parts: []order.Spec{
@@ -61,4 +67,9 @@ func ExamplePlanMix() {
 		fmt.Println(i, batch)
 	}
 	// Output:
+	// 0 [{0 3} {0 0} {0 1} {1 0}]
+	// 1 [{1 1} {0 2} {0 5} {0 4}]
+	// 2 [{0 3} {0 0} {0 1} {0 4}]
+	// 3 [{0 5} {0 2} {1 2} {0 3}]
+	// 4 [{1 3} {0 0} {0 2} {1 4}]
 }

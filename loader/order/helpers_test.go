@@ -34,7 +34,8 @@ func blocks(n, size int64) []int64 {
 	return out
 }
 
-// batches returns a plan's batches, copied.
+// batches returns a plan's batches, copied, checking that its windows (if
+// any) are consecutive non-empty spans covering the plan.
 func batches(t testing.TB, p *order.EpochPlan) [][]int64 {
 	t.Helper()
 	var out [][]int64
@@ -43,6 +44,15 @@ func batches(t testing.TB, p *order.EpochPlan) [][]int64 {
 		out = append(out, slices.Clone(b))
 	}
 	require.Len(t, out, p.Batches())
+	if ws := p.Windows(); ws != nil {
+		var at int64
+		for _, w := range ws {
+			require.Equal(t, at, w.Start, "windows %v", ws)
+			require.Greater(t, w.End, w.Start, "windows %v", ws)
+			at = w.End
+		}
+		require.Equal(t, p.Rows(), at, "windows %v", ws)
+	}
 	return out
 }
 

@@ -6,6 +6,8 @@ import (
 	"math"
 	"math/bits"
 	"slices"
+	"strconv"
+	"strings"
 )
 
 // MixSpec is everything the order of a weighted mixture of datasets
@@ -16,8 +18,11 @@ type MixSpec struct {
 	// and DropLast are used; the mixture sets the other fields.
 	Parts []Spec
 	// Weights are the datasets' sampling proportions: finite, not
-	// negative, at least one positive; they need not sum to 1. A weight
-	// below 2^-40 of the largest is too small.
+	// negative, at least one positive; they need not sum to 1. They are
+	// taken exactly as decimals (0.7 and 0.3 are 7 to 3) when their
+	// shortest decimal forms make integers of at most 2^53 at a common
+	// scale, else with 41 bits of precision, a weight below 2^-41 of the
+	// largest being then too small.
 	Weights []float64
 	// EpochRows is the number of rows of an epoch over all ranks (default:
 	// enough for the dataset with the largest size over weight to deliver
@@ -62,7 +67,10 @@ func (s MixSpec) Validate() error {
 	return validateRank(s.WorldSize, s.Rank)
 }
 
-// weightUnits converts weights to integers: round(w / max(weights) * 2^40).
+// weightUnits converts weights to integers in the same proportions:
+// exactly from their shortest decimal forms (0.7 and 0.3 become 7 and 3)
+// when these give integers of at most 2^53 (summing to at most 2^62), else
+// round(w * 2^k) with k making the largest weight 2^40 to 2^41.
 func weightUnits(weights []float64, parts int) ([]uint64, error) {
 	if parts == 0 || len(weights) != parts || parts > math.MaxUint16+1 {
 		return nil, fmt.Errorf("%w: %d datasets with %d weights, want 1 to 65536 of each", ErrInvalid, parts, len(weights))
@@ -77,14 +85,52 @@ func weightUnits(weights []float64, parts int) ([]uint64, error) {
 	if top == 0 {
 		return nil, fmt.Errorf("%w: every weight is 0", ErrInvalid)
 	}
+	if units, ok := decimalUnits(weights); ok {
+		return units, nil
+	}
+	_, exp := math.Frexp(top) // top = f * 2^exp, f in [0.5, 1)
 	units := make([]uint64, len(weights))
 	for d, w := range weights {
-		units[d] = uint64(math.Round(w / top * (1 << 40)))
+		units[d] = uint64(math.Round(math.Ldexp(w, 41-exp)))
 		if w > 0 && units[d] == 0 {
-			return nil, fmt.Errorf("%w: weight %d is %v, below 2^-40 of the largest", ErrInvalid, d, w)
+			return nil, fmt.Errorf("%w: weight %d is %v, below 2^-41 of the largest", ErrInvalid, d, w)
 		}
 	}
 	return units, nil
+}
+
+// decimalUnits returns the weights' shortest decimal forms scaled by a
+// common power of ten to integers, if they fit in 53 bits each.
+func decimalUnits(weights []float64) ([]uint64, bool) {
+	mant := make([]uint64, len(weights))
+	exps := make([]int, len(weights))
+	low := math.MaxInt
+	for d, w := range weights {
+		if w == 0 {
+			continue
+		}
+		// d.ddddde±x: digits and the exponent of the last one.
+		text := strconv.FormatFloat(w, 'e', -1, 64)
+		e := strings.IndexByte(text, 'e')
+		x, _ := strconv.Atoi(text[e+1:])
+		digits := strings.Replace(text[:e], ".", "", 1)
+		mant[d], _ = strconv.ParseUint(digits, 10, 64)
+		exps[d] = x - (len(digits) - 1)
+		low = min(low, exps[d])
+	}
+	var sum uint64
+	for d := range mant {
+		for range exps[d] - low {
+			if mant[d] > 1<<53/10 {
+				return nil, false
+			}
+			mant[d] *= 10
+		}
+		if sum += mant[d]; mant[d] > 1<<53 || sum > 1<<62 {
+			return nil, false
+		}
+	}
+	return mant, true
 }
 
 // Item is one row of a mixture: a position of dataset Dataset.
@@ -128,46 +174,46 @@ func ResumeMix(s MixSpec, st State) (*MixPlan, error) {
 		return nil, err
 	}
 	mx := newMixer(s)
-	world, batch := max(s.WorldSize, 1), s.BatchSize
-	parts := make([]State, len(s.Parts))
-	for d := range parts {
-		parts[d] = State{Seed: mx.parts[d].Seed}
+	world := max(s.WorldSize, 1)
+	ms, parts, prev, done, err := mx.replay(st.Stages, world, s.BatchSize)
+	if err != nil {
+		return nil, err
 	}
-	plan := func(ms *mixStage, prev []Stage, done int) (*MixPlan, error) {
-		p := &MixPlan{mx: mx, st: ms, rank: s.Rank, from: min(int64(done)*int64(ms.batch), ms.usable),
-			startBatch: done, prev: prev, parts: make([]*EpochPlan, len(parts))}
-		for d, ps := range parts {
-			if mx.units[d] == 0 {
-				continue
-			}
-			var err error
+	p := &MixPlan{mx: mx, st: ms, rank: s.Rank, from: min(int64(done)*int64(ms.batch), ms.usable),
+		startBatch: done, prev: prev, parts: make([]*EpochPlan, len(parts))}
+	for d, ps := range parts {
+		if mx.units[d] > 0 {
 			if p.parts[d], err = mx.partPlan(d, world, s.Rank, ps); err != nil {
 				return nil, err
 			}
 		}
-		return p, nil
 	}
-	if len(st.Stages) == 0 {
+	return p, nil
+}
+
+// replay rebuilds the mixture stage that follows stages under world and
+// batch, as replay does for one dataset, and each dataset's state at the
+// point where the plan starts.
+func (mx *mixer) replay(stages []Stage, world, batch int) (*mixStage, []State, []Stage, int, error) {
+	parts := make([]State, len(mx.parts))
+	for d := range parts {
+		parts[d] = State{Seed: mx.parts[d].Seed}
+	}
+	if len(stages) == 0 {
 		ms, err := mx.firstStage(world, batch)
-		if err != nil {
-			return nil, err
-		}
-		return plan(ms, nil, 0)
+		return ms, parts, nil, 0, err
 	}
-	for i, sg := range st.Stages {
-		if sg.WorldSize < 1 || sg.BatchSize < 1 || sg.BatchesDone < 0 {
-			return nil, fmt.Errorf("%w: stage %d has world size %d, batch size %d, %d batches done",
-				ErrInvalid, i, sg.WorldSize, sg.BatchSize, sg.BatchesDone)
-		}
+	if err := checkStages(stages); err != nil {
+		return nil, nil, nil, 0, err
 	}
-	last := len(st.Stages) - 1
-	ms, err := mx.firstStage(st.Stages[0].WorldSize, st.Stages[0].BatchSize)
+	last := len(stages) - 1
+	ms, err := mx.firstStage(stages[0].WorldSize, stages[0].BatchSize)
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, 0, err
 	}
-	for i, sg := range st.Stages {
-		if n := batchCount(ms.usable, ms.batch); sg.BatchesDone > n {
-			return nil, fmt.Errorf("%w: stage %d records %d batches done of %d", ErrMismatch, i, sg.BatchesDone, n)
+	for i, sg := range stages {
+		if err := checkDone(i, sg, ms.usable); err != nil {
+			return nil, nil, nil, 0, err
 		}
 		drawn := min(int64(sg.BatchesDone)*int64(sg.BatchSize), ms.usable)
 		counts := make([]int64, len(parts))
@@ -176,21 +222,21 @@ func ResumeMix(s MixSpec, st State) (*MixPlan, error) {
 		}
 		for d := range parts {
 			if parts[d], err = mx.advance(d, ms.world, parts[d], counts[d]); err != nil {
-				return nil, err
+				return nil, nil, nil, 0, err
 			}
 		}
 		if i == last && sg.WorldSize == world && sg.BatchSize == batch {
-			return plan(ms, st.Stages[:last], sg.BatchesDone)
+			return ms, parts, stages[:last], sg.BatchesDone, nil
 		}
 		nw, nb := world, batch
 		if i < last {
-			nw, nb = st.Stages[i+1].WorldSize, st.Stages[i+1].BatchSize
+			nw, nb = stages[i+1].WorldSize, stages[i+1].BatchSize
 		}
 		if ms, err = mx.restStage(ms, drawn, nw, nb, i+1); err != nil {
-			return nil, err
+			return nil, nil, nil, 0, err
 		}
 	}
-	return plan(ms, st.Stages, 0)
+	return ms, parts, stages, 0, nil
 }
 
 // Rows returns the number of rows the plan delivers.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -228,4 +229,33 @@ func TestWindows(t *testing.T) {
 	p, err := order.Plan(order.Spec{Blocks: blocks(100, 10), Mode: order.ModeFull, BatchSize: 4})
 	require.NoError(t, err)
 	require.Nil(t, p.Windows(), "no windows in full mode")
+}
+
+// TestConcurrentUse: a plan serves Batch and All from many goroutines at
+// once (run with -race).
+func TestConcurrentUse(t *testing.T) {
+	for _, mode := range modes {
+		p, err := order.Plan(order.Spec{Blocks: blocks(3000, 64), Mode: mode, Seed: 4, WindowRows: 200, WorldSize: 2, BatchSize: 7})
+		require.NoError(t, err)
+		want := batches(t, p)
+		var wg sync.WaitGroup
+		got := make([][][]int64, 8)
+		for g := range got {
+			wg.Go(func() {
+				if g%2 == 0 {
+					for _, b := range p.All() {
+						got[g] = append(got[g], slices.Clone(b))
+					}
+					return
+				}
+				for i := range p.Batches() {
+					got[g] = append(got[g], p.Batch(nil, i))
+				}
+			})
+		}
+		wg.Wait()
+		for g := range got {
+			require.Equal(t, want, got[g], "%s goroutine %d", mode, g)
+		}
+	}
 }

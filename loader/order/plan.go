@@ -7,18 +7,18 @@ import (
 	"sort"
 )
 
-// State is what a training run saves to resume the order: where it is in
-// which epoch. It is the same on every rank of a synchronous run. The zero
-// Stages means the epoch has not started.
+// State is what a training run saves to resume its order: where it is in
+// which epoch. It is the same on every rank of a synchronous run, and it
+// is plain data (JSON tags included) for a checkpoint.
 type State struct {
 	// Version is the snapshot's Spec.Version.
 	Version string `json:"version"`
 	Seed    uint64 `json:"seed"`
 	Epoch   int    `json:"epoch"`
-	// Stages are the parts of the epoch run so far, oldest first: a new
-	// stage begins when a run resumes with another world size or batch
-	// size. Each but the last must have been resumed from at the count it
-	// records.
+	// Stages are the parts of the epoch run so far, oldest first, with the
+	// batches every rank delivered in each: a new stage begins when a run
+	// resumes with another world size or batch size than the last stage's.
+	// No stages means the epoch has not started.
 	Stages []Stage `json:"stages,omitempty"`
 }
 
@@ -37,12 +37,9 @@ type Span struct{ Start, End int64 }
 // EpochPlan is the order in which one rank receives its rows in one epoch,
 // from the point where the plan starts (the epoch's start, or a resumed
 // State) to the epoch's end. It is immutable and safe for concurrent use.
-//
-// A plan holds O(blocks) memory in none and block modes (plus the subset,
-// which it shares with the Spec: the caller must not modify it while the
-// plan is in use), 4 bytes per row (8 when the dataset has more than 2^32
-// rows) in full mode, and after a change of world size or batch size
-// within the epoch, 12 to 16 bytes per row of the epoch.
+// In none mode it shares the Spec's Subset, which the caller must not
+// modify while the plan is in use. Its memory is in the package
+// documentation, section Memory.
 type EpochPlan struct {
 	st         *stage
 	rank       int
@@ -100,11 +97,8 @@ func replay(r *resolved, stages []Stage, rank int) (*stage, []Stage, int, error)
 	if len(stages) == 0 {
 		return firstStage(r, r.WorldSize, r.BatchSize, rank), nil, 0, nil
 	}
-	for i, sg := range stages {
-		if sg.WorldSize < 1 || sg.BatchSize < 1 || sg.BatchesDone < 0 {
-			return nil, nil, 0, fmt.Errorf("%w: stage %d has world size %d, batch size %d, %d batches done",
-				ErrInvalid, i, sg.WorldSize, sg.BatchSize, sg.BatchesDone)
-		}
+	if err := checkStages(stages); err != nil {
+		return nil, nil, 0, err
 	}
 	last := len(stages) - 1
 	cont := stages[last].WorldSize == r.WorldSize && stages[last].BatchSize == r.BatchSize
@@ -114,8 +108,8 @@ func replay(r *resolved, stages []Stage, rank int) (*stage, []Stage, int, error)
 	}
 	stg := firstStage(r, stages[0].WorldSize, stages[0].BatchSize, keep)
 	for i, sg := range stages {
-		if n := batchCount(stg.per, sg.BatchSize); sg.BatchesDone > n {
-			return nil, nil, 0, fmt.Errorf("%w: stage %d records %d batches done of %d", ErrMismatch, i, sg.BatchesDone, n)
+		if err := checkDone(i, sg, stg.per); err != nil {
+			return nil, nil, 0, err
 		}
 		if i == last && cont {
 			return stg, stages[:last], sg.BatchesDone, nil
@@ -127,6 +121,26 @@ func replay(r *resolved, stages []Stage, rank int) (*stage, []Stage, int, error)
 		stg = restStage(stg, int64(sg.BatchesDone)*int64(sg.BatchSize), world, batch, r.DropLast)
 	}
 	return stg, stages, 0, nil
+}
+
+// checkStages reports the first stage with a field out of range.
+func checkStages(stages []Stage) error {
+	for i, sg := range stages {
+		if sg.WorldSize < 1 || sg.BatchSize < 1 || sg.BatchesDone < 0 {
+			return fmt.Errorf("%w: stage %d has world size %d, batch size %d, %d batches done",
+				ErrInvalid, i, sg.WorldSize, sg.BatchSize, sg.BatchesDone)
+		}
+	}
+	return nil
+}
+
+// checkDone fails if stage i records more batches than its ranks have
+// (per rows each).
+func checkDone(i int, sg Stage, per int64) error {
+	if n := batchCount(per, sg.BatchSize); sg.BatchesDone > n {
+		return fmt.Errorf("%w: stage %d records %d batches done of %d", ErrMismatch, i, sg.BatchesDone, n)
+	}
+	return nil
 }
 
 // newPlan returns rank r.Rank's plan of stg, after the epoch's earlier

@@ -3,6 +3,7 @@ package order
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/bits"
 	"slices"
 )
@@ -98,6 +99,9 @@ func (s Spec) validateOrder() error {
 	}
 	if s.WindowRows < 0 {
 		return fmt.Errorf("%w: window of %d rows, want at least 0", ErrInvalid, s.WindowRows)
+	}
+	if len(s.Blocks) > math.MaxInt32 {
+		return fmt.Errorf("%w: %d blocks, want at most 2^31-1", ErrInvalid, len(s.Blocks))
 	}
 	var n int64
 	for i, b := range s.Blocks {
