@@ -165,6 +165,7 @@ Exit status: 0 on success, 2 for a usage error, 1 for any other error.`,
 		newExportCmd(),
 		newScanCmd(),
 		newBenchCmd(),
+		newOrderCmd(),
 		newVersionCmd(),
 	)
 	prepare(root)
