@@ -162,6 +162,9 @@ type Loader struct {
 	peak     int64
 	chunks   map[string]*chunkEntry
 
+	hmu     sync.Mutex
+	headers map[string]*chunk.Header // parsed chunk headers, for sample reads
+
 	started    time.Time
 	firstBatch time.Duration
 	wait       atomic.Int64
@@ -183,12 +186,16 @@ type colPlan struct {
 
 // chunkEntry is a chunk needed by batches in flight.
 type chunkEntry struct {
-	ref   manifest.ChunkRef
-	ready chan struct{}
-	ch    *chunk.Chunk
-	err   error
-	users int // batches still needing it
-	size  int64
+	key    string // ref.Key, or ref.Key#sample
+	sample int    // -1: the whole chunk; else one sample read by range
+	hdr    *chunk.Header
+	data   []byte // the sample's bytes, for sample entries
+	ref    manifest.ChunkRef
+	ready  chan struct{}
+	ch     *chunk.Chunk
+	err    error
+	users  int // batches still needing it
+	size   int64
 }
 
 // New starts a loader over view (which it loads). The loader reads the
@@ -203,7 +210,7 @@ func New(ctx context.Context, view *loch.View, cfg Config) (*Loader, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &Loader{view: view, store: view.Store(), cfg: cfg, cols: cols, ready: map[int]*Batch{}, failed: map[int]error{}, chunks: map[string]*chunkEntry{}}
+	l := &Loader{view: view, store: view.Store(), cfg: cfg, cols: cols, ready: map[int]*Batch{}, failed: map[int]error{}, chunks: map[string]*chunkEntry{}, headers: map[string]*chunk.Header{}}
 	if l.plan, err = makePlan(view, refColumn(cols), cfg); err != nil {
 		return nil, err
 	}

@@ -71,20 +71,30 @@ func drain(t testing.TB, l *Loader) []*Batch {
 func TestBatchesMatchRows(t *testing.T) {
 	d := testDataset(t, 103)
 	for _, cfg := range []Config{
+		{BatchSize: 8, Shuffle: "full", Seed: 4},
+		{BatchSize: 8, Shuffle: "block", Seed: 4, WindowRows: 30},
 		{BatchSize: 8, Workers: 1, FetchConcurrency: 1, PrefetchBatches: 1, PrefetchBytes: 1},
 		{BatchSize: 8, Workers: 4, FetchConcurrency: 8},
 		{BatchSize: 32, Workers: 2, PrefetchBytes: 10 << 10},
 	} {
-		cfg.Shuffle = "none"
+		ordered := cfg.Shuffle == ""
+		if ordered {
+			cfg.Shuffle = "none"
+		}
 		l, err := New(ctx, d.View(), cfg)
 		require.NoError(t, err)
 		batches := drain(t, l)
 		require.NoError(t, l.Close())
 		require.Len(t, batches, (103+cfg.BatchSize-1)/cfg.BatchSize)
 		var pos int64
+		seen := map[int64]bool{}
 		for _, b := range batches {
 			for k, p := range b.Positions {
-				require.Equal(t, pos, p)
+				if ordered {
+					require.Equal(t, pos, p)
+				}
+				require.False(t, seen[p])
+				seen[p] = true
 				pos++
 				for name, tns := range b.Columns {
 					col, _ := d.Column(name)

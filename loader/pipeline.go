@@ -3,6 +3,7 @@ package loader
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/lochdata/loch"
@@ -83,10 +84,13 @@ func (l *Loader) schedule(jobs chan<- *batchJob) {
 				if e.ready == nil {
 					e.ready = make(chan struct{})
 					e.size = e.ref.Raw + e.ref.Size
+					if e.sample >= 0 {
+						e.size = e.ref.Raw/max(e.ref.Rows, 1) + chunk.BlockSize
+					}
 					start = append(start, e)
 				}
-				if _, ok := l.chunks[e.ref.Key]; !ok {
-					l.chunks[e.ref.Key] = e
+				if _, ok := l.chunks[e.key]; !ok {
+					l.chunks[e.key] = e
 				}
 				l.inflight += e.size
 			}
@@ -147,7 +151,13 @@ func (l *Loader) locate(bi int, pos []int64) (*batchJob, error) {
 				loc.idx = 0
 			}
 			for p := 0; p < n; p++ {
-				e := l.entry(refs[k+p])
+				sample := -1
+				if l.cfg.Shuffle == "full" && uncompressed(ref) && ref.Parts == 0 {
+					// A full shuffle touches a chunk per sample: read just
+					// the sample's checksum blocks, not the whole chunk.
+					sample = loc.idx
+				}
+				e := l.entry(refs[k+p], sample)
 				loc.entries = append(loc.entries, e)
 				if !seen[e] {
 					seen[e] = true
@@ -160,19 +170,31 @@ func (l *Loader) locate(bi int, pos []int64) (*batchJob, error) {
 	return job, nil
 }
 
-// entry returns the table entry of a chunk, creating an idle one (l.mu held).
-func (l *Loader) entry(ref manifest.ChunkRef) *chunkEntry {
-	e, ok := l.chunks[ref.Key]
+// uncompressed reports whether a chunk's data is stored as is (codec none).
+func uncompressed(ref manifest.ChunkRef) bool { return ref.Size == int64(ref.Header)+ref.Raw+4 }
+
+// entry returns the table entry of a chunk, or of one sample of it when
+// sample >= 0, creating an idle one (l.mu held).
+func (l *Loader) entry(ref manifest.ChunkRef, sample int) *chunkEntry {
+	key := ref.Key
+	if sample >= 0 {
+		key += "#" + strconv.Itoa(sample)
+	}
+	e, ok := l.chunks[key]
 	if !ok {
-		e = &chunkEntry{ref: ref}
-		l.chunks[ref.Key] = e
+		e = &chunkEntry{ref: ref, key: key, sample: sample}
+		l.chunks[key] = e
 	}
 	return e
 }
 
-// fetch reads and decodes one chunk.
+// fetch reads and decodes one chunk, or one sample of it.
 func (l *Loader) fetch(e *chunkEntry) {
 	defer close(e.ready)
+	if e.sample >= 0 {
+		l.fetchSample(e)
+		return
+	}
 	t0 := time.Now()
 	obj, err := l.store.Get(l.ctx, e.ref.Key)
 	l.fetchNs.Add(int64(time.Since(t0)))
@@ -196,6 +218,63 @@ func (l *Loader) fetch(e *chunkEntry) {
 	}
 }
 
+// fetchSample reads one sample of an uncompressed chunk: the chunk's
+// header (once per loader) and the checksum blocks holding the sample.
+func (l *Loader) fetchSample(e *chunkEntry) {
+	t0 := time.Now()
+	defer func() { l.fetchNs.Add(int64(time.Since(t0))) }()
+	h, err := l.header(e.ref)
+	if err != nil {
+		e.err = err
+		return
+	}
+	if e.sample >= h.N {
+		e.err = fmt.Errorf("chunk %s: sample %d of %d: %w", e.ref.Key, e.sample, h.N, loch.ErrCorrupt)
+		return
+	}
+	s, end := h.Range(e.sample)
+	a, b := h.BlockSpan(s, end)
+	span := make([]byte, b-a)
+	if len(span) > 0 {
+		if err := l.store.ReadRange(l.ctx, e.ref.Key, a, span); err != nil {
+			e.err = fmt.Errorf("fetch chunk %s: %w", e.ref.Key, err)
+			return
+		}
+	}
+	data, err := h.VerifyBlocks(span, s, end)
+	if err != nil {
+		e.err = fmt.Errorf("fetch chunk %s: %w: %w", e.ref.Key, loch.ErrCorrupt, err)
+		return
+	}
+	l.fetched.Add(int64(len(span)))
+	e.hdr, e.data = h, data
+}
+
+// header returns a chunk's parsed header, read once per loader.
+func (l *Loader) header(ref manifest.ChunkRef) (*chunk.Header, error) {
+	l.hmu.Lock()
+	h, ok := l.headers[ref.Key]
+	l.hmu.Unlock()
+	if ok {
+		return h, nil
+	}
+	buf := make([]byte, ref.Header)
+	if err := l.store.ReadRange(l.ctx, ref.Key, 0, buf); err != nil {
+		return nil, fmt.Errorf("fetch chunk %s header: %w", ref.Key, err)
+	}
+	h, err := chunk.ParseHeader(buf)
+	if err != nil {
+		return nil, fmt.Errorf("fetch chunk %s: %w: %w", ref.Key, loch.ErrCorrupt, err)
+	}
+	if int64(h.N) != ref.Rows || h.Size() != ref.Size {
+		return nil, fmt.Errorf("fetch chunk %s: header disagrees with its fragment: %w", ref.Key, loch.ErrCorrupt)
+	}
+	l.hmu.Lock()
+	l.headers[ref.Key] = h
+	l.hmu.Unlock()
+	return h, nil
+}
+
 // collate waits for a batch's chunks, builds its tensors and publishes it.
 func (l *Loader) collate(job *batchJob) {
 	for _, e := range job.entries {
@@ -213,8 +292,8 @@ func (l *Loader) collate(job *batchJob) {
 	for _, e := range job.entries {
 		e.users--
 		if e.users == 0 {
-			if l.chunks[e.ref.Key] == e {
-				delete(l.chunks, e.ref.Key)
+			if l.chunks[e.key] == e {
+				delete(l.chunks, e.key)
 			}
 			l.inflight -= e.size
 		}
@@ -238,6 +317,9 @@ func sampleBytes(loc sampleLoc) ([]byte, *chunk.Header, error) {
 		if e.err != nil {
 			return nil, nil, e.err
 		}
+	}
+	if e := loc.entries[0]; e.sample >= 0 {
+		return e.data, e.hdr, nil
 	}
 	first := loc.entries[0].ch
 	if len(loc.entries) == 1 {
@@ -269,6 +351,9 @@ func (l *Loader) build(job *batchJob) (*Batch, error) {
 				continue
 			}
 			data, h, err := sampleBytes(loc)
+			if err == nil && loc.entries[0].sample >= 0 {
+				loc.idx = loc.entries[0].sample
+			}
 			if err == nil && h.Null(loc.idx) {
 				vals[c][i] = got{null: true}
 				continue
