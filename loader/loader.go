@@ -16,6 +16,7 @@ import (
 
 	"github.com/lochdata/loch"
 	"github.com/lochdata/loch/chunk"
+	"github.com/lochdata/loch/chunkcache"
 	"github.com/lochdata/loch/loader/order"
 	"github.com/lochdata/loch/manifest"
 	"github.com/lochdata/loch/schema"
@@ -61,6 +62,12 @@ type Config struct {
 	SkipBadSamples bool
 	// Resume restarts from a saved state (see State).
 	Resume *State
+	// Cache, when set, keeps the chunk objects the loader fetches (for
+	// example a chunkcache.Disk shared by the ranks of a node), so that
+	// epochs after the first read them locally. Cache errors are not fatal:
+	// the loader falls back to the store. Full-shuffle sample reads bypass
+	// it.
+	Cache chunkcache.Cache
 	// Allocator supplies the batch buffers (Tensor.Data). The default
 	// allocates Go memory and reuses what Release returns; the Python SDK
 	// passes one that allocates memory numpy then owns.
@@ -172,6 +179,7 @@ type Loader struct {
 	decodeNs   atomic.Int64
 	fetched    atomic.Int64
 	nchunks    atomic.Int64
+	hits       atomic.Int64
 	batches    atomic.Int64
 	samples    atomic.Int64
 	decoded    atomic.Int64
@@ -348,7 +356,7 @@ func (l *Loader) Stats() Stats {
 	first := l.firstBatch
 	l.mu.Unlock()
 	s := Stats{
-		Batches: l.batches.Load(), Samples: l.samples.Load(), BytesFetched: l.fetched.Load(), ChunksFetched: l.nchunks.Load(),
+		Batches: l.batches.Load(), Samples: l.samples.Load(), BytesFetched: l.fetched.Load(), ChunksFetched: l.nchunks.Load(), CacheHits: l.hits.Load(),
 		Retries: storage.Retries(l.store) - l.retries0, Skipped: int64(len(skipped)), SkippedRows: skipped,
 		FetchTime: time.Duration(l.fetchNs.Load()), DecodeTime: time.Duration(l.decodeNs.Load()),
 		WaitTime: time.Duration(l.wait.Load()), Elapsed: time.Since(l.started), FirstBatch: first,

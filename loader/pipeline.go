@@ -196,17 +196,28 @@ func (l *Loader) fetch(e *chunkEntry) {
 		return
 	}
 	t0 := time.Now()
-	obj, err := l.store.Get(l.ctx, e.ref.Key)
+	obj, cached := l.cached(e.ref.Key)
+	var err error
+	if !cached {
+		obj, err = l.store.Get(l.ctx, e.ref.Key)
+	}
 	l.fetchNs.Add(int64(time.Since(t0)))
 	if err != nil {
 		e.err = fmt.Errorf("fetch chunk %s: %w", e.ref.Key, err)
 		return
 	}
-	l.fetched.Add(int64(len(obj)))
-	l.nchunks.Add(1)
+	if !cached {
+		l.fetched.Add(int64(len(obj)))
+		l.nchunks.Add(1)
+	}
 	t1 := time.Now()
 	e.ch, e.err = loch.DecodeChunk(obj, e.ref)
 	l.decodeNs.Add(int64(time.Since(t1)))
+	if e.err == nil && !cached && l.cfg.Cache != nil {
+		// Only verified chunks enter the cache. A failed Put (a full disk)
+		// only costs the next epoch a fetch.
+		_ = l.cfg.Cache.Put(l.ctx, e.ref.Key, obj)
+	}
 	if e.err == nil && e.ch.Codec == chunk.CodecNone {
 		// The decoded data aliases the object: correct the estimate made
 		// at admission, which counted both.
@@ -216,6 +227,20 @@ func (l *Loader) fetch(e *chunkEntry) {
 		l.cond.Broadcast()
 		l.mu.Unlock()
 	}
+}
+
+// cached returns a chunk object from the cache, if there is one and it
+// holds the key. Cache failures count as misses.
+func (l *Loader) cached(key string) ([]byte, bool) {
+	if l.cfg.Cache == nil {
+		return nil, false
+	}
+	obj, ok, err := l.cfg.Cache.Get(l.ctx, key)
+	if err != nil || !ok {
+		return nil, false
+	}
+	l.hits.Add(1)
+	return obj, true
 }
 
 // fetchSample reads one sample of an uncompressed chunk: the chunk's

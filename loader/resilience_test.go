@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lochdata/loch"
+	"github.com/lochdata/loch/chunkcache"
 	"github.com/lochdata/loch/storage"
 )
 
@@ -86,4 +87,31 @@ func TestBadChunkStopsOrIsSkipped(t *testing.T) {
 	require.Greater(t, st.Skipped, int64(0))
 	require.EqualValues(t, 60, int64(n)+st.Skipped, "every row is delivered or reported skipped")
 	require.Contains(t, st.SkippedRows, uint64(0))
+}
+
+// TestCacheServesLaterEpochs: with a disk cache, the second epoch reads
+// every chunk from the cache and delivers the same rows.
+func TestCacheServesLaterEpochs(t *testing.T) {
+	d := testDataset(t, 90)
+	c, err := chunkcache.Open(t.TempDir(), 64<<20, nil)
+	require.NoError(t, err)
+	defer c.Close()
+	run := func(epoch int) ([][]int64, Stats) {
+		l, err := New(ctx, d.View(), Config{BatchSize: 10, Shuffle: "block", Epoch: epoch, Cache: c})
+		require.NoError(t, err)
+		defer l.Close()
+		var ps [][]int64
+		for _, b := range drain(t, l) {
+			ps = append(ps, b.Positions)
+		}
+		return ps, l.Stats()
+	}
+	_, s0 := run(0)
+	require.Zero(t, s0.CacheHits)
+	require.Greater(t, s0.ChunksFetched, int64(0))
+	want, _ := run(1)
+	got, s1 := run(1)
+	require.Equal(t, want, got)
+	require.Zero(t, s1.ChunksFetched, "a warm cache serves every chunk")
+	require.Greater(t, s1.CacheHits, int64(0))
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/lochdata/loch"
 	"github.com/lochdata/loch/chunk"
+	"github.com/lochdata/loch/chunkcache"
 	"github.com/lochdata/loch/imaging"
 	"github.com/lochdata/loch/loader"
 )
@@ -45,6 +46,7 @@ type benchResult struct {
 	RawObjectMB  float64  `json:"raw_object_mb"`
 	DecodedMB    float64  `json:"decoded_mb"`
 	Retries      int64    `json:"retries"`
+	CacheHits    int64    `json:"cache_hits"`
 	Skipped      int64    `json:"skipped"`
 	Ratio        float64  `json:"ratio_to_raw"`
 }
@@ -57,6 +59,8 @@ func newBenchCmd() *cobra.Command {
 		stepMS                     float64
 		asJSON, skipRaw            bool
 		prefetch                   int
+		cacheDir                   string
+		cacheBytes                 int64
 	)
 	cmd := &cobra.Command{
 		Use:   "bench URL",
@@ -105,6 +109,15 @@ bytes. The baseline runs first.`,
 					return err
 				}
 			}
+			var cache chunkcache.Cache
+			if cacheDir != "" {
+				c, err := chunkcache.Open(cacheDir, cacheBytes, nil)
+				if err != nil {
+					return err
+				}
+				defer c.Close()
+				cache = c
+			}
 			step := time.Duration(stepMS * float64(time.Millisecond))
 			start := time.Now()
 			var wait time.Duration
@@ -112,7 +125,7 @@ bytes. The baseline runs first.`,
 			first := time.Duration(-1)
 			for e := 0; e < epochs; e++ {
 				l, err := loader.New(ctx, view, loader.Config{Columns: cols, BatchSize: batch, Shuffle: shuffle, Seed: seed,
-					Epoch: e, WorldSize: world, Rank: rank, PrefetchBatches: prefetch})
+					Epoch: e, WorldSize: world, Rank: rank, PrefetchBatches: prefetch, Cache: cache})
 				if err != nil {
 					return err
 				}
@@ -140,6 +153,7 @@ bytes. The baseline runs first.`,
 				}
 				st := l.Stats()
 				res.Retries += st.Retries
+				res.CacheHits += st.CacheHits
 				res.Skipped += st.Skipped
 				l.Close()
 			}
@@ -161,6 +175,9 @@ bytes. The baseline runs first.`,
 			}
 			fmt.Fprintf(w, "loader:   %d samples in %d batches, %.2fs: %.0f samples/s, %.1f MB/s\n", res.Samples, res.Batches, res.Seconds, res.SamplesPerS, res.MBPerS)
 			fmt.Fprintf(w, "          first batch %.1f ms, wait share %.1f%%, peak RSS %.0f MB, retries %d, skipped %d\n", res.FirstBatchMS, 100*res.WaitShare, res.PeakRSSMB, res.Retries, res.Skipped)
+			if cache != nil {
+				fmt.Fprintf(w, "          cache hits %d\n", res.CacheHits)
+			}
 			if !skipRaw {
 				fmt.Fprintf(w, "raw:      %.1f MB of chunk objects read and decoded in %.2fs: %.1f MB/s of the same %.1f MB decoded bytes\n", res.RawObjectMB, res.RawSeconds, res.RawMBPerS, res.DecodedMB)
 				fmt.Fprintf(w, "ratio:    loader / raw = %.2f\n", res.Ratio)
@@ -181,6 +198,8 @@ bytes. The baseline runs first.`,
 	f.BoolVar(&asJSON, "json", false, "print one JSON object")
 	f.BoolVar(&skipRaw, "no-raw", false, "skip the raw baseline")
 	f.StringVar(&version, "version", "", "bench this version (snapshot id) instead of the newest")
+	f.StringVar(&cacheDir, "cache", "", "directory of a local chunk cache (shared by processes; epochs after the first read from it)")
+	f.Int64Var(&cacheBytes, "cache-bytes", 10<<30, "size bound of the chunk cache")
 	return cmd
 }
 

@@ -1,0 +1,244 @@
+package chunkcache
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"unicode/utf8"
+
+	"github.com/zeebo/xxh3"
+)
+
+// Errors that callers branch on with errors.Is.
+var (
+	// ErrInvalidKey: the key is not a valid cache key (see ValidateKey).
+	// Such keys are rejected before any I/O by Get and Put of every Cache.
+	ErrInvalidKey = errors.New("chunkcache: invalid key")
+	// ErrCorrupt: Put was given bytes that do not hash to the content hash
+	// their key names. (Get never returns it: a cached object that fails
+	// verification is removed and reported as a miss.)
+	ErrCorrupt = errors.New("chunkcache: data does not match its content hash")
+	// ErrCacheWrite: Put could not store the object: a full disk, an
+	// unwritable directory, an object larger than the whole cache. The cache
+	// is left as it was (the key may or may not be cached, nothing is
+	// corrupt), so a caller that uses the cache as an optimisation may
+	// ignore this error.
+	ErrCacheWrite = errors.New("chunkcache: cache write failed")
+	// ErrCacheRead: Get found the object but could not read it for a reason
+	// other than its absence or corruption (permissions, an I/O error). A
+	// caller may fetch the object from its origin instead.
+	ErrCacheRead = errors.New("chunkcache: cache read failed")
+	// ErrClosed: the cache was used after Close.
+	ErrClosed = errors.New("chunkcache: cache closed")
+)
+
+// Cache holds immutable objects by key, bounded in bytes, dropping the least
+// recently used first. Keys are storage keys such as "chunks/ab/ab12...";
+// the object under a key never changes (loch's keys name content), so a
+// cache never has to invalidate.
+//
+// All methods are safe for concurrent use. Implementations in this package
+// pass the suite in package chunkcachetest.
+type Cache interface {
+	// Get returns the cached bytes of key and ok=true, or ok=false on a miss.
+	// The returned slice is the caller's to keep and modify. A hit makes key
+	// the most recently used. When the key's last segment is a content hash
+	// (32 lowercase hex digits, the XXH3-128 of the bytes), Get never returns
+	// bytes that do not match it: a cached object that fails the check is
+	// dropped and reported as a miss.
+	//
+	// Errors wrap ErrInvalidKey, ErrCacheRead, ErrClosed or the context's
+	// error; ok is false whenever err is not nil.
+	Get(ctx context.Context, key string) (data []byte, ok bool, err error)
+
+	// Put stores data under key, making it the most recently used, and
+	// evicts the least recently used objects until the cache is within its
+	// budget again. data is not retained. Put is idempotent: storing a key
+	// that is cached already only marks it used; concurrent Puts of the same
+	// key (from several goroutines or processes) are safe and store it once.
+	// When the key's last segment is a content hash, Put checks data against
+	// it first.
+	//
+	// Errors wrap ErrInvalidKey, ErrCorrupt, ErrCacheWrite (safe to ignore:
+	// the cache is unharmed), ErrClosed or the context's error.
+	Put(ctx context.Context, key string, data []byte) error
+
+	// Stats returns the counters of the operations made through this Cache
+	// value since it was made.
+	Stats() Stats
+
+	// Close releases the cache's resources. It waits for calls in progress;
+	// later calls fail with ErrClosed. Closing twice is not an error. Close
+	// leaves the cached objects in place (a Disk cache keeps them on disk).
+	Close() error
+}
+
+// Stats counts the operations made through one Cache value (one process's
+// handle, for a Disk cache shared with others).
+type Stats struct {
+	Hits         int64 // Gets that returned cached bytes
+	Misses       int64 // Gets that returned ok=false, corrupt objects included
+	ReadBytes    int64 // bytes returned by hits
+	Puts         int64 // Puts that stored a new object
+	WrittenBytes int64 // bytes stored by those Puts
+	Evictions    int64 // objects evicted by this handle to stay within budget
+	EvictedBytes int64 // bytes of those objects
+	Corrupt      int64 // cached objects that failed verification and were dropped
+}
+
+// counters is the concurrent form of Stats.
+type counters struct {
+	hits, misses, readBytes, puts, writtenBytes, evictions, evictedBytes, corrupt atomic.Int64
+}
+
+func (c *counters) snapshot() Stats {
+	return Stats{
+		Hits:         c.hits.Load(),
+		Misses:       c.misses.Load(),
+		ReadBytes:    c.readBytes.Load(),
+		Puts:         c.puts.Load(),
+		WrittenBytes: c.writtenBytes.Load(),
+		Evictions:    c.evictions.Load(),
+		EvictedBytes: c.evictedBytes.Load(),
+		Corrupt:      c.corrupt.Load(),
+	}
+}
+
+func (c *counters) hit(n int) {
+	c.hits.Add(1)
+	c.readBytes.Add(int64(n))
+}
+
+func (c *counters) put(n int) {
+	c.puts.Add(1)
+	c.writtenBytes.Add(int64(n))
+}
+
+func (c *counters) evicted(n int64) {
+	c.evictions.Add(1)
+	c.evictedBytes.Add(n)
+}
+
+// Key limits. A segment is a file name in a Disk cache, hence NAME_MAX.
+const (
+	maxKeyLen     = 1024
+	maxSegmentLen = 255
+)
+
+// ValidateKey returns nil if key is a valid cache key, and otherwise an error
+// wrapping ErrInvalidKey that says why. A valid key is non-empty valid UTF-8
+// of at most 1024 bytes, made of '/'-separated segments of 1 to 255 bytes,
+// none "." or ".."; it holds no backslash and no control character (NUL
+// included). So it is relative and never escapes the cache's directory.
+// Every valid storage key of at most these lengths is a valid cache key.
+func ValidateKey(key string) error {
+	switch {
+	case key == "":
+		return invalidKey("empty key")
+	case len(key) > maxKeyLen:
+		return invalidKey(fmt.Sprintf("key of %d bytes is longer than %d", len(key), maxKeyLen))
+	case !utf8.ValidString(key):
+		return invalidKey("key is not valid UTF-8")
+	case key[0] == '/':
+		return invalidKey("key is absolute")
+	}
+	for _, r := range key {
+		switch {
+		case r == '\\':
+			return invalidKey("key contains a backslash")
+		case r < 0x20 || r == 0x7f:
+			return invalidKey("key contains a control character")
+		}
+	}
+	for seg := range strings.SplitSeq(key, "/") {
+		switch {
+		case seg == "":
+			return invalidKey("key has an empty segment")
+		case seg == "." || seg == "..":
+			return invalidKey(`key has a "." or ".." segment`)
+		case len(seg) > maxSegmentLen:
+			return invalidKey(fmt.Sprintf("key segment of %d bytes is longer than %d", len(seg), maxSegmentLen))
+		}
+	}
+	return nil
+}
+
+// contentHash returns the hash that key's last segment names, if that
+// segment is a content hash: 32 lowercase hex digits.
+func contentHash(key string) (h [16]byte, ok bool) {
+	seg := key[strings.LastIndexByte(key, '/')+1:]
+	if len(seg) != 32 {
+		return h, false
+	}
+	for i := 0; i < len(seg); i++ {
+		if c := seg[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return h, false
+		}
+	}
+	if _, err := hex.Decode(h[:], []byte(seg)); err != nil {
+		return h, false
+	}
+	return h, true
+}
+
+// matches reports whether data hashes to h.
+func matches(h [16]byte, data []byte) bool {
+	return xxh3.Hash128(data).Bytes() == h
+}
+
+// checkContent returns an error wrapping ErrCorrupt if key names a content
+// hash that data does not have.
+func checkContent(key string, data []byte) error {
+	if h, ok := contentHash(key); ok && !matches(h, data) {
+		return &kindError{kind: ErrCorrupt, msg: fmt.Sprintf("%d bytes hash to %x, not to the key's hash", len(data), xxh3.Hash128(data).Bytes())}
+	}
+	return nil
+}
+
+// kindError ties a message and an optional cause to one of the package
+// sentinels, so that messages do not repeat the sentinel's "chunkcache:"
+// prefix while errors.Is still finds both the sentinel and the cause.
+type kindError struct {
+	kind  error
+	msg   string
+	cause error
+}
+
+func (k *kindError) Error() string {
+	if k.cause == nil {
+		return k.msg
+	}
+	return k.msg + ": " + k.cause.Error()
+}
+
+func (k *kindError) Unwrap() []error {
+	if k.cause == nil {
+		return []error{k.kind}
+	}
+	return []error{k.kind, k.cause}
+}
+
+func invalidKey(msg string) error { return &kindError{kind: ErrInvalidKey, msg: "invalid key: " + msg} }
+
+func writeFailed(msg string, cause error) error {
+	return &kindError{kind: ErrCacheWrite, msg: msg, cause: cause}
+}
+
+func readFailed(msg string, cause error) error {
+	return &kindError{kind: ErrCacheRead, msg: msg, cause: cause}
+}
+
+func closed() error { return &kindError{kind: ErrClosed, msg: "cache closed"} }
+
+// opError puts the package, the operation and the key in front of err.
+func opError(op, key string, err error) error {
+	return fmt.Errorf("chunkcache: %s %q: %w", op, key, err)
+}
+
+// tooLarge reports a Put of an object bigger than the whole budget.
+func tooLarge(n int, max int64) error {
+	return writeFailed(fmt.Sprintf("object of %d bytes is larger than the cache's budget of %d bytes", n, max), nil)
+}
