@@ -15,6 +15,9 @@ type Batch struct {
 	// stable ids.
 	Positions []int64
 	RowIDs    []uint64
+	// Datasets gives each row's dataset (its index in NewMix's views);
+	// nil for a single dataset.
+	Datasets []int
 	// Columns maps each requested column to its collated tensor.
 	Columns map[string]*Tensor
 }

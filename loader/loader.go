@@ -9,7 +9,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -148,12 +150,12 @@ type Stats struct {
 // one consumer goroutine; Stats and State may be called from any goroutine.
 // Close stops its goroutines.
 type Loader struct {
-	view  *loch.View
-	store storage.Store
+	views []*loch.View // the datasets: one, or several mixed
 	cfg   Config
-	cols  []colPlan
-	plan  *order.EpochPlan
+	cols  [][]colPlan // [dataset][column]: the same names in every dataset
+	plan  planner
 	base  int // epoch index of the plan's first batch (after a resume)
+	mixed bool
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -187,6 +189,35 @@ type Loader struct {
 	retries0   int64
 }
 
+// planner is an epoch plan over one dataset or a mixture.
+type planner interface {
+	Batches() int
+	State(done int) State
+	items() iter.Seq2[int, []order.Item]
+}
+
+// single adapts a one-dataset plan.
+type single struct{ *order.EpochPlan }
+
+func (p single) items() iter.Seq2[int, []order.Item] {
+	return func(yield func(int, []order.Item) bool) {
+		var buf []order.Item
+		for i, pos := range p.All() {
+			buf = buf[:0]
+			for _, x := range pos {
+				buf = append(buf, order.Item{Pos: x})
+			}
+			if !yield(i, buf) {
+				return
+			}
+		}
+	}
+}
+
+type mix struct{ *order.MixPlan }
+
+func (p mix) items() iter.Seq2[int, []order.Item] { return p.All() }
+
 type colPlan struct {
 	name string
 	col  schema.Column
@@ -195,7 +226,8 @@ type colPlan struct {
 // chunkEntry is a chunk needed by batches in flight.
 type chunkEntry struct {
 	key    string // ref.Key, or ref.Key#sample
-	sample int    // -1: the whole chunk; else one sample read by range
+	store  storage.Store
+	sample int // -1: the whole chunk; else one sample read by range
 	hdr    *chunk.Header
 	data   []byte // the sample's bytes, for sample entries
 	ref    manifest.ChunkRef
@@ -210,28 +242,105 @@ type chunkEntry struct {
 // view's snapshot only: it never mixes snapshots.
 func New(ctx context.Context, view *loch.View, cfg Config) (*Loader, error) {
 	cfg.defaults()
-	retries0 := storage.Retries(view.Store())
-	if err := view.Load(ctx, cfg.FetchConcurrency); err != nil {
-		return nil, err
-	}
-	cols, err := columns(view, cfg.Columns)
+	l, err := newLoader(ctx, []*loch.View{view}, cfg)
 	if err != nil {
 		return nil, err
 	}
-	l := &Loader{view: view, store: view.Store(), cfg: cfg, cols: cols, ready: map[int]*Batch{}, failed: map[int]error{}, chunks: map[string]*chunkEntry{}, headers: map[string]*chunk.Header{}}
-	if l.plan, err = makePlan(view, refColumn(cols), cfg); err != nil {
+	p, err := makePlan(view, refColumn(l.cols[0]), cfg)
+	if err != nil {
 		return nil, err
 	}
-	if st := l.plan.State(0); len(st.Stages) > 0 {
+	l.begin(single{p})
+	return l, nil
+}
+
+// NewMix starts a loader that mixes several datasets, drawing rows from
+// each in proportion to weights, deterministically (see order.PlanMix).
+// Every dataset must have the requested columns with the same dtypes.
+// epochRows is the number of rows of an epoch over all ranks (0: enough for
+// every dataset to deliver all its rows at least once). cfg's order fields
+// apply to the mixture; cfg.Rows is not supported. Batches carry the
+// dataset of each row in Batch.Datasets.
+func NewMix(ctx context.Context, views []*loch.View, weights []float64, epochRows int64, cfg Config) (*Loader, error) {
+	cfg.defaults()
+	if len(views) == 0 || len(views) != len(weights) {
+		return nil, fmt.Errorf("loader: %d datasets and %d weights: %w", len(views), len(weights), loch.ErrInvalidArgument)
+	}
+	if cfg.Rows != nil {
+		return nil, fmt.Errorf("loader: a row subset cannot be combined with a mixture: %w", loch.ErrInvalidArgument)
+	}
+	l, err := newLoader(ctx, views, cfg)
+	if err != nil {
+		return nil, err
+	}
+	for d := 1; d < len(views); d++ {
+		for c, cp := range l.cols[d] {
+			if first := l.cols[0][c]; cp.col.DType != first.col.DType || cp.col.DType.Variable() != first.col.DType.Variable() {
+				return nil, fmt.Errorf("loader: column %q is %s in dataset 0 and %s in dataset %d: %w", cp.name, first.col.DType, cp.col.DType, d, loch.ErrInvalidArgument)
+			}
+		}
+	}
+	ms := order.MixSpec{Weights: weights, EpochRows: epochRows, Seed: cfg.Seed, Epoch: cfg.Epoch,
+		WorldSize: cfg.WorldSize, Rank: cfg.Rank, BatchSize: cfg.BatchSize, DropLast: cfg.DropLast}
+	var versions []string
+	for d, v := range views {
+		sp, err := spec(v, refColumn(l.cols[d]), cfg)
+		if err != nil {
+			return nil, err
+		}
+		ms.Parts = append(ms.Parts, sp)
+		versions = append(versions, v.Version())
+	}
+	ms.Version = strings.Join(versions, "+")
+	var p *order.MixPlan
+	if cfg.Resume != nil {
+		if cfg.Resume.Version != ms.Version {
+			return nil, fmt.Errorf("loader: the saved state is for versions %s, the datasets are at %s: %w", cfg.Resume.Version, ms.Version, loch.ErrInvalidArgument)
+		}
+		p, err = order.ResumeMix(ms, *cfg.Resume)
+	} else {
+		p, err = order.PlanMix(ms)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("loader: %w: %w", loch.ErrInvalidArgument, err)
+	}
+	l.mixed = true
+	l.begin(mix{p})
+	return l, nil
+}
+
+// newLoader loads the views and resolves the columns.
+func newLoader(ctx context.Context, views []*loch.View, cfg Config) (*Loader, error) {
+	l := &Loader{views: views, cfg: cfg, ready: map[int]*Batch{}, failed: map[int]error{},
+		chunks: map[string]*chunkEntry{}, headers: map[string]*chunk.Header{}}
+	for _, v := range views {
+		l.retries0 += storage.Retries(v.Store())
+		if err := v.Load(ctx, cfg.FetchConcurrency); err != nil {
+			return nil, err
+		}
+		cols, err := columns(v, cfg.Columns)
+		if err != nil {
+			return nil, err
+		}
+		if len(l.cols) > 0 && len(cols) != len(l.cols[0]) {
+			return nil, fmt.Errorf("loader: the datasets have different columns (%d and %d); name the columns to load: %w", len(l.cols[0]), len(cols), loch.ErrInvalidArgument)
+		}
+		l.cols = append(l.cols, cols)
+	}
+	return l, nil
+}
+
+// begin starts the pipeline on plan p.
+func (l *Loader) begin(p planner) {
+	l.plan = p
+	if st := p.State(0); len(st.Stages) > 0 {
 		l.base = st.Stages[len(st.Stages)-1].BatchesDone
 	}
-	l.cfg.Epoch = l.plan.State(0).Epoch
+	l.cfg.Epoch = p.State(0).Epoch
 	l.cond = sync.NewCond(&l.mu)
 	l.ctx, l.cancel = context.WithCancel(context.Background())
-	l.retries0 = retries0
 	l.started = time.Now()
 	l.start()
-	return l, nil
 }
 
 // columns resolves column names (all when none are given).
@@ -357,7 +466,7 @@ func (l *Loader) Stats() Stats {
 	l.mu.Unlock()
 	s := Stats{
 		Batches: l.batches.Load(), Samples: l.samples.Load(), BytesFetched: l.fetched.Load(), ChunksFetched: l.nchunks.Load(), CacheHits: l.hits.Load(),
-		Retries: storage.Retries(l.store) - l.retries0, Skipped: int64(len(skipped)), SkippedRows: skipped,
+		Retries: l.retries() - l.retries0, Skipped: int64(len(skipped)), SkippedRows: skipped,
 		FetchTime: time.Duration(l.fetchNs.Load()), DecodeTime: time.Duration(l.decodeNs.Load()),
 		WaitTime: time.Duration(l.wait.Load()), Elapsed: time.Since(l.started), FirstBatch: first,
 		DecodedBytes: l.decoded.Load(), PeakInFlight: peak,
@@ -366,6 +475,14 @@ func (l *Loader) Stats() Stats {
 		s.WaitShare = float64(s.WaitTime) / float64(s.Elapsed)
 	}
 	return s
+}
+
+func (l *Loader) retries() int64 {
+	var n int64
+	for _, v := range l.views {
+		n += storage.Retries(v.Store())
+	}
+	return n
 }
 
 func batchBytes(b *Batch) int64 {

@@ -9,8 +9,10 @@ import (
 	"github.com/lochdata/loch"
 	"github.com/lochdata/loch/chunk"
 	"github.com/lochdata/loch/imaging"
+	"github.com/lochdata/loch/loader/order"
 	"github.com/lochdata/loch/manifest"
 	"github.com/lochdata/loch/schema"
+	"github.com/lochdata/loch/storage"
 )
 
 // sampleLoc says where one sample of one column lives.
@@ -23,6 +25,7 @@ type batchJob struct {
 	index     int
 	positions []int64
 	rowIDs    []uint64
+	datasets  []int         // for mixtures
 	locs      [][]sampleLoc // [column][sample]
 	entries   []*chunkEntry // distinct chunks the batch holds a use of
 }
@@ -61,8 +64,8 @@ func (l *Loader) fail(err error) {
 // to the collators.
 func (l *Loader) schedule(jobs chan<- *batchJob) {
 	sem := make(chan struct{}, l.cfg.FetchConcurrency)
-	for bi, pos := range l.plan.All() {
-		job, err := l.locate(bi, slices.Clone(pos))
+	for bi, items := range l.plan.items() {
+		job, err := l.locate(bi, slices.Clone(items))
 		if err != nil {
 			l.fail(err)
 			return
@@ -121,23 +124,32 @@ func (l *Loader) schedule(jobs chan<- *batchJob) {
 
 // locate resolves batch bi's rows to chunks, registering the chunk
 // entries it needs (under l.mu).
-func (l *Loader) locate(bi int, pos []int64) (*batchJob, error) {
-	job := &batchJob{index: bi, positions: pos, rowIDs: make([]uint64, len(pos)), locs: make([][]sampleLoc, len(l.cols))}
-	for c := range l.cols {
-		job.locs[c] = make([]sampleLoc, len(pos))
+func (l *Loader) locate(bi int, items []order.Item) (*batchJob, error) {
+	ncols := len(l.cols[0])
+	job := &batchJob{index: bi, positions: make([]int64, len(items)), rowIDs: make([]uint64, len(items)), locs: make([][]sampleLoc, ncols)}
+	if l.mixed {
+		job.datasets = make([]int, len(items))
+	}
+	for c := range ncols {
+		job.locs[c] = make([]sampleLoc, len(items))
 	}
 	seen := map[*chunkEntry]bool{}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for i, p := range pos {
-		frag, off, err := l.view.Locate(p)
+	for i, it := range items {
+		v := l.views[it.Dataset]
+		job.positions[i] = it.Pos
+		if job.datasets != nil {
+			job.datasets[i] = it.Dataset
+		}
+		frag, off, err := v.Locate(it.Pos)
 		if err != nil {
 			return nil, err
 		}
-		job.rowIDs[i] = l.view.RowID(frag, off)
-		for c, cp := range l.cols {
-			refs := l.view.Chunks(frag, cp.col.UID)
-			k := l.view.ChunkIndex(frag, cp.col.UID, off)
+		job.rowIDs[i] = v.RowID(frag, off)
+		for c, cp := range l.cols[it.Dataset] {
+			refs := v.Chunks(frag, cp.col.UID)
+			k := v.ChunkIndex(frag, cp.col.UID, off)
 			if k < 0 {
 				continue // null
 			}
@@ -157,7 +169,7 @@ func (l *Loader) locate(bi int, pos []int64) (*batchJob, error) {
 					// the sample's checksum blocks, not the whole chunk.
 					sample = loc.idx
 				}
-				e := l.entry(refs[k+p], sample)
+				e := l.entry(refs[k+p], sample, v)
 				loc.entries = append(loc.entries, e)
 				if !seen[e] {
 					seen[e] = true
@@ -175,14 +187,14 @@ func uncompressed(ref manifest.ChunkRef) bool { return ref.Size == int64(ref.Hea
 
 // entry returns the table entry of a chunk, or of one sample of it when
 // sample >= 0, creating an idle one (l.mu held).
-func (l *Loader) entry(ref manifest.ChunkRef, sample int) *chunkEntry {
+func (l *Loader) entry(ref manifest.ChunkRef, sample int, v *loch.View) *chunkEntry {
 	key := ref.Key
 	if sample >= 0 {
 		key += "#" + strconv.Itoa(sample)
 	}
 	e, ok := l.chunks[key]
 	if !ok {
-		e = &chunkEntry{ref: ref, key: key, sample: sample}
+		e = &chunkEntry{ref: ref, key: key, sample: sample, store: v.Store()}
 		l.chunks[key] = e
 	}
 	return e
@@ -199,7 +211,7 @@ func (l *Loader) fetch(e *chunkEntry) {
 	obj, cached := l.cached(e.ref.Key)
 	var err error
 	if !cached {
-		obj, err = l.store.Get(l.ctx, e.ref.Key)
+		obj, err = e.store.Get(l.ctx, e.ref.Key)
 	}
 	l.fetchNs.Add(int64(time.Since(t0)))
 	if err != nil {
@@ -248,7 +260,7 @@ func (l *Loader) cached(key string) ([]byte, bool) {
 func (l *Loader) fetchSample(e *chunkEntry) {
 	t0 := time.Now()
 	defer func() { l.fetchNs.Add(int64(time.Since(t0))) }()
-	h, err := l.header(e.ref)
+	h, err := l.header(e.store, e.ref)
 	if err != nil {
 		e.err = err
 		return
@@ -261,7 +273,7 @@ func (l *Loader) fetchSample(e *chunkEntry) {
 	a, b := h.BlockSpan(s, end)
 	span := make([]byte, b-a)
 	if len(span) > 0 {
-		if err := l.store.ReadRange(l.ctx, e.ref.Key, a, span); err != nil {
+		if err := e.store.ReadRange(l.ctx, e.ref.Key, a, span); err != nil {
 			e.err = fmt.Errorf("fetch chunk %s: %w", e.ref.Key, err)
 			return
 		}
@@ -276,7 +288,7 @@ func (l *Loader) fetchSample(e *chunkEntry) {
 }
 
 // header returns a chunk's parsed header, read once per loader.
-func (l *Loader) header(ref manifest.ChunkRef) (*chunk.Header, error) {
+func (l *Loader) header(store storage.Store, ref manifest.ChunkRef) (*chunk.Header, error) {
 	l.hmu.Lock()
 	h, ok := l.headers[ref.Key]
 	l.hmu.Unlock()
@@ -284,7 +296,7 @@ func (l *Loader) header(ref manifest.ChunkRef) (*chunk.Header, error) {
 		return h, nil
 	}
 	buf := make([]byte, ref.Header)
-	if err := l.store.ReadRange(l.ctx, ref.Key, 0, buf); err != nil {
+	if err := store.ReadRange(l.ctx, ref.Key, 0, buf); err != nil {
 		return nil, fmt.Errorf("fetch chunk %s header: %w", ref.Key, err)
 	}
 	h, err := chunk.ParseHeader(buf)
@@ -366,9 +378,10 @@ func (l *Loader) build(job *batchJob) (*Batch, error) {
 		shape []int
 		null  bool
 	}
-	vals := make([][]got, len(l.cols))
+	cols := l.cols[0] // names and dtypes agree across datasets
+	vals := make([][]got, len(cols))
 	bad := make([]bool, len(job.positions))
-	for c, cp := range l.cols {
+	for c, cp := range cols {
 		vals[c] = make([]got, len(job.positions))
 		for i, loc := range job.locs[c] {
 			if loc.entries == nil {
@@ -418,8 +431,11 @@ func (l *Loader) build(job *batchJob) (*Batch, error) {
 	for _, i := range keep {
 		b.Positions = append(b.Positions, job.positions[i])
 		b.RowIDs = append(b.RowIDs, job.rowIDs[i])
+		if job.datasets != nil {
+			b.Datasets = append(b.Datasets, job.datasets[i])
+		}
 	}
-	for c, cp := range l.cols {
+	for c, cp := range cols {
 		t := &Tensor{DType: cp.col.DType}
 		n := len(keep)
 		anyNull := false
