@@ -42,15 +42,17 @@ type Config struct {
 	WorldSize int // default 1
 	Rank      int
 	DropLast  bool
-	// WindowRows is the block-shuffle window in rows (default 16 chunks'
-	// worth of rows).
+	// WindowRows is the block-shuffle window in rows (default: 8 chunks'
+	// worth, 64 MiB of 8 MiB chunks: every batch of a window needs all its
+	// chunks, so the window sets the time to the first batch and the memory
+	// a window holds; larger windows shuffle better).
 	WindowRows int64
 	// Rows restricts the loader to these row ids, in this order before
 	// shuffling (default: every row).
 	Rows []uint64
 	// PrefetchBatches bounds the batches prepared ahead of the consumer
 	// (default 4); PrefetchBytes bounds the memory they and the chunks they
-	// need may hold (default 512 MiB). At least one batch is always in
+	// need may hold (default 256 MiB). At least one batch is always in
 	// flight, whatever its size.
 	PrefetchBatches int
 	PrefetchBytes   int64
@@ -113,7 +115,7 @@ func (c *Config) defaults() {
 		c.PrefetchBatches = 4
 	}
 	if c.PrefetchBytes <= 0 {
-		c.PrefetchBytes = 512 << 20
+		c.PrefetchBytes = 256 << 20
 	}
 	if c.FetchConcurrency <= 0 {
 		c.FetchConcurrency = 16

@@ -14,6 +14,9 @@ import (
 // per world size (see order.State). It marshals to JSON.
 type State = order.State
 
+// defaultWindowBlocks is the default block-shuffle window, in blocks.
+const defaultWindowBlocks = 8
+
 // spec builds the order specification of cfg over view: blocks are the
 // chunks of the column refUID (the largest requested one), so that a block
 // costs one chunk fetch; a fragment where that column is empty is one block.
@@ -43,8 +46,16 @@ func spec(view *loch.View, refUID int, cfg Config) (order.Spec, error) {
 			}
 		}
 	}
+	window := cfg.WindowRows
+	if window <= 0 {
+		var largest int64
+		for _, b := range blocks {
+			largest = max(largest, b)
+		}
+		window = defaultWindowBlocks * largest
+	}
 	s := order.Spec{Blocks: blocks, Version: view.Version(), Seed: cfg.Seed, Epoch: cfg.Epoch, Mode: order.Mode(cfg.Shuffle),
-		WindowRows: cfg.WindowRows, WorldSize: cfg.WorldSize, Rank: cfg.Rank, BatchSize: cfg.BatchSize, DropLast: cfg.DropLast}
+		WindowRows: window, WorldSize: cfg.WorldSize, Rank: cfg.Rank, BatchSize: cfg.BatchSize, DropLast: cfg.DropLast}
 	if cfg.Rows != nil {
 		sub, err := positionsOf(view, cfg.Rows)
 		if err != nil {

@@ -47,6 +47,8 @@ type benchResult struct {
 	DecodedMB    float64  `json:"decoded_mb"`
 	Retries      int64    `json:"retries"`
 	CacheHits    int64    `json:"cache_hits"`
+	Chunks       int64    `json:"chunks_fetched"`
+	FetchedMB    float64  `json:"fetched_mb"`
 	Skipped      int64    `json:"skipped"`
 	Ratio        float64  `json:"ratio_to_raw"`
 }
@@ -154,6 +156,8 @@ bytes. The baseline runs first.`,
 				st := l.Stats()
 				res.Retries += st.Retries
 				res.CacheHits += st.CacheHits
+				res.Chunks += st.ChunksFetched
+				res.FetchedMB += float64(st.BytesFetched) / 1e6
 				res.Skipped += st.Skipped
 				l.Close()
 			}
