@@ -11,6 +11,7 @@ import (
 	"io"
 	"iter"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -23,6 +24,7 @@ import (
 	"github.com/lochdata/loch/manifest"
 	"github.com/lochdata/loch/schema"
 	"github.com/lochdata/loch/storage"
+	"github.com/lochdata/loch/transform"
 )
 
 // ErrClosed is returned by Next after Close.
@@ -66,6 +68,12 @@ type Config struct {
 	SkipBadSamples bool
 	// Resume restarts from a saved state (see State).
 	Resume *State
+	// Transforms maps column names to image transform pipelines in the
+	// grammar of transform.Parse, e.g. "decode,resize=256,center_crop=224,
+	// to_float,normalize=imagenet,chw". They run in the loader's workers;
+	// random steps draw from (Seed, Epoch, row id). A png/jpeg column's
+	// pipeline that does not start with decode gets one.
+	Transforms map[string]string
 	// Cache, when set, keeps the chunk objects the loader fetches (for
 	// example a chunkcache.Disk shared by the ranks of a node), so that
 	// epochs after the first read them locally. Cache errors are not fatal:
@@ -156,8 +164,10 @@ type Loader struct {
 	cfg   Config
 	cols  [][]colPlan // [dataset][column]: the same names in every dataset
 	plan  planner
-	base  int // epoch index of the plan's first batch (after a resume)
-	mixed bool
+	// transforms by column index
+	transforms map[int]transform.Pipeline
+	base       int // epoch index of the plan's first batch (after a resume)
+	mixed      bool
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -328,6 +338,22 @@ func newLoader(ctx context.Context, views []*loch.View, cfg Config) (*Loader, er
 			return nil, fmt.Errorf("loader: the datasets have different columns (%d and %d); name the columns to load: %w", len(l.cols[0]), len(cols), loch.ErrInvalidArgument)
 		}
 		l.cols = append(l.cols, cols)
+	}
+	l.transforms = map[int]transform.Pipeline{}
+	for name, spec := range cfg.Transforms {
+		c := slices.IndexFunc(l.cols[0], func(cp colPlan) bool { return cp.name == name })
+		if c < 0 {
+			return nil, fmt.Errorf("loader: transform for column %q, which is not loaded: %w", name, loch.ErrInvalidArgument)
+		}
+		col := l.cols[0][c].col
+		if col.SampleCompression != schema.SampleNone && !strings.HasPrefix(strings.TrimSpace(spec), "decode") {
+			spec = "decode," + spec
+		}
+		p, err := transform.Parse(spec)
+		if err != nil {
+			return nil, fmt.Errorf("loader: transform for column %q: %w: %w", name, loch.ErrInvalidArgument, err)
+		}
+		l.transforms[c] = p
 	}
 	return l, nil
 }

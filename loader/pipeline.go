@@ -2,6 +2,7 @@ package loader
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strconv"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/lochdata/loch/manifest"
 	"github.com/lochdata/loch/schema"
 	"github.com/lochdata/loch/storage"
+	"github.com/lochdata/loch/transform"
 )
 
 // sampleLoc says where one sample of one column lives.
@@ -376,6 +378,7 @@ func (l *Loader) build(job *batchJob) (*Batch, error) {
 	type got struct {
 		data  []byte
 		shape []int
+		dtype schema.DType
 		null  bool
 	}
 	cols := l.cols[0] // names and dtypes agree across datasets
@@ -397,9 +400,12 @@ func (l *Loader) build(job *batchJob) (*Batch, error) {
 				continue
 			}
 			var shape []int
+			dtype := cp.col.DType
 			if err == nil {
 				shape = h.Shape(loc.idx)
-				if h.SampleCompression != chunk.SampleNone {
+				if tf, ok := l.transforms[c]; ok {
+					data, shape, dtype, err = l.transform(tf, h, data, shape, cp.col.DType, job.rowIDs[i])
+				} else if h.SampleCompression != chunk.SampleNone {
 					data, shape, err = decodeImage(data, shape)
 				}
 			}
@@ -410,7 +416,7 @@ func (l *Loader) build(job *batchJob) (*Batch, error) {
 				bad[i] = true
 				continue
 			}
-			vals[c][i] = got{data: data, shape: shape}
+			vals[c][i] = got{data: data, shape: shape, dtype: dtype}
 		}
 	}
 	keep := make([]int, 0, len(job.positions))
@@ -437,6 +443,12 @@ func (l *Loader) build(job *batchJob) (*Batch, error) {
 	}
 	for c, cp := range cols {
 		t := &Tensor{DType: cp.col.DType}
+		for _, i := range keep {
+			if v := vals[c][i]; !v.null {
+				t.DType = v.dtype // a transform may change it (to_float)
+				break
+			}
+		}
 		n := len(keep)
 		anyNull := false
 		for _, i := range keep {
@@ -484,7 +496,7 @@ func (l *Loader) build(job *batchJob) (*Batch, error) {
 		if maxShape == nil {
 			maxShape = nullShape(cp.col)
 		}
-		size := cp.col.DType.Size()
+		size := t.DType.Size()
 		per := schema.NumElements(maxShape) * size
 		t.Shape = append([]int{n}, maxShape...)
 		t.Data = l.cfg.Allocator.Alloc(n * per)
@@ -516,6 +528,29 @@ func (l *Loader) build(job *batchJob) (*Batch, error) {
 		b.Columns[cp.name] = t
 	}
 	return b, nil
+}
+
+// transform applies a column's transform pipeline to one sample. The
+// pipeline's randomness comes from (seed, epoch, row id): the same row
+// gets the same crop and flip in the same epoch whatever the concurrency.
+func (l *Loader) transform(p transform.Pipeline, h *chunk.Header, data []byte, shape []int, dtype schema.DType, rowID uint64) ([]byte, []int, schema.DType, error) {
+	in := transform.Image{Shape: shape, DType: dtype, Data: data}
+	switch h.SampleCompression {
+	case chunk.SamplePNG:
+		in.Encoded = "png"
+	case chunk.SampleJPEG:
+		in.Encoded = "jpeg"
+	}
+	var rng *rand.Rand
+	if p.Random() {
+		rng = rand.New(rand.NewPCG(l.cfg.Seed^(uint64(l.cfg.Epoch)*0x9e3779b97f4a7c15), rowID))
+	}
+	out, err := p.Apply(in, rng, nil)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	// Shape is in layout order: [C, H, W] after chw.
+	return out.Data, out.Shape, out.DType, nil
 }
 
 // nullShape is the per-sample shape of an all-null column in a batch.

@@ -63,6 +63,7 @@ func newBenchCmd() *cobra.Command {
 		prefetch                   int
 		cacheDir                   string
 		cacheBytes                 int64
+		transforms                 []string
 	)
 	cmd := &cobra.Command{
 		Use:   "bench URL",
@@ -111,6 +112,14 @@ bytes. The baseline runs first.`,
 					return err
 				}
 			}
+			tf := map[string]string{}
+			for _, t := range transforms {
+				col, spec, ok := strings.Cut(t, "=")
+				if !ok || col == "" {
+					return usagef("--transform %q: want COLUMN=SPEC, e.g. image=decode,resize=256,center_crop=224", t)
+				}
+				tf[col] = spec
+			}
 			var cache chunkcache.Cache
 			if cacheDir != "" {
 				c, err := chunkcache.Open(cacheDir, cacheBytes, nil)
@@ -127,7 +136,7 @@ bytes. The baseline runs first.`,
 			first := time.Duration(-1)
 			for e := 0; e < epochs; e++ {
 				l, err := loader.New(ctx, view, loader.Config{Columns: cols, BatchSize: batch, Shuffle: shuffle, Seed: seed,
-					Epoch: e, WorldSize: world, Rank: rank, PrefetchBatches: prefetch, Cache: cache})
+					Epoch: e, WorldSize: world, Rank: rank, PrefetchBatches: prefetch, Cache: cache, Transforms: tf})
 				if err != nil {
 					return err
 				}
@@ -202,6 +211,7 @@ bytes. The baseline runs first.`,
 	f.BoolVar(&asJSON, "json", false, "print one JSON object")
 	f.BoolVar(&skipRaw, "no-raw", false, "skip the raw baseline")
 	f.StringVar(&version, "version", "", "bench this version (snapshot id) instead of the newest")
+	f.StringArrayVar(&transforms, "transform", nil, "COLUMN=SPEC image transform run in the loader (repeatable), e.g. image=decode,resize=256,center_crop=224,to_float,normalize=imagenet,chw")
 	f.StringVar(&cacheDir, "cache", "", "directory of a local chunk cache (shared by processes; epochs after the first read from it)")
 	f.Int64Var(&cacheBytes, "cache-bytes", 10<<30, "size bound of the chunk cache")
 	return cmd
