@@ -81,13 +81,11 @@ bytes. The baseline runs first.`,
   loch bench s3://bucket/pets --columns image,label --step-ms 20 --json`,
 		Args: exactArgs("URL"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if batch < 1 || world < 1 || rank < 0 || rank >= world || epochs < 1 || stepMS < 0 {
-				return usagef("need --batch-size >= 1, --epochs >= 1, --step-ms >= 0 and 0 <= --rank < --world-size")
+			if err := checkOrderFlags(batch, world, rank, shuffle); err != nil {
+				return err
 			}
-			switch shuffle {
-			case "none", "block", "full":
-			default:
-				return usagef("--shuffle %q: want none, block or full", shuffle)
+			if epochs < 1 || stepMS < 0 {
+				return usagef("need --epochs >= 1 and --step-ms >= 0")
 			}
 			ctx := cmd.Context()
 			d, err := openDataset(ctx, args[0], version)

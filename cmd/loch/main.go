@@ -222,3 +222,16 @@ func openDataset(ctx context.Context, url, version string) (*loch.Dataset, error
 	}
 	return loch.Open(ctx, url, opts...)
 }
+
+// checkOrderFlags validates the flags that choose a loader order, shared by
+// bench and order.
+func checkOrderFlags(batch, world, rank int, shuffle string) error {
+	if batch < 1 || world < 1 || rank < 0 || rank >= world {
+		return usagef("need --batch-size >= 1 and 0 <= --rank < --world-size (got %d, %d, %d)", batch, rank, world)
+	}
+	switch shuffle {
+	case "none", "block", "full":
+		return nil
+	}
+	return usagef("--shuffle %q: want none, block or full", shuffle)
+}

@@ -30,13 +30,11 @@ repeat.`,
   loch order s3://bucket/pets --shuffle full --drop-last | head`,
 		Args: exactArgs("URL"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if batch < 1 || world < 1 || rank < 0 || rank >= world || epoch < 0 {
-				return usagef("need --batch-size >= 1, --epoch >= 0 and 0 <= --rank < --world-size")
+			if err := checkOrderFlags(batch, world, rank, shuffle); err != nil {
+				return err
 			}
-			switch shuffle {
-			case "none", "block", "full":
-			default:
-				return usagef("--shuffle %q: want none, block or full", shuffle)
+			if epoch < 0 {
+				return usagef("--epoch must be >= 0, got %d", epoch)
 			}
 			ctx := cmd.Context()
 			d, err := openDataset(ctx, args[0], version)
