@@ -88,6 +88,7 @@ test: tools
 	$(GO) vet ./...
 	$(GO) test -race -timeout 20m ./...
 	$(GO) test -count=1 -run TestBoundedMemory ./loader # RSS bounds, without the race detector's overhead
+	$(VENV)/bin/python -m pytest python/tests
 
 # demo makes a small image dataset, ingests it into a local loch dataset,
 # inspects it, verifies it and streams it.
@@ -101,6 +102,37 @@ demo: build
 	bin/loch verify $(DEMO)/pets
 	bin/loch scan $(DEMO)/pets
 	bin/loch log $(DEMO)/pets
+	$(VENV)/bin/python examples/train_torch.py $(DEMO)/pets --epochs 1
+
+# venv makes or updates $(VENV) with the Python SDK (python/, with its Go
+# library built from this checkout) and the pinned test dependencies
+# (python/requirements-test.txt). Stamps make a second run quick: the SDK is
+# reinstalled only when Go or Python sources changed, the dependencies only
+# when their pins did.
+PYTHON ?= python3
+VENV   ?= .venv
+PY_SOURCES := $(shell find python/loch python/setup.py python/pyproject.toml -name '*.py' -o -name '*.toml' -o -name py.typed 2>/dev/null)
+GO_SOURCES := $(shell find . -path ./.venv -prune -o -path ./.demo -prune -o -name '*.go' ! -name '*_test.go' -print) capi/loch.h go.mod go.sum
+.PHONY: venv pytest
+venv: sysdeps $(VENV)/.loch-sdk
+test: venv
+demo: venv
+
+$(VENV)/bin/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(VENV)/.loch-deps: python/requirements-test.txt | $(VENV)/bin/python
+	$(VENV)/bin/python -m pip install -q --upgrade pip
+	$(VENV)/bin/python -m pip install -q -r python/requirements-test.txt
+	@touch $@
+
+$(VENV)/.loch-sdk: $(VENV)/.loch-deps $(PY_SOURCES) $(GO_SOURCES)
+	$(VENV)/bin/python -m pip install -q --no-build-isolation --no-deps ./python
+	@touch $@
+
+# pytest runs the Python SDK's tests.
+pytest: venv
+	$(VENV)/bin/python -m pytest python/tests
 
 # bench runs the Go benchmarks (each prints its baseline in the same run).
 bench:

@@ -1,0 +1,101 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"testing"
+	"unsafe"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/lochdata/loch"
+	"github.com/lochdata/loch/loader"
+)
+
+func TestSizeClass(t *testing.T) {
+	for _, tc := range []struct{ n, want int }{
+		{0, 4096}, {1, 4096}, {4096, 4096}, {4097, 8192}, {65536, 65536},
+		{65537, 73728}, {1 << 20, 1 << 20}, {1<<20 + 1, 1<<20 + 1<<17},
+	} {
+		require.Equal(t, tc.want, sizeClass(tc.n), "sizeClass(%d)", tc.n)
+	}
+	for n := 1; n < 1<<26; n = n*3 + 7 {
+		c := sizeClass(n)
+		require.GreaterOrEqual(t, c, n)
+		require.LessOrEqual(t, float64(c), max(float64(n)*1.125, float64(n+4095)), "slack of sizeClass(%d) = %d", n, c)
+	}
+}
+
+func TestPoolReusesBuffers(t *testing.T) {
+	p := &bufPool{live: map[unsafe.Pointer]int{}, free: map[int][]unsafe.Pointer{}, limit: 1 << 20}
+	a := p.alloc(10000)
+	require.Len(t, a, 10000)
+	require.Zero(t, uintptr(ptrOf(a))%bufAlign)
+	require.True(t, p.release(ptrOf(a)))
+	require.False(t, p.release(ptrOf(a)), "a second release is refused")
+	b := p.alloc(9000) // same class
+	require.Equal(t, ptrOf(a), ptrOf(b))
+	big := p.alloc(2 << 20) // over the pool's limit: freed, not kept
+	require.True(t, p.release(ptrOf(big)))
+	live, free := p.stats()
+	require.Equal(t, sizeClass(9000), live)
+	require.Zero(t, free)
+	p.release(ptrOf(b))
+	p.trim()
+	_, free = p.stats()
+	require.Zero(t, free)
+}
+
+func TestLoaderAllocReleasesWhatItOwns(t *testing.T) {
+	a := newLoaderAlloc()
+	kept, dropped := a.Alloc(100), a.Alloc(100)
+	a.handOff(kept)
+	a.releaseAll()
+	require.False(t, pool.release(ptrOf(dropped)), "releaseAll gave back the undelivered buffer")
+	require.True(t, pool.release(ptrOf(kept)), "the caller owns the delivered one")
+}
+
+func TestStatus(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want int
+	}{
+		{nil, 0}, {errors.New("x"), 1}, {io.EOF, 10}, {errTimeout, 11}, {loader.ErrClosed, 12},
+		{fmt.Errorf("a: %w", loch.ErrNotFound), 2}, {loch.ErrExists, 3}, {loch.ErrCorrupt, 4},
+		{loch.ErrConflict, 5}, {loch.ErrInvalidArgument, 6}, {loch.ErrNewerFormat, 7},
+		{fmt.Errorf("%w: %w", loch.ErrReadOnly, loch.ErrInvalidArgument), 8}, {loch.ErrPermission, 9},
+		{errNotImplemented, 13},
+	} {
+		require.Equal(t, tc.want, int(status(tc.err)), "%v", tc.err)
+	}
+}
+
+func TestLoaderConfig(t *testing.T) {
+	var c loaderConfig
+	require.ErrorIs(t, decodeStrict("loader config", `{"batch_sise": 3}`, &c), loch.ErrInvalidArgument)
+	require.NoError(t, decodeStrict("loader config", `{"batch_size": 3, "shuffle": "full", "resume": {"epoch": 2}}`, &c))
+	cfg, err := c.config()
+	require.NoError(t, err)
+	require.Equal(t, 3, cfg.BatchSize)
+	require.Equal(t, 2, cfg.Resume.Epoch)
+	_, err = loaderConfig{Split: &split{Index: 2, Count: 2}}.config()
+	require.ErrorIs(t, err, loch.ErrInvalidArgument)
+	_, err = loaderConfig{Transforms: map[string]string{"image": "decode"}}.config()
+	if err != nil {
+		require.ErrorIs(t, err, errNotImplemented)
+	}
+}
+
+func TestSplitDeliversEveryCountthBatch(t *testing.T) {
+	var got [3][]int
+	for w := range 3 {
+		lo := &loaderObj{split: split{w, 3}, first: 5}
+		for i := 5; i < 15; i++ {
+			if lo.mine(i) {
+				got[w] = append(got[w], i)
+			}
+		}
+	}
+	require.Equal(t, [3][]int{{5, 8, 11, 14}, {6, 9, 12}, {7, 10, 13}}, got)
+}

@@ -1,0 +1,340 @@
+package main
+
+/*
+#include "loch.h"
+*/
+import "C"
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"sync"
+
+	"github.com/lochdata/loch"
+	"github.com/lochdata/loch/schema"
+)
+
+// dataset is the object behind a dataset handle.
+type dataset struct {
+	d *loch.Dataset
+
+	mu     sync.Mutex
+	view   *loch.View // loaded view of the current snapshot, for row ids
+	closed bool
+}
+
+// openOptions are the options of loch_dataset_open and loch_dataset_create,
+// as JSON.
+type openOptions struct {
+	Version     string `json:"version"`
+	Parallelism int    `json:"parallelism"`
+	Author      string `json:"author"`
+	CacheBytes  *int64 `json:"cache_bytes"`
+}
+
+func (o openOptions) options() []loch.Option {
+	var out []loch.Option
+	if o.Version != "" {
+		out = append(out, loch.WithVersion(o.Version))
+	}
+	if o.Parallelism > 0 {
+		out = append(out, loch.WithParallelism(o.Parallelism))
+	}
+	if o.Author != "" {
+		out = append(out, loch.WithAuthor(o.Author))
+	}
+	if o.CacheBytes != nil {
+		out = append(out, loch.WithCacheBytes(*o.CacheBytes))
+	}
+	return out
+}
+
+// decodeStrict decodes JSON, refusing unknown fields; empty input leaves v
+// as is.
+func decodeStrict(what, s string, v any) error {
+	if s == "" {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader([]byte(s)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return invalidf("%s: %v", what, err)
+	}
+	return nil
+}
+
+func datasetOf(h C.uintptr_t) (*dataset, error) { return lookup[*dataset](h, "dataset") }
+
+// loadedView returns a loaded view of the handle's current snapshot.
+func (ds *dataset) loadedView(ctx context.Context) (*loch.View, error) {
+	ds.mu.Lock()
+	defer ds.mu.Unlock()
+	if ds.view != nil && ds.view.Version() == ds.d.Version() {
+		return ds.view, nil
+	}
+	v := ds.d.View()
+	if err := v.Load(ctx, 16); err != nil {
+		return nil, err
+	}
+	ds.view = v
+	return v, nil
+}
+
+// loch_dataset_create makes a dataset at url with a schema given as JSON
+// or YAML (the format of `loch create --schema`) and stores its handle in
+// *out. options is JSON ({"parallelism": n, "author": s, "cache_bytes": n})
+// or NULL.
+//
+//export loch_dataset_create
+func loch_dataset_create(url, schemaText, options *C.char, out *C.uintptr_t, errOut **C.char) (st C.int) {
+	defer guard(&st, errOut)
+	var o openOptions
+	if err := decodeStrict("dataset options", goString(options), &o); err != nil {
+		return fail(errOut, err)
+	}
+	s, err := schema.Parse([]byte(goString(schemaText)))
+	if err != nil {
+		return fail(errOut, err)
+	}
+	d, err := loch.Create(context.Background(), goString(url), s, o.options()...)
+	if err != nil {
+		return fail(errOut, err)
+	}
+	*out = newHandle(&dataset{d: d})
+	return C.LOCH_OK
+}
+
+// loch_dataset_open opens the dataset at url and stores its handle in *out.
+// options is JSON ({"version": id, "parallelism": n, "author": s,
+// "cache_bytes": n}) or NULL; with a version the handle is read-only.
+//
+//export loch_dataset_open
+func loch_dataset_open(url, options *C.char, out *C.uintptr_t, errOut **C.char) (st C.int) {
+	defer guard(&st, errOut)
+	var o openOptions
+	if err := decodeStrict("dataset options", goString(options), &o); err != nil {
+		return fail(errOut, err)
+	}
+	d, err := loch.Open(context.Background(), goString(url), o.options()...)
+	if err != nil {
+		return fail(errOut, err)
+	}
+	*out = newHandle(&dataset{d: d})
+	return C.LOCH_OK
+}
+
+// loch_dataset_close releases a dataset handle, discarding uncommitted
+// writes. Loaders made from it must be closed first.
+//
+//export loch_dataset_close
+func loch_dataset_close(h C.uintptr_t, errOut **C.char) (st C.int) {
+	defer guard(&st, errOut)
+	ds, err := datasetOf(h)
+	if err != nil {
+		return fail(errOut, err)
+	}
+	ds.mu.Lock()
+	if ds.closed {
+		ds.mu.Unlock()
+		return C.LOCH_OK
+	}
+	ds.closed = true
+	ds.mu.Unlock()
+	deleteHandle(h)
+	return result(errOut, ds.d.Close())
+}
+
+// loch_dataset_len stores the number of rows of the handle's snapshot.
+//
+//export loch_dataset_len
+func loch_dataset_len(h C.uintptr_t, out *C.int64_t, errOut **C.char) (st C.int) {
+	defer guard(&st, errOut)
+	ds, err := datasetOf(h)
+	if err != nil {
+		return fail(errOut, err)
+	}
+	*out = C.int64_t(ds.d.Len())
+	return C.LOCH_OK
+}
+
+// loch_dataset_schema stores the schema, with column statistics, as JSON.
+//
+//export loch_dataset_schema
+func loch_dataset_schema(h C.uintptr_t, out **C.char, errOut **C.char) (st C.int) {
+	defer guard(&st, errOut)
+	ds, err := datasetOf(h)
+	if err != nil {
+		return fail(errOut, err)
+	}
+	b, err := json.Marshal(ds.d.Schema())
+	if err != nil {
+		return fail(errOut, err)
+	}
+	return result(errOut, setString(out, string(b)))
+}
+
+// loch_dataset_version stores the id of the handle's snapshot.
+//
+//export loch_dataset_version
+func loch_dataset_version(h C.uintptr_t, out **C.char, errOut **C.char) (st C.int) {
+	defer guard(&st, errOut)
+	ds, err := datasetOf(h)
+	if err != nil {
+		return fail(errOut, err)
+	}
+	return result(errOut, setString(out, ds.d.Version()))
+}
+
+// loch_dataset_url stores the dataset's URL, without secrets.
+//
+//export loch_dataset_url
+func loch_dataset_url(h C.uintptr_t, out **C.char, errOut **C.char) (st C.int) {
+	defer guard(&st, errOut)
+	ds, err := datasetOf(h)
+	if err != nil {
+		return fail(errOut, err)
+	}
+	return result(errOut, setString(out, ds.d.URL()))
+}
+
+// loch_dataset_commit commits the staged writes and stores the new
+// version id.
+//
+//export loch_dataset_commit
+func loch_dataset_commit(h C.uintptr_t, message *C.char, out **C.char, errOut **C.char) (st C.int) {
+	defer guard(&st, errOut)
+	ds, err := datasetOf(h)
+	if err != nil {
+		return fail(errOut, err)
+	}
+	v, err := ds.d.Commit(context.Background(), goString(message))
+	if err != nil {
+		return fail(errOut, err)
+	}
+	return result(errOut, setString(out, v))
+}
+
+// loch_dataset_refresh moves the handle to the newest snapshot.
+//
+//export loch_dataset_refresh
+func loch_dataset_refresh(h C.uintptr_t, errOut **C.char) (st C.int) {
+	defer guard(&st, errOut)
+	ds, err := datasetOf(h)
+	if err != nil {
+		return fail(errOut, err)
+	}
+	return result(errOut, ds.d.Refresh(context.Background()))
+}
+
+// loch_dataset_log stores the snapshots reachable from the handle's, newest
+// first, as a JSON list of {id, parents, message, author, time, rows,
+// branch}.
+//
+//export loch_dataset_log
+func loch_dataset_log(h C.uintptr_t, out **C.char, errOut **C.char) (st C.int) {
+	defer guard(&st, errOut)
+	ds, err := datasetOf(h)
+	if err != nil {
+		return fail(errOut, err)
+	}
+	log, err := ds.d.Log(context.Background())
+	if err != nil {
+		return fail(errOut, err)
+	}
+	b, err := json.Marshal(log)
+	if err != nil {
+		return fail(errOut, err)
+	}
+	return result(errOut, setString(out, string(b)))
+}
+
+// loch_dataset_row_ids stores the stable ids of the rows at positions
+// [start, end) into out, which has room for end-start ids.
+//
+//export loch_dataset_row_ids
+func loch_dataset_row_ids(h C.uintptr_t, start, end C.int64_t, out *C.uint64_t, errOut **C.char) (st C.int) {
+	defer guard(&st, errOut)
+	ds, err := datasetOf(h)
+	if err != nil {
+		return fail(errOut, err)
+	}
+	ctx := context.Background()
+	v, err := ds.loadedView(ctx)
+	if err != nil {
+		return fail(errOut, err)
+	}
+	if start < 0 || end < start || int64(end) > v.Len() {
+		return fail(errOut, invalidf("rows [%d, %d) outside [0, %d)", start, end, v.Len()))
+	}
+	if end == start {
+		return C.LOCH_OK
+	}
+	ids := unsafeSlice(out, int(end-start))
+	for i := int64(start); i < int64(end); i++ {
+		frag, off, err := v.Locate(i)
+		if err != nil {
+			return fail(errOut, err)
+		}
+		ids[i-int64(start)] = C.uint64_t(v.RowID(frag, off))
+	}
+	return C.LOCH_OK
+}
+
+// loch_dataset_add_column stages a new column, given as the JSON of one
+// schema column ({"name": ..., "kind": ..., "dtype": ...}).
+//
+//export loch_dataset_add_column
+func loch_dataset_add_column(h C.uintptr_t, column *C.char, errOut **C.char) (st C.int) {
+	defer guard(&st, errOut)
+	ds, err := datasetOf(h)
+	if err != nil {
+		return fail(errOut, err)
+	}
+	var col schema.Column
+	if err := decodeStrict("column", goString(column), &col); err != nil {
+		return fail(errOut, err)
+	}
+	return result(errOut, ds.d.AddColumn(context.Background(), col))
+}
+
+// loch_dataset_delete stages the deletion of n rows by id.
+//
+//export loch_dataset_delete
+func loch_dataset_delete(h C.uintptr_t, ids *C.uint64_t, n C.int64_t, errOut **C.char) (st C.int) {
+	defer guard(&st, errOut)
+	ds, err := datasetOf(h)
+	if err != nil {
+		return fail(errOut, err)
+	}
+	if n < 0 || (n > 0 && ids == nil) {
+		return fail(errOut, invalidf("delete: %d ids at %p", n, ids))
+	}
+	list := make([]uint64, n)
+	for i, id := range unsafeSlice(ids, int(n)) {
+		list[i] = uint64(id)
+	}
+	return result(errOut, ds.d.Delete(context.Background(), list...))
+}
+
+// loch_dtypes stores the data types as JSON: a list of {"code", "name",
+// "size"} (size 0 for text, json and bytes).
+//
+//export loch_dtypes
+func loch_dtypes(out **C.char, errOut **C.char) (st C.int) {
+	defer guard(&st, errOut)
+	type dt struct {
+		Code uint8  `json:"code"`
+		Name string `json:"name"`
+		Size int    `json:"size"`
+	}
+	var list []dt
+	for _, d := range schema.DTypes() {
+		list = append(list, dt{uint8(d), d.String(), d.Size()})
+	}
+	b, err := json.Marshal(list)
+	if err != nil {
+		return fail(errOut, err)
+	}
+	return result(errOut, setString(out, string(b)))
+}

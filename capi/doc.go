@@ -1,0 +1,31 @@
+// Command capi is loch's C ABI: the shared library (libloch.so) that the
+// Python SDK loads with ctypes. Build it with
+//
+//	go build -buildmode=c-shared -o python/loch/_lib/libloch.so ./capi
+//
+// The ABI is narrow and built on the public Go API only (loch, loader,
+// schema). Its C types are in loch.h; the functions are the //export
+// functions of this package, all named loch_*:
+//
+//   - Every function returns a status code (LOCH_OK or an error class, see
+//     loch.h) and, on error, a message in *err that the caller frees with
+//     loch_free_string. Every function recovers from panics, which become
+//     LOCH_INTERNAL with the panic's message and stack: bad input never
+//     crashes the host process.
+//   - Go objects (datasets, loaders) cross as opaque handles
+//     (runtime/cgo.Handle); loch_*_close releases them. Using a closed
+//     handle is an error, not a crash.
+//   - Sample data crosses in C memory, never Go memory: batch buffers are
+//     allocated with C's allocator by the loader itself (a loader.Allocator)
+//     and handed to the caller, who wraps them (numpy) without a copy and
+//     gives them back with loch_buffer_free. Freed buffers are kept in a
+//     bounded pool for the next batches.
+//   - Blocking calls are bounded or cancellable: loch_loader_next takes a
+//     timeout and returns LOCH_TIMEOUT, so that a caller can check for
+//     interrupts (Ctrl-C) between calls.
+//
+// The functions are safe to call from several threads, but a loader's
+// batches are meant for one consumer.
+package main
+
+func main() {}

@@ -1,0 +1,320 @@
+package main
+
+/*
+#include "loch.h"
+*/
+import "C"
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/lochdata/loch/chunkcache"
+	"github.com/lochdata/loch/loader"
+)
+
+// loaderConfig is loader.Config as the JSON that loch_loader_new takes,
+// plus Split.
+type loaderConfig struct {
+	Columns          []string          `json:"columns"`
+	BatchSize        int               `json:"batch_size"`
+	Shuffle          string            `json:"shuffle"`
+	Seed             uint64            `json:"seed"`
+	Epoch            int               `json:"epoch"`
+	WorldSize        int               `json:"world_size"`
+	Rank             int               `json:"rank"`
+	DropLast         bool              `json:"drop_last"`
+	WindowRows       int64             `json:"window_rows"`
+	Rows             []uint64          `json:"rows"`
+	PrefetchBatches  int               `json:"prefetch_batches"`
+	PrefetchBytes    int64             `json:"prefetch_bytes"`
+	FetchConcurrency int               `json:"fetch_concurrency"`
+	Workers          int               `json:"workers"`
+	SkipBadSamples   bool              `json:"skip_bad_samples"`
+	Resume           json.RawMessage   `json:"resume"`
+	Transforms       map[string]string `json:"transforms"`
+	// CacheDir and CacheBytes open a chunkcache.Disk shared by the
+	// processes of the machine (CacheBytes default 10 GiB).
+	CacheDir   string `json:"cache_dir"`
+	CacheBytes int64  `json:"cache_bytes"`
+	// Split makes this loader one of Count consumers of the rank's
+	// batches (PyTorch DataLoader workers): it delivers the batches whose
+	// index, counted from the first batch it starts at, is Index modulo
+	// Count. Round-robin over the consumers thus yields the rank's batches
+	// in order, each once.
+	Split *split `json:"split"`
+}
+
+type split struct {
+	Index int `json:"index"`
+	Count int `json:"count"`
+}
+
+// config converts c to a loader.Config.
+func (c loaderConfig) config() (loader.Config, error) {
+	cfg := loader.Config{
+		Columns: c.Columns, BatchSize: c.BatchSize, Shuffle: c.Shuffle, Seed: c.Seed, Epoch: c.Epoch,
+		WorldSize: c.WorldSize, Rank: c.Rank, DropLast: c.DropLast, WindowRows: c.WindowRows, Rows: c.Rows,
+		PrefetchBatches: c.PrefetchBatches, PrefetchBytes: c.PrefetchBytes, FetchConcurrency: c.FetchConcurrency,
+		Workers: c.Workers, SkipBadSamples: c.SkipBadSamples,
+	}
+	if len(c.Resume) > 0 && string(c.Resume) != "null" {
+		var st loader.State
+		if err := json.Unmarshal(c.Resume, &st); err != nil {
+			return cfg, invalidf("loader state: %v", err)
+		}
+		cfg.Resume = &st
+	}
+	if len(c.Transforms) > 0 {
+		// Config.Transforms (column -> transform spec) is being added to
+		// the loader; set it when this build's loader has it.
+		f := reflect.ValueOf(&cfg).Elem().FieldByName("Transforms")
+		if !f.IsValid() || f.Type() != reflect.TypeOf(c.Transforms) {
+			return cfg, fmt.Errorf("loader transforms %v: this build's loader has no Config.Transforms: %w", c.Transforms, errNotImplemented)
+		}
+		f.Set(reflect.ValueOf(c.Transforms))
+	}
+	if s := c.Split; s != nil && (s.Count < 1 || s.Index < 0 || s.Index >= s.Count) {
+		return cfg, invalidf("loader split %d of %d: want 0 <= index < count", s.Index, s.Count)
+	}
+	return cfg, nil
+}
+
+// loaderObj is the object behind a loader handle.
+type loaderObj struct {
+	ds      *dataset
+	l       *loader.Loader
+	alloc   *loaderAlloc
+	names   []string
+	split   split
+	first   int  // the index of the loader's first batch (after a resume)
+	started bool // first is set
+
+	cache *chunkcache.Disk // owned; nil without a cache_dir
+
+	lostWait atomic.Int64 // ns spent in calls that timed out, which loader.Stats does not count
+
+	mu     sync.Mutex // one Next at a time; guards closed
+	closed atomic.Bool
+}
+
+func loaderOf(h C.uintptr_t) (*loaderObj, error) { return lookup[*loaderObj](h, "loader") }
+
+// mine reports whether batch index i is this loader's under its split.
+func (lo *loaderObj) mine(i int) bool {
+	return (i-lo.first)%lo.split.Count == lo.split.Index
+}
+
+// loch_loader_new starts a loader over the handle's current snapshot and
+// stores its handle in *out. config is the JSON of the loader's
+// configuration: {"columns", "batch_size", "shuffle", "seed", "epoch",
+// "world_size", "rank", "drop_last", "window_rows", "rows",
+// "prefetch_batches", "prefetch_bytes", "fetch_concurrency", "workers",
+// "skip_bad_samples", "resume" (a state from loch_loader_state),
+// "transforms" ({column: spec}), "cache_dir", "cache_bytes", "split"
+// ({"index", "count"})}; absent
+// fields take the Go loader's defaults.
+//
+//export loch_loader_new
+func loch_loader_new(dsh C.uintptr_t, config *C.char, out *C.uintptr_t, errOut **C.char) (st C.int) {
+	defer guard(&st, errOut)
+	ds, err := datasetOf(dsh)
+	if err != nil {
+		return fail(errOut, err)
+	}
+	var c loaderConfig
+	if err := decodeStrict("loader config", goString(config), &c); err != nil {
+		return fail(errOut, err)
+	}
+	cfg, err := c.config()
+	if err != nil {
+		return fail(errOut, err)
+	}
+	lo := &loaderObj{ds: ds, alloc: newLoaderAlloc(), names: cfg.Columns, split: split{0, 1}}
+	if c.Split != nil {
+		lo.split = *c.Split
+	}
+	if c.CacheDir != "" {
+		n := c.CacheBytes
+		if n <= 0 {
+			n = 10 << 30
+		}
+		cache, err := chunkcache.Open(c.CacheDir, n, nil)
+		if err != nil {
+			return fail(errOut, err)
+		}
+		lo.cache, cfg.Cache = cache, cache
+	}
+	cfg.Allocator = lo.alloc
+	view := ds.d.View()
+	if len(lo.names) == 0 {
+		sch := view.Schema()
+		lo.names = sch.Names()
+	}
+	l, err := loader.New(context.Background(), view, cfg)
+	if err != nil {
+		if lo.cache != nil {
+			lo.cache.Close()
+		}
+		return fail(errOut, err)
+	}
+	lo.l = l
+	*out = newHandle(lo)
+	return C.LOCH_OK
+}
+
+// loch_loader_next stores the next batch in *out (freed with
+// loch_batch_free; its tensors' data with loch_buffer_free). It returns
+// LOCH_EOF at the end of the epoch and LOCH_TIMEOUT when no batch was ready
+// within timeout_ms milliseconds (<= 0: no limit); a call after a timeout
+// goes on waiting for the same batch.
+//
+//export loch_loader_next
+func loch_loader_next(h C.uintptr_t, timeoutMs C.int64_t, out **C.loch_batch, errOut **C.char) (st C.int) {
+	defer guard(&st, errOut)
+	lo, err := loaderOf(h)
+	if err != nil {
+		return fail(errOut, err)
+	}
+	lo.mu.Lock()
+	defer lo.mu.Unlock()
+	if lo.closed.Load() {
+		return fail(errOut, fmt.Errorf("loader is closed: %w", errClosed))
+	}
+	ctx := context.Background()
+	if timeoutMs > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, time.Duration(timeoutMs)*time.Millisecond)
+		defer cancel()
+	}
+	for {
+		t0 := time.Now()
+		b, err := lo.l.Next(ctx)
+		if err != nil {
+			if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+				lo.lostWait.Add(int64(time.Since(t0)))
+				return fail(errOut, fmt.Errorf("no batch within %d ms: %w", timeoutMs, errTimeout))
+			}
+			return fail(errOut, err)
+		}
+		if !lo.started {
+			lo.first, lo.started = b.Index, true
+		}
+		if !lo.mine(b.Index) {
+			lo.l.Release(b)
+			continue
+		}
+		*out = lo.cBatch(b)
+		return C.LOCH_OK
+	}
+}
+
+// cBatch converts a batch, handing its buffers over to the caller.
+func (lo *loaderObj) cBatch(b *loader.Batch) *C.loch_batch {
+	cb := (*C.loch_batch)(C.calloc(1, C.size_t(unsafe.Sizeof(C.loch_batch{}))))
+	cb.epoch, cb.index, cb.n = C.int64_t(b.Epoch), C.int64_t(b.Index), C.int64_t(b.Len())
+	cb.positions = cArray(b.Positions, i64)
+	cb.row_ids = cArray(b.RowIDs, func(v uint64) C.uint64_t { return C.uint64_t(v) })
+	var names []string
+	for _, n := range lo.names {
+		if b.Columns[n] != nil {
+			names = append(names, n)
+		}
+	}
+	if len(names) > 0 {
+		cb.cols = (*C.loch_tensor)(C.calloc(C.size_t(len(names)), C.size_t(unsafe.Sizeof(C.loch_tensor{}))))
+		cb.ncols = C.int32_t(len(names))
+		cols := unsafe.Slice(cb.cols, len(names))
+		for i, n := range names {
+			batchTensor(&cols[i], n, b.Columns[n], lo.alloc)
+		}
+	}
+	return cb
+}
+
+// loch_loader_len stores the number of batches this loader delivers from
+// where it started (after a resumed state; its share under a split).
+//
+//export loch_loader_len
+func loch_loader_len(h C.uintptr_t, out *C.int64_t, errOut **C.char) (st C.int) {
+	defer guard(&st, errOut)
+	lo, err := loaderOf(h)
+	if err != nil {
+		return fail(errOut, err)
+	}
+	n, s := lo.l.Batches(), lo.split
+	*out = C.int64_t(max(n-s.Index+s.Count-1, 0) / s.Count)
+	return C.LOCH_OK
+}
+
+// loch_loader_state stores, as JSON, the state from which a new loader
+// (config "resume") continues after the batches delivered so far.
+//
+//export loch_loader_state
+func loch_loader_state(h C.uintptr_t, out **C.char, errOut **C.char) (st C.int) {
+	defer guard(&st, errOut)
+	lo, err := loaderOf(h)
+	if err != nil {
+		return fail(errOut, err)
+	}
+	b, err := json.Marshal(lo.l.State())
+	if err != nil {
+		return fail(errOut, err)
+	}
+	return result(errOut, setString(out, string(b)))
+}
+
+// loch_loader_stats stores the loader's statistics as JSON (loader.Stats;
+// wait_ns and wait_share include the time spent in calls that timed out).
+//
+//export loch_loader_stats
+func loch_loader_stats(h C.uintptr_t, out **C.char, errOut **C.char) (st C.int) {
+	defer guard(&st, errOut)
+	lo, err := loaderOf(h)
+	if err != nil {
+		return fail(errOut, err)
+	}
+	s := lo.l.Stats()
+	s.WaitTime += time.Duration(lo.lostWait.Load())
+	if s.Elapsed > 0 {
+		s.WaitShare = float64(s.WaitTime) / float64(s.Elapsed)
+	}
+	b, err := json.Marshal(s)
+	if err != nil {
+		return fail(errOut, err)
+	}
+	return result(errOut, setString(out, string(b)))
+}
+
+// loch_loader_close stops the loader and releases its handle and the
+// buffers of batches it had not delivered. Batches already delivered stay
+// valid. It may be called while another thread waits in loch_loader_next,
+// which then returns LOCH_CLOSED.
+//
+//export loch_loader_close
+func loch_loader_close(h C.uintptr_t, errOut **C.char) (st C.int) {
+	defer guard(&st, errOut)
+	lo, err := loaderOf(h)
+	if err != nil {
+		return fail(errOut, err)
+	}
+	if lo.closed.Swap(true) {
+		return C.LOCH_OK
+	}
+	err = lo.l.Close()
+	lo.mu.Lock() // wait for a Next in flight
+	lo.alloc.releaseAll()
+	lo.mu.Unlock()
+	if lo.cache != nil {
+		err = errors.Join(err, lo.cache.Close())
+	}
+	deleteHandle(h)
+	return result(errOut, err)
+}

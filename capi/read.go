@@ -1,0 +1,94 @@
+package main
+
+/*
+#include "loch.h"
+*/
+import "C"
+
+import (
+	"context"
+
+	"github.com/lochdata/loch"
+	"github.com/lochdata/loch/schema"
+)
+
+// loch_dataset_read reads the samples of a column at n row positions
+// (decoded: png/jpeg images as HWC pixels) into a PACKED tensor stored in
+// *out, freed with loch_tensor_free (its data with loch_buffer_free).
+//
+//export loch_dataset_read
+func loch_dataset_read(h C.uintptr_t, column *C.char, positions *C.int64_t, n C.int64_t, out **C.loch_tensor, errOut **C.char) (st C.int) {
+	defer guard(&st, errOut)
+	ds, err := datasetOf(h)
+	if err != nil {
+		return fail(errOut, err)
+	}
+	col, err := ds.d.Column(goString(column))
+	if err != nil {
+		return fail(errOut, err)
+	}
+	if n < 0 || (n > 0 && positions == nil) {
+		return fail(errOut, invalidf("read: %d positions at %p", n, positions))
+	}
+	ctx := context.Background()
+	samples := make([]loch.Sample, n)
+	for i, p := range unsafeSlice(positions, int(n)) {
+		if samples[i], err = col.Read(ctx, int64(p), nil); err != nil {
+			return fail(errOut, err)
+		}
+	}
+	t := newTensor()
+	packTensor(t, col.Info().DType, samples)
+	*out = t
+	return C.LOCH_OK
+}
+
+// loch_dataset_read_range reads the samples of a column at positions
+// [start, end), fetching whole chunks once each, into a PACKED tensor as
+// loch_dataset_read does.
+//
+//export loch_dataset_read_range
+func loch_dataset_read_range(h C.uintptr_t, column *C.char, start, end C.int64_t, out **C.loch_tensor, errOut **C.char) (st C.int) {
+	defer guard(&st, errOut)
+	ds, err := datasetOf(h)
+	if err != nil {
+		return fail(errOut, err)
+	}
+	col, err := ds.d.Column(goString(column))
+	if err != nil {
+		return fail(errOut, err)
+	}
+	samples, err := col.ReadRange(context.Background(), int64(start), int64(end))
+	if err != nil {
+		return fail(errOut, err)
+	}
+	t := newTensor()
+	packTensor(t, col.Info().DType, samples)
+	*out = t
+	return C.LOCH_OK
+}
+
+// loch_dataset_fetch reads the object that row i of a link column refers
+// to (a path or URL, fetched through loch's storage layer) into a PACKED
+// tensor of one bytes sample.
+//
+//export loch_dataset_fetch
+func loch_dataset_fetch(h C.uintptr_t, column *C.char, i C.int64_t, out **C.loch_tensor, errOut **C.char) (st C.int) {
+	defer guard(&st, errOut)
+	ds, err := datasetOf(h)
+	if err != nil {
+		return fail(errOut, err)
+	}
+	col, err := ds.d.Column(goString(column))
+	if err != nil {
+		return fail(errOut, err)
+	}
+	b, err := col.Fetch(context.Background(), int64(i))
+	if err != nil {
+		return fail(errOut, err)
+	}
+	t := newTensor()
+	packTensor(t, schema.Bytes, []loch.Sample{loch.Bytes(b)})
+	*out = t
+	return C.LOCH_OK
+}

@@ -1,0 +1,68 @@
+"""loch: a tensor-native, versioned dataset store with a streaming loader.
+
+The Go core does the work (storage, versioning, the parallel loader); this
+package is its Python face. The core is a shared library, loaded on first
+use (never at import, so that importing loch before ``fork`` is safe)::
+
+    >>> import numpy as np, loch
+    >>> ds = loch.create("mem://pets", schema={"image": loch.Image(), "label": loch.ClassLabel(["cat", "dog"])})
+    >>> ds.extend({"image": np.zeros((4, 8, 8, 3), np.uint8), "label": [0, 1, 1, 0]})
+    >>> _ = ds.commit("four pets")
+    >>> len(ds), ds["label"][1]
+    (4, np.int64(1))
+    >>> for batch in ds.numpy(batch_size=2):
+    ...     print(batch["image"].shape, batch["index"])
+    (2, 8, 8, 3) [0 1]
+    (2, 8, 8, 3) [2 3]
+
+Framework adapters: :meth:`Dataset.pytorch`, :meth:`Dataset.jax`,
+:meth:`Dataset.tensorflow`.
+"""
+
+from __future__ import annotations
+
+from ._buffers import buffer_stats, trim_buffers
+from ._write import EncodedImage
+from .dataset import ColumnReader, Commit, Dataset, create, open
+from .errors import (
+    AlreadyExists,
+    Closed,
+    Conflict,
+    Corrupt,
+    Error,
+    ForkedProcess,
+    InternalError,
+    InvalidArgument,
+    NewerFormat,
+    NotFound,
+    PermissionDenied,
+    ReadOnly,
+)
+from .loader import Loader
+from .schema import (
+    JSON,
+    Audio,
+    BBox,
+    Bytes,
+    ClassLabel,
+    Column,
+    Embedding,
+    Image,
+    Link,
+    Mask,
+    PointCloud,
+    Schema,
+    Tensor,
+    Text,
+    Video,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "create", "open", "Dataset", "ColumnReader", "Commit", "Loader", "EncodedImage", "buffer_stats", "trim_buffers",
+    "Schema", "Column", "Tensor", "Image", "Video", "Audio", "Mask", "ClassLabel", "BBox", "Embedding",
+    "PointCloud", "Text", "JSON", "Bytes", "Link",
+    "Error", "NotFound", "AlreadyExists", "Corrupt", "Conflict", "InvalidArgument", "ReadOnly",
+    "PermissionDenied", "NewerFormat", "Closed", "ForkedProcess", "InternalError",
+]  # fmt: skip

@@ -1,0 +1,57 @@
+"""Go objects held by Python: a handle in one loaded library."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import weakref
+from typing import Any
+
+from ._library import Library, c_uintptr
+from .errors import Closed
+
+
+class Handle:
+    """An open Go object (dataset or loader) of ``lib``, closed with the
+    exported function ``close_fn`` by :meth:`close` or, at the latest, when
+    its owner is garbage collected (never in a forked child, where the Go
+    runtime is gone)."""
+
+    def __init__(self, owner: object, lib: Library, value: int, close_fn: str, what: str) -> None:
+        self.lib = lib
+        self.what = what
+        self._close_fn = close_fn
+        self._value = value
+        self._lock = threading.Lock()
+        self._finalizer = weakref.finalize(owner, Handle._close, lib, value, close_fn)
+        self._finalizer.atexit = False
+
+    @staticmethod
+    def _close(lib: Library, value: int, close_fn: str) -> None:
+        if lib.usable:
+            with contextlib.suppress(Exception):  # best effort at collection
+                lib.call(close_fn, c_uintptr(value))
+
+    @property
+    def value(self) -> c_uintptr:
+        """The handle, for a call; raises Closed after close."""
+        if not self._value:
+            raise Closed(f"the {self.what} is closed")
+        self.lib.check()
+        return c_uintptr(self._value)
+
+    @property
+    def closed(self) -> bool:
+        return not self._value
+
+    def call(self, name: str, *args: Any) -> int:
+        """Calls an exported function with the handle as first argument."""
+        return self.lib.call(name, self.value, *args)
+
+    def close(self) -> None:
+        """Closes the Go object (idempotent); in a forked child it only
+        forgets it."""
+        with self._lock:
+            value, self._value = self._value, 0
+            if value and self._finalizer.detach() is not None and self.lib.usable:
+                self.lib.call(self._close_fn, c_uintptr(value))

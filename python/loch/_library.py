@@ -1,0 +1,275 @@
+"""Loading libloch.so (the Go core behind the C ABI of capi/) with ctypes.
+
+The library is loaded on first use, never at import, because the Go
+runtime it starts does not survive ``fork``: a process forked after loading
+has the library's memory but none of its threads, and any call into it
+would hang. Each :class:`Library` records the process that loaded it, and
+every call checks it, raising :class:`loch.ForkedProcess` instead.
+
+ctypes releases the GIL during each call, so Go works while Python threads
+run.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import shutil
+import tempfile
+import threading
+from ctypes import POINTER, Structure, byref, c_char_p, c_int, c_int32, c_int64, c_uint8, c_uint64, c_void_p
+from pathlib import Path
+from typing import Any
+
+from .errors import ForkedProcess, from_status
+
+ABI_VERSION = 1
+
+# Status codes (capi/loch.h) that are not errors.
+OK, EOF, TIMEOUT = 0, 10, 11
+
+# Layouts and encodings of loch_column_in and loch_tensor.
+DENSE, PACKED, NULLS = 0, 1, 2
+ENCODING_NONE, ENCODING_PNG, ENCODING_JPEG = 0, 1, 2
+
+c_uintptr = ctypes.c_size_t
+
+
+class ColumnIn(Structure):
+    """loch_column_in: one column's samples given to extend or update."""
+
+    _fields_ = [
+        ("name", c_char_p),
+        ("dtype", c_int32),
+        ("layout", c_int32),
+        ("ndim", c_int32),
+        ("encoding", c_int32),
+        ("shape", POINTER(c_int64)),
+        ("data", c_void_p),
+        ("nbytes", c_int64),
+        ("offsets", POINTER(c_int64)),
+        ("nulls", POINTER(c_uint8)),
+    ]
+
+
+class TensorOut(Structure):
+    """loch_tensor: one column's samples handed over by Go."""
+
+    _fields_ = [
+        ("name", c_char_p),
+        ("dtype", c_int32),
+        ("layout", c_int32),
+        ("ndim", c_int32),
+        ("reserved", c_int32),
+        ("n", c_int64),
+        ("shape", POINTER(c_int64)),
+        ("data", c_void_p),
+        ("nbytes", c_int64),
+        ("sample_shapes", POINTER(c_int64)),
+        ("sample_ndims", POINTER(c_int32)),
+        ("offsets", POINTER(c_int64)),
+        ("nulls", POINTER(c_uint8)),
+    ]
+
+
+class BatchOut(Structure):
+    """loch_batch: one batch of a loader."""
+
+    _fields_ = [
+        ("epoch", c_int64),
+        ("index", c_int64),
+        ("n", c_int64),
+        ("positions", POINTER(c_int64)),
+        ("row_ids", POINTER(c_uint64)),
+        ("ncols", c_int32),
+        ("reserved", c_int32),
+        ("cols", POINTER(TensorOut)),
+    ]
+
+
+_ERR = POINTER(c_void_p)  # char **err
+_STR_OUT = POINTER(c_void_p)  # char **out
+
+# name: (argument types before the trailing char **err, or the full list
+# for functions without a status).
+_STATUS_FUNCS: dict[str, list[Any]] = {
+    "loch_dataset_create": [c_char_p, c_char_p, c_char_p, POINTER(c_uintptr)],
+    "loch_dataset_open": [c_char_p, c_char_p, POINTER(c_uintptr)],
+    "loch_dataset_close": [c_uintptr],
+    "loch_dataset_len": [c_uintptr, POINTER(c_int64)],
+    "loch_dataset_schema": [c_uintptr, _STR_OUT],
+    "loch_dataset_version": [c_uintptr, _STR_OUT],
+    "loch_dataset_url": [c_uintptr, _STR_OUT],
+    "loch_dataset_commit": [c_uintptr, c_char_p, _STR_OUT],
+    "loch_dataset_refresh": [c_uintptr],
+    "loch_dataset_log": [c_uintptr, _STR_OUT],
+    "loch_dataset_row_ids": [c_uintptr, c_int64, c_int64, c_void_p],
+    "loch_dataset_add_column": [c_uintptr, c_char_p],
+    "loch_dataset_delete": [c_uintptr, c_void_p, c_int64],
+    "loch_dataset_extend": [c_uintptr, c_int64, POINTER(ColumnIn), c_int32],
+    "loch_dataset_update": [c_uintptr, c_uint64, POINTER(ColumnIn), c_int32],
+    "loch_dataset_read": [c_uintptr, c_char_p, c_void_p, c_int64, POINTER(POINTER(TensorOut))],
+    "loch_dataset_read_range": [c_uintptr, c_char_p, c_int64, c_int64, POINTER(POINTER(TensorOut))],
+    "loch_dataset_fetch": [c_uintptr, c_char_p, c_int64, POINTER(POINTER(TensorOut))],
+    "loch_dtypes": [_STR_OUT],
+    "loch_loader_new": [c_uintptr, c_char_p, POINTER(c_uintptr)],
+    "loch_loader_next": [c_uintptr, c_int64, POINTER(POINTER(BatchOut))],
+    "loch_loader_len": [c_uintptr, POINTER(c_int64)],
+    "loch_loader_state": [c_uintptr, _STR_OUT],
+    "loch_loader_stats": [c_uintptr, _STR_OUT],
+    "loch_loader_close": [c_uintptr],
+}
+_PLAIN_FUNCS: dict[str, tuple[list[Any], Any]] = {
+    "loch_free_string": ([c_void_p], None),
+    "loch_abi_version": ([], c_int),
+    "loch_buffer_free": ([c_void_p], None),
+    "loch_buffer_trim": ([], None),
+    "loch_buffer_stats": ([POINTER(c_int64), POINTER(c_int64)], None),
+    "loch_tensor_free": ([POINTER(TensorOut)], None),
+    "loch_batch_free": ([POINTER(BatchOut)], None),
+}
+
+
+def library_path() -> Path:
+    """Returns the path of libloch.so: $LOCH_LIBRARY, else the copy
+    installed in the package."""
+    env = os.environ.get("LOCH_LIBRARY")
+    if env:
+        return Path(env)
+    return Path(__file__).parent / "_lib" / "libloch.so"
+
+
+class Library:
+    """libloch.so loaded in one process.
+
+    :meth:`call` runs an exported function that returns a status, raising
+    the matching :class:`loch.Error` for an error status.
+    """
+
+    def __init__(self, path: Path) -> None:
+        if not path.exists():
+            raise FileNotFoundError(
+                f"loch's shared library {path} is missing: install the package with "
+                "`pip install ./python` (which builds it with Go), or build it with "
+                "`go build -buildmode=c-shared -o python/loch/_lib/libloch.so ./capi`, "
+                "or point LOCH_LIBRARY at a built copy"
+            )
+        self.pid = os.getpid()
+        self.path = path
+        self.cdll = ctypes.CDLL(str(path))
+        for name, argtypes in _STATUS_FUNCS.items():
+            fn = getattr(self.cdll, name)
+            fn.argtypes = [*argtypes, _ERR]
+            fn.restype = c_int
+        for name, (argtypes, restype) in _PLAIN_FUNCS.items():
+            fn = getattr(self.cdll, name)
+            fn.argtypes = argtypes
+            fn.restype = restype
+        abi = self.cdll.loch_abi_version()
+        if abi != ABI_VERSION:
+            raise ImportError(f"{path} has C ABI version {abi}, this loch package needs {ABI_VERSION}: rebuild it")
+        self._dtypes: list[dict[str, Any]] | None = None
+
+    def check(self) -> None:
+        """Raises ForkedProcess when called in a process other than the one
+        that loaded the library."""
+        if os.getpid() != self.pid:
+            raise ForkedProcess(
+                f"loch's library was loaded in process {self.pid}, and this process ({os.getpid()}) "
+                "was forked from it: the Go runtime does not survive fork, so loch objects of the "
+                "parent cannot be used here. Open datasets after forking, in the child, or start "
+                "children with multiprocessing's 'spawn' or 'forkserver' method (PyTorch "
+                "DataLoader workers over ds.pytorch() handle this themselves)."
+            )
+
+    @property
+    def usable(self) -> bool:
+        """Whether calls may be made in this process."""
+        return os.getpid() == self.pid
+
+    def call(self, name: str, *args: Any) -> int:
+        """Calls a status-returning function; returns the status when it is
+        OK, EOF or TIMEOUT and raises for any other."""
+        self.check()
+        err = c_void_p()
+        status = getattr(self.cdll, name)(*args, byref(err))
+        if status in (OK, EOF, TIMEOUT):
+            if err.value:
+                self.cdll.loch_free_string(err)
+            return int(status)
+        message = self.take_string(err) or f"{name} failed with status {status}"
+        raise from_status(status, message)
+
+    def take_string(self, s: c_void_p) -> str:
+        """Returns a string that Go allocated, freeing it."""
+        if not s.value:
+            return ""
+        try:
+            return ctypes.string_at(s.value).decode("utf-8", "replace")
+        finally:
+            self.cdll.loch_free_string(s)
+
+    def call_string(self, name: str, *args: Any) -> str:
+        """Calls a function whose last output is a string."""
+        out = c_void_p()
+        self.call(name, *args, byref(out))
+        return self.take_string(out)
+
+    def call_json(self, name: str, *args: Any) -> Any:
+        """Calls a function whose last output is a JSON string."""
+        return json.loads(self.call_string(name, *args))
+
+    def dtypes(self) -> list[dict[str, Any]]:
+        """The data types: [{"code", "name", "size"}], from Go."""
+        if self._dtypes is None:
+            self._dtypes = self.call_json("loch_dtypes")
+        return self._dtypes
+
+    def free_buffer(self, ptr: int) -> None:
+        """Gives a sample buffer back to Go, when in the loading process
+        (in a forked child the buffer is the parent's: leave it)."""
+        if os.getpid() == self.pid:
+            self.cdll.loch_buffer_free(ptr)
+
+
+_lock = threading.Lock()
+_current: Library | None = None
+
+
+def library() -> Library:
+    """Returns the library of this process, loading it on first use."""
+    global _current
+    lib = _current
+    if lib is None:
+        with _lock:
+            if _current is None:
+                _current = Library(library_path())
+            lib = _current
+    lib.check()
+    return lib
+
+
+def loaded() -> bool:
+    """Whether the library has been loaded (in this or a parent process)."""
+    return _current is not None
+
+
+def library_in_child() -> Library:
+    """Returns a library usable in this process, also when it was forked
+    after the parent loaded one: then a private copy of libloch.so is
+    loaded, with a Go runtime of its own. Objects of the parent stay
+    unusable (ForkedProcess). Used by PyTorch DataLoader workers."""
+    global _current
+    with _lock:
+        if _current is not None and not _current.usable:
+            src = library_path()
+            fd, tmp = tempfile.mkstemp(prefix="libloch-", suffix=".so")
+            try:
+                with os.fdopen(fd, "wb") as f, open(src, "rb") as s:
+                    shutil.copyfileobj(s, f)
+                _current = Library(Path(tmp))
+                _current.path = src
+            finally:
+                os.unlink(tmp)
+    return library()

@@ -1,0 +1,202 @@
+"""Python values of a write (extend, append, update) as the C ABI's
+column input (loch_column_in), without copying numpy arrays that already
+have the column's dtype and C layout."""
+
+from __future__ import annotations
+
+import ctypes
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from . import dtypes
+from ._library import DENSE, ENCODING_JPEG, ENCODING_NONE, ENCODING_PNG, NULLS, PACKED, ColumnIn
+from .errors import InvalidArgument
+from .schema import Column
+
+__all__ = ["EncodedImage", "columns_in"]
+
+
+@dataclass(frozen=True)
+class EncodedImage:
+    """An image already encoded as png or jpeg, to store as is in an image
+    column of the same compression (no decode, no re-encode) or decoded
+    into any other::
+
+        >>> ds.append({"image": loch.EncodedImage(open("cat.png", "rb").read())})  # doctest: +SKIP
+    """
+
+    data: bytes
+    format: str | None = None  # "png" or "jpeg"; None: from the bytes
+
+    def encoding(self) -> int:
+        fmt = self.format
+        if fmt is None:
+            if self.data[:8] == b"\x89PNG\r\n\x1a\n":
+                fmt = "png"
+            elif self.data[:2] == b"\xff\xd8":
+                fmt = "jpeg"
+            else:
+                raise InvalidArgument("EncodedImage: the bytes are neither png nor jpeg")
+        if fmt not in ("png", "jpeg"):
+            raise InvalidArgument(f"EncodedImage format {fmt!r}: want png or jpeg")
+        return ENCODING_PNG if fmt == "png" else ENCODING_JPEG
+
+
+class _Keep:
+    """Keeps the Python objects whose memory the C input points to alive
+    until the call returns."""
+
+    def __init__(self) -> None:
+        self.objects: list[Any] = []
+
+    def __call__(self, obj: Any) -> Any:
+        self.objects.append(obj)
+        return obj
+
+
+def _int64s(keep: _Keep, values: Sequence[int] | np.ndarray) -> Any:
+    arr = keep(np.ascontiguousarray(values, dtype=np.int64))
+    return arr.ctypes.data_as(ctypes.POINTER(ctypes.c_int64))
+
+
+def _nulls(keep: _Keep, flags: Sequence[bool]) -> Any:
+    if not any(flags):
+        return None
+    arr = keep(np.ascontiguousarray(flags, dtype=np.uint8))
+    return arr.ctypes.data_as(ctypes.POINTER(ctypes.c_uint8))
+
+
+def _as_dtype(name: str, value: Any, npdt: np.dtype) -> np.ndarray:
+    """Converts value to an array of the column's dtype: numpy arrays are
+    cast only within their kind (float64 to float32, int64 to int32, ...),
+    other values converted by numpy."""
+    if isinstance(value, np.ndarray):
+        if value.dtype == npdt:
+            return value
+        if not np.can_cast(value.dtype, npdt, "same_kind"):
+            raise InvalidArgument(f"column {name!r} holds {npdt}, got a {value.dtype} array: cast it with .astype()")
+        return value.astype(npdt)
+    try:
+        return np.asarray(value, dtype=npdt)
+    except (TypeError, ValueError, OverflowError) as e:
+        raise InvalidArgument(f"column {name!r} holds {npdt}: {e}") from None
+
+
+def _contiguous(a: np.ndarray) -> np.ndarray:
+    """a, C-contiguous (np.ascontiguousarray would make 0-d arrays 1-d)."""
+    return a if a.flags.c_contiguous else a.copy(order="C")
+
+
+def _encode_item(name: str, dtype: str, v: Any) -> bytes:
+    if dtype == "json":
+        try:
+            return json.dumps(v, separators=(",", ":")).encode()
+        except (TypeError, ValueError) as e:
+            raise InvalidArgument(f"column {name!r}: value is not JSON-encodable: {e}") from None
+    if dtype == "text":
+        if not isinstance(v, str):
+            raise InvalidArgument(f"column {name!r} holds text, got {type(v).__name__}")
+        return v.encode("utf-8")
+    if isinstance(v, (bytes, bytearray, memoryview)):
+        return bytes(v)
+    raise InvalidArgument(f"column {name!r} holds bytes, got {type(v).__name__}")
+
+
+def _column_in(name: str, col: Column | None, value: Any, keep: _Keep) -> tuple[int, ColumnIn]:
+    """Returns (rows, input) for one column's values."""
+    dtype = col.dtype if col is not None and col.dtype is not None else None
+    c = ColumnIn(name=keep(name.encode()), encoding=ENCODING_NONE)
+    if dtype is None:
+        if isinstance(value, np.ndarray):
+            dtype = dtypes.from_numpy(value.dtype)
+        else:
+            raise InvalidArgument(f"column {name!r} is not in the committed schema: pass a numpy array")
+    c.dtype = dtypes.code(dtype)
+    if isinstance(value, (str, bytes, Mapping)) or not hasattr(value, "__len__"):
+        raise InvalidArgument(
+            f"column {name!r}: want a sequence of values, one per row (got {type(value).__name__}); "
+            "use append() for a single row"
+        )
+    if dtype in dtypes.VARIABLE:
+        items = list(value)
+        flags = [v is None for v in items]
+        parts = [b"" if v is None else _encode_item(name, dtype, v) for v in items]
+        data = keep(b"".join(parts))
+        c.layout, c.ndim = PACKED, 1
+        c.data, c.nbytes = ctypes.cast(ctypes.c_char_p(data), ctypes.c_void_p), len(data)
+        c.offsets = _int64s(keep, np.concatenate([[0], np.cumsum([len(p) for p in parts])]))
+        c.nulls = _nulls(keep, flags)
+        return len(items), c
+    npdt = dtypes.numpy_dtype(dtype)
+    assert npdt is not None
+    if isinstance(value, np.ndarray) and value.dtype != object:
+        arr = keep(_contiguous(_as_dtype(name, value, npdt)))
+        if arr.ndim == 0:
+            raise InvalidArgument(f"column {name!r}: want one value per row, got a 0-d array")
+        c.layout, c.ndim = DENSE, arr.ndim - 1
+        c.shape = _int64s(keep, arr.shape[1:])
+        c.data, c.nbytes = arr.ctypes.data, arr.nbytes
+        return arr.shape[0], c
+    items = list(value)
+    n = len(items)
+    flags = [v is None for v in items]
+    present = [v for v in items if v is not None]
+    if not present:
+        c.layout = NULLS
+        return n, c
+    if any(isinstance(v, EncodedImage) for v in present):
+        if not all(isinstance(v, EncodedImage) for v in present):
+            raise InvalidArgument(f"column {name!r}: mixes EncodedImage and array samples in one call")
+        encs = {v.encoding() for v in present}
+        if len(encs) > 1:
+            raise InvalidArgument(f"column {name!r}: mixes png and jpeg samples in one call")
+        parts = [b"" if v is None else v.data for v in items]
+        data = keep(b"".join(parts))
+        c.layout, c.ndim, c.encoding = PACKED, 3, encs.pop()
+        c.data, c.nbytes = ctypes.cast(ctypes.c_char_p(data), ctypes.c_void_p), len(data)
+        c.offsets = _int64s(keep, np.concatenate([[0], np.cumsum([len(p) for p in parts])]))
+        c.nulls = _nulls(keep, flags)
+        return n, c
+    arrays = [_contiguous(_as_dtype(name, v, npdt)) for v in present]
+    shapes = {a.shape for a in arrays}
+    if len(shapes) == 1 and not any(flags):
+        arr = keep(np.stack(arrays))
+        c.layout, c.ndim = DENSE, arr.ndim - 1
+        c.shape = _int64s(keep, arr.shape[1:])
+        c.data, c.nbytes = arr.ctypes.data, arr.nbytes
+        return n, c
+    ndims = {a.ndim for a in arrays}
+    if len(ndims) > 1:
+        raise InvalidArgument(f"column {name!r}: samples of {sorted(ndims)} dimensions in one call")
+    ndim = ndims.pop()
+    it = iter(arrays)
+    full = [np.zeros((0,) * ndim, dtype=npdt) if f else next(it) for f in flags]
+    data_arr = keep(np.concatenate([a.reshape(-1) for a in full]) if full else np.zeros(0, dtype=npdt))
+    c.layout, c.ndim = PACKED, ndim
+    c.shape = _int64s(keep, [d for a in full for d in a.shape])
+    c.data, c.nbytes = data_arr.ctypes.data, data_arr.nbytes
+    c.offsets = _int64s(keep, np.concatenate([[0], np.cumsum([a.nbytes for a in full])]))
+    c.nulls = _nulls(keep, flags)
+    return n, c
+
+
+def columns_in(schema: Mapping[str, Column], values: Mapping[str, Any]) -> tuple[int, Any, _Keep]:
+    """Converts column values (one sequence of rows per column) to a ctypes
+    array of ColumnIn; returns (rows, array, keep-alive)."""
+    if not isinstance(values, Mapping):
+        raise InvalidArgument(f"want a mapping of column names to values, got {type(values).__name__}")
+    keep = _Keep()
+    rows: int | None = None
+    ins = []
+    for name, value in values.items():
+        n, c = _column_in(name, schema.get(name), value, keep)
+        if rows is not None and n != rows:
+            raise InvalidArgument(f"column {name!r} has {n} rows, the others {rows}")
+        rows = n
+        ins.append(c)
+    arr = (ColumnIn * len(ins))(*ins)
+    return rows or 0, arr, keep

@@ -1,0 +1,396 @@
+"""Datasets: create, open, write, commit and read.
+
+    >>> import numpy as np, loch
+    >>> ds = loch.create("mem://robots", schema={
+    ...     "camera": loch.Image(),
+    ...     "angles": loch.Tensor("float32", shape=(7,)),
+    ...     "meta": loch.JSON(),
+    ... })
+    >>> ds.extend({
+    ...     "camera": np.zeros((2, 4, 4, 3), np.uint8),
+    ...     "angles": np.ones((2, 7), np.float32),
+    ...     "meta": [{"run": 1}, {"run": 2}],
+    ... })
+    >>> version = ds.commit("first batch")
+    >>> len(ds), ds["angles"][1].shape, ds["meta"][0]
+    (2, (7,), {'run': 1})
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import weakref
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from . import _library
+from ._buffers import Value, free_tensor, tensor_value
+from ._handle import Handle
+from ._library import Library, TensorOut, c_uintptr
+from ._write import columns_in
+from .errors import InvalidArgument
+from .schema import Column, Schema
+
+if TYPE_CHECKING:
+    import tensorflow as tf
+
+    from .jax import JaxLoader
+    from .loader import Loader
+    from .torch import TorchLoader
+
+__all__ = ["Dataset", "ColumnReader", "Commit", "create", "open"]
+
+
+@dataclass(frozen=True)
+class Commit:
+    """One snapshot of a dataset's history (``ds.log()``)."""
+
+    id: str
+    parents: tuple[str, ...]
+    message: str
+    author: str
+    time: datetime
+    rows: int
+    branch: str
+
+
+def _options(**kw: Any) -> bytes:
+    return json.dumps({k: v for k, v in kw.items() if v is not None}).encode()
+
+
+def create(
+    url: str,
+    schema: Mapping[str, Column] | Schema | str,
+    *,
+    parallelism: int | None = None,
+    author: str | None = None,
+) -> Dataset:
+    """Creates an empty dataset at ``url`` (a path, ``file://``, ``s3://``,
+    ``gs://``, ``az://`` or ``mem://`` URL) and returns it, open for writes.
+
+    ``schema`` maps column names to column types (:func:`loch.Image`,
+    :func:`loch.Tensor`, ...), or is the text of a schema file (YAML or
+    JSON, as ``loch create --schema`` reads). Raises
+    :class:`loch.AlreadyExists` when a dataset is there already::
+
+        >>> ds = loch.create("mem://create-doc", schema={"label": loch.ClassLabel(["cat", "dog"])})
+        >>> list(ds.schema)
+        ['label']
+    """
+    lib = _library.library()
+    text = schema if isinstance(schema, str) else Schema(schema).to_json()
+    out = c_uintptr()
+    lib.call("loch_dataset_create", url.encode(), text.encode(), _options(parallelism=parallelism, author=author),
+             ctypes.byref(out))  # fmt: skip
+    return Dataset(lib, out.value)
+
+
+def open(  # noqa: A001 (loch.open, like the builtin, opens)
+    url: str,
+    version: str | None = None,
+    *,
+    parallelism: int | None = None,
+    author: str | None = None,
+    cache_bytes: int | None = None,
+) -> Dataset:
+    """Opens the dataset at ``url``: its newest snapshot, or the snapshot
+    ``version`` (read-only). Raises :class:`loch.NotFound` when there is no
+    dataset::
+
+        >>> ds = loch.open("mem://create-doc")
+        >>> pinned = loch.open("mem://create-doc", version=ds.version)
+    """
+    lib = _library.library()
+    out = c_uintptr()
+    opts = _options(version=version, parallelism=parallelism, author=author, cache_bytes=cache_bytes)
+    lib.call("loch_dataset_open", url.encode(), opts, ctypes.byref(out))
+    return Dataset(lib, out.value, pinned=version is not None)
+
+
+class Dataset:
+    """A dataset at one snapshot, with a staging area for writes.
+
+    Writes (:meth:`extend`, :meth:`append`, :meth:`update`,
+    :meth:`delete`, :meth:`add_column`) are staged and become visible with
+    :meth:`commit`. Reads see the handle's snapshot. Safe to use from
+    several threads. Close it (or use it as a context manager) to release
+    it at once; uncommitted writes are then discarded.
+    """
+
+    def __init__(self, lib: Library, handle: int, *, pinned: bool = False) -> None:
+        self._h = Handle(self, lib, handle, "loch_dataset_close", "dataset")
+        self._lib = lib
+        self._pinned = pinned
+        self._schema: tuple[str, Schema] | None = None
+        self._url: str | None = None
+        self._loaders: weakref.WeakSet[Any] = weakref.WeakSet()  # Go loaders reading this handle
+
+    # Identity and shape.
+
+    @property
+    def url(self) -> str:
+        """The dataset's URL, without secrets."""
+        if self._url is None:
+            self._url = self._h.lib.call_string("loch_dataset_url", self._h.value)
+        return self._url
+
+    @property
+    def version(self) -> str:
+        """The id of the snapshot this handle reads."""
+        return self._h.lib.call_string("loch_dataset_version", self._h.value)
+
+    @property
+    def pinned(self) -> bool:
+        """Whether the handle was opened at a fixed version (read-only)."""
+        return self._pinned
+
+    @property
+    def schema(self) -> Schema:
+        """The columns, with their statistics (shapes seen, bytes stored)."""
+        v = self.version
+        if self._schema is None or self._schema[0] != v:
+            self._schema = (v, Schema.from_json(self._h.lib.call_string("loch_dataset_schema", self._h.value)))
+        return self._schema[1]
+
+    def __len__(self) -> int:
+        out = ctypes.c_int64()
+        self._h.call("loch_dataset_len", ctypes.byref(out))
+        return out.value
+
+    def __repr__(self) -> str:
+        if self._h.closed:
+            return "<loch.Dataset (closed)>"
+        return f"<loch.Dataset {self.url} version={self.version[:12]} rows={len(self)} columns={list(self.schema)}>"
+
+    def log(self) -> list[Commit]:
+        """The snapshots reachable from this one, newest first::
+
+        >>> [c.message for c in ds.log()]            # doctest: +SKIP
+        ['first batch', 'create dataset']
+        """
+        out = []
+        for c in self._h.lib.call_json("loch_dataset_log", self._h.value):
+            t = datetime.fromisoformat(c["time"].replace("Z", "+00:00"))
+            out.append(Commit(c["id"], tuple(c.get("parents") or ()), c.get("message", ""), c.get("author", ""),
+                              t, c.get("rows", 0), c.get("branch", "")))  # fmt: skip
+        return out
+
+    def refresh(self) -> None:
+        """Moves the handle to the newest snapshot of its branch."""
+        self._h.call("loch_dataset_refresh")
+
+    def row_ids(self, start: int = 0, end: int | None = None) -> np.ndarray:
+        """The stable ids (uint64) of the rows at positions [start, end),
+        for :meth:`update` and :meth:`delete`."""
+        n = len(self)
+        end = n if end is None else end
+        out = np.empty(max(end - start, 0), dtype=np.uint64)
+        self._h.call("loch_dataset_row_ids", start, end, out.ctypes.data)
+        return out
+
+    # Writes.
+
+    def extend(self, columns: Mapping[str, Any]) -> None:
+        """Stages rows given column by column: each value is a numpy array
+        whose first axis is the rows (passed to Go without a copy when it
+        has the column's dtype), or a sequence with one value per row
+        (arrays of differing shapes, ``str``, ``bytes``, JSON values,
+        :class:`loch.EncodedImage`, or None for an empty sample). Columns
+        left out are empty. Nothing is staged if any row is invalid
+        (:class:`loch.InvalidArgument`)::
+
+            >>> ds.extend({"angles": np.zeros((64, 7), np.float32), "meta": [{}] * 64})  # doctest: +SKIP
+        """
+        n, arr, keep = columns_in(self.schema, columns)
+        self._h.call("loch_dataset_extend", n, arr, len(arr))
+        del keep
+
+    def append(self, row: Mapping[str, Any]) -> None:
+        """Stages one row, a mapping of column names to samples::
+
+        >>> ds.append({"angles": np.zeros(7, np.float32), "meta": {"ok": True}})  # doctest: +SKIP
+        """
+        self.extend({k: [v] for k, v in row.items()})
+
+    def update(self, row_id: int, values: Mapping[str, Any]) -> None:
+        """Stages new samples for some columns of the row with this id (see
+        :meth:`row_ids`); its other columns keep their values."""
+        n, arr, keep = columns_in(self.schema, {k: [v] for k, v in values.items()})
+        self._h.call("loch_dataset_update", int(row_id), arr, len(arr))
+        del keep
+
+    def delete(self, row_ids: Iterable[int]) -> None:
+        """Stages the deletion of rows by id."""
+        ids = np.ascontiguousarray(list(row_ids), dtype=np.uint64)
+        self._h.call("loch_dataset_delete", ids.ctypes.data, len(ids))
+
+    def add_column(self, name: str, column: Column) -> None:
+        """Stages a new column, empty in the existing rows::
+
+        >>> ds.add_column("caption", loch.Text())      # doctest: +SKIP
+        """
+        self._h.call("loch_dataset_add_column", json.dumps(column.to_json(name)).encode())
+
+    def commit(self, message: str = "") -> str:
+        """Makes the staged writes visible as a new snapshot and returns its
+        version id. Raises :class:`loch.Conflict` when a concurrent commit
+        changed the same rows (the writes stay staged)."""
+        return self._h.lib.call_string("loch_dataset_commit", self._h.value, message.encode())
+
+    # Reads.
+
+    def __getitem__(self, key: str | int | slice) -> Any:
+        """``ds["col"]`` is a :class:`ColumnReader`; ``ds[i]`` the row at
+        position i as a dict; ``ds[a:b]`` the rows' columns as a dict."""
+        if isinstance(key, str):
+            if key not in self.schema:
+                raise KeyError(f"no column {key!r} (have {list(self.schema)})")
+            return ColumnReader(self, key)
+        return {name: ColumnReader(self, name)[key] for name in self.schema}
+
+    def _read(self, column: str, positions: Sequence[int] | None, start: int = 0, end: int = 0, *,
+              stack: bool) -> Value:  # fmt: skip
+        out = ctypes.POINTER(TensorOut)()
+        if positions is None:
+            self._h.call("loch_dataset_read_range", column.encode(), start, end, ctypes.byref(out))
+        else:
+            pos = np.ascontiguousarray(positions, dtype=np.int64)
+            self._h.call("loch_dataset_read", column.encode(), pos.ctypes.data, len(pos), ctypes.byref(out))
+        try:
+            value, _, _ = tensor_value(self._h.lib, out.contents, stack=stack)
+        finally:
+            free_tensor(self._h.lib, out)
+        return value
+
+    def fetch(self, column: str, position: int) -> bytes:
+        """Reads the object that a link column's row refers to (a path or a
+        ``file://``, ``s3://``, ``gs://``, ``az://`` URL), with the same
+        credentials as datasets::
+
+            >>> jpeg = ds.fetch("original", 0)          # doctest: +SKIP
+        """
+        out = ctypes.POINTER(TensorOut)()
+        self._h.call("loch_dataset_fetch", column.encode(), int(position), ctypes.byref(out))
+        try:
+            value, _, _ = tensor_value(self._h.lib, out.contents, stack=False)
+        finally:
+            free_tensor(self._h.lib, out)
+        return bytes(value[0])
+
+    # Loaders.
+
+    def numpy(self, **kwargs: Any) -> Loader:
+        """A :class:`loch.Loader` streaming batches as dicts of numpy arrays
+        (arguments as for :meth:`pytorch`, without the torch ones)."""
+        from .loader import Loader
+
+        return Loader(self, **kwargs)
+
+    def pytorch(self, **kwargs: Any) -> TorchLoader:
+        """A PyTorch IterableDataset streaming batches as dicts of tensors
+        (see :class:`loch.torch.TorchLoader`)::
+
+            >>> for batch in ds.pytorch(batch_size=64, shuffle=True, columns=["camera", "angles"]):  # doctest: +SKIP
+            ...     batch["camera"].shape, batch["index"]
+        """
+        from .torch import TorchLoader
+
+        return TorchLoader(self, **kwargs)
+
+    def jax(self, **kwargs: Any) -> JaxLoader:
+        """Batches as dicts of jax arrays, optionally placed on a sharding
+        (see :class:`loch.jax.JaxLoader`)."""
+        from .jax import JaxLoader
+
+        return JaxLoader(self, **kwargs)
+
+    def tensorflow(self, **kwargs: Any) -> tf.data.Dataset:
+        """A ``tf.data.Dataset`` of batches (see :func:`loch.tensorflow.dataset`)."""
+        from .tensorflow import dataset
+
+        return dataset(self, **kwargs)
+
+    # Lifetime.
+
+    def close(self) -> None:
+        """Releases the handle, after stopping the loaders reading it;
+        uncommitted writes are discarded."""
+        for go in list(self._loaders):
+            go.close()
+        self._h.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._h.closed
+
+    def __enter__(self) -> Dataset:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __reduce__(self) -> Any:
+        raise TypeError(
+            "a loch.Dataset holds a Go handle and cannot be pickled; pickle its url and version "
+            "and call loch.open(url, version) in the other process"
+        )
+
+
+class ColumnReader:
+    """Reads one column: ``ds["angles"][10]`` is one sample,
+    ``ds["camera"][0:64]`` an array of 64 (a list when the samples' shapes
+    differ or some are empty), ``ds["x"][[3, 1, 2]]`` samples at those
+    positions::
+
+        >>> ds["angles"][0].dtype                       # doctest: +SKIP
+        dtype('float32')
+    """
+
+    def __init__(self, dataset: Dataset, name: str) -> None:
+        self._ds = dataset
+        self.name = name
+
+    @property
+    def column(self) -> Column:
+        """The column's type and statistics."""
+        return self._ds.schema[self.name]
+
+    def __len__(self) -> int:
+        return len(self._ds)
+
+    def __repr__(self) -> str:
+        return f"<loch.ColumnReader {self.name!r} {self.column!r}>"
+
+    def __getitem__(self, key: int | slice | Sequence[int] | np.ndarray) -> Any:
+        n = len(self._ds)
+        if isinstance(key, (int, np.integer)):
+            i = int(key)
+            if i < 0:
+                i += n
+            if not 0 <= i < n:
+                raise IndexError(f"row {key} out of range for {n} rows")
+            v = self._ds._read(self.name, [i], stack=False)[0]
+            return v[()] if isinstance(v, np.ndarray) and v.ndim == 0 else v
+        if isinstance(key, slice):
+            start, stop, step = key.indices(n)
+            if step == 1:
+                return self._ds._read(self.name, None, start, max(start, stop), stack=True)
+            return self._ds._read(self.name, list(range(start, stop, step)), stack=True)
+        pos = np.asarray(key)
+        if pos.dtype == bool:
+            pos = np.flatnonzero(pos)
+        if pos.ndim != 1 or (pos.size and pos.dtype.kind not in "iu"):
+            raise InvalidArgument(f"column index {key!r}: want an int, a slice or a list of ints")
+        pos = np.where(pos < 0, pos + n, pos)
+        if pos.size and (pos.min() < 0 or pos.max() >= n):
+            raise IndexError(f"rows {key!r} out of range for {n} rows")
+        return self._ds._read(self.name, pos.tolist(), stack=True)
+
+    def __iter__(self) -> Any:
+        for i in range(len(self)):
+            yield self[i]

@@ -1,0 +1,73 @@
+"""JAX: a dataset's batches as dicts of jax arrays.
+
+    for batch in ds.jax(batch_size=64, shuffle=True):
+        params = step(params, batch["image"], batch["label"])
+
+With a ``sharding`` (a ``jax.sharding.Sharding``) each array is placed on
+it: on one host with ``jax.device_put``; across hosts each process loads its
+own shard of the rows (rank ``jax.process_index()`` of
+``jax.process_count()``) and the global array is assembled with
+``jax.make_array_from_process_local_data``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import jax
+import numpy as np
+
+from .errors import InvalidArgument
+from .loader import Batch, Loader
+
+if TYPE_CHECKING:
+    from .dataset import Dataset
+
+__all__ = ["JaxLoader"]
+
+
+class JaxLoader(Loader):
+    """A :class:`loch.Loader` whose batches hold jax arrays (lists of text,
+    json or bytes samples stay lists).
+
+    Arguments are those of :class:`loch.Loader` and:
+        sharding: place each array on this sharding (its leading axis is the
+            batch), or None for the default device.
+        device: place each array on this device (when no sharding).
+        distributed: None reads the rank and world size from JAX's
+            processes; False is one process; or (rank, world_size).
+    """
+
+    def __init__(
+        self,
+        dataset: Dataset,
+        *,
+        sharding: jax.sharding.Sharding | None = None,
+        device: jax.Device | None = None,
+        distributed: bool | tuple[int, int] | None = None,
+        **options: Any,
+    ) -> None:
+        if "rank" in options or "world_size" in options:
+            raise InvalidArgument("JaxLoader takes distributed=(rank, world_size), not rank= or world_size=")
+        if isinstance(distributed, tuple):
+            rank, world = distributed
+        elif distributed is False:
+            rank, world = 0, 1
+        else:
+            rank, world = jax.process_index(), jax.process_count()
+        super().__init__(dataset, rank=rank, world_size=world, **options)
+        self.sharding = sharding
+        self.device = device
+        self._global = sharding is not None and world > 1
+
+    def _place(self, v: Any) -> Any:
+        if not isinstance(v, np.ndarray):
+            return v
+        if self._global:
+            return jax.make_array_from_process_local_data(self.sharding, v)
+        if self.sharding is not None:
+            return jax.device_put(v, self.sharding)
+        return jax.device_put(v, self.device)
+
+    def _to_framework(self, batch: Batch) -> Batch:
+        return {k: self._place(v) for k, v in batch.items()}

@@ -1,0 +1,370 @@
+"""The streaming loader: batches of a snapshot as dicts of numpy arrays.
+
+The Go loader does all of the work (concurrent fetches, decoding, shuffling,
+sharding, collation into C buffers that numpy wraps without a copy); this
+module configures it and hands its batches over::
+
+    >>> for batch in ds.numpy(batch_size=64, shuffle=True, seed=0):   # doctest: +SKIP
+    ...     batch["camera"].shape, batch["index"][:3]
+    ((64, 224, 224, 3), array([412, 87, 1033]))
+
+A batch maps each requested column to its samples: one array with the
+batch first (ragged samples zero-padded to the largest), or a list for
+text (``str``), json (parsed values) and bytes columns. Beside them:
+
+- ``"index"``: the rows' stable ids (int64);
+- ``"<column>.shapes"``: each sample's own shape, for columns whose declared
+  shape is ragged (int64, [batch, ndim]);
+- ``"<column>.null"``: which samples are empty (zero-filled), when any is.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ._buffers import _ints, tensor_value
+from ._handle import Handle
+from ._library import EOF, OK, BatchOut, c_uintptr
+from .dtypes import VARIABLE
+from .errors import InvalidArgument
+
+if TYPE_CHECKING:
+    from .dataset import Dataset
+
+__all__ = ["Loader", "Batch", "Transform"]
+
+#: A batch: column names (and "index", "<column>.shapes", "<column>.null")
+#: to arrays or lists.
+Batch = dict[str, Any]
+
+#: A ``transform`` argument: Go image transforms by column
+#: (``{"image": "decode,resize=256,center_crop=224,to_float,normalize=imagenet,chw"}``),
+#: one spec string for every image column, or a Python callable applied to
+#: each batch.
+Transform = Mapping[str, str] | str | Callable[[Batch], Batch]
+
+# How long one call into Go waits for a batch before Python checks for
+# signals (Ctrl-C) and calls again.
+POLL_MS = 100
+
+
+def _shuffle_mode(shuffle: bool | str) -> str:
+    """The Go shuffle mode: True is the Go loader's default mode, False
+    "none", a string is passed through ("none", "block" or "full")."""
+    if shuffle is True:
+        return ""
+    if shuffle is False or shuffle is None:
+        return "none"
+    if isinstance(shuffle, str):
+        return shuffle
+    raise InvalidArgument(f"shuffle={shuffle!r}: want True, False, 'none', 'block' or 'full'")
+
+
+class _GoLoader:
+    """One Go loader (one epoch on one rank)."""
+
+    def __init__(self, dataset: Dataset, config: Mapping[str, Any]) -> None:
+        h = dataset._h
+        out = c_uintptr()
+        h.call("loch_loader_new", json.dumps(config).encode(), ctypes.byref(out))
+        self._h = Handle(self, h.lib, out.value, "loch_loader_close", "loader")
+        self.lib = h.lib
+        dataset._loaders.add(self)
+
+    def next(self) -> Any:
+        """The next batch (a pointer to a BatchOut), or None at the end of
+        the epoch. Waits in slices of POLL_MS so that Ctrl-C interrupts it."""
+        p = ctypes.POINTER(BatchOut)()
+        while True:
+            status = self._h.call("loch_loader_next", POLL_MS, ctypes.byref(p))
+            if status == OK:
+                return p
+            if status == EOF:
+                return None
+
+    def __len__(self) -> int:
+        out = ctypes.c_int64()
+        self._h.call("loch_loader_len", ctypes.byref(out))
+        return out.value
+
+    def state(self) -> dict[str, Any]:
+        return self.lib.call_json("loch_loader_state", self._h.value)
+
+    def stats(self) -> dict[str, Any]:
+        return self.lib.call_json("loch_loader_stats", self._h.value)
+
+    def close(self) -> None:
+        self._h.close()
+
+
+class Loader:
+    """Streams one rank's batches of a dataset's snapshot, epoch after
+    epoch, as dicts of numpy arrays (see the module documentation).
+
+    Arguments:
+        columns: the columns to load (default: all).
+        batch_size: rows per batch.
+        shuffle: False (stored order), True (the Go loader's default
+            shuffle), or a mode: "none", "block", "full".
+        seed, epoch: select the shuffle; :meth:`set_epoch` changes the epoch.
+        drop_last: drop the end of the epoch so that every rank gets the
+            same number of full batches; otherwise the last ranks are padded
+            by repeating rows (as PyTorch's DistributedSampler).
+        rank, world_size: this process's shard of a data-parallel run.
+        rows: restrict to these row ids.
+        transform: Go image transforms by column, one spec for every image
+            column, or a Python callable applied to each batch.
+        sample_transform: a Python callable applied to each sample (a dict
+            of one row's values); the results are stacked again.
+        prefetch_batches, prefetch_bytes, workers, fetch_concurrency,
+        window_rows, skip_bad_samples: passed to the Go loader.
+        cache_dir, cache_bytes: keep fetched chunks in a disk cache shared by
+            the processes of the machine (default budget 10 GiB), so that
+            epochs after the first read them locally.
+        split: (index, count): deliver only the batches whose number in the
+            epoch is index modulo count (how PyTorch DataLoader workers share
+            a rank's batches).
+
+    Iterating starts a Go loader for the current epoch; breaking out of the
+    loop stops it. :meth:`state_dict` and :meth:`load_state_dict` save and
+    resume mid-epoch::
+
+        >>> ds = loch.create("mem://loader-doc", schema={"n": loch.Tensor("int64", shape=())})
+        >>> ds.extend({"n": np.arange(10)}); _ = ds.commit()
+        >>> loader = ds.numpy(batch_size=2, shuffle=True, seed=1)
+        >>> it = iter(loader); first = next(it)
+        >>> saved = loader.state_dict()
+        >>> again = ds.numpy(batch_size=2, shuffle=True, seed=1)
+        >>> again.load_state_dict(saved)                 # resumes after `first`
+        >>> [first["n"].tolist()] + [b["n"].tolist() for b in again] == [b["n"].tolist() for b in loader]
+        True
+    """
+
+    def __init__(
+        self,
+        dataset: Dataset,
+        *,
+        columns: Sequence[str] | None = None,
+        batch_size: int = 32,
+        shuffle: bool | str = False,
+        seed: int = 0,
+        epoch: int = 0,
+        drop_last: bool = False,
+        rank: int = 0,
+        world_size: int = 1,
+        rows: Sequence[int] | None = None,
+        transform: Transform | None = None,
+        sample_transform: Callable[[Batch], Batch] | None = None,
+        prefetch_batches: int | None = None,
+        prefetch_bytes: int | None = None,
+        workers: int | None = None,
+        fetch_concurrency: int | None = None,
+        window_rows: int | None = None,
+        skip_bad_samples: bool = False,
+        cache_dir: str | None = None,
+        cache_bytes: int | None = None,
+        split: tuple[int, int] | None = None,
+    ) -> None:
+        self.dataset = dataset
+        schema = dataset.schema
+        self.columns = list(columns) if columns is not None else list(schema)
+        for c in self.columns:
+            if c not in schema:
+                raise InvalidArgument(f"no column {c!r} (have {list(schema)})")
+        if "index" in self.columns:
+            raise InvalidArgument('a column named "index" clashes with the row ids a batch holds under "index"')
+        if batch_size < 1:
+            raise InvalidArgument(f"batch_size {batch_size}: want at least 1")
+        self.batch_size = batch_size
+        self._ragged = {c for c in self.columns if schema[c].ragged and schema[c].dtype not in VARIABLE}
+        go_transforms: dict[str, str] = {}
+        self._batch_transform: Callable[[Batch], Batch] | None = None
+        if callable(transform):
+            self._batch_transform = transform
+        elif isinstance(transform, str):
+            go_transforms = {c: transform for c in self.columns if schema[c].kind == "image"}
+            if not go_transforms:
+                raise InvalidArgument(f"transform {transform!r}: none of the columns {self.columns} is an image column")
+        elif transform is not None:
+            go_transforms = dict(transform)
+        self._sample_transform = sample_transform
+        self._config: dict[str, Any] = {
+            "columns": self.columns,
+            "batch_size": batch_size,
+            "shuffle": _shuffle_mode(shuffle),
+            "seed": int(seed),
+            "world_size": int(world_size),
+            "rank": int(rank),
+            "drop_last": bool(drop_last),
+            "skip_bad_samples": bool(skip_bad_samples),
+        }
+        for key, value in (
+            ("rows", None if rows is None else [int(r) for r in rows]),
+            ("prefetch_batches", prefetch_batches),
+            ("prefetch_bytes", prefetch_bytes),
+            ("workers", workers),
+            ("fetch_concurrency", fetch_concurrency),
+            ("window_rows", window_rows),
+            ("transforms", go_transforms or None),
+            ("cache_dir", None if cache_dir is None else str(cache_dir)),
+            ("cache_bytes", cache_bytes),
+            ("split", None if split is None else {"index": split[0], "count": split[1]}),
+        ):
+            if value is not None:
+                self._config[key] = value
+        self._epoch = int(epoch)
+        self._resume: dict[str, Any] | None = None
+        self._active: _GoLoader | None = None
+        self._last: tuple[dict[str, Any], dict[str, Any]] | None = None  # state, stats of the last epoch
+
+    @property
+    def epoch(self) -> int:
+        """The epoch the next iteration delivers."""
+        return self._epoch
+
+    def set_epoch(self, epoch: int) -> None:
+        """Sets the epoch of the next iteration (its shuffle). A state loaded
+        for another epoch is dropped."""
+        self._epoch = int(epoch)
+        if self._resume is not None and self._resume.get("epoch", epoch) != epoch:
+            self._resume = None
+
+    def config(self) -> dict[str, Any]:
+        """The Go loader configuration of the next iteration."""
+        cfg = dict(self._config, epoch=self._epoch)
+        if self._resume is not None:
+            cfg["resume"] = self._resume
+        return cfg
+
+    def _start(self) -> _GoLoader:
+        go = _GoLoader(self.dataset, self.config())
+        self._resume = None
+        self._active = go
+        return go
+
+    def __iter__(self) -> Iterator[Batch]:
+        go = self._start()
+        try:
+            while True:
+                p = go.next()
+                if p is None:
+                    break
+                batch = self._convert(go, p)
+                if self._sample_transform is not None:
+                    batch = per_sample(batch, self._sample_transform)
+                batch = self._to_framework(batch)
+                if self._batch_transform is not None:
+                    batch = self._batch_transform(batch)
+                yield batch
+        finally:
+            if self._active is go:
+                try:
+                    self._last = (go.state(), go.stats())
+                except Exception:  # noqa: BLE001 (closing after an error)
+                    self._last = None
+                self._active = None
+            go.close()
+
+    def _convert(self, go: _GoLoader, p: Any) -> Batch:
+        """Converts a Go batch, taking its buffers."""
+        try:
+            b = p.contents
+            n = int(b.n)
+            ids = _ints(b.row_ids, n).astype(np.int64)
+            out: Batch = {}
+            for k in range(int(b.ncols)):
+                t = b.cols[k]
+                name = t.name.decode()
+                value, shapes, nulls = tensor_value(go.lib, t, stack=True)
+                out[name] = value
+                if name in self._ragged:
+                    if shapes is None:
+                        shapes = np.empty((n, value.ndim - 1), dtype=np.int64)
+                        shapes[:] = value.shape[1:]
+                    out[name + ".shapes"] = shapes
+                if nulls is not None:
+                    out[name + ".null"] = nulls
+            out["index"] = ids
+            return out
+        finally:
+            go.lib.cdll.loch_batch_free(p)
+
+    def _to_framework(self, batch: Batch) -> Batch:
+        """Converts a numpy batch for a framework (here: as is)."""
+        return batch
+
+    def __len__(self) -> int:
+        """The number of batches of the next (or current) iteration."""
+        if self._active is not None:
+            return len(self._active)
+        go = _GoLoader(self.dataset, dict(self.config(), prefetch_batches=1))
+        try:
+            return len(go)
+        finally:
+            go.close()
+
+    def state_dict(self) -> dict[str, Any]:
+        """The state to resume from: after the batches delivered so far in
+        the current iteration, or at the end of the last one."""
+        if self._active is not None:
+            return {"epoch": self._epoch, "loader": self._active.state()}
+        if self._resume is not None:
+            return {"epoch": self._epoch, "loader": self._resume}
+        if self._last is not None:
+            return {"epoch": self._epoch, "loader": self._last[0]}
+        return {"epoch": self._epoch, "loader": None}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Makes the next iteration resume from a saved :meth:`state_dict`."""
+        if "epoch" not in state or "loader" not in state:
+            raise InvalidArgument(f"not a loch loader state: {state!r}")
+        self._epoch = int(state["epoch"])
+        self._resume = state["loader"]
+
+    def stats(self) -> dict[str, Any]:
+        """The Go loader's statistics of the current or last iteration:
+        batches, samples, bytes fetched, fetch/decode/wait time (ns),
+        ``wait_share`` (the share of the time the consumer waited), ..."""
+        if self._active is not None:
+            return self._active.stats()
+        if self._last is not None:
+            return self._last[1]
+        return {}
+
+    def close(self) -> None:
+        """Stops the current iteration's Go loader, if any."""
+        if self._active is not None:
+            self._active.close()
+
+
+def per_sample(batch: Batch, fn: Callable[[Batch], Batch]) -> Batch:
+    """Applies ``fn`` to each sample of a numpy batch (padding removed) and
+    stacks the results again (lists where shapes differ)."""
+    n = len(batch["index"])
+    names = [k for k in batch if "." not in k and k != "index"]
+    rows = []
+    for i in range(n):
+        row: Batch = {"index": int(batch["index"][i])}
+        for k in names:
+            v = batch[k][i]
+            if k + ".null" in batch and batch[k + ".null"][i]:
+                v = None
+            elif k + ".shapes" in batch and isinstance(v, np.ndarray):
+                v = v[tuple(slice(0, int(d)) for d in batch[k + ".shapes"][i])]
+            row[k] = v
+        rows.append(fn(row))
+    out: Batch = {}
+    for k in rows[0] if rows else []:
+        vals = [r[k] for r in rows]
+        if all(isinstance(v, np.ndarray) for v in vals) and len({v.shape for v in vals}) == 1:
+            out[k] = np.stack(vals)
+        elif all(isinstance(v, (int, float, np.generic)) for v in vals):
+            out[k] = np.asarray(vals)
+        else:
+            out[k] = vals
+    return out

@@ -1,0 +1,40 @@
+"""The JAX adapter."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+jax = pytest.importorskip("jax")
+
+from conftest import ROWS  # noqa: E402
+
+import loch  # noqa: E402
+
+
+def test_batches_are_jax_arrays(rows_ds: loch.Dataset) -> None:
+    n = 0
+    for b in rows_ds.jax(batch_size=128, shuffle=True, seed=1):
+        assert isinstance(b["x"], jax.Array) and b["x"].dtype == np.float32
+        assert np.array_equal(np.asarray(b["y"]), np.asarray(b["index"]))
+        assert isinstance(b["s"], list)
+        n += b["x"].shape[0]
+    assert n == ROWS
+
+
+def test_sharding(rows_ds: loch.Dataset) -> None:
+    mesh = jax.sharding.Mesh(np.array(jax.devices()), ("batch",))
+    sharding = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("batch"))
+    loader = rows_ds.jax(batch_size=100, columns=["x"], sharding=sharding, drop_last=True)
+    b = next(iter(loader))
+    assert b["x"].sharding == sharding
+    assert b["x"].shape == (100, 3)
+
+
+def test_jit_step(rows_ds: loch.Dataset) -> None:
+    @jax.jit
+    def total(x: jax.Array) -> jax.Array:
+        return x.sum()
+
+    s = sum(float(total(b["x"][:, 0])) for b in rows_ds.jax(batch_size=256, columns=["x"]))
+    assert s == sum(range(ROWS))

@@ -1,0 +1,145 @@
+"""The numpy loader: order, sharding, resume, transforms, statistics."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+import pytest
+from conftest import ROWS
+
+import loch
+
+
+def ids(loader: loch.Loader) -> list[int]:
+    return [i for b in loader for i in b["index"].tolist()]
+
+
+def test_columns_match_rows(rows_ds: loch.Dataset) -> None:
+    for b in rows_ds.numpy(batch_size=64, shuffle="full", seed=3):
+        i = b["index"]
+        assert np.array_equal(b["x"][:, 1], 2 * i.astype(np.float32))
+        assert np.array_equal(b["y"], i)
+        assert b["s"] == [f"row {k}" for k in i]
+
+
+@pytest.mark.parametrize("shuffle", [False, True, "none", "block", "full"])
+def test_one_epoch_is_a_permutation(rows_ds: loch.Dataset, shuffle: bool | str) -> None:
+    got = ids(rows_ds.numpy(batch_size=32, shuffle=shuffle, seed=1))
+    assert sorted(got) == list(range(ROWS))
+    if shuffle in (False, "none"):
+        assert got == list(range(ROWS))
+    else:
+        assert got != list(range(ROWS))
+
+
+def test_epochs_and_seeds_change_the_order(rows_ds: loch.Dataset) -> None:
+    loader = rows_ds.numpy(batch_size=50, shuffle="full", seed=7)
+    first = ids(loader)
+    assert ids(loader) == first  # same epoch, same order
+    loader.set_epoch(1)
+    assert ids(loader) != first
+    assert ids(rows_ds.numpy(batch_size=50, shuffle="full", seed=7)) == first
+    assert ids(rows_ds.numpy(batch_size=50, shuffle="full", seed=8)) != first
+
+
+@pytest.mark.parametrize("world", [2, 3, 4])
+@pytest.mark.parametrize("drop_last", [False, True])
+def test_sharding(rows_ds: loch.Dataset, world: int, drop_last: bool) -> None:
+    shards = [ids(rows_ds.numpy(batch_size=16, shuffle="block", seed=2, rank=r, world_size=world,
+                                drop_last=drop_last)) for r in range(world)]  # fmt: skip
+    assert len({len(s) for s in shards}) == 1, "every rank gets as many rows"
+    count = Counter(i for s in shards for i in s)
+    if drop_last:
+        assert max(count.values()) == 1, "no row twice"
+        assert ROWS - len(count) < world * 16
+        assert len(shards[0]) % 16 == 0
+    else:
+        assert set(count) == set(range(ROWS)), "every row"
+        assert sum(count.values()) - ROWS == -ROWS % world, "padding only"
+
+
+def test_len(rows_ds: loch.Dataset) -> None:
+    loader = rows_ds.numpy(batch_size=100)
+    assert len(loader) == 11
+    assert len(list(loader)) == 11
+    assert len(rows_ds.numpy(batch_size=100, drop_last=True)) == 10
+
+
+@pytest.mark.parametrize("shuffle", ["none", "block", "full"])
+def test_resume_equals_uninterrupted(rows_ds: loch.Dataset, shuffle: str) -> None:
+    def make() -> loch.Loader:
+        return rows_ds.numpy(batch_size=30, shuffle=shuffle, seed=5, epoch=2)
+
+    whole = [b["index"].tolist() for b in make()]
+    loader = make()
+    it = iter(loader)
+    head = [next(it)["index"].tolist() for _ in range(7)]
+    state = loader.state_dict()
+    it.close()
+    again = make()
+    again.load_state_dict(state)
+    tail = [b["index"].tolist() for b in again]
+    assert head + tail == whole
+
+
+def test_resume_in_another_world_size(rows_ds: loch.Dataset) -> None:
+    loader = rows_ds.numpy(batch_size=10, shuffle="full", seed=1)
+    it = iter(loader)
+    seen = [i for _ in range(20) for i in next(it)["index"].tolist()]
+    state = loader.state_dict()
+    it.close()
+    rest = []
+    for r in range(2):
+        part = rows_ds.numpy(batch_size=10, shuffle="full", seed=1, rank=r, world_size=2)
+        part.load_state_dict(state)
+        rest += ids(part)
+    assert set(seen) | set(rest) == set(range(ROWS))
+    assert not set(seen) & set(rest)
+
+
+def test_transforms(rows_ds: loch.Dataset) -> None:
+    def double(row: dict) -> dict:
+        return {"x2": row["x"] * 2, "index": row["index"]}
+
+    (b,) = list(rows_ds.numpy(batch_size=ROWS, columns=["x"], sample_transform=double))
+    assert b["x2"].shape == (ROWS, 3) and b["x2"][5, 0] == 10
+    (b,) = list(rows_ds.numpy(batch_size=ROWS, columns=["y"], transform=lambda b: {"n": len(b["y"])}))
+    assert b == {"n": ROWS}
+
+
+def test_stats(rows_ds: loch.Dataset) -> None:
+    loader = rows_ds.numpy(batch_size=100)
+    assert loader.stats() == {}
+    for _ in loader:
+        pass
+    s = loader.stats()
+    assert s["batches"] == 11 and s["samples"] == ROWS
+    assert 0 <= s["wait_share"] <= 1
+
+
+def test_break_stops_the_go_loader(rows_ds: loch.Dataset) -> None:
+    before = loch.buffer_stats()["live"]
+    loader = rows_ds.numpy(batch_size=10, prefetch_batches=8)
+    for batch in loader:
+        assert len(batch["index"]) == 10
+        break
+    del batch
+    assert loader._active is None
+    assert loch.buffer_stats()["live"] == before
+
+
+def test_disk_cache(rows_ds: loch.Dataset, tmp_path) -> None:
+    loader = rows_ds.numpy(batch_size=100, cache_dir=str(tmp_path / "cache"), cache_bytes=1 << 20)
+    first = ids(loader)
+    assert ids(loader) == first
+    assert any(p.is_file() for p in (tmp_path / "cache").rglob("*"))
+
+
+def test_closing_the_dataset_stops_its_loaders(rows_path) -> None:
+    ds = loch.open(str(rows_path))
+    it = iter(ds.numpy(batch_size=10))
+    next(it)
+    ds.close()
+    with pytest.raises(loch.Closed):
+        next(it)

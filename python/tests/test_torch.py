@@ -1,0 +1,192 @@
+"""The PyTorch adapter: tensors without copies, DataLoader workers under
+every start method, DDP under torchrun, resume."""
+
+from __future__ import annotations
+
+import json
+import pickle
+import sys
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from conftest import ROWS, run_script  # noqa: E402
+
+import loch  # noqa: E402
+from loch.torch import TorchLoader, _tensor, distributed_world  # noqa: E402
+
+
+def test_batches_are_tensors(rows_ds: loch.Dataset) -> None:
+    loader = rows_ds.pytorch(batch_size=64, shuffle=True, seed=0)
+    assert isinstance(loader, torch.utils.data.IterableDataset)
+    n = 0
+    for b in loader:
+        assert b["x"].dtype == torch.float32 and b["x"].shape[1:] == (3,)
+        assert b["index"].dtype == torch.int64
+        assert torch.equal(b["y"], b["index"])
+        assert isinstance(b["s"], list)
+        n += len(b["index"])
+    assert n == ROWS
+    assert len(loader) == 16
+    assert loader.stats()["samples"] == ROWS
+
+
+def test_no_copy(rows_ds: loch.Dataset) -> None:
+    a = np.arange(6, dtype=np.float32)
+    assert _tensor(a).data_ptr() == a.ctypes.data
+    before = loch.buffer_stats()["live"]
+    (batch,) = list(rows_ds.pytorch(batch_size=ROWS, columns=["x"]))
+    x = batch["x"]
+    del batch
+    assert loch.buffer_stats()["live"] - before >= ROWS * 3 * 4  # the tensor holds the Go-filled buffer
+    x.add_(1)  # writable
+    del x
+    assert loch.buffer_stats()["live"] == before
+
+
+@pytest.mark.parametrize("dtype", ["bool", "uint8", "int16", "uint16", "uint32", "uint64", "float16", "bfloat16"])
+def test_dtypes(tmp_path: Path, dtype: str) -> None:
+    ds = loch.create(str(tmp_path / "ds"), schema={"a": loch.Tensor(dtype, shape=(2,))})
+    values = np.ones((4, 2), dtype=loch.dtypes.numpy_dtype(dtype))
+    ds.extend({"a": values})
+    ds.commit()
+    (b,) = list(ds.pytorch(batch_size=4))
+    want = torch.bfloat16 if dtype == "bfloat16" else getattr(torch, dtype)
+    assert b["a"].dtype == want
+    assert b["a"].float().sum().item() == 8
+
+
+def test_resume_through_state_dict(rows_ds: loch.Dataset) -> None:
+    def make() -> TorchLoader:
+        return rows_ds.pytorch(batch_size=25, shuffle=True, seed=11)
+
+    whole = [b["index"].tolist() for b in make()]
+    loader = make()
+    it = iter(loader)
+    head = [next(it)["index"].tolist() for _ in range(9)]
+    state = json.loads(json.dumps(loader.state_dict()))  # survives a checkpoint
+    del it
+    resumed = make()
+    resumed.load_state_dict(state)
+    assert head + [b["index"].tolist() for b in resumed] == whole
+
+
+def test_set_epoch(rows_ds: loch.Dataset) -> None:
+    loader = rows_ds.pytorch(batch_size=100, shuffle="full", seed=1)
+    first = torch.cat([b["index"] for b in loader])
+    loader.set_epoch(1)
+    second = torch.cat([b["index"] for b in loader])
+    assert not torch.equal(first, second)
+    assert sorted(first.tolist()) == sorted(second.tolist()) == list(range(ROWS))
+
+
+def test_device_and_pin_memory_on_cpu(rows_ds: loch.Dataset) -> None:
+    (b,) = list(rows_ds.pytorch(batch_size=ROWS, columns=["x"], device="cpu"))
+    assert b["x"].device.type == "cpu"
+    if not torch.cuda.is_available():
+        with pytest.warns(UserWarning, match="pin_memory"):
+            (b,) = list(rows_ds.pytorch(batch_size=ROWS, columns=["x"], pin_memory=True))
+
+
+def test_pickles_without_its_handle(rows_ds: loch.Dataset) -> None:
+    loader = rows_ds.pytorch(batch_size=100)
+    copy = pickle.loads(pickle.dumps(loader))
+    assert copy._dataset is None
+    assert sum(len(b["index"]) for b in copy) == ROWS
+    with pytest.raises(TypeError, match="cannot be pickled"):
+        pickle.dumps(rows_ds)
+
+
+def test_distributed_world_from_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert distributed_world(False) == (0, 1)
+    assert distributed_world((2, 5)) == (2, 5)
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+    assert distributed_world(None) == (0, 1)
+    with pytest.raises(loch.InvalidArgument):
+        distributed_world(True)
+    monkeypatch.setenv("WORLD_SIZE", "4")
+    monkeypatch.setenv("RANK", "3")
+    assert distributed_world(None) == (3, 4)
+
+
+DATALOADER = """
+    import json, sys, time
+    import torch, loch
+
+    def main():
+        method, path = sys.argv[1], sys.argv[2]
+        ds = loch.open(path)  # the parent loads the Go runtime before the workers start
+        loader = ds.pytorch(batch_size=16, shuffle=True, seed=4)
+        alone = [b["index"].tolist() for b in loader]
+        dl = torch.utils.data.DataLoader(loader, batch_size=None, num_workers=2, multiprocessing_context=method)
+        t0 = time.time()
+        epochs = [[b["index"].tolist() for b in dl] for _ in range(1 if method != "fork" else 2)]
+        print(json.dumps({"alone": alone, "epochs": epochs, "len": len(dl), "seconds": time.time() - t0}))
+
+    if __name__ == "__main__":
+        main()
+"""
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn", "forkserver"])
+def test_dataloader_workers(tmp_path: Path, rows_path: Path, method: str) -> None:
+    proc = run_script(tmp_path, DATALOADER, method, str(rows_path), timeout=180)
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    for epoch in out["epochs"]:
+        assert epoch == out["alone"], "the workers' batches, round-robin, are the rank's batches in order"
+        rows = Counter(i for b in epoch for i in b)
+        assert set(rows) == set(range(ROWS)) and max(rows.values()) == 1, "every row exactly once"
+    assert out["len"] == len(out["alone"])
+
+
+DDP = """
+    import json, os, sys
+    import torch, torch.distributed as dist, loch
+
+    dist.init_process_group("gloo")
+    rank, world = dist.get_rank(), dist.get_world_size()
+    ds = loch.open(sys.argv[1])
+    shards = {}
+    for drop_last in (False, True):
+        loader = ds.pytorch(batch_size=8, shuffle=True, seed=3, drop_last=drop_last, columns=["x", "y"])
+        assert (loader.rank, loader.world_size) == (rank, world)
+        ids = [i for b in loader for i in b["index"].tolist()]
+        gathered = [None] * world
+        dist.all_gather_object(gathered, ids)
+        shards[str(drop_last)] = gathered
+
+    torch.manual_seed(0)
+    model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(3, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    for step, b in enumerate(ds.pytorch(batch_size=8, shuffle=True, seed=3, columns=["x", "y"])):
+        loss = (model(b["x"] / 1000).squeeze(1) - b["y"].float() / 1000).pow(2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        if step == 2:
+            break
+    weights = [None] * world
+    dist.all_gather_object(weights, model.module.weight.detach().tolist())
+    if rank == 0:
+        print(json.dumps({"shards": shards, "weights": weights}))
+    dist.destroy_process_group()
+"""
+
+
+@pytest.mark.slow
+def test_torchrun_ddp(tmp_path: Path, rows_path: Path) -> None:
+    launcher = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=3"]
+    proc = run_script(tmp_path, DDP, str(rows_path), timeout=240, launcher=launcher)
+    out = json.loads([line for line in proc.stdout.splitlines() if line.startswith("{")][-1])
+    padded, dropped = out["shards"]["False"], out["shards"]["True"]
+    assert len({len(s) for s in padded}) == 1 and len(padded[0]) == -(-ROWS // 3)
+    rows = Counter(i for s in padded for i in s)
+    assert set(rows) == set(range(ROWS)), "the union is every row"
+    assert sum(rows.values()) - ROWS == -ROWS % 3, "only the padding repeats rows"
+    assert len({len(s) for s in dropped}) == 1
+    assert max(Counter(i for s in dropped for i in s).values()) == 1, "with drop_last the shards are disjoint"
+    assert out["weights"][0] == out["weights"][1] == out["weights"][2], "DDP kept the replicas in step"
