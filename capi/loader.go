@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -72,30 +71,22 @@ func (c loaderConfig) config() (loader.Config, error) {
 		}
 		cfg.Resume = &st
 	}
-	if len(c.Transforms) > 0 {
-		// Config.Transforms (column -> transform spec) is being added to
-		// the loader; set it when this build's loader has it.
-		f := reflect.ValueOf(&cfg).Elem().FieldByName("Transforms")
-		if !f.IsValid() || f.Type() != reflect.TypeOf(c.Transforms) {
-			return cfg, fmt.Errorf("loader transforms %v: this build's loader has no Config.Transforms: %w", c.Transforms, errNotImplemented)
+	cfg.Transforms = c.Transforms
+	if s := c.Split; s != nil {
+		if s.Count < 1 || s.Index < 0 || s.Index >= s.Count {
+			return cfg, invalidf("loader split %d of %d: want 0 <= index < count", s.Index, s.Count)
 		}
-		f.Set(reflect.ValueOf(c.Transforms))
-	}
-	if s := c.Split; s != nil && (s.Count < 1 || s.Index < 0 || s.Index >= s.Count) {
-		return cfg, invalidf("loader split %d of %d: want 0 <= index < count", s.Index, s.Count)
+		cfg.Split = loader.Split{Index: s.Index, Count: s.Count}
 	}
 	return cfg, nil
 }
 
 // loaderObj is the object behind a loader handle.
 type loaderObj struct {
-	ds      *dataset
-	l       *loader.Loader
-	alloc   *loaderAlloc
-	names   []string
-	split   split
-	first   int  // the index of the loader's first batch (after a resume)
-	started bool // first is set
+	ds    *dataset
+	l     *loader.Loader
+	alloc *loaderAlloc
+	names []string
 
 	cache *chunkcache.Disk // owned; nil without a cache_dir
 
@@ -106,11 +97,6 @@ type loaderObj struct {
 }
 
 func loaderOf(h C.uintptr_t) (*loaderObj, error) { return lookup[*loaderObj](h, "loader") }
-
-// mine reports whether batch index i is this loader's under its split.
-func (lo *loaderObj) mine(i int) bool {
-	return (i-lo.first)%lo.split.Count == lo.split.Index
-}
 
 // loch_loader_new starts a loader over the handle's current snapshot and
 // stores its handle in *out. config is the JSON of the loader's
@@ -137,10 +123,7 @@ func loch_loader_new(dsh C.uintptr_t, config *C.char, out *C.uintptr_t, errOut *
 	if err != nil {
 		return fail(errOut, err)
 	}
-	lo := &loaderObj{ds: ds, alloc: newLoaderAlloc(), names: cfg.Columns, split: split{0, 1}}
-	if c.Split != nil {
-		lo.split = *c.Split
-	}
+	lo := &loaderObj{ds: ds, alloc: newLoaderAlloc(), names: cfg.Columns}
 	if c.CacheDir != "" {
 		n := c.CacheBytes
 		if n <= 0 {
@@ -194,26 +177,17 @@ func loch_loader_next(h C.uintptr_t, timeoutMs C.int64_t, out **C.loch_batch, er
 		ctx, cancel = context.WithTimeout(ctx, time.Duration(timeoutMs)*time.Millisecond)
 		defer cancel()
 	}
-	for {
-		t0 := time.Now()
-		b, err := lo.l.Next(ctx)
-		if err != nil {
-			if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
-				lo.lostWait.Add(int64(time.Since(t0)))
-				return fail(errOut, fmt.Errorf("no batch within %d ms: %w", timeoutMs, errTimeout))
-			}
-			return fail(errOut, err)
+	t0 := time.Now()
+	b, err := lo.l.Next(ctx)
+	if err != nil {
+		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+			lo.lostWait.Add(int64(time.Since(t0)))
+			return fail(errOut, fmt.Errorf("no batch within %d ms: %w", timeoutMs, errTimeout))
 		}
-		if !lo.started {
-			lo.first, lo.started = b.Index, true
-		}
-		if !lo.mine(b.Index) {
-			lo.l.Release(b)
-			continue
-		}
-		*out = lo.cBatch(b)
-		return C.LOCH_OK
+		return fail(errOut, err)
 	}
+	*out = lo.cBatch(b)
+	return C.LOCH_OK
 }
 
 // cBatch converts a batch, handing its buffers over to the caller.
@@ -249,8 +223,7 @@ func loch_loader_len(h C.uintptr_t, out *C.int64_t, errOut **C.char) (st C.int) 
 	if err != nil {
 		return fail(errOut, err)
 	}
-	n, s := lo.l.Batches(), lo.split
-	*out = C.int64_t(max(n-s.Index+s.Count-1, 0) / s.Count)
+	*out = C.int64_t(lo.l.Batches())
 	return C.LOCH_OK
 }
 

@@ -68,6 +68,12 @@ type Config struct {
 	SkipBadSamples bool
 	// Resume restarts from a saved state (see State).
 	Resume *State
+	// Split makes this loader deliver only the batches i of the rank's
+	// epoch with i % Split.Count == Split.Index, fetching nothing for the
+	// others: for Count data-loading workers of one rank, each with its own
+	// loader (the PyTorch DataLoader pattern). Zero value: every batch.
+	// State is not meaningful under a split.
+	Split Split
 	// Transforms maps column names to image transform pipelines in the
 	// grammar of transform.Parse, e.g. "decode,resize=256,center_crop=224,
 	// to_float,normalize=imagenet,chw". They run in the loader's workers;
@@ -85,6 +91,9 @@ type Config struct {
 	// passes one that allocates memory numpy then owns.
 	Allocator Allocator
 }
+
+// Split selects every Count-th batch starting at Index.
+type Split struct{ Index, Count int }
 
 // Allocator allocates batch buffers. Alloc returns a slice of length n
 // (its contents need not be zeroed); Free takes back a slice Alloc returned
@@ -130,6 +139,9 @@ func (c *Config) defaults() {
 	}
 	if c.Workers <= 0 {
 		c.Workers = runtime.GOMAXPROCS(0)
+	}
+	if c.Split.Count <= 0 {
+		c.Split = Split{0, 1}
 	}
 	if c.Allocator == nil {
 		c.Allocator = &goAllocator{}
@@ -365,6 +377,7 @@ func (l *Loader) begin(p planner) {
 		l.base = st.Stages[len(st.Stages)-1].BatchesDone
 	}
 	l.cfg.Epoch = p.State(0).Epoch
+	l.next = l.cfg.Split.Index
 	l.cond = sync.NewCond(&l.mu)
 	l.ctx, l.cancel = context.WithCancel(context.Background())
 	l.started = time.Now()
@@ -401,8 +414,11 @@ func refColumn(cols []colPlan) int {
 }
 
 // Batches is the number of batches this loader delivers (after a resume:
-// the rest of the epoch).
-func (l *Loader) Batches() int { return l.plan.Batches() }
+// the rest of the epoch; under a split: its share).
+func (l *Loader) Batches() int {
+	n, s := l.plan.Batches(), l.cfg.Split
+	return max(n-s.Index+s.Count-1, 0) / s.Count
+}
 
 // State returns the state to save for resuming after the batches returned
 // so far. A loader built with it as Config.Resume, with the same or
@@ -426,7 +442,7 @@ func (l *Loader) Next(ctx context.Context) (*Batch, error) {
 		}
 		if b, ok := l.ready[l.next]; ok {
 			delete(l.ready, l.next)
-			l.next++
+			l.next += l.cfg.Split.Count
 			l.inflight -= batchBytes(b) // the consumer owns it now
 			l.cond.Broadcast()
 			w := time.Since(t0)

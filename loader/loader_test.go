@@ -259,3 +259,23 @@ func TestElasticResume(t *testing.T) {
 	}
 	require.Less(t, extra, 3*5, "repeats only as padding for equal batches")
 }
+
+// TestSplit: n split loaders deliver the rank's batches between them, each
+// once, fetching only their own.
+func TestSplit(t *testing.T) {
+	d := testDataset(t, 77)
+	all := positions(t, d, Config{BatchSize: 5, Shuffle: "block", Seed: 1})
+	got := make([][]int64, len(all))
+	for i := 0; i < 3; i++ {
+		l, err := New(ctx, d.View(), Config{BatchSize: 5, Shuffle: "block", Seed: 1, Split: Split{i, 3}})
+		require.NoError(t, err)
+		bs := drain(t, l)
+		require.Len(t, bs, l.Batches())
+		for _, b := range bs {
+			require.Equal(t, i, b.Index%3)
+			got[b.Index] = b.Positions
+		}
+		l.Close()
+	}
+	require.Equal(t, all, got)
+}

@@ -67,6 +67,9 @@ func (l *Loader) fail(err error) {
 func (l *Loader) schedule(jobs chan<- *batchJob) {
 	sem := make(chan struct{}, l.cfg.FetchConcurrency)
 	for bi, items := range l.plan.items() {
+		if bi%l.cfg.Split.Count != l.cfg.Split.Index {
+			continue // another worker's batch
+		}
 		job, err := l.locate(bi, slices.Clone(items))
 		if err != nil {
 			l.fail(err)
@@ -74,7 +77,7 @@ func (l *Loader) schedule(jobs chan<- *batchJob) {
 		}
 		l.mu.Lock()
 		for l.ctx.Err() == nil && l.err == nil && bi > l.next &&
-			(bi-l.next >= l.cfg.PrefetchBatches || l.inflight >= l.cfg.PrefetchBytes) {
+			((bi-l.next)/l.cfg.Split.Count >= l.cfg.PrefetchBatches || l.inflight >= l.cfg.PrefetchBytes) {
 			l.cond.Wait()
 		}
 		if l.ctx.Err() != nil || l.err != nil {
