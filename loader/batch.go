@@ -30,8 +30,9 @@ func (b *Batch) Len() int { return len(b.Positions) }
 // Numeric columns are collated into Data, C-contiguous, with Shape
 // [batch, ...]. When the samples' shapes differ (ragged columns), each
 // dimension is padded with zeros to the batch's largest and Shapes holds
-// every sample's own shape. Variable-size columns (text, json, bytes) are
-// returned as a list in Items. A null sample is zero-filled (or nil in
+// every sample's own shape; with Config.RaggedAsList they are returned as a
+// list instead, each sample's bytes in Items and its shape in Shapes.
+// Variable-size columns (text, json, bytes) are returned as a list in Items. A null sample is zero-filled (or nil in
 // Items) and marked in Null.
 type Tensor struct {
 	DType  schema.DType

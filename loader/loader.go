@@ -68,6 +68,10 @@ type Config struct {
 	SkipBadSamples bool
 	// Resume restarts from a saved state (see State).
 	Resume *State
+	// RaggedAsList returns the columns whose declared shape is not fixed
+	// as lists (Tensor.Items with Tensor.Shapes) instead of zero-padded
+	// tensors.
+	RaggedAsList bool
 	// Split makes this loader deliver only the batches i of the rank's
 	// epoch with i % Split.Count == Split.Index, fetching nothing for the
 	// others: for Count data-loading workers of one rank, each with its own

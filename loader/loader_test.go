@@ -279,3 +279,22 @@ func TestSplit(t *testing.T) {
 	}
 	require.Equal(t, all, got)
 }
+
+func TestRaggedAsList(t *testing.T) {
+	d := testDataset(t, 20)
+	l, err := New(ctx, d.View(), Config{BatchSize: 6, Shuffle: "none", Columns: []string{"r", "x"}, RaggedAsList: true})
+	require.NoError(t, err)
+	defer l.Close()
+	col, _ := d.Column("r")
+	for _, b := range drain(t, l) {
+		r := b.Columns["r"]
+		require.Nil(t, r.Data)
+		require.NotNil(t, b.Columns["x"].Data, "fixed columns stay stacked")
+		for k, p := range b.Positions {
+			want, err := col.Read(ctx, p, nil)
+			require.NoError(t, err)
+			require.Equal(t, want.Shape, r.Shapes[k])
+			require.Equal(t, want.Data, r.Items[k])
+		}
+	}
+}

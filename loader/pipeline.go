@@ -463,12 +463,18 @@ func (l *Loader) build(job *batchJob) (*Batch, error) {
 				t.Null[k] = vals[c][i].null
 			}
 		}
-		if cp.col.DType.Variable() {
+		if cp.col.DType.Variable() || (l.cfg.RaggedAsList && !cp.col.Shape.Fixed()) {
 			t.Shape = []int{n}
 			t.Items = make([][]byte, n)
+			if !cp.col.DType.Variable() {
+				t.Shapes = make([][]int, n)
+			}
 			for k, i := range keep {
 				if !vals[c][i].null {
 					t.Items[k] = append([]byte(nil), vals[c][i].data...)
+					if t.Shapes != nil {
+						t.Shapes[k] = vals[c][i].shape
+					}
 				}
 			}
 			b.Columns[cp.name] = t
