@@ -57,6 +57,20 @@ func TestOnMinIO(t *testing.T) {
 		require.Len(t, seen, n, mode)
 	}
 
+	// Resume mid-epoch gives exactly the rest of the uninterrupted run.
+	cfg := Config{BatchSize: 16, Shuffle: "block", Seed: 8, Epoch: 1}
+	whole := positions(t, d, cfg)
+	l0, err := New(ctx, d.View(), cfg)
+	require.NoError(t, err)
+	for i := 0; i < 4; i++ {
+		_, err := l0.Next(ctx)
+		require.NoError(t, err)
+	}
+	st := l0.State()
+	l0.Close()
+	cfg.Resume = &st
+	require.Equal(t, whole[4:], positions(t, d, cfg))
+
 	faulty := storage.NewFaulty(d.Store(), storage.FaultConfig{ReadErrorRate: 0.1, Latency: time.Millisecond, Seed: 5})
 	flaky := storage.NewRetryStore(faulty, storage.RetryPolicy{MaxAttempts: 10, BaseDelay: time.Millisecond, MaxDelay: 10 * time.Millisecond})
 	fd, err := loch.Open(ctx, b.URL, loch.WithStore(flaky))
