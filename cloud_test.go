@@ -17,7 +17,9 @@ import (
 func TestBackends(t *testing.T) {
 	backends := map[string]func(t *testing.T) string{
 		"local": func(t *testing.T) string { return t.TempDir() + "/ds" },
-		"mem":   func(t *testing.T) string { return fmt.Sprintf("mem://backends-%s", strings.ReplaceAll(t.Name(), "/", "-")) },
+		"mem": func(t *testing.T) string {
+			return fmt.Sprintf("mem://backends-%s", strings.ReplaceAll(t.Name(), "/", "-"))
+		},
 		"s3":    func(t *testing.T) string { return testserver.MinIO(t).URL },
 		"gcs":   func(t *testing.T) string { return testserver.GCS(t).URL },
 		"azure": func(t *testing.T) string { return testserver.Azurite(t).URL },

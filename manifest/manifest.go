@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/klauspost/compress/zstd"
-	"github.com/zeebo/xxh3"
 	"github.com/lochdata/loch/schema"
+	"github.com/zeebo/xxh3"
 )
 
 // Format version written by this package.
