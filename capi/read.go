@@ -19,11 +19,7 @@ import (
 //export loch_dataset_read
 func loch_dataset_read(h C.uintptr_t, column *C.char, positions *C.int64_t, n C.int64_t, out **C.loch_tensor, errOut **C.char) (st C.int) {
 	defer guard(&st, errOut)
-	ds, err := datasetOf(h)
-	if err != nil {
-		return fail(errOut, err)
-	}
-	col, err := ds.d.Column(goString(column))
+	col, err := columnOf(h, column)
 	if err != nil {
 		return fail(errOut, err)
 	}
@@ -50,11 +46,7 @@ func loch_dataset_read(h C.uintptr_t, column *C.char, positions *C.int64_t, n C.
 //export loch_dataset_read_range
 func loch_dataset_read_range(h C.uintptr_t, column *C.char, start, end C.int64_t, out **C.loch_tensor, errOut **C.char) (st C.int) {
 	defer guard(&st, errOut)
-	ds, err := datasetOf(h)
-	if err != nil {
-		return fail(errOut, err)
-	}
-	col, err := ds.d.Column(goString(column))
+	col, err := columnOf(h, column)
 	if err != nil {
 		return fail(errOut, err)
 	}
@@ -75,11 +67,7 @@ func loch_dataset_read_range(h C.uintptr_t, column *C.char, start, end C.int64_t
 //export loch_dataset_fetch
 func loch_dataset_fetch(h C.uintptr_t, column *C.char, i C.int64_t, out **C.loch_tensor, errOut **C.char) (st C.int) {
 	defer guard(&st, errOut)
-	ds, err := datasetOf(h)
-	if err != nil {
-		return fail(errOut, err)
-	}
-	col, err := ds.d.Column(goString(column))
+	col, err := columnOf(h, column)
 	if err != nil {
 		return fail(errOut, err)
 	}
@@ -91,4 +79,13 @@ func loch_dataset_fetch(h C.uintptr_t, column *C.char, i C.int64_t, out **C.loch
 	packTensor(t, schema.Bytes, []loch.Sample{loch.Bytes(b)})
 	*out = t
 	return C.LOCH_OK
+}
+
+// columnOf resolves a dataset handle and a column name.
+func columnOf(h C.uintptr_t, column *C.char) (*loch.Column, error) {
+	ds, err := datasetOf(h)
+	if err != nil {
+		return nil, err
+	}
+	return ds.d.Column(goString(column))
 }
