@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -31,6 +32,8 @@ func logKey(seq uint64) string { return fmt.Sprintf("%s%020d", logPrefix, seq) }
 
 type options struct {
 	version     string
+	ref         string
+	asOf        time.Time
 	branch      string
 	parallelism int
 	author      string
@@ -44,6 +47,15 @@ type Option func(*options)
 // WithVersion opens the dataset at the snapshot (commit) with this id. The
 // handle is read-only.
 func WithVersion(id string) Option { return func(o *options) { o.version = id } }
+
+// WithRef opens the dataset at a reference: a branch (the handle writes
+// there, and commits advance it), a tag or a version id or unique prefix of
+// one (the handle is read-only). The default is branch main.
+func WithRef(ref string) Option { return func(o *options) { o.ref = ref } }
+
+// WithAsOf opens, read-only, the version that the reference (WithRef, a
+// branch by default main) named at time t.
+func WithAsOf(t time.Time) Option { return func(o *options) { o.asOf = t } }
 
 // WithParallelism bounds the goroutines that encode chunks and images
 // (default GOMAXPROCS).
@@ -83,11 +95,12 @@ type Dataset struct {
 	ownsStore bool
 	url       string
 	opts      options
-	readOnly  bool
 	chunks    *chunkCache
 
-	mu   sync.RWMutex // guards snap
-	snap *snapshot
+	mu       sync.RWMutex // guards snap, readOnly, pin and opts.branch
+	snap     *snapshot
+	readOnly bool
+	pin      string // what a read-only handle was opened at, for messages
 
 	wmu   sync.Mutex // guards stage; held for the whole of Commit
 	stage *staging
@@ -134,7 +147,7 @@ func Create(ctx context.Context, url string, s schema.Schema, opts ...Option) (*
 		return fail(err)
 	}
 	id := strings.TrimPrefix(commitKey, "commits/")
-	root := manifest.Root{Seq: 1, Time: c.Time, Refs: map[string]string{"heads/" + mainBranch: id}, Op: "create"}
+	root := manifest.Root{Seq: 1, Time: c.Time, Refs: map[string]string{headsPrefix + mainBranch: id}, NextColumnUID: man.NextColumnUID, Op: "create"}
 	obj, err := manifest.Encode(manifest.KindRoot, root)
 	if err != nil {
 		return fail(err)
@@ -164,8 +177,8 @@ func Create(ctx context.Context, url string, s schema.Schema, opts ...Option) (*
 }
 
 // Open opens the dataset at url at the newest snapshot of branch main, or
-// at the snapshot named by WithVersion. It fails with ErrNotFound when there
-// is no dataset at url.
+// at the reference named by WithRef, WithVersion or WithAsOf. It fails with
+// ErrNotFound when there is no dataset at url or no such reference.
 func Open(ctx context.Context, url string, opts ...Option) (*Dataset, error) {
 	o := buildOptions(opts)
 	d, err := newDataset(ctx, url, o)
@@ -176,21 +189,58 @@ func Open(ctx context.Context, url string, opts ...Option) (*Dataset, error) {
 		d.Close()
 		return nil, err
 	}
-	if o.version != "" {
-		d.readOnly = true
-		snap, err := d.loadSnapshot(ctx, o.version, 0)
-		if err != nil {
-			d.Close()
-			return nil, err
-		}
-		d.snap = snap
-		return d, nil
-	}
-	if err := d.Refresh(ctx); err != nil {
+	if err := d.openRef(ctx); err != nil {
 		d.Close()
 		return nil, err
 	}
 	return d, nil
+}
+
+// openRef points a new handle at the reference its options name.
+func (d *Dataset) openRef(ctx context.Context) error {
+	o := d.opts
+	ref := o.ref
+	if o.version != "" {
+		if ref != "" {
+			return invalidf("open %s: give a version or a reference, not both", d.url)
+		}
+		if !validID(o.version) {
+			return fmt.Errorf("open %s: version %q is not a version id: %w", d.url, o.version, ErrNotFound)
+		}
+		ref = o.version
+	}
+	if o.asOf.IsZero() {
+		if ref == "" {
+			return d.Refresh(ctx)
+		}
+		root, err := d.latestRoot(ctx)
+		if err != nil {
+			return err
+		}
+		t, err := d.resolveIn(ctx, root, ref)
+		if err != nil {
+			return err
+		}
+		return d.moveTo(ctx, t)
+	}
+	if ref == "" {
+		ref = mainBranch
+	}
+	root, err := d.rootAsOf(ctx, o.asOf)
+	if err != nil {
+		return err
+	}
+	t, err := d.resolveIn(ctx, root, ref)
+	if err != nil {
+		return fmt.Errorf("open %s as of %s: %w", d.url, o.asOf.UTC().Format(time.RFC3339), err)
+	}
+	if err := d.moveTo(ctx, target{commit: t.commit, seq: t.seq}); err != nil {
+		return err
+	}
+	d.mu.Lock()
+	d.pin = fmt.Sprintf("%s as of %s (version %s)", ref, o.asOf.UTC().Format(time.RFC3339), t.commit)
+	d.mu.Unlock()
+	return nil
 }
 
 func newDataset(ctx context.Context, url string, o options) (*Dataset, error) {
@@ -264,18 +314,19 @@ func (d *Dataset) current() *snapshot {
 }
 
 // Refresh moves the handle to the newest snapshot of its branch. It fails
-// with ErrReadOnly on a handle opened at a version.
+// with ErrReadOnly on a read-only handle (opened at a tag, version or time).
 func (d *Dataset) Refresh(ctx context.Context) error {
-	if d.readOnly {
-		return fmt.Errorf("refresh %s: handle is pinned to version %s: %w", d.url, d.Version(), ErrReadOnly)
+	if d.ReadOnly() {
+		return d.readOnlyErr("refresh")
 	}
 	root, err := d.latestRoot(ctx)
 	if err != nil {
 		return err
 	}
-	id, ok := root.Refs["heads/"+d.opts.branch]
+	branch := d.Branch()
+	id, ok := root.Refs[headsPrefix+branch]
 	if !ok {
-		return fmt.Errorf("open %s: no branch %q: %w", d.url, d.opts.branch, ErrNotFound)
+		return fmt.Errorf("open %s: no branch %q (branches: %v): %w", d.url, branch, refNames(root, headsPrefix), ErrNotFound)
 	}
 	if cur := d.current(); cur != nil && cur.commitID == id {
 		return nil
@@ -402,25 +453,53 @@ type CommitInfo struct {
 	Branch  string    `json:"branch,omitempty"`
 }
 
-// Log returns the snapshots reachable from the handle's snapshot, newest
-// first (first parents only).
+// Log returns the commits reachable from the handle's version through all
+// parents (merges bring in both sides), newest first by commit time.
 func (d *Dataset) Log(ctx context.Context) ([]CommitInfo, error) {
+	return d.logFrom(ctx, d.Version())
+}
+
+// logFrom walks the commit graph from id, newest first.
+func (d *Dataset) logFrom(ctx context.Context, id string) ([]CommitInfo, error) {
 	var out []CommitInfo
-	id := d.Version()
-	seen := map[string]bool{}
-	for id != "" && !seen[id] {
-		seen[id] = true
+	seen := map[string]bool{id: true}
+	var frontier []CommitInfo // sorted oldest first; the newest is popped
+	load := func(id string) error {
 		var c manifest.Commit
 		if err := d.getObject(ctx, "commits/"+id, manifest.KindCommit, &c); err != nil {
-			return nil, err
+			return err
 		}
-		out = append(out, CommitInfo{ID: id, Parents: c.Parents, Message: c.Message, Author: c.Author, Time: c.Time, Rows: c.Rows, Branch: c.Branch})
-		id = ""
-		if len(c.Parents) > 0 {
-			id = c.Parents[0]
+		ci := CommitInfo{ID: id, Parents: c.Parents, Message: c.Message, Author: c.Author, Time: c.Time, Rows: c.Rows, Branch: c.Branch}
+		k := sort.Search(len(frontier), func(k int) bool { return laterCommit(frontier[k], ci) })
+		frontier = slices.Insert(frontier, k, ci)
+		return nil
+	}
+	if err := load(id); err != nil {
+		return nil, err
+	}
+	for len(frontier) > 0 {
+		c := frontier[len(frontier)-1]
+		frontier = frontier[:len(frontier)-1]
+		out = append(out, c)
+		for _, p := range c.Parents {
+			if seen[p] {
+				continue
+			}
+			seen[p] = true
+			if err := load(p); err != nil {
+				return nil, err
+			}
 		}
 	}
 	return out, nil
+}
+
+// laterCommit orders commits by time, then id, for a stable log.
+func laterCommit(a, b CommitInfo) bool {
+	if !a.Time.Equal(b.Time) {
+		return a.Time.After(b.Time)
+	}
+	return a.ID > b.ID
 }
 
 // sortedKeys returns a map's keys in order.

@@ -25,7 +25,7 @@ func (p Problem) String() string { return p.Key + ": " + p.Err.Error() }
 func (d *Dataset) Verify(ctx context.Context) (checked int, problems []Problem, err error) {
 	v := &verifier{d: d, seen: map[string]bool{}}
 	var heads []string
-	if d.readOnly {
+	if d.ReadOnly() {
 		heads = []string{d.Version()}
 	} else {
 		root, err := d.latestRoot(ctx)

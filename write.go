@@ -76,8 +76,8 @@ type colWriter struct {
 }
 
 func (d *Dataset) stagingLocked() (*staging, error) {
-	if d.readOnly {
-		return nil, fmt.Errorf("write %s: handle is pinned to version %s: %w", d.url, d.Version(), ErrReadOnly)
+	if d.ReadOnly() {
+		return nil, d.readOnlyErr("write")
 	}
 	if d.stage == nil {
 		base := d.current()
@@ -647,8 +647,8 @@ func (d *Dataset) Discard() {
 func (d *Dataset) Commit(ctx context.Context, message string) (string, error) {
 	d.wmu.Lock()
 	defer d.wmu.Unlock()
-	if d.readOnly {
-		return "", fmt.Errorf("commit %s: handle is pinned to version %s: %w", d.url, d.Version(), ErrReadOnly)
+	if d.ReadOnly() {
+		return "", d.readOnlyErr("commit")
 	}
 	st := d.stage
 	if st == nil || st.empty() {
@@ -667,59 +667,52 @@ func (d *Dataset) Commit(ctx context.Context, message string) (string, error) {
 	if err := ctx.Err(); err != nil {
 		return "", err
 	}
-	// Write the fragment objects: content-addressed, invisible until a
-	// manifest names them.
-	type pending struct {
-		key  string
-		rows int64
-		upd  bool
-	}
-	var frags []pending
-	for _, fw := range st.writers() {
-		if fw.rows == 0 {
-			continue
-		}
-		fr := manifest.Fragment{Rows: fw.rows, IDs: fw.ids, Columns: map[string][]manifest.ChunkRef{}}
-		for uid, cw := range fw.cols {
-			refs := make([]manifest.ChunkRef, len(cw.refs))
-			for i, r := range cw.refs {
-				refs[i] = *r
-			}
-			fr.Columns[strconv.Itoa(uid)] = refs
-		}
-		key, err := d.putObject(ctx, "fragments/", manifest.KindFragment, fr)
-		if err != nil {
-			return "", err
-		}
-		frags = append(frags, pending{key: key, rows: fw.rows, upd: fw == st.upd})
-	}
 	for attempt := 0; ; attempt++ {
 		root, err := d.latestRoot(ctx)
 		if err != nil {
 			return "", err
 		}
-		ref := "heads/" + d.opts.branch
+		branch := d.Branch()
+		ref := headsPrefix + branch
 		head, ok := root.Refs[ref]
 		if !ok {
-			return "", fmt.Errorf("commit %s: branch %q does not exist: %w", d.url, d.opts.branch, ErrNotFound)
+			return "", fmt.Errorf("commit %s: branch %q does not exist (branches: %v): %w", d.url, branch, refNames(root, headsPrefix), ErrNotFound)
 		}
 		base := st.base
 		if head != base.commitID {
 			if len(st.deletes) > 0 || st.added > 0 {
 				return "", fmt.Errorf("commit %s: branch %s moved from %s to %s since this handle's snapshot, and this commit updates, deletes or adds columns; refresh and retry: %w",
-					d.url, d.opts.branch, base.commitID, head, ErrConflict)
+					d.url, branch, base.commitID, head, ErrConflict)
 			}
 			if base, err = d.loadSnapshot(ctx, head, root.Seq); err != nil {
 				return "", err
 			}
 			if !sameColumns(base.man.Schema.Columns, st.cols) {
-				return "", fmt.Errorf("commit %s: the schema of branch %s changed in %s since this handle's snapshot: %w", d.url, d.opts.branch, head, ErrConflict)
+				return "", fmt.Errorf("commit %s: the schema of branch %s changed in %s since this handle's snapshot: %w", d.url, branch, head, ErrConflict)
 			}
+		}
+		// Added columns take their final uids from the dataset-wide counter
+		// of this root entry, so that no other branch has them.
+		uids := map[int]int{}
+		nextUID := max(root.NextColumnUID, base.man.NextColumnUID)
+		for _, c := range st.cols[len(st.cols)-st.added:] {
+			uids[c.UID] = nextUID
+			nextUID++
+		}
+		frags, err := st.putFragments(ctx, uids)
+		if err != nil {
+			return "", err
 		}
 		man, err := st.buildManifest(ctx, base)
 		if err != nil {
 			return "", err
 		}
+		for i := range man.Schema.Columns {
+			if u, ok := uids[man.Schema.Columns[i].UID]; ok {
+				man.Schema.Columns[i].UID = u
+			}
+		}
+		man.NextColumnUID = max(man.NextColumnUID, nextUID)
 		var appended uint64
 		for _, f := range frags {
 			if !f.upd {
@@ -736,7 +729,7 @@ func (d *Dataset) Commit(ctx context.Context, message string) (string, error) {
 			return "", err
 		}
 		now := time.Now().UTC()
-		c := manifest.Commit{Parents: []string{head}, Manifest: manKey, Message: message, Author: d.opts.author, Time: now, Rows: man.Rows, Branch: d.opts.branch}
+		c := manifest.Commit{Parents: []string{head}, Manifest: manKey, Message: message, Author: d.opts.author, Time: now, Rows: man.Rows, Branch: branch}
 		commitKey, err := d.putObject(ctx, "commits/", manifest.KindCommit, c)
 		if err != nil {
 			return "", err
@@ -747,7 +740,8 @@ func (d *Dataset) Commit(ctx context.Context, message string) (string, error) {
 			refs[k] = v
 		}
 		refs[ref] = id
-		next := manifest.Root{Seq: root.Seq + 1, Time: now, Prev: root.Seq, Refs: refs, NextRowID: root.NextRowID + appended, Op: "commit " + d.opts.branch}
+		next := manifest.Root{Seq: root.Seq + 1, Time: now, Prev: root.Seq, Refs: refs, NextRowID: root.NextRowID + appended,
+			NextColumnUID: max(root.NextColumnUID, man.NextColumnUID), Op: "commit " + branch}
 		obj, err := manifest.Encode(manifest.KindRoot, next)
 		if err != nil {
 			return "", err
@@ -774,6 +768,42 @@ func (d *Dataset) Commit(ctx context.Context, message string) (string, error) {
 		d.stage = nil
 		return id, nil
 	}
+}
+
+// pendingFragment is a fragment object written by a commit.
+type pendingFragment struct {
+	key  string
+	rows int64
+	upd  bool
+}
+
+// putFragments writes the fragment objects of the staged rows, with column
+// uids renamed by uids: content-addressed, invisible until a manifest names
+// them.
+func (st *staging) putFragments(ctx context.Context, uids map[int]int) ([]pendingFragment, error) {
+	var frags []pendingFragment
+	for _, fw := range st.writers() {
+		if fw.rows == 0 {
+			continue
+		}
+		fr := manifest.Fragment{Rows: fw.rows, IDs: fw.ids, Columns: map[string][]manifest.ChunkRef{}}
+		for uid, cw := range fw.cols {
+			refs := make([]manifest.ChunkRef, len(cw.refs))
+			for i, r := range cw.refs {
+				refs[i] = *r
+			}
+			if u, ok := uids[uid]; ok {
+				uid = u
+			}
+			fr.Columns[strconv.Itoa(uid)] = refs
+		}
+		key, err := st.d.putObject(ctx, "fragments/", manifest.KindFragment, fr)
+		if err != nil {
+			return nil, err
+		}
+		frags = append(frags, pendingFragment{key: key, rows: fw.rows, upd: fw == st.upd})
+	}
+	return frags, nil
 }
 
 // sameColumns reports whether two schemas define the same columns, ignoring

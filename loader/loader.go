@@ -66,8 +66,15 @@ type Config struct {
 	// SkipBadSamples skips rows whose samples cannot be read or decoded,
 	// counting them in Stats, instead of stopping with an error.
 	SkipBadSamples bool
-	// Resume restarts from a saved state (see State).
+	// Resume restarts from a saved state (see State). A state records the
+	// version (commit id) it was read from and is refused on another
+	// version unless AllowVersionChange is set.
 	Resume *State
+	// AllowVersionChange resumes a state saved on another version: the
+	// loader continues at the same epoch and batch count over this
+	// version's order, which holds other rows; rows may be seen twice or
+	// not at all in that epoch.
+	AllowVersionChange bool
 	// RaggedAsList returns the columns whose declared shape is not fixed
 	// as lists (Tensor.Items with Tensor.Shapes) instead of zero-padded
 	// tensors.
@@ -322,10 +329,14 @@ func NewMix(ctx context.Context, views []*loch.View, weights []float64, epochRow
 	ms.Version = strings.Join(versions, "+")
 	var p *order.MixPlan
 	if cfg.Resume != nil {
-		if cfg.Resume.Version != ms.Version {
-			return nil, fmt.Errorf("loader: the saved state is for versions %s, the datasets are at %s: %w", cfg.Resume.Version, ms.Version, loch.ErrInvalidArgument)
+		st := *cfg.Resume
+		if st.Version != ms.Version {
+			if !cfg.AllowVersionChange {
+				return nil, fmt.Errorf("loader: the saved state is for versions %s, the datasets are at %s (open the saved versions, or allow a version change): %w", st.Version, ms.Version, loch.ErrInvalidArgument)
+			}
+			st.Version = ms.Version
 		}
-		p, err = order.ResumeMix(ms, *cfg.Resume)
+		p, err = order.ResumeMix(ms, st)
 	} else {
 		p, err = order.PlanMix(ms)
 	}

@@ -128,10 +128,14 @@ func makePlan(view *loch.View, refUID int, cfg Config) (*order.EpochPlan, error)
 	}
 	var p *order.EpochPlan
 	if cfg.Resume != nil {
-		if cfg.Resume.Version != view.Version() {
-			return nil, fmt.Errorf("loader: the saved state is for version %s, the dataset is at %s: %w", cfg.Resume.Version, view.Version(), loch.ErrInvalidArgument)
+		st := *cfg.Resume
+		if st.Version != view.Version() {
+			if !cfg.AllowVersionChange {
+				return nil, fmt.Errorf("loader: the saved state is for version %s, the dataset is at %s (open the saved version, or allow a version change): %w", st.Version, view.Version(), loch.ErrInvalidArgument)
+			}
+			st.Version = view.Version()
 		}
-		p, err = order.Resume(s, *cfg.Resume)
+		p, err = order.Resume(s, st)
 	} else {
 		p, err = order.Plan(s)
 	}

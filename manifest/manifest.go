@@ -23,7 +23,7 @@ import (
 // Format version written by this package.
 const (
 	Major = 1
-	Minor = 0
+	Minor = 1
 )
 
 // Magic starts every metadata object.
@@ -156,7 +156,11 @@ type Root struct {
 	Prev      uint64            `json:"prev,omitempty"`
 	Refs      map[string]string `json:"refs"`
 	NextRowID uint64            `json:"next_row_id"`
-	Op        string            `json:"op,omitempty"`
+	// NextColumnUID is the dataset-wide column-uid counter (format 1.1):
+	// uids are unique across branches, so merges never meet two columns
+	// with one uid. Zero in entries written before 1.1.
+	NextColumnUID int    `json:"next_column_uid,omitempty"`
+	Op            string `json:"op,omitempty"`
 }
 
 // Commit is the body of `commits/<id>`.

@@ -1,0 +1,505 @@
+package loch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/lochdata/loch/manifest"
+	"github.com/lochdata/loch/storage"
+)
+
+// DefaultGCGrace is the grace period of the CLI's gc.
+const DefaultGCGrace = time.Hour
+
+// gcParallelism bounds the concurrent store requests of GC: object stores
+// answer one request in tens of milliseconds, so GC keeps several in flight.
+const gcParallelism = 16
+
+// gcPhases are the kinds of objects GC considers, by key prefix, in the
+// order it deletes them (docs/format.md, section 5): each phase ends before
+// the next begins, so that what names an object goes before it.
+var gcPhases = [][]string{{"commits"}, {"manifests"}, {"fragments", "extensions", "deletions"}, {"chunks"}}
+
+// gcKinds lists the kinds of gcPhases.
+var gcKinds = slices.Concat(gcPhases...)
+
+// GCOptions configures GC.
+type GCOptions struct {
+	// Grace keeps unreachable objects younger than this (by their stored
+	// modification time), so that a writer's not yet committed objects
+	// survive, and keeps reachable everything that a reference named at
+	// any time within it (so a branch deleted a moment ago can still be
+	// recreated). Zero keeps none. It should exceed the longest time a
+	// writer stages before committing, plus the clock skew between this
+	// machine, the writers and the store.
+	Grace time.Duration
+	// DryRun reports what would be deleted and deletes nothing.
+	DryRun bool
+}
+
+// GCKind counts objects of one kind.
+type GCKind struct {
+	Objects int64 `json:"objects"`
+	Bytes   int64 `json:"bytes"`
+}
+
+func (k *GCKind) add(size int64) {
+	k.Objects++
+	k.Bytes += size
+}
+
+// GCReport reports a garbage collection.
+type GCReport struct {
+	DryRun    bool              `json:"dry_run"`
+	Reachable GCKind            `json:"reachable"` // kept: reachable from a reference
+	Young     GCKind            `json:"young"`     // kept: unreachable but within the grace period
+	Deleted   GCKind            `json:"deleted"`   // deleted (or, in a dry run, would be)
+	ByKind    map[string]GCKind `json:"by_kind"`   // deleted by key prefix: chunks, fragments, ...
+	// Missing lists, sorted, the reachable chunks and deletion vectors that
+	// the store does not hold: the dataset is damaged there (loch verify
+	// says which versions). GC does not need to read them, so it goes on.
+	Missing []string `json:"missing,omitempty"`
+}
+
+// GC deletes the objects that no branch or tag reaches (through commits and
+// their parents) and that are older than opts.Grace.
+//
+// The references are those of the newest log entry and of every entry
+// written within the grace period (and the one current when it began).
+// From each referenced commit GC follows all parents and, for every commit,
+// its manifest, the manifest's fragments, extensions and deletion vectors
+// and the fragments' and extensions' chunks. Of the objects under commits/,
+// manifests/, fragments/, extensions/, deletions/ and chunks/ (keys of
+// another form there are left alone), it deletes those reached by none and
+// stored before now minus the grace period; the log and the dataset marker
+// are never touched.
+//
+// Marking reads every reachable commit, manifest, fragment and extension.
+// If any of those reads fails (a missing or corrupt object, a store
+// error), GC returns the error and deletes nothing. Before deleting, GC
+// reads the log again and also keeps what references written meanwhile
+// reach, and it checks each object's time again, keeping one rewritten
+// since GC began. Deletion goes commits first, chunks last, so that an
+// interrupted GC leaves no surviving commit without its manifest that an
+// uninterrupted one would not; a later GC finishes the job. If a deletion
+// fails, GC stops and returns the report of what it deleted with the
+// error.
+//
+// GC is a dataset-wide operation: a read-only handle may run it, and it
+// does not move the handle. Objects that writers have staged but not yet
+// committed, this handle's included, are protected only by the grace
+// period.
+func (d *Dataset) GC(ctx context.Context, opts GCOptions) (*GCReport, error) {
+	if opts.Grace < 0 {
+		return nil, invalidf("gc %s: negative grace period %s", d.url, opts.Grace)
+	}
+	start := time.Now()
+	g := &gc{d: d, opts: opts, cutoff: start.Add(-opts.Grace), live: map[string]bool{},
+		report: GCReport{DryRun: opts.DryRun, ByKind: map[string]GCKind{}}}
+	for _, k := range gcKinds {
+		g.report.ByKind[k] = GCKind{}
+	}
+	cands, err := g.mark(ctx)
+	if err != nil {
+		return nil, classify(err, "gc %s (nothing was deleted)", d.url)
+	}
+	doomed := map[string][]storage.Attrs{}
+	for kind, objs := range cands {
+		for _, a := range objs {
+			switch {
+			case g.live[a.Key]:
+				g.report.Reachable.add(a.Size)
+			case g.young(a):
+				g.report.Young.add(a.Size)
+			default:
+				doomed[kind] = append(doomed[kind], a)
+			}
+		}
+	}
+	for _, phase := range gcPhases {
+		var objs []storage.Attrs
+		for _, kind := range phase {
+			objs = append(objs, doomed[kind]...)
+		}
+		if err := g.delete(ctx, objs); err != nil {
+			return &g.report, err
+		}
+	}
+	return &g.report, nil
+}
+
+// mark marks what the references reach and lists the other objects, by
+// kind.
+func (g *gc) mark(ctx context.Context) (map[string][]storage.Attrs, error) {
+	root, err := g.d.latestRoot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	roots, err := g.rootsWithinGrace(ctx, root)
+	if err != nil {
+		return nil, err
+	}
+	if err := g.markRoots(ctx, roots); err != nil {
+		return nil, err
+	}
+	cands, err := g.list(ctx)
+	if err != nil {
+		return nil, err
+	}
+	// Writers may have moved or created references since: keep what they
+	// reach too (objects they wrote after the listing are not candidates).
+	if err := g.markNewer(ctx, root.Seq); err != nil {
+		return nil, err
+	}
+	if len(g.missing) > 0 {
+		g.report.Missing = sortedKeys(g.missing)
+	}
+	return cands, nil
+}
+
+// gc is the state of one garbage collection.
+type gc struct {
+	d      *Dataset
+	opts   GCOptions
+	cutoff time.Time // unreachable objects stored after this are kept
+
+	mu      sync.Mutex
+	live    map[string]bool     // keys of reachable objects
+	missing map[string]struct{} // reachable chunks and deletions not in the store
+	report  GCReport
+}
+
+// young reports whether the grace period keeps an unreachable object.
+func (g *gc) young(a storage.Attrs) bool {
+	if a.ModTime.IsZero() {
+		// A store that gives no time proves no age.
+		return g.opts.Grace > 0
+	}
+	return a.ModTime.After(g.cutoff)
+}
+
+// rootsWithinGrace returns the commit ids named by the latest root entry
+// and by every older entry written within the grace period, and by the
+// entry that was current when the grace period began: what any of them
+// named was named by a reference within the grace period.
+func (g *gc) rootsWithinGrace(ctx context.Context, latest *manifest.Root) ([]string, error) {
+	ids := refCommits(nil, latest)
+	if !latest.Time.After(g.cutoff) {
+		return ids, nil
+	}
+	// Read backwards, a batch of entries at a time.
+	for next := latest.Seq - 1; next >= 1; {
+		hi, n := next, min(next, gcParallelism)
+		batch := make([]*manifest.Root, n)
+		eg, ectx := errgroup.WithContext(ctx)
+		for i := range batch {
+			eg.Go(func() error {
+				r, err := g.d.readRoot(ectx, hi-uint64(i))
+				if err != nil {
+					return classify(err, "read the log within the grace period")
+				}
+				batch[i] = r
+				return nil
+			})
+		}
+		if err := eg.Wait(); err != nil {
+			return nil, err
+		}
+		for _, r := range batch {
+			ids = refCommits(ids, r)
+			if !r.Time.After(g.cutoff) {
+				return ids, nil
+			}
+		}
+		next -= n
+	}
+	return ids, nil
+}
+
+// refCommits appends the commit ids that root's references name.
+func refCommits(ids []string, root *manifest.Root) []string {
+	for _, k := range sortedKeys(root.Refs) {
+		ids = append(ids, root.Refs[k])
+	}
+	return ids
+}
+
+// markNewer marks from the references of the log entries written after
+// entry seq, until the log stops advancing (or a few rounds have passed:
+// the grace period covers writers that keep committing).
+func (g *gc) markNewer(ctx context.Context, seq uint64) error {
+	for round := 0; round < 8; round++ {
+		latest, err := g.d.latestRoot(ctx)
+		if err != nil {
+			return classify(err, "read the log again")
+		}
+		if latest.Seq <= seq {
+			return nil
+		}
+		ids := refCommits(nil, latest)
+		for s := seq + 1; s < latest.Seq; s++ {
+			r, err := g.d.readRoot(ctx, s)
+			if err != nil {
+				return classify(err, "read the log again")
+			}
+			ids = refCommits(ids, r)
+		}
+		if err := g.markRoots(ctx, ids); err != nil {
+			return err
+		}
+		seq = latest.Seq
+	}
+	return nil
+}
+
+// markRoots marks everything the commits ids reach, reading metadata
+// objects with bounded concurrency.
+func (g *gc) markRoots(ctx context.Context, ids []string) error {
+	eg, ectx := errgroup.WithContext(ctx)
+	m := &marker{g: g, eg: eg, ctx: ectx, sem: make(chan struct{}, gcParallelism)}
+	for _, id := range ids {
+		m.commit(id, "a reference")
+	}
+	return eg.Wait()
+}
+
+// marker walks the object graph. Every object is read by its own goroutine
+// of eg, started when the object is first seen; sem bounds the reads in
+// flight. The goroutines end when the walk ends or the first error
+// cancels ctx.
+type marker struct {
+	g   *gc
+	eg  *errgroup.Group
+	ctx context.Context
+	sem chan struct{}
+}
+
+// mark records key as reachable and reports whether it was new.
+func (m *marker) mark(key string) bool {
+	m.g.mu.Lock()
+	defer m.g.mu.Unlock()
+	if m.g.live[key] {
+		return false
+	}
+	m.g.live[key] = true
+	return true
+}
+
+// read reads and decodes a reachable object; via names what named it.
+func (m *marker) read(key, via string, kind byte, v any) error {
+	select {
+	case m.sem <- struct{}{}:
+	case <-m.ctx.Done():
+		return fmt.Errorf("read %s: %w", key, m.ctx.Err())
+	}
+	err := m.g.d.getObject(m.ctx, key, kind, v)
+	<-m.sem
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, ErrNotFound) {
+		return classify(err, "%s, named by %s, is missing: the dataset is damaged (run loch verify)", key, via)
+	}
+	return classify(err, "%s, named by %s", key, via)
+}
+
+func (m *marker) commit(id, via string) {
+	key := "commits/" + id
+	if !m.mark(key) {
+		return
+	}
+	m.eg.Go(func() error {
+		if !validID(id) {
+			return fmt.Errorf("%s names %q, which is not a version id: %w", via, id, ErrCorrupt)
+		}
+		var c manifest.Commit
+		if err := m.read(key, via, manifest.KindCommit, &c); err != nil {
+			return err
+		}
+		for _, p := range c.Parents {
+			m.commit(p, key)
+		}
+		m.manifest(c.Manifest, key)
+		return nil
+	})
+}
+
+func (m *marker) manifest(key, via string) {
+	if !m.mark(key) {
+		return
+	}
+	m.eg.Go(func() error {
+		var man manifest.Manifest
+		if err := m.read(key, via, manifest.KindManifest, &man); err != nil {
+			return err
+		}
+		for _, f := range man.Fragments {
+			m.chunks(f.Key, key, manifest.KindFragment)
+			for _, e := range f.Extensions {
+				m.chunks(e, key, manifest.KindExtension)
+			}
+			if f.Deletions != "" {
+				m.mark(f.Deletions)
+			}
+		}
+		return nil
+	})
+}
+
+// chunks marks a fragment or extension and the chunks it names.
+func (m *marker) chunks(key, via string, kind byte) {
+	if !m.mark(key) {
+		return
+	}
+	m.eg.Go(func() error {
+		var f manifest.Fragment
+		if err := m.read(key, via, kind, &f); err != nil {
+			return err
+		}
+		m.g.mu.Lock()
+		defer m.g.mu.Unlock()
+		for _, refs := range f.Columns {
+			for _, r := range refs {
+				if r.Key != "" {
+					m.g.live[r.Key] = true
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// list returns, by kind, the objects that are not marked reachable, and
+// counts the others as reachable. Chunks are listed by their 256
+// subdirectories in parallel.
+func (g *gc) list(ctx context.Context) (map[string][]storage.Attrs, error) {
+	var prefixes []string
+	for _, kind := range gcKinds[:len(gcKinds)-1] {
+		prefixes = append(prefixes, kind+"/")
+	}
+	for i := 0; i < 256; i++ {
+		prefixes = append(prefixes, fmt.Sprintf("chunks/%02x/", i))
+	}
+	out := map[string][]storage.Attrs{}
+	seen := map[string]bool{} // keys listed, for Missing
+	eg, ectx := errgroup.WithContext(ctx)
+	eg.SetLimit(gcParallelism)
+	for _, prefix := range prefixes {
+		eg.Go(func() error {
+			kind, _, _ := strings.Cut(prefix, "/")
+			var cands []storage.Attrs
+			err := g.d.store.List(ectx, prefix, func(a storage.Attrs) error {
+				if !gcObjectKey(kind, a.Key) {
+					return nil
+				}
+				cands = append(cands, a)
+				return nil
+			})
+			if err != nil {
+				return classify(err, "list %s", prefix)
+			}
+			g.mu.Lock()
+			defer g.mu.Unlock()
+			for _, a := range cands {
+				seen[a.Key] = true
+				if g.live[a.Key] {
+					g.report.Reachable.add(a.Size)
+				} else {
+					out[kind] = append(out[kind], a)
+				}
+			}
+			return nil
+		})
+	}
+	if err := eg.Wait(); err != nil {
+		return nil, err
+	}
+	// Commits, manifests, fragments and extensions were read while
+	// marking; chunks and deletion vectors were not.
+	for key := range g.live {
+		if (strings.HasPrefix(key, "chunks/") || strings.HasPrefix(key, "deletions/")) && !seen[key] {
+			if g.missing == nil {
+				g.missing = map[string]struct{}{}
+			}
+			g.missing[key] = struct{}{}
+		}
+	}
+	return out, nil
+}
+
+// gcObjectKey reports whether key has the form of a loch object of the
+// kind: <kind>/<hash>, or chunks/<h2>/<hash>.
+func gcObjectKey(kind, key string) bool {
+	rest, ok := strings.CutPrefix(key, kind+"/")
+	if !ok {
+		return false
+	}
+	if kind == "chunks" {
+		h2, hash, ok := strings.Cut(rest, "/")
+		return ok && validID(hash) && h2 == hash[:2]
+	}
+	return validID(rest)
+}
+
+// delete deletes objs (or, in a dry run, counts them), keeping any whose
+// stored time is now within the grace period: a writer rewrote it since
+// the listing (content-addressed objects are rewritten whole when a new
+// snapshot holds them again).
+func (g *gc) delete(ctx context.Context, objs []storage.Attrs) error {
+	if g.opts.DryRun {
+		for _, a := range objs {
+			g.deleted(a)
+		}
+		return nil
+	}
+	slices.SortFunc(objs, func(a, b storage.Attrs) int { return strings.Compare(a.Key, b.Key) })
+	eg, ectx := errgroup.WithContext(ctx)
+	eg.SetLimit(gcParallelism)
+	for _, a := range objs {
+		if ectx.Err() != nil {
+			break
+		}
+		eg.Go(func() error {
+			cur, err := g.d.store.Stat(ectx, a.Key)
+			if errors.Is(err, storage.ErrNotFound) {
+				return nil // deleted by someone else
+			}
+			if err != nil {
+				return classify(err, "gc %s: stat %s before deleting it", g.d.url, a.Key)
+			}
+			if g.young(cur) {
+				g.mu.Lock()
+				g.report.Young.add(cur.Size)
+				g.mu.Unlock()
+				return nil
+			}
+			if err := g.d.store.Delete(ectx, a.Key); err != nil {
+				return classify(err, "gc %s: delete %s", g.d.url, a.Key)
+			}
+			g.mu.Lock()
+			g.deleted(cur)
+			g.mu.Unlock()
+			return nil
+		})
+	}
+	if err := eg.Wait(); err != nil {
+		return err
+	}
+	return ctx.Err()
+}
+
+// deleted counts a deleted object; the caller holds g.mu or is alone.
+func (g *gc) deleted(a storage.Attrs) {
+	g.report.Deleted.add(a.Size)
+	kind, _, _ := strings.Cut(a.Key, "/")
+	k := g.report.ByKind[kind]
+	k.add(a.Size)
+	g.report.ByKind[kind] = k
+}

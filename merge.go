@@ -1,0 +1,520 @@
+package loch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/lochdata/loch/manifest"
+	"github.com/lochdata/loch/schema"
+)
+
+// Merge strategies for rows changed on both sides.
+const (
+	MergeFail   = "fail"   // change nothing and report the conflicts (default)
+	MergeOurs   = "ours"   // keep the target branch's rows
+	MergeTheirs = "theirs" // take the source's rows
+)
+
+// MergeOptions configures Merge.
+type MergeOptions struct {
+	Strategy string // MergeFail (default), MergeOurs or MergeTheirs
+	Message  string // commit message; default "merge <src> into <branch>"
+}
+
+// Conflict is a row changed on both sides of a merge since their common
+// ancestor.
+type Conflict struct {
+	ID            uint64   `json:"id"`
+	Ours          string   `json:"ours"`   // ChangeModified or ChangeDeleted
+	Theirs        string   `json:"theirs"` // ChangeModified or ChangeDeleted
+	OursColumns   []string `json:"ours_columns,omitempty"`
+	TheirsColumns []string `json:"theirs_columns,omitempty"`
+}
+
+// MergeResult reports a merge.
+type MergeResult struct {
+	Commit      string     `json:"commit"` // the target branch's head after the merge
+	Base        string     `json:"base"`   // the common ancestor
+	FastForward bool       `json:"fast_forward"`
+	UpToDate    bool       `json:"up_to_date"` // nothing to merge
+	Added       int64      `json:"added"`      // rows the merge brought in
+	Deleted     int64      `json:"deleted"`
+	Modified    int64      `json:"modified"`
+	Columns     []string   `json:"columns_added,omitempty"`
+	Conflicts   []Conflict `json:"conflicts"`
+}
+
+// ConflictError is returned (wrapping ErrConflict) by a merge with strategy
+// MergeFail when rows changed on both sides. Nothing was changed.
+type ConflictError struct {
+	Src, Dst  string
+	Conflicts []Conflict
+}
+
+func (e *ConflictError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "merge %s into %s: %d rows changed on both sides", e.Src, e.Dst, len(e.Conflicts))
+	for i, c := range e.Conflicts {
+		if i == 5 {
+			fmt.Fprintf(&b, "; ...")
+			break
+		}
+		fmt.Fprintf(&b, "; row %d: %s here %v, %s there %v", c.ID, c.Ours, c.OursColumns, c.Theirs, c.TheirsColumns)
+	}
+	b.WriteString("; nothing was changed (use strategy ours or theirs to resolve)")
+	return b.String()
+}
+
+func (e *ConflictError) Unwrap() error { return ErrConflict }
+
+// errUpToDate stops a merge that has nothing to change.
+var errUpToDate = errors.New("up to date")
+
+// Merge merges the version src names into the handle's branch: three-way
+// by stable row id against their common ancestor. Rows appended on either
+// side are kept; a row changed (updated or deleted) on one side takes that
+// change; rows changed differently on both sides are conflicts, resolved by
+// opts.Strategy (MergeFail: return a *ConflictError and change nothing).
+// Columns added on either side are merged; one name added on both sides is
+// a conflict. When the branch is an ancestor of src it moves to src (fast
+// forward). No data is copied: the merge commit's manifest names the
+// fragments of both sides with new deletion vectors.
+func (d *Dataset) Merge(ctx context.Context, src string, opts MergeOptions) (*MergeResult, error) {
+	strategy := opts.Strategy
+	switch strategy {
+	case "":
+		strategy = MergeFail
+	case MergeFail, MergeOurs, MergeTheirs:
+	default:
+		return nil, invalidf("merge %s: strategy %q: want %s, %s or %s", d.url, strategy, MergeFail, MergeOurs, MergeTheirs)
+	}
+	d.wmu.Lock()
+	defer d.wmu.Unlock()
+	if d.ReadOnly() {
+		return nil, d.readOnlyErr("merge")
+	}
+	if d.stage != nil && !d.stage.empty() {
+		return nil, invalidf("merge %s into %s: writes are staged; commit or discard them first", src, d.url)
+	}
+	branch := d.Branch()
+	var res *MergeResult
+	root, err := d.updateRoot(ctx, "merge "+src+" into "+branch, func(root, next *manifest.Root) error {
+		head, ok := root.Refs[headsPrefix+branch]
+		if !ok {
+			return fmt.Errorf("merge into %s: branch %q does not exist: %w", d.url, branch, ErrNotFound)
+		}
+		t, err := d.resolveIn(ctx, root, src)
+		if err != nil {
+			return err
+		}
+		base, err := d.mergeBase(ctx, head, t.commit)
+		if err != nil {
+			return err
+		}
+		res = &MergeResult{Base: base, Conflicts: []Conflict{}}
+		if base == t.commit {
+			res.UpToDate, res.Commit = true, head
+			return errUpToDate
+		}
+		snaps := make([]*snapshot, 3)
+		for i, id := range []string{base, head, t.commit} {
+			if snaps[i], err = d.loadSnapshot(ctx, id, 0); err != nil {
+				return err
+			}
+		}
+		m := &merger{d: d, b: snaps[0], o: snaps[1], t: snaps[2], strategy: strategy, res: res}
+		man, err := m.merge(ctx)
+		if err != nil {
+			return err
+		}
+		if len(res.Conflicts) > 0 && strategy == MergeFail {
+			return &ConflictError{Src: src, Dst: branch, Conflicts: res.Conflicts}
+		}
+		if base == head { // fast forward: the branch takes src's commit
+			res.FastForward, res.Commit = true, t.commit
+			next.Refs[headsPrefix+branch] = t.commit
+			return nil
+		}
+		manKey, err := d.putObject(ctx, "manifests/", manifest.KindManifest, man)
+		if err != nil {
+			return err
+		}
+		msg := opts.Message
+		if msg == "" {
+			msg = fmt.Sprintf("merge %s into %s", src, branch)
+		}
+		c := manifest.Commit{Parents: []string{head, t.commit}, Manifest: manKey, Message: msg, Author: d.opts.author,
+			Time: next.Time, Rows: man.Rows, Branch: branch}
+		key, err := d.putObject(ctx, "commits/", manifest.KindCommit, c)
+		if err != nil {
+			return err
+		}
+		res.Commit = strings.TrimPrefix(key, "commits/")
+		next.Refs[headsPrefix+branch] = res.Commit
+		next.NextColumnUID = max(next.NextColumnUID, man.NextColumnUID)
+		return nil
+	})
+	if errors.Is(err, errUpToDate) {
+		return res, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("merge %s into %s of %s: %w", src, branch, d.url, err)
+	}
+	return res, d.moveTo(ctx, target{commit: res.Commit, branch: branch, seq: root.Seq})
+}
+
+// mergeBase returns the best common ancestor of two commits: of the common
+// ancestors nearest to b, the one no other is an ancestor of, and of
+// several such (criss-cross merges) the newest.
+func (d *Dataset) mergeBase(ctx context.Context, a, b string) (string, error) {
+	commits := map[string]*manifest.Commit{}
+	get := func(id string) (*manifest.Commit, error) {
+		if c, ok := commits[id]; ok {
+			return c, nil
+		}
+		c := new(manifest.Commit)
+		if err := d.getObject(ctx, "commits/"+id, manifest.KindCommit, c); err != nil {
+			return nil, err
+		}
+		commits[id] = c
+		return c, nil
+	}
+	ancestors := func(id string, stop map[string]bool) (map[string]bool, error) {
+		seen := map[string]bool{id: true}
+		queue := []string{id}
+		for len(queue) > 0 {
+			id := queue[0]
+			queue = queue[1:]
+			if stop[id] {
+				continue
+			}
+			c, err := get(id)
+			if err != nil {
+				return nil, err
+			}
+			for _, p := range c.Parents {
+				if !seen[p] {
+					seen[p] = true
+					queue = append(queue, p)
+				}
+			}
+		}
+		return seen, nil
+	}
+	ofA, err := ancestors(a, nil)
+	if err != nil {
+		return "", err
+	}
+	if ofA[b] {
+		return b, nil
+	}
+	// Walk b's ancestry, stopping at commits a also has: those are the
+	// candidates.
+	reach, err := ancestors(b, ofA)
+	if err != nil {
+		return "", err
+	}
+	var cands []string
+	for id := range reach {
+		if ofA[id] {
+			cands = append(cands, id)
+		}
+	}
+	if len(cands) == 0 {
+		return "", fmt.Errorf("%s and %s have no common ancestor: %w", a, b, ErrInvalidArgument)
+	}
+	// Drop candidates that are ancestors of another candidate.
+	var best []string
+	for _, c := range cands {
+		dominated := false
+		for _, o := range cands {
+			if o == c {
+				continue
+			}
+			anc, err := ancestors(o, nil)
+			if err != nil {
+				return "", err
+			}
+			if anc[c] {
+				dominated = true
+				break
+			}
+		}
+		if !dominated {
+			best = append(best, c)
+		}
+	}
+	slices.SortFunc(best, func(x, y string) int {
+		if t := commits[y].Time.Compare(commits[x].Time); t != 0 {
+			return t
+		}
+		return strings.Compare(x, y)
+	})
+	return best[0], nil
+}
+
+// merger computes a three-way merge of snapshots: base b, ours o, theirs t.
+type merger struct {
+	d        *Dataset
+	b, o, t  *snapshot
+	strategy string
+	res      *MergeResult
+	// keep lists, per fragment identity, the offsets live in the result.
+	keep map[string][]int64
+}
+
+// merge decides every row and returns the merged manifest (without writing
+// it); conflicts are recorded in m.res.
+func (m *merger) merge(ctx context.Context) (manifest.Manifest, error) {
+	sch, added, err := mergeSchema(m.b.man, m.o.man, m.t.man)
+	if err != nil {
+		return manifest.Manifest{}, err
+	}
+	m.res.Columns = added
+	rows, err := m.d.changedRows(ctx, m.b, m.o, m.t)
+	if err != nil {
+		return manifest.Manifest{}, err
+	}
+	m.keep = map[string][]int64{}
+	colsBO := unionColumns(m.b.man.Schema, m.o.man.Schema)
+	colsBT := unionColumns(m.b.man.Schema, m.t.man.Schema)
+	colsOT := unionColumns(m.o.man.Schema, m.t.man.Schema)
+	err = join3(rows[0], rows[1], rows[2], func(id uint64, lb, lo, lt *rowLoc) error {
+		switch {
+		case m.same(m.o, lo, m.t, lt), m.same(m.b, lb, m.t, lt):
+			m.choose(m.o, lo)
+			return nil
+		case m.same(m.b, lb, m.o, lo):
+			m.take(lo, lt)
+			return nil
+		}
+		// Changed on both sides, differently placed.
+		var oc, tc []string
+		if lb != nil && lo != nil {
+			if oc, err = m.d.changedColumns(ctx, m.b, lb, m.o, lo, colsBO); err != nil {
+				return err
+			}
+			if len(oc) == 0 { // ours rewrote the row with the same values
+				m.take(lo, lt)
+				return nil
+			}
+		}
+		if lb != nil && lt != nil {
+			if tc, err = m.d.changedColumns(ctx, m.b, lb, m.t, lt, colsBT); err != nil {
+				return err
+			}
+			if len(tc) == 0 {
+				m.choose(m.o, lo)
+				return nil
+			}
+		}
+		if lo != nil && lt != nil {
+			diff, err := m.d.changedColumns(ctx, m.o, lo, m.t, lt, colsOT)
+			if err != nil {
+				return err
+			}
+			if len(diff) == 0 { // the same change on both sides
+				m.choose(m.o, lo)
+				return nil
+			}
+		}
+		m.res.Conflicts = append(m.res.Conflicts, Conflict{ID: id, Ours: change(lo), Theirs: change(lt), OursColumns: oc, TheirsColumns: tc})
+		if m.strategy == MergeTheirs {
+			m.take(lo, lt)
+		} else {
+			m.choose(m.o, lo)
+		}
+		return nil
+	})
+	if err != nil {
+		return manifest.Manifest{}, err
+	}
+	man := manifest.Manifest{Schema: sch, NextColumnUID: max(m.o.man.NextColumnUID, m.t.man.NextColumnUID), Fragments: []manifest.FragmentRef{}}
+	emitted := map[string]bool{}
+	for _, s := range []*snapshot{m.o, m.t} {
+		for _, f := range s.frags {
+			id := f.ident()
+			if emitted[id] {
+				continue
+			}
+			emitted[id] = true
+			ref, err := m.fragment(ctx, f)
+			if err != nil {
+				return manifest.Manifest{}, err
+			}
+			if ref.Live() > 0 {
+				man.Fragments = append(man.Fragments, ref)
+				man.Rows += ref.Live()
+			}
+		}
+	}
+	return man, nil
+}
+
+// change names what a side did to a row it changed.
+func change(l *rowLoc) string {
+	if l == nil {
+		return ChangeDeleted
+	}
+	return ChangeModified
+}
+
+// same reports whether two sides hold a row at the same place (or both
+// lack it).
+func (m *merger) same(sx *snapshot, x *rowLoc, sy *snapshot, y *rowLoc) bool {
+	if x == nil || y == nil {
+		return x == nil && y == nil
+	}
+	return x.off == y.off && sx.frags[x.frag].ident() == sy.frags[y.frag].ident()
+}
+
+// choose keeps the row at l of snapshot s in the result (nothing if nil).
+func (m *merger) choose(s *snapshot, l *rowLoc) {
+	if l != nil {
+		id := s.frags[l.frag].ident()
+		m.keep[id] = append(m.keep[id], l.off)
+	}
+}
+
+// take applies theirs' version of a row (lt; nil deletes it) over ours (lo)
+// and counts it.
+func (m *merger) take(lo, lt *rowLoc) {
+	switch {
+	case lt == nil:
+		m.res.Deleted++
+	case lo == nil:
+		m.res.Added++
+	default:
+		m.res.Modified++
+	}
+	m.choose(m.t, lt)
+}
+
+// fragment returns f's reference with the result's live rows.
+func (m *merger) fragment(ctx context.Context, f *fragState) (manifest.FragmentRef, error) {
+	ref := f.ref
+	keep, decided := m.keep[f.ident()]
+	if !decided && !m.changed(f) {
+		return ref, nil // the same rows in all three: untouched
+	}
+	if err := f.load(ctx, m.d); err != nil {
+		return ref, err
+	}
+	slices.Sort(keep)
+	var deleted []int64
+	for off, k := int64(0), 0; off < ref.Rows; off++ {
+		if k < len(keep) && keep[k] == off {
+			k++
+			continue
+		}
+		deleted = append(deleted, off)
+	}
+	if slices.Equal(deleted, f.deleted) {
+		return ref, nil
+	}
+	ref.Deletions, ref.Deleted = "", int64(len(deleted))
+	if len(deleted) > 0 && len(deleted) < int(ref.Rows) {
+		key, err := m.d.putObject(ctx, "deletions/", manifest.KindDeletion, manifest.Deletion{Offsets: deleted})
+		if err != nil {
+			return ref, err
+		}
+		ref.Deletions = key
+	}
+	return ref, nil
+}
+
+// changed reports whether a fragment was enumerated by changedRows (it is
+// not held with the same rows by all three snapshots).
+func (m *merger) changed(f *fragState) bool {
+	for _, s := range []*snapshot{m.b, m.o, m.t} {
+		found := false
+		for _, g := range s.frags {
+			if sameRows(f, g) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return true
+		}
+	}
+	return false
+}
+
+// mergeSchema merges the schemas of ours and theirs against base: columns
+// theirs added are appended; statistics add theirs' growth since base. A
+// name added on both sides (with different uids) is a conflict.
+func mergeSchema(b, o, t manifest.Manifest) (schema.Schema, []string, error) {
+	out := o.Schema.Clone()
+	inBase := map[int]*schema.Column{}
+	for i := range b.Schema.Columns {
+		inBase[b.Schema.Columns[i].UID] = &b.Schema.Columns[i]
+	}
+	var added []string
+	for _, tc := range t.Schema.Columns {
+		k := slices.IndexFunc(out.Columns, func(c schema.Column) bool { return c.UID == tc.UID })
+		if k < 0 {
+			if oc, ok := out.Column(tc.Name); ok {
+				return schema.Schema{}, nil, fmt.Errorf("column %q was added on both sides (as column %d and %d); add it on one side and merge it into the other: %w",
+					tc.Name, oc.UID, tc.UID, ErrConflict)
+			}
+			out.Columns = append(out.Columns, tc)
+			added = append(added, tc.Name)
+			continue
+		}
+		bc := inBase[tc.UID]
+		if bc == nil {
+			continue
+		}
+		c := &out.Columns[k]
+		c.Samples += max(0, tc.Samples-bc.Samples)
+		c.RawBytes += max(0, tc.RawBytes-bc.RawBytes)
+		c.StoredBytes += max(0, tc.StoredBytes-bc.StoredBytes)
+		if len(c.MinShape) == len(tc.MinShape) {
+			for i := range c.MinShape {
+				c.MinShape[i] = min(c.MinShape[i], tc.MinShape[i])
+				c.MaxShape[i] = max(c.MaxShape[i], tc.MaxShape[i])
+			}
+		}
+	}
+	return out, added, nil
+}
+
+// join3 calls fn for every row id in any of three lists sorted by id, in
+// id order, with its location in each (nil where absent).
+func join3(a, b, c []rowLoc, fn func(id uint64, x, y, z *rowLoc) error) error {
+	i, j, k := 0, 0, 0
+	for i < len(a) || j < len(b) || k < len(c) {
+		id := uint64(math.MaxUint64)
+		if i < len(a) {
+			id = a[i].id
+		}
+		if j < len(b) {
+			id = min(id, b[j].id)
+		}
+		if k < len(c) {
+			id = min(id, c[k].id)
+		}
+		var x, y, z *rowLoc
+		if i < len(a) && a[i].id == id {
+			x = &a[i]
+			i++
+		}
+		if j < len(b) && b[j].id == id {
+			y = &b[j]
+			j++
+		}
+		if k < len(c) && c[k].id == id {
+			z = &c[k]
+			k++
+		}
+		if err := fn(id, x, y, z); err != nil {
+			return err
+		}
+	}
+	return nil
+}
