@@ -160,6 +160,37 @@ func TestResumeSameBatches(t *testing.T) {
 	}
 }
 
+// TestResumeOtherVersion: a state records the version it read; resuming it
+// on another version is refused unless AllowVersionChange is set, which
+// continues at the same batch count.
+func TestResumeOtherVersion(t *testing.T) {
+	d := testDataset(t, 50)
+	cfg := Config{BatchSize: 5, Shuffle: "block", Seed: 3}
+	l, err := New(ctx, d.View(), cfg)
+	require.NoError(t, err)
+	for i := 0; i < 2; i++ {
+		_, err := l.Next(ctx)
+		require.NoError(t, err)
+	}
+	st := l.State()
+	l.Close()
+	require.Equal(t, d.Version(), st.Version)
+	require.NoError(t, d.Append(ctx, loch.Row{"label": loch.Scalar(int64(1))}))
+	_, err = d.Commit(ctx, "one more row")
+	require.NoError(t, err)
+	cfg.Resume = &st
+	_, err = New(ctx, d.View(), cfg)
+	require.ErrorIs(t, err, loch.ErrInvalidArgument)
+	require.ErrorContains(t, err, st.Version)
+	cfg.AllowVersionChange = true
+	l, err = New(ctx, d.View(), cfg)
+	require.NoError(t, err)
+	rest := drain(t, l)
+	l.Close()
+	require.Len(t, rest, 11-2, "51 rows in batches of 5, two delivered before")
+	require.Equal(t, d.Version(), l.State().Version)
+}
+
 func positions(t testing.TB, d *loch.Dataset, cfg Config) [][]int64 {
 	l, err := New(ctx, d.View(), cfg)
 	require.NoError(t, err)
