@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -85,4 +86,50 @@ func TestLoaderConfig(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "decode", cfg.Transforms["image"])
 	require.Equal(t, 2, cfg.Split.Count)
+}
+
+func TestOpenOptions(t *testing.T) {
+	var o openOptions
+	require.NoError(t, decodeStrict("dataset options", `{"ref": "dev", "as_of": "2024-05-01T12:00:00.5+02:00"}`, &o))
+	opts, err := o.options()
+	require.NoError(t, err)
+	require.Len(t, opts, 2)
+	for _, bad := range []string{"yesterday", "2024-05-01", "2024-05-01 12:00:00"} {
+		_, err := openOptions{AsOf: bad}.options()
+		require.ErrorIs(t, err, loch.ErrInvalidArgument, "as_of %q", bad)
+	}
+	require.ErrorIs(t, decodeStrict("dataset options", `{"branch": "dev"}`, &o), loch.ErrInvalidArgument)
+}
+
+func TestVersionControlOptions(t *testing.T) {
+	for _, tc := range []struct {
+		what, good, bad string
+		v               any
+	}{
+		{"diff options", `{"start": 5, "limit": -1}`, `{"offset": 5}`, &diffOptions{}},
+		{"merge options", `{"strategy": "theirs", "message": "m"}`, `{"strategy": "theirs", "force": true}`, &mergeOptions{}},
+		{"gc options", `{"grace_seconds": 0.5, "dry_run": true}`, `{"grace": 3600}`, &gcOptions{}},
+	} {
+		require.NoError(t, decodeStrict(tc.what, tc.good, tc.v), tc.what)
+		require.ErrorIs(t, decodeStrict(tc.what, tc.bad, tc.v), loch.ErrInvalidArgument, tc.what)
+	}
+	var c loaderConfig
+	require.NoError(t, decodeStrict("loader config", `{"allow_version_change": true}`, &c))
+	cfg, err := c.config()
+	require.NoError(t, err)
+	require.True(t, cfg.AllowVersionChange)
+}
+
+// The conflicts that loch_dataset_merge returns beside LOCH_CONFLICT are
+// the JSON the Python SDK parses into loch.Conflict.conflicts.
+func TestConflictDetail(t *testing.T) {
+	ce := &loch.ConflictError{Src: "dev", Dst: "main", Conflicts: []loch.Conflict{
+		{ID: 7, Ours: loch.ChangeModified, Theirs: loch.ChangeDeleted, OursColumns: []string{"label"}},
+	}}
+	err := fmt.Errorf("merge: %w", ce)
+	require.Equal(t, 5, int(status(err)))
+	b, jerr := json.Marshal(conflictDetail{Src: ce.Src, Dst: ce.Dst, Conflicts: ce.Conflicts})
+	require.NoError(t, jerr)
+	require.JSONEq(t, `{"src": "dev", "dst": "main", "conflicts": [{"id": 7, "ours": "modified",
+		"theirs": "deleted", "ours_columns": ["label"]}]}`, string(b))
 }

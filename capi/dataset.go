@@ -28,15 +28,27 @@ type dataset struct {
 // as JSON.
 type openOptions struct {
 	Version     string `json:"version"`
+	Ref         string `json:"ref"`
+	AsOf        string `json:"as_of"` // RFC 3339
 	Parallelism int    `json:"parallelism"`
 	Author      string `json:"author"`
 	CacheBytes  *int64 `json:"cache_bytes"`
 }
 
-func (o openOptions) options() []loch.Option {
+func (o openOptions) options() ([]loch.Option, error) {
 	var out []loch.Option
 	if o.Version != "" {
 		out = append(out, loch.WithVersion(o.Version))
+	}
+	if o.Ref != "" {
+		out = append(out, loch.WithRef(o.Ref))
+	}
+	if o.AsOf != "" {
+		t, err := parseAsOf(o.AsOf)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, loch.WithAsOf(t))
 	}
 	if o.Parallelism > 0 {
 		out = append(out, loch.WithParallelism(o.Parallelism))
@@ -47,7 +59,7 @@ func (o openOptions) options() []loch.Option {
 	if o.CacheBytes != nil {
 		out = append(out, loch.WithCacheBytes(*o.CacheBytes))
 	}
-	return out
+	return out, nil
 }
 
 // decodeStrict decodes JSON, refusing unknown fields; empty input leaves v
@@ -93,11 +105,18 @@ func loch_dataset_create(url, schemaText, options *C.char, out *C.uintptr_t, err
 	if err := decodeStrict("dataset options", goString(options), &o); err != nil {
 		return fail(errOut, err)
 	}
+	if o.Version != "" || o.Ref != "" || o.AsOf != "" {
+		return fail(errOut, invalidf("dataset options: version, ref and as_of are options of open, not create"))
+	}
+	opts, err := o.options()
+	if err != nil {
+		return fail(errOut, err)
+	}
 	s, err := schema.Parse([]byte(goString(schemaText)))
 	if err != nil {
 		return fail(errOut, err)
 	}
-	d, err := loch.Create(context.Background(), goString(url), s, o.options()...)
+	d, err := loch.Create(context.Background(), goString(url), s, opts...)
 	if err != nil {
 		return fail(errOut, err)
 	}
@@ -106,8 +125,11 @@ func loch_dataset_create(url, schemaText, options *C.char, out *C.uintptr_t, err
 }
 
 // loch_dataset_open opens the dataset at url and stores its handle in *out.
-// options is JSON ({"version": id, "parallelism": n, "author": s,
-// "cache_bytes": n}) or NULL; with a version the handle is read-only.
+// options is JSON or NULL: {"ref": a branch (the handle writes there; default
+// main), a tag, a version id or a unique prefix of one (read-only);
+// "version": a version id (read-only; not with ref); "as_of": an RFC 3339
+// time: the version ref (default main) named then (read-only);
+// "parallelism": n, "author": s, "cache_bytes": n}.
 //
 //export loch_dataset_open
 func loch_dataset_open(url, options *C.char, out *C.uintptr_t, errOut **C.char) (st C.int) {
@@ -116,7 +138,11 @@ func loch_dataset_open(url, options *C.char, out *C.uintptr_t, errOut **C.char) 
 	if err := decodeStrict("dataset options", goString(options), &o); err != nil {
 		return fail(errOut, err)
 	}
-	d, err := loch.Open(context.Background(), goString(url), o.options()...)
+	opts, err := o.options()
+	if err != nil {
+		return fail(errOut, err)
+	}
+	d, err := loch.Open(context.Background(), goString(url), opts...)
 	if err != nil {
 		return fail(errOut, err)
 	}
@@ -215,7 +241,8 @@ func loch_dataset_commit(h C.uintptr_t, message *C.char, out **C.char, errOut **
 	return result(errOut, setString(out, v))
 }
 
-// loch_dataset_refresh moves the handle to the newest snapshot.
+// loch_dataset_refresh moves the handle to the newest snapshot of its
+// branch (LOCH_READ_ONLY on a read-only handle).
 //
 //export loch_dataset_refresh
 func loch_dataset_refresh(h C.uintptr_t, errOut **C.char) (st C.int) {
@@ -227,9 +254,10 @@ func loch_dataset_refresh(h C.uintptr_t, errOut **C.char) (st C.int) {
 	return result(errOut, ds.d.Refresh(context.Background()))
 }
 
-// loch_dataset_log stores the snapshots reachable from the handle's, newest
-// first, as a JSON list of {id, parents, message, author, time, rows,
-// branch}.
+// loch_dataset_log stores the commits reachable from the handle's version
+// through all parents (a merge brings in both sides), newest first, as a
+// JSON list of {"id", "parents", "message", "author", "time" (RFC 3339),
+// "rows", "branch"}.
 //
 //export loch_dataset_log
 func loch_dataset_log(h C.uintptr_t, out **C.char, errOut **C.char) (st C.int) {

@@ -12,6 +12,11 @@
 //     loch_free_string. Every function recovers from panics, which become
 //     LOCH_INTERNAL with the panic's message and stack: bad input never
 //     crashes the host process.
+//   - Structured results (schemas, logs, references, diffs, merge results,
+//     GC reports, loader states and statistics) cross as JSON strings that
+//     the caller frees with loch_free_string; loch.h lists the version
+//     control functions (branches, tags, checkout, diff, merge, revert, gc)
+//     and their JSON.
 //   - Go objects (datasets, loaders) cross as opaque handles
 //     (runtime/cgo.Handle); loch_*_close releases them. Using a closed
 //     handle is an error, not a crash.

@@ -39,6 +39,8 @@ type loaderConfig struct {
 	SkipBadSamples   bool              `json:"skip_bad_samples"`
 	Resume           json.RawMessage   `json:"resume"`
 	Transforms       map[string]string `json:"transforms"`
+	// AllowVersionChange resumes a state saved on another version.
+	AllowVersionChange bool `json:"allow_version_change"`
 	// CacheDir and CacheBytes open a chunkcache.Disk shared by the
 	// processes of the machine (CacheBytes default 10 GiB).
 	CacheDir   string `json:"cache_dir"`
@@ -62,7 +64,7 @@ func (c loaderConfig) config() (loader.Config, error) {
 		Columns: c.Columns, BatchSize: c.BatchSize, Shuffle: c.Shuffle, Seed: c.Seed, Epoch: c.Epoch,
 		WorldSize: c.WorldSize, Rank: c.Rank, DropLast: c.DropLast, WindowRows: c.WindowRows, Rows: c.Rows,
 		PrefetchBatches: c.PrefetchBatches, PrefetchBytes: c.PrefetchBytes, FetchConcurrency: c.FetchConcurrency,
-		Workers: c.Workers, SkipBadSamples: c.SkipBadSamples,
+		Workers: c.Workers, SkipBadSamples: c.SkipBadSamples, AllowVersionChange: c.AllowVersionChange,
 	}
 	if len(c.Resume) > 0 && string(c.Resume) != "null" {
 		var st loader.State
@@ -104,6 +106,7 @@ func loaderOf(h C.uintptr_t) (*loaderObj, error) { return lookup[*loaderObj](h, 
 // "world_size", "rank", "drop_last", "window_rows", "rows",
 // "prefetch_batches", "prefetch_bytes", "fetch_concurrency", "workers",
 // "skip_bad_samples", "resume" (a state from loch_loader_state),
+// "allow_version_change" (resume a state saved on another version),
 // "transforms" ({column: spec}), "cache_dir", "cache_bytes", "split"
 // ({"index", "count"})}; absent
 // fields take the Go loader's defaults.

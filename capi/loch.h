@@ -16,8 +16,12 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-/* The version of this ABI; loch_abi_version returns it. */
-#define LOCH_ABI_VERSION 1
+/*
+ * The version of this ABI; loch_abi_version returns it. 2 added the version
+ * control functions below and the "ref" and "as_of" options of
+ * loch_dataset_open.
+ */
+#define LOCH_ABI_VERSION 2
 
 /* Status codes. */
 enum {
@@ -116,5 +120,60 @@ typedef struct {
 	int32_t reserved;
 	loch_tensor *cols;
 } loch_batch;
+
+/*
+ * Version control. Signatures as in libloch.h; h is a dataset handle. Every
+ * char ** output (out) is set only on LOCH_OK, except where noted, to a
+ * string the caller frees with loch_free_string; structured results are
+ * JSON. Input strings stay the caller's. A ref is a branch name, a tag name,
+ * "heads/<branch>", "tags/<tag>", a version id or a unique prefix of one
+ * (6 or more hex digits).
+ *
+ *   loch_dataset_open(url, options, out, err): options JSON may hold
+ *       "ref" (a branch: writable; anything else: read-only), "version"
+ *       (a version id, read-only; not with "ref") and "as_of" (an RFC 3339
+ *       time: the version "ref", default main, named then; read-only).
+ *   loch_dataset_create_branch(h, name, from, char **out, err): makes branch
+ *       name at from (NULL or "": the handle's version); out = its version
+ *       id. LOCH_EXISTS when a branch or tag of that name exists.
+ *   loch_dataset_create_tag(h, name, ref, char **out, err): likewise, a tag.
+ *   loch_dataset_delete_branch(h, name, err), loch_dataset_delete_tag(h,
+ *       name, err): LOCH_NOT_FOUND when there is none; main cannot be
+ *       deleted (LOCH_INVALID_ARGUMENT).
+ *   loch_dataset_refs(h, char **out, err): out = [{"name", "kind" ("branch"
+ *       or "tag"), "commit"}], branches then tags, each sorted by name.
+ *   loch_dataset_resolve(h, ref, char **out, err): out = the version id.
+ *   loch_dataset_current_branch(h, char **out, err): out = the branch the
+ *       handle writes to, "" when it is read-only.
+ *   loch_dataset_read_only(h, int32_t *out, err): *out = 1 when the handle
+ *       refuses writes (LOCH_READ_ONLY), else 0.
+ *   loch_dataset_checkout(h, ref, err): moves the handle to ref (a branch:
+ *       writable; else read-only). LOCH_INVALID_ARGUMENT while writes are
+ *       staged.
+ *   loch_dataset_revert(h, ref, message, char **out, err): a new commit on
+ *       the handle's branch with ref's contents; out = its version id.
+ *   loch_dataset_diff(h, from, to, options, char **out, err): from and to
+ *       are refs (NULL or "": the handle's version); options JSON {"start":
+ *       smallest row id listed, "limit": most rows listed (0: 1000,
+ *       negative: none)} or NULL. out = {"from", "to", "schema": [{"name",
+ *       "change", "from", "to"}], "added", "deleted", "modified",
+ *       "modified_by_column": {column: n}, "rows": [{"id", "change",
+ *       "columns"}], "next" (absent on the last page)}.
+ *   loch_dataset_merge(h, src, options, char **out, err): options JSON
+ *       {"strategy": "fail" | "ours" | "theirs", "message"} or NULL. On
+ *       LOCH_OK out = {"commit", "base", "fast_forward", "up_to_date",
+ *       "added", "deleted", "modified", "columns_added", "conflicts"}. On
+ *       LOCH_CONFLICT (strategy "fail", rows changed on both sides; nothing
+ *       changed) out is ALSO set, to {"src", "dst", "conflicts": [{"id",
+ *       "ours", "theirs", "ours_columns", "theirs_columns"}]}: the caller
+ *       frees out whenever it is not NULL, whatever the status.
+ *   loch_dataset_gc(h, options, char **out, err): options JSON
+ *       {"grace_seconds": s (default 3600), "dry_run": bool} or NULL. out =
+ *       {"dry_run", "reachable", "young", "deleted" (each {"objects",
+ *       "bytes"}), "by_kind": {prefix: {"objects", "bytes"}}}.
+ *
+ * A write through a read-only handle (extend, update, delete, add_column,
+ * commit, revert, merge, refresh) returns LOCH_READ_ONLY.
+ */
 
 #endif

@@ -16,7 +16,8 @@ use (never at import, so that importing loch before ``fork`` is safe)::
     (2, 8, 8, 3) [2 3]
 
 Framework adapters: :meth:`Dataset.pytorch`, :meth:`Dataset.jax`,
-:meth:`Dataset.tensorflow`.
+:meth:`Dataset.tensorflow`. Version control (branches, tags, checkout,
+diff, merge, revert, gc): :mod:`loch.versions`.
 """
 
 from __future__ import annotations
@@ -56,11 +57,13 @@ from .schema import (
     Text,
     Video,
 )
+from .versions import ColumnChange, Diff, GCCount, GCReport, MergeConflict, MergeResult, Ref, RowChange
 
 __version__ = "0.1.0"
 
 __all__ = [
     "create", "open", "Dataset", "ColumnReader", "Commit", "Loader", "EncodedImage", "buffer_stats", "trim_buffers",
+    "Ref", "Diff", "RowChange", "ColumnChange", "MergeResult", "MergeConflict", "GCReport", "GCCount",
     "Schema", "Column", "Tensor", "Image", "Video", "Audio", "Mask", "ClassLabel", "BBox", "Embedding",
     "PointCloud", "Text", "JSON", "Bytes", "Link",
     "Error", "NotFound", "AlreadyExists", "Corrupt", "Conflict", "InvalidArgument", "ReadOnly",

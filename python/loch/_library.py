@@ -24,7 +24,7 @@ from typing import Any
 
 from .errors import ForkedProcess, from_status
 
-ABI_VERSION = 1
+ABI_VERSION = 2
 
 # Status codes (capi/loch.h) that are not errors.
 OK, EOF, TIMEOUT = 0, 10, 11
@@ -112,6 +112,19 @@ _STATUS_FUNCS: dict[str, list[Any]] = {
     "loch_dataset_read": [c_uintptr, c_char_p, c_void_p, c_int64, POINTER(POINTER(TensorOut))],
     "loch_dataset_read_range": [c_uintptr, c_char_p, c_int64, c_int64, POINTER(POINTER(TensorOut))],
     "loch_dataset_fetch": [c_uintptr, c_char_p, c_int64, POINTER(POINTER(TensorOut))],
+    "loch_dataset_create_branch": [c_uintptr, c_char_p, c_char_p, _STR_OUT],
+    "loch_dataset_create_tag": [c_uintptr, c_char_p, c_char_p, _STR_OUT],
+    "loch_dataset_delete_branch": [c_uintptr, c_char_p],
+    "loch_dataset_delete_tag": [c_uintptr, c_char_p],
+    "loch_dataset_refs": [c_uintptr, _STR_OUT],
+    "loch_dataset_resolve": [c_uintptr, c_char_p, _STR_OUT],
+    "loch_dataset_current_branch": [c_uintptr, _STR_OUT],
+    "loch_dataset_read_only": [c_uintptr, POINTER(c_int32)],
+    "loch_dataset_checkout": [c_uintptr, c_char_p],
+    "loch_dataset_revert": [c_uintptr, c_char_p, c_char_p, _STR_OUT],
+    "loch_dataset_diff": [c_uintptr, c_char_p, c_char_p, c_char_p, _STR_OUT],
+    "loch_dataset_merge": [c_uintptr, c_char_p, c_char_p, _STR_OUT],
+    "loch_dataset_gc": [c_uintptr, c_char_p, _STR_OUT],
     "loch_dtypes": [_STR_OUT],
     "loch_loader_new": [c_uintptr, c_char_p, POINTER(c_uintptr)],
     "loch_loader_next": [c_uintptr, c_int64, POINTER(POINTER(BatchOut))],
@@ -188,9 +201,12 @@ class Library:
         """Whether calls may be made in this process."""
         return os.getpid() == self.pid
 
-    def call(self, name: str, *args: Any) -> int:
+    def call(self, name: str, *args: Any, detail: c_void_p | None = None) -> int:
         """Calls a status-returning function; returns the status when it is
-        OK, EOF or TIMEOUT and raises for any other."""
+        OK, EOF or TIMEOUT and raises for any other. ``detail`` is the string
+        output among ``args`` (by reference), if any: set with an error
+        status, it is taken (freed) and its JSON given to the exception
+        (loch_dataset_merge's conflicts)."""
         self.check()
         err = c_void_p()
         status = getattr(self.cdll, name)(*args, byref(err))
@@ -199,7 +215,8 @@ class Library:
                 self.cdll.loch_free_string(err)
             return int(status)
         message = self.take_string(err) or f"{name} failed with status {status}"
-        raise from_status(status, message)
+        extra = self.take_string(detail) if detail is not None else ""
+        raise from_status(status, message, extra)
 
     def take_string(self, s: c_void_p) -> str:
         """Returns a string that Go allocated, freeing it."""
@@ -213,7 +230,7 @@ class Library:
     def call_string(self, name: str, *args: Any) -> str:
         """Calls a function whose last output is a string."""
         out = c_void_p()
-        self.call(name, *args, byref(out))
+        self.call(name, *args, byref(out), detail=out)
         return self.take_string(out)
 
     def call_json(self, name: str, *args: Any) -> Any:

@@ -1,4 +1,6 @@
-"""Datasets: create, open, write, commit and read.
+"""Datasets: create, open, write, commit, read, and version control
+(branches, tags, checkout, diff, merge, revert, gc; see
+:mod:`loch.versions`).
 
     >>> import numpy as np, loch
     >>> ds = loch.create("mem://robots", schema={
@@ -35,6 +37,7 @@ from ._library import Library, TensorOut, c_uintptr
 from ._write import columns_in
 from .errors import InvalidArgument
 from .schema import Column, Schema
+from .versions import Diff, GCReport, MergeResult, Ref, format_time, parse_time
 
 if TYPE_CHECKING:
     import tensorflow as tf
@@ -48,7 +51,9 @@ __all__ = ["Dataset", "ColumnReader", "Commit", "create", "open"]
 
 @dataclass(frozen=True)
 class Commit:
-    """One snapshot of a dataset's history (``ds.log()``)."""
+    """One commit of a dataset's history (``ds.log()``): its version id,
+    its parents (two for a merge commit), message, author, time, number of
+    rows and the branch it was made on."""
 
     id: str
     parents: tuple[str, ...]
@@ -61,6 +66,11 @@ class Commit:
 
 def _options(**kw: Any) -> bytes:
     return json.dumps({k: v for k, v in kw.items() if v is not None}).encode()
+
+
+def _enc(s: str | None) -> bytes | None:
+    """A string argument for C (None: NULL)."""
+    return None if s is None else s.encode()
 
 
 def create(
@@ -94,22 +104,36 @@ def open(  # noqa: A001 (loch.open, like the builtin, opens)
     url: str,
     version: str | None = None,
     *,
+    ref: str | None = None,
+    as_of: datetime | str | None = None,
     parallelism: int | None = None,
     author: str | None = None,
     cache_bytes: int | None = None,
 ) -> Dataset:
-    """Opens the dataset at ``url``: its newest snapshot, or the snapshot
-    ``version`` (read-only). Raises :class:`loch.NotFound` when there is no
-    dataset::
+    """Opens the dataset at ``url``.
+
+    Without options the handle is at the newest version of branch
+    ``main``, and writes there. ``ref`` names a branch (the handle writes
+    there), or a tag, a version id or a unique prefix of one (6 or more hex
+    digits; the handle is read-only). ``version`` is a full version id
+    (read-only; not with ``ref``). ``as_of`` (a datetime, naive ones in
+    local time, or an ISO 8601 string) opens, read-only, the version that
+    ``ref`` (default ``main``) named at that time. Raises
+    :class:`loch.NotFound` when there is no dataset or no such reference::
 
         >>> ds = loch.open("mem://create-doc")
         >>> pinned = loch.open("mem://create-doc", version=ds.version)
+        >>> pinned.read_only, ds.current_branch
+        (True, 'main')
+        >>> loch.open("mem://create-doc", ref="main").read_only
+        False
     """
     lib = _library.library()
     out = c_uintptr()
-    opts = _options(version=version, parallelism=parallelism, author=author, cache_bytes=cache_bytes)
+    opts = _options(version=version, ref=ref, as_of=None if as_of is None else format_time(as_of),
+                    parallelism=parallelism, author=author, cache_bytes=cache_bytes)  # fmt: skip
     lib.call("loch_dataset_open", url.encode(), opts, ctypes.byref(out))
-    return Dataset(lib, out.value, pinned=version is not None)
+    return Dataset(lib, out.value)
 
 
 class Dataset:
@@ -117,15 +141,19 @@ class Dataset:
 
     Writes (:meth:`extend`, :meth:`append`, :meth:`update`,
     :meth:`delete`, :meth:`add_column`) are staged and become visible with
-    :meth:`commit`. Reads see the handle's snapshot. Safe to use from
-    several threads. Close it (or use it as a context manager) to release
-    it at once; uncommitted writes are then discarded.
+    :meth:`commit`, which advances the handle's branch
+    (:attr:`current_branch`, ``main`` by default). Reads see the handle's
+    snapshot. A handle at a tag, a version id or a time is read-only
+    (:attr:`read_only`; writes raise :class:`loch.ReadOnly`). Version
+    control: :meth:`branch`, :meth:`tag`, :meth:`checkout`, :meth:`refs`,
+    :meth:`log`, :meth:`diff`, :meth:`merge`, :meth:`revert`, :meth:`gc`.
+    Safe to use from several threads. Close it (or use it as a context
+    manager) to release it at once; uncommitted writes are then discarded.
     """
 
-    def __init__(self, lib: Library, handle: int, *, pinned: bool = False) -> None:
+    def __init__(self, lib: Library, handle: int) -> None:
         self._h = Handle(self, lib, handle, "loch_dataset_close", "dataset")
         self._lib = lib
-        self._pinned = pinned
         self._schema: tuple[str, Schema] | None = None
         self._url: str | None = None
         self._loaders: weakref.WeakSet[Any] = weakref.WeakSet()  # Go loaders reading this handle
@@ -146,8 +174,22 @@ class Dataset:
 
     @property
     def pinned(self) -> bool:
-        """Whether the handle was opened at a fixed version (read-only)."""
-        return self._pinned
+        """Whether the handle is at a fixed version: the same as
+        :attr:`read_only`."""
+        return self.read_only
+
+    @property
+    def read_only(self) -> bool:
+        """Whether the handle refuses writes (:class:`loch.ReadOnly`): it was
+        opened or checked out at a tag, a version id or a time."""
+        out = ctypes.c_int32()
+        self._h.call("loch_dataset_read_only", ctypes.byref(out))
+        return bool(out.value)
+
+    @property
+    def current_branch(self) -> str | None:
+        """The branch the handle writes to, or None when it is read-only."""
+        return self._h.lib.call_string("loch_dataset_current_branch", self._h.value) or None
 
     @property
     def schema(self) -> Schema:
@@ -165,24 +207,141 @@ class Dataset:
     def __repr__(self) -> str:
         if self._h.closed:
             return "<loch.Dataset (closed)>"
-        return f"<loch.Dataset {self.url} version={self.version[:12]} rows={len(self)} columns={list(self.schema)}>"
+        at = self.current_branch or "read-only"
+        cols = list(self.schema)
+        return f"<loch.Dataset {self.url} {at} version={self.version[:12]} rows={len(self)} columns={cols}>"
 
     def log(self) -> list[Commit]:
-        """The snapshots reachable from this one, newest first::
+        """The commits reachable from this version through all their
+        parents (a merge commit brings in both sides), newest first::
 
         >>> [c.message for c in ds.log()]            # doctest: +SKIP
         ['first batch', 'create dataset']
         """
         out = []
         for c in self._h.lib.call_json("loch_dataset_log", self._h.value):
-            t = datetime.fromisoformat(c["time"].replace("Z", "+00:00"))
             out.append(Commit(c["id"], tuple(c.get("parents") or ()), c.get("message", ""), c.get("author", ""),
-                              t, c.get("rows", 0), c.get("branch", "")))  # fmt: skip
+                              parse_time(c["time"]), c.get("rows", 0), c.get("branch", "")))  # fmt: skip
         return out
 
     def refresh(self) -> None:
-        """Moves the handle to the newest snapshot of its branch."""
+        """Moves the handle to the newest snapshot of its branch (raises
+        :class:`loch.ReadOnly` on a read-only handle)."""
         self._h.call("loch_dataset_refresh")
+
+    # Version control (see loch.versions).
+
+    def _str(self, name: str, *args: Any) -> str:
+        return self._h.lib.call_string(name, self._h.value, *args)
+
+    def branch(self, name: str, from_: str | None = None) -> str:
+        """Creates branch ``name`` at the version ``from_`` names (a branch,
+        tag or version id; default: this handle's version) and returns that
+        version's id. Nothing is copied. Raises :class:`loch.AlreadyExists`
+        when a branch or tag of that name exists. The handle stays where it
+        is: :meth:`checkout` the branch to write there::
+
+            >>> _ = ds.branch("relabel")                 # doctest: +SKIP
+            >>> ds.checkout("relabel")                   # doctest: +SKIP
+        """
+        return self._str("loch_dataset_create_branch", _enc(name), _enc(from_))
+
+    def tag(self, name: str, ref: str | None = None) -> str:
+        """Creates tag ``name`` at the version ``ref`` names (default: this
+        handle's version) and returns that version's id. Tags never move;
+        a handle opened at one is read-only. Raises
+        :class:`loch.AlreadyExists` when a branch or tag of that name
+        exists::
+
+            >>> _ = ds.tag("v1.0")                       # doctest: +SKIP
+            >>> loch.open(ds.url, ref="v1.0").read_only  # doctest: +SKIP
+            True
+        """
+        return self._str("loch_dataset_create_tag", _enc(name), _enc(ref))
+
+    def delete_branch(self, name: str) -> None:
+        """Deletes a branch (not ``main``). Its commits stay readable by id
+        until :meth:`gc` removes those that no other reference reaches.
+        Raises :class:`loch.NotFound` when there is no such branch."""
+        self._h.call("loch_dataset_delete_branch", _enc(name))
+
+    def delete_tag(self, name: str) -> None:
+        """Deletes a tag. Raises :class:`loch.NotFound` when there is none."""
+        self._h.call("loch_dataset_delete_tag", _enc(name))
+
+    def refs(self) -> list[Ref]:
+        """The branches and then the tags, each sorted by name::
+
+        >>> [(r.name, r.kind) for r in ds.refs()]    # doctest: +SKIP
+        [('main', 'branch'), ('v1.0', 'tag')]
+        """
+        return [Ref.from_json(r) for r in json.loads(self._str("loch_dataset_refs"))]
+
+    def resolve(self, ref: str) -> str:
+        """The version id that ``ref`` (a branch, tag, version id or unique
+        prefix of 6 or more hex digits) names now."""
+        return self._str("loch_dataset_resolve", _enc(ref))
+
+    def checkout(self, ref: str) -> None:
+        """Moves the handle to ``ref``: a branch (the handle then writes
+        there) or a tag or version id (read-only). Raises
+        :class:`loch.InvalidArgument` while writes are staged: commit them
+        first. Loaders already made keep reading their version."""
+        self._h.call("loch_dataset_checkout", _enc(ref))
+
+    def revert(self, ref: str, message: str | None = None) -> str:
+        """Commits, on the handle's branch, the contents of the version
+        ``ref`` names, and returns the new version id; history is kept (the
+        new commit's parent is the branch's head)::
+
+            >>> _ = ds.revert("v1.0", "undo the relabelling")   # doctest: +SKIP
+        """
+        return self._str("loch_dataset_revert", _enc(ref), _enc(message))
+
+    def diff(self, a: str, b: str | None = None, *, start: int = 0, limit: int = 1000) -> Diff:
+        """Compares version ``a`` with version ``b`` (refs; default: this
+        handle's version): the counts of rows added, deleted and modified
+        (per column) by stable row id, the schema changes, and the changed
+        rows with ids from ``start`` on, at most ``limit`` of them (0: none,
+        counts only; page on with ``start=diff.next``)::
+
+            >>> d = ds.diff("v1.0", "main")              # doctest: +SKIP
+            >>> d.added, d.deleted, d.modified_by_column, d.rows[:1]   # doctest: +SKIP
+            (64, 2, {'label': 3}, [RowChange(id=5, change='modified', columns=('label',))])
+        """
+        if start < 0:
+            raise InvalidArgument(f"diff start={start}: want a row id (0 or more)")
+        opts = json.dumps({"start": int(start), "limit": int(limit) if limit > 0 else -1}).encode()
+        return Diff.from_json(json.loads(self._str("loch_dataset_diff", _enc(a), _enc(b), opts)))
+
+    def merge(self, src: str, strategy: str = "fail", message: str | None = None) -> MergeResult:
+        """Merges the version ``src`` names into the handle's branch, three
+        way by stable row id against their common ancestor, commits, and
+        moves the handle to the result. Rows appended on either side are
+        kept. Rows changed on both sides are conflicts: with ``strategy``
+        ``"fail"`` nothing changes and :class:`loch.Conflict` is raised,
+        its ``conflicts`` listing them; ``"ours"`` keeps this branch's rows,
+        ``"theirs"`` takes the source's::
+
+            >>> try:                                     # doctest: +SKIP
+            ...     ds.merge("relabel")
+            ... except loch.Conflict as e:
+            ...     ds.merge("relabel", strategy="theirs")
+        """
+        opts = _options(strategy=strategy, message=message)
+        return MergeResult.from_json(json.loads(self._str("loch_dataset_merge", _enc(src), opts)))
+
+    def gc(self, grace: float = 3600.0, dry_run: bool = False) -> GCReport:
+        """Deletes the stored objects that no branch or tag reaches and that
+        are older than ``grace`` seconds (so that other writers' objects not
+        yet committed survive), and reports them; ``dry_run`` only
+        reports::
+
+            >>> ds.gc(dry_run=True).deleted              # doctest: +SKIP
+            GCCount(objects=12, bytes=48213)
+        """
+        opts = json.dumps({"grace_seconds": float(grace), "dry_run": bool(dry_run)}).encode()
+        return GCReport.from_json(json.loads(self._str("loch_dataset_gc", opts)))
 
     def row_ids(self, start: int = 0, end: int | None = None) -> np.ndarray:
         """The stable ids (uint64) of the rows at positions [start, end),
@@ -337,7 +496,7 @@ class Dataset:
     def __reduce__(self) -> Any:
         raise TypeError(
             "a loch.Dataset holds a Go handle and cannot be pickled; pickle its url and version "
-            "and call loch.open(url, version) in the other process"
+            "and call loch.open(url, version=version) in the other process"
         )
 
 

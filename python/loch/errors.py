@@ -13,6 +13,13 @@ with the Go message, which names the object and what was expected::
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .versions import MergeConflict
+
 __all__ = [
     "Error",
     "NotFound",
@@ -46,7 +53,28 @@ class Corrupt(Error):
 
 
 class Conflict(Error):
-    """A concurrent commit changed what this commit changes."""
+    """A concurrent commit changed what this commit changes, or a merge
+    found rows changed on both sides (and changed nothing).
+
+    Attributes:
+        conflicts: the rows of a failed merge, as
+            :class:`loch.MergeConflict` records (empty for other conflicts).
+
+    ::
+
+        >>> try:                                     # doctest: +SKIP
+        ...     ds.merge("dev")
+        ... except loch.Conflict as e:
+        ...     print([c.id for c in e.conflicts])
+        [17]
+    """
+
+    def __init__(self, message: str, conflicts: Sequence[MergeConflict] = ()) -> None:
+        super().__init__(message)
+        self.conflicts: list[MergeConflict] = list(conflicts)
+
+    def __reduce__(self) -> Any:
+        return (type(self), (str(self), self.conflicts))
 
 
 class InvalidArgument(Error, ValueError):
@@ -54,7 +82,8 @@ class InvalidArgument(Error, ValueError):
 
 
 class ReadOnly(InvalidArgument):
-    """A write through a handle opened at a fixed version."""
+    """A write through a read-only handle: one opened or checked out at a
+    tag, a version id or a time (open or check out a branch to write)."""
 
 
 class PermissionDenied(Error):
@@ -94,10 +123,21 @@ _BY_STATUS: dict[int, type[Error]] = {
 }
 
 
-def from_status(status: int, message: str) -> BaseException:
-    """Returns the exception for an error status of the C ABI."""
+def from_status(status: int, message: str, detail: str = "") -> BaseException:
+    """Returns the exception for an error status of the C ABI; ``detail`` is
+    the JSON that some functions return beside the error (the conflicts of
+    loch_dataset_merge)."""
     if status == 13:
         return NotImplementedError(message)
     if status == 15:
         return KeyboardInterrupt(message)
-    return _BY_STATUS.get(status, Error)(message)
+    cls = _BY_STATUS.get(status, Error)
+    if cls is Conflict and detail:
+        from .versions import MergeConflict
+
+        try:
+            records = [MergeConflict.from_json(c) for c in json.loads(detail).get("conflicts") or ()]
+        except (ValueError, KeyError, TypeError, AttributeError):
+            records = []
+        return Conflict(message, records)
+    return cls(message)

@@ -129,6 +129,11 @@ class Loader:
         split: (index, count): deliver only the batches whose number in the
             epoch is index modulo count (how PyTorch DataLoader workers share
             a rank's batches).
+        allow_version_change: let :meth:`load_state_dict` resume a state
+            saved on another version of the dataset (by default that raises
+            :class:`loch.InvalidArgument`). The loader goes on at the same
+            epoch and batch count over this version's order, so in that
+            epoch some rows may be seen twice or not at all.
 
     Iterating starts a Go loader for the current epoch; breaking out of the
     loop stops it. :meth:`state_dict` and :meth:`load_state_dict` save and
@@ -169,6 +174,7 @@ class Loader:
         cache_dir: str | None = None,
         cache_bytes: int | None = None,
         split: tuple[int, int] | None = None,
+        allow_version_change: bool = False,
     ) -> None:
         self.dataset = dataset
         schema = dataset.schema
@@ -203,6 +209,8 @@ class Loader:
             "drop_last": bool(drop_last),
             "skip_bad_samples": bool(skip_bad_samples),
         }
+        if allow_version_change:
+            self._config["allow_version_change"] = True
         for key, value in (
             ("rows", None if rows is None else [int(r) for r in rows]),
             ("prefetch_batches", prefetch_batches),

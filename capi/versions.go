@@ -1,0 +1,329 @@
+package main
+
+/*
+#include "loch.h"
+*/
+import "C"
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"math"
+	"time"
+
+	"github.com/lochdata/loch"
+)
+
+// The version-control exports: references (branches and tags), checkout,
+// revert, diff, merge and garbage collection. Structured results cross as
+// JSON strings that the caller frees with loch_free_string.
+
+// setJSON stores the JSON of v in *out.
+func setJSON(out **C.char, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return setString(out, string(b))
+}
+
+// parseAsOf parses the "as_of" open option: an RFC 3339 time.
+func parseAsOf(s string) (time.Time, error) {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, invalidf("as_of %q: want an RFC 3339 time such as 2024-05-01T12:00:00Z", s)
+	}
+	return t, nil
+}
+
+// loch_dataset_create_branch makes a branch named name at the version that
+// from names (a branch, tag, version id or unique prefix; NULL or "" for the
+// handle's version) and stores that version's id in *out. A branch or tag
+// of that name already existing is LOCH_EXISTS.
+//
+//export loch_dataset_create_branch
+func loch_dataset_create_branch(h C.uintptr_t, name, from *C.char, out **C.char, errOut **C.char) (st C.int) {
+	defer guard(&st, errOut)
+	ds, err := datasetOf(h)
+	if err != nil {
+		return fail(errOut, err)
+	}
+	id, err := ds.d.CreateBranch(context.Background(), goString(name), goString(from))
+	if err != nil {
+		return fail(errOut, err)
+	}
+	return result(errOut, setString(out, id))
+}
+
+// loch_dataset_create_tag makes a tag named name at the version that ref
+// names (NULL or "" for the handle's version) and stores that version's id
+// in *out. A branch or tag of that name already existing is LOCH_EXISTS.
+//
+//export loch_dataset_create_tag
+func loch_dataset_create_tag(h C.uintptr_t, name, ref *C.char, out **C.char, errOut **C.char) (st C.int) {
+	defer guard(&st, errOut)
+	ds, err := datasetOf(h)
+	if err != nil {
+		return fail(errOut, err)
+	}
+	id, err := ds.d.CreateTag(context.Background(), goString(name), goString(ref))
+	if err != nil {
+		return fail(errOut, err)
+	}
+	return result(errOut, setString(out, id))
+}
+
+// loch_dataset_delete_branch removes a branch (LOCH_NOT_FOUND when there
+// is none of that name; main cannot be deleted). Its commits stay readable
+// by id until loch_dataset_gc removes those no reference reaches.
+//
+//export loch_dataset_delete_branch
+func loch_dataset_delete_branch(h C.uintptr_t, name *C.char, errOut **C.char) (st C.int) {
+	defer guard(&st, errOut)
+	ds, err := datasetOf(h)
+	if err != nil {
+		return fail(errOut, err)
+	}
+	return result(errOut, ds.d.DeleteBranch(context.Background(), goString(name)))
+}
+
+// loch_dataset_delete_tag removes a tag (LOCH_NOT_FOUND when there is none
+// of that name).
+//
+//export loch_dataset_delete_tag
+func loch_dataset_delete_tag(h C.uintptr_t, name *C.char, errOut **C.char) (st C.int) {
+	defer guard(&st, errOut)
+	ds, err := datasetOf(h)
+	if err != nil {
+		return fail(errOut, err)
+	}
+	return result(errOut, ds.d.DeleteTag(context.Background(), goString(name)))
+}
+
+// loch_dataset_refs stores the branches and then the tags, each sorted by
+// name, as a JSON list of {"name", "kind" ("branch" or "tag"), "commit"}.
+//
+//export loch_dataset_refs
+func loch_dataset_refs(h C.uintptr_t, out **C.char, errOut **C.char) (st C.int) {
+	defer guard(&st, errOut)
+	ds, err := datasetOf(h)
+	if err != nil {
+		return fail(errOut, err)
+	}
+	refs, err := ds.d.Refs(context.Background())
+	if err != nil {
+		return fail(errOut, err)
+	}
+	if refs == nil {
+		refs = []loch.Ref{}
+	}
+	return result(errOut, setJSON(out, refs))
+}
+
+// loch_dataset_resolve stores the version id that ref (a branch, tag,
+// version id or unique prefix of 6 or more digits) names now.
+//
+//export loch_dataset_resolve
+func loch_dataset_resolve(h C.uintptr_t, ref *C.char, out **C.char, errOut **C.char) (st C.int) {
+	defer guard(&st, errOut)
+	ds, err := datasetOf(h)
+	if err != nil {
+		return fail(errOut, err)
+	}
+	id, err := ds.d.Resolve(context.Background(), goString(ref))
+	if err != nil {
+		return fail(errOut, err)
+	}
+	return result(errOut, setString(out, id))
+}
+
+// loch_dataset_current_branch stores the name of the branch the handle
+// writes to, or "" when the handle is read-only.
+//
+//export loch_dataset_current_branch
+func loch_dataset_current_branch(h C.uintptr_t, out **C.char, errOut **C.char) (st C.int) {
+	defer guard(&st, errOut)
+	ds, err := datasetOf(h)
+	if err != nil {
+		return fail(errOut, err)
+	}
+	return result(errOut, setString(out, ds.d.Branch()))
+}
+
+// loch_dataset_read_only stores 1 in *out when the handle refuses writes
+// (opened or checked out at a tag, a version id or a time), else 0.
+//
+//export loch_dataset_read_only
+func loch_dataset_read_only(h C.uintptr_t, out *C.int32_t, errOut **C.char) (st C.int) {
+	defer guard(&st, errOut)
+	ds, err := datasetOf(h)
+	if err != nil {
+		return fail(errOut, err)
+	}
+	if out == nil {
+		return fail(errOut, invalidf("output pointer is NULL"))
+	}
+	*out = 0
+	if ds.d.ReadOnly() {
+		*out = 1
+	}
+	return C.LOCH_OK
+}
+
+// loch_dataset_checkout moves the handle to ref: a branch (the handle then
+// writes there) or a tag or version id (read-only). Staged writes are
+// LOCH_INVALID_ARGUMENT: commit them first.
+//
+//export loch_dataset_checkout
+func loch_dataset_checkout(h C.uintptr_t, ref *C.char, errOut **C.char) (st C.int) {
+	defer guard(&st, errOut)
+	ds, err := datasetOf(h)
+	if err != nil {
+		return fail(errOut, err)
+	}
+	return result(errOut, ds.d.Checkout(context.Background(), goString(ref)))
+}
+
+// loch_dataset_revert makes a new commit on the handle's branch with the
+// contents of the version ref names (message NULL or "" for the default
+// message), moves the handle there and stores the new version id in *out.
+//
+//export loch_dataset_revert
+func loch_dataset_revert(h C.uintptr_t, ref, message *C.char, out **C.char, errOut **C.char) (st C.int) {
+	defer guard(&st, errOut)
+	ds, err := datasetOf(h)
+	if err != nil {
+		return fail(errOut, err)
+	}
+	id, err := ds.d.Revert(context.Background(), goString(ref), goString(message))
+	if err != nil {
+		return fail(errOut, err)
+	}
+	return result(errOut, setString(out, id))
+}
+
+// diffOptions are loch_dataset_diff's options, as JSON.
+type diffOptions struct {
+	Start uint64 `json:"start"`
+	Limit int    `json:"limit"`
+}
+
+// loch_dataset_diff compares the versions that from and to name (NULL or
+// "" for the handle's version) and stores the difference as JSON: {"from",
+// "to", "schema": [{"name", "change", "from", "to"}], "added", "deleted",
+// "modified", "modified_by_column": {column: n}, "rows": [{"id", "change",
+// "columns"}], "next"}. options is JSON ({"start": first row id listed,
+// "limit": most rows listed, 0 for 1000, negative for none}) or NULL;
+// "next", when present, is the "start" of the next page.
+//
+//export loch_dataset_diff
+func loch_dataset_diff(h C.uintptr_t, from, to, options *C.char, out **C.char, errOut **C.char) (st C.int) {
+	defer guard(&st, errOut)
+	ds, err := datasetOf(h)
+	if err != nil {
+		return fail(errOut, err)
+	}
+	var o diffOptions
+	if err := decodeStrict("diff options", goString(options), &o); err != nil {
+		return fail(errOut, err)
+	}
+	d, err := ds.d.Diff(context.Background(), goString(from), goString(to), loch.DiffOptions{Start: o.Start, Limit: o.Limit})
+	if err != nil {
+		return fail(errOut, err)
+	}
+	return result(errOut, setJSON(out, d))
+}
+
+// mergeOptions are loch_dataset_merge's options, as JSON.
+type mergeOptions struct {
+	Strategy string `json:"strategy"`
+	Message  string `json:"message"`
+}
+
+// conflictDetail is what loch_dataset_merge stores in *out with
+// LOCH_CONFLICT.
+type conflictDetail struct {
+	Src       string          `json:"src"`
+	Dst       string          `json:"dst"`
+	Conflicts []loch.Conflict `json:"conflicts"`
+}
+
+// loch_dataset_merge merges the version src names into the handle's branch
+// and moves the handle to the result. options is JSON ({"strategy": "fail"
+// (default), "ours" or "theirs", "message": s}) or NULL. On success *out
+// is the JSON of the result: {"commit", "base", "fast_forward",
+// "up_to_date", "added", "deleted", "modified", "columns_added",
+// "conflicts" (those the strategy resolved)}. When rows changed on both
+// sides and the strategy is "fail", nothing changes, the status is
+// LOCH_CONFLICT and *out is set too, to {"src", "dst", "conflicts": [{"id",
+// "ours", "theirs", "ours_columns", "theirs_columns"}]}: the caller frees
+// *out whenever it is not NULL, whatever the status.
+//
+//export loch_dataset_merge
+func loch_dataset_merge(h C.uintptr_t, src, options *C.char, out **C.char, errOut **C.char) (st C.int) {
+	defer guard(&st, errOut)
+	ds, err := datasetOf(h)
+	if err != nil {
+		return fail(errOut, err)
+	}
+	var o mergeOptions
+	if err := decodeStrict("merge options", goString(options), &o); err != nil {
+		return fail(errOut, err)
+	}
+	res, err := ds.d.Merge(context.Background(), goString(src), loch.MergeOptions{Strategy: o.Strategy, Message: o.Message})
+	if err != nil {
+		var ce *loch.ConflictError
+		if errors.As(err, &ce) && out != nil {
+			conflicts := ce.Conflicts
+			if conflicts == nil {
+				conflicts = []loch.Conflict{}
+			}
+			if jerr := setJSON(out, conflictDetail{Src: ce.Src, Dst: ce.Dst, Conflicts: conflicts}); jerr != nil {
+				*out = nil
+			}
+		}
+		return fail(errOut, err)
+	}
+	if res.Conflicts == nil {
+		res.Conflicts = []loch.Conflict{}
+	}
+	return result(errOut, setJSON(out, res))
+}
+
+// gcOptions are loch_dataset_gc's options, as JSON.
+type gcOptions struct {
+	GraceSeconds *float64 `json:"grace_seconds"`
+	DryRun       bool     `json:"dry_run"`
+}
+
+// loch_dataset_gc deletes the objects that no branch or tag reaches and
+// that are older than the grace period, and stores the report as JSON:
+// {"dry_run", "reachable", "young", "deleted" (each {"objects", "bytes"}),
+// "by_kind": {prefix: {"objects", "bytes"}}}. options is JSON
+// ({"grace_seconds": s (default 3600), "dry_run": bool}) or NULL.
+//
+//export loch_dataset_gc
+func loch_dataset_gc(h C.uintptr_t, options *C.char, out **C.char, errOut **C.char) (st C.int) {
+	defer guard(&st, errOut)
+	ds, err := datasetOf(h)
+	if err != nil {
+		return fail(errOut, err)
+	}
+	var o gcOptions
+	if err := decodeStrict("gc options", goString(options), &o); err != nil {
+		return fail(errOut, err)
+	}
+	opts := loch.GCOptions{Grace: loch.DefaultGCGrace, DryRun: o.DryRun}
+	if g := o.GraceSeconds; g != nil {
+		if *g < 0 || math.IsNaN(*g) || *g > math.MaxInt64/float64(time.Second) {
+			return fail(errOut, invalidf("gc grace %v s: want a duration of 0 s or more", *g))
+		}
+		opts.Grace = time.Duration(*g * float64(time.Second))
+	}
+	rep, err := ds.d.GC(context.Background(), opts)
+	if err != nil {
+		return fail(errOut, err)
+	}
+	return result(errOut, setJSON(out, rep))
+}
