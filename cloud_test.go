@@ -13,7 +13,9 @@ import (
 
 // TestBackends runs the dataset life cycle on every backend against a real
 // server: create, append images and tensors, commit, reopen, read, verify,
-// race two appending writers, and refuse a second create.
+// race two appending writers (both land) and two deleting writers (one
+// wins, the other gets a conflict), branch, diff and merge, and refuse a
+// second create.
 func TestBackends(t *testing.T) {
 	backends := map[string]func(t *testing.T) string{
 		"local": func(t *testing.T) string { return t.TempDir() + "/ds" },
@@ -81,6 +83,55 @@ func TestBackends(t *testing.T) {
 			require.NoError(t, <-errs)
 			require.NoError(t, d2.Refresh(ctx))
 			require.EqualValues(t, 42, d2.Len())
+
+			// Two writers delete at once: one wins, the other gets a
+			// conflict and changes nothing.
+			for i := 0; i < 2; i++ {
+				go func() {
+					h, err := Open(ctx, url)
+					if err == nil {
+						err = h.Delete(ctx, uint64(i))
+					}
+					if err == nil {
+						_, err = h.Commit(ctx, "deleter")
+					}
+					if h != nil {
+						h.Close()
+					}
+					errs <- err
+				}()
+			}
+			e1, e2 := <-errs, <-errs
+			if e1 != nil {
+				e1, e2 = e2, e1
+			}
+			require.NoError(t, e1)
+			if e2 != nil {
+				require.ErrorIs(t, e2, ErrConflict)
+			}
+			require.NoError(t, d2.Refresh(ctx))
+			deleted := int64(1)
+			if e2 == nil { // the second deleter started after the first commit
+				deleted = 2
+			}
+			require.EqualValues(t, 42-deleted, d2.Len())
+
+			// A branch, a commit on it, a diff and a merge back.
+			_, err = d2.CreateBranch(ctx, "side", "")
+			require.NoError(t, err)
+			side, err := Open(ctx, url, WithRef("side"))
+			require.NoError(t, err)
+			defer side.Close()
+			require.NoError(t, side.Append(ctx, Row{"v": Tensor([]int{1}, []float32{7})}))
+			_, err = side.Commit(ctx, "on side")
+			require.NoError(t, err)
+			df, err := d2.Diff(ctx, "main", "side", DiffOptions{})
+			require.NoError(t, err)
+			require.EqualValues(t, 1, df.Added)
+			res, err := d2.Merge(ctx, "side", MergeOptions{})
+			require.NoError(t, err)
+			require.True(t, res.FastForward)
+			require.Equal(t, side.Version(), d2.Version())
 			_, problems, err := d2.Verify(ctx)
 			require.NoError(t, err)
 			require.Empty(t, problems)
