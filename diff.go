@@ -84,7 +84,7 @@ func (d *Dataset) Diff(ctx context.Context, from, to string, opts DiffOptions) (
 	out := &Diff{From: a.commitID, To: b.commitID, Schema: schemaChanges(a.man.Schema, b.man.Schema),
 		ModifiedByColumn: map[string]int64{}, Rows: []RowChange{}}
 	cols := unionColumns(a.man.Schema, b.man.Schema)
-	rows, err := d.changedRows(ctx, a, b)
+	rows, _, err := d.changedRows(ctx, a, b)
 	if err != nil {
 		return nil, err
 	}
@@ -218,41 +218,51 @@ type rowLoc struct {
 	off  int64 // offset in the fragment
 }
 
-// ident names a fragment's rows: its object and, for appended fragments,
-// the first row id (two identical appends share an object but not ids).
-func (f *fragState) ident() string {
-	if f.ref.IDStart != nil {
-		return f.ref.Key + "@" + strconv.FormatUint(*f.ref.IDStart, 10)
+// newFragState makes the state of a manifest's fragment, not yet loaded.
+func newFragState(ref manifest.FragmentRef) *fragState {
+	id := ref.Key
+	if ref.IDStart != nil {
+		id += "@" + strconv.FormatUint(*ref.IDStart, 10)
 	}
-	return f.ref.Key
+	return &fragState{ref: ref, id: id}
 }
 
-// sameRows reports whether two fragment references hold the same live rows
-// with the same data: same object, ids, extensions and deletions.
-func sameRows(a, b *fragState) bool {
-	return a.ident() == b.ident() && a.ref.Deletions == b.ref.Deletions && slices.Equal(a.ref.Extensions, b.ref.Extensions)
+// ident names a fragment's rows: its object and, for appended fragments,
+// the first row id (two identical appends share an object but not ids).
+func (f *fragState) ident() string { return f.id }
+
+// rowsKey names a fragment's live rows with their data: its identity,
+// extensions and deletions. Two references with one rowsKey hold the same
+// live rows with the same samples.
+func (f *fragState) rowsKey() string {
+	return f.id + "|" + f.ref.Deletions + "|" + strings.Join(f.ref.Extensions, ",")
 }
 
 // changedRows lists, sorted by id, the live rows of each snapshot that are
-// not in a fragment both snapshots hold with the same rows.
-func (d *Dataset) changedRows(ctx context.Context, snaps ...*snapshot) ([][]rowLoc, error) {
+// not in a fragment all the snapshots hold with the same rows. It also
+// returns the rowsKeys of the fragments it skipped.
+func (d *Dataset) changedRows(ctx context.Context, snaps ...*snapshot) ([][]rowLoc, map[string]bool, error) {
 	count := map[string]int{}
 	for _, s := range snaps {
 		for _, f := range s.frags {
-			count[f.ident()+"|"+f.ref.Deletions+"|"+strings.Join(f.ref.Extensions, ",")]++
+			count[f.rowsKey()]++
+		}
+	}
+	same := map[string]bool{}
+	for k, n := range count {
+		if n >= len(snaps) {
+			same[k] = true
 		}
 	}
 	out := make([][]rowLoc, len(snaps))
 	for i, s := range snaps {
-		rows, err := d.liveRows(ctx, s, func(f *fragState) bool {
-			return count[f.ident()+"|"+f.ref.Deletions+"|"+strings.Join(f.ref.Extensions, ",")] < len(snaps)
-		})
+		rows, err := d.liveRows(ctx, s, func(f *fragState) bool { return !same[f.rowsKey()] })
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		out[i] = rows
 	}
-	return out, nil
+	return out, same, nil
 }
 
 // liveRows lists the live rows of the fragments that include selects,

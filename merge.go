@@ -265,6 +265,8 @@ type merger struct {
 	res      *MergeResult
 	// keep lists, per fragment identity, the offsets live in the result.
 	keep map[string][]int64
+	// same3 holds the rowsKeys of the fragments all three hold alike.
+	same3 map[string]bool
 }
 
 // merge decides every row and returns the merged manifest (without writing
@@ -275,11 +277,11 @@ func (m *merger) merge(ctx context.Context) (manifest.Manifest, error) {
 		return manifest.Manifest{}, err
 	}
 	m.res.Columns = added
-	rows, err := m.d.changedRows(ctx, m.b, m.o, m.t)
+	rows, same, err := m.d.changedRows(ctx, m.b, m.o, m.t)
 	if err != nil {
 		return manifest.Manifest{}, err
 	}
-	m.keep = map[string][]int64{}
+	m.keep, m.same3 = map[string][]int64{}, same
 	colsBO := unionColumns(m.b.man.Schema, m.o.man.Schema)
 	colsBT := unionColumns(m.b.man.Schema, m.t.man.Schema)
 	colsOT := unionColumns(m.o.man.Schema, m.t.man.Schema)
@@ -398,7 +400,7 @@ func (m *merger) take(lo, lt *rowLoc) {
 func (m *merger) fragment(ctx context.Context, f *fragState) (manifest.FragmentRef, error) {
 	ref := f.ref
 	keep, decided := m.keep[f.ident()]
-	if !decided && !m.changed(f) {
+	if !decided && m.same3[f.rowsKey()] {
 		return ref, nil // the same rows in all three: untouched
 	}
 	if err := f.load(ctx, m.d); err != nil {
@@ -425,24 +427,6 @@ func (m *merger) fragment(ctx context.Context, f *fragState) (manifest.FragmentR
 		ref.Deletions = key
 	}
 	return ref, nil
-}
-
-// changed reports whether a fragment was enumerated by changedRows (it is
-// not held with the same rows by all three snapshots).
-func (m *merger) changed(f *fragState) bool {
-	for _, s := range []*snapshot{m.b, m.o, m.t} {
-		found := false
-		for _, g := range s.frags {
-			if sameRows(f, g) {
-				found = true
-				break
-			}
-		}
-		if !found {
-			return true
-		}
-	}
-	return false
 }
 
 // mergeSchema merges the schemas of ours and theirs against base: columns

@@ -26,6 +26,7 @@ type snapshot struct {
 // fragState is a fragment of a snapshot with its lazily loaded objects.
 type fragState struct {
 	ref     manifest.FragmentRef
+	id      string // identity of its rows; see ident
 	once    sync.Once
 	err     error
 	ids     [][2]uint64                 // row-id runs for update fragments
@@ -53,7 +54,7 @@ func (d *Dataset) loadSnapshot(ctx context.Context, commitID string, seq uint64)
 		if f.Rows < 0 || f.Deleted < 0 || f.Deleted > f.Rows {
 			return nil, fmt.Errorf("read %s: fragment %d has %d rows and %d deleted: %w", s.commit.Manifest, i, f.Rows, f.Deleted, ErrCorrupt)
 		}
-		s.frags = append(s.frags, &fragState{ref: f})
+		s.frags = append(s.frags, newFragState(f))
 		live += f.Live()
 		s.cum[i+1] = live
 	}
