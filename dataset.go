@@ -266,7 +266,7 @@ func (d *Dataset) checkMarker(ctx context.Context) error {
 		if _, err2 := d.store.Stat(ctx, logKey(1)); err2 == nil {
 			return nil
 		}
-		return fmt.Errorf("open %s: no loch dataset there: %w", d.url, ErrNotFound)
+		return fmt.Errorf("open %s: %w", d.url, ErrNoDataset)
 	}
 	if err != nil {
 		return classify(err, "open %s", d.url)
@@ -370,7 +370,7 @@ func (d *Dataset) latestRoot(ctx context.Context) (*manifest.Root, error) {
 			return nil, classify(err, "open %s: list log", d.url)
 		}
 		if max == 0 {
-			return nil, fmt.Errorf("open %s: no loch dataset there (empty log): %w", d.url, ErrNotFound)
+			return nil, fmt.Errorf("open %s: %w (empty log)", d.url, ErrNoDataset)
 		}
 		if best, err = d.readRoot(ctx, max); err != nil {
 			return nil, err

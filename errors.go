@@ -15,6 +15,10 @@ import (
 var (
 	// ErrNotFound: no dataset, version, column, row or object of that name.
 	ErrNotFound = errors.New("not found")
+	// ErrNoDataset: no dataset at the URL (where the store itself is
+	// reachable). It matches ErrNotFound too; a missing branch, tag or
+	// version of an existing dataset is ErrNotFound only.
+	ErrNoDataset = fmt.Errorf("no loch dataset there: %w", ErrNotFound)
 	// ErrExists: a dataset already exists at the URL.
 	ErrExists = errors.New("already exists")
 	// ErrCorrupt: stored bytes fail their checksums or contradict each other.

@@ -260,7 +260,7 @@ func run(ctx context.Context, url, format, source string, o Options,
 
 	d, err := loch.Open(ctx, url, dsOpts...)
 	switch {
-	case errors.Is(err, loch.ErrNotFound):
+	case errors.Is(err, loch.ErrNoDataset):
 		d = nil
 	case err != nil:
 		return res, err
@@ -383,7 +383,12 @@ func run(ctx context.Context, url, format, source string, o Options,
 // adoptImageCompression makes o's image compression agree with the image
 // columns of an existing schema: an empty ImageCompression takes theirs, a
 // different one is an error.
+//
+// Image columns that differ among themselves (a png image beside a jpeg
+// thumbnail) are no error when nothing was asked: the first one's is taken,
+// and the dataset converts each sample to its own column's form.
 func (o *Options) adoptImageCompression(s *schema.Schema) error {
+	asked := o.ImageCompression != ""
 	for _, c := range s.Columns {
 		if c.Kind != schema.Image {
 			continue
@@ -394,7 +399,7 @@ func (o *Options) adoptImageCompression(s *schema.Schema) error {
 		}
 		if o.ImageCompression == "" {
 			o.ImageCompression = have
-		} else if o.ImageCompression != have {
+		} else if asked && o.ImageCompression != have {
 			return fmt.Errorf("%w: image column %q stores images as %s, ingest was asked for %s", ErrIncompatible, c.Name, have, o.ImageCompression)
 		}
 	}

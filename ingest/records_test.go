@@ -467,3 +467,29 @@ func TestRecordsLarge(t *testing.T) {
 		require.Equal(t, fmt.Sprintf("row %d", i), string(ss[i].Data))
 	}
 }
+
+// TestAppendBesideImagesOfTwoCompressions: appending records without images
+// to a dataset holding a png and a jpeg image column is no compression
+// conflict, and a missing branch is reported as such, not as a missing
+// dataset.
+func TestAppendBesideImagesOfTwoCompressions(t *testing.T) {
+	dir := t.TempDir()
+	url := filepath.Join(dir, "ds")
+	d, err := loch.Create(context.Background(), url, schema.Schema{Columns: []schema.Column{
+		{Name: "image", Kind: schema.Image, SampleCompression: schema.PNG},
+		{Name: "thumb", Kind: schema.Image, SampleCompression: schema.JPEG},
+		{Name: "label", DType: schema.Text},
+	}})
+	require.NoError(t, err)
+	d.Close()
+	file := filepath.Join(dir, "one.jsonl")
+	require.NoError(t, os.WriteFile(file, []byte(`{"label":"dog"}`+"\n"), 0o644))
+	res, err := JSONL(context.Background(), file, url, Options{Append: true})
+	require.NoError(t, err)
+	require.EqualValues(t, 1, res.Rows)
+
+	_, err = JSONL(context.Background(), file, url, Options{Append: true, DatasetOptions: []loch.Option{loch.WithRef("no-such-branch")}})
+	require.ErrorIs(t, err, loch.ErrNotFound)
+	require.NotErrorIs(t, err, loch.ErrNoDataset)
+	require.ErrorContains(t, err, "no-such-branch")
+}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -55,7 +54,8 @@ type benchResult struct {
 
 func newBenchCmd() *cobra.Command {
 	var (
-		columns, shuffle, version  string
+		columns, shuffle           string
+		refs                       refFlags
 		batch, world, rank, epochs int
 		seed                       uint64
 		stepMS                     float64
@@ -88,7 +88,7 @@ bytes. The baseline runs first.`,
 				return usagef("need --epochs >= 1 and --step-ms >= 0")
 			}
 			ctx := cmd.Context()
-			d, err := openDataset(ctx, args[0], version)
+			d, err := openDataset(ctx, args[0], &refs)
 			if err != nil {
 				return err
 			}
@@ -180,9 +180,7 @@ bytes. The baseline runs first.`,
 			}
 			w := cmd.OutOrStdout()
 			if asJSON {
-				enc := json.NewEncoder(w)
-				enc.SetIndent("", "  ")
-				return enc.Encode(res)
+				return printJSON(w, res)
 			}
 			fmt.Fprintf(w, "loader:   %d samples in %d batches, %.2fs: %.0f samples/s, %.1f MB/s\n", res.Samples, res.Batches, res.Seconds, res.SamplesPerS, res.MBPerS)
 			fmt.Fprintf(w, "          first batch %.1f ms, wait share %.1f%%, peak RSS %.0f MB, retries %d, skipped %d\n", res.FirstBatchMS, 100*res.WaitShare, res.PeakRSSMB, res.Retries, res.Skipped)
@@ -208,10 +206,10 @@ bytes. The baseline runs first.`,
 	f.IntVar(&prefetch, "prefetch", 0, "batches to prepare ahead (default 4)")
 	f.BoolVar(&asJSON, "json", false, "print one JSON object")
 	f.BoolVar(&skipRaw, "no-raw", false, "skip the raw baseline")
-	f.StringVar(&version, "version", "", "bench this version (snapshot id) instead of the newest")
 	f.StringArrayVar(&transforms, "transform", nil, "COLUMN=SPEC image transform run in the loader (repeatable), e.g. image=decode,resize=256,center_crop=224,to_float,normalize=imagenet,chw")
 	f.StringVar(&cacheDir, "cache", "", "directory of a local chunk cache (shared by processes; epochs after the first read from it)")
 	f.Int64Var(&cacheBytes, "cache-bytes", 10<<30, "size bound of the chunk cache")
+	refs.add(cmd, "bench")
 	return cmd
 }
 

@@ -26,13 +26,13 @@ func newExportCmd() *cobra.Command {
 		format    string
 		columns   []string
 		shardRows int
-		version   string
+		refs      refFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "export URL DIR --format webdataset|npy",
 		Short: "Write a version's rows as WebDataset tar shards or .npy arrays",
-		Long: `Export writes the rows of a version (the newest, or --version) into DIR,
-which must be empty or absent.
+		Long: `Export writes the rows of a version (the head of main, or --ref) into
+DIR, which must be empty or absent.
 
 --format webdataset (the default) writes tar shards DIR/shard-000000.tar,
 DIR/shard-000001.tar, ... of --shard-rows rows each. Row r is stored as one
@@ -56,7 +56,7 @@ is an error when named in --columns and is skipped, with a note on stderr,
 otherwise. bfloat16 columns are written as uint16 ('<u2') bit patterns.`,
 		Example: `  loch export ./pets shards --format webdataset --shard-rows 10000
   loch export ./pets arrays --format npy --columns embedding,label
-  loch export ./pets old --version 3f2a9c...`,
+  loch export ./pets old --ref v1.0`,
 		Args: exactArgs("URL", "DIR"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if format != "webdataset" && format != "npy" {
@@ -66,7 +66,7 @@ otherwise. bfloat16 columns are written as uint16 ('<u2') bit patterns.`,
 				return usagef("--shard-rows %d: want at least 1", shardRows)
 			}
 			ctx := cmd.Context()
-			d, err := openDataset(ctx, args[0], version)
+			d, err := openDataset(ctx, args[0], &refs)
 			if err != nil {
 				return err
 			}
@@ -89,7 +89,7 @@ otherwise. bfloat16 columns are written as uint16 ('<u2') bit patterns.`,
 	cmd.Flags().StringVar(&format, "format", "webdataset", "output format: webdataset or npy")
 	cmd.Flags().StringSliceVar(&columns, "columns", nil, "columns to export, comma-separated (default all)")
 	cmd.Flags().IntVar(&shardRows, "shard-rows", 1000, "rows per tar shard (webdataset)")
-	cmd.Flags().StringVar(&version, "version", "", "export this version (snapshot id) instead of the newest")
+	refs.add(cmd, "export")
 	return cmd
 }
 

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 	"text/tabwriter"
@@ -36,8 +35,8 @@ type infoColumnJSON struct {
 
 func newInfoCmd() *cobra.Command {
 	var (
-		asJSON  bool
-		version string
+		asJSON bool
+		refs   refFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "info URL",
@@ -54,13 +53,18 @@ shape, "?" marking a ragged dimension.
 With --json the same facts are printed as one JSON object with the fields
 url, version, rows and columns (name, dtype, kind, shape, min_shape,
 max_shape, compression, stored_bytes, raw_bytes, ratio, samples and, for
-class labels, class_names).`,
+class labels, class_names).
+
+--ref reads another branch, a tag or a version (a version id or a unique
+prefix of 6 or more of its digits); --as-of reads the version that the
+reference (default main) named at a past time.`,
 		Example: `  loch info ./pets
   loch info s3://bucket/pets --json | jq '.columns[].name'
-  loch info ./pets --version 3f2a9c...`,
+  loch info ./pets --ref v1.0
+  loch info ./pets --ref dev --as-of 2024-05-01`,
 		Args: exactArgs("URL"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			d, err := openDataset(cmd.Context(), args[0], version)
+			d, err := openDataset(cmd.Context(), args[0], &refs)
 			if err != nil {
 				return err
 			}
@@ -79,9 +83,7 @@ class labels, class_names).`,
 			}
 			w := cmd.OutOrStdout()
 			if asJSON {
-				enc := json.NewEncoder(w)
-				enc.SetIndent("", "  ")
-				return enc.Encode(info)
+				return printJSON(w, info)
 			}
 			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 			fmt.Fprintf(tw, "dataset\t%s\n", info.URL)
@@ -119,6 +121,6 @@ class labels, class_names).`,
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object instead of a table")
-	cmd.Flags().StringVar(&version, "version", "", "read this version (snapshot id) instead of the newest")
+	refs.add(cmd, "read")
 	return cmd
 }

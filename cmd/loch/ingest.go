@@ -25,6 +25,7 @@ type ingestFlags struct {
 	chunkBytes  string
 	message     string
 	append      bool
+	branch      string
 	progress    bool
 
 	// Image options, on the subcommands that read images.
@@ -47,7 +48,9 @@ interrupted commits nothing.
 The dataset is created when URL holds none (creating commits an empty first
 version, so a failed ingest into a new URL leaves an empty dataset; running
 the same command again fills it). A dataset with rows is only added to with
---append, and then the source's columns must fit its schema.
+--append, and then the source's columns must fit its schema. The rows are
+committed to branch main, or to --branch, which must exist (create it with
+'loch branch').
 
 Images are decoded once, at ingest, and stored in their final form: with
 --image-compression png (the default) or jpeg, files already in that format
@@ -62,7 +65,8 @@ is a terminal, or with --progress. A summary line is always printed.`,
   loch ingest csv labels.csv ./labels
   loch ingest npy x.npy y.npy ./arrays
   loch ingest webdataset 'shards/train-{0000..0099}.tar' ./train
-  loch ingest coco annotations/instances_val2017.json val2017 ./coco-val`,
+  loch ingest coco annotations/instances_val2017.json val2017 ./coco-val
+  loch ingest jsonl more.jsonl ./ds --append --branch dev`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return nil
@@ -78,6 +82,7 @@ is a terminal, or with --progress. A summary line is always printed.`,
 	pf.StringVar(&f.chunkBytes, "chunk-bytes", "", "target decoded bytes per chunk of each new column, e.g. 16MiB (default 8MiB)")
 	pf.StringVarP(&f.message, "message", "m", "", `commit message (default "ingest FORMAT SOURCE")`)
 	pf.BoolVar(&f.append, "append", false, "add the rows to the existing dataset at URL")
+	pf.StringVar(&f.branch, "branch", "", "commit to this existing branch of the dataset instead of main")
 	pf.BoolVar(&f.progress, "progress", false, "show the progress bar even when standard error is not a terminal")
 
 	cmd.AddCommand(
@@ -357,6 +362,16 @@ func runIngest(cmd *cobra.Command, f *ingestFlags, url string, do func(ingest.Op
 		}
 		o.Resize = size
 	}
+	if f.branch != "" {
+		// Checked first: ingest would take a missing branch for a missing
+		// dataset, and would find a tag read-only only at the commit.
+		d, err := openBranch(cmd.Context(), url, f.branch)
+		if err != nil {
+			return err
+		}
+		d.Close()
+		o.DatasetOptions = []loch.Option{loch.WithRef(f.branch)}
+	}
 	errOut := cmd.ErrOrStderr()
 	var bar *progressBar
 	if f.progress || isTerminal(errOut) {
@@ -375,6 +390,9 @@ func runIngest(cmd *cobra.Command, f *ingestFlags, url string, do func(ingest.Op
 			return fmt.Errorf("%w (nothing was committed: the dataset at %s was created and is empty; the same command again fills it)", err, url)
 		}
 		return err
+	}
+	if f.branch != "" {
+		url += " (branch " + f.branch + ")"
 	}
 	fmt.Fprintln(cmd.OutOrStdout(), summary(res, url))
 	return nil

@@ -1,8 +1,8 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -13,23 +13,27 @@ import (
 
 func newLogCmd() *cobra.Command {
 	var (
-		asJSON  bool
-		version string
+		asJSON bool
+		refs   refFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "log URL",
-		Short: "List the versions (snapshots) of a dataset, newest first",
-		Long: `Log lists the commits that lead to the newest version (or to --version),
-newest first, following first parents: the version id, the time (UTC), the
-number of rows of that version and the commit message.
+		Short: "List the versions (commits) of a dataset, newest first",
+		Long: `Log lists the commits that lead to the head of main (or of --ref: a branch,
+a tag or a version), newest first, following every parent, so that a merge
+shows the commits of both sides: the version id, the time (UTC), the branch
+the commit was made on, the number of rows of that version and the commit
+message. A merge commit's message is followed by "(merge of X, Y)", its two
+parents' ids shortened to 8 digits.
 
 With --json it prints a JSON list of objects with the fields id, parents,
 message, author, time (RFC 3339), rows and branch.`,
 		Example: `  loch log ./pets
+  loch log ./pets --ref dev
   loch log ./pets --json | jq -r '.[0].id'`,
 		Args: exactArgs("URL"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			d, err := openDataset(cmd.Context(), args[0], version)
+			d, err := openDataset(cmd.Context(), args[0], &refs)
 			if err != nil {
 				return err
 			}
@@ -43,19 +47,33 @@ message, author, time (RFC 3339), rows and branch.`,
 			}
 			w := cmd.OutOrStdout()
 			if asJSON {
-				enc := json.NewEncoder(w)
-				enc.SetIndent("", "  ")
-				return enc.Encode(commits)
+				return printJSON(w, commits)
 			}
 			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "VERSION\tTIME\tROWS\tMESSAGE")
+			fmt.Fprintln(tw, "VERSION\tTIME\tBRANCH\tROWS\tMESSAGE")
 			for _, c := range commits {
-				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", c.ID, c.Time.UTC().Format(time.DateTime), c.Rows, oneLine(c.Message))
+				msg := oneLine(c.Message)
+				if len(c.Parents) > 1 {
+					short := make([]string, len(c.Parents))
+					for i, p := range c.Parents {
+						short[i] = p[:min(8, len(p))]
+					}
+					msg += fmt.Sprintf(" (merge of %s)", strings.Join(short, ", "))
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", c.ID, c.Time.UTC().Format(time.DateTime), orDash(c.Branch), c.Rows, msg)
 			}
 			return tw.Flush()
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON list instead of a table")
-	cmd.Flags().StringVar(&version, "version", "", "start from this version (snapshot id) instead of the newest")
+	refs.add(cmd, "start from")
 	return cmd
+}
+
+// orDash returns s, or "-" when it is empty, for table cells.
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }

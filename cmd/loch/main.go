@@ -1,4 +1,4 @@
-// Command loch creates, inspects, verifies and exports loch datasets.
+// Command loch creates, inspects, versions, verifies and exports loch datasets.
 //
 // Every subcommand takes a dataset URL (a local path, mem://name,
 // s3://bucket/prefix, gs://bucket/prefix or az://container/prefix); run
@@ -9,6 +9,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +17,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -121,7 +123,7 @@ func (e *runError) Unwrap() error { return e.err }
 func newRootCmd() *cobra.Command {
 	root := &cobra.Command{
 		Use:   "loch",
-		Short: "Create, inspect, verify and export loch datasets",
+		Short: "Create, inspect, version, verify and export loch datasets",
 		Long: `loch manages loch datasets: versioned, tensor-native stores of multimodal
 rows (images, labels, tensors, text, json) on local disk or object storage.
 
@@ -129,10 +131,17 @@ A dataset URL is a local path, mem://name, s3://bucket/prefix,
 gs://bucket/prefix or az://container/prefix. Cloud credentials come from each
 cloud's standard environment, never from the URL.
 
+Versions work like git: every commit is a version with a stable id; branch
+main is the default; 'loch branch', 'tag', 'diff', 'merge', 'revert' and
+'gc' manage them, and the read commands take --ref and --as-of.
+
 Exit status: 0 on success, 2 for a usage error, 1 for any other error.`,
 		Example: `  loch create ./pets --schema schema.yaml
   loch info ./pets
   loch show ./pets --row 0 --out row0
+  loch branch ./pets dev
+  loch info ./pets --ref dev
+  loch merge ./pets dev
   loch log ./pets`,
 		SilenceUsage:               true,
 		SilenceErrors:              true,
@@ -162,6 +171,12 @@ Exit status: 0 on success, 2 for a usage error, 1 for any other error.`,
 		newShowCmd(),
 		newVerifyCmd(),
 		newLogCmd(),
+		newBranchCmd(),
+		newTagCmd(),
+		newDiffCmd(),
+		newMergeCmd(),
+		newRevertCmd(),
+		newGCCmd(),
 		newExportCmd(),
 		newScanCmd(),
 		newBenchCmd(),
@@ -203,24 +218,115 @@ func prepare(c *cobra.Command) {
 
 // exactArgs is cobra.ExactArgs with named arguments in its message.
 func exactArgs(names ...string) cobra.PositionalArgs {
+	return rangeArgs(len(names), names...)
+}
+
+// rangeArgs accepts the first n of the named arguments, followed by any of
+// the others, with named arguments in its messages.
+func rangeArgs(n int, names ...string) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
-		if len(args) == len(names) {
-			return nil
+		switch {
+		case len(args) < n:
+			return usagef("missing %s", strings.Join(names[len(args):n], " and "))
+		case len(args) > len(names):
+			want := strings.Join(names[:n], " ")
+			if n < len(names) {
+				want += " [" + strings.Join(names[n:], " ") + "]"
+			}
+			return usagef("too many arguments: want %s, got %d", want, len(args))
 		}
-		if len(args) < len(names) {
-			return usagef("missing %s", strings.Join(names[len(args):], " and "))
-		}
-		return usagef("too many arguments: want %s, got %d", strings.Join(names, " "), len(args))
+		return nil
 	}
 }
 
-// openDataset opens the dataset at url, at version when it is not empty.
-func openDataset(ctx context.Context, url, version string) (*loch.Dataset, error) {
+// refFlags are the flags that choose the version a command reads: --ref,
+// --as-of and the hidden --version, the old spelling of --ref for a full
+// version id.
+type refFlags struct {
+	ref, asOf, version string
+}
+
+// add adds the version-choosing flags to a read command; what is the verb
+// of its flag help ("read", "export", ...).
+func (r *refFlags) add(cmd *cobra.Command, what string) {
+	f := cmd.Flags()
+	f.StringVar(&r.ref, "ref", "", what+" this branch, tag, version id or unique version id prefix (6+ digits) instead of main")
+	f.StringVar(&r.asOf, "as-of", "", what+" the version the reference (default main) named at this time: RFC 3339, 'YYYY-MM-DD HH:MM:SS' (UTC) or YYYY-MM-DD (00:00 UTC)")
+	f.StringVar(&r.version, "version", "", "deprecated spelling of --ref for a full version id")
+	f.Lookup("version").Hidden = true
+}
+
+// options turns the flags into dataset options.
+func (r *refFlags) options() ([]loch.Option, error) {
 	var opts []loch.Option
-	if version != "" {
-		opts = append(opts, loch.WithVersion(version))
+	switch {
+	case r.ref != "" && r.version != "":
+		return nil, usagef("give --ref or --version, not both (--version is the old spelling of --ref)")
+	case r.ref != "":
+		opts = append(opts, loch.WithRef(r.ref))
+	case r.version != "":
+		opts = append(opts, loch.WithVersion(r.version))
+	}
+	if r.asOf != "" {
+		t, err := parseTime(r.asOf)
+		if err != nil {
+			return nil, usagef("--as-of: %v", err)
+		}
+		opts = append(opts, loch.WithAsOf(t))
+	}
+	return opts, nil
+}
+
+// openDataset opens the dataset at url at the version the flags name (r
+// may be nil: the head of main).
+func openDataset(ctx context.Context, url string, r *refFlags) (*loch.Dataset, error) {
+	var opts []loch.Option
+	if r != nil {
+		var err error
+		if opts, err = r.options(); err != nil {
+			return nil, err
+		}
 	}
 	return loch.Open(ctx, url, opts...)
+}
+
+// openBranch opens the dataset at url on branch, for a command that
+// writes there; a tag or version is refused.
+func openBranch(ctx context.Context, url, branch string) (*loch.Dataset, error) {
+	d, err := loch.Open(ctx, url, loch.WithRef(branch))
+	if err != nil {
+		return nil, err
+	}
+	if d.ReadOnly() {
+		d.Close()
+		return nil, fmt.Errorf("%s: %q is not a branch (tags and versions are read-only): %w", d.URL(), branch, loch.ErrReadOnly)
+	}
+	return d, nil
+}
+
+// timeLayouts are the forms parseTime accepts besides RFC 3339; those
+// without a zone are UTC.
+var timeLayouts = []string{time.DateTime, "2006-01-02T15:04:05", time.DateOnly}
+
+// parseTime parses an RFC 3339 time, a UTC date and time as log prints it,
+// or a date (midnight UTC).
+func parseTime(s string) (time.Time, error) {
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t, nil
+	}
+	for _, layout := range timeLayouts {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("%q is not a time: want RFC 3339 (2024-05-01T12:00:00Z), '2024-05-01 12:00:00' (UTC) or a date (2024-05-01)", s)
+}
+
+// printJSON writes v as indented JSON, the form of every --json output.
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }
 
 // checkOrderFlags validates the flags that choose a loader order, shared by

@@ -33,7 +33,8 @@ func TestMain(m *testing.M) {
 // TestScript runs the script tests in testdata/script. Besides the standard
 // commands they have:
 //
-//	mkdata DIR                 create a dataset with test rows at DIR; sets $V1 and $V2
+//	mkdata DIR                 create a dataset with test rows at DIR; sets $V1 and $V2,
+//	                           and $V1P and $V2P to their first 8 digits
 //	flipchunk DIR              flip one data byte of the largest chunk; sets $CHUNK to its key
 //	exits CODE PROG [ARGS...]  run PROG, want exit status CODE and, for a failure,
 //	                           exactly one stderr line starting "loch: "
@@ -44,6 +45,8 @@ func TestMain(m *testing.M) {
 //	imgfmt FILE                print the format and shape of an encoded image
 //	jsonq FILE PATH WANT       the JSON value at PATH (dot-separated keys and list
 //	                           indexes) of FILE (or stdout) is WANT, compactly encoded
+//	setjson VAR FILE PATH      set $VAR to the JSON value at PATH of FILE: a string as
+//	                           it is, any other value compactly encoded
 func TestScript(t *testing.T) {
 	testscript.Run(t, testscript.Params{
 		Dir:                 "testdata/script",
@@ -58,6 +61,7 @@ func TestScript(t *testing.T) {
 			"untar":     cmdUntar,
 			"imgfmt":    cmdImgFmt,
 			"jsonq":     cmdJSONQ,
+			"setjson":   cmdSetJSON,
 		},
 	})
 }
@@ -157,6 +161,8 @@ func cmdMkdata(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Check(err)
 	ts.Setenv("V1", v1)
 	ts.Setenv("V2", v2)
+	ts.Setenv("V1P", v1[:8])
+	ts.Setenv("V2P", v2[:8])
 }
 
 func cmdFlipChunk(ts *testscript.TestScript, neg bool, args []string) {
@@ -343,9 +349,33 @@ func cmdJSONQ(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) != 3 {
 		ts.Fatalf("usage: jsonq FILE PATH WANT")
 	}
+	got, err := json.Marshal(jsonAt(ts, args[0], args[1]))
+	ts.Check(err)
+	if (string(got) == args[2]) == neg {
+		ts.Fatalf("%s = %s, want %s%s", args[1], got, map[bool]string{true: "not "}[neg], args[2])
+	}
+}
+
+func cmdSetJSON(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 3 {
+		ts.Fatalf("usage: setjson VAR FILE PATH")
+	}
+	v := jsonAt(ts, args[1], args[2])
+	s, ok := v.(string)
+	if !ok {
+		b, err := json.Marshal(v)
+		ts.Check(err)
+		s = string(b)
+	}
+	ts.Setenv(args[0], s)
+}
+
+// jsonAt returns the value at path (dot-separated keys and list indexes) of
+// the JSON document in file.
+func jsonAt(ts *testscript.TestScript, file, path string) any {
 	var v any
-	ts.Check(json.Unmarshal([]byte(ts.ReadFile(args[0])), &v))
-	for _, key := range strings.Split(args[1], ".") {
+	ts.Check(json.Unmarshal([]byte(ts.ReadFile(file)), &v))
+	for _, key := range strings.Split(path, ".") {
 		switch t := v.(type) {
 		case map[string]any:
 			v = t[key]
@@ -353,18 +383,14 @@ func cmdJSONQ(ts *testscript.TestScript, neg bool, args []string) {
 			i, err := strconv.Atoi(key)
 			ts.Check(err)
 			if i < 0 || i >= len(t) {
-				ts.Fatalf("%s: index %d out of range [0, %d)", args[1], i, len(t))
+				ts.Fatalf("%s: index %d out of range [0, %d)", path, i, len(t))
 			}
 			v = t[i]
 		default:
-			ts.Fatalf("%s: %q selects from %T", args[1], key, v)
+			ts.Fatalf("%s: %q selects from %T", path, key, v)
 		}
 	}
-	got, err := json.Marshal(v)
-	ts.Check(err)
-	if (string(got) == args[2]) == neg {
-		ts.Fatalf("%s = %s, want %s%s", args[1], got, map[bool]string{true: "not "}[neg], args[2])
-	}
+	return v
 }
 
 func TestNPYHeader(t *testing.T) {

@@ -11,12 +11,13 @@ import (
 
 func newOrderCmd() *cobra.Command {
 	var (
-		shuffle, version string
-		seed             uint64
-		epoch, world     int
-		rank, batch      int
-		dropLast         bool
-		window           int64
+		shuffle      string
+		refs         refFlags
+		seed         uint64
+		epoch, world int
+		rank, batch  int
+		dropLast     bool
+		window       int64
 	)
 	cmd := &cobra.Command{
 		Use:   "order URL",
@@ -37,7 +38,7 @@ repeat.`,
 				return usagef("--epoch must be >= 0, got %d", epoch)
 			}
 			ctx := cmd.Context()
-			d, err := openDataset(ctx, args[0], version)
+			d, err := openDataset(ctx, args[0], &refs)
 			if err != nil {
 				return err
 			}
@@ -79,6 +80,6 @@ repeat.`,
 	f.IntVar(&batch, "batch-size", 32, "rows per batch")
 	f.BoolVar(&dropLast, "drop-last", false, "drop the rows that do not fill a batch on every rank")
 	f.Int64Var(&window, "window-rows", 0, "block shuffle window in rows (default 16 blocks)")
-	f.StringVar(&version, "version", "", "use this version (snapshot id) instead of the newest")
+	refs.add(cmd, "use")
 	return cmd
 }

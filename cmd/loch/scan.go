@@ -11,7 +11,10 @@ import (
 )
 
 func newScanCmd() *cobra.Command {
-	var version, columns string
+	var (
+		columns string
+		refs    refFlags
+	)
 	var batch int64
 	cmd := &cobra.Command{
 		Use:   "scan URL",
@@ -28,7 +31,7 @@ its benchmark are 'loch bench' and the Python SDK.`,
 				return usagef("--batch must be at least 1, got %d", batch)
 			}
 			ctx := cmd.Context()
-			d, err := openDataset(ctx, args[0], version)
+			d, err := openDataset(ctx, args[0], &refs)
 			if err != nil {
 				return err
 			}
@@ -64,8 +67,8 @@ its benchmark are 'loch bench' and the Python SDK.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&version, "version", "", "scan this version (snapshot id) instead of the newest")
 	cmd.Flags().StringVar(&columns, "columns", "", "comma-separated columns to read (default all)")
 	cmd.Flags().Int64Var(&batch, "batch", 256, "rows per read")
+	refs.add(cmd, "scan")
 	return cmd
 }

@@ -25,7 +25,7 @@ func newShowCmd() *cobra.Command {
 		row     int64
 		columns []string
 		outDir  string
-		version string
+		refs    refFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "show URL --row N [--column C] [--out DIR]",
@@ -46,11 +46,11 @@ bfloat16 has no numpy dtype: bfloat16 tensors are written as uint16 ('<u2')
 holding the bfloat16 bit patterns (view them with ml_dtypes.bfloat16).`,
 		Example: `  loch show ./pets --row 0
   loch show ./pets --row 42 --column image,label --out row42
-  loch show ./pets --row 7 --version 3f2a9c...`,
+  loch show ./pets --row 7 --ref 3f2a9c`,
 		Args: exactArgs("URL"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			d, err := openDataset(ctx, args[0], version)
+			d, err := openDataset(ctx, args[0], &refs)
 			if err != nil {
 				return err
 			}
@@ -96,8 +96,8 @@ holding the bfloat16 bit patterns (view them with ml_dtypes.bfloat16).`,
 	cmd.Flags().Int64Var(&row, "row", 0, "row position, 0 for the first row")
 	cmd.Flags().StringSliceVar(&columns, "column", nil, "columns to show, comma-separated (default all)")
 	cmd.Flags().StringVar(&outDir, "out", "", "write images as DIR/<column>.png and tensors as DIR/<column>.npy")
-	cmd.Flags().StringVar(&version, "version", "", "read this version (snapshot id) instead of the newest")
 	_ = cmd.MarkFlagRequired("row")
+	refs.add(cmd, "read")
 	return cmd
 }
 

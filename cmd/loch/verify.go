@@ -7,7 +7,7 @@ import (
 )
 
 func newVerifyCmd() *cobra.Command {
-	var version string
+	var refs refFlags
 	cmd := &cobra.Command{
 		Use:   "verify URL",
 		Short: "Check every object of a version against its checksums",
@@ -16,10 +16,10 @@ fragments, chunks) and checks its checksums and sizes. It prints
 "ok: N objects checked" when all are sound; otherwise it prints one line per
 problem, naming the broken object's key, and exits with status 1.`,
 		Example: `  loch verify ./pets
-  loch verify s3://bucket/pets --version 3f2a9c...`,
+  loch verify s3://bucket/pets --ref dev`,
 		Args: exactArgs("URL"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			d, err := openDataset(cmd.Context(), args[0], version)
+			d, err := openDataset(cmd.Context(), args[0], &refs)
 			if err != nil {
 				return err
 			}
@@ -43,6 +43,6 @@ problem, naming the broken object's key, and exits with status 1.`,
 			return fmt.Errorf("verify %s: %d %s in %d objects checked", d.URL(), len(problems), noun, checked)
 		},
 	}
-	cmd.Flags().StringVar(&version, "version", "", "verify this version (snapshot id) instead of the newest")
+	refs.add(cmd, "verify")
 	return cmd
 }

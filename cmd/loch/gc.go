@@ -1,0 +1,101 @@
+package main
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/lochdata/loch"
+)
+
+func newGCCmd() *cobra.Command {
+	var (
+		dryRun, asJSON bool
+		grace          time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "gc URL [--dry-run] [--grace DURATION]",
+		Short: "Delete the objects that no branch or tag reaches",
+		Long: `GC deletes the stored objects (commits, manifests, fragments, chunks) that
+no branch or tag reaches through its versions and their parents: what
+deleted branches and tags, reverts and failed writes left behind. A version
+that only a deleted branch or tag reached is no longer readable after gc.
+
+The grace period --grace (default 1h) protects recent work: objects written
+within it are kept, so that a writer's objects not yet committed survive,
+and so is what branches and tags reached at any time within it (a branch
+deleted a minute ago is still collected only an hour later). --grace 0 is
+safe only when nothing else writes to the dataset.
+
+It prints the objects and bytes deleted, by kind, and those kept. With
+--dry-run it deletes nothing and reports what it would delete. With --json
+it prints one JSON object with the fields dry_run, reachable, young, deleted
+(each objects and bytes) and by_kind (kind: objects and bytes deleted).`,
+		Example: `  loch gc ./pets --dry-run
+  loch gc s3://bucket/pets --grace 24h`,
+		Args: exactArgs("URL"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if grace < 0 {
+				return usagef("--grace %s: want 0 or more", grace)
+			}
+			ctx := cmd.Context()
+			d, err := openDataset(ctx, args[0], nil)
+			if err != nil {
+				return err
+			}
+			defer d.Close()
+			rep, err := d.GC(ctx, loch.GCOptions{Grace: grace, DryRun: dryRun})
+			if err != nil {
+				return err
+			}
+			if rep.ByKind == nil {
+				rep.ByKind = map[string]loch.GCKind{}
+			}
+			w := cmd.OutOrStdout()
+			if asJSON {
+				return printJSON(w, rep)
+			}
+			verb := "deleted"
+			if rep.DryRun {
+				verb = "would delete"
+			}
+			fmt.Fprintf(w, "%s %s\n", verb, objects(rep.Deleted))
+			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+			for _, k := range slices.Sorted(maps.Keys(rep.ByKind)) {
+				if n := rep.ByKind[k]; n.Objects > 0 {
+					fmt.Fprintf(tw, "  %s\t%d\t%s\n", k, n.Objects, humanBytes(n.Bytes))
+				}
+			}
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			if grace == 0 {
+				fmt.Fprintf(w, "kept %s reachable from branches and tags\n", objects(rep.Reachable))
+			} else {
+				fmt.Fprintf(w, "kept %s reachable from branches and tags as they are or were in the last %s\n", objects(rep.Reachable), grace)
+				fmt.Fprintf(w, "kept %s unreachable but written in the last %s\n", objects(rep.Young), grace)
+			}
+			if rep.DryRun {
+				fmt.Fprintln(w, "dry run: nothing was deleted")
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "report what would be deleted; delete nothing")
+	cmd.Flags().DurationVar(&grace, "grace", loch.DefaultGCGrace, "keep unreachable objects younger than this")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
+	return cmd
+}
+
+// objects describes a count of objects and their size.
+func objects(k loch.GCKind) string {
+	noun := "objects"
+	if k.Objects == 1 {
+		noun = "object"
+	}
+	return fmt.Sprintf("%d %s (%s)", k.Objects, noun, humanBytes(k.Bytes))
+}

@@ -1,0 +1,130 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/lochdata/loch"
+)
+
+// maxConflictsShown bounds the conflicts merge lists in its table.
+const maxConflictsShown = 20
+
+func newMergeCmd() *cobra.Command {
+	var (
+		into, strategy, message string
+		asJSON                  bool
+	)
+	cmd := &cobra.Command{
+		Use:   "merge URL SRC [--into BRANCH]",
+		Short: "Merge a branch, tag or version into a branch",
+		Long: `Merge brings the version SRC names (a branch, a tag, a version id or a
+unique prefix) into branch --into (default main), three-way by stable row id
+against their common ancestor: rows appended on either side are kept, rows
+deleted or modified on one side take that change, and columns added on
+either side are merged. When --into is an ancestor of SRC, it moves to SRC
+(a fast forward) and no commit is made.
+
+Rows changed on both sides are conflicts, resolved by --strategy: fail (the
+default) changes nothing, lists the conflicting rows (the first 20, with the
+columns each side changed) and exits with status 1; ours keeps the rows of
+--into; theirs takes the rows of SRC.
+
+With --json it prints one JSON object with the fields commit (the head of
+--into after the merge), base, fast_forward, up_to_date, added, deleted,
+modified, columns_added and conflicts (id, ours, theirs, ours_columns,
+theirs_columns); on a failed merge commit is empty and conflicts lists
+them all.`,
+		Example: `  loch merge ./pets dev
+  loch merge ./pets fix --into release --message "merge the label fix"
+  loch merge ./pets dev --strategy theirs`,
+		Args: exactArgs("URL", "SRC"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			switch strategy {
+			case loch.MergeFail, loch.MergeOurs, loch.MergeTheirs:
+			default:
+				return usagef("--strategy %q: want fail, ours or theirs", strategy)
+			}
+			ctx := cmd.Context()
+			d, err := openBranch(ctx, args[0], into)
+			if err != nil {
+				return err
+			}
+			defer d.Close()
+			src := args[1]
+			res, err := d.Merge(ctx, src, loch.MergeOptions{Strategy: strategy, Message: message})
+			w := cmd.OutOrStdout()
+			var ce *loch.ConflictError
+			if errors.As(err, &ce) {
+				if asJSON {
+					if err := printJSON(w, loch.MergeResult{Conflicts: ce.Conflicts}); err != nil {
+						return err
+					}
+				} else if err := printConflicts(w, ce.Conflicts, into, src); err != nil {
+					return err
+				}
+				return fmt.Errorf("merge %s into %s: %d rows changed on both sides; nothing was changed (use --strategy ours or theirs to resolve)",
+					src, into, len(ce.Conflicts))
+			}
+			if err != nil {
+				return err
+			}
+			if res.Conflicts == nil {
+				res.Conflicts = []loch.Conflict{}
+			}
+			if asJSON {
+				return printJSON(w, res)
+			}
+			switch {
+			case res.UpToDate:
+				fmt.Fprintf(w, "%s is up to date with %s: nothing to merge\n", into, src)
+			case res.FastForward:
+				fmt.Fprintf(w, "fast-forwarded %s to %s, version %s: %d rows added, %d deleted, %d modified\n",
+					into, src, res.Commit, res.Added, res.Deleted, res.Modified)
+			default:
+				fmt.Fprintf(w, "merged %s into %s, version %s (base %s): %d rows added, %d deleted, %d modified\n",
+					src, into, res.Commit, res.Base, res.Added, res.Deleted, res.Modified)
+			}
+			if len(res.Columns) > 0 {
+				fmt.Fprintf(w, "columns added: %s\n", strings.Join(res.Columns, ", "))
+			}
+			if n := len(res.Conflicts); n > 0 {
+				fmt.Fprintf(w, "%d rows changed on both sides, resolved with --strategy %s\n", n, strategy)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&into, "into", defaultBranch, "the branch to merge into")
+	cmd.Flags().StringVar(&strategy, "strategy", loch.MergeFail, "for rows changed on both sides: fail, ours (keep --into's) or theirs (take SRC's)")
+	cmd.Flags().StringVarP(&message, "message", "m", "", `commit message (default "merge SRC into BRANCH")`)
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
+	return cmd
+}
+
+// printConflicts lists the first conflicts of a merge of src into dst, and
+// how many more there are.
+func printConflicts(w io.Writer, conflicts []loch.Conflict, dst, src string) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "ROW\tOURS (%s)\tTHEIRS (%s)\n", dst, src)
+	side := func(change string, cols []string) string {
+		if len(cols) == 0 {
+			return change
+		}
+		return change + " " + strings.Join(cols, ",")
+	}
+	for _, c := range conflicts[:min(len(conflicts), maxConflictsShown)] {
+		fmt.Fprintf(tw, "%d\t%s\t%s\n", c.ID, side(c.Ours, c.OursColumns), side(c.Theirs, c.TheirsColumns))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if n := len(conflicts) - maxConflictsShown; n > 0 {
+		fmt.Fprintf(w, "... and %d more\n", n)
+	}
+	return nil
+}
