@@ -15,8 +15,10 @@ import (
 	"github.com/lochdata/loch/storage"
 )
 
-// DefaultGCGrace is the grace period of the CLI's gc.
-const DefaultGCGrace = time.Hour
+// DefaultGCGrace is the default grace period of gc in the CLI and the
+// Python API: a day, longer than any one ingest or commit is expected to
+// take between its first upload and its commit point.
+const DefaultGCGrace = 24 * time.Hour
 
 // gcParallelism bounds the concurrent store requests of GC: object stores
 // answer one request in tens of milliseconds, so GC keeps several in flight.
@@ -87,10 +89,9 @@ type GCReport struct {
 // reads the log again and also keeps what references written meanwhile
 // reach, and it checks each object's time again, keeping one rewritten
 // since GC began. Deletion goes commits first, chunks last, so that an
-// interrupted GC leaves no surviving commit without its manifest that an
-// uninterrupted one would not; a later GC finishes the job. If a deletion
-// fails, GC stops and returns the report of what it deleted with the
-// error.
+// interrupted GC never leaves a commit whose manifest it deleted; a later
+// GC finishes the job. If a deletion fails, GC stops and returns the
+// report of what it deleted with the error.
 //
 // GC is a dataset-wide operation: a read-only handle may run it, and it
 // does not move the handle. Objects that writers have staged but not yet
@@ -101,7 +102,7 @@ func (d *Dataset) GC(ctx context.Context, opts GCOptions) (*GCReport, error) {
 		return nil, invalidf("gc %s: negative grace period %s", d.url, opts.Grace)
 	}
 	start := time.Now()
-	g := &gc{d: d, opts: opts, cutoff: start.Add(-opts.Grace), live: map[string]bool{},
+	g := &gc{d: d, opts: opts, cutoff: start.Add(-opts.Grace), reached: map[string]bool{},
 		report: GCReport{DryRun: opts.DryRun, ByKind: map[string]GCKind{}}}
 	for _, k := range gcKinds {
 		g.report.ByKind[k] = GCKind{}
@@ -113,8 +114,9 @@ func (d *Dataset) GC(ctx context.Context, opts GCOptions) (*GCReport, error) {
 	doomed := map[string][]storage.Attrs{}
 	for kind, objs := range cands {
 		for _, a := range objs {
+			_, reached := g.reached[a.Key]
 			switch {
-			case g.live[a.Key]:
+			case reached: // by references written while GC listed
 				g.report.Reachable.add(a.Size)
 			case g.young(a):
 				g.report.Young.add(a.Size)
@@ -158,9 +160,7 @@ func (g *gc) mark(ctx context.Context) (map[string][]storage.Attrs, error) {
 	if err := g.markNewer(ctx, root.Seq); err != nil {
 		return nil, err
 	}
-	if len(g.missing) > 0 {
-		g.report.Missing = sortedKeys(g.missing)
-	}
+	g.report.Missing = g.missing
 	return cands, nil
 }
 
@@ -170,9 +170,11 @@ type gc struct {
 	opts   GCOptions
 	cutoff time.Time // unreachable objects stored after this are kept
 
-	mu      sync.Mutex
-	live    map[string]bool     // keys of reachable objects
-	missing map[string]struct{} // reachable chunks and deletions not in the store
+	mu sync.Mutex
+	// reached holds the keys of reachable objects, each with whether the
+	// listing found it.
+	reached map[string]bool
+	missing []string // reachable chunks and deletions the listing lacks
 	report  GCReport
 }
 
@@ -189,7 +191,7 @@ func (g *gc) young(a storage.Attrs) bool {
 // and by every older entry written within the grace period, and by the
 // entry that was current when the grace period began: what any of them
 // named was named by a reference within the grace period.
-func (g *gc) rootsWithinGrace(ctx context.Context, latest *manifest.Root) ([]string, error) {
+func (g *gc) rootsWithinGrace(ctx context.Context, latest *manifest.Root) ([]gcRoot, error) {
 	ids := refCommits(nil, latest)
 	if !latest.Time.After(g.cutoff) {
 		return ids, nil
@@ -223,12 +225,18 @@ func (g *gc) rootsWithinGrace(ctx context.Context, latest *manifest.Root) ([]str
 	return ids, nil
 }
 
-// refCommits appends the commit ids that root's references name.
-func refCommits(ids []string, root *manifest.Root) []string {
+// gcRoot is a commit a reference names: where marking starts.
+type gcRoot struct {
+	id  string
+	ref string // "heads/main in log/<seq>", for messages
+}
+
+// refCommits appends the commits that root's references name.
+func refCommits(roots []gcRoot, root *manifest.Root) []gcRoot {
 	for _, k := range sortedKeys(root.Refs) {
-		ids = append(ids, root.Refs[k])
+		roots = append(roots, gcRoot{id: root.Refs[k], ref: k + " in " + logKey(root.Seq)})
 	}
-	return ids
+	return roots
 }
 
 // markNewer marks from the references of the log entries written after
@@ -259,13 +267,13 @@ func (g *gc) markNewer(ctx context.Context, seq uint64) error {
 	return nil
 }
 
-// markRoots marks everything the commits ids reach, reading metadata
+// markRoots marks everything the roots reach, reading metadata
 // objects with bounded concurrency.
-func (g *gc) markRoots(ctx context.Context, ids []string) error {
+func (g *gc) markRoots(ctx context.Context, roots []gcRoot) error {
 	eg, ectx := errgroup.WithContext(ctx)
 	m := &marker{g: g, eg: eg, ctx: ectx, sem: make(chan struct{}, gcParallelism)}
-	for _, id := range ids {
-		m.commit(id, "a reference")
+	for _, r := range roots {
+		m.commit(r.id, r.ref)
 	}
 	return eg.Wait()
 }
@@ -285,10 +293,10 @@ type marker struct {
 func (m *marker) mark(key string) bool {
 	m.g.mu.Lock()
 	defer m.g.mu.Unlock()
-	if m.g.live[key] {
+	if _, ok := m.g.reached[key]; ok {
 		return false
 	}
-	m.g.live[key] = true
+	m.g.reached[key] = false
 	return true
 }
 
@@ -367,8 +375,8 @@ func (m *marker) chunks(key, via string, kind byte) {
 		defer m.g.mu.Unlock()
 		for _, refs := range f.Columns {
 			for _, r := range refs {
-				if r.Key != "" {
-					m.g.live[r.Key] = true
+				if _, ok := m.g.reached[r.Key]; !ok && r.Key != "" {
+					m.g.reached[r.Key] = false
 				}
 			}
 		}
@@ -381,14 +389,15 @@ func (m *marker) chunks(key, via string, kind byte) {
 // subdirectories in parallel.
 func (g *gc) list(ctx context.Context) (map[string][]storage.Attrs, error) {
 	var prefixes []string
-	for _, kind := range gcKinds[:len(gcKinds)-1] {
-		prefixes = append(prefixes, kind+"/")
+	for _, kind := range gcKinds {
+		if kind != "chunks" {
+			prefixes = append(prefixes, kind+"/")
+		}
 	}
 	for i := 0; i < 256; i++ {
 		prefixes = append(prefixes, fmt.Sprintf("chunks/%02x/", i))
 	}
 	out := map[string][]storage.Attrs{}
-	seen := map[string]bool{} // keys listed, for Missing
 	eg, ectx := errgroup.WithContext(ctx)
 	eg.SetLimit(gcParallelism)
 	for _, prefix := range prefixes {
@@ -408,8 +417,8 @@ func (g *gc) list(ctx context.Context) (map[string][]storage.Attrs, error) {
 			g.mu.Lock()
 			defer g.mu.Unlock()
 			for _, a := range cands {
-				seen[a.Key] = true
-				if g.live[a.Key] {
+				if _, ok := g.reached[a.Key]; ok {
+					g.reached[a.Key] = true
 					g.report.Reachable.add(a.Size)
 				} else {
 					out[kind] = append(out[kind], a)
@@ -423,14 +432,12 @@ func (g *gc) list(ctx context.Context) (map[string][]storage.Attrs, error) {
 	}
 	// Commits, manifests, fragments and extensions were read while
 	// marking; chunks and deletion vectors were not.
-	for key := range g.live {
-		if (strings.HasPrefix(key, "chunks/") || strings.HasPrefix(key, "deletions/")) && !seen[key] {
-			if g.missing == nil {
-				g.missing = map[string]struct{}{}
-			}
-			g.missing[key] = struct{}{}
+	for key, listed := range g.reached {
+		if !listed && (strings.HasPrefix(key, "chunks/") || strings.HasPrefix(key, "deletions/")) {
+			g.missing = append(g.missing, key)
 		}
 	}
+	slices.Sort(g.missing)
 	return out, nil
 }
 

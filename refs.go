@@ -286,14 +286,15 @@ func (d *Dataset) createRef(ctx context.Context, kind, name, from string) (strin
 		if _, ok := root.Refs[tagsPrefix+name]; ok {
 			return fmt.Errorf("create %s %q in %s: a tag of that name exists: %w", kind, name, d.url, ErrExists)
 		}
-		id = d.Version()
-		if from != "" {
-			t, err := d.resolveIn(ctx, root, from)
-			if err != nil {
-				return err
-			}
-			id = t.commit
+		ref := from
+		if ref == "" {
+			ref = d.Version() // checked like any version id: gc may have removed it
 		}
+		t, err := d.resolveIn(ctx, root, ref)
+		if err != nil {
+			return err
+		}
+		id = t.commit
 		prefix := headsPrefix
 		if kind == RefTag {
 			prefix = tagsPrefix

@@ -301,7 +301,7 @@ type gcOptions struct {
 // that are older than the grace period, and stores the report as JSON:
 // {"dry_run", "reachable", "young", "deleted" (each {"objects", "bytes"}),
 // "by_kind": {prefix: {"objects", "bytes"}}}. options is JSON
-// ({"grace_seconds": s (default 3600), "dry_run": bool}) or NULL.
+// ({"grace_seconds": s (default 86400), "dry_run": bool}) or NULL.
 //
 //export loch_dataset_gc
 func loch_dataset_gc(h C.uintptr_t, options *C.char, out **C.char, errOut **C.char) (st C.int) {

@@ -25,7 +25,7 @@ no branch or tag reaches through its versions and their parents: what
 deleted branches and tags, reverts and failed writes left behind. A version
 that only a deleted branch or tag reached is no longer readable after gc.
 
-The grace period --grace (default 1h) protects recent work: objects written
+The grace period --grace (default 24h) protects recent work: objects written
 within it are kept, so that a writer's objects not yet committed survive,
 and so is what branches and tags reached at any time within it (a branch
 deleted a minute ago is still collected only an hour later). --grace 0 is
@@ -81,6 +81,9 @@ it prints one JSON object with the fields dry_run, reachable, young, deleted
 			}
 			if rep.DryRun {
 				fmt.Fprintln(w, "dry run: nothing was deleted")
+			}
+			if len(rep.Missing) > 0 {
+				fmt.Fprintf(cmd.ErrOrStderr(), "loch: warning: %d reachable objects are missing (first: %s); run loch verify\n", len(rep.Missing), rep.Missing[0])
 			}
 			return nil
 		},

@@ -331,7 +331,7 @@ class Dataset:
         opts = _options(strategy=strategy, message=message)
         return MergeResult.from_json(json.loads(self._str("loch_dataset_merge", _enc(src), opts)))
 
-    def gc(self, grace: float = 3600.0, dry_run: bool = False) -> GCReport:
+    def gc(self, grace: float = 86400.0, dry_run: bool = False) -> GCReport:
         """Deletes the stored objects that no branch or tag reaches and that
         are older than ``grace`` seconds (so that other writers' objects not
         yet committed survive), and reports them; ``dry_run`` only
