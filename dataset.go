@@ -213,15 +213,7 @@ func (d *Dataset) openRef(ctx context.Context) error {
 		if ref == "" {
 			return d.Refresh(ctx)
 		}
-		root, err := d.latestRoot(ctx)
-		if err != nil {
-			return err
-		}
-		t, err := d.resolveIn(ctx, root, ref)
-		if err != nil {
-			return err
-		}
-		return d.moveTo(ctx, t)
+		return d.moveToRef(ctx, ref)
 	}
 	if ref == "" {
 		ref = mainBranch

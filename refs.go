@@ -340,6 +340,11 @@ func (d *Dataset) Checkout(ctx context.Context, ref string) error {
 	if d.stage != nil && !d.stage.empty() {
 		return invalidf("checkout %s in %s: writes are staged on %s; commit or discard them first", ref, d.url, d.Version())
 	}
+	return d.moveToRef(ctx, ref)
+}
+
+// moveToRef points the handle at what ref names in the newest log entry.
+func (d *Dataset) moveToRef(ctx context.Context, ref string) error {
 	root, err := d.latestRoot(ctx)
 	if err != nil {
 		return err

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -528,4 +529,34 @@ func TestAsOf(t *testing.T) {
 	require.ErrorIs(t, err, ErrNotFound)
 	_, err = Open(ctx, dir, WithRef("side"), WithAsOf(times[2]))
 	require.ErrorIs(t, err, ErrNotFound, "the branch did not exist then")
+}
+
+// TestBranchCostIndependentOfSize: creating a branch writes one log entry
+// (and the hint) and nothing else, the same on 10 rows as on 200,000; so
+// does a tag.
+func TestBranchCostIndependentOfSize(t *testing.T) {
+	measure := func(rows int) map[string]int {
+		d, _ := mustCreate(t, schema.Schema{Columns: []schema.Column{{Name: "v", DType: schema.Int64}}})
+		batch := make([]Row, rows)
+		for i := range batch {
+			batch[i] = Row{"v": Scalar(int64(i))}
+		}
+		require.NoError(t, d.Extend(ctx, batch))
+		_, err := d.Commit(ctx, "rows")
+		require.NoError(t, err)
+		cs := &countingStore{storageStore: d.store, written: map[string]int{}}
+		d.store = cs
+		_, err = d.CreateBranch(ctx, "experiment", "")
+		require.NoError(t, err)
+		_, err = d.CreateTag(ctx, "v1", "experiment")
+		require.NoError(t, err)
+		return cs.written
+	}
+	small, large := measure(10), measure(200000)
+	t.Logf("branch and tag on 10 rows wrote %v; on 200,000 rows %v", small, large)
+	require.ElementsMatch(t, slices.Collect(maps.Keys(small)), slices.Collect(maps.Keys(large)), "the same objects")
+	for k, n := range large {
+		require.True(t, strings.HasPrefix(k, logPrefix), "only log entries are written, not %s", k)
+		require.InDelta(t, small[k], n, 8, "%s: the same size but for the digits of the row-id counter", k)
+	}
 }
