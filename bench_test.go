@@ -202,3 +202,104 @@ func BenchmarkRandomRead(b *testing.B) {
 		report(b, lat)
 	})
 }
+
+// BenchmarkVersions times, on a dataset of 1,000,000 int64 rows in 16
+// fragments, creating a branch, diffing a branch with 1,000 appended rows
+// and 10 updated rows against main, and merging it back (main also took
+// 1,000 rows), beside the baseline of opening the dataset (reading its log
+// entry, commit and manifest).
+func BenchmarkVersions(b *testing.B) {
+	const rows, frags = 1_000_000, 16
+	url := benchURL(b)
+	d, err := Create(ctx, url, schema.Schema{Columns: []schema.Column{{Name: "v", DType: schema.Int64, ChunkCompression: schema.LZ4}}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer d.Close()
+	batch := make([]Row, rows/frags)
+	for f := 0; f < frags; f++ {
+		for i := range batch {
+			batch[i] = Row{"v": Scalar(int64(f*len(batch) + i))}
+		}
+		if err := d.Extend(ctx, batch); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := d.Commit(ctx, "fragment"); err != nil {
+			b.Fatal(err)
+		}
+	}
+	prepare := func(b *testing.B, name string) {
+		if _, err := d.CreateBranch(ctx, name, "main"); err != nil {
+			b.Fatal(err)
+		}
+		side, err := Open(ctx, url, WithRef(name))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer side.Close()
+		for i := 0; i < 1000; i++ {
+			if err := side.Append(ctx, Row{"v": Scalar(int64(-i))}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		for id := uint64(0); id < 10; id++ {
+			if err := side.Update(ctx, id*99_991, Row{"v": Scalar(int64(-1))}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if _, err := side.Commit(ctx, "side"); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.Run("open", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			h, err := Open(ctx, url)
+			if err != nil {
+				b.Fatal(err)
+			}
+			h.Close()
+		}
+	})
+	b.Run("branch", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			if _, err := d.CreateBranch(ctx, fmt.Sprintf("b%d-%d", b.N, i), ""); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	prepare(b, "diffed")
+	b.Run("diff", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			h, err := Open(ctx, url)
+			if err != nil {
+				b.Fatal(err)
+			}
+			df, err := h.Diff(ctx, "main", "diffed", DiffOptions{Limit: -1})
+			h.Close()
+			if err != nil || df.Added != 1000 || df.Modified != 10 {
+				b.Fatalf("diff: %+v, %v", df, err)
+			}
+		}
+	})
+	b.Run("merge", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			b.StopTimer()
+			name := fmt.Sprintf("m%d-%d", b.N, i)
+			prepare(b, name)
+			if err := d.Refresh(ctx); err != nil {
+				b.Fatal(err)
+			}
+			if err := d.Extend(ctx, batch[:1000]); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := d.Commit(ctx, "main moves on"); err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+			res, err := d.Merge(ctx, name, MergeOptions{})
+			if err != nil || res.FastForward || res.Added != 1000 || res.Modified != 10 {
+				b.Fatalf("merge: %+v, %v", res, err)
+			}
+		}
+	})
+}
