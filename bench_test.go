@@ -228,7 +228,7 @@ func BenchmarkVersions(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	prepare := func(b *testing.B, name string) {
+	prepare := func(b *testing.B, name string, shift uint64) {
 		if _, err := d.CreateBranch(ctx, name, "main"); err != nil {
 			b.Fatal(err)
 		}
@@ -243,7 +243,7 @@ func BenchmarkVersions(b *testing.B) {
 			}
 		}
 		for id := uint64(0); id < 10; id++ {
-			if err := side.Update(ctx, id*99_991, Row{"v": Scalar(int64(-1))}); err != nil {
+			if err := side.Update(ctx, id*99_991+shift, Row{"v": Scalar(int64(-1))}); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -262,12 +262,12 @@ func BenchmarkVersions(b *testing.B) {
 	})
 	b.Run("branch", func(b *testing.B) {
 		for i := 0; i < b.N; i++ {
-			if _, err := d.CreateBranch(ctx, fmt.Sprintf("b%d-%d", b.N, i), ""); err != nil {
+			if _, err := d.CreateBranch(ctx, fmt.Sprintf("b%d", rand.Uint64()), ""); err != nil {
 				b.Fatal(err)
 			}
 		}
 	})
-	prepare(b, "diffed")
+	prepare(b, "diffed", 0)
 	b.Run("diff", func(b *testing.B) {
 		for i := 0; i < b.N; i++ {
 			h, err := Open(ctx, url)
@@ -284,8 +284,8 @@ func BenchmarkVersions(b *testing.B) {
 	b.Run("merge", func(b *testing.B) {
 		for i := 0; i < b.N; i++ {
 			b.StopTimer()
-			name := fmt.Sprintf("m%d-%d", b.N, i)
-			prepare(b, name)
+			name := fmt.Sprintf("m%d", rand.Uint64())
+			prepare(b, name, uint64(1+i+b.N*1000))
 			if err := d.Refresh(ctx); err != nil {
 				b.Fatal(err)
 			}

@@ -268,7 +268,13 @@ func (d *Dataset) changedRows(ctx context.Context, snaps ...*snapshot) ([][]rowL
 // liveRows lists the live rows of the fragments that include selects,
 // sorted by row id.
 func (d *Dataset) liveRows(ctx context.Context, s *snapshot, include func(*fragState) bool) ([]rowLoc, error) {
-	var out []rowLoc
+	n := int64(0)
+	for _, f := range s.frags {
+		if include(f) {
+			n += f.ref.Live()
+		}
+	}
+	out := make([]rowLoc, 0, n)
 	for k, f := range s.frags {
 		if !include(f) {
 			continue
@@ -298,7 +304,10 @@ func (d *Dataset) liveRows(ctx context.Context, s *snapshot, include func(*fragS
 			}
 		}
 	}
-	slices.SortFunc(out, func(x, y rowLoc) int { return cmp.Compare(x.id, y.id) })
+	byID := func(x, y rowLoc) int { return cmp.Compare(x.id, y.id) }
+	if !slices.IsSortedFunc(out, byID) {
+		slices.SortFunc(out, byID)
+	}
 	for i := 1; i < len(out); i++ {
 		if out[i].id == out[i-1].id {
 			return nil, fmt.Errorf("version %s holds row id %d twice: %w", s.commitID, out[i].id, ErrCorrupt)

@@ -263,8 +263,10 @@ type merger struct {
 	b, o, t  *snapshot
 	strategy string
 	res      *MergeResult
-	// keep lists, per fragment identity, the offsets live in the result.
-	keep map[string][]int64
+	// keep lists, per fragment identity, the offsets live in the result;
+	// slots points each fragment of ours and theirs at its identity's list.
+	keep  map[string]*[]int64
+	slots map[*snapshot][]*[]int64
 	// same3 holds the rowsKeys of the fragments all three hold alike.
 	same3 map[string]bool
 }
@@ -281,7 +283,17 @@ func (m *merger) merge(ctx context.Context) (manifest.Manifest, error) {
 	if err != nil {
 		return manifest.Manifest{}, err
 	}
-	m.keep, m.same3 = map[string][]int64{}, same
+	m.keep, m.same3, m.slots = map[string]*[]int64{}, same, map[*snapshot][]*[]int64{}
+	for _, s := range []*snapshot{m.o, m.t} {
+		for _, f := range s.frags {
+			p := m.keep[f.ident()]
+			if p == nil {
+				p = new([]int64)
+				m.keep[f.ident()] = p
+			}
+			m.slots[s] = append(m.slots[s], p)
+		}
+	}
 	colsBO := unionColumns(m.b.man.Schema, m.o.man.Schema)
 	colsBT := unionColumns(m.b.man.Schema, m.t.man.Schema)
 	colsOT := unionColumns(m.o.man.Schema, m.t.man.Schema)
@@ -377,8 +389,8 @@ func (m *merger) same(sx *snapshot, x *rowLoc, sy *snapshot, y *rowLoc) bool {
 // choose keeps the row at l of snapshot s in the result (nothing if nil).
 func (m *merger) choose(s *snapshot, l *rowLoc) {
 	if l != nil {
-		id := s.frags[l.frag].ident()
-		m.keep[id] = append(m.keep[id], l.off)
+		p := m.slots[s][l.frag]
+		*p = append(*p, l.off)
 	}
 }
 
@@ -399,7 +411,8 @@ func (m *merger) take(lo, lt *rowLoc) {
 // fragment returns f's reference with the result's live rows.
 func (m *merger) fragment(ctx context.Context, f *fragState) (manifest.FragmentRef, error) {
 	ref := f.ref
-	keep, decided := m.keep[f.ident()]
+	keep := *m.keep[f.ident()]
+	decided := len(keep) > 0
 	if !decided && m.same3[f.rowsKey()] {
 		return ref, nil // the same rows in all three: untouched
 	}

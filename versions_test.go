@@ -560,3 +560,48 @@ func TestBranchCostIndependentOfSize(t *testing.T) {
 		require.InDelta(t, small[k], n, 8, "%s: the same size but for the digits of the row-id counter", k)
 	}
 }
+
+// TestIdenticalUpdatesMerge: a branch that rewrites rows with the values
+// they already have (the same update twice) still has every row exactly
+// once, and merges and diffs by row location stay exact.
+func TestIdenticalUpdatesMerge(t *testing.T) {
+	d, dir := mustCreate(t, schema.Schema{Columns: []schema.Column{{Name: "v", DType: schema.Int64}}})
+	for i := 0; i < 20; i++ {
+		require.NoError(t, d.Append(ctx, Row{"v": Scalar(int64(i))}))
+	}
+	_, err := d.Commit(ctx, "rows")
+	require.NoError(t, err)
+	update := func(h *Dataset) {
+		for _, id := range []uint64{3, 7} {
+			require.NoError(t, h.Update(ctx, id, Row{"v": Scalar(int64(-1))}))
+		}
+		_, err := h.Commit(ctx, "same update")
+		require.NoError(t, err)
+	}
+	update(d)
+	_, err = d.CreateBranch(ctx, "again", "")
+	require.NoError(t, err)
+	again, err := Open(ctx, dir, WithRef("again"))
+	require.NoError(t, err)
+	defer again.Close()
+	update(again) // byte-identical rows, a second time
+	require.NoError(t, again.Append(ctx, Row{"v": Scalar(int64(100))}))
+	_, err = again.Commit(ctx, "one more")
+	require.NoError(t, err)
+	keys := map[string]bool{}
+	for _, f := range again.current().frags {
+		require.False(t, keys[f.ident()], "fragment %s named twice in one version", f.ident())
+		keys[f.ident()] = true
+	}
+	require.NoError(t, d.Append(ctx, Row{"v": Scalar(int64(200))}))
+	_, err = d.Commit(ctx, "main moves")
+	require.NoError(t, err)
+	res, err := d.Merge(ctx, "again", MergeOptions{})
+	require.NoError(t, err)
+	require.False(t, res.FastForward)
+	require.EqualValues(t, 22, d.Len(), "20 rows and one appended on each side")
+	df, err := d.Diff(ctx, "again", "main", DiffOptions{Limit: -1})
+	require.NoError(t, err)
+	require.Zero(t, df.Modified, "the same values on both sides")
+	require.EqualValues(t, 1, df.Added)
+}

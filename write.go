@@ -41,6 +41,7 @@ type staging struct {
 	upd     *fragWriter   // update fragment (rows carry explicit ids)
 	sealed  []*fragWriter // full append fragments
 	deletes map[uint64]bool
+	nonce   string // of the update fragment
 
 	builders sync.Pool // of *chunk.Builder, recycled after encoding
 	buffers  sync.Pool // of *[]byte, encoded chunk buffers
@@ -82,7 +83,7 @@ func (d *Dataset) stagingLocked() (*staging, error) {
 	if d.stage == nil {
 		base := d.current()
 		ctx, cancel := context.WithCancel(context.Background())
-		st := &staging{d: d, base: base, nextUID: base.man.NextColumnUID, deltas: map[int]*colDelta{},
+		st := &staging{d: d, base: base, nextUID: base.man.NextColumnUID, deltas: map[int]*colDelta{}, nonce: randomID(),
 			deletes: map[uint64]bool{}, sem: make(chan struct{}, 2*d.opts.parallelism), ctx: ctx, cancel: cancel}
 		for _, c := range base.man.Schema.Columns {
 			c.MinShape, c.MaxShape, c.Samples, c.RawBytes, c.StoredBytes = nil, nil, 0, 0, 0
@@ -787,6 +788,9 @@ func (st *staging) putFragments(ctx context.Context, uids map[int]int) ([]pendin
 			continue
 		}
 		fr := manifest.Fragment{Rows: fw.rows, IDs: fw.ids, Columns: map[string][]manifest.ChunkRef{}}
+		if fw == st.upd {
+			fr.Nonce = st.nonce
+		}
 		for uid, cw := range fw.cols {
 			refs := make([]manifest.ChunkRef, len(cw.refs))
 			for i, r := range cw.refs {

@@ -198,8 +198,12 @@ func (f *FragmentRef) Live() int64 { return f.Rows - f.Deleted }
 // Fragment is the body of `fragments/<hash>` and, with Rows and IDs unused,
 // of `extensions/<hash>`.
 type Fragment struct {
-	Rows    int64                 `json:"rows,omitempty"`
-	IDs     [][2]uint64           `json:"ids,omitempty"`
+	Rows int64       `json:"rows,omitempty"`
+	IDs  [][2]uint64 `json:"ids,omitempty"`
+	// Nonce (format 1.1) makes every update fragment a distinct object:
+	// the same rows rewritten with the same values in two commits must
+	// not share a key, which names their location.
+	Nonce   string                `json:"nonce,omitempty"`
 	Columns map[string][]ChunkRef `json:"columns"`
 }
 
