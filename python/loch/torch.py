@@ -74,7 +74,9 @@ def _tensor(v: Any) -> Any:
     """A numpy array as a tensor sharing its memory; other values as is."""
     if not isinstance(v, np.ndarray):
         return v
-    if v.dtype.name == "bfloat16":
+    # dtype.name is computed in Python (microseconds): look at it only for
+    # dtypes that are not numpy's own numbers (ml_dtypes' bfloat16 is "V").
+    if v.dtype.kind == "V" and v.dtype.name == "bfloat16":
         return torch.from_numpy(v.view(np.uint16)).view(torch.bfloat16)
     return torch.from_numpy(v)
 
