@@ -11,6 +11,17 @@
 // snapshot: a reader sees one consistent snapshot, and a writer killed at any
 // moment leaves the last commit intact.
 //
+// # Reading
+//
+// Column reads samples by row position, decoded (Read, ReadRange) or as
+// stored (ReadEncoded). Readers that schedule their own reads (the loader,
+// benchmarks, table scans) use Scan: rows located by position, samples found
+// in chunks named by opaque ChunkIDs, reads planned (whole chunks, or one
+// sample's checksum blocks by range), fetched, verified and decoded into the
+// caller's buffers. Both go through one chunk reader, which checks every
+// chunk against its fragment and classifies errors with this package's
+// sentinels.
+//
 // # Concurrency
 //
 // A Dataset is safe for concurrent use. Reads (Len, Column, Read, ...) see the
@@ -22,5 +33,6 @@
 // # Memory
 //
 // Slices returned in a Sample are owned by the caller unless a method says
-// they alias a buffer the caller passed in.
+// they alias a buffer the caller passed in (Column.Read) or fetched memory
+// (Scan.Sample, Fetched.At: valid while the Fetched is held, read-only).
 package loch

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/lochdata/loch/chunk"
 	"github.com/lochdata/loch/manifest"
 )
 
@@ -165,12 +164,7 @@ func (v *verifier) chunk(ctx context.Context, ref manifest.ChunkRef) {
 		v.fail(ref.Key, fmt.Errorf("content hash %s does not match the chunk's name: %w", h, ErrCorrupt))
 		return
 	}
-	ch, err := chunk.Decode(obj, nil)
-	if err != nil {
-		v.fail(ref.Key, err)
-		return
-	}
-	if err := checkHeader(ch.Header, ref); err != nil {
+	if _, err := decodeChunk(obj, ref); err != nil {
 		v.fail(ref.Key, err)
 	}
 }

@@ -20,7 +20,7 @@ type dataset struct {
 	d *loch.Dataset
 
 	mu     sync.Mutex
-	view   *loch.View // loaded view of the current snapshot, for row ids
+	scan   *loch.Scan // loaded scan of the current snapshot, for row ids
 	closed bool
 }
 
@@ -78,18 +78,18 @@ func decodeStrict(what, s string, v any) error {
 
 func datasetOf(h C.uintptr_t) (*dataset, error) { return lookup[*dataset](h, "dataset") }
 
-// loadedView returns a loaded view of the handle's current snapshot.
-func (ds *dataset) loadedView(ctx context.Context) (*loch.View, error) {
+// loadedScan returns a loaded scan of the handle's current snapshot.
+func (ds *dataset) loadedScan(ctx context.Context) (*loch.Scan, error) {
 	ds.mu.Lock()
 	defer ds.mu.Unlock()
-	if ds.view != nil && ds.view.Version() == ds.d.Version() {
-		return ds.view, nil
+	if ds.scan != nil && ds.scan.Version() == ds.d.Version() {
+		return ds.scan, nil
 	}
-	v := ds.d.View()
+	v := ds.d.Scan()
 	if err := v.Load(ctx, 16); err != nil {
 		return nil, err
 	}
-	ds.view = v
+	ds.scan = v
 	return v, nil
 }
 
@@ -288,7 +288,7 @@ func loch_dataset_row_ids(h C.uintptr_t, start, end C.int64_t, out *C.uint64_t, 
 		return fail(errOut, err)
 	}
 	ctx := context.Background()
-	v, err := ds.loadedView(ctx)
+	v, err := ds.loadedScan(ctx)
 	if err != nil {
 		return fail(errOut, err)
 	}
@@ -300,11 +300,11 @@ func loch_dataset_row_ids(h C.uintptr_t, start, end C.int64_t, out *C.uint64_t, 
 	}
 	ids := unsafeSlice(out, int(end-start))
 	for i := int64(start); i < int64(end); i++ {
-		frag, off, err := v.Locate(i)
+		id, err := v.RowID(i)
 		if err != nil {
 			return fail(errOut, err)
 		}
-		ids[i-int64(start)] = C.uint64_t(v.RowID(frag, off))
+		ids[i-int64(start)] = C.uint64_t(id)
 	}
 	return C.LOCH_OK
 }

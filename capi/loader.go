@@ -139,12 +139,12 @@ func loch_loader_new(dsh C.uintptr_t, config *C.char, out *C.uintptr_t, errOut *
 		lo.cache, cfg.Cache = cache, cache
 	}
 	cfg.Allocator = lo.alloc
-	view := ds.d.View()
+	scan := ds.d.Scan()
 	if len(lo.names) == 0 {
-		sch := view.Schema()
+		sch := scan.Schema()
 		lo.names = sch.Names()
 	}
-	l, err := loader.New(context.Background(), view, cfg)
+	l, err := loader.New(context.Background(), scan, cfg)
 	if err != nil {
 		if lo.cache != nil {
 			lo.cache.Close()

@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/lochdata/loch"
-	"github.com/lochdata/loch/chunk"
 	"github.com/lochdata/loch/schema"
 )
 
@@ -57,7 +56,7 @@ func BenchmarkLoader(b *testing.B) {
 			b.Run(string(codec)+"/loader/"+shuffle, func(b *testing.B) {
 				b.SetBytes(bytes)
 				for i := 0; i < b.N; i++ {
-					l, err := New(ctx, d.View(), Config{BatchSize: 256, Shuffle: shuffle, Seed: uint64(i)})
+					l, err := New(ctx, d.Scan(), Config{BatchSize: 256, Shuffle: shuffle, Seed: uint64(i)})
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -76,52 +75,36 @@ func BenchmarkLoader(b *testing.B) {
 			})
 		}
 		b.Run(string(codec)+"/raw", func(b *testing.B) {
-			v := d.View()
+			v := d.Scan()
 			if err := v.Load(ctx, 4); err != nil {
 				b.Fatal(err)
 			}
-			var refs []string
+			var ids []loch.ChunkID
 			sch := v.Schema()
 			for _, c := range sch.Columns {
-				for k := 0; k < v.Fragments(); k++ {
-					for _, r := range v.Chunks(k, c.UID) {
-						refs = append(refs, r.Key)
-					}
-				}
+				ids = append(ids, v.Chunks(c.UID)...)
 			}
 			b.SetBytes(bytes)
 			for i := 0; i < b.N; i++ {
 				var wg sync.WaitGroup
-				next := make(chan string)
+				next := make(chan loch.ChunkID)
 				for w := 0; w < runtime.GOMAXPROCS(0); w++ {
 					wg.Add(1)
 					go func() {
 						defer wg.Done()
-						for key := range next {
-							obj, err := v.Store().Get(ctx, key)
-							if err == nil {
-								_, err = chunkDecode(obj)
-							}
-							if err != nil {
+						for id := range next {
+							if _, err := v.Fetch(ctx, loch.Read{Chunk: id}); err != nil {
 								b.Error(err)
 							}
 						}
 					}()
 				}
-				for _, k := range refs {
-					next <- k
+				for _, id := range ids {
+					next <- id
 				}
 				close(next)
 				wg.Wait()
 			}
 		})
 	}
-}
-
-func chunkDecode(obj []byte) (int, error) {
-	c, err := chunk.Decode(obj, nil)
-	if err != nil {
-		return 0, err
-	}
-	return len(c.Raw), nil
 }

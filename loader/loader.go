@@ -18,12 +18,9 @@ import (
 	"time"
 
 	"github.com/lochdata/loch"
-	"github.com/lochdata/loch/chunk"
 	"github.com/lochdata/loch/chunkcache"
 	"github.com/lochdata/loch/loader/order"
-	"github.com/lochdata/loch/manifest"
 	"github.com/lochdata/loch/schema"
-	"github.com/lochdata/loch/storage"
 	"github.com/lochdata/loch/transform"
 )
 
@@ -94,8 +91,8 @@ type Config struct {
 	// Cache, when set, keeps the chunk objects the loader fetches (for
 	// example a chunkcache.Disk shared by the ranks of a node), so that
 	// epochs after the first read them locally. Cache errors are not fatal:
-	// the loader falls back to the store. Full-shuffle sample reads bypass
-	// it.
+	// the loader falls back to the store. Full-shuffle reads of single
+	// samples bypass it.
 	Cache chunkcache.Cache
 	// Allocator supplies the batch buffers (Tensor.Data). The default
 	// allocates Go memory and reuses what Release returns; the Python SDK
@@ -183,7 +180,7 @@ type Stats struct {
 // one consumer goroutine; Stats and State may be called from any goroutine.
 // Close stops its goroutines.
 type Loader struct {
-	views []*loch.View // the datasets: one, or several mixed
+	scans []*loch.Scan // the datasets: one, or several mixed
 	cfg   Config
 	cols  [][]colPlan // [dataset][column]: the same names in every dataset
 	plan  planner
@@ -204,10 +201,7 @@ type Loader struct {
 	next     int            // index of the next batch Next returns
 	inflight int64
 	peak     int64
-	chunks   map[string]*chunkEntry
-
-	hmu     sync.Mutex
-	headers map[string]*chunk.Header // parsed chunk headers, for sample reads
+	chunks   map[entryKey]*chunkEntry
 
 	started    time.Time
 	firstBatch time.Duration
@@ -258,30 +252,32 @@ type colPlan struct {
 	col  schema.Column
 }
 
-// chunkEntry is a chunk needed by batches in flight.
-type chunkEntry struct {
-	key    string // ref.Key, or ref.Key#sample
-	store  storage.Store
-	sample int // -1: the whole chunk; else one sample read by range
-	hdr    *chunk.Header
-	data   []byte // the sample's bytes, for sample entries
-	ref    manifest.ChunkRef
-	ready  chan struct{}
-	ch     *chunk.Chunk
-	err    error
-	users  int // batches still needing it
-	size   int64
+// entryKey names a read of one of the loader's datasets.
+type entryKey struct {
+	ds   int
+	read loch.Read
 }
 
-// New starts a loader over view (which it loads). The loader reads the
-// view's snapshot only: it never mixes snapshots.
-func New(ctx context.Context, view *loch.View, cfg Config) (*Loader, error) {
+// chunkEntry is a read needed by batches in flight. ready is closed when f
+// or err is set.
+type chunkEntry struct {
+	key   entryKey
+	ready chan struct{}
+	f     *loch.Fetched
+	err   error
+	users int   // batches still needing it
+	size  int64 // memory it holds (an estimate until fetched)
+}
+
+// New starts a loader over scan (which it loads). The loader reads the
+// scan's snapshot only: it never mixes snapshots.
+func New(ctx context.Context, scan *loch.Scan, cfg Config) (*Loader, error) {
 	cfg.defaults()
-	l, err := newLoader(ctx, []*loch.View{view}, cfg)
+	l, err := newLoader(ctx, []*loch.Scan{scan}, cfg)
 	if err != nil {
 		return nil, err
 	}
-	p, err := makePlan(view, refColumn(l.cols[0]), cfg)
+	p, err := makePlan(l.scans[0], refColumn(l.cols[0]), cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -296,19 +292,19 @@ func New(ctx context.Context, view *loch.View, cfg Config) (*Loader, error) {
 // every dataset to deliver all its rows at least once). cfg's order fields
 // apply to the mixture; cfg.Rows is not supported. Batches carry the
 // dataset of each row in Batch.Datasets.
-func NewMix(ctx context.Context, views []*loch.View, weights []float64, epochRows int64, cfg Config) (*Loader, error) {
+func NewMix(ctx context.Context, scans []*loch.Scan, weights []float64, epochRows int64, cfg Config) (*Loader, error) {
 	cfg.defaults()
-	if len(views) == 0 || len(views) != len(weights) {
-		return nil, fmt.Errorf("loader: %d datasets and %d weights: %w", len(views), len(weights), loch.ErrInvalidArgument)
+	if len(scans) == 0 || len(scans) != len(weights) {
+		return nil, fmt.Errorf("loader: %d datasets and %d weights: %w", len(scans), len(weights), loch.ErrInvalidArgument)
 	}
 	if cfg.Rows != nil {
 		return nil, fmt.Errorf("loader: a row subset cannot be combined with a mixture: %w", loch.ErrInvalidArgument)
 	}
-	l, err := newLoader(ctx, views, cfg)
+	l, err := newLoader(ctx, scans, cfg)
 	if err != nil {
 		return nil, err
 	}
-	for d := 1; d < len(views); d++ {
+	for d := 1; d < len(scans); d++ {
 		for c, cp := range l.cols[d] {
 			if first := l.cols[0][c]; cp.col.DType != first.col.DType || cp.col.DType.Variable() != first.col.DType.Variable() {
 				return nil, fmt.Errorf("loader: column %q is %s in dataset 0 and %s in dataset %d: %w", cp.name, first.col.DType, cp.col.DType, d, loch.ErrInvalidArgument)
@@ -318,7 +314,7 @@ func NewMix(ctx context.Context, views []*loch.View, weights []float64, epochRow
 	ms := order.MixSpec{Weights: weights, EpochRows: epochRows, Seed: cfg.Seed, Epoch: cfg.Epoch,
 		WorldSize: cfg.WorldSize, Rank: cfg.Rank, BatchSize: cfg.BatchSize, DropLast: cfg.DropLast}
 	var versions []string
-	for d, v := range views {
+	for d, v := range l.scans {
 		sp, err := spec(v, refColumn(l.cols[d]), cfg)
 		if err != nil {
 			return nil, err
@@ -348,12 +344,15 @@ func NewMix(ctx context.Context, views []*loch.View, weights []float64, epochRow
 	return l, nil
 }
 
-// newLoader loads the views and resolves the columns.
-func newLoader(ctx context.Context, views []*loch.View, cfg Config) (*Loader, error) {
-	l := &Loader{views: views, cfg: cfg, ready: map[int]*Batch{}, failed: map[int]error{},
-		chunks: map[string]*chunkEntry{}, headers: map[string]*chunk.Header{}}
-	for _, v := range views {
-		l.retries0 += storage.Retries(v.Store())
+// newLoader loads the scans and resolves the columns.
+func newLoader(ctx context.Context, scans []*loch.Scan, cfg Config) (*Loader, error) {
+	l := &Loader{cfg: cfg, ready: map[int]*Batch{}, failed: map[int]error{}, chunks: map[entryKey]*chunkEntry{}}
+	for _, v := range scans {
+		if cfg.Cache != nil {
+			v = v.WithCache(cfg.Cache)
+		}
+		l.scans = append(l.scans, v)
+		l.retries0 += v.Retries()
 		if err := v.Load(ctx, cfg.FetchConcurrency); err != nil {
 			return nil, err
 		}
@@ -400,7 +399,7 @@ func (l *Loader) begin(p planner) {
 }
 
 // columns resolves column names (all when none are given).
-func columns(view *loch.View, names []string) ([]colPlan, error) {
+func columns(view *loch.Scan, names []string) ([]colPlan, error) {
 	sch := view.Schema()
 	if len(names) == 0 {
 		names = sch.Names()
@@ -538,8 +537,8 @@ func (l *Loader) Stats() Stats {
 
 func (l *Loader) retries() int64 {
 	var n int64
-	for _, v := range l.views {
-		n += storage.Retries(v.Store())
+	for _, v := range l.scans {
+		n += v.Retries()
 	}
 	return n
 }

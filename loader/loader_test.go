@@ -81,7 +81,7 @@ func TestBatchesMatchRows(t *testing.T) {
 		if ordered {
 			cfg.Shuffle = "none"
 		}
-		l, err := New(ctx, d.View(), cfg)
+		l, err := New(ctx, d.Scan(), cfg)
 		require.NoError(t, err)
 		batches := drain(t, l)
 		require.NoError(t, l.Close())
@@ -136,11 +136,11 @@ func countPrefix(a, b []byte) int {
 func TestResumeSameBatches(t *testing.T) {
 	d := testDataset(t, 50)
 	cfg := Config{BatchSize: 6, Shuffle: "none", Seed: 3}
-	l, err := New(ctx, d.View(), cfg)
+	l, err := New(ctx, d.Scan(), cfg)
 	require.NoError(t, err)
 	all := drain(t, l)
 	l.Close()
-	l, err = New(ctx, d.View(), cfg)
+	l, err = New(ctx, d.Scan(), cfg)
 	require.NoError(t, err)
 	for i := 0; i < 3; i++ {
 		_, err := l.Next(ctx)
@@ -150,7 +150,7 @@ func TestResumeSameBatches(t *testing.T) {
 	l.Close()
 	require.Equal(t, 3, st.Stages[len(st.Stages)-1].BatchesDone)
 	cfg.Resume = &st
-	l, err = New(ctx, d.View(), cfg)
+	l, err = New(ctx, d.Scan(), cfg)
 	require.NoError(t, err)
 	rest := drain(t, l)
 	l.Close()
@@ -166,7 +166,7 @@ func TestResumeSameBatches(t *testing.T) {
 func TestResumeOtherVersion(t *testing.T) {
 	d := testDataset(t, 50)
 	cfg := Config{BatchSize: 5, Shuffle: "block", Seed: 3}
-	l, err := New(ctx, d.View(), cfg)
+	l, err := New(ctx, d.Scan(), cfg)
 	require.NoError(t, err)
 	for i := 0; i < 2; i++ {
 		_, err := l.Next(ctx)
@@ -179,11 +179,11 @@ func TestResumeOtherVersion(t *testing.T) {
 	_, err = d.Commit(ctx, "one more row")
 	require.NoError(t, err)
 	cfg.Resume = &st
-	_, err = New(ctx, d.View(), cfg)
+	_, err = New(ctx, d.Scan(), cfg)
 	require.ErrorIs(t, err, loch.ErrInvalidArgument)
 	require.ErrorContains(t, err, st.Version)
 	cfg.AllowVersionChange = true
-	l, err = New(ctx, d.View(), cfg)
+	l, err = New(ctx, d.Scan(), cfg)
 	require.NoError(t, err)
 	rest := drain(t, l)
 	l.Close()
@@ -192,7 +192,7 @@ func TestResumeOtherVersion(t *testing.T) {
 }
 
 func positions(t testing.TB, d *loch.Dataset, cfg Config) [][]int64 {
-	l, err := New(ctx, d.View(), cfg)
+	l, err := New(ctx, d.Scan(), cfg)
 	require.NoError(t, err)
 	defer l.Close()
 	var out [][]int64
@@ -255,7 +255,7 @@ func TestElasticResume(t *testing.T) {
 	delivered := map[int64]int{}
 	var saved State
 	for r := 0; r < 2; r++ {
-		l, err := New(ctx, d.View(), Config{BatchSize: 5, Shuffle: "block", Seed: 9, WorldSize: 2, Rank: r})
+		l, err := New(ctx, d.Scan(), Config{BatchSize: 5, Shuffle: "block", Seed: 9, WorldSize: 2, Rank: r})
 		require.NoError(t, err)
 		for i := 0; i < 4; i++ {
 			b, err := l.Next(ctx)
@@ -270,7 +270,7 @@ func TestElasticResume(t *testing.T) {
 	var counts []int
 	for r := 0; r < 3; r++ {
 		st := saved
-		l, err := New(ctx, d.View(), Config{BatchSize: 5, Shuffle: "block", WorldSize: 3, Rank: r, Resume: &st})
+		l, err := New(ctx, d.Scan(), Config{BatchSize: 5, Shuffle: "block", WorldSize: 3, Rank: r, Resume: &st})
 		require.NoError(t, err)
 		bs := drain(t, l)
 		counts = append(counts, len(bs))
@@ -298,7 +298,7 @@ func TestSplit(t *testing.T) {
 	all := positions(t, d, Config{BatchSize: 5, Shuffle: "block", Seed: 1})
 	got := make([][]int64, len(all))
 	for i := 0; i < 3; i++ {
-		l, err := New(ctx, d.View(), Config{BatchSize: 5, Shuffle: "block", Seed: 1, Split: Split{i, 3}})
+		l, err := New(ctx, d.Scan(), Config{BatchSize: 5, Shuffle: "block", Seed: 1, Split: Split{i, 3}})
 		require.NoError(t, err)
 		bs := drain(t, l)
 		require.Len(t, bs, l.Batches())
@@ -313,7 +313,7 @@ func TestSplit(t *testing.T) {
 
 func TestRaggedAsList(t *testing.T) {
 	d := testDataset(t, 20)
-	l, err := New(ctx, d.View(), Config{BatchSize: 6, Shuffle: "none", Columns: []string{"r", "x"}, RaggedAsList: true})
+	l, err := New(ctx, d.Scan(), Config{BatchSize: 6, Shuffle: "none", Columns: []string{"r", "x"}, RaggedAsList: true})
 	require.NoError(t, err)
 	defer l.Close()
 	col, _ := d.Column("r")

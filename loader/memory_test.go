@@ -54,7 +54,7 @@ func memoryChild(dir string) {
 		fmt.Println("error", err)
 		os.Exit(3)
 	}
-	view := d.View()
+	view := d.Scan()
 	if err := view.Load(ctx, 4); err != nil {
 		fmt.Println("error", err)
 		os.Exit(3)

@@ -38,7 +38,7 @@ func TestOnMinIO(t *testing.T) {
 		seen := map[uint64]bool{}
 		var counts []int
 		for r := 0; r < 2; r++ {
-			l, err := New(ctx, d.View(), Config{BatchSize: 16, Shuffle: mode, Seed: 8, WorldSize: 2, Rank: r})
+			l, err := New(ctx, d.Scan(), Config{BatchSize: 16, Shuffle: mode, Seed: 8, WorldSize: 2, Rank: r})
 			require.NoError(t, err)
 			bs := drain(t, l)
 			l.Close()
@@ -60,7 +60,7 @@ func TestOnMinIO(t *testing.T) {
 	// Resume mid-epoch gives exactly the rest of the uninterrupted run.
 	cfg := Config{BatchSize: 16, Shuffle: "block", Seed: 8, Epoch: 1}
 	whole := positions(t, d, cfg)
-	l0, err := New(ctx, d.View(), cfg)
+	l0, err := New(ctx, d.Scan(), cfg)
 	require.NoError(t, err)
 	for i := 0; i < 4; i++ {
 		_, err := l0.Next(ctx)
@@ -76,7 +76,7 @@ func TestOnMinIO(t *testing.T) {
 	fd, err := loch.Open(ctx, b.URL, loch.WithStore(flaky))
 	require.NoError(t, err)
 	defer fd.Close()
-	l, err := New(ctx, fd.View(), Config{BatchSize: 10, Shuffle: "block", Seed: 3})
+	l, err := New(ctx, fd.Scan(), Config{BatchSize: 10, Shuffle: "block", Seed: 3})
 	require.NoError(t, err)
 	var ids []uint64
 	for _, bt := range drain(t, l) {

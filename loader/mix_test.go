@@ -8,7 +8,7 @@ import (
 	"github.com/lochdata/loch"
 )
 
-func mixRun(t *testing.T, views []*loch.View, cfg Config) (batches []*Batch, st State) {
+func mixRun(t *testing.T, views []*loch.Scan, cfg Config) (batches []*Batch, st State) {
 	l, err := NewMix(ctx, views, []float64{0.75, 0.25}, 400, cfg)
 	require.NoError(t, err)
 	defer l.Close()
@@ -19,7 +19,7 @@ func mixRun(t *testing.T, views []*loch.View, cfg Config) (batches []*Batch, st 
 // with every value coming from the dataset the batch says.
 func TestMixture(t *testing.T) {
 	a, b := testDataset(t, 120), testDataset(t, 50)
-	views := []*loch.View{a.View(), b.View()}
+	views := []*loch.Scan{a.Scan(), b.Scan()}
 	cfg := Config{BatchSize: 16, Shuffle: "block", Seed: 2, Columns: []string{"x", "label"}}
 	bs, _ := mixRun(t, views, cfg)
 	again, _ := mixRun(t, views, cfg)

@@ -4,32 +4,24 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/lochdata/loch"
-	"github.com/lochdata/loch/chunk"
-	"github.com/lochdata/loch/imaging"
 	"github.com/lochdata/loch/loader/order"
-	"github.com/lochdata/loch/manifest"
 	"github.com/lochdata/loch/schema"
-	"github.com/lochdata/loch/storage"
 	"github.com/lochdata/loch/transform"
 )
 
-// sampleLoc says where one sample of one column lives.
-type sampleLoc struct {
-	entries []*chunkEntry // the chunk, or the pieces of a split sample; nil: null
-	idx     int           // sample index in the chunk
-}
-
+// batchJob is a batch between scheduling and collation: its rows, where
+// their samples live and the reads they need.
 type batchJob struct {
 	index     int
 	positions []int64
 	rowIDs    []uint64
-	datasets  []int         // for mixtures
-	locs      [][]sampleLoc // [column][sample]
-	entries   []*chunkEntry // distinct chunks the batch holds a use of
+	datasets  []int             // for mixtures
+	slots     [][]loch.Slot     // [column][sample]
+	reads     [][][]*chunkEntry // [column][sample]: the reads of the sample's slot
+	entries   []*chunkEntry     // distinct reads the batch holds a use of
 }
 
 func (l *Loader) start() {
@@ -91,10 +83,7 @@ func (l *Loader) schedule(jobs chan<- *batchJob) {
 				// since locate found it (its data is still good).
 				if e.ready == nil {
 					e.ready = make(chan struct{})
-					e.size = e.ref.Raw + e.ref.Size
-					if e.sample >= 0 {
-						e.size = e.ref.Raw/max(e.ref.Rows, 1) + chunk.BlockSize
-					}
+					e.size = l.scans[e.key.ds].Estimate(e.key.read)
 					start = append(start, e)
 				}
 				if _, ok := l.chunks[e.key]; !ok {
@@ -127,194 +116,85 @@ func (l *Loader) schedule(jobs chan<- *batchJob) {
 	}
 }
 
-// locate resolves batch bi's rows to chunks, registering the chunk
-// entries it needs (under l.mu).
+// locate resolves batch bi's rows to the reads their samples need,
+// registering the entries (under l.mu).
 func (l *Loader) locate(bi int, items []order.Item) (*batchJob, error) {
 	ncols := len(l.cols[0])
-	job := &batchJob{index: bi, positions: make([]int64, len(items)), rowIDs: make([]uint64, len(items)), locs: make([][]sampleLoc, ncols)}
+	job := &batchJob{index: bi, positions: make([]int64, len(items)), rowIDs: make([]uint64, len(items)),
+		slots: make([][]loch.Slot, ncols), reads: make([][][]*chunkEntry, ncols)}
 	if l.mixed {
 		job.datasets = make([]int, len(items))
 	}
 	for c := range ncols {
-		job.locs[c] = make([]sampleLoc, len(items))
+		job.slots[c] = make([]loch.Slot, len(items))
+		job.reads[c] = make([][]*chunkEntry, len(items))
 	}
+	sparse := l.cfg.Shuffle == "full" // a chunk per sample: read samples by range where possible
 	seen := map[*chunkEntry]bool{}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for i, it := range items {
-		v := l.views[it.Dataset]
+		sc := l.scans[it.Dataset]
 		job.positions[i] = it.Pos
 		if job.datasets != nil {
 			job.datasets[i] = it.Dataset
 		}
-		frag, off, err := v.Locate(it.Pos)
+		row, err := sc.Locate(it.Pos)
 		if err != nil {
 			return nil, err
 		}
-		job.rowIDs[i] = v.RowID(frag, off)
+		job.rowIDs[i] = row.ID
 		for c, cp := range l.cols[it.Dataset] {
-			refs := v.Chunks(frag, cp.col.UID)
-			k := v.ChunkIndex(frag, cp.col.UID, off)
-			if k < 0 {
-				continue // null
-			}
-			ref := refs[k]
-			n := 1
-			if ref.Parts > 0 {
-				n = ref.Parts
-			}
-			loc := sampleLoc{idx: int(off - ref.First)}
-			if ref.Parts > 0 {
-				loc.idx = 0
-			}
-			for p := 0; p < n; p++ {
-				sample := -1
-				if l.cfg.Shuffle == "full" && uncompressed(ref) && ref.Parts == 0 {
-					// A full shuffle touches a chunk per sample: read just
-					// the sample's checksum blocks, not the whole chunk.
-					sample = loc.idx
-				}
-				e := l.entry(refs[k+p], sample, v)
-				loc.entries = append(loc.entries, e)
+			slot := sc.Slot(row, cp.col.UID)
+			job.slots[c][i] = slot
+			for _, r := range sc.Reads(slot, sparse) {
+				e := l.entry(it.Dataset, r)
+				job.reads[c][i] = append(job.reads[c][i], e)
 				if !seen[e] {
 					seen[e] = true
 					job.entries = append(job.entries, e)
 				}
 			}
-			job.locs[c][i] = loc
 		}
 	}
 	return job, nil
 }
 
-// uncompressed reports whether a chunk's data is stored as is (codec none).
-func uncompressed(ref manifest.ChunkRef) bool { return ref.Size == int64(ref.Header)+ref.Raw+4 }
-
-// entry returns the table entry of a chunk, or of one sample of it when
-// sample >= 0, creating an idle one (l.mu held).
-func (l *Loader) entry(ref manifest.ChunkRef, sample int, v *loch.View) *chunkEntry {
-	key := ref.Key
-	if sample >= 0 {
-		key += "#" + strconv.Itoa(sample)
-	}
-	e, ok := l.chunks[key]
+// entry returns the table entry of a read of dataset ds, creating an idle
+// one (l.mu held).
+func (l *Loader) entry(ds int, r loch.Read) *chunkEntry {
+	k := entryKey{ds, r}
+	e, ok := l.chunks[k]
 	if !ok {
-		e = &chunkEntry{ref: ref, key: key, sample: sample, store: v.Store()}
-		l.chunks[key] = e
+		e = &chunkEntry{key: k}
+		l.chunks[k] = e
 	}
 	return e
 }
 
-// fetch reads and decodes one chunk, or one sample of it.
+// fetch performs one read.
 func (l *Loader) fetch(e *chunkEntry) {
 	defer close(e.ready)
-	if e.sample >= 0 {
-		l.fetchSample(e)
-		return
-	}
-	t0 := time.Now()
-	obj, cached := l.cached(e.ref.Key)
-	var err error
-	if !cached {
-		obj, err = e.store.Get(l.ctx, e.ref.Key)
-	}
-	l.fetchNs.Add(int64(time.Since(t0)))
-	if err != nil {
-		e.err = fmt.Errorf("fetch chunk %s: %w", e.ref.Key, err)
-		return
-	}
-	if !cached {
-		l.fetched.Add(int64(len(obj)))
-		l.nchunks.Add(1)
-	}
-	t1 := time.Now()
-	e.ch, e.err = loch.DecodeChunk(obj, e.ref)
-	l.decodeNs.Add(int64(time.Since(t1)))
-	if e.err == nil && !cached && l.cfg.Cache != nil {
-		// Only verified chunks enter the cache. A failed Put (a full disk)
-		// only costs the next epoch a fetch.
-		_ = l.cfg.Cache.Put(l.ctx, e.ref.Key, obj)
-	}
-	if e.err == nil && e.ch.Codec == chunk.CodecNone {
-		// The decoded data aliases the object: correct the estimate made
-		// at admission, which counted both.
-		l.mu.Lock()
-		l.inflight -= e.ref.Raw
-		e.size -= e.ref.Raw
-		l.cond.Broadcast()
-		l.mu.Unlock()
-	}
-}
-
-// cached returns a chunk object from the cache, if there is one and it
-// holds the key. Cache failures count as misses.
-func (l *Loader) cached(key string) ([]byte, bool) {
-	if l.cfg.Cache == nil {
-		return nil, false
-	}
-	obj, ok, err := l.cfg.Cache.Get(l.ctx, key)
-	if err != nil || !ok {
-		return nil, false
-	}
-	l.hits.Add(1)
-	return obj, true
-}
-
-// fetchSample reads one sample of an uncompressed chunk: the chunk's
-// header (once per loader) and the checksum blocks holding the sample.
-func (l *Loader) fetchSample(e *chunkEntry) {
-	t0 := time.Now()
-	defer func() { l.fetchNs.Add(int64(time.Since(t0))) }()
-	h, err := l.header(e.store, e.ref)
+	f, err := l.scans[e.key.ds].Fetch(l.ctx, e.key.read)
 	if err != nil {
 		e.err = err
 		return
 	}
-	if e.sample >= h.N {
-		e.err = fmt.Errorf("chunk %s: sample %d of %d: %w", e.ref.Key, e.sample, h.N, loch.ErrCorrupt)
-		return
+	e.f = f
+	l.fetchNs.Add(int64(f.ReadTime))
+	l.decodeNs.Add(int64(f.DecodeTime))
+	l.fetched.Add(f.Bytes)
+	if f.Cached {
+		l.hits.Add(1)
+	} else if f.Whole() {
+		l.nchunks.Add(1)
 	}
-	s, end := h.Range(e.sample)
-	a, b := h.BlockSpan(s, end)
-	span := make([]byte, b-a)
-	if len(span) > 0 {
-		if err := e.store.ReadRange(l.ctx, e.ref.Key, a, span); err != nil {
-			e.err = fmt.Errorf("fetch chunk %s: %w", e.ref.Key, err)
-			return
-		}
-	}
-	data, err := h.VerifyBlocks(span, s, end)
-	if err != nil {
-		e.err = fmt.Errorf("fetch chunk %s: %w: %w", e.ref.Key, loch.ErrCorrupt, err)
-		return
-	}
-	l.fetched.Add(int64(len(span)))
-	e.hdr, e.data = h, data
-}
-
-// header returns a chunk's parsed header, read once per loader.
-func (l *Loader) header(store storage.Store, ref manifest.ChunkRef) (*chunk.Header, error) {
-	l.hmu.Lock()
-	h, ok := l.headers[ref.Key]
-	l.hmu.Unlock()
-	if ok {
-		return h, nil
-	}
-	buf := make([]byte, ref.Header)
-	if err := store.ReadRange(l.ctx, ref.Key, 0, buf); err != nil {
-		return nil, fmt.Errorf("fetch chunk %s header: %w", ref.Key, err)
-	}
-	h, err := chunk.ParseHeader(buf)
-	if err != nil {
-		return nil, fmt.Errorf("fetch chunk %s: %w: %w", ref.Key, loch.ErrCorrupt, err)
-	}
-	if int64(h.N) != ref.Rows || h.Size() != ref.Size {
-		return nil, fmt.Errorf("fetch chunk %s: header disagrees with its fragment: %w", ref.Key, loch.ErrCorrupt)
-	}
-	l.hmu.Lock()
-	l.headers[ref.Key] = h
-	l.hmu.Unlock()
-	return h, nil
+	// Correct the estimate made at admission.
+	l.mu.Lock()
+	l.inflight += f.Mem() - e.size
+	e.size = f.Mem()
+	l.cond.Broadcast()
+	l.mu.Unlock()
 }
 
 // collate waits for a batch's chunks, builds its tensors and publishes it.
@@ -353,75 +233,85 @@ func (l *Loader) collate(job *batchJob) {
 	l.cond.Broadcast()
 }
 
-// sample returns the stored bytes and header of one located sample.
-func sampleBytes(loc sampleLoc) ([]byte, *chunk.Header, error) {
-	for _, e := range loc.entries {
+// sample returns row i's sample of column c as stored (Data aliases the
+// fetched chunk), or the error of a read it needs.
+func (l *Loader) sample(job *batchJob, c, i int) (loch.Sample, error) {
+	slot := job.slots[c][i]
+	if slot.Null() {
+		return loch.Sample{Null: true}, nil
+	}
+	reads := job.reads[c][i]
+	got := make([]*loch.Fetched, len(reads))
+	for p, e := range reads {
 		if e.err != nil {
-			return nil, nil, e.err
+			return loch.Sample{}, e.err
 		}
+		got[p] = e.f
 	}
-	if e := loc.entries[0]; e.sample >= 0 {
-		return e.data, e.hdr, nil
+	ds := 0
+	if job.datasets != nil {
+		ds = job.datasets[i]
 	}
-	first := loc.entries[0].ch
-	if len(loc.entries) == 1 {
-		return first.Sample(loc.idx), first.Header, nil
-	}
-	var data []byte
-	for _, e := range loc.entries {
-		data = append(data, e.ch.Raw...)
-	}
-	return data, first.Header, nil
+	return l.scans[ds].Sample(slot, got)
 }
 
-// build collates a batch. A row whose sample fails is skipped (with
-// SkipBadSamples) or fails the batch with an error naming the row, the
-// column and the object.
+// value is one sample on its way into a batch: as stored (still encoded
+// when Encoding is set: it is decoded straight into the batch buffer), or
+// as a transform left it.
+type value struct {
+	s     loch.Sample
+	dtype schema.DType
+}
+
+// build collates a batch. A row whose sample fails to read, transform or
+// decode is skipped (with SkipBadSamples) or fails the batch with an error
+// naming the row, the column and the object.
 func (l *Loader) build(job *batchJob) (*Batch, error) {
-	type got struct {
-		data  []byte
-		shape []int
-		dtype schema.DType
-		null  bool
-	}
 	cols := l.cols[0] // names and dtypes agree across datasets
-	vals := make([][]got, len(cols))
+	vals := make([][]value, len(cols))
 	bad := make([]bool, len(job.positions))
 	for c, cp := range cols {
-		vals[c] = make([]got, len(job.positions))
-		for i, loc := range job.locs[c] {
-			if loc.entries == nil {
-				vals[c][i] = got{null: true}
-				continue
-			}
-			data, h, err := sampleBytes(loc)
-			if err == nil && loc.entries[0].sample >= 0 {
-				loc.idx = loc.entries[0].sample
-			}
-			if err == nil && h.Null(loc.idx) {
-				vals[c][i] = got{null: true}
-				continue
-			}
-			var shape []int
+		vals[c] = make([]value, len(job.positions))
+		for i := range job.positions {
+			s, err := l.sample(job, c, i)
 			dtype := cp.col.DType
-			if err == nil {
-				shape = h.Shape(loc.idx)
-				if tf, ok := l.transforms[c]; ok {
-					data, shape, dtype, err = l.transform(tf, h, data, shape, cp.col.DType, job.rowIDs[i])
-				} else if h.SampleCompression != chunk.SampleNone {
-					data, shape, err = decodeImage(data, shape)
-				}
+			if tf, ok := l.transforms[c]; ok && err == nil && !s.Null {
+				s, dtype, err = l.transform(tf, s, dtype, job.rowIDs[i])
 			}
 			if err != nil {
-				if !l.cfg.SkipBadSamples {
-					return nil, fmt.Errorf("loader: row id %d (position %d), column %q: %w", job.rowIDs[i], job.positions[i], cp.name, err)
+				if err := l.badRow(job, i, cp.name, err); err != nil {
+					return nil, err
 				}
 				bad[i] = true
 				continue
 			}
-			vals[c][i] = got{data: data, shape: shape, dtype: dtype}
+			vals[c][i] = value{s: s, dtype: dtype}
 		}
 	}
+	for {
+		b, badRow, err := l.collateRows(job, vals, bad)
+		if badRow < 0 {
+			return b, err
+		}
+		// A sample failed to decode: collate again without its row.
+		l.Release(b)
+		bad[badRow] = true
+	}
+}
+
+// badRow reports a row whose sample failed: nil when the row is to be
+// skipped (recorded in Stats), else the batch's error.
+func (l *Loader) badRow(job *batchJob, i int, column string, err error) error {
+	if !l.cfg.SkipBadSamples {
+		return fmt.Errorf("loader: row id %d (position %d), column %q: %w", job.rowIDs[i], job.positions[i], column, err)
+	}
+	return nil
+}
+
+// collateRows builds the batch of the rows not marked bad. When a sample
+// fails to decode and bad samples are skipped, it returns that row's index
+// (and a batch to release); otherwise badRow is -1.
+func (l *Loader) collateRows(job *batchJob, vals [][]value, bad []bool) (b *Batch, badRow int, err error) {
 	keep := make([]int, 0, len(job.positions))
 	var skipped []uint64
 	for i := range job.positions {
@@ -431,12 +321,7 @@ func (l *Loader) build(job *batchJob) (*Batch, error) {
 			keep = append(keep, i)
 		}
 	}
-	if len(skipped) > 0 {
-		l.mu.Lock()
-		l.skipped = append(l.skipped, skipped...)
-		l.mu.Unlock()
-	}
-	b := &Batch{Epoch: l.cfg.Epoch, Index: l.base + job.index, Columns: map[string]*Tensor{}}
+	b = &Batch{Epoch: l.cfg.Epoch, Index: l.base + job.index, Columns: map[string]*Tensor{}}
 	for _, i := range keep {
 		b.Positions = append(b.Positions, job.positions[i])
 		b.RowIDs = append(b.RowIDs, job.rowIDs[i])
@@ -444,122 +329,146 @@ func (l *Loader) build(job *batchJob) (*Batch, error) {
 			b.Datasets = append(b.Datasets, job.datasets[i])
 		}
 	}
-	for c, cp := range cols {
-		t := &Tensor{DType: cp.col.DType}
-		for _, i := range keep {
-			if v := vals[c][i]; !v.null {
-				t.DType = v.dtype // a transform may change it (to_float)
-				break
+	for c, cp := range l.cols[0] {
+		t, i, err := l.tensor(cp, vals[c], keep, b.RowIDs)
+		b.Columns[cp.name] = t
+		if err != nil && i >= 0 {
+			if err := l.badRow(job, i, cp.name, err); err != nil {
+				return nil, -1, err
 			}
+			return b, i, nil
 		}
-		n := len(keep)
-		anyNull := false
-		for _, i := range keep {
-			anyNull = anyNull || vals[c][i].null
+		if err != nil {
+			return nil, -1, err
 		}
-		if anyNull {
-			t.Null = make([]bool, n)
-			for k, i := range keep {
-				t.Null[k] = vals[c][i].null
-			}
+	}
+	if len(skipped) > 0 {
+		l.mu.Lock()
+		l.skipped = append(l.skipped, skipped...)
+		l.mu.Unlock()
+	}
+	return b, -1, nil
+}
+
+// tensor collates one column of the kept rows. A sample that fails to
+// decode is reported with its row index; other errors with -1.
+func (l *Loader) tensor(cp colPlan, vals []value, keep []int, rowIDs []uint64) (*Tensor, int, error) {
+	t := &Tensor{DType: cp.col.DType}
+	n := len(keep)
+	anyNull := false
+	for _, i := range keep {
+		if v := vals[i]; v.s.Null {
+			anyNull = true
+		} else {
+			t.DType = v.dtype // a transform may change it (to_float)
 		}
-		if cp.col.DType.Variable() || (l.cfg.RaggedAsList && !cp.col.Shape.Fixed()) {
-			t.Shape = []int{n}
-			t.Items = make([][]byte, n)
-			if !cp.col.DType.Variable() {
-				t.Shapes = make([][]int, n)
-			}
-			for k, i := range keep {
-				if !vals[c][i].null {
-					t.Items[k] = append([]byte(nil), vals[c][i].data...)
-					if t.Shapes != nil {
-						t.Shapes[k] = vals[c][i].shape
-					}
-				}
-			}
-			b.Columns[cp.name] = t
-			continue
+	}
+	if anyNull {
+		t.Null = make([]bool, n)
+		for k, i := range keep {
+			t.Null[k] = vals[i].s.Null
 		}
-		// The batch shape: the elementwise max of the samples' shapes.
-		var maxShape []int
-		ragged := false
-		for _, i := range keep {
-			v := vals[c][i]
-			if v.null {
-				continue
-			}
-			if maxShape == nil {
-				maxShape = append([]int(nil), v.shape...)
-				continue
-			}
-			if len(v.shape) != len(maxShape) {
-				return nil, fmt.Errorf("loader: column %q: samples with %d and %d dimensions in one batch (rows %v); such columns can only be read row by row", cp.name, len(maxShape), len(v.shape), b.RowIDs)
-			}
-			for d := range maxShape {
-				if v.shape[d] != maxShape[d] {
-					ragged = true
-					maxShape[d] = max(maxShape[d], v.shape[d])
-				}
-			}
-		}
-		if maxShape == nil {
-			maxShape = nullShape(cp.col)
-		}
-		size := t.DType.Size()
-		per := schema.NumElements(maxShape) * size
-		t.Shape = append([]int{n}, maxShape...)
-		t.Data = l.cfg.Allocator.Alloc(n * per)
-		if ragged || anyNull {
-			clear(t.Data)
-		}
-		if ragged {
+	}
+	if cp.col.DType.Variable() || (l.cfg.RaggedAsList && !cp.col.Shape.Fixed()) {
+		t.Shape = []int{n}
+		t.Items = make([][]byte, n)
+		if !cp.col.DType.Variable() {
 			t.Shapes = make([][]int, n)
 		}
 		for k, i := range keep {
-			v := vals[c][i]
-			if ragged {
-				t.Shapes[k] = v.shape
-				if v.null {
-					t.Shapes[k] = make([]int, len(maxShape))
-				}
-			}
-			if v.null {
+			v := vals[i]
+			if v.s.Null {
 				continue
 			}
-			dst := t.Data[k*per : (k+1)*per]
-			if !ragged {
-				copy(dst, v.data)
-			} else {
-				padCopy(dst, v.data, v.shape, maxShape, size)
+			s, err := v.s.DecodeInto(make([]byte, v.s.DecodedLen()))
+			if err != nil {
+				return t, i, err
 			}
-			l.decoded.Add(int64(len(v.data)))
+			t.Items[k] = s.Data
+			if t.Shapes != nil {
+				t.Shapes[k] = s.Shape
+			}
+			l.decoded.Add(int64(len(s.Data)))
 		}
-		b.Columns[cp.name] = t
+		return t, -1, nil
 	}
-	return b, nil
+	// The batch shape: the elementwise max of the samples' shapes.
+	var maxShape []int
+	ragged := false
+	for _, i := range keep {
+		v := vals[i]
+		if v.s.Null {
+			continue
+		}
+		if maxShape == nil {
+			maxShape = append([]int(nil), v.s.Shape...)
+			continue
+		}
+		if len(v.s.Shape) != len(maxShape) {
+			return t, -1, fmt.Errorf("loader: column %q: samples with %d and %d dimensions in one batch (rows %v); such columns can only be read row by row", cp.name, len(maxShape), len(v.s.Shape), rowIDs)
+		}
+		for d := range maxShape {
+			if v.s.Shape[d] != maxShape[d] {
+				ragged = true
+				maxShape[d] = max(maxShape[d], v.s.Shape[d])
+			}
+		}
+	}
+	if maxShape == nil {
+		maxShape = nullShape(cp.col)
+	}
+	size := t.DType.Size()
+	per := schema.NumElements(maxShape) * size
+	t.Shape = append([]int{n}, maxShape...)
+	t.Data = l.cfg.Allocator.Alloc(n * per)
+	if ragged || anyNull {
+		clear(t.Data)
+	}
+	if ragged {
+		t.Shapes = make([][]int, n)
+	}
+	for k, i := range keep {
+		v := vals[i]
+		if ragged {
+			t.Shapes[k] = v.s.Shape
+			if v.s.Null {
+				t.Shapes[k] = make([]int, len(maxShape))
+			}
+		}
+		if v.s.Null {
+			continue
+		}
+		dst := t.Data[k*per : (k+1)*per]
+		if ragged {
+			// Decode aside, then lay out with padding.
+			s, err := v.s.DecodeInto(make([]byte, v.s.DecodedLen()))
+			if err != nil {
+				return t, i, err
+			}
+			padCopy(dst, s.Data, s.Shape, maxShape, size)
+		} else if _, err := v.s.DecodeInto(dst); err != nil {
+			return t, i, err
+		}
+		l.decoded.Add(int64(v.s.DecodedLen()))
+	}
+	return t, -1, nil
 }
 
-// transform applies a column's transform pipeline to one sample. The
-// pipeline's randomness comes from (seed, epoch, row id): the same row
+// transform applies a column's transform pipeline to one stored sample.
+// The pipeline's randomness comes from (seed, epoch, row id): the same row
 // gets the same crop and flip in the same epoch whatever the concurrency.
-func (l *Loader) transform(p transform.Pipeline, h *chunk.Header, data []byte, shape []int, dtype schema.DType, rowID uint64) ([]byte, []int, schema.DType, error) {
-	in := transform.Image{Shape: shape, DType: dtype, Data: data}
-	switch h.SampleCompression {
-	case chunk.SamplePNG:
-		in.Encoded = "png"
-	case chunk.SampleJPEG:
-		in.Encoded = "jpeg"
-	}
+func (l *Loader) transform(p transform.Pipeline, s loch.Sample, dtype schema.DType, rowID uint64) (loch.Sample, schema.DType, error) {
+	in := transform.Image{Shape: s.Shape, DType: dtype, Data: s.Data, Encoded: string(s.Encoding)}
 	var rng *rand.Rand
 	if p.Random() {
 		rng = rand.New(rand.NewPCG(l.cfg.Seed^(uint64(l.cfg.Epoch)*0x9e3779b97f4a7c15), rowID))
 	}
 	out, err := p.Apply(in, rng, nil)
 	if err != nil {
-		return nil, nil, 0, err
+		return loch.Sample{}, 0, err
 	}
 	// Shape is in layout order: [C, H, W] after chw.
-	return out.Data, out.Shape, out.DType, nil
+	return loch.Sample{Shape: out.Shape, Data: out.Data}, out.DType, nil
 }
 
 // nullShape is the per-sample shape of an all-null column in a batch.
@@ -595,16 +504,4 @@ func padCopy(dst, data []byte, src, dstShape []int, size int) {
 			padCopy(out, part, src[1:], dstShape[1:], size)
 		}
 	}
-}
-
-// decodeImage decodes a png/jpeg sample to the channels its shape records.
-func decodeImage(data []byte, shape []int) ([]byte, []int, error) {
-	if len(shape) != 3 {
-		return nil, nil, fmt.Errorf("image sample shape %v, want [height, width, channels]", shape)
-	}
-	pix, got, err := imaging.DecodeAs(data, shape[2])
-	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %w", loch.ErrCorrupt, err)
-	}
-	return pix, got, nil
 }

@@ -3,7 +3,6 @@ package loader
 import (
 	"context"
 	"fmt"
-	"sort"
 
 	"github.com/lochdata/loch"
 	"github.com/lochdata/loch/loader/order"
@@ -17,35 +16,11 @@ type State = order.State
 // defaultWindowBlocks is the default block-shuffle window, in blocks.
 const defaultWindowBlocks = 8
 
-// spec builds the order specification of cfg over view: blocks are the
+// spec builds the order specification of cfg over scan: blocks are the
 // chunks of the column refUID (the largest requested one), so that a block
 // costs one chunk fetch; a fragment where that column is empty is one block.
-func spec(view *loch.View, refUID int, cfg Config) (order.Spec, error) {
-	var blocks []int64
-	for k := 0; k < view.Fragments(); k++ {
-		_, live := view.FragmentStart(k)
-		refs := view.Chunks(k, refUID)
-		if len(refs) == 0 {
-			if live > 0 {
-				blocks = append(blocks, live)
-			}
-			continue
-		}
-		del := view.Deleted(k)
-		for _, r := range refs {
-			if r.Parts > 0 && r.Part > 0 {
-				continue
-			}
-			lo, hi := r.First, r.First+r.Rows
-			if r.Parts > 0 {
-				hi = lo + 1
-			}
-			n := (hi - lo) - int64(countIn(del, lo, hi))
-			if n > 0 {
-				blocks = append(blocks, n)
-			}
-		}
-	}
+func spec(scan *loch.Scan, refUID int, cfg Config) (order.Spec, error) {
+	blocks := scan.Blocks(refUID)
 	window := cfg.WindowRows
 	if window <= 0 {
 		var largest int64
@@ -54,62 +29,22 @@ func spec(view *loch.View, refUID int, cfg Config) (order.Spec, error) {
 		}
 		window = defaultWindowBlocks * largest
 	}
-	s := order.Spec{Blocks: blocks, Version: view.Version(), Seed: cfg.Seed, Epoch: cfg.Epoch, Mode: order.Mode(cfg.Shuffle),
+	s := order.Spec{Blocks: blocks, Version: scan.Version(), Seed: cfg.Seed, Epoch: cfg.Epoch, Mode: order.Mode(cfg.Shuffle),
 		WindowRows: window, WorldSize: cfg.WorldSize, Rank: cfg.Rank, BatchSize: cfg.BatchSize, DropLast: cfg.DropLast}
 	if cfg.Rows != nil {
-		sub, err := positionsOf(view, cfg.Rows)
+		sub, err := scan.Positions(cfg.Rows)
 		if err != nil {
-			return order.Spec{}, err
+			return order.Spec{}, fmt.Errorf("loader: row subset: %w", err)
 		}
 		s.Subset = sub
 	}
 	return s, nil
 }
 
-// countIn counts the sorted values in [lo, hi).
-func countIn(sorted []int64, lo, hi int64) int {
-	a := sort.Search(len(sorted), func(i int) bool { return sorted[i] >= lo })
-	b := sort.Search(len(sorted), func(i int) bool { return sorted[i] >= hi })
-	return b - a
-}
-
-// positionsOf maps row ids to positions, in the given order.
-func positionsOf(view *loch.View, ids []uint64) ([]int64, error) {
-	want := make(map[uint64]int, len(ids))
-	for i, id := range ids {
-		if _, dup := want[id]; dup {
-			return nil, fmt.Errorf("loader: row id %d appears twice in the row subset: %w", id, loch.ErrInvalidArgument)
-		}
-		want[id] = i
-	}
-	out := make([]int64, len(ids))
-	found := 0
-	for k := 0; k < view.Fragments() && found < len(ids); k++ {
-		start, live := view.FragmentStart(k)
-		del := view.Deleted(k)
-		d := 0
-		for off, pos := int64(0), start; pos < start+live; off++ {
-			if d < len(del) && del[d] == off {
-				d++
-				continue
-			}
-			if i, ok := want[view.RowID(k, off)]; ok {
-				out[i] = pos
-				found++
-			}
-			pos++
-		}
-	}
-	if found != len(ids) {
-		return nil, fmt.Errorf("loader: %d of the %d row ids are not in version %s: %w", len(ids)-found, len(ids), view.Version(), loch.ErrNotFound)
-	}
-	return out, nil
-}
-
 // Order returns the plan of batches that rank cfg.Rank receives in epoch
 // cfg.Epoch (or, with cfg.Resume, the rest of the saved epoch): the order
 // the loader delivers, without loading any data.
-func Order(ctx context.Context, view *loch.View, cfg Config) (*order.EpochPlan, error) {
+func Order(ctx context.Context, view *loch.Scan, cfg Config) (*order.EpochPlan, error) {
 	cfg.defaults()
 	if err := view.Load(ctx, cfg.FetchConcurrency); err != nil {
 		return nil, err
@@ -121,7 +56,7 @@ func Order(ctx context.Context, view *loch.View, cfg Config) (*order.EpochPlan, 
 	return makePlan(view, refColumn(cols), cfg)
 }
 
-func makePlan(view *loch.View, refUID int, cfg Config) (*order.EpochPlan, error) {
+func makePlan(view *loch.Scan, refUID int, cfg Config) (*order.EpochPlan, error) {
 	s, err := spec(view, refUID, cfg)
 	if err != nil {
 		return nil, err

@@ -26,7 +26,7 @@ func TestFlakyBackend(t *testing.T) {
 	require.NoError(t, err)
 	defer fd.Close()
 	injected0 := faulty.Injected()
-	l, err := New(ctx, fd.View(), Config{BatchSize: 7, Shuffle: "none", FetchConcurrency: 4})
+	l, err := New(ctx, fd.Scan(), Config{BatchSize: 7, Shuffle: "none", FetchConcurrency: 4})
 	require.NoError(t, err)
 	defer l.Close()
 	var ids []uint64
@@ -45,11 +45,11 @@ func TestFlakyBackend(t *testing.T) {
 
 // corruptChunkOf flips a data byte in the chunk holding row 0 of column.
 func corruptChunkOf(t *testing.T, d *loch.Dataset, dir, column string) string {
-	v := d.View()
+	v := d.Scan()
 	require.NoError(t, v.Load(ctx, 1))
 	sch := v.Schema()
 	c, _ := sch.Column(column)
-	key := v.Chunks(0, c.UID)[0].Key
+	key := v.ChunkKey(v.Chunks(c.UID)[0])
 	p := filepath.Join(dir, filepath.FromSlash(key))
 	b, err := os.ReadFile(p)
 	require.NoError(t, err)
@@ -69,7 +69,7 @@ func TestBadChunkStopsOrIsSkipped(t *testing.T) {
 	require.NoError(t, err)
 	defer fresh.Close()
 
-	l, err := New(ctx, fresh.View(), Config{BatchSize: 8, Shuffle: "none"})
+	l, err := New(ctx, fresh.Scan(), Config{BatchSize: 8, Shuffle: "none"})
 	require.NoError(t, err)
 	_, err = l.Next(ctx)
 	require.ErrorIs(t, err, loch.ErrCorrupt)
@@ -78,7 +78,7 @@ func TestBadChunkStopsOrIsSkipped(t *testing.T) {
 	require.Contains(t, err.Error(), key)
 	l.Close()
 
-	l, err = New(ctx, fresh.View(), Config{BatchSize: 8, Shuffle: "none", SkipBadSamples: true})
+	l, err = New(ctx, fresh.Scan(), Config{BatchSize: 8, Shuffle: "none", SkipBadSamples: true})
 	require.NoError(t, err)
 	defer l.Close()
 	n := 0
@@ -99,7 +99,7 @@ func TestCacheServesLaterEpochs(t *testing.T) {
 	require.NoError(t, err)
 	defer c.Close()
 	run := func(epoch int) ([][]int64, Stats) {
-		l, err := New(ctx, d.View(), Config{BatchSize: 10, Shuffle: "block", Epoch: epoch, Cache: c})
+		l, err := New(ctx, d.Scan(), Config{BatchSize: 10, Shuffle: "block", Epoch: epoch, Cache: c})
 		require.NoError(t, err)
 		defer l.Close()
 		var ps [][]int64
@@ -116,4 +116,32 @@ func TestCacheServesLaterEpochs(t *testing.T) {
 	require.Equal(t, want, got)
 	require.Zero(t, s1.ChunksFetched, "a warm cache serves every chunk")
 	require.Greater(t, s1.CacheHits, int64(0))
+}
+
+// TestMissingChunkIsNotFound: a chunk that disappeared from the store
+// reaches the caller as loch.ErrNotFound naming the chunk, in every shuffle
+// mode (whole-chunk and sample reads), not as an unclassified error.
+func TestMissingChunkIsNotFound(t *testing.T) {
+	d := testDataset(t, 60)
+	dir := filepath.Join(filepath.Dir(d.URL()), "ds")
+	if u := d.URL(); len(u) > 7 && u[:7] == "file://" {
+		dir = u[7:]
+	}
+	v := d.Scan()
+	require.NoError(t, v.Load(ctx, 1))
+	sch := v.Schema()
+	c, _ := sch.Column("x")
+	key := v.ChunkKey(v.Chunks(c.UID)[0])
+	require.NoError(t, os.Remove(filepath.Join(dir, filepath.FromSlash(key))))
+	for _, mode := range []string{"none", "block", "full"} {
+		fresh, err := loch.Open(ctx, d.URL())
+		require.NoError(t, err)
+		l, err := New(ctx, fresh.Scan(), Config{BatchSize: 60, Shuffle: mode, Columns: []string{"x"}})
+		require.NoError(t, err)
+		_, err = l.Next(ctx)
+		require.ErrorIs(t, err, loch.ErrNotFound, mode)
+		require.Contains(t, err.Error(), key, mode)
+		l.Close()
+		fresh.Close()
+	}
 }

@@ -37,7 +37,7 @@ func TestTransforms(t *testing.T) {
 	_, err = d.Commit(ctx, "jpegs")
 	require.NoError(t, err)
 	run := func(workers int) [][]byte {
-		l, err := New(ctx, d.View(), Config{BatchSize: 8, Shuffle: "block", Seed: 1, Workers: workers,
+		l, err := New(ctx, d.Scan(), Config{BatchSize: 8, Shuffle: "block", Seed: 1, Workers: workers,
 			Transforms: map[string]string{"img": "resize=20,random_crop=16,flip,to_float,normalize=imagenet,chw"}})
 		require.NoError(t, err)
 		defer l.Close()
@@ -51,6 +51,6 @@ func TestTransforms(t *testing.T) {
 		return out
 	}
 	require.Equal(t, run(1), run(4))
-	_, err = New(ctx, d.View(), Config{Transforms: map[string]string{"img": "explode"}})
+	_, err = New(ctx, d.Scan(), Config{Transforms: map[string]string{"img": "explode"}})
 	require.ErrorIs(t, err, loch.ErrInvalidArgument)
 }

@@ -15,10 +15,9 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/lochdata/loch"
-	"github.com/lochdata/loch/chunk"
 	"github.com/lochdata/loch/chunkcache"
-	"github.com/lochdata/loch/imaging"
 	"github.com/lochdata/loch/loader"
+	"github.com/lochdata/loch/schema"
 )
 
 // benchResult is what `loch bench --json` prints.
@@ -104,9 +103,9 @@ bytes. The baseline runs first.`,
 			}
 			res := benchResult{URL: d.URL(), Version: d.Version(), Columns: cols, Shuffle: shuffle, BatchSize: batch,
 				WorldSize: world, Rank: rank, Epochs: epochs, StepMS: stepMS}
-			view := d.View()
+			scan := d.Scan()
 			if !skipRaw {
-				if err := rawBaseline(ctx, view, cols, &res); err != nil {
+				if err := rawBaseline(ctx, scan, cols, &res); err != nil {
 					return err
 				}
 			}
@@ -133,7 +132,7 @@ bytes. The baseline runs first.`,
 			var decoded int64
 			first := time.Duration(-1)
 			for e := 0; e < epochs; e++ {
-				l, err := loader.New(ctx, view, loader.Config{Columns: cols, BatchSize: batch, Shuffle: shuffle, Seed: seed,
+				l, err := loader.New(ctx, scan, loader.Config{Columns: cols, BatchSize: batch, Shuffle: shuffle, Seed: seed,
 					Epoch: e, WorldSize: world, Rank: rank, PrefetchBatches: prefetch, Cache: cache, Transforms: tf})
 				if err != nil {
 					return err
@@ -246,57 +245,53 @@ func batchPayload(b *loader.Batch) int64 {
 
 // rawBaseline reads every chunk of the columns from the store with the same
 // concurrency and decodes (decompresses) it on all cores, without
-// extracting or collating samples.
-func rawBaseline(ctx context.Context, view *loch.View, cols []string, res *benchResult) error {
-	if err := view.Load(ctx, 16); err != nil {
+// extracting or collating samples (but decoding png/jpeg images).
+func rawBaseline(ctx context.Context, scan *loch.Scan, cols []string, res *benchResult) error {
+	if err := scan.Load(ctx, 16); err != nil {
 		return err
 	}
-	sch := view.Schema()
-	var refs []chunkRef
+	sch := scan.Schema()
+	var reads []rawRead
 	for _, name := range cols {
 		c, ok := sch.Column(name)
 		if !ok {
 			return fmt.Errorf("bench: no column %q: %w", name, loch.ErrNotFound)
 		}
-		for k := 0; k < view.Fragments(); k++ {
-			for _, r := range view.Chunks(k, c.UID) {
-				refs = append(refs, chunkRef{r.Key, r.Raw, c.SampleCompression != "none"})
-			}
+		for _, id := range scan.Chunks(c.UID) {
+			reads = append(reads, rawRead{id, c.SampleCompression != schema.SampleNone})
 		}
 	}
 	start := time.Now()
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(16)
-	sizes := make([]int64, len(refs))
-	decoded := make([]int64, len(refs))
+	sizes := make([]int64, len(reads))
+	decoded := make([]int64, len(reads))
 	cpu := make(chan struct{}, runtime.GOMAXPROCS(0))
-	for i, r := range refs {
+	for i, r := range reads {
 		g.Go(func() error {
-			obj, err := view.Store().Get(gctx, r.key)
+			f, err := scan.Fetch(gctx, loch.Read{Chunk: r.chunk})
 			if err != nil {
 				return err
 			}
-			sizes[i] = int64(len(obj))
+			sizes[i] = f.Bytes
+			if !r.images {
+				decoded[i] = f.DataLen()
+				return nil
+			}
 			cpu <- struct{}{}
 			defer func() { <-cpu }()
-			ch, err := chunk.Decode(obj, nil)
-			if err != nil {
-				return fmt.Errorf("chunk %s: %w", r.key, err)
-			}
-			for s := 0; s < ch.N && r.images; s++ {
-				if ch.Null(s) {
+			for s := 0; s < f.Len(); s++ {
+				smp, err := f.At(s)
+				if err != nil {
+					return err
+				}
+				if smp.Null {
 					continue
 				}
-				// png/jpeg: the codec is the image format; the decoded
-				// bytes are the pixels.
-				pix, _, err := imaging.Decode(ch.Sample(s))
-				if err != nil {
-					return fmt.Errorf("chunk %s sample %d: %w", r.key, s, err)
+				if _, err := smp.DecodeInto(make([]byte, smp.DecodedLen())); err != nil {
+					return fmt.Errorf("chunk %s sample %d: %w", scan.ChunkKey(r.chunk), s, err)
 				}
-				decoded[i] += int64(len(pix))
-			}
-			if !r.images {
-				decoded[i] = int64(len(ch.Raw))
+				decoded[i] += int64(smp.DecodedLen())
 			}
 			return nil
 		})
@@ -306,7 +301,7 @@ func rawBaseline(ctx context.Context, view *loch.View, cols []string, res *bench
 	}
 	el := time.Since(start)
 	var obj, dec int64
-	for i := range refs {
+	for i := range reads {
 		obj += sizes[i]
 		dec += decoded[i]
 	}
@@ -317,9 +312,8 @@ func rawBaseline(ctx context.Context, view *loch.View, cols []string, res *bench
 	return nil
 }
 
-type chunkRef struct {
-	key    string
-	raw    int64
+type rawRead struct {
+	chunk  loch.ChunkID
 	images bool
 }
 

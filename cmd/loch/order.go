@@ -43,8 +43,8 @@ repeat.`,
 				return err
 			}
 			defer d.Close()
-			view := d.View()
-			plan, err := loader.Order(ctx, view, loader.Config{BatchSize: batch, Shuffle: shuffle, Seed: seed, Epoch: epoch,
+			scan := d.Scan()
+			plan, err := loader.Order(ctx, scan, loader.Config{BatchSize: batch, Shuffle: shuffle, Seed: seed, Epoch: epoch,
 				WorldSize: world, Rank: rank, DropLast: dropLast, WindowRows: window})
 			if err != nil {
 				return err
@@ -54,11 +54,11 @@ repeat.`,
 			var line []byte
 			for _, pos := range plan.All() {
 				for _, p := range pos {
-					frag, off, err := view.Locate(p)
+					id, err := scan.RowID(p)
 					if err != nil {
 						return err
 					}
-					line = strconv.AppendUint(line[:0], view.RowID(frag, off), 10)
+					line = strconv.AppendUint(line[:0], id, 10)
 					line = append(line, '\n')
 					if _, err := w.Write(line); err != nil {
 						return err

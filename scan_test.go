@@ -1,0 +1,199 @@
+package loch
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/lochdata/loch/schema"
+)
+
+// scanSample reads a row's sample through the Scan API as a scheduling
+// reader does: slot, planned reads, fetches, sample.
+func scanSample(t *testing.T, sc *Scan, pos int64, uid int, sparse bool) (Sample, []*Fetched) {
+	t.Helper()
+	row, err := sc.Locate(pos)
+	require.NoError(t, err)
+	slot := sc.Slot(row, uid)
+	var got []*Fetched
+	for _, r := range sc.Reads(slot, sparse) {
+		f, err := sc.Fetch(ctx, r)
+		require.NoError(t, err)
+		require.LessOrEqual(t, f.Mem(), sc.Estimate(r), "the estimate bounds the memory")
+		got = append(got, f)
+	}
+	require.Len(t, got, slot.Pieces())
+	s, err := sc.Sample(slot, got)
+	require.NoError(t, err)
+	return s, got
+}
+
+// TestScanMatchesColumn reads every sample of random schemas (every dtype,
+// ragged shapes, nulls, split samples, every codec, png) through the Scan
+// API, planned dense and sparse, and compares with Column reads.
+func TestScanMatchesColumn(t *testing.T) {
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	r := rand.New(rand.NewPCG(seed, 11))
+	var cols []schema.Column
+	for i := range 6 {
+		cols = append(cols, randomColumn(r, string(rune('a'+i))))
+	}
+	d, _ := mustCreate(t, schema.Schema{Columns: cols})
+	for range 2 {
+		for range 40 {
+			row := Row{}
+			for _, c := range cols {
+				row[c.Name] = randomSample(r, c)
+			}
+			require.NoError(t, d.Append(ctx, row))
+		}
+		_, err := d.Commit(ctx, "rows")
+		require.NoError(t, err)
+	}
+	require.NoError(t, d.Delete(ctx, 3, 41))
+	_, err := d.Commit(ctx, "delete")
+	require.NoError(t, err)
+
+	sc := d.Scan()
+	require.NoError(t, sc.Load(ctx, 4))
+	require.Equal(t, d.Len(), sc.Len())
+	var ids []uint64
+	for pos := range sc.Len() {
+		id, err := sc.RowID(pos)
+		require.NoError(t, err)
+		want, err := d.RowID(ctx, pos)
+		require.NoError(t, err)
+		require.Equal(t, want, id)
+		ids = append(ids, id)
+	}
+	r.Shuffle(len(ids), func(i, j int) { ids[i], ids[j] = ids[j], ids[i] })
+	pos, err := sc.Positions(ids)
+	require.NoError(t, err)
+	for i, p := range pos {
+		id, _ := sc.RowID(p)
+		require.Equal(t, ids[i], id)
+	}
+	sch := sc.Schema()
+	for _, c := range sch.Columns {
+		var sum int64
+		for _, b := range sc.Blocks(c.UID) {
+			require.Positive(t, b)
+			sum += b
+		}
+		require.Equal(t, sc.Len(), sum, "column %s: blocks tile the rows", c.Name)
+		col, err := d.Column(c.Name)
+		require.NoError(t, err)
+		for p := range sc.Len() {
+			want, err := col.ReadEncoded(ctx, p)
+			require.NoError(t, err)
+			decoded, err := col.Read(ctx, p, nil)
+			require.NoError(t, err)
+			for _, sparse := range []bool{false, true} {
+				got, _ := scanSample(t, sc, p, c.UID, sparse)
+				require.Equal(t, want.Null, got.Null, "column %s row %d", c.Name, p)
+				if want.Null {
+					continue
+				}
+				require.Equal(t, want.Shape, got.Shape)
+				require.Equal(t, want.Encoding, got.Encoding)
+				require.True(t, bytes.Equal(want.Data, got.Data), "column %s row %d", c.Name, p)
+				out, err := got.DecodeInto(make([]byte, got.DecodedLen()))
+				require.NoError(t, err)
+				require.True(t, bytes.Equal(decoded.Data, out.Data), "column %s row %d decoded", c.Name, p)
+			}
+		}
+	}
+}
+
+func TestScanPlansRangeReadsOnlyForDataStoredAsIs(t *testing.T) {
+	d, _ := mustCreate(t, schema.Schema{Columns: []schema.Column{
+		{Name: "plain", DType: schema.Uint8, Shape: schema.Shape{1000}, ChunkBytes: 1 << 20},
+		{Name: "zstd", DType: schema.Uint8, Shape: schema.Shape{1000}, ChunkBytes: 1 << 20, ChunkCompression: schema.Zstd},
+	}})
+	for i := range 200 {
+		v := bytes.Repeat([]byte{byte(i)}, 1000)
+		require.NoError(t, d.Append(ctx, Row{"plain": Tensor([]int{1000}, v), "zstd": Tensor([]int{1000}, v)}))
+	}
+	_, err := d.Commit(ctx, "rows")
+	require.NoError(t, err)
+	sc := d.Scan()
+	require.NoError(t, sc.Load(ctx, 1))
+	sch := sc.Schema()
+	plain, _ := sch.Column("plain")
+	zstd, _ := sch.Column("zstd")
+
+	s, got := scanSample(t, sc, 150, plain.UID, true)
+	require.False(t, got[0].Whole(), "a sparse read of data stored as is reads the sample's blocks")
+	sparseBytes := got[0].Bytes
+	require.Equal(t, bytes.Repeat([]byte{150}, 1000), s.Data)
+	_, err = got[0].At(0)
+	require.ErrorIs(t, err, ErrInvalidArgument, "a sample read is not a chunk")
+
+	s, got = scanSample(t, sc, 150, zstd.UID, true)
+	require.True(t, got[0].Whole(), "compressed data is read whole")
+	require.Equal(t, bytes.Repeat([]byte{150}, 1000), s.Data)
+	require.Greater(t, got[0].Len(), 1, "the chunk holds many samples")
+
+	_, got = scanSample(t, sc, 150, plain.UID, false)
+	require.True(t, got[0].Whole(), "a dense plan reads whole chunks")
+	require.Less(t, 2*sparseBytes, got[0].Bytes, "a sample read reads the header and the sample's 64 KiB blocks, not the 200 KB chunk")
+	for j := range got[0].Len() {
+		smp, err := got[0].At(j)
+		require.NoError(t, err)
+		require.Len(t, smp.Data, 1000)
+	}
+
+	_, err = s.DecodeInto(make([]byte, 3))
+	require.ErrorIs(t, err, ErrInvalidArgument)
+}
+
+// TestScanClassifiesErrors: a missing chunk is ErrNotFound, a damaged one
+// ErrCorrupt, both naming the chunk.
+func TestScanClassifiesErrors(t *testing.T) {
+	d, dir := mustCreate(t, schema.Schema{Columns: []schema.Column{{Name: "v", DType: schema.Float64, Shape: schema.Shape{4}}}})
+	for i := range 10 {
+		require.NoError(t, d.Append(ctx, Row{"v": Tensor([]int{4}, []float64{1, 2, 3, float64(i)})}))
+	}
+	_, err := d.Commit(ctx, "ten")
+	require.NoError(t, err)
+	sc := d.Scan()
+	require.NoError(t, sc.Load(ctx, 1))
+	sch := sc.Schema()
+	c, _ := sch.Column("v")
+	id := sc.Chunks(c.UID)[0]
+	path := filepath.Join(dir, filepath.FromSlash(sc.ChunkKey(id)))
+	obj, err := os.ReadFile(path)
+	require.NoError(t, err)
+
+	damaged := bytes.Clone(obj)
+	damaged[len(damaged)-20] ^= 1
+	require.NoError(t, os.WriteFile(path, damaged, 0o644))
+	for _, r := range []Read{{Chunk: id}, sc.Reads(sc.Slot(mustLocate(t, sc, 2), c.UID), true)[0]} {
+		_, err = sc.Fetch(ctx, r)
+		require.ErrorIs(t, err, ErrCorrupt)
+		require.Contains(t, err.Error(), sc.ChunkKey(id))
+	}
+
+	require.NoError(t, os.Remove(path))
+	_, err = sc.Fetch(ctx, Read{Chunk: id})
+	require.ErrorIs(t, err, ErrNotFound)
+	require.Contains(t, err.Error(), sc.ChunkKey(id))
+
+	_, err = sc.Locate(sc.Len())
+	require.ErrorIs(t, err, ErrNotFound)
+	_, err = sc.Positions([]uint64{1, 1})
+	require.ErrorIs(t, err, ErrInvalidArgument)
+	_, err = sc.Positions([]uint64{1 << 40})
+	require.ErrorIs(t, err, ErrNotFound)
+}
+
+func mustLocate(t *testing.T, sc *Scan, pos int64) RowLoc {
+	r, err := sc.Locate(pos)
+	require.NoError(t, err)
+	return r
+}
