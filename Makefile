@@ -134,6 +134,15 @@ $(VENV)/.loch-sdk: $(VENV)/.loch-deps $(PY_SOURCES) $(GO_SOURCES)
 pytest: venv
 	$(VENV)/bin/python -m pytest python/tests
 
+# bench-python compares ds.pytorch() with `loch bench` (the Go loader) and
+# with torch DataLoaders over a JPEG folder and .npy files of the same
+# images (python/bench/bench_loaders.py, a few minutes; not part of test).
+# Options go in BENCH_PYTHON_ARGS, e.g. "--dir /tmp/lb --json /tmp/lb/out.json --idle-load 0.8".
+BENCH_PYTHON_ARGS ?=
+.PHONY: bench-python
+bench-python: build venv
+	$(VENV)/bin/python python/bench/bench_loaders.py --loch bin/loch $(BENCH_PYTHON_ARGS)
+
 # bench runs the Go benchmarks (each prints its baseline in the same run).
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 5x ./...
