@@ -12,6 +12,7 @@ import (
 
 	"github.com/lochdata/loch"
 	"github.com/lochdata/loch/loader"
+	"github.com/lochdata/loch/loader/order"
 )
 
 func TestSizeClass(t *testing.T) {
@@ -75,17 +76,18 @@ func TestStatus(t *testing.T) {
 func TestLoaderConfig(t *testing.T) {
 	var c loaderConfig
 	require.ErrorIs(t, decodeStrict("loader config", `{"batch_sise": 3}`, &c), loch.ErrInvalidArgument)
-	require.NoError(t, decodeStrict("loader config", `{"batch_size": 3, "shuffle": "full", "resume": {"epoch": 2}}`, &c))
-	cfg, err := c.config()
-	require.NoError(t, err)
-	require.Equal(t, 3, cfg.BatchSize)
-	require.Equal(t, 2, cfg.Resume.Epoch)
-	_, err = loaderConfig{Split: &split{Index: 2, Count: 2}}.config()
-	require.ErrorIs(t, err, loch.ErrInvalidArgument)
-	cfg, err = loaderConfig{Transforms: map[string]string{"image": "decode"}, Split: &split{Index: 1, Count: 2}}.config()
-	require.NoError(t, err)
-	require.Equal(t, "decode", cfg.Transforms["image"])
-	require.Equal(t, 2, cfg.Split.Count)
+	require.NoError(t, decodeStrict("loader config", `{"batch_size": 3, "shuffle": "full", "resume": {"epoch": 2},
+		"split": {"index": 1, "count": 2}, "transforms": {"image": "decode"}, "cache_dir": "/tmp/c", "ragged_as_list": true}`, &c))
+	require.Equal(t, 3, c.BatchSize)
+	require.Equal(t, order.ModeFull, c.Shuffle)
+	require.Equal(t, 2, c.Resume.Epoch)
+	require.Equal(t, loader.Split{Index: 1, Count: 2}, c.Split)
+	require.Equal(t, "decode", c.Transforms["image"])
+	require.True(t, c.RaggedAsList)
+	require.Equal(t, "/tmp/c", c.CacheDir)
+	require.NoError(t, c.Validate())
+	c.Split.Index = 2
+	require.ErrorIs(t, c.Validate(), loch.ErrInvalidArgument)
 }
 
 func TestOpenOptions(t *testing.T) {
@@ -115,9 +117,7 @@ func TestVersionControlOptions(t *testing.T) {
 	}
 	var c loaderConfig
 	require.NoError(t, decodeStrict("loader config", `{"allow_version_change": true}`, &c))
-	cfg, err := c.config()
-	require.NoError(t, err)
-	require.True(t, cfg.AllowVersionChange)
+	require.True(t, c.AllowVersionChange)
 }
 
 // The conflicts that loch_dataset_merge returns beside LOCH_CONFLICT are

@@ -19,68 +19,14 @@ import (
 	"github.com/lochdata/loch/loader"
 )
 
-// loaderConfig is loader.Config as the JSON that loch_loader_new takes,
-// plus Split.
+// loaderConfig is the JSON that loch_loader_new takes: loader.Config's own
+// JSON form plus the chunk cache to open.
 type loaderConfig struct {
-	Columns          []string          `json:"columns"`
-	BatchSize        int               `json:"batch_size"`
-	Shuffle          string            `json:"shuffle"`
-	Seed             uint64            `json:"seed"`
-	Epoch            int               `json:"epoch"`
-	WorldSize        int               `json:"world_size"`
-	Rank             int               `json:"rank"`
-	DropLast         bool              `json:"drop_last"`
-	WindowRows       int64             `json:"window_rows"`
-	Rows             []uint64          `json:"rows"`
-	PrefetchBatches  int               `json:"prefetch_batches"`
-	PrefetchBytes    int64             `json:"prefetch_bytes"`
-	FetchConcurrency int               `json:"fetch_concurrency"`
-	Workers          int               `json:"workers"`
-	SkipBadSamples   bool              `json:"skip_bad_samples"`
-	Resume           json.RawMessage   `json:"resume"`
-	Transforms       map[string]string `json:"transforms"`
-	// AllowVersionChange resumes a state saved on another version.
-	AllowVersionChange bool `json:"allow_version_change"`
+	loader.Config
 	// CacheDir and CacheBytes open a chunkcache.Disk shared by the
 	// processes of the machine (CacheBytes default 10 GiB).
 	CacheDir   string `json:"cache_dir"`
 	CacheBytes int64  `json:"cache_bytes"`
-	// Split makes this loader one of Count consumers of the rank's
-	// batches (PyTorch DataLoader workers): it delivers the batches whose
-	// index, counted from the first batch it starts at, is Index modulo
-	// Count. Round-robin over the consumers thus yields the rank's batches
-	// in order, each once.
-	Split *split `json:"split"`
-}
-
-type split struct {
-	Index int `json:"index"`
-	Count int `json:"count"`
-}
-
-// config converts c to a loader.Config.
-func (c loaderConfig) config() (loader.Config, error) {
-	cfg := loader.Config{
-		Columns: c.Columns, BatchSize: c.BatchSize, Shuffle: c.Shuffle, Seed: c.Seed, Epoch: c.Epoch,
-		WorldSize: c.WorldSize, Rank: c.Rank, DropLast: c.DropLast, WindowRows: c.WindowRows, Rows: c.Rows,
-		PrefetchBatches: c.PrefetchBatches, PrefetchBytes: c.PrefetchBytes, FetchConcurrency: c.FetchConcurrency,
-		Workers: c.Workers, SkipBadSamples: c.SkipBadSamples, AllowVersionChange: c.AllowVersionChange,
-	}
-	if len(c.Resume) > 0 && string(c.Resume) != "null" {
-		var st loader.State
-		if err := json.Unmarshal(c.Resume, &st); err != nil {
-			return cfg, invalidf("loader state: %v", err)
-		}
-		cfg.Resume = &st
-	}
-	cfg.Transforms = c.Transforms
-	if s := c.Split; s != nil {
-		if s.Count < 1 || s.Index < 0 || s.Index >= s.Count {
-			return cfg, invalidf("loader split %d of %d: want 0 <= index < count", s.Index, s.Count)
-		}
-		cfg.Split = loader.Split{Index: s.Index, Count: s.Count}
-	}
-	return cfg, nil
 }
 
 // loaderObj is the object behind a loader handle.
@@ -101,15 +47,14 @@ type loaderObj struct {
 func loaderOf(h C.uintptr_t) (*loaderObj, error) { return lookup[*loaderObj](h, "loader") }
 
 // loch_loader_new starts a loader over the handle's current snapshot and
-// stores its handle in *out. config is the JSON of the loader's
-// configuration: {"columns", "batch_size", "shuffle", "seed", "epoch",
-// "world_size", "rank", "drop_last", "window_rows", "rows",
-// "prefetch_batches", "prefetch_bytes", "fetch_concurrency", "workers",
-// "skip_bad_samples", "resume" (a state from loch_loader_state),
-// "allow_version_change" (resume a state saved on another version),
-// "transforms" ({column: spec}), "cache_dir", "cache_bytes", "split"
-// ({"index", "count"})}; absent
-// fields take the Go loader's defaults.
+// stores its handle in *out. config is the JSON form of loader.Config
+// ({"columns", "batch_size", "shuffle", "seed", "epoch", "world_size",
+// "rank", "drop_last", "window_rows", "rows", "prefetch_batches",
+// "prefetch_bytes", "fetch_concurrency", "workers", "skip_bad_samples",
+// "resume" (a state from loch_loader_state), "allow_version_change",
+// "ragged_as_list", "split" ({"index", "count"}), "transforms" ({column:
+// spec})) plus "cache_dir" and "cache_bytes"; absent fields take the Go
+// loader's defaults, unknown ones are refused.
 //
 //export loch_loader_new
 func loch_loader_new(dsh C.uintptr_t, config *C.char, out *C.uintptr_t, errOut **C.char) (st C.int) {
@@ -122,10 +67,7 @@ func loch_loader_new(dsh C.uintptr_t, config *C.char, out *C.uintptr_t, errOut *
 	if err := decodeStrict("loader config", goString(config), &c); err != nil {
 		return fail(errOut, err)
 	}
-	cfg, err := c.config()
-	if err != nil {
-		return fail(errOut, err)
-	}
+	cfg := c.Config
 	lo := &loaderObj{ds: ds, alloc: newLoaderAlloc(), names: cfg.Columns}
 	if c.CacheDir != "" {
 		n := c.CacheBytes

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/lochdata/loch"
+	"github.com/lochdata/loch/loader/order"
 	"github.com/lochdata/loch/schema"
 )
 
@@ -52,8 +53,8 @@ func BenchmarkLoader(b *testing.B) {
 	for _, codec := range []schema.ChunkCodec{schema.CodecNone, schema.LZ4} {
 		d := benchSet(b, codec)
 		bytes := int64(20000 * (64*64*3 + 8))
-		for _, shuffle := range []string{"none", "block"} {
-			b.Run(string(codec)+"/loader/"+shuffle, func(b *testing.B) {
+		for _, shuffle := range []order.Mode{order.ModeNone, order.ModeBlock} {
+			b.Run(string(codec)+"/loader/"+string(shuffle), func(b *testing.B) {
 				b.SetBytes(bytes)
 				for i := 0; i < b.N; i++ {
 					l, err := New(ctx, d.Scan(), Config{BatchSize: 256, Shuffle: shuffle, Seed: uint64(i)})

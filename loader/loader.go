@@ -28,80 +28,118 @@ import (
 var ErrClosed = errors.New("loader closed")
 
 // Config configures a Loader. The zero value of each field means its
-// default.
+// default. It is declared once: the C ABI (and so the Python SDK) decodes
+// its JSON form directly, and Validate is the only check of its values.
 type Config struct {
 	// Columns to load (default: all).
-	Columns []string
+	Columns []string `json:"columns,omitempty"`
 	// BatchSize is the number of rows per batch (default 32).
-	BatchSize int
-	// Order: shuffle mode, seed, epoch, sharding.
-	Shuffle   string // "none", "block" or "full" (default "block")
-	Seed      uint64
-	Epoch     int
-	WorldSize int // default 1
-	Rank      int
-	DropLast  bool
+	BatchSize int `json:"batch_size,omitempty"`
+	// Order: shuffle mode (default order.ModeBlock), seed, epoch, sharding.
+	Shuffle   order.Mode `json:"shuffle,omitempty"`
+	Seed      uint64     `json:"seed,omitempty"`
+	Epoch     int        `json:"epoch,omitempty"`
+	WorldSize int        `json:"world_size,omitempty"` // default 1
+	Rank      int        `json:"rank,omitempty"`
+	DropLast  bool       `json:"drop_last,omitempty"`
 	// WindowRows is the block-shuffle window in rows (default: 8 chunks'
 	// worth, 64 MiB of 8 MiB chunks: every batch of a window needs all its
 	// chunks, so the window sets the time to the first batch and the memory
 	// a window holds; larger windows shuffle better).
-	WindowRows int64
+	WindowRows int64 `json:"window_rows,omitempty"`
 	// Rows restricts the loader to these row ids, in this order before
 	// shuffling (default: every row).
-	Rows []uint64
+	Rows []uint64 `json:"rows,omitempty"`
 	// PrefetchBatches bounds the batches prepared ahead of the consumer
 	// (default 4); PrefetchBytes bounds the memory they and the chunks they
 	// need may hold (default 256 MiB). At least one batch is always in
 	// flight, whatever its size.
-	PrefetchBatches int
-	PrefetchBytes   int64
+	PrefetchBatches int   `json:"prefetch_batches,omitempty"`
+	PrefetchBytes   int64 `json:"prefetch_bytes,omitempty"`
 	// FetchConcurrency bounds concurrent chunk fetches (default 16:
 	// object stores want many requests in flight); Workers bounds the
 	// goroutines that decode and collate (default GOMAXPROCS).
-	FetchConcurrency int
-	Workers          int
+	FetchConcurrency int `json:"fetch_concurrency,omitempty"`
+	Workers          int `json:"workers,omitempty"`
 	// SkipBadSamples skips rows whose samples cannot be read or decoded,
 	// counting them in Stats, instead of stopping with an error.
-	SkipBadSamples bool
+	SkipBadSamples bool `json:"skip_bad_samples,omitempty"`
 	// Resume restarts from a saved state (see State). A state records the
 	// version (commit id) it was read from and is refused on another
 	// version unless AllowVersionChange is set.
-	Resume *State
+	Resume *State `json:"resume,omitempty"`
 	// AllowVersionChange resumes a state saved on another version: the
 	// loader continues at the same epoch and batch count over this
 	// version's order, which holds other rows; rows may be seen twice or
 	// not at all in that epoch.
-	AllowVersionChange bool
+	AllowVersionChange bool `json:"allow_version_change,omitempty"`
 	// RaggedAsList returns the columns whose declared shape is not fixed
 	// as lists (Tensor.Items with Tensor.Shapes) instead of zero-padded
 	// tensors.
-	RaggedAsList bool
+	RaggedAsList bool `json:"ragged_as_list,omitempty"`
 	// Split makes this loader deliver only the batches i of the rank's
 	// epoch with i % Split.Count == Split.Index, fetching nothing for the
 	// others: for Count data-loading workers of one rank, each with its own
 	// loader (the PyTorch DataLoader pattern). Zero value: every batch.
 	// State is not meaningful under a split.
-	Split Split
+	Split Split `json:"split"`
 	// Transforms maps column names to image transform pipelines in the
 	// grammar of transform.Parse, e.g. "decode,resize=256,center_crop=224,
 	// to_float,normalize=imagenet,chw". They run in the loader's workers;
 	// random steps draw from (Seed, Epoch, row id). A png/jpeg column's
 	// pipeline that does not start with decode gets one.
-	Transforms map[string]string
+	Transforms map[string]string `json:"transforms,omitempty"`
 	// Cache, when set, keeps the chunk objects the loader fetches (for
 	// example a chunkcache.Disk shared by the ranks of a node), so that
 	// epochs after the first read them locally. Cache errors are not fatal:
 	// the loader falls back to the store. Full-shuffle reads of single
 	// samples bypass it.
-	Cache chunkcache.Cache
+	Cache chunkcache.Cache `json:"-"`
 	// Allocator supplies the batch buffers (Tensor.Data). The default
 	// allocates Go memory and reuses what Release returns; the Python SDK
 	// passes one that allocates memory numpy then owns.
-	Allocator Allocator
+	Allocator Allocator `json:"-"`
+}
+
+// Validate reports the first setting that is out of range, wrapping
+// loch.ErrInvalidArgument; zero values (defaults) are valid. The loader
+// calls it; callers that want to check settings before opening anything
+// (command-line flags) may too. Settings that depend on the data (column
+// names, row ids, a resumed state) are checked when the loader starts.
+func (c Config) Validate() error {
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("loader: %w: %s", loch.ErrInvalidArgument, fmt.Sprintf(format, a...))
+	}
+	switch c.Shuffle {
+	case "", order.ModeNone, order.ModeBlock, order.ModeFull:
+	default:
+		return bad("shuffle %q: want none, block or full", c.Shuffle)
+	}
+	switch {
+	case c.BatchSize < 0:
+		return bad("batch size %d: want at least 1", c.BatchSize)
+	case c.WorldSize < 0:
+		return bad("world size %d: want at least 1", c.WorldSize)
+	case c.Rank < 0 || c.Rank >= max(c.WorldSize, 1):
+		return bad("rank %d: want 0 <= rank < world size %d", c.Rank, max(c.WorldSize, 1))
+	case c.Epoch < 0:
+		return bad("epoch %d: want at least 0", c.Epoch)
+	case c.WindowRows < 0:
+		return bad("window of %d rows: want at least 0", c.WindowRows)
+	case c.PrefetchBatches < 0 || c.PrefetchBytes < 0 || c.FetchConcurrency < 0 || c.Workers < 0:
+		return bad("prefetch batches %d, prefetch bytes %d, fetch concurrency %d and workers %d: want none negative",
+			c.PrefetchBatches, c.PrefetchBytes, c.FetchConcurrency, c.Workers)
+	case c.Split.Count < 0 || c.Split.Index < 0 || c.Split.Index >= max(c.Split.Count, 1):
+		return bad("split %d of %d: want 0 <= index < count", c.Split.Index, c.Split.Count)
+	}
+	return nil
 }
 
 // Split selects every Count-th batch starting at Index.
-type Split struct{ Index, Count int }
+type Split struct {
+	Index int `json:"index"`
+	Count int `json:"count"`
+}
 
 // Allocator allocates batch buffers. Alloc returns a slice of length n
 // (its contents need not be zeroed); Free takes back a slice Alloc returned
@@ -131,7 +169,7 @@ func (c *Config) defaults() {
 		c.BatchSize = 32
 	}
 	if c.Shuffle == "" {
-		c.Shuffle = "block"
+		c.Shuffle = order.ModeBlock
 	}
 	if c.WorldSize <= 0 {
 		c.WorldSize = 1
@@ -272,6 +310,9 @@ type chunkEntry struct {
 // New starts a loader over scan (which it loads). The loader reads the
 // scan's snapshot only: it never mixes snapshots.
 func New(ctx context.Context, scan *loch.Scan, cfg Config) (*Loader, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
 	cfg.defaults()
 	l, err := newLoader(ctx, []*loch.Scan{scan}, cfg)
 	if err != nil {
@@ -293,6 +334,9 @@ func New(ctx context.Context, scan *loch.Scan, cfg Config) (*Loader, error) {
 // apply to the mixture; cfg.Rows is not supported. Batches carry the
 // dataset of each row in Batch.Datasets.
 func NewMix(ctx context.Context, scans []*loch.Scan, weights []float64, epochRows int64, cfg Config) (*Loader, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
 	cfg.defaults()
 	if len(scans) == 0 || len(scans) != len(weights) {
 		return nil, fmt.Errorf("loader: %d datasets and %d weights: %w", len(scans), len(weights), loch.ErrInvalidArgument)

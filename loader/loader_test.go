@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lochdata/loch"
+	"github.com/lochdata/loch/loader/order"
 	"github.com/lochdata/loch/schema"
 )
 
@@ -206,7 +207,7 @@ func positions(t testing.TB, d *loch.Dataset, cfg Config) [][]int64 {
 // batches whatever the goroutines and prefetch depth.
 func TestOrderIndependentOfConcurrency(t *testing.T) {
 	d := testDataset(t, 150)
-	for _, mode := range []string{"block", "full"} {
+	for _, mode := range []order.Mode{"block", "full"} {
 		base := Config{BatchSize: 8, Shuffle: mode, Seed: 11, Epoch: 2, WindowRows: 40}
 		want := positions(t, d, base)
 		for _, v := range []Config{{Workers: 1, FetchConcurrency: 1, PrefetchBatches: 1}, {Workers: 4, FetchConcurrency: 16, PrefetchBatches: 8}} {

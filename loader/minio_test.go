@@ -10,6 +10,7 @@ import (
 
 	"github.com/lochdata/loch"
 	"github.com/lochdata/loch/internal/testserver"
+	"github.com/lochdata/loch/loader/order"
 	"github.com/lochdata/loch/schema"
 	"github.com/lochdata/loch/storage"
 )
@@ -34,7 +35,7 @@ func TestOnMinIO(t *testing.T) {
 	_, err = d.Commit(ctx, "rows")
 	require.NoError(t, err)
 
-	for _, mode := range []string{"block", "full"} {
+	for _, mode := range []order.Mode{"block", "full"} {
 		seen := map[uint64]bool{}
 		var counts []int
 		for r := 0; r < 2; r++ {

@@ -129,7 +129,7 @@ func (l *Loader) locate(bi int, items []order.Item) (*batchJob, error) {
 		job.slots[c] = make([]loch.Slot, len(items))
 		job.reads[c] = make([][]*chunkEntry, len(items))
 	}
-	sparse := l.cfg.Shuffle == "full" // a chunk per sample: read samples by range where possible
+	sparse := l.cfg.Shuffle == order.ModeFull // a chunk per sample: read samples by range where possible
 	seen := map[*chunkEntry]bool{}
 	l.mu.Lock()
 	defer l.mu.Unlock()

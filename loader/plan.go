@@ -29,7 +29,7 @@ func spec(scan *loch.Scan, refUID int, cfg Config) (order.Spec, error) {
 		}
 		window = defaultWindowBlocks * largest
 	}
-	s := order.Spec{Blocks: blocks, Version: scan.Version(), Seed: cfg.Seed, Epoch: cfg.Epoch, Mode: order.Mode(cfg.Shuffle),
+	s := order.Spec{Blocks: blocks, Version: scan.Version(), Seed: cfg.Seed, Epoch: cfg.Epoch, Mode: cfg.Shuffle,
 		WindowRows: window, WorldSize: cfg.WorldSize, Rank: cfg.Rank, BatchSize: cfg.BatchSize, DropLast: cfg.DropLast}
 	if cfg.Rows != nil {
 		sub, err := scan.Positions(cfg.Rows)
@@ -45,6 +45,9 @@ func spec(scan *loch.Scan, refUID int, cfg Config) (order.Spec, error) {
 // cfg.Epoch (or, with cfg.Resume, the rest of the saved epoch): the order
 // the loader delivers, without loading any data.
 func Order(ctx context.Context, view *loch.Scan, cfg Config) (*order.EpochPlan, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
 	cfg.defaults()
 	if err := view.Load(ctx, cfg.FetchConcurrency); err != nil {
 		return nil, err

@@ -11,6 +11,7 @@ import (
 
 	"github.com/lochdata/loch"
 	"github.com/lochdata/loch/chunkcache"
+	"github.com/lochdata/loch/loader/order"
 	"github.com/lochdata/loch/storage"
 )
 
@@ -108,9 +109,18 @@ func TestCacheServesLaterEpochs(t *testing.T) {
 		}
 		return ps, l.Stats()
 	}
+	sc := d.Scan()
+	require.NoError(t, sc.Load(ctx, 1))
+	sch := sc.Schema()
+	var chunks int64
+	for _, c := range sch.Columns {
+		chunks += int64(len(sc.Chunks(c.UID)))
+	}
 	_, s0 := run(0)
-	require.Zero(t, s0.CacheHits)
+	// A chunk that batches far apart need may be fetched again within the
+	// epoch once its first users are done: then from the cache.
 	require.Greater(t, s0.ChunksFetched, int64(0))
+	require.LessOrEqual(t, s0.ChunksFetched, chunks, "no chunk is fetched from the store twice")
 	want, _ := run(1)
 	got, s1 := run(1)
 	require.Equal(t, want, got)
@@ -133,14 +143,14 @@ func TestMissingChunkIsNotFound(t *testing.T) {
 	c, _ := sch.Column("x")
 	key := v.ChunkKey(v.Chunks(c.UID)[0])
 	require.NoError(t, os.Remove(filepath.Join(dir, filepath.FromSlash(key))))
-	for _, mode := range []string{"none", "block", "full"} {
+	for _, mode := range []order.Mode{"none", "block", "full"} {
 		fresh, err := loch.Open(ctx, d.URL())
 		require.NoError(t, err)
 		l, err := New(ctx, fresh.Scan(), Config{BatchSize: 60, Shuffle: mode, Columns: []string{"x"}})
 		require.NoError(t, err)
 		_, err = l.Next(ctx)
-		require.ErrorIs(t, err, loch.ErrNotFound, mode)
-		require.Contains(t, err.Error(), key, mode)
+		require.ErrorIs(t, err, loch.ErrNotFound, string(mode))
+		require.Contains(t, err.Error(), key, string(mode))
 		l.Close()
 		fresh.Close()
 	}

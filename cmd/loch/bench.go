@@ -17,6 +17,7 @@ import (
 	"github.com/lochdata/loch"
 	"github.com/lochdata/loch/chunkcache"
 	"github.com/lochdata/loch/loader"
+	"github.com/lochdata/loch/loader/order"
 	"github.com/lochdata/loch/schema"
 )
 
@@ -80,7 +81,9 @@ bytes. The baseline runs first.`,
   loch bench s3://bucket/pets --columns image,label --step-ms 20 --json`,
 		Args: exactArgs("URL"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkOrderFlags(batch, world, rank, shuffle); err != nil {
+			cfg := loader.Config{BatchSize: batch, Shuffle: order.Mode(shuffle), Seed: seed, WorldSize: world, Rank: rank,
+				PrefetchBatches: prefetch}
+			if err := checkConfig(cfg); err != nil {
 				return err
 			}
 			if epochs < 1 || stepMS < 0 {
@@ -132,8 +135,8 @@ bytes. The baseline runs first.`,
 			var decoded int64
 			first := time.Duration(-1)
 			for e := 0; e < epochs; e++ {
-				l, err := loader.New(ctx, scan, loader.Config{Columns: cols, BatchSize: batch, Shuffle: shuffle, Seed: seed,
-					Epoch: e, WorldSize: world, Rank: rank, PrefetchBatches: prefetch, Cache: cache, Transforms: tf})
+				cfg.Columns, cfg.Epoch, cfg.Cache, cfg.Transforms = cols, e, cache, tf
+				l, err := loader.New(ctx, scan, cfg)
 				if err != nil {
 					return err
 				}

@@ -22,6 +22,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lochdata/loch"
+	"github.com/lochdata/loch/loader"
 )
 
 // Exit statuses.
@@ -329,15 +330,11 @@ func printJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-// checkOrderFlags validates the flags that choose a loader order, shared by
-// bench and order.
-func checkOrderFlags(batch, world, rank int, shuffle string) error {
-	if batch < 1 || world < 1 || rank < 0 || rank >= world {
-		return usagef("need --batch-size >= 1 and 0 <= --rank < --world-size (got %d, %d, %d)", batch, rank, world)
+// checkConfig validates the loader settings that bench and order take from
+// flags, before anything is opened: a bad value is a usage error.
+func checkConfig(cfg loader.Config) error {
+	if err := cfg.Validate(); err != nil {
+		return usagef("%v", err)
 	}
-	switch shuffle {
-	case "none", "block", "full":
-		return nil
-	}
-	return usagef("--shuffle %q: want none, block or full", shuffle)
+	return nil
 }

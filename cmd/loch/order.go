@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lochdata/loch/loader"
+	"github.com/lochdata/loch/loader/order"
 )
 
 func newOrderCmd() *cobra.Command {
@@ -31,11 +32,10 @@ repeat.`,
   loch order s3://bucket/pets --shuffle full --drop-last | head`,
 		Args: exactArgs("URL"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkOrderFlags(batch, world, rank, shuffle); err != nil {
+			cfg := loader.Config{BatchSize: batch, Shuffle: order.Mode(shuffle), Seed: seed, Epoch: epoch,
+				WorldSize: world, Rank: rank, DropLast: dropLast, WindowRows: window}
+			if err := checkConfig(cfg); err != nil {
 				return err
-			}
-			if epoch < 0 {
-				return usagef("--epoch must be >= 0, got %d", epoch)
 			}
 			ctx := cmd.Context()
 			d, err := openDataset(ctx, args[0], &refs)
@@ -44,8 +44,7 @@ repeat.`,
 			}
 			defer d.Close()
 			scan := d.Scan()
-			plan, err := loader.Order(ctx, scan, loader.Config{BatchSize: batch, Shuffle: shuffle, Seed: seed, Epoch: epoch,
-				WorldSize: world, Rank: rank, DropLast: dropLast, WindowRows: window})
+			plan, err := loader.Order(ctx, scan, cfg)
 			if err != nil {
 				return err
 			}
