@@ -82,8 +82,9 @@ func AsBytes[T Number](data []T) []byte {
 	return unsafe.Slice((*byte)(unsafe.Pointer(&data[0])), len(data)*int(unsafe.Sizeof(z)))
 }
 
-// As views a sample's bytes as a slice of T (no copy). It fails when the
-// length does not divide or the bytes are misaligned for T.
+// As views a sample's bytes as a slice of T: without a copy when the bytes
+// are aligned for T, as a copy when they are not. It fails when the length
+// is not a whole number of elements.
 func As[T Number](b []byte) ([]T, error) {
 	var z T
 	size := int(unsafe.Sizeof(z))

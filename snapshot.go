@@ -78,13 +78,18 @@ func validID(id string) bool {
 
 // load reads the fragment's objects on first use.
 func (f *fragState) load(ctx context.Context, d *Dataset) error {
-	f.once.Do(func() { f.err = f.doLoad(ctx, d) })
+	f.once.Do(func() { f.err = f.loadWith(ctx, d.getObject) })
 	return f.err
 }
 
-func (f *fragState) doLoad(ctx context.Context, d *Dataset) error {
+// getFunc reads the metadata object key of the given kind into out.
+type getFunc func(ctx context.Context, key string, kind byte, out any) error
+
+// loadWith reads the fragment's objects (fragment, extensions, deletions)
+// with get and checks that they agree.
+func (f *fragState) loadWith(ctx context.Context, get getFunc) error {
 	var fr manifest.Fragment
-	if err := d.getObject(ctx, f.ref.Key, manifest.KindFragment, &fr); err != nil {
+	if err := get(ctx, f.ref.Key, manifest.KindFragment, &fr); err != nil {
 		return err
 	}
 	if fr.Rows != f.ref.Rows {
@@ -119,7 +124,7 @@ func (f *fragState) doLoad(ctx context.Context, d *Dataset) error {
 	}
 	for _, ek := range f.ref.Extensions {
 		var ext manifest.Fragment
-		if err := d.getObject(ctx, ek, manifest.KindExtension, &ext); err != nil {
+		if err := get(ctx, ek, manifest.KindExtension, &ext); err != nil {
 			return err
 		}
 		if err := add(ek, ext.Columns); err != nil {
@@ -128,7 +133,7 @@ func (f *fragState) doLoad(ctx context.Context, d *Dataset) error {
 	}
 	if f.ref.Deletions != "" {
 		var del manifest.Deletion
-		if err := d.getObject(ctx, f.ref.Deletions, manifest.KindDeletion, &del); err != nil {
+		if err := get(ctx, f.ref.Deletions, manifest.KindDeletion, &del); err != nil {
 			return err
 		}
 		for i, o := range del.Offsets {

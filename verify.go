@@ -66,22 +66,30 @@ func (v *verifier) visit(key string) bool {
 	return true
 }
 
-// get reads a metadata object and checks that its name is its hash.
+// get reads a metadata object and checks that its name is its hash,
+// recording a problem when it fails.
 func (v *verifier) get(ctx context.Context, key string, kind byte, out any) bool {
-	obj, err := v.d.store.Get(ctx, key)
-	if err != nil {
+	if err := v.read(ctx, key, kind, out); err != nil {
 		v.fail(key, err)
-		return false
-	}
-	if err := manifest.Decode(kind, obj, out); err != nil {
-		v.fail(key, err)
-		return false
-	}
-	if i := strings.LastIndexByte(key, '/'); manifest.Hash(obj) != key[i+1:] {
-		v.fail(key, fmt.Errorf("content hash %s does not match the object's name: %w", manifest.Hash(obj), ErrCorrupt))
 		return false
 	}
 	return true
+}
+
+// read reads and decodes a metadata object and checks that its name is its
+// hash.
+func (v *verifier) read(ctx context.Context, key string, kind byte, out any) error {
+	obj, err := v.d.store.Get(ctx, key)
+	if err != nil {
+		return err
+	}
+	if err := manifest.Decode(kind, obj, out); err != nil {
+		return err
+	}
+	if i := strings.LastIndexByte(key, '/'); manifest.Hash(obj) != key[i+1:] {
+		return fmt.Errorf("content hash %s does not match the object's name: %w", manifest.Hash(obj), ErrCorrupt)
+	}
+	return nil
 }
 
 func (v *verifier) commit(ctx context.Context, id string) {
@@ -123,26 +131,25 @@ func (v *verifier) manifest(ctx context.Context, key string) {
 	}
 }
 
+// fragment checks a fragment's objects (fragment, extensions, deletions),
+// reading each once, and then its chunks.
 func (v *verifier) fragment(ctx context.Context, ref manifest.FragmentRef) {
 	fs := &fragState{ref: ref}
-	if err := fs.doLoad(ctx, v.d); err != nil {
-		v.fail(ref.Key, err)
-		return
-	}
-	for _, k := range append(append([]string{ref.Key}, ref.Extensions...), ref.Deletions) {
-		if k != "" && v.visit(k) {
-			var any manifest.Fragment
-			kind := manifest.KindFragment
-			switch {
-			case strings.HasPrefix(k, "extensions/"):
-				kind = manifest.KindExtension
-			case strings.HasPrefix(k, "deletions/"):
-				var del manifest.Deletion
-				v.get(ctx, k, manifest.KindDeletion, &del)
-				continue
-			}
-			v.get(ctx, k, kind, &any)
+	var failed string // the object that failed, if it is the one to blame
+	err := fs.loadWith(ctx, func(ctx context.Context, key string, kind byte, out any) error {
+		v.visit(key)
+		err := v.read(ctx, key, kind, out)
+		if err != nil {
+			failed = key
 		}
+		return err
+	})
+	if err != nil {
+		if failed == "" {
+			failed = ref.Key // the objects disagree with each other
+		}
+		v.fail(failed, err)
+		return
 	}
 	for _, refs := range fs.cols {
 		for _, cr := range refs {
