@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/lochdata/loch/internal/testseed"
 	"github.com/lochdata/loch/schema"
 )
 
@@ -66,8 +67,7 @@ func crashWriter(dir string) {
 // checks after each kill that the dataset opens at its last commit, holds
 // exactly the committed batches and verifies clean.
 func TestCrash(t *testing.T) {
-	seed := rand.Uint64()
-	t.Logf("seed %d", seed)
+	seed := testseed.Seed(t)
 	r := rand.New(rand.NewPCG(seed, 9))
 	_, dir := mustCreate(t, schema.Schema{Columns: []schema.Column{
 		{Name: "v", DType: schema.Float32, Shape: schema.Shape{512}, ChunkCompression: schema.LZ4, ChunkBytes: 64 << 10},

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lochdata/loch/imaging"
+	"github.com/lochdata/loch/internal/testseed"
 	"github.com/lochdata/loch/schema"
 )
 
@@ -205,8 +206,7 @@ func checkModel(t *testing.T, d *Dataset, m *model) {
 // updates, deletes and added columns, and checks every version against an
 // in-memory model.
 func TestRoundTripProperty(t *testing.T) {
-	seed := rand.Uint64()
-	t.Logf("seed %d", seed)
+	seed := testseed.Seed(t)
 	r := rand.New(rand.NewPCG(seed, 7))
 	for round := 0; round < 4; round++ {
 		var cols []schema.Column

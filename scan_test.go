@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/lochdata/loch/internal/testseed"
 	"github.com/lochdata/loch/schema"
 )
 
@@ -36,8 +37,7 @@ func scanSample(t *testing.T, sc *Scan, pos int64, uid int, sparse bool) (Sample
 // ragged shapes, nulls, split samples, every codec, png) through the Scan
 // API, planned dense and sparse, and compares with Column reads.
 func TestScanMatchesColumn(t *testing.T) {
-	seed := rand.Uint64()
-	t.Logf("seed %d", seed)
+	seed := testseed.Seed(t)
 	r := rand.New(rand.NewPCG(seed, 11))
 	var cols []schema.Column
 	for i := range 6 {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/lochdata/loch/internal/testseed"
 	"github.com/lochdata/loch/schema"
 )
 
@@ -240,8 +241,7 @@ func checkVersion(t *testing.T, dir, ref string, m vmodel) {
 // and checks that every version reads exactly the model's rows, that diffs
 // agree with the model's, and that gc never removes a reachable object.
 func TestVersionsProperty(t *testing.T) {
-	seed := rand.Uint64()
-	t.Logf("seed %d", seed)
+	seed := testseed.Seed(t)
 	r := rand.New(rand.NewPCG(seed, 11))
 	for round := 0; round < 2; round++ {
 		var cols []schema.Column

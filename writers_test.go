@@ -16,6 +16,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/lochdata/loch/internal/testseed"
 	"github.com/lochdata/loch/internal/testserver"
 	"github.com/lochdata/loch/schema"
 )
@@ -271,8 +272,7 @@ func mergeWriter(url string) {
 // branches at random moments, and checks after each kill that every branch
 // and tag opens and reads, that rows are unique, and that verify is clean.
 func TestCrashDuringMerge(t *testing.T) {
-	seed := rand.Uint64()
-	t.Logf("seed %d", seed)
+	seed := testseed.Seed(t)
 	r := rand.New(rand.NewPCG(seed, 13))
 	d, dir := mustCreate(t, schema.Schema{Columns: []schema.Column{
 		{Name: "v", DType: schema.Float32, Shape: schema.Shape{256}, ChunkCompression: schema.LZ4, ChunkBytes: 32 << 10},

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/lochdata/loch/internal/testseed"
 	"github.com/lochdata/loch/schema"
 	"github.com/stretchr/testify/require"
 )
@@ -65,8 +66,7 @@ func encode(t testing.TB, dtype schema.DType, sc, codec uint8, samples []sample)
 // fixed and ragged shapes, and checks that Decode and single-sample block
 // reads give back every sample, shape and null.
 func TestRoundTrip(t *testing.T) {
-	seed := rand.Uint64()
-	t.Logf("seed %d", seed)
+	seed := testseed.Seed(t)
 	r := rand.New(rand.NewPCG(seed, 1))
 	for _, dtype := range schema.DTypes() {
 		for _, codec := range []uint8{CodecNone, CodecLZ4, CodecZstd} {

@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lochdata/loch/chunkcache"
+	"github.com/lochdata/loch/internal/testseed"
 )
 
 // The multi-process tests run this test binary again as child processes,
@@ -158,8 +159,7 @@ func requireConsistent(t *testing.T, dir string, budget int64) map[string][]byte
 // evicted is what the directory holds.
 func TestMultiProcess(t *testing.T) {
 	dir := t.TempDir()
-	seed := rand.Uint64()
-	t.Logf("seed %d", seed)
+	seed := testseed.Seed(t)
 	const procs, ops = 6, 400
 	outs := make([][]byte, procs)
 	errs := make([]error, procs)
@@ -197,8 +197,7 @@ func TestMultiProcess(t *testing.T) {
 // recounts.
 func TestKilledProcesses(t *testing.T) {
 	dir := t.TempDir()
-	seed := rand.Uint64()
-	t.Logf("seed %d", seed)
+	seed := testseed.Seed(t)
 	var wg sync.WaitGroup
 	errs := make([]error, 3)
 	for i := range errs {

@@ -11,12 +11,12 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/lochdata/loch/internal/testseed"
 	"github.com/stretchr/testify/require"
 )
 
 func TestOrderedKeepsOrderAndBoundsMemory(t *testing.T) {
-	seed := rand.Uint64()
-	t.Logf("seed %d", seed)
+	seed := testseed.Seed(t)
 	rng := rand.New(rand.NewPCG(seed, 1))
 	for _, n := range []int{1, 2, 5} {
 		var emitted, consumed, maxInFlight atomic.Int64

@@ -1,29 +1,18 @@
 package order_test
 
 import (
-	"math/rand/v2"
-	"os"
 	"slices"
-	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/lochdata/loch/internal/testseed"
 	"github.com/lochdata/loch/loader/order"
 )
 
-// testSeed returns the seed of a property test, logged so that a failure
-// can be replayed with ORDER_TEST_SEED.
-func testSeed(t testing.TB) uint64 {
-	seed := rand.Uint64()
-	if v := os.Getenv("ORDER_TEST_SEED"); v != "" {
-		var err error
-		seed, err = strconv.ParseUint(v, 10, 64)
-		require.NoError(t, err, "ORDER_TEST_SEED")
-	}
-	t.Logf("seed %d (replay with ORDER_TEST_SEED=%d)", seed, seed)
-	return seed
-}
+// testSeed returns the seed of a property test (see internal/testseed:
+// replay a failure with LOCH_TEST_SEED).
+func testSeed(t testing.TB) uint64 { return testseed.Seed(t) }
 
 // blocks splits n rows into blocks of size rows, the last one shorter.
 func blocks(n, size int64) []int64 {

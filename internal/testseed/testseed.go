@@ -1,0 +1,32 @@
+// Package testseed gives property tests one replayable seed: random by
+// default, fixed by the environment variable LOCH_TEST_SEED, and logged
+// either way so that a failure can be replayed:
+//
+//	LOCH_TEST_SEED=1234 go test -run TestRoundTripProperty .
+package testseed
+
+import (
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"testing"
+)
+
+// Env names the environment variable that fixes the seed.
+const Env = "LOCH_TEST_SEED"
+
+// Seed returns the seed of a property test: LOCH_TEST_SEED's value when it
+// is set (a malformed value fails the test), else a random one. It logs the
+// seed with the command line that replays it.
+func Seed(t testing.TB) uint64 {
+	t.Helper()
+	seed := rand.Uint64()
+	if v := os.Getenv(Env); v != "" {
+		var err error
+		if seed, err = strconv.ParseUint(v, 10, 64); err != nil {
+			t.Fatalf("%s=%q: want an unsigned decimal integer", Env, v)
+		}
+	}
+	t.Logf("seed %d (replay with %s=%d)", seed, Env, seed)
+	return seed
+}
