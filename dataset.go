@@ -15,20 +15,14 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lochdata/loch/internal/keys"
 	"github.com/lochdata/loch/manifest"
 	"github.com/lochdata/loch/schema"
 	"github.com/lochdata/loch/storage"
 )
 
-// Keys of the fixed objects (docs/format.md, section 1).
-const (
-	markerKey  = "_loch/dataset"
-	logPrefix  = "log/"
-	latestKey  = "log/_latest"
-	mainBranch = "main"
-)
-
-func logKey(seq uint64) string { return fmt.Sprintf("%s%020d", logPrefix, seq) }
+// mainBranch is the branch every dataset starts with.
+const mainBranch = "main"
 
 type options struct {
 	version     string
@@ -131,28 +125,28 @@ func Create(ctx context.Context, url string, s schema.Schema, opts ...Option) (*
 		d.Close()
 		return nil, err
 	}
-	if _, err := d.store.Stat(ctx, logKey(1)); err == nil {
+	if _, err := d.store.Stat(ctx, keys.MakeLog(1)); err == nil {
 		return fail(fmt.Errorf("create %s: a dataset already exists there: %w", d.url, ErrExists))
 	} else if !errors.Is(err, storage.ErrNotFound) {
 		return fail(classify(err, "create %s", d.url))
 	}
 	man := manifest.Manifest{Schema: s, NextColumnUID: len(s.Columns) + 1, Fragments: []manifest.FragmentRef{}}
-	manKey, err := d.putObject(ctx, "manifests/", manifest.KindManifest, man)
+	manKey, err := d.putObject(ctx, keys.Manifest, manifest.KindManifest, man)
 	if err != nil {
 		return fail(err)
 	}
 	c := manifest.Commit{Parents: []string{}, Manifest: manKey, Message: "create dataset", Author: o.author, Time: time.Now().UTC(), Branch: mainBranch}
-	commitKey, err := d.putObject(ctx, "commits/", manifest.KindCommit, c)
+	commitKey, err := d.putObject(ctx, keys.Commit, manifest.KindCommit, c)
 	if err != nil {
 		return fail(err)
 	}
-	id := strings.TrimPrefix(commitKey, "commits/")
+	id := strings.TrimPrefix(commitKey, keys.Commit.Prefix())
 	root := manifest.Root{Seq: 1, Time: c.Time, Refs: map[string]string{headsPrefix + mainBranch: id}, NextColumnUID: man.NextColumnUID, Op: "create"}
 	obj, err := manifest.Encode(manifest.KindRoot, root)
 	if err != nil {
 		return fail(err)
 	}
-	if err := d.store.PutIfAbsent(ctx, logKey(1), obj); err != nil {
+	if err := d.store.PutIfAbsent(ctx, keys.MakeLog(1), obj); err != nil {
 		if errors.Is(err, storage.ErrExists) {
 			return fail(fmt.Errorf("create %s: a dataset already exists there: %w", d.url, ErrExists))
 		}
@@ -164,7 +158,7 @@ func Create(ctx context.Context, url string, s schema.Schema, opts ...Option) (*
 		return fail(err)
 	}
 	// The marker is informative; log/1 above is the point of creation.
-	if err := d.store.Put(ctx, markerKey, mark); err != nil {
+	if err := d.store.Put(ctx, keys.MarkerKey, mark); err != nil {
 		return fail(classify(err, "create %s: write marker", d.url))
 	}
 	d.writeHint(ctx, 1)
@@ -204,7 +198,7 @@ func (d *Dataset) openRef(ctx context.Context) error {
 		if ref != "" {
 			return invalidf("open %s: give a version or a reference, not both", d.url)
 		}
-		if !validID(o.version) {
+		if !keys.ValidID(o.version) {
 			return fmt.Errorf("open %s: version %q is not a version id: %w", d.url, o.version, ErrNotFound)
 		}
 		ref = o.version
@@ -251,11 +245,11 @@ func newDataset(ctx context.Context, url string, o options) (*Dataset, error) {
 }
 
 func (d *Dataset) checkMarker(ctx context.Context) error {
-	obj, err := d.store.Get(ctx, markerKey)
+	obj, err := d.store.Get(ctx, keys.MarkerKey)
 	if errors.Is(err, storage.ErrNotFound) {
 		// A dataset whose creator died between log/1 and the marker is still
 		// a dataset; no marker and no log/1 is none.
-		if _, err2 := d.store.Stat(ctx, logKey(1)); err2 == nil {
+		if _, err2 := d.store.Stat(ctx, keys.MakeLog(1)); err2 == nil {
 			return nil
 		}
 		return fmt.Errorf("open %s: %w", d.url, ErrNoDataset)
@@ -265,7 +259,7 @@ func (d *Dataset) checkMarker(ctx context.Context) error {
 	}
 	var m manifest.Dataset
 	if err := manifest.Decode(manifest.KindDataset, obj, &m); err != nil {
-		return classify(err, "open %s: read %s", d.url, markerKey)
+		return classify(err, "open %s: read %s", d.url, keys.MarkerKey)
 	}
 	return nil
 }
@@ -336,7 +330,7 @@ func (d *Dataset) Refresh(ctx context.Context) error {
 // latestRoot finds the log entry with the highest sequence number.
 func (d *Dataset) latestRoot(ctx context.Context) (*manifest.Root, error) {
 	start := uint64(0)
-	if b, err := d.store.Get(ctx, latestKey); err == nil {
+	if b, err := d.store.Get(ctx, keys.LatestKey); err == nil {
 		if n, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64); err == nil && n > 0 {
 			start = n
 		}
@@ -352,8 +346,8 @@ func (d *Dataset) latestRoot(ctx context.Context) (*manifest.Root, error) {
 	}
 	if best == nil { // no usable hint: list the log
 		var max uint64
-		err := d.store.List(ctx, logPrefix, func(a storage.Attrs) error {
-			if n, err := strconv.ParseUint(strings.TrimPrefix(a.Key, logPrefix), 10, 64); err == nil && n > max {
+		err := d.store.List(ctx, keys.LogPrefix, func(a storage.Attrs) error {
+			if n, ok := keys.ParseLog(a.Key); ok && n > max {
 				max = n
 			}
 			return nil
@@ -381,7 +375,7 @@ func (d *Dataset) latestRoot(ctx context.Context) (*manifest.Root, error) {
 }
 
 func (d *Dataset) readRoot(ctx context.Context, seq uint64) (*manifest.Root, error) {
-	key := logKey(seq)
+	key := keys.MakeLog(seq)
 	obj, err := d.store.Get(ctx, key)
 	if err != nil {
 		return nil, classify(err, "read %s", key)
@@ -398,16 +392,17 @@ func (d *Dataset) readRoot(ctx context.Context, seq uint64) (*manifest.Root, err
 
 func (d *Dataset) writeHint(ctx context.Context, seq uint64) {
 	// Best effort: a stale or missing hint costs readers a few extra reads.
-	_ = d.store.Put(ctx, latestKey, []byte(strconv.FormatUint(seq, 10)))
+	_ = d.store.Put(ctx, keys.LatestKey, []byte(strconv.FormatUint(seq, 10)))
 }
 
-// putObject encodes v and stores it under prefix + its content hash.
-func (d *Dataset) putObject(ctx context.Context, prefix string, kind byte, v any) (string, error) {
+// putObject encodes v and stores it as an object of kind k named by its
+// content hash.
+func (d *Dataset) putObject(ctx context.Context, k keys.Kind, kind byte, v any) (string, error) {
 	obj, err := manifest.Encode(kind, v)
 	if err != nil {
 		return "", err
 	}
-	key := prefix + manifest.Hash(obj)
+	key := keys.Make(k, manifest.Hash(obj))
 	if err := d.store.Put(ctx, key, obj); err != nil {
 		return "", classify(err, "write %s", key)
 	}
@@ -458,7 +453,7 @@ func (d *Dataset) logFrom(ctx context.Context, id string) ([]CommitInfo, error) 
 	var frontier []CommitInfo // sorted oldest first; the newest is popped
 	load := func(id string) error {
 		var c manifest.Commit
-		if err := d.getObject(ctx, "commits/"+id, manifest.KindCommit, &c); err != nil {
+		if err := d.getObject(ctx, keys.Make(keys.Commit, id), manifest.KindCommit, &c); err != nil {
 			return err
 		}
 		ci := CommitInfo{ID: id, Parents: c.Parents, Message: c.Message, Author: c.Author, Time: c.Time, Rows: c.Rows, Branch: c.Branch}

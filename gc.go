@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/lochdata/loch/internal/keys"
 	"github.com/lochdata/loch/manifest"
 	"github.com/lochdata/loch/storage"
 )
@@ -27,7 +28,7 @@ const gcParallelism = 16
 // gcPhases are the kinds of objects GC considers, by key prefix, in the
 // order it deletes them (docs/format.md, section 5): each phase ends before
 // the next begins, so that what names an object goes before it.
-var gcPhases = [][]string{{"commits"}, {"manifests"}, {"fragments", "extensions", "deletions"}, {"chunks"}}
+var gcPhases = [][]keys.Kind{{keys.Commit}, {keys.Manifest}, {keys.Fragment, keys.Extension, keys.Deletion}, {keys.Chunk}}
 
 // gcKinds lists the kinds of gcPhases.
 var gcKinds = slices.Concat(gcPhases...)
@@ -105,13 +106,13 @@ func (d *Dataset) GC(ctx context.Context, opts GCOptions) (*GCReport, error) {
 	g := &gc{d: d, opts: opts, cutoff: start.Add(-opts.Grace), reached: map[string]bool{},
 		report: GCReport{DryRun: opts.DryRun, ByKind: map[string]GCKind{}}}
 	for _, k := range gcKinds {
-		g.report.ByKind[k] = GCKind{}
+		g.report.ByKind[k.Dir()] = GCKind{}
 	}
 	cands, err := g.mark(ctx)
 	if err != nil {
 		return nil, classify(err, "gc %s (nothing was deleted)", d.url)
 	}
-	doomed := map[string][]storage.Attrs{}
+	doomed := map[keys.Kind][]storage.Attrs{}
 	for kind, objs := range cands {
 		for _, a := range objs {
 			_, reached := g.reached[a.Key]
@@ -139,7 +140,7 @@ func (d *Dataset) GC(ctx context.Context, opts GCOptions) (*GCReport, error) {
 
 // mark marks what the references reach and lists the other objects, by
 // kind.
-func (g *gc) mark(ctx context.Context) (map[string][]storage.Attrs, error) {
+func (g *gc) mark(ctx context.Context) (map[keys.Kind][]storage.Attrs, error) {
 	root, err := g.d.latestRoot(ctx)
 	if err != nil {
 		return nil, err
@@ -234,7 +235,7 @@ type gcRoot struct {
 // refCommits appends the commits that root's references name.
 func refCommits(roots []gcRoot, root *manifest.Root) []gcRoot {
 	for _, k := range sortedKeys(root.Refs) {
-		roots = append(roots, gcRoot{id: root.Refs[k], ref: k + " in " + logKey(root.Seq)})
+		roots = append(roots, gcRoot{id: root.Refs[k], ref: k + " in " + keys.MakeLog(root.Seq)})
 	}
 	return roots
 }
@@ -319,12 +320,12 @@ func (m *marker) read(key, via string, kind byte, v any) error {
 }
 
 func (m *marker) commit(id, via string) {
-	key := "commits/" + id
+	key := keys.Make(keys.Commit, id)
 	if !m.mark(key) {
 		return
 	}
 	m.eg.Go(func() error {
-		if !validID(id) {
+		if !keys.ValidID(id) {
 			return fmt.Errorf("%s names %q, which is not a version id: %w", via, id, ErrCorrupt)
 		}
 		var c manifest.Commit
@@ -387,28 +388,29 @@ func (m *marker) chunks(key, via string, kind byte) {
 // list returns, by kind, the objects that are not marked reachable, and
 // counts the others as reachable. Chunks are listed by their 256
 // subdirectories in parallel.
-func (g *gc) list(ctx context.Context) (map[string][]storage.Attrs, error) {
+func (g *gc) list(ctx context.Context) (map[keys.Kind][]storage.Attrs, error) {
 	var prefixes []string
 	for _, kind := range gcKinds {
-		if kind != "chunks" {
-			prefixes = append(prefixes, kind+"/")
+		if kind != keys.Chunk {
+			prefixes = append(prefixes, kind.Prefix())
 		}
 	}
 	for i := 0; i < 256; i++ {
-		prefixes = append(prefixes, fmt.Sprintf("chunks/%02x/", i))
+		prefixes = append(prefixes, fmt.Sprintf("%s%02x/", keys.Chunk.Prefix(), i))
 	}
-	out := map[string][]storage.Attrs{}
+	out := map[keys.Kind][]storage.Attrs{}
 	eg, ectx := errgroup.WithContext(ctx)
 	eg.SetLimit(gcParallelism)
 	for _, prefix := range prefixes {
 		eg.Go(func() error {
-			kind, _, _ := strings.Cut(prefix, "/")
 			var cands []storage.Attrs
+			var kind keys.Kind
 			err := g.d.store.List(ectx, prefix, func(a storage.Attrs) error {
-				if !gcObjectKey(kind, a.Key) {
-					return nil
+				// Only keys of the layout's hashed kinds are candidates.
+				if k, _, ok := keys.Parse(a.Key); ok && slices.Contains(gcKinds, k) {
+					kind = k
+					cands = append(cands, a)
 				}
-				cands = append(cands, a)
 				return nil
 			})
 			if err != nil {
@@ -433,26 +435,12 @@ func (g *gc) list(ctx context.Context) (map[string][]storage.Attrs, error) {
 	// Commits, manifests, fragments and extensions were read while
 	// marking; chunks and deletion vectors were not.
 	for key, listed := range g.reached {
-		if !listed && (strings.HasPrefix(key, "chunks/") || strings.HasPrefix(key, "deletions/")) {
+		if k, _, _ := keys.Parse(key); !listed && (k == keys.Chunk || k == keys.Deletion) {
 			g.missing = append(g.missing, key)
 		}
 	}
 	slices.Sort(g.missing)
 	return out, nil
-}
-
-// gcObjectKey reports whether key has the form of a loch object of the
-// kind: <kind>/<hash>, or chunks/<h2>/<hash>.
-func gcObjectKey(kind, key string) bool {
-	rest, ok := strings.CutPrefix(key, kind+"/")
-	if !ok {
-		return false
-	}
-	if kind == "chunks" {
-		h2, hash, ok := strings.Cut(rest, "/")
-		return ok && validID(hash) && h2 == hash[:2]
-	}
-	return validID(rest)
 }
 
 // delete deletes objs (or, in a dry run, counts them), keeping any whose
@@ -505,8 +493,8 @@ func (g *gc) delete(ctx context.Context, objs []storage.Attrs) error {
 // deleted counts a deleted object; the caller holds g.mu or is alone.
 func (g *gc) deleted(a storage.Attrs) {
 	g.report.Deleted.add(a.Size)
-	kind, _, _ := strings.Cut(a.Key, "/")
-	k := g.report.ByKind[kind]
+	kind, _, _ := keys.Parse(a.Key)
+	k := g.report.ByKind[kind.Dir()]
 	k.add(a.Size)
-	g.report.ByKind[kind] = k
+	g.report.ByKind[kind.Dir()] = k
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/lochdata/loch/internal/keys"
 	"github.com/lochdata/loch/internal/testserver"
 	"github.com/lochdata/loch/manifest"
 	"github.com/lochdata/loch/schema"
@@ -80,7 +81,7 @@ func minus(a, b map[string]int64) map[string]int64 {
 func kindCounts(keys map[string]int64) map[string]GCKind {
 	out := map[string]GCKind{}
 	for _, k := range gcKinds {
-		out[k] = GCKind{}
+		out[k.Dir()] = GCKind{}
 	}
 	for key, size := range keys {
 		kind, _, _ := strings.Cut(key, "/")
@@ -276,7 +277,7 @@ func TestGCFollowsAllParents(t *testing.T) {
 	// A merge of dev into main that keeps main's contents, written by hand
 	// so that this test does not depend on merge.go.
 	head := d.current()
-	merge, err := d.putObject(ctx, "commits/", manifest.KindCommit, manifest.Commit{
+	merge, err := d.putObject(ctx, keys.Commit, manifest.KindCommit, manifest.Commit{
 		Parents: []string{head.commitID, devID}, Manifest: head.commit.Manifest,
 		Message: "merge dev", Time: time.Now().UTC(), Rows: head.man.Rows, Branch: "main"})
 	require.NoError(t, err)
@@ -305,15 +306,15 @@ func TestGCFollowsExtensions(t *testing.T) {
 	head := d.current()
 	chunkKey := "chunks/ef/ef" + strings.Repeat("2", 30)
 	require.NoError(t, d.store.Put(ctx, chunkKey, []byte("a chunk only the extension names")))
-	ext, err := d.putObject(ctx, "extensions/", manifest.KindExtension, manifest.Fragment{
+	ext, err := d.putObject(ctx, keys.Extension, manifest.KindExtension, manifest.Fragment{
 		Columns: map[string][]manifest.ChunkRef{"2": {{Key: chunkKey, Rows: 5, Header: 40, Size: 100}}}})
 	require.NoError(t, err)
 	man := head.man
 	man.Fragments = slices.Clone(man.Fragments)
 	man.Fragments[0].Extensions = []string{ext}
-	manKey, err := d.putObject(ctx, "manifests/", manifest.KindManifest, man)
+	manKey, err := d.putObject(ctx, keys.Manifest, manifest.KindManifest, man)
 	require.NoError(t, err)
-	c, err := d.putObject(ctx, "commits/", manifest.KindCommit, manifest.Commit{
+	c, err := d.putObject(ctx, keys.Commit, manifest.KindCommit, manifest.Commit{
 		Parents: []string{head.commitID}, Manifest: manKey, Message: "extend", Time: time.Now().UTC(), Rows: man.Rows, Branch: "main"})
 	require.NoError(t, err)
 	setMain := func(id string) {
@@ -384,18 +385,18 @@ func TestGCOrphans(t *testing.T) {
 
 	orphanChunk := "chunks/ab/ab" + strings.Repeat("0", 30)
 	require.NoError(t, d.store.Put(ctx, orphanChunk, []byte("not read by gc")))
-	frag, err := d.putObject(ctx, "fragments/", manifest.KindFragment, manifest.Fragment{Rows: 1,
+	frag, err := d.putObject(ctx, keys.Fragment, manifest.KindFragment, manifest.Fragment{Rows: 1,
 		Columns: map[string][]manifest.ChunkRef{"1": {{Key: orphanChunk, Rows: 1, Header: 40, Size: 100}}}})
 	require.NoError(t, err)
-	_, err = d.putObject(ctx, "extensions/", manifest.KindExtension, manifest.Fragment{Columns: map[string][]manifest.ChunkRef{}})
+	_, err = d.putObject(ctx, keys.Extension, manifest.KindExtension, manifest.Fragment{Columns: map[string][]manifest.ChunkRef{}})
 	require.NoError(t, err)
-	_, err = d.putObject(ctx, "deletions/", manifest.KindDeletion, manifest.Deletion{Offsets: []int64{0}})
+	_, err = d.putObject(ctx, keys.Deletion, manifest.KindDeletion, manifest.Deletion{Offsets: []int64{0}})
 	require.NoError(t, err)
 	id := uint64(1 << 40)
-	man, err := d.putObject(ctx, "manifests/", manifest.KindManifest, manifest.Manifest{Schema: d.Schema(), Rows: 1,
+	man, err := d.putObject(ctx, keys.Manifest, manifest.KindManifest, manifest.Manifest{Schema: d.Schema(), Rows: 1,
 		Fragments: []manifest.FragmentRef{{Key: frag, Rows: 1, IDStart: &id}}})
 	require.NoError(t, err)
-	_, err = d.putObject(ctx, "commits/", manifest.KindCommit, manifest.Commit{Parents: []string{d.Version()}, Manifest: man, Message: "never committed"})
+	_, err = d.putObject(ctx, keys.Commit, manifest.KindCommit, manifest.Commit{Parents: []string{d.Version()}, Manifest: man, Message: "never committed"})
 	require.NoError(t, err)
 	// Keys of no loch form are not gc's to delete.
 	for _, k := range []string{"chunks/README", "chunks/zz/not-a-chunk", "fragments/x", "other/thing"} {
@@ -624,7 +625,7 @@ func TestGCGraceKeepsRecentRefs(t *testing.T) {
 				r.Time = at
 				obj, err := manifest.Encode(manifest.KindRoot, r)
 				require.NoError(t, err)
-				require.NoError(t, d.store.Put(ctx, logKey(r.Seq), obj))
+				require.NoError(t, d.store.Put(ctx, keys.MakeLog(r.Seq), obj))
 			}
 			devObjects := objectsOf(t, d, devID)
 			for k := range objectsOf(t, d, d.Version()) {
@@ -708,14 +709,14 @@ func TestGCKeepsObjectsRewrittenDuringGC(t *testing.T) {
 	require.NoError(t, err)
 	defer d.Close()
 	frag := manifest.Fragment{Rows: 0, Columns: map[string][]manifest.ChunkRef{}}
-	fragKey, err := d.putObject(ctx, "fragments/", manifest.KindFragment, frag)
+	fragKey, err := d.putObject(ctx, keys.Fragment, manifest.KindFragment, frag)
 	require.NoError(t, err)
-	commitKey, err := d.putObject(ctx, "commits/", manifest.KindCommit, manifest.Commit{Parents: []string{d.Version()}, Message: "orphan"})
+	commitKey, err := d.putObject(ctx, keys.Commit, manifest.KindCommit, manifest.Commit{Parents: []string{d.Version()}, Message: "orphan"})
 	require.NoError(t, err)
 
 	var hookErr error
 	hs := &hookStore{Store: d.store, hook: func() { // on the first Stat, before any deletion
-		_, hookErr = d.putObject(ctx, "fragments/", manifest.KindFragment, frag)
+		_, hookErr = d.putObject(ctx, keys.Fragment, manifest.KindFragment, frag)
 	}}
 	h, err := Open(ctx, url, WithStore(hs))
 	require.NoError(t, err)

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/lochdata/loch/internal/keys"
 	"github.com/lochdata/loch/manifest"
 	"github.com/lochdata/loch/schema"
 )
@@ -139,7 +140,7 @@ func (d *Dataset) Merge(ctx context.Context, src string, opts MergeOptions) (*Me
 			next.Refs[headsPrefix+branch] = t.commit
 			return nil
 		}
-		manKey, err := d.putObject(ctx, "manifests/", manifest.KindManifest, man)
+		manKey, err := d.putObject(ctx, keys.Manifest, manifest.KindManifest, man)
 		if err != nil {
 			return err
 		}
@@ -149,11 +150,11 @@ func (d *Dataset) Merge(ctx context.Context, src string, opts MergeOptions) (*Me
 		}
 		c := manifest.Commit{Parents: []string{head, t.commit}, Manifest: manKey, Message: msg, Author: d.opts.author,
 			Time: next.Time, Rows: man.Rows, Branch: branch}
-		key, err := d.putObject(ctx, "commits/", manifest.KindCommit, c)
+		key, err := d.putObject(ctx, keys.Commit, manifest.KindCommit, c)
 		if err != nil {
 			return err
 		}
-		res.Commit = strings.TrimPrefix(key, "commits/")
+		res.Commit = strings.TrimPrefix(key, keys.Commit.Prefix())
 		next.Refs[headsPrefix+branch] = res.Commit
 		next.NextColumnUID = max(next.NextColumnUID, man.NextColumnUID)
 		return nil
@@ -177,7 +178,7 @@ func (d *Dataset) mergeBase(ctx context.Context, a, b string) (string, error) {
 			return c, nil
 		}
 		c := new(manifest.Commit)
-		if err := d.getObject(ctx, "commits/"+id, manifest.KindCommit, c); err != nil {
+		if err := d.getObject(ctx, keys.Make(keys.Commit, id), manifest.KindCommit, c); err != nil {
 			return nil, err
 		}
 		commits[id] = c
@@ -433,7 +434,7 @@ func (m *merger) fragment(ctx context.Context, f *fragState) (manifest.FragmentR
 	}
 	ref.Deletions, ref.Deleted = "", int64(len(deleted))
 	if len(deleted) > 0 && len(deleted) < int(ref.Rows) {
-		key, err := m.d.putObject(ctx, "deletions/", manifest.KindDeletion, manifest.Deletion{Offsets: deleted})
+		key, err := m.d.putObject(ctx, keys.Deletion, manifest.KindDeletion, manifest.Deletion{Offsets: deleted})
 		if err != nil {
 			return ref, err
 		}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lochdata/loch/internal/keys"
 	"github.com/lochdata/loch/manifest"
 	"github.com/lochdata/loch/storage"
 )
@@ -58,7 +59,7 @@ func checkRefName(kind, name string) error {
 			return bad("has an empty, '.' or '..' segment")
 		}
 	}
-	if validID(name) {
+	if keys.ValidID(name) {
 		return bad("looks like a version id (32 hex digits)")
 	}
 	if strings.HasPrefix(name, headsPrefix) || strings.HasPrefix(name, tagsPrefix) {
@@ -110,8 +111,8 @@ func (d *Dataset) resolveIn(ctx context.Context, root *manifest.Root, ref string
 		if id, ok := root.Refs[tagsPrefix+ref]; ok {
 			return target{commit: id, tag: ref, seq: root.Seq}, nil
 		}
-		if validID(ref) {
-			if _, err := d.store.Stat(ctx, "commits/"+ref); err != nil {
+		if keys.ValidID(ref) {
+			if _, err := d.store.Stat(ctx, keys.Make(keys.Commit, ref)); err != nil {
 				if errors.Is(err, storage.ErrNotFound) {
 					return target{}, fmt.Errorf("%s: no version %s: %w", d.url, ref, ErrNotFound)
 				}
@@ -119,10 +120,10 @@ func (d *Dataset) resolveIn(ctx context.Context, root *manifest.Root, ref string
 			}
 			return target{commit: ref}, nil
 		}
-		if len(ref) >= 6 && len(ref) < 32 && isHex(ref) {
+		if len(ref) >= 6 && len(ref) < keys.IDLen && keys.IsHex(ref) {
 			var found []string
-			err := d.store.List(ctx, "commits/"+ref, func(a storage.Attrs) error {
-				found = append(found, strings.TrimPrefix(a.Key, "commits/"))
+			err := d.store.List(ctx, keys.Make(keys.Commit, ref), func(a storage.Attrs) error {
+				found = append(found, strings.TrimPrefix(a.Key, keys.Commit.Prefix()))
 				if len(found) > 1 {
 					return errStopList
 				}
@@ -144,15 +145,6 @@ func (d *Dataset) resolveIn(ctx context.Context, root *manifest.Root, ref string
 }
 
 var errStopList = errors.New("stop listing")
-
-func isHex(s string) bool {
-	for _, c := range s {
-		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
-		}
-	}
-	return true
-}
 
 // refNames lists the names under one namespace of a root entry, sorted.
 func refNames(root *manifest.Root, prefix string) []string {
@@ -242,7 +234,7 @@ func (d *Dataset) updateRoot(ctx context.Context, op string, change func(root *m
 		if err != nil {
 			return nil, err
 		}
-		err = d.store.PutIfAbsent(ctx, logKey(next.Seq), obj)
+		err = d.store.PutIfAbsent(ctx, keys.MakeLog(next.Seq), obj)
 		if errors.Is(err, storage.ErrExists) {
 			if attempt+1 >= maxCommitAttempts {
 				return nil, fmt.Errorf("%s %s: lost the race for the log %d times: %w", op, d.url, maxCommitAttempts, ErrConflict)
@@ -250,7 +242,7 @@ func (d *Dataset) updateRoot(ctx context.Context, op string, change func(root *m
 			continue
 		}
 		if err != nil {
-			return nil, classify(err, "%s %s: write %s", op, d.url, logKey(next.Seq))
+			return nil, classify(err, "%s %s: write %s", op, d.url, keys.MakeLog(next.Seq))
 		}
 		d.writeHint(ctx, next.Seq)
 		return next, nil
@@ -435,10 +427,10 @@ func (d *Dataset) Revert(ctx context.Context, ref, message string) (string, erro
 			return err
 		}
 		var to, cur manifest.Commit
-		if err := d.getObject(ctx, "commits/"+t.commit, manifest.KindCommit, &to); err != nil {
+		if err := d.getObject(ctx, keys.Make(keys.Commit, t.commit), manifest.KindCommit, &to); err != nil {
 			return err
 		}
-		if err := d.getObject(ctx, "commits/"+head, manifest.KindCommit, &cur); err != nil {
+		if err := d.getObject(ctx, keys.Make(keys.Commit, head), manifest.KindCommit, &cur); err != nil {
 			return err
 		}
 		var man, curMan manifest.Manifest
@@ -451,7 +443,7 @@ func (d *Dataset) Revert(ctx context.Context, ref, message string) (string, erro
 		// Column ids are never reused on a branch, even for columns the
 		// revert removes.
 		man.NextColumnUID = max(man.NextColumnUID, curMan.NextColumnUID)
-		manKey, err := d.putObject(ctx, "manifests/", manifest.KindManifest, man)
+		manKey, err := d.putObject(ctx, keys.Manifest, manifest.KindManifest, man)
 		if err != nil {
 			return err
 		}
@@ -460,11 +452,11 @@ func (d *Dataset) Revert(ctx context.Context, ref, message string) (string, erro
 			msg = fmt.Sprintf("revert %s to %s", branch, t.commit)
 		}
 		c := manifest.Commit{Parents: []string{head}, Manifest: manKey, Message: msg, Author: d.opts.author, Time: next.Time, Rows: man.Rows, Branch: branch}
-		key, err := d.putObject(ctx, "commits/", manifest.KindCommit, c)
+		key, err := d.putObject(ctx, keys.Commit, manifest.KindCommit, c)
 		if err != nil {
 			return err
 		}
-		id = strings.TrimPrefix(key, "commits/")
+		id = strings.TrimPrefix(key, keys.Commit.Prefix())
 		next.Refs[headsPrefix+branch] = id
 		return nil
 	})

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/lochdata/loch/internal/keys"
 	"github.com/lochdata/loch/manifest"
 	"github.com/lochdata/loch/schema"
 )
@@ -35,11 +36,11 @@ type fragState struct {
 }
 
 func (d *Dataset) loadSnapshot(ctx context.Context, commitID string, seq uint64) (*snapshot, error) {
-	if !validID(commitID) {
+	if !keys.ValidID(commitID) {
 		return nil, fmt.Errorf("open %s: version %q is not a version id: %w", d.url, commitID, ErrNotFound)
 	}
 	s := &snapshot{commitID: commitID, seq: seq}
-	if err := d.getObject(ctx, "commits/"+commitID, manifest.KindCommit, &s.commit); err != nil {
+	if err := d.getObject(ctx, keys.Make(keys.Commit, commitID), manifest.KindCommit, &s.commit); err != nil {
 		if errors.Is(err, ErrNotFound) {
 			return nil, fmt.Errorf("open %s: no version %s: %w", d.url, commitID, ErrNotFound)
 		}
@@ -62,18 +63,6 @@ func (d *Dataset) loadSnapshot(ctx context.Context, commitID string, seq uint64)
 		return nil, fmt.Errorf("read %s: fragments hold %d live rows, manifest says %d: %w", s.commit.Manifest, live, s.man.Rows, ErrCorrupt)
 	}
 	return s, nil
-}
-
-func validID(id string) bool {
-	if len(id) != 32 {
-		return false
-	}
-	for _, c := range id {
-		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
-		}
-	}
-	return true
 }
 
 // load reads the fragment's objects on first use.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/lochdata/loch/internal/keys"
 	"github.com/lochdata/loch/manifest"
 )
 
@@ -29,7 +30,7 @@ func (d *Dataset) Verify(ctx context.Context) (checked int, problems []Problem, 
 	} else {
 		root, err := d.latestRoot(ctx)
 		if err != nil {
-			return 0, []Problem{{Key: logPrefix, Err: err}}, nil
+			return 0, []Problem{{Key: keys.LogPrefix, Err: err}}, nil
 		}
 		v.checked++
 		for _, k := range sortedKeys(root.Refs) {
@@ -94,7 +95,7 @@ func (v *verifier) read(ctx context.Context, key string, kind byte, out any) err
 
 func (v *verifier) commit(ctx context.Context, id string) {
 	for id != "" {
-		key := "commits/" + id
+		key := keys.Make(keys.Commit, id)
 		if !v.visit(key) {
 			return
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/lochdata/loch/internal/keys"
 	"github.com/lochdata/loch/internal/testseed"
 	"github.com/lochdata/loch/schema"
 )
@@ -556,7 +557,7 @@ func TestBranchCostIndependentOfSize(t *testing.T) {
 	t.Logf("branch and tag on 10 rows wrote %v; on 200,000 rows %v", small, large)
 	require.ElementsMatch(t, slices.Collect(maps.Keys(small)), slices.Collect(maps.Keys(large)), "the same objects")
 	for k, n := range large {
-		require.True(t, strings.HasPrefix(k, logPrefix), "only log entries are written, not %s", k)
+		require.True(t, strings.HasPrefix(k, keys.LogPrefix), "only log entries are written, not %s", k)
 		require.InDelta(t, small[k], n, 8, "%s: the same size but for the digits of the row-id counter", k)
 	}
 }

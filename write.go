@@ -16,6 +16,7 @@ import (
 
 	"github.com/lochdata/loch/chunk"
 	"github.com/lochdata/loch/imaging"
+	"github.com/lochdata/loch/internal/keys"
 	"github.com/lochdata/loch/manifest"
 	"github.com/lochdata/loch/schema"
 	"github.com/lochdata/loch/storage"
@@ -465,7 +466,7 @@ func (st *staging) submit(uid int, b *chunk.Builder, ref *manifest.ChunkRef) {
 			return
 		}
 		hash := manifest.Hash(obj)
-		key := "chunks/" + hash[:2] + "/" + hash
+		key := keys.Make(keys.Chunk, hash)
 		if err := st.d.store.Put(st.ctx, key, obj); err != nil {
 			st.fail(classify(err, "write chunk %s", key))
 			return
@@ -725,17 +726,17 @@ func (d *Dataset) Commit(ctx context.Context, message string) (string, error) {
 			}
 			man.Rows += f.rows
 		}
-		manKey, err := d.putObject(ctx, "manifests/", manifest.KindManifest, man)
+		manKey, err := d.putObject(ctx, keys.Manifest, manifest.KindManifest, man)
 		if err != nil {
 			return "", err
 		}
 		now := time.Now().UTC()
 		c := manifest.Commit{Parents: []string{head}, Manifest: manKey, Message: message, Author: d.opts.author, Time: now, Rows: man.Rows, Branch: branch}
-		commitKey, err := d.putObject(ctx, "commits/", manifest.KindCommit, c)
+		commitKey, err := d.putObject(ctx, keys.Commit, manifest.KindCommit, c)
 		if err != nil {
 			return "", err
 		}
-		id := strings.TrimPrefix(commitKey, "commits/")
+		id := strings.TrimPrefix(commitKey, keys.Commit.Prefix())
 		refs := make(map[string]string, len(root.Refs))
 		for k, v := range root.Refs {
 			refs[k] = v
@@ -747,7 +748,7 @@ func (d *Dataset) Commit(ctx context.Context, message string) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		err = d.store.PutIfAbsent(ctx, logKey(next.Seq), obj)
+		err = d.store.PutIfAbsent(ctx, keys.MakeLog(next.Seq), obj)
 		if errors.Is(err, storage.ErrExists) {
 			if attempt+1 >= maxCommitAttempts {
 				return "", fmt.Errorf("commit %s: lost the race for the log %d times: %w", d.url, maxCommitAttempts, ErrConflict)
@@ -755,7 +756,7 @@ func (d *Dataset) Commit(ctx context.Context, message string) (string, error) {
 			continue // another writer took this sequence number: re-read and retry
 		}
 		if err != nil {
-			return "", classify(err, "commit %s: write %s", d.url, logKey(next.Seq))
+			return "", classify(err, "commit %s: write %s", d.url, keys.MakeLog(next.Seq))
 		}
 		d.writeHint(ctx, next.Seq)
 		snap, err := d.loadSnapshot(ctx, id, next.Seq)
@@ -801,7 +802,7 @@ func (st *staging) putFragments(ctx context.Context, uids map[int]int) ([]pendin
 			}
 			fr.Columns[strconv.Itoa(uid)] = refs
 		}
-		key, err := st.d.putObject(ctx, "fragments/", manifest.KindFragment, fr)
+		key, err := st.d.putObject(ctx, keys.Fragment, manifest.KindFragment, fr)
 		if err != nil {
 			return nil, err
 		}
@@ -870,7 +871,7 @@ func (st *staging) buildManifest(ctx context.Context, base *snapshot) (manifest.
 		f := base.frags[k]
 		all := append(append([]int64(nil), f.deleted...), offs...)
 		slices.Sort(all)
-		key, err := st.d.putObject(ctx, "deletions/", manifest.KindDeletion, manifest.Deletion{Offsets: all})
+		key, err := st.d.putObject(ctx, keys.Deletion, manifest.KindDeletion, manifest.Deletion{Offsets: all})
 		if err != nil {
 			return manifest.Manifest{}, err
 		}

@@ -1,0 +1,167 @@
+// Package keys is the object layout of a loch dataset, specified in
+// docs/format.md §1: it makes and parses every key below a dataset's root,
+// as Pebble's MakeFilename and ParseFilename do for its files. No other
+// code spells a key.
+//
+//	_loch/dataset          the dataset marker
+//	log/<seq>              root entries (seq: 20 decimal digits)
+//	log/_latest            the latest-entry hint
+//	commits/<id>           commits
+//	manifests/<hash>       manifests
+//	fragments/<hash>       fragments
+//	extensions/<hash>      fragment extensions
+//	deletions/<hash>       deletion vectors
+//	chunks/<h2>/<hash>     chunks (h2: the hash's first two hex digits)
+//
+// Ids and hashes are 32 lowercase hex digits.
+package keys
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Kind is the kind of object a key names.
+type Kind uint8
+
+// The kinds of objects.
+const (
+	Invalid Kind = iota
+	Marker
+	Log
+	Latest
+	Commit
+	Manifest
+	Fragment
+	Extension
+	Deletion
+	Chunk
+)
+
+// Fixed keys and the prefix of the log.
+const (
+	MarkerKey = "_loch/dataset"
+	LatestKey = "log/_latest"
+	LogPrefix = "log/"
+)
+
+// IDLen is the length of an object id or content hash in hex digits.
+const IDLen = 32
+
+var dirs = [...]string{Commit: "commits", Manifest: "manifests", Fragment: "fragments",
+	Extension: "extensions", Deletion: "deletions", Chunk: "chunks"}
+
+// Hashed lists the kinds named by an id, in the order gc deletes them.
+var Hashed = []Kind{Commit, Manifest, Fragment, Extension, Deletion, Chunk}
+
+// Dir is the directory of a hashed kind ("commits", ..., "chunks"), its
+// name in reports; "" for other kinds.
+func (k Kind) Dir() string {
+	if int(k) < len(dirs) {
+		return dirs[k]
+	}
+	return ""
+}
+
+// Prefix is the prefix of every key of a hashed kind ("commits/", ...,
+// "chunks/"); "" for other kinds.
+func (k Kind) Prefix() string {
+	if d := k.Dir(); d != "" {
+		return d + "/"
+	}
+	return ""
+}
+
+func (k Kind) String() string {
+	switch k {
+	case Marker:
+		return "marker"
+	case Log:
+		return "log"
+	case Latest:
+		return "latest"
+	}
+	if d := k.Dir(); d != "" {
+		return d
+	}
+	return fmt.Sprintf("Kind(%d)", uint8(k))
+}
+
+// Make returns the key of the object of hashed kind k with the given id.
+// It panics on a kind that is not hashed (a broken invariant); the id is
+// not checked (see ValidID).
+func Make(k Kind, id string) string {
+	switch {
+	case k == Chunk && len(id) >= 2:
+		return "chunks/" + id[:2] + "/" + id
+	case k.Dir() != "" && k != Chunk:
+		return k.Prefix() + id
+	}
+	panic(fmt.Sprintf("keys: Make(%v, %q)", k, id))
+}
+
+// MakeLog returns the key of root entry seq.
+func MakeLog(seq uint64) string { return fmt.Sprintf("%s%020d", LogPrefix, seq) }
+
+// Parse reports the kind of object key names and its id: the hex id of a
+// hashed kind, the decimal sequence number of a log entry, "" for the
+// marker and the hint. A key of no kind gives ok false.
+func Parse(key string) (k Kind, id string, ok bool) {
+	switch key {
+	case MarkerKey:
+		return Marker, "", true
+	case LatestKey:
+		return Latest, "", true
+	}
+	dir, rest, found := strings.Cut(key, "/")
+	if !found {
+		return Invalid, "", false
+	}
+	if dir == "log" {
+		if _, err := strconv.ParseUint(rest, 10, 64); err != nil || len(rest) != 20 {
+			return Invalid, "", false
+		}
+		return Log, rest, true
+	}
+	for _, k := range Hashed {
+		if dirs[k] != dir {
+			continue
+		}
+		if k == Chunk {
+			h2, hash, found := strings.Cut(rest, "/")
+			if !found || !ValidID(hash) || h2 != hash[:2] {
+				return Invalid, "", false
+			}
+			return Chunk, hash, true
+		}
+		if !ValidID(rest) {
+			return Invalid, "", false
+		}
+		return k, rest, true
+	}
+	return Invalid, "", false
+}
+
+// ParseLog returns the sequence number of a root entry's key.
+func ParseLog(key string) (uint64, bool) {
+	k, id, ok := Parse(key)
+	if !ok || k != Log {
+		return 0, false
+	}
+	seq, err := strconv.ParseUint(id, 10, 64)
+	return seq, err == nil
+}
+
+// ValidID reports whether s is an object id: 32 lowercase hex digits.
+func ValidID(s string) bool { return len(s) == IDLen && IsHex(s) }
+
+// IsHex reports whether s is made of lowercase hex digits only.
+func IsHex(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}

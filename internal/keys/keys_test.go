@@ -1,0 +1,87 @@
+package keys
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+const id = "0123456789abcdef0123456789abcdef"
+
+func TestMakeParse(t *testing.T) {
+	for _, tc := range []struct {
+		kind Kind
+		key  string
+	}{
+		{Commit, "commits/" + id},
+		{Manifest, "manifests/" + id},
+		{Fragment, "fragments/" + id},
+		{Extension, "extensions/" + id},
+		{Deletion, "deletions/" + id},
+		{Chunk, "chunks/01/" + id},
+	} {
+		require.Equal(t, tc.key, Make(tc.kind, id))
+		k, got, ok := Parse(tc.key)
+		require.True(t, ok, tc.key)
+		require.Equal(t, tc.kind, k)
+		require.Equal(t, id, got)
+		require.True(t, strings.HasPrefix(tc.key, tc.kind.Prefix()))
+	}
+	require.Equal(t, "log/00000000000000000042", MakeLog(42))
+	seq, ok := ParseLog(MakeLog(42))
+	require.True(t, ok)
+	require.EqualValues(t, 42, seq)
+	for key, want := range map[string]Kind{MarkerKey: Marker, LatestKey: Latest} {
+		k, _, ok := Parse(key)
+		require.True(t, ok)
+		require.Equal(t, want, k)
+	}
+	require.Panics(t, func() { Make(Marker, id) })
+}
+
+func TestParseRefuses(t *testing.T) {
+	for _, key := range []string{
+		"", "commits", "commits/", "commits/" + id[:31], "commits/" + strings.ToUpper(id),
+		"commits/" + id + "0", "chunks/" + id, "chunks/02/" + id, "chunks/01/" + id + "/x",
+		"log/42", "log/abc", "log/0000000000000000004x", "_loch/other", "refs/main", "commits/" + id + "/",
+		"manifests/not-a-hash", ".loch-tmp-1", "other/" + id,
+	} {
+		_, _, ok := Parse(key)
+		require.False(t, ok, "%q", key)
+	}
+}
+
+func TestValidID(t *testing.T) {
+	require.True(t, ValidID(id))
+	require.False(t, ValidID(id[:31]))
+	require.False(t, ValidID(strings.Replace(id, "a", "A", 1)))
+	require.False(t, ValidID(strings.Replace(id, "a", "g", 1)))
+}
+
+// FuzzParse: a key that parses is made again, byte for byte, from its
+// kind and id.
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{"commits/" + id, "chunks/01/" + id, "log/00000000000000000007", MarkerKey, LatestKey, "x/y", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, key string) {
+		k, got, ok := Parse(key)
+		if !ok {
+			return
+		}
+		switch k {
+		case Marker:
+			require.Equal(t, MarkerKey, key)
+		case Latest:
+			require.Equal(t, LatestKey, key)
+		case Log:
+			seq, ok := ParseLog(key)
+			require.True(t, ok)
+			require.Equal(t, key, MakeLog(seq))
+		default:
+			require.True(t, ValidID(got))
+			require.Equal(t, key, Make(k, got))
+		}
+	})
+}
