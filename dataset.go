@@ -10,8 +10,6 @@ import (
 	"runtime"
 	"slices"
 	"sort"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -131,22 +129,13 @@ func Create(ctx context.Context, url string, s schema.Schema, opts ...Option) (*
 		return fail(classify(err, "create %s", d.url))
 	}
 	man := manifest.Manifest{Schema: s, NextColumnUID: len(s.Columns) + 1, Fragments: []manifest.FragmentRef{}}
-	manKey, err := d.putObject(ctx, keys.Manifest, manifest.KindManifest, man)
+	c := manifest.Commit{Parents: []string{}, Message: "create dataset", Author: o.author, Time: time.Now().UTC(), Branch: mainBranch}
+	id, err := d.writeCommit(ctx, man, c)
 	if err != nil {
 		return fail(err)
 	}
-	c := manifest.Commit{Parents: []string{}, Manifest: manKey, Message: "create dataset", Author: o.author, Time: time.Now().UTC(), Branch: mainBranch}
-	commitKey, err := d.putObject(ctx, keys.Commit, manifest.KindCommit, c)
-	if err != nil {
-		return fail(err)
-	}
-	id := strings.TrimPrefix(commitKey, keys.Commit.Prefix())
 	root := manifest.Root{Seq: 1, Time: c.Time, Refs: map[string]string{headsPrefix + mainBranch: id}, NextColumnUID: man.NextColumnUID, Op: "create"}
-	obj, err := manifest.Encode(manifest.KindRoot, root)
-	if err != nil {
-		return fail(err)
-	}
-	if err := d.store.PutIfAbsent(ctx, keys.MakeLog(1), obj); err != nil {
+	if err := d.putRoot(ctx, &root); err != nil {
 		if errors.Is(err, storage.ErrExists) {
 			return fail(fmt.Errorf("create %s: a dataset already exists there: %w", d.url, ErrExists))
 		}
@@ -157,7 +146,9 @@ func Create(ctx context.Context, url string, s schema.Schema, opts ...Option) (*
 	if err != nil {
 		return fail(err)
 	}
-	// The marker is informative; log/1 above is the point of creation.
+	// The marker is informative; log/1 above is the point of creation, and
+	// only its winner gets here, so a plain put (which a retry may repeat)
+	// is right where put-if-absent could fail on its own retried success.
 	if err := d.store.Put(ctx, keys.MarkerKey, mark); err != nil {
 		return fail(classify(err, "create %s: write marker", d.url))
 	}
@@ -325,74 +316,6 @@ func (d *Dataset) Refresh(ctx context.Context) error {
 	d.snap = snap
 	d.mu.Unlock()
 	return nil
-}
-
-// latestRoot finds the log entry with the highest sequence number.
-func (d *Dataset) latestRoot(ctx context.Context) (*manifest.Root, error) {
-	start := uint64(0)
-	if b, err := d.store.Get(ctx, keys.LatestKey); err == nil {
-		if n, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64); err == nil && n > 0 {
-			start = n
-		}
-	}
-	var best *manifest.Root
-	if start > 0 {
-		r, err := d.readRoot(ctx, start)
-		if err == nil {
-			best = r
-		} else if !errors.Is(err, ErrNotFound) {
-			return nil, err
-		}
-	}
-	if best == nil { // no usable hint: list the log
-		var max uint64
-		err := d.store.List(ctx, keys.LogPrefix, func(a storage.Attrs) error {
-			if n, ok := keys.ParseLog(a.Key); ok && n > max {
-				max = n
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, classify(err, "open %s: list log", d.url)
-		}
-		if max == 0 {
-			return nil, fmt.Errorf("open %s: %w (empty log)", d.url, ErrNoDataset)
-		}
-		if best, err = d.readRoot(ctx, max); err != nil {
-			return nil, err
-		}
-	}
-	for {
-		next, err := d.readRoot(ctx, best.Seq+1)
-		if errors.Is(err, ErrNotFound) {
-			return best, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		best = next
-	}
-}
-
-func (d *Dataset) readRoot(ctx context.Context, seq uint64) (*manifest.Root, error) {
-	key := keys.MakeLog(seq)
-	obj, err := d.store.Get(ctx, key)
-	if err != nil {
-		return nil, classify(err, "read %s", key)
-	}
-	var r manifest.Root
-	if err := manifest.Decode(manifest.KindRoot, obj, &r); err != nil {
-		return nil, classify(err, "read %s", key)
-	}
-	if r.Seq != seq {
-		return nil, fmt.Errorf("read %s: entry says sequence %d: %w", key, r.Seq, ErrCorrupt)
-	}
-	return &r, nil
-}
-
-func (d *Dataset) writeHint(ctx context.Context, seq uint64) {
-	// Best effort: a stale or missing hint costs readers a few extra reads.
-	_ = d.store.Put(ctx, keys.LatestKey, []byte(strconv.FormatUint(seq, 10)))
 }
 
 // putObject encodes v and stores it as an object of kind k named by its

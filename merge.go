@@ -140,21 +140,15 @@ func (d *Dataset) Merge(ctx context.Context, src string, opts MergeOptions) (*Me
 			next.Refs[headsPrefix+branch] = t.commit
 			return nil
 		}
-		manKey, err := d.putObject(ctx, keys.Manifest, manifest.KindManifest, man)
-		if err != nil {
-			return err
-		}
 		msg := opts.Message
 		if msg == "" {
 			msg = fmt.Sprintf("merge %s into %s", src, branch)
 		}
-		c := manifest.Commit{Parents: []string{head, t.commit}, Manifest: manKey, Message: msg, Author: d.opts.author,
+		c := manifest.Commit{Parents: []string{head, t.commit}, Message: msg, Author: d.opts.author,
 			Time: next.Time, Rows: man.Rows, Branch: branch}
-		key, err := d.putObject(ctx, keys.Commit, manifest.KindCommit, c)
-		if err != nil {
+		if res.Commit, err = d.writeCommit(ctx, man, c); err != nil {
 			return err
 		}
-		res.Commit = strings.TrimPrefix(key, keys.Commit.Prefix())
 		next.Refs[headsPrefix+branch] = res.Commit
 		next.NextColumnUID = max(next.NextColumnUID, man.NextColumnUID)
 		return nil

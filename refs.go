@@ -212,43 +212,6 @@ func (d *Dataset) readOnlyErr(op string) error {
 	return fmt.Errorf("%s %s: the handle is read-only, opened at %s; open or check out a branch to write: %w", op, d.url, pin, ErrReadOnly)
 }
 
-// updateRoot writes the next root entry, made by change from the newest
-// one, with put-if-absent, retrying when another writer takes the sequence
-// number first. change may return an error to give up; it is called again
-// on every retry with the newer root. It returns the written entry.
-func (d *Dataset) updateRoot(ctx context.Context, op string, change func(root *manifest.Root, next *manifest.Root) error) (*manifest.Root, error) {
-	for attempt := 0; ; attempt++ {
-		root, err := d.latestRoot(ctx)
-		if err != nil {
-			return nil, err
-		}
-		next := &manifest.Root{Seq: root.Seq + 1, Time: time.Now().UTC(), Prev: root.Seq,
-			Refs: make(map[string]string, len(root.Refs)+1), NextRowID: root.NextRowID, NextColumnUID: root.NextColumnUID, Op: op}
-		for k, v := range root.Refs {
-			next.Refs[k] = v
-		}
-		if err := change(root, next); err != nil {
-			return nil, err
-		}
-		obj, err := manifest.Encode(manifest.KindRoot, next)
-		if err != nil {
-			return nil, err
-		}
-		err = d.store.PutIfAbsent(ctx, keys.MakeLog(next.Seq), obj)
-		if errors.Is(err, storage.ErrExists) {
-			if attempt+1 >= maxCommitAttempts {
-				return nil, fmt.Errorf("%s %s: lost the race for the log %d times: %w", op, d.url, maxCommitAttempts, ErrConflict)
-			}
-			continue
-		}
-		if err != nil {
-			return nil, classify(err, "%s %s: write %s", op, d.url, keys.MakeLog(next.Seq))
-		}
-		d.writeHint(ctx, next.Seq)
-		return next, nil
-	}
-}
-
 // CreateBranch makes a branch named name at the version from names (a
 // branch, tag or version id; "" for the handle's version) and returns that
 // version's id. No data or row metadata is copied: the branch is one entry
@@ -443,20 +406,14 @@ func (d *Dataset) Revert(ctx context.Context, ref, message string) (string, erro
 		// Column ids are never reused on a branch, even for columns the
 		// revert removes.
 		man.NextColumnUID = max(man.NextColumnUID, curMan.NextColumnUID)
-		manKey, err := d.putObject(ctx, keys.Manifest, manifest.KindManifest, man)
-		if err != nil {
-			return err
-		}
 		msg := message
 		if msg == "" {
 			msg = fmt.Sprintf("revert %s to %s", branch, t.commit)
 		}
-		c := manifest.Commit{Parents: []string{head}, Manifest: manKey, Message: msg, Author: d.opts.author, Time: next.Time, Rows: man.Rows, Branch: branch}
-		key, err := d.putObject(ctx, keys.Commit, manifest.KindCommit, c)
-		if err != nil {
+		c := manifest.Commit{Parents: []string{head}, Message: msg, Author: d.opts.author, Time: next.Time, Rows: man.Rows, Branch: branch}
+		if id, err = d.writeCommit(ctx, man, c); err != nil {
 			return err
 		}
-		id = strings.TrimPrefix(key, keys.Commit.Prefix())
 		next.Refs[headsPrefix+branch] = id
 		return nil
 	})

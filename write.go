@@ -2,15 +2,12 @@ package loch
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"golang.org/x/sync/errgroup"
 
@@ -19,7 +16,6 @@ import (
 	"github.com/lochdata/loch/internal/keys"
 	"github.com/lochdata/loch/manifest"
 	"github.com/lochdata/loch/schema"
-	"github.com/lochdata/loch/storage"
 )
 
 // Fragment limits: an append fragment is sealed when it reaches either.
@@ -669,107 +665,107 @@ func (d *Dataset) Commit(ctx context.Context, message string) (string, error) {
 	if err := ctx.Err(); err != nil {
 		return "", err
 	}
-	for attempt := 0; ; attempt++ {
-		root, err := d.latestRoot(ctx)
-		if err != nil {
-			return "", err
-		}
-		branch := d.Branch()
-		ref := headsPrefix + branch
-		head, ok := root.Refs[ref]
-		if !ok {
-			return "", fmt.Errorf("commit %s: branch %q does not exist (branches: %v): %w", d.url, branch, refNames(root, headsPrefix), ErrNotFound)
-		}
-		base := st.base
-		if head != base.commitID {
-			if len(st.deletes) > 0 || st.added > 0 {
-				return "", fmt.Errorf("commit %s: branch %s moved from %s to %s since this handle's snapshot, and this commit updates, deletes or adds columns; refresh and retry: %w",
-					d.url, branch, base.commitID, head, ErrConflict)
-			}
-			if base, err = d.loadSnapshot(ctx, head, root.Seq); err != nil {
-				return "", err
-			}
-			if !sameColumns(base.man.Schema.Columns, st.cols) {
-				return "", fmt.Errorf("commit %s: the schema of branch %s changed in %s since this handle's snapshot: %w", d.url, branch, head, ErrConflict)
-			}
-		}
-		// Added columns take their final uids from the dataset-wide counter
-		// of this root entry, so that no other branch has them.
-		uids := map[int]int{}
-		nextUID := max(root.NextColumnUID, base.man.NextColumnUID)
-		for _, c := range st.cols[len(st.cols)-st.added:] {
-			uids[c.UID] = nextUID
-			nextUID++
-		}
-		frags, err := st.putFragments(ctx, uids)
-		if err != nil {
-			return "", err
-		}
-		man, err := st.buildManifest(ctx, base)
-		if err != nil {
-			return "", err
-		}
-		for i := range man.Schema.Columns {
-			if u, ok := uids[man.Schema.Columns[i].UID]; ok {
-				man.Schema.Columns[i].UID = u
-			}
-		}
-		man.NextColumnUID = max(man.NextColumnUID, nextUID)
-		var appended uint64
-		for _, f := range frags {
-			if !f.upd {
-				id := root.NextRowID + appended
-				man.Fragments = append(man.Fragments, manifest.FragmentRef{Key: f.key, Rows: f.rows, IDStart: &id})
-				appended += uint64(f.rows)
-			} else {
-				man.Fragments = append(man.Fragments, manifest.FragmentRef{Key: f.key, Rows: f.rows})
-			}
-			man.Rows += f.rows
-		}
-		manKey, err := d.putObject(ctx, keys.Manifest, manifest.KindManifest, man)
-		if err != nil {
-			return "", err
-		}
-		now := time.Now().UTC()
-		c := manifest.Commit{Parents: []string{head}, Manifest: manKey, Message: message, Author: d.opts.author, Time: now, Rows: man.Rows, Branch: branch}
-		commitKey, err := d.putObject(ctx, keys.Commit, manifest.KindCommit, c)
-		if err != nil {
-			return "", err
-		}
-		id := strings.TrimPrefix(commitKey, keys.Commit.Prefix())
-		refs := make(map[string]string, len(root.Refs))
-		for k, v := range root.Refs {
-			refs[k] = v
-		}
-		refs[ref] = id
-		next := manifest.Root{Seq: root.Seq + 1, Time: now, Prev: root.Seq, Refs: refs, NextRowID: root.NextRowID + appended,
-			NextColumnUID: max(root.NextColumnUID, man.NextColumnUID), Op: "commit " + branch}
-		obj, err := manifest.Encode(manifest.KindRoot, next)
-		if err != nil {
-			return "", err
-		}
-		err = d.store.PutIfAbsent(ctx, keys.MakeLog(next.Seq), obj)
-		if errors.Is(err, storage.ErrExists) {
-			if attempt+1 >= maxCommitAttempts {
-				return "", fmt.Errorf("commit %s: lost the race for the log %d times: %w", d.url, maxCommitAttempts, ErrConflict)
-			}
-			continue // another writer took this sequence number: re-read and retry
-		}
-		if err != nil {
-			return "", classify(err, "commit %s: write %s", d.url, keys.MakeLog(next.Seq))
-		}
-		d.writeHint(ctx, next.Seq)
-		snap, err := d.loadSnapshot(ctx, id, next.Seq)
-		if err != nil {
-			return "", err
-		}
-		d.mu.Lock()
-		d.snap = snap
-		d.mu.Unlock()
-		st.cancel()
-		d.stage = nil
-		return id, nil
+	branch := d.Branch()
+	var id string
+	next, err := d.updateRoot(ctx, "commit "+branch, func(root, next *manifest.Root) error {
+		var err error
+		id, err = d.commitOnto(ctx, st, branch, message, root, next)
+		return err
+	})
+	if err != nil {
+		return "", err
 	}
+	snap, err := d.loadSnapshot(ctx, id, next.Seq)
+	if err != nil {
+		return "", err
+	}
+	d.mu.Lock()
+	d.snap = snap
+	d.mu.Unlock()
+	st.cancel()
+	d.stage = nil
+	return id, nil
+}
+
+// commitOnto writes the staged changes as a commit on branch as root has it
+// (rebasing appends onto a head that moved since the stage's snapshot),
+// points next's reference of the branch at it and returns its id. It runs
+// once per attempt of updateRoot: what it writes before a lost race is
+// content-addressed and written again, or left to gc.
+func (d *Dataset) commitOnto(ctx context.Context, st *staging, branch, message string, root, next *manifest.Root) (string, error) {
+	ref := headsPrefix + branch
+	head, ok := root.Refs[ref]
+	if !ok {
+		return "", fmt.Errorf("commit %s: branch %q does not exist (branches: %v): %w", d.url, branch, refNames(root, headsPrefix), ErrNotFound)
+	}
+	base, err := d.rebaseBase(ctx, st, branch, head, root.Seq)
+	if err != nil {
+		return "", err
+	}
+	// Added columns take their final uids from the dataset-wide counter
+	// of this root entry, so that no other branch has them.
+	uids := map[int]int{}
+	nextUID := max(root.NextColumnUID, base.man.NextColumnUID)
+	for _, c := range st.cols[len(st.cols)-st.added:] {
+		uids[c.UID] = nextUID
+		nextUID++
+	}
+	frags, err := st.putFragments(ctx, uids)
+	if err != nil {
+		return "", err
+	}
+	man, err := st.buildManifest(ctx, base)
+	if err != nil {
+		return "", err
+	}
+	for i := range man.Schema.Columns {
+		if u, ok := uids[man.Schema.Columns[i].UID]; ok {
+			man.Schema.Columns[i].UID = u
+		}
+	}
+	man.NextColumnUID = max(man.NextColumnUID, nextUID)
+	var appended uint64
+	for _, f := range frags {
+		if !f.upd {
+			id := root.NextRowID + appended
+			man.Fragments = append(man.Fragments, manifest.FragmentRef{Key: f.key, Rows: f.rows, IDStart: &id})
+			appended += uint64(f.rows)
+		} else {
+			man.Fragments = append(man.Fragments, manifest.FragmentRef{Key: f.key, Rows: f.rows})
+		}
+		man.Rows += f.rows
+	}
+	c := manifest.Commit{Parents: []string{head}, Message: message, Author: d.opts.author, Time: next.Time, Rows: man.Rows, Branch: branch}
+	id, err := d.writeCommit(ctx, man, c)
+	if err != nil {
+		return "", err
+	}
+	next.Refs[ref] = id
+	next.NextRowID = root.NextRowID + appended
+	next.NextColumnUID = max(root.NextColumnUID, man.NextColumnUID)
+	return id, nil
+}
+
+// rebaseBase returns the snapshot the stage's changes apply to: its own,
+// or, when the branch moved to head since, head's, if the stage only
+// appends rows and the schema is unchanged (else ErrConflict).
+func (d *Dataset) rebaseBase(ctx context.Context, st *staging, branch, head string, seq uint64) (*snapshot, error) {
+	base := st.base
+	if head == base.commitID {
+		return base, nil
+	}
+	if len(st.deletes) > 0 || st.added > 0 {
+		return nil, fmt.Errorf("commit %s: branch %s moved from %s to %s since this handle's snapshot, and this commit updates, deletes or adds columns; refresh and retry: %w",
+			d.url, branch, base.commitID, head, ErrConflict)
+	}
+	base, err := d.loadSnapshot(ctx, head, seq)
+	if err != nil {
+		return nil, err
+	}
+	if !sameColumns(base.man.Schema.Columns, st.cols) {
+		return nil, fmt.Errorf("commit %s: the schema of branch %s changed in %s since this handle's snapshot: %w", d.url, branch, head, ErrConflict)
+	}
+	return base, nil
 }
 
 // pendingFragment is a fragment object written by a commit.
