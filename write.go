@@ -596,19 +596,10 @@ func (d *Dataset) AddColumn(ctx context.Context, col schema.Column) error {
 	st.added++
 	for _, fw := range st.writers() {
 		for _, cw := range fw.cols {
-			cw.col, _ = st.columnByUID(cw.col.UID)
+			cw.col, _ = (&schema.Schema{Columns: st.cols}).ByUID(cw.col.UID)
 		}
 	}
 	return nil
-}
-
-func (st *staging) columnByUID(uid int) (*schema.Column, bool) {
-	for i := range st.cols {
-		if st.cols[i].UID == uid {
-			return &st.cols[i], true
-		}
-	}
-	return nil, false
 }
 
 func (st *staging) writers() []*fragWriter {

@@ -25,9 +25,6 @@ const BlockSize = 64 << 10
 // fixedHeaderLen is the length of the fixed part of the header.
 const fixedHeaderLen = 40
 
-// MaxHeaderPrefix is enough bytes to learn a header's full length.
-const MaxHeaderPrefix = fixedHeaderLen
-
 // Errors.
 var (
 	// ErrCorrupt marks a chunk whose bytes disagree with its checksums or
@@ -176,16 +173,6 @@ func parsePrefix(b []byte) (*Header, error) {
 		return nil, fmt.Errorf("%w: uncompressed chunk with stored length %d != raw length %d", ErrCorrupt, h.DataLen, h.RawLen)
 	}
 	return h, nil
-}
-
-// HeaderLen returns the full header length announced by a chunk's first
-// MaxHeaderPrefix bytes.
-func HeaderLen(prefix []byte) (int, error) {
-	h, err := parsePrefix(prefix)
-	if err != nil {
-		return 0, err
-	}
-	return h.Len, nil
 }
 
 // ParseHeader parses and verifies a chunk header. b must hold at least the
