@@ -112,8 +112,8 @@ func Create(ctx context.Context, url string, s schema.Schema, opts ...Option) (*
 	}
 	for i := range s.Columns {
 		c := &s.Columns[i]
+		*c = c.Definition()
 		c.UID = i + 1
-		c.MinShape, c.MaxShape, c.StoredBytes, c.RawBytes, c.Samples = nil, nil, 0, 0, 0
 	}
 	d, err := newDataset(ctx, url, o)
 	if err != nil {

@@ -161,30 +161,24 @@ func schemaChanges(a, b schema.Schema) []ColumnChange {
 	seen := map[int]bool{}
 	for _, c := range b.Columns {
 		seen[c.UID] = true
-		to := definition(c)
+		to := c.Definition()
 		old, ok := byUID[c.UID]
 		if !ok {
 			out = append(out, ColumnChange{Name: c.Name, Change: "added", To: &to})
 			continue
 		}
 		if !sameColumns([]schema.Column{old}, []schema.Column{c}) {
-			from := definition(old)
+			from := old.Definition()
 			out = append(out, ColumnChange{Name: c.Name, Change: "changed", From: &from, To: &to})
 		}
 	}
 	for _, c := range a.Columns {
 		if !seen[c.UID] {
-			from := definition(c)
+			from := c.Definition()
 			out = append(out, ColumnChange{Name: c.Name, Change: "removed", From: &from})
 		}
 	}
 	return out
-}
-
-// definition is a column without its statistics.
-func definition(c schema.Column) schema.Column {
-	c.MinShape, c.MaxShape, c.Samples, c.RawBytes, c.StoredBytes = nil, nil, 0, 0, 0
-	return c
 }
 
 // column names a column of one of two versions by uid.

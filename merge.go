@@ -463,15 +463,10 @@ func mergeSchema(b, o, t manifest.Manifest) (schema.Schema, []string, error) {
 			continue
 		}
 		c := &out.Columns[k]
-		c.Samples += max(0, tc.Samples-bc.Samples)
-		c.RawBytes += max(0, tc.RawBytes-bc.RawBytes)
-		c.StoredBytes += max(0, tc.StoredBytes-bc.StoredBytes)
-		if len(c.MinShape) == len(tc.MinShape) {
-			for i := range c.MinShape {
-				c.MinShape[i] = min(c.MinShape[i], tc.MinShape[i])
-				c.MaxShape[i] = max(c.MaxShape[i], tc.MaxShape[i])
-			}
-		}
+		// Theirs' change since the base: counts can only be estimated as
+		// the difference (rows deleted on their side make it smaller).
+		c.Merge(schema.Stats{MinShape: tc.MinShape, MaxShape: tc.MaxShape, Samples: max(0, tc.Samples-bc.Samples),
+			RawBytes: max(0, tc.RawBytes-bc.RawBytes), StoredBytes: max(0, tc.StoredBytes-bc.StoredBytes)})
 	}
 	return out, added, nil
 }

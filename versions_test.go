@@ -606,3 +606,37 @@ func TestIdenticalUpdatesMerge(t *testing.T) {
 	require.Zero(t, df.Modified, "the same values on both sides")
 	require.EqualValues(t, 1, df.Added)
 }
+
+// TestMergeKeepsShapeStatistics: a column whose samples all come from the
+// merged branch gets that branch's shape bounds (they were dropped when the
+// target side had none).
+func TestMergeKeepsShapeStatistics(t *testing.T) {
+	d, dir := mustCreate(t, schema.Schema{Columns: []schema.Column{
+		{Name: "v", DType: schema.Int32, Shape: schema.Shape{-1}},
+		{Name: "w", DType: schema.Int32, Shape: schema.Shape{1}},
+	}})
+	require.NoError(t, d.Append(ctx, Row{"w": Tensor([]int{1}, []int32{0})}))
+	_, err := d.Commit(ctx, "base")
+	require.NoError(t, err)
+	_, err = d.CreateBranch(ctx, "dev", "")
+	require.NoError(t, err)
+	dev, err := Open(ctx, dir, WithRef("dev"))
+	require.NoError(t, err)
+	defer dev.Close()
+	require.NoError(t, dev.Append(ctx, Row{"v": Tensor([]int{3}, []int32{1, 2, 3})}))
+	require.NoError(t, dev.Append(ctx, Row{"v": Tensor([]int{5}, []int32{1, 2, 3, 4, 5})}))
+	_, err = dev.Commit(ctx, "v on dev")
+	require.NoError(t, err)
+	require.NoError(t, d.Append(ctx, Row{"w": Tensor([]int{1}, []int32{1})}))
+	_, err = d.Commit(ctx, "w on main")
+	require.NoError(t, err)
+	res, err := d.Merge(ctx, "dev", MergeOptions{})
+	require.NoError(t, err)
+	require.NotEmpty(t, res.Commit)
+	sch := d.Schema()
+	c, ok := sch.Column("v")
+	require.True(t, ok)
+	require.Equal(t, []int{3}, c.MinShape)
+	require.Equal(t, []int{5}, c.MaxShape)
+	require.EqualValues(t, 2, c.Samples)
+}

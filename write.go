@@ -51,12 +51,12 @@ type staging struct {
 	ctx    context.Context
 }
 
-// colDelta accumulates statistics of staged samples of one column.
+// colDelta accumulates statistics of staged samples of one column. Its
+// StoredBytes stays zero: chunks are encoded concurrently and count their
+// bytes in stored.
 type colDelta struct {
-	min, max []int
-	samples  int64
-	raw      int64
-	stored   atomic.Int64
+	schema.Stats
+	stored atomic.Int64
 }
 
 type fragWriter struct {
@@ -83,8 +83,7 @@ func (d *Dataset) stagingLocked() (*staging, error) {
 		st := &staging{d: d, base: base, nextUID: base.man.NextColumnUID, deltas: map[int]*colDelta{}, nonce: randomID(),
 			deletes: map[uint64]bool{}, sem: make(chan struct{}, 2*d.opts.parallelism), ctx: ctx, cancel: cancel}
 		for _, c := range base.man.Schema.Columns {
-			c.MinShape, c.MaxShape, c.Samples, c.RawBytes, c.StoredBytes = nil, nil, 0, 0, 0
-			st.cols = append(st.cols, c)
+			st.cols = append(st.cols, c.Definition())
 		}
 		d.stage = st
 	}
@@ -342,16 +341,9 @@ func (st *staging) addSample(cw *colWriter, off int64, p prepared) error {
 	c := cw.col
 	dl := st.delta(c.UID)
 	if !p.null {
-		dl.samples++
-		dl.raw += p.raw
-		if dl.min == nil {
-			dl.min, dl.max = append([]int{}, p.shape...), append([]int{}, p.shape...)
-		} else if len(dl.min) == len(p.shape) {
-			for i, v := range p.shape {
-				dl.min[i] = min(dl.min[i], v)
-				dl.max[i] = max(dl.max[i], v)
-			}
-		}
+		dl.Samples++
+		dl.RawBytes += p.raw
+		dl.MergeShape(p.shape, p.shape)
 	}
 	if cw.b != nil && !p.null && cw.b.Len() > 0 && !cw.sameNDim(len(p.shape)) {
 		st.flush(cw)
@@ -581,7 +573,8 @@ func (d *Dataset) AddColumn(ctx context.Context, col schema.Column) error {
 	if err != nil {
 		return err
 	}
-	col.UID, col.MinShape, col.MaxShape, col.Samples, col.RawBytes, col.StoredBytes = 0, nil, nil, 0, 0, 0
+	col = col.Definition()
+	col.UID = 0
 	if err := col.Normalize(); err != nil {
 		return classify(err, "%s: add column", d.url)
 	}
@@ -826,21 +819,9 @@ func (st *staging) buildManifest(ctx context.Context, base *snapshot) (manifest.
 		if dl == nil {
 			continue
 		}
-		c.Samples += dl.samples
-		c.RawBytes += dl.raw
-		c.StoredBytes += dl.stored.Load()
-		if dl.min != nil {
-			if c.MinShape == nil || len(c.MinShape) != len(dl.min) {
-				if c.MinShape == nil {
-					c.MinShape, c.MaxShape = dl.min, dl.max
-				}
-			} else {
-				for k := range dl.min {
-					c.MinShape[k] = min(c.MinShape[k], dl.min[k])
-					c.MaxShape[k] = max(c.MaxShape[k], dl.max[k])
-				}
-			}
-		}
+		delta := dl.Stats
+		delta.StoredBytes = dl.stored.Load()
+		c.Merge(delta)
 	}
 	man.Fragments = append([]manifest.FragmentRef(nil), base.man.Fragments...)
 	if len(st.deletes) == 0 {

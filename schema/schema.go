@@ -68,8 +68,9 @@ const (
 	BBoxCXCYWH = "cxcywh" // center x, center y, width, height (YOLO)
 )
 
-// Column describes one column. The fields after ChunkBytes are statistics
-// kept by the dataset; users leave them zero.
+// Column describes one column: its definition, and the statistics the
+// dataset keeps of its samples (Stats, embedded so that the JSON of a
+// column is one flat object). Users leave Stats zero.
 type Column struct {
 	UID   int    `json:"uid,omitempty"`
 	Name  string `json:"name"`
@@ -85,11 +86,48 @@ type Column struct {
 	BBoxFormat        string            `json:"bbox_format,omitempty"`
 	BBoxNormalized    bool              `json:"bbox_normalized,omitempty"`
 
+	Stats
+}
+
+// Stats are the statistics of a column's samples in a snapshot (or of a
+// change to it): the elementwise minimum and maximum shape of its non-null
+// samples, their bytes as stored and decoded, and their number.
+type Stats struct {
 	MinShape    []int `json:"min_shape"`
 	MaxShape    []int `json:"max_shape"`
 	StoredBytes int64 `json:"stored_bytes,omitempty"`
 	RawBytes    int64 `json:"raw_bytes,omitempty"`
 	Samples     int64 `json:"samples,omitempty"`
+}
+
+// Merge adds o's counts to s and widens s's shape bounds to o's: bounds
+// not yet set take o's (copied); bounds of another number of dimensions
+// are left as they are (such a column records the first rank it saw).
+func (s *Stats) Merge(o Stats) {
+	s.Samples += o.Samples
+	s.RawBytes += o.RawBytes
+	s.StoredBytes += o.StoredBytes
+	s.MergeShape(o.MinShape, o.MaxShape)
+}
+
+// MergeShape widens the shape bounds to [lo, hi] (see Merge).
+func (s *Stats) MergeShape(lo, hi []int) {
+	switch {
+	case lo == nil:
+	case s.MinShape == nil:
+		s.MinShape, s.MaxShape = slices.Clone(lo), slices.Clone(hi)
+	case len(s.MinShape) == len(lo):
+		for i := range lo {
+			s.MinShape[i] = min(s.MinShape[i], lo[i])
+			s.MaxShape[i] = max(s.MaxShape[i], hi[i])
+		}
+	}
+}
+
+// Definition returns the column without its statistics.
+func (c Column) Definition() Column {
+	c.Stats = Stats{}
+	return c
 }
 
 // Schema is an ordered list of columns.

@@ -68,3 +68,42 @@ func TestCheckSample(t *testing.T) {
 	require.NoError(t, j.Normalize())
 	require.ErrorContains(t, j.CheckSample([]int{3}, []byte("{x}")), "not valid JSON")
 }
+
+func TestStatsMerge(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		s, o     Stats
+		min, max []int
+	}{
+		{"empty takes the other's", Stats{}, Stats{MinShape: []int{2, 3}, MaxShape: []int{4, 3}, Samples: 2}, []int{2, 3}, []int{4, 3}},
+		{"widens", Stats{MinShape: []int{2, 3}, MaxShape: []int{4, 3}}, Stats{MinShape: []int{1, 5}, MaxShape: []int{1, 9}}, []int{1, 3}, []int{4, 9}},
+		{"nothing to merge", Stats{MinShape: []int{2}, MaxShape: []int{2}}, Stats{Samples: 0}, []int{2}, []int{2}},
+		{"another rank is left out", Stats{MinShape: []int{2}, MaxShape: []int{2}}, Stats{MinShape: []int{1, 1}, MaxShape: []int{1, 1}}, []int{2}, []int{2}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := tc.s
+			s.Samples, s.RawBytes, s.StoredBytes = 1, 10, 5
+			o := tc.o
+			o.RawBytes, o.StoredBytes = 7, 3
+			s.Merge(o)
+			require.Equal(t, tc.min, s.MinShape)
+			require.Equal(t, tc.max, s.MaxShape)
+			require.Equal(t, 1+tc.o.Samples, s.Samples)
+			require.EqualValues(t, 17, s.RawBytes)
+			require.EqualValues(t, 8, s.StoredBytes)
+			if o.MinShape != nil && tc.s.MinShape == nil {
+				o.MinShape[0] = -1
+				require.NotEqual(t, -1, s.MinShape[0], "taken bounds are copies")
+			}
+		})
+	}
+}
+
+func TestColumnJSONIsFlat(t *testing.T) {
+	c := Column{Name: "x", DType: Float32, Shape: Shape{3}, Stats: Stats{MinShape: []int{3}, MaxShape: []int{3}, Samples: 4}}
+	b, err := json.Marshal(c)
+	require.NoError(t, err)
+	require.JSONEq(t, `{"name": "x", "dtype": "float32", "shape": [3], "min_shape": [3], "max_shape": [3], "samples": 4}`, string(b))
+	require.Equal(t, Stats{}, c.Definition().Stats)
+	require.Equal(t, "x", c.Definition().Name)
+}

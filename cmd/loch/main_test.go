@@ -434,8 +434,8 @@ func TestShapeRange(t *testing.T) {
 		col  schema.Column
 		want string
 	}{
-		{schema.Column{MinShape: []int{32, 48, 3}, MaxShape: []int{480, 640, 3}}, "[32..480, 48..640, 3]"},
-		{schema.Column{MinShape: []int{3}, MaxShape: []int{3}}, "[3]"},
+		{schema.Column{Stats: schema.Stats{MinShape: []int{32, 48, 3}, MaxShape: []int{480, 640, 3}}}, "[32..480, 48..640, 3]"},
+		{schema.Column{Stats: schema.Stats{MinShape: []int{3}, MaxShape: []int{3}}}, "[3]"},
 		{schema.Column{Shape: schema.Shape{-1, 4}}, "[?, 4]"},
 		{schema.Column{Shape: schema.Shape{}}, "[]"},
 		{schema.Column{}, "any"},
