@@ -370,28 +370,45 @@ func (l *Loader) tensor(cp colPlan, vals []value, keep []int, rowIDs []uint64) (
 		}
 	}
 	if cp.col.DType.Variable() || (l.cfg.RaggedAsList && !cp.col.Shape.Fixed()) {
-		t.Shape = []int{n}
-		t.Items = make([][]byte, n)
-		if !cp.col.DType.Variable() {
-			t.Shapes = make([][]int, n)
-		}
-		for k, i := range keep {
-			v := vals[i]
-			if v.s.Null {
-				continue
-			}
-			s, err := v.s.DecodeInto(make([]byte, v.s.DecodedLen()))
-			if err != nil {
-				return t, i, err
-			}
-			t.Items[k] = s.Data
-			if t.Shapes != nil {
-				t.Shapes[k] = s.Shape
-			}
-			l.decoded.Add(int64(len(s.Data)))
-		}
-		return t, -1, nil
+		bad, err := l.items(t, cp, vals, keep)
+		return t, bad, err
 	}
+	bad, err := l.stack(t, cp, vals, keep, anyNull, rowIDs)
+	return t, bad, err
+}
+
+// items fills t with the kept samples as a list (Items, and Shapes for
+// tensors), each decoded into its own buffer.
+func (l *Loader) items(t *Tensor, cp colPlan, vals []value, keep []int) (int, error) {
+	n := len(keep)
+	t.Shape = []int{n}
+	t.Items = make([][]byte, n)
+	if !cp.col.DType.Variable() {
+		t.Shapes = make([][]int, n)
+	}
+	for k, i := range keep {
+		v := vals[i]
+		if v.s.Null {
+			continue
+		}
+		s, err := v.s.DecodeInto(make([]byte, v.s.DecodedLen()))
+		if err != nil {
+			return i, err
+		}
+		t.Items[k] = s.Data
+		if t.Shapes != nil {
+			t.Shapes[k] = s.Shape
+		}
+		l.decoded.Add(int64(len(s.Data)))
+	}
+	return -1, nil
+}
+
+// stack fills t with the kept samples stacked in one buffer from the
+// allocator, zero-padded to the largest shape when they differ (Shapes then
+// records each one). Samples are decoded straight into the buffer.
+func (l *Loader) stack(t *Tensor, cp colPlan, vals []value, keep []int, anyNull bool, rowIDs []uint64) (int, error) {
+	n := len(keep)
 	// The batch shape: the elementwise max of the samples' shapes.
 	var maxShape []int
 	ragged := false
@@ -405,7 +422,7 @@ func (l *Loader) tensor(cp colPlan, vals []value, keep []int, rowIDs []uint64) (
 			continue
 		}
 		if len(v.s.Shape) != len(maxShape) {
-			return t, -1, fmt.Errorf("loader: column %q: samples with %d and %d dimensions in one batch (rows %v); such columns can only be read row by row", cp.name, len(maxShape), len(v.s.Shape), rowIDs)
+			return -1, fmt.Errorf("loader: column %q: samples with %d and %d dimensions in one batch (rows %v); such columns can only be read row by row", cp.name, len(maxShape), len(v.s.Shape), rowIDs)
 		}
 		for d := range maxShape {
 			if v.s.Shape[d] != maxShape[d] {
@@ -443,15 +460,15 @@ func (l *Loader) tensor(cp colPlan, vals []value, keep []int, rowIDs []uint64) (
 			// Decode aside, then lay out with padding.
 			s, err := v.s.DecodeInto(make([]byte, v.s.DecodedLen()))
 			if err != nil {
-				return t, i, err
+				return i, err
 			}
 			padCopy(dst, s.Data, s.Shape, maxShape, size)
 		} else if _, err := v.s.DecodeInto(dst); err != nil {
-			return t, i, err
+			return i, err
 		}
 		l.decoded.Add(int64(v.s.DecodedLen()))
 	}
-	return t, -1, nil
+	return -1, nil
 }
 
 // transform applies a column's transform pipeline to one stored sample.

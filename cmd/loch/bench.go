@@ -95,14 +95,10 @@ bytes. The baseline runs first.`,
 				return err
 			}
 			defer d.Close()
-			var cols []string
+			sch := d.Schema()
+			cols := sch.Names()
 			if columns != "" {
-				for _, c := range strings.Split(columns, ",") {
-					cols = append(cols, strings.TrimSpace(c))
-				}
-			} else {
-				s := d.Schema()
-				cols = s.Names()
+				cols = splitList(columns)
 			}
 			res := benchResult{URL: d.URL(), Version: d.Version(), Columns: cols, Shuffle: shuffle, BatchSize: batch,
 				WorldSize: world, Rank: rank, Epochs: epochs, StepMS: stepMS}
@@ -112,13 +108,9 @@ bytes. The baseline runs first.`,
 					return err
 				}
 			}
-			tf := map[string]string{}
-			for _, t := range transforms {
-				col, spec, ok := strings.Cut(t, "=")
-				if !ok || col == "" {
-					return usagef("--transform %q: want COLUMN=SPEC, e.g. image=decode,resize=256,center_crop=224", t)
-				}
-				tf[col] = spec
+			tf, err := parseTransforms(transforms)
+			if err != nil {
+				return err
 			}
 			var cache chunkcache.Cache
 			if cacheDir != "" {
@@ -129,70 +121,14 @@ bytes. The baseline runs first.`,
 				defer c.Close()
 				cache = c
 			}
-			step := time.Duration(stepMS * float64(time.Millisecond))
-			start := time.Now()
-			var wait time.Duration
-			var decoded int64
-			first := time.Duration(-1)
-			for e := 0; e < epochs; e++ {
-				cfg.Columns, cfg.Epoch, cfg.Cache, cfg.Transforms = cols, e, cache, tf
-				l, err := loader.New(ctx, scan, cfg)
-				if err != nil {
-					return err
-				}
-				for {
-					t0 := time.Now()
-					b, err := l.Next(ctx)
-					if errors.Is(err, io.EOF) {
-						break
-					}
-					if err != nil {
-						l.Close()
-						return err
-					}
-					wait += time.Since(t0)
-					if first < 0 {
-						first = time.Since(start)
-					}
-					res.Batches++
-					res.Samples += int64(b.Len())
-					decoded += batchPayload(b)
-					if step > 0 {
-						time.Sleep(step)
-					}
-					l.Release(b)
-				}
-				st := l.Stats()
-				res.Retries += st.Retries
-				res.CacheHits += st.CacheHits
-				res.Chunks += st.ChunksFetched
-				res.FetchedMB += float64(st.BytesFetched) / 1e6
-				res.Skipped += st.Skipped
-				l.Close()
+			cfg.Columns, cfg.Cache, cfg.Transforms = cols, cache, tf
+			if err := runEpochs(ctx, scan, cfg, epochs, time.Duration(stepMS*float64(time.Millisecond)), &res); err != nil {
+				return err
 			}
-			el := time.Since(start)
-			res.Seconds = el.Seconds()
-			res.SamplesPerS = float64(res.Samples) / res.Seconds
-			res.MBPerS = float64(decoded) / 1e6 / res.Seconds
-			res.FirstBatchMS = float64(first) / float64(time.Millisecond)
-			res.WaitShare = float64(wait) / float64(el)
-			res.PeakRSSMB = peakRSSMB()
-			if res.RawMBPerS > 0 {
-				res.Ratio = res.MBPerS / res.RawMBPerS
-			}
-			w := cmd.OutOrStdout()
 			if asJSON {
-				return printJSON(w, res)
+				return printJSON(cmd.OutOrStdout(), res)
 			}
-			fmt.Fprintf(w, "loader:   %d samples in %d batches, %.2fs: %.0f samples/s, %.1f MB/s\n", res.Samples, res.Batches, res.Seconds, res.SamplesPerS, res.MBPerS)
-			fmt.Fprintf(w, "          first batch %.1f ms, wait share %.1f%%, peak RSS %.0f MB, retries %d, skipped %d\n", res.FirstBatchMS, 100*res.WaitShare, res.PeakRSSMB, res.Retries, res.Skipped)
-			if cache != nil {
-				fmt.Fprintf(w, "          cache hits %d\n", res.CacheHits)
-			}
-			if !skipRaw {
-				fmt.Fprintf(w, "raw:      %.1f MB of chunk objects read and decoded in %.2fs: %.1f MB/s of the same %.1f MB decoded bytes\n", res.RawObjectMB, res.RawSeconds, res.RawMBPerS, res.DecodedMB)
-				fmt.Fprintf(w, "ratio:    loader / raw = %.2f\n", res.Ratio)
-			}
+			printBench(cmd.OutOrStdout(), res, cache != nil, !skipRaw)
 			return nil
 		},
 	}
@@ -244,6 +180,97 @@ func batchPayload(b *loader.Batch) int64 {
 		}
 	}
 	return n
+}
+
+// parseTransforms parses --transform COLUMN=SPEC flags.
+func parseTransforms(flags []string) (map[string]string, error) {
+	tf := map[string]string{}
+	for _, t := range flags {
+		col, spec, ok := strings.Cut(t, "=")
+		if !ok || col == "" {
+			return nil, usagef("--transform %q: want COLUMN=SPEC, e.g. image=decode,resize=256,center_crop=224", t)
+		}
+		tf[col] = spec
+	}
+	return tf, nil
+}
+
+// splitList splits a comma-separated flag value, trimming spaces.
+func splitList(v string) []string {
+	var out []string
+	for _, c := range strings.Split(v, ",") {
+		out = append(out, strings.TrimSpace(c))
+	}
+	return out
+}
+
+// runEpochs runs the loader over epochs epochs (cfg.Epoch counts up from 0),
+// the consumer spending step on each batch, and records the figures in res.
+func runEpochs(ctx context.Context, scan *loch.Scan, cfg loader.Config, epochs int, step time.Duration, res *benchResult) error {
+	start := time.Now()
+	var wait time.Duration
+	var decoded int64
+	first := time.Duration(-1)
+	for e := 0; e < epochs; e++ {
+		cfg.Epoch = e
+		l, err := loader.New(ctx, scan, cfg)
+		if err != nil {
+			return err
+		}
+		for {
+			t0 := time.Now()
+			b, err := l.Next(ctx)
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				l.Close()
+				return err
+			}
+			wait += time.Since(t0)
+			if first < 0 {
+				first = time.Since(start)
+			}
+			res.Batches++
+			res.Samples += int64(b.Len())
+			decoded += batchPayload(b)
+			if step > 0 {
+				time.Sleep(step)
+			}
+			l.Release(b)
+		}
+		st := l.Stats()
+		res.Retries += st.Retries
+		res.CacheHits += st.CacheHits
+		res.Chunks += st.ChunksFetched
+		res.FetchedMB += float64(st.BytesFetched) / 1e6
+		res.Skipped += st.Skipped
+		l.Close()
+	}
+	el := time.Since(start)
+	res.Seconds = el.Seconds()
+	res.SamplesPerS = float64(res.Samples) / res.Seconds
+	res.MBPerS = float64(decoded) / 1e6 / res.Seconds
+	res.FirstBatchMS = float64(first) / float64(time.Millisecond)
+	res.WaitShare = float64(wait) / float64(el)
+	res.PeakRSSMB = peakRSSMB()
+	if res.RawMBPerS > 0 {
+		res.Ratio = res.MBPerS / res.RawMBPerS
+	}
+	return nil
+}
+
+// printBench prints a bench result as text.
+func printBench(w io.Writer, res benchResult, cached, raw bool) {
+	fmt.Fprintf(w, "loader:   %d samples in %d batches, %.2fs: %.0f samples/s, %.1f MB/s\n", res.Samples, res.Batches, res.Seconds, res.SamplesPerS, res.MBPerS)
+	fmt.Fprintf(w, "          first batch %.1f ms, wait share %.1f%%, peak RSS %.0f MB, retries %d, skipped %d\n", res.FirstBatchMS, 100*res.WaitShare, res.PeakRSSMB, res.Retries, res.Skipped)
+	if cached {
+		fmt.Fprintf(w, "          cache hits %d\n", res.CacheHits)
+	}
+	if raw {
+		fmt.Fprintf(w, "raw:      %.1f MB of chunk objects read and decoded in %.2fs: %.1f MB/s of the same %.1f MB decoded bytes\n", res.RawObjectMB, res.RawSeconds, res.RawMBPerS, res.DecodedMB)
+		fmt.Fprintf(w, "ratio:    loader / raw = %.2f\n", res.Ratio)
+	}
 }
 
 // rawBaseline reads every chunk of the columns from the store with the same
