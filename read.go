@@ -325,14 +325,10 @@ func (s Sample) DecodeInto(dst []byte) (Sample, error) {
 	if len(s.Shape) != 3 {
 		return Sample{}, fmt.Errorf("image sample shape %v, want [height, width, channels]: %w", s.Shape, ErrCorrupt)
 	}
-	pix, shape, err := imaging.DecodeAs(s.Data, s.Shape[2])
-	if err != nil {
+	// The image must decode to the shape the chunk header records.
+	if err := imaging.DecodeInto(dst, s.Data, s.Shape[0], s.Shape[1], s.Shape[2]); err != nil {
 		return Sample{}, fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
-	if !equalShape(shape, s.Shape) {
-		return Sample{}, fmt.Errorf("decoded image shape %v, header says %v: %w", shape, s.Shape, ErrCorrupt)
-	}
-	copy(dst, pix)
 	return out, nil
 }
 

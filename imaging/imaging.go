@@ -43,7 +43,17 @@ func channels(m color.Model) int {
 // Decode decodes a png or jpeg image into HWC uint8 pixels. Grayscale
 // images give 1 channel, images with alpha 4, others 3. 16-bit images are
 // reduced to 8 bits.
+//
+// JPEG goes through DecodeJPEG, as in DecodeAs.
 func Decode(data []byte) (pix []byte, shape []int, err error) {
+	if isJPEG(data) {
+		return DecodeAs(data, 0)
+	}
+	return decodeStdImage(data)
+}
+
+// decodeStdImage is Decode with the standard library's decoders.
+func decodeStdImage(data []byte) (pix []byte, shape []int, err error) {
 	img, _, err := image.Decode(bytes.NewReader(data))
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %v", ErrDecode, err)
@@ -55,8 +65,79 @@ func Decode(data []byte) (pix []byte, shape []int, err error) {
 // (1, 3 or 4). Encoders drop an alpha channel that is fully opaque, so a
 // 4-channel tensor stored as png may decode to 3 channels: DecodeAs gives
 // back the 4 channels the tensor had.
+//
+// JPEG is decoded by DecodeJPEG (libjpeg-turbo unless built without it),
+// png by the standard library: every reader of loch decodes through here
+// and gets the same pixels.
 func DecodeAs(data []byte, channels int) ([]byte, []int, error) {
-	pix, shape, err := Decode(data)
+	if !isJPEG(data) {
+		return decodeAsStd(data, channels)
+	}
+	info, err := JPEGHeader(data)
+	if err != nil {
+		return nil, nil, err
+	}
+	c := channels
+	if c != 1 && c != 3 && c != 4 {
+		c = info.Channels
+	}
+	if info.Width <= 0 || info.Height <= 0 || info.Width*info.Height > MaxPixels {
+		return nil, nil, fmt.Errorf("%w: jpeg of %dx%d pixels (at most %d allowed)", ErrDecode, info.Width, info.Height, MaxPixels)
+	}
+	pix := make([]byte, info.Height*info.Width*c)
+	if err := DecodeJPEG(pix, data, info.Width, info.Height, c); err != nil {
+		return nil, nil, err
+	}
+	return pix, []int{info.Height, info.Width, c}, nil
+}
+
+// MaxPixels bounds the pixels of an image decoded into a buffer this
+// package allocates.
+const MaxPixels = 1 << 27
+
+// JPEGInfo is what a JPEG header says.
+type JPEGInfo struct {
+	Width, Height int
+	Channels      int  // natural channels: 1 or 3
+	Scalable      bool // whether DecodeJPEG can shrink it in the DCT domain
+}
+
+// Scaled is the size of a dimension decoded at 1/denom (TJSCALED).
+func Scaled(dim, denom int) int { return (dim + denom - 1) / denom }
+
+// DecodeInto decodes a png or jpeg image into dst, which holds exactly
+// height x width x channels bytes, converting channels as DecodeAs does. An
+// image of another size is ErrDecode.
+func DecodeInto(dst, data []byte, height, width, channels int) error {
+	if len(dst) != height*width*channels {
+		return fmt.Errorf("decode image: %d-byte buffer for %dx%dx%d pixels", len(dst), height, width, channels)
+	}
+	if isJPEG(data) {
+		return DecodeJPEG(dst, data, width, height, channels)
+	}
+	return decodeStd(dst, data, width, height, channels)
+}
+
+// isJPEG reports whether data starts like a JPEG file (SOI marker).
+func isJPEG(data []byte) bool { return len(data) >= 2 && data[0] == 0xff && data[1] == 0xd8 }
+
+// decodeStd decodes with the standard library into dst, which holds w x h
+// pixels of c channels.
+func decodeStd(dst, data []byte, w, h, c int) error {
+	pix, shape, err := decodeAsStd(data, c)
+	if err != nil {
+		return err
+	}
+	if shape[0] != h || shape[1] != w || len(pix) != len(dst) {
+		return fmt.Errorf("%w: decoded %v, want %v", ErrDecode, shape, []int{h, w, c})
+	}
+	copy(dst, pix)
+	return nil
+}
+
+// decodeAsStd is DecodeAs with the standard library's decoders.
+func decodeAsStd(data []byte, channels int) ([]byte, []int, error) {
+	pix, shape, err := decodeStdImage(data)
 	if err != nil || shape[2] == channels {
 		return pix, shape, err
 	}

@@ -44,14 +44,8 @@ func (s decodeStep) String() string {
 
 func (decodeStep) Random() bool { return false }
 
-// jpegInfo is what a JPEG header says.
-type jpegInfo struct {
-	w, h, c  int  // size and natural channels (1 or 3)
-	scalable bool // whether the decoder can shrink it in the DCT domain
-}
-
-// scaled is TJSCALED: a dimension decoded at 1/denom.
-func scaled(dim, denom int) int { return (dim + denom - 1) / denom }
+// scaled is a dimension decoded at 1/denom.
+func scaled(dim, denom int) int { return imaging.Scaled(dim, denom) }
 
 func (s decodeStep) Out(in Image) (Image, error) {
 	switch in.Encoded {
@@ -90,11 +84,11 @@ func (s decodeStep) header(in Image) (h, w, c, denom int, err error) {
 	denom = 1
 	var scalable bool
 	if in.Encoded == "jpeg" {
-		info, err := jpegHeader(in.Data)
+		info, err := imaging.JPEGHeader(in.Data)
 		if err != nil {
 			return 0, 0, 0, 0, err
 		}
-		h, w, c, scalable = info.h, info.w, info.c, info.scalable
+		h, w, c, scalable = info.Height, info.Width, info.Channels, info.Scalable
 	} else {
 		format, shape, err := imaging.Config(in.Data)
 		if err != nil {
@@ -150,21 +144,7 @@ func (s decodeStep) Apply(in, out Image, _ *rand.Rand) error {
 	}
 	h, w, c, _ := out.Dims()
 	if in.Encoded == "jpeg" {
-		return decodeJPEG(out.Data, in.Data, w, h, c)
+		return imaging.DecodeJPEG(out.Data, in.Data, w, h, c)
 	}
-	return decodeStd(out.Data, in.Data, w, h, c)
-}
-
-// decodeStd decodes with imaging (the standard library) into dst, which
-// holds w x h pixels of c channels.
-func decodeStd(dst, data []byte, w, h, c int) error {
-	pix, shape, err := imaging.DecodeAs(data, c)
-	if err != nil {
-		return err
-	}
-	if shape[0] != h || shape[1] != w || len(pix) != len(dst) {
-		return fmt.Errorf("%w: decoded %v, want %v", ErrDecode, shape, []int{h, w, c})
-	}
-	copy(dst, pix)
-	return nil
+	return imaging.DecodeInto(out.Data, in.Data, h, w, c)
 }

@@ -69,7 +69,8 @@
 //
 // # JPEG decoding and the noturbojpeg build tag
 //
-// By default JPEG is decoded by libjpeg-turbo's TurboJPEG API through cgo,
+// Pixel codecs live in package imaging, which every reader of loch decodes
+// through. By default JPEG is decoded by libjpeg-turbo's TurboJPEG API through cgo,
 // straight into the pipeline's buffer, with one decompressor per goroutine
 // from a pool (destroyed when the pool drops it). It needs the library and
 // its header at build time: `make sysdeps` installs Debian's

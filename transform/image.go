@@ -24,7 +24,11 @@ var (
 
 // MaxPixels bounds the width times height of an image that decode accepts,
 // so that a corrupt header cannot make it allocate gigabytes.
-const MaxPixels = 1 << 27
+const MaxPixels = imaging.MaxPixels
+
+// TurboJPEG reports whether JPEG decoding uses libjpeg-turbo (see
+// imaging.TurboJPEG, where the decoders live).
+const TurboJPEG = imaging.TurboJPEG
 
 // Layout is the order of an image's dimensions.
 type Layout uint8

@@ -1,6 +1,6 @@
 //go:build cgo && !noturbojpeg
 
-package transform
+package imaging
 
 import (
 	"fmt"

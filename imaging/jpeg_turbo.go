@@ -1,6 +1,6 @@
 //go:build cgo && !noturbojpeg
 
-package transform
+package imaging
 
 /*
 #cgo LDFLAGS: -lturbojpeg
@@ -89,36 +89,38 @@ func (d *decompressor) err(op string) error {
 
 func cbytes(b []byte) *C.uchar { return (*C.uchar)(unsafe.Pointer(unsafe.SliceData(b))) }
 
-func jpegHeader(data []byte) (jpegInfo, error) {
+// JPEGHeader reads a JPEG header: its size, its natural channels and
+// whether it can be shrunk while decoding (DecodeJPEG).
+func JPEGHeader(data []byte) (JPEGInfo, error) {
 	if len(data) == 0 {
-		return jpegInfo{}, fmt.Errorf("%w: jpeg: no data", ErrDecode)
+		return JPEGInfo{}, fmt.Errorf("%w: jpeg: no data", ErrDecode)
 	}
 	d, err := getDecompressor()
 	if err != nil {
-		return jpegInfo{}, err
+		return JPEGInfo{}, err
 	}
 	var w, h, subsamp, cs C.int
 	if C.tjDecompressHeader3(d.h, cbytes(data), C.ulong(len(data)), &w, &h, &subsamp, &cs) != 0 {
 		err := d.err("header")
 		d.release(true)
-		return jpegInfo{}, err
+		return JPEGInfo{}, err
 	}
 	d.release(false)
 	runtime.KeepAlive(data)
-	info := jpegInfo{w: int(w), h: int(h), c: 3, scalable: true}
+	info := JPEGInfo{Width: int(w), Height: int(h), Channels: 3, Scalable: true}
 	switch cs {
 	case C.TJCS_GRAY:
-		info.c = 1
+		info.Channels = 1
 	case C.TJCS_CMYK, C.TJCS_YCCK:
-		info.scalable = false // decoded by the standard library, at full size
+		info.Scalable = false // decoded by the standard library, at full size
 	}
 	return info, nil
 }
 
-// decodeJPEG decodes data into dst as w x h pixels of c channels (1, 3 or
+// DecodeJPEG decodes data into dst as w x h pixels of c channels (1, 3 or
 // 4, alpha 255), shrinking it in the DCT domain by 1/2, 1/4 or 1/8 when
-// w x h is the image's size at that scale.
-func decodeJPEG(dst, data []byte, w, h, c int) error {
+// w x h is the image's size at that scale (see Scaled).
+func DecodeJPEG(dst, data []byte, w, h, c int) error {
 	return turboDecode(dst, data, w, h, c, decodeFlags)
 }
 
@@ -142,7 +144,7 @@ func turboDecode(dst, data []byte, w, h, c int, flags C.int) error {
 	// largest scale whose size fits within w x h, which is exactly w x h.
 	denom := 0
 	for _, k := range []int{1, 2, 4, 8} {
-		if scaled(int(hw), k) == w && scaled(int(hh), k) == h {
+		if Scaled(int(hw), k) == w && Scaled(int(hh), k) == h {
 			denom = k
 			break
 		}
