@@ -64,7 +64,7 @@ $(AZURITE):
 	@touch $@
 
 # sysdeps installs the system libraries that cgo code links against:
-# libjpeg-turbo's TurboJPEG API (Debian: libturbojpeg0-dev) for transform's
+# libjpeg-turbo's TurboJPEG API (Debian: libturbojpeg0-dev) for imaging's
 # fast JPEG decoder. With the header present it does nothing. Where it cannot
 # be installed, build and test with GOFLAGS=-tags=noturbojpeg instead (the
 # pure-Go decoder, about half as fast).
