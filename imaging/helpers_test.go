@@ -2,73 +2,21 @@ package imaging
 
 import (
 	"bytes"
-	"image/color"
-	"image/jpeg"
-	"math"
-	"math/rand/v2"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/lochdata/loch/imaging/imagingtest"
 )
 
 var jpegSizes = [][2]int{{1, 1}, {7, 5}, {17, 33}, {224, 224}, {257, 131}}
 
-// photo makes a photo-like RGB (or gray) image, deterministic in seed.
-func photo(w, h, c int, seed uint64) []byte {
-	r := rand.New(rand.NewPCG(seed, 7))
-	pix := make([]byte, w*h*c)
-	for y := 0; y < h; y++ {
-		for x := 0; x < w; x++ {
-			for k := 0; k < c; k++ {
-				base := 128 + 60*math.Sin(3*float64(x)/float64(w)+float64(k)) + 50*math.Cos(4*float64(y)/float64(h))
-				pix[(y*w+x)*c+k] = uint8(max(0, min(255, base+r.NormFloat64()*6)))
-			}
-		}
-	}
-	return pix
-}
-
-// encodeJPEG encodes HWC pixels (1 or 3 channels) with image/jpeg.
-func encodeJPEG(t testing.TB, pix []byte, w, h, c, quality int) []byte {
-	t.Helper()
-	shape := []int{h, w, c}
-	img, err := ToImage(pix, shape)
-	require.NoError(t, err)
-	var buf bytes.Buffer
-	require.NoError(t, jpeg.Encode(&buf, img, &jpeg.Options{Quality: quality}))
-	return buf.Bytes()
-}
-
-// stdDecode decodes with image/jpeg into c-channel HWC pixels.
-func stdDecode(t testing.TB, data []byte, c int) []byte {
-	t.Helper()
-	img, err := jpeg.Decode(bytes.NewReader(data))
-	require.NoError(t, err)
-	b := img.Bounds()
-	out := make([]byte, 0, b.Dx()*b.Dy()*c)
-	for y := b.Min.Y; y < b.Max.Y; y++ {
-		for x := b.Min.X; x < b.Max.X; x++ {
-			if c == 1 {
-				out = append(out, color.GrayModel.Convert(img.At(x, y)).(color.Gray).Y)
-				continue
-			}
-			r, g, bb, _ := img.At(x, y).RGBA()
-			out = append(out, uint8(r>>8), uint8(g>>8), uint8(bb>>8))
-		}
-	}
-	return out
-}
-
-// diff returns the largest and the mean absolute difference.
-func diff(a, b []byte) (maxd int, mean float64) {
-	sum := 0
-	for i := range a {
-		d := max(int(a[i])-int(b[i]), int(b[i])-int(a[i]))
-		maxd = max(maxd, d)
-		sum += d
-	}
-	return maxd, float64(sum) / float64(len(a))
-}
+var (
+	photo      = imagingtest.Photo
+	encodeJPEG = imagingtest.EncodeJPEG
+	stdDecode  = imagingtest.StdDecode
+	diff       = imagingtest.Diff
+)
 
 // Every path decodes through DecodeInto: DecodeAs gives the same pixels,
 // for JPEG (gray and colour, odd sizes, any requested channels) and PNG.
