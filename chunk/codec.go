@@ -4,31 +4,10 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/klauspost/compress/zstd"
 	"github.com/pierrec/lz4/v4"
-)
 
-var (
-	zstdOnce sync.Once
-	zstdEnc  *zstd.Encoder
-	zstdDec  *zstd.Decoder
+	"github.com/lochdata/loch/internal/zstdcodec"
 )
-
-func zstdCodecs() (*zstd.Encoder, *zstd.Decoder) {
-	zstdOnce.Do(func() {
-		var err error
-		// EncodeAll and DecodeAll are safe for concurrent use.
-		zstdEnc, err = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithEncoderConcurrency(1))
-		if err != nil {
-			panic(fmt.Sprintf("chunk: zstd encoder: %v", err))
-		}
-		zstdDec, err = zstd.NewReader(nil, zstd.WithDecoderConcurrency(0), zstd.WithDecoderMaxMemory(1<<34))
-		if err != nil {
-			panic(fmt.Sprintf("chunk: zstd decoder: %v", err))
-		}
-	})
-	return zstdEnc, zstdDec
-}
 
 var lz4Pool = sync.Pool{New: func() any { return new(lz4.Compressor) }}
 
@@ -52,8 +31,7 @@ func compress(codec uint8, dst, raw []byte) ([]byte, error) {
 		}
 		return dst[:start+n], nil
 	case CodecZstd:
-		enc, _ := zstdCodecs()
-		return enc.EncodeAll(raw, dst), nil
+		return zstdcodec.Encode(dst, raw), nil
 	}
 	return nil, fmt.Errorf("unknown codec %d", codec)
 }
@@ -78,8 +56,7 @@ func decompress(codec uint8, dst, data []byte) error {
 		}
 		return nil
 	case CodecZstd:
-		_, dec := zstdCodecs()
-		out, err := dec.DecodeAll(data, dst[:0])
+		out, err := zstdcodec.Decode(dst[:0], data, uint64(len(dst)))
 		if err != nil {
 			return fmt.Errorf("%w: zstd: %v", ErrCorrupt, err)
 		}

@@ -12,10 +12,9 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
-	"sync"
 	"time"
 
-	"github.com/klauspost/compress/zstd"
+	"github.com/lochdata/loch/internal/zstdcodec"
 	"github.com/lochdata/loch/schema"
 	"github.com/zeebo/xxh3"
 )
@@ -50,27 +49,11 @@ var (
 
 const envHeader = 12
 
+// maxBody bounds a decompressed body (4 GiB).
+const maxBody = 1 << 32
+
 // compressAbove is the body size above which bodies are zstd-compressed.
 const compressAbove = 4 << 10
-
-var (
-	zOnce sync.Once
-	zEnc  *zstd.Encoder
-	zDec  *zstd.Decoder
-)
-
-func zstdCodecs() (*zstd.Encoder, *zstd.Decoder) {
-	zOnce.Do(func() {
-		var err error
-		if zEnc, err = zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1)); err != nil {
-			panic(fmt.Sprintf("manifest: zstd: %v", err))
-		}
-		if zDec, err = zstd.NewReader(nil, zstd.WithDecoderConcurrency(0), zstd.WithDecoderMaxMemory(1<<32)); err != nil {
-			panic(fmt.Sprintf("manifest: zstd: %v", err))
-		}
-	})
-	return zEnc, zDec
-}
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
@@ -82,8 +65,7 @@ func Encode(kind byte, v any) ([]byte, error) {
 	}
 	enc := byte(0)
 	if len(body) > compressAbove {
-		z, _ := zstdCodecs()
-		body = z.EncodeAll(body, nil)
+		body = zstdcodec.Encode(nil, body)
 		enc = 1
 	}
 	out := make([]byte, envHeader, envHeader+len(body)+4)
@@ -120,9 +102,8 @@ func Decode(kind byte, obj []byte, v any) error {
 	switch obj[7] {
 	case 0:
 	case 1:
-		_, z := zstdCodecs()
 		var err error
-		if body, err = z.DecodeAll(body, nil); err != nil {
+		if body, err = zstdcodec.Decode(nil, body, maxBody); err != nil {
 			return fmt.Errorf("%w: body: %v", ErrCorrupt, err)
 		}
 	default:
