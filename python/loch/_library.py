@@ -22,12 +22,10 @@ from ctypes import POINTER, Structure, byref, c_char_p, c_int, c_int32, c_int64,
 from pathlib import Path
 from typing import Any
 
+from ._status import NOT_ERRORS
 from .errors import ForkedProcess, from_status
 
 ABI_VERSION = 2
-
-# Status codes (capi/loch.h) that are not errors.
-OK, EOF, TIMEOUT = 0, 10, 11
 
 # Layouts and encodings of loch_column_in and loch_tensor.
 DENSE, PACKED, NULLS = 0, 1, 2
@@ -203,14 +201,15 @@ class Library:
 
     def call(self, name: str, *args: Any, detail: c_void_p | None = None) -> int:
         """Calls a status-returning function; returns the status when it is
-        OK, EOF or TIMEOUT and raises for any other. ``detail`` is the string
-        output among ``args`` (by reference), if any: set with an error
-        status, it is taken (freed) and its JSON given to the exception
-        (loch_dataset_merge's conflicts)."""
+        not an error (OK, EOF or TIMEOUT: _status.NOT_ERRORS) and raises
+        :func:`loch.errors.from_status`'s exception for any other.
+        ``detail`` is the string output among ``args`` (by reference), if
+        any: set with an error status, it is taken (freed) and its JSON
+        given to the exception (loch_dataset_merge's conflicts)."""
         self.check()
         err = c_void_p()
         status = getattr(self.cdll, name)(*args, byref(err))
-        if status in (OK, EOF, TIMEOUT):
+        if status in NOT_ERRORS:
             if err.value:
                 self.cdll.loch_free_string(err)
             return int(status)

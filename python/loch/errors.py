@@ -14,11 +14,11 @@ with the Go message, which names the object and what was expected::
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
 
-if TYPE_CHECKING:
-    from .versions import MergeConflict
+from ._status import Status
 
 __all__ = [
     "Error",
@@ -33,6 +33,7 @@ __all__ = [
     "Closed",
     "ForkedProcess",
     "InternalError",
+    "MergeConflict",
 ]
 
 
@@ -50,6 +51,32 @@ class AlreadyExists(Error):
 
 class Corrupt(Error):
     """Stored bytes fail their checksums or contradict each other."""
+
+
+@dataclass(frozen=True)
+class MergeConflict:
+    """A row changed on both sides of a merge since their common ancestor
+    (``loch.Conflict.conflicts``, ``MergeResult.conflicts``). It lives here,
+    beside the exception that carries it, and is re-exported by
+    :mod:`loch.versions` and :mod:`loch`.
+
+    Attributes:
+        id: the row id.
+        ours: what the target branch did to it: ``"modified"`` or ``"deleted"``.
+        theirs: what the source did to it.
+        ours_columns, theirs_columns: the columns each side modified.
+    """
+
+    id: int
+    ours: str
+    theirs: str
+    ours_columns: tuple[str, ...] = ()
+    theirs_columns: tuple[str, ...] = ()
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> MergeConflict:
+        return cls(int(d["id"]), d["ours"], d["theirs"], tuple(d.get("ours_columns") or ()),
+                   tuple(d.get("theirs_columns") or ()))  # fmt: skip
 
 
 class Conflict(Error):
@@ -107,34 +134,46 @@ class InternalError(Error):
     """A bug in loch (a recovered Go panic); the message has its stack."""
 
 
-# Status codes of the C ABI (capi/loch.h) that are errors, by class.
-_BY_STATUS: dict[int, type[Error]] = {
-    1: Error,
-    2: NotFound,
-    3: AlreadyExists,
-    4: Corrupt,
-    5: Conflict,
-    6: InvalidArgument,
-    7: NewerFormat,
-    8: ReadOnly,
-    9: PermissionDenied,
-    12: Closed,
-    14: InternalError,
+# The exception of each error status of the C ABI (capi/loch.h; the others
+# are in _status.NOT_ERRORS). tests/test_status.py checks this against loch.h.
+_BY_STATUS: dict[Status, type[BaseException]] = {
+    Status.ERR: Error,
+    Status.NOT_FOUND: NotFound,
+    Status.EXISTS: AlreadyExists,
+    Status.CORRUPT: Corrupt,
+    Status.CONFLICT: Conflict,
+    Status.INVALID_ARGUMENT: InvalidArgument,
+    Status.NEWER_FORMAT: NewerFormat,
+    Status.READ_ONLY: ReadOnly,
+    Status.PERMISSION: PermissionDenied,
+    Status.CLOSED: Closed,
+    Status.NOT_IMPLEMENTED: NotImplementedError,
+    Status.INTERNAL: InternalError,
+    Status.CANCELED: KeyboardInterrupt,
 }
+
+
+def exception_class(status: int) -> type[BaseException]:
+    """The class of the exception that an error status raises: a
+    :class:`loch.Error` subclass, or ``NotImplementedError`` (a function
+    this build lacks) and ``KeyboardInterrupt`` (a canceled call). Codes
+    unknown to this package (a newer library) are plain :class:`loch.Error`::
+
+        >>> exception_class(2).__name__, exception_class(15).__name__, exception_class(99).__name__
+        ('NotFound', 'KeyboardInterrupt', 'Error')
+    """
+    try:
+        return _BY_STATUS.get(Status(status), Error)
+    except ValueError:  # a code this package does not know
+        return Error
 
 
 def from_status(status: int, message: str, detail: str = "") -> BaseException:
     """Returns the exception for an error status of the C ABI; ``detail`` is
     the JSON that some functions return beside the error (the conflicts of
-    loch_dataset_merge)."""
-    if status == 13:
-        return NotImplementedError(message)
-    if status == 15:
-        return KeyboardInterrupt(message)
-    cls = _BY_STATUS.get(status, Error)
+    loch_dataset_merge, given to :class:`Conflict`)."""
+    cls = exception_class(status)
     if cls is Conflict and detail:
-        from .versions import MergeConflict
-
         try:
             records = [MergeConflict.from_json(c) for c in json.loads(detail).get("conflicts") or ()]
         except (ValueError, KeyError, TypeError, AttributeError):

@@ -29,7 +29,8 @@ import numpy as np
 
 from ._buffers import _ints, tensor_value
 from ._handle import Handle
-from ._library import EOF, OK, BatchOut, c_uintptr
+from ._library import BatchOut, c_uintptr
+from ._status import Status
 from .dtypes import VARIABLE
 from .errors import InvalidArgument
 
@@ -82,9 +83,9 @@ class _GoLoader:
         p = ctypes.POINTER(BatchOut)()
         while True:
             status = self._h.call("loch_loader_next", POLL_MS, ctypes.byref(p))
-            if status == OK:
+            if status == Status.OK:
                 return p
-            if status == EOF:
+            if status == Status.EOF:
                 return None
 
     def __len__(self) -> int:

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from .errors import InvalidArgument
+from .errors import InvalidArgument, MergeConflict
 from .schema import Column
 
 __all__ = [
@@ -163,30 +163,6 @@ class Diff:
             rows=[RowChange.from_json(r) for r in d.get("rows") or ()],
             next=None if nxt is None else int(nxt),
         )
-
-
-@dataclass(frozen=True)
-class MergeConflict:
-    """A row changed on both sides of a merge since their common ancestor
-    (``loch.Conflict.conflicts``, ``MergeResult.conflicts``).
-
-    Attributes:
-        id: the row id.
-        ours: what the target branch did to it: ``"modified"`` or ``"deleted"``.
-        theirs: what the source did to it.
-        ours_columns, theirs_columns: the columns each side modified.
-    """
-
-    id: int
-    ours: str
-    theirs: str
-    ours_columns: tuple[str, ...] = ()
-    theirs_columns: tuple[str, ...] = ()
-
-    @classmethod
-    def from_json(cls, d: Mapping[str, Any]) -> MergeConflict:
-        return cls(int(d["id"]), d["ours"], d["theirs"], tuple(d.get("ours_columns") or ()),
-                   tuple(d.get("theirs_columns") or ()))  # fmt: skip
 
 
 @dataclass(frozen=True)
