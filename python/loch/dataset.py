@@ -36,6 +36,7 @@ from ._handle import Handle
 from ._library import Library, TensorOut, c_uintptr
 from ._write import columns_in
 from .errors import InvalidArgument
+from .loader import Loader
 from .schema import Column, Schema
 from .versions import Diff, GCReport, MergeResult, Ref, format_time, parse_time
 
@@ -43,7 +44,6 @@ if TYPE_CHECKING:
     import tensorflow as tf
 
     from .jax import JaxLoader
-    from .loader import Loader
     from .torch import TorchLoader
 
 __all__ = ["Dataset", "ColumnReader", "Commit", "create", "open"]
@@ -156,7 +156,7 @@ class Dataset:
         self._lib = lib
         self._schema: tuple[str, Schema] | None = None
         self._url: str | None = None
-        self._loaders: weakref.WeakSet[Any] = weakref.WeakSet()  # Go loaders reading this handle
+        self._loaders: weakref.WeakSet[Handle] = weakref.WeakSet()  # Go loaders reading this handle
 
     # Identity and shape.
 
@@ -446,8 +446,6 @@ class Dataset:
     def numpy(self, **kwargs: Any) -> Loader:
         """A :class:`loch.Loader` streaming batches as dicts of numpy arrays
         (arguments as for :meth:`pytorch`, without the torch ones)."""
-        from .loader import Loader
-
         return Loader(self, **kwargs)
 
     def pytorch(self, **kwargs: Any) -> TorchLoader:
@@ -474,6 +472,31 @@ class Dataset:
 
         return dataset(self, **kwargs)
 
+    # The seam through which loch.loader reaches a dataset (the members of
+    # loch.loader.Source besides schema). Nothing else outside this module
+    # touches a Dataset's handle.
+
+    def _start_loader(self, owner: object, config: Mapping[str, Any]) -> Handle:
+        """Package-internal (:class:`loch.loader.Source`): starts a Go loader
+        over this handle's current snapshot, configured by ``config`` (the
+        JSON object loch_loader_new takes), and returns its handle. The
+        handle closes the Go loader when ``owner`` is garbage collected, at
+        the latest; :meth:`close` closes it before the dataset."""
+        out = c_uintptr()
+        self._h.call("loch_loader_new", json.dumps(config).encode(), ctypes.byref(out))
+        handle = Handle(owner, self._h.lib, out.value, "loch_loader_close", "loader")
+        self._loaders.add(handle)
+        return handle
+
+    def _reopener(self) -> _Reopener:
+        """Package-internal (:class:`loch.loader.Source`): a picklable
+        function of a dataset (or None) that returns it when it is usable in
+        the calling process, else this dataset's URL opened there at the
+        version this handle reads now. A loader pickled into another process
+        (spawn, forkserver), or inherited by a forked one
+        (:meth:`loch.Loader.reopen_if_forked`), reads through it."""
+        return _Reopener(self.url, self.version)
+
     # Lifetime.
 
     def close(self) -> None:
@@ -498,6 +521,25 @@ class Dataset:
             "a loch.Dataset holds a Go handle and cannot be pickled; pickle its url and version "
             "and call loch.open(url, version=version) in the other process"
         )
+
+
+@dataclass(frozen=True)
+class _Reopener:
+    """The snapshot a loader reads, as a picklable function (see
+    :meth:`Dataset._reopener`): ``url`` at ``version``."""
+
+    url: str
+    version: str
+
+    def __call__(self, current: object) -> Dataset:
+        """Returns ``current`` when it is a Dataset usable in this process
+        (open or closed), else the snapshot opened here. In a process forked
+        after the library was loaded, a private copy of the library is
+        loaded first (the parent's Go runtime is gone)."""
+        if isinstance(current, Dataset) and current._h.lib.usable:
+            return current
+        _library.library_in_child()
+        return open(self.url, version=self.version)
 
 
 class ColumnReader:

@@ -12,23 +12,22 @@ own shard of the rows (rank ``jax.process_index()`` of
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import jax
 import numpy as np
 
+from .adapter import Adapter
 from .errors import InvalidArgument
-from .loader import Batch, Loader
-
-if TYPE_CHECKING:
-    from .dataset import Dataset
+from .loader import Batch, Loader, Source
 
 __all__ = ["JaxLoader"]
 
 
-class JaxLoader(Loader):
-    """A :class:`loch.Loader` whose batches hold jax arrays (lists of text,
-    json or bytes samples stay lists).
+class JaxLoader(Adapter):
+    """One :class:`loch.Loader` (:attr:`loader`, see
+    :class:`loch.adapter.Adapter`) whose batches hold jax arrays (lists of
+    text, json or bytes samples stay lists).
 
     Arguments are those of :class:`loch.Loader` and:
         sharding: place each array on this sharding (its leading axis is the
@@ -40,7 +39,7 @@ class JaxLoader(Loader):
 
     def __init__(
         self,
-        dataset: Dataset,
+        dataset: Source,
         *,
         sharding: jax.sharding.Sharding | None = None,
         device: jax.Device | None = None,
@@ -55,7 +54,7 @@ class JaxLoader(Loader):
             rank, world = 0, 1
         else:
             rank, world = jax.process_index(), jax.process_count()
-        super().__init__(dataset, rank=rank, world_size=world, **options)
+        super().__init__(Loader(dataset, rank=rank, world_size=world, **options))
         self.sharding = sharding
         self.device = device
         self._global = sharding is not None and world > 1
@@ -69,5 +68,6 @@ class JaxLoader(Loader):
             return jax.device_put(v, self.sharding)
         return jax.device_put(v, self.device)
 
-    def _to_framework(self, batch: Batch) -> Batch:
+    def convert(self, batch: Batch) -> Batch:
+        """The batch's arrays placed on the sharding or device."""
         return {k: self._place(v) for k, v in batch.items()}

@@ -21,23 +21,20 @@ text (``str``), json (parsed values) and bytes columns. Beside them:
 from __future__ import annotations
 
 import ctypes
-import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from ._buffers import _ints, tensor_value
 from ._handle import Handle
-from ._library import BatchOut, c_uintptr
+from ._library import BatchOut
 from ._status import Status
 from .dtypes import VARIABLE
 from .errors import InvalidArgument
+from .schema import Schema
 
-if TYPE_CHECKING:
-    from .dataset import Dataset
-
-__all__ = ["Loader", "Batch", "Transform"]
+__all__ = ["Loader", "Source", "Batch", "Transform"]
 
 #: A batch: column names (and "index", "<column>.shapes", "<column>.null")
 #: to arrays or lists.
@@ -66,16 +63,38 @@ def _shuffle_mode(shuffle: bool | str) -> str:
     raise InvalidArgument(f"shuffle={shuffle!r}: want True, False, 'none', 'block' or 'full'")
 
 
+class Source(Protocol):
+    """What a :class:`Loader` reads: a dataset at one snapshot.
+    :class:`loch.Dataset` is the one implementation. loch.loader (and the
+    framework adapters above it) see a dataset only through this protocol,
+    so that loch.dataset can make loaders without the two modules importing
+    each other; the two underscored members are the package-internal seam,
+    documented on Dataset."""
+
+    @property
+    def schema(self) -> Schema:
+        """The columns, as :attr:`loch.Dataset.schema`."""
+        ...
+
+    def _start_loader(self, owner: object, config: Mapping[str, Any]) -> Handle:
+        """Starts a Go loader configured by ``config`` (loch_loader_new's
+        JSON object) over the current snapshot; its handle closes it when
+        ``owner`` is collected, and closing the source closes it first."""
+        ...
+
+    def _reopener(self) -> Callable[[object], Source]:
+        """A picklable function that returns the source given to it when
+        that is usable in the calling process, else this snapshot opened
+        there."""
+        ...
+
+
 class _GoLoader:
     """One Go loader (one epoch on one rank)."""
 
-    def __init__(self, dataset: Dataset, config: Mapping[str, Any]) -> None:
-        h = dataset._h
-        out = c_uintptr()
-        h.call("loch_loader_new", json.dumps(config).encode(), ctypes.byref(out))
-        self._h = Handle(self, h.lib, out.value, "loch_loader_close", "loader")
-        self.lib = h.lib
-        dataset._loaders.add(self)
+    def __init__(self, source: Source, config: Mapping[str, Any]) -> None:
+        self._h = source._start_loader(self, config)
+        self.lib = self._h.lib
 
     def next(self) -> Any:
         """The next batch (a pointer to a BatchOut), or None at the end of
@@ -108,6 +127,7 @@ class Loader:
     epoch, as dicts of numpy arrays (see the module documentation).
 
     Arguments:
+        dataset: the :class:`loch.Dataset` to read (any :class:`Source`).
         columns: the columns to load (default: all).
         batch_size: rows per batch.
         shuffle: False (stored order), True (the Go loader's default
@@ -116,7 +136,8 @@ class Loader:
         drop_last: drop the end of the epoch so that every rank gets the
             same number of full batches; otherwise the last ranks are padded
             by repeating rows (as PyTorch's DistributedSampler).
-        rank, world_size: this process's shard of a data-parallel run.
+        rank, world_size: this process's shard of a data-parallel run
+            (:meth:`set_rank` changes them).
         rows: restrict to these row ids.
         transform: Go image transforms by column, one spec for every image
             column, or a Python callable applied to each batch.
@@ -129,16 +150,23 @@ class Loader:
             epochs after the first read them locally.
         split: (index, count): deliver only the batches whose number in the
             epoch is index modulo count (how PyTorch DataLoader workers share
-            a rank's batches).
+            a rank's batches); the Go loader fetches nothing for the others.
         allow_version_change: let :meth:`load_state_dict` resume a state
             saved on another version of the dataset (by default that raises
             :class:`loch.InvalidArgument`). The loader goes on at the same
             epoch and batch count over this version's order, so in that
             epoch some rows may be seen twice or not at all.
 
-    Iterating starts a Go loader for the current epoch; breaking out of the
-    loop stops it. :meth:`state_dict` and :meth:`load_state_dict` save and
-    resume mid-epoch::
+    Attributes:
+        dataset: the dataset read; None in a copy pickled into another
+            process until that copy first reads (it then holds the snapshot
+            opened there).
+        columns: the columns loaded.
+        batch_size: rows per batch.
+
+    Iterating starts a Go loader for the current epoch over the dataset's
+    current snapshot; breaking out of the loop stops it. :meth:`state_dict`
+    and :meth:`load_state_dict` save and resume mid-epoch::
 
         >>> ds = loch.create("mem://loader-doc", schema={"n": loch.Tensor("int64", shape=())})
         >>> ds.extend({"n": np.arange(10)}); _ = ds.commit()
@@ -149,11 +177,21 @@ class Loader:
         >>> again.load_state_dict(saved)                 # resumes after `first`
         >>> [first["n"].tolist()] + [b["n"].tolist() for b in again] == [b["n"].tolist() for b in loader]
         True
+
+    A loader can be pickled into another process, without the dataset's
+    handle: there it opens the dataset's URL again, at the version the
+    dataset had when the loader was made (so not a ``mem://`` dataset). In
+    a process forked from this one, :meth:`reopen_if_forked` does the same.
+    This is how PyTorch DataLoader workers read.
+
+    Framework adapters (:mod:`loch.torch`, :mod:`loch.jax`,
+    :mod:`loch.tensorflow`) wrap one Loader each (:class:`loch.adapter.Adapter`)
+    and take its batches through :meth:`batches`.
     """
 
     def __init__(
         self,
-        dataset: Dataset,
+        dataset: Source,
         *,
         columns: Sequence[str] | None = None,
         batch_size: int = 32,
@@ -177,7 +215,6 @@ class Loader:
         split: tuple[int, int] | None = None,
         allow_version_change: bool = False,
     ) -> None:
-        self.dataset = dataset
         schema = dataset.schema
         self.columns = list(columns) if columns is not None else list(schema)
         for c in self.columns:
@@ -187,8 +224,10 @@ class Loader:
             raise InvalidArgument('a column named "index" clashes with the row ids a batch holds under "index"')
         if batch_size < 1:
             raise InvalidArgument(f"batch_size {batch_size}: want at least 1")
+        self.dataset: Source | None = dataset
+        self._reopen = dataset._reopener()
         self.batch_size = batch_size
-        self._ragged = {c for c in self.columns if schema[c].ragged and schema[c].dtype not in VARIABLE}
+        self._ragged = frozenset(c for c in self.columns if schema[c].ragged and schema[c].dtype not in VARIABLE)
         go_transforms: dict[str, str] = {}
         self._batch_transform: Callable[[Batch], Batch] | None = None
         if callable(transform):
@@ -222,7 +261,7 @@ class Loader:
             ("transforms", go_transforms or None),
             ("cache_dir", None if cache_dir is None else str(cache_dir)),
             ("cache_bytes", cache_bytes),
-            ("split", None if split is None else {"index": split[0], "count": split[1]}),
+            ("split", None if split is None else _split(split)),
         ):
             if value is not None:
                 self._config[key] = value
@@ -243,6 +282,35 @@ class Loader:
         if self._resume is not None and self._resume.get("epoch", epoch) != epoch:
             self._resume = None
 
+    @property
+    def rank(self) -> int:
+        """This process's rank of :attr:`world_size` (its shard)."""
+        return int(self._config["rank"])
+
+    @property
+    def world_size(self) -> int:
+        """The number of ranks sharing each epoch."""
+        return int(self._config["world_size"])
+
+    def set_rank(self, rank: int, world_size: int) -> None:
+        """Sets the shard of the next iteration: ``rank`` of ``world_size``
+        (checked when the iteration starts)::
+
+            >>> ds = loch.create("mem://set-rank-doc", schema={"n": loch.Tensor("int64", shape=())})
+            >>> ds.extend({"n": np.arange(10)}); _ = ds.commit()
+            >>> loader = ds.numpy(batch_size=2)
+            >>> loader.set_rank(1, 2); loader.rank, loader.world_size, len(loader)
+            (1, 2, 3)
+        """
+        self._config["rank"], self._config["world_size"] = int(rank), int(world_size)
+
+    @property
+    def ragged_columns(self) -> frozenset[str]:
+        """The loaded columns whose samples' shapes may differ: a batch
+        holds each one zero-padded, with the samples' own shapes under
+        ``"<column>.shapes"``."""
+        return self._ragged
+
     def config(self) -> dict[str, Any]:
         """The Go loader configuration of the next iteration."""
         cfg = dict(self._config, epoch=self._epoch)
@@ -250,26 +318,64 @@ class Loader:
             cfg["resume"] = self._resume
         return cfg
 
-    def _start(self) -> _GoLoader:
-        go = _GoLoader(self.dataset, self.config())
+    def reopen_if_forked(self) -> None:
+        """Makes the loader usable in a process forked from the one that
+        made it (after that one loaded the library): its dataset's snapshot
+        is opened again here, with a private copy of the library. Elsewhere
+        it does nothing. Without it, a forked loader raises
+        :class:`loch.ForkedProcess`, as every loch object does; the PyTorch
+        adapter calls it for its DataLoader workers. (A loader pickled into
+        another process needs no call: it opens the snapshot on first use.)
+        """
+        self.dataset = self._reopen(self.dataset)
+
+    def _source(self) -> Source:
+        """The dataset: the one given, or, in a copy pickled into another
+        process, its snapshot opened there on first use."""
+        if self.dataset is None:
+            self.dataset = self._reopen(None)
+        return self.dataset
+
+    def _start(self, split: tuple[int, int] | None) -> _GoLoader:
+        config = self.config()
+        if split is not None:
+            config["split"] = _split(split)
+        go = _GoLoader(self._source(), config)
         self._resume = None
         self._active = go
         return go
 
     def __iter__(self) -> Iterator[Batch]:
-        go = self._start()
+        """One epoch of batches (see :meth:`batches`)."""
+        return self.batches()
+
+    def batches(
+        self, convert: Callable[[Batch], Batch] | None = None, *, split: tuple[int, int] | None = None
+    ) -> Iterator[Batch]:
+        """Iterates one epoch, as ``iter(loader)`` does, with two hooks for
+        framework adapters:
+
+        convert: turns each numpy batch (after ``sample_transform``) into a
+            framework's batch, before a callable ``transform`` sees it (so
+            that the callable gets tensors of the framework).
+        split: (index, count) for this iteration instead of the loader's
+            own: a PyTorch DataLoader worker's share of the rank's batches.
+
+        The Go loader starts at the first ``next`` and stops when the
+        iteration ends or the iterator is closed or collected::
+
+            >>> ds = loch.create("mem://batches-doc", schema={"n": loch.Tensor("int64", shape=())})
+            >>> ds.extend({"n": np.arange(10)}); _ = ds.commit()
+            >>> [b["n"].tolist() for b in ds.numpy(batch_size=4).batches(lambda b: {"n": b["n"] * 10})]
+            [[0, 10, 20, 30], [40, 50, 60, 70], [80, 90]]
+        """
+        go = self._start(split)
         try:
             while True:
                 p = go.next()
                 if p is None:
                     break
-                batch = self._convert(go, p)
-                if self._sample_transform is not None:
-                    batch = per_sample(batch, self._sample_transform)
-                batch = self._to_framework(batch)
-                if self._batch_transform is not None:
-                    batch = self._batch_transform(batch)
-                yield batch
+                yield self._finish(go, p, convert)
         finally:
             if self._active is go:
                 try:
@@ -278,6 +384,38 @@ class Loader:
                     self._last = None
                 self._active = None
             go.close()
+
+    def peek(self) -> Batch | None:
+        """The first batch of the next iteration (None when it has none),
+        read by a separate Go loader that prefetches only it; this loader's
+        position, state and statistics are unchanged. For working out what
+        batches look like (the element spec of :mod:`loch.tensorflow` under
+        Go transforms)::
+
+            >>> ds = loch.create("mem://peek-doc", schema={"n": loch.Tensor("int64", shape=())})
+            >>> ds.extend({"n": np.arange(10)}); _ = ds.commit()
+            >>> loader = ds.numpy(batch_size=4)
+            >>> loader.peek()["n"].tolist(), loader.stats()
+            ([0, 1, 2, 3], {})
+        """
+        go = _GoLoader(self._source(), dict(self.config(), prefetch_batches=1))
+        try:
+            p = go.next()
+            return None if p is None else self._finish(go, p, None)
+        finally:
+            go.close()
+
+    def _finish(self, go: _GoLoader, p: Any, convert: Callable[[Batch], Batch] | None) -> Batch:
+        """A Go batch through the Python stages: numpy arrays, the sample
+        transform, ``convert``, the batch transform."""
+        batch = self._convert(go, p)
+        if self._sample_transform is not None:
+            batch = per_sample(batch, self._sample_transform)
+        if convert is not None:
+            batch = convert(batch)
+        if self._batch_transform is not None:
+            batch = self._batch_transform(batch)
+        return batch
 
     def _convert(self, go: _GoLoader, p: Any) -> Batch:
         """Converts a Go batch, taking its buffers."""
@@ -303,15 +441,11 @@ class Loader:
         finally:
             go.lib.cdll.loch_batch_free(p)
 
-    def _to_framework(self, batch: Batch) -> Batch:
-        """Converts a numpy batch for a framework (here: as is)."""
-        return batch
-
     def __len__(self) -> int:
         """The number of batches of the next (or current) iteration."""
         if self._active is not None:
             return len(self._active)
-        go = _GoLoader(self.dataset, dict(self.config(), prefetch_batches=1))
+        go = _GoLoader(self._source(), dict(self.config(), prefetch_batches=1))
         try:
             return len(go)
         finally:
@@ -349,6 +483,20 @@ class Loader:
         """Stops the current iteration's Go loader, if any."""
         if self._active is not None:
             self._active.close()
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickles the loader without the dataset's handle or a running Go
+        loader (see the class documentation)."""
+        state = self.__dict__.copy()
+        state["dataset"] = None
+        state["_active"] = None
+        return state
+
+
+def _split(split: tuple[int, int]) -> dict[str, int]:
+    """A split argument as the Go loader's configuration holds it."""
+    index, count = split
+    return {"index": int(index), "count": int(count)}
 
 
 def per_sample(batch: Batch, fn: Callable[[Batch], Batch]) -> Batch:

@@ -13,16 +13,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import tensorflow as tf
 
 from . import dtypes
-from .loader import Batch, Loader
-
-if TYPE_CHECKING:
-    from .dataset import Dataset
+from .adapter import Adapter
+from .loader import Batch, Loader, Source
+from .schema import Schema
 
 __all__ = ["dataset", "TFDataset"]
 
@@ -40,46 +39,59 @@ def _strings(dtype: str, values: list[Any]) -> np.ndarray:
     return np.array([enc(v) for v in values], dtype=object)
 
 
-def dataset(ds: Dataset, *, epoch: int = 0, **options: Any) -> tf.data.Dataset:
+def _tf_dtype(dt: np.dtype) -> tf.DType:
+    return tf.bfloat16 if dt.name == "bfloat16" else tf.as_dtype(dt)
+
+
+class _Elements(Adapter):
+    """One :class:`loch.Loader` whose batches become elements of
+    :attr:`spec`: its keys only, text, json and bytes as string vectors.
+    tf.data makes the tensors, so :meth:`convert` leaves the batches as they
+    are (a callable ``transform`` sees numpy arrays) and they are fitted to
+    the spec last."""
+
+    def __init__(self, loader: Loader, schema: Schema) -> None:
+        super().__init__(loader)
+        self.spec: dict[str, tf.TensorSpec] = {"index": tf.TensorSpec(shape=(None,), dtype=tf.int64)}
+        self._kinds: dict[str, str] = {}
+        for name in loader.columns:
+            col = schema[name]
+            self._kinds[name] = col.dtype or ""
+            if col.dtype in dtypes.VARIABLE:
+                self.spec[name] = tf.TensorSpec(shape=(None,), dtype=tf.string)
+                continue
+            npdt = dtypes.numpy_dtype(col.dtype or "")
+            tfdt = tf.bfloat16 if col.dtype == "bfloat16" else tf.as_dtype(npdt)  # also without ml_dtypes
+            shape = None if col.shape is None else (None, *col.shape)
+            self.spec[name] = tf.TensorSpec(shape=shape, dtype=tfdt)
+            if name in loader.ragged_columns:
+                ndim = None if col.shape is None else len(col.shape)
+                self.spec[name + ".shapes"] = tf.TensorSpec(shape=(None, ndim), dtype=tf.int64)
+        transforms = loader.config().get("transforms") or {}
+        if transforms:
+            # Go transforms change dtypes and shapes: take them from a first batch.
+            first = loader.peek()
+            for name in transforms:
+                if first is not None and isinstance(first.get(name), np.ndarray):
+                    v = first[name]
+                    self.spec[name] = tf.TensorSpec(shape=(None, *v.shape[1:]), dtype=_tf_dtype(v.dtype))
+
+    def __iter__(self) -> Iterator[Batch]:
+        for batch in super().__iter__():
+            yield {k: _strings(self._kinds[k], batch[k]) if s.dtype == tf.string else batch[k]
+                   for k, s in self.spec.items()}  # fmt: skip
+
+
+def dataset(ds: Source, *, epoch: int = 0, **options: Any) -> tf.data.Dataset:
     """Returns a tf.data.Dataset of the batches of a :class:`loch.Loader`
     made with ``options`` (as dicts of tensors; see :mod:`loch.loader` for
-    the keys, but ``"<column>.null"``, which is left out)."""
-    loader = Loader(ds, epoch=epoch, **options)
-    schema = ds.schema
-    spec: dict[str, tf.TensorSpec] = {"index": tf.TensorSpec(shape=(None,), dtype=tf.int64)}
-    kinds: dict[str, str] = {}
-    for name in loader.columns:
-        col = schema[name]
-        kinds[name] = col.dtype or ""
-        if col.dtype in dtypes.VARIABLE:
-            spec[name] = tf.TensorSpec(shape=(None,), dtype=tf.string)
-            continue
-        npdt = dtypes.numpy_dtype(col.dtype or "")
-        tfdt = tf.bfloat16 if col.dtype == "bfloat16" else tf.as_dtype(npdt)
-        shape = None if col.shape is None else (None, *col.shape)
-        spec[name] = tf.TensorSpec(shape=shape, dtype=tfdt)
-        if name in loader._ragged:
-            ndim = None if col.shape is None else len(col.shape)
-            spec[name + ".shapes"] = tf.TensorSpec(shape=(None, ndim), dtype=tf.int64)
-    if loader._config.get("transforms"):
-        # Go transforms change dtypes and shapes: take them from a first batch.
-        probe = Loader(ds, epoch=epoch, **dict(options, prefetch_batches=1))
-        first = next(iter(probe), None)
-        probe.close()
-        for name in loader._config["transforms"]:
-            if first is not None and isinstance(first.get(name), np.ndarray):
-                v = first[name]
-                tfdt = tf.bfloat16 if v.dtype.name == "bfloat16" else tf.as_dtype(v.dtype)
-                spec[name] = tf.TensorSpec(shape=(None, *v.shape[1:]), dtype=tfdt)
+    the keys, but ``"<column>.null"``, which is left out). Each pass over it
+    is the next epoch, from ``epoch`` on."""
+    elements = _Elements(Loader(ds, epoch=epoch, **options), ds.schema)
     epochs = iter(range(epoch, 1 << 62))
 
     def generate() -> Iterator[Batch]:
-        loader.set_epoch(next(epochs))
-        for batch in loader:
-            out: Batch = {}
-            for k, s in spec.items():
-                v = batch[k]
-                out[k] = _strings(kinds[k], v) if s.dtype == tf.string else v
-            yield out
+        elements.set_epoch(next(epochs))
+        yield from elements
 
-    return tf.data.Dataset.from_generator(generate, output_signature=spec)
+    return tf.data.Dataset.from_generator(generate, output_signature=elements.spec)

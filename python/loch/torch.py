@@ -18,9 +18,11 @@ delivers every N-th batch of the rank, so that the DataLoader yields the
 rank's batches in order, each row once per epoch. Pass ``batch_size=None``
 to the DataLoader: the batches are already made. Workers open the dataset
 again by URL, so it must be reachable from other processes (not
-``mem://``). Until the Go loader can skip other workers' batches without
-reading them, each worker reads all of the rank's batches and keeps its
-own: N workers cost N times the reading and decoding.
+``mem://``). Each worker's Go loader is given its share as a split (the C
+ABI's ``split``): it fetches and decodes only the batches it delivers, so N
+workers divide the rank's reading between them rather than repeat it (a
+chunk holding rows of several workers' batches is fetched by each of them;
+a shared ``cache_dir`` makes that one read).
 
 Data-parallel training (DDP, FSDP): with ``distributed=None`` (the default)
 the rank and world size come from ``torch.distributed`` when it is
@@ -32,18 +34,16 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
 import torch
 import torch.utils.data
 
-from . import _library
-from .dataset import Dataset
-from .dataset import open as open_dataset
+from .adapter import Adapter
 from .errors import InvalidArgument
-from .loader import Batch, Loader, Transform
+from .loader import Batch, Loader, Source, Transform
 
 __all__ = ["TorchLoader", "to_torch", "distributed_world"]
 
@@ -85,13 +85,6 @@ def to_torch(batch: Batch) -> dict[str, Any]:
     """Converts a numpy batch to torch tensors without copying (lists of
     text, json or bytes samples stay lists)."""
     return {k: _tensor(v) for k, v in batch.items()}
-
-
-class _TorchBatches(Loader):
-    """A Loader whose batches are dicts of tensors."""
-
-    def _to_framework(self, batch: Batch) -> Batch:
-        return to_torch(batch)
 
 
 class _Transfer:
@@ -155,10 +148,13 @@ class _Transfer:
             yield self._receive(ahead)
 
 
-class TorchLoader(torch.utils.data.IterableDataset):  # type: ignore[type-arg]
+class TorchLoader(Adapter, torch.utils.data.IterableDataset):  # type: ignore[type-arg]
     """A PyTorch IterableDataset over a loch dataset's snapshot: each
     iteration is one epoch of this rank's batches, as dicts of tensors
     (see :mod:`loch.loader` for the keys), the row ids under ``"index"``.
+    It wraps one :class:`loch.Loader` (:attr:`loader`, see
+    :class:`loch.adapter.Adapter`), whose methods it shares: ``set_epoch``,
+    ``state_dict``, ``load_state_dict``, ``stats``, ``len``.
 
     Arguments are those of :class:`loch.Loader` and:
         pin_memory: return batches in page-locked memory (CUDA only).
@@ -167,14 +163,14 @@ class TorchLoader(torch.utils.data.IterableDataset):  # type: ignore[type-arg]
         distributed: None (detect, see :func:`distributed_world`), False, or
             (rank, world_size).
 
-    It reads the snapshot the dataset had when the loader was made, in
-    every process. Save and resume with :meth:`state_dict` and
+    DataLoader workers read the snapshot the dataset had when the loader
+    was made. Save and resume with :meth:`state_dict` and
     :meth:`load_state_dict` (when iterating in the main process).
     """
 
     def __init__(
         self,
-        dataset: Dataset,
+        dataset: Source,
         *,
         batch_size: int = 32,
         shuffle: bool | str = False,
@@ -189,106 +185,53 @@ class TorchLoader(torch.utils.data.IterableDataset):  # type: ignore[type-arg]
         epoch: int = 0,
         **options: Any,
     ) -> None:
-        super().__init__()
         for k in ("rank", "world_size", "split"):
             if k in options:
                 raise InvalidArgument(f"TorchLoader takes distributed=(rank, world_size), not {k}=")
-        self._dataset: Dataset | None = dataset
-        self._url = dataset.url
-        self._version = dataset.version
-        self._distributed = distributed
-        self._rank, self._world = distributed_world(distributed)
-        self._options: dict[str, Any] = dict(
-            options, batch_size=batch_size, shuffle=shuffle, seed=seed, columns=columns, drop_last=drop_last,
-            sample_transform=sample_transform,
+        rank, world = distributed_world(distributed)
+        loader = Loader(
+            dataset, batch_size=batch_size, shuffle=shuffle, seed=seed, columns=columns, transform=transform,
+            sample_transform=sample_transform, drop_last=drop_last, rank=rank, world_size=world, epoch=epoch,
+            **options,
         )  # fmt: skip
-        self._transform = transform
+        super().__init__(loader)
+        self._distributed = distributed
         self._pin = pin_memory
         self._device = None if device is None else torch.device(device)
-        self._epoch = epoch
-        self._resume: Mapping[str, Any] | None = None
-        self._loader: Loader | None = None
-        # Validate the arguments now, in the process that makes the loader.
-        self._make_loader(dataset, None)
 
     @property
-    def rank(self) -> int:
-        return self._rank
+    def _dataset(self) -> Source | None:
+        """The dataset in this process: None in a pickled copy until it
+        iterates (the name older code and tests know; see :attr:`dataset`)."""
+        return self.loader.dataset
 
-    @property
-    def world_size(self) -> int:
-        return self._world
-
-    def _make_loader(self, dataset: Dataset, split: tuple[int, int] | None) -> Loader:
-        loader = _TorchBatches(
-            dataset, rank=self._rank, world_size=self._world, epoch=self._epoch, split=split,
-            transform=self._transform, **self._options,
-        )  # fmt: skip
-        if self._resume is not None:
-            loader.load_state_dict(self._resume)
-        return loader
-
-    def _dataset_here(self) -> Dataset:
-        """The dataset, opened in this process (at the pinned version) when
-        the one given was opened in another (DataLoader workers)."""
-        ds = self._dataset
-        if ds is not None and ds._h.lib.usable and not ds.closed:
-            return ds
-        _library.library_in_child()
-        ds = open_dataset(self._url, version=self._version)
-        self._dataset = ds
-        return ds
+    def convert(self, batch: Batch) -> Batch:
+        """The batch as tensors sharing its memory (:func:`to_torch`)."""
+        return to_torch(batch)
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
+        """One epoch: in the main process this rank's batches (the rank
+        detected again when ``distributed`` is None), in a DataLoader worker
+        its every N-th of them, moved to the device if one was given. In a
+        forked process (a worker) the dataset is opened again first."""
         info = torch.utils.data.get_worker_info()
         split = None if info is None or info.num_workers <= 1 else (info.id, info.num_workers)
         if info is None and self._distributed is None:
-            self._rank, self._world = distributed_world(None)
-        loader = self._make_loader(self._dataset_here(), split)
-        self._resume = None
-        self._loader = loader
+            self.loader.set_rank(*distributed_world(None))
+        self.loader.reopen_if_forked()
         transfer = _Transfer(self._device, self._pin)
-        yield from transfer(iter(loader))
+        yield from transfer(self.loader.batches(self.convert, split=split))
 
     def __len__(self) -> int:
-        """The number of batches of this rank in the next epoch."""
-        if self._loader is not None and self._loader._active is not None:
-            return len(self._loader)
-        return len(self._make_loader(self._dataset_here(), None))
-
-    def set_epoch(self, epoch: int) -> None:
-        """Sets the epoch of the next iteration (its shuffle), as
-        DistributedSampler.set_epoch."""
-        self._epoch = int(epoch)
-        if self._resume is not None and (self._resume.get("loader") or {}).get("epoch", epoch) != epoch:
-            self._resume = None
-
-    def state_dict(self) -> dict[str, Any]:
-        """The state to resume from, after the batches delivered so far."""
-        if self._loader is not None:
-            return self._loader.state_dict()
-        if self._resume is not None:
-            return dict(self._resume)
-        return {"epoch": self._epoch, "loader": None}
-
-    def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        """Makes the next iteration resume from a saved state (the same
-        snapshot and seed; another world size is allowed)."""
-        if "epoch" not in state or "loader" not in state:
-            raise InvalidArgument(f"not a loch loader state: {state!r}")
-        self._epoch = int(state["epoch"])
-        self._resume = dict(state)
-        self._loader = None
-
-    def stats(self) -> dict[str, Any]:
-        """The Go loader's statistics of the current or last epoch, with
-        ``wait_share``: the share of the time the training loop waited."""
-        return self._loader.stats() if self._loader is not None else {}
+        """The number of batches of this rank in the next (or current) epoch."""
+        self.loader.reopen_if_forked()
+        return len(self.loader)
 
     def __getstate__(self) -> dict[str, Any]:
-        state = self.__dict__.copy()
-        state["_dataset"] = None  # a Go handle: reopened in the other process
-        state["_loader"] = None
+        """Pickles for a DataLoader worker: the Loader goes without its
+        dataset's handle (the worker reopens the snapshot), and with the
+        rank detected here when ``distributed`` is None (a worker cannot
+        detect it)."""
         if self._distributed is None:
-            state["_rank"], state["_world"] = distributed_world(None)
-        return state
+            self.loader.set_rank(*distributed_world(None))
+        return self.__dict__.copy()

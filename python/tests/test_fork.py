@@ -58,3 +58,29 @@ def test_fork_before_load_is_fine(tmp_path: Path, rows_path: Path) -> None:
         print("ok")
     """, str(rows_path), timeout=60)
     assert proc.stdout.strip() == "ok"
+
+
+def test_a_forked_loader_reopens_only_when_asked(tmp_path: Path, rows_path: Path) -> None:
+    proc = run_script(tmp_path, """
+        import os, sys
+        import loch
+
+        ds = loch.open(sys.argv[1])
+        loader = ds.numpy(batch_size=100)
+        assert len(loader) == 11
+        pid = os.fork()
+        if pid == 0:
+            try:
+                list(loader)
+                os._exit(1)
+            except loch.ForkedProcess:
+                pass
+            loader.reopen_if_forked()
+            n = sum(len(b["index"]) for b in loader)
+            os._exit(0 if n == 1001 else 2)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0, status
+        assert sum(len(b["index"]) for b in loader) == 1001  # the parent's loader is unaffected
+        print("ok")
+    """, str(rows_path), timeout=60)
+    assert proc.stdout.strip() == "ok"

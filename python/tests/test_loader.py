@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pickle
 from collections import Counter
 
 import numpy as np
@@ -143,3 +144,45 @@ def test_closing_the_dataset_stops_its_loaders(rows_path) -> None:
     ds.close()
     with pytest.raises(loch.Closed):
         next(it)
+
+
+def test_convert_runs_between_the_sample_and_batch_transforms(rows_ds: loch.Dataset) -> None:
+    seen = []
+
+    def batch_transform(b: dict) -> dict:
+        seen.append(sorted(b))
+        return b
+
+    loader = rows_ds.numpy(batch_size=500, columns=["y"], sample_transform=lambda r: {"y": r["y"], "index": r["index"]},
+                           transform=batch_transform)  # fmt: skip
+    out = list(loader.batches(lambda b: {"converted": b["y"] + 1, "index": b["index"]}))
+    assert seen == [["converted", "index"]] * 3
+    assert np.array_equal(out[0]["converted"], out[0]["index"] + 1)
+
+
+def test_peek_leaves_the_loader_where_it_was(rows_ds: loch.Dataset) -> None:
+    loader = rows_ds.numpy(batch_size=100, shuffle="full", seed=4)
+    first = loader.peek()
+    assert first is not None and loader.stats() == {} and loader.state_dict()["loader"] is None
+    assert list(first["index"]) == ids(loader)[:100]
+
+
+def test_set_rank(rows_ds: loch.Dataset) -> None:
+    loader = rows_ds.numpy(batch_size=16, shuffle="block", seed=2)
+    loader.set_rank(1, 3)
+    assert (loader.rank, loader.world_size) == (1, 3)
+    assert ids(loader) == ids(rows_ds.numpy(batch_size=16, shuffle="block", seed=2, rank=1, world_size=3))
+
+
+def test_pickled_loader_reads_the_snapshot_it_was_made_on(tmp_path) -> None:
+    ds = loch.create(str(tmp_path / "ds"), schema={"n": loch.Tensor("int64", shape=())})
+    ds.extend({"n": np.arange(10)})
+    ds.commit()
+    loader = ds.numpy(batch_size=4)
+    ds.extend({"n": np.arange(10, 15)})
+    ds.commit()
+    copy = pickle.loads(pickle.dumps(loader))
+    assert copy.dataset is None
+    assert ids(copy) == list(range(10)), "the version the dataset had when the loader was made"
+    assert copy.dataset is not None and copy.dataset is not ds
+    assert ids(loader) == list(range(15)), "the original reads through the dataset's handle"
