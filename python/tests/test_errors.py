@@ -3,7 +3,6 @@ and never crashes the interpreter."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import numpy as np
@@ -142,42 +141,3 @@ def test_corrupt(tmp_path: Path) -> None:
     with pytest.raises(loch.Corrupt):
         list(fresh.numpy())
 
-
-def _statuses() -> dict[str, int]:
-    """The status codes that capi/loch.h declares, by name without LOCH_."""
-    header = (Path(__file__).resolve().parents[2] / "capi" / "loch.h").read_text()
-    block = re.search(r"enum\s*\{([^}]*LOCH_OK[^}]*)\}", header)
-    assert block, "no status enum in loch.h"
-    return {name: int(code) for name, code in re.findall(r"LOCH_([A-Z_]+)\s*=\s*(\d+)", block.group(1))}
-
-
-def test_statuses_match_loch_h() -> None:
-    """Every error status of the C ABI maps to the class its name says, and
-    Python knows no status that loch.h lacks."""
-    from loch.errors import _BY_STATUS, from_status
-
-    statuses = _statuses()
-    expected: dict[str, type[BaseException]] = {
-        "ERR": loch.Error,
-        "NOT_FOUND": loch.NotFound,
-        "EXISTS": loch.AlreadyExists,
-        "CORRUPT": loch.Corrupt,
-        "CONFLICT": loch.Conflict,
-        "INVALID_ARGUMENT": loch.InvalidArgument,
-        "NEWER_FORMAT": loch.NewerFormat,
-        "READ_ONLY": loch.ReadOnly,
-        "PERMISSION": loch.PermissionDenied,
-        "CLOSED": loch.Closed,
-        "NOT_IMPLEMENTED": NotImplementedError,
-        "INTERNAL": loch.InternalError,
-        "CANCELED": KeyboardInterrupt,
-    }
-    not_errors = {"OK", "EOF", "TIMEOUT"}  # handled by the loader's calls, not raised
-    assert set(statuses) == set(expected) | not_errors, "loch.h and this test disagree on the statuses"
-    for name, cls in expected.items():
-        err = from_status(statuses[name], "m")
-        assert type(err) is cls, f"LOCH_{name} ({statuses[name]}) raises {type(err).__name__}, want {cls.__name__}"
-    assert set(_BY_STATUS) <= set(statuses.values())
-    from loch import _library
-
-    assert (_library.OK, _library.EOF, _library.TIMEOUT) == (statuses["OK"], statuses["EOF"], statuses["TIMEOUT"])
