@@ -1,15 +1,8 @@
 package loch
 
 import (
-	"bytes"
-	"cmp"
 	"context"
 	"fmt"
-	"slices"
-	"strconv"
-	"strings"
-
-	"github.com/lochdata/loch/manifest"
 
 	"github.com/lochdata/loch/schema"
 )
@@ -100,7 +93,8 @@ func (d *Dataset) Diff(ctx context.Context, from, to string, opts DiffOptions) (
 			out.Next = &next
 		}
 	}
-	err = joinRows(ra, rb, func(id uint64, x, y *rowLoc) error {
+	err = joinRows([][]rowLoc{ra, rb}, func(id uint64, at []*rowLoc) error {
+		x, y := at[0], at[1]
 		switch {
 		case y == nil:
 			out.Deleted++
@@ -203,180 +197,4 @@ func unionColumns(a, b schema.Schema) []column {
 		}
 	}
 	return out
-}
-
-// rowLoc is where a live row of a snapshot is stored.
-type rowLoc struct {
-	id   uint64
-	frag int   // index into the snapshot's frags
-	off  int64 // offset in the fragment
-}
-
-// newFragState makes the state of a manifest's fragment, not yet loaded.
-func newFragState(ref manifest.FragmentRef) *fragState {
-	id := ref.Key
-	if ref.IDStart != nil {
-		id += "@" + strconv.FormatUint(*ref.IDStart, 10)
-	}
-	return &fragState{ref: ref, id: id}
-}
-
-// ident names a fragment's rows: its object and, for appended fragments,
-// the first row id (two identical appends share an object but not ids).
-func (f *fragState) ident() string { return f.id }
-
-// rowsKey names a fragment's live rows with their data: its identity,
-// extensions and deletions. Two references with one rowsKey hold the same
-// live rows with the same samples.
-func (f *fragState) rowsKey() string {
-	return f.id + "|" + f.ref.Deletions + "|" + strings.Join(f.ref.Extensions, ",")
-}
-
-// changedRows lists, sorted by id, the live rows of each snapshot that are
-// not in a fragment all the snapshots hold with the same rows. It also
-// returns the rowsKeys of the fragments it skipped.
-func (d *Dataset) changedRows(ctx context.Context, snaps ...*snapshot) ([][]rowLoc, map[string]bool, error) {
-	count := map[string]int{}
-	for _, s := range snaps {
-		for _, f := range s.frags {
-			count[f.rowsKey()]++
-		}
-	}
-	same := map[string]bool{}
-	for k, n := range count {
-		if n >= len(snaps) {
-			same[k] = true
-		}
-	}
-	out := make([][]rowLoc, len(snaps))
-	for i, s := range snaps {
-		rows, err := d.liveRows(ctx, s, func(f *fragState) bool { return !same[f.rowsKey()] })
-		if err != nil {
-			return nil, nil, err
-		}
-		out[i] = rows
-	}
-	return out, same, nil
-}
-
-// liveRows lists the live rows of the fragments that include selects,
-// sorted by row id.
-func (d *Dataset) liveRows(ctx context.Context, s *snapshot, include func(*fragState) bool) ([]rowLoc, error) {
-	n := int64(0)
-	for _, f := range s.frags {
-		if include(f) {
-			n += f.ref.Live()
-		}
-	}
-	out := make([]rowLoc, 0, n)
-	for k, f := range s.frags {
-		if !include(f) {
-			continue
-		}
-		if err := f.load(ctx, d); err != nil {
-			return nil, err
-		}
-		del := f.deleted
-		emit := func(off int64, id uint64) {
-			if len(del) > 0 && del[0] == off {
-				del = del[1:]
-				return
-			}
-			out = append(out, rowLoc{id: id, frag: k, off: off})
-		}
-		if f.ref.IDStart != nil {
-			for off := int64(0); off < f.ref.Rows; off++ {
-				emit(off, *f.ref.IDStart+uint64(off))
-			}
-			continue
-		}
-		var off int64
-		for _, r := range f.ids {
-			for j := uint64(0); j < r[1]; j++ {
-				emit(off, r[0]+j)
-				off++
-			}
-		}
-	}
-	byID := func(x, y rowLoc) int { return cmp.Compare(x.id, y.id) }
-	if !slices.IsSortedFunc(out, byID) {
-		slices.SortFunc(out, byID)
-	}
-	for i := 1; i < len(out); i++ {
-		if out[i].id == out[i-1].id {
-			return nil, fmt.Errorf("version %s holds row id %d twice: %w", s.commitID, out[i].id, ErrCorrupt)
-		}
-	}
-	return out, nil
-}
-
-// joinRows calls fn for every row id in a or b (both sorted by id), in id
-// order, with its location on each side (nil where absent).
-func joinRows(a, b []rowLoc, fn func(id uint64, x, y *rowLoc) error) error {
-	i, j := 0, 0
-	for i < len(a) || j < len(b) {
-		var err error
-		switch {
-		case j == len(b) || i < len(a) && a[i].id < b[j].id:
-			err = fn(a[i].id, &a[i], nil)
-			i++
-		case i == len(a) || b[j].id < a[i].id:
-			err = fn(b[j].id, nil, &b[j])
-			j++
-		default:
-			err = fn(a[i].id, &a[i], &b[j])
-			i++
-			j++
-		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// changedColumns lists the columns (of cols) whose samples differ between
-// a row at x in snapshot a and at y in snapshot b.
-func (d *Dataset) changedColumns(ctx context.Context, a *snapshot, x *rowLoc, b *snapshot, y *rowLoc, cols []column) ([]string, error) {
-	var out []string
-	for _, c := range cols {
-		same, err := d.sameSample(ctx, a.frags[x.frag], x.off, b.frags[y.frag], y.off, c.uid)
-		if err != nil {
-			return nil, fmt.Errorf("row id %d: column %q: %w", x.id, c.name, err)
-		}
-		if !same {
-			out = append(out, c.name)
-		}
-	}
-	return out, nil
-}
-
-// sameSample compares the stored samples of a column at two locations.
-func (d *Dataset) sameSample(ctx context.Context, fa *fragState, offA int64, fb *fragState, offB int64, uid int) (bool, error) {
-	refsA, refsB := fa.cols[uid], fb.cols[uid]
-	if len(refsA) > 0 && len(refsB) > 0 {
-		ka, kb := searchRef(refsA, offA), searchRef(refsB, offB)
-		if refsA[ka].Key == refsB[kb].Key && refsA[ka].Parts == 0 && offA-refsA[ka].First == offB-refsB[kb].First {
-			return true, nil
-		}
-	}
-	sa, err := d.sampleIn(ctx, refsA, offA)
-	if err != nil {
-		return false, err
-	}
-	sb, err := d.sampleIn(ctx, refsB, offB)
-	if err != nil {
-		return false, err
-	}
-	return sa.Null == sb.Null && equalShape(sa.Shape, sb.Shape) && bytes.Equal(sa.Data, sb.Data), nil
-}
-
-// sampleIn reads the stored (encoded) sample at a fragment offset from a
-// column's chunk refs; no refs means null.
-func (d *Dataset) sampleIn(ctx context.Context, refs []manifest.ChunkRef, off int64) (Sample, error) {
-	if len(refs) == 0 {
-		return Sample{Null: true}, nil
-	}
-	k := searchRef(refs, off)
-	return d.readSample(ctx, refs, k, off-refs[k].First, true)
 }

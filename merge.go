@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"strings"
 
@@ -292,7 +291,8 @@ func (m *merger) merge(ctx context.Context) (manifest.Manifest, error) {
 	colsBO := unionColumns(m.b.man.Schema, m.o.man.Schema)
 	colsBT := unionColumns(m.b.man.Schema, m.t.man.Schema)
 	colsOT := unionColumns(m.o.man.Schema, m.t.man.Schema)
-	err = join3(rows[0], rows[1], rows[2], func(id uint64, lb, lo, lt *rowLoc) error {
+	err = joinRows(rows, func(id uint64, at []*rowLoc) error {
+		lb, lo, lt := at[0], at[1], at[2]
 		switch {
 		case m.same(m.o, lo, m.t, lt), m.same(m.b, lb, m.t, lt):
 			m.choose(m.o, lo)
@@ -469,39 +469,4 @@ func mergeSchema(b, o, t manifest.Manifest) (schema.Schema, []string, error) {
 			RawBytes: max(0, tc.RawBytes-bc.RawBytes), StoredBytes: max(0, tc.StoredBytes-bc.StoredBytes)})
 	}
 	return out, added, nil
-}
-
-// join3 calls fn for every row id in any of three lists sorted by id, in
-// id order, with its location in each (nil where absent).
-func join3(a, b, c []rowLoc, fn func(id uint64, x, y, z *rowLoc) error) error {
-	i, j, k := 0, 0, 0
-	for i < len(a) || j < len(b) || k < len(c) {
-		id := uint64(math.MaxUint64)
-		if i < len(a) {
-			id = a[i].id
-		}
-		if j < len(b) {
-			id = min(id, b[j].id)
-		}
-		if k < len(c) {
-			id = min(id, c[k].id)
-		}
-		var x, y, z *rowLoc
-		if i < len(a) && a[i].id == id {
-			x = &a[i]
-			i++
-		}
-		if j < len(b) && b[j].id == id {
-			y = &b[j]
-			j++
-		}
-		if k < len(c) && c[k].id == id {
-			z = &c[k]
-			k++
-		}
-		if err := fn(id, x, y, z); err != nil {
-			return err
-		}
-	}
-	return nil
 }

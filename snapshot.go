@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/lochdata/loch/internal/keys"
@@ -264,4 +265,24 @@ func (s *snapshot) column(name string) (*schema.Column, error) {
 		return nil, fmt.Errorf("column %q: no such column (have %v): %w", name, s.man.Schema.Names(), ErrNotFound)
 	}
 	return c, nil
+}
+
+// newFragState makes the state of a manifest's fragment, not yet loaded.
+func newFragState(ref manifest.FragmentRef) *fragState {
+	id := ref.Key
+	if ref.IDStart != nil {
+		id += "@" + strconv.FormatUint(*ref.IDStart, 10)
+	}
+	return &fragState{ref: ref, id: id}
+}
+
+// ident names a fragment's rows: its object and, for appended fragments,
+// the first row id (two identical appends share an object but not ids).
+func (f *fragState) ident() string { return f.id }
+
+// rowsKey names a fragment's live rows with their data: its identity,
+// extensions and deletions. Two references with one rowsKey hold the same
+// live rows with the same samples.
+func (f *fragState) rowsKey() string {
+	return f.id + "|" + f.ref.Deletions + "|" + strings.Join(f.ref.Extensions, ",")
 }

@@ -1,0 +1,243 @@
+package loch
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+
+	"github.com/lochdata/loch/internal/keys"
+	"github.com/lochdata/loch/manifest"
+	"github.com/lochdata/loch/schema"
+)
+
+// Commit makes the staged writes visible as a new snapshot on the handle's
+// branch and returns its version id. With nothing staged it returns the
+// current version. If another writer committed since this handle's
+// snapshot, pure appends are rebased onto its commit; other changes fail
+// with ErrConflict and stay staged. Nothing is visible to readers until the
+// commit's log entry is written, atomically.
+func (d *Dataset) Commit(ctx context.Context, message string) (string, error) {
+	d.wmu.Lock()
+	defer d.wmu.Unlock()
+	if d.ReadOnly() {
+		return "", d.readOnlyErr("commit")
+	}
+	st := d.stage
+	if st == nil || st.empty() {
+		return d.Version(), nil
+	}
+	if err := st.firstErr(); err != nil {
+		return "", err
+	}
+	for _, fw := range st.writers() {
+		st.seal(fw)
+	}
+	st.jobs.Wait()
+	if err := st.firstErr(); err != nil {
+		return "", err
+	}
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
+	branch := d.Branch()
+	var id string
+	next, err := d.updateRoot(ctx, "commit "+branch, func(root, next *manifest.Root) error {
+		var err error
+		id, err = d.commitOnto(ctx, st, branch, message, root, next)
+		return err
+	})
+	if err != nil {
+		return "", err
+	}
+	snap, err := d.loadSnapshot(ctx, id, next.Seq)
+	if err != nil {
+		return "", err
+	}
+	d.mu.Lock()
+	d.snap = snap
+	d.mu.Unlock()
+	st.cancel()
+	d.stage = nil
+	return id, nil
+}
+
+// commitOnto writes the staged changes as a commit on branch as root has it
+// (rebasing appends onto a head that moved since the stage's snapshot),
+// points next's reference of the branch at it and returns its id. It runs
+// once per attempt of updateRoot: what it writes before a lost race is
+// content-addressed and written again, or left to gc.
+func (d *Dataset) commitOnto(ctx context.Context, st *staging, branch, message string, root, next *manifest.Root) (string, error) {
+	ref := headsPrefix + branch
+	head, ok := root.Refs[ref]
+	if !ok {
+		return "", fmt.Errorf("commit %s: branch %q does not exist (branches: %v): %w", d.url, branch, refNames(root, headsPrefix), ErrNotFound)
+	}
+	base, err := d.rebaseBase(ctx, st, branch, head, root.Seq)
+	if err != nil {
+		return "", err
+	}
+	// Added columns take their final uids from the dataset-wide counter
+	// of this root entry, so that no other branch has them.
+	uids := map[int]int{}
+	nextUID := max(root.NextColumnUID, base.man.NextColumnUID)
+	for _, c := range st.cols[len(st.cols)-st.added:] {
+		uids[c.UID] = nextUID
+		nextUID++
+	}
+	frags, err := st.putFragments(ctx, uids)
+	if err != nil {
+		return "", err
+	}
+	man, err := st.buildManifest(ctx, base)
+	if err != nil {
+		return "", err
+	}
+	for i := range man.Schema.Columns {
+		if u, ok := uids[man.Schema.Columns[i].UID]; ok {
+			man.Schema.Columns[i].UID = u
+		}
+	}
+	man.NextColumnUID = max(man.NextColumnUID, nextUID)
+	var appended uint64
+	for _, f := range frags {
+		if !f.upd {
+			id := root.NextRowID + appended
+			man.Fragments = append(man.Fragments, manifest.FragmentRef{Key: f.key, Rows: f.rows, IDStart: &id})
+			appended += uint64(f.rows)
+		} else {
+			man.Fragments = append(man.Fragments, manifest.FragmentRef{Key: f.key, Rows: f.rows})
+		}
+		man.Rows += f.rows
+	}
+	c := manifest.Commit{Parents: []string{head}, Message: message, Author: d.opts.author, Time: next.Time, Rows: man.Rows, Branch: branch}
+	id, err := d.writeCommit(ctx, man, c)
+	if err != nil {
+		return "", err
+	}
+	next.Refs[ref] = id
+	next.NextRowID = root.NextRowID + appended
+	next.NextColumnUID = max(root.NextColumnUID, man.NextColumnUID)
+	return id, nil
+}
+
+// rebaseBase returns the snapshot the stage's changes apply to: its own,
+// or, when the branch moved to head since, head's, if the stage only
+// appends rows and the schema is unchanged (else ErrConflict).
+func (d *Dataset) rebaseBase(ctx context.Context, st *staging, branch, head string, seq uint64) (*snapshot, error) {
+	base := st.base
+	if head == base.commitID {
+		return base, nil
+	}
+	if len(st.deletes) > 0 || st.added > 0 {
+		return nil, fmt.Errorf("commit %s: branch %s moved from %s to %s since this handle's snapshot, and this commit updates, deletes or adds columns; refresh and retry: %w",
+			d.url, branch, base.commitID, head, ErrConflict)
+	}
+	base, err := d.loadSnapshot(ctx, head, seq)
+	if err != nil {
+		return nil, err
+	}
+	if !sameColumns(base.man.Schema.Columns, st.cols) {
+		return nil, fmt.Errorf("commit %s: the schema of branch %s changed in %s since this handle's snapshot: %w", d.url, branch, head, ErrConflict)
+	}
+	return base, nil
+}
+
+// pendingFragment is a fragment object written by a commit.
+type pendingFragment struct {
+	key  string
+	rows int64
+	upd  bool
+}
+
+// putFragments writes the fragment objects of the staged rows, with column
+// uids renamed by uids: content-addressed, invisible until a manifest names
+// them.
+func (st *staging) putFragments(ctx context.Context, uids map[int]int) ([]pendingFragment, error) {
+	var frags []pendingFragment
+	for _, fw := range st.writers() {
+		if fw.rows == 0 {
+			continue
+		}
+		fr := manifest.Fragment{Rows: fw.rows, IDs: fw.ids, Columns: map[string][]manifest.ChunkRef{}}
+		if fw == st.upd {
+			fr.Nonce = st.nonce
+		}
+		for uid, cw := range fw.cols {
+			refs := make([]manifest.ChunkRef, len(cw.refs))
+			for i, r := range cw.refs {
+				refs[i] = *r
+			}
+			if u, ok := uids[uid]; ok {
+				uid = u
+			}
+			fr.Columns[strconv.Itoa(uid)] = refs
+		}
+		key, err := st.d.putObject(ctx, keys.Fragment, manifest.KindFragment, fr)
+		if err != nil {
+			return nil, err
+		}
+		frags = append(frags, pendingFragment{key: key, rows: fw.rows, upd: fw == st.upd})
+	}
+	return frags, nil
+}
+
+// sameColumns reports whether two schemas define the same columns, ignoring
+// statistics.
+func sameColumns(a, b []schema.Column) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		x, y := a[i], b[i]
+		if x.UID != y.UID || x.Name != y.Name || x.DType != y.DType || x.Kind != y.Kind ||
+			x.SampleCompression != y.SampleCompression || x.ChunkCompression != y.ChunkCompression || !equalShape(x.Shape, y.Shape) {
+			return false
+		}
+	}
+	return true
+}
+
+// buildManifest applies the staged schema changes, statistics and deletions
+// to base's manifest. Appended fragments are added by the caller.
+func (st *staging) buildManifest(ctx context.Context, base *snapshot) (manifest.Manifest, error) {
+	man := manifest.Manifest{Rows: base.man.Rows, NextColumnUID: st.nextUID}
+	man.Schema = base.man.Schema.Clone()
+	man.Schema.Columns = append(man.Schema.Columns, st.cols[len(st.cols)-st.added:]...)
+	for i := range man.Schema.Columns {
+		c := &man.Schema.Columns[i]
+		dl := st.deltas[c.UID]
+		if dl == nil {
+			continue
+		}
+		delta := dl.Stats
+		delta.StoredBytes = dl.stored.Load()
+		c.Merge(delta)
+	}
+	man.Fragments = append([]manifest.FragmentRef(nil), base.man.Fragments...)
+	if len(st.deletes) == 0 {
+		return man, nil
+	}
+	byFrag := map[int][]int64{}
+	for id := range st.deletes {
+		k, off, err := st.d.findRow(ctx, base, id)
+		if err != nil {
+			return manifest.Manifest{}, err
+		}
+		byFrag[k] = append(byFrag[k], off)
+	}
+	for k, offs := range byFrag {
+		f := base.frags[k]
+		all := append(append([]int64(nil), f.deleted...), offs...)
+		slices.Sort(all)
+		key, err := st.d.putObject(ctx, keys.Deletion, manifest.KindDeletion, manifest.Deletion{Offsets: all})
+		if err != nil {
+			return manifest.Manifest{}, err
+		}
+		ref := man.Fragments[k]
+		ref.Deletions, ref.Deleted = key, int64(len(all))
+		man.Fragments[k] = ref
+		man.Rows -= int64(len(offs))
+	}
+	return man, nil
+}
