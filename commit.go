@@ -33,7 +33,7 @@ func (d *Dataset) Commit(ctx context.Context, message string) (string, error) {
 	for _, fw := range st.writers() {
 		st.seal(fw)
 	}
-	st.jobs.Wait()
+	_ = st.uploads.Wait() // its error is firstErr's
 	if err := st.firstErr(); err != nil {
 		return "", err
 	}
@@ -57,7 +57,7 @@ func (d *Dataset) Commit(ctx context.Context, message string) (string, error) {
 	d.mu.Lock()
 	d.snap = snap
 	d.mu.Unlock()
-	st.cancel()
+	st.cancel(nil)
 	d.stage = nil
 	return id, nil
 }

@@ -2,6 +2,7 @@ package loch
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -42,12 +43,13 @@ type staging struct {
 	builders sync.Pool // of *chunk.Builder, recycled after encoding
 	buffers  sync.Pool // of *[]byte, encoded chunk buffers
 
-	jobs   sync.WaitGroup
-	sem    chan struct{}
-	errMu  sync.Mutex
-	err    error
-	cancel context.CancelFunc
-	ctx    context.Context
+	// uploads encodes and uploads flushed chunks in the background, at
+	// most 2×parallelism at once (bounding memory). The first failure
+	// cancels ctx with itself as the cause; an aborted or committed stage
+	// cancels it too. Nothing more is submitted once ctx is done.
+	uploads errgroup.Group
+	ctx     context.Context
+	cancel  context.CancelCauseFunc
 }
 
 // colDelta accumulates statistics of staged samples of one column. Its
@@ -78,9 +80,10 @@ func (d *Dataset) stagingLocked() (*staging, error) {
 	}
 	if d.stage == nil {
 		base := d.current()
-		ctx, cancel := context.WithCancel(context.Background())
+		ctx, cancel := context.WithCancelCause(context.Background())
 		st := &staging{d: d, base: base, nextUID: base.man.NextColumnUID, deltas: map[int]*colDelta{}, nonce: randomID(),
-			deletes: map[uint64]bool{}, sem: make(chan struct{}, 2*d.opts.parallelism), ctx: ctx, cancel: cancel}
+			deletes: map[uint64]bool{}, ctx: ctx, cancel: cancel}
+		st.uploads.SetLimit(2 * d.opts.parallelism)
 		for _, c := range base.man.Schema.Columns {
 			st.cols = append(st.cols, c.Definition())
 		}
@@ -89,24 +92,21 @@ func (d *Dataset) stagingLocked() (*staging, error) {
 	return d.stage, d.stage.firstErr()
 }
 
+// firstErr returns the first failure of a background upload, if any.
 func (st *staging) firstErr() error {
-	st.errMu.Lock()
-	defer st.errMu.Unlock()
-	return st.err
-}
-
-func (st *staging) fail(err error) {
-	st.errMu.Lock()
-	if st.err == nil {
-		st.err = err
-		st.cancel()
+	if st.ctx.Err() == nil {
+		return nil
 	}
-	st.errMu.Unlock()
+	return context.Cause(st.ctx)
 }
 
+// errDiscarded is the cause of an aborted stage's cancellation.
+var errDiscarded = errors.New("staged writes discarded")
+
+// abort stops the uploads and waits for those in flight.
 func (st *staging) abort() {
-	st.cancel()
-	st.jobs.Wait()
+	st.cancel(errDiscarded)
+	_ = st.uploads.Wait()
 }
 
 func (st *staging) column(name string) (*schema.Column, bool) {
@@ -427,15 +427,15 @@ func (st *staging) flush(cw *colWriter) {
 // submit encodes and uploads a chunk in the background, bounded by the
 // staging's semaphore so that memory stays bounded.
 func (st *staging) submit(uid int, b *chunk.Builder, ref *manifest.ChunkRef) {
-	select {
-	case st.sem <- struct{}{}:
-	case <-st.ctx.Done():
-		return
+	if st.ctx.Err() != nil {
+		return // failed or aborted: nothing more is uploaded
 	}
-	st.jobs.Add(1)
 	dl := st.delta(uid)
-	go func() {
-		defer func() { <-st.sem; st.jobs.Done() }()
+	st.uploads.Go(func() error {
+		fail := func(err error) error {
+			st.cancel(err)
+			return err
+		}
 		var buf []byte
 		if p, ok := st.buffers.Get().(*[]byte); ok {
 			buf = *p
@@ -444,25 +444,23 @@ func (st *staging) submit(uid int, b *chunk.Builder, ref *manifest.ChunkRef) {
 		b.Reset()
 		st.builders.Put(b)
 		if err != nil {
-			st.fail(fmt.Errorf("%s: encode chunk: %w", st.d.url, err))
-			return
+			return fail(fmt.Errorf("%s: encode chunk: %w", st.d.url, err))
 		}
 		h, err := chunk.ParseHeader(obj)
 		if err != nil {
-			st.fail(fmt.Errorf("%s: encode chunk: %w", st.d.url, err))
-			return
+			return fail(fmt.Errorf("%s: encode chunk: %w", st.d.url, err))
 		}
 		hash := manifest.Hash(obj)
 		key := keys.Make(keys.Chunk, hash)
 		if err := st.d.store.Put(st.ctx, key, obj); err != nil {
-			st.fail(classify(err, "write chunk %s", key))
-			return
+			return fail(classify(err, "write chunk %s", key))
 		}
 		ref.Key, ref.Header, ref.Size, ref.Raw = key, h.Len, h.Size(), h.RawLen
 		dl.stored.Add(h.Size())
 		obj = obj[:0]
 		st.buffers.Put(&obj) // Put does not retain its argument
-	}()
+		return nil
+	})
 }
 
 // seal flushes every column of a fragment.
