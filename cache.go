@@ -1,41 +1,33 @@
 package loch
 
 import (
-	"container/list"
 	"sync"
 
 	"github.com/lochdata/loch/chunk"
+	"github.com/lochdata/loch/internal/lru"
 )
 
 // chunkCache keeps decoded chunks and parsed headers in memory, least
 // recently used first out, bounded by bytes. Safe for concurrent use.
 type chunkCache struct {
-	mu    sync.Mutex
-	max   int64
-	size  int64
-	order *list.List // of *cacheEntry, front = most recent
-	items map[string]*list.Element
+	mu      sync.Mutex
+	entries *lru.Cache[string, *cacheEntry]
 }
 
 type cacheEntry struct {
-	key    string
 	chunk  *chunk.Chunk  // whole decoded chunk, or nil
 	header *chunk.Header // header only
-	size   int64
 }
 
 func newChunkCache(max int64) *chunkCache {
-	return &chunkCache{max: max, order: list.New(), items: map[string]*list.Element{}}
+	return &chunkCache{entries: lru.New[string, *cacheEntry](max, nil)}
 }
 
 func (c *chunkCache) get(key string) *cacheEntry {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if e, ok := c.items[key]; ok {
-		c.order.MoveToFront(e)
-		return e.Value.(*cacheEntry)
-	}
-	return nil
+	e, _ := c.entries.Get(key)
+	return e
 }
 
 // put stores a decoded chunk (replacing a header-only entry) or a header.
@@ -48,27 +40,10 @@ func (c *chunkCache) put(key string, ch *chunk.Chunk, h *chunk.Header) {
 		size += int64(len(ch.Raw)) + int64(ch.Len)
 		h = ch.Header
 	}
-	if size > c.max {
-		return
-	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if e, ok := c.items[key]; ok {
-		old := e.Value.(*cacheEntry)
-		if old.chunk != nil || ch == nil {
-			c.order.MoveToFront(e)
-			return
-		}
-		c.size -= old.size
-		c.order.Remove(e)
+	if old, ok := c.entries.Get(key); ok && (old.chunk != nil || ch == nil) {
+		return // as good as what is offered, and now the most recent
 	}
-	c.items[key] = c.order.PushFront(&cacheEntry{key: key, chunk: ch, header: h, size: size})
-	c.size += size
-	for c.size > c.max {
-		e := c.order.Back()
-		ent := e.Value.(*cacheEntry)
-		c.order.Remove(e)
-		delete(c.items, ent.key)
-		c.size -= ent.size
-	}
+	c.entries.Add(key, &cacheEntry{chunk: ch, header: h}, size)
 }

@@ -1,9 +1,10 @@
 package chunkcache
 
 import (
-	"container/list"
 	"context"
 	"sync"
+
+	"github.com/lochdata/loch/internal/lru"
 )
 
 // Memory is a Cache in this process's memory: an exact least-recently-used
@@ -15,16 +16,8 @@ type Memory struct {
 	max   int64
 	stats counters
 
-	mu     sync.Mutex
-	size   int64
-	order  *list.List               // of *memEntry, front = most recently used
-	items  map[string]*list.Element // by key
-	closed bool
-}
-
-type memEntry struct {
-	key  string
-	data []byte
+	mu      sync.Mutex
+	objects *lru.Cache[string, []byte] // nil once closed
 }
 
 var _ Cache = (*Memory)(nil)
@@ -33,7 +26,9 @@ var _ Cache = (*Memory)(nil)
 // objects. With maxBytes <= 0 it holds nothing: every Put fails with
 // ErrCacheWrite (too large) and every Get misses.
 func NewMemory(maxBytes int64) *Memory {
-	return &Memory{max: maxBytes, order: list.New(), items: map[string]*list.Element{}}
+	m := &Memory{max: maxBytes}
+	m.objects = lru.New(maxBytes, func(_ string, _ []byte, size int64) { m.stats.evicted(size) })
+	return m
 }
 
 // Get implements Cache. The returned slice is a copy.
@@ -45,18 +40,17 @@ func (m *Memory) Get(ctx context.Context, key string) ([]byte, bool, error) {
 		return nil, false, opError("get", key, err)
 	}
 	m.mu.Lock()
-	if m.closed {
+	if m.objects == nil {
 		m.mu.Unlock()
 		return nil, false, opError("get", key, closed())
 	}
-	e, ok := m.items[key]
+	held, ok := m.objects.Get(key)
 	if !ok {
 		m.mu.Unlock()
 		m.stats.misses.Add(1)
 		return nil, false, nil
 	}
-	m.order.MoveToFront(e)
-	data := append([]byte{}, e.Value.(*memEntry).data...)
+	data := append([]byte{}, held...)
 	m.mu.Unlock()
 	m.stats.hit(len(data))
 	return data, true, nil
@@ -78,22 +72,14 @@ func (m *Memory) Put(ctx context.Context, key string, data []byte) error {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.closed {
+	if m.objects == nil {
 		return opError("put", key, closed())
 	}
-	if e, ok := m.items[key]; ok {
-		m.order.MoveToFront(e)
-		return nil
+	if _, ok := m.objects.Get(key); ok {
+		return nil // the same content (keys name it), now the most recent
 	}
-	m.items[key] = m.order.PushFront(&memEntry{key: key, data: append([]byte{}, data...)})
-	m.size += int64(len(data))
+	m.objects.Add(key, append([]byte{}, data...), int64(len(data)))
 	m.stats.put(len(data))
-	for m.size > m.max {
-		old := m.order.Remove(m.order.Back()).(*memEntry)
-		delete(m.items, old.key)
-		m.size -= int64(len(old.data))
-		m.stats.evicted(int64(len(old.data)))
-	}
 	return nil
 }
 
@@ -101,7 +87,10 @@ func (m *Memory) Put(ctx context.Context, key string, data []byte) error {
 func (m *Memory) Size() int64 {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.size
+	if m.objects == nil {
+		return 0
+	}
+	return m.objects.Size()
 }
 
 // Stats implements Cache.
@@ -111,7 +100,6 @@ func (m *Memory) Stats() Stats { return m.stats.snapshot() }
 func (m *Memory) Close() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.closed = true
-	m.items, m.order, m.size = nil, nil, 0
+	m.objects = nil
 	return nil
 }
