@@ -165,41 +165,8 @@ func (d *Dataset) Merge(ctx context.Context, src string, opts MergeOptions) (*Me
 // ancestors nearest to b, the one no other is an ancestor of, and of
 // several such (criss-cross merges) the newest.
 func (d *Dataset) mergeBase(ctx context.Context, a, b string) (string, error) {
-	commits := map[string]*manifest.Commit{}
-	get := func(id string) (*manifest.Commit, error) {
-		if c, ok := commits[id]; ok {
-			return c, nil
-		}
-		c := new(manifest.Commit)
-		if err := d.getObject(ctx, keys.Make(keys.Commit, id), manifest.KindCommit, c); err != nil {
-			return nil, err
-		}
-		commits[id] = c
-		return c, nil
-	}
-	ancestors := func(id string, stop map[string]bool) (map[string]bool, error) {
-		seen := map[string]bool{id: true}
-		queue := []string{id}
-		for len(queue) > 0 {
-			id := queue[0]
-			queue = queue[1:]
-			if stop[id] {
-				continue
-			}
-			c, err := get(id)
-			if err != nil {
-				return nil, err
-			}
-			for _, p := range c.Parents {
-				if !seen[p] {
-					seen[p] = true
-					queue = append(queue, p)
-				}
-			}
-		}
-		return seen, nil
-	}
-	ofA, err := ancestors(a, nil)
+	g := &commitGraph{d: d, commits: map[string]*manifest.Commit{}}
+	ofA, err := g.ancestors(ctx, a, nil)
 	if err != nil {
 		return "", err
 	}
@@ -208,7 +175,7 @@ func (d *Dataset) mergeBase(ctx context.Context, a, b string) (string, error) {
 	}
 	// Walk b's ancestry, stopping at commits a also has: those are the
 	// candidates.
-	reach, err := ancestors(b, ofA)
+	reach, err := g.ancestors(ctx, b, ofA)
 	if err != nil {
 		return "", err
 	}
@@ -221,17 +188,75 @@ func (d *Dataset) mergeBase(ctx context.Context, a, b string) (string, error) {
 	if len(cands) == 0 {
 		return "", fmt.Errorf("%s and %s have no common ancestor: %w", a, b, ErrInvalidArgument)
 	}
-	// Drop candidates that are ancestors of another candidate.
-	var best []string
+	best, err := g.undominated(ctx, cands)
+	if err != nil {
+		return "", err
+	}
+	slices.SortFunc(best, func(x, y string) int {
+		if t := g.commits[y].Time.Compare(g.commits[x].Time); t != 0 {
+			return t
+		}
+		return strings.Compare(x, y)
+	})
+	return best[0], nil
+}
+
+// commitGraph reads commits once each, for ancestry questions.
+type commitGraph struct {
+	d       *Dataset
+	commits map[string]*manifest.Commit
+}
+
+func (g *commitGraph) get(ctx context.Context, id string) (*manifest.Commit, error) {
+	if c, ok := g.commits[id]; ok {
+		return c, nil
+	}
+	c := new(manifest.Commit)
+	if err := g.d.getObject(ctx, keys.Make(keys.Commit, id), manifest.KindCommit, c); err != nil {
+		return nil, err
+	}
+	g.commits[id] = c
+	return c, nil
+}
+
+// ancestors returns id and its ancestors, not going past the commits in
+// stop (which are included when reached).
+func (g *commitGraph) ancestors(ctx context.Context, id string, stop map[string]bool) (map[string]bool, error) {
+	seen := map[string]bool{id: true}
+	queue := []string{id}
+	for len(queue) > 0 {
+		id := queue[0]
+		queue = queue[1:]
+		if stop[id] {
+			continue
+		}
+		c, err := g.get(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range c.Parents {
+			if !seen[p] {
+				seen[p] = true
+				queue = append(queue, p)
+			}
+		}
+	}
+	return seen, nil
+}
+
+// undominated returns the commits of cands that are no ancestor of another
+// of cands.
+func (g *commitGraph) undominated(ctx context.Context, cands []string) ([]string, error) {
+	var out []string
 	for _, c := range cands {
 		dominated := false
 		for _, o := range cands {
 			if o == c {
 				continue
 			}
-			anc, err := ancestors(o, nil)
+			anc, err := g.ancestors(ctx, o, nil)
 			if err != nil {
-				return "", err
+				return nil, err
 			}
 			if anc[c] {
 				dominated = true
@@ -239,16 +264,10 @@ func (d *Dataset) mergeBase(ctx context.Context, a, b string) (string, error) {
 			}
 		}
 		if !dominated {
-			best = append(best, c)
+			out = append(out, c)
 		}
 	}
-	slices.SortFunc(best, func(x, y string) int {
-		if t := commits[y].Time.Compare(commits[x].Time); t != 0 {
-			return t
-		}
-		return strings.Compare(x, y)
-	})
-	return best[0], nil
+	return out, nil
 }
 
 // merger computes a three-way merge of snapshots: base b, ours o, theirs t.
@@ -277,7 +296,26 @@ func (m *merger) merge(ctx context.Context) (manifest.Manifest, error) {
 	if err != nil {
 		return manifest.Manifest{}, err
 	}
-	m.keep, m.same3, m.slots = map[string]*[]int64{}, same, map[*snapshot][]*[]int64{}
+	m.same3 = same
+	m.index()
+	cols := [3][]column{
+		unionColumns(m.b.man.Schema, m.o.man.Schema),
+		unionColumns(m.b.man.Schema, m.t.man.Schema),
+		unionColumns(m.o.man.Schema, m.t.man.Schema),
+	}
+	err = joinRows(rows, func(id uint64, at []*rowLoc) error {
+		return m.row(ctx, id, at[0], at[1], at[2], cols)
+	})
+	if err != nil {
+		return manifest.Manifest{}, err
+	}
+	return m.manifest(ctx, sch)
+}
+
+// index gives every fragment of ours and theirs its identity's list of
+// kept offsets.
+func (m *merger) index() {
+	m.keep, m.slots = map[string]*[]int64{}, map[*snapshot][]*[]int64{}
 	for _, s := range []*snapshot{m.o, m.t} {
 		for _, f := range s.frags {
 			p := m.keep[f.ident()]
@@ -288,60 +326,63 @@ func (m *merger) merge(ctx context.Context) (manifest.Manifest, error) {
 			m.slots[s] = append(m.slots[s], p)
 		}
 	}
-	colsBO := unionColumns(m.b.man.Schema, m.o.man.Schema)
-	colsBT := unionColumns(m.b.man.Schema, m.t.man.Schema)
-	colsOT := unionColumns(m.o.man.Schema, m.t.man.Schema)
-	err = joinRows(rows, func(id uint64, at []*rowLoc) error {
-		lb, lo, lt := at[0], at[1], at[2]
-		switch {
-		case m.same(m.o, lo, m.t, lt), m.same(m.b, lb, m.t, lt):
-			m.choose(m.o, lo)
-			return nil
-		case m.same(m.b, lb, m.o, lo):
-			m.take(lo, lt)
-			return nil
-		}
-		// Changed on both sides, differently placed.
-		var oc, tc []string
-		if lb != nil && lo != nil {
-			if oc, err = m.d.changedColumns(ctx, m.b, lb, m.o, lo, colsBO); err != nil {
-				return err
-			}
-			if len(oc) == 0 { // ours rewrote the row with the same values
-				m.take(lo, lt)
-				return nil
-			}
-		}
-		if lb != nil && lt != nil {
-			if tc, err = m.d.changedColumns(ctx, m.b, lb, m.t, lt, colsBT); err != nil {
-				return err
-			}
-			if len(tc) == 0 {
-				m.choose(m.o, lo)
-				return nil
-			}
-		}
-		if lo != nil && lt != nil {
-			diff, err := m.d.changedColumns(ctx, m.o, lo, m.t, lt, colsOT)
-			if err != nil {
-				return err
-			}
-			if len(diff) == 0 { // the same change on both sides
-				m.choose(m.o, lo)
-				return nil
-			}
-		}
-		m.res.Conflicts = append(m.res.Conflicts, Conflict{ID: id, Ours: change(lo), Theirs: change(lt), OursColumns: oc, TheirsColumns: tc})
-		if m.strategy == MergeTheirs {
-			m.take(lo, lt)
-		} else {
-			m.choose(m.o, lo)
-		}
+}
+
+// row decides one row from its locations in base, ours and theirs (nil
+// where absent); cols are the union columns of base/ours, base/theirs and
+// ours/theirs.
+func (m *merger) row(ctx context.Context, id uint64, lb, lo, lt *rowLoc, cols [3][]column) error {
+	switch {
+	case m.same(m.o, lo, m.t, lt), m.same(m.b, lb, m.t, lt):
+		m.choose(m.o, lo)
 		return nil
-	})
-	if err != nil {
-		return manifest.Manifest{}, err
+	case m.same(m.b, lb, m.o, lo):
+		m.take(lo, lt)
+		return nil
 	}
+	// Changed on both sides, differently placed.
+	var oc, tc []string
+	var err error
+	if lb != nil && lo != nil {
+		if oc, err = m.d.changedColumns(ctx, m.b, lb, m.o, lo, cols[0]); err != nil {
+			return err
+		}
+		if len(oc) == 0 { // ours rewrote the row with the same values
+			m.take(lo, lt)
+			return nil
+		}
+	}
+	if lb != nil && lt != nil {
+		if tc, err = m.d.changedColumns(ctx, m.b, lb, m.t, lt, cols[1]); err != nil {
+			return err
+		}
+		if len(tc) == 0 {
+			m.choose(m.o, lo)
+			return nil
+		}
+	}
+	if lo != nil && lt != nil {
+		diff, err := m.d.changedColumns(ctx, m.o, lo, m.t, lt, cols[2])
+		if err != nil {
+			return err
+		}
+		if len(diff) == 0 { // the same change on both sides
+			m.choose(m.o, lo)
+			return nil
+		}
+	}
+	m.res.Conflicts = append(m.res.Conflicts, Conflict{ID: id, Ours: change(lo), Theirs: change(lt), OursColumns: oc, TheirsColumns: tc})
+	if m.strategy == MergeTheirs {
+		m.take(lo, lt)
+	} else {
+		m.choose(m.o, lo)
+	}
+	return nil
+}
+
+// manifest assembles the merged manifest: every fragment of ours and
+// theirs, once, with the rows decided for it.
+func (m *merger) manifest(ctx context.Context, sch schema.Schema) (manifest.Manifest, error) {
 	man := manifest.Manifest{Schema: sch, NextColumnUID: max(m.o.man.NextColumnUID, m.t.man.NextColumnUID), Fragments: []manifest.FragmentRef{}}
 	emitted := map[string]bool{}
 	for _, s := range []*snapshot{m.o, m.t} {
