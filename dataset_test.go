@@ -559,7 +559,7 @@ func TestConcurrentReaders(t *testing.T) {
 	for g := 0; g < 8; g++ {
 		require.NoError(t, <-done)
 	}
-	require.EqualValues(t, 500, col.Len(), "a Column stays on its snapshot")
+	require.EqualValues(t, 500, col.Len(), "a ColumnReader stays on its snapshot")
 }
 
 func TestLinkFetch(t *testing.T) {

@@ -13,8 +13,8 @@
 //
 // # Reading
 //
-// Column reads samples by row position, decoded (Read, ReadRange) or as
-// stored (ReadEncoded). Readers that schedule their own reads (the loader,
+// Dataset.Column returns a ColumnReader, which reads samples by row
+// position, decoded (Read, ReadRange) or as stored (ReadEncoded). Readers that schedule their own reads (the loader,
 // benchmarks, table scans) use Scan: rows located by position, samples found
 // in chunks named by opaque ChunkIDs, reads planned (whole chunks, or one
 // sample's checksum blocks by range), fetched, verified and decoded into the
@@ -33,6 +33,6 @@
 // # Memory
 //
 // Slices returned in a Sample are owned by the caller unless a method says
-// they alias a buffer the caller passed in (Column.Read) or fetched memory
+// they alias a buffer the caller passed in (ColumnReader.Read) or fetched memory
 // (Scan.Sample, Fetched.At: valid while the Fetched is held, read-only).
 package loch

@@ -12,7 +12,7 @@ import (
 // storage layer: a local path (relative paths are relative to the working
 // directory), file://, mem://, s3://, gs:// or az:// URL. Credentials come
 // from the same standard places as for datasets.
-func (c *Column) Fetch(ctx context.Context, i int64) ([]byte, error) {
+func (c *ColumnReader) Fetch(ctx context.Context, i int64) ([]byte, error) {
 	if c.col.Kind != schema.Link {
 		return nil, fmt.Errorf("%s: column %q is a %s column, not a link column: %w", c.d.url, c.col.Name, c.col.Kind, ErrInvalidArgument)
 	}

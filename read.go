@@ -18,35 +18,36 @@ import (
 // readSampleBlocks, assemble and Fetched.sample, which check what the
 // fragment says against what the chunk says and classify errors once.
 
-// Column reads one column of a Dataset's snapshot. It is safe for
+// ColumnReader reads the samples of one column of a Dataset's snapshot
+// (schema.Column is the column's definition, which Info returns). It is safe for
 // concurrent use and stays bound to the snapshot it was made from, even if
 // the Dataset later commits or refreshes.
-type Column struct {
+type ColumnReader struct {
 	d    *Dataset
 	snap *snapshot
 	col  schema.Column
 }
 
 // Column returns a reader of the named column at the handle's snapshot.
-func (d *Dataset) Column(name string) (*Column, error) {
+func (d *Dataset) Column(name string) (*ColumnReader, error) {
 	s := d.current()
 	c, err := s.column(name)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", d.url, err)
 	}
-	return &Column{d: d, snap: s, col: *c}, nil
+	return &ColumnReader{d: d, snap: s, col: *c}, nil
 }
 
 // Info returns the column's schema entry with its statistics.
-func (c *Column) Info() schema.Column { return c.col }
+func (c *ColumnReader) Info() schema.Column { return c.col }
 
 // Len is the number of rows.
-func (c *Column) Len() int64 { return c.snap.man.Rows }
+func (c *ColumnReader) Len() int64 { return c.snap.man.Rows }
 
 // Read returns the sample at row position i, decoded: png/jpeg images as
 // HWC uint8 pixels. If buf has room, the sample's Data aliases buf;
 // otherwise Data is newly allocated. Either way the caller owns it.
-func (c *Column) Read(ctx context.Context, i int64, buf []byte) (Sample, error) {
+func (c *ColumnReader) Read(ctx context.Context, i int64, buf []byte) (Sample, error) {
 	s, err := c.read(ctx, i, false)
 	if err != nil || s.Null {
 		return s, err
@@ -65,7 +66,7 @@ func (c *Column) Read(ctx context.Context, i int64, buf []byte) (Sample, error) 
 // ReadEncoded returns the sample at row position i as stored: for png/jpeg
 // columns the encoded image (Encoding set, Shape the decoded shape). The
 // caller owns Data.
-func (c *Column) ReadEncoded(ctx context.Context, i int64) (Sample, error) {
+func (c *ColumnReader) ReadEncoded(ctx context.Context, i int64) (Sample, error) {
 	s, err := c.read(ctx, i, false)
 	if err != nil || s.Null {
 		return s, err
@@ -76,17 +77,17 @@ func (c *Column) ReadEncoded(ctx context.Context, i int64) (Sample, error) {
 
 // ReadRange returns the samples at positions [start, end), decoded as by
 // Read. Whole chunks are fetched, once each.
-func (c *Column) ReadRange(ctx context.Context, start, end int64) ([]Sample, error) {
+func (c *ColumnReader) ReadRange(ctx context.Context, start, end int64) ([]Sample, error) {
 	return c.readRange(ctx, start, end, true)
 }
 
 // ReadEncodedRange returns the samples at positions [start, end) as stored
 // (see ReadEncoded), fetching whole chunks once each.
-func (c *Column) ReadEncodedRange(ctx context.Context, start, end int64) ([]Sample, error) {
+func (c *ColumnReader) ReadEncodedRange(ctx context.Context, start, end int64) ([]Sample, error) {
 	return c.readRange(ctx, start, end, false)
 }
 
-func (c *Column) readRange(ctx context.Context, start, end int64, decode bool) ([]Sample, error) {
+func (c *ColumnReader) readRange(ctx context.Context, start, end int64, decode bool) ([]Sample, error) {
 	if start < 0 || end > c.Len() || start > end {
 		return nil, fmt.Errorf("%s: column %q: range [%d, %d) outside [0, %d): %w", c.d.url, c.col.Name, start, end, c.Len(), ErrInvalidArgument)
 	}
@@ -114,7 +115,7 @@ func (c *Column) readRange(ctx context.Context, start, end int64, decode bool) (
 // read returns sample i as stored. Its Data may alias the Dataset's chunk
 // cache: the caller copies before handing it out. whole prefers reading
 // (and caching) whole chunks over single-sample range reads.
-func (c *Column) read(ctx context.Context, i int64, whole bool) (Sample, error) {
+func (c *ColumnReader) read(ctx context.Context, i int64, whole bool) (Sample, error) {
 	f, off, err := c.d.position(ctx, c.snap, i)
 	if err != nil {
 		return Sample{}, err

@@ -211,7 +211,7 @@ func checkVersion(t *testing.T, dir, ref string, m vmodel) {
 	require.EqualValues(t, len(m.rows), d.Len(), "%s: rows", ref)
 	sch := d.Schema()
 	require.Equal(t, m.names(), sch.Names(), "%s: columns", ref)
-	cols := map[string]*Column{}
+	cols := map[string]*ColumnReader{}
 	for _, n := range m.names() {
 		cols[n], err = d.Column(n)
 		require.NoError(t, err)

@@ -82,7 +82,7 @@ func loch_dataset_fetch(h C.uintptr_t, column *C.char, i C.int64_t, out **C.loch
 }
 
 // columnOf resolves a dataset handle and a column name.
-func columnOf(h C.uintptr_t, column *C.char) (*loch.Column, error) {
+func columnOf(h C.uintptr_t, column *C.char) (*loch.ColumnReader, error) {
 	ds, err := datasetOf(h)
 	if err != nil {
 		return nil, err

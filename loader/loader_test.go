@@ -67,7 +67,7 @@ func drain(t testing.TB, l *Loader) []*Batch {
 	}
 }
 
-// TestBatchesMatchRows checks every collated value against Column.Read,
+// TestBatchesMatchRows checks every collated value against ColumnReader.Read,
 // under several concurrency and prefetch settings.
 func TestBatchesMatchRows(t *testing.T) {
 	d := testDataset(t, 103)

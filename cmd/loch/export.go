@@ -114,7 +114,7 @@ const readBatch = 256
 
 // exportWebDataset writes the rows as tar shards of shardRows rows.
 func exportWebDataset(ctx context.Context, out io.Writer, d *loch.Dataset, cols []*schema.Column, dir string, shardRows int) error {
-	readers := make([]*loch.Column, len(cols))
+	readers := make([]*loch.ColumnReader, len(cols))
 	for i, c := range cols {
 		col, err := d.Column(c.Name)
 		if err != nil {
@@ -179,7 +179,7 @@ type member struct {
 
 // webDatasetMembers returns the files holding the samples of column c at
 // rows [start, end).
-func webDatasetMembers(ctx context.Context, col *loch.Column, c *schema.Column, start, end int64) ([]member, error) {
+func webDatasetMembers(ctx context.Context, col *loch.ColumnReader, c *schema.Column, start, end int64) ([]member, error) {
 	out := make([]member, 0, end-start)
 	if c.Kind == schema.Image && c.SampleCompression != schema.SampleNone && c.SampleCompression != "" {
 		// Stored images are copied unchanged.
@@ -207,7 +207,7 @@ func webDatasetMembers(ctx context.Context, col *loch.Column, c *schema.Column, 
 }
 
 // encodedImageMember returns the stored png or jpeg bytes of an image.
-func encodedImageMember(ctx context.Context, col *loch.Column, c *schema.Column, row int64) (member, error) {
+func encodedImageMember(ctx context.Context, col *loch.ColumnReader, c *schema.Column, row int64) (member, error) {
 	enc, err := col.ReadEncoded(ctx, row)
 	if err != nil {
 		return member{}, err
@@ -266,7 +266,7 @@ func exportNPY(ctx context.Context, out, errOut io.Writer, d *loch.Dataset, cols
 	// Check every column before writing any file.
 	type job struct {
 		c     *schema.Column
-		col   *loch.Column
+		col   *loch.ColumnReader
 		shape []int
 	}
 	var jobs []job
@@ -333,7 +333,7 @@ func exportNPY(ctx context.Context, out, errOut io.Writer, d *loch.Dataset, cols
 // stacked into one .npy array, or an error naming the column saying why it
 // cannot. The shape comes from the column statistics, or from the first
 // sample when they have none (scalar columns).
-func npyColumnShape(ctx context.Context, col *loch.Column, c *schema.Column, rows int64) ([]int, error) {
+func npyColumnShape(ctx context.Context, col *loch.ColumnReader, c *schema.Column, rows int64) ([]int, error) {
 	if _, err := npyDescr(c.DType); err != nil {
 		return nil, fmt.Errorf("column %s: %s has no .npy form", c.Name, c.DType)
 	}

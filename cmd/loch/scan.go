@@ -41,7 +41,7 @@ its benchmark are 'loch bench' and the Python SDK.`,
 			if columns != "" {
 				names = strings.Split(columns, ",")
 			}
-			cols := make([]*loch.Column, len(names))
+			cols := make([]*loch.ColumnReader, len(names))
 			for i, n := range names {
 				if cols[i], err = d.Column(strings.TrimSpace(n)); err != nil {
 					return err

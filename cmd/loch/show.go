@@ -195,7 +195,7 @@ func tensorSummary(c *schema.Column, smp loch.Sample) string {
 
 // writeSample writes one decoded sample of column c to outDir as
 // <column>.<ext> and returns the path.
-func writeSample(ctx context.Context, outDir string, col *loch.Column, c *schema.Column, row int64, smp loch.Sample) (string, error) {
+func writeSample(ctx context.Context, outDir string, col *loch.ColumnReader, c *schema.Column, row int64, smp loch.Sample) (string, error) {
 	var (
 		ext  string
 		data []byte
@@ -237,7 +237,7 @@ func isPNGable(c *schema.Column, shape []int) bool {
 // pngBytes returns the PNG file of an image sample: the stored bytes when
 // the column keeps PNGs, the decoded pixels encoded as PNG otherwise.
 // decoded is the sample as Read returned it.
-func pngBytes(ctx context.Context, col *loch.Column, c *schema.Column, row int64, decoded loch.Sample) ([]byte, error) {
+func pngBytes(ctx context.Context, col *loch.ColumnReader, c *schema.Column, row int64, decoded loch.Sample) ([]byte, error) {
 	if c.SampleCompression == schema.PNG {
 		enc, err := col.ReadEncoded(ctx, row)
 		if err != nil {
