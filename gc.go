@@ -192,7 +192,7 @@ func (g *gc) young(a storage.Attrs) bool {
 // and by every older entry written within the grace period, and by the
 // entry that was current when the grace period began: what any of them
 // named was named by a reference within the grace period.
-func (g *gc) rootsWithinGrace(ctx context.Context, latest *manifest.Root) ([]gcRoot, error) {
+func (g *gc) rootsWithinGrace(ctx context.Context, latest *manifest.Root) ([]walkRoot, error) {
 	ids := refCommits(nil, latest)
 	if !latest.Time.After(g.cutoff) {
 		return ids, nil
@@ -226,16 +226,10 @@ func (g *gc) rootsWithinGrace(ctx context.Context, latest *manifest.Root) ([]gcR
 	return ids, nil
 }
 
-// gcRoot is a commit a reference names: where marking starts.
-type gcRoot struct {
-	id  string
-	ref string // "heads/main in log/<seq>", for messages
-}
-
 // refCommits appends the commits that root's references name.
-func refCommits(roots []gcRoot, root *manifest.Root) []gcRoot {
+func refCommits(roots []walkRoot, root *manifest.Root) []walkRoot {
 	for _, k := range sortedKeys(root.Refs) {
-		roots = append(roots, gcRoot{id: root.Refs[k], ref: k + " in " + keys.MakeLog(root.Seq)})
+		roots = append(roots, walkRoot{id: root.Refs[k], ref: k + " in " + keys.MakeLog(root.Seq)})
 	}
 	return roots
 }
@@ -268,48 +262,30 @@ func (g *gc) markNewer(ctx context.Context, seq uint64) error {
 	return nil
 }
 
-// markRoots marks everything the roots reach, reading metadata
-// objects with bounded concurrency.
-func (g *gc) markRoots(ctx context.Context, roots []gcRoot) error {
-	eg, ectx := errgroup.WithContext(ctx)
-	m := &marker{g: g, eg: eg, ctx: ectx, sem: make(chan struct{}, gcParallelism)}
-	for _, r := range roots {
-		m.commit(r.id, r.ref)
-	}
-	return eg.Wait()
+// markRoots marks everything the roots reach.
+func (g *gc) markRoots(ctx context.Context, roots []walkRoot) error {
+	return walkFrom(ctx, g, roots)
 }
 
-// marker walks the object graph. Every object is read by its own goroutine
-// of eg, started when the object is first seen; sem bounds the reads in
-// flight. The goroutines end when the walk ends or the first error
-// cancels ctx.
-type marker struct {
-	g   *gc
-	eg  *errgroup.Group
-	ctx context.Context
-	sem chan struct{}
-}
+// gc marks as a walkVisitor: it reads commits, manifests, fragments and
+// extensions (what names other objects) and only marks deletion vectors
+// and chunks; any failure ends the walk, and GC with it.
+var _ walkVisitor = (*gc)(nil)
 
-// mark records key as reachable and reports whether it was new.
-func (m *marker) mark(key string) bool {
-	m.g.mu.Lock()
-	defer m.g.mu.Unlock()
-	if _, ok := m.g.reached[key]; ok {
+// reach records key as reachable and reports whether it was new.
+func (g *gc) reach(key string) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if _, ok := g.reached[key]; ok {
 		return false
 	}
-	m.g.reached[key] = false
+	g.reached[key] = false
 	return true
 }
 
 // read reads and decodes a reachable object; via names what named it.
-func (m *marker) read(key, via string, kind byte, v any) error {
-	select {
-	case m.sem <- struct{}{}:
-	case <-m.ctx.Done():
-		return fmt.Errorf("read %s: %w", key, m.ctx.Err())
-	}
-	err := m.g.d.getObject(m.ctx, key, kind, v)
-	<-m.sem
+func (g *gc) read(ctx context.Context, key, via string, kind byte, v any) error {
+	err := g.d.getObject(ctx, key, kind, v)
 	if err == nil {
 		return nil
 	}
@@ -319,71 +295,43 @@ func (m *marker) read(key, via string, kind byte, v any) error {
 	return classify(err, "%s, named by %s", key, via)
 }
 
-func (m *marker) commit(id, via string) {
-	key := keys.Make(keys.Commit, id)
-	if !m.mark(key) {
-		return
-	}
-	m.eg.Go(func() error {
-		if !keys.ValidID(id) {
-			return fmt.Errorf("%s names %q, which is not a version id: %w", via, id, ErrCorrupt)
+// fragment reads the fragment and extension objects not read before and
+// returns their chunks; the deletion vector is marked, not read.
+func (g *gc) fragment(ctx context.Context, ref manifest.FragmentRef, via string) ([]manifest.ChunkRef, error) {
+	var chunks []manifest.ChunkRef
+	add := func(key string, kind byte) error {
+		if !g.reach(key) {
+			return nil
 		}
-		var c manifest.Commit
-		if err := m.read(key, via, manifest.KindCommit, &c); err != nil {
-			return err
-		}
-		for _, p := range c.Parents {
-			m.commit(p, key)
-		}
-		m.manifest(c.Manifest, key)
-		return nil
-	})
-}
-
-func (m *marker) manifest(key, via string) {
-	if !m.mark(key) {
-		return
-	}
-	m.eg.Go(func() error {
-		var man manifest.Manifest
-		if err := m.read(key, via, manifest.KindManifest, &man); err != nil {
-			return err
-		}
-		for _, f := range man.Fragments {
-			m.chunks(f.Key, key, manifest.KindFragment)
-			for _, e := range f.Extensions {
-				m.chunks(e, key, manifest.KindExtension)
-			}
-			if f.Deletions != "" {
-				m.mark(f.Deletions)
-			}
-		}
-		return nil
-	})
-}
-
-// chunks marks a fragment or extension and the chunks it names.
-func (m *marker) chunks(key, via string, kind byte) {
-	if !m.mark(key) {
-		return
-	}
-	m.eg.Go(func() error {
 		var f manifest.Fragment
-		if err := m.read(key, via, kind, &f); err != nil {
+		if err := g.read(ctx, key, via, kind, &f); err != nil {
 			return err
 		}
-		m.g.mu.Lock()
-		defer m.g.mu.Unlock()
 		for _, refs := range f.Columns {
-			for _, r := range refs {
-				if _, ok := m.g.reached[r.Key]; !ok && r.Key != "" {
-					m.g.reached[r.Key] = false
-				}
-			}
+			chunks = append(chunks, refs...)
 		}
 		return nil
-	})
+	}
+	if err := add(ref.Key, manifest.KindFragment); err != nil {
+		return nil, err
+	}
+	for _, e := range ref.Extensions {
+		if err := add(e, manifest.KindExtension); err != nil {
+			return nil, err
+		}
+	}
+	if ref.Deletions != "" {
+		g.reach(ref.Deletions)
+	}
+	return chunks, nil
 }
+
+func (g *gc) manifest(string, *manifest.Manifest) error { return nil }
+
+// chunk has nothing to do: reach marked it.
+func (g *gc) chunk(context.Context, manifest.ChunkRef) error { return nil }
+
+func (g *gc) failed(_ string, err error) error { return err }
 
 // list returns, by kind, the objects that are not marked reachable, and
 // counts the others as reachable. Chunks are listed by their 256

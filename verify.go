@@ -1,9 +1,13 @@
 package loch
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/lochdata/loch/internal/keys"
 	"github.com/lochdata/loch/manifest"
@@ -20,45 +24,45 @@ func (p Problem) String() string { return p.Key + ": " + p.Err.Error() }
 // Verify reads every object reachable from the handle's snapshot (for a
 // branch handle: from every branch and tag of the newest log entry) and
 // checks its checksums and that manifests, fragments and chunks agree. It
-// returns the number of objects checked and the problems found; err is
-// reserved for failures that stop the check (a cancelled context).
+// returns the number of objects checked and the problems found, sorted by
+// key; err is reserved for failures that stop the check (a cancelled
+// context). Objects are read several at a time.
 func (d *Dataset) Verify(ctx context.Context) (checked int, problems []Problem, err error) {
 	v := &verifier{d: d, seen: map[string]bool{}}
-	var heads []string
+	var roots []walkRoot
 	if d.ReadOnly() {
-		heads = []string{d.Version()}
+		roots = []walkRoot{{id: d.Version(), ref: d.Version()}}
 	} else {
 		root, err := d.latestRoot(ctx)
 		if err != nil {
 			return 0, []Problem{{Key: keys.LogPrefix, Err: err}}, nil
 		}
 		v.checked++
-		for _, k := range sortedKeys(root.Refs) {
-			heads = append(heads, root.Refs[k])
-		}
+		roots = refCommits(nil, root)
 	}
-	for _, h := range heads {
-		if err := ctx.Err(); err != nil {
-			return v.checked, v.problems, err
-		}
-		v.commit(ctx, h)
+	if err := walkFrom(ctx, v, roots); err != nil {
+		return v.checked, v.sorted(), err
 	}
-	return v.checked, v.problems, ctx.Err()
+	return v.checked, v.sorted(), ctx.Err()
 }
 
+// verifier checks as a walkVisitor: it reads every object, records each
+// failure as a Problem and goes on.
 type verifier struct {
-	d        *Dataset
-	seen     map[string]bool
+	d *Dataset
+
+	mu       sync.Mutex
+	seen     map[string]bool // objects, and fragment references by refKey
 	checked  int
 	problems []Problem
 }
 
-func (v *verifier) fail(key string, err error) {
-	v.problems = append(v.problems, Problem{Key: key, Err: err})
-}
+var _ walkVisitor = (*verifier)(nil)
 
-// visit marks key as seen and reports whether it is new.
-func (v *verifier) visit(key string) bool {
+// reach marks key as seen and reports whether it is new.
+func (v *verifier) reach(key string) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
 	if v.seen[key] {
 		return false
 	}
@@ -67,19 +71,22 @@ func (v *verifier) visit(key string) bool {
 	return true
 }
 
-// get reads a metadata object and checks that its name is its hash,
-// recording a problem when it fails.
-func (v *verifier) get(ctx context.Context, key string, kind byte, out any) bool {
-	if err := v.read(ctx, key, kind, out); err != nil {
-		v.fail(key, err)
-		return false
-	}
-	return true
+// failed records a problem; the walk goes on.
+func (v *verifier) failed(key string, err error) error {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.problems = append(v.problems, Problem{Key: key, Err: err})
+	return nil
+}
+
+func (v *verifier) sorted() []Problem {
+	slices.SortStableFunc(v.problems, func(a, b Problem) int { return cmp.Compare(a.Key, b.Key) })
+	return v.problems
 }
 
 // read reads and decodes a metadata object and checks that its name is its
 // hash.
-func (v *verifier) read(ctx context.Context, key string, kind byte, out any) error {
+func (v *verifier) read(ctx context.Context, key, _ string, kind byte, out any) error {
 	obj, err := v.d.store.Get(ctx, key)
 	if err != nil {
 		return err
@@ -93,53 +100,31 @@ func (v *verifier) read(ctx context.Context, key string, kind byte, out any) err
 	return nil
 }
 
-func (v *verifier) commit(ctx context.Context, id string) {
-	for id != "" {
-		key := keys.Make(keys.Commit, id)
-		if !v.visit(key) {
-			return
-		}
-		var c manifest.Commit
-		if !v.get(ctx, key, manifest.KindCommit, &c) {
-			return
-		}
-		v.manifest(ctx, c.Manifest)
-		for _, p := range c.Parents[min(1, len(c.Parents)):] {
-			v.commit(ctx, p)
-		}
-		id = ""
-		if len(c.Parents) > 0 {
-			id = c.Parents[0]
-		}
-	}
-}
-
-func (v *verifier) manifest(ctx context.Context, key string) {
-	if !v.visit(key) {
-		return
-	}
-	var m manifest.Manifest
-	if !v.get(ctx, key, manifest.KindManifest, &m) {
-		return
-	}
+// manifest checks that the fragments hold the rows the manifest counts.
+func (v *verifier) manifest(key string, m *manifest.Manifest) error {
 	var live int64
 	for _, f := range m.Fragments {
 		live += f.Live()
-		v.fragment(ctx, f)
 	}
 	if live != m.Rows {
-		v.fail(key, fmt.Errorf("fragments hold %d live rows, manifest says %d: %w", live, m.Rows, ErrCorrupt))
+		return fmt.Errorf("fragments hold %d live rows, manifest says %d: %w", live, m.Rows, ErrCorrupt)
 	}
+	return nil
 }
 
-// fragment checks a fragment's objects (fragment, extensions, deletions),
-// reading each once, and then its chunks.
-func (v *verifier) fragment(ctx context.Context, ref manifest.FragmentRef) {
+// fragment checks a fragment reference's objects (fragment, extensions,
+// deletions) and that they agree with it, once per distinct reference, and
+// returns its chunks. A failure is blamed on the object that failed, or on
+// the fragment when the objects disagree with each other.
+func (v *verifier) fragment(ctx context.Context, ref manifest.FragmentRef, _ string) ([]manifest.ChunkRef, error) {
+	if !v.once(refKey(ref)) {
+		return nil, nil
+	}
 	fs := &fragState{ref: ref}
-	var failed string // the object that failed, if it is the one to blame
+	var failed string
 	err := fs.loadWith(ctx, func(ctx context.Context, key string, kind byte, out any) error {
-		v.visit(key)
-		err := v.read(ctx, key, kind, out)
+		v.reach(key)
+		err := v.read(ctx, key, "", kind, out)
 		if err != nil {
 			failed = key
 		}
@@ -147,32 +132,48 @@ func (v *verifier) fragment(ctx context.Context, ref manifest.FragmentRef) {
 	})
 	if err != nil {
 		if failed == "" {
-			failed = ref.Key // the objects disagree with each other
+			failed = ref.Key
 		}
-		v.fail(failed, err)
-		return
+		return nil, v.failed(failed, err)
 	}
+	var chunks []manifest.ChunkRef
 	for _, refs := range fs.cols {
-		for _, cr := range refs {
-			if !v.visit(cr.Key) {
-				continue
-			}
-			v.chunk(ctx, cr)
-		}
+		chunks = append(chunks, refs...)
 	}
+	return chunks, nil
 }
 
-func (v *verifier) chunk(ctx context.Context, ref manifest.ChunkRef) {
+// once reports whether a fragment reference is seen for the first time
+// (references are not objects: they are not counted as checked).
+func (v *verifier) once(key string) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.seen[key] {
+		return false
+	}
+	v.seen[key] = true
+	return true
+}
+
+// refKey names a fragment reference by everything in it.
+func refKey(ref manifest.FragmentRef) string {
+	id := "-"
+	if ref.IDStart != nil {
+		id = strconv.FormatUint(*ref.IDStart, 10)
+	}
+	return fmt.Sprintf("ref %s %d %s %s %s %d", ref.Key, ref.Rows, id, strings.Join(ref.Extensions, ","), ref.Deletions, ref.Deleted)
+}
+
+// chunk reads a chunk and checks its name, checksums and agreement with its
+// reference.
+func (v *verifier) chunk(ctx context.Context, ref manifest.ChunkRef) error {
 	obj, err := v.d.store.Get(ctx, ref.Key)
 	if err != nil {
-		v.fail(ref.Key, err)
-		return
+		return err
 	}
 	if h := manifest.Hash(obj); !strings.HasSuffix(ref.Key, "/"+h) {
-		v.fail(ref.Key, fmt.Errorf("content hash %s does not match the chunk's name: %w", h, ErrCorrupt))
-		return
+		return fmt.Errorf("content hash %s does not match the chunk's name: %w", h, ErrCorrupt)
 	}
-	if _, err := decodeChunk(obj, ref); err != nil {
-		v.fail(ref.Key, err)
-	}
+	_, err = decodeChunk(obj, ref)
+	return err
 }

@@ -1,0 +1,157 @@
+package loch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/lochdata/loch/internal/keys"
+	"github.com/lochdata/loch/manifest"
+)
+
+// walkParallelism bounds the tasks (store requests, mostly) a walk keeps in
+// flight: object stores answer one request in tens of milliseconds, so a
+// walk keeps several going.
+const walkParallelism = 16
+
+// walkVisitor is what a walk does with the objects it reaches; GC marks
+// them, Verify checks them. Its methods are called concurrently.
+type walkVisitor interface {
+	// reach reports whether key is reached for the first time: a walk
+	// reads an object and goes on from it only then.
+	reach(key string) bool
+	// read reads and decodes metadata object key, of kind, into out; via
+	// names the object that named key.
+	read(ctx context.Context, key, via string, kind byte, out any) error
+	// fragment reads what it needs of the objects of a fragment reference
+	// (fragment, extensions, deletion vector) and returns the chunk
+	// references to go on to.
+	fragment(ctx context.Context, ref manifest.FragmentRef, via string) ([]manifest.ChunkRef, error)
+	// manifest is told of each manifest read, after its fragments have
+	// been handed to the walk.
+	manifest(key string, m *manifest.Manifest) error
+	// chunk is called once per chunk reached.
+	chunk(ctx context.Context, ref manifest.ChunkRef) error
+	// failed is told that the object under key failed; it returns the
+	// error that ends the walk, or nil to go on without what lies below
+	// that object.
+	failed(key string, err error) error
+}
+
+// walk visits, each once, the objects reachable from some commits
+// (docs/format.md, section 2): a commit, its parents and its manifest; a
+// manifest's fragment references; each reference's fragment, extension and
+// deletion objects (as the visitor reads them) and the chunks they name.
+// Tasks run in an errgroup, at most walkParallelism at once; a fragment's
+// chunks are visited in its task, so that a walk starts no goroutine per
+// chunk.
+type walk struct {
+	v   walkVisitor
+	eg  *errgroup.Group
+	ctx context.Context
+	sem chan struct{}
+}
+
+// walkRoot is a commit a walk starts from.
+type walkRoot struct {
+	id  string
+	ref string // what names it, for messages: "heads/main in log/<seq>"
+}
+
+// walkFrom walks from roots with v and returns the error that ended the
+// walk, if any.
+func walkFrom(ctx context.Context, v walkVisitor, roots []walkRoot) error {
+	eg, ectx := errgroup.WithContext(ctx)
+	w := &walk{v: v, eg: eg, ctx: ectx, sem: make(chan struct{}, walkParallelism)}
+	for _, r := range roots {
+		w.commit(r.id, r.ref)
+	}
+	return eg.Wait()
+}
+
+// task runs fn in the walk's group, holding one of its slots; an error of
+// fn goes to the visitor's failed for key.
+func (w *walk) task(key string, fn func() error) {
+	w.eg.Go(func() error {
+		select {
+		case w.sem <- struct{}{}:
+		case <-w.ctx.Done():
+			return w.ctx.Err()
+		}
+		err := fn()
+		<-w.sem
+		var stop walkStopped
+		switch {
+		case err == nil:
+			return nil
+		case errors.As(err, &stop):
+			return stop.err
+		}
+		return w.v.failed(key, err)
+	})
+}
+
+// walkStopped carries an error that the visitor's failed already returned,
+// so that it ends the walk as it is.
+type walkStopped struct{ err error }
+
+func (s walkStopped) Error() string { return s.err.Error() }
+
+func (w *walk) commit(id, via string) {
+	key := keys.Make(keys.Commit, id)
+	if !w.v.reach(key) {
+		return
+	}
+	w.task(key, func() error {
+		if !keys.ValidID(id) {
+			return fmt.Errorf("%s names %q, which is not a version id: %w", via, id, ErrCorrupt)
+		}
+		var c manifest.Commit
+		if err := w.v.read(w.ctx, key, via, manifest.KindCommit, &c); err != nil {
+			return err
+		}
+		for _, p := range c.Parents {
+			w.commit(p, key)
+		}
+		w.manifest(c.Manifest, key)
+		return nil
+	})
+}
+
+func (w *walk) manifest(key, via string) {
+	if !w.v.reach(key) {
+		return
+	}
+	w.task(key, func() error {
+		var m manifest.Manifest
+		if err := w.v.read(w.ctx, key, via, manifest.KindManifest, &m); err != nil {
+			return err
+		}
+		for _, f := range m.Fragments {
+			w.fragment(f, key)
+		}
+		return w.v.manifest(key, &m)
+	})
+}
+
+func (w *walk) fragment(ref manifest.FragmentRef, via string) {
+	w.task(ref.Key, func() error {
+		chunks, err := w.v.fragment(w.ctx, ref, via)
+		if err != nil {
+			return err
+		}
+		for _, c := range chunks {
+			if c.Key == "" || !w.v.reach(c.Key) {
+				continue
+			}
+			if err := w.v.chunk(w.ctx, c); err != nil {
+				if err := w.v.failed(c.Key, err); err != nil {
+					return walkStopped{err}
+				}
+			}
+		}
+		return nil
+	})
+}
