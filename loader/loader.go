@@ -42,10 +42,11 @@ type Config struct {
 	WorldSize int        `json:"world_size,omitempty"` // default 1
 	Rank      int        `json:"rank,omitempty"`
 	DropLast  bool       `json:"drop_last,omitempty"`
-	// WindowRows is the block-shuffle window in rows (default: 8 chunks'
-	// worth, 64 MiB of 8 MiB chunks: every batch of a window needs all its
-	// chunks, so the window sets the time to the first batch and the memory
-	// a window holds; larger windows shuffle better).
+	// WindowRows is the block-shuffle window in rows (default:
+	// order.DefaultWindowBlocks chunks' worth, 64 MiB of 8 MiB chunks:
+	// every batch of a window needs all its chunks, so the window sets the
+	// time to the first batch and the memory a window holds; larger
+	// windows shuffle better).
 	WindowRows int64 `json:"window_rows,omitempty"`
 	// Rows restricts the loader to these row ids, in this order before
 	// shuffling (default: every row).

@@ -13,24 +13,12 @@ import (
 // per world size (see order.State). It marshals to JSON.
 type State = order.State
 
-// defaultWindowBlocks is the default block-shuffle window, in blocks.
-const defaultWindowBlocks = 8
-
 // spec builds the order specification of cfg over scan: blocks are the
 // chunks of the column refUID (the largest requested one), so that a block
 // costs one chunk fetch; a fragment where that column is empty is one block.
 func spec(scan *loch.Scan, refUID int, cfg Config) (order.Spec, error) {
-	blocks := scan.Blocks(refUID)
-	window := cfg.WindowRows
-	if window <= 0 {
-		var largest int64
-		for _, b := range blocks {
-			largest = max(largest, b)
-		}
-		window = defaultWindowBlocks * largest
-	}
-	s := order.Spec{Blocks: blocks, Version: scan.Version(), Seed: cfg.Seed, Epoch: cfg.Epoch, Mode: cfg.Shuffle,
-		WindowRows: window, WorldSize: cfg.WorldSize, Rank: cfg.Rank, BatchSize: cfg.BatchSize, DropLast: cfg.DropLast}
+	s := order.Spec{Blocks: scan.Blocks(refUID), Version: scan.Version(), Seed: cfg.Seed, Epoch: cfg.Epoch, Mode: cfg.Shuffle,
+		WindowRows: cfg.WindowRows, WorldSize: cfg.WorldSize, Rank: cfg.Rank, BatchSize: cfg.BatchSize, DropLast: cfg.DropLast}
 	if cfg.Rows != nil {
 		sub, err := scan.Positions(cfg.Rows)
 		if err != nil {

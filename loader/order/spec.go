@@ -34,7 +34,7 @@ const (
 
 // DefaultWindowBlocks is the block-mode window when Spec.WindowRows is 0:
 // this many times the largest block, in rows.
-const DefaultWindowBlocks = 16
+const DefaultWindowBlocks = 8
 
 // Spec is everything the order of one dataset depends on. The zero value
 // of Mode, WorldSize and WindowRows means their default; BatchSize must be
