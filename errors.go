@@ -43,7 +43,7 @@ func classify(err error, format string, a ...any) error {
 	return fmt.Errorf("%s: %w", fmt.Sprintf(format, a...), err)
 }
 
-// invalidf is an ErrInvalidArgument error.
+// invalidf is an ErrInvalidArgument error: the message, then the kind.
 func invalidf(format string, a ...any) error {
-	return fmt.Errorf("%w: %s", ErrInvalidArgument, fmt.Sprintf(format, a...))
+	return fmt.Errorf("%s: %w", fmt.Sprintf(format, a...), ErrInvalidArgument)
 }

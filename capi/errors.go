@@ -91,9 +91,9 @@ func guard(st *C.int, errOut **C.char) {
 	*st = C.LOCH_INTERNAL
 }
 
-// invalidf is an ErrInvalidArgument error.
+// invalidf is an ErrInvalidArgument error: the message, then the kind.
 func invalidf(format string, a ...any) error {
-	return fmt.Errorf("%w: %s", loch.ErrInvalidArgument, fmt.Sprintf(format, a...))
+	return fmt.Errorf("%s: %w", fmt.Sprintf(format, a...), loch.ErrInvalidArgument)
 }
 
 // goString copies a C string that may be NULL.
