@@ -48,7 +48,7 @@ func (d *Dataset) latestRoot(ctx context.Context) (*manifest.Root, error) {
 			return nil, classify(err, "open %s: list log", d.url)
 		}
 		if max == 0 {
-			return nil, fmt.Errorf("open %s: %w (empty log)", d.url, ErrNoDataset)
+			return nil, fmt.Errorf("open %s: empty log: %w", d.url, ErrNoDataset)
 		}
 		if best, err = d.readRoot(ctx, max); err != nil {
 			return nil, err

@@ -9,6 +9,7 @@ import (
 	"github.com/lochdata/loch/chunk"
 	"github.com/lochdata/loch/chunkcache"
 	"github.com/lochdata/loch/imaging"
+	"github.com/lochdata/loch/internal/base"
 	"github.com/lochdata/loch/manifest"
 	"github.com/lochdata/loch/schema"
 )
@@ -328,7 +329,7 @@ func (s Sample) DecodeInto(dst []byte) (Sample, error) {
 	}
 	// The image must decode to the shape the chunk header records.
 	if err := imaging.DecodeInto(dst, s.Data, s.Shape[0], s.Shape[1], s.Shape[2]); err != nil {
-		return Sample{}, fmt.Errorf("%w: %w", ErrCorrupt, err)
+		return Sample{}, base.Mark(ErrCorrupt, fmt.Sprintf("decode image sample of shape %v", s.Shape), err)
 	}
 	return out, nil
 }

@@ -89,7 +89,7 @@ func As[T Number](b []byte) ([]T, error) {
 	var z T
 	size := int(unsafe.Sizeof(z))
 	if len(b)%size != 0 {
-		return nil, fmt.Errorf("%w: %d bytes are not a whole number of %d-byte elements", ErrInvalidArgument, len(b), size)
+		return nil, fmt.Errorf("%d bytes are not a whole number of %d-byte elements: %w", len(b), size, ErrInvalidArgument)
 	}
 	if len(b) == 0 {
 		return []T{}, nil
@@ -116,7 +116,7 @@ func Bytes(b []byte) Sample {
 func JSON(v any) (Sample, error) {
 	b, err := json.Marshal(v)
 	if err != nil {
-		return Sample{}, fmt.Errorf("%w: json value: %v", ErrInvalidArgument, err)
+		return Sample{}, fmt.Errorf("json value: %v: %w", err, ErrInvalidArgument)
 	}
 	return Sample{Shape: []int{len(b)}, Data: b}, nil
 }

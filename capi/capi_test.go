@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,8 +12,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lochdata/loch"
+	"github.com/lochdata/loch/chunk"
 	"github.com/lochdata/loch/loader"
 	"github.com/lochdata/loch/loader/order"
+	"github.com/lochdata/loch/schema"
+	"github.com/lochdata/loch/storage"
+	"github.com/lochdata/loch/transform"
 )
 
 func TestSizeClass(t *testing.T) {
@@ -67,7 +72,34 @@ func TestStatus(t *testing.T) {
 		{fmt.Errorf("a: %w", loch.ErrNotFound), 2}, {loch.ErrExists, 3}, {loch.ErrCorrupt, 4},
 		{loch.ErrConflict, 5}, {loch.ErrInvalidArgument, 6}, {loch.ErrNewerFormat, 7},
 		{fmt.Errorf("%w: %w", loch.ErrReadOnly, loch.ErrInvalidArgument), 8}, {loch.ErrPermission, 9},
-		{errNotImplemented, 13},
+		{errNotImplemented, 13}, {fmt.Errorf("next: %w", context.Canceled), 15},
+		{context.DeadlineExceeded, 11}, {fmt.Errorf("x handle is closed: %w", errClosed), 12},
+	} {
+		require.Equal(t, tc.want, int(status(tc.err)), "%v", tc.err)
+	}
+}
+
+// The errors of the packages under the engine get their class from the
+// shared sentinels they match, with no entry of their own in the table.
+func TestStatusOfLowerLayers(t *testing.T) {
+	ctx := context.Background()
+	store, err := storage.Open(ctx, "mem://capi-status-test")
+	require.NoError(t, err)
+	defer store.Close()
+	_, missing := store.Get(ctx, "nope")
+	_, badKey := store.Get(ctx, "../nope")
+	require.NoError(t, store.Put(ctx, "k", nil))
+	exists := store.PutIfAbsent(ctx, "k", nil)
+	_, badChunk := chunk.ParseHeader([]byte("LCHK"))
+	badSpec := order.Spec{BatchSize: 0, WorldSize: 1}.Validate()
+	_, badTransform := transform.Parse("sideways")
+	for _, tc := range []struct {
+		err  error
+		want int
+	}{
+		{missing, 2}, {exists, 3}, {badKey, 6}, {badChunk, 4}, {fmt.Errorf("read chunk k: %w", badChunk), 4},
+		{badSpec, 6}, {order.ErrMismatch, 6}, {schema.ErrInvalid, 6}, {badTransform, 6},
+		{transform.ErrInput, 6}, {transform.ErrDecode, 4}, {storage.ErrInvalidURL, 6}, {storage.ErrTransient, 1},
 	} {
 		require.Equal(t, tc.want, int(status(tc.err)), "%v", tc.err)
 	}

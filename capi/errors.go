@@ -15,9 +15,6 @@ import (
 
 	"github.com/lochdata/loch"
 	"github.com/lochdata/loch/loader"
-	"github.com/lochdata/loch/loader/order"
-	"github.com/lochdata/loch/schema"
-	"github.com/lochdata/loch/transform"
 )
 
 // Errors of the ABI itself.
@@ -27,41 +24,41 @@ var (
 	errClosed         = errors.New("closed")
 )
 
-// status is the code that classifies err for the caller (loch.h). The loch
-// sentinels are tested before ErrInvalidArgument because a read-only or
+// statuses maps errors to the codes of loch.h, first match wins: the ABI's
+// own results and errors, then loch's shared sentinels, which every layer's
+// errors match (storage, chunks, schemas, the loader's order, transforms;
+// see internal/base). ErrInvalidArgument comes last because a read-only or
 // permission error may wrap it too.
+var statuses = []struct {
+	err  error
+	code C.int
+}{
+	{io.EOF, C.LOCH_EOF},
+	{errTimeout, C.LOCH_TIMEOUT},
+	{context.DeadlineExceeded, C.LOCH_TIMEOUT},
+	{errClosed, C.LOCH_CLOSED},
+	{loader.ErrClosed, C.LOCH_CLOSED},
+	{context.Canceled, C.LOCH_CANCELED},
+	{errNotImplemented, C.LOCH_NOT_IMPLEMENTED},
+	{loch.ErrNotFound, C.LOCH_NOT_FOUND},
+	{loch.ErrExists, C.LOCH_EXISTS},
+	{loch.ErrCorrupt, C.LOCH_CORRUPT},
+	{loch.ErrConflict, C.LOCH_CONFLICT},
+	{loch.ErrReadOnly, C.LOCH_READ_ONLY},
+	{loch.ErrPermission, C.LOCH_PERMISSION},
+	{loch.ErrNewerFormat, C.LOCH_NEWER_FORMAT},
+	{loch.ErrInvalidArgument, C.LOCH_INVALID_ARGUMENT},
+}
+
+// status is the code that classifies err for the caller (loch.h).
 func status(err error) C.int {
-	switch {
-	case err == nil:
+	if err == nil {
 		return C.LOCH_OK
-	case errors.Is(err, io.EOF):
-		return C.LOCH_EOF
-	case errors.Is(err, errTimeout), errors.Is(err, context.DeadlineExceeded):
-		return C.LOCH_TIMEOUT
-	case errors.Is(err, errClosed), errors.Is(err, loader.ErrClosed):
-		return C.LOCH_CLOSED
-	case errors.Is(err, context.Canceled):
-		return C.LOCH_CANCELED
-	case errors.Is(err, errNotImplemented):
-		return C.LOCH_NOT_IMPLEMENTED
-	case errors.Is(err, loch.ErrNotFound):
-		return C.LOCH_NOT_FOUND
-	case errors.Is(err, loch.ErrExists):
-		return C.LOCH_EXISTS
-	case errors.Is(err, loch.ErrCorrupt), errors.Is(err, transform.ErrDecode):
-		return C.LOCH_CORRUPT
-	case errors.Is(err, loch.ErrConflict):
-		return C.LOCH_CONFLICT
-	case errors.Is(err, loch.ErrReadOnly):
-		return C.LOCH_READ_ONLY
-	case errors.Is(err, loch.ErrPermission):
-		return C.LOCH_PERMISSION
-	case errors.Is(err, loch.ErrNewerFormat):
-		return C.LOCH_NEWER_FORMAT
-	case errors.Is(err, loch.ErrInvalidArgument), errors.Is(err, schema.ErrInvalid),
-		errors.Is(err, order.ErrInvalid), errors.Is(err, order.ErrMismatch),
-		errors.Is(err, transform.ErrSpec), errors.Is(err, transform.ErrInput):
-		return C.LOCH_INVALID_ARGUMENT
+	}
+	for _, s := range statuses {
+		if errors.Is(err, s.err) {
+			return s.code
+		}
 	}
 	return C.LOCH_ERR
 }
@@ -94,9 +91,9 @@ func guard(st *C.int, errOut **C.char) {
 	*st = C.LOCH_INTERNAL
 }
 
-// invalidf is an ErrInvalidArgument error.
+// invalidf is an ErrInvalidArgument error: the message, then the kind.
 func invalidf(format string, a ...any) error {
-	return fmt.Errorf("%w: %s", loch.ErrInvalidArgument, fmt.Sprintf(format, a...))
+	return fmt.Errorf("%s: %w", fmt.Sprintf(format, a...), loch.ErrInvalidArgument)
 }
 
 // goString copies a C string that may be NULL.

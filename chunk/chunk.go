@@ -2,11 +2,11 @@ package chunk
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"hash/crc32"
 	"math"
 
+	"github.com/lochdata/loch/internal/base"
 	"github.com/lochdata/loch/schema"
 )
 
@@ -25,14 +25,12 @@ const BlockSize = 64 << 10
 // fixedHeaderLen is the length of the fixed part of the header.
 const fixedHeaderLen = 40
 
-// Errors.
-var (
-	// ErrCorrupt marks a chunk whose bytes disagree with its checksums or
-	// with themselves.
-	ErrCorrupt = errors.New("corrupt chunk")
-	// ErrNewerFormat marks a chunk written by a newer major format version.
-	ErrNewerFormat = errors.New("newer format version")
-)
+// corruptf is the error for a chunk whose bytes disagree with its
+// checksums or with themselves: loch's ErrCorrupt (internal/base), saying
+// what was found and what was expected.
+func corruptf(format string, a ...any) error {
+	return base.Markf(base.ErrCorrupt, "corrupt chunk: "+format, a...)
+}
 
 // Header flags.
 const (
@@ -143,13 +141,13 @@ func (h *Header) Range(i int) (start, end int64) {
 // prefix parses the fixed part of a header.
 func parsePrefix(b []byte) (*Header, error) {
 	if len(b) < fixedHeaderLen {
-		return nil, fmt.Errorf("%w: %d bytes, shorter than a chunk header", ErrCorrupt, len(b))
+		return nil, corruptf("%d bytes, shorter than a chunk header", len(b))
 	}
 	if string(b[0:4]) != Magic {
-		return nil, fmt.Errorf("%w: magic %q, want %q", ErrCorrupt, b[0:4], Magic)
+		return nil, corruptf("magic %q, want %q", b[0:4], Magic)
 	}
 	if b[4] > Major {
-		return nil, fmt.Errorf("%w: chunk format %d.%d is newer than this loch supports (%d.%d); upgrade loch", ErrNewerFormat, b[4], b[5], Major, Minor)
+		return nil, base.Markf(base.ErrNewerFormat, "chunk format %d.%d is newer than this loch supports (%d.%d); upgrade loch", b[4], b[5], Major, Minor)
 	}
 	h := &Header{
 		DType:             schema.DType(b[6]),
@@ -164,13 +162,13 @@ func parsePrefix(b []byte) (*Header, error) {
 		RawLen:            int64(binary.LittleEndian.Uint64(b[32:])),
 	}
 	if !h.DType.Valid() || h.SampleCompression > SampleJPEG || h.Codec > CodecZstd {
-		return nil, fmt.Errorf("%w: unknown dtype %d, sample compression %d or codec %d", ErrCorrupt, b[6], b[7], b[8])
+		return nil, corruptf("unknown dtype %d, sample compression %d or codec %d", b[6], b[7], b[8])
 	}
 	if h.Len < fixedHeaderLen+4 || h.Len > 1<<30 || h.DataLen < 0 || h.RawLen < 0 || h.DataLen > 1<<40 || h.RawLen > 1<<40 {
-		return nil, fmt.Errorf("%w: implausible header length %d or data lengths %d/%d", ErrCorrupt, h.Len, h.DataLen, h.RawLen)
+		return nil, corruptf("implausible header length %d or data lengths %d/%d", h.Len, h.DataLen, h.RawLen)
 	}
 	if h.Codec == CodecNone && h.DataLen != h.RawLen {
-		return nil, fmt.Errorf("%w: uncompressed chunk with stored length %d != raw length %d", ErrCorrupt, h.DataLen, h.RawLen)
+		return nil, corruptf("uncompressed chunk with stored length %d != raw length %d", h.DataLen, h.RawLen)
 	}
 	return h, nil
 }
@@ -184,10 +182,10 @@ func ParseHeader(b []byte) (*Header, error) {
 		return nil, err
 	}
 	if len(b) < h.Len {
-		return nil, fmt.Errorf("%w: header needs %d bytes, have %d", ErrCorrupt, h.Len, len(b))
+		return nil, corruptf("header needs %d bytes, have %d", h.Len, len(b))
 	}
 	if got, want := Checksum(b[:h.Len-4]), binary.LittleEndian.Uint32(b[h.Len-4:]); got != want {
-		return nil, fmt.Errorf("%w: header checksum %08x, want %08x", ErrCorrupt, got, want)
+		return nil, corruptf("header checksum %08x, want %08x", got, want)
 	}
 	r := reader{b: b[:h.Len-4], off: fixedHeaderLen}
 	nShapes := h.NDim
@@ -211,10 +209,10 @@ func ParseHeader(b []byte) (*Header, error) {
 		h.BlockCRCs = r.u32s(int((h.RawLen + int64(h.BlockSize) - 1) / int64(h.BlockSize)))
 	}
 	if r.err != nil {
-		return nil, fmt.Errorf("%w: header: %v", ErrCorrupt, r.err)
+		return nil, corruptf("header: %v", r.err)
 	}
 	if r.off != len(r.b) {
-		return nil, fmt.Errorf("%w: header has %d unexplained bytes", ErrCorrupt, len(r.b)-r.off)
+		return nil, corruptf("header has %d unexplained bytes", len(r.b)-r.off)
 	}
 	if err := h.check(); err != nil {
 		return nil, err
@@ -226,32 +224,32 @@ func ParseHeader(b []byte) (*Header, error) {
 func (h *Header) check() error {
 	if h.Flags&FlagImplicitOffsets != 0 {
 		if h.Flags&FlagFixedShape == 0 || h.Flags&FlagNulls != 0 || h.DType.Variable() || h.SampleCompression != SampleNone {
-			return fmt.Errorf("%w: implicit offsets need a fixed shape, no nulls, a fixed-size dtype and no sample compression", ErrCorrupt)
+			return corruptf("implicit offsets need a fixed shape, no nulls, a fixed-size dtype and no sample compression")
 		}
 		n := int64(1)
 		for _, d := range h.shapes {
 			n *= int64(d)
 			if n > 1<<40 {
-				return fmt.Errorf("%w: sample shape too large", ErrCorrupt)
+				return corruptf("sample shape too large")
 			}
 		}
 		h.sampleBytes = n * int64(h.DType.Size())
 		if h.sampleBytes*int64(h.N) != h.RawLen {
-			return fmt.Errorf("%w: %d samples of %d bytes but raw length %d", ErrCorrupt, h.N, h.sampleBytes, h.RawLen)
+			return corruptf("%d samples of %d bytes but raw length %d", h.N, h.sampleBytes, h.RawLen)
 		}
 		return nil
 	}
 	if h.offsets[0] != 0 || h.offsets[h.N] != uint64(h.RawLen) {
-		return fmt.Errorf("%w: offsets span [%d, %d), raw length %d", ErrCorrupt, h.offsets[0], h.offsets[h.N], h.RawLen)
+		return corruptf("offsets span [%d, %d), raw length %d", h.offsets[0], h.offsets[h.N], h.RawLen)
 	}
 	for i := 0; i < h.N; i++ {
 		if h.offsets[i+1] < h.offsets[i] {
-			return fmt.Errorf("%w: offsets decrease at sample %d", ErrCorrupt, i)
+			return corruptf("offsets decrease at sample %d", i)
 		}
 	}
 	if h.Flags&FlagPartial != 0 {
 		if h.N != 1 || h.Partial.Count == 0 || h.Partial.Index >= h.Partial.Count || h.Partial.Offset+uint64(h.RawLen) > h.Partial.Total {
-			return fmt.Errorf("%w: inconsistent partial-sample fields", ErrCorrupt)
+			return corruptf("inconsistent partial-sample fields")
 		}
 		return nil
 	}
@@ -265,7 +263,7 @@ func (h *Header) check() error {
 				n *= uint64(d)
 			}
 			if h.offsets[i+1]-h.offsets[i] != n {
-				return fmt.Errorf("%w: sample %d has %d bytes, its shape needs %d", ErrCorrupt, i, h.offsets[i+1]-h.offsets[i], n)
+				return corruptf("sample %d has %d bytes, its shape needs %d", i, h.offsets[i+1]-h.offsets[i], n)
 			}
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/lochdata/loch/internal/base"
 	"github.com/lochdata/loch/internal/testseed"
 	"github.com/lochdata/loch/schema"
 	"github.com/stretchr/testify/require"
@@ -145,7 +146,7 @@ func TestCorruptionDetected(t *testing.T) {
 			require.Error(t, err, "codec %d: flipped byte %d accepted", codec, i)
 		}
 		_, err := Decode(obj[:len(obj)-1], nil)
-		require.ErrorIs(t, err, ErrCorrupt)
+		require.ErrorIs(t, err, base.ErrCorrupt)
 	}
 }
 
@@ -153,7 +154,7 @@ func TestNewerMajorRefused(t *testing.T) {
 	obj := encode(t, schema.Uint8, SampleNone, CodecNone, []sample{{shape: []int{1}, data: []byte{1}}})
 	obj[4] = Major + 1
 	_, err := ParseHeader(obj)
-	require.ErrorIs(t, err, ErrNewerFormat)
+	require.ErrorIs(t, err, base.ErrNewerFormat)
 	require.Contains(t, err.Error(), "upgrade loch")
 }
 

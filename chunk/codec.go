@@ -42,33 +42,33 @@ func decompress(codec uint8, dst, data []byte) error {
 	switch codec {
 	case CodecNone:
 		if len(dst) != len(data) {
-			return fmt.Errorf("%w: stored %d bytes, want %d", ErrCorrupt, len(data), len(dst))
+			return corruptf("stored %d bytes, want %d", len(data), len(dst))
 		}
 		copy(dst, data)
 		return nil
 	case CodecLZ4:
 		n, err := lz4.UncompressBlock(data, dst)
 		if err != nil {
-			return fmt.Errorf("%w: lz4: %v", ErrCorrupt, err)
+			return corruptf("lz4: %v", err)
 		}
 		if n != len(dst) {
-			return fmt.Errorf("%w: lz4 gave %d bytes, want %d", ErrCorrupt, n, len(dst))
+			return corruptf("lz4 gave %d bytes, want %d", n, len(dst))
 		}
 		return nil
 	case CodecZstd:
 		out, err := zstdcodec.Decode(dst[:0], data, uint64(len(dst)))
 		if err != nil {
-			return fmt.Errorf("%w: zstd: %v", ErrCorrupt, err)
+			return corruptf("zstd: %v", err)
 		}
 		if len(out) != len(dst) {
-			return fmt.Errorf("%w: zstd gave %d bytes, want %d", ErrCorrupt, len(out), len(dst))
+			return corruptf("zstd gave %d bytes, want %d", len(out), len(dst))
 		}
 		if len(dst) > 0 && &out[0] != &dst[0] {
 			copy(dst, out)
 		}
 		return nil
 	}
-	return fmt.Errorf("%w: unknown codec %d", ErrCorrupt, codec)
+	return corruptf("unknown codec %d", codec)
 }
 
 func grow(b []byte, n int) []byte {

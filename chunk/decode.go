@@ -2,7 +2,6 @@ package chunk
 
 import (
 	"encoding/binary"
-	"fmt"
 )
 
 // Chunk is a decoded chunk: its header and its raw data.
@@ -28,11 +27,11 @@ func Decode(obj, buf []byte) (*Chunk, error) {
 		return nil, err
 	}
 	if int64(len(obj)) != h.Size() {
-		return nil, fmt.Errorf("%w: object is %d bytes, header says %d", ErrCorrupt, len(obj), h.Size())
+		return nil, corruptf("object is %d bytes, header says %d", len(obj), h.Size())
 	}
 	data := obj[h.Len : int64(h.Len)+h.DataLen]
 	if got, want := Checksum(data), binary.LittleEndian.Uint32(obj[len(obj)-4:]); got != want {
-		return nil, fmt.Errorf("%w: data checksum %08x, want %08x", ErrCorrupt, got, want)
+		return nil, corruptf("data checksum %08x, want %08x", got, want)
 	}
 	if h.Codec == CodecNone {
 		return &Chunk{Header: h, Raw: data}, nil
@@ -69,14 +68,14 @@ func (h *Header) BlockSpan(s, e int64) (start, end int64) {
 // reading BlockSpan(s, e), and returns the sub-slice holding raw bytes [s, e).
 func (h *Header) VerifyBlocks(span []byte, s, e int64) ([]byte, error) {
 	if h.Codec != CodecNone {
-		return nil, fmt.Errorf("%w: block reads need an uncompressed chunk", ErrCorrupt)
+		return nil, corruptf("block reads need an uncompressed chunk")
 	}
 	if e == s {
 		return []byte{}, nil
 	}
 	start, end := h.BlockSpan(s, e)
 	if int64(len(span)) != end-start {
-		return nil, fmt.Errorf("%w: span is %d bytes, want %d", ErrCorrupt, len(span), end-start)
+		return nil, corruptf("span is %d bytes, want %d", len(span), end-start)
 	}
 	if h.BlockSize > 0 {
 		bs := int64(h.BlockSize)
@@ -85,16 +84,16 @@ func (h *Header) VerifyBlocks(span []byte, s, e int64) ([]byte, error) {
 			blk := span[off:min(off+bs, int64(len(span)))]
 			k := first + off/bs
 			if k >= int64(len(h.BlockCRCs)) {
-				return nil, fmt.Errorf("%w: block %d out of range", ErrCorrupt, k)
+				return nil, corruptf("block %d out of range", k)
 			}
 			if got := Checksum(blk); got != h.BlockCRCs[k] {
-				return nil, fmt.Errorf("%w: block %d checksum %08x, want %08x", ErrCorrupt, k, got, h.BlockCRCs[k])
+				return nil, corruptf("block %d checksum %08x, want %08x", k, got, h.BlockCRCs[k])
 			}
 		}
 	}
 	rel := s - (start - int64(h.Len))
 	if rel < 0 || rel+(e-s) > int64(len(span)) {
-		return nil, fmt.Errorf("%w: sample [%d, %d) outside the blocks read", ErrCorrupt, s, e)
+		return nil, corruptf("sample [%d, %d) outside the blocks read", s, e)
 	}
 	return span[rel : rel+(e-s)], nil
 }

@@ -5,5 +5,6 @@
 // A Builder collects samples and encodes them into one chunk object. Header
 // parses a chunk's header from its first bytes; Decode verifies and
 // decompresses a whole chunk. Decoding never panics on corrupt input: every
-// inconsistency is an error wrapping ErrCorrupt.
+// inconsistency is an error matching loch's ErrCorrupt (internal/base), and
+// a chunk of a newer major format version one matching ErrNewerFormat.
 package chunk

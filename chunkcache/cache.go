@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"unicode/utf8"
 
+	"github.com/lochdata/loch/internal/base"
 	"github.com/zeebo/xxh3"
 )
 
@@ -16,11 +17,13 @@ import (
 var (
 	// ErrInvalidKey: the key is not a valid cache key (see ValidateKey).
 	// Such keys are rejected before any I/O by Get and Put of every Cache.
-	ErrInvalidKey = errors.New("chunkcache: invalid key")
+	// It matches loch.ErrInvalidArgument too.
+	ErrInvalidKey = base.Mark(base.ErrInvalidArgument, "chunkcache: invalid key", nil)
 	// ErrCorrupt: Put was given bytes that do not hash to the content hash
 	// their key names. (Get never returns it: a cached object that fails
-	// verification is removed and reported as a miss.)
-	ErrCorrupt = errors.New("chunkcache: data does not match its content hash")
+	// verification is removed and reported as a miss.) It is loch's shared
+	// ErrCorrupt (loch.ErrCorrupt).
+	ErrCorrupt = base.ErrCorrupt
 	// ErrCacheWrite: Put could not store the object: a full disk, an
 	// unwritable directory, an object larger than the whole cache. The cache
 	// is left as it was (the key may or may not be cached, nothing is
@@ -193,45 +196,26 @@ func matches(h [16]byte, data []byte) bool {
 // hash that data does not have.
 func checkContent(key string, data []byte) error {
 	if h, ok := contentHash(key); ok && !matches(h, data) {
-		return &kindError{kind: ErrCorrupt, msg: fmt.Sprintf("%d bytes hash to %x, not to the key's hash", len(data), xxh3.Hash128(data).Bytes())}
+		return base.Markf(ErrCorrupt, "%d bytes hash to %x, not to the key's hash", len(data), xxh3.Hash128(data).Bytes())
 	}
 	return nil
 }
 
-// kindError ties a message and an optional cause to one of the package
-// sentinels, so that messages do not repeat the sentinel's "chunkcache:"
-// prefix while errors.Is still finds both the sentinel and the cause.
-type kindError struct {
-	kind  error
-	msg   string
-	cause error
-}
+// The errors below are base.Mark errors: their messages do not repeat the
+// "chunkcache:" prefix of the sentinels (opError says it once), while
+// errors.Is finds both the sentinel and the cause.
 
-func (k *kindError) Error() string {
-	if k.cause == nil {
-		return k.msg
-	}
-	return k.msg + ": " + k.cause.Error()
-}
-
-func (k *kindError) Unwrap() []error {
-	if k.cause == nil {
-		return []error{k.kind}
-	}
-	return []error{k.kind, k.cause}
-}
-
-func invalidKey(msg string) error { return &kindError{kind: ErrInvalidKey, msg: "invalid key: " + msg} }
+func invalidKey(msg string) error { return base.Mark(ErrInvalidKey, "invalid key: "+msg, nil) }
 
 func writeFailed(msg string, cause error) error {
-	return &kindError{kind: ErrCacheWrite, msg: msg, cause: cause}
+	return base.Mark(ErrCacheWrite, msg, cause)
 }
 
 func readFailed(msg string, cause error) error {
-	return &kindError{kind: ErrCacheRead, msg: msg, cause: cause}
+	return base.Mark(ErrCacheRead, msg, cause)
 }
 
-func closed() error { return &kindError{kind: ErrClosed, msg: "cache closed"} }
+func closed() error { return base.Mark(ErrClosed, "cache closed", nil) }
 
 // opError puts the package, the operation and the key in front of err.
 func opError(op, key string, err error) error {

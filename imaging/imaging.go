@@ -4,7 +4,6 @@ package imaging
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"image"
 	"image/color"
@@ -12,11 +11,13 @@ import (
 	"image/png"
 	"sync"
 
+	"github.com/lochdata/loch/internal/base"
 	"golang.org/x/image/draw"
 )
 
-// ErrDecode marks bytes that are not a decodable image.
-var ErrDecode = errors.New("cannot decode image")
+// ErrDecode marks bytes that are not a decodable image. It matches
+// loch.ErrCorrupt too.
+var ErrDecode = base.Mark(base.ErrCorrupt, "cannot decode image", nil)
 
 // Config returns an encoded image's format ("png" or "jpeg") and its decoded
 // shape [height, width, channels] without decoding the pixels.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lochdata/loch"
+	"github.com/lochdata/loch/internal/base"
 	"github.com/lochdata/loch/schema"
 )
 
@@ -23,7 +24,7 @@ var (
 	// ErrInvalidSource marks a source that is malformed or that breaks the
 	// rules of its format (a bad JSON line, arrays of different lengths, a
 	// label that is not a number).
-	ErrInvalidSource = errors.New("invalid source")
+	ErrInvalidSource = base.Mark(base.ErrInvalidArgument, "invalid source", nil)
 	// ErrIncompatible marks a source whose columns do not fit the schema of
 	// the existing dataset it is appended to.
 	ErrIncompatible = errors.New("incompatible with the dataset's schema")

@@ -9,11 +9,11 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"hash/crc32"
 	"time"
 
+	"github.com/lochdata/loch/internal/base"
 	"github.com/lochdata/loch/internal/zstdcodec"
 	"github.com/lochdata/loch/schema"
 	"github.com/zeebo/xxh3"
@@ -39,13 +39,12 @@ const (
 	KindDeletion  byte = 'X'
 )
 
-// Errors.
-var (
-	// ErrCorrupt marks an object whose bytes fail their checks.
-	ErrCorrupt = errors.New("corrupt metadata")
-	// ErrNewerFormat marks an object of a newer major format version.
-	ErrNewerFormat = errors.New("newer format version")
-)
+// corruptf is the error for an object whose bytes fail their checks:
+// loch's ErrCorrupt (internal/base), saying what was found and what was
+// expected.
+func corruptf(format string, a ...any) error {
+	return base.Markf(base.ErrCorrupt, "corrupt metadata: "+format, a...)
+}
 
 const envHeader = 12
 
@@ -77,26 +76,27 @@ func Encode(kind byte, v any) ([]byte, error) {
 }
 
 // Decode checks an envelope of the given kind and unmarshals its body into v.
-// Errors wrap ErrCorrupt or ErrNewerFormat; callers add the object's key.
+// Errors match loch's ErrCorrupt or ErrNewerFormat (internal/base); callers
+// add the object's key.
 func Decode(kind byte, obj []byte, v any) error {
 	if len(obj) < envHeader+4 {
-		return fmt.Errorf("%w: %d bytes, shorter than an envelope", ErrCorrupt, len(obj))
+		return corruptf("%d bytes, shorter than an envelope", len(obj))
 	}
 	if string(obj[:4]) != Magic {
-		return fmt.Errorf("%w: magic %q, want %q", ErrCorrupt, obj[:4], Magic)
+		return corruptf("magic %q, want %q", obj[:4], Magic)
 	}
 	if obj[5] > Major {
-		return fmt.Errorf("%w: format %d.%d is newer than this loch supports (%d.%d); upgrade loch", ErrNewerFormat, obj[5], obj[6], Major, Minor)
+		return base.Markf(base.ErrNewerFormat, "metadata format %d.%d is newer than this loch supports (%d.%d); upgrade loch", obj[5], obj[6], Major, Minor)
 	}
 	n := binary.LittleEndian.Uint32(obj[8:])
 	if uint64(len(obj)) != envHeader+uint64(n)+4 {
-		return fmt.Errorf("%w: object is %d bytes, envelope says %d (truncated?)", ErrCorrupt, len(obj), envHeader+uint64(n)+4)
+		return corruptf("object is %d bytes, envelope says %d (truncated?)", len(obj), envHeader+uint64(n)+4)
 	}
 	if got, want := crc32.Checksum(obj[:len(obj)-4], castagnoli), binary.LittleEndian.Uint32(obj[len(obj)-4:]); got != want {
-		return fmt.Errorf("%w: checksum %08x, want %08x", ErrCorrupt, got, want)
+		return corruptf("checksum %08x, want %08x", got, want)
 	}
 	if obj[4] != kind {
-		return fmt.Errorf("%w: object kind %q, want %q", ErrCorrupt, obj[4], kind)
+		return corruptf("object kind %q, want %q", obj[4], kind)
 	}
 	body := obj[envHeader : len(obj)-4]
 	switch obj[7] {
@@ -104,14 +104,14 @@ func Decode(kind byte, obj []byte, v any) error {
 	case 1:
 		var err error
 		if body, err = zstdcodec.Decode(nil, body, maxBody); err != nil {
-			return fmt.Errorf("%w: body: %v", ErrCorrupt, err)
+			return corruptf("body: %v", err)
 		}
 	default:
-		return fmt.Errorf("%w: unknown body encoding %d", ErrCorrupt, obj[7])
+		return corruptf("unknown body encoding %d", obj[7])
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	if err := dec.Decode(v); err != nil {
-		return fmt.Errorf("%w: body: %v", ErrCorrupt, err)
+		return corruptf("body: %v", err)
 	}
 	return nil
 }

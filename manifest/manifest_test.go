@@ -3,6 +3,7 @@ package manifest
 import (
 	"testing"
 
+	"github.com/lochdata/loch/internal/base"
 	"github.com/stretchr/testify/require"
 )
 
@@ -17,7 +18,7 @@ func TestEnvelopeRoundTrip(t *testing.T) {
 		var got Deletion
 		require.NoError(t, Decode(KindDeletion, obj, &got))
 		require.Equal(t, v, got)
-		require.ErrorIs(t, Decode(KindFragment, obj, &got), ErrCorrupt, "kind is checked")
+		require.ErrorIs(t, Decode(KindFragment, obj, &got), base.ErrCorrupt, "kind is checked")
 	}
 }
 
@@ -30,11 +31,11 @@ func TestEnvelopeRejects(t *testing.T) {
 		bad[i] ^= 1
 		require.Error(t, Decode(KindRoot, bad, &r), "flip of byte %d accepted", i)
 	}
-	require.ErrorIs(t, Decode(KindRoot, obj[:len(obj)-3], &r), ErrCorrupt)
+	require.ErrorIs(t, Decode(KindRoot, obj[:len(obj)-3], &r), base.ErrCorrupt)
 	newer := append([]byte(nil), obj...)
 	newer[5] = Major + 1
 	err = Decode(KindRoot, newer, &r)
-	require.ErrorIs(t, err, ErrNewerFormat)
+	require.ErrorIs(t, err, base.ErrNewerFormat)
 	require.Contains(t, err.Error(), "upgrade loch")
 }
 

@@ -4,15 +4,17 @@ package schema
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/lochdata/loch/internal/base"
 )
 
 // ErrInvalid marks a schema or a sample that breaks the rules of its column.
-var ErrInvalid = errors.New("invalid")
+// It matches loch.ErrInvalidArgument too.
+var ErrInvalid = base.Mark(base.ErrInvalidArgument, "invalid", nil)
 
 // Kind gives a column its meaning and validation rules.
 type Kind string

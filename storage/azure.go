@@ -47,7 +47,7 @@ func openAzure(_ context.Context, loc location) (*bucketStore, error) {
 		client, err = container.NewClientFromConnectionString(connStr, loc.bucket, opts)
 		if err != nil {
 			// The SDK's message may quote the connection string: leave it out.
-			return nil, &kindError{kind: ErrPermission, msg: "bad AZURE_STORAGE_CONNECTION_STRING"}
+			return nil, denied("bad AZURE_STORAGE_CONNECTION_STRING", nil)
 		}
 	case account != "":
 		if endpoint == "" {
@@ -65,13 +65,13 @@ func openAzure(_ context.Context, loc location) (*bucketStore, error) {
 		if key := os.Getenv("AZURE_STORAGE_KEY"); key != "" {
 			cred, cerr := container.NewSharedKeyCredential(account, key)
 			if cerr != nil {
-				return nil, &kindError{kind: ErrPermission, msg: "bad AZURE_STORAGE_KEY"}
+				return nil, denied("bad AZURE_STORAGE_KEY", nil)
 			}
 			client, err = container.NewClientWithSharedKeyCredential(containerURL, cred, opts)
 		} else {
 			cred, cerr := azidentity.NewDefaultAzureCredential(nil)
 			if cerr != nil {
-				return nil, &kindError{kind: ErrPermission, msg: "no usable Azure credentials", cause: cerr}
+				return nil, denied("no usable Azure credentials", cerr)
 			}
 			client, err = container.NewClient(containerURL, cred, opts)
 		}
@@ -79,7 +79,7 @@ func openAzure(_ context.Context, loc location) (*bucketStore, error) {
 			return nil, fmt.Errorf("azure client: %w", err)
 		}
 	default:
-		return nil, &kindError{kind: ErrPermission, msg: "no Azure storage account: set AZURE_STORAGE_CONNECTION_STRING, or AZURE_STORAGE_ACCOUNT (with AZURE_STORAGE_KEY or Azure AD credentials)"}
+		return nil, denied("no Azure storage account: set AZURE_STORAGE_CONNECTION_STRING, or AZURE_STORAGE_ACCOUNT (with AZURE_STORAGE_KEY or Azure AD credentials)", nil)
 	}
 	b, err := azureblob.OpenBucket(context.Background(), client, nil)
 	if err != nil {

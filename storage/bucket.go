@@ -224,7 +224,7 @@ func (s *bucketStore) mapError(ctx context.Context, err error) error {
 		return bucketNotFound(s.name, nil)
 	}
 	if missingCredentials(err) {
-		return &kindError{kind: ErrPermission, msg: fmt.Sprintf("no credentials for bucket %q (set them in the environment, a config file or the cloud's default chain)", s.name), cause: errors.Unwrap(err)}
+		return denied(fmt.Sprintf("no credentials for bucket %q (set them in the environment, a config file or the cloud's default chain)", s.name), errors.Unwrap(err))
 	}
 	status := httpStatus(err)
 	switch {

@@ -33,7 +33,11 @@
 // key, wrapping one of the sentinels when it applies: ErrNotFound (a
 // missing object, or a missing bucket, said so), ErrExists, ErrPermission
 // (missing or refused credentials), ErrInvalidURL, ErrInvalidKey,
-// ErrTransient. Branch with errors.Is. Messages never hold credentials.
+// ErrTransient. Branch with errors.Is. ErrNotFound, ErrExists and
+// ErrPermission are loch's shared sentinels (internal/base, re-exported as
+// loch.ErrNotFound, ...), and ErrInvalidURL and ErrInvalidKey match
+// loch.ErrInvalidArgument, so the engine passes these errors on without
+// translating them. Messages never hold credentials.
 //
 // # Retries
 //

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/lochdata/loch/internal/base"
 )
 
 // Error records a failed Store operation: what was done, on which store, to
@@ -41,47 +43,29 @@ func (e *Error) Error() string {
 // Unwrap returns the cause.
 func (e *Error) Unwrap() error { return e.Err }
 
-// kindError ties a short message and an optional underlying cause to one of
-// the package sentinels, so that messages read "not found" rather than
-// repeating the "storage:" prefix of the sentinel, while errors.Is still
-// finds the sentinel and the cause.
-type kindError struct {
-	kind   error
-	msg    string
-	cause  error
-	bucket bool // a missing bucket, not a missing object
-}
+// The errors below are base.Mark errors: their messages do not repeat the
+// "storage:" prefix of the sentinels (an *Error says it once), while
+// errors.Is finds both the sentinel and the cause.
 
-func (k *kindError) Error() string {
-	if k.cause == nil {
-		return k.msg
-	}
-	return k.msg + ": " + k.cause.Error()
-}
-
-func (k *kindError) Unwrap() []error {
-	if k.cause == nil {
-		return []error{k.kind}
-	}
-	return []error{k.kind, k.cause}
-}
+// errBucketNotFound is the kind of a missing bucket, told apart from a
+// missing object; it is a kind of ErrNotFound.
+var errBucketNotFound = base.Mark(ErrNotFound, "bucket not found", nil)
 
 func notFound(cause error) error {
-	return &kindError{kind: ErrNotFound, msg: "not found", cause: cause}
+	return base.Mark(ErrNotFound, "not found", cause)
 }
 
 func bucketNotFound(bucket string, cause error) error {
-	return &kindError{kind: ErrNotFound, msg: fmt.Sprintf("bucket %q not found", bucket), cause: cause, bucket: true}
+	return base.Mark(errBucketNotFound, fmt.Sprintf("bucket %q not found", bucket), cause)
 }
 
 // isBucketNotFound reports whether err says the bucket itself is missing.
 func isBucketNotFound(err error) bool {
-	var k *kindError
-	return errors.As(err, &k) && k.bucket
+	return errors.Is(err, errBucketNotFound)
 }
 
 func exists() error {
-	return &kindError{kind: ErrExists, msg: "already exists"}
+	return base.Mark(ErrExists, "already exists", nil)
 }
 
 func permission(bucket string, cause error) error {
@@ -89,34 +73,37 @@ func permission(bucket string, cause error) error {
 	if bucket != "" {
 		msg = fmt.Sprintf("permission denied on bucket %q (missing or refused credentials)", bucket)
 	}
-	return &kindError{kind: ErrPermission, msg: msg, cause: cause}
+	return base.Mark(ErrPermission, msg, cause)
+}
+
+// denied is an ErrPermission error with a message of its own (which
+// credentials, where to set them).
+func denied(msg string, cause error) error {
+	return base.Mark(ErrPermission, msg, cause)
 }
 
 func transient(cause error) error {
-	return &kindError{kind: ErrTransient, msg: "transient failure", cause: cause}
+	return base.Mark(ErrTransient, "transient failure", cause)
 }
 
 func invalidKey(msg string) error {
-	return &kindError{kind: ErrInvalidKey, msg: msg}
+	return base.Mark(ErrInvalidKey, msg, nil)
 }
 
 func invalidURL(msg string, cause error) error {
-	return &kindError{kind: ErrInvalidURL, msg: msg, cause: cause}
+	return base.Mark(ErrInvalidURL, msg, cause)
 }
 
 // pastEnd reports a ReadRange beyond the end of the object. It wraps
 // io.ErrUnexpectedEOF, as the Store contract says, and not ErrTransient:
 // trying again cannot help.
 func pastEnd(off int64, n int, size int64) error {
-	return &kindError{
-		kind: io.ErrUnexpectedEOF,
-		msg:  fmt.Sprintf("range [%d, %d) past end of %d-byte object", off, off+int64(n), size),
-	}
+	return base.Markf(io.ErrUnexpectedEOF, "range [%d, %d) past end of %d-byte object", off, off+int64(n), size)
 }
 
 // truncated reports a read that ended before the bytes the object holds: a
 // connection cut mid-body. It is transient, and deliberately does not wrap
 // io.ErrUnexpectedEOF, which callers may take for a read past the end.
 func truncated(got, want int) error {
-	return &kindError{kind: ErrTransient, msg: fmt.Sprintf("transient failure: read cut short after %d of %d bytes", got, want)}
+	return base.Markf(ErrTransient, "transient failure: read cut short after %d of %d bytes", got, want)
 }

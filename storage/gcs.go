@@ -30,7 +30,7 @@ func openGCS(ctx context.Context, loc location) (*bucketStore, error) {
 	}
 	client, err := storage.NewClient(ctx, opts...)
 	if err != nil {
-		return nil, &kindError{kind: ErrPermission, msg: "no usable Google credentials (set GOOGLE_APPLICATION_CREDENTIALS or run gcloud auth application-default login)", cause: err}
+		return nil, denied("no usable Google credentials (set GOOGLE_APPLICATION_CREDENTIALS or run gcloud auth application-default login)", err)
 	}
 	client.SetRetry(storage.WithPolicy(storage.RetryNever))
 	b, err := gcsblob.OpenBucket(ctx, nil, loc.bucket, &gcsblob.Options{Client: client})

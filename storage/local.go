@@ -314,7 +314,7 @@ func mapOSError(err error) error {
 	case isNotExist(err), errors.Is(err, syscall.EISDIR):
 		return notFound(nil)
 	case errors.Is(err, fs.ErrPermission):
-		return &kindError{kind: ErrPermission, msg: "permission denied", cause: err}
+		return permission("", err)
 	case errors.Is(err, syscall.EINTR), errors.Is(err, syscall.EAGAIN):
 		return transient(err)
 	}
@@ -325,7 +325,7 @@ func mapOSError(err error) error {
 // directory is not "not found": "a/b" cannot be written when "a" is a file.
 func mapWriteError(err error) error {
 	if errors.Is(err, fs.ErrPermission) {
-		return &kindError{kind: ErrPermission, msg: "permission denied", cause: err}
+		return permission("", err)
 	}
 	return err
 }

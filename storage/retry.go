@@ -171,14 +171,14 @@ func (s *RetryStore) do(ctx context.Context, timeout time.Duration, attempt func
 			return err
 		}
 		if timedOut && !errors.Is(err, ErrTransient) {
-			err = fmt.Errorf("%w: attempt timed out after %v", err, timeout)
+			err = fmt.Errorf("attempt timed out after %v: %w", timeout, err)
 		}
 		if onTransient != nil {
 			onTransient()
 		}
 		if n >= s.policy.MaxAttempts {
 			s.gaveUp.Add(1)
-			return fmt.Errorf("%w (gave up after %d attempts)", err, n)
+			return fmt.Errorf("gave up after %d attempts: %w", n, err)
 		}
 		s.retries.Add(1)
 		t := time.NewTimer(s.policy.backoff(n))
@@ -186,7 +186,7 @@ func (s *RetryStore) do(ctx context.Context, timeout time.Duration, attempt func
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
-			return fmt.Errorf("%w; retry stopped: %w", err, ctx.Err())
+			return fmt.Errorf("retry stopped: %w: %w", ctx.Err(), err)
 		}
 	}
 }

@@ -4,22 +4,27 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/lochdata/loch/internal/base"
 )
 
 // Sentinel errors. Every error returned by a Store wraps one of these when
-// it applies, so callers branch with errors.Is.
+// it applies, so callers branch with errors.Is. ErrNotFound, ErrExists and
+// ErrPermission are loch's shared sentinels (loch.ErrNotFound, ...);
+// ErrInvalidURL and ErrInvalidKey are storage's own and match
+// loch.ErrInvalidArgument too.
 var (
 	// ErrNotFound: the object (or the bucket) does not exist.
-	ErrNotFound = errors.New("storage: not found")
+	ErrNotFound = base.ErrNotFound
 	// ErrExists: PutIfAbsent found the key already present.
-	ErrExists = errors.New("storage: already exists")
+	ErrExists = base.ErrExists
 	// ErrInvalidURL: the URL names no supported backend or is malformed.
-	ErrInvalidURL = errors.New("storage: invalid url")
+	ErrInvalidURL = base.Mark(base.ErrInvalidArgument, "storage: invalid url", nil)
 	// ErrPermission: credentials are missing or refused.
-	ErrPermission = errors.New("storage: permission denied")
+	ErrPermission = base.ErrPermission
 	// ErrInvalidKey: the key is not a valid relative key (see ValidateKey);
 	// such keys are rejected before any I/O, by every Store.
-	ErrInvalidKey = errors.New("storage: invalid key")
+	ErrInvalidKey = base.Mark(base.ErrInvalidArgument, "storage: invalid key", nil)
 	// ErrTransient: a failure that may succeed when tried again (a timeout,
 	// throttling, an HTTP 5xx, a reset connection, a truncated read). The
 	// retrying Store returned by Open retries these; an error that still

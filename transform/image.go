@@ -1,24 +1,26 @@
 package transform
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/lochdata/loch/imaging"
+	"github.com/lochdata/loch/internal/base"
 	"github.com/lochdata/loch/schema"
 )
 
 // Errors that callers branch on, tested with errors.Is.
 var (
 	// ErrSpec marks a transform spec that Parse cannot read, or step
-	// arguments that New rejects.
-	ErrSpec = errors.New("invalid transform spec")
+	// arguments that New rejects. It matches loch.ErrInvalidArgument too.
+	ErrSpec = base.Mark(base.ErrInvalidArgument, "invalid transform spec", nil)
 	// ErrInput marks an image that a step cannot take: the wrong dtype,
-	// layout or channel count, or too small for a crop.
-	ErrInput = errors.New("unsupported input")
+	// layout or channel count, or too small for a crop. It matches
+	// loch.ErrInvalidArgument too.
+	ErrInput = base.Mark(base.ErrInvalidArgument, "unsupported input", nil)
 	// ErrDecode marks encoded bytes that are not a decodable image, or whose
 	// size disagrees with the shape they were declared with. It is
-	// imaging.ErrDecode, so either name matches.
+	// imaging.ErrDecode, so either name matches, and it matches
+	// loch.ErrCorrupt too.
 	ErrDecode = imaging.ErrDecode
 )
 

@@ -1,20 +1,23 @@
 package order
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"math/bits"
 	"slices"
+
+	"github.com/lochdata/loch/internal/base"
 )
 
 // Errors that callers branch on with errors.Is.
 var (
-	// ErrInvalid: a Spec, MixSpec or State field is out of its range.
-	ErrInvalid = errors.New("order: invalid argument")
+	// ErrInvalid: a Spec, MixSpec or State field is out of its range. It
+	// matches loch.ErrInvalidArgument too.
+	ErrInvalid = base.Mark(base.ErrInvalidArgument, "order: invalid argument", nil)
 	// ErrMismatch: a State does not belong to the Spec it is resumed with
-	// (another snapshot, or progress beyond the end of its epoch).
-	ErrMismatch = errors.New("order: state does not match the spec")
+	// (another snapshot, or progress beyond the end of its epoch). It
+	// matches loch.ErrInvalidArgument too.
+	ErrMismatch = base.Mark(base.ErrInvalidArgument, "order: state does not match the spec", nil)
 )
 
 // Mode is a shuffle mode.
