@@ -7,9 +7,9 @@ import (
 	"fmt"
 	"strings"
 	"sync/atomic"
-	"unicode/utf8"
 
 	"github.com/lochdata/loch/internal/base"
+	"github.com/lochdata/loch/internal/keys"
 	"github.com/zeebo/xxh3"
 )
 
@@ -125,46 +125,29 @@ func (c *counters) evicted(n int64) {
 	c.evictedBytes.Add(n)
 }
 
-// Key limits. A segment is a file name in a Disk cache, hence NAME_MAX.
-const (
-	maxKeyLen     = 1024
-	maxSegmentLen = 255
-)
+// maxSegmentLen bounds a key's segments: a segment is a file name in a Disk
+// cache, hence NAME_MAX.
+const maxSegmentLen = 255
 
 // ValidateKey returns nil if key is a valid cache key, and otherwise an error
-// wrapping ErrInvalidKey that says why. A valid key is non-empty valid UTF-8
-// of at most 1024 bytes, made of '/'-separated segments of 1 to 255 bytes,
-// none "." or ".."; it holds no backslash and no control character (NUL
-// included). So it is relative and never escapes the cache's directory.
-// Every valid storage key of at most these lengths is a valid cache key.
+// wrapping ErrInvalidKey that says why. A valid key follows the rules of
+// every loch key (keys.CheckPath: non-empty valid UTF-8 of at most 1024
+// bytes, made of '/'-separated segments, none empty, "." or "..", with no
+// backslash and no control character) and its segments are at most 255
+// bytes long. So it is relative and never escapes the cache's directory.
+// Every valid storage key with segments of at most 255 bytes is a valid
+// cache key.
 func ValidateKey(key string) error {
-	switch {
-	case key == "":
-		return invalidKey("empty key")
-	case len(key) > maxKeyLen:
-		return invalidKey(fmt.Sprintf("key of %d bytes is longer than %d", len(key), maxKeyLen))
-	case !utf8.ValidString(key):
-		return invalidKey("key is not valid UTF-8")
-	case key[0] == '/':
-		return invalidKey("key is absolute")
+	if err := keys.CheckPath(key, fileName); err != nil {
+		return invalidKey(err.Error())
 	}
-	for _, r := range key {
-		switch {
-		case r == '\\':
-			return invalidKey("key contains a backslash")
-		case r < 0x20 || r == 0x7f:
-			return invalidKey("key contains a control character")
-		}
-	}
-	for seg := range strings.SplitSeq(key, "/") {
-		switch {
-		case seg == "":
-			return invalidKey("key has an empty segment")
-		case seg == "." || seg == "..":
-			return invalidKey(`key has a "." or ".." segment`)
-		case len(seg) > maxSegmentLen:
-			return invalidKey(fmt.Sprintf("key segment of %d bytes is longer than %d", len(seg), maxSegmentLen))
-		}
+	return nil
+}
+
+// fileName refuses a segment too long to be a file name.
+func fileName(seg string) error {
+	if len(seg) > maxSegmentLen {
+		return fmt.Errorf("key segment of %d bytes is longer than %d", len(seg), maxSegmentLen)
 	}
 	return nil
 }

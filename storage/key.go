@@ -1,8 +1,10 @@
 package storage
 
 import (
+	"errors"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/lochdata/loch/internal/keys"
 )
 
 // tmpPrefix starts the names of the local backend's temporary files. Key
@@ -12,21 +14,16 @@ import (
 const tmpPrefix = ".loch-tmp-"
 
 // ValidateKey reports whether key is a valid object key, returning an error
-// wrapping ErrInvalidKey if not. A valid key is non-empty valid UTF-8 of at
-// most 1024 bytes, made of '/'-separated segments that are all non-empty,
-// none "." or "..", none starting with ".loch-tmp-"; it contains no
-// backslash and no control character (NUL included). So a key never starts
-// or ends with '/' and can never escape the store's root.
+// wrapping ErrInvalidKey if not. A valid key follows the rules of every loch
+// key (keys.CheckPath: non-empty valid UTF-8 of at most 1024 bytes, made of
+// '/'-separated segments that are all non-empty, none "." or "..", with no
+// backslash and no control character) and, in a store, has no segment
+// starting with ".loch-tmp-". So a key never starts or ends with '/' and
+// can never escape the store's root.
 //
 // Every Store in this package validates keys before any I/O.
 func ValidateKey(key string) error {
-	if key == "" {
-		return invalidKey("empty key")
-	}
-	if err := validatePath(key); err != nil {
-		return err
-	}
-	return nil
+	return validatePath(key)
 }
 
 // validatePrefix checks a List prefix: "" or a key, optionally with a
@@ -39,32 +36,17 @@ func validatePrefix(prefix string) error {
 }
 
 func validatePath(key string) error {
-	if len(key) > 1024 {
-		return invalidKey("key longer than 1024 bytes")
+	if err := keys.CheckPath(key, notTemporary); err != nil {
+		return invalidKey(err.Error())
 	}
-	if !utf8.ValidString(key) {
-		return invalidKey("key is not valid UTF-8")
-	}
-	for _, r := range key {
-		switch {
-		case r == '\\':
-			return invalidKey("key contains a backslash")
-		case r < 0x20 || r == 0x7f:
-			return invalidKey("key contains a control character")
-		}
-	}
-	if strings.HasPrefix(key, "/") {
-		return invalidKey("key is absolute")
-	}
-	for seg := range strings.SplitSeq(key, "/") {
-		switch {
-		case seg == "":
-			return invalidKey("key has an empty segment")
-		case seg == "." || seg == "..":
-			return invalidKey("key has a \".\" or \"..\" segment")
-		case strings.HasPrefix(seg, tmpPrefix):
-			return invalidKey("key segment starts with the reserved " + tmpPrefix)
-		}
+	return nil
+}
+
+// notTemporary refuses the segments the local backend names its
+// temporary files with.
+func notTemporary(seg string) error {
+	if strings.HasPrefix(seg, tmpPrefix) {
+		return errors.New("key segment starts with the reserved " + tmpPrefix)
 	}
 	return nil
 }
