@@ -108,7 +108,7 @@ func Create(ctx context.Context, url string, s schema.Schema, opts ...Option) (*
 	}
 	s = s.Clone()
 	if err := s.Normalize(); err != nil {
-		return nil, classify(err, "create %s", url)
+		return nil, fmt.Errorf("create %s: %w", url, err)
 	}
 	for i := range s.Columns {
 		c := &s.Columns[i]
@@ -126,7 +126,7 @@ func Create(ctx context.Context, url string, s schema.Schema, opts ...Option) (*
 	if _, err := d.store.Stat(ctx, keys.MakeLog(1)); err == nil {
 		return fail(fmt.Errorf("create %s: a dataset already exists there: %w", d.url, ErrExists))
 	} else if !errors.Is(err, storage.ErrNotFound) {
-		return fail(classify(err, "create %s", d.url))
+		return fail(fmt.Errorf("create %s: %w", d.url, err))
 	}
 	man := manifest.Manifest{Schema: s, NextColumnUID: len(s.Columns) + 1, Fragments: []manifest.FragmentRef{}}
 	c := manifest.Commit{Parents: []string{}, Message: "create dataset", Author: o.author, Time: time.Now().UTC(), Branch: mainBranch}
@@ -139,7 +139,7 @@ func Create(ctx context.Context, url string, s schema.Schema, opts ...Option) (*
 		if errors.Is(err, storage.ErrExists) {
 			return fail(fmt.Errorf("create %s: a dataset already exists there: %w", d.url, ErrExists))
 		}
-		return fail(classify(err, "create %s", d.url))
+		return fail(fmt.Errorf("create %s: %w", d.url, err))
 	}
 	mark, err := manifest.Encode(manifest.KindDataset, manifest.Dataset{
 		Format: fmt.Sprintf("%d.%d", manifest.Major, manifest.Minor), ID: randomID(), Created: c.Time})
@@ -150,7 +150,7 @@ func Create(ctx context.Context, url string, s schema.Schema, opts ...Option) (*
 	// only its winner gets here, so a plain put (which a retry may repeat)
 	// is right where put-if-absent could fail on its own retried success.
 	if err := d.store.Put(ctx, keys.MarkerKey, mark); err != nil {
-		return fail(classify(err, "create %s: write marker", d.url))
+		return fail(fmt.Errorf("create %s: write marker: %w", d.url, err))
 	}
 	d.writeHint(ctx, 1)
 	snap, err := d.loadSnapshot(ctx, id, 1)
@@ -227,7 +227,7 @@ func newDataset(ctx context.Context, url string, o options) (*Dataset, error) {
 	} else {
 		s, err := storage.Open(ctx, url)
 		if err != nil {
-			return nil, classify(err, "open %s", url)
+			return nil, fmt.Errorf("open %s: %w", url, err)
 		}
 		d.store, d.ownsStore = s, true
 	}
@@ -246,11 +246,11 @@ func (d *Dataset) checkMarker(ctx context.Context) error {
 		return fmt.Errorf("open %s: %w", d.url, ErrNoDataset)
 	}
 	if err != nil {
-		return classify(err, "open %s", d.url)
+		return fmt.Errorf("open %s: %w", d.url, err)
 	}
 	var m manifest.Dataset
 	if err := manifest.Decode(manifest.KindDataset, obj, &m); err != nil {
-		return classify(err, "open %s: read %s", d.url, keys.MarkerKey)
+		return fmt.Errorf("open %s: read %s: %w", d.url, keys.MarkerKey, err)
 	}
 	return nil
 }
@@ -327,7 +327,7 @@ func (d *Dataset) putObject(ctx context.Context, k keys.Kind, kind byte, v any) 
 	}
 	key := keys.Make(k, manifest.Hash(obj))
 	if err := d.store.Put(ctx, key, obj); err != nil {
-		return "", classify(err, "write %s", key)
+		return "", fmt.Errorf("write %s: %w", key, err)
 	}
 	return key, nil
 }
@@ -336,10 +336,10 @@ func (d *Dataset) putObject(ctx context.Context, k keys.Kind, kind byte, v any) 
 func (d *Dataset) getObject(ctx context.Context, key string, kind byte, v any) error {
 	obj, err := d.store.Get(ctx, key)
 	if err != nil {
-		return classify(err, "read %s", key)
+		return fmt.Errorf("read %s: %w", key, err)
 	}
 	if err := manifest.Decode(kind, obj, v); err != nil {
-		return classify(err, "read %s", key)
+		return fmt.Errorf("read %s: %w", key, err)
 	}
 	return nil
 }

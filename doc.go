@@ -19,8 +19,9 @@
 // in chunks named by opaque ChunkIDs, reads planned (whole chunks, or one
 // sample's checksum blocks by range), fetched, verified and decoded into the
 // caller's buffers. Both go through one chunk reader, which checks every
-// chunk against its fragment and classifies errors with this package's
-// sentinels.
+// chunk against its fragment and names the chunk in every error; errors
+// match this package's sentinels (ErrNotFound, ErrCorrupt, ErrPermission,
+// ...) with errors.Is, whichever layer they come from.
 //
 // # Concurrency
 //

@@ -32,17 +32,6 @@ var (
 	ErrPermission = base.ErrPermission
 )
 
-// classify puts a context phrase in front of err, as
-// fmt.Errorf(format+": %w", a..., err) would. It translates nothing: the
-// errors of every layer match the sentinels above already (see
-// internal/base).
-func classify(err error, format string, a ...any) error {
-	if err == nil {
-		return nil
-	}
-	return fmt.Errorf("%s: %w", fmt.Sprintf(format, a...), err)
-}
-
 // invalidf is an ErrInvalidArgument error: the message, then the kind.
 func invalidf(format string, a ...any) error {
 	return fmt.Errorf("%s: %w", fmt.Sprintf(format, a...), ErrInvalidArgument)

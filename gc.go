@@ -110,7 +110,7 @@ func (d *Dataset) GC(ctx context.Context, opts GCOptions) (*GCReport, error) {
 	}
 	cands, err := g.mark(ctx)
 	if err != nil {
-		return nil, classify(err, "gc %s (nothing was deleted)", d.url)
+		return nil, fmt.Errorf("gc %s (nothing was deleted): %w", d.url, err)
 	}
 	doomed := map[keys.Kind][]storage.Attrs{}
 	for kind, objs := range cands {
@@ -206,7 +206,7 @@ func (g *gc) rootsWithinGrace(ctx context.Context, latest *manifest.Root) ([]wal
 			eg.Go(func() error {
 				r, err := g.d.readRoot(ectx, hi-uint64(i))
 				if err != nil {
-					return classify(err, "read the log within the grace period")
+					return fmt.Errorf("read the log within the grace period: %w", err)
 				}
 				batch[i] = r
 				return nil
@@ -241,7 +241,7 @@ func (g *gc) markNewer(ctx context.Context, seq uint64) error {
 	for round := 0; round < 8; round++ {
 		latest, err := g.d.latestRoot(ctx)
 		if err != nil {
-			return classify(err, "read the log again")
+			return fmt.Errorf("read the log again: %w", err)
 		}
 		if latest.Seq <= seq {
 			return nil
@@ -250,7 +250,7 @@ func (g *gc) markNewer(ctx context.Context, seq uint64) error {
 		for s := seq + 1; s < latest.Seq; s++ {
 			r, err := g.d.readRoot(ctx, s)
 			if err != nil {
-				return classify(err, "read the log again")
+				return fmt.Errorf("read the log again: %w", err)
 			}
 			ids = refCommits(ids, r)
 		}
@@ -290,9 +290,9 @@ func (g *gc) read(ctx context.Context, key, via string, kind byte, v any) error 
 		return nil
 	}
 	if errors.Is(err, ErrNotFound) {
-		return classify(err, "%s, named by %s, is missing: the dataset is damaged (run loch verify)", key, via)
+		return fmt.Errorf("%s, named by %s, is missing: the dataset is damaged (run loch verify): %w", key, via, err)
 	}
-	return classify(err, "%s, named by %s", key, via)
+	return fmt.Errorf("%s, named by %s: %w", key, via, err)
 }
 
 // fragment reads the fragment and extension objects not read before and
@@ -362,7 +362,7 @@ func (g *gc) list(ctx context.Context) (map[keys.Kind][]storage.Attrs, error) {
 				return nil
 			})
 			if err != nil {
-				return classify(err, "list %s", prefix)
+				return fmt.Errorf("list %s: %w", prefix, err)
 			}
 			g.mu.Lock()
 			defer g.mu.Unlock()
@@ -415,7 +415,7 @@ func (g *gc) delete(ctx context.Context, objs []storage.Attrs) error {
 				return nil // deleted by someone else
 			}
 			if err != nil {
-				return classify(err, "gc %s: stat %s before deleting it", g.d.url, a.Key)
+				return fmt.Errorf("gc %s: stat %s before deleting it: %w", g.d.url, a.Key, err)
 			}
 			if g.young(cur) {
 				g.mu.Lock()
@@ -424,7 +424,7 @@ func (g *gc) delete(ctx context.Context, objs []storage.Attrs) error {
 				return nil
 			}
 			if err := g.d.store.Delete(ectx, a.Key); err != nil {
-				return classify(err, "gc %s: delete %s", g.d.url, a.Key)
+				return fmt.Errorf("gc %s: delete %s: %w", g.d.url, a.Key, err)
 			}
 			g.mu.Lock()
 			g.deleted(cur)

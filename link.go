@@ -25,7 +25,7 @@ func (c *ColumnReader) Fetch(ctx context.Context, i int64) ([]byte, error) {
 	}
 	b, err := storage.ReadURL(ctx, string(s.Data))
 	if err != nil {
-		return nil, classify(err, "%s: column %q row %d: follow link %q", c.d.url, c.col.Name, i, string(s.Data))
+		return nil, fmt.Errorf("%s: column %q row %d: follow link %q: %w", c.d.url, c.col.Name, i, string(s.Data), err)
 	}
 	return b, nil
 }

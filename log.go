@@ -45,7 +45,7 @@ func (d *Dataset) latestRoot(ctx context.Context) (*manifest.Root, error) {
 			return nil
 		})
 		if err != nil {
-			return nil, classify(err, "open %s: list log", d.url)
+			return nil, fmt.Errorf("open %s: list log: %w", d.url, err)
 		}
 		if max == 0 {
 			return nil, fmt.Errorf("open %s: empty log: %w", d.url, ErrNoDataset)
@@ -70,11 +70,11 @@ func (d *Dataset) readRoot(ctx context.Context, seq uint64) (*manifest.Root, err
 	key := keys.MakeLog(seq)
 	obj, err := d.store.Get(ctx, key)
 	if err != nil {
-		return nil, classify(err, "read %s", key)
+		return nil, fmt.Errorf("read %s: %w", key, err)
 	}
 	var r manifest.Root
 	if err := manifest.Decode(manifest.KindRoot, obj, &r); err != nil {
-		return nil, classify(err, "read %s", key)
+		return nil, fmt.Errorf("read %s: %w", key, err)
 	}
 	if r.Seq != seq {
 		return nil, fmt.Errorf("read %s: entry says sequence %d: %w", key, r.Seq, ErrCorrupt)
@@ -113,7 +113,7 @@ func (d *Dataset) updateRoot(ctx context.Context, op string, change func(root *m
 			continue // another writer took this sequence number: re-read and retry
 		}
 		if err != nil {
-			return nil, classify(err, "%s %s: write %s", op, d.url, keys.MakeLog(next.Seq))
+			return nil, fmt.Errorf("%s %s: write %s: %w", op, d.url, keys.MakeLog(next.Seq), err)
 		}
 		d.writeHint(ctx, next.Seq)
 		return next, nil

@@ -17,7 +17,8 @@ import (
 // This file is the engine's one chunk reader: every read of chunk bytes
 // (Column reads, Scan fetches, Verify) goes through readChunk,
 // readSampleBlocks, assemble and Fetched.sample, which check what the
-// fragment says against what the chunk says and classify errors once.
+// fragment says against what the chunk says and name the chunk in every
+// error (whose kind, from internal/base, callers test with errors.Is).
 
 // ColumnReader reads the samples of one column of a Dataset's snapshot
 // (schema.Column is the column's definition, which Info returns). It is safe for
@@ -377,13 +378,13 @@ func (d *Dataset) readSampleBlocks(ctx context.Context, ref manifest.ChunkRef, j
 	span := make([]byte, b-a)
 	if len(span) > 0 {
 		if err := d.store.ReadRange(ctx, ref.Key, a, span); err != nil {
-			return nil, classify(err, "read chunk %s", ref.Key)
+			return nil, fmt.Errorf("read chunk %s: %w", ref.Key, err)
 		}
 	}
 	t1 := time.Now()
 	data, err := h.VerifyBlocks(span, s, e)
 	if err != nil {
-		return nil, classify(err, "read chunk %s", ref.Key)
+		return nil, fmt.Errorf("read chunk %s: %w", ref.Key, err)
 	}
 	return &Fetched{hdr: h, index: j, data: data, Bytes: n + int64(len(span)), mem: int64(len(span)),
 		ReadTime: t1.Sub(t0), DecodeTime: time.Since(t1)}, nil
@@ -397,11 +398,11 @@ func (d *Dataset) header(ctx context.Context, ref manifest.ChunkRef) (h *chunk.H
 	}
 	buf := make([]byte, ref.Header)
 	if err := d.store.ReadRange(ctx, ref.Key, 0, buf); err != nil {
-		return nil, 0, classify(err, "read chunk %s header", ref.Key)
+		return nil, 0, fmt.Errorf("read chunk %s header: %w", ref.Key, err)
 	}
 	h, err = chunk.ParseHeader(buf)
 	if err != nil {
-		return nil, 0, classify(err, "read chunk %s", ref.Key)
+		return nil, 0, fmt.Errorf("read chunk %s: %w", ref.Key, err)
 	}
 	if err := checkHeader(h, ref); err != nil {
 		return nil, 0, err
@@ -425,7 +426,7 @@ func (d *Dataset) readChunk(ctx context.Context, ref manifest.ChunkRef, cache ch
 	if !f.Cached {
 		var err error
 		if obj, err = d.store.Get(ctx, ref.Key); err != nil {
-			return nil, classify(err, "read chunk %s", ref.Key)
+			return nil, fmt.Errorf("read chunk %s: %w", ref.Key, err)
 		}
 		f.Bytes = int64(len(obj))
 	}
@@ -450,7 +451,7 @@ func (d *Dataset) readChunk(ctx context.Context, ref manifest.ChunkRef, cache ch
 func decodeChunk(obj []byte, ref manifest.ChunkRef) (*chunk.Chunk, error) {
 	ch, err := chunk.Decode(obj, nil)
 	if err != nil {
-		return nil, classify(err, "read chunk %s", ref.Key)
+		return nil, fmt.Errorf("read chunk %s: %w", ref.Key, err)
 	}
 	if err := checkHeader(ch.Header, ref); err != nil {
 		return nil, err

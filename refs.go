@@ -116,7 +116,7 @@ func (d *Dataset) resolveIn(ctx context.Context, root *manifest.Root, ref string
 				if errors.Is(err, storage.ErrNotFound) {
 					return target{}, fmt.Errorf("%s: no version %s: %w", d.url, ref, ErrNotFound)
 				}
-				return target{}, classify(err, "%s: resolve %s", d.url, ref)
+				return target{}, fmt.Errorf("%s: resolve %s: %w", d.url, ref, err)
 			}
 			return target{commit: ref}, nil
 		}
@@ -130,7 +130,7 @@ func (d *Dataset) resolveIn(ctx context.Context, root *manifest.Root, ref string
 				return nil
 			})
 			if err != nil && !errors.Is(err, errStopList) {
-				return target{}, classify(err, "%s: resolve %s", d.url, ref)
+				return target{}, fmt.Errorf("%s: resolve %s: %w", d.url, ref, err)
 			}
 			switch len(found) {
 			case 1:

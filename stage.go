@@ -142,7 +142,7 @@ func prepare(c *schema.Column, s Sample) (prepared, error) {
 		return prepared{null: true}, nil
 	}
 	bad := func(err error) (prepared, error) {
-		return prepared{}, classify(err, "column %q", c.Name)
+		return prepared{}, fmt.Errorf("column %q: %w", c.Name, err)
 	}
 	enc := s.Encoding
 	if enc == "" {
@@ -453,7 +453,7 @@ func (st *staging) submit(uid int, b *chunk.Builder, ref *manifest.ChunkRef) {
 		hash := manifest.Hash(obj)
 		key := keys.Make(keys.Chunk, hash)
 		if err := st.d.store.Put(st.ctx, key, obj); err != nil {
-			return fail(classify(err, "write chunk %s", key))
+			return fail(fmt.Errorf("write chunk %s: %w", key, err))
 		}
 		ref.Key, ref.Header, ref.Size, ref.Raw = key, h.Len, h.Size(), h.RawLen
 		dl.stored.Add(h.Size())
@@ -573,7 +573,7 @@ func (d *Dataset) AddColumn(ctx context.Context, col schema.Column) error {
 	col = col.Definition()
 	col.UID = 0
 	if err := col.Normalize(); err != nil {
-		return classify(err, "%s: add column", d.url)
+		return fmt.Errorf("%s: add column: %w", d.url, err)
 	}
 	if _, ok := st.column(col.Name); ok {
 		return fmt.Errorf("%s: add column %q: a column of that name exists: %w", d.url, col.Name, ErrInvalidArgument)
