@@ -257,31 +257,3 @@ func Encode(format string, pix []byte, shape []int, quality int) ([]byte, error)
 	}
 	return buf.Bytes(), nil
 }
-
-// Resize scales HWC uint8 pixels to width x height with Catmull-Rom
-// interpolation.
-func Resize(pix []byte, shape []int, width, height int) ([]byte, []int, error) {
-	img, err := ToImage(pix, shape)
-	if err != nil {
-		return nil, nil, err
-	}
-	dst := image.NewNRGBA(image.Rect(0, 0, width, height))
-	draw.CatmullRom.Scale(dst, dst.Bounds(), img, img.Bounds(), draw.Src, nil)
-	out, s, err := FromImage(dst)
-	if err != nil {
-		return nil, nil, err
-	}
-	if shape[2] != s[2] { // FromImage gives 4 channels for NRGBA: drop or reduce
-		return selectChannels(out, s, shape[2]), []int{height, width, shape[2]}, nil
-	}
-	return out, s, nil
-}
-
-func selectChannels(pix []byte, shape []int, c int) []byte {
-	n := shape[0] * shape[1]
-	out := make([]byte, n*c)
-	for i := 0; i < n; i++ {
-		copy(out[i*c:(i+1)*c], pix[i*shape[2]:i*shape[2]+c])
-	}
-	return out
-}

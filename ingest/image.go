@@ -117,10 +117,12 @@ func (ic *imageConverter) sample(name string, data []byte) (loch.Sample, error) 
 		pix, shape = out, []int{shape[0], shape[1], channels}
 	}
 	if resize {
-		pix, shape, err = imaging.Resize(pix, shape, ic.resize.Width, ic.resize.Height)
-		if err != nil {
+		th, tw := ic.resize.Height, ic.resize.Width
+		out := make([]byte, th*tw*shape[2])
+		if err := imaging.Resize(out, pix, shape[0], shape[1], th, tw, shape[2], imaging.CatmullRom); err != nil {
 			return loch.Sample{}, fmt.Errorf("resize %s: %w", name, err)
 		}
+		pix, shape = out, []int{th, tw, shape[2]}
 	}
 	if ic.target == schema.SampleNone {
 		return loch.Tensor(shape, pix), nil
