@@ -1,5 +1,3 @@
-// Package imaging converts between encoded images (png, jpeg) and loch's
-// image tensors: uint8 pixels in [height, width, channels] order.
 package imaging
 
 import (
