@@ -101,11 +101,18 @@ type cubicScratch struct {
 
 var cubicScratches = sync.Pool{New: func() any { return new(cubicScratch) }}
 
+// maxPooledFloats bounds the intermediate image kept in the pool (64 MiB).
+const maxPooledFloats = 8 << 20
+
 // catmullRom computes s with the Catmull-Rom kernel into dst (packed HWC,
 // len ow*oh*c); c is 1, 3 or 4.
 func catmullRom(dst, src []byte, s scaling) {
 	r := cubicScratches.Get().(*cubicScratch)
-	defer cubicScratches.Put(r)
+	defer func() {
+		if cap(r.tmp) <= maxPooledFloats { // a huge image's scratch is dropped
+			cubicScratches.Put(r)
+		}
+	}()
 	r.x.compute(s.w, s.tw)
 	r.y.compute(s.h, s.th)
 	ylo, yhi := int(r.y.start[s.oy]), 0
