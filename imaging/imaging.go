@@ -1,5 +1,3 @@
-// Package imaging converts between encoded images (png, jpeg) and loch's
-// image tensors: uint8 pixels in [height, width, channels] order.
 package imaging
 
 import (
@@ -139,31 +137,12 @@ func decodeStd(dst, data []byte, w, h, c int) error {
 // decodeAsStd is DecodeAs with the standard library's decoders.
 func decodeAsStd(data []byte, channels int) ([]byte, []int, error) {
 	pix, shape, err := decodeStdImage(data)
-	if err != nil || shape[2] == channels {
+	if err != nil || shape[2] == channels || !validChannels(channels) {
 		return pix, shape, err
 	}
-	n := shape[0] * shape[1]
-	out := make([]byte, n*channels)
-	from := shape[2]
-	for i := 0; i < n; i++ {
-		src := pix[i*from : (i+1)*from]
-		dst := out[i*channels : (i+1)*channels]
-		switch {
-		case from == 1:
-			for k := range dst {
-				dst[k] = src[0]
-			}
-			if channels == 4 {
-				dst[3] = 255
-			}
-		case channels == 1:
-			dst[0] = uint8((299*int(src[0]) + 587*int(src[1]) + 114*int(src[2]) + 500) / 1000)
-		default:
-			copy(dst, src[:min(3, channels)])
-			if channels == 4 {
-				dst[3] = 255
-			}
-		}
+	out := make([]byte, shape[0]*shape[1]*channels)
+	if err := ConvertChannels(out, pix, shape[2], channels); err != nil {
+		return nil, nil, err
 	}
 	return out, []int{shape[0], shape[1], channels}, nil
 }
@@ -186,15 +165,8 @@ func FromImage(img image.Image) ([]byte, []int, error) {
 		}
 		return pix, []int{h, w, 4}, nil
 	case *image.RGBA:
-		if opaque(m) {
-			pix := make([]byte, h*w*3)
-			for y := 0; y < h; y++ {
-				row := m.Pix[y*m.Stride:]
-				for x := 0; x < w; x++ {
-					copy(pix[(y*w+x)*3:(y*w+x)*3+3], row[x*4:x*4+3])
-				}
-			}
-			return pix, []int{h, w, 3}, nil
+		if m.Opaque() {
+			return rgbaToRGB(m), []int{h, w, 3}, nil
 		}
 	}
 	c := channels(img.ColorModel())
@@ -210,17 +182,18 @@ func FromImage(img image.Image) ([]byte, []int, error) {
 	}
 	rgba := image.NewRGBA(image.Rect(0, 0, w, h))
 	draw.Draw(rgba, rgba.Bounds(), img, b.Min, draw.Src)
-	pix := make([]byte, h*w*3)
-	for y := 0; y < h; y++ {
-		row := rgba.Pix[y*rgba.Stride:]
-		for x := 0; x < w; x++ {
-			copy(pix[(y*w+x)*3:(y*w+x)*3+3], row[x*4:x*4+3])
-		}
-	}
-	return pix, []int{h, w, 3}, nil
+	return rgbaToRGB(rgba), []int{h, w, 3}, nil
 }
 
-func opaque(m *image.RGBA) bool { return m.Opaque() }
+// rgbaToRGB drops the alpha of an RGBA image's pixels.
+func rgbaToRGB(m *image.RGBA) []byte {
+	h, w := m.Rect.Dy(), m.Rect.Dx()
+	pix := make([]byte, h*w*3)
+	for y := 0; y < h; y++ { // cannot fail: whole rows of pixels
+		_ = ConvertChannels(pix[y*w*3:(y+1)*w*3], m.Pix[y*m.Stride:y*m.Stride+w*4], 4, 3)
+	}
+	return pix
+}
 
 // ToImage wraps HWC uint8 pixels (1, 3 or 4 channels) as an image.Image.
 func ToImage(pix []byte, shape []int) (image.Image, error) {
@@ -236,10 +209,7 @@ func ToImage(pix []byte, shape []int) (image.Image, error) {
 		return &image.NRGBA{Pix: pix, Stride: 4 * w, Rect: r}, nil
 	case 3:
 		out := image.NewNRGBA(r)
-		for i := 0; i < h*w; i++ {
-			copy(out.Pix[4*i:4*i+3], pix[3*i:3*i+3])
-			out.Pix[4*i+3] = 255
-		}
+		_ = ConvertChannels(out.Pix, pix, 3, 4) // sizes checked above
 		return out, nil
 	}
 	return nil, fmt.Errorf("image tensor with %d channels, want 1, 3 or 4", c)
@@ -285,32 +255,4 @@ func Encode(format string, pix []byte, shape []int, quality int) ([]byte, error)
 		return nil, fmt.Errorf("encode %s: %w", format, err)
 	}
 	return buf.Bytes(), nil
-}
-
-// Resize scales HWC uint8 pixels to width x height with Catmull-Rom
-// interpolation.
-func Resize(pix []byte, shape []int, width, height int) ([]byte, []int, error) {
-	img, err := ToImage(pix, shape)
-	if err != nil {
-		return nil, nil, err
-	}
-	dst := image.NewNRGBA(image.Rect(0, 0, width, height))
-	draw.CatmullRom.Scale(dst, dst.Bounds(), img, img.Bounds(), draw.Src, nil)
-	out, s, err := FromImage(dst)
-	if err != nil {
-		return nil, nil, err
-	}
-	if shape[2] != s[2] { // FromImage gives 4 channels for NRGBA: drop or reduce
-		return selectChannels(out, s, shape[2]), []int{height, width, shape[2]}, nil
-	}
-	return out, s, nil
-}
-
-func selectChannels(pix []byte, shape []int, c int) []byte {
-	n := shape[0] * shape[1]
-	out := make([]byte, n*c)
-	for i := 0; i < n; i++ {
-		copy(out[i*c:(i+1)*c], pix[i*shape[2]:i*shape[2]+c])
-	}
-	return out
 }

@@ -66,11 +66,3 @@ func TestConfigAgreesWithDecode(t *testing.T) {
 	_, _, err := Decode([]byte("not an image"))
 	require.ErrorIs(t, err, ErrDecode)
 }
-
-func TestResize(t *testing.T) {
-	pix := make([]byte, 8*8*3)
-	out, shape, err := Resize(pix, []int{8, 8, 3}, 4, 2)
-	require.NoError(t, err)
-	require.Equal(t, []int{2, 4, 3}, shape)
-	require.Len(t, out, 2*4*3)
-}

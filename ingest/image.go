@@ -110,13 +110,19 @@ func (ic *imageConverter) sample(name string, data []byte) (loch.Sample, error) 
 		return loch.Encoded(ic.target, data, shape), nil
 	}
 	if channels != shape[2] {
-		pix, shape = convertChannels(pix, shape, channels)
+		out := make([]byte, shape[0]*shape[1]*channels)
+		if err := imaging.ConvertChannels(out, pix, shape[2], channels); err != nil {
+			return loch.Sample{}, fmt.Errorf("%s: %w", name, err)
+		}
+		pix, shape = out, []int{shape[0], shape[1], channels}
 	}
 	if resize {
-		pix, shape, err = imaging.Resize(pix, shape, ic.resize.Width, ic.resize.Height)
-		if err != nil {
+		th, tw := ic.resize.Height, ic.resize.Width
+		out := make([]byte, th*tw*shape[2])
+		if err := imaging.Resize(out, pix, shape[0], shape[1], th, tw, shape[2], imaging.CatmullRom); err != nil {
 			return loch.Sample{}, fmt.Errorf("resize %s: %w", name, err)
 		}
+		pix, shape = out, []int{th, tw, shape[2]}
 	}
 	if ic.target == schema.SampleNone {
 		return loch.Tensor(shape, pix), nil
@@ -126,35 +132,4 @@ func (ic *imageConverter) sample(name string, data []byte) (loch.Sample, error) 
 		return loch.Sample{}, fmt.Errorf("encode %s: %w", name, err)
 	}
 	return loch.Encoded(ic.target, enc, shape), nil
-}
-
-// convertChannels converts HWC uint8 pixels between 1 (gray), 3 (RGB) and
-// 4 (RGBA) channels: gray is replicated, RGB gives gray by the ITU-R BT.601
-// luma weights, alpha is dropped or added opaque.
-func convertChannels(pix []byte, shape []int, to int) ([]byte, []int) {
-	from := shape[2]
-	n := shape[0] * shape[1]
-	out := make([]byte, n*to)
-	for i := 0; i < n; i++ {
-		src := pix[i*from : i*from+from]
-		dst := out[i*to : i*to+to]
-		var r, g, b, a byte
-		switch from {
-		case 1:
-			r, g, b, a = src[0], src[0], src[0], 255
-		case 3:
-			r, g, b, a = src[0], src[1], src[2], 255
-		default:
-			r, g, b, a = src[0], src[1], src[2], src[3]
-		}
-		switch to {
-		case 1:
-			dst[0] = byte((299*int(r) + 587*int(g) + 114*int(b) + 500) / 1000)
-		case 3:
-			dst[0], dst[1], dst[2] = r, g, b
-		default:
-			dst[0], dst[1], dst[2], dst[3] = r, g, b, a
-		}
-	}
-	return out, []int{shape[0], shape[1], to}
 }

@@ -2,10 +2,12 @@ package transform
 
 import (
 	"fmt"
+	"image"
 	"math"
 	"math/rand/v2"
 	"strconv"
 
+	"github.com/lochdata/loch/imaging"
 	"github.com/lochdata/loch/schema"
 )
 
@@ -27,10 +29,11 @@ func (z size) valid() bool {
 	return z.w > 0 && z.h > 0 && z.w <= maxDim && z.h <= maxDim
 }
 
-// Resize returns the step "resize=WxH": bilinear resampling of uint8 HWC
-// pixels to width w and height h. Shrinking widens the filter to average
-// every input pixel (antialiasing), as Pillow and torchvision's
-// antialias=True do. An output of more than MaxPixels is an error.
+// Resize returns the step "resize=WxH": bilinear resampling
+// (imaging.Bilinear) of uint8 HWC pixels to width w and height h.
+// Shrinking widens the filter to average every input pixel
+// (antialiasing), as Pillow and torchvision's antialias=True do. An output
+// of more than MaxPixels is an error.
 func Resize(w, h int) Step { return resizeStep{size{w: w, h: h}} }
 
 // ResizeShorter returns the step "resize=S": bilinear resampling of uint8
@@ -74,8 +77,7 @@ func (r resizeStep) Out(in Image) (Image, error) {
 func (r resizeStep) Apply(in, out Image, _ *rand.Rand) error {
 	h, w, c, _ := in.Dims()
 	th, tw, _, _ := out.Dims()
-	resample(out.Data, tw, th, 0, 0, tw, th, in.Data, w*c, 0, 0, w, h, c)
-	return nil
+	return imaging.Resize(out.Data, in.Data, h, w, th, tw, c, imaging.Bilinear)
 }
 
 // CenterCrop returns the step "center_crop=WxH": the w x h rectangle at
@@ -155,8 +157,8 @@ func (s resizeCrop) Apply(in, out Image, rng *rand.Rand) error {
 	h, w, c, _ := in.Dims()
 	th, tw := s.resize.target(h, w)
 	top, left := s.crop.offset(th, tw, rng)
-	resample(out.Data, tw, th, left, top, s.crop.w, s.crop.h, in.Data, w*c, 0, 0, w, h, c)
-	return nil
+	win := image.Rect(left, top, left+s.crop.w, top+s.crop.h)
+	return imaging.ResizeRegion(out.Data, in.Data, h, w, th, tw, c, imaging.Bilinear, imaging.Region{Dst: win})
 }
 
 // crop copies the ch x cw rectangle at (top, left) of in into dst.
@@ -260,8 +262,8 @@ func (s rrcStep) region(h, w int, rng *rand.Rand) (top, left, ch, cw int) {
 func (s rrcStep) Apply(in, out Image, rng *rand.Rand) error {
 	h, w, c, _ := in.Dims()
 	top, left, ch, cw := s.region(h, w, rng)
-	resample(out.Data, s.w, s.h, 0, 0, s.w, s.h, in.Data, w*c, left, top, cw, ch, c)
-	return nil
+	region := image.Rect(left, top, left+cw, top+ch)
+	return imaging.ResizeRegion(out.Data, in.Data, h, w, s.h, s.w, c, imaging.Bilinear, imaging.Region{Src: region})
 }
 
 // Flip returns the step "flip" (p = 0.5) or "flip=P": a horizontal

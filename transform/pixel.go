@@ -8,6 +8,7 @@ import (
 	"strings"
 	"unsafe"
 
+	"github.com/lochdata/loch/imaging"
 	"github.com/lochdata/loch/schema"
 )
 
@@ -163,12 +164,12 @@ func (chwStep) Apply(in, out Image, _ *rand.Rand) error {
 }
 
 // Grayscale returns the step "grayscale": 1, 3 or 4 channels (alpha
-// dropped) to 1 channel of luma 0.299 R + 0.587 G + 0.114 B (uint8: rounded,
-// as imaging.DecodeAs). HWC, any dtype.
+// dropped) to 1 channel of luma 0.299 R + 0.587 G + 0.114 B (uint8:
+// rounded), by imaging.ConvertChannels. HWC, any dtype.
 func Grayscale() Step { return channelStep{to: 1} }
 
 // RGB returns the step "rgb": 1 channel (repeated), 3, or 4 (alpha
-// dropped) to 3 channels. HWC, any dtype.
+// dropped) to 3 channels, by imaging.ConvertChannels. HWC, any dtype.
 func RGB() Step { return channelStep{to: 3} }
 
 type channelStep struct{ to int }
@@ -194,35 +195,27 @@ func (s channelStep) Out(in Image) (Image, error) {
 }
 
 func (s channelStep) Apply(in, out Image, _ *rand.Rand) error {
-	h, w, c, _ := in.Dims()
-	n := h * w
-	es := in.DType.Size()
-	switch {
-	case c == s.to:
-		copy(out.Data, in.Data)
-	case s.to == 3 && c == 1:
-		for i := 0; i < n; i++ {
-			v := in.Data[i*es : (i+1)*es]
-			for k := 0; k < 3; k++ {
-				copy(out.Data[(i*3+k)*es:], v)
-			}
-		}
-	case s.to == 3: // 4 to 3
-		for i := 0; i < n; i++ {
-			copy(out.Data[i*3*es:(i+1)*3*es], in.Data[i*4*es:])
-		}
-	case es == 1: // 3 or 4 to gray
-		for i := 0; i < n; i++ {
-			p := in.Data[i*c : i*c+3]
-			out.Data[i] = uint8((299*int(p[0]) + 587*int(p[1]) + 114*int(p[2]) + 500) / 1000)
-		}
-	default:
-		for i := 0; i < n; i++ {
-			r, g, b := getF32(in.Data, i*c), getF32(in.Data, i*c+1), getF32(in.Data, i*c+2)
-			putF32(out.Data, i, 0.299*r+0.587*g+0.114*b)
+	_, _, c, _ := in.Dims()
+	if in.DType == schema.Uint8 {
+		return imaging.ConvertChannels(out.Data, in.Data, c, s.to)
+	}
+	src := asFloat32(in.Data)
+	if src == nil { // a big-endian machine or an unaligned buffer
+		src = make([]float32, len(in.Data)/4)
+		for i := range src {
+			src[i] = getF32(in.Data, i)
 		}
 	}
-	return nil
+	dst := asFloat32(out.Data)
+	if dst == nil {
+		dst = make([]float32, len(out.Data)/4)
+		defer func() {
+			for i, v := range dst {
+				putF32(out.Data, i, v)
+			}
+		}()
+	}
+	return imaging.ConvertChannels(dst, src, c, s.to)
 }
 
 // floatConv is to_float fused with a following normalize and chw: one pass

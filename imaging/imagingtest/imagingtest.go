@@ -85,3 +85,13 @@ func Diff(a, b []byte) (maxd int, mean float64) {
 	}
 	return maxd, float64(sum) / float64(len(a))
 }
+
+// Noise makes n bytes of uniform noise, deterministic in seed.
+func Noise(n int, seed uint64) []byte {
+	r := rand.New(rand.NewPCG(seed, 11))
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(r.Uint32())
+	}
+	return b
+}

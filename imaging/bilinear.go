@@ -1,11 +1,11 @@
-package transform
+package imaging
 
 import (
 	"math"
 	"sync"
 )
 
-// Resampling with a triangle (bilinear) filter that widens with the
+// Bilinear: resampling with a triangle filter that widens with the
 // downscaling factor, as Pillow and torchvision (antialias=True) do: an
 // upscale interpolates between the two nearest pixels, a downscale by k
 // averages over about 2k of them, so that no input pixel is skipped.
@@ -78,7 +78,7 @@ func growInt32(b []int32, n int) []int32 {
 	return make([]int32, n)
 }
 
-// resampler is the scratch of one resample call.
+// resampler is the scratch of one bilinear call.
 type resampler struct {
 	x, y coeffs
 	tmp  []byte
@@ -89,12 +89,11 @@ var resamplers = sync.Pool{New: func() any { return new(resampler) }}
 
 const half = 1 << (precisionBits - 1)
 
-// resample scales the w x h region at (x0, y0) of src, a uint8 HWC image
-// with c channels and rows of stride bytes, to tw x th, and writes the
-// window ow x oh at (ox, oy) of the result into dst (packed HWC, len
-// ow*oh*c). Pixels outside the window are not computed, so a resize
-// followed by a crop costs only what the crop keeps.
-func resample(dst []byte, tw, th, ox, oy, ow, oh int, src []byte, stride, x0, y0, w, h, c int) {
+// bilinear computes s with the triangle filter into dst (packed HWC, len
+// ow*oh*c).
+func bilinear(dst, src []byte, s scaling) {
+	tw, th, ox, oy, ow, oh := s.tw, s.th, s.ox, s.oy, s.ow, s.oh
+	stride, x0, y0, w, h, c := s.stride, s.x0, s.y0, s.w, s.h, s.c
 	r := resamplers.Get().(*resampler)
 	defer resamplers.Put(r)
 
@@ -249,4 +248,12 @@ func clip8(a int32) byte {
 		return 255
 	}
 	return byte(a)
+}
+
+// grow returns b[:n] when b has room, and otherwise a new slice.
+func grow(b []byte, n int) []byte {
+	if cap(b) >= n {
+		return b[:n]
+	}
+	return make([]byte, n)
 }
