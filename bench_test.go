@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lochdata/loch/chunk"
+	"github.com/lochdata/loch/internal/chunk"
 	"github.com/lochdata/loch/schema"
 	"github.com/lochdata/loch/storage"
 )

@@ -3,7 +3,7 @@ package loch
 import (
 	"sync"
 
-	"github.com/lochdata/loch/chunk"
+	"github.com/lochdata/loch/internal/chunk"
 	"github.com/lochdata/loch/internal/lru"
 )
 

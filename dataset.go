@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/lochdata/loch/internal/keys"
-	"github.com/lochdata/loch/manifest"
+	"github.com/lochdata/loch/internal/manifest"
 	"github.com/lochdata/loch/schema"
 	"github.com/lochdata/loch/storage"
 )

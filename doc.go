@@ -36,4 +36,17 @@
 // Slices returned in a Sample are owned by the caller unless a method says
 // they alias a buffer the caller passed in (ColumnReader.Read) or fetched memory
 // (Scan.Sample, Fetched.At: valid while the Fetched is held, read-only).
+//
+// # Layout
+//
+// The engine's files follow its mechanisms, each in one place: dataset.go
+// (Create, Open, the handle), log.go (the log's root entries and
+// updateRoot, its only compare-and-swap), stage.go (staged writes),
+// commit.go (Commit), snapshot.go (a version's fragments and rows),
+// read.go and scan.go (the one chunk reader, ColumnReader and Scan),
+// rows.go (live rows joined by id, for Diff and Merge), walk.go (the
+// object-graph walk GC and Verify share), refs.go, merge.go, diff.go,
+// gc.go and verify.go. The on-disk formats (internal/chunk,
+// internal/manifest), the object layout (internal/keys) and the error
+// kinds (internal/base) are internal; docs/format.md specifies the bytes.
 package loch

@@ -12,7 +12,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/lochdata/loch/internal/keys"
-	"github.com/lochdata/loch/manifest"
+	"github.com/lochdata/loch/internal/manifest"
 	"github.com/lochdata/loch/storage"
 )
 

@@ -14,8 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lochdata/loch/internal/keys"
+	"github.com/lochdata/loch/internal/manifest"
 	"github.com/lochdata/loch/internal/testserver"
-	"github.com/lochdata/loch/manifest"
 	"github.com/lochdata/loch/schema"
 	"github.com/lochdata/loch/storage"
 )

@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/lochdata/loch/internal/keys"
-	"github.com/lochdata/loch/manifest"
+	"github.com/lochdata/loch/internal/manifest"
 	"github.com/lochdata/loch/schema"
 )
 

@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/lochdata/loch/chunk"
 	"github.com/lochdata/loch/chunkcache"
 	"github.com/lochdata/loch/imaging"
 	"github.com/lochdata/loch/internal/base"
-	"github.com/lochdata/loch/manifest"
+	"github.com/lochdata/loch/internal/chunk"
+	"github.com/lochdata/loch/internal/manifest"
 	"github.com/lochdata/loch/schema"
 )
 

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/lochdata/loch/internal/keys"
-	"github.com/lochdata/loch/manifest"
+	"github.com/lochdata/loch/internal/manifest"
 	"github.com/lochdata/loch/storage"
 )
 

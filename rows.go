@@ -11,7 +11,7 @@ import (
 	"math"
 	"slices"
 
-	"github.com/lochdata/loch/manifest"
+	"github.com/lochdata/loch/internal/manifest"
 )
 
 // rowLoc is where a live row of a snapshot is stored.

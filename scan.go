@@ -8,7 +8,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/lochdata/loch/chunkcache"
-	"github.com/lochdata/loch/manifest"
+	"github.com/lochdata/loch/internal/manifest"
 	"github.com/lochdata/loch/schema"
 	"github.com/lochdata/loch/storage"
 )

@@ -11,10 +11,10 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/lochdata/loch/chunk"
 	"github.com/lochdata/loch/imaging"
+	"github.com/lochdata/loch/internal/chunk"
 	"github.com/lochdata/loch/internal/keys"
-	"github.com/lochdata/loch/manifest"
+	"github.com/lochdata/loch/internal/manifest"
 	"github.com/lochdata/loch/schema"
 )
 

@@ -10,7 +10,7 @@ import (
 	"sync"
 
 	"github.com/lochdata/loch/internal/keys"
-	"github.com/lochdata/loch/manifest"
+	"github.com/lochdata/loch/internal/manifest"
 )
 
 // Problem is one broken object found by Verify.

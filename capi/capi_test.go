@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lochdata/loch"
-	"github.com/lochdata/loch/chunk"
+	"github.com/lochdata/loch/internal/chunk"
 	"github.com/lochdata/loch/loader"
 	"github.com/lochdata/loch/loader/order"
 	"github.com/lochdata/loch/schema"
