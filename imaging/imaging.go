@@ -22,7 +22,7 @@ var ErrDecode = base.Mark(base.ErrCorrupt, "cannot decode image", nil)
 func Config(data []byte) (format string, shape []int, err error) {
 	cfg, format, err := image.DecodeConfig(bytes.NewReader(data))
 	if err != nil {
-		return "", nil, fmt.Errorf("%w: %v", ErrDecode, err)
+		return "", nil, base.Markf(ErrDecode, "decode image: %v", err)
 	}
 	return format, []int{cfg.Height, cfg.Width, channels(cfg.ColorModel)}, nil
 }
@@ -55,7 +55,7 @@ func Decode(data []byte) (pix []byte, shape []int, err error) {
 func decodeStdImage(data []byte) (pix []byte, shape []int, err error) {
 	img, _, err := image.Decode(bytes.NewReader(data))
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %v", ErrDecode, err)
+		return nil, nil, base.Markf(ErrDecode, "decode image: %v", err)
 	}
 	return FromImage(img)
 }
@@ -81,7 +81,7 @@ func DecodeAs(data []byte, channels int) ([]byte, []int, error) {
 		c = info.Channels
 	}
 	if info.Width <= 0 || info.Height <= 0 || info.Width*info.Height > MaxPixels {
-		return nil, nil, fmt.Errorf("%w: jpeg of %dx%d pixels (at most %d allowed)", ErrDecode, info.Width, info.Height, MaxPixels)
+		return nil, nil, base.Markf(ErrDecode, "decode image: jpeg of %dx%d pixels (at most %d allowed)", info.Width, info.Height, MaxPixels)
 	}
 	pix := make([]byte, info.Height*info.Width*c)
 	if err := DecodeJPEG(pix, data, info.Width, info.Height, c); err != nil {
@@ -128,7 +128,7 @@ func decodeStd(dst, data []byte, w, h, c int) error {
 		return err
 	}
 	if shape[0] != h || shape[1] != w || len(pix) != len(dst) {
-		return fmt.Errorf("%w: decoded %v, want %v", ErrDecode, shape, []int{h, w, c})
+		return base.Markf(ErrDecode, "decode image: decoded %v, want %v", shape, []int{h, w, c})
 	}
 	copy(dst, pix)
 	return nil

@@ -2,7 +2,7 @@
 
 package imaging
 
-import "fmt"
+import "github.com/lochdata/loch/internal/base"
 
 // TurboJPEG reports whether JPEG decoding uses libjpeg-turbo. It is false
 // in this build: the package was built with the noturbojpeg tag or without
@@ -18,7 +18,7 @@ func JPEGHeader(data []byte) (JPEGInfo, error) {
 		return JPEGInfo{}, err
 	}
 	if format != "jpeg" {
-		return JPEGInfo{}, fmt.Errorf("%w: declared jpeg, the data is %s", ErrDecode, format)
+		return JPEGInfo{}, base.Markf(ErrDecode, "decode image: declared jpeg, the data is %s", format)
 	}
 	return JPEGInfo{Height: shape[0], Width: shape[1], Channels: shape[2]}, nil
 }

@@ -15,6 +15,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"unsafe"
+
+	"github.com/lochdata/loch/internal/base"
 )
 
 // TurboJPEG reports whether JPEG decoding uses libjpeg-turbo: true in the
@@ -84,7 +86,7 @@ func getDecompressor() (*decompressor, error) {
 
 // err turns the handle's last error into a Go error wrapping ErrDecode.
 func (d *decompressor) err(op string) error {
-	return fmt.Errorf("%w: jpeg %s: %s", ErrDecode, op, C.GoString(C.tjGetErrorStr2(d.h)))
+	return base.Markf(ErrDecode, "decode image: jpeg %s: %s", op, C.GoString(C.tjGetErrorStr2(d.h)))
 }
 
 func cbytes(b []byte) *C.uchar { return (*C.uchar)(unsafe.Pointer(unsafe.SliceData(b))) }
@@ -93,7 +95,7 @@ func cbytes(b []byte) *C.uchar { return (*C.uchar)(unsafe.Pointer(unsafe.SliceDa
 // whether it can be shrunk while decoding (DecodeJPEG).
 func JPEGHeader(data []byte) (JPEGInfo, error) {
 	if len(data) == 0 {
-		return JPEGInfo{}, fmt.Errorf("%w: jpeg: no data", ErrDecode)
+		return JPEGInfo{}, base.Markf(ErrDecode, "decode image: jpeg: no data")
 	}
 	d, err := getDecompressor()
 	if err != nil {
@@ -150,13 +152,13 @@ func turboDecode(dst, data []byte, w, h, c int, flags C.int) error {
 		}
 	}
 	if denom == 0 {
-		return fmt.Errorf("%w: jpeg is %dx%d, not %dx%d at any scale", ErrDecode, hw, hh, w, h)
+		return base.Markf(ErrDecode, "decode image: jpeg is %dx%d, not %dx%d at any scale", hw, hh, w, h)
 	}
 	if cs == C.TJCS_CMYK || cs == C.TJCS_YCCK {
 		// libjpeg-turbo gives CMYK only as CMYK; the standard library
 		// converts it (Adobe-inverted) to RGB.
 		if denom != 1 {
-			return fmt.Errorf("%w: a CMYK jpeg cannot be shrunk while decoding", ErrDecode)
+			return base.Markf(ErrDecode, "decode image: a CMYK jpeg cannot be shrunk while decoding")
 		}
 		return decodeStd(dst, data, w, h, c)
 	}

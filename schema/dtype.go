@@ -3,6 +3,8 @@ package schema
 import (
 	"encoding/json"
 	"fmt"
+
+	"github.com/lochdata/loch/internal/base"
 )
 
 // DType is the element type of a column. Its numeric value is the code
@@ -107,13 +109,13 @@ func ParseDType(s string) (DType, error) {
 	case "bool_":
 		return Bool, nil
 	}
-	return Invalid, fmt.Errorf("%w: unknown dtype %q (want one of bool, int8..int64, uint8..uint64, float16, bfloat16, float32, float64, text, json, bytes)", ErrInvalid, s)
+	return Invalid, base.Markf(ErrInvalid, "unknown dtype %q (want one of bool, int8..int64, uint8..uint64, float16, bfloat16, float32, float64, text, json, bytes)", s)
 }
 
 // MarshalJSON writes the dtype's name.
 func (d DType) MarshalJSON() ([]byte, error) {
 	if !d.Valid() {
-		return nil, fmt.Errorf("%w: dtype code %d", ErrInvalid, uint8(d))
+		return nil, base.Markf(ErrInvalid, "dtype code %d", uint8(d))
 	}
 	return json.Marshal(d.String())
 }
@@ -122,7 +124,7 @@ func (d DType) MarshalJSON() ([]byte, error) {
 func (d *DType) UnmarshalJSON(b []byte) error {
 	var s string
 	if err := json.Unmarshal(b, &s); err != nil {
-		return fmt.Errorf("%w: dtype must be a string, got %s", ErrInvalid, b)
+		return base.Markf(ErrInvalid, "dtype must be a string, got %s", b)
 	}
 	v, err := ParseDType(s)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/lochdata/loch/internal/base"
 	yaml "go.yaml.in/yaml/v3"
 )
 
@@ -20,11 +21,11 @@ import (
 func Parse(data []byte) (Schema, error) {
 	var generic any
 	if err := yaml.Unmarshal(data, &generic); err != nil {
-		return Schema{}, fmt.Errorf("%w: schema is neither JSON nor YAML: %v", ErrInvalid, err)
+		return Schema{}, base.Markf(ErrInvalid, "schema is neither JSON nor YAML: %v", err)
 	}
 	js, err := json.Marshal(jsonable(generic))
 	if err != nil {
-		return Schema{}, fmt.Errorf("%w: schema: %v", ErrInvalid, err)
+		return Schema{}, base.Markf(ErrInvalid, "schema: %v", err)
 	}
 	trimmed := bytes.TrimSpace(js)
 	if len(trimmed) > 0 && trimmed[0] == '[' {
@@ -36,7 +37,7 @@ func Parse(data []byte) (Schema, error) {
 	dec := json.NewDecoder(bytes.NewReader(js))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&raw); err != nil {
-		return Schema{}, fmt.Errorf("%w: schema: want an object with a \"columns\" list or a list of columns: %s", ErrInvalid, strings.TrimPrefix(err.Error(), "json: "))
+		return Schema{}, base.Markf(ErrInvalid, "schema: want an object with a \"columns\" list or a list of columns: %s", strings.TrimPrefix(err.Error(), "json: "))
 	}
 	var s Schema
 	for i, rc := range raw.Columns {
@@ -48,16 +49,16 @@ func Parse(data []byte) (Schema, error) {
 			_ = json.Unmarshal(rc, &name)
 			msg := strings.TrimPrefix(err.Error(), "json: ")
 			msg = strings.TrimPrefix(msg, ErrInvalid.Error()+": ")
-			return Schema{}, fmt.Errorf("%w: schema column %d (%q): %s", ErrInvalid, i+1, name.Name, msg)
+			return Schema{}, base.Markf(ErrInvalid, "schema column %d (%q): %s", i+1, name.Name, msg)
 		}
 		s.Columns = append(s.Columns, c)
 	}
 	if len(s.Columns) == 0 {
-		return Schema{}, fmt.Errorf("%w: schema has no columns", ErrInvalid)
+		return Schema{}, base.Markf(ErrInvalid, "schema has no columns")
 	}
 	for _, c := range s.Columns {
 		if c.UID != 0 || c.Samples != 0 || c.StoredBytes != 0 {
-			return Schema{}, fmt.Errorf("%w: schema column %q sets a statistic (uid, samples, stored_bytes) that loch keeps itself", ErrInvalid, c.Name)
+			return Schema{}, base.Markf(ErrInvalid, "schema column %q sets a statistic (uid, samples, stored_bytes) that loch keeps itself", c.Name)
 		}
 	}
 	if err := s.Normalize(); err != nil {

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"unicode/utf8"
+
+	"github.com/lochdata/loch/internal/base"
 )
 
 // CheckSample validates one sample of the column: its shape against the
@@ -13,7 +15,7 @@ import (
 // column, what was expected and what was found.
 func (c *Column) CheckSample(shape []int, data []byte) error {
 	bad := func(format string, a ...any) error {
-		return fmt.Errorf("%w: column %q (%s %s): %s", ErrInvalid, c.Name, c.Kind, c.DType, fmt.Sprintf(format, a...))
+		return base.Markf(ErrInvalid, "column %q (%s %s): %s", c.Name, c.Kind, c.DType, fmt.Sprintf(format, a...))
 	}
 	if c.DType.Variable() {
 		if len(shape) != 1 {

@@ -192,7 +192,7 @@ func (s *Schema) Normalize() error {
 			return err
 		}
 		if seen[c.Name] {
-			return fmt.Errorf("%w: column %q appears twice", ErrInvalid, c.Name)
+			return base.Markf(ErrInvalid, "column %q appears twice", c.Name)
 		}
 		seen[c.Name] = true
 	}
@@ -202,7 +202,7 @@ func (s *Schema) Normalize() error {
 // Normalize fills the column's defaults and validates it.
 func (c *Column) Normalize() error {
 	if !nameRE.MatchString(c.Name) {
-		return fmt.Errorf("%w: column name %q: want letters, digits, '_', '-', '.', starting with a letter or '_'", ErrInvalid, c.Name)
+		return base.Markf(ErrInvalid, "column name %q: want letters, digits, '_', '-', '.', starting with a letter or '_'", c.Name)
 	}
 	if c.Kind == "" {
 		c.Kind = Generic
@@ -220,11 +220,11 @@ func (c *Column) Normalize() error {
 		case BBox, Embedding, PointCloud, Audio:
 			c.DType = Float32
 		default:
-			return fmt.Errorf("%w: column %q: dtype is missing", ErrInvalid, c.Name)
+			return base.Markf(ErrInvalid, "column %q: dtype is missing", c.Name)
 		}
 	}
 	if !c.DType.Valid() {
-		return fmt.Errorf("%w: column %q: unknown dtype code %d", ErrInvalid, c.Name, uint8(c.DType))
+		return base.Markf(ErrInvalid, "column %q: unknown dtype code %d", c.Name, uint8(c.DType))
 	}
 	if c.SampleCompression == "" {
 		c.SampleCompression = SampleNone
@@ -236,29 +236,29 @@ func (c *Column) Normalize() error {
 		c.ChunkBytes = DefaultChunkBytes
 	}
 	if c.ChunkBytes < 1024 || c.ChunkBytes > 1<<30 {
-		return fmt.Errorf("%w: column %q: chunk_bytes %d out of range [1024, 1GiB]", ErrInvalid, c.Name, c.ChunkBytes)
+		return base.Markf(ErrInvalid, "column %q: chunk_bytes %d out of range [1024, 1GiB]", c.Name, c.ChunkBytes)
 	}
 	switch c.SampleCompression {
 	case SampleNone, PNG, JPEG:
 	default:
-		return fmt.Errorf("%w: column %q: sample_compression %q (want none, png or jpeg)", ErrInvalid, c.Name, c.SampleCompression)
+		return base.Markf(ErrInvalid, "column %q: sample_compression %q (want none, png or jpeg)", c.Name, c.SampleCompression)
 	}
 	switch c.ChunkCompression {
 	case CodecNone, LZ4, Zstd:
 	default:
-		return fmt.Errorf("%w: column %q: chunk_compression %q (want none, lz4 or zstd)", ErrInvalid, c.Name, c.ChunkCompression)
+		return base.Markf(ErrInvalid, "column %q: chunk_compression %q (want none, lz4 or zstd)", c.Name, c.ChunkCompression)
 	}
 	if c.SampleCompression != SampleNone {
 		if c.ChunkCompression != CodecNone {
-			return fmt.Errorf("%w: column %q: sample compression %s and chunk compression %s are exclusive", ErrInvalid, c.Name, c.SampleCompression, c.ChunkCompression)
+			return base.Markf(ErrInvalid, "column %q: sample compression %s and chunk compression %s are exclusive", c.Name, c.SampleCompression, c.ChunkCompression)
 		}
 		if c.DType != Uint8 || (c.Kind != Image && c.Kind != Mask && c.Kind != Generic) {
-			return fmt.Errorf("%w: column %q: %s compression needs a uint8 image column, got %s %s", ErrInvalid, c.Name, c.SampleCompression, c.Kind, c.DType)
+			return base.Markf(ErrInvalid, "column %q: %s compression needs a uint8 image column, got %s %s", c.Name, c.SampleCompression, c.Kind, c.DType)
 		}
 	}
 	for _, d := range c.Shape {
 		if d < -1 {
-			return fmt.Errorf("%w: column %q: shape %v: dimensions are sizes or null", ErrInvalid, c.Name, c.Shape)
+			return base.Markf(ErrInvalid, "column %q: shape %v: dimensions are sizes or null", c.Name, c.Shape)
 		}
 	}
 	return c.checkKind()
@@ -266,7 +266,7 @@ func (c *Column) Normalize() error {
 
 func (c *Column) checkKind() error {
 	bad := func(format string, a ...any) error {
-		return fmt.Errorf("%w: column %q (kind %s): %s", ErrInvalid, c.Name, c.Kind, fmt.Sprintf(format, a...))
+		return base.Markf(ErrInvalid, "column %q (kind %s): %s", c.Name, c.Kind, fmt.Sprintf(format, a...))
 	}
 	ndimIs := func(n ...int) bool {
 		if c.Shape == nil {
@@ -354,7 +354,7 @@ func (c *Column) checkKind() error {
 			return bad("shape %v, want [points, >=3]", c.Shape)
 		}
 	default:
-		return fmt.Errorf("%w: column %q: unknown kind %q (want one of %s)", ErrInvalid, c.Name, c.Kind, kindList())
+		return base.Markf(ErrInvalid, "column %q: unknown kind %q (want one of %s)", c.Name, c.Kind, kindList())
 	}
 	if c.DType.Variable() && len(c.Shape) > 0 {
 		return bad("a %s column has no shape, got %v", c.DType, c.Shape)
@@ -400,7 +400,7 @@ func (s *Shape) UnmarshalJSON(b []byte) error {
 	}
 	var in []*int
 	if err := json.Unmarshal(b, &in); err != nil {
-		return fmt.Errorf("%w: shape must be a list of sizes or nulls, got %s", ErrInvalid, b)
+		return base.Markf(ErrInvalid, "shape must be a list of sizes or nulls, got %s", b)
 	}
 	out := make(Shape, len(in))
 	for i, v := range in {

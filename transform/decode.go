@@ -1,10 +1,10 @@
 package transform
 
 import (
-	"fmt"
 	"math/rand/v2"
 
 	"github.com/lochdata/loch/imaging"
+	"github.com/lochdata/loch/internal/base"
 	"github.com/lochdata/loch/schema"
 )
 
@@ -95,16 +95,16 @@ func (s decodeStep) header(in Image) (h, w, c, denom int, err error) {
 			return 0, 0, 0, 0, err
 		}
 		if format != "png" {
-			return 0, 0, 0, 0, fmt.Errorf("%w: declared png, the data is %s", ErrDecode, format)
+			return 0, 0, 0, 0, base.Markf(ErrDecode, "decode image: declared png, the data is %s", format)
 		}
 		h, w, c = shape[0], shape[1], shape[2]
 	}
 	if h <= 0 || w <= 0 || h*w > MaxPixels {
-		return 0, 0, 0, 0, fmt.Errorf("%w: %s of %dx%d pixels (at most %d allowed)", ErrDecode, in.Encoded, w, h, MaxPixels)
+		return 0, 0, 0, 0, base.Markf(ErrDecode, "decode image: %s of %dx%d pixels (at most %d allowed)", in.Encoded, w, h, MaxPixels)
 	}
 	if in.Shape != nil {
 		if (in.Shape[0] >= 0 && in.Shape[0] != h) || (in.Shape[1] >= 0 && in.Shape[1] != w) {
-			return 0, 0, 0, 0, fmt.Errorf("%w: %s is %dx%d, declared shape %v", ErrDecode, in.Encoded, w, h, in.Shape)
+			return 0, 0, 0, 0, base.Markf(ErrDecode, "decode image: %s is %dx%d, declared shape %v", in.Encoded, w, h, in.Shape)
 		}
 		if in.Shape[2] > 0 {
 			c = in.Shape[2]

@@ -142,7 +142,7 @@ func stepError(s Step, in Image, err error) error {
 
 // inputErr makes an ErrInput error with a message.
 func inputErr(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", ErrInput, fmt.Sprintf(format, args...))
+	return base.Markf(ErrInput, "%s", fmt.Sprintf(format, args...))
 }
 
 // need checks that in is a pixel image of one of the dtypes and layouts

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/lochdata/loch/internal/base"
 )
 
 // Parse reads a pipeline from its textual spec, the form that
@@ -22,7 +24,7 @@ func Parse(spec string) (Pipeline, error) {
 		text = strings.TrimSpace(text)
 		s, err := parseStep(text)
 		if err != nil {
-			return Pipeline{}, fmt.Errorf("%w: step %d %q: %v", ErrSpec, i+1, text, err)
+			return Pipeline{}, base.Markf(ErrSpec, "step %d %q: %v", i+1, text, err)
 		}
 		steps = append(steps, s)
 	}

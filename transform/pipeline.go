@@ -1,11 +1,11 @@
 package transform
 
 import (
-	"fmt"
 	"math/rand/v2"
 	"strings"
 	"sync"
 
+	"github.com/lochdata/loch/internal/base"
 	"github.com/lochdata/loch/schema"
 )
 
@@ -53,11 +53,11 @@ func New(steps ...Step) (Pipeline, error) {
 	p := Pipeline{steps: append([]Step(nil), steps...)}
 	for i, s := range steps {
 		if s == nil {
-			return Pipeline{}, fmt.Errorf("%w: step %d is nil", ErrSpec, i+1)
+			return Pipeline{}, base.Markf(ErrSpec, "step %d is nil", i+1)
 		}
 		if v, ok := s.(interface{ validate() error }); ok {
 			if err := v.validate(); err != nil {
-				return Pipeline{}, fmt.Errorf("%w: step %d %q: %v", ErrSpec, i+1, s, err)
+				return Pipeline{}, base.Markf(ErrSpec, "step %d %q: %v", i+1, s, err)
 			}
 		}
 		p.random = p.random || s.Random()
@@ -155,14 +155,14 @@ func (p Pipeline) OutShape(in []int) ([]int, schema.DType, error) {
 // in.Data. Errors are *StepError values that wrap ErrInput or ErrDecode.
 func (p Pipeline) Apply(in Image, rng *rand.Rand, dst []byte) (Image, error) {
 	if p.random && rng == nil {
-		return Image{}, fmt.Errorf("%w: transform %s is random and needs an rng, got nil", ErrInput, p)
+		return Image{}, base.Markf(ErrInput, "transform %s is random and needs an rng, got nil", p)
 	}
 	if in.Encoded == "" {
 		if n := in.Size(); n < 0 || n != len(in.Data) {
-			return Image{}, fmt.Errorf("%w: image of %s %v %s has %d bytes", ErrInput, in.DType, in.Shape, in.Layout, len(in.Data))
+			return Image{}, base.Markf(ErrInput, "image of %s %v %s has %d bytes", in.DType, in.Shape, in.Layout, len(in.Data))
 		}
 	} else if len(in.Data) == 0 {
-		return Image{}, fmt.Errorf("%w: empty %s image", ErrDecode, in.Encoded)
+		return Image{}, base.Markf(ErrDecode, "decode image: empty %s image", in.Encoded)
 	}
 	if len(p.plan) == 0 {
 		out := in
@@ -180,7 +180,7 @@ func (p Pipeline) Apply(in Image, rng *rand.Rand, dst []byte) (Image, error) {
 		}
 		n := o.Size()
 		if n < 0 {
-			return Image{}, stepError(s, cur, fmt.Errorf("%w: output %v has unknown dimensions", ErrInput, o.Shape))
+			return Image{}, stepError(s, cur, base.Markf(ErrInput, "output %v has unknown dimensions", o.Shape))
 		}
 		if i == len(p.plan)-1 {
 			o.Data = grow(dst, n)

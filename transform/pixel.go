@@ -9,6 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/lochdata/loch/imaging"
+	"github.com/lochdata/loch/internal/base"
 	"github.com/lochdata/loch/schema"
 )
 
@@ -54,7 +55,7 @@ var presets = map[string][2][]float32{
 func NormalizePreset(name string) (Step, error) {
 	p, ok := presets[name]
 	if !ok {
-		return nil, fmt.Errorf("%w: normalize: unknown preset %q (want imagenet or clip, or MEAN/STD)", ErrSpec, name)
+		return nil, base.Markf(ErrSpec, "normalize: unknown preset %q (want imagenet or clip, or MEAN/STD)", name)
 	}
 	return normalizeStep{mean: p[0], std: p[1], preset: name}, nil
 }

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/lochdata/loch/internal/base"
 )
 
 // MixSpec is everything the order of a weighted mixture of datasets
@@ -56,13 +58,13 @@ func (s MixSpec) Validate() error {
 		}
 	}
 	if s.EpochRows < 0 {
-		return fmt.Errorf("%w: epoch of %d rows, want at least 0", ErrInvalid, s.EpochRows)
+		return base.Markf(ErrInvalid, "epoch of %d rows, want at least 0", s.EpochRows)
 	}
 	if s.Epoch < 0 {
-		return fmt.Errorf("%w: epoch %d, want at least 0", ErrInvalid, s.Epoch)
+		return base.Markf(ErrInvalid, "epoch %d, want at least 0", s.Epoch)
 	}
 	if s.BatchSize < 1 {
-		return fmt.Errorf("%w: batch size %d, want at least 1", ErrInvalid, s.BatchSize)
+		return base.Markf(ErrInvalid, "batch size %d, want at least 1", s.BatchSize)
 	}
 	return validateRank(s.WorldSize, s.Rank)
 }
@@ -73,17 +75,17 @@ func (s MixSpec) Validate() error {
 // round(w * 2^k) with k making the largest weight 2^40 to 2^41.
 func weightUnits(weights []float64, parts int) ([]uint64, error) {
 	if parts == 0 || len(weights) != parts || parts > math.MaxUint16+1 {
-		return nil, fmt.Errorf("%w: %d datasets with %d weights, want 1 to 65536 of each", ErrInvalid, parts, len(weights))
+		return nil, base.Markf(ErrInvalid, "%d datasets with %d weights, want 1 to 65536 of each", parts, len(weights))
 	}
 	var top float64
 	for d, w := range weights {
 		if math.IsNaN(w) || math.IsInf(w, 0) || w < 0 {
-			return nil, fmt.Errorf("%w: weight %d is %v, want a finite number >= 0", ErrInvalid, d, w)
+			return nil, base.Markf(ErrInvalid, "weight %d is %v, want a finite number >= 0", d, w)
 		}
 		top = max(top, w)
 	}
 	if top == 0 {
-		return nil, fmt.Errorf("%w: every weight is 0", ErrInvalid)
+		return nil, base.Markf(ErrInvalid, "every weight is 0")
 	}
 	if units, ok := decimalUnits(weights); ok {
 		return units, nil
@@ -93,7 +95,7 @@ func weightUnits(weights []float64, parts int) ([]uint64, error) {
 	for d, w := range weights {
 		units[d] = uint64(math.Round(math.Ldexp(w, 41-exp)))
 		if w > 0 && units[d] == 0 {
-			return nil, fmt.Errorf("%w: weight %d is %v, below 2^-41 of the largest", ErrInvalid, d, w)
+			return nil, base.Markf(ErrInvalid, "weight %d is %v, below 2^-41 of the largest", d, w)
 		}
 	}
 	return units, nil
@@ -167,7 +169,7 @@ func PlanMix(s MixSpec) (*MixPlan, error) {
 // epoch is spread over s.WorldSize ranks.
 func ResumeMix(s MixSpec, st State) (*MixPlan, error) {
 	if st.Version != s.Version {
-		return nil, fmt.Errorf("%w: state of snapshot %q resumed on snapshot %q", ErrMismatch, st.Version, s.Version)
+		return nil, base.Markf(ErrMismatch, "state of snapshot %q resumed on snapshot %q", st.Version, s.Version)
 	}
 	s.Seed, s.Epoch = st.Seed, st.Epoch
 	if err := s.Validate(); err != nil {
@@ -346,7 +348,7 @@ func (mx *mixer) perRank(d, world int) int64 {
 func (mx *mixer) checkWorld(world int) error {
 	for d, u := range mx.units {
 		if u > 0 && mx.perRank(d, world) == 0 {
-			return fmt.Errorf("%w: dataset %d (%d rows) gives each of %d ranks no rows", ErrInvalid, d, mx.parts[d].items(), world)
+			return base.Markf(ErrInvalid, "dataset %d (%d rows) gives each of %d ranks no rows", d, mx.parts[d].items(), world)
 		}
 	}
 	return nil
@@ -388,7 +390,7 @@ func (mx *mixer) firstStage(world, batch int) (*mixStage, error) {
 }
 
 func (mx *mixer) tooLong() error {
-	return fmt.Errorf("%w: a mixture epoch of more than %d rows per rank: set EpochRows", ErrInvalid, maxDraws)
+	return base.Markf(ErrInvalid, "a mixture epoch of more than %d rows per rank: set EpochRows", maxDraws)
 }
 
 // restStage draws the stage that spreads the draws prev's ranks left

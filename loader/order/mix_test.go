@@ -252,7 +252,7 @@ func TestMixValidate(t *testing.T) {
 		{"nan", func(s *order.MixSpec) { s.Weights[2] = math.NaN() }, "weight 2 is NaN"},
 		{"all zero", func(s *order.MixSpec) { s.Weights = []float64{0, 0, 0} }, "every weight is 0"},
 		{"tiny", func(s *order.MixSpec) { s.Weights[0] = 1.0 / 3e15 }, "below 2^-41 of the largest"},
-		{"dataset", func(s *order.MixSpec) { s.Parts[1].Mode = "shuffle" }, `dataset 1: order: invalid argument: shuffle mode "shuffle"`},
+		{"dataset", func(s *order.MixSpec) { s.Parts[1].Mode = "shuffle" }, `dataset 1: shuffle mode "shuffle"`},
 		{"batch", func(s *order.MixSpec) { s.BatchSize = 0 }, "batch size 0"},
 		{"rank", func(s *order.MixSpec) { s.WorldSize, s.Rank = 2, 3 }, "rank 3 outside world size 2"},
 		{"epoch rows", func(s *order.MixSpec) { s.EpochRows = -1 }, "epoch of -1 rows"},

@@ -5,6 +5,8 @@ import (
 	"iter"
 	"slices"
 	"sort"
+
+	"github.com/lochdata/loch/internal/base"
 )
 
 // State is what a training run saves to resume its order: where it is in
@@ -74,7 +76,7 @@ func Plan(s Spec) (*EpochPlan, error) {
 // from a state with more than one stage, costs O(rows) time and memory.
 func Resume(s Spec, st State) (*EpochPlan, error) {
 	if st.Version != s.Version {
-		return nil, fmt.Errorf("%w: state of snapshot %q resumed on snapshot %q", ErrMismatch, st.Version, s.Version)
+		return nil, base.Markf(ErrMismatch, "state of snapshot %q resumed on snapshot %q", st.Version, s.Version)
 	}
 	s.Seed, s.Epoch = st.Seed, st.Epoch
 	if err := s.Validate(); err != nil {
@@ -127,8 +129,8 @@ func replay(r *resolved, stages []Stage, rank int) (*stage, []Stage, int, error)
 func checkStages(stages []Stage) error {
 	for i, sg := range stages {
 		if sg.WorldSize < 1 || sg.BatchSize < 1 || sg.BatchesDone < 0 {
-			return fmt.Errorf("%w: stage %d has world size %d, batch size %d, %d batches done",
-				ErrInvalid, i, sg.WorldSize, sg.BatchSize, sg.BatchesDone)
+			return base.Markf(ErrInvalid, "stage %d has world size %d, batch size %d, %d batches done",
+				i, sg.WorldSize, sg.BatchSize, sg.BatchesDone)
 		}
 	}
 	return nil
@@ -138,7 +140,7 @@ func checkStages(stages []Stage) error {
 // (per rows each).
 func checkDone(i int, sg Stage, per int64) error {
 	if n := batchCount(per, sg.BatchSize); sg.BatchesDone > n {
-		return fmt.Errorf("%w: stage %d records %d batches done of %d", ErrMismatch, i, sg.BatchesDone, n)
+		return base.Markf(ErrMismatch, "stage %d records %d batches done of %d", i, sg.BatchesDone, n)
 	}
 	return nil
 }

@@ -1,7 +1,6 @@
 package order
 
 import (
-	"fmt"
 	"math"
 	"math/bits"
 	"slices"
@@ -85,7 +84,7 @@ func (s Spec) Validate() error {
 		return err
 	}
 	if s.BatchSize < 1 {
-		return fmt.Errorf("%w: batch size %d, want at least 1", ErrInvalid, s.BatchSize)
+		return base.Markf(ErrInvalid, "batch size %d, want at least 1", s.BatchSize)
 	}
 	return validateRank(s.WorldSize, s.Rank)
 }
@@ -95,24 +94,24 @@ func (s Spec) validateOrder() error {
 	switch s.Mode {
 	case "", ModeNone, ModeFull, ModeBlock:
 	default:
-		return fmt.Errorf("%w: shuffle mode %q, want none, full or block", ErrInvalid, s.Mode)
+		return base.Markf(ErrInvalid, "shuffle mode %q, want none, full or block", s.Mode)
 	}
 	if s.Epoch < 0 {
-		return fmt.Errorf("%w: epoch %d, want at least 0", ErrInvalid, s.Epoch)
+		return base.Markf(ErrInvalid, "epoch %d, want at least 0", s.Epoch)
 	}
 	if s.WindowRows < 0 {
-		return fmt.Errorf("%w: window of %d rows, want at least 0", ErrInvalid, s.WindowRows)
+		return base.Markf(ErrInvalid, "window of %d rows, want at least 0", s.WindowRows)
 	}
 	if len(s.Blocks) > math.MaxInt32 {
-		return fmt.Errorf("%w: %d blocks, want at most 2^31-1", ErrInvalid, len(s.Blocks))
+		return base.Markf(ErrInvalid, "%d blocks, want at most 2^31-1", len(s.Blocks))
 	}
 	var n int64
 	for i, b := range s.Blocks {
 		if b < 0 {
-			return fmt.Errorf("%w: block %d has %d rows, want at least 0", ErrInvalid, i, b)
+			return base.Markf(ErrInvalid, "block %d has %d rows, want at least 0", i, b)
 		}
 		if n += b; n < 0 || n > 1<<62 {
-			return fmt.Errorf("%w: blocks hold more than 2^62 rows", ErrInvalid)
+			return base.Markf(ErrInvalid, "blocks hold more than 2^62 rows")
 		}
 	}
 	return validateSubset(s.Subset, n)
@@ -120,10 +119,10 @@ func (s Spec) validateOrder() error {
 
 func validateRank(world, rank int) error {
 	if world < 0 {
-		return fmt.Errorf("%w: world size %d, want at least 1", ErrInvalid, world)
+		return base.Markf(ErrInvalid, "world size %d, want at least 1", world)
 	}
 	if rank < 0 || rank >= max(world, 1) {
-		return fmt.Errorf("%w: rank %d outside world size %d", ErrInvalid, rank, max(world, 1))
+		return base.Markf(ErrInvalid, "rank %d outside world size %d", rank, max(world, 1))
 	}
 	return nil
 }
@@ -134,14 +133,14 @@ func validateRank(world, rank int) error {
 func validateSubset(sub []int64, n int64) error {
 	for i, p := range sub {
 		if p < 0 || p >= n {
-			return fmt.Errorf("%w: subset[%d] is row %d, want a row in [0, %d)", ErrInvalid, i, p, n)
+			return base.Markf(ErrInvalid, "subset[%d] is row %d, want a row in [0, %d)", i, p, n)
 		}
 	}
 	if n/64 <= int64(len(sub)) {
 		seen := newBitset(n)
 		for _, p := range sub {
 			if seen.has(p) {
-				return fmt.Errorf("%w: subset repeats row %d", ErrInvalid, p)
+				return base.Markf(ErrInvalid, "subset repeats row %d", p)
 			}
 			seen.set(p)
 		}
@@ -151,7 +150,7 @@ func validateSubset(sub []int64, n int64) error {
 	slices.Sort(sorted)
 	for i := 1; i < len(sorted); i++ {
 		if sorted[i] == sorted[i-1] {
-			return fmt.Errorf("%w: subset repeats row %d", ErrInvalid, sorted[i])
+			return base.Markf(ErrInvalid, "subset repeats row %d", sorted[i])
 		}
 	}
 	return nil
