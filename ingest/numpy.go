@@ -9,7 +9,6 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
-	"sync"
 
 	"github.com/lochdata/loch"
 	"github.com/lochdata/loch/schema"
@@ -31,7 +30,7 @@ func NPY(ctx context.Context, files []string, url string, o Options) (Result, er
 	var srcs []arraySource
 	for _, f := range files {
 		name := strings.TrimSuffix(path.Base(filepath.ToSlash(f)), ".npy")
-		srcs = append(srcs, arraySource{name: name, where: f, open: (&fileOpener{ref: f}).open})
+		srcs = append(srcs, arraySource{name: name, where: f, open: (&sourceFile{ref: f}).open})
 	}
 	return runArrays(ctx, url, "npy", strings.Join(files, " "), o, func(context.Context) ([]arraySource, func(), error) {
 		return srcs, func() {}, nil
@@ -90,26 +89,6 @@ type arraySource struct {
 	name  string // array name, before it is made a column name
 	where string // for messages
 	open  func(ctx context.Context) (io.ReadCloser, error)
-}
-
-// fileOpener opens a local .npy file, or reads a remote one once.
-type fileOpener struct {
-	ref  string
-	once sync.Once
-	data []byte
-	err  error
-}
-
-func (f *fileOpener) open(ctx context.Context) (io.ReadCloser, error) {
-	if !isURL(f.ref) {
-		r, _, err := openSource(ctx, f.ref)
-		return r, err
-	}
-	f.once.Do(func() { f.data, f.err = readAll(ctx, f.ref) })
-	if f.err != nil {
-		return nil, f.err
-	}
-	return io.NopCloser(bytes.NewReader(f.data)), nil
 }
 
 // openArrays opens every source and reads its header.
