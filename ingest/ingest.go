@@ -50,7 +50,7 @@ type Size struct {
 type Options struct {
 	// Parallelism is the number of goroutines that read and convert the
 	// source, and the parallelism of the dataset (loch.WithParallelism).
-	// 0 means GOMAXPROCS.
+	// 0 means GOMAXPROCS; negative is invalid.
 	Parallelism int
 	// ChunkBytes sets the chunk size target of every column the ingest
 	// creates; 0 keeps the schema default.
@@ -144,35 +144,51 @@ type Result struct {
 	Elapsed time.Duration
 }
 
-// withDefaults returns o with its zero values filled and checks it.
-func (o Options) withDefaults() (Options, error) {
-	if o.Parallelism <= 0 {
-		o.Parallelism = runtime.GOMAXPROCS(0)
-	}
-	if o.ChunkBytes < 0 {
-		return o, fmt.Errorf("%w: chunk bytes %d is negative", loch.ErrInvalidArgument, o.ChunkBytes)
+// Validate reports the first option that is out of range, wrapping
+// loch.ErrInvalidArgument; zero values (defaults) are valid. Every ingest
+// calls it before it opens anything; callers that want to check options
+// before doing any work of their own (command-line flags) may too. Options
+// that depend on the data (the schema, the fields named) are checked when
+// the source is read.
+func (o Options) Validate() error {
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("%w: %s", loch.ErrInvalidArgument, fmt.Sprintf(format, a...))
 	}
 	switch o.ImageCompression {
 	case "", CompressPNG, CompressJPEG, CompressLZ4, CompressZstd, CompressNone:
 	default:
-		return o, fmt.Errorf("%w: image compression %q (want png, jpeg, lz4, zstd or none)", loch.ErrInvalidArgument, o.ImageCompression)
-	}
-	if o.JPEGQuality == 0 {
-		o.JPEGQuality = 90
-	}
-	if o.JPEGQuality < 1 || o.JPEGQuality > 100 {
-		return o, fmt.Errorf("%w: jpeg quality %d (want 1..100)", loch.ErrInvalidArgument, o.JPEGQuality)
-	}
-	if o.Resize != (Size{}) && (o.Resize.Width <= 0 || o.Resize.Height <= 0) {
-		return o, fmt.Errorf("%w: resize to %dx%d (want positive width and height)", loch.ErrInvalidArgument, o.Resize.Width, o.Resize.Height)
+		return bad("image compression %q (want png, jpeg, lz4, zstd or none)", o.ImageCompression)
 	}
 	switch o.Channels {
 	case 0, 1, 3, 4:
 	default:
-		return o, fmt.Errorf("%w: %d channels (want 1, 3 or 4)", loch.ErrInvalidArgument, o.Channels)
+		return bad("%d channels (want 1, 3 or 4)", o.Channels)
 	}
-	if o.Channels == 4 && o.ImageCompression == CompressJPEG {
-		return o, fmt.Errorf("%w: jpeg cannot hold 4 channels", loch.ErrInvalidArgument)
+	switch {
+	case o.Parallelism < 0:
+		return bad("parallelism %d is negative", o.Parallelism)
+	case o.ChunkBytes < 0:
+		return bad("chunk bytes %d is negative", o.ChunkBytes)
+	case o.JPEGQuality < 0 || o.JPEGQuality > 100:
+		return bad("jpeg quality %d (want 1..100)", o.JPEGQuality)
+	case o.Resize != (Size{}) && (o.Resize.Width <= 0 || o.Resize.Height <= 0):
+		return bad("resize to %dx%d (want positive width and height)", o.Resize.Width, o.Resize.Height)
+	case o.Channels == 4 && o.ImageCompression == CompressJPEG:
+		return bad("jpeg cannot hold 4 channels")
+	}
+	return nil
+}
+
+// withDefaults checks o and returns it with its zero values filled.
+func (o Options) withDefaults() (Options, error) {
+	if err := o.Validate(); err != nil {
+		return o, err
+	}
+	if o.Parallelism == 0 {
+		o.Parallelism = runtime.GOMAXPROCS(0)
+	}
+	if o.JPEGQuality == 0 {
+		o.JPEGQuality = 90
 	}
 	if o.Delimiter == 0 {
 		o.Delimiter = ','
