@@ -164,6 +164,13 @@ func (a *goAllocator) Free(b []byte) {
 	a.free.Put(&b)
 }
 
+// WithDefaults returns c with each zero field set to its default: the
+// configuration New runs with. It does not validate c.
+func (c Config) WithDefaults() Config {
+	c.defaults()
+	return c
+}
+
 func (c *Config) defaults() {
 	if c.BatchSize <= 0 {
 		c.BatchSize = 32
