@@ -98,6 +98,32 @@ func loch_loader_new(dsh C.uintptr_t, config *C.char, out *C.uintptr_t, errOut *
 	return C.LOCH_OK
 }
 
+// loch_loader_config checks a loader configuration (the JSON object
+// loch_loader_new takes) without starting a loader, with the same checks
+// (loader.Config.Validate): a setting out of range fails with
+// LOCH_INVALID_ARGUMENT and a message naming it. Otherwise it stores in
+// *out, as JSON, the configuration with every default filled in. Settings
+// that depend on the data (columns, rows, transforms, a resumed state) are
+// checked only by loch_loader_new.
+//
+//export loch_loader_config
+func loch_loader_config(config *C.char, out **C.char, errOut **C.char) (st C.int) {
+	defer guard(&st, errOut)
+	var c loaderConfig
+	if err := decodeStrict("loader config", goString(config), &c); err != nil {
+		return fail(errOut, err)
+	}
+	if err := c.Validate(); err != nil {
+		return fail(errOut, err)
+	}
+	c.Config = c.WithDefaults()
+	b, err := json.Marshal(c)
+	if err != nil {
+		return fail(errOut, err)
+	}
+	return result(errOut, setString(out, string(b)))
+}
+
 // loch_loader_next stores the next batch in *out (freed with
 // loch_batch_free; its tensors' data with loch_buffer_free). It returns
 // LOCH_EOF at the end of the epoch and LOCH_TIMEOUT when no batch was ready

@@ -87,7 +87,7 @@ func packTensor(t *C.loch_tensor, dtype schema.DType, samples []loch.Sample) {
 // batchTensor describes a loader batch's column. Numeric data is handed
 // over as is (the loader allocated it from the pool); byte strings are
 // packed into a new buffer.
-func batchTensor(t *C.loch_tensor, name string, src *loader.Tensor, alloc *loaderAlloc) {
+func batchTensor(t *C.loch_tensor, name string, src *loader.Collated, alloc *loaderAlloc) {
 	t.name = C.CString(name)
 	if src.DType.Variable() {
 		samples := make([]loch.Sample, len(src.Items))

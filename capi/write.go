@@ -55,10 +55,9 @@ func rowsOf(ds *dataset, n int, cols []C.loch_column_in) ([]loch.Row, error) {
 	return rows, nil
 }
 
-// samplesOf splits one column's input into n samples.
+// samplesOf splits one column's input into n samples, by its layout
+// (LOCH_NULLS, LOCH_DENSE or LOCH_PACKED), then applies its null marks.
 func samplesOf(name string, n int, in C.loch_column_in) ([]loch.Sample, error) {
-	out := make([]loch.Sample, n)
-	nulls := unsafeSlice(in.nulls, n)
 	ndim := int(in.ndim)
 	if ndim < 0 || ndim > 64 {
 		return nil, invalidf("column %q: %d dimensions", name, ndim)
@@ -70,71 +69,100 @@ func samplesOf(name string, n int, in C.loch_column_in) ([]loch.Sample, error) {
 	if data == nil {
 		data = []byte{}
 	}
-	var enc schema.SampleCompression
-	switch in.encoding {
-	case C.LOCH_ENCODING_NONE:
-	case C.LOCH_ENCODING_PNG:
-		enc = schema.PNG
-	case C.LOCH_ENCODING_JPEG:
-		enc = schema.JPEG
-	default:
-		return nil, invalidf("column %q: encoding code %d", name, in.encoding)
+	enc, err := encodingOf(name, in.encoding)
+	if err != nil {
+		return nil, err
 	}
+	var out []loch.Sample
 	switch in.layout {
 	case C.LOCH_NULLS:
+		out = make([]loch.Sample, n)
 		for i := range out {
 			out[i] = loch.Null()
 		}
 	case C.LOCH_DENSE:
-		shape := make([]int, ndim)
-		per := 1
-		for k, d := range unsafeSlice(in.shape, ndim) {
-			if d < 0 {
-				return nil, invalidf("column %q: sample shape %v", name, unsafeSlice(in.shape, ndim))
-			}
-			shape[k] = int(d)
-			per *= int(d)
-		}
-		if n > 0 && len(data)%n != 0 {
-			return nil, invalidf("column %q: %d bytes do not split into %d samples", name, len(data), n)
-		}
-		size := 0
-		if n > 0 {
-			size = len(data) / n
-		}
-		if per > 0 && size%per != 0 {
-			return nil, invalidf("column %q: %d bytes per sample for shape %v", name, size, shape)
-		}
-		for i := range out {
-			out[i] = loch.Sample{Shape: shape, Data: data[i*size : (i+1)*size : (i+1)*size]}
-		}
+		out, err = denseSamples(name, n, unsafeSlice(in.shape, ndim), data)
 	case C.LOCH_PACKED:
-		offs := unsafeSlice(in.offsets, n+1)
-		if len(offs) != n+1 {
-			return nil, invalidf("column %q: packed samples without offsets", name)
-		}
-		shapes := unsafeSlice(in.shape, n*ndim)
-		for i := range out {
-			lo, hi := offs[i], offs[i+1]
-			if lo < 0 || hi < lo || int64(hi) > int64(len(data)) {
-				return nil, invalidf("column %q: sample %d at bytes [%d, %d) of %d", name, i, lo, hi, len(data))
-			}
-			s := loch.Sample{Data: data[lo:hi:hi], Encoding: enc}
-			if shapes != nil {
-				s.Shape = make([]int, ndim)
-				for k := range s.Shape {
-					s.Shape[k] = int(shapes[i*ndim+k])
-				}
-			}
-			out[i] = s
-		}
+		out, err = packedSamples(name, n, ndim, in, data, enc)
 	default:
 		return nil, invalidf("column %q: layout code %d", name, in.layout)
 	}
-	for i, f := range nulls {
+	if err != nil {
+		return nil, err
+	}
+	for i, f := range unsafeSlice(in.nulls, n) {
 		if f != 0 {
 			out[i] = loch.Null()
 		}
+	}
+	return out, nil
+}
+
+// encodingOf maps a LOCH_ENCODING_* code to the Sample.Encoding of the
+// bytes given (empty for LOCH_ENCODING_NONE: raw element bytes).
+func encodingOf(name string, code C.int32_t) (schema.SampleCompression, error) {
+	switch code {
+	case C.LOCH_ENCODING_NONE:
+		return "", nil
+	case C.LOCH_ENCODING_PNG:
+		return schema.PNG, nil
+	case C.LOCH_ENCODING_JPEG:
+		return schema.JPEG, nil
+	}
+	return "", invalidf("column %q: encoding code %d", name, code)
+}
+
+// denseSamples splits data into n samples of the same size and the same
+// shape dims (LOCH_DENSE).
+func denseSamples(name string, n int, dims []C.int64_t, data []byte) ([]loch.Sample, error) {
+	shape := make([]int, len(dims))
+	per := 1
+	for k, d := range dims {
+		if d < 0 {
+			return nil, invalidf("column %q: sample shape %v", name, dims)
+		}
+		shape[k] = int(d)
+		per *= int(d)
+	}
+	if n > 0 && len(data)%n != 0 {
+		return nil, invalidf("column %q: %d bytes do not split into %d samples", name, len(data), n)
+	}
+	size := 0
+	if n > 0 {
+		size = len(data) / n
+	}
+	if per > 0 && size%per != 0 {
+		return nil, invalidf("column %q: %d bytes per sample for shape %v", name, size, shape)
+	}
+	out := make([]loch.Sample, n)
+	for i := range out {
+		out[i] = loch.Sample{Shape: shape, Data: data[i*size : (i+1)*size : (i+1)*size]}
+	}
+	return out, nil
+}
+
+// packedSamples splits data into n samples at in.offsets, each with its own
+// shape from in.shape (n x ndim) when given (LOCH_PACKED).
+func packedSamples(name string, n, ndim int, in C.loch_column_in, data []byte, enc schema.SampleCompression) ([]loch.Sample, error) {
+	offs := unsafeSlice(in.offsets, n+1)
+	if len(offs) != n+1 {
+		return nil, invalidf("column %q: packed samples without offsets", name)
+	}
+	shapes := unsafeSlice(in.shape, n*ndim)
+	out := make([]loch.Sample, n)
+	for i := range out {
+		lo, hi := offs[i], offs[i+1]
+		if lo < 0 || hi < lo || int64(hi) > int64(len(data)) {
+			return nil, invalidf("column %q: sample %d at bytes [%d, %d) of %d", name, i, lo, hi, len(data))
+		}
+		s := loch.Sample{Data: data[lo:hi:hi], Encoding: enc}
+		if shapes != nil {
+			s.Shape = make([]int, ndim)
+			for k := range s.Shape {
+				s.Shape[k] = int(shapes[i*ndim+k])
+			}
+		}
+		out[i] = s
 	}
 	return out, nil
 }

@@ -40,63 +40,15 @@ func expand(s string, depth int) ([]string, error) {
 	if strings.IndexByte(s[:open], '}') >= 0 {
 		return nil, fmt.Errorf("'}' without '{'")
 	}
-	// Find the matching close brace and the top-level commas.
-	level, end := 0, -1
-	var commas []int
-	for i := open; i < len(s) && end < 0; i++ {
-		switch s[i] {
-		case '{':
-			level++
-		case '}':
-			level--
-			if level == 0 {
-				end = i
-			}
-		case ',':
-			if level == 1 {
-				commas = append(commas, i)
-			}
-		}
-	}
+	end, commas := matchBrace(s, open)
 	if end < 0 {
 		return nil, fmt.Errorf("'{' without '}'")
 	}
-	prefix, body, rest := s[:open], s[open+1:end], s[end+1:]
-
-	var alts []string
-	switch {
-	case len(commas) > 0:
-		start := open + 1
-		for _, c := range append(commas, end) {
-			sub, err := expand(s[start:c], depth+1)
-			if err != nil {
-				return nil, err
-			}
-			alts = append(alts, sub...)
-			if len(alts) > maxExpansion {
-				return nil, fmt.Errorf("expands to more than %d names", maxExpansion)
-			}
-			start = c + 1
-		}
-	default:
-		r, ok, err := numericRange(body)
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			alts = r
-		} else {
-			// Not a list nor a range: literal braces, like a shell.
-			inner, err := expand(body, depth+1)
-			if err != nil {
-				return nil, err
-			}
-			for _, x := range inner {
-				alts = append(alts, "{"+x+"}")
-			}
-		}
+	alts, err := alternatives(s[open+1:end], commas, depth)
+	if err != nil {
+		return nil, err
 	}
-	tails, err := expand(rest, depth+1)
+	tails, err := expand(s[end+1:], depth+1)
 	if err != nil {
 		return nil, err
 	}
@@ -106,10 +58,69 @@ func expand(s string, depth int) ([]string, error) {
 	out := make([]string, 0, len(alts)*len(tails))
 	for _, a := range alts {
 		for _, t := range tails {
-			out = append(out, prefix+a+t)
+			out = append(out, s[:open]+a+t)
 		}
 	}
 	return out, nil
+}
+
+// matchBrace returns the index of the brace that closes the one at open
+// (-1 when there is none) and the offsets, relative to open+1, of the
+// commas at its top level.
+func matchBrace(s string, open int) (end int, commas []int) {
+	level := 0
+	for i := open; i < len(s); i++ {
+		switch s[i] {
+		case '{':
+			level++
+		case '}':
+			level--
+			if level == 0 {
+				return i, commas
+			}
+		case ',':
+			if level == 1 {
+				commas = append(commas, i-open-1)
+			}
+		}
+	}
+	return -1, nil
+}
+
+// alternatives expands the body of a brace pair, split at its top-level
+// commas: the expansions of each item of a list, the numbers of a range,
+// or, for neither, the body's own expansions in literal braces (as a shell
+// keeps them).
+func alternatives(body string, commas []int, depth int) ([]string, error) {
+	if len(commas) == 0 {
+		r, ok, err := numericRange(body)
+		if err != nil || ok {
+			return r, err
+		}
+		inner, err := expand(body, depth+1)
+		if err != nil {
+			return nil, err
+		}
+		alts := make([]string, len(inner))
+		for i, x := range inner {
+			alts[i] = "{" + x + "}"
+		}
+		return alts, nil
+	}
+	var alts []string
+	start := 0
+	for _, c := range append(commas, len(body)) {
+		sub, err := expand(body[start:c], depth+1)
+		if err != nil {
+			return nil, err
+		}
+		alts = append(alts, sub...)
+		if len(alts) > maxExpansion {
+			return nil, fmt.Errorf("expands to more than %d names", maxExpansion)
+		}
+		start = c + 1
+	}
+	return alts, nil
 }
 
 // numericRange expands "lo..hi" (decimal, optionally negative); ok is false

@@ -33,44 +33,17 @@ func COCO(ctx context.Context, annotations, images, url string, o Options) (Resu
 		if err := checkLocal(images); err != nil {
 			return nil, err
 		}
-		data, err := readAll(ctx, annotations)
+		f, idx, err := readCOCO(ctx, annotations)
 		if err != nil {
 			return nil, err
 		}
-		var f cocoFile
-		if err := json.Unmarshal(data, &f); err != nil {
-			return nil, fmt.Errorf("%s: %w: not a COCO annotation file: %v", annotations, ErrInvalidSource, err)
-		}
-		idx, err := f.index()
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", annotations, err)
-		}
-		names := make([]string, len(f.Categories))
-		for i, c := range f.Categories {
-			names[i] = c.Name
-		}
-		p := &plan{rows: int64(len(f.Images)), bytes: -1}
-		p.schema.Columns = []schema.Column{
-			o.imageColumn("image"),
-			{Name: "boxes", Kind: schema.BBox, DType: schema.Float32, Shape: schema.Shape{-1, 4}, BBoxFormat: schema.BBoxXYWH},
-			{Name: "labels", Kind: schema.ClassLabel, DType: schema.Int64, Shape: schema.Shape{-1}, ClassNames: names},
-			{Name: "iscrowd", DType: schema.Bool, Shape: schema.Shape{-1}},
-			{Name: "image_id", DType: schema.Int64, Shape: schema.Shape{}},
-			{Name: "file_name", Kind: schema.TextKind, DType: schema.Text},
-		}
+		p := &plan{rows: int64(len(f.Images)), bytes: -1, schema: schema.Schema{Columns: f.columns(o)}}
 		p.produce = func(ctx context.Context, final *schema.Schema, emit func(job[batch]) error) error {
 			imgCol, _ := final.Column("image")
 			labelCol, _ := final.Column("labels")
 			conv := newImageConverter(imgCol, o)
-			classes := classIndex(labelCol)
-			// labels[k] is the dataset label of the k-th category.
-			labels := make([]int64, len(f.Categories))
-			for k, c := range f.Categories {
-				labels[k] = classes[c.Name] // present: checked by compatible
-			}
-			for i := range f.Images {
-				img := f.Images[i]
-				anns := idx.byImage[img.ID]
+			labels := f.labels(labelCol)
+			for _, img := range f.Images {
 				err := emit(func(ctx context.Context) (batch, error) {
 					var b batch
 					ref := resolve(images, img.FileName)
@@ -83,25 +56,7 @@ func COCO(ctx context.Context, annotations, images, url string, o Options) (Resu
 					if err != nil {
 						return b, b.add(nil, err, ref, o.SkipBad)
 					}
-					boxes := make([]float32, 0, 4*len(anns))
-					lbls := make([]int64, 0, len(anns))
-					crowd := make([]bool, 0, len(anns))
-					for _, a := range anns {
-						for _, v := range a.BBox {
-							boxes = append(boxes, float32(v))
-						}
-						lbls = append(lbls, labels[idx.category[a.CategoryID]])
-						crowd = append(crowd, a.IsCrowd != 0)
-					}
-					row := loch.Row{
-						"image":     s,
-						"boxes":     loch.Tensor([]int{len(anns), 4}, boxes),
-						"labels":    loch.Tensor([]int{len(anns)}, lbls),
-						"iscrowd":   loch.Tensor([]int{len(anns)}, crowd),
-						"image_id":  loch.Scalar(img.ID),
-						"file_name": loch.String(img.FileName),
-					}
-					return b, b.add(row, nil, ref, o.SkipBad)
+					return b, b.add(idx.row(img, s, labels), nil, ref, o.SkipBad)
 				})
 				if err != nil {
 					return err
@@ -113,17 +68,89 @@ func COCO(ctx context.Context, annotations, images, url string, o Options) (Resu
 	})
 }
 
+// readCOCO reads and indexes the annotation file.
+func readCOCO(ctx context.Context, annotations string) (*cocoFile, *cocoIndex, error) {
+	data, err := readAll(ctx, annotations)
+	if err != nil {
+		return nil, nil, err
+	}
+	var f cocoFile
+	if err := json.Unmarshal(data, &f); err != nil {
+		return nil, nil, fmt.Errorf("%s: %w: not a COCO annotation file: %v", annotations, ErrInvalidSource, err)
+	}
+	idx, err := f.index()
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", annotations, err)
+	}
+	return &f, idx, nil
+}
+
+// columns returns the columns of a COCO dataset, the class names being the
+// file's category names.
+func (f *cocoFile) columns(o *Options) []schema.Column {
+	names := make([]string, len(f.Categories))
+	for i, c := range f.Categories {
+		names[i] = c.Name
+	}
+	return []schema.Column{
+		o.imageColumn("image"),
+		{Name: "boxes", Kind: schema.BBox, DType: schema.Float32, Shape: schema.Shape{-1, 4}, BBoxFormat: schema.BBoxXYWH},
+		{Name: "labels", Kind: schema.ClassLabel, DType: schema.Int64, Shape: schema.Shape{-1}, ClassNames: names},
+		{Name: "iscrowd", DType: schema.Bool, Shape: schema.Shape{-1}},
+		{Name: "image_id", DType: schema.Int64, Shape: schema.Shape{}},
+		{Name: "file_name", Kind: schema.TextKind, DType: schema.Text},
+	}
+}
+
+// labels returns the dataset label of each category, by its position in
+// the file: its position among the class names of the dataset's label
+// column.
+func (f *cocoFile) labels(labelCol *schema.Column) []int64 {
+	classes := classIndex(labelCol)
+	labels := make([]int64, len(f.Categories))
+	for k, c := range f.Categories {
+		labels[k] = classes[c.Name] // present: checked by compatible
+	}
+	return labels
+}
+
+// row returns the row of an image whose image sample is s; labels are the
+// categories' dataset labels (cocoFile.labels).
+func (idx *cocoIndex) row(img cocoImage, s loch.Sample, labels []int64) loch.Row {
+	anns := idx.byImage[img.ID]
+	boxes := make([]float32, 0, 4*len(anns))
+	lbls := make([]int64, 0, len(anns))
+	crowd := make([]bool, 0, len(anns))
+	for _, a := range anns {
+		for _, v := range a.BBox {
+			boxes = append(boxes, float32(v))
+		}
+		lbls = append(lbls, labels[idx.category[a.CategoryID]])
+		crowd = append(crowd, a.IsCrowd != 0)
+	}
+	return loch.Row{
+		"image":     s,
+		"boxes":     loch.Tensor([]int{len(anns), 4}, boxes),
+		"labels":    loch.Tensor([]int{len(anns)}, lbls),
+		"iscrowd":   loch.Tensor([]int{len(anns)}, crowd),
+		"image_id":  loch.Scalar(img.ID),
+		"file_name": loch.String(img.FileName),
+	}
+}
+
 // cocoFile is the part of a COCO instances file that ingest reads.
 type cocoFile struct {
-	Images []struct {
-		ID       int64  `json:"id"`
-		FileName string `json:"file_name"`
-	} `json:"images"`
+	Images      []cocoImage      `json:"images"`
 	Annotations []cocoAnnotation `json:"annotations"`
 	Categories  []struct {
 		ID   int64  `json:"id"`
 		Name string `json:"name"`
 	} `json:"categories"`
+}
+
+type cocoImage struct {
+	ID       int64  `json:"id"`
+	FileName string `json:"file_name"`
 }
 
 type cocoAnnotation struct {

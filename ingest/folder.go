@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -108,70 +109,19 @@ func (t *folderTree) close() {
 	}
 }
 
-// listFolder lists the classes and image files below src.
+// listFolder lists the classes and image files below src, sorted.
 func listFolder(ctx context.Context, src string) (*folderTree, error) {
-	t := &folderTree{}
+	var (
+		t   *folderTree
+		err error
+	)
 	if isURL(src) {
-		st, err := storage.Open(ctx, src)
-		if err != nil {
-			return nil, fmt.Errorf("image folder %s: %w", src, err)
-		}
-		t.store = st
-		classes := map[string]bool{}
-		err = st.List(ctx, "", func(a storage.Attrs) error {
-			parts := strings.Split(a.Key, "/")
-			if len(parts) < 2 || slices.ContainsFunc(parts, hidden) {
-				return nil
-			}
-			classes[parts[0]] = true
-			if isImageFile(a.Key) {
-				t.files = append(t.files, folderFile{class: parts[0], dir: path.Dir(a.Key), base: path.Base(a.Key),
-					name: strings.TrimSuffix(st.URL(), "/") + "/" + a.Key, key: a.Key, size: a.Size})
-			}
-			return nil
-		})
-		if err != nil {
-			st.Close()
-			return nil, fmt.Errorf("list image folder %s: %w", src, err)
-		}
-		for c := range classes {
-			t.classes = append(t.classes, c)
-		}
+		t, err = listStoreFolder(ctx, src)
 	} else {
-		entries, err := os.ReadDir(src)
-		if err != nil {
-			return nil, fmt.Errorf("image folder %s: %w", src, plainPathError(err))
-		}
-		for _, e := range entries {
-			if hidden(e.Name()) || !isDir(src, e) {
-				continue
-			}
-			t.classes = append(t.classes, e.Name())
-			err := filepath.WalkDir(filepath.Join(src, e.Name()), func(p string, d fs.DirEntry, err error) error {
-				if err != nil {
-					return fmt.Errorf("list image folder %s: %w", p, plainPathError(err))
-				}
-				if hidden(d.Name()) && p != filepath.Join(src, e.Name()) {
-					if d.IsDir() {
-						return filepath.SkipDir
-					}
-					return nil
-				}
-				if d.IsDir() || !isImageFile(d.Name()) {
-					return nil
-				}
-				st, err := os.Stat(p)
-				if err != nil {
-					return fmt.Errorf("list image folder %s: %w", p, plainPathError(err))
-				}
-				rel, _ := filepath.Rel(src, filepath.Dir(p))
-				t.files = append(t.files, folderFile{class: e.Name(), dir: filepath.ToSlash(rel), base: d.Name(), name: p, size: st.Size()})
-				return nil
-			})
-			if err != nil {
-				return nil, err
-			}
-		}
+		t, err = listLocalFolder(src)
+	}
+	if err != nil {
+		return nil, err
 	}
 	slices.Sort(t.classes)
 	if len(t.classes) == 0 {
@@ -189,6 +139,88 @@ func listFolder(ctx context.Context, src string) (*folderTree, error) {
 		t.bytes += f.size
 	}
 	return t, nil
+}
+
+// listStoreFolder lists an image folder in a store, unsorted: the classes
+// are the first parts of the keys, the files those with an image
+// extension.
+func listStoreFolder(ctx context.Context, src string) (*folderTree, error) {
+	st, err := storage.Open(ctx, src)
+	if err != nil {
+		return nil, fmt.Errorf("image folder %s: %w", src, err)
+	}
+	t := &folderTree{store: st}
+	classes := map[string]bool{}
+	err = st.List(ctx, "", func(a storage.Attrs) error {
+		parts := strings.Split(a.Key, "/")
+		if len(parts) < 2 || slices.ContainsFunc(parts, hidden) {
+			return nil
+		}
+		classes[parts[0]] = true
+		if isImageFile(a.Key) {
+			t.files = append(t.files, folderFile{class: parts[0], dir: path.Dir(a.Key), base: path.Base(a.Key),
+				name: strings.TrimSuffix(st.URL(), "/") + "/" + a.Key, key: a.Key, size: a.Size})
+		}
+		return nil
+	})
+	if err != nil {
+		st.Close()
+		return nil, fmt.Errorf("list image folder %s: %w", src, err)
+	}
+	t.classes = slices.Collect(maps.Keys(classes))
+	return t, nil
+}
+
+// listLocalFolder lists an image folder on the local file system,
+// unsorted: the classes are its sub-directories (symbolic links followed),
+// the files those with an image extension anywhere below them.
+func listLocalFolder(src string) (*folderTree, error) {
+	entries, err := os.ReadDir(src)
+	if err != nil {
+		return nil, fmt.Errorf("image folder %s: %w", src, plainPathError(err))
+	}
+	t := &folderTree{}
+	for _, e := range entries {
+		if hidden(e.Name()) || !isDir(src, e) {
+			continue
+		}
+		t.classes = append(t.classes, e.Name())
+		files, err := listLocalClass(src, e.Name())
+		if err != nil {
+			return nil, err
+		}
+		t.files = append(t.files, files...)
+	}
+	return t, nil
+}
+
+// listLocalClass lists the image files below the class directory
+// src/class, skipping hidden files and directories.
+func listLocalClass(src, class string) ([]folderFile, error) {
+	root := filepath.Join(src, class)
+	var files []folderFile
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return fmt.Errorf("list image folder %s: %w", p, plainPathError(err))
+		}
+		if hidden(d.Name()) && p != root {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if d.IsDir() || !isImageFile(d.Name()) {
+			return nil
+		}
+		st, err := os.Stat(p)
+		if err != nil {
+			return fmt.Errorf("list image folder %s: %w", p, plainPathError(err))
+		}
+		rel, _ := filepath.Rel(src, filepath.Dir(p))
+		files = append(files, folderFile{class: class, dir: filepath.ToSlash(rel), base: d.Name(), name: p, size: st.Size()})
+		return nil
+	})
+	return files, err
 }
 
 // hidden reports whether a file or folder name is hidden (starts with '.').

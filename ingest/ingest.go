@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"runtime"
 	"slices"
 	"time"
@@ -51,7 +52,7 @@ type Size struct {
 type Options struct {
 	// Parallelism is the number of goroutines that read and convert the
 	// source, and the parallelism of the dataset (loch.WithParallelism).
-	// 0 means GOMAXPROCS.
+	// 0 means GOMAXPROCS; negative is invalid.
 	Parallelism int
 	// ChunkBytes sets the chunk size target of every column the ingest
 	// creates; 0 keeps the schema default.
@@ -145,35 +146,51 @@ type Result struct {
 	Elapsed time.Duration
 }
 
-// withDefaults returns o with its zero values filled and checks it.
-func (o Options) withDefaults() (Options, error) {
-	if o.Parallelism <= 0 {
-		o.Parallelism = runtime.GOMAXPROCS(0)
-	}
-	if o.ChunkBytes < 0 {
-		return o, fmt.Errorf("%w: chunk bytes %d is negative", loch.ErrInvalidArgument, o.ChunkBytes)
+// Validate reports the first option that is out of range, wrapping
+// loch.ErrInvalidArgument; zero values (defaults) are valid. Every ingest
+// calls it before it opens anything; callers that want to check options
+// before doing any work of their own (command-line flags) may too. Options
+// that depend on the data (the schema, the fields named) are checked when
+// the source is read.
+func (o Options) Validate() error {
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("%w: %s", loch.ErrInvalidArgument, fmt.Sprintf(format, a...))
 	}
 	switch o.ImageCompression {
 	case "", CompressPNG, CompressJPEG, CompressLZ4, CompressZstd, CompressNone:
 	default:
-		return o, fmt.Errorf("%w: image compression %q (want png, jpeg, lz4, zstd or none)", loch.ErrInvalidArgument, o.ImageCompression)
-	}
-	if o.JPEGQuality == 0 {
-		o.JPEGQuality = 90
-	}
-	if o.JPEGQuality < 1 || o.JPEGQuality > 100 {
-		return o, fmt.Errorf("%w: jpeg quality %d (want 1..100)", loch.ErrInvalidArgument, o.JPEGQuality)
-	}
-	if o.Resize != (Size{}) && (o.Resize.Width <= 0 || o.Resize.Height <= 0) {
-		return o, fmt.Errorf("%w: resize to %dx%d (want positive width and height)", loch.ErrInvalidArgument, o.Resize.Width, o.Resize.Height)
+		return bad("image compression %q (want png, jpeg, lz4, zstd or none)", o.ImageCompression)
 	}
 	switch o.Channels {
 	case 0, 1, 3, 4:
 	default:
-		return o, fmt.Errorf("%w: %d channels (want 1, 3 or 4)", loch.ErrInvalidArgument, o.Channels)
+		return bad("%d channels (want 1, 3 or 4)", o.Channels)
 	}
-	if o.Channels == 4 && o.ImageCompression == CompressJPEG {
-		return o, fmt.Errorf("%w: jpeg cannot hold 4 channels", loch.ErrInvalidArgument)
+	switch {
+	case o.Parallelism < 0:
+		return bad("parallelism %d is negative", o.Parallelism)
+	case o.ChunkBytes < 0:
+		return bad("chunk bytes %d is negative", o.ChunkBytes)
+	case o.JPEGQuality < 0 || o.JPEGQuality > 100:
+		return bad("jpeg quality %d (want 1..100)", o.JPEGQuality)
+	case o.Resize != (Size{}) && (o.Resize.Width <= 0 || o.Resize.Height <= 0):
+		return bad("resize to %dx%d (want positive width and height)", o.Resize.Width, o.Resize.Height)
+	case o.Channels == 4 && o.ImageCompression == CompressJPEG:
+		return bad("jpeg cannot hold 4 channels")
+	}
+	return nil
+}
+
+// withDefaults checks o and returns it with its zero values filled.
+func (o Options) withDefaults() (Options, error) {
+	if err := o.Validate(); err != nil {
+		return o, err
+	}
+	if o.Parallelism == 0 {
+		o.Parallelism = runtime.GOMAXPROCS(0)
+	}
+	if o.JPEGQuality == 0 {
+		o.JPEGQuality = 90
 	}
 	if o.Delimiter == 0 {
 		o.Delimiter = ','
@@ -234,13 +251,6 @@ func (b *batch) add(row loch.Row, err error, name string, skipBad bool) error {
 	return nil
 }
 
-// Flush thresholds of the staging loop: rows and bytes passed to one
-// Dataset.Extend call.
-const (
-	flushRows  = 256
-	flushBytes = 32 << 20
-)
-
 // existing describes the dataset found at the URL before an ingest.
 type existing struct {
 	schema schema.Schema
@@ -248,7 +258,8 @@ type existing struct {
 }
 
 // run is the common driver of every format: it opens or creates the
-// dataset, runs the pipeline and commits once.
+// dataset, runs the pipeline that build plans, stages its rows and commits
+// once.
 func run(ctx context.Context, url, format, source string, o Options,
 	build func(ctx context.Context, o *Options, ex *existing) (*plan, error)) (res Result, err error) {
 	start := time.Now()
@@ -258,12 +269,8 @@ func run(ctx context.Context, url, format, source string, o Options,
 		return res, err
 	}
 	dsOpts := append([]loch.Option{loch.WithParallelism(o.Parallelism)}, o.DatasetOptions...)
-
-	d, err := loch.Open(ctx, url, dsOpts...)
-	switch {
-	case errors.Is(err, loch.ErrNoDataset):
-		d = nil
-	case err != nil:
+	d, ex, err := openExisting(ctx, url, &o, dsOpts)
+	if err != nil {
 		return res, err
 	}
 	// d is closed once, here or at the end; Close discards staged rows.
@@ -272,16 +279,6 @@ func run(ctx context.Context, url, format, source string, o Options,
 			d.Close()
 		}
 	}()
-	var ex *existing
-	if d != nil {
-		ex = &existing{schema: d.Schema(), rows: d.Len()}
-		if ex.rows > 0 && !o.Append {
-			return res, fmt.Errorf("ingest into %s: a dataset with %d rows is already there: %w", url, ex.rows, loch.ErrExists)
-		}
-		if err := o.adoptImageCompression(&ex.schema); err != nil {
-			return res, err
-		}
-	}
 
 	p, err := build(ctx, &o, ex)
 	if err != nil {
@@ -290,18 +287,12 @@ func run(ctx context.Context, url, format, source string, o Options,
 	if p.close != nil {
 		defer p.close()
 	}
-	if o.ChunkBytes > 0 {
-		for i := range p.schema.Columns {
-			p.schema.Columns[i].ChunkBytes = o.ChunkBytes
-		}
-	}
-	if err := p.schema.Normalize(); err != nil {
-		return res, fmt.Errorf("ingest into %s: %w: %w", url, loch.ErrInvalidArgument, err)
+	if err := p.normalize(url, o.ChunkBytes); err != nil {
+		return res, err
 	}
 	var final schema.Schema
 	if d == nil {
-		d, err = loch.Create(ctx, url, p.schema, dsOpts...)
-		if err != nil {
+		if d, err = loch.Create(ctx, url, p.schema, dsOpts...); err != nil {
 			return res, err
 		}
 		res.Created = true
@@ -314,54 +305,15 @@ func run(ctx context.Context, url, format, source string, o Options,
 	}
 
 	o.Progress.Total(p.rows, p.bytes)
-	var (
-		pending      []loch.Row
-		pendingBytes int64
-		ignored      = map[string]bool{}
-	)
-	flush := func() error {
-		if len(pending) == 0 {
-			return nil
-		}
-		if err := d.Extend(ctx, pending); err != nil {
-			return fmt.Errorf("stage rows: %w", err)
-		}
-		pending, pendingBytes = nil, 0
-		return nil
-	}
-	consume := func(b batch) error {
-		res.Bytes += b.bytes
-		res.Skipped += int64(len(b.skipped))
-		for _, name := range b.skipped {
-			if len(res.SkippedNames) < maxSkippedNames {
-				res.SkippedNames = append(res.SkippedNames, name)
-			}
-		}
-		for _, f := range b.ignored {
-			ignored[f] = true
-		}
-		pending = append(pending, b.rows...)
-		pendingBytes += b.size
-		res.Rows += int64(len(b.rows))
-		if len(pending) >= flushRows || pendingBytes >= flushBytes {
-			if err := flush(); err != nil {
-				return err
-			}
-		}
-		o.Progress.Add(b.nrows, b.bytes)
-		return nil
-	}
+	st := &stager{d: d, progress: o.Progress, res: &res, ignored: map[string]bool{}}
 	produce := func(ctx context.Context, emit func(job[batch]) error) error {
 		return p.produce(ctx, &final, emit)
 	}
-	err = ordered(ctx, o.Parallelism, produce, consume)
+	err = ordered(ctx, o.Parallelism, produce, func(b batch) error { return st.add(ctx, b) })
 	if err == nil {
-		err = flush()
+		err = st.flush(ctx)
 	}
-	for f := range ignored {
-		res.Ignored = append(res.Ignored, f)
-	}
-	slices.Sort(res.Ignored)
+	res.Ignored = st.ignoredFields()
 	if err != nil {
 		return res, err
 	}
@@ -369,16 +321,124 @@ func run(ctx context.Context, url, format, source string, o Options,
 		res.Version = d.Version()
 		return res, nil
 	}
-	msg := o.Message
-	if msg == "" {
-		msg = fmt.Sprintf("ingest %s %s", format, source)
-	}
-	res.Version, err = d.Commit(ctx, msg)
+	res.Version, err = d.Commit(ctx, o.commitMessage(format, source))
 	if err != nil {
 		return res, fmt.Errorf("commit %s: %w", url, err)
 	}
 	err, d = d.Close(), nil
 	return res, err
+}
+
+// openExisting opens the dataset at url, if there is one, and checks that
+// the ingest may add to it: it must be empty or o.Append set. Its image
+// columns then decide o's image compression. It returns a nil dataset and
+// nil existing when there is no dataset.
+func openExisting(ctx context.Context, url string, o *Options, dsOpts []loch.Option) (*loch.Dataset, *existing, error) {
+	d, err := loch.Open(ctx, url, dsOpts...)
+	switch {
+	case errors.Is(err, loch.ErrNoDataset):
+		return nil, nil, nil
+	case err != nil:
+		return nil, nil, err
+	}
+	ex := &existing{schema: d.Schema(), rows: d.Len()}
+	if ex.rows > 0 && !o.Append {
+		d.Close()
+		return nil, nil, fmt.Errorf("ingest into %s: a dataset with %d rows is already there: %w", url, ex.rows, loch.ErrExists)
+	}
+	if err := o.adoptImageCompression(&ex.schema); err != nil {
+		d.Close()
+		return nil, nil, err
+	}
+	return d, ex, nil
+}
+
+// normalize applies the chunk size asked for (0: the schema's) to every
+// column of the plan's schema and normalizes it.
+func (p *plan) normalize(url string, chunkBytes int) error {
+	if chunkBytes > 0 {
+		for i := range p.schema.Columns {
+			p.schema.Columns[i].ChunkBytes = chunkBytes
+		}
+	}
+	if err := p.schema.Normalize(); err != nil {
+		return fmt.Errorf("ingest into %s: %w: %w", url, loch.ErrInvalidArgument, err)
+	}
+	return nil
+}
+
+// commitMessage is o.Message, or the default one naming the format and
+// the source.
+func (o *Options) commitMessage(format, source string) string {
+	if o.Message != "" {
+		return o.Message
+	}
+	return fmt.Sprintf("ingest %s %s", format, source)
+}
+
+// Flush thresholds of the stager: rows and bytes passed to one
+// Dataset.Extend call.
+const (
+	flushRows  = 256
+	flushBytes = 32 << 20
+)
+
+// stager is the consuming end of an ingest's pipeline: it stages the rows
+// of each batch on the dataset, in groups of up to flushRows rows or
+// flushBytes bytes, counts them in the result and reports progress. It is
+// used from one goroutine.
+type stager struct {
+	d        *loch.Dataset
+	progress Progress
+	res      *Result
+	ignored  map[string]bool // source fields without a column, as a set
+
+	pending      []loch.Row
+	pendingBytes int64
+}
+
+// add takes one batch, staging what is pending when the thresholds are
+// reached.
+func (s *stager) add(ctx context.Context, b batch) error {
+	s.res.Bytes += b.bytes
+	s.res.Skipped += int64(len(b.skipped))
+	for _, name := range b.skipped {
+		if len(s.res.SkippedNames) < maxSkippedNames {
+			s.res.SkippedNames = append(s.res.SkippedNames, name)
+		}
+	}
+	for _, f := range b.ignored {
+		s.ignored[f] = true
+	}
+	s.pending = append(s.pending, b.rows...)
+	s.pendingBytes += b.size
+	s.res.Rows += int64(len(b.rows))
+	if len(s.pending) >= flushRows || s.pendingBytes >= flushBytes {
+		if err := s.flush(ctx); err != nil {
+			return err
+		}
+	}
+	s.progress.Add(b.nrows, b.bytes)
+	return nil
+}
+
+// flush stages the pending rows.
+func (s *stager) flush(ctx context.Context) error {
+	if len(s.pending) == 0 {
+		return nil
+	}
+	if err := s.d.Extend(ctx, s.pending); err != nil {
+		return fmt.Errorf("stage rows: %w", err)
+	}
+	s.pending, s.pendingBytes = nil, 0
+	return nil
+}
+
+// ignoredFields lists the ignored source fields, sorted.
+func (s *stager) ignoredFields() []string {
+	fields := slices.Collect(maps.Keys(s.ignored))
+	slices.Sort(fields)
+	return fields
 }
 
 // adoptImageCompression makes o's image compression agree with the image

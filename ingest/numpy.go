@@ -9,7 +9,6 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
-	"sync"
 
 	"github.com/lochdata/loch"
 	"github.com/lochdata/loch/schema"
@@ -31,7 +30,7 @@ func NPY(ctx context.Context, files []string, url string, o Options) (Result, er
 	var srcs []arraySource
 	for _, f := range files {
 		name := strings.TrimSuffix(path.Base(filepath.ToSlash(f)), ".npy")
-		srcs = append(srcs, arraySource{name: name, where: f, open: (&fileOpener{ref: f}).open})
+		srcs = append(srcs, arraySource{name: name, where: f, open: (&sourceFile{ref: f}).open})
 	}
 	return runArrays(ctx, url, "npy", strings.Join(files, " "), o, func(context.Context) ([]arraySource, func(), error) {
 		return srcs, func() {}, nil
@@ -92,26 +91,6 @@ type arraySource struct {
 	open  func(ctx context.Context) (io.ReadCloser, error)
 }
 
-// fileOpener opens a local .npy file, or reads a remote one once.
-type fileOpener struct {
-	ref  string
-	once sync.Once
-	data []byte
-	err  error
-}
-
-func (f *fileOpener) open(ctx context.Context) (io.ReadCloser, error) {
-	if !isURL(f.ref) {
-		r, _, err := openSource(ctx, f.ref)
-		return r, err
-	}
-	f.once.Do(func() { f.data, f.err = readAll(ctx, f.ref) })
-	if f.err != nil {
-		return nil, f.err
-	}
-	return io.NopCloser(bytes.NewReader(f.data)), nil
-}
-
 // openArrays opens every source and reads its header.
 func openArrays(ctx context.Context, srcs []arraySource) (arrs []*npyArray, closeAll func(), err error) {
 	var closers []io.Closer
@@ -137,91 +116,108 @@ func openArrays(ctx context.Context, srcs []arraySource) (arrs []*npyArray, clos
 	return arrs, closeAll, nil
 }
 
+// runArrays ingests the arrays that list returns (with a function that
+// releases what it holds), one column per array.
 func runArrays(ctx context.Context, url, format, source string, o Options, list func(context.Context) ([]arraySource, func(), error)) (Result, error) {
 	return run(ctx, url, format, source, o, func(ctx context.Context, o *Options, _ *existing) (*plan, error) {
 		srcs, closeList, err := list(ctx)
 		if err != nil {
 			return nil, err
 		}
-		p := &plan{close: closeList}
-		arrs, closeArrs, err := openArrays(ctx, srcs)
+		p, err := planArrays(ctx, srcs)
 		if err != nil {
 			closeList()
 			return nil, err
 		}
-		closeArrs() // headers only: produce opens them again
-		names := newFieldNames()
-		var rowBytes int64
-		for i, a := range arrs {
-			col, err := names.add(srcs[i].name)
-			if err != nil {
-				closeList()
-				return nil, fmt.Errorf("%s: %w", srcs[i].where, err)
-			}
-			p.schema.Columns = append(p.schema.Columns, a.column(col))
-			rowBytes += int64(a.hdr.rowBytes())
+		p.close = closeList
+		return p, nil
+	})
+}
+
+// planArrays reads the headers of the arrays: one column each, and rows
+// read in batches of about 1 MiB.
+func planArrays(ctx context.Context, srcs []arraySource) (*plan, error) {
+	arrs, closeArrs, err := openArrays(ctx, srcs)
+	if err != nil {
+		return nil, err
+	}
+	closeArrs() // headers only: produce opens them again
+	p := &plan{}
+	names := newFieldNames()
+	var rowBytes int64
+	for i, a := range arrs {
+		col, err := names.add(srcs[i].name)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", srcs[i].where, err)
 		}
-		rows := arrs[0].rows
-		for _, a := range arrs[1:] {
-			if a.rows != rows {
-				closeList()
-				var lens []string
-				for i, a := range arrs {
-					lens = append(lens, fmt.Sprintf("%s has %d", srcs[i].where, a.rows))
+		p.schema.Columns = append(p.schema.Columns, a.column(col))
+		rowBytes += int64(a.hdr.rowBytes())
+	}
+	rows := arrs[0].rows
+	for _, a := range arrs[1:] {
+		if a.rows != rows {
+			var lens []string
+			for i, a := range arrs {
+				lens = append(lens, fmt.Sprintf("%s has %d", srcs[i].where, a.rows))
+			}
+			return nil, fmt.Errorf("%w: arrays differ in their first dimension (rows): %s", ErrInvalidSource, strings.Join(lens, ", "))
+		}
+	}
+	p.rows, p.bytes = int64(rows), int64(rows)*rowBytes
+	per := 4096
+	if rowBytes > 0 {
+		per = max(1, min(per, int((1<<20)/rowBytes)))
+	}
+	p.produce = func(ctx context.Context, final *schema.Schema, emit func(job[batch]) error) error {
+		arrs, closeArrs, err := openArrays(ctx, srcs)
+		if err != nil {
+			return err
+		}
+		defer closeArrs()
+		cols := p.schema.Names()
+		for k, a := range arrs {
+			c, _ := final.Column(cols[k])
+			if !a.hdr.dtype.Variable() {
+				if err := c.CheckSample(a.hdr.shape[1:], nil); err != nil {
+					return fmt.Errorf("%s: %w: %w", srcs[k].where, ErrIncompatible, err)
 				}
-				return nil, fmt.Errorf("%w: arrays differ in their first dimension (rows): %s", ErrInvalidSource, strings.Join(lens, ", "))
 			}
 		}
-		p.rows, p.bytes = int64(rows), int64(rows)*rowBytes
-		per := 4096
-		if rowBytes > 0 {
-			per = max(1, min(per, int((1<<20)/rowBytes)))
-		}
-		p.produce = func(ctx context.Context, final *schema.Schema, emit func(job[batch]) error) error {
-			arrs, closeArrs, err := openArrays(ctx, srcs)
+		for start := 0; start < rows; start += per {
+			n := min(per, rows-start)
+			data := make([][][]byte, len(arrs))
+			for k, a := range arrs {
+				if data[k], err = a.readRows(n); err != nil {
+					return fmt.Errorf("%s: %w", srcs[k].where, err)
+				}
+			}
+			err := emit(func(ctx context.Context) (batch, error) {
+				return arrayRows(arrs, cols, data, n, rowBytes), nil
+			})
 			if err != nil {
 				return err
 			}
-			defer closeArrs()
-			cols := p.schema.Names()
-			for k, a := range arrs {
-				c, _ := final.Column(cols[k])
-				if !a.hdr.dtype.Variable() {
-					if err := c.CheckSample(a.hdr.shape[1:], nil); err != nil {
-						return fmt.Errorf("%s: %w: %w", srcs[k].where, ErrIncompatible, err)
-					}
-				}
-			}
-			for start := 0; start < rows; start += per {
-				n := min(per, rows-start)
-				data := make([][][]byte, len(arrs))
-				for k, a := range arrs {
-					if data[k], err = a.readRows(n); err != nil {
-						return fmt.Errorf("%s: %w", srcs[k].where, err)
-					}
-				}
-				err := emit(func(ctx context.Context) (batch, error) {
-					b := batch{rows: make([]loch.Row, n), nrows: int64(n), bytes: int64(n) * rowBytes}
-					for i := range n {
-						row := make(loch.Row, len(arrs))
-						for k, a := range arrs {
-							shape := a.hdr.shape[1:]
-							if a.hdr.dtype.Variable() {
-								shape = []int{len(data[k][i])}
-							}
-							row[cols[k]] = loch.Sample{Shape: shape, Data: data[k][i]}
-							b.size += int64(len(data[k][i]))
-						}
-						b.rows[i] = row
-					}
-					return b, nil
-				})
-				if err != nil {
-					return err
-				}
-			}
-			return nil
 		}
-		return p, nil
-	})
+		return nil
+	}
+	return p, nil
+}
+
+// arrayRows makes the batch of n rows whose samples of array k (column
+// cols[k]) are data[k].
+func arrayRows(arrs []*npyArray, cols []string, data [][][]byte, n int, rowBytes int64) batch {
+	b := batch{rows: make([]loch.Row, n), nrows: int64(n), bytes: int64(n) * rowBytes}
+	for i := range n {
+		row := make(loch.Row, len(arrs))
+		for k, a := range arrs {
+			shape := a.hdr.shape[1:]
+			if a.hdr.dtype.Variable() {
+				shape = []int{len(data[k][i])}
+			}
+			row[cols[k]] = loch.Sample{Shape: shape, Data: data[k][i]}
+			b.size += int64(len(data[k][i]))
+		}
+		b.rows[i] = row
+	}
+	return b
 }

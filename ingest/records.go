@@ -11,7 +11,6 @@ import (
 	"io"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/lochdata/loch"
 	"github.com/lochdata/loch/schema"
@@ -205,27 +204,6 @@ func (f csvFormat) fields(rec rawRecord) ([]field, error) {
 	return out, nil
 }
 
-// recordsSource reads a records file once from a URL, or streams it from
-// disk, for each of the passes of an ingest.
-type recordsSource struct {
-	file string
-	once sync.Once
-	data []byte
-	err  error
-}
-
-func (s *recordsSource) open(ctx context.Context) (io.ReadCloser, error) {
-	if !isURL(s.file) {
-		r, _, err := openSource(ctx, s.file)
-		return r, err
-	}
-	s.once.Do(func() { s.data, s.err = readAll(ctx, s.file) })
-	if s.err != nil {
-		return nil, s.err
-	}
-	return io.NopCloser(bytes.NewReader(s.data)), nil
-}
-
 func runRecords(ctx context.Context, file, url, format string, o Options, rf recordFormat) (Result, error) {
 	if cf, ok := rf.(csvFormat); ok {
 		cf.header = new([]string)
@@ -234,7 +212,7 @@ func runRecords(ctx context.Context, file, url, format string, o Options, rf rec
 		}
 		rf = cf
 	}
-	src := &recordsSource{file: file}
+	src := &sourceFile{ref: file}
 	return run(ctx, url, format, file, o, func(ctx context.Context, o *Options, ex *existing) (*plan, error) {
 		if err := checkLocal(file); err != nil {
 			return nil, err
@@ -323,7 +301,7 @@ func checkFieldKinds(s *schema.Schema, o *Options) error {
 
 // inferRecords reads the whole source once, in parallel, and returns the
 // schema its fields imply, and its number of records.
-func inferRecords(ctx context.Context, src *recordsSource, rf recordFormat, names *fieldNames, o *Options) (schema.Schema, int64, error) {
+func inferRecords(ctx context.Context, src *sourceFile, rf recordFormat, names *fieldNames, o *Options) (schema.Schema, int64, error) {
 	type seen struct {
 		order []string
 		kinds map[string]kindSet
@@ -342,7 +320,7 @@ func inferRecords(ctx context.Context, src *recordsSource, rf recordFormat, name
 				for _, rec := range recs {
 					fields, err := rf.fields(rec)
 					if err != nil {
-						return s, fmt.Errorf("%s:%d: %w", src.file, rec.line, err)
+						return s, fmt.Errorf("%s:%d: %w", src.ref, rec.line, err)
 					}
 					for _, f := range fields {
 						k, ok := s.kinds[f.name]
@@ -356,7 +334,7 @@ func inferRecords(ctx context.Context, src *recordsSource, rf recordFormat, name
 			})
 		})
 		if err != nil && ctx.Err() == nil {
-			return fmt.Errorf("read %s: %w", src.file, err)
+			return fmt.Errorf("read %s: %w", src.ref, err)
 		}
 		return err
 	}
@@ -375,18 +353,18 @@ func inferRecords(ctx context.Context, src *recordsSource, rf recordFormat, name
 		return schema.Schema{}, 0, err
 	}
 	if len(total.order) == 0 {
-		return schema.Schema{}, 0, fmt.Errorf("%s: %w: no records", src.file, ErrInvalidSource)
+		return schema.Schema{}, 0, fmt.Errorf("%s: %w: no records", src.ref, ErrInvalidSource)
 	}
 	for _, f := range append(slices.Clone(o.ImageFields), o.LinkFields...) {
 		if _, ok := total.kinds[f]; !ok {
-			return schema.Schema{}, 0, fmt.Errorf("%s: %w: no field %q in any record", src.file, ErrInvalidSource, f)
+			return schema.Schema{}, 0, fmt.Errorf("%s: %w: no field %q in any record", src.ref, ErrInvalidSource, f)
 		}
 	}
 	var s schema.Schema
 	for _, name := range total.order {
 		col, err := names.add(name)
 		if err != nil {
-			return schema.Schema{}, 0, fmt.Errorf("%s: %w", src.file, err)
+			return schema.Schema{}, 0, fmt.Errorf("%s: %w", src.ref, err)
 		}
 		switch {
 		case slices.Contains(o.ImageFields, name):

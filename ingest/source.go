@@ -12,6 +12,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/lochdata/loch/storage"
 )
@@ -72,6 +73,31 @@ func openSource(ctx context.Context, ref string) (r io.ReadCloser, size int64, e
 		return nil, 0, fmt.Errorf("open %s: %w: is a directory, want a file", ref, ErrInvalidSource)
 	}
 	return f, st.Size(), nil
+}
+
+// sourceFile is one source file that an ingest reads more than once (a
+// first pass that infers the schema, or the headers of arrays before their
+// rows): each open streams a local file again from disk, while a URL is
+// read whole once and its bytes kept for the following opens. open is safe
+// for concurrent use.
+type sourceFile struct {
+	ref  string
+	once sync.Once
+	data []byte
+	err  error
+}
+
+// open opens the file for one pass; the caller closes the reader.
+func (s *sourceFile) open(ctx context.Context) (io.ReadCloser, error) {
+	if !isURL(s.ref) {
+		r, _, err := openSource(ctx, s.ref)
+		return r, err
+	}
+	s.once.Do(func() { s.data, s.err = readAll(ctx, s.ref) })
+	if s.err != nil {
+		return nil, s.err
+	}
+	return io.NopCloser(bytes.NewReader(s.data)), nil
 }
 
 // checkLocal fails when ref is a local path that cannot be read, so that a

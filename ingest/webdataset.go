@@ -113,93 +113,151 @@ type wdsMember struct {
 
 // readShard reads a tar shard and calls fn with each sample, in order.
 func readShard(ctx context.Context, shard string, fn func(*wdsSample) error) error {
-	r, _, err := openSource(ctx, shard)
+	r, err := openShard(ctx, shard)
 	if err != nil {
 		return err
 	}
-	defer r.Close()
-	cr := &countingReader{r: r}
-	br := bufio.NewReaderSize(cr, 1<<20)
-	var tr *tar.Reader
-	if magic, _ := br.Peek(2); bytes.Equal(magic, []byte{0x1f, 0x8b}) {
-		zr, err := gzip.NewReader(br)
-		if err != nil {
-			return fmt.Errorf("read shard %s: %w: %v", shard, ErrInvalidSource, err)
-		}
-		defer zr.Close()
-		tr = tar.NewReader(zr)
-	} else {
-		tr = tar.NewReader(br)
-	}
+	defer r.close()
 	var (
 		cur  *wdsSample
-		last int64 // cr.n when cur was flushed
+		last int64 // the shard's offset when the previous sample was passed on
 	)
-	flush := func() error {
-		if cur == nil {
-			return nil
-		}
-		// Bytes buffered ahead belong to the next sample; the total is
-		// exact once the shard ends.
-		cur.bytes = cr.n - int64(br.Buffered()) - last
-		last += cur.bytes
+	// pass hands cur to fn with the shard's bytes read since the previous
+	// one. Bytes buffered ahead belong to the next sample; the total is
+	// exact once the shard ends.
+	pass := func(offset int64) error {
 		s := cur
-		cur = nil
+		s.bytes, last, cur = offset-last, offset, nil
 		return fn(s)
 	}
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		hdr, err := tr.Next()
+		key, ext, data, err := r.next()
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
-			return fmt.Errorf("read shard %s: %w: %v", shard, ErrInvalidSource, err)
-		}
-		if hdr.Typeflag != tar.TypeReg { // Next reports old-style regular files as TypeReg too
-			continue
-		}
-		name := strings.TrimPrefix(hdr.Name, "./")
-		dir, base := path.Split(name)
-		dot := strings.IndexByte(base, '.')
-		if strings.HasPrefix(base, ".") || dot < 0 {
-			continue
-		}
-		key, ext := dir+base[:dot], base[dot+1:]
-		if ext == "" {
-			continue
-		}
-		data, err := io.ReadAll(tr)
-		if err != nil {
-			return fmt.Errorf("read shard %s: %s: %w: %v", shard, name, ErrInvalidSource, err)
+			return err
 		}
 		if cur != nil && cur.key != key {
-			if err := flush(); err != nil {
+			if err := pass(r.offset()); err != nil {
 				return err
 			}
 		}
 		if cur == nil {
 			cur = &wdsSample{key: key}
 		}
-		for _, m := range cur.members {
-			if m.ext == ext {
-				return fmt.Errorf("read shard %s: %w: sample %q has two %q files", shard, ErrInvalidSource, key, ext)
-			}
+		if err := cur.add(ext, data); err != nil {
+			return fmt.Errorf("read shard %s: %w", shard, err)
 		}
-		cur.members = append(cur.members, wdsMember{ext: ext, data: data})
 	}
-	// Read the tar's trailing padding too, so that the bytes of the samples
-	// add up to the shard's size.
-	if _, err := io.Copy(io.Discard, br); err != nil {
-		return fmt.Errorf("read shard %s: %w", shard, err)
+	size, err := r.drain()
+	if err != nil || cur == nil {
+		return err
 	}
-	if cur != nil {
-		cur.bytes = cr.n - last
-		return fn(cur)
+	return pass(size)
+}
+
+// add adds a file to the sample; a second file with the same extension is
+// an error.
+func (s *wdsSample) add(ext string, data []byte) error {
+	for _, m := range s.members {
+		if m.ext == ext {
+			return fmt.Errorf("%w: sample %q has two %q files", ErrInvalidSource, s.key, ext)
+		}
 	}
+	s.members = append(s.members, wdsMember{ext: ext, data: data})
 	return nil
+}
+
+// shardReader reads the member files of one tar shard, plain or gzipped,
+// counting the shard's bytes.
+type shardReader struct {
+	shard   string
+	tr      *tar.Reader
+	counted *countingReader // the shard as read from its source
+	buf     *bufio.Reader   // over counted, under tr (or its gzip reader)
+	close   func()
+}
+
+// openShard opens a shard for reading; the caller calls close.
+func openShard(ctx context.Context, shard string) (*shardReader, error) {
+	rc, _, err := openSource(ctx, shard)
+	if err != nil {
+		return nil, err
+	}
+	r := &shardReader{shard: shard, counted: &countingReader{r: rc}, close: func() { rc.Close() }}
+	r.buf = bufio.NewReaderSize(r.counted, 1<<20)
+	if magic, _ := r.buf.Peek(2); !bytes.Equal(magic, []byte{0x1f, 0x8b}) {
+		r.tr = tar.NewReader(r.buf)
+		return r, nil
+	}
+	zr, err := gzip.NewReader(r.buf)
+	if err != nil {
+		rc.Close()
+		return nil, fmt.Errorf("read shard %s: %w: %v", shard, ErrInvalidSource, err)
+	}
+	r.tr = tar.NewReader(zr)
+	r.close = func() { zr.Close(); rc.Close() }
+	return r, nil
+}
+
+// next returns the next file that belongs to a sample: its sample key, its
+// extension and its contents. Other entries (directories, links, hidden
+// files, names without an extension) are skipped. At the end it returns
+// io.EOF.
+func (r *shardReader) next() (key, ext string, data []byte, err error) {
+	for {
+		hdr, err := r.tr.Next()
+		if err == io.EOF {
+			return "", "", nil, err
+		}
+		if err != nil {
+			return "", "", nil, fmt.Errorf("read shard %s: %w: %v", r.shard, ErrInvalidSource, err)
+		}
+		if hdr.Typeflag != tar.TypeReg { // Next reports old-style regular files as TypeReg too
+			continue
+		}
+		name := strings.TrimPrefix(hdr.Name, "./")
+		key, ext, ok := sampleFile(name)
+		if !ok {
+			continue
+		}
+		data, err := io.ReadAll(r.tr)
+		if err != nil {
+			return "", "", nil, fmt.Errorf("read shard %s: %s: %w: %v", r.shard, name, ErrInvalidSource, err)
+		}
+		return key, ext, data, nil
+	}
+}
+
+// sampleFile splits the path of a file in a shard into its sample key and
+// extension: the path up to the first dot of the file name, and the rest.
+// ok is false for files that belong to no sample: hidden ones (starting
+// with '.') and those without an extension.
+func sampleFile(name string) (key, ext string, ok bool) {
+	dir, base := path.Split(name)
+	dot := strings.IndexByte(base, '.')
+	if strings.HasPrefix(base, ".") || dot < 0 || dot == len(base)-1 {
+		return "", "", false
+	}
+	return dir + base[:dot], base[dot+1:], true
+}
+
+// offset returns the bytes of the shard consumed so far, not counting
+// those read ahead into the buffer.
+func (r *shardReader) offset() int64 { return r.counted.n - int64(r.buf.Buffered()) }
+
+// drain reads the rest of the shard (the tar's trailing padding), so that
+// the bytes of the samples add up to the shard's size, and returns that
+// size.
+func (r *shardReader) drain() (int64, error) {
+	if _, err := io.Copy(io.Discard, r.buf); err != nil {
+		return 0, fmt.Errorf("read shard %s: %w", r.shard, err)
+	}
+	return r.counted.n, nil
 }
 
 // extKind returns the kind of column an extension makes, by its last part.

@@ -18,23 +18,26 @@ type Batch struct {
 	// Datasets gives each row's dataset (its index in NewMix's views);
 	// nil for a single dataset.
 	Datasets []int
-	// Columns maps each requested column to its collated tensor.
-	Columns map[string]*Tensor
+	// Columns maps each requested column to its collated samples.
+	Columns map[string]*Collated
 }
 
 // Len is the number of rows in the batch.
 func (b *Batch) Len() int { return len(b.Positions) }
 
-// Tensor is one column of a batch.
+// Collated is one column of a batch: the column's samples of every row of
+// the batch collated together. (It is named for what the loader does to
+// the samples, not Tensor or Column: loch.Tensor makes a Sample, and
+// schema.Column declares a column.)
 //
 // Numeric columns are collated into Data, C-contiguous, with Shape
 // [batch, ...]. When the samples' shapes differ (ragged columns), each
 // dimension is padded with zeros to the batch's largest and Shapes holds
 // every sample's own shape; with Config.RaggedAsList they are returned as a
 // list instead, each sample's bytes in Items and its shape in Shapes.
-// Variable-size columns (text, json, bytes) are returned as a list in Items. A null sample is zero-filled (or nil in
-// Items) and marked in Null.
-type Tensor struct {
+// Variable-size columns (text, json, bytes) are returned as a list in
+// Items. A null sample is zero-filled (or nil in Items) and marked in Null.
+type Collated struct {
 	DType  schema.DType
 	Shape  []int
 	Data   []byte

@@ -75,7 +75,7 @@ type Config struct {
 	// not at all in that epoch.
 	AllowVersionChange bool `json:"allow_version_change,omitempty"`
 	// RaggedAsList returns the columns whose declared shape is not fixed
-	// as lists (Tensor.Items with Tensor.Shapes) instead of zero-padded
+	// as lists (Collated.Items with Collated.Shapes) instead of zero-padded
 	// tensors.
 	RaggedAsList bool `json:"ragged_as_list,omitempty"`
 	// Split makes this loader deliver only the batches i of the rank's
@@ -96,7 +96,7 @@ type Config struct {
 	// the loader falls back to the store. Full-shuffle reads of single
 	// samples bypass it.
 	Cache chunkcache.Cache `json:"-"`
-	// Allocator supplies the batch buffers (Tensor.Data). The default
+	// Allocator supplies the batch buffers (Collated.Data). The default
 	// allocates Go memory and reuses what Release returns; the Python SDK
 	// passes one that allocates memory numpy then owns.
 	Allocator Allocator `json:"-"`
@@ -163,6 +163,13 @@ func (a *goAllocator) Alloc(n int) []byte {
 func (a *goAllocator) Free(b []byte) {
 	b = b[:0]
 	a.free.Put(&b)
+}
+
+// WithDefaults returns c with each zero field set to its default: the
+// configuration New runs with. It does not validate c.
+func (c Config) WithDefaults() Config {
+	c.defaults()
+	return c
 }
 
 func (c *Config) defaults() {

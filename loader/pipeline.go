@@ -321,7 +321,7 @@ func (l *Loader) collateRows(job *batchJob, vals [][]value, bad []bool) (b *Batc
 			keep = append(keep, i)
 		}
 	}
-	b = &Batch{Epoch: l.cfg.Epoch, Index: l.base + job.index, Columns: map[string]*Tensor{}}
+	b = &Batch{Epoch: l.cfg.Epoch, Index: l.base + job.index, Columns: map[string]*Collated{}}
 	for _, i := range keep {
 		b.Positions = append(b.Positions, job.positions[i])
 		b.RowIDs = append(b.RowIDs, job.rowIDs[i])
@@ -352,8 +352,8 @@ func (l *Loader) collateRows(job *batchJob, vals [][]value, bad []bool) (b *Batc
 
 // tensor collates one column of the kept rows. A sample that fails to
 // decode is reported with its row index; other errors with -1.
-func (l *Loader) tensor(cp colPlan, vals []value, keep []int, rowIDs []uint64) (*Tensor, int, error) {
-	t := &Tensor{DType: cp.col.DType}
+func (l *Loader) tensor(cp colPlan, vals []value, keep []int, rowIDs []uint64) (*Collated, int, error) {
+	t := &Collated{DType: cp.col.DType}
 	n := len(keep)
 	anyNull := false
 	for _, i := range keep {
@@ -379,7 +379,7 @@ func (l *Loader) tensor(cp colPlan, vals []value, keep []int, rowIDs []uint64) (
 
 // items fills t with the kept samples as a list (Items, and Shapes for
 // tensors), each decoded into its own buffer.
-func (l *Loader) items(t *Tensor, cp colPlan, vals []value, keep []int) (int, error) {
+func (l *Loader) items(t *Collated, cp colPlan, vals []value, keep []int) (int, error) {
 	n := len(keep)
 	t.Shape = []int{n}
 	t.Items = make([][]byte, n)
@@ -407,7 +407,7 @@ func (l *Loader) items(t *Tensor, cp colPlan, vals []value, keep []int) (int, er
 // stack fills t with the kept samples stacked in one buffer from the
 // allocator, zero-padded to the largest shape when they differ (Shapes then
 // records each one). Samples are decoded straight into the buffer.
-func (l *Loader) stack(t *Tensor, cp colPlan, vals []value, keep []int, anyNull bool, rowIDs []uint64) (int, error) {
+func (l *Loader) stack(t *Collated, cp colPlan, vals []value, keep []int, anyNull bool, rowIDs []uint64) (int, error) {
 	n := len(keep)
 	// The batch shape: the elementwise max of the samples' shapes.
 	var maxShape []int

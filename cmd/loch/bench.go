@@ -52,19 +52,22 @@ type benchResult struct {
 	Ratio        float64  `json:"ratio_to_raw"`
 }
 
+// benchFlags are the flags of "loch bench".
+type benchFlags struct {
+	columns, shuffle           string
+	refs                       refFlags
+	batch, world, rank, epochs int
+	seed                       uint64
+	stepMS                     float64
+	asJSON, skipRaw            bool
+	prefetch                   int
+	cacheDir                   string
+	cacheBytes                 int64
+	transforms                 []string
+}
+
 func newBenchCmd() *cobra.Command {
-	var (
-		columns, shuffle           string
-		refs                       refFlags
-		batch, world, rank, epochs int
-		seed                       uint64
-		stepMS                     float64
-		asJSON, skipRaw            bool
-		prefetch                   int
-		cacheDir                   string
-		cacheBytes                 int64
-		transforms                 []string
-	)
+	b := &benchFlags{}
 	cmd := &cobra.Command{
 		Use:   "bench URL",
 		Short: "Measure the loader against a raw read of the same chunks",
@@ -81,74 +84,91 @@ bytes. The baseline runs first.`,
   loch bench s3://bucket/pets --columns image,label --step-ms 20 --json`,
 		Args: exactArgs("URL"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg := loader.Config{BatchSize: batch, Shuffle: order.Mode(shuffle), Seed: seed, WorldSize: world, Rank: rank,
-				PrefetchBatches: prefetch}
-			if err := checkConfig(cfg); err != nil {
-				return err
-			}
-			if epochs < 1 || stepMS < 0 {
-				return usagef("need --epochs >= 1 and --step-ms >= 0")
-			}
-			ctx := cmd.Context()
-			d, err := openDataset(ctx, args[0], &refs)
-			if err != nil {
-				return err
-			}
-			defer d.Close()
-			sch := d.Schema()
-			cols := sch.Names()
-			if columns != "" {
-				cols = splitList(columns)
-			}
-			res := benchResult{URL: d.URL(), Version: d.Version(), Columns: cols, Shuffle: shuffle, BatchSize: batch,
-				WorldSize: world, Rank: rank, Epochs: epochs, StepMS: stepMS}
-			scan := d.Scan()
-			if !skipRaw {
-				if err := rawBaseline(ctx, scan, cols, &res); err != nil {
-					return err
-				}
-			}
-			tf, err := parseTransforms(transforms)
-			if err != nil {
-				return err
-			}
-			var cache chunkcache.Cache
-			if cacheDir != "" {
-				c, err := chunkcache.Open(cacheDir, cacheBytes, nil)
-				if err != nil {
-					return err
-				}
-				defer c.Close()
-				cache = c
-			}
-			cfg.Columns, cfg.Cache, cfg.Transforms = cols, cache, tf
-			if err := runEpochs(ctx, scan, cfg, epochs, time.Duration(stepMS*float64(time.Millisecond)), &res); err != nil {
-				return err
-			}
-			if asJSON {
-				return printJSON(cmd.OutOrStdout(), res)
-			}
-			printBench(cmd.OutOrStdout(), res, cache != nil, !skipRaw)
-			return nil
+			return b.run(cmd, args[0])
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&columns, "columns", "", "comma-separated columns (default all)")
-	f.IntVar(&batch, "batch-size", 32, "rows per batch")
-	f.StringVar(&shuffle, "shuffle", "block", "none, block or full")
-	f.Uint64Var(&seed, "seed", 0, "shuffle seed")
-	f.IntVar(&world, "world-size", 1, "number of ranks")
-	f.IntVar(&rank, "rank", 0, "this rank")
-	f.IntVar(&epochs, "epochs", 1, "epochs to run")
-	f.Float64Var(&stepMS, "step-ms", 0, "milliseconds the consumer spends on each batch, like a training step")
-	f.IntVar(&prefetch, "prefetch", 0, "batches to prepare ahead (default 4)")
-	f.BoolVar(&asJSON, "json", false, "print one JSON object")
-	f.BoolVar(&skipRaw, "no-raw", false, "skip the raw baseline")
-	f.StringArrayVar(&transforms, "transform", nil, "COLUMN=SPEC image transform run in the loader (repeatable), e.g. image=decode,resize=256,center_crop=224,to_float,normalize=imagenet,chw")
-	f.StringVar(&cacheDir, "cache", "", "directory of a local chunk cache (shared by processes; epochs after the first read from it)")
-	f.Int64Var(&cacheBytes, "cache-bytes", 10<<30, "size bound of the chunk cache")
-	refs.add(cmd, "bench")
+	f.StringVar(&b.columns, "columns", "", "comma-separated columns (default all)")
+	f.IntVar(&b.batch, "batch-size", 32, "rows per batch")
+	f.StringVar(&b.shuffle, "shuffle", "block", "none, block or full")
+	f.Uint64Var(&b.seed, "seed", 0, "shuffle seed")
+	f.IntVar(&b.world, "world-size", 1, "number of ranks")
+	f.IntVar(&b.rank, "rank", 0, "this rank")
+	f.IntVar(&b.epochs, "epochs", 1, "epochs to run")
+	f.Float64Var(&b.stepMS, "step-ms", 0, "milliseconds the consumer spends on each batch, like a training step")
+	f.IntVar(&b.prefetch, "prefetch", 0, "batches to prepare ahead (default 4)")
+	f.BoolVar(&b.asJSON, "json", false, "print one JSON object")
+	f.BoolVar(&b.skipRaw, "no-raw", false, "skip the raw baseline")
+	f.StringArrayVar(&b.transforms, "transform", nil, "COLUMN=SPEC image transform run in the loader (repeatable), e.g. image=decode,resize=256,center_crop=224,to_float,normalize=imagenet,chw")
+	f.StringVar(&b.cacheDir, "cache", "", "directory of a local chunk cache (shared by processes; epochs after the first read from it)")
+	f.Int64Var(&b.cacheBytes, "cache-bytes", 10<<30, "size bound of the chunk cache")
+	b.refs.add(cmd, "bench")
 	return cmd
+}
+
+// run benchmarks the dataset at url: the raw baseline, unless skipped,
+// then the loader's epochs; it prints the result.
+func (b *benchFlags) run(cmd *cobra.Command, url string) error {
+	cfg, err := b.config()
+	if err != nil {
+		return err
+	}
+	ctx := cmd.Context()
+	d, err := openDataset(ctx, url, &b.refs)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	sch := d.Schema()
+	cols := sch.Names()
+	if b.columns != "" {
+		cols = splitList(b.columns)
+	}
+	res := benchResult{URL: d.URL(), Version: d.Version(), Columns: cols, Shuffle: b.shuffle, BatchSize: b.batch,
+		WorldSize: b.world, Rank: b.rank, Epochs: b.epochs, StepMS: b.stepMS}
+	scan := d.Scan()
+	if !b.skipRaw {
+		if err := rawBaseline(ctx, scan, cols, &res); err != nil {
+			return err
+		}
+	}
+	var cache chunkcache.Cache
+	if b.cacheDir != "" {
+		c, err := chunkcache.Open(b.cacheDir, b.cacheBytes, nil)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		cache = c
+	}
+	cfg.Columns, cfg.Cache = cols, cache
+	if err := runEpochs(ctx, scan, cfg, b.epochs, time.Duration(b.stepMS*float64(time.Millisecond)), &res); err != nil {
+		return err
+	}
+	if b.asJSON {
+		return printJSON(cmd.OutOrStdout(), res)
+	}
+	printBench(cmd.OutOrStdout(), res, cache != nil, !b.skipRaw)
+	return nil
+}
+
+// config returns the loader configuration the flags ask for (without the
+// columns and the cache), checking the flags.
+func (b *benchFlags) config() (loader.Config, error) {
+	cfg := loader.Config{BatchSize: b.batch, Shuffle: order.Mode(b.shuffle), Seed: b.seed, WorldSize: b.world, Rank: b.rank,
+		PrefetchBatches: b.prefetch}
+	if err := checkConfig(cfg); err != nil {
+		return cfg, err
+	}
+	if b.epochs < 1 || b.stepMS < 0 {
+		return cfg, usagef("need --epochs >= 1 and --step-ms >= 0")
+	}
+	tf, err := parseTransforms(b.transforms)
+	if err != nil {
+		return cfg, err
+	}
+	cfg.Transforms = tf
+	return cfg, nil
 }
 
 // batchPayload counts the decoded sample bytes a batch delivers (not its

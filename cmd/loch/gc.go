@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"maps"
 	"slices"
 	"text/tabwriter"
@@ -59,28 +60,8 @@ it prints one JSON object with the fields dry_run, reachable, young, deleted
 			if asJSON {
 				return printJSON(w, rep)
 			}
-			verb := "deleted"
-			if rep.DryRun {
-				verb = "would delete"
-			}
-			fmt.Fprintf(w, "%s %s\n", verb, objects(rep.Deleted))
-			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-			for _, k := range slices.Sorted(maps.Keys(rep.ByKind)) {
-				if n := rep.ByKind[k]; n.Objects > 0 {
-					fmt.Fprintf(tw, "  %s\t%d\t%s\n", k, n.Objects, humanBytes(n.Bytes))
-				}
-			}
-			if err := tw.Flush(); err != nil {
+			if err := printGC(w, rep, grace); err != nil {
 				return err
-			}
-			if grace == 0 {
-				fmt.Fprintf(w, "kept %s reachable from branches and tags\n", objects(rep.Reachable))
-			} else {
-				fmt.Fprintf(w, "kept %s reachable from branches and tags as they are or were in the last %s\n", objects(rep.Reachable), grace)
-				fmt.Fprintf(w, "kept %s unreachable but written in the last %s\n", objects(rep.Young), grace)
-			}
-			if rep.DryRun {
-				fmt.Fprintln(w, "dry run: nothing was deleted")
 			}
 			if len(rep.Missing) > 0 {
 				fmt.Fprintf(cmd.ErrOrStderr(), "loch: warning: %d reachable objects are missing (first: %s); run loch verify\n", len(rep.Missing), rep.Missing[0])
@@ -92,6 +73,35 @@ it prints one JSON object with the fields dry_run, reachable, young, deleted
 	cmd.Flags().DurationVar(&grace, "grace", loch.DefaultGCGrace, "keep unreachable objects younger than this")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
 	return cmd
+}
+
+// printGC describes a collection run with the grace period grace: what was
+// (or would be) deleted, by kind, and what was kept.
+func printGC(w io.Writer, rep *loch.GCReport, grace time.Duration) error {
+	verb := "deleted"
+	if rep.DryRun {
+		verb = "would delete"
+	}
+	fmt.Fprintf(w, "%s %s\n", verb, objects(rep.Deleted))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, k := range slices.Sorted(maps.Keys(rep.ByKind)) {
+		if n := rep.ByKind[k]; n.Objects > 0 {
+			fmt.Fprintf(tw, "  %s\t%d\t%s\n", k, n.Objects, humanBytes(n.Bytes))
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if grace == 0 {
+		fmt.Fprintf(w, "kept %s reachable from branches and tags\n", objects(rep.Reachable))
+	} else {
+		fmt.Fprintf(w, "kept %s reachable from branches and tags as they are or were in the last %s\n", objects(rep.Reachable), grace)
+		fmt.Fprintf(w, "kept %s unreachable but written in the last %s\n", objects(rep.Young), grace)
+	}
+	if rep.DryRun {
+		fmt.Fprintln(w, "dry run: nothing was deleted")
+	}
+	return nil
 }
 
 // objects describes a count of objects and their size.

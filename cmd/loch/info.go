@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"strings"
 	"text/tabwriter"
 
@@ -69,58 +70,69 @@ reference (default main) named at a past time.`,
 				return err
 			}
 			defer d.Close()
-			info := infoJSON{URL: d.URL(), Version: d.Version(), Rows: d.Len(), Columns: []infoColumnJSON{}}
 			s := d.Schema()
-			for i := range s.Columns {
-				c := &s.Columns[i]
-				lo, hi := observedShapes(c)
-				info.Columns = append(info.Columns, infoColumnJSON{
-					Name: c.Name, DType: c.DType, Kind: c.Kind, Shape: c.Shape,
-					MinShape: lo, MaxShape: hi, Compression: compression(c),
-					StoredBytes: c.StoredBytes, RawBytes: c.RawBytes, Ratio: ratio(c),
-					Samples: c.Samples, ClassNames: c.ClassNames,
-				})
-			}
-			w := cmd.OutOrStdout()
+			info := infoJSON{URL: d.URL(), Version: d.Version(), Rows: d.Len(), Columns: infoColumns(&s)}
 			if asJSON {
-				return printJSON(w, info)
+				return printJSON(cmd.OutOrStdout(), info)
 			}
-			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-			fmt.Fprintf(tw, "dataset\t%s\n", info.URL)
-			fmt.Fprintf(tw, "version\t%s\n", info.Version)
-			fmt.Fprintf(tw, "rows\t%d\n", info.Rows)
-			if err := tw.Flush(); err != nil {
-				return err
-			}
-			fmt.Fprintln(w)
-			tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "COLUMN\tDTYPE\tKIND\tSHAPE\tCOMPRESSION\tSTORED\tRAW\tRATIO")
-			var classes []string
-			for i := range s.Columns {
-				c := &s.Columns[i]
-				r := "-"
-				if c.StoredBytes > 0 {
-					r = fmt.Sprintf("%.2fx", ratio(c))
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", c.Name, c.DType, c.Kind, shapeRange(c),
-					compression(c), humanBytes(c.StoredBytes), humanBytes(c.RawBytes), r)
-				if len(c.ClassNames) > 0 {
-					classes = append(classes, fmt.Sprintf("%s: %s", c.Name, strings.Join(c.ClassNames, ", ")))
-				}
-			}
-			if err := tw.Flush(); err != nil {
-				return err
-			}
-			if len(classes) > 0 {
-				fmt.Fprintln(w)
-				for _, line := range classes {
-					fmt.Fprintf(w, "classes of %s\n", line)
-				}
-			}
-			return nil
+			return printInfo(cmd.OutOrStdout(), info, &s)
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object instead of a table")
 	refs.add(cmd, "read")
 	return cmd
+}
+
+// infoColumns describes the columns of s for "loch info --json".
+func infoColumns(s *schema.Schema) []infoColumnJSON {
+	cols := []infoColumnJSON{}
+	for i := range s.Columns {
+		c := &s.Columns[i]
+		lo, hi := observedShapes(c)
+		cols = append(cols, infoColumnJSON{
+			Name: c.Name, DType: c.DType, Kind: c.Kind, Shape: c.Shape,
+			MinShape: lo, MaxShape: hi, Compression: compression(c),
+			StoredBytes: c.StoredBytes, RawBytes: c.RawBytes, Ratio: ratio(c),
+			Samples: c.Samples, ClassNames: c.ClassNames,
+		})
+	}
+	return cols
+}
+
+// printInfo prints info as "loch info" does without --json: the dataset,
+// a table of the columns of s, and the class names of class label columns.
+func printInfo(w io.Writer, info infoJSON, s *schema.Schema) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "dataset\t%s\n", info.URL)
+	fmt.Fprintf(tw, "version\t%s\n", info.Version)
+	fmt.Fprintf(tw, "rows\t%d\n", info.Rows)
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "COLUMN\tDTYPE\tKIND\tSHAPE\tCOMPRESSION\tSTORED\tRAW\tRATIO")
+	var classes []string
+	for i := range s.Columns {
+		c := &s.Columns[i]
+		r := "-"
+		if c.StoredBytes > 0 {
+			r = fmt.Sprintf("%.2fx", ratio(c))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", c.Name, c.DType, c.Kind, shapeRange(c),
+			compression(c), humanBytes(c.StoredBytes), humanBytes(c.RawBytes), r)
+		if len(c.ClassNames) > 0 {
+			classes = append(classes, fmt.Sprintf("%s: %s", c.Name, strings.Join(c.ClassNames, ", ")))
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(classes) > 0 {
+		fmt.Fprintln(w)
+		for _, line := range classes {
+			fmt.Fprintf(w, "classes of %s\n", line)
+		}
+	}
+	return nil
 }

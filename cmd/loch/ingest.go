@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -321,46 +322,16 @@ labels (class_label int64 [n]: the position of the category in the file's
 }
 
 // runIngest builds the options from the flags, runs do with a progress
-// bar when wanted and prints the summary line.
+// bar when wanted and prints the summary line. The values of the flags are
+// checked by the ingest package (Options.Validate), not here: an invalid
+// one is reported as a usage error with its message.
 func runIngest(cmd *cobra.Command, f *ingestFlags, url string, do func(ingest.Options) (ingest.Result, error)) error {
-	o := ingest.Options{
-		Parallelism: f.parallelism,
-		Message:     f.message,
-		Append:      f.append,
-		SkipBad:     f.skipBad,
-		JPEGQuality: f.jpegQuality,
-		Channels:    f.channels,
+	o, err := f.options(cmd)
+	if err != nil {
+		return err
 	}
-	if f.parallelism < 0 {
-		return usagef("--parallelism %d: want a positive number", f.parallelism)
-	}
-	if f.chunkBytes != "" {
-		n, err := parseByteSize(f.chunkBytes)
-		if err != nil {
-			return usagef("--chunk-bytes: %v", err)
-		}
-		o.ChunkBytes = n
-	}
-	if fl := cmd.Flags().Lookup("image-compression"); fl != nil && fl.Changed {
-		switch f.imageCompression {
-		case ingest.CompressPNG, ingest.CompressJPEG, ingest.CompressLZ4, ingest.CompressZstd, ingest.CompressNone:
-		default:
-			return usagef("--image-compression %q: want png, jpeg, lz4, zstd or none", f.imageCompression)
-		}
-		o.ImageCompression = f.imageCompression
-	}
-	if f.channels != 0 && f.channels != 1 && f.channels != 3 && f.channels != 4 {
-		return usagef("--channels %d: want 1, 3 or 4", f.channels)
-	}
-	if cmd.Flags().Lookup("jpeg-quality") != nil && (f.jpegQuality < 1 || f.jpegQuality > 100) {
-		return usagef("--jpeg-quality %d: want 1 to 100", f.jpegQuality)
-	}
-	if f.resize != "" {
-		size, err := parseSize(f.resize)
-		if err != nil {
-			return usagef("--resize: %v", err)
-		}
-		o.Resize = size
+	if err := o.Validate(); err != nil {
+		return &usageError{err}
 	}
 	if f.branch != "" {
 		// Checked first: ingest would take a missing branch for a missing
@@ -396,6 +367,39 @@ func runIngest(cmd *cobra.Command, f *ingestFlags, url string, do func(ingest.Op
 	}
 	fmt.Fprintln(cmd.OutOrStdout(), summary(res, url))
 	return nil
+}
+
+// options converts the flags to ingest options; only the flags that are
+// strings to parse can fail here.
+func (f *ingestFlags) options(cmd *cobra.Command) (ingest.Options, error) {
+	o := ingest.Options{
+		Parallelism: f.parallelism,
+		Message:     f.message,
+		Append:      f.append,
+		SkipBad:     f.skipBad,
+		JPEGQuality: f.jpegQuality,
+		Channels:    f.channels,
+	}
+	if f.chunkBytes != "" {
+		n, err := parseByteSize(f.chunkBytes)
+		if err != nil {
+			return o, usagef("--chunk-bytes: %v", err)
+		}
+		o.ChunkBytes = n
+	}
+	// Unless given, the compression is left empty: appending then takes
+	// the dataset's.
+	if fl := cmd.Flags().Lookup("image-compression"); fl != nil && fl.Changed {
+		o.ImageCompression = f.imageCompression
+	}
+	if f.resize != "" {
+		size, err := parseSize(f.resize)
+		if err != nil {
+			return o, usagef("--resize: %v", err)
+		}
+		o.Resize = size
+	}
+	return o, nil
 }
 
 // summary is the one-line report of a finished ingest.
@@ -522,7 +526,8 @@ func (p *progressBar) finish() {
 	}
 }
 
-// parseSize parses WIDTHxHEIGHT, or one number for a square.
+// parseSize parses WIDTHxHEIGHT, or one number for a square. The values
+// are checked by ingest.Options.Validate.
 func parseSize(s string) (ingest.Size, error) {
 	ws, hs, ok := strings.Cut(strings.ToLower(s), "x")
 	if !ok {
@@ -530,14 +535,15 @@ func parseSize(s string) (ingest.Size, error) {
 	}
 	w, err1 := strconv.Atoi(ws)
 	h, err2 := strconv.Atoi(hs)
-	if err1 != nil || err2 != nil || w <= 0 || h <= 0 {
+	if err1 != nil || err2 != nil {
 		return ingest.Size{}, fmt.Errorf("%q: want WIDTHxHEIGHT, e.g. 224x224", s)
 	}
 	return ingest.Size{Width: w, Height: h}, nil
 }
 
 // parseByteSize parses a byte count with an optional binary unit: 1048576,
-// 1024KiB, 1MiB, 1M, 1GiB.
+// 1024KiB, 1MiB, 1M, 1GiB. The value is checked where it is used (the
+// chunk size by ingest and the schema).
 func parseByteSize(s string) (int, error) {
 	t := strings.TrimSpace(s)
 	mult := 1
@@ -551,8 +557,8 @@ func parseByteSize(s string) (int, error) {
 		}
 	}
 	n, err := strconv.Atoi(t)
-	if err != nil || n <= 0 || n > (1<<30)/mult {
-		return 0, fmt.Errorf("%q: want a size like 8388608, 8MiB or 512KiB (at most 1GiB)", s)
+	if err != nil || n > math.MaxInt/mult || n < math.MinInt/mult {
+		return 0, fmt.Errorf("%q: want a size like 8388608, 8MiB or 512KiB", s)
 	}
 	return n * mult, nil
 }

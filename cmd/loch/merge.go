@@ -61,15 +61,7 @@ them all.`,
 			w := cmd.OutOrStdout()
 			var ce *loch.ConflictError
 			if errors.As(err, &ce) {
-				if asJSON {
-					if err := printJSON(w, loch.MergeResult{Conflicts: ce.Conflicts}); err != nil {
-						return err
-					}
-				} else if err := printConflicts(w, ce.Conflicts, into, src); err != nil {
-					return err
-				}
-				return fmt.Errorf("merge %s into %s: %d rows changed on both sides; nothing was changed (use --strategy ours or theirs to resolve)",
-					src, into, len(ce.Conflicts))
+				return reportConflicts(w, ce, asJSON, into, src)
 			}
 			if err != nil {
 				return err
@@ -80,22 +72,7 @@ them all.`,
 			if asJSON {
 				return printJSON(w, res)
 			}
-			switch {
-			case res.UpToDate:
-				fmt.Fprintf(w, "%s is up to date with %s: nothing to merge\n", into, src)
-			case res.FastForward:
-				fmt.Fprintf(w, "fast-forwarded %s to %s, version %s: %d rows added, %d deleted, %d modified\n",
-					into, src, res.Commit, res.Added, res.Deleted, res.Modified)
-			default:
-				fmt.Fprintf(w, "merged %s into %s, version %s (base %s): %d rows added, %d deleted, %d modified\n",
-					src, into, res.Commit, res.Base, res.Added, res.Deleted, res.Modified)
-			}
-			if len(res.Columns) > 0 {
-				fmt.Fprintf(w, "columns added: %s\n", strings.Join(res.Columns, ", "))
-			}
-			if n := len(res.Conflicts); n > 0 {
-				fmt.Fprintf(w, "%d rows changed on both sides, resolved with --strategy %s\n", n, strategy)
-			}
+			printMerge(w, res, into, src, strategy)
 			return nil
 		},
 	}
@@ -104,6 +81,40 @@ them all.`,
 	cmd.Flags().StringVarP(&message, "message", "m", "", `commit message (default "merge SRC into BRANCH")`)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
 	return cmd
+}
+
+// reportConflicts prints the conflicts that stopped a merge of src into
+// dst and returns the command's error.
+func reportConflicts(w io.Writer, ce *loch.ConflictError, asJSON bool, dst, src string) error {
+	if asJSON {
+		if err := printJSON(w, loch.MergeResult{Conflicts: ce.Conflicts}); err != nil {
+			return err
+		}
+	} else if err := printConflicts(w, ce.Conflicts, dst, src); err != nil {
+		return err
+	}
+	return fmt.Errorf("merge %s into %s: %d rows changed on both sides; nothing was changed (use --strategy ours or theirs to resolve)",
+		src, dst, len(ce.Conflicts))
+}
+
+// printMerge describes a merge of src into dst that succeeded.
+func printMerge(w io.Writer, res *loch.MergeResult, dst, src, strategy string) {
+	switch {
+	case res.UpToDate:
+		fmt.Fprintf(w, "%s is up to date with %s: nothing to merge\n", dst, src)
+	case res.FastForward:
+		fmt.Fprintf(w, "fast-forwarded %s to %s, version %s: %d rows added, %d deleted, %d modified\n",
+			dst, src, res.Commit, res.Added, res.Deleted, res.Modified)
+	default:
+		fmt.Fprintf(w, "merged %s into %s, version %s (base %s): %d rows added, %d deleted, %d modified\n",
+			src, dst, res.Commit, res.Base, res.Added, res.Deleted, res.Modified)
+	}
+	if len(res.Columns) > 0 {
+		fmt.Fprintf(w, "columns added: %s\n", strings.Join(res.Columns, ", "))
+	}
+	if n := len(res.Conflicts); n > 0 {
+		fmt.Fprintf(w, "%d rows changed on both sides, resolved with --strategy %s\n", n, strategy)
+	}
 }
 
 // printConflicts lists the first conflicts of a merge of src into dst, and

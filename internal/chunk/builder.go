@@ -109,6 +109,33 @@ func (b *Builder) EncodeTo(dst []byte) ([]byte, error) {
 	if b.partial != nil && n != 1 {
 		return nil, fmt.Errorf("encode chunk: a partial chunk holds one sample, have %d", n)
 	}
+	blockSize := 0
+	if b.codec == CodecNone {
+		blockSize = BlockSize
+	}
+	hdr := b.header(b.flags(), blockSize)
+	hlen := len(hdr) + 4
+	out := dst[:0]
+	if need := hlen + len(b.raw) + 64; cap(out) < need && b.codec == CodecNone {
+		out = make([]byte, 0, need)
+	}
+	out = append(out, hdr...)
+	// The data length is known only after compression: patch it, then seal.
+	out = binary.LittleEndian.AppendUint32(out, 0)
+	var err error
+	out, err = compress(b.codec, out, b.raw)
+	if err != nil {
+		return nil, fmt.Errorf("encode chunk: %w", err)
+	}
+	dataLen := len(out) - hlen
+	binary.LittleEndian.PutUint64(out[24:], uint64(dataLen))
+	binary.LittleEndian.PutUint32(out[hlen-4:], Checksum(out[:hlen-4]))
+	out = binary.LittleEndian.AppendUint32(out, Checksum(out[hlen:]))
+	return out, nil
+}
+
+// flags returns the header flags that describe the samples added.
+func (b *Builder) flags() uint16 {
 	var flags uint16
 	if b.fixed {
 		flags |= FlagFixedShape
@@ -122,10 +149,16 @@ func (b *Builder) EncodeTo(dst []byte) ([]byte, error) {
 	if b.partial != nil {
 		flags |= FlagPartial
 	}
-	blockSize := 0
-	if b.codec == CodecNone {
-		blockSize = BlockSize
-	}
+	return flags
+}
+
+// header returns the chunk header (docs/format.md, section 3) without its
+// closing checksum: the fixed part, with the header length set and the data
+// length left zero, then the shapes, the null bitmap, the offsets, the
+// partial record and the block checksums that flags and blockSize call
+// for.
+func (b *Builder) header(flags uint16, blockSize int) []byte {
+	n := b.Len()
 	hdr := make([]byte, fixedHeaderLen, fixedHeaderLen+4*len(b.shapes)+8*len(b.offsets)+64)
 	copy(hdr, Magic)
 	hdr[4], hdr[5] = Major, Minor
@@ -140,13 +173,7 @@ func (b *Builder) EncodeTo(dst []byte) ([]byte, error) {
 		hdr = appendU32s(hdr, b.shapes)
 	}
 	if b.anyNull {
-		bits := make([]byte, (n+7)/8)
-		for i, isNull := range b.nulls {
-			if isNull {
-				bits[i/8] |= 1 << (i % 8)
-			}
-		}
-		hdr = append(hdr, bits...)
+		hdr = b.appendNullBitmap(hdr)
 	}
 	if flags&FlagImplicitOffsets == 0 {
 		for _, o := range b.offsets {
@@ -165,25 +192,20 @@ func (b *Builder) EncodeTo(dst []byte) ([]byte, error) {
 			hdr = binary.LittleEndian.AppendUint32(hdr, Checksum(b.raw[off:end]))
 		}
 	}
-	hlen := len(hdr) + 4
-	binary.LittleEndian.PutUint32(hdr[16:], uint32(hlen))
-	out := dst[:0]
-	if need := hlen + len(b.raw) + 64; cap(out) < need && b.codec == CodecNone {
-		out = make([]byte, 0, need)
+	binary.LittleEndian.PutUint32(hdr[16:], uint32(len(hdr)+4))
+	return hdr
+}
+
+// appendNullBitmap appends one bit per sample, set for a null one, least
+// significant bit first.
+func (b *Builder) appendNullBitmap(hdr []byte) []byte {
+	bits := make([]byte, (b.Len()+7)/8)
+	for i, isNull := range b.nulls {
+		if isNull {
+			bits[i/8] |= 1 << (i % 8)
+		}
 	}
-	out = append(out, hdr...)
-	// The data length is known only after compression: patch it, then seal.
-	out = binary.LittleEndian.AppendUint32(out, 0)
-	var err error
-	out, err = compress(b.codec, out, b.raw)
-	if err != nil {
-		return nil, fmt.Errorf("encode chunk: %w", err)
-	}
-	dataLen := len(out) - hlen
-	binary.LittleEndian.PutUint64(out[24:], uint64(dataLen))
-	binary.LittleEndian.PutUint32(out[hlen-4:], Checksum(out[:hlen-4]))
-	out = binary.LittleEndian.AppendUint32(out, Checksum(out[hlen:]))
-	return out, nil
+	return append(hdr, bits...)
 }
 
 func appendU32s(b []byte, v []uint32) []byte {

@@ -124,6 +124,7 @@ _STATUS_FUNCS: dict[str, list[Any]] = {
     "loch_dataset_merge": [c_uintptr, c_char_p, c_char_p, _STR_OUT],
     "loch_dataset_gc": [c_uintptr, c_char_p, _STR_OUT],
     "loch_dtypes": [_STR_OUT],
+    "loch_loader_config": [c_char_p, _STR_OUT],
     "loch_loader_new": [c_uintptr, c_char_p, POINTER(c_uintptr)],
     "loch_loader_next": [c_uintptr, c_int64, POINTER(POINTER(BatchOut))],
     "loch_loader_len": [c_uintptr, POINTER(c_int64)],

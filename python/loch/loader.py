@@ -21,6 +21,7 @@ text (``str``), json (parsed values) and bytes columns. Beside them:
 from __future__ import annotations
 
 import ctypes
+import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
@@ -28,7 +29,7 @@ import numpy as np
 
 from ._buffers import _ints, tensor_value
 from ._handle import Handle
-from ._library import BatchOut
+from ._library import BatchOut, library
 from ._status import Status
 from .dtypes import VARIABLE
 from .errors import InvalidArgument
@@ -51,16 +52,24 @@ Transform = Mapping[str, str] | str | Callable[[Batch], Batch]
 POLL_MS = 100
 
 
-def _shuffle_mode(shuffle: bool | str) -> str:
+def _shuffle_mode(shuffle: bool | str) -> Any:
     """The Go shuffle mode: True is the Go loader's default mode, False
-    "none", a string is passed through ("none", "block" or "full")."""
+    "none"; anything else is passed through for Go to check ("none",
+    "block" or "full")."""
     if shuffle is True:
         return ""
     if shuffle is False or shuffle is None:
         return "none"
-    if isinstance(shuffle, str):
-        return shuffle
-    raise InvalidArgument(f"shuffle={shuffle!r}: want True, False, 'none', 'block' or 'full'")
+    return shuffle
+
+
+def _checked(config: Mapping[str, Any]) -> dict[str, Any]:
+    """Checks a Go loader configuration with Go's own checks
+    (loader.Config.Validate, through loch_loader_config), raising
+    :class:`loch.InvalidArgument` with Go's message naming the setting, and
+    returns it with Go's defaults filled in."""
+    result: dict[str, Any] = library().call_json("loch_loader_config", json.dumps(config).encode())
+    return result
 
 
 class Source(Protocol):
@@ -129,7 +138,7 @@ class Loader:
     Arguments:
         dataset: the :class:`loch.Dataset` to read (any :class:`Source`).
         columns: the columns to load (default: all).
-        batch_size: rows per batch.
+        batch_size: rows per batch (0: the Go loader's default, 32).
         shuffle: False (stored order), True (the Go loader's default
             shuffle), or a mode: "none", "block", "full".
         seed, epoch: select the shuffle; :meth:`set_epoch` changes the epoch.
@@ -222,11 +231,8 @@ class Loader:
                 raise InvalidArgument(f"no column {c!r} (have {list(schema)})")
         if "index" in self.columns:
             raise InvalidArgument('a column named "index" clashes with the row ids a batch holds under "index"')
-        if batch_size < 1:
-            raise InvalidArgument(f"batch_size {batch_size}: want at least 1")
         self.dataset: Source | None = dataset
         self._reopen = dataset._reopener()
-        self.batch_size = batch_size
         self._ragged = frozenset(c for c in self.columns if schema[c].ragged and schema[c].dtype not in VARIABLE)
         go_transforms: dict[str, str] = {}
         self._batch_transform: Callable[[Batch], Batch] | None = None
@@ -265,6 +271,11 @@ class Loader:
         ):
             if value is not None:
                 self._config[key] = value
+        # Go checks the settings (and fills in its defaults) now, so that a
+        # bad one raises here rather than at the first batch.
+        # (The row ids, possibly many, are left to loch_loader_new.)
+        checked = _checked({k: v for k, v in self._config.items() if k != "rows"} | {"epoch": int(epoch)})
+        self.batch_size = int(checked["batch_size"])
         self._epoch = int(epoch)
         self._resume: dict[str, Any] | None = None
         self._active: _GoLoader | None = None

@@ -93,14 +93,26 @@ def test_closed(tmp_path: Path) -> None:
 
 
 def test_bad_loader_config(rows_ds: loch.Dataset) -> None:
-    with pytest.raises(loch.InvalidArgument, match="rank"):
-        list(rows_ds.numpy(rank=3, world_size=2))
+    # Go checks the settings (loader.Config.Validate, through the C ABI)
+    # when the loader is made; its message names the setting.
+    with pytest.raises(loch.InvalidArgument, match="rank 3: want 0 <= rank < world size 2"):
+        rows_ds.numpy(rank=3, world_size=2)
+    with pytest.raises(loch.InvalidArgument, match='shuffle "sideways": want none, block or full'):
+        rows_ds.numpy(shuffle="sideways")
     with pytest.raises(loch.InvalidArgument, match="shuffle"):
-        list(rows_ds.numpy(shuffle="sideways"))
+        rows_ds.numpy(shuffle=3)  # type: ignore[arg-type]
+    with pytest.raises(loch.InvalidArgument, match="batch size -1: want at least 1"):
+        rows_ds.numpy(batch_size=-1)
+    with pytest.raises(loch.InvalidArgument, match="prefetch batches -2"):
+        rows_ds.numpy(prefetch_batches=-2)
+    assert rows_ds.numpy(batch_size=0).batch_size == 32  # zero: Go's default
+    # ... and again when an iteration starts, for settings changed since.
+    changed = rows_ds.numpy()
+    changed.set_rank(3, 2)
+    with pytest.raises(loch.InvalidArgument, match="rank 3"):
+        list(changed)
     with pytest.raises(loch.InvalidArgument, match="no column"):
         rows_ds.numpy(columns=["nope"])
-    with pytest.raises(loch.InvalidArgument, match="batch_size"):
-        rows_ds.numpy(batch_size=0)
     other = rows_ds.numpy(batch_size=10)
     with pytest.raises(loch.InvalidArgument):
         other.load_state_dict({"epoch": 0, "loader": {"version": "not-this-one", "seed": 0, "epoch": 0,
