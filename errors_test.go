@@ -79,6 +79,7 @@ func TestLowerLayersMatchLochSentinels(t *testing.T) {
 			return chunkcache.NewMemory(1<<20).Put(ctx, "chunks/0123456789abcdef0123456789abcdef", []byte("x"))
 		}, loch.ErrCorrupt},
 		{"ingest: invalid source", func() error { return ingest.ErrInvalidSource }, loch.ErrInvalidArgument},
+		{"ingest: incompatible", func() error { return ingest.ErrIncompatible }, loch.ErrInvalidArgument},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.err()

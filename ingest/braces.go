@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/lochdata/loch/internal/base"
 )
 
 // maxExpansion bounds the number of names one pattern may expand to.
@@ -20,7 +22,7 @@ const maxExpansion = 1_000_000
 func ExpandBraces(pattern string) ([]string, error) {
 	out, err := expand(pattern, 0)
 	if err != nil {
-		return nil, fmt.Errorf("%w: pattern %q: %v", ErrInvalidSource, pattern, err)
+		return nil, base.Markf(ErrInvalidSource, "pattern %q: %v", pattern, err)
 	}
 	return out, nil
 }

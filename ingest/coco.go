@@ -7,6 +7,7 @@ import (
 	"math"
 
 	"github.com/lochdata/loch"
+	"github.com/lochdata/loch/internal/base"
 	"github.com/lochdata/loch/schema"
 )
 
@@ -170,41 +171,41 @@ type cocoIndex struct {
 func (f *cocoFile) index() (*cocoIndex, error) {
 	idx := &cocoIndex{byImage: map[int64][]cocoAnnotation{}, category: map[int64]int{}}
 	if len(f.Images) == 0 {
-		return nil, fmt.Errorf("%w: no images", ErrInvalidSource)
+		return nil, base.Markf(ErrInvalidSource, "no images")
 	}
 	names := map[string]bool{}
 	for k, c := range f.Categories {
 		if _, dup := idx.category[c.ID]; dup {
-			return nil, fmt.Errorf("%w: category id %d appears twice", ErrInvalidSource, c.ID)
+			return nil, base.Markf(ErrInvalidSource, "category id %d appears twice", c.ID)
 		}
 		if names[c.Name] {
-			return nil, fmt.Errorf("%w: category name %q appears twice", ErrInvalidSource, c.Name)
+			return nil, base.Markf(ErrInvalidSource, "category name %q appears twice", c.Name)
 		}
 		idx.category[c.ID], names[c.Name] = k, true
 	}
 	seen := make(map[int64]bool, len(f.Images))
 	for _, img := range f.Images {
 		if seen[img.ID] {
-			return nil, fmt.Errorf("%w: image id %d appears twice", ErrInvalidSource, img.ID)
+			return nil, base.Markf(ErrInvalidSource, "image id %d appears twice", img.ID)
 		}
 		if img.FileName == "" {
-			return nil, fmt.Errorf("%w: image id %d has no file_name", ErrInvalidSource, img.ID)
+			return nil, base.Markf(ErrInvalidSource, "image id %d has no file_name", img.ID)
 		}
 		seen[img.ID] = true
 	}
 	for i, a := range f.Annotations {
 		if !seen[a.ImageID] {
-			return nil, fmt.Errorf("%w: annotation %d names image id %d, which is not in images", ErrInvalidSource, i, a.ImageID)
+			return nil, base.Markf(ErrInvalidSource, "annotation %d names image id %d, which is not in images", i, a.ImageID)
 		}
 		if _, ok := idx.category[a.CategoryID]; !ok {
-			return nil, fmt.Errorf("%w: annotation %d names category id %d, which is not in categories", ErrInvalidSource, i, a.CategoryID)
+			return nil, base.Markf(ErrInvalidSource, "annotation %d names category id %d, which is not in categories", i, a.CategoryID)
 		}
 		if len(a.BBox) != 4 {
-			return nil, fmt.Errorf("%w: annotation %d has bbox %v, want [x, y, width, height]", ErrInvalidSource, i, a.BBox)
+			return nil, base.Markf(ErrInvalidSource, "annotation %d has bbox %v, want [x, y, width, height]", i, a.BBox)
 		}
 		for _, v := range a.BBox {
 			if math.IsNaN(v) || math.IsInf(v, 0) {
-				return nil, fmt.Errorf("%w: annotation %d has bbox %v", ErrInvalidSource, i, a.BBox)
+				return nil, base.Markf(ErrInvalidSource, "annotation %d has bbox %v", i, a.BBox)
 			}
 		}
 		idx.byImage[a.ImageID] = append(idx.byImage[a.ImageID], a)

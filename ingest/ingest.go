@@ -28,7 +28,7 @@ var (
 	ErrInvalidSource = base.Mark(base.ErrInvalidArgument, "invalid source", nil)
 	// ErrIncompatible marks a source whose columns do not fit the schema of
 	// the existing dataset it is appended to.
-	ErrIncompatible = errors.New("incompatible with the dataset's schema")
+	ErrIncompatible = base.Mark(base.ErrInvalidArgument, "incompatible with the dataset's schema", nil)
 )
 
 // Image compressions accepted by Options.ImageCompression. PNG and JPEG are
@@ -154,7 +154,7 @@ type Result struct {
 // the source is read.
 func (o Options) Validate() error {
 	bad := func(format string, a ...any) error {
-		return fmt.Errorf("%w: %s", loch.ErrInvalidArgument, fmt.Sprintf(format, a...))
+		return base.Markf(loch.ErrInvalidArgument, format, a...)
 	}
 	switch o.ImageCompression {
 	case "", CompressPNG, CompressJPEG, CompressLZ4, CompressZstd, CompressNone:
@@ -362,7 +362,7 @@ func (p *plan) normalize(url string, chunkBytes int) error {
 		}
 	}
 	if err := p.schema.Normalize(); err != nil {
-		return fmt.Errorf("ingest into %s: %w: %w", url, loch.ErrInvalidArgument, err)
+		return fmt.Errorf("ingest into %s: %w", url, err) // a schema.ErrInvalid, which is an ErrInvalidArgument
 	}
 	return nil
 }
@@ -461,7 +461,7 @@ func (o *Options) adoptImageCompression(s *schema.Schema) error {
 		if o.ImageCompression == "" {
 			o.ImageCompression = have
 		} else if asked && o.ImageCompression != have {
-			return fmt.Errorf("%w: image column %q stores images as %s, ingest was asked for %s", ErrIncompatible, c.Name, have, o.ImageCompression)
+			return base.Markf(ErrIncompatible, "incompatible with the dataset's schema: image column %q stores images as %s, ingest was asked for %s", c.Name, have, o.ImageCompression)
 		}
 	}
 	return nil
@@ -473,17 +473,17 @@ func compatible(dst, src schema.Schema) error {
 	for _, sc := range src.Columns {
 		dc, ok := dst.Column(sc.Name)
 		if !ok {
-			return fmt.Errorf("%w: the dataset has no column %q (it has %v)", ErrIncompatible, sc.Name, dst.Names())
+			return base.Markf(ErrIncompatible, "incompatible with the dataset's schema: the dataset has no column %q (it has %v)", sc.Name, dst.Names())
 		}
 		if dc.Kind != sc.Kind || dc.DType != sc.DType {
-			return fmt.Errorf("%w: column %q is %s %s in the dataset, the source gives %s %s", ErrIncompatible, sc.Name, dc.Kind, dc.DType, sc.Kind, sc.DType)
+			return base.Markf(ErrIncompatible, "incompatible with the dataset's schema: column %q is %s %s in the dataset, the source gives %s %s", sc.Name, dc.Kind, dc.DType, sc.Kind, sc.DType)
 		}
 		if sc.Kind == schema.BBox && dc.BBoxFormat != sc.BBoxFormat {
-			return fmt.Errorf("%w: column %q holds %s boxes in the dataset, the source gives %s", ErrIncompatible, sc.Name, dc.BBoxFormat, sc.BBoxFormat)
+			return base.Markf(ErrIncompatible, "incompatible with the dataset's schema: column %q holds %s boxes in the dataset, the source gives %s", sc.Name, dc.BBoxFormat, sc.BBoxFormat)
 		}
 		for _, n := range sc.ClassNames {
 			if !slices.Contains(dc.ClassNames, n) {
-				return fmt.Errorf("%w: column %q has no class %q (it has %d classes)", ErrIncompatible, sc.Name, n, len(dc.ClassNames))
+				return base.Markf(ErrIncompatible, "incompatible with the dataset's schema: column %q has no class %q (it has %d classes)", sc.Name, n, len(dc.ClassNames))
 			}
 		}
 	}

@@ -1,8 +1,9 @@
 package ingest
 
 import (
-	"fmt"
 	"strings"
+
+	"github.com/lochdata/loch/internal/base"
 )
 
 // columnName turns a source field name into a valid column name: characters
@@ -54,7 +55,7 @@ func (f *fieldNames) add(field string) (string, error) {
 	}
 	c := columnName(field)
 	if other, ok := f.field[c]; ok {
-		return "", fmt.Errorf("%w: fields %q and %q both make column %q", ErrInvalidSource, other, field, c)
+		return "", base.Markf(ErrInvalidSource, "fields %q and %q both make column %q", other, field, c)
 	}
 	f.col[field], f.field[c] = c, field
 	return c, nil

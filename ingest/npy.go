@@ -13,6 +13,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/lochdata/loch/internal/base"
 	"github.com/lochdata/loch/schema"
 )
 
@@ -53,38 +54,38 @@ func (h *npyHeader) rowBytes() int {
 func readNPYHeader(r io.Reader) (*npyHeader, error) {
 	var pre [10]byte
 	if _, err := io.ReadFull(r, pre[:8]); err != nil {
-		return nil, fmt.Errorf("%w: not a .npy file: %v", ErrInvalidSource, noEOF(err))
+		return nil, base.Markf(ErrInvalidSource, "not a .npy file: %v", noEOF(err))
 	}
 	if string(pre[:6]) != npyMagic {
-		return nil, fmt.Errorf("%w: not a .npy file (bad magic)", ErrInvalidSource)
+		return nil, base.Markf(ErrInvalidSource, "not a .npy file (bad magic)")
 	}
 	major := pre[6]
 	var n, headLen int
 	switch major {
 	case 1:
 		if _, err := io.ReadFull(r, pre[8:10]); err != nil {
-			return nil, fmt.Errorf("%w: truncated .npy header", ErrInvalidSource)
+			return nil, base.Markf(ErrInvalidSource, "truncated .npy header")
 		}
 		n, headLen = int(binary.LittleEndian.Uint16(pre[8:10])), 10
 	case 2, 3:
 		var l [4]byte
 		if _, err := io.ReadFull(r, l[:]); err != nil {
-			return nil, fmt.Errorf("%w: truncated .npy header", ErrInvalidSource)
+			return nil, base.Markf(ErrInvalidSource, "truncated .npy header")
 		}
 		v := binary.LittleEndian.Uint32(l[:])
 		if v > maxNPYHeader {
-			return nil, fmt.Errorf("%w: .npy header of %d bytes", ErrInvalidSource, v)
+			return nil, base.Markf(ErrInvalidSource, ".npy header of %d bytes", v)
 		}
 		n, headLen = int(v), 12
 	default:
-		return nil, fmt.Errorf("%w: .npy format version %d.%d (want 1, 2 or 3)", ErrInvalidSource, major, pre[7])
+		return nil, base.Markf(ErrInvalidSource, ".npy format version %d.%d (want 1, 2 or 3)", major, pre[7])
 	}
 	text := make([]byte, n)
 	if _, err := io.ReadFull(r, text); err != nil {
-		return nil, fmt.Errorf("%w: truncated .npy header", ErrInvalidSource)
+		return nil, base.Markf(ErrInvalidSource, "truncated .npy header")
 	}
 	if major < 3 && !isLatin1ASCII(text) || !utf8.Valid(text) {
-		return nil, fmt.Errorf("%w: .npy header is not text", ErrInvalidSource)
+		return nil, base.Markf(ErrInvalidSource, ".npy header is not text")
 	}
 	h, err := parseNPYHeader(string(text))
 	if err != nil {
@@ -115,13 +116,13 @@ func parseNPYHeader(text string) (*npyHeader, error) {
 	p := &pyParser{s: text}
 	d, err := p.dict()
 	if err != nil {
-		return nil, fmt.Errorf("%w: .npy header %.80q: %v", ErrInvalidSource, text, err)
+		return nil, base.Markf(ErrInvalidSource, ".npy header %.80q: %v", text, err)
 	}
 	descr, ok1 := d["descr"].(string)
 	fortran, ok2 := d["fortran_order"].(bool)
 	tuple, ok3 := d["shape"].([]int)
 	if !ok1 || !ok2 || !ok3 || len(d) != 3 {
-		return nil, fmt.Errorf("%w: .npy header %.80q: want exactly 'descr' (a string), 'fortran_order' (a bool) and 'shape' (a tuple)", ErrInvalidSource, text)
+		return nil, base.Markf(ErrInvalidSource, ".npy header %.80q: want exactly 'descr' (a string), 'fortran_order' (a bool) and 'shape' (a tuple)", text)
 	}
 	h := &npyHeader{descr: descr, fortran: fortran, shape: tuple}
 	if err := h.parseDescr(); err != nil {
@@ -131,12 +132,12 @@ func parseNPYHeader(text string) (*npyHeader, error) {
 	for _, dim := range h.shape {
 		hi, lo := bits.Mul64(total, uint64(dim))
 		if hi != 0 || lo > 1<<62 {
-			return nil, fmt.Errorf("%w: .npy array of shape %v is too large", ErrInvalidSource, h.shape)
+			return nil, base.Markf(ErrInvalidSource, ".npy array of shape %v is too large", h.shape)
 		}
 		total = lo
 	}
 	if (h.dtype == schema.Text || h.dtype == schema.Bytes) && len(h.shape) > 1 {
-		return nil, fmt.Errorf("%w: .npy string array of shape %v: only one dimension is supported", ErrInvalidSource, h.shape)
+		return nil, base.Markf(ErrInvalidSource, ".npy string array of shape %v: only one dimension is supported", h.shape)
 	}
 	return h, nil
 }
@@ -145,7 +146,7 @@ func parseNPYHeader(text string) (*npyHeader, error) {
 func (h *npyHeader) parseDescr() error {
 	s := h.descr
 	bad := func(why string) error {
-		return fmt.Errorf("%w: .npy dtype %q: %s", ErrInvalidSource, h.descr, why)
+		return base.Markf(ErrInvalidSource, ".npy dtype %q: %s", h.descr, why)
 	}
 	if len(s) < 2 {
 		return bad("unknown")
@@ -349,17 +350,17 @@ func newNPYArray(r io.Reader) (*npyArray, error) {
 		return nil, err
 	}
 	if len(h.shape) == 0 {
-		return nil, fmt.Errorf("%w: .npy array is a scalar, want a first axis of rows", ErrInvalidSource)
+		return nil, base.Markf(ErrInvalidSource, ".npy array is a scalar, want a first axis of rows")
 	}
 	if h.rowBytes() > maxRowBytes {
-		return nil, fmt.Errorf("%w: .npy rows of %d bytes are too large (at most %d)", ErrInvalidSource, h.rowBytes(), maxRowBytes)
+		return nil, base.Markf(ErrInvalidSource, ".npy rows of %d bytes are too large (at most %d)", h.rowBytes(), maxRowBytes)
 	}
 	a := &npyArray{hdr: h, r: br, rows: h.shape[0]}
 	if h.fortran && len(h.shape) > 1 {
 		n := h.rowBytes() * h.shape[0]
 		f, err := readN(br, n)
 		if err != nil {
-			return nil, fmt.Errorf("%w: .npy data is truncated: %v", ErrInvalidSource, err)
+			return nil, base.Markf(ErrInvalidSource, ".npy data is truncated: %v", err)
 		}
 		a.data = fortranToC(f, h.shape, h.itemSize)
 	}
@@ -389,7 +390,7 @@ func (a *npyArray) readRows(n int) ([][]byte, error) {
 	} else {
 		var err error
 		if buf, err = readN(a.r, n*rb); err != nil {
-			return nil, fmt.Errorf("%w: .npy data is truncated at row %d of %d: %v", ErrInvalidSource, a.next, a.rows, err)
+			return nil, base.Markf(ErrInvalidSource, ".npy data is truncated at row %d of %d: %v", a.next, a.rows, err)
 		}
 	}
 	a.next += n
@@ -404,7 +405,7 @@ func (a *npyArray) readRows(n int) ([][]byte, error) {
 			}
 			s, err := utf32ToUTF8(row)
 			if err != nil {
-				return nil, fmt.Errorf("%w: row %d: %v", ErrInvalidSource, a.next-n+i, err)
+				return nil, base.Markf(ErrInvalidSource, "row %d: %v", a.next-n+i, err)
 			}
 			row = s
 		case h.dtype == schema.Bytes:
@@ -515,14 +516,14 @@ func decodeNPY(file []byte) (*npyHeader, []byte, error) {
 		return nil, nil, err
 	}
 	if h.dtype.Variable() {
-		return nil, nil, fmt.Errorf("%w: .npy string arrays are not supported here", ErrInvalidSource)
+		return nil, nil, base.Markf(ErrInvalidSource, ".npy string arrays are not supported here")
 	}
 	n := h.itemSize
 	for _, d := range h.shape {
 		n *= d
 	}
 	if len(file)-h.headLen < n {
-		return nil, nil, fmt.Errorf("%w: .npy data is truncated: %d bytes, want %d", ErrInvalidSource, len(file)-h.headLen, n)
+		return nil, nil, base.Markf(ErrInvalidSource, ".npy data is truncated: %d bytes, want %d", len(file)-h.headLen, n)
 	}
 	data := append([]byte(nil), file[h.headLen:h.headLen+n]...)
 	if h.fortran && len(h.shape) > 1 {

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/lochdata/loch"
+	"github.com/lochdata/loch/internal/base"
 	"github.com/lochdata/loch/schema"
 )
 
@@ -25,7 +26,7 @@ import (
 // memory and transposed; C-order arrays are streamed.
 func NPY(ctx context.Context, files []string, url string, o Options) (Result, error) {
 	if len(files) == 0 {
-		return Result{}, fmt.Errorf("%w: no .npy files", loch.ErrInvalidArgument)
+		return Result{}, base.Markf(loch.ErrInvalidArgument, "no .npy files")
 	}
 	var srcs []arraySource
 	for _, f := range files {
@@ -160,7 +161,7 @@ func planArrays(ctx context.Context, srcs []arraySource) (*plan, error) {
 			for i, a := range arrs {
 				lens = append(lens, fmt.Sprintf("%s has %d", srcs[i].where, a.rows))
 			}
-			return nil, fmt.Errorf("%w: arrays differ in their first dimension (rows): %s", ErrInvalidSource, strings.Join(lens, ", "))
+			return nil, base.Markf(ErrInvalidSource, "arrays differ in their first dimension (rows): %s", strings.Join(lens, ", "))
 		}
 	}
 	p.rows, p.bytes = int64(rows), int64(rows)*rowBytes

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/lochdata/loch"
+	"github.com/lochdata/loch/internal/base"
 	"github.com/lochdata/loch/schema"
 )
 
@@ -111,18 +112,18 @@ func (jsonlFormat) fields(rec rawRecord) ([]field, error) {
 	dec := json.NewDecoder(bytes.NewReader(rec.data))
 	tok, err := dec.Token()
 	if err != nil || tok != json.Delim('{') {
-		return nil, fmt.Errorf("%w: line is not a JSON object", ErrInvalidSource)
+		return nil, base.Markf(ErrInvalidSource, "line is not a JSON object")
 	}
 	var out []field
 	for dec.More() {
 		tok, err := dec.Token()
 		if err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrInvalidSource, err)
+			return nil, base.Markf(ErrInvalidSource, "%v", err)
 		}
 		name := tok.(string) // object keys are strings
 		var raw json.RawMessage
 		if err := dec.Decode(&raw); err != nil {
-			return nil, fmt.Errorf("%w: field %q: %v", ErrInvalidSource, name, err)
+			return nil, base.Markf(ErrInvalidSource, "field %q: %v", name, err)
 		}
 		v, err := jsonValue(raw)
 		if err != nil {
@@ -135,10 +136,10 @@ func (jsonlFormat) fields(rec rawRecord) ([]field, error) {
 		out = append(out, field{name: name, v: v})
 	}
 	if _, err := dec.Token(); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalidSource, err)
+		return nil, base.Markf(ErrInvalidSource, "%v", err)
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return nil, fmt.Errorf("%w: data after the JSON object", ErrInvalidSource)
+		return nil, base.Markf(ErrInvalidSource, "data after the JSON object")
 	}
 	return out, nil
 }
@@ -156,15 +157,15 @@ func (f csvFormat) scan(r io.Reader, max int, emit func([]rawRecord, int64) erro
 	cr.Comma = f.delim
 	header, err := cr.Read()
 	if err == io.EOF {
-		return fmt.Errorf("%w: no header row", ErrInvalidSource)
+		return base.Markf(ErrInvalidSource, "no header row")
 	}
 	if err != nil {
-		return fmt.Errorf("%w: %v", ErrInvalidSource, err)
+		return base.Markf(ErrInvalidSource, "%v", err)
 	}
 	header[0] = strings.TrimPrefix(header[0], "\ufeff")
 	for i, h := range header {
 		if slices.Contains(header[:i], h) {
-			return fmt.Errorf("%w: header names column %q twice", ErrInvalidSource, h)
+			return base.Markf(ErrInvalidSource, "header names column %q twice", h)
 		}
 	}
 	*f.header = header
@@ -178,7 +179,7 @@ func (f csvFormat) scan(r io.Reader, max int, emit func([]rawRecord, int64) erro
 			break
 		}
 		if err != nil {
-			return fmt.Errorf("%w: %v", ErrInvalidSource, err)
+			return base.Markf(ErrInvalidSource, "%v", err)
 		}
 		line, _ := cr.FieldPos(0)
 		recs = append(recs, rawRecord{line: int64(line), cells: cells})
@@ -289,7 +290,7 @@ func checkFieldKinds(s *schema.Schema, o *Options) error {
 		for _, f := range want.fields {
 			c, ok := s.Column(columnName(f))
 			if !ok {
-				return fmt.Errorf("%w: no field %q in the source or column %q in the schema", ErrInvalidSource, f, columnName(f))
+				return base.Markf(ErrInvalidSource, "no field %q in the source or column %q in the schema", f, columnName(f))
 			}
 			if c.Kind != want.kind {
 				return fmt.Errorf("%w: field %q is to be %s, but column %q is %s", ErrIncompatible, f, want.kind, c.Name, c.Kind)
@@ -413,7 +414,7 @@ func (rc *recordConverter) row(ctx context.Context, fields []field) (row loch.Ro
 		fc, ok := rc.cols[name]
 		if !ok {
 			if rc.strict {
-				return nil, nil, fmt.Errorf("%w: field %q has no column (it was not in the first pass)", ErrInvalidSource, f.name)
+				return nil, nil, base.Markf(ErrInvalidSource, "field %q has no column (it was not in the first pass)", f.name)
 			}
 			ignored = append(ignored, f.name)
 			continue
@@ -428,13 +429,13 @@ func (rc *recordConverter) row(ctx context.Context, fields []field) (row loch.Ro
 }
 
 // sample converts one value to a sample of the column, and validates it.
-func (fc *fieldColumn) sample(ctx context.Context, base string, v value) (loch.Sample, error) {
+func (fc *fieldColumn) sample(ctx context.Context, dir string, v value) (loch.Sample, error) {
 	c := fc.col
 	if fc.image != nil && v.kind != vNull {
 		if v.kind != vString {
-			return loch.Sample{}, fmt.Errorf("%w: image field holds %s, want a path or URL", ErrInvalidSource, v.raw)
+			return loch.Sample{}, base.Markf(ErrInvalidSource, "image field holds %s, want a path or URL", v.raw)
 		}
-		ref := resolve(base, v.str)
+		ref := resolve(dir, v.str)
 		data, err := readAll(ctx, ref)
 		if err != nil {
 			return loch.Sample{}, err
@@ -447,7 +448,7 @@ func (fc *fieldColumn) sample(ctx context.Context, base string, v value) (loch.S
 	}
 	if !s.Null {
 		if err := c.CheckSample(s.Shape, s.Data); err != nil {
-			return loch.Sample{}, fmt.Errorf("%w: %w", ErrInvalidSource, err)
+			return loch.Sample{}, base.Markf(ErrInvalidSource, "%w", err)
 		}
 	}
 	return s, nil

@@ -314,7 +314,7 @@ func TestJSONLErrors(t *testing.T) {
 
 	writeFile(t, file, []byte("{\"a\": 1}\n[1, 2]\n"))
 	_, err = JSONL(ctx, file, memURL(t), Options{})
-	require.ErrorContains(t, err, file+":2: invalid source: line is not a JSON object")
+	require.ErrorContains(t, err, file+":2: line is not a JSON object")
 
 	writeFile(t, file, []byte("{\"img\": \"nope.png\"}\n"))
 	url := memURL(t)

@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
-	"fmt"
 	"math"
 	"strconv"
 	"strings"
 
 	"github.com/lochdata/loch"
+	"github.com/lochdata/loch/internal/base"
 	"github.com/lochdata/loch/schema"
 )
 
@@ -43,7 +43,7 @@ type field struct {
 func jsonValue(raw []byte) (value, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 {
-		return value{}, fmt.Errorf("%w: empty value", ErrInvalidSource)
+		return value{}, base.Markf(ErrInvalidSource, "empty value")
 	}
 	v := value{raw: string(raw)}
 	switch raw[0] {
@@ -54,7 +54,7 @@ func jsonValue(raw []byte) (value, error) {
 	case '"':
 		v.kind = vString
 		if err := json.Unmarshal(raw, &v.str); err != nil {
-			return value{}, fmt.Errorf("%w: %v", ErrInvalidSource, err)
+			return value{}, base.Markf(ErrInvalidSource, "%v", err)
 		}
 	case '{', '[':
 		v.kind = vJSON
@@ -194,7 +194,7 @@ func valueSample(c *schema.Column, classes map[string]int64, v value) (loch.Samp
 	if v.kind == vString && c.Kind == schema.ClassLabel && len(c.ClassNames) > 0 {
 		label, ok := classes[v.str]
 		if !ok {
-			return loch.Sample{}, fmt.Errorf("%w: %q is not a class of column %q", ErrInvalidSource, v.str, c.Name)
+			return loch.Sample{}, base.Markf(ErrInvalidSource, "%q is not a class of column %q", v.str, c.Name)
 		}
 		var b [8]byte
 		binary.LittleEndian.PutUint64(b[:], uint64(label))
@@ -213,7 +213,7 @@ func valueSample(c *schema.Column, classes map[string]int64, v value) (loch.Samp
 		dec := json.NewDecoder(strings.NewReader(text))
 		dec.UseNumber()
 		if err := dec.Decode(&tree); err != nil {
-			return loch.Sample{}, fmt.Errorf("%w: %v", ErrInvalidSource, err)
+			return loch.Sample{}, base.Markf(ErrInvalidSource, "%v", err)
 		}
 	} else if v.kind == vBool {
 		tree = strings.EqualFold(v.raw, "true")
@@ -246,7 +246,7 @@ func treeShape(t any) ([]int, error) {
 		}
 		shape = append(shape, len(arr))
 		if len(shape) > 32 {
-			return nil, fmt.Errorf("%w: arrays nested deeper than 32", ErrInvalidSource)
+			return nil, base.Markf(ErrInvalidSource, "arrays nested deeper than 32")
 		}
 		if len(arr) == 0 {
 			break
@@ -260,15 +260,15 @@ func checkTree(t any, shape []int, depth int) error {
 	arr, ok := t.([]any)
 	if depth == len(shape) {
 		if ok {
-			return fmt.Errorf("%w: ragged nested arrays: an array at depth %d, want a number", ErrInvalidSource, depth)
+			return base.Markf(ErrInvalidSource, "ragged nested arrays: an array at depth %d, want a number", depth)
 		}
 		if _, obj := t.(map[string]any); obj {
-			return fmt.Errorf("%w: an object where a number is expected", ErrInvalidSource)
+			return base.Markf(ErrInvalidSource, "an object where a number is expected")
 		}
 		return nil
 	}
 	if !ok || len(arr) != shape[depth] {
-		return fmt.Errorf("%w: ragged nested arrays at depth %d (want length %d)", ErrInvalidSource, depth, shape[depth])
+		return base.Markf(ErrInvalidSource, "ragged nested arrays at depth %d (want length %d)", depth, shape[depth])
 	}
 	for _, x := range arr {
 		if err := checkTree(x, shape, depth+1); err != nil {
@@ -297,20 +297,20 @@ func appendTree(dst []byte, dt schema.DType, t any) ([]byte, error) {
 			}
 			return append(dst, 0), nil
 		}
-		return nil, fmt.Errorf("%w: boolean %v for a %s column", ErrInvalidSource, x, dt)
+		return nil, base.Markf(ErrInvalidSource, "boolean %v for a %s column", x, dt)
 	case json.Number:
 		return appendNumber(dst, dt, string(x))
 	case nil:
-		return nil, fmt.Errorf("%w: null inside an array", ErrInvalidSource)
+		return nil, base.Markf(ErrInvalidSource, "null inside an array")
 	}
-	return nil, fmt.Errorf("%w: %T value for a %s column", ErrInvalidSource, t, dt)
+	return nil, base.Markf(ErrInvalidSource, "%T value for a %s column", t, dt)
 }
 
 // appendNumber appends the number s (decimal text) as one element of dt.
 func appendNumber(dst []byte, dt schema.DType, s string) ([]byte, error) {
 	le := binary.LittleEndian
 	bad := func(why string) ([]byte, error) {
-		return nil, fmt.Errorf("%w: %q %s for a %s column", ErrInvalidSource, s, why, dt)
+		return nil, base.Markf(ErrInvalidSource, "%q %s for a %s column", s, why, dt)
 	}
 	switch {
 	case dt == schema.Bool:

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/lochdata/loch"
+	"github.com/lochdata/loch/internal/base"
 	"github.com/lochdata/loch/schema"
 )
 
@@ -165,7 +166,7 @@ func readShard(ctx context.Context, shard string, fn func(*wdsSample) error) err
 func (s *wdsSample) add(ext string, data []byte) error {
 	for _, m := range s.members {
 		if m.ext == ext {
-			return fmt.Errorf("%w: sample %q has two %q files", ErrInvalidSource, s.key, ext)
+			return base.Markf(ErrInvalidSource, "sample %q has two %q files", s.key, ext)
 		}
 	}
 	s.members = append(s.members, wdsMember{ext: ext, data: data})
@@ -361,7 +362,7 @@ func (mc *memberConverter) row(s *wdsSample) (loch.Row, []string, error) {
 				ignored = append(ignored, m.ext)
 				continue
 			}
-			return nil, nil, fmt.Errorf("%w: extension %q has no column: the columns come from the first shard, pass a schema that names every extension", ErrInvalidSource, m.ext)
+			return nil, nil, base.Markf(ErrInvalidSource, "extension %q has no column: the columns come from the first shard, pass a schema that names every extension", m.ext)
 		}
 		smp, err := fc.member(m)
 		if err != nil {
@@ -383,7 +384,7 @@ func (fc *fieldColumn) member(m wdsMember) (loch.Sample, error) {
 		s = loch.Bytes(m.data)
 	case c.DType == schema.JSON:
 		if !json.Valid(m.data) {
-			return s, fmt.Errorf("%w: not valid JSON", ErrInvalidSource)
+			return s, base.Markf(ErrInvalidSource, "not valid JSON")
 		}
 		s = loch.Bytes(m.data)
 	case c.DType == schema.Bytes:
@@ -394,7 +395,7 @@ func (fc *fieldColumn) member(m wdsMember) (loch.Sample, error) {
 			return s, err
 		}
 		if h.dtype != c.DType {
-			return s, fmt.Errorf("%w: .npy of dtype %s for a %s column", ErrInvalidSource, h.dtype, c.DType)
+			return s, base.Markf(ErrInvalidSource, ".npy of dtype %s for a %s column", h.dtype, c.DType)
 		}
 		s = loch.Sample{Shape: h.shape, Data: data}
 	default:
@@ -406,7 +407,7 @@ func (fc *fieldColumn) member(m wdsMember) (loch.Sample, error) {
 	}
 	if !s.Null {
 		if err := c.CheckSample(s.Shape, s.Data); err != nil {
-			return loch.Sample{}, fmt.Errorf("%w: %w", ErrInvalidSource, err)
+			return loch.Sample{}, base.Markf(ErrInvalidSource, "%w", err)
 		}
 	}
 	return s, nil
