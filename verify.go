@@ -59,15 +59,20 @@ type verifier struct {
 
 var _ walkVisitor = (*verifier)(nil)
 
-// reach marks key as seen and reports whether it is new.
-func (v *verifier) reach(key string) bool {
+// reach marks the object key as seen and checked and reports whether it is
+// new.
+func (v *verifier) reach(key string) bool { return v.first(key, 1) }
+
+// first marks key as seen, counting it as checked objects, and reports
+// whether it is new.
+func (v *verifier) first(key string, objects int) bool {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if v.seen[key] {
 		return false
 	}
 	v.seen[key] = true
-	v.checked++
+	v.checked += objects
 	return true
 }
 
@@ -117,7 +122,7 @@ func (v *verifier) manifest(key string, m *manifest.Manifest) error {
 // returns its chunks. A failure is blamed on the object that failed, or on
 // the fragment when the objects disagree with each other.
 func (v *verifier) fragment(ctx context.Context, ref manifest.FragmentRef, _ string) ([]manifest.ChunkRef, error) {
-	if !v.once(refKey(ref)) {
+	if !v.first(refKey(ref), 0) { // a reference is not an object
 		return nil, nil
 	}
 	fs := &fragState{ref: ref}
@@ -141,18 +146,6 @@ func (v *verifier) fragment(ctx context.Context, ref manifest.FragmentRef, _ str
 		chunks = append(chunks, refs...)
 	}
 	return chunks, nil
-}
-
-// once reports whether a fragment reference is seen for the first time
-// (references are not objects: they are not counted as checked).
-func (v *verifier) once(key string) bool {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if v.seen[key] {
-		return false
-	}
-	v.seen[key] = true
-	return true
 }
 
 // refKey names a fragment reference by everything in it.
