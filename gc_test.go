@@ -104,9 +104,9 @@ func total(keys map[string]int64) GCKind {
 // chunks it names (not its parents).
 func objectsOf(t *testing.T, d *Dataset, id string) map[string]bool {
 	t.Helper()
-	out := map[string]bool{"commits/" + id: true}
+	out := map[string]bool{keys.Make(keys.Commit, id): true}
 	var c manifest.Commit
-	require.NoError(t, d.getObject(ctx, "commits/"+id, manifest.KindCommit, &c))
+	require.NoError(t, d.getObject(ctx, keys.Make(keys.Commit, id), manifest.KindCommit, &c))
 	out[c.Manifest] = true
 	var m manifest.Manifest
 	require.NoError(t, d.getObject(ctx, c.Manifest, manifest.KindManifest, &m))
@@ -282,7 +282,7 @@ func TestGCFollowsAllParents(t *testing.T) {
 		Message: "merge dev", Time: time.Now().UTC(), Rows: head.man.Rows, Branch: "main"})
 	require.NoError(t, err)
 	_, err = d.updateRoot(ctx, "merge", func(_, next *manifest.Root) error {
-		next.Refs["heads/main"] = strings.TrimPrefix(merge, "commits/")
+		next.Refs["heads/main"] = strings.TrimPrefix(merge, keys.Commit.Prefix())
 		delete(next.Refs, "heads/dev")
 		return nil
 	})
@@ -324,7 +324,7 @@ func TestGCFollowsExtensions(t *testing.T) {
 		})
 		require.NoError(t, err)
 	}
-	setMain(strings.TrimPrefix(c, "commits/"))
+	setMain(strings.TrimPrefix(c, keys.Commit.Prefix()))
 	require.Equal(t, GCKind{}, runGC(t, d, GCOptions{}).Deleted)
 
 	setMain(head.commitID)
@@ -462,7 +462,7 @@ func TestGCAbortsOnDamage(t *testing.T) {
 	}{
 		{"missing manifest", func(t *testing.T, f fixture) string {
 			var c manifest.Commit
-			require.NoError(t, f.d.getObject(ctx, "commits/"+f.commits[1], manifest.KindCommit, &c))
+			require.NoError(t, f.d.getObject(ctx, keys.Make(keys.Commit, f.commits[1]), manifest.KindCommit, &c))
 			require.NoError(t, f.d.store.Delete(ctx, c.Manifest))
 			return c.Manifest
 		}, ErrNotFound},
@@ -472,7 +472,7 @@ func TestGCAbortsOnDamage(t *testing.T) {
 			return key
 		}, ErrNotFound},
 		{"missing parent commit", func(t *testing.T, f fixture) string {
-			key := "commits/" + f.commits[0]
+			key := keys.Make(keys.Commit, f.commits[0])
 			require.NoError(t, f.d.store.Delete(ctx, key))
 			return key
 		}, ErrNotFound},
@@ -486,7 +486,7 @@ func TestGCAbortsOnDamage(t *testing.T) {
 			// another kind.
 			man := f.d.current().man
 			key := man.Fragments[0].Key
-			obj, err := f.d.store.Get(ctx, "commits/"+f.commits[0])
+			obj, err := f.d.store.Get(ctx, keys.Make(keys.Commit, f.commits[0]))
 			require.NoError(t, err)
 			require.NoError(t, f.d.store.Put(ctx, key, obj))
 			return key
