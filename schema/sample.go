@@ -57,46 +57,15 @@ func (c *Column) CheckSample(shape []int, data []byte) error {
 	if data != nil && len(data) != n*c.DType.Size() {
 		return bad("%d bytes for shape %v, want %d", len(data), shape, n*c.DType.Size())
 	}
-	switch c.Kind {
-	case Image:
-		if len(shape) != 3 || (shape[2] != 1 && shape[2] != 3 && shape[2] != 4) {
-			return bad("image shape %v, want [height, width, 1|3|4]", shape)
-		}
-	case Video:
-		if len(shape) != 4 {
-			return bad("video shape %v, want [frames, height, width, channels]", shape)
-		}
-	case BBox:
-		if len(shape) != 2 || shape[1] != 4 {
-			return bad("bbox shape %v, want [boxes, 4]", shape)
-		}
-	case ClassLabel:
-		if len(shape) > 1 {
-			return bad("label shape %v, want [] or [n]", shape)
-		}
-		if len(c.ClassNames) > 0 && data != nil {
-			for i := 0; i < n; i++ {
-				v := intAt(c.DType, data, i)
-				if v < 0 || v >= int64(len(c.ClassNames)) {
-					return bad("label %d out of range [0, %d)", v, len(c.ClassNames))
-				}
+	if rule := kindRules[c.Kind]; rule.shape != nil && !rule.shape(shape) {
+		return bad("shape %v, want %s", shape, rule.shapeWant)
+	}
+	if c.Kind == ClassLabel && len(c.ClassNames) > 0 && data != nil {
+		for i := 0; i < n; i++ {
+			v := intAt(c.DType, data, i)
+			if v < 0 || v >= int64(len(c.ClassNames)) {
+				return bad("label %d out of range [0, %d)", v, len(c.ClassNames))
 			}
-		}
-	case PointCloud:
-		if len(shape) != 2 || shape[1] < 3 {
-			return bad("point cloud shape %v, want [points, >=3]", shape)
-		}
-	case Audio:
-		if len(shape) != 1 && len(shape) != 2 {
-			return bad("audio shape %v, want [samples] or [samples, channels]", shape)
-		}
-	case Mask:
-		if len(shape) != 2 && len(shape) != 3 {
-			return bad("mask shape %v, want [height, width] or [height, width, n]", shape)
-		}
-	case Embedding:
-		if len(shape) != 1 {
-			return bad("embedding shape %v, want [dimensions]", shape)
 		}
 	}
 	return nil

@@ -264,55 +264,22 @@ func (c *Column) Normalize() error {
 	return c.checkKind()
 }
 
+// checkKind checks the column against its kind's rule (kindRules).
 func (c *Column) checkKind() error {
 	bad := func(format string, a ...any) error {
 		return base.Markf(ErrInvalid, "column %q (kind %s): %s", c.Name, c.Kind, fmt.Sprintf(format, a...))
 	}
-	ndimIs := func(n ...int) bool {
-		if c.Shape == nil {
-			return true
-		}
-		for _, k := range n {
-			if len(c.Shape) == k {
-				return true
-			}
-		}
-		return false
+	rule, ok := kindRules[c.Kind]
+	if !ok {
+		return base.Markf(ErrInvalid, "column %q: unknown kind %q (want one of %s)", c.Name, c.Kind, kindList())
 	}
-	switch c.Kind {
-	case Generic:
-	case Image:
-		if c.DType != Uint8 && c.DType != Uint16 && c.DType != Float32 {
-			return bad("dtype %s, want uint8, uint16 or float32", c.DType)
-		}
-		if !ndimIs(3) {
-			return bad("shape %v, want [height, width, channels]", c.Shape)
-		}
-	case Video:
-		if c.DType != Uint8 {
-			return bad("dtype %s, want uint8", c.DType)
-		}
-		if !ndimIs(4) {
-			return bad("shape %v, want [frames, height, width, channels]", c.Shape)
-		}
-	case Audio:
-		if c.DType.Variable() || c.DType == Bool {
-			return bad("dtype %s, want a numeric dtype", c.DType)
-		}
-		if !ndimIs(1, 2) {
-			return bad("shape %v, want [samples] or [samples, channels]", c.Shape)
-		}
-	case ClassLabel:
-		if !c.DType.Integer() {
-			return bad("dtype %s, want an integer dtype", c.DType)
-		}
-		if !ndimIs(0, 1) {
-			return bad("shape %v, want [] (one label) or [n] (several)", c.Shape)
-		}
-	case BBox:
-		if c.DType.Variable() || c.DType == Bool {
-			return bad("dtype %s, want a numeric dtype", c.DType)
-		}
+	if rule.dtype != nil && !rule.dtype(c.DType) {
+		return bad("dtype %s, want %s", c.DType, rule.dtypeWant)
+	}
+	if c.Shape != nil && rule.shape != nil && (!rule.shape(c.Shape) || rule.fixed && slices.Min(c.Shape) < 0) {
+		return bad("shape %v, want %s", c.Shape, rule.shapeWant)
+	}
+	if c.Kind == BBox {
 		if c.BBoxFormat == "" {
 			c.BBoxFormat = BBoxXYXY
 		}
@@ -321,40 +288,6 @@ func (c *Column) checkKind() error {
 		default:
 			return bad("bbox_format %q, want xyxy, xywh or cxcywh", c.BBoxFormat)
 		}
-		if c.Shape != nil && (len(c.Shape) != 2 || c.Shape[1] != 4) {
-			return bad("shape %v, want [boxes, 4]", c.Shape)
-		}
-	case Mask:
-		if c.DType != Bool && c.DType != Uint8 {
-			return bad("dtype %s, want bool or uint8", c.DType)
-		}
-		if !ndimIs(2, 3) {
-			return bad("shape %v, want [height, width] or [height, width, n]", c.Shape)
-		}
-	case Embedding:
-		if !c.DType.Float() && c.DType != Int8 && c.DType != Uint8 {
-			return bad("dtype %s, want a float dtype (or int8/uint8 quantized)", c.DType)
-		}
-		if c.Shape != nil && (len(c.Shape) != 1 || c.Shape[0] < 0) {
-			return bad("shape %v, want a fixed [dimensions]", c.Shape)
-		}
-	case TextKind, Link:
-		if c.DType != Text {
-			return bad("dtype %s, want text", c.DType)
-		}
-	case JSONKind:
-		if c.DType != JSON {
-			return bad("dtype %s, want json", c.DType)
-		}
-	case PointCloud:
-		if !c.DType.Float() && !c.DType.Integer() {
-			return bad("dtype %s, want a numeric dtype", c.DType)
-		}
-		if c.Shape != nil && (len(c.Shape) != 2 || (c.Shape[1] >= 0 && c.Shape[1] < 3)) {
-			return bad("shape %v, want [points, >=3]", c.Shape)
-		}
-	default:
-		return base.Markf(ErrInvalid, "column %q: unknown kind %q (want one of %s)", c.Name, c.Kind, kindList())
 	}
 	if c.DType.Variable() && len(c.Shape) > 0 {
 		return bad("a %s column has no shape, got %v", c.DType, c.Shape)
