@@ -10,27 +10,21 @@ import (
 	"github.com/lochdata/loch/chunkcache"
 )
 
+// TestValidateKey: a cache key follows the rules every loch key follows
+// (keys.CheckPath, tested there; two of them here), and its segments are
+// file names of at most 255 bytes.
 func TestValidateKey(t *testing.T) {
 	for _, tc := range []struct {
 		key, why string // why is empty for a valid key
 	}{
 		{"chunks/ab/ab12", ""},
-		{"a", ""},
 		{"..a/b..", ""},
 		{"with space/é", ""},
-		{"", "empty key"},
-		{"/etc/passwd", "key is absolute"},
-		{"../x", `key has a "." or ".." segment`},
+		{strings.Repeat("x", 255) + "/" + strings.Repeat("y", 255), ""},
 		{"a/../../x", `key has a "." or ".." segment`},
-		{"a/.", `key has a "." or ".." segment`},
 		{`a\..\..\x`, "key contains a backslash"},
-		{"a\x00b", "key contains a control character"},
-		{"a\tb", "key contains a control character"},
-		{"a//b", "key has an empty segment"},
-		{"a/", "key has an empty segment"},
-		{"\xc3\x28", "key is not valid UTF-8"},
-		{strings.Repeat("x", 1025), "key of 1025 bytes is longer than 1024"},
 		{strings.Repeat("x", 256), "key segment of 256 bytes is longer than 255"},
+		{"a/" + strings.Repeat("x", 256) + "/b", "key segment of 256 bytes is longer than 255"},
 	} {
 		err := chunkcache.ValidateKey(tc.key)
 		if tc.why == "" {
