@@ -21,8 +21,9 @@ import (
 // take between its first upload and its commit point.
 const DefaultGCGrace = 24 * time.Hour
 
-// gcParallelism bounds the concurrent store requests of GC: object stores
-// answer one request in tens of milliseconds, so GC keeps several in flight.
+// gcParallelism bounds the concurrent store requests of GC and of every
+// walk (GC's marking, Verify): object stores answer one request in tens of
+// milliseconds, so they keep several in flight.
 const gcParallelism = 16
 
 // gcPhases are the kinds of objects GC considers, by key prefix, in the

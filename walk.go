@@ -11,10 +11,6 @@ import (
 	"github.com/lochdata/loch/internal/manifest"
 )
 
-// walkParallelism bounds the tasks (store requests, mostly) a walk keeps in
-// flight: object stores answer one request in tens of milliseconds, so a
-// walk keeps several going.
-const walkParallelism = 16
 
 // walkVisitor is what a walk does with the objects it reaches; GC marks
 // them, Verify checks them. Its methods are called concurrently.
@@ -44,7 +40,7 @@ type walkVisitor interface {
 // (docs/format.md, section 2): a commit, its parents and its manifest; a
 // manifest's fragment references; each reference's fragment, extension and
 // deletion objects (as the visitor reads them) and the chunks they name.
-// Tasks run in an errgroup, at most walkParallelism at once; a fragment's
+// Tasks run in an errgroup, at most gcParallelism at once; a fragment's
 // chunks are visited in its task, so that a walk starts no goroutine per
 // chunk.
 type walk struct {
@@ -64,7 +60,7 @@ type walkRoot struct {
 // walk, if any.
 func walkFrom(ctx context.Context, v walkVisitor, roots []walkRoot) error {
 	eg, ectx := errgroup.WithContext(ctx)
-	w := &walk{v: v, eg: eg, ctx: ectx, sem: make(chan struct{}, walkParallelism)}
+	w := &walk{v: v, eg: eg, ctx: ectx, sem: make(chan struct{}, gcParallelism)}
 	for _, r := range roots {
 		w.commit(r.id, r.ref)
 	}
