@@ -11,7 +11,6 @@ import (
 	"github.com/lochdata/loch/internal/manifest"
 )
 
-
 // walkVisitor is what a walk does with the objects it reaches; GC marks
 // them, Verify checks them. Its methods are called concurrently.
 type walkVisitor interface {
