@@ -77,33 +77,46 @@
 // blocks in block mode: only a block cut by the ends of two ranges, or
 // repeated by the padding, is read by two ranks.
 //
-// In none and full modes a rank delivers its range in order. In block mode
-// it cuts the range into windows and delivers each window's rows shuffled.
-// A padded position j is a boundary when j mod M is the position in S of a
-// group's first row (0 among them). A window starts at the range's start or
-// where the previous window ends, and ends at the first boundary at least
-// max(WindowRows, 1) rows after its start, or at the range's end. The
-// window that starts at padded position j is shuffled with stream 3, index
-// j. WindowRows 0 means DefaultWindowBlocks times the largest block.
+// # Windows
 //
-// So a window is the rows of whole blocks (but where a range's end cuts
-// one), at least WindowRows rows but for a range's last window, and a
-// loader needs only the blocks of the windows it delivers: there is no
-// shuffle buffer to fill before the first batch. Blocks move as far as
-// rows do in a full shuffle; what stays of the stored order is that
-// neighbours come from the same few blocks. With N = 100,000, blocks of
-// 100 rows and windows of 16 blocks (TestShuffleQuality):
+// A rank's range is cut into windows: consecutive runs of its delivery
+// indices of R rows, R being max(WindowRows, 1) rounded up to a multiple of
+// B (WindowRows 0 means DefaultWindowBlocks times the largest block), the
+// last window of the range shorter. A window is whole batches: no batch
+// spans two. In none and full modes a rank delivers its range in order. In
+// block mode the rows of each window are delivered shuffled: the window
+// that starts at padded position j is shuffled with stream 3, index j.
+//
+// A window is the unit a loader reads and prefetches, and the unit that
+// data-loading workers sharing a rank's batches divide among themselves:
+// in block mode its rows are the rows of a run of consecutive groups of S
+// (whole blocks but at its two ends), so a loader needs only those blocks;
+// there is no shuffle buffer to fill before the first batch. Blocks move
+// as far as rows do in a full shuffle; what stays of the stored order is
+// that a window's rows come from about R/(block rows) blocks. With
+// N = 100,000, blocks of 100 rows and windows of 16 blocks
+// (TestShuffleQuality):
 //
 //	        mean |displacement|/N   lag-1 correlation   neighbours in one block
 //	none    0                       1                   0.99
 //	block   0.338                   0.074               0.062
 //	full    0.334                   0.003               0.001
 //
+// A loader makes blocks small (a few hundred KiB of a dataset's largest
+// column) and windows of a few hundred blocks, so that a batch's rows come
+// from about as many blocks as it has rows.
+//
 // # Resuming
 //
 // A State is the epoch and its stages: the parts of the epoch run under one
 // world size and batch size, with the batches each rank delivered in each
 // (all ranks deliver the same number in synchronous training).
+//
+// A State also records the Setup: the shuffle mode, WindowRows (block mode
+// only), DropLast and the Spec's Selection (an opaque name of the row
+// subset); Resume refuses a State whose Setup or Version differs from the
+// Spec's, naming the first field that does. World size and batch size are
+// free to change (a new stage, below).
 //
 // Resumed under the world size and batch size of its last stage, the plan
 // continues that stage: each rank delivers its range from batch
@@ -122,9 +135,9 @@
 // rows delivered before and after the change are every row of the epoch's
 // first stage once, but for the padding of each stage (fewer than W' more
 // rows per change when the rest has at least W' rows) or, with DropLast,
-// fewer than W'*B' more rows dropped per change. In block mode a later
-// stage's windows (EpochPlan.Windows) are what is left of the previous
-// stage's windows, merged until they are WindowRows long.
+// fewer than W'*B' more rows dropped per change. A later stage's windows
+// are cut from its ranges as in the first stage (with B'), and are not
+// shuffled.
 //
 // Later epochs are ordinary plans with the new world size. Resuming a
 // state with more than one stage, or in another world size or batch size,
@@ -161,7 +174,8 @@
 // floor(T/B) full ones. Each epoch starts every dataset at cycle 0 afresh.
 //
 // A mixture's State has stages as for one dataset, counting the mixture's
-// batches; resumed under the last stage's world size and batch size the
+// batches, and a Setup of mode "mix" with the weights, EpochRows, DropLast
+// and each dataset's Setup (Parts); resumed under the last stage's world size and batch size the
 // plan continues it exactly. Under another, after the previous stage's
 // ranks delivered k rows each of the T they deliver (whole batches only
 // with DropLast), the new stage has ceil((T-k)*W/W') rows per rank (the rows left, over the new ranks), its

@@ -1,6 +1,7 @@
 package order_test
 
 import (
+	"encoding/json"
 	"fmt"
 
 	"github.com/lochdata/loch/loader/order"
@@ -34,7 +35,8 @@ func ExampleResume() {
 		panic(err)
 	}
 	st := p.State(2) // each of the 4 ranks delivered 2 batches: 64 rows
-	fmt.Printf("%+v\n", st)
+	saved, _ := json.Marshal(st)
+	fmt.Println(string(saved))
 
 	s.WorldSize, s.Rank = 3, 0
 	q, err := order.Resume(s, st)
@@ -43,7 +45,7 @@ func ExampleResume() {
 	}
 	fmt.Println(q.Rows(), "rows in", q.Batches(), "batches on each of 3 ranks")
 	// Output:
-	// {Version:snap-1 Seed:1 Epoch:0 Stages:[{WorldSize:4 BatchSize:8 BatchesDone:2}]}
+	// {"version":"snap-1","seed":1,"epoch":0,"mode":"full","stages":[{"world_size":4,"batch_size":8,"batches_done":2}]}
 	// 12 rows in 2 batches on each of 3 ranks
 }
 

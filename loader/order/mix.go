@@ -159,7 +159,19 @@ type MixPlan struct {
 // PlanMix returns the order of rank s.Rank in epoch s.Epoch of the
 // mixture.
 func PlanMix(s MixSpec) (*MixPlan, error) {
-	return ResumeMix(s, State{Version: s.Version, Seed: s.Seed, Epoch: s.Epoch})
+	return ResumeMix(s, State{Version: s.Version, Seed: s.Seed, Epoch: s.Epoch, Setup: s.setup()})
+}
+
+// modeMix is the Mode of a mixture's Setup.
+const modeMix Mode = "mix"
+
+// setup returns the Setup of a mixture spec.
+func (s MixSpec) setup() Setup {
+	st := Setup{Mode: modeMix, DropLast: s.DropLast, Weights: s.Weights, EpochRows: s.EpochRows}
+	for _, p := range s.Parts {
+		st.Parts = append(st.Parts, p.setup())
+	}
+	return st
 }
 
 // ResumeMix returns the order of rank s.Rank of the mixture for the rest
@@ -173,6 +185,9 @@ func ResumeMix(s MixSpec, st State) (*MixPlan, error) {
 	}
 	s.Seed, s.Epoch = st.Seed, st.Epoch
 	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	if err := s.setup().check(st.Setup); err != nil {
 		return nil, err
 	}
 	mx := newMixer(s)
@@ -295,10 +310,10 @@ func (p *MixPlan) State(done int) State {
 	}
 	mx := p.mx
 	if done == p.Batches() {
-		return State{Version: mx.version, Seed: mx.seed, Epoch: mx.epoch + 1}
+		return State{Version: mx.version, Seed: mx.seed, Epoch: mx.epoch + 1, Setup: mx.setup}
 	}
 	stages := append(slices.Clip(p.prev), Stage{p.st.world, p.st.batch, p.startBatch + done})
-	return State{Version: mx.version, Seed: mx.seed, Epoch: mx.epoch, Stages: stages}
+	return State{Version: mx.version, Seed: mx.seed, Epoch: mx.epoch, Setup: mx.setup, Stages: stages}
 }
 
 type partCursor struct {
@@ -314,6 +329,7 @@ type mixer struct {
 	epochRows int64
 	dropLast  bool
 	version   string
+	setup     Setup
 	seed      uint64
 	epoch     int
 }
@@ -328,7 +344,7 @@ type mixStage struct {
 
 func newMixer(s MixSpec) *mixer {
 	units, _ := weightUnits(s.Weights, len(s.Parts))
-	mx := &mixer{units: units, epochRows: s.EpochRows, dropLast: s.DropLast, version: s.Version, seed: s.Seed, epoch: s.Epoch}
+	mx := &mixer{units: units, epochRows: s.EpochRows, dropLast: s.DropLast, version: s.Version, setup: s.setup(), seed: s.Seed, epoch: s.Epoch}
 	for d, p := range s.Parts {
 		r := resolve(Spec{Blocks: p.Blocks, Subset: p.Subset, Mode: p.Mode, WindowRows: p.WindowRows, DropLast: p.DropLast})
 		r.Seed = key(s.Seed, uint64(s.Epoch), streamPart, uint64(d))

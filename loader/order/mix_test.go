@@ -277,3 +277,37 @@ func TestMixValidate(t *testing.T) {
 		require.NoError(t, err, "a dataset of weight 0 may be empty")
 	})
 }
+
+// TestMixResumeSetup: a mixture's state records its weights, epoch length
+// and each dataset's setup, and a resume that changes one is refused.
+func TestMixResumeSetup(t *testing.T) {
+	s := threeDatasets()
+	s.Version = "v"
+	p, err := order.PlanMix(s)
+	require.NoError(t, err)
+	st := p.State(1)
+	tests := []struct {
+		name string
+		edit func(*order.MixSpec)
+		msg  string
+	}{
+		{"weights", func(s *order.MixSpec) { s.Weights = []float64{1, 1, 1} }, "mixture weights"},
+		{"epoch rows", func(s *order.MixSpec) { s.EpochRows = 99 }, "epoch_rows 0, resumed with 99"},
+		{"part mode", func(s *order.MixSpec) {
+			s.Parts = slices.Clone(s.Parts)
+			s.Parts[1].Mode = order.ModeNone
+		}, "dataset 1's shuffle mode"},
+		{"parts", func(s *order.MixSpec) { s.Parts, s.Weights = s.Parts[:2], s.Weights[:2] }, "mixture weights"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			other := s
+			tt.edit(&other)
+			_, err := order.ResumeMix(other, st)
+			require.ErrorIs(t, err, order.ErrMismatch)
+			require.ErrorContains(t, err, tt.msg)
+		})
+	}
+	_, err = order.ResumeMix(s, st)
+	require.NoError(t, err)
+}

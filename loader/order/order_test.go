@@ -28,9 +28,10 @@ func TestGolden(t *testing.T) {
 			[][][]int64{{{0, 1, 2}, {3, 4, 5}, {6, 7}}, {{8, 9, 10}, {11, 12, 13}, {14, 15}}}},
 		{"full", func(s *order.Spec) { s.Mode = order.ModeFull },
 			[][][]int64{{{9, 8, 10}, {0, 11, 12}, {2, 14}}, {{5, 3, 4}, {6, 13, 1}, {15, 7}}}},
-		// Blocks 1 and 4, then 0 and 3, each rank one window.
+		// Blocks 1 and 4, then 0 and 3; windows of two batches (6 rows):
+		// rows 4-7 11 12, then 13 14 on rank 0; 15 0-3 8, then 9 10 on rank 1.
 		{"block", func(s *order.Spec) { s.Mode = order.ModeBlock },
-			[][][]int64{{{14, 13, 6}, {7, 12, 4}, {11, 5}}, {{10, 2, 1}, {9, 0, 15}, {8, 3}}}},
+			[][][]int64{{{6, 12, 11}, {4, 7, 5}, {14, 13}}, {{0, 1, 3}, {15, 8, 2}, {9, 10}}}},
 		// Blocks 4, 1, 0 and 3; 8 and 9 dropped.
 		{"block subset drop_last", func(s *order.Spec) {
 			s.Mode, s.Subset, s.DropLast = order.ModeBlock, []int64{15, 3, 8, 0, 9, 12, 1, 5}, true
@@ -182,53 +183,53 @@ func TestSubset(t *testing.T) {
 	})
 }
 
-// TestWindows checks that in block mode the delivery order is a sequence
-// of windows, each a shuffle of the rows of whole blocks (but at a rank's
-// edges), at least WindowRows rows but for a rank's last.
+// TestWindows checks that the delivery order is a sequence of windows of
+// whole batches, WindowRows rounded up to a batch but for a rank's last,
+// and that in block mode each is a shuffle of a contiguous run of the
+// shuffled blocks (whole blocks but at its two ends).
 func TestWindows(t *testing.T) {
-	const n, size, window = 5000, 40, 130
-	for _, world := range []int{1, 4} {
-		s := order.Spec{Blocks: blocks(n, size), Mode: order.ModeBlock, Seed: 9, WindowRows: window, WorldSize: world, BatchSize: 16}
-		for r := range world {
-			s.Rank = r
-			p, err := order.Plan(s)
-			require.NoError(t, err)
-			rows := flat(batches(t, p))
-			ws := p.Windows()
-			require.NotEmpty(t, ws)
-			require.Equal(t, int64(0), ws[0].Start)
-			require.Equal(t, p.Rows(), ws[len(ws)-1].End)
-			for i, w := range ws {
-				if i > 0 {
-					require.Equal(t, ws[i-1].End, w.Start, "windows are consecutive")
-				}
-				in := rows[w.Start:w.End]
-				if i < len(ws)-1 {
-					require.GreaterOrEqual(t, len(in), window)
-				}
-				// Whole blocks, but where the rank's range cuts one.
-				perBlock := map[int64]int{}
-				for _, x := range in {
-					perBlock[x/size]++
-				}
-				partial := 0
-				for _, c := range perBlock {
-					if c != size {
-						partial++
+	const n, size, window, batch = 5000, 40, 130, 16
+	const winLen = 144 // 130 rounded up to whole batches of 16
+	for _, mode := range modes {
+		for _, world := range []int{1, 4} {
+			s := order.Spec{Blocks: blocks(n, size), Mode: mode, Seed: 9, WindowRows: window, WorldSize: world, BatchSize: batch}
+			for r := range world {
+				s.Rank = r
+				p, err := order.Plan(s)
+				require.NoError(t, err)
+				rows := flat(batches(t, p))
+				ws := p.Windows()
+				require.NotEmpty(t, ws)
+				require.Equal(t, int64(0), ws[0].Start)
+				require.Equal(t, p.Rows(), ws[len(ws)-1].End)
+				for i, w := range ws {
+					if i > 0 {
+						require.Equal(t, ws[i-1].End, w.Start, "windows are consecutive")
 					}
+					require.Zero(t, w.Start%batch, "window %d starts at a batch", i)
+					if i < len(ws)-1 {
+						require.Equal(t, int64(winLen), w.End-w.Start)
+					}
+					in := rows[w.Start:w.End]
+					if mode != order.ModeBlock {
+						continue
+					}
+					perBlock := map[int64]int{}
+					for _, x := range in {
+						perBlock[x/size]++
+					}
+					partial := 0
+					for _, c := range perBlock {
+						if c != size {
+							partial++
+						}
+					}
+					require.LessOrEqual(t, partial, 3, "window %d: whole blocks but at its ends (and the dataset's short last block)", i)
+					require.False(t, slices.IsSorted(in), "window %d is shuffled", i)
 				}
-				if world == 1 {
-					require.LessOrEqual(t, partial, 1, "window %d: only the dataset's short last block", i)
-				} else {
-					require.LessOrEqual(t, partial, 3, "window %d", i)
-				}
-				require.False(t, slices.IsSorted(in), "window %d is shuffled", i)
 			}
 		}
 	}
-	p, err := order.Plan(order.Spec{Blocks: blocks(100, 10), Mode: order.ModeFull, BatchSize: 4})
-	require.NoError(t, err)
-	require.Nil(t, p.Windows(), "no windows in full mode")
 }
 
 // TestConcurrentUse: a plan serves Batch and All from many goroutines at

@@ -17,6 +17,10 @@ type State struct {
 	Version string `json:"version"`
 	Seed    uint64 `json:"seed"`
 	Epoch   int    `json:"epoch"`
+	// Setup is the rest of what the order depends on (shuffle mode,
+	// window, DropLast, row selection; a mixture's weights): Resume
+	// refuses a state saved under another.
+	Setup
 	// Stages are the parts of the epoch run so far, oldest first, with the
 	// batches every rank delivered in each: a new stage begins when a run
 	// resumes with another world size or batch size than the last stage's.
@@ -50,6 +54,7 @@ type EpochPlan struct {
 	startBatch int     // batches the rank delivered in this stage before the plan
 	wins       []span  // the rank's windows, in its delivery indices
 	prev       []Stage // the epoch's earlier stages
+	setup      Setup
 	version    string
 	seed       uint64
 	epoch      int
@@ -70,7 +75,8 @@ func Plan(s Spec) (*EpochPlan, error) {
 // follow the saved ones in the run that saved st; otherwise the rows that
 // no rank delivered are spread over s.WorldSize ranks (see the package
 // documentation). Everything else in s (blocks, subset, mode, window,
-// DropLast) must be what the saved run used.
+// DropLast, Selection: the State's Setup) must be what the saved run used;
+// the error names the first that is not.
 //
 // Resuming in another world size or batch size than the last stage's, or
 // from a state with more than one stage, costs O(rows) time and memory.
@@ -80,6 +86,9 @@ func Resume(s Spec, st State) (*EpochPlan, error) {
 	}
 	s.Seed, s.Epoch = st.Seed, st.Epoch
 	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	if err := s.setup().check(st.Setup); err != nil {
 		return nil, err
 	}
 	r := resolve(s)
@@ -156,6 +165,7 @@ func newPlan(r *resolved, stg *stage, prev []Stage, done int) *EpochPlan {
 		startBatch: done,
 		wins:       stg.windows(r.Rank),
 		prev:       prev,
+		setup:      r.Spec.setup(),
 		version:    r.Version,
 		seed:       r.Seed,
 		epoch:      r.Epoch,
@@ -217,12 +227,13 @@ func (p *EpochPlan) All() iter.Seq2[int, []int64] {
 	}
 }
 
-// Windows returns the plan's block-mode windows in its delivery indices:
-// consecutive spans, each the rows of a few whole blocks (the rank's first
-// and last may be part of a block), so that a loader needs only the
-// blocks of the windows it is delivering and prefetching. The first window
-// may be the rest of a window begun before a resume. In none and full
-// modes it returns nil.
+// Windows returns the plan's windows in its delivery indices: consecutive
+// spans of whole batches that tile the plan (see the package
+// documentation), the first perhaps the rest of a window begun before a
+// resume. In block mode a window's rows are a shuffle of a few hundred
+// blocks' rows; in every mode a loader reads by window, and data-loading
+// workers that share a rank's batches share them a window at a time, so
+// that each reads only its windows' blocks.
 func (p *EpochPlan) Windows() []Span {
 	var out []Span
 	for _, w := range p.wins {
@@ -241,10 +252,10 @@ func (p *EpochPlan) State(done int) State {
 		panic(fmt.Sprintf("order: state after %d batches of a plan with %d", done, p.Batches()))
 	}
 	if done == p.Batches() {
-		return State{Version: p.version, Seed: p.seed, Epoch: p.epoch + 1}
+		return State{Version: p.version, Seed: p.seed, Epoch: p.epoch + 1, Setup: p.setup}
 	}
 	stages := append(slices.Clip(p.prev), Stage{p.st.world, p.st.batch, p.startBatch + done})
-	return State{Version: p.version, Seed: p.seed, Epoch: p.epoch, Stages: stages}
+	return State{Version: p.version, Seed: p.seed, Epoch: p.epoch, Setup: p.setup, Stages: stages}
 }
 
 // reader streams a plan's positions.

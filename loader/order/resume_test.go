@@ -178,3 +178,62 @@ func TestResumeErrors(t *testing.T) {
 	require.Panics(t, func() { p.State(6) })
 	require.Panics(t, func() { p.Batch(nil, 5) })
 }
+
+// TestResumeSetup: a state records everything the order depends on but the
+// world size and batch size, and a resume that changes any of it is refused
+// with a message naming what differs.
+func TestResumeSetup(t *testing.T) {
+	s := order.Spec{Blocks: blocks(300, 30), Version: "v", Selection: "sel-a", Subset: []int64{5, 1, 9, 200},
+		Mode: order.ModeBlock, WindowRows: 60, Seed: 3, BatchSize: 2}
+	p, err := order.Plan(s)
+	require.NoError(t, err)
+	st := p.State(1)
+	require.Equal(t, order.Setup{Mode: order.ModeBlock, WindowRows: 60, Selection: "sel-a"}, st.Setup)
+	require.Equal(t, st.Setup, p.State(0).Setup, "a state taken before the first batch records it too")
+	require.Equal(t, st.Setup, p.State(p.Batches()).Setup, "so does the state at the epoch's end")
+	_, err = order.Resume(s, st)
+	require.NoError(t, err)
+
+	tests := []struct {
+		name string
+		edit func(*order.Spec)
+		msg  string
+	}{
+		{"mode", func(s *order.Spec) { s.Mode = order.ModeFull }, "shuffle mode block, resumed with full"},
+		{"default mode", func(s *order.Spec) { s.Mode = "" }, "shuffle mode block, resumed with none"},
+		{"window", func(s *order.Spec) { s.WindowRows = 90 }, "window_rows 60, resumed with 90"},
+		{"drop last", func(s *order.Spec) { s.DropLast = true }, "drop_last false, resumed with true"},
+		{"selection", func(s *order.Spec) { s.Selection, s.Subset = "", nil }, "row selection sel-a, resumed with (every row)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			other := s
+			tt.edit(&other)
+			_, err := order.Resume(other, st)
+			require.ErrorIs(t, err, order.ErrMismatch)
+			require.ErrorContains(t, err, tt.msg)
+		})
+	}
+
+	// World size and batch size stay elastic.
+	elastic := s
+	elastic.WorldSize, elastic.BatchSize = 2, 3
+	_, err = order.Resume(elastic, st)
+	require.NoError(t, err)
+
+	// A window changes nothing outside block mode, so it is not recorded.
+	full := s
+	full.Mode = order.ModeFull
+	pf, err := order.Plan(full)
+	require.NoError(t, err)
+	full.WindowRows = 7
+	_, err = order.Resume(full, pf.State(1))
+	require.NoError(t, err)
+
+	// A state from before states recorded their setup is refused.
+	old := st
+	old.Setup = order.Setup{}
+	_, err = order.Resume(s, old)
+	require.ErrorIs(t, err, order.ErrMismatch)
+	require.ErrorContains(t, err, "records no shuffle mode")
+}

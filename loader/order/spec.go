@@ -1,6 +1,7 @@
 package order
 
 import (
+	"fmt"
 	"math"
 	"math/bits"
 	"slices"
@@ -54,6 +55,11 @@ type Spec struct {
 	// Version identifies the snapshot (opaque here). It is copied into
 	// each State, and Resume refuses a State of another Version.
 	Version string
+	// Selection identifies the rows Subset selects (opaque here: a loader
+	// derives it from the rows' stable ids, which outlive positions); ""
+	// means every row. It is copied into each State, and Resume refuses a
+	// State of another Selection.
+	Selection string
 	// Seed and Epoch select the shuffle. Epoch must not be negative.
 	Seed  uint64
 	Epoch int
@@ -74,6 +80,81 @@ type Spec struct {
 	// the same number of full batches. Without it the order is padded by
 	// repeating its start, and the last batch of each rank may be short.
 	DropLast bool
+}
+
+// Setup is what an order depends on besides its snapshot (Version), Seed,
+// Epoch, world size and batch size: a State records it, and Resume refuses
+// a State whose Setup differs, naming the first field that does (world
+// size and batch size may change between stages; see Resuming in the
+// package documentation). A mixture's Setup holds its datasets' in Parts.
+type Setup struct {
+	Mode Mode `json:"mode"`
+	// WindowRows is Spec.WindowRows in block mode (0 in other modes, where
+	// the window does not change the order).
+	WindowRows int64  `json:"window_rows,omitempty"`
+	DropLast   bool   `json:"drop_last,omitempty"`
+	Selection  string `json:"selection,omitempty"`
+	// Weights and EpochRows are a mixture's (MixSpec), Parts its datasets'
+	// setups (Mode of a mixture is "mix").
+	Weights   []float64 `json:"weights,omitempty"`
+	EpochRows int64     `json:"epoch_rows,omitempty"`
+	Parts     []Setup   `json:"parts,omitempty"`
+}
+
+// setup returns the Setup of a validated spec.
+func (s Spec) setup() Setup {
+	st := Setup{Mode: s.Mode, DropLast: s.DropLast, Selection: s.Selection}
+	if st.Mode == "" {
+		st.Mode = ModeNone
+	}
+	if st.Mode == ModeBlock {
+		st.WindowRows = s.WindowRows
+	}
+	return st
+}
+
+// check reports, wrapping ErrMismatch, the first field in which saved (a
+// State's) differs from s (the Spec it is resumed with).
+func (s Setup) check(saved Setup) error {
+	return s.checkIn("", saved)
+}
+
+func (s Setup) checkIn(where string, saved Setup) error {
+	differ := func(field string, was, now any) error {
+		return base.Markf(ErrMismatch, "the state was saved with %s%s %v, resumed with %v", where, field, was, now)
+	}
+	switch {
+	case saved.Mode == "":
+		return base.Markf(ErrMismatch, "the state records no shuffle mode (saved by a loch older than this one, whose states do not record what the order depends on): start the epoch again")
+	case saved.Mode != s.Mode:
+		return differ("shuffle mode", saved.Mode, s.Mode)
+	case saved.WindowRows != s.WindowRows:
+		return differ("window_rows", saved.WindowRows, s.WindowRows)
+	case saved.DropLast != s.DropLast:
+		return differ("drop_last", saved.DropLast, s.DropLast)
+	case saved.Selection != s.Selection:
+		return differ("row selection", describe(saved.Selection), describe(s.Selection))
+	case !slices.Equal(saved.Weights, s.Weights):
+		return differ("mixture weights", saved.Weights, s.Weights)
+	case saved.EpochRows != s.EpochRows:
+		return differ("epoch_rows", saved.EpochRows, s.EpochRows)
+	case len(saved.Parts) != len(s.Parts):
+		return differ("number of mixed datasets", len(saved.Parts), len(s.Parts))
+	}
+	for d := range s.Parts {
+		if err := s.Parts[d].checkIn(fmt.Sprintf("dataset %d's ", d), saved.Parts[d]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// describe names a Selection for a message.
+func describe(sel string) string {
+	if sel == "" {
+		return "(every row)"
+	}
+	return sel
 }
 
 // Validate reports the first field of s that is out of range, wrapping

@@ -1,7 +1,6 @@
 package order
 
 import (
-	"slices"
 	"sort"
 )
 
@@ -25,13 +24,10 @@ type stage struct {
 	base int64
 	grp  *groups // kindGroups
 
-	// cuts are the positions in S where a window may start, ascending from
-	// 0; nil when the stage has no windows. A rank's windows start at its
-	// first row and end at the first cut at least minWin rows further (or
-	// at the rank's last row).
-	cuts     []int64
+	// minWin is the resolved WindowRows: a rank's windows are its
+	// delivery indices cut every minWin rows rounded up to whole batches.
 	minWin   int64
-	shuffled bool // rows within each window are shuffled (block mode)
+	shuffled bool // rows within each window are shuffled (block mode's first stage)
 	wide     bool // positions may need more than 32 bits
 	seed     uint64
 	epoch    uint64
@@ -85,7 +81,6 @@ func firstStage(r *resolved, world, batch, keep int) *stage {
 		}
 	case ModeBlock:
 		st.kind, st.grp = kindGroups, newGroups(r)
-		st.cuts = st.grp.cum[:len(st.grp.cum)-1]
 		st.shuffled = true
 	}
 	return st
@@ -100,7 +95,7 @@ func restStage(prev *stage, done int64, world, batch int, dropLast bool) *stage 
 	delivered, taken := newBitset(prev.m), newBitset(prev.m)
 	var idx, pos []int64
 	for r := range prev.world {
-		for _, w := range prev.units(r) {
+		for _, w := range prev.windows(r) {
 			if w.start >= done {
 				break
 			}
@@ -111,20 +106,13 @@ func restStage(prev *stage, done int64, world, batch int, dropLast bool) *stage 
 		}
 	}
 	var rest []int64
-	var cuts []int64
-	if prev.cuts != nil {
-		cuts = []int64{0}
-	}
 	for r := range prev.world {
-		for _, w := range prev.units(r) {
+		for _, w := range prev.windows(r) {
 			if w.end <= done {
 				continue
 			}
 			idx = prev.unitIdx(idx[:0], r, w)
 			pos = prev.unitPos(pos[:0], r, w)
-			if cuts != nil && int64(len(rest)) > cuts[len(cuts)-1] {
-				cuts = append(cuts, int64(len(rest)))
-			}
 			for i := max(done-w.start, 0); i < int64(len(idx)); i++ {
 				if x := idx[i]; !delivered.has(x) && !taken.has(x) {
 					taken.set(x)
@@ -145,7 +133,6 @@ func restStage(prev *stage, done int64, world, batch int, dropLast bool) *stage 
 		batch:  batch,
 		per:    perRank(m, world, batch, dropLast),
 		expl:   expl,
-		cuts:   cuts,
 		minWin: prev.minWin,
 		wide:   prev.wide,
 		seed:   prev.seed,
@@ -153,40 +140,20 @@ func restStage(prev *stage, done int64, world, batch int, dropLast bool) *stage 
 	}
 }
 
-// windows returns rank r's windows in its delivery indices, or nil when
-// the stage has none.
+// windows returns rank r's windows in its delivery indices: its range cut
+// every minWin rows rounded up to a multiple of the batch size (so that no
+// batch spans two windows), the last window shorter.
 func (st *stage) windows(r int) []span {
-	if st.cuts == nil {
-		return nil
+	n := st.per
+	if st.minWin < st.per {
+		b := int64(st.batch)
+		n = (max(st.minWin, 1) + b - 1) / b * b
 	}
-	lo, hi := int64(r)*st.per, int64(r+1)*st.per
 	var ws []span
-	for a := lo; a < hi; {
-		b := min(st.nextCut(a+max(st.minWin, 1)), hi)
-		ws = append(ws, span{a - lo, b - lo})
-		a = b
+	for a := int64(0); a < st.per; a += n {
+		ws = append(ws, span{a, min(a+n, st.per)})
 	}
 	return ws
-}
-
-// nextCut returns the smallest padded position at or after j whose
-// position in S is a cut.
-func (st *stage) nextCut(j int64) int64 {
-	q, x := j/st.m, j%st.m
-	i, _ := slices.BinarySearch(st.cuts, x)
-	if i == len(st.cuts) {
-		return (q + 1) * st.m
-	}
-	return q*st.m + st.cuts[i]
-}
-
-// units returns rank r's windows, or its whole range as one unit when the
-// stage has no windows.
-func (st *stage) units(r int) []span {
-	if ws := st.windows(r); ws != nil {
-		return ws
-	}
-	return []span{{0, st.per}}
 }
 
 // unitPos appends the positions rank r delivers in its delivery indices w
