@@ -19,6 +19,7 @@ import (
 
 	"github.com/lochdata/loch"
 	"github.com/lochdata/loch/chunkcache"
+	"github.com/lochdata/loch/internal/lru"
 	"github.com/lochdata/loch/loader/order"
 	"github.com/lochdata/loch/schema"
 	"github.com/lochdata/loch/transform"
@@ -42,11 +43,13 @@ type Config struct {
 	WorldSize int        `json:"world_size,omitempty"` // default 1
 	Rank      int        `json:"rank,omitempty"`
 	DropLast  bool       `json:"drop_last,omitempty"`
-	// WindowRows is the block-shuffle window in rows (default:
-	// order.DefaultWindowBlocks chunks' worth, 64 MiB of 8 MiB chunks:
-	// every batch of a window needs all its chunks, so the window sets the
-	// time to the first batch and the memory a window holds; larger
-	// windows shuffle better).
+	// WindowRows is the window in rows (default: order.DefaultWindowBlocks
+	// segments' worth, about 64 MiB of the largest column; rounded up to
+	// whole batches). In block mode each window's rows are a shuffle of
+	// the rows of about that many segments (loch.Scan.Segments) from all
+	// over the dataset: larger windows mix better, and the window sets the
+	// memory its reads hold. In every mode workers under a Split share the
+	// batches a window at a time.
 	WindowRows int64 `json:"window_rows,omitempty"`
 	// Rows restricts the loader to these row ids, in this order before
 	// shuffling (default: every row).
@@ -78,11 +81,15 @@ type Config struct {
 	// as lists (Collated.Items with Collated.Shapes) instead of zero-padded
 	// tensors.
 	RaggedAsList bool `json:"ragged_as_list,omitempty"`
-	// Split makes this loader deliver only the batches i of the rank's
-	// epoch with i % Split.Count == Split.Index, fetching nothing for the
-	// others: for Count data-loading workers of one rank, each with its own
-	// loader (the PyTorch DataLoader pattern). Zero value: every batch.
-	// State is not meaningful under a split.
+	// Split makes this loader deliver only the batches of the windows w
+	// of the rank's epoch (order.EpochPlan.Windows: runs of whole batches
+	// whose rows come from a few hundred segments) with w % Split.Count ==
+	// Split.Index, fetching nothing for the others: for Count data-loading
+	// workers of one rank, each with its own loader (the PyTorch
+	// DataLoader pattern), each reading only its windows' bytes. The
+	// workers' batches interleaved one by one (as a DataLoader does) are
+	// the rank's batches in another order: window by window, round robin.
+	// Zero value: every batch. State is not meaningful under a split.
 	Split Split `json:"split"`
 	// Transforms maps column names to image transform pipelines in the
 	// grammar of transform.Parse, e.g. "decode,resize=256,center_crop=224,
@@ -93,8 +100,7 @@ type Config struct {
 	// Cache, when set, keeps the chunk objects the loader fetches (for
 	// example a chunkcache.Disk shared by the ranks of a node), so that
 	// epochs after the first read them locally. Cache errors are not fatal:
-	// the loader falls back to the store. Full-shuffle reads of single
-	// samples bypass it.
+	// the loader falls back to the store.
 	Cache chunkcache.Cache `json:"-"`
 	// Allocator supplies the batch buffers (Collated.Data). The default
 	// allocates Go memory and reuses what Release returns; the Python SDK
@@ -239,15 +245,20 @@ type Loader struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
+	wins []batchSpan // the plan's windows, in batches
+	mine []int       // the plan batches this loader delivers, in order
+
 	mu       sync.Mutex
 	cond     *sync.Cond
-	ready    map[int]*Batch // collated batches by index
-	failed   map[int]error  // batches that failed, by index: reported in order
+	ready    map[int]*Batch // collated batches by plan index
+	failed   map[int]error  // batches that failed, by plan index: reported in order
 	err      error          // a failure that stops everything after the next batch
-	next     int            // index of the next batch Next returns
+	k        int            // index in mine of the next batch Next returns
 	inflight int64
 	peak     int64
-	chunks   map[entryKey]*chunkEntry
+	chunks   map[entryKey]*chunkEntry // reads that admitted batches use
+	kept     *lru.Cache[entryKey, *chunkEntry]
+	keepMax  int64 // bytes kept of reads no batch in flight uses
 
 	started    time.Time
 	firstBatch time.Duration
@@ -268,8 +279,16 @@ type Loader struct {
 type planner interface {
 	Batches() int
 	State(done int) State
+	Windows() []order.Span
 	items() iter.Seq2[int, []order.Item]
 }
+
+// batchSpan is a run [start, end) of a plan's batches.
+type batchSpan struct{ start, end int }
+
+// mixWindowRows is the length of a mixture's windows: its batches are
+// read and split among workers in runs of about this many rows.
+const mixWindowRows = 4096
 
 // single adapts a one-dataset plan.
 type single struct{ *order.EpochPlan }
@@ -289,9 +308,23 @@ func (p single) items() iter.Seq2[int, []order.Item] {
 	}
 }
 
-type mix struct{ *order.MixPlan }
+type mix struct {
+	*order.MixPlan
+	batch int
+}
 
 func (p mix) items() iter.Seq2[int, []order.Item] { return p.All() }
+
+// Windows cuts a mixture's plan into runs of whole batches of about
+// mixWindowRows rows.
+func (p mix) Windows() []order.Span {
+	n := (mixWindowRows + int64(p.batch) - 1) / int64(p.batch) * int64(p.batch)
+	var out []order.Span
+	for a := int64(0); a < p.Rows(); a += n {
+		out = append(out, order.Span{Start: a, End: min(a+n, p.Rows())})
+	}
+	return out
+}
 
 type colPlan struct {
 	name string
@@ -311,8 +344,10 @@ type chunkEntry struct {
 	ready chan struct{}
 	f     *loch.Fetched
 	err   error
-	users int   // batches still needing it
-	size  int64 // memory it holds (an estimate until fetched)
+	users   int   // admitted batches still needing it
+	pending int   // located batches not admitted yet that need it
+	held    bool  // its size counts in the loader's in-flight bytes
+	size    int64 // memory it holds (an estimate until fetched)
 }
 
 // New starts a loader over scan (which it loads). The loader reads the
@@ -326,7 +361,7 @@ func New(ctx context.Context, scan *loch.Scan, cfg Config) (*Loader, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, err := makePlan(l.scans[0], refColumn(l.cols[0]), cfg)
+	p, err := makePlan(l.scans[0], cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -366,8 +401,8 @@ func NewMix(ctx context.Context, scans []*loch.Scan, weights []float64, epochRow
 	ms := order.MixSpec{Weights: weights, EpochRows: epochRows, Seed: cfg.Seed, Epoch: cfg.Epoch,
 		WorldSize: cfg.WorldSize, Rank: cfg.Rank, BatchSize: cfg.BatchSize, DropLast: cfg.DropLast}
 	var versions []string
-	for d, v := range l.scans {
-		sp, err := spec(v, refColumn(l.cols[d]), cfg)
+	for _, v := range l.scans {
+		sp, err := spec(v, cfg)
 		if err != nil {
 			return nil, err
 		}
@@ -392,13 +427,15 @@ func NewMix(ctx context.Context, scans []*loch.Scan, weights []float64, epochRow
 		return nil, fmt.Errorf("loader: %w: %w", loch.ErrInvalidArgument, err)
 	}
 	l.mixed = true
-	l.begin(mix{p})
+	l.begin(mix{p, cfg.BatchSize})
 	return l, nil
 }
 
 // newLoader loads the scans and resolves the columns.
 func newLoader(ctx context.Context, scans []*loch.Scan, cfg Config) (*Loader, error) {
-	l := &Loader{cfg: cfg, ready: map[int]*Batch{}, failed: map[int]error{}, chunks: map[entryKey]*chunkEntry{}}
+	l := &Loader{cfg: cfg, ready: map[int]*Batch{}, failed: map[int]error{}, chunks: map[entryKey]*chunkEntry{},
+		keepMax: cfg.PrefetchBytes / 4}
+	l.kept = lru.New(l.keepMax, func(_ entryKey, e *chunkEntry, _ int64) { e.forget() })
 	for _, v := range scans {
 		if cfg.Cache != nil {
 			v = v.WithCache(cfg.Cache)
@@ -443,7 +480,16 @@ func (l *Loader) begin(p planner) {
 		l.base = st.Stages[len(st.Stages)-1].BatchesDone
 	}
 	l.cfg.Epoch = p.State(0).Epoch
-	l.next = l.cfg.Split.Index
+	b := int64(l.cfg.BatchSize)
+	for w, sp := range p.Windows() {
+		bs := batchSpan{int(sp.Start / b), int((sp.End + b - 1) / b)}
+		l.wins = append(l.wins, bs)
+		if w%l.cfg.Split.Count == l.cfg.Split.Index {
+			for i := bs.start; i < bs.end; i++ {
+				l.mine = append(l.mine, i)
+			}
+		}
+	}
 	l.cond = sync.NewCond(&l.mu)
 	l.ctx, l.cancel = context.WithCancel(context.Background())
 	l.started = time.Now()
@@ -467,24 +513,9 @@ func columns(view *loch.Scan, names []string) ([]colPlan, error) {
 	return out, nil
 }
 
-// refColumn picks the column whose chunks define the blocks of the order:
-// the requested column with the most stored bytes.
-func refColumn(cols []colPlan) int {
-	best, uid := int64(-1), 0
-	for _, c := range cols {
-		if c.col.StoredBytes > best {
-			best, uid = c.col.StoredBytes, c.col.UID
-		}
-	}
-	return uid
-}
-
 // Batches is the number of batches this loader delivers (after a resume:
 // the rest of the epoch; under a split: its share).
-func (l *Loader) Batches() int {
-	n, s := l.plan.Batches(), l.cfg.Split
-	return max(n-s.Index+s.Count-1, 0) / s.Count
-}
+func (l *Loader) Batches() int { return len(l.mine) }
 
 // State returns the state to save for resuming after the batches returned
 // so far. A loader built with it as Config.Resume, with the same or
@@ -492,7 +523,10 @@ func (l *Loader) Batches() int {
 func (l *Loader) State() State {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.plan.State(l.next)
+	if l.k < len(l.mine) {
+		return l.plan.State(l.mine[l.k])
+	}
+	return l.plan.State(l.plan.Batches())
 }
 
 // Next returns the next batch, or io.EOF at the end of the epoch. It
@@ -503,12 +537,13 @@ func (l *Loader) Next(ctx context.Context) (*Batch, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for {
-		if l.next >= l.plan.Batches() {
+		if l.k >= len(l.mine) {
 			return nil, io.EOF
 		}
-		if b, ok := l.ready[l.next]; ok {
-			delete(l.ready, l.next)
-			l.next += l.cfg.Split.Count
+		bi := l.mine[l.k]
+		if b, ok := l.ready[bi]; ok {
+			delete(l.ready, bi)
+			l.k++
 			l.inflight -= batchBytes(b) // the consumer owns it now
 			l.cond.Broadcast()
 			w := time.Since(t0)
@@ -518,7 +553,7 @@ func (l *Loader) Next(ctx context.Context) (*Batch, error) {
 			}
 			return b, nil
 		}
-		if err, ok := l.failed[l.next]; ok {
+		if err, ok := l.failed[bi]; ok {
 			return nil, err
 		}
 		if l.err != nil {

@@ -293,18 +293,21 @@ func TestElasticResume(t *testing.T) {
 }
 
 // TestSplit: n split loaders deliver the rank's batches between them, each
-// once, fetching only their own.
+// once, a window of whole batches at a time, round robin.
 func TestSplit(t *testing.T) {
 	d := testDataset(t, 77)
-	all := positions(t, d, Config{BatchSize: 5, Shuffle: "block", Seed: 1})
+	cfg := Config{BatchSize: 5, Shuffle: "block", Seed: 1, WindowRows: 10} // windows of 2 batches
+	all := positions(t, d, cfg)
 	got := make([][]int64, len(all))
 	for i := 0; i < 3; i++ {
-		l, err := New(ctx, d.Scan(), Config{BatchSize: 5, Shuffle: "block", Seed: 1, Split: Split{i, 3}})
+		c := cfg
+		c.Split = Split{i, 3}
+		l, err := New(ctx, d.Scan(), c)
 		require.NoError(t, err)
 		bs := drain(t, l)
 		require.Len(t, bs, l.Batches())
 		for _, b := range bs {
-			require.Equal(t, i, b.Index%3)
+			require.Equal(t, i, b.Index/2%3, "batch %d is in window %d", b.Index, b.Index/2)
 			got[b.Index] = b.Positions
 		}
 		l.Close()

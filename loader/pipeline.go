@@ -1,6 +1,7 @@
 package loader
 
 import (
+	"cmp"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -53,120 +54,223 @@ func (l *Loader) fail(err error) {
 	l.mu.Unlock()
 }
 
-// schedule walks the plan in order, admitting a batch when the prefetch
-// bounds allow, starting the fetches of the chunks it needs and handing it
-// to the collators.
+// schedule walks the plan in order a window at a time, skipping the
+// windows of other splits: it plans the reads of each window's batches,
+// then admits them one by one when the prefetch bounds allow, starting the
+// fetches each needs and handing it to the collators.
 func (l *Loader) schedule(jobs chan<- *batchJob) {
 	sem := make(chan struct{}, l.cfg.FetchConcurrency)
-	for bi, items := range l.plan.items() {
-		if bi%l.cfg.Split.Count != l.cfg.Split.Index {
-			continue // another worker's batch
+	w, k := 0, 0 // the window of the batch at hand; l.mine index of the next batch to admit
+	var index []int
+	var items [][]order.Item
+	for bi, its := range l.plan.items() {
+		for bi >= l.wins[w].end {
+			w++
 		}
-		job, err := l.locate(bi, slices.Clone(items))
+		if w%l.cfg.Split.Count != l.cfg.Split.Index {
+			continue // another split's window
+		}
+		index, items = append(index, bi), append(items, slices.Clone(its))
+		if bi < l.wins[w].end-1 {
+			continue
+		}
+		batch, err := l.locate(index, items)
 		if err != nil {
 			l.fail(err)
 			return
 		}
-		l.mu.Lock()
-		for l.ctx.Err() == nil && l.err == nil && bi > l.next &&
-			((bi-l.next)/l.cfg.Split.Count >= l.cfg.PrefetchBatches || l.inflight >= l.cfg.PrefetchBytes) {
-			l.cond.Wait()
-		}
-		if l.ctx.Err() != nil || l.err != nil {
-			l.mu.Unlock()
-			return
-		}
-		var start []*chunkEntry
-		for _, e := range job.entries {
-			if e.users == 0 {
-				// Idle: new, or released by the batches before this one
-				// since locate found it (its data is still good).
-				if e.ready == nil {
-					e.ready = make(chan struct{})
-					e.size = l.scans[e.key.ds].Estimate(e.key.read)
-					start = append(start, e)
-				}
-				if _, ok := l.chunks[e.key]; !ok {
-					l.chunks[e.key] = e
-				}
-				l.inflight += e.size
-			}
-			e.users++
-		}
-		l.peak = max(l.peak, l.inflight)
-		l.mu.Unlock()
-		for _, e := range start {
-			select {
-			case sem <- struct{}{}:
-			case <-l.ctx.Done():
+		for _, job := range batch {
+			if !l.admit(job, k, sem, jobs) {
 				return
 			}
-			l.wg.Add(1)
-			go func() {
-				defer l.wg.Done()
-				defer func() { <-sem }()
-				l.fetch(e)
-			}()
+			k++
 		}
-		select {
-		case jobs <- job:
-		case <-l.ctx.Done():
-			return
-		}
+		index, items = index[:0], items[:0]
 	}
 }
 
-// locate resolves batch bi's rows to the reads their samples need,
-// registering the entries (under l.mu).
-func (l *Loader) locate(bi int, items []order.Item) (*batchJob, error) {
+// admit waits until the prefetch bounds allow job (the k-th batch this
+// loader delivers), starts the fetches it needs that are not fetched or
+// under way, and hands it to the collators. It reports false when the
+// loader stops.
+func (l *Loader) admit(job *batchJob, k int, sem chan struct{}, jobs chan<- *batchJob) bool {
+	l.mu.Lock()
+	for l.ctx.Err() == nil && l.err == nil && k > l.k &&
+		(k-l.k >= l.cfg.PrefetchBatches || l.inflight >= l.cfg.PrefetchBytes-l.keepMax) {
+		l.cond.Wait()
+	}
+	if l.ctx.Err() != nil || l.err != nil {
+		l.mu.Unlock()
+		return false
+	}
+	var start []*chunkEntry
+	for _, e := range job.entries {
+		e.pending--
+		if !e.held {
+			// New, kept from earlier batches, or forgotten.
+			if e.ready == nil {
+				e.ready = make(chan struct{})
+				e.size = l.scans[e.key.ds].Estimate(e.key.read)
+				start = append(start, e)
+			}
+			l.kept.Remove(e.key)
+			if _, ok := l.chunks[e.key]; !ok {
+				l.chunks[e.key] = e
+			}
+			e.held = true
+			l.inflight += e.size
+		}
+		e.users++
+	}
+	l.peak = max(l.peak, l.inflight)
+	l.mu.Unlock()
+	for _, e := range start {
+		select {
+		case sem <- struct{}{}:
+		case <-l.ctx.Done():
+			return false
+		}
+		l.wg.Add(1)
+		go func() {
+			defer l.wg.Done()
+			defer func() { <-sem }()
+			l.fetch(e)
+		}()
+	}
+	select {
+	case jobs <- job:
+		return true
+	case <-l.ctx.Done():
+		return false
+	}
+}
+
+// chunkRef names a chunk of one of the loader's datasets.
+type chunkRef struct {
+	ds int
+	id loch.ChunkID
+}
+
+// sampleRun is a run [lo, hi) of samples of one chunk that a window
+// takes, read at once.
+type sampleRun struct {
+	lo, hi int
+	read   loch.Read
+}
+
+// locate resolves the batches of one window (their indices in the plan
+// and their items) to the reads their samples need: in each column, the
+// samples the window takes from each chunk, in runs of consecutive
+// samples, one read per run (the engine plans the read of a whole chunk
+// where reading by range would not pay). The entries are registered under
+// l.mu.
+func (l *Loader) locate(index []int, items [][]order.Item) ([]*batchJob, error) {
 	ncols := len(l.cols[0])
-	job := &batchJob{index: bi, positions: make([]int64, len(items)), rowIDs: make([]uint64, len(items)),
-		slots: make([][]loch.Slot, ncols), reads: make([][][]*chunkEntry, ncols)}
-	if l.mixed {
-		job.datasets = make([]int, len(items))
+	jobs := make([]*batchJob, len(items))
+	need := map[chunkRef][]int{}
+	for b, its := range items {
+		job := newJob(index[b], len(its), ncols, l.mixed)
+		for i, it := range its {
+			sc := l.scans[it.Dataset]
+			row, err := sc.Locate(it.Pos)
+			if err != nil {
+				return nil, err
+			}
+			job.positions[i], job.rowIDs[i] = it.Pos, row.ID
+			if job.datasets != nil {
+				job.datasets[i] = it.Dataset
+			}
+			for c, cp := range l.cols[it.Dataset] {
+				slot := sc.Slot(row, cp.col.UID)
+				job.slots[c][i] = slot
+				if slot.Pieces() == 1 {
+					k := chunkRef{it.Dataset, slot.Chunk(0)}
+					need[k] = append(need[k], slot.Index())
+				}
+			}
+		}
+		jobs[b] = job
 	}
-	for c := range ncols {
-		job.slots[c] = make([]loch.Slot, len(items))
-		job.reads[c] = make([][]*chunkEntry, len(items))
+	runs := make(map[chunkRef][]sampleRun, len(need))
+	for k, idx := range need {
+		slices.Sort(idx)
+		idx = slices.Compact(idx)
+		var rs []sampleRun
+		for a := 0; a < len(idx); {
+			b := a + 1
+			for b < len(idx) && idx[b] == idx[b-1]+1 {
+				b++
+			}
+			lo, hi := idx[a], idx[b-1]+1
+			rs = append(rs, sampleRun{lo, hi, l.scans[k.ds].Span(k.id, lo, hi)})
+			a = b
+		}
+		runs[k] = rs
 	}
-	sparse := l.cfg.Shuffle == order.ModeFull // a chunk per sample: read samples by range where possible
-	seen := map[*chunkEntry]bool{}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for i, it := range items {
-		sc := l.scans[it.Dataset]
-		job.positions[i] = it.Pos
-		if job.datasets != nil {
-			job.datasets[i] = it.Dataset
+	for _, job := range jobs {
+		seen := map[*chunkEntry]bool{}
+		add := func(c, i int, e *chunkEntry) {
+			job.reads[c][i] = append(job.reads[c][i], e)
+			if !seen[e] {
+				seen[e] = true
+				e.pending++
+				job.entries = append(job.entries, e)
+			}
 		}
-		row, err := sc.Locate(it.Pos)
-		if err != nil {
-			return nil, err
-		}
-		job.rowIDs[i] = row.ID
-		for c, cp := range l.cols[it.Dataset] {
-			slot := sc.Slot(row, cp.col.UID)
-			job.slots[c][i] = slot
-			for _, r := range sc.Reads(slot, sparse) {
-				e := l.entry(it.Dataset, r)
-				job.reads[c][i] = append(job.reads[c][i], e)
-				if !seen[e] {
-					seen[e] = true
-					job.entries = append(job.entries, e)
+		for c := range ncols {
+			for i, slot := range job.slots[c] {
+				ds := job.dataset(i)
+				switch {
+				case slot.Pieces() == 1:
+					rs := runs[chunkRef{ds, slot.Chunk(0)}]
+					j, _ := slices.BinarySearchFunc(rs, slot.Index(), func(r sampleRun, x int) int { return cmp.Compare(r.hi-1, x) })
+					add(c, i, l.entry(ds, rs[j].read))
+				case slot.Pieces() > 1:
+					for p := range slot.Pieces() {
+						add(c, i, l.entry(ds, loch.Read{Chunk: slot.Chunk(p)}))
+					}
 				}
 			}
 		}
 	}
-	return job, nil
+	return jobs, nil
 }
 
-// entry returns the table entry of a read of dataset ds, creating an idle
-// one (l.mu held).
+// newJob returns a job for n rows of ncols columns.
+func newJob(index, n, ncols int, mixed bool) *batchJob {
+	job := &batchJob{index: index, positions: make([]int64, n), rowIDs: make([]uint64, n),
+		slots: make([][]loch.Slot, ncols), reads: make([][][]*chunkEntry, ncols)}
+	if mixed {
+		job.datasets = make([]int, n)
+	}
+	for c := range ncols {
+		job.slots[c] = make([]loch.Slot, n)
+		job.reads[c] = make([][]*chunkEntry, n)
+	}
+	return job
+}
+
+// dataset returns the dataset of row i.
+func (job *batchJob) dataset(i int) int {
+	if job.datasets == nil {
+		return 0
+	}
+	return job.datasets[i]
+}
+
+// entry returns the table entry of a read of dataset ds: the one in use,
+// else the one kept from earlier batches, else a new idle one (l.mu held).
 func (l *Loader) entry(ds int, r loch.Read) *chunkEntry {
 	k := entryKey{ds, r}
 	e, ok := l.chunks[k]
 	if !ok {
-		e = &chunkEntry{key: k}
+		if e, ok = l.kept.Get(k); ok {
+			l.kept.Remove(k)
+		} else {
+			e = &chunkEntry{key: k}
+		}
 		l.chunks[k] = e
 	}
 	return e
@@ -197,6 +301,12 @@ func (l *Loader) fetch(e *chunkEntry) {
 	l.mu.Unlock()
 }
 
+// forget drops an idle entry's data: the next batch that needs it fetches
+// it again (l.mu held).
+func (e *chunkEntry) forget() {
+	e.ready, e.f, e.err, e.size, e.held = nil, nil, nil, 0, false
+}
+
 // collate waits for a batch's chunks, builds its tensors and publishes it.
 func (l *Loader) collate(job *batchJob) {
 	for _, e := range job.entries {
@@ -213,11 +323,22 @@ func (l *Loader) collate(job *batchJob) {
 	defer l.mu.Unlock()
 	for _, e := range job.entries {
 		e.users--
-		if e.users == 0 {
+		if e.users == 0 && e.pending == 0 {
+			// No batch admitted or located needs it any more. (One that
+			// a located batch needs stays held for it.)
 			if l.chunks[e.key] == e {
 				delete(l.chunks, e.key)
 			}
+			e.held = false
 			l.inflight -= e.size
+			// Kept for later batches that read it again (a small column's
+			// chunk, a run cut by a window's end), within keepMax bytes;
+			// else forgotten, so that the jobs located but not admitted
+			// yet that name it do not keep its memory (they fetch it
+			// again if admitted).
+			if e.err != nil || !l.kept.Add(e.key, e, e.size) {
+				e.forget()
+			}
 		}
 	}
 	if err != nil {

@@ -2,7 +2,10 @@ package loader
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
+
+	"github.com/zeebo/xxh3"
 
 	"github.com/lochdata/loch"
 	"github.com/lochdata/loch/loader/order"
@@ -13,20 +16,34 @@ import (
 // per world size (see order.State). It marshals to JSON.
 type State = order.State
 
-// spec builds the order specification of cfg over scan: blocks are the
-// chunks of the column refUID (the largest requested one), so that a block
-// costs one chunk fetch; a fragment where that column is empty is one block.
-func spec(scan *loch.Scan, refUID int, cfg Config) (order.Spec, error) {
-	s := order.Spec{Blocks: scan.Blocks(refUID), Version: scan.Version(), Seed: cfg.Seed, Epoch: cfg.Epoch, Mode: cfg.Shuffle,
+// spec builds the order specification of cfg over scan. It depends on
+// the snapshot and cfg's order fields only, never on the columns loaded:
+// blocks are the snapshot's segments (loch.Scan.Segments), and a row
+// subset is named by its row ids (selection).
+func spec(scan *loch.Scan, cfg Config) (order.Spec, error) {
+	s := order.Spec{Blocks: scan.Segments(), Version: scan.Version(), Seed: cfg.Seed, Epoch: cfg.Epoch, Mode: cfg.Shuffle,
 		WindowRows: cfg.WindowRows, WorldSize: cfg.WorldSize, Rank: cfg.Rank, BatchSize: cfg.BatchSize, DropLast: cfg.DropLast}
 	if cfg.Rows != nil {
 		sub, err := scan.Positions(cfg.Rows)
 		if err != nil {
 			return order.Spec{}, fmt.Errorf("loader: row subset: %w", err)
 		}
-		s.Subset = sub
+		s.Subset, s.Selection = sub, selection(cfg.Rows)
 	}
 	return s, nil
+}
+
+// selection names a row subset by its ids, in order: their count and the
+// XXH3 of their little-endian bytes. It outlives positions, which another
+// version of the dataset may change.
+func selection(ids []uint64) string {
+	h := xxh3.New()
+	var b [8]byte
+	for _, id := range ids {
+		binary.LittleEndian.PutUint64(b[:], id)
+		h.Write(b[:])
+	}
+	return fmt.Sprintf("%d rows, xxh3 %016x", len(ids), h.Sum64())
 }
 
 // Order returns the plan of batches that rank cfg.Rank receives in epoch
@@ -40,15 +57,11 @@ func Order(ctx context.Context, view *loch.Scan, cfg Config) (*order.EpochPlan, 
 	if err := view.Load(ctx, cfg.FetchConcurrency); err != nil {
 		return nil, err
 	}
-	cols, err := columns(view, cfg.Columns)
-	if err != nil {
-		return nil, err
-	}
-	return makePlan(view, refColumn(cols), cfg)
+	return makePlan(view, cfg)
 }
 
-func makePlan(view *loch.Scan, refUID int, cfg Config) (*order.EpochPlan, error) {
-	s, err := spec(view, refUID, cfg)
+func makePlan(view *loch.Scan, cfg Config) (*order.EpochPlan, error) {
+	s, err := spec(view, cfg)
 	if err != nil {
 		return nil, err
 	}

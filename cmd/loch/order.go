@@ -79,7 +79,7 @@ repeat.`,
 	f.IntVar(&rank, "rank", 0, "this rank")
 	f.IntVar(&batch, "batch-size", 32, "rows per batch")
 	f.BoolVar(&dropLast, "drop-last", false, "drop the rows that do not fill a batch on every rank")
-	f.Int64Var(&window, "window-rows", 0, fmt.Sprintf("block shuffle window in rows (default %d blocks)", order.DefaultWindowBlocks))
+	f.Int64Var(&window, "window-rows", 0, fmt.Sprintf("shuffle window in rows (default %d segments)", order.DefaultWindowBlocks))
 	refs.add(cmd, "use")
 	return cmd
 }

@@ -35,9 +35,12 @@ const (
 	ModeBlock Mode = "block"
 )
 
-// DefaultWindowBlocks is the block-mode window when Spec.WindowRows is 0:
-// this many times the largest block, in rows.
-const DefaultWindowBlocks = 8
+// DefaultWindowBlocks is the window when Spec.WindowRows is 0: this many
+// times the largest block, in rows. With blocks of a few hundred KiB (the
+// loader's segments) a batch of 64 rows drawn from a window of 256 blocks
+// takes its rows from about 57 blocks: almost as many as a full
+// permutation's 64 (TestClassMixing).
+const DefaultWindowBlocks = 256
 
 // Spec is everything the order of one dataset depends on. The zero value
 // of Mode, WorldSize and WindowRows means their default; BatchSize must be

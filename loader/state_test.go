@@ -1,0 +1,121 @@
+package loader
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/lochdata/loch"
+	"github.com/lochdata/loch/loader/order"
+)
+
+// TestOrderIndependentOfColumns: the order is a function of the snapshot
+// and the order settings only: loading other columns delivers the same
+// rows in the same batches, and Order (which loads nothing) plans them.
+func TestOrderIndependentOfColumns(t *testing.T) {
+	d := testDataset(t, 230)
+	for _, mode := range []order.Mode{order.ModeNone, order.ModeBlock, order.ModeFull} {
+		cfg := Config{BatchSize: 7, Shuffle: mode, Seed: 5, WorldSize: 2, Rank: 1}
+		want := positions(t, d, cfg)
+		for _, cols := range [][]string{{"x"}, {"label"}, {"img", "t"}, {"r"}} {
+			c := cfg
+			c.Columns = cols
+			require.Equal(t, want, positions(t, d, c), "mode %s, columns %v", mode, cols)
+		}
+		p, err := Order(ctx, d.Scan(), cfg)
+		require.NoError(t, err)
+		var planned [][]int64
+		for _, b := range p.All() {
+			planned = append(planned, append([]int64(nil), b...))
+		}
+		require.Equal(t, want, planned, "mode %s: Order plans what the loader delivers", mode)
+	}
+}
+
+// TestResumeRefusesAnotherSetup: a saved state records everything the
+// order depends on, and a loader resumed with other order settings is
+// refused with a message naming the difference (the cases: a block
+// state resumed in full mode, a state resumed with another row subset).
+func TestResumeRefusesAnotherSetup(t *testing.T) {
+	d := testDataset(t, 300)
+	ids := func(lo, hi int) []uint64 {
+		var out []uint64
+		for p := lo; p < hi; p++ {
+			id, err := d.RowID(ctx, int64(p))
+			require.NoError(t, err)
+			out = append(out, id)
+		}
+		return out
+	}
+	base := Config{BatchSize: 10, Shuffle: order.ModeBlock, Seed: 2, Rows: ids(0, 200)}
+	l, err := New(ctx, d.Scan(), base)
+	require.NoError(t, err)
+	for range 3 {
+		_, err := l.Next(ctx)
+		require.NoError(t, err)
+	}
+	saved := l.State()
+	l.Close()
+	require.Equal(t, order.ModeBlock, saved.Mode)
+	require.Contains(t, saved.Selection, "200 rows")
+
+	tests := []struct {
+		name string
+		edit func(*Config)
+		msg  string
+	}{
+		{"full shuffle", func(c *Config) { c.Shuffle = order.ModeFull }, "shuffle mode block, resumed with full"},
+		{"no shuffle", func(c *Config) { c.Shuffle = order.ModeNone }, "shuffle mode block, resumed with none"},
+		{"other rows", func(c *Config) { c.Rows = ids(100, 300) }, "row selection 200 rows"},
+		{"every row", func(c *Config) { c.Rows = nil }, "resumed with (every row)"},
+		{"window", func(c *Config) { c.WindowRows = 50 }, "window_rows 0, resumed with 50"},
+		{"drop last", func(c *Config) { c.DropLast = true }, "drop_last false, resumed with true"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := base
+			tt.edit(&c)
+			st := saved
+			c.Resume = &st
+			_, err := New(ctx, d.Scan(), c)
+			require.ErrorIs(t, err, loch.ErrInvalidArgument)
+			require.ErrorContains(t, err, tt.msg)
+		})
+	}
+
+	// The same settings in another world size resume: the rest of the
+	// epoch, every row of the subset once but for padding.
+	c := base
+	st := saved
+	c.Resume, c.WorldSize = &st, 2
+	seen := map[int64]bool{}
+	for r := range 2 {
+		c.Rank = r
+		l, err := New(ctx, d.Scan(), c)
+		require.NoError(t, err)
+		for _, b := range drain(t, l) {
+			for _, p := range b.Positions {
+				seen[p] = true
+			}
+		}
+		l.Close()
+	}
+	require.Len(t, seen, 200-30)
+}
+
+// TestStateBeforeFirstBatch: a state taken before any batch pins the
+// version and the setup, and resumes to the whole epoch.
+func TestStateBeforeFirstBatch(t *testing.T) {
+	d := testDataset(t, 50)
+	cfg := Config{BatchSize: 8, Shuffle: order.ModeFull, Seed: 3}
+	want := positions(t, d, cfg)
+	l, err := New(ctx, d.Scan(), cfg)
+	require.NoError(t, err)
+	st := l.State()
+	l.Close()
+	require.Equal(t, d.Scan().Version(), st.Version)
+	require.Equal(t, order.ModeFull, st.Mode)
+	c := cfg
+	c.Resume = &st
+	require.Equal(t, want, positions(t, d, c))
+}
