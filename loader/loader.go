@@ -340,10 +340,10 @@ type entryKey struct {
 // chunkEntry is a read needed by batches in flight. ready is closed when f
 // or err is set.
 type chunkEntry struct {
-	key   entryKey
-	ready chan struct{}
-	f     *loch.Fetched
-	err   error
+	key     entryKey
+	ready   chan struct{}
+	f       *loch.Fetched
+	err     error
 	users   int   // admitted batches still needing it
 	pending int   // located batches not admitted yet that need it
 	held    bool  // its size counts in the loader's in-flight bytes
