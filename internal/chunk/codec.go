@@ -36,39 +36,40 @@ func compress(codec uint8, dst, raw []byte) ([]byte, error) {
 	return nil, fmt.Errorf("unknown codec %d", codec)
 }
 
-// Decompress decodes a chunk's stored data section into dst, which must have
-// length rawLen.
+// decompress decodes stored data (a format 1.0 data section, or one block)
+// into dst, which has exactly the raw length. Its errors say what failed;
+// callers mark them corrupt.
 func decompress(codec uint8, dst, data []byte) error {
 	switch codec {
 	case CodecNone:
 		if len(dst) != len(data) {
-			return corruptf("stored %d bytes, want %d", len(data), len(dst))
+			return fmt.Errorf("stored %d bytes, want %d", len(data), len(dst))
 		}
 		copy(dst, data)
 		return nil
 	case CodecLZ4:
 		n, err := lz4.UncompressBlock(data, dst)
 		if err != nil {
-			return corruptf("lz4: %v", err)
+			return fmt.Errorf("lz4: %w", err)
 		}
 		if n != len(dst) {
-			return corruptf("lz4 gave %d bytes, want %d", n, len(dst))
+			return fmt.Errorf("lz4 gave %d bytes, want %d", n, len(dst))
 		}
 		return nil
 	case CodecZstd:
 		out, err := zstdcodec.Decode(dst[:0], data, uint64(len(dst)))
 		if err != nil {
-			return corruptf("zstd: %v", err)
+			return fmt.Errorf("zstd: %w", err)
 		}
 		if len(out) != len(dst) {
-			return corruptf("zstd gave %d bytes, want %d", len(out), len(dst))
+			return fmt.Errorf("zstd gave %d bytes, want %d", len(out), len(dst))
 		}
 		if len(dst) > 0 && &out[0] != &dst[0] {
 			copy(dst, out)
 		}
 		return nil
 	}
-	return corruptf("unknown codec %d", codec)
+	return fmt.Errorf("unknown codec %d", codec)
 }
 
 func grow(b []byte, n int) []byte {
