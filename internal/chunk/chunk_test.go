@@ -210,7 +210,7 @@ func TestDamagedBlocks(t *testing.T) {
 	}
 	for _, codec := range []uint8{CodecNone, CodecLZ4, CodecZstd} {
 		obj := encode(t, schema.Uint8, SampleNone, codec, samples)
-		h, err := ParseHeader(obj)
+		h, err := Check(obj)
 		require.NoError(t, err)
 		require.Greater(t, h.Blocks(), 3)
 		for range 10 {
@@ -220,6 +220,8 @@ func TestDamagedBlocks(t *testing.T) {
 			bad[start+r.Int64N(end-start)] ^= 0x10
 			name := fmt.Sprintf("codec %d block %d (seed %d)", codec, k, seed)
 			_, err := Decode(bad, nil)
+			require.ErrorIs(t, err, base.ErrCorrupt, name)
+			_, err = Check(bad)
 			require.ErrorIs(t, err, base.ErrCorrupt, name)
 			c, err := DecodeDamaged(bad, nil)
 			require.NoError(t, err, name)

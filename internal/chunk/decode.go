@@ -60,15 +60,38 @@ func Decode(obj, buf []byte) (*Chunk, error) { return decode(obj, buf, false) }
 // one whose every block failed are errors, as with Decode.
 func DecodeDamaged(obj, buf []byte) (*Chunk, error) { return decode(obj, buf, true) }
 
-func decode(obj, buf []byte, salvage bool) (*Chunk, error) {
-	h, err := ParseHeader(obj)
+// Check verifies a whole chunk object without decoding its data: its
+// header, its size and its data checksum. (Decoding a blocked chunk whose
+// data passes the checksum can fail only if its writer was broken.)
+func Check(obj []byte) (*Header, error) {
+	h, data, err := split(obj)
 	if err != nil {
 		return nil, err
 	}
-	if int64(len(obj)) != h.Size() {
-		return nil, corruptf("object is %d bytes, header says %d", len(obj), h.Size())
+	if got, want := Checksum(data), binary.LittleEndian.Uint32(obj[len(obj)-4:]); got != want {
+		return nil, corruptf("data checksum %08x, want %08x", got, want)
 	}
-	data := obj[h.Len : int64(h.Len)+h.DataLen]
+	return h, nil
+}
+
+// split parses a chunk object's header and returns it with the data
+// section, checking the object's size.
+func split(obj []byte) (*Header, []byte, error) {
+	h, err := ParseHeader(obj)
+	if err != nil {
+		return nil, nil, err
+	}
+	if int64(len(obj)) != h.Size() {
+		return nil, nil, corruptf("object is %d bytes, header says %d", len(obj), h.Size())
+	}
+	return h, obj[h.Len : int64(h.Len)+h.DataLen], nil
+}
+
+func decode(obj, buf []byte, salvage bool) (*Chunk, error) {
+	h, data, err := split(obj)
+	if err != nil {
+		return nil, err
+	}
 	got, want := Checksum(data), binary.LittleEndian.Uint32(obj[len(obj)-4:])
 	if got == want && h.Codec == CodecNone {
 		return &Chunk{Header: h, Raw: data}, nil
