@@ -105,7 +105,17 @@ func (b *Builder) Encode() ([]byte, error) { return b.EncodeTo(nil) }
 // Every chunk has block checksums. Chunks of codec lz4 and zstd are
 // blocked (format 1.1): each block of BlockSize raw bytes is compressed
 // alone, so that a reader can decode any run of blocks without the others.
-func (b *Builder) EncodeTo(dst []byte) ([]byte, error) {
+func (b *Builder) EncodeTo(dst []byte) ([]byte, error) { return b.encode(dst, true) }
+
+// EncodeFormat10 returns the chunk object as the format 1.0 writer wrote
+// it: an lz4 or zstd chunk holds one lz4 block or zstd frame of all the
+// data and no block checksums (codec none chunks are the same in both).
+// loch writes format 1.1; tests use this to make the chunks older loch
+// wrote, and prove it byte for byte against chunks that loch wrote.
+func (b *Builder) EncodeFormat10() ([]byte, error) { return b.encode(nil, false) }
+
+// encode encodes the chunk, blocked (format 1.1) or not (format 1.0).
+func (b *Builder) encode(dst []byte, blocked bool) ([]byte, error) {
 	n := b.Len()
 	if n == 0 {
 		return nil, fmt.Errorf("encode chunk: no samples")
@@ -113,7 +123,11 @@ func (b *Builder) EncodeTo(dst []byte) ([]byte, error) {
 	if b.partial != nil && n != 1 {
 		return nil, fmt.Errorf("encode chunk: a partial chunk holds one sample, have %d", n)
 	}
-	hdr := b.header(b.flags(), BlockSize)
+	flags, blockSize := b.flags(), BlockSize
+	if !blocked && b.codec != CodecNone {
+		flags, blockSize = flags&^FlagBlocked, 0
+	}
+	hdr := b.header(flags, blockSize)
 	hlen := len(hdr) + 4
 	out := dst[:0]
 	if need := hlen + len(b.raw) + 64; cap(out) < need && b.codec == CodecNone {
@@ -124,9 +138,15 @@ func (b *Builder) EncodeTo(dst []byte) ([]byte, error) {
 	// compression: patch them, then seal.
 	out = binary.LittleEndian.AppendUint32(out, 0)
 	var err error
-	if b.codec == CodecNone {
+	switch {
+	case b.codec == CodecNone:
 		out = append(out, b.raw...)
-	} else if out, err = b.appendBlocks(out, hlen); err != nil {
+	case flags&FlagBlocked == 0:
+		out, err = compress(b.codec, out, b.raw)
+	default:
+		out, err = b.appendBlocks(out, hlen)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("encode chunk: %w", err)
 	}
 	dataLen := len(out) - hlen
