@@ -413,12 +413,14 @@ func (d *Dataset) spanWorth(ref manifest.ChunkRef) bool {
 	return true
 }
 
-// spanEstimate bounds the memory a fetched span of samples [lo, hi) holds:
-// exactly, from the header, when the Dataset knows it (the raw bytes of
-// the blocks that hold the span); otherwise the span's share of the chunk
-// plus two checksum blocks, at most the whole chunk's estimate. A span
-// that falls back to a whole read holds more.
-func (d *Dataset) spanEstimate(ref manifest.ChunkRef, lo, hi int) int64 {
+// spanEstimate bounds the memory a fetched span of samples [lo, hi) holds
+// (the raw bytes of the blocks that hold it): exactly, from the header,
+// when the Dataset knows it; else, when maxSample (the column's largest
+// sample in bytes; negative if unknown) is known, the span's largest size
+// plus the two partial blocks at its ends, at most the chunk's raw size;
+// else the span's share of the chunk plus two blocks. A span that Fetch
+// reads whole after all holds more: the whole chunk.
+func (d *Dataset) spanEstimate(ref manifest.ChunkRef, lo, hi int, maxSample int64) int64 {
 	if e := d.chunks.get(ref.Key); e != nil && e.header.RangeReadable() {
 		h := e.header
 		a, b := h.SpanBlocks(lo, hi)
@@ -426,6 +428,9 @@ func (d *Dataset) spanEstimate(ref manifest.ChunkRef, lo, hi int) int64 {
 			return 0
 		}
 		return min(h.BlockStart(b), h.RawLen) - h.BlockStart(a)
+	}
+	if maxSample >= 0 {
+		return min(int64(hi-lo)*maxSample+2*chunk.BlockSize, ref.Raw)
 	}
 	rows := max(ref.Rows, 1)
 	share := (int64(hi-lo)*ref.Raw + rows - 1) / rows

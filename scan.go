@@ -304,16 +304,35 @@ func (sc *Scan) Reads(slot Slot, sparse bool) []Read {
 
 // Estimate bounds the memory a fetched read holds, for budgeting before
 // the fetch; Fetched.Mem is the exact figure after it. For a whole chunk
-// it is an upper bound. For a span it is one once the Dataset knows the
-// chunk's header (after any read of the chunk), and otherwise the span's
-// share of the chunk plus two checksum blocks; a span that Fetch reads
-// whole after all holds the whole chunk.
+// it is an upper bound. For a span it is one too, exact once the Dataset
+// knows the chunk's header (after any read of the chunk), and from the
+// column's largest sample otherwise (for png/jpeg columns, whose stored
+// sizes the statistics do not give, the span's share of the chunk plus two
+// checksum blocks: an estimate); except that a span that Fetch reads whole
+// after all, a format 1.0 compressed chunk read for the first time, holds
+// the whole chunk.
 func (sc *Scan) Estimate(r Read) int64 {
 	ref := sc.ref(r.Chunk)
 	if r.hi > 0 {
-		return sc.d.spanEstimate(ref, int(r.lo), int(r.hi))
+		return sc.d.spanEstimate(ref, int(r.lo), int(r.hi), sc.maxSampleBytes(int(r.Chunk.uid)))
 	}
 	return ref.Raw + ref.Size
+}
+
+// maxSampleBytes is the stored size of column uid's largest sample, from
+// the snapshot's statistics, or -1 when they do not give it (no
+// statistics, or png/jpeg samples).
+func (sc *Scan) maxSampleBytes(uid int) int64 {
+	for _, c := range sc.s.man.Schema.Columns {
+		if c.UID != uid {
+			continue
+		}
+		if c.MaxShape == nil || (c.SampleCompression != schema.SampleNone && c.SampleCompression != "") {
+			return -1
+		}
+		return int64(schema.NumElements(c.MaxShape)) * int64(max(c.DType.Size(), 1))
+	}
+	return -1
 }
 
 // Fetch performs a planned read: it reads the bytes (through the scan's

@@ -186,6 +186,31 @@ func TestSpanPlans(t *testing.T) {
 	require.Equal(t, 7, sc.Slot(mustLocate(t, sc, 7), uid).Index())
 }
 
+// TestSpanEstimateBoundsBeforeTheHeader: before the Dataset knows a
+// chunk's header, a span's estimate still bounds what its fetch holds (from
+// the column's largest sample), and far less than the whole chunk's.
+func TestSpanEstimateBoundsBeforeTheHeader(t *testing.T) {
+	r := rand.New(rand.NewPCG(testseed.Seed(t), 26))
+	for _, codec := range spanCodecs {
+		_, dir, _ := spanDataset(t, r, codec, 600)
+		for range 20 {
+			d, err := Open(ctx, dir)
+			require.NoError(t, err)
+			sc, uid := scanOf(t, d)
+			id := sc.Chunks(uid)[0]
+			lo := r.IntN(int(sc.ref(id).Rows) - 3)
+			read := sc.Span(id, lo, lo+1+r.IntN(3))
+			estimate := sc.Estimate(read)
+			require.Less(t, 4*estimate, sc.Estimate(Read{Chunk: id}))
+			f, err := sc.Fetch(ctx, read)
+			require.NoError(t, err)
+			require.False(t, f.Whole())
+			require.LessOrEqual(t, f.Mem(), estimate, "codec %s", codec)
+			require.NoError(t, d.Close())
+		}
+	}
+}
+
 // format10 rewrites chunk ref of d's store as the format 1.0 writer wrote
 // it (for lz4 and zstd: one block of all the data, no block checksums)
 // and returns the reference to the rewritten object.
