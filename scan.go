@@ -33,8 +33,9 @@ import (
 // ErrCorrupt, ErrPermission, ...) and name the object.
 //
 // A Scan is safe for concurrent use once Load has returned. Unlike Column
-// reads, Fetch does not go through the Dataset's in-memory chunk cache: a
-// caller that schedules reads bounds its own memory.
+// reads, Fetch does not keep chunks in the Dataset's in-memory chunk cache
+// (only their parsed headers, which span reads need): a caller that
+// schedules reads bounds its own memory.
 type Scan struct {
 	d  *Dataset
 	s  *snapshot
