@@ -530,3 +530,32 @@ func TestDamagedBlockSpoilsItsSamplesOnly(t *testing.T) {
 		require.ErrorIs(t, problems[0].Err, ErrCorrupt)
 	}
 }
+
+// TestColumnReadsSamplesByRange: ColumnReader's single-sample reads of a
+// large chunk read its header and the sample's blocks by range, whatever
+// the codec, and keep no whole chunk in memory.
+func TestColumnReadsSamplesByRange(t *testing.T) {
+	r := rand.New(rand.NewPCG(testseed.Seed(t), 27))
+	for _, codec := range spanCodecs {
+		_, dir, want := spanDataset(t, r, codec, 600)
+		d, err := Open(ctx, dir)
+		require.NoError(t, err)
+		defer d.Close()
+		counts := countReads(d)
+		col, err := d.Column("v")
+		require.NoError(t, err)
+		for _, row := range []int64{5, 6, 300} {
+			got, err := col.ReadEncoded(ctx, row)
+			require.NoError(t, err)
+			requireSample(t, want[row], got, "codec %s row %d", codec, row)
+		}
+		gets, ranges := counts.reads()
+		require.Zero(t, gets, "codec %s: no whole chunk is read", codec)
+		require.LessOrEqual(t, ranges, 3+2, "codec %s: a header per chunk and the blocks of each sample", codec)
+		for k := range counts.ranges {
+			if e := d.chunks.get(k); e != nil {
+				require.Nil(t, e.chunk)
+			}
+		}
+	}
+}
