@@ -7,11 +7,13 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"testing"
 
 	"github.com/lochdata/loch/internal/base"
 	"github.com/lochdata/loch/internal/testseed"
+	"github.com/lochdata/loch/internal/zstdcodec"
 	"github.com/lochdata/loch/schema"
 	"github.com/stretchr/testify/require"
 )
@@ -280,6 +282,35 @@ func TestDamagedFormat10(t *testing.T) {
 	obj[len(obj)/2] ^= 0x10
 	_, err = DecodeDamaged(obj, nil)
 	require.ErrorIs(t, err, base.ErrCorrupt)
+}
+
+// TestZstdFrameOfUndeclaredSizeIsBounded: a zstd frame that does not
+// declare its content size (a few KiB of one can decode to gigabytes) is
+// decoded by a decoder bounded to a block, and refused when it holds more;
+// one that declares another size than the block's is refused.
+func TestZstdFrameOfUndeclaredSizeIsBounded(t *testing.T) {
+	frame := []byte{0x28, 0xb5, 0x2f, 0xfd, 0x00, 0x58} // no content size, 2 MiB window
+	for i := range 2000 {
+		hdr := uint32(128<<10)<<3 | 1<<1 // an RLE block of 128 KiB
+		if i == 1999 {
+			hdr |= 1
+		}
+		frame = append(frame, byte(hdr), byte(hdr>>8), byte(hdr>>16), 'x')
+	}
+	var m0, m1 runtime.MemStats
+	runtime.ReadMemStats(&m0)
+	err := decompress(CodecZstd, make([]byte, BlockSize), frame)
+	runtime.ReadMemStats(&m1)
+	require.Error(t, err)
+	require.Less(t, m1.TotalAlloc-m0.TotalAlloc, uint64(16<<20), "the frame would decode to 250 MiB")
+	small, err := compress(CodecZstd, nil, []byte("hello hello hello"))
+	require.NoError(t, err)
+	require.NoError(t, decompress(CodecZstd, make([]byte, 17), small), "a small frame declares no size")
+	good, err := compress(CodecZstd, nil, bytes.Repeat([]byte{1}, 1000))
+	require.NoError(t, err)
+	require.NoError(t, decompress(CodecZstd, make([]byte, 1000), good))
+	require.ErrorContains(t, decompress(CodecZstd, make([]byte, 999), good), "declares")
+	require.NoError(t, decompress(CodecZstd, []byte{}, zstdcodec.Encode(nil, nil)), "an empty frame")
 }
 
 // TestUnknownFlags: a flag bit this reader does not know is a newer format

@@ -4,12 +4,23 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/klauspost/compress/zstd"
 	"github.com/pierrec/lz4/v4"
 
 	"github.com/lochdata/loch/internal/zstdcodec"
 )
 
 var lz4Pool = sync.Pool{New: func() any { return new(lz4.Compressor) }}
+
+// boundedZstd is a zstd decoder that refuses to decode more than a block:
+// for frames that do not declare their size.
+var boundedZstd = sync.OnceValue(func() *zstd.Decoder {
+	d, err := zstd.NewReader(nil, zstd.WithDecoderMaxMemory(BlockSize), zstd.WithDecoderConcurrency(1))
+	if err != nil {
+		panic(fmt.Sprintf("chunk: zstd decoder: %v", err)) // only for invalid options
+	}
+	return d
+})
 
 // compress appends the compressed form of raw to dst.
 func compress(codec uint8, dst, raw []byte) ([]byte, error) {
@@ -57,7 +68,26 @@ func decompress(codec uint8, dst, data []byte) error {
 		}
 		return nil
 	case CodecZstd:
-		out, err := zstdcodec.Decode(dst[:0], data, uint64(len(dst)))
+		// A frame that declares its size is held to it by the decoder. One
+		// that does not (the encoder leaves it out below 256 bytes) could
+		// decode a few bytes into gigabytes: it gets a decoder bounded to a
+		// block.
+		var fh zstd.Header
+		if err := fh.Decode(data); err != nil {
+			return fmt.Errorf("zstd: %w", err)
+		}
+		var out []byte
+		var err error
+		switch {
+		case fh.HasFCS && fh.FrameContentSize != uint64(len(dst)):
+			return fmt.Errorf("zstd frame declares %d bytes, want %d", fh.FrameContentSize, len(dst))
+		case fh.HasFCS:
+			out, err = zstdcodec.Decode(dst[:0], data, uint64(len(dst)))
+		case len(dst) > BlockSize:
+			return fmt.Errorf("zstd frame of %d bytes does not declare its size", len(dst))
+		default:
+			out, err = boundedZstd().DecodeAll(data, dst[:0])
+		}
 		if err != nil {
 			return fmt.Errorf("zstd: %w", err)
 		}
