@@ -1,10 +1,13 @@
 package loch
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"time"
+
+	"golang.org/x/sync/singleflight"
 
 	"github.com/lochdata/loch/chunkcache"
 	"github.com/lochdata/loch/imaging"
@@ -15,10 +18,11 @@ import (
 )
 
 // This file is the engine's one chunk reader: every read of chunk bytes
-// (Column reads, Scan fetches, Verify) goes through readChunk,
-// readSampleBlocks, assemble and Fetched.sample, which check what the
-// fragment says against what the chunk says and name the chunk in every
-// error (whose kind, from internal/base, callers test with errors.Is).
+// (Column reads, Scan fetches, Verify) goes through chunkReader (whole
+// chunks and spans of samples, through a chunk cache or not),
+// decodeChunk, assemble and Fetched.sample, which check what the fragment
+// says against what the chunk says and name the chunk in every error
+// (whose kind, from internal/base, callers test with errors.Is).
 
 // ColumnReader reads the samples of one column of a Dataset's snapshot
 // (schema.Column is the column's definition, which Info returns). It is safe for
@@ -135,7 +139,8 @@ func (c *ColumnReader) read(ctx context.Context, i int64, whole bool) (Sample, e
 
 // readCached reads the sample at fragment offset off from chunk refs[k]
 // (or the split sample starting there) through the Dataset's in-memory
-// chunk cache.
+// chunk cache. Unless whole is set, a sample of a chunk worth reading by
+// range (spanWorth) is read with its blocks alone.
 func (d *Dataset) readCached(ctx context.Context, refs []manifest.ChunkRef, k int, off int64, whole bool) (Sample, error) {
 	ref := refs[k]
 	if ref.Parts > 0 {
@@ -150,14 +155,14 @@ func (d *Dataset) readCached(ctx context.Context, refs []manifest.ChunkRef, k in
 	}
 	j := int(off - ref.First)
 	if e := d.chunks.get(ref.Key); e != nil && e.chunk != nil {
-		return (&Fetched{ch: e.chunk}).sample(ref, j)
+		return (&Fetched{ch: e.chunk, key: ref.Key}).sample(ref, j)
 	}
-	if !whole && storedAsIs(ref) {
-		f, err := d.readSampleBlocks(ctx, ref, j)
+	if !whole && d.spanWorth(ref) {
+		f, err := (&chunkReader{d: d}).span(ctx, ref, j, j+1)
 		if err == nil {
 			return f.sample(ref, j)
 		}
-		if !errorsIsCompressed(err) {
+		if !errors.Is(err, errWhole) {
 			return Sample{}, err
 		}
 	}
@@ -179,29 +184,42 @@ func (d *Dataset) readSample(ctx context.Context, refs []manifest.ChunkRef, k in
 }
 
 // cachedChunk reads a whole chunk through the Dataset's in-memory cache.
+// A chunk with damaged blocks is not cached.
 func (d *Dataset) cachedChunk(ctx context.Context, ref manifest.ChunkRef) (*Fetched, error) {
 	if e := d.chunks.get(ref.Key); e != nil && e.chunk != nil {
-		return &Fetched{ch: e.chunk}, nil
+		return &Fetched{ch: e.chunk, key: ref.Key}, nil
 	}
-	f, err := d.readChunk(ctx, ref, nil)
+	f, err := (&chunkReader{d: d}).whole(ctx, ref)
 	if err != nil {
 		return nil, err
 	}
-	d.chunks.put(ref.Key, f.ch, nil)
+	if !f.ch.Salvaged {
+		d.chunks.put(ref.Key, f.ch, nil)
+	}
 	return f, nil
 }
 
 // Fetched is the result of Scan.Fetch: chunk data that has been verified
-// and decoded. It is immutable and safe for concurrent use.
+// and decoded, a whole chunk or a span of its samples. It is immutable and
+// safe for concurrent use.
+//
+// A whole chunk whose data failed its checksum may still be fetched when
+// its blocks have checksums: the samples that lie in sound blocks read
+// normally, and those that overlap a damaged block are ErrCorrupt errors
+// from Scan.Sample and At, naming the chunk and the sample.
 type Fetched struct {
-	ch *chunk.Chunk // a whole chunk; nil for a sample read
+	ch  *chunk.Chunk // a whole chunk; nil for a span
+	key string       // the chunk's key, for errors
 
-	// A sample read: the chunk's header and sample index's bytes.
-	hdr   *chunk.Header
-	index int
-	data  []byte
+	// A span: samples [lo, hi) of the chunk whose header is hdr; raw holds
+	// the decoded blocks that hold them, from raw-data offset rawOff.
+	hdr    *chunk.Header
+	lo, hi int
+	raw    []byte
+	rawOff int64
 
-	// Bytes is the number of bytes read from the store (0 on a cache hit).
+	// Bytes is the number of bytes read from the store (0 on a cache hit,
+	// and for a fetch that waited for another's read of the same chunk).
 	Bytes int64
 	// Cached reports that the bytes came from the scan's cache.
 	Cached bool
@@ -211,23 +229,25 @@ type Fetched struct {
 	mem                  int64
 }
 
-// Whole reports whether the fetch read a whole chunk (a planned sample read
-// falls back to one when the chunk's data turns out to be compressed).
+// Whole reports whether the fetch read a whole chunk (a planned span read
+// falls back to one when the chunk turns out not to be range-readable).
 func (f *Fetched) Whole() bool { return f.ch != nil }
 
-// Len is the number of samples a whole chunk holds (1 for a sample read).
+// Len is the number of samples fetched: all of a whole chunk's, hi-lo of a
+// span's.
 func (f *Fetched) Len() int {
 	if f.ch == nil {
-		return 1
+		return f.hi - f.lo
 	}
 	return f.ch.N
 }
 
-// DataLen is the number of sample bytes the fetched data holds, after the
-// chunk codec (images still encoded).
+// DataLen is the number of data bytes the fetched data holds, after the
+// chunk codec (images still encoded): a whole chunk's, or for a span those
+// of the blocks that hold it.
 func (f *Fetched) DataLen() int64 {
 	if f.ch == nil {
-		return int64(len(f.data))
+		return int64(len(f.raw))
 	}
 	return int64(len(f.ch.Raw))
 }
@@ -235,7 +255,7 @@ func (f *Fetched) DataLen() int64 {
 // At returns sample j (0 <= j < Len) of a whole chunk as stored, for
 // readers that take every sample of a chunk in turn; Data aliases the
 // fetched memory. A piece of a split sample has no samples of its own: use
-// Scan.Sample.
+// Scan.Sample. A sample that overlaps a damaged block is ErrCorrupt.
 func (f *Fetched) At(j int) (Sample, error) {
 	if f.ch == nil || f.ch.Flags&chunk.FlagPartial != 0 {
 		return Sample{}, fmt.Errorf("sample %d of a fetched read that is not a whole chunk: %w", j, ErrInvalidArgument)
@@ -243,23 +263,46 @@ func (f *Fetched) At(j int) (Sample, error) {
 	if j < 0 || j >= f.ch.N {
 		return Sample{}, fmt.Errorf("sample %d of a chunk of %d: %w", j, f.ch.N, ErrInvalidArgument)
 	}
+	if err := f.damaged(j); err != nil {
+		return Sample{}, err
+	}
 	return sampleFrom(f.ch.Header, j, f.ch.Sample(j)), nil
 }
 
 // Mem is the memory the fetched data holds.
 func (f *Fetched) Mem() int64 { return f.mem }
 
+// damaged returns the error for sample j of a whole chunk when its bytes
+// overlap a damaged block.
+func (f *Fetched) damaged(j int) error {
+	if blk, bad := f.ch.BadSample(j); bad {
+		return fmt.Errorf("read chunk %s: sample %d: %w", f.key, j, base.Markf(ErrCorrupt, "its block %d fails its checksum", blk))
+	}
+	return nil
+}
+
 // sample returns sample j of the fetched chunk as stored (Data aliases the
 // fetched memory).
 func (f *Fetched) sample(ref manifest.ChunkRef, j int) (Sample, error) {
+	if f.key != ref.Key {
+		return Sample{}, fmt.Errorf("read chunk %s: fetched chunk %s instead: %w", ref.Key, f.key, ErrInvalidArgument)
+	}
 	if f.ch == nil {
-		if j != f.index {
-			return Sample{}, fmt.Errorf("read chunk %s: fetched sample %d, want %d: %w", ref.Key, f.index, j, ErrInvalidArgument)
+		if j < f.lo || j >= f.hi {
+			return Sample{}, fmt.Errorf("read chunk %s: fetched samples [%d, %d), want %d: %w", ref.Key, f.lo, f.hi, j, ErrInvalidArgument)
 		}
-		return sampleFrom(f.hdr, j, f.data), nil
+		s, e := f.hdr.Range(j)
+		var data []byte
+		if s < e {
+			data = f.raw[s-f.rawOff : e-f.rawOff : e-f.rawOff]
+		}
+		return sampleFrom(f.hdr, j, data), nil
 	}
 	if j < 0 || j >= f.ch.N {
 		return Sample{}, fmt.Errorf("read chunk %s: sample %d outside its %d rows: %w", ref.Key, j, f.ch.N, ErrCorrupt)
+	}
+	if err := f.damaged(j); err != nil {
+		return Sample{}, err
 	}
 	return sampleFrom(f.ch.Header, j, f.ch.Sample(j)), nil
 }
@@ -272,6 +315,9 @@ func assemble(refs []manifest.ChunkRef, got []*Fetched) (Sample, error) {
 	for p, f := range got {
 		if f.ch == nil {
 			return Sample{}, fmt.Errorf("read chunk %s: piece %d of a split sample was read by range: %w", refs[p].Key, p, ErrInvalidArgument)
+		}
+		if err := f.damaged(0); err != nil {
+			return Sample{}, fmt.Errorf("piece %d of a split sample: %w", p, err)
 		}
 		if f.ch.Partial.Offset != uint64(len(data)) || f.ch.Partial.Index != uint32(p) {
 			return Sample{}, fmt.Errorf("read chunk %s: piece %d out of order: %w", refs[p].Key, p, ErrCorrupt)
@@ -347,47 +393,274 @@ func equalShape(a, b []int) bool {
 	return true
 }
 
-// errCompressed is readSampleBlocks' answer for a chunk whose header says
-// its data is compressed: the caller reads the whole chunk instead.
-var errCompressed = errors.New("chunk data is compressed")
+// errWhole is chunkReader.span's answer for a chunk whose header says it
+// cannot be read by range (a format 1.0 compressed chunk): the caller
+// reads it whole instead.
+var errWhole = errors.New("chunk cannot be read by range")
 
-func errorsIsCompressed(err error) bool { return errors.Is(err, errCompressed) }
-
-// sampleEstimate bounds the memory a sample read holds: the sample's
-// share of the chunk plus a checksum block.
-func sampleEstimate(ref manifest.ChunkRef) int64 {
-	return ref.Raw/max(ref.Rows, 1) + chunk.BlockSize
+// spanWorth reports whether reading some samples of a chunk by range is
+// worth planning: not for a piece of a split sample (assembled from whole
+// pieces), not for a chunk of at most two checksum blocks (the header read
+// and the blocks would cost as much as the whole), and not for a chunk
+// whose header the Dataset knows to be not range-readable.
+func (d *Dataset) spanWorth(ref manifest.ChunkRef) bool {
+	if ref.Parts > 0 || ref.Size <= 2*chunk.BlockSize {
+		return false
+	}
+	if e := d.chunks.get(ref.Key); e != nil && !e.header.RangeReadable() {
+		return false
+	}
+	return true
 }
 
-// readSampleBlocks reads sample j of an uncompressed chunk: its header
-// (cached) and the checksum blocks that hold the sample.
-func (d *Dataset) readSampleBlocks(ctx context.Context, ref manifest.ChunkRef, j int) (*Fetched, error) {
+// spanEstimate bounds the memory a fetched span of samples [lo, hi) holds
+// (the raw bytes of the blocks that hold it): exactly, from the header,
+// when the Dataset knows it; else, when maxSample (the column's largest
+// sample in bytes; negative if unknown) is known, the span's largest size
+// plus the two partial blocks at its ends, at most the chunk's raw size;
+// else the span's share of the chunk plus two blocks. A span that Fetch
+// reads whole after all holds more: the whole chunk.
+func (d *Dataset) spanEstimate(ref manifest.ChunkRef, lo, hi int, maxSample int64) int64 {
+	if e := d.chunks.get(ref.Key); e != nil && e.header.RangeReadable() {
+		h := e.header
+		a, b := h.SpanBlocks(lo, hi)
+		if a == b {
+			return 0
+		}
+		return min(h.BlockStart(b), h.RawLen) - h.BlockStart(a)
+	}
+	if maxSample >= 0 {
+		return min(int64(hi-lo)*maxSample+2*chunk.BlockSize, ref.Raw)
+	}
+	rows := max(ref.Rows, 1)
+	share := (int64(hi-lo)*ref.Raw + rows - 1) / rows
+	return min(share+2*chunk.BlockSize, ref.Raw+ref.Size)
+}
+
+// chunkReader reads chunks for a Scan or a ColumnReader: whole chunk
+// objects from the store, or from cache when one is set; spans of samples
+// by range. With a cache, concurrent reads of one chunk object wait for
+// one fetch (flight), and a fetched object that passes its checks is put
+// in the cache. It is safe for concurrent use; a chunkReader without a
+// cache is free to make.
+type chunkReader struct {
+	d      *Dataset
+	cache  chunkcache.Cache // nil: none
+	flight singleflight.Group
+}
+
+// fetchedObject is one whole chunk object and where it came from.
+type fetchedObject struct {
+	obj    []byte
+	cached bool
+}
+
+// object returns a chunk object's bytes, read-only: from the cache when it
+// has them, else from the store, putting it in the cache when it passes
+// its checks (a damaged chunk is never cached). n is the number of bytes
+// this call read from the store.
+func (r *chunkReader) object(ctx context.Context, ref manifest.ChunkRef) (o fetchedObject, n int64, err error) {
+	if r.cache == nil {
+		obj, err := r.d.store.Get(ctx, ref.Key)
+		if err != nil {
+			return fetchedObject{}, 0, fmt.Errorf("read chunk %s: %w", ref.Key, err)
+		}
+		return fetchedObject{obj: obj}, int64(len(obj)), nil
+	}
+	for {
+		ran := false
+		v, err, _ := r.flight.Do(ref.Key, func() (any, error) {
+			ran = true
+			if obj, ok, err := r.cache.Get(ctx, ref.Key); err == nil && ok {
+				return fetchedObject{obj: obj, cached: true}, nil
+			}
+			obj, err := r.d.store.Get(ctx, ref.Key)
+			if err != nil {
+				return nil, fmt.Errorf("read chunk %s: %w", ref.Key, err)
+			}
+			if h, err := chunk.Check(obj); err == nil && checkHeader(h, ref) == nil {
+				// A failed Put (a full disk) only costs a later fetch.
+				_ = r.cache.Put(ctx, ref.Key, obj)
+			}
+			return fetchedObject{obj: obj}, nil
+		})
+		if err != nil {
+			if !ran && ctx.Err() == nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+				continue // the fetch we waited for was cancelled by its caller
+			}
+			return fetchedObject{}, 0, err
+		}
+		o = v.(fetchedObject)
+		if ran && !o.cached {
+			n = int64(len(o.obj))
+		}
+		return o, n, nil
+	}
+}
+
+// whole reads a whole chunk, verifies it and decodes it. A chunk whose
+// data fails its checksum but whose blocks have checksums comes back
+// salvaged (Fetched.damaged tells its bad samples).
+func (r *chunkReader) whole(ctx context.Context, ref manifest.ChunkRef) (*Fetched, error) {
 	t0 := time.Now()
-	h, n, err := d.header(ctx, ref)
+	o, n, err := r.object(ctx, ref)
 	if err != nil {
 		return nil, err
 	}
-	if h.Codec != chunk.CodecNone {
-		return nil, errCompressed
+	return r.wholeFrom(ref, o, n, time.Since(t0))
+}
+
+// wholeFrom decodes a whole chunk object.
+func (r *chunkReader) wholeFrom(ref manifest.ChunkRef, o fetchedObject, n int64, readTime time.Duration) (*Fetched, error) {
+	t1 := time.Now()
+	ch, err := decodeChunk(o.obj, ref, true)
+	if err != nil {
+		return nil, err
 	}
-	if j < 0 || j >= h.N {
-		return nil, fmt.Errorf("read chunk %s: sample %d outside its %d rows: %w", ref.Key, j, h.N, ErrCorrupt)
+	f := &Fetched{ch: ch, key: ref.Key, Bytes: n, Cached: o.cached, ReadTime: readTime, DecodeTime: time.Since(t1)}
+	f.mem = int64(len(o.obj))
+	if ch.Codec != chunk.CodecNone {
+		f.mem += int64(len(ch.Raw))
 	}
-	s, e := h.Range(j)
-	a, b := h.BlockSpan(s, e)
-	span := make([]byte, b-a)
-	if len(span) > 0 {
-		if err := d.store.ReadRange(ctx, ref.Key, a, span); err != nil {
+	return f, nil
+}
+
+// span reads samples [lo, hi) of a chunk by range: its header (known to the
+// Dataset, or one range read) and the blocks that hold the samples, each
+// decoded alone and checked against its checksum. A block that fails is an
+// error for the span. errWhole: the chunk is not range-readable. With a
+// cache, the range comes from the cached object, or the whole object is
+// fetched once, put in the cache and the span served from it.
+func (r *chunkReader) span(ctx context.Context, ref manifest.ChunkRef, lo, hi int) (*Fetched, error) {
+	if lo < 0 || hi > int(ref.Rows) || lo >= hi {
+		return nil, fmt.Errorf("read chunk %s: samples [%d, %d) of %d: %w", ref.Key, lo, hi, ref.Rows, ErrInvalidArgument)
+	}
+	if r.cache != nil {
+		return r.spanCached(ctx, ref, lo, hi)
+	}
+	t0 := time.Now()
+	h, n, err := r.d.header(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	if !h.RangeReadable() {
+		return nil, errWhole
+	}
+	a, b := h.SpanBlocks(lo, hi)
+	start, end := h.BlockRange(a, b)
+	stored := make([]byte, end-start)
+	if len(stored) > 0 {
+		if err := r.d.store.ReadRange(ctx, ref.Key, start, stored); err != nil {
 			return nil, fmt.Errorf("read chunk %s: %w", ref.Key, err)
 		}
 	}
-	t1 := time.Now()
-	data, err := h.VerifyBlocks(span, s, e)
+	f, err := spanFrom(ref, h, lo, hi, stored)
+	if err != nil {
+		return nil, err
+	}
+	f.Bytes, f.ReadTime = n+int64(len(stored)), time.Since(t0)-f.DecodeTime
+	return f, nil
+}
+
+// spanCached is span through the cache: a range read of the cached object
+// when the cache can (a chunkcache.RangeReader) and has it, else the whole
+// object, fetched once for all concurrent readers and cached.
+func (r *chunkReader) spanCached(ctx context.Context, ref manifest.ChunkRef, lo, hi int) (*Fetched, error) {
+	if rr, ok := r.cache.(chunkcache.RangeReader); ok {
+		if f, err := r.spanFromCache(ctx, rr, ref, lo, hi); f != nil || err != nil {
+			return f, err
+		}
+	}
+	t0 := time.Now()
+	o, n, err := r.object(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	readTime := time.Since(t0)
+	h, err := chunk.ParseHeader(o.obj)
 	if err != nil {
 		return nil, fmt.Errorf("read chunk %s: %w", ref.Key, err)
 	}
-	return &Fetched{hdr: h, index: j, data: data, Bytes: n + int64(len(span)), mem: int64(len(span)),
-		ReadTime: t1.Sub(t0), DecodeTime: time.Since(t1)}, nil
+	if err := checkHeader(h, ref); err != nil {
+		return nil, err
+	}
+	r.d.chunks.put(ref.Key, nil, h)
+	if !h.RangeReadable() {
+		return r.wholeFrom(ref, o, n, readTime)
+	}
+	a, b := h.SpanBlocks(lo, hi)
+	start, end := h.BlockRange(a, b)
+	if end > int64(len(o.obj)) {
+		return nil, fmt.Errorf("read chunk %s: object is %d bytes, header says %d: %w", ref.Key, len(o.obj), h.Size(), ErrCorrupt)
+	}
+	// A copy: the span must not keep the whole object alive.
+	f, err := spanFrom(ref, h, lo, hi, bytes.Clone(o.obj[start:end]))
+	if err != nil {
+		return nil, err
+	}
+	f.Bytes, f.Cached, f.ReadTime = n, o.cached, readTime
+	return f, nil
+}
+
+// spanFromCache reads a span from the cached object by range: the header
+// (unless the Dataset knows it) and the blocks. It returns nil and no error
+// on a miss, including a cached object that fails its checks (then Get,
+// which verifies it whole, drops it if it is damaged), and errWhole for a
+// chunk that is not range-readable.
+func (r *chunkReader) spanFromCache(ctx context.Context, rr chunkcache.RangeReader, ref manifest.ChunkRef, lo, hi int) (*Fetched, error) {
+	t0 := time.Now()
+	var h *chunk.Header
+	if e := r.d.chunks.get(ref.Key); e != nil {
+		h = e.header
+	} else {
+		buf := make([]byte, ref.Header)
+		if ok, err := rr.ReadRange(ctx, ref.Key, 0, buf); err != nil || !ok {
+			return nil, nil
+		}
+		var err error
+		if h, err = chunk.ParseHeader(buf); err != nil || checkHeader(h, ref) != nil {
+			r.dropIfDamaged(ctx, ref)
+			return nil, nil
+		}
+		r.d.chunks.put(ref.Key, nil, h)
+	}
+	if !h.RangeReadable() {
+		return nil, errWhole
+	}
+	a, b := h.SpanBlocks(lo, hi)
+	start, end := h.BlockRange(a, b)
+	stored := make([]byte, end-start)
+	if ok, err := rr.ReadRange(ctx, ref.Key, start, stored); err != nil || !ok {
+		return nil, nil
+	}
+	readTime := time.Since(t0)
+	f, err := spanFrom(ref, h, lo, hi, stored)
+	if err != nil {
+		r.dropIfDamaged(ctx, ref)
+		return nil, nil
+	}
+	f.Cached, f.ReadTime = true, readTime
+	return f, nil
+}
+
+// dropIfDamaged has the cache verify its copy of a chunk whole (Get drops
+// an object that fails its content hash), after a range of it failed its
+// checksums.
+func (r *chunkReader) dropIfDamaged(ctx context.Context, ref manifest.ChunkRef) {
+	_, _, _ = r.cache.Get(ctx, ref.Key)
+}
+
+// spanFrom decodes samples [lo, hi) of a range-readable chunk from stored,
+// the bytes of the blocks that hold them.
+func spanFrom(ref manifest.ChunkRef, h *chunk.Header, lo, hi int, stored []byte) (*Fetched, error) {
+	t0 := time.Now()
+	a, b := h.SpanBlocks(lo, hi)
+	raw, err := h.DecodeBlocks(stored, a, b, nil)
+	if err != nil {
+		return nil, fmt.Errorf("read chunk %s: samples [%d, %d): %w", ref.Key, lo, hi, err)
+	}
+	return &Fetched{hdr: h, key: ref.Key, lo: lo, hi: hi, raw: raw, rawOff: h.BlockStart(a),
+		mem: int64(len(raw)), DecodeTime: time.Since(t0)}, nil
 }
 
 // header returns a chunk's parsed header, with one range read unless the
@@ -411,45 +684,15 @@ func (d *Dataset) header(ctx context.Context, ref manifest.ChunkRef) (h *chunk.H
 	return h, int64(len(buf)), nil
 }
 
-// readChunk reads a whole chunk (from cache when it is set and has it),
-// verifies it and decodes it. Only verified chunks enter the cache; cache
-// failures count as misses.
-func (d *Dataset) readChunk(ctx context.Context, ref manifest.ChunkRef, cache chunkcache.Cache) (*Fetched, error) {
-	t0 := time.Now()
-	f := &Fetched{}
-	var obj []byte
-	if cache != nil {
-		if o, ok, err := cache.Get(ctx, ref.Key); err == nil && ok {
-			obj, f.Cached = o, true
-		}
-	}
-	if !f.Cached {
-		var err error
-		if obj, err = d.store.Get(ctx, ref.Key); err != nil {
-			return nil, fmt.Errorf("read chunk %s: %w", ref.Key, err)
-		}
-		f.Bytes = int64(len(obj))
-	}
-	t1 := time.Now()
-	ch, err := decodeChunk(obj, ref)
-	if err != nil {
-		return nil, err
-	}
-	f.ch, f.ReadTime, f.DecodeTime = ch, t1.Sub(t0), time.Since(t1)
-	f.mem = int64(len(obj))
-	if ch.Codec != chunk.CodecNone {
-		f.mem += int64(len(ch.Raw))
-	}
-	if cache != nil && !f.Cached {
-		// A failed Put (a full disk) only costs a later fetch.
-		_ = cache.Put(ctx, ref.Key, obj)
-	}
-	return f, nil
-}
-
 // decodeChunk verifies and decodes a chunk object against its reference.
-func decodeChunk(obj []byte, ref manifest.ChunkRef) (*chunk.Chunk, error) {
-	ch, err := chunk.Decode(obj, nil)
+// With salvage, a chunk whose data is damaged but whose blocks have
+// checksums is returned with its bad blocks (chunk.DecodeDamaged).
+func decodeChunk(obj []byte, ref manifest.ChunkRef, salvage bool) (*chunk.Chunk, error) {
+	dec := chunk.Decode
+	if salvage {
+		dec = chunk.DecodeDamaged
+	}
+	ch, err := dec(obj, nil)
 	if err != nil {
 		return nil, fmt.Errorf("read chunk %s: %w", ref.Key, err)
 	}

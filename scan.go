@@ -2,6 +2,7 @@ package loch
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 
@@ -22,34 +23,47 @@ import (
 //     stable ids (RowID, Positions);
 //   - the samples of a column live in chunks named by opaque ChunkIDs
 //     (Slot, Chunks, Blocks);
-//   - a read is planned (Reads: a whole chunk, or the checksum blocks of one
-//     sample), fetched (Fetch, verified against its checksums and its
-//     fragment) and its samples taken out (Sample) and decoded into the
-//     caller's buffers (Sample.DecodeInto).
+//   - a read is planned (Reads, Span: a whole chunk, or the checksum
+//     blocks that hold a span of its samples), fetched (Fetch, verified
+//     against its checksums and its fragment) and its samples taken out
+//     (Sample) and decoded into the caller's buffers (Sample.DecodeInto).
 //
 // Chunk byte layouts, codecs, checksums and split samples stay inside the
 // engine. Errors come back wrapped with the engine's sentinels (ErrNotFound,
 // ErrCorrupt, ErrPermission, ...) and name the object.
 //
 // A Scan is safe for concurrent use once Load has returned. Unlike Column
-// reads, Fetch does not go through the Dataset's in-memory chunk cache: a
-// caller that schedules reads bounds its own memory.
+// reads, Fetch does not keep chunks in the Dataset's in-memory chunk cache
+// (only their parsed headers, which span reads need): a caller that
+// schedules reads bounds its own memory.
 type Scan struct {
-	d     *Dataset
-	s     *snapshot
-	cache chunkcache.Cache
+	d  *Dataset
+	s  *snapshot
+	rd *chunkReader
 }
 
 // Scan returns a scan of the handle's current snapshot. Call Load before
 // the other methods.
-func (d *Dataset) Scan() *Scan { return &Scan{d: d, s: d.current()} }
+func (d *Dataset) Scan() *Scan { return &Scan{d: d, s: d.current(), rd: &chunkReader{d: d}} }
 
-// WithCache returns a scan of the same snapshot whose whole-chunk fetches
-// go through cache (for example a chunkcache.Disk shared by the ranks of a
-// node): hits are read locally, fetched chunks are put there once they are
-// verified, and cache failures count as misses.
+// WithCache returns a scan of the same snapshot whose fetches go through
+// cache (for example a chunkcache.Disk shared by the ranks of a node).
+// Cache failures count as misses; a chunk whose data is damaged is never
+// put there.
+//
+// A whole-chunk fetch reads the chunk from the cache on a hit; on a miss
+// it reads it from the store and puts it in the cache once it passes its
+// checks. A span fetch (Span) reads its header and blocks from the cache
+// by range when the cache is a chunkcache.RangeReader and holds the chunk
+// (the blocks' checksums verify them; a cached chunk that fails them is
+// verified whole by the cache's Get, which drops it if it is damaged, and
+// the fetch goes on as a miss). On a miss it fetches the whole chunk object
+// once, puts it in the cache and takes the span from it, so that the first
+// pass over a dataset reads each chunk once from the store and later passes
+// read locally; the fetch briefly holds the whole object. Concurrent
+// fetches of one chunk on the returned Scan wait for one read of it.
 func (sc *Scan) WithCache(cache chunkcache.Cache) *Scan {
-	return &Scan{d: sc.d, s: sc.s, cache: cache}
+	return &Scan{d: sc.d, s: sc.s, rd: &chunkReader{d: sc.d, cache: cache}}
 }
 
 // Load reads every fragment object of the snapshot, with at most
@@ -230,6 +244,10 @@ func (s Slot) Chunk(p int) ChunkID {
 	return id
 }
 
+// Index is the sample's index in its chunk Chunk(0): 0 for a split
+// sample (each piece is a chunk of one sample) and for a null slot.
+func (s Slot) Index() int { return s.index }
+
 // Slot locates row r's sample of column uid.
 func (sc *Scan) Slot(r RowLoc, uid int) Slot {
 	refs := sc.s.frags[r.frag].cols[uid]
@@ -245,64 +263,103 @@ func (sc *Scan) Slot(r RowLoc, uid int) Slot {
 }
 
 // Read is one planned fetch: a whole chunk, or the checksum blocks that
-// hold one sample of it. Read{Chunk: id} reads the whole chunk. Reads are
-// comparable: equal reads fetch the same bytes, so a caller fetches each
-// once.
+// hold a span of its samples (Span). Read{Chunk: id} reads the whole
+// chunk. Reads are comparable: equal reads fetch the same bytes, so a
+// caller fetches each once.
 type Read struct {
 	Chunk  ChunkID
-	sample int32 // 0: the whole chunk; else 1 + the sample read by range
+	lo, hi int32 // samples [lo, hi) read by range; hi == 0: the whole chunk
+}
+
+// Span plans a read of samples [lo, hi) of chunk id: the checksum blocks
+// that hold them, each decoded alone (decompressed, for a chunk of codec
+// lz4 or zstd of format 1.1) and verified against its checksum. It plans
+// the whole chunk instead when a range read would not pay or cannot be
+// made: a chunk of at most two checksum blocks, a piece of a split sample,
+// a span of every sample, an empty or out-of-range span, and a chunk that
+// the Dataset has already found to be not range-readable (a format 1.0
+// compressed chunk). Fetch falls back to the whole chunk for one it finds
+// so.
+func (sc *Scan) Span(id ChunkID, lo, hi int) Read {
+	ref := sc.ref(id)
+	if lo < 0 || hi > int(ref.Rows) || lo >= hi || hi-lo == int(ref.Rows) || !sc.d.spanWorth(ref) {
+		return Read{Chunk: id}
+	}
+	return Read{Chunk: id, lo: int32(lo), hi: int32(hi)}
 }
 
 // Reads plans the fetches that slot's sample needs, one per piece. sparse
 // says the caller will take few samples of the chunk (a random-access
-// order): the plan then reads just the sample's checksum blocks by range
-// where the chunk's data is stored as is, and the whole chunk otherwise.
+// order): the plan for a one-piece sample is then Span of the sample
+// alone; otherwise it reads whole chunks.
 func (sc *Scan) Reads(slot Slot, sparse bool) []Read {
+	if sparse && slot.pieces == 1 {
+		return []Read{sc.Span(slot.first, slot.index, slot.index+1)}
+	}
 	out := make([]Read, slot.pieces)
 	for p := range out {
 		out[p] = Read{Chunk: slot.Chunk(p)}
 	}
-	if sparse && slot.pieces == 1 && storedAsIs(sc.ref(slot.first)) {
-		out[0].sample = int32(slot.index) + 1
-	}
 	return out
 }
 
-// storedAsIs reports whether a chunk's fragment reference says its data is
-// stored without a codec (data bytes equal raw bytes). Only a plan relies on
-// it: the fetch reads the header and falls back to the whole chunk when the
-// header says otherwise.
-func storedAsIs(ref manifest.ChunkRef) bool { return ref.Size == int64(ref.Header)+ref.Raw+4 }
-
-// Estimate is an upper bound on the memory a fetched read holds, for
-// budgeting before the fetch; Fetched.Mem is the exact figure after it.
+// Estimate bounds the memory a fetched read holds, for budgeting before
+// the fetch; Fetched.Mem is the exact figure after it. For a whole chunk
+// it is an upper bound. For a span it is one too, exact once the Dataset
+// knows the chunk's header (after any read of the chunk), and from the
+// column's largest sample otherwise (for png/jpeg columns, whose stored
+// sizes the statistics do not give, the span's share of the chunk plus two
+// checksum blocks: an estimate); except that a span that Fetch reads whole
+// after all, a format 1.0 compressed chunk read for the first time, holds
+// the whole chunk.
 func (sc *Scan) Estimate(r Read) int64 {
 	ref := sc.ref(r.Chunk)
-	if r.sample > 0 {
-		return sampleEstimate(ref)
+	if r.hi > 0 {
+		return sc.d.spanEstimate(ref, int(r.lo), int(r.hi), sc.maxSampleBytes(int(r.Chunk.uid)))
 	}
 	return ref.Raw + ref.Size
 }
 
-// Fetch performs a planned read: it reads the bytes (from the scan's cache
-// when it has them), verifies them against their checksums and their
-// fragment reference and decodes them.
+// maxSampleBytes is the stored size of column uid's largest sample, from
+// the snapshot's statistics, or -1 when they do not give it (no
+// statistics, or png/jpeg samples).
+func (sc *Scan) maxSampleBytes(uid int) int64 {
+	for _, c := range sc.s.man.Schema.Columns {
+		if c.UID != uid {
+			continue
+		}
+		if c.MaxShape == nil || (c.SampleCompression != schema.SampleNone && c.SampleCompression != "") {
+			return -1
+		}
+		return int64(schema.NumElements(c.MaxShape)) * int64(max(c.DType.Size(), 1))
+	}
+	return -1
+}
+
+// Fetch performs a planned read: it reads the bytes (through the scan's
+// cache, if it has one: see WithCache), verifies them against their
+// checksums and their fragment reference and decodes them. A span whose
+// blocks fail their checksums is an ErrCorrupt error; a whole chunk whose
+// data is damaged but whose sound blocks can be told apart comes back, and
+// Sample fails for the samples in its damaged blocks only.
 func (sc *Scan) Fetch(ctx context.Context, r Read) (*Fetched, error) {
 	ref := sc.ref(r.Chunk)
-	if r.sample > 0 {
-		f, err := sc.d.readSampleBlocks(ctx, ref, int(r.sample)-1)
-		if err == nil || !errorsIsCompressed(err) {
+	if r.hi > 0 {
+		f, err := sc.rd.span(ctx, ref, int(r.lo), int(r.hi))
+		if !errors.Is(err, errWhole) {
 			return f, err
 		}
-		// The header says the data is compressed after all.
 	}
-	return sc.d.readChunk(ctx, ref, sc.cache)
+	return sc.rd.whole(ctx, ref)
 }
 
 // Sample returns slot's sample as stored, from the fetched reads that
-// Reads(slot, ...) planned, in that order. Data aliases the fetched
-// memory: it stays valid while the caller holds the Fetched values and
-// must not be modified. Null slots need no reads.
+// Reads(slot, ...) planned, in that order (for a one-piece slot, any
+// fetched whole chunk or span that holds slot.Index() will do; another is
+// ErrInvalidArgument). Data aliases the fetched memory: it stays valid
+// while the caller holds the Fetched values and must not be modified. Null
+// slots need no reads. A sample that overlaps a damaged block of a fetched
+// whole chunk is ErrCorrupt, naming the chunk and the sample.
 func (sc *Scan) Sample(slot Slot, got []*Fetched) (Sample, error) {
 	if slot.pieces == 0 {
 		return Sample{Null: true}, nil

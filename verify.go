@@ -167,6 +167,6 @@ func (v *verifier) chunk(ctx context.Context, ref manifest.ChunkRef) error {
 	if h := manifest.Hash(obj); !strings.HasSuffix(ref.Key, "/"+h) {
 		return fmt.Errorf("content hash %s does not match the chunk's name: %w", h, ErrCorrupt)
 	}
-	_, err = decodeChunk(obj, ref)
+	_, err = decodeChunk(obj, ref, false)
 	return err
 }

@@ -79,11 +79,32 @@ type Cache interface {
 	Close() error
 }
 
+// RangeReader is implemented by caches that can read part of a cached
+// object without reading the rest (Disk and Memory do): a reader that
+// needs a few blocks of a large chunk gets them locally.
+//
+// Range reads are not verified against a content hash (a hash covers the
+// whole object): callers verify what they read by other means. loch checks
+// chunk headers and blocks against their CRC-32C checksums, and on a
+// mismatch calls Get, which verifies the whole object and drops it if it
+// is damaged.
+type RangeReader interface {
+	// ReadRange fills buf with the bytes [off, off+len(buf)) of key's
+	// object and returns ok=true, or returns ok=false on a miss: no such
+	// object, or one that ends before off+len(buf). A hit makes key the
+	// most recently used and counts as a hit of len(buf) bytes in Stats.
+	//
+	// Errors wrap ErrInvalidKey, ErrCacheRead, ErrClosed, the context's
+	// error, or loch's ErrInvalidArgument for a negative off; ok is false
+	// whenever err is not nil, and buf's contents are then undefined.
+	ReadRange(ctx context.Context, key string, off int64, buf []byte) (ok bool, err error)
+}
+
 // Stats counts the operations made through one Cache value (one process's
 // handle, for a Disk cache shared with others).
 type Stats struct {
-	Hits         int64 // Gets that returned cached bytes
-	Misses       int64 // Gets that returned ok=false, corrupt objects included
+	Hits         int64 // Gets and ReadRanges that returned cached bytes
+	Misses       int64 // Gets and ReadRanges that returned ok=false, corrupt objects included
 	ReadBytes    int64 // bytes returned by hits
 	Puts         int64 // Puts that stored a new object
 	WrittenBytes int64 // bytes stored by those Puts
@@ -199,6 +220,11 @@ func readFailed(msg string, cause error) error {
 }
 
 func closed() error { return base.Mark(ErrClosed, "cache closed", nil) }
+
+// badOffset refuses a range read at a negative offset.
+func badOffset(off int64) error {
+	return base.Markf(base.ErrInvalidArgument, "range read at offset %d", off)
+}
 
 // opError puts the package, the operation and the key in front of err.
 func opError(op, key string, err error) error {

@@ -100,7 +100,10 @@ type Disk struct {
 	cands []candidate // eviction candidates, least recently used first
 }
 
-var _ Cache = (*Disk)(nil)
+var (
+	_ Cache       = (*Disk)(nil)
+	_ RangeReader = (*Disk)(nil)
+)
 
 // candidate is an object file as a directory scan saw it.
 type candidate struct {
@@ -250,6 +253,75 @@ func (d *Disk) Get(ctx context.Context, key string) ([]byte, bool, error) {
 	d.touch(p, fi.ModTime())
 	d.stats.hit(len(data))
 	return data, true, nil
+}
+
+// ReadRange implements RangeReader: an open, a stat and one pread of the
+// file, and at most one metadata write per TouchInterval. The bytes are not
+// hashed (see RangeReader). A file shorter than the range is, under a
+// content-hash key with verification on, taken for one cut short by a
+// crash: it is removed and counted in Stats.Corrupt, so that the caller's
+// Put of the object it fetches instead stores it again. ctx is checked
+// once, before any I/O.
+func (d *Disk) ReadRange(ctx context.Context, key string, off int64, buf []byte) (bool, error) {
+	if err := ValidateKey(key); err != nil {
+		return false, opError("read range of", key, err)
+	}
+	if off < 0 {
+		return false, opError("read range of", key, badOffset(off))
+	}
+	if err := d.enter(); err != nil {
+		return false, opError("read range of", key, err)
+	}
+	defer d.closeMu.RUnlock()
+	if err := ctx.Err(); err != nil {
+		return false, opError("read range of", key, err)
+	}
+	p := d.path(key)
+	fi, err := readFileAt(p, off, buf)
+	switch {
+	case err == nil:
+	case isAbsent(err):
+		d.stats.misses.Add(1)
+		return false, nil
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		if _, hashed := contentHash(key); d.verify && hashed {
+			d.dropCorrupt(p, fi)
+		} else {
+			d.stats.misses.Add(1)
+		}
+		return false, nil
+	default:
+		return false, opError("read range of", key, readFailed("read", err))
+	}
+	d.touch(p, fi.ModTime())
+	d.stats.hit(len(buf))
+	return true, nil
+}
+
+// readFileAt fills buf from offset off of the regular file at p. A file
+// that ends before off+len(buf) gives io.ErrUnexpectedEOF, with fi set.
+func readFileAt(p string, off int64, buf []byte) (fi fs.FileInfo, err error) {
+	f, err := os.OpenFile(p, os.O_RDONLY|openFlags, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if fi, err = f.Stat(); err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, errNotRegular
+	}
+	if off > fi.Size() || int64(len(buf)) > fi.Size()-off {
+		return fi, io.ErrUnexpectedEOF
+	}
+	if _, err := f.ReadAt(buf, off); err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return fi, err
+	}
+	return fi, nil
 }
 
 // readFile reads the regular file at p whole, in one read of the length a

@@ -519,3 +519,35 @@ func TestDiskEvictionDoesNotDisturbReaders(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, o.data, append(first, rest...))
 }
+
+// TestDiskRangeReadDropsShortFile: a content-hash object whose file is
+// shorter than a range read asks for was cut short: it is dropped, so that
+// the caller's Put of the object stores it again.
+func TestDiskRangeReadDropsShortFile(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	c, err := chunkcache.Open(dir, 1<<20, nil)
+	require.NoError(t, err)
+	defer c.Close()
+	data := chunkcachetest.Payload(1, 1000)
+	key := chunkcachetest.ChunkKey(data)
+	require.NoError(t, c.Put(ctx, key, data))
+	p := filepath.Join(dir, "objects", filepath.FromSlash(key))
+	require.NoError(t, os.Truncate(p, 600))
+
+	buf := make([]byte, 100)
+	ok, err := c.ReadRange(ctx, key, 400, buf)
+	require.NoError(t, err)
+	require.True(t, ok, "a range within what is left is read (the caller verifies it)")
+	require.Equal(t, data[400:500], buf)
+	ok, err = c.ReadRange(ctx, key, 900, buf)
+	require.NoError(t, err)
+	require.False(t, ok)
+	require.NoFileExists(t, p)
+	require.Equal(t, int64(1), c.Stats().Corrupt)
+	require.NoError(t, c.Put(ctx, key, data))
+	ok, err = c.ReadRange(ctx, key, 900, buf)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, data[900:], buf)
+}

@@ -31,6 +31,14 @@
 // check runs at the speed of XXH3 (see the benchmarks); Options.NoVerify turns
 // it off. Objects under other keys are not verified.
 //
+// Both caches also read part of an object (RangeReader: one pread for
+// Disk). A hash covers the whole object, so range reads are not verified
+// by the cache: the caller checks what it reads (loch checks chunk headers
+// and blocks against their CRC-32C checksums, and on a mismatch calls Get,
+// which verifies the whole file and drops it if it is damaged). A Disk file
+// shorter than the range asked for, under a content-hash key, is dropped
+// as one cut short.
+//
 // # Disk layout
 //
 // A Disk cache's directory holds:

@@ -20,7 +20,10 @@ type Memory struct {
 	objects *lru.Cache[string, []byte] // nil once closed
 }
 
-var _ Cache = (*Memory)(nil)
+var (
+	_ Cache       = (*Memory)(nil)
+	_ RangeReader = (*Memory)(nil)
+)
 
 // NewMemory returns an empty Memory cache holding at most maxBytes bytes of
 // objects. With maxBytes <= 0 it holds nothing: every Put fails with
@@ -54,6 +57,34 @@ func (m *Memory) Get(ctx context.Context, key string) ([]byte, bool, error) {
 	m.mu.Unlock()
 	m.stats.hit(len(data))
 	return data, true, nil
+}
+
+// ReadRange implements RangeReader.
+func (m *Memory) ReadRange(ctx context.Context, key string, off int64, buf []byte) (bool, error) {
+	if err := ValidateKey(key); err != nil {
+		return false, opError("read range of", key, err)
+	}
+	if off < 0 {
+		return false, opError("read range of", key, badOffset(off))
+	}
+	if err := ctx.Err(); err != nil {
+		return false, opError("read range of", key, err)
+	}
+	m.mu.Lock()
+	if m.objects == nil {
+		m.mu.Unlock()
+		return false, opError("read range of", key, closed())
+	}
+	held, ok := m.objects.Get(key)
+	if !ok || off > int64(len(held)) || int64(len(buf)) > int64(len(held))-off {
+		m.mu.Unlock()
+		m.stats.misses.Add(1)
+		return false, nil
+	}
+	copy(buf, held[off:])
+	m.mu.Unlock()
+	m.stats.hit(len(buf))
+	return true, nil
 }
 
 // Put implements Cache. The data is copied.

@@ -18,6 +18,7 @@ import (
 	"github.com/zeebo/xxh3"
 
 	"github.com/lochdata/loch/chunkcache"
+	"github.com/lochdata/loch/internal/base"
 )
 
 // OpenFunc makes an empty cache with a budget of maxBytes bytes, not shared with
@@ -26,7 +27,8 @@ import (
 type OpenFunc func(t *testing.T, maxBytes int64) chunkcache.Cache
 
 // Run checks that the caches made by open behave as the chunkcache.Cache
-// contract says. open is called at least once per subtest; Run closes what
+// contract says, and as the chunkcache.RangeReader contract says for those
+// that implement it. open is called at least once per subtest; Run closes what
 // it returns. Subtests do not run in parallel with each other.
 func Run(t *testing.T, open OpenFunc) {
 	for _, tc := range []struct {
@@ -49,6 +51,8 @@ func Run(t *testing.T, open OpenFunc) {
 		{"Concurrent", testConcurrent},
 		{"CanceledContext", testCanceledContext},
 		{"Closed", testClosed},
+		{"RangeRead", testRangeRead},
+		{"RangeReadLRU", testRangeReadLRU},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open) })
 	}
@@ -477,4 +481,96 @@ func testClosed(t *testing.T, open OpenFunc) {
 	require.ErrorIs(t, err, chunkcache.ErrClosed)
 	require.False(t, ok)
 	require.Equal(t, int64(1), c.Stats().Puts, "Stats works after Close")
+}
+
+// rangeReader returns c as a RangeReader, skipping the test for a cache
+// that is not one.
+func rangeReader(t *testing.T, c chunkcache.Cache) chunkcache.RangeReader {
+	rr, ok := c.(chunkcache.RangeReader)
+	if !ok {
+		t.Skip("not a RangeReader")
+	}
+	return rr
+}
+
+// testRangeRead reads ranges of a cached object: every range within it is
+// a hit with its bytes, one that passes its end and an absent key are
+// misses, and the operations count in Stats.
+func testRangeRead(t *testing.T, open OpenFunc) {
+	ctx := context.Background()
+	c := mustOpen(t, open, 1<<20)
+	rr := rangeReader(t, c)
+	o := chunk(1, 100<<10)
+	require.NoError(t, c.Put(ctx, o.key, o.data))
+	n := int64(len(o.data))
+	var hits, read int64
+	for _, r := range [][2]int64{{0, 10}, {5000, 70000}, {n - 5, 5}, {0, n}, {n, 0}, {17, 0}} {
+		buf := make([]byte, r[1])
+		ok, err := rr.ReadRange(ctx, o.key, r[0], buf)
+		require.NoError(t, err, "range %v", r)
+		require.True(t, ok, "range %v: want a hit", r)
+		require.Equal(t, o.data[r[0]:r[0]+r[1]], buf, "range %v", r)
+		hits++
+		read += r[1]
+	}
+	// (Under a key that is not a content hash: a Disk cache takes a
+	// content-hash object shorter than a range for one cut short, and drops
+	// it.)
+	plain := object{"plain/object", Payload(3, 100)}
+	require.NoError(t, c.Put(ctx, plain.key, plain.data))
+	for _, r := range [][2]int64{{95, 6}, {101, 0}, {1 << 40, 1}} {
+		ok, err := rr.ReadRange(ctx, plain.key, r[0], make([]byte, r[1]))
+		require.NoError(t, err, "range %v", r)
+		require.False(t, ok, "range %v passes the end: want a miss", r)
+	}
+	requireHit(t, c, plain)
+	hits++
+	read += int64(len(plain.data))
+	ok, err := rr.ReadRange(ctx, chunk(2, 10).key, 0, make([]byte, 1))
+	require.NoError(t, err)
+	require.False(t, ok, "absent key")
+	st := c.Stats()
+	require.Equal(t, hits, st.Hits)
+	require.Equal(t, read, st.ReadBytes)
+	require.Equal(t, int64(4), st.Misses)
+
+	_, err = rr.ReadRange(ctx, o.key, -1, make([]byte, 1))
+	require.ErrorIs(t, err, base.ErrInvalidArgument)
+	for _, key := range InvalidKeys {
+		ok, err := rr.ReadRange(ctx, key, 0, nil)
+		require.ErrorIs(t, err, chunkcache.ErrInvalidKey, "key %q", key)
+		require.False(t, ok)
+	}
+	canceled, cancel := context.WithCancel(ctx)
+	cancel()
+	ok, err = rr.ReadRange(canceled, o.key, 0, make([]byte, 1))
+	require.ErrorIs(t, err, context.Canceled)
+	require.False(t, ok)
+
+	require.NoError(t, c.Close())
+	ok, err = rr.ReadRange(ctx, o.key, 0, make([]byte, 1))
+	require.ErrorIs(t, err, chunkcache.ErrClosed)
+	require.False(t, ok)
+}
+
+// testRangeReadLRU: a range hit makes the object the most recently used,
+// as a Get does.
+func testRangeReadLRU(t *testing.T, open OpenFunc) {
+	ctx := context.Background()
+	const size = 1000
+	c := mustOpen(t, open, 3*size)
+	rr := rangeReader(t, c)
+	objs := make([]object, 4)
+	for i := range objs {
+		objs[i] = chunk(uint64(i), size)
+	}
+	for _, o := range objs[:3] {
+		require.NoError(t, c.Put(ctx, o.key, o.data))
+	}
+	ok, err := rr.ReadRange(ctx, objs[0].key, 10, make([]byte, 10)) // order now 1 2 0
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.NoError(t, c.Put(ctx, objs[3].key, objs[3].data)) // evicts 1
+	requireMiss(t, c, objs[1].key)
+	requireHit(t, c, objs[0])
 }

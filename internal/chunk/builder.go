@@ -101,7 +101,21 @@ func (b *Builder) Reset() {
 func (b *Builder) Encode() ([]byte, error) { return b.EncodeTo(nil) }
 
 // EncodeTo is Encode writing into dst's memory when it has room.
-func (b *Builder) EncodeTo(dst []byte) ([]byte, error) {
+//
+// Every chunk has block checksums. Chunks of codec lz4 and zstd are
+// blocked (format 1.1): each block of BlockSize raw bytes is compressed
+// alone, so that a reader can decode any run of blocks without the others.
+func (b *Builder) EncodeTo(dst []byte) ([]byte, error) { return b.encode(dst, true) }
+
+// EncodeFormat10 returns the chunk object as the format 1.0 writer wrote
+// it: an lz4 or zstd chunk holds one lz4 block or zstd frame of all the
+// data and no block checksums (codec none chunks are the same in both).
+// loch writes format 1.1; tests use this to make the chunks older loch
+// wrote, and prove it byte for byte against chunks that loch wrote.
+func (b *Builder) EncodeFormat10() ([]byte, error) { return b.encode(nil, false) }
+
+// encode encodes the chunk, blocked (format 1.1) or not (format 1.0).
+func (b *Builder) encode(dst []byte, blocked bool) ([]byte, error) {
 	n := b.Len()
 	if n == 0 {
 		return nil, fmt.Errorf("encode chunk: no samples")
@@ -109,21 +123,29 @@ func (b *Builder) EncodeTo(dst []byte) ([]byte, error) {
 	if b.partial != nil && n != 1 {
 		return nil, fmt.Errorf("encode chunk: a partial chunk holds one sample, have %d", n)
 	}
-	blockSize := 0
-	if b.codec == CodecNone {
-		blockSize = BlockSize
+	flags, blockSize := b.flags(), BlockSize
+	if !blocked && b.codec != CodecNone {
+		flags, blockSize = flags&^FlagBlocked, 0
 	}
-	hdr := b.header(b.flags(), blockSize)
+	hdr := b.header(flags, blockSize)
 	hlen := len(hdr) + 4
 	out := dst[:0]
 	if need := hlen + len(b.raw) + 64; cap(out) < need && b.codec == CodecNone {
 		out = make([]byte, 0, need)
 	}
 	out = append(out, hdr...)
-	// The data length is known only after compression: patch it, then seal.
+	// The data length (and the block lengths) are known only after
+	// compression: patch them, then seal.
 	out = binary.LittleEndian.AppendUint32(out, 0)
 	var err error
-	out, err = compress(b.codec, out, b.raw)
+	switch {
+	case b.codec == CodecNone:
+		out = append(out, b.raw...)
+	case flags&FlagBlocked == 0:
+		out, err = compress(b.codec, out, b.raw)
+	default:
+		out, err = b.appendBlocks(out, hlen)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("encode chunk: %w", err)
 	}
@@ -131,6 +153,23 @@ func (b *Builder) EncodeTo(dst []byte) ([]byte, error) {
 	binary.LittleEndian.PutUint64(out[24:], uint64(dataLen))
 	binary.LittleEndian.PutUint32(out[hlen-4:], Checksum(out[:hlen-4]))
 	out = binary.LittleEndian.AppendUint32(out, Checksum(out[hlen:]))
+	return out, nil
+}
+
+// appendBlocks appends the compressed blocks of the raw data to out, whose
+// header (of hlen bytes, checksum included) ends with the block lengths,
+// and fills those in.
+func (b *Builder) appendBlocks(out []byte, hlen int) ([]byte, error) {
+	nblocks := blockCount(int64(len(b.raw)), BlockSize)
+	lens := hlen - 4 - 4*nblocks // offset of the block lengths
+	for k := range nblocks {
+		start := len(out)
+		var err error
+		if out, err = compress(b.codec, out, b.raw[k*BlockSize:min((k+1)*BlockSize, len(b.raw))]); err != nil {
+			return nil, fmt.Errorf("block %d: %w", k, err)
+		}
+		binary.LittleEndian.PutUint32(out[lens+4*k:], uint32(len(out)-start))
+	}
 	return out, nil
 }
 
@@ -149,19 +188,25 @@ func (b *Builder) flags() uint16 {
 	if b.partial != nil {
 		flags |= FlagPartial
 	}
+	if b.codec != CodecNone {
+		flags |= FlagBlocked
+	}
 	return flags
 }
 
 // header returns the chunk header (docs/format.md, section 3) without its
 // closing checksum: the fixed part, with the header length set and the data
 // length left zero, then the shapes, the null bitmap, the offsets, the
-// partial record and the block checksums that flags and blockSize call
-// for.
+// partial record, the block checksums and (zeroed) block lengths that
+// flags and blockSize call for.
 func (b *Builder) header(flags uint16, blockSize int) []byte {
 	n := b.Len()
 	hdr := make([]byte, fixedHeaderLen, fixedHeaderLen+4*len(b.shapes)+8*len(b.offsets)+64)
 	copy(hdr, Magic)
-	hdr[4], hdr[5] = Major, Minor
+	hdr[4], hdr[5] = Major, 0
+	if flags&FlagBlocked != 0 {
+		hdr[5] = 1 // format 1.1; other chunks are written as 1.0 wrote them
+	}
 	hdr[6], hdr[7], hdr[8], hdr[9] = byte(b.dtype), b.sample, b.codec, byte(b.ndim)
 	binary.LittleEndian.PutUint16(hdr[10:], flags)
 	binary.LittleEndian.PutUint32(hdr[12:], uint32(n))
@@ -191,6 +236,9 @@ func (b *Builder) header(flags uint16, blockSize int) []byte {
 			end := min(off+blockSize, len(b.raw))
 			hdr = binary.LittleEndian.AppendUint32(hdr, Checksum(b.raw[off:end]))
 		}
+	}
+	if flags&FlagBlocked != 0 {
+		hdr = append(hdr, make([]byte, 4*blockCount(int64(len(b.raw)), blockSize))...)
 	}
 	binary.LittleEndian.PutUint32(hdr[16:], uint32(len(hdr)+4))
 	return hdr

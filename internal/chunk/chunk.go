@@ -10,10 +10,12 @@ import (
 	"github.com/lochdata/loch/schema"
 )
 
-// Format version written by this package.
+// Format version read by this package. Blocked chunks are written with
+// minor version 1, the others with minor version 0 (docs/format.md,
+// section 3.1).
 const (
 	Major = 1
-	Minor = 0
+	Minor = 1
 )
 
 // Magic starts every chunk object.
@@ -38,6 +40,11 @@ const (
 	FlagNulls
 	FlagImplicitOffsets
 	FlagPartial
+	// FlagBlocked (format 1.1): the data of an lz4 or zstd chunk is stored
+	// as blocks of BlockSize raw bytes, each compressed alone.
+	FlagBlocked
+
+	knownFlags = FlagFixedShape | FlagNulls | FlagImplicitOffsets | FlagPartial | FlagBlocked
 )
 
 // Sample compression codes.
@@ -105,8 +112,9 @@ type Header struct {
 	nulls             []byte
 	offsets           []uint64
 	Partial           Partial
-	BlockCRCs         []uint32
-	sampleBytes       int64 // for implicit offsets
+	BlockCRCs         []uint32 // CRC-32C of each raw block; nil when BlockSize is 0
+	blockEnds         []int64  // blocked: end of block b's stored bytes in the data
+	sampleBytes       int64    // for implicit offsets
 }
 
 // Size is the size of the whole chunk object: header, data and data checksum.
@@ -170,6 +178,18 @@ func parsePrefix(b []byte) (*Header, error) {
 	if h.Codec == CodecNone && h.DataLen != h.RawLen {
 		return nil, corruptf("uncompressed chunk with stored length %d != raw length %d", h.DataLen, h.RawLen)
 	}
+	if unknown := h.Flags &^ knownFlags; unknown != 0 {
+		if b[5] > Minor {
+			return nil, base.Markf(base.ErrNewerFormat, "chunk format %d.%d has flags %#x that this loch (%d.%d) does not know; upgrade loch", b[4], b[5], unknown, Major, Minor)
+		}
+		return nil, corruptf("unknown flags %#x", unknown)
+	}
+	if h.BlockSize > 1<<30 {
+		return nil, corruptf("implausible block size %d", h.BlockSize)
+	}
+	if h.Flags&FlagBlocked != 0 && (h.Codec == CodecNone || h.BlockSize == 0) {
+		return nil, corruptf("blocked data needs a codec and a block size, have codec %d and block size %d", h.Codec, h.BlockSize)
+	}
 	return h, nil
 }
 
@@ -206,7 +226,11 @@ func ParseHeader(b []byte) (*Header, error) {
 		h.Partial.Count = r.u32()
 	}
 	if h.BlockSize > 0 {
-		h.BlockCRCs = r.u32s(int((h.RawLen + int64(h.BlockSize) - 1) / int64(h.BlockSize)))
+		h.BlockCRCs = r.u32s(blockCount(h.RawLen, h.BlockSize))
+	}
+	var lens []uint32
+	if h.Flags&FlagBlocked != 0 {
+		lens = r.u32s(len(h.BlockCRCs))
 	}
 	if r.err != nil {
 		return nil, corruptf("header: %v", r.err)
@@ -217,7 +241,35 @@ func ParseHeader(b []byte) (*Header, error) {
 	if err := h.check(); err != nil {
 		return nil, err
 	}
+	if lens != nil {
+		if err := h.setBlockLens(lens); err != nil {
+			return nil, err
+		}
+	}
 	return h, nil
+}
+
+// blockCount is the number of blocks of bs bytes that hold n bytes.
+func blockCount(n int64, bs int) int {
+	return int((n + int64(bs) - 1) / int64(bs))
+}
+
+// setBlockLens records where each block of a blocked chunk is stored,
+// checking that the lengths are positive and add up to the data length.
+func (h *Header) setBlockLens(lens []uint32) error {
+	h.blockEnds = make([]int64, len(lens))
+	var end int64
+	for b, n := range lens {
+		if n == 0 {
+			return corruptf("block %d has a stored length of 0", b)
+		}
+		end += int64(n)
+		h.blockEnds[b] = end
+	}
+	if end != h.DataLen {
+		return corruptf("block lengths add up to %d, data length %d", end, h.DataLen)
+	}
+	return nil
 }
 
 // check verifies the header's internal consistency.

@@ -2,9 +2,17 @@
 // column in their final dtype and shape, with a header of shapes, offsets and
 // checksums (docs/format.md, section 3).
 //
-// A Builder collects samples and encodes them into one chunk object. Header
-// parses a chunk's header from its first bytes; Decode verifies and
-// decompresses a whole chunk. Decoding never panics on corrupt input: every
-// inconsistency is an error matching loch's ErrCorrupt (internal/base), and
-// a chunk of a newer major format version one matching ErrNewerFormat.
+// A Builder collects samples and encodes them into one chunk object (format
+// 1.1: lz4 and zstd data in blocks of BlockSize raw bytes compressed alone;
+// section 3.1). ParseHeader parses a chunk's header from its first bytes;
+// Decode verifies and decompresses a whole chunk, Check verifies one
+// without decompressing it, and DecodeDamaged keeps the sound blocks of a
+// chunk whose data is damaged. For a range-readable chunk (codec none, or
+// blocked), SpanBlocks, BlockRange and DecodeBlocks read the blocks that
+// hold a span of samples, with one range read, verified block by block.
+// Format 1.0 chunks are read as before: a compressed one only whole.
+//
+// Decoding never panics on corrupt input: every inconsistency is an error
+// matching loch's ErrCorrupt (internal/base), and a chunk of a newer format
+// version that this package cannot read one matching ErrNewerFormat.
 package chunk
