@@ -124,8 +124,13 @@ func (b *Builder) encode(dst []byte, blocked bool) ([]byte, error) {
 		return nil, fmt.Errorf("encode chunk: a partial chunk holds one sample, have %d", n)
 	}
 	flags, blockSize := b.flags(), BlockSize
-	if !blocked && b.codec != CodecNone {
+	switch {
+	case !blocked && b.codec != CodecNone:
 		flags, blockSize = flags&^FlagBlocked, 0
+	case !blocked:
+		blockSize = BlockSize // format 1.0 as its writer wrote it
+	case b.codec == CodecNone:
+		blockSize = PlainBlockSize
 	}
 	hdr := b.header(flags, blockSize)
 	hlen := len(hdr) + 4

@@ -21,8 +21,16 @@ const (
 // Magic starts every chunk object.
 const Magic = "LCHK"
 
-// BlockSize is the size of the raw-data blocks covered by block checksums.
+// BlockSize is the size of the raw-data blocks covered by block checksums
+// of compressed chunks (each compressed alone), and the largest a writer
+// uses.
 const BlockSize = 64 << 10
+
+// PlainBlockSize is the block size of codec none chunks: small, so that a
+// range read of a few samples reads few bytes it does not need (the loader
+// reads segments of about 256 KiB; 64 KiB blocks cost it about 20% more
+// bytes, 16 KiB blocks about 5%).
+const PlainBlockSize = 16 << 10
 
 // fixedHeaderLen is the length of the fixed part of the header.
 const fixedHeaderLen = 40
