@@ -53,7 +53,7 @@ func BenchmarkLoader(b *testing.B) {
 	for _, codec := range []schema.ChunkCodec{schema.CodecNone, schema.LZ4} {
 		d := benchSet(b, codec)
 		bytes := int64(20000 * (64*64*3 + 8))
-		for _, shuffle := range []order.Mode{order.ModeNone, order.ModeBlock} {
+		for _, shuffle := range []order.Mode{order.ModeNone, order.ModeBlock, order.ModeFull} {
 			b.Run(string(codec)+"/loader/"+string(shuffle), func(b *testing.B) {
 				b.SetBytes(bytes)
 				for i := 0; i < b.N; i++ {

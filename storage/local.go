@@ -25,8 +25,9 @@ import (
 // Caveat: a file system cannot hold both "a" and "a/b" as files; the second
 // such Put fails.
 type localStore struct {
-	dir string
-	url string
+	dir   string
+	url   string
+	files *openFiles // for ReadRange
 }
 
 func openLocal(loc location) (*localStore, error) {
@@ -37,7 +38,7 @@ func openLocal(loc location) (*localStore, error) {
 	case err != nil && !errors.Is(err, fs.ErrNotExist):
 		return nil, mapOSError(err)
 	}
-	return &localStore{dir: loc.bucket, url: loc.String()}, nil
+	return &localStore{dir: loc.bucket, url: loc.String(), files: newOpenFiles()}, nil
 }
 
 func (s *localStore) path(key string) string {
@@ -72,22 +73,15 @@ func (s *localStore) ReadRange(ctx context.Context, key string, off int64, dst [
 	if err := ctx.Err(); err != nil {
 		return s.fail("read", key, err)
 	}
-	f, err := os.Open(s.path(key))
+	of, err := s.files.acquire(s.path(key))
 	if err != nil {
 		return s.fail("read", key, mapOSError(err))
 	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return s.fail("read", key, mapOSError(err))
+	defer s.files.release(of)
+	if off+int64(len(dst)) > of.size {
+		return s.fail("read", key, pastEnd(off, len(dst), of.size))
 	}
-	if fi.IsDir() {
-		return s.fail("read", key, notFound(nil))
-	}
-	if off+int64(len(dst)) > fi.Size() {
-		return s.fail("read", key, pastEnd(off, len(dst), fi.Size()))
-	}
-	n, err := f.ReadAt(dst, off)
+	n, err := of.f.ReadAt(dst, off)
 	if n == len(dst) {
 		return nil
 	}
@@ -127,6 +121,7 @@ func (s *localStore) write(ctx context.Context, key string, data []byte, exclusi
 		return err
 	}
 	final := s.path(key)
+	defer s.files.forget(final)
 	dir := filepath.Dir(final)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return mapWriteError(err)
@@ -201,6 +196,7 @@ func (s *localStore) Delete(ctx context.Context, key string) error {
 		return s.fail("delete", key, err)
 	}
 	p := s.path(key)
+	s.files.forget(p)
 	fi, err := os.Lstat(p)
 	if err != nil {
 		if isNotExist(err) {

@@ -134,3 +134,33 @@ func TestLocalOpenOnAFile(t *testing.T) {
 	require.ErrorIs(t, err, storage.ErrInvalidURL)
 	require.ErrorContains(t, err, "not a directory")
 }
+
+// TestLocalRangeReadsSeeWrites: the files a local store keeps open for
+// range reads never serve a replaced or deleted object, and reading more
+// objects than it keeps open closes the oldest.
+func TestLocalRangeReadsSeeWrites(t *testing.T) {
+	ctx := context.Background()
+	s, err := storage.Open(ctx, t.TempDir())
+	require.NoError(t, err)
+	buf := make([]byte, 3)
+	require.NoError(t, s.Put(ctx, "a/k", []byte("old bytes")))
+	require.NoError(t, s.ReadRange(ctx, "a/k", 4, buf))
+	require.Equal(t, "byt", string(buf))
+	require.NoError(t, s.Put(ctx, "a/k", []byte("new data!")))
+	require.NoError(t, s.ReadRange(ctx, "a/k", 4, buf))
+	require.Equal(t, "dat", string(buf))
+	err = s.ReadRange(ctx, "a/k", 8, buf)
+	require.Error(t, err, "the new object's size bounds the read")
+	require.NoError(t, s.Delete(ctx, "a/k"))
+	require.ErrorIs(t, s.ReadRange(ctx, "a/k", 0, buf), storage.ErrNotFound)
+	for i := range 300 {
+		key := fmt.Sprintf("many/%03d", i)
+		require.NoError(t, s.Put(ctx, key, []byte(fmt.Sprintf("%03d", i))))
+		require.NoError(t, s.ReadRange(ctx, key, 0, buf))
+		require.Equal(t, fmt.Sprintf("%03d", i), string(buf))
+	}
+	for i := range 300 {
+		require.NoError(t, s.ReadRange(ctx, fmt.Sprintf("many/%03d", i), 0, buf))
+		require.Equal(t, fmt.Sprintf("%03d", i), string(buf))
+	}
+}
