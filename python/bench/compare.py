@@ -70,7 +70,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -189,13 +189,24 @@ def minio(binary: str, bucket: str) -> Iterator[str]:
                 err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
                 raise RuntimeError(f"MinIO did not start: {err.strip()[-500:]}")
             time.sleep(0.2)
-        s3_create_bucket(endpoint, bucket, access, secret)
-        saved = {k: os.environ.get(k) for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_REGION",
-                                               "AWS_SESSION_TOKEN", "AWS_PROFILE", "AWS_EC2_METADATA_DISABLED")}  # fmt: skip
-        os.environ.update(AWS_ACCESS_KEY_ID=access, AWS_SECRET_ACCESS_KEY=secret, AWS_REGION="us-east-1",
-                          AWS_EC2_METADATA_DISABLED="true")  # fmt: skip
-        os.environ.pop("AWS_SESSION_TOKEN", None)
-        os.environ.pop("AWS_PROFILE", None)
+        while True:  # a fresh server answers 503 for a moment after it says it is ready
+            try:
+                s3_create_bucket(endpoint, bucket, access, secret)
+                break
+            except urllib.error.HTTPError as e:
+                if e.code != 503 or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
+        # As internal/testserver does: only these credentials, no profile,
+        # config file or instance metadata.
+        none = os.path.join(tmp, "none")
+        env = {"AWS_ACCESS_KEY_ID": access, "AWS_SECRET_ACCESS_KEY": secret, "AWS_REGION": "us-east-1",
+               "AWS_EC2_METADATA_DISABLED": "true", "AWS_CONFIG_FILE": none, "AWS_SHARED_CREDENTIALS_FILE": none}
+        unset = ("AWS_SESSION_TOKEN", "AWS_PROFILE", "AWS_DEFAULT_REGION", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3")
+        saved = {k: os.environ.get(k) for k in (*env, *unset)}
+        os.environ.update(env)
+        for k in unset:
+            os.environ.pop(k, None)
         try:
             yield endpoint
         finally:
@@ -466,27 +477,27 @@ def run_child(spec: dict[str, Any]) -> dict[str, Any]:
 # The run.
 
 
-def prepare(args: argparse.Namespace) -> dict[str, Any]:
+def prepare(args: argparse.Namespace) -> dict[str, str]:
     """Makes (or reuses, when made with the same parameters) the .npy data
-    and the local loch datasets under args.dir."""
+    under args.dir, and ingests it into a local loch dataset per codec,
+    afresh each run (so that a dataset is always in the format of the loch
+    being measured)."""
     params = {"rows": args.rows, "size": args.size, "classes": args.classes, "seed": args.data_seed, "generator": 1}
     stamp = args.dir / "params.json"
-    fresh = not (stamp.exists() and json.loads(stamp.read_text()) == params)
-    if fresh:
-        for p in args.dir.glob("*"):
-            shutil.rmtree(p) if p.is_dir() else p.unlink()
+    if stamp.exists() and json.loads(stamp.read_text()) == params:
+        print(f"reusing the images in {args.dir}", file=sys.stderr)
+    else:
         args.dir.mkdir(parents=True, exist_ok=True)
+        stamp.unlink(missing_ok=True)
         print(f"+ writing {args.rows} images to {args.dir / 'images.npy'}", file=sys.stderr)
         make_npy(args.dir, args.rows, args.size, args.classes, args.data_seed)
         stamp.write_text(json.dumps(params))
-    else:
-        print(f"reusing the data in {args.dir}", file=sys.stderr)
     local = {}
     for codec in args.codecs:
         path = args.dir / f"loch-{codec}"
-        if not path.exists():
-            print(f"+ ingesting {codec} into {path}", file=sys.stderr)
-            run_child({"task": "ingest", "url": str(path), "codec": codec, "data": str(args.dir)})
+        shutil.rmtree(path, ignore_errors=True)
+        print(f"+ ingesting {codec} into {path}", file=sys.stderr)
+        run_child({"task": "ingest", "url": str(path), "codec": codec, "data": str(args.dir)})
         local[codec] = str(path)
     return local
 
@@ -632,8 +643,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=0, help="shuffle seed")
     p.add_argument("--data-seed", type=int, default=1, help="seed of the images")
     p.add_argument("--shuffles", default="none,block,full")
-    p.add_argument("--codecs", default="none,lz4,jpeg", help="of none, lz4, jpeg (jpeg: decoded in the loader)")
-    p.add_argument("--storages", default="local,minio", help="of local, minio")
+    p.add_argument("--codecs", help="of none, lz4, jpeg (jpeg: decoded in the loader); default all")
+    p.add_argument("--storages", help="of local, minio; default both")
     p.add_argument("--workers", default="0,2", help="DataLoader num_workers values")
     p.add_argument("--target-shuffle", default="block", help="the mode the targets for the default shuffle check")
     p.add_argument("--max-seconds", type=float, default=60.0, help="stop a cell after this long (reported as partial)")
@@ -642,7 +653,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                    "used more than this many cores meanwhile")  # fmt: skip
     p.add_argument("--retries", type=int, default=2, help="at most this many times (the quietest run is kept)")
     p.add_argument("--quick", action="store_true", help="a smoke run of a few seconds: 2,000 rows of 32x32, codec "
-                   "none, local storage, every cell in this process, 5 seconds per cell at most")  # fmt: skip
+                   "none, local storage, every cell in this process (unless MinIO is asked for), 5 seconds per cell at most")  # fmt: skip
     p.add_argument("--loch", default=str(REPO / "bin" / "loch"), help="the loch command (make build)")
     p.add_argument("--minio", default=os.environ.get("LOCH_MINIO") or str(Path.home() / ".cache/loch/tools/bin/minio"))
     p.add_argument("--json", help="also write the results as JSON to this file (- for standard output)")
@@ -652,10 +663,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     args = p.parse_args(argv)
     if args.quick:
         args.rows, args.size, args.max_seconds, args.retries = 2000, 32, 5.0, 0
-        if args.codecs == p.get_default("codecs"):
-            args.codecs = "none"
-        if args.storages == p.get_default("storages"):
-            args.storages = "local"
+        args.codecs, args.storages = args.codecs or "none", args.storages or "local"
+    args.codecs, args.storages = args.codecs or "none,lz4,jpeg", args.storages or "local,minio"
     for k in ("shuffles", "codecs", "storages"):
         setattr(args, k, [v.strip() for v in getattr(args, k).split(",") if v.strip()])
     args.workers = [int(v) for v in args.workers.split(",")]
@@ -669,7 +678,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 def main() -> None:
     global IN_PROCESS
     args = parse_args()
-    IN_PROCESS = args.quick
+    # In this process only without MinIO: loch's Go library sees the
+    # environment the process started with, not the credentials set here.
+    IN_PROCESS = args.quick and "minio" not in args.storages
     if args.child:
         spec = json.loads(args.child)
         print(json.dumps(CHILD_TASKS[spec.pop("task")](spec)))
@@ -682,7 +693,12 @@ def main() -> None:
     if args.dir is None:
         tmp = tempfile.mkdtemp(prefix="loch-compare-")
         args.dir = Path(tmp)
-    try:
+    with ExitStack() as stack:
+        if tmp is not None:
+            stack.callback(shutil.rmtree, tmp, ignore_errors=True)
+        # MinIO first: its credentials go into the environment that the
+        # cells (child processes) inherit.
+        endpoint = stack.enter_context(minio(args.minio, "loch-compare")) if "minio" in args.storages else None
         info = machine()
         print(f"machine: {info['nproc']} cores, {info['cpu']}, {info['mem_gib']} GiB; python {info['python']}, "
               f"numpy {info['numpy']}, torch {info['torch']}; load average {os.getloadavg()[0]:.2f}")  # fmt: skip
@@ -722,13 +738,12 @@ def main() -> None:
             if storage == "local":
                 run_storage("local", local)
                 continue
-            with minio(args.minio, "loch-compare") as endpoint:
-                urls = {}
-                for codec in args.codecs:
-                    urls[codec] = f"s3://loch-compare/{codec}?endpoint={endpoint}"
-                    print(f"+ ingesting {codec} into MinIO", file=sys.stderr)
-                    run_child({"task": "ingest", "url": urls[codec], "codec": codec, "data": str(args.dir)})
-                run_storage("minio", urls)
+            urls = {}
+            for codec in args.codecs:
+                urls[codec] = f"s3://loch-compare/{codec}?endpoint={endpoint}"
+                print(f"+ ingesting {codec} into MinIO", file=sys.stderr)
+                run_child({"task": "ingest", "url": urls[codec], "codec": codec, "data": str(args.dir)})
+            run_storage("minio", urls)
         targets = report(args, results, stored, perm, memcpy)
         if args.json:
             doc = {"machine": info, "args": {k: str(v) for k, v in vars(args).items() if k != "child"},
@@ -739,9 +754,6 @@ def main() -> None:
                 print(text)
             else:
                 Path(args.json).write_text(text + "\n")
-    finally:
-        if tmp is not None:
-            shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":
