@@ -284,7 +284,8 @@ type benchRun struct {
 }
 
 // epochsOf runs the loaders that start makes for epochs 0, 1, ... (the
-// consumer spending r.step on each batch) and records the figures in res.
+// consumer spending r.step on each batch), until r.limit has passed after
+// a batch, and records the figures in res.
 func (r benchRun) epochsOf(ctx context.Context, start func(loader.Config) (*loader.Loader, error), cfg loader.Config, res *benchResult) error {
 	t0 := time.Now()
 	var wait time.Duration
@@ -296,11 +297,7 @@ func (r benchRun) epochsOf(ctx context.Context, start func(loader.Config) (*load
 		if err != nil {
 			return err
 		}
-		for {
-			if r.limit > 0 && time.Since(t0) >= r.limit {
-				res.Partial = true
-				break
-			}
+		for i := 0; ; i++ {
 			t1 := time.Now()
 			b, err := l.Next(ctx)
 			if errors.Is(err, io.EOF) {
@@ -324,6 +321,11 @@ func (r benchRun) epochsOf(ctx context.Context, start func(loader.Config) (*load
 				time.Sleep(r.step)
 			}
 			l.Release(b)
+			// At least one batch; partial only when batches are left.
+			if r.limit > 0 && time.Since(t0) >= r.limit && (i+1 < l.Batches() || e+1 < r.epochs) {
+				res.Partial = true
+				break
+			}
 		}
 		st := l.Stats()
 		res.Retries += st.Retries
