@@ -25,6 +25,7 @@ import (
 type benchResult struct {
 	URL     string `json:"url"`
 	Version string `json:"version"`
+
 	// A mixture's datasets (URL and Version are the first's), weights,
 	// rows per epoch (0: the default) and rows delivered from each.
 	URLs           []string  `json:"urls,omitempty"`
@@ -32,31 +33,32 @@ type benchResult struct {
 	Weights        []float64 `json:"weights,omitempty"`
 	EpochRows      int64     `json:"epoch_rows,omitempty"`
 	DatasetSamples []int64   `json:"dataset_samples,omitempty"`
-	Columns        []string  `json:"columns"`
-	Shuffle        string    `json:"shuffle"`
-	BatchSize      int       `json:"batch_size"`
-	WorldSize      int       `json:"world_size"`
-	Rank           int       `json:"rank"`
-	Epochs         int       `json:"epochs"`
-	StepMS         float64   `json:"step_ms"`
-	Batches        int64     `json:"batches"`
-	Samples        int64     `json:"samples"`
-	Seconds        float64   `json:"seconds"`
-	SamplesPerS    float64   `json:"samples_per_s"`
-	MBPerS         float64   `json:"mb_per_s"`
-	FirstBatchMS   float64   `json:"first_batch_ms"`
-	WaitShare      float64   `json:"wait_share"`
-	PeakRSSMB      float64   `json:"peak_rss_mb"`
-	RawMBPerS      float64   `json:"raw_mb_per_s"`
-	RawSeconds     float64   `json:"raw_seconds"`
-	RawObjectMB    float64   `json:"raw_object_mb"`
-	DecodedMB      float64   `json:"decoded_mb"`
-	Retries        int64     `json:"retries"`
-	CacheHits      int64     `json:"cache_hits"`
-	Chunks         int64     `json:"chunks_fetched"`
-	FetchedMB      float64   `json:"fetched_mb"`
-	Skipped        int64     `json:"skipped"`
-	Ratio          float64   `json:"ratio_to_raw"`
+
+	Columns      []string `json:"columns"`
+	Shuffle      string   `json:"shuffle"`
+	BatchSize    int      `json:"batch_size"`
+	WorldSize    int      `json:"world_size"`
+	Rank         int      `json:"rank"`
+	Epochs       int      `json:"epochs"`
+	StepMS       float64  `json:"step_ms"`
+	Batches      int64    `json:"batches"`
+	Samples      int64    `json:"samples"`
+	Seconds      float64  `json:"seconds"`
+	SamplesPerS  float64  `json:"samples_per_s"`
+	MBPerS       float64  `json:"mb_per_s"`
+	FirstBatchMS float64  `json:"first_batch_ms"`
+	WaitShare    float64  `json:"wait_share"`
+	PeakRSSMB    float64  `json:"peak_rss_mb"`
+	RawMBPerS    float64  `json:"raw_mb_per_s"`
+	RawSeconds   float64  `json:"raw_seconds"`
+	RawObjectMB  float64  `json:"raw_object_mb"`
+	DecodedMB    float64  `json:"decoded_mb"`
+	Retries      int64    `json:"retries"`
+	CacheHits    int64    `json:"cache_hits"`
+	Chunks       int64    `json:"chunks_fetched"`
+	FetchedMB    float64  `json:"fetched_mb"`
+	Skipped      int64    `json:"skipped"`
+	Ratio        float64  `json:"ratio_to_raw"`
 	// Partial says the run stopped at --max-seconds: the figures are of
 	// the batches delivered by then.
 	Partial bool `json:"partial,omitempty"`
@@ -186,15 +188,14 @@ func (b *benchFlags) run(cmd *cobra.Command, urls []string) error {
 		cache = c
 	}
 	cfg.Columns, cfg.Cache = cols, cache
-	start := func(cfg loader.Config) (*loader.Loader, error) {
+	open := func(cfg loader.Config) (*loader.Loader, error) {
 		if weights != nil {
 			return loader.NewMix(ctx, scans, weights, b.mix.epochRows, cfg)
 		}
 		return loader.New(ctx, scans[0], cfg)
 	}
-	run := benchRun{epochs: b.epochs, step: time.Duration(b.stepMS * float64(time.Millisecond)),
-		limit: time.Duration(b.maxSeconds * float64(time.Second))}
-	if err := run.epochsOf(ctx, start, cfg, &res); err != nil {
+	step, limit := time.Duration(b.stepMS*float64(time.Millisecond)), time.Duration(b.maxSeconds*float64(time.Second))
+	if err := runEpochs(ctx, open, cfg, b.epochs, step, limit, &res); err != nil {
 		return err
 	}
 	if b.asJSON {
@@ -276,29 +277,22 @@ func splitList(v string) []string {
 	return out
 }
 
-// benchRun is how a bench consumes batches: epochs epochs, spending step
-// on each batch, stopping after limit (0: no limit).
-type benchRun struct {
-	epochs      int
-	step, limit time.Duration
-}
-
-// epochsOf runs the loaders that start makes for epochs 0, 1, ... (the
-// consumer spending r.step on each batch), until r.limit has passed after
-// a batch, and records the figures in res.
-func (r benchRun) epochsOf(ctx context.Context, start func(loader.Config) (*loader.Loader, error), cfg loader.Config, res *benchResult) error {
-	t0 := time.Now()
+// runEpochs runs the loaders that open makes for epochs epochs (cfg.Epoch
+// counts up from 0), the consumer spending step on each batch, until limit
+// (when not 0) has passed after a batch, and records the figures in res.
+func runEpochs(ctx context.Context, open func(loader.Config) (*loader.Loader, error), cfg loader.Config, epochs int, step, limit time.Duration, res *benchResult) error {
+	start := time.Now()
 	var wait time.Duration
 	var decoded int64
 	first := time.Duration(-1)
-	for e := 0; e < r.epochs && !res.Partial; e++ {
+	for e := 0; e < epochs && !res.Partial; e++ {
 		cfg.Epoch = e
-		l, err := start(cfg)
+		l, err := open(cfg)
 		if err != nil {
 			return err
 		}
 		for i := 0; ; i++ {
-			t1 := time.Now()
+			t0 := time.Now()
 			b, err := l.Next(ctx)
 			if errors.Is(err, io.EOF) {
 				break
@@ -307,9 +301,9 @@ func (r benchRun) epochsOf(ctx context.Context, start func(loader.Config) (*load
 				l.Close()
 				return err
 			}
-			wait += time.Since(t1)
+			wait += time.Since(t0)
 			if first < 0 {
-				first = time.Since(t0)
+				first = time.Since(start)
 			}
 			res.Batches++
 			res.Samples += int64(b.Len())
@@ -317,12 +311,12 @@ func (r benchRun) epochsOf(ctx context.Context, start func(loader.Config) (*load
 				res.DatasetSamples[d]++
 			}
 			decoded += batchPayload(b)
-			if r.step > 0 {
-				time.Sleep(r.step)
+			if step > 0 {
+				time.Sleep(step)
 			}
 			l.Release(b)
 			// At least one batch; partial only when batches are left.
-			if r.limit > 0 && time.Since(t0) >= r.limit && (i+1 < l.Batches() || e+1 < r.epochs) {
+			if limit > 0 && time.Since(start) >= limit && (i+1 < l.Batches() || e+1 < epochs) {
 				res.Partial = true
 				break
 			}
@@ -335,7 +329,7 @@ func (r benchRun) epochsOf(ctx context.Context, start func(loader.Config) (*load
 		res.Skipped += st.Skipped
 		l.Close()
 	}
-	el := time.Since(t0)
+	el := time.Since(start)
 	res.Seconds = el.Seconds()
 	res.SamplesPerS = float64(res.Samples) / res.Seconds
 	res.MBPerS = float64(decoded) / 1e6 / res.Seconds
