@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"iter"
 	"os"
 	"strconv"
 	"strings"
@@ -115,22 +114,18 @@ func (o *orderFlags) run(cmd *cobra.Command, urls []string) error {
 	for i, d := range ds {
 		scans[i] = d.Scan()
 	}
-	var p plan
+	var p epochPlan
 	if weights == nil {
-		ep, err := loader.Order(ctx, scans[0], cfg)
-		if err != nil {
+		if p, err = loader.Order(ctx, scans[0], cfg); err != nil {
 			return err
 		}
-		p = singlePlan{ep}
 	} else {
 		if cfg.Columns, err = mixColumns(ds, urls, cfg.Columns); err != nil {
 			return err
 		}
-		mp, err := mixOrder(ctx, scans, weights, o.mix.epochRows, cfg)
-		if err != nil {
+		if p, err = mixOrder(ctx, scans, weights, o.mix.epochRows, cfg); err != nil {
 			return err
 		}
-		p = mixPlan{mp}
 	}
 	if o.stateAfter >= 0 {
 		if o.stateAfter > p.Batches() {
@@ -138,65 +133,61 @@ func (o *orderFlags) run(cmd *cobra.Command, urls []string) error {
 		}
 		return printJSON(cmd.OutOrStdout(), p.State(o.stateAfter))
 	}
-	return printOrder(ctx, cmd.OutOrStdout(), scans, p, weights != nil)
+	return printOrder(ctx, cmd.OutOrStdout(), scans, p)
+}
+
+// epochPlan is a rank's plan of an epoch: an *order.EpochPlan of one
+// dataset or an *order.MixPlan of a mixture.
+type epochPlan interface {
+	Batches() int
+	State(done int) order.State
 }
 
 // printOrder writes the rows of p, one per line: the row id, after the
-// dataset's number when mixed is set.
-func printOrder(ctx context.Context, out io.Writer, scans []*loch.Scan, p plan, mixed bool) error {
+// dataset's number for a mixture.
+func printOrder(ctx context.Context, out io.Writer, scans []*loch.Scan, p epochPlan) error {
 	w := bufio.NewWriter(out)
 	var line []byte
-	for _, items := range p.items() {
-		for _, it := range items {
-			id, err := scans[it.Dataset].RowID(it.Pos)
-			if err != nil {
-				return err
+	put := func(d int, pos int64) error {
+		id, err := scans[max(d, 0)].RowID(pos)
+		if err != nil {
+			return err
+		}
+		line = line[:0]
+		if d >= 0 {
+			line = strconv.AppendInt(line, int64(d), 10)
+			line = append(line, ' ')
+		}
+		line = append(strconv.AppendUint(line, id, 10), '\n')
+		_, err = w.Write(line)
+		return err
+	}
+	switch p := p.(type) {
+	case *order.EpochPlan:
+		for _, batch := range p.All() {
+			for _, pos := range batch {
+				if err := put(-1, pos); err != nil {
+					return err
+				}
 			}
-			line = line[:0]
-			if mixed {
-				line = strconv.AppendInt(line, int64(it.Dataset), 10)
-				line = append(line, ' ')
-			}
-			line = strconv.AppendUint(line, id, 10)
-			line = append(line, '\n')
-			if _, err := w.Write(line); err != nil {
+			if err := ctx.Err(); err != nil {
 				return err
 			}
 		}
-		if err := ctx.Err(); err != nil {
-			return err
+	case *order.MixPlan:
+		for _, batch := range p.All() {
+			for _, it := range batch {
+				if err := put(it.Dataset, it.Pos); err != nil {
+					return err
+				}
+			}
+			if err := ctx.Err(); err != nil {
+				return err
+			}
 		}
 	}
 	return w.Flush()
 }
-
-// plan is an epoch plan of one dataset or of a mixture, as order prints it.
-type plan interface {
-	Batches() int
-	State(done int) order.State
-	items() iter.Seq2[int, []order.Item]
-}
-
-type singlePlan struct{ *order.EpochPlan }
-
-func (p singlePlan) items() iter.Seq2[int, []order.Item] {
-	return func(yield func(int, []order.Item) bool) {
-		var buf []order.Item
-		for i, pos := range p.All() {
-			buf = buf[:0]
-			for _, x := range pos {
-				buf = append(buf, order.Item{Pos: x})
-			}
-			if !yield(i, buf) {
-				return
-			}
-		}
-	}
-}
-
-type mixPlan struct{ *order.MixPlan }
-
-func (p mixPlan) items() iter.Seq2[int, []order.Item] { return p.All() }
 
 // readState reads a loader state from a JSON file: the Go loader's State,
 // or the Python SDK's state_dict() (which holds it under "loader").
