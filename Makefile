@@ -143,6 +143,17 @@ BENCH_PYTHON_ARGS ?=
 bench-python: build venv
 	$(VENV)/bin/python python/bench/bench_loaders.py --loch bin/loch $(BENCH_PYTHON_ARGS)
 
+# bench-compare runs one epoch through loch and through a numpy-memmap
+# baseline of the same bytes over shuffle mode x codec x storage (local,
+# MinIO) x DataLoader workers, and checks issue 10's loader targets
+# (python/bench/compare.py, about half an hour; not part of test). Options
+# go in BENCH_COMPARE_ARGS, e.g. "--quick" (a few seconds) or
+# "--dir /tmp/cmp --json /tmp/cmp/out.json --rows 20000".
+BENCH_COMPARE_ARGS ?=
+.PHONY: bench-compare
+bench-compare: build venv $(MINIO)
+	$(VENV)/bin/python python/bench/compare.py --loch bin/loch --minio $(MINIO) $(BENCH_COMPARE_ARGS)
+
 # bench runs the Go benchmarks (each prints its baseline in the same run).
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 5x ./...

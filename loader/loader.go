@@ -398,33 +398,9 @@ func NewMix(ctx context.Context, scans []*loch.Scan, weights []float64, epochRow
 			}
 		}
 	}
-	ms := order.MixSpec{Weights: weights, EpochRows: epochRows, Seed: cfg.Seed, Epoch: cfg.Epoch,
-		WorldSize: cfg.WorldSize, Rank: cfg.Rank, BatchSize: cfg.BatchSize, DropLast: cfg.DropLast}
-	var versions []string
-	for _, v := range l.scans {
-		sp, err := spec(v, cfg)
-		if err != nil {
-			return nil, err
-		}
-		ms.Parts = append(ms.Parts, sp)
-		versions = append(versions, v.Version())
-	}
-	ms.Version = strings.Join(versions, "+")
-	var p *order.MixPlan
-	if cfg.Resume != nil {
-		st := *cfg.Resume
-		if st.Version != ms.Version {
-			if !cfg.AllowVersionChange {
-				return nil, fmt.Errorf("loader: the saved state is for versions %s, the datasets are at %s (open the saved versions, or allow a version change): %w", st.Version, ms.Version, loch.ErrInvalidArgument)
-			}
-			st.Version = ms.Version
-		}
-		p, err = order.ResumeMix(ms, st)
-	} else {
-		p, err = order.PlanMix(ms)
-	}
+	p, err := makeMixPlan(l.scans, weights, epochRows, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("loader: %w: %w", loch.ErrInvalidArgument, err)
+		return nil, err
 	}
 	l.mixed = true
 	l.begin(mix{p, cfg.BatchSize})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"strings"
 
 	"github.com/zeebo/xxh3"
 
@@ -57,6 +58,9 @@ func Order(ctx context.Context, view *loch.Scan, cfg Config) (*order.EpochPlan, 
 	if err := view.Load(ctx, cfg.FetchConcurrency); err != nil {
 		return nil, err
 	}
+	if _, err := columns(view, cfg.Columns); err != nil {
+		return nil, err // the order does not depend on them, but they must exist
+	}
 	return makePlan(view, cfg)
 }
 
@@ -77,6 +81,62 @@ func makePlan(view *loch.Scan, cfg Config) (*order.EpochPlan, error) {
 		p, err = order.Resume(s, st)
 	} else {
 		p, err = order.Plan(s)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("loader: %w: %w", loch.ErrInvalidArgument, err)
+	}
+	return p, nil
+}
+
+// OrderMix returns the plan of a mixture's batches that rank cfg.Rank
+// receives (or, with cfg.Resume, the rest of the saved epoch): the order
+// NewMix delivers, without loading any data.
+func OrderMix(ctx context.Context, scans []*loch.Scan, weights []float64, epochRows int64, cfg Config) (*order.MixPlan, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg.defaults()
+	for _, sc := range scans {
+		if err := sc.Load(ctx, cfg.FetchConcurrency); err != nil {
+			return nil, err
+		}
+		if _, err := columns(sc, cfg.Columns); err != nil {
+			return nil, err
+		}
+	}
+	return makeMixPlan(scans, weights, epochRows, cfg)
+}
+
+// makeMixPlan plans a mixture of loaded scans (see NewMix).
+func makeMixPlan(scans []*loch.Scan, weights []float64, epochRows int64, cfg Config) (*order.MixPlan, error) {
+	if len(scans) == 0 || len(scans) != len(weights) {
+		return nil, fmt.Errorf("loader: %d datasets and %d weights: %w", len(scans), len(weights), loch.ErrInvalidArgument)
+	}
+	ms := order.MixSpec{Weights: weights, EpochRows: epochRows, Seed: cfg.Seed, Epoch: cfg.Epoch,
+		WorldSize: cfg.WorldSize, Rank: cfg.Rank, BatchSize: cfg.BatchSize, DropLast: cfg.DropLast}
+	var versions []string
+	for _, v := range scans {
+		sp, err := spec(v, cfg)
+		if err != nil {
+			return nil, err
+		}
+		ms.Parts = append(ms.Parts, sp)
+		versions = append(versions, v.Version())
+	}
+	ms.Version = strings.Join(versions, "+")
+	var p *order.MixPlan
+	var err error
+	if cfg.Resume != nil {
+		st := *cfg.Resume
+		if st.Version != ms.Version {
+			if !cfg.AllowVersionChange {
+				return nil, fmt.Errorf("loader: the saved state is for versions %s, the datasets are at %s (open the saved versions, or allow a version change): %w", st.Version, ms.Version, loch.ErrInvalidArgument)
+			}
+			st.Version = ms.Version
+		}
+		p, err = order.ResumeMix(ms, st)
+	} else {
+		p, err = order.PlanMix(ms)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("loader: %w: %w", loch.ErrInvalidArgument, err)

@@ -23,8 +23,17 @@ import (
 
 // benchResult is what `loch bench --json` prints.
 type benchResult struct {
-	URL          string   `json:"url"`
-	Version      string   `json:"version"`
+	URL     string `json:"url"`
+	Version string `json:"version"`
+
+	// A mixture's datasets (URL and Version are the first's), weights,
+	// rows per epoch (0: the default) and rows delivered from each.
+	URLs           []string  `json:"urls,omitempty"`
+	Versions       []string  `json:"versions,omitempty"`
+	Weights        []float64 `json:"weights,omitempty"`
+	EpochRows      int64     `json:"epoch_rows,omitempty"`
+	DatasetSamples []int64   `json:"dataset_samples,omitempty"`
+
 	Columns      []string `json:"columns"`
 	Shuffle      string   `json:"shuffle"`
 	BatchSize    int      `json:"batch_size"`
@@ -50,15 +59,19 @@ type benchResult struct {
 	FetchedMB    float64  `json:"fetched_mb"`
 	Skipped      int64    `json:"skipped"`
 	Ratio        float64  `json:"ratio_to_raw"`
+	// Partial says the run stopped at --max-seconds: the figures are of
+	// the batches delivered by then.
+	Partial bool `json:"partial,omitempty"`
 }
 
 // benchFlags are the flags of "loch bench".
 type benchFlags struct {
 	columns, shuffle           string
 	refs                       refFlags
+	mix                        mixFlags
 	batch, world, rank, epochs int
 	seed                       uint64
-	stepMS                     float64
+	stepMS, maxSeconds         float64
 	asJSON, skipRaw            bool
 	prefetch                   int
 	cacheDir                   string
@@ -69,7 +82,7 @@ type benchFlags struct {
 func newBenchCmd() *cobra.Command {
 	b := &benchFlags{}
 	cmd := &cobra.Command{
-		Use:   "bench URL",
+		Use:   "bench URL [URL...]",
 		Short: "Measure the loader against a raw read of the same chunks",
 		Long: `Bench runs the streaming loader over a version and reports samples/s,
 MB/s of decoded sample bytes delivered, time to first batch, the share of
@@ -79,12 +92,22 @@ spends that long on each batch, like a training step), and peak RSS.
 In the same run it measures a raw baseline: the same chunk objects read from
 the same backend with no decoding (and, for compressed columns, decompressed
 with the same codec on all cores), reported as MB/s of the same decoded
-bytes. The baseline runs first.`,
+bytes. The baseline runs first.
+
+With several URLs and --weights, bench runs a weighted mixture of the
+datasets (the Go loader's NewMix, in the order 'loch order' prints with the
+same flags) and reports the rows delivered from each; the raw baseline reads
+every chunk of every dataset. The datasets must have the requested columns
+with the same dtypes.
+
+--max-seconds stops the run early; the figures are then of the batches
+delivered by then (and "partial" is true in --json).`,
 		Example: `  loch bench ./pets --batch-size 64 --shuffle block
-  loch bench s3://bucket/pets --columns image,label --step-ms 20 --json`,
-		Args: exactArgs("URL"),
+  loch bench s3://bucket/pets --columns image,label --step-ms 20 --json
+  loch bench ./web ./books --weights 0.8,0.2 --epoch-rows 100000 --columns image,label`,
+		Args: minArgs("URL"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return b.run(cmd, args[0])
+			return b.run(cmd, args)
 		},
 	}
 	f := cmd.Flags()
@@ -96,39 +119,62 @@ bytes. The baseline runs first.`,
 	f.IntVar(&b.rank, "rank", 0, "this rank")
 	f.IntVar(&b.epochs, "epochs", 1, "epochs to run")
 	f.Float64Var(&b.stepMS, "step-ms", 0, "milliseconds the consumer spends on each batch, like a training step")
+	f.Float64Var(&b.maxSeconds, "max-seconds", 0, "stop after this many seconds of loading (0: run every epoch)")
 	f.IntVar(&b.prefetch, "prefetch", 0, "batches to prepare ahead (default 4)")
 	f.BoolVar(&b.asJSON, "json", false, "print one JSON object")
 	f.BoolVar(&b.skipRaw, "no-raw", false, "skip the raw baseline")
 	f.StringArrayVar(&b.transforms, "transform", nil, "COLUMN=SPEC image transform run in the loader (repeatable), e.g. image=decode,resize=256,center_crop=224,to_float,normalize=imagenet,chw")
 	f.StringVar(&b.cacheDir, "cache", "", "directory of a local chunk cache (shared by processes; epochs after the first read from it)")
 	f.Int64Var(&b.cacheBytes, "cache-bytes", 10<<30, "size bound of the chunk cache")
+	b.mix.add(cmd)
 	b.refs.add(cmd, "bench")
 	return cmd
 }
 
-// run benchmarks the dataset at url: the raw baseline, unless skipped,
-// then the loader's epochs; it prints the result.
-func (b *benchFlags) run(cmd *cobra.Command, url string) error {
+// run benchmarks the dataset at urls[0], or the mixture of urls: the raw
+// baseline, unless skipped, then the loader's epochs; it prints the result.
+func (b *benchFlags) run(cmd *cobra.Command, urls []string) error {
 	cfg, err := b.config()
 	if err != nil {
 		return err
 	}
-	ctx := cmd.Context()
-	d, err := openDataset(ctx, url, &b.refs)
+	weights, err := b.mix.parse(len(urls))
 	if err != nil {
 		return err
 	}
-	defer d.Close()
-	sch := d.Schema()
-	cols := sch.Names()
+	ctx := cmd.Context()
+	ds, err := openDatasets(ctx, urls, &b.refs)
+	if err != nil {
+		return err
+	}
+	defer closeAll(ds)
+	var cols []string
 	if b.columns != "" {
 		cols = splitList(b.columns)
 	}
-	res := benchResult{URL: d.URL(), Version: d.Version(), Columns: cols, Shuffle: b.shuffle, BatchSize: b.batch,
+	if weights != nil {
+		if cols, err = mixColumns(ds, urls, cols); err != nil {
+			return err
+		}
+	} else if cols == nil {
+		sch := ds[0].Schema()
+		cols = sch.Names()
+	}
+	res := benchResult{URL: ds[0].URL(), Version: ds[0].Version(), Columns: cols, Shuffle: b.shuffle, BatchSize: b.batch,
 		WorldSize: b.world, Rank: b.rank, Epochs: b.epochs, StepMS: b.stepMS}
-	scan := d.Scan()
+	scans := make([]*loch.Scan, len(ds))
+	for i, d := range ds {
+		scans[i] = d.Scan()
+		if weights != nil {
+			res.URLs = append(res.URLs, d.URL())
+			res.Versions = append(res.Versions, d.Version())
+		}
+	}
+	if weights != nil {
+		res.Weights, res.EpochRows, res.DatasetSamples = weights, b.mix.epochRows, make([]int64, len(ds))
+	}
 	if !b.skipRaw {
-		if err := rawBaseline(ctx, scan, cols, &res); err != nil {
+		if err := rawBaseline(ctx, scans, cols, &res); err != nil {
 			return err
 		}
 	}
@@ -142,7 +188,14 @@ func (b *benchFlags) run(cmd *cobra.Command, url string) error {
 		cache = c
 	}
 	cfg.Columns, cfg.Cache = cols, cache
-	if err := runEpochs(ctx, scan, cfg, b.epochs, time.Duration(b.stepMS*float64(time.Millisecond)), &res); err != nil {
+	open := func(cfg loader.Config) (*loader.Loader, error) {
+		if weights != nil {
+			return loader.NewMix(ctx, scans, weights, b.mix.epochRows, cfg)
+		}
+		return loader.New(ctx, scans[0], cfg)
+	}
+	step, limit := time.Duration(b.stepMS*float64(time.Millisecond)), time.Duration(b.maxSeconds*float64(time.Second))
+	if err := runEpochs(ctx, open, cfg, b.epochs, step, limit, &res); err != nil {
 		return err
 	}
 	if b.asJSON {
@@ -160,8 +213,8 @@ func (b *benchFlags) config() (loader.Config, error) {
 	if err := checkConfig(cfg); err != nil {
 		return cfg, err
 	}
-	if b.epochs < 1 || b.stepMS < 0 {
-		return cfg, usagef("need --epochs >= 1 and --step-ms >= 0")
+	if b.epochs < 1 || b.stepMS < 0 || b.maxSeconds < 0 {
+		return cfg, usagef("need --epochs >= 1, --step-ms >= 0 and --max-seconds >= 0")
 	}
 	tf, err := parseTransforms(b.transforms)
 	if err != nil {
@@ -224,20 +277,21 @@ func splitList(v string) []string {
 	return out
 }
 
-// runEpochs runs the loader over epochs epochs (cfg.Epoch counts up from 0),
-// the consumer spending step on each batch, and records the figures in res.
-func runEpochs(ctx context.Context, scan *loch.Scan, cfg loader.Config, epochs int, step time.Duration, res *benchResult) error {
+// runEpochs runs the loaders that open makes for epochs epochs (cfg.Epoch
+// counts up from 0), the consumer spending step on each batch, until limit
+// (when not 0) has passed after a batch, and records the figures in res.
+func runEpochs(ctx context.Context, open func(loader.Config) (*loader.Loader, error), cfg loader.Config, epochs int, step, limit time.Duration, res *benchResult) error {
 	start := time.Now()
 	var wait time.Duration
 	var decoded int64
 	first := time.Duration(-1)
-	for e := 0; e < epochs; e++ {
+	for e := 0; e < epochs && !res.Partial; e++ {
 		cfg.Epoch = e
-		l, err := loader.New(ctx, scan, cfg)
+		l, err := open(cfg)
 		if err != nil {
 			return err
 		}
-		for {
+		for i := 0; ; i++ {
 			t0 := time.Now()
 			b, err := l.Next(ctx)
 			if errors.Is(err, io.EOF) {
@@ -253,11 +307,19 @@ func runEpochs(ctx context.Context, scan *loch.Scan, cfg loader.Config, epochs i
 			}
 			res.Batches++
 			res.Samples += int64(b.Len())
+			for _, d := range b.Datasets {
+				res.DatasetSamples[d]++
+			}
 			decoded += batchPayload(b)
 			if step > 0 {
 				time.Sleep(step)
 			}
 			l.Release(b)
+			// At least one batch; partial only when batches are left.
+			if limit > 0 && time.Since(start) >= limit && (i+1 < l.Batches() || e+1 < epochs) {
+				res.Partial = true
+				break
+			}
 		}
 		st := l.Stats()
 		res.Retries += st.Retries
@@ -282,10 +344,17 @@ func runEpochs(ctx context.Context, scan *loch.Scan, cfg loader.Config, epochs i
 
 // printBench prints a bench result as text.
 func printBench(w io.Writer, res benchResult, cached, raw bool) {
-	fmt.Fprintf(w, "loader:   %d samples in %d batches, %.2fs: %.0f samples/s, %.1f MB/s\n", res.Samples, res.Batches, res.Seconds, res.SamplesPerS, res.MBPerS)
+	partial := ""
+	if res.Partial {
+		partial = " (stopped at --max-seconds)"
+	}
+	fmt.Fprintf(w, "loader:   %d samples in %d batches, %.2fs%s: %.0f samples/s, %.1f MB/s\n", res.Samples, res.Batches, res.Seconds, partial, res.SamplesPerS, res.MBPerS)
 	fmt.Fprintf(w, "          first batch %.1f ms, wait share %.1f%%, peak RSS %.0f MB, retries %d, skipped %d\n", res.FirstBatchMS, 100*res.WaitShare, res.PeakRSSMB, res.Retries, res.Skipped)
 	if cached {
 		fmt.Fprintf(w, "          cache hits %d\n", res.CacheHits)
+	}
+	for d, n := range res.DatasetSamples {
+		fmt.Fprintf(w, "mixture:  dataset %d (%s), weight %g: %d samples (%.1f%%)\n", d, res.URLs[d], res.Weights[d], n, 100*float64(n)/float64(max(res.Samples, 1)))
 	}
 	if raw {
 		fmt.Fprintf(w, "raw:      %.1f MB of chunk objects read and decoded in %.2fs: %.1f MB/s of the same %.1f MB decoded bytes\n", res.RawObjectMB, res.RawSeconds, res.RawMBPerS, res.DecodedMB)
@@ -293,22 +362,25 @@ func printBench(w io.Writer, res benchResult, cached, raw bool) {
 	}
 }
 
-// rawBaseline reads every chunk of the columns from the store with the same
-// concurrency and decodes (decompresses) it on all cores, without
-// extracting or collating samples (but decoding png/jpeg images).
-func rawBaseline(ctx context.Context, scan *loch.Scan, cols []string, res *benchResult) error {
-	if err := scan.Load(ctx, 16); err != nil {
-		return err
-	}
-	sch := scan.Schema()
+// rawBaseline reads every chunk of the columns of every scan from its
+// store with the same concurrency and decodes (decompresses) it on all
+// cores, without extracting or collating samples (but decoding png/jpeg
+// images).
+func rawBaseline(ctx context.Context, scans []*loch.Scan, cols []string, res *benchResult) error {
 	var reads []rawRead
-	for _, name := range cols {
-		c, ok := sch.Column(name)
-		if !ok {
-			return fmt.Errorf("bench: no column %q: %w", name, loch.ErrNotFound)
+	for _, scan := range scans {
+		if err := scan.Load(ctx, 16); err != nil {
+			return err
 		}
-		for _, id := range scan.Chunks(c.UID) {
-			reads = append(reads, rawRead{id, c.SampleCompression != schema.SampleNone})
+		sch := scan.Schema()
+		for _, name := range cols {
+			c, ok := sch.Column(name)
+			if !ok {
+				return fmt.Errorf("bench: no column %q: %w", name, loch.ErrNotFound)
+			}
+			for _, id := range scan.Chunks(c.UID) {
+				reads = append(reads, rawRead{scan, id, c.SampleCompression != schema.SampleNone})
+			}
 		}
 	}
 	start := time.Now()
@@ -319,7 +391,7 @@ func rawBaseline(ctx context.Context, scan *loch.Scan, cols []string, res *bench
 	cpu := make(chan struct{}, runtime.GOMAXPROCS(0))
 	for i, r := range reads {
 		g.Go(func() error {
-			f, err := scan.Fetch(gctx, loch.Read{Chunk: r.chunk})
+			f, err := r.scan.Fetch(gctx, loch.Read{Chunk: r.chunk})
 			if err != nil {
 				return err
 			}
@@ -339,7 +411,7 @@ func rawBaseline(ctx context.Context, scan *loch.Scan, cols []string, res *bench
 					continue
 				}
 				if _, err := smp.DecodeInto(make([]byte, smp.DecodedLen())); err != nil {
-					return fmt.Errorf("chunk %s sample %d: %w", scan.ChunkKey(r.chunk), s, err)
+					return fmt.Errorf("chunk %s sample %d: %w", r.scan.ChunkKey(r.chunk), s, err)
 				}
 				decoded[i] += int64(smp.DecodedLen())
 			}
@@ -363,6 +435,7 @@ func rawBaseline(ctx context.Context, scan *loch.Scan, cols []string, res *bench
 }
 
 type rawRead struct {
+	scan   *loch.Scan
 	chunk  loch.ChunkID
 	images bool
 }
