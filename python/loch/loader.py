@@ -189,9 +189,9 @@ class Loader:
 
     A loader can be pickled into another process, without the dataset's
     handle: there it opens the dataset's URL again, at the version the
-    dataset had when the loader was made (so not a ``mem://`` dataset). In
-    a process forked from this one, :meth:`reopen_if_forked` does the same.
-    This is how PyTorch DataLoader workers read.
+    dataset had when the loader was made (so not a ``mem://`` dataset). A
+    loader inherited by a process forked from this one does the same when
+    it first reads there. This is how PyTorch DataLoader workers read.
 
     Framework adapters (:mod:`loch.torch`, :mod:`loch.jax`,
     :mod:`loch.tensorflow`) wrap one Loader each (:class:`loch.adapter.Adapter`)
@@ -330,21 +330,18 @@ class Loader:
         return cfg
 
     def reopen_if_forked(self) -> None:
-        """Makes the loader usable in a process forked from the one that
-        made it (after that one loaded the library): its dataset's snapshot
-        is opened again here, with a private copy of the library. Elsewhere
-        it does nothing. Without it, a forked loader raises
-        :class:`loch.ForkedProcess`, as every loch object does; the PyTorch
-        adapter calls it for its DataLoader workers. (A loader pickled into
-        another process needs no call: it opens the snapshot on first use.)
-        """
-        self.dataset = self._reopen(self.dataset)
+        """Opens the loader's snapshot in this process now, if it was
+        forked from the one that made the loader (after that one loaded the
+        library), with a private copy of the library; elsewhere it does
+        nothing. Reading does it anyway (see the class documentation): call
+        it to open the dataset before the first batch is asked for."""
+        self._source()
 
     def _source(self) -> Source:
         """The dataset: the one given, or, in a copy pickled into another
-        process, its snapshot opened there on first use."""
-        if self.dataset is None:
-            self.dataset = self._reopen(None)
+        process or inherited by a forked one, its snapshot opened there on
+        first use."""
+        self.dataset = self._reopen(self.dataset)
         return self.dataset
 
     def _start(self, split: tuple[int, int] | None) -> _GoLoader:

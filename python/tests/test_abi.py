@@ -97,7 +97,7 @@ def test_every_export_is_declared_alike() -> None:
             want = {"": None, "C.int": ctypes.c_int}.get(results, results)
             assert restype == want, f"{name} returns {results!r}, _library.py declares {restype}"
         assert len(argtypes) == len(params), f"{name}: Go takes {params}, _library.py declares {argtypes}"
-        for i, (go_type, ct) in enumerate(zip(params, argtypes)):
+        for i, (go_type, ct) in enumerate(zip(params, argtypes, strict=True)):
             assert ct in accepted(go_type), f"{name} argument {i}: Go {go_type!r}, _library.py {ct}"
 
 

@@ -97,8 +97,15 @@ def test_pickles_without_its_handle(rows_ds: loch.Dataset) -> None:
     copy = pickle.loads(pickle.dumps(loader))
     assert copy._dataset is None
     assert sum(len(b["index"]) for b in copy) == ROWS
-    with pytest.raises(TypeError, match="cannot be pickled"):
-        pickle.dumps(rows_ds)
+
+
+def test_a_pickled_dataset_is_its_snapshot(rows_ds: loch.Dataset) -> None:
+    copy = pickle.loads(pickle.dumps(rows_ds))
+    assert copy.read_only and copy.version == rows_ds.version and copy.url == rows_ds.url
+    assert len(copy) == ROWS and copy[5]["s"] == "row 5"
+    mem = loch.create("mem://pickled", schema={"n": loch.Tensor("int64", shape=())})
+    with pytest.raises(TypeError, match="in-memory dataset"):
+        pickle.dumps(mem)
 
 
 def test_distributed_world_from_env(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -190,3 +197,33 @@ def test_torchrun_ddp(tmp_path: Path, rows_path: Path) -> None:
     assert len({len(s) for s in dropped}) == 1
     assert max(Counter(i for s in dropped for i in s).values()) == 1, "with drop_last the shards are disjoint"
     assert out["weights"][0] == out["weights"][1] == out["weights"][2], "DDP kept the replicas in step"
+
+
+MAP_STYLE = """
+    import json, sys
+    import torch, loch
+
+    def main():
+        method, path = sys.argv[1], sys.argv[2]
+        ds = loch.open(path)  # the parent loads the Go runtime before the workers start
+        seen = []
+        # Batches of rows: the workers read them with Dataset.__getitems__.
+        for b in torch.utils.data.DataLoader(ds, batch_size=50, num_workers=2, multiprocessing_context=method):
+            seen += [[y, x, s] for y, x, s in zip(b["y"].tolist(), b["x"].tolist(), b["s"])]
+        # Single rows: ds[i].
+        single = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=2, multiprocessing_context=method)
+        rows = [[int(r["y"]), r["x"].tolist(), r["s"]] for r in single]
+        print(json.dumps({"batched": seen, "single": rows}))
+
+    if __name__ == "__main__":
+        main()
+"""
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn"])
+def test_map_style_dataloader_workers(tmp_path: Path, rows_path: Path, method: str) -> None:
+    proc = run_script(tmp_path, MAP_STYLE, method, str(rows_path), timeout=180)
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    want = [[i, [i, 2 * i, 3 * i], f"row {i}"] for i in range(ROWS)]
+    assert out["batched"] == want, "every row once, in order, with its values"
+    assert out["single"] == want
