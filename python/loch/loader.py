@@ -418,7 +418,7 @@ class Loader:
         transform, ``convert``, the batch transform."""
         batch = self._convert(go, p)
         if self._sample_transform is not None:
-            batch = per_sample(batch, self._sample_transform)
+            batch = per_sample(batch, self._sample_transform, self.columns)
         if convert is not None:
             batch = convert(batch)
         if self._batch_transform is not None:
@@ -507,15 +507,25 @@ def _split(split: tuple[int, int]) -> dict[str, int]:
     return {"index": int(index), "count": int(count)}
 
 
-def per_sample(batch: Batch, fn: Callable[[Batch], Batch]) -> Batch:
-    """Applies ``fn`` to each sample of a numpy batch (padding removed) and
-    stacks the results again (lists where shapes differ)."""
+def per_sample(batch: Batch, fn: Callable[[Batch], Batch], columns: Sequence[str]) -> Batch:
+    """Applies ``fn`` to each sample of a numpy batch of these columns and
+    stacks the results again (lists where shapes differ). A sample is a
+    dict of its row id (``"index"``), its dataset in a mixture
+    (``"dataset"``) and its value in each column: padding removed (by
+    ``"<column>.shapes"``), None when empty (``"<column>.null"``). Column
+    names may hold dots (``"emb.npy"``)::
+
+        >>> b = {"index": np.array([7, 8]), "a.npy": np.array([[1, 0], [2, 3]]),
+        ...      "a.npy.shapes": np.array([[1], [2]])}
+        >>> per_sample(b, lambda row: {"n": len(row["a.npy"])}, ["a.npy"])["n"].tolist()
+        [1, 2]
+    """
     n = len(batch["index"])
-    names = [k for k in batch if "." not in k and k != "index"]
+    ids = [k for k in ("index", "dataset") if k in batch]
     rows = []
     for i in range(n):
-        row: Batch = {"index": int(batch["index"][i])}
-        for k in names:
+        row: Batch = {k: int(batch[k][i]) for k in ids}
+        for k in columns:
             v = batch[k][i]
             if k + ".null" in batch and batch[k + ".null"][i]:
                 v = None

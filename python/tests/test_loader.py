@@ -109,6 +109,30 @@ def test_transforms(rows_ds: loch.Dataset) -> None:
     assert b == {"n": ROWS}
 
 
+def test_sample_transform_keeps_columns_with_dots(tmp_path) -> None:
+    # WebDataset ingest names columns by file extension ("emb.npy").
+    ds = loch.create(str(tmp_path / "ds"), schema={
+        "emb.npy": loch.Tensor("float32", shape=(None,)),
+        "cls.txt": loch.Text(),
+        "n": loch.Tensor("int64", shape=()),
+    })  # fmt: skip
+    ds.extend({
+        "emb.npy": [np.full(k + 1, k, np.float32) for k in range(6)],
+        "cls.txt": [f"c{k}" if k % 2 else None for k in range(6)],
+        "n": np.arange(6),
+    })  # fmt: skip
+    ds.commit()
+    rows = []
+    (b,) = list(ds.numpy(batch_size=6, sample_transform=lambda r: rows.append(r) or r))
+    assert [sorted(r) for r in rows] == [["cls.txt", "emb.npy", "index", "n"]] * 6
+    for k, r in enumerate(rows):
+        assert r["index"] == r["n"] == k
+        assert r["emb.npy"].tolist() == [float(k)] * (k + 1), "padding removed"
+        assert r["cls.txt"] == (f"c{k}" if k % 2 else None)
+    assert sorted(b) == ["cls.txt", "emb.npy", "index", "n"]
+    assert [len(e) for e in b["emb.npy"]] == [1, 2, 3, 4, 5, 6]
+
+
 def test_stats(rows_ds: loch.Dataset) -> None:
     loader = rows_ds.numpy(batch_size=100)
     assert loader.stats() == {}
