@@ -32,6 +32,7 @@ from ._handle import Handle
 from ._library import BatchOut, library
 from ._status import Status
 from .dtypes import VARIABLE
+from .epochs import Epochs
 from .errors import InvalidArgument
 from .schema import Schema
 
@@ -141,7 +142,8 @@ class Loader:
         batch_size: rows per batch (0: the Go loader's default, 32).
         shuffle: False (stored order), True (the Go loader's default
             shuffle), or a mode: "none", "block", "full".
-        seed, epoch: select the shuffle; :meth:`set_epoch` changes the epoch.
+        seed, epoch: select the shuffle; ``epoch`` is the first iteration's
+            (see Epochs below).
         drop_last: drop the end of the epoch so that every rank gets the
             same number of full batches; otherwise the last ranks are padded
             by repeating rows (as PyTorch's DistributedSampler).
@@ -165,6 +167,9 @@ class Loader:
             :class:`loch.InvalidArgument`). The loader goes on at the same
             epoch and batch count over this version's order, so in that
             epoch some rows may be seen twice or not at all.
+        epochs: the epoch counter (default: one of its own, in memory,
+            starting at ``epoch``); the PyTorch adapter passes one that its
+            DataLoader workers' copies share (:class:`loch.epochs.SharedEpochs`).
 
     Attributes:
         dataset: the dataset read; None in a copy pickled into another
@@ -173,9 +178,25 @@ class Loader:
         columns: the columns loaded.
         batch_size: rows per batch.
 
-    Iterating starts a Go loader for the current epoch over the dataset's
-    current snapshot; breaking out of the loop stops it. :meth:`state_dict`
-    and :meth:`load_state_dict` save and resume mid-epoch::
+    Iterating starts a Go loader for the next epoch over the dataset's
+    current snapshot; breaking out of the loop stops it.
+
+    Epochs: iterating again advances the epoch; :meth:`set_epoch` sets the
+    next iteration's; :meth:`load_state_dict` resumes the saved one (the
+    rule of every loch loader, see :mod:`loch.epochs`)::
+
+        >>> ds = loch.create("mem://epochs-doc", schema={"n": loch.Tensor("int64", shape=())})
+        >>> ds.extend({"n": np.arange(10)}); _ = ds.commit()
+        >>> loader = ds.numpy(batch_size=10, shuffle=True, seed=1)
+        >>> first, second = [b["n"].tolist() for b in loader], [b["n"].tolist() for b in loader]
+        >>> first != second, loader.epoch
+        (True, 2)
+        >>> loader.set_epoch(0)
+        >>> [b["n"].tolist() for b in loader] == first
+        True
+
+    :meth:`state_dict` and :meth:`load_state_dict` save and resume
+    mid-epoch::
 
         >>> ds = loch.create("mem://loader-doc", schema={"n": loch.Tensor("int64", shape=())})
         >>> ds.extend({"n": np.arange(10)}); _ = ds.commit()
@@ -184,7 +205,8 @@ class Loader:
         >>> saved = loader.state_dict()
         >>> again = ds.numpy(batch_size=2, shuffle=True, seed=1)
         >>> again.load_state_dict(saved)                 # resumes after `first`
-        >>> [first["n"].tolist()] + [b["n"].tolist() for b in again] == [b["n"].tolist() for b in loader]
+        >>> whole = [b["n"].tolist() for b in ds.numpy(batch_size=2, shuffle=True, seed=1)]
+        >>> [first["n"].tolist()] + [b["n"].tolist() for b in again] == whole
         True
 
     A loader can be pickled into another process, without the dataset's
@@ -223,6 +245,7 @@ class Loader:
         cache_bytes: int | None = None,
         split: tuple[int, int] | None = None,
         allow_version_change: bool = False,
+        epochs: Epochs | None = None,
     ) -> None:
         schema = dataset.schema
         self.columns = list(columns) if columns is not None else list(schema)
@@ -276,20 +299,26 @@ class Loader:
         # (The row ids, possibly many, are left to loch_loader_new.)
         checked = _checked({k: v for k, v in self._config.items() if k != "rows"} | {"epoch": int(epoch)})
         self.batch_size = int(checked["batch_size"])
-        self._epoch = int(epoch)
-        self._resume: dict[str, Any] | None = None
+        self._epochs = epochs if epochs is not None else Epochs(epoch)
+        self._resume: dict[str, Any] | None = None  # a loaded state: where the next iteration starts
         self._active: _GoLoader | None = None
-        self._last: tuple[dict[str, Any], dict[str, Any]] | None = None  # state, stats of the last epoch
+        self._active_epoch = 0
+        self._stopped: dict[str, Any] | None = None  # the state an iteration left early stopped at
+        self._stats: dict[str, Any] = {}  # of the last iteration
 
     @property
     def epoch(self) -> int:
-        """The epoch the next iteration delivers."""
-        return self._epoch
+        """The epoch the next iteration delivers (during an iteration, the
+        one after it, unless :meth:`set_epoch` changed it)."""
+        return self._epochs.peek()
 
     def set_epoch(self, epoch: int) -> None:
-        """Sets the epoch of the next iteration (its shuffle). A state loaded
-        for another epoch is dropped."""
-        self._epoch = int(epoch)
+        """Makes the next iteration deliver epoch ``epoch`` (its shuffle);
+        the ones after it go on from there. A state loaded for another
+        epoch is dropped."""
+        epoch = int(epoch)
+        self._epochs.set(epoch)
+        self._stopped = None
         if self._resume is not None and self._resume.get("epoch", epoch) != epoch:
             self._resume = None
 
@@ -324,8 +353,13 @@ class Loader:
 
     def config(self) -> dict[str, Any]:
         """The Go loader configuration of the next iteration."""
-        cfg = dict(self._config, epoch=self._epoch)
-        if self._resume is not None:
+        return self._go_config(self._epochs.peek())
+
+    def _go_config(self, epoch: int) -> dict[str, Any]:
+        """The Go loader configuration of an iteration of ``epoch``: a
+        loaded state resumes it when it is of that epoch."""
+        cfg = dict(self._config, epoch=epoch)
+        if self._resume is not None and self._resume.get("epoch", epoch) == epoch:
             cfg["resume"] = self._resume
         return cfg
 
@@ -344,13 +378,22 @@ class Loader:
         self.dataset = self._reopen(self.dataset)
         return self.dataset
 
-    def _start(self, split: tuple[int, int] | None) -> _GoLoader:
-        config = self.config()
+    def _start(self, split: tuple[int, int] | None, epoch: int | None) -> _GoLoader:
+        source = self._source()
+        taken = epoch is None
+        if epoch is None:
+            epoch = self._epochs.take()
+        config = self._go_config(epoch)
         if split is not None:
             config["split"] = _split(split)
-        go = _GoLoader(self._source(), config)
-        self._resume = None
-        self._active = go
+        try:
+            go = _GoLoader(source, config)
+        except BaseException:
+            if taken:  # the iteration did not start: the next one is still this epoch
+                self._epochs.set(epoch)
+            raise
+        self._resume = self._stopped = None
+        self._active, self._active_epoch = go, epoch
         return go
 
     def __iter__(self) -> Iterator[Batch]:
@@ -358,9 +401,13 @@ class Loader:
         return self.batches()
 
     def batches(
-        self, convert: Callable[[Batch], Batch] | None = None, *, split: tuple[int, int] | None = None
+        self,
+        convert: Callable[[Batch], Batch] | None = None,
+        *,
+        split: tuple[int, int] | None = None,
+        epoch: int | None = None,
     ) -> Iterator[Batch]:
-        """Iterates one epoch, as ``iter(loader)`` does, with two hooks for
+        """Iterates one epoch, as ``iter(loader)`` does, with hooks for
         framework adapters:
 
         convert: turns each numpy batch (after ``sample_transform``) into a
@@ -368,6 +415,10 @@ class Loader:
             that the callable gets tensors of the framework).
         split: (index, count) for this iteration instead of the loader's
             own: a PyTorch DataLoader worker's share of the rank's batches.
+        epoch: the epoch to deliver, which the adapter took from the
+            loader's counter itself (a DataLoader worker's claim, see
+            :meth:`loch.epochs.SharedEpochs.claim`); by default the
+            iteration takes the next epoch from the counter.
 
         The Go loader starts at the first ``next`` and stops when the
         iteration ends or the iterator is closed or collected::
@@ -377,20 +428,24 @@ class Loader:
             >>> [b["n"].tolist() for b in ds.numpy(batch_size=4).batches(lambda b: {"n": b["n"] * 10})]
             [[0, 10, 20, 30], [40, 50, 60, 70], [80, 90]]
         """
-        go = self._start(split)
+        go = self._start(split, epoch)
+        ended = False
         try:
             while True:
                 p = go.next()
                 if p is None:
+                    ended = True
                     break
                 yield self._finish(go, p, convert)
         finally:
             if self._active is go:
-                try:
-                    self._last = (go.state(), go.stats())
-                except Exception:  # noqa: BLE001 (closing after an error)
-                    self._last = None
                 self._active = None
+                try:
+                    self._stats = go.stats()
+                    if not ended:
+                        self._stopped = {"epoch": self._active_epoch, "loader": go.state()}
+                except Exception:  # noqa: BLE001 (closing after an error)
+                    self._stats = {}
             go.close()
 
     def peek(self) -> Batch | None:
@@ -460,22 +515,27 @@ class Loader:
             go.close()
 
     def state_dict(self) -> dict[str, Any]:
-        """The state to resume from: after the batches delivered so far in
-        the current iteration, or at the end of the last one."""
+        """Where the loader stands, to resume from: during an iteration,
+        after the batches it delivered so far; after an iteration left
+        early, where it stopped; otherwise at the start of the next epoch
+        (:attr:`epoch`, or a state loaded and not yet resumed). A JSON-able
+        dict: ``{"epoch": ..., "loader": the Go loader's state or None}``."""
         if self._active is not None:
-            return {"epoch": self._epoch, "loader": self._active.state()}
-        if self._resume is not None:
-            return {"epoch": self._epoch, "loader": self._resume}
-        if self._last is not None:
-            return {"epoch": self._epoch, "loader": self._last[0]}
-        return {"epoch": self._epoch, "loader": None}
+            return {"epoch": self._active_epoch, "loader": self._active.state()}
+        if self._stopped is not None:
+            return dict(self._stopped)
+        cfg = self.config()
+        return {"epoch": cfg["epoch"], "loader": cfg.get("resume")}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        """Makes the next iteration resume from a saved :meth:`state_dict`."""
+        """Makes the next iteration resume from a saved :meth:`state_dict`:
+        its epoch, from where it stopped; the iterations after it deliver
+        the epochs after that one."""
         if "epoch" not in state or "loader" not in state:
             raise InvalidArgument(f"not a loch loader state: {state!r}")
-        self._epoch = int(state["epoch"])
+        self._epochs.set(int(state["epoch"]))
         self._resume = state["loader"]
+        self._stopped = None
 
     def stats(self) -> dict[str, Any]:
         """The Go loader's statistics of the current or last iteration:
@@ -483,9 +543,7 @@ class Loader:
         ``wait_share`` (the share of the time the consumer waited), ..."""
         if self._active is not None:
             return self._active.stats()
-        if self._last is not None:
-            return self._last[1]
-        return {}
+        return dict(self._stats)
 
     def close(self) -> None:
         """Stops the current iteration's Go loader, if any."""

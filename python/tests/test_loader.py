@@ -35,13 +35,51 @@ def test_one_epoch_is_a_permutation(rows_ds: loch.Dataset, shuffle: bool | str) 
 
 
 def test_epochs_and_seeds_change_the_order(rows_ds: loch.Dataset) -> None:
-    loader = rows_ds.numpy(batch_size=50, shuffle="full", seed=7)
-    first = ids(loader)
-    assert ids(loader) == first  # same epoch, same order
-    loader.set_epoch(1)
-    assert ids(loader) != first
-    assert ids(rows_ds.numpy(batch_size=50, shuffle="full", seed=7)) == first
+    first = ids(rows_ds.numpy(batch_size=50, shuffle="full", seed=7))
+    assert ids(rows_ds.numpy(batch_size=50, shuffle="full", seed=7)) == first, "deterministic"
+    assert ids(rows_ds.numpy(batch_size=50, shuffle="full", seed=7, epoch=1)) != first
     assert ids(rows_ds.numpy(batch_size=50, shuffle="full", seed=8)) != first
+
+
+def epoch_order(ds: loch.Dataset, epoch: int) -> list[int]:
+    """The rows of one epoch, from a loader made for it."""
+    return ids(ds.numpy(batch_size=50, shuffle="full", seed=7, epoch=epoch))
+
+
+def test_iterating_again_advances_the_epoch(rows_ds: loch.Dataset) -> None:
+    loader = rows_ds.numpy(batch_size=50, shuffle="full", seed=7)
+    assert loader.epoch == 0
+    assert ids(loader) == epoch_order(rows_ds, 0)
+    assert loader.epoch == 1
+    assert ids(loader) == epoch_order(rows_ds, 1)
+    it = iter(loader)
+    next(it)
+    assert loader.epoch == 3, "an iteration that started took its epoch"
+    it.close()
+    assert ids(loader) == epoch_order(rows_ds, 3), "an iteration left early counts too"
+
+
+def test_set_epoch_sets_the_next_iteration(rows_ds: loch.Dataset) -> None:
+    loader = rows_ds.numpy(batch_size=50, shuffle="full", seed=7)
+    for e in (0, 1, 5, 2):  # the DistributedSampler pattern
+        loader.set_epoch(e)
+        assert ids(loader) == epoch_order(rows_ds, e)
+    assert ids(loader) == epoch_order(rows_ds, 3)
+
+
+def test_state_dict_between_iterations(rows_ds: loch.Dataset) -> None:
+    loader = rows_ds.numpy(batch_size=50, shuffle="full", seed=7)
+    ids(loader)
+    assert loader.state_dict() == {"epoch": 1, "loader": None}, "after a whole epoch: the start of the next"
+    it = iter(loader)
+    head = next(it)["index"].tolist()
+    it.close()
+    stopped = loader.state_dict()
+    assert stopped["epoch"] == 1 and stopped["loader"] is not None, "after an early stop: where it stopped"
+    resumed = rows_ds.numpy(batch_size=50, shuffle="full", seed=7)
+    resumed.load_state_dict(stopped)
+    assert head + ids(resumed) == epoch_order(rows_ds, 1), "resumes the saved epoch"
+    assert ids(resumed) == epoch_order(rows_ds, 2), "then goes on with the next"
 
 
 @pytest.mark.parametrize("world", [2, 3, 4])
