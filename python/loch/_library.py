@@ -28,7 +28,7 @@ from typing import Any
 from ._status import NOT_ERRORS
 from .errors import ForkedProcess, from_status
 
-ABI_VERSION = 2
+ABI_VERSION = 3
 
 # Layouts and encodings of loch_column_in and loch_tensor.
 DENSE, PACKED, NULLS = 0, 1, 2
@@ -86,6 +86,7 @@ class BatchOut(Structure):
         ("ncols", c_int32),
         ("reserved", c_int32),
         ("cols", POINTER(TensorOut)),
+        ("datasets", POINTER(c_int64)),
     ]
 
 
@@ -129,6 +130,7 @@ _STATUS_FUNCS: dict[str, list[Any]] = {
     "loch_dtypes": [_STR_OUT],
     "loch_loader_config": [c_char_p, _STR_OUT],
     "loch_loader_new": [c_uintptr, c_char_p, POINTER(c_uintptr)],
+    "loch_loader_new_mix": [c_void_p, c_int32, c_void_p, c_int64, c_char_p, POINTER(c_uintptr)],
     "loch_loader_next": [c_uintptr, c_int64, POINTER(POINTER(BatchOut))],
     "loch_loader_len": [c_uintptr, POINTER(c_int64)],
     "loch_loader_state": [c_uintptr, _STR_OUT],

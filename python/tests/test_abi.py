@@ -27,6 +27,7 @@ SCALARS: dict[str, Any] = {
     "C.int64_t": ctypes.c_int64,
     "C.uint64_t": ctypes.c_uint64,
     "C.uintptr_t": c_uintptr,
+    "C.double": ctypes.c_double,
 }
 STRUCTS: dict[str, Any] = {"C.loch_column_in": ColumnIn, "C.loch_tensor": TensorOut, "C.loch_batch": BatchOut}
 
