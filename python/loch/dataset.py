@@ -170,6 +170,10 @@ class Dataset:
     its workers under every start method.
     """
 
+    #: The keys of a loader's batch that describe its rows: the row ids
+    #: (:attr:`loch.loader.Source.row_keys`).
+    row_keys: tuple[str, ...] = ("index",)
+
     def __init__(self, lib: Library, handle: int) -> None:
         self._h = Handle(self, lib, handle, "loch_dataset_close", "dataset")
         self._lib = lib
@@ -601,6 +605,29 @@ class Dataset:
                 "store it at a path or an object store URL to read it in other processes"
             )
         return snapshot, (None,)
+
+
+def start_mix_loader(
+    owner: object, datasets: Sequence[Dataset], weights: Sequence[float], epoch_rows: int, config: Mapping[str, Any]
+) -> Handle:
+    """Package-internal (the seam of :class:`loch.mixture.Mixture`, as
+    :meth:`Dataset._start_loader` is of one dataset): starts a Go loader
+    mixing the current snapshots of ``datasets`` with ``weights`` and
+    ``epoch_rows`` (loch_loader_new_mix), configured by ``config``, and
+    returns its handle. The handle closes the Go loader when ``owner`` is
+    garbage collected, at the latest; closing any of the datasets closes it
+    first."""
+    here = [d._here() for d in datasets]
+    lib = here[0]._h.lib
+    handles = np.array([d._h.value.value for d in here], dtype=np.uintp)
+    w = np.ascontiguousarray(weights, dtype=np.float64)
+    out = c_uintptr()
+    lib.call("loch_loader_new_mix", handles.ctypes.data, len(here), w.ctypes.data, int(epoch_rows),
+             json.dumps(config).encode(), ctypes.byref(out))  # fmt: skip
+    handle = Handle(owner, lib, out.value, "loch_loader_close", "loader")
+    for d in here:
+        d._loaders.add(handle)
+    return handle
 
 
 @dataclass(frozen=True)

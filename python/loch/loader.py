@@ -13,6 +13,9 @@ batch first (ragged samples zero-padded to the largest), or a list for
 text (``str``), json (parsed values) and bytes columns. Beside them:
 
 - ``"index"``: the rows' stable ids (int64);
+- ``"dataset"``: in a mixture (:func:`loch.mix`), the index of each row's
+  dataset in the mixture (int64; ``"index"`` is then the row id in that
+  dataset);
 - ``"<column>.shapes"``: each sample's own shape, for columns whose declared
   shape is ragged (int64, [batch, ndim]);
 - ``"<column>.null"``: which samples are empty (zero-filled), when any is.
@@ -74,16 +77,24 @@ def _checked(config: Mapping[str, Any]) -> dict[str, Any]:
 
 
 class Source(Protocol):
-    """What a :class:`Loader` reads: a dataset at one snapshot.
-    :class:`loch.Dataset` is the one implementation. loch.loader (and the
-    framework adapters above it) see a dataset only through this protocol,
-    so that loch.dataset can make loaders without the two modules importing
-    each other; the two underscored members are the package-internal seam,
+    """What a :class:`Loader` reads: a dataset at one snapshot
+    (:class:`loch.Dataset`), or a mixture of several
+    (:class:`loch.mixture.Mixture`). loch.loader (and the framework
+    adapters above it) see a dataset only through this protocol, so that
+    loch.dataset can make loaders without the two modules importing each
+    other; the two underscored members are the package-internal seam,
     documented on Dataset."""
 
     @property
     def schema(self) -> Schema:
         """The columns, as :attr:`loch.Dataset.schema`."""
+        ...
+
+    @property
+    def row_keys(self) -> tuple[str, ...]:
+        """The keys of a batch that describe its rows rather than hold a
+        column (int64 each): ``("index",)``, and ``"dataset"`` for a
+        mixture. No column loaded may have one of these names."""
         ...
 
     def _start_loader(self, owner: object, config: Mapping[str, Any]) -> Handle:
@@ -252,8 +263,12 @@ class Loader:
         for c in self.columns:
             if c not in schema:
                 raise InvalidArgument(f"no column {c!r} (have {list(schema)})")
-        if "index" in self.columns:
-            raise InvalidArgument('a column named "index" clashes with the row ids a batch holds under "index"')
+        self.row_keys = tuple(dataset.row_keys)
+        for key in self.row_keys:
+            if key in self.columns:
+                raise InvalidArgument(
+                    f'a column named "{key}" clashes with the "{key}" a batch holds beside its columns: load the others'
+                )
         self.dataset: Source | None = dataset
         self._reopen = dataset._reopener()
         self._ragged = frozenset(c for c in self.columns if schema[c].ragged and schema[c].dtype not in VARIABLE)
@@ -473,7 +488,7 @@ class Loader:
         transform, ``convert``, the batch transform."""
         batch = self._convert(go, p)
         if self._sample_transform is not None:
-            batch = per_sample(batch, self._sample_transform, self.columns)
+            batch = per_sample(batch, self._sample_transform, self.columns, self.row_keys)
         if convert is not None:
             batch = convert(batch)
         if self._batch_transform is not None:
@@ -500,6 +515,8 @@ class Loader:
                 if nulls is not None:
                     out[name + ".null"] = nulls
             out["index"] = ids
+            if b.datasets:
+                out["dataset"] = _ints(b.datasets, n).astype(np.int64)
             return out
         finally:
             go.lib.cdll.loch_batch_free(p)
@@ -565,11 +582,13 @@ def _split(split: tuple[int, int]) -> dict[str, int]:
     return {"index": int(index), "count": int(count)}
 
 
-def per_sample(batch: Batch, fn: Callable[[Batch], Batch], columns: Sequence[str]) -> Batch:
+def per_sample(
+    batch: Batch, fn: Callable[[Batch], Batch], columns: Sequence[str], row_keys: Sequence[str] = ("index",)
+) -> Batch:
     """Applies ``fn`` to each sample of a numpy batch of these columns and
     stacks the results again (lists where shapes differ). A sample is a
-    dict of its row id (``"index"``), its dataset in a mixture
-    (``"dataset"``) and its value in each column: padding removed (by
+    dict of its row keys (``"index"``, the row id; ``"dataset"`` in a
+    mixture) as ints and its value in each column: padding removed (by
     ``"<column>.shapes"``), None when empty (``"<column>.null"``). Column
     names may hold dots (``"emb.npy"``)::
 
@@ -579,10 +598,9 @@ def per_sample(batch: Batch, fn: Callable[[Batch], Batch], columns: Sequence[str
         [1, 2]
     """
     n = len(batch["index"])
-    ids = [k for k in ("index", "dataset") if k in batch]
     rows = []
     for i in range(n):
-        row: Batch = {k: int(batch[k][i]) for k in ids}
+        row: Batch = {k: int(batch[k][i]) for k in row_keys}
         for k in columns:
             v = batch[k][i]
             if k + ".null" in batch and batch[k + ".null"][i]:

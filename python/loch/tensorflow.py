@@ -54,7 +54,7 @@ class _Elements(Adapter):
 
     def __init__(self, loader: Loader, schema: Schema) -> None:
         super().__init__(loader)
-        self.spec: dict[str, tf.TensorSpec] = {"index": tf.TensorSpec(shape=(None,), dtype=tf.int64)}
+        self.spec: dict[str, tf.TensorSpec] = {k: tf.TensorSpec(shape=(None,), dtype=tf.int64) for k in loader.row_keys}
         self._kinds: dict[str, str] = {}
         for name in loader.columns:
             col = schema[name]
@@ -86,8 +86,9 @@ class _Elements(Adapter):
 
 def dataset(ds: Source, *, epoch: int = 0, **options: Any) -> tf.data.Dataset:
     """Returns a tf.data.Dataset of the batches of a :class:`loch.Loader`
-    made with ``options`` (as dicts of tensors; see :mod:`loch.loader` for
-    the keys, but ``"<column>.null"``, which is left out). Each pass over it
+    of ``ds`` (a dataset or a :class:`loch.Mixture`) made with ``options``
+    (as dicts of tensors; see :mod:`loch.loader` for the keys, but
+    ``"<column>.null"``, which is left out). Each pass over it
     is the next epoch, from ``epoch`` on."""
     elements = _Elements(Loader(ds, epoch=epoch, **options), ds.schema)
 
