@@ -81,7 +81,9 @@ class SharedEpochs(Epochs):
     PyTorch DataLoader: each worker of a pass :meth:`claim` s the epoch of
     the pass it belongs to, so that all the workers of a pass deliver the
     same epoch, whether they are new processes (``persistent_workers=False``)
-    or the same ones as the last pass.
+    or the same ones as the last pass; and each worker :meth:`record` s its
+    Go loader's statistics when its part of the pass ends, for the process
+    that made the DataLoader to read (:meth:`last_pass`).
     """
 
     def __init__(self, epoch: int = 0) -> None:
@@ -145,8 +147,30 @@ class SharedEpochs(Epochs):
                     return int(p["epoch"])
             epoch = int(state["next"])
             state["next"] = epoch + 1
-            state["passes"] = [*state["passes"][-(_PASSES - 1) :], {"key": k, "epoch": epoch, "members": [member]}]
+            new = {"key": k, "epoch": epoch, "members": [member], "stats": {}}
+            state["passes"] = [*state["passes"][-(_PASSES - 1) :], new]
         return epoch
+
+    def record(self, key: tuple[int, int], member: int, stats: dict[str, Any]) -> None:
+        """Records the statistics of ``member`` 's part of the pass ``key``
+        names (the newest such pass it claimed)."""
+        k = [int(key[0]), int(key[1])]
+        with self._state() as state:
+            for p in reversed(state["passes"]):
+                if p["key"] == k and member in p["members"]:
+                    p["stats"][str(member)] = stats
+                    return
+
+    def last_pass(self) -> dict[str, Any] | None:
+        """The newest pass claimed: ``{"epoch": e, "stats": {member:
+        statistics}}`` with the statistics its members recorded so far (by
+        member, in order), or None before any."""
+        with self._state() as state:
+            if not state["passes"]:
+                return None
+            p = state["passes"][-1]
+        stats = {int(m): s for m, s in p["stats"].items()}
+        return {"epoch": int(p["epoch"]), "stats": dict(sorted(stats.items()))}
 
 
 def _remove(path: str, pid: int) -> None:

@@ -253,8 +253,31 @@ class TorchLoader(Adapter, torch.utils.data.IterableDataset):  # type: ignore[ty
             self._worker_passes += 1
             epoch = self._epochs.claim(key, info.id)
             split = None if info.num_workers <= 1 else (info.id, info.num_workers)
-            batches = self.loader.batches(self.convert, split=split, epoch=epoch)
+            batches = self._worker_part(self.loader.batches(self.convert, split=split, epoch=epoch), key, info.id)
         return _Transfer(self._device, self._pin)(batches)
+
+    def _worker_part(self, batches: Iterator[Batch], key: tuple[int, int], member: int) -> Iterator[Batch]:
+        """A worker's part of a pass, whose statistics it records for the
+        main process (:meth:`worker_stats`) when it ends."""
+        try:
+            yield from batches
+        finally:
+            self._epochs.record(key, member, self.loader.stats())
+
+    def worker_stats(self) -> list[dict[str, Any]]:
+        """The Go loader statistics of each DataLoader worker (by worker
+        id) of the last pass over a ``DataLoader(loader, num_workers=N)``,
+        for those whose part of the pass ended, or [] when no worker ran a
+        pass. Each is what :meth:`stats` gives for an iteration in the main
+        process, e.g. ``bytes_fetched``: their sum is what the workers read
+        together::
+
+            >>> dl = torch.utils.data.DataLoader(loader, batch_size=None, num_workers=4)  # doctest: +SKIP
+            >>> for batch in dl: ...                                               # doctest: +SKIP
+            >>> sum(s["bytes_fetched"] for s in loader.worker_stats())             # doctest: +SKIP
+        """
+        last = self._epochs.last_pass()
+        return [] if last is None else list(last["stats"].values())
 
     def __len__(self) -> int:
         """The number of batches of this rank in the next (or current) epoch."""
