@@ -179,8 +179,9 @@ class Loader:
             epoch and batch count over this version's order, so in that
             epoch some rows may be seen twice or not at all.
         epochs: the epoch counter (default: one of its own, in memory,
-            starting at ``epoch``); the PyTorch adapter passes one that its
-            DataLoader workers' copies share (:class:`loch.epochs.SharedEpochs`).
+            starting at ``epoch``; one given should start there too): the
+            PyTorch adapter passes one that its DataLoader workers' copies
+            share (:class:`loch.epochs.SharedEpochs`).
 
     Attributes:
         dataset: the dataset read; None in a copy pickled into another

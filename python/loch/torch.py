@@ -215,7 +215,7 @@ class TorchLoader(Adapter, torch.utils.data.IterableDataset):  # type: ignore[ty
         self._epochs = SharedEpochs(epoch)
         loader = Loader(
             dataset, batch_size=batch_size, shuffle=shuffle, seed=seed, columns=columns, transform=transform,
-            sample_transform=sample_transform, drop_last=drop_last, rank=rank, world_size=world,
+            sample_transform=sample_transform, drop_last=drop_last, rank=rank, world_size=world, epoch=epoch,
             epochs=self._epochs, **options,
         )  # fmt: skip
         super().__init__(loader)
