@@ -120,8 +120,13 @@ class SharedEpochs(Epochs):
         return int(json.loads(raw)["next"]) if raw else self._next
 
     def set(self, epoch: int) -> None:
+        """Makes the next iteration deliver ``epoch``, and closes the passes
+        claimed so far: a member that claims one of their keys again starts
+        a new pass."""
         with self._state() as state:
             state["next"] = int(epoch)
+            for p in state["passes"]:
+                p["closed"] = True
 
     def take(self) -> int:
         with self._state() as state:
@@ -137,12 +142,12 @@ class SharedEpochs(Epochs):
         (a DataLoader whose pass keys repeat: see :mod:`loch.torch`).
 
         The pass of a member that never claims (a worker stopped before it
-        started) stays open: only a later pass with the same key and that
-        member, the first to claim, would join it."""
+        started) stays open until :meth:`set` closes it: a later pass with
+        the same key whose first member to claim is that one joins it."""
         k = [int(key[0]), int(key[1])]
         with self._state() as state:
             for p in reversed(state["passes"]):
-                if p["key"] == k and member not in p["members"]:
+                if p["key"] == k and member not in p["members"] and not p.get("closed"):
                     p["members"].append(member)
                     return int(p["epoch"])
             epoch = int(state["next"])

@@ -39,8 +39,9 @@ persistent workers). The one case it cannot tell apart: non-persistent
 workers of a pass that was stopped before one of them started (a worker
 still importing when the loop broke off), followed by a pass with the same
 base seed (a DataLoader ``generator`` seeded alike for each pass) whose first
-worker to start is that one: it joins the earlier pass's epoch. Call
-``set_epoch`` before each pass where that can happen.
+worker to start is that one: it joins the earlier pass's epoch. Calling
+``set_epoch`` before each pass rules that out (it closes the passes before
+it).
 
 Data-parallel training (DDP, FSDP): with ``distributed=None`` (the default)
 the rank and world size come from ``torch.distributed`` when it is

@@ -46,8 +46,13 @@ def test_claim_names_passes() -> None:
     assert [epochs.claim((13, 0), 1), epochs.claim((13, 0), 0)] == [4, 4]
     # The main process's own iterations take from the same counter.
     assert epochs.take() == 5
+    # A pass that one worker never joined, then one with the same key that
+    # this worker claims first: it joins the open pass, unless set closed it.
+    assert epochs.claim((15, 0), 0) == 6
+    assert [epochs.claim((15, 0), 1), epochs.claim((15, 0), 0)] == [6, 7], "the case loch.torch documents"
+    assert epochs.claim((16, 0), 0) == 8
     epochs.set(0)
-    assert [epochs.claim((14, 0), 0), epochs.claim((14, 0), 1)] == [0, 0]
+    assert [epochs.claim((16, 0), 1), epochs.claim((16, 0), 0)] == [0, 0]
 
 
 def test_the_original_removes_the_file_copies_do_not() -> None:
