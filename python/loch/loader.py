@@ -188,6 +188,8 @@ class Loader:
             process until that copy first reads (it then holds the snapshot
             opened there).
         columns: the columns loaded.
+        row_keys: the keys of a batch beside the columns' that describe its
+            rows: ``"index"``, and ``"dataset"`` for a mixture.
         batch_size: rows per batch.
 
     Iterating starts a Go loader for the next epoch over the dataset's
