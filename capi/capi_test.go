@@ -165,3 +165,25 @@ func TestConflictDetail(t *testing.T) {
 	require.JSONEq(t, `{"src": "dev", "dst": "main", "conflicts": [{"id": 7, "ours": "modified",
 		"theirs": "deleted", "ours_columns": ["label"]}]}`, string(b))
 }
+
+// A mixture whose dataset lacks a loaded column is a bad argument that
+// names the dataset by its place and URL.
+func TestMixColumns(t *testing.T) {
+	ctx := context.Background()
+	open := func(url string, cols ...string) *loch.Scan {
+		var sch schema.Schema
+		for _, c := range cols {
+			sch.Columns = append(sch.Columns, schema.Column{Name: c, DType: schema.Float32, Shape: schema.Shape{2}})
+		}
+		ds, err := loch.Create(ctx, url, sch)
+		require.NoError(t, err)
+		t.Cleanup(func() { ds.Close() })
+		return ds.Scan()
+	}
+	a, b := open("mem://capi-mix-a", "x", "emb.npy"), open("mem://capi-mix-b", "x")
+	require.NoError(t, mixColumns([]*loch.Scan{a, b}, []string{"x"}))
+	err := mixColumns([]*loch.Scan{a, b}, []string{"x", "emb.npy"})
+	require.ErrorIs(t, err, loch.ErrInvalidArgument)
+	require.Equal(t, 6, int(status(err)))
+	require.Contains(t, err.Error(), `dataset 1 (mem://capi-mix-b) has no column "emb.npy"`)
+}

@@ -15,6 +15,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/lochdata/loch"
 	"github.com/lochdata/loch/chunkcache"
 	"github.com/lochdata/loch/loader"
 )
@@ -31,7 +32,6 @@ type loaderConfig struct {
 
 // loaderObj is the object behind a loader handle.
 type loaderObj struct {
-	ds    *dataset
 	l     *loader.Loader
 	alloc *loaderAlloc
 	names []string
@@ -63,12 +63,76 @@ func loch_loader_new(dsh C.uintptr_t, config *C.char, out *C.uintptr_t, errOut *
 	if err != nil {
 		return fail(errOut, err)
 	}
+	scan := ds.d.Scan()
+	return startLoader(config, []*loch.Scan{scan}, out, errOut, func(cfg loader.Config) (*loader.Loader, error) {
+		return loader.New(context.Background(), scan, cfg)
+	})
+}
+
+// loch_loader_new_mix starts a loader that mixes the current snapshots of
+// n datasets (handles[0..n)), drawing rows from dataset i in proportion to
+// weights[i] (loader.NewMix, order.PlanMix), and stores its handle in
+// *out. epoch_rows is the number of rows of an epoch over all ranks (0:
+// enough for every dataset to deliver each of its rows at least once).
+// config is loch_loader_new's JSON; "rows" is refused. The datasets must
+// have the loaded columns (each names them, "columns", or all have the
+// same ones) with the same dtypes: otherwise LOCH_INVALID_ARGUMENT, with a
+// message naming the dataset (by index and URL) and the column. Each batch
+// gives the dataset of each row in datasets (and its row id in that
+// dataset in row_ids).
+//
+//export loch_loader_new_mix
+func loch_loader_new_mix(handles *C.uintptr_t, n C.int32_t, weights *C.double, epochRows C.int64_t, config *C.char, out *C.uintptr_t, errOut **C.char) (st C.int) {
+	defer guard(&st, errOut)
+	if n <= 0 {
+		return fail(errOut, invalidf("mixture of %d datasets: want at least one", int(n)))
+	}
+	scans := make([]*loch.Scan, n)
+	for i, h := range unsafe.Slice(handles, int(n)) {
+		ds, err := datasetOf(h)
+		if err != nil {
+			return fail(errOut, fmt.Errorf("mixture dataset %d: %w", i, err))
+		}
+		scans[i] = ds.d.Scan()
+	}
+	w := make([]float64, n)
+	for i, v := range unsafe.Slice(weights, int(n)) {
+		w[i] = float64(v)
+	}
+	return startLoader(config, scans, out, errOut, func(cfg loader.Config) (*loader.Loader, error) {
+		if err := mixColumns(scans, cfg.Columns); err != nil {
+			return nil, err
+		}
+		return loader.NewMix(context.Background(), scans, w, int64(epochRows), cfg)
+	})
+}
+
+// mixColumns checks that every dataset of a mixture has the columns to
+// load. The loader reports a missing one as a column not found in a
+// version; to a mixture it is a bad argument, and the user knows the
+// dataset by its place in the mixture and its URL, not by its version.
+func mixColumns(scans []*loch.Scan, names []string) error {
+	for i, v := range scans {
+		sch := v.Schema()
+		for _, name := range names {
+			if _, ok := sch.Column(name); !ok {
+				return invalidf("mixture: dataset %d (%s) has no column %q (it has %v); load the columns all the datasets have", i, v.URL(), name, sch.Names())
+			}
+		}
+	}
+	return nil
+}
+
+// startLoader makes a loader handle: it decodes the configuration
+// (loch_loader_new's JSON), opens its chunk cache, starts the loader with
+// start and stores the handle in *out.
+func startLoader(config *C.char, scans []*loch.Scan, out *C.uintptr_t, errOut **C.char, start func(loader.Config) (*loader.Loader, error)) C.int {
 	var c loaderConfig
 	if err := decodeStrict("loader config", goString(config), &c); err != nil {
 		return fail(errOut, err)
 	}
 	cfg := c.Config
-	lo := &loaderObj{ds: ds, alloc: newLoaderAlloc(), names: cfg.Columns}
+	lo := &loaderObj{alloc: newLoaderAlloc(), names: cfg.Columns}
 	if c.CacheDir != "" {
 		n := c.CacheBytes
 		if n <= 0 {
@@ -81,12 +145,11 @@ func loch_loader_new(dsh C.uintptr_t, config *C.char, out *C.uintptr_t, errOut *
 		lo.cache, cfg.Cache = cache, cache
 	}
 	cfg.Allocator = lo.alloc
-	scan := ds.d.Scan()
 	if len(lo.names) == 0 {
-		sch := scan.Schema()
+		sch := scans[0].Schema()
 		lo.names = sch.Names()
 	}
-	l, err := loader.New(context.Background(), scan, cfg)
+	l, err := start(cfg)
 	if err != nil {
 		if lo.cache != nil {
 			lo.cache.Close()
@@ -167,6 +230,7 @@ func (lo *loaderObj) cBatch(b *loader.Batch) *C.loch_batch {
 	cb.epoch, cb.index, cb.n = C.int64_t(b.Epoch), C.int64_t(b.Index), C.int64_t(b.Len())
 	cb.positions = cArray(b.Positions, i64)
 	cb.row_ids = cArray(b.RowIDs, func(v uint64) C.uint64_t { return C.uint64_t(v) })
+	cb.datasets = cArray(b.Datasets, i64)
 	var names []string
 	for _, n := range lo.names {
 		if b.Columns[n] != nil {

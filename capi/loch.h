@@ -19,9 +19,9 @@
 /*
  * The version of this ABI; loch_abi_version returns it. 2 added the version
  * control functions below and the "ref" and "as_of" options of
- * loch_dataset_open.
+ * loch_dataset_open; 3 added loch_loader_new_mix and loch_batch.datasets.
  */
-#define LOCH_ABI_VERSION 2
+#define LOCH_ABI_VERSION 3
 
 /* Status codes. */
 enum {
@@ -109,7 +109,12 @@ typedef struct {
 	uint8_t *nulls;
 } loch_tensor;
 
-/* loch_batch: one batch of a loader; cols[i].name names its column. */
+/*
+ * loch_batch: one batch of a loader; cols[i].name names its column. Row i
+ * is at positions[i] of its dataset, with row id row_ids[i]; datasets[i]
+ * is that dataset's index in loch_loader_new_mix's handles (NULL for a
+ * loader of one dataset).
+ */
 typedef struct {
 	int64_t epoch;
 	int64_t index;
@@ -119,6 +124,7 @@ typedef struct {
 	int32_t ncols;
 	int32_t reserved;
 	loch_tensor *cols;
+	int64_t *datasets;
 } loch_batch;
 
 /*

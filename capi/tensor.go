@@ -160,7 +160,7 @@ func loch_batch_free(b *C.loch_batch) {
 	for i := range unsafeSlice(b.cols, int(b.ncols)) {
 		freeTensorMeta(&unsafeSlice(b.cols, int(b.ncols))[i])
 	}
-	for _, p := range []unsafe.Pointer{unsafe.Pointer(b.cols), unsafe.Pointer(b.positions), unsafe.Pointer(b.row_ids)} {
+	for _, p := range []unsafe.Pointer{unsafe.Pointer(b.cols), unsafe.Pointer(b.positions), unsafe.Pointer(b.row_ids), unsafe.Pointer(b.datasets)} {
 		C.free(p)
 	}
 	C.free(unsafe.Pointer(b))

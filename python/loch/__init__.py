@@ -16,8 +16,9 @@ use (never at import, so that importing loch before ``fork`` is safe)::
     (2, 8, 8, 3) [2 3]
 
 Framework adapters: :meth:`Dataset.pytorch`, :meth:`Dataset.jax`,
-:meth:`Dataset.tensorflow`. Version control (branches, tags, checkout,
-diff, merge, revert, gc): :mod:`loch.versions`.
+:meth:`Dataset.tensorflow`. Several datasets mixed in given proportions:
+:func:`loch.mix`. Version control (branches, tags, checkout, diff, merge,
+revert, gc): :mod:`loch.versions`.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from .errors import (
     ReadOnly,
 )
 from .loader import Loader
+from .mixture import Mixture, mix
 from .schema import (
     JSON,
     Audio,
@@ -63,6 +65,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "create", "open", "Dataset", "ColumnReader", "Commit", "Loader", "EncodedImage", "buffer_stats", "trim_buffers",
+    "mix", "Mixture",
     "Ref", "Diff", "RowChange", "ColumnChange", "MergeResult", "MergeConflict", "GCReport", "GCCount",
     "Schema", "Column", "Tensor", "Image", "Video", "Audio", "Mask", "ClassLabel", "BBox", "Embedding",
     "PointCloud", "Text", "JSON", "Bytes", "Link",

@@ -4,7 +4,10 @@ The library is loaded on first use, never at import, because the Go
 runtime it starts does not survive ``fork``: a process forked after loading
 has the library's memory but none of its threads, and any call into it
 would hang. Each :class:`Library` records the process that loaded it, and
-every call checks it, raising :class:`loch.ForkedProcess` instead.
+every call checks it, raising :class:`loch.ForkedProcess` instead. In such
+a forked process :func:`library` loads a private copy of the library, with
+a Go runtime of its own, so that opening datasets there works; the objects
+inherited from the parent stay bound to the parent's copy.
 
 ctypes releases the GIL during each call, so Go works while Python threads
 run.
@@ -25,7 +28,7 @@ from typing import Any
 from ._status import NOT_ERRORS
 from .errors import ForkedProcess, from_status
 
-ABI_VERSION = 2
+ABI_VERSION = 3
 
 # Layouts and encodings of loch_column_in and loch_tensor.
 DENSE, PACKED, NULLS = 0, 1, 2
@@ -83,6 +86,7 @@ class BatchOut(Structure):
         ("ncols", c_int32),
         ("reserved", c_int32),
         ("cols", POINTER(TensorOut)),
+        ("datasets", POINTER(c_int64)),
     ]
 
 
@@ -126,6 +130,7 @@ _STATUS_FUNCS: dict[str, list[Any]] = {
     "loch_dtypes": [_STR_OUT],
     "loch_loader_config": [c_char_p, _STR_OUT],
     "loch_loader_new": [c_uintptr, c_char_p, POINTER(c_uintptr)],
+    "loch_loader_new_mix": [c_void_p, c_int32, c_void_p, c_int64, c_char_p, POINTER(c_uintptr)],
     "loch_loader_next": [c_uintptr, c_int64, POINTER(POINTER(BatchOut))],
     "loch_loader_len": [c_uintptr, POINTER(c_int64)],
     "loch_loader_state": [c_uintptr, _STR_OUT],
@@ -190,9 +195,10 @@ class Library:
             raise ForkedProcess(
                 f"loch's library was loaded in process {self.pid}, and this process ({os.getpid()}) "
                 "was forked from it: the Go runtime does not survive fork, so loch objects of the "
-                "parent cannot be used here. Open datasets after forking, in the child, or start "
-                "children with multiprocessing's 'spawn' or 'forkserver' method (PyTorch "
-                "DataLoader workers over ds.pytorch() handle this themselves)."
+                "parent cannot be used here. Open datasets again in this process (loch.open(url) "
+                "works here: it loads a private copy of the library), or start children with "
+                "multiprocessing's 'spawn' or 'forkserver' method (PyTorch DataLoader workers over "
+                "ds.pytorch() or a loch.Dataset handle this themselves)."
             )
 
     @property
@@ -255,38 +261,38 @@ _current: Library | None = None
 
 
 def library() -> Library:
-    """Returns the library of this process, loading it on first use."""
+    """Returns the library of this process, loading it on first use. In a
+    process forked after the parent loaded it, that is a private copy of
+    libloch.so (the parent's Go runtime is gone there), loaded from a
+    temporary copy of the file because the dynamic loader would hand back
+    the parent's mapping for the same file. Objects of the parent stay
+    unusable (:class:`loch.ForkedProcess`)."""
     global _current
     lib = _current
-    if lib is None:
+    if lib is None or not lib.usable:
         with _lock:
             if _current is None:
                 _current = Library(library_path())
+            elif not _current.usable:
+                _current = _private_copy(library_path())
             lib = _current
-    lib.check()
     return lib
+
+
+def _private_copy(src: Path) -> Library:
+    """Loads a copy of the library at ``src`` (as another file, so that it
+    gets a Go runtime of its own)."""
+    fd, tmp = tempfile.mkstemp(prefix="libloch-", suffix=".so")
+    try:
+        with os.fdopen(fd, "wb") as f, open(src, "rb") as s:
+            shutil.copyfileobj(s, f)
+        lib = Library(Path(tmp))
+        lib.path = src
+        return lib
+    finally:
+        os.unlink(tmp)
 
 
 def loaded() -> bool:
     """Whether the library has been loaded (in this or a parent process)."""
     return _current is not None
-
-
-def library_in_child() -> Library:
-    """Returns a library usable in this process, also when it was forked
-    after the parent loaded one: then a private copy of libloch.so is
-    loaded, with a Go runtime of its own. Objects of the parent stay
-    unusable (ForkedProcess). Used by PyTorch DataLoader workers."""
-    global _current
-    with _lock:
-        if _current is not None and not _current.usable:
-            src = library_path()
-            fd, tmp = tempfile.mkstemp(prefix="libloch-", suffix=".so")
-            try:
-                with os.fdopen(fd, "wb") as f, open(src, "rb") as s:
-                    shutil.copyfileobj(s, f)
-                _current = Library(Path(tmp))
-                _current.path = src
-            finally:
-                os.unlink(tmp)
-    return library()

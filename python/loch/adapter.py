@@ -34,7 +34,8 @@ class Adapter:
     :meth:`convert`. Iterating is one epoch of ``loader.batches(convert)``:
     ``convert`` runs after the loader's ``sample_transform`` and before a
     callable ``transform``, which so sees the framework's batches. The other
-    methods are the Loader's.
+    methods are the Loader's, and so is the epoch rule: iterating again is
+    the next epoch (see :mod:`loch.epochs`).
     """
 
     def __init__(self, loader: Loader) -> None:
@@ -46,7 +47,7 @@ class Adapter:
         return batch
 
     def __iter__(self) -> Iterator[Batch]:
-        """One epoch of converted batches."""
+        """The next epoch, as converted batches."""
         return self.loader.batches(self.convert)
 
     def __len__(self) -> int:
@@ -84,9 +85,9 @@ class Adapter:
         return self.loader.epoch
 
     def set_epoch(self, epoch: int) -> None:
-        """Sets the epoch of the next iteration (its shuffle), as
-        DistributedSampler.set_epoch; a state loaded for another epoch is
-        dropped."""
+        """Makes the next iteration deliver epoch ``epoch`` (its shuffle),
+        as DistributedSampler.set_epoch; the ones after it go on from there.
+        A state loaded for another epoch is dropped."""
         self.loader.set_epoch(epoch)
 
     def config(self) -> dict[str, Any]:
@@ -94,8 +95,8 @@ class Adapter:
         return self.loader.config()
 
     def state_dict(self) -> dict[str, Any]:
-        """The state to resume from, after the batches delivered so far (see
-        :meth:`loch.Loader.state_dict`)."""
+        """The state to resume from: after the batches delivered so far, or
+        at the start of the next epoch (see :meth:`loch.Loader.state_dict`)."""
         return self.loader.state_dict()
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:

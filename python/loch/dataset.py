@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import ctypes
 import json
+import os
 import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -35,7 +36,7 @@ from ._buffers import Value, free_tensor, tensor_value
 from ._handle import Handle
 from ._library import Library, TensorOut, c_uintptr
 from ._write import columns_in
-from .errors import InvalidArgument
+from .errors import InvalidArgument, NotFound
 from .loader import Loader
 from .schema import Column, Schema
 from .versions import Diff, GCReport, MergeResult, Ref, format_time, parse_time
@@ -149,7 +150,29 @@ class Dataset:
     :meth:`log`, :meth:`diff`, :meth:`merge`, :meth:`revert`, :meth:`gc`.
     Safe to use from several threads. Close it (or use it as a context
     manager) to release it at once; uncommitted writes are then discarded.
+
+    In another process a Dataset is a read-only view of its snapshot:
+
+    - pickled (multiprocessing's spawn and forkserver, PyTorch DataLoader
+      workers), it is unpickled as :func:`loch.open` of its URL at the
+      version it read, read-only;
+    - in a process forked from the one that opened it, its reads (length,
+      schema, rows, columns, log, diff, loaders) go to the snapshot it read
+      at the fork, opened again there on first use; its writes, commits and
+      version control raise :class:`loch.ForkedProcess` (the staged writes
+      and the branch are the parent's: open the dataset in the child to
+      write).
+
+    Staged writes never travel, and a ``mem://`` dataset, which lives in
+    the process that created it, cannot be pickled or read in a forked
+    child. So ``torch.utils.data.DataLoader(loch.open(url), num_workers=N)``
+    reads rows (``ds[i]``, and :meth:`__getitems__` for a batch of them) in
+    its workers under every start method.
     """
+
+    #: The keys of a loader's batch that describe its rows: the row ids
+    #: (:attr:`loch.loader.Source.row_keys`).
+    row_keys: tuple[str, ...] = ("index",)
 
     def __init__(self, lib: Library, handle: int) -> None:
         self._h = Handle(self, lib, handle, "loch_dataset_close", "dataset")
@@ -157,6 +180,30 @@ class Dataset:
         self._schema: tuple[str, Schema] | None = None
         self._url: str | None = None
         self._loaders: weakref.WeakSet[Handle] = weakref.WeakSet()  # Go loaders reading this handle
+        self._view: tuple[int, Dataset] | None = None  # (pid, this snapshot opened there) in a forked process
+        self._at = _Reopener(self.url, self._h.lib.call_string("loch_dataset_version", self._h.value))
+
+    # The process this handle belongs to, and the others.
+
+    def _track(self) -> None:
+        """Records in Python the snapshot the handle reads now, for a
+        process forked from this one, where Go cannot be asked (see
+        :meth:`_here`). Every method that moves the handle calls it."""
+        self._at = _Reopener(self.url, self._h.lib.call_string("loch_dataset_version", self._h.value))
+
+    def _here(self) -> Dataset:
+        """This dataset for reads in this process: itself, or, in a process
+        forked from the one that opened it, the snapshot it read at the
+        fork, opened here read-only on first use (see the class
+        documentation). A closed dataset is itself (its calls raise
+        :class:`loch.Closed`)."""
+        if self._h.lib.usable or self._h.closed:
+            return self
+        pid = os.getpid()
+        view = self._view
+        if view is None or view[0] != pid:
+            view = self._view = (pid, self._at(None))
+        return view[1]
 
     # Identity and shape.
 
@@ -170,7 +217,8 @@ class Dataset:
     @property
     def version(self) -> str:
         """The id of the snapshot this handle reads."""
-        return self._h.lib.call_string("loch_dataset_version", self._h.value)
+        h = self._here()._h
+        return h.lib.call_string("loch_dataset_version", h.value)
 
     @property
     def pinned(self) -> bool:
@@ -183,25 +231,27 @@ class Dataset:
         """Whether the handle refuses writes (:class:`loch.ReadOnly`): it was
         opened or checked out at a tag, a version id or a time."""
         out = ctypes.c_int32()
-        self._h.call("loch_dataset_read_only", ctypes.byref(out))
+        self._here()._h.call("loch_dataset_read_only", ctypes.byref(out))
         return bool(out.value)
 
     @property
     def current_branch(self) -> str | None:
         """The branch the handle writes to, or None when it is read-only."""
-        return self._h.lib.call_string("loch_dataset_current_branch", self._h.value) or None
+        h = self._here()._h
+        return h.lib.call_string("loch_dataset_current_branch", h.value) or None
 
     @property
     def schema(self) -> Schema:
         """The columns, with their statistics (shapes seen, bytes stored)."""
         v = self.version
         if self._schema is None or self._schema[0] != v:
-            self._schema = (v, Schema.from_json(self._h.lib.call_string("loch_dataset_schema", self._h.value)))
+            h = self._here()._h
+            self._schema = (v, Schema.from_json(h.lib.call_string("loch_dataset_schema", h.value)))
         return self._schema[1]
 
     def __len__(self) -> int:
         out = ctypes.c_int64()
-        self._h.call("loch_dataset_len", ctypes.byref(out))
+        self._here()._h.call("loch_dataset_len", ctypes.byref(out))
         return out.value
 
     def __repr__(self) -> str:
@@ -219,7 +269,7 @@ class Dataset:
         ['first batch', 'create dataset']
         """
         out = []
-        for c in self._h.lib.call_json("loch_dataset_log", self._h.value):
+        for c in self._here()._str_json("loch_dataset_log"):
             out.append(Commit(c["id"], tuple(c.get("parents") or ()), c.get("message", ""), c.get("author", ""),
                               parse_time(c["time"]), c.get("rows", 0), c.get("branch", "")))  # fmt: skip
         return out
@@ -228,11 +278,15 @@ class Dataset:
         """Moves the handle to the newest snapshot of its branch (raises
         :class:`loch.ReadOnly` on a read-only handle)."""
         self._h.call("loch_dataset_refresh")
+        self._track()
 
     # Version control (see loch.versions).
 
     def _str(self, name: str, *args: Any) -> str:
         return self._h.lib.call_string(name, self._h.value, *args)
+
+    def _str_json(self, name: str, *args: Any) -> Any:
+        return json.loads(self._str(name, *args))
 
     def branch(self, name: str, from_: str | None = None) -> str:
         """Creates branch ``name`` at the version ``from_`` names (a branch,
@@ -275,12 +329,12 @@ class Dataset:
         >>> [(r.name, r.kind) for r in ds.refs()]    # doctest: +SKIP
         [('main', 'branch'), ('v1.0', 'tag')]
         """
-        return [Ref.from_json(r) for r in json.loads(self._str("loch_dataset_refs"))]
+        return [Ref.from_json(r) for r in self._here()._str_json("loch_dataset_refs")]
 
     def resolve(self, ref: str) -> str:
         """The version id that ``ref`` (a branch, tag, version id or unique
         prefix of 6 or more hex digits) names now."""
-        return self._str("loch_dataset_resolve", _enc(ref))
+        return self._here()._str("loch_dataset_resolve", _enc(ref))
 
     def checkout(self, ref: str) -> None:
         """Moves the handle to ``ref``: a branch (the handle then writes
@@ -288,6 +342,7 @@ class Dataset:
         :class:`loch.InvalidArgument` while writes are staged: commit them
         first. Loaders already made keep reading their version."""
         self._h.call("loch_dataset_checkout", _enc(ref))
+        self._track()
 
     def revert(self, ref: str, message: str | None = None) -> str:
         """Commits, on the handle's branch, the contents of the version
@@ -296,7 +351,9 @@ class Dataset:
 
             >>> _ = ds.revert("v1.0", "undo the relabelling")   # doctest: +SKIP
         """
-        return self._str("loch_dataset_revert", _enc(ref), _enc(message))
+        version = self._str("loch_dataset_revert", _enc(ref), _enc(message))
+        self._track()
+        return version
 
     def diff(self, a: str, b: str | None = None, *, start: int = 0, limit: int = 1000) -> Diff:
         """Compares version ``a`` with version ``b`` (refs; default: this
@@ -312,7 +369,7 @@ class Dataset:
         if start < 0:
             raise InvalidArgument(f"diff start={start}: want a row id (0 or more)")
         opts = json.dumps({"start": int(start), "limit": int(limit) if limit > 0 else -1}).encode()
-        return Diff.from_json(json.loads(self._str("loch_dataset_diff", _enc(a), _enc(b), opts)))
+        return Diff.from_json(self._here()._str_json("loch_dataset_diff", _enc(a), _enc(b), opts))
 
     def merge(self, src: str, strategy: str = "fail", message: str | None = None) -> MergeResult:
         """Merges the version ``src`` names into the handle's branch, three
@@ -329,7 +386,9 @@ class Dataset:
             ...     ds.merge("relabel", strategy="theirs")
         """
         opts = _options(strategy=strategy, message=message)
-        return MergeResult.from_json(json.loads(self._str("loch_dataset_merge", _enc(src), opts)))
+        result = MergeResult.from_json(self._str_json("loch_dataset_merge", _enc(src), opts))
+        self._track()
+        return result
 
     def gc(self, grace: float = 86400.0, dry_run: bool = False) -> GCReport:
         """Deletes the stored objects that no branch or tag reaches and that
@@ -349,7 +408,7 @@ class Dataset:
         n = len(self)
         end = n if end is None else end
         out = np.empty(max(end - start, 0), dtype=np.uint64)
-        self._h.call("loch_dataset_row_ids", start, end, out.ctypes.data)
+        self._here()._h.call("loch_dataset_row_ids", start, end, out.ctypes.data)
         return out
 
     # Writes.
@@ -399,7 +458,9 @@ class Dataset:
         """Makes the staged writes visible as a new snapshot and returns its
         version id. Raises :class:`loch.Conflict` when a concurrent commit
         changed the same rows (the writes stay staged)."""
-        return self._h.lib.call_string("loch_dataset_commit", self._h.value, message.encode())
+        version = self._h.lib.call_string("loch_dataset_commit", self._h.value, message.encode())
+        self._track()
+        return version
 
     # Reads.
 
@@ -412,18 +473,29 @@ class Dataset:
             return ColumnReader(self, key)
         return {name: ColumnReader(self, name)[key] for name in self.schema}
 
+    def __getitems__(self, positions: Sequence[int]) -> list[dict[str, Any]]:
+        """The rows at these positions, as ``[ds[i] for i in positions]``
+        would give them, read with one call per column: what a PyTorch
+        DataLoader over the dataset (map-style) asks for each batch::
+
+            >>> loader = torch.utils.data.DataLoader(loch.open(url), batch_size=64, num_workers=4)  # doctest: +SKIP
+        """
+        columns = {name: ColumnReader(self, name)[list(positions)] for name in self.schema}
+        return [{name: _sample(v, k) for name, v in columns.items()} for k in range(len(positions))]
+
     def _read(self, column: str, positions: Sequence[int] | None, start: int = 0, end: int = 0, *,
               stack: bool) -> Value:  # fmt: skip
+        h = self._here()._h
         out = ctypes.POINTER(TensorOut)()
         if positions is None:
-            self._h.call("loch_dataset_read_range", column.encode(), start, end, ctypes.byref(out))
+            h.call("loch_dataset_read_range", column.encode(), start, end, ctypes.byref(out))
         else:
             pos = np.ascontiguousarray(positions, dtype=np.int64)
-            self._h.call("loch_dataset_read", column.encode(), pos.ctypes.data, len(pos), ctypes.byref(out))
+            h.call("loch_dataset_read", column.encode(), pos.ctypes.data, len(pos), ctypes.byref(out))
         try:
-            value, _, _ = tensor_value(self._h.lib, out.contents, stack=stack)
+            value, _, _ = tensor_value(h.lib, out.contents, stack=stack)
         finally:
-            free_tensor(self._h.lib, out)
+            free_tensor(h.lib, out)
         return value
 
     def fetch(self, column: str, position: int) -> bytes:
@@ -433,12 +505,13 @@ class Dataset:
 
             >>> jpeg = ds.fetch("original", 0)          # doctest: +SKIP
         """
+        h = self._here()._h
         out = ctypes.POINTER(TensorOut)()
-        self._h.call("loch_dataset_fetch", column.encode(), int(position), ctypes.byref(out))
+        h.call("loch_dataset_fetch", column.encode(), int(position), ctypes.byref(out))
         try:
-            value, _, _ = tensor_value(self._h.lib, out.contents, stack=False)
+            value, _, _ = tensor_value(h.lib, out.contents, stack=False)
         finally:
-            free_tensor(self._h.lib, out)
+            free_tensor(h.lib, out)
         return bytes(value[0])
 
     # Loaders.
@@ -482,10 +555,11 @@ class Dataset:
         JSON object loch_loader_new takes), and returns its handle. The
         handle closes the Go loader when ``owner`` is garbage collected, at
         the latest; :meth:`close` closes it before the dataset."""
+        here = self._here()
         out = c_uintptr()
-        self._h.call("loch_loader_new", json.dumps(config).encode(), ctypes.byref(out))
-        handle = Handle(owner, self._h.lib, out.value, "loch_loader_close", "loader")
-        self._loaders.add(handle)
+        here._h.call("loch_loader_new", json.dumps(config).encode(), ctypes.byref(out))
+        handle = Handle(owner, here._h.lib, out.value, "loch_loader_close", "loader")
+        here._loaders.add(handle)
         return handle
 
     def _reopener(self) -> _Reopener:
@@ -501,9 +575,13 @@ class Dataset:
 
     def close(self) -> None:
         """Releases the handle, after stopping the loaders reading it;
-        uncommitted writes are discarded."""
+        uncommitted writes are discarded. In a forked process it closes
+        the snapshot opened there and forgets the parent's handle."""
         for go in list(self._loaders):
             go.close()
+        view, self._view = self._view, None
+        if view is not None and view[0] == os.getpid():
+            view[1].close()
         self._h.close()
 
     @property
@@ -517,10 +595,39 @@ class Dataset:
         self.close()
 
     def __reduce__(self) -> Any:
-        raise TypeError(
-            "a loch.Dataset holds a Go handle and cannot be pickled; pickle its url and version "
-            "and call loch.open(url, version=version) in the other process"
-        )
+        """Pickles the dataset as its snapshot: unpickled, it is
+        ``loch.open(url, version=version)``, read-only (see the class
+        documentation). Staged writes are not carried."""
+        snapshot = self._reopener()
+        if snapshot.url.startswith("mem://"):
+            raise TypeError(
+                f"{snapshot.url} is an in-memory dataset of this process and cannot be pickled: "
+                "store it at a path or an object store URL to read it in other processes"
+            )
+        return snapshot, (None,)
+
+
+def start_mix_loader(
+    owner: object, datasets: Sequence[Dataset], weights: Sequence[float], epoch_rows: int, config: Mapping[str, Any]
+) -> Handle:
+    """Package-internal (the seam of :class:`loch.mixture.Mixture`, as
+    :meth:`Dataset._start_loader` is of one dataset): starts a Go loader
+    mixing the current snapshots of ``datasets`` with ``weights`` and
+    ``epoch_rows`` (loch_loader_new_mix), configured by ``config``, and
+    returns its handle. The handle closes the Go loader when ``owner`` is
+    garbage collected, at the latest; closing any of the datasets closes it
+    first."""
+    here = [d._here() for d in datasets]
+    lib = here[0]._h.lib
+    handles = np.array([d._h.value.value for d in here], dtype=np.uintp)
+    w = np.ascontiguousarray(weights, dtype=np.float64)
+    out = c_uintptr()
+    lib.call("loch_loader_new_mix", handles.ctypes.data, len(here), w.ctypes.data, int(epoch_rows),
+             json.dumps(config).encode(), ctypes.byref(out))  # fmt: skip
+    handle = Handle(owner, lib, out.value, "loch_loader_close", "loader")
+    for d in here:
+        d._loaders.add(handle)
+    return handle
 
 
 @dataclass(frozen=True)
@@ -535,11 +642,24 @@ class _Reopener:
         """Returns ``current`` when it is a Dataset usable in this process
         (open or closed), else the snapshot opened here. In a process forked
         after the library was loaded, a private copy of the library is
-        loaded first (the parent's Go runtime is gone)."""
+        loaded first (the parent's Go runtime is gone; see
+        :func:`loch._library.library`). Raises :class:`loch.NotFound` for a
+        ``mem://`` dataset, which exists only in the process that made it."""
         if isinstance(current, Dataset) and current._h.lib.usable:
             return current
-        _library.library_in_child()
+        if self.url.startswith("mem://"):
+            raise NotFound(
+                f"{self.url} is an in-memory dataset of another process and cannot be opened here: "
+                "store it at a path or an object store URL to read it in other processes"
+            )
         return open(self.url, version=self.version)
+
+
+def _sample(value: Value, k: int) -> Any:
+    """Sample k of a column's stacked read, as ``ColumnReader[i]`` gives
+    one sample (a 0-d array as its scalar)."""
+    v = value[k]
+    return v[()] if isinstance(v, np.ndarray) and v.ndim == 0 else v
 
 
 class ColumnReader:

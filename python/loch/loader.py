@@ -13,6 +13,9 @@ batch first (ragged samples zero-padded to the largest), or a list for
 text (``str``), json (parsed values) and bytes columns. Beside them:
 
 - ``"index"``: the rows' stable ids (int64);
+- ``"dataset"``: in a mixture (:func:`loch.mix`), the index of each row's
+  dataset in the mixture (int64; ``"index"`` is then the row id in that
+  dataset);
 - ``"<column>.shapes"``: each sample's own shape, for columns whose declared
   shape is ragged (int64, [batch, ndim]);
 - ``"<column>.null"``: which samples are empty (zero-filled), when any is.
@@ -32,6 +35,7 @@ from ._handle import Handle
 from ._library import BatchOut, library
 from ._status import Status
 from .dtypes import VARIABLE
+from .epochs import Epochs
 from .errors import InvalidArgument
 from .schema import Schema
 
@@ -73,16 +77,24 @@ def _checked(config: Mapping[str, Any]) -> dict[str, Any]:
 
 
 class Source(Protocol):
-    """What a :class:`Loader` reads: a dataset at one snapshot.
-    :class:`loch.Dataset` is the one implementation. loch.loader (and the
-    framework adapters above it) see a dataset only through this protocol,
-    so that loch.dataset can make loaders without the two modules importing
-    each other; the two underscored members are the package-internal seam,
+    """What a :class:`Loader` reads: a dataset at one snapshot
+    (:class:`loch.Dataset`), or a mixture of several
+    (:class:`loch.mixture.Mixture`). loch.loader (and the framework
+    adapters above it) see a dataset only through this protocol, so that
+    loch.dataset can make loaders without the two modules importing each
+    other; the two underscored members are the package-internal seam,
     documented on Dataset."""
 
     @property
     def schema(self) -> Schema:
         """The columns, as :attr:`loch.Dataset.schema`."""
+        ...
+
+    @property
+    def row_keys(self) -> tuple[str, ...]:
+        """The keys of a batch that describe its rows rather than hold a
+        column (int64 each): ``("index",)``, and ``"dataset"`` for a
+        mixture. No column loaded may have one of these names."""
         ...
 
     def _start_loader(self, owner: object, config: Mapping[str, Any]) -> Handle:
@@ -141,7 +153,8 @@ class Loader:
         batch_size: rows per batch (0: the Go loader's default, 32).
         shuffle: False (stored order), True (the Go loader's default
             shuffle), or a mode: "none", "block", "full".
-        seed, epoch: select the shuffle; :meth:`set_epoch` changes the epoch.
+        seed, epoch: select the shuffle; ``epoch`` is the first iteration's
+            (see Epochs below).
         drop_last: drop the end of the epoch so that every rank gets the
             same number of full batches; otherwise the last ranks are padded
             by repeating rows (as PyTorch's DistributedSampler).
@@ -165,17 +178,39 @@ class Loader:
             :class:`loch.InvalidArgument`). The loader goes on at the same
             epoch and batch count over this version's order, so in that
             epoch some rows may be seen twice or not at all.
+        epochs: the epoch counter (default: one of its own, in memory,
+            starting at ``epoch``; one given should start there too): the
+            PyTorch adapter passes one that its DataLoader workers' copies
+            share (:class:`loch.epochs.SharedEpochs`).
 
     Attributes:
         dataset: the dataset read; None in a copy pickled into another
             process until that copy first reads (it then holds the snapshot
             opened there).
         columns: the columns loaded.
+        row_keys: the keys of a batch beside the columns' that describe its
+            rows: ``"index"``, and ``"dataset"`` for a mixture.
         batch_size: rows per batch.
 
-    Iterating starts a Go loader for the current epoch over the dataset's
-    current snapshot; breaking out of the loop stops it. :meth:`state_dict`
-    and :meth:`load_state_dict` save and resume mid-epoch::
+    Iterating starts a Go loader for the next epoch over the dataset's
+    current snapshot; breaking out of the loop stops it.
+
+    Epochs: iterating again advances the epoch; :meth:`set_epoch` sets the
+    next iteration's; :meth:`load_state_dict` resumes the saved one (the
+    rule of every loch loader, see :mod:`loch.epochs`)::
+
+        >>> ds = loch.create("mem://epochs-doc", schema={"n": loch.Tensor("int64", shape=())})
+        >>> ds.extend({"n": np.arange(10)}); _ = ds.commit()
+        >>> loader = ds.numpy(batch_size=10, shuffle=True, seed=1)
+        >>> first, second = [b["n"].tolist() for b in loader], [b["n"].tolist() for b in loader]
+        >>> first != second, loader.epoch
+        (True, 2)
+        >>> loader.set_epoch(0)
+        >>> [b["n"].tolist() for b in loader] == first
+        True
+
+    :meth:`state_dict` and :meth:`load_state_dict` save and resume
+    mid-epoch::
 
         >>> ds = loch.create("mem://loader-doc", schema={"n": loch.Tensor("int64", shape=())})
         >>> ds.extend({"n": np.arange(10)}); _ = ds.commit()
@@ -184,14 +219,15 @@ class Loader:
         >>> saved = loader.state_dict()
         >>> again = ds.numpy(batch_size=2, shuffle=True, seed=1)
         >>> again.load_state_dict(saved)                 # resumes after `first`
-        >>> [first["n"].tolist()] + [b["n"].tolist() for b in again] == [b["n"].tolist() for b in loader]
+        >>> whole = [b["n"].tolist() for b in ds.numpy(batch_size=2, shuffle=True, seed=1)]
+        >>> [first["n"].tolist()] + [b["n"].tolist() for b in again] == whole
         True
 
     A loader can be pickled into another process, without the dataset's
     handle: there it opens the dataset's URL again, at the version the
-    dataset had when the loader was made (so not a ``mem://`` dataset). In
-    a process forked from this one, :meth:`reopen_if_forked` does the same.
-    This is how PyTorch DataLoader workers read.
+    dataset had when the loader was made (so not a ``mem://`` dataset). A
+    loader inherited by a process forked from this one does the same when
+    it first reads there. This is how PyTorch DataLoader workers read.
 
     Framework adapters (:mod:`loch.torch`, :mod:`loch.jax`,
     :mod:`loch.tensorflow`) wrap one Loader each (:class:`loch.adapter.Adapter`)
@@ -223,14 +259,19 @@ class Loader:
         cache_bytes: int | None = None,
         split: tuple[int, int] | None = None,
         allow_version_change: bool = False,
+        epochs: Epochs | None = None,
     ) -> None:
         schema = dataset.schema
         self.columns = list(columns) if columns is not None else list(schema)
         for c in self.columns:
             if c not in schema:
                 raise InvalidArgument(f"no column {c!r} (have {list(schema)})")
-        if "index" in self.columns:
-            raise InvalidArgument('a column named "index" clashes with the row ids a batch holds under "index"')
+        self.row_keys = tuple(dataset.row_keys)
+        for key in self.row_keys:
+            if key in self.columns:
+                raise InvalidArgument(
+                    f'a column named "{key}" clashes with the "{key}" a batch holds beside its columns: load the others'
+                )
         self.dataset: Source | None = dataset
         self._reopen = dataset._reopener()
         self._ragged = frozenset(c for c in self.columns if schema[c].ragged and schema[c].dtype not in VARIABLE)
@@ -276,20 +317,26 @@ class Loader:
         # (The row ids, possibly many, are left to loch_loader_new.)
         checked = _checked({k: v for k, v in self._config.items() if k != "rows"} | {"epoch": int(epoch)})
         self.batch_size = int(checked["batch_size"])
-        self._epoch = int(epoch)
-        self._resume: dict[str, Any] | None = None
+        self._epochs = epochs if epochs is not None else Epochs(epoch)
+        self._resume: dict[str, Any] | None = None  # a loaded state: where the next iteration starts
         self._active: _GoLoader | None = None
-        self._last: tuple[dict[str, Any], dict[str, Any]] | None = None  # state, stats of the last epoch
+        self._active_epoch = 0
+        self._stopped: dict[str, Any] | None = None  # the state an iteration left early stopped at
+        self._stats: dict[str, Any] = {}  # of the last iteration
 
     @property
     def epoch(self) -> int:
-        """The epoch the next iteration delivers."""
-        return self._epoch
+        """The epoch the next iteration delivers (during an iteration, the
+        one after it, unless :meth:`set_epoch` changed it)."""
+        return self._epochs.peek()
 
     def set_epoch(self, epoch: int) -> None:
-        """Sets the epoch of the next iteration (its shuffle). A state loaded
-        for another epoch is dropped."""
-        self._epoch = int(epoch)
+        """Makes the next iteration deliver epoch ``epoch`` (its shuffle);
+        the ones after it go on from there. A state loaded for another
+        epoch is dropped."""
+        epoch = int(epoch)
+        self._epochs.set(epoch)
+        self._stopped = None
         if self._resume is not None and self._resume.get("epoch", epoch) != epoch:
             self._resume = None
 
@@ -324,36 +371,47 @@ class Loader:
 
     def config(self) -> dict[str, Any]:
         """The Go loader configuration of the next iteration."""
-        cfg = dict(self._config, epoch=self._epoch)
-        if self._resume is not None:
+        return self._go_config(self._epochs.peek())
+
+    def _go_config(self, epoch: int) -> dict[str, Any]:
+        """The Go loader configuration of an iteration of ``epoch``: a
+        loaded state resumes it when it is of that epoch."""
+        cfg = dict(self._config, epoch=epoch)
+        if self._resume is not None and self._resume.get("epoch", epoch) == epoch:
             cfg["resume"] = self._resume
         return cfg
 
     def reopen_if_forked(self) -> None:
-        """Makes the loader usable in a process forked from the one that
-        made it (after that one loaded the library): its dataset's snapshot
-        is opened again here, with a private copy of the library. Elsewhere
-        it does nothing. Without it, a forked loader raises
-        :class:`loch.ForkedProcess`, as every loch object does; the PyTorch
-        adapter calls it for its DataLoader workers. (A loader pickled into
-        another process needs no call: it opens the snapshot on first use.)
-        """
-        self.dataset = self._reopen(self.dataset)
+        """Opens the loader's snapshot in this process now, if it was
+        forked from the one that made the loader (after that one loaded the
+        library), with a private copy of the library; elsewhere it does
+        nothing. Reading does it anyway (see the class documentation): call
+        it to open the dataset before the first batch is asked for."""
+        self._source()
 
     def _source(self) -> Source:
         """The dataset: the one given, or, in a copy pickled into another
-        process, its snapshot opened there on first use."""
-        if self.dataset is None:
-            self.dataset = self._reopen(None)
+        process or inherited by a forked one, its snapshot opened there on
+        first use."""
+        self.dataset = self._reopen(self.dataset)
         return self.dataset
 
-    def _start(self, split: tuple[int, int] | None) -> _GoLoader:
-        config = self.config()
+    def _start(self, split: tuple[int, int] | None, epoch: int | None) -> _GoLoader:
+        source = self._source()
+        taken = epoch is None
+        if epoch is None:
+            epoch = self._epochs.take()
+        config = self._go_config(epoch)
         if split is not None:
             config["split"] = _split(split)
-        go = _GoLoader(self._source(), config)
-        self._resume = None
-        self._active = go
+        try:
+            go = _GoLoader(source, config)
+        except BaseException:
+            if taken:  # the iteration did not start: the next one is still this epoch
+                self._epochs.set(epoch)
+            raise
+        self._resume = self._stopped = None
+        self._active, self._active_epoch = go, epoch
         return go
 
     def __iter__(self) -> Iterator[Batch]:
@@ -361,9 +419,13 @@ class Loader:
         return self.batches()
 
     def batches(
-        self, convert: Callable[[Batch], Batch] | None = None, *, split: tuple[int, int] | None = None
+        self,
+        convert: Callable[[Batch], Batch] | None = None,
+        *,
+        split: tuple[int, int] | None = None,
+        epoch: int | None = None,
     ) -> Iterator[Batch]:
-        """Iterates one epoch, as ``iter(loader)`` does, with two hooks for
+        """Iterates one epoch, as ``iter(loader)`` does, with hooks for
         framework adapters:
 
         convert: turns each numpy batch (after ``sample_transform``) into a
@@ -371,6 +433,10 @@ class Loader:
             that the callable gets tensors of the framework).
         split: (index, count) for this iteration instead of the loader's
             own: a PyTorch DataLoader worker's share of the rank's batches.
+        epoch: the epoch to deliver, which the adapter took from the
+            loader's counter itself (a DataLoader worker's claim, see
+            :meth:`loch.epochs.SharedEpochs.claim`); by default the
+            iteration takes the next epoch from the counter.
 
         The Go loader starts at the first ``next`` and stops when the
         iteration ends or the iterator is closed or collected::
@@ -380,20 +446,24 @@ class Loader:
             >>> [b["n"].tolist() for b in ds.numpy(batch_size=4).batches(lambda b: {"n": b["n"] * 10})]
             [[0, 10, 20, 30], [40, 50, 60, 70], [80, 90]]
         """
-        go = self._start(split)
+        go = self._start(split, epoch)
+        ended = False
         try:
             while True:
                 p = go.next()
                 if p is None:
+                    ended = True
                     break
                 yield self._finish(go, p, convert)
         finally:
             if self._active is go:
-                try:
-                    self._last = (go.state(), go.stats())
-                except Exception:  # noqa: BLE001 (closing after an error)
-                    self._last = None
                 self._active = None
+                try:
+                    self._stats = go.stats()
+                    if not ended:
+                        self._stopped = {"epoch": self._active_epoch, "loader": go.state()}
+                except Exception:  # noqa: BLE001 (closing after an error)
+                    self._stats = {}
             go.close()
 
     def peek(self) -> Batch | None:
@@ -421,7 +491,7 @@ class Loader:
         transform, ``convert``, the batch transform."""
         batch = self._convert(go, p)
         if self._sample_transform is not None:
-            batch = per_sample(batch, self._sample_transform)
+            batch = per_sample(batch, self._sample_transform, self.columns, self.row_keys)
         if convert is not None:
             batch = convert(batch)
         if self._batch_transform is not None:
@@ -448,6 +518,8 @@ class Loader:
                 if nulls is not None:
                     out[name + ".null"] = nulls
             out["index"] = ids
+            if b.datasets:
+                out["dataset"] = _ints(b.datasets, n).astype(np.int64)
             return out
         finally:
             go.lib.cdll.loch_batch_free(p)
@@ -463,22 +535,27 @@ class Loader:
             go.close()
 
     def state_dict(self) -> dict[str, Any]:
-        """The state to resume from: after the batches delivered so far in
-        the current iteration, or at the end of the last one."""
+        """Where the loader stands, to resume from: during an iteration,
+        after the batches it delivered so far; after an iteration left
+        early, where it stopped; otherwise at the start of the next epoch
+        (:attr:`epoch`, or a state loaded and not yet resumed). A JSON-able
+        dict: ``{"epoch": ..., "loader": the Go loader's state or None}``."""
         if self._active is not None:
-            return {"epoch": self._epoch, "loader": self._active.state()}
-        if self._resume is not None:
-            return {"epoch": self._epoch, "loader": self._resume}
-        if self._last is not None:
-            return {"epoch": self._epoch, "loader": self._last[0]}
-        return {"epoch": self._epoch, "loader": None}
+            return {"epoch": self._active_epoch, "loader": self._active.state()}
+        if self._stopped is not None:
+            return dict(self._stopped)
+        cfg = self.config()
+        return {"epoch": cfg["epoch"], "loader": cfg.get("resume")}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        """Makes the next iteration resume from a saved :meth:`state_dict`."""
+        """Makes the next iteration resume from a saved :meth:`state_dict`:
+        its epoch, from where it stopped; the iterations after it deliver
+        the epochs after that one."""
         if "epoch" not in state or "loader" not in state:
             raise InvalidArgument(f"not a loch loader state: {state!r}")
-        self._epoch = int(state["epoch"])
+        self._epochs.set(int(state["epoch"]))
         self._resume = state["loader"]
+        self._stopped = None
 
     def stats(self) -> dict[str, Any]:
         """The Go loader's statistics of the current or last iteration:
@@ -486,9 +563,7 @@ class Loader:
         ``wait_share`` (the share of the time the consumer waited), ..."""
         if self._active is not None:
             return self._active.stats()
-        if self._last is not None:
-            return self._last[1]
-        return {}
+        return dict(self._stats)
 
     def close(self) -> None:
         """Stops the current iteration's Go loader, if any."""
@@ -510,15 +585,26 @@ def _split(split: tuple[int, int]) -> dict[str, int]:
     return {"index": int(index), "count": int(count)}
 
 
-def per_sample(batch: Batch, fn: Callable[[Batch], Batch]) -> Batch:
-    """Applies ``fn`` to each sample of a numpy batch (padding removed) and
-    stacks the results again (lists where shapes differ)."""
+def per_sample(
+    batch: Batch, fn: Callable[[Batch], Batch], columns: Sequence[str], row_keys: Sequence[str] = ("index",)
+) -> Batch:
+    """Applies ``fn`` to each sample of a numpy batch of these columns and
+    stacks the results again (lists where shapes differ). A sample is a
+    dict of its row keys (``"index"``, the row id; ``"dataset"`` in a
+    mixture) as ints and its value in each column: padding removed (by
+    ``"<column>.shapes"``), None when empty (``"<column>.null"``). Column
+    names may hold dots (``"emb.npy"``)::
+
+        >>> b = {"index": np.array([7, 8]), "a.npy": np.array([[1, 0], [2, 3]]),
+        ...      "a.npy.shapes": np.array([[1], [2]])}
+        >>> per_sample(b, lambda row: {"n": len(row["a.npy"])}, ["a.npy"])["n"].tolist()
+        [1, 2]
+    """
     n = len(batch["index"])
-    names = [k for k in batch if "." not in k and k != "index"]
     rows = []
     for i in range(n):
-        row: Batch = {"index": int(batch["index"][i])}
-        for k in names:
+        row: Batch = {k: int(batch[k][i]) for k in row_keys}
+        for k in columns:
             v = batch[k][i]
             if k + ".null" in batch and batch[k + ".null"][i]:
                 v = None

@@ -3,8 +3,10 @@
     tfds = ds.tensorflow(batch_size=64, columns=["image", "label"])
     model.fit(tfds.map(lambda b: (b["image"], b["label"])), epochs=3)
 
-Each pass over the ``tf.data.Dataset`` is one epoch of the Go loader
-(numbered from ``epoch``, one more each pass). The element spec comes from
+Each pass over the ``tf.data.Dataset`` is the next epoch of the Go loader,
+from ``epoch`` on (the rule of every loch loader, see :mod:`loch.epochs`;
+a ``tf.data.Dataset`` has no ``set_epoch``: make another to start over).
+The element spec comes from
 the schema: ragged dimensions and the batch dimension are None; text, json
 (as its JSON text) and bytes columns are ``tf.string`` vectors.
 """
@@ -52,7 +54,7 @@ class _Elements(Adapter):
 
     def __init__(self, loader: Loader, schema: Schema) -> None:
         super().__init__(loader)
-        self.spec: dict[str, tf.TensorSpec] = {"index": tf.TensorSpec(shape=(None,), dtype=tf.int64)}
+        self.spec: dict[str, tf.TensorSpec] = {k: tf.TensorSpec(shape=(None,), dtype=tf.int64) for k in loader.row_keys}
         self._kinds: dict[str, str] = {}
         for name in loader.columns:
             col = schema[name]
@@ -84,14 +86,13 @@ class _Elements(Adapter):
 
 def dataset(ds: Source, *, epoch: int = 0, **options: Any) -> tf.data.Dataset:
     """Returns a tf.data.Dataset of the batches of a :class:`loch.Loader`
-    made with ``options`` (as dicts of tensors; see :mod:`loch.loader` for
-    the keys, but ``"<column>.null"``, which is left out). Each pass over it
+    of ``ds`` (a dataset or a :class:`loch.Mixture`) made with ``options``
+    (as dicts of tensors; see :mod:`loch.loader` for the keys, but
+    ``"<column>.null"``, which is left out). Each pass over it
     is the next epoch, from ``epoch`` on."""
     elements = _Elements(Loader(ds, epoch=epoch, **options), ds.schema)
-    epochs = iter(range(epoch, 1 << 62))
 
     def generate() -> Iterator[Batch]:
-        elements.set_epoch(next(epochs))
         yield from elements
 
     return tf.data.Dataset.from_generator(generate, output_signature=elements.spec)

@@ -2,7 +2,7 @@
 
     loader = ds.pytorch(batch_size=64, shuffle=True, seed=0)
     for epoch in range(3):
-        loader.set_epoch(epoch)
+        loader.set_epoch(epoch)      # optional: each pass is the next epoch anyway
         for batch in loader:
             images, labels = batch["image"], batch["label"]  # row ids: batch["index"]
 
@@ -24,6 +24,25 @@ workers divide the rank's reading between them rather than repeat it (a
 chunk holding rows of several workers' batches is fetched by each of them;
 a shared ``cache_dir`` makes that one read).
 
+Epochs follow the rule of every loch loader (:mod:`loch.epochs`): each
+pass delivers the next epoch; ``set_epoch(e)`` makes the next pass epoch
+``e``; ``load_state_dict`` resumes the saved one. The same holds for passes
+over ``DataLoader(loader, batch_size=None, num_workers=N)``, with persistent
+workers or not and under every start method, although the main process then
+never iterates the loader: the loader and its copies in the workers share
+their epoch counter (a small file, :class:`loch.epochs.SharedEpochs`), and
+the workers of one pass agree on its epoch by claiming the pass, which they
+name by the DataLoader's base seed for the pass (``get_worker_info().seed``
+less the worker's id: new for each pass of non-persistent workers) and the
+number of passes the worker process has run (counting the passes of
+persistent workers). The one case it cannot tell apart: non-persistent
+workers of a pass that was stopped before one of them started (a worker
+still importing when the loop broke off), followed by a pass with the same
+base seed (a DataLoader ``generator`` seeded alike for each pass) whose first
+worker to start is that one: it joins the earlier pass's epoch. Calling
+``set_epoch`` before each pass rules that out (it closes the passes before
+it).
+
 Data-parallel training (DDP, FSDP): with ``distributed=None`` (the default)
 the rank and world size come from ``torch.distributed`` when it is
 initialised, else from the ``RANK`` and ``WORLD_SIZE`` environment
@@ -42,6 +61,7 @@ import torch
 import torch.utils.data
 
 from .adapter import Adapter
+from .epochs import SharedEpochs
 from .errors import InvalidArgument
 from .loader import Batch, Loader, Source, Transform
 
@@ -163,9 +183,13 @@ class TorchLoader(Adapter, torch.utils.data.IterableDataset):  # type: ignore[ty
         distributed: None (detect, see :func:`distributed_world`), False, or
             (rank, world_size).
 
-    DataLoader workers read the snapshot the dataset had when the loader
-    was made. Save and resume with :meth:`state_dict` and
-    :meth:`load_state_dict` (when iterating in the main process).
+    Each iteration is the next epoch, in the main process or over a
+    DataLoader's workers (see the module documentation); ``set_epoch``
+    sets the next one. DataLoader workers read the snapshot the dataset had
+    when the loader was made. Save and resume mid-epoch with
+    :meth:`state_dict` and :meth:`load_state_dict` when iterating in the
+    main process; under DataLoader workers the main process's state_dict is
+    the start of the next epoch.
     """
 
     def __init__(
@@ -189,15 +213,17 @@ class TorchLoader(Adapter, torch.utils.data.IterableDataset):  # type: ignore[ty
             if k in options:
                 raise InvalidArgument(f"TorchLoader takes distributed=(rank, world_size), not {k}=")
         rank, world = distributed_world(distributed)
+        self._epochs = SharedEpochs(epoch)
         loader = Loader(
             dataset, batch_size=batch_size, shuffle=shuffle, seed=seed, columns=columns, transform=transform,
             sample_transform=sample_transform, drop_last=drop_last, rank=rank, world_size=world, epoch=epoch,
-            **options,
+            epochs=self._epochs, **options,
         )  # fmt: skip
         super().__init__(loader)
         self._distributed = distributed
         self._pin = pin_memory
         self._device = None if device is None else torch.device(device)
+        self._worker_passes = 0  # passes this copy started in a DataLoader worker
 
     @property
     def _dataset(self) -> Source | None:
@@ -210,21 +236,52 @@ class TorchLoader(Adapter, torch.utils.data.IterableDataset):  # type: ignore[ty
         return to_torch(batch)
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
-        """One epoch: in the main process this rank's batches (the rank
-        detected again when ``distributed`` is None), in a DataLoader worker
-        its every N-th of them, moved to the device if one was given. In a
-        forked process (a worker) the dataset is opened again first."""
+        """One epoch, the next: in the main process this rank's batches (the
+        rank detected again when ``distributed`` is None), in a DataLoader
+        worker its share of them, moved to the device if one was given. A
+        worker claims its pass's epoch at once (the DataLoader calls
+        ``iter`` when the pass starts); the batches are read as they are
+        asked for. In a worker process the dataset is opened again first."""
         info = torch.utils.data.get_worker_info()
-        split = None if info is None or info.num_workers <= 1 else (info.id, info.num_workers)
-        if info is None and self._distributed is None:
-            self.loader.set_rank(*distributed_world(None))
-        self.loader.reopen_if_forked()
-        transfer = _Transfer(self._device, self._pin)
-        yield from transfer(self.loader.batches(self.convert, split=split))
+        if info is None:
+            if self._distributed is None:
+                self.loader.set_rank(*distributed_world(None))
+            batches = self.loader.batches(self.convert)
+        else:
+            # The pass: the DataLoader's base seed for it and this worker
+            # process's count of passes (see the module documentation).
+            key = (info.seed - info.id, self._worker_passes)
+            self._worker_passes += 1
+            epoch = self._epochs.claim(key, info.id)
+            split = None if info.num_workers <= 1 else (info.id, info.num_workers)
+            batches = self._worker_part(self.loader.batches(self.convert, split=split, epoch=epoch), key, info.id)
+        return _Transfer(self._device, self._pin)(batches)
+
+    def _worker_part(self, batches: Iterator[Batch], key: tuple[int, int], member: int) -> Iterator[Batch]:
+        """A worker's part of a pass, whose statistics it records for the
+        main process (:meth:`worker_stats`) when it ends."""
+        try:
+            yield from batches
+        finally:
+            self._epochs.record(key, member, self.loader.stats())
+
+    def worker_stats(self) -> list[dict[str, Any]]:
+        """The Go loader statistics of each DataLoader worker (by worker
+        id) of the last pass over a ``DataLoader(loader, num_workers=N)``,
+        for those whose part of the pass ended, or [] when no worker ran a
+        pass. Each is what :meth:`stats` gives for an iteration in the main
+        process, e.g. ``bytes_fetched``: their sum is what the workers read
+        together::
+
+            >>> dl = torch.utils.data.DataLoader(loader, batch_size=None, num_workers=4)  # doctest: +SKIP
+            >>> for batch in dl: ...                                               # doctest: +SKIP
+            >>> sum(s["bytes_fetched"] for s in loader.worker_stats())             # doctest: +SKIP
+        """
+        last = self._epochs.last_pass()
+        return [] if last is None else list(last["stats"].values())
 
     def __len__(self) -> int:
         """The number of batches of this rank in the next (or current) epoch."""
-        self.loader.reopen_if_forked()
         return len(self.loader)
 
     def __getstate__(self) -> dict[str, Any]:

@@ -27,6 +27,7 @@ SCALARS: dict[str, Any] = {
     "C.int64_t": ctypes.c_int64,
     "C.uint64_t": ctypes.c_uint64,
     "C.uintptr_t": c_uintptr,
+    "C.double": ctypes.c_double,
 }
 STRUCTS: dict[str, Any] = {"C.loch_column_in": ColumnIn, "C.loch_tensor": TensorOut, "C.loch_batch": BatchOut}
 
@@ -97,7 +98,7 @@ def test_every_export_is_declared_alike() -> None:
             want = {"": None, "C.int": ctypes.c_int}.get(results, results)
             assert restype == want, f"{name} returns {results!r}, _library.py declares {restype}"
         assert len(argtypes) == len(params), f"{name}: Go takes {params}, _library.py declares {argtypes}"
-        for i, (go_type, ct) in enumerate(zip(params, argtypes)):
+        for i, (go_type, ct) in enumerate(zip(params, argtypes, strict=True)):
             assert ct in accepted(go_type), f"{name} argument {i}: Go {go_type!r}, _library.py {ct}"
 
 

@@ -38,3 +38,14 @@ def test_jit_step(rows_ds: loch.Dataset) -> None:
 
     s = sum(float(total(b["x"][:, 0])) for b in rows_ds.jax(batch_size=256, columns=["x"]))
     assert s == sum(range(ROWS))
+
+
+def test_iterating_again_advances_the_epoch(rows_ds: loch.Dataset) -> None:
+    def order(epoch: int) -> list[int]:
+        return [i for b in rows_ds.numpy(batch_size=100, shuffle=True, seed=3, epoch=epoch) for i in b["index"]]
+
+    loader = rows_ds.jax(batch_size=100, shuffle=True, seed=3, columns=["y"])
+    passes = [[i for b in loader for i in np.asarray(b["index"]).tolist()] for _ in range(2)]
+    assert passes == [order(0), order(1)]
+    loader.set_epoch(0)
+    assert [i for b in loader for i in np.asarray(b["index"]).tolist()] == order(0)

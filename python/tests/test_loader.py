@@ -35,13 +35,51 @@ def test_one_epoch_is_a_permutation(rows_ds: loch.Dataset, shuffle: bool | str) 
 
 
 def test_epochs_and_seeds_change_the_order(rows_ds: loch.Dataset) -> None:
-    loader = rows_ds.numpy(batch_size=50, shuffle="full", seed=7)
-    first = ids(loader)
-    assert ids(loader) == first  # same epoch, same order
-    loader.set_epoch(1)
-    assert ids(loader) != first
-    assert ids(rows_ds.numpy(batch_size=50, shuffle="full", seed=7)) == first
+    first = ids(rows_ds.numpy(batch_size=50, shuffle="full", seed=7))
+    assert ids(rows_ds.numpy(batch_size=50, shuffle="full", seed=7)) == first, "deterministic"
+    assert ids(rows_ds.numpy(batch_size=50, shuffle="full", seed=7, epoch=1)) != first
     assert ids(rows_ds.numpy(batch_size=50, shuffle="full", seed=8)) != first
+
+
+def epoch_order(ds: loch.Dataset, epoch: int) -> list[int]:
+    """The rows of one epoch, from a loader made for it."""
+    return ids(ds.numpy(batch_size=50, shuffle="full", seed=7, epoch=epoch))
+
+
+def test_iterating_again_advances_the_epoch(rows_ds: loch.Dataset) -> None:
+    loader = rows_ds.numpy(batch_size=50, shuffle="full", seed=7)
+    assert loader.epoch == 0
+    assert ids(loader) == epoch_order(rows_ds, 0)
+    assert loader.epoch == 1
+    assert ids(loader) == epoch_order(rows_ds, 1)
+    it = iter(loader)
+    next(it)
+    assert loader.epoch == 3, "an iteration that started took its epoch"
+    it.close()
+    assert ids(loader) == epoch_order(rows_ds, 3), "an iteration left early counts too"
+
+
+def test_set_epoch_sets_the_next_iteration(rows_ds: loch.Dataset) -> None:
+    loader = rows_ds.numpy(batch_size=50, shuffle="full", seed=7)
+    for e in (0, 1, 5, 2):  # the DistributedSampler pattern
+        loader.set_epoch(e)
+        assert ids(loader) == epoch_order(rows_ds, e)
+    assert ids(loader) == epoch_order(rows_ds, 3)
+
+
+def test_state_dict_between_iterations(rows_ds: loch.Dataset) -> None:
+    loader = rows_ds.numpy(batch_size=50, shuffle="full", seed=7)
+    ids(loader)
+    assert loader.state_dict() == {"epoch": 1, "loader": None}, "after a whole epoch: the start of the next"
+    it = iter(loader)
+    head = next(it)["index"].tolist()
+    it.close()
+    stopped = loader.state_dict()
+    assert stopped["epoch"] == 1 and stopped["loader"] is not None, "after an early stop: where it stopped"
+    resumed = rows_ds.numpy(batch_size=50, shuffle="full", seed=7)
+    resumed.load_state_dict(stopped)
+    assert head + ids(resumed) == epoch_order(rows_ds, 1), "resumes the saved epoch"
+    assert ids(resumed) == epoch_order(rows_ds, 2), "then goes on with the next"
 
 
 @pytest.mark.parametrize("world", [2, 3, 4])
@@ -107,6 +145,30 @@ def test_transforms(rows_ds: loch.Dataset) -> None:
     assert b["x2"].shape == (ROWS, 3) and b["x2"][5, 0] == 10
     (b,) = list(rows_ds.numpy(batch_size=ROWS, columns=["y"], transform=lambda b: {"n": len(b["y"])}))
     assert b == {"n": ROWS}
+
+
+def test_sample_transform_keeps_columns_with_dots(tmp_path) -> None:
+    # WebDataset ingest names columns by file extension ("emb.npy").
+    ds = loch.create(str(tmp_path / "ds"), schema={
+        "emb.npy": loch.Tensor("float32", shape=(None,)),
+        "cls.txt": loch.Text(),
+        "n": loch.Tensor("int64", shape=()),
+    })  # fmt: skip
+    ds.extend({
+        "emb.npy": [np.full(k + 1, k, np.float32) for k in range(6)],
+        "cls.txt": [f"c{k}" if k % 2 else None for k in range(6)],
+        "n": np.arange(6),
+    })  # fmt: skip
+    ds.commit()
+    rows = []
+    (b,) = list(ds.numpy(batch_size=6, sample_transform=lambda r: rows.append(r) or r))
+    assert [sorted(r) for r in rows] == [["cls.txt", "emb.npy", "index", "n"]] * 6
+    for k, r in enumerate(rows):
+        assert r["index"] == r["n"] == k
+        assert r["emb.npy"].tolist() == [float(k)] * (k + 1), "padding removed"
+        assert r["cls.txt"] == (f"c{k}" if k % 2 else None)
+    assert sorted(b) == ["cls.txt", "emb.npy", "index", "n"]
+    assert [len(e) for e in b["emb.npy"]] == [1, 2, 3, 4, 5, 6]
 
 
 def test_stats(rows_ds: loch.Dataset) -> None:

@@ -30,6 +30,15 @@ def test_dataset(rows_ds: loch.Dataset) -> None:
     assert sorted(second) == list(range(ROWS)) and second != seen, "each pass is a new epoch"
 
 
+def test_each_pass_is_the_next_epoch(rows_ds: loch.Dataset) -> None:
+    def order(epoch: int) -> list[int]:
+        return [i for b in rows_ds.numpy(batch_size=100, shuffle=True, seed=2, epoch=epoch) for i in b["index"]]
+
+    tfds = rows_ds.tensorflow(batch_size=100, shuffle=True, seed=2, columns=["y"], epoch=4)
+    passes = [[i for b in tfds for i in b["index"].numpy().tolist()] for _ in range(2)]
+    assert passes == [order(4), order(5)]
+
+
 def test_ragged_json_and_fit(tmp_path: Path) -> None:
     schema = {"boxes": loch.BBox(), "meta": loch.JSON(), "x": loch.Tensor("float32", shape=(2,)),
               "y": loch.ClassLabel()}

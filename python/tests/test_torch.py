@@ -75,13 +75,19 @@ def test_resume_through_state_dict(rows_ds: loch.Dataset) -> None:
     assert head + [b["index"].tolist() for b in resumed] == whole
 
 
-def test_set_epoch(rows_ds: loch.Dataset) -> None:
+def test_epochs(rows_ds: loch.Dataset) -> None:
+    def order(epoch: int) -> list[int]:
+        return [i for b in rows_ds.numpy(batch_size=100, shuffle="full", seed=1, epoch=epoch) for i in b["index"]]
+
     loader = rows_ds.pytorch(batch_size=100, shuffle="full", seed=1)
     first = torch.cat([b["index"] for b in loader])
-    loader.set_epoch(1)
     second = torch.cat([b["index"] for b in loader])
-    assert not torch.equal(first, second)
+    assert first.tolist() == order(0) and second.tolist() == order(1), "iterating again advances the epoch"
     assert sorted(first.tolist()) == sorted(second.tolist()) == list(range(ROWS))
+    for e in (7, 3):
+        loader.set_epoch(e)
+        assert torch.cat([b["index"] for b in loader]).tolist() == order(e)
+    assert loader.epoch == 4
 
 
 def test_device_and_pin_memory_on_cpu(rows_ds: loch.Dataset) -> None:
@@ -97,8 +103,15 @@ def test_pickles_without_its_handle(rows_ds: loch.Dataset) -> None:
     copy = pickle.loads(pickle.dumps(loader))
     assert copy._dataset is None
     assert sum(len(b["index"]) for b in copy) == ROWS
-    with pytest.raises(TypeError, match="cannot be pickled"):
-        pickle.dumps(rows_ds)
+
+
+def test_a_pickled_dataset_is_its_snapshot(rows_ds: loch.Dataset) -> None:
+    copy = pickle.loads(pickle.dumps(rows_ds))
+    assert copy.read_only and copy.version == rows_ds.version and copy.url == rows_ds.url
+    assert len(copy) == ROWS and copy[5]["s"] == "row 5"
+    mem = loch.create("mem://pickled", schema={"n": loch.Tensor("int64", shape=())})
+    with pytest.raises(TypeError, match="in-memory dataset"):
+        pickle.dumps(mem)
 
 
 def test_distributed_world_from_env(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -114,33 +127,67 @@ def test_distributed_world_from_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 DATALOADER = """
-    import json, sys, time
+    import json, sys
     import torch, loch
 
     def main():
-        method, path = sys.argv[1], sys.argv[2]
+        method, persistent, path = sys.argv[1], sys.argv[2] == "persistent", sys.argv[3]
         ds = loch.open(path)  # the parent loads the Go runtime before the workers start
         loader = ds.pytorch(batch_size=16, shuffle=True, seed=4)
-        alone = [b["index"].tolist() for b in loader]
-        dl = torch.utils.data.DataLoader(loader, batch_size=None, num_workers=2, multiprocessing_context=method)
-        t0 = time.time()
-        epochs = [[b["index"].tolist() for b in dl] for _ in range(1 if method != "fork" else 2)]
-        print(json.dumps({"alone": alone, "epochs": epochs, "len": len(dl), "seconds": time.time() - t0}))
+        dl = torch.utils.data.DataLoader(loader, batch_size=None, num_workers=2, multiprocessing_context=method,
+                                         persistent_workers=persistent)
+        passes = []  # (the epoch the pass should deliver, its batches' row ids)
+
+        def run(epoch, over=dl):
+            passes.append((epoch, [b["index"].tolist() for b in over]))
+
+        run(0)
+        run(1)                         # iterating again: the next epoch
+        loader.set_epoch(5)
+        run(5)                         # set_epoch sets the next pass's epoch exactly
+        run(6)
+        for _ in dl:                   # a pass left early takes its epoch too
+            break
+        run(8)
+        if method == "fork" and not persistent:
+            # Passes whose base seeds repeat (a generator seeded alike each time).
+            for _ in range(2):
+                g = torch.Generator().manual_seed(0)
+                run(None, torch.utils.data.DataLoader(loader, batch_size=None, num_workers=2, generator=g,
+                                                      multiprocessing_context=method))
+        # What the workers of a pass over epoch e deliver: each one's split
+        # of the epoch (the numpy loader over the same settings).
+        splits = [ds.numpy(batch_size=16, shuffle=True, seed=4, split=(w, 2)) for w in range(2)]
+        want = {}
+        for e in range(12):
+            for s in splits:
+                s.set_epoch(e)
+            want[e] = sorted(b["index"].tolist() for s in splits for b in s)
+        print(json.dumps({"passes": passes, "want": want, "next": loader.epoch, "len": len(dl)}))
 
     if __name__ == "__main__":
         main()
 """
 
 
-@pytest.mark.parametrize("method", ["fork", "spawn", "forkserver"])
-def test_dataloader_workers(tmp_path: Path, rows_path: Path, method: str) -> None:
-    proc = run_script(tmp_path, DATALOADER, method, str(rows_path), timeout=180)
+@pytest.mark.parametrize(("method", "workers"), [("fork", "transient"), ("fork", "persistent"),
+                                                ("spawn", "transient"), ("spawn", "persistent"),
+                                                ("forkserver", "transient")])  # fmt: skip
+def test_dataloader_workers_advance_the_epoch(tmp_path: Path, rows_path: Path, method: str, workers: str) -> None:
+    proc = run_script(tmp_path, DATALOADER, method, workers, str(rows_path), timeout=240)
     out = json.loads(proc.stdout.strip().splitlines()[-1])
-    for epoch in out["epochs"]:
-        assert epoch == out["alone"], "the workers' batches, round-robin, are the rank's batches in order"
-        rows = Counter(i for b in epoch for i in b)
+    want = {int(e): batches for e, batches in out["want"].items()}
+    assert len({json.dumps(b) for b in want.values()}) == len(want), "the epochs' orders differ"
+    last = None
+    for epoch, batches in out["passes"]:
+        rows = Counter(i for b in batches for i in b)
         assert set(rows) == set(range(ROWS)) and max(rows.values()) == 1, "every row exactly once"
-    assert out["len"] == len(out["alone"])
+        if epoch is None:  # the next epoch after the last pass
+            epoch = last + 1
+        assert sorted(batches) == want[epoch], f"a pass delivers epoch {epoch}'s batches"
+        last = epoch
+    assert out["next"] == last + 1, "the main process sees the epoch the workers advanced"
+    assert out["len"] == len(want[0])
 
 
 DDP = """
@@ -190,3 +237,33 @@ def test_torchrun_ddp(tmp_path: Path, rows_path: Path) -> None:
     assert len({len(s) for s in dropped}) == 1
     assert max(Counter(i for s in dropped for i in s).values()) == 1, "with drop_last the shards are disjoint"
     assert out["weights"][0] == out["weights"][1] == out["weights"][2], "DDP kept the replicas in step"
+
+
+MAP_STYLE = """
+    import json, sys
+    import torch, loch
+
+    def main():
+        method, path = sys.argv[1], sys.argv[2]
+        ds = loch.open(path)  # the parent loads the Go runtime before the workers start
+        seen = []
+        # Batches of rows: the workers read them with Dataset.__getitems__.
+        for b in torch.utils.data.DataLoader(ds, batch_size=50, num_workers=2, multiprocessing_context=method):
+            seen += [[y, x, s] for y, x, s in zip(b["y"].tolist(), b["x"].tolist(), b["s"])]
+        # Single rows: ds[i].
+        single = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=2, multiprocessing_context=method)
+        rows = [[int(r["y"]), r["x"].tolist(), r["s"]] for r in single]
+        print(json.dumps({"batched": seen, "single": rows}))
+
+    if __name__ == "__main__":
+        main()
+"""
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn"])
+def test_map_style_dataloader_workers(tmp_path: Path, rows_path: Path, method: str) -> None:
+    proc = run_script(tmp_path, MAP_STYLE, method, str(rows_path), timeout=180)
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    want = [[i, [i, 2 * i, 3 * i], f"row {i}"] for i in range(ROWS)]
+    assert out["batched"] == want, "every row once, in order, with its values"
+    assert out["single"] == want
