@@ -77,7 +77,6 @@ def test_every_row_once_with_each_worker_count(passes: dict[str, Any], shuffle: 
     assert fetched(passes[f"{shuffle}/1"]) >= ROWS << 10, "one worker reads the whole column"
 
 
-@pytest.mark.xfail(strict=True, reason="issue 10 point 3: Go split at chunk granularity pending")
 @pytest.mark.parametrize("shuffle", SHUFFLES)
 def test_workers_fetch_no_more_than_one(passes: dict[str, Any], shuffle: str) -> None:
     one = fetched(passes[f"{shuffle}/1"])
