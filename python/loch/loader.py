@@ -539,13 +539,24 @@ class Loader:
         after the batches it delivered so far; after an iteration left
         early, where it stopped; otherwise at the start of the next epoch
         (:attr:`epoch`, or a state loaded and not yet resumed). A JSON-able
-        dict: ``{"epoch": ..., "loader": the Go loader's state or None}``."""
+        dict: ``{"epoch": ..., "loader": the Go loader's state}``, which
+        always pins the snapshot and the order settings."""
         if self._active is not None:
             return {"epoch": self._active_epoch, "loader": self._active.state()}
         if self._stopped is not None:
             return dict(self._stopped)
         cfg = self.config()
-        return {"epoch": cfg["epoch"], "loader": cfg.get("resume")}
+        if cfg.get("resume") is not None:
+            return {"epoch": cfg["epoch"], "loader": cfg["resume"]}
+        # The start of the next epoch, pinned to the snapshot and the order
+        # settings as any other state is: asked of a Go loader that reads
+        # nothing but its plan.
+        cfg.pop("split", None)
+        go = _GoLoader(self._source(), dict(cfg, prefetch_batches=1))
+        try:
+            return {"epoch": cfg["epoch"], "loader": go.state()}
+        finally:
+            go.close()
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Makes the next iteration resume from a saved :meth:`state_dict`:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pickle
+from typing import Any
 from collections import Counter
 
 import numpy as np
@@ -70,7 +71,9 @@ def test_set_epoch_sets_the_next_iteration(rows_ds: loch.Dataset) -> None:
 def test_state_dict_between_iterations(rows_ds: loch.Dataset) -> None:
     loader = rows_ds.numpy(batch_size=50, shuffle="full", seed=7)
     ids(loader)
-    assert loader.state_dict() == {"epoch": 1, "loader": None}, "after a whole epoch: the start of the next"
+    start = loader.state_dict()
+    assert start["epoch"] == 1 and start["loader"]["epoch"] == 1, "after a whole epoch: the start of the next"
+    assert start["loader"]["version"] == rows_ds.version and all(st["batches_done"] == 0 for st in start["loader"].get("stages", []))
     it = iter(loader)
     head = next(it)["index"].tolist()
     it.close()
@@ -225,7 +228,7 @@ def test_convert_runs_between_the_sample_and_batch_transforms(rows_ds: loch.Data
 def test_peek_leaves_the_loader_where_it_was(rows_ds: loch.Dataset) -> None:
     loader = rows_ds.numpy(batch_size=100, shuffle="full", seed=4)
     first = loader.peek()
-    assert first is not None and loader.stats() == {} and loader.state_dict()["loader"] is None
+    assert first is not None and loader.stats() == {} and all(st["batches_done"] == 0 for st in loader.state_dict()["loader"].get("stages", []))
     assert list(first["index"]) == ids(loader)[:100]
 
 
@@ -248,3 +251,22 @@ def test_pickled_loader_reads_the_snapshot_it_was_made_on(tmp_path) -> None:
     assert ids(copy) == list(range(10)), "the version the dataset had when the loader was made"
     assert copy.dataset is not None and copy.dataset is not ds
     assert ids(loader) == list(range(15)), "the original reads through the dataset's handle"
+
+
+def test_state_before_the_first_batch_pins_the_version(tmp_path: Any) -> None:
+    """A state taken before any iteration records the snapshot and the order
+    settings, and resuming it on another shuffle mode is refused."""
+    ds = loch.create(str(tmp_path / "pin"), schema={"n": loch.Tensor("int64", shape=())})
+    ds.extend({"n": np.arange(40)})
+    ds.commit("rows")
+    loader = ds.numpy(batch_size=4, shuffle="block", seed=2)
+    state = loader.state_dict()
+    assert state["loader"]["version"]
+    assert state["loader"]["mode"] == "block"
+    again = ds.numpy(batch_size=4, shuffle="block", seed=2)
+    again.load_state_dict(state)
+    assert [b["n"].tolist() for b in again] == [b["n"].tolist() for b in ds.numpy(batch_size=4, shuffle="block", seed=2)]
+    other = ds.numpy(batch_size=4, shuffle="full", seed=2)
+    other.load_state_dict(state)
+    with pytest.raises(loch.InvalidArgument, match="shuffle mode block, resumed with full"):
+        next(iter(other))
