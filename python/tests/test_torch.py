@@ -220,6 +220,7 @@ DDP = """
     dist.all_gather_object(weights, model.module.weight.detach().tolist())
     if rank == 0:
         print(json.dumps({"shards": shards, "weights": weights}))
+    dist.barrier()  # no rank tears gloo down while another still uses it (an abort at exit under load)
     dist.destroy_process_group()
 """
 
