@@ -255,11 +255,15 @@ def permutation_classes(counts: Sequence[int], batch: int) -> float:
     return sum(expected(b) for b in sizes) / len(sizes)
 
 
-def loch_order(loch: str, url: str, mode: str, seed: int, epoch: int, batch: int) -> list[int]:
-    """The row ids `loch order` prints: the loader's delivery order."""
+def loch_order(loch: str, url: str, mode: str, seed: int, epoch: int, batch: int, path: Path) -> str:
+    """Writes the row ids `loch order` prints (the loader's delivery order)
+    to the .npy file path; returns its name."""
+    import numpy as np
+
     out = subprocess.run([loch, "order", url, "--shuffle", mode, "--seed", str(seed), "--epoch", str(epoch),
                           "--batch-size", str(batch)], check=True, capture_output=True, text=True)  # fmt: skip
-    return [int(v) for v in out.stdout.split()]
+    np.save(path, np.array(out.stdout.split(), dtype=np.uint64))
+    return str(path)
 
 
 # The cells, each run in a child process (--child).
@@ -413,9 +417,9 @@ def run_memmap(spec: dict[str, Any]) -> dict[str, Any]:
     tmp = tempfile.mkdtemp(prefix="loch-compare-order-")
     try:
         files = []
-        for e, order in enumerate(spec["orders"]):
+        for e, ids_file in enumerate(spec["order_files"]):
             files.append(os.path.join(tmp, f"order-{e}.npy"))
-            np.save(files[-1], pos_of[np.asarray(order, dtype=np.int64)])
+            np.save(files[-1], pos_of[np.load(ids_file).astype(np.int64)])
         ds = _memmap_dataset()(spec["data"], files[0], spec["batch"])
 
         def set_epoch(e: int) -> None:
@@ -508,7 +512,7 @@ def stored_bytes(loch: str, url: str) -> int:
 
 
 def cells(args: argparse.Namespace, storage: str, urls: dict[str, str], local: dict[str, str],
-          orders: dict[tuple[str, str], list[list[int]]]) -> Iterator[dict[str, Any]]:  # fmt: skip
+          orders: dict[tuple[str, str], list[str]]) -> Iterator[dict[str, Any]]:  # fmt: skip
     """The child specs of one storage."""
     common = {"batch": args.batch_size, "seed": args.seed, "epochs": args.epochs, "max_seconds": args.max_seconds,
               "data": str(args.dir), "loch": args.loch, "storage": storage}  # fmt: skip
@@ -521,7 +525,8 @@ def cells(args: argparse.Namespace, storage: str, urls: dict[str, str], local: d
                 yield dict(cell, task="go", workers=0)
             if storage == "local":
                 for w in args.workers:
-                    yield dict(cell, task="memmap", workers=w, url=local[codec], orders=orders[codec, mode])
+                    yield dict(cell, task="memmap", workers=w, url=local[codec],
+                               order_files=orders[codec, mode])  # fmt: skip
 
 
 def _fmt(v: float | None, spec: str = ".0f") -> str:
@@ -709,7 +714,9 @@ def main() -> None:
         perm = permutation_classes(counts, args.batch_size)
         print(f"data: {args.rows} rows of uint8 {args.size}x{args.size}x3 + int64 label, {len(counts)} classes sorted; "
               f"batch {args.batch_size}, {args.epochs} epoch(s), seed {args.seed}, at most {args.max_seconds:g} s a cell")  # fmt: skip
-        orders = {(c, m): [loch_order(args.loch, local[c], m, args.seed, e, args.batch_size) for e in range(args.epochs)]
+        (args.dir / "orders").mkdir(exist_ok=True)
+        orders = {(c, m): [loch_order(args.loch, local[c], m, args.seed, e, args.batch_size,
+                                      args.dir / "orders" / f"{c}-{m}-{e}.npy") for e in range(args.epochs)]
                   for c in args.codecs for m in args.shuffles}  # fmt: skip
         memcpy = run_child({"task": "memcpy", "data": str(args.dir)})
         idle = Idle(args.idle_load, 30.0, 1800.0)
