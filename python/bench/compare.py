@@ -679,7 +679,7 @@ def print_before_after(before: Run, after: Run | None) -> None:
     head = ["storage", "codec", "shuffle"]
     for w in ws:
         head += [f"loch nw={w} before", "after"]
-    head += ["Go before", "after", "memmap nw=0 (before)"]
+    head += ["Go before", "after"] + [f"memmap nw={w} (before)" for w in ws]
     head += ["fetched nw=0 before", "after", f"fetched nw={ws[-1]} before", "after"]
     head += ["first batch nw=0 before", "after", "classes/batch before", "after"]
     print("| " + " | ".join(head) + " |")
@@ -693,7 +693,7 @@ def print_before_after(before: Run, after: Run | None) -> None:
                 row = [storage, codec, mode]
                 for w in ws:
                     row += pair(lambda run: _sps(get(run, "loch", w)))
-                row += pair(lambda run: _sps(get(run, "go"))) + [_sps(get(before, "memmap", ws[0]))]
+                row += pair(lambda run: _sps(get(run, "go"))) + [_sps(get(before, "memmap", w)) for w in ws]
                 for w in (ws[0], ws[-1]):
                     row += pair(lambda run: ("~" if (get(run, "loch", w) or {}).get("partial") else "")
                                 + _fmt(run.fetched(get(run, "loch", w)), ".2f"))  # fmt: skip
