@@ -3,7 +3,7 @@
 bytes, on the same data and cores, over shuffle mode x codec x storage x
 DataLoader workers, and checks the loader targets of issue 10.
 
-    python python/bench/compare.py                        # 50,000 64x64x3 images, a few minutes
+    python python/bench/compare.py                        # 50,000 64x64x3 images, 30-60 min on 2 cores
     python python/bench/compare.py --quick                # a smoke run of a few seconds
     make bench-compare BENCH_COMPARE_ARGS="--dir /tmp/cmp --json /tmp/cmp/out.json"
 
