@@ -146,9 +146,9 @@ bench-python: build venv
 # bench-compare runs one epoch through loch and through a numpy-memmap
 # baseline of the same bytes over shuffle mode x codec x storage (local,
 # MinIO) x DataLoader workers, and checks issue 10's loader targets
-# (python/bench/compare.py, about half an hour; not part of test). Options
-# go in BENCH_COMPARE_ARGS, e.g. "--quick" (a few seconds) or
-# "--dir /tmp/cmp --json /tmp/cmp/out.json --rows 20000".
+# (python/bench/compare.py, 30 to 60 minutes on 2 cores; not part of
+# test). Options go in BENCH_COMPARE_ARGS, e.g. "--quick" (a few seconds)
+# or "--dir /tmp/cmp --json /tmp/cmp/out.json --rows 20000".
 BENCH_COMPARE_ARGS ?=
 .PHONY: bench-compare
 bench-compare: build venv $(MINIO)

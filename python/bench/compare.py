@@ -3,7 +3,7 @@
 bytes, on the same data and cores, over shuffle mode x codec x storage x
 DataLoader workers, and checks the loader targets of issue 10.
 
-    python python/bench/compare.py                        # 50,000 64x64x3 images, a few minutes
+    python python/bench/compare.py                        # 50,000 64x64x3 images, 30-60 min on 2 cores
     python python/bench/compare.py --quick                # a smoke run of a few seconds
     make bench-compare BENCH_COMPARE_ARGS="--dir /tmp/cmp --json /tmp/cmp/out.json"
 
@@ -75,7 +75,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from bench_loaders import Idle, machine, measure
+from bench_loaders import Idle, _tree_cpu_seconds, machine, measure
 
 REPO = Path(__file__).resolve().parents[2]
 COLUMNS = ["image", "label"]
@@ -147,7 +147,8 @@ def s3_create_bucket(endpoint: str, bucket: str, access: str, secret: str, regio
     amz_date, day = now.strftime("%Y%m%dT%H%M%SZ"), now.strftime("%Y%m%d")
     empty = hashlib.sha256(b"").hexdigest()
     signed = "host;x-amz-content-sha256;x-amz-date"
-    canonical = f"PUT\n/{bucket}\n\nhost:{host}\nx-amz-content-sha256:{empty}\nx-amz-date:{amz_date}\n\n{signed}\n{empty}"
+    headers = f"host:{host}\nx-amz-content-sha256:{empty}\nx-amz-date:{amz_date}\n"
+    canonical = f"PUT\n/{bucket}\n\n{headers}\n{signed}\n{empty}"
     scope = f"{day}/{region}/s3/aws4_request"
     to_sign = f"AWS4-HMAC-SHA256\n{amz_date}\n{scope}\n{hashlib.sha256(canonical.encode()).hexdigest()}"
     key = _sign(_sign(_sign(_sign(("AWS4" + secret).encode(), day), region), "s3"), "aws4_request")
@@ -161,11 +162,12 @@ def s3_create_bucket(endpoint: str, bucket: str, access: str, secret: str, regio
 
 
 @contextmanager
-def minio(binary: str, bucket: str) -> Iterator[str]:
+def minio(binary: str, bucket: str) -> Iterator[tuple[str, int]]:
     """Starts MinIO on 127.0.0.1 over a temporary directory with random root
     credentials, creates bucket and puts the credentials into this process's
     environment (the AWS variables, inherited by the cells); yields the
-    endpoint. The server and its directory go when the block ends."""
+    endpoint and the server's pid. The server and its directory go when the
+    block ends."""
     tmp = tempfile.mkdtemp(prefix="loch-compare-minio-")
     port, console = _free_port(), _free_port()
     access, secret = "bench" + secrets.token_hex(6), secrets.token_urlsafe(24)
@@ -173,7 +175,8 @@ def minio(binary: str, bucket: str) -> Iterator[str]:
     env.update(MINIO_ROOT_USER=access, MINIO_ROOT_PASSWORD=secret, MINIO_BROWSER="off", MINIO_UPDATE="off",
                MINIO_CI_CD="1")  # fmt: skip
     proc = subprocess.Popen([binary, "server", "--quiet", "--address", f"127.0.0.1:{port}", "--console-address",
-                             f"127.0.0.1:{console}", "--certs-dir", os.path.join(tmp, "certs"), os.path.join(tmp, "data")],
+                             f"127.0.0.1:{console}", "--certs-dir", os.path.join(tmp, "certs"),
+                             os.path.join(tmp, "data")],
                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)  # fmt: skip
     endpoint = f"http://127.0.0.1:{port}"
     try:
@@ -208,7 +211,7 @@ def minio(binary: str, bucket: str) -> Iterator[str]:
         for k in unset:
             os.environ.pop(k, None)
         try:
-            yield endpoint
+            yield endpoint, proc.pid
         finally:
             for k, v in saved.items():
                 if v is None:
@@ -255,11 +258,15 @@ def permutation_classes(counts: Sequence[int], batch: int) -> float:
     return sum(expected(b) for b in sizes) / len(sizes)
 
 
-def loch_order(loch: str, url: str, mode: str, seed: int, epoch: int, batch: int) -> list[int]:
-    """The row ids `loch order` prints: the loader's delivery order."""
+def loch_order(loch: str, url: str, mode: str, seed: int, epoch: int, batch: int, path: Path) -> str:
+    """Writes the row ids `loch order` prints (the loader's delivery order)
+    to the .npy file path; returns its name."""
+    import numpy as np
+
     out = subprocess.run([loch, "order", url, "--shuffle", mode, "--seed", str(seed), "--epoch", str(epoch),
                           "--batch-size", str(batch)], check=True, capture_output=True, text=True)  # fmt: skip
-    return [int(v) for v in out.stdout.split()]
+    np.save(path, np.array(out.stdout.split(), dtype=np.uint64))
+    return str(path)
 
 
 # The cells, each run in a child process (--child).
@@ -383,7 +390,8 @@ def run_loch(spec: dict[str, Any]) -> dict[str, Any]:
             return tl.stats()
         got = [json.loads(f.read_text()) for f in sorted(Path(stats_dir).glob("worker-*.json"))]
         firsts = [s["first_batch_ns"] for s in got if s.get("first_batch_ns")]
-        return {"bytes_fetched": sum(s.get("bytes_fetched", 0) for s in got), "samples": sum(s.get("samples", 0) for s in got),
+        return {"bytes_fetched": sum(s.get("bytes_fetched", 0) for s in got),
+                "samples": sum(s.get("samples", 0) for s in got),
                 "first_batch_ns": min(firsts) if firsts else 0, "workers_reported": len(got)}  # fmt: skip
 
     try:
@@ -413,9 +421,9 @@ def run_memmap(spec: dict[str, Any]) -> dict[str, Any]:
     tmp = tempfile.mkdtemp(prefix="loch-compare-order-")
     try:
         files = []
-        for e, order in enumerate(spec["orders"]):
+        for e, ids_file in enumerate(spec["order_files"]):
             files.append(os.path.join(tmp, f"order-{e}.npy"))
-            np.save(files[-1], pos_of[np.asarray(order, dtype=np.int64)])
+            np.save(files[-1], pos_of[np.load(ids_file).astype(np.int64)])
         ds = _memmap_dataset()(spec["data"], files[0], spec["batch"])
 
         def set_epoch(e: int) -> None:
@@ -508,7 +516,7 @@ def stored_bytes(loch: str, url: str) -> int:
 
 
 def cells(args: argparse.Namespace, storage: str, urls: dict[str, str], local: dict[str, str],
-          orders: dict[tuple[str, str], list[list[int]]]) -> Iterator[dict[str, Any]]:  # fmt: skip
+          orders: dict[tuple[str, str], list[str]]) -> Iterator[dict[str, Any]]:  # fmt: skip
     """The child specs of one storage."""
     common = {"batch": args.batch_size, "seed": args.seed, "epochs": args.epochs, "max_seconds": args.max_seconds,
               "data": str(args.dir), "loch": args.loch, "storage": storage}  # fmt: skip
@@ -521,115 +529,178 @@ def cells(args: argparse.Namespace, storage: str, urls: dict[str, str], local: d
                 yield dict(cell, task="go", workers=0)
             if storage == "local":
                 for w in args.workers:
-                    yield dict(cell, task="memmap", workers=w, url=local[codec], orders=orders[codec, mode])
+                    yield dict(cell, task="memmap", workers=w, url=local[codec],
+                               order_files=orders[codec, mode])  # fmt: skip
 
 
 def _fmt(v: float | None, spec: str = ".0f") -> str:
     return "—" if v is None or (isinstance(v, float) and math.isnan(v)) else format(v, spec)
 
 
-def report(args: argparse.Namespace, results: list[dict[str, Any]], stored: dict[tuple[str, str], int],
-           perm: float, memcpy: dict[str, Any]) -> list[dict[str, Any]]:  # fmt: skip
-    """Prints the table and the targets (markdown); returns the targets."""
-    by: dict[tuple[str, str, str, str, int], dict[str, Any]] = {}
-    for r in results:
-        by[r["storage"], r["codec"], r["shuffle"], r["task"], r["workers"]] = r
-    epoch = args.rows * args.epochs
+class Run:
+    """A run's results as --json saves them, read back for the tables."""
 
-    def sps(r: dict[str, Any] | None) -> str:
-        if r is None:
-            return "—"
-        return _fmt(r["samples_per_s"]) + (" (partial)" if r.get("partial") else "")
+    def __init__(self, doc: dict[str, Any]) -> None:
+        a = doc["args"]
+        self.rows, self.epochs = int(a["rows"]), int(a["epochs"])
+        self.storages, self.codecs, self.shuffles = a["storages"], a["codecs"], a["shuffles"]
+        self.workers, self.go, self.target_shuffle = a["workers"], not a["no_go"], a["target_shuffle"]
+        self.stored = {tuple(k.split("/")): v for k, v in doc["stored_bytes"].items()}
+        self.perm, self.memcpy = doc["permutation_classes"], doc["memcpy"]
+        self.by = {(r["storage"], r["codec"], r["shuffle"], r["task"], r["workers"]): r for r in doc["results"]}
 
-    def fetched(r: dict[str, Any] | None, key: tuple[str, str]) -> str:
-        if r is None or r.get("bytes_fetched") is None:
-            return "—"
-        if r["task"] == "loch" and r["workers"] > 0 and 0 in r.get("workers_reported", [0]):
-            return "TODO (worker stats missing)"
-        ratio = r["bytes_fetched"] / stored[key] / args.epochs
+    def cell(self, storage: str, codec: str, mode: str, task: str, workers: int = 0) -> dict[str, Any] | None:
+        # The memmap baseline reads local files whatever the storage.
+        return self.by.get(("local" if task == "memmap" else storage, codec, mode, task, workers))
+
+    def fetched(self, r: dict[str, Any] | None) -> float | None:
+        """Bytes fetched per epoch over the dataset's stored bytes, scaled to
+        a whole epoch when the cell stopped early; None when unknown."""
+        if r is None or r.get("bytes_fetched") is None or 0 in r.get("workers_reported", [1]):
+            return None
+        v = r["bytes_fetched"] / self.stored[r["storage"], r["codec"]] / self.epochs
         if r.get("partial") and r.get("stats_samples"):
-            return f"~{ratio * epoch / r['stats_samples']:.2f}"
-        return f"{ratio:.2f}"
+            v *= self.rows * self.epochs / r["stats_samples"]
+        return float(v)
 
-    ws = args.workers
+    def targets(self) -> list[dict[str, Any]]:
+        """Issue 10's targets, each with its measured value (None: not
+        measured) and whether it is met."""
+        t, ws, out = self.target_shuffle, self.workers, []
+
+        def check(name: str, scope: str, value: float | None, want: float, at_most: bool = False,
+                  unit: str = "") -> None:  # fmt: skip
+            met = None if value is None else (value <= want if at_most else value >= want)
+            out.append({"target": name, "scope": scope, "value": value, "want": want, "at_most": at_most, "met": met,
+                        "unit": unit})  # fmt: skip
+
+        def ratio(a: dict[str, Any] | None, b: dict[str, Any] | None) -> float | None:
+            return a["samples_per_s"] / b["samples_per_s"] if a and b else None
+
+        for codec in self.codecs:
+            r = self.cell("local", codec, t, "loch", ws[0])
+            check(f"classes/batch ({t}) / full permutation's", codec, r and r["classes_per_batch"] / self.perm, 0.95)
+        for storage in self.storages:
+            for codec in self.codecs:
+                r = self.cell(storage, codec, t, "loch", ws[0])
+                check(f"bytes fetched per epoch ({t}) / stored", f"{storage} {codec} nw={ws[0]}", self.fetched(r), 1.1,
+                      at_most=True)  # fmt: skip
+                check(f"first batch ({t})", f"{storage} {codec} nw={ws[0]}", r and r["first_batch_ms"], 500,
+                      at_most=True, unit=" ms")  # fmt: skip
+                for w in ws:
+                    check(f"throughput {t} / none", f"{storage} {codec} nw={w}",
+                          ratio(self.cell(storage, codec, t, "loch", w), self.cell(storage, codec, "none", "loch", w)),
+                          0.9)  # fmt: skip
+            for w in ws:
+                for codec, want in (("none", 0.5), ("lz4", 0.3)):
+                    if codec in self.codecs:
+                        check(f"throughput full / block, {codec}", f"{storage} nw={w}",
+                              ratio(self.cell(storage, codec, "full", "loch", w),
+                                    self.cell(storage, codec, "block", "loch", w)), want)  # fmt: skip
+                if "none" in self.codecs:
+                    check("throughput block, none / memcpy bound", f"{storage} nw={w}",
+                          ratio(self.cell(storage, "none", "block", "loch", w), self.memcpy), 0.5)  # fmt: skip
+        return out
+
+
+def _sps(r: dict[str, Any] | None) -> str:
+    return "—" if r is None else _fmt(r["samples_per_s"]) + (" (partial)" if r.get("partial") else "")
+
+
+def print_matrix(run: Run) -> None:
+    """The run's cells as a markdown table."""
+    ws = run.workers
+
+    def ratio(a: dict[str, Any] | None, b: dict[str, Any] | None) -> float | None:
+        return a["samples_per_s"] / b["samples_per_s"] if a and b else None
+
+    def fetched(r: dict[str, Any] | None) -> str:
+        if r is not None and 0 in r.get("workers_reported", [1]):
+            return "TODO (worker stats missing)"
+        v = run.fetched(r)
+        return ("~" if r and r.get("partial") else "") + _fmt(v, ".2f")
+
     print("\n## samples/s (one row per storage, codec, shuffle); memmap is read from local disk for both storages\n")
     head = ["storage", "codec", "shuffle"]
-    head += [f"loch nw={w}" for w in ws] + ([] if args.no_go else ["loch bench (Go)"])
+    head += [f"loch nw={w}" for w in ws] + (["loch bench (Go)"] if run.go else [])
     head += [f"memmap nw={w}" for w in ws] + [f"loch/memmap nw={w}" for w in ws]
     head += [f"fetched/stored nw={w}" for w in ws] + [f"first batch ms nw={w}" for w in ws]
     head += ["classes/batch", "other cores"]
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
-    for storage in args.storages:
-        for codec in args.codecs:
-            for mode in args.shuffles:
-                lo = [by.get((storage, codec, mode, "loch", w)) for w in ws]
-                mm = [by.get(("local", codec, mode, "memmap", w)) for w in ws]
-                go = by.get((storage, codec, mode, "go", 0))
-                row = [storage, codec, mode] + [sps(r) for r in lo] + ([] if args.no_go else [sps(go)])
-                row += [sps(r) for r in mm]
-                row += [_fmt(a["samples_per_s"] / b["samples_per_s"], ".2f") if a and b else "—" for a, b in zip(lo, mm)]
-                row += [fetched(r, (storage, codec)) for r in lo]
-                row += [_fmt(r["first_batch_ms"] if r else None, ".0f") for r in lo]
-                row += [_fmt(lo[0]["classes_per_batch"] if lo[0] else None, ".2f")]
+    for storage in run.storages:
+        for codec in run.codecs:
+            for mode in run.shuffles:
+                lo = [run.cell(storage, codec, mode, "loch", w) for w in ws]
+                mm = [run.cell(storage, codec, mode, "memmap", w) for w in ws]
+                go = run.cell(storage, codec, mode, "go")
+                row = [storage, codec, mode] + [_sps(r) for r in lo] + ([_sps(go)] if run.go else [])
+                row += [_sps(r) for r in mm] + [_fmt(ratio(a, b), ".2f") for a, b in zip(lo, mm)]
+                row += [fetched(r) for r in lo] + [_fmt(r and r["first_batch_ms"], ".0f") for r in lo]
+                row += [_fmt(lo[0] and lo[0]["classes_per_batch"], ".2f")]
                 others = [r["other_cores"] for r in [*lo, go, *mm] if r and "other_cores" in r]
                 row += [_fmt(max(others) if others else None, ".2f")]
                 print("| " + " | ".join(row) + " |")
-    print(f"\nfull random permutation: {perm:.2f} classes per batch (exact expectation); memcpy bound (np.copyto, "
-          f"one thread): {memcpy['samples_per_s']:.0f} samples/s ({memcpy['gb_per_s']:.1f} GB/s)")  # fmt: skip
+    print(f"\nfull random permutation: {run.perm:.2f} classes per batch (exact expectation); memcpy bound "
+          f"(np.copyto, one thread): {run.memcpy['samples_per_s']:.0f} samples/s ({run.memcpy['gb_per_s']:.1f} GB/s)")
 
-    # Targets.
-    t = args.target_shuffle
-    targets: list[dict[str, Any]] = []
 
-    def check(name: str, scope: str, value: float | None, want: float, at_most: bool = False, unit: str = "") -> None:
-        ok = None if value is None else (value <= want if at_most else value >= want)
-        targets.append({"target": name, "scope": scope, "value": value, "want": want, "at_most": at_most,
-                        "met": ok, "unit": unit})  # fmt: skip
+def print_targets(runs: Sequence[Run], labels: Sequence[str]) -> None:
+    """The targets of one run, or of several side by side (before/after): a
+    column per label, empty where its run is missing or lacks the row."""
+    tables = [{(x["target"], x["scope"]): x for x in run.targets()} for run in runs]
+    print(f"\n## targets (shuffle {runs[0].target_shuffle!r} as the default)\n")
+    print("| target | scope | want | " + " | ".join(labels) + " |")
+    print("|---|---|---|" + "---|" * len(labels))
+    for key, first in tables[0].items():
+        want = ("<= " if first["at_most"] else ">= ") + f"{first['want']:g}{first['unit']}"
+        cols = []
+        for i in range(len(labels)):
+            x = tables[i].get(key) if i < len(tables) else None
+            if x is None:
+                cols.append("")
+                continue
+            met = {True: "pass", False: "MISS", None: "not measured"}[x["met"]]
+            cols.append(("" if x["value"] is None else f"{x['value']:.2f}{x['unit']} ") + met)
+        print(f"| {key[0]} | {key[1]} | {want} | " + " | ".join(cols) + " |")
 
-    def ratio(a: dict[str, Any] | None, b: dict[str, Any] | None) -> float | None:
-        return a["samples_per_s"] / b["samples_per_s"] if a and b else None
 
-    for codec in args.codecs:
-        r = by.get(("local", codec, t, "loch", ws[0]))
-        if r:
-            check(f"classes/batch ({t}) / full permutation's", f"{codec}", r["classes_per_batch"] / perm, 0.95)
-    for storage in args.storages:
-        for codec in args.codecs:
-            r = by.get((storage, codec, t, "loch", ws[0]))
-            if r and r.get("bytes_fetched") is not None:
-                v = r["bytes_fetched"] / stored[storage, codec] / args.epochs
-                if r.get("partial") and r.get("stats_samples"):
-                    v *= epoch / r["stats_samples"]
-                check(f"bytes fetched per epoch ({t}) / stored", f"{storage} {codec} nw={ws[0]}", v, 1.1, at_most=True)
-            if r:
-                check(f"first batch ({t})", f"{storage} {codec} nw={ws[0]}", r["first_batch_ms"], 500, at_most=True,
-                      unit=" ms")  # fmt: skip
-            for w in ws:
-                check(f"throughput {t} / none", f"{storage} {codec} nw={w}",
-                      ratio(by.get((storage, codec, t, "loch", w)), by.get((storage, codec, "none", "loch", w))), 0.9)  # fmt: skip
-        for w in ws:
-            if "none" in args.codecs:
-                check("throughput full / block, uncompressed", f"{storage} nw={w}",
-                      ratio(by.get((storage, "none", "full", "loch", w)), by.get((storage, "none", "block", "loch", w))),
-                      0.5)  # fmt: skip
-            if "lz4" in args.codecs:
-                check("throughput full / block, lz4", f"{storage} nw={w}",
-                      ratio(by.get((storage, "lz4", "full", "loch", w)), by.get((storage, "lz4", "block", "loch", w))),
-                      0.3)  # fmt: skip
-            if "none" in args.codecs:
-                r = by.get((storage, "none", "block", "loch", w))
-                check("throughput block, uncompressed / memcpy bound", f"{storage} nw={w}",
-                      r["samples_per_s"] / memcpy["samples_per_s"] if r else None, 0.5)  # fmt: skip
-    print(f"\n## targets (shuffle {t!r} as the default)\n")
-    print("| target | scope | measured | want | |")
-    print("|---|---|---|---|---|")
-    for x in targets:
-        v = "—" if x["value"] is None else f"{x['value']:.2f}{x['unit']}"
-        want = ("<= " if x["at_most"] else ">= ") + f"{x['want']:g}{x['unit']}"
-        met = {True: "pass", False: "MISS", None: "not measured"}[x["met"]]
-        print(f"| {x['target']} | {x['scope']} | {v} | {want} | {met} |")
-    return targets
+def print_before_after(before: Run, after: Run | None) -> None:
+    """The figures of two runs side by side: samples/s, bytes fetched,
+    first batch and classes per batch of each cell (after: empty when not
+    given), then the targets."""
+    runs, labels = [before] + ([after] if after else []), ["before", "after"]
+    ws = before.workers
+
+    def pair(f: Any) -> list[str]:
+        return [f(before), f(after) if after else ""]
+
+    print("\n## before / after (samples/s; fetched = bytes fetched per epoch / stored; first batch in ms)\n")
+    head = ["storage", "codec", "shuffle"]
+    for w in ws:
+        head += [f"loch nw={w} before", "after"]
+    head += ["Go before", "after"] + [f"memmap nw={w} (before)" for w in ws]
+    head += ["fetched nw=0 before", "after", f"fetched nw={ws[-1]} before", "after"]
+    head += ["first batch nw=0 before", "after", "classes/batch before", "after"]
+    print("| " + " | ".join(head) + " |")
+    print("|" + "---|" * len(head))
+    for storage in before.storages:
+        for codec in before.codecs:
+            for mode in before.shuffles:
+                def get(run: Run, task: str, w: int = 0) -> dict[str, Any] | None:
+                    return run.cell(storage, codec, mode, task, w)
+
+                row = [storage, codec, mode]
+                for w in ws:
+                    row += pair(lambda run: _sps(get(run, "loch", w)))
+                row += pair(lambda run: _sps(get(run, "go"))) + [_sps(get(before, "memmap", w)) for w in ws]
+                for w in (ws[0], ws[-1]):
+                    row += pair(lambda run: ("~" if (get(run, "loch", w) or {}).get("partial") else "")
+                                + _fmt(run.fetched(get(run, "loch", w)), ".2f"))  # fmt: skip
+                row += pair(lambda run: _fmt((get(run, "loch", ws[0]) or {}).get("first_batch_ms"), ".0f"))
+                row += pair(lambda run: _fmt((get(run, "loch", ws[0]) or {}).get("classes_per_batch"), ".2f"))
+                print("| " + " | ".join(row) + " |")
+    print_targets(runs, labels)
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -653,12 +724,15 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                    "used more than this many cores meanwhile")  # fmt: skip
     p.add_argument("--retries", type=int, default=2, help="at most this many times (the quietest run is kept)")
     p.add_argument("--quick", action="store_true", help="a smoke run of a few seconds: 2,000 rows of 32x32, codec "
-                   "none, local storage, every cell in this process (unless MinIO is asked for), 5 seconds per cell at most")  # fmt: skip
+                   "none, local storage, every cell in this process (unless MinIO is asked for), 5 seconds per "
+                   "cell at most")  # fmt: skip
     p.add_argument("--loch", default=str(REPO / "bin" / "loch"), help="the loch command (make build)")
     p.add_argument("--minio", default=os.environ.get("LOCH_MINIO") or str(Path.home() / ".cache/loch/tools/bin/minio"))
     p.add_argument("--json", help="also write the results as JSON to this file (- for standard output)")
     p.add_argument("--idle-load", type=float, default=0.0, help="before each cell, wait until the 1-minute load "
                    "average is below this (0: do not wait)")  # fmt: skip
+    p.add_argument("--report", nargs="+", metavar="JSON", help="print the tables of a saved run (--json) beside "
+                   "another's, before then after, and exit (bench/RESULTS.md)")  # fmt: skip
     p.add_argument("--child", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.quick:
@@ -678,6 +752,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 def main() -> None:
     global IN_PROCESS
     args = parse_args()
+    if args.report:
+        runs = [Run(json.loads(Path(f).read_text())) for f in args.report]
+        print_before_after(runs[0], runs[1] if len(runs) > 1 else None)
+        return
     # In this process only without MinIO: loch's Go library sees the
     # environment the process started with, not the credentials set here.
     IN_PROCESS = args.quick and "minio" not in args.storages
@@ -698,7 +776,9 @@ def main() -> None:
             stack.callback(shutil.rmtree, tmp, ignore_errors=True)
         # MinIO first: its credentials go into the environment that the
         # cells (child processes) inherit.
-        endpoint = stack.enter_context(minio(args.minio, "loch-compare")) if "minio" in args.storages else None
+        endpoint, server = ("", 0)
+        if "minio" in args.storages:
+            endpoint, server = stack.enter_context(minio(args.minio, "loch-compare"))
         info = machine()
         print(f"machine: {info['nproc']} cores, {info['cpu']}, {info['mem_gib']} GiB; python {info['python']}, "
               f"numpy {info['numpy']}, torch {info['torch']}; load average {os.getloadavg()[0]:.2f}")  # fmt: skip
@@ -708,8 +788,11 @@ def main() -> None:
         counts = np.bincount(np.load(args.dir / "labels.npy")).tolist()
         perm = permutation_classes(counts, args.batch_size)
         print(f"data: {args.rows} rows of uint8 {args.size}x{args.size}x3 + int64 label, {len(counts)} classes sorted; "
-              f"batch {args.batch_size}, {args.epochs} epoch(s), seed {args.seed}, at most {args.max_seconds:g} s a cell")  # fmt: skip
-        orders = {(c, m): [loch_order(args.loch, local[c], m, args.seed, e, args.batch_size) for e in range(args.epochs)]
+              f"batch {args.batch_size}, {args.epochs} epoch(s), seed {args.seed}, "
+              f"at most {args.max_seconds:g} s a cell")  # fmt: skip
+        (args.dir / "orders").mkdir(exist_ok=True)
+        orders = {(c, m): [loch_order(args.loch, local[c], m, args.seed, e, args.batch_size,
+                                      args.dir / "orders" / f"{c}-{m}-{e}.npy") for e in range(args.epochs)]
                   for c in args.codecs for m in args.shuffles}  # fmt: skip
         memcpy = run_child({"task": "memcpy", "data": str(args.dir)})
         idle = Idle(args.idle_load, 30.0, 1800.0)
@@ -725,7 +808,12 @@ def main() -> None:
                 for attempt in range(args.retries + 1):
                     load, ok = idle.wait()
                     print(f"running {what} (load {load:.2f})", file=sys.stderr)
+                    cpu0 = _tree_cpu_seconds(server) if storage == "minio" else 0.0
                     r = run_child(spec)
+                    if storage == "minio":
+                        # The server works for the cell: its CPU is the cell's, not another process's.
+                        r["server_cores"] = (_tree_cpu_seconds(server) - cpu0) / r["seconds"]
+                        r["other_cores"] = max(0.0, r["other_cores"] - r["server_cores"])
                     r.update({k: spec[k] for k in ("storage", "codec", "shuffle", "task", "workers")}, load1=load,
                              idle=ok, attempts=attempt + 1)  # fmt: skip
                     runs.append(r)
@@ -744,11 +832,15 @@ def main() -> None:
                 print(f"+ ingesting {codec} into MinIO", file=sys.stderr)
                 run_child({"task": "ingest", "url": urls[codec], "codec": codec, "data": str(args.dir)})
             run_storage("minio", urls)
-        targets = report(args, results, stored, perm, memcpy)
+        doc = {"machine": info, "args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()
+                                         if k not in ("child", "report")},
+               "stored_bytes": {f"{s}/{c}": v for (s, c), v in stored.items()}, "permutation_classes": perm,
+               "memcpy": memcpy, "results": results}  # fmt: skip
+        run = Run(doc)
+        doc["targets"] = run.targets()
+        print_matrix(run)
+        print_targets([run], ["measured"])
         if args.json:
-            doc = {"machine": info, "args": {k: str(v) for k, v in vars(args).items() if k != "child"},
-                   "stored_bytes": {f"{s}/{c}": v for (s, c), v in stored.items()}, "permutation_classes": perm,
-                   "memcpy": memcpy, "results": results, "targets": targets}  # fmt: skip
             text = json.dumps(doc, indent=2)
             if args.json == "-":
                 print(text)

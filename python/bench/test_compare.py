@@ -43,5 +43,9 @@ def test_quick_run(tmp_path: Path) -> None:
                          capture_output=True, text=True, timeout=300)  # fmt: skip
     assert out.returncode == 0, out.stderr
     assert "| local | none | block |" in out.stdout
-    assert "throughput full / block, uncompressed" in out.stdout
+    assert "throughput full / block, none" in out.stdout
     assert "not measured" not in out.stdout
+    report = subprocess.run([sys.executable, str(HERE / "compare.py"), "--report", str(tmp_path / "out.json")],
+                            capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert report.returncode == 0, report.stderr
+    assert "| local | none | block |" in report.stdout
