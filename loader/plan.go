@@ -71,12 +71,9 @@ func makePlan(view *loch.Scan, cfg Config) (*order.EpochPlan, error) {
 	}
 	var p *order.EpochPlan
 	if cfg.Resume != nil {
-		st := *cfg.Resume
-		if st.Version != view.Version() {
-			if !cfg.AllowVersionChange {
-				return nil, fmt.Errorf("loader: the saved state is for version %s, the dataset is at %s (open the saved version, or allow a version change): %w", st.Version, view.Version(), loch.ErrInvalidArgument)
-			}
-			st.Version = view.Version()
+		var st order.State
+		if st, err = resumed(cfg, s.Version, false); err != nil {
+			return nil, err
 		}
 		p, err = order.Resume(s, st)
 	} else {
@@ -127,12 +124,9 @@ func makeMixPlan(scans []*loch.Scan, weights []float64, epochRows int64, cfg Con
 	var p *order.MixPlan
 	var err error
 	if cfg.Resume != nil {
-		st := *cfg.Resume
-		if st.Version != ms.Version {
-			if !cfg.AllowVersionChange {
-				return nil, fmt.Errorf("loader: the saved state is for versions %s, the datasets are at %s (open the saved versions, or allow a version change): %w", st.Version, ms.Version, loch.ErrInvalidArgument)
-			}
-			st.Version = ms.Version
+		var st order.State
+		if st, err = resumed(cfg, ms.Version, true); err != nil {
+			return nil, err
 		}
 		p, err = order.ResumeMix(ms, st)
 	} else {
@@ -142,4 +136,22 @@ func makeMixPlan(scans []*loch.Scan, weights []float64, epochRows int64, cfg Con
 		return nil, fmt.Errorf("loader: %w: %w", loch.ErrInvalidArgument, err)
 	}
 	return p, nil
+}
+
+// resumed returns the state cfg resumes, refused when it was saved on
+// another version than version (the snapshots' of a mixture) unless cfg
+// allows a version change, which makes it this version's.
+func resumed(cfg Config, version string, mixture bool) (order.State, error) {
+	st := *cfg.Resume
+	if st.Version == version {
+		return st, nil
+	}
+	if !cfg.AllowVersionChange {
+		if mixture {
+			return st, fmt.Errorf("loader: the saved state is for versions %s, the datasets are at %s (open the saved versions, or allow a version change): %w", st.Version, version, loch.ErrInvalidArgument)
+		}
+		return st, fmt.Errorf("loader: the saved state is for version %s, the dataset is at %s (open the saved version, or allow a version change): %w", st.Version, version, loch.ErrInvalidArgument)
+	}
+	st.Version = version
+	return st, nil
 }
