@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -77,6 +78,7 @@ type benchFlags struct {
 	cacheDir                   string
 	cacheBytes                 int64
 	transforms                 []string
+	cpuProfile                 string
 }
 
 func newBenchCmd() *cobra.Command {
@@ -126,6 +128,7 @@ delivered by then (and "partial" is true in --json).`,
 	f.StringArrayVar(&b.transforms, "transform", nil, "COLUMN=SPEC image transform run in the loader (repeatable), e.g. image=decode,resize=256,center_crop=224,to_float,normalize=imagenet,chw")
 	f.StringVar(&b.cacheDir, "cache", "", "directory of a local chunk cache (shared by processes; epochs after the first read from it)")
 	f.Int64Var(&b.cacheBytes, "cache-bytes", 10<<30, "size bound of the chunk cache")
+	f.StringVar(&b.cpuProfile, "cpuprofile", "", "write a CPU profile of the loader's epochs (not the raw baseline) to this file, for go tool pprof")
 	b.mix.add(cmd)
 	b.refs.add(cmd, "bench")
 	return cmd
@@ -195,7 +198,12 @@ func (b *benchFlags) run(cmd *cobra.Command, urls []string) error {
 		return loader.New(ctx, scans[0], cfg)
 	}
 	step, limit := time.Duration(b.stepMS*float64(time.Millisecond)), time.Duration(b.maxSeconds*float64(time.Second))
-	if err := runEpochs(ctx, open, cfg, b.epochs, step, limit, &res); err != nil {
+	stop, err := startCPUProfile(b.cpuProfile)
+	if err != nil {
+		return err
+	}
+	err = runEpochs(ctx, open, cfg, b.epochs, step, limit, &res)
+	if err := errors.Join(err, stop()); err != nil {
 		return err
 	}
 	if b.asJSON {
@@ -456,4 +464,27 @@ func peakRSSMB() float64 {
 		}
 	}
 	return 0
+}
+
+// startCPUProfile starts a CPU profile written to path ("" profiles
+// nothing); stop ends it and closes the file.
+func startCPUProfile(path string) (stop func() error, err error) {
+	if path == "" {
+		return func() error { return nil }, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("--cpuprofile %s: %w", path, err)
+	}
+	return func() error {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			return fmt.Errorf("--cpuprofile %s: %w", path, err)
+		}
+		return nil
+	}, nil
 }
