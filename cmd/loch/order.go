@@ -282,16 +282,6 @@ func mixColumns(ds []*loch.Dataset, urls []string, names []string) ([]string, er
 	return names, nil
 }
 
-// mixOrder returns the plan of the mixture's batches that rank cfg.Rank
-// receives (or, with cfg.Resume, the rest of the saved epoch): the order
-// loader.NewMix delivers, without loading any data. It builds the mixture
-// as NewMix does: each dataset's blocks are the chunks of its requested
-// column with the most stored bytes.
-//
-// TODO: this belongs in the loader, as loader.OrderMix beside loader.Order,
-// so that NewMix and it share one construction; TestOrderMixMatchesLoader
-// pins the two together until then.
-
 // openDatasets opens every URL at the version the flags name; on an error
 // it closes those it opened.
 func openDatasets(ctx context.Context, urls []string, r *refFlags) ([]*loch.Dataset, error) {
