@@ -76,7 +76,7 @@ type benchFlags struct {
 	asJSON, skipRaw            bool
 	prefetch                   int
 	cacheDir                   string
-	cacheBytes                 int64
+	cacheBytes                 sizeFlag
 	transforms                 []string
 	cpuProfile                 string
 }
@@ -127,7 +127,8 @@ delivered by then (and "partial" is true in --json).`,
 	f.BoolVar(&b.skipRaw, "no-raw", false, "skip the raw baseline")
 	f.StringArrayVar(&b.transforms, "transform", nil, "COLUMN=SPEC image transform run in the loader (repeatable), e.g. image=decode,resize=256,center_crop=224,to_float,normalize=imagenet,chw")
 	f.StringVar(&b.cacheDir, "cache", "", "directory of a local chunk cache (shared by processes; epochs after the first read from it)")
-	f.Int64Var(&b.cacheBytes, "cache-bytes", 10<<30, "size bound of the chunk cache")
+	b.cacheBytes = 10 << 30
+	f.Var(&b.cacheBytes, "cache-bytes", "size bound of the chunk cache, e.g. 10GiB")
 	f.StringVar(&b.cpuProfile, "cpuprofile", "", "write a CPU profile of the loader's epochs (not the raw baseline) to this file, for go tool pprof")
 	b.mix.add(cmd)
 	b.refs.add(cmd, "bench")
@@ -183,7 +184,7 @@ func (b *benchFlags) run(cmd *cobra.Command, urls []string) error {
 	}
 	var cache chunkcache.Cache
 	if b.cacheDir != "" {
-		c, err := chunkcache.Open(b.cacheDir, b.cacheBytes, nil)
+		c, err := chunkcache.Open(b.cacheDir, int64(b.cacheBytes), nil)
 		if err != nil {
 			return err
 		}
