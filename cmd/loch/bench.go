@@ -79,6 +79,7 @@ type benchFlags struct {
 	cacheBytes                 sizeFlag
 	transforms                 []string
 	cpuProfile                 string
+	prog                       progressFlags
 }
 
 func newBenchCmd() *cobra.Command {
@@ -103,7 +104,11 @@ every chunk of every dataset. The datasets must have the requested columns
 with the same dtypes.
 
 --max-seconds stops the run early; the figures are then of the batches
-delivered by then (and "partial" is true in --json).`,
+delivered by then (and "partial" is true in --json).
+
+A spinner with the phase, the samples delivered and the elapsed time is
+shown on standard error when that is a terminal, or with --progress; never
+with --quiet.`,
 		Example: `  loch bench ./pets --batch-size 64 --shuffle block
   loch bench s3://bucket/pets --columns image,label --step-ms 20 --json
   loch bench ./web ./books --weights 0.8,0.2 --epoch-rows 100000 --columns image,label`,
@@ -130,6 +135,7 @@ delivered by then (and "partial" is true in --json).`,
 	b.cacheBytes = 10 << 30
 	f.Var(&b.cacheBytes, "cache-bytes", "size bound of the chunk cache, e.g. 10GiB")
 	f.StringVar(&b.cpuProfile, "cpuprofile", "", "write a CPU profile of the loader's epochs (not the raw baseline) to this file, for go tool pprof")
+	b.prog.add(f)
 	b.mix.add(cmd)
 	b.refs.add(cmd, "bench")
 	return cmd
@@ -177,11 +183,14 @@ func (b *benchFlags) run(cmd *cobra.Command, urls []string) error {
 	if weights != nil {
 		res.Weights, res.EpochRows, res.DatasetSamples = weights, b.mix.epochRows, make([]int64, len(ds))
 	}
+	bar := b.prog.start(cmd.ErrOrStderr(), "bench: raw baseline", -1, unitRows)
+	defer bar.done()
 	if !b.skipRaw {
 		if err := rawBaseline(ctx, scans, cols, &res); err != nil {
 			return err
 		}
 	}
+	bar.describe("bench: loader")
 	var cache chunkcache.Cache
 	if b.cacheDir != "" {
 		c, err := chunkcache.Open(b.cacheDir, int64(b.cacheBytes), nil)
@@ -203,7 +212,8 @@ func (b *benchFlags) run(cmd *cobra.Command, urls []string) error {
 	if err != nil {
 		return err
 	}
-	err = runEpochs(ctx, open, cfg, b.epochs, step, limit, &res)
+	err = runEpochs(ctx, open, cfg, b.epochs, step, limit, &res, bar)
+	bar.done()
 	if err := errors.Join(err, stop()); err != nil {
 		return err
 	}
@@ -288,8 +298,9 @@ func splitList(v string) []string {
 
 // runEpochs runs the loaders that open makes for epochs epochs (cfg.Epoch
 // counts up from 0), the consumer spending step on each batch, until limit
-// (when not 0) has passed after a batch, and records the figures in res.
-func runEpochs(ctx context.Context, open func(loader.Config) (*loader.Loader, error), cfg loader.Config, epochs int, step, limit time.Duration, res *benchResult) error {
+// (when not 0) has passed after a batch, and records the figures in res;
+// bar counts the samples.
+func runEpochs(ctx context.Context, open func(loader.Config) (*loader.Loader, error), cfg loader.Config, epochs int, step, limit time.Duration, res *benchResult, bar *progress) error {
 	start := time.Now()
 	var wait time.Duration
 	var decoded int64
@@ -316,6 +327,7 @@ func runEpochs(ctx context.Context, open func(loader.Config) (*loader.Loader, er
 			}
 			res.Batches++
 			res.Samples += int64(b.Len())
+			bar.add(int64(b.Len()))
 			for _, d := range b.Datasets {
 				res.DatasetSamples[d]++
 			}

@@ -65,7 +65,7 @@ otherwise. bfloat16 columns are written as uint16 ('<u2') bit patterns.
 
 With --json the summary is one JSON object with the fields url, version,
 dir, format, rows, shards (webdataset), files (the files written) and
-skipped (npy: column and reason of each column left out).
+skipped (npy: column and reason of each column left out; [] otherwise).
 
 A bar over the rows is shown on standard error when that is a terminal, or
 with --progress; never with --quiet.`,
@@ -106,7 +106,7 @@ with --progress; never with --quiet.`,
 			}
 			w := cmd.OutOrStdout()
 			if asJSON {
-				if sum.Skipped == nil && format == "npy" {
+				if sum.Skipped == nil {
 					sum.Skipped = []exportSkip{}
 				}
 				return printJSON(w, sum)
@@ -139,7 +139,7 @@ type exportJSON struct {
 	Rows    int64        `json:"rows"`
 	Shards  *int         `json:"shards,omitempty"`
 	Files   []string     `json:"files"`
-	Skipped []exportSkip `json:"skipped,omitempty"`
+	Skipped []exportSkip `json:"skipped"`
 
 	lines []string // the text summary's lines (npy)
 }

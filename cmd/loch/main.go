@@ -200,6 +200,15 @@ Exit status: 0 on success, 2 for a usage error, 1 for any other error.`,
 	// cobra's "completion bash|zsh|fish|powershell", added now (rather
 	// than when the root runs) so that prepare sees it.
 	root.InitDefaultCompletionCmd()
+	if c, _, err := root.Find([]string{"completion"}); err == nil && c != root {
+		c.Args = func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return nil
+			}
+			return usagef("unknown shell %q (want bash, zsh, fish or powershell)", args[0])
+		}
+		c.RunE = func(cmd *cobra.Command, args []string) error { return cmd.Help() }
+	}
 	prepare(root)
 	return root
 }

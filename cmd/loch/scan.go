@@ -103,4 +103,3 @@ with --progress; never with --quiet.`,
 	refs.add(cmd, "scan")
 	return cmd
 }
-
