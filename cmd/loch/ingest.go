@@ -270,8 +270,15 @@ column and its last part decides its type: jpg, jpeg, png, webp, gif, bmp,
 tif, tiff are images; cls, cls2, label class labels (int64); txt, text text;
 json json; npy tensors; anything else bytes. The key goes to "__key__".
 
-Without --schema the columns are those of the first shard; with --schema,
-extensions are matched to its columns by name and others are ignored.`,
+Shards written by 'loch export --format webdataset' start with a member
+.loch.json holding the exported columns; without --schema those columns are
+used (names, dtypes, kinds, shapes, compression, class names), each file
+<key>.<column>.<ext> goes to its column and there is no "__key__" column,
+so that export then ingest round-trips (see docs/cli.md).
+
+Otherwise, without --schema the columns are those of the first shard; with
+--schema, extensions are matched to its columns by name and others are
+ignored.`,
 		Example: `  loch ingest webdataset 'shards/train-{0000..0099}.tar' ./train
   loch ingest webdataset s3://bucket/shard-{000..009}.tar.gz s3://bucket/ds --image-compression jpeg`,
 		Args: filesAndURL("SHARD"),
