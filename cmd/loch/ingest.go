@@ -56,7 +56,7 @@ are stored byte for byte, others are re-encoded; lz4, zstd and none store the
 decoded uint8 [height, width, channels] pixels with that chunk codec.
 
 Files are read and converted on all cores (--parallelism); row order does not
-depend on it. A progress bar (rows/s, MB/s, ETA) is shown when standard error
+depend on it. A progress bar (rows/s, bytes/s, ETA) is shown when standard error
 is a terminal, or with --progress, and never with --quiet. A summary line
 is always printed, with sizes in binary units (as info prints them).`,
 		Example: `  loch ingest imagefolder ./train ./imagenet-train
@@ -78,7 +78,7 @@ is always printed, with sizes in binary units (as info prints them).`,
 	}
 	pf := cmd.PersistentFlags()
 	pf.IntVarP(&f.parallelism, "parallelism", "j", 0, "goroutines that read and convert the source (default all cores)")
-	pf.Var(&f.chunkBytes, "chunk-bytes", "target decoded bytes per chunk of each new column, e.g. 16MiB (default 8MiB; units as in 'loch help sizes')")
+	pf.Var(&f.chunkBytes, "chunk-bytes", "target decoded bytes per chunk of each new column, e.g. 16MiB, 16MB or 16M (default 8MiB; see 'loch --help' for units)")
 	pf.StringVarP(&f.message, "message", "m", "", `commit message (default "ingest FORMAT SOURCE")`)
 	pf.BoolVar(&f.append, "append", false, "add the rows to the existing dataset at URL")
 	pf.StringVar(&f.branch, "branch", "", "commit to this existing branch of the dataset instead of main")
