@@ -36,6 +36,11 @@ var DefaultLinkSchemes = []string{"http", "https", "s3", "gs", "az"}
 // /etc/passwd or ~/.ssh/id_rsa); a dataset on object storage may link to no
 // local file. A refused link is an error wrapping ErrPermission that names
 // the rule; nothing is read.
+//
+// The check resolves symbolic links and then reads the resolved path: a
+// link swapped between the two by someone who can write under a root is
+// not caught, so a root should be a directory that only trusted writers
+// change.
 type LinkPolicy struct {
 	// Schemes lists the URL schemes links may use, lowercase: any of
 	// "http", "https", "s3", "gs", "az" and "mem". Nil means
