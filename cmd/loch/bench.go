@@ -106,6 +106,15 @@ with the same dtypes.
 --max-seconds stops the run early; the figures are then of the batches
 delivered by then (and "partial" is true in --json).
 
+With --json it prints one JSON object with the fields url, version (and
+for a mixture urls, versions, weights, epoch_rows, dataset_samples),
+columns, shuffle, batch_size, world_size, rank, epochs, step_ms, batches,
+samples, seconds, samples_per_s, mb_per_s, first_batch_ms, wait_share,
+peak_rss_mb, raw_mb_per_s, raw_seconds, raw_object_mb, decoded_mb,
+retries, cache_hits, chunks_fetched, fetched_mb, skipped, ratio_to_raw and
+partial. Its rates and sizes are in MB (10^6 bytes), the unit of loch's
+benchmark results.
+
 A spinner with the phase, the samples delivered and the elapsed time is
 shown on standard error when that is a terminal, or with --progress; never
 with --quiet.`,

@@ -43,9 +43,11 @@ func newIngestCmd() *cobra.Command {
 dataset at URL as one new version, at the end: an ingest that fails or is
 interrupted commits nothing.
 
-The dataset is created when URL holds none (creating commits an empty first
-version, so a failed ingest into a new URL leaves an empty dataset; running
-the same command again fills it). A dataset with rows is only added to with
+URL is a local path or object storage (mem://, process-local memory, is
+refused: the dataset would be gone when the command exits). The dataset is
+created when URL holds none (creating commits an empty first version, so a
+failed ingest into a new URL leaves an empty dataset; running the same
+command again fills it). A dataset with rows is only added to with
 --append, and then the source's columns must fit its schema. The rows are
 committed to branch main, or to --branch, which must exist (create it with
 'loch branch').
