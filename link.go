@@ -87,7 +87,7 @@ func (c *ColumnReader) Fetch(ctx context.Context, i int64) ([]byte, error) {
 	link := string(s.Data)
 	b, err := c.d.fetchLink(ctx, link)
 	if err != nil {
-		return nil, fmt.Errorf("%s: column %q row %d: follow link %q: %w", c.d.url, c.col.Name, i, redactLink(link), err)
+		return nil, fmt.Errorf("%s: column %q row %d: follow link %q: %w", c.d.url, c.col.Name, i, storage.Redact(link), err)
 	}
 	return b, nil
 }
@@ -219,12 +219,4 @@ func schemeList(s []string) string {
 		return "none"
 	}
 	return strings.Join(s, ", ")
-}
-
-// redactLink hides the query of a link URL (it may hold a signature).
-func redactLink(link string) string {
-	if i := strings.IndexByte(link, '?'); i >= 0 && strings.Contains(link[:i], "://") {
-		return link[:i] + "?REDACTED"
-	}
-	return link
 }

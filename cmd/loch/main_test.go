@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -51,6 +53,9 @@ func TestMain(m *testing.M) {
 //	samecols A B               the info --json documents A and B have the same columns:
 //	                           names, dtypes, kinds, declared shapes, compression, class names
 //	mkplaintar FILE            write a WebDataset shard without loch's .loch.json member
+//	expandenv FILE             replace $VAR and ${VAR} in FILE with the script's variables
+//	httpserve DIR              serve DIR over http on 127.0.0.1 until the script ends; sets
+//	                           $HTTP to its base URL (http://127.0.0.1:PORT)
 func TestScript(t *testing.T) {
 	testscript.Run(t, testscript.Params{
 		Dir:                 "testdata/script",
@@ -69,6 +74,8 @@ func TestScript(t *testing.T) {
 			"jsonobj":    cmdJSONObj,
 			"samecols":   cmdSameCols,
 			"mkplaintar": cmdMkPlainTar,
+			"httpserve":  cmdHTTPServe,
+			"expandenv":  cmdExpandEnv,
 		},
 	})
 }
@@ -428,6 +435,22 @@ func cmdMkPlainTar(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	ts.Check(tw.Close())
 	ts.Check(os.WriteFile(ts.MkAbs(args[0]), buf.Bytes(), 0o644))
+}
+
+func cmdExpandEnv(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: expandenv FILE")
+	}
+	ts.Check(os.WriteFile(ts.MkAbs(args[0]), []byte(os.Expand(ts.ReadFile(args[0]), ts.Getenv)), 0o644))
+}
+
+func cmdHTTPServe(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: httpserve DIR")
+	}
+	srv := httptest.NewServer(http.FileServer(http.Dir(ts.MkAbs(args[0]))))
+	ts.Defer(srv.Close)
+	ts.Setenv("HTTP", srv.URL)
 }
 
 // jsonAt returns the value at path (dot-separated keys and list indexes) of
