@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -192,8 +193,11 @@ func rowOfID(ctx context.Context, d *loch.Dataset, id uint64) (int64, error) {
 		return 0, err
 	}
 	pos, err := scan.Positions([]uint64{id})
-	if err != nil {
+	if errors.Is(err, loch.ErrNotFound) {
 		return 0, fmt.Errorf("row id %d is not in version %s of %s: %w", id, d.Version(), d.URL(), loch.ErrNotFound)
+	}
+	if err != nil {
+		return 0, err
 	}
 	return pos[0], nil
 }
