@@ -31,6 +31,7 @@ type options struct {
 	author      string
 	store       storage.Store
 	cacheBytes  int64
+	links       *LinkPolicy // nil: the default policy
 }
 
 // Option configures Create and Open.

@@ -30,6 +30,7 @@ type orderFlags struct {
 	resume             string
 	allowVersionChange bool
 	stateAfter         int
+	asJSON             bool
 }
 
 func newOrderCmd() *cobra.Command {
@@ -51,7 +52,11 @@ line as the dataset's number (0 for the first URL) and the row id:
 --resume FILE prints the rest of a saved epoch: FILE holds a loader state
 as the Go loader's State or the Python SDK's state_dict() save it (for a
 mixture, a state of the same mixture). --state-after N prints instead the
-state after this rank's first N batches, to resume from.`,
+state after this rank's first N batches, to resume from (a JSON object).
+
+With --json it prints one JSON object with the fields urls, versions (one
+per dataset), epoch, rank, world_size, batches (this rank's) and rows: the
+row ids in delivery order, or for a mixture objects {"dataset", "id"}.`,
 		Example: `  loch order ./pets --seed 7 --epoch 3 --world-size 8 --rank 2 --batch-size 64
   loch order s3://bucket/pets --shuffle full --drop-last | head
   loch order ./web ./books --weights 0.8,0.2 --epoch-rows 100000 --batch-size 64
@@ -75,6 +80,7 @@ state after this rank's first N batches, to resume from.`,
 	f.StringVar(&o.resume, "resume", "", "print the rest of the epoch saved in this loader state file (JSON)")
 	f.BoolVar(&o.allowVersionChange, "allow-version-change", false, "resume a state saved on another version")
 	f.IntVar(&o.stateAfter, "state-after", -1, "print the state (JSON) after this rank's first N batches instead of the rows")
+	f.BoolVar(&o.asJSON, "json", false, "print one JSON object instead of one row per line")
 	o.mix.add(cmd)
 	o.refs.add(cmd, "use")
 	return cmd
@@ -132,7 +138,45 @@ func (o *orderFlags) run(cmd *cobra.Command, urls []string) error {
 		}
 		return printJSON(cmd.OutOrStdout(), p.State(o.stateAfter))
 	}
+	if o.asJSON {
+		doc := orderJSON{Epoch: o.epoch, Rank: o.rank, WorldSize: o.world, Batches: p.Batches()}
+		for _, d := range ds {
+			doc.URLs = append(doc.URLs, d.URL())
+			doc.Versions = append(doc.Versions, d.Version())
+		}
+		var rows []any
+		err := eachOrderRow(ctx, scans, p, func(d int, id uint64) error {
+			if d < 0 {
+				rows = append(rows, id)
+			} else {
+				rows = append(rows, orderItemJSON{d, id})
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		doc.Rows = append([]any{}, rows...)
+		return printJSON(cmd.OutOrStdout(), doc)
+	}
 	return printOrder(ctx, cmd.OutOrStdout(), scans, p)
+}
+
+// orderJSON is the document printed by "loch order --json".
+type orderJSON struct {
+	URLs      []string `json:"urls"`
+	Versions  []string `json:"versions"`
+	Epoch     int      `json:"epoch"`
+	Rank      int      `json:"rank"`
+	WorldSize int      `json:"world_size"`
+	Batches   int      `json:"batches"`
+	Rows      []any    `json:"rows"` // uint64 ids, or orderItemJSON for a mixture
+}
+
+// orderItemJSON is a row of a mixture: the dataset's number and the row id.
+type orderItemJSON struct {
+	Dataset int    `json:"dataset"`
+	ID      uint64 `json:"id"`
 }
 
 // epochPlan is a rank's plan of an epoch: an *order.EpochPlan of one
@@ -147,19 +191,31 @@ type epochPlan interface {
 func printOrder(ctx context.Context, out io.Writer, scans []*loch.Scan, p epochPlan) error {
 	w := bufio.NewWriter(out)
 	var line []byte
-	put := func(d int, pos int64) error {
-		id, err := scans[max(d, 0)].RowID(pos)
-		if err != nil {
-			return err
-		}
+	err := eachOrderRow(ctx, scans, p, func(d int, id uint64) error {
 		line = line[:0]
 		if d >= 0 {
 			line = strconv.AppendInt(line, int64(d), 10)
 			line = append(line, ' ')
 		}
 		line = append(strconv.AppendUint(line, id, 10), '\n')
-		_, err = w.Write(line)
+		_, err := w.Write(line)
 		return err
+	})
+	if err != nil {
+		return err
+	}
+	return w.Flush()
+}
+
+// eachOrderRow calls fn with each row of p in delivery order: the
+// dataset's number (-1 for a single dataset) and the row id.
+func eachOrderRow(ctx context.Context, scans []*loch.Scan, p epochPlan, fn func(d int, id uint64) error) error {
+	put := func(d int, pos int64) error {
+		id, err := scans[max(d, 0)].RowID(pos)
+		if err != nil {
+			return err
+		}
+		return fn(d, id)
 	}
 	switch p := p.(type) {
 	case *order.EpochPlan:
@@ -185,7 +241,7 @@ func printOrder(ctx context.Context, out io.Writer, scans []*loch.Scan, p epochP
 			}
 		}
 	}
-	return w.Flush()
+	return nil
 }
 
 // readState reads a loader state from a JSON file: the Go loader's State,
