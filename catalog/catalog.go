@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/lochdata/loch"
@@ -50,6 +51,9 @@ type Catalog struct {
 	url       string
 	log       *seqlog.Log[manifest.Catalog]
 	now       func() time.Time // the clock of GC; tests move it
+
+	closeOnce sync.Once
+	closeErr  error
 }
 
 // Table describes one table of a catalog.
@@ -139,12 +143,12 @@ func Open(ctx context.Context, root string, opts ...Option) (*Catalog, error) {
 // Close releases the catalog's store (unless WithStore gave it). Tables
 // opened from the catalog must be closed first.
 func (c *Catalog) Close() error {
-	if c.ownsStore && c.store != nil {
-		err := c.store.Close()
-		c.store = nil
-		return err
-	}
-	return nil
+	c.closeOnce.Do(func() {
+		if c.ownsStore {
+			c.closeErr = c.store.Close()
+		}
+	})
+	return c.closeErr
 }
 
 // URL returns the catalog's root URL, without secrets.

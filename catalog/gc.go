@@ -39,8 +39,9 @@ type DirReport struct {
 // are docs/format.md §6's: a directory is kept if the newest catalog
 // entry, any entry written within the grace period or the one current when
 // it began names it, or if any of its objects was stored within the grace
-// period; the log is read again before deleting. With opts.DryRun nothing
-// is deleted. On an error GC stops and returns what it has done so far.
+// period; the log is read again before deleting. Finding unnamed
+// directories lists every object under tables/, so GC costs a listing of
+// the whole catalog. With opts.DryRun nothing is deleted. On an error GC stops and returns what it has done so far.
 func (c *Catalog) GC(ctx context.Context, opts loch.GCOptions) (*GCReport, error) {
 	if opts.Grace < 0 {
 		return nil, fmt.Errorf("gc catalog %s: negative grace period %s: %w", c.url, opts.Grace, loch.ErrInvalidArgument)
