@@ -85,10 +85,23 @@ func names(t *testing.T, c *Catalog) []string {
 	return out
 }
 
+// allBackends adds fake-gcs-server and Azurite to backends.
+var allBackends = map[string]func(t *testing.T) string{
+	"gcs":   func(t *testing.T) string { return testserver.GCS(t).URL },
+	"azure": func(t *testing.T) string { return testserver.Azurite(t).URL },
+}
+
 func TestRoundTrip(t *testing.T) {
-	for _, name := range sortedKeys(backends) {
+	all := map[string]func(t *testing.T) string{}
+	for k, v := range backends {
+		all[k] = v
+	}
+	for k, v := range allBackends {
+		all[k] = v
+	}
+	for _, name := range sortedKeys(all) {
 		t.Run(name, func(t *testing.T) {
-			root := backends[name](t)
+			root := all[name](t)
 			_, err := Open(ctx, root)
 			require.ErrorIs(t, err, ErrNoCatalog)
 			require.ErrorIs(t, err, loch.ErrNotFound)
