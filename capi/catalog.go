@@ -229,7 +229,8 @@ func loch_catalog_rename_table(h C.uintptr_t, from, to *C.char, errOut **C.char)
 // loch_catalog_gc deletes the directories of tables dropped longer ago than
 // the grace period, then collects every table, and stores the report as
 // JSON: {"dry_run", "deleted", "young" (each a list of {"dir", "objects",
-// "bytes"}), "tables": {name: a loch_dataset_gc report}}. options is JSON
+// "bytes"}), "tables": {name: a loch_dataset_gc report}, "log_entries":
+// old catalog entries deleted}. options is JSON
 // ({"grace_seconds": s (default 86400), "dry_run": bool}) or NULL.
 //
 //export loch_catalog_gc

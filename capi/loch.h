@@ -205,7 +205,8 @@ typedef struct {
  *       from, to, err).
  *   loch_catalog_gc(c, options, char **out, err): options as
  *       loch_dataset_gc's; out = {"dry_run", "deleted", "young" (lists of
- *       {"dir", "objects", "bytes"}), "tables": {name: gc report}}.
+ *       {"dir", "objects", "bytes"}), "tables": {name: gc report},
+ *       "log_entries"}.
  */
 
 #endif

@@ -106,6 +106,13 @@ func Create(ctx context.Context, root string, opts ...Option) (*Catalog, error) 
 }
 
 func (c *Catalog) create(ctx context.Context) error {
+	// Garbage collection deletes old entries, entry 1 included, so
+	// put-if-absent of entry 1 alone cannot tell that a catalog exists.
+	if _, err := c.latest(ctx); err == nil {
+		return fmt.Errorf("create catalog %s: a catalog already exists there: %w", c.url, loch.ErrExists)
+	} else if !errors.Is(err, ErrNoCatalog) {
+		return fmt.Errorf("create catalog %s: %w", c.url, err)
+	}
 	e := &manifest.Catalog{Seq: 1, Time: time.Now().UTC(), Tables: map[string]manifest.CatalogTable{}, Op: "create catalog"}
 	err := c.log.Put(ctx, e)
 	if errors.Is(err, storage.ErrExists) {

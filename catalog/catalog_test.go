@@ -460,6 +460,11 @@ func TestDropKeepsReaders(t *testing.T) {
 			require.NoError(t, err)
 			require.ElementsMatch(t, []string{tb.Dir, orphan}, dirNames(rep.Deleted), "dry run")
 			require.Equal(t, []int64{5, 6}, readRows(t, d), "a dry run deletes nothing")
+			// The log: create catalog, create doomed, create kept, drop
+			// doomed; all but the newest are older than the grace period.
+			require.Equal(t, 3, rep.LogEntries, "dry run")
+			_, err = c.log.Read(ctx, 1)
+			require.NoError(t, err, "a dry run deletes no entry")
 
 			rep, err = c.GC(ctx, loch.GCOptions{Grace: time.Hour})
 			require.NoError(t, err)
@@ -476,6 +481,37 @@ func TestDropKeepsReaders(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, []int64{1}, readRows(t, k), "live tables are untouched")
 			require.NoError(t, k.Close())
+
+			// Old entries are gone, the newest stays, and the catalog works
+			// on: it still exists for Create, lists, and takes changes.
+			require.Equal(t, 3, rep.LogEntries)
+			for seq := uint64(1); seq <= 3; seq++ {
+				_, err = c.log.Read(ctx, seq)
+				require.ErrorIs(t, err, loch.ErrNotFound, "entry %d", seq)
+			}
+			_, err = Create(ctx, root)
+			require.ErrorIs(t, err, loch.ErrExists, "a catalog whose entry 1 was collected still exists")
+			require.NoError(t, c.store.Delete(ctx, keys.LatestIn(keys.CatalogLogPrefix)))
+			again, err := Open(ctx, root)
+			require.NoError(t, err, "found by listing the log")
+			require.Equal(t, []string{"kept"}, names(t, again))
+			n2, err := again.CreateTable(ctx, "new", rowsSchema)
+			require.NoError(t, err)
+			require.NoError(t, n2.Close())
+			require.Equal(t, []string{"kept", "new"}, names(t, c))
+			require.NoError(t, again.Close())
+			rep, err = c.GC(ctx, loch.GCOptions{Grace: time.Hour})
+			require.NoError(t, err)
+			require.Equal(t, 1, rep.LogEntries, "the drop, which the first collection kept as the newest")
+			require.Empty(t, rep.Deleted)
+			// Now, not two hours later: the newest entry is within the grace
+			// period, and reading back meets the entries collected before.
+			c.now = time.Now
+			rep, err = c.GC(ctx, loch.GCOptions{Grace: time.Hour})
+			require.NoError(t, err)
+			require.Zero(t, rep.LogEntries)
+			require.Empty(t, rep.Deleted)
+			require.Equal(t, []string{"kept", "new"}, names(t, c))
 		})
 	}
 }

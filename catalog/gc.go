@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -19,6 +20,9 @@ type GCReport struct {
 	// Deleted lists the directories of dropped tables (and of creations
 	// that never named one) deleted, or in a dry run that would be.
 	Deleted []DirReport `json:"deleted"`
+	// LogEntries counts the catalog entries older than the grace period
+	// deleted (or that would be).
+	LogEntries int `json:"log_entries"`
 	// Young lists the unnamed directories kept because an object in them
 	// was stored within the grace period.
 	Young []DirReport `json:"young"`
@@ -52,7 +56,7 @@ func (c *Catalog) GC(ctx context.Context, opts loch.GCOptions) (*GCReport, error
 	if err != nil {
 		return nil, err
 	}
-	live, err := c.liveDirs(ctx, latest, cutoff)
+	live, oldest, err := c.liveDirs(ctx, latest, cutoff)
 	if err != nil {
 		return nil, fmt.Errorf("gc catalog %s (nothing was deleted): %w", c.url, err)
 	}
@@ -119,24 +123,56 @@ func (c *Catalog) GC(ctx context.Context, opts loch.GCOptions) (*GCReport, error
 			return rep, fmt.Errorf("gc catalog %s: table %q: %w", c.url, name, err)
 		}
 	}
+	n, err := c.deleteEntries(ctx, oldest, opts.DryRun)
+	rep.LogEntries = n
+	if err != nil {
+		return rep, fmt.Errorf("gc catalog %s: %w", c.url, err)
+	}
 	return rep, nil
 }
 
+// deleteEntries deletes the catalog entries before entry keep, oldest
+// first, and counts them.
+func (c *Catalog) deleteEntries(ctx context.Context, keep uint64, dryRun bool) (int, error) {
+	var old []string
+	err := c.store.List(ctx, keys.CatalogLogPrefix, func(a storage.Attrs) error {
+		if seq, ok := keys.ParseLogIn(keys.CatalogLogPrefix, a.Key); ok && seq < keep {
+			old = append(old, a.Key) // listed in key order: oldest first
+		}
+		return nil
+	})
+	if err != nil || dryRun {
+		return len(old), err
+	}
+	for i, key := range old {
+		if err := c.store.Delete(ctx, key); err != nil {
+			return i, fmt.Errorf("delete old catalog entry: %w", err)
+		}
+	}
+	return len(old), nil
+}
+
 // liveDirs returns the directories named by the newest entry and by every
-// older one written after cutoff, and by the one current at cutoff.
-func (c *Catalog) liveDirs(ctx context.Context, latest *manifest.Catalog, cutoff time.Time) (map[string]bool, error) {
+// older one written after cutoff, and by the one current at cutoff, and the
+// sequence number of the oldest entry it read. An entry that an earlier
+// collection deleted ends the walk.
+func (c *Catalog) liveDirs(ctx context.Context, latest *manifest.Catalog, cutoff time.Time) (map[string]bool, uint64, error) {
 	live := map[string]bool{}
 	for e := latest; ; {
 		for _, t := range e.Tables {
 			live[t.Dir] = true
 		}
 		if !e.Time.After(cutoff) || e.Seq <= 1 {
-			return live, nil
+			return live, e.Seq, nil
 		}
-		var err error
-		if e, err = c.read(ctx, e.Seq-1); err != nil {
-			return nil, fmt.Errorf("read the log within the grace period: %w", err)
+		prev, err := c.read(ctx, e.Seq-1)
+		if errors.Is(err, loch.ErrNotFound) {
+			return live, e.Seq, nil
 		}
+		if err != nil {
+			return nil, 0, fmt.Errorf("read the log within the grace period: %w", err)
+		}
+		e = prev
 	}
 }
 

@@ -36,7 +36,8 @@ renames table NAME (its data does not move); --drop removes it from the
 catalog. A dropped table's data stays, readable by whoever has it open,
 until 'loch tables ROOT --gc' runs once the grace period (--grace, default
 24h) has passed since the drop; --gc then also collects each table as
-'loch gc' does.
+'loch gc' does, and deletes the catalog's log entries older than the grace
+period.
 
 Names keep their case and compare case-insensitively; they have at most 255
 bytes and no "/", "\", "..", control characters or leading or trailing
@@ -44,8 +45,9 @@ spaces, and do not start with "_loch".
 
 With --json the listing is a JSON list of objects with the fields name,
 dir, url and created; --gc --json prints one object with the fields
-dry_run, deleted and young (directories: dir, objects, bytes) and tables
-(each table's gc report).`,
+dry_run, deleted and young (directories: dir, objects, bytes), tables
+(each table's gc report) and log_entries (old catalog log entries
+deleted).`,
 		Example: `  loch tables s3://lake/tables
   loch tables ./lake frames --schema frames.yaml
   loch tables ./lake frames --rename clips
@@ -171,6 +173,7 @@ func printCatalogGC(cmd *cobra.Command, rep *catalog.GCReport, grace time.Durati
 	for _, name := range slices.Sorted(maps.Keys(rep.Tables)) {
 		fmt.Fprintf(w, "table %s: %s %s\n", name, verb, objects(rep.Tables[name].Deleted))
 	}
+	fmt.Fprintf(w, "catalog log: %s %d entries older than %s\n", verb, rep.LogEntries, grace)
 	if rep.DryRun {
 		fmt.Fprintln(w, "dry run: nothing was deleted")
 	}

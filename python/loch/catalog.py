@@ -82,12 +82,15 @@ class CatalogGCReport:
         young: directories that no table names, kept because something in
             them was written within the grace period.
         tables: each table's own collection, by name.
+        log_entries: catalog log entries older than the grace period
+            deleted (each holds the whole list of tables).
     """
 
     dry_run: bool
     deleted: list[TableDir] = field(default_factory=list)
     young: list[TableDir] = field(default_factory=list)
     tables: dict[str, GCReport] = field(default_factory=dict)
+    log_entries: int = 0
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> CatalogGCReport:
@@ -96,6 +99,7 @@ class CatalogGCReport:
             deleted=[TableDir.from_json(x) for x in d.get("deleted") or ()],
             young=[TableDir.from_json(x) for x in d.get("young") or ()],
             tables={k: GCReport.from_json(v) for k, v in (d.get("tables") or {}).items()},
+            log_entries=int(d.get("log_entries", 0)),
         )
 
 
@@ -200,8 +204,9 @@ class Catalog:
 
     def gc(self, grace: float = 86400.0, dry_run: bool = False) -> CatalogGCReport:
         """Deletes the data of tables dropped more than ``grace`` seconds
-        ago, then collects every table as :meth:`loch.Dataset.gc` does;
-        ``dry_run`` only reports."""
+        ago, then collects every table as :meth:`loch.Dataset.gc` does, then
+        deletes catalog log entries older than ``grace``; ``dry_run`` only
+        reports."""
         opts = json.dumps({"grace_seconds": float(grace), "dry_run": bool(dry_run)}).encode()
         return CatalogGCReport.from_json(self._h.lib.call_json("loch_catalog_gc", self._h.value, opts))
 

@@ -98,6 +98,8 @@ def test_drop_keeps_readers_until_gc(tmp_path: Path) -> None:
     assert rep.deleted[0].objects > 0
     rep = cat.gc(grace=0)
     assert len(rep.deleted) == 1
+    assert rep.log_entries == 2  # the creation of the catalog and of the table; the drop is the newest
+    assert cat.tables() == []
     with pytest.raises(loch.NotFound):
         loch.open(reader.url)
 
