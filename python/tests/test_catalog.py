@@ -52,6 +52,9 @@ def test_round_trip(tmp_path: Path) -> None:
     for batch in t.numpy(batch_size=4, shuffle=False):
         seen.extend(batch["index"].tolist())
     assert sorted(seen) == list(range(12))
+    import torch
+    (b,) = list(cat.open_table("frames", ref=v1).pytorch(batch_size=10, columns=["x", "label"]))
+    assert isinstance(b["x"], torch.Tensor) and tuple(b["x"].shape) == (10, 2)
 
     with pytest.raises(loch.AlreadyExists, match='already exists \\(as "Frames"\\)'):
         cat.create_table("frames", SCHEMA)
