@@ -45,8 +45,8 @@
 // # Layout
 //
 // The engine's files follow its mechanisms, each in one place: dataset.go
-// (Create, Open, the handle), log.go (the log's root entries and
-// updateRoot, its only compare-and-swap), stage.go (staged writes),
+// (Create, Open, the handle), log.go (the log's root entries, kept by
+// internal/seqlog, and updateRoot, its only compare-and-swap), stage.go (staged writes),
 // commit.go (Commit), snapshot.go (a version's fragments and rows),
 // read.go and scan.go (the one chunk reader, ColumnReader and Scan),
 // readbuf.go (the read buffers' pools), segments.go (Scan.Segments),

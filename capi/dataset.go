@@ -24,6 +24,10 @@ type dataset struct {
 	mu     sync.Mutex
 	scan   *loch.Scan // loaded scan of the current snapshot, for row ids
 	closed bool
+
+	// release, when not nil, is called once the dataset is closed: a table
+	// gives its catalog back (see catalogObj).
+	release func()
 }
 
 // openOptions are the options of loch_dataset_open and loch_dataset_create,
@@ -211,7 +215,11 @@ func loch_dataset_close(h C.uintptr_t, errOut **C.char) (st C.int) {
 	ds.closed = true
 	ds.mu.Unlock()
 	deleteHandle(h)
-	return result(errOut, ds.d.Close())
+	err = ds.d.Close()
+	if ds.release != nil {
+		ds.release()
+	}
+	return result(errOut, err)
 }
 
 // loch_dataset_len stores the number of rows of the handle's snapshot.
