@@ -88,6 +88,9 @@ deleted).`,
 			if err != nil {
 				return err
 			}
+			if err := checkURL(args[0]); err != nil {
+				return err
+			}
 			c, err := catalog.Open(ctx, args[0], opts...)
 			if err != nil {
 				return err
