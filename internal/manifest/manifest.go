@@ -22,7 +22,7 @@ import (
 // Format version written by this package.
 const (
 	Major = 1
-	Minor = 1
+	Minor = 2
 )
 
 // Magic starts every metadata object.
@@ -37,6 +37,7 @@ const (
 	KindFragment  byte = 'F'
 	KindExtension byte = 'E'
 	KindDeletion  byte = 'X'
+	KindSelection byte = 'S'
 )
 
 // corruptf is the error for an object whose bytes fail their checks:
