@@ -373,3 +373,57 @@ func (sc *Scan) Sample(slot Slot, got []*Fetched) (Sample, error) {
 	}
 	return got[0].sample(sc.ref(slot.first), slot.index)
 }
+
+// LocateRange appends the located rows at positions [lo, hi) to buf, in
+// order, and returns it: Locate for each, in time linear in the rows.
+func (sc *Scan) LocateRange(lo, hi int64, buf []RowLoc) ([]RowLoc, error) {
+	if lo >= hi {
+		return buf, nil
+	}
+	r, err := sc.Locate(lo)
+	if err != nil {
+		return buf, err
+	}
+	if hi > sc.s.man.Rows {
+		return buf, fmt.Errorf("rows [%d, %d) of %s out of range [0, %d): %w", lo, hi, sc.d.url, sc.s.man.Rows, ErrNotFound)
+	}
+	k, off := r.frag, r.off
+	f := sc.s.frags[k]
+	d := sort.Search(len(f.deleted), func(i int) bool { return f.deleted[i] > off })
+	for pos := lo; pos < hi; pos++ {
+		for pos >= sc.s.cum[k+1] { // next fragment
+			k++
+			f, off, d = sc.s.frags[k], 0, 0
+		}
+		for d < len(f.deleted) && f.deleted[d] == off {
+			off++
+			d++
+		}
+		buf = append(buf, RowLoc{frag: k, off: off, ID: f.rowID(off)})
+		off++
+	}
+	return buf, nil
+}
+
+// SampleInfo returns the shape of slot's sample and the bytes it takes as
+// stored (for png/jpeg, the encoded image), from its chunk's header alone:
+// one range read of the header, which the Dataset then keeps, and none of
+// the sample's data. A null slot gives a nil shape.
+func (sc *Scan) SampleInfo(ctx context.Context, slot Slot) (shape []int, stored int64, err error) {
+	if slot.pieces == 0 {
+		return nil, 0, nil
+	}
+	ref := sc.ref(slot.first)
+	h, _, err := sc.d.header(ctx, ref)
+	if err != nil {
+		return nil, 0, err
+	}
+	if slot.pieces > 1 {
+		return h.Shape(0), int64(h.Partial.Total), nil
+	}
+	if h.Null(slot.index) {
+		return nil, 0, nil
+	}
+	a, b := h.Range(slot.index)
+	return h.Shape(slot.index), b - a, nil
+}
