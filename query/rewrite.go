@@ -160,11 +160,15 @@ func replaceRandom(x any) bool {
 }
 
 // oneLine makes a DuckDB error one line: its message without the LINE
-// and caret lines it adds for syntax errors.
+// and caret lines it adds for syntax errors, and without the list of
+// every overload of a function it could not match.
 func oneLine(err error) string {
 	var parts []string
 	for _, l := range strings.Split(err.Error(), "\n") {
 		l = strings.TrimSpace(l)
+		if strings.HasPrefix(l, "Candidate functions:") {
+			break // DuckDB lists every overload: dozens of lines
+		}
 		if l == "" || strings.HasPrefix(l, "LINE ") || strings.Trim(l, "^ ") == "" {
 			continue
 		}

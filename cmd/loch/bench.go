@@ -67,6 +67,7 @@ type benchResult struct {
 // benchFlags are the flags of "loch bench".
 type benchFlags struct {
 	columns, shuffle           string
+	selection                  string
 	refs                       refFlags
 	mix                        mixFlags
 	batch, world, rank, epochs int
@@ -126,6 +127,7 @@ delivered by then (and "partial" is true in --json).`,
 	f.StringArrayVar(&b.transforms, "transform", nil, "COLUMN=SPEC image transform run in the loader (repeatable), e.g. image=decode,resize=256,center_crop=224,to_float,normalize=imagenet,chw")
 	f.StringVar(&b.cacheDir, "cache", "", "directory of a local chunk cache (shared by processes; epochs after the first read from it)")
 	f.Int64Var(&b.cacheBytes, "cache-bytes", 10<<30, "size bound of the chunk cache")
+	f.StringVar(&b.selection, "selection", "", "load the rows of this saved selection (loch query --save), at its version")
 	b.mix.add(cmd)
 	b.refs.add(cmd, "bench")
 	return cmd
@@ -147,11 +149,16 @@ func (b *benchFlags) run(cmd *cobra.Command, urls []string) error {
 	if err != nil {
 		return err
 	}
-	defer closeAll(ds)
+	defer func() { closeAll(ds) }()
 	var cols []string
 	if b.columns != "" {
 		cols = splitList(b.columns)
 	}
+	cfg.Columns = cols
+	if err := useSelection(ctx, urls, ds, b.selection, &b.refs, &cfg); err != nil {
+		return err
+	}
+	cols = cfg.Columns
 	if weights != nil {
 		if cols, err = mixColumns(ds, urls, cols); err != nil {
 			return err
