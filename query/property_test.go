@@ -365,4 +365,3 @@ func randomQuery(r *rand.Rand) string {
 	}
 	return fmt.Sprintf("SELECT (j->>'q') AS q, list(i ORDER BY _rowid) FROM $T WHERE %s GROUP BY q ORDER BY q NULLS LAST", pred)
 }
-
