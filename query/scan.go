@@ -139,6 +139,21 @@ func (s *source) fill(chunk duckdb.DataChunk, ci int, lo int64, locs []loch.RowL
 	var got []*loch.Fetched
 	for i, r := range locs {
 		slot := s.sc.Slot(r, c.uid)
+		if slot.Pieces() == 1 && c.direct() {
+			// Scalars, text and json: their bytes, with no shape.
+			f, err := s.chunk(slot.Chunk(0))
+			if err != nil {
+				return fmt.Errorf("row %d, column %q: %w", lo+int64(i), c.name, err)
+			}
+			b, null, err := f.Data(slot.Index())
+			if err != nil {
+				return fmt.Errorf("row %d, column %q: %w", lo+int64(i), c.name, err)
+			}
+			if err := c.setDirect(chunk, ci, i, b, null); err != nil {
+				return fmt.Errorf("row %d: %w", lo+int64(i), err)
+			}
+			continue
+		}
 		var v any
 		switch {
 		case slot.Null():

@@ -371,3 +371,51 @@ func float16(h uint16) float32 {
 	}
 	return math.Float32frombits(sign | (exp+127-15)<<23 | frac<<13)
 }
+
+// direct reports whether the column's values are written from their bytes
+// alone (setDirect): scalars of a fixed-size dtype, text and json.
+func (c column) direct() bool {
+	return c.kind == mapScalar || c.kind == mapText || c.kind == mapJSON
+}
+
+// setDirect writes one value of a direct column from its stored bytes,
+// without boxing scalars.
+func (c column) setDirect(chunk duckdb.DataChunk, ci, row int, b []byte, null bool) error {
+	if null || (c.kind == mapJSON && len(b) == 0) {
+		return chunk.SetValue(ci, row, nil)
+	}
+	switch c.kind {
+	case mapText:
+		return duckdb.SetChunkValue(chunk, ci, row, string(b))
+	case mapJSON:
+		return duckdb.SetChunkValue(chunk, ci, row, json.RawMessage(b))
+	}
+	if len(b) != c.col.DType.Size() {
+		return fmt.Errorf("column %q: a sample of %d bytes where a scalar %s was expected", c.name, len(b), c.col.DType)
+	}
+	switch c.col.DType {
+	case schema.Bool:
+		return duckdb.SetChunkValue(chunk, ci, row, b[0] != 0)
+	case schema.Int8:
+		return duckdb.SetChunkValue(chunk, ci, row, int8(b[0]))
+	case schema.Uint8:
+		return duckdb.SetChunkValue(chunk, ci, row, b[0])
+	case schema.Int16:
+		return duckdb.SetChunkValue(chunk, ci, row, int16(binary.LittleEndian.Uint16(b)))
+	case schema.Uint16:
+		return duckdb.SetChunkValue(chunk, ci, row, binary.LittleEndian.Uint16(b))
+	case schema.Int32:
+		return duckdb.SetChunkValue(chunk, ci, row, int32(binary.LittleEndian.Uint32(b)))
+	case schema.Uint32:
+		return duckdb.SetChunkValue(chunk, ci, row, binary.LittleEndian.Uint32(b))
+	case schema.Int64:
+		return duckdb.SetChunkValue(chunk, ci, row, int64(binary.LittleEndian.Uint64(b)))
+	case schema.Uint64:
+		return duckdb.SetChunkValue(chunk, ci, row, binary.LittleEndian.Uint64(b))
+	case schema.Float32:
+		return duckdb.SetChunkValue(chunk, ci, row, math.Float32frombits(binary.LittleEndian.Uint32(b)))
+	case schema.Float64:
+		return duckdb.SetChunkValue(chunk, ci, row, math.Float64frombits(binary.LittleEndian.Uint64(b)))
+	}
+	return duckdb.SetChunkValue(chunk, ci, row, element(c.col.DType, b, 0))
+}
