@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     import tensorflow as tf
 
     from .jax import JaxLoader
+    from .query import Selection
     from .torch import TorchLoader
 
 __all__ = ["Dataset", "ColumnReader", "Commit", "create", "open"]
@@ -513,6 +514,42 @@ class Dataset:
         finally:
             free_tensor(h.lib, out)
         return bytes(value[0])
+
+    # Queries (loch.query).
+
+    def query(self, sql: str, seed: int | None = None) -> Selection:
+        """Runs SQL (DuckDB's dialect; docs/query.md) over this handle's
+        version, the table ``ds``, and returns the result as a
+        :class:`loch.Selection`: the version, the SQL, the seed of its
+        ``random()`` and the row ids in result order, with the loaders of
+        a dataset over those rows::
+
+            >>> sel = ds.query("SELECT image, label WHERE label = 'cat' ORDER BY random()", seed=1)  # doctest: +SKIP
+            >>> loader = sel.pytorch(batch_size=64)                                               # doctest: +SKIP
+        """
+        from .query import query
+
+        return query(self, sql, seed)
+
+    def selection(self, name: str) -> Selection:
+        """The saved selection ``name`` (:meth:`loch.Selection.save`, ``loch
+        query --save``), at the version it ran on, without running it again."""
+        from .query import selection
+
+        return selection(self, name)
+
+    def selections(self) -> list[dict[str, Any]]:
+        """The saved selections, sorted by name: dicts of name, key,
+        version, sql, seed (when it had one) and rows."""
+        from .query import selections
+
+        return selections(self)
+
+    def delete_selection(self, name: str) -> None:
+        """Removes the name of a saved selection; ``gc`` frees what it kept."""
+        from .query import delete_selection
+
+        delete_selection(self, name)
 
     # Loaders.
 
