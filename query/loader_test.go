@@ -11,6 +11,7 @@ import (
 	"github.com/lochdata/loch"
 	"github.com/lochdata/loch/loader"
 	"github.com/lochdata/loch/loader/order"
+	"github.com/lochdata/loch/schema"
 	"github.com/lochdata/loch/storage"
 )
 
@@ -152,4 +153,47 @@ func TestLoaderOverSelection(t *testing.T) {
 	_, err = loader.New(ctx, sc, c)
 	require.ErrorIs(t, err, loch.ErrNotFound)
 	require.ErrorContains(t, err, `column "caption"`)
+}
+
+// TestSparseSelectionReadsItsRows: a selection that keeps 10% of the
+// rows, spread over every chunk, does not cost every image byte: the
+// loader reads the runs of samples it needs by range (the checksum blocks
+// that hold them), not whole chunks.
+func TestSparseSelectionReadsItsRows(t *testing.T) {
+	url := filepath.Join(t.TempDir(), "imgs")
+	st, err := storage.Open(ctx, url)
+	require.NoError(t, err)
+	defer st.Close()
+	cs := newCounting(st)
+	d, err := loch.Create(ctx, url, schema.Schema{Columns: []schema.Column{
+		{Name: "image", Kind: schema.Image, ChunkBytes: 256 << 10},
+		{Name: "label", Kind: schema.ClassLabel, Shape: schema.Shape{}},
+	}}, loch.WithStore(cs))
+	require.NoError(t, err)
+	defer d.Close()
+	var rows []loch.Row
+	for i := range 400 {
+		pix := make([]uint8, 64*64*3)
+		for k := range pix {
+			pix[k] = uint8(i * k)
+		}
+		rows = append(rows, loch.Row{"image": loch.Tensor([]int{64, 64, 3}, pix), "label": loch.Scalar(int64(i % 7))})
+	}
+	require.NoError(t, d.Extend(ctx, rows))
+	_, err = d.Commit(ctx, "images")
+	require.NoError(t, err)
+	sel, err := Select(ctx, d, "SELECT image FROM ds WHERE _rowid % 10 = 0", Options{})
+	require.NoError(t, err)
+	require.Len(t, sel.RowIDs, 40)
+	sch := d.Schema()
+	c, _ := sch.Column("image")
+	for _, mode := range []order.Mode{order.ModeNone, order.ModeBlock, order.ModeFull} {
+		cs.readOf(func(string) bool { return true })
+		l, err := loader.New(ctx, d.Scan(), loader.Config{Rows: sel.RowIDs, Query: sel.SQL, Columns: sel.Columns, BatchSize: 8, Shuffle: mode})
+		require.NoError(t, err)
+		require.Len(t, slices.Concat(drainIDs(t, l)...), 40)
+		got := cs.readOf(isChunk)
+		t.Logf("mode %s: %.3f of the image bytes", mode, float64(got)/float64(c.StoredBytes))
+		require.Less(t, float64(got), 0.35*float64(c.StoredBytes), "mode %s read %d of %d image bytes for 10%% of the rows", mode, got, c.StoredBytes)
+	}
 }
