@@ -167,6 +167,10 @@ func TestMatchesParquet(t *testing.T) {
 }
 
 func matchParquet(t *testing.T, r *rand.Rand) {
+	// Small morsels: many per query, filled by several threads, reusing
+	// DuckDB's output chunks.
+	defer func(n int) { morselRows = n }(morselRows)
+	morselRows = 16 + r.IntN(48)
 	d, err := loch.Create(ctx, filepath.Join(t.TempDir(), "prop"), propSchema)
 	require.NoError(t, err)
 	defer d.Close()
@@ -364,4 +368,32 @@ func randomQuery(r *rand.Rand) string {
 		return "SELECT _rowid, round(list_sum(emb::FLOAT[]), 3) AS s, [x[1] for x in boxes] AS xs FROM $T WHERE " + pred + " ORDER BY _pos"
 	}
 	return fmt.Sprintf("SELECT (j->>'q') AS q, list(i ORDER BY _rowid) FROM $T WHERE %s GROUP BY q ORDER BY q NULLS LAST", pred)
+}
+
+// TestMatchesParquetTypedSetters runs the property with scalars written
+// through duckdb-go's typed setters instead of into vector memory.
+func TestMatchesParquetTypedSetters(t *testing.T) {
+	rawWrites = false
+	defer func() { rawWrites = true }()
+	r := rand.New(rand.NewPCG(testseed.Seed(t), 99))
+	matchParquet(t, r)
+}
+
+// TestRawWritesAvailable: the fast path finds DuckDB's vector memory in
+// this duckdb-go version (else every scalar takes the fallback).
+func TestRawWritesAvailable(t *testing.T) {
+	d, err := loch.Create(ctx, filepath.Join(t.TempDir(), "one"), propSchema)
+	require.NoError(t, err)
+	defer d.Close()
+	require.NoError(t, d.Append(ctx, loch.Row{"i": loch.Scalar(int64(7))}))
+	_, err = d.Commit(ctx, "one")
+	require.NoError(t, err)
+	found := false
+	probe = func(p bool) { found = found || p }
+	defer func() { probe = nil }()
+	e, err := New(ctx, d, Options{})
+	require.NoError(t, err)
+	defer e.Close()
+	require.Equal(t, [][]string{{"7"}}, e.answer(t, "SELECT i FROM ds"))
+	require.True(t, found, "vectorData found no data pointer")
 }

@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/duckdb/duckdb-go/v2"
 
@@ -137,17 +138,35 @@ func (s *source) fill(chunk duckdb.DataChunk, ci int, lo int64, locs []loch.RowL
 	}
 	c := s.cols[ci-2]
 	var got []*loch.Fetched
+	var lastID loch.ChunkID // the chunk of the previous row, most often this row's
+	var last *loch.Fetched
+	var raw unsafe.Pointer // the vector's memory, for a scalar copied as stored
+	size := c.col.DType.Size()
+	if c.rawScalar() {
+		raw = vectorData(chunk, ci)
+		if probe != nil {
+			probe(raw != nil)
+		}
+	}
 	for i, r := range locs {
 		slot := s.sc.Slot(r, c.uid)
 		if slot.Pieces() == 1 && c.direct() {
 			// Scalars, text and json: their bytes, with no shape.
-			f, err := s.chunk(slot.Chunk(0))
-			if err != nil {
-				return fmt.Errorf("row %d, column %q: %w", lo+int64(i), c.name, err)
+			f := last
+			if id := slot.Chunk(0); f == nil || id != lastID {
+				var err error
+				if f, err = s.chunk(id); err != nil {
+					return fmt.Errorf("row %d, column %q: %w", lo+int64(i), c.name, err)
+				}
+				last, lastID = f, id
 			}
 			b, null, err := f.Data(slot.Index())
 			if err != nil {
 				return fmt.Errorf("row %d, column %q: %w", lo+int64(i), c.name, err)
+			}
+			if raw != nil && !null && len(b) == size {
+				copy(unsafe.Slice((*byte)(unsafe.Add(raw, i*size)), size), b)
+				continue
 			}
 			if err := c.setDirect(chunk, ci, i, b, null); err != nil {
 				return fmt.Errorf("row %d: %w", lo+int64(i), err)
