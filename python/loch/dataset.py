@@ -529,14 +529,14 @@ class Dataset:
         """
         from .query import query
 
-        return query(self, sql, seed)
+        return query(self, _open_version, sql, seed)
 
     def selection(self, name: str) -> Selection:
         """The saved selection ``name`` (:meth:`loch.Selection.save`, ``loch
         query --save``), at the version it ran on, without running it again."""
         from .query import selection
 
-        return selection(self, name)
+        return selection(self, _open_version, name)
 
     def selections(self) -> list[dict[str, Any]]:
         """The saved selections, sorted by name: dicts of name, key,
@@ -642,6 +642,11 @@ class Dataset:
                 "store it at a path or an object store URL to read it in other processes"
             )
         return snapshot, (None,)
+
+
+def _open_version(url: str, version: str) -> Dataset:
+    """Opens url at a version id: how a selection reaches its version."""
+    return open(url, version=version)
 
 
 def start_mix_loader(

@@ -26,14 +26,30 @@ import shutil
 import subprocess
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import Any, Callable, Protocol, Sequence
 
 import numpy as np
 
 from .errors import AlreadyExists, Error, InvalidArgument, NotFound
 
-if TYPE_CHECKING:
-    from .dataset import Dataset
+
+class Dataset(Protocol):
+    """What this module uses of a :class:`loch.Dataset` (which imports this
+    module: it cannot import it back)."""
+
+    url: str
+    version: str
+
+    def row_ids(self, start: int = 0, end: int | None = None) -> np.ndarray: ...
+    def __getitem__(self, key: Any) -> Any: ...
+    def numpy(self, **kwargs: Any) -> Any: ...
+    def pytorch(self, **kwargs: Any) -> Any: ...
+    def jax(self, **kwargs: Any) -> Any: ...
+    def tensorflow(self, **kwargs: Any) -> Any: ...
+
+
+#: Opens a dataset's URL at a version id (loch.open(url, version=...)).
+Opener = Callable[[str, str], Dataset]
 
 __all__ = ["Selection", "cli"]
 
@@ -82,9 +98,7 @@ class Selection:
     ``columns`` default to those the query's SELECT named. With
     ``shuffle=False`` the query's order is the delivery order."""
 
-    def __init__(self, dataset: Dataset, data: dict[str, Any], name: str | None = None) -> None:
-        from .dataset import open as open_dataset
-
+    def __init__(self, dataset: Dataset, data: dict[str, Any], opener: Opener, name: str | None = None) -> None:
         self.version: str = data["version"]
         self.sql: str = data["sql"]
         self.seed: int | None = data.get("seed")
@@ -92,7 +106,7 @@ class Selection:
         self.row_ids: np.ndarray = np.asarray(data.get("row_ids") or [], dtype=np.uint64)
         self.name = name or data.get("name")
         self._url = dataset.url
-        self.dataset: Dataset = dataset if dataset.version == self.version else open_dataset(dataset.url, version=self.version)
+        self.dataset: Dataset = dataset if dataset.version == self.version else opener(dataset.url, self.version)
         self._positions: np.ndarray | None = None
 
     def __len__(self) -> int:
@@ -187,17 +201,17 @@ class Selection:
         return self.to_arrow().to_pandas()
 
 
-def query(ds: Dataset, sql: str, seed: int | None = None) -> Selection:
+def query(ds: Dataset, opener: Opener, sql: str, seed: int | None = None) -> Selection:
     """Runs ``sql`` over the handle's version (see :meth:`loch.Dataset.query`)."""
     args = ["query", _url(ds), sql, "--ref", ds.version, "--format", "selection"]
     if seed is not None:
         args += ["--seed", str(int(seed))]
-    return Selection(ds, json.loads(_run(args)))
+    return Selection(ds, json.loads(_run(args)), opener)
 
 
-def selection(ds: Dataset, name: str) -> Selection:
+def selection(ds: Dataset, opener: Opener, name: str) -> Selection:
     """The saved selection ``name`` (see :meth:`loch.Dataset.selection`)."""
-    return Selection(ds, json.loads(_run(["selections", _url(ds), name])), name=name)
+    return Selection(ds, json.loads(_run(["selections", _url(ds), name])), opener, name=name)
 
 
 def selections(ds: Dataset) -> list[dict[str, Any]]:
