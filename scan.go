@@ -427,3 +427,37 @@ func (sc *Scan) SampleInfo(ctx context.Context, slot Slot) (shape []int, stored 
 	a, b := h.Range(slot.index)
 	return h.Shape(slot.index), b - a, nil
 }
+
+// SlotCursor locates the samples of one column for rows taken in
+// increasing position order, as Slot does, with the fragment's chunk list
+// and the last chunk found kept between calls: a table scan's per-row
+// lookup. It is not safe for concurrent use; make one per goroutine.
+type SlotCursor struct {
+	sc   *Scan
+	uid  int
+	frag int
+	refs []manifest.ChunkRef
+	k    int
+}
+
+// SlotCursor returns a cursor over column uid.
+func (sc *Scan) SlotCursor(uid int) *SlotCursor { return &SlotCursor{sc: sc, uid: uid, frag: -1} }
+
+// Slot is Scan.Slot(r, uid).
+func (c *SlotCursor) Slot(r RowLoc) Slot {
+	if r.frag != c.frag {
+		c.frag, c.refs, c.k = r.frag, c.sc.s.frags[r.frag].cols[c.uid], 0
+	}
+	refs := c.refs
+	if len(refs) == 0 {
+		return Slot{}
+	}
+	if k := c.k; k >= len(refs) || refs[k].First > r.off || r.off >= refs[k].First+max(refs[k].Rows, 1) || (refs[k].Parts > 0 && refs[k].Part > 0) {
+		c.k = searchRef(refs, r.off)
+	}
+	id := ChunkID{frag: int32(r.frag), uid: int32(c.uid), k: int32(c.k)}
+	if p := refs[c.k].Parts; p > 0 {
+		return Slot{first: id, pieces: p}
+	}
+	return Slot{first: id, pieces: 1, index: int(r.off - refs[c.k].First)}
+}

@@ -5,6 +5,7 @@ import (
 	"unsafe"
 
 	"github.com/duckdb/duckdb-go/v2"
+	"github.com/duckdb/duckdb-go/v2/mapping"
 
 	"github.com/lochdata/loch/schema"
 )
@@ -18,6 +19,47 @@ var rawWrites = true
 // vector's memory.
 var probe func(found bool)
 
+// vectorHandle returns DuckDB's handle of a chunk's column ci (duckdb-go's
+// unexported field, read as vectorData reads its data pointer), or a zero
+// handle when it cannot be had: text and json are assigned through it,
+// one C call per value, without duckdb-go's setters (which marshal a JSON
+// value again with encoding/json).
+func vectorHandle(chunk duckdb.DataChunk, ci int) mapping.Vector {
+	inner := vectorStruct(chunk, ci)
+	if !inner.IsValid() {
+		return mapping.Vector{}
+	}
+	vec := inner.FieldByName("vec")
+	if !vec.IsValid() || vec.Kind() != reflect.Struct {
+		return mapping.Vector{}
+	}
+	ptr := vec.FieldByName("Ptr")
+	if !ptr.IsValid() || ptr.Kind() != reflect.UnsafePointer {
+		return mapping.Vector{}
+	}
+	return mapping.Vector{Ptr: ptr.UnsafePointer()}
+}
+
+// vectorStruct is duckdb-go's unexported vector struct of column ci.
+func vectorStruct(chunk duckdb.DataChunk, ci int) reflect.Value {
+	if !rawWrites {
+		return reflect.Value{}
+	}
+	vec, err := chunk.GetVector(ci)
+	if err != nil {
+		return reflect.Value{}
+	}
+	v := reflect.ValueOf(vec)
+	if v.Kind() != reflect.Struct {
+		return reflect.Value{}
+	}
+	inner := v.FieldByName("v")
+	if !inner.IsValid() || inner.Kind() != reflect.Pointer || inner.IsNil() {
+		return reflect.Value{}
+	}
+	return inner.Elem()
+}
+
 // vectorData returns the data pointer of a chunk's column ci, where a
 // scalar column's values lie one after the other, or nil when it cannot
 // be had. duckdb-go does not export it: this reads its unexported field
@@ -25,22 +67,11 @@ var probe func(found bool)
 // is), and any change to that layout makes it nil and the caller falls
 // back to SetChunkValue, about 3 times slower.
 func vectorData(chunk duckdb.DataChunk, ci int) unsafe.Pointer {
-	if !rawWrites {
+	inner := vectorStruct(chunk, ci)
+	if !inner.IsValid() {
 		return nil
 	}
-	vec, err := chunk.GetVector(ci)
-	if err != nil {
-		return nil
-	}
-	v := reflect.ValueOf(vec)
-	if v.Kind() != reflect.Struct {
-		return nil
-	}
-	inner := v.FieldByName("v")
-	if !inner.IsValid() || inner.Kind() != reflect.Pointer || inner.IsNil() {
-		return nil
-	}
-	data := inner.Elem().FieldByName("dataPtr")
+	data := inner.FieldByName("dataPtr")
 	if !data.IsValid() || data.Kind() != reflect.UnsafePointer {
 		return nil
 	}

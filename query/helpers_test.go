@@ -16,6 +16,9 @@ var ctx = context.Background()
 func TestMain(m *testing.M) {
 	code := m.Run()
 	testserver.StopAll()
+	if metaDir != "" {
+		os.RemoveAll(metaDir)
+	}
 	os.Exit(code)
 }
 

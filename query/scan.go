@@ -9,6 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/duckdb/duckdb-go/v2"
+	"github.com/duckdb/duckdb-go/v2/mapping"
 
 	"github.com/lochdata/loch"
 	"github.com/lochdata/loch/internal/lru"
@@ -85,6 +86,7 @@ func (s *source) Init() duckdb.ParallelTableSourceInfo {
 type local struct {
 	projected []int // table column indexes DuckDB asked for; nil until the first call
 	locs      []loch.RowLoc
+	strs      stringBatch // a text or json column's values, assigned at once
 }
 
 func (s *source) NewLocalState() any { return &local{} }
@@ -111,7 +113,7 @@ func (s *source) FillChunk(ls any, chunk duckdb.DataChunk) error {
 		return err
 	}
 	for _, ci := range l.projected {
-		if err := s.fill(chunk, ci, lo, l.locs); err != nil {
+		if err := s.fill(chunk, l, ci, lo); err != nil {
 			return err
 		}
 	}
@@ -119,7 +121,8 @@ func (s *source) FillChunk(ls any, chunk duckdb.DataChunk) error {
 }
 
 // fill writes table column ci of the morsel's rows.
-func (s *source) fill(chunk duckdb.DataChunk, ci int, lo int64, locs []loch.RowLoc) error {
+func (s *source) fill(chunk duckdb.DataChunk, l *local, ci int, lo int64) error {
+	locs := l.locs
 	switch ci {
 	case 0:
 		for i, r := range locs {
@@ -142,14 +145,25 @@ func (s *source) fill(chunk duckdb.DataChunk, ci int, lo int64, locs []loch.RowL
 	var last *loch.Fetched
 	var raw unsafe.Pointer // the vector's memory, for a scalar copied as stored
 	size := c.col.DType.Size()
-	if c.rawScalar() {
+	var str mapping.Vector // the vector, for text and json assigned as stored
+	switch {
+	case c.rawScalar():
 		raw = vectorData(chunk, ci)
 		if probe != nil {
 			probe(raw != nil)
 		}
+	case c.kind == mapText || c.kind == mapJSON:
+		str = vectorHandle(chunk, ci)
+		if probe != nil {
+			probe(str.Ptr != nil)
+		}
 	}
+	strs := &l.strs
+	strs.reset()
+	defer strs.assign(str)
+	cur := s.sc.SlotCursor(c.uid)
 	for i, r := range locs {
-		slot := s.sc.Slot(r, c.uid)
+		slot := cur.Slot(r)
 		if slot.Pieces() == 1 && c.direct() {
 			// Scalars, text and json: their bytes, with no shape.
 			f := last
@@ -166,6 +180,10 @@ func (s *source) fill(chunk duckdb.DataChunk, ci int, lo int64, locs []loch.RowL
 			}
 			if raw != nil && !null && len(b) == size {
 				copy(unsafe.Slice((*byte)(unsafe.Add(raw, i*size)), size), b)
+				continue
+			}
+			if str.Ptr != nil && !null && len(b) > 0 {
+				strs.add(i, b)
 				continue
 			}
 			if err := c.setDirect(chunk, ci, i, b, null); err != nil {
