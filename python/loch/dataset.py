@@ -534,22 +534,35 @@ class Dataset:
     def selection(self, name: str) -> Selection:
         """The saved selection ``name`` (:meth:`loch.Selection.save`, ``loch
         query --save``), at the version it ran on, without running it again."""
-        from .query import selection
+        from .query import Selection
 
-        return selection(self, _open_version, name)
+        return Selection(self, self._here()._str_json("loch_dataset_selection", _enc(name)), _open_version, name=name)
 
     def selections(self) -> list[dict[str, Any]]:
         """The saved selections, sorted by name: dicts of name, key,
         version, sql, seed (when it had one) and rows."""
-        from .query import selections
+        return list(self._here()._str_json("loch_dataset_selections"))
 
-        return selections(self)
+    def save_selection(self, name: str, selection: Selection) -> None:
+        """Stores ``selection`` under ``name`` in the dataset's log, like a
+        tag: ``gc`` keeps it and the version it ran on (see
+        :meth:`loch.Selection.save`)."""
+        sel = {"version": selection.version, "sql": selection.sql, "seed": selection.seed,
+               "columns": selection.columns, "row_ids": [int(r) for r in selection.row_ids]}  # fmt: skip
+        self._here()._h.call("loch_dataset_save_selection", _enc(name), json.dumps(sel).encode())
 
     def delete_selection(self, name: str) -> None:
         """Removes the name of a saved selection; ``gc`` frees what it kept."""
-        from .query import delete_selection
+        self._here()._h.call("loch_dataset_delete_selection", _enc(name))
 
-        delete_selection(self, name)
+    def positions(self, row_ids: Sequence[int] | np.ndarray) -> np.ndarray:
+        """The positions (int64) in this handle's version of the rows with
+        these stable ids, in the order given; :class:`loch.NotFound` when
+        one is not a live row of it."""
+        ids = np.ascontiguousarray(row_ids, dtype=np.uint64)
+        out = np.empty(len(ids), dtype=np.int64)
+        self._here()._h.call("loch_dataset_positions", ids.ctypes.data, len(ids), out.ctypes.data)
+        return out
 
     # Loaders.
 

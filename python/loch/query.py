@@ -13,6 +13,10 @@ resort)::
     ...     ...
     >>> sel.save("curated"); ds.selection("curated")                                                 # doctest: +SKIP
 
+Saved selections (:meth:`Selection.save`, :meth:`loch.Dataset.selection`)
+and a selection's positions go through the shared library like the rest
+of the package; only the SQL runs in the command.
+
 A query runs on the handle's version (its id, so a branch that moves on
 does not change the answer); an in-memory (``mem://``) dataset, which
 lives in this process only, cannot be queried.
@@ -40,7 +44,8 @@ class Dataset(Protocol):
     url: str
     version: str
 
-    def row_ids(self, start: int = 0, end: int | None = None) -> np.ndarray: ...
+    def positions(self, row_ids: Any) -> np.ndarray: ...
+    def save_selection(self, name: str, selection: Selection) -> None: ...
     def __getitem__(self, key: Any) -> Any: ...
     def numpy(self, **kwargs: Any) -> Any: ...
     def pytorch(self, **kwargs: Any) -> Any: ...
@@ -108,6 +113,7 @@ class Selection:
         self._url = dataset.url
         self.dataset: Dataset = dataset if dataset.version == self.version else opener(dataset.url, self.version)
         self._positions: np.ndarray | None = None
+        self._sliced = False
 
     def __len__(self) -> int:
         return len(self.row_ids)
@@ -119,12 +125,7 @@ class Selection:
     def positions(self) -> np.ndarray:
         """The rows' positions in the selection's version, in result order."""
         if self._positions is None:
-            ids = self.dataset.row_ids()
-            order = np.argsort(ids, kind="stable")
-            at = np.searchsorted(ids, self.row_ids, sorter=order)
-            if len(self.row_ids) and (at.max(initial=0) >= len(ids) or not np.array_equal(ids[order[at]], self.row_ids)):
-                raise NotFound(f"selection rows missing from version {self.version} of {self._url}")
-            self._positions = order[at].astype(np.int64)
+            self._positions = self.dataset.positions(self.row_ids)
         return self._positions
 
     def __getitem__(self, key: int | slice) -> Any:
@@ -133,7 +134,7 @@ class Selection:
             sub.__dict__.update(self.__dict__)
             sub.row_ids = self.row_ids[key]
             sub._positions = None if self._positions is None else self._positions[key]
-            sub.name = None
+            sub.name, sub._sliced = None, True
             return sub
         n = len(self)
         i = int(key)
@@ -170,16 +171,12 @@ class Selection:
 
     def save(self, name: str) -> None:
         """Stores the selection in the dataset under ``name`` (like a tag:
-        ``loch gc`` keeps it and its version). The query runs again on the
-        selection's version with its seed, which gives the same rows; a
-        selection that was sliced cannot be saved."""
-        args = ["query", _url(self.dataset), self.sql, "--ref", self.version, "--save", name, "--format", "selection"]
-        if self.seed is not None:
-            args += ["--seed", str(self.seed)]
-        saved = json.loads(_run(args))
-        if list(saved.get("row_ids") or []) != [int(r) for r in self.row_ids]:
-            _run(["selections", _url(self.dataset), name, "--delete"])
-            raise InvalidArgument(f"selection {name!r}: only a query's whole result can be saved (this one was sliced or changed)")
+        ``loch gc`` keeps it and its version); :meth:`loch.Dataset.selection`
+        reads it back. A slice of a selection, whose rows its SQL does not
+        describe, cannot be saved."""
+        if self._sliced:
+            raise InvalidArgument(f"selection {name!r}: only a query's whole result can be saved, not a slice of it")
+        self.dataset.save_selection(name, self)
         self.name = name
 
     def to_arrow(self) -> Any:
@@ -207,18 +204,3 @@ def query(ds: Dataset, opener: Opener, sql: str, seed: int | None = None) -> Sel
     if seed is not None:
         args += ["--seed", str(int(seed))]
     return Selection(ds, json.loads(_run(args)), opener)
-
-
-def selection(ds: Dataset, opener: Opener, name: str) -> Selection:
-    """The saved selection ``name`` (see :meth:`loch.Dataset.selection`)."""
-    return Selection(ds, json.loads(_run(["selections", _url(ds), name])), opener, name=name)
-
-
-def selections(ds: Dataset) -> list[dict[str, Any]]:
-    """The saved selections: name, key, version, sql, seed, rows."""
-    return list(json.loads(_run(["selections", _url(ds), "--json"])))
-
-
-def delete_selection(ds: Dataset, name: str) -> None:
-    """Removes the name of a saved selection."""
-    _run(["selections", _url(ds), name, "--delete"])

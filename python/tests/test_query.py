@@ -65,9 +65,13 @@ def test_saved_selections(tmp_path: Path) -> None:
     assert [r["s"] for r in back.numpy(batch_size=4)][0][0] == "row 9"
     with pytest.raises(loch.AlreadyExists):
         sel.save("top")
-    with pytest.raises(loch.InvalidArgument, match="sliced"):
+    with pytest.raises(loch.InvalidArgument, match="not a slice"):
         sel[2:5].save("part")
     assert [s["name"] for s in ds.selections()] == ["top"], "a refused save leaves nothing"
+    # Positions through the library: the rows' places in the version.
+    assert back.positions().tolist() == list(range(9, -1, -1))
+    with pytest.raises(loch.NotFound):
+        ds.positions([10**9])
     ds.delete_selection("top")
     assert ds.selections() == []
     with pytest.raises(loch.NotFound, match='no saved selection "top"'):
