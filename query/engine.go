@@ -15,6 +15,7 @@ import (
 	"github.com/duckdb/duckdb-go/v2"
 
 	"github.com/lochdata/loch"
+	"github.com/lochdata/loch/chunkcache"
 )
 
 // TableName is the name a query gives the handle's version; the last
@@ -41,6 +42,10 @@ type Options struct {
 	// with (loch.WithStore, ...). Versions of the engine's own dataset
 	// are opened on its store.
 	Open []loch.Option
+	// Cache, when set, keeps the chunks scans read (for example a
+	// chunkcache.Disk shared with the loader), so that a second query, or
+	// a training run after it, reads them locally.
+	Cache chunkcache.Cache
 }
 
 // Engine runs SQL over one dataset handle (and, through loch_scan, any
@@ -226,6 +231,9 @@ func (e *Engine) scan(url, ref, asOf string) (*loch.Scan, error) {
 		d = h
 	}
 	sc := d.Scan()
+	if e.opts.Cache != nil {
+		sc = sc.WithCache(e.opts.Cache)
+	}
 	if err := sc.Load(ctx, 16); err != nil {
 		return nil, fmt.Errorf("%s(%s): %w", scanFunction, quoteString(url), err)
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lochdata/loch"
+	"github.com/lochdata/loch/chunkcache"
 	"github.com/lochdata/loch/internal/testserver"
 	"github.com/lochdata/loch/schema"
 	"github.com/lochdata/loch/storage"
@@ -113,5 +114,39 @@ func TestProjectionPushdown(t *testing.T) {
 			require.NoError(t, err)
 			require.Zero(t, cs.readOf(isChunk), "count(*) reads no chunk")
 		})
+	}
+}
+
+// TestChunkCache: with a chunk cache, a second engine's query reads the
+// chunks from it, none from the store.
+func TestChunkCache(t *testing.T) {
+	url := t.TempDir() + "/ds"
+	st, err := storage.Open(ctx, url)
+	require.NoError(t, err)
+	defer st.Close()
+	cs := newCounting(st)
+	d := makeImages(t, url, cs, 200)
+	defer d.Close()
+	cache, err := chunkcache.Open(t.TempDir(), 1<<30, nil)
+	require.NoError(t, err)
+	defer cache.Close()
+	q := "SELECT label, count(*) FROM ds WHERE (meta->>'quality') = 'high' GROUP BY label ORDER BY label"
+	var first string
+	for run := range 2 {
+		cs.readOf(func(string) bool { return true })
+		e, err := New(ctx, d, Options{Cache: cache})
+		require.NoError(t, err)
+		var out strings.Builder
+		_, err = e.Write(ctx, q, FormatCSV, 0, &out)
+		require.NoError(t, err)
+		e.Close()
+		read := cs.readOf(isChunk)
+		if run == 0 {
+			require.Positive(t, read)
+			first = out.String()
+			continue
+		}
+		require.Zero(t, read, "the second query reads its chunks from the cache")
+		require.Equal(t, first, out.String())
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lochdata/loch"
+	"github.com/lochdata/loch/chunkcache"
 	"github.com/lochdata/loch/loader"
 	"github.com/lochdata/loch/query"
 )
@@ -27,6 +28,7 @@ func newQueryCmd() *cobra.Command {
 		seedSet       bool
 		threads       int
 		selectionOnly bool
+		cacheDir      string
 	)
 	cmd := &cobra.Command{
 		Use:   "query URL SQL",
@@ -84,6 +86,14 @@ by _pos). --save NAME stores that selection in the dataset, for
 			if seedSet {
 				opts.Seed = &seed
 			}
+			if cacheDir != "" {
+				c, err := chunkcache.Open(cacheDir, 10<<30, nil)
+				if err != nil {
+					return err
+				}
+				defer c.Close()
+				opts.Cache = c
+			}
 			e, err := query.New(ctx, d, opts)
 			if err != nil {
 				return err
@@ -125,6 +135,7 @@ by _pos). --save NAME stores that selection in the dataset, for
 	f.Uint64Var(&seed, "seed", 0, "seed of random()")
 	f.StringVar(&save, "save", "", "save the result as a selection of this name")
 	f.IntVar(&threads, "threads", 0, "DuckDB threads (default: all cores)")
+	f.StringVar(&cacheDir, "cache", "", "directory of a local chunk cache (shared with loch bench and the loader): a later query reads its chunks there")
 	refs.add(cmd, "query")
 	return cmd
 }
