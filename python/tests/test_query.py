@@ -124,3 +124,16 @@ def test_torchrun_over_query(tmp_path: Path, rows_path: Path) -> None:
     seen = Counter(i for s in shards for i in s)
     assert set(seen) == set(rows), "together the ranks cover the selection, and only it"
     assert sum(seen.values()) - len(rows) == -len(rows) % 3, "only the padding repeats rows"
+
+
+def test_to_arrow(rows_ds: loch.Dataset) -> None:
+    sel = rows_ds.query("SELECT y, s FROM ds WHERE y < 3 ORDER BY y")
+    try:
+        import pyarrow  # noqa: F401
+    except ImportError:
+        with pytest.raises(loch.Error, match="needs pyarrow"):
+            sel.to_arrow()
+        return
+    table = sel.to_arrow()
+    assert table.column("y").to_pylist() == [0, 1, 2]
+    assert table.column("s").to_pylist() == ["row 0", "row 1", "row 2"]
