@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/lochdata/loch/internal/keys"
 )
 
 // TestSelections saves, lists, reads and deletes a selection, and refuses
@@ -88,4 +90,18 @@ func TestGCSelectionKeepsVersion(t *testing.T) {
 	_, err = Open(ctx, url, WithVersion(devID))
 	require.ErrorIs(t, err, ErrNotFound)
 	requireVerified(t, d)
+}
+
+// TestSelectionOfCollectedVersion: a saved selection whose version is
+// gone (its commit deleted behind loch's back: gc never does it) is a
+// clear ErrNotFound naming the selection and the version.
+func TestSelectionOfCollectedVersion(t *testing.T) {
+	d, _ := mustCreate(t, gcSchema)
+	m := &model{}
+	v := gcAppend(t, d, m, gcRows(0, 4))
+	require.NoError(t, d.SaveSelection(ctx, "s", &Selection{Version: v, SQL: "SELECT *", RowIDs: m.ids}))
+	require.NoError(t, d.store.Delete(ctx, keys.Make(keys.Commit, v)))
+	_, err := d.Selection(ctx, "s")
+	require.ErrorIs(t, err, ErrNotFound)
+	require.ErrorContains(t, err, `selection "s" ran on version `+v+`, which is gone`)
 }
