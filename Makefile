@@ -103,6 +103,10 @@ demo: build
 	bin/loch scan $(DEMO)/pets
 	bin/loch log $(DEMO)/pets
 	$(VENV)/bin/python examples/train_torch.py $(DEMO)/pets --epochs 1
+	bin/loch query $(DEMO)/pets "SELECT label, count(*) AS n, avg(image.bytes)::INT AS png_bytes FROM ds GROUP BY label ORDER BY label"
+	bin/loch query $(DEMO)/pets "SELECT image, label FROM ds WHERE enum_code(label) < 5 ORDER BY random()" --seed 1 --save first-five
+	bin/loch selections $(DEMO)/pets
+	$(VENV)/bin/python examples/train_torch.py $(DEMO)/pets --epochs 1 --selection first-five
 
 # venv makes or updates $(VENV) with the Python SDK (python/, with its Go
 # library built from this checkout) and the pinned test dependencies

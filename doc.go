@@ -50,7 +50,8 @@
 // commit.go (Commit), snapshot.go (a version's fragments and rows),
 // read.go and scan.go (the one chunk reader, ColumnReader and Scan),
 // readbuf.go (the read buffers' pools), segments.go (Scan.Segments),
-// rows.go (live rows joined by id, for Diff and Merge), walk.go (the
+// rows.go (live rows joined by id, for Diff and Merge), selections.go
+// (saved query results, named in the log like tags), walk.go (the
 // object-graph walk GC and Verify share), refs.go, merge.go, diff.go,
 // gc.go and verify.go. The on-disk formats (internal/chunk,
 // internal/manifest), the object layout (internal/keys) and the error

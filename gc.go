@@ -29,7 +29,7 @@ const gcParallelism = 16
 // gcPhases are the kinds of objects GC considers, by key prefix, in the
 // order it deletes them (docs/format.md, section 5): each phase ends before
 // the next begins, so that what names an object goes before it.
-var gcPhases = [][]keys.Kind{{keys.Commit}, {keys.Manifest}, {keys.Fragment, keys.Extension, keys.Deletion}, {keys.Chunk}}
+var gcPhases = [][]keys.Kind{{keys.Selection}, {keys.Commit}, {keys.Manifest}, {keys.Fragment, keys.Extension, keys.Deletion}, {keys.Chunk}}
 
 // gcKinds lists the kinds of gcPhases.
 var gcKinds = slices.Concat(gcPhases...)
@@ -230,7 +230,8 @@ func (g *gc) rootsWithinGrace(ctx context.Context, latest *manifest.Root) ([]wal
 // refCommits appends the commits that root's references name.
 func refCommits(roots []walkRoot, root *manifest.Root) []walkRoot {
 	for _, k := range sortedKeys(root.Refs) {
-		roots = append(roots, walkRoot{id: root.Refs[k], ref: k + " in " + keys.MakeLog(root.Seq)})
+		roots = append(roots, walkRoot{id: root.Refs[k], ref: k + " in " + keys.MakeLog(root.Seq),
+			selection: strings.HasPrefix(k, selectionsPrefix)})
 	}
 	return roots
 }

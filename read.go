@@ -270,6 +270,25 @@ func (f *Fetched) At(j int) (Sample, error) {
 	return sampleFrom(f.ch.Header, j, f.ch.Sample(j)), nil
 }
 
+// Data returns sample j of a whole chunk as stored, as At does, without
+// its shape (for readers that know it from the column: scalars, text,
+// json), and whether it is null. Data aliases the fetched memory.
+func (f *Fetched) Data(j int) (data []byte, null bool, err error) {
+	if f.ch == nil || f.ch.Flags&chunk.FlagPartial != 0 {
+		return nil, false, fmt.Errorf("sample %d of a fetched read that is not a whole chunk: %w", j, ErrInvalidArgument)
+	}
+	if j < 0 || j >= f.ch.N {
+		return nil, false, fmt.Errorf("sample %d of a chunk of %d: %w", j, f.ch.N, ErrInvalidArgument)
+	}
+	if err := f.damaged(j); err != nil {
+		return nil, false, err
+	}
+	if f.ch.Header.Null(j) {
+		return nil, true, nil
+	}
+	return f.ch.Sample(j), false, nil
+}
+
 // Mem is the memory the fetched data holds.
 func (f *Fetched) Mem() int64 { return f.mem }
 

@@ -373,3 +373,91 @@ func (sc *Scan) Sample(slot Slot, got []*Fetched) (Sample, error) {
 	}
 	return got[0].sample(sc.ref(slot.first), slot.index)
 }
+
+// LocateRange appends the located rows at positions [lo, hi) to buf, in
+// order, and returns it: Locate for each, in time linear in the rows.
+func (sc *Scan) LocateRange(lo, hi int64, buf []RowLoc) ([]RowLoc, error) {
+	if lo >= hi {
+		return buf, nil
+	}
+	r, err := sc.Locate(lo)
+	if err != nil {
+		return buf, err
+	}
+	if hi > sc.s.man.Rows {
+		return buf, fmt.Errorf("rows [%d, %d) of %s out of range [0, %d): %w", lo, hi, sc.d.url, sc.s.man.Rows, ErrNotFound)
+	}
+	k, off := r.frag, r.off
+	f := sc.s.frags[k]
+	d := sort.Search(len(f.deleted), func(i int) bool { return f.deleted[i] > off })
+	for pos := lo; pos < hi; pos++ {
+		for pos >= sc.s.cum[k+1] { // next fragment
+			k++
+			f, off, d = sc.s.frags[k], 0, 0
+		}
+		for d < len(f.deleted) && f.deleted[d] == off {
+			off++
+			d++
+		}
+		buf = append(buf, RowLoc{frag: k, off: off, ID: f.rowID(off)})
+		off++
+	}
+	return buf, nil
+}
+
+// SampleInfo returns the shape of slot's sample and the bytes it takes as
+// stored (for png/jpeg, the encoded image), from its chunk's header alone:
+// one range read of the header, which the Dataset then keeps, and none of
+// the sample's data. A null slot gives a nil shape.
+func (sc *Scan) SampleInfo(ctx context.Context, slot Slot) (shape []int, stored int64, err error) {
+	if slot.pieces == 0 {
+		return nil, 0, nil
+	}
+	ref := sc.ref(slot.first)
+	h, _, err := sc.d.header(ctx, ref)
+	if err != nil {
+		return nil, 0, err
+	}
+	if slot.pieces > 1 {
+		return h.Shape(0), int64(h.Partial.Total), nil
+	}
+	if h.Null(slot.index) {
+		return nil, 0, nil
+	}
+	a, b := h.Range(slot.index)
+	return h.Shape(slot.index), b - a, nil
+}
+
+// SlotCursor locates the samples of one column for rows taken in
+// increasing position order, as Slot does, with the fragment's chunk list
+// and the last chunk found kept between calls: a table scan's per-row
+// lookup. It is not safe for concurrent use; make one per goroutine.
+type SlotCursor struct {
+	sc   *Scan
+	uid  int
+	frag int
+	refs []manifest.ChunkRef
+	k    int
+}
+
+// SlotCursor returns a cursor over column uid.
+func (sc *Scan) SlotCursor(uid int) *SlotCursor { return &SlotCursor{sc: sc, uid: uid, frag: -1} }
+
+// Slot is Scan.Slot(r, uid).
+func (c *SlotCursor) Slot(r RowLoc) Slot {
+	if r.frag != c.frag {
+		c.frag, c.refs, c.k = r.frag, c.sc.s.frags[r.frag].cols[c.uid], 0
+	}
+	refs := c.refs
+	if len(refs) == 0 {
+		return Slot{}
+	}
+	if k := c.k; k >= len(refs) || refs[k].First > r.off || r.off >= refs[k].First+max(refs[k].Rows, 1) || (refs[k].Parts > 0 && refs[k].Part > 0) {
+		c.k = searchRef(refs, r.off)
+	}
+	id := ChunkID{frag: int32(r.frag), uid: int32(c.uid), k: int32(c.k)}
+	if p := refs[c.k].Parts; p > 0 {
+		return Slot{first: id, pieces: p}
+	}
+	return Slot{first: id, pieces: 1, index: int(r.off - refs[c.k].First)}
+}

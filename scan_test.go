@@ -2,6 +2,7 @@ package loch
 
 import (
 	"bytes"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -205,4 +206,46 @@ func mustLocate(t *testing.T, sc *Scan, pos int64) RowLoc {
 	r, err := sc.Locate(pos)
 	require.NoError(t, err)
 	return r
+}
+
+// TestSlotCursor: a cursor finds the slots Slot finds, row after row, in
+// a snapshot of several fragments with deletions, nulls and split samples.
+func TestSlotCursor(t *testing.T) {
+	d, _ := mustCreate(t, schema.Schema{Columns: []schema.Column{
+		{Name: "v", DType: schema.Float32, Shape: schema.Shape{-1}, ChunkBytes: 1024},
+		{Name: "n", DType: schema.Int64, Shape: schema.Shape{}, ChunkBytes: 1024},
+	}})
+	var ids []uint64
+	for f := range 3 {
+		next := d.nextRowID(t)
+		for i := range 150 {
+			row := Row{"n": Scalar(int64(i))}
+			if i%7 != 0 {
+				v := make([]float32, 1+(i*37)%400) // some larger than a chunk: split
+				row["v"] = Tensor([]int{len(v)}, v)
+			}
+			require.NoError(t, d.Append(ctx, row))
+			ids = append(ids, next+uint64(i))
+		}
+		_, err := d.Commit(ctx, fmt.Sprint("fragment ", f))
+		require.NoError(t, err)
+	}
+	require.NoError(t, d.Delete(ctx, ids[3], ids[160], ids[161], ids[449]))
+	_, err := d.Commit(ctx, "delete")
+	require.NoError(t, err)
+	sc := d.Scan()
+	require.NoError(t, sc.Load(ctx, 4))
+	locs, err := sc.LocateRange(0, sc.Len(), nil)
+	require.NoError(t, err)
+	require.Len(t, locs, int(sc.Len()))
+	sch := sc.Schema()
+	for _, c := range sch.Columns {
+		cur := sc.SlotCursor(c.UID)
+		for p, r := range locs {
+			want, err := sc.Locate(int64(p))
+			require.NoError(t, err)
+			require.Equal(t, want, r, "LocateRange at %d", p)
+			require.Equal(t, sc.Slot(r, c.UID), cur.Slot(r), "column %s, row %d", c.Name, p)
+		}
+	}
 }

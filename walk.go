@@ -53,6 +53,9 @@ type walk struct {
 type walkRoot struct {
 	id  string
 	ref string // what names it, for messages: "heads/main in log/<seq>"
+	// selection: id is a saved selection's hash (docs/format.md §2.7),
+	// which the walk reads and goes on from to its version.
+	selection bool
 }
 
 // walkFrom walks from roots with v and returns the error that ended the
@@ -61,6 +64,10 @@ func walkFrom(ctx context.Context, v walkVisitor, roots []walkRoot) error {
 	eg, ectx := errgroup.WithContext(ctx)
 	w := &walk{v: v, eg: eg, ctx: ectx, sem: make(chan struct{}, gcParallelism)}
 	for _, r := range roots {
+		if r.selection {
+			w.selection(r.id, r.ref)
+			continue
+		}
 		w.commit(r.id, r.ref)
 	}
 	return eg.Wait()
@@ -111,6 +118,32 @@ func (w *walk) commit(id, via string) {
 			w.commit(p, key)
 		}
 		w.manifest(c.Manifest, key)
+		return nil
+	})
+}
+
+// selection reads a saved selection, checks its row ids and goes on to
+// the version it ran on.
+func (w *walk) selection(hash, via string) {
+	if !keys.ValidID(hash) {
+		w.task(via, func() error {
+			return fmt.Errorf("%s names %q, which is not a selection hash: %w", via, hash, ErrCorrupt)
+		})
+		return
+	}
+	key := keys.Make(keys.Selection, hash)
+	if !w.v.reach(key) {
+		return
+	}
+	w.task(key, func() error {
+		var s manifest.Selection
+		if err := w.v.read(w.ctx, key, via, manifest.KindSelection, &s); err != nil {
+			return err
+		}
+		if _, err := manifest.DecodeRowIDs(s.RowIDs, s.Rows); err != nil {
+			return fmt.Errorf("read %s: %w", key, err)
+		}
+		w.commit(s.Version, key)
 		return nil
 	})
 }

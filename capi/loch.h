@@ -20,9 +20,10 @@
  * The version of this ABI; loch_abi_version returns it. 2 added the version
  * control functions below and the "ref" and "as_of" options of
  * loch_dataset_open; 3 added loch_loader_new_mix and loch_batch.datasets;
- * 4 added the catalog functions (loch_catalog_*, see the end).
+ * 4 added the catalog functions (loch_catalog_*, see the end); 5 added
+ * the saved selections and loch_dataset_positions.
  */
-#define LOCH_ABI_VERSION 4
+#define LOCH_ABI_VERSION 5
 
 /* Status codes. */
 enum {
@@ -178,6 +179,20 @@ typedef struct {
  *       {"grace_seconds": s (default 3600), "dry_run": bool} or NULL. out =
  *       {"dry_run", "reachable", "young", "deleted" (each {"objects",
  *       "bytes"}), "by_kind": {prefix: {"objects", "bytes"}}}.
+ *
+ * Saved selections (docs/query.md; queries run in the loch command, not
+ * here):
+ *   loch_dataset_save_selection(h, name, sel, err): sel JSON {"version",
+ *       "sql", "seed", "columns", "row_ids"}; LOCH_EXISTS when name is
+ *       taken.
+ *   loch_dataset_selection(h, name, char **out, err): out = {"name",
+ *       "version", "sql", "seed", "columns", "row_ids"}; LOCH_NOT_FOUND.
+ *   loch_dataset_selections(h, char **out, err): out = [{"name", "key",
+ *       "version", "sql", "seed", "rows"}], sorted by name.
+ *   loch_dataset_delete_selection(h, name, err).
+ *   loch_dataset_positions(h, const uint64_t *ids, int64_t n, int64_t *out,
+ *       err): out[i] = the position of row id ids[i] in the handle's
+ *       version; LOCH_NOT_FOUND when one is not a live row of it.
  *
  * A write through a read-only handle (extend, update, delete, add_column,
  * commit, revert, merge, refresh) returns LOCH_READ_ONLY.

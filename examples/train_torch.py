@@ -63,6 +63,7 @@ def main() -> None:
     p.add_argument("--workers", type=int, default=0, help="DataLoader workers (0: iterate the loader itself)")
     p.add_argument("--image")
     p.add_argument("--label")
+    p.add_argument("--selection", help="train on this saved selection (loch query --save) instead of every row")
     args = p.parse_args()
 
     distributed = "WORLD_SIZE" in os.environ
@@ -78,8 +79,9 @@ def main() -> None:
     image, label = column_of(ds, "image", args.image), column_of(ds, "class_label", args.label)
     names = ds.schema[label].class_names
     classes = len(names) if names else int(max(ds[label][:])) + 1
-    loader = ds.pytorch(batch_size=args.batch_size, shuffle=True, seed=0, columns=[image, label], drop_last=True,
-                        device=device if args.workers == 0 else None)  # fmt: skip
+    source = ds.selection(args.selection) if args.selection else ds  # a curated subset, at the version it ran on
+    loader = source.pytorch(batch_size=args.batch_size, shuffle=True, seed=0, columns=[image, label], drop_last=True,
+                            device=device if args.workers == 0 else None)  # fmt: skip
     batches: object = loader
     if args.workers > 0:
         batches = torch.utils.data.DataLoader(loader, batch_size=None, num_workers=args.workers,
@@ -90,7 +92,8 @@ def main() -> None:
         model = nn.parallel.DistributedDataParallel(model)
     opt = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
     if rank == 0:
-        print(f"{ds.url}: {len(ds)} rows, {classes} classes, {len(loader)} batches of {args.batch_size} per epoch"
+        what = f"{ds.url} selection {args.selection}" if args.selection else ds.url
+        print(f"{what}: {len(source)} rows, {classes} classes, {len(loader)} batches of {args.batch_size} per epoch"
               f"{f' on each of {loader.world_size} ranks' if distributed else ''}, device {device}")  # fmt: skip
 
     for epoch in range(args.epochs):

@@ -54,6 +54,10 @@ type Config struct {
 	// Rows restricts the loader to these row ids, in this order before
 	// shuffling (default: every row).
 	Rows []uint64 `json:"rows,omitempty"`
+	// Query is the SQL that chose Rows (a loch.Selection's), recorded in
+	// the saved state with them: a resume under another query is refused,
+	// quoting both, unless AllowVersionChange is set.
+	Query string `json:"query,omitempty"`
 	// PrefetchBatches bounds the batches prepared ahead of the consumer
 	// (default 4); PrefetchBytes bounds the memory they and the chunks they
 	// need may hold (default 256 MiB). At least one batch is always in
@@ -72,10 +76,10 @@ type Config struct {
 	// version (commit id) it was read from and is refused on another
 	// version unless AllowVersionChange is set.
 	Resume *State `json:"resume,omitempty"`
-	// AllowVersionChange resumes a state saved on another version: the
-	// loader continues at the same epoch and batch count over this
-	// version's order, which holds other rows; rows may be seen twice or
-	// not at all in that epoch.
+	// AllowVersionChange resumes a state saved on another version (or
+	// another query's rows): the loader continues at the same epoch and
+	// batch count over this version's order, which holds other rows; rows
+	// may be seen twice or not at all in that epoch.
 	AllowVersionChange bool `json:"allow_version_change,omitempty"`
 	// RaggedAsList returns the columns whose declared shape is not fixed
 	// as lists (Collated.Items with Collated.Shapes) instead of zero-padded

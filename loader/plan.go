@@ -29,8 +29,9 @@ func spec(scan *loch.Scan, cfg Config) (order.Spec, error) {
 		if err != nil {
 			return order.Spec{}, fmt.Errorf("loader: row subset: %w", err)
 		}
-		s.Subset, s.Selection = sub, selection(cfg.Rows)
+		s.Subset = sub
 	}
+	s.Selection, _ = specSelection(cfg)
 	return s, nil
 }
 
@@ -143,6 +144,11 @@ func makeMixPlan(scans []*loch.Scan, weights []float64, epochRows int64, cfg Con
 // allows a version change, which makes it this version's.
 func resumed(cfg Config, version string, mixture bool) (order.State, error) {
 	st := *cfg.Resume
+	if cfg.AllowVersionChange && cfg.Query != "" && !mixture {
+		// A query's rows change with the version (and the query): the
+		// state follows this run's.
+		st.Setup.Selection, _ = specSelection(cfg)
+	}
 	if st.Version == version {
 		return st, nil
 	}
@@ -154,4 +160,18 @@ func resumed(cfg Config, version string, mixture bool) (order.State, error) {
 	}
 	st.Version = version
 	return st, nil
+}
+
+// specSelection is the Selection that spec records for cfg's rows and
+// query (without loading anything).
+func specSelection(cfg Config) (string, error) {
+	switch {
+	case cfg.Query == "" && cfg.Rows == nil:
+		return "", nil
+	case cfg.Query == "":
+		return selection(cfg.Rows), nil
+	case cfg.Rows == nil:
+		return fmt.Sprintf("every row, query %q", cfg.Query), nil
+	}
+	return fmt.Sprintf("%s of query %q", selection(cfg.Rows), cfg.Query), nil
 }

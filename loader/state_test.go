@@ -119,3 +119,46 @@ func TestStateBeforeFirstBatch(t *testing.T) {
 	c.Resume = &st
 	require.Equal(t, want, positions(t, d, c))
 }
+
+// TestResumeRefusesAnotherQuery: the query that chose a run's rows is in
+// its saved state; a resume under another query is refused, quoting both,
+// unless a change is allowed, which resumes over the new query's rows.
+func TestResumeRefusesAnotherQuery(t *testing.T) {
+	d := testDataset(t, 300)
+	ids := func(lo, hi int) []uint64 {
+		var out []uint64
+		for p := lo; p < hi; p++ {
+			id, err := d.RowID(ctx, int64(p))
+			require.NoError(t, err)
+			out = append(out, id)
+		}
+		return out
+	}
+	base := Config{BatchSize: 10, Seed: 2, Rows: ids(0, 150), Query: "SELECT * FROM ds WHERE x < 150"}
+	l, err := New(ctx, d.Scan(), base)
+	require.NoError(t, err)
+	_, err = l.Next(ctx)
+	require.NoError(t, err)
+	saved := l.State()
+	l.Close()
+	require.Contains(t, saved.Selection, `query "SELECT * FROM ds WHERE x < 150"`)
+
+	c := base
+	c.Rows, c.Query = ids(0, 100), "SELECT * FROM ds WHERE x < 100"
+	st := saved
+	c.Resume = &st
+	_, err = New(ctx, d.Scan(), c)
+	require.ErrorIs(t, err, loch.ErrInvalidArgument)
+	require.ErrorContains(t, err, `x < 150`)
+	require.ErrorContains(t, err, `x < 100`)
+
+	c.AllowVersionChange = true
+	l, err = New(ctx, d.Scan(), c)
+	require.NoError(t, err)
+	n := 0
+	for _, b := range drain(t, l) {
+		n += len(b.Positions)
+	}
+	l.Close()
+	require.Equal(t, 90, n, "the rest of the epoch over the new query's rows")
+}

@@ -4,6 +4,8 @@
 Environment:
     LOCH_GO       the go command (default: go on PATH)
     LOCH_LIBRARY  a prebuilt libloch.so to package instead of building one
+    LOCH_CLI      a prebuilt loch command to package instead of building one
+                  (the package runs SQL through it: loch.query)
     LOCH_GOFLAGS  extra flags for go build (e.g. -tags=noturbojpeg)
 """
 
@@ -49,17 +51,43 @@ def build_library(dest: Path) -> None:
         header.unlink()
 
 
+def build_cli(dest: Path) -> None:
+    """Writes the loch command to dest (a directory): the package runs SQL
+    queries through it, because DuckDB cannot live in libloch.so (its
+    thread-local storage does not fit a dlopen'ed library's static TLS)."""
+    dest = dest.resolve()
+    dest.mkdir(parents=True, exist_ok=True)
+    prebuilt = os.environ.get("LOCH_CLI")
+    if prebuilt:
+        shutil.copy2(prebuilt, dest / "loch")
+        return
+    go = os.environ.get("LOCH_GO") or shutil.which("go")
+    if not go or not (REPO / "cmd" / "loch").is_dir():
+        print("loch: not packaging the loch command (no Go or no ../cmd/loch); loch.query needs LOCH_CLI or loch on PATH")
+        return
+    cmd = [go, "build", "-trimpath", "-ldflags=-s -w", *shlex.split(os.environ.get("LOCH_GOFLAGS", "")),
+           "-o", str(dest / "loch"), "./cmd/loch"]  # fmt: skip
+    print("loch:", " ".join(cmd))
+    subprocess.run(cmd, cwd=REPO, check=True, env=dict(os.environ, CGO_ENABLED="1"))
+
+
 class BuildPy(build_py):
     """build_py that also builds the Go library into the package."""
 
     def run(self) -> None:
         super().run()
         build_library(Path(self.build_lib) / "loch" / "_lib")
+        build_cli(Path(self.build_lib) / "loch" / "_lib")
         if self.editable_mode:
             build_library(HERE / "loch" / "_lib")
+            build_cli(HERE / "loch" / "_lib")
 
     def get_outputs(self, include_bytecode: bool = True) -> list[str]:
-        return [*super().get_outputs(include_bytecode), str(Path(self.build_lib) / "loch" / "_lib" / LIB)]
+        lib = Path(self.build_lib) / "loch" / "_lib"
+        outs = [*super().get_outputs(include_bytecode), str(lib / LIB)]
+        if (lib / "loch").exists():
+            outs.append(str(lib / "loch"))
+        return outs
 
 
 class BinaryDistribution(Distribution):

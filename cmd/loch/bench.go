@@ -68,6 +68,7 @@ type benchResult struct {
 // benchFlags are the flags of "loch bench".
 type benchFlags struct {
 	columns, shuffle           string
+	selection                  string
 	refs                       refFlags
 	mix                        mixFlags
 	batch, world, rank, epochs int
@@ -145,6 +146,7 @@ with --quiet.`,
 	f.Var(&b.cacheBytes, "cache-bytes", "size bound of the chunk cache, e.g. 10GiB")
 	f.StringVar(&b.cpuProfile, "cpuprofile", "", "write a CPU profile of the loader's epochs (not the raw baseline) to this file, for go tool pprof")
 	b.prog.add(f)
+	f.StringVar(&b.selection, "selection", "", "load the rows of this saved selection (loch query --save), at its version")
 	b.mix.add(cmd)
 	b.refs.add(cmd, "bench")
 	return cmd
@@ -166,11 +168,16 @@ func (b *benchFlags) run(cmd *cobra.Command, urls []string) error {
 	if err != nil {
 		return err
 	}
-	defer closeAll(ds)
+	defer func() { closeAll(ds) }()
 	var cols []string
 	if b.columns != "" {
 		cols = splitList(b.columns)
 	}
+	cfg.Columns = cols
+	if err := useSelection(ctx, urls, ds, b.selection, &b.refs, &cfg); err != nil {
+		return err
+	}
+	cols = cfg.Columns
 	if weights != nil {
 		if cols, err = mixColumns(ds, urls, cols); err != nil {
 			return err

@@ -196,6 +196,8 @@ Exit status: 0 on success, 2 for a usage error, 1 for any other error.`,
 		newScanCmd(),
 		newBenchCmd(),
 		newOrderCmd(),
+		newQueryCmd(),
+		newSelectionsCmd(),
 		newVersionCmd(),
 	)
 	// cobra's "completion bash|zsh|fish|powershell", added now (rather

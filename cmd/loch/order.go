@@ -20,6 +20,7 @@ import (
 // orderFlags are the flags of "loch order".
 type orderFlags struct {
 	shuffle, columns   string
+	selection          string
 	refs               refFlags
 	mix                mixFlags
 	seed               uint64
@@ -80,6 +81,7 @@ row ids in delivery order, or for a mixture objects {"dataset", "id"}.`,
 	f.StringVar(&o.resume, "resume", "", "print the rest of the epoch saved in this loader state file (JSON)")
 	f.BoolVar(&o.allowVersionChange, "allow-version-change", false, "resume a state saved on another version")
 	f.IntVar(&o.stateAfter, "state-after", -1, "print the state (JSON) after this rank's first N batches instead of the rows")
+	f.StringVar(&o.selection, "selection", "", "order the rows of this saved selection (loch query --save), at its version")
 	f.BoolVar(&o.asJSON, "json", false, "print one JSON object instead of one row per line")
 	o.mix.add(cmd)
 	o.refs.add(cmd, "use")
@@ -114,7 +116,10 @@ func (o *orderFlags) run(cmd *cobra.Command, urls []string) error {
 	if err != nil {
 		return err
 	}
-	defer closeAll(ds)
+	defer func() { closeAll(ds) }()
+	if err := useSelection(ctx, urls, ds, o.selection, &o.refs, &cfg); err != nil {
+		return err
+	}
 	scans := make([]*loch.Scan, len(ds))
 	for i, d := range ds {
 		scans[i] = d.Scan()

@@ -12,6 +12,7 @@
 //	extensions/<hash>      fragment extensions
 //	deletions/<hash>       deletion vectors
 //	chunks/<h2>/<hash>     chunks (h2: the hash's first two hex digits)
+//	selections/<hash>      saved selections (format 1.2)
 //
 // and of a catalog (§6), beside them under the same root:
 //
@@ -43,6 +44,7 @@ const (
 	Extension
 	Deletion
 	Chunk
+	Selection
 )
 
 // Fixed keys and the prefix of the log.
@@ -65,10 +67,10 @@ const hintName = "_latest"
 const IDLen = 32
 
 var dirs = [...]string{Commit: "commits", Manifest: "manifests", Fragment: "fragments",
-	Extension: "extensions", Deletion: "deletions", Chunk: "chunks"}
+	Extension: "extensions", Deletion: "deletions", Chunk: "chunks", Selection: "selections"}
 
 // Hashed lists the kinds named by an id, in the order gc deletes them.
-var Hashed = []Kind{Commit, Manifest, Fragment, Extension, Deletion, Chunk}
+var Hashed = []Kind{Selection, Commit, Manifest, Fragment, Extension, Deletion, Chunk}
 
 // Dir is the directory of a hashed kind ("commits", ..., "chunks"), its
 // name in reports; "" for other kinds.

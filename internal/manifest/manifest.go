@@ -37,14 +37,19 @@ const (
 	KindFragment  byte = 'F'
 	KindExtension byte = 'E'
 	KindDeletion  byte = 'X'
+	KindSelection byte = 'S' // a saved selection (format 1.2, docs/format.md §2.7)
 	KindCatalog   byte = 'T' // a catalog entry (format 1.3, docs/format.md §6)
 )
 
 // minorOf is the minor version written in an envelope of the given kind:
-// the format version that defined what it holds. Catalog entries are new in
-// 1.3; the dataset's objects are written as before.
+// the format version that defined what it holds. Saved selections are new
+// in 1.2, catalog entries in 1.3; the dataset's objects are written as
+// before.
 func minorOf(kind byte) byte {
-	if kind == KindCatalog {
+	switch kind {
+	case KindSelection:
+		return 2
+	case KindCatalog:
 		return 3
 	}
 	return Minor

@@ -44,6 +44,7 @@ from .errors import (
 )
 from .loader import Loader
 from .mixture import Mixture, mix
+from .query import Selection
 from .schema import (
     JSON,
     Audio,
@@ -67,7 +68,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "create", "open", "connect", "Catalog", "Table", "TableDir", "CatalogGCReport", "Dataset", "ColumnReader", "Commit", "Loader", "EncodedImage", "buffer_stats", "trim_buffers",
-    "mix", "Mixture",
+    "mix", "Mixture", "Selection",
     "Ref", "Diff", "RowChange", "ColumnChange", "MergeResult", "MergeConflict", "GCReport", "GCCount",
     "Schema", "Column", "Tensor", "Image", "Video", "Audio", "Mask", "ClassLabel", "BBox", "Embedding",
     "PointCloud", "Text", "JSON", "Bytes", "Link",

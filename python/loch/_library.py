@@ -28,7 +28,7 @@ from typing import Any
 from ._status import NOT_ERRORS
 from .errors import ForkedProcess, from_status
 
-ABI_VERSION = 4
+ABI_VERSION = 5
 
 # Layouts and encodings of loch_column_in and loch_tensor.
 DENSE, PACKED, NULLS = 0, 1, 2
@@ -127,6 +127,11 @@ _STATUS_FUNCS: dict[str, list[Any]] = {
     "loch_dataset_diff": [c_uintptr, c_char_p, c_char_p, c_char_p, _STR_OUT],
     "loch_dataset_merge": [c_uintptr, c_char_p, c_char_p, _STR_OUT],
     "loch_dataset_gc": [c_uintptr, c_char_p, _STR_OUT],
+    "loch_dataset_save_selection": [c_uintptr, c_char_p, c_char_p],
+    "loch_dataset_selection": [c_uintptr, c_char_p, _STR_OUT],
+    "loch_dataset_selections": [c_uintptr, _STR_OUT],
+    "loch_dataset_delete_selection": [c_uintptr, c_char_p],
+    "loch_dataset_positions": [c_uintptr, c_void_p, c_int64, c_void_p],
     "loch_catalog_open": [c_char_p, c_char_p, POINTER(c_uintptr)],
     "loch_catalog_close": [c_uintptr],
     "loch_catalog_url": [c_uintptr, _STR_OUT],

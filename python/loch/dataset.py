@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     import tensorflow as tf
 
     from .jax import JaxLoader
+    from .query import Selection
     from .torch import TorchLoader
 
 __all__ = ["Dataset", "ColumnReader", "Commit", "create", "open"]
@@ -516,6 +517,55 @@ class Dataset:
             free_tensor(h.lib, out)
         return bytes(value[0])
 
+    # Queries (loch.query).
+
+    def query(self, sql: str, seed: int | None = None) -> Selection:
+        """Runs SQL (DuckDB's dialect; docs/query.md) over this handle's
+        version, the table ``ds``, and returns the result as a
+        :class:`loch.Selection`: the version, the SQL, the seed of its
+        ``random()`` and the row ids in result order, with the loaders of
+        a dataset over those rows::
+
+            >>> sel = ds.query("SELECT image, label WHERE label = 'cat' ORDER BY random()", seed=1)  # doctest: +SKIP
+            >>> loader = sel.pytorch(batch_size=64)                                               # doctest: +SKIP
+        """
+        from .query import query
+
+        return query(self, _open_version, sql, seed)
+
+    def selection(self, name: str) -> Selection:
+        """The saved selection ``name`` (:meth:`loch.Selection.save`, ``loch
+        query --save``), at the version it ran on, without running it again."""
+        from .query import Selection
+
+        return Selection(self, self._here()._str_json("loch_dataset_selection", _enc(name)), _open_version, name=name)
+
+    def selections(self) -> list[dict[str, Any]]:
+        """The saved selections, sorted by name: dicts of name, key,
+        version, sql, seed (when it had one) and rows."""
+        return list(self._here()._str_json("loch_dataset_selections"))
+
+    def save_selection(self, name: str, selection: Selection) -> None:
+        """Stores ``selection`` under ``name`` in the dataset's log, like a
+        tag: ``gc`` keeps it and the version it ran on (see
+        :meth:`loch.Selection.save`)."""
+        sel = {"version": selection.version, "sql": selection.sql, "seed": selection.seed,
+               "columns": selection.columns, "row_ids": [int(r) for r in selection.row_ids]}  # fmt: skip
+        self._here()._h.call("loch_dataset_save_selection", _enc(name), json.dumps(sel).encode())
+
+    def delete_selection(self, name: str) -> None:
+        """Removes the name of a saved selection; ``gc`` frees what it kept."""
+        self._here()._h.call("loch_dataset_delete_selection", _enc(name))
+
+    def positions(self, row_ids: Sequence[int] | np.ndarray) -> np.ndarray:
+        """The positions (int64) in this handle's version of the rows with
+        these stable ids, in the order given; :class:`loch.NotFound` when
+        one is not a live row of it."""
+        ids = np.ascontiguousarray(row_ids, dtype=np.uint64)
+        out = np.empty(len(ids), dtype=np.int64)
+        self._here()._h.call("loch_dataset_positions", ids.ctypes.data, len(ids), out.ctypes.data)
+        return out
+
     # Loaders.
 
     def numpy(self, **kwargs: Any) -> Loader:
@@ -607,6 +657,11 @@ class Dataset:
                 "store it at a path or an object store URL to read it in other processes"
             )
         return snapshot, (None,)
+
+
+def _open_version(url: str, version: str) -> Dataset:
+    """Opens url at a version id: how a selection reaches its version."""
+    return open(url, version=version)
 
 
 def start_mix_loader(

@@ -161,6 +161,9 @@ class Loader:
         rank, world_size: this process's shard of a data-parallel run
             (:meth:`set_rank` changes them).
         rows: restrict to these row ids.
+        query: the SQL that chose ``rows`` (a :class:`loch.Selection`
+            passes it): recorded in the saved state, and a resume under
+            another query is refused unless ``allow_version_change``.
         transform: Go image transforms by column, one spec for every image
             column, or a Python callable applied to each batch.
         sample_transform: a Python callable applied to each sample (a dict
@@ -247,6 +250,7 @@ class Loader:
         rank: int = 0,
         world_size: int = 1,
         rows: Sequence[int] | None = None,
+        query: str | None = None,
         transform: Transform | None = None,
         sample_transform: Callable[[Batch], Batch] | None = None,
         prefetch_batches: int | None = None,
@@ -300,6 +304,7 @@ class Loader:
             self._config["allow_version_change"] = True
         for key, value in (
             ("rows", None if rows is None else [int(r) for r in rows]),
+            ("query", None if query is None else str(query)),
             ("prefetch_batches", prefetch_batches),
             ("prefetch_bytes", prefetch_bytes),
             ("workers", workers),

@@ -1,0 +1,254 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/lochdata/loch"
+	"github.com/lochdata/loch/chunkcache"
+	"github.com/lochdata/loch/loader"
+	"github.com/lochdata/loch/query"
+)
+
+// formatSelection is loch query's --format that prints the result as a
+// selection (JSON) instead of as data.
+const formatSelection = "selection"
+
+func newQueryCmd() *cobra.Command {
+	var (
+		refs          refFlags
+		format, out   string
+		save          string
+		limit         int
+		seed          uint64
+		seedSet       bool
+		threads       int
+		selectionOnly bool
+		cacheDir      string
+	)
+	cmd := &cobra.Command{
+		Use:   "query URL SQL",
+		Short: "Run SQL over a dataset; print the result or save it as a selection",
+		Long: `Query runs SQL (DuckDB's dialect, embedded in loch) over the version of the
+dataset --ref or --as-of names (default main). The version is the table ds,
+and also the table named by the last element of URL; a SELECT with no FROM
+reads it. loch_scan('URL', ref => 'v1', as_of => '2026-11-01T00:00:00Z')
+reads any dataset and version, so one query can compare versions.
+
+Every table has the columns _rowid (the stable row id) and _pos (the row's
+position in the version) first, then the dataset's columns: numbers and
+bools as DuckDB's type of that width, text as VARCHAR, json as JSON,
+class labels as an ENUM of their class names, fixed [d] tensors up to 4096
+elements as FLOAT[d]-style arrays (array_cosine_similarity works on them),
+other small tensors (boxes) as nested lists, and images, video, audio and
+large tensors as STRUCT(shape, dtype, bytes) read from chunk headers, never
+their pixels. A query reads only the columns it references.
+
+random() is seeded (--seed, default 0) and hashes the row id: ORDER BY
+random() is a reproducible shuffle.
+
+--format table, json (one object per line), csv or parquet prints the
+result as data (--limit N keeps the first N rows; --out FILE writes it
+there). --format selection prints the result as a selection: the version,
+the SQL, the seed, the columns and the row ids in result order (ties broken
+by _pos). --save NAME stores that selection in the dataset, for
+'loch order/bench --selection NAME' and Python's ds.selection(NAME).`,
+		Example: `  loch query ./pets "SELECT label, count(*) FROM ds GROUP BY label"
+  loch query ./pets "SELECT image, label WHERE meta->>'quality' = 'high' ORDER BY random()" --save high
+  loch query ./pets "SELECT * FROM loch_scan('./pets', ref => 'v1') EXCEPT SELECT * FROM ds" --format csv
+  loch query ./pets "SELECT label, meta FROM ds" --format parquet --out pets.parquet`,
+		Args: exactArgs("URL", "SQL"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			switch format {
+			case query.FormatTable, query.FormatJSON, query.FormatCSV, query.FormatParquet, formatSelection:
+			default:
+				return usagef("--format %q: want table, json, csv, parquet or selection", format)
+			}
+			selectionOnly = format == formatSelection || save != ""
+			if selectionOnly && limit != 0 {
+				return usagef("--limit is for data formats; use LIMIT in the SQL of a selection")
+			}
+			if limit < 0 {
+				return usagef("--limit %d: want at least 0", limit)
+			}
+			seedSet = cmd.Flags().Changed("seed")
+			ctx := cmd.Context()
+			d, err := openDataset(ctx, args[0], &refs)
+			if err != nil {
+				return err
+			}
+			defer d.Close()
+			opts := query.Options{Threads: threads}
+			if seedSet {
+				opts.Seed = &seed
+			}
+			if cacheDir != "" {
+				c, err := chunkcache.Open(cacheDir, 10<<30, nil)
+				if err != nil {
+					return err
+				}
+				defer c.Close()
+				opts.Cache = c
+			}
+			e, err := query.New(ctx, d, opts)
+			if err != nil {
+				return err
+			}
+			defer e.Close()
+			w := cmd.OutOrStdout()
+			if out != "" {
+				f, err := os.Create(out)
+				if err != nil {
+					return fmt.Errorf("--out: %w", err)
+				}
+				defer f.Close()
+				w = f
+			}
+			if !selectionOnly {
+				_, err := e.Write(ctx, args[1], format, limit, w)
+				return err
+			}
+			sel, err := e.Select(ctx, args[1])
+			if err != nil {
+				return err
+			}
+			if save != "" {
+				if err := d.SaveSelection(ctx, save, sel); err != nil {
+					return err
+				}
+				if format != formatSelection {
+					fmt.Fprintf(w, "saved selection %s: %d rows of version %s\n", save, sel.Len(), sel.Version)
+					return nil
+				}
+			}
+			return printSelection(w, sel)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&format, "format", query.FormatTable, "table, json, csv, parquet or selection")
+	f.StringVarP(&out, "out", "o", "", "write the result to this file instead of standard output")
+	f.IntVar(&limit, "limit", 0, "print at most this many rows (data formats)")
+	f.Uint64Var(&seed, "seed", 0, "seed of random()")
+	f.StringVar(&save, "save", "", "save the result as a selection of this name")
+	f.IntVar(&threads, "threads", 0, "DuckDB threads (default: all cores)")
+	f.StringVar(&cacheDir, "cache", "", "directory of a local chunk cache (shared with loch bench and the loader): a later query reads its chunks there")
+	refs.add(cmd, "query")
+	return cmd
+}
+
+// selectionJSON is a selection as --format selection prints it.
+type selectionJSON struct {
+	Name    string   `json:"name,omitempty"`
+	Version string   `json:"version"`
+	SQL     string   `json:"sql"`
+	Seed    *uint64  `json:"seed,omitempty"`
+	Columns []string `json:"columns"`
+	Rows    int      `json:"rows"`
+	RowIDs  []uint64 `json:"row_ids"`
+}
+
+func printSelection(w io.Writer, s *loch.Selection) error {
+	ids := s.RowIDs
+	if ids == nil {
+		ids = []uint64{}
+	}
+	return printJSON(w, selectionJSON{Name: s.Name, Version: s.Version, SQL: s.SQL, Seed: s.Seed, Columns: s.Columns, Rows: len(ids), RowIDs: ids})
+}
+
+func newSelectionsCmd() *cobra.Command {
+	var del, asJSON bool
+	cmd := &cobra.Command{
+		Use:   "selections URL [NAME]",
+		Short: "List, show or delete saved selections",
+		Long: `Selections with only URL lists the saved selections (made by
+'loch query --save'), sorted by name: name, rows, version and SQL.
+
+With NAME it prints that selection as JSON, row ids included. --delete
+removes NAME; its object and version stay until 'loch gc' removes what
+nothing else keeps. A saved selection keeps its version, like a tag.`,
+		Example: `  loch selections ./pets
+  loch selections ./pets high
+  loch selections ./pets high --delete`,
+		Args: rangeArgs(1, "URL", "NAME"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			switch {
+			case len(args) == 1 && del:
+				return usagef("--delete needs a selection NAME")
+			case len(args) == 2 && asJSON:
+				return usagef("--json is for the listing; NAME prints JSON")
+			}
+			ctx := cmd.Context()
+			d, err := loch.Open(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			defer d.Close()
+			w := cmd.OutOrStdout()
+			if len(args) == 2 {
+				if del {
+					if err := d.DeleteSelection(ctx, args[1]); err != nil {
+						return err
+					}
+					fmt.Fprintf(w, "deleted selection %s\n", args[1])
+					return nil
+				}
+				sel, err := d.Selection(ctx, args[1])
+				if err != nil {
+					return err
+				}
+				return printSelection(w, sel)
+			}
+			list, err := d.Selections(ctx)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(w, list)
+			}
+			for _, s := range list {
+				fmt.Fprintf(w, "%s\t%d rows\t%s\t%s\n", s.Name, s.Rows, s.Version, oneLine(s.SQL))
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVarP(&del, "delete", "d", false, "delete selection NAME")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the listing as a JSON list")
+	return cmd
+}
+
+// useSelection points cfg at the saved selection name of ds[0]: the
+// dataset is reopened at the selection's version when it is at another,
+// and cfg gets its rows, its query and (when no columns were asked for)
+// its columns.
+func useSelection(ctx context.Context, urls []string, ds []*loch.Dataset, name string, refs *refFlags, cfg *loader.Config) error {
+	if name == "" {
+		return nil
+	}
+	if len(ds) != 1 {
+		return usagef("--selection is for one dataset, not a mixture")
+	}
+	if refs.ref != "" || refs.asOf != "" || refs.version != "" {
+		return usagef("--selection reads the version the selection ran on: give no --ref or --as-of")
+	}
+	sel, err := ds[0].Selection(ctx, name)
+	if err != nil {
+		return err
+	}
+	if ds[0].Version() != sel.Version {
+		d, err := loch.Open(ctx, urls[0], loch.WithVersion(sel.Version))
+		if err != nil {
+			return fmt.Errorf("selection %q: %w", name, err)
+		}
+		ds[0].Close()
+		ds[0] = d
+	}
+	cfg.Rows, cfg.Query = sel.RowIDs, sel.SQL
+	if cfg.Columns == nil && sel.Columns != nil {
+		cfg.Columns = sel.Columns
+	}
+	return nil
+}

@@ -1,0 +1,206 @@
+"""SQL over datasets, and the selections it makes (docs/query.md).
+
+The SQL engine (DuckDB, in the Go package ``query``) is not in the shared
+library that the rest of this package loads: DuckDB's thread-local storage
+does not fit in a ``dlopen``'ed library's static TLS block. It runs in the
+``loch`` command, which this package ships (``_lib/loch``, built by
+setup.py; ``LOCH_CLI`` names another, and ``loch`` on PATH is the last
+resort)::
+
+    >>> sel = ds.query("SELECT image, label WHERE (meta->>'q') = 'high' ORDER BY random()", seed=7)  # doctest: +SKIP
+    >>> len(sel), sel.version, sel.row_ids[:3]                                                       # doctest: +SKIP
+    >>> for batch in sel.pytorch(batch_size=64, shuffle=True):                                       # doctest: +SKIP
+    ...     ...
+    >>> sel.save("curated"); ds.selection("curated")                                                 # doctest: +SKIP
+
+Saved selections (:meth:`Selection.save`, :meth:`loch.Dataset.selection`)
+and a selection's positions go through the shared library like the rest
+of the package; only the SQL runs in the command.
+
+A query runs on the handle's version (its id, so a branch that moves on
+does not change the answer); an in-memory (``mem://``) dataset, which
+lives in this process only, cannot be queried.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Any, Callable, Protocol, Sequence
+
+import numpy as np
+
+from .errors import AlreadyExists, Error, InvalidArgument, NotFound
+
+
+class Dataset(Protocol):
+    """What this module uses of a :class:`loch.Dataset` (which imports this
+    module: it cannot import it back)."""
+
+    url: str
+    version: str
+
+    def positions(self, row_ids: Any) -> np.ndarray: ...
+    def save_selection(self, name: str, selection: Selection) -> None: ...
+    def __getitem__(self, key: Any) -> Any: ...
+    def numpy(self, **kwargs: Any) -> Any: ...
+    def pytorch(self, **kwargs: Any) -> Any: ...
+    def jax(self, **kwargs: Any) -> Any: ...
+    def tensorflow(self, **kwargs: Any) -> Any: ...
+
+
+#: Opens a dataset's URL at a version id (loch.open(url, version=...)).
+Opener = Callable[[str, str], Dataset]
+
+__all__ = ["Selection", "cli"]
+
+
+def cli() -> str:
+    """The path of the ``loch`` command that runs queries: ``LOCH_CLI``,
+    else the one shipped in the package, else ``loch`` on PATH."""
+    env = os.environ.get("LOCH_CLI")
+    if env:
+        return env
+    shipped = Path(__file__).resolve().parent / "_lib" / "loch"
+    if shipped.exists():
+        return str(shipped)
+    found = shutil.which("loch")
+    if found:
+        return found
+    raise Error("the loch command (which runs SQL) is not in this package nor on PATH: set LOCH_CLI to a built one")
+
+
+def _run(args: Sequence[str]) -> str:
+    """Runs the loch command and returns its standard output; a failure
+    raises the error class its one-line message names."""
+    proc = subprocess.run([cli(), *args], capture_output=True, text=True, check=False)
+    if proc.returncode == 0:
+        return proc.stdout
+    msg = proc.stderr.strip().removeprefix("loch: ") or f"loch {args[0]} failed with status {proc.returncode}"
+    if msg.endswith("not found") or ": not found" in msg:
+        raise NotFound(msg)
+    if msg.endswith("already exists"):
+        raise AlreadyExists(msg)
+    raise InvalidArgument(msg)
+
+
+def _url(ds: Dataset) -> str:
+    if ds.url.startswith("mem://"):
+        raise InvalidArgument(f"{ds.url} lives in this process only: store it at a path or an object store URL to query it")
+    return ds.url
+
+
+class Selection:
+    """The result of a query: the rows it kept, by stable row id, in
+    result order, over one version. ``len(sel)``, ``sel[i]`` (row i of the
+    result, as a dict), ``sel[a:b]`` (a selection of those rows), and the
+    loaders of a dataset (``.numpy()``, ``.pytorch()``, ``.jax()``,
+    ``.tensorflow()``, with the same arguments) over its rows, whose
+    ``columns`` default to those the query's SELECT named. With
+    ``shuffle=False`` the query's order is the delivery order."""
+
+    def __init__(self, dataset: Dataset, data: dict[str, Any], opener: Opener, name: str | None = None) -> None:
+        self.version: str = data["version"]
+        self.sql: str = data["sql"]
+        self.seed: int | None = data.get("seed")
+        self.columns: list[str] | None = data.get("columns")
+        self.row_ids: np.ndarray = np.asarray(data.get("row_ids") or [], dtype=np.uint64)
+        self.name = name or data.get("name")
+        self._url = dataset.url
+        self.dataset: Dataset = dataset if dataset.version == self.version else opener(dataset.url, self.version)
+        self._positions: np.ndarray | None = None
+        self._sliced = False
+
+    def __len__(self) -> int:
+        return len(self.row_ids)
+
+    def __repr__(self) -> str:
+        named = f" {self.name!r}" if self.name else ""
+        return f"<loch.Selection{named} rows={len(self)} version={self.version[:12]} sql={self.sql!r}>"
+
+    def positions(self) -> np.ndarray:
+        """The rows' positions in the selection's version, in result order."""
+        if self._positions is None:
+            self._positions = self.dataset.positions(self.row_ids)
+        return self._positions
+
+    def __getitem__(self, key: int | slice) -> Any:
+        if isinstance(key, slice):
+            sub = Selection.__new__(Selection)
+            sub.__dict__.update(self.__dict__)
+            sub.row_ids = self.row_ids[key]
+            sub._positions = None if self._positions is None else self._positions[key]
+            sub.name, sub._sliced = None, True
+            return sub
+        n = len(self)
+        i = int(key)
+        if i < -n or i >= n:
+            raise IndexError(f"row {key} out of range for a selection of {n} rows")
+        row = self.dataset[int(self.positions()[i])]
+        if self.columns is not None:
+            row = {c: row[c] for c in self.columns}
+        return row
+
+    def _kwargs(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+        if "rows" in kwargs:
+            raise InvalidArgument("a selection's loader reads the selection's rows: give no rows=")
+        out = dict(kwargs, rows=[int(r) for r in self.row_ids], query=self.sql)
+        if self.columns is not None:
+            out.setdefault("columns", list(self.columns))
+        return out
+
+    def numpy(self, **kwargs: Any) -> Any:
+        """:meth:`loch.Dataset.numpy` over the selection's rows."""
+        return self.dataset.numpy(**self._kwargs(kwargs))
+
+    def pytorch(self, **kwargs: Any) -> Any:
+        """:meth:`loch.Dataset.pytorch` over the selection's rows."""
+        return self.dataset.pytorch(**self._kwargs(kwargs))
+
+    def jax(self, **kwargs: Any) -> Any:
+        """:meth:`loch.Dataset.jax` over the selection's rows."""
+        return self.dataset.jax(**self._kwargs(kwargs))
+
+    def tensorflow(self, **kwargs: Any) -> Any:
+        """:meth:`loch.Dataset.tensorflow` over the selection's rows."""
+        return self.dataset.tensorflow(**self._kwargs(kwargs))
+
+    def save(self, name: str) -> None:
+        """Stores the selection in the dataset under ``name`` (like a tag:
+        ``loch gc`` keeps it and its version); :meth:`loch.Dataset.selection`
+        reads it back. A slice of a selection, whose rows its SQL does not
+        describe, cannot be saved."""
+        if self._sliced:
+            raise InvalidArgument(f"selection {name!r}: only a query's whole result can be saved, not a slice of it")
+        self.dataset.save_selection(name, self)
+        self.name = name
+
+    def to_arrow(self) -> Any:
+        """The query's result as a ``pyarrow.Table`` (needs pyarrow)."""
+        try:
+            import pyarrow.parquet as pq
+        except ImportError as e:
+            raise Error("Selection.to_arrow needs pyarrow (pip install pyarrow)") from e
+        with tempfile.TemporaryDirectory(prefix="loch-query-") as tmp:
+            out = os.path.join(tmp, "result.parquet")
+            args = ["query", _url(self.dataset), self.sql, "--ref", self.version, "--format", "parquet", "--out", out]
+            if self.seed is not None:
+                args += ["--seed", str(self.seed)]
+            _run(args)
+            return pq.read_table(out)
+
+    def to_pandas(self) -> Any:
+        """The query's result as a ``pandas.DataFrame`` (needs pyarrow and pandas)."""
+        return self.to_arrow().to_pandas()
+
+
+def query(ds: Dataset, opener: Opener, sql: str, seed: int | None = None) -> Selection:
+    """Runs ``sql`` over the handle's version (see :meth:`loch.Dataset.query`)."""
+    args = ["query", _url(ds), sql, "--ref", ds.version, "--format", "selection"]
+    if seed is not None:
+        args += ["--seed", str(int(seed))]
+    return Selection(ds, json.loads(_run(args)), opener)

@@ -1,0 +1,43 @@
+// Package query runs SQL over loch datasets with an embedded DuckDB, and
+// turns query results into selections that the loader streams. It is the
+// only package of loch that imports DuckDB (github.com/duckdb/duckdb-go/v2,
+// whose static library is a Go module: no download at build or run time,
+// and nothing is ever INSTALLed or LOADed).
+//
+// # Tables
+//
+// An Engine (New) serves one dataset handle: its version is the view ds
+// (and the view named by the URL's last element), and the table macro
+// loch_scan('URL', ref => ..., as_of => ...) reads any dataset and
+// version. Every table has _rowid and _pos first, then the dataset's
+// columns mapped to DuckDB types (docs/query.md has the table): numbers,
+// VARCHAR, JSON, ENUM class labels, ARRAY embeddings, nested LIST boxes,
+// and a STRUCT(shape, dtype, bytes) from chunk headers for images and
+// other large samples.
+//
+// # Scans
+//
+// The table function (scan.go) fills DuckDB's 2,048-row morsels on
+// DuckDB's threads from a loch.Scan: only the columns DuckDB projects,
+// each chunk fetched whole once however many threads need it (a shared
+// cache of at most 256 MiB), through the storage layer. DuckDB's C API
+// gives table functions no filter pushdown. Values are written straight
+// into DuckDB's vectors where duckdb-go allows (direct.go, strings.go),
+// else through its typed setters.
+//
+// # Selections
+//
+// Select returns a loch.Selection: the version, the SQL, the seed, the
+// columns and the row ids in result order. The query is rewritten on
+// DuckDB's own syntax tree (rewrite.go): _rowid added to the SELECT list,
+// _pos the last ORDER BY key, random() replaced by a hash of the row id and
+// the seed. So a selection is a pure function of the version, the SQL and
+// the seed.
+//
+// # Concurrency
+//
+// An Engine runs one query at a time (its methods lock); Close releases
+// DuckDB and the datasets loch_scan opened, not the handle given to New.
+// The Engine reads the handle's version as it was at the first query that
+// read it.
+package query

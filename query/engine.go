@@ -1,0 +1,271 @@
+package query
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"path"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/duckdb/duckdb-go/v2"
+
+	"github.com/lochdata/loch"
+	"github.com/lochdata/loch/chunkcache"
+)
+
+// TableName is the name a query gives the handle's version; the last
+// element of the dataset's URL names it too, when it is an identifier.
+const TableName = "ds"
+
+// scanFunction is the table macro that reads a dataset, with optional
+// ref and as_of; scanAt is the table function it calls, with all three
+// (DuckDB's C API cannot make a table function's named argument optional).
+const (
+	scanFunction = "loch_scan"
+	scanAt       = "loch_scan_at"
+)
+
+// Options configure an Engine. The zero value is valid.
+type Options struct {
+	// Seed seeds random(): the engine replaces it with a hash of the row
+	// id and the seed, so ORDER BY random() is a reproducible shuffle
+	// (docs/query.md). Nil means seed 0.
+	Seed *uint64
+	// Threads is the number of DuckDB threads (default GOMAXPROCS).
+	Threads int
+	// Open are the options loch_scan opens other datasets and versions
+	// with (loch.WithStore, ...). Versions of the engine's own dataset
+	// are opened on its store.
+	Open []loch.Option
+	// Cache, when set, keeps the chunks scans read (for example a
+	// chunkcache.Disk shared with the loader), so that a second query, or
+	// a training run after it, reads them locally.
+	Cache chunkcache.Cache
+}
+
+// Engine runs SQL over one dataset handle (and, through loch_scan, any
+// other). It owns one in-memory DuckDB database and one connection to it.
+// Its methods are safe for concurrent use; queries run one at a time.
+// Close releases it.
+type Engine struct {
+	d    *loch.Dataset
+	opts Options
+
+	mu       sync.Mutex
+	db       *sql.DB
+	conn     *sql.Conn
+	jsonType duckdb.TypeInfo
+	ctx      context.Context // the running query's, for the table function
+	opened   map[string]*loch.Scan
+	handles  []*loch.Dataset
+}
+
+// New starts an engine over d's current version.
+func New(ctx context.Context, d *loch.Dataset, opts Options) (*Engine, error) {
+	if opts.Threads <= 0 {
+		opts.Threads = defaultThreads()
+	}
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		return nil, fmt.Errorf("query: start DuckDB: %w", err)
+	}
+	e := &Engine{d: d, opts: opts, db: db, opened: map[string]*loch.Scan{}, ctx: ctx}
+	if err := e.init(ctx); err != nil {
+		e.Close()
+		return nil, err
+	}
+	return e, nil
+}
+
+func (e *Engine) init(ctx context.Context) error {
+	conn, err := e.db.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("query: connect to DuckDB: %w", err)
+	}
+	e.conn = conn
+	// Nothing may be installed or loaded: json, parquet and icu are built in.
+	for _, q := range []string{
+		"SET autoinstall_known_extensions = false",
+		"SET autoload_known_extensions = false",
+		fmt.Sprintf("SET threads = %d", e.opts.Threads),
+	} {
+		if _, err := conn.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("query: %s: %w", q, err)
+		}
+	}
+	e.jsonType, err = e.typeOf(ctx, "SELECT NULL::JSON")
+	if err != nil {
+		return err
+	}
+	str, _ := duckdb.NewTypeInfo(duckdb.TYPE_VARCHAR)
+	f := duckdb.ParallelChunkTableFunction{
+		Config: duckdb.TableFunctionConfig{
+			Arguments: []duckdb.TypeInfo{str, str, str},
+		},
+		BindArguments: e.bind,
+	}
+	if err := duckdb.RegisterTableUDF(conn, scanAt, f); err != nil {
+		return fmt.Errorf("query: register %s: %w", scanAt, err)
+	}
+	macro := fmt.Sprintf("CREATE MACRO %s(url, ref := '', as_of := '') AS TABLE SELECT * FROM %s(url, ref, as_of)", scanFunction, scanAt)
+	if _, err := conn.ExecContext(ctx, macro); err != nil {
+		return fmt.Errorf("query: define %s: %w", scanFunction, err)
+	}
+	seed := uint64(0)
+	if e.opts.Seed != nil {
+		seed = *e.opts.Seed
+	}
+	// loch_random(rowid): random()'s replacement, uniform in [0, 1).
+	macro = fmt.Sprintf("CREATE MACRO %s(r) AS (hash(r, %d::UBIGINT) >> 11)::DOUBLE / 9007199254740992.0", randomMacro, seed)
+	if _, err := conn.ExecContext(ctx, macro); err != nil {
+		return fmt.Errorf("query: define %s: %w", randomMacro, err)
+	}
+	views := []string{TableName}
+	if n := urlTableName(e.d.URL()); n != "" && n != TableName {
+		views = append(views, n)
+	}
+	for _, v := range views {
+		q := fmt.Sprintf("CREATE VIEW %s AS SELECT * FROM %s(%s)", quoteIdent(v), scanFunction, quoteString(handleURL))
+		if _, err := conn.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("query: create view %s: %w", v, err)
+		}
+	}
+	return nil
+}
+
+// handleURL is what the views pass loch_scan for the engine's own handle.
+const handleURL = "loch:handle"
+
+// typeOf returns the type DuckDB gives the first column of q.
+func (e *Engine) typeOf(ctx context.Context, q string) (duckdb.TypeInfo, error) {
+	var t duckdb.TypeInfo
+	err := e.conn.Raw(func(dc any) error {
+		c, ok := dc.(driver.ConnPrepareContext)
+		if !ok {
+			return errors.New("driver connection cannot prepare")
+		}
+		st, err := c.PrepareContext(ctx, q)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		ds, ok := st.(*duckdb.Stmt)
+		if !ok {
+			return errors.New("not a DuckDB statement")
+		}
+		t, err = ds.ColumnTypeInfo(0)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("query: type of %q: %w", q, err)
+	}
+	return t, nil
+}
+
+// Close releases DuckDB and the datasets loch_scan opened.
+func (e *Engine) Close() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.conn != nil {
+		e.conn.Close()
+		e.conn = nil
+	}
+	for _, h := range e.handles {
+		h.Close()
+	}
+	e.handles = nil
+	return e.db.Close()
+}
+
+// bind resolves loch_scan's arguments to a loaded scan.
+func (e *Engine) bind(_ map[string]any, args ...any) (duckdb.ParallelChunkTableSource, error) {
+	url, _ := args[0].(string)
+	ref, _ := args[1].(string)
+	asOf, _ := args[2].(string)
+	sc, err := e.scan(url, ref, asOf)
+	if err != nil {
+		return nil, err
+	}
+	return newSource(e.ctx, sc, e.jsonType, e.opts.Threads)
+}
+
+// scan opens (once per engine) the version loch_scan names.
+func (e *Engine) scan(url, ref, asOf string) (*loch.Scan, error) {
+	key := url + "\x00" + ref + "\x00" + asOf
+	if sc, ok := e.opened[key]; ok {
+		return sc, nil
+	}
+	ctx := e.ctx
+	var d *loch.Dataset
+	own := url == handleURL || url == e.d.URL()
+	if own && ref == "" && asOf == "" {
+		d = e.d
+	} else {
+		if url == handleURL {
+			url = e.d.URL()
+		}
+		opts := append([]loch.Option(nil), e.opts.Open...)
+		if own {
+			opts = append(opts, loch.WithStore(e.d.Store()))
+		}
+		if ref != "" {
+			opts = append(opts, loch.WithRef(ref))
+		}
+		if asOf != "" {
+			t, err := parseTime(asOf)
+			if err != nil {
+				return nil, err
+			}
+			opts = append(opts, loch.WithAsOf(t))
+		}
+		h, err := loch.Open(ctx, url, opts...)
+		if err != nil {
+			return nil, fmt.Errorf("%s(%s): %w", scanFunction, quoteString(url), err)
+		}
+		e.handles = append(e.handles, h)
+		d = h
+	}
+	sc := d.Scan()
+	if e.opts.Cache != nil {
+		sc = sc.WithCache(e.opts.Cache)
+	}
+	if err := sc.Load(ctx, 16); err != nil {
+		return nil, fmt.Errorf("%s(%s): %w", scanFunction, quoteString(url), err)
+	}
+	e.opened[key] = sc
+	return sc, nil
+}
+
+// parseTime reads an as_of time: RFC 3339, or a date and time in UTC.
+func parseTime(s string) (time.Time, error) {
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02 15:04:05", "2006-01-02T15:04:05", "2006-01-02"} {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("as_of %q: want an RFC 3339 time such as 2026-11-01T12:00:00Z: %w", s, loch.ErrInvalidArgument)
+}
+
+var identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// urlTableName is the last element of a dataset URL when it is a plain
+// identifier ("" otherwise).
+func urlTableName(url string) string {
+	u := url
+	if i := strings.IndexAny(u, "?#"); i >= 0 {
+		u = u[:i]
+	}
+	n := path.Base(strings.TrimRight(u, "/"))
+	if identRE.MatchString(n) && !strings.EqualFold(n, TableName) {
+		return n
+	}
+	return ""
+}
+
+func quoteIdent(s string) string  { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
+func quoteString(s string) string { return `'` + strings.ReplaceAll(s, `'`, `''`) + `'` }

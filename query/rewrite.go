@@ -1,0 +1,187 @@
+package query
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/lochdata/loch"
+)
+
+// randomMacro replaces random(): a hash of the row id and the seed.
+const randomMacro = "loch_random"
+
+// rewritten is a query as the engine runs it.
+type rewritten struct {
+	sql    string
+	random bool // the query called random()
+	star   bool // its SELECT list has *
+}
+
+// rewrite parses q with DuckDB (json_serialize_sql) and rewrites its
+// syntax tree: a SELECT with no FROM reads the dataset; random() becomes
+// loch_random(_rowid); and, for a selection, _rowid is added to the
+// SELECT list and _pos becomes the last ORDER BY key, so that rows that
+// tie come in the dataset's order. A statement other than one SELECT
+// (a UNION, a PRAGMA, ...) is run as given, unless a selection is asked.
+func (e *Engine) rewrite(ctx context.Context, q string, selection bool) (rewritten, error) {
+	var js string
+	if err := e.conn.QueryRowContext(ctx, "SELECT json_serialize_sql(?::VARCHAR)::VARCHAR", q).Scan(&js); err != nil {
+		return rewritten{}, fmt.Errorf("query: parse: %w", err)
+	}
+	var tree struct {
+		Error      bool              `json:"error"`
+		Message    string            `json:"error_message"`
+		Type       string            `json:"error_type"`
+		Position   string            `json:"position"`
+		Statements []json.RawMessage `json:"statements"`
+	}
+	if err := json.Unmarshal([]byte(js), &tree); err != nil {
+		return rewritten{}, fmt.Errorf("query: parse: %w", err)
+	}
+	if tree.Error {
+		if tree.Type == "parser" {
+			msg := "Parser Error: " + tree.Message
+			if tree.Position != "" {
+				msg += " at position " + tree.Position
+			}
+			return rewritten{}, fmt.Errorf("query %s: %s: %w", oneLineSQL(q), msg, loch.ErrInvalidArgument)
+		}
+		// Not a SELECT DuckDB can serialize (PRAGMA, COPY, ...): as given.
+		if selection {
+			return rewritten{}, fmt.Errorf("query %s: a selection needs one SELECT statement (%s): %w", oneLineSQL(q), tree.Message, loch.ErrInvalidArgument)
+		}
+		return rewritten{sql: q}, nil
+	}
+	if len(tree.Statements) != 1 {
+		return rewritten{}, fmt.Errorf("query %s: %d statements, want one: %w", oneLineSQL(q), len(tree.Statements), loch.ErrInvalidArgument)
+	}
+	var stmt map[string]any
+	dec := json.NewDecoder(bytes.NewReader(tree.Statements[0]))
+	dec.UseNumber() // constants and locations keep every digit
+	if err := dec.Decode(&stmt); err != nil {
+		return rewritten{}, fmt.Errorf("query: parse: %w", err)
+	}
+	node, _ := stmt["node"].(map[string]any)
+	if node == nil || node["type"] != "SELECT_NODE" {
+		if selection {
+			return rewritten{}, fmt.Errorf("query %s: a selection needs a plain SELECT (not a UNION or other set operation): %w", oneLineSQL(q), loch.ErrInvalidArgument)
+		}
+		return rewritten{sql: q}, nil
+	}
+	var out rewritten
+	changed := selection
+	if from, _ := node["from_table"].(map[string]any); from != nil && from["type"] == "EMPTY" {
+		changed = true
+		node["from_table"] = map[string]any{"type": "BASE_TABLE", "alias": "", "sample": nil, "query_location": from["query_location"],
+			"schema_name": "", "table_name": TableName, "column_name_alias": []any{}, "catalog_name": "", "at_clause": nil}
+	}
+	out.random = replaceRandom(node)
+	changed = changed || out.random
+	list, _ := node["select_list"].([]any)
+	hasRowID := false
+	for _, x := range list {
+		m, _ := x.(map[string]any)
+		switch m["class"] {
+		case "STAR":
+			out.star = true
+		case "COLUMN_REF":
+			if names, _ := m["column_names"].([]any); len(names) > 0 && names[len(names)-1] == RowIDColumn && m["alias"] == "" {
+				hasRowID = true
+			}
+		}
+	}
+	if selection {
+		if !hasRowID && !out.star {
+			node["select_list"] = append([]any{colRef(RowIDColumn)}, list...)
+		}
+		mods, _ := node["modifiers"].([]any)
+		var order map[string]any
+		for _, x := range mods {
+			m, _ := x.(map[string]any)
+			switch m["type"] {
+			case "DISTINCT_MODIFIER":
+				return rewritten{}, fmt.Errorf("query %s: a selection's rows are dataset rows: DISTINCT does not apply: %w", oneLineSQL(q), loch.ErrInvalidArgument)
+			case "ORDER_MODIFIER":
+				order = m
+			}
+		}
+		if order == nil {
+			order = map[string]any{"type": "ORDER_MODIFIER", "orders": []any{}}
+			mods = append([]any{order}, mods...)
+			node["modifiers"] = mods
+		}
+		orders, _ := order["orders"].([]any)
+		order["orders"] = append(orders, map[string]any{"type": "ASCENDING", "null_order": "ORDER_DEFAULT", "expression": colRef(PosColumn)})
+	}
+	if !changed { // as given: DuckDB names result columns after their text
+		out.sql = q
+		return out, nil
+	}
+	b, err := json.Marshal(map[string]any{"error": false, "statements": []any{stmt}})
+	if err != nil {
+		return rewritten{}, fmt.Errorf("query: rewrite: %w", err)
+	}
+	if err := e.conn.QueryRowContext(ctx, "SELECT json_deserialize_sql(?::JSON)", string(b)).Scan(&out.sql); err != nil {
+		return rewritten{}, fmt.Errorf("query %s: rewrite: %s: %w", oneLineSQL(q), oneLine(err), loch.ErrInvalidArgument)
+	}
+	return out, nil
+}
+
+func colRef(name string) map[string]any {
+	return map[string]any{"class": "COLUMN_REF", "type": "COLUMN_REF", "alias": "", "query_location": json.Number("18446744073709551615"),
+		"column_names": []any{name}}
+}
+
+// replaceRandom replaces every random() call below x by
+// loch_random(_rowid) and reports whether it found one.
+func replaceRandom(x any) bool {
+	found := false
+	switch v := x.(type) {
+	case map[string]any:
+		if v["class"] == "FUNCTION" && strings.EqualFold(fmt.Sprint(v["function_name"]), "random") {
+			if ch, _ := v["children"].([]any); len(ch) == 0 {
+				v["function_name"] = randomMacro
+				v["children"] = []any{colRef(RowIDColumn)}
+				found = true
+			}
+		}
+		for _, c := range v {
+			found = replaceRandom(c) || found
+		}
+	case []any:
+		for _, c := range v {
+			found = replaceRandom(c) || found
+		}
+	}
+	return found
+}
+
+// oneLine makes a DuckDB error one line: its message without the LINE
+// and caret lines it adds for syntax errors, and without the list of
+// every overload of a function it could not match.
+func oneLine(err error) string {
+	var parts []string
+	for _, l := range strings.Split(err.Error(), "\n") {
+		l = strings.TrimSpace(l)
+		if strings.HasPrefix(l, "Candidate functions:") {
+			break // DuckDB lists every overload: dozens of lines
+		}
+		if l == "" || strings.HasPrefix(l, "LINE ") || strings.Trim(l, "^ ") == "" {
+			continue
+		}
+		parts = append(parts, l)
+	}
+	return strings.Join(parts, "; ")
+}
+
+// oneLineSQL quotes a query's text on one line, shortened.
+func oneLineSQL(q string) string {
+	q = strings.Join(strings.Fields(q), " ")
+	if len(q) > 120 {
+		q = q[:117] + "..."
+	}
+	return fmt.Sprintf("%q", q)
+}
