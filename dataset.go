@@ -15,6 +15,7 @@ import (
 
 	"github.com/lochdata/loch/internal/keys"
 	"github.com/lochdata/loch/internal/manifest"
+	"github.com/lochdata/loch/internal/seqlog"
 	"github.com/lochdata/loch/schema"
 	"github.com/lochdata/loch/storage"
 )
@@ -31,6 +32,7 @@ type options struct {
 	author      string
 	store       storage.Store
 	cacheBytes  int64
+	links       *LinkPolicy // nil: the default policy
 }
 
 // Option configures Create and Open.
@@ -84,6 +86,7 @@ func buildOptions(opts []Option) options {
 // writes. It is safe for concurrent use. Close releases it.
 type Dataset struct {
 	store     storage.Store
+	log       *seqlog.Log[manifest.Root]
 	ownsStore bool
 	url       string
 	opts      options
@@ -232,6 +235,7 @@ func newDataset(ctx context.Context, url string, o options) (*Dataset, error) {
 		d.store, d.ownsStore = s, true
 	}
 	d.url = d.store.URL()
+	d.log = rootLog(d.store)
 	return d, nil
 }
 

@@ -563,9 +563,10 @@ func TestConcurrentReaders(t *testing.T) {
 }
 
 func TestLinkFetch(t *testing.T) {
-	src := filepath.Join(t.TempDir(), "orig.bin")
+	d, dir := mustCreate(t, schema.Schema{Columns: []schema.Column{{Name: "ref", Kind: schema.Link}, {Name: "t", Kind: schema.TextKind}}})
+	// Beside the dataset: under the default local root.
+	src := filepath.Join(filepath.Dir(dir), "orig.bin")
 	require.NoError(t, os.WriteFile(src, []byte("original bytes"), 0o644))
-	d, _ := mustCreate(t, schema.Schema{Columns: []schema.Column{{Name: "ref", Kind: schema.Link}, {Name: "t", Kind: schema.TextKind}}})
 	require.NoError(t, d.Append(ctx, Row{"ref": String(src)}))
 	require.NoError(t, d.Append(ctx, Row{"ref": String(src + ".missing")}))
 	_, err := d.Commit(ctx, "links")

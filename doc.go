@@ -14,11 +14,13 @@
 // # Reading
 //
 // Dataset.Column returns a ColumnReader, which reads samples by row
-// position, decoded (Read, ReadRange) or as stored (ReadEncoded). Readers that schedule their own reads (the loader,
-// benchmarks, table scans) use Scan: rows located by position, samples found
-// in chunks named by opaque ChunkIDs, reads planned (whole chunks, or one
-// sample's checksum blocks by range), fetched, verified and decoded into the
-// caller's buffers. Both go through one chunk reader, which checks every
+// position, decoded (Read, ReadRange) or as stored (ReadEncoded). Readers
+// that schedule their own reads (the loader, benchmarks, table scans) use
+// Scan: rows located by position, samples found in chunks named by opaque
+// ChunkIDs, the snapshot's Segments (the units of the block shuffle), reads
+// planned (whole chunks, or a span of samples' checksum blocks by range,
+// compressed or not), fetched, verified and decoded into the caller's
+// buffers. Both go through one chunk reader, which checks every
 // chunk against its fragment and names the chunk in every error; errors
 // match this package's sentinels (ErrNotFound, ErrCorrupt, ErrPermission,
 // ...) with errors.Is, whichever layer they come from.
@@ -36,14 +38,18 @@
 // Slices returned in a Sample are owned by the caller unless a method says
 // they alias a buffer the caller passed in (ColumnReader.Read) or fetched memory
 // (Scan.Sample, Fetched.At: valid while the Fetched is held, read-only).
+// Span reads take their buffers from pools, and Fetched.Recycle hands one
+// back once nothing uses it (the loader does; other readers may leave it to
+// the garbage collector).
 //
 // # Layout
 //
 // The engine's files follow its mechanisms, each in one place: dataset.go
-// (Create, Open, the handle), log.go (the log's root entries and
-// updateRoot, its only compare-and-swap), stage.go (staged writes),
+// (Create, Open, the handle), log.go (the log's root entries, kept by
+// internal/seqlog, and updateRoot, its only compare-and-swap), stage.go (staged writes),
 // commit.go (Commit), snapshot.go (a version's fragments and rows),
 // read.go and scan.go (the one chunk reader, ColumnReader and Scan),
+// readbuf.go (the read buffers' pools), segments.go (Scan.Segments),
 // rows.go (live rows joined by id, for Diff and Merge), walk.go (the
 // object-graph walk GC and Verify share), refs.go, merge.go, diff.go,
 // gc.go and verify.go. The on-disk formats (internal/chunk,

@@ -1,7 +1,6 @@
 package loch
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -212,11 +211,13 @@ type Fetched struct {
 	key string       // the chunk's key, for errors
 
 	// A span: samples [lo, hi) of the chunk whose header is hdr; raw holds
-	// the decoded blocks that hold them, from raw-data offset rawOff.
+	// the decoded blocks that hold them, from raw-data offset rawOff, in
+	// buf, a buffer from the read pools (readbuf.go).
 	hdr    *chunk.Header
 	lo, hi int
 	raw    []byte
 	rawOff int64
+	buf    []byte
 
 	// Bytes is the number of bytes read from the store (0 on a cache hit,
 	// and for a fetch that waited for another's read of the same chunk).
@@ -290,6 +291,17 @@ func (f *Fetched) Data(j int) (data []byte, null bool, err error) {
 
 // Mem is the memory the fetched data holds.
 func (f *Fetched) Mem() int64 { return f.mem }
+
+// Recycle hands the memory of a fetched span back for later reads to
+// reuse. It is for the one owner of f once nobody uses f, nor any sample
+// taken from it, any more: after it, f and its samples must not be used.
+// Whole chunks are left to the garbage collector (a cache may share them).
+func (f *Fetched) Recycle() {
+	if f.buf != nil {
+		putBuf(f.buf)
+		f.buf, f.raw = nil, nil
+	}
+}
 
 // damaged returns the error for sample j of a whole chunk when its bytes
 // overlap a damaged block.
@@ -567,9 +579,10 @@ func (r *chunkReader) span(ctx context.Context, ref manifest.ChunkRef, lo, hi in
 	}
 	a, b := h.SpanBlocks(lo, hi)
 	start, end := h.BlockRange(a, b)
-	stored := make([]byte, end-start)
+	stored := getBuf(int(end - start))
 	if len(stored) > 0 {
 		if err := r.d.store.ReadRange(ctx, ref.Key, start, stored); err != nil {
+			putBuf(stored)
 			return nil, fmt.Errorf("read chunk %s: %w", ref.Key, err)
 		}
 	}
@@ -613,7 +626,9 @@ func (r *chunkReader) spanCached(ctx context.Context, ref manifest.ChunkRef, lo,
 		return nil, fmt.Errorf("read chunk %s: object is %d bytes, header says %d: %w", ref.Key, len(o.obj), h.Size(), ErrCorrupt)
 	}
 	// A copy: the span must not keep the whole object alive.
-	f, err := spanFrom(ref, h, lo, hi, bytes.Clone(o.obj[start:end]))
+	stored := getBuf(int(end - start))
+	copy(stored, o.obj[start:end])
+	f, err := spanFrom(ref, h, lo, hi, stored)
 	if err != nil {
 		return nil, err
 	}
@@ -648,8 +663,9 @@ func (r *chunkReader) spanFromCache(ctx context.Context, rr chunkcache.RangeRead
 	}
 	a, b := h.SpanBlocks(lo, hi)
 	start, end := h.BlockRange(a, b)
-	stored := make([]byte, end-start)
+	stored := getBuf(int(end - start))
 	if ok, err := rr.ReadRange(ctx, ref.Key, start, stored); err != nil || !ok {
+		putBuf(stored)
 		return nil, nil
 	}
 	readTime := time.Since(t0)
@@ -670,15 +686,25 @@ func (r *chunkReader) dropIfDamaged(ctx context.Context, ref manifest.ChunkRef) 
 }
 
 // spanFrom decodes samples [lo, hi) of a range-readable chunk from stored,
-// the bytes of the blocks that hold them.
+// the bytes of the blocks that hold them in a buffer from getBuf, which it
+// takes over: the span's raw data is stored itself (codec none) or a
+// buffer from getBuf it is decoded into, stored then handed back.
 func spanFrom(ref manifest.ChunkRef, h *chunk.Header, lo, hi int, stored []byte) (*Fetched, error) {
 	t0 := time.Now()
 	a, b := h.SpanBlocks(lo, hi)
-	raw, err := h.DecodeBlocks(stored, a, b, nil)
+	buf, decompress := stored, h.Codec != chunk.CodecNone && a < b
+	if decompress {
+		buf = getBuf(int(min(h.BlockStart(b), h.RawLen) - h.BlockStart(a)))
+	}
+	raw, err := h.DecodeBlocks(stored, a, b, buf)
+	if decompress {
+		putBuf(stored)
+	}
 	if err != nil {
+		putBuf(buf)
 		return nil, fmt.Errorf("read chunk %s: samples [%d, %d): %w", ref.Key, lo, hi, err)
 	}
-	return &Fetched{hdr: h, key: ref.Key, lo: lo, hi: hi, raw: raw, rawOff: h.BlockStart(a),
+	return &Fetched{hdr: h, key: ref.Key, lo: lo, hi: hi, raw: raw, rawOff: h.BlockStart(a), buf: buf,
 		mem: int64(len(raw)), DecodeTime: time.Since(t0)}, nil
 }
 

@@ -7,7 +7,7 @@ import (
 
 // SegmentBytes is the size that segments aim at in their fragment's
 // largest column (see Scan.Segments).
-const SegmentBytes = 256 << 10
+const SegmentBytes = 1 << 20
 
 // Segments returns the sizes in live rows of the snapshot's segments, in
 // row order: consecutive runs of rows that tile the positions, the blocks

@@ -15,10 +15,10 @@ func TestSegments(t *testing.T) {
 	const rowBytes = 64 * 64 * 3
 	s := schema.Schema{Columns: []schema.Column{
 		{Name: "label", DType: schema.Int64, Shape: schema.Shape{}},
-		{Name: "img", DType: schema.Uint8, Shape: schema.Shape{64, 64, 3}, ChunkBytes: 1 << 20},
+		{Name: "img", DType: schema.Uint8, Shape: schema.Shape{64, 64, 3}, ChunkBytes: 4 << 20},
 	}}
 	d, _ := mustCreate(t, s)
-	for i := range 500 {
+	for i := range 1000 {
 		require.NoError(t, d.Append(ctx, Row{"label": Tensor([]int{}, []int64{int64(i)}), "img": Tensor([]int{64, 64, 3}, make([]uint8, rowBytes))}))
 	}
 	_, err := d.Commit(ctx, "rows")
@@ -46,7 +46,7 @@ func TestSegments(t *testing.T) {
 	require.Equal(t, want, sc.Segments())
 
 	// Deleted rows are not counted; the cuts stay where they were.
-	require.NoError(t, d.Delete(ctx, 0, 1, 2, 30))
+	require.NoError(t, d.Delete(ctx, 0, 1, 2, 100))
 	_, err = d.Commit(ctx, "delete")
 	require.NoError(t, err)
 	sc = d.Scan()

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/stretchr/testify/require"
@@ -133,6 +134,23 @@ func TestOpenOptions(t *testing.T) {
 		require.ErrorIs(t, err, loch.ErrInvalidArgument, "as_of %q", bad)
 	}
 	require.ErrorIs(t, decodeStrict("dataset options", `{"branch": "dev"}`, &o), loch.ErrInvalidArgument)
+
+	var l openOptions
+	require.NoError(t, decodeStrict("dataset options", `{"links": {"schemes": ["https"], "local_roots": [], "max_bytes": 1024, "timeout_seconds": 2.5, "max_attempts": 3}}`, &l))
+	p, err := l.Links.policy()
+	require.NoError(t, err)
+	require.Equal(t, []string{"https"}, p.Schemes)
+	require.NotNil(t, p.LocalRoots)
+	require.Empty(t, p.LocalRoots, "an empty list allows no local file")
+	require.EqualValues(t, 1024, p.MaxBytes)
+	require.Equal(t, 2500*time.Millisecond, p.Retry.ReadTimeout)
+	require.Equal(t, 3, p.Retry.MaxAttempts)
+	opts, err = l.options()
+	require.NoError(t, err)
+	require.Len(t, opts, 1)
+	require.ErrorIs(t, decodeStrict("dataset options", `{"links": {"roots": ["/"]}}`, &l), loch.ErrInvalidArgument)
+	_, err = (&linkOptions{TimeoutSeconds: -1}).policy()
+	require.ErrorIs(t, err, loch.ErrInvalidArgument)
 }
 
 func TestVersionControlOptions(t *testing.T) {

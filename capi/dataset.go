@@ -10,9 +10,11 @@ import (
 	"context"
 	"encoding/json"
 	"sync"
+	"time"
 
 	"github.com/lochdata/loch"
 	"github.com/lochdata/loch/schema"
+	"github.com/lochdata/loch/storage"
 )
 
 // dataset is the object behind a dataset handle.
@@ -22,6 +24,10 @@ type dataset struct {
 	mu     sync.Mutex
 	scan   *loch.Scan // loaded scan of the current snapshot, for row ids
 	closed bool
+
+	// release, when not nil, is called once the dataset is closed: a table
+	// gives its catalog back (see catalogObj).
+	release func()
 }
 
 // openOptions are the options of loch_dataset_open and loch_dataset_create,
@@ -33,6 +39,37 @@ type openOptions struct {
 	Parallelism int    `json:"parallelism"`
 	Author      string `json:"author"`
 	CacheBytes  *int64 `json:"cache_bytes"`
+	// Links is the link policy (loch.LinkPolicy); absent: the default.
+	Links *linkOptions `json:"links"`
+}
+
+// linkOptions is loch.LinkPolicy as JSON: {"schemes": [...],
+// "local_roots": [...], "max_bytes": n, "timeout_seconds": s,
+// "max_attempts": n}. An absent list takes the default; an empty one
+// allows nothing.
+type linkOptions struct {
+	Schemes        []string `json:"schemes"`
+	LocalRoots     []string `json:"local_roots"`
+	MaxBytes       int64    `json:"max_bytes"`
+	TimeoutSeconds float64  `json:"timeout_seconds"`
+	MaxAttempts    int      `json:"max_attempts"`
+}
+
+func (l *linkOptions) policy() (loch.LinkPolicy, error) {
+	if l.TimeoutSeconds < 0 || l.MaxAttempts < 0 {
+		return loch.LinkPolicy{}, invalidf("dataset options: links: negative timeout_seconds or max_attempts")
+	}
+	p := loch.LinkPolicy{Schemes: l.Schemes, LocalRoots: l.LocalRoots, MaxBytes: l.MaxBytes}
+	if l.TimeoutSeconds > 0 || l.MaxAttempts > 0 {
+		p.Retry = storage.DefaultRetryPolicy()
+		if l.TimeoutSeconds > 0 {
+			p.Retry.ReadTimeout = time.Duration(l.TimeoutSeconds * float64(time.Second))
+		}
+		if l.MaxAttempts > 0 {
+			p.Retry.MaxAttempts = l.MaxAttempts
+		}
+	}
+	return p, nil
 }
 
 func (o openOptions) options() ([]loch.Option, error) {
@@ -58,6 +95,13 @@ func (o openOptions) options() ([]loch.Option, error) {
 	}
 	if o.CacheBytes != nil {
 		out = append(out, loch.WithCacheBytes(*o.CacheBytes))
+	}
+	if o.Links != nil {
+		p, err := o.Links.policy()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, loch.WithLinkPolicy(p))
 	}
 	return out, nil
 }
@@ -129,7 +173,10 @@ func loch_dataset_create(url, schemaText, options *C.char, out *C.uintptr_t, err
 // main), a tag, a version id or a unique prefix of one (read-only);
 // "version": a version id (read-only; not with ref); "as_of": an RFC 3339
 // time: the version ref (default main) named then (read-only);
-// "parallelism": n, "author": s, "cache_bytes": n}.
+// "parallelism": n, "author": s, "cache_bytes": n, "links": the link policy
+// of loch_dataset_fetch, {"schemes": [...], "local_roots": [...],
+// "max_bytes": n, "timeout_seconds": s, "max_attempts": n} (see
+// loch.LinkPolicy; absent fields take its defaults)}.
 //
 //export loch_dataset_open
 func loch_dataset_open(url, options *C.char, out *C.uintptr_t, errOut **C.char) (st C.int) {
@@ -168,7 +215,11 @@ func loch_dataset_close(h C.uintptr_t, errOut **C.char) (st C.int) {
 	ds.closed = true
 	ds.mu.Unlock()
 	deleteHandle(h)
-	return result(errOut, ds.d.Close())
+	err = ds.d.Close()
+	if ds.release != nil {
+		ds.release()
+	}
+	return result(errOut, err)
 }
 
 // loch_dataset_len stores the number of rows of the handle's snapshot.

@@ -17,7 +17,7 @@
 //     the caller frees with loch_free_string; loch.h lists the version
 //     control functions (branches, tags, checkout, diff, merge, revert, gc)
 //     and their JSON.
-//   - Go objects (datasets, loaders) cross as opaque handles
+//   - Go objects (catalogs, datasets, loaders) cross as opaque handles
 //     (runtime/cgo.Handle); loch_*_close releases them. Using a closed
 //     handle is an error, not a crash.
 //   - Sample data crosses in C memory, never Go memory: batch buffers are

@@ -19,9 +19,10 @@
 /*
  * The version of this ABI; loch_abi_version returns it. 2 added the version
  * control functions below and the "ref" and "as_of" options of
- * loch_dataset_open; 3 added loch_loader_new_mix and loch_batch.datasets.
+ * loch_dataset_open; 3 added loch_loader_new_mix and loch_batch.datasets;
+ * 4 added the catalog functions (loch_catalog_*, see the end).
  */
-#define LOCH_ABI_VERSION 3
+#define LOCH_ABI_VERSION 4
 
 /* Status codes. */
 enum {
@@ -180,6 +181,32 @@ typedef struct {
  *
  * A write through a read-only handle (extend, update, delete, add_column,
  * commit, revert, merge, refresh) returns LOCH_READ_ONLY.
+ */
+
+/*
+ * Catalogs (ABI 4): named tables under one root, each a dataset. A catalog
+ * crosses as a handle (c below); a table opens as an ordinary dataset
+ * handle. Names compare case-insensitively.
+ *
+ *   loch_catalog_open(root, options, uintptr_t *out, err): options JSON
+ *       {"create": true: make an empty catalog where there is none} or
+ *       NULL; without it a root with no catalog is LOCH_NOT_FOUND.
+ *   loch_catalog_close(c, err): the catalog's store is released when the
+ *       handle and every table handle opened from it are closed.
+ *   loch_catalog_url(c, char **out, err).
+ *   loch_catalog_tables(c, char **out, err): out = [{"name", "dir", "url",
+ *       "created"}], sorted by name; reads the catalog's log only.
+ *   loch_catalog_open_table(c, name, options, uintptr_t *out, err): options
+ *       as loch_dataset_open's; LOCH_NOT_FOUND when there is no such table.
+ *   loch_catalog_create_table(c, name, schema, options, uintptr_t *out,
+ *       err): schema and options as loch_dataset_create's; LOCH_EXISTS when
+ *       the name is taken; LOCH_INVALID_ARGUMENT for a bad name.
+ *   loch_catalog_drop_table(c, name, err), loch_catalog_rename_table(c,
+ *       from, to, err).
+ *   loch_catalog_gc(c, options, char **out, err): options as
+ *       loch_dataset_gc's; out = {"dry_run", "deleted", "young" (lists of
+ *       {"dir", "objects", "bytes"}), "tables": {name: gc report},
+ *       "log_entries"}.
  */
 
 #endif

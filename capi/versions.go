@@ -297,6 +297,23 @@ type gcOptions struct {
 	DryRun       bool     `json:"dry_run"`
 }
 
+// parseGCOptions reads the JSON options of loch_dataset_gc and
+// loch_catalog_gc.
+func parseGCOptions(text string) (loch.GCOptions, error) {
+	var o gcOptions
+	if err := decodeStrict("gc options", text, &o); err != nil {
+		return loch.GCOptions{}, err
+	}
+	opts := loch.GCOptions{Grace: loch.DefaultGCGrace, DryRun: o.DryRun}
+	if g := o.GraceSeconds; g != nil {
+		if *g < 0 || math.IsNaN(*g) || *g > math.MaxInt64/float64(time.Second) {
+			return loch.GCOptions{}, invalidf("gc grace %v s: want a duration of 0 s or more", *g)
+		}
+		opts.Grace = time.Duration(*g * float64(time.Second))
+	}
+	return opts, nil
+}
+
 // loch_dataset_gc deletes the objects that no branch or tag reaches and
 // that are older than the grace period, and stores the report as JSON:
 // {"dry_run", "reachable", "young", "deleted" (each {"objects", "bytes"}),
@@ -310,16 +327,9 @@ func loch_dataset_gc(h C.uintptr_t, options *C.char, out **C.char, errOut **C.ch
 	if err != nil {
 		return fail(errOut, err)
 	}
-	var o gcOptions
-	if err := decodeStrict("gc options", goString(options), &o); err != nil {
+	opts, err := parseGCOptions(goString(options))
+	if err != nil {
 		return fail(errOut, err)
-	}
-	opts := loch.GCOptions{Grace: loch.DefaultGCGrace, DryRun: o.DryRun}
-	if g := o.GraceSeconds; g != nil {
-		if *g < 0 || math.IsNaN(*g) || *g > math.MaxInt64/float64(time.Second) {
-			return fail(errOut, invalidf("gc grace %v s: want a duration of 0 s or more", *g))
-		}
-		opts.Grace = time.Duration(*g * float64(time.Second))
 	}
 	rep, err := ds.d.GC(context.Background(), opts)
 	if err != nil {

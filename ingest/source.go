@@ -37,7 +37,7 @@ func readAll(ctx context.Context, ref string) ([]byte, error) {
 	if isURL(ref) {
 		b, err := storage.ReadURL(ctx, ref)
 		if err != nil {
-			return nil, fmt.Errorf("read %s: %w", ref, err)
+			return nil, fmt.Errorf("read %s: %w", storage.Redact(ref), err)
 		}
 		return b, nil
 	}

@@ -35,8 +35,15 @@ const keyColumn = "__key__"
 // npy a tensor column of the array's dtype; any other extension a bytes
 // column holding the file.
 //
-// Without Options.Schema the columns are those of the first shard, which is
-// read once more for that; an extension that first appears in a later shard
+// A shard that loch export wrote starts with a member named
+// WebDatasetMetaName holding a WebDatasetMeta: without Options.Schema, the
+// columns are then the exported columns (names, kinds, dtypes, shapes,
+// compression and class names as they were), their files are matched to
+// them by name (<key>.<column>.<ext>), and there is no "__key__" column, so
+// that export then ingest gives back the dataset's columns.
+//
+// Otherwise, without Options.Schema the columns are those of the first
+// shard, which is read once more for that; an extension that first appears in a later shard
 // is an error asking for a schema. With Options.Schema, the columns are
 // matched to extensions by name and other extensions are ignored; a column
 // is then filled by its type: images are decoded, text and json are
@@ -66,9 +73,20 @@ func WebDataset(ctx context.Context, shards []string, url string, o Options) (Re
 				p.bytes = -1
 			}
 		}
-		if o.Schema != nil {
+		var meta *WebDatasetMeta
+		if o.Schema == nil {
+			m, err := readWebDatasetMeta(ctx, all[0])
+			if err != nil {
+				return nil, err
+			}
+			meta = m
+		}
+		switch {
+		case o.Schema != nil:
 			p.schema, p.explicit = o.Schema.Clone(), true
-		} else {
+		case meta != nil:
+			p.schema, p.explicit = schema.Schema{Columns: meta.Columns}, true
+		default:
 			s, err := inferShard(ctx, all[0], o)
 			if err != nil {
 				return nil, err
@@ -77,6 +95,7 @@ func WebDataset(ctx context.Context, shards []string, url string, o Options) (Re
 		}
 		p.produce = func(ctx context.Context, final *schema.Schema, emit func(job[batch]) error) error {
 			conv := newMemberConverter(final, o, p.explicit)
+			conv.exported = meta != nil
 			for _, shard := range all {
 				err := readShard(ctx, shard, func(s *wdsSample) error {
 					return emit(func(ctx context.Context) (batch, error) {
@@ -341,6 +360,9 @@ func inferShard(ctx context.Context, shard string, o *Options) (schema.Schema, e
 type memberConverter struct {
 	cols    map[string]*fieldColumn // by column name
 	lenient bool                    // extensions without a column are ignored, not errors
+	// exported says the shards come from loch export: the column of
+	// extension "label.cls" is "label", its extension up to the last dot.
+	exported bool
 }
 
 func newMemberConverter(s *schema.Schema, o *Options, lenient bool) *memberConverter {
@@ -356,6 +378,9 @@ func (mc *memberConverter) row(s *wdsSample) (loch.Row, []string, error) {
 	}
 	for _, m := range s.members {
 		name := columnName(m.ext)
+		if i := strings.LastIndexByte(m.ext, '.'); mc.exported && i > 0 {
+			name = m.ext[:i]
+		}
 		fc, ok := mc.cols[name]
 		if !ok {
 			if mc.lenient {
@@ -411,4 +436,70 @@ func (fc *fieldColumn) member(m wdsMember) (loch.Sample, error) {
 		}
 	}
 	return s, nil
+}
+
+// WebDatasetMetaName is the name of the tar member, first in each shard
+// that loch export writes, holding a WebDatasetMeta as JSON. The leading
+// dot hides it from WebDataset readers, which skip such names.
+const WebDatasetMetaName = ".loch.json"
+
+// WebDatasetMetaFormat is the Format of the WebDatasetMeta this version
+// writes and reads.
+const WebDatasetMetaFormat = "loch-webdataset/1"
+
+// WebDatasetMeta describes the columns of WebDataset shards written by
+// loch export, so that ingesting them gives back the same columns.
+type WebDatasetMeta struct {
+	// Format is WebDatasetMetaFormat.
+	Format string `json:"format"`
+	// Version is the id of the exported version.
+	Version string `json:"version,omitempty"`
+	// Columns are the exported columns' definitions, without statistics or
+	// uids, in export order. The files of column c are named
+	// <key>.<c>.<ext>.
+	Columns []schema.Column `json:"columns"`
+}
+
+// readWebDatasetMeta returns the WebDatasetMeta of a shard, or nil when
+// its first member is not one. Only the first member is read.
+func readWebDatasetMeta(ctx context.Context, shard string) (*WebDatasetMeta, error) {
+	r, err := openShard(ctx, shard)
+	if err != nil {
+		return nil, err
+	}
+	defer r.close()
+	hdr, err := r.tr.Next()
+	if err == io.EOF {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read shard %s: %w: %v", shard, ErrInvalidSource, err)
+	}
+	if strings.TrimPrefix(hdr.Name, "./") != WebDatasetMetaName || hdr.Typeflag != tar.TypeReg {
+		return nil, nil
+	}
+	if hdr.Size > 1<<24 {
+		return nil, base.Markf(ErrInvalidSource, "shard %s: %s of %d bytes is too large", shard, WebDatasetMetaName, hdr.Size)
+	}
+	data, err := io.ReadAll(r.tr)
+	if err != nil {
+		return nil, fmt.Errorf("read shard %s: %s: %w: %v", shard, WebDatasetMetaName, ErrInvalidSource, err)
+	}
+	var m WebDatasetMeta
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, base.Markf(ErrInvalidSource, "shard %s: %s: %v", shard, WebDatasetMetaName, err)
+	}
+	if m.Format != WebDatasetMetaFormat {
+		return nil, base.Markf(ErrInvalidSource, "shard %s: %s has format %q, want %q", shard, WebDatasetMetaName, m.Format, WebDatasetMetaFormat)
+	}
+	s := schema.Schema{Columns: m.Columns}
+	for i := range s.Columns {
+		s.Columns[i] = s.Columns[i].Definition()
+		s.Columns[i].UID = 0
+	}
+	if err := s.Normalize(); err != nil {
+		return nil, base.Markf(ErrInvalidSource, "shard %s: %s: %w", shard, WebDatasetMetaName, err)
+	}
+	m.Columns = s.Columns
+	return &m, nil
 }

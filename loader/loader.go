@@ -44,7 +44,7 @@ type Config struct {
 	Rank      int        `json:"rank,omitempty"`
 	DropLast  bool       `json:"drop_last,omitempty"`
 	// WindowRows is the window in rows (default: order.DefaultWindowBlocks
-	// segments' worth, about 64 MiB of the largest column; rounded up to
+	// segments' worth, about 128 MiB of the largest column; rounded up to
 	// whole batches). In block mode each window's rows are a shuffle of
 	// the rows of about that many segments (loch.Scan.Segments) from all
 	// over the dataset: larger windows mix better, and the window sets the

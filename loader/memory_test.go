@@ -122,6 +122,6 @@ func TestBoundedMemory(t *testing.T) {
 	}
 	// A batch is admitted while the in-flight bytes are under the budget,
 	// so the budget can be exceeded by one batch's chunks and buffer: here
-	// at most 2 chunks of 8 MiB and 16 x 256 KiB.
-	require.LessOrEqual(t, inflight, int64(memBudget+2*(8<<20)+16*(256<<10)+(1<<20)))
+	// at most 2 chunks of 8 MiB and 16 segments of 1 MiB.
+	require.LessOrEqual(t, inflight, int64(memBudget+2*(8<<20)+16*(loch.SegmentBytes)+(1<<20)))
 }

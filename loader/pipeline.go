@@ -27,11 +27,24 @@ type batchJob struct {
 
 func (l *Loader) start() {
 	jobs := make(chan *batchJob, l.cfg.PrefetchBatches)
+	// FetchConcurrency long-lived fetchers: a goroutine per read cost full
+	// shuffle (a read per sample) about a tenth of its throughput.
+	fetches := make(chan *chunkEntry)
+	for range l.cfg.FetchConcurrency {
+		l.wg.Add(1)
+		go func() {
+			defer l.wg.Done()
+			for e := range fetches {
+				l.fetch(e)
+			}
+		}()
+	}
 	l.wg.Add(1)
 	go func() {
 		defer l.wg.Done()
 		defer close(jobs)
-		l.schedule(jobs)
+		defer close(fetches)
+		l.schedule(jobs, fetches)
 	}()
 	for w := 0; w < l.cfg.Workers; w++ {
 		l.wg.Add(1)
@@ -56,10 +69,9 @@ func (l *Loader) fail(err error) {
 
 // schedule walks the plan in order a window at a time, skipping the
 // windows of other splits: it plans the reads of each window's batches,
-// then admits them one by one when the prefetch bounds allow, starting the
-// fetches each needs and handing it to the collators.
-func (l *Loader) schedule(jobs chan<- *batchJob) {
-	sem := make(chan struct{}, l.cfg.FetchConcurrency)
+// then admits them one by one when the prefetch bounds allow, handing the
+// fetches each needs to the fetchers and the batch to the collators.
+func (l *Loader) schedule(jobs chan<- *batchJob, fetches chan<- *chunkEntry) {
 	w, k := 0, 0 // the window of the batch at hand; l.mine index of the next batch to admit
 	var index []int
 	var items [][]order.Item
@@ -80,7 +92,7 @@ func (l *Loader) schedule(jobs chan<- *batchJob) {
 			return
 		}
 		for _, job := range batch {
-			if !l.admit(job, k, sem, jobs) {
+			if !l.admit(job, k, fetches, jobs) {
 				return
 			}
 			k++
@@ -90,10 +102,10 @@ func (l *Loader) schedule(jobs chan<- *batchJob) {
 }
 
 // admit waits until the prefetch bounds allow job (the k-th batch this
-// loader delivers), starts the fetches it needs that are not fetched or
-// under way, and hands it to the collators. It reports false when the
-// loader stops.
-func (l *Loader) admit(job *batchJob, k int, sem chan struct{}, jobs chan<- *batchJob) bool {
+// loader delivers), hands the fetches it needs that are not fetched or
+// under way to the fetchers (waiting for one to be free), and hands the
+// job to the collators. It reports false when the loader stops.
+func (l *Loader) admit(job *batchJob, k int, fetches chan<- *chunkEntry, jobs chan<- *batchJob) bool {
 	l.mu.Lock()
 	for l.ctx.Err() == nil && l.err == nil && k > l.k &&
 		(k-l.k >= l.cfg.PrefetchBatches || l.inflight >= l.cfg.PrefetchBytes-l.keepMax) {
@@ -126,16 +138,10 @@ func (l *Loader) admit(job *batchJob, k int, sem chan struct{}, jobs chan<- *bat
 	l.mu.Unlock()
 	for _, e := range start {
 		select {
-		case sem <- struct{}{}:
+		case fetches <- e:
 		case <-l.ctx.Done():
 			return false
 		}
-		l.wg.Add(1)
-		go func() {
-			defer l.wg.Done()
-			defer func() { <-sem }()
-			l.fetch(e)
-		}()
 	}
 	select {
 	case jobs <- job:
@@ -301,9 +307,13 @@ func (l *Loader) fetch(e *chunkEntry) {
 	l.mu.Unlock()
 }
 
-// forget drops an idle entry's data: the next batch that needs it fetches
-// it again (l.mu held).
+// forget drops an idle entry's data, handing its read buffer back for
+// later reads (no batch aliases it: collation copies every sample), so
+// that the next batch that needs it fetches it again (l.mu held).
 func (e *chunkEntry) forget() {
+	if e.f != nil {
+		e.f.Recycle()
+	}
 	e.ready, e.f, e.err, e.size, e.held = nil, nil, nil, 0, false
 }
 

@@ -20,6 +20,9 @@
 // conditional PUT (If-None-Match: *), on GCS a generation-0 precondition,
 // on Azure If-None-Match: *.
 //
+// Sub gives a view of the keys below a prefix of a store, itself a Store
+// (a catalog's tables are datasets on such views of the catalog's root).
+//
 // # Keys
 //
 // Keys are relative, '/'-separated and checked before any I/O (see

@@ -107,3 +107,12 @@ func pastEnd(off int64, n int, size int64) error {
 func truncated(got, want int) error {
 	return base.Markf(ErrTransient, "transient failure: read cut short after %d of %d bytes", got, want)
 }
+
+// tooLarge reports an object of size bytes (-1: unknown, found by reading
+// past the limit) over the limit of WithMaxBytes.
+func tooLarge(size, limit int64) error {
+	if size < 0 {
+		return base.Markf(ErrTooLarge, "object too large: over the limit of %d bytes", limit)
+	}
+	return base.Markf(ErrTooLarge, "object too large: %d bytes, over the limit of %d", size, limit)
+}

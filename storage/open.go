@@ -10,7 +10,8 @@ import (
 type Option func(*openConfig)
 
 type openConfig struct {
-	retry RetryPolicy
+	retry    RetryPolicy
+	maxBytes int64
 }
 
 // WithRetryPolicy sets the retry policy of the returned store; zero fields
@@ -18,6 +19,15 @@ type openConfig struct {
 // turns retries off.
 func WithRetryPolicy(p RetryPolicy) Option {
 	return func(c *openConfig) { c.retry = p }
+}
+
+// WithMaxBytes makes ReadURL refuse an object larger than n bytes (n > 0)
+// with an error wrapping ErrTooLarge, without reading more than n+1 bytes
+// of it where the size is not known beforehand (an http response without
+// Content-Length). Zero or less means no limit, the default. Open ignores
+// it.
+func WithMaxBytes(n int64) Option {
+	return func(c *openConfig) { c.maxBytes = n }
 }
 
 // Open returns the Store at rawURL:
@@ -104,12 +114,29 @@ var readStores struct {
 }
 
 // ReadURL reads one whole object given its full URL: a local path,
-// file:///path/to/obj, mem://name/key, s3://bucket/key, gs://bucket/key or
-// az://container/key, with the query parameters Open accepts. It goes
-// through the same layer as Open, retries included. Clients for object
-// stores are opened once per bucket (and query) and kept for the life of
-// the process. A missing object gives an error wrapping ErrNotFound.
+// file:///path/to/obj, mem://name/key, s3://bucket/key, gs://bucket/key,
+// az://container/key (with the query parameters Open accepts), or an
+// http:// or https:// URL (read with GET; its query is part of the object's
+// name, and is hidden in errors, as it may hold a signature). It goes
+// through the same layer as Open: the RetryPolicy (WithRetryPolicy, by
+// default DefaultRetryPolicy) retries transient failures, an http 5xx, 408
+// or 429 included, and bounds each attempt by its ReadTimeout. Clients for
+// object stores are opened once per bucket (and query) and kept for the
+// life of the process. A missing object gives an error wrapping
+// ErrNotFound; one larger than WithMaxBytes, ErrTooLarge.
 func ReadURL(ctx context.Context, rawURL string, opts ...Option) ([]byte, error) {
+	cfg := configOf(opts)
+	if isHTTP(rawURL) {
+		origin, key, err := splitHTTP(rawURL)
+		if err != nil {
+			return nil, &Error{Op: "get", URL: redact(rawURL), Err: err}
+		}
+		b, err := NewRetryStore(&httpStore{origin: origin, maxBytes: cfg.maxBytes}, cfg.retry).Get(ctx, key)
+		if err != nil {
+			return nil, &Error{Op: "get", URL: redact(rawURL), Err: err}
+		}
+		return b, nil
+	}
 	loc, err := parseLocation(rawURL)
 	if err != nil {
 		return nil, &Error{Op: "get", URL: redact(rawURL), Err: err}
@@ -124,7 +151,7 @@ func ReadURL(ctx context.Context, rawURL string, opts ...Option) ([]byte, error)
 			return nil, err
 		}
 		defer st.Close()
-		return st.Get(ctx, key)
+		return getLimited(ctx, st, key, cfg.maxBytes)
 	}
 	if loc.prefix == "" {
 		return nil, &Error{Op: "get", URL: loc.String(), Err: invalidURL("URL names no object", nil)}
@@ -146,13 +173,35 @@ func ReadURL(ctx context.Context, rawURL string, opts ...Option) ([]byte, error)
 		readStores.m[root] = raw
 	}
 	readStores.Unlock()
-	return NewRetryStore(raw, retryPolicyOf(opts)).Get(ctx, key)
+	return getLimited(ctx, NewRetryStore(raw, cfg.retry), key, cfg.maxBytes)
 }
 
-func retryPolicyOf(opts []Option) RetryPolicy {
+// getLimited gets the object key of st, refusing it when it is larger
+// than limit (> 0) by its attributes, before reading it, or as read.
+func getLimited(ctx context.Context, st Store, key string, limit int64) ([]byte, error) {
+	if limit > 0 {
+		a, err := st.Stat(ctx, key)
+		if err != nil {
+			return nil, err
+		}
+		if a.Size > limit {
+			return nil, &Error{Op: "get", URL: st.URL(), Key: key, Err: tooLarge(a.Size, limit)}
+		}
+	}
+	b, err := st.Get(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	if limit > 0 && int64(len(b)) > limit {
+		return nil, &Error{Op: "get", URL: st.URL(), Key: key, Err: tooLarge(int64(len(b)), limit)}
+	}
+	return b, nil
+}
+
+func configOf(opts []Option) openConfig {
 	cfg := openConfig{retry: DefaultRetryPolicy()}
 	for _, o := range opts {
 		o(&cfg)
 	}
-	return cfg.retry
+	return cfg
 }

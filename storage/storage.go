@@ -30,6 +30,9 @@ var (
 	// retrying Store returned by Open retries these; an error that still
 	// wraps ErrTransient was retried until the RetryPolicy gave up.
 	ErrTransient = errors.New("storage: transient failure")
+	// ErrTooLarge: ReadURL found the object larger than its WithMaxBytes
+	// limit. It matches loch.ErrInvalidArgument too.
+	ErrTooLarge = base.Mark(base.ErrInvalidArgument, "storage: object too large", nil)
 )
 
 // Attrs describes one stored object.

@@ -131,6 +131,12 @@ func (l location) param(name string) string {
 	return l.query.Get(name)
 }
 
+// Redact returns a URL fit for a message: user info dropped, and the
+// values of query parameters that no scheme accepts (for http(s) URLs, all
+// of them: they may hold a signature) replaced by REDACTED. A local path is
+// returned as it is.
+func Redact(raw string) string { return redact(raw) }
+
 // redact returns raw fit for an error message: user info dropped, and the
 // values of parameters that no scheme accepts hidden.
 func redact(raw string) string {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -76,8 +77,10 @@ type benchFlags struct {
 	asJSON, skipRaw            bool
 	prefetch                   int
 	cacheDir                   string
-	cacheBytes                 int64
+	cacheBytes                 sizeFlag
 	transforms                 []string
+	cpuProfile                 string
+	prog                       progressFlags
 }
 
 func newBenchCmd() *cobra.Command {
@@ -102,7 +105,20 @@ every chunk of every dataset. The datasets must have the requested columns
 with the same dtypes.
 
 --max-seconds stops the run early; the figures are then of the batches
-delivered by then (and "partial" is true in --json).`,
+delivered by then (and "partial" is true in --json).
+
+With --json it prints one JSON object with the fields url, version (and
+for a mixture urls, versions, weights, epoch_rows, dataset_samples),
+columns, shuffle, batch_size, world_size, rank, epochs, step_ms, batches,
+samples, seconds, samples_per_s, mb_per_s, first_batch_ms, wait_share,
+peak_rss_mb, raw_mb_per_s, raw_seconds, raw_object_mb, decoded_mb,
+retries, cache_hits, chunks_fetched, fetched_mb, skipped, ratio_to_raw and
+partial. Its rates and sizes are in MB (10^6 bytes), the unit of loch's
+benchmark results.
+
+A spinner with the phase, the samples delivered and the elapsed time is
+shown on standard error when that is a terminal, or with --progress; never
+with --quiet.`,
 		Example: `  loch bench ./pets --batch-size 64 --shuffle block
   loch bench s3://bucket/pets --columns image,label --step-ms 20 --json
   loch bench ./web ./books --weights 0.8,0.2 --epoch-rows 100000 --columns image,label`,
@@ -126,7 +142,10 @@ delivered by then (and "partial" is true in --json).`,
 	f.BoolVar(&b.skipRaw, "no-raw", false, "skip the raw baseline")
 	f.StringArrayVar(&b.transforms, "transform", nil, "COLUMN=SPEC image transform run in the loader (repeatable), e.g. image=decode,resize=256,center_crop=224,to_float,normalize=imagenet,chw")
 	f.StringVar(&b.cacheDir, "cache", "", "directory of a local chunk cache (shared by processes; epochs after the first read from it)")
-	f.Int64Var(&b.cacheBytes, "cache-bytes", 10<<30, "size bound of the chunk cache")
+	b.cacheBytes = 10 << 30
+	f.Var(&b.cacheBytes, "cache-bytes", "size bound of the chunk cache, e.g. 10GiB")
+	f.StringVar(&b.cpuProfile, "cpuprofile", "", "write a CPU profile of the loader's epochs (not the raw baseline) to this file, for go tool pprof")
+	b.prog.add(f)
 	f.StringVar(&b.selection, "selection", "", "load the rows of this saved selection (loch query --save), at its version")
 	b.mix.add(cmd)
 	b.refs.add(cmd, "bench")
@@ -180,14 +199,17 @@ func (b *benchFlags) run(cmd *cobra.Command, urls []string) error {
 	if weights != nil {
 		res.Weights, res.EpochRows, res.DatasetSamples = weights, b.mix.epochRows, make([]int64, len(ds))
 	}
+	bar := b.prog.start(cmd.ErrOrStderr(), "bench: raw baseline", -1, unitRows)
+	defer bar.done()
 	if !b.skipRaw {
 		if err := rawBaseline(ctx, scans, cols, &res); err != nil {
 			return err
 		}
 	}
+	bar.describe("bench: loader")
 	var cache chunkcache.Cache
 	if b.cacheDir != "" {
-		c, err := chunkcache.Open(b.cacheDir, b.cacheBytes, nil)
+		c, err := chunkcache.Open(b.cacheDir, int64(b.cacheBytes), nil)
 		if err != nil {
 			return err
 		}
@@ -202,7 +224,13 @@ func (b *benchFlags) run(cmd *cobra.Command, urls []string) error {
 		return loader.New(ctx, scans[0], cfg)
 	}
 	step, limit := time.Duration(b.stepMS*float64(time.Millisecond)), time.Duration(b.maxSeconds*float64(time.Second))
-	if err := runEpochs(ctx, open, cfg, b.epochs, step, limit, &res); err != nil {
+	stop, err := startCPUProfile(b.cpuProfile)
+	if err != nil {
+		return err
+	}
+	err = runEpochs(ctx, open, cfg, b.epochs, step, limit, &res, bar)
+	bar.done()
+	if err := errors.Join(err, stop()); err != nil {
 		return err
 	}
 	if b.asJSON {
@@ -286,8 +314,9 @@ func splitList(v string) []string {
 
 // runEpochs runs the loaders that open makes for epochs epochs (cfg.Epoch
 // counts up from 0), the consumer spending step on each batch, until limit
-// (when not 0) has passed after a batch, and records the figures in res.
-func runEpochs(ctx context.Context, open func(loader.Config) (*loader.Loader, error), cfg loader.Config, epochs int, step, limit time.Duration, res *benchResult) error {
+// (when not 0) has passed after a batch, and records the figures in res;
+// bar counts the samples.
+func runEpochs(ctx context.Context, open func(loader.Config) (*loader.Loader, error), cfg loader.Config, epochs int, step, limit time.Duration, res *benchResult, bar *progress) error {
 	start := time.Now()
 	var wait time.Duration
 	var decoded int64
@@ -314,6 +343,7 @@ func runEpochs(ctx context.Context, open func(loader.Config) (*loader.Loader, er
 			}
 			res.Batches++
 			res.Samples += int64(b.Len())
+			bar.add(int64(b.Len()))
 			for _, d := range b.Datasets {
 				res.DatasetSamples[d]++
 			}
@@ -463,4 +493,27 @@ func peakRSSMB() float64 {
 		}
 	}
 	return 0
+}
+
+// startCPUProfile starts a CPU profile written to path ("" profiles
+// nothing); stop ends it and closes the file.
+func startCPUProfile(path string) (stop func() error, err error) {
+	if path == "" {
+		return func() error { return nil }, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("--cpuprofile %s: %w", path, err)
+	}
+	return func() error {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			return fmt.Errorf("--cpuprofile %s: %w", path, err)
+		}
+		return nil
+	}, nil
 }

@@ -35,8 +35,9 @@ to 200 letters, digits and . _ - /. Write to a branch with
 --delete removes branch NAME (main cannot be deleted). Its versions stay
 readable by id until 'loch gc' removes those that no branch or tag reaches.
 
-With --json the listing is a JSON list of objects with the fields name,
-kind ("branch"), commit (the version id) and, for main, default (true).`,
+With --json the listing is one JSON object with the fields url and
+branches, a list of objects with the fields name, kind ("branch"), commit
+(the version id) and, for main, default (true).`,
 		Example: `  loch branch ./pets
   loch branch ./pets dev
   loch branch ./pets fix --from v1.0
@@ -59,7 +60,7 @@ kind ("branch"), commit (the version id) and, for main, default (true).`,
 	}
 	cmd.Flags().StringVar(&from, "from", defaultBranch, "the branch, tag or version the new branch starts at")
 	cmd.Flags().BoolVarP(&del, "delete", "d", false, "delete branch NAME")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the listing as a JSON list")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the listing as one JSON object")
 	return cmd
 }
 
@@ -68,11 +69,13 @@ type refKind struct {
 	kind   string // loch.RefBranch or loch.RefTag
 	prefix string // the namespace that resolves only names of this kind
 	header string // the title of the name column of the listing
+	// listName is the field of the --json object that holds the list.
+	listName string
 }
 
 var (
-	refBranches = refKind{kind: loch.RefBranch, prefix: "heads/", header: "BRANCH"}
-	refTags     = refKind{kind: loch.RefTag, prefix: "tags/", header: "TAG"}
+	refBranches = refKind{kind: loch.RefBranch, prefix: "heads/", header: "BRANCH", listName: "branches"}
+	refTags     = refKind{kind: loch.RefTag, prefix: "tags/", header: "TAG", listName: "tags"}
 )
 
 // refJSON is an entry of "loch branch --json" and "loch tag --json".
@@ -118,7 +121,7 @@ func manageRefs(cmd *cobra.Command, args []string, k refKind, del, asJSON bool,
 	return nil
 }
 
-// listRefs prints the references of kind k as a table or JSON list.
+// listRefs prints the references of kind k as a table or a JSON object.
 func listRefs(ctx context.Context, w io.Writer, d *loch.Dataset, k refKind, asJSON bool) error {
 	refs, err := d.Refs(ctx)
 	if err != nil {
@@ -131,7 +134,7 @@ func listRefs(ctx context.Context, w io.Writer, d *loch.Dataset, k refKind, asJS
 		}
 	}
 	if asJSON {
-		return printJSON(w, list)
+		return printJSON(w, map[string]any{"url": d.URL(), k.listName: list})
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	marks := k.kind == loch.RefBranch

@@ -19,6 +19,8 @@ func newCreateCmd() *cobra.Command {
 		Long: `Create makes an empty dataset at URL with the columns of a schema file
 (JSON or YAML; "-" reads standard input) and prints the id of its first
 version. It fails, changing nothing, if a dataset already exists at URL.
+URL is a local path or object storage: mem:// (process-local memory) is
+refused, since the dataset would be gone when the command exits.
 
 A schema is a list of columns, each with a name and a kind or dtype:
 
@@ -29,9 +31,12 @@ A schema is a list of columns, each with a name and a kind or dtype:
     - {name: caption, kind: text}`,
 		Example: `  loch create ./pets --schema schema.yaml
   loch create s3://bucket/pets --schema schema.json
-  cat schema.yaml | loch create mem://scratch --schema -`,
+  cat schema.yaml | loch create ./scratch --schema -`,
 		Args: exactArgs("URL"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkURL(args[0]); err != nil {
+				return err
+			}
 			s, err := readSchema(cmd.InOrStdin(), schemaFile)
 			if err != nil {
 				return err

@@ -31,7 +31,7 @@ a time (0 prints the counts only): the row id, the change and, for a
 modified row, the columns that differ. When more rows follow, the last line
 gives the --start of the next page.
 
-With --json it prints one JSON object with the fields from, to (version ids),
+With --json it prints one JSON object with the fields url, from, to (version ids),
 schema (name, change, from, to), added, deleted, modified,
 modified_by_column, rows (id, change, columns) and next (the --start of the
 next page; absent on the last page).`,
@@ -65,7 +65,10 @@ next page; absent on the last page).`,
 			}
 			w := cmd.OutOrStdout()
 			if asJSON {
-				return printJSON(w, diff)
+				return printJSON(w, struct {
+					URL string `json:"url"`
+					*loch.Diff
+				}{d.URL(), diff})
 			}
 			return printDiff(w, diff, args[1], args[2], limit > 0)
 		},

@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/lochdata/loch"
 	"github.com/lochdata/loch/imaging"
+	"github.com/lochdata/loch/ingest"
 	"github.com/lochdata/loch/schema"
 )
 
@@ -27,6 +29,8 @@ func newExportCmd() *cobra.Command {
 		columns   []string
 		shardRows int
 		refs      refFlags
+		prog      progressFlags
+		asJSON    bool
 	)
 	cmd := &cobra.Command{
 		Use:   "export URL DIR --format webdataset|npy",
@@ -47,13 +51,24 @@ WebDataset groups a row's files by the key <r> and names each field
   json            .json
   bytes           .bin
   other tensors   .npy
-Null samples are left out.
+Null samples are left out. Each shard starts with a member .loch.json (a
+hidden name, which WebDataset readers skip) holding the exported columns'
+definitions: 'loch ingest webdataset' reads it back, so that export then
+ingest gives the same column names, kinds, dtypes and class names (see
+docs/cli.md).
 
 --format npy writes one DIR/<column>.npy per column with all rows stacked:
 shape [rows, *sample shape]. Only fixed-shape tensor columns have this form:
 a ragged column, a text, json or bytes column, or a column with null samples
 is an error when named in --columns and is skipped, with a note on stderr,
-otherwise. bfloat16 columns are written as uint16 ('<u2') bit patterns.`,
+otherwise. bfloat16 columns are written as uint16 ('<u2') bit patterns.
+
+With --json the summary is one JSON object with the fields url, version,
+dir, format, rows, shards (webdataset), files (the files written) and
+skipped (npy: column and reason of each column left out; [] otherwise).
+
+A bar over the rows is shown on standard error when that is a terminal, or
+with --progress; never with --quiet.`,
 		Example: `  loch export ./pets shards --format webdataset --shard-rows 10000
   loch export ./pets arrays --format npy --columns embedding,label
   loch export ./pets old --ref v1.0`,
@@ -80,17 +95,59 @@ otherwise. bfloat16 columns are written as uint16 ('<u2') bit patterns.`,
 			if err := prepareExportDir(dir); err != nil {
 				return err
 			}
+			sum := exportJSON{URL: d.URL(), Version: d.Version(), Dir: dir, Format: format, Rows: d.Len(), Files: []string{}}
 			if format == "npy" {
-				return exportNPY(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), d, cols, len(columns) > 0, dir)
+				err = exportNPY(ctx, &prog, cmd.ErrOrStderr(), d, cols, len(columns) > 0, dir, &sum)
+			} else {
+				err = exportWebDataset(ctx, &prog, cmd.ErrOrStderr(), d, cols, dir, shardRows, &sum)
 			}
-			return exportWebDataset(ctx, cmd.OutOrStdout(), d, cols, dir, shardRows)
+			if err != nil {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			if asJSON {
+				if sum.Skipped == nil {
+					sum.Skipped = []exportSkip{}
+				}
+				return printJSON(w, sum)
+			}
+			if format == "npy" {
+				for _, line := range sum.lines {
+					fmt.Fprintln(w, line)
+				}
+				return nil
+			}
+			fmt.Fprintf(w, "exported %d rows of version %s to %s (%d shards)\n", sum.Rows, sum.Version, dir, *sum.Shards)
+			return nil
 		},
 	}
 	cmd.Flags().StringVar(&format, "format", "webdataset", "output format: webdataset or npy")
 	cmd.Flags().StringSliceVar(&columns, "columns", nil, "columns to export, comma-separated (default all)")
 	cmd.Flags().IntVar(&shardRows, "shard-rows", 1000, "rows per tar shard (webdataset)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the summary as one JSON object")
+	prog.add(cmd.Flags())
 	refs.add(cmd, "export")
 	return cmd
+}
+
+// exportJSON is the summary of an export, printed by "loch export --json".
+type exportJSON struct {
+	URL     string       `json:"url"`
+	Version string       `json:"version"`
+	Dir     string       `json:"dir"`
+	Format  string       `json:"format"`
+	Rows    int64        `json:"rows"`
+	Shards  *int         `json:"shards,omitempty"`
+	Files   []string     `json:"files"`
+	Skipped []exportSkip `json:"skipped"`
+
+	lines []string // the text summary's lines (npy)
+}
+
+// exportSkip is a column that export --format npy left out, and why.
+type exportSkip struct {
+	Column string `json:"column"`
+	Reason string `json:"reason"`
 }
 
 // prepareExportDir makes dir, which must be empty or absent.
@@ -113,7 +170,17 @@ func prepareExportDir(dir string) error {
 const readBatch = 256
 
 // exportWebDataset writes the rows as tar shards of shardRows rows.
-func exportWebDataset(ctx context.Context, out io.Writer, d *loch.Dataset, cols []*schema.Column, dir string, shardRows int) error {
+func exportWebDataset(ctx context.Context, prog *progressFlags, errOut io.Writer, d *loch.Dataset, cols []*schema.Column, dir string, shardRows int, sum *exportJSON) error {
+	meta := ingest.WebDatasetMeta{Format: ingest.WebDatasetMetaFormat, Version: d.Version()}
+	for _, c := range cols {
+		meta.Columns = append(meta.Columns, c.Definition())
+	}
+	metaJSON, err := json.MarshalIndent(meta, "", "  ")
+	if err != nil {
+		return err
+	}
+	bar := prog.start(errOut, "export", d.Len(), unitRows)
+	defer bar.done()
 	readers := make([]*loch.ColumnReader, len(cols))
 	for i, c := range cols {
 		col, err := d.Column(c.Name)
@@ -129,6 +196,9 @@ func exportWebDataset(ctx context.Context, out io.Writer, d *loch.Dataset, cols 
 		path := filepath.Join(dir, fmt.Sprintf("shard-%06d.tar", shards))
 		err := writeFileAtomic(path, func(f io.Writer) error {
 			tw := tar.NewWriter(f)
+			if err := writeTarMember(tw, ingest.WebDatasetMetaName, metaJSON); err != nil {
+				return err
+			}
 			for b := start; b < end; b += readBatch {
 				e := min(end, b+readBatch)
 				members := make([][]member, len(cols))
@@ -145,20 +215,12 @@ func exportWebDataset(ctx context.Context, out io.Writer, d *loch.Dataset, cols 
 						if m.data == nil {
 							continue // null
 						}
-						hdr := &tar.Header{
-							Name:    fmt.Sprintf("%09d.%s.%s", row, c.Name, m.ext),
-							Mode:    0o644,
-							Size:    int64(len(m.data)),
-							ModTime: time.Unix(0, 0),
-						}
-						if err := tw.WriteHeader(hdr); err != nil {
-							return err
-						}
-						if _, err := tw.Write(m.data); err != nil {
+						if err := writeTarMember(tw, fmt.Sprintf("%09d.%s.%s", row, c.Name, m.ext), m.data); err != nil {
 							return err
 						}
 					}
 				}
+				bar.add(e - b)
 			}
 			return tw.Close()
 		})
@@ -166,9 +228,20 @@ func exportWebDataset(ctx context.Context, out io.Writer, d *loch.Dataset, cols 
 			return err
 		}
 		shards++
+		sum.Files = append(sum.Files, path)
 	}
-	fmt.Fprintf(out, "exported %d rows of version %s to %s (%d shards)\n", n, d.Version(), dir, shards)
+	sum.Shards = &shards
 	return nil
+}
+
+// writeTarMember writes one regular file to a tar.
+func writeTarMember(tw *tar.Writer, name string, data []byte) error {
+	hdr := &tar.Header{Name: name, Mode: 0o644, Size: int64(len(data)), ModTime: time.Unix(0, 0)}
+	if err := tw.WriteHeader(hdr); err != nil {
+		return err
+	}
+	_, err := tw.Write(data)
+	return err
 }
 
 // member is one file of a WebDataset row; data is nil for a null sample.
@@ -262,7 +335,7 @@ func nonNil(b []byte) []byte {
 // exportNPY writes one stacked .npy file per fixed-shape column. A column
 // that has no .npy form is an error when explicit is set (the user named
 // it) and is skipped with a note on stderr otherwise.
-func exportNPY(ctx context.Context, out, errOut io.Writer, d *loch.Dataset, cols []*schema.Column, explicit bool, dir string) error {
+func exportNPY(ctx context.Context, prog *progressFlags, errOut io.Writer, d *loch.Dataset, cols []*schema.Column, explicit bool, dir string, sum *exportJSON) error {
 	// Check every column before writing any file.
 	type job struct {
 		c     *schema.Column
@@ -281,6 +354,7 @@ func exportNPY(ctx context.Context, out, errOut io.Writer, d *loch.Dataset, cols
 				return err
 			}
 			fmt.Fprintf(errOut, "loch: skipping %s\n", oneLine(err.Error()))
+			sum.Skipped = append(sum.Skipped, exportSkip{Column: c.Name, Reason: oneLine(err.Error())})
 			continue
 		}
 		jobs = append(jobs, job{c, col, shape})
@@ -289,6 +363,8 @@ func exportNPY(ctx context.Context, out, errOut io.Writer, d *loch.Dataset, cols
 		return fmt.Errorf("export %s: no column has a .npy form (fixed-shape tensors only)", d.URL())
 	}
 	n := d.Len()
+	bar := prog.start(errOut, "export", n*int64(len(jobs)), unitRows)
+	defer bar.done()
 	for _, j := range jobs {
 		c, shape := j.c, j.shape
 		full := append([]int{int(n)}, shape...)
@@ -318,13 +394,15 @@ func exportNPY(ctx context.Context, out, errOut io.Writer, d *loch.Dataset, cols
 						return err
 					}
 				}
+				bar.add(int64(len(samples)))
 			}
 			return nil
 		})
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(out, "wrote %s: %s %s\n", path, c.DType, schema.FormatShape(full))
+		sum.Files = append(sum.Files, path)
+		sum.lines = append(sum.lines, fmt.Sprintf("wrote %s: %s %s", path, c.DType, schema.FormatShape(full)))
 	}
 	return nil
 }

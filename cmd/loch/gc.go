@@ -17,6 +17,7 @@ func newGCCmd() *cobra.Command {
 	var (
 		dryRun, asJSON bool
 		grace          time.Duration
+		prog           progressFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "gc URL [--dry-run] [--grace DURATION]",
@@ -34,8 +35,12 @@ safe only when nothing else writes to the dataset.
 
 It prints the objects and bytes deleted, by kind, and those kept. With
 --dry-run it deletes nothing and reports what it would delete. With --json
-it prints one JSON object with the fields dry_run, reachable, young, deleted
-(each objects and bytes) and by_kind (kind: objects and bytes deleted).`,
+it prints one JSON object with the fields url, dry_run, reachable, young,
+deleted (each objects and bytes), by_kind (kind: objects and bytes deleted)
+and missing (reachable objects not found; absent when none).
+
+A spinner with the elapsed time is shown on standard error while it works
+when that is a terminal, or with --progress; never with --quiet.`,
 		Example: `  loch gc ./pets --dry-run
   loch gc s3://bucket/pets --grace 24h`,
 		Args: exactArgs("URL"),
@@ -49,7 +54,9 @@ it prints one JSON object with the fields dry_run, reachable, young, deleted
 				return err
 			}
 			defer d.Close()
+			bar := prog.start(cmd.ErrOrStderr(), "gc", -1, "")
 			rep, err := d.GC(ctx, loch.GCOptions{Grace: grace, DryRun: dryRun})
+			bar.done()
 			if err != nil {
 				return err
 			}
@@ -58,7 +65,10 @@ it prints one JSON object with the fields dry_run, reachable, young, deleted
 			}
 			w := cmd.OutOrStdout()
 			if asJSON {
-				return printJSON(w, rep)
+				return printJSON(w, struct {
+					URL string `json:"url"`
+					*loch.GCReport
+				}{d.URL(), rep})
 			}
 			if err := printGC(w, rep, grace); err != nil {
 				return err
@@ -72,6 +82,7 @@ it prints one JSON object with the fields dry_run, reachable, young, deleted
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "report what would be deleted; delete nothing")
 	cmd.Flags().DurationVar(&grace, "grace", loch.DefaultGCGrace, "keep unreachable objects younger than this")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
+	prog.add(cmd.Flags())
 	return cmd
 }
 
@@ -86,7 +97,7 @@ func printGC(w io.Writer, rep *loch.GCReport, grace time.Duration) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, k := range slices.Sorted(maps.Keys(rep.ByKind)) {
 		if n := rep.ByKind[k]; n.Objects > 0 {
-			fmt.Fprintf(tw, "  %s\t%d\t%s\n", k, n.Objects, humanBytes(n.Bytes))
+			fmt.Fprintf(tw, "  %s\t%d\t%s\n", k, n.Objects, formatBytes(n.Bytes))
 		}
 	}
 	if err := tw.Flush(); err != nil {
@@ -110,5 +121,5 @@ func objects(k loch.GCKind) string {
 	if k.Objects == 1 {
 		noun = "object"
 	}
-	return fmt.Sprintf("%d %s (%s)", k.Objects, noun, humanBytes(k.Bytes))
+	return fmt.Sprintf("%d %s (%s)", k.Objects, noun, formatBytes(k.Bytes))
 }

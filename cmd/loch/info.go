@@ -120,7 +120,7 @@ func printInfo(w io.Writer, info infoJSON, s *schema.Schema) error {
 			r = fmt.Sprintf("%.2fx", ratio(c))
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", c.Name, c.DType, c.Kind, shapeRange(c),
-			compression(c), humanBytes(c.StoredBytes), humanBytes(c.RawBytes), r)
+			compression(c), formatBytes(c.StoredBytes), formatBytes(c.RawBytes), r)
 		if len(c.ClassNames) > 0 {
 			classes = append(classes, fmt.Sprintf("%s: %s", c.Name, strings.Join(c.ClassNames, ", ")))
 		}

@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -13,7 +11,6 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 
 	"github.com/lochdata/loch"
 	"github.com/lochdata/loch/ingest"
@@ -23,11 +20,11 @@ import (
 // ingestFlags are the options shared by the ingest subcommands.
 type ingestFlags struct {
 	parallelism int
-	chunkBytes  string
+	chunkBytes  sizeFlag
 	message     string
 	append      bool
 	branch      string
-	progress    bool
+	progress    progressFlags
 
 	// Image options, on the subcommands that read images.
 	skipBad          bool
@@ -46,9 +43,11 @@ func newIngestCmd() *cobra.Command {
 dataset at URL as one new version, at the end: an ingest that fails or is
 interrupted commits nothing.
 
-The dataset is created when URL holds none (creating commits an empty first
-version, so a failed ingest into a new URL leaves an empty dataset; running
-the same command again fills it). A dataset with rows is only added to with
+URL is a local path or object storage (mem://, process-local memory, is
+refused: the dataset would be gone when the command exits). The dataset is
+created when URL holds none (creating commits an empty first version, so a
+failed ingest into a new URL leaves an empty dataset; running the same
+command again fills it). A dataset with rows is only added to with
 --append, and then the source's columns must fit its schema. The rows are
 committed to branch main, or to --branch, which must exist (create it with
 'loch branch').
@@ -59,8 +58,9 @@ are stored byte for byte, others are re-encoded; lz4, zstd and none store the
 decoded uint8 [height, width, channels] pixels with that chunk codec.
 
 Files are read and converted on all cores (--parallelism); row order does not
-depend on it. A progress bar (rows/s, MB/s, ETA) is shown when standard error
-is a terminal, or with --progress. A summary line is always printed.`,
+depend on it. A progress bar (rows/s, bytes/s, ETA) is shown when standard error
+is a terminal, or with --progress, and never with --quiet. A summary line
+is always printed, with sizes in binary units (as info prints them).`,
 		Example: `  loch ingest imagefolder ./train ./imagenet-train
   loch ingest jsonl captions.jsonl s3://bucket/captions --image-field image
   loch ingest csv labels.csv ./labels
@@ -80,11 +80,11 @@ is a terminal, or with --progress. A summary line is always printed.`,
 	}
 	pf := cmd.PersistentFlags()
 	pf.IntVarP(&f.parallelism, "parallelism", "j", 0, "goroutines that read and convert the source (default all cores)")
-	pf.StringVar(&f.chunkBytes, "chunk-bytes", "", "target decoded bytes per chunk of each new column, e.g. 16MiB (default 8MiB)")
+	pf.Var(&f.chunkBytes, "chunk-bytes", "target decoded bytes per chunk of each new column, e.g. 16MiB, 16MB or 16M (default 8MiB; see 'loch --help' for units)")
 	pf.StringVarP(&f.message, "message", "m", "", `commit message (default "ingest FORMAT SOURCE")`)
 	pf.BoolVar(&f.append, "append", false, "add the rows to the existing dataset at URL")
 	pf.StringVar(&f.branch, "branch", "", "commit to this existing branch of the dataset instead of main")
-	pf.BoolVar(&f.progress, "progress", false, "show the progress bar even when standard error is not a terminal")
+	f.progress.add(pf)
 
 	cmd.AddCommand(
 		newIngestImageFolderCmd(f),
@@ -272,8 +272,15 @@ column and its last part decides its type: jpg, jpeg, png, webp, gif, bmp,
 tif, tiff are images; cls, cls2, label class labels (int64); txt, text text;
 json json; npy tensors; anything else bytes. The key goes to "__key__".
 
-Without --schema the columns are those of the first shard; with --schema,
-extensions are matched to its columns by name and others are ignored.`,
+Shards written by 'loch export --format webdataset' start with a member
+.loch.json holding the exported columns; without --schema those columns are
+used (names, dtypes, kinds, shapes, compression, class names), each file
+<key>.<column>.<ext> goes to its column and there is no "__key__" column,
+so that export then ingest round-trips (see docs/cli.md).
+
+Otherwise, without --schema the columns are those of the first shard; with
+--schema, extensions are matched to its columns by name and others are
+ignored.`,
 		Example: `  loch ingest webdataset 'shards/train-{0000..0099}.tar' ./train
   loch ingest webdataset s3://bucket/shard-{000..009}.tar.gz s3://bucket/ds --image-compression jpeg`,
 		Args: filesAndURL("SHARD"),
@@ -326,6 +333,9 @@ labels (class_label int64 [n]: the position of the category in the file's
 // checked by the ingest package (Options.Validate), not here: an invalid
 // one is reported as a usage error with its message.
 func runIngest(cmd *cobra.Command, f *ingestFlags, url string, do func(ingest.Options) (ingest.Result, error)) error {
+	if err := checkURL(url); err != nil {
+		return err
+	}
 	o, err := f.options(cmd)
 	if err != nil {
 		return err
@@ -345,7 +355,7 @@ func runIngest(cmd *cobra.Command, f *ingestFlags, url string, do func(ingest.Op
 	}
 	errOut := cmd.ErrOrStderr()
 	var bar *progressBar
-	if f.progress || isTerminal(errOut) {
+	if f.progress.shown(errOut) {
 		bar = &progressBar{w: errOut}
 		o.Progress = bar
 	}
@@ -380,13 +390,7 @@ func (f *ingestFlags) options(cmd *cobra.Command) (ingest.Options, error) {
 		JPEGQuality: f.jpegQuality,
 		Channels:    f.channels,
 	}
-	if f.chunkBytes != "" {
-		n, err := parseByteSize(f.chunkBytes)
-		if err != nil {
-			return o, usagef("--chunk-bytes: %v", err)
-		}
-		o.ChunkBytes = n
-	}
+	o.ChunkBytes = int(f.chunkBytes)
 	// Unless given, the compression is left empty: appending then takes
 	// the dataset's.
 	if fl := cmd.Flags().Lookup("image-compression"); fl != nil && fl.Changed {
@@ -405,9 +409,9 @@ func (f *ingestFlags) options(cmd *cobra.Command) (ingest.Options, error) {
 // summary is the one-line report of a finished ingest.
 func summary(r ingest.Result, url string) string {
 	secs := max(r.Elapsed.Seconds(), 1e-9)
-	s := fmt.Sprintf("ingested %d rows, %s in %s (%.0f rows/s, %s/s) into %s, version %s",
-		r.Rows, decimalBytes(float64(r.Bytes)), r.Elapsed.Round(time.Millisecond), float64(r.Rows)/secs,
-		decimalBytes(float64(r.Bytes)/secs), url, r.Version)
+	s := fmt.Sprintf("ingested %d rows, %s in %s (%.0f rows/s, %s) into %s, version %s",
+		r.Rows, formatBytes(r.Bytes), r.Elapsed.Round(time.Millisecond), float64(r.Rows)/secs,
+		formatRate(r.Bytes, secs), url, r.Version)
 	if r.Created {
 		s += " (created)"
 	}
@@ -423,29 +427,10 @@ func summary(r ingest.Result, url string) string {
 	return s
 }
 
-// decimalBytes formats a byte count with decimal units (kB, MB, GB), as
-// transfer rates are.
-func decimalBytes(n float64) string {
-	switch {
-	case n < 1e3:
-		return fmt.Sprintf("%.0f B", n)
-	case n < 1e6:
-		return fmt.Sprintf("%.1f kB", n/1e3)
-	case n < 1e9:
-		return fmt.Sprintf("%.1f MB", n/1e6)
-	}
-	return fmt.Sprintf("%.2f GB", n/1e9)
-}
-
-// isTerminal reports whether w is a terminal.
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	return ok && term.IsTerminal(int(f.Fd()))
-}
-
-// progressBar shows an ingest's progress on a terminal: a bar over the
-// source bytes (or rows, when the bytes are unknown) with MB/s and an ETA,
-// and rows and rows/s in its description.
+// progressBar shows an ingest's progress (see progress.go): a bar over
+// the source bytes (or rows, when the bytes are unknown) with a rate and
+// an ETA, and rows and rows/s in its description. It adapts the CLI's bar
+// to ingest.Progress.
 type progressBar struct {
 	w     io.Writer
 	mu    sync.Mutex
@@ -465,21 +450,11 @@ func (p *progressBar) Total(rows, bytes int64) {
 		return
 	}
 	p.start = time.Now()
-	opts := []progressbar.Option{
-		progressbar.OptionSetWriter(p.w),
-		progressbar.OptionSetWidth(30),
-		progressbar.OptionThrottle(100 * time.Millisecond),
-		progressbar.OptionSetPredictTime(true),
-		progressbar.OptionShowElapsedTimeOnFinish(),
-		progressbar.OptionClearOnFinish(),
-		progressbar.OptionSetDescription("ingest"),
-	}
+	unit := unitRows
 	if p.byBytes() || p.max() < 0 {
-		opts = append(opts, progressbar.OptionShowBytes(true))
-	} else {
-		opts = append(opts, progressbar.OptionShowCount(), progressbar.OptionShowIts(), progressbar.OptionSetItsString("rows"))
+		unit = unitBytes
 	}
-	p.bar = progressbar.NewOptions64(p.max(), opts...)
+	p.bar = newBar(p.w, "ingest", p.max(), unit)
 }
 
 func (p *progressBar) byBytes() bool { return p.total.bytes > 0 || p.total.rows < 0 }
@@ -506,7 +481,7 @@ func (p *progressBar) Add(rows, bytes int64) {
 	secs := max(time.Since(p.start).Seconds(), 1e-3)
 	desc := fmt.Sprintf("%d rows (%.0f rows/s)", p.done.rows, float64(p.done.rows)/secs)
 	if !p.byBytes() {
-		desc = fmt.Sprintf("%.1f MB (%.1f MB/s)", float64(p.done.bytes)/1e6, float64(p.done.bytes)/1e6/secs)
+		desc = fmt.Sprintf("%s (%s)", formatBytes(p.done.bytes), formatRate(p.done.bytes, secs))
 	}
 	p.bar.Describe(desc)
 	if p.byBytes() {
@@ -539,28 +514,6 @@ func parseSize(s string) (ingest.Size, error) {
 		return ingest.Size{}, fmt.Errorf("%q: want WIDTHxHEIGHT, e.g. 224x224", s)
 	}
 	return ingest.Size{Width: w, Height: h}, nil
-}
-
-// parseByteSize parses a byte count with an optional binary unit: 1048576,
-// 1024KiB, 1MiB, 1M, 1GiB. The value is checked where it is used (the
-// chunk size by ingest and the schema).
-func parseByteSize(s string) (int, error) {
-	t := strings.TrimSpace(s)
-	mult := 1
-	for _, u := range []struct {
-		suffix string
-		mult   int
-	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"K", 1 << 10}, {"M", 1 << 20}, {"G", 1 << 30}, {"B", 1}} {
-		if strings.HasSuffix(t, u.suffix) {
-			t, mult = strings.TrimSpace(strings.TrimSuffix(t, u.suffix)), u.mult
-			break
-		}
-	}
-	n, err := strconv.Atoi(t)
-	if err != nil || n > math.MaxInt/mult || n < math.MinInt/mult {
-		return 0, fmt.Errorf("%q: want a size like 8388608, 8MiB or 512KiB", s)
-	}
-	return n * mult, nil
 }
 
 // parseDelimiter parses the --delimiter of csv.

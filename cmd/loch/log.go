@@ -11,6 +11,13 @@ import (
 	"github.com/lochdata/loch"
 )
 
+// logJSON is the document printed by "loch log --json".
+type logJSON struct {
+	URL     string            `json:"url"`
+	Version string            `json:"version"`
+	Commits []loch.CommitInfo `json:"commits"`
+}
+
 func newLogCmd() *cobra.Command {
 	var (
 		asJSON bool
@@ -26,11 +33,12 @@ the commit was made on, the number of rows of that version and the commit
 message. A merge commit's message is followed by "(merge of X, Y)", its two
 parents' ids shortened to 8 digits.
 
-With --json it prints a JSON list of objects with the fields id, parents,
-message, author, time (RFC 3339), rows and branch.`,
+With --json it prints one JSON object with the fields url, version (the
+version the log starts from) and commits, a list of objects with the fields
+id, parents, message, author, time (RFC 3339), rows and branch.`,
 		Example: `  loch log ./pets
   loch log ./pets --ref dev
-  loch log ./pets --json | jq -r '.[0].id'`,
+  loch log ./pets --json | jq -r '.commits[0].id'`,
 		Args: exactArgs("URL"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			d, err := openDataset(cmd.Context(), args[0], &refs)
@@ -47,7 +55,7 @@ message, author, time (RFC 3339), rows and branch.`,
 			}
 			w := cmd.OutOrStdout()
 			if asJSON {
-				return printJSON(w, commits)
+				return printJSON(w, logJSON{URL: d.URL(), Version: d.Version(), Commits: commits})
 			}
 			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 			fmt.Fprintln(tw, "VERSION\tTIME\tBRANCH\tROWS\tMESSAGE")
@@ -65,7 +73,7 @@ message, author, time (RFC 3339), rows and branch.`,
 			return tw.Flush()
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON list instead of a table")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object instead of a table")
 	refs.add(cmd, "start from")
 	return cmd
 }

@@ -1,7 +1,8 @@
 // Command loch creates, inspects, versions, verifies and exports loch datasets.
 //
-// Every subcommand takes a dataset URL (a local path, mem://name,
-// s3://bucket/prefix, gs://bucket/prefix or az://container/prefix); run
+// Every subcommand takes a dataset URL (a local path, s3://bucket/prefix,
+// gs://bucket/prefix or az://container/prefix; mem:// is refused, as it
+// would not outlive the command); run
 // "loch help" for the list. Errors are one line on stderr prefixed "loch: ";
 // the exit status is 0 on success, 2 for a usage error (unknown command or
 // flag, wrong number of arguments) and 1 for any other failure.
@@ -128,9 +129,19 @@ func newRootCmd() *cobra.Command {
 		Long: `loch manages loch datasets: versioned, tensor-native stores of multimodal
 rows (images, labels, tensors, text, json) on local disk or object storage.
 
-A dataset URL is a local path, mem://name, s3://bucket/prefix,
-gs://bucket/prefix or az://container/prefix. Cloud credentials come from each
-cloud's standard environment, never from the URL.
+A dataset URL is a local path, s3://bucket/prefix, gs://bucket/prefix or
+az://container/prefix. Cloud credentials come from each cloud's standard
+environment, never from the URL. mem://name, the library's in-process memory
+store, is refused: it lives only as long as one process, so a dataset made
+there by one loch command would be gone before the next.
+
+Sizes (--chunk-bytes, --cache-bytes, ...) take 8388608, 8MiB (binary, 1024²),
+8MB or 8M (decimal, 1000²); sizes are printed with binary units (8.0 MiB).
+
+Inspecting commands take --json and then print one JSON object on standard
+output; long-running ones show progress on standard error when it is a
+terminal (--progress forces it, --quiet turns it off). 'loch completion
+bash|zsh|fish' prints a shell completion script.
 
 Versions work like git: every commit is a version with a stable id; branch
 main is the default; 'loch branch', 'tag', 'diff', 'merge', 'revert' and
@@ -144,6 +155,7 @@ Exit status: 0 on success, 2 for a usage error, 1 for any other error.`,
   loch info ./pets --ref dev
   loch merge ./pets dev
   loch log ./pets`,
+		Version:                    cliVersion(),
 		SilenceUsage:               true,
 		SilenceErrors:              true,
 		DisableAutoGenTag:          true,
@@ -164,7 +176,8 @@ Exit status: 0 on success, 2 for a usage error, 1 for any other error.`,
 			return cmd.Help()
 		},
 	}
-	root.CompletionOptions.DisableDefaultCmd = true
+	// "loch --version" prints the first line of "loch version".
+	root.SetVersionTemplate("loch {{.Version}}\n")
 	root.AddCommand(
 		newCreateCmd(),
 		newIngestCmd(),
@@ -178,6 +191,7 @@ Exit status: 0 on success, 2 for a usage error, 1 for any other error.`,
 		newMergeCmd(),
 		newRevertCmd(),
 		newGCCmd(),
+		newTablesCmd(),
 		newExportCmd(),
 		newScanCmd(),
 		newBenchCmd(),
@@ -186,6 +200,18 @@ Exit status: 0 on success, 2 for a usage error, 1 for any other error.`,
 		newSelectionsCmd(),
 		newVersionCmd(),
 	)
+	// cobra's "completion bash|zsh|fish|powershell", added now (rather
+	// than when the root runs) so that prepare sees it.
+	root.InitDefaultCompletionCmd()
+	if c, _, err := root.Find([]string{"completion"}); err == nil && c != root {
+		c.Args = func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return nil
+			}
+			return usagef("unknown shell %q (want bash, zsh, fish or powershell)", args[0])
+		}
+		c.RunE = func(cmd *cobra.Command, args []string) error { return cmd.Help() }
+	}
 	prepare(root)
 	return root
 }
@@ -280,9 +306,22 @@ func (r *refFlags) options() ([]loch.Option, error) {
 	return opts, nil
 }
 
+// checkURL refuses a dataset URL that the CLI cannot use: mem:// stores
+// live in one process, so a dataset there would vanish when the command
+// exits (and a read finds nothing there).
+func checkURL(url string) error {
+	if strings.HasPrefix(strings.ToLower(url), "mem://") {
+		return fmt.Errorf("%s: mem:// is the library's in-process memory store and would be gone when this command exits; use a local path or object storage", url)
+	}
+	return nil
+}
+
 // openDataset opens the dataset at url at the version the flags name (r
 // may be nil: the head of main).
 func openDataset(ctx context.Context, url string, r *refFlags) (*loch.Dataset, error) {
+	if err := checkURL(url); err != nil {
+		return nil, err
+	}
 	var opts []loch.Option
 	if r != nil {
 		var err error
@@ -296,6 +335,9 @@ func openDataset(ctx context.Context, url string, r *refFlags) (*loch.Dataset, e
 // openBranch opens the dataset at url on branch, for a command that
 // writes there; a tag or version is refused.
 func openBranch(ctx context.Context, url, branch string) (*loch.Dataset, error) {
+	if err := checkURL(url); err != nil {
+		return nil, err
+	}
 	d, err := loch.Open(ctx, url, loch.WithRef(branch))
 	if err != nil {
 		return nil, err

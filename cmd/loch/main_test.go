@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -47,21 +49,33 @@ func TestMain(m *testing.M) {
 //	                           indexes) of FILE (or stdout) is WANT, compactly encoded
 //	setjson VAR FILE PATH      set $VAR to the JSON value at PATH of FILE: a string as
 //	                           it is, any other value compactly encoded
+//	jsonobj FILE               FILE (or stdout) holds exactly one JSON object and nothing else
+//	samecols A B               the info --json documents A and B have the same columns:
+//	                           names, dtypes, kinds, declared shapes, compression, class names
+//	mkplaintar FILE            write a WebDataset shard without loch's .loch.json member
+//	expandenv FILE             replace $VAR and ${VAR} in FILE with the script's variables
+//	httpserve DIR              serve DIR over http on 127.0.0.1 until the script ends; sets
+//	                           $HTTP to its base URL (http://127.0.0.1:PORT)
 func TestScript(t *testing.T) {
 	testscript.Run(t, testscript.Params{
 		Dir:                 "testdata/script",
 		RequireExplicitExec: true,
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"mkdata":    cmdMkdata,
-			"flipchunk": cmdFlipChunk,
-			"exits":     cmdExits,
-			"cmppng":    cmdCmpPNG,
-			"npyinfo":   cmdNPYInfo,
-			"tarls":     cmdTarLs,
-			"untar":     cmdUntar,
-			"imgfmt":    cmdImgFmt,
-			"jsonq":     cmdJSONQ,
-			"setjson":   cmdSetJSON,
+			"mkdata":     cmdMkdata,
+			"flipchunk":  cmdFlipChunk,
+			"exits":      cmdExits,
+			"cmppng":     cmdCmpPNG,
+			"npyinfo":    cmdNPYInfo,
+			"tarls":      cmdTarLs,
+			"untar":      cmdUntar,
+			"imgfmt":     cmdImgFmt,
+			"jsonq":      cmdJSONQ,
+			"setjson":    cmdSetJSON,
+			"jsonobj":    cmdJSONObj,
+			"samecols":   cmdSameCols,
+			"mkplaintar": cmdMkPlainTar,
+			"httpserve":  cmdHTTPServe,
+			"expandenv":  cmdExpandEnv,
 		},
 	})
 }
@@ -370,6 +384,75 @@ func cmdSetJSON(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Setenv(args[0], s)
 }
 
+func cmdJSONObj(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: jsonobj FILE")
+	}
+	dec := json.NewDecoder(strings.NewReader(ts.ReadFile(args[0])))
+	var obj map[string]any
+	if err := dec.Decode(&obj); err != nil {
+		ts.Fatalf("%s is not a JSON object: %v", args[0], err)
+	}
+	var more any
+	if err := dec.Decode(&more); err != io.EOF {
+		ts.Fatalf("%s holds more than one JSON value (%v)", args[0], err)
+	}
+}
+
+func cmdSameCols(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: samecols A B")
+	}
+	defs := func(file string) []infoColumnJSON {
+		var doc infoJSON
+		ts.Check(json.Unmarshal([]byte(ts.ReadFile(file)), &doc))
+		for i := range doc.Columns {
+			c := &doc.Columns[i]
+			// Statistics and observed shapes are of the samples, not the
+			// definition.
+			c.MinShape, c.MaxShape, c.StoredBytes, c.RawBytes, c.Ratio, c.Samples = nil, nil, 0, 0, 0, 0
+		}
+		return doc.Columns
+	}
+	a, b := defs(args[0]), defs(args[1])
+	if fmt.Sprint(a) != fmt.Sprint(b) {
+		ts.Fatalf("columns differ:\n%s: %+v\n%s: %+v", args[0], a, args[1], b)
+	}
+}
+
+func cmdMkPlainTar(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: mkplaintar FILE")
+	}
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, m := range []struct{ name, data string }{
+		{"a.label.cls", "1"}, {"a.txt", "first"}, {"b.label.cls", "0"}, {"b.txt", "second"},
+	} {
+		ts.Check(tw.WriteHeader(&tar.Header{Name: m.name, Mode: 0o644, Size: int64(len(m.data))}))
+		_, err := tw.Write([]byte(m.data))
+		ts.Check(err)
+	}
+	ts.Check(tw.Close())
+	ts.Check(os.WriteFile(ts.MkAbs(args[0]), buf.Bytes(), 0o644))
+}
+
+func cmdExpandEnv(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: expandenv FILE")
+	}
+	ts.Check(os.WriteFile(ts.MkAbs(args[0]), []byte(os.Expand(ts.ReadFile(args[0]), ts.Getenv)), 0o644))
+}
+
+func cmdHTTPServe(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: httpserve DIR")
+	}
+	srv := httptest.NewServer(http.FileServer(http.Dir(ts.MkAbs(args[0]))))
+	ts.Defer(srv.Close)
+	ts.Setenv("HTTP", srv.URL)
+}
+
 // jsonAt returns the value at path (dot-separated keys and list indexes) of
 // the JSON document in file.
 func jsonAt(ts *testscript.TestScript, file, path string) any {
@@ -470,4 +553,13 @@ func TestInterrupted(t *testing.T) {
 	if err == nil {
 		require.Empty(t, entries, "an interrupted export leaves no partial shard")
 	}
+}
+
+func TestVersionFlag(t *testing.T) {
+	var short, full, stderr bytes.Buffer
+	require.Equal(t, exitOK, run(context.Background(), []string{"--version"}, nil, &short, &stderr))
+	require.Equal(t, exitOK, run(context.Background(), []string{"version"}, nil, &full, &stderr))
+	first, _, _ := strings.Cut(full.String(), "\n")
+	require.Equal(t, first+"\n", short.String())
+	require.Empty(t, stderr.String())
 }

@@ -19,6 +19,7 @@ func newMergeCmd() *cobra.Command {
 	var (
 		into, strategy, message string
 		asJSON                  bool
+		prog                    progressFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "merge URL SRC [--into BRANCH]",
@@ -35,7 +36,10 @@ default) changes nothing, lists the conflicting rows (the first 20, with the
 columns each side changed) and exits with status 1; ours keeps the rows of
 --into; theirs takes the rows of SRC.
 
-With --json it prints one JSON object with the fields commit (the head of
+A spinner with the elapsed time is shown on standard error while it works
+when that is a terminal, or with --progress; never with --quiet.
+
+With --json it prints one JSON object with the fields url, commit (the head of
 --into after the merge), base, fast_forward, up_to_date, added, deleted,
 modified, columns_added and conflicts (id, ours, theirs, ours_columns,
 theirs_columns); on a failed merge commit is empty and conflicts lists
@@ -57,11 +61,13 @@ them all.`,
 			}
 			defer d.Close()
 			src := args[1]
+			bar := prog.start(cmd.ErrOrStderr(), "merge", -1, "")
 			res, err := d.Merge(ctx, src, loch.MergeOptions{Strategy: strategy, Message: message})
+			bar.done()
 			w := cmd.OutOrStdout()
 			var ce *loch.ConflictError
 			if errors.As(err, &ce) {
-				return reportConflicts(w, ce, asJSON, into, src)
+				return reportConflicts(w, d.URL(), ce, asJSON, into, src)
 			}
 			if err != nil {
 				return err
@@ -70,7 +76,7 @@ them all.`,
 				res.Conflicts = []loch.Conflict{}
 			}
 			if asJSON {
-				return printJSON(w, res)
+				return printJSON(w, mergeJSON{d.URL(), res})
 			}
 			printMerge(w, res, into, src, strategy)
 			return nil
@@ -80,14 +86,21 @@ them all.`,
 	cmd.Flags().StringVar(&strategy, "strategy", loch.MergeFail, "for rows changed on both sides: fail, ours (keep --into's) or theirs (take SRC's)")
 	cmd.Flags().StringVarP(&message, "message", "m", "", `commit message (default "merge SRC into BRANCH")`)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
+	prog.add(cmd.Flags())
 	return cmd
+}
+
+// mergeJSON is the document printed by "loch merge --json".
+type mergeJSON struct {
+	URL string `json:"url"`
+	*loch.MergeResult
 }
 
 // reportConflicts prints the conflicts that stopped a merge of src into
 // dst and returns the command's error.
-func reportConflicts(w io.Writer, ce *loch.ConflictError, asJSON bool, dst, src string) error {
+func reportConflicts(w io.Writer, url string, ce *loch.ConflictError, asJSON bool, dst, src string) error {
 	if asJSON {
-		if err := printJSON(w, loch.MergeResult{Conflicts: ce.Conflicts}); err != nil {
+		if err := printJSON(w, mergeJSON{url, &loch.MergeResult{Conflicts: ce.Conflicts}}); err != nil {
 			return err
 		}
 	} else if err := printConflicts(w, ce.Conflicts, dst, src); err != nil {

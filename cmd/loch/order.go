@@ -31,6 +31,7 @@ type orderFlags struct {
 	resume             string
 	allowVersionChange bool
 	stateAfter         int
+	asJSON             bool
 }
 
 func newOrderCmd() *cobra.Command {
@@ -52,7 +53,11 @@ line as the dataset's number (0 for the first URL) and the row id:
 --resume FILE prints the rest of a saved epoch: FILE holds a loader state
 as the Go loader's State or the Python SDK's state_dict() save it (for a
 mixture, a state of the same mixture). --state-after N prints instead the
-state after this rank's first N batches, to resume from.`,
+state after this rank's first N batches, to resume from (a JSON object).
+
+With --json it prints one JSON object with the fields urls, versions (one
+per dataset), epoch, rank, world_size, batches (this rank's) and rows: the
+row ids in delivery order, or for a mixture objects {"dataset", "id"}.`,
 		Example: `  loch order ./pets --seed 7 --epoch 3 --world-size 8 --rank 2 --batch-size 64
   loch order s3://bucket/pets --shuffle full --drop-last | head
   loch order ./web ./books --weights 0.8,0.2 --epoch-rows 100000 --batch-size 64
@@ -77,6 +82,7 @@ state after this rank's first N batches, to resume from.`,
 	f.BoolVar(&o.allowVersionChange, "allow-version-change", false, "resume a state saved on another version")
 	f.IntVar(&o.stateAfter, "state-after", -1, "print the state (JSON) after this rank's first N batches instead of the rows")
 	f.StringVar(&o.selection, "selection", "", "order the rows of this saved selection (loch query --save), at its version")
+	f.BoolVar(&o.asJSON, "json", false, "print one JSON object instead of one row per line")
 	o.mix.add(cmd)
 	o.refs.add(cmd, "use")
 	return cmd
@@ -137,7 +143,45 @@ func (o *orderFlags) run(cmd *cobra.Command, urls []string) error {
 		}
 		return printJSON(cmd.OutOrStdout(), p.State(o.stateAfter))
 	}
+	if o.asJSON {
+		doc := orderJSON{Epoch: o.epoch, Rank: o.rank, WorldSize: o.world, Batches: p.Batches()}
+		for _, d := range ds {
+			doc.URLs = append(doc.URLs, d.URL())
+			doc.Versions = append(doc.Versions, d.Version())
+		}
+		var rows []any
+		err := eachOrderRow(ctx, scans, p, func(d int, id uint64) error {
+			if d < 0 {
+				rows = append(rows, id)
+			} else {
+				rows = append(rows, orderItemJSON{d, id})
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		doc.Rows = append([]any{}, rows...)
+		return printJSON(cmd.OutOrStdout(), doc)
+	}
 	return printOrder(ctx, cmd.OutOrStdout(), scans, p)
+}
+
+// orderJSON is the document printed by "loch order --json".
+type orderJSON struct {
+	URLs      []string `json:"urls"`
+	Versions  []string `json:"versions"`
+	Epoch     int      `json:"epoch"`
+	Rank      int      `json:"rank"`
+	WorldSize int      `json:"world_size"`
+	Batches   int      `json:"batches"`
+	Rows      []any    `json:"rows"` // uint64 ids, or orderItemJSON for a mixture
+}
+
+// orderItemJSON is a row of a mixture: the dataset's number and the row id.
+type orderItemJSON struct {
+	Dataset int    `json:"dataset"`
+	ID      uint64 `json:"id"`
 }
 
 // epochPlan is a rank's plan of an epoch: an *order.EpochPlan of one
@@ -152,19 +196,31 @@ type epochPlan interface {
 func printOrder(ctx context.Context, out io.Writer, scans []*loch.Scan, p epochPlan) error {
 	w := bufio.NewWriter(out)
 	var line []byte
-	put := func(d int, pos int64) error {
-		id, err := scans[max(d, 0)].RowID(pos)
-		if err != nil {
-			return err
-		}
+	err := eachOrderRow(ctx, scans, p, func(d int, id uint64) error {
 		line = line[:0]
 		if d >= 0 {
 			line = strconv.AppendInt(line, int64(d), 10)
 			line = append(line, ' ')
 		}
 		line = append(strconv.AppendUint(line, id, 10), '\n')
-		_, err = w.Write(line)
+		_, err := w.Write(line)
 		return err
+	})
+	if err != nil {
+		return err
+	}
+	return w.Flush()
+}
+
+// eachOrderRow calls fn with each row of p in delivery order: the
+// dataset's number (-1 for a single dataset) and the row id.
+func eachOrderRow(ctx context.Context, scans []*loch.Scan, p epochPlan, fn func(d int, id uint64) error) error {
+	put := func(d int, pos int64) error {
+		id, err := scans[max(d, 0)].RowID(pos)
+		if err != nil {
+			return err
+		}
+		return fn(d, id)
 	}
 	switch p := p.(type) {
 	case *order.EpochPlan:
@@ -190,7 +246,7 @@ func printOrder(ctx context.Context, out io.Writer, scans []*loch.Scan, p epochP
 			}
 		}
 	}
-	return w.Flush()
+	return nil
 }
 
 // readState reads a loader state from a JSON file: the Go loader's State,
@@ -286,16 +342,6 @@ func mixColumns(ds []*loch.Dataset, urls []string, names []string) ([]string, er
 	}
 	return names, nil
 }
-
-// mixOrder returns the plan of the mixture's batches that rank cfg.Rank
-// receives (or, with cfg.Resume, the rest of the saved epoch): the order
-// loader.NewMix delivers, without loading any data. It builds the mixture
-// as NewMix does: each dataset's blocks are the chunks of its requested
-// column with the most stored bytes.
-//
-// TODO: this belongs in the loader, as loader.OrderMix beside loader.Order,
-// so that NewMix and it share one construction; TestOrderMixMatchesLoader
-// pins the two together until then.
 
 // openDatasets opens every URL at the version the flags name; on an error
 // it closes those it opened.

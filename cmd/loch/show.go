@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -23,14 +25,18 @@ const maxShownElements = 16
 func newShowCmd() *cobra.Command {
 	var (
 		row     int64
+		id      uint64
 		columns []string
 		outDir  string
 		refs    refFlags
+		asJSON  bool
 	)
 	cmd := &cobra.Command{
-		Use:   "show URL --row N [--column C] [--out DIR]",
+		Use:   "show URL (--row N | --id ID) [--column C] [--out DIR]",
 		Short: "Print one row, and optionally write its tensors and images to files",
-		Long: `Show prints the values of row N (0 is the first row): scalars, text and
+		Long: `Show prints the values of one row, chosen by --row N, its position (0 is
+the first row), or by --id ID, its stable row id (positions move when rows
+are deleted or updated; ids do not): scalars, text and
 json (pretty-printed) in full, class labels with their class names, and
 tensors as their dtype and shape (with their values when they have at most
 16 elements). --column limits the output to some columns.
@@ -43,8 +49,16 @@ With --out, each non-null sample is also written to DIR:
   every other tensor column          DIR/<column>.npy (numpy format 1.0)
 
 bfloat16 has no numpy dtype: bfloat16 tensors are written as uint16 ('<u2')
-holding the bfloat16 bit patterns (view them with ml_dtypes.bfloat16).`,
+holding the bfloat16 bit patterns (view them with ml_dtypes.bfloat16).
+
+With --json it prints one JSON object with the fields url, version, row (the
+position), id, rows (of the version) and columns, a list of objects with
+the fields name, dtype, kind, null, shape, value (a number, bool, string,
+JSON value or, for tensors of at most 16 elements, a flat list; absent for
+larger tensors and bytes), class (a class label's name) and file (the file
+written with --out).`,
 		Example: `  loch show ./pets --row 0
+  loch show ./pets --id 1234 --json
   loch show ./pets --row 42 --column image,label --out row42
   loch show ./pets --row 7 --ref 3f2a9c`,
 		Args: exactArgs("URL"),
@@ -55,6 +69,16 @@ holding the bfloat16 bit patterns (view them with ml_dtypes.bfloat16).`,
 				return err
 			}
 			defer d.Close()
+			switch byRow, byID := cmd.Flags().Changed("row"), cmd.Flags().Changed("id"); {
+			case byRow && byID:
+				return usagef("give --row or --id, not both")
+			case !byRow && !byID:
+				return usagef("give the row to show: --row POSITION or --id ROW_ID")
+			case byID:
+				if row, err = rowOfID(ctx, d, id); err != nil {
+					return err
+				}
+			}
 			if n := d.Len(); row < 0 || row >= n {
 				if n == 0 {
 					return fmt.Errorf("row %d out of range: %s has no rows", row, d.URL())
@@ -71,32 +95,43 @@ holding the bfloat16 bit patterns (view them with ml_dtypes.bfloat16).`,
 					return fmt.Errorf("create output directory: %w", err)
 				}
 			}
-			id, err := d.RowID(ctx, row)
-			if err != nil {
+			if id, err = d.RowID(ctx, row); err != nil {
 				return err
 			}
 			w := cmd.OutOrStdout()
+			doc := showJSON{URL: d.URL(), Version: d.Version(), Row: row, ID: id, Rows: d.Len(), Columns: []showColumnJSON{}}
+			for _, c := range cols {
+				v, err := showColumn(ctx, d, c, row, outDir)
+				if err != nil {
+					return err
+				}
+				doc.Columns = append(doc.Columns, v)
+			}
+			if asJSON {
+				return printJSON(w, doc)
+			}
 			fmt.Fprintf(w, "row %d of %d (id %d), version %s\n", row, d.Len(), id, d.Version())
 			width := 0
 			for _, c := range cols {
 				width = max(width, len(c.Name))
 			}
-			for _, c := range cols {
-				value, err := showColumn(ctx, d, c, row, outDir)
-				if err != nil {
-					return err
+			for _, v := range doc.Columns {
+				value := v.text
+				if v.File != "" {
+					value += "  -> " + v.File
 				}
 				pad := strings.Repeat(" ", width+2)
 				value = strings.ReplaceAll(value, "\n", "\n"+pad)
-				fmt.Fprintf(w, "%-*s%s\n", width+2, c.Name, value)
+				fmt.Fprintf(w, "%-*s%s\n", width+2, v.Name, value)
 			}
 			return nil
 		},
 	}
 	cmd.Flags().Int64Var(&row, "row", 0, "row position, 0 for the first row")
+	cmd.Flags().Uint64Var(&id, "id", 0, "stable row id (as log, diff and order print it) instead of --row")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
 	cmd.Flags().StringSliceVar(&columns, "column", nil, "columns to show, comma-separated (default all)")
 	cmd.Flags().StringVar(&outDir, "out", "", "write images as DIR/<column>.png and tensors as DIR/<column>.npy")
-	_ = cmd.MarkFlagRequired("row")
 	refs.add(cmd, "read")
 	return cmd
 }
@@ -126,46 +161,116 @@ func selectColumns(s *schema.Schema, names []string) ([]*schema.Column, error) {
 	return out, nil
 }
 
-// showColumn formats the sample of column c at row, writing it under outDir
-// when outDir is set.
-func showColumn(ctx context.Context, d *loch.Dataset, c *schema.Column, row int64, outDir string) (string, error) {
+// showJSON is the document printed by "loch show --json".
+type showJSON struct {
+	URL     string           `json:"url"`
+	Version string           `json:"version"`
+	Row     int64            `json:"row"`
+	ID      uint64           `json:"id"`
+	Rows    int64            `json:"rows"`
+	Columns []showColumnJSON `json:"columns"`
+}
+
+// showColumnJSON is one column of a shown row.
+type showColumnJSON struct {
+	Name  string       `json:"name"`
+	DType schema.DType `json:"dtype"`
+	Kind  schema.Kind  `json:"kind"`
+	Null  bool         `json:"null"`
+	Shape []int        `json:"shape"`
+	Value any          `json:"value,omitempty"`
+	Class string       `json:"class,omitempty"`
+	File  string       `json:"file,omitempty"`
+
+	text string // the value as the table shows it
+}
+
+// rowOfID returns the position of the row with the stable id in d's
+// version.
+func rowOfID(ctx context.Context, d *loch.Dataset, id uint64) (int64, error) {
+	scan := d.Scan()
+	if err := scan.Load(ctx, 16); err != nil {
+		return 0, err
+	}
+	pos, err := scan.Positions([]uint64{id})
+	if errors.Is(err, loch.ErrNotFound) {
+		return 0, fmt.Errorf("row id %d is not in version %s of %s: %w", id, d.Version(), d.URL(), loch.ErrNotFound)
+	}
+	if err != nil {
+		return 0, err
+	}
+	return pos[0], nil
+}
+
+// showColumn describes the sample of column c at row, writing it under
+// outDir when outDir is set.
+func showColumn(ctx context.Context, d *loch.Dataset, c *schema.Column, row int64, outDir string) (showColumnJSON, error) {
+	out := showColumnJSON{Name: c.Name, DType: c.DType, Kind: c.Kind}
 	col, err := d.Column(c.Name)
 	if err != nil {
-		return "", err
+		return out, err
 	}
 	smp, err := col.Read(ctx, row, nil)
 	if err != nil {
-		return "", err
+		return out, err
 	}
 	if smp.Null {
-		return "null", nil
+		out.Null, out.text = true, "null"
+		return out, nil
 	}
-	var value string
+	out.Shape = append([]int{}, smp.Shape...)
 	switch {
 	case c.DType == schema.Text:
-		value = string(smp.Data)
+		out.text = string(smp.Data)
+		out.Value = out.text
 	case c.DType == schema.JSON:
 		var buf bytes.Buffer
 		if json.Indent(&buf, smp.Data, "", "  ") == nil {
-			value = buf.String()
+			out.text = buf.String()
+			out.Value = json.RawMessage(smp.Data)
 		} else {
-			value = string(smp.Data)
+			out.text = string(smp.Data)
+			out.Value = out.text
 		}
 	case c.DType == schema.Bytes:
-		value = fmt.Sprintf("bytes [%d]", len(smp.Data))
+		out.text = fmt.Sprintf("bytes [%d]", len(smp.Data))
 	case c.Kind == schema.ClassLabel && len(smp.Shape) == 0:
-		value = labelString(c, smp.Data, 0)
+		out.text = labelString(c, smp.Data, 0)
+		out.Value = elemInt(c.DType, smp.Data, 0)
+		out.Class = className(c, elemInt(c.DType, smp.Data, 0))
 	default:
-		value = tensorSummary(c, smp)
+		out.text = tensorSummary(c, smp)
+		out.Value = tensorValues(c, smp)
 	}
 	if outDir == "" {
-		return value, nil
+		return out, nil
 	}
-	path, err := writeSample(ctx, outDir, col, c, row, smp)
-	if err != nil {
-		return "", err
+	if out.File, err = writeSample(ctx, outDir, col, c, row, smp); err != nil {
+		return out, err
 	}
-	return value + "  -> " + path, nil
+	return out, nil
+}
+
+// tensorValues returns the elements of a small tensor as JSON values (a
+// scalar for shape [], a flat list otherwise), or nil for a tensor of more
+// than maxShownElements.
+func tensorValues(c *schema.Column, smp loch.Sample) any {
+	n := schema.NumElements(smp.Shape)
+	if n > maxShownElements || len(smp.Data) < n*c.DType.Size() {
+		return nil
+	}
+	vals := make([]json.RawMessage, n)
+	for i := range vals {
+		v := elemString(c.DType, smp.Data, i)
+		if !json.Valid([]byte(v)) { // NaN, Inf
+			v = strconv.Quote(v)
+		}
+		vals[i] = json.RawMessage(v)
+	}
+	if len(smp.Shape) == 0 {
+		return vals[0]
+	}
+	return vals
 }
 
 // tensorSummary formats a tensor as "dtype shape", with its values when it

@@ -24,8 +24,9 @@ is read-only. Names have 1 to 200 letters, digits and . _ - /.
 --delete removes tag NAME; its version stays readable by id until 'loch gc'
 removes what no branch or tag reaches.
 
-With --json the listing is a JSON list of objects with the fields name,
-kind ("tag") and commit (the version id).`,
+With --json the listing is one JSON object with the fields url and tags, a
+list of objects with the fields name, kind ("tag") and commit (the version
+id).`,
 		Example: `  loch tag ./pets
   loch tag ./pets v1.0
   loch tag ./pets before-fix 3f2a9c
@@ -50,6 +51,6 @@ kind ("tag") and commit (the version id).`,
 		},
 	}
 	cmd.Flags().BoolVarP(&del, "delete", "d", false, "delete tag NAME")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the listing as a JSON list")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the listing as one JSON object")
 	return cmd
 }

@@ -97,6 +97,15 @@ func labelString(c *schema.Column, data []byte, i int) string {
 	return strconv.FormatInt(v, 10)
 }
 
+// className returns the class name of label v of column c, or "" when c
+// names no class v.
+func className(c *schema.Column, v int64) string {
+	if v >= 0 && v < int64(len(c.ClassNames)) {
+		return c.ClassNames[v]
+	}
+	return ""
+}
+
 // shapeRange formats the observed shape range of a column, one entry per
 // dimension: "32..480" where samples differ, the size where they agree. A
 // column without samples shows its declared shape ("any" when undeclared).
@@ -148,18 +157,4 @@ func ratio(c *schema.Column) float64 {
 		return 0
 	}
 	return float64(c.RawBytes) / float64(c.StoredBytes)
-}
-
-// humanBytes formats a byte count with binary units.
-func humanBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit && exp < 5; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }

@@ -27,10 +27,11 @@ const Magic = "LCHK"
 const BlockSize = 64 << 10
 
 // PlainBlockSize is the block size of codec none chunks: small, so that a
-// range read of a few samples reads few bytes it does not need (the loader
-// reads segments of about 256 KiB; 64 KiB blocks cost it about 20% more
-// bytes, 16 KiB blocks about 5%).
-const PlainBlockSize = 16 << 10
+// range read of a few samples reads few bytes it does not need: the loader
+// reads segments of about 1 MiB by range and, in a full shuffle, single
+// samples (docs/format.md §3.1 has the figures). A block's checksum costs 4
+// header bytes, 0.1% of the data.
+const PlainBlockSize = 4 << 10
 
 // fixedHeaderLen is the length of the fixed part of the header.
 const fixedHeaderLen = 40

@@ -14,6 +14,12 @@
 //	chunks/<h2>/<hash>     chunks (h2: the hash's first two hex digits)
 //	selections/<hash>      saved selections (format 1.2)
 //
+// and of a catalog (§6), beside them under the same root:
+//
+//	_catalog/log/<seq>     catalog entries
+//	_catalog/log/_latest   the latest-entry hint
+//	tables/<dir>/          one table: a dataset rooted there
+//
 // Ids and hashes are 32 lowercase hex digits.
 package keys
 
@@ -47,6 +53,15 @@ const (
 	LatestKey = "log/_latest"
 	LogPrefix = "log/"
 )
+
+// The catalog's keys (docs/format.md §6).
+const (
+	CatalogLogPrefix = "_catalog/log/"
+	TablesPrefix     = "tables/"
+)
+
+// hintName is the last segment of a log's latest-entry hint.
+const hintName = "_latest"
 
 // IDLen is the length of an object id or content hash in hex digits.
 const IDLen = 32
@@ -104,7 +119,31 @@ func Make(k Kind, id string) string {
 }
 
 // MakeLog returns the key of root entry seq.
-func MakeLog(seq uint64) string { return fmt.Sprintf("%s%020d", LogPrefix, seq) }
+func MakeLog(seq uint64) string { return MakeLogIn(LogPrefix, seq) }
+
+// MakeLogIn returns the key of entry seq of the sequence-numbered log
+// under prefix (LogPrefix or CatalogLogPrefix): the prefix and seq in 20
+// zero-padded decimal digits.
+func MakeLogIn(prefix string, seq uint64) string { return fmt.Sprintf("%s%020d", prefix, seq) }
+
+// LatestIn returns the key of the latest-entry hint of the log under
+// prefix (LatestKey for LogPrefix).
+func LatestIn(prefix string) string { return prefix + hintName }
+
+// ParseLogIn returns the sequence number of an entry key of the log under
+// prefix.
+func ParseLogIn(prefix, key string) (uint64, bool) {
+	rest, ok := strings.CutPrefix(key, prefix)
+	if !ok || len(rest) != 20 {
+		return 0, false
+	}
+	seq, err := strconv.ParseUint(rest, 10, 64)
+	return seq, err == nil
+}
+
+// MakeTable returns the root (a prefix ending in '/') of the table in
+// directory dir of a catalog.
+func MakeTable(dir string) string { return TablesPrefix + dir + "/" }
 
 // Parse reports the kind of object key names and its id: the hex id of a
 // hashed kind, the decimal sequence number of a log entry, "" for the

@@ -85,3 +85,24 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func TestCatalogKeys(t *testing.T) {
+	require.Equal(t, "_catalog/log/00000000000000000007", MakeLogIn(CatalogLogPrefix, 7))
+	require.Equal(t, "_catalog/log/_latest", LatestIn(CatalogLogPrefix))
+	require.Equal(t, LatestKey, LatestIn(LogPrefix))
+	require.Equal(t, MakeLog(9), MakeLogIn(LogPrefix, 9))
+	require.Equal(t, "tables/frames-0123456789abcdef/", MakeTable("frames-0123456789abcdef"))
+	seq, ok := ParseLogIn(CatalogLogPrefix, MakeLogIn(CatalogLogPrefix, 7))
+	require.True(t, ok)
+	require.EqualValues(t, 7, seq)
+	for _, key := range []string{
+		"_catalog/log/_latest", "_catalog/log/7", "_catalog/log/0000000000000000000x", MakeLog(7),
+		"_catalog/log/+0000000000000000007", "_catalog/log/00000000000000000007/x",
+	} {
+		_, ok := ParseLogIn(CatalogLogPrefix, key)
+		require.False(t, ok, "%q", key)
+	}
+	// A dataset's keys never parse as a catalog's, nor the reverse.
+	_, _, ok = Parse(MakeLogIn(CatalogLogPrefix, 7))
+	require.False(t, ok)
+}

@@ -1,7 +1,7 @@
 // Package manifest encodes and decodes loch's metadata objects: the dataset
 // marker, root log entries, commits, manifests (snapshots), fragments,
-// extensions and deletion vectors, each in a checksummed envelope
-// (docs/format.md, section 2).
+// extensions, deletion vectors and catalog entries, each in a checksummed
+// envelope (docs/format.md, sections 2 and 6).
 package manifest
 
 import (
@@ -38,7 +38,18 @@ const (
 	KindExtension byte = 'E'
 	KindDeletion  byte = 'X'
 	KindSelection byte = 'S'
+	KindCatalog   byte = 'T' // a catalog entry (format 1.3, docs/format.md §6)
 )
+
+// minorOf is the minor version written in an envelope of the given kind:
+// the format version that defined what it holds. Catalog entries are new in
+// 1.3; the dataset's objects are written as before.
+func minorOf(kind byte) byte {
+	if kind == KindCatalog {
+		return 3
+	}
+	return Minor
+}
 
 // corruptf is the error for an object whose bytes fail their checks:
 // loch's ErrCorrupt (internal/base), saying what was found and what was
@@ -70,7 +81,7 @@ func Encode(kind byte, v any) ([]byte, error) {
 	}
 	out := make([]byte, envHeader, envHeader+len(body)+4)
 	copy(out, Magic)
-	out[4], out[5], out[6], out[7] = kind, Major, Minor, enc
+	out[4], out[5], out[6], out[7] = kind, Major, minorOf(kind), enc
 	binary.LittleEndian.PutUint32(out[8:], uint32(len(body)))
 	out = append(out, body...)
 	return binary.LittleEndian.AppendUint32(out, crc32.Checksum(out, castagnoli)), nil
@@ -204,4 +215,21 @@ type ChunkRef struct {
 // Deletion is the body of `deletions/<hash>`.
 type Deletion struct {
 	Offsets []int64 `json:"offsets"`
+}
+
+// Catalog is the body of a catalog entry `_catalog/log/<seq>` (format 1.3):
+// the whole map from table name to table.
+type Catalog struct {
+	Seq    uint64                  `json:"seq"`
+	Time   time.Time               `json:"time"`
+	Prev   uint64                  `json:"prev,omitempty"`
+	Tables map[string]CatalogTable `json:"tables"`
+	Op     string                  `json:"op,omitempty"`
+}
+
+// CatalogTable is a catalog entry's record of one table.
+type CatalogTable struct {
+	// Dir is the table's directory below tables/: its dataset's root.
+	Dir     string    `json:"dir"`
+	Created time.Time `json:"created"`
 }

@@ -5,7 +5,9 @@
 package zstdcodec
 
 import (
+	"bytes"
 	"fmt"
+	"io"
 	"sync"
 
 	"github.com/klauspost/compress/zstd"
@@ -40,13 +42,58 @@ func Encode(dst, src []byte) []byte {
 	return e.EncodeAll(src, dst)
 }
 
-// Decode appends the decompressed src to dst. A frame that declares more
-// than limit bytes is refused before anything is allocated.
+// Decode appends the decompressed src to dst, refusing more than limit
+// bytes. A frame that declares its size is refused before anything is
+// allocated when that is more than limit. One that does not (the encoder
+// leaves the size out of frames below 256 bytes; a hostile object may leave
+// it out of any) is decoded as a stream that stops at the smaller of limit
+// and MaxUndeclared: decoded whole, a few bytes of it could ask for
+// gigabytes.
 func Decode(dst, src []byte, limit uint64) ([]byte, error) {
 	var h zstd.Header
-	if err := h.Decode(src); err == nil && h.HasFCS && h.FrameContentSize > limit {
+	if err := h.Decode(src); err != nil {
+		return nil, fmt.Errorf("zstd frame header: %w", err)
+	}
+	if !h.HasFCS {
+		return decodeStream(dst, src, limit)
+	}
+	if h.FrameContentSize > limit {
 		return nil, fmt.Errorf("zstd frame of %d bytes, more than the %d expected", h.FrameContentSize, limit)
 	}
 	_, d := codecs()
-	return d.DecodeAll(src, dst)
+	out, err := d.DecodeAll(src, dst)
+	if err == nil && uint64(len(out)-len(dst)) > limit {
+		return nil, fmt.Errorf("zstd frames of %d bytes, more than the %d expected", len(out)-len(dst), limit)
+	}
+	return out, err
 }
+
+// decodeStream decodes src, whose first frame does not declare its size,
+// as a stream, refusing more than limit bytes.
+func decodeStream(dst, src []byte, limit uint64) ([]byte, error) {
+	limit = min(limit, MaxUndeclared)
+	window := min(limit, maxStreamWindow)
+	zr, err := zstd.NewReader(bytes.NewReader(src), zstd.WithDecoderConcurrency(1),
+		zstd.WithDecoderMaxWindow(max(window, zstd.MinWindowSize)), zstd.WithDecoderLowmem(true))
+	if err != nil {
+		return nil, fmt.Errorf("zstd: %w", err)
+	}
+	defer zr.Close()
+	buf := bytes.NewBuffer(dst)
+	n, err := buf.ReadFrom(io.LimitReader(zr, int64(limit)+1))
+	if err != nil {
+		return nil, fmt.Errorf("zstd: %w", err)
+	}
+	if uint64(n) > limit {
+		return nil, fmt.Errorf("zstd frame that does not declare its size decodes to more than the %d bytes expected", limit)
+	}
+	return buf.Bytes(), nil
+}
+
+// MaxUndeclared bounds what a zstd frame that does not declare its size may
+// decode to (docs/format.md §2).
+const MaxUndeclared = 64 << 20
+
+// maxStreamWindow bounds the window a frame without a declared size may
+// ask for (the encoder's frames of that kind are under 256 bytes).
+const maxStreamWindow = 8 << 20

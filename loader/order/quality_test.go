@@ -106,7 +106,7 @@ func TestRankLocality(t *testing.T) {
 // mean number of classes per batch. With the default window (256 blocks)
 // block mode reaches at least 0.95 of a full permutation's.
 func TestClassMixing(t *testing.T) {
-	const n, size, classes, batch = 50_000, 21, 20, 64
+	const n, size, classes, batch = 50_000, 85, 20, 64 // 85 rows of 12 KiB: a 1 MiB segment
 	perClass := int64(n / classes)
 	mean := func(mode order.Mode, window int64) float64 {
 		var sum float64

@@ -18,13 +18,15 @@ use (never at import, so that importing loch before ``fork`` is safe)::
 Framework adapters: :meth:`Dataset.pytorch`, :meth:`Dataset.jax`,
 :meth:`Dataset.tensorflow`. Several datasets mixed in given proportions:
 :func:`loch.mix`. Version control (branches, tags, checkout, diff, merge,
-revert, gc): :mod:`loch.versions`.
+revert, gc): :mod:`loch.versions`. Named tables under one root:
+:func:`loch.connect` (:mod:`loch.catalog`).
 """
 
 from __future__ import annotations
 
 from ._buffers import buffer_stats, trim_buffers
 from ._write import EncodedImage
+from .catalog import Catalog, CatalogGCReport, Table, TableDir, connect
 from .dataset import ColumnReader, Commit, Dataset, create, open
 from .errors import (
     AlreadyExists,
@@ -65,7 +67,7 @@ from .versions import ColumnChange, Diff, GCCount, GCReport, MergeConflict, Merg
 __version__ = "0.1.0"
 
 __all__ = [
-    "create", "open", "Dataset", "ColumnReader", "Commit", "Loader", "EncodedImage", "buffer_stats", "trim_buffers",
+    "create", "open", "connect", "Catalog", "Table", "TableDir", "CatalogGCReport", "Dataset", "ColumnReader", "Commit", "Loader", "EncodedImage", "buffer_stats", "trim_buffers",
     "mix", "Mixture", "Selection",
     "Ref", "Diff", "RowChange", "ColumnChange", "MergeResult", "MergeConflict", "GCReport", "GCCount",
     "Schema", "Column", "Tensor", "Image", "Video", "Audio", "Mask", "ClassLabel", "BBox", "Embedding",

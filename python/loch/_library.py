@@ -28,7 +28,7 @@ from typing import Any
 from ._status import NOT_ERRORS
 from .errors import ForkedProcess, from_status
 
-ABI_VERSION = 3
+ABI_VERSION = 4
 
 # Layouts and encodings of loch_column_in and loch_tensor.
 DENSE, PACKED, NULLS = 0, 1, 2
@@ -127,6 +127,15 @@ _STATUS_FUNCS: dict[str, list[Any]] = {
     "loch_dataset_diff": [c_uintptr, c_char_p, c_char_p, c_char_p, _STR_OUT],
     "loch_dataset_merge": [c_uintptr, c_char_p, c_char_p, _STR_OUT],
     "loch_dataset_gc": [c_uintptr, c_char_p, _STR_OUT],
+    "loch_catalog_open": [c_char_p, c_char_p, POINTER(c_uintptr)],
+    "loch_catalog_close": [c_uintptr],
+    "loch_catalog_url": [c_uintptr, _STR_OUT],
+    "loch_catalog_tables": [c_uintptr, _STR_OUT],
+    "loch_catalog_open_table": [c_uintptr, c_char_p, c_char_p, POINTER(c_uintptr)],
+    "loch_catalog_create_table": [c_uintptr, c_char_p, c_char_p, c_char_p, POINTER(c_uintptr)],
+    "loch_catalog_drop_table": [c_uintptr, c_char_p],
+    "loch_catalog_rename_table": [c_uintptr, c_char_p, c_char_p],
+    "loch_catalog_gc": [c_uintptr, c_char_p, _STR_OUT],
     "loch_dtypes": [_STR_OUT],
     "loch_loader_config": [c_char_p, _STR_OUT],
     "loch_loader_new": [c_uintptr, c_char_p, POINTER(c_uintptr)],

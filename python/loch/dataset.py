@@ -175,7 +175,9 @@ class Dataset:
     #: (:attr:`loch.loader.Source.row_keys`).
     row_keys: tuple[str, ...] = ("index",)
 
-    def __init__(self, lib: Library, handle: int) -> None:
+    def __init__(self, lib: Library, handle: int, keep: object = None) -> None:
+        # keep: an object this dataset keeps alive, the catalog of a table.
+        self._keep = keep
         self._h = Handle(self, lib, handle, "loch_dataset_close", "dataset")
         self._lib = lib
         self._schema: tuple[str, Schema] | None = None

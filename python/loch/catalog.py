@@ -1,0 +1,226 @@
+"""Catalogs: named tables under one root, each an ordinary loch dataset.
+
+    >>> import loch
+    >>> cat = loch.connect("mem://catalog-doc")
+    >>> frames = cat.create_table("Frames", {"label": loch.ClassLabel(["cat", "dog"])})
+    >>> frames.extend({"label": [0, 1, 1]})
+    >>> _ = frames.commit("three labels")
+    >>> [t.name for t in cat.tables()]
+    ['Frames']
+    >>> len(cat.open_table("frames"))  # names compare case-insensitively
+    3
+
+A table opened from a catalog is a :class:`loch.Dataset` like any other
+(``.pytorch()``, branches, version pinning with ``ref=``). Listing reads
+the catalog's log only, never the tables. Dropping a table removes its
+name at once; its data stays, readable by whoever has it open, until
+:meth:`Catalog.gc` runs after the grace period.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from . import _library
+from ._handle import Handle
+from ._library import Library, c_uintptr
+from .dataset import Dataset
+from .schema import Column, Schema
+from .versions import GCReport, format_time, parse_time
+
+__all__ = ["Catalog", "Table", "CatalogGCReport", "TableDir", "connect"]
+
+
+@dataclass(frozen=True)
+class Table:
+    """One table of a catalog (``cat.tables()``).
+
+    Attributes:
+        name: the table's name, in the case it was given.
+        dir: its directory below the root's ``tables/``.
+        url: the URL of its dataset (``loch.open(url)`` opens it too).
+        created: when it was created.
+    """
+
+    name: str
+    dir: str
+    url: str
+    created: datetime
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> Table:
+        return cls(d["name"], d["dir"], d["url"], parse_time(d["created"]))
+
+
+@dataclass(frozen=True)
+class TableDir:
+    """A table directory that gc deleted or kept: its name, objects and
+    bytes."""
+
+    dir: str
+    objects: int
+    bytes: int
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> TableDir:
+        return cls(d["dir"], int(d.get("objects", 0)), int(d.get("bytes", 0)))
+
+
+@dataclass(frozen=True)
+class CatalogGCReport:
+    """What ``cat.gc()`` deleted (or, in a dry run, would delete).
+
+    Attributes:
+        dry_run: nothing was deleted.
+        deleted: directories of tables dropped longer ago than the grace
+            period (and of creations that failed as long ago).
+        young: directories that no table names, kept because something in
+            them was written within the grace period.
+        tables: each table's own collection, by name.
+        log_entries: catalog log entries older than the grace period
+            deleted (each holds the whole list of tables).
+    """
+
+    dry_run: bool
+    deleted: list[TableDir] = field(default_factory=list)
+    young: list[TableDir] = field(default_factory=list)
+    tables: dict[str, GCReport] = field(default_factory=dict)
+    log_entries: int = 0
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> CatalogGCReport:
+        return cls(
+            dry_run=bool(d.get("dry_run")),
+            deleted=[TableDir.from_json(x) for x in d.get("deleted") or ()],
+            young=[TableDir.from_json(x) for x in d.get("young") or ()],
+            tables={k: GCReport.from_json(v) for k, v in (d.get("tables") or {}).items()},
+            log_entries=int(d.get("log_entries", 0)),
+        )
+
+
+def _json(**kw: Any) -> bytes:
+    return json.dumps({k: v for k, v in kw.items() if v is not None}).encode()
+
+
+def connect(root: str, *, create: bool = True) -> Catalog:
+    """Opens the catalog at ``root`` (a path, ``file://``, ``s3://``,
+    ``gs://``, ``az://`` or ``mem://`` URL), creating an empty one there
+    when there is none, unless ``create`` is False (then
+    :class:`loch.NotFound`)."""
+    lib = _library.library()
+    out = c_uintptr()
+    lib.call("loch_catalog_open", root.encode(), _json(create=create or None), ctypes.byref(out))
+    return Catalog(lib, out.value)
+
+
+class Catalog:
+    """The tables under one root (:func:`loch.connect`). Table names keep
+    their case and compare case-insensitively; a bad name (with ``/``,
+    ``..``, control characters, ...) raises :class:`loch.InvalidArgument`.
+    Safe to use from several threads, and from several processes at once:
+    of two creators of one name, one wins and the other gets
+    :class:`loch.AlreadyExists`. Tables opened from it stay usable after it
+    is closed."""
+
+    def __init__(self, lib: Library, handle: int) -> None:
+        self._h = Handle(self, lib, handle, "loch_catalog_close", "catalog")
+
+    @property
+    def url(self) -> str:
+        """The root's URL, without secrets."""
+        return self._h.lib.call_string("loch_catalog_url", self._h.value)
+
+    def __repr__(self) -> str:
+        if self._h.closed:
+            return "<loch.Catalog (closed)>"
+        return f"<loch.Catalog {self.url}>"
+
+    def tables(self) -> list[Table]:
+        """The tables, sorted by name case-insensitively. Reads the
+        catalog's log only (a few objects, whatever the number of
+        tables)."""
+        return [Table.from_json(t) for t in self._h.lib.call_json("loch_catalog_tables", self._h.value)]
+
+    def __contains__(self, name: object) -> bool:
+        if not isinstance(name, str):
+            return False
+        folded = name.lower()
+        return any(t.name.lower() == folded for t in self.tables())
+
+    def open_table(
+        self,
+        name: str,
+        *,
+        ref: str | None = None,
+        version: str | None = None,
+        as_of: datetime | str | None = None,
+        parallelism: int | None = None,
+        author: str | None = None,
+        cache_bytes: int | None = None,
+    ) -> Dataset:
+        """Opens table ``name`` as a :class:`loch.Dataset`, with the options
+        of :func:`loch.open` (``ref`` a branch, tag or version; ``as_of`` a
+        time). Raises :class:`loch.NotFound` when there is no such table."""
+        out = c_uintptr()
+        opts = _json(ref=ref, version=version, as_of=None if as_of is None else format_time(as_of),
+                     parallelism=parallelism, author=author, cache_bytes=cache_bytes)  # fmt: skip
+        self._h.call("loch_catalog_open_table", name.encode(), opts, ctypes.byref(out))
+        return Dataset(self._h.lib, out.value, keep=self)
+
+    def create_table(
+        self,
+        name: str,
+        schema: Mapping[str, Column] | Schema | str,
+        *,
+        parallelism: int | None = None,
+        author: str | None = None,
+    ) -> Dataset:
+        """Creates an empty table ``name`` with ``schema`` (as
+        :func:`loch.create` takes it) and returns it open on branch
+        ``main``. Raises :class:`loch.AlreadyExists` when a table of that
+        name (in any case) exists."""
+        text = schema if isinstance(schema, str) else Schema(schema).to_json()
+        out = c_uintptr()
+        self._h.call("loch_catalog_create_table", name.encode(), text.encode(),
+                     _json(parallelism=parallelism, author=author), ctypes.byref(out))  # fmt: skip
+        return Dataset(self._h.lib, out.value, keep=self)
+
+    def drop_table(self, name: str) -> None:
+        """Removes table ``name`` (:class:`loch.NotFound` if there is none).
+        Its data stays, readable through handles already open, until
+        :meth:`gc` runs once the grace period has passed."""
+        self._h.call("loch_catalog_drop_table", name.encode())
+
+    def rename_table(self, name: str, new_name: str) -> None:
+        """Renames table ``name`` to ``new_name`` (a change of case only is
+        a rename too). Its data does not move; open handles keep working.
+        Raises :class:`loch.NotFound` or :class:`loch.AlreadyExists`."""
+        self._h.call("loch_catalog_rename_table", name.encode(), new_name.encode())
+
+    def gc(self, grace: float = 86400.0, dry_run: bool = False) -> CatalogGCReport:
+        """Deletes the data of tables dropped more than ``grace`` seconds
+        ago, then collects every table as :meth:`loch.Dataset.gc` does, then
+        deletes catalog log entries older than ``grace``; ``dry_run`` only
+        reports."""
+        opts = json.dumps({"grace_seconds": float(grace), "dry_run": bool(dry_run)}).encode()
+        return CatalogGCReport.from_json(self._h.lib.call_json("loch_catalog_gc", self._h.value, opts))
+
+    def close(self) -> None:
+        """Closes the catalog (idempotent). Tables opened from it stay
+        usable until they are closed."""
+        self._h.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._h.closed
+
+    def __enter__(self) -> Catalog:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
