@@ -15,6 +15,7 @@ import (
 	"github.com/duckdb/duckdb-go/v2"
 
 	"github.com/lochdata/loch"
+	"github.com/lochdata/loch/storage"
 )
 
 // TableName is the name a query gives the handle's version; the last
@@ -41,6 +42,11 @@ type Options struct {
 	// with (loch.WithStore, ...). Versions of the engine's own dataset
 	// are opened on its store.
 	Open []loch.Option
+	// FileBase is the directory loch_file resolves relative paths
+	// against (default the process's working directory).
+	FileBase string
+	// FileOpts are the storage options loch_file reads URLs with.
+	FileOpts []storage.Option
 }
 
 // Engine runs SQL over one dataset handle (and, through loch_scan, any
@@ -58,9 +64,11 @@ type Engine struct {
 	ctx      context.Context // the running query's, for the table function
 	opened   map[string]*loch.Scan
 	handles  []*loch.Dataset
+	attached map[string]*loch.Dataset // by loch_scan URL (attachPrefix + name)
 }
 
-// New starts an engine over d's current version.
+// New starts an engine over d's current version. d may be nil: then the
+// engine has no ds view, and tables are the ones Attach adds.
 func New(ctx context.Context, d *loch.Dataset, opts Options) (*Engine, error) {
 	if opts.Threads <= 0 {
 		opts.Threads = defaultThreads()
@@ -69,7 +77,7 @@ func New(ctx context.Context, d *loch.Dataset, opts Options) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("query: start DuckDB: %w", err)
 	}
-	e := &Engine{d: d, opts: opts, db: db, opened: map[string]*loch.Scan{}, ctx: ctx}
+	e := &Engine{d: d, opts: opts, db: db, opened: map[string]*loch.Scan{}, attached: map[string]*loch.Dataset{}, ctx: ctx}
 	if err := e.init(ctx); err != nil {
 		e.Close()
 		return nil, err
@@ -120,6 +128,12 @@ func (e *Engine) init(ctx context.Context) error {
 	if _, err := conn.ExecContext(ctx, macro); err != nil {
 		return fmt.Errorf("query: define %s: %w", randomMacro, err)
 	}
+	if err := e.registerFile(conn); err != nil {
+		return err
+	}
+	if e.d == nil {
+		return nil
+	}
 	views := []string{TableName}
 	if n := urlTableName(e.d.URL()); n != "" && n != TableName {
 		views = append(views, n)
@@ -133,8 +147,33 @@ func (e *Engine) init(ctx context.Context) error {
 	return nil
 }
 
-// handleURL is what the views pass loch_scan for the engine's own handle.
-const handleURL = "loch:handle"
+// handleURL is what the views pass loch_scan for the engine's own handle;
+// attachPrefix + name, for a handle Attach added.
+const (
+	handleURL    = "loch:handle"
+	attachPrefix = "loch:table:"
+)
+
+// Attach makes d's current version readable as the view name (replacing
+// a view of that name), so that one query can join several datasets: a
+// catalog's tables, each by its name. The engine does not close d; d must
+// stay open until the engine is closed.
+func (e *Engine) Attach(ctx context.Context, name string, d *loch.Dataset) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	url := attachPrefix + name
+	e.attached[url] = d
+	for k := range e.opened {
+		if strings.HasPrefix(k, url+"\x00") {
+			delete(e.opened, k)
+		}
+	}
+	q := fmt.Sprintf("CREATE OR REPLACE VIEW %s AS SELECT * FROM %s(%s)", quoteIdent(name), scanFunction, quoteString(url))
+	if _, err := e.conn.ExecContext(ctx, q); err != nil {
+		return fmt.Errorf("query: create view %s: %w", name, err)
+	}
+	return nil
+}
 
 // typeOf returns the type DuckDB gives the first column of q.
 func (e *Engine) typeOf(ctx context.Context, q string) (duckdb.TypeInfo, error) {
@@ -197,16 +236,22 @@ func (e *Engine) scan(url, ref, asOf string) (*loch.Scan, error) {
 	}
 	ctx := e.ctx
 	var d *loch.Dataset
-	own := url == handleURL || url == e.d.URL()
-	if own && ref == "" && asOf == "" {
-		d = e.d
+	// base is the handle whose versions url names ("" if none).
+	var base *loch.Dataset
+	if a, ok := e.attached[url]; ok {
+		base = a
+	} else if e.d != nil && (url == handleURL || url == e.d.URL()) {
+		base = e.d
+	} else if url == handleURL {
+		return nil, fmt.Errorf("query: no dataset: %w", loch.ErrInvalidArgument)
+	}
+	if base != nil && ref == "" && asOf == "" {
+		d = base
 	} else {
-		if url == handleURL {
-			url = e.d.URL()
-		}
 		opts := append([]loch.Option(nil), e.opts.Open...)
-		if own {
-			opts = append(opts, loch.WithStore(e.d.Store()))
+		if base != nil {
+			url = base.URL()
+			opts = append(opts, loch.WithStore(base.Store()))
 		}
 		if ref != "" {
 			opts = append(opts, loch.WithRef(ref))

@@ -73,7 +73,7 @@ func (e *Engine) rewrite(ctx context.Context, q string, selection bool) (rewritt
 	}
 	var out rewritten
 	changed := selection
-	if from, _ := node["from_table"].(map[string]any); from != nil && from["type"] == "EMPTY" {
+	if from, _ := node["from_table"].(map[string]any); from != nil && from["type"] == "EMPTY" && e.d != nil {
 		changed = true
 		node["from_table"] = map[string]any{"type": "BASE_TABLE", "alias": "", "sample": nil, "query_location": from["query_location"],
 			"schema_name": "", "table_name": TableName, "column_name_alias": []any{}, "catalog_name": "", "at_clause": nil}

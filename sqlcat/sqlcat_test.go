@@ -1,0 +1,93 @@
+package sqlcat
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/lochdata/loch"
+	"github.com/lochdata/loch/catalog"
+	"github.com/lochdata/loch/internal/testserver"
+	"github.com/lochdata/loch/schema"
+)
+
+var ctx = context.Background()
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	testserver.StopAll()
+	os.Exit(code)
+}
+
+// newSession makes an empty catalog at root.
+func newSession(t *testing.T, root string) *Session {
+	t.Helper()
+	cat, err := catalog.Create(ctx, root)
+	require.NoError(t, err)
+	t.Cleanup(func() { cat.Close() })
+	s := NewSession(cat)
+	s.Threads = 2
+	return s
+}
+
+func run(t *testing.T, s *Session, stmt string) Result {
+	t.Helper()
+	r, err := s.Run(ctx, stmt, Output{})
+	require.NoError(t, err, stmt)
+	return r
+}
+
+// rowsOf runs a query and returns its rows as JSON objects.
+func rowsOf(t *testing.T, s *Session, q string) []map[string]any {
+	t.Helper()
+	var b bytes.Buffer
+	_, err := s.Run(ctx, q, Output{W: &b, Format: "json"})
+	require.NoError(t, err, q)
+	var out []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(b.String()), "\n") {
+		if line == "" {
+			continue
+		}
+		var m map[string]any
+		require.NoError(t, json.Unmarshal([]byte(line), &m), line)
+		out = append(out, m)
+	}
+	return out
+}
+
+func TestSmoke(t *testing.T) {
+	s := newSession(t, t.TempDir()+"/lake")
+	run(t, s, "CREATE TABLE frames (id BIGINT, caption TEXT, e FLOAT[3], label CLASS_LABEL('cat', 'dog'), meta JSON)")
+	r := run(t, s, "INSERT INTO frames VALUES (1, 'a', [1,2,3], 'cat', '{\"q\": 1}'), (2, 'b', [4,5,6], 'dog', NULL)")
+	require.EqualValues(t, 2, r.Rows)
+	require.NotEmpty(t, r.Version)
+	got := rowsOf(t, s, "SELECT id, caption, e, label FROM frames ORDER BY id")
+	require.Len(t, got, 2)
+	require.Equal(t, "dog", got[1]["label"])
+	r = run(t, s, "UPDATE frames SET label = 'cat', caption = caption || '!' WHERE id = 2")
+	require.EqualValues(t, 1, r.Rows)
+	got = rowsOf(t, s, "SELECT id, caption, label FROM frames ORDER BY id")
+	require.Equal(t, "b!", got[1]["caption"])
+	require.Equal(t, "cat", got[1]["label"])
+	r = run(t, s, "DELETE FROM frames WHERE id = 1")
+	require.EqualValues(t, 1, r.Rows)
+	require.Len(t, rowsOf(t, s, "SELECT * FROM frames"), 1)
+	run(t, s, "ALTER TABLE frames ADD COLUMN score DOUBLE")
+	run(t, s, "CREATE TABLE other (id BIGINT, n INTEGER)")
+	run(t, s, "INSERT INTO other SELECT id, 7 FROM frames")
+	got = rowsOf(t, s, "SELECT f.id, o.n, f.score FROM frames f JOIN other o USING (id)")
+	require.Len(t, got, 1)
+	require.EqualValues(t, 7, got[0]["n"])
+	require.Nil(t, got[0]["score"])
+	run(t, s, "DROP TABLE other")
+	_, err := s.Run(ctx, "DROP TABLE other", Output{})
+	require.True(t, errors.Is(err, loch.ErrNotFound), "%v", err)
+	run(t, s, "DROP TABLE IF EXISTS other")
+	_ = schema.Int64
+}
