@@ -263,6 +263,8 @@ func appendNumber(dst []byte, dt schema.DType, v any) ([]byte, error) {
 		} else {
 			return nil, fmt.Errorf("%q is not a number (a %s column)", cut(x, 40), dt)
 		}
+	case interface{ Float64() float64 }: // DuckDB's DECIMAL (0.5 is one)
+		f, kind = x.Float64(), 'f'
 	case nil:
 		return nil, fmt.Errorf("NULL inside a list (a %s column takes no nulls in a tensor)", dt)
 	default:

@@ -210,3 +210,35 @@ func (p *parser) until(stop func(token) bool) string {
 		p.next()
 	}
 }
+
+// Split cuts a script into the statements that end with a semicolon
+// outside strings, quoted names and comments; each keeps its leading
+// comments and loses its ';', and blank ones are dropped. rest is the
+// text after the last ';' ("" if only spaces): the start of the next. An error is
+// an unterminated string, name or comment: the script is incomplete.
+func Split(script string) (stmts []string, rest string, err error) {
+	toks, err := lex(script)
+	if err != nil {
+		return nil, script, err
+	}
+	start := 0
+	for _, t := range toks {
+		if t.is(";") {
+			if s := strings.TrimSpace(script[start:t.pos]); s != "" && hasToken(s) {
+				stmts = append(stmts, s)
+			}
+			start = t.end
+		}
+	}
+	rest = script[start:]
+	if strings.TrimSpace(rest) == "" {
+		rest = ""
+	}
+	return stmts, rest, nil
+}
+
+// hasToken reports whether s has anything but spaces and comments.
+func hasToken(s string) bool {
+	toks, err := lex(s)
+	return err != nil || toks[0].kind != tokEOF
+}

@@ -172,8 +172,9 @@ func (s *Session) set(p *parser) (Result, error) {
 	return Result{Statement: "SET"}, p.end()
 }
 
-// messageRE is the comment that names one statement's commit message.
-var messageRE = regexp.MustCompile(`^--\s*loch:\s*message\s+("(?:[^"\\]|\\.)*")\s*$`)
+// messageRE is the comment that names one statement's commit message:
+// -- loch: message "..." on a line of its own, or /* loch: message "..." */.
+var messageRE = regexp.MustCompile(`^(?:--\s*loch:\s*message\s+("(?:[^"\\]|\\.)*")\s*$|/\*\s*loch:\s*message\s+("(?:[^"\\]|\\.)*")\s*\*/)`)
 
 // message is the commit message of stmt: its leading
 // -- loch: message "..." comment, else the session's, else its text.
@@ -183,13 +184,14 @@ func (s *Session) message(stmt string) (string, error) {
 		if line == "" {
 			continue
 		}
-		if !strings.HasPrefix(line, "--") {
+		if !strings.HasPrefix(line, "--") && !strings.HasPrefix(line, "/*") {
 			break
 		}
 		if m := messageRE.FindStringSubmatch(line); m != nil {
-			msg, err := strconv.Unquote(m[1])
+			q := m[1] + m[2]
+			msg, err := strconv.Unquote(q)
 			if err != nil {
-				return "", fmt.Errorf("sql: commit message %s: %w", m[1], loch.ErrInvalidArgument)
+				return "", fmt.Errorf("sql: commit message %s: %w", q, loch.ErrInvalidArgument)
 			}
 			return msg, nil
 		}
