@@ -202,14 +202,26 @@ func (s *Session) message(stmt string) (string, error) {
 	return cut(strings.Join(strings.Fields(stmt), " "), 200), nil
 }
 
-// engine starts a query engine with every table visible by its name, at
-// the session's branch where the table has it (else main); target, when
-// not nil, is attached as table name instead (the handle a write stages
-// on). The returned function closes the engine and the tables it opened.
-func (s *Session) engine(ctx context.Context, name string, target *loch.Dataset) (*query.Engine, func(), error) {
+// engine starts a query engine for the SQL text q with every table that
+// q names visible by its name (a table whose name is not among q's
+// identifiers cannot be read, so it is not opened), at the session's
+// branch where the table has it (else main); target, when not nil, is
+// attached as table name instead (the handle a write stages on). The
+// returned function closes the engine and the tables it opened.
+func (s *Session) engine(ctx context.Context, q, name string, target *loch.Dataset) (*query.Engine, func(), error) {
 	tables, err := s.cat.Tables(ctx)
 	if err != nil {
 		return nil, nil, err
+	}
+	named := map[string]bool{}
+	if toks, err := lex(q); err == nil {
+		for _, t := range toks {
+			if t.kind == tokIdent || t.kind == tokQuoted {
+				named[strings.ToLower(t.text)] = true
+			}
+		}
+	} else {
+		named = nil // read every table
 	}
 	e, err := query.New(ctx, nil, query.Options{Threads: s.Threads, FileBase: s.FileBase})
 	if err != nil {
@@ -223,6 +235,9 @@ func (s *Session) engine(ctx context.Context, name string, target *loch.Dataset)
 		}
 	}
 	for _, t := range tables {
+		if named != nil && !named[strings.ToLower(t.Name)] {
+			continue
+		}
 		d := target
 		if target == nil || !strings.EqualFold(t.Name, name) {
 			d, err = s.openRead(ctx, t.Name)
@@ -276,7 +291,7 @@ func (s *Session) openWrite(ctx context.Context, name string) (*loch.Dataset, er
 
 // query runs a read statement.
 func (s *Session) query(ctx context.Context, stmt string, out Output) (int64, error) {
-	e, done, err := s.engine(ctx, "", nil)
+	e, done, err := s.engine(ctx, stmt, "", nil)
 	if err != nil {
 		return 0, err
 	}

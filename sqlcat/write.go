@@ -50,7 +50,7 @@ func (s *Session) createAs(ctx context.Context, st *createStmt, stmt string) (Re
 			return res, nil
 		}
 	}
-	e, done, err := s.engine(ctx, "", nil)
+	e, done, err := s.engine(ctx, st.as, "", nil)
 	if err != nil {
 		return res, err
 	}
@@ -209,7 +209,7 @@ func (s *Session) insertFrom(ctx context.Context, name string, cols []string, so
 			targets = append(targets, col)
 		}
 	}
-	e, done, err := s.engine(ctx, name, d)
+	e, done, err := s.engine(ctx, source, name, d)
 	if err != nil {
 		return res, err
 	}
@@ -483,7 +483,7 @@ func (s *Session) delete(ctx context.Context, p *parser, stmt string) (Result, e
 // each runs q (of n result columns) with table name read through d and
 // calls fn with each row's values (1-based row number).
 func (s *Session) each(ctx context.Context, name string, d *loch.Dataset, q string, n int, fn func(int64, []any) error) error {
-	e, done, err := s.engine(ctx, name, d)
+	e, done, err := s.engine(ctx, q, name, d)
 	if err != nil {
 		return err
 	}
