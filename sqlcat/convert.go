@@ -18,33 +18,13 @@ import (
 )
 
 // toSample converts one DuckDB value (as database/sql returns it) to a
-// sample of column c, checked against the column (docs/sql.md §4).
+// sample of column c. Its shape is checked against the column when the
+// row is staged (Dataset.Extend, Update).
 func toSample(c *schema.Column, v any) (loch.Sample, error) {
 	if v == nil {
 		return loch.Sample{Null: true}, nil
 	}
-	s, err := convert(c, v)
-	if err != nil {
-		return s, err
-	}
-	shape := s.Shape
-	if s.Encoding != "" && s.Encoding != schema.SampleNone {
-		_, shape, err = imaging.Config(s.Data)
-		if err != nil {
-			return s, err
-		}
-		if err := c.CheckSample(shape, nil); err != nil {
-			return s, err
-		}
-		return s, nil
-	}
-	if c.DType.Variable() {
-		return s, nil
-	}
-	if err := c.CheckSample(shape, s.Data); err != nil {
-		return s, err
-	}
-	return s, nil
+	return convert(c, v)
 }
 
 // describe names a value's DuckDB-side type for an error.

@@ -91,12 +91,12 @@ func TestBadInput(t *testing.T) {
 		{"CREATE TABLE u (d INT, d INT)", loch.ErrInvalidArgument, "twice"},
 		{"INSERT INTO t VALUES (2, [1, 2])", loch.ErrInvalidArgument, "the source has 2 columns, the target 4"},
 		{"INSERT INTO t (id, nope) VALUES (2, 1)", loch.ErrInvalidArgument, `no column "nope"`},
-		{"INSERT INTO t (id, e) VALUES (2, [1, 2]), (3, [1, 2, 3])", loch.ErrInvalidArgument, "row 2, column e"},
+		{"INSERT INTO t (id, e) VALUES (2, [1, 2]), (3, [1, 2, 3])", loch.ErrInvalidArgument, "row 2, column \"e\""},
 		{"INSERT INTO t (id, e) VALUES (2, [1, 2]), (3, 'x')", loch.ErrInvalidArgument, "can't be cast"}, // DuckDB's error: VALUES has one type per column
 		{"INSERT INTO t (id) VALUES (2), (2.5)", loch.ErrInvalidArgument, "row 2, column id: duckdb.Decimal 2.5"},
 		{"INSERT INTO t (id, label) VALUES (2, 'a'), (3, 'z')", loch.ErrInvalidArgument, `row 2, column label: VARCHAR "z", want one of the class names "a", "b"`},
 		{"INSERT INTO t (id, label) VALUES (2, 5)", loch.ErrInvalidArgument, "row 1, column label: int32 5, want a class index in [0, 2)"},
-		{"UPDATE t SET e = [1, 2, 3]", loch.ErrInvalidArgument, "row 1, column e"},
+		{"UPDATE t SET e = [1, 2, 3]", loch.ErrInvalidArgument, "row 1, column \"e\" (generic float32): shape [3], want [2]"},
 		{"UPDATE t SET nope = 1", loch.ErrInvalidArgument, `no column "nope"`},
 		{"UPDATE t SET id = 1 FROM t", loch.ErrInvalidArgument, "FROM, USING and RETURNING are not supported"},
 		{"DROP TABLE nope", loch.ErrNotFound, `no table "nope"`},
@@ -132,7 +132,7 @@ func TestAtomicInsert(t *testing.T) {
 		q := "INSERT INTO t SELECT i, CASE WHEN i = " + itoa(k) + " THEN [1, 2, 3] ELSE [i, i] END FROM range(1, 701) r(i)"
 		_, err := s.Run(ctx, q, Output{})
 		require.ErrorIs(t, err, loch.ErrInvalidArgument)
-		require.ErrorContains(t, err, "row "+itoa(k)+", column e")
+		require.ErrorContains(t, err, "row "+itoa(k)+", column \"e\"")
 		d, err := s.cat.OpenTable(ctx, "t")
 		require.NoError(t, err)
 		require.Equal(t, before, d.Version(), "row %d bad: nothing committed", k)

@@ -26,7 +26,7 @@ func TestMain(m *testing.M) {
 }
 
 // newSession makes an empty catalog at root.
-func newSession(t *testing.T, root string) *Session {
+func newSession(t testing.TB, root string) *Session {
 	t.Helper()
 	cat, err := catalog.Create(ctx, root)
 	require.NoError(t, err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/lochdata/loch"
 	"github.com/lochdata/loch/catalog"
+	"github.com/lochdata/loch/imaging"
 	"github.com/lochdata/loch/query"
 	"github.com/lochdata/loch/schema"
 )
@@ -246,7 +247,14 @@ func (s *Session) insertFrom(ctx context.Context, name string, cols []string, so
 			return nil
 		}
 		if err := d.Extend(ctx, batch); err != nil {
-			return fmt.Errorf("insert into %s (nothing inserted): rows %d to %d: %w", name, first, first+int64(len(batch))-1, err)
+			// Name the first bad row (the error path only: Extend checks
+			// every sample).
+			for k, row := range batch {
+				if rerr := checkRow(targets, row); rerr != nil {
+					return rowError("insert into", name, first+int64(k), rerr)
+				}
+			}
+			return fmt.Errorf("insert into %s (nothing written): rows %d to %d: %w", name, first, first+int64(len(batch))-1, err)
 		}
 		first += int64(len(batch))
 		batch = batch[:0]
@@ -261,7 +269,7 @@ func (s *Session) insertFrom(ctx context.Context, name string, cols []string, so
 			c := targets[k]
 			smp, err := toSample(c, vals[i])
 			if err != nil {
-				return res, rowError("insert into", name, res.Rows+1, c.Name, err)
+				return res, rowError("insert into", name, res.Rows+1, fmt.Errorf("column %s: %w", c.Name, err))
 			}
 			row[c.Name] = smp
 		}
@@ -290,12 +298,38 @@ func (s *Session) insertFrom(ctx context.Context, name string, cols []string, so
 	return res, nil
 }
 
-// rowError is a value that does not fit its column: nothing was written.
-func rowError(op, table string, row int64, col string, err error) error {
-	if errors.Is(err, loch.ErrInvalidArgument) {
-		return fmt.Errorf("%s %s (nothing written): row %d, column %s: %w", op, table, row, col, err)
+// checkRow checks each sample of row against its column, as staging
+// does, so that an error can name the row.
+func checkRow(cols []*schema.Column, row loch.Row) error {
+	for _, c := range cols {
+		smp, ok := row[c.Name]
+		if !ok || smp.Null {
+			continue
+		}
+		shape, data := smp.Shape, smp.Data
+		if smp.Encoding == schema.PNG || smp.Encoding == schema.JPEG {
+			_, cshape, err := imaging.Config(smp.Data)
+			if err != nil {
+				return fmt.Errorf("column %s: %w", c.Name, err)
+			}
+			shape, data = cshape, nil
+		} else if c.DType.Variable() {
+			continue
+		}
+		if err := c.CheckSample(shape, data); err != nil {
+			return err
+		}
 	}
-	return fmt.Errorf("%s %s (nothing written): row %d, column %s: %v: %w", op, table, row, col, err, loch.ErrInvalidArgument)
+	return nil
+}
+
+// rowError is a row that does not fit its table: nothing was written.
+// err names the column.
+func rowError(op, table string, row int64, err error) error {
+	if errors.Is(err, loch.ErrInvalidArgument) {
+		return fmt.Errorf("%s %s (nothing written): row %d, %w", op, table, row, err)
+	}
+	return fmt.Errorf("%s %s (nothing written): row %d, %v: %w", op, table, row, err, loch.ErrInvalidArgument)
 }
 
 func oneLine(err error) string { return strings.Join(strings.Fields(err.Error()), " ") }
@@ -386,7 +420,7 @@ func (s *Session) update(ctx context.Context, p *parser, stmt string) (Result, e
 		for i, c := range targets {
 			smp, err := toSample(c, vals[i+1])
 			if err != nil {
-				return rowError("update", name, n, c.Name, err)
+				return rowError("update", name, n, fmt.Errorf("column %s: %w", c.Name, err))
 			}
 			row[c.Name] = smp
 		}
@@ -398,7 +432,10 @@ func (s *Session) update(ctx context.Context, p *parser, stmt string) (Result, e
 	}
 	for i, c := range changes {
 		if err := d.Update(ctx, c.id, c.row); err != nil {
-			return res, fmt.Errorf("update %s (nothing written): row %d (id %d): %w", name, i+1, c.id, err)
+			if cerr := checkRow(targets, c.row); cerr != nil {
+				err = cerr
+			}
+			return res, rowError("update", name, int64(i+1), err)
 		}
 	}
 	res.Rows = int64(len(changes))
