@@ -302,3 +302,52 @@ func (s *Session) query(ctx context.Context, stmt string, out Output) (int64, er
 	}
 	return e.Write(ctx, stmt, out.Format, out.Limit, w)
 }
+
+// Select runs a SELECT over one table of the catalog (the only catalog
+// table it names) and returns the selection it makes of that table's
+// version (query.Engine.Select: row ids in result order) and the table's
+// name. seed, when not nil, seeds random().
+func (s *Session) Select(ctx context.Context, q string, seed *uint64) (*loch.Selection, string, error) {
+	tables, err := s.cat.Tables(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	toks, err := lex(q)
+	if err != nil {
+		return nil, "", err
+	}
+	named := map[string]bool{}
+	for _, t := range toks {
+		if t.kind == tokIdent || t.kind == tokQuoted {
+			named[strings.ToLower(t.text)] = true
+		}
+	}
+	var hit []string
+	for _, t := range tables {
+		if named[strings.ToLower(t.Name)] {
+			hit = append(hit, t.Name)
+		}
+	}
+	if len(hit) != 1 {
+		return nil, "", fmt.Errorf("sql: a selection is of one table: the query names %d of the catalog's tables (%s): %w",
+			len(hit), strings.Join(hit, ", "), loch.ErrInvalidArgument)
+	}
+	d, err := s.openRead(ctx, hit[0])
+	if err != nil {
+		return nil, "", err
+	}
+	defer d.Close()
+	e, err := query.New(ctx, d, query.Options{Threads: s.Threads, FileBase: s.FileBase, Seed: seed})
+	if err != nil {
+		return nil, "", err
+	}
+	defer e.Close()
+	if err := e.Attach(ctx, hit[0], d); err != nil {
+		return nil, "", err
+	}
+	sel, err := e.Select(ctx, q)
+	if err != nil {
+		return nil, "", err
+	}
+	return sel, hit[0], nil
+}

@@ -91,3 +91,28 @@ func TestSmoke(t *testing.T) {
 	run(t, s, "DROP TABLE IF EXISTS other")
 	_ = schema.Int64
 }
+
+// TestSelect: a SELECT over one catalog table makes a selection of its
+// version, rows in result order; a query over two tables cannot.
+func TestSelect(t *testing.T) {
+	s := newSession(t, t.TempDir()+"/lake")
+	run(t, s, "CREATE TABLE frames (id BIGINT, label CLASS_LABEL('cat', 'dog'))")
+	run(t, s, "CREATE TABLE other (id BIGINT)")
+	run(t, s, "INSERT INTO frames SELECT i, CASE WHEN i % 3 = 0 THEN 'dog' ELSE 'cat' END FROM range(10) r(i)")
+	sel, table, err := s.Select(ctx, "SELECT id FROM frames WHERE label = 'dog' ORDER BY id DESC", nil)
+	require.NoError(t, err)
+	require.Equal(t, "frames", table)
+	d, err := s.cat.OpenTable(ctx, "frames")
+	require.NoError(t, err)
+	defer d.Close()
+	require.Equal(t, d.Version(), sel.Version)
+	require.Equal(t, []string{"id"}, sel.Columns)
+	want := rowsOf(t, s, "SELECT _rowid FROM frames WHERE label = 'dog' ORDER BY id DESC")
+	require.Len(t, sel.RowIDs, 4)
+	for i, r := range want {
+		require.EqualValues(t, r["_rowid"], sel.RowIDs[i])
+	}
+	_, _, err = s.Select(ctx, "SELECT f.id FROM frames f JOIN other o USING (id)", nil)
+	require.ErrorIs(t, err, loch.ErrInvalidArgument)
+	require.ErrorContains(t, err, "a selection is of one table: the query names 2")
+}

@@ -23,6 +23,7 @@ func newSQLCmd() *cobra.Command {
 		branch, message, format, base string
 		limit                         int
 		asJSON                        bool
+		seed                          uint64
 	)
 	cmd := &cobra.Command{
 		Use:   "sql ROOT [STATEMENT]",
@@ -49,7 +50,10 @@ The commit message is -m, else a first line '-- loch: message "..."'
 in the statement, else the statement's text.
 
 A query prints its result as --format table, json (one object per line) or
-csv, at most --limit rows. A write prints what it did and the table's new
+csv, at most --limit rows. --format selection prints a SELECT over one
+table as a selection of that table's version (as 'loch query --format
+selection' does), with the fields table and url added; --seed seeds its
+random(). A write prints what it did and the table's new
 version (with --json as one object: statement, table, rows, version).
 
 Without STATEMENT, sql reads statements ending in ';' from standard input
@@ -64,8 +68,15 @@ directory, loch/sql_history).`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			switch format {
 			case query.FormatTable, query.FormatJSON, query.FormatCSV:
+			case formatSelection:
+				if len(args) != 2 || limit != 0 {
+					return usagef("--format selection needs one STATEMENT (a SELECT) and no --limit")
+				}
 			default:
-				return usagef("--format %q: want table, json or csv", format)
+				return usagef("--format %q: want table, json, csv or selection", format)
+			}
+			if cmd.Flags().Changed("seed") && format != formatSelection {
+				return usagef("--seed goes with --format selection")
 			}
 			if limit < 0 {
 				return usagef("--limit %d: want at least 0", limit)
@@ -92,6 +103,21 @@ directory, loch/sql_history).`,
 			s := sqlcat.NewSession(cat)
 			s.Branch, s.Message, s.FileBase = branch, message, base
 			out := sqlcat.Output{W: cmd.OutOrStdout(), Format: format, Limit: limit}
+			if format == formatSelection {
+				var seedp *uint64
+				if cmd.Flags().Changed("seed") {
+					seedp = &seed
+				}
+				sel, table, err := s.Select(ctx, args[1], seedp)
+				if err != nil {
+					return err
+				}
+				t, err := cat.Table(ctx, table)
+				if err != nil {
+					return err
+				}
+				return printJSON(out.W, tableSelectionJSON{selectionJSON: newSelectionJSON(sel), Table: t.Name, URL: t.URL})
+			}
 			if len(args) == 2 {
 				return runStatement(ctx, s, args[1], out, asJSON)
 			}
@@ -105,6 +131,7 @@ directory, loch/sql_history).`,
 	f.IntVar(&limit, "limit", 0, "print at most N rows of a query's result (0: all)")
 	f.StringVar(&base, "base", "", "directory loch_file resolves relative paths against (default the current directory)")
 	f.BoolVar(&asJSON, "json", false, "print what a write did as one JSON object")
+	f.Uint64Var(&seed, "seed", 0, "seed of random() in a --format selection query")
 	return cmd
 }
 
@@ -198,4 +225,12 @@ func sqlShell(ctx context.Context, s *sqlcat.Session, in io.Reader, out sqlcat.O
 func stdinTerminal(r io.Reader) bool {
 	f, ok := r.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// tableSelectionJSON is a selection of a catalog table, as loch sql
+// --format selection prints it.
+type tableSelectionJSON struct {
+	selectionJSON
+	Table string `json:"table"`
+	URL   string `json:"url"`
 }
