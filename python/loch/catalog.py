@@ -24,7 +24,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import _library
 from ._handle import Handle
@@ -32,6 +32,9 @@ from ._library import Library, c_uintptr
 from .dataset import Dataset
 from .schema import Column, Schema
 from .versions import GCReport, format_time, parse_time
+
+if TYPE_CHECKING:
+    from .query import LoaderBuilder, Selection
 
 __all__ = ["Catalog", "Table", "CatalogGCReport", "TableDir", "connect"]
 
@@ -195,6 +198,34 @@ class Catalog:
         Its data stays, readable through handles already open, until
         :meth:`gc` runs once the grace period has passed."""
         self._h.call("loch_catalog_drop_table", name.encode())
+
+    def query(self, sql: str, *, seed: int | None = None, branch: str | None = None) -> Selection:
+        """Runs a SELECT over one table of the catalog (docs/sql.md; the
+        table is the catalog table the SQL names, which must be one) and
+        returns a :class:`loch.Selection` of that table's version: its row
+        ids in result order, with the loaders of a dataset. ``seed`` seeds
+        ``random()``; ``branch`` reads the table's branch of that name. Runs
+        in the ``loch`` command (:func:`loch.query.cli`)::
+
+            >>> sel = cat.query("SELECT image, label FROM frames WHERE label = 'cat'")  # doctest: +SKIP
+        """
+        from .query import catalog_query
+
+        return catalog_query(self.url, self._open_at, sql, seed=seed, branch=branch)
+
+    def dataloader(self, sql: str) -> LoaderBuilder:
+        """A :class:`loch.query.LoaderBuilder` over the rows of ``sql`` (a
+        SELECT over one table, as :meth:`query` takes)::
+
+            >>> for batch in cat.dataloader("SELECT image, label FROM frames").batch_size(64).shuffle(True).to_torch():  # doctest: +SKIP
+            ...     ...
+        """
+        from .query import LoaderBuilder
+
+        return LoaderBuilder(lambda seed: self.query(sql, seed=seed), sql)
+
+    def _open_at(self, name: str, version: str) -> Dataset:
+        return self.open_table(name, version=version)
 
     def rename_table(self, name: str, new_name: str) -> None:
         """Renames table ``name`` to ``new_name`` (a change of case only is

@@ -1,0 +1,58 @@
+"""SQL over a catalog from Python: Catalog.query and the loader builder
+Catalog.dataloader (docs/sql.md), over tables made with loch sql."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import loch
+from loch.query import cli
+
+
+def sql(root: Path, statement: str) -> str:
+    return subprocess.run([cli(), "sql", str(root), statement], capture_output=True, text=True, check=True).stdout
+
+
+@pytest.fixture
+def lake(tmp_path: Path) -> Path:
+    root = tmp_path / "lake"
+    sql(root, "CREATE TABLE frames (id BIGINT, x FLOAT[2], label CLASS_LABEL('cat', 'dog'))")
+    sql(root, "INSERT INTO frames SELECT i, [i, -i], CASE WHEN i % 4 = 0 THEN 'dog' ELSE 'cat' END FROM range(100) r(i)")
+    sql(root, "CREATE TABLE other (id BIGINT)")
+    return root
+
+
+def test_catalog_query(lake: Path) -> None:
+    cat = loch.connect(str(lake), create=False)
+    sel = cat.query("SELECT id, x FROM frames WHERE label = 'dog' ORDER BY id DESC")
+    assert sel.table == "frames" and sel.columns == ["id", "x"]
+    assert len(sel) == 25
+    assert int(sel[0]["id"]) == 96 and int(sel[-1]["id"]) == 0
+    assert sel.version == cat.open_table("frames").version
+    with pytest.raises(loch.InvalidArgument, match="a selection is of one table"):
+        cat.query("SELECT * FROM frames JOIN other USING (id)")
+    with pytest.raises(loch.InvalidArgument, match="cannot do this yet"):
+        sel.save("dogs")
+
+
+def test_dataloader_builder(lake: Path) -> None:
+    cat = loch.connect(str(lake), create=False)
+    b = cat.dataloader("SELECT id, x FROM frames WHERE label = 'cat' ORDER BY id").batch_size(8)
+    ids = np.concatenate([batch["id"] for batch in b.to_numpy()])
+    assert ids.tolist() == [i for i in range(100) if i % 4 != 0], "no shuffle: the query's order"
+
+    shuffled = cat.dataloader("SELECT id, x FROM frames WHERE label = 'cat'").batch_size(8).shuffle(True).seed(3)
+    torch = pytest.importorskip("torch")
+    got = []
+    for batch in shuffled.to_torch():
+        assert isinstance(batch["x"], torch.Tensor) and batch["x"].shape[1:] == (2,)
+        assert torch.equal(batch["x"][:, 0].long(), batch["id"].long())
+        got += batch["id"].tolist()
+    assert sorted(got) == [i for i in range(100) if i % 4 != 0]
+    assert got != sorted(got), "shuffled"
+    with pytest.raises(loch.InvalidArgument):
+        cat.dataloader("SELECT id FROM frames").batch_size(0)
