@@ -25,9 +25,12 @@ const TableName = "ds"
 // scanFunction is the table macro that reads a dataset, with optional
 // ref and as_of; scanAt is the table function it calls, with all three
 // (DuckDB's C API cannot make a table function's named argument optional).
+// tableFunction reads a table Attach added, by name, at an optional ref
+// or time: loch_table('frames', ref => 'v1').
 const (
-	scanFunction = "loch_scan"
-	scanAt       = "loch_scan_at"
+	scanFunction  = "loch_scan"
+	scanAt        = "loch_scan_at"
+	tableFunction = "loch_table"
 )
 
 // Options configure an Engine. The zero value is valid.
@@ -119,6 +122,10 @@ func (e *Engine) init(ctx context.Context) error {
 	if _, err := conn.ExecContext(ctx, macro); err != nil {
 		return fmt.Errorf("query: define %s: %w", scanFunction, err)
 	}
+	macro = fmt.Sprintf("CREATE MACRO %s(name, ref := '', as_of := '') AS TABLE SELECT * FROM %s(%s || lower(name), ref, as_of)", tableFunction, scanAt, quoteString(attachPrefix))
+	if _, err := conn.ExecContext(ctx, macro); err != nil {
+		return fmt.Errorf("query: define %s: %w", tableFunction, err)
+	}
 	seed := uint64(0)
 	if e.opts.Seed != nil {
 		seed = *e.opts.Seed
@@ -161,7 +168,7 @@ const (
 func (e *Engine) Attach(ctx context.Context, name string, d *loch.Dataset) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	url := attachPrefix + name
+	url := attachPrefix + strings.ToLower(name)
 	e.attached[url] = d
 	for k := range e.opened {
 		if strings.HasPrefix(k, url+"\x00") {
@@ -244,6 +251,8 @@ func (e *Engine) scan(url, ref, asOf string) (*loch.Scan, error) {
 		base = e.d
 	} else if url == handleURL {
 		return nil, fmt.Errorf("query: no dataset: %w", loch.ErrInvalidArgument)
+	} else if name, ok := strings.CutPrefix(url, attachPrefix); ok {
+		return nil, fmt.Errorf("%s(%s): no table %q: %w", tableFunction, quoteString(name), name, loch.ErrNotFound)
 	}
 	if base != nil && ref == "" && asOf == "" {
 		d = base

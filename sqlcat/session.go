@@ -216,7 +216,8 @@ func (s *Session) engine(ctx context.Context, q, name string, target *loch.Datas
 	named := map[string]bool{}
 	if toks, err := lex(q); err == nil {
 		for _, t := range toks {
-			if t.kind == tokIdent || t.kind == tokQuoted {
+			// identifiers, and strings for loch_table('name', ...)
+			if t.kind == tokIdent || t.kind == tokQuoted || t.kind == tokString {
 				named[strings.ToLower(t.text)] = true
 			}
 		}

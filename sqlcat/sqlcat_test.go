@@ -116,3 +116,23 @@ func TestSelect(t *testing.T) {
 	require.ErrorIs(t, err, loch.ErrInvalidArgument)
 	require.ErrorContains(t, err, "a selection is of one table: the query names 2")
 }
+
+// TestLochTable: loch_table('name', ref => ...) reads a table at a tag, a
+// branch or a version, so one query compares versions.
+func TestLochTable(t *testing.T) {
+	s := newSession(t, t.TempDir()+"/lake")
+	run(t, s, "CREATE TABLE Frames (id BIGINT)")
+	run(t, s, "INSERT INTO frames VALUES (1), (2)")
+	d, err := s.cat.OpenTable(ctx, "frames")
+	require.NoError(t, err)
+	_, err = d.CreateTag(ctx, "v1", d.Version())
+	require.NoError(t, err)
+	d.Close()
+	run(t, s, "DELETE FROM frames WHERE id = 1")
+	run(t, s, "INSERT INTO frames VALUES (3)")
+	got := rowsOf(t, s, "SELECT id FROM loch_table('frames', ref => 'v1') EXCEPT SELECT id FROM frames")
+	require.Equal(t, []map[string]any{{"id": 1.0}}, got)
+	require.Len(t, rowsOf(t, s, "SELECT * FROM loch_table('FRAMES')"), 2)
+	_, err = s.Run(ctx, "SELECT * FROM loch_table('nope')", Output{})
+	require.ErrorContains(t, err, `no table "nope"`)
+}
