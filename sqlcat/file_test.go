@@ -10,12 +10,15 @@ import (
 	"image/png"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/lochdata/loch"
+	"github.com/lochdata/loch/internal/testserver"
 	"github.com/lochdata/loch/schema"
+	"github.com/lochdata/loch/storage"
 )
 
 // testImage encodes a w x h RGB image in format (png or jpeg).
@@ -111,4 +114,28 @@ func join(ss []string) string {
 		b.WriteString(s)
 	}
 	return b.String()
+}
+
+// TestLochFileS3: loch_file reads an s3:// URL (MinIO) through the storage
+// layer, into a table of a catalog on MinIO.
+func TestLochFileS3(t *testing.T) {
+	bucket := testserver.MinIO(t)
+	st, err := storage.Open(ctx, bucket.URL)
+	require.NoError(t, err)
+	img := testImage(t, "png", 5, 4, 9)
+	require.NoError(t, st.Put(ctx, "raw/a.png", img))
+	objURL := strings.Replace(bucket.URL, "/prefix?", "/prefix/raw/a.png?", 1)
+
+	s := newSession(t, bucket.URL)
+	run(t, s, "CREATE TABLE imgs (image IMAGE)")
+	r := run(t, s, fmt.Sprintf("INSERT INTO imgs SELECT loch_file('%s')", objURL))
+	require.EqualValues(t, 1, r.Rows)
+	d, err := s.cat.OpenTable(ctx, "imgs")
+	require.NoError(t, err)
+	defer d.Close()
+	c, err := d.Column("image")
+	require.NoError(t, err)
+	got, err := c.ReadEncoded(ctx, 0)
+	require.NoError(t, err)
+	require.Equal(t, img, got.Data)
 }
