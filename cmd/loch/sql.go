@@ -2,7 +2,9 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -50,7 +52,8 @@ The commit message is -m, else a first line '-- loch: message "..."'
 in the statement, else the statement's text.
 
 A query prints its result as --format table, json (one object per line) or
-csv, at most --limit rows. --format selection prints a SELECT over one
+csv, at most --limit rows (with --json: one object, statement "QUERY"
+and rows, a list of objects). --format selection prints a SELECT over one
 table as a selection of that table's version (as 'loch query --format
 selection' does), with the fields table and url added; --seed seeds its
 random(). A write prints what it did and the table's new
@@ -81,8 +84,8 @@ directory, loch/sql_history).`,
 			if limit < 0 {
 				return usagef("--limit %d: want at least 0", limit)
 			}
-			if len(args) == 2 && asJSON && sqlcat.IsQuery(args[1]) {
-				return usagef("--json prints what a write did; a query's rows print with --format json")
+			if asJSON && cmd.Flags().Changed("format") {
+				return usagef("--json prints one object (a query's rows in it): give no --format")
 			}
 			if err := checkURL(args[0]); err != nil {
 				return err
@@ -146,6 +149,9 @@ func startsCreate(stmt string) bool {
 }
 
 func runStatement(ctx context.Context, s *sqlcat.Session, stmt string, out sqlcat.Output, asJSON bool) error {
+	if asJSON && sqlcat.IsQuery(stmt) {
+		return runQueryJSON(ctx, s, stmt, out)
+	}
 	r, err := s.Run(ctx, stmt, out)
 	if err != nil {
 		return err
@@ -233,4 +239,25 @@ type tableSelectionJSON struct {
 	selectionJSON
 	Table string `json:"table"`
 	URL   string `json:"url"`
+}
+
+// runQueryJSON prints a query's result as one JSON object:
+// {"statement": "QUERY", "rows": N, "result": [{...}, ...]}.
+func runQueryJSON(ctx context.Context, s *sqlcat.Session, stmt string, out sqlcat.Output) error {
+	var buf bytes.Buffer
+	r, err := s.Run(ctx, stmt, sqlcat.Output{W: &buf, Format: query.FormatJSON, Limit: out.Limit})
+	if err != nil {
+		return err
+	}
+	result := []json.RawMessage{}
+	for _, line := range bytes.Split(buf.Bytes(), []byte("\n")) {
+		if len(bytes.TrimSpace(line)) > 0 {
+			result = append(result, json.RawMessage(line))
+		}
+	}
+	return printJSON(out.W, struct {
+		Statement string            `json:"statement"`
+		Rows      int64             `json:"rows"`
+		Result    []json.RawMessage `json:"result"`
+	}{r.Statement, int64(len(result)), result})
 }

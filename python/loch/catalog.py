@@ -199,6 +199,21 @@ class Catalog:
         :meth:`gc` runs once the grace period has passed."""
         self._h.call("loch_catalog_drop_table", name.encode())
 
+    def sql(self, statement: str, *, message: str | None = None, branch: str | None = None) -> dict[str, Any]:
+        """Runs one SQL statement (docs/sql.md): CREATE/ALTER/DROP TABLE with
+        loch's types, INSERT/UPDATE/DELETE as one commit each on ``branch``
+        (default main) with ``message``, or a read. Returns what it did:
+        ``{"statement", "table", "rows", "version"}``, or for a read
+        ``{"statement": "QUERY", "rows": n, "result": [row dicts]}``. Runs
+        in the ``loch`` command; errors raise :class:`loch.Error`
+        subclasses::
+
+            >>> cat.sql("INSERT INTO frames (caption, image) SELECT caption, loch_file(path) FROM read_parquet('c.parquet')")  # doctest: +SKIP
+        """
+        from .query import catalog_sql
+
+        return catalog_sql(self.url, statement, message=message, branch=branch)
+
     def query(self, sql: str, *, seed: int | None = None, branch: str | None = None) -> Selection:
         """Runs a SELECT over one table of the catalog (docs/sql.md; the
         table is the catalog table the SQL names, which must be one) and

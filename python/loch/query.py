@@ -328,3 +328,16 @@ class LoaderBuilder:
     def to_tensorflow(self) -> Any:
         """The tf.data loader (:meth:`loch.Selection.tensorflow`)."""
         return self.selection().tensorflow(**self._kwargs)
+
+
+def catalog_sql(root: str, statement: str, message: str | None = None, branch: str | None = None) -> dict[str, Any]:
+    """Runs one SQL statement over the catalog at ``root`` (see
+    :meth:`loch.Catalog.sql`)."""
+    if root.startswith("mem://"):
+        raise InvalidArgument(f"{root} lives in this process only: store the catalog at a path or an object store URL to run SQL on it")
+    args = ["sql", root, statement, "--json"]
+    if message is not None:
+        args += ["--message", message]
+    if branch is not None:
+        args += ["--branch", branch]
+    return dict(json.loads(_run(args)))

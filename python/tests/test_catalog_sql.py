@@ -56,3 +56,19 @@ def test_dataloader_builder(lake: Path) -> None:
     assert got != sorted(got), "shuffled"
     with pytest.raises(loch.InvalidArgument):
         cat.dataloader("SELECT id FROM frames").batch_size(0)
+
+
+def test_catalog_sql(tmp_path: Path) -> None:
+    cat = loch.connect(str(tmp_path / "lake"))
+    assert cat.sql("CREATE TABLE t (id BIGINT, e EMBEDDING(2))")["statement"] == "CREATE TABLE"
+    r = cat.sql("INSERT INTO t VALUES (1, [0.5, 1]), (2, [2, 3])", message="two")
+    assert r["statement"] == "INSERT" and r["rows"] == 2
+    ds = cat.open_table("t")
+    assert ds.version == r["version"] and ds.log()[0].message == "two"
+    assert cat.sql("UPDATE t SET e = [9, 9] WHERE id = 2")["rows"] == 1
+    q = cat.sql("SELECT id, e FROM t ORDER BY id")
+    assert q["statement"] == "QUERY" and q["result"] == [{"id": 1, "e": [0.5, 1.0]}, {"id": 2, "e": [9.0, 9.0]}]
+    with pytest.raises(loch.InvalidArgument, match='row 1, column "e"'):
+        cat.sql("INSERT INTO t VALUES (3, [1, 2, 3])")
+    with pytest.raises(loch.NotFound):
+        cat.sql("DROP TABLE nope")
