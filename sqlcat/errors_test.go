@@ -2,6 +2,7 @@ package sqlcat
 
 import (
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -223,3 +224,15 @@ func TestCreateAs(t *testing.T) {
 }
 
 func fmtInt(i int64) string { return strconv.FormatInt(i, 10) }
+
+// TestRefusedTypes: every DuckDB type loch cannot store is refused, naming
+// the column and the supported types.
+func TestRefusedTypes(t *testing.T) {
+	for name := range refused {
+		p, err := newParser("CREATE TABLE x (c " + name + ")")
+		require.NoError(t, err)
+		_, err = p.parseCreate()
+		require.ErrorIs(t, err, loch.ErrInvalidArgument, name)
+		require.ErrorContains(t, err, "column c: type "+strings.ToUpper(name)+" is not supported (supported: ", name)
+	}
+}
