@@ -72,3 +72,36 @@ def test_catalog_sql(tmp_path: Path) -> None:
         cat.sql("INSERT INTO t VALUES (3, [1, 2, 3])")
     with pytest.raises(loch.NotFound):
         cat.sql("DROP TABLE nope")
+
+
+def test_product_workflow(tmp_path: Path) -> None:
+    """The workflow of the product description, as written: a table made
+    and filled with SQL, then cat.dataloader(...).batch_size(64).shuffle(True).to_torch()."""
+    torch = pytest.importorskip("torch")
+    cat = loch.connect(str(tmp_path / "lake"))
+    cat.sql("CREATE TABLE training_samples (id BIGINT, embedding EMBEDDING(4), image IMAGE, label INT, meta JSON)")
+    cat.sql(
+        "INSERT INTO training_samples SELECT i, [i, i, i, i], "
+        "[[[i % 256, 0, 0], [0, i % 256, 0]], [[0, 0, i % 256], [1, 2, 3]]], i % 5, "
+        "json_object('quality', CASE WHEN i % 2 = 0 THEN 'high' ELSE 'low' END) FROM range(300) r(i)",
+        message="300 samples",
+    )
+    want = sorted(i for i in range(300) if i % 2 == 0 and i % 5 in (0, 1, 2))
+    loader = (
+        cat.dataloader(
+            "SELECT embedding, image, label FROM training_samples WHERE meta->>'quality' = 'high' AND label IN (0, 1, 2) ORDER BY RANDOM()"
+        )
+        .batch_size(64)
+        .shuffle(True)
+        .to_torch()
+    )
+    seen = []
+    for batch in loader:
+        assert set(batch) >= {"embedding", "image", "label"}
+        assert batch["image"].shape[1:] == (2, 2, 3) and batch["image"].dtype == torch.uint8
+        assert batch["embedding"].shape[1:] == (4,)
+        ids = batch["embedding"][:, 0].long()
+        assert torch.equal(batch["image"][:, 0, 0, 0].long(), ids % 256)
+        assert torch.equal(batch["label"].long(), ids % 5)
+        seen += ids.tolist()
+    assert sorted(seen) == want, "every selected row once"
