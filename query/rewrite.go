@@ -82,6 +82,10 @@ func (e *Engine) rewrite(ctx context.Context, q string, selection bool) (rewritt
 	changed = changed || out.random
 	list, _ := node["select_list"].([]any)
 	hasRowID := false
+	// qual is the table qualifier of the row id the SELECT names (f in
+	// f._rowid), which the tie-break on _pos takes too: in a join, an
+	// unqualified _pos is ambiguous.
+	var qual []any
 	for _, x := range list {
 		m, _ := x.(map[string]any)
 		switch m["class"] {
@@ -90,6 +94,7 @@ func (e *Engine) rewrite(ctx context.Context, q string, selection bool) (rewritt
 		case "COLUMN_REF":
 			if names, _ := m["column_names"].([]any); len(names) > 0 && names[len(names)-1] == RowIDColumn && m["alias"] == "" {
 				hasRowID = true
+				qual = names[:len(names)-1]
 			}
 		}
 	}
@@ -114,7 +119,9 @@ func (e *Engine) rewrite(ctx context.Context, q string, selection bool) (rewritt
 			node["modifiers"] = mods
 		}
 		orders, _ := order["orders"].([]any)
-		order["orders"] = append(orders, map[string]any{"type": "ASCENDING", "null_order": "ORDER_DEFAULT", "expression": colRef(PosColumn)})
+		pos := colRef(PosColumn)
+		pos["column_names"] = append(append([]any(nil), qual...), PosColumn)
+		order["orders"] = append(orders, map[string]any{"type": "ASCENDING", "null_order": "ORDER_DEFAULT", "expression": pos})
 	}
 	if !changed { // as given: DuckDB names result columns after their text
 		out.sql = q

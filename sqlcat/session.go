@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -304,11 +305,15 @@ func (s *Session) query(ctx context.Context, stmt string, out Output) (int64, er
 	return e.Write(ctx, stmt, out.Format, out.Limit, w)
 }
 
-// Select runs a SELECT over one table of the catalog (the only catalog
-// table it names) and returns the selection it makes of that table's
+// Select runs a SELECT and returns the selection it makes of one table's
 // version (query.Engine.Select: row ids in result order) and the table's
-// name. seed, when not nil, seeds random().
-func (s *Session) Select(ctx context.Context, q string, seed *uint64) (*loch.Selection, string, error) {
+// name. The table is base, or when base is "" the only catalog table q
+// names. A query that joins other tables makes a selection of base's rows
+// (the other tables filter or order them; their columns are not part of
+// a selection): its result must carry base's row id, as in SELECT
+// f._rowid, f.image FROM frames f JOIN labels l USING (id) WHERE ..., each
+// row once. seed, when not nil, seeds random().
+func (s *Session) Select(ctx context.Context, q string, seed *uint64, base string) (*loch.Selection, string, error) {
 	tables, err := s.cat.Tables(ctx)
 	if err != nil {
 		return nil, "", err
@@ -329,11 +334,20 @@ func (s *Session) Select(ctx context.Context, q string, seed *uint64) (*loch.Sel
 			hit = append(hit, t.Name)
 		}
 	}
-	if len(hit) != 1 {
-		return nil, "", fmt.Errorf("sql: a selection is of one table: the query names %d of the catalog's tables (%s): %w",
+	if base == "" && len(hit) != 1 {
+		return nil, "", fmt.Errorf("sql: a selection is of one table: the query names %d of the catalog's tables (%s); name the one whose rows it selects: %w",
 			len(hit), strings.Join(hit, ", "), loch.ErrInvalidArgument)
 	}
-	d, err := s.openRead(ctx, hit[0])
+	if base == "" {
+		base = hit[0]
+	}
+	if !slices.ContainsFunc(hit, func(h string) bool { return strings.EqualFold(h, base) }) {
+		if _, err := s.cat.Table(ctx, base); err != nil {
+			return nil, "", err
+		}
+		return nil, "", fmt.Errorf("sql: a selection of table %s: the query does not read it: %w", base, loch.ErrInvalidArgument)
+	}
+	d, err := s.openRead(ctx, base)
 	if err != nil {
 		return nil, "", err
 	}
@@ -343,12 +357,31 @@ func (s *Session) Select(ctx context.Context, q string, seed *uint64) (*loch.Sel
 		return nil, "", err
 	}
 	defer e.Close()
-	if err := e.Attach(ctx, hit[0], d); err != nil {
-		return nil, "", err
+	var opened []*loch.Dataset
+	defer func() {
+		for _, o := range opened {
+			o.Close()
+		}
+	}()
+	for _, h := range hit {
+		o := d
+		if !strings.EqualFold(h, base) {
+			if o, err = s.openRead(ctx, h); err != nil {
+				return nil, "", err
+			}
+			opened = append(opened, o)
+		}
+		if err := e.Attach(ctx, h, o); err != nil {
+			return nil, "", err
+		}
 	}
 	sel, err := e.Select(ctx, q)
 	if err != nil {
 		return nil, "", err
 	}
-	return sel, hit[0], nil
+	t, err := s.cat.Table(ctx, base)
+	if err != nil {
+		return nil, "", err
+	}
+	return sel, t.Name, nil
 }

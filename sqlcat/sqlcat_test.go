@@ -99,7 +99,7 @@ func TestSelect(t *testing.T) {
 	run(t, s, "CREATE TABLE frames (id BIGINT, label CLASS_LABEL('cat', 'dog'))")
 	run(t, s, "CREATE TABLE other (id BIGINT)")
 	run(t, s, "INSERT INTO frames SELECT i, CASE WHEN i % 3 = 0 THEN 'dog' ELSE 'cat' END FROM range(10) r(i)")
-	sel, table, err := s.Select(ctx, "SELECT id FROM frames WHERE label = 'dog' ORDER BY id DESC", nil)
+	sel, table, err := s.Select(ctx, "SELECT id FROM frames WHERE label = 'dog' ORDER BY id DESC", nil, "")
 	require.NoError(t, err)
 	require.Equal(t, "frames", table)
 	d, err := s.cat.OpenTable(ctx, "frames")
@@ -112,9 +112,27 @@ func TestSelect(t *testing.T) {
 	for i, r := range want {
 		require.EqualValues(t, r["_rowid"], sel.RowIDs[i])
 	}
-	_, _, err = s.Select(ctx, "SELECT f.id FROM frames f JOIN other o USING (id)", nil)
+	_, _, err = s.Select(ctx, "SELECT f.id FROM frames f JOIN other o USING (id)", nil, "")
 	require.ErrorIs(t, err, loch.ErrInvalidArgument)
 	require.ErrorContains(t, err, "a selection is of one table: the query names 2")
+
+	// a join selects the base table's rows: other filters them
+	run(t, s, "INSERT INTO other VALUES (3), (4), (6)")
+	sel, table, err = s.Select(ctx, "SELECT f._rowid, f.id FROM frames f JOIN other o USING (id) ORDER BY f.id", nil, "FRAMES")
+	require.NoError(t, err)
+	require.Equal(t, "frames", table)
+	want = rowsOf(t, s, "SELECT _rowid FROM frames WHERE id IN (3, 4, 6) ORDER BY id")
+	require.Len(t, sel.RowIDs, 3)
+	for i, r := range want {
+		require.EqualValues(t, r["_rowid"], sel.RowIDs[i])
+	}
+	_, _, err = s.Select(ctx, "SELECT _rowid FROM frames", nil, "other")
+	require.ErrorContains(t, err, "a selection of table other: the query does not read it")
+	_, _, err = s.Select(ctx, "SELECT _rowid FROM frames", nil, "nope")
+	require.ErrorIs(t, err, loch.ErrNotFound)
+	run(t, s, "INSERT INTO other VALUES (3)")
+	_, _, err = s.Select(ctx, "SELECT f._rowid FROM frames f JOIN other o USING (id)", nil, "frames")
+	require.ErrorContains(t, err, "comes twice")
 }
 
 // TestLochTable: loch_table('name', ref => ...) reads a table at a tag, a

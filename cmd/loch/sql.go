@@ -23,6 +23,7 @@ import (
 func newSQLCmd() *cobra.Command {
 	var (
 		branch, message, format, base string
+		table                         string
 		limit                         int
 		asJSON                        bool
 		seed                          uint64
@@ -56,7 +57,9 @@ csv, at most --limit rows (with --json: one object, statement "QUERY"
 and rows, a list of objects). --format selection prints a SELECT over one
 table as a selection of that table's version (as 'loch query --format
 selection' does), with the fields table and url added; --seed seeds its
-random(). A write prints what it did and the table's new
+random(). A SELECT that joins tables selects the rows of --table: its
+result carries that table's row id (SELECT f._rowid, ... FROM frames f
+JOIN labels l ...), each row once; the other tables filter and order them. A write prints what it did and the table's new
 version (with --json as one object: statement, table, rows, version).
 
 Without STATEMENT, sql reads statements ending in ';' from standard input
@@ -78,8 +81,8 @@ directory, loch/sql_history).`,
 			default:
 				return usagef("--format %q: want table, json, csv or selection", format)
 			}
-			if cmd.Flags().Changed("seed") && format != formatSelection {
-				return usagef("--seed goes with --format selection")
+			if (cmd.Flags().Changed("seed") || table != "") && format != formatSelection {
+				return usagef("--seed and --table go with --format selection")
 			}
 			if limit < 0 {
 				return usagef("--limit %d: want at least 0", limit)
@@ -111,7 +114,7 @@ directory, loch/sql_history).`,
 				if cmd.Flags().Changed("seed") {
 					seedp = &seed
 				}
-				sel, table, err := s.Select(ctx, args[1], seedp)
+				sel, table, err := s.Select(ctx, args[1], seedp, table)
 				if err != nil {
 					return err
 				}
@@ -135,6 +138,7 @@ directory, loch/sql_history).`,
 	f.StringVar(&base, "base", "", "directory loch_file resolves relative paths against (default the current directory)")
 	f.BoolVar(&asJSON, "json", false, "print what a write did as one JSON object")
 	f.Uint64Var(&seed, "seed", 0, "seed of random() in a --format selection query")
+	f.StringVar(&table, "table", "", "the table whose rows a --format selection query of several tables selects")
 	return cmd
 }
 

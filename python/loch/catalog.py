@@ -214,30 +214,33 @@ class Catalog:
 
         return catalog_sql(self.url, statement, message=message, branch=branch)
 
-    def query(self, sql: str, *, seed: int | None = None, branch: str | None = None) -> Selection:
-        """Runs a SELECT over one table of the catalog (docs/sql.md; the
-        table is the catalog table the SQL names, which must be one) and
-        returns a :class:`loch.Selection` of that table's version: its row
-        ids in result order, with the loaders of a dataset. ``seed`` seeds
-        ``random()``; ``branch`` reads the table's branch of that name. Runs
-        in the ``loch`` command (:func:`loch.query.cli`)::
+    def query(self, sql: str, *, seed: int | None = None, branch: str | None = None, table: str | None = None) -> Selection:
+        """Runs a SELECT (docs/sql.md) and returns a :class:`loch.Selection`
+        of one table's version: its row ids in result order, with the
+        loaders of a dataset. The table is ``table``, or the only catalog
+        table the SQL names. A join selects ``table``'s rows (the other
+        tables filter and order them; their columns are not loaded): its
+        result carries that table's row id, each row once. ``seed`` seeds
+        ``random()``; ``branch`` reads the tables' branch of that name.
+        Runs in the ``loch`` command (:func:`loch.query.cli`)::
 
             >>> sel = cat.query("SELECT image, label FROM frames WHERE label = 'cat'")  # doctest: +SKIP
+            >>> sel = cat.query("SELECT f._rowid, f.image FROM frames f JOIN labels l USING (id) WHERE l.ok", table="frames")  # doctest: +SKIP
         """
         from .query import catalog_query
 
-        return catalog_query(self.url, self._open_at, sql, seed=seed, branch=branch)
+        return catalog_query(self.url, self._open_at, sql, seed=seed, branch=branch, table=table)
 
-    def dataloader(self, sql: str) -> LoaderBuilder:
+    def dataloader(self, sql: str, *, table: str | None = None) -> LoaderBuilder:
         """A :class:`loch.query.LoaderBuilder` over the rows of ``sql`` (a
-        SELECT over one table, as :meth:`query` takes)::
+        SELECT, as :meth:`query` takes it)::
 
             >>> for batch in cat.dataloader("SELECT image, label FROM frames").batch_size(64).shuffle(True).to_torch():  # doctest: +SKIP
             ...     ...
         """
         from .query import LoaderBuilder
 
-        return LoaderBuilder(lambda seed: self.query(sql, seed=seed), sql)
+        return LoaderBuilder(lambda seed: self.query(sql, seed=seed, table=table), sql)
 
     def _open_at(self, name: str, version: str) -> Dataset:
         return self.open_table(name, version=version)

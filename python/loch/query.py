@@ -238,9 +238,11 @@ def delete_selection(ds: Dataset, name: str) -> None:
 TableOpener = Callable[[str, str], Dataset]
 
 
-def catalog_query(root: str, open_table: TableOpener, sql: str, seed: int | None = None, branch: str | None = None) -> Selection:
-    """Runs a SELECT over one table of the catalog at ``root`` (see
-    :meth:`loch.Catalog.query`)."""
+def catalog_query(
+    root: str, open_table: TableOpener, sql: str, seed: int | None = None, branch: str | None = None, table: str | None = None
+) -> Selection:
+    """Runs a SELECT over the catalog at ``root`` as a selection of one
+    table (see :meth:`loch.Catalog.query`)."""
     if root.startswith("mem://"):
         raise InvalidArgument(f"{root} lives in this process only: store the catalog at a path or an object store URL to query it")
     args = ["sql", root, sql, "--format", "selection"]
@@ -248,9 +250,11 @@ def catalog_query(root: str, open_table: TableOpener, sql: str, seed: int | None
         args += ["--seed", str(int(seed))]
     if branch is not None:
         args += ["--branch", branch]
+    if table is not None:
+        args += ["--table", table]
     data = json.loads(_run(args))
-    table = data["table"]
-    return Selection(open_table(table, data["version"]), data, lambda _url, version: open_table(table, version))
+    name = data["table"]
+    return Selection(open_table(name, data["version"]), data, lambda _url, version: open_table(name, version))
 
 
 class LoaderBuilder:

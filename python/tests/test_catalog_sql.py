@@ -105,3 +105,15 @@ def test_product_workflow(tmp_path: Path) -> None:
         assert torch.equal(batch["label"].long(), ids % 5)
         seen += ids.tolist()
     assert sorted(seen) == want, "every selected row once"
+
+
+def test_join_selects_base_rows(lake: Path) -> None:
+    """A join's result trains as a selection of the table whose row id it
+    carries; the other table filters the rows."""
+    cat = loch.connect(str(lake), create=False)
+    cat.sql("INSERT INTO other SELECT i FROM range(0, 100, 10) r(i)")
+    b = cat.dataloader("SELECT f._rowid, f.id, f.x FROM frames f JOIN other o USING (id) ORDER BY f.id", table="frames").batch_size(4)
+    ids = np.concatenate([batch["id"] for batch in b.to_numpy()])
+    assert ids.tolist() == list(range(0, 100, 10))
+    with pytest.raises(loch.InvalidArgument, match="a selection is of one table"):
+        cat.query("SELECT f._rowid FROM frames f JOIN other o USING (id)")
