@@ -94,7 +94,10 @@ func applies(name string, c *schema.Column) bool {
 	return false
 }
 
-var optionNames = "chunk_bytes, chunk_compression, sample_compression, class_names, bbox_format, bbox_normalized"
+// options are the names WITH accepts.
+var options = []string{"chunk_bytes", "chunk_compression", "sample_compression", "class_names", "bbox_format", "bbox_normalized"}
+
+var optionNames = strings.Join(options, ", ")
 
 // apply sets option o on column d; table says it came from the table's
 // WITH (where a column's own setting wins).
@@ -107,8 +110,7 @@ func (d *coldef) apply(o option, table bool) error {
 		if table {
 			return nil
 		}
-		switch o.name {
-		case "chunk_bytes", "chunk_compression", "sample_compression", "class_names", "bbox_format", "bbox_normalized":
+		if slices.Contains(options, o.name) {
 			return fmt.Errorf("column %s: option %s does not apply to a %s %s column: %w", c.Name, o.name, c.Kind, c.DType, loch.ErrInvalidArgument)
 		}
 		return fmt.Errorf("column %s: unknown option %s (known: %s): %w", c.Name, o.name, optionNames, loch.ErrInvalidArgument)
@@ -117,7 +119,7 @@ func (d *coldef) apply(o option, table bool) error {
 		if table {
 			return nil
 		}
-		return fmt.Errorf("column %s: option %s conflicts with the column's type, which sets it: %w", c.Name, o.name, loch.ErrInvalidArgument)
+		return fmt.Errorf("column %s: option %s conflicts with the column's type or an earlier option, which set it: %w", c.Name, o.name, loch.ErrInvalidArgument)
 	}
 	str := o.value.kind == tokString
 	switch o.name {
@@ -287,7 +289,7 @@ func (p *parser) parseColdef() (coldef, error) {
 func (st *createStmt) schemaOf() (schema.Schema, error) {
 	var s schema.Schema
 	for _, o := range st.with {
-		if !slices.Contains(strings.Split(optionNames, ", "), o.name) {
+		if !slices.Contains(options, o.name) {
 			return s, fmt.Errorf("create table %s: unknown option %s (known: %s): %w", st.name, o.name, optionNames, loch.ErrInvalidArgument)
 		}
 	}

@@ -9,4 +9,13 @@
 // express (loch's types) and the frame of a write statement (its target
 // table, column list and SET list); every expression, VALUES list and
 // SELECT is DuckDB's, run through query.Engine.
+//
+// Each statement starts its own engine (an in-memory DuckDB) with views of
+// the tables it names, opened at the session's branch (else main) when
+// the statement starts, and closes it before returning: nothing of DuckDB
+// outlives a statement, and a statement sees every commit made before it.
+// A write opens its table on the branch, stages rows through
+// loch.Dataset.Extend, Update or Delete, and commits once; on any error it
+// closes the handle without committing, which discards the staged rows
+// (chunks already uploaded are unreferenced until gc removes them).
 package sqlcat

@@ -14,7 +14,6 @@ import (
 	"github.com/lochdata/loch"
 	"github.com/lochdata/loch/catalog"
 	"github.com/lochdata/loch/internal/testserver"
-	"github.com/lochdata/loch/schema"
 )
 
 var ctx = context.Background()
@@ -89,7 +88,6 @@ func TestSmoke(t *testing.T) {
 	_, err := s.Run(ctx, "DROP TABLE other", Output{})
 	require.True(t, errors.Is(err, loch.ErrNotFound), "%v", err)
 	run(t, s, "DROP TABLE IF EXISTS other")
-	_ = schema.Int64
 }
 
 // TestSelect: a SELECT over one catalog table makes a selection of its

@@ -53,7 +53,7 @@ func (p *parser) parseType(col string) (schema.Column, error) {
 	if name == "double" {
 		p.accept("precision")
 	}
-	if refused[name] || name == "timestamp" {
+	if refused[name] {
 		return c, typeError(col, "type %s is not supported (supported: %s)", strings.ToUpper(name), supported)
 	}
 	if dt, ok := duckScalars[name]; ok {
