@@ -215,14 +215,33 @@ func (s *Session) insertFrom(ctx context.Context, name string, cols []string, so
 		return res, err
 	}
 	defer done()
+	if res.Rows, err = stage(ctx, e, name, d, targets, source); err != nil {
+		return res, err
+	}
+	if res.Rows == 0 {
+		res.Version = d.Version()
+		return res, nil
+	}
+	if res.Version, err = d.Commit(ctx, msg); err != nil {
+		return res, fmt.Errorf("insert into %s: %w", name, err)
+	}
+	return res, nil
+}
+
+// stage runs source in e and stages its rows into d's columns targets
+// (by position), 256 rows per Dataset.Extend; it returns the number of
+// rows staged, and on an error (naming the source row and column) stops
+// with what it staged left for the caller to discard.
+func stage(ctx context.Context, e *query.Engine, name string, d *loch.Dataset, targets []*schema.Column, source string) (int64, error) {
+	var n int64
 	rows, closeRows, err := e.Rows(ctx, fmt.Sprintf("SELECT * FROM (%s)", source))
 	if err != nil {
-		return res, fmt.Errorf("insert into %s: %w", name, err)
+		return 0, fmt.Errorf("insert into %s: %w", name, err)
 	}
 	defer closeRows()
 	srcCols, err := rows.Columns()
 	if err != nil {
-		return res, fmt.Errorf("insert into %s: %w", name, err)
+		return 0, fmt.Errorf("insert into %s: %w", name, err)
 	}
 	// The hidden columns of a catalog table (SELECT * FROM t) are not data.
 	keep := make([]int, 0, len(srcCols))
@@ -232,7 +251,7 @@ func (s *Session) insertFrom(ctx context.Context, name string, cols []string, so
 		}
 	}
 	if len(keep) != len(targets) {
-		return res, fmt.Errorf("insert into %s: the source has %d columns, the target %d (%s): %w",
+		return n, fmt.Errorf("insert into %s: the source has %d columns, the target %d (%s): %w",
 			name, len(keep), len(targets), strings.Join(namesOf(targets), ", "), loch.ErrInvalidArgument)
 	}
 	vals := make([]any, len(srcCols))
@@ -262,40 +281,32 @@ func (s *Session) insertFrom(ctx context.Context, name string, cols []string, so
 	}
 	for rows.Next() {
 		if err := rows.Scan(ptrs...); err != nil {
-			return res, fmt.Errorf("insert into %s: row %d: %w", name, res.Rows+1, err)
+			return n, fmt.Errorf("insert into %s: row %d: %w", name, n+1, err)
 		}
 		row := make(loch.Row, len(targets))
 		for k, i := range keep {
 			c := targets[k]
 			smp, err := toSample(c, vals[i])
 			if err != nil {
-				return res, rowError("insert into", name, res.Rows+1, fmt.Errorf("column %s: %w", c.Name, err))
+				return n, rowError("insert into", name, n+1, fmt.Errorf("column %s: %w", c.Name, err))
 			}
 			row[c.Name] = smp
 		}
 		batch = append(batch, row)
-		res.Rows++
+		n++
 		if len(batch) == batchRows {
 			if err := flush(); err != nil {
-				return res, err
+				return n, err
 			}
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return res, fmt.Errorf("insert into %s (nothing inserted): %s: %w", name, oneLine(err), loch.ErrInvalidArgument)
+		return n, fmt.Errorf("insert into %s (nothing written): %s: %w", name, oneLine(err), loch.ErrInvalidArgument)
 	}
 	if err := flush(); err != nil {
-		return res, err
+		return n, err
 	}
-	closeRows()
-	if res.Rows == 0 {
-		res.Version = d.Version()
-		return res, nil
-	}
-	if res.Version, err = d.Commit(ctx, msg); err != nil {
-		return res, fmt.Errorf("insert into %s: %w", name, err)
-	}
-	return res, nil
+	return n, nil
 }
 
 // checkRow checks each sample of row against its column, as staging
