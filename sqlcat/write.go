@@ -75,6 +75,7 @@ func (s *Session) createAs(ctx context.Context, st *createStmt, stmt string) (Re
 		if err != nil {
 			return res, err
 		}
+		p.inferring = true
 		col, err := p.parseType(t.Name())
 		if err != nil {
 			return res, fmt.Errorf("create table %s as: %w", st.name, err)

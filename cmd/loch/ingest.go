@@ -72,7 +72,7 @@ is always printed, with sizes in binary units (as info prints them).`,
 			if len(args) == 0 {
 				return nil
 			}
-			return usagef("unknown format %q (want imagefolder, jsonl, csv, npy, npz, webdataset or coco)", args[0])
+			return usagef("unknown format %q (want imagefolder, jsonl, csv, parquet, npy, npz, webdataset or coco)", args[0])
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return cmd.Help()
@@ -90,6 +90,7 @@ is always printed, with sizes in binary units (as info prints them).`,
 		newIngestImageFolderCmd(f),
 		newIngestRecordsCmd(f, "jsonl"),
 		newIngestRecordsCmd(f, "csv"),
+		newIngestParquetCmd(f),
 		newIngestNPYCmd(f),
 		newIngestNPZCmd(f),
 		newIngestWebDatasetCmd(f),
