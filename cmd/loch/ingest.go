@@ -38,7 +38,7 @@ func newIngestCmd() *cobra.Command {
 	f := &ingestFlags{}
 	cmd := &cobra.Command{
 		Use:   "ingest FORMAT ARGS... URL",
-		Short: "Ingest image folders, JSON lines, CSV, numpy arrays, WebDataset shards or COCO",
+		Short: "Ingest image folders, JSON lines, CSV, Parquet, numpy arrays, WebDataset shards or COCO",
 		Long: `Ingest reads data in a format it already comes in and commits it to the
 dataset at URL as one new version, at the end: an ingest that fails or is
 interrupted commits nothing.
