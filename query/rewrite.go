@@ -78,8 +78,6 @@ func (e *Engine) rewrite(ctx context.Context, q string, selection bool) (rewritt
 		node["from_table"] = map[string]any{"type": "BASE_TABLE", "alias": "", "sample": nil, "query_location": from["query_location"],
 			"schema_name": "", "table_name": TableName, "column_name_alias": []any{}, "catalog_name": "", "at_clause": nil}
 	}
-	out.random = replaceRandom(node)
-	changed = changed || out.random
 	list, _ := node["select_list"].([]any)
 	hasRowID := false
 	// qual is the table qualifier of the row id the SELECT names (f in
@@ -98,6 +96,10 @@ func (e *Engine) rewrite(ctx context.Context, q string, selection bool) (rewritt
 			}
 		}
 	}
+	// random() hashes the row id the SELECT names (f._rowid in a join),
+	// else the one row id of a single table.
+	out.random = replaceRandom(node, qual)
+	changed = changed || out.random
 	if selection {
 		if !hasRowID && !out.star {
 			node["select_list"] = append([]any{colRef(RowIDColumn)}, list...)
@@ -143,24 +145,27 @@ func colRef(name string) map[string]any {
 }
 
 // replaceRandom replaces every random() call below x by
-// loch_random(_rowid) and reports whether it found one.
-func replaceRandom(x any) bool {
+// loch_random(_rowid), the row id qualified by qual (f in f._rowid), and
+// reports whether it found one.
+func replaceRandom(x any, qual []any) bool {
 	found := false
 	switch v := x.(type) {
 	case map[string]any:
 		if v["class"] == "FUNCTION" && strings.EqualFold(fmt.Sprint(v["function_name"]), "random") {
 			if ch, _ := v["children"].([]any); len(ch) == 0 {
 				v["function_name"] = randomMacro
-				v["children"] = []any{colRef(RowIDColumn)}
+				id := colRef(RowIDColumn)
+				id["column_names"] = append(append([]any(nil), qual...), RowIDColumn)
+				v["children"] = []any{id}
 				found = true
 			}
 		}
 		for _, c := range v {
-			found = replaceRandom(c) || found
+			found = replaceRandom(c, qual) || found
 		}
 	case []any:
 		for _, c := range v {
-			found = replaceRandom(c) || found
+			found = replaceRandom(c, qual) || found
 		}
 	}
 	return found

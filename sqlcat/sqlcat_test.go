@@ -124,6 +124,11 @@ func TestSelect(t *testing.T) {
 	for i, r := range want {
 		require.EqualValues(t, r["_rowid"], sel.RowIDs[i])
 	}
+	// random() in a join hashes the selected table's row id
+	seed := uint64(4)
+	sel, _, err = s.Select(ctx, "SELECT f._rowid FROM frames f JOIN other o USING (id) ORDER BY random()", &seed, "frames")
+	require.NoError(t, err)
+	require.ElementsMatch(t, sel.RowIDs, []uint64{uint64(want[0]["_rowid"].(float64)), uint64(want[1]["_rowid"].(float64)), uint64(want[2]["_rowid"].(float64))})
 	_, _, err = s.Select(ctx, "SELECT _rowid FROM frames", nil, "other")
 	require.ErrorContains(t, err, "a selection of table other: the query does not read it")
 	_, _, err = s.Select(ctx, "SELECT _rowid FROM frames", nil, "nope")

@@ -3,13 +3,17 @@ Catalog.dataloader (docs/sql.md), over tables made with loch sql."""
 
 from __future__ import annotations
 
+import json
 import subprocess
+import sys
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 import loch
+from conftest import run_script
 from loch.query import cli
 
 
@@ -117,3 +121,40 @@ def test_join_selects_base_rows(lake: Path) -> None:
     assert ids.tolist() == list(range(0, 100, 10))
     with pytest.raises(loch.InvalidArgument, match="a selection is of one table"):
         cat.query("SELECT f._rowid FROM frames f JOIN other o USING (id)")
+
+
+DDP_JOIN = """
+    import json, sys
+    import torch.distributed as dist
+    import loch
+
+    dist.init_process_group("gloo")
+    cat = loch.connect(sys.argv[1], create=False)
+    loader = cat.dataloader(
+        "SELECT f._rowid, f.id, f.x FROM frames f JOIN other o USING (id) ORDER BY random()", table="frames"
+    ).batch_size(4).shuffle(True).seed(5).to_torch()
+    ids = []
+    for batch in loader:
+        ids += batch["id"].tolist()
+    out = [None] * dist.get_world_size()
+    dist.all_gather_object(out, ids)
+    if dist.get_rank() == 0:
+        print(json.dumps({"shards": out}))
+    dist.destroy_process_group()
+"""
+
+
+@pytest.mark.slow
+def test_torchrun_over_join(tmp_path: Path, lake: Path) -> None:
+    """A join's result trains under torchrun --nproc_per_node=2: together
+    the ranks read each selected row, only those, once (no padding: the
+    count is even)."""
+    pytest.importorskip("torch")
+    cat = loch.connect(str(lake), create=False)
+    cat.sql("INSERT INTO other SELECT i FROM range(0, 100, 3) r(i)")  # 34 ids
+    launcher = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2"]
+    proc = run_script(tmp_path, DDP_JOIN, str(lake), timeout=240, launcher=launcher)
+    shards = json.loads([line for line in proc.stdout.splitlines() if line.startswith("{")][-1])["shards"]
+    assert len(shards) == 2 and len(shards[0]) == len(shards[1]) == 17
+    seen = Counter(i for s in shards for i in s)
+    assert sorted(seen) == list(range(0, 100, 3)) and set(seen.values()) == {1}
