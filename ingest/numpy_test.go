@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lochdata/loch"
+	"github.com/lochdata/loch/internal/half"
 	"github.com/lochdata/loch/schema"
 )
 
@@ -213,7 +214,7 @@ func TestNumpyFixtures(t *testing.T) {
 		require.Equal(t, le.AppendUint16(nil, uint16(i*1000)), cols["u2"][i].Data)
 		require.Equal(t, le.AppendUint32(nil, uint32(int32(i*-70000))), cols["i4be"][i].Data, "big-endian is converted")
 		require.Equal(t, le.AppendUint64(nil, uint64(i)*1e12), cols["i8"][i].Data)
-		require.Equal(t, le.AppendUint16(nil, float16Bits(float32(i)/4)), cols["f2"][i].Data)
+		require.Equal(t, le.AppendUint16(nil, half.Float16(float32(i)/4)), cols["f2"][i].Data)
 		var f4 []byte
 		for _, v := range []float32{float32(i), float32(i) * 0.5, float32(-i)} {
 			f4 = le.AppendUint32(f4, math.Float32bits(v))

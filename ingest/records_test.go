@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lochdata/loch"
+	"github.com/lochdata/loch/internal/half"
 	"github.com/lochdata/loch/schema"
 )
 
@@ -152,14 +153,14 @@ func TestFloat16Bits(t *testing.T) {
 		{1.00146484375, 0x3c02}, // tie between 0x3c01 and 0x3c02: even
 		{0.333251953125, 0x3555},
 	} {
-		require.Equal(t, tc.bits, float16Bits(tc.f), "%g", tc.f)
+		require.Equal(t, tc.bits, half.Float16(tc.f), "%g", tc.f)
 	}
-	require.Equal(t, uint16(0x7e00), float16Bits(float32(math.NaN()))&0x7e00)
+	require.Equal(t, uint16(0x7e00), half.Float16(float32(math.NaN()))&0x7e00)
 	for _, tc := range []struct {
 		f    float32
 		bits uint16
 	}{{1, 0x3f80}, {-2, 0xc000}, {3.140625, 0x4049}, {1.00390625, 0x3f80}, {1.01171875, 0x3f82}} {
-		require.Equal(t, tc.bits, bfloat16Bits(tc.f), "%g", tc.f)
+		require.Equal(t, tc.bits, half.BFloat16(tc.f), "%g", tc.f)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/lochdata/loch"
 	"github.com/lochdata/loch/internal/base"
+	"github.com/lochdata/loch/internal/half"
 	"github.com/lochdata/loch/schema"
 )
 
@@ -373,9 +374,9 @@ func appendNumber(dst []byte, dt schema.DType, s string) ([]byte, error) {
 		case schema.Float32:
 			return le.AppendUint32(dst, math.Float32bits(float32(f))), nil
 		case schema.Float16:
-			return le.AppendUint16(dst, float16Bits(float32(f))), nil
+			return le.AppendUint16(dst, half.Float16(float32(f))), nil
 		case schema.BFloat16:
-			return le.AppendUint16(dst, bfloat16Bits(float32(f))), nil
+			return le.AppendUint16(dst, half.BFloat16(float32(f))), nil
 		}
 	}
 	return bad("cannot be stored")
@@ -390,53 +391,4 @@ func isRangeErr(err error) bool {
 func convertInts(dt schema.DType, b []byte) ([]byte, error) {
 	v := int64(binary.LittleEndian.Uint64(b))
 	return appendNumber(nil, dt, strconv.FormatInt(v, 10))
-}
-
-// float16Bits rounds f to the nearest IEEE 754 half-precision value (ties to
-// even) and returns its bits.
-func float16Bits(f float32) uint16 {
-	b := math.Float32bits(f)
-	sign := uint16(b>>16) & 0x8000
-	exp := int32(b>>23) & 0xff
-	mant := b & 0x7fffff
-	switch {
-	case exp == 0xff: // inf or nan
-		if mant != 0 {
-			return sign | 0x7e00
-		}
-		return sign | 0x7c00
-	case exp-127+15 >= 0x1f: // overflow
-		return sign | 0x7c00
-	case exp-127+15 <= 0: // subnormal or zero
-		e := exp - 127 + 15
-		if e < -10 {
-			return sign
-		}
-		m := mant | 0x800000
-		shift := uint32(14 - e)
-		half := uint32(1) << (shift - 1)
-		r := m >> shift
-		rem := m & (1<<shift - 1)
-		if rem > half || (rem == half && r&1 == 1) {
-			r++
-		}
-		return sign | uint16(r)
-	}
-	e := uint32(exp - 127 + 15)
-	r := e<<10 | mant>>13
-	rem := mant & 0x1fff
-	if rem > 0x1000 || (rem == 0x1000 && r&1 == 1) {
-		r++ // may carry into the exponent, up to infinity: correct
-	}
-	return sign | uint16(r)
-}
-
-// bfloat16Bits rounds f to the nearest bfloat16 (ties to even).
-func bfloat16Bits(f float32) uint16 {
-	b := math.Float32bits(f)
-	if f != f {
-		return uint16(b>>16) | 0x40
-	}
-	b += 0x7fff + (b>>16)&1
-	return uint16(b >> 16)
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/lochdata/loch"
 	"github.com/lochdata/loch/chunkcache"
+	"github.com/lochdata/loch/storage"
 )
 
 // TableName is the name a query gives the handle's version; the last
@@ -25,9 +26,12 @@ const TableName = "ds"
 // scanFunction is the table macro that reads a dataset, with optional
 // ref and as_of; scanAt is the table function it calls, with all three
 // (DuckDB's C API cannot make a table function's named argument optional).
+// tableFunction reads a table Attach added, by name, at an optional ref
+// or time: loch_table('frames', ref => 'v1').
 const (
-	scanFunction = "loch_scan"
-	scanAt       = "loch_scan_at"
+	scanFunction  = "loch_scan"
+	scanAt        = "loch_scan_at"
+	tableFunction = "loch_table"
 )
 
 // Options configure an Engine. The zero value is valid.
@@ -46,6 +50,11 @@ type Options struct {
 	// chunkcache.Disk shared with the loader), so that a second query, or
 	// a training run after it, reads them locally.
 	Cache chunkcache.Cache
+	// FileBase is the directory loch_file resolves relative paths
+	// against (default the process's working directory).
+	FileBase string
+	// FileOpts are the storage options loch_file reads URLs with.
+	FileOpts []storage.Option
 }
 
 // Engine runs SQL over one dataset handle (and, through loch_scan, any
@@ -63,9 +72,11 @@ type Engine struct {
 	ctx      context.Context // the running query's, for the table function
 	opened   map[string]*loch.Scan
 	handles  []*loch.Dataset
+	attached map[string]*loch.Dataset // by loch_scan URL (attachPrefix + name)
 }
 
-// New starts an engine over d's current version.
+// New starts an engine over d's current version. d may be nil: then the
+// engine has no ds view, and tables are the ones Attach adds.
 func New(ctx context.Context, d *loch.Dataset, opts Options) (*Engine, error) {
 	if opts.Threads <= 0 {
 		opts.Threads = defaultThreads()
@@ -74,7 +85,7 @@ func New(ctx context.Context, d *loch.Dataset, opts Options) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("query: start DuckDB: %w", err)
 	}
-	e := &Engine{d: d, opts: opts, db: db, opened: map[string]*loch.Scan{}, ctx: ctx}
+	e := &Engine{d: d, opts: opts, db: db, opened: map[string]*loch.Scan{}, attached: map[string]*loch.Dataset{}, ctx: ctx}
 	if err := e.init(ctx); err != nil {
 		e.Close()
 		return nil, err
@@ -116,6 +127,10 @@ func (e *Engine) init(ctx context.Context) error {
 	if _, err := conn.ExecContext(ctx, macro); err != nil {
 		return fmt.Errorf("query: define %s: %w", scanFunction, err)
 	}
+	macro = fmt.Sprintf("CREATE MACRO %s(name, ref := '', as_of := '') AS TABLE SELECT * FROM %s(%s || lower(name), ref, as_of)", tableFunction, scanAt, quoteString(attachPrefix))
+	if _, err := conn.ExecContext(ctx, macro); err != nil {
+		return fmt.Errorf("query: define %s: %w", tableFunction, err)
+	}
 	seed := uint64(0)
 	if e.opts.Seed != nil {
 		seed = *e.opts.Seed
@@ -124,6 +139,12 @@ func (e *Engine) init(ctx context.Context) error {
 	macro = fmt.Sprintf("CREATE MACRO %s(r) AS (hash(r, %d::UBIGINT) >> 11)::DOUBLE / 9007199254740992.0", randomMacro, seed)
 	if _, err := conn.ExecContext(ctx, macro); err != nil {
 		return fmt.Errorf("query: define %s: %w", randomMacro, err)
+	}
+	if err := e.registerFile(conn); err != nil {
+		return err
+	}
+	if e.d == nil {
+		return nil
 	}
 	views := []string{TableName}
 	if n := urlTableName(e.d.URL()); n != "" && n != TableName {
@@ -138,8 +159,33 @@ func (e *Engine) init(ctx context.Context) error {
 	return nil
 }
 
-// handleURL is what the views pass loch_scan for the engine's own handle.
-const handleURL = "loch:handle"
+// handleURL is what the views pass loch_scan for the engine's own handle;
+// attachPrefix + name, for a handle Attach added.
+const (
+	handleURL    = "loch:handle"
+	attachPrefix = "loch:table:"
+)
+
+// Attach makes d's current version readable as the view name (replacing
+// a view of that name), so that one query can join several datasets: a
+// catalog's tables, each by its name. The engine does not close d; d must
+// stay open until the engine is closed.
+func (e *Engine) Attach(ctx context.Context, name string, d *loch.Dataset) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	url := attachPrefix + strings.ToLower(name)
+	e.attached[url] = d
+	for k := range e.opened {
+		if strings.HasPrefix(k, url+"\x00") {
+			delete(e.opened, k)
+		}
+	}
+	q := fmt.Sprintf("CREATE OR REPLACE VIEW %s AS SELECT * FROM %s(%s)", quoteIdent(name), scanFunction, quoteString(url))
+	if _, err := e.conn.ExecContext(ctx, q); err != nil {
+		return fmt.Errorf("query: create view %s: %w", name, err)
+	}
+	return nil
+}
 
 // typeOf returns the type DuckDB gives the first column of q.
 func (e *Engine) typeOf(ctx context.Context, q string) (duckdb.TypeInfo, error) {
@@ -202,16 +248,24 @@ func (e *Engine) scan(url, ref, asOf string) (*loch.Scan, error) {
 	}
 	ctx := e.ctx
 	var d *loch.Dataset
-	own := url == handleURL || url == e.d.URL()
-	if own && ref == "" && asOf == "" {
-		d = e.d
+	// base is the handle whose versions url names ("" if none).
+	var base *loch.Dataset
+	if a, ok := e.attached[url]; ok {
+		base = a
+	} else if e.d != nil && (url == handleURL || url == e.d.URL()) {
+		base = e.d
+	} else if url == handleURL {
+		return nil, fmt.Errorf("query: no dataset: %w", loch.ErrInvalidArgument)
+	} else if name, ok := strings.CutPrefix(url, attachPrefix); ok {
+		return nil, fmt.Errorf("%s(%s): no table %q: %w", tableFunction, quoteString(name), name, loch.ErrNotFound)
+	}
+	if base != nil && ref == "" && asOf == "" {
+		d = base
 	} else {
-		if url == handleURL {
-			url = e.d.URL()
-		}
 		opts := append([]loch.Option(nil), e.opts.Open...)
-		if own {
-			opts = append(opts, loch.WithStore(e.d.Store()))
+		if base != nil {
+			url = base.URL()
+			opts = append(opts, loch.WithStore(base.Store()))
 		}
 		if ref != "" {
 			opts = append(opts, loch.WithRef(ref))

@@ -73,15 +73,17 @@ func (e *Engine) rewrite(ctx context.Context, q string, selection bool) (rewritt
 	}
 	var out rewritten
 	changed := selection
-	if from, _ := node["from_table"].(map[string]any); from != nil && from["type"] == "EMPTY" {
+	if from, _ := node["from_table"].(map[string]any); from != nil && from["type"] == "EMPTY" && e.d != nil {
 		changed = true
 		node["from_table"] = map[string]any{"type": "BASE_TABLE", "alias": "", "sample": nil, "query_location": from["query_location"],
 			"schema_name": "", "table_name": TableName, "column_name_alias": []any{}, "catalog_name": "", "at_clause": nil}
 	}
-	out.random = replaceRandom(node)
-	changed = changed || out.random
 	list, _ := node["select_list"].([]any)
 	hasRowID := false
+	// qual is the table qualifier of the row id the SELECT names (f in
+	// f._rowid), which the tie-break on _pos takes too: in a join, an
+	// unqualified _pos is ambiguous.
+	var qual []any
 	for _, x := range list {
 		m, _ := x.(map[string]any)
 		switch m["class"] {
@@ -90,9 +92,14 @@ func (e *Engine) rewrite(ctx context.Context, q string, selection bool) (rewritt
 		case "COLUMN_REF":
 			if names, _ := m["column_names"].([]any); len(names) > 0 && names[len(names)-1] == RowIDColumn && m["alias"] == "" {
 				hasRowID = true
+				qual = names[:len(names)-1]
 			}
 		}
 	}
+	// random() hashes the row id the SELECT names (f._rowid in a join),
+	// else the one row id of a single table.
+	out.random = replaceRandom(node, qual)
+	changed = changed || out.random
 	if selection {
 		if !hasRowID && !out.star {
 			node["select_list"] = append([]any{colRef(RowIDColumn)}, list...)
@@ -114,7 +121,9 @@ func (e *Engine) rewrite(ctx context.Context, q string, selection bool) (rewritt
 			node["modifiers"] = mods
 		}
 		orders, _ := order["orders"].([]any)
-		order["orders"] = append(orders, map[string]any{"type": "ASCENDING", "null_order": "ORDER_DEFAULT", "expression": colRef(PosColumn)})
+		pos := colRef(PosColumn)
+		pos["column_names"] = append(append([]any(nil), qual...), PosColumn)
+		order["orders"] = append(orders, map[string]any{"type": "ASCENDING", "null_order": "ORDER_DEFAULT", "expression": pos})
 	}
 	if !changed { // as given: DuckDB names result columns after their text
 		out.sql = q
@@ -136,24 +145,27 @@ func colRef(name string) map[string]any {
 }
 
 // replaceRandom replaces every random() call below x by
-// loch_random(_rowid) and reports whether it found one.
-func replaceRandom(x any) bool {
+// loch_random(_rowid), the row id qualified by qual (f in f._rowid), and
+// reports whether it found one.
+func replaceRandom(x any, qual []any) bool {
 	found := false
 	switch v := x.(type) {
 	case map[string]any:
 		if v["class"] == "FUNCTION" && strings.EqualFold(fmt.Sprint(v["function_name"]), "random") {
 			if ch, _ := v["children"].([]any); len(ch) == 0 {
 				v["function_name"] = randomMacro
-				v["children"] = []any{colRef(RowIDColumn)}
+				id := colRef(RowIDColumn)
+				id["column_names"] = append(append([]any(nil), qual...), RowIDColumn)
+				v["children"] = []any{id}
 				found = true
 			}
 		}
 		for _, c := range v {
-			found = replaceRandom(c) || found
+			found = replaceRandom(c, qual) || found
 		}
 	case []any:
 		for _, c := range v {
-			found = replaceRandom(c) || found
+			found = replaceRandom(c, qual) || found
 		}
 	}
 	return found

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"text/tabwriter"
 
 	"github.com/lochdata/loch"
@@ -37,6 +38,9 @@ func (e *Engine) Select(ctx context.Context, q string) (*loch.Selection, error) 
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.ctx = ctx
+	if e.d == nil {
+		return nil, fmt.Errorf("query %s: a selection is of one dataset: the engine has none: %w", oneLineSQL(q), loch.ErrInvalidArgument)
+	}
 	rw, err := e.rewrite(ctx, q, true)
 	if err != nil {
 		return nil, err
@@ -253,8 +257,8 @@ func format(v any) string {
 }
 
 // Rows runs q and returns DuckDB's rows, for callers that read the
-// result as Go values. The engine runs nothing else until they are
-// closed.
+// result as Go values, and the function that closes them (it may be
+// called more than once). The engine runs nothing else until then.
 func (e *Engine) Rows(ctx context.Context, q string) (*sql.Rows, func(), error) {
 	e.mu.Lock()
 	e.ctx = ctx
@@ -268,5 +272,6 @@ func (e *Engine) Rows(ctx context.Context, q string) (*sql.Rows, func(), error) 
 		e.mu.Unlock()
 		return nil, nil, e.queryError(q, err)
 	}
-	return rows, func() { rows.Close(); e.mu.Unlock() }, nil
+	var once sync.Once
+	return rows, func() { once.Do(func() { rows.Close(); e.mu.Unlock() }) }, nil
 }

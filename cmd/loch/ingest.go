@@ -38,7 +38,7 @@ func newIngestCmd() *cobra.Command {
 	f := &ingestFlags{}
 	cmd := &cobra.Command{
 		Use:   "ingest FORMAT ARGS... URL",
-		Short: "Ingest image folders, JSON lines, CSV, numpy arrays, WebDataset shards or COCO",
+		Short: "Ingest image folders, JSON lines, CSV, Parquet, numpy arrays, WebDataset shards or COCO",
 		Long: `Ingest reads data in a format it already comes in and commits it to the
 dataset at URL as one new version, at the end: an ingest that fails or is
 interrupted commits nothing.
@@ -72,7 +72,7 @@ is always printed, with sizes in binary units (as info prints them).`,
 			if len(args) == 0 {
 				return nil
 			}
-			return usagef("unknown format %q (want imagefolder, jsonl, csv, npy, npz, webdataset or coco)", args[0])
+			return usagef("unknown format %q (want imagefolder, jsonl, csv, parquet, npy, npz, webdataset or coco)", args[0])
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return cmd.Help()
@@ -90,6 +90,7 @@ is always printed, with sizes in binary units (as info prints them).`,
 		newIngestImageFolderCmd(f),
 		newIngestRecordsCmd(f, "jsonl"),
 		newIngestRecordsCmd(f, "csv"),
+		newIngestParquetCmd(f),
 		newIngestNPYCmd(f),
 		newIngestNPZCmd(f),
 		newIngestWebDatasetCmd(f),

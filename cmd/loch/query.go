@@ -152,11 +152,15 @@ type selectionJSON struct {
 }
 
 func printSelection(w io.Writer, s *loch.Selection) error {
+	return printJSON(w, newSelectionJSON(s))
+}
+
+func newSelectionJSON(s *loch.Selection) selectionJSON {
 	ids := s.RowIDs
 	if ids == nil {
 		ids = []uint64{}
 	}
-	return printJSON(w, selectionJSON{Name: s.Name, Version: s.Version, SQL: s.SQL, Seed: s.Seed, Columns: s.Columns, Rows: len(ids), RowIDs: ids})
+	return selectionJSON{Name: s.Name, Version: s.Version, SQL: s.SQL, Seed: s.Seed, Columns: s.Columns, Rows: len(ids), RowIDs: ids}
 }
 
 func newSelectionsCmd() *cobra.Command {

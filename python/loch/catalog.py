@@ -24,7 +24,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import _library
 from ._handle import Handle
@@ -32,6 +32,9 @@ from ._library import Library, c_uintptr
 from .dataset import Dataset
 from .schema import Column, Schema
 from .versions import GCReport, format_time, parse_time
+
+if TYPE_CHECKING:
+    from .query import LoaderBuilder, Selection
 
 __all__ = ["Catalog", "Table", "CatalogGCReport", "TableDir", "connect"]
 
@@ -195,6 +198,52 @@ class Catalog:
         Its data stays, readable through handles already open, until
         :meth:`gc` runs once the grace period has passed."""
         self._h.call("loch_catalog_drop_table", name.encode())
+
+    def sql(self, statement: str, *, message: str | None = None, branch: str | None = None) -> dict[str, Any]:
+        """Runs one SQL statement (docs/sql.md): CREATE/ALTER/DROP TABLE with
+        loch's types, INSERT/UPDATE/DELETE as one commit each on ``branch``
+        (default main) with ``message``, or a read. Returns what it did:
+        ``{"statement", "table", "rows", "version"}``, or for a read
+        ``{"statement": "QUERY", "rows": n, "result": [row dicts]}``. Runs
+        in the ``loch`` command; errors raise :class:`loch.Error`
+        subclasses::
+
+            >>> cat.sql("INSERT INTO frames (caption, image) SELECT caption, loch_file(path) FROM read_parquet('c.parquet')")  # doctest: +SKIP
+        """
+        from .query import catalog_sql
+
+        return catalog_sql(self.url, statement, message=message, branch=branch)
+
+    def query(self, sql: str, *, seed: int | None = None, branch: str | None = None, table: str | None = None) -> Selection:
+        """Runs a SELECT (docs/sql.md) and returns a :class:`loch.Selection`
+        of one table's version: its row ids in result order, with the
+        loaders of a dataset. The table is ``table``, or the only catalog
+        table the SQL names. A join selects ``table``'s rows (the other
+        tables filter and order them; their columns are not loaded): its
+        result carries that table's row id, each row once. ``seed`` seeds
+        ``random()``; ``branch`` reads the tables' branch of that name.
+        Runs in the ``loch`` command (:func:`loch.query.cli`)::
+
+            >>> sel = cat.query("SELECT image, label FROM frames WHERE label = 'cat'")  # doctest: +SKIP
+            >>> sel = cat.query("SELECT f._rowid, f.image FROM frames f JOIN labels l USING (id) WHERE l.ok", table="frames")  # doctest: +SKIP
+        """
+        from .query import catalog_query
+
+        return catalog_query(self.url, self._open_at, sql, seed=seed, branch=branch, table=table)
+
+    def dataloader(self, sql: str, *, table: str | None = None) -> LoaderBuilder:
+        """A :class:`loch.query.LoaderBuilder` over the rows of ``sql`` (a
+        SELECT, as :meth:`query` takes it)::
+
+            >>> for batch in cat.dataloader("SELECT image, label FROM frames").batch_size(64).shuffle(True).to_torch():  # doctest: +SKIP
+            ...     ...
+        """
+        from .query import LoaderBuilder
+
+        return LoaderBuilder(lambda seed: self.query(sql, seed=seed, table=table), sql)
+
+    def _open_at(self, name: str, version: str) -> Dataset:
+        return self.open_table(name, version=version)
 
     def rename_table(self, name: str, new_name: str) -> None:
         """Renames table ``name`` to ``new_name`` (a change of case only is

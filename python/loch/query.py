@@ -56,7 +56,7 @@ class Dataset(Protocol):
 #: Opens a dataset's URL at a version id (loch.open(url, version=...)).
 Opener = Callable[[str, str], Dataset]
 
-__all__ = ["Selection", "cli"]
+__all__ = ["Selection", "LoaderBuilder", "cli"]
 
 
 def cli() -> str:
@@ -111,6 +111,8 @@ class Selection:
         self.row_ids: np.ndarray = np.asarray(data.get("row_ids") or [], dtype=np.uint64)
         self.name = name or data.get("name")
         self._url = dataset.url
+        #: The catalog table the selection is of (Catalog.query), else None.
+        self.table: str | None = data.get("table")
         self.dataset: Dataset = dataset if dataset.version == self.version else opener(dataset.url, self.version)
         self._positions: np.ndarray | None = None
         self._sliced = False
@@ -173,14 +175,17 @@ class Selection:
         """Stores the selection in the dataset under ``name`` (like a tag:
         ``loch gc`` keeps it and its version); :meth:`loch.Dataset.selection`
         reads it back. A slice of a selection, whose rows its SQL does not
-        describe, cannot be saved."""
+        describe, and a selection of a catalog table cannot be saved."""
+        self._not_catalog("save")
         if self._sliced:
             raise InvalidArgument(f"selection {name!r}: only a query's whole result can be saved, not a slice of it")
         self.dataset.save_selection(name, self)
         self.name = name
 
     def to_arrow(self) -> Any:
-        """The query's result as a ``pyarrow.Table`` (needs pyarrow)."""
+        """The query's result as a ``pyarrow.Table`` (needs pyarrow; not
+        for a selection of a catalog table yet)."""
+        self._not_catalog("to_arrow")
         try:
             import pyarrow.parquet as pq
         except ImportError as e:
@@ -193,6 +198,10 @@ class Selection:
             _run(args)
             return pq.read_table(out)
 
+    def _not_catalog(self, op: str) -> None:
+        if self.table is not None:
+            raise InvalidArgument(f"Selection.{op}: a selection of catalog table {self.table!r} cannot do this yet (its SQL names the table, not ds)")
+
     def to_pandas(self) -> Any:
         """The query's result as a ``pandas.DataFrame`` (needs pyarrow and pandas)."""
         return self.to_arrow().to_pandas()
@@ -204,3 +213,112 @@ def query(ds: Dataset, opener: Opener, sql: str, seed: int | None = None) -> Sel
     if seed is not None:
         args += ["--seed", str(int(seed))]
     return Selection(ds, json.loads(_run(args)), opener)
+
+
+def catalog_query(
+    root: str, open_table: TableOpener, sql: str, seed: int | None = None, branch: str | None = None, table: str | None = None
+) -> Selection:
+    """Runs a SELECT over the catalog at ``root`` as a selection of one
+    table (see :meth:`loch.Catalog.query`)."""
+    if root.startswith("mem://"):
+        raise InvalidArgument(f"{root} lives in this process only: store the catalog at a path or an object store URL to query it")
+    args = ["sql", root, sql, "--format", "selection"]
+    if seed is not None:
+        args += ["--seed", str(int(seed))]
+    if branch is not None:
+        args += ["--branch", branch]
+    if table is not None:
+        args += ["--table", table]
+    data = json.loads(_run(args))
+    name = data["table"]
+    return Selection(open_table(name, data["version"]), data, lambda _url, version: open_table(name, version))
+
+
+class LoaderBuilder:
+    """Builds a loader over the rows of a SQL query, step by step
+    (:meth:`loch.Catalog.dataloader`)::
+
+        >>> loader = cat.dataloader("SELECT image, label FROM frames WHERE label = 'cat'") \\
+        ...     .batch_size(64).shuffle(True).seed(1).to_torch()                       # doctest: +SKIP
+
+    Each setter returns the builder. The query runs when a ``to_*`` method
+    is called, on the table's version at that moment; the loader reads the
+    selection's rows (``columns`` default to those the SELECT names).
+    Without ``shuffle``, the query's order is the delivery order."""
+
+    def __init__(self, run: Callable[[int | None], Selection], sql: str) -> None:
+        self._run = run
+        self.sql = sql
+        self._kwargs: dict[str, Any] = {}
+        self._query_seed: int | None = None
+
+    def __repr__(self) -> str:
+        return f"<loch.LoaderBuilder sql={self.sql!r} {self._kwargs}>"
+
+    def batch_size(self, n: int) -> LoaderBuilder:
+        """Rows per batch."""
+        if int(n) <= 0:
+            raise InvalidArgument(f"batch_size {n}: want at least 1")
+        self._kwargs["batch_size"] = int(n)
+        return self
+
+    def shuffle(self, on: bool | str = True) -> LoaderBuilder:
+        """Shuffle the selection's rows each epoch (True, False, or a mode:
+        "block", "full")."""
+        self._kwargs["shuffle"] = on
+        return self
+
+    def seed(self, seed: int) -> LoaderBuilder:
+        """The seed of the loader's shuffle and of the query's ``random()``."""
+        self._kwargs["seed"] = int(seed)
+        self._query_seed = int(seed)
+        return self
+
+    def columns(self, *names: str) -> LoaderBuilder:
+        """The columns to load (default: those the SELECT names)."""
+        self._kwargs["columns"] = list(names)
+        return self
+
+    def drop_last(self, on: bool = True) -> LoaderBuilder:
+        """Drop a last batch smaller than the batch size."""
+        self._kwargs["drop_last"] = bool(on)
+        return self
+
+    def options(self, **kwargs: Any) -> LoaderBuilder:
+        """Any other argument of :meth:`loch.Dataset.numpy` (epoch,
+        world_size, rank, transforms, ...)."""
+        self._kwargs.update(kwargs)
+        return self
+
+    def selection(self) -> Selection:
+        """Runs the query: its :class:`loch.Selection`."""
+        return self._run(self._query_seed)
+
+    def to_numpy(self) -> Any:
+        """The loader of NumPy batches (:meth:`loch.Selection.numpy`)."""
+        return self.selection().numpy(**self._kwargs)
+
+    def to_torch(self) -> Any:
+        """The PyTorch loader (:meth:`loch.Selection.pytorch`)."""
+        return self.selection().pytorch(**self._kwargs)
+
+    def to_jax(self) -> Any:
+        """The JAX loader (:meth:`loch.Selection.jax`)."""
+        return self.selection().jax(**self._kwargs)
+
+    def to_tensorflow(self) -> Any:
+        """The tf.data loader (:meth:`loch.Selection.tensorflow`)."""
+        return self.selection().tensorflow(**self._kwargs)
+
+
+def catalog_sql(root: str, statement: str, message: str | None = None, branch: str | None = None) -> dict[str, Any]:
+    """Runs one SQL statement over the catalog at ``root`` (see
+    :meth:`loch.Catalog.sql`)."""
+    if root.startswith("mem://"):
+        raise InvalidArgument(f"{root} lives in this process only: store the catalog at a path or an object store URL to run SQL on it")
+    args = ["sql", root, statement, "--json"]
+    if message is not None:
+        args += ["--message", message]
+    if branch is not None:
+        args += ["--branch", branch]
+    return dict(json.loads(_run(args)))

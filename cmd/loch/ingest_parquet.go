@@ -1,0 +1,110 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/lochdata/loch"
+	"github.com/lochdata/loch/ingest"
+	"github.com/lochdata/loch/sqlcat"
+)
+
+// newIngestParquetCmd is loch ingest parquet: SQL underneath, the INSERT
+// of docs/sql.md §4 (sqlcat.Stage) from DuckDB's read_parquet.
+func newIngestParquetCmd(f *ingestFlags) *cobra.Command {
+	var imageFields, linkFields []string
+	var imageCompression string
+	cmd := &cobra.Command{
+		Use:   "parquet FILE URL",
+		Short: "Ingest a Parquet file, one row per record (through SQL)",
+		Long: `Ingest a Parquet file (a local path, a glob DuckDB reads, or an http(s) URL)
+one row per record, one column per field. It is SQL underneath: the rows
+are read by DuckDB's read_parquet and converted as 'loch sql' INSERT does
+(docs/sql.md): integers, floats and booleans keep their type, VARCHAR is
+text, JSON json, BLOB bytes, numeric arrays and lists tensors; other types
+(DATE, DECIMAL, STRUCT, ...) are an error naming the field.
+
+--image-field F reads the path (relative to the file's directory) or URL in
+field F with loch_file and stores the image (png or jpeg kept byte for
+byte when it matches --image-compression, default png); --link-field F
+stores the reference as a link column. When appending, fields the dataset
+has no column for are ignored and listed.`,
+		Example: `  loch ingest parquet captions.parquet ./ds --image-field path
+  loch ingest parquet 'shards/*.parquet' s3://bucket/ds --image-compression jpeg --image-field image
+  loch ingest parquet more.parquet ./ds --append`,
+		Args: exactArgs("FILE", "URL"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			file, url := args[0], args[1]
+			switch imageCompression {
+			case "", "png", "jpeg", "lz4", "zstd", "none":
+			default:
+				return usagef("--image-compression %q: want png, jpeg, lz4, zstd or none", imageCompression)
+			}
+			return runIngest(cmd, f, url, func(o ingest.Options) (res ingest.Result, err error) {
+				start := time.Now()
+				defer func() { res.Elapsed = time.Since(start) }()
+				ctx := cmd.Context()
+				base := "."
+				if !strings.Contains(file, "://") {
+					base = filepath.Dir(file)
+					if st, err := os.Stat(file); err == nil {
+						res.Bytes = st.Size()
+					}
+				}
+				so := sqlcat.IngestOptions{ImageFields: imageFields, LinkFields: linkFields, ImageCompression: imageCompression, FileBase: base}
+				source := sqlcat.ParquetSource(file, imageFields)
+				dsOpts := append([]loch.Option{loch.WithParallelism(o.Parallelism)}, o.DatasetOptions...)
+				d, err := loch.Open(ctx, url, dsOpts...)
+				switch {
+				case errors.Is(err, loch.ErrNoDataset):
+					s, err := sqlcat.SourceSchema(ctx, source, so)
+					if err != nil {
+						return res, fmt.Errorf("ingest parquet %s: %w", file, err)
+					}
+					if o.ChunkBytes > 0 {
+						for i := range s.Columns {
+							s.Columns[i].ChunkBytes = o.ChunkBytes
+						}
+					}
+					if d, err = loch.Create(ctx, url, s, dsOpts...); err != nil {
+						return res, err
+					}
+					res.Created = true
+				case err != nil:
+					return res, err
+				case d.Len() > 0 && !o.Append:
+					n := d.Len()
+					d.Close()
+					return res, fmt.Errorf("ingest into %s: a dataset with %d rows is already there: %w", url, n, loch.ErrExists)
+				}
+				defer d.Close() // without Commit, Close discards what was staged
+				if res.Rows, res.Ignored, err = sqlcat.Stage(ctx, d, source, so); err != nil {
+					return res, err
+				}
+				if res.Rows == 0 {
+					res.Version = d.Version()
+					return res, nil
+				}
+				msg := o.Message
+				if msg == "" {
+					msg = "ingest parquet " + file
+				}
+				if res.Version, err = d.Commit(ctx, msg); err != nil {
+					return res, fmt.Errorf("commit %s: %w", url, err)
+				}
+				return res, nil
+			})
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringArrayVar(&imageFields, "image-field", nil, "field holding image paths or URLs, stored as an image column (repeatable)")
+	fl.StringArrayVar(&linkFields, "link-field", nil, "field holding paths or URLs, stored as a link column (repeatable)")
+	fl.StringVar(&imageCompression, "image-compression", "", "how new image columns store images: png (default), jpeg, lz4, zstd or none")
+	return cmd
+}

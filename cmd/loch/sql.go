@@ -1,0 +1,267 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/lochdata/loch/catalog"
+	"github.com/lochdata/loch/query"
+	"github.com/lochdata/loch/sqlcat"
+)
+
+func newSQLCmd() *cobra.Command {
+	var (
+		branch, message, format, base string
+		table                         string
+		limit                         int
+		asJSON                        bool
+		seed                          uint64
+	)
+	cmd := &cobra.Command{
+		Use:   "sql ROOT [STATEMENT]",
+		Short: "Run SQL over a catalog: CREATE/ALTER/DROP TABLE, INSERT, UPDATE, DELETE, SELECT",
+		Long: `Sql runs one statement over the catalog at ROOT (docs/sql.md). Every table
+is a view by its name, so a SELECT can join tables; DuckDB runs every
+expression and query.
+
+CREATE TABLE takes DuckDB's types and loch's: IMAGE, IMAGE('jpeg'),
+VIDEO, AUDIO, MASK, BBOX('xywh'), CLASS_LABEL('cat', 'dog'),
+EMBEDDING(768), TENSOR(float32, [3, NULL]), POINT_CLOUD(3), LINK, with
+column options in WITH (chunk_bytes = '4MiB', chunk_compression = 'zstd',
+...). A CREATE TABLE on a ROOT with no catalog creates it.
+
+INSERT INTO t [(columns)] VALUES ... | SELECT ..., UPDATE t SET c = expr
+[WHERE ...] and DELETE FROM t [WHERE ...] are one commit each on --branch
+(default main), or nothing and an error naming the row and column that
+failed. UPDATE and DELETE address rows by their stable row ids. A SELECT
+can read read_parquet, read_csv and read_json, and loch_file(path) reads a
+file's bytes (an image into an IMAGE column); relative paths are taken from
+--base (default the current directory).
+
+The commit message is -m, else a first line '-- loch: message "..."'
+in the statement, else the statement's text.
+
+A query prints its result as --format table, json (one object per line) or
+csv, at most --limit rows (with --json: one object, statement "QUERY"
+and rows, a list of objects). --format selection prints a SELECT over one
+table as a selection of that table's version (as 'loch query --format
+selection' does), with the fields table and url added; --seed seeds its
+random(). A SELECT that joins tables selects the rows of --table: its
+result carries that table's row id (SELECT f._rowid, ... FROM frames f
+JOIN labels l ...), each row once; the other tables filter and order them. A write prints what it did and the table's new
+version (with --json as one object: statement, table, rows, version).
+
+Without STATEMENT, sql reads statements ending in ';' from standard input
+(an interactive shell on a terminal, with history in the user's cache
+directory, loch/sql_history).`,
+		Example: `  loch sql ./lake "CREATE TABLE frames (id BIGINT, caption TEXT, image IMAGE('jpeg'), label CLASS_LABEL('cat', 'dog'))"
+  loch sql ./lake "INSERT INTO frames SELECT id, caption, loch_file(path), label FROM read_parquet('frames.parquet')"
+  loch sql ./lake "UPDATE frames SET label = 'dog' WHERE id = 17" -m "relabel 17"
+  loch sql ./lake "SELECT label, count(*) FROM frames GROUP BY label" --format csv
+  loch sql ./lake --branch relabel < fixes.sql`,
+		Args: rangeArgs(1, "ROOT", "STATEMENT"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			switch format {
+			case query.FormatTable, query.FormatJSON, query.FormatCSV:
+			case formatSelection:
+				if len(args) != 2 || limit != 0 {
+					return usagef("--format selection needs one STATEMENT (a SELECT) and no --limit")
+				}
+			default:
+				return usagef("--format %q: want table, json, csv or selection", format)
+			}
+			if (cmd.Flags().Changed("seed") || table != "") && format != formatSelection {
+				return usagef("--seed and --table go with --format selection")
+			}
+			if limit < 0 {
+				return usagef("--limit %d: want at least 0", limit)
+			}
+			if asJSON && cmd.Flags().Changed("format") {
+				return usagef("--json prints one object (a query's rows in it): give no --format")
+			}
+			if err := checkURL(args[0]); err != nil {
+				return err
+			}
+			if base == "" {
+				base, _ = os.Getwd()
+			}
+			ctx := cmd.Context()
+			var opts []catalog.Option
+			if len(args) == 2 && startsCreate(args[1]) {
+				opts = append(opts, catalog.WithCreate())
+			}
+			cat, err := catalog.Open(ctx, args[0], opts...)
+			if err != nil {
+				return err
+			}
+			defer cat.Close()
+			s := sqlcat.NewSession(cat)
+			s.Branch, s.Message, s.FileBase = branch, message, base
+			out := sqlcat.Output{W: cmd.OutOrStdout(), Format: format, Limit: limit}
+			if format == formatSelection {
+				var seedp *uint64
+				if cmd.Flags().Changed("seed") {
+					seedp = &seed
+				}
+				sel, table, err := s.Select(ctx, args[1], seedp, table)
+				if err != nil {
+					return err
+				}
+				t, err := cat.Table(ctx, table)
+				if err != nil {
+					return err
+				}
+				return printJSON(out.W, tableSelectionJSON{selectionJSON: newSelectionJSON(sel), Table: t.Name, URL: t.URL})
+			}
+			if len(args) == 2 {
+				return runStatement(ctx, s, args[1], out, asJSON)
+			}
+			return sqlShell(ctx, s, cmd.InOrStdin(), out, cmd.ErrOrStderr(), asJSON)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&branch, "branch", "", "branch that writes go to and reads prefer (default main)")
+	f.StringVarP(&message, "message", "m", "", "commit message of the writes")
+	f.StringVar(&format, "format", query.FormatTable, "format of a query's result: table, json or csv")
+	f.IntVar(&limit, "limit", 0, "print at most N rows of a query's result (0: all)")
+	f.StringVar(&base, "base", "", "directory loch_file resolves relative paths against (default the current directory)")
+	f.BoolVar(&asJSON, "json", false, "print what a write did as one JSON object")
+	f.Uint64Var(&seed, "seed", 0, "seed of random() in a --format selection query")
+	f.StringVar(&table, "table", "", "the table whose rows a --format selection query of several tables selects")
+	return cmd
+}
+
+// startsCreate reports whether stmt is a CREATE TABLE (which may create
+// the catalog).
+func startsCreate(stmt string) bool {
+	f := strings.Fields(strings.ToLower(stmt))
+	for len(f) > 0 && strings.HasPrefix(f[0], "--") {
+		f = f[1:]
+	}
+	return len(f) >= 2 && f[0] == "create" && f[1] == "table"
+}
+
+func runStatement(ctx context.Context, s *sqlcat.Session, stmt string, out sqlcat.Output, asJSON bool) error {
+	if asJSON && sqlcat.IsQuery(stmt) {
+		return runQueryJSON(ctx, s, stmt, out)
+	}
+	r, err := s.Run(ctx, stmt, out)
+	if err != nil {
+		return err
+	}
+	if r.Statement == "QUERY" {
+		return nil
+	}
+	if asJSON {
+		return printJSON(out.W, r)
+	}
+	_, err = fmt.Fprintln(out.W, r)
+	return err
+}
+
+// sqlShell runs the statements read from in, each when its ';' comes. On
+// a terminal it prompts, keeps going after an error and appends each
+// statement to the history file; otherwise it stops at the first error.
+func sqlShell(ctx context.Context, s *sqlcat.Session, in io.Reader, out sqlcat.Output, stderr io.Writer, asJSON bool) error {
+	interactive := stdinTerminal(in)
+	var history io.WriteCloser
+	if interactive {
+		if dir, err := os.UserCacheDir(); err == nil {
+			p := filepath.Join(dir, "loch", "sql_history")
+			if os.MkdirAll(filepath.Dir(p), 0o755) == nil {
+				if f, err := os.OpenFile(p, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600); err == nil {
+					history = f
+					defer f.Close()
+				}
+			}
+		}
+		fmt.Fprint(stderr, "loch> ")
+	}
+	sc := bufio.NewScanner(in)
+	sc.Buffer(make([]byte, 64<<10), 64<<20)
+	var buf strings.Builder
+	for sc.Scan() {
+		buf.WriteString(sc.Text())
+		buf.WriteByte('\n')
+		stmts, rest, err := sqlcat.Split(buf.String())
+		if err != nil { // an open string or comment: read on
+			continue
+		}
+		buf.Reset()
+		buf.WriteString(rest)
+		for _, st := range stmts {
+			if history != nil {
+				fmt.Fprintf(history, "%s;\n", strings.ReplaceAll(st, "\n", " "))
+			}
+			if err := runStatement(ctx, s, st, out, asJSON); err != nil {
+				if !interactive {
+					return err
+				}
+				fmt.Fprintf(stderr, "error: %v\n", err)
+			}
+		}
+		if interactive {
+			if strings.TrimSpace(buf.String()) == "" {
+				fmt.Fprint(stderr, "loch> ")
+			} else {
+				fmt.Fprint(stderr, "  ... ")
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("read statements: %w", err)
+	}
+	if rest := strings.TrimSpace(buf.String()); rest != "" {
+		if _, _, err := sqlcat.Split(rest); err != nil {
+			return err
+		}
+		return errors.New("the last statement has no ';': not run")
+	}
+	return nil
+}
+
+// stdinTerminal reports whether r is a terminal.
+func stdinTerminal(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// tableSelectionJSON is a selection of a catalog table, as loch sql
+// --format selection prints it.
+type tableSelectionJSON struct {
+	selectionJSON
+	Table string `json:"table"`
+	URL   string `json:"url"`
+}
+
+// runQueryJSON prints a query's result as one JSON object:
+// {"statement": "QUERY", "rows": N, "result": [{...}, ...]}.
+func runQueryJSON(ctx context.Context, s *sqlcat.Session, stmt string, out sqlcat.Output) error {
+	var buf bytes.Buffer
+	r, err := s.Run(ctx, stmt, sqlcat.Output{W: &buf, Format: query.FormatJSON, Limit: out.Limit})
+	if err != nil {
+		return err
+	}
+	result := []json.RawMessage{}
+	for _, line := range bytes.Split(buf.Bytes(), []byte("\n")) {
+		if len(bytes.TrimSpace(line)) > 0 {
+			result = append(result, json.RawMessage(line))
+		}
+	}
+	return printJSON(out.W, struct {
+		Statement string            `json:"statement"`
+		Rows      int64             `json:"rows"`
+		Result    []json.RawMessage `json:"result"`
+	}{r.Statement, int64(len(result)), result})
+}

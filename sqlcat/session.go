@@ -1,0 +1,387 @@
+package sqlcat
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/lochdata/loch"
+	"github.com/lochdata/loch/catalog"
+	"github.com/lochdata/loch/query"
+)
+
+// Session runs statements over one catalog (docs/sql.md §5). Its fields
+// may be set between statements; SET loch_branch and SET loch_message set
+// them too. A Session is not safe for concurrent use.
+type Session struct {
+	cat *catalog.Catalog
+	// Branch is the branch writes go to and reads prefer ("": main).
+	// A table without it is read at main and cannot be written.
+	Branch string
+	// Message is the commit message of writes; "" means the statement's
+	// text, cut to 200 characters. A leading comment
+	// -- loch: message "..." overrides it for one statement.
+	Message string
+	// FileBase is the directory loch_file resolves relative paths against.
+	FileBase string
+	// Threads is DuckDB's number of threads (0: GOMAXPROCS).
+	Threads int
+}
+
+// NewSession starts a session over cat, on branch main.
+func NewSession(cat *catalog.Catalog) *Session { return &Session{cat: cat} }
+
+// Output is where Run writes a query's result: w in format (query.FormatTable,
+// FormatJSON, FormatCSV), at most Limit rows when Limit > 0.
+type Output struct {
+	W      io.Writer
+	Format string
+	Limit  int
+}
+
+// Result says what a statement did.
+type Result struct {
+	// Statement is the statement's kind: CREATE TABLE, ALTER TABLE, DROP
+	// TABLE, INSERT, UPDATE, DELETE, SET, or QUERY for a read.
+	Statement string `json:"statement"`
+	Table     string `json:"table,omitempty"`
+	// Rows is the rows inserted, updated, deleted or (for a query)
+	// written to the output.
+	Rows int64 `json:"rows"`
+	// Version is the table's version after a write ("" for a query).
+	Version string `json:"version,omitempty"`
+}
+
+// String is the line the CLI prints for a write: INSERT 1000 (version 3f2a...).
+func (r Result) String() string {
+	s := r.Statement
+	switch r.Statement {
+	case "INSERT", "UPDATE", "DELETE":
+		s += " " + strconv.FormatInt(r.Rows, 10)
+	}
+	if r.Table != "" {
+		s += " " + r.Table
+	}
+	if r.Version != "" {
+		s += " (version " + r.Version + ")"
+	}
+	return s
+}
+
+// IsQuery reports whether stmt is a read that Run writes to its Output
+// (anything but loch's DDL, INSERT, UPDATE, DELETE and SET/RESET loch_*).
+func IsQuery(stmt string) bool {
+	toks, err := lex(stmt)
+	if err != nil || toks[0].kind == tokEOF {
+		return false
+	}
+	switch toks[0].text {
+	case "create", "alter", "drop", "insert", "update", "delete":
+		return false
+	case "set", "reset":
+		return !strings.HasPrefix(toks[1].text, "loch_")
+	}
+	return true
+}
+
+// Run runs one statement. A write is one commit on the session's branch,
+// or nothing and an error; a read writes its result to out.
+func (s *Session) Run(ctx context.Context, stmt string, out Output) (Result, error) {
+	p, err := newParser(stmt)
+	if err != nil {
+		return Result{}, err
+	}
+	first := p.peek()
+	if first.kind == tokEOF {
+		return Result{}, fmt.Errorf("sql: empty statement: %w", loch.ErrInvalidArgument)
+	}
+	second := p.toks[min(p.i+1, len(p.toks)-1)]
+	if first.kind == tokIdent {
+		switch first.text {
+		case "create", "alter", "drop":
+			if !second.is("table") {
+				return Result{}, fmt.Errorf("sql: %s %s is not supported: loch's DDL is CREATE, ALTER and DROP TABLE: %w",
+					strings.ToUpper(first.text), strings.ToUpper(second.text), loch.ErrInvalidArgument)
+			}
+			switch first.text {
+			case "create":
+				st, err := p.parseCreate()
+				if err != nil {
+					return Result{}, err
+				}
+				return s.create(ctx, st, stmt)
+			case "alter":
+				st, err := p.parseAlter()
+				if err != nil {
+					return Result{}, err
+				}
+				return s.alter(ctx, st, stmt)
+			default:
+				st, err := p.parseDrop()
+				if err != nil {
+					return Result{}, err
+				}
+				return s.drop(ctx, st)
+			}
+		case "insert":
+			return s.insert(ctx, p, stmt)
+		case "update":
+			return s.update(ctx, p, stmt)
+		case "delete":
+			return s.delete(ctx, p, stmt)
+		case "set", "reset":
+			if strings.HasPrefix(second.text, "loch_") {
+				return s.set(p)
+			}
+		}
+	}
+	n, err := s.query(ctx, stmt, out)
+	return Result{Statement: "QUERY", Rows: n}, err
+}
+
+// set runs SET loch_branch = 'B', SET loch_message = '...' and their RESET.
+func (s *Session) set(p *parser) (Result, error) {
+	reset := p.next().text == "reset"
+	name := p.next().text
+	var field *string
+	switch name {
+	case "loch_branch":
+		field = &s.Branch
+	case "loch_message":
+		field = &s.Message
+	default:
+		return Result{}, fmt.Errorf("sql: unknown setting %s (known: loch_branch, loch_message): %w", name, loch.ErrInvalidArgument)
+	}
+	if reset {
+		*field = ""
+		return Result{Statement: "RESET"}, p.end()
+	}
+	if !p.accept("=") && !p.accept("to") {
+		return Result{}, p.errorf("SET %s: want =", name)
+	}
+	v := p.next()
+	if v.kind != tokString {
+		p.i--
+		return Result{}, p.errorf("SET %s: want a 'string'", name)
+	}
+	*field = v.text
+	return Result{Statement: "SET"}, p.end()
+}
+
+// messageRE is the comment that names one statement's commit message:
+// -- loch: message "..." on a line of its own, or /* loch: message "..." */.
+var messageRE = regexp.MustCompile(`^(?:--\s*loch:\s*message\s+("(?:[^"\\]|\\.)*")\s*$|/\*\s*loch:\s*message\s+("(?:[^"\\]|\\.)*")\s*\*/)`)
+
+// message is the commit message of stmt: its leading
+// -- loch: message "..." comment, else the session's, else its text.
+func (s *Session) message(stmt string) (string, error) {
+	for _, line := range strings.Split(stmt, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" {
+			continue
+		}
+		if !strings.HasPrefix(line, "--") && !strings.HasPrefix(line, "/*") {
+			break
+		}
+		if m := messageRE.FindStringSubmatch(line); m != nil {
+			q := m[1] + m[2]
+			msg, err := strconv.Unquote(q)
+			if err != nil {
+				return "", fmt.Errorf("sql: commit message %s: %w", q, loch.ErrInvalidArgument)
+			}
+			return msg, nil
+		}
+	}
+	if s.Message != "" {
+		return s.Message, nil
+	}
+	return cut(strings.Join(strings.Fields(stmt), " "), 200), nil
+}
+
+// engine starts a query engine for the SQL text q with every table that
+// q names visible by its name (a table whose name is not among q's
+// identifiers cannot be read, so it is not opened), at the session's
+// branch where the table has it (else main); target, when not nil, is
+// attached as table name instead (the handle a write stages on). The
+// returned function closes the engine and the tables it opened.
+func (s *Session) engine(ctx context.Context, q, name string, target *loch.Dataset) (*query.Engine, func(), error) {
+	tables, err := s.cat.Tables(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	named := map[string]bool{}
+	if toks, err := lex(q); err == nil {
+		for _, t := range toks {
+			// identifiers, and strings for loch_table('name', ...)
+			if t.kind == tokIdent || t.kind == tokQuoted || t.kind == tokString {
+				named[strings.ToLower(t.text)] = true
+			}
+		}
+	} else {
+		named = nil // read every table
+	}
+	e, err := query.New(ctx, nil, query.Options{Threads: s.Threads, FileBase: s.FileBase})
+	if err != nil {
+		return nil, nil, err
+	}
+	var opened []*loch.Dataset
+	done := func() {
+		e.Close()
+		for _, d := range opened {
+			d.Close()
+		}
+	}
+	for _, t := range tables {
+		if named != nil && !named[strings.ToLower(t.Name)] {
+			continue
+		}
+		d := target
+		if target == nil || !strings.EqualFold(t.Name, name) {
+			d, err = s.openRead(ctx, t.Name)
+			if err != nil {
+				done()
+				return nil, nil, err
+			}
+			opened = append(opened, d)
+		}
+		if err := e.Attach(ctx, t.Name, d); err != nil {
+			done()
+			return nil, nil, err
+		}
+	}
+	return e, done, nil
+}
+
+// openRead opens a table at the session's branch, or main when the table
+// has no such branch.
+func (s *Session) openRead(ctx context.Context, name string) (*loch.Dataset, error) {
+	if s.Branch != "" {
+		d, err := s.cat.OpenTable(ctx, name, loch.WithRef(s.Branch))
+		if err == nil || !errors.Is(err, loch.ErrNotFound) {
+			return d, err
+		}
+	}
+	return s.cat.OpenTable(ctx, name)
+}
+
+// openWrite opens a table on the session's branch for a write.
+func (s *Session) openWrite(ctx context.Context, name string) (*loch.Dataset, error) {
+	var opts []loch.Option
+	if s.Branch != "" {
+		opts = append(opts, loch.WithRef(s.Branch))
+	}
+	d, err := s.cat.OpenTable(ctx, name, opts...)
+	if err != nil {
+		if s.Branch != "" && errors.Is(err, loch.ErrNotFound) {
+			if _, terr := s.cat.Table(ctx, name); terr == nil {
+				return nil, fmt.Errorf("table %s has no branch %q (create it with loch branch): %w", name, s.Branch, loch.ErrNotFound)
+			}
+		}
+		return nil, err
+	}
+	if d.ReadOnly() {
+		d.Close()
+		return nil, fmt.Errorf("table %s is read-only at %q, not a branch: %w", name, s.Branch, loch.ErrReadOnly)
+	}
+	return d, nil
+}
+
+// query runs a read statement.
+func (s *Session) query(ctx context.Context, stmt string, out Output) (int64, error) {
+	e, done, err := s.engine(ctx, stmt, "", nil)
+	if err != nil {
+		return 0, err
+	}
+	defer done()
+	w := out.W
+	if w == nil {
+		w = io.Discard
+	}
+	return e.Write(ctx, stmt, out.Format, out.Limit, w)
+}
+
+// Select runs a SELECT and returns the selection it makes of one table's
+// version (query.Engine.Select: row ids in result order) and the table's
+// name. The table is base, or when base is "" the only catalog table q
+// names. A query that joins other tables makes a selection of base's rows
+// (the other tables filter or order them; their columns are not part of
+// a selection): its result must carry base's row id, as in SELECT
+// f._rowid, f.image FROM frames f JOIN labels l USING (id) WHERE ..., each
+// row once. seed, when not nil, seeds random().
+func (s *Session) Select(ctx context.Context, q string, seed *uint64, base string) (*loch.Selection, string, error) {
+	tables, err := s.cat.Tables(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	toks, err := lex(q)
+	if err != nil {
+		return nil, "", err
+	}
+	named := map[string]bool{}
+	for _, t := range toks {
+		if t.kind == tokIdent || t.kind == tokQuoted {
+			named[strings.ToLower(t.text)] = true
+		}
+	}
+	var hit []string
+	for _, t := range tables {
+		if named[strings.ToLower(t.Name)] {
+			hit = append(hit, t.Name)
+		}
+	}
+	if base == "" && len(hit) != 1 {
+		return nil, "", fmt.Errorf("sql: a selection is of one table: the query names %d of the catalog's tables (%s); name the one whose rows it selects: %w",
+			len(hit), strings.Join(hit, ", "), loch.ErrInvalidArgument)
+	}
+	if base == "" {
+		base = hit[0]
+	}
+	if !slices.ContainsFunc(hit, func(h string) bool { return strings.EqualFold(h, base) }) {
+		if _, err := s.cat.Table(ctx, base); err != nil {
+			return nil, "", err
+		}
+		return nil, "", fmt.Errorf("sql: a selection of table %s: the query does not read it: %w", base, loch.ErrInvalidArgument)
+	}
+	d, err := s.openRead(ctx, base)
+	if err != nil {
+		return nil, "", err
+	}
+	defer d.Close()
+	e, err := query.New(ctx, d, query.Options{Threads: s.Threads, FileBase: s.FileBase, Seed: seed})
+	if err != nil {
+		return nil, "", err
+	}
+	defer e.Close()
+	var opened []*loch.Dataset
+	defer func() {
+		for _, o := range opened {
+			o.Close()
+		}
+	}()
+	for _, h := range hit {
+		o := d
+		if !strings.EqualFold(h, base) {
+			if o, err = s.openRead(ctx, h); err != nil {
+				return nil, "", err
+			}
+			opened = append(opened, o)
+		}
+		if err := e.Attach(ctx, h, o); err != nil {
+			return nil, "", err
+		}
+	}
+	sel, err := e.Select(ctx, q)
+	if err != nil {
+		return nil, "", err
+	}
+	t, err := s.cat.Table(ctx, base)
+	if err != nil {
+		return nil, "", err
+	}
+	return sel, t.Name, nil
+}

@@ -1,0 +1,566 @@
+package sqlcat
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/lochdata/loch"
+	"github.com/lochdata/loch/catalog"
+	"github.com/lochdata/loch/imaging"
+	"github.com/lochdata/loch/query"
+	"github.com/lochdata/loch/schema"
+)
+
+// batchRows is the rows an INSERT stages per Dataset.Extend.
+const batchRows = 256
+
+func (s *Session) create(ctx context.Context, st *createStmt, stmt string) (Result, error) {
+	res := Result{Statement: "CREATE TABLE", Table: st.name}
+	if err := catalog.ValidName(st.name); err != nil {
+		return res, fmt.Errorf("create table: %w", err)
+	}
+	if st.as != "" {
+		return s.createAs(ctx, st, stmt)
+	}
+	sch, err := st.schemaOf()
+	if err != nil {
+		return res, err
+	}
+	d, err := s.cat.CreateTable(ctx, st.name, sch)
+	if err != nil {
+		if st.ifNotExists && errors.Is(err, loch.ErrExists) {
+			return res, nil
+		}
+		return res, fmt.Errorf("create table %s: %w", st.name, err)
+	}
+	defer d.Close()
+	res.Version = d.Version()
+	return res, nil
+}
+
+// createAs is CREATE TABLE name AS SELECT: the schema from the result's
+// DuckDB types, then the rows, one commit; the table is dropped again if
+// the insert fails.
+func (s *Session) createAs(ctx context.Context, st *createStmt, stmt string) (Result, error) {
+	res := Result{Statement: "CREATE TABLE", Table: st.name}
+	if _, err := s.cat.Table(ctx, st.name); err == nil {
+		if st.ifNotExists {
+			return res, nil
+		}
+	}
+	e, done, err := s.engine(ctx, st.as, "", nil)
+	if err != nil {
+		return res, err
+	}
+	rows, closeRows, err := e.Rows(ctx, fmt.Sprintf("SELECT * FROM (%s) LIMIT 0", st.as))
+	if err != nil {
+		done()
+		return res, fmt.Errorf("create table %s: %w", st.name, err)
+	}
+	types, err := rows.ColumnTypes()
+	closeRows()
+	done()
+	if err != nil {
+		return res, fmt.Errorf("create table %s: %w", st.name, err)
+	}
+	cs := &createStmt{name: st.name, with: st.with}
+	for _, t := range types {
+		if t.Name() == query.RowIDColumn || t.Name() == query.PosColumn {
+			continue
+		}
+		p, err := newParser(t.DatabaseTypeName())
+		if err != nil {
+			return res, err
+		}
+		p.inferring = true
+		col, err := p.parseType(t.Name())
+		if err != nil {
+			return res, fmt.Errorf("create table %s as: %w", st.name, err)
+		}
+		cs.cols = append(cs.cols, coldef{col: col, set: map[string]bool{}})
+	}
+	sch, err := cs.schemaOf()
+	if err != nil {
+		return res, err
+	}
+	d, err := s.cat.CreateTable(ctx, st.name, sch)
+	if err != nil {
+		return res, fmt.Errorf("create table %s: %w", st.name, err)
+	}
+	d.Close()
+	r, err := s.insertFrom(ctx, st.name, nil, st.as, stmt)
+	if err != nil {
+		if derr := s.cat.DropTable(ctx, st.name); derr != nil {
+			return res, fmt.Errorf("%w (and dropping the new table failed: %v)", err, derr)
+		}
+		return res, err
+	}
+	res.Rows, res.Version = r.Rows, r.Version
+	return res, nil
+}
+
+func (s *Session) alter(ctx context.Context, st *alterStmt, stmt string) (Result, error) {
+	res := Result{Statement: "ALTER TABLE", Table: st.name}
+	if st.renameTo != "" {
+		if err := s.cat.RenameTable(ctx, st.name, st.renameTo); err != nil {
+			return res, fmt.Errorf("alter table %s: %w", st.name, err)
+		}
+		res.Table = st.renameTo
+		return res, nil
+	}
+	d, err := s.openWrite(ctx, st.name)
+	if err != nil {
+		return res, fmt.Errorf("alter table %s: %w", st.name, err)
+	}
+	defer d.Close()
+	sch := d.Schema()
+	if _, ok := sch.Column(st.add.col.Name); ok && st.ifNotEx {
+		res.Version = d.Version()
+		return res, nil
+	}
+	col := st.add.col
+	if err := col.Normalize(); err != nil {
+		return res, fmt.Errorf("alter table %s: %w", st.name, err)
+	}
+	if err := d.AddColumn(ctx, col); err != nil {
+		return res, fmt.Errorf("alter table %s: %w", st.name, err)
+	}
+	msg, err := s.message(stmt)
+	if err != nil {
+		return res, err
+	}
+	if res.Version, err = d.Commit(ctx, msg); err != nil {
+		return res, fmt.Errorf("alter table %s: %w", st.name, err)
+	}
+	return res, nil
+}
+
+func (s *Session) drop(ctx context.Context, st *dropStmt) (Result, error) {
+	res := Result{Statement: "DROP TABLE", Table: st.name}
+	if err := s.cat.DropTable(ctx, st.name); err != nil {
+		if st.ifExists && errors.Is(err, loch.ErrNotFound) {
+			return res, nil
+		}
+		return res, fmt.Errorf("drop table %s: %w", st.name, err)
+	}
+	return res, nil
+}
+
+// insert parses INSERT INTO name [(columns)] source and runs it.
+func (s *Session) insert(ctx context.Context, p *parser, stmt string) (Result, error) {
+	if err := p.expect("insert", "into"); err != nil {
+		return Result{Statement: "INSERT"}, err
+	}
+	name, err := p.name("table")
+	if err != nil {
+		return Result{Statement: "INSERT"}, err
+	}
+	var cols []string
+	// a column list, unless the parenthesis opens the source, (SELECT ...)
+	if p.peek().is("(") && !p.toks[p.i+1].is("select") && !p.toks[p.i+1].is("with") && !p.toks[p.i+1].is("values") {
+		p.next()
+		for {
+			c, err := p.name("column")
+			if err != nil {
+				return Result{Statement: "INSERT", Table: name}, err
+			}
+			cols = append(cols, c)
+			if p.accept(")") {
+				break
+			}
+			if err := p.expect(","); err != nil {
+				return Result{Statement: "INSERT", Table: name}, err
+			}
+		}
+	}
+	if p.atEnd() {
+		return Result{Statement: "INSERT", Table: name}, p.errorf("insert into %s: want VALUES or a SELECT", name)
+	}
+	return s.insertFrom(ctx, name, cols, p.rest(), stmt)
+}
+
+// insertFrom runs source in DuckDB and inserts its rows into table name,
+// as one commit.
+func (s *Session) insertFrom(ctx context.Context, name string, cols []string, source, stmt string) (Result, error) {
+	res := Result{Statement: "INSERT", Table: name}
+	msg, err := s.message(stmt)
+	if err != nil {
+		return res, err
+	}
+	d, err := s.openWrite(ctx, name)
+	if err != nil {
+		return res, fmt.Errorf("insert into %s: %w", name, err)
+	}
+	defer d.Close() // without Commit, Close discards what was staged
+	res.Table = name
+	sch := d.Schema()
+	targets := make([]*schema.Column, 0, len(sch.Columns))
+	if cols == nil {
+		for i := range sch.Columns {
+			targets = append(targets, &sch.Columns[i])
+		}
+	} else {
+		for _, c := range cols {
+			col, ok := sch.Column(c)
+			if !ok {
+				return res, fmt.Errorf("insert into %s: no column %q (have %s): %w", name, c, strings.Join(sch.Names(), ", "), loch.ErrInvalidArgument)
+			}
+			targets = append(targets, col)
+		}
+	}
+	e, done, err := s.engine(ctx, source, name, d)
+	if err != nil {
+		return res, err
+	}
+	defer done()
+	if res.Rows, err = stage(ctx, e, name, d, targets, source); err != nil {
+		return res, err
+	}
+	if res.Rows == 0 {
+		res.Version = d.Version()
+		return res, nil
+	}
+	if res.Version, err = d.Commit(ctx, msg); err != nil {
+		return res, fmt.Errorf("insert into %s: %w", name, err)
+	}
+	return res, nil
+}
+
+// stage runs source in e and stages its rows into d's columns targets
+// (by position), 256 rows per Dataset.Extend; it returns the number of
+// rows staged, and on an error (naming the source row and column) stops
+// with what it staged left for the caller to discard.
+func stage(ctx context.Context, e *query.Engine, name string, d *loch.Dataset, targets []*schema.Column, source string) (int64, error) {
+	var n int64
+	rows, closeRows, err := e.Rows(ctx, fmt.Sprintf("SELECT * FROM (%s)", source))
+	if err != nil {
+		return 0, fmt.Errorf("insert into %s: %w", name, err)
+	}
+	defer closeRows()
+	srcCols, err := rows.Columns()
+	if err != nil {
+		return 0, fmt.Errorf("insert into %s: %w", name, err)
+	}
+	// The hidden columns of a catalog table (SELECT * FROM t) are not data.
+	keep := make([]int, 0, len(srcCols))
+	for i, c := range srcCols {
+		if c != query.RowIDColumn && c != query.PosColumn {
+			keep = append(keep, i)
+		}
+	}
+	if len(keep) != len(targets) {
+		return n, fmt.Errorf("insert into %s: the source has %d columns, the target %d (%s): %w",
+			name, len(keep), len(targets), strings.Join(namesOf(targets), ", "), loch.ErrInvalidArgument)
+	}
+	vals := make([]any, len(srcCols))
+	ptrs := make([]any, len(srcCols))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	var batch []loch.Row
+	first := int64(1) // the source row of batch[0]
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		if err := d.Extend(ctx, batch); err != nil {
+			// Name the first bad row (the error path only: Extend checks
+			// every sample).
+			for k, row := range batch {
+				if rerr := checkRow(targets, row); rerr != nil {
+					return rowError("insert into", name, first+int64(k), rerr)
+				}
+			}
+			return fmt.Errorf("insert into %s (nothing written): rows %d to %d: %w", name, first, first+int64(len(batch))-1, err)
+		}
+		first += int64(len(batch))
+		batch = batch[:0]
+		return nil
+	}
+	for rows.Next() {
+		if err := rows.Scan(ptrs...); err != nil {
+			return n, fmt.Errorf("insert into %s: row %d: %w", name, n+1, err)
+		}
+		row := make(loch.Row, len(targets))
+		for k, i := range keep {
+			c := targets[k]
+			smp, err := toSample(c, vals[i])
+			if err != nil {
+				return n, rowError("insert into", name, n+1, fmt.Errorf("column %s: %w", c.Name, err))
+			}
+			row[c.Name] = smp
+		}
+		batch = append(batch, row)
+		n++
+		if len(batch) == batchRows {
+			if err := flush(); err != nil {
+				return n, err
+			}
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return n, fmt.Errorf("insert into %s (nothing written): %s: %w", name, oneLine(err), loch.ErrInvalidArgument)
+	}
+	if err := flush(); err != nil {
+		return n, err
+	}
+	return n, nil
+}
+
+// checkRow checks each sample of row against its column, as staging
+// does, so that an error can name the row.
+func checkRow(cols []*schema.Column, row loch.Row) error {
+	for _, c := range cols {
+		smp, ok := row[c.Name]
+		if !ok || smp.Null {
+			continue
+		}
+		shape, data := smp.Shape, smp.Data
+		if smp.Encoding == schema.PNG || smp.Encoding == schema.JPEG {
+			_, cshape, err := imaging.Config(smp.Data)
+			if err != nil {
+				return fmt.Errorf("column %s: %w", c.Name, err)
+			}
+			shape, data = cshape, nil
+		} else if c.DType.Variable() {
+			continue
+		}
+		if err := c.CheckSample(shape, data); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// rowError is a row that does not fit its table: nothing was written.
+// err names the column.
+func rowError(op, table string, row int64, err error) error {
+	if errors.Is(err, loch.ErrInvalidArgument) {
+		return fmt.Errorf("%s %s (nothing written): row %d, %w", op, table, row, err)
+	}
+	return fmt.Errorf("%s %s (nothing written): row %d, %v: %w", op, table, row, err, loch.ErrInvalidArgument)
+}
+
+func oneLine(err error) string { return strings.Join(strings.Fields(err.Error()), " ") }
+
+func namesOf(cs []*schema.Column) []string {
+	out := make([]string, len(cs))
+	for i, c := range cs {
+		out[i] = c.Name
+	}
+	return out
+}
+
+// update parses UPDATE name SET col = expr, ... [WHERE cond] and runs it:
+// DuckDB evaluates the expressions for the matching rows' ids, loch
+// stages an update of each row by id, then commits once.
+func (s *Session) update(ctx context.Context, p *parser, stmt string) (Result, error) {
+	res := Result{Statement: "UPDATE"}
+	if err := p.expect("update"); err != nil {
+		return res, err
+	}
+	name, err := p.name("table")
+	if err != nil {
+		return res, err
+	}
+	res.Table = name
+	if err := p.expect("set"); err != nil {
+		return res, err
+	}
+	type assign struct{ col, expr string }
+	var sets []assign
+	stop := func(t token) bool { return t.is(",") || t.is("where") || t.is("from") || t.is("returning") }
+	for {
+		c, err := p.name("column")
+		if err != nil {
+			return res, err
+		}
+		if err := p.expect("="); err != nil {
+			return res, err
+		}
+		expr := p.until(stop)
+		if expr == "" {
+			return res, p.errorf("update %s: want an expression for %s", name, c)
+		}
+		sets = append(sets, assign{c, expr})
+		if !p.accept(",") {
+			break
+		}
+	}
+	where, err := p.where("update", name)
+	if err != nil {
+		return res, err
+	}
+	msg, err := s.message(stmt)
+	if err != nil {
+		return res, err
+	}
+	d, err := s.openWrite(ctx, name)
+	if err != nil {
+		return res, fmt.Errorf("update %s: %w", name, err)
+	}
+	defer d.Close()
+	sch := d.Schema()
+	var list []string
+	targets := make([]*schema.Column, len(sets))
+	for i, a := range sets {
+		c, ok := sch.Column(a.col)
+		if !ok {
+			return res, fmt.Errorf("update %s: no column %q (have %s): %w", name, a.col, strings.Join(sch.Names(), ", "), loch.ErrInvalidArgument)
+		}
+		if slices.ContainsFunc(targets[:i], func(t *schema.Column) bool { return t.Name == c.Name }) {
+			return res, fmt.Errorf("update %s: column %s is set twice: %w", name, c.Name, loch.ErrInvalidArgument)
+		}
+		targets[i] = c
+		list = append(list, fmt.Sprintf("(%s)", a.expr))
+	}
+	q := fmt.Sprintf("SELECT %s, %s FROM %s%s", query.RowIDColumn, strings.Join(list, ", "), quoteIdent(name), where)
+	type change struct {
+		id  uint64
+		row loch.Row
+	}
+	var changes []change
+	err = s.each(ctx, name, d, q, len(sets)+1, func(n int64, vals []any) error {
+		id, ok := vals[0].(uint64)
+		if !ok {
+			return fmt.Errorf("update %s: row id %v is not a UBIGINT", name, vals[0])
+		}
+		row := make(loch.Row, len(targets))
+		for i, c := range targets {
+			smp, err := toSample(c, vals[i+1])
+			if err != nil {
+				return rowError("update", name, n, fmt.Errorf("column %s: %w", c.Name, err))
+			}
+			row[c.Name] = smp
+		}
+		changes = append(changes, change{id, row})
+		return nil
+	})
+	if err != nil {
+		return res, err
+	}
+	for i, c := range changes {
+		if err := d.Update(ctx, c.id, c.row); err != nil {
+			if cerr := checkRow(targets, c.row); cerr != nil {
+				err = cerr
+			}
+			return res, rowError("update", name, int64(i+1), err)
+		}
+	}
+	res.Rows = int64(len(changes))
+	if res.Rows == 0 {
+		res.Version = d.Version()
+		return res, nil
+	}
+	if res.Version, err = d.Commit(ctx, msg); err != nil {
+		return res, fmt.Errorf("update %s: %w", name, err)
+	}
+	return res, nil
+}
+
+// where reads [WHERE cond] to the end of the statement and returns it
+// as " WHERE (cond)" ("" without one).
+func (p *parser) where(op, name string) (string, error) {
+	if p.atEnd() {
+		return "", nil
+	}
+	if !p.accept("where") {
+		return "", p.errorf("%s %s: want WHERE or the end (FROM, USING and RETURNING are not supported)", op, name)
+	}
+	cond := p.rest()
+	if cond == "" {
+		return "", p.errorf("%s %s: want a condition after WHERE", op, name)
+	}
+	return " WHERE (" + cond + ")", nil
+}
+
+// delete parses DELETE FROM name [WHERE cond] and runs it: DuckDB finds
+// the matching rows' ids, loch deletes them by id in one commit.
+func (s *Session) delete(ctx context.Context, p *parser, stmt string) (Result, error) {
+	res := Result{Statement: "DELETE"}
+	if err := p.expect("delete", "from"); err != nil {
+		return res, err
+	}
+	name, err := p.name("table")
+	if err != nil {
+		return res, err
+	}
+	res.Table = name
+	where, err := p.where("delete from", name)
+	if err != nil {
+		return res, err
+	}
+	msg, err := s.message(stmt)
+	if err != nil {
+		return res, err
+	}
+	d, err := s.openWrite(ctx, name)
+	if err != nil {
+		return res, fmt.Errorf("delete from %s: %w", name, err)
+	}
+	defer d.Close()
+	var ids []uint64
+	q := fmt.Sprintf("SELECT %s FROM %s%s", query.RowIDColumn, quoteIdent(name), where)
+	err = s.each(ctx, name, d, q, 1, func(_ int64, vals []any) error {
+		id, ok := vals[0].(uint64)
+		if !ok {
+			return fmt.Errorf("delete from %s: row id %v is not a UBIGINT", name, vals[0])
+		}
+		ids = append(ids, id)
+		return nil
+	})
+	if err != nil {
+		return res, err
+	}
+	res.Rows = int64(len(ids))
+	if res.Rows == 0 {
+		res.Version = d.Version()
+		return res, nil
+	}
+	if err := d.Delete(ctx, ids...); err != nil {
+		return res, fmt.Errorf("delete from %s: %w", name, err)
+	}
+	if res.Version, err = d.Commit(ctx, msg); err != nil {
+		return res, fmt.Errorf("delete from %s: %w", name, err)
+	}
+	return res, nil
+}
+
+// each runs q (of n result columns) with table name read through d and
+// calls fn with each row's values (1-based row number).
+func (s *Session) each(ctx context.Context, name string, d *loch.Dataset, q string, n int, fn func(int64, []any) error) error {
+	e, done, err := s.engine(ctx, q, name, d)
+	if err != nil {
+		return err
+	}
+	defer done()
+	rows, closeRows, err := e.Rows(ctx, q)
+	if err != nil {
+		return err
+	}
+	defer closeRows()
+	vals := make([]any, n)
+	ptrs := make([]any, n)
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	var k int64
+	for rows.Next() {
+		k++
+		if err := rows.Scan(ptrs...); err != nil {
+			return err
+		}
+		if err := fn(k, vals); err != nil {
+			return err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("%s: %s: %w", name, oneLine(err), loch.ErrInvalidArgument)
+	}
+	return nil
+}
+
+func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
