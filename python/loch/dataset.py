@@ -43,9 +43,11 @@ from .versions import Diff, GCReport, MergeResult, Ref, format_time, parse_time
 
 if TYPE_CHECKING:
     import tensorflow as tf
+    from typing_extensions import Unpack
 
-    from .jax import JaxLoader
-    from .torch import TorchLoader
+    from .jax import JaxLoader, JaxOptions
+    from .loader import LoaderOptions
+    from .torch import TorchLoader, TorchOptions
 
 __all__ = ["Dataset", "ColumnReader", "Commit", "create", "open"]
 
@@ -518,12 +520,12 @@ class Dataset:
 
     # Loaders.
 
-    def numpy(self, **kwargs: Any) -> Loader:
+    def numpy(self, **kwargs: Unpack[LoaderOptions]) -> Loader:
         """A :class:`loch.Loader` streaming batches as dicts of numpy arrays
         (arguments as for :meth:`pytorch`, without the torch ones)."""
         return Loader(self, **kwargs)
 
-    def pytorch(self, **kwargs: Any) -> TorchLoader:
+    def pytorch(self, **kwargs: Unpack[TorchOptions]) -> TorchLoader:
         """A PyTorch IterableDataset streaming batches as dicts of tensors
         (see :class:`loch.torch.TorchLoader`)::
 
@@ -534,14 +536,14 @@ class Dataset:
 
         return TorchLoader(self, **kwargs)
 
-    def jax(self, **kwargs: Any) -> JaxLoader:
+    def jax(self, **kwargs: Unpack[JaxOptions]) -> JaxLoader:
         """Batches as dicts of jax arrays, optionally placed on a sharding
         (see :class:`loch.jax.JaxLoader`)."""
         from .jax import JaxLoader
 
         return JaxLoader(self, **kwargs)
 
-    def tensorflow(self, **kwargs: Any) -> tf.data.Dataset:
+    def tensorflow(self, **kwargs: Unpack[LoaderOptions]) -> tf.data.Dataset:
         """A ``tf.data.Dataset`` of batches (see :func:`loch.tensorflow.dataset`)."""
         from .tensorflow import dataset
 

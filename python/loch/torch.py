@@ -54,7 +54,7 @@ from __future__ import annotations
 import os
 import warnings
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -63,9 +63,22 @@ import torch.utils.data
 from .adapter import Adapter
 from .epochs import SharedEpochs
 from .errors import InvalidArgument
-from .loader import Batch, Loader, Source, Transform
+from .loader import Batch, CommonLoaderOptions, Loader, Source, Transform
 
-__all__ = ["TorchLoader", "to_torch", "distributed_world"]
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+__all__ = ["TorchLoader", "TorchOptions", "to_torch", "distributed_world"]
+
+
+class TorchOptions(CommonLoaderOptions, total=False):
+    """The keyword arguments of :class:`TorchLoader` (``ds.pytorch(**kwargs)``):
+    those of every loader (:class:`loch.loader.CommonLoaderOptions`) and
+    ``pin_memory``, ``device``, ``distributed`` (see :class:`TorchLoader`)."""
+
+    pin_memory: bool
+    device: str | torch.device | None
+    distributed: bool | tuple[int, int] | None
 
 
 def distributed_world(distributed: bool | tuple[int, int] | None = None) -> tuple[int, int]:
@@ -196,29 +209,17 @@ class TorchLoader(Adapter, torch.utils.data.IterableDataset):  # type: ignore[ty
         self,
         dataset: Source,
         *,
-        batch_size: int = 32,
-        shuffle: bool | str = False,
-        seed: int = 0,
-        columns: Sequence[str] | None = None,
-        transform: Transform | None = None,
-        sample_transform: Callable[[Batch], Batch] | None = None,
-        drop_last: bool = False,
         pin_memory: bool = False,
         device: str | torch.device | None = None,
         distributed: bool | tuple[int, int] | None = None,
-        epoch: int = 0,
-        **options: Any,
+        **options: Unpack[CommonLoaderOptions],
     ) -> None:
-        for k in ("rank", "world_size", "split"):
+        for k in ("rank", "world_size", "split", "epochs"):
             if k in options:
                 raise InvalidArgument(f"TorchLoader takes distributed=(rank, world_size), not {k}=")
         rank, world = distributed_world(distributed)
-        self._epochs = SharedEpochs(epoch)
-        loader = Loader(
-            dataset, batch_size=batch_size, shuffle=shuffle, seed=seed, columns=columns, transform=transform,
-            sample_transform=sample_transform, drop_last=drop_last, rank=rank, world_size=world, epoch=epoch,
-            epochs=self._epochs, **options,
-        )  # fmt: skip
+        self._epochs = SharedEpochs(options.get("epoch", 0))
+        loader = Loader(dataset, rank=rank, world_size=world, epochs=self._epochs, **options)
         super().__init__(loader)
         self._distributed = distributed
         self._pin = pin_memory
