@@ -35,13 +35,15 @@ from . import _library
 from ._buffers import Value, free_tensor, tensor_value
 from ._handle import Handle
 from ._library import Library, TensorOut, c_uintptr
-from ._write import columns_in
+from ._write import columns_in, columns_of
 from .errors import InvalidArgument, NotFound
 from .loader import Loader
 from .schema import Column, Schema
 from .versions import Diff, GCReport, MergeResult, Ref, format_time, parse_time
 
 if TYPE_CHECKING:
+    import pandas as pd
+    import pyarrow as pa
     import tensorflow as tf
     from typing_extensions import Unpack
 
@@ -417,18 +419,28 @@ class Dataset:
 
     # Writes.
 
-    def extend(self, columns: Mapping[str, Any]) -> None:
-        """Stages rows given column by column: each value is a numpy array
+    def extend(self, columns: Mapping[str, Any] | Sequence[Mapping[str, Any]] | pd.DataFrame | pa.Table) -> None:
+        """Stages rows, given column by column: each value is a numpy array
         whose first axis is the rows (passed to Go without a copy when it
         has the column's dtype), or a sequence with one value per row
         (arrays of differing shapes, ``str``, ``bytes``, JSON values,
         :class:`loch.EncodedImage`, or None for an empty sample). Columns
         left out are empty. Nothing is staged if any row is invalid
-        (:class:`loch.InvalidArgument`)::
+        (:class:`loch.InvalidArgument`, naming the column)::
 
             >>> ds.extend({"angles": np.zeros((64, 7), np.float32), "meta": [{}] * 64})  # doctest: +SKIP
+
+        The rows may also be given as a list of dicts (a column a row leaves
+        out is empty there), a pandas DataFrame (missing values, NaN in an
+        object column, are empty samples) or a pyarrow Table or RecordBatch
+        (nulls are empty samples; numeric and fixed-size list columns pass
+        as arrays)::
+
+            >>> ds.extend([{"angles": np.zeros(7, np.float32), "meta": {"run": 1}}, {"meta": {"run": 2}}])  # doctest: +SKIP
+            >>> ds.extend(pandas.DataFrame({"label": [0, 1], "caption": ["a cat", "a dog"]}))  # doctest: +SKIP
+            >>> ds.extend(pyarrow.table({"label": [0, 1], "caption": ["a cat", None]}))  # doctest: +SKIP
         """
-        n, arr, keep = columns_in(self.schema, columns)
+        n, arr, keep = columns_in(self.schema, columns_of(columns))
         self._h.call("loch_dataset_extend", n, arr, len(arr))
         del keep
 
