@@ -112,7 +112,7 @@ demo: build
 PYTHON ?= python3
 VENV   ?= .venv
 PY_SOURCES := $(shell find python/loch python/setup.py python/pyproject.toml -name '*.py' -o -name '*.toml' -o -name py.typed 2>/dev/null)
-GO_SOURCES := $(shell find . -path ./.venv -prune -o -path ./.demo -prune -o -name '*.go' ! -name '*_test.go' -print) capi/loch.h go.mod go.sum
+GO_SOURCES := $(shell find . -path ./.venv -prune -o -path ./.demo -prune -o -name '*.go' ! -name '*_test.go' -print) capi/loch.h go.mod go.sum version/VERSION
 .PHONY: venv pytest
 venv: sysdeps $(VENV)/.loch-sdk
 test: venv
