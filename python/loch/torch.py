@@ -181,6 +181,29 @@ class _Transfer:
             yield self._receive(ahead)
 
 
+def _device(device: str | torch.device | None) -> torch.device | None:
+    """The device batches go to, checked now rather than at the first
+    batch: :class:`loch.InvalidArgument` names a device torch does not
+    know, or a CUDA device where CUDA is not available or has fewer
+    devices."""
+    if device is None:
+        return None
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError) as e:
+        raise InvalidArgument(f"device={device!r}: not a torch device ({e})") from None
+    if dev.type == "cuda":
+        if not torch.cuda.is_available():
+            why = "this torch is built without CUDA" if torch.version.cuda is None else "no CUDA GPU is visible"
+            raise InvalidArgument(
+                f"device={device!r}: CUDA is not available ({why}; torch.cuda.is_available() is False): "
+                'leave device out (or "cpu") to get batches in host memory'
+            )
+        if dev.index is not None and dev.index >= torch.cuda.device_count():
+            raise InvalidArgument(f"device={device!r}: there are {torch.cuda.device_count()} CUDA devices")
+    return dev
+
+
 class TorchLoader(Adapter, torch.utils.data.IterableDataset):  # type: ignore[type-arg]
     """A PyTorch IterableDataset over a loch dataset's snapshot: each
     iteration is one epoch of this rank's batches, as dicts of tensors
@@ -223,7 +246,7 @@ class TorchLoader(Adapter, torch.utils.data.IterableDataset):  # type: ignore[ty
         super().__init__(loader)
         self._distributed = distributed
         self._pin = pin_memory
-        self._device = None if device is None else torch.device(device)
+        self._device = _device(device)
         self._worker_passes = 0  # passes this copy started in a DataLoader worker
 
     @property
