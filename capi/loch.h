@@ -140,6 +140,11 @@ typedef struct {
  *       "ref" (a branch: writable; anything else: read-only), "version"
  *       (a version id, read-only; not with "ref") and "as_of" (an RFC 3339
  *       time: the version "ref", default main, named then; read-only).
+ *       It and loch_dataset_create's options may hold "storage_options":
+ *       {"endpoint", "region", "access_key_id", "secret_access_key",
+ *       "session_token"} (strings; also the "aws_"-prefixed names), the
+ *       store's connection settings over the environment's (s3:// only);
+ *       errors name an option, never its value.
  *   loch_dataset_create_branch(h, name, from, char **out, err): makes branch
  *       name at from (NULL or "": the handle's version); out = its version
  *       id. LOCH_EXISTS when a branch or tag of that name exists.

@@ -25,7 +25,7 @@ import json
 import os
 import weakref
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -84,6 +84,7 @@ def create(
     *,
     parallelism: int | None = None,
     author: str | None = None,
+    storage_options: Mapping[str, str] | None = None,
 ) -> Dataset:
     """Creates an empty dataset at ``url`` (a path, ``file://``, ``s3://``,
     ``gs://``, ``az://`` or ``mem://`` URL) and returns it, open for writes.
@@ -96,13 +97,26 @@ def create(
         >>> ds = loch.create("mem://create-doc", schema={"label": loch.ClassLabel(["cat", "dog"])})
         >>> list(ds.schema)
         ['label']
+
+    ``storage_options`` are the store's connection settings, for this
+    dataset only, over the environment's (``AWS_*``): ``endpoint``,
+    ``region``, ``access_key_id``, ``secret_access_key``,
+    ``session_token`` (also under the ``aws_``-prefixed names of Lance,
+    Delta Lake and Polars; s3:// only for now). Datasets of one process may
+    so live in different clouds or accounts. They are never logged, nor
+    shown in a repr or an error::
+
+        >>> ds = loch.create("s3://bucket/ds", schema=..., storage_options={   # doctest: +SKIP
+        ...     "endpoint": "https://minio.internal:9000", "region": "eu-west-1",
+        ...     "access_key_id": key_id, "secret_access_key": secret})
     """
     lib = _library.library()
     text = schema if isinstance(schema, str) else Schema(schema).to_json()
     out = c_uintptr()
-    lib.call("loch_dataset_create", url.encode(), text.encode(), _options(parallelism=parallelism, author=author),
-             ctypes.byref(out))  # fmt: skip
-    return Dataset(lib, out.value)
+    settings = _storage_options(storage_options)
+    lib.call("loch_dataset_create", url.encode(), text.encode(),
+             _options(parallelism=parallelism, author=author, storage_options=settings), ctypes.byref(out))  # fmt: skip
+    return Dataset(lib, out.value, storage_options=settings)
 
 
 def open(  # noqa: A001 (loch.open, like the builtin, opens)
@@ -114,6 +128,7 @@ def open(  # noqa: A001 (loch.open, like the builtin, opens)
     parallelism: int | None = None,
     author: str | None = None,
     cache_bytes: int | None = None,
+    storage_options: Mapping[str, str] | None = None,
 ) -> Dataset:
     """Opens the dataset at ``url``.
 
@@ -124,7 +139,10 @@ def open(  # noqa: A001 (loch.open, like the builtin, opens)
     (read-only; not with ``ref``). ``as_of`` (a datetime, naive ones in
     local time, or an ISO 8601 string) opens, read-only, the version that
     ``ref`` (default ``main``) named at that time. Raises
-    :class:`loch.NotFound` when there is no dataset or no such reference::
+    :class:`loch.NotFound` when there is no dataset or no such reference.
+    ``storage_options`` are the store's connection settings (see
+    :func:`create`); loaders' DataLoader workers open the dataset with them
+    too::
 
         >>> ds = loch.open("mem://create-doc")
         >>> pinned = loch.open("mem://create-doc", version=ds.version)
@@ -135,10 +153,27 @@ def open(  # noqa: A001 (loch.open, like the builtin, opens)
     """
     lib = _library.library()
     out = c_uintptr()
+    settings = _storage_options(storage_options)
     opts = _options(version=version, ref=ref, as_of=None if as_of is None else format_time(as_of),
-                    parallelism=parallelism, author=author, cache_bytes=cache_bytes)  # fmt: skip
+                    parallelism=parallelism, author=author, cache_bytes=cache_bytes,
+                    storage_options=settings)  # fmt: skip
     lib.call("loch_dataset_open", url.encode(), opts, ctypes.byref(out))
-    return Dataset(lib, out.value)
+    return Dataset(lib, out.value, storage_options=settings)
+
+
+def _storage_options(options: Mapping[str, str] | None) -> dict[str, str] | None:
+    """storage_options as the C ABI takes them (names to strings; Go checks
+    the names). The values are never put in an error."""
+    if options is None:
+        return None
+    if not isinstance(options, Mapping):
+        raise InvalidArgument(f"storage_options: want a dict of option names to strings, got {type(options).__name__}")
+    out = {}
+    for name, value in options.items():
+        if not isinstance(name, str) or not isinstance(value, str):
+            raise InvalidArgument(f"storage_options: option {name!r}: want a string name and value")
+        out[name] = value
+    return out or None
 
 
 class Dataset:
@@ -178,16 +213,21 @@ class Dataset:
     #: (:attr:`loch.loader.Source.row_keys`).
     row_keys: tuple[str, ...] = ("index",)
 
-    def __init__(self, lib: Library, handle: int, keep: object = None) -> None:
+    def __init__(
+        self, lib: Library, handle: int, keep: object = None, storage_options: Mapping[str, str] | None = None
+    ) -> None:
         # keep: an object this dataset keeps alive, the catalog of a table.
+        # storage_options: those it was opened with, for reopening it in
+        # other processes (never shown).
         self._keep = keep
+        self._storage_options = None if storage_options is None else dict(storage_options)
         self._h = Handle(self, lib, handle, "loch_dataset_close", "dataset")
         self._lib = lib
         self._schema: tuple[str, Schema] | None = None
         self._url: str | None = None
         self._loaders: weakref.WeakSet[Handle] = weakref.WeakSet()  # Go loaders reading this handle
         self._view: tuple[int, Dataset] | None = None  # (pid, this snapshot opened there) in a forked process
-        self._at = _Reopener(self.url, self._h.lib.call_string("loch_dataset_version", self._h.value))
+        self._at = self._reopener_at(self._h.lib.call_string("loch_dataset_version", self._h.value))
 
     # The process this handle belongs to, and the others.
 
@@ -195,7 +235,11 @@ class Dataset:
         """Records in Python the snapshot the handle reads now, for a
         process forked from this one, where Go cannot be asked (see
         :meth:`_here`). Every method that moves the handle calls it."""
-        self._at = _Reopener(self.url, self._h.lib.call_string("loch_dataset_version", self._h.value))
+        self._at = self._reopener_at(self._h.lib.call_string("loch_dataset_version", self._h.value))
+
+    def _reopener_at(self, version: str) -> _Reopener:
+        """The snapshot ``version`` of this dataset as a :class:`_Reopener`."""
+        return _Reopener(self.url, version, self._storage_options)
 
     def _here(self) -> Dataset:
         """This dataset for reads in this process: itself, or, in a process
@@ -585,7 +629,7 @@ class Dataset:
         version this handle reads now. A loader pickled into another process
         (spawn, forkserver), or inherited by a forked one
         (:meth:`loch.Loader.reopen_if_forked`), reads through it."""
-        return _Reopener(self.url, self.version)
+        return self._reopener_at(self.version)
 
     # Lifetime.
 
@@ -653,6 +697,7 @@ class _Reopener:
 
     url: str
     version: str
+    storage_options: dict[str, str] | None = field(default=None, repr=False)
 
     def __call__(self, current: object) -> Dataset:
         """Returns ``current`` when it is a Dataset usable in this process
@@ -668,7 +713,7 @@ class _Reopener:
                 f"{self.url} is an in-memory dataset of another process and cannot be opened here: "
                 "store it at a path or an object store URL to read it in other processes"
             )
-        return open(self.url, version=self.version)
+        return open(self.url, version=self.version, storage_options=self.storage_options)
 
 
 def _sample(value: Value, k: int) -> Any:
