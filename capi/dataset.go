@@ -212,7 +212,9 @@ func loch_dataset_create(url, schemaText, options *C.char, out *C.uintptr_t, err
 	if err != nil {
 		return fail(errOut, err)
 	}
-	d, err := loch.Create(context.Background(), goString(url), s, opts...)
+	ctx, done := interruptible()
+	defer done()
+	d, err := loch.Create(ctx, goString(url), s, opts...)
 	if err != nil {
 		return fail(errOut, err)
 	}
@@ -241,7 +243,9 @@ func loch_dataset_open(url, options *C.char, out *C.uintptr_t, errOut **C.char) 
 	if err != nil {
 		return fail(errOut, err)
 	}
-	d, err := loch.Open(context.Background(), goString(url), opts...)
+	ctx, done := interruptible()
+	defer done()
+	d, err := loch.Open(ctx, goString(url), opts...)
 	if err != nil {
 		return fail(errOut, err)
 	}
@@ -337,7 +341,9 @@ func loch_dataset_commit(h C.uintptr_t, message *C.char, out **C.char, errOut **
 	if err != nil {
 		return fail(errOut, err)
 	}
-	v, err := ds.d.Commit(context.Background(), goString(message))
+	ctx, done := interruptible()
+	defer done()
+	v, err := ds.d.Commit(ctx, goString(message))
 	if err != nil {
 		return fail(errOut, err)
 	}
@@ -354,7 +360,9 @@ func loch_dataset_refresh(h C.uintptr_t, errOut **C.char) (st C.int) {
 	if err != nil {
 		return fail(errOut, err)
 	}
-	return result(errOut, ds.d.Refresh(context.Background()))
+	ctx, done := interruptible()
+	defer done()
+	return result(errOut, ds.d.Refresh(ctx))
 }
 
 // loch_dataset_log stores the commits reachable from the handle's version

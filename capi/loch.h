@@ -20,9 +20,11 @@
  * The version of this ABI; loch_abi_version returns it. 2 added the version
  * control functions below and the "ref" and "as_of" options of
  * loch_dataset_open; 3 added loch_loader_new_mix and loch_batch.datasets;
- * 4 added the catalog functions (loch_catalog_*, see the end).
+ * 4 added the catalog functions (loch_catalog_*, see the end); 5 added
+ * loch_interrupt and the "storage_options" of loch_dataset_open and
+ * loch_dataset_create.
  */
-#define LOCH_ABI_VERSION 4
+#define LOCH_ABI_VERSION 5
 
 /* Status codes. */
 enum {
@@ -127,6 +129,21 @@ typedef struct {
 	loch_tensor *cols;
 	int64_t *datasets;
 } loch_batch;
+
+/*
+ * Interrupts. The long calls (loch_dataset_open, loch_dataset_create,
+ * loch_dataset_extend, loch_dataset_update, loch_dataset_commit,
+ * loch_dataset_refresh, loch_dataset_revert, loch_dataset_merge,
+ * loch_dataset_gc) run under a context that loch_interrupt(tid) cancels,
+ * where tid is the OS thread id (Linux gettid) of the thread making the
+ * call: the call then returns LOCH_CANCELED soon, having changed nothing
+ * that was committed (a commit is either whole or not made). A caller
+ * that must stay responsive to a signal makes the call on another thread
+ * and interrupts that thread when the signal arrives. loch_interrupt
+ * returns 1 when a call was running on tid, else 0 (the call may not have
+ * started yet, or be over: interrupt again until it returns).
+ */
+int loch_interrupt(int64_t tid);
 
 /*
  * Version control. Signatures as in libloch.h; h is a dataset handle. Every

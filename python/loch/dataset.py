@@ -114,8 +114,8 @@ def create(
     text = schema if isinstance(schema, str) else Schema(schema).to_json()
     out = c_uintptr()
     settings = _storage_options(storage_options)
-    lib.call("loch_dataset_create", url.encode(), text.encode(),
-             _options(parallelism=parallelism, author=author, storage_options=settings), ctypes.byref(out))  # fmt: skip
+    opts = _options(parallelism=parallelism, author=author, storage_options=settings)
+    _new_handle(lib, out, "loch_dataset_create", url.encode(), text.encode(), opts, ctypes.byref(out))
     return Dataset(lib, out.value, storage_options=settings)
 
 
@@ -157,8 +157,20 @@ def open(  # noqa: A001 (loch.open, like the builtin, opens)
     opts = _options(version=version, ref=ref, as_of=None if as_of is None else format_time(as_of),
                     parallelism=parallelism, author=author, cache_bytes=cache_bytes,
                     storage_options=settings)  # fmt: skip
-    lib.call("loch_dataset_open", url.encode(), opts, ctypes.byref(out))
+    _new_handle(lib, out, "loch_dataset_open", url.encode(), opts, ctypes.byref(out))
     return Dataset(lib, out.value, storage_options=settings)
+
+
+def _new_handle(lib: Library, out: c_uintptr, name: str, *args: Any) -> None:
+    """Makes the interruptible call that stores a new dataset handle in
+    ``out``; if Ctrl-C arrived after Go made it, closes it and lets the
+    KeyboardInterrupt go on."""
+    try:
+        lib.call(name, *args, interruptible=True)
+    except KeyboardInterrupt:
+        if out.value:
+            lib.call("loch_dataset_close", out.value)
+        raise
 
 
 def _storage_options(options: Mapping[str, str] | None) -> dict[str, str] | None:
@@ -327,13 +339,13 @@ class Dataset:
     def refresh(self) -> None:
         """Moves the handle to the newest snapshot of its branch (raises
         :class:`loch.ReadOnly` on a read-only handle)."""
-        self._h.call("loch_dataset_refresh")
+        self._h.call("loch_dataset_refresh", interruptible=True)
         self._track()
 
     # Version control (see loch.versions).
 
-    def _str(self, name: str, *args: Any) -> str:
-        return self._h.lib.call_string(name, self._h.value, *args)
+    def _str(self, name: str, *args: Any, interruptible: bool = False) -> str:
+        return self._h.lib.call_string(name, self._h.value, *args, interruptible=interruptible)
 
     def _str_json(self, name: str, *args: Any) -> Any:
         return json.loads(self._str(name, *args))
@@ -401,7 +413,7 @@ class Dataset:
 
             >>> _ = ds.revert("v1.0", "undo the relabelling")   # doctest: +SKIP
         """
-        version = self._str("loch_dataset_revert", _enc(ref), _enc(message))
+        version = self._str("loch_dataset_revert", _enc(ref), _enc(message), interruptible=True)
         self._track()
         return version
 
@@ -436,7 +448,7 @@ class Dataset:
             ...     ds.merge("relabel", strategy="theirs")
         """
         opts = _options(strategy=strategy, message=message)
-        result = MergeResult.from_json(self._str_json("loch_dataset_merge", _enc(src), opts))
+        result = MergeResult.from_json(json.loads(self._str("loch_dataset_merge", _enc(src), opts, interruptible=True)))
         self._track()
         return result
 
@@ -450,7 +462,7 @@ class Dataset:
             GCCount(objects=12, bytes=48213)
         """
         opts = json.dumps({"grace_seconds": float(grace), "dry_run": bool(dry_run)}).encode()
-        return GCReport.from_json(json.loads(self._str("loch_dataset_gc", opts)))
+        return GCReport.from_json(json.loads(self._str("loch_dataset_gc", opts, interruptible=True)))
 
     def row_ids(self, start: int = 0, end: int | None = None) -> np.ndarray:
         """The stable ids (uint64) of the rows at positions [start, end),
@@ -485,7 +497,7 @@ class Dataset:
             >>> ds.extend(pyarrow.table({"label": [0, 1], "caption": ["a cat", None]}))  # doctest: +SKIP
         """
         n, arr, keep = columns_in(self.schema, columns_of(columns))
-        self._h.call("loch_dataset_extend", n, arr, len(arr))
+        self._h.call("loch_dataset_extend", n, arr, len(arr), interruptible=True)
         del keep
 
     def append(self, row: Mapping[str, Any]) -> None:
@@ -499,7 +511,7 @@ class Dataset:
         """Stages new samples for some columns of the row with this id (see
         :meth:`row_ids`); its other columns keep their values."""
         n, arr, keep = columns_in(self.schema, {k: [v] for k, v in values.items()})
-        self._h.call("loch_dataset_update", int(row_id), arr, len(arr))
+        self._h.call("loch_dataset_update", int(row_id), arr, len(arr), interruptible=True)
         del keep
 
     def delete(self, row_ids: Iterable[int]) -> None:
@@ -518,7 +530,7 @@ class Dataset:
         """Makes the staged writes visible as a new snapshot and returns its
         version id. Raises :class:`loch.Conflict` when a concurrent commit
         changed the same rows (the writes stay staged)."""
-        version = self._h.lib.call_string("loch_dataset_commit", self._h.value, message.encode())
+        version = self._h.lib.call_string("loch_dataset_commit", self._h.value, message.encode(), interruptible=True)
         self._track()
         return version
 
