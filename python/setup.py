@@ -1,9 +1,12 @@
 """Builds loch's shared library (libloch.so, the Go core behind the C ABI in
-../capi) with the machine's Go toolchain while building the package.
+../capi) and the loch CLI (../cmd/loch) with the machine's Go toolchain
+while building the package; both go in loch/_lib, and the `loch` command
+(loch._cli) runs the CLI.
 
 Environment:
     LOCH_GO       the go command (default: go on PATH)
     LOCH_LIBRARY  a prebuilt libloch.so to package instead of building one
+    LOCH_CLI      a prebuilt loch CLI to package instead of building one
     LOCH_GOFLAGS  extra flags for go build (e.g. -tags=noturbojpeg)
 """
 
@@ -24,29 +27,39 @@ REPO = HERE.parent
 LIB = "libloch.so"
 
 
-def build_library(dest: Path) -> None:
-    """Writes libloch.so to dest (a directory)."""
+CLI = "loch"
+
+
+def go_build(dest: Path, name: str, prebuilt_env: str, package: str, *flags: str) -> None:
+    """Writes dest/name (dest a directory): the file $prebuilt_env names,
+    or `go build` of package (relative to the repository) with flags."""
     dest = dest.resolve()
     dest.mkdir(parents=True, exist_ok=True)
-    prebuilt = os.environ.get("LOCH_LIBRARY")
+    prebuilt = os.environ.get(prebuilt_env)
     if prebuilt:
-        shutil.copy2(prebuilt, dest / LIB)
+        shutil.copy2(prebuilt, dest / name)
         return
-    if not (REPO / "go.mod").exists() or not (REPO / "capi").is_dir():
+    if not (REPO / "go.mod").exists() or not (REPO / package).is_dir():
         raise SystemExit(
-            f"loch: cannot build {LIB}: the Go sources (../go.mod, ../capi) are not beside {HERE}; "
-            "install from a checkout of the repository or set LOCH_LIBRARY to a built library"
+            f"loch: cannot build {name}: the Go sources (../go.mod, ../{package}) are not beside {HERE}; "
+            f"install from a checkout of the repository or set {prebuilt_env} to a built {name}"
         )
     go = os.environ.get("LOCH_GO") or shutil.which("go")
     if not go:
         raise SystemExit("loch: building the Python package needs Go (https://go.dev/dl/) on PATH, or LOCH_GO")
-    cmd = [go, "build", "-buildmode=c-shared", "-trimpath", "-ldflags=-s -w",
-           *shlex.split(os.environ.get("LOCH_GOFLAGS", "")), "-o", str(dest / LIB), "./capi"]  # fmt: skip
+    cmd = [go, "build", *flags, "-trimpath", "-ldflags=-s -w",
+           *shlex.split(os.environ.get("LOCH_GOFLAGS", "")), "-o", str(dest / name), f"./{package}"]  # fmt: skip
     print("loch:", " ".join(cmd))
     subprocess.run(cmd, cwd=REPO, check=True, env=dict(os.environ, CGO_ENABLED="1"))
+
+
+def build_library(dest: Path) -> None:
+    """Writes libloch.so and the loch CLI to dest (a directory)."""
+    go_build(dest, LIB, "LOCH_LIBRARY", "capi", "-buildmode=c-shared")
     header = dest / "libloch.h"
     if header.exists():
         header.unlink()
+    go_build(dest, CLI, "LOCH_CLI", "cmd/loch")
 
 
 class BuildPy(build_py):
@@ -59,7 +72,8 @@ class BuildPy(build_py):
             build_library(HERE / "loch" / "_lib")
 
     def get_outputs(self, include_bytecode: bool = True) -> list[str]:
-        return [*super().get_outputs(include_bytecode), str(Path(self.build_lib) / "loch" / "_lib" / LIB)]
+        lib = Path(self.build_lib) / "loch" / "_lib"
+        return [*super().get_outputs(include_bytecode), str(lib / LIB), str(lib / CLI)]
 
 
 class BinaryDistribution(Distribution):
