@@ -140,7 +140,7 @@ pytest: venv
 # auditwheel with patchelf, the glibc tag the one auditwheel finds the
 # binaries need. python/tests/test_wheel.py installs it into a fresh venv.
 .PHONY: wheel
-wheel: sysdeps $(VENV)/.loch-deps $(VENV)/.loch-wheel-deps
+wheel: sysdeps $(VENV)/.loch-wheel-deps
 	@command -v patchelf >/dev/null || { echo "wheel: patchelf is missing: apt-get install patchelf" >&2; exit 1; }
 	rm -rf dist/raw python/build dist/loch-*.whl
 	$(VENV)/bin/python -m pip wheel -q --no-deps --no-build-isolation ./python -w dist/raw
