@@ -152,3 +152,17 @@ def test_extend_refuses_what_is_not_rows() -> None:
         ds.extend("label")  # type: ignore[arg-type]
     with pytest.raises(loch.InvalidArgument, match="got int"):
         ds.extend(7)  # type: ignore[arg-type]
+
+
+def test_pandas_and_pyarrow_are_imported_only_when_given() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, numpy as np, loch\n"
+        "ds = loch.create('mem://lazy', schema={'n': loch.Tensor('int64', shape=())})\n"
+        "ds.extend({'n': np.arange(3)}); ds.extend([{'n': 3}]); ds.commit()\n"
+        "print(sorted(m for m in ('pandas', 'pyarrow') if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert out.stdout.strip() == "[]"
