@@ -116,7 +116,7 @@ demo: build
 PYTHON ?= python3
 VENV   ?= .venv
 PY_SOURCES := $(shell find python/loch python/setup.py python/pyproject.toml -name '*.py' -o -name '*.toml' -o -name py.typed 2>/dev/null)
-GO_SOURCES := $(shell find . -path ./.venv -prune -o -path ./.demo -prune -o -name '*.go' ! -name '*_test.go' -print) capi/loch.h go.mod go.sum
+GO_SOURCES := $(shell find . -path ./.venv -prune -o -path ./.demo -prune -o -name '*.go' ! -name '*_test.go' -print) capi/loch.h go.mod go.sum version/VERSION
 .PHONY: venv pytest
 venv: sysdeps $(VENV)/.loch-sdk
 test: venv
@@ -137,6 +137,24 @@ $(VENV)/.loch-sdk: $(VENV)/.loch-deps $(PY_SOURCES) $(GO_SOURCES)
 # pytest runs the Python SDK's tests.
 pytest: venv
 	$(VENV)/bin/python -m pytest python/tests
+
+# wheel builds dist/loch-<version>-py3-none-manylinux_<glibc>_x86_64.whl:
+# libloch.so and the loch CLI built here (setup.py), the shared libraries
+# they link beyond the manylinux policy (libturbojpeg) vendored into it by
+# auditwheel with patchelf, the glibc tag the one auditwheel finds the
+# binaries need. python/tests/test_wheel.py installs it into a fresh venv.
+.PHONY: wheel
+wheel: sysdeps $(VENV)/.loch-wheel-deps
+	@command -v patchelf >/dev/null || { echo "wheel: patchelf is missing: apt-get install patchelf" >&2; exit 1; }
+	rm -rf dist/raw python/build dist/loch-*.whl
+	$(VENV)/bin/python -m pip wheel -q --no-deps --no-build-isolation ./python -w dist/raw
+	$(VENV)/bin/python -m auditwheel repair -w dist dist/raw/loch-*.whl
+	rm -rf dist/raw python/build
+	@ls -l dist/loch-*.whl
+
+$(VENV)/.loch-wheel-deps: python/requirements-wheel.txt | $(VENV)/bin/python
+	$(VENV)/bin/python -m pip install -q -r python/requirements-wheel.txt
+	touch $@
 
 # bench-python compares ds.pytorch() with `loch bench` (the Go loader) and
 # with torch DataLoaders over a JPEG folder and .npy files of the same

@@ -33,6 +33,7 @@ type options struct {
 	store       storage.Store
 	cacheBytes  int64
 	links       *LinkPolicy // nil: the default policy
+	settings    storage.Settings
 }
 
 // Option configures Create and Open.
@@ -58,6 +59,12 @@ func WithParallelism(n int) Option { return func(o *options) { o.parallelism = n
 // WithAuthor sets the author recorded in commits (default $LOCH_AUTHOR, then
 // $USER).
 func WithAuthor(name string) Option { return func(o *options) { o.author = name } }
+
+// WithStorageSettings opens the dataset's store with these connection
+// settings (endpoint, region, credentials; see storage.Settings) instead
+// of, or on top of, the environment's, so that datasets of one process can
+// live in different clouds or accounts. Not with WithStore.
+func WithStorageSettings(s storage.Settings) Option { return func(o *options) { o.settings = s } }
 
 // WithStore uses an already opened store instead of opening the URL; the
 // Dataset does not close it.
@@ -228,7 +235,7 @@ func newDataset(ctx context.Context, url string, o options) (*Dataset, error) {
 	if o.store != nil {
 		d.store = o.store
 	} else {
-		s, err := storage.Open(ctx, url)
+		s, err := storage.Open(ctx, url, storage.WithSettings(o.settings))
 		if err != nil {
 			return nil, fmt.Errorf("open %s: %w", url, err)
 		}

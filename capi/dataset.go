@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"slices"
 	"sync"
 	"time"
 
@@ -41,6 +42,50 @@ type openOptions struct {
 	CacheBytes  *int64 `json:"cache_bytes"`
 	// Links is the link policy (loch.LinkPolicy); absent: the default.
 	Links *linkOptions `json:"links"`
+	// Storage is the store's connection settings (storage.Settings) by
+	// name; see storageSettings.
+	Storage map[string]string `json:"storage_options"`
+}
+
+// storageKeys maps the names storage_options accepts to the fields of
+// storage.Settings: loch's own (the first of each), and those of the
+// object_store crate that Lance, Delta Lake and Polars take.
+var storageKeys = map[string]func(*storage.Settings) *string{
+	"endpoint":              func(s *storage.Settings) *string { return &s.Endpoint },
+	"endpoint_url":          func(s *storage.Settings) *string { return &s.Endpoint },
+	"aws_endpoint":          func(s *storage.Settings) *string { return &s.Endpoint },
+	"aws_endpoint_url":      func(s *storage.Settings) *string { return &s.Endpoint },
+	"region":                func(s *storage.Settings) *string { return &s.Region },
+	"aws_region":            func(s *storage.Settings) *string { return &s.Region },
+	"access_key_id":         func(s *storage.Settings) *string { return &s.AccessKeyID },
+	"aws_access_key_id":     func(s *storage.Settings) *string { return &s.AccessKeyID },
+	"secret_access_key":     func(s *storage.Settings) *string { return &s.SecretAccessKey },
+	"aws_secret_access_key": func(s *storage.Settings) *string { return &s.SecretAccessKey },
+	"session_token":         func(s *storage.Settings) *string { return &s.SessionToken },
+	"aws_session_token":     func(s *storage.Settings) *string { return &s.SessionToken },
+}
+
+// storageSettings converts storage_options to storage.Settings. Its errors
+// name keys, never values (they may be secrets).
+func storageSettings(opts map[string]string) (storage.Settings, error) {
+	var s storage.Settings
+	names := make([]string, 0, len(opts))
+	for name := range opts {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		field, ok := storageKeys[name]
+		if !ok {
+			return storage.Settings{}, invalidf("storage_options: unknown option %q (want endpoint, region, access_key_id, secret_access_key, session_token)", name)
+		}
+		p := field(&s)
+		if *p != "" && *p != opts[name] {
+			return storage.Settings{}, invalidf("storage_options: %q and another name for the same setting differ", name)
+		}
+		*p = opts[name]
+	}
+	return s, nil
 }
 
 // linkOptions is loch.LinkPolicy as JSON: {"schemes": [...],
@@ -95,6 +140,13 @@ func (o openOptions) options() ([]loch.Option, error) {
 	}
 	if o.CacheBytes != nil {
 		out = append(out, loch.WithCacheBytes(*o.CacheBytes))
+	}
+	if len(o.Storage) > 0 {
+		s, err := storageSettings(o.Storage)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, loch.WithStorageSettings(s))
 	}
 	if o.Links != nil {
 		p, err := o.Links.policy()
@@ -160,7 +212,9 @@ func loch_dataset_create(url, schemaText, options *C.char, out *C.uintptr_t, err
 	if err != nil {
 		return fail(errOut, err)
 	}
-	d, err := loch.Create(context.Background(), goString(url), s, opts...)
+	ctx, done := interruptible()
+	defer done()
+	d, err := loch.Create(ctx, goString(url), s, opts...)
 	if err != nil {
 		return fail(errOut, err)
 	}
@@ -189,7 +243,9 @@ func loch_dataset_open(url, options *C.char, out *C.uintptr_t, errOut **C.char) 
 	if err != nil {
 		return fail(errOut, err)
 	}
-	d, err := loch.Open(context.Background(), goString(url), opts...)
+	ctx, done := interruptible()
+	defer done()
+	d, err := loch.Open(ctx, goString(url), opts...)
 	if err != nil {
 		return fail(errOut, err)
 	}
@@ -285,7 +341,9 @@ func loch_dataset_commit(h C.uintptr_t, message *C.char, out **C.char, errOut **
 	if err != nil {
 		return fail(errOut, err)
 	}
-	v, err := ds.d.Commit(context.Background(), goString(message))
+	ctx, done := interruptible()
+	defer done()
+	v, err := ds.d.Commit(ctx, goString(message))
 	if err != nil {
 		return fail(errOut, err)
 	}
@@ -302,7 +360,9 @@ func loch_dataset_refresh(h C.uintptr_t, errOut **C.char) (st C.int) {
 	if err != nil {
 		return fail(errOut, err)
 	}
-	return result(errOut, ds.d.Refresh(context.Background()))
+	ctx, done := interruptible()
+	defer done()
+	return result(errOut, ds.d.Refresh(ctx))
 }
 
 // loch_dataset_log stores the commits reachable from the handle's version

@@ -21,9 +21,11 @@
  * control functions below and the "ref" and "as_of" options of
  * loch_dataset_open; 3 added loch_loader_new_mix and loch_batch.datasets;
  * 4 added the catalog functions (loch_catalog_*, see the end); 5 added
- * the saved selections and loch_dataset_positions.
+ * loch_interrupt and the "storage_options" of loch_dataset_open and
+ * loch_dataset_create; 6 added the saved selections and
+ * loch_dataset_positions.
  */
-#define LOCH_ABI_VERSION 5
+#define LOCH_ABI_VERSION 6
 
 /* Status codes. */
 enum {
@@ -130,6 +132,21 @@ typedef struct {
 } loch_batch;
 
 /*
+ * Interrupts. The long calls (loch_dataset_open, loch_dataset_create,
+ * loch_dataset_extend, loch_dataset_update, loch_dataset_commit,
+ * loch_dataset_refresh, loch_dataset_revert, loch_dataset_merge,
+ * loch_dataset_gc) run under a context that loch_interrupt(tid) cancels,
+ * where tid is the OS thread id (Linux gettid) of the thread making the
+ * call: the call then returns LOCH_CANCELED soon, having changed nothing
+ * that was committed (a commit is either whole or not made). A caller
+ * that must stay responsive to a signal makes the call on another thread
+ * and interrupts that thread when the signal arrives. loch_interrupt
+ * returns 1 when a call was running on tid, else 0 (the call may not have
+ * started yet, or be over: interrupt again until it returns).
+ */
+int loch_interrupt(int64_t tid);
+
+/*
  * Version control. Signatures as in libloch.h; h is a dataset handle. Every
  * char ** output (out) is set only on LOCH_OK, except where noted, to a
  * string the caller frees with loch_free_string; structured results are
@@ -141,6 +158,11 @@ typedef struct {
  *       "ref" (a branch: writable; anything else: read-only), "version"
  *       (a version id, read-only; not with "ref") and "as_of" (an RFC 3339
  *       time: the version "ref", default main, named then; read-only).
+ *       It and loch_dataset_create's options may hold "storage_options":
+ *       {"endpoint", "region", "access_key_id", "secret_access_key",
+ *       "session_token"} (strings; also the "aws_"-prefixed names), the
+ *       store's connection settings over the environment's (s3:// only);
+ *       errors name an option, never its value.
  *   loch_dataset_create_branch(h, name, from, char **out, err): makes branch
  *       name at from (NULL or "": the handle's version); out = its version
  *       id. LOCH_EXISTS when a branch or tag of that name exists.

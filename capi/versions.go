@@ -196,7 +196,9 @@ func loch_dataset_revert(h C.uintptr_t, ref, message *C.char, out **C.char, errO
 	if err != nil {
 		return fail(errOut, err)
 	}
-	id, err := ds.d.Revert(context.Background(), goString(ref), goString(message))
+	ctx, done := interruptible()
+	defer done()
+	id, err := ds.d.Revert(ctx, goString(ref), goString(message))
 	if err != nil {
 		return fail(errOut, err)
 	}
@@ -271,7 +273,9 @@ func loch_dataset_merge(h C.uintptr_t, src, options *C.char, out **C.char, errOu
 	if err := decodeStrict("merge options", goString(options), &o); err != nil {
 		return fail(errOut, err)
 	}
-	res, err := ds.d.Merge(context.Background(), goString(src), loch.MergeOptions{Strategy: o.Strategy, Message: o.Message})
+	ctx, done := interruptible()
+	defer done()
+	res, err := ds.d.Merge(ctx, goString(src), loch.MergeOptions{Strategy: o.Strategy, Message: o.Message})
 	if err != nil {
 		var ce *loch.ConflictError
 		if errors.As(err, &ce) && out != nil {
@@ -331,7 +335,9 @@ func loch_dataset_gc(h C.uintptr_t, options *C.char, out **C.char, errOut **C.ch
 	if err != nil {
 		return fail(errOut, err)
 	}
-	rep, err := ds.d.GC(context.Background(), opts)
+	ctx, done := interruptible()
+	defer done()
+	rep, err := ds.d.GC(ctx, opts)
 	if err != nil {
 		return fail(errOut, err)
 	}

@@ -6,7 +6,6 @@ package main
 import "C"
 
 import (
-	"context"
 	"unsafe"
 
 	"github.com/lochdata/loch"
@@ -185,7 +184,9 @@ func loch_dataset_extend(h C.uintptr_t, n C.int64_t, cols *C.loch_column_in, nco
 	if len(rows) == 0 {
 		return C.LOCH_OK
 	}
-	return result(errOut, ds.d.Extend(context.Background(), rows))
+	ctx, done := interruptible()
+	defer done()
+	return result(errOut, ds.d.Extend(ctx, rows))
 }
 
 // loch_dataset_update stages new values for the given columns of the row
@@ -202,5 +203,7 @@ func loch_dataset_update(h C.uintptr_t, id C.uint64_t, cols *C.loch_column_in, n
 	if err != nil {
 		return fail(errOut, err)
 	}
-	return result(errOut, ds.d.Update(context.Background(), uint64(id), rows[0]))
+	ctx, done := interruptible()
+	defer done()
+	return result(errOut, ds.d.Update(ctx, uint64(id), rows[0]))
 }

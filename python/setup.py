@@ -1,5 +1,7 @@
 """Builds loch's shared library (libloch.so, the Go core behind the C ABI in
-../capi) with the machine's Go toolchain while building the package.
+../capi) and the loch CLI (../cmd/loch) with the machine's Go toolchain
+while building the package; both go in loch/_lib, and the `loch` command
+(loch._cli) runs the CLI.
 
 Environment:
     LOCH_GO       the go command (default: go on PATH)
@@ -26,49 +28,39 @@ REPO = HERE.parent
 LIB = "libloch.so"
 
 
-def build_library(dest: Path) -> None:
-    """Writes libloch.so to dest (a directory)."""
+CLI = "loch"
+
+
+def go_build(dest: Path, name: str, prebuilt_env: str, package: str, *flags: str) -> None:
+    """Writes dest/name (dest a directory): the file $prebuilt_env names,
+    or `go build` of package (relative to the repository) with flags."""
     dest = dest.resolve()
     dest.mkdir(parents=True, exist_ok=True)
-    prebuilt = os.environ.get("LOCH_LIBRARY")
+    prebuilt = os.environ.get(prebuilt_env)
     if prebuilt:
-        shutil.copy2(prebuilt, dest / LIB)
+        shutil.copy2(prebuilt, dest / name)
         return
-    if not (REPO / "go.mod").exists() or not (REPO / "capi").is_dir():
+    if not (REPO / "go.mod").exists() or not (REPO / package).is_dir():
         raise SystemExit(
-            f"loch: cannot build {LIB}: the Go sources (../go.mod, ../capi) are not beside {HERE}; "
-            "install from a checkout of the repository or set LOCH_LIBRARY to a built library"
+            f"loch: cannot build {name}: the Go sources (../go.mod, ../{package}) are not beside {HERE}; "
+            f"install from a checkout of the repository or set {prebuilt_env} to a built {name}"
         )
     go = os.environ.get("LOCH_GO") or shutil.which("go")
     if not go:
         raise SystemExit("loch: building the Python package needs Go (https://go.dev/dl/) on PATH, or LOCH_GO")
-    cmd = [go, "build", "-buildmode=c-shared", "-trimpath", "-ldflags=-s -w",
-           *shlex.split(os.environ.get("LOCH_GOFLAGS", "")), "-o", str(dest / LIB), "./capi"]  # fmt: skip
+    cmd = [go, "build", *flags, "-trimpath", "-ldflags=-s -w",
+           *shlex.split(os.environ.get("LOCH_GOFLAGS", "")), "-o", str(dest / name), f"./{package}"]  # fmt: skip
     print("loch:", " ".join(cmd))
     subprocess.run(cmd, cwd=REPO, check=True, env=dict(os.environ, CGO_ENABLED="1"))
+
+
+def build_library(dest: Path) -> None:
+    """Writes libloch.so and the loch CLI to dest (a directory)."""
+    go_build(dest, LIB, "LOCH_LIBRARY", "capi", "-buildmode=c-shared")
     header = dest / "libloch.h"
     if header.exists():
         header.unlink()
-
-
-def build_cli(dest: Path) -> None:
-    """Writes the loch command to dest (a directory): the package runs SQL
-    queries through it, because DuckDB cannot live in libloch.so (its
-    thread-local storage does not fit a dlopen'ed library's static TLS)."""
-    dest = dest.resolve()
-    dest.mkdir(parents=True, exist_ok=True)
-    prebuilt = os.environ.get("LOCH_CLI")
-    if prebuilt:
-        shutil.copy2(prebuilt, dest / "loch")
-        return
-    go = os.environ.get("LOCH_GO") or shutil.which("go")
-    if not go or not (REPO / "cmd" / "loch").is_dir():
-        print("loch: not packaging the loch command (no Go or no ../cmd/loch); loch.query needs LOCH_CLI or loch on PATH")
-        return
-    cmd = [go, "build", "-trimpath", "-ldflags=-s -w", *shlex.split(os.environ.get("LOCH_GOFLAGS", "")),
-           "-o", str(dest / "loch"), "./cmd/loch"]  # fmt: skip
-    print("loch:", " ".join(cmd))
-    subprocess.run(cmd, cwd=REPO, check=True, env=dict(os.environ, CGO_ENABLED="1"))
+    go_build(dest, CLI, "LOCH_CLI", "cmd/loch")
 
 
 class BuildPy(build_py):
@@ -77,17 +69,12 @@ class BuildPy(build_py):
     def run(self) -> None:
         super().run()
         build_library(Path(self.build_lib) / "loch" / "_lib")
-        build_cli(Path(self.build_lib) / "loch" / "_lib")
         if self.editable_mode:
             build_library(HERE / "loch" / "_lib")
-            build_cli(HERE / "loch" / "_lib")
 
     def get_outputs(self, include_bytecode: bool = True) -> list[str]:
         lib = Path(self.build_lib) / "loch" / "_lib"
-        outs = [*super().get_outputs(include_bytecode), str(lib / LIB)]
-        if (lib / "loch").exists():
-            outs.append(str(lib / "loch"))
-        return outs
+        return [*super().get_outputs(include_bytecode), str(lib / LIB), str(lib / CLI)]
 
 
 class BinaryDistribution(Distribution):

@@ -12,6 +12,7 @@ type Option func(*openConfig)
 type openConfig struct {
 	retry    RetryPolicy
 	maxBytes int64
+	settings Settings
 }
 
 // WithRetryPolicy sets the retry policy of the returned store; zero fields
@@ -73,18 +74,22 @@ func Open(ctx context.Context, rawURL string, opts ...Option) (Store, error) {
 	for _, o := range opts {
 		o(&cfg)
 	}
-	st, err := openRaw(ctx, rawURL)
+	st, err := openRaw(ctx, rawURL, cfg.settings)
 	if err != nil {
 		return nil, err
 	}
 	return NewRetryStore(st, cfg.retry), nil
 }
 
-// openRaw opens the backend store without retries.
-func openRaw(ctx context.Context, rawURL string) (Store, error) {
+// openRaw opens the backend store without retries, with settings (see
+// WithSettings).
+func openRaw(ctx context.Context, rawURL string, settings Settings) (Store, error) {
 	loc, err := parseLocation(rawURL)
 	if err != nil {
 		return nil, &Error{Op: "open", URL: redact(rawURL), Err: err}
+	}
+	if err := settings.check(loc.scheme); err != nil {
+		return nil, &Error{Op: "open", URL: loc.String(), Err: err}
 	}
 	var st Store
 	switch loc.scheme {
@@ -93,7 +98,7 @@ func openRaw(ctx context.Context, rawURL string) (Store, error) {
 	case "mem":
 		st = openMem(loc)
 	case "s3":
-		st, err = openS3(ctx, loc)
+		st, err = openS3(ctx, loc, settings)
 	case "gs":
 		st, err = openGCS(ctx, loc)
 	case "az":
@@ -162,7 +167,7 @@ func ReadURL(ctx context.Context, rawURL string, opts ...Option) ([]byte, error)
 	readStores.Lock()
 	raw, ok := readStores.m[root]
 	if !ok {
-		raw, err = openRaw(ctx, root)
+		raw, err = openRaw(ctx, root, Settings{})
 		if err != nil {
 			readStores.Unlock()
 			return nil, err

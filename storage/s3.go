@@ -17,16 +17,27 @@ import (
 
 // openS3 opens s3://bucket/prefix through the aws-sdk-go-v2 default
 // configuration chain (environment, shared config and credentials files,
-// AWS_PROFILE, web identity, IMDS), with the URL's parameters on top.
+// AWS_PROFILE, web identity, IMDS), with the URL's parameters on top, and
+// the settings (WithSettings) on top of those.
 //
 // The SDK's own retries are turned off: the retrying Store does all the
 // retrying, so that attempts are bounded and counted in one place.
-func openS3(ctx context.Context, loc location) (*bucketStore, error) {
+func openS3(ctx context.Context, loc location, settings Settings) (*bucketStore, error) {
 	opts := []func(*config.LoadOptions) error{
 		config.WithRetryer(func() aws.Retryer { return aws.NopRetryer{} }),
 	}
 	if r := loc.param("region"); r != "" {
 		opts = append(opts, config.WithRegion(r))
+	}
+	if settings.Region != "" {
+		opts = append(opts, config.WithRegion(settings.Region))
+	}
+	if settings.AccessKeyID != "" {
+		opts = append(opts, config.WithCredentialsProvider(aws.CredentialsProviderFunc(
+			func(context.Context) (aws.Credentials, error) {
+				return aws.Credentials{AccessKeyID: settings.AccessKeyID, SecretAccessKey: settings.SecretAccessKey,
+					SessionToken: settings.SessionToken, Source: "loch storage settings"}, nil
+			})))
 	}
 	if p := loc.param("profile"); p != "" {
 		opts = append(opts, config.WithSharedConfigProfile(p))
@@ -55,7 +66,10 @@ func openS3(ctx context.Context, loc location) (*bucketStore, error) {
 		return nil, fmt.Errorf("load aws config: %w", err)
 	}
 
-	endpoint := loc.param("endpoint")
+	endpoint := settings.Endpoint
+	if endpoint == "" {
+		endpoint = loc.param("endpoint")
+	}
 	if endpoint == "" {
 		endpoint = os.Getenv("AWS_ENDPOINT_URL_S3")
 	}

@@ -3,27 +3,16 @@ package main
 import (
 	"fmt"
 	"runtime"
-	"runtime/debug"
 
 	"github.com/spf13/cobra"
 
 	"github.com/lochdata/loch/internal/manifest"
+	"github.com/lochdata/loch/version"
 )
 
-// version is the CLI's version; release builds set it with
-// -ldflags "-X main.version=v1.2.3". Otherwise it is the module version
-// recorded in the binary, or "devel".
-var version = ""
-
-func cliVersion() string {
-	if version != "" {
-		return version
-	}
-	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" && info.Main.Version != "(devel)" {
-		return info.Main.Version
-	}
-	return "devel"
-}
+// cliVersion is the CLI's version: loch's release version (package
+// version), the same as the Python package's.
+func cliVersion() string { return version.String() }
 
 func newVersionCmd() *cobra.Command {
 	var asJSON bool

@@ -24,6 +24,8 @@ revert, gc): :mod:`loch.versions`. Named tables under one root:
 
 from __future__ import annotations
 
+from pathlib import Path as _Path
+
 from ._buffers import buffer_stats, trim_buffers
 from ._write import EncodedImage
 from .catalog import Catalog, CatalogGCReport, Table, TableDir, connect
@@ -64,7 +66,9 @@ from .schema import (
 )
 from .versions import ColumnChange, Diff, GCCount, GCReport, MergeConflict, MergeResult, Ref, RowChange
 
-__version__ = "0.1.0"
+#: The package's version: loch's release version, written once in the
+#: repository's version/VERSION (which ``loch version`` prints too).
+__version__ = _Path(__file__).with_name("VERSION").read_text().strip()
 
 __all__ = [
     "create", "open", "connect", "Catalog", "Table", "TableDir", "CatalogGCReport", "Dataset", "ColumnReader", "Commit", "Loader", "EncodedImage", "buffer_stats", "trim_buffers",

@@ -44,9 +44,10 @@ class Handle:
     def closed(self) -> bool:
         return not self._value
 
-    def call(self, name: str, *args: Any) -> int:
-        """Calls an exported function with the handle as first argument."""
-        return self.lib.call(name, self.value, *args)
+    def call(self, name: str, *args: Any, interruptible: bool = False) -> int:
+        """Calls an exported function with the handle as first argument
+        (``interruptible``: see :meth:`loch._library.Library.call`)."""
+        return self.lib.call(name, self.value, *args, interruptible=interruptible)
 
     def close(self) -> None:
         """Closes the Go object (idempotent); in a forked child it only

@@ -19,6 +19,7 @@ import ctypes
 import json
 import os
 import shutil
+import signal
 import tempfile
 import threading
 from ctypes import POINTER, Structure, byref, c_char_p, c_int, c_int32, c_int64, c_uint8, c_uint64, c_void_p
@@ -28,7 +29,7 @@ from typing import Any
 from ._status import NOT_ERRORS
 from .errors import ForkedProcess, from_status
 
-ABI_VERSION = 5
+ABI_VERSION = 6
 
 # Layouts and encodings of loch_column_in and loch_tensor.
 DENSE, PACKED, NULLS = 0, 1, 2
@@ -159,7 +160,13 @@ _PLAIN_FUNCS: dict[str, tuple[list[Any], Any]] = {
     "loch_buffer_stats": ([POINTER(c_int64), POINTER(c_int64)], None),
     "loch_tensor_free": ([POINTER(TensorOut)], None),
     "loch_batch_free": ([POINTER(BatchOut)], None),
+    "loch_interrupt": ([c_int64], c_int),
 }
+
+# How often a call made interruptible waits for the call before Python
+# handles a signal (Ctrl-C), and how often it interrupts the call again
+# until it returns.
+INTERRUPT_POLL_S = 0.05
 
 
 def library_path() -> Path:
@@ -220,16 +227,26 @@ class Library:
         """Whether calls may be made in this process."""
         return os.getpid() == self.pid
 
-    def call(self, name: str, *args: Any, detail: c_void_p | None = None) -> int:
+    def call(self, name: str, *args: Any, detail: c_void_p | None = None, interruptible: bool = False) -> int:
         """Calls a status-returning function; returns the status when it is
         not an error (OK, EOF or TIMEOUT: _status.NOT_ERRORS) and raises
         :func:`loch.errors.from_status`'s exception for any other.
         ``detail`` is the string output among ``args`` (by reference), if
         any: set with an error status, it is taken (freed) and its JSON
-        given to the exception (loch_dataset_merge's conflicts)."""
+        given to the exception (loch_dataset_merge's conflicts).
+
+        ``interruptible``: the function is one of the long calls that
+        loch_interrupt cancels (see loch.h); in the main thread it is then
+        made on another thread, so that Ctrl-C raises KeyboardInterrupt
+        within a fraction of a second, once Go has stopped the call (which
+        then changed nothing committed; see :meth:`_interruptible`)."""
         self.check()
         err = c_void_p()
-        status = getattr(self.cdll, name)(*args, byref(err))
+        fn = getattr(self.cdll, name)
+        if interruptible and threading.current_thread() is threading.main_thread():
+            status = self._interruptible(name, fn, (*args, byref(err)), err, detail)
+        else:
+            status = fn(*args, byref(err))
         if status in NOT_ERRORS:
             if err.value:
                 self.cdll.loch_free_string(err)
@@ -237,6 +254,55 @@ class Library:
         message = self.take_string(err) or f"{name} failed with status {status}"
         extra = self.take_string(detail) if detail is not None else ""
         raise from_status(status, message, extra)
+
+    def _interruptible(self, name: str, fn: Any, args: tuple[Any, ...], err: c_void_p, detail: c_void_p | None) -> int:
+        """Makes the call ``fn(*args)`` on a thread of its own while this
+        (the main) thread waits in slices, so that a signal's handler runs.
+        On KeyboardInterrupt it interrupts the call (loch_interrupt of that
+        thread, again until the call returns), waits for it, frees its
+        error and string outputs, and raises KeyboardInterrupt. A call that
+        completed before Go saw the interrupt has taken effect whole (Go
+        commits atomically): the caller's handle then reflects it, but any
+        new handle returned is closed by the caller (see loch.open)."""
+        result: list[int] = []
+        failure: list[BaseException] = []
+        interrupted = threading.Event()
+
+        def run() -> None:
+            try:
+                result.append(int(fn(*args)))
+            except BaseException as e:  # noqa: BLE001 (re-raised in the caller's thread)
+                failure.append(e)
+
+        # Ctrl-C only sets a flag while the call runs (a KeyboardInterrupt
+        # raised between two bytecodes here could escape before the call is
+        # stopped); a handler of the program's own runs as it would anyway.
+        previous = signal.getsignal(signal.SIGINT)
+        ours = previous is signal.default_int_handler
+        if ours:
+            signal.signal(signal.SIGINT, lambda signum, frame: interrupted.set())
+        try:
+            worker = threading.Thread(target=run, name=f"loch {name}", daemon=True)
+            worker.start()
+            while worker.is_alive():
+                try:
+                    worker.join(INTERRUPT_POLL_S)
+                    if interrupted.is_set() and worker.is_alive() and worker.native_id is not None:
+                        self.cdll.loch_interrupt(worker.native_id)
+                except KeyboardInterrupt:
+                    interrupted.set()
+        finally:
+            if ours:
+                signal.signal(signal.SIGINT, previous)
+        if failure:
+            raise failure[0]
+        if interrupted.is_set():
+            if err.value:
+                self.cdll.loch_free_string(err)
+            if detail is not None and detail.value:
+                self.cdll.loch_free_string(detail)
+            raise KeyboardInterrupt
+        return result[0]
 
     def take_string(self, s: c_void_p) -> str:
         """Returns a string that Go allocated, freeing it."""
@@ -247,10 +313,11 @@ class Library:
         finally:
             self.cdll.loch_free_string(s)
 
-    def call_string(self, name: str, *args: Any) -> str:
-        """Calls a function whose last output is a string."""
+    def call_string(self, name: str, *args: Any, interruptible: bool = False) -> str:
+        """Calls a function whose last output is a string (``interruptible``
+        as for :meth:`call`)."""
         out = c_void_p()
-        self.call(name, *args, byref(out), detail=out)
+        self.call(name, *args, byref(out), detail=out, interruptible=interruptible)
         return self.take_string(out)
 
     def call_json(self, name: str, *args: Any) -> Any:

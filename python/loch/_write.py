@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import ctypes
 import json
+import math
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -17,7 +19,7 @@ from ._library import DENSE, ENCODING_JPEG, ENCODING_NONE, ENCODING_PNG, NULLS, 
 from .errors import InvalidArgument
 from .schema import Column
 
-__all__ = ["EncodedImage", "columns_in"]
+__all__ = ["EncodedImage", "columns_in", "columns_of"]
 
 
 @dataclass(frozen=True)
@@ -200,3 +202,93 @@ def columns_in(schema: Mapping[str, Column], values: Mapping[str, Any]) -> tuple
         ins.append(c)
     arr = (ColumnIn * len(ins))(*ins)
     return rows or 0, arr, keep
+
+
+def _missing(v: Any) -> bool:
+    """Whether a value of a pandas object column stands for no sample:
+    None, pandas.NA or NaT, or a float NaN."""
+    if v is None:
+        return True
+    if isinstance(v, float):
+        return math.isnan(v)
+    pd = sys.modules.get("pandas")
+    return pd is not None and (v is pd.NA or v is pd.NaT)
+
+
+def _is_instance(value: Any, module: str, names: tuple[str, ...]) -> bool:
+    """Whether value is one of module's classes ``names``, without
+    importing the module: a value of its class means it is imported."""
+    mod = sys.modules.get(module)
+    return mod is not None and isinstance(value, tuple(getattr(mod, n) for n in names))
+
+
+def _from_pandas(df: Any) -> dict[str, Any]:
+    """A DataFrame's columns: a numpy array each where pandas holds a
+    numeric or boolean column without missing values (no copy when its
+    dtype is the loch column's), else a list with None for missing values
+    (NaN, None, pandas.NA)."""
+    out: dict[str, Any] = {}
+    for name in df.columns:
+        if not isinstance(name, str):
+            raise InvalidArgument(f"DataFrame column {name!r}: loch column names are strings")
+        s = df[name]
+        if isinstance(s.dtype, np.dtype) and s.dtype.kind in "biuf":
+            out[name] = s.to_numpy()
+        else:
+            out[name] = [None if _missing(v) else v for v in s.tolist()]
+    return out
+
+
+def _from_arrow(table: Any) -> dict[str, Any]:
+    """A pyarrow Table's (or RecordBatch's) columns: a numpy array each for
+    a numeric or boolean column, or a fixed-size list of one, without
+    nulls; else a list of Python values (lists, str, bytes, dicts) with
+    None for nulls."""
+    import pyarrow as pa
+
+    out: dict[str, Any] = {}
+    for name in table.column_names:
+        col = table.column(name)
+        if isinstance(col, pa.ChunkedArray):
+            col = col.combine_chunks()
+        typ, shape = col.type, [len(col)]
+        while pa.types.is_fixed_size_list(typ) and col.null_count == 0:
+            shape.append(typ.list_size)
+            col, typ = col.flatten(), typ.value_type
+        if col.null_count == 0 and (pa.types.is_integer(typ) or pa.types.is_floating(typ) or pa.types.is_boolean(typ)):
+            out[name] = col.to_numpy(zero_copy_only=False).reshape(shape)
+        else:
+            out[name] = table.column(name).to_pylist()
+    return out
+
+
+def _from_rows(rows: Sequence[Any]) -> dict[str, list[Any]]:
+    """Rows given as mappings of column names to samples, as columns: a
+    column a row leaves out is empty (None) there."""
+    names: dict[str, None] = {}
+    for i, row in enumerate(rows):
+        if not isinstance(row, Mapping):
+            raise InvalidArgument(
+                f"row {i} is a {type(row).__name__}: want rows as dicts of column names to values "
+                "(or one dict of columns)"
+            )
+        names.update(dict.fromkeys(row))
+    return {name: [row.get(name) for row in rows] for name in names}
+
+
+def columns_of(data: Any) -> Mapping[str, Any]:
+    """The columns of a write's data (see :meth:`loch.Dataset.extend`): a
+    mapping of column names to values is itself; a list of row dicts, a
+    pandas DataFrame or a pyarrow Table (or RecordBatch) is converted.
+    pandas and pyarrow are not imported unless such a value is given."""
+    if isinstance(data, Mapping):
+        return data
+    if _is_instance(data, "pandas", ("DataFrame",)):
+        return _from_pandas(data)
+    if _is_instance(data, "pyarrow", ("Table", "RecordBatch")):
+        return _from_arrow(data)
+    if isinstance(data, Sequence) and not isinstance(data, (str, bytes)):
+        return _from_rows(data)
+    raise InvalidArgument(
+        f"want a dict of columns, a list of row dicts, a pandas DataFrame or a pyarrow Table, got {type(data).__name__}"
+    )

@@ -25,7 +25,7 @@ import json
 import os
 import weakref
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -35,18 +35,22 @@ from . import _library
 from ._buffers import Value, free_tensor, tensor_value
 from ._handle import Handle
 from ._library import Library, TensorOut, c_uintptr
-from ._write import columns_in
+from ._write import columns_in, columns_of
 from .errors import InvalidArgument, NotFound
 from .loader import Loader
 from .schema import Column, Schema
 from .versions import Diff, GCReport, MergeResult, Ref, format_time, parse_time
 
 if TYPE_CHECKING:
+    import pandas as pd
+    import pyarrow as pa
     import tensorflow as tf
+    from typing_extensions import Unpack
 
-    from .jax import JaxLoader
+    from .jax import JaxLoader, JaxOptions
+    from .loader import LoaderOptions
     from .query import Selection
-    from .torch import TorchLoader
+    from .torch import TorchLoader, TorchOptions
 
 __all__ = ["Dataset", "ColumnReader", "Commit", "create", "open"]
 
@@ -81,6 +85,7 @@ def create(
     *,
     parallelism: int | None = None,
     author: str | None = None,
+    storage_options: Mapping[str, str] | None = None,
 ) -> Dataset:
     """Creates an empty dataset at ``url`` (a path, ``file://``, ``s3://``,
     ``gs://``, ``az://`` or ``mem://`` URL) and returns it, open for writes.
@@ -93,13 +98,26 @@ def create(
         >>> ds = loch.create("mem://create-doc", schema={"label": loch.ClassLabel(["cat", "dog"])})
         >>> list(ds.schema)
         ['label']
+
+    ``storage_options`` are the store's connection settings, for this
+    dataset only, over the environment's (``AWS_*``): ``endpoint``,
+    ``region``, ``access_key_id``, ``secret_access_key``,
+    ``session_token`` (also under the ``aws_``-prefixed names of Lance,
+    Delta Lake and Polars; s3:// only for now). Datasets of one process may
+    so live in different clouds or accounts. They are never logged, nor
+    shown in a repr or an error::
+
+        >>> ds = loch.create("s3://bucket/ds", schema=..., storage_options={   # doctest: +SKIP
+        ...     "endpoint": "https://minio.internal:9000", "region": "eu-west-1",
+        ...     "access_key_id": key_id, "secret_access_key": secret})
     """
     lib = _library.library()
     text = schema if isinstance(schema, str) else Schema(schema).to_json()
     out = c_uintptr()
-    lib.call("loch_dataset_create", url.encode(), text.encode(), _options(parallelism=parallelism, author=author),
-             ctypes.byref(out))  # fmt: skip
-    return Dataset(lib, out.value)
+    settings = _storage_options(storage_options)
+    opts = _options(parallelism=parallelism, author=author, storage_options=settings)
+    _new_handle(lib, out, "loch_dataset_create", url.encode(), text.encode(), opts, ctypes.byref(out))
+    return Dataset(lib, out.value, storage_options=settings)
 
 
 def open(  # noqa: A001 (loch.open, like the builtin, opens)
@@ -111,6 +129,7 @@ def open(  # noqa: A001 (loch.open, like the builtin, opens)
     parallelism: int | None = None,
     author: str | None = None,
     cache_bytes: int | None = None,
+    storage_options: Mapping[str, str] | None = None,
 ) -> Dataset:
     """Opens the dataset at ``url``.
 
@@ -121,7 +140,10 @@ def open(  # noqa: A001 (loch.open, like the builtin, opens)
     (read-only; not with ``ref``). ``as_of`` (a datetime, naive ones in
     local time, or an ISO 8601 string) opens, read-only, the version that
     ``ref`` (default ``main``) named at that time. Raises
-    :class:`loch.NotFound` when there is no dataset or no such reference::
+    :class:`loch.NotFound` when there is no dataset or no such reference.
+    ``storage_options`` are the store's connection settings (see
+    :func:`create`); loaders' DataLoader workers open the dataset with them
+    too::
 
         >>> ds = loch.open("mem://create-doc")
         >>> pinned = loch.open("mem://create-doc", version=ds.version)
@@ -132,10 +154,39 @@ def open(  # noqa: A001 (loch.open, like the builtin, opens)
     """
     lib = _library.library()
     out = c_uintptr()
+    settings = _storage_options(storage_options)
     opts = _options(version=version, ref=ref, as_of=None if as_of is None else format_time(as_of),
-                    parallelism=parallelism, author=author, cache_bytes=cache_bytes)  # fmt: skip
-    lib.call("loch_dataset_open", url.encode(), opts, ctypes.byref(out))
-    return Dataset(lib, out.value)
+                    parallelism=parallelism, author=author, cache_bytes=cache_bytes,
+                    storage_options=settings)  # fmt: skip
+    _new_handle(lib, out, "loch_dataset_open", url.encode(), opts, ctypes.byref(out))
+    return Dataset(lib, out.value, storage_options=settings)
+
+
+def _new_handle(lib: Library, out: c_uintptr, name: str, *args: Any) -> None:
+    """Makes the interruptible call that stores a new dataset handle in
+    ``out``; if Ctrl-C arrived after Go made it, closes it and lets the
+    KeyboardInterrupt go on."""
+    try:
+        lib.call(name, *args, interruptible=True)
+    except KeyboardInterrupt:
+        if out.value:
+            lib.call("loch_dataset_close", out.value)
+        raise
+
+
+def _storage_options(options: Mapping[str, str] | None) -> dict[str, str] | None:
+    """storage_options as the C ABI takes them (names to strings; Go checks
+    the names). The values are never put in an error."""
+    if options is None:
+        return None
+    if not isinstance(options, Mapping):
+        raise InvalidArgument(f"storage_options: want a dict of option names to strings, got {type(options).__name__}")
+    out = {}
+    for name, value in options.items():
+        if not isinstance(name, str) or not isinstance(value, str):
+            raise InvalidArgument(f"storage_options: option {name!r}: want a string name and value")
+        out[name] = value
+    return out or None
 
 
 class Dataset:
@@ -175,16 +226,21 @@ class Dataset:
     #: (:attr:`loch.loader.Source.row_keys`).
     row_keys: tuple[str, ...] = ("index",)
 
-    def __init__(self, lib: Library, handle: int, keep: object = None) -> None:
+    def __init__(
+        self, lib: Library, handle: int, keep: object = None, storage_options: Mapping[str, str] | None = None
+    ) -> None:
         # keep: an object this dataset keeps alive, the catalog of a table.
+        # storage_options: those it was opened with, for reopening it in
+        # other processes (never shown).
         self._keep = keep
+        self._storage_options = None if storage_options is None else dict(storage_options)
         self._h = Handle(self, lib, handle, "loch_dataset_close", "dataset")
         self._lib = lib
         self._schema: tuple[str, Schema] | None = None
         self._url: str | None = None
         self._loaders: weakref.WeakSet[Handle] = weakref.WeakSet()  # Go loaders reading this handle
         self._view: tuple[int, Dataset] | None = None  # (pid, this snapshot opened there) in a forked process
-        self._at = _Reopener(self.url, self._h.lib.call_string("loch_dataset_version", self._h.value))
+        self._at = self._reopener_at(self._h.lib.call_string("loch_dataset_version", self._h.value))
 
     # The process this handle belongs to, and the others.
 
@@ -192,7 +248,11 @@ class Dataset:
         """Records in Python the snapshot the handle reads now, for a
         process forked from this one, where Go cannot be asked (see
         :meth:`_here`). Every method that moves the handle calls it."""
-        self._at = _Reopener(self.url, self._h.lib.call_string("loch_dataset_version", self._h.value))
+        self._at = self._reopener_at(self._h.lib.call_string("loch_dataset_version", self._h.value))
+
+    def _reopener_at(self, version: str) -> _Reopener:
+        """The snapshot ``version`` of this dataset as a :class:`_Reopener`."""
+        return _Reopener(self.url, version, self._storage_options)
 
     def _here(self) -> Dataset:
         """This dataset for reads in this process: itself, or, in a process
@@ -280,13 +340,13 @@ class Dataset:
     def refresh(self) -> None:
         """Moves the handle to the newest snapshot of its branch (raises
         :class:`loch.ReadOnly` on a read-only handle)."""
-        self._h.call("loch_dataset_refresh")
+        self._h.call("loch_dataset_refresh", interruptible=True)
         self._track()
 
     # Version control (see loch.versions).
 
-    def _str(self, name: str, *args: Any) -> str:
-        return self._h.lib.call_string(name, self._h.value, *args)
+    def _str(self, name: str, *args: Any, interruptible: bool = False) -> str:
+        return self._h.lib.call_string(name, self._h.value, *args, interruptible=interruptible)
 
     def _str_json(self, name: str, *args: Any) -> Any:
         return json.loads(self._str(name, *args))
@@ -354,7 +414,7 @@ class Dataset:
 
             >>> _ = ds.revert("v1.0", "undo the relabelling")   # doctest: +SKIP
         """
-        version = self._str("loch_dataset_revert", _enc(ref), _enc(message))
+        version = self._str("loch_dataset_revert", _enc(ref), _enc(message), interruptible=True)
         self._track()
         return version
 
@@ -389,7 +449,7 @@ class Dataset:
             ...     ds.merge("relabel", strategy="theirs")
         """
         opts = _options(strategy=strategy, message=message)
-        result = MergeResult.from_json(self._str_json("loch_dataset_merge", _enc(src), opts))
+        result = MergeResult.from_json(json.loads(self._str("loch_dataset_merge", _enc(src), opts, interruptible=True)))
         self._track()
         return result
 
@@ -403,7 +463,7 @@ class Dataset:
             GCCount(objects=12, bytes=48213)
         """
         opts = json.dumps({"grace_seconds": float(grace), "dry_run": bool(dry_run)}).encode()
-        return GCReport.from_json(json.loads(self._str("loch_dataset_gc", opts)))
+        return GCReport.from_json(json.loads(self._str("loch_dataset_gc", opts, interruptible=True)))
 
     def row_ids(self, start: int = 0, end: int | None = None) -> np.ndarray:
         """The stable ids (uint64) of the rows at positions [start, end),
@@ -416,19 +476,29 @@ class Dataset:
 
     # Writes.
 
-    def extend(self, columns: Mapping[str, Any]) -> None:
-        """Stages rows given column by column: each value is a numpy array
+    def extend(self, columns: Mapping[str, Any] | Sequence[Mapping[str, Any]] | pd.DataFrame | pa.Table) -> None:
+        """Stages rows, given column by column: each value is a numpy array
         whose first axis is the rows (passed to Go without a copy when it
         has the column's dtype), or a sequence with one value per row
         (arrays of differing shapes, ``str``, ``bytes``, JSON values,
         :class:`loch.EncodedImage`, or None for an empty sample). Columns
         left out are empty. Nothing is staged if any row is invalid
-        (:class:`loch.InvalidArgument`)::
+        (:class:`loch.InvalidArgument`, naming the column)::
 
             >>> ds.extend({"angles": np.zeros((64, 7), np.float32), "meta": [{}] * 64})  # doctest: +SKIP
+
+        The rows may also be given as a list of dicts (a column a row leaves
+        out is empty there), a pandas DataFrame (missing values, NaN in an
+        object column, are empty samples) or a pyarrow Table or RecordBatch
+        (nulls are empty samples; numeric and fixed-size list columns pass
+        as arrays)::
+
+            >>> ds.extend([{"angles": np.zeros(7, np.float32), "meta": {"run": 1}}, {"meta": {"run": 2}}])  # doctest: +SKIP
+            >>> ds.extend(pandas.DataFrame({"label": [0, 1], "caption": ["a cat", "a dog"]}))  # doctest: +SKIP
+            >>> ds.extend(pyarrow.table({"label": [0, 1], "caption": ["a cat", None]}))  # doctest: +SKIP
         """
-        n, arr, keep = columns_in(self.schema, columns)
-        self._h.call("loch_dataset_extend", n, arr, len(arr))
+        n, arr, keep = columns_in(self.schema, columns_of(columns))
+        self._h.call("loch_dataset_extend", n, arr, len(arr), interruptible=True)
         del keep
 
     def append(self, row: Mapping[str, Any]) -> None:
@@ -442,7 +512,7 @@ class Dataset:
         """Stages new samples for some columns of the row with this id (see
         :meth:`row_ids`); its other columns keep their values."""
         n, arr, keep = columns_in(self.schema, {k: [v] for k, v in values.items()})
-        self._h.call("loch_dataset_update", int(row_id), arr, len(arr))
+        self._h.call("loch_dataset_update", int(row_id), arr, len(arr), interruptible=True)
         del keep
 
     def delete(self, row_ids: Iterable[int]) -> None:
@@ -461,7 +531,7 @@ class Dataset:
         """Makes the staged writes visible as a new snapshot and returns its
         version id. Raises :class:`loch.Conflict` when a concurrent commit
         changed the same rows (the writes stay staged)."""
-        version = self._h.lib.call_string("loch_dataset_commit", self._h.value, message.encode())
+        version = self._h.lib.call_string("loch_dataset_commit", self._h.value, message.encode(), interruptible=True)
         self._track()
         return version
 
@@ -568,12 +638,12 @@ class Dataset:
 
     # Loaders.
 
-    def numpy(self, **kwargs: Any) -> Loader:
+    def numpy(self, **kwargs: Unpack[LoaderOptions]) -> Loader:
         """A :class:`loch.Loader` streaming batches as dicts of numpy arrays
         (arguments as for :meth:`pytorch`, without the torch ones)."""
         return Loader(self, **kwargs)
 
-    def pytorch(self, **kwargs: Any) -> TorchLoader:
+    def pytorch(self, **kwargs: Unpack[TorchOptions]) -> TorchLoader:
         """A PyTorch IterableDataset streaming batches as dicts of tensors
         (see :class:`loch.torch.TorchLoader`)::
 
@@ -584,14 +654,14 @@ class Dataset:
 
         return TorchLoader(self, **kwargs)
 
-    def jax(self, **kwargs: Any) -> JaxLoader:
+    def jax(self, **kwargs: Unpack[JaxOptions]) -> JaxLoader:
         """Batches as dicts of jax arrays, optionally placed on a sharding
         (see :class:`loch.jax.JaxLoader`)."""
         from .jax import JaxLoader
 
         return JaxLoader(self, **kwargs)
 
-    def tensorflow(self, **kwargs: Any) -> tf.data.Dataset:
+    def tensorflow(self, **kwargs: Unpack[LoaderOptions]) -> tf.data.Dataset:
         """A ``tf.data.Dataset`` of batches (see :func:`loch.tensorflow.dataset`)."""
         from .tensorflow import dataset
 
@@ -621,7 +691,7 @@ class Dataset:
         version this handle reads now. A loader pickled into another process
         (spawn, forkserver), or inherited by a forked one
         (:meth:`loch.Loader.reopen_if_forked`), reads through it."""
-        return _Reopener(self.url, self.version)
+        return self._reopener_at(self.version)
 
     # Lifetime.
 
@@ -694,6 +764,7 @@ class _Reopener:
 
     url: str
     version: str
+    storage_options: dict[str, str] | None = field(default=None, repr=False)
 
     def __call__(self, current: object) -> Dataset:
         """Returns ``current`` when it is a Dataset usable in this process
@@ -709,7 +780,7 @@ class _Reopener:
                 f"{self.url} is an in-memory dataset of another process and cannot be opened here: "
                 "store it at a path or an object store URL to read it in other processes"
             )
-        return open(self.url, version=self.version)
+        return open(self.url, version=self.version, storage_options=self.storage_options)
 
 
 def _sample(value: Value, k: int) -> Any:

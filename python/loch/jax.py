@@ -12,16 +12,29 @@ own shard of the rows (rank ``jax.process_index()`` of
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jax
 import numpy as np
 
 from .adapter import Adapter
 from .errors import InvalidArgument
-from .loader import Batch, Loader, Source
+from .loader import Batch, CommonLoaderOptions, Loader, Source
 
-__all__ = ["JaxLoader"]
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+__all__ = ["JaxLoader", "JaxOptions"]
+
+
+class JaxOptions(CommonLoaderOptions, total=False):
+    """The keyword arguments of :class:`JaxLoader` (``ds.jax(**kwargs)``):
+    those of every loader (:class:`loch.loader.CommonLoaderOptions`) and
+    ``sharding``, ``device``, ``distributed`` (see :class:`JaxLoader`)."""
+
+    sharding: jax.sharding.Sharding | None
+    device: jax.Device | None
+    distributed: bool | tuple[int, int] | None
 
 
 class JaxLoader(Adapter):
@@ -44,7 +57,7 @@ class JaxLoader(Adapter):
         sharding: jax.sharding.Sharding | None = None,
         device: jax.Device | None = None,
         distributed: bool | tuple[int, int] | None = None,
-        **options: Any,
+        **options: Unpack[CommonLoaderOptions],
     ) -> None:
         if "rank" in options or "world_size" in options:
             raise InvalidArgument("JaxLoader takes distributed=(rank, world_size), not rank= or world_size=")

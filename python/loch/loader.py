@@ -26,7 +26,7 @@ from __future__ import annotations
 import ctypes
 import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, TypedDict
 
 import numpy as np
 
@@ -39,7 +39,7 @@ from .epochs import Epochs
 from .errors import InvalidArgument
 from .schema import Schema
 
-__all__ = ["Loader", "Source", "Batch", "Transform"]
+__all__ = ["Loader", "LoaderOptions", "CommonLoaderOptions", "Source", "Batch", "Transform"]
 
 #: A batch: column names (and "index", "<column>.shapes", "<column>.null")
 #: to arrays or lists.
@@ -50,6 +50,51 @@ Batch = dict[str, Any]
 #: one spec string for every image column, or a Python callable applied to
 #: each batch.
 Transform = Mapping[str, str] | str | Callable[[Batch], Batch]
+
+
+class CommonLoaderOptions(TypedDict, total=False):
+    """The keyword arguments that every loader takes: :class:`Loader`'s,
+    but those a framework adapter sets from its own view of the run
+    (``rank``, ``world_size``, ``split``, ``epochs``; see
+    :class:`LoaderOptions`). The one definition that
+    :meth:`loch.Dataset.numpy`, :meth:`~loch.Dataset.pytorch`,
+    :meth:`~loch.Dataset.jax`, :meth:`~loch.Dataset.tensorflow` and the
+    same methods of :class:`loch.Mixture` extend and type their
+    ``**kwargs`` with, so that editors and type checkers see them. Each is
+    documented under :class:`Loader`'s Arguments; a test keeps the two in
+    step."""
+
+    columns: Sequence[str] | None
+    batch_size: int
+    shuffle: bool | str
+    seed: int
+    epoch: int
+    drop_last: bool
+    rows: Sequence[int] | None
+    transform: Transform | None
+    sample_transform: Callable[[Batch], Batch] | None
+    prefetch_batches: int | None
+    prefetch_bytes: int | None
+    workers: int | None
+    fetch_concurrency: int | None
+    window_rows: int | None
+    skip_bad_samples: bool
+    cache_dir: str | None
+    cache_bytes: int | None
+    allow_version_change: bool
+
+
+class LoaderOptions(CommonLoaderOptions, total=False):
+    """The keyword arguments of :class:`Loader` (``ds.numpy(**kwargs)``,
+    ``ds.tensorflow(**kwargs)``): :class:`CommonLoaderOptions` and the
+    shard settings that the torch and jax adapters take as
+    ``distributed=`` instead."""
+
+    rank: int
+    world_size: int
+    split: tuple[int, int] | None
+    epochs: Epochs | None
+
 
 # How long one call into Go waits for a batch before Python checks for
 # signals (Ctrl-C) and calls again.

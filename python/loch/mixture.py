@@ -43,9 +43,11 @@ from .schema import Column, Schema
 
 if TYPE_CHECKING:
     import tensorflow as tf
+    from typing_extensions import Unpack
 
-    from .jax import JaxLoader
-    from .torch import TorchLoader
+    from .jax import JaxLoader, JaxOptions
+    from .loader import LoaderOptions
+    from .torch import TorchLoader, TorchOptions
 
 __all__ = ["Mixture", "mix"]
 
@@ -111,25 +113,25 @@ class Mixture:
 
     # Loaders, as a Dataset's.
 
-    def numpy(self, **kwargs: Any) -> Loader:
+    def numpy(self, **kwargs: Unpack[LoaderOptions]) -> Loader:
         """A :class:`loch.Loader` of the mixture (arguments as for
         :meth:`loch.Dataset.numpy`, but ``rows``)."""
         return Loader(self, **kwargs)
 
-    def pytorch(self, **kwargs: Any) -> TorchLoader:
+    def pytorch(self, **kwargs: Unpack[TorchOptions]) -> TorchLoader:
         """A PyTorch IterableDataset of the mixture (see
         :class:`loch.torch.TorchLoader`)."""
         from .torch import TorchLoader
 
         return TorchLoader(self, **kwargs)
 
-    def jax(self, **kwargs: Any) -> JaxLoader:
+    def jax(self, **kwargs: Unpack[JaxOptions]) -> JaxLoader:
         """Batches of the mixture as jax arrays (see :class:`loch.jax.JaxLoader`)."""
         from .jax import JaxLoader
 
         return JaxLoader(self, **kwargs)
 
-    def tensorflow(self, **kwargs: Any) -> tf.data.Dataset:
+    def tensorflow(self, **kwargs: Unpack[LoaderOptions]) -> tf.data.Dataset:
         """A ``tf.data.Dataset`` of the mixture's batches (see
         :func:`loch.tensorflow.dataset`)."""
         from .tensorflow import dataset

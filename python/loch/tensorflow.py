@@ -15,15 +15,18 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import tensorflow as tf
 
 from . import dtypes
 from .adapter import Adapter
-from .loader import Batch, Loader, Source
+from .loader import Batch, Loader, LoaderOptions, Source
 from .schema import Schema
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = ["dataset", "TFDataset"]
 
@@ -84,13 +87,13 @@ class _Elements(Adapter):
                    for k, s in self.spec.items()}  # fmt: skip
 
 
-def dataset(ds: Source, *, epoch: int = 0, **options: Any) -> tf.data.Dataset:
+def dataset(ds: Source, **options: Unpack[LoaderOptions]) -> tf.data.Dataset:
     """Returns a tf.data.Dataset of the batches of a :class:`loch.Loader`
     of ``ds`` (a dataset or a :class:`loch.Mixture`) made with ``options``
     (as dicts of tensors; see :mod:`loch.loader` for the keys, but
     ``"<column>.null"``, which is left out). Each pass over it
-    is the next epoch, from ``epoch`` on."""
-    elements = _Elements(Loader(ds, epoch=epoch, **options), ds.schema)
+    is the next epoch, from ``epoch`` (default 0) on."""
+    elements = _Elements(Loader(ds, **options), ds.schema)
 
     def generate() -> Iterator[Batch]:
         yield from elements

@@ -54,7 +54,7 @@ from __future__ import annotations
 import os
 import warnings
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -63,9 +63,22 @@ import torch.utils.data
 from .adapter import Adapter
 from .epochs import SharedEpochs
 from .errors import InvalidArgument
-from .loader import Batch, Loader, Source, Transform
+from .loader import Batch, CommonLoaderOptions, Loader, Source, Transform
 
-__all__ = ["TorchLoader", "to_torch", "distributed_world"]
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+__all__ = ["TorchLoader", "TorchOptions", "to_torch", "distributed_world"]
+
+
+class TorchOptions(CommonLoaderOptions, total=False):
+    """The keyword arguments of :class:`TorchLoader` (``ds.pytorch(**kwargs)``):
+    those of every loader (:class:`loch.loader.CommonLoaderOptions`) and
+    ``pin_memory``, ``device``, ``distributed`` (see :class:`TorchLoader`)."""
+
+    pin_memory: bool
+    device: str | torch.device | None
+    distributed: bool | tuple[int, int] | None
 
 
 def distributed_world(distributed: bool | tuple[int, int] | None = None) -> tuple[int, int]:
@@ -168,6 +181,29 @@ class _Transfer:
             yield self._receive(ahead)
 
 
+def _device(device: str | torch.device | None) -> torch.device | None:
+    """The device batches go to, checked now rather than at the first
+    batch: :class:`loch.InvalidArgument` names a device torch does not
+    know, or a CUDA device where CUDA is not available or has fewer
+    devices."""
+    if device is None:
+        return None
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError) as e:
+        raise InvalidArgument(f"device={device!r}: not a torch device ({e})") from None
+    if dev.type == "cuda":
+        if not torch.cuda.is_available():
+            why = "this torch is built without CUDA" if torch.version.cuda is None else "no CUDA GPU is visible"
+            raise InvalidArgument(
+                f"device={device!r}: CUDA is not available ({why}; torch.cuda.is_available() is False): "
+                'leave device out (or "cpu") to get batches in host memory'
+            )
+        if dev.index is not None and dev.index >= torch.cuda.device_count():
+            raise InvalidArgument(f"device={device!r}: there are {torch.cuda.device_count()} CUDA devices")
+    return dev
+
+
 class TorchLoader(Adapter, torch.utils.data.IterableDataset):  # type: ignore[type-arg]
     """A PyTorch IterableDataset over a loch dataset's snapshot: each
     iteration is one epoch of this rank's batches, as dicts of tensors
@@ -196,33 +232,21 @@ class TorchLoader(Adapter, torch.utils.data.IterableDataset):  # type: ignore[ty
         self,
         dataset: Source,
         *,
-        batch_size: int = 32,
-        shuffle: bool | str = False,
-        seed: int = 0,
-        columns: Sequence[str] | None = None,
-        transform: Transform | None = None,
-        sample_transform: Callable[[Batch], Batch] | None = None,
-        drop_last: bool = False,
         pin_memory: bool = False,
         device: str | torch.device | None = None,
         distributed: bool | tuple[int, int] | None = None,
-        epoch: int = 0,
-        **options: Any,
+        **options: Unpack[CommonLoaderOptions],
     ) -> None:
-        for k in ("rank", "world_size", "split"):
+        for k in ("rank", "world_size", "split", "epochs"):
             if k in options:
                 raise InvalidArgument(f"TorchLoader takes distributed=(rank, world_size), not {k}=")
         rank, world = distributed_world(distributed)
-        self._epochs = SharedEpochs(epoch)
-        loader = Loader(
-            dataset, batch_size=batch_size, shuffle=shuffle, seed=seed, columns=columns, transform=transform,
-            sample_transform=sample_transform, drop_last=drop_last, rank=rank, world_size=world, epoch=epoch,
-            epochs=self._epochs, **options,
-        )  # fmt: skip
+        self._epochs = SharedEpochs(options.get("epoch", 0))
+        loader = Loader(dataset, rank=rank, world_size=world, epochs=self._epochs, **options)
         super().__init__(loader)
         self._distributed = distributed
         self._pin = pin_memory
-        self._device = None if device is None else torch.device(device)
+        self._device = _device(device)
         self._worker_passes = 0  # passes this copy started in a DataLoader worker
 
     @property

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -62,3 +63,110 @@ def run_script(tmp_path: Path, code: str, *args: str, timeout: float = 120, chec
     if check and proc.returncode != 0:
         pytest.fail(f"{' '.join(cmd)} exited {proc.returncode}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}")
     return proc
+
+
+def minio_binary() -> str | None:
+    """The pinned MinIO server (`make tools`): $LOCH_MINIO, else the link
+    under the tools cache; None when neither exists."""
+    for candidate in (os.environ.get("LOCH_MINIO"), str(Path.home() / ".cache/loch/tools/bin/minio")):
+        if candidate and Path(candidate).exists():
+            return candidate
+    return None
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class MinIO:
+    """A MinIO server of its own, on 127.0.0.1, with its own root
+    credentials (`access_key`, `secret_key`), started by the `start_minio`
+    fixture."""
+
+    def __init__(self, binary: str, root: Path, access_key: str, secret_key: str) -> None:
+        self.access_key, self.secret_key = access_key, secret_key
+        port = _free_port()
+        self.endpoint = f"http://127.0.0.1:{port}"
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "MINIO_"))}
+        env.update(MINIO_ROOT_USER=access_key, MINIO_ROOT_PASSWORD=secret_key, MINIO_BROWSER="off",
+                   MINIO_UPDATE="off", MINIO_CI_CD="1")  # fmt: skip
+        self.proc = subprocess.Popen(
+            [binary, "server", "--quiet", "--address", f"127.0.0.1:{port}",
+             "--console-address", f"127.0.0.1:{_free_port()}", str(root / "data")],
+            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        import time
+        import urllib.request
+
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(self.endpoint + "/minio/health/ready", timeout=1) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                pytest.fail(f"MinIO at {self.endpoint} did not start")
+            time.sleep(0.2)
+
+    def create_bucket(self, name: str) -> None:
+        """Creates bucket `name` with a PUT signed (AWS Signature V4) with
+        the root credentials."""
+        import datetime
+        import hashlib
+        import hmac
+        import urllib.request
+
+        host = self.endpoint.removeprefix("http://")
+        now = datetime.datetime.now(datetime.timezone.utc)
+        amz_date, day = now.strftime("%Y%m%dT%H%M%SZ"), now.strftime("%Y%m%d")
+        payload = hashlib.sha256(b"").hexdigest()
+        headers = f"host:{host}\nx-amz-content-sha256:{payload}\nx-amz-date:{amz_date}\n"
+        signed = "host;x-amz-content-sha256;x-amz-date"
+        canonical = f"PUT\n/{name}\n\n{headers}\n{signed}\n{payload}"
+        scope = f"{day}/us-east-1/s3/aws4_request"
+        to_sign = f"AWS4-HMAC-SHA256\n{amz_date}\n{scope}\n{hashlib.sha256(canonical.encode()).hexdigest()}"
+        key = ("AWS4" + self.secret_key).encode()
+        for part in (day, "us-east-1", "s3", "aws4_request"):
+            key = hmac.new(key, part.encode(), hashlib.sha256).digest()
+        signature = hmac.new(key, to_sign.encode(), hashlib.sha256).hexdigest()
+        req = urllib.request.Request(f"{self.endpoint}/{name}", method="PUT", headers={
+            "x-amz-date": amz_date, "x-amz-content-sha256": payload,
+            "Authorization": f"AWS4-HMAC-SHA256 Credential={self.access_key}/{scope}, SignedHeaders={signed}, "
+                             f"Signature={signature}",
+        })  # fmt: skip
+        with urllib.request.urlopen(req, timeout=10) as r:
+            assert r.status == 200
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+@pytest.fixture
+def start_minio(tmp_path: Path) -> Any:
+    """A function (access_key, secret_key) -> MinIO that starts a MinIO
+    server with those root credentials, stopped after the test; skips the
+    test when there is no MinIO binary (`make tools` installs it)."""
+    binary = minio_binary()
+    if binary is None:
+        pytest.skip("no MinIO server: run `make tools` or set LOCH_MINIO")
+    servers: list[MinIO] = []
+
+    def start(access_key: str, secret_key: str) -> MinIO:
+        server = MinIO(binary, tmp_path / f"minio{len(servers)}", access_key, secret_key)
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        server.stop()

@@ -98,6 +98,22 @@ def test_device_and_pin_memory_on_cpu(rows_ds: loch.Dataset) -> None:
             (b,) = list(rows_ds.pytorch(batch_size=ROWS, columns=["x"], pin_memory=True))
 
 
+@pytest.mark.skipif(torch.cuda.is_available(), reason="CUDA is available here")
+@pytest.mark.parametrize("device", ["cuda", "cuda:0", torch.device("cuda", 1)])
+def test_cuda_without_cuda_is_a_clear_error(rows_ds: loch.Dataset, device: object) -> None:
+    with pytest.raises(loch.InvalidArgument, match=r"device=.*cuda.*: CUDA is not available \(") as e:
+        rows_ds.pytorch(batch_size=8, device=device)  # type: ignore[arg-type]
+    assert "leave device out" in str(e.value)
+    mixture = loch.mix([rows_ds], [1.0])
+    with pytest.raises(loch.InvalidArgument, match="CUDA is not available"):
+        mixture.pytorch(device="cuda")
+
+
+def test_unknown_device_is_a_clear_error(rows_ds: loch.Dataset) -> None:
+    with pytest.raises(loch.InvalidArgument, match="device='tpu0': not a torch device"):
+        rows_ds.pytorch(device="tpu0")
+
+
 def test_pickles_without_its_handle(rows_ds: loch.Dataset) -> None:
     loader = rows_ds.pytorch(batch_size=100)
     copy = pickle.loads(pickle.dumps(loader))

@@ -1,0 +1,107 @@
+"""storage_options: each dataset's own endpoint, region and credentials,
+so that one process reaches several object stores or accounts; never
+shown in a repr or an error."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import loch
+
+SECRET_A = "alpha-secret-Zq81kP"
+SECRET_B = "beta-secret-Wx27mN"
+
+TWO_ACCOUNTS = """
+    import json, pickle, sys
+    import numpy as np
+    import loch
+
+    a, b = json.loads(sys.argv[1])
+    schema = {"n": loch.Tensor("int64", shape=())}
+    da = loch.create("s3://alpha/ds", schema=schema, storage_options=a)
+    db = loch.create("s3://beta/ds", schema=schema, storage_options=b)
+    da.extend({"n": np.arange(10)}); da.commit("ten")
+    db.extend({"n": np.arange(100, 105)}); db.commit("five")
+    ra = loch.open("s3://alpha/ds", storage_options=a)
+    rb = loch.open("s3://beta/ds", storage_options=b)
+    out = {
+        "a": ra["n"][:].tolist(),
+        "b": rb["n"][:].tolist(),
+        "a_loader": [x for batch in ra.numpy(batch_size=4, columns=["n"]) for x in batch["n"].tolist()],
+        "a_pickled": pickle.loads(pickle.dumps(ra))["n"][:].tolist(),
+        "reprs": repr(ra) + repr(rb) + repr(ra._reopener()),
+    }
+    errors = {}
+    for name, opts in {
+        "a_with_b_secret": dict(a, secret_access_key=b["aws_secret_access_key"]),
+        "a_without_options": None,
+    }.items():
+        try:
+            loch.open("s3://alpha/ds", storage_options=opts)
+            errors[name] = "opened"
+        except loch.Error as e:
+            errors[name] = type(e).__name__ + ": " + str(e)
+    out["errors"] = errors
+    print(json.dumps(out))
+"""
+
+
+def clean_env(tmp_path: Path) -> dict[str, str]:
+    """The environment without AWS credentials or settings of any kind."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    none = str(tmp_path / "none")
+    env.update(AWS_CONFIG_FILE=none, AWS_SHARED_CREDENTIALS_FILE=none, AWS_EC2_METADATA_DISABLED="true",
+               PYTHONUNBUFFERED="1")  # fmt: skip
+    return env
+
+
+@pytest.mark.slow
+def test_two_accounts_in_one_process(tmp_path: Path, start_minio: Any) -> None:
+    alpha = start_minio("alphaaccess", SECRET_A)
+    beta = start_minio("betaaccess", SECRET_B)
+    alpha.create_bucket("alpha")
+    beta.create_bucket("beta")
+    a = {"endpoint": alpha.endpoint, "access_key_id": "alphaaccess", "secret_access_key": SECRET_A}
+    # The object_store spellings (Lance, Delta Lake, Polars) work too.
+    b = {"aws_endpoint": beta.endpoint, "aws_region": "us-east-1", "aws_access_key_id": "betaaccess",
+         "aws_secret_access_key": SECRET_B}  # fmt: skip
+    script = tmp_path / "two_accounts.py"
+    script.write_text(textwrap.dedent(TWO_ACCOUNTS))
+    proc = subprocess.run([sys.executable, str(script), json.dumps([a, b])], capture_output=True, text=True,
+                          timeout=120, env=clean_env(tmp_path))  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["a"] == list(range(10)) and out["a_loader"] == list(range(10)) and out["a_pickled"] == list(range(10))
+    assert out["b"] == list(range(100, 105))
+    assert out["errors"]["a_with_b_secret"].startswith("PermissionDenied"), out["errors"]
+    assert out["errors"]["a_without_options"] != "opened", out["errors"]
+    shown = out["reprs"] + json.dumps(out["errors"]) + proc.stderr
+    assert SECRET_A not in shown and SECRET_B not in shown
+
+
+def test_unknown_option_names_the_option_not_the_value() -> None:
+    with pytest.raises(loch.InvalidArgument, match='unknown option "secret_key"') as e:
+        loch.create("mem://so-unknown", schema={"n": loch.Text()}, storage_options={"secret_key": SECRET_A})
+    assert SECRET_A not in str(e.value)
+
+
+@pytest.mark.parametrize("url", ["mem://so-local", "LOCAL"])
+def test_options_for_a_store_without_them_are_refused(tmp_path: Path, url: str) -> None:
+    url = str(tmp_path / "ds") if url == "LOCAL" else url
+    with pytest.raises(loch.InvalidArgument, match="does not apply") as e:
+        loch.create(url, schema={"n": loch.Text()}, storage_options={"secret_access_key": SECRET_A,
+                                                                      "access_key_id": "x"})  # fmt: skip
+    assert SECRET_A not in str(e.value)
+
+
+def test_options_must_be_strings() -> None:
+    with pytest.raises(loch.InvalidArgument, match="storage_options"):
+        loch.open("mem://so-types", storage_options={"region": 3})  # type: ignore[dict-item]
