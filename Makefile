@@ -145,7 +145,11 @@ pytest: venv
 # binaries need. python/tests/test_wheel.py installs it into a fresh venv.
 .PHONY: wheel
 wheel: sysdeps $(VENV)/.loch-wheel-deps
-	@command -v patchelf >/dev/null || { echo "wheel: patchelf is missing: apt-get install patchelf" >&2; exit 1; }
+	@command -v patchelf >/dev/null || { \
+		if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+		echo "$$SUDO apt-get install -y --no-install-recommends patchelf"; \
+		$$SUDO apt-get update -q && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends patchelf; \
+	} || { echo "wheel: patchelf is missing and could not be installed (apt-get install patchelf)" >&2; exit 1; }
 	rm -rf dist/raw python/build dist/loch-*.whl
 	$(VENV)/bin/python -m pip wheel -q --no-deps --no-build-isolation ./python -w dist/raw
 	$(VENV)/bin/python -m auditwheel repair -w dist dist/raw/loch-*.whl

@@ -155,11 +155,11 @@ class MinIO:
 @pytest.fixture
 def start_minio(tmp_path: Path) -> Any:
     """A function (access_key, secret_key) -> MinIO that starts a MinIO
-    server with those root credentials, stopped after the test; skips the
+    server with those root credentials, stopped after the test; fails the
     test when there is no MinIO binary (`make tools` installs it)."""
     binary = minio_binary()
     if binary is None:
-        pytest.skip("no MinIO server: run `make tools` or set LOCH_MINIO")
+        pytest.fail("no MinIO server: run `make tools` or set LOCH_MINIO")
     servers: list[MinIO] = []
 
     def start(access_key: str, secret_key: str) -> MinIO:

@@ -137,3 +137,5 @@ def test_to_arrow(rows_ds: loch.Dataset) -> None:
     table = sel.to_arrow()
     assert table.column("y").to_pylist() == [0, 1, 2]
     assert table.column("s").to_pylist() == ["row 0", "row 1", "row 2"]
+    frame = sel.to_pandas()
+    assert list(frame["y"]) == [0, 1, 2] and list(frame["s"]) == ["row 0", "row 1", "row 2"]
