@@ -71,6 +71,7 @@ class CommonLoaderOptions(TypedDict, total=False):
     epoch: int
     drop_last: bool
     rows: Sequence[int] | None
+    query: str | None
     transform: Transform | None
     sample_transform: Callable[[Batch], Batch] | None
     prefetch_batches: int | None
