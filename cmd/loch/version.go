@@ -27,11 +27,11 @@ prints one JSON object with the fields version, format, go, os and arch.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			w := cmd.OutOrStdout()
 			if asJSON {
-				return printJSON(w, map[string]string{"version": cliVersion(), "format": fmt.Sprintf("%d.%d", manifest.Major, manifest.Minor),
+				return printJSON(w, map[string]string{"version": cliVersion(), "format": fmt.Sprintf("%d.%d", manifest.Major, manifest.Newest),
 					"go": runtime.Version(), "os": runtime.GOOS, "arch": runtime.GOARCH})
 			}
 			fmt.Fprintf(w, "loch %s\n", cliVersion())
-			fmt.Fprintf(w, "format %d.%d\n", manifest.Major, manifest.Minor)
+			fmt.Fprintf(w, "format %d.%d\n", manifest.Major, manifest.Newest)
 			fmt.Fprintf(w, "built with %s %s/%s\n", runtime.Version(), runtime.GOOS, runtime.GOARCH)
 			return nil
 		},

@@ -19,10 +19,12 @@ import (
 	"github.com/zeebo/xxh3"
 )
 
-// Format version written by this package.
+// Format version written by this package: Minor in a dataset's objects,
+// Newest the newest minor version it writes of any object (minorOf).
 const (
-	Major = 1
-	Minor = 1
+	Major  = 1
+	Minor  = 1
+	Newest = 3
 )
 
 // Magic starts every metadata object.
@@ -50,7 +52,7 @@ func minorOf(kind byte) byte {
 	case KindSelection:
 		return 2
 	case KindCatalog:
-		return 3
+		return Newest
 	}
 	return Minor
 }
