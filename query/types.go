@@ -10,6 +10,7 @@ import (
 	"github.com/duckdb/duckdb-go/v2"
 
 	"github.com/lochdata/loch"
+	"github.com/lochdata/loch/internal/half"
 	"github.com/lochdata/loch/schema"
 )
 
@@ -320,7 +321,7 @@ func element(d schema.DType, b []byte, i int) any {
 	case schema.Float64:
 		return math.Float64frombits(binary.LittleEndian.Uint64(b[8*i:]))
 	case schema.Float16:
-		return float16(binary.LittleEndian.Uint16(b[2*i:]))
+		return half.ToFloat32(binary.LittleEndian.Uint16(b[2*i:]))
 	case schema.BFloat16:
 		return math.Float32frombits(uint32(binary.LittleEndian.Uint16(b[2*i:])) << 16)
 	}
@@ -348,28 +349,6 @@ func nest(d schema.DType, b []byte, shape []int) []any {
 		out[i] = nest(d, b[i*inner:(i+1)*inner], shape[1:])
 	}
 	return out
-}
-
-// float16 converts IEEE half-precision bits to float32.
-func float16(h uint16) float32 {
-	sign := uint32(h>>15) << 31
-	exp := uint32(h>>10) & 0x1f
-	frac := uint32(h) & 0x3ff
-	switch {
-	case exp == 0 && frac == 0:
-		return math.Float32frombits(sign)
-	case exp == 0: // subnormal
-		e := uint32(127 - 15 + 1)
-		for frac&0x400 == 0 {
-			frac <<= 1
-			e--
-		}
-		frac &= 0x3ff
-		return math.Float32frombits(sign | e<<23 | frac<<13)
-	case exp == 0x1f:
-		return math.Float32frombits(sign | 0xff<<23 | frac<<13)
-	}
-	return math.Float32frombits(sign | (exp+127-15)<<23 | frac<<13)
 }
 
 // direct reports whether the column's values are written from their bytes

@@ -504,14 +504,6 @@ func TestNPYHeader(t *testing.T) {
 	require.Error(t, writeNPY(io.Discard, schema.Float32, []int{2}, make([]byte, 4)), "data shorter than the shape")
 }
 
-func TestFloat16(t *testing.T) {
-	for bits, want := range map[uint16]float32{
-		0x3c00: 1, 0xc000: -2, 0x0000: 0, 0x3555: 0.33325195, 0x7bff: 65504, 0x0001: 5.9604645e-08,
-	} {
-		require.Equal(t, want, float16ToFloat32(bits), "%#04x", bits)
-	}
-}
-
 func TestShapeRange(t *testing.T) {
 	for _, tc := range []struct {
 		col  schema.Column

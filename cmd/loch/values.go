@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/lochdata/loch/internal/half"
 	"github.com/lochdata/loch/schema"
 )
 
@@ -33,7 +34,7 @@ func elemString(d schema.DType, data []byte, i int) string {
 	case schema.Uint64:
 		return strconv.FormatUint(le.Uint64(data[8*i:]), 10)
 	case schema.Float16:
-		return strconv.FormatFloat(float64(float16ToFloat32(le.Uint16(data[2*i:]))), 'g', -1, 32)
+		return strconv.FormatFloat(float64(half.ToFloat32(le.Uint16(data[2*i:]))), 'g', -1, 32)
 	case schema.BFloat16:
 		return strconv.FormatFloat(float64(math.Float32frombits(uint32(le.Uint16(data[2*i:]))<<16)), 'g', -1, 32)
 	case schema.Float32:
@@ -64,28 +65,6 @@ func elemInt(d schema.DType, data []byte, i int) int64 {
 		return int64(le.Uint64(data[8*i:]))
 	}
 	return 0
-}
-
-// float16ToFloat32 converts IEEE 754 half-precision bits to a float32.
-func float16ToFloat32(h uint16) float32 {
-	sign := uint32(h>>15) << 31
-	exp := uint32(h>>10) & 0x1f
-	frac := uint32(h) & 0x3ff
-	switch {
-	case exp == 0 && frac == 0:
-		return math.Float32frombits(sign)
-	case exp == 0: // subnormal: normalize
-		e := uint32(127 - 15 + 1)
-		for frac&0x400 == 0 {
-			frac <<= 1
-			e--
-		}
-		frac &= 0x3ff
-		return math.Float32frombits(sign | e<<23 | frac<<13)
-	case exp == 0x1f:
-		return math.Float32frombits(sign | 0xff<<23 | frac<<13)
-	}
-	return math.Float32frombits(sign | (exp+127-15)<<23 | frac<<13)
 }
 
 // labelString formats a class label with its class name when it has one.

@@ -1,4 +1,4 @@
-// Package half rounds float32 values to 16-bit floats: IEEE half
+// Package half converts between float32 and 16-bit floats: IEEE half
 // precision (float16) and bfloat16.
 package half
 
@@ -51,4 +51,27 @@ func BFloat16(f float32) uint16 {
 	}
 	b += 0x7fff + (b>>16)&1
 	return uint16(b >> 16)
+}
+
+// ToFloat32 converts IEEE 754 half-precision bits to a float32 (exactly:
+// every float16 value, subnormals and NaNs included, is a float32 value).
+func ToFloat32(h uint16) float32 {
+	sign := uint32(h>>15) << 31
+	exp := uint32(h>>10) & 0x1f
+	frac := uint32(h) & 0x3ff
+	switch {
+	case exp == 0 && frac == 0:
+		return math.Float32frombits(sign)
+	case exp == 0: // subnormal: normalize
+		e := uint32(127 - 15 + 1)
+		for frac&0x400 == 0 {
+			frac <<= 1
+			e--
+		}
+		frac &= 0x3ff
+		return math.Float32frombits(sign | e<<23 | frac<<13)
+	case exp == 0x1f:
+		return math.Float32frombits(sign | 0xff<<23 | frac<<13)
+	}
+	return math.Float32frombits(sign | (exp+127-15)<<23 | frac<<13)
 }
