@@ -149,6 +149,9 @@ type selectionJSON struct {
 	Columns []string `json:"columns"`
 	Rows    int      `json:"rows"`
 	RowIDs  []uint64 `json:"row_ids"`
+	// Joined are the values of the result's columns that are not the
+	// dataset's own (docs/format.md §2.7).
+	Joined []loch.JoinedColumn `json:"joined,omitempty"`
 }
 
 func printSelection(w io.Writer, s *loch.Selection) error {
@@ -160,7 +163,7 @@ func newSelectionJSON(s *loch.Selection) selectionJSON {
 	if ids == nil {
 		ids = []uint64{}
 	}
-	return selectionJSON{Name: s.Name, Version: s.Version, SQL: s.SQL, Seed: s.Seed, Columns: s.Columns, Rows: len(ids), RowIDs: ids}
+	return selectionJSON{Name: s.Name, Version: s.Version, SQL: s.SQL, Seed: s.Seed, Columns: s.Columns, Rows: len(ids), RowIDs: ids, Joined: s.Joined}
 }
 
 func newSelectionsCmd() *cobra.Command {
@@ -226,8 +229,8 @@ nothing else keeps. A saved selection keeps its version, like a tag.`,
 
 // useSelection points cfg at the saved selection name of ds[0]: the
 // dataset is reopened at the selection's version when it is at another,
-// and cfg gets its rows, its query and (when no columns were asked for)
-// its columns.
+// and cfg gets its rows, its query, its joined columns and (when no
+// columns were asked for) its columns.
 func useSelection(ctx context.Context, urls []string, ds []*loch.Dataset, name string, refs *refFlags, cfg *loader.Config) error {
 	if name == "" {
 		return nil
@@ -250,7 +253,7 @@ func useSelection(ctx context.Context, urls []string, ds []*loch.Dataset, name s
 		ds[0].Close()
 		ds[0] = d
 	}
-	cfg.Rows, cfg.Query = sel.RowIDs, sel.SQL
+	cfg.Rows, cfg.Query, cfg.Joined = sel.RowIDs, sel.SQL, sel.Joined
 	if cfg.Columns == nil && sel.Columns != nil {
 		cfg.Columns = sel.Columns
 	}
