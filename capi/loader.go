@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -149,6 +150,9 @@ func startLoader(config *C.char, scans []*loch.Scan, out *C.uintptr_t, errOut **
 	if len(lo.names) == 0 {
 		sch := scans[0].Schema()
 		lo.names = sch.Names()
+	}
+	for _, j := range cfg.Joined {
+		lo.names = append(slices.Clip(lo.names), j.Name)
 	}
 	l, err := start(cfg)
 	if err != nil {

@@ -99,15 +99,11 @@ by _pos). --save NAME stores that selection in the dataset, for
 				return err
 			}
 			defer e.Close()
-			w := cmd.OutOrStdout()
-			if out != "" {
-				f, err := os.Create(out)
-				if err != nil {
-					return fmt.Errorf("--out: %w", err)
-				}
-				defer f.Close()
-				w = f
+			w, closeOut, err := outWriter(cmd, out)
+			if err != nil {
+				return err
 			}
+			defer closeOut()
 			if !selectionOnly {
 				_, err := e.Write(ctx, args[1], format, limit, w)
 				return err
@@ -138,6 +134,19 @@ by _pos). --save NAME stores that selection in the dataset, for
 	f.StringVar(&cacheDir, "cache", "", "directory of a local chunk cache (shared with loch bench and the loader): a later query reads its chunks there")
 	refs.add(cmd, "query")
 	return cmd
+}
+
+// outWriter is where a command writes its result: the file of --out
+// (created) when path is not "", else standard output. close closes it.
+func outWriter(cmd *cobra.Command, path string) (w io.Writer, close func(), err error) {
+	if path == "" {
+		return cmd.OutOrStdout(), func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--out: %w", err)
+	}
+	return f, func() { f.Close() }, nil
 }
 
 // selectionJSON is a selection as --format selection prints it.
