@@ -146,11 +146,7 @@ directory, loch/sql_history).`,
 				if err != nil {
 					return err
 				}
-				t, err := cat.Table(ctx, table)
-				if err != nil {
-					return err
-				}
-				return printJSON(out.W, tableSelectionJSON{selectionJSON: newSelectionJSON(sel), Table: t.Name, URL: t.URL})
+				return printTableSelection(ctx, out.W, cat, sel, table)
 			}
 			if len(args) == 2 {
 				return runStatement(ctx, s, args[1], out, asJSON)
