@@ -91,8 +91,10 @@ test: tools
 	$(VENV)/bin/python -m pytest python/tests
 
 # demo makes a small image dataset, ingests it into a local loch dataset,
-# inspects it, verifies it and streams it.
+# inspects it, verifies it and streams it; then makes a catalog of tables
+# with SQL, joins them and trains on the join.
 DEMO ?= $(CURDIR)/.demo
+DEMO_CLASSES := 'class00', 'class01', 'class02', 'class03', 'class04', 'class05', 'class06', 'class07', 'class08', 'class09'
 demo: build
 	rm -rf $(DEMO)
 	$(GO) run ./examples/makeimages -n 2000 -classes 10 -size 64 $(DEMO)/images
@@ -107,6 +109,17 @@ demo: build
 	bin/loch query $(DEMO)/pets "SELECT image, label FROM ds WHERE enum_code(label) < 5 ORDER BY random()" --seed 1 --save first-five
 	bin/loch selections $(DEMO)/pets
 	$(VENV)/bin/python examples/train_torch.py $(DEMO)/pets --epochs 1 --selection first-five
+	# Tables: a catalog made, filled, queried and trained on with SQL; the
+	# label comes from a second table through a join (docs/sql.md).
+	bin/loch sql $(DEMO)/lake "CREATE TABLE frames (id BIGINT, class TEXT, image IMAGE('png'))"
+	bin/loch sql $(DEMO)/lake "INSERT INTO frames SELECT row_number() OVER (ORDER BY file), split_part(file, '/', -2), loch_file(file) FROM glob('$(DEMO)/images/*/*.png')" -m "the demo images"
+	bin/loch sql $(DEMO)/lake "CREATE TABLE labels (class TEXT, label CLASS_LABEL($(DEMO_CLASSES)))"
+	bin/loch sql $(DEMO)/lake "INSERT INTO labels SELECT DISTINCT class, class FROM frames"
+	bin/loch tables $(DEMO)/lake
+	bin/loch sql $(DEMO)/lake "SELECT l.label, count(*) AS n FROM frames f JOIN labels l USING (class) GROUP BY l.label ORDER BY l.label"
+	bin/loch query $(DEMO)/lake "SELECT f._rowid, f.image, l.label FROM frames f JOIN labels l USING (class) WHERE f.id % 2 = 0" --table frames --save even
+	$(VENV)/bin/python examples/train_torch.py $(DEMO)/lake --epochs 1 --table frames \
+		--sql "SELECT f._rowid, f.image, l.label FROM frames f JOIN labels l USING (class) ORDER BY random()"
 
 # venv makes or updates $(VENV) with the Python SDK (python/, with its Go
 # library built from this checkout) and the pinned test dependencies

@@ -2,10 +2,12 @@ package loch
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 
+	"github.com/lochdata/loch/internal/base"
 	"github.com/lochdata/loch/internal/keys"
 	"github.com/lochdata/loch/internal/manifest"
 	"github.com/lochdata/loch/storage"
@@ -34,6 +36,10 @@ type Selection struct {
 	Columns []string `json:"columns,omitempty"`
 	// RowIDs are the rows in result order, each once.
 	RowIDs []uint64 `json:"-"`
+	// Joined are the values of the result's columns that are not the
+	// dataset's own columns taken whole (another table's, or
+	// expressions), one per row of RowIDs; nil when there are none.
+	Joined []JoinedColumn `json:"joined,omitempty"`
 }
 
 // Len is the number of rows.
@@ -53,7 +59,8 @@ type SelectionInfo struct {
 // dataset's log, like a tag: garbage collection keeps it and the version
 // it ran on. It fails with ErrExists when a selection of that name exists,
 // with ErrNotFound when s's version does not exist, and with
-// ErrInvalidArgument for a bad name or a row id given twice.
+// ErrInvalidArgument for a bad name, a row id given twice, or joined
+// columns that are malformed, named twice or of another row count.
 func (d *Dataset) SaveSelection(ctx context.Context, name string, s *Selection) error {
 	if err := checkRefName("selection", name); err != nil {
 		return fmt.Errorf("%s: %w", d.url, err)
@@ -68,11 +75,20 @@ func (d *Dataset) SaveSelection(ctx context.Context, name string, s *Selection) 
 		}
 		seen[id] = struct{}{}
 	}
+	if err := checkJoined(s.Joined, len(s.RowIDs), nil); err != nil {
+		return fmt.Errorf("save selection %q in %s: %w", name, d.url, err)
+	}
 	if err := d.checkVersion(ctx, s.Version); err != nil {
 		return fmt.Errorf("save selection %q: %w", name, err)
 	}
 	obj := manifest.Selection{Version: s.Version, SQL: s.SQL, Seed: s.Seed, Columns: s.Columns,
 		Rows: len(s.RowIDs), RowIDs: manifest.EncodeRowIDs(s.RowIDs)}
+	if len(s.Joined) > 0 {
+		var err error
+		if obj.Joined, err = json.Marshal(s.Joined); err != nil {
+			return fmt.Errorf("save selection %q: %w", name, err)
+		}
+	}
 	key, err := d.putObject(ctx, keys.Selection, manifest.KindSelection, obj)
 	if err != nil {
 		return fmt.Errorf("save selection %q: %w", name, err)
@@ -117,14 +133,34 @@ func (d *Dataset) Selection(ctx context.Context, name string) (*Selection, error
 	if err != nil {
 		return nil, fmt.Errorf("selection %q: %w", name, err)
 	}
-	ids, err := manifest.DecodeRowIDs(obj.RowIDs, obj.Rows)
+	ids, joined, err := decodeSelection(obj)
 	if err != nil {
 		return nil, fmt.Errorf("selection %q: read %s: %w", name, keys.Make(keys.Selection, hash), err)
 	}
 	if err := d.checkVersion(ctx, obj.Version); err != nil {
 		return nil, fmt.Errorf("selection %q ran on version %s, which is gone: %w", name, obj.Version, err)
 	}
-	return &Selection{Name: name, Version: obj.Version, SQL: obj.SQL, Seed: obj.Seed, Columns: obj.Columns, RowIDs: ids}, nil
+	return &Selection{Name: name, Version: obj.Version, SQL: obj.SQL, Seed: obj.Seed, Columns: obj.Columns, RowIDs: ids, Joined: joined}, nil
+}
+
+// decodeSelection decodes a selection object's row ids and joined
+// columns (docs/format.md §2.7); a malformed one is ErrCorrupt.
+func decodeSelection(obj manifest.Selection) ([]uint64, []JoinedColumn, error) {
+	ids, err := manifest.DecodeRowIDs(obj.RowIDs, obj.Rows)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(obj.Joined) == 0 {
+		return ids, nil, nil
+	}
+	var joined []JoinedColumn
+	if err := json.Unmarshal(obj.Joined, &joined); err != nil {
+		return nil, nil, base.Markf(base.ErrCorrupt, "corrupt metadata: joined columns: %v", err)
+	}
+	if err := checkJoined(joined, len(ids), nil); err != nil {
+		return nil, nil, base.Markf(base.ErrCorrupt, "corrupt metadata: %v", err)
+	}
+	return ids, joined, nil
 }
 
 func (d *Dataset) readSelection(ctx context.Context, hash string) (manifest.Selection, error) {

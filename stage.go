@@ -235,23 +235,28 @@ func (st *staging) prepareRows(ctx context.Context, rows []Row) ([][]prepared, e
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(st.d.opts.parallelism)
-	for i := range rows {
+	// Runs of rows, a few per worker: a goroutine per row costs more than
+	// preparing a row of scalars (its start and its stack's growth).
+	run := max(1, len(rows)/(4*max(st.d.opts.parallelism, 1)))
+	for lo := 0; lo < len(rows); lo += run {
 		g.Go(func() error {
-			if err := gctx.Err(); err != nil {
-				return err
-			}
-			for k := range st.cols {
-				c := &st.cols[k]
-				s, ok := rows[i][c.Name]
-				if !ok {
-					out[i][k] = prepared{null: true}
-					continue
+			for i := lo; i < min(lo+run, len(rows)); i++ {
+				if err := gctx.Err(); err != nil {
+					return err
 				}
-				p, err := prepare(c, s)
-				if err != nil {
-					return fmt.Errorf("%s: row %d: %w", st.d.url, i, err)
+				for k := range st.cols {
+					c := &st.cols[k]
+					s, ok := rows[i][c.Name]
+					if !ok {
+						out[i][k] = prepared{null: true}
+						continue
+					}
+					p, err := prepare(c, s)
+					if err != nil {
+						return fmt.Errorf("%s: row %d: %w", st.d.url, i, err)
+					}
+					out[i][k] = p
 				}
-				out[i][k] = p
 			}
 			return nil
 		})

@@ -140,7 +140,7 @@ func (w *walk) selection(hash, via string) {
 		if err := w.v.read(w.ctx, key, via, manifest.KindSelection, &s); err != nil {
 			return err
 		}
-		if _, err := manifest.DecodeRowIDs(s.RowIDs, s.Rows); err != nil {
+		if _, _, err := decodeSelection(s); err != nil {
 			return fmt.Errorf("read %s: %w", key, err)
 		}
 		w.commit(s.Version, key)

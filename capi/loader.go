@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -49,7 +50,8 @@ func loaderOf(h C.uintptr_t) (*loaderObj, error) { return lookup[*loaderObj](h, 
 // loch_loader_new starts a loader over the handle's current snapshot and
 // stores its handle in *out. config is the JSON form of loader.Config
 // ({"columns", "batch_size", "shuffle", "seed", "epoch", "world_size",
-// "rank", "drop_last", "window_rows", "rows", "prefetch_batches",
+// "rank", "drop_last", "window_rows", "rows", "joined" (a selection's
+// joined columns, docs/format.md §2.7), "query", "prefetch_batches",
 // "prefetch_bytes", "fetch_concurrency", "workers", "skip_bad_samples",
 // "resume" (a state from loch_loader_state), "allow_version_change",
 // "ragged_as_list", "split" ({"index", "count"}), "transforms" ({column:
@@ -74,7 +76,7 @@ func loch_loader_new(dsh C.uintptr_t, config *C.char, out *C.uintptr_t, errOut *
 // weights[i] (loader.NewMix, order.PlanMix), and stores its handle in
 // *out. epoch_rows is the number of rows of an epoch over all ranks (0:
 // enough for every dataset to deliver each of its rows at least once).
-// config is loch_loader_new's JSON; "rows" is refused. The datasets must
+// config is loch_loader_new's JSON; "rows" and "joined" are refused. The datasets must
 // have the loaded columns (each names them, "columns", or all have the
 // same ones) with the same dtypes: otherwise LOCH_INVALID_ARGUMENT, with a
 // message naming the dataset (by index and URL) and the column. Each batch
@@ -148,6 +150,9 @@ func startLoader(config *C.char, scans []*loch.Scan, out *C.uintptr_t, errOut **
 	if len(lo.names) == 0 {
 		sch := scans[0].Schema()
 		lo.names = sch.Names()
+	}
+	for _, j := range cfg.Joined {
+		lo.names = append(slices.Clip(lo.names), j.Name)
 	}
 	l, err := start(cfg)
 	if err != nil {

@@ -23,9 +23,10 @@
  * 4 added the catalog functions (loch_catalog_*, see the end); 5 added
  * loch_interrupt and the "storage_options" of loch_dataset_open and
  * loch_dataset_create; 6 added the saved selections and
- * loch_dataset_positions.
+ * loch_dataset_positions; 7 added joined columns: "joined" in saved
+ * selections and in loch_loader_new's configuration.
  */
-#define LOCH_ABI_VERSION 6
+#define LOCH_ABI_VERSION 7
 
 /* Status codes. */
 enum {
@@ -205,10 +206,12 @@ int loch_interrupt(int64_t tid);
  * Saved selections (docs/query.md; queries run in the loch command, not
  * here):
  *   loch_dataset_save_selection(h, name, sel, err): sel JSON {"version",
- *       "sql", "seed", "columns", "row_ids"}; LOCH_EXISTS when name is
- *       taken.
+ *       "sql", "seed", "columns", "row_ids", "joined"}; LOCH_EXISTS when
+ *       name is taken. "joined" (optional) is the list of joined columns
+ *       in the form of docs/format.md §2.7.
  *   loch_dataset_selection(h, name, char **out, err): out = {"name",
- *       "version", "sql", "seed", "columns", "row_ids"}; LOCH_NOT_FOUND.
+ *       "version", "sql", "seed", "columns", "row_ids", "joined"};
+ *       LOCH_NOT_FOUND.
  *   loch_dataset_selections(h, char **out, err): out = [{"name", "key",
  *       "version", "sql", "seed", "rows"}], sorted by name.
  *   loch_dataset_delete_selection(h, name, err).

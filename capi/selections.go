@@ -27,10 +27,12 @@ type selectionJSON struct {
 	Seed    *uint64  `json:"seed,omitempty"`
 	Columns []string `json:"columns"`
 	RowIDs  []uint64 `json:"row_ids"`
+	// Joined are the selection's joined columns (ABI 7).
+	Joined []loch.JoinedColumn `json:"joined,omitempty"`
 }
 
 // loch_dataset_save_selection stores the selection sel (JSON {"version",
-// "sql", "seed", "columns", "row_ids"}) under name.
+// "sql", "seed", "columns", "row_ids", "joined"}) under name.
 //
 //export loch_dataset_save_selection
 func loch_dataset_save_selection(h C.uintptr_t, name, sel *C.char, errOut **C.char) (st C.int) {
@@ -44,7 +46,7 @@ func loch_dataset_save_selection(h C.uintptr_t, name, sel *C.char, errOut **C.ch
 		return fail(errOut, invalidf("selection JSON: %v", err))
 	}
 	return result(errOut, ds.d.SaveSelection(context.Background(), goString(name),
-		&loch.Selection{Version: s.Version, SQL: s.SQL, Seed: s.Seed, Columns: s.Columns, RowIDs: s.RowIDs}))
+		&loch.Selection{Version: s.Version, SQL: s.SQL, Seed: s.Seed, Columns: s.Columns, RowIDs: s.RowIDs, Joined: s.Joined}))
 }
 
 // loch_dataset_selection stores the saved selection name as JSON, row ids
@@ -65,7 +67,7 @@ func loch_dataset_selection(h C.uintptr_t, name *C.char, out **C.char, errOut **
 	if ids == nil {
 		ids = []uint64{}
 	}
-	return result(errOut, setJSON(out, selectionJSON{Name: s.Name, Version: s.Version, SQL: s.SQL, Seed: s.Seed, Columns: s.Columns, RowIDs: ids}))
+	return result(errOut, setJSON(out, selectionJSON{Name: s.Name, Version: s.Version, SQL: s.SQL, Seed: s.Seed, Columns: s.Columns, RowIDs: ids, Joined: s.Joined}))
 }
 
 // loch_dataset_selections stores the saved selections as a JSON list of

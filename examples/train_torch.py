@@ -3,11 +3,16 @@ ds.pytorch(), printing samples/s and the share of time the training loop
 waited for data after each epoch.
 
     python examples/train_torch.py .demo/pets --epochs 1
+    python examples/train_torch.py .demo/lake --table frames \
+        --sql "SELECT f._rowid, f.image, l.label FROM frames f JOIN labels l USING (class)"   # a catalog's join
     python examples/train_torch.py s3://bucket/pets --device cuda --model resnet18
     torchrun --nproc_per_node=2 examples/train_torch.py .demo/pets   # DDP
 
 The dataset needs an image column (HWC uint8) and a class_label column; they
-are found by kind unless --image/--label name them.
+are found by kind unless --image/--label name them. With --sql, the first
+argument is a catalog root and the rows are the query's (a selection of
+--table); the label may be a column of another table of a join (a joined
+column, docs/sql.md), named --label or "label".
 """
 
 from __future__ import annotations
@@ -64,6 +69,8 @@ def main() -> None:
     p.add_argument("--image")
     p.add_argument("--label")
     p.add_argument("--selection", help="train on this saved selection (loch query --save) instead of every row")
+    p.add_argument("--sql", help="the dataset argument is a catalog root: train on the rows of this SELECT")
+    p.add_argument("--table", help="with --sql: the table whose rows a join selects")
     args = p.parse_args()
 
     distributed = "WORLD_SIZE" in os.environ
@@ -75,11 +82,23 @@ def main() -> None:
         device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0)))
         torch.cuda.set_device(device)
 
-    ds = loch.open(args.dataset)
-    image, label = column_of(ds, "image", args.image), column_of(ds, "class_label", args.label)
-    names = ds.schema[label].class_names
-    classes = len(names) if names else int(max(ds[label][:])) + 1
-    source = ds.selection(args.selection) if args.selection else ds  # a curated subset, at the version it ran on
+    joined: dict = {}
+    if args.sql:  # a catalog's query: a selection of one table, maybe with joined columns
+        source = loch.connect(args.dataset, create=False).query(args.sql, table=args.table, seed=0)
+        ds = source.dataset
+        joined = {j["name"]: j for j in source.joined}
+    else:
+        ds = loch.open(args.dataset)
+        source = ds.selection(args.selection) if args.selection else ds  # a curated subset, at the version it ran on
+    image = column_of(ds, "image", args.image)
+    if (args.label or "label") in joined:  # the label of another table of the join
+        label = args.label or "label"
+        names = joined[label].get("class_names")
+        classes = len(names) if names else int(source.joined_values()[label].max()) + 1
+    else:
+        label = column_of(ds, "class_label", args.label)
+        names = ds.schema[label].class_names
+        classes = len(names) if names else int(max(ds[label][:])) + 1
     loader = source.pytorch(batch_size=args.batch_size, shuffle=True, seed=0, columns=[image, label], drop_last=True,
                             device=device if args.workers == 0 else None)  # fmt: skip
     batches: object = loader
@@ -92,7 +111,7 @@ def main() -> None:
         model = nn.parallel.DistributedDataParallel(model)
     opt = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
     if rank == 0:
-        what = f"{ds.url} selection {args.selection}" if args.selection else ds.url
+        what = f"{ds.url} selection {args.selection}" if args.selection else f"{args.dataset}: {args.sql}" if args.sql else ds.url
         print(f"{what}: {len(source)} rows, {classes} classes, {len(loader)} batches of {args.batch_size} per epoch"
               f"{f' on each of {loader.world_size} ranks' if distributed else ''}, device {device}")  # fmt: skip
 
@@ -105,7 +124,7 @@ def main() -> None:
         t0 = time.perf_counter()
         for batch in batches:  # type: ignore[attr-defined]
             x = batch[image].to(device, non_blocking=True).permute(0, 3, 1, 2).float().div_(255)
-            y = batch[label].to(device, non_blocking=True)
+            y = batch[label].to(device, non_blocking=True).long()
             out = model(x.contiguous(memory_format=torch.channels_last))
             loss = F.cross_entropy(out, y)
             opt.zero_grad(set_to_none=True)

@@ -54,6 +54,13 @@ type Config struct {
 	// Rows restricts the loader to these row ids, in this order before
 	// shuffling (default: every row).
 	Rows []uint64 `json:"rows,omitempty"`
+	// Joined are columns delivered beside the dataset's: a selection's
+	// joined columns (loch.Selection.Joined), each holding one value per
+	// row of Rows, which it needs. A batch holds each row's own value
+	// (shuffled, sharded and resumed with its row) under the column's
+	// name, collated as a dataset column of its dtype and shape. Their
+	// names may not be the dataset's column names.
+	Joined []loch.JoinedColumn `json:"joined,omitempty"`
 	// Query is the SQL that chose Rows (a loch.Selection's), recorded in
 	// the saved state with them: a resume under another query is refused,
 	// quoting both, unless AllowVersionChange is set.
@@ -239,7 +246,9 @@ type Loader struct {
 	scans []*loch.Scan // the datasets: one, or several mixed
 	cfg   Config
 	cols  [][]colPlan // [dataset][column]: the same names in every dataset
-	plan  planner
+	// joinedAt maps a row id to its index in cfg.Rows, for cfg.Joined
+	joinedAt map[uint64]int
+	plan     planner
 	// transforms by column index
 	transforms map[int]transform.Pipeline
 	base       int // epoch index of the plan's first batch (after a resume)
@@ -388,7 +397,7 @@ func NewMix(ctx context.Context, scans []*loch.Scan, weights []float64, epochRow
 	if len(scans) == 0 || len(scans) != len(weights) {
 		return nil, fmt.Errorf("loader: %d datasets and %d weights: %w", len(scans), len(weights), loch.ErrInvalidArgument)
 	}
-	if cfg.Rows != nil {
+	if cfg.Rows != nil || cfg.Joined != nil {
 		return nil, fmt.Errorf("loader: a row subset cannot be combined with a mixture: %w", loch.ErrInvalidArgument)
 	}
 	l, err := newLoader(ctx, scans, cfg)
@@ -433,6 +442,9 @@ func newLoader(ctx context.Context, scans []*loch.Scan, cfg Config) (*Loader, er
 			return nil, fmt.Errorf("loader: the datasets have different columns (%d and %d); name the columns to load: %w", len(l.cols[0]), len(cols), loch.ErrInvalidArgument)
 		}
 		l.cols = append(l.cols, cols)
+	}
+	if err := l.joinedColumns(); err != nil {
+		return nil, err
 	}
 	l.transforms = map[int]transform.Pipeline{}
 	for name, spec := range cfg.Transforms {

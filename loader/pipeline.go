@@ -473,6 +473,10 @@ func (l *Loader) collateRows(job *batchJob, vals [][]value, bad []bool) (b *Batc
 			return nil, -1, err
 		}
 	}
+	for i := range l.cfg.Joined {
+		c := &l.cfg.Joined[i]
+		b.Columns[c.Name] = l.joined(c, b.RowIDs)
+	}
 	if len(skipped) > 0 {
 		l.mu.Lock()
 		l.skipped = append(l.skipped, skipped...)

@@ -165,6 +165,13 @@ func resumed(cfg Config, version string, mixture bool) (order.State, error) {
 // specSelection is the Selection that spec records for cfg's rows and
 // query (without loading anything).
 func specSelection(cfg Config) (string, error) {
+	if len(cfg.Joined) > 0 {
+		// The joined values are part of what a run reads: a resume with
+		// other values (the query run again over changed tables) is
+		// another selection.
+		s, err := specSelection(Config{Rows: cfg.Rows, Query: cfg.Query})
+		return s + ", " + joinedDigest(cfg.Joined), err
+	}
 	switch {
 	case cfg.Query == "" && cfg.Rows == nil:
 		return "", nil

@@ -32,7 +32,9 @@
 // DuckDB's own syntax tree (rewrite.go): _rowid added to the SELECT list,
 // _pos the last ORDER BY key, random() replaced by a hash of the row id and
 // the seed. So a selection is a pure function of the version, the SQL and
-// the seed.
+// the seed. The result's columns that are not the dataset's own (another
+// table's in a join, expressions) are read with the row ids into the
+// selection's joined columns (joined.go, docs/sql.md §8).
 //
 // # Concurrency
 //

@@ -3,7 +3,6 @@ package query
 import (
 	"context"
 	"database/sql"
-	"database/sql/driver"
 	"errors"
 	"fmt"
 	"path"
@@ -189,28 +188,14 @@ func (e *Engine) Attach(ctx context.Context, name string, d *loch.Dataset) error
 
 // typeOf returns the type DuckDB gives the first column of q.
 func (e *Engine) typeOf(ctx context.Context, q string) (duckdb.TypeInfo, error) {
-	var t duckdb.TypeInfo
-	err := e.conn.Raw(func(dc any) error {
-		c, ok := dc.(driver.ConnPrepareContext)
-		if !ok {
-			return errors.New("driver connection cannot prepare")
-		}
-		st, err := c.PrepareContext(ctx, q)
-		if err != nil {
-			return err
-		}
-		defer st.Close()
-		ds, ok := st.(*duckdb.Stmt)
-		if !ok {
-			return errors.New("not a DuckDB statement")
-		}
-		t, err = ds.ColumnTypeInfo(0)
-		return err
-	})
+	_, types, err := e.resultColumns(ctx, q)
+	if err == nil && len(types) == 0 {
+		err = errors.New("no result columns")
+	}
 	if err != nil {
 		return nil, fmt.Errorf("query: type of %q: %w", q, err)
 	}
-	return t, nil
+	return types[0], nil
 }
 
 // Close releases DuckDB and the datasets loch_scan opened.

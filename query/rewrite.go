@@ -18,6 +18,11 @@ type rewritten struct {
 	sql    string
 	random bool // the query called random()
 	star   bool // its SELECT list has *
+	// the SELECT list as given, the qualifier of the row id it names and
+	// the FROM clause: which result columns are the dataset's (joined.go)
+	list []any
+	qual []any
+	from any
 }
 
 // rewrite parses q with DuckDB (json_serialize_sql) and rewrites its
@@ -96,6 +101,7 @@ func (e *Engine) rewrite(ctx context.Context, q string, selection bool) (rewritt
 			}
 		}
 	}
+	out.list, out.qual, out.from = list, qual, node["from_table"]
 	// random() hashes the row id the SELECT names (f._rowid in a join),
 	// else the one row id of a single table.
 	out.random = replaceRandom(node, qual)

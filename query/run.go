@@ -55,16 +55,27 @@ func (e *Engine) Select(ctx context.Context, q string) (*loch.Selection, error) 
 	if n := len(slices.DeleteFunc(slices.Clone(names), func(s string) bool { return s != RowIDColumn })); n > 1 {
 		return nil, fmt.Errorf("query %s: the result has %s twice: %w", oneLineSQL(q), RowIDColumn, loch.ErrInvalidArgument)
 	}
-	rows, err := e.conn.QueryContext(ctx, fmt.Sprintf("SELECT %s FROM (%s)", RowIDColumn, rw.sql))
+	joined, err := e.planJoined(ctx, q, rw)
+	if err != nil {
+		return nil, err
+	}
+	read := append([]string{RowIDColumn}, joined.exprs...)
+	rows, err := e.conn.QueryContext(ctx, fmt.Sprintf("SELECT %s FROM (%s)", strings.Join(read, ", "), rw.sql))
 	if err != nil {
 		return nil, e.queryError(q, err)
 	}
 	defer rows.Close()
 	sel := &loch.Selection{Version: e.d.Version(), SQL: q}
 	seen := map[uint64]struct{}{}
+	var id uint64
+	vals := make([]any, len(read))
+	ptrs := make([]any, len(read))
+	ptrs[0] = &id
+	for i := 1; i < len(read); i++ {
+		ptrs[i] = &vals[i]
+	}
 	for rows.Next() {
-		var id uint64
-		if err := rows.Scan(&id); err != nil {
+		if err := rows.Scan(ptrs...); err != nil {
 			return nil, e.queryError(q, err)
 		}
 		if _, dup := seen[id]; dup {
@@ -72,9 +83,17 @@ func (e *Engine) Select(ctx context.Context, q string) (*loch.Selection, error) 
 		}
 		seen[id] = struct{}{}
 		sel.RowIDs = append(sel.RowIDs, id)
+		for i := range joined.cols {
+			if err := joined.cols[i].add(vals[i+1]); err != nil {
+				return nil, fmt.Errorf("query %s: %w", oneLineSQL(q), err)
+			}
+		}
 	}
 	if err := rows.Err(); err != nil {
 		return nil, e.queryError(q, err)
+	}
+	for _, c := range joined.cols {
+		sel.Joined = append(sel.Joined, c.JoinedColumn)
 	}
 	if rw.random || e.opts.Seed != nil {
 		s := uint64(0)

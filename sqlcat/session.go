@@ -31,6 +31,13 @@ type Session struct {
 	FileBase string
 	// Threads is DuckDB's number of threads (0: GOMAXPROCS).
 	Threads int
+	// Pins maps table names (compared without case) to versions (commit
+	// ids) that reads see instead of the head: a selection's table at the
+	// version it ran on (loch sql --pin).
+	Pins map[string]string
+	// Seed seeds random() in reads (nil: seed 0), as a selection's seed
+	// does (Select).
+	Seed *uint64
 }
 
 // NewSession starts a session over cat, on branch main.
@@ -225,7 +232,7 @@ func (s *Session) engine(ctx context.Context, q, name string, target *loch.Datas
 	} else {
 		named = nil // read every table
 	}
-	e, err := query.New(ctx, nil, query.Options{Threads: s.Threads, FileBase: s.FileBase})
+	e, err := query.New(ctx, nil, query.Options{Threads: s.Threads, FileBase: s.FileBase, Seed: s.Seed})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -257,9 +264,14 @@ func (s *Session) engine(ctx context.Context, q, name string, target *loch.Datas
 	return e, done, nil
 }
 
-// openRead opens a table at the session's branch, or main when the table
-// has no such branch.
+// openRead opens a table at its pinned version, else at the session's
+// branch, or main when the table has no such branch.
 func (s *Session) openRead(ctx context.Context, name string) (*loch.Dataset, error) {
+	for t, v := range s.Pins {
+		if strings.EqualFold(t, name) {
+			return s.cat.OpenTable(ctx, name, loch.WithVersion(v))
+		}
+	}
 	if s.Branch != "" {
 		d, err := s.cat.OpenTable(ctx, name, loch.WithRef(s.Branch))
 		if err == nil || !errors.Is(err, loch.ErrNotFound) {

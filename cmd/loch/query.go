@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -9,9 +10,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lochdata/loch"
+	"github.com/lochdata/loch/catalog"
 	"github.com/lochdata/loch/chunkcache"
 	"github.com/lochdata/loch/loader"
 	"github.com/lochdata/loch/query"
+	"github.com/lochdata/loch/sqlcat"
 )
 
 // formatSelection is loch query's --format that prints the result as a
@@ -29,10 +32,11 @@ func newQueryCmd() *cobra.Command {
 		threads       int
 		selectionOnly bool
 		cacheDir      string
+		table         string
 	)
 	cmd := &cobra.Command{
-		Use:   "query URL SQL",
-		Short: "Run SQL over a dataset; print the result or save it as a selection",
+		Use:   "query URL|ROOT SQL",
+		Short: "Run SQL over a dataset or a catalog; print the result or save it as a selection",
 		Long: `Query runs SQL (DuckDB's dialect, embedded in loch) over the version of the
 dataset --ref or --as-of names (default main). The version is the table ds,
 and also the table named by the last element of URL; a SELECT with no FROM
@@ -56,11 +60,21 @@ result as data (--limit N keeps the first N rows; --out FILE writes it
 there). --format selection prints the result as a selection: the version,
 the SQL, the seed, the columns and the row ids in result order (ties broken
 by _pos). --save NAME stores that selection in the dataset, for
-'loch order/bench --selection NAME' and Python's ds.selection(NAME).`,
+'loch order/bench --selection NAME' and Python's ds.selection(NAME).
+
+With a catalog ROOT (loch tables, loch sql) instead of a dataset URL, the
+query reads the catalog's tables by name, so it can join them (SELECT
+f._rowid, f.image, l.label FROM frames f JOIN labels l USING (id)), as
+'loch sql ROOT' reads them (--ref: the branch or tag each table is read
+at where it has it, else main). It only reads: write statements go to
+'loch sql'. A selection is of the one table the query names, or of
+--table: it carries that table's row id and, as joined columns, the values
+of the other columns it names; --save stores it in that table.`,
 		Example: `  loch query ./pets "SELECT label, count(*) FROM ds GROUP BY label"
   loch query ./pets "SELECT image, label WHERE meta->>'quality' = 'high' ORDER BY random()" --save high
   loch query ./pets "SELECT * FROM loch_scan('./pets', ref => 'v1') EXCEPT SELECT * FROM ds" --format csv
-  loch query ./pets "SELECT label, meta FROM ds" --format parquet --out pets.parquet`,
+  loch query ./pets "SELECT label, meta FROM ds" --format parquet --out pets.parquet
+  loch query ./lake "SELECT f._rowid, f.image, l.label FROM frames f JOIN labels l USING (id)" --table frames --save labelled`,
 		Args: exactArgs("URL", "SQL"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			switch format {
@@ -77,15 +91,29 @@ by _pos). --save NAME stores that selection in the dataset, for
 			}
 			seedSet = cmd.Flags().Changed("seed")
 			ctx := cmd.Context()
+			var seedp *uint64
+			if seedSet {
+				seedp = &seed
+			}
 			d, err := openDataset(ctx, args[0], &refs)
+			if errors.Is(err, loch.ErrNoDataset) {
+				// A catalog root: its tables by name, through loch sql's session.
+				cat, cerr := catalog.Open(ctx, args[0])
+				if cerr != nil {
+					return err
+				}
+				defer cat.Close()
+				cq := catalogQuery{refs: refs, format: format, out: out, save: save, table: table, limit: limit, threads: threads, seed: seedp}
+				return cq.run(ctx, cmd, cat, args[1])
+			}
 			if err != nil {
 				return err
 			}
 			defer d.Close()
-			opts := query.Options{Threads: threads}
-			if seedSet {
-				opts.Seed = &seed
+			if table != "" {
+				return usagef("--table is for a catalog ROOT: %s is a dataset", args[0])
 			}
+			opts := query.Options{Threads: threads, Seed: seedp}
 			if cacheDir != "" {
 				c, err := chunkcache.Open(cacheDir, 10<<30, nil)
 				if err != nil {
@@ -99,15 +127,11 @@ by _pos). --save NAME stores that selection in the dataset, for
 				return err
 			}
 			defer e.Close()
-			w := cmd.OutOrStdout()
-			if out != "" {
-				f, err := os.Create(out)
-				if err != nil {
-					return fmt.Errorf("--out: %w", err)
-				}
-				defer f.Close()
-				w = f
+			w, closeOut, err := outWriter(cmd, out)
+			if err != nil {
+				return err
 			}
+			defer closeOut()
 			if !selectionOnly {
 				_, err := e.Write(ctx, args[1], format, limit, w)
 				return err
@@ -135,9 +159,23 @@ by _pos). --save NAME stores that selection in the dataset, for
 	f.Uint64Var(&seed, "seed", 0, "seed of random()")
 	f.StringVar(&save, "save", "", "save the result as a selection of this name")
 	f.IntVar(&threads, "threads", 0, "DuckDB threads (default: all cores)")
+	f.StringVar(&table, "table", "", "with a catalog ROOT: the table whose rows a selection of several tables selects")
 	f.StringVar(&cacheDir, "cache", "", "directory of a local chunk cache (shared with loch bench and the loader): a later query reads its chunks there")
 	refs.add(cmd, "query")
 	return cmd
+}
+
+// outWriter is where a command writes its result: the file of --out
+// (created) when path is not "", else standard output. close closes it.
+func outWriter(cmd *cobra.Command, path string) (w io.Writer, close func(), err error) {
+	if path == "" {
+		return cmd.OutOrStdout(), func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--out: %w", err)
+	}
+	return f, func() { f.Close() }, nil
 }
 
 // selectionJSON is a selection as --format selection prints it.
@@ -149,6 +187,9 @@ type selectionJSON struct {
 	Columns []string `json:"columns"`
 	Rows    int      `json:"rows"`
 	RowIDs  []uint64 `json:"row_ids"`
+	// Joined are the values of the result's columns that are not the
+	// dataset's own (docs/format.md §2.7).
+	Joined []loch.JoinedColumn `json:"joined,omitempty"`
 }
 
 func printSelection(w io.Writer, s *loch.Selection) error {
@@ -160,7 +201,7 @@ func newSelectionJSON(s *loch.Selection) selectionJSON {
 	if ids == nil {
 		ids = []uint64{}
 	}
-	return selectionJSON{Name: s.Name, Version: s.Version, SQL: s.SQL, Seed: s.Seed, Columns: s.Columns, Rows: len(ids), RowIDs: ids}
+	return selectionJSON{Name: s.Name, Version: s.Version, SQL: s.SQL, Seed: s.Seed, Columns: s.Columns, Rows: len(ids), RowIDs: ids, Joined: s.Joined}
 }
 
 func newSelectionsCmd() *cobra.Command {
@@ -226,8 +267,8 @@ nothing else keeps. A saved selection keeps its version, like a tag.`,
 
 // useSelection points cfg at the saved selection name of ds[0]: the
 // dataset is reopened at the selection's version when it is at another,
-// and cfg gets its rows, its query and (when no columns were asked for)
-// its columns.
+// and cfg gets its rows, its query, its joined columns and (when no
+// columns were asked for) its columns.
 func useSelection(ctx context.Context, urls []string, ds []*loch.Dataset, name string, refs *refFlags, cfg *loader.Config) error {
 	if name == "" {
 		return nil
@@ -250,9 +291,71 @@ func useSelection(ctx context.Context, urls []string, ds []*loch.Dataset, name s
 		ds[0].Close()
 		ds[0] = d
 	}
-	cfg.Rows, cfg.Query = sel.RowIDs, sel.SQL
+	cfg.Rows, cfg.Query, cfg.Joined = sel.RowIDs, sel.SQL, sel.Joined
 	if cfg.Columns == nil && sel.Columns != nil {
 		cfg.Columns = sel.Columns
 	}
 	return nil
+}
+
+// catalogQuery is loch query over a catalog ROOT: loch sql's session,
+// reading only.
+type catalogQuery struct {
+	refs              refFlags
+	format, out, save string
+	table             string
+	limit, threads    int
+	seed              *uint64
+}
+
+func (c catalogQuery) run(ctx context.Context, cmd *cobra.Command, cat *catalog.Catalog, q string) error {
+	if c.refs.asOf != "" || c.refs.version != "" {
+		return usagef("--as-of and --version name one dataset's version; over a catalog use --ref (a branch or tag), or loch sql --pin TABLE=VERSION")
+	}
+	if !sqlcat.IsQuery(q) {
+		return usagef("loch query reads; run %q with loch sql", oneLine(q))
+	}
+	s := sqlcat.NewSession(cat)
+	s.Branch, s.Threads, s.Seed = c.refs.ref, c.threads, c.seed
+	w, closeOut, err := outWriter(cmd, c.out)
+	if err != nil {
+		return err
+	}
+	defer closeOut()
+	if c.format != formatSelection && c.save == "" {
+		if c.table != "" {
+			return usagef("--table goes with --format selection or --save")
+		}
+		_, err := s.Run(ctx, q, sqlcat.Output{W: w, Format: c.format, Limit: c.limit})
+		return err
+	}
+	sel, table, err := s.Select(ctx, q, c.seed, c.table)
+	if err != nil {
+		return err
+	}
+	if c.save != "" {
+		d, err := cat.OpenTable(ctx, table)
+		if err != nil {
+			return err
+		}
+		defer d.Close()
+		if err := d.SaveSelection(ctx, c.save, sel); err != nil {
+			return err
+		}
+		if c.format != formatSelection {
+			fmt.Fprintf(w, "saved selection %s in table %s: %d rows of version %s\n", c.save, table, sel.Len(), sel.Version)
+			return nil
+		}
+	}
+	return printTableSelection(ctx, w, cat, sel, table)
+}
+
+// printTableSelection prints a selection of catalog table table, with the
+// table's name and URL.
+func printTableSelection(ctx context.Context, w io.Writer, cat *catalog.Catalog, sel *loch.Selection, table string) error {
+	t, err := cat.Table(ctx, table)
+	if err != nil {
+		return err
+	}
+	return printJSON(w, tableSelectionJSON{selectionJSON: newSelectionJSON(sel), Table: t.Name, URL: t.URL})
 }

@@ -23,7 +23,8 @@ import (
 func newSQLCmd() *cobra.Command {
 	var (
 		branch, message, format, base string
-		table                         string
+		table, outFile                string
+		pins                          []string
 		limit                         int
 		asJSON                        bool
 		seed                          uint64
@@ -52,14 +53,19 @@ file's bytes (an image into an IMAGE column); relative paths are taken from
 The commit message is -m, else a first line '-- loch: message "..."'
 in the statement, else the statement's text.
 
-A query prints its result as --format table, json (one object per line) or
-csv, at most --limit rows (with --json: one object, statement "QUERY"
+A query prints its result as --format table, json (one object per line),
+csv or parquet (with --out FILE), at most --limit rows (with --json: one object, statement "QUERY"
 and rows, a list of objects). --format selection prints a SELECT over one
 table as a selection of that table's version (as 'loch query --format
-selection' does), with the fields table and url added; --seed seeds its
-random(). A SELECT that joins tables selects the rows of --table: its
+selection' does), with the fields table and url added. --seed seeds
+random() in a query. A SELECT that joins tables selects the rows of --table: its
 result carries that table's row id (SELECT f._rowid, ... FROM frames f
-JOIN labels l ...), each row once; the other tables filter and order them. A write prints what it did and the table's new
+JOIN labels l ...), each row once; the other tables filter and order them,
+and the columns of theirs it names (and expressions) come with the
+selection as its joined columns, one value per row ("joined"), which the
+loader delivers beside the table's columns. --pin TABLE=VERSION reads a
+table at a version (a selection's, to see its result again). A write
+prints what it did and the table's new
 version (with --json as one object: statement, table, rows, version).
 
 Without STATEMENT, sql reads statements ending in ';' from standard input
@@ -74,15 +80,19 @@ directory, loch/sql_history).`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			switch format {
 			case query.FormatTable, query.FormatJSON, query.FormatCSV:
+			case query.FormatParquet:
+				if outFile == "" {
+					return usagef("--format parquet needs --out FILE")
+				}
 			case formatSelection:
 				if len(args) != 2 || limit != 0 {
 					return usagef("--format selection needs one STATEMENT (a SELECT) and no --limit")
 				}
 			default:
-				return usagef("--format %q: want table, json, csv or selection", format)
+				return usagef("--format %q: want table, json, csv, parquet or selection", format)
 			}
-			if (cmd.Flags().Changed("seed") || table != "") && format != formatSelection {
-				return usagef("--seed and --table go with --format selection")
+			if table != "" && format != formatSelection {
+				return usagef("--table goes with --format selection")
 			}
 			if limit < 0 {
 				return usagef("--limit %d: want at least 0", limit)
@@ -108,7 +118,25 @@ directory, loch/sql_history).`,
 			defer cat.Close()
 			s := sqlcat.NewSession(cat)
 			s.Branch, s.Message, s.FileBase = branch, message, base
-			out := sqlcat.Output{W: cmd.OutOrStdout(), Format: format, Limit: limit}
+			if cmd.Flags().Changed("seed") {
+				s.Seed = &seed
+			}
+			for _, p := range pins {
+				t, v, ok := strings.Cut(p, "=")
+				if !ok || t == "" || v == "" {
+					return usagef("--pin %q: want TABLE=VERSION", p)
+				}
+				if s.Pins == nil {
+					s.Pins = map[string]string{}
+				}
+				s.Pins[t] = v
+			}
+			w, closeOut, err := outWriter(cmd, outFile)
+			if err != nil {
+				return err
+			}
+			defer closeOut()
+			out := sqlcat.Output{W: w, Format: format, Limit: limit}
 			if format == formatSelection {
 				var seedp *uint64
 				if cmd.Flags().Changed("seed") {
@@ -118,11 +146,7 @@ directory, loch/sql_history).`,
 				if err != nil {
 					return err
 				}
-				t, err := cat.Table(ctx, table)
-				if err != nil {
-					return err
-				}
-				return printJSON(out.W, tableSelectionJSON{selectionJSON: newSelectionJSON(sel), Table: t.Name, URL: t.URL})
+				return printTableSelection(ctx, out.W, cat, sel, table)
 			}
 			if len(args) == 2 {
 				return runStatement(ctx, s, args[1], out, asJSON)
@@ -137,8 +161,10 @@ directory, loch/sql_history).`,
 	f.IntVar(&limit, "limit", 0, "print at most N rows of a query's result (0: all)")
 	f.StringVar(&base, "base", "", "directory loch_file resolves relative paths against (default the current directory)")
 	f.BoolVar(&asJSON, "json", false, "print what a write did as one JSON object")
-	f.Uint64Var(&seed, "seed", 0, "seed of random() in a --format selection query")
+	f.Uint64Var(&seed, "seed", 0, "seed of random() in a query")
 	f.StringVar(&table, "table", "", "the table whose rows a --format selection query of several tables selects")
+	f.StringVarP(&outFile, "out", "o", "", "write a query's result to this file instead of standard output")
+	f.StringArrayVar(&pins, "pin", nil, "read table TABLE at version VERSION (TABLE=VERSION; repeatable)")
 	return cmd
 }
 

@@ -24,7 +24,7 @@ import (
 const (
 	Major  = 1
 	Minor  = 1
-	Newest = 3
+	Newest = 4
 )
 
 // Magic starts every metadata object.
@@ -46,13 +46,14 @@ const (
 // minorOf is the minor version written in an envelope of the given kind:
 // the format version that defined what it holds. Saved selections are new
 // in 1.2, catalog entries in 1.3; the dataset's objects are written as
-// before.
+// before. An object may name its own (Selection.formatMinor: 4 with
+// joined columns).
 func minorOf(kind byte) byte {
 	switch kind {
 	case KindSelection:
 		return 2
 	case KindCatalog:
-		return Newest
+		return 3
 	}
 	return Minor
 }
@@ -87,7 +88,11 @@ func Encode(kind byte, v any) ([]byte, error) {
 	}
 	out := make([]byte, envHeader, envHeader+len(body)+4)
 	copy(out, Magic)
-	out[4], out[5], out[6], out[7] = kind, Major, minorOf(kind), enc
+	minor := minorOf(kind)
+	if m, ok := v.(interface{ formatMinor() byte }); ok {
+		minor = m.formatMinor()
+	}
+	out[4], out[5], out[6], out[7] = kind, Major, minor, enc
 	binary.LittleEndian.PutUint32(out[8:], uint32(len(body)))
 	out = append(out, body...)
 	return binary.LittleEndian.AppendUint32(out, crc32.Checksum(out, castagnoli)), nil

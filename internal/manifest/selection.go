@@ -3,6 +3,7 @@ package manifest
 import (
 	"encoding/base64"
 	"encoding/binary"
+	"encoding/json"
 )
 
 // Selection is a saved selection object `selections/<hash>` (kind 'S',
@@ -14,6 +15,18 @@ type Selection struct {
 	Columns []string `json:"columns,omitempty"`
 	Rows    int      `json:"rows"`
 	RowIDs  string   `json:"row_ids"`
+	// Joined (format 1.4) is the list of joined columns, which package
+	// loch decodes and checks (loch.JoinedColumn).
+	Joined json.RawMessage `json:"joined,omitempty"`
+}
+
+// formatMinor is the minor version of a selection object: 2, or 4 when
+// it has joined columns, so that one without is written as before.
+func (s Selection) formatMinor() byte {
+	if len(s.Joined) > 0 {
+		return 4
+	}
+	return 2
 }
 
 // EncodeRowIDs encodes row ids, in order, as §2.7 specifies: zigzag

@@ -219,8 +219,11 @@ class Catalog:
         of one table's version: its row ids in result order, with the
         loaders of a dataset. The table is ``table``, or the only catalog
         table the SQL names. A join selects ``table``'s rows (the other
-        tables filter and order them; their columns are not loaded): its
-        result carries that table's row id, each row once. ``seed`` seeds
+        tables filter and order them): its result carries that table's row
+        id, each row once, and the other tables' columns it names (and its
+        expressions) are the selection's joined columns, whose values come
+        with it and which its loaders deliver beside the table's columns
+        (:attr:`loch.Selection.joined`). ``seed`` seeds
         ``random()``; ``branch`` reads the tables' branch of that name.
         Runs in the ``loch`` command (:func:`loch.query.cli`)::
 
@@ -241,6 +244,10 @@ class Catalog:
         from .query import LoaderBuilder
 
         return LoaderBuilder(lambda seed: self.query(sql, seed=seed, table=table), sql)
+
+    def _table_at(self, url: str) -> str | None:
+        """The name of the table whose dataset is at ``url``, if any."""
+        return next((t.name for t in self.tables() if t.url == url), None)
 
     def _open_at(self, name: str, version: str) -> Dataset:
         return self.open_table(name, version=version)

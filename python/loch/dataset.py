@@ -608,7 +608,13 @@ class Dataset:
         query --save``), at the version it ran on, without running it again."""
         from .query import Selection
 
-        return Selection(self, self._here()._str_json("loch_dataset_selection", _enc(name)), _open_version, name=name)
+        data = self._here()._str_json("loch_dataset_selection", _enc(name))
+        table_at = getattr(self._keep, "_table_at", None)  # a catalog's table
+        if table_at is not None and (table := table_at(self.url)) is not None:
+            data |= {"table": table, "root": self._keep.url}  # type: ignore[union-attr]
+            keep = self._keep
+            return Selection(self, data, lambda _url, version: keep.open_table(table, version=version), name=name)  # type: ignore[union-attr]
+        return Selection(self, data, _open_version, name=name)
 
     def selections(self) -> list[dict[str, Any]]:
         """The saved selections, sorted by name: dicts of name, key,
@@ -621,6 +627,8 @@ class Dataset:
         :meth:`loch.Selection.save`)."""
         sel = {"version": selection.version, "sql": selection.sql, "seed": selection.seed,
                "columns": selection.columns, "row_ids": [int(r) for r in selection.row_ids]}  # fmt: skip
+        if selection.joined:
+            sel["joined"] = selection.joined
         self._here()._h.call("loch_dataset_save_selection", _enc(name), json.dumps(sel).encode())
 
     def delete_selection(self, name: str) -> None:

@@ -71,6 +71,7 @@ class CommonLoaderOptions(TypedDict, total=False):
     epoch: int
     drop_last: bool
     rows: Sequence[int] | None
+    joined: Sequence[Mapping[str, Any]] | None
     query: str | None
     transform: Transform | None
     sample_transform: Callable[[Batch], Batch] | None
@@ -207,6 +208,10 @@ class Loader:
         rank, world_size: this process's shard of a data-parallel run
             (:meth:`set_rank` changes them).
         rows: restrict to these row ids.
+        joined: a selection's joined columns (:attr:`loch.Selection.joined`,
+            in the form of docs/format.md §2.7), each with one value per row
+            of ``rows``: a batch holds each row's own value under the
+            column's name, beside the dataset's columns.
         query: the SQL that chose ``rows`` (a :class:`loch.Selection`
             passes it): recorded in the saved state, and a resume under
             another query is refused unless ``allow_version_change``.
@@ -296,6 +301,7 @@ class Loader:
         rank: int = 0,
         world_size: int = 1,
         rows: Sequence[int] | None = None,
+        joined: Sequence[Mapping[str, Any]] | None = None,
         query: str | None = None,
         transform: Transform | None = None,
         sample_transform: Callable[[Batch], Batch] | None = None,
@@ -322,6 +328,16 @@ class Loader:
                 raise InvalidArgument(
                     f'a column named "{key}" clashes with the "{key}" a batch holds beside its columns: load the others'
                 )
+        #: The joined columns delivered beside the dataset's: name to
+        #: (dtype, shape of one value).
+        self.joined: dict[str, tuple[str, tuple[int, ...]]] = {}
+        for j in joined or ():
+            name = str(j["name"])
+            if name in schema or name in self.row_keys:
+                raise InvalidArgument(
+                    f'joined column "{name}" clashes with the "{name}" a batch holds: rename it (AS) in the query'
+                )
+            self.joined[name] = (str(j["dtype"]), tuple(int(d) for d in j.get("shape") or ()))
         self.dataset: Source | None = dataset
         self._reopen = dataset._reopener()
         self._ragged = frozenset(c for c in self.columns if schema[c].ragged and schema[c].dtype not in VARIABLE)
@@ -350,6 +366,7 @@ class Loader:
             self._config["allow_version_change"] = True
         for key, value in (
             ("rows", None if rows is None else [int(r) for r in rows]),
+            ("joined", [dict(j) for j in joined] if joined else None),
             ("query", None if query is None else str(query)),
             ("prefetch_batches", prefetch_batches),
             ("prefetch_bytes", prefetch_bytes),
@@ -365,8 +382,9 @@ class Loader:
                 self._config[key] = value
         # Go checks the settings (and fills in its defaults) now, so that a
         # bad one raises here rather than at the first batch.
-        # (The row ids, possibly many, are left to loch_loader_new.)
-        checked = _checked({k: v for k, v in self._config.items() if k != "rows"} | {"epoch": int(epoch)})
+        # (The row ids and joined values, possibly many, are left to
+        # loch_loader_new.)
+        checked = _checked({k: v for k, v in self._config.items() if k not in ("rows", "joined")} | {"epoch": int(epoch)})
         self.batch_size = int(checked["batch_size"])
         self._epochs = epochs if epochs is not None else Epochs(epoch)
         self._resume: dict[str, Any] | None = None  # a loaded state: where the next iteration starts

@@ -24,6 +24,7 @@ lives in this process only, cannot be queried.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import shutil
@@ -34,6 +35,7 @@ from typing import Any, Callable, Protocol, Sequence
 
 import numpy as np
 
+from .dtypes import VARIABLE, numpy_dtype
 from .errors import AlreadyExists, Error, InvalidArgument, NotFound
 
 
@@ -94,6 +96,45 @@ def _url(ds: Dataset) -> str:
     return ds.url
 
 
+def joined_values(joined: dict[str, Any]) -> Any:
+    """The values of a joined column (in the form of docs/format.md §2.7),
+    one per row: a numpy array ``[rows, *shape]`` for numbers (a masked
+    array when some are null), a list of ``str`` (or None) for text, of
+    parsed values for json."""
+    dtype = str(joined["dtype"])
+    if dtype in VARIABLE:
+        items = list(joined.get("items") or [])
+        if dtype == "json":
+            return [None if x is None else json.loads(x) for x in items]
+        return items
+    npdt = numpy_dtype(dtype)
+    assert npdt is not None
+    shape = tuple(int(d) for d in joined.get("shape") or ())
+    values = np.frombuffer(base64.b64decode(joined.get("data") or ""), dtype=npdt.newbyteorder("<")).reshape(-1, *shape)
+    if not joined.get("nulls"):
+        return values
+    bits = np.frombuffer(base64.b64decode(joined["nulls"]), dtype=np.uint8)
+    null = np.unpackbits(bits, bitorder="little")[: len(values)].astype(bool)
+    return np.ma.MaskedArray(values, mask=np.broadcast_to(null.reshape(-1, *([1] * len(shape))), values.shape))
+
+
+def _slice_joined(joined: dict[str, Any], key: slice) -> dict[str, Any]:
+    """A joined column of the rows ``key`` selects."""
+    out = dict(joined)
+    if str(joined["dtype"]) in VARIABLE:
+        out["items"] = list(joined.get("items") or [])[key]
+        return out
+    values = joined_values(joined)
+    part = np.ma.getdata(values)[key]
+    out["data"] = base64.b64encode(np.ascontiguousarray(part).tobytes()).decode()
+    out.pop("nulls", None)
+    if isinstance(values, np.ma.MaskedArray):
+        null = np.ma.getmaskarray(values).reshape(len(values), -1)[key].any(axis=1)
+        if null.any():
+            out["nulls"] = base64.b64encode(np.packbits(null, bitorder="little").tobytes()).decode()
+    return out
+
+
 class Selection:
     """The result of a query: the rows it kept, by stable row id, in
     result order, over one version. ``len(sel)``, ``sel[i]`` (row i of the
@@ -101,7 +142,13 @@ class Selection:
     loaders of a dataset (``.numpy()``, ``.pytorch()``, ``.jax()``,
     ``.tensorflow()``, with the same arguments) over its rows, whose
     ``columns`` default to those the query's SELECT named. With
-    ``shuffle=False`` the query's order is the delivery order."""
+    ``shuffle=False`` the query's order is the delivery order.
+
+    A query's columns that are not its dataset's own (another table's in
+    a join, ``l.label``; an expression, ``score * 2 AS weight``) are its
+    joined columns: their values, one per row, come with the selection
+    (:attr:`joined`, :meth:`joined_values`), and every loader delivers
+    them beside the dataset's columns, each row with its own value."""
 
     def __init__(self, dataset: Dataset, data: dict[str, Any], opener: Opener, name: str | None = None) -> None:
         self.version: str = data["version"]
@@ -113,6 +160,11 @@ class Selection:
         self._url = dataset.url
         #: The catalog table the selection is of (Catalog.query), else None.
         self.table: str | None = data.get("table")
+        #: The joined columns, in the form of docs/format.md §2.7 (name,
+        #: dtype, shape, and the values: base64 data and nulls, or items).
+        self.joined: list[dict[str, Any]] = list(data.get("joined") or [])
+        #: The root of the catalog of :attr:`table`.
+        self.root: str | None = data.get("root")
         self.dataset: Dataset = dataset if dataset.version == self.version else opener(dataset.url, self.version)
         self._positions: np.ndarray | None = None
         self._sliced = False
@@ -135,6 +187,7 @@ class Selection:
             sub = Selection.__new__(Selection)
             sub.__dict__.update(self.__dict__)
             sub.row_ids = self.row_ids[key]
+            sub.joined = [_slice_joined(j, key) for j in self.joined]
             sub._positions = None if self._positions is None else self._positions[key]
             sub.name, sub._sliced = None, True
             return sub
@@ -145,14 +198,31 @@ class Selection:
         row = self.dataset[int(self.positions()[i])]
         if self.columns is not None:
             row = {c: row[c] for c in self.columns}
+        for name, values in self.joined_values().items():
+            v = values[i]
+            row[name] = None if v is np.ma.masked else v
         return row
+
+    def joined_values(self) -> dict[str, Any]:
+        """The joined columns' values by name, one per row in result
+        order (see :func:`joined_values`)."""
+        return {str(j["name"]): joined_values(j) for j in self.joined}
 
     def _kwargs(self, kwargs: dict[str, Any]) -> dict[str, Any]:
         if "rows" in kwargs:
             raise InvalidArgument("a selection's loader reads the selection's rows: give no rows=")
         out = dict(kwargs, rows=[int(r) for r in self.row_ids], query=self.sql)
-        if self.columns is not None:
-            out.setdefault("columns", list(self.columns))
+        joined = self.joined
+        if out.get("columns") is not None:
+            # Columns named by the caller may be joined ones.
+            names = {str(j["name"]) for j in joined}
+            asked = list(out["columns"])
+            out["columns"] = [c for c in asked if c not in names]
+            joined = [j for j in joined if j["name"] in asked]
+        elif self.columns is not None:
+            out["columns"] = list(self.columns)
+        if joined:
+            out["joined"] = joined
         return out
 
     def numpy(self, **kwargs: Any) -> Any:
@@ -174,33 +244,35 @@ class Selection:
     def save(self, name: str) -> None:
         """Stores the selection in the dataset under ``name`` (like a tag:
         ``loch gc`` keeps it and its version); :meth:`loch.Dataset.selection`
-        reads it back. A slice of a selection, whose rows its SQL does not
-        describe, and a selection of a catalog table cannot be saved."""
-        self._not_catalog("save")
+        reads it back (a catalog table's: ``cat.open_table(table)``), with
+        its joined columns. A slice of a selection, whose rows its SQL does
+        not describe, cannot be saved."""
         if self._sliced:
             raise InvalidArgument(f"selection {name!r}: only a query's whole result can be saved, not a slice of it")
         self.dataset.save_selection(name, self)
         self.name = name
 
     def to_arrow(self) -> Any:
-        """The query's result as a ``pyarrow.Table`` (needs pyarrow; not
-        for a selection of a catalog table yet)."""
-        self._not_catalog("to_arrow")
+        """The query's result as a ``pyarrow.Table`` (needs pyarrow): the
+        query run again over the selection's version. For a selection of a
+        catalog table, that table is read at the selection's version and
+        the other tables the query names at their heads."""
         try:
             import pyarrow.parquet as pq
         except ImportError as e:
             raise Error("Selection.to_arrow needs pyarrow (pip install pyarrow)") from e
+        if self._sliced:
+            raise InvalidArgument("Selection.to_arrow: a slice of a selection is not the result of its SQL: convert the whole selection")
         with tempfile.TemporaryDirectory(prefix="loch-query-") as tmp:
             out = os.path.join(tmp, "result.parquet")
-            args = ["query", _url(self.dataset), self.sql, "--ref", self.version, "--format", "parquet", "--out", out]
+            if self.table is not None and self.root is not None:
+                args = ["sql", self.root, self.sql, "--pin", f"{self.table}={self.version}", "--format", "parquet", "--out", out]
+            else:
+                args = ["query", _url(self.dataset), self.sql, "--ref", self.version, "--format", "parquet", "--out", out]
             if self.seed is not None:
                 args += ["--seed", str(self.seed)]
             _run(args)
             return pq.read_table(out)
-
-    def _not_catalog(self, op: str) -> None:
-        if self.table is not None:
-            raise InvalidArgument(f"Selection.{op}: a selection of catalog table {self.table!r} cannot do this yet (its SQL names the table, not ds)")
 
     def to_pandas(self) -> Any:
         """The query's result as a ``pandas.DataFrame`` (needs pyarrow and pandas)."""
@@ -230,6 +302,7 @@ def catalog_query(
     if table is not None:
         args += ["--table", table]
     data = json.loads(_run(args))
+    data["root"] = root
     name = data["table"]
     return Selection(open_table(name, data["version"]), data, lambda _url, version: open_table(name, version))
 

@@ -72,6 +72,12 @@ class _Elements(Adapter):
             if name in loader.ragged_columns:
                 ndim = None if col.shape is None else len(col.shape)
                 self.spec[name + ".shapes"] = tf.TensorSpec(shape=(None, ndim), dtype=tf.int64)
+        for name, (dtype, shape) in loader.joined.items():
+            self._kinds[name] = dtype
+            if dtype in dtypes.VARIABLE:
+                self.spec[name] = tf.TensorSpec(shape=(None,), dtype=tf.string)
+            else:
+                self.spec[name] = tf.TensorSpec(shape=(None, *shape), dtype=_tf_dtype(np.dtype(dtypes.numpy_dtype(dtype))))
         transforms = loader.config().get("transforms") or {}
         if transforms:
             # Go transforms change dtypes and shapes: take them from a first batch.
