@@ -12,10 +12,9 @@ import (
 
 // Options tune a search. The zero value is a plain search on all cores.
 type Options struct {
-	// Allow, when set, admits only the rows whose ids it accepts (a
-	// filter, applied before the top k is taken). It is called from
-	// several goroutines at once.
-	Allow func(rowID uint64) bool
+	// Allow, when set, admits only the rows whose ids it holds (a
+	// filter, applied before the top k is taken).
+	Allow *RowSet
 	// Parallelism is the number of goroutines; 0 means GOMAXPROCS.
 	Parallelism int
 	// NProbe is the number of an index's lists a query scans; 0 means the
@@ -59,7 +58,7 @@ func Exact(ctx context.Context, sc *loch.Scan, column string, m Metric, queries 
 	}
 	qs := prepareAll(m, queries)
 	tops := newTops(opts.parallelism(), len(qs), k)
-	err = c.each(ctx, [][2]int64{{0, sc.Len()}}, opts.Allow, opts.parallelism(), func(w int, b batch) error {
+	err = c.each(ctx, [][2]int64{{0, sc.Len()}}, opts.Allow.keep(), opts.parallelism(), func(w int, b batch) error {
 		scoreBatch(m, qs, tops[w], b, c.dim)
 		return nil
 	})

@@ -37,7 +37,13 @@ func TestExactMatchesBruteForce(t *testing.T) {
 			m.commit("updates")
 
 			queries := [][]float32{mx.draw(), mx.draw(), mx.draw(), m.live[5]}
-			allow := func(id uint64) bool { return id%5 == 2 }
+			var allowed []uint64
+			for id := range m.live {
+				if id%5 == 2 {
+					allowed = append(allowed, id)
+				}
+			}
+			allow := NewRowSet(allowed)
 			for _, metric := range []Metric{Cosine, L2, Dot} {
 				for _, k := range []int{1, 10, 1000} {
 					got, err := Exact(ctx, m.ds.Scan(), "embedding", metric, queries, k, Options{Parallelism: 3})
@@ -47,7 +53,7 @@ func TestExactMatchesBruteForce(t *testing.T) {
 					for i, q := range queries {
 						msg := fmt.Sprintf("%s k=%d query %d", metric, k, i)
 						m.requireSameHits(metric, q, m.brute(metric, q, k, nil), got[i], msg)
-						m.requireSameHits(metric, q, m.brute(metric, q, k, allow), filtered[i], msg+" filtered")
+						m.requireSameHits(metric, q, m.brute(metric, q, k, allow.Contains), filtered[i], msg+" filtered")
 					}
 				}
 			}

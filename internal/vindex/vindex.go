@@ -37,8 +37,8 @@ var Metrics = []string{"cosine", "l2", "dot"}
 
 // Covered is one fragment reference whose live rows an index holds.
 type Covered struct {
-	Key     string `json:"key"`
-	IDStart *int64 `json:"id_start,omitempty"`
+	Key     string  `json:"key"`
+	IDStart *uint64 `json:"id_start,omitempty"`
 }
 
 // List is one list's entry in a descriptor: its object (none when empty)
