@@ -14,7 +14,7 @@ import (
 
 // VectorSearchFunction is the table function of nearest-neighbour search
 // over the engine's dataset (package vector): vector_search(column, query,
-// k := 10, metric := 'cosine', nprobe := 0, exact := false, filter := '')
+// k := 10, metric := 'cosine', nprobe := 0, exact := false, filter := ”)
 // returns the k rows nearest to the query vector (a FLOAT[] literal or
 // expression) in the embedding column, as (_rowid UBIGINT, _pos BIGINT,
 // distance FLOAT), through the column's index when one serves the version. Its

@@ -98,8 +98,8 @@ func TestVectorSearchSQL(t *testing.T) {
 	require.Equal(t, wantIDs, sel.RowIDs)
 
 	for q, msg := range map[string]string{
-		"SELECT * FROM vector_search('embedding', [1, 2], k := 3)":                    "has 2 dimensions, the column has 8",
-		"SELECT * FROM vector_search('label', " + sqlVector(q) + ")":                   `column "label" has shape []`,
+		"SELECT * FROM vector_search('embedding', [1, 2], k := 3)":                      "has 2 dimensions, the column has 8",
+		"SELECT * FROM vector_search('label', " + sqlVector(q) + ")":                    `column "label" has shape []`,
 		"SELECT * FROM vector_search('embedding', " + sqlVector(q) + ", k := 0)":        "k = 0",
 		"SELECT * FROM vector_search('embedding', " + sqlVector(q) + ", metric := 'x')": `metric "x"`,
 	} {
