@@ -48,7 +48,7 @@ func (m *mixture) draw() []float32 {
 // model is a dataset under test with the live vectors it should hold, by
 // row id, as stored (after rounding to the column's dtype).
 type model struct {
-	t    *testing.T
+	t    testing.TB
 	ds   *loch.Dataset
 	url  string
 	dt   schema.DType
@@ -57,11 +57,16 @@ type model struct {
 	// label of each live row (id % 5), for filters
 }
 
-func newModel(t *testing.T, url string, dim int, dt schema.DType) *model {
+func newModel(t testing.TB, url string, dim int, dt schema.DType) *model {
+	return newModelChunks(t, url, dim, dt, 16<<10)
+}
+
+// newModelChunks is newModel with chunks of chunkBytes (0: the default).
+func newModelChunks(t testing.TB, url string, dim int, dt schema.DType, chunkBytes int) *model {
 	t.Helper()
 	ctx := context.Background()
 	ds, err := loch.Create(ctx, url, schema.Schema{Columns: []schema.Column{
-		{Name: "embedding", Kind: schema.Embedding, DType: dt, Shape: schema.Shape{dim}, ChunkBytes: 16 << 10},
+		{Name: "embedding", Kind: schema.Embedding, DType: dt, Shape: schema.Shape{dim}, ChunkBytes: chunkBytes},
 		{Name: "label", DType: schema.Int64, Shape: schema.Shape{}},
 	}})
 	require.NoError(t, err)

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"slices"
+	"unsafe"
 
 	"golang.org/x/sync/errgroup"
 
@@ -170,7 +172,7 @@ func (c *column) fetch(ctx context.Context, u unit, b batch) (batch, error) {
 		}
 		got[i] = f
 	}
-	b.ids, b.vecs = b.ids[:0], b.vecs[:0]
+	b.ids, b.vecs = b.ids[:0], slices.Grow(b.vecs[:0], len(u.slots)*c.dim)
 	size := c.col.DType.Size()
 	for i, slot := range u.slots {
 		s, err := c.sc.Sample(slot, got)
@@ -189,11 +191,18 @@ func (c *column) fetch(ctx context.Context, u unit, b batch) (batch, error) {
 	return b, nil
 }
 
+// littleEndian: the machine's floats are laid out as loch stores them, so
+// aligned float32 samples are copied as they are.
+var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
+
 // appendFloats appends the little-endian samples of dtype dt in data to
 // dst as float32.
 func appendFloats(dst []float32, dt schema.DType, data []byte) []float32 {
 	switch dt {
 	case schema.Float32:
+		if littleEndian && len(data) >= 4 && uintptr(unsafe.Pointer(&data[0]))%4 == 0 {
+			return append(dst, unsafe.Slice((*float32)(unsafe.Pointer(&data[0])), len(data)/4)...)
+		}
 		for i := 0; i+4 <= len(data); i += 4 {
 			dst = append(dst, math.Float32frombits(binary.LittleEndian.Uint32(data[i:])))
 		}
