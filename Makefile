@@ -107,6 +107,8 @@ demo: build
 	bin/loch query $(DEMO)/pets "SELECT image, label FROM ds WHERE enum_code(label) < 5 ORDER BY random()" --seed 1 --save first-five
 	bin/loch selections $(DEMO)/pets
 	$(VENV)/bin/python examples/train_torch.py $(DEMO)/pets --epochs 1 --selection first-five
+	$(VENV)/bin/python examples/neighbours.py $(DEMO)/pets $(DEMO)/pets-emb
+	$(VENV)/bin/python examples/train_torch.py $(DEMO)/pets-emb --epochs 1 --selection neighbours
 
 # venv makes or updates $(VENV) with the Python SDK (python/, with its Go
 # library built from this checkout) and the pinned test dependencies

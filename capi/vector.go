@@ -141,7 +141,7 @@ func loch_vector_search(h C.uintptr_t, column, options *C.char, queries *C.float
 			return fail(errOut, err)
 		}
 		res = &vector.Result{Hits: hits}
-	} else if res, err = vector.Search(ctx, ds.d, goString(column), m, qs, int(k), opts); err != nil {
+	} else if res, err = ds.vectorSearcher().Search(ctx, goString(column), m, qs, int(k), opts); err != nil {
 		return fail(errOut, err)
 	}
 	outIDs := unsafe.Slice((*uint64)(unsafe.Pointer(ids)), int(n*k))
@@ -158,4 +158,14 @@ func loch_vector_search(h C.uintptr_t, column, options *C.char, queries *C.float
 		warnings = []string{}
 	}
 	return result(errOut, setJSON(info, map[string]any{"index": res.Index, "warnings": warnings}))
+}
+
+// vectorSearcher returns the handle's searcher, made on first use.
+func (ds *dataset) vectorSearcher() *vector.Searcher {
+	ds.mu.Lock()
+	defer ds.mu.Unlock()
+	if ds.searcher == nil {
+		ds.searcher = vector.NewSearcher(ds.d)
+	}
+	return ds.searcher
 }
