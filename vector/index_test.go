@@ -204,3 +204,41 @@ func TestCorruptIndexFallsBack(t *testing.T) {
 	require.Empty(t, res.Warnings)
 	require.Len(t, res.Hits[0], 5)
 }
+
+// TestSearcherKeepsIndex: a Searcher opens an index once per version and
+// opens the new one after a commit and an update.
+func TestSearcherKeepsIndex(t *testing.T) {
+	ctx := context.Background()
+	mx := newMixture(2, 8, 4, 0.5)
+	m := newModel(t, filepath.Join(t.TempDir(), "ds"), 8, schema.Float32)
+	var vs [][]float32
+	for range 200 {
+		vs = append(vs, mx.draw())
+	}
+	m.append(vs)
+	m.commit("rows")
+	info, err := Build(ctx, m.ds, "embedding", BuildOptions{Metric: L2, NList: 4})
+	require.NoError(t, err)
+	s := NewSearcher(m.ds)
+	q := [][]float32{vs[3]}
+	r1, err := s.Search(ctx, "embedding", L2, q, 2, Options{})
+	require.NoError(t, err)
+	first := s.open["embedding\x00l2"]
+	r2, err := s.Search(ctx, "embedding", L2, q, 2, Options{})
+	require.NoError(t, err)
+	require.Same(t, first, s.open["embedding\x00l2"])
+	require.Equal(t, r1, r2)
+	require.Equal(t, info.Key, r2.Index)
+
+	m.append([][]float32{vs[3]})
+	m.commit("a copy of row 3")
+	r3, err := s.Search(ctx, "embedding", L2, q, 2, Options{})
+	require.NoError(t, err)
+	require.NotSame(t, first, s.open["embedding\x00l2"])
+	require.ElementsMatch(t, []uint64{3, 200}, []uint64{r3.Hits[0][0].RowID, r3.Hits[0][1].RowID})
+	up, err := Update(ctx, m.ds, "embedding", L2, Options{})
+	require.NoError(t, err)
+	r4, err := s.Search(ctx, "embedding", L2, q, 2, Options{})
+	require.NoError(t, err)
+	require.Equal(t, up.Key, r4.Index)
+}
