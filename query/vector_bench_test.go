@@ -21,8 +21,9 @@ import (
 )
 
 // BenchmarkVectorReport measures vector search on N x D float32 vectors
-// from a Gaussian mixture (1,000 components, centres N(0, 1), sigma 1;
-// LOCH_VECTOR_BENCH=NxD, default 100000x128) on local disk, and prints,
+// from a Gaussian mixture (centres N(0, 1), points centre + N(0, sigma^2);
+// LOCH_VECTOR_BENCH=NxD, default 100000x128; LOCH_VECTOR_MIXTURE=CxSIGMA,
+// default 1000x1) on local disk, and prints,
 // from one run: the memory-bandwidth baseline (a parallel read of the same
 // bytes in memory), exact search (one query, a batch), DuckDB's brute
 // force array_cosine_distance over the dataset's view and over an
@@ -30,20 +31,23 @@ import (
 // recall@10 and median latency per nprobe, one query at a time). Run it
 // alone: go test -run '^$' -bench VectorReport -benchtime 1x ./query
 func BenchmarkVectorReport(b *testing.B) {
-	n, dim := 100000, 128
+	n, dim, comps, sigma := 100000, 128, 1000, 1.0
 	if s := os.Getenv("LOCH_VECTOR_BENCH"); s != "" {
 		_, err := fmt.Sscanf(s, "%dx%d", &n, &dim)
 		require.NoError(b, err)
 	}
+	if s := os.Getenv("LOCH_VECTOR_MIXTURE"); s != "" { // COMPONENTSxSIGMA
+		_, err := fmt.Sscanf(s, "%dx%g", &comps, &sigma)
+		require.NoError(b, err)
+	}
 	for range b.N {
-		vectorReport(b, n, dim)
+		vectorReport(b, n, dim, comps, sigma)
 	}
 }
 
-func vectorReport(b *testing.B, n, dim int) {
+func vectorReport(b *testing.B, n, dim, comps int, sigma float64) {
 	out := func(format string, a ...any) { fmt.Printf(format+"\n", a...) }
 	r := rand.New(rand.NewPCG(1, 2))
-	const comps = 1000
 	centres := make([][]float32, comps)
 	for c := range centres {
 		centres[c] = make([]float32, dim)
@@ -54,7 +58,7 @@ func vectorReport(b *testing.B, n, dim int) {
 	draw := func(v []float32) {
 		c := centres[r.IntN(comps)]
 		for j := range v {
-			v[j] = c[j] + float32(r.NormFloat64())
+			v[j] = c[j] + float32(r.NormFloat64()*sigma)
 		}
 	}
 	data := make([]float32, n*dim)
@@ -62,7 +66,7 @@ func vectorReport(b *testing.B, n, dim int) {
 		draw(data[i*dim : (i+1)*dim])
 	}
 	raw := int64(len(data)) * 4
-	out("# vector search, %d x %d float32 (%.0f MiB raw), GOMAXPROCS %d", n, dim, float64(raw)/(1<<20), runtime.GOMAXPROCS(0))
+	out("# vector search, %d x %d float32 (%.0f MiB raw), %d components, sigma %g, GOMAXPROCS %d", n, dim, float64(raw)/(1<<20), comps, sigma, runtime.GOMAXPROCS(0))
 
 	dir := b.TempDir()
 	url := filepath.Join(dir, "emb")
@@ -190,7 +194,44 @@ func vectorReport(b *testing.B, n, dim int) {
 		}
 		out("| %d%s | %.3f | %s |", np, mark, rec/float64(len(queries)), lat[len(lat)/2].Round(time.Microsecond))
 	}
+	if os.Getenv("LOCH_VECTOR_FILTER") != "" {
+		filterReport(b, d, ix, queries[:20], n, out)
+	}
 	out("%s", strings.Repeat("-", 40))
+}
+
+// filterReport compares, for filters that allow a random share of the
+// rows, the index pre-filtered (never falling back) with exact filtered
+// search: recall@10 of the index against exact, and median latencies.
+func filterReport(b *testing.B, d *loch.Dataset, ix *vector.Index, queries [][]float32, n int, out func(string, ...any)) {
+	out("| rows allowed | index recall@10 | index median | exact median |")
+	out("|---|---|---|---|")
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, share := range []float64{0.5, 0.1, 0.02, 0.005, 0.001, 0.0001} {
+		var ids []uint64
+		for i := range n {
+			if r.Float64() < share {
+				ids = append(ids, uint64(i))
+			}
+		}
+		allow := vector.NewRowSet(ids)
+		var li, le []time.Duration
+		rec := 0.0
+		for _, q := range queries {
+			t := time.Now()
+			got, err := ix.Search(ctx, [][]float32{q}, 10, vector.Options{Allow: allow, FilterExactBelow: -1})
+			li = append(li, time.Since(t))
+			require.NoError(b, err)
+			t = time.Now()
+			want, err := vector.Exact(ctx, d.Scan(), "embedding", vector.Cosine, [][]float32{q}, 10, vector.Options{Allow: allow})
+			le = append(le, time.Since(t))
+			require.NoError(b, err)
+			rec += overlap(want[0], got[0])
+		}
+		slices.Sort(li)
+		slices.Sort(le)
+		out("| %d (%g%%) | %.3f | %s | %s |", allow.Len(), share*100, rec/float64(len(queries)), li[len(li)/2].Round(time.Microsecond), le[len(le)/2].Round(time.Millisecond))
+	}
 }
 
 func overlap(want, got []vector.Hit) float64 {

@@ -508,7 +508,11 @@ func (ix *Index) Search(ctx context.Context, queries [][]float32, k int, opts Op
 	if err := checkQueries(queries, c.dim); err != nil {
 		return nil, fmt.Errorf("vector search of %s column %q: %w", c.sc.URL(), c.col.Name, err)
 	}
-	if opts.Allow != nil && n(c) > 0 && float64(opts.Allow.Len()) < FilterExactBelow*float64(n(c)) {
+	below := opts.FilterExactBelow
+	if below == 0 {
+		below = FilterExactBelow
+	}
+	if opts.Allow != nil && n(c) > 0 && float64(opts.Allow.Len()) < below*float64(n(c)) {
 		return Exact(ctx, c.sc, c.col.Name, ix.metric, queries, k, opts)
 	}
 	nprobe := opts.NProbe
