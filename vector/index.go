@@ -275,7 +275,7 @@ type Index struct {
 	cents     []float32
 	cnorm     []float32
 	ls        *lists
-	xnorm     [][]float32 // squared norms of the lists' vectors (l2)
+	xnorm     [][]float32 // squared norms of the lists' vectors (cosine, l2)
 	listKeys  []string    // each list's object key; "" once it lost rows
 	uncovered [][2]int64  // positions of live rows the lists do not hold
 	nUncov    int64
@@ -467,7 +467,7 @@ func (ix *Index) cover() error {
 			ix.listKeys[l] = ""
 		}
 		ix.ls.ids[l], ix.ls.vecs[l] = ids[:keep], ix.ls.vecs[l][:keep*dim]
-		if ix.metric == L2 {
+		if ix.metric != Dot {
 			ix.xnorm[l] = norms(ix.ls.vecs[l], dim)
 		}
 	}
@@ -523,12 +523,23 @@ func (ix *Index) Search(ctx context.Context, queries [][]float32, k int, opts Op
 	qs := prepareAll(ix.metric, queries)
 	par := opts.parallelism()
 	tops := newTops(par, len(qs), k)
-	parallelFor(len(qs), min(par, len(qs)), func(lo, hi int) {
-		for j := lo; j < hi; j++ {
-			t := tops[0][j]
-			ix.searchLists(&qs[j], t, nprobe, opts.Allow)
+	if len(qs) >= par {
+		// A batch: one goroutine per share of the queries.
+		parallelFor(len(qs), par, func(_, lo, hi int) {
+			for j := lo; j < hi; j++ {
+				ix.searchLists(&qs[j], []*topK{tops[0][j]}, nprobe, opts.Allow)
+			}
+		})
+	} else {
+		// Fewer queries than cores: each query's lists are shared out.
+		for j := range qs {
+			ts := make([]*topK, par)
+			for w := range ts {
+				ts[w] = tops[w][j]
+			}
+			ix.searchLists(&qs[j], ts, nprobe, opts.Allow)
 		}
-	})
+	}
 	if len(ix.uncovered) > 0 {
 		err := c.each(ctx, ix.uncovered, opts.Allow.keep(), par, func(w int, b batch) error {
 			scoreBatch(ix.metric, qs, tops[w], b, c.dim)
@@ -547,8 +558,11 @@ func n(c *column) int64 { return c.sc.Len() }
 // index search to pre-filter the lists; below it, Search is exact.
 const FilterExactBelow = 0.02
 
-// searchLists ranks the centroids and scans the nearest lists into t.
-func (ix *Index) searchLists(q *query, t *topK, nprobe int, allow *RowSet) {
+// searchLists ranks the centroids and scans the nprobe nearest lists,
+// shared out among len(ts) goroutines, each adding to its own top k. With
+// a filter, lists after the nprobe nearest are scanned, nearest first,
+// until the tops hold k allowed rows between them or no list is left.
+func (ix *Index) searchLists(q *query, ts []*topK, nprobe int, allow *RowSet) {
 	dim := ix.c.dim
 	type cand struct {
 		l int
@@ -559,28 +573,54 @@ func (ix *Index) searchLists(q *query, t *topK, nprobe int, allow *RowSet) {
 		cs[l] = cand{l, distance(ix.metric, q, ix.cents[l*dim:(l+1)*dim], ix.cnorm[l])}
 	}
 	slices.SortFunc(cs, func(a, b cand) int { return cmp.Compare(a.d, b.d) })
-	for p, cn := range cs {
-		if p >= nprobe && (allow == nil || t.full()) {
-			break
+	if len(ts) == 1 {
+		for _, cn := range cs[:nprobe] {
+			ix.scanList(q, ts[0], cn.l, allow)
 		}
-		ids, vecs := ix.ls.ids[cn.l], ix.ls.vecs[cn.l]
-		for i, id := range ids {
-			if allow != nil && !allow.Contains(id) {
-				continue
+	} else {
+		parallelFor(nprobe, len(ts), func(w, lo, hi int) {
+			t := ts[w]
+			for p := lo; p < hi; p++ {
+				ix.scanList(q, t, cs[p].l, allow)
 			}
-			x := vecs[i*dim : (i+1)*dim]
-			var xx float32
-			switch ix.metric {
-			case Cosine:
-				xx = 1
-				if vek32.Dot(x, x) == 0 {
-					xx = 0
-				}
-			case L2:
-				xx = ix.xnorm[cn.l][i]
-			}
-			t.add(Hit{RowID: id, Distance: distance(ix.metric, q, x, xx)})
+		})
+	}
+	if allow == nil {
+		return
+	}
+	held := 0
+	for _, t := range ts {
+		held += len(t.h)
+	}
+	for p := nprobe; p < len(cs) && held < ts[0].k; p++ {
+		before := len(ts[0].h)
+		ix.scanList(q, ts[0], cs[p].l, allow)
+		held += len(ts[0].h) - before
+	}
+}
+
+// scanList adds the allowed rows of list l to t.
+func (ix *Index) scanList(q *query, t *topK, l int, allow *RowSet) {
+	dim := ix.c.dim
+	ids, vecs, xnorm := ix.ls.ids[l], ix.ls.vecs[l], ix.xnorm[l]
+	for i, id := range ids {
+		if allow != nil && !allow.Contains(id) {
+			continue
 		}
+		dot := vek32.Dot(vecs[i*dim:(i+1)*dim], q.v)
+		var d float32
+		switch ix.metric {
+		case Cosine: // list vectors are unit length or zero
+			d = 1 - dot
+			if xnorm[i] == 0 || q.norm == 0 {
+				d = 1
+			}
+		case L2:
+			d = float32(math.Sqrt(float64(max(xnorm[i]-2*dot+q.norm, 0))))
+		default:
+			d = -dot
+		}
+		t.add(Hit{RowID: id, Distance: d})
 	}
 }
 

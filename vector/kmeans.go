@@ -72,7 +72,7 @@ func kmeans(m Metric, sample []float32, dim, nlist, iters int, seed uint64, para
 	xnorm := norms(sample, dim)
 	for range iters {
 		cnorm := norms(cents, dim)
-		parallelFor(n, parallelism, func(lo, hi int) {
+		parallelFor(n, parallelism, func(_, lo, hi int) {
 			for i := lo; i < hi; i++ {
 				assign[i] = nearestCentroid(am, cents, cnorm, dim, sample[i*dim:(i+1)*dim], xnorm[i])
 			}
@@ -99,8 +99,9 @@ func kmeans(m Metric, sample []float32, dim, nlist, iters int, seed uint64, para
 	return cents
 }
 
-// parallelFor runs fn over [0, n) split into parallelism parts.
-func parallelFor(n, parallelism int, fn func(lo, hi int)) {
+// parallelFor runs fn(w, lo, hi) over [0, n) split into parallelism
+// parts, part w on its own goroutine.
+func parallelFor(n, parallelism int, fn func(w, lo, hi int)) {
 	var wg sync.WaitGroup
 	for t := range parallelism {
 		lo, hi := n*t/parallelism, n*(t+1)/parallelism
@@ -110,7 +111,7 @@ func parallelFor(n, parallelism int, fn func(lo, hi int)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			fn(lo, hi)
+			fn(t, lo, hi)
 		}()
 	}
 	wg.Wait()
