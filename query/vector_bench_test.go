@@ -201,10 +201,11 @@ func vectorReport(b *testing.B, n, dim, comps int, sigma float64) {
 }
 
 // filterReport compares, for filters that allow a random share of the
-// rows, the index pre-filtered (never falling back) with exact filtered
-// search: recall@10 of the index against exact, and median latencies.
+// rows, the index plainly pre-filtered (nprobe lists), the index as it
+// searches with a filter (nprobe / share lists) and exact filtered search:
+// recall@10 of the index against exact, and median latencies.
 func filterReport(b *testing.B, d *loch.Dataset, ix *vector.Index, queries [][]float32, n int, out func(string, ...any)) {
-	out("| rows allowed | index recall@10 | index median | exact median |")
+	out("| rows allowed | plain pre-filter: recall@10, median | Search (nprobe / share): recall@10, median | exact median |")
 	out("|---|---|---|---|")
 	r := rand.New(rand.NewPCG(3, 4))
 	for _, share := range []float64{0.5, 0.1, 0.02, 0.005, 0.001, 0.0001} {
@@ -215,22 +216,27 @@ func filterReport(b *testing.B, d *loch.Dataset, ix *vector.Index, queries [][]f
 			}
 		}
 		allow := vector.NewRowSet(ids)
-		var li, le []time.Duration
-		rec := 0.0
+		var lp, ls, le []time.Duration
+		recP, recS := 0.0, 0.0
 		for _, q := range queries {
 			t := time.Now()
-			got, err := ix.Search(ctx, [][]float32{q}, 10, vector.Options{Allow: allow, FilterExactBelow: -1})
-			li = append(li, time.Since(t))
-			require.NoError(b, err)
-			t = time.Now()
 			want, err := vector.Exact(ctx, d.Scan(), "embedding", vector.Cosine, [][]float32{q}, 10, vector.Options{Allow: allow})
 			le = append(le, time.Since(t))
 			require.NoError(b, err)
-			rec += overlap(want[0], got[0])
+			t = time.Now()
+			got, err := ix.Search(ctx, [][]float32{q}, 10, vector.Options{Allow: allow, PlainPrefilter: true})
+			lp = append(lp, time.Since(t))
+			require.NoError(b, err)
+			recP += overlap(want[0], got[0])
+			t = time.Now()
+			got, err = ix.Search(ctx, [][]float32{q}, 10, vector.Options{Allow: allow})
+			ls = append(ls, time.Since(t))
+			require.NoError(b, err)
+			recS += overlap(want[0], got[0])
 		}
-		slices.Sort(li)
-		slices.Sort(le)
-		out("| %d (%g%%) | %.3f | %s | %s |", allow.Len(), share*100, rec/float64(len(queries)), li[len(li)/2].Round(time.Microsecond), le[len(le)/2].Round(time.Millisecond))
+		med := func(x []time.Duration) time.Duration { slices.Sort(x); return x[len(x)/2].Round(time.Microsecond) }
+		nq := float64(len(queries))
+		out("| %d (%g%%) | %.3f, %s | %.3f, %s | %s |", allow.Len(), share*100, recP/nq, med(lp), recS/nq, med(ls), med(le).Round(time.Millisecond))
 	}
 }
 

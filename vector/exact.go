@@ -20,11 +20,10 @@ type Options struct {
 	// NProbe is the number of an index's lists a query scans; 0 means the
 	// index's default. Exact search ignores it.
 	NProbe int
-	// FilterExactBelow is the fraction of the rows a filter must allow for
-	// an index search to pre-filter its lists; below it the search is
-	// exact. 0 means the package's FilterExactBelow; a negative value
-	// never falls back. Exact search ignores it.
-	FilterExactBelow float64
+	// PlainPrefilter makes a filtered index search scan nprobe lists (and
+	// more only until it has k rows) instead of nprobe divided by the
+	// filter's share of the rows (see Index.Search): for measurements.
+	PlainPrefilter bool
 }
 
 func (o Options) parallelism() int {
