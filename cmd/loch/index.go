@@ -233,8 +233,8 @@ exactly; without one, or with --exact, it compares every row. An index
 whose objects are missing or corrupt is not used: the search is exact and
 a warning names the object. --where keeps only the rows that pass an SQL
 condition over the table ds (as in 'loch query'); the answer is the top k
-among those rows: a filter that passes under 2% of the rows is answered
-exactly.
+among those rows: the index scans nprobe / share of its lists for rows
+that pass (all of them, which is exact, for a narrow filter).
 
 Distances: cosine is 1 - cos, l2 the Euclidean distance, dot the negated
 inner product (smaller is nearer in all three).`,

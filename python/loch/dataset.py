@@ -681,7 +681,8 @@ class Dataset:
         (``exact=True`` always does). ``where`` keeps only the rows that
         pass an SQL condition over the table ``ds`` (run by the ``loch``
         command, as :meth:`query` is); the result is the top ``k`` among
-        them, exact when under 2% of the rows pass::
+        them (the index scans more of its lists as the filter narrows, and
+        every list, exactly, when under 12.5% of the rows pass)::
 
             >>> hits = ds.search(np.ones(128), k=5, column="embedding", where="label = 3", columns=["label"])  # doctest: +SKIP
             >>> hits.row_ids, hits.distances, hits.columns["label"]  # doctest: +SKIP
