@@ -28,7 +28,19 @@
 // ancestor's) and answers searches from the index and an exact scan of
 // the rows the index does not cover (appended, updated or undeleted since
 // it was built). Deleted rows are never returned. Update folds a newer
-// version's uncovered rows into the lists without retraining.
+// version's uncovered rows into the lists without retraining. Search
+// (and a Searcher, which keeps opened indexes between calls) uses the
+// index when one serves the version and exact search otherwise, also when
+// the stored index cannot be read (with a warning). An opened index is
+// held in memory (about the size of the raw float32 vectors); exact
+// search needs a few chunks per goroutine.
+//
+// # Filters
+//
+// With a filter that allows a share s of the rows an index search scans
+// nprobe/s lists for allowed rows, then more until it has k: as many
+// allowed rows are compared as rows without a filter, and a narrow filter
+// (s under nprobe/nlist) scans every list, which is exact.
 //
 // # Concurrency
 //
