@@ -23,7 +23,7 @@ import (
 // BenchmarkVectorReport measures vector search on N x D float32 vectors
 // from a Gaussian mixture (centres N(0, 1), points centre + N(0, sigma^2);
 // LOCH_VECTOR_BENCH=NxD, default 100000x128; LOCH_VECTOR_MIXTURE=CxSIGMA,
-// default 1000x1) on local disk, and prints,
+// default 1000x1; LOCH_VECTOR_NLIST, default sqrt(N)) on local disk, and prints,
 // from one run: the memory-bandwidth baseline (a parallel read of the same
 // bytes in memory), exact search (one query, a batch), DuckDB's brute
 // force array_cosine_distance over the dataset's view and over an
@@ -161,7 +161,12 @@ func vectorReport(b *testing.B, n, dim, comps int, sigma float64) {
 	require.NoError(b, err)
 
 	start = time.Now()
-	info, err := vector.Build(ctx, d, "embedding", vector.BuildOptions{Metric: vector.Cosine, Seed: 1})
+	nlist := 0
+	if s := os.Getenv("LOCH_VECTOR_NLIST"); s != "" {
+		_, err := fmt.Sscanf(s, "%d", &nlist)
+		require.NoError(b, err)
+	}
+	info, err := vector.Build(ctx, d, "embedding", vector.BuildOptions{Metric: vector.Cosine, Seed: 1, NList: nlist})
 	require.NoError(b, err)
 	build := time.Since(start)
 	var size int64
