@@ -120,6 +120,10 @@ demo: build
 	bin/loch query $(DEMO)/lake "SELECT f._rowid, f.image, l.label FROM frames f JOIN labels l USING (class) WHERE f.id % 2 = 0" --table frames --save even
 	$(VENV)/bin/python examples/train_torch.py $(DEMO)/lake --epochs 1 --table frames \
 		--sql "SELECT f._rowid, f.image, l.label FROM frames f JOIN labels l USING (class) ORDER BY random()"
+	# Vector search: the nearest images of one image by an embedding column,
+	# then training on the neighbours of a query (README "Vector search").
+	$(VENV)/bin/python examples/neighbours.py $(DEMO)/pets $(DEMO)/pets-emb
+	$(VENV)/bin/python examples/train_torch.py $(DEMO)/pets-emb --epochs 1 --selection neighbours
 
 # venv makes or updates $(VENV) with the Python SDK (python/, with its Go
 # library built from this checkout) and the pinned test dependencies

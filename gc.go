@@ -29,7 +29,7 @@ const gcParallelism = 16
 // gcPhases are the kinds of objects GC considers, by key prefix, in the
 // order it deletes them (docs/format.md, section 5): each phase ends before
 // the next begins, so that what names an object goes before it.
-var gcPhases = [][]keys.Kind{{keys.Selection}, {keys.Commit}, {keys.Manifest}, {keys.Fragment, keys.Extension, keys.Deletion}, {keys.Chunk}}
+var gcPhases = [][]keys.Kind{{keys.Selection, keys.Index}, {keys.Commit}, {keys.Manifest}, {keys.Fragment, keys.Extension, keys.Deletion}, {keys.Chunk, keys.Vectors}}
 
 // gcKinds lists the kinds of gcPhases.
 var gcKinds = slices.Concat(gcPhases...)
@@ -79,8 +79,10 @@ type GCReport struct {
 // written within the grace period (and the one current when it began).
 // From each referenced commit GC follows all parents and, for every commit,
 // its manifest, the manifest's fragments, extensions and deletion vectors
-// and the fragments' and extensions' chunks. Of the objects under commits/,
-// manifests/, fragments/, extensions/, deletions/ and chunks/ (keys of
+// and the fragments' and extensions' chunks, and the vector indexes named
+// by a reached commit with their objects (docs/format.md §2.8). Of the
+// objects under commits/, manifests/, fragments/, extensions/, deletions/,
+// chunks/, indexes/ and vectors/ (keys of
 // another form there are left alone), it deletes those reached by none and
 // stored before now minus the grace period; the log and the dataset marker
 // are never touched.
@@ -160,6 +162,10 @@ func (g *gc) mark(ctx context.Context) (map[keys.Kind][]storage.Attrs, error) {
 	// Writers may have moved or created references since: keep what they
 	// reach too (objects they wrote after the listing are not candidates).
 	if err := g.markNewer(ctx, root.Seq); err != nil {
+		return nil, err
+	}
+	// Vector indexes (docs/format.md §2.8) live while their commit does.
+	if err := g.markIndexes(ctx); err != nil {
 		return nil, err
 	}
 	g.report.Missing = g.missing
@@ -385,7 +391,7 @@ func (g *gc) list(ctx context.Context) (map[keys.Kind][]storage.Attrs, error) {
 	// Commits, manifests, fragments and extensions were read while
 	// marking; chunks and deletion vectors were not.
 	for key, listed := range g.reached {
-		if k, _, _ := keys.Parse(key); !listed && (k == keys.Chunk || k == keys.Deletion) {
+		if k, _, _ := keys.Parse(key); !listed && (k == keys.Chunk || k == keys.Deletion || k == keys.Vectors) {
 			g.missing = append(g.missing, key)
 		}
 	}

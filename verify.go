@@ -43,6 +43,9 @@ func (d *Dataset) Verify(ctx context.Context) (checked int, problems []Problem, 
 	if err := walkFrom(ctx, v, roots); err != nil {
 		return v.checked, v.sorted(), err
 	}
+	if err := v.verifyIndexes(ctx); err != nil {
+		return v.checked, v.sorted(), err
+	}
 	return v.checked, v.sorted(), ctx.Err()
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/lochdata/loch"
 	"github.com/lochdata/loch/schema"
 	"github.com/lochdata/loch/storage"
+	"github.com/lochdata/loch/vector"
 )
 
 // dataset is the object behind a dataset handle.
@@ -25,6 +26,8 @@ type dataset struct {
 	mu     sync.Mutex
 	scan   *loch.Scan // loaded scan of the current snapshot, for row ids
 	closed bool
+	// searcher keeps the vector indexes searches opened (vector.go).
+	searcher *vector.Searcher
 
 	// release, when not nil, is called once the dataset is closed: a table
 	// gives its catalog back (see catalogObj).

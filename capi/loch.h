@@ -24,9 +24,10 @@
  * loch_interrupt and the "storage_options" of loch_dataset_open and
  * loch_dataset_create; 6 added the saved selections and
  * loch_dataset_positions; 7 added joined columns: "joined" in saved
- * selections and in loch_loader_new's configuration.
+ * selections and in loch_loader_new's configuration; 8 added vector search
+ * (loch_vector_*, see the end).
  */
-#define LOCH_ABI_VERSION 7
+#define LOCH_ABI_VERSION 8
 
 /* Status codes. */
 enum {
@@ -247,6 +248,29 @@ int loch_interrupt(int64_t tid);
  *       loch_dataset_gc's; out = {"dry_run", "deleted", "young" (lists of
  *       {"dir", "objects", "bytes"}), "tables": {name: gc report},
  *       "log_entries"}.
+ */
+
+/*
+ * Vector search (ABI 8): nearest rows to query vectors in an embedding
+ * column (a fixed [d] column of float32, float16 or bfloat16), exactly or
+ * with the column's stored IVF-flat index (docs/format.md §2.8).
+ *
+ *   loch_vector_build(h, column, options, char **out, err): options JSON
+ *       {"metric": "cosine"|"l2"|"dot", "nlist", "sample", "iterations",
+ *       "seed"}, all optional, or NULL; out = {"key", "version", "column",
+ *       "metric", "dim", "rows", "nlist", "bytes"}.
+ *   loch_vector_update(h, column, metric, char **out, err): the index of
+ *       the handle's version from its newest indexed ancestor's; out as
+ *       loch_vector_build's; LOCH_NOT_FOUND when no index serves it.
+ *   loch_vector_search(h, column, options, const float *queries, n, d, k,
+ *       const uint64_t *allowed, nallowed, uint64_t *ids, float *dists,
+ *       int64_t *counts, char **info, err): options JSON {"metric",
+ *       "nprobe", "exact"} or NULL; queries holds n x d floats; allowed
+ *       the nallowed row ids a filter lets through (nallowed < 0: no
+ *       filter); for query i, counts[i] <= k hits go to ids[i*k:] and
+ *       dists[i*k:] (nearest first); info = {"index": key or "",
+ *       "warnings": [...]} (an unreadable index is searched exactly, with
+ *       a warning).
  */
 
 #endif

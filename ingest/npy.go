@@ -534,3 +534,14 @@ func decodeNPY(file []byte) (*npyHeader, []byte, error) {
 	}
 	return h, data, nil
 }
+
+// DecodeNPY decodes a whole in-memory .npy file of a number or bool dtype
+// (not strings): its dtype, shape and C-order little-endian data. Errors
+// wrap ErrInvalidSource.
+func DecodeNPY(file []byte) (schema.DType, []int, []byte, error) {
+	h, data, err := decodeNPY(file)
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	return h.dtype, h.shape, data, nil
+}

@@ -142,6 +142,9 @@ func (e *Engine) init(ctx context.Context) error {
 	if err := e.registerFile(conn); err != nil {
 		return err
 	}
+	if err := e.registerVector(ctx, conn); err != nil {
+		return err
+	}
 	if e.d == nil {
 		return nil
 	}

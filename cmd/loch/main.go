@@ -199,6 +199,8 @@ Exit status: 0 on success, 2 for a usage error, 1 for any other error.`,
 		newOrderCmd(),
 		newQueryCmd(),
 		newSelectionsCmd(),
+		newIndexCmd(),
+		newSearchCmd(),
 		newVersionCmd(),
 	)
 	// cobra's "completion bash|zsh|fish|powershell", added now (rather

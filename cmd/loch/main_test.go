@@ -54,6 +54,8 @@ func TestMain(m *testing.M) {
 //	                           names, dtypes, kinds, declared shapes, compression, class names
 //	mkplaintar FILE            write a WebDataset shard without loch's .loch.json member
 //	expandenv FILE             replace $VAR and ${VAR} in FILE with the script's variables
+//	mkvec FILE D X...          write the float32 values X as a .npy file of shape [D] (as
+//	                           many values as D) or [n, D]
 //	httpserve DIR              serve DIR over http on 127.0.0.1 until the script ends; sets
 //	                           $HTTP to its base URL (http://127.0.0.1:PORT)
 func TestScript(t *testing.T) {
@@ -76,6 +78,7 @@ func TestScript(t *testing.T) {
 			"mkplaintar": cmdMkPlainTar,
 			"httpserve":  cmdHTTPServe,
 			"expandenv":  cmdExpandEnv,
+			"mkvec":      cmdMkVec,
 		},
 	})
 }
@@ -554,4 +557,25 @@ func TestVersionFlag(t *testing.T) {
 	first, _, _ := strings.Cut(full.String(), "\n")
 	require.Equal(t, first+"\n", short.String())
 	require.Empty(t, stderr.String())
+}
+
+func cmdMkVec(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 3 {
+		ts.Fatalf("usage: mkvec FILE D X...")
+	}
+	dim, err := strconv.Atoi(args[1])
+	ts.Check(err)
+	var vals []float32
+	for _, a := range args[2:] {
+		f, err := strconv.ParseFloat(a, 32)
+		ts.Check(err)
+		vals = append(vals, float32(f))
+	}
+	shape := []int{dim}
+	if len(vals) != dim {
+		shape = []int{len(vals) / dim, dim}
+	}
+	head, err := npyHeader(schema.Float32, shape)
+	ts.Check(err)
+	ts.Check(os.WriteFile(ts.MkAbs(args[0]), append(head, loch.AsBytes(vals)...), 0o644))
 }

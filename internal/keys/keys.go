@@ -45,6 +45,8 @@ const (
 	Deletion
 	Chunk
 	Selection
+	Index   // a vector index descriptor, indexes/<commit id>/<uid>.<metric> (format 1.5)
+	Vectors // a vector index's centroids or list, vectors/<hash> (format 1.5)
 )
 
 // Fixed keys and the prefix of the log.
@@ -67,10 +69,11 @@ const hintName = "_latest"
 const IDLen = 32
 
 var dirs = [...]string{Commit: "commits", Manifest: "manifests", Fragment: "fragments",
-	Extension: "extensions", Deletion: "deletions", Chunk: "chunks", Selection: "selections"}
+	Extension: "extensions", Deletion: "deletions", Chunk: "chunks", Selection: "selections",
+	Index: "indexes", Vectors: "vectors"}
 
 // Hashed lists the kinds named by an id, in the order gc deletes them.
-var Hashed = []Kind{Selection, Commit, Manifest, Fragment, Extension, Deletion, Chunk}
+var Hashed = []Kind{Selection, Index, Commit, Manifest, Fragment, Extension, Deletion, Chunk, Vectors}
 
 // Dir is the directory of a hashed kind ("commits", ..., "chunks"), its
 // name in reports; "" for other kinds.
@@ -169,6 +172,14 @@ func Parse(key string) (k Kind, id string, ok bool) {
 		if dirs[k] != dir {
 			continue
 		}
+		if k == Index { // <commit id>/<uid>.<metric>
+			commit, name, found := strings.Cut(rest, "/")
+			uid, metric, dot := strings.Cut(name, ".")
+			if !found || !dot || !ValidID(commit) || uid == "" || metric == "" || !isDigits(uid) || !isLower(metric) {
+				return Invalid, "", false
+			}
+			return Index, rest, true
+		}
 		if k == Chunk {
 			h2, hash, found := strings.Cut(rest, "/")
 			if !found || !ValidID(hash) || h2 != hash[:2] {
@@ -201,6 +212,24 @@ func ValidID(s string) bool { return len(s) == IDLen && IsHex(s) }
 func IsHex(s string) bool {
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+func isDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+func isLower(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < 'a' || c > 'z') && (c < '0' || c > '9') {
 			return false
 		}
 	}

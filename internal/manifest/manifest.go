@@ -24,7 +24,7 @@ import (
 const (
 	Major  = 1
 	Minor  = 1
-	Newest = 4
+	Newest = 5
 )
 
 // Magic starts every metadata object.
@@ -41,6 +41,7 @@ const (
 	KindDeletion  byte = 'X'
 	KindSelection byte = 'S' // a saved selection (format 1.2, docs/format.md §2.7)
 	KindCatalog   byte = 'T' // a catalog entry (format 1.3, docs/format.md §6)
+	KindIndex     byte = 'V' // a vector index descriptor (format 1.5, docs/format.md §2.8)
 )
 
 // minorOf is the minor version written in an envelope of the given kind:
@@ -54,6 +55,8 @@ func minorOf(kind byte) byte {
 		return 2
 	case KindCatalog:
 		return 3
+	case KindIndex:
+		return 5
 	}
 	return Minor
 }

@@ -64,6 +64,7 @@ from .schema import (
     Text,
     Video,
 )
+from .vector import IndexInfo, SearchResult
 from .versions import ColumnChange, Diff, GCCount, GCReport, MergeConflict, MergeResult, Ref, RowChange
 
 #: The package's version: loch's release version, written once in the
@@ -72,7 +73,7 @@ __version__ = _Path(__file__).with_name("VERSION").read_text().strip()
 
 __all__ = [
     "create", "open", "connect", "Catalog", "Table", "TableDir", "CatalogGCReport", "Dataset", "ColumnReader", "Commit", "Loader", "EncodedImage", "buffer_stats", "trim_buffers",
-    "mix", "Mixture", "Selection",
+    "mix", "Mixture", "Selection", "SearchResult", "IndexInfo",
     "Ref", "Diff", "RowChange", "ColumnChange", "MergeResult", "MergeConflict", "GCReport", "GCCount",
     "Schema", "Column", "Tensor", "Image", "Video", "Audio", "Mask", "ClassLabel", "BBox", "Embedding",
     "PointCloud", "Text", "JSON", "Bytes", "Link",

@@ -29,7 +29,7 @@ from typing import Any
 from ._status import NOT_ERRORS
 from .errors import ForkedProcess, from_status
 
-ABI_VERSION = 7
+ABI_VERSION = 8
 
 # Layouts and encodings of loch_column_in and loch_tensor.
 DENSE, PACKED, NULLS = 0, 1, 2
@@ -133,6 +133,10 @@ _STATUS_FUNCS: dict[str, list[Any]] = {
     "loch_dataset_selections": [c_uintptr, _STR_OUT],
     "loch_dataset_delete_selection": [c_uintptr, c_char_p],
     "loch_dataset_positions": [c_uintptr, c_void_p, c_int64, c_void_p],
+    "loch_vector_build": [c_uintptr, c_char_p, c_char_p, _STR_OUT],
+    "loch_vector_update": [c_uintptr, c_char_p, c_char_p, _STR_OUT],
+    "loch_vector_search": [c_uintptr, c_char_p, c_char_p, c_void_p, c_int64, c_int64, c_int64, c_void_p, c_int64,
+                           c_void_p, c_void_p, c_void_p, _STR_OUT],
     "loch_catalog_open": [c_char_p, c_char_p, POINTER(c_uintptr)],
     "loch_catalog_close": [c_uintptr],
     "loch_catalog_url": [c_uintptr, _STR_OUT],

@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     from .loader import LoaderOptions
     from .query import Selection
     from .torch import TorchLoader, TorchOptions
+    from .vector import IndexInfo, SearchResult
 
 __all__ = ["Dataset", "ColumnReader", "Commit", "create", "open"]
 
@@ -643,6 +644,88 @@ class Dataset:
         out = np.empty(len(ids), dtype=np.int64)
         self._here()._h.call("loch_dataset_positions", ids.ctypes.data, len(ids), out.ctypes.data)
         return out
+
+    # Vector search (loch.vector).
+
+    def create_index(self, column: str, metric: str = "cosine", *, nlist: int | None = None, sample: int | None = None,
+                     iterations: int | None = None, seed: int = 0) -> IndexInfo:  # fmt: skip
+        """Builds the nearest-neighbour index of an embedding ``column`` (a
+        fixed ``[d]`` column of float32, float16 or bfloat16) for
+        ``metric`` (``"cosine"``, ``"l2"`` or ``"dot"``) at this handle's
+        version, stores it in the dataset and returns its
+        :class:`loch.IndexInfo`. The index is IVF-flat: ``nlist`` k-means
+        centroids (default: the square root of the rows) trained on
+        ``sample`` rows with ``iterations`` rounds from ``seed``. A tag keeps
+        its version's index, branches share their ancestors', ``gc``
+        collects the rest::
+
+            >>> info = ds.create_index("embedding", metric="cosine")  # doctest: +SKIP
+        """
+        from .vector import check_metric, index_info
+
+        opts = {"metric": check_metric(metric), "nlist": nlist or 0, "sample": sample or 0, "iterations": iterations or 0, "seed": int(seed)}
+        return index_info(self._here()._str_json("loch_vector_build", column.encode(), json.dumps(opts).encode()))
+
+    def update_index(self, column: str, metric: str = "cosine") -> IndexInfo:
+        """Writes the index of this handle's version from the index of its
+        newest indexed ancestor, without retraining: rows deleted or updated
+        since leave the lists, rows appended or updated since join their
+        nearest centroid's list. Raises :class:`loch.NotFound` when no
+        index serves this version."""
+        from .vector import check_metric, index_info
+
+        return index_info(self._here()._str_json("loch_vector_update", column.encode(), check_metric(metric).encode()))
+
+    def search(self, vector: Any, k: int = 10, *, column: str, metric: str = "cosine", where: str | None = None,
+               columns: Sequence[str] = (), nprobe: int | None = None, exact: bool = False) -> SearchResult | list[SearchResult]:  # fmt: skip
+        """The ``k`` rows of this handle's version nearest to ``vector`` in
+        the embedding ``column`` by ``metric``: a :class:`loch.SearchResult`
+        (row ids, distances, the ``columns`` asked for) for one vector
+        ``[d]``, a list of them for a batch ``[n, d]``.
+
+        It uses the column's index for ``metric`` when this version or an
+        ancestor has one (scanning ``nprobe`` lists; rows added or changed
+        since it was built are searched exactly), else compares every row
+        (``exact=True`` always does). ``where`` keeps only the rows that
+        pass an SQL condition over the table ``ds`` (run by the ``loch``
+        command, as :meth:`query` is); the result is the top ``k`` among
+        them (the index scans more of its lists as the filter narrows, and
+        every list, exactly, when under 12.5% of the rows pass)::
+
+            >>> hits = ds.search(np.ones(128), k=5, column="embedding", where="label = 3", columns=["label"])  # doctest: +SKIP
+            >>> hits.row_ids, hits.distances, hits.columns["label"]  # doctest: +SKIP
+        """
+        from .vector import SearchResult, check_metric, query_matrix
+
+        if k <= 0:
+            raise InvalidArgument(f"k = {k}: want k >= 1")
+        q, single = query_matrix(vector)
+        for c in columns:
+            if c not in self.schema:
+                raise KeyError(f"no column {c!r} (have {list(self.schema)})")
+        allowed: np.ndarray | None = None
+        if where is not None:
+            allowed = np.ascontiguousarray(self.query(f"SELECT _rowid FROM ds WHERE {where}").row_ids, dtype=np.uint64)
+        n, d = q.shape
+        ids = np.zeros((n, k), dtype=np.uint64)
+        dists = np.zeros((n, k), dtype=np.float32)
+        counts = np.zeros(n, dtype=np.int64)
+        opts = {"metric": check_metric(metric), "nprobe": int(nprobe or 0), "exact": bool(exact)}
+        here = self._here()
+        meta = json.loads(here._str(
+            "loch_vector_search", column.encode(), json.dumps(opts).encode(), q.ctypes.data, n, d, k,
+            None if allowed is None or len(allowed) == 0 else allowed.ctypes.data, -1 if allowed is None else len(allowed),
+            ids.ctypes.data, dists.ctypes.data, counts.ctypes.data, interruptible=True,
+        ))  # fmt: skip
+        out = []
+        for i in range(n):
+            m = int(counts[i])
+            r = SearchResult(row_ids=ids[i, :m].copy(), distances=dists[i, :m].copy(), index=meta["index"] or None, warnings=list(meta["warnings"]))
+            if columns:
+                pos = here.positions(r.row_ids).tolist() if m else []
+                r.columns = {c: [ColumnReader(here, c)[p] for p in pos] for c in columns}
+            out.append(r)
+        return out[0] if single else out
 
     # Loaders.
 

@@ -28,6 +28,7 @@ SCALARS: dict[str, Any] = {
     "C.uint64_t": ctypes.c_uint64,
     "C.uintptr_t": c_uintptr,
     "C.double": ctypes.c_double,
+    "C.float": ctypes.c_float,
 }
 STRUCTS: dict[str, Any] = {"C.loch_column_in": ColumnIn, "C.loch_tensor": TensorOut, "C.loch_batch": BatchOut}
 

@@ -1,0 +1,50 @@
+// Package vector is nearest-neighbour search over a dataset's embedding
+// columns: exact search, streaming the column's chunks through the
+// engine's read path (loch.Scan) on all cores, and an IVF-flat index
+// stored in the dataset as versioned objects (docs/format.md §2.8).
+//
+// # Columns and metrics
+//
+// A searchable column has a fixed 1-D shape [d] and dtype float32,
+// float16 or bfloat16 (float16 and bfloat16 are widened to float32). A
+// row whose sample is null is never a result. Distances, smaller is
+// nearer, as DuckDB names them: Cosine is 1 - cos(x, q)
+// (array_cosine_distance), L2 the Euclidean distance (array_distance),
+// Dot the negated inner product (array_negative_inner_product). A zero
+// vector has cosine distance 1 to everything.
+//
+// # Results
+//
+// A search returns, for each query vector, up to k hits ordered by
+// distance and then by row id (so equal distances give one answer), each
+// with the row's stable id (loch.Scan.Positions maps ids to positions).
+// Fewer than k come back only when fewer rows pass: a filter
+// (Options.Allow) is applied before the top k is taken, never after.
+//
+// # Index
+//
+// Build trains an index for one column, metric and version and stores
+// it; Open loads the index that covers a version (its own, or its newest
+// ancestor's) and answers searches from the index and an exact scan of
+// the rows the index does not cover (appended, updated or undeleted since
+// it was built). Deleted rows are never returned. Update folds a newer
+// version's uncovered rows into the lists without retraining. Search
+// (and a Searcher, which keeps opened indexes between calls) uses the
+// index when one serves the version and exact search otherwise, also when
+// the stored index cannot be read (with a warning). An opened index is
+// held in memory (about the size of the raw float32 vectors); exact
+// search needs a few chunks per goroutine.
+//
+// # Filters
+//
+// With a filter that allows a share s of the rows an index search scans
+// nprobe/s lists for allowed rows, then more until it has k: as many
+// allowed rows are compared as rows without a filter, and a narrow filter
+// (s under nprobe/nlist) scans every list, which is exact.
+//
+// # Concurrency
+//
+// Searches run on Options.Parallelism goroutines (default GOMAXPROCS),
+// started and stopped inside each call. An Index is safe for concurrent
+// searches once opened.
+package vector

@@ -1,0 +1,118 @@
+package vector
+
+import (
+	"math"
+	"math/rand/v2"
+	"sync"
+
+	"github.com/viterin/vek/vek32"
+)
+
+// coarse ranks centroids for a metric: by cosine for cosine (vectors and
+// centroids unit length), by L2 otherwise (k-means minimizes it; for dot,
+// lists are L2 cells and queries rank centroids by inner product, as
+// faiss's IVF does).
+func assignMetric(m Metric) Metric {
+	if m == Cosine {
+		return Cosine
+	}
+	return L2
+}
+
+// nearestCentroid returns the index of the centroid nearest to x by m.
+// cnorm holds the centroids' squared norms.
+func nearestCentroid(m Metric, cents []float32, cnorm []float32, dim int, x []float32, xx float32) int {
+	best, bd := 0, float32(math.Inf(1))
+	for c := range len(cnorm) {
+		dot := vek32.Dot(cents[c*dim:(c+1)*dim], x)
+		var d float32
+		if m == Cosine {
+			d = -dot
+		} else {
+			d = cnorm[c] - 2*dot + xx
+		}
+		if d < bd {
+			bd, best = d, c
+		}
+	}
+	return best
+}
+
+func norms(vs []float32, dim int) []float32 {
+	out := make([]float32, len(vs)/dim)
+	for i := range out {
+		x := vs[i*dim : (i+1)*dim]
+		out[i] = vek32.Dot(x, x)
+	}
+	return out
+}
+
+// normalize scales each vector of vs to unit length (zero stays zero).
+func normalize(vs []float32, dim int) {
+	for i := 0; i < len(vs); i += dim {
+		x := vs[i : i+dim]
+		if n := vek32.Dot(x, x); n > 0 {
+			vek32.MulNumber_Inplace(x, float32(1/math.Sqrt(float64(n))))
+		}
+	}
+}
+
+// kmeans runs Lloyd's algorithm on the sample (n x dim, normalized for
+// cosine) and returns nlist centroids. Initial centroids are distinct
+// random sample points; an empty cell takes a random point.
+func kmeans(m Metric, sample []float32, dim, nlist, iters int, seed uint64, parallelism int) []float32 {
+	n := len(sample) / dim
+	r := rand.New(rand.NewPCG(seed, 0x6b6d65616e73))
+	cents := make([]float32, nlist*dim)
+	for c, p := range r.Perm(n)[:nlist] {
+		copy(cents[c*dim:], sample[p*dim:(p+1)*dim])
+	}
+	am := assignMetric(m)
+	assign := make([]int, n)
+	xnorm := norms(sample, dim)
+	for range iters {
+		cnorm := norms(cents, dim)
+		parallelFor(n, parallelism, func(_, lo, hi int) {
+			for i := lo; i < hi; i++ {
+				assign[i] = nearestCentroid(am, cents, cnorm, dim, sample[i*dim:(i+1)*dim], xnorm[i])
+			}
+		})
+		sum := make([]float32, nlist*dim)
+		cnt := make([]int, nlist)
+		for i, a := range assign {
+			cnt[a]++
+			vek32.Add_Inplace(sum[a*dim:(a+1)*dim], sample[i*dim:(i+1)*dim])
+		}
+		for c := range nlist {
+			s := sum[c*dim : (c+1)*dim]
+			if cnt[c] == 0 {
+				copy(s, sample[r.IntN(n)*dim:][:dim])
+				continue
+			}
+			vek32.MulNumber_Inplace(s, 1/float32(cnt[c]))
+		}
+		if m == Cosine {
+			normalize(sum, dim)
+		}
+		cents = sum
+	}
+	return cents
+}
+
+// parallelFor runs fn(w, lo, hi) over [0, n) split into parallelism
+// parts, part w on its own goroutine.
+func parallelFor(n, parallelism int, fn func(w, lo, hi int)) {
+	var wg sync.WaitGroup
+	for t := range parallelism {
+		lo, hi := n*t/parallelism, n*(t+1)/parallelism
+		if lo == hi {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fn(t, lo, hi)
+		}()
+	}
+	wg.Wait()
+}
