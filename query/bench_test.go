@@ -47,11 +47,21 @@ var (
 // json metadata, and the same rows in Parquet beside it.
 func metaDataset(b *testing.B) (string, string) {
 	metaOnce.Do(func() {
-		metaDir, metaErr = os.MkdirTemp("", "loch-query-bench-")
-		if metaErr != nil {
+		n := benchRows()
+		// LOCH_QUERY_BENCH_DIR keeps the dataset between runs (a directory
+		// per row count), for profiling without rebuilding it each time.
+		if keep := os.Getenv("LOCH_QUERY_BENCH_DIR"); keep != "" {
+			metaDir = filepath.Join(keep, fmt.Sprint(n))
+			if _, err := os.Stat(filepath.Join(metaDir, "meta.parquet")); err == nil {
+				return
+			}
+			os.RemoveAll(metaDir)
+			if metaErr = os.MkdirAll(metaDir, 0o755); metaErr != nil {
+				return
+			}
+		} else if metaDir, metaErr = os.MkdirTemp("", "loch-query-bench-"); metaErr != nil {
 			return
 		}
-		n := benchRows()
 		d, err := loch.Create(ctx, filepath.Join(metaDir, "meta"), metaSchema)
 		if err != nil {
 			metaErr = err

@@ -27,8 +27,9 @@ type rewritten struct {
 // tie come in the dataset's order. A statement other than one SELECT
 // (a UNION, a PRAGMA, ...) is run as given, unless a selection is asked.
 func (e *Engine) rewrite(ctx context.Context, q string, selection bool) (rewritten, error) {
+	run := e.pushdown(ctx, q)
 	var js string
-	if err := e.conn.QueryRowContext(ctx, "SELECT json_serialize_sql(?::VARCHAR)::VARCHAR", q).Scan(&js); err != nil {
+	if err := e.conn.QueryRowContext(ctx, "SELECT json_serialize_sql(?::VARCHAR)::VARCHAR", run).Scan(&js); err != nil {
 		return rewritten{}, fmt.Errorf("query: parse: %w", err)
 	}
 	var tree struct {
@@ -53,7 +54,7 @@ func (e *Engine) rewrite(ctx context.Context, q string, selection bool) (rewritt
 		if selection {
 			return rewritten{}, fmt.Errorf("query %s: a selection needs one SELECT statement (%s): %w", oneLineSQL(q), tree.Message, loch.ErrInvalidArgument)
 		}
-		return rewritten{sql: q}, nil
+		return rewritten{sql: run}, nil
 	}
 	if len(tree.Statements) != 1 {
 		return rewritten{}, fmt.Errorf("query %s: %d statements, want one: %w", oneLineSQL(q), len(tree.Statements), loch.ErrInvalidArgument)
@@ -69,7 +70,7 @@ func (e *Engine) rewrite(ctx context.Context, q string, selection bool) (rewritt
 		if selection {
 			return rewritten{}, fmt.Errorf("query %s: a selection needs a plain SELECT (not a UNION or other set operation): %w", oneLineSQL(q), loch.ErrInvalidArgument)
 		}
-		return rewritten{sql: q}, nil
+		return rewritten{sql: run}, nil
 	}
 	var out rewritten
 	changed := selection
@@ -126,7 +127,7 @@ func (e *Engine) rewrite(ctx context.Context, q string, selection bool) (rewritt
 		order["orders"] = append(orders, map[string]any{"type": "ASCENDING", "null_order": "ORDER_DEFAULT", "expression": pos})
 	}
 	if !changed { // as given: DuckDB names result columns after their text
-		out.sql = q
+		out.sql = run
 		return out, nil
 	}
 	b, err := json.Marshal(map[string]any{"error": false, "statements": []any{stmt}})

@@ -41,6 +41,10 @@ type source struct {
 	infos   []duckdb.ColumnInfo
 	threads int
 	next    atomic.Int64 // next morsel
+	// filter, when the query pushed one (pushdown.go), drops rows before
+	// their columns are converted; emitted counts the rows handed DuckDB.
+	filter  *filter
+	emitted *atomic.Int64
 
 	mu     sync.Mutex
 	cache  *lru.Cache[loch.ChunkID, *loch.Fetched]
@@ -86,12 +90,16 @@ func (s *source) Init() duckdb.ParallelTableSourceInfo {
 type local struct {
 	projected []int // table column indexes DuckDB asked for; nil until the first call
 	locs      []loch.RowLoc
+	rows      []int32 // the indexes in locs of the rows the morsel emits
 	strs      stringBatch // a text or json column's values, assigned at once
 }
 
 func (s *source) NewLocalState() any { return &local{} }
 
-// FillChunk fills one morsel of rows: the columns DuckDB projected only.
+// FillChunk fills the chunk with the rows of one morsel that pass the
+// pushed filter (of the next morsel that has any: an empty chunk ends the
+// scan): the columns DuckDB projected only, each converted for the rows
+// that pass alone.
 func (s *source) FillChunk(ls any, chunk duckdb.DataChunk) error {
 	l := ls.(*local)
 	if l.projected == nil {
@@ -102,38 +110,99 @@ func (s *source) FillChunk(ls any, chunk duckdb.DataChunk) error {
 			}
 		}
 	}
-	m := s.next.Add(1) - 1
-	lo := m * int64(morselRows)
-	hi := min(lo+int64(morselRows), s.sc.Len())
-	if lo >= hi {
-		return chunk.SetSize(0)
-	}
-	var err error
-	if l.locs, err = s.sc.LocateRange(lo, hi, l.locs[:0]); err != nil {
-		return err
-	}
-	for _, ci := range l.projected {
-		if err := s.fill(chunk, l, ci, lo); err != nil {
+	for {
+		m := s.next.Add(1) - 1
+		lo := m * int64(morselRows)
+		hi := min(lo+int64(morselRows), s.sc.Len())
+		if lo >= hi {
+			return chunk.SetSize(0)
+		}
+		var err error
+		if l.locs, err = s.sc.LocateRange(lo, hi, l.locs[:0]); err != nil {
 			return err
 		}
+		l.rows = l.rows[:0]
+		for i := range l.locs {
+			l.rows = append(l.rows, int32(i))
+		}
+		if s.filter != nil {
+			if err := s.applyFilter(l, lo); err != nil {
+				return err
+			}
+			if len(l.rows) == 0 {
+				continue
+			}
+		}
+		for _, ci := range l.projected {
+			if err := s.fill(chunk, l, ci, lo); err != nil {
+				return err
+			}
+		}
+		if s.emitted != nil {
+			s.emitted.Add(int64(len(l.rows)))
+		}
+		return chunk.SetSize(len(l.rows))
 	}
-	return chunk.SetSize(int(hi - lo))
 }
 
-// fill writes table column ci of the morsel's rows.
+// applyFilter keeps in l.rows the rows that pass every pushed predicate,
+// evaluating each on the rows that passed the ones before.
+func (s *source) applyFilter(l *local, lo int64) error {
+	for _, p := range s.filter.preds {
+		c := p.col
+		cur := s.sc.SlotCursor(c.uid)
+		var lastID loch.ChunkID
+		var last *loch.Fetched
+		out := l.rows[:0]
+		for _, li := range l.rows {
+			slot := cur.Slot(l.locs[li])
+			var b []byte
+			null := slot.Null()
+			if !null {
+				if slot.Pieces() != 1 {
+					out = append(out, li) // a split sample: not judged here
+					continue
+				}
+				f := last
+				if id := slot.Chunk(0); f == nil || id != lastID {
+					var err error
+					if f, err = s.chunk(id); err != nil {
+						return fmt.Errorf("row %d, column %q: %w", lo+int64(li), c.name, err)
+					}
+					last, lastID = f, id
+				}
+				var err error
+				if b, null, err = f.Data(slot.Index()); err != nil {
+					return fmt.Errorf("row %d, column %q: %w", lo+int64(li), c.name, err)
+				}
+			}
+			if p.keep(b, null) {
+				out = append(out, li)
+			}
+		}
+		l.rows = out
+		if len(out) == 0 {
+			return nil
+		}
+	}
+	return nil
+}
+
+// fill writes table column ci of the morsel's rows that l.rows keeps,
+// the k-th of them to row k of the chunk.
 func (s *source) fill(chunk duckdb.DataChunk, l *local, ci int, lo int64) error {
 	locs := l.locs
 	switch ci {
 	case 0:
-		for i, r := range locs {
-			if err := duckdb.SetChunkValue(chunk, ci, i, r.ID); err != nil {
+		for k, li := range l.rows {
+			if err := duckdb.SetChunkValue(chunk, ci, k, locs[li].ID); err != nil {
 				return err
 			}
 		}
 		return nil
 	case 1:
-		for i := range locs {
-			if err := duckdb.SetChunkValue(chunk, ci, i, lo+int64(i)); err != nil {
+		for k, li := range l.rows {
+			if err := duckdb.SetChunkValue(chunk, ci, k, lo+int64(li)); err != nil {
 				return err
 			}
 		}
@@ -162,7 +231,11 @@ func (s *source) fill(chunk duckdb.DataChunk, l *local, ci int, lo int64) error 
 	strs.reset()
 	defer strs.assign(str)
 	cur := s.sc.SlotCursor(c.uid)
-	for i, r := range locs {
+	for i, li := range l.rows {
+		// i is the row in the chunk; the error messages name the row's
+		// position, lo+li.
+		r := locs[li]
+		pos := lo + int64(li)
 		slot := cur.Slot(r)
 		if slot.Pieces() == 1 && c.direct() {
 			// Scalars, text and json: their bytes, with no shape.
@@ -170,13 +243,13 @@ func (s *source) fill(chunk duckdb.DataChunk, l *local, ci int, lo int64) error 
 			if id := slot.Chunk(0); f == nil || id != lastID {
 				var err error
 				if f, err = s.chunk(id); err != nil {
-					return fmt.Errorf("row %d, column %q: %w", lo+int64(i), c.name, err)
+					return fmt.Errorf("row %d, column %q: %w", pos, c.name, err)
 				}
 				last, lastID = f, id
 			}
 			b, null, err := f.Data(slot.Index())
 			if err != nil {
-				return fmt.Errorf("row %d, column %q: %w", lo+int64(i), c.name, err)
+				return fmt.Errorf("row %d, column %q: %w", pos, c.name, err)
 			}
 			if raw != nil && !null && len(b) == size {
 				copy(unsafe.Slice((*byte)(unsafe.Add(raw, i*size)), size), b)
@@ -187,7 +260,7 @@ func (s *source) fill(chunk duckdb.DataChunk, l *local, ci int, lo int64) error 
 				continue
 			}
 			if err := c.setDirect(chunk, ci, i, b, null); err != nil {
-				return fmt.Errorf("row %d: %w", lo+int64(i), err)
+				return fmt.Errorf("row %d: %w", pos, err)
 			}
 			continue
 		}
@@ -197,7 +270,7 @@ func (s *source) fill(chunk duckdb.DataChunk, l *local, ci int, lo int64) error 
 		case c.kind == mapInfo:
 			shape, stored, err := s.sc.SampleInfo(s.ctx, slot)
 			if err != nil {
-				return fmt.Errorf("row %d, column %q: %w", lo+int64(i), c.name, err)
+				return fmt.Errorf("row %d, column %q: %w", pos, c.name, err)
 			}
 			if shape != nil {
 				v = c.infoValue(shape, stored)
@@ -207,20 +280,20 @@ func (s *source) fill(chunk duckdb.DataChunk, l *local, ci int, lo int64) error 
 			for p := range slot.Pieces() {
 				f, err := s.chunk(slot.Chunk(p))
 				if err != nil {
-					return fmt.Errorf("row %d, column %q: %w", lo+int64(i), c.name, err)
+					return fmt.Errorf("row %d, column %q: %w", pos, c.name, err)
 				}
 				got = append(got, f)
 			}
 			smp, err := s.sc.Sample(slot, got)
 			if err != nil {
-				return fmt.Errorf("row %d, column %q: %w", lo+int64(i), c.name, err)
+				return fmt.Errorf("row %d, column %q: %w", pos, c.name, err)
 			}
 			if v, err = c.value(smp); err != nil {
-				return fmt.Errorf("row %d: %w", lo+int64(i), err)
+				return fmt.Errorf("row %d: %w", pos, err)
 			}
 		}
 		if err := duckdb.SetChunkValue(chunk, ci, i, v); err != nil {
-			return fmt.Errorf("row %d, column %q: %w", lo+int64(i), c.name, err)
+			return fmt.Errorf("row %d, column %q: %w", pos, c.name, err)
 		}
 	}
 	return nil
