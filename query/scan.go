@@ -91,6 +91,7 @@ type local struct {
 	projected []int // table column indexes DuckDB asked for; nil until the first call
 	locs      []loch.RowLoc
 	rows      []int32 // the indexes in locs of the rows the morsel emits
+	slots     []loch.Slot
 	strs      stringBatch // a text or json column's values, assigned at once
 }
 
@@ -150,12 +151,33 @@ func (s *source) FillChunk(ls any, chunk duckdb.DataChunk) error {
 func (s *source) applyFilter(l *local, lo int64) error {
 	for _, p := range s.filter.preds {
 		c := p.col
-		cur := s.sc.SlotCursor(c.uid)
-		var lastID loch.ChunkID
-		var last *loch.Fetched
+		size := 0 // a fixed-size scalar's bytes: runs of them judged at once
+		if c.kind == mapScalar || c.kind == mapEnum {
+			size = c.col.DType.Size()
+		}
+		slots := s.slots(l, c.uid)
+		rd := chunkReader{s: s}
 		out := l.rows[:0]
-		for _, li := range l.rows {
-			slot := cur.Slot(l.locs[li])
+		for k := 0; k < len(slots); {
+			li, slot := l.rows[k], slots[k]
+			if size > 0 {
+				if n := runLen(slots, k); n > 1 {
+					f, err := rd.fetched(slot.Chunk(0))
+					if err != nil {
+						return fmt.Errorf("row %d, column %q: %w", lo+int64(li), c.name, err)
+					}
+					if data, ok := f.Fixed(slot.Index(), slot.Index()+n, size); ok {
+						for j := range n {
+							if p.keep(data[j*size:(j+1)*size:(j+1)*size], false) {
+								out = append(out, l.rows[k+j])
+							}
+						}
+						k += n
+						continue
+					}
+				}
+			}
+			k++
 			var b []byte
 			null := slot.Null()
 			if !null {
@@ -163,15 +185,10 @@ func (s *source) applyFilter(l *local, lo int64) error {
 					out = append(out, li) // a split sample: not judged here
 					continue
 				}
-				f := last
-				if id := slot.Chunk(0); f == nil || id != lastID {
-					var err error
-					if f, err = s.chunk(id); err != nil {
-						return fmt.Errorf("row %d, column %q: %w", lo+int64(li), c.name, err)
-					}
-					last, lastID = f, id
+				f, err := rd.fetched(slot.Chunk(0))
+				if err != nil {
+					return fmt.Errorf("row %d, column %q: %w", lo+int64(li), c.name, err)
 				}
-				var err error
 				if b, null, err = f.Data(slot.Index()); err != nil {
 					return fmt.Errorf("row %d, column %q: %w", lo+int64(li), c.name, err)
 				}
@@ -186,6 +203,55 @@ func (s *source) applyFilter(l *local, lo int64) error {
 		}
 	}
 	return nil
+}
+
+// slots returns the slots of column uid of the rows l.rows keeps, in
+// l.slots.
+func (s *source) slots(l *local, uid int) []loch.Slot {
+	cur := s.sc.SlotCursor(uid)
+	l.slots = l.slots[:0]
+	for _, li := range l.rows {
+		l.slots = append(l.slots, cur.Slot(l.locs[li]))
+	}
+	return l.slots
+}
+
+// runLen is the number of slots from k on that are samples one after
+// another of one chunk.
+func runLen(slots []loch.Slot, k int) int {
+	first := slots[k]
+	if first.Pieces() != 1 {
+		return 1
+	}
+	n := 1
+	for k+n < len(slots) {
+		sl := slots[k+n]
+		if sl.Pieces() != 1 || sl.Chunk(0) != first.Chunk(0) || sl.Index() != first.Index()+n {
+			break
+		}
+		n++
+	}
+	return n
+}
+
+// chunkReader fetches a column's chunks for one morsel, keeping the last
+// one (most often the next row's too).
+type chunkReader struct {
+	s      *source
+	last   *loch.Fetched
+	lastID loch.ChunkID
+}
+
+func (r *chunkReader) fetched(id loch.ChunkID) (*loch.Fetched, error) {
+	if r.last != nil && id == r.lastID {
+		return r.last, nil
+	}
+	f, err := r.s.chunk(id)
+	if err != nil {
+		return nil, err
+	}
+	r.last, r.lastID = f, id
+	return f, nil
 }
 
 // fill writes table column ci of the morsel's rows that l.rows keeps,
@@ -210,8 +276,7 @@ func (s *source) fill(chunk duckdb.DataChunk, l *local, ci int, lo int64) error 
 	}
 	c := s.cols[ci-2]
 	var got []*loch.Fetched
-	var lastID loch.ChunkID // the chunk of the previous row, most often this row's
-	var last *loch.Fetched
+	rd := chunkReader{s: s}
 	var raw unsafe.Pointer // the vector's memory, for a scalar copied as stored
 	size := c.col.DType.Size()
 	var str mapping.Vector // the vector, for text and json assigned as stored
@@ -230,22 +295,28 @@ func (s *source) fill(chunk duckdb.DataChunk, l *local, ci int, lo int64) error 
 	strs := &l.strs
 	strs.reset()
 	defer strs.assign(str)
-	cur := s.sc.SlotCursor(c.uid)
-	for i, li := range l.rows {
+	slots := s.slots(l, c.uid)
+	for i := 0; i < len(slots); i++ {
 		// i is the row in the chunk; the error messages name the row's
 		// position, lo+li.
-		r := locs[li]
+		li, slot := l.rows[i], slots[i]
 		pos := lo + int64(li)
-		slot := cur.Slot(r)
 		if slot.Pieces() == 1 && c.direct() {
 			// Scalars, text and json: their bytes, with no shape.
-			f := last
-			if id := slot.Chunk(0); f == nil || id != lastID {
-				var err error
-				if f, err = s.chunk(id); err != nil {
-					return fmt.Errorf("row %d, column %q: %w", pos, c.name, err)
+			f, err := rd.fetched(slot.Chunk(0))
+			if err != nil {
+				return fmt.Errorf("row %d, column %q: %w", pos, c.name, err)
+			}
+			if raw != nil {
+				// A run of scalars one after another in the chunk and in
+				// the vector: copied at once.
+				if n := runLen(slots, i); n > 1 {
+					if data, ok := f.Fixed(slot.Index(), slot.Index()+n, size); ok {
+						copy(unsafe.Slice((*byte)(unsafe.Add(raw, i*size)), n*size), data)
+						i += n - 1
+						continue
+					}
 				}
-				last, lastID = f, id
 			}
 			b, null, err := f.Data(slot.Index())
 			if err != nil {
