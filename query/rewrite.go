@@ -20,8 +20,9 @@ type rewritten struct {
 	star   bool // its SELECT list has *
 }
 
-// rewrite parses q with DuckDB (json_serialize_sql) and rewrites its
-// syntax tree: a SELECT with no FROM reads the dataset; random() becomes
+// rewrite pushes q's filters into its scans (pushdown), parses it with
+// DuckDB (json_serialize_sql) and rewrites its syntax tree: a SELECT with
+// no FROM reads the dataset; random() becomes
 // loch_random(_rowid); and, for a selection, _rowid is added to the
 // SELECT list and _pos becomes the last ORDER BY key, so that rows that
 // tie come in the dataset's order. A statement other than one SELECT
