@@ -46,9 +46,10 @@ type source struct {
 	filter  *filter
 	emitted *atomic.Int64
 
-	mu     sync.Mutex
-	cache  *lru.Cache[loch.ChunkID, *loch.Fetched]
-	flight map[loch.ChunkID]*fetch
+	mu        sync.Mutex
+	cache     *lru.Cache[loch.ChunkID, *loch.Fetched]
+	flight    map[loch.ChunkID]*fetch
+	nextChunk map[loch.ChunkID]loch.ChunkID // see after
 }
 
 type fetch struct {
@@ -371,7 +372,11 @@ func (s *source) fill(chunk duckdb.DataChunk, l *local, ci int, lo int64) error 
 }
 
 // chunk returns a whole fetched chunk: from the scan's cache, or fetched
-// once however many threads ask for it at once.
+// once however many threads ask for it at once. A thread that finds the
+// chunk being fetched by another fetches the chunk after it in its
+// column meanwhile (if nobody has), rather than wait idle: morsels go in
+// row order, so the threads will need it next, and they then find it
+// read instead of waiting again at every chunk boundary.
 func (s *source) chunk(id loch.ChunkID) (*loch.Fetched, error) {
 	s.mu.Lock()
 	if f, ok := s.cache.Get(id); ok {
@@ -379,14 +384,40 @@ func (s *source) chunk(id loch.ChunkID) (*loch.Fetched, error) {
 		return f, nil
 	}
 	if fl, ok := s.flight[id]; ok {
+		next, ahead := s.after(id)
+		var mine *fetch
+		if ahead {
+			mine = s.claim(next)
+		}
 		s.mu.Unlock()
+		if mine != nil {
+			s.run(next, mine)
+		}
 		<-fl.done
 		return fl.f, fl.err
 	}
+	fl := s.claim(id)
+	s.mu.Unlock()
+	s.run(id, fl)
+	return fl.f, fl.err
+}
+
+// claim registers a fetch of id, unless it is cached or being fetched
+// (then nil). s.mu is held.
+func (s *source) claim(id loch.ChunkID) *fetch {
+	if _, ok := s.cache.Get(id); ok {
+		return nil
+	}
+	if _, ok := s.flight[id]; ok {
+		return nil
+	}
 	fl := &fetch{done: make(chan struct{})}
 	s.flight[id] = fl
-	s.mu.Unlock()
+	return fl
+}
 
+// run performs a claimed fetch and hands it to the threads waiting.
+func (s *source) run(id loch.ChunkID, fl *fetch) {
 	fl.f, fl.err = s.sc.Fetch(s.ctx, loch.Read{Chunk: id})
 	s.mu.Lock()
 	delete(s.flight, id)
@@ -395,7 +426,25 @@ func (s *source) chunk(id loch.ChunkID) (*loch.Fetched, error) {
 	}
 	s.mu.Unlock()
 	close(fl.done)
-	return fl.f, fl.err
+}
+
+// after returns the chunk after id in its column's row order (made at
+// the first call, for every column that reads chunks). s.mu is held.
+func (s *source) after(id loch.ChunkID) (loch.ChunkID, bool) {
+	if s.nextChunk == nil {
+		s.nextChunk = map[loch.ChunkID]loch.ChunkID{}
+		for _, c := range s.cols {
+			if c.kind == mapInfo {
+				continue // chunk headers only
+			}
+			ids := s.sc.Chunks(c.uid)
+			for i := 1; i < len(ids); i++ {
+				s.nextChunk[ids[i-1]] = ids[i]
+			}
+		}
+	}
+	next, ok := s.nextChunk[id]
+	return next, ok
 }
 
 // defaultThreads is the DuckDB threads a scan runs on.
