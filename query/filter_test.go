@@ -173,10 +173,23 @@ func TestPushdownPlans(t *testing.T) {
 		_, err := e.Write(ctx, tc.q, FormatCSV, 0, io.Discard)
 		require.NoError(t, err, "%s\nran as %s", tc.q, got)
 	}
+	// A column wins over a SELECT alias of its name in WHERE.
+	q := "SELECT s + 1000 AS f FROM ds WHERE f > 5 ORDER BY _rowid"
+	require.NotEqual(t, q, e.pushdown(ctx, q))
+	got := e.answer(t, q)
+	e.noPushdown = true
+	require.Equal(t, e.answer(t, q), got)
+	e.noPushdown = false
+	// A temp table of a view's name hides the view: nothing is pushed.
+	_, err = e.conn.ExecContext(ctx, "CREATE TEMP TABLE edge AS SELECT 1 AS i")
+	require.NoError(t, err)
+	q = "SELECT * FROM edge WHERE i = 1"
+	require.Equal(t, q, e.pushdown(ctx, q))
+	require.Equal(t, [][]string{{"1"}}, e.answer(t, q))
 	// Under a non-binary collation no string comparison is pushed.
 	_, err = e.conn.ExecContext(ctx, "SET default_collation = 'nocase'")
 	require.NoError(t, err)
-	q := "SELECT * FROM ds WHERE t = 'apple'"
+	q = "SELECT * FROM ds WHERE t = 'apple'"
 	require.Equal(t, q, e.pushdown(ctx, q))
 	require.Equal(t, e.answer(t, "SELECT _rowid FROM ds WHERE lower(t) = 'apple' ORDER BY _rowid"), e.answer(t, "SELECT _rowid FROM ds WHERE t = 'apple' ORDER BY _rowid"))
 }

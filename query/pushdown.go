@@ -49,9 +49,14 @@ func (e *Engine) pushdown(ctx context.Context, q string) string {
 	if !ok {
 		return q
 	}
-	ctes := map[string]bool{}
-	collectCTEs(stmt, ctes)
-	binary := e.binaryCollation(ctx)
+	// Names that do not reach the engine's views: CTEs, and objects in
+	// DuckDB's temp schema (searched first).
+	shadowed := map[string]bool{}
+	collectCTEs(stmt, shadowed)
+	binary, ok := e.session(ctx, shadowed)
+	if !ok {
+		return q
+	}
 	type splice struct {
 		at, end int
 		text    string
@@ -69,7 +74,7 @@ func (e *Engine) pushdown(ctx context.Context, q string) string {
 		if c, _ := from["catalog_name"].(string); c != "" {
 			return
 		}
-		if aliases, _ := from["column_name_alias"].([]any); len(aliases) > 0 || ctes[strings.ToLower(name)] {
+		if aliases, _ := from["column_name_alias"].([]any); len(aliases) > 0 || shadowed[strings.ToLower(name)] {
 			return
 		}
 		url, ok := e.viewURL(name)
@@ -150,14 +155,28 @@ func (e *Engine) parseOne(ctx context.Context, q string) (map[string]any, bool) 
 	return stmt, true
 }
 
-// binaryCollation reports whether DuckDB compares strings bytewise (no
-// default collation is set).
-func (e *Engine) binaryCollation(ctx context.Context) bool {
-	var c string
-	if err := e.conn.QueryRowContext(ctx, "SELECT current_setting('default_collation')::VARCHAR").Scan(&c); err != nil {
-		return false
+// session reads what pushdown depends on in the connection's state:
+// whether DuckDB compares strings bytewise (no default collation is set),
+// and the names of the temp schema's tables and views, which it adds to
+// shadowed. ok is false when a plain name may not reach the engine's views
+// (another database or schema is the default).
+func (e *Engine) session(ctx context.Context, shadowed map[string]bool) (binary, ok bool) {
+	var coll, db, schema string
+	var temp []byte
+	err := e.conn.QueryRowContext(ctx, `SELECT current_setting('default_collation')::VARCHAR, current_database(), current_schema(),
+		(SELECT to_json(coalesce(list(lower(n)), [])) FROM (SELECT table_name AS n FROM duckdb_tables() WHERE database_name = 'temp'
+			UNION ALL SELECT view_name FROM duckdb_views() WHERE database_name = 'temp'))::VARCHAR`).Scan(&coll, &db, &schema, &temp)
+	if err != nil || db != "memory" || schema != "main" {
+		return false, false
 	}
-	return c == ""
+	var names []string
+	if json.Unmarshal(temp, &names) != nil {
+		return false, false
+	}
+	for _, n := range names {
+		shadowed[n] = true
+	}
+	return coll == "", true
 }
 
 // viewURL is the loch_scan URL of a view the engine made (ds, the URL's
