@@ -247,6 +247,23 @@ func TestSlotCursor(t *testing.T) {
 			require.Equal(t, want, r, "LocateRange at %d", p)
 			require.Equal(t, sc.Slot(r, c.UID), cur.Slot(r), "column %s, row %d", c.Name, p)
 		}
+		// Runs tile the rows: each row's slot is the run's first sample
+		// plus its place in the run.
+		cur = sc.SlotCursor(c.UID)
+		for p := 0; p < len(locs); {
+			first, n := cur.Run(locs[p:])
+			require.GreaterOrEqual(t, n, 1)
+			for j := range n {
+				want := sc.Slot(locs[p+j], c.UID)
+				if n > 1 {
+					require.Equal(t, first.Chunk(0), want.Chunk(0), "column %s, row %d", c.Name, p+j)
+					require.Equal(t, first.Index()+j, want.Index(), "column %s, row %d", c.Name, p+j)
+				} else {
+					require.Equal(t, want, first)
+				}
+			}
+			p += n
+		}
 	}
 }
 

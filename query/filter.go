@@ -95,6 +95,9 @@ type cpred struct {
 	pred
 	col  column
 	keep func(b []byte, null bool) bool
+	// run, for a numeric comparison, judges a run of values at once (see
+	// numTest.run); nil for the others.
+	run func(data []byte, rows, out []int32) []int32
 }
 
 // compileFilter checks ps against the table's columns and compiles them.
@@ -113,7 +116,13 @@ func compileFilter(ps []pred, cols []column) (*filter, error) {
 		if err != nil {
 			return nil, fmt.Errorf("filter on column %q (%s): %w: %w", p.Col, c.sqlType(), err, loch.ErrInvalidArgument)
 		}
-		f.preds = append(f.preds, cpred{pred: p, col: c, keep: keep})
+		cp := cpred{pred: p, col: c, keep: keep}
+		if c.kind == mapScalar && c.col.DType != schema.Bool {
+			if t, err := numPred(p, c); err == nil {
+				cp.run = t.run
+			}
+		}
+		f.preds = append(f.preds, cp)
 	}
 	rank := func(p cpred) int {
 		switch p.col.kind {
@@ -174,7 +183,11 @@ func compilePred(p pred, c column) (func([]byte, bool) bool, error) {
 				return !null && len(b) == 1 && (b[0] != 0) == (v != 0)
 			}, nil
 		}
-		return numPred(p, c)
+		t, err := numPred(p, c)
+		if err != nil {
+			return nil, err
+		}
+		return t.keep, nil
 	case mapEnum, mapText:
 		if err := strOp(p); err != nil {
 			return nil, err
@@ -294,13 +307,86 @@ const (
 	absSlack = 0x1p-140
 )
 
+// numTest is a compiled comparison of a numeric column: keep a value in
+// any [lo[k], hi[k]], and NaN; or, for <>, any value but x.
+type numTest struct {
+	d      schema.DType
+	lo, hi []float64
+	ne     bool
+	x      float64 // ne: the value dropped (NaN: none)
+}
+
+func (t *numTest) keepValue(v float64) bool {
+	if t.ne {
+		return v != t.x
+	}
+	if v != v {
+		return true // NaN
+	}
+	for k := range t.lo {
+		if v >= t.lo[k] && v <= t.hi[k] {
+			return true
+		}
+	}
+	return false
+}
+
+// keep judges one stored value.
+func (t *numTest) keep(b []byte, null bool) bool {
+	if null {
+		return false
+	}
+	if len(b) != t.d.Size() {
+		return true // not a scalar: DuckDB's conversion reports it
+	}
+	return t.keepValue(numValue(t.d, b))
+}
+
+// run judges len(rows) values stored one after another in data, appending
+// the rows kept to out (which may share rows' memory up to the row read).
+func (t *numTest) run(data []byte, rows, out []int32) []int32 {
+	switch t.d {
+	case schema.Float32:
+		for j, li := range rows {
+			if t.keepValue(float64(math.Float32frombits(binary.LittleEndian.Uint32(data[4*j:])))) {
+				out = append(out, li)
+			}
+		}
+	case schema.Float64:
+		for j, li := range rows {
+			if t.keepValue(math.Float64frombits(binary.LittleEndian.Uint64(data[8*j:]))) {
+				out = append(out, li)
+			}
+		}
+	case schema.Int64:
+		for j, li := range rows {
+			if t.keepValue(float64(int64(binary.LittleEndian.Uint64(data[8*j:])))) {
+				out = append(out, li)
+			}
+		}
+	case schema.Int32:
+		for j, li := range rows {
+			if t.keepValue(float64(int32(binary.LittleEndian.Uint32(data[4*j:])))) {
+				out = append(out, li)
+			}
+		}
+	default:
+		size := t.d.Size()
+		for j, li := range rows {
+			if t.keepValue(numValue(t.d, data[j*size:])) {
+				out = append(out, li)
+			}
+		}
+	}
+	return out
+}
+
 // numPred compiles a comparison of a numeric column with numbers. NaN,
 // which DuckDB orders above every number and equal to itself, is always
 // kept.
-func numPred(p pred, c column) (func([]byte, bool) bool, error) {
+func numPred(p pred, c column) (*numTest, error) {
 	d := c.col.DType
-	size := d.Size()
-	if size <= 0 {
+	if d.Size() <= 0 {
 		return nil, fmt.Errorf("dtype %s is not numeric", d)
 	}
 	for _, x := range p.Num {
@@ -312,24 +398,24 @@ func numPred(p pred, c column) (func([]byte, bool) bool, error) {
 		return nil, fmt.Errorf("op %q on a numeric column takes numbers", p.Op)
 	}
 	slack := func(x float64) float64 { return math.Abs(x)*relSlack + absSlack }
-	var lo, hi []float64 // keep a value in any [lo[k], hi[k]]
+	t := &numTest{d: d}
 	switch p.Op {
 	case opGT, opGE:
 		if len(p.Num) != 1 {
 			return nil, fmt.Errorf("op %q takes one number", p.Op)
 		}
-		lo, hi = []float64{p.Num[0] - slack(p.Num[0])}, []float64{math.Inf(1)}
+		t.lo, t.hi = []float64{p.Num[0] - slack(p.Num[0])}, []float64{math.Inf(1)}
 	case opLT, opLE:
 		if len(p.Num) != 1 {
 			return nil, fmt.Errorf("op %q takes one number", p.Op)
 		}
-		lo, hi = []float64{math.Inf(-1)}, []float64{p.Num[0] + slack(p.Num[0])}
+		t.lo, t.hi = []float64{math.Inf(-1)}, []float64{p.Num[0] + slack(p.Num[0])}
 	case opEQ, opIn:
 		if len(p.Num) == 0 || (p.Op == opEQ && len(p.Num) != 1) {
 			return nil, fmt.Errorf("op %q takes numbers", p.Op)
 		}
 		for _, x := range p.Num {
-			lo, hi = append(lo, x-slack(x)), append(hi, x+slack(x))
+			t.lo, t.hi = append(t.lo, x-slack(x)), append(t.hi, x+slack(x))
 		}
 	case opNE:
 		if len(p.Num) != 1 {
@@ -337,38 +423,16 @@ func numPred(p pred, c column) (func([]byte, bool) bool, error) {
 		}
 		// Drop only a value certainly equal to the constant in any type
 		// DuckDB may compare in: an integer below 2^24 in magnitude, which
-		// every numeric type holds exactly.
-		x := p.Num[0]
-		if x != math.Trunc(x) || math.Abs(x) >= 1<<24 {
-			return func(_ []byte, null bool) bool { return !null }, nil
+		// every numeric type holds exactly (values beyond 2^53 that
+		// float64 rounds are far from it).
+		t.ne, t.x = true, p.Num[0]
+		if t.x != math.Trunc(t.x) || math.Abs(t.x) >= 1<<24 {
+			t.x = math.NaN() // drop nothing but nulls
 		}
-		return func(b []byte, null bool) bool {
-			if null || len(b) != size {
-				return !null
-			}
-			return numValue(d, b) != x
-		}, nil
 	default:
 		return nil, fmt.Errorf("op %q on a numeric column", p.Op)
 	}
-	return func(b []byte, null bool) bool {
-		if null {
-			return false
-		}
-		if len(b) != size {
-			return true // not a scalar: DuckDB's conversion reports it
-		}
-		v := numValue(d, b)
-		if v != v {
-			return true // NaN
-		}
-		for k := range lo {
-			if v >= lo[k] && v <= hi[k] {
-				return true
-			}
-		}
-		return false
-	}, nil
+	return t, nil
 }
 
 // numValue is a scalar's value as a float64 (rounded for integers beyond

@@ -93,6 +93,7 @@ type local struct {
 	locs      []loch.RowLoc
 	rows      []int32 // the indexes in locs of the rows the morsel emits
 	slots     []loch.Slot
+	spans     []span
 	strs      stringBatch // a text or json column's values, assigned at once
 }
 
@@ -156,46 +157,45 @@ func (s *source) applyFilter(l *local, lo int64) error {
 		if c.kind == mapScalar || c.kind == mapEnum {
 			size = c.col.DType.Size()
 		}
-		slots := s.slots(l, c.uid)
 		rd := chunkReader{s: s}
-		out := l.rows[:0]
-		for k := 0; k < len(slots); {
-			li, slot := l.rows[k], slots[k]
-			if size > 0 {
-				if n := runLen(slots, k); n > 1 {
-					f, err := rd.fetched(slot.Chunk(0))
-					if err != nil {
-						return fmt.Errorf("row %d, column %q: %w", lo+int64(li), c.name, err)
-					}
-					if data, ok := f.Fixed(slot.Index(), slot.Index()+n, size); ok {
-						for j := range n {
-							if p.keep(data[j*size:(j+1)*size:(j+1)*size], false) {
-								out = append(out, l.rows[k+j])
-							}
-						}
-						k += n
+		out := l.rows[:0] // filtered in place: out never passes the row read
+		for _, sp := range s.spans(l, c.uid) {
+			slot := sp.slot
+			if slot.Pieces() != 1 {
+				if !slot.Null() || p.keep(nil, true) {
+					out = append(out, l.rows[sp.k]) // a split sample is not judged here
+				}
+				continue
+			}
+			f, err := rd.fetched(slot.Chunk(0))
+			if err != nil {
+				return fmt.Errorf("row %d, column %q: %w", lo+int64(l.rows[sp.k]), c.name, err)
+			}
+			idx := slot.Index()
+			if size > 0 && sp.n > 1 {
+				if data, ok := f.Fixed(idx, idx+sp.n, size); ok {
+					rows := l.rows[sp.k : sp.k+sp.n]
+					if p.run != nil {
+						out = p.run(data, rows, out)
 						continue
 					}
-				}
-			}
-			k++
-			var b []byte
-			null := slot.Null()
-			if !null {
-				if slot.Pieces() != 1 {
-					out = append(out, li) // a split sample: not judged here
+					for j, li := range rows {
+						if p.keep(data[j*size:(j+1)*size:(j+1)*size], false) {
+							out = append(out, li)
+						}
+					}
 					continue
 				}
-				f, err := rd.fetched(slot.Chunk(0))
+			}
+			for j := range sp.n {
+				li := l.rows[sp.k+j]
+				b, null, err := f.Data(idx + j)
 				if err != nil {
 					return fmt.Errorf("row %d, column %q: %w", lo+int64(li), c.name, err)
 				}
-				if b, null, err = f.Data(slot.Index()); err != nil {
-					return fmt.Errorf("row %d, column %q: %w", lo+int64(li), c.name, err)
+				if p.keep(b, null) {
+					out = append(out, li)
 				}
-			}
-			if p.keep(b, null) {
-				out = append(out, li)
 			}
 		}
 		l.rows = out
@@ -204,6 +204,34 @@ func (s *source) applyFilter(l *local, lo int64) error {
 		}
 	}
 	return nil
+}
+
+// span is a run of the rows l.rows keeps, l.rows[k:k+n], whose samples of
+// one column follow one another in one chunk from slot's (n is 1 for a
+// null or split sample).
+type span struct {
+	k, n int
+	slot loch.Slot
+}
+
+// spans cuts the rows l.rows keeps into spans of column uid, in l.spans.
+func (s *source) spans(l *local, uid int) []span {
+	cur := s.sc.SlotCursor(uid)
+	l.spans = l.spans[:0]
+	for k := 0; k < len(l.rows); {
+		m := 1 // the rows from k on at positions one after another
+		for k+m < len(l.rows) && l.rows[k+m] == l.rows[k]+int32(m) {
+			m++
+		}
+		li := int(l.rows[k])
+		for j := 0; j < m; {
+			slot, n := cur.Run(l.locs[li+j : li+m])
+			l.spans = append(l.spans, span{k: k + j, n: n, slot: slot})
+			j += n
+		}
+		k += m
+	}
+	return l.spans
 }
 
 // slots returns the slots of column uid of the rows l.rows keeps, in
@@ -215,24 +243,6 @@ func (s *source) slots(l *local, uid int) []loch.Slot {
 		l.slots = append(l.slots, cur.Slot(l.locs[li]))
 	}
 	return l.slots
-}
-
-// runLen is the number of slots from k on that are samples one after
-// another of one chunk.
-func runLen(slots []loch.Slot, k int) int {
-	first := slots[k]
-	if first.Pieces() != 1 {
-		return 1
-	}
-	n := 1
-	for k+n < len(slots) {
-		sl := slots[k+n]
-		if sl.Pieces() != 1 || sl.Chunk(0) != first.Chunk(0) || sl.Index() != first.Index()+n {
-			break
-		}
-		n++
-	}
-	return n
 }
 
 // chunkReader fetches a column's chunks for one morsel, keeping the last
@@ -296,77 +306,91 @@ func (s *source) fill(chunk duckdb.DataChunk, l *local, ci int, lo int64) error 
 	strs := &l.strs
 	strs.reset()
 	defer strs.assign(str)
-	slots := s.slots(l, c.uid)
-	for i := 0; i < len(slots); i++ {
-		// i is the row in the chunk; the error messages name the row's
-		// position, lo+li.
-		li, slot := l.rows[i], slots[i]
-		pos := lo + int64(li)
-		if slot.Pieces() == 1 && c.direct() {
-			// Scalars, text and json: their bytes, with no shape.
+	if c.direct() {
+		// Scalars, text and json: their bytes, with no shape.
+		for _, sp := range s.spans(l, c.uid) {
+			slot := sp.slot
+			if slot.Pieces() != 1 { // null, or a split sample
+				if err := s.fillValue(chunk, ci, c, sp.k, lo+int64(l.rows[sp.k]), slot, &got); err != nil {
+					return err
+				}
+				continue
+			}
 			f, err := rd.fetched(slot.Chunk(0))
 			if err != nil {
-				return fmt.Errorf("row %d, column %q: %w", pos, c.name, err)
+				return fmt.Errorf("row %d, column %q: %w", lo+int64(l.rows[sp.k]), c.name, err)
 			}
-			if raw != nil {
-				// A run of scalars one after another in the chunk and in
-				// the vector: copied at once.
-				if n := runLen(slots, i); n > 1 {
-					if data, ok := f.Fixed(slot.Index(), slot.Index()+n, size); ok {
-						copy(unsafe.Slice((*byte)(unsafe.Add(raw, i*size)), n*size), data)
-						i += n - 1
-						continue
+			idx := slot.Index()
+			if raw != nil && sp.n > 1 {
+				// Scalars one after another in the chunk and in the
+				// vector: copied at once.
+				if data, ok := f.Fixed(idx, idx+sp.n, size); ok {
+					copy(unsafe.Slice((*byte)(unsafe.Add(raw, sp.k*size)), sp.n*size), data)
+					continue
+				}
+			}
+			for j := range sp.n {
+				i := sp.k + j // the row in the chunk
+				b, null, err := f.Data(idx + j)
+				if err != nil {
+					return fmt.Errorf("row %d, column %q: %w", lo+int64(l.rows[i]), c.name, err)
+				}
+				switch {
+				case raw != nil && !null && len(b) == size:
+					copy(unsafe.Slice((*byte)(unsafe.Add(raw, i*size)), size), b)
+				case str.Ptr != nil && !null && len(b) > 0:
+					strs.add(i, b)
+				default:
+					if err := c.setDirect(chunk, ci, i, b, null); err != nil {
+						return fmt.Errorf("row %d: %w", lo+int64(l.rows[i]), err)
 					}
 				}
 			}
-			b, null, err := f.Data(slot.Index())
-			if err != nil {
-				return fmt.Errorf("row %d, column %q: %w", pos, c.name, err)
-			}
-			if raw != nil && !null && len(b) == size {
-				copy(unsafe.Slice((*byte)(unsafe.Add(raw, i*size)), size), b)
-				continue
-			}
-			if str.Ptr != nil && !null && len(b) > 0 {
-				strs.add(i, b)
-				continue
-			}
-			if err := c.setDirect(chunk, ci, i, b, null); err != nil {
-				return fmt.Errorf("row %d: %w", pos, err)
-			}
-			continue
 		}
-		var v any
-		switch {
-		case slot.Null():
-		case c.kind == mapInfo:
-			shape, stored, err := s.sc.SampleInfo(s.ctx, slot)
-			if err != nil {
-				return fmt.Errorf("row %d, column %q: %w", pos, c.name, err)
-			}
-			if shape != nil {
-				v = c.infoValue(shape, stored)
-			}
-		default:
-			got = got[:0]
-			for p := range slot.Pieces() {
-				f, err := s.chunk(slot.Chunk(p))
-				if err != nil {
-					return fmt.Errorf("row %d, column %q: %w", pos, c.name, err)
-				}
-				got = append(got, f)
-			}
-			smp, err := s.sc.Sample(slot, got)
-			if err != nil {
-				return fmt.Errorf("row %d, column %q: %w", pos, c.name, err)
-			}
-			if v, err = c.value(smp); err != nil {
-				return fmt.Errorf("row %d: %w", pos, err)
-			}
+		return nil
+	}
+	for i, slot := range s.slots(l, c.uid) {
+		if err := s.fillValue(chunk, ci, c, i, lo+int64(l.rows[i]), slot, &got); err != nil {
+			return err
 		}
-		if err := duckdb.SetChunkValue(chunk, ci, i, v); err != nil {
+	}
+	return nil
+}
+
+// fillValue writes row i of the chunk, at position pos, from its slot of
+// column c, through duckdb-go's setters: a value of another shape than a
+// scalar or a string, a split sample, a null, a header's STRUCT.
+func (s *source) fillValue(chunk duckdb.DataChunk, ci int, c column, i int, pos int64, slot loch.Slot, got *[]*loch.Fetched) error {
+	var v any
+	switch {
+	case slot.Null():
+	case c.kind == mapInfo:
+		shape, stored, err := s.sc.SampleInfo(s.ctx, slot)
+		if err != nil {
 			return fmt.Errorf("row %d, column %q: %w", pos, c.name, err)
 		}
+		if shape != nil {
+			v = c.infoValue(shape, stored)
+		}
+	default:
+		*got = (*got)[:0]
+		for p := range slot.Pieces() {
+			f, err := s.chunk(slot.Chunk(p))
+			if err != nil {
+				return fmt.Errorf("row %d, column %q: %w", pos, c.name, err)
+			}
+			*got = append(*got, f)
+		}
+		smp, err := s.sc.Sample(slot, *got)
+		if err != nil {
+			return fmt.Errorf("row %d, column %q: %w", pos, c.name, err)
+		}
+		if v, err = c.value(smp); err != nil {
+			return fmt.Errorf("row %d: %w", pos, err)
+		}
+	}
+	if err := duckdb.SetChunkValue(chunk, ci, i, v); err != nil {
+		return fmt.Errorf("row %d, column %q: %w", pos, c.name, err)
 	}
 	return nil
 }
