@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"path/filepath"
+	"strings"
 	"testing"
 	"unicode/utf8"
 
@@ -157,6 +158,10 @@ func TestPushdownPlans(t *testing.T) {
 		{"SELECT * FROM ds USING SAMPLE 10 WHERE i = 1", ""},
 		{"WITH ds AS (SELECT 1 AS i) SELECT * FROM ds WHERE i = 1", ""},
 		{"SELECT * FROM ds JOIN ds AS o USING (i) WHERE i = 1", ""},
+		{"SELECT * FROM ds LEFT JOIN ds AS o ON ds.i = o.i WHERE ds.s = 1 AND o.s = 2", ""},
+		{"SELECT * FROM ds AS a JOIN ds AS o ON a.i = o.i WHERE s = 1", ""},
+		{"SELECT a.i FROM ds AS a JOIN ds AS o ON a.i = o.i WHERE a.s = 1", `[{"col":"s","op":"=","num":[1]}]`},
+		{"SELECT a.i FROM ds AS a, (SELECT 1 AS s) AS o WHERE a.s = o.s AND o.s = 1 AND a.b", `[{"col":"b","op":"true"}]`},
 		{"SELECT * FROM (SELECT * FROM ds) WHERE i = 1", ""},
 		{"SELECT * FROM ds WHERE i IN (SELECT i FROM ds WHERE b)", `[{"col":"b","op":"true"}]`},
 		{"SELECT * FROM ds WHERE NOT b AND s IS NULL AND \"label\" IN ('cat') AND 3 < u", `[{"col":"b","op":"false"},{"col":"s","op":"null"},{"col":"label","op":"in","str":["cat"]},{"col":"u","op":"\u003e","num":[3]}]`},
@@ -173,10 +178,20 @@ func TestPushdownPlans(t *testing.T) {
 		_, err := e.Write(ctx, tc.q, FormatCSV, 0, io.Discard)
 		require.NoError(t, err, "%s\nran as %s", tc.q, got)
 	}
-	// A column wins over a SELECT alias of its name in WHERE.
-	q := "SELECT s + 1000 AS f FROM ds WHERE f > 5 ORDER BY _rowid"
-	require.NotEqual(t, q, e.pushdown(ctx, q))
+	// Inner joins: each side gets its own conjuncts, and the answer is the
+	// same as unpushed.
+	q := "SELECT a._rowid, o._rowid FROM ds AS a JOIN ds AS o ON a.b = o.b WHERE a.s > 0 AND o.f <= 0.9 AND a.t <> o.t ORDER BY 1, 2"
+	pushed := e.pushdown(ctx, q)
+	require.Equal(t, 2, strings.Count(pushed, scanAt+"("), pushed)
 	got := e.answer(t, q)
+	require.NotEmpty(t, got)
+	e.noPushdown = true
+	require.Equal(t, e.answer(t, q), got)
+	e.noPushdown = false
+	// A column wins over a SELECT alias of its name in WHERE.
+	q = "SELECT s + 1000 AS f FROM ds WHERE f > 5 ORDER BY _rowid"
+	require.NotEqual(t, q, e.pushdown(ctx, q))
+	got = e.answer(t, q)
 	e.noPushdown = true
 	require.Equal(t, e.answer(t, q), got)
 	e.noPushdown = false

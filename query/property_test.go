@@ -435,7 +435,7 @@ func randomPredicate(r *rand.Rand) string {
 
 func randomQuery(r *rand.Rand) string {
 	pred := randomPredicate(r)
-	switch r.IntN(6) {
+	switch r.IntN(7) {
 	case 0:
 		return "SELECT _rowid, i, f, d, t, j, label, emb, boxes FROM $T WHERE " + pred + " ORDER BY _pos"
 	case 1:
@@ -449,6 +449,11 @@ func randomQuery(r *rand.Rand) string {
 		return "SELECT count(*), sum(f), min(i), max(i), min(d) + 0, max(d) + 0, sum(len(boxes)), sum(emb[2]), count(DISTINCT label) FROM $T WHERE " + pred
 	case 4:
 		return "SELECT _rowid, round(list_sum(emb::FLOAT[]), 3) AS s, [x[1] for x in boxes] AS xs FROM $T WHERE " + pred + " ORDER BY _pos"
+	case 6: // an inner join: each side's qualified conjuncts are pushed into it
+		cmp := func() string { return []string{"=", "<>", "<", "<=", ">", ">="}[r.IntN(6)] }
+		num := func() string { return numConsts[r.IntN(len(numConsts))] }
+		return fmt.Sprintf("SELECT a._rowid, b._rowid FROM $T AS a JOIN $T AS b ON a.label = b.label WHERE a.i %s %s AND b.f %s %s AND (a.j->>'q') <> 'low' ORDER BY 1, 2 LIMIT 300",
+			cmp(), num(), cmp(), num())
 	}
 	return fmt.Sprintf("SELECT (j->>'q') AS q, list(i ORDER BY _rowid) FROM $T WHERE %s GROUP BY q ORDER BY q NULLS LAST", pred)
 }

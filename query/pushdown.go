@@ -34,10 +34,12 @@ import (
 //   - col IS [NOT] NULL; a bool column alone, NOT col, col = true/false.
 //
 // col names a column of that table only (unqualified, or qualified by the
-// table's name or alias). Nothing is pushed from a SELECT whose FROM is a
-// join, a subquery or a table function, into a table reference that a CTE
-// of the same name shadows, or with a SAMPLE clause. DuckDB keeps the
-// whole WHERE: the pushed predicates only spare it rows.
+// table's name or alias). In a FROM of INNER or CROSS joins, a conjunct
+// over one loch table's columns, qualified, is pushed into that table;
+// nothing is pushed through any other join, into a subquery or table
+// function, into a table reference that a CTE or temp object of the same
+// name shadows, or with a SAMPLE clause. DuckDB keeps the whole WHERE: the
+// pushed predicates only spare it rows.
 
 // pushdown returns q with its pushable filters passed to the scans, or q
 // as given when it has none (or DuckDB cannot serialize it).
@@ -63,62 +65,64 @@ func (e *Engine) pushdown(ctx context.Context, q string) string {
 	}
 	var splices []splice
 	walkSelects(stmt, func(node map[string]any) {
-		from, _ := node["from_table"].(map[string]any)
-		if from == nil || from["type"] != "BASE_TABLE" || node["sample"] != nil || from["sample"] != nil || from["at_clause"] != nil {
-			return
-		}
-		name, _ := from["table_name"].(string)
-		if s, _ := from["schema_name"].(string); s != "" {
-			return
-		}
-		if c, _ := from["catalog_name"].(string); c != "" {
-			return
-		}
-		if aliases, _ := from["column_name_alias"].([]any); len(aliases) > 0 || shadowed[strings.ToLower(name)] {
-			return
-		}
-		url, ok := e.viewURL(name)
-		if !ok {
-			return
-		}
 		where, _ := node["where_clause"].(map[string]any)
-		if where == nil {
+		if where == nil || node["sample"] != nil {
 			return
 		}
-		sc, err := e.scan(url, "", "")
-		if err != nil {
-			return // the query reports it
+		leaves, joined := innerLeaves(node["from_table"])
+		for _, from := range leaves {
+			if from["type"] != "BASE_TABLE" || from["sample"] != nil || from["at_clause"] != nil {
+				continue
+			}
+			name, _ := from["table_name"].(string)
+			if s, _ := from["schema_name"].(string); s != "" {
+				continue
+			}
+			if c, _ := from["catalog_name"].(string); c != "" {
+				continue
+			}
+			if aliases, _ := from["column_name_alias"].([]any); len(aliases) > 0 || shadowed[strings.ToLower(name)] {
+				continue
+			}
+			url, ok := e.viewURL(name)
+			if !ok {
+				continue
+			}
+			sc, err := e.scan(url, "", "")
+			if err != nil {
+				continue // the query reports it
+			}
+			var cols []column
+			for _, c := range sc.Schema().Columns {
+				cols = append(cols, mapColumn(c))
+			}
+			alias, _ := from["alias"].(string)
+			t := pushTable{name: name, alias: alias, cols: cols, binary: binary, joined: joined}
+			var preds []pred
+			for _, c := range conjuncts(where) {
+				preds = append(preds, t.pushable(c)...)
+			}
+			if len(preds) == 0 {
+				continue
+			}
+			at, ok := location(from)
+			if !ok {
+				continue
+			}
+			end, ok := identEnd(q, at, name)
+			if !ok {
+				continue
+			}
+			js, err := json.Marshal(preds)
+			if err != nil {
+				continue
+			}
+			text := fmt.Sprintf("%s(%s, '', '', %s)", scanAt, quoteString(url), quoteString(string(js)))
+			if alias == "" {
+				text += " AS " + quoteIdent(name)
+			}
+			splices = append(splices, splice{at: at, end: end, text: text})
 		}
-		var cols []column
-		for _, c := range sc.Schema().Columns {
-			cols = append(cols, mapColumn(c))
-		}
-		alias, _ := from["alias"].(string)
-		t := pushTable{name: name, alias: alias, cols: cols, binary: binary}
-		var preds []pred
-		for _, c := range conjuncts(where) {
-			preds = append(preds, t.pushable(c)...)
-		}
-		if len(preds) == 0 {
-			return
-		}
-		at, ok := location(from)
-		if !ok {
-			return
-		}
-		end, ok := identEnd(q, at, name)
-		if !ok {
-			return
-		}
-		js, err := json.Marshal(preds)
-		if err != nil {
-			return
-		}
-		text := fmt.Sprintf("%s(%s, '', '', %s)", scanAt, quoteString(url), quoteString(string(js)))
-		if alias == "" {
-			text += " AS " + quoteIdent(name)
-		}
-		splices = append(splices, splice{at: at, end: end, text: text})
 	})
 	if len(splices) == 0 {
 		return q
@@ -190,6 +194,38 @@ func (e *Engine) viewURL(name string) (string, bool) {
 		return handleURL, true
 	}
 	return "", false
+}
+
+// innerLeaves returns the table references a WHERE filters row by row
+// before anything else: the FROM itself, or the leaves of a tree of INNER
+// and CROSS joins (joined set; a leaf may be any reference, which the
+// caller skips unless it is a loch view). Any other join (outer, ASOF,
+// POSITIONAL, LATERAL, NATURAL, USING-merged columns aside) gives none.
+func innerLeaves(x any) (leaves []map[string]any, joined bool) {
+	n, _ := x.(map[string]any)
+	if n == nil {
+		return nil, false
+	}
+	if n["type"] != "JOIN" {
+		return []map[string]any{n}, false
+	}
+	var walk func(n map[string]any) bool
+	walk = func(n map[string]any) bool {
+		if n["type"] != "JOIN" {
+			leaves = append(leaves, n)
+			return true
+		}
+		if n["join_type"] != "INNER" || (n["ref_type"] != "REGULAR" && n["ref_type"] != "CROSS") {
+			return false
+		}
+		l, _ := n["left"].(map[string]any)
+		r, _ := n["right"].(map[string]any)
+		return l != nil && r != nil && walk(l) && walk(r)
+	}
+	if !walk(n) {
+		return nil, true
+	}
+	return leaves, true
 }
 
 // walkSelects calls fn with every SELECT node of a statement's tree.
@@ -287,6 +323,7 @@ type pushTable struct {
 	name, alias string
 	cols        []column
 	binary      bool // strings compare bytewise
+	joined      bool // one of the tables of inner joins: columns must be qualified
 }
 
 // column resolves a COLUMN_REF to one of the table's columns.
@@ -299,6 +336,9 @@ func (t pushTable) column(x any) (column, bool) {
 	var name string
 	switch len(names) {
 	case 1:
+		if t.joined {
+			return column{}, false // which table's? (or a USING column)
+		}
 		name, _ = names[0].(string)
 	case 2:
 		q, _ := names[0].(string)
