@@ -73,10 +73,10 @@ type Engine struct {
 	ctx      context.Context // the running query's, for the table function
 	// noPushdown turns filter pushdown off (tests compare the answers).
 	noPushdown bool
-	opened   map[string]*loch.Scan
-	handles  []*loch.Dataset
-	attached map[string]*loch.Dataset // by loch_scan URL (attachPrefix + name)
-	emitted  atomic.Int64             // rows the scans have handed DuckDB (tests count them)
+	opened     map[string]*loch.Scan
+	handles    []*loch.Dataset
+	attached   map[string]*loch.Dataset // by loch_scan URL (attachPrefix + name)
+	emitted    atomic.Int64             // rows the scans have handed DuckDB (tests count them)
 }
 
 // New starts an engine over d's current version. d may be nil: then the

@@ -397,13 +397,17 @@ func randomPredicate(r *rand.Rand) string {
 		func() string { return fmt.Sprintf("%s BETWEEN %s AND %s", col(), num(), num()) },
 		func() string { return fmt.Sprintf("%s IN (%s, %s)", col(), num(), num()) },
 		func() string { return fmt.Sprintf("b = %v", r.IntN(2) == 0) },
-		func() string { return fmt.Sprintf("t %s '%s'", []string{"=", "<>"}[r.IntN(2)], []string{"apple1", "banana0", "a''b2", ""}[r.IntN(4)]) },
+		func() string {
+			return fmt.Sprintf("t %s '%s'", []string{"=", "<>"}[r.IntN(2)], []string{"apple1", "banana0", "a''b2", ""}[r.IntN(4)])
+		},
 		func() string { return "t IN ('cherry0', 'avocado1', 'x')" },
 		func() string {
 			return fmt.Sprintf("(j->>'%s') %s '%s'", []string{"q", "n", "x"}[r.IntN(3)], []string{"=", "<>"}[r.IntN(2)], []string{"high", "low", "3", `high"x`}[r.IntN(4)])
 		},
 		func() string { return "json_extract_string(j, 'q') IN ('mid', 'high')" },
-		func() string { return fmt.Sprintf("label %s '%s'", []string{"=", "<>"}[r.IntN(2)], []string{"a", "b", "c"}[r.IntN(3)]) },
+		func() string {
+			return fmt.Sprintf("label %s '%s'", []string{"=", "<>"}[r.IntN(2)], []string{"a", "b", "c"}[r.IntN(3)])
+		},
 		func() string {
 			return fmt.Sprintf("%s IS NOT NULL", []string{"i", "f", "d", "b", "u", "t", "j", "label"}[r.IntN(8)])
 		},

@@ -47,8 +47,12 @@ func (e *Engine) pushdown(ctx context.Context, q string) string {
 	if e.noPushdown {
 		return q
 	}
-	stmt, ok := e.parseOne(ctx, q)
-	if !ok {
+	tree, err := e.parse(ctx, q)
+	if err != nil || tree.Error || len(tree.Statements) != 1 {
+		return q // rewrite reports it
+	}
+	stmt, err := decodeStatement(tree.Statements[0])
+	if err != nil {
 		return q
 	}
 	// Names that do not reach the engine's views: CTEs, and objects in
@@ -135,28 +139,6 @@ func (e *Engine) pushdown(ctx context.Context, q string) string {
 		q = q[:s.at] + s.text + q[s.end:]
 	}
 	return q
-}
-
-// parseOne parses q with DuckDB and returns its one statement's tree.
-func (e *Engine) parseOne(ctx context.Context, q string) (map[string]any, bool) {
-	var js string
-	if err := e.conn.QueryRowContext(ctx, "SELECT json_serialize_sql(?::VARCHAR)::VARCHAR", q).Scan(&js); err != nil {
-		return nil, false
-	}
-	var tree struct {
-		Error      bool              `json:"error"`
-		Statements []json.RawMessage `json:"statements"`
-	}
-	if json.Unmarshal([]byte(js), &tree) != nil || tree.Error || len(tree.Statements) != 1 {
-		return nil, false
-	}
-	var stmt map[string]any
-	dec := json.NewDecoder(strings.NewReader(string(tree.Statements[0])))
-	dec.UseNumber()
-	if dec.Decode(&stmt) != nil {
-		return nil, false
-	}
-	return stmt, true
 }
 
 // session reads what pushdown depends on in the connection's state:
