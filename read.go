@@ -289,6 +289,31 @@ func (f *Fetched) Data(j int) (data []byte, null bool, err error) {
 	return f.ch.Sample(j), false, nil
 }
 
+// Fixed returns samples [lo, hi) of a whole chunk as stored, one after
+// the other, when each is exactly size bytes and none is null or in a
+// damaged block: a run of scalars that a reader takes at once instead of
+// calling Data for each. ok is false otherwise (the caller falls back to
+// Data). data aliases the fetched memory and must not be modified.
+func (f *Fetched) Fixed(lo, hi, size int) (data []byte, ok bool) {
+	c := f.ch
+	if c == nil || c.Flags&chunk.FlagPartial != 0 || len(c.Bad) > 0 || lo < 0 || hi > c.N || lo >= hi || size <= 0 {
+		return nil, false
+	}
+	s, _ := c.Range(lo)
+	_, e := c.Range(hi - 1)
+	if e-s != int64(hi-lo)*int64(size) {
+		return nil, false
+	}
+	if c.Flags&chunk.FlagImplicitOffsets == 0 || c.Flags&chunk.FlagNulls != 0 {
+		for j := lo; j < hi; j++ {
+			if a, b := c.Range(j); b-a != int64(size) || c.Null(j) {
+				return nil, false
+			}
+		}
+	}
+	return c.Raw[s:e:e], true
+}
+
 // Mem is the memory the fetched data holds.
 func (f *Fetched) Mem() int64 { return f.mem }
 

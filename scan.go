@@ -443,6 +443,26 @@ type SlotCursor struct {
 // SlotCursor returns a cursor over column uid.
 func (sc *Scan) SlotCursor(uid int) *SlotCursor { return &SlotCursor{sc: sc, uid: uid, frag: -1} }
 
+// Run returns the slot of locs[0] (Slot(locs[0])) and the number n >= 1
+// of rows at the start of locs whose samples follow it one after another
+// in its chunk: locs[j]'s sample is sample Index()+j of Chunk(0), for j <
+// n. n is 1 for a null or split sample. A table scan takes the rows of a
+// run at once (Fetched.Fixed) instead of one by one.
+func (c *SlotCursor) Run(locs []RowLoc) (Slot, int) {
+	first := c.Slot(locs[0])
+	if first.pieces != 1 {
+		return first, 1
+	}
+	r := locs[0]
+	ref := c.refs[c.k]
+	end := ref.First + ref.Rows - r.off // samples of the chunk from r on
+	n := 1
+	for n < len(locs) && int64(n) < end && locs[n].frag == r.frag && locs[n].off == r.off+int64(n) {
+		n++
+	}
+	return first, n
+}
+
 // Slot is Scan.Slot(r, uid).
 func (c *SlotCursor) Slot(r RowLoc) Slot {
 	if r.frag != c.frag {

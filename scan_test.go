@@ -247,5 +247,66 @@ func TestSlotCursor(t *testing.T) {
 			require.Equal(t, want, r, "LocateRange at %d", p)
 			require.Equal(t, sc.Slot(r, c.UID), cur.Slot(r), "column %s, row %d", c.Name, p)
 		}
+		// Runs tile the rows: each row's slot is the run's first sample
+		// plus its place in the run.
+		cur = sc.SlotCursor(c.UID)
+		for p := 0; p < len(locs); {
+			first, n := cur.Run(locs[p:])
+			require.GreaterOrEqual(t, n, 1)
+			for j := range n {
+				want := sc.Slot(locs[p+j], c.UID)
+				if n > 1 {
+					require.Equal(t, first.Chunk(0), want.Chunk(0), "column %s, row %d", c.Name, p+j)
+					require.Equal(t, first.Index()+j, want.Index(), "column %s, row %d", c.Name, p+j)
+				} else {
+					require.Equal(t, want, first)
+				}
+			}
+			p += n
+		}
+	}
+}
+
+// TestFetchedFixed: a run of fixed-size samples comes back at once, equal
+// to the samples one by one; a run with a null, a sample of another size
+// or outside the chunk does not.
+func TestFetchedFixed(t *testing.T) {
+	d, _ := mustCreate(t, schema.Schema{Columns: []schema.Column{
+		{Name: "n", DType: schema.Int32, Shape: schema.Shape{}},
+		{Name: "m", DType: schema.Int32, Shape: schema.Shape{}},
+	}})
+	for i := range 100 {
+		row := Row{"n": Scalar(int32(i))}
+		if i != 50 {
+			row["m"] = Scalar(int32(-i))
+		}
+		require.NoError(t, d.Append(ctx, row))
+	}
+	_, err := d.Commit(ctx, "rows")
+	require.NoError(t, err)
+	sc := d.Scan()
+	require.NoError(t, sc.Load(ctx, 1))
+	sch := d.Schema()
+	for _, name := range []string{"n", "m"} {
+		c, _ := sch.Column(name)
+		r, err := sc.Locate(0)
+		require.NoError(t, err)
+		slot := sc.Slot(r, c.UID)
+		f, err := sc.Fetch(ctx, Read{Chunk: slot.Chunk(0)})
+		require.NoError(t, err)
+		data, ok := f.Fixed(10, 40, 4)
+		require.True(t, ok, name)
+		for j := 10; j < 40; j++ {
+			want, null, err := f.Data(j)
+			require.NoError(t, err)
+			require.False(t, null)
+			require.Equal(t, want, data[(j-10)*4:(j-9)*4], "%s sample %d", name, j)
+		}
+		_, ok = f.Fixed(40, 60, 4)
+		require.Equal(t, name == "n", ok, "%s: a run over the null of m is not fixed", name)
+		_, ok = f.Fixed(10, 40, 8)
+		require.False(t, ok, "another size")
+		_, ok = f.Fixed(90, 101, 4)
+		require.False(t, ok, "past the chunk")
 	}
 }

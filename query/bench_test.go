@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -47,11 +48,21 @@ var (
 // json metadata, and the same rows in Parquet beside it.
 func metaDataset(b *testing.B) (string, string) {
 	metaOnce.Do(func() {
-		metaDir, metaErr = os.MkdirTemp("", "loch-query-bench-")
-		if metaErr != nil {
+		n := benchRows()
+		// LOCH_QUERY_BENCH_DIR keeps the dataset between runs (a directory
+		// per row count), for profiling without rebuilding it each time.
+		if keep := os.Getenv("LOCH_QUERY_BENCH_DIR"); keep != "" {
+			metaDir = filepath.Join(keep, fmt.Sprint(n))
+			if _, err := os.Stat(filepath.Join(metaDir, "meta.parquet")); err == nil {
+				return
+			}
+			os.RemoveAll(metaDir)
+			if metaErr = os.MkdirAll(metaDir, 0o755); metaErr != nil {
+				return
+			}
+		} else if metaDir, metaErr = os.MkdirTemp("", "loch-query-bench-"); metaErr != nil {
 			return
 		}
-		n := benchRows()
 		d, err := loch.Create(ctx, filepath.Join(metaDir, "meta"), metaSchema)
 		if err != nil {
 			metaErr = err
@@ -122,6 +133,66 @@ func BenchmarkMetadataQuery(b *testing.B) {
 }
 
 func replaceT(q, name string) string { return strings.ReplaceAll(q, "$T", name) }
+
+// BenchmarkMetadataQueryPaired runs the queries of BenchmarkMetadataQuery
+// in rounds, each timing Parquet, the native table and loch back to back
+// (in a rotating order), and reports the median of each and of the
+// per-round ratio loch/Parquet: on a machine shared with other work, load
+// that drifts over seconds skews the three sub-benchmarks of
+// BenchmarkMetadataQuery apart, less the three timings of one round.
+// b.N is the number of rounds; each round is logged.
+func BenchmarkMetadataQueryPaired(b *testing.B) {
+	url, pq := metaDataset(b)
+	d, err := loch.Open(ctx, url)
+	require.NoError(b, err)
+	defer d.Close()
+	e, err := New(ctx, d, Options{})
+	require.NoError(b, err)
+	defer e.Close()
+	_, err = e.conn.ExecContext(ctx, fmt.Sprintf("CREATE VIEW pq AS SELECT * FROM read_parquet(%s); CREATE TABLE native AS SELECT * FROM pq", quoteString(pq)))
+	require.NoError(b, err)
+	queries := map[string]string{
+		"filter":  "SELECT count(*), sum(id) FROM $T WHERE score > 0.9 AND (meta->>'src') = 'b'",
+		"groupby": "SELECT cls, count(*), avg(score), max(meta->>'q') FROM $T GROUP BY cls",
+	}
+	tables := []string{"pq", "native", "ds"}
+	for _, q := range []string{"filter", "groupby"} {
+		b.Run(q, func(b *testing.B) {
+			var times [3][]float64
+			var ratios []float64
+			round := 0
+			for b.Loop() {
+				var t [3]float64
+				for k := range tables {
+					i := (k + round) % len(tables) // rotate who goes first
+					t0 := time.Now()
+					_, err := e.Write(ctx, replaceT(queries[q], tables[i]), FormatCSV, 0, io.Discard)
+					require.NoError(b, err)
+					t[i] = time.Since(t0).Seconds() * 1000
+				}
+				for i := range t {
+					times[i] = append(times[i], t[i])
+				}
+				ratios = append(ratios, t[2]/t[0])
+				b.Logf("round %d: parquet %.0f ms, native %.0f ms, loch %.0f ms: loch/parquet %.2f", round, t[0], t[1], t[2], t[2]/t[0])
+				round++
+			}
+			b.ReportMetric(median(times[0]), "parquet-ms")
+			b.ReportMetric(median(times[1]), "native-ms")
+			b.ReportMetric(median(times[2]), "loch-ms")
+			b.ReportMetric(median(ratios), "loch/parquet")
+		})
+	}
+}
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s) == 0 {
+		return 0
+	}
+	return s[len(s)/2]
+}
 
 // BenchmarkMetadataOverImages runs a metadata-only query over an image
 // dataset of LOCH_QUERY_BENCH_IMAGES rows (default 100,000) and reports

@@ -21,9 +21,14 @@
 // DuckDB's threads from a loch.Scan: only the columns DuckDB projects,
 // each chunk fetched whole once however many threads need it (a shared
 // cache of at most 256 MiB), through the storage layer. DuckDB's C API
-// gives table functions no filter pushdown. Values are written straight
-// into DuckDB's vectors where duckdb-go allows (direct.go, strings.go),
-// else through its typed setters.
+// gives table functions no filters, so the engine pushes them itself
+// (pushdown.go): simple WHERE conjuncts over one loch table's scalar,
+// text, class-label and json-key columns are handed to the scan as a
+// filter argument (filter.go) and judged there, conservatively, before
+// the rows' other columns are converted; DuckDB applies the whole WHERE
+// again. Values are written straight into DuckDB's vectors where
+// duckdb-go allows (direct.go, strings.go), else through its typed
+// setters.
 //
 // # Selections
 //

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/duckdb/duckdb-go/v2"
@@ -69,9 +70,12 @@ type Engine struct {
 	conn     *sql.Conn
 	jsonType duckdb.TypeInfo
 	ctx      context.Context // the running query's, for the table function
-	opened   map[string]*loch.Scan
-	handles  []*loch.Dataset
-	attached map[string]*loch.Dataset // by loch_scan URL (attachPrefix + name)
+	// noPushdown turns filter pushdown off (tests compare the answers).
+	noPushdown bool
+	opened     map[string]*loch.Scan
+	handles    []*loch.Dataset
+	attached   map[string]*loch.Dataset // by loch_scan URL (attachPrefix + name)
+	emitted    atomic.Int64             // rows the scans have handed DuckDB (tests count them)
 }
 
 // New starts an engine over d's current version. d may be nil: then the
@@ -115,18 +119,18 @@ func (e *Engine) init(ctx context.Context) error {
 	str, _ := duckdb.NewTypeInfo(duckdb.TYPE_VARCHAR)
 	f := duckdb.ParallelChunkTableFunction{
 		Config: duckdb.TableFunctionConfig{
-			Arguments: []duckdb.TypeInfo{str, str, str},
+			Arguments: []duckdb.TypeInfo{str, str, str, str}, // url, ref, as_of, filter
 		},
 		BindArguments: e.bind,
 	}
 	if err := duckdb.RegisterTableUDF(conn, scanAt, f); err != nil {
 		return fmt.Errorf("query: register %s: %w", scanAt, err)
 	}
-	macro := fmt.Sprintf("CREATE MACRO %s(url, ref := '', as_of := '') AS TABLE SELECT * FROM %s(url, ref, as_of)", scanFunction, scanAt)
+	macro := fmt.Sprintf("CREATE MACRO %s(url, ref := '', as_of := '') AS TABLE SELECT * FROM %s(url, ref, as_of, '')", scanFunction, scanAt)
 	if _, err := conn.ExecContext(ctx, macro); err != nil {
 		return fmt.Errorf("query: define %s: %w", scanFunction, err)
 	}
-	macro = fmt.Sprintf("CREATE MACRO %s(name, ref := '', as_of := '') AS TABLE SELECT * FROM %s(%s || lower(name), ref, as_of)", tableFunction, scanAt, quoteString(attachPrefix))
+	macro = fmt.Sprintf("CREATE MACRO %s(name, ref := '', as_of := '') AS TABLE SELECT * FROM %s(%s || lower(name), ref, as_of, '')", tableFunction, scanAt, quoteString(attachPrefix))
 	if _, err := conn.ExecContext(ctx, macro); err != nil {
 		return fmt.Errorf("query: define %s: %w", tableFunction, err)
 	}
@@ -221,11 +225,24 @@ func (e *Engine) bind(_ map[string]any, args ...any) (duckdb.ParallelChunkTableS
 	url, _ := args[0].(string)
 	ref, _ := args[1].(string)
 	asOf, _ := args[2].(string)
+	filt, _ := args[3].(string)
+	ps, err := decodeFilter(filt)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w: %w", scanAt, err, loch.ErrInvalidArgument)
+	}
 	sc, err := e.scan(url, ref, asOf)
 	if err != nil {
 		return nil, err
 	}
-	return newSource(e.ctx, sc, e.jsonType, e.opts.Threads)
+	s, err := newSource(e.ctx, sc, e.jsonType, e.opts.Threads)
+	if err != nil {
+		return nil, err
+	}
+	if s.filter, err = compileFilter(ps, s.cols); err != nil {
+		return nil, fmt.Errorf("%s(%s): %w", scanAt, quoteString(url), err)
+	}
+	s.emitted = &e.emitted
+	return s, nil
 }
 
 // scan opens (once per engine) the version loch_scan names.

@@ -16,7 +16,7 @@ var ctx = context.Background()
 func TestMain(m *testing.M) {
 	code := m.Run()
 	testserver.StopAll()
-	if metaDir != "" {
+	if metaDir != "" && os.Getenv("LOCH_QUERY_BENCH_DIR") == "" {
 		os.RemoveAll(metaDir)
 	}
 	os.Exit(code)

@@ -2,8 +2,10 @@ package query
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -18,6 +20,7 @@ import (
 var propSchema = schema.Schema{Columns: []schema.Column{
 	{Name: "i", DType: schema.Int64, Shape: schema.Shape{}, ChunkBytes: 1024},
 	{Name: "f", DType: schema.Float32, Shape: schema.Shape{}, ChunkCompression: schema.LZ4, ChunkBytes: 1024},
+	{Name: "d", DType: schema.Float64, Shape: schema.Shape{}, ChunkBytes: 1024},
 	{Name: "b", DType: schema.Bool, Shape: schema.Shape{}},
 	{Name: "u", DType: schema.Uint16, Shape: schema.Shape{}},
 	{Name: "t", Kind: schema.TextKind, ChunkCompression: schema.Zstd, ChunkBytes: 2048},
@@ -31,6 +34,7 @@ var propSchema = schema.Schema{Columns: []schema.Column{
 type propRow struct {
 	i     *int64
 	f     *float32
+	d     *float64
 	b     *bool
 	u     *uint16
 	t     *string
@@ -48,9 +52,21 @@ func randomRow(r *rand.Rand) propRow {
 	var p propRow
 	if !null() {
 		p.i = ptr(int64(r.IntN(200) - 100))
+		if r.IntN(8) == 0 {
+			p.i = ptr(specialI64[r.IntN(len(specialI64))])
+		}
 	}
 	if !null() {
 		p.f = ptr(float32(r.IntN(64)) / 4)
+		if r.IntN(4) == 0 { // the values pushed comparisons must get right
+			p.f = ptr(specialF32[r.IntN(len(specialF32))])
+		}
+	}
+	if !null() {
+		p.d = ptr(float64(r.IntN(40)-20) / 10)
+		if r.IntN(4) == 0 {
+			p.d = ptr(specialF64[r.IntN(len(specialF64))])
+		}
 	}
 	if !null() {
 		p.b = ptr(r.IntN(2) == 0)
@@ -63,6 +79,9 @@ func randomRow(r *rand.Rand) propRow {
 	}
 	if !null() {
 		p.j = ptr(fmt.Sprintf(`{"q":%q,"n":%d,"tags":["x%d"]}`, []string{"high", "low", "mid"}[r.IntN(3)], r.IntN(10), r.IntN(3)))
+		if r.IntN(4) == 0 { // documents the pushed (j->>'q') must not misjudge
+			p.j = ptr(specialJSON[r.IntN(len(specialJSON))])
+		}
 	}
 	if !null() {
 		p.label = ptr(int64(r.IntN(3)))
@@ -87,6 +106,9 @@ func (p propRow) row() loch.Row {
 	}
 	if p.f != nil {
 		row["f"] = loch.Scalar(*p.f)
+	}
+	if p.d != nil {
+		row["d"] = loch.Scalar(*p.d)
 	}
 	if p.b != nil {
 		row["b"] = loch.Scalar(*p.b)
@@ -126,7 +148,8 @@ func (p propRow) literal(id uint64, pos int) string {
 	}
 	v := []string{fmt.Sprint(id), fmt.Sprint(pos)}
 	v = append(v, lit(p.i != nil, fmt.Sprintf("%d", deref(p.i))))
-	v = append(v, lit(p.f != nil, fmt.Sprintf("%g::FLOAT", deref(p.f))))
+	v = append(v, lit(p.f != nil, floatLiteral(float64(deref(p.f)), "FLOAT")))
+	v = append(v, lit(p.d != nil, floatLiteral(deref(p.d), "DOUBLE")))
 	v = append(v, lit(p.b != nil, fmt.Sprint(deref(p.b))))
 	v = append(v, lit(p.u != nil, fmt.Sprintf("%d::USMALLINT", deref(p.u))))
 	v = append(v, lit(p.t != nil, quoteString(deref(p.t))))
@@ -237,7 +260,7 @@ func matchParquet(t *testing.T, r *rand.Rand) {
 		_, err := e.conn.ExecContext(ctx, q)
 		require.NoError(t, err, q)
 	}
-	exec("CREATE TABLE ref (_rowid UBIGINT, _pos BIGINT, i BIGINT, f FLOAT, b BOOLEAN, u USMALLINT, t VARCHAR, j JSON, label ENUM('a', 'b', 'c'), emb FLOAT[4], boxes FLOAT[][])")
+	exec("CREATE TABLE ref (_rowid UBIGINT, _pos BIGINT, i BIGINT, f FLOAT, d DOUBLE, b BOOLEAN, u USMALLINT, t VARCHAR, j JSON, label ENUM('a', 'b', 'c'), emb FLOAT[4], boxes FLOAT[][])")
 	var vals []string
 	for pos, id := range order {
 		vals = append(vals, model[id].literal(id, pos))
@@ -247,18 +270,28 @@ func matchParquet(t *testing.T, r *rand.Rand) {
 	exec(fmt.Sprintf("COPY ref TO %s (FORMAT parquet)", quoteString(pq)))
 	exec(fmt.Sprintf("CREATE VIEW pq AS SELECT * REPLACE (label::ENUM('a', 'b', 'c') AS label, emb::FLOAT[4] AS emb) FROM read_parquet(%s)", quoteString(pq)))
 
+	pushed := 0
 	for range 40 {
 		q := randomQuery(r)
 		got := e.answer(t, strings.ReplaceAll(q, "$T", "ds"))
 		want := e.answer(t, strings.ReplaceAll(q, "$T", "pq"))
 		require.Equal(t, want, got, "query %s", q)
+		// The same answer with no filter pushed into the scan.
+		if e.pushdown(ctx, strings.ReplaceAll(q, "$T", "ds")) != strings.ReplaceAll(q, "$T", "ds") {
+			pushed++
+			e.noPushdown = true
+			off := e.answer(t, strings.ReplaceAll(q, "$T", "ds"))
+			e.noPushdown = false
+			require.Equal(t, off, got, "query %s without pushdown", q)
+		}
 	}
+	require.Positive(t, pushed, "no query pushed a filter")
 	for range 10 {
 		pred := randomPredicate(r)
-		q := "SELECT i, t FROM ds WHERE " + pred + " ORDER BY f DESC NULLS LAST"
+		q := "SELECT i, t FROM ds WHERE " + strings.ReplaceAll(pred, "$T", "ds") + " ORDER BY f DESC NULLS LAST"
 		sel, err := e.selectLocked(q)
 		require.NoError(t, err, q)
-		want := e.answer(t, "SELECT _rowid FROM pq WHERE "+pred+" ORDER BY f DESC NULLS LAST, _pos")
+		want := e.answer(t, "SELECT _rowid FROM pq WHERE "+strings.ReplaceAll(pred, "$T", "pq")+" ORDER BY f DESC NULLS LAST, _pos")
 		var got [][]string
 		for _, id := range sel.RowIDs {
 			got = append(got, []string{fmt.Sprint(id)})
@@ -278,6 +311,8 @@ func mergeAbsent(p, old propRow, name string) propRow {
 		p.i = old.i
 	case "f":
 		p.f = old.f
+	case "d":
+		p.d = old.d
 	case "b":
 		p.b = old.b
 	case "u":
@@ -324,8 +359,60 @@ func (e *Engine) answer(t *testing.T, q string) [][]string {
 	return out
 }
 
+// Values at the edges of pushed comparisons: NaN (above every number in
+// DuckDB, equal to itself), infinities, float32 roundings of decimals (0.9
+// is 0.89999998 as a FLOAT), subnormals, integers past 2^53. (Not -0 in
+// rows: DuckDB's reference table turns it into 0; -0.0 is a constant.)
+var (
+	specialF32  = []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1)), 0, 0.9, 0.1, 2.25, math.Nextafter32(0.9, 1), math.Nextafter32(0.9, 0), math.SmallestNonzeroFloat32, math.MaxFloat32}
+	specialF64  = []float64{math.NaN(), math.Inf(1), math.Inf(-1), 0, 0.1, 0.3, 0.1 + 0.2, 1e300, -1e-300, math.SmallestNonzeroFloat64, math.Nextafter(0.3, 1)}
+	specialI64  = []int64{math.MaxInt64, math.MinInt64, 1 << 53, 1<<53 + 1, -(1 << 53) - 1, 16777217, 0}
+	specialJSON = []string{`{"q":"hi\u0067h"}`, `{"q":null,"n":1}`, `{"n":"3"}`, `{"q":3}`, `[1,2]`, `"high"`, `{}`, `{"q":"high","q":"low"}`, `{"\u0071":"low"}`, `{"q":{"q":"high"}}`, `{"q":"mid", "x":[{"q":"low"}]}`, `{"q":"high\"x"}`}
+	// constants of pushed comparisons (min and max add 0: -0 and 0 tie,
+	// and which comes out depends on the order rows arrive in)
+	numConsts = []string{"0", "-0.0", "0.9", "0.1", "0.3", "2.25", "2.5e0", "-1", "3", "100", "1e300", "16777217", "9007199254740993", "9223372036854775807", "-9223372036854775808", "1.401298464324817e-45", "3.4028234663852886e38"}
+)
+
+// floatLiteral is x as a SQL value of type typ.
+func floatLiteral(x float64, typ string) string {
+	switch {
+	case math.IsNaN(x):
+		return "'NaN'::" + typ
+	case math.IsInf(x, 1):
+		return "'Infinity'::" + typ
+	case math.IsInf(x, -1):
+		return "'-Infinity'::" + typ
+	}
+	return fmt.Sprintf("'%s'::%s", strconv.FormatFloat(x, 'g', -1, 64), typ)
+}
+
 func randomPredicate(r *rand.Rand) string {
+	num := func() string { return numConsts[r.IntN(len(numConsts))] }
+	cmp := func() string { return []string{"=", "<>", "<", "<=", ">", ">="}[r.IntN(6)] }
+	col := func() string { return []string{"i", "f", "d", "u", "$T.i", "$T.f"}[r.IntN(6)] }
 	atoms := []func() string{
+		// pushed forms, over every pushed type
+		func() string { return fmt.Sprintf("%s %s %s", col(), cmp(), num()) },
+		func() string { return fmt.Sprintf("%s %s %s", num(), cmp(), col()) },
+		func() string { return fmt.Sprintf("%s BETWEEN %s AND %s", col(), num(), num()) },
+		func() string { return fmt.Sprintf("%s IN (%s, %s)", col(), num(), num()) },
+		func() string { return fmt.Sprintf("b = %v", r.IntN(2) == 0) },
+		func() string {
+			return fmt.Sprintf("t %s '%s'", []string{"=", "<>"}[r.IntN(2)], []string{"apple1", "banana0", "a''b2", ""}[r.IntN(4)])
+		},
+		func() string { return "t IN ('cherry0', 'avocado1', 'x')" },
+		func() string {
+			return fmt.Sprintf("(j->>'%s') %s '%s'", []string{"q", "n", "x"}[r.IntN(3)], []string{"=", "<>"}[r.IntN(2)], []string{"high", "low", "3", `high"x`}[r.IntN(4)])
+		},
+		func() string { return "json_extract_string(j, 'q') IN ('mid', 'high')" },
+		func() string {
+			return fmt.Sprintf("label %s '%s'", []string{"=", "<>"}[r.IntN(2)], []string{"a", "b", "c"}[r.IntN(3)])
+		},
+		func() string {
+			return fmt.Sprintf("%s IS NOT NULL", []string{"i", "f", "d", "b", "u", "t", "j", "label"}[r.IntN(8)])
+		},
+		// others
+		func() string { return fmt.Sprintf("i > %d", r.IntN(200)-100) },
 		func() string { return fmt.Sprintf("i > %d", r.IntN(200)-100) },
 		func() string { return fmt.Sprintf("f <= %g", float32(r.IntN(64))/4) },
 		func() string { return "b" },
@@ -340,7 +427,7 @@ func randomPredicate(r *rand.Rand) string {
 		func() string { return fmt.Sprintf("len(boxes) >= %d", r.IntN(3)) },
 		func() string { return fmt.Sprintf("boxes[1][3] > %d", 10+r.IntN(10)) },
 		func() string {
-			return fmt.Sprintf("%s IS NULL", []string{"i", "f", "b", "u", "t", "j", "label", "emb", "boxes"}[r.IntN(9)])
+			return fmt.Sprintf("%s IS NULL", []string{"i", "f", "d", "b", "u", "t", "j", "label", "emb", "boxes"}[r.IntN(10)])
 		},
 	}
 	p := atoms[r.IntN(len(atoms))]()
@@ -352,20 +439,25 @@ func randomPredicate(r *rand.Rand) string {
 
 func randomQuery(r *rand.Rand) string {
 	pred := randomPredicate(r)
-	switch r.IntN(6) {
+	switch r.IntN(7) {
 	case 0:
-		return "SELECT _rowid, i, f, t, j, label, emb, boxes FROM $T WHERE " + pred + " ORDER BY _pos"
+		return "SELECT _rowid, i, f, d, t, j, label, emb, boxes FROM $T WHERE " + pred + " ORDER BY _pos"
 	case 1:
-		cols := []string{"i", "f", "u", "t", "label"}
+		cols := []string{"i", "f", "d", "u", "t", "label"}
 		c := cols[r.IntN(len(cols))]
 		return fmt.Sprintf("SELECT _rowid, %s FROM $T WHERE %s ORDER BY %s %s NULLS FIRST, _rowid LIMIT %d", c, pred, c, []string{"ASC", "DESC"}[r.IntN(2)], 1+r.IntN(30))
 	case 2:
 		g := []string{"label", "b", "(j->>'q')", "u % 3", "len(boxes)"}[r.IntN(5)]
-		return fmt.Sprintf("SELECT %s AS g, count(*), count(i), sum(i), min(f), max(t), avg(u), count(j), bool_or(b) FROM $T WHERE %s GROUP BY g ORDER BY g NULLS FIRST", g, pred)
+		return fmt.Sprintf("SELECT %s AS g, count(*), count(i), sum(i), min(f) + 0, max(t), avg(u), count(j), bool_or(b) FROM $T WHERE %s GROUP BY g ORDER BY g NULLS FIRST", g, pred)
 	case 3:
-		return "SELECT count(*), sum(f), min(i), max(i), sum(len(boxes)), sum(emb[2]), count(DISTINCT label) FROM $T WHERE " + pred
+		return "SELECT count(*), sum(f), min(i), max(i), min(d) + 0, max(d) + 0, sum(len(boxes)), sum(emb[2]), count(DISTINCT label) FROM $T WHERE " + pred
 	case 4:
 		return "SELECT _rowid, round(list_sum(emb::FLOAT[]), 3) AS s, [x[1] for x in boxes] AS xs FROM $T WHERE " + pred + " ORDER BY _pos"
+	case 6: // an inner join: each side's qualified conjuncts are pushed into it
+		cmp := func() string { return []string{"=", "<>", "<", "<=", ">", ">="}[r.IntN(6)] }
+		num := func() string { return numConsts[r.IntN(len(numConsts))] }
+		return fmt.Sprintf("SELECT a._rowid, b._rowid FROM $T AS a JOIN $T AS b ON a.label = b.label WHERE a.i %s %s AND b.f %s %s AND (a.j->>'q') <> 'low' ORDER BY 1, 2 LIMIT 300",
+			cmp(), num(), cmp(), num())
 	}
 	return fmt.Sprintf("SELECT (j->>'q') AS q, list(i ORDER BY _rowid) FROM $T WHERE %s GROUP BY q ORDER BY q NULLS LAST", pred)
 }

@@ -25,26 +25,18 @@ type rewritten struct {
 	from any
 }
 
-// rewrite parses q with DuckDB (json_serialize_sql) and rewrites its
-// syntax tree: a SELECT with no FROM reads the dataset; random() becomes
+// rewrite pushes q's filters into its scans (pushdown), parses it with
+// DuckDB (json_serialize_sql) and rewrites its syntax tree: a SELECT with
+// no FROM reads the dataset; random() becomes
 // loch_random(_rowid); and, for a selection, _rowid is added to the
 // SELECT list and _pos becomes the last ORDER BY key, so that rows that
 // tie come in the dataset's order. A statement other than one SELECT
 // (a UNION, a PRAGMA, ...) is run as given, unless a selection is asked.
 func (e *Engine) rewrite(ctx context.Context, q string, selection bool) (rewritten, error) {
-	var js string
-	if err := e.conn.QueryRowContext(ctx, "SELECT json_serialize_sql(?::VARCHAR)::VARCHAR", q).Scan(&js); err != nil {
-		return rewritten{}, fmt.Errorf("query: parse: %w", err)
-	}
-	var tree struct {
-		Error      bool              `json:"error"`
-		Message    string            `json:"error_message"`
-		Type       string            `json:"error_type"`
-		Position   string            `json:"position"`
-		Statements []json.RawMessage `json:"statements"`
-	}
-	if err := json.Unmarshal([]byte(js), &tree); err != nil {
-		return rewritten{}, fmt.Errorf("query: parse: %w", err)
+	run := e.pushdown(ctx, q)
+	tree, err := e.parse(ctx, run)
+	if err != nil {
+		return rewritten{}, err
 	}
 	if tree.Error {
 		if tree.Type == "parser" {
@@ -58,23 +50,21 @@ func (e *Engine) rewrite(ctx context.Context, q string, selection bool) (rewritt
 		if selection {
 			return rewritten{}, fmt.Errorf("query %s: a selection needs one SELECT statement (%s): %w", oneLineSQL(q), tree.Message, loch.ErrInvalidArgument)
 		}
-		return rewritten{sql: q}, nil
+		return rewritten{sql: run}, nil
 	}
 	if len(tree.Statements) != 1 {
 		return rewritten{}, fmt.Errorf("query %s: %d statements, want one: %w", oneLineSQL(q), len(tree.Statements), loch.ErrInvalidArgument)
 	}
-	var stmt map[string]any
-	dec := json.NewDecoder(bytes.NewReader(tree.Statements[0]))
-	dec.UseNumber() // constants and locations keep every digit
-	if err := dec.Decode(&stmt); err != nil {
-		return rewritten{}, fmt.Errorf("query: parse: %w", err)
+	stmt, err := decodeStatement(tree.Statements[0])
+	if err != nil {
+		return rewritten{}, err
 	}
 	node, _ := stmt["node"].(map[string]any)
 	if node == nil || node["type"] != "SELECT_NODE" {
 		if selection {
 			return rewritten{}, fmt.Errorf("query %s: a selection needs a plain SELECT (not a UNION or other set operation): %w", oneLineSQL(q), loch.ErrInvalidArgument)
 		}
-		return rewritten{sql: q}, nil
+		return rewritten{sql: run}, nil
 	}
 	var out rewritten
 	changed := selection
@@ -132,7 +122,7 @@ func (e *Engine) rewrite(ctx context.Context, q string, selection bool) (rewritt
 		order["orders"] = append(orders, map[string]any{"type": "ASCENDING", "null_order": "ORDER_DEFAULT", "expression": pos})
 	}
 	if !changed { // as given: DuckDB names result columns after their text
-		out.sql = q
+		out.sql = run
 		return out, nil
 	}
 	b, err := json.Marshal(map[string]any{"error": false, "statements": []any{stmt}})
@@ -143,6 +133,40 @@ func (e *Engine) rewrite(ctx context.Context, q string, selection bool) (rewritt
 		return rewritten{}, fmt.Errorf("query %s: rewrite: %s: %w", oneLineSQL(q), oneLine(err), loch.ErrInvalidArgument)
 	}
 	return out, nil
+}
+
+// parsed is json_serialize_sql's answer.
+type parsed struct {
+	Error      bool              `json:"error"`
+	Message    string            `json:"error_message"`
+	Type       string            `json:"error_type"`
+	Position   string            `json:"position"`
+	Statements []json.RawMessage `json:"statements"`
+}
+
+// parse parses q with DuckDB's parser into its syntax tree.
+func (e *Engine) parse(ctx context.Context, q string) (parsed, error) {
+	var js string
+	if err := e.conn.QueryRowContext(ctx, "SELECT json_serialize_sql(?::VARCHAR)::VARCHAR", q).Scan(&js); err != nil {
+		return parsed{}, fmt.Errorf("query: parse: %w", err)
+	}
+	var tree parsed
+	if err := json.Unmarshal([]byte(js), &tree); err != nil {
+		return parsed{}, fmt.Errorf("query: parse: %w", err)
+	}
+	return tree, nil
+}
+
+// decodeStatement decodes one statement's tree, numbers as json.Number
+// (constants and locations keep every digit).
+func decodeStatement(raw json.RawMessage) (map[string]any, error) {
+	var stmt map[string]any
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(&stmt); err != nil {
+		return nil, fmt.Errorf("query: parse: %w", err)
+	}
+	return stmt, nil
 }
 
 func colRef(name string) map[string]any {

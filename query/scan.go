@@ -41,10 +41,15 @@ type source struct {
 	infos   []duckdb.ColumnInfo
 	threads int
 	next    atomic.Int64 // next morsel
+	// filter, when the query pushed one (pushdown.go), drops rows before
+	// their columns are converted; emitted counts the rows handed DuckDB.
+	filter  *filter
+	emitted *atomic.Int64
 
-	mu     sync.Mutex
-	cache  *lru.Cache[loch.ChunkID, *loch.Fetched]
-	flight map[loch.ChunkID]*fetch
+	mu        sync.Mutex
+	cache     *lru.Cache[loch.ChunkID, *loch.Fetched]
+	flight    map[loch.ChunkID]*fetch
+	nextChunk map[loch.ChunkID]loch.ChunkID // see after
 }
 
 type fetch struct {
@@ -86,12 +91,18 @@ func (s *source) Init() duckdb.ParallelTableSourceInfo {
 type local struct {
 	projected []int // table column indexes DuckDB asked for; nil until the first call
 	locs      []loch.RowLoc
+	rows      []int32 // the indexes in locs of the rows the morsel emits
+	slots     []loch.Slot
+	spans     []span
 	strs      stringBatch // a text or json column's values, assigned at once
 }
 
 func (s *source) NewLocalState() any { return &local{} }
 
-// FillChunk fills one morsel of rows: the columns DuckDB projected only.
+// FillChunk fills the chunk with the rows of one morsel that pass the
+// pushed filter (of the next morsel that has any: an empty chunk ends the
+// scan): the columns DuckDB projected only, each converted for the rows
+// that pass alone.
 func (s *source) FillChunk(ls any, chunk duckdb.DataChunk) error {
 	l := ls.(*local)
 	if l.projected == nil {
@@ -102,38 +113,173 @@ func (s *source) FillChunk(ls any, chunk duckdb.DataChunk) error {
 			}
 		}
 	}
-	m := s.next.Add(1) - 1
-	lo := m * int64(morselRows)
-	hi := min(lo+int64(morselRows), s.sc.Len())
-	if lo >= hi {
-		return chunk.SetSize(0)
-	}
-	var err error
-	if l.locs, err = s.sc.LocateRange(lo, hi, l.locs[:0]); err != nil {
-		return err
-	}
-	for _, ci := range l.projected {
-		if err := s.fill(chunk, l, ci, lo); err != nil {
+	for {
+		m := s.next.Add(1) - 1
+		lo := m * int64(morselRows)
+		hi := min(lo+int64(morselRows), s.sc.Len())
+		if lo >= hi {
+			return chunk.SetSize(0)
+		}
+		var err error
+		if l.locs, err = s.sc.LocateRange(lo, hi, l.locs[:0]); err != nil {
 			return err
 		}
+		l.rows = l.rows[:0]
+		for i := range l.locs {
+			l.rows = append(l.rows, int32(i))
+		}
+		if s.filter != nil {
+			if err := s.applyFilter(l, lo); err != nil {
+				return err
+			}
+			if len(l.rows) == 0 {
+				continue
+			}
+		}
+		for _, ci := range l.projected {
+			if err := s.fill(chunk, l, ci, lo); err != nil {
+				return err
+			}
+		}
+		if s.emitted != nil {
+			s.emitted.Add(int64(len(l.rows)))
+		}
+		return chunk.SetSize(len(l.rows))
 	}
-	return chunk.SetSize(int(hi - lo))
 }
 
-// fill writes table column ci of the morsel's rows.
+// applyFilter keeps in l.rows the rows that pass every pushed predicate,
+// evaluating each on the rows that passed the ones before.
+func (s *source) applyFilter(l *local, lo int64) error {
+	for _, p := range s.filter.preds {
+		c := p.col
+		size := 0 // a fixed-size scalar's bytes: runs of them judged at once
+		if c.kind == mapScalar || c.kind == mapEnum {
+			size = c.col.DType.Size()
+		}
+		rd := chunkReader{s: s}
+		out := l.rows[:0] // filtered in place: out never passes the row read
+		for _, sp := range s.spans(l, c.uid) {
+			slot := sp.slot
+			if slot.Pieces() != 1 {
+				if !slot.Null() || p.keep(nil, true) {
+					out = append(out, l.rows[sp.k]) // a split sample is not judged here
+				}
+				continue
+			}
+			f, err := rd.fetched(slot.Chunk(0))
+			if err != nil {
+				return fmt.Errorf("row %d, column %q: %w", lo+int64(l.rows[sp.k]), c.name, err)
+			}
+			idx := slot.Index()
+			if size > 0 && sp.n > 1 {
+				if data, ok := f.Fixed(idx, idx+sp.n, size); ok {
+					rows := l.rows[sp.k : sp.k+sp.n]
+					if p.run != nil {
+						out = p.run(data, rows, out)
+						continue
+					}
+					for j, li := range rows {
+						if p.keep(data[j*size:(j+1)*size:(j+1)*size], false) {
+							out = append(out, li)
+						}
+					}
+					continue
+				}
+			}
+			for j := range sp.n {
+				li := l.rows[sp.k+j]
+				b, null, err := f.Data(idx + j)
+				if err != nil {
+					return fmt.Errorf("row %d, column %q: %w", lo+int64(li), c.name, err)
+				}
+				if p.keep(b, null) {
+					out = append(out, li)
+				}
+			}
+		}
+		l.rows = out
+		if len(out) == 0 {
+			return nil
+		}
+	}
+	return nil
+}
+
+// span is a run of the rows l.rows keeps, l.rows[k:k+n], whose samples of
+// one column follow one another in one chunk from slot's (n is 1 for a
+// null or split sample).
+type span struct {
+	k, n int
+	slot loch.Slot
+}
+
+// spans cuts the rows l.rows keeps into spans of column uid, in l.spans.
+func (s *source) spans(l *local, uid int) []span {
+	cur := s.sc.SlotCursor(uid)
+	l.spans = l.spans[:0]
+	for k := 0; k < len(l.rows); {
+		m := 1 // the rows from k on at positions one after another
+		for k+m < len(l.rows) && l.rows[k+m] == l.rows[k]+int32(m) {
+			m++
+		}
+		li := int(l.rows[k])
+		for j := 0; j < m; {
+			slot, n := cur.Run(l.locs[li+j : li+m])
+			l.spans = append(l.spans, span{k: k + j, n: n, slot: slot})
+			j += n
+		}
+		k += m
+	}
+	return l.spans
+}
+
+// slots returns the slots of column uid of the rows l.rows keeps, in
+// l.slots.
+func (s *source) slots(l *local, uid int) []loch.Slot {
+	cur := s.sc.SlotCursor(uid)
+	l.slots = l.slots[:0]
+	for _, li := range l.rows {
+		l.slots = append(l.slots, cur.Slot(l.locs[li]))
+	}
+	return l.slots
+}
+
+// chunkReader fetches a column's chunks for one morsel, keeping the last
+// one (most often the next row's too).
+type chunkReader struct {
+	s      *source
+	last   *loch.Fetched
+	lastID loch.ChunkID
+}
+
+func (r *chunkReader) fetched(id loch.ChunkID) (*loch.Fetched, error) {
+	if r.last != nil && id == r.lastID {
+		return r.last, nil
+	}
+	f, err := r.s.chunk(id)
+	if err != nil {
+		return nil, err
+	}
+	r.last, r.lastID = f, id
+	return f, nil
+}
+
+// fill writes table column ci of the morsel's rows that l.rows keeps,
+// the k-th of them to row k of the chunk.
 func (s *source) fill(chunk duckdb.DataChunk, l *local, ci int, lo int64) error {
 	locs := l.locs
 	switch ci {
 	case 0:
-		for i, r := range locs {
-			if err := duckdb.SetChunkValue(chunk, ci, i, r.ID); err != nil {
+		for k, li := range l.rows {
+			if err := duckdb.SetChunkValue(chunk, ci, k, locs[li].ID); err != nil {
 				return err
 			}
 		}
 		return nil
 	case 1:
-		for i := range locs {
-			if err := duckdb.SetChunkValue(chunk, ci, i, lo+int64(i)); err != nil {
+		for k, li := range l.rows {
+			if err := duckdb.SetChunkValue(chunk, ci, k, lo+int64(li)); err != nil {
 				return err
 			}
 		}
@@ -141,8 +287,7 @@ func (s *source) fill(chunk duckdb.DataChunk, l *local, ci int, lo int64) error 
 	}
 	c := s.cols[ci-2]
 	var got []*loch.Fetched
-	var lastID loch.ChunkID // the chunk of the previous row, most often this row's
-	var last *loch.Fetched
+	rd := chunkReader{s: s}
 	var raw unsafe.Pointer // the vector's memory, for a scalar copied as stored
 	size := c.col.DType.Size()
 	var str mapping.Vector // the vector, for text and json assigned as stored
@@ -161,73 +306,101 @@ func (s *source) fill(chunk duckdb.DataChunk, l *local, ci int, lo int64) error 
 	strs := &l.strs
 	strs.reset()
 	defer strs.assign(str)
-	cur := s.sc.SlotCursor(c.uid)
-	for i, r := range locs {
-		slot := cur.Slot(r)
-		if slot.Pieces() == 1 && c.direct() {
-			// Scalars, text and json: their bytes, with no shape.
-			f := last
-			if id := slot.Chunk(0); f == nil || id != lastID {
-				var err error
-				if f, err = s.chunk(id); err != nil {
-					return fmt.Errorf("row %d, column %q: %w", lo+int64(i), c.name, err)
+	if c.direct() {
+		// Scalars, text and json: their bytes, with no shape.
+		for _, sp := range s.spans(l, c.uid) {
+			slot := sp.slot
+			if slot.Pieces() != 1 { // null, or a split sample
+				if err := s.fillValue(chunk, ci, c, sp.k, lo+int64(l.rows[sp.k]), slot, &got); err != nil {
+					return err
 				}
-				last, lastID = f, id
-			}
-			b, null, err := f.Data(slot.Index())
-			if err != nil {
-				return fmt.Errorf("row %d, column %q: %w", lo+int64(i), c.name, err)
-			}
-			if raw != nil && !null && len(b) == size {
-				copy(unsafe.Slice((*byte)(unsafe.Add(raw, i*size)), size), b)
 				continue
 			}
-			if str.Ptr != nil && !null && len(b) > 0 {
-				strs.add(i, b)
-				continue
-			}
-			if err := c.setDirect(chunk, ci, i, b, null); err != nil {
-				return fmt.Errorf("row %d: %w", lo+int64(i), err)
-			}
-			continue
-		}
-		var v any
-		switch {
-		case slot.Null():
-		case c.kind == mapInfo:
-			shape, stored, err := s.sc.SampleInfo(s.ctx, slot)
+			f, err := rd.fetched(slot.Chunk(0))
 			if err != nil {
-				return fmt.Errorf("row %d, column %q: %w", lo+int64(i), c.name, err)
+				return fmt.Errorf("row %d, column %q: %w", lo+int64(l.rows[sp.k]), c.name, err)
 			}
-			if shape != nil {
-				v = c.infoValue(shape, stored)
+			idx := slot.Index()
+			if raw != nil && sp.n > 1 {
+				// Scalars one after another in the chunk and in the
+				// vector: copied at once.
+				if data, ok := f.Fixed(idx, idx+sp.n, size); ok {
+					copy(unsafe.Slice((*byte)(unsafe.Add(raw, sp.k*size)), sp.n*size), data)
+					continue
+				}
 			}
-		default:
-			got = got[:0]
-			for p := range slot.Pieces() {
-				f, err := s.chunk(slot.Chunk(p))
+			for j := range sp.n {
+				i := sp.k + j // the row in the chunk
+				b, null, err := f.Data(idx + j)
 				if err != nil {
-					return fmt.Errorf("row %d, column %q: %w", lo+int64(i), c.name, err)
+					return fmt.Errorf("row %d, column %q: %w", lo+int64(l.rows[i]), c.name, err)
 				}
-				got = append(got, f)
-			}
-			smp, err := s.sc.Sample(slot, got)
-			if err != nil {
-				return fmt.Errorf("row %d, column %q: %w", lo+int64(i), c.name, err)
-			}
-			if v, err = c.value(smp); err != nil {
-				return fmt.Errorf("row %d: %w", lo+int64(i), err)
+				switch {
+				case raw != nil && !null && len(b) == size:
+					copy(unsafe.Slice((*byte)(unsafe.Add(raw, i*size)), size), b)
+				case str.Ptr != nil && !null && len(b) > 0:
+					strs.add(i, b)
+				default:
+					if err := c.setDirect(chunk, ci, i, b, null); err != nil {
+						return fmt.Errorf("row %d: %w", lo+int64(l.rows[i]), err)
+					}
+				}
 			}
 		}
-		if err := duckdb.SetChunkValue(chunk, ci, i, v); err != nil {
-			return fmt.Errorf("row %d, column %q: %w", lo+int64(i), c.name, err)
+		return nil
+	}
+	for i, slot := range s.slots(l, c.uid) {
+		if err := s.fillValue(chunk, ci, c, i, lo+int64(l.rows[i]), slot, &got); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
+// fillValue writes row i of the chunk, at position pos, from its slot of
+// column c, through duckdb-go's setters: a value of another shape than a
+// scalar or a string, a split sample, a null, a header's STRUCT.
+func (s *source) fillValue(chunk duckdb.DataChunk, ci int, c column, i int, pos int64, slot loch.Slot, got *[]*loch.Fetched) error {
+	var v any
+	switch {
+	case slot.Null():
+	case c.kind == mapInfo:
+		shape, stored, err := s.sc.SampleInfo(s.ctx, slot)
+		if err != nil {
+			return fmt.Errorf("row %d, column %q: %w", pos, c.name, err)
+		}
+		if shape != nil {
+			v = c.infoValue(shape, stored)
+		}
+	default:
+		*got = (*got)[:0]
+		for p := range slot.Pieces() {
+			f, err := s.chunk(slot.Chunk(p))
+			if err != nil {
+				return fmt.Errorf("row %d, column %q: %w", pos, c.name, err)
+			}
+			*got = append(*got, f)
+		}
+		smp, err := s.sc.Sample(slot, *got)
+		if err != nil {
+			return fmt.Errorf("row %d, column %q: %w", pos, c.name, err)
+		}
+		if v, err = c.value(smp); err != nil {
+			return fmt.Errorf("row %d: %w", pos, err)
+		}
+	}
+	if err := duckdb.SetChunkValue(chunk, ci, i, v); err != nil {
+		return fmt.Errorf("row %d, column %q: %w", pos, c.name, err)
+	}
+	return nil
+}
+
 // chunk returns a whole fetched chunk: from the scan's cache, or fetched
-// once however many threads ask for it at once.
+// once however many threads ask for it at once. A thread that finds the
+// chunk being fetched by another fetches the chunk after it in its
+// column meanwhile (if nobody has), rather than wait idle: morsels go in
+// row order, so the threads will need it next, and they then find it
+// read instead of waiting again at every chunk boundary.
 func (s *source) chunk(id loch.ChunkID) (*loch.Fetched, error) {
 	s.mu.Lock()
 	if f, ok := s.cache.Get(id); ok {
@@ -235,14 +408,40 @@ func (s *source) chunk(id loch.ChunkID) (*loch.Fetched, error) {
 		return f, nil
 	}
 	if fl, ok := s.flight[id]; ok {
+		next, ahead := s.after(id)
+		var mine *fetch
+		if ahead {
+			mine = s.claim(next)
+		}
 		s.mu.Unlock()
+		if mine != nil {
+			s.run(next, mine)
+		}
 		<-fl.done
 		return fl.f, fl.err
 	}
+	fl := s.claim(id)
+	s.mu.Unlock()
+	s.run(id, fl)
+	return fl.f, fl.err
+}
+
+// claim registers a fetch of id, unless it is cached or being fetched
+// (then nil). s.mu is held.
+func (s *source) claim(id loch.ChunkID) *fetch {
+	if _, ok := s.cache.Get(id); ok {
+		return nil
+	}
+	if _, ok := s.flight[id]; ok {
+		return nil
+	}
 	fl := &fetch{done: make(chan struct{})}
 	s.flight[id] = fl
-	s.mu.Unlock()
+	return fl
+}
 
+// run performs a claimed fetch and hands it to the threads waiting.
+func (s *source) run(id loch.ChunkID, fl *fetch) {
 	fl.f, fl.err = s.sc.Fetch(s.ctx, loch.Read{Chunk: id})
 	s.mu.Lock()
 	delete(s.flight, id)
@@ -251,7 +450,25 @@ func (s *source) chunk(id loch.ChunkID) (*loch.Fetched, error) {
 	}
 	s.mu.Unlock()
 	close(fl.done)
-	return fl.f, fl.err
+}
+
+// after returns the chunk after id in its column's row order (made at
+// the first call, for every column that reads chunks). s.mu is held.
+func (s *source) after(id loch.ChunkID) (loch.ChunkID, bool) {
+	if s.nextChunk == nil {
+		s.nextChunk = map[loch.ChunkID]loch.ChunkID{}
+		for _, c := range s.cols {
+			if c.kind == mapInfo {
+				continue // chunk headers only
+			}
+			ids := s.sc.Chunks(c.uid)
+			for i := 1; i < len(ids); i++ {
+				s.nextChunk[ids[i-1]] = ids[i]
+			}
+		}
+	}
+	next, ok := s.nextChunk[id]
+	return next, ok
 }
 
 // defaultThreads is the DuckDB threads a scan runs on.

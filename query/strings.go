@@ -2,26 +2,70 @@ package query
 
 /*
 #include <stdint.h>
+#include <string.h>
 
 // From DuckDB's C API (duckdb.h), declared here rather than included:
 // the static library that duckdb-go-bindings links defines it.
 typedef struct _duckdb_vector { void *internal_ptr; } *duckdb_vector;
 typedef uint64_t idx_t;
+typedef struct {
+	union {
+		struct { uint32_t length; char prefix[4]; char *ptr; } pointer;
+		struct { uint32_t length; char inlined[12]; } inlined;
+	} value;
+} duckdb_string_t;
+void *duckdb_vector_get_data(duckdb_vector vector);
 void duckdb_vector_assign_string_element_len(duckdb_vector vector, idx_t index, const char *str, idx_t str_len);
 void duckdb_unsafe_vector_assign_string_element_len(duckdb_vector vector, idx_t index, const char *str, idx_t str_len);
 
 // loch_assign_strings assigns n strings to rows of a VARCHAR (or JSON,
 // or BLOB) vector in one call from Go: string k is data[ends[k-1]:ends[k]]
-// (from 0 for k = 0), for row rows[k]. DuckDB copies each.
-// With valid set, the strings are known to be UTF-8 and DuckDB does not
-// check them again.
+// (from 0 for k = 0), for row rows[k].
+//
+// With valid set (the strings are known to be UTF-8), DuckDB copies all
+// of data into the vector's string heap at once (as row rows[0]'s value,
+// then rewritten), and each row's duckdb_string_t is written here, as
+// duckdb.h lays it out: strings of at most 12 bytes inlined, zero-padded,
+// longer ones pointing into that copy, which lives as long as the vector.
+// That is one heap allocation per vector instead of one per string.
+// Without valid, DuckDB checks and copies each string.
 static void loch_assign_strings(void *vec, const char *data, const int64_t *ends, const int32_t *rows, int64_t n, int valid) {
 	int64_t start = 0;
-	for (int64_t k = 0; k < n; k++) {
-		if (valid) {
-			duckdb_unsafe_vector_assign_string_element_len((duckdb_vector)vec, (idx_t)rows[k], data + start, (idx_t)(ends[k] - start));
-		} else {
+	if (!valid) {
+		for (int64_t k = 0; k < n; k++) {
 			duckdb_vector_assign_string_element_len((duckdb_vector)vec, (idx_t)rows[k], data + start, (idx_t)(ends[k] - start));
+			start = ends[k];
+		}
+		return;
+	}
+	const char *heap = data;
+	int64_t total = ends[n - 1];
+	int big = 0;
+	for (int64_t k = 0; k < n; k++) {
+		if (ends[k] - start > 12) {
+			big = 1;
+			break;
+		}
+		start = ends[k];
+	}
+	duckdb_string_t *strs = (duckdb_string_t *)duckdb_vector_get_data((duckdb_vector)vec);
+	if (big) {
+		// total > 12: DuckDB puts the copy in the heap, not inline.
+		duckdb_unsafe_vector_assign_string_element_len((duckdb_vector)vec, (idx_t)rows[0], data, (idx_t)total);
+		heap = strs[rows[0]].value.pointer.ptr;
+	}
+	start = 0;
+	for (int64_t k = 0; k < n; k++) {
+		uint32_t len = (uint32_t)(ends[k] - start);
+		duckdb_string_t *d = &strs[rows[k]];
+		if (len <= 12) {
+			memset(d, 0, sizeof *d);
+			d->value.inlined.length = len;
+			memcpy(d->value.inlined.inlined, data + start, len);
+		} else {
+			d->value.pointer.length = len;
+			memcpy(d->value.pointer.prefix, data + start, 4);
+			d->value.pointer.ptr = (char *)heap + start;
 		}
 		start = ends[k];
 	}
@@ -30,6 +74,7 @@ static void loch_assign_strings(void *vec, const char *data, const int64_t *ends
 import "C"
 
 import (
+	"encoding/binary"
 	"unicode/utf8"
 	"unsafe"
 
@@ -40,23 +85,50 @@ import (
 // them to their DuckDB vector with one C call (assign) instead of one per
 // row, which cost more than all the rest of a scan of text and json.
 type stringBatch struct {
-	data    []byte
-	ends    []int64
-	rows    []int32
-	invalid bool // some string is not UTF-8: DuckDB checks them all
+	data []byte
+	ends []int64
+	rows []int32
 }
 
 func (s *stringBatch) reset() {
-	s.data, s.ends, s.rows, s.invalid = s.data[:0], s.ends[:0], s.rows[:0], false
+	s.data, s.ends, s.rows = s.data[:0], s.ends[:0], s.rows[:0]
 }
 
 func (s *stringBatch) add(row int, b []byte) {
-	if !s.invalid && !utf8.Valid(b) {
-		s.invalid = true
-	}
 	s.data = append(s.data, b...)
 	s.ends = append(s.ends, int64(len(s.data)))
 	s.rows = append(s.rows, int32(row))
+}
+
+// valid reports whether every string is UTF-8: at once when all the bytes
+// are ASCII, else string by string (a character may not straddle two).
+func (s *stringBatch) valid() bool {
+	if ascii(s.data) {
+		return true
+	}
+	start := int64(0)
+	for _, e := range s.ends {
+		if !utf8.Valid(s.data[start:e]) {
+			return false
+		}
+		start = e
+	}
+	return true
+}
+
+func ascii(b []byte) bool {
+	i := 0
+	for ; i+8 <= len(b); i += 8 {
+		if binary.LittleEndian.Uint64(b[i:])&0x8080808080808080 != 0 {
+			return false
+		}
+	}
+	for ; i < len(b); i++ {
+		if b[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
 }
 
 // assign writes the gathered strings into vec. The Go memory it passes
@@ -66,7 +138,7 @@ func (s *stringBatch) assign(vec mapping.Vector) {
 		return
 	}
 	valid := 1
-	if s.invalid {
+	if !s.valid() {
 		valid = 0
 	}
 	var data *C.char

@@ -88,7 +88,7 @@ func vectorReport(b *testing.B, n, dim, comps int, sigma float64) {
 	out("ingest: %s", time.Since(start).Round(time.Millisecond))
 
 	// Memory bandwidth: every core sums its share of the same bytes.
-	bw := median(5, func() time.Duration {
+	bw := medianTime(5, func() time.Duration {
 		t := time.Now()
 		var wg sync.WaitGroup
 		p := runtime.GOMAXPROCS(0)
@@ -119,7 +119,7 @@ func vectorReport(b *testing.B, n, dim, comps int, sigma float64) {
 		queries[i] = make([]float32, dim)
 		draw(queries[i])
 	}
-	exactOne := median(5, func() time.Duration {
+	exactOne := medianTime(5, func() time.Duration {
 		t := time.Now()
 		_, err := vector.Exact(ctx, d.Scan(), "embedding", vector.Cosine, queries[:1], 10, vector.Options{})
 		require.NoError(b, err)
@@ -138,7 +138,7 @@ func vectorReport(b *testing.B, n, dim, comps int, sigma float64) {
 	lit := sqlVector(queries[0])
 	duck := func(table string) time.Duration {
 		q := fmt.Sprintf("SELECT _rowid FROM %s ORDER BY array_cosine_distance(embedding, %s::FLOAT[%d]) LIMIT 10", table, lit, dim)
-		return median(3, func() time.Duration {
+		return medianTime(3, func() time.Duration {
 			t := time.Now()
 			rows, err := e.conn.QueryContext(ctx, q)
 			require.NoError(b, err)
@@ -263,8 +263,8 @@ func overlap(want, got []vector.Hit) float64 {
 	return float64(n) / float64(len(want))
 }
 
-// median runs fn n times and returns the median duration.
-func median(n int, fn func() time.Duration) time.Duration {
+// medianTime runs fn n times and returns the median duration.
+func medianTime(n int, fn func() time.Duration) time.Duration {
 	ds := make([]time.Duration, n)
 	for i := range ds {
 		ds[i] = fn()
