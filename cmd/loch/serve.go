@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
+	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -57,7 +59,7 @@ az://). Ctrl-C stops it.`,
 				return err
 			}
 			defer srv.Close()
-			u := "http://" + ln.Addr().String() + "/"
+			u := "http://" + printAddr(ln.Addr()) + "/"
 			if token != "" {
 				u += "?token=" + token
 			}
@@ -67,6 +69,20 @@ az://). Ctrl-C stops it.`,
 	}
 	cmd.Flags().StringVar(&addr, "addr", defaultServeAddr, "listen on this host:port (a non-loopback address requires the printed token)")
 	return cmd
+}
+
+// printAddr is the host:port to print for a listener: the machine's name
+// for an unspecified address (0.0.0.0, ::), which no browser can open.
+func printAddr(a net.Addr) string {
+	ta, ok := a.(*net.TCPAddr)
+	if !ok || !ta.IP.IsUnspecified() {
+		return a.String()
+	}
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "localhost"
+	}
+	return net.JoinHostPort(host, strconv.Itoa(ta.Port))
 }
 
 // serve runs h on ln until ctx ends, then shuts down gracefully.
