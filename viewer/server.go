@@ -20,6 +20,7 @@ import (
 
 	"github.com/lochdata/loch"
 	"github.com/lochdata/loch/catalog"
+	"github.com/lochdata/loch/internal/lru"
 	"github.com/lochdata/loch/storage"
 )
 
@@ -56,7 +57,13 @@ type Server struct {
 	csrf   string
 	logMu  sync.Mutex
 	static http.Handler
+
+	thumbMu sync.Mutex
+	thumbs  *lru.Cache[string, []byte] // encoded thumbnails by ETag
 }
+
+// thumbCacheBytes bounds the encoded thumbnails a Server keeps.
+const thumbCacheBytes = 64 << 20
 
 // New opens target, a catalog root or a dataset URL (a catalog when a
 // catalog is there, else a dataset), and returns its Server. It fails with
@@ -66,7 +73,7 @@ func New(ctx context.Context, target string, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{opts: opts, src: src, csrf: randomHex(16)}
+	s := &Server{opts: opts, src: src, csrf: randomHex(16), thumbs: lru.New[string, []byte](thumbCacheBytes, nil)}
 	s.pages, err = template.New("").Funcs(funcs).ParseFS(assets, "assets/*.html")
 	if err != nil {
 		src.close()

@@ -104,21 +104,30 @@ func (s *Server) handleThumb(w http.ResponseWriter, r *http.Request) {
 	if cached(w, r, tag) {
 		return
 	}
-	img, err := s.thumbnail(ctx, ref, int(size), overlay)
-	if err != nil {
-		w.Header().Del("Cache-Control")
-		w.Header().Del("ETag")
-		s.fail(w, r, err, false)
-		return
-	}
-	var b bytes.Buffer
-	if err := png.Encode(&b, img); err != nil {
-		s.fail(w, r, fmt.Errorf("encode thumbnail: %w", err), false)
-		return
+	s.thumbMu.Lock()
+	data, ok := s.thumbs.Get(tag)
+	s.thumbMu.Unlock()
+	if !ok {
+		img, err := s.thumbnail(ctx, ref, int(size), overlay)
+		if err != nil {
+			w.Header().Del("Cache-Control")
+			w.Header().Del("ETag")
+			s.fail(w, r, err, false)
+			return
+		}
+		var b bytes.Buffer
+		if err := png.Encode(&b, img); err != nil {
+			s.fail(w, r, fmt.Errorf("encode thumbnail: %w", err), false)
+			return
+		}
+		data = b.Bytes()
+		s.thumbMu.Lock()
+		s.thumbs.Add(tag, data, int64(len(data)))
+		s.thumbMu.Unlock()
 	}
 	w.Header().Set("Content-Type", "image/png")
-	w.Header().Set("Content-Length", strconv.Itoa(b.Len()))
-	w.Write(b.Bytes())
+	w.Header().Set("Content-Length", strconv.Itoa(len(data)))
+	w.Write(data)
 }
 
 // thumbnail makes the picture of one sample, scaled to fit size (0: as
