@@ -296,11 +296,40 @@ func checkSQL(q string) error {
 }
 
 // query runs q over d (a dataset) or, for a catalog, through sqlcat with
-// t as the base table; the selection is of t's rows.
+// t as the base table (at its head, whatever d's version); the selection is
+// of t's rows. Results are cached by table, version and SQL, so paging
+// through a query's grid runs it once. The cached selection is shared:
+// callers must not modify it.
 func (s *Server) query(ctx context.Context, t *table, d *loch.Dataset, q string) (*loch.Selection, error) {
 	if err := checkSQL(q); err != nil {
 		return nil, err
 	}
+	k := selKey{t.name, d.Version(), q}
+	if s.src.cat != nil { // sqlcat reads main's head
+		v, err := t.resolve(ctx, "")
+		if err != nil {
+			return nil, err
+		}
+		k.version = v
+	}
+	s.src.mu.Lock()
+	sel, ok := s.src.sels.Get(k)
+	s.src.mu.Unlock()
+	if ok {
+		return sel, nil
+	}
+	sel, err := s.runQuery(ctx, t, d, q)
+	if err != nil {
+		return nil, err
+	}
+	s.src.mu.Lock()
+	s.src.sels.Add(k, sel, int64(8*len(sel.RowIDs)+len(q)+64))
+	s.src.mu.Unlock()
+	return sel, nil
+}
+
+// runQuery runs a checked query (see query).
+func (s *Server) runQuery(ctx context.Context, t *table, d *loch.Dataset, q string) (*loch.Selection, error) {
 	if s.src.cat == nil {
 		sel, err := query.Select(ctx, d, q, query.Options{Open: s.src.opts})
 		if err != nil {
@@ -487,7 +516,8 @@ func (s *Server) handleSave(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err, true)
 		return
 	}
-	if err := t.head.SaveSelection(ctx, name, sel); err != nil {
+	saved := *sel // the cached result stays as it is
+	if err := t.head.SaveSelection(ctx, name, &saved); err != nil {
 		s.fail(w, r, err, true)
 		return
 	}

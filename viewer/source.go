@@ -32,7 +32,15 @@ type source struct {
 	versions *lru.Cache[verKey, *loch.Dataset]
 	open     map[verKey]*loch.Dataset // what versions holds, for close
 	stats    *lru.Cache[verKey, []colStats]
+	sels     *lru.Cache[selKey, *loch.Selection] // query results, by row id bytes
 }
+
+// selKey names a query's result: the table, the version it ran on and the
+// SQL.
+type selKey struct{ table, version, q string }
+
+// selCacheBytes bounds the row ids of cached query results.
+const selCacheBytes = 64 << 20
 
 // table is one dataset: its store and its handle at main's head.
 type table struct {
@@ -51,6 +59,7 @@ func openSource(ctx context.Context, target string, opts []loch.Option) (*source
 		d.Close()
 	})
 	src.stats = lru.New[verKey, []colStats](maxHandles, nil)
+	src.sels = lru.New[selKey, *loch.Selection](selCacheBytes, nil)
 	cat, err := catalog.Open(ctx, target)
 	switch {
 	case err == nil:
