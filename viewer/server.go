@@ -211,7 +211,7 @@ func status(err error) (int, string) {
 	case errors.Is(err, loch.ErrReadOnly):
 		return http.StatusForbidden, oneLine(err.Error())
 	case errors.Is(err, loch.ErrPermission):
-		return http.StatusForbidden, "storage refused access (see the server's log)"
+		return http.StatusForbidden, oneLine(err.Error())
 	case errors.Is(err, context.Canceled):
 		return 499, "request cancelled"
 	}
