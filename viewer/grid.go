@@ -126,8 +126,18 @@ func (s *Server) rowViews(ctx context.Context, table string, d *loch.Dataset, po
 		if err != nil {
 			return nil, err
 		}
+		var pre []loch.Sample // the samples of a run of rows, read at once
+		if readsSample(c) && contiguous(positions) {
+			if pre, err = cr.ReadRange(ctx, positions[0], positions[len(positions)-1]+1); err != nil {
+				return nil, err
+			}
+		}
 		for i, p := range positions {
-			cl, err := s.cellOf(ctx, table, d, cr, c, p, size, full)
+			var smp *loch.Sample
+			if pre != nil {
+				smp = &pre[i]
+			}
+			cl, err := s.cellOf(ctx, table, d, cr, c, p, size, full, smp)
 			if err != nil {
 				return nil, err
 			}
@@ -137,8 +147,28 @@ func (s *Server) rowViews(ctx context.Context, table string, d *loch.Dataset, po
 	return out, nil
 }
 
-// cellOf renders one sample.
-func (s *Server) cellOf(ctx context.Context, table string, d *loch.Dataset, cr *loch.ColumnReader, c *schema.Column, pos int64, size int, full bool) (cell, error) {
+// readsSample reports whether a cell of column c shows the sample itself
+// (not a thumbnail or player that fetches it later).
+func readsSample(c *schema.Column) bool {
+	return !hasThumb(c) && !isMedia(c)
+}
+
+func isMedia(c *schema.Column) bool {
+	return c.DType == schema.Bytes && (c.Kind == schema.Audio || c.Kind == schema.Video) || c.Kind == schema.Audio && !c.DType.Variable()
+}
+
+// contiguous reports whether positions are a run p, p+1, ... (not empty).
+func contiguous(positions []int64) bool {
+	for i := 1; i < len(positions); i++ {
+		if positions[i] != positions[i-1]+1 {
+			return false
+		}
+	}
+	return len(positions) > 0
+}
+
+// cellOf renders one sample; pre, when not nil, is the sample already read.
+func (s *Server) cellOf(ctx context.Context, table string, d *loch.Dataset, cr *loch.ColumnReader, c *schema.Column, pos int64, size int, full bool, pre *loch.Sample) (cell, error) {
 	cl := cell{Col: c.Name, Kind: kindOf(c)}
 	base := fmt.Sprintf("/t/%s/", url.PathEscape(table))
 	params := url.Values{"v": {d.Version()}, "col": {c.Name}, "row": {strconv.FormatInt(pos, 10)}}
@@ -150,13 +180,16 @@ func (s *Server) cellOf(ctx context.Context, table string, d *loch.Dataset, cr *
 		cl.Full = sampleURL
 		return cl, nil
 	}
-	if c.DType == schema.Bytes && (c.Kind == schema.Audio || c.Kind == schema.Video) || c.Kind == schema.Audio && !c.DType.Variable() {
+	if isMedia(c) {
 		cl.Media = string(c.Kind)
 		cl.Full = sampleURL
 		return cl, nil
 	}
-	smp, err := cr.Read(ctx, pos, nil)
-	if err != nil {
+	var smp loch.Sample
+	var err error
+	if pre != nil {
+		smp = *pre
+	} else if smp, err = cr.Read(ctx, pos, nil); err != nil {
 		return cell{}, err
 	}
 	if smp.Null {
