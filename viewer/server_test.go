@@ -368,8 +368,17 @@ func TestCatalog(t *testing.T) {
 	require.Equal(t, 404, resp.StatusCode)
 }
 
-func TestMinIO(t *testing.T) {
-	b := testserver.MinIO(t)
+// TestCloud serves the fixture from each object store: MinIO (s3://),
+// fake-gcs-server (gs://) and Azurite (az://).
+func TestCloud(t *testing.T) {
+	for name, bucket := range map[string]func(testing.TB) testserver.Bucket{
+		"s3": testserver.MinIO, "gs": testserver.GCS, "az": testserver.Azurite,
+	} {
+		t.Run(name, func(t *testing.T) { cloudFixture(t, bucket(t)) })
+	}
+}
+
+func cloudFixture(t *testing.T, b testserver.Bucket) {
 	makeFixture(t, b.URL)
 	ts, _ := newTestServer(t, b.URL, Options{})
 	resp, page := get(t, ts, "/")
