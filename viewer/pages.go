@@ -34,6 +34,12 @@ var funcs = template.FuncMap{
 	"pct":   func(f float64) string { return strconv.FormatFloat(f, 'f', 1, 64) },
 	"esc":   url.PathEscape,
 	"qesc":  url.QueryEscape,
+	"shape": func(s []int) string {
+		if s == nil {
+			return "any"
+		}
+		return schema.FormatShape(s)
+	},
 }
 
 // tableRow is one line of the catalog page.

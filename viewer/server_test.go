@@ -54,6 +54,7 @@ func TestPages(t *testing.T) {
 	}
 	// Statistics: the class histogram counts every row's label.
 	require.Contains(t, page, `<span class="name">cat</span>`)
+	require.Contains(t, page, "<td>[?, ?, 3]</td><td>[48, 64, 3] … [48, 64, 3]</td>", "declared and seen shapes")
 
 	resp, grid := get(t, ts, "/t/pets/grid?v="+v+"&start=0&limit=10")
 	require.Equal(t, 200, resp.StatusCode)
