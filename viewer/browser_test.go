@@ -198,16 +198,19 @@ func TestBrowser(t *testing.T) {
 	require.Equal(t, q, pu.Query().Get("q"))
 
 	// The diff page lists the changed rows, the changed cell highlighted.
-	var changes, highlighted int
+	var changes, highlighted, sideBySide int
 	require.NoError(t, chromedp.Run(bctx,
 		chromedp.Navigate(ts.URL+"/t/pets/diff?from=v1&to=dev"),
 		chromedp.Poll(`document.querySelectorAll("#changes section.change").length > 0`, &polled),
+		chromedp.Poll(`Array.from(document.images).every(i => i.complete)`, &polled),
+		chromedp.Evaluate(`document.querySelectorAll("#changes section.modified .kind-image img").length == 2 ? Array.from(document.querySelectorAll("#changes section.modified .kind-image img")).filter(i => i.naturalWidth > 0).length : -1`, &sideBySide),
 		chromedp.Evaluate(`document.querySelectorAll("#changes section.change").length`, &changes),
 		chromedp.Evaluate(`document.querySelectorAll("#changes section.modified .cell.changed").length`, &highlighted),
 		shot("diff.png"),
 	))
 	require.Equal(t, 3, changes)
 	require.Equal(t, 2, highlighted)
+	require.Equal(t, 2, sideBySide, "the modified row's images, before and after, both shown")
 
 	// The commit graph shows the merge.
 	var merges int

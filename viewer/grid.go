@@ -91,6 +91,7 @@ type cell struct {
 	Media   string // "audio" or "video"
 	Link    string // a link's target
 	Changed bool
+	Eager   bool // load the thumbnail at once (pages that are not the grid)
 }
 
 // rowView is one row of a grid or a diff.

@@ -481,6 +481,9 @@ func (s *Server) handleRow(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err, true)
 		return
 	}
+	for i := range rows[0].Cells {
+		rows[0].Cells[i].Eager = true
+	}
 	link := func(p int64) string {
 		if p < 0 || p >= d.Len() {
 			return ""

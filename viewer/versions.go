@@ -206,6 +206,7 @@ func (s *Server) handleDiff(w http.ResponseWriter, r *http.Request) {
 		}
 		for i := range rv[0].Cells {
 			rv[0].Cells[i].Changed = slices.Contains(changed, rv[0].Cells[i].Col)
+			rv[0].Cells[i].Eager = true
 		}
 		return &rv[0], nil
 	}
