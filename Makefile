@@ -84,6 +84,23 @@ sysdeps:
 build: sysdeps
 test: sysdeps
 
+# browser installs Debian's chromium, which the viewer's browser test
+# (viewer/browser_test.go, driven by chromedp) runs headless; a missing
+# browser fails that test, it never skips.
+.PHONY: browser
+browser:
+	@if command -v chromium >/dev/null || command -v chromium-browser >/dev/null; then exit 0; fi; \
+	fail() { echo "browser: $$1; install chromium by hand" >&2; exit 1; }; \
+	command -v apt-get >/dev/null || fail "chromium is missing and there is no apt-get"; \
+	if [ "$$(id -u)" = 0 ]; then SUDO=; \
+	elif command -v sudo >/dev/null; then SUDO=sudo; \
+	else fail "chromium is missing and installing it needs root or sudo"; fi; \
+	echo "$$SUDO apt-get install -y --no-install-recommends chromium"; \
+	$$SUDO apt-get update -q && \
+	$$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium || \
+		fail "apt-get install chromium failed"
+test: browser
+
 test: tools
 	$(GO) vet ./...
 	$(GO) test -race -timeout 20m ./...
@@ -124,6 +141,7 @@ demo: build
 	# then training on the neighbours of a query (README "Vector search").
 	$(VENV)/bin/python examples/neighbours.py $(DEMO)/pets $(DEMO)/pets-emb
 	$(VENV)/bin/python examples/train_torch.py $(DEMO)/pets-emb --epochs 1 --selection neighbours
+	@echo "look at it in the browser: bin/loch serve $(DEMO)/pets   (then open http://127.0.0.1:7474/)"
 
 # venv makes or updates $(VENV) with the Python SDK (python/, with its Go
 # library built from this checkout) and the pinned test dependencies

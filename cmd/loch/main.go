@@ -201,6 +201,7 @@ Exit status: 0 on success, 2 for a usage error, 1 for any other error.`,
 		newSelectionsCmd(),
 		newIndexCmd(),
 		newSearchCmd(),
+		newServeCmd(),
 		newVersionCmd(),
 	)
 	// cobra's "completion bash|zsh|fish|powershell", added now (rather

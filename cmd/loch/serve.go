@@ -1,0 +1,105 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/lochdata/loch/viewer"
+)
+
+// defaultServeAddr is where 'loch serve' listens unless --addr says.
+const defaultServeAddr = "127.0.0.1:7474"
+
+func newServeCmd() *cobra.Command {
+	var addr string
+	cmd := &cobra.Command{
+		Use:   "serve URL|ROOT",
+		Short: "Look at a dataset or a catalog in the browser",
+		Long: `Serve starts a local web viewer of a dataset (URL) or of a catalog's tables
+(ROOT) and prints its address: the tables with their rows, size and last
+commit; a dataset's schema with per-column statistics (class histograms,
+shape ranges, nulls, stored bytes and ratio) and a ref switcher; a grid of
+samples that loads a page at a time as it scrolls (image thumbnails with
+boxes and masks drawn on, labels by name, text and JSON, tensor summaries,
+audio and video players, link targets); a row at full size; a SQL query box
+whose result is the same grid, shareable as a URL and savable as a named
+selection; the commit graph; and the diff of two refs.
+
+It listens on 127.0.0.1 (port 7474) unless --addr names another address.
+Any address that is not loopback needs the token that serve prints at
+start: open the printed URL once, and the browser keeps it as a cookie.
+The viewer is read-only except for saving selections, and reads through
+the same storage layer as every other command (local paths, s3://, gs://,
+az://). Ctrl-C stops it.`,
+		Example: `  loch serve ./pets
+  loch serve s3://lake/tables --addr 127.0.0.1:8080
+  loch serve ./lake --addr 0.0.0.0:7474   # prints a URL with a token`,
+		Args: exactArgs("URL|ROOT"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkURL(args[0]); err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			ln, err := net.Listen("tcp", addr)
+			if err != nil {
+				return fmt.Errorf("--addr %s: %w", addr, err)
+			}
+			defer ln.Close()
+			token, hosts := viewer.Guard(ln.Addr())
+			srv, err := viewer.New(ctx, args[0], viewer.Options{Token: token, Hosts: hosts, Log: cmd.ErrOrStderr()})
+			if err != nil {
+				return err
+			}
+			defer srv.Close()
+			u := "http://" + printAddr(ln.Addr()) + "/"
+			if token != "" {
+				u += "?token=" + token
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "loch serve: %s\n", u)
+			return serve(ctx, ln, srv)
+		},
+	}
+	cmd.Flags().StringVar(&addr, "addr", defaultServeAddr, "listen on this host:port (a non-loopback address requires the printed token)")
+	return cmd
+}
+
+// printAddr is the host:port to print for a listener: the machine's name
+// for an unspecified address (0.0.0.0, ::), which no browser can open.
+func printAddr(a net.Addr) string {
+	ta, ok := a.(*net.TCPAddr)
+	if !ok || !ta.IP.IsUnspecified() {
+		return a.String()
+	}
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "localhost"
+	}
+	return net.JoinHostPort(host, strconv.Itoa(ta.Port))
+}
+
+// serve runs h on ln until ctx ends, then shuts down gracefully.
+func serve(ctx context.Context, ln net.Listener, h http.Handler) error {
+	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	done := make(chan error, 1)
+	go func() { done <- hs.Serve(ln) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := hs.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+			return err
+		}
+		<-done
+		return nil
+	}
+}

@@ -1,0 +1,72 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestServeToken runs 'loch serve' on every interface: it prints a URL
+// with a token, refuses requests without it, and stops on cancel.
+func TestServeToken(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "ds")
+	_, _, err := makeTestData(context.Background(), dir)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	pr, pw := io.Pipe()
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"serve", dir, "--addr", "0.0.0.0:0"}, strings.NewReader(""), pw, io.Discard)
+		pw.Close()
+	}()
+	line, err := bufio.NewReader(pr).ReadString('\n')
+	require.NoError(t, err)
+	go io.Copy(io.Discard, pr)
+	require.True(t, strings.HasPrefix(line, "loch serve: http://"), line)
+	u, err := url.Parse(strings.TrimSpace(strings.TrimPrefix(line, "loch serve: ")))
+	require.NoError(t, err)
+	token := u.Query().Get("token")
+	require.Len(t, token, 64)
+	_, port, err := net.SplitHostPort(u.Host)
+	require.NoError(t, err)
+	base := "http://127.0.0.1:" + port
+
+	resp, err := http.Get(base + "/")
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+
+	jar := &cookieJar{}
+	c := &http.Client{Jar: jar, Timeout: time.Minute}
+	resp, err = c.Get(base + "/?token=" + token)
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode, string(body))
+	require.Contains(t, string(body), "rows")
+	require.NotContains(t, string(body), token)
+
+	cancel()
+	select {
+	case code := <-done:
+		require.Equal(t, exitOK, code)
+	case <-time.After(30 * time.Second):
+		t.Fatal("loch serve did not stop on cancel")
+	}
+}
+
+// cookieJar keeps cookies for one host, enough for the token cookie.
+type cookieJar struct{ cookies []*http.Cookie }
+
+func (j *cookieJar) SetCookies(_ *url.URL, cs []*http.Cookie) { j.cookies = append(j.cookies, cs...) }
+func (j *cookieJar) Cookies(*url.URL) []*http.Cookie          { return j.cookies }

@@ -1,0 +1,239 @@
+package viewer
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"sort"
+
+	"github.com/lochdata/loch"
+)
+
+// diffPage is the row changes one diff page lists.
+const diffPage = 50
+
+// graphRow is one commit of the commit graph with its place in it.
+type graphRow struct {
+	loch.CommitInfo
+	Lane  int
+	Y     int
+	X     int
+	Refs  []loch.Ref
+	Merge bool
+}
+
+// edge is a line of the graph from a commit to a parent.
+type edge struct{ X1, Y1, X2, Y2 int }
+
+// Graph geometry, in pixels.
+const (
+	rowHeight = 32
+	laneWidth = 18
+)
+
+// graph lays out the commits reachable from every branch and tag, newest
+// first: each commit on a lane (a branch's line of first parents stays on
+// one lane), with an edge to each parent.
+func (s *Server) graph(ctx context.Context, t *table) ([]graphRow, []edge, int, error) {
+	refs, err := t.head.Refs(ctx)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	byID := map[string]loch.CommitInfo{}
+	for _, ref := range refs {
+		d, err := s.src.at(ctx, t, ref.Commit)
+		if err != nil {
+			return nil, nil, 0, err
+		}
+		log, err := d.Log(ctx)
+		if err != nil {
+			return nil, nil, 0, err
+		}
+		for _, c := range log {
+			byID[c.ID] = c
+		}
+	}
+	commits := make([]loch.CommitInfo, 0, len(byID))
+	for _, c := range byID {
+		commits = append(commits, c)
+	}
+	sort.Slice(commits, func(i, j int) bool {
+		if !commits[i].Time.Equal(commits[j].Time) {
+			return commits[i].Time.After(commits[j].Time)
+		}
+		return commits[i].ID > commits[j].ID
+	})
+	var lanes []string // the commit each lane waits for; "" is free
+	place := func(id string) int {
+		if i := slices.Index(lanes, id); i >= 0 {
+			return i
+		}
+		if i := slices.Index(lanes, ""); i >= 0 {
+			lanes[i] = id
+			return i
+		}
+		lanes = append(lanes, id)
+		return len(lanes) - 1
+	}
+	rows := make([]graphRow, len(commits))
+	at := map[string]int{}
+	width := 1
+	for i, c := range commits {
+		lane := place(c.ID)
+		for j := range lanes { // other lanes converging here are freed
+			if j != lane && lanes[j] == c.ID {
+				lanes[j] = ""
+			}
+		}
+		lanes[lane] = ""
+		if len(c.Parents) > 0 {
+			if slices.Index(lanes, c.Parents[0]) < 0 {
+				lanes[lane] = c.Parents[0]
+			}
+			for _, p := range c.Parents[1:] {
+				place(p)
+			}
+		}
+		width = max(width, len(lanes))
+		rows[i] = graphRow{CommitInfo: c, Lane: lane, X: laneWidth/2 + lane*laneWidth, Y: rowHeight/2 + i*rowHeight, Merge: len(c.Parents) > 1}
+		at[c.ID] = i
+	}
+	for _, ref := range refs {
+		if i, ok := at[ref.Commit]; ok {
+			rows[i].Refs = append(rows[i].Refs, ref)
+		}
+	}
+	var edges []edge
+	for _, r := range rows {
+		for _, p := range r.Parents {
+			if j, ok := at[p]; ok {
+				edges = append(edges, edge{r.X, r.Y, rows[j].X, rows[j].Y})
+			}
+		}
+	}
+	return rows, edges, width * laneWidth, nil
+}
+
+func (s *Server) handleLog(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	t, err := s.src.table(ctx, r.PathValue("table"))
+	if err != nil {
+		s.fail(w, r, err, true)
+		return
+	}
+	rows, edges, width, err := s.graph(ctx, t)
+	if err != nil {
+		s.fail(w, r, err, true)
+		return
+	}
+	s.render(w, r, "log.html", map[string]any{"Title": t.name + " versions", "Table": t.name, "Commits": rows, "Edges": edges,
+		"Width": width, "Height": len(rows) * rowHeight, "RowHeight": rowHeight})
+}
+
+// diffRow is one changed row: its cells in the older version (deleted,
+// modified) and the newer (added, modified).
+type diffRow struct {
+	ID       uint64
+	Change   string
+	From, To *rowView
+}
+
+func (s *Server) handleDiff(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	q := r.URL.Query()
+	t, err := s.src.table(ctx, r.PathValue("table"))
+	if err != nil {
+		s.fail(w, r, err, true)
+		return
+	}
+	start, err := intParam(q, "start", 0, 0, 1<<62)
+	if err != nil {
+		s.fail(w, r, err, true)
+		return
+	}
+	toV, err := t.resolve(ctx, q.Get("to"))
+	if err != nil {
+		s.fail(w, r, err, true)
+		return
+	}
+	dTo, err := s.src.at(ctx, t, toV)
+	if err != nil {
+		s.fail(w, r, err, true)
+		return
+	}
+	from := q.Get("from")
+	var fromV string
+	if from == "" {
+		log, err := dTo.Log(ctx)
+		if err != nil {
+			s.fail(w, r, err, true)
+			return
+		}
+		if len(log) == 0 || len(log[0].Parents) == 0 {
+			s.fail(w, r, badf("version %s has no parent: give from=REF", toV), true)
+			return
+		}
+		fromV = log[0].Parents[0]
+	} else if fromV, err = t.resolve(ctx, from); err != nil {
+		s.fail(w, r, err, true)
+		return
+	}
+	dFrom, err := s.src.at(ctx, t, fromV)
+	if err != nil {
+		s.fail(w, r, err, true)
+		return
+	}
+	diff, err := dTo.Diff(ctx, fromV, toV, loch.DiffOptions{Start: uint64(start), Limit: diffPage})
+	if err != nil {
+		s.fail(w, r, err, true)
+		return
+	}
+	rows := make([]diffRow, len(diff.Rows))
+	side := func(d *loch.Dataset, id uint64, changed []string) (*rowView, error) {
+		sc, err := scan(ctx, d)
+		if err != nil {
+			return nil, err
+		}
+		pos, err := sc.Positions([]uint64{id})
+		if err != nil {
+			return nil, err
+		}
+		rv, err := s.rowViews(ctx, t.name, d, pos, 160, false)
+		if err != nil {
+			return nil, err
+		}
+		for i := range rv[0].Cells {
+			rv[0].Cells[i].Changed = slices.Contains(changed, rv[0].Cells[i].Col)
+			rv[0].Cells[i].Eager = true
+		}
+		return &rv[0], nil
+	}
+	for i, rc := range diff.Rows {
+		rows[i] = diffRow{ID: rc.ID, Change: rc.Change}
+		if rc.Change != loch.ChangeAdded {
+			if rows[i].From, err = side(dFrom, rc.ID, rc.Columns); err != nil {
+				s.fail(w, r, err, true)
+				return
+			}
+		}
+		if rc.Change != loch.ChangeDeleted {
+			if rows[i].To, err = side(dTo, rc.ID, rc.Columns); err != nil {
+				s.fail(w, r, err, true)
+				return
+			}
+		}
+	}
+	next := ""
+	if diff.Next != nil {
+		next = fmt.Sprintf("/t/%s/diff?from=%s&to=%s&start=%d", url.PathEscape(t.name), fromV, toV, *diff.Next)
+	}
+	refs, err := t.head.Refs(ctx)
+	if err != nil {
+		s.fail(w, r, err, true)
+		return
+	}
+	s.render(w, r, "diff.html", map[string]any{"Title": t.name + " diff", "Table": t.name, "Diff": diff, "Rows": rows,
+		"From": fromV, "To": toV, "FromRef": from, "ToRef": q.Get("to"), "Next": next, "Refs": refs})
+}
