@@ -55,6 +55,14 @@ type Options struct {
 	FileBase string
 	// FileOpts are the storage options loch_file reads URLs with.
 	FileOpts []storage.Option
+	// Sandbox confines SQL to the engine's own tables (its dataset, its
+	// versions, and what Attach adds), for SQL from people who may not
+	// read the machine's files or the server's other stores (loch serve's
+	// query box): DuckDB's external access is off (no file reading
+	// functions, COPY, ATTACH or extensions) and its configuration is
+	// locked; loch_scan of any other URL and loch_file fail with
+	// ErrPermission.
+	Sandbox bool
 }
 
 // Engine runs SQL over one dataset handle (and, through loch_scan, any
@@ -149,6 +157,22 @@ func (e *Engine) init(ctx context.Context) error {
 	if err := e.registerVector(ctx, conn); err != nil {
 		return err
 	}
+	if err := e.createViews(ctx, conn); err != nil {
+		return err
+	}
+	if e.opts.Sandbox {
+		for _, q := range []string{"SET enable_external_access = false", "SET lock_configuration = true"} {
+			if _, err := conn.ExecContext(ctx, q); err != nil {
+				return fmt.Errorf("query: %s: %w", q, err)
+			}
+		}
+	}
+	return nil
+}
+
+// createViews makes the engine's own dataset readable as ds and under the
+// last element of its URL.
+func (e *Engine) createViews(ctx context.Context, conn *sql.Conn) error {
 	if e.d == nil {
 		return nil
 	}
@@ -263,6 +287,8 @@ func (e *Engine) scan(url, ref, asOf string) (*loch.Scan, error) {
 		return nil, fmt.Errorf("query: no dataset: %w", loch.ErrInvalidArgument)
 	} else if name, ok := strings.CutPrefix(url, attachPrefix); ok {
 		return nil, fmt.Errorf("%s(%s): no table %q: %w", tableFunction, quoteString(name), name, loch.ErrNotFound)
+	} else if e.opts.Sandbox {
+		return nil, fmt.Errorf("%s(%s): only this engine's own tables can be read here: %w", scanFunction, quoteString(url), loch.ErrPermission)
 	}
 	if base != nil && ref == "" && asOf == "" {
 		d = base

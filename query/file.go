@@ -10,6 +10,7 @@ import (
 
 	"github.com/duckdb/duckdb-go/v2"
 
+	"github.com/lochdata/loch"
 	"github.com/lochdata/loch/storage"
 )
 
@@ -43,6 +44,9 @@ func (e *Engine) registerFile(conn *sql.Conn) error {
 
 // readFile is loch_file's body.
 func (e *Engine) readFile(u string) ([]byte, error) {
+	if e.opts.Sandbox {
+		return nil, fmt.Errorf("%s(%s): files cannot be read here: %w", FileFunction, quoteString(u), loch.ErrPermission)
+	}
 	if !strings.Contains(u, "://") && !filepath.IsAbs(u) && e.opts.FileBase != "" {
 		u = filepath.Join(e.opts.FileBase, u)
 	}

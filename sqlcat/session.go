@@ -38,6 +38,10 @@ type Session struct {
 	// Seed seeds random() in reads (nil: seed 0), as a selection's seed
 	// does (Select).
 	Seed *uint64
+	// Sandbox confines statements to the catalog's tables
+	// (query.Options.Sandbox): no files, other stores or DuckDB
+	// configuration.
+	Sandbox bool
 }
 
 // NewSession starts a session over cat, on branch main.
@@ -232,7 +236,7 @@ func (s *Session) engine(ctx context.Context, q, name string, target *loch.Datas
 	} else {
 		named = nil // read every table
 	}
-	e, err := query.New(ctx, nil, query.Options{Threads: s.Threads, FileBase: s.FileBase, Seed: s.Seed})
+	e, err := query.New(ctx, nil, query.Options{Threads: s.Threads, FileBase: s.FileBase, Seed: s.Seed, Sandbox: s.Sandbox})
 	if err != nil {
 		return nil, nil, err
 	}

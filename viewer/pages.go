@@ -337,13 +337,15 @@ func (s *Server) query(ctx context.Context, t *table, d *loch.Dataset, q string)
 // runQuery runs a checked query (see query).
 func (s *Server) runQuery(ctx context.Context, t *table, d *loch.Dataset, q string) (*loch.Selection, error) {
 	if s.src.cat == nil {
-		sel, err := query.Select(ctx, d, q, query.Options{Open: s.src.opts})
+		sel, err := query.Select(ctx, d, q, query.Options{Open: s.src.opts, Sandbox: true})
 		if err != nil {
 			return nil, fmt.Errorf("query: %w", err)
 		}
 		return sel, nil
 	}
-	sel, _, err := sqlcat.NewSession(s.src.cat).Select(ctx, q, nil, t.name)
+	sess := sqlcat.NewSession(s.src.cat)
+	sess.Sandbox = true
+	sel, _, err := sess.Select(ctx, q, nil, t.name)
 	if err != nil {
 		return nil, fmt.Errorf("query: %w", err)
 	}
