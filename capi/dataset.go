@@ -89,11 +89,12 @@ func storageSettings(opts map[string]string) (storage.Settings, error) {
 }
 
 // linkOptions is loch.LinkPolicy as JSON: {"schemes": [...],
-// "local_roots": [...], "max_bytes": n, "timeout_seconds": s,
+// "hosts": [...], "local_roots": [...], "max_bytes": n, "timeout_seconds": s,
 // "max_attempts": n}. An absent list takes the default; an empty one
 // allows nothing.
 type linkOptions struct {
 	Schemes        []string `json:"schemes"`
+	Hosts          []string `json:"hosts"`
 	LocalRoots     []string `json:"local_roots"`
 	MaxBytes       int64    `json:"max_bytes"`
 	TimeoutSeconds float64  `json:"timeout_seconds"`
@@ -104,7 +105,7 @@ func (l *linkOptions) policy() (loch.LinkPolicy, error) {
 	if l.TimeoutSeconds < 0 || l.MaxAttempts < 0 {
 		return loch.LinkPolicy{}, invalidf("dataset options: links: negative timeout_seconds or max_attempts")
 	}
-	p := loch.LinkPolicy{Schemes: l.Schemes, LocalRoots: l.LocalRoots, MaxBytes: l.MaxBytes}
+	p := loch.LinkPolicy{Schemes: l.Schemes, Hosts: l.Hosts, LocalRoots: l.LocalRoots, MaxBytes: l.MaxBytes}
 	if l.TimeoutSeconds > 0 || l.MaxAttempts > 0 {
 		p.Retry = storage.DefaultRetryPolicy()
 		if l.TimeoutSeconds > 0 {
@@ -228,7 +229,7 @@ func loch_dataset_create(url, schemaText, options *C.char, out *C.uintptr_t, err
 // "version": a version id (read-only; not with ref); "as_of": an RFC 3339
 // time: the version ref (default main) named then (read-only);
 // "parallelism": n, "author": s, "cache_bytes": n, "links": the link policy
-// of loch_dataset_fetch, {"schemes": [...], "local_roots": [...],
+// of loch_dataset_fetch, {"schemes": [...], "hosts": [...], "local_roots": [...],
 // "max_bytes": n, "timeout_seconds": s, "max_attempts": n} (see
 // loch.LinkPolicy; absent fields take its defaults)}.
 //
