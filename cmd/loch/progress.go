@@ -20,6 +20,8 @@ import (
 //   - --progress shows it even when it is not (a log file, a CI job);
 //   - --quiet never shows it, whatever else is given.
 //
+// TestProgressTerminalRule checks these rules on a real pseudo-terminal.
+//
 // Work whose amount is known (rows to scan or export, bytes to ingest)
 // shows a bar with a rate and an ETA; work whose amount the library does
 // not report (verify, gc, merge, the loader's epochs in bench) shows a
