@@ -111,9 +111,9 @@ func openRaw(ctx context.Context, rawURL string, settings Settings) (Store, erro
 	case "s3":
 		st, err = openS3(ctx, loc, settings)
 	case "gs":
-		st, err = openGCS(ctx, loc)
+		st, err = openGCS(ctx, loc, settings)
 	case "az":
-		st, err = openAzure(ctx, loc)
+		st, err = openAzure(ctx, loc, settings)
 	}
 	if err != nil {
 		return nil, &Error{Op: "open", URL: loc.String(), Err: err}
