@@ -215,8 +215,8 @@ def run_abi(res: Result, spec: dict[str, Any]) -> Result:
     transform = {"image": spec["transform"]} if spec.get("transform") else None
 
     def epoch(e: int) -> int:
-        go = Loader(ds, batch_size=spec["batch_size"], shuffle=True, seed=0, epoch=e, columns=COLUMNS,
-                    transform=transform)._start()  # fmt: skip
+        go = Loader(ds, batch_size=spec["batch_size"], shuffle=True, seed=0, columns=COLUMNS,
+                    transform=transform)._start(None, e)  # fmt: skip
         cdll, n = go.lib.cdll, 0
         try:
             while (p := go.next()) is not None:
