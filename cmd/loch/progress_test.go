@@ -62,15 +62,16 @@ func TestProgressTerminalRule(t *testing.T) {
 	require.Zero(t, code)
 
 	for _, tc := range []struct {
-		what string
-		args []string
+		what  string
+		args  []string
+		count string // the count the display shows
 	}{
-		{"verify", []string{"verify", ds}},
-		{"scan", []string{"scan", ds}},
-		{"export", []string{"export", ds, "OUT"}},
-		{"gc", []string{"gc", ds, "--dry-run"}},
-		{"merge", []string{"merge", ds, "dev"}},
-		{"bench", []string{"bench", ds, "--no-raw", "--columns", "label"}},
+		{"verify", []string{"verify", ds}, " objects"},
+		{"scan", []string{"scan", ds}, " rows"},
+		{"export", []string{"export", ds, "OUT"}, " rows"},
+		{"gc", []string{"gc", ds, "--dry-run"}, " objects"},
+		{"merge", []string{"merge", ds, "dev"}, ""},
+		{"bench", []string{"bench", ds, "--no-raw", "--columns", "label"}, ""},
 	} {
 		t.Run(tc.what, func(t *testing.T) {
 			n := 0
@@ -88,6 +89,7 @@ func TestProgressTerminalRule(t *testing.T) {
 			shown, code := onTerminal(t, args()...)
 			require.Zero(t, code, shown)
 			require.Contains(t, shown, tc.what, "a terminal shows progress")
+			require.Contains(t, shown, tc.count, "with a count")
 
 			shown, code = onTerminal(t, args("--quiet")...)
 			require.Zero(t, code, shown)
