@@ -146,11 +146,7 @@ class MinIO:
             assert r.status == 200
 
     def stop(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
+        _stop(self.proc)
 
 
 @pytest.fixture
