@@ -177,19 +177,34 @@ pytest: venv
 # libloch.so and the loch CLI built here (setup.py), the shared libraries
 # they link beyond the manylinux policy (libturbojpeg) vendored into it by
 # auditwheel with patchelf, the glibc tag the one auditwheel finds the
-# binaries need. python/tests/test_wheel.py installs it into a fresh venv.
-.PHONY: wheel
-wheel: sysdeps $(VENV)/.loch-wheel-deps
+# binaries need. python/tests/test_wheel.py installs it into a fresh venv
+# (`make test` builds it first). The library and the CLI are those that
+# `make venv` built from the same sources into $(VENV) (setup.py's
+# LOCH_LIBRARY and LOCH_CLI), so they are built once. A stamp makes a
+# second run quick: the wheel is rebuilt only when that SDK was.
+WHEEL_STAMP := dist/.loch-wheel
+.PHONY: wheel patchelf
+wheel: $(WHEEL_STAMP)
+test: wheel
+
+$(WHEEL_STAMP): $(VENV)/.loch-sdk python/requirements-wheel.txt | sysdeps patchelf $(VENV)/.loch-wheel-deps
+	rm -rf dist/raw python/build dist/loch-*.whl
+	lib=$$($(VENV)/bin/python -c 'import loch._cli as c; print(c.executable().parent)') && \
+		LOCH_LIBRARY=$$lib/libloch.so LOCH_CLI=$$lib/loch \
+		$(VENV)/bin/python -m pip wheel -q --no-deps --no-build-isolation ./python -w dist/raw
+	$(VENV)/bin/python -m auditwheel repair -w dist dist/raw/loch-*.whl
+	rm -rf dist/raw python/build
+	@ls -l dist/loch-*.whl
+	@touch $@
+
+# patchelf (Debian's package), which auditwheel runs, installed when missing.
+patchelf:
 	@command -v patchelf >/dev/null || { \
 		if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
 		echo "$$SUDO apt-get install -y --no-install-recommends patchelf"; \
 		$$SUDO apt-get update -q && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends patchelf; \
 	} || { echo "wheel: patchelf is missing and could not be installed (apt-get install patchelf)" >&2; exit 1; }
-	rm -rf dist/raw python/build dist/loch-*.whl
-	$(VENV)/bin/python -m pip wheel -q --no-deps --no-build-isolation ./python -w dist/raw
-	$(VENV)/bin/python -m auditwheel repair -w dist dist/raw/loch-*.whl
-	rm -rf dist/raw python/build
-	@ls -l dist/loch-*.whl
+	@command -v patchelf >/dev/null || { echo "wheel: patchelf is still not on PATH after installing it" >&2; exit 1; }
 
 $(VENV)/.loch-wheel-deps: python/requirements-wheel.txt | $(VENV)/bin/python
 	$(VENV)/bin/python -m pip install -q -r python/requirements-wheel.txt

@@ -97,6 +97,11 @@ type GCReport struct {
 // GC finishes the job. If a deletion fails, GC stops and returns the
 // report of what it deleted with the error.
 //
+// A Progress in ctx (see WithProgress) gets phase "mark" with the
+// reachable objects found so far (total -1), then "delete" with the
+// unreachable objects dealt with (deleted, counted in a dry run, or kept
+// as rewritten) out of those to delete.
+//
 // GC is a dataset-wide operation: a read-only handle may run it, and it
 // does not move the handle. Objects that writers have staged but not yet
 // committed, this handle's included, are protected only by the grace
@@ -106,7 +111,7 @@ func (d *Dataset) GC(ctx context.Context, opts GCOptions) (*GCReport, error) {
 		return nil, invalidf("gc %s: negative grace period %s", d.url, opts.Grace)
 	}
 	start := time.Now()
-	g := &gc{d: d, opts: opts, cutoff: start.Add(-opts.Grace), reached: map[string]bool{},
+	g := &gc{d: d, opts: opts, cutoff: start.Add(-opts.Grace), reached: map[string]bool{}, progress: progressOf(ctx),
 		report: GCReport{DryRun: opts.DryRun, ByKind: map[string]GCKind{}}}
 	for _, k := range gcKinds {
 		g.report.ByKind[k.Dir()] = GCKind{}
@@ -129,6 +134,10 @@ func (d *Dataset) GC(ctx context.Context, opts GCOptions) (*GCReport, error) {
 			}
 		}
 	}
+	for _, objs := range doomed {
+		g.total += int64(len(objs))
+	}
+	g.progress("delete", 0, g.total)
 	for _, phase := range gcPhases {
 		var objs []storage.Attrs
 		for _, kind := range phase {
@@ -184,6 +193,9 @@ type gc struct {
 	reached map[string]bool
 	missing []string // reachable chunks and deletions the listing lacks
 	report  GCReport
+
+	progress    Progress // called under mu
+	done, total int64    // unreachable objects dealt with, and to deal with
 }
 
 // young reports whether the grace period keeps an unreachable object.
@@ -288,6 +300,7 @@ func (g *gc) reach(key string) bool {
 		return false
 	}
 	g.reached[key] = false
+	g.progress("mark", int64(len(g.reached)), -1)
 	return true
 }
 
@@ -407,6 +420,7 @@ func (g *gc) delete(ctx context.Context, objs []storage.Attrs) error {
 	if g.opts.DryRun {
 		for _, a := range objs {
 			g.deleted(a)
+			g.dealt()
 		}
 		return nil
 	}
@@ -420,6 +434,9 @@ func (g *gc) delete(ctx context.Context, objs []storage.Attrs) error {
 		eg.Go(func() error {
 			cur, err := g.d.store.Stat(ectx, a.Key)
 			if errors.Is(err, storage.ErrNotFound) {
+				g.mu.Lock()
+				g.dealt()
+				g.mu.Unlock()
 				return nil // deleted by someone else
 			}
 			if err != nil {
@@ -428,6 +445,7 @@ func (g *gc) delete(ctx context.Context, objs []storage.Attrs) error {
 			if g.young(cur) {
 				g.mu.Lock()
 				g.report.Young.add(cur.Size)
+				g.dealt()
 				g.mu.Unlock()
 				return nil
 			}
@@ -436,6 +454,7 @@ func (g *gc) delete(ctx context.Context, objs []storage.Attrs) error {
 			}
 			g.mu.Lock()
 			g.deleted(cur)
+			g.dealt()
 			g.mu.Unlock()
 			return nil
 		})
@@ -444,6 +463,13 @@ func (g *gc) delete(ctx context.Context, objs []storage.Attrs) error {
 		return err
 	}
 	return ctx.Err()
+}
+
+// dealt reports one more object of the delete phase dealt with; the caller
+// holds g.mu or is alone.
+func (g *gc) dealt() {
+	g.done++
+	g.progress("delete", g.done, g.total)
 }
 
 // deleted counts a deleted object; the caller holds g.mu or is alone.

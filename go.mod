@@ -13,6 +13,7 @@ require (
 	github.com/aws/aws-sdk-go-v2/service/s3 v1.111.0
 	github.com/aws/smithy-go v1.28.1
 	github.com/chromedp/chromedp v0.15.1
+	github.com/creack/pty v1.1.24
 	github.com/duckdb/duckdb-go/v2 v2.10506.0
 	github.com/dustin/go-humanize v1.0.1
 	github.com/klauspost/compress v1.20.3

@@ -27,7 +27,10 @@ var DefaultLinkSchemes = []string{"http", "https", "s3", "gs", "az"}
 // is the default policy.
 //
 // The rule: a link is a URL or a local path. A URL is followed only when
-// its scheme is in Schemes. A local path (relative paths are relative to
+// its scheme is in Schemes, and an http(s) URL only when its host is in
+// Hosts (when Hosts is given). An http(s) link that redirects is followed
+// only to a target that passes the same two checks, so an allowed server
+// cannot send the reader elsewhere. A local path (relative paths are relative to
 // the working directory) or file:// URL is followed only when the file,
 // with symbolic links resolved, lies under one of LocalRoots (also
 // resolved). By default (LocalRoots nil) the one local root is the
@@ -47,6 +50,11 @@ type LinkPolicy struct {
 	// DefaultLinkSchemes; an empty non-nil list allows none. Local files
 	// are governed by LocalRoots, not by "file".
 	Schemes []string
+	// Hosts lists the hosts http(s) links and their redirects may reach:
+	// a host name or IP address (matching any port) or host:port,
+	// compared without regard to case. Nil means any host; an empty
+	// non-nil list allows no http(s) link.
+	Hosts []string
 	// LocalRoots lists the directories whose files links may name. Nil
 	// means the dataset's own parent directory for a local dataset, none
 	// otherwise; an empty non-nil list allows no local file.
@@ -99,7 +107,7 @@ func (d *Dataset) fetchLink(ctx context.Context, link string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts := []storage.Option{storage.WithRetryPolicy(p.Retry)}
+	opts := []storage.Option{storage.WithRetryPolicy(p.Retry), storage.WithRedirectCheck(p.checkRedirect)}
 	if p.MaxBytes > 0 {
 		opts = append(opts, storage.WithMaxBytes(p.MaxBytes))
 	}
@@ -151,6 +159,15 @@ func (p *LinkPolicy) check(link string) (string, error) {
 		if !slices.Contains(p.Schemes, scheme) {
 			return "", fmt.Errorf("%s:// links are not allowed (allowed: %s; see loch.LinkPolicy): %w", scheme, schemeList(p.Schemes), ErrPermission)
 		}
+		if scheme == "http" || scheme == "https" {
+			u, err := url.Parse(link)
+			if err != nil {
+				return "", fmt.Errorf("malformed URL: %w", ErrInvalidArgument)
+			}
+			if err := p.checkHost(u); err != nil {
+				return "", err
+			}
+		}
 		return link, nil
 	}
 	path := link
@@ -187,6 +204,35 @@ func (p *LinkPolicy) check(link string) (string, error) {
 		return "", fmt.Errorf("%s is not a regular file: %w", abs, ErrInvalidArgument)
 	}
 	return real, nil
+}
+
+// checkRedirect applies the policy to the target of an http(s) redirect:
+// its scheme and its host (the storage layer says that it was a redirect).
+// Its errors name neither path nor query.
+func (p *LinkPolicy) checkRedirect(target *url.URL) error {
+	scheme := strings.ToLower(target.Scheme)
+	if !slices.Contains(p.Schemes, scheme) {
+		return fmt.Errorf("%s:// links are not allowed (allowed: %s; see loch.LinkPolicy): %w", scheme, schemeList(p.Schemes), ErrPermission)
+	}
+	return p.checkHost(target)
+}
+
+// checkHost refuses an http(s) URL whose host is not in Hosts (when Hosts
+// is given).
+func (p *LinkPolicy) checkHost(u *url.URL) error {
+	if p.Hosts == nil {
+		return nil
+	}
+	for _, h := range p.Hosts {
+		if strings.EqualFold(h, u.Host) || strings.EqualFold(h, u.Hostname()) {
+			return nil
+		}
+	}
+	allowed := "none"
+	if len(p.Hosts) > 0 {
+		allowed = strings.Join(p.Hosts, ", ")
+	}
+	return fmt.Errorf("host %q is not allowed (allowed: %s; see loch.LinkPolicy): %w", u.Host, allowed, ErrPermission)
 }
 
 // resolve makes a root absolute and resolves its symbolic links.

@@ -240,3 +240,77 @@ func TestLinkPolicyRemoteDataset(t *testing.T) {
 	require.ErrorIs(t, err, ErrPermission)
 	require.True(t, errors.Is(err, ErrPermission))
 }
+
+// TestLinkRedirects: a redirect is followed only to a scheme and host that
+// the policy allows; a refused one is not retried, reaches nothing, and
+// its error hides the target's query.
+func TestLinkRedirects(t *testing.T) {
+	var away atomic.Int64
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		away.Add(1)
+		w.Write([]byte("from elsewhere"))
+	}))
+	t.Cleanup(other.Close)
+	secure := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("tls")) }))
+	t.Cleanup(secure.Close)
+	// other as "localhost:port": another host name than 127.0.0.1.
+	otherURL := strings.Replace(other.URL, "127.0.0.1", "localhost", 1)
+
+	var bounces atomic.Int64
+	mux := http.NewServeMux()
+	mux.HandleFunc("/ok", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("home")) })
+	mux.HandleFunc("/same", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/ok", http.StatusFound) })
+	mux.HandleFunc("/away", func(w http.ResponseWriter, r *http.Request) {
+		bounces.Add(1)
+		http.Redirect(w, r, otherURL+"/x?sig=s3cr3t-token", http.StatusFound)
+	})
+	mux.HandleFunc("/secure", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, secure.URL+"/x", http.StatusMovedPermanently)
+	})
+	home := httptest.NewServer(mux)
+	t.Cleanup(home.Close)
+	links := []string{home.URL + "/same", home.URL + "/away", otherURL + "/x", home.URL + "/secure"}
+
+	t.Run("hosts", func(t *testing.T) {
+		away.Store(0)
+		bounces.Store(0)
+		col := linkDataset(t, links, WithLinkPolicy(LinkPolicy{Hosts: []string{"127.0.0.1"}, Retry: fastRetry}))
+		b, err := col.Fetch(ctx, 0)
+		require.NoError(t, err, "a redirect within an allowed host")
+		require.Equal(t, "home", string(b))
+
+		_, err = col.Fetch(ctx, 1)
+		require.ErrorIs(t, err, ErrPermission)
+		require.ErrorContains(t, err, "redirect refused")
+		require.ErrorContains(t, err, "host \"localhost:")
+		require.NotContains(t, err.Error(), "s3cr3t")
+		require.EqualValues(t, 1, bounces.Load(), "a refused redirect is not retried")
+
+		_, err = col.Fetch(ctx, 2)
+		require.ErrorIs(t, err, ErrPermission, "a link straight to a host not allowed")
+		require.EqualValues(t, 0, away.Load(), "nothing reached the host not allowed")
+	})
+
+	t.Run("schemes", func(t *testing.T) {
+		col := linkDataset(t, links, WithLinkPolicy(LinkPolicy{Schemes: []string{"http"}, Retry: fastRetry}))
+		_, err := col.Fetch(ctx, 3)
+		require.ErrorIs(t, err, ErrPermission)
+		require.ErrorContains(t, err, "https:// links are not allowed")
+	})
+
+	t.Run("no hosts", func(t *testing.T) {
+		col := linkDataset(t, links, WithLinkPolicy(LinkPolicy{Hosts: []string{}, Retry: fastRetry}))
+		_, err := col.Fetch(ctx, 0)
+		require.ErrorIs(t, err, ErrPermission)
+		require.ErrorContains(t, err, "allowed: none")
+	})
+
+	t.Run("default", func(t *testing.T) {
+		away.Store(0)
+		col := linkDataset(t, links, WithLinkPolicy(LinkPolicy{Retry: fastRetry}))
+		b, err := col.Fetch(ctx, 1)
+		require.NoError(t, err, "any host by default")
+		require.Equal(t, "from elsewhere", string(b))
+		require.EqualValues(t, 1, away.Load())
+	})
+}

@@ -82,7 +82,9 @@ var errUpToDate = errors.New("up to date")
 // Columns added on either side are merged; one name added on both sides is
 // a conflict. When the branch is an ancestor of src it moves to src (fast
 // forward). No data is copied: the merge commit's manifest names the
-// fragments of both sides with new deletion vectors.
+// fragments of both sides with new deletion vectors. A Progress in ctx
+// (see WithProgress) gets phase "merge" with the rows decided out of the
+// rows that base, ours or theirs changed.
 func (d *Dataset) Merge(ctx context.Context, src string, opts MergeOptions) (*MergeResult, error) {
 	strategy := opts.Strategy
 	switch strategy {
@@ -303,7 +305,14 @@ func (m *merger) merge(ctx context.Context) (manifest.Manifest, error) {
 		unionColumns(m.b.man.Schema, m.t.man.Schema),
 		unionColumns(m.o.man.Schema, m.t.man.Schema),
 	}
+	var total, done int64
+	_ = joinRows(rows, func(uint64, []*rowLoc) error { total++; return nil })
+	progress := progressOf(ctx)
+	progress("merge", 0, total)
 	err = joinRows(rows, func(id uint64, at []*rowLoc) error {
+		if done++; done%1024 == 0 || done == total {
+			progress("merge", done, total)
+		}
 		return m.row(ctx, id, at[0], at[1], at[2], cols)
 	})
 	if err != nil {

@@ -26,9 +26,11 @@ func (p Problem) String() string { return p.Key + ": " + p.Err.Error() }
 // checks its checksums and that manifests, fragments and chunks agree. It
 // returns the number of objects checked and the problems found, sorted by
 // key; err is reserved for failures that stop the check (a cancelled
-// context). Objects are read several at a time.
+// context). Objects are read several at a time. A Progress in ctx (see
+// WithProgress) gets phase "verify" with the objects checked so far (the
+// total is not known before the walk ends: -1).
 func (d *Dataset) Verify(ctx context.Context) (checked int, problems []Problem, err error) {
-	v := &verifier{d: d, seen: map[string]bool{}}
+	v := &verifier{d: d, seen: map[string]bool{}, progress: progressOf(ctx)}
 	var roots []walkRoot
 	if d.ReadOnly() {
 		roots = []walkRoot{{id: d.Version(), ref: d.Version()}}
@@ -58,6 +60,7 @@ type verifier struct {
 	seen     map[string]bool // objects, and fragment references by refKey
 	checked  int
 	problems []Problem
+	progress Progress // called under mu
 }
 
 var _ walkVisitor = (*verifier)(nil)
@@ -76,6 +79,9 @@ func (v *verifier) first(key string, objects int) bool {
 	}
 	v.seen[key] = true
 	v.checked += objects
+	if objects > 0 {
+		v.progress("verify", int64(v.checked), -1)
+	}
 	return true
 }
 

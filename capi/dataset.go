@@ -10,6 +10,7 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -52,21 +53,40 @@ type openOptions struct {
 
 // storageKeys maps the names storage_options accepts to the fields of
 // storage.Settings: loch's own (the first of each), and those of the
-// object_store crate that Lance, Delta Lake and Polars take.
+// object_store crate that Lance, Delta Lake and Polars take. Which
+// scheme takes which field is storage.Settings' rule.
 var storageKeys = map[string]func(*storage.Settings) *string{
-	"endpoint":              func(s *storage.Settings) *string { return &s.Endpoint },
-	"endpoint_url":          func(s *storage.Settings) *string { return &s.Endpoint },
-	"aws_endpoint":          func(s *storage.Settings) *string { return &s.Endpoint },
-	"aws_endpoint_url":      func(s *storage.Settings) *string { return &s.Endpoint },
-	"region":                func(s *storage.Settings) *string { return &s.Region },
-	"aws_region":            func(s *storage.Settings) *string { return &s.Region },
-	"access_key_id":         func(s *storage.Settings) *string { return &s.AccessKeyID },
-	"aws_access_key_id":     func(s *storage.Settings) *string { return &s.AccessKeyID },
-	"secret_access_key":     func(s *storage.Settings) *string { return &s.SecretAccessKey },
-	"aws_secret_access_key": func(s *storage.Settings) *string { return &s.SecretAccessKey },
-	"session_token":         func(s *storage.Settings) *string { return &s.SessionToken },
-	"aws_session_token":     func(s *storage.Settings) *string { return &s.SessionToken },
+	"endpoint":                        func(s *storage.Settings) *string { return &s.Endpoint },
+	"endpoint_url":                    func(s *storage.Settings) *string { return &s.Endpoint },
+	"aws_endpoint":                    func(s *storage.Settings) *string { return &s.Endpoint },
+	"aws_endpoint_url":                func(s *storage.Settings) *string { return &s.Endpoint },
+	"azure_storage_endpoint":          func(s *storage.Settings) *string { return &s.Endpoint },
+	"region":                          func(s *storage.Settings) *string { return &s.Region },
+	"aws_region":                      func(s *storage.Settings) *string { return &s.Region },
+	"access_key_id":                   func(s *storage.Settings) *string { return &s.AccessKeyID },
+	"aws_access_key_id":               func(s *storage.Settings) *string { return &s.AccessKeyID },
+	"secret_access_key":               func(s *storage.Settings) *string { return &s.SecretAccessKey },
+	"aws_secret_access_key":           func(s *storage.Settings) *string { return &s.SecretAccessKey },
+	"session_token":                   func(s *storage.Settings) *string { return &s.SessionToken },
+	"aws_session_token":               func(s *storage.Settings) *string { return &s.SessionToken },
+	"google_service_account":          func(s *storage.Settings) *string { return &s.GoogleCredentialsFile },
+	"google_application_credentials":  func(s *storage.Settings) *string { return &s.GoogleCredentialsFile },
+	"service_account":                 func(s *storage.Settings) *string { return &s.GoogleCredentialsFile },
+	"google_service_account_key":      func(s *storage.Settings) *string { return &s.GoogleCredentialsJSON },
+	"service_account_key":             func(s *storage.Settings) *string { return &s.GoogleCredentialsJSON },
+	"account_name":                    func(s *storage.Settings) *string { return &s.AzureAccount },
+	"azure_storage_account_name":      func(s *storage.Settings) *string { return &s.AzureAccount },
+	"account_key":                     func(s *storage.Settings) *string { return &s.AzureAccountKey },
+	"azure_storage_account_key":       func(s *storage.Settings) *string { return &s.AzureAccountKey },
+	"sas_token":                       func(s *storage.Settings) *string { return &s.AzureSASToken },
+	"azure_storage_sas_token":         func(s *storage.Settings) *string { return &s.AzureSASToken },
+	"connection_string":               func(s *storage.Settings) *string { return &s.AzureConnectionString },
+	"azure_storage_connection_string": func(s *storage.Settings) *string { return &s.AzureConnectionString },
 }
+
+// anonymousKeys are the names of storage.Settings.Anonymous, a boolean
+// given as "true" or "false".
+var anonymousKeys = []string{"anonymous", "skip_signature", "aws_skip_signature", "google_skip_signature"}
 
 // storageSettings converts storage_options to storage.Settings. Its errors
 // name keys, never values (they may be secrets).
@@ -77,26 +97,38 @@ func storageSettings(opts map[string]string) (storage.Settings, error) {
 		names = append(names, name)
 	}
 	slices.Sort(names)
+	anonymous := ""
 	for _, name := range names {
-		field, ok := storageKeys[name]
-		if !ok {
-			return storage.Settings{}, invalidf("storage_options: unknown option %q (want endpoint, region, access_key_id, secret_access_key, session_token)", name)
+		var p *string
+		if slices.Contains(anonymousKeys, name) {
+			p = &anonymous
+		} else if field, ok := storageKeys[name]; ok {
+			p = field(&s)
+		} else {
+			return storage.Settings{}, invalidf("storage_options: unknown option %q (want endpoint, region, access_key_id, secret_access_key, session_token, anonymous, google_service_account, google_service_account_key, account_name, account_key, sas_token or connection_string)", name)
 		}
-		p := field(&s)
 		if *p != "" && *p != opts[name] {
 			return storage.Settings{}, invalidf("storage_options: %q and another name for the same setting differ", name)
 		}
 		*p = opts[name]
 	}
+	if anonymous != "" {
+		b, err := strconv.ParseBool(anonymous)
+		if err != nil {
+			return storage.Settings{}, invalidf("storage_options: anonymous: want true or false")
+		}
+		s.Anonymous = b
+	}
 	return s, nil
 }
 
 // linkOptions is loch.LinkPolicy as JSON: {"schemes": [...],
-// "local_roots": [...], "max_bytes": n, "timeout_seconds": s,
+// "hosts": [...], "local_roots": [...], "max_bytes": n, "timeout_seconds": s,
 // "max_attempts": n}. An absent list takes the default; an empty one
 // allows nothing.
 type linkOptions struct {
 	Schemes        []string `json:"schemes"`
+	Hosts          []string `json:"hosts"`
 	LocalRoots     []string `json:"local_roots"`
 	MaxBytes       int64    `json:"max_bytes"`
 	TimeoutSeconds float64  `json:"timeout_seconds"`
@@ -107,7 +139,7 @@ func (l *linkOptions) policy() (loch.LinkPolicy, error) {
 	if l.TimeoutSeconds < 0 || l.MaxAttempts < 0 {
 		return loch.LinkPolicy{}, invalidf("dataset options: links: negative timeout_seconds or max_attempts")
 	}
-	p := loch.LinkPolicy{Schemes: l.Schemes, LocalRoots: l.LocalRoots, MaxBytes: l.MaxBytes}
+	p := loch.LinkPolicy{Schemes: l.Schemes, Hosts: l.Hosts, LocalRoots: l.LocalRoots, MaxBytes: l.MaxBytes}
 	if l.TimeoutSeconds > 0 || l.MaxAttempts > 0 {
 		p.Retry = storage.DefaultRetryPolicy()
 		if l.TimeoutSeconds > 0 {
@@ -231,7 +263,7 @@ func loch_dataset_create(url, schemaText, options *C.char, out *C.uintptr_t, err
 // "version": a version id (read-only; not with ref); "as_of": an RFC 3339
 // time: the version ref (default main) named then (read-only);
 // "parallelism": n, "author": s, "cache_bytes": n, "links": the link policy
-// of loch_dataset_fetch, {"schemes": [...], "local_roots": [...],
+// of loch_dataset_fetch, {"schemes": [...], "hosts": [...], "local_roots": [...],
 // "max_bytes": n, "timeout_seconds": s, "max_attempts": n} (see
 // loch.LinkPolicy; absent fields take its defaults)}.
 //

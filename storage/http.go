@@ -13,8 +13,10 @@ import (
 )
 
 // httpClient is the client of every http(s) read: no cookies, at most
-// maxRedirects redirects and only to http(s). Each attempt's time is bounded
-// by the RetryPolicy's ReadTimeout through its context.
+// maxRedirects redirects, only to http(s), each one passed to the check
+// that the request's context carries (see WithRedirectCheck). Each
+// attempt's time is bounded by the RetryPolicy's ReadTimeout through its
+// context.
 var httpClient = &http.Client{
 	Transport: func() http.RoundTripper {
 		t := http.DefaultTransport.(*http.Transport).Clone()
@@ -26,11 +28,19 @@ var httpClient = &http.Client{
 			return fmt.Errorf("more than %d redirects", maxRedirects)
 		}
 		if s := req.URL.Scheme; s != "http" && s != "https" {
-			return fmt.Errorf("redirect to a %s:// URL", s)
+			return denied(fmt.Sprintf("redirect to a %s:// URL", s), nil)
+		}
+		if check, _ := req.Context().Value(redirectCheckKey{}).(func(*url.URL) error); check != nil {
+			if err := check(req.URL); err != nil {
+				return denied("redirect refused", err)
+			}
 		}
 		return nil
 	},
 }
+
+// redirectCheckKey is the context key of an httpStore's redirect check.
+type redirectCheckKey struct{}
 
 const maxRedirects = 5
 
@@ -47,8 +57,9 @@ func isHTTP(raw string) bool {
 // ErrPermission, 408, 425, 429 and 5xx, like connection failures and
 // bodies cut short, to ErrTransient, so that a RetryStore retries them.
 type httpStore struct {
-	origin   string // scheme://host[:port]
-	maxBytes int64  // > 0: a larger object is ErrTooLarge
+	origin   string               // scheme://host[:port]
+	maxBytes int64                // > 0: a larger object is ErrTooLarge
+	redirect func(*url.URL) error // nil, or the check of each redirect's target
 }
 
 var _ Store = (*httpStore)(nil)
@@ -80,6 +91,9 @@ func (s *httpStore) URL() string  { return s.origin }
 func (s *httpStore) Close() error { return nil }
 
 func (s *httpStore) do(ctx context.Context, method, key string, header http.Header) (*http.Response, error) {
+	if s.redirect != nil {
+		ctx = context.WithValue(ctx, redirectCheckKey{}, s.redirect)
+	}
 	req, err := http.NewRequestWithContext(ctx, method, s.origin+key, nil)
 	if err != nil {
 		return nil, invalidURL("malformed URL", nil)

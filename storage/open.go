@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"net/url"
 	"strings"
 	"sync"
 )
@@ -13,6 +14,7 @@ type openConfig struct {
 	retry    RetryPolicy
 	maxBytes int64
 	settings Settings
+	redirect func(*url.URL) error
 }
 
 // WithRetryPolicy sets the retry policy of the returned store; zero fields
@@ -29,6 +31,15 @@ func WithRetryPolicy(p RetryPolicy) Option {
 // it.
 func WithMaxBytes(n int64) Option {
 	return func(c *openConfig) { c.maxBytes = n }
+}
+
+// WithRedirectCheck makes ReadURL call check with the target of each
+// redirect of an http(s) read before following it. An error from check
+// stops the read, which then fails with an error wrapping ErrPermission
+// and check's error (not retried). The target's query is part of the URL
+// check sees; an error should not quote it. Open ignores it.
+func WithRedirectCheck(check func(target *url.URL) error) Option {
+	return func(c *openConfig) { c.redirect = check }
 }
 
 // Open returns the Store at rawURL:
@@ -100,9 +111,9 @@ func openRaw(ctx context.Context, rawURL string, settings Settings) (Store, erro
 	case "s3":
 		st, err = openS3(ctx, loc, settings)
 	case "gs":
-		st, err = openGCS(ctx, loc)
+		st, err = openGCS(ctx, loc, settings)
 	case "az":
-		st, err = openAzure(ctx, loc)
+		st, err = openAzure(ctx, loc, settings)
 	}
 	if err != nil {
 		return nil, &Error{Op: "open", URL: loc.String(), Err: err}
@@ -136,7 +147,7 @@ func ReadURL(ctx context.Context, rawURL string, opts ...Option) ([]byte, error)
 		if err != nil {
 			return nil, &Error{Op: "get", URL: redact(rawURL), Err: err}
 		}
-		b, err := NewRetryStore(&httpStore{origin: origin, maxBytes: cfg.maxBytes}, cfg.retry).Get(ctx, key)
+		b, err := NewRetryStore(&httpStore{origin: origin, maxBytes: cfg.maxBytes, redirect: cfg.redirect}, cfg.retry).Get(ctx, key)
 		if err != nil {
 			return nil, &Error{Op: "get", URL: redact(rawURL), Err: err}
 		}

@@ -39,6 +39,9 @@ func openS3(ctx context.Context, loc location, settings Settings) (*bucketStore,
 					SessionToken: settings.SessionToken, Source: "loch storage settings"}, nil
 			})))
 	}
+	if settings.Anonymous {
+		opts = append(opts, config.WithCredentialsProvider(aws.AnonymousCredentials{}))
+	}
 	if p := loc.param("profile"); p != "" {
 		opts = append(opts, config.WithSharedConfigProfile(p))
 	}

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -9,22 +10,48 @@ import (
 // in the environment, so that one process can reach several clouds or
 // accounts: each store opened WithSettings uses its own. A zero field
 // leaves that setting to the URL's query parameters and the environment
-// (see Open); a field set overrides both.
+// (see Open); a field set overrides both. Each field applies to the
+// schemes its comment names; Open refuses a field set for another scheme.
 //
-// The secrets (SecretAccessKey, SessionToken) are never logged nor put in
-// errors or URLs: String and GoString leave them out, and Open's errors
-// do not quote settings.
+// The secrets (SecretAccessKey, SessionToken, GoogleCredentialsJSON,
+// AzureAccountKey, AzureSASToken, AzureConnectionString) are never logged
+// nor put in errors or URLs: String and GoString leave them out, and
+// Open's errors do not quote settings.
 type Settings struct {
-	// Endpoint is the service's address, http(s)://host[:port]: an
-	// S3-compatible store (MinIO, R2, ...) for s3://.
+	// Endpoint is the service's address (s3://, gs://, az://):
+	// http(s)://host[:port] of an S3-compatible store (MinIO, R2, ...);
+	// for gs://, the JSON API's base URL (an emulator such as
+	// fake-gcs-server: http://127.0.0.1:4443; "/storage/v1/" is added
+	// when the URL has no path); for az://, the blob service URL with the
+	// account, e.g. http://127.0.0.1:10000/devstoreaccount1 (Azurite).
 	Endpoint string
-	// Region is the S3 region.
+	// Region is the S3 region (s3://).
 	Region string
 	// AccessKeyID, SecretAccessKey and SessionToken (optional) are static
-	// S3 credentials, used instead of the default credential chain.
+	// S3 credentials (s3://), used instead of the default credential
+	// chain.
 	AccessKeyID     string
 	SecretAccessKey string
 	SessionToken    string
+	// Anonymous sends requests without credentials (s3://, gs://): public
+	// buckets, and emulators that take no authentication.
+	Anonymous bool
+	// GoogleCredentialsFile is the path of a service account key file, and
+	// GoogleCredentialsJSON such a key itself (gs://; at most one of
+	// them), used instead of Application Default Credentials.
+	GoogleCredentialsFile string
+	GoogleCredentialsJSON string
+	// AzureAccount is the storage account (az://); with AzureAccountKey
+	// (shared key) or AzureSASToken (a shared access signature, without
+	// the leading "?"), or alone for Azure AD credentials. The endpoint
+	// defaults to https://<account>.blob.core.windows.net.
+	AzureAccount    string
+	AzureAccountKey string
+	AzureSASToken   string
+	// AzureConnectionString is an Azure storage connection string (az://),
+	// which names the account, its key and the endpoint; not with the
+	// other az:// settings.
+	AzureConnectionString string
 }
 
 // WithSettings makes Open use s for the store it opens (see Settings).
@@ -37,40 +64,81 @@ func WithSettings(s Settings) Option {
 // zero reports whether no setting is given.
 func (s Settings) zero() bool { return s == Settings{} }
 
-// check refuses settings that scheme does not take, and half-given
-// credentials.
+// check refuses settings that scheme does not take, and combinations that
+// do not go together.
 func (s Settings) check(scheme string) error {
-	if scheme != "s3" {
-		for _, f := range s.fields() {
-			if f.set {
-				return invalidURL(fmt.Sprintf("storage setting %s does not apply to %s:// (only to s3://)", f.name, scheme), nil)
-			}
+	for _, f := range s.fields() {
+		if f.set && !slices.Contains(f.schemes, scheme) {
+			return invalidURL(fmt.Sprintf("storage setting %s does not apply to %s:// (only to %s)", f.name, scheme, schemeNames(f.schemes)), nil)
 		}
-		return nil
 	}
-	if (s.AccessKeyID == "") != (s.SecretAccessKey == "") {
-		return invalidURL("storage settings: give access_key_id and secret_access_key together", nil)
-	}
-	if s.SessionToken != "" && s.AccessKeyID == "" {
-		return invalidURL("storage settings: session_token without access_key_id and secret_access_key", nil)
+	switch scheme {
+	case "s3":
+		if (s.AccessKeyID == "") != (s.SecretAccessKey == "") {
+			return invalidURL("storage settings: give access_key_id and secret_access_key together", nil)
+		}
+		if s.SessionToken != "" && s.AccessKeyID == "" {
+			return invalidURL("storage settings: session_token without access_key_id and secret_access_key", nil)
+		}
+		if s.Anonymous && s.AccessKeyID != "" {
+			return invalidURL("storage settings: anonymous with access_key_id", nil)
+		}
+	case "gs":
+		if s.GoogleCredentialsFile != "" && s.GoogleCredentialsJSON != "" {
+			return invalidURL("storage settings: give google_service_account or google_service_account_key, not both", nil)
+		}
+		if s.Anonymous && (s.GoogleCredentialsFile != "" || s.GoogleCredentialsJSON != "") {
+			return invalidURL("storage settings: anonymous with Google credentials", nil)
+		}
+	case "az":
+		if s.AzureConnectionString != "" && (s.AzureAccount != "" || s.AzureAccountKey != "" || s.AzureSASToken != "" || s.Endpoint != "") {
+			return invalidURL("storage settings: connection_string names the account, key and endpoint; give no other Azure setting with it", nil)
+		}
+		if (s.AzureAccountKey != "" || s.AzureSASToken != "") && s.AzureAccount == "" {
+			return invalidURL("storage settings: account_key or sas_token without account_name", nil)
+		}
+		if s.AzureAccountKey != "" && s.AzureSASToken != "" {
+			return invalidURL("storage settings: give account_key or sas_token, not both", nil)
+		}
 	}
 	return nil
 }
 
+// schemeNames lists schemes as "s3://, gs://".
+func schemeNames(schemes []string) string {
+	out := make([]string, len(schemes))
+	for i, s := range schemes {
+		out[i] = s + "://"
+	}
+	return strings.Join(out, ", ")
+}
+
 type settingField struct {
-	name   string
-	set    bool
-	value  string
-	secret bool
+	name    string
+	set     bool
+	value   string
+	secret  bool
+	schemes []string // the schemes that take it
 }
 
 func (s Settings) fields() []settingField {
+	anon := ""
+	if s.Anonymous {
+		anon = "true"
+	}
 	return []settingField{
-		{"endpoint", s.Endpoint != "", s.Endpoint, false},
-		{"region", s.Region != "", s.Region, false},
-		{"access_key_id", s.AccessKeyID != "", s.AccessKeyID, false},
-		{"secret_access_key", s.SecretAccessKey != "", "", true},
-		{"session_token", s.SessionToken != "", "", true},
+		{"endpoint", s.Endpoint != "", s.Endpoint, false, []string{"s3", "gs", "az"}},
+		{"region", s.Region != "", s.Region, false, []string{"s3"}},
+		{"access_key_id", s.AccessKeyID != "", s.AccessKeyID, false, []string{"s3"}},
+		{"secret_access_key", s.SecretAccessKey != "", "", true, []string{"s3"}},
+		{"session_token", s.SessionToken != "", "", true, []string{"s3"}},
+		{"anonymous", s.Anonymous, anon, false, []string{"s3", "gs"}},
+		{"google_service_account", s.GoogleCredentialsFile != "", s.GoogleCredentialsFile, false, []string{"gs"}},
+		{"google_service_account_key", s.GoogleCredentialsJSON != "", "", true, []string{"gs"}},
+		{"account_name", s.AzureAccount != "", s.AzureAccount, false, []string{"az"}},
+		{"account_key", s.AzureAccountKey != "", "", true, []string{"az"}},
+		{"sas_token", s.AzureSASToken != "", "", true, []string{"az"}},
+		{"connection_string", s.AzureConnectionString != "", "", true, []string{"az"}},
 	}
 }
 

@@ -39,8 +39,9 @@ it prints one JSON object with the fields url, dry_run, reachable, young,
 deleted (each objects and bytes), by_kind (kind: objects and bytes deleted)
 and missing (reachable objects not found; absent when none).
 
-A spinner with the elapsed time is shown on standard error while it works
-when that is a terminal, or with --progress; never with --quiet.`,
+Progress is shown on standard error while it works when that is a
+terminal, or with --progress; never with --quiet: the reachable objects
+found so far, then the unreachable objects deleted out of their total.`,
 		Example: `  loch gc ./pets --dry-run
   loch gc s3://bucket/pets --grace 24h`,
 		Args: exactArgs("URL"),
@@ -54,8 +55,8 @@ when that is a terminal, or with --progress; never with --quiet.`,
 				return err
 			}
 			defer d.Close()
-			bar := prog.start(cmd.ErrOrStderr(), "gc", -1, "")
-			rep, err := d.GC(ctx, loch.GCOptions{Grace: grace, DryRun: dryRun})
+			bar := prog.start(cmd.ErrOrStderr(), "gc", -1, unitObjects)
+			rep, err := d.GC(bar.report(ctx), loch.GCOptions{Grace: grace, DryRun: dryRun})
 			bar.done()
 			if err != nil {
 				return err

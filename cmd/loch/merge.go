@@ -36,8 +36,9 @@ default) changes nothing, lists the conflicting rows (the first 20, with the
 columns each side changed) and exits with status 1; ours keeps the rows of
 --into; theirs takes the rows of SRC.
 
-A spinner with the elapsed time is shown on standard error while it works
-when that is a terminal, or with --progress; never with --quiet.
+The rows decided out of the rows either side changed are shown on
+standard error while it works when that is a terminal, or with
+--progress; never with --quiet.
 
 With --json it prints one JSON object with the fields url, commit (the head of
 --into after the merge), base, fast_forward, up_to_date, added, deleted,
@@ -61,8 +62,8 @@ them all.`,
 			}
 			defer d.Close()
 			src := args[1]
-			bar := prog.start(cmd.ErrOrStderr(), "merge", -1, "")
-			res, err := d.Merge(ctx, src, loch.MergeOptions{Strategy: strategy, Message: message})
+			bar := prog.start(cmd.ErrOrStderr(), "merge", -1, unitRows)
+			res, err := d.Merge(bar.report(ctx), src, loch.MergeOptions{Strategy: strategy, Message: message})
 			bar.done()
 			w := cmd.OutOrStdout()
 			var ce *loch.ConflictError

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"io"
 	"os"
 	"time"
@@ -8,6 +9,8 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/pflag"
 	"golang.org/x/term"
+
+	"github.com/lochdata/loch"
 )
 
 // Progress. Every command that does long work (ingest, verify, scan,
@@ -20,10 +23,14 @@ import (
 //   - --progress shows it even when it is not (a log file, a CI job);
 //   - --quiet never shows it, whatever else is given.
 //
-// Work whose amount is known (rows to scan or export, bytes to ingest)
-// shows a bar with a rate and an ETA; work whose amount the library does
-// not report (verify, gc, merge, the loader's epochs in bench) shows a
-// spinner with the elapsed time and, where known, a count.
+// TestProgressTerminalRule checks these rules on a real pseudo-terminal.
+//
+// Work whose amount is known (rows to scan or export, bytes to ingest,
+// objects gc deletes, rows merge decides) shows a bar with a count, a rate
+// and an ETA; work whose amount is not known beforehand (verify's and gc's
+// walks, the loader's epochs in bench) shows a spinner with the elapsed
+// time and the count so far. verify, gc and merge learn their counts from
+// the library (loch.WithProgress; see report).
 
 // progressFlags are the --progress and --quiet flags.
 type progressFlags struct {
@@ -50,8 +57,9 @@ func isTerminal(w io.Writer) bool {
 
 // Units of a progress display.
 const (
-	unitRows  = "rows"
-	unitBytes = "bytes"
+	unitRows    = "rows"
+	unitBytes   = "bytes"
+	unitObjects = "objects"
 )
 
 // newBar returns a progress bar on w described by desc, over max units
@@ -72,7 +80,7 @@ func newBar(w io.Writer, desc string, max int64, unit string) *progressbar.Progr
 	switch unit {
 	case unitBytes:
 		opts = append(opts, progressbar.OptionShowBytes(true), progressbar.OptionUseIECUnits(true))
-	case unitRows:
+	case unitRows, unitObjects:
 		opts = append(opts, progressbar.OptionShowCount(), progressbar.OptionShowIts(), progressbar.OptionSetItsString(unit))
 	}
 	return progressbar.NewOptions64(max, opts...)
@@ -82,7 +90,8 @@ func newBar(w io.Writer, desc string, max int64, unit string) *progressbar.Progr
 // so that commands call its methods unconditionally. Its methods are safe
 // for concurrent use.
 type progress struct {
-	bar *progressbar.ProgressBar
+	bar  *progressbar.ProgressBar
+	desc string
 }
 
 // start returns the progress display of a command's work on w (its
@@ -92,7 +101,32 @@ func (p *progressFlags) start(w io.Writer, desc string, max int64, unit string) 
 	if !p.shown(w) {
 		return nil
 	}
-	return &progress{bar: newBar(w, desc, max, unit)}
+	return &progress{bar: newBar(w, desc, max, unit), desc: desc}
+}
+
+// report returns ctx carrying a loch.Progress that shows a library call's
+// reports on p: the count of each phase, as a bar once the phase's total
+// is known (a spinner while it is not). With a nil p, ctx as it is.
+func (p *progress) report(ctx context.Context) context.Context {
+	if p == nil {
+		return ctx
+	}
+	phase, max := "", int64(-1)
+	return loch.WithProgress(ctx, func(ph string, done, total int64) {
+		if ph != phase {
+			phase = ph
+			if ph == p.desc {
+				p.bar.Describe(p.desc)
+			} else {
+				p.bar.Describe(p.desc + ": " + ph)
+			}
+		}
+		if total != max {
+			max = total
+			p.bar.ChangeMax64(total)
+		}
+		_ = p.bar.Set64(done)
+	})
 }
 
 // add records n more units done.

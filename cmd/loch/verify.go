@@ -38,7 +38,7 @@ With --json it prints one JSON object instead, with the fields url,
 version, ok (no problems), checked (objects checked) and problems (key,
 error), and still exits with status 1 when there are problems.
 
-A spinner with the elapsed time is shown on standard error while it works
+The objects checked so far are counted on standard error while it works
 when that is a terminal, or with --progress; never with --quiet.`,
 		Example: `  loch verify ./pets
   loch verify s3://bucket/pets --ref dev
@@ -50,8 +50,8 @@ when that is a terminal, or with --progress; never with --quiet.`,
 				return err
 			}
 			defer d.Close()
-			bar := prog.start(cmd.ErrOrStderr(), "verify", -1, "")
-			checked, problems, err := d.Verify(cmd.Context())
+			bar := prog.start(cmd.ErrOrStderr(), "verify", -1, unitObjects)
+			checked, problems, err := d.Verify(bar.report(cmd.Context()))
 			bar.done()
 			if err != nil {
 				return err

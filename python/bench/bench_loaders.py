@@ -21,8 +21,10 @@ the JPEG files kept byte for byte (``--image-compression jpeg``), and one
     with the Go ``decode`` transform. Target: Python ≥ 0.95 of Go. A third
     contender drives the same loader through the C ABI from Python without
     making arrays: the part of the gap that is not Python's. The three run
-    back to back in each of ``--go-rounds`` rounds; the medians are
-    compared.
+    back to back in each of ``--go-rounds`` rounds (every other round in
+    reverse order); the medians are compared, and so are the rounds' own
+    ratios (their median), which a load that changes between rounds
+    disturbs less.
 ``dataloader``
     ``DataLoader(num_workers=--workers, shuffle=True)`` over torchvision's
     ``ImageFolder`` (PIL decode, ``PILToTensor``) and over a minimal
@@ -215,8 +217,8 @@ def run_abi(res: Result, spec: dict[str, Any]) -> Result:
     transform = {"image": spec["transform"]} if spec.get("transform") else None
 
     def epoch(e: int) -> int:
-        go = Loader(ds, batch_size=spec["batch_size"], shuffle=True, seed=0, epoch=e, columns=COLUMNS,
-                    transform=transform)._start()  # fmt: skip
+        go = Loader(ds, batch_size=spec["batch_size"], shuffle=True, seed=0, columns=COLUMNS,
+                    transform=transform)._start(None, e)  # fmt: skip
         cdll, n = go.lib.cdll, 0
         try:
             while (p := go.next()) is not None:
@@ -398,15 +400,18 @@ def contenders(paths: dict[str, str], args: argparse.Namespace) -> list[dict[str
     specs: list[dict[str, Any]] = []
     if "go" in args.only:
         # Rounds of the three contenders back to back, so that a slow drift
-        # of the machine's speed affects them alike; the load is checked
-        # before each round, not between its contenders.
+        # of the machine's speed affects them alike (every other round in
+        # the reverse order, so that a drift within a round favours none);
+        # the load is checked before each round, not between its
+        # contenders.
         for ds, transform, label in (("loch-lz4", None, "lz4"), ("loch-jpeg", "decode", "jpeg + decode")):
-            for _ in range(args.go_rounds):
-                for i, (task, what) in enumerate((
+            for rnd in range(args.go_rounds):
+                tasks = [
                     ("go", f"loch bench, {label}"),
                     ("abi", f"C ABI loop, no arrays, {label}"),
                     ("pytorch", f"ds.pytorch(), {label}"),
-                )):  # fmt: skip
+                ]
+                for i, (task, what) in enumerate(tasks if rnd % 2 == 0 else tasks[::-1]):
                     specs.append(dict(common, task=task, dataset=paths[ds], transform=transform, wait=i == 0,
                                       epochs=args.go_epochs,
                                       result={"comparison": "go", "name": f"{task}-{ds}", "what": what}))  # fmt: skip
@@ -473,19 +478,24 @@ def report(results: list[dict[str, Any]]) -> dict[str, Any]:
     go_rows = [r for r in rows if r["comparison"] == "go"]
     if go_rows:
         print("\nds.pytorch() against loch bench (the Go loader), same dataset, batch size and shuffle;")
-        print("median of the rounds (each round runs the three contenders back to back)")
-        print(f"{'contender':38} {'samples/s':>10}  {'x Go':>6}  {'rounds':24}  conditions")
+        print("median of the rounds (each round runs the three contenders back to back); x Go: the ratio")
+        print("of the medians; per round: the median of each round's own ratio, less hurt by a load that")
+        print("changes between rounds")
+        print(f"{'contender':38} {'samples/s':>10}  {'x Go':>6}  {'per round':>9}  {'rounds':24}  conditions")
         for r in go_rows:
-            ratio = ""
+            ratio = per_round = ""
             task, _, ds = r["name"].partition("-")
             go = by.get("go-" + ds)
             if task != "go" and go:
                 q = r["samples_per_s"] / go["samples_per_s"]
-                ratio = f"{q:.3f}"
+                qs = [a / b for a, b in zip(r["rounds"], go["rounds"]) if b > 0]
+                pq = statistics.median(qs) if qs else float("nan")
+                ratio, per_round = f"{q:.3f}", f"{pq:.3f}"
                 if task == "pytorch":
-                    summary[r["name"] + "/go"] = {"ratio": q, "target": GO_TARGET, "met": q >= GO_TARGET}
+                    summary[r["name"] + "/go"] = {"ratio": q, "round_ratios": qs, "median_round_ratio": pq,
+                                                  "target": GO_TARGET, "met": q >= GO_TARGET}  # fmt: skip
             rounds = " ".join(f"{v:.0f}" for v in r["rounds"])
-            print(f"{r['what']:38} {r['samples_per_s']:10.0f}  {ratio:>6}  {rounds:24}  {note(r)}")
+            print(f"{r['what']:38} {r['samples_per_s']:10.0f}  {ratio:>6}  {per_round:>9}  {rounds:24}  {note(r)}")
     dl_rows = [r for r in rows if r["comparison"] == "dataloader"]
     if dl_rows:
         base = by.get("jpeg-folder")

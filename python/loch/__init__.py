@@ -44,6 +44,7 @@ from .errors import (
     PermissionDenied,
     ReadOnly,
 )
+from .links import LinkPolicy
 from .loader import Loader
 from .mixture import Mixture, mix
 from .query import Selection
@@ -73,7 +74,7 @@ __version__ = _Path(__file__).with_name("VERSION").read_text().strip()
 
 __all__ = [
     "create", "open", "connect", "Catalog", "Table", "TableDir", "CatalogGCReport", "Dataset", "ColumnReader", "Commit", "Loader", "EncodedImage", "buffer_stats", "trim_buffers",
-    "mix", "Mixture", "Selection", "SearchResult", "IndexInfo",
+    "mix", "Mixture", "Selection", "SearchResult", "IndexInfo", "LinkPolicy",
     "Ref", "Diff", "RowChange", "ColumnChange", "MergeResult", "MergeConflict", "GCReport", "GCCount",
     "Schema", "Column", "Tensor", "Image", "Video", "Audio", "Mask", "ClassLabel", "BBox", "Embedding",
     "PointCloud", "Text", "JSON", "Bytes", "Link",

@@ -37,6 +37,7 @@ from ._handle import Handle
 from ._library import Library, TensorOut, c_uintptr
 from ._write import columns_in, columns_of
 from .errors import InvalidArgument, NotFound
+from .links import LinkPolicy
 from .loader import Loader
 from .schema import Column, Schema
 from .versions import Diff, GCReport, MergeResult, Ref, format_time, parse_time
@@ -87,6 +88,7 @@ def create(
     parallelism: int | None = None,
     author: str | None = None,
     storage_options: Mapping[str, str] | None = None,
+    links: LinkPolicy | None = None,
 ) -> Dataset:
     """Creates an empty dataset at ``url`` (a path, ``file://``, ``s3://``,
     ``gs://``, ``az://`` or ``mem://`` URL) and returns it, open for writes.
@@ -101,24 +103,44 @@ def create(
         ['label']
 
     ``storage_options`` are the store's connection settings, for this
-    dataset only, over the environment's (``AWS_*``): ``endpoint``,
-    ``region``, ``access_key_id``, ``secret_access_key``,
-    ``session_token`` (also under the ``aws_``-prefixed names of Lance,
-    Delta Lake and Polars; s3:// only for now). Datasets of one process may
-    so live in different clouds or accounts. They are never logged, nor
-    shown in a repr or an error::
+    dataset only, over the environment's (``AWS_*``,
+    ``STORAGE_EMULATOR_HOST``, ``AZURE_STORAGE_*``). Datasets of one
+    process may so live in different clouds or accounts. They are never
+    logged, nor shown in a repr or an error. The names (those of Lance,
+    Delta Lake and Polars, ``aws_``-, ``google_``- or
+    ``azure_storage_``-prefixed, are taken too):
+
+    - every store: ``endpoint`` (s3://: an S3-compatible service; gs://:
+      the JSON API's base URL, e.g. an emulator's ``http://host:port``;
+      az://: the blob service URL with the account,
+      ``http://127.0.0.1:10000/devstoreaccount1`` for Azurite);
+    - ``s3://``: ``region``, ``access_key_id``, ``secret_access_key``,
+      ``session_token``, ``anonymous`` (``"true"``);
+    - ``gs://``: ``google_service_account`` (a key file's path) or
+      ``google_service_account_key`` (the key's JSON), or ``anonymous``;
+    - ``az://``: ``account_name`` with ``account_key`` or ``sas_token`` (or
+      neither, for Azure AD credentials), or ``connection_string``.
+
+    An option that the URL's store does not take raises
+    :class:`loch.InvalidArgument` naming it::
 
         >>> ds = loch.create("s3://bucket/ds", schema=..., storage_options={   # doctest: +SKIP
         ...     "endpoint": "https://minio.internal:9000", "region": "eu-west-1",
         ...     "access_key_id": key_id, "secret_access_key": secret})
+        >>> ds = loch.open("az://container/ds", storage_options={             # doctest: +SKIP
+        ...     "account_name": "acct", "account_key": key})
+
+    ``links`` is the dataset's :class:`loch.LinkPolicy`: which links
+    :meth:`Dataset.fetch` may follow (by default, any http(s), s3, gs and
+    az URL, and local files under the dataset's own parent directory).
     """
     lib = _library.library()
     text = schema if isinstance(schema, str) else Schema(schema).to_json()
     out = c_uintptr()
     settings = _storage_options(storage_options)
-    opts = _options(parallelism=parallelism, author=author, storage_options=settings)
+    opts = _options(parallelism=parallelism, author=author, storage_options=settings, links=_links(links))
     _new_handle(lib, out, "loch_dataset_create", url.encode(), text.encode(), opts, ctypes.byref(out))
-    return Dataset(lib, out.value, storage_options=settings)
+    return Dataset(lib, out.value, storage_options=settings, links=links)
 
 
 def open(  # noqa: A001 (loch.open, like the builtin, opens)
@@ -131,6 +153,7 @@ def open(  # noqa: A001 (loch.open, like the builtin, opens)
     author: str | None = None,
     cache_bytes: int | None = None,
     storage_options: Mapping[str, str] | None = None,
+    links: LinkPolicy | None = None,
 ) -> Dataset:
     """Opens the dataset at ``url``.
 
@@ -143,8 +166,9 @@ def open(  # noqa: A001 (loch.open, like the builtin, opens)
     ``ref`` (default ``main``) named at that time. Raises
     :class:`loch.NotFound` when there is no dataset or no such reference.
     ``storage_options`` are the store's connection settings (see
-    :func:`create`); loaders' DataLoader workers open the dataset with them
-    too::
+    :func:`create`); ``links`` the :class:`loch.LinkPolicy` of
+    :meth:`Dataset.fetch` (see :func:`create`). Loaders' DataLoader
+    workers and pickled copies open the dataset with both::
 
         >>> ds = loch.open("mem://create-doc")
         >>> pinned = loch.open("mem://create-doc", version=ds.version)
@@ -158,9 +182,9 @@ def open(  # noqa: A001 (loch.open, like the builtin, opens)
     settings = _storage_options(storage_options)
     opts = _options(version=version, ref=ref, as_of=None if as_of is None else format_time(as_of),
                     parallelism=parallelism, author=author, cache_bytes=cache_bytes,
-                    storage_options=settings)  # fmt: skip
+                    storage_options=settings, links=_links(links))  # fmt: skip
     _new_handle(lib, out, "loch_dataset_open", url.encode(), opts, ctypes.byref(out))
-    return Dataset(lib, out.value, storage_options=settings)
+    return Dataset(lib, out.value, storage_options=settings, links=links)
 
 
 def _new_handle(lib: Library, out: c_uintptr, name: str, *args: Any) -> None:
@@ -188,6 +212,15 @@ def _storage_options(options: Mapping[str, str] | None) -> dict[str, str] | None
             raise InvalidArgument(f"storage_options: option {name!r}: want a string name and value")
         out[name] = value
     return out or None
+
+
+def _links(links: LinkPolicy | None) -> dict[str, Any] | None:
+    """The "links" open option of a LinkPolicy."""
+    if links is None:
+        return None
+    if not isinstance(links, LinkPolicy):
+        raise InvalidArgument(f"links: want a loch.LinkPolicy, got {type(links).__name__}")
+    return links.to_dict()
 
 
 class Dataset:
@@ -228,13 +261,15 @@ class Dataset:
     row_keys: tuple[str, ...] = ("index",)
 
     def __init__(
-        self, lib: Library, handle: int, keep: object = None, storage_options: Mapping[str, str] | None = None
+        self, lib: Library, handle: int, keep: object = None, storage_options: Mapping[str, str] | None = None,
+        links: LinkPolicy | None = None,
     ) -> None:
         # keep: an object this dataset keeps alive, the catalog of a table.
-        # storage_options: those it was opened with, for reopening it in
-        # other processes (never shown).
+        # storage_options and links: those it was opened with, for
+        # reopening it in other processes (the options never shown).
         self._keep = keep
         self._storage_options = None if storage_options is None else dict(storage_options)
+        self._links = links
         self._h = Handle(self, lib, handle, "loch_dataset_close", "dataset")
         self._lib = lib
         self._schema: tuple[str, Schema] | None = None
@@ -253,7 +288,7 @@ class Dataset:
 
     def _reopener_at(self, version: str) -> _Reopener:
         """The snapshot ``version`` of this dataset as a :class:`_Reopener`."""
-        return _Reopener(self.url, version, self._storage_options)
+        return _Reopener(self.url, version, self._storage_options, self._links)
 
     def _here(self) -> Dataset:
         """This dataset for reads in this process: itself, or, in a process
@@ -573,9 +608,12 @@ class Dataset:
         return value
 
     def fetch(self, column: str, position: int) -> bytes:
-        """Reads the object that a link column's row refers to (a path or a
-        ``file://``, ``s3://``, ``gs://``, ``az://`` URL), with the same
-        credentials as datasets::
+        """Reads the object that a link column's row refers to (an
+        ``http(s)://``, ``s3://``, ``gs://`` or ``az://`` URL, or a path or
+        ``file://`` URL), as the dataset's :class:`loch.LinkPolicy` allows
+        (``links=`` of :func:`open`; a refused link raises
+        :class:`loch.PermissionDenied`), with the same credentials as
+        datasets::
 
             >>> jpeg = ds.fetch("original", 0)          # doctest: +SKIP
         """
@@ -856,6 +894,7 @@ class _Reopener:
     url: str
     version: str
     storage_options: dict[str, str] | None = field(default=None, repr=False)
+    links: LinkPolicy | None = None
 
     def __call__(self, current: object) -> Dataset:
         """Returns ``current`` when it is a Dataset usable in this process
@@ -871,7 +910,7 @@ class _Reopener:
                 f"{self.url} is an in-memory dataset of another process and cannot be opened here: "
                 "store it at a path or an object store URL to read it in other processes"
             )
-        return open(self.url, version=self.version, storage_options=self.storage_options)
+        return open(self.url, version=self.version, storage_options=self.storage_options, links=self.links)
 
 
 def _sample(value: Value, k: int) -> Any:

@@ -163,11 +163,15 @@ class _GoLoader:
     def __init__(self, source: Source, config: Mapping[str, Any]) -> None:
         self._h = source._start_loader(self, config)
         self.lib = self._h.lib
+        # The pointer every next() fills: a batch is freed (loch_batch_free)
+        # before the next one is asked for, so one object serves them all.
+        self._p = ctypes.POINTER(BatchOut)()
 
     def next(self) -> Any:
-        """The next batch (a pointer to a BatchOut), or None at the end of
-        the epoch. Waits in slices of POLL_MS so that Ctrl-C interrupts it."""
-        p = ctypes.POINTER(BatchOut)()
+        """The next batch (a pointer to a BatchOut, valid until the next
+        call), or None at the end of the epoch. Waits in slices of POLL_MS
+        so that Ctrl-C interrupts it."""
+        p = self._p
         while True:
             status = self._h.call("loch_loader_next", POLL_MS, ctypes.byref(p))
             if status == Status.OK:
@@ -572,7 +576,7 @@ class Loader:
         try:
             b = p.contents
             n = int(b.n)
-            ids = _ints(b.row_ids, n).astype(np.int64)
+            ids = _ints(b.row_ids, n).view(np.int64)  # uint64 row ids, all < 2**63
             out: Batch = {}
             for k in range(int(b.ncols)):
                 t = b.cols[k]
@@ -588,7 +592,7 @@ class Loader:
                     out[name + ".null"] = nulls
             out["index"] = ids
             if b.datasets:
-                out["dataset"] = _ints(b.datasets, n).astype(np.int64)
+                out["dataset"] = _ints(b.datasets, n)
             return out
         finally:
             go.lib.cdll.loch_batch_free(p)

@@ -76,18 +76,45 @@ def cli() -> str:
     raise Error("the loch command (which runs SQL) is not in this package nor on PATH: set LOCH_CLI to a built one")
 
 
+#: Seconds the loch command has to stop after SIGTERM, on Ctrl-C, before
+#: it is killed.
+_STOP_GRACE = 0.5
+
+
 def _run(args: Sequence[str]) -> str:
     """Runs the loch command and returns its standard output; a failure
-    raises the error class its one-line message names."""
-    proc = subprocess.run([cli(), *args], capture_output=True, text=True, check=False)
+    raises the error class its one-line message names. Ctrl-C (a
+    KeyboardInterrupt while it runs) stops the command, with SIGTERM (on
+    which it cancels its work and exits, having written nothing) and after
+    :data:`_STOP_GRACE` seconds SIGKILL, waits for it to end and goes on,
+    within a second."""
+    with subprocess.Popen([cli(), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
+        try:
+            stdout, stderr = proc.communicate()
+        except BaseException:
+            _stop(proc)
+            raise
     if proc.returncode == 0:
-        return proc.stdout
-    msg = proc.stderr.strip().removeprefix("loch: ") or f"loch {args[0]} failed with status {proc.returncode}"
+        return stdout
+    msg = stderr.strip().removeprefix("loch: ") or f"loch {args[0]} failed with status {proc.returncode}"
     if msg.endswith("not found") or ": not found" in msg:
         raise NotFound(msg)
     if msg.endswith("already exists"):
         raise AlreadyExists(msg)
     raise InvalidArgument(msg)
+
+
+def _stop(proc: subprocess.Popen[str]) -> None:
+    """Ends the loch command proc: SIGTERM, then SIGKILL if it is still
+    running after :data:`_STOP_GRACE` seconds; waits for it."""
+    if proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(timeout=_STOP_GRACE)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 def _url(ds: Dataset) -> str:

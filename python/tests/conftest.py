@@ -3,6 +3,7 @@ that must run in their own process (fork, spawn, torchrun, signals)."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -145,11 +146,7 @@ class MinIO:
             assert r.status == 200
 
     def stop(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
+        _stop(self.proc)
 
 
 @pytest.fixture
@@ -170,3 +167,139 @@ def start_minio(tmp_path: Path) -> Any:
     yield start
     for server in servers:
         server.stop()
+
+
+def _tool(env: str, name: str) -> str:
+    """The pinned server `name` (`make tools`): $env, else the link under
+    the tools cache; fails the test when there is neither."""
+    for candidate in (os.environ.get(env), str(Path.home() / ".cache/loch/tools/bin" / name)):
+        if candidate and Path(candidate).exists():
+            return candidate
+    pytest.fail(f"no {name}: run `make tools` or set {env}")
+
+
+def _wait_ready(proc: subprocess.Popen[bytes], what: str, ready: Any) -> None:
+    """Waits up to 90 s for ready() to be true while proc runs."""
+    import time
+
+    deadline = time.monotonic() + 90
+    while not ready():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            pytest.fail(f"{what} did not start")
+        time.sleep(0.2)
+
+
+def _status(url: str) -> int:
+    """The HTTP status of a GET of url; 0 when nothing answers."""
+    import urllib.error
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(url, timeout=1) as r:
+            return int(r.status)
+    except urllib.error.HTTPError as e:
+        return int(e.code)
+    except OSError:
+        return 0
+
+
+class FakeGCS:
+    """A fake-gcs-server of its own on 127.0.0.1 (no authentication),
+    started by the `fake_gcs` fixture; `endpoint` is its base URL."""
+
+    def __init__(self, binary: str, root: Path) -> None:
+        port = _free_port()
+        self.endpoint = f"http://127.0.0.1:{port}"
+        root.mkdir(parents=True)
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("STORAGE_EMULATOR", "GOOGLE_"))}
+        self.proc = subprocess.Popen(
+            [binary, "-scheme", "http", "-host", "127.0.0.1", "-port", str(port), "-backend", "filesystem",
+             "-filesystem-root", str(root), "-public-host", f"127.0.0.1:{port}", "-external-url", self.endpoint,
+             "-log-level", "warn"],
+            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        _wait_ready(self.proc, f"fake-gcs-server at {self.endpoint}", lambda: _status(self.endpoint + "/storage/v1/b") == 200)
+
+    def create_bucket(self, name: str) -> None:
+        import urllib.request
+
+        req = urllib.request.Request(f"{self.endpoint}/storage/v1/b?project=loch-test", method="POST",
+                                     data=json.dumps({"name": name}).encode(),
+                                     headers={"Content-Type": "application/json"})  # fmt: skip
+        with urllib.request.urlopen(req, timeout=10) as r:
+            assert r.status == 200
+
+
+#: Azurite's well-known development account.
+AZURITE_ACCOUNT = "devstoreaccount1"
+AZURITE_KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+
+
+class Azurite:
+    """An Azurite blob server of its own on 127.0.0.1, started by the
+    `azurite` fixture; `endpoint` is the account's blob service URL
+    (http://127.0.0.1:PORT/devstoreaccount1)."""
+
+    def __init__(self, binary: str, root: Path) -> None:
+        port = _free_port()
+        base = f"http://127.0.0.1:{port}"
+        self.endpoint = f"{base}/{AZURITE_ACCOUNT}"
+        root.mkdir(parents=True)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("AZURE_")}
+        self.proc = subprocess.Popen(
+            [binary, "--blobHost", "127.0.0.1", "--blobPort", str(port), "--location", str(root),
+             "--skipApiVersionCheck", "--disableTelemetry", "--silent"],
+            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        _wait_ready(self.proc, f"Azurite at {base}", lambda: _status(f"{self.endpoint}?comp=list") != 0)
+
+    def create_container(self, name: str) -> None:
+        """Creates container `name` with a PUT signed with the account's
+        shared key."""
+        import base64
+        import email.utils
+        import hashlib
+        import hmac
+        import urllib.request
+
+        date, version = email.utils.formatdate(usegmt=True), "2021-08-06"
+        headers = f"x-ms-date:{date}\nx-ms-version:{version}\n"
+        resource = f"/{AZURITE_ACCOUNT}/{AZURITE_ACCOUNT}/{name}\nrestype:container"
+        # VERB, then Content-Encoding, -Language, -Length (empty for 0),
+        # -MD5, -Type, Date, If-Modified-Since, If-Match, If-None-Match,
+        # If-Unmodified-Since and Range, a line each.
+        ctype = "application/octet-stream"
+        to_sign = "PUT\n" + "\n" * 4 + ctype + "\n" + "\n" * 6 + headers + resource
+        sig = base64.b64encode(hmac.new(base64.b64decode(AZURITE_KEY), to_sign.encode(), hashlib.sha256).digest())
+        req = urllib.request.Request(f"{self.endpoint}/{name}?restype=container", method="PUT", data=b"", headers={
+            "Content-Type": ctype, "x-ms-date": date, "x-ms-version": version, "Authorization": f"SharedKey {AZURITE_ACCOUNT}:{sig.decode()}",
+        })  # fmt: skip
+        with urllib.request.urlopen(req, timeout=10) as r:
+            assert r.status == 201
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
+@pytest.fixture
+def fake_gcs(tmp_path: Path) -> Any:
+    """A fake-gcs-server started for the test and stopped after it; fails
+    the test when there is no binary (`make tools` installs it)."""
+    server = FakeGCS(_tool("LOCH_FAKE_GCS", "fake-gcs-server"), tmp_path / "fake-gcs")
+    yield server
+    _stop(server.proc)
+
+
+@pytest.fixture
+def azurite(tmp_path: Path) -> Any:
+    """An Azurite blob server started for the test and stopped after it;
+    fails the test when there is none (`make tools` installs it)."""
+    server = Azurite(_tool("LOCH_AZURITE", "azurite-blob"), tmp_path / "azurite")
+    yield server
+    _stop(server.proc)

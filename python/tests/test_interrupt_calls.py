@@ -192,3 +192,62 @@ def test_ctrl_c_interrupts_a_call_to_a_slow_store(tmp_path: Path, start_minio: A
         assert len(loch.open("s3://slow/ds", storage_options=fast)) == 11
     finally:
         proxy.close()
+
+
+# A query that runs for seconds in the loch command, watched by a thread
+# that notes the child processes it sees.
+QUERY = """
+    import json, os, sys, threading, time
+    import loch
+
+    def children():
+        out = []
+        for pid in os.listdir("/proc"):
+            try:
+                with open(f"/proc/{pid}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except (OSError, IndexError):
+                continue
+            if int(fields[1]) == os.getpid():
+                out.append(int(pid))
+        return out
+
+    seen = set()
+    def watch():
+        while True:
+            seen.update(children())
+            time.sleep(0.02)
+    threading.Thread(target=watch, daemon=True).start()
+
+    ds = loch.open(sys.argv[1])
+    before = ds.version
+    print("started", flush=True)
+    try:
+        ds.query("SELECT n FROM ds WHERE n < (SELECT sum(hash(range) % 7) FROM range(4000000000))")
+        print("finished", flush=True)
+    except KeyboardInterrupt:
+        print("interrupted", time.monotonic(), flush=True)
+    alive = [p for p in seen if os.path.exists(f"/proc/{p}")]
+    print(json.dumps({"before": before, "len": len(ds), "seen": sorted(seen), "alive": alive}), flush=True)
+"""
+
+
+def tree(path: Path) -> dict[str, tuple[int, int]]:
+    """Every file under path: its size and modification time."""
+    return {str(p.relative_to(path)): (p.stat().st_size, p.stat().st_mtime_ns) for p in path.rglob("*") if p.is_file()}
+
+
+def test_ctrl_c_interrupts_a_query(tmp_path: Path) -> None:
+    url = tmp_path / "ds"
+    ds = loch.create(str(url), schema={"n": loch.Tensor("int64", shape=())})
+    ds.extend({"n": np.arange(100)})
+    version = ds.commit("a hundred")
+    ds.close()
+    files = tree(url)
+    what, took, after = interrupt(tmp_path, QUERY, str(url), None, 0.8)
+    assert what == "interrupted", "the query finished before the signal: make it longer"
+    assert took < 1.0, f"KeyboardInterrupt {took:.2f} s after SIGINT"
+    assert after["before"] == version and after["len"] == 100
+    assert after["seen"], "the loch command was not running when the signal came"
+    assert after["alive"] == [], "the loch command still runs after the KeyboardInterrupt"
+    assert tree(url) == files, "the interrupted query wrote to the dataset"

@@ -105,3 +105,68 @@ def test_options_for_a_store_without_them_are_refused(tmp_path: Path, url: str) 
 def test_options_must_be_strings() -> None:
     with pytest.raises(loch.InvalidArgument, match="storage_options"):
         loch.open("mem://so-types", storage_options={"region": 3})  # type: ignore[dict-item]
+
+
+GCS_AND_AZURE = """
+    import json, pickle, sys
+    import numpy as np
+    import loch
+
+    gs, az, gs_url, az_url = json.loads(sys.argv[1])
+    schema = {"n": loch.Tensor("int64", shape=())}
+    dg = loch.create(gs_url, schema=schema, storage_options=gs)
+    da = loch.create(az_url, schema=schema, storage_options=az)
+    dg.extend({"n": np.arange(7)}); dg.commit("seven")
+    da.extend({"n": np.arange(200, 203)}); da.commit("three")
+    rg = loch.open(gs_url, storage_options=gs)
+    ra = loch.open(az_url, storage_options=az)
+    out = {
+        "gs": rg["n"][:].tolist(),
+        "az": ra["n"][:].tolist(),
+        "gs_loader": [x for b in rg.numpy(batch_size=3, columns=["n"]) for x in b["n"].tolist()],
+        "az_pickled": pickle.loads(pickle.dumps(ra))["n"][:].tolist(),
+        "reprs": repr(rg) + repr(ra) + repr(ra._reopener()),
+    }
+    errors = {}
+    for name, url, opts in [
+        ("az_wrong_key", az_url, dict(az, account_key="d3Jvbmcta2V5LXdyb25nLWtleS13cm9uZy1rZXktd3Jvbmc=")),
+        ("az_without_options", az_url, None),
+        ("gs_bad_service_account_key", gs_url, {"endpoint": gs["endpoint"], "google_service_account_key": "{not json SECRETKEY"}),
+        ("gs_with_an_azure_option", gs_url, dict(gs, account_name="x")),
+    ]:
+        try:
+            loch.open(url, storage_options=opts)
+            errors[name] = "opened"
+        except loch.Error as e:
+            errors[name] = type(e).__name__ + ": " + str(e)
+    out["errors"] = errors
+    print(json.dumps(out))
+"""
+
+
+@pytest.mark.slow
+def test_gcs_and_azure_options_per_dataset(tmp_path: Path, fake_gcs: Any, azurite: Any) -> None:
+    from conftest import AZURITE_ACCOUNT, AZURITE_KEY
+
+    fake_gcs.create_bucket("gbucket")
+    azurite.create_container("acontainer")
+    gs = {"endpoint": fake_gcs.endpoint, "anonymous": "true"}
+    # The object_store spellings work too.
+    az = {"azure_storage_endpoint": azurite.endpoint, "azure_storage_account_name": AZURITE_ACCOUNT,
+          "account_key": AZURITE_KEY}  # fmt: skip
+    script = tmp_path / "gcs_and_azure.py"
+    script.write_text(textwrap.dedent(GCS_AND_AZURE))
+    env = {k: v for k, v in clean_env(tmp_path).items() if not k.startswith(("AZURE_", "STORAGE_EMULATOR", "GOOGLE_"))}
+    args = json.dumps([gs, az, "gs://gbucket/ds", "az://acontainer/ds"])
+    proc = subprocess.run([sys.executable, str(script), args], capture_output=True, text=True, timeout=120, env=env)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["gs"] == list(range(7)) and out["gs_loader"] == list(range(7))
+    assert out["az"] == [200, 201, 202] and out["az_pickled"] == [200, 201, 202]
+    errors = out["errors"]
+    assert errors["az_wrong_key"].startswith("PermissionDenied"), errors
+    assert errors["az_without_options"].startswith("PermissionDenied"), errors
+    assert errors["gs_bad_service_account_key"].startswith("PermissionDenied"), errors
+    assert errors["gs_with_an_azure_option"].startswith("InvalidArgument") and "account_name" in errors["gs_with_an_azure_option"]
+    shown = out["reprs"] + json.dumps(errors) + proc.stderr
+    assert AZURITE_KEY not in shown and "SECRETKEY" not in shown and "d3Jvbmcta2V5" not in shown

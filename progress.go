@@ -1,0 +1,29 @@
+package loch
+
+import "context"
+
+// Progress receives reports of the work of a long call (Verify, GC,
+// Merge): in phase, done units of total so far, total being -1 while it is
+// not known. The phases and units are those of each call's documentation.
+// Calls for one operation never overlap, but they come from the call's
+// goroutines, so Progress must be quick and must not call back into the
+// Dataset.
+type Progress func(phase string, done, total int64)
+
+type progressKey struct{}
+
+// WithProgress returns a context that carries p, to which Verify, GC and
+// Merge called with it report their progress (like net/http/httptrace's
+// hooks, it changes nothing else). A nil p reports nowhere.
+func WithProgress(ctx context.Context, p Progress) context.Context {
+	return context.WithValue(ctx, progressKey{}, p)
+}
+
+// progressOf returns the Progress that ctx carries, or one that does
+// nothing.
+func progressOf(ctx context.Context) Progress {
+	if p, _ := ctx.Value(progressKey{}).(Progress); p != nil {
+		return p
+	}
+	return func(string, int64, int64) {}
+}

@@ -1,0 +1,132 @@
+"""loch.LinkPolicy: which links ds.fetch follows, given to loch.open as
+links=, against an http server on 127.0.0.1 that the test starts."""
+
+from __future__ import annotations
+
+import http.server
+import pickle
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import loch
+
+BODY = b"bytes over http"
+
+
+@pytest.fixture
+def server() -> Iterator[str]:
+    """An http server on 127.0.0.1 serving /img, and /away: a redirect to
+    /img under the name localhost (another host)."""
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+            port = self.server.server_address[1]
+            if self.path.split("?")[0] == "/img":
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(BODY)))
+                self.end_headers()
+                self.wfile.write(BODY)
+            elif self.path == "/away":
+                self.send_response(302)
+                self.send_header("Location", f"http://localhost:{port}/img?sig=s3cr3t")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+            else:
+                self.send_error(404)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{srv.server_address[1]}"
+    srv.shutdown()
+    srv.server_close()
+
+
+@pytest.fixture
+def url(tmp_path: Path, server: str) -> str:
+    """A dataset at tmp/data/ds whose link column "ref" holds: the server's
+    /img, a local file beside the dataset, a local file outside its
+    directory, and the server's redirect."""
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "beside.txt").write_bytes(b"a local file")
+    (tmp_path / "outside.txt").write_bytes(b"not for links")
+    url = str(data / "ds")
+    ds = loch.create(url, schema={"ref": loch.Link()})
+    ds.extend({"ref": [f"{server}/img", str(data / "beside.txt"), str(tmp_path / "outside.txt"), f"{server}/away"]})
+    ds.commit("links")
+    ds.close()
+    return url
+
+
+def test_default_policy(url: str) -> None:
+    ds = loch.open(url)
+    assert ds.fetch("ref", 0) == BODY
+    assert ds.fetch("ref", 1) == b"a local file", "beside the dataset is allowed"
+    with pytest.raises(loch.PermissionDenied, match="outside the allowed roots"):
+        ds.fetch("ref", 2)
+    assert ds.fetch("ref", 3) == BODY, "a redirect to any host, by default"
+
+
+def test_policy_from_python(url: str) -> None:
+    only_local = loch.open(url, links=loch.LinkPolicy(schemes=[], local_roots=[str(Path(url).parent)]))
+    with pytest.raises(loch.PermissionDenied, match=r"http:// links are not allowed \(allowed: none"):
+        only_local.fetch("ref", 0)
+    assert only_local.fetch("ref", 1) == b"a local file"
+
+    no_local = loch.open(url, links=loch.LinkPolicy(local_roots=[]))
+    with pytest.raises(loch.PermissionDenied, match="links to local files are not allowed"):
+        no_local.fetch("ref", 1)
+    assert no_local.fetch("ref", 0) == BODY
+
+    wider = loch.open(url, links=loch.LinkPolicy(local_roots=[Path(url).parents[1]]))
+    assert wider.fetch("ref", 2) == b"not for links", "a root given as a Path"
+
+    small = loch.open(url, links=loch.LinkPolicy(max_bytes=4))
+    with pytest.raises(loch.InvalidArgument, match="over the limit of 4"):
+        small.fetch("ref", 0)
+
+
+def test_redirect_checked_against_hosts(url: str) -> None:
+    ds = loch.open(url, links=loch.LinkPolicy(hosts=["127.0.0.1"], max_attempts=1, timeout=5))
+    assert ds.fetch("ref", 0) == BODY
+    with pytest.raises(loch.PermissionDenied, match='redirect refused: host "localhost:') as e:
+        ds.fetch("ref", 3)
+    assert "s3cr3t" not in str(e.value)
+
+
+def test_policy_travels_with_a_pickled_dataset(url: str) -> None:
+    ds = loch.open(url, links=loch.LinkPolicy(local_roots=[]))
+    copy = pickle.loads(pickle.dumps(ds))
+    assert copy._reopener().links == loch.LinkPolicy(local_roots=[])
+    with pytest.raises(loch.PermissionDenied):
+        copy.fetch("ref", 1)
+
+
+def test_create_takes_a_policy(tmp_path: Path, server: str) -> None:
+    ds = loch.create(str(tmp_path / "c"), schema={"ref": loch.Link()}, links=loch.LinkPolicy(schemes=["https"]))
+    ds.extend({"ref": [f"{server}/img"]})
+    ds.commit()
+    with pytest.raises(loch.PermissionDenied):
+        ds.fetch("ref", 0)
+
+
+@pytest.mark.parametrize(
+    ("make", "match"),
+    [
+        (lambda: loch.LinkPolicy(schemes="https"), "want a list"),  # type: ignore[arg-type]
+        (lambda: loch.LinkPolicy(hosts=[1]), "want strings"),  # type: ignore[list-item]
+        (lambda: loch.LinkPolicy(max_bytes=1.5), "want an int"),  # type: ignore[arg-type]
+        (lambda: loch.LinkPolicy(timeout=0), "seconds > 0"),
+        (lambda: loch.LinkPolicy(max_attempts=0), "1 or more"),
+        (lambda: loch.open("mem://links-bad", links={"schemes": []}), "want a loch.LinkPolicy"),  # type: ignore[arg-type]
+    ],
+)
+def test_bad_policies(make: object, match: str) -> None:
+    with pytest.raises(loch.InvalidArgument, match=match):
+        make()  # type: ignore[operator]
