@@ -171,6 +171,9 @@ type Commit struct {
 	Time     time.Time `json:"time"`
 	Rows     int64     `json:"rows"`
 	Branch   string    `json:"branch,omitempty"`
+	// Staged lists the ids of the staged-write descriptions this commit
+	// published (format 1.6, docs/format.md §7); informative.
+	Staged []string `json:"staged,omitempty"`
 }
 
 // Manifest is the body of `manifests/<hash>`: a complete snapshot.
