@@ -74,6 +74,6 @@ func ExampleDataset_CommitStaged() {
 	}
 	v1, _ := ds.CommitStaged(ctx, "three writers", descs...)
 	v2, _ := ds.CommitStaged(ctx, "retried", descs...)
-	fmt.Println(ds.Len(), v1 == v2)
-	// Output: 6 true
+	fmt.Println(ds.Len(), v1.Version == v2.Version, len(v2.Skipped))
+	// Output: 6 true 3
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -178,6 +179,19 @@ func (d *Dataset) datasetID(ctx context.Context) (string, error) {
 	return m.ID, nil
 }
 
+// StagedCommit is what CommitStaged did.
+type StagedCommit struct {
+	// Version is the id of the new commit, or of the branch head when
+	// every description was published before.
+	Version string `json:"version"`
+	// Published and Skipped are the ids of the descriptions this commit
+	// published and of those the branch held already.
+	Published []string `json:"published"`
+	Skipped   []string `json:"skipped"`
+	// Rows is the number of rows added.
+	Rows int64 `json:"rows"`
+}
+
 // errNothingNew ends the commit loop of CommitStaged when every
 // description was published before.
 var errNothingNew = errors.New("every staged write is committed already")
@@ -192,8 +206,18 @@ var errNothingNew = errors.New("every staged write is committed already")
 // against another schema than the head's (ErrConflict) refuses the whole
 // call: nothing is committed. It reads each fragment object once and
 // writes one manifest, one commit and one root entry. The handle's own
-// staged writes are left staged.
-func (d *Dataset) CommitStaged(ctx context.Context, message string, staged ...*Staged) (string, error) {
+// staged writes are left staged; the handle moves to the new version.
+func (d *Dataset) CommitStaged(ctx context.Context, message string, staged ...*Staged) (*StagedCommit, error) {
+	res := &StagedCommit{Published: []string{}, Skipped: []string{}}
+	var err error
+	res.Version, err = d.commitStaged(ctx, message, staged, res)
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+func (d *Dataset) commitStaged(ctx context.Context, message string, staged []*Staged, res *StagedCommit) (string, error) {
 	d.wmu.Lock()
 	defer d.wmu.Unlock()
 	if d.ReadOnly() {
@@ -234,6 +258,15 @@ func (d *Dataset) CommitStaged(ctx context.Context, message string, staged ...*S
 		todo, err := unpublished(base, staged)
 		if err != nil {
 			return fmt.Errorf("commit %s: %w", d.url, err)
+		}
+		res.Published, res.Skipped, res.Rows = res.Published[:0], res.Skipped[:0], 0
+		for _, s := range staged {
+			if slices.Contains(todo, s) {
+				res.Published = append(res.Published, s.ID)
+				res.Rows += s.Rows
+			} else {
+				res.Skipped = append(res.Skipped, s.ID)
+			}
 		}
 		if len(todo) == 0 {
 			cid = head

@@ -106,8 +106,9 @@ func TestStagedModel(t *testing.T) {
 			}
 			r.Shuffle(len(batch), func(i, j int) { batch[i], batch[j] = batch[j], batch[i] })
 			before := d.Version()
-			v, err := d.CommitStaged(ctx, "staged", batch...)
+			res, err := d.CommitStaged(ctx, "staged", batch...)
 			require.NoError(t, err, "seed %d step %d", seed, step)
+			v := res.Version
 			added := false
 			for _, s := range batch {
 				if i := slices.Index(pending, s); i >= 0 {
@@ -159,8 +160,11 @@ func TestStagedConcurrentWriters(t *testing.T) {
 		require.NoError(t, err)
 	}
 	wg.Wait()
-	v, err := d.CommitStaged(ctx, "eight writers", descs...)
+	res, err := d.CommitStaged(ctx, "eight writers", descs...)
 	require.NoError(t, err)
+	v := res.Version
+	require.Len(t, res.Published, writers)
+	require.EqualValues(t, writers*per, res.Rows)
 	require.EqualValues(t, writers*per+3, d.Len())
 	info, err := d.Log(ctx)
 	require.NoError(t, err)
@@ -295,6 +299,32 @@ func TestStagedMinIO(t *testing.T) {
 	require.NoError(t, err)
 	v2, err := d.CommitStaged(ctx, "retried", descs...)
 	require.NoError(t, err)
-	require.Equal(t, v1, v2)
+	require.Equal(t, v1.Version, v2.Version)
+	require.Empty(t, v2.Published)
+	require.Len(t, v2.Skipped, 3)
+	require.Zero(t, v2.Rows)
 	require.EqualValues(t, 300, d.Len())
+}
+
+func FuzzParseStaged(f *testing.F) {
+	d, err := Create(ctx, f.TempDir()+"/ds", stagedSchema)
+	require.NoError(f, err)
+	defer d.Close()
+	require.NoError(f, d.Append(ctx, Row{"n": Scalar(int64(1))}))
+	s, err := d.Stage(ctx)
+	require.NoError(f, err)
+	b, err := json.Marshal(s)
+	require.NoError(f, err)
+	f.Add(b)
+	f.Add([]byte(`{"format":"1.9"}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		s, err := ParseStaged(b)
+		if err != nil {
+			return
+		}
+		again, err := json.Marshal(s)
+		require.NoError(t, err)
+		_, err = ParseStaged(again)
+		require.NoError(t, err, "a description that parses parses again")
+	})
 }
