@@ -387,3 +387,16 @@ func (d *Dataset) checkStagedFragment(ctx context.Context, s *Staged, f StagedFr
 	}
 	return nil
 }
+
+// FragmentRows returns the number of live rows of each fragment of the
+// handle's version, in row order (they sum to Len): the natural units of a
+// parallel read, each a run of consecutive positions whose chunks no
+// other fragment shares.
+func (d *Dataset) FragmentRows() []int64 {
+	s := d.current()
+	out := make([]int64, len(s.man.Fragments))
+	for i, f := range s.man.Fragments {
+		out[i] = f.Live()
+	}
+	return out
+}
