@@ -572,6 +572,23 @@ class Dataset:
         self._track()
         return out
 
+    def to_arrow(self, columns: Sequence[str] | None = None, ref: str | None = None) -> Any:
+        """The rows as a ``pyarrow.RecordBatchReader``, streamed in batches
+        (:func:`loch.interchange.to_arrow`; ``.read_all()`` gives a Table),
+        of this handle's version or, with ``ref``, of another."""
+        from .interchange import to_arrow
+
+        if ref is None:
+            return to_arrow(self, columns)
+        return to_arrow(open(self.url, ref=ref, storage_options=self._storage_options), columns)
+
+    def to_huggingface(self, columns: Sequence[str] | None = None) -> Any:
+        """The rows as an in-memory Hugging Face ``datasets.Dataset``
+        (:func:`loch.interchange.to_huggingface`)."""
+        from .interchange import to_huggingface
+
+        return to_huggingface(self, columns)
+
     def fragment_rows(self) -> list[int]:
         """The live rows of each fragment of the handle's version, in row
         order (they sum to ``len(ds)``): the units of a parallel read

@@ -32,9 +32,10 @@ import numpy as np
 
 from .dataset import Dataset, create, open
 from .errors import AlreadyExists, InvalidArgument, NotFound
-from .schema import Bytes, Column, Tensor, Text
+from .interchange import schema_from_arrow
+from .schema import Column
 
-__all__ = ["write", "read", "LochDatasink", "LochDatasource", "schema_from_arrow"]
+__all__ = ["write", "read", "LochDatasink", "LochDatasource"]
 
 
 def _ray_data() -> Any:
@@ -43,42 +44,6 @@ def _ray_data() -> Any:
     except ImportError as e:  # pragma: no cover (ray is a test dependency)
         raise ImportError("loch.ray needs Ray Data (pip install 'ray[data]')") from e
     return ray.data
-
-
-def schema_from_arrow(schema: Any) -> dict[str, Column]:
-    """A loch schema for the columns of a pyarrow schema (Ray's blocks):
-    integers, floats and booleans become scalars of that dtype, strings
-    text, binaries bytes, fixed-shape tensors (Ray's tensor extension type,
-    fixed-size lists) tensors of their element type and shape. Any other
-    type is :class:`loch.InvalidArgument`, naming the column: give
-    ``schema=`` then."""
-    import pyarrow as pa
-
-    out: dict[str, Column] = {}
-    for field in schema:
-        typ = field.type
-        shape: list[int] = []
-        storage = getattr(typ, "storage_type", None)
-        if storage is not None and hasattr(typ, "shape"):  # Ray's ArrowTensorType
-            shape = list(typ.shape)
-            typ = typ.scalar_type
-        while pa.types.is_fixed_size_list(typ):
-            shape.append(typ.list_size)
-            typ = typ.value_type
-        if pa.types.is_string(typ) or pa.types.is_large_string(typ):
-            if shape:
-                raise InvalidArgument(f"column {field.name!r}: lists of strings have no loch type; give schema=")
-            out[field.name] = Text()
-        elif pa.types.is_binary(typ) or pa.types.is_large_binary(typ):
-            if shape:
-                raise InvalidArgument(f"column {field.name!r}: lists of bytes have no loch type; give schema=")
-            out[field.name] = Bytes()
-        elif pa.types.is_integer(typ) or pa.types.is_floating(typ) or pa.types.is_boolean(typ):
-            dtype = "bool" if pa.types.is_boolean(typ) else str(typ.to_pandas_dtype().__name__)
-            out[field.name] = Tensor(dtype, shape=shape)
-        else:
-            raise InvalidArgument(f"column {field.name!r}: Arrow type {field.type} has no loch type; give schema=")
-    return out
 
 
 class LochDatasink:
@@ -114,41 +79,54 @@ class LochDatasink:
     # ray.data.Datasink's interface (Ray 2.60).
 
     def on_write_start(self, schema: Any = None) -> None:
-        """On the driver, before any task: creates or checks the dataset."""
+        """On the driver, before any task: creates the dataset when the
+        schema is given, or checks that the dataset to append to exists.
+        (Ray passes the schema of the first input bundle, which precedes
+        the transforms fused into the write tasks: without ``schema=``,
+        the first task to write creates the dataset from its block.)"""
         if self.mode == "create":
-            columns = self.schema
-            if columns is None:
-                if schema is None:
-                    raise InvalidArgument(f"create {self.url}: the Ray dataset has no schema; give schema=")
-                columns = schema_from_arrow(schema)
-            create(self.url, columns, storage_options=self.storage_options).close()
-            self.mode = "append"  # tasks open what the driver created
+            if self.schema is not None:
+                create(self.url, self.schema, storage_options=self.storage_options).close()
             return
         try:
             self._open().close()
         except NotFound as e:
             raise NotFound(f"{e} (mode='append' writes to an existing dataset; use mode='create')") from e
 
-    def write(self, blocks: Iterable[Any], ctx: Any) -> dict[str, Any]:
+    def _open_for(self, block: Any) -> Dataset:
+        """Opens the dataset; in create mode without a schema, the first
+        task creates it from its block's Arrow schema (the others find it)."""
+        if self.mode == "create" and self.schema is None:
+            try:
+                return create(self.url, schema_from_arrow(block.schema), storage_options=self.storage_options)
+            except AlreadyExists:
+                pass
+        return self._open()
+
+    def write(self, blocks: Iterable[Any], ctx: Any) -> dict[str, Any] | None:
         """In a write task: stages the blocks' rows and returns their
         description (nothing is committed here)."""
         from ray.data.block import BlockAccessor
 
-        ds = self._open()
+        ds: Dataset | None = None
         try:
             for block in blocks:
                 acc = BlockAccessor.for_block(block)
                 if acc.num_rows() == 0:
                     continue
-                batch = acc.to_numpy()
-                ds.extend(_columns(batch))
-            return ds.stage()
+                if ds is None:
+                    ds = self._open_for(acc.to_arrow())
+                ds.extend(_columns(acc.to_numpy()))
+            return None if ds is None else ds.stage()
         finally:
-            ds.close()
+            if ds is not None:
+                ds.close()
 
     def on_write_complete(self, write_result: Any) -> None:
         """On the driver, after every task: one commit of all descriptions."""
         descs = [d for d in write_result.write_returns if d is not None]
+        if not descs and self.mode == "create" and self.schema is None:
+            raise InvalidArgument(f"create {self.url}: the Ray dataset has no rows to take a schema from; give schema=")
         ds = self._open()
         try:
             self.result = ds.commit_staged(descs, self.message or f"ray write of {len(descs)} tasks")
