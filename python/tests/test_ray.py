@@ -87,9 +87,14 @@ def test_write_read_local(cluster: None, tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_write_read_minio(cluster: None, tmp_path: Path, start_minio: Any) -> None:
+def test_write_read_minio(cluster: None, tmp_path: Path, start_minio: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     server = start_minio("rayaccess", "raysecret123")
     server.create_bucket("ray")
+    # query= runs SQL in the loch command, which takes the store's settings
+    # from the environment only (storage_options do not reach it yet).
+    for k, v in {"AWS_ENDPOINT_URL_S3": server.endpoint, "AWS_REGION": "us-east-1",
+                 "AWS_ACCESS_KEY_ID": "rayaccess", "AWS_SECRET_ACCESS_KEY": "raysecret123"}.items():  # fmt: skip
+        monkeypatch.setenv(k, v)
     opts = {"endpoint": server.endpoint, "access_key_id": "rayaccess", "secret_access_key": "raysecret123", "region": "us-east-1"}
     _check_write_read("s3://ray/ds", tmp_path, opts)
 
