@@ -132,13 +132,31 @@ def _chain(first: Any, rest: Iterator[Any]) -> Iterator[Any]:
     yield from rest
 
 
+def _arrow_type(col: Column) -> Any:
+    """The Arrow type of a loch column (see the module's table), or None
+    for a column of any shape (then taken from the data)."""
+    import pyarrow as pa
+
+    if col.dtype in ("text", "json") or col.kind in ("text", "json", "link"):
+        return pa.string()
+    if col.dtype == "bytes":
+        return pa.binary()
+    if col.shape is None or col.dtype is None:
+        return None
+    typ = pa.from_numpy_dtype(np.dtype(col.dtype))
+    for d in reversed(col.shape):
+        typ = pa.list_(typ) if d is None else pa.list_(typ, d)
+    return typ
+
+
 def _arrow_column(values: Any, col: Column) -> Any:
     """A column read from loch as an Arrow array (see the module's table)."""
     import pyarrow as pa
 
-    if isinstance(values, np.ndarray) and values.dtype != object:
+    typ = _arrow_type(col)
+    if isinstance(values, np.ndarray) and values.dtype != object and (values.ndim == 1 or not col.ragged):
         if values.ndim == 1:
-            return pa.array(values)
+            return pa.array(values, type=typ)
         arr = pa.array(values.reshape(-1))
         for size in reversed(values.shape[1:]):
             arr = pa.FixedSizeListArray.from_arrays(arr, size)
@@ -155,7 +173,7 @@ def _arrow_column(values: Any, col: Column) -> Any:
             out.append(v.item())
         else:
             out.append(v)
-    return pa.array(out)
+    return pa.array(out, type=typ)
 
 
 def to_arrow(ds: Dataset, columns: Sequence[str] | None = None, batch_rows: int = BATCH_ROWS) -> Any:
@@ -169,8 +187,11 @@ def to_arrow(ds: Dataset, columns: Sequence[str] | None = None, batch_rows: int 
         if c not in ds.schema:
             raise InvalidArgument(f"to_arrow {ds.url}: no column {c!r} (have {list(ds.schema)})")
     n = len(ds)
-    first = [_arrow_column(ds[c][0:min(n, 1)], ds.schema[c]) for c in names]
-    sch = pa.schema([pa.field(c, a.type) for c, a in zip(names, first)])
+    types = [_arrow_type(ds.schema[c]) for c in names]
+    if any(t is None for t in types):  # a column of any shape: its first rows say
+        first = [_arrow_column(ds[c][0:min(n, 1)], ds.schema[c]) for c in names]
+        types = [t if t is not None else a.type for t, a in zip(types, first)]
+    sch = pa.schema([pa.field(c, t) for c, t in zip(names, types)])
 
     def gen() -> Iterator[Any]:
         for a in range(0, n, batch_rows):
@@ -201,7 +222,7 @@ def _hf_column(name: str, feat: Any, first: Any) -> Column:
         if d in ("binary", "large_binary"):
             return Bytes()
         if d == "bool" or d.startswith(("int", "uint", "float")):
-            return Tensor(d)
+            return Tensor(d, shape=[])
     if kind in ("Array2D", "Array3D", "Array4D", "Array5D"):
         return Tensor(feat.dtype, shape=list(feat.shape))
     if kind in ("Sequence", "List", "LargeList"):
