@@ -1,7 +1,7 @@
 """Arrow, Parquet and Hugging Face ``datasets`` in and out of loch.
 
-One type mapping, in both directions (docs/sql.md's SQL mapping is the
-third face of the same table):
+One type mapping, in both directions (docs/interchange.md holds it with the
+SQL types of docs/sql.md, the third face of the same table):
 
 =============================  ============================  ==========================
 loch column                    Arrow                         Hugging Face feature
