@@ -547,7 +547,7 @@ class Dataset:
         never committed are deleted by ``loch gc`` after its grace period::
 
             >>> ds.extend({"n": np.arange(1000)})      # doctest: +SKIP
-            >>> desc = ds.stage()                      # on each writer
+            >>> desc = ds.stage()                      # doctest: +SKIP
             >>> ds.commit_staged([desc, other_desc])   # doctest: +SKIP
         """
         out: dict[str, Any] = json.loads(self._h.lib.call_string("loch_dataset_stage", self._h.value, interruptible=True))
@@ -574,9 +574,9 @@ class Dataset:
 
     def to_arrow(self, columns: Sequence[str] | None = None, ref: str | None = None) -> Any:
         """The rows as a ``pyarrow.RecordBatchReader``, streamed in batches
-        (:func:`loch.interchange.to_arrow`; ``.read_all()`` gives a Table),
+        (:func:`loch.export.to_arrow`; ``.read_all()`` gives a Table),
         of this handle's version or, with ``ref``, of another."""
-        from .interchange import to_arrow
+        from .export import to_arrow
 
         if ref is None:
             return to_arrow(self, columns)
@@ -584,8 +584,8 @@ class Dataset:
 
     def to_huggingface(self, columns: Sequence[str] | None = None) -> Any:
         """The rows as an in-memory Hugging Face ``datasets.Dataset``
-        (:func:`loch.interchange.to_huggingface`)."""
-        from .interchange import to_huggingface
+        (:func:`loch.export.to_huggingface`)."""
+        from .export import to_huggingface
 
         return to_huggingface(self, columns)
 
