@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from ._write import EncodedImage
 from .dataset import Dataset, create, open
 from .errors import AlreadyExists, InvalidArgument, NotFound
 from .interchange import schema_from_arrow
@@ -116,7 +117,7 @@ class LochDatasink:
                     continue
                 if ds is None:
                     ds = self._open_for(acc.to_arrow())
-                ds.extend(_columns(acc.to_numpy()))
+                ds.extend(_columns(acc.to_numpy(), ds.schema))
             return None if ds is None else ds.stage()
         finally:
             if ds is not None:
@@ -152,10 +153,19 @@ class LochDatasink:
         return None
 
 
-def _columns(batch: Mapping[str, np.ndarray]) -> dict[str, Any]:
+def _columns(batch: Mapping[str, np.ndarray], schema: Mapping[str, Column]) -> dict[str, Any]:
     """A numpy batch of Ray's as columns for :meth:`loch.Dataset.extend`:
-    object arrays (strings, bytes, ragged tensors) as lists."""
-    return {k: (list(v) if v.dtype == object else v) for k, v in batch.items()}
+    object arrays (strings, bytes, ragged tensors) as lists, and bytes in
+    an image column as encoded images (png or jpeg, stored as they are
+    when the column's compression is theirs)."""
+    out: dict[str, Any] = {}
+    for k, v in batch.items():
+        col = schema.get(k)
+        if col is not None and col.kind == "image" and v.dtype == object:
+            out[k] = [EncodedImage(bytes(x)) if isinstance(x, (bytes, bytearray)) else x for x in v]
+        else:
+            out[k] = list(v) if v.dtype == object else v
+    return out
 
 
 def write(
