@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 
@@ -170,10 +171,24 @@ func (s *Staged) seal() error {
 	return err
 }
 
-// datasetID reads the dataset's id from its marker.
+// datasetID reads the dataset's id from its marker. Its creator writes
+// the marker just after log/1, so a handle opened in between (a writer
+// racing the creator, as the tasks of loch.ray.write do) waits for it a
+// little: up to about two seconds.
 func (d *Dataset) datasetID(ctx context.Context) (string, error) {
 	var m manifest.Dataset
-	if err := d.getObject(ctx, keys.MarkerKey, manifest.KindDataset, &m); err != nil {
+	var err error
+	for attempt := 0; attempt < 40; attempt++ {
+		if err = d.getObject(ctx, keys.MarkerKey, manifest.KindDataset, &m); !errors.Is(err, ErrNotFound) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	if err != nil {
 		return "", fmt.Errorf("%s: dataset id: %w", d.url, err)
 	}
 	return m.ID, nil
