@@ -27,17 +27,7 @@ func (d *Dataset) Commit(ctx context.Context, message string) (string, error) {
 	if st == nil || st.empty() {
 		return d.Version(), nil
 	}
-	if err := st.firstErr(); err != nil {
-		return "", err
-	}
-	for _, fw := range st.writers() {
-		st.seal(fw)
-	}
-	_ = st.uploads.Wait() // its error is firstErr's
-	if err := st.firstErr(); err != nil {
-		return "", err
-	}
-	if err := ctx.Err(); err != nil {
+	if err := st.finish(ctx); err != nil {
 		return "", err
 	}
 	branch := d.Branch()
@@ -50,16 +40,40 @@ func (d *Dataset) Commit(ctx context.Context, message string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	snap, err := d.loadSnapshot(ctx, id, next.Seq)
-	if err != nil {
+	if err := d.moveToCommit(ctx, id, next.Seq); err != nil {
 		return "", err
+	}
+	st.cancel(nil)
+	d.stage = nil
+	return id, nil
+}
+
+// moveToCommit points the handle at the commit id, written in root entry
+// seq, after this handle committed it.
+func (d *Dataset) moveToCommit(ctx context.Context, id string, seq uint64) error {
+	snap, err := d.loadSnapshot(ctx, id, seq)
+	if err != nil {
+		return err
 	}
 	d.mu.Lock()
 	d.snap = snap
 	d.mu.Unlock()
-	st.cancel(nil)
-	d.stage = nil
-	return id, nil
+	return nil
+}
+
+// finish seals every fragment and waits for the uploads of their chunks.
+func (st *staging) finish(ctx context.Context) error {
+	if err := st.firstErr(); err != nil {
+		return err
+	}
+	for _, fw := range st.writers() {
+		st.seal(fw)
+	}
+	_ = st.uploads.Wait() // its error is firstErr's
+	if err := st.firstErr(); err != nil {
+		return err
+	}
+	return ctx.Err()
 }
 
 // commitOnto writes the staged changes as a commit on branch as root has it
@@ -154,13 +168,19 @@ type pendingFragment struct {
 // uids renamed by uids: content-addressed, invisible until a manifest names
 // them.
 func (st *staging) putFragments(ctx context.Context, uids map[int]int) ([]pendingFragment, error) {
+	return st.putFragmentsNonce(ctx, uids, false)
+}
+
+// putFragmentsNonce is putFragments; with all, every fragment (not only the
+// update fragment) carries the stage's nonce, as staged writes' do.
+func (st *staging) putFragmentsNonce(ctx context.Context, uids map[int]int, all bool) ([]pendingFragment, error) {
 	var frags []pendingFragment
 	for _, fw := range st.writers() {
 		if fw.rows == 0 {
 			continue
 		}
 		fr := manifest.Fragment{Rows: fw.rows, IDs: fw.ids, Columns: map[string][]manifest.ChunkRef{}}
-		if fw == st.upd {
+		if fw == st.upd || all {
 			fr.Nonce = st.nonce
 		}
 		for uid, cw := range fw.cols {

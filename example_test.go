@@ -44,3 +44,36 @@ func Example() {
 	fmt.Println(again.Len(), s.Shape, v)
 	// Output: 3 [3] [2 0.5 -1]
 }
+
+// Writers on many machines stage their rows; one committer publishes
+// them all in one commit. Committing the same descriptions again (a
+// retried driver) adds nothing.
+func ExampleDataset_CommitStaged() {
+	ctx := context.Background()
+	dir, _ := os.MkdirTemp("", "loch-example")
+	defer os.RemoveAll(dir)
+	url := filepath.Join(dir, "ds")
+	ds, err := loch.Create(ctx, url, schema.Schema{Columns: []schema.Column{{Name: "n", DType: schema.Int64}}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer ds.Close()
+
+	var descs []*loch.Staged
+	for w := 0; w < 3; w++ { // on three machines
+		writer, _ := loch.Open(ctx, url)
+		_ = writer.Extend(ctx, []loch.Row{{"n": loch.Scalar(int64(w))}, {"n": loch.Scalar(int64(10 + w))}})
+		desc, err := writer.Stage(ctx) // json.Marshal(desc) travels to the committer
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		descs = append(descs, desc)
+		writer.Close()
+	}
+	v1, _ := ds.CommitStaged(ctx, "three writers", descs...)
+	v2, _ := ds.CommitStaged(ctx, "retried", descs...)
+	fmt.Println(ds.Len(), v1.Version == v2.Version, len(v2.Skipped))
+	// Output: 6 true 3
+}

@@ -25,9 +25,11 @@
  * loch_dataset_create; 6 added the saved selections and
  * loch_dataset_positions; 7 added joined columns: "joined" in saved
  * selections and in loch_loader_new's configuration; 8 added vector search
- * (loch_vector_*, see the end).
+ * (loch_vector_*, see the end); 9 added the staged writes
+ * (loch_dataset_stage, loch_dataset_commit_staged) and
+ * loch_dataset_fragment_rows.
  */
-#define LOCH_ABI_VERSION 8
+#define LOCH_ABI_VERSION 9
 
 /* Status codes. */
 enum {
@@ -137,7 +139,7 @@ typedef struct {
  * Interrupts. The long calls (loch_dataset_open, loch_dataset_create,
  * loch_dataset_extend, loch_dataset_update, loch_dataset_commit,
  * loch_dataset_refresh, loch_dataset_revert, loch_dataset_merge,
- * loch_dataset_gc) run under a context that loch_interrupt(tid) cancels,
+ * loch_dataset_gc, loch_dataset_stage, loch_dataset_commit_staged) run under a context that loch_interrupt(tid) cancels,
  * where tid is the OS thread id (Linux gettid) of the thread making the
  * call: the call then returns LOCH_CANCELED soon, having changed nothing
  * that was committed (a commit is either whole or not made). A caller

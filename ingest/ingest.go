@@ -63,6 +63,13 @@ type Options struct {
 	// compatible schema) instead of refusing it; a missing dataset is
 	// created either way.
 	Append bool
+	// StageOnly writes the rows without committing them: Result.Staged
+	// describes them, for loch.Dataset.CommitStaged on any machine
+	// (docs/format.md §7). Run on many machines, each ingesting its share,
+	// then commit all descriptions at once. A missing dataset is created
+	// as usual (of concurrent creators one wins; the others use its
+	// dataset if its schema fits).
+	StageOnly bool
 	// SkipBad skips rows whose images cannot be decoded, counting them in
 	// Result.Skipped, instead of failing. Missing or unreadable files still
 	// fail.
@@ -144,6 +151,9 @@ type Result struct {
 	Created bool
 	// Elapsed is the wall time of the whole ingest.
 	Elapsed time.Duration
+	// Staged describes the rows written, with Options.StageOnly; Version
+	// is then the version they were written for, and nothing is committed.
+	Staged *loch.Staged
 }
 
 // Validate reports the first option that is out of range, wrapping
@@ -292,10 +302,21 @@ func run(ctx context.Context, url, format, source string, o Options,
 	}
 	var final schema.Schema
 	if d == nil {
-		if d, err = loch.Create(ctx, url, p.schema, dsOpts...); err != nil {
+		d, err = loch.Create(ctx, url, p.schema, dsOpts...)
+		switch {
+		case errors.Is(err, loch.ErrExists) && o.StageOnly:
+			// Another stager created it first: use it if it fits.
+			if d, err = loch.Open(ctx, url, dsOpts...); err != nil {
+				return res, err
+			}
+			if err := compatible(d.Schema(), p.schema); err != nil {
+				return res, fmt.Errorf("ingest into %s: %w", url, err)
+			}
+		case err != nil:
 			return res, err
+		default:
+			res.Created = true
 		}
-		res.Created = true
 		final = d.Schema()
 	} else {
 		if err := compatible(ex.schema, p.schema); err != nil {
@@ -317,9 +338,17 @@ func run(ctx context.Context, url, format, source string, o Options,
 	if err != nil {
 		return res, err
 	}
-	if res.Rows == 0 {
+	if res.Rows == 0 && !o.StageOnly {
 		res.Version = d.Version()
 		return res, nil
+	}
+	if o.StageOnly {
+		res.Version = d.Version()
+		if res.Staged, err = d.Stage(ctx); err != nil {
+			return res, fmt.Errorf("stage %s: %w", url, err)
+		}
+		err, d = d.Close(), nil
+		return res, err
 	}
 	res.Version, err = d.Commit(ctx, o.commitMessage(format, source))
 	if err != nil {

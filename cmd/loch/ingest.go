@@ -1,9 +1,11 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -25,6 +27,8 @@ type ingestFlags struct {
 	append      bool
 	branch      string
 	progress    progressFlags
+	stageOnly   bool
+	out         string
 
 	// Image options, on the subcommands that read images.
 	skipBad          bool
@@ -52,6 +56,10 @@ command again fills it). A dataset with rows is only added to with
 committed to branch main, or to --branch, which must exist (create it with
 'loch branch').
 
+With --stage-only the rows are written and not committed; their description
+goes to --out, and 'loch commit URL DESC.json...' publishes any number of
+such descriptions, from any number of machines, in one commit.
+
 Images are decoded once, at ingest, and stored in their final form: with
 --image-compression png (the default) or jpeg, files already in that format
 are stored byte for byte, others are re-encoded; lz4, zstd and none store the
@@ -67,7 +75,8 @@ is always printed, with sizes in binary units (as info prints them).`,
   loch ingest npy x.npy y.npy ./arrays
   loch ingest webdataset 'shards/train-{0000..0099}.tar' ./train
   loch ingest coco annotations/instances_val2017.json val2017 ./coco-val
-  loch ingest jsonl more.jsonl ./ds --append --branch dev`,
+  loch ingest jsonl more.jsonl ./ds --append --branch dev
+  loch ingest jsonl part-7.jsonl s3://bucket/ds --stage-only --out part-7.json`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return nil
@@ -84,6 +93,8 @@ is always printed, with sizes in binary units (as info prints them).`,
 	pf.StringVarP(&f.message, "message", "m", "", `commit message (default "ingest FORMAT SOURCE")`)
 	pf.BoolVar(&f.append, "append", false, "add the rows to the existing dataset at URL")
 	pf.StringVar(&f.branch, "branch", "", "commit to this existing branch of the dataset instead of main")
+	pf.BoolVar(&f.stageOnly, "stage-only", false, "write the rows without committing them, and their description to --out, for 'loch commit'")
+	pf.StringVar(&f.out, "out", "", "with --stage-only: the file the description is written to (- for standard output)")
 	f.progress.add(pf)
 
 	cmd.AddCommand(
@@ -341,6 +352,13 @@ func runIngest(cmd *cobra.Command, f *ingestFlags, url string, do func(ingest.Op
 	if err != nil {
 		return err
 	}
+	switch {
+	case f.stageOnly && f.out == "":
+		return usagef("--stage-only needs --out DESC.json: where the description of the staged rows goes")
+	case !f.stageOnly && f.out != "":
+		return usagef("--out is for --stage-only")
+	}
+	o.StageOnly = f.stageOnly
 	if err := o.Validate(); err != nil {
 		return &usageError{err}
 	}
@@ -372,6 +390,9 @@ func runIngest(cmd *cobra.Command, f *ingestFlags, url string, do func(ingest.Op
 			return fmt.Errorf("%w (nothing was committed: the dataset at %s was created and is empty; the same command again fills it)", err, url)
 		}
 		return err
+	}
+	if f.stageOnly {
+		return writeStaged(cmd, f.out, res, url)
 	}
 	if f.branch != "" {
 		url += " (branch " + f.branch + ")"
@@ -528,4 +549,23 @@ func parseDelimiter(s string) (rune, error) {
 		return 0, usagef("--delimiter %q: want one character (not a quote or newline), or \"tab\"", s)
 	}
 	return r[0], nil
+}
+
+// writeStaged writes the description of a --stage-only ingest to out (-:
+// standard output, and no summary) and reports it on standard error.
+func writeStaged(cmd *cobra.Command, out string, res ingest.Result, url string) error {
+	b, err := json.Marshal(res.Staged)
+	if err != nil {
+		return fmt.Errorf("encode the description: %w", err)
+	}
+	if out == "-" {
+		_, err := cmd.OutOrStdout().Write(append(b, '\n'))
+		return err
+	}
+	if err := os.WriteFile(out, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("write the description: %w", err)
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "staged %d rows, %s in %s for %s, not committed: description %s (commit with 'loch commit %s %s')\n",
+		res.Rows, formatBytes(res.Bytes), res.Elapsed.Round(time.Millisecond), url, out, url, out)
+	return nil
 }

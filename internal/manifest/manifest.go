@@ -20,11 +20,12 @@ import (
 )
 
 // Format version written by this package: Minor in a dataset's objects,
-// Newest the newest minor version it writes of any object (minorOf).
+// Newest the newest minor version of anything it writes: an object
+// (minorOf), or a staged write's description (6, docs/format.md §7).
 const (
 	Major  = 1
 	Minor  = 1
-	Newest = 5
+	Newest = 6
 )
 
 // Magic starts every metadata object.
@@ -179,6 +180,9 @@ type Commit struct {
 	Time     time.Time `json:"time"`
 	Rows     int64     `json:"rows"`
 	Branch   string    `json:"branch,omitempty"`
+	// Staged lists the ids of the staged-write descriptions this commit
+	// published (format 1.6, docs/format.md §7); informative.
+	Staged []string `json:"staged,omitempty"`
 }
 
 // Manifest is the body of `manifests/<hash>`: a complete snapshot.

@@ -29,7 +29,7 @@ from typing import Any
 from ._status import NOT_ERRORS
 from .errors import ForkedProcess, from_status
 
-ABI_VERSION = 8
+ABI_VERSION = 9
 
 # Layouts and encodings of loch_column_in and loch_tensor.
 DENSE, PACKED, NULLS = 0, 1, 2
@@ -105,6 +105,10 @@ _STATUS_FUNCS: dict[str, list[Any]] = {
     "loch_dataset_version": [c_uintptr, _STR_OUT],
     "loch_dataset_url": [c_uintptr, _STR_OUT],
     "loch_dataset_commit": [c_uintptr, c_char_p, _STR_OUT],
+    # Staged writes (ABI 9).
+    "loch_dataset_stage": [c_uintptr, _STR_OUT],
+    "loch_dataset_commit_staged": [c_uintptr, c_char_p, c_char_p, _STR_OUT],
+    "loch_dataset_fragment_rows": [c_uintptr, _STR_OUT],
     "loch_dataset_refresh": [c_uintptr],
     "loch_dataset_log": [c_uintptr, _STR_OUT],
     "loch_dataset_row_ids": [c_uintptr, c_int64, c_int64, c_void_p],

@@ -571,6 +571,67 @@ class Dataset:
         self._track()
         return version
 
+    # Staged writes: many writers, one commit (docs/format.md §7).
+
+    def stage(self) -> dict[str, Any]:
+        """Writes the rows staged with :meth:`extend` or :meth:`append` as
+        fragments without committing them, and returns their description: a
+        small JSON-serialisable dict (fragment keys, row counts, column
+        statistics, the dataset's id, a checksum) to hand to whoever
+        commits, with :meth:`commit_staged`. Only appended rows can be
+        staged (:class:`loch.InvalidArgument` otherwise). Rows staged and
+        never committed are deleted by ``loch gc`` after its grace period::
+
+            >>> ds.extend({"n": np.arange(1000)})      # doctest: +SKIP
+            >>> desc = ds.stage()                      # doctest: +SKIP
+            >>> ds.commit_staged([desc, other_desc])   # doctest: +SKIP
+        """
+        out: dict[str, Any] = json.loads(self._h.lib.call_string("loch_dataset_stage", self._h.value, interruptible=True))
+        return out
+
+    def commit_staged(self, descriptions: Sequence[Mapping[str, Any] | str], message: str = "") -> dict[str, Any]:
+        """Publishes the rows of staged-write descriptions (:meth:`stage`'s
+        dicts, or their JSON) as one commit on the handle's branch. A
+        description already published on the branch is skipped, so a
+        retried commit adds its rows once. Any description of another
+        dataset, of a newer format, edited, or naming a missing or altered
+        fragment refuses the whole commit (nothing is committed). Returns
+        ``{"version", "published", "skipped", "rows"}``: the new version
+        id, the ids of the descriptions published and skipped, and the
+        number of rows added."""
+        descs = [json.loads(d) if isinstance(d, str) else dict(d) for d in descriptions]
+        out: dict[str, Any] = json.loads(
+            self._h.lib.call_string(
+                "loch_dataset_commit_staged", self._h.value, message.encode(), json.dumps(descs).encode(), interruptible=True
+            )
+        )
+        self._track()
+        return out
+
+    def to_arrow(self, columns: Sequence[str] | None = None, ref: str | None = None) -> Any:
+        """The rows as a ``pyarrow.RecordBatchReader``, streamed in batches
+        (:func:`loch.export.to_arrow`; ``.read_all()`` gives a Table),
+        of this handle's version or, with ``ref``, of another."""
+        from .export import to_arrow
+
+        if ref is None:
+            return to_arrow(self, columns)
+        return to_arrow(open(self.url, ref=ref, storage_options=self._storage_options), columns)
+
+    def to_huggingface(self, columns: Sequence[str] | None = None) -> Any:
+        """The rows as an in-memory Hugging Face ``datasets.Dataset``
+        (:func:`loch.export.to_huggingface`)."""
+        from .export import to_huggingface
+
+        return to_huggingface(self, columns)
+
+    def fragment_rows(self) -> list[int]:
+        """The live rows of each fragment of the handle's version, in row
+        order (they sum to ``len(ds)``): the units of a parallel read
+        (:func:`loch.ray.read` makes one task per group of them)."""
+        out: list[int] = self._h.lib.call_json("loch_dataset_fragment_rows", self._h.value)
+        return out
+
     # Reads.
 
     def __getitem__(self, key: str | int | slice) -> Any:
