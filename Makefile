@@ -101,6 +101,17 @@ browser:
 		fail "apt-get install chromium failed"
 test: browser
 
+# screenshots makes docs/viewer-grid.png and docs/viewer-diff.png (the
+# README's) again from the viewer's browser test.
+.PHONY: screenshots
+screenshots: browser tools
+	rm -rf $(CURDIR)/.screens
+	LOCH_ARTIFACTS=$(CURDIR)/.screens $(GO) test -count=1 -run 'TestBrowser/local' ./viewer
+	$(VENV)/bin/python -c "from PIL import Image; \
+		Image.open('.screens/loch-viewer/grid.png').crop((0, 0, 1200, 1330)).save('docs/viewer-grid.png', optimize=True); \
+		Image.open('.screens/loch-viewer/diff.png').crop((0, 0, 1200, 1000)).save('docs/viewer-diff.png', optimize=True)"
+	rm -rf $(CURDIR)/.screens
+
 test: tools
 	$(GO) vet ./...
 	$(GO) test -race -timeout 20m ./...

@@ -3,11 +3,13 @@ package viewer
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,11 +17,16 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lochdata/loch"
+	"github.com/lochdata/loch/internal/testserver"
 )
 
 // browserRows is the size of the dataset the browser scrolls through:
 // several grid pages.
 const browserRows = 150
+
+// patient is the polls' timeout: chromedp's default (30 s) is too short for
+// a page of thumbnails from an object store on a loaded machine.
+var patient = chromedp.WithPollingTimeout(2 * time.Minute)
 
 // chromium finds Debian's headless-capable Chromium; `make sysdeps`
 // installs it. A missing browser fails the test.
@@ -46,9 +53,17 @@ func artifacts(t *testing.T) string {
 	return dir
 }
 
+// TestBrowser drives Debian's chromium through the viewer over a dataset
+// on local disk and on MinIO.
 func TestBrowser(t *testing.T) {
 	exe := chromium(t)
-	u := filepath.Join(t.TempDir(), "pets")
+	t.Run("local", func(t *testing.T) { browse(t, exe, filepath.Join(t.TempDir(), "pets"), "") })
+	t.Run("s3", func(t *testing.T) { browse(t, exe, testserver.MinIO(t).URL, "s3-") })
+}
+
+// browse checks the viewer of a fixture made at u in a real browser;
+// screenshots are saved under artifacts with prefix before their names.
+func browse(t *testing.T, exe, u, prefix string) {
 	makeFixture(t, u)
 	d, err := loch.Open(ctx, u)
 	require.NoError(t, err)
@@ -69,6 +84,12 @@ func TestBrowser(t *testing.T) {
 	defer ts.Close()
 	_, hosts := Guard(ts.Listener.Addr())
 	s.opts.Hosts = hosts // as loch serve runs it
+	// The dataset's table name is its URL's last element ("/" redirects
+	// to it).
+	resp, _ := get(t, ts, "/")
+	require.Equal(t, http.StatusFound, resp.StatusCode)
+	base := resp.Header.Get("Location")
+	require.True(t, strings.HasPrefix(base, "/t/") && strings.HasSuffix(base, "/"), base)
 
 	actx, cancel := chromedp.NewExecAllocator(context.Background(),
 		chromedp.ExecPath(exe), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
@@ -86,7 +107,7 @@ func TestBrowser(t *testing.T) {
 			if err := chromedp.FullScreenshot(&b, 100).Do(ctx); err != nil {
 				return err
 			}
-			p := filepath.Join(dir, name)
+			p := filepath.Join(dir, prefix+name)
 			t.Logf("screenshot %s", p)
 			return os.WriteFile(p, b, 0o644)
 		})
@@ -100,9 +121,9 @@ func TestBrowser(t *testing.T) {
 	var n int
 	var polled bool
 	require.NoError(t, chromedp.Run(bctx,
-		chromedp.Navigate(ts.URL+"/t/pets/?ref=v1"),
-		chromedp.Poll(`document.getElementById("more").classList.contains("done")`, &polled),
-		chromedp.Poll(`Array.from(document.querySelectorAll('#grid article.card[data-pos="1"] img.thumb')).every(i => i.complete && i.naturalWidth > 0)`, &polled),
+		chromedp.Navigate(ts.URL+base+"?ref=v1"),
+		chromedp.Poll(`document.getElementById("more").classList.contains("done")`, &polled, patient),
+		chromedp.Poll(`Array.from(document.querySelectorAll('#grid article.card[data-pos="1"] img.thumb')).every(i => i.complete && i.naturalWidth > 0)`, &polled, patient),
 		cards(&n),
 	))
 	require.Equal(t, fixRows, n)
@@ -132,14 +153,14 @@ func TestBrowser(t *testing.T) {
 	require.Equal(t, []int{int(orig[p]), int(orig[p+1]), int(orig[p+2])}, img.In, "inside the box the image is as stored")
 
 	// Scrolling loads the next pages until every row is there.
-	_, page := get(t, ts, "/t/pets/")
+	_, page := get(t, ts, base)
 	total := browserRows
 	require.Contains(t, page, fmt.Sprintf("%d rows", total))
 	require.NoError(t, chromedp.Run(bctx,
-		chromedp.Navigate(ts.URL+"/t/pets/"),
-		chromedp.Poll(`document.querySelectorAll("#grid article.card").length > 0`, &polled),
-		chromedp.Poll(fmt.Sprintf(`(window.scrollTo(0, document.body.scrollHeight), document.querySelectorAll("#grid article.card").length >= %d)`, total), &polled, chromedp.WithPollingInterval(200*time.Millisecond)),
-		chromedp.Poll(`document.getElementById("more").classList.contains("done")`, &polled),
+		chromedp.Navigate(ts.URL+base),
+		chromedp.Poll(`document.querySelectorAll("#grid article.card").length > 0`, &polled, patient),
+		chromedp.Poll(fmt.Sprintf(`(window.scrollTo(0, document.body.scrollHeight), document.querySelectorAll("#grid article.card").length >= %d)`, total), &polled, chromedp.WithPollingInterval(200*time.Millisecond), patient),
+		chromedp.Poll(`document.getElementById("more").classList.contains("done")`, &polled, patient),
 		cards(&n),
 	))
 	require.Equal(t, total, n, "every row once")
@@ -200,9 +221,9 @@ func TestBrowser(t *testing.T) {
 	// The diff page lists the changed rows, the changed cell highlighted.
 	var changes, highlighted, sideBySide int
 	require.NoError(t, chromedp.Run(bctx,
-		chromedp.Navigate(ts.URL+"/t/pets/diff?from=v1&to=dev"),
-		chromedp.Poll(`document.querySelectorAll("#changes section.change").length > 0`, &polled),
-		chromedp.Poll(`Array.from(document.images).every(i => i.complete)`, &polled),
+		chromedp.Navigate(ts.URL+base+"diff?from=v1&to=dev"),
+		chromedp.Poll(`document.querySelectorAll("#changes section.change").length > 0`, &polled, patient),
+		chromedp.Poll(`Array.from(document.images).every(i => i.complete)`, &polled, patient),
 		chromedp.Evaluate(`document.querySelectorAll("#changes section.modified .kind-image img").length == 2 ? Array.from(document.querySelectorAll("#changes section.modified .kind-image img")).filter(i => i.naturalWidth > 0).length : -1`, &sideBySide),
 		chromedp.Evaluate(`document.querySelectorAll("#changes section.change").length`, &changes),
 		chromedp.Evaluate(`document.querySelectorAll("#changes section.modified .cell.changed").length`, &highlighted),
@@ -215,7 +236,7 @@ func TestBrowser(t *testing.T) {
 	// The commit graph shows the merge.
 	var merges int
 	require.NoError(t, chromedp.Run(bctx,
-		chromedp.Navigate(ts.URL+"/t/pets/log"),
+		chromedp.Navigate(ts.URL+base+"log"),
 		chromedp.Evaluate(`document.querySelectorAll("#commits li.merge").length`, &merges),
 		shot("log.png"),
 	))
