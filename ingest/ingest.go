@@ -238,7 +238,7 @@ type batch struct {
 func (b *batch) add(row loch.Row, err error, name string, skipBad bool) error {
 	b.nrows++
 	if err != nil {
-		if skipBad && errors.Is(err, ErrBadImage) {
+		if skipBad && (errors.Is(err, ErrBadImage) || errors.Is(err, ErrBadMedia)) {
 			b.skipped = append(b.skipped, name)
 			return nil
 		}

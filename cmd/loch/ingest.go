@@ -72,7 +72,7 @@ is always printed, with sizes in binary units (as info prints them).`,
 			if len(args) == 0 {
 				return nil
 			}
-			return usagef("unknown format %q (want imagefolder, jsonl, csv, parquet, npy, npz, webdataset or coco)", args[0])
+			return usagef("unknown format %q (want imagefolder, jsonl, csv, parquet, npy, npz, webdataset, coco, video or audio)", args[0])
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return cmd.Help()
@@ -95,6 +95,8 @@ is always printed, with sizes in binary units (as info prints them).`,
 		newIngestNPZCmd(f),
 		newIngestWebDatasetCmd(f),
 		newIngestCOCOCmd(f),
+		newIngestMediaCmd(f, schema.VideoCompression),
+		newIngestMediaCmd(f, schema.AudioCompression),
 	)
 	return cmd
 }
@@ -417,7 +419,7 @@ func summary(r ingest.Result, url string) string {
 		s += " (created)"
 	}
 	if r.Skipped > 0 {
-		s += fmt.Sprintf("; skipped %d undecodable images: %s", r.Skipped, strings.Join(r.SkippedNames, ", "))
+		s += fmt.Sprintf("; skipped %d undecodable files: %s", r.Skipped, strings.Join(r.SkippedNames, ", "))
 		if int64(len(r.SkippedNames)) < r.Skipped {
 			s += ", ..."
 		}
