@@ -33,23 +33,33 @@ import (
 // extension. When appending, labels follow the existing column's class
 // names, which must include every class folder.
 func ImageFolder(ctx context.Context, src, url string, o Options) (Result, error) {
-	return run(ctx, url, "imagefolder", src, o, func(ctx context.Context, o *Options, ex *existing) (*plan, error) {
-		tree, err := listFolder(ctx, src, imageFiles)
+	return classFolder(ctx, src, url, "imagefolder", imageFiles, o, o.imageColumn("image"),
+		func(col schema.Column, o *Options) func(name string, data []byte) (loch.Sample, error) {
+			return newImageConverter(&col, o).convert
+		})
+}
+
+// classFolder ingests src/<class>/<file> trees of files of kind k: each
+// file becomes a row of col (its sample made by the converter that conv
+// returns for the final column) and label, the index of its class folder.
+func classFolder(ctx context.Context, src, url, format string, k fileKind, o Options, col schema.Column,
+	conv func(final schema.Column, o *Options) func(name string, data []byte) (loch.Sample, error)) (Result, error) {
+	return run(ctx, url, format, src, o, func(ctx context.Context, o *Options, ex *existing) (*plan, error) {
+		tree, err := listFolder(ctx, src, k)
 		if err != nil {
 			return nil, err
 		}
-		img := o.imageColumn("image")
 		label := schema.Column{Name: "label", Kind: schema.ClassLabel, DType: schema.Int64, Shape: schema.Shape{}, ClassNames: tree.classes}
 		p := &plan{
-			schema: schema.Schema{Columns: []schema.Column{img, label}},
+			schema: schema.Schema{Columns: []schema.Column{col, label}},
 			rows:   int64(len(tree.files)),
 			bytes:  tree.bytes,
 		}
 		p.produce = func(ctx context.Context, final *schema.Schema, emit func(job[batch]) error) error {
 			defer tree.close()
-			imgCol, _ := final.Column("image")
+			finalCol, _ := final.Column(col.Name)
 			labelCol, _ := final.Column("label")
-			conv := newImageConverter(imgCol, o)
+			convert := conv(*finalCol, o)
 			labels := classIndex(labelCol)
 			for _, f := range tree.files {
 				label := labels[f.class]
@@ -60,8 +70,8 @@ func ImageFolder(ctx context.Context, src, url string, o Options) (Result, error
 						return b, err
 					}
 					b.bytes = int64(len(data))
-					s, err := conv.convert(f.name, data)
-					row := loch.Row{"image": s, "label": loch.Scalar(label)}
+					s, err := convert(f.name, data)
+					row := loch.Row{col.Name: s, "label": loch.Scalar(label)}
 					return b, b.add(row, err, f.name, o.SkipBad)
 				})
 				if err != nil {

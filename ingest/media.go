@@ -87,40 +87,8 @@ func MediaFolder(ctx context.Context, src, url string, kind schema.SampleCompres
 	} else if kind != schema.VideoCompression {
 		return Result{}, fmt.Errorf("media folder %s: kind %q, want video or audio: %w", src, kind, ErrInvalidSource)
 	}
-	return run(ctx, url, col+"folder", src, o, func(ctx context.Context, o *Options, ex *existing) (*plan, error) {
-		tree, err := listFolder(ctx, src, files)
-		if err != nil {
-			return nil, err
-		}
-		label := schema.Column{Name: "label", Kind: schema.ClassLabel, DType: schema.Int64, Shape: schema.Shape{}, ClassNames: tree.classes}
-		p := &plan{
-			schema: schema.Schema{Columns: []schema.Column{mediaColumn(col, kind), label}},
-			rows:   int64(len(tree.files)),
-			bytes:  tree.bytes,
-		}
-		p.produce = func(ctx context.Context, final *schema.Schema, emit func(job[batch]) error) error {
-			defer tree.close()
-			labelCol, _ := final.Column("label")
-			labels := classIndex(labelCol)
-			for _, f := range tree.files {
-				label := labels[f.class]
-				err := emit(func(ctx context.Context) (batch, error) {
-					var b batch
-					data, err := tree.read(ctx, f)
-					if err != nil {
-						return b, err
-					}
-					b.bytes = int64(len(data))
-					s, err := mediaSample(f.name, kind, data)
-					row := loch.Row{col: s, "label": loch.Scalar(label)}
-					return b, b.add(row, err, f.name, o.SkipBad)
-				})
-				if err != nil {
-					return err
-				}
-			}
-			return nil
-		}
-		return p, nil
-	})
+	return classFolder(ctx, src, url, col+"folder", files, o, mediaColumn(col, kind),
+		func(schema.Column, *Options) func(name string, data []byte) (loch.Sample, error) {
+			return func(name string, data []byte) (loch.Sample, error) { return mediaSample(name, kind, data) }
+		})
 }
