@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/lochdata/loch"
@@ -91,4 +92,17 @@ func MediaFolder(ctx context.Context, src, url string, kind schema.SampleCompres
 		func(schema.Column, *Options) func(name string, data []byte) (loch.Sample, error) {
 			return func(name string, data []byte) (loch.Sample, error) { return mediaSample(name, kind, data) }
 		})
+}
+
+// mediaFields returns the names of the media fields of a kind ("" for
+// all), sorted.
+func (o *Options) mediaFields(kind schema.SampleCompression) []string {
+	var out []string
+	for f, k := range o.MediaFields {
+		if kind == "" || k == kind {
+			out = append(out, f)
+		}
+	}
+	slices.Sort(out)
+	return out
 }

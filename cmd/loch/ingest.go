@@ -142,6 +142,7 @@ func newIngestRecordsCmd(f *ingestFlags, format string) *cobra.Command {
 		imageFields []string
 		linkFields  []string
 		delimiter   string
+		mediaCols   []string
 	)
 	cmd := &cobra.Command{
 		Use: format + " FILE URL",
@@ -167,8 +168,13 @@ func newIngestRecordsCmd(f *ingestFlags, format string) *cobra.Command {
 				}
 				s = &v
 			}
+			media, err := parseMediaColumns(mediaCols)
+			if err != nil {
+				return err
+			}
 			return runIngest(cmd, f, args[1], func(o ingest.Options) (ingest.Result, error) {
 				o.Schema, o.ImageFields, o.LinkFields, o.Delimiter = s, imageFields, linkFields, delim
+				o.MediaFields = media
 				if format == "csv" {
 					return ingest.CSV(cmd.Context(), args[0], args[1], o)
 				}
@@ -208,6 +214,7 @@ bool, of JSON json, and any other a text column (so "02134" stays text).
 	cmd.Flags().StringVar(&schemaFile, "schema", "", "schema file (JSON or YAML, - for standard input) to use instead of inferring one")
 	cmd.Flags().StringArrayVar(&imageFields, "image-field", nil, "field holding image paths or URLs, stored as an image column (repeatable)")
 	cmd.Flags().StringArrayVar(&linkFields, "link-field", nil, "field holding paths or URLs, stored as a link column (repeatable)")
+	cmd.Flags().StringArrayVar(&mediaCols, "media-column", nil, "FIELD=video or FIELD=audio: a field holding paths or URLs of media files, stored as they are (repeatable)")
 	addImageFlags(cmd, f)
 	return cmd
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"strings"
+
 	"github.com/spf13/cobra"
 
 	"github.com/lochdata/loch/ingest"
@@ -36,4 +38,21 @@ fails the ingest naming it, or is skipped and counted with --skip-bad.`,
 	}
 	cmd.Flags().BoolVar(&f.skipBad, "skip-bad", false, "skip files FFmpeg cannot read (missing files still fail)")
 	return cmd
+}
+
+// parseMediaColumns reads --media-column FIELD=video|audio flags.
+func parseMediaColumns(flags []string) (map[string]schema.SampleCompression, error) {
+	if len(flags) == 0 {
+		return nil, nil
+	}
+	out := map[string]schema.SampleCompression{}
+	for _, fl := range flags {
+		field, kind, _ := strings.Cut(fl, "=")
+		k := schema.SampleCompression(kind)
+		if field == "" || !k.Media() {
+			return nil, usagef("--media-column %q: want FIELD=video or FIELD=audio", fl)
+		}
+		out[field] = k
+	}
+	return out, nil
 }
