@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/lochdata/loch/internal/mediatest"
+	"github.com/lochdata/loch/internal/testserver"
 	"github.com/lochdata/loch/media"
 	"github.com/lochdata/loch/schema"
 	"github.com/stretchr/testify/require"
@@ -107,4 +108,32 @@ func TestBadMediaSample(t *testing.T) {
 		err := d.Append(ctx, row)
 		require.ErrorIs(t, err, ErrInvalidArgument, name)
 	}
+}
+
+// TestClipReadsByRangeOnMinIO: the same on a real S3 server: a clip reads
+// a fraction of the stored video by range requests.
+func TestClipReadsByRangeOnMinIO(t *testing.T) {
+	b := testserver.MinIO(t)
+	d, err := Create(ctx, b.URL, mediaSchema(0))
+	require.NoError(t, err)
+	defer d.Close()
+	path := mediatest.Video(t, t.TempDir(), "long.mp4", 320, 240, 25, 20, 25)
+	vb := mediatest.Read(t, path)
+	require.NoError(t, d.Append(ctx, Row{"clip": Media(schema.VideoCompression, vb)}))
+	_, err = d.Commit(ctx, "long")
+	require.NoError(t, err)
+	clip, err := d.Column("clip")
+	require.NoError(t, err)
+	m, err := clip.OpenMedia(ctx, 0)
+	require.NoError(t, err)
+	in, err := media.ProbeVideoBytes(vb)
+	require.NoError(t, err)
+	v, err := media.OpenVideo(m, m.Bytes, in)
+	require.NoError(t, err)
+	defer v.Close()
+	got := make([]byte, 2*240*320*3)
+	require.NoError(t, v.Frames(got, 400, 2, 1, 0, 0))
+	require.Equal(t, mediatest.Frame(t, path, 401), got[240*320*3:])
+	t.Logf("clip read %d of %d bytes", m.BytesRead(), len(vb))
+	require.Less(t, m.BytesRead(), int64(len(vb))/4)
 }
