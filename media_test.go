@@ -43,7 +43,7 @@ func TestMediaRoundTrip(t *testing.T) {
 
 		m, err := clip.OpenMedia(ctx, 0)
 		require.NoError(t, err)
-		require.Equal(t, "mkv", m.Container)
+		require.Equal(t, "webm", m.Container)
 		require.Equal(t, "vp9", m.Codec)
 		require.Equal(t, 25.0, m.Rate())
 		require.Equal(t, 2.0, m.Duration().Seconds())

@@ -1,6 +1,7 @@
 package loch
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/lochdata/loch/internal/chunk"
@@ -51,6 +52,9 @@ func prepareMedia(c *schema.Column, s Sample) (prepared, error) {
 // mediaEntry is the chunk media table entry of a probed sample.
 func mediaEntry(in media.Info) chunk.Media {
 	m := chunk.Media{Container: containerName(in.Container), Codec: in.Codec}
+	if m.Container == "mkv" && slices.Contains([]string{"vp8", "vp9", "av1", "opus", "vorbis"}, in.Codec) {
+		m.Container = "webm" // FFmpeg's one demuxer reads both
+	}
 	if in.SampleRate > 0 {
 		m.RateNum, m.RateDen = uint32(in.SampleRate), 1
 	} else {
@@ -60,8 +64,8 @@ func mediaEntry(in media.Info) chunk.Media {
 }
 
 // containerName shortens FFmpeg's demuxer names ("mov,mp4,m4a,3gp,3g2,mj2",
-// "matroska,webm") to the format's 8-byte container field: "mp4", "webm"
-// for matroska holding VP8/VP9/AV1, else the first name.
+// "matroska,webm") to the format's 8-byte container field: "mp4", "mkv",
+// else the first name (mediaEntry makes matroska with web codecs "webm").
 func containerName(demuxer string) string {
 	switch {
 	case strings.HasPrefix(demuxer, "mov,"):
