@@ -194,6 +194,14 @@ func (s *source) fill(chunk duckdb.DataChunk, l *local, ci int, lo int64) error 
 		var v any
 		switch {
 		case slot.Null():
+		case c.kind == mapMedia:
+			m, err := s.sc.SampleMedia(s.ctx, slot)
+			if err != nil {
+				return fmt.Errorf("row %d, column %q: %w", lo+int64(i), c.name, err)
+			}
+			if m.Shape != nil {
+				v = c.mediaValue(m)
+			}
 		case c.kind == mapInfo:
 			shape, stored, err := s.sc.SampleInfo(s.ctx, slot)
 			if err != nil {
