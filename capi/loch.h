@@ -23,9 +23,9 @@
  * 4 added the catalog functions (loch_catalog_*, see the end); 5 added
  * loch_interrupt and the "storage_options" of loch_dataset_open and
  * loch_dataset_create; 6 added the saved selections and
- * loch_dataset_positions.
+ * loch_dataset_positions; 12 (issue 16) added loch_dataset_read_frames.
  */
-#define LOCH_ABI_VERSION 6
+#define LOCH_ABI_VERSION 12
 
 /* Status codes. */
 enum {
