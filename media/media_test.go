@@ -1,3 +1,5 @@
+//go:build cgo && !noffmpeg
+
 package media_test
 
 import (
