@@ -68,3 +68,25 @@ func TestWebDatasetMedia(t *testing.T) {
 	require.Equal(t, files[4].data, got[1].Data)
 	require.Equal(t, []int{4000, 1}, got[1].Shape)
 }
+
+// TestCOCOMedia: a COCO-style file whose "images" are all video files makes
+// a video column that keeps them, with the boxes and labels as for images.
+func TestCOCOMedia(t *testing.T) {
+	dir := t.TempDir()
+	mediatest.Video(t, dir, "a.mp4", 32, 24, 10, 1, 5)
+	mediatest.Video(t, dir, "b.webm", 32, 24, 10, 0.5, 5)
+	ann := filepath.Join(dir, "ann.json")
+	writeFile(t, ann, []byte(`{"images": [{"id": 1, "file_name": "a.mp4"}, {"id": 2, "file_name": "b.webm"}],
+		"categories": [{"id": 7, "name": "car"}],
+		"annotations": [{"id": 1, "image_id": 2, "category_id": 7, "bbox": [1, 2, 3, 4], "iscrowd": 0}]}`))
+	url := memURL(t)
+	res, err := COCO(t.Context(), ann, dir, url, Options{})
+	require.NoError(t, err)
+	require.EqualValues(t, 2, res.Rows)
+	d := openDataset(t, url)
+	s := d.Schema()
+	require.Equal(t, []string{"video", "boxes", "labels", "iscrowd", "image_id", "file_name"}, s.Names())
+	vids := column(t, d, "video", true)
+	require.Equal(t, []int{5, 24, 32, 3}, vids[1].Shape)
+	require.Equal(t, mediatest.Read(t, filepath.Join(dir, "a.mp4")), vids[0].Data)
+}
