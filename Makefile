@@ -111,6 +111,27 @@ screenshots: browser tools
 		Image.open('.screens/loch-viewer/grid.png').crop((0, 0, 1200, 1330)).save('docs/viewer-grid.png', optimize=True); \
 		Image.open('.screens/loch-viewer/diff.png').crop((0, 0, 1200, 1000)).save('docs/viewer-diff.png', optimize=True)"
 	rm -rf $(CURDIR)/.screens
+# sysdeps-ffmpeg (issue 16) installs FFmpeg's libraries for media's video
+# and audio decoder (Debian: libavcodec-dev libavformat-dev libswscale-dev
+# libswresample-dev libavutil-dev) and the ffmpeg command that tests use to
+# make their media and reference frames. With all present it does nothing.
+# Where they cannot be installed, build with GOFLAGS=-tags=noffmpeg: media
+# columns then fail at the first decode with an error naming the libraries.
+FFMPEG_DEBS = ffmpeg libavcodec-dev libavformat-dev libswscale-dev libswresample-dev libavutil-dev pkg-config
+.PHONY: sysdeps-ffmpeg
+sysdeps: sysdeps-ffmpeg
+sysdeps-ffmpeg:
+	@if command -v ffmpeg >/dev/null && pkg-config --exists libavformat libavcodec libswscale libswresample libavutil 2>/dev/null; then exit 0; fi; \
+	fail() { echo "sysdeps: $$1; install $(FFMPEG_DEBS) by hand or build with GOFLAGS=-tags=noffmpeg" >&2; exit 1; }; \
+	command -v apt-get >/dev/null || fail "FFmpeg's libraries are missing and there is no apt-get"; \
+	if [ "$$(id -u)" = 0 ]; then SUDO=; \
+	elif command -v sudo >/dev/null; then SUDO=sudo; \
+	else fail "FFmpeg's libraries are missing and installing them needs root or sudo"; fi; \
+	echo "$$SUDO apt-get install -y --no-install-recommends $(FFMPEG_DEBS)"; \
+	$$SUDO apt-get update -q && \
+	$$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $(FFMPEG_DEBS) || \
+		fail "apt-get install $(FFMPEG_DEBS) failed"; \
+	pkg-config --exists libavformat libavcodec libswscale libswresample libavutil || fail "FFmpeg's -dev packages installed but pkg-config does not find them"
 
 test: tools
 	$(GO) vet ./...

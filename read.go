@@ -399,6 +399,10 @@ func sampleFrom(h *chunk.Header, j int, data []byte) Sample {
 		s.Encoding = schema.PNG
 	case chunk.SampleJPEG:
 		s.Encoding = schema.JPEG
+	case chunk.SampleVideo:
+		s.Encoding = schema.VideoCompression
+	case chunk.SampleAudio:
+		s.Encoding = schema.AudioCompression
 	}
 	return s
 }
@@ -408,6 +412,9 @@ func sampleFrom(h *chunk.Header, j int, data []byte) Sample {
 func (s Sample) DecodedLen() int {
 	if !s.encoded() {
 		return len(s.Data)
+	}
+	if s.Encoding == schema.AudioCompression {
+		return 4 * schema.NumElements(s.Shape) // float32
 	}
 	return schema.NumElements(s.Shape)
 }
@@ -425,6 +432,12 @@ func (s Sample) DecodeInto(dst []byte) (Sample, error) {
 	out := Sample{Shape: s.Shape, Data: dst, Null: s.Null}
 	if !s.encoded() {
 		copy(dst, s.Data)
+		return out, nil
+	}
+	if s.Encoding.Media() {
+		if err := decodeMedia(s, dst); err != nil {
+			return Sample{}, base.Mark(ErrCorrupt, fmt.Sprintf("decode %s sample of shape %v", s.Encoding, s.Shape), err)
+		}
 		return out, nil
 	}
 	if len(s.Shape) != 3 {

@@ -132,7 +132,8 @@ type prepared struct {
 	shape []int
 	data  []byte
 	null  bool
-	raw   int64 // decoded bytes
+	raw   int64       // decoded bytes
+	media chunk.Media // media samples' table entry (stage_media.go)
 }
 
 // prepare validates a sample against its column and converts it to the
@@ -140,6 +141,9 @@ type prepared struct {
 func prepare(c *schema.Column, s Sample) (prepared, error) {
 	if s.Null {
 		return prepared{null: true}, nil
+	}
+	if c.SampleCompression.Media() {
+		return prepareMedia(c, s)
 	}
 	bad := func(err error) (prepared, error) {
 		return prepared{}, fmt.Errorf("column %q: %w", c.Name, err)
@@ -365,7 +369,7 @@ func (st *staging) addSample(cw *colWriter, off int64, p prepared) error {
 	if p.null {
 		shape = cw.nullShape()
 	}
-	if err := cw.b.Add(shape, p.data, p.null); err != nil {
+	if err := cw.b.AddMedia(shape, p.data, p.null, p.media); err != nil {
 		return fmt.Errorf("%s: column %q: %w", st.d.url, c.Name, err)
 	}
 	if cw.b.RawBytes() >= c.ChunkBytes {
@@ -398,7 +402,7 @@ func (st *staging) addSplit(cw *colWriter, off int64, p prepared) {
 		b := st.newBuilder(c, 0)
 		// Builder.Add checks nothing about sizes, so a piece carries the
 		// whole sample's shape.
-		_ = b.Add(p.shape, p.data[lo:hi], false)
+		_ = b.AddMedia(p.shape, p.data[lo:hi], false, p.media)
 		b.SetPartial(chunk.Partial{Total: uint64(len(p.data)), Offset: uint64(lo), Index: uint32(i), Count: uint32(n)})
 		ref := &manifest.ChunkRef{First: off, Rows: 1, Part: i, Parts: n}
 		cw.refs = append(cw.refs, ref)

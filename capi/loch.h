@@ -27,9 +27,9 @@
  * selections and in loch_loader_new's configuration; 8 added vector search
  * (loch_vector_*, see the end); 9 added the staged writes
  * (loch_dataset_stage, loch_dataset_commit_staged) and
- * loch_dataset_fragment_rows.
+ * loch_dataset_fragment_rows; 10 added loch_dataset_read_frames.
  */
-#define LOCH_ABI_VERSION 9
+#define LOCH_ABI_VERSION 10
 
 /* Status codes. */
 enum {

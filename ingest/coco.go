@@ -29,6 +29,10 @@ import (
 // names are the categories' names. Segmentations, keypoints and captions
 // are not ingested. When appending, labels follow the existing column's
 // class names, matched by category name.
+//
+// When every "images" entry names a video file (mp4, webm, ...) or every
+// one an audio file, the first column is a video (or audio) column named
+// "video" ("audio") that keeps the files as they are (issue 16).
 func COCO(ctx context.Context, annotations, images, url string, o Options) (Result, error) {
 	return run(ctx, url, "coco", annotations, o, func(ctx context.Context, o *Options, ex *existing) (*plan, error) {
 		if err := checkLocal(images); err != nil {
@@ -39,10 +43,17 @@ func COCO(ctx context.Context, annotations, images, url string, o Options) (Resu
 			return nil, err
 		}
 		p := &plan{rows: int64(len(f.Images)), bytes: -1, schema: schema.Schema{Columns: f.columns(o)}}
+		kind := f.mediaKind()
+		if kind != "" { // issue 16: COCO-style video or audio annotations
+			p.schema.Columns[0] = mediaColumn(string(kind), kind)
+		}
 		p.produce = func(ctx context.Context, final *schema.Schema, emit func(job[batch]) error) error {
 			imgCol, _ := final.Column("image")
 			labelCol, _ := final.Column("labels")
-			conv := newImageConverter(imgCol, o)
+			convert := func(name string, data []byte) (loch.Sample, error) { return mediaSample(name, kind, data) }
+			if kind == "" {
+				convert = newImageConverter(imgCol, o).convert
+			}
 			labels := f.labels(labelCol)
 			for _, img := range f.Images {
 				err := emit(func(ctx context.Context) (batch, error) {
@@ -53,11 +64,16 @@ func COCO(ctx context.Context, annotations, images, url string, o Options) (Resu
 						return b, err
 					}
 					b.bytes = int64(len(data))
-					s, err := conv.convert(ref, data)
+					s, err := convert(ref, data)
 					if err != nil {
 						return b, b.add(nil, err, ref, o.SkipBad)
 					}
-					return b, b.add(idx.row(img, s, labels), nil, ref, o.SkipBad)
+					row := idx.row(img, s, labels)
+					if kind != "" {
+						row[string(kind)] = row["image"]
+						delete(row, "image")
+					}
+					return b, b.add(row, nil, ref, o.SkipBad)
 				})
 				if err != nil {
 					return err
@@ -211,4 +227,19 @@ func (f *cocoFile) index() (*cocoIndex, error) {
 		idx.byImage[a.ImageID] = append(idx.byImage[a.ImageID], a)
 	}
 	return idx, nil
+}
+
+// mediaKind is the sample compression of the files that every "images"
+// entry names when they are all video files or all audio files (a
+// COCO-style annotation of clips), and "" otherwise: images.
+func (f *cocoFile) mediaKind() schema.SampleCompression {
+	var kind schema.SampleCompression
+	for i, img := range f.Images {
+		k := mediaKind(img.FileName)
+		if k == "" || (i > 0 && k != kind) {
+			return ""
+		}
+		kind = k
+	}
+	return kind
 }

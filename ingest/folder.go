@@ -33,23 +33,33 @@ import (
 // extension. When appending, labels follow the existing column's class
 // names, which must include every class folder.
 func ImageFolder(ctx context.Context, src, url string, o Options) (Result, error) {
-	return run(ctx, url, "imagefolder", src, o, func(ctx context.Context, o *Options, ex *existing) (*plan, error) {
-		tree, err := listFolder(ctx, src)
+	return classFolder(ctx, src, url, "imagefolder", imageFiles, o, o.imageColumn("image"),
+		func(col schema.Column, o *Options) func(name string, data []byte) (loch.Sample, error) {
+			return newImageConverter(&col, o).convert
+		})
+}
+
+// classFolder ingests src/<class>/<file> trees of files of kind k: each
+// file becomes a row of col (its sample made by the converter that conv
+// returns for the final column) and label, the index of its class folder.
+func classFolder(ctx context.Context, src, url, format string, k fileKind, o Options, col schema.Column,
+	conv func(final schema.Column, o *Options) func(name string, data []byte) (loch.Sample, error)) (Result, error) {
+	return run(ctx, url, format, src, o, func(ctx context.Context, o *Options, ex *existing) (*plan, error) {
+		tree, err := listFolder(ctx, src, k)
 		if err != nil {
 			return nil, err
 		}
-		img := o.imageColumn("image")
 		label := schema.Column{Name: "label", Kind: schema.ClassLabel, DType: schema.Int64, Shape: schema.Shape{}, ClassNames: tree.classes}
 		p := &plan{
-			schema: schema.Schema{Columns: []schema.Column{img, label}},
+			schema: schema.Schema{Columns: []schema.Column{col, label}},
 			rows:   int64(len(tree.files)),
 			bytes:  tree.bytes,
 		}
 		p.produce = func(ctx context.Context, final *schema.Schema, emit func(job[batch]) error) error {
 			defer tree.close()
-			imgCol, _ := final.Column("image")
+			finalCol, _ := final.Column(col.Name)
 			labelCol, _ := final.Column("label")
-			conv := newImageConverter(imgCol, o)
+			convert := conv(*finalCol, o)
 			labels := classIndex(labelCol)
 			for _, f := range tree.files {
 				label := labels[f.class]
@@ -60,8 +70,8 @@ func ImageFolder(ctx context.Context, src, url string, o Options) (Result, error
 						return b, err
 					}
 					b.bytes = int64(len(data))
-					s, err := conv.convert(f.name, data)
-					row := loch.Row{"image": s, "label": loch.Scalar(label)}
+					s, err := convert(f.name, data)
+					row := loch.Row{col.Name: s, "label": loch.Scalar(label)}
 					return b, b.add(row, err, f.name, o.SkipBad)
 				})
 				if err != nil {
@@ -110,15 +120,15 @@ func (t *folderTree) close() {
 }
 
 // listFolder lists the classes and image files below src, sorted.
-func listFolder(ctx context.Context, src string) (*folderTree, error) {
+func listFolder(ctx context.Context, src string, k fileKind) (*folderTree, error) {
 	var (
 		t   *folderTree
 		err error
 	)
 	if isURL(src) {
-		t, err = listStoreFolder(ctx, src)
+		t, err = listStoreFolder(ctx, src, k)
 	} else {
-		t, err = listLocalFolder(src)
+		t, err = listLocalFolder(src, k)
 	}
 	if err != nil {
 		return nil, err
@@ -126,11 +136,11 @@ func listFolder(ctx context.Context, src string) (*folderTree, error) {
 	slices.Sort(t.classes)
 	if len(t.classes) == 0 {
 		t.close()
-		return nil, fmt.Errorf("image folder %s: %w: no class folders in it", src, ErrInvalidSource)
+		return nil, fmt.Errorf("%s folder %s: %w: no class folders in it", k.word, src, ErrInvalidSource)
 	}
 	if len(t.files) == 0 {
 		t.close()
-		return nil, fmt.Errorf("image folder %s: %w: no image files (%s) in its class folders", src, ErrInvalidSource, extList())
+		return nil, fmt.Errorf("%s folder %s: %w: no %s files (%s) in its class folders", k.word, src, ErrInvalidSource, k.word, k.list())
 	}
 	slices.SortFunc(t.files, func(a, b folderFile) int {
 		return cmp.Or(cmp.Compare(a.class, b.class), cmp.Compare(a.dir, b.dir), cmp.Compare(a.base, b.base))
@@ -144,7 +154,7 @@ func listFolder(ctx context.Context, src string) (*folderTree, error) {
 // listStoreFolder lists an image folder in a store, unsorted: the classes
 // are the first parts of the keys, the files those with an image
 // extension.
-func listStoreFolder(ctx context.Context, src string) (*folderTree, error) {
+func listStoreFolder(ctx context.Context, src string, k fileKind) (*folderTree, error) {
 	st, err := storage.Open(ctx, src)
 	if err != nil {
 		return nil, fmt.Errorf("image folder %s: %w", src, err)
@@ -157,7 +167,7 @@ func listStoreFolder(ctx context.Context, src string) (*folderTree, error) {
 			return nil
 		}
 		classes[parts[0]] = true
-		if isImageFile(a.Key) {
+		if k.has(a.Key) {
 			t.files = append(t.files, folderFile{class: parts[0], dir: path.Dir(a.Key), base: path.Base(a.Key),
 				name: strings.TrimSuffix(st.URL(), "/") + "/" + a.Key, key: a.Key, size: a.Size})
 		}
@@ -174,7 +184,7 @@ func listStoreFolder(ctx context.Context, src string) (*folderTree, error) {
 // listLocalFolder lists an image folder on the local file system,
 // unsorted: the classes are its sub-directories (symbolic links followed),
 // the files those with an image extension anywhere below them.
-func listLocalFolder(src string) (*folderTree, error) {
+func listLocalFolder(src string, k fileKind) (*folderTree, error) {
 	entries, err := os.ReadDir(src)
 	if err != nil {
 		return nil, fmt.Errorf("image folder %s: %w", src, plainPathError(err))
@@ -185,7 +195,7 @@ func listLocalFolder(src string) (*folderTree, error) {
 			continue
 		}
 		t.classes = append(t.classes, e.Name())
-		files, err := listLocalClass(src, e.Name())
+		files, err := listLocalClass(src, e.Name(), k)
 		if err != nil {
 			return nil, err
 		}
@@ -196,7 +206,7 @@ func listLocalFolder(src string) (*folderTree, error) {
 
 // listLocalClass lists the image files below the class directory
 // src/class, skipping hidden files and directories.
-func listLocalClass(src, class string) ([]folderFile, error) {
+func listLocalClass(src, class string, k fileKind) ([]folderFile, error) {
 	root := filepath.Join(src, class)
 	var files []folderFile
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
@@ -209,7 +219,7 @@ func listLocalClass(src, class string) ([]folderFile, error) {
 			}
 			return nil
 		}
-		if d.IsDir() || !isImageFile(d.Name()) {
+		if d.IsDir() || !k.has(d.Name()) {
 			return nil
 		}
 		st, err := os.Stat(p)
@@ -238,9 +248,20 @@ func isDir(dir string, e fs.DirEntry) bool {
 	return err == nil && st.IsDir()
 }
 
-func extList() string {
+// fileKind is the kind of file a class-folder tree holds: a word for
+// messages and the extensions (lower case, with the dot) that count.
+type fileKind struct {
+	word string
+	exts map[string]bool
+}
+
+var imageFiles = fileKind{"image", imageExts}
+
+func (k fileKind) has(name string) bool { return k.exts[strings.ToLower(path.Ext(name))] }
+
+func (k fileKind) list() string {
 	var exts []string
-	for e := range imageExts {
+	for e := range k.exts {
 		exts = append(exts, strings.TrimPrefix(e, "."))
 	}
 	slices.Sort(exts)

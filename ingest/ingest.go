@@ -100,6 +100,11 @@ type Options struct {
 	// (relative paths are relative to the source file's directory); they
 	// become image columns.
 	ImageFields []string
+	// MediaFields (issue 16) maps JSONL/CSV fields holding paths or URLs
+	// of video or audio files to schema.VideoCompression or
+	// schema.AudioCompression: the files are stored as they are, as a
+	// video or audio column (read relative to the source's directory).
+	MediaFields map[string]schema.SampleCompression
 	// LinkFields names the JSONL/CSV fields that hold references (paths or
 	// URLs) stored as link columns: the reference is stored, not the bytes.
 	LinkFields []string
@@ -248,7 +253,7 @@ type batch struct {
 func (b *batch) add(row loch.Row, err error, name string, skipBad bool) error {
 	b.nrows++
 	if err != nil {
-		if skipBad && errors.Is(err, ErrBadImage) {
+		if skipBad && (errors.Is(err, ErrBadImage) || errors.Is(err, ErrBadMedia)) {
 			b.skipped = append(b.skipped, name)
 			return nil
 		}

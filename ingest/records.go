@@ -236,7 +236,7 @@ func runRecords(ctx context.Context, file, url, format string, o Options, rf rec
 			return nil, fmt.Errorf("%s: %w", file, err)
 		}
 		perJob := 256
-		if len(o.ImageFields) > 0 || hasKind(&p.schema, schema.Image) {
+		if len(o.ImageFields) > 0 || len(o.MediaFields) > 0 || hasKind(&p.schema, schema.Image) {
 			perJob = 1
 		}
 		p.produce = func(ctx context.Context, final *schema.Schema, emit func(job[batch]) error) error {
@@ -286,7 +286,7 @@ func checkFieldKinds(s *schema.Schema, o *Options) error {
 	for _, want := range []struct {
 		fields []string
 		kind   schema.Kind
-	}{{o.ImageFields, schema.Image}, {o.LinkFields, schema.Link}} {
+	}{{o.ImageFields, schema.Image}, {o.LinkFields, schema.Link}, {o.mediaFields(schema.VideoCompression), schema.Video}, {o.mediaFields(schema.AudioCompression), schema.Audio}} {
 		for _, f := range want.fields {
 			c, ok := s.Column(columnName(f))
 			if !ok {
@@ -356,7 +356,7 @@ func inferRecords(ctx context.Context, src *sourceFile, rf recordFormat, names *
 	if len(total.order) == 0 {
 		return schema.Schema{}, 0, fmt.Errorf("%s: %w: no records", src.ref, ErrInvalidSource)
 	}
-	for _, f := range append(slices.Clone(o.ImageFields), o.LinkFields...) {
+	for _, f := range slices.Concat(o.ImageFields, o.LinkFields, o.mediaFields("")) {
 		if _, ok := total.kinds[f]; !ok {
 			return schema.Schema{}, 0, fmt.Errorf("%s: %w: no field %q in any record", src.ref, ErrInvalidSource, f)
 		}
@@ -370,6 +370,8 @@ func inferRecords(ctx context.Context, src *sourceFile, rf recordFormat, names *
 		switch {
 		case slices.Contains(o.ImageFields, name):
 			s.Columns = append(s.Columns, o.imageColumn(col))
+		case o.MediaFields[name] != "":
+			s.Columns = append(s.Columns, mediaColumn(col, o.MediaFields[name]))
 		case slices.Contains(o.LinkFields, name):
 			s.Columns = append(s.Columns, schema.Column{Name: col, Kind: schema.Link, DType: schema.Text})
 		default:
@@ -441,6 +443,17 @@ func (fc *fieldColumn) sample(ctx context.Context, dir string, v value) (loch.Sa
 			return loch.Sample{}, err
 		}
 		return fc.image.convert(ref, data)
+	}
+	if c.SampleCompression.Media() && v.kind != vNull {
+		if v.kind != vString {
+			return loch.Sample{}, base.Markf(ErrInvalidSource, "%s field holds %s, want a path or URL", c.SampleCompression, v.raw)
+		}
+		ref := resolve(dir, v.str)
+		data, err := readAll(ctx, ref)
+		if err != nil {
+			return loch.Sample{}, err
+		}
+		return mediaSample(ref, c.SampleCompression, data)
 	}
 	s, err := valueSample(c, fc.classes, v)
 	if err != nil {

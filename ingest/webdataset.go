@@ -295,6 +295,9 @@ func extKind(ext string) string {
 	case "npy":
 		return "npy"
 	}
+	if k := mediaKind("." + last); k != "" {
+		return string(k) // "video" or "audio", kept as they are
+	}
 	return "bytes"
 }
 
@@ -321,6 +324,8 @@ func inferShard(ctx context.Context, shard string, o *Options) (schema.Schema, e
 			switch extKind(m.ext) {
 			case "image":
 				c = o.imageColumn(name)
+			case "video", "audio":
+				c = mediaColumn(name, schema.SampleCompression(extKind(m.ext)))
 			case "label":
 				c = schema.Column{Name: name, Kind: schema.ClassLabel, DType: schema.Int64, Shape: schema.Shape{}}
 			case "text":
@@ -405,6 +410,8 @@ func (fc *fieldColumn) member(m wdsMember) (loch.Sample, error) {
 	switch {
 	case fc.image != nil:
 		return fc.image.convert(m.ext, m.data)
+	case c.SampleCompression.Media():
+		return mediaSample(m.ext, c.SampleCompression, m.data)
 	case c.DType == schema.Text:
 		s = loch.Bytes(m.data)
 	case c.DType == schema.JSON:

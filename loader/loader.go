@@ -453,7 +453,7 @@ func newLoader(ctx context.Context, scans []*loch.Scan, cfg Config) (*Loader, er
 			return nil, fmt.Errorf("loader: transform for column %q, which is not loaded: %w", name, loch.ErrInvalidArgument)
 		}
 		col := l.cols[0][c].col
-		if col.SampleCompression != schema.SampleNone && !strings.HasPrefix(strings.TrimSpace(spec), "decode") {
+		if col.SampleCompression != schema.SampleNone && !col.SampleCompression.Media() && !strings.HasPrefix(strings.TrimSpace(spec), "decode") {
 			spec = "decode," + spec
 		}
 		p, err := transform.Parse(spec)

@@ -364,6 +364,14 @@ func (s *source) fillValue(chunk duckdb.DataChunk, ci int, c column, i int, pos 
 	var v any
 	switch {
 	case slot.Null():
+	case c.kind == mapMedia:
+		m, err := s.sc.SampleMedia(s.ctx, slot)
+		if err != nil {
+			return fmt.Errorf("row %d, column %q: %w", pos, c.name, err)
+		}
+		if m.Shape != nil {
+			v = c.mediaValue(m)
+		}
 	case c.kind == mapInfo:
 		shape, stored, err := s.sc.SampleInfo(s.ctx, slot)
 		if err != nil {

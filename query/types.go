@@ -68,6 +68,9 @@ func mapColumn(c schema.Column) column {
 	case c.DType == schema.Bytes:
 		out.kind = mapBlob
 		return out
+	case c.SampleCompression.Media(): // issue 16: media.go
+		out.kind = mapMedia
+		return out
 	case c.Kind == schema.Image || c.Kind == schema.Video || c.Kind == schema.Audio || c.SampleCompression != schema.SampleNone:
 		out.kind = mapInfo
 		return out
@@ -153,6 +156,8 @@ func (c column) typeInfo(jsonType duckdb.TypeInfo) (duckdb.TypeInfo, error) {
 		return duckdb.NewEnumInfo(c.names[0], c.names[1:]...)
 	case mapInfo:
 		return infoType()
+	case mapMedia:
+		return mediaType()
 	}
 	t, err := duckdb.NewTypeInfo(scalarType(c.col.DType))
 	if err != nil {
@@ -203,6 +208,8 @@ func (c column) sqlType() string {
 		return "ENUM"
 	case mapInfo:
 		return "STRUCT(shape INTEGER[], dtype VARCHAR, bytes BIGINT)"
+	case mapMedia:
+		return mediaSQLType
 	case mapArray:
 		return fmt.Sprintf("%s[%d]", el, c.dim)
 	case mapList:

@@ -48,6 +48,10 @@ const (
 	SampleNone SampleCompression = "none"
 	PNG        SampleCompression = "png"
 	JPEG       SampleCompression = "jpeg"
+	// VideoCompression and AudioCompression (format 1.7) keep a media
+	// file's container bytes as ingested; see media.go.
+	VideoCompression SampleCompression = "video"
+	AudioCompression SampleCompression = "audio"
 )
 
 // ChunkCodec compresses whole chunks.
@@ -239,9 +243,9 @@ func (c *Column) Normalize() error {
 		return base.Markf(ErrInvalid, "column %q: chunk_bytes %d out of range [1024, 1GiB]", c.Name, c.ChunkBytes)
 	}
 	switch c.SampleCompression {
-	case SampleNone, PNG, JPEG:
+	case SampleNone, PNG, JPEG, VideoCompression, AudioCompression:
 	default:
-		return base.Markf(ErrInvalid, "column %q: sample_compression %q (want none, png or jpeg)", c.Name, c.SampleCompression)
+		return base.Markf(ErrInvalid, "column %q: sample_compression %q (want none, png, jpeg, video or audio)", c.Name, c.SampleCompression)
 	}
 	switch c.ChunkCompression {
 	case CodecNone, LZ4, Zstd:
@@ -251,6 +255,9 @@ func (c *Column) Normalize() error {
 	if c.SampleCompression != SampleNone {
 		if c.ChunkCompression != CodecNone {
 			return base.Markf(ErrInvalid, "column %q: sample compression %s and chunk compression %s are exclusive", c.Name, c.SampleCompression, c.ChunkCompression)
+		}
+		if err := c.checkMediaCompression(); err != nil || c.SampleCompression.Media() {
+			return err
 		}
 		if c.DType != Uint8 || (c.Kind != Image && c.Kind != Mask && c.Kind != Generic) {
 			return base.Markf(ErrInvalid, "column %q: %s compression needs a uint8 image column, got %s %s", c.Name, c.SampleCompression, c.Kind, c.DType)

@@ -53,6 +53,26 @@
 //	grayscale              to 1 channel (luma; alpha dropped)
 //	rgb                    to 3 channels (gray repeated; alpha dropped)
 //
+// Video and audio samples (sample compression video and audio, kept as
+// container bytes) have their own steps, decoded by FFmpeg (package media):
+//
+//	clip=N[:stride=S|:fps=F][:start=K|random][:size=WxH][:float]
+//	                       N frames from start K (default: random, from the
+//	                       sample's rng), every S-th frame (default 1) or the
+//	                       frames nearest F per second; decoded from the
+//	                       keyframe before the start, resized to W x H while
+//	                       converting to RGB; uint8 [N, H, W, 3], or with float
+//	                       float32 [N, 3, H, W] in [0, 1]. A clip past the end of
+//	                       the video is ErrDecode (the loader's skip rule applies)
+//	resample=R             decode audio at R samples per second (first step)
+//	segment=N[:start=K|random]
+//	                       N samples from K (default random); shorter audio is
+//	                       padded with zeros at the end
+//	mono                   the mean of the channels: [samples, 1]
+//
+// Audio comes out as float32 [samples, channels]; neighbouring audio steps
+// run as one (resample, then segment, then mono).
+//
 // Which inputs each step takes: resize, random_resized_crop, grayscale and
 // rgb need HWC; resize and random_resized_crop need uint8; normalize needs
 // float32; crops, flips, to_float and normalize take either layout. A step

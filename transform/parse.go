@@ -46,6 +46,9 @@ func parseStep(text string) (Step, error) {
 		}
 		return nil
 	}
+	if s, ok, err := parseMediaStep(name, arg, hasArg); ok {
+		return s, err
+	}
 	switch name {
 	case "":
 		return nil, fmt.Errorf("empty step")
@@ -108,7 +111,7 @@ func parseStep(text string) (Step, error) {
 	return nil, fmt.Errorf("unknown step %q (want one of %s)", name, strings.Join(stepNames, ", "))
 }
 
-var stepNames = []string{"decode", "resize", "center_crop", "random_crop", "random_resized_crop", "flip", "hflip", "to_float", "normalize", "chw", "grayscale", "rgb"}
+var stepNames = []string{"decode", "resize", "center_crop", "random_crop", "random_resized_crop", "flip", "hflip", "to_float", "normalize", "chw", "grayscale", "rgb", "clip", "resample", "segment", "mono"}
 
 // parseSize reads "S" or "WxH". For resize a single number is the shorter
 // side; for crops it is a square.

@@ -83,6 +83,10 @@ func New(steps ...Step) (Pipeline, error) {
 			}
 			p.plan = append(p.plan, f)
 			i += n - 1
+		case AudioStep:
+			f, n := fuseAudio(steps[i:])
+			p.plan = append(p.plan, f)
+			i += n - 1
 		default:
 			p.plan = append(p.plan, s)
 		}

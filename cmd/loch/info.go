@@ -20,18 +20,19 @@ type infoJSON struct {
 }
 
 type infoColumnJSON struct {
-	Name        string       `json:"name"`
-	DType       schema.DType `json:"dtype"`
-	Kind        schema.Kind  `json:"kind"`
-	Shape       schema.Shape `json:"shape"`
-	MinShape    []int        `json:"min_shape"`
-	MaxShape    []int        `json:"max_shape"`
-	Compression string       `json:"compression"`
-	StoredBytes int64        `json:"stored_bytes"`
-	RawBytes    int64        `json:"raw_bytes"`
-	Ratio       float64      `json:"ratio"`
-	Samples     int64        `json:"samples"`
-	ClassNames  []string     `json:"class_names,omitempty"`
+	Name        string         `json:"name"`
+	DType       schema.DType   `json:"dtype"`
+	Kind        schema.Kind    `json:"kind"`
+	Shape       schema.Shape   `json:"shape"`
+	MinShape    []int          `json:"min_shape"`
+	MaxShape    []int          `json:"max_shape"`
+	Compression string         `json:"compression"`
+	StoredBytes int64          `json:"stored_bytes"`
+	RawBytes    int64          `json:"raw_bytes"`
+	Ratio       float64        `json:"ratio"`
+	Samples     int64          `json:"samples"`
+	ClassNames  []string       `json:"class_names,omitempty"`
+	Media       *infoMediaJSON `json:"media,omitempty"` // video and audio columns (info_media.go)
 }
 
 func newInfoCmd() *cobra.Command {
@@ -54,7 +55,10 @@ shape, "?" marking a ragged dimension.
 With --json the same facts are printed as one JSON object with the fields
 url, version, rows and columns (name, dtype, kind, shape, min_shape,
 max_shape, compression, stored_bytes, raw_bytes, ratio, samples and, for
-class labels, class_names).
+class labels, class_names). Video and audio columns also get a media line
+(JSON: media) with their container/codec pairs and the range of frame or
+sample rates and durations, read from the chunk headers of their first 1000
+rows.
 
 --ref reads another branch, a tag or a version (a version id or a unique
 prefix of 6 or more of its digits); --as-of reads the version that the
@@ -72,6 +76,9 @@ reference (default main) named at a past time.`,
 			defer d.Close()
 			s := d.Schema()
 			info := infoJSON{URL: d.URL(), Version: d.Version(), Rows: d.Len(), Columns: infoColumns(&s)}
+			if err := addMediaInfo(cmd.Context(), d, info.Columns, &s); err != nil {
+				return err
+			}
 			if asJSON {
 				return printJSON(cmd.OutOrStdout(), info)
 			}
@@ -134,5 +141,6 @@ func printInfo(w io.Writer, info infoJSON, s *schema.Schema) error {
 			fmt.Fprintf(w, "classes of %s\n", line)
 		}
 	}
+	printMediaInfo(w, info.Columns)
 	return nil
 }

@@ -81,7 +81,7 @@ is always printed, with sizes in binary units (as info prints them).`,
 			if len(args) == 0 {
 				return nil
 			}
-			return usagef("unknown format %q (want imagefolder, jsonl, csv, parquet, npy, npz, webdataset or coco)", args[0])
+			return usagef("unknown format %q (want imagefolder, jsonl, csv, parquet, npy, npz, webdataset, coco, video or audio)", args[0])
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return cmd.Help()
@@ -106,6 +106,8 @@ is always printed, with sizes in binary units (as info prints them).`,
 		newIngestNPZCmd(f),
 		newIngestWebDatasetCmd(f),
 		newIngestCOCOCmd(f),
+		newIngestMediaCmd(f, schema.VideoCompression),
+		newIngestMediaCmd(f, schema.AudioCompression),
 	)
 	return cmd
 }
@@ -151,6 +153,7 @@ func newIngestRecordsCmd(f *ingestFlags, format string) *cobra.Command {
 		imageFields []string
 		linkFields  []string
 		delimiter   string
+		mediaCols   []string
 	)
 	cmd := &cobra.Command{
 		Use: format + " FILE URL",
@@ -176,8 +179,13 @@ func newIngestRecordsCmd(f *ingestFlags, format string) *cobra.Command {
 				}
 				s = &v
 			}
+			media, err := parseMediaColumns(mediaCols)
+			if err != nil {
+				return err
+			}
 			return runIngest(cmd, f, args[1], func(o ingest.Options) (ingest.Result, error) {
 				o.Schema, o.ImageFields, o.LinkFields, o.Delimiter = s, imageFields, linkFields, delim
+				o.MediaFields = media
 				if format == "csv" {
 					return ingest.CSV(cmd.Context(), args[0], args[1], o)
 				}
@@ -217,6 +225,7 @@ bool, of JSON json, and any other a text column (so "02134" stays text).
 	cmd.Flags().StringVar(&schemaFile, "schema", "", "schema file (JSON or YAML, - for standard input) to use instead of inferring one")
 	cmd.Flags().StringArrayVar(&imageFields, "image-field", nil, "field holding image paths or URLs, stored as an image column (repeatable)")
 	cmd.Flags().StringArrayVar(&linkFields, "link-field", nil, "field holding paths or URLs, stored as a link column (repeatable)")
+	cmd.Flags().StringArrayVar(&mediaCols, "media-column", nil, "FIELD=video or FIELD=audio: a field holding paths or URLs of media files, stored as they are (repeatable)")
 	addImageFlags(cmd, f)
 	return cmd
 }
@@ -438,7 +447,7 @@ func summary(r ingest.Result, url string) string {
 		s += " (created)"
 	}
 	if r.Skipped > 0 {
-		s += fmt.Sprintf("; skipped %d undecodable images: %s", r.Skipped, strings.Join(r.SkippedNames, ", "))
+		s += fmt.Sprintf("; skipped %d undecodable files: %s", r.Skipped, strings.Join(r.SkippedNames, ", "))
 		if int64(len(r.SkippedNames)) < r.Skipped {
 			s += ", ..."
 		}

@@ -56,7 +56,14 @@ position), id, rows (of the version) and columns, a list of objects with
 the fields name, dtype, kind, null, shape, value (a number, bool, string,
 JSON value or, for tensors of at most 16 elements, a flat list; absent for
 larger tensors and bytes), class (a class label's name) and file (the file
-written with --out).`,
+written with --out).
+
+Video and audio columns (sample compression video or audio) are described
+from their chunk headers, without decoding: shape, container/codec, rate,
+duration and size. With --out the stored file is written as
+DIR/<column>.<container> (mp4, webm, wav, flac, mp3, ...) and, for video, a
+contact sheet of 8 evenly spaced frames, 160 pixels wide, 4 to a row, as
+DIR/<column>.png.`,
 		Example: `  loch show ./pets --row 0
   loch show ./pets --id 1234 --json
   loch show ./pets --row 42 --column image,label --out row42
@@ -209,6 +216,9 @@ func showColumn(ctx context.Context, d *loch.Dataset, c *schema.Column, row int6
 	col, err := d.Column(c.Name)
 	if err != nil {
 		return out, err
+	}
+	if c.SampleCompression.Media() { // issue 16: from headers; the file and a contact sheet
+		return showMedia(ctx, col, c, row, outDir, out)
 	}
 	smp, err := col.Read(ctx, row, nil)
 	if err != nil {

@@ -23,6 +23,7 @@ type Builder struct {
 	ndimSet  bool
 	fixed    bool
 	firstDim []uint32
+	media    []Media // media chunks: one entry per sample (media.go)
 }
 
 // NewBuilder returns a Builder for a column with the given dtype, sample
@@ -78,6 +79,9 @@ func (b *Builder) Add(shape []int, data []byte, null bool) error {
 	b.raw = append(b.raw, data...)
 	b.offsets = append(b.offsets, uint64(len(b.raw)))
 	b.nulls = append(b.nulls, null)
+	if IsMedia(b.sample) {
+		b.media = append(b.media, Media{})
+	}
 	return nil
 }
 
@@ -93,7 +97,7 @@ func (b *Builder) Reinit(dtype schema.DType, sampleCompression, codec uint8) {
 
 // Reset empties the Builder, keeping its buffers.
 func (b *Builder) Reset() {
-	b.shapes, b.offsets, b.nulls, b.raw = b.shapes[:0], b.offsets[:1], b.nulls[:0], b.raw[:0]
+	b.shapes, b.offsets, b.nulls, b.raw, b.media = b.shapes[:0], b.offsets[:1], b.nulls[:0], b.raw[:0], b.media[:0]
 	b.anyNull, b.partial, b.ndimSet, b.fixed = false, nil, false, true
 }
 
@@ -212,6 +216,9 @@ func (b *Builder) header(flags uint16, blockSize int) []byte {
 	if flags&FlagBlocked != 0 {
 		hdr[5] = 1 // format 1.1; other chunks are written as 1.0 wrote them
 	}
+	if IsMedia(b.sample) {
+		hdr[5] = MediaMinor
+	}
 	hdr[6], hdr[7], hdr[8], hdr[9] = byte(b.dtype), b.sample, b.codec, byte(b.ndim)
 	binary.LittleEndian.PutUint16(hdr[10:], flags)
 	binary.LittleEndian.PutUint32(hdr[12:], uint32(n))
@@ -229,6 +236,9 @@ func (b *Builder) header(flags uint16, blockSize int) []byte {
 		for _, o := range b.offsets {
 			hdr = binary.LittleEndian.AppendUint64(hdr, o)
 		}
+	}
+	if IsMedia(b.sample) {
+		hdr = appendMedia(hdr, b.media)
 	}
 	if b.partial != nil {
 		hdr = binary.LittleEndian.AppendUint64(hdr, b.partial.Total)

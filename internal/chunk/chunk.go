@@ -15,7 +15,7 @@ import (
 // section 3.1).
 const (
 	Major = 1
-	Minor = 1
+	Minor = MediaMinor
 )
 
 // Magic starts every chunk object.
@@ -82,6 +82,10 @@ func SampleCode(c schema.SampleCompression) uint8 {
 		return SamplePNG
 	case schema.JPEG:
 		return SampleJPEG
+	case schema.VideoCompression:
+		return SampleVideo
+	case schema.AudioCompression:
+		return SampleAudio
 	}
 	return SampleNone
 }
@@ -122,6 +126,7 @@ type Header struct {
 	offsets           []uint64
 	Partial           Partial
 	BlockCRCs         []uint32 // CRC-32C of each raw block; nil when BlockSize is 0
+	media             []Media  // media chunks: one entry per sample
 	blockEnds         []int64  // blocked: end of block b's stored bytes in the data
 	sampleBytes       int64    // for implicit offsets
 }
@@ -178,7 +183,10 @@ func parsePrefix(b []byte) (*Header, error) {
 		DataLen:           int64(binary.LittleEndian.Uint64(b[24:])),
 		RawLen:            int64(binary.LittleEndian.Uint64(b[32:])),
 	}
-	if !h.DType.Valid() || h.SampleCompression > SampleJPEG || h.Codec > CodecZstd {
+	if h.SampleCompression > SampleAudio && b[5] > Minor {
+		return nil, base.Markf(base.ErrNewerFormat, "chunk format %d.%d has sample compression %d that this loch (%d.%d) does not know; upgrade loch", b[4], b[5], b[7], Major, Minor)
+	}
+	if !h.DType.Valid() || h.SampleCompression > SampleAudio || h.Codec > CodecZstd {
 		return nil, corruptf("unknown dtype %d, sample compression %d or codec %d", b[6], b[7], b[8])
 	}
 	if h.Len < fixedHeaderLen+4 || h.Len > 1<<30 || h.DataLen < 0 || h.RawLen < 0 || h.DataLen > 1<<40 || h.RawLen > 1<<40 {
@@ -227,6 +235,11 @@ func ParseHeader(b []byte) (*Header, error) {
 	}
 	if h.Flags&FlagImplicitOffsets == 0 {
 		h.offsets = r.u64s(h.N + 1)
+	}
+	if IsMedia(h.SampleCompression) {
+		if b := r.bytes(h.N * mediaEntryLen); len(b) == h.N*mediaEntryLen {
+			h.media = parseMedia(b, h.N)
+		}
 	}
 	if h.Flags&FlagPartial != 0 {
 		h.Partial.Total = r.u64()

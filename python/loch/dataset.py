@@ -1031,6 +1031,37 @@ class ColumnReader:
             raise IndexError(f"rows {key!r} out of range for {n} rows")
         return self._ds._read(self.name, pos.tolist(), stack=True)
 
+    def read(self, i: int, frames: slice | None = None, size: tuple[int, int] | None = None) -> Any:
+        """Row ``i``'s sample; for a video column (sample compression
+        ``video``) with ``frames``, only those frames, decoded from the
+        keyframe before the first and read from storage by range: a uint8
+        array ``[frames, height, width, 3]``, resized to ``size=(width,
+        height)`` if given::
+
+            >>> clip = ds["clip"].read(0, frames=slice(30, 62, 2))   # doctest: +SKIP
+            >>> clip.shape                                           # doctest: +SKIP
+            (16, 360, 640, 3)
+        """
+        if frames is None:
+            return self[i]
+        n = len(self._ds)
+        row = i + n if i < 0 else i
+        if not 0 <= row < n:
+            raise IndexError(f"row {i} out of range for {n} rows")
+        if frames.step is not None and frames.step < 1 or (frames.start or 0) < 0 or (frames.stop or 0) < 0:
+            raise InvalidArgument(f"frames {frames!r}: want a slice with start, stop >= 0 and step >= 1")
+        w, h = size if size is not None else (0, 0)
+        lib = self._ds._here()._h
+        out = ctypes.POINTER(TensorOut)()
+        stop = -1 if frames.stop is None else frames.stop
+        lib.call("loch_dataset_read_frames", self.name.encode(), row, frames.start or 0, stop, frames.step or 1,
+                 int(w), int(h), ctypes.byref(out))  # fmt: skip
+        try:
+            value, _, _ = tensor_value(lib.lib, out.contents, stack=False)
+        finally:
+            free_tensor(lib.lib, out)
+        return value[0]
+
     def __iter__(self) -> Any:
         for i in range(len(self)):
             yield self[i]

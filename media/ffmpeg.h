@@ -1,0 +1,36 @@
+#ifndef LOCH_MEDIA_FFMPEG_H
+#define LOCH_MEDIA_FFMPEG_H
+
+#include <stdint.h>
+#include <libavcodec/avcodec.h>
+#include <libavformat/avformat.h>
+#include <libswresample/swresample.h>
+#include <libswscale/swscale.h>
+
+typedef struct {
+	uintptr_t handle;
+	int64_t size, pos;
+	AVIOContext *avio;
+	AVFormatContext *fmt;
+	AVCodecContext *dec;
+	int stream, eof;
+	AVFrame *frame;
+	AVPacket *pkt;
+	struct SwsContext *sws;
+	SwrContext *swr;
+} lm_ctx;
+
+typedef struct {
+	char container[32], codec[32];
+	int width, height, fps_num, fps_den, sample_rate, channels;
+	int64_t frames, duration_us;
+} lm_info;
+
+int lm_open(lm_ctx **out, uintptr_t handle, int64_t size, int kind, char *err, int errlen);
+void lm_close(lm_ctx *c);
+void lm_get_info(lm_ctx *c, lm_info *in);
+int64_t lm_count_packets(lm_ctx *c);
+int lm_video(lm_ctx *c, int64_t start, int count, int stride, int out_w, int out_h, uint8_t *dst, char *err, int errlen);
+int64_t lm_audio(lm_ctx *c, int rate, char *err, int errlen);
+
+#endif

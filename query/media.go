@@ -1,0 +1,49 @@
+package query
+
+import (
+	"github.com/duckdb/duckdb-go/v2"
+
+	"github.com/lochdata/loch"
+)
+
+// mapMedia (issue 16) maps a video or audio column (sample compression
+// video or audio) to mapInfo's STRUCT plus the media entry of its chunk
+// headers: STRUCT(shape INTEGER[], dtype VARCHAR, bytes BIGINT,
+// container VARCHAR, codec VARCHAR, rate DOUBLE, duration DOUBLE), where
+// rate is frames or samples per second and duration is in seconds; no
+// sample is decoded.
+const mapMedia mapKind = 100
+
+const mediaSQLType = "STRUCT(shape INTEGER[], dtype VARCHAR, bytes BIGINT, container VARCHAR, codec VARCHAR, rate DOUBLE, duration DOUBLE)"
+
+// mediaType is mapMedia's DuckDB type.
+func mediaType() (duckdb.TypeInfo, error) {
+	i32, _ := duckdb.NewTypeInfo(duckdb.TYPE_INTEGER)
+	shape, err := duckdb.NewListInfo(i32)
+	if err != nil {
+		return nil, err
+	}
+	str, _ := duckdb.NewTypeInfo(duckdb.TYPE_VARCHAR)
+	i64, _ := duckdb.NewTypeInfo(duckdb.TYPE_BIGINT)
+	f64, _ := duckdb.NewTypeInfo(duckdb.TYPE_DOUBLE)
+	var entries []duckdb.StructEntry
+	for _, e := range []struct {
+		t    duckdb.TypeInfo
+		name string
+	}{{shape, "shape"}, {str, "dtype"}, {i64, "bytes"}, {str, "container"}, {str, "codec"}, {f64, "rate"}, {f64, "duration"}} {
+		se, err := duckdb.NewStructEntry(e.t, e.name)
+		if err != nil {
+			return nil, err
+		}
+		entries = append(entries, se)
+	}
+	return duckdb.NewStructInfo(entries[0], entries[1:]...)
+}
+
+// mediaValue is a mapMedia column's value.
+func (c column) mediaValue(m loch.MediaInfo) any {
+	v := c.infoValue(m.Shape, m.Bytes).(map[string]any)
+	v["container"], v["codec"] = m.Container, m.Codec
+	v["rate"], v["duration"] = m.Rate(), m.Duration().Seconds()
+	return v
+}
