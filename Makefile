@@ -210,19 +210,22 @@ pytest: venv
 # they link beyond the manylinux policy (libturbojpeg) vendored into it by
 # auditwheel with patchelf, the glibc tag the one auditwheel finds the
 # binaries need. python/tests/test_wheel.py installs it into a fresh venv
-# (`make test` builds it first). The library and the CLI are those that
-# `make venv` built from the same sources into $(VENV) (setup.py's
-# LOCH_LIBRARY and LOCH_CLI), so they are built once. A stamp makes a
-# second run quick: the wheel is rebuilt only when that SDK was.
+# (`make test` builds it first). The wheel's library and CLI are built
+# without FFmpeg (-tags=noffmpeg): vendoring Debian's FFmpeg would add about
+# 120 shared libraries and 65 MB, GPL-licensed encoders among them, to every
+# install; video and audio columns from the wheel fail at their first
+# decode with an error naming the missing libraries (python/README.md). A
+# stamp makes a second run quick: the wheel is rebuilt only when the SDK
+# was.
 WHEEL_STAMP := dist/.loch-wheel
+WHEEL_GOFLAGS ?= -tags=noffmpeg
 .PHONY: wheel patchelf
 wheel: $(WHEEL_STAMP)
 test: wheel
 
 $(WHEEL_STAMP): $(VENV)/.loch-sdk python/requirements-wheel.txt | sysdeps patchelf $(VENV)/.loch-wheel-deps
 	rm -rf dist/raw python/build dist/loch-*.whl
-	lib=$$($(VENV)/bin/python -c 'import loch._cli as c; print(c.executable().parent)') && \
-		LOCH_LIBRARY=$$lib/libloch.so LOCH_CLI=$$lib/loch \
+	LOCH_GOFLAGS="$(WHEEL_GOFLAGS)" \
 		$(VENV)/bin/python -m pip wheel -q --no-deps --no-build-isolation ./python -w dist/raw
 	$(VENV)/bin/python -m auditwheel repair -w dist dist/raw/loch-*.whl
 	rm -rf dist/raw python/build

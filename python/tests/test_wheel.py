@@ -123,3 +123,14 @@ def test_wheel_installs_and_runs_in_a_fresh_venv(tmp_path: Path) -> None:
     info = subprocess.run(["loch", "info", url], env=env, capture_output=True, text=True, timeout=60)
     assert info.returncode == 0, info.stderr
     assert "10" in info.stdout
+
+    # The wheel is built without FFmpeg (Makefile, WHEEL_GOFLAGS): a video
+    # file is refused at its first probe with the libraries named, and the
+    # rest works.
+    clips = tmp_path / "clips" / "walk"
+    clips.mkdir(parents=True)
+    (clips / "a.mp4").write_bytes(bytes(range(256)) * 8)
+    media = subprocess.run(["loch", "ingest", "video", str(tmp_path / "clips"), str(tmp_path / "videos")],
+                           env=env, capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert media.returncode != 0
+    assert "built without FFmpeg (libavformat, libavcodec" in media.stderr, media.stderr
