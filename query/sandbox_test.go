@@ -1,6 +1,7 @@
 package query
 
 import (
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -70,4 +71,26 @@ func mustOpen(t *testing.T, url string) storage.Store {
 	require.NoError(t, err)
 	t.Cleanup(func() { st.Close() })
 	return st
+}
+
+// TestSandboxVectorFilter: vector_search's filter runs in an engine of its
+// own, sandboxed like the one that called it.
+func TestSandboxVectorFilter(t *testing.T) {
+	d, vecs := vectorDataset(t)
+	secret := filepath.Join(t.TempDir(), "secret.csv")
+	require.NoError(t, os.WriteFile(secret, []byte("label\n2\n"), 0o600))
+	q := fmt.Sprintf("SELECT _rowid FROM vector_search('embedding', %s, k := 4, filter := 'label IN (SELECT label FROM read_csv(''%s''))')", sqlVector(vecs[3]), secret)
+
+	open, err := New(ctx, d, Options{})
+	require.NoError(t, err)
+	defer open.Close()
+	sel, err := open.Select(ctx, q)
+	require.NoError(t, err, "unsandboxed, the filter reads the file")
+	require.Len(t, sel.RowIDs, 4)
+
+	e, err := New(ctx, d, Options{Sandbox: true})
+	require.NoError(t, err)
+	defer e.Close()
+	_, err = e.Select(ctx, q)
+	require.Error(t, err)
 }

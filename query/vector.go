@@ -93,7 +93,7 @@ func (e *Engine) bindVector(ctx context.Context, _ map[string]any, args ...any) 
 		return fail(err)
 	}
 	if where, _ := args[6].(string); where != "" {
-		ids, err := Filter(ctx, e.d, where, Options{Threads: e.opts.Threads, Open: e.opts.Open, Cache: e.opts.Cache})
+		ids, err := Filter(ctx, e.d, where, Options{Threads: e.opts.Threads, Open: e.opts.Open, Cache: e.opts.Cache, Sandbox: e.opts.Sandbox})
 		if err != nil {
 			return fail(err)
 		}
