@@ -125,6 +125,7 @@ func (e *Engine) rewrite(ctx context.Context, q string, selection bool) (rewritt
 		out.sql = run
 		return out, nil
 	}
+	stmt["node"] = keepFloatConstants(stmt["node"])
 	b, err := json.Marshal(map[string]any{"error": false, "statements": []any{stmt}})
 	if err != nil {
 		return rewritten{}, fmt.Errorf("query: rewrite: %w", err)
@@ -226,4 +227,43 @@ func oneLineSQL(q string) string {
 		q = q[:117] + "..."
 	}
 	return fmt.Sprintf("%q", q)
+}
+
+// keepFloatConstants wraps every non-null DOUBLE or FLOAT constant of the
+// syntax tree x in a cast to its own type, and returns x.
+// json_deserialize_sql renders the DOUBLE 2.5e0 as 2.5, which DuckDB reads
+// back as a DECIMAL; a FLOAT column is compared with a DOUBLE as a DOUBLE
+// but with a DECIMAL as a FLOAT, so `f IN (0.1, 2.5e0)` would change its
+// answer once rewritten.
+func keepFloatConstants(x any) any {
+	switch v := x.(type) {
+	case map[string]any:
+		if v["class"] == "CONSTANT" {
+			val, _ := v["value"].(map[string]any)
+			if val == nil || val["is_null"] != false {
+				return v
+			}
+			typ, _ := val["type"].(map[string]any)
+			if typ == nil || (typ["id"] != "DOUBLE" && typ["id"] != "FLOAT") {
+				return v
+			}
+			child := make(map[string]any, len(v))
+			for k, c := range v {
+				child[k] = c
+			}
+			child["alias"] = ""
+			return map[string]any{"class": "CAST", "type": "OPERATOR_CAST", "alias": v["alias"],
+				"query_location": v["query_location"], "child": child, "cast_type": typ, "try_cast": false}
+		}
+		for k, c := range v {
+			v[k] = keepFloatConstants(c)
+		}
+		return v
+	case []any:
+		for i, c := range v {
+			v[i] = keepFloatConstants(c)
+		}
+		return v
+	}
+	return x
 }
