@@ -715,8 +715,12 @@ func (l *Loader) rangedSample(sc *loch.Scan, c int, slot loch.Slot) bool {
 	if _, ok := l.ranged[c]; !ok || slot.Null() {
 		return false
 	}
-	return slot.Pieces() > 1 || sc.MeanSampleBytes(slot) > loch.MediaRangeMin
+	return slot.Pieces() > 1 || sc.MeanSampleBytes(slot) > rangeMin
 }
+
+// rangeMin is loch.MediaRangeMin; the benchmarks raise it to compare
+// whole reads on the same data.
+var rangeMin int64 = loch.MediaRangeMin
 
 // clipEstimateUnknown is the memory budgeted for a decoded clip whose size
 // depends on frame sizes the column's statistics do not give; the fetch
