@@ -73,7 +73,9 @@ type Config struct {
 	PrefetchBytes   int64 `json:"prefetch_bytes,omitempty"`
 	// FetchConcurrency bounds concurrent chunk fetches (default 16:
 	// object stores want many requests in flight); Workers bounds the
-	// goroutines that decode and collate (default GOMAXPROCS).
+	// goroutines that decode and collate (default GOMAXPROCS). Video clips
+	// read by range (see Transforms) are decoded by the fetchers instead,
+	// up to FetchConcurrency at once.
 	FetchConcurrency int `json:"fetch_concurrency,omitempty"`
 	Workers          int `json:"workers,omitempty"`
 	// SkipBadSamples skips rows whose samples cannot be read or decoded,

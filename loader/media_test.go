@@ -86,8 +86,9 @@ func TestMediaTransforms(t *testing.T) {
 	}
 }
 
-// TestClipTooLong: a clip longer than a video stops the loader naming the
-// row and column, or with SkipBadSamples skips that row.
+// TestClipTooLong: a clip longer than a video (fetched whole) stops the
+// loader naming the row, the column and the chunk, or with SkipBadSamples
+// skips that row.
 func TestClipTooLong(t *testing.T) {
 	d, _ := mediaDataset(t, 3) // 25, 30 and 35 frames
 	spec := map[string]string{"clip": "clip=30:size=8x8"}
@@ -99,7 +100,8 @@ func TestClipTooLong(t *testing.T) {
 	}
 	require.NotErrorIs(t, err, io.EOF)
 	t.Log(err)
-	require.ErrorContains(t, err, "clip")
+	require.ErrorContains(t, err, `column "clip"`)
+	require.ErrorContains(t, err, "chunk "+firstChunk(t, d))
 	require.ErrorContains(t, err, "needs frame 29, the video has 25 frames")
 
 	l, err = New(ctx, d.Scan(), Config{BatchSize: 1, Columns: []string{"clip"}, Transforms: spec, SkipBadSamples: true})
@@ -174,23 +176,25 @@ func TestClipsReadByRange(t *testing.T) {
 				url = testserver.MinIO(t).URL
 			}
 			d, paths, total := longVideos(t, url, 4)
-			spec := "clip=16:size=160x120:random_crop=112"
-			cfg := Config{BatchSize: 2, Seed: 5, Epoch: 1, Transforms: map[string]string{"clip": spec}}
-			got, _, st := clipsByRow(t, d, cfg, -1)
-			require.Len(t, got, 4)
-			t.Logf("%s: 4 clips fetched %d of %d stored bytes (%.1f%%)", where, st.BytesFetched, total, 100*float64(st.BytesFetched)/float64(total))
-			require.Positive(t, st.BytesFetched)
-			require.Less(t, st.BytesFetched, total/5)
-
-			p, err := transform.Parse(spec)
-			require.NoError(t, err)
-			for i, path := range paths {
-				id, err := d.Scan().RowID(int64(i))
+			for k, spec := range []string{"clip=16:size=160x120:random_crop=112", "clip=4:stride=3:random_crop=96x64:float"} {
+				cfg := Config{BatchSize: 2, Seed: 5, Epoch: 1, Transforms: map[string]string{"clip": spec}}
+				got, _, st := clipsByRow(t, d, cfg, -1)
+				require.Len(t, got, 4)
+				if k == 0 {
+					t.Logf("%s: 4 clips fetched %d of %d stored bytes (%.1f%%)", where, st.BytesFetched, total, 100*float64(st.BytesFetched)/float64(total))
+					require.Positive(t, st.BytesFetched)
+					require.Less(t, st.BytesFetched, total/5)
+				}
+				p, err := transform.Parse(spec)
 				require.NoError(t, err)
-				rng := rand.New(rand.NewPCG(cfg.Seed^(uint64(cfg.Epoch)*0x9e3779b97f4a7c15), id))
-				want, err := p.Apply(transform.Image{Shape: []int{(20 + i) * 25, 240, 320, 3}, DType: schema.Uint8, Encoded: "video", Data: mediatest.Read(t, path)}, rng, nil)
-				require.NoError(t, err)
-				require.Equal(t, want.Data, got[id], "row %d", i)
+				for i, path := range paths {
+					id, err := d.Scan().RowID(int64(i))
+					require.NoError(t, err)
+					rng := rand.New(rand.NewPCG(cfg.Seed^(uint64(cfg.Epoch)*0x9e3779b97f4a7c15), id))
+					want, err := p.Apply(transform.Image{Shape: []int{(20 + i) * 25, 240, 320, 3}, DType: schema.Uint8, Encoded: "video", Data: mediatest.Read(t, path)}, rng, nil)
+					require.NoError(t, err)
+					require.Equal(t, want.Data, got[id], "%s: row %d", spec, i)
+				}
 			}
 
 			fixed, _, _ := clipsByRow(t, d, Config{BatchSize: 4, Transforms: map[string]string{"clip": "clip=2:start=130:crop=300x200"}}, -1)
@@ -222,10 +226,15 @@ func TestClipsReadByRange(t *testing.T) {
 			require.Len(t, long, 2)
 			require.Equal(t, int64(2), st.Skipped)
 
-			// With a chunk cache that holds the chunks, clips read from it.
+			// With a chunk cache: range reads never fill it (that would read
+			// whole chunks), and read from it once it holds the chunks.
 			if where == "local" {
 				c, err := chunkcache.Open(t.TempDir(), 64<<20, nil)
 				require.NoError(t, err)
+				cfg := Config{BatchSize: 2, Seed: 5, Epoch: 1, Cache: c, Transforms: map[string]string{"clip": "clip=16:size=160x120:random_crop=112"}}
+				got, _, st := clipsByRow(t, d, cfg, -1)
+				require.Positive(t, st.BytesFetched)
+				require.Zero(t, c.Stats().Puts)
 				sc := d.Scan().WithCache(c)
 				require.NoError(t, sc.Load(ctx, 1))
 				sch := sc.Schema()
@@ -235,10 +244,8 @@ func TestClipsReadByRange(t *testing.T) {
 					_, err := sc.Fetch(ctx, loch.Read{Chunk: id})
 					require.NoError(t, err)
 				}
-				cached := cfg
-				cached.Cache = c
 				hits := c.Stats().Hits
-				again, _, st := clipsByRow(t, d, cached, -1)
+				again, _, st := clipsByRow(t, d, cfg, -1)
 				require.Greater(t, c.Stats().Hits, hits)
 				require.Equal(t, got, again)
 				require.Zero(t, st.BytesFetched)

@@ -446,7 +446,8 @@ func (l *Loader) build(job *batchJob) (*Batch, error) {
 			if tf, ok := l.transforms[c]; ok && err == nil && !s.Null {
 				in := transform.Image{Shape: s.Shape, DType: dtype, Data: s.Data, Encoded: string(s.Encoding)}
 				if s, dtype, err = l.transform(tf, in, job.rowIDs[i]); err != nil && cp.col.SampleCompression.Media() {
-					err = fmt.Errorf("chunk %s: %w", l.scans[job.dataset(i)].ChunkKey(job.slots[c][i].Chunk(0)), err)
+					sc := l.scans[job.dataset(i)]
+					err = fmt.Errorf("%s chunk %s: %w", sc.URL(), sc.ChunkKey(job.slots[c][i].Chunk(0)), err)
 				}
 			}
 			if err != nil {
