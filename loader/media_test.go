@@ -359,3 +359,20 @@ func BenchmarkLoaderClips(b *testing.B) {
 		d.Close()
 	}
 }
+
+// TestClipPrefetchBound: clips decoded by range count in the prefetch
+// bound before they are decoded (from the pipeline's output shape): with a
+// budget of one byte, one batch is in flight at a time, so the peak holds
+// at most a clip being decoded and a collated batch.
+func TestClipPrefetchBound(t *testing.T) {
+	d, _, _ := longVideos(t, filepath.Join(t.TempDir(), "ds"), 4)
+	const clip = 16 * 240 * 320 * 3
+	l, err := New(ctx, d.Scan(), Config{BatchSize: 1, PrefetchBytes: 1, PrefetchBatches: 8, Transforms: map[string]string{"clip": "clip=16"}})
+	require.NoError(t, err)
+	defer l.Close()
+	bs := drain(t, l)
+	require.Len(t, bs, 4)
+	st := l.Stats()
+	t.Logf("peak in flight %d bytes, a clip %d", st.PeakInFlight, clip)
+	require.LessOrEqual(t, st.PeakInFlight, int64(2*clip))
+}
