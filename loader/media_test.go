@@ -1,10 +1,12 @@
 package loader
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -375,4 +377,39 @@ func TestClipPrefetchBound(t *testing.T) {
 	st := l.Stats()
 	t.Logf("peak in flight %d bytes, a clip %d", st.PeakInFlight, clip)
 	require.LessOrEqual(t, st.PeakInFlight, int64(2*clip))
+}
+
+// TestDamagedClipByRange: a stored video whose bytes fail their block
+// checksums (a flipped byte in row 0's container header) stops a loader
+// that reads it by range with ErrCorrupt naming the row, the column and
+// the chunk, or with SkipBadSamples skips that row alone.
+func TestDamagedClipByRange(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "ds")
+	d, _, _ := longVideos(t, dir, 3)
+	key := firstChunk(t, d)
+	p := filepath.Join(dir, filepath.FromSlash(key))
+	b, err := os.ReadFile(p)
+	require.NoError(t, err)
+	at := bytes.Index(b, []byte("ftyp"))
+	require.Positive(t, at)
+	b[at+4] ^= 0xff
+	require.NoError(t, os.WriteFile(p, b, 0o644))
+	fresh, err := loch.Open(ctx, dir)
+	require.NoError(t, err)
+	defer fresh.Close()
+
+	spec := map[string]string{"clip": "clip=2:start=0"}
+	l, err := New(ctx, fresh.Scan(), Config{BatchSize: 1, Shuffle: order.ModeNone, Transforms: spec})
+	require.NoError(t, err)
+	_, err = l.Next(ctx)
+	l.Close()
+	t.Log(err)
+	require.ErrorIs(t, err, loch.ErrCorrupt)
+	require.ErrorContains(t, err, "row id 0 (position 0)")
+	require.ErrorContains(t, err, `column "clip"`)
+	require.ErrorContains(t, err, key)
+
+	got, _, st := clipsByRow(t, fresh, Config{BatchSize: 1, Shuffle: order.ModeNone, SkipBadSamples: true, Transforms: spec}, -1)
+	require.Len(t, got, 2)
+	require.Equal(t, []uint64{0}, st.SkippedRows)
 }
