@@ -10,7 +10,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/lochdata/loch/chunkcache"
 	"github.com/lochdata/loch/internal/chunk"
+	"github.com/lochdata/loch/internal/manifest"
 	"github.com/lochdata/loch/media"
 	"github.com/lochdata/loch/schema"
 )
@@ -44,29 +46,41 @@ func (m MediaInfo) Duration() time.Duration {
 
 // MediaSample is one stored media sample opened for reading by range: an
 // io.ReaderAt over its container bytes that reads (and verifies) only the
-// 4 KiB blocks of the chunks it is asked for. It is safe for one goroutine
-// at a time; it holds no resources to close.
+// 4 KiB blocks of the chunks it is asked for, through the storage layer of
+// the reader that opened it (its retries; for a Scan with a chunk cache,
+// the cached chunk when the cache holds it, read by range: a range read
+// never fills the cache, which would mean reading the whole chunk). It is
+// safe for one goroutine at a time; it holds no resources to close.
 type MediaSample struct {
 	MediaInfo
 	ctx      context.Context
-	d        *Dataset
+	rd       *chunkReader
 	pieces   []mediaPiece
 	read     atomic.Int64
+	readNs   atomic.Int64
 	ahead    []byte // the bytes the last range read fetched, from sample offset aheadOff
 	aheadOff int64
 }
 
 // mediaPiece is the part of a sample stored in one chunk.
 type mediaPiece struct {
-	key    string
+	ref    manifest.ChunkRef
 	hdr    *chunk.Header
 	off    int64 // offset of the piece in the sample
 	rawOff int64 // offset of the piece's bytes in the chunk's raw data
 	n      int64
 }
 
-// BytesRead is the number of chunk bytes read from storage through ReadAt.
+// BytesRead is the number of chunk bytes read from storage through ReadAt
+// (not counting those read from a chunk cache).
 func (m *MediaSample) BytesRead() int64 { return m.read.Load() }
+
+// ReadTime is the time ReadAt has spent waiting for storage (or cache).
+func (m *MediaSample) ReadTime() time.Duration { return time.Duration(m.readNs.Load()) }
+
+// Key is the storage key of the (first) chunk that holds the sample, for
+// messages.
+func (m *MediaSample) Key() string { return m.pieces[0].ref.Key }
 
 // mediaReadAhead is the least a range read of a media sample fetches: the
 // demuxer's own buffer (64 KiB). Reading further ahead saves round trips
@@ -74,6 +88,14 @@ func (m *MediaSample) BytesRead() int64 { return m.read.Load() }
 // packets, and with 512 KiB a 16-frame clip of a 1.9 MB video read 1 MB
 // instead of 135 KB (TestClipReadsByRange).
 const mediaReadAhead = 64 << 10
+
+// MediaRangeMin is the stored size above which a reader that decodes part
+// of a media sample (the loader's clip step) does better reading it by
+// range than whole: a clip read by range fetches at least two
+// mediaReadAhead reads (the container's index, then the packets) and
+// usually four, so a sample of at most four of them costs no more bytes
+// read whole, in one request.
+const MediaRangeMin = 4 * mediaReadAhead
 
 // ReadAt reads the sample's container bytes [off, off+len(p)), from the
 // bytes the last range read fetched when they hold them.
@@ -104,6 +126,8 @@ func (m *MediaSample) ReadAt(p []byte, off int64) (int, error) {
 // fetch reads, by one range read of the verified blocks of the piece that
 // holds offset at, up to n sample bytes from at into m.ahead.
 func (m *MediaSample) fetch(at, n int64) error {
+	t0 := time.Now()
+	defer func() { m.readNs.Add(int64(time.Since(t0))) }()
 	for _, pc := range m.pieces {
 		if at < pc.off || at >= pc.off+pc.n {
 			continue
@@ -112,15 +136,10 @@ func (m *MediaSample) fetch(at, n int64) error {
 		e := min(pc.rawOff+pc.n, s+n)
 		bs := int64(pc.hdr.BlockSize)
 		a, b := int(s/bs), int((e+bs-1)/bs)
-		lo, hi := pc.hdr.BlockRange(a, b)
-		stored := make([]byte, hi-lo)
-		if err := m.d.store.ReadRange(m.ctx, pc.key, lo, stored); err != nil {
-			return fmt.Errorf("read media chunk %s: %w", pc.key, err)
-		}
-		m.read.Add(int64(len(stored)))
-		raw, err := pc.hdr.DecodeBlocks(stored, a, b, nil)
+		raw, n, err := m.rd.blocks(m.ctx, pc.ref, pc.hdr, a, b)
+		m.read.Add(n)
 		if err != nil {
-			return fmt.Errorf("read media chunk %s: %w", pc.key, err)
+			return fmt.Errorf("read media chunk %s: %w", pc.ref.Key, err)
 		}
 		base := pc.hdr.BlockStart(a)
 		m.ahead, m.aheadOff = raw[s-base:e-base], at
@@ -129,14 +148,35 @@ func (m *MediaSample) fetch(at, n int64) error {
 	return fmt.Errorf("media sample offset %d outside its %d bytes: %w", at, m.Bytes, ErrCorrupt)
 }
 
+// blocks returns the raw bytes of blocks [a, b) of a range-readable chunk
+// of codec none whose header is h, verified against their checksums: from
+// the cache by range when it is a chunkcache.RangeReader holding the chunk
+// (a cached copy that fails its checksums is dropped if damaged, and the
+// read goes to the store), else by one range read of the store. n is the
+// number of bytes read from the store.
+func (r *chunkReader) blocks(ctx context.Context, ref manifest.ChunkRef, h *chunk.Header, a, b int) (raw []byte, n int64, err error) {
+	lo, hi := h.BlockRange(a, b)
+	stored := make([]byte, hi-lo)
+	if rr, ok := r.cache.(chunkcache.RangeReader); ok && r.cache != nil {
+		if ok, err := rr.ReadRange(ctx, ref.Key, lo, stored); err == nil && ok {
+			if raw, err := h.DecodeBlocks(stored, a, b, nil); err == nil {
+				return raw, 0, nil
+			}
+			r.dropIfDamaged(ctx, ref)
+		}
+	}
+	if err := r.d.store.ReadRange(ctx, ref.Key, lo, stored); err != nil {
+		return nil, 0, err
+	}
+	raw, err = h.DecodeBlocks(stored, a, b, nil)
+	return raw, int64(len(stored)), err
+}
+
 // OpenMedia opens row i's sample of a video or audio column for reading by
 // range (chunk headers only are read here). A null sample is ErrNotFound.
 func (c *ColumnReader) OpenMedia(ctx context.Context, i int64) (*MediaSample, error) {
 	if !c.col.SampleCompression.Media() {
 		return nil, fmt.Errorf("%s: column %q is %s, not a video or audio column: %w", c.d.url, c.col.Name, c.col.SampleCompression, ErrInvalidArgument)
-	}
-	fail := func(err error) (*MediaSample, error) {
-		return nil, fmt.Errorf("%s: column %q row %d: %w", c.d.url, c.col.Name, i, err)
 	}
 	f, off, err := c.d.position(ctx, c.snap, i)
 	if err != nil {
@@ -144,32 +184,80 @@ func (c *ColumnReader) OpenMedia(ctx context.Context, i int64) (*MediaSample, er
 	}
 	refs := f.cols[c.col.UID]
 	if len(refs) == 0 {
-		return fail(fmt.Errorf("the sample is null: %w", ErrNotFound))
+		return nil, fmt.Errorf("%s: column %q row %d: the sample is null: %w", c.d.url, c.col.Name, i, ErrNotFound)
 	}
 	k := searchRef(refs, off)
-	m := &MediaSample{ctx: ctx, d: c.d}
-	parts := refs[k : k+1]
-	if refs[k].Parts > 0 {
-		parts = refs[k : k+refs[k].Parts]
-	}
 	j := 0
 	if refs[k].Parts == 0 {
 		j = int(off - refs[k].First)
 	}
+	m, err := openMedia(ctx, &chunkReader{d: c.d}, refs[k:], j)
+	if err != nil {
+		return nil, fmt.Errorf("%s: column %q row %d: %w", c.d.url, c.col.Name, i, err)
+	}
+	return m, nil
+}
+
+// OpenMedia opens slot's sample of a video or audio column for reading by
+// range through the scan's storage (and chunk cache, if it has one): only
+// its chunk headers are read here, by range unless the Dataset knows them.
+// A null slot, or one that is not a media sample, is ErrInvalidArgument.
+func (sc *Scan) OpenMedia(ctx context.Context, slot Slot) (*MediaSample, error) {
+	if slot.pieces == 0 {
+		return nil, fmt.Errorf("%s: open media: the sample is null: %w", sc.d.url, ErrInvalidArgument)
+	}
+	refs := sc.s.frags[slot.first.frag].cols[int(slot.first.uid)][slot.first.k:]
+	m, err := openMedia(ctx, sc.rd, refs, slot.index)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", sc.d.url, err)
+	}
+	return m, nil
+}
+
+// MeanSampleBytes is the mean stored size of the samples of slot's chunk
+// (its raw bytes over its rows), or for a split sample the bytes of its
+// pieces: known from the snapshot alone, without reading anything. A null
+// slot gives 0.
+func (sc *Scan) MeanSampleBytes(slot Slot) int64 {
+	if slot.pieces == 0 {
+		return 0
+	}
+	refs := sc.s.frags[slot.first.frag].cols[int(slot.first.uid)][slot.first.k:][:slot.pieces]
+	if slot.pieces > 1 {
+		var n int64
+		for _, r := range refs {
+			n += r.Raw
+		}
+		return n
+	}
+	return refs[0].Raw / max(refs[0].Rows, 1)
+}
+
+// openMedia opens sample j of refs[0] (or, when refs[0] is the first piece
+// of a split sample, the sample its pieces hold) for reading by range
+// through rd. Errors name the chunk.
+func openMedia(ctx context.Context, rd *chunkReader, refs []manifest.ChunkRef, j int) (*MediaSample, error) {
+	m := &MediaSample{ctx: ctx, rd: rd}
+	parts := refs[:1]
+	if refs[0].Parts > 0 {
+		parts = refs[:refs[0].Parts]
+		j = 0
+	}
 	for _, ref := range parts {
-		h, _, err := c.d.header(ctx, ref)
+		h, n, err := rd.d.header(ctx, ref)
+		m.read.Add(n)
 		if err != nil {
-			return fail(err)
+			return nil, err
 		}
 		if !chunk.IsMedia(h.SampleCompression) || h.Codec != chunk.CodecNone || h.BlockSize == 0 {
-			return fail(fmt.Errorf("chunk %s: not a media chunk of codec none with blocks: %w", ref.Key, ErrCorrupt))
+			return nil, fmt.Errorf("chunk %s: not a media chunk of codec none with blocks: %w", ref.Key, ErrCorrupt)
 		}
 		if h.Null(j) {
-			return fail(fmt.Errorf("the sample is null: %w", ErrNotFound))
+			return nil, fmt.Errorf("chunk %s: the sample is null: %w", ref.Key, ErrNotFound)
 		}
 		s, e := h.Range(j)
-		pc := mediaPiece{key: ref.Key, hdr: h, off: m.Bytes, rawOff: s, n: e - s}
-		if refs[k].Parts > 0 {
+		pc := mediaPiece{ref: ref, hdr: h, off: m.Bytes, rawOff: s, n: e - s}
+		if refs[0].Parts > 0 {
 			pc.off = int64(h.Partial.Offset)
 		}
 		m.pieces = append(m.pieces, pc)

@@ -73,7 +73,9 @@ type Config struct {
 	PrefetchBytes   int64 `json:"prefetch_bytes,omitempty"`
 	// FetchConcurrency bounds concurrent chunk fetches (default 16:
 	// object stores want many requests in flight); Workers bounds the
-	// goroutines that decode and collate (default GOMAXPROCS).
+	// goroutines that decode and collate (default GOMAXPROCS). Video clips
+	// read by range (see Transforms) are decoded by the fetchers instead,
+	// up to FetchConcurrency at once.
 	FetchConcurrency int `json:"fetch_concurrency,omitempty"`
 	Workers          int `json:"workers,omitempty"`
 	// SkipBadSamples skips rows whose samples cannot be read or decoded,
@@ -106,7 +108,13 @@ type Config struct {
 	// grammar of transform.Parse, e.g. "decode,resize=256,center_crop=224,
 	// to_float,normalize=imagenet,chw". They run in the loader's workers;
 	// random steps draw from (Seed, Epoch, row id). A png/jpeg column's
-	// pipeline that does not start with decode gets one.
+	// pipeline that does not start with decode gets one. A video column's
+	// pipeline that starts with a clip step reads the samples larger than
+	// loch.MediaRangeMin (by their chunk's mean sample) by range, only the
+	// byte ranges the decoder asks for, and decodes them in the fetchers
+	// as it reads them (up to FetchConcurrency at once, so that reads
+	// overlap decoding); smaller samples are fetched whole with their
+	// neighbours and decoded by the workers.
 	Transforms map[string]string `json:"transforms,omitempty"`
 	// Cache, when set, keeps the chunk objects the loader fetches (for
 	// example a chunkcache.Disk shared by the ranks of a node), so that
@@ -251,8 +259,12 @@ type Loader struct {
 	plan     planner
 	// transforms by column index
 	transforms map[int]transform.Pipeline
-	base       int // epoch index of the plan's first batch (after a resume)
-	mixed      bool
+	// ranged holds the columns whose clip step decodes large samples by
+	// range in the fetchers, with the memory a decoded clip is estimated
+	// to hold before it is decoded (see rangedSample)
+	ranged map[int]int64
+	base   int // epoch index of the plan's first batch (after a resume)
+	mixed  bool
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -344,18 +356,25 @@ type colPlan struct {
 	col  schema.Column
 }
 
-// entryKey names a read of one of the loader's datasets.
+// entryKey names a read of one of the loader's datasets: a chunk read, or
+// (media > 0) the by-range decode of column media-1's sample of the row
+// at position pos.
 type entryKey struct {
-	ds   int
-	read loch.Read
+	ds    int
+	read  loch.Read
+	media int
+	pos   int64
 }
 
-// chunkEntry is a read needed by batches in flight. ready is closed when f
-// or err is set.
+// chunkEntry is a read needed by batches in flight: a chunk read (f), or
+// a media sample read by range and transformed as it is read (clip, out).
+// ready is closed when f or out, or err, is set.
 type chunkEntry struct {
 	key     entryKey
 	ready   chan struct{}
 	f       *loch.Fetched
+	clip    *rangedClip
+	out     value
 	err     error
 	users   int   // admitted batches still needing it
 	pending int   // located batches not admitted yet that need it
@@ -447,6 +466,7 @@ func newLoader(ctx context.Context, scans []*loch.Scan, cfg Config) (*Loader, er
 		return nil, err
 	}
 	l.transforms = map[int]transform.Pipeline{}
+	l.ranged = map[int]int64{}
 	for name, spec := range cfg.Transforms {
 		c := slices.IndexFunc(l.cols[0], func(cp colPlan) bool { return cp.name == name })
 		if c < 0 {
@@ -461,6 +481,11 @@ func newLoader(ctx context.Context, scans []*loch.Scan, cfg Config) (*Loader, er
 			return nil, fmt.Errorf("loader: transform for column %q: %w: %w", name, loch.ErrInvalidArgument, err)
 		}
 		l.transforms[c] = p
+		if st := p.Steps(); col.SampleCompression == schema.VideoCompression && len(st) > 0 {
+			if _, ok := st[0].(transform.ClipStep); ok {
+				l.ranged[c] = clipEstimate(p, col)
+			}
+		}
 	}
 	return l, nil
 }

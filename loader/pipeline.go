@@ -3,6 +3,7 @@ package loader
 import (
 	"cmp"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"slices"
 	"time"
@@ -21,7 +22,8 @@ type batchJob struct {
 	rowIDs    []uint64
 	datasets  []int             // for mixtures
 	slots     [][]loch.Slot     // [column][sample]
-	reads     [][][]*chunkEntry // [column][sample]: the reads of the sample's slot
+	ranged    [][]bool          // [column][sample]: read by range and transformed in a fetcher (rangedSample)
+	reads     [][][]*chunkEntry // [column][sample]: the reads of the sample's slot, or its ranged entry
 	entries   []*chunkEntry     // distinct reads the batch holds a use of
 }
 
@@ -122,7 +124,11 @@ func (l *Loader) admit(job *batchJob, k int, fetches chan<- *chunkEntry, jobs ch
 			// New, kept from earlier batches, or forgotten.
 			if e.ready == nil {
 				e.ready = make(chan struct{})
-				e.size = l.scans[e.key.ds].Estimate(e.key.read)
+				if e.clip != nil {
+					e.size = l.ranged[e.key.media-1]
+				} else {
+					e.size = l.scans[e.key.ds].Estimate(e.key.read)
+				}
 				start = append(start, e)
 			}
 			l.kept.Remove(e.key)
@@ -175,7 +181,7 @@ func (l *Loader) locate(index []int, items [][]order.Item) ([]*batchJob, error) 
 	jobs := make([]*batchJob, len(items))
 	need := map[chunkRef][]int{}
 	for b, its := range items {
-		job := newJob(index[b], len(its), ncols, l.mixed)
+		job := newJob(index[b], len(its), ncols, l.mixed, len(l.ranged) > 0)
 		for i, it := range its {
 			sc := l.scans[it.Dataset]
 			row, err := sc.Locate(it.Pos)
@@ -189,6 +195,10 @@ func (l *Loader) locate(index []int, items [][]order.Item) ([]*batchJob, error) 
 			for c, cp := range l.cols[it.Dataset] {
 				slot := sc.Slot(row, cp.col.UID)
 				job.slots[c][i] = slot
+				if l.rangedSample(sc, c, slot) {
+					job.ranged[c][i] = true
+					continue
+				}
 				if slot.Pieces() == 1 {
 					k := chunkRef{it.Dataset, slot.Chunk(0)}
 					need[k] = append(need[k], slot.Index())
@@ -229,13 +239,19 @@ func (l *Loader) locate(index []int, items [][]order.Item) ([]*batchJob, error) 
 			for i, slot := range job.slots[c] {
 				ds := job.dataset(i)
 				switch {
+				case job.ranged != nil && job.ranged[c][i]:
+					e := l.entry(entryKey{ds: ds, media: c + 1, pos: job.positions[i]})
+					if e.clip == nil {
+						e.clip = &rangedClip{slot: slot, rowID: job.rowIDs[i], col: c}
+					}
+					add(c, i, e)
 				case slot.Pieces() == 1:
 					rs := runs[chunkRef{ds, slot.Chunk(0)}]
 					j, _ := slices.BinarySearchFunc(rs, slot.Index(), func(r sampleRun, x int) int { return cmp.Compare(r.hi-1, x) })
-					add(c, i, l.entry(ds, rs[j].read))
+					add(c, i, l.entry(entryKey{ds: ds, read: rs[j].read}))
 				case slot.Pieces() > 1:
 					for p := range slot.Pieces() {
-						add(c, i, l.entry(ds, loch.Read{Chunk: slot.Chunk(p)}))
+						add(c, i, l.entry(entryKey{ds: ds, read: loch.Read{Chunk: slot.Chunk(p)}}))
 					}
 				}
 			}
@@ -245,15 +261,21 @@ func (l *Loader) locate(index []int, items [][]order.Item) ([]*batchJob, error) 
 }
 
 // newJob returns a job for n rows of ncols columns.
-func newJob(index, n, ncols int, mixed bool) *batchJob {
+func newJob(index, n, ncols int, mixed, ranged bool) *batchJob {
 	job := &batchJob{index: index, positions: make([]int64, n), rowIDs: make([]uint64, n),
 		slots: make([][]loch.Slot, ncols), reads: make([][][]*chunkEntry, ncols)}
 	if mixed {
 		job.datasets = make([]int, n)
 	}
+	if ranged {
+		job.ranged = make([][]bool, ncols)
+	}
 	for c := range ncols {
 		job.slots[c] = make([]loch.Slot, n)
 		job.reads[c] = make([][]*chunkEntry, n)
+		if ranged {
+			job.ranged[c] = make([]bool, n)
+		}
 	}
 	return job
 }
@@ -266,10 +288,9 @@ func (job *batchJob) dataset(i int) int {
 	return job.datasets[i]
 }
 
-// entry returns the table entry of a read of dataset ds: the one in use,
-// else the one kept from earlier batches, else a new idle one (l.mu held).
-func (l *Loader) entry(ds int, r loch.Read) *chunkEntry {
-	k := entryKey{ds, r}
+// entry returns the table entry of a read: the one in use, else the one
+// kept from earlier batches, else a new idle one (l.mu held).
+func (l *Loader) entry(k entryKey) *chunkEntry {
 	e, ok := l.chunks[k]
 	if !ok {
 		if e, ok = l.kept.Get(k); ok {
@@ -285,6 +306,10 @@ func (l *Loader) entry(ds int, r loch.Read) *chunkEntry {
 // fetch performs one read.
 func (l *Loader) fetch(e *chunkEntry) {
 	defer close(e.ready)
+	if e.clip != nil {
+		l.fetchClip(e)
+		return
+	}
 	f, err := l.scans[e.key.ds].Fetch(l.ctx, e.key.read)
 	if err != nil {
 		e.err = err
@@ -314,7 +339,7 @@ func (e *chunkEntry) forget() {
 	if e.f != nil {
 		e.f.Recycle()
 	}
-	e.ready, e.f, e.err, e.size, e.held = nil, nil, nil, 0, false
+	e.ready, e.f, e.out, e.err, e.size, e.held = nil, nil, value{}, nil, 0, false
 }
 
 // collate waits for a batch's chunks, builds its tensors and publishes it.
@@ -346,7 +371,7 @@ func (l *Loader) collate(job *batchJob) {
 			// else forgotten, so that the jobs located but not admitted
 			// yet that name it do not keep its memory (they fetch it
 			// again if admitted).
-			if e.err != nil || !l.kept.Add(e.key, e, e.size) {
+			if e.err != nil || e.clip != nil || !l.kept.Add(e.key, e, e.size) {
 				e.forget()
 			}
 		}
@@ -404,10 +429,26 @@ func (l *Loader) build(job *batchJob) (*Batch, error) {
 	for c, cp := range cols {
 		vals[c] = make([]value, len(job.positions))
 		for i := range job.positions {
+			if job.ranged != nil && job.ranged[c][i] {
+				e := job.reads[c][i][0]
+				if err := e.err; err != nil {
+					if err := l.badRow(job, i, cp.name, err); err != nil {
+						return nil, err
+					}
+					bad[i] = true
+					continue
+				}
+				vals[c][i] = e.out
+				continue
+			}
 			s, err := l.sample(job, c, i)
 			dtype := cp.col.DType
 			if tf, ok := l.transforms[c]; ok && err == nil && !s.Null {
-				s, dtype, err = l.transform(tf, s, dtype, job.rowIDs[i])
+				in := transform.Image{Shape: s.Shape, DType: dtype, Data: s.Data, Encoded: string(s.Encoding)}
+				if s, dtype, err = l.transform(tf, in, job.rowIDs[i]); err != nil && cp.col.SampleCompression.Media() {
+					sc := l.scans[job.dataset(i)]
+					err = fmt.Errorf("%s chunk %s: %w", sc.URL(), sc.ChunkKey(job.slots[c][i].Chunk(0)), err)
+				}
 			}
 			if err != nil {
 				if err := l.badRow(job, i, cp.name, err); err != nil {
@@ -609,8 +650,7 @@ func (l *Loader) stack(t *Collated, cp colPlan, vals []value, keep []int, anyNul
 // transform applies a column's transform pipeline to one stored sample.
 // The pipeline's randomness comes from (seed, epoch, row id): the same row
 // gets the same crop and flip in the same epoch whatever the concurrency.
-func (l *Loader) transform(p transform.Pipeline, s loch.Sample, dtype schema.DType, rowID uint64) (loch.Sample, schema.DType, error) {
-	in := transform.Image{Shape: s.Shape, DType: dtype, Data: s.Data, Encoded: string(s.Encoding)}
+func (l *Loader) transform(p transform.Pipeline, in transform.Image, rowID uint64) (loch.Sample, schema.DType, error) {
 	var rng *rand.Rand
 	if p.Random() {
 		rng = rand.New(rand.NewPCG(l.cfg.Seed^(uint64(l.cfg.Epoch)*0x9e3779b97f4a7c15), rowID))
@@ -656,4 +696,79 @@ func padCopy(dst, data []byte, src, dstShape []int, size int) {
 			padCopy(out, part, src[1:], dstShape[1:], size)
 		}
 	}
+}
+
+// rangedClip is a video sample that a fetcher reads by range and
+// transforms as it reads it.
+type rangedClip struct {
+	slot  loch.Slot
+	rowID uint64
+	col   int
+}
+
+// rangedSample reports whether column c's sample at slot is read by range
+// and transformed in a fetcher: the column's pipeline starts with a clip
+// step and the sample is larger than loch.MediaRangeMin (judged by its
+// chunk's mean sample, which the snapshot gives without a read; a sample
+// split across chunks always is). Smaller ones cost no more bytes fetched
+// whole, in one request shared with their neighbours.
+func (l *Loader) rangedSample(sc *loch.Scan, c int, slot loch.Slot) bool {
+	if _, ok := l.ranged[c]; !ok || slot.Null() {
+		return false
+	}
+	return slot.Pieces() > 1 || sc.MeanSampleBytes(slot) > rangeMin
+}
+
+// rangeMin is loch.MediaRangeMin; the benchmarks raise it to compare
+// whole reads on the same data.
+var rangeMin int64 = loch.MediaRangeMin
+
+// clipEstimateUnknown is the memory budgeted for a decoded clip whose size
+// depends on frame sizes the column's statistics do not give; the fetch
+// corrects it.
+const clipEstimateUnknown = 4 << 20
+
+// clipEstimate is the memory one of column col's clips holds decoded
+// through p, from its largest sample's shape when the statistics give it.
+func clipEstimate(p transform.Pipeline, col schema.Column) int64 {
+	shape := []int{-1, -1, -1, 3}
+	if len(col.MaxShape) == 4 {
+		shape = col.MaxShape
+	}
+	out, err := p.Out(transform.Image{Shape: shape, DType: col.DType, Encoded: string(schema.VideoCompression)})
+	if n := out.Size(); err == nil && n >= 0 {
+		return int64(n)
+	}
+	return clipEstimateUnknown
+}
+
+// fetchClip reads a video sample by range (its chunk headers, then the
+// byte ranges the decoder asks for) and applies its column's pipeline as
+// it reads. Errors name the chunk.
+func (l *Loader) fetchClip(e *chunkEntry) {
+	t0 := time.Now()
+	sc := l.scans[e.key.ds]
+	m, err := sc.OpenMedia(l.ctx, e.clip.slot)
+	if err != nil {
+		e.err = err
+		return
+	}
+	col := l.cols[e.key.ds][e.clip.col].col
+	in := transform.Image{Shape: m.Shape, DType: col.DType, Encoded: string(schema.VideoCompression),
+		Source: io.NewSectionReader(m, 0, m.Bytes)}
+	s, dtype, err := l.transform(l.transforms[e.clip.col], in, e.clip.rowID)
+	read := m.ReadTime()
+	l.fetchNs.Add(int64(read))
+	l.decodeNs.Add(int64(time.Since(t0) - read))
+	l.fetched.Add(m.BytesRead())
+	if err != nil {
+		e.err = fmt.Errorf("%s chunk %s: %w", sc.URL(), m.Key(), err)
+		return
+	}
+	e.out = value{s: s, dtype: dtype}
+	l.mu.Lock()
+	l.inflight += int64(cap(s.Data)) - e.size
+	e.size = int64(cap(s.Data))
+	l.cond.Broadcast()
+	l.mu.Unlock()
 }

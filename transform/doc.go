@@ -56,14 +56,21 @@
 // Video and audio samples (sample compression video and audio, kept as
 // container bytes) have their own steps, decoded by FFmpeg (package media):
 //
-//	clip=N[:stride=S|:fps=F][:start=K|random][:size=WxH][:float]
+//	clip=N[:stride=S|:fps=F][:start=K|random][:size=WxH][:crop=C|:random_crop=C][:float]
 //	                       N frames from start K (default: random, from the
 //	                       sample's rng), every S-th frame (default 1) or the
 //	                       frames nearest F per second; decoded from the
 //	                       keyframe before the start, resized to W x H while
-//	                       converting to RGB; uint8 [N, H, W, 3], or with float
-//	                       float32 [N, 3, H, W] in [0, 1]. A clip past the end of
-//	                       the video is ErrDecode (the loader's skip rule applies)
+//	                       converting to RGB, then cropped to C (N or WxH, as
+//	                       center_crop's size): crop centred as center_crop,
+//	                       random_crop at an offset drawn after the start from
+//	                       the same rng (top, then left); one crop for every
+//	                       frame of the clip. uint8 [N, H, W, 3] (H, W: the
+//	                       crop's, else the size's, else the video's), or with
+//	                       float float32 [N, 3, H, W] in [0, 1]. A clip past
+//	                       the end of the video is ErrDecode (the loader's skip
+//	                       rule applies); a crop larger than the frames is
+//	                       ErrInput
 //	resample=R             decode audio at R samples per second (first step)
 //	segment=N[:start=K|random]
 //	                       N samples from K (default random); shorter audio is
@@ -71,7 +78,14 @@
 //	mono                   the mean of the channels: [samples, 1]
 //
 // Audio comes out as float32 [samples, channels]; neighbouring audio steps
-// run as one (resample, then segment, then mono).
+// run as one (resample, then segment, then mono). A video sample's Image
+// may carry a by-range Source instead of Data: clip then reads only the
+// byte ranges it decodes (the container's index and the packets from the
+// keyframe before the start).
+//
+// The loader seeds each sample's rng from (seed, epoch, row id): a clip's
+// start and random crop, like an image's random crop, are the same whatever
+// the number of workers, and after a resume.
 //
 // Which inputs each step takes: resize, random_resized_crop, grayscale and
 // rgb need HWC; resize and random_resized_crop need uint8; normalize needs

@@ -2,6 +2,7 @@ package transform
 
 import (
 	"fmt"
+	"io"
 
 	"github.com/lochdata/loch/imaging"
 	"github.com/lochdata/loch/internal/base"
@@ -60,12 +61,17 @@ func (l Layout) String() string {
 //
 // A dimension of -1 is unknown: Out and OutShape accept them and give -1
 // wherever the output depends on them; Apply needs real dimensions.
+//
+// An encoded video sample may leave Data empty and give Source instead:
+// its container bytes, read by range (the loader passes a reader over the
+// stored sample, so that a clip fetches only the byte ranges it decodes).
 type Image struct {
 	Shape   []int
 	DType   schema.DType
 	Layout  Layout
 	Encoded string
 	Data    []byte
+	Source  *io.SectionReader
 }
 
 // Dims returns the height, width and channels of a three-dimensional image

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
 	"strconv"
@@ -23,18 +24,24 @@ const (
 // ClipStep decodes a clip of frames from a video sample ("clip=..." in a
 // spec): Frames frames from a start frame, every Stride-th frame (or, with
 // FPS > 0, the frames nearest to FPS frames per second), resized to
-// Width x Height while decoding (0: the video's size), as uint8
-// [T, H, W, 3], or with Float float32 [T, 3, H, W] in [0, 1].
+// Width x Height while decoding (0: the video's size), then cropped to
+// CropW x CropH (0: no crop), as uint8 [T, H, W, 3], or with Float float32
+// [T, 3, H, W] in [0, 1].
 //
 // Start < 0 draws the start uniformly from the starts that fit, from the
 // sample's rng (seeded per row and epoch by the loader); otherwise the
-// clip starts at frame Start. A clip that needs frames past the end of the
+// clip starts at frame Start. The crop is centred (offsets rounded as
+// center_crop's), or with RandomCrop at an offset drawn after the start
+// from the same rng, top before left, as random_crop's; every frame of a
+// clip has the same crop. A clip that needs frames past the end of the
 // video is an ErrDecode error (the loader's skip rule applies).
 type ClipStep struct {
 	Frames, Stride int
 	FPS            float64
 	Start          int
 	Width, Height  int
+	CropW, CropH   int
+	RandomCrop     bool
 	Float          bool
 }
 
@@ -52,18 +59,40 @@ func (s ClipStep) String() string {
 	if s.Width > 0 {
 		fmt.Fprintf(&b, ":size=%dx%d", s.Width, s.Height)
 	}
+	if s.CropW > 0 {
+		fmt.Fprintf(&b, ":%s", s.crop())
+	}
 	if s.Float {
 		b.WriteString(":float")
 	}
 	return b.String()
 }
 
-// Random reports whether the start is drawn.
-func (s ClipStep) Random() bool { return s.Start < 0 }
+// Random reports whether the start or the crop is drawn.
+func (s ClipStep) Random() bool { return s.Start < 0 || (s.CropW > 0 && s.RandomCrop) }
+
+// crop is the clip's crop as a crop step ("crop=WxH" or "random_crop=WxH"
+// in a clip spec).
+func (s ClipStep) crop() clipCrop {
+	return clipCrop{cropStep{w: s.CropW, h: s.CropH, random: s.RandomCrop}}
+}
+
+// clipCrop prints a crop as a clip option.
+type clipCrop struct{ cropStep }
+
+func (c clipCrop) String() string {
+	if c.random {
+		return fmt.Sprintf("random_crop=%dx%d", c.w, c.h)
+	}
+	return fmt.Sprintf("crop=%dx%d", c.w, c.h)
+}
 
 func (s ClipStep) validate() error {
-	if s.Frames < 1 || s.Stride < 1 || s.FPS < 0 || (s.Width > 0) != (s.Height > 0) {
-		return fmt.Errorf("clip needs frames >= 1, stride >= 1, fps >= 0 and both or neither of width and height")
+	if s.Frames < 1 || s.Stride < 1 || s.FPS < 0 || (s.Width > 0) != (s.Height > 0) || (s.CropW > 0) != (s.CropH > 0) || s.CropW < 0 || s.CropH < 0 {
+		return fmt.Errorf("clip needs frames >= 1, stride >= 1, fps >= 0 and both or neither of width and height (and of the crop's)")
+	}
+	if s.CropW > 0 && s.Width > 0 && (s.CropW > s.Width || s.CropH > s.Height) {
+		return fmt.Errorf("clip crop %dx%d is larger than its size %dx%d", s.CropW, s.CropH, s.Width, s.Height)
 	}
 	return nil
 }
@@ -82,19 +111,31 @@ func (s ClipStep) Out(in Image) (Image, error) {
 	if s.Width > 0 {
 		h, w = s.Height, s.Width
 	}
+	if s.CropW > 0 {
+		if (h >= 0 && h < s.CropH) || (w >= 0 && w < s.CropW) {
+			return Image{}, inputErr("the video's frames (%dx%d) are smaller than the %dx%d crop", w, h, s.CropW, s.CropH)
+		}
+		h, w = s.CropH, s.CropW
+	}
 	if s.Float {
 		return Image{Shape: []int{s.Frames, 3, h, w}, DType: schema.Float32, Layout: CHW}, nil
 	}
 	return Image{Shape: []int{s.Frames, h, w, 3}, DType: schema.Uint8}, nil
 }
 
-// Apply decodes the clip, seeking to the keyframe before its start.
+// Apply decodes the clip, seeking to the keyframe before its start, from
+// in.Source when it is set (by range) or else from in.Data.
 func (s ClipStep) Apply(in, out Image, rng *rand.Rand) error {
 	if in.Encoded != encVideo || len(in.Shape) != 4 {
 		return inputErr("clip needs a video sample (sample compression video)")
 	}
 	info := media.Info{Frames: in.Shape[0], Height: in.Shape[1], Width: in.Shape[2]}
-	v, err := media.OpenVideo(bytes.NewReader(in.Data), int64(len(in.Data)), info)
+	var src io.ReaderAt = bytes.NewReader(in.Data)
+	size := int64(len(in.Data))
+	if in.Source != nil {
+		src, size = in.Source, in.Source.Size()
+	}
+	v, err := media.OpenVideo(src, size, info)
 	if err != nil {
 		return base.Mark(ErrDecode, "clip", err)
 	}
@@ -112,19 +153,39 @@ func (s ClipStep) Apply(in, out Image, rng *rand.Rand) error {
 			start = rng.IntN(info.Frames - span + 1)
 		}
 	}
-	h, w := info.Height, info.Width
+	h, w := info.Height, info.Width // decoded frame size
 	if s.Width > 0 {
 		h, w = s.Height, s.Width
 	}
+	ch, cw := h, w // output frame size
+	top, left := 0, 0
+	if s.CropW > 0 {
+		if h < s.CropH || w < s.CropW {
+			return inputErr("the video's frames (%dx%d) are smaller than the %dx%d crop", w, h, s.CropW, s.CropH)
+		}
+		ch, cw = s.CropH, s.CropW
+		top, left = s.crop().offset(h, w, rng)
+	}
 	dst := out.Data
-	if s.Float {
+	if s.Float || s.CropW > 0 {
 		dst = make([]byte, s.Frames*h*w*3)
 	}
 	if err := v.Frames(dst, start, s.Frames, stride, w, h); err != nil {
 		return base.Mark(ErrDecode, "clip", err)
 	}
+	if s.CropW > 0 { // crop each frame, in place at the front of dst
+		frame, cropped := h*w*3, ch*cw*3
+		for t := 0; t < s.Frames; t++ {
+			src := Image{Shape: []int{h, w, 3}, DType: schema.Uint8, Data: dst[t*frame : (t+1)*frame]}
+			to := dst[t*cropped : (t+1)*cropped]
+			if !s.Float {
+				to = out.Data[t*cropped : (t+1)*cropped]
+			}
+			crop(to, src, top, left, ch, cw) // rows move forwards only: t*cropped <= t*frame
+		}
+	}
 	if s.Float { // [T, H, W, 3] uint8 to [T, 3, H, W] float32 / 255
-		plane := h * w
+		plane := ch * cw
 		for t := 0; t < s.Frames; t++ {
 			src := dst[t*plane*3:]
 			o := out.Data[t*plane*3*4:]
@@ -296,7 +357,7 @@ func parseMediaStep(name, arg string, hasArg bool) (Step, bool, error) {
 	switch name {
 	case "clip":
 		if !hasArg {
-			return nil, true, fmt.Errorf("clip needs an argument: clip=N[:stride=S|:fps=F][:start=K][:size=WxH][:float]")
+			return nil, true, fmt.Errorf("clip needs an argument: clip=N[:stride=S|:fps=F][:start=K][:size=WxH][:crop=C|:random_crop=C][:float]")
 		}
 		parts := strings.Split(arg, ":")
 		s := ClipStep{Stride: 1, Start: -1}
@@ -320,10 +381,15 @@ func parseMediaStep(name, arg string, hasArg bool) (Step, bool, error) {
 				if z, err = parseSize(v, false); err == nil {
 					s.Width, s.Height = z.w, z.h
 				}
+			case "crop", "random_crop":
+				var z size
+				if z, err = parseSize(v, false); err == nil {
+					s.CropW, s.CropH, s.RandomCrop = z.w, z.h, k == "random_crop"
+				}
 			case "float":
 				s.Float = true
 			default:
-				err = fmt.Errorf("unknown option %q (want stride, fps, start, size or float)", k)
+				err = fmt.Errorf("unknown option %q (want stride, fps, start, size, crop, random_crop or float)", k)
 			}
 			if err != nil {
 				return nil, true, fmt.Errorf("clip %s: %v", p, err)

@@ -130,6 +130,7 @@ func FuzzParse(f *testing.F) {
 		"decode,resize=256,center_crop=224,to_float,normalize=imagenet,chw",
 		"random_resized_crop=224x192:scale=0.25-1:ratio=0.5-2,flip=0.3",
 		"normalize=0.5:0.25/1:2", "resize=3x4,grayscale,rgb,hflip", "decode=full", "",
+		"clip=16:stride=2:start=3:size=128x96:random_crop=112:float", "clip=8:fps=5:crop=64x48",
 	} {
 		f.Add(s)
 	}

@@ -165,7 +165,7 @@ func (p Pipeline) Apply(in Image, rng *rand.Rand, dst []byte) (Image, error) {
 		if n := in.Size(); n < 0 || n != len(in.Data) {
 			return Image{}, base.Markf(ErrInput, "image of %s %v %s has %d bytes", in.DType, in.Shape, in.Layout, len(in.Data))
 		}
-	} else if len(in.Data) == 0 {
+	} else if len(in.Data) == 0 && in.Source == nil {
 		return Image{}, base.Markf(ErrDecode, "decode image: empty %s image", in.Encoded)
 	}
 	if len(p.plan) == 0 {

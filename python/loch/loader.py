@@ -219,8 +219,10 @@ class Loader:
         query: the SQL that chose ``rows`` (a :class:`loch.Selection`
             passes it): recorded in the saved state, and a resume under
             another query is refused unless ``allow_version_change``.
-        transform: Go image transforms by column, one spec for every image
-            column, or a Python callable applied to each batch.
+        transform: Go transforms by column (image steps, and ``clip=...``
+            or ``resample=``/``segment=``/``mono`` for video and audio
+            columns: transform/doc.go has the grammar), one spec for every
+            image column, or a Python callable applied to each batch.
         sample_transform: a Python callable applied to each sample (a dict
             of one row's values); the results are stacked again.
         prefetch_batches, prefetch_bytes, workers, fetch_concurrency,
