@@ -16,7 +16,8 @@ import (
 // stored them in dictionary chunks (docs/format.md §3.3), and that every
 // read path gives back every row: Column reads one by one and by range,
 // Scan plans dense (whole chunks) and sparse (spans read by range), the
-// whole fetched chunk's samples and its dictionary indices.
+// whole fetched chunk's samples and its dictionary indices, and
+// SampleInfo's shapes.
 func TestDictChunks(t *testing.T) {
 	cols := []schema.Column{
 		{Name: "label", Kind: schema.TextKind, ChunkCompression: schema.LZ4, ChunkBytes: 4096},
@@ -73,6 +74,16 @@ func TestDictChunks(t *testing.T) {
 			w := want[p][c.Name]
 			got, err := col.Read(ctx, p, nil)
 			require.NoError(t, err)
+			loc, err := sc.Locate(p)
+			require.NoError(t, err)
+			shape, stored, err := sc.SampleInfo(ctx, sc.Slot(loc, c.UID))
+			require.NoError(t, err)
+			if w.Null {
+				require.Nil(t, shape)
+			} else {
+				require.Equal(t, []int{len(w.Data)}, shape, "column %s row %d", c.Name, p)
+				require.EqualValues(t, len(w.Data), stored)
+			}
 			dense, _ := scanSample(t, sc, p, c.UID, false)
 			sparse, _ := scanSample(t, sc, p, c.UID, true)
 			for _, g := range []Sample{got, all[p], dense, sparse} {

@@ -434,6 +434,9 @@ func sampleFrom(h *chunk.Header, j int, data []byte) Sample {
 		data = []byte{}
 	}
 	s := Sample{Shape: h.Shape(j), Data: data}
+	if h.Dict() { // no shapes in the header: a value's is its length
+		s.Shape = []int{len(data)}
+	}
 	switch h.SampleCompression {
 	case chunk.SamplePNG:
 		s.Encoding = schema.PNG

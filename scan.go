@@ -408,7 +408,9 @@ func (sc *Scan) LocateRange(lo, hi int64, buf []RowLoc) ([]RowLoc, error) {
 // SampleInfo returns the shape of slot's sample and the bytes it takes as
 // stored (for png/jpeg, the encoded image), from its chunk's header alone:
 // one range read of the header, which the Dataset then keeps, and none of
-// the sample's data. A null slot gives a nil shape.
+// the sample's data (but for a text or json value of a dictionary chunk,
+// whose index is read by range: its value's length is its shape and its
+// stored bytes). A null slot gives a nil shape.
 func (sc *Scan) SampleInfo(ctx context.Context, slot Slot) (shape []int, stored int64, err error) {
 	if slot.pieces == 0 {
 		return nil, 0, nil
@@ -423,6 +425,20 @@ func (sc *Scan) SampleInfo(ctx context.Context, slot Slot) (shape []int, stored 
 	}
 	if h.Null(slot.index) {
 		return nil, 0, nil
+	}
+	if h.Dict() {
+		// A text or json value of a dictionary chunk: its shape is its
+		// length, which its index, read by range, gives.
+		f, err := sc.Fetch(ctx, sc.Span(slot.first, slot.index, slot.index+1))
+		if err != nil {
+			return nil, 0, err
+		}
+		defer f.Recycle()
+		s, err := sc.Sample(slot, []*Fetched{f})
+		if err != nil {
+			return nil, 0, err
+		}
+		return s.Shape, int64(len(s.Data)), nil
 	}
 	a, b := h.Range(slot.index)
 	return h.Shape(slot.index), b - a, nil

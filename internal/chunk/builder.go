@@ -245,9 +245,11 @@ func (b *Builder) header(flags uint16, blockSize int, d *dictData) []byte {
 	binary.LittleEndian.PutUint32(hdr[12:], uint32(n))
 	binary.LittleEndian.PutUint32(hdr[20:], uint32(blockSize))
 	binary.LittleEndian.PutUint64(hdr[32:], uint64(len(raw)))
-	if flags&FlagFixedShape != 0 {
+	switch {
+	case d.ok: // no shapes: a sample's is its value's length
+	case flags&FlagFixedShape != 0:
 		hdr = appendU32s(hdr, b.shapes[:b.ndim])
-	} else {
+	default:
 		hdr = appendU32s(hdr, b.shapes)
 	}
 	if b.anyNull {

@@ -140,8 +140,13 @@ type Header struct {
 // Size is the size of the whole chunk object: header, data and data checksum.
 func (h *Header) Size() int64 { return int64(h.Len) + h.DataLen + 4 }
 
-// Shape returns sample i's shape (a new slice).
+// Shape returns sample i's shape (a new slice). A dictionary chunk's
+// header holds no shapes (a sample's is its value's length): Shape is nil
+// there, and Chunk.Shape gives it from the data.
 func (h *Header) Shape(i int) []int {
+	if h.Flags&FlagDict != 0 {
+		return nil
+	}
 	out := make([]int, h.NDim)
 	base := 0
 	if h.Flags&FlagFixedShape == 0 {
@@ -236,7 +241,10 @@ func ParseHeader(b []byte) (*Header, error) {
 	}
 	r := reader{b: b[:h.Len-4], off: fixedHeaderLen}
 	nShapes := h.NDim
-	if h.Flags&FlagFixedShape == 0 {
+	switch {
+	case h.Flags&FlagDict != 0:
+		nShapes = 0 // a sample's shape is its value's length
+	case h.Flags&FlagFixedShape == 0:
 		nShapes = h.N * h.NDim
 	}
 	h.shapes = r.u32s(nShapes)

@@ -24,6 +24,15 @@ type Chunk struct {
 // c.Raw is). In a salvaged chunk, check BadSample first.
 func (c *Chunk) Sample(i int) []byte { return c.Value(c.Raw, 0, i) }
 
+// Shape returns sample i's shape (a new slice): the header's, or for a
+// dictionary chunk the length of its value ([0] when null).
+func (c *Chunk) Shape(i int) []int {
+	if c.Dict() {
+		return []int{len(c.Sample(i))}
+	}
+	return c.Header.Shape(i)
+}
+
 // BadSample reports whether sample i's bytes overlap a bad block of a
 // salvaged chunk, and the first such block. A sample without bytes is
 // never bad.

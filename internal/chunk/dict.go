@@ -134,13 +134,11 @@ func (h *Header) checkDict() error {
 }
 
 // checkIndices verifies the indices in raw, those of samples first on,
-// whose bytes raw holds whole: each below the entry count, and each
-// non-null sample's shape its entry's length.
+// whose bytes raw holds whole: each below the entry count.
 func (h *Header) checkIndices(raw []byte, first int) error {
 	w, k := h.dictW, h.DictLen()
 	n := len(raw) / w
 	for j := range n {
-		i := first + j
 		var x int
 		if w == 1 {
 			x = int(raw[j])
@@ -148,13 +146,7 @@ func (h *Header) checkIndices(raw []byte, first int) error {
 			x = int(binary.LittleEndian.Uint16(raw[2*j:]))
 		}
 		if x >= k {
-			return corruptf("sample %d has dictionary index %d, dictionary has %d entries", i, x, k)
-		}
-		if h.Flags&FlagNulls != 0 && h.Null(i) {
-			continue
-		}
-		if l := h.dictOff[x+1] - h.dictOff[x]; h.shapes[i] != l {
-			return corruptf("sample %d has shape [%d], its dictionary entry %d has %d bytes", i, h.shapes[i], x, l)
+			return corruptf("sample %d has dictionary index %d, dictionary has %d entries", first+j, x, k)
 		}
 	}
 	return nil
