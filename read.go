@@ -340,19 +340,7 @@ func (f *Fetched) DictRun(lo, hi int, dst []int32) (idx []int32, ok bool) {
 	if c == nil || !c.Dict() || len(c.Bad) > 0 || lo < 0 || hi > c.N || lo > hi {
 		return dst, false
 	}
-	nulls := c.Flags&chunk.FlagNulls != 0
-	for j := lo; j < hi; j++ {
-		if nulls && c.Null(j) {
-			dst = append(dst, -1)
-			continue
-		}
-		k := c.Index(c.Raw, 0, j)
-		if k < 0 {
-			return dst, false
-		}
-		dst = append(dst, int32(k))
-	}
-	return dst, true
+	return c.AppendIndices(c.Raw, 0, lo, hi, dst)
 }
 
 // Mem is the memory the fetched data holds.

@@ -395,6 +395,17 @@ func (sc *Scan) LocateRange(lo, hi int64, buf []RowLoc) ([]RowLoc, error) {
 			k++
 			f, off, d = sc.s.frags[k], 0, 0
 		}
+		if d == len(f.deleted) && f.ref.IDStart != nil {
+			// No deleted row ahead in the fragment, ids by offset: the
+			// rows up to its end at once.
+			end, id0 := min(hi, sc.s.cum[k+1]), *f.ref.IDStart
+			for ; pos < end; pos++ {
+				buf = append(buf, RowLoc{frag: k, off: off, ID: id0 + uint64(off)})
+				off++
+			}
+			pos--
+			continue
+		}
 		for d < len(f.deleted) && f.deleted[d] == off {
 			off++
 			d++
@@ -472,10 +483,14 @@ func (c *SlotCursor) Run(locs []RowLoc) (Slot, int) {
 	r := locs[0]
 	ref := c.refs[c.k]
 	end := ref.First + ref.Rows - r.off // samples of the chunk from r on
-	n := 1
-	for n < len(locs) && int64(n) < end && locs[n].frag == r.frag && locs[n].off == r.off+int64(n) {
-		n++
-	}
+	m := int(min(int64(len(locs)), end))
+	// Rows in increasing position order have increasing (fragment, offset):
+	// locs[n] follows r one after another for a prefix of n, found by
+	// bisection.
+	n := 1 + sort.Search(m-1, func(j int) bool {
+		l := locs[j+1]
+		return l.frag != r.frag || l.off != r.off+int64(j+1)
+	})
 	return first, n
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -283,10 +284,10 @@ func (s *source) spans(l *local, uid int) []span {
 	cur := s.sc.SlotCursor(uid)
 	l.spans = l.spans[:0]
 	for k := 0; k < len(l.rows); {
-		m := 1 // the rows from k on at positions one after another
-		for k+m < len(l.rows) && l.rows[k+m] == l.rows[k]+int32(m) {
-			m++
-		}
+		// The rows from k on at positions one after another: rows increase,
+		// so they are a prefix, found by bisection.
+		rest := l.rows[k:]
+		m := 1 + sort.Search(len(rest)-1, func(j int) bool { return rest[j+1] != rest[0]+int32(j+1) })
 		li := int(l.rows[k])
 		for j := 0; j < m; {
 			slot, n := cur.Run(l.locs[li+j : li+m])

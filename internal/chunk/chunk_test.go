@@ -421,5 +421,12 @@ func FuzzDecode(f *testing.F) {
 				_ = h.Value(raw, h.BlockStart(a), i)
 			}
 		}
+		if h.Dict() {
+			s, _ := h.Range(lo)
+			_, e := h.Range(hi - 1)
+			if s >= h.BlockStart(a) && e-h.BlockStart(a) <= int64(len(raw)) {
+				_, _ = h.AppendIndices(raw, h.BlockStart(a), lo, hi, nil)
+			}
+		}
 	})
 }

@@ -68,6 +68,38 @@ func (h *Header) Index(raw []byte, rawOff int64, i int) int {
 	return k
 }
 
+// AppendIndices appends the dictionary indices of samples [lo, hi) of a
+// dictionary chunk to dst, -1 for a null sample, from raw, the raw data
+// from offset rawOff on that holds them. ok is false when an index is out
+// of range (which Decode and DecodeBlocks refuse).
+func (h *Header) AppendIndices(raw []byte, rawOff int64, lo, hi int, dst []int32) (idx []int32, ok bool) {
+	k := int32(h.DictLen())
+	s := int64(lo)*int64(h.dictW) - rawOff
+	start := len(dst)
+	if h.dictW == 1 {
+		for _, x := range raw[s : s+int64(hi-lo)] {
+			dst = append(dst, int32(x))
+		}
+	} else {
+		for j := range hi - lo {
+			dst = append(dst, int32(binary.LittleEndian.Uint16(raw[s+2*int64(j):])))
+		}
+	}
+	for _, x := range dst[start:] {
+		if x >= k {
+			return dst[:start], false
+		}
+	}
+	if h.Flags&FlagNulls != 0 {
+		for j := lo; j < hi; j++ {
+			if h.Null(j) {
+				dst[start+j-lo] = -1
+			}
+		}
+	}
+	return dst, true
+}
+
 // Value returns sample i's bytes from raw, the raw data from offset rawOff
 // on that holds sample i (for a whole chunk, all of it and rawOff 0): a
 // sub-slice of raw, or for a dictionary chunk its dictionary entry, a
@@ -134,15 +166,27 @@ func (h *Header) checkDict() error {
 }
 
 // checkIndices verifies the indices in raw, those of samples first on,
-// whose bytes raw holds whole: each below the entry count.
+// whose bytes raw holds whole: each below the entry count. (With 1-byte
+// indices it looks for the largest, a loop without branches, and names
+// the offending sample only then.)
 func (h *Header) checkIndices(raw []byte, first int) error {
-	w, k := h.dictW, h.DictLen()
-	n := len(raw) / w
-	for j := range n {
-		var x int
-		if w == 1 {
-			x = int(raw[j])
-		} else {
+	k := h.DictLen()
+	if h.dictW == 1 {
+		if k == 256 {
+			return nil // every byte is an index
+		}
+		var m byte
+		for _, x := range raw {
+			m = max(m, x)
+		}
+		if int(m) < k {
+			return nil
+		}
+	}
+	w := h.dictW
+	for j := range len(raw) / w {
+		x := int(raw[j])
+		if w == 2 {
 			x = int(binary.LittleEndian.Uint16(raw[2*j:]))
 		}
 		if x >= k {

@@ -51,7 +51,13 @@ func TestDictRoundTrip(t *testing.T) {
 				require.True(t, ch.Dict(), name)
 				require.LessOrEqual(t, ch.DictLen(), k, name)
 				require.Equal(t, int64(len(samples)*dictWidth(ch.DictLen())), ch.RawLen, name)
+				idx, ok := ch.AppendIndices(ch.Raw, 0, 0, ch.N, nil)
+				require.True(t, ok, name)
 				for i, s := range samples {
+					require.Equal(t, s.null, idx[i] < 0, name)
+					if !s.null {
+						require.Equal(t, s.data, ch.Entry(int(idx[i])), name)
+					}
 					require.Equal(t, s.null, ch.Null(i), name)
 					require.True(t, bytes.Equal(s.data, ch.Sample(i)), "%s sample %d", name, i)
 					require.Equal(t, s.shape, ch.Shape(i), name)
