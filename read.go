@@ -296,7 +296,7 @@ func (f *Fetched) Data(j int) (data []byte, null bool, err error) {
 // Data). data aliases the fetched memory and must not be modified.
 func (f *Fetched) Fixed(lo, hi, size int) (data []byte, ok bool) {
 	c := f.ch
-	if c == nil || c.Flags&chunk.FlagPartial != 0 || len(c.Bad) > 0 || lo < 0 || hi > c.N || lo >= hi || size <= 0 {
+	if c == nil || c.Flags&chunk.FlagPartial != 0 || c.Dict() || len(c.Bad) > 0 || lo < 0 || hi > c.N || lo >= hi || size <= 0 {
 		return nil, false
 	}
 	s, _ := c.Range(lo)
@@ -312,6 +312,35 @@ func (f *Fetched) Fixed(lo, hi, size int) (data []byte, ok bool) {
 		}
 	}
 	return c.Raw[s:e:e], true
+}
+
+// DictLen is the number of dictionary entries of a whole fetched chunk
+// of a text or json column written with a dictionary (docs/format.md
+// §3.3): its distinct values, each stored once. It is 0 for any other
+// fetch, whose samples come from Data alone.
+func (f *Fetched) DictLen() int {
+	if f.ch == nil {
+		return 0
+	}
+	return f.ch.DictLen()
+}
+
+// Entry returns dictionary entry k, 0 <= k < DictLen, as stored: the
+// bytes of every sample whose index DictRun gives as k. It aliases the
+// fetched memory and must not be modified.
+func (f *Fetched) Entry(k int) []byte { return f.ch.Entry(k) }
+
+// DictRun appends the dictionary indices of samples [lo, hi) of a whole
+// fetched dictionary chunk to dst, -1 for a null sample: a reader judges
+// or converts each entry once, and each sample by its index. ok is false
+// when the chunk has no dictionary, the run is out of range or the chunk
+// has damaged blocks (the caller falls back to Data).
+func (f *Fetched) DictRun(lo, hi int, dst []int32) (idx []int32, ok bool) {
+	c := f.ch
+	if c == nil || !c.Dict() || len(c.Bad) > 0 || lo < 0 || hi > c.N || lo > hi {
+		return dst, false
+	}
+	return c.AppendIndices(c.Raw, 0, lo, hi, dst)
 }
 
 // Mem is the memory the fetched data holds.
@@ -347,10 +376,9 @@ func (f *Fetched) sample(ref manifest.ChunkRef, j int) (Sample, error) {
 		if j < f.lo || j >= f.hi {
 			return Sample{}, fmt.Errorf("read chunk %s: fetched samples [%d, %d), want %d: %w", ref.Key, f.lo, f.hi, j, ErrInvalidArgument)
 		}
-		s, e := f.hdr.Range(j)
 		var data []byte
-		if s < e {
-			data = f.raw[s-f.rawOff : e-f.rawOff : e-f.rawOff]
+		if s, e := f.hdr.Range(j); s < e {
+			data = f.hdr.Value(f.raw, f.rawOff, j)
 		}
 		return sampleFrom(f.hdr, j, data), nil
 	}
@@ -394,6 +422,9 @@ func sampleFrom(h *chunk.Header, j int, data []byte) Sample {
 		data = []byte{}
 	}
 	s := Sample{Shape: h.Shape(j), Data: data}
+	if h.Dict() { // no shapes in the header: a value's is its length
+		s.Shape = []int{len(data)}
+	}
 	switch h.SampleCompression {
 	case chunk.SamplePNG:
 		s.Encoding = schema.PNG

@@ -395,6 +395,17 @@ func (sc *Scan) LocateRange(lo, hi int64, buf []RowLoc) ([]RowLoc, error) {
 			k++
 			f, off, d = sc.s.frags[k], 0, 0
 		}
+		if d == len(f.deleted) && f.ref.IDStart != nil {
+			// No deleted row ahead in the fragment, ids by offset: the
+			// rows up to its end at once.
+			end, id0 := min(hi, sc.s.cum[k+1]), *f.ref.IDStart
+			for ; pos < end; pos++ {
+				buf = append(buf, RowLoc{frag: k, off: off, ID: id0 + uint64(off)})
+				off++
+			}
+			pos--
+			continue
+		}
 		for d < len(f.deleted) && f.deleted[d] == off {
 			off++
 			d++
@@ -408,7 +419,9 @@ func (sc *Scan) LocateRange(lo, hi int64, buf []RowLoc) ([]RowLoc, error) {
 // SampleInfo returns the shape of slot's sample and the bytes it takes as
 // stored (for png/jpeg, the encoded image), from its chunk's header alone:
 // one range read of the header, which the Dataset then keeps, and none of
-// the sample's data. A null slot gives a nil shape.
+// the sample's data (but for a text or json value of a dictionary chunk,
+// whose index is read by range: its value's length is its shape and its
+// stored bytes). A null slot gives a nil shape.
 func (sc *Scan) SampleInfo(ctx context.Context, slot Slot) (shape []int, stored int64, err error) {
 	if slot.pieces == 0 {
 		return nil, 0, nil
@@ -423,6 +436,20 @@ func (sc *Scan) SampleInfo(ctx context.Context, slot Slot) (shape []int, stored 
 	}
 	if h.Null(slot.index) {
 		return nil, 0, nil
+	}
+	if h.Dict() {
+		// A text or json value of a dictionary chunk: its shape is its
+		// length, which its index, read by range, gives.
+		f, err := sc.Fetch(ctx, sc.Span(slot.first, slot.index, slot.index+1))
+		if err != nil {
+			return nil, 0, err
+		}
+		defer f.Recycle()
+		s, err := sc.Sample(slot, []*Fetched{f})
+		if err != nil {
+			return nil, 0, err
+		}
+		return s.Shape, int64(len(s.Data)), nil
 	}
 	a, b := h.Range(slot.index)
 	return h.Shape(slot.index), b - a, nil
@@ -456,10 +483,14 @@ func (c *SlotCursor) Run(locs []RowLoc) (Slot, int) {
 	r := locs[0]
 	ref := c.refs[c.k]
 	end := ref.First + ref.Rows - r.off // samples of the chunk from r on
-	n := 1
-	for n < len(locs) && int64(n) < end && locs[n].frag == r.frag && locs[n].off == r.off+int64(n) {
-		n++
-	}
+	m := int(min(int64(len(locs)), end))
+	// Rows in increasing position order have increasing (fragment, offset):
+	// locs[n] follows r one after another for a prefix of n, found by
+	// bisection.
+	n := 1 + sort.Search(m-1, func(j int) bool {
+		l := locs[j+1]
+		return l.frag != r.frag || l.off != r.off+int64(j+1)
+	})
 	return first, n
 }
 

@@ -146,6 +146,9 @@ func BenchmarkMetadataQueryPaired(b *testing.B) {
 	d, err := loch.Open(ctx, url)
 	require.NoError(b, err)
 	defer d.Close()
+	for _, c := range d.Schema().Columns {
+		b.Logf("column %s: %d bytes stored, %d bytes of values", c.Name, c.StoredBytes, c.RawBytes)
+	}
 	e, err := New(ctx, d, Options{})
 	require.NoError(b, err)
 	defer e.Close()

@@ -385,3 +385,58 @@ func FuzzDecodeFilter(f *testing.F) {
 		}
 	})
 }
+
+// TestDictKeepJudgesEachEntryOnce: on a dictionary chunk (docs/format.md
+// §3.3) a pushed predicate is judged once per distinct value and null,
+// and each row by its index, keeping exactly the rows whose value passes.
+func TestDictKeepJudgesEachEntryOnce(t *testing.T) {
+	d, err := loch.Create(ctx, filepath.Join(t.TempDir(), "dict"), schema.Schema{Columns: []schema.Column{
+		{Name: "t", Kind: schema.TextKind, ChunkCompression: schema.LZ4},
+	}})
+	require.NoError(t, err)
+	defer d.Close()
+	vals := []string{"apple", "banana", "cherry"}
+	var rows []loch.Row
+	for i := range 3000 {
+		row := loch.Row{"t": loch.String(vals[i*7%3])}
+		if i%11 == 0 {
+			row = loch.Row{}
+		}
+		rows = append(rows, row)
+	}
+	require.NoError(t, d.Extend(ctx, rows))
+	_, err = d.Commit(ctx, "rows")
+	require.NoError(t, err)
+	sc := d.Scan()
+	require.NoError(t, sc.Load(ctx, 1))
+	ids := sc.Chunks(sc.Schema().Columns[0].UID)
+	require.Len(t, ids, 1)
+	f, err := sc.Fetch(ctx, loch.Read{Chunk: ids[0]})
+	require.NoError(t, err)
+	require.Equal(t, 3, f.DictLen())
+
+	calls := 0
+	p := cpred{keep: func(b []byte, null bool) bool {
+		calls++
+		return !null && string(b) == "banana"
+	}}
+	all := make([]int32, len(rows))
+	for i := range all {
+		all[i] = int32(i)
+	}
+	var l local
+	var memo verdicts
+	// Two runs of one chunk: the second judges nothing again.
+	out, ok := l.dictKeep(&memo, p, f, 0, all[:1000], nil)
+	require.True(t, ok)
+	out, ok = l.dictKeep(&memo, p, f, 1000, all[1000:], out)
+	require.True(t, ok)
+	require.LessOrEqual(t, calls, 4, "three values and null, each judged once")
+	var want []int32
+	for i, r := range rows {
+		if s, ok := r["t"]; ok && string(s.Data) == "banana" {
+			want = append(want, int32(i))
+		}
+	}
+	require.Equal(t, want, out)
+}

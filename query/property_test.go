@@ -168,6 +168,30 @@ func (p propRow) literal(id uint64, pos int) string {
 	return "(" + strings.Join(v, ", ") + ")"
 }
 
+// requireDictChunks checks that some chunks of each of the columns are
+// dictionary chunks (docs/format.md §3.3), which the scan reads by entry.
+func requireDictChunks(t *testing.T, d *loch.Dataset, cols ...string) {
+	t.Helper()
+	sc := d.Scan()
+	require.NoError(t, sc.Load(ctx, 2))
+	for _, name := range cols {
+		dict := 0
+		for _, c := range sc.Schema().Columns {
+			if c.Name != name {
+				continue
+			}
+			for _, id := range sc.Chunks(c.UID) {
+				f, err := sc.Fetch(ctx, loch.Read{Chunk: id})
+				require.NoError(t, err)
+				if f.DictLen() > 0 {
+					dict++
+				}
+			}
+		}
+		require.Positive(t, dict, "column %s has no dictionary chunk", name)
+	}
+}
+
 func deref[T any](p *T) T {
 	var z T
 	if p == nil {
@@ -207,8 +231,11 @@ func matchParquet(t *testing.T, r *rand.Rand) {
 		}
 		return out
 	}
-	for range 2 + r.IntN(3) { // several fragments
+	for frag := range 2 + r.IntN(3) { // several fragments
 		n := 20 + r.IntN(80)
+		if frag == 0 { // enough rows that t and j are stored in dictionary chunks
+			n = 400 + r.IntN(200)
+		}
 		rows := make([]loch.Row, n)
 		added := make([]propRow, n)
 		for k := range rows {
@@ -251,6 +278,7 @@ func matchParquet(t *testing.T, r *rand.Rand) {
 	}
 	order := ids()
 	require.Len(t, order, len(model))
+	requireDictChunks(t, d, "t", "j")
 
 	e, err := New(ctx, d, Options{Threads: 2})
 	require.NoError(t, err)

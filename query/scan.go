@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"slices"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -95,6 +97,27 @@ type local struct {
 	slots     []loch.Slot
 	spans     []span
 	strs      stringBatch // a text or json column's values, assigned at once
+	idx       []int32     // a run's dictionary indices (Fetched.DictRun)
+	verdicts  []verdicts  // per pushed predicate: its verdicts on a dictionary's entries
+	entries   entryRefs   // a text or json column's dictionary entries in strs
+}
+
+// verdicts memoizes a predicate's verdict on each entry of the dictionary
+// of the chunk f (docs/format.md §3.3): 0 not judged yet, 1 kept, 2
+// dropped; null is the verdict on a null value.
+type verdicts struct {
+	f    *loch.Fetched
+	v    []int8
+	null int8
+}
+
+// entryRefs records where strs holds each entry of the dictionary of the
+// chunk f, so that rows of one entry share one copy: ends[k] > 0 once
+// entry k is in strs at [starts[k], ends[k]).
+type entryRefs struct {
+	f            *loch.Fetched
+	starts, ends []int64
+	empty        bool // an entry is empty
 }
 
 func (s *source) NewLocalState() any { return &local{} }
@@ -151,7 +174,10 @@ func (s *source) FillChunk(ls any, chunk duckdb.DataChunk) error {
 // applyFilter keeps in l.rows the rows that pass every pushed predicate,
 // evaluating each on the rows that passed the ones before.
 func (s *source) applyFilter(l *local, lo int64) error {
-	for _, p := range s.filter.preds {
+	if len(l.verdicts) != len(s.filter.preds) {
+		l.verdicts = make([]verdicts, len(s.filter.preds))
+	}
+	for pi, p := range s.filter.preds {
 		c := p.col
 		size := 0 // a fixed-size scalar's bytes: runs of them judged at once
 		if c.kind == mapScalar || c.kind == mapEnum {
@@ -187,6 +213,12 @@ func (s *source) applyFilter(l *local, lo int64) error {
 					continue
 				}
 			}
+			if f.DictLen() > 0 {
+				var ok bool
+				if out, ok = l.dictKeep(&l.verdicts[pi], p, f, idx, l.rows[sp.k:sp.k+sp.n], out); ok {
+					continue
+				}
+			}
 			for j := range sp.n {
 				li := l.rows[sp.k+j]
 				b, null, err := f.Data(idx + j)
@@ -206,6 +238,39 @@ func (s *source) applyFilter(l *local, lo int64) error {
 	return nil
 }
 
+// dictKeep judges rows, whose samples are samples idx on of the
+// dictionary chunk f, by their dictionary indices: each entry is judged
+// once per chunk (memo), and the rows kept appended to out (which may
+// share rows' memory up to the row read). ok is false when f gives no
+// indices for them (then nothing was appended).
+func (l *local) dictKeep(memo *verdicts, p cpred, f *loch.Fetched, idx int, rows, out []int32) ([]int32, bool) {
+	ix, ok := f.DictRun(idx, idx+len(rows), l.idx[:0])
+	l.idx = ix
+	if !ok {
+		return out, false
+	}
+	if memo.f != f {
+		memo.f, memo.null = f, 0
+		memo.v = append(memo.v[:0], make([]int8, f.DictLen())...)
+	}
+	for j, k := range ix {
+		v := &memo.null
+		if k >= 0 {
+			v = &memo.v[k]
+		}
+		if *v == 0 {
+			*v = 2
+			if (k < 0 && p.keep(nil, true)) || (k >= 0 && p.keep(f.Entry(int(k)), false)) {
+				*v = 1
+			}
+		}
+		if *v == 1 {
+			out = append(out, rows[j])
+		}
+	}
+	return out, true
+}
+
 // span is a run of the rows l.rows keeps, l.rows[k:k+n], whose samples of
 // one column follow one another in one chunk from slot's (n is 1 for a
 // null or split sample).
@@ -219,10 +284,10 @@ func (s *source) spans(l *local, uid int) []span {
 	cur := s.sc.SlotCursor(uid)
 	l.spans = l.spans[:0]
 	for k := 0; k < len(l.rows); {
-		m := 1 // the rows from k on at positions one after another
-		for k+m < len(l.rows) && l.rows[k+m] == l.rows[k]+int32(m) {
-			m++
-		}
+		// The rows from k on at positions one after another: rows increase,
+		// so they are a prefix, found by bisection.
+		rest := l.rows[k:]
+		m := 1 + sort.Search(len(rest)-1, func(j int) bool { return rest[j+1] != rest[0]+int32(j+1) })
 		li := int(l.rows[k])
 		for j := 0; j < m; {
 			slot, n := cur.Run(l.locs[li+j : li+m])
@@ -305,6 +370,7 @@ func (s *source) fill(chunk duckdb.DataChunk, l *local, ci int, lo int64) error 
 	}
 	strs := &l.strs
 	strs.reset()
+	l.entries.f = nil // strs starts empty: no entry is in it
 	defer strs.assign(str)
 	if c.direct() {
 		// Scalars, text and json: their bytes, with no shape.
@@ -328,6 +394,9 @@ func (s *source) fill(chunk duckdb.DataChunk, l *local, ci int, lo int64) error 
 					copy(unsafe.Slice((*byte)(unsafe.Add(raw, sp.k*size)), sp.n*size), data)
 					continue
 				}
+			}
+			if str.Ptr != nil && f.DictLen() > 0 && l.dictStrings(f, idx, sp) {
+				continue
 			}
 			for j := range sp.n {
 				i := sp.k + j // the row in the chunk
@@ -355,6 +424,39 @@ func (s *source) fill(chunk duckdb.DataChunk, l *local, ci int, lo int64) error 
 		}
 	}
 	return nil
+}
+
+// dictStrings gathers in l.strs the strings of span sp, whose samples are
+// samples idx on of the dictionary chunk f: each entry copied once per
+// vector, its rows pointing at that copy. ok is false when f gives no
+// indices for them or one is null (then nothing was gathered: the caller
+// takes the rows one by one).
+func (l *local) dictStrings(f *loch.Fetched, idx int, sp span) bool {
+	ix, ok := f.DictRun(idx, idx+sp.n, l.idx[:0])
+	l.idx = ix
+	if !ok || slices.Contains(ix, -1) {
+		return false
+	}
+	e := &l.entries
+	if e.f != f {
+		e.f, e.empty = f, false
+		e.starts = append(e.starts[:0], make([]int64, f.DictLen())...)
+		e.ends = append(e.ends[:0], make([]int64, f.DictLen())...)
+		for k := range f.DictLen() {
+			e.empty = e.empty || len(f.Entry(k)) == 0
+		}
+	}
+	if e.empty {
+		return false // an empty value is setDirect's (JSON's is NULL)
+	}
+	for j, k := range ix {
+		if e.ends[k] == 0 {
+			e.starts[k], e.ends[k] = l.strs.add(sp.k+j, f.Entry(int(k)))
+			continue
+		}
+		l.strs.addRef(sp.k+j, e.starts[k], e.ends[k])
+	}
+	return true
 }
 
 // fillValue writes row i of the chunk, at position pos, from its slot of

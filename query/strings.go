@@ -19,8 +19,8 @@ void duckdb_vector_assign_string_element_len(duckdb_vector vector, idx_t index, 
 void duckdb_unsafe_vector_assign_string_element_len(duckdb_vector vector, idx_t index, const char *str, idx_t str_len);
 
 // loch_assign_strings assigns n strings to rows of a VARCHAR (or JSON,
-// or BLOB) vector in one call from Go: string k is data[ends[k-1]:ends[k]]
-// (from 0 for k = 0), for row rows[k].
+// or BLOB) vector in one call from Go: string k is data[starts[k]:ends[k]],
+// for row rows[k]; total is the length of data (strings may share bytes).
 //
 // With valid set (the strings are known to be UTF-8), DuckDB copies all
 // of data into the vector's string heap at once (as row rows[0]'s value,
@@ -29,24 +29,20 @@ void duckdb_unsafe_vector_assign_string_element_len(duckdb_vector vector, idx_t 
 // longer ones pointing into that copy, which lives as long as the vector.
 // That is one heap allocation per vector instead of one per string.
 // Without valid, DuckDB checks and copies each string.
-static void loch_assign_strings(void *vec, const char *data, const int64_t *ends, const int32_t *rows, int64_t n, int valid) {
-	int64_t start = 0;
+static void loch_assign_strings(void *vec, const char *data, int64_t total, const int64_t *starts, const int64_t *ends, const int32_t *rows, int64_t n, int valid) {
 	if (!valid) {
 		for (int64_t k = 0; k < n; k++) {
-			duckdb_vector_assign_string_element_len((duckdb_vector)vec, (idx_t)rows[k], data + start, (idx_t)(ends[k] - start));
-			start = ends[k];
+			duckdb_vector_assign_string_element_len((duckdb_vector)vec, (idx_t)rows[k], data + starts[k], (idx_t)(ends[k] - starts[k]));
 		}
 		return;
 	}
 	const char *heap = data;
-	int64_t total = ends[n - 1];
 	int big = 0;
 	for (int64_t k = 0; k < n; k++) {
-		if (ends[k] - start > 12) {
+		if (ends[k] - starts[k] > 12) {
 			big = 1;
 			break;
 		}
-		start = ends[k];
 	}
 	duckdb_string_t *strs = (duckdb_string_t *)duckdb_vector_get_data((duckdb_vector)vec);
 	if (big) {
@@ -54,8 +50,8 @@ static void loch_assign_strings(void *vec, const char *data, const int64_t *ends
 		duckdb_unsafe_vector_assign_string_element_len((duckdb_vector)vec, (idx_t)rows[0], data, (idx_t)total);
 		heap = strs[rows[0]].value.pointer.ptr;
 	}
-	start = 0;
 	for (int64_t k = 0; k < n; k++) {
+		int64_t start = starts[k];
 		uint32_t len = (uint32_t)(ends[k] - start);
 		duckdb_string_t *d = &strs[rows[k]];
 		if (len <= 12) {
@@ -67,7 +63,6 @@ static void loch_assign_strings(void *vec, const char *data, const int64_t *ends
 			memcpy(d->value.pointer.prefix, data + start, 4);
 			d->value.pointer.ptr = (char *)heap + start;
 		}
-		start = ends[k];
 	}
 }
 */
@@ -85,18 +80,28 @@ import (
 // them to their DuckDB vector with one C call (assign) instead of one per
 // row, which cost more than all the rest of a scan of text and json.
 type stringBatch struct {
-	data []byte
-	ends []int64
-	rows []int32
+	data         []byte
+	starts, ends []int64
+	rows         []int32
 }
 
 func (s *stringBatch) reset() {
-	s.data, s.ends, s.rows = s.data[:0], s.ends[:0], s.rows[:0]
+	s.data, s.starts, s.ends, s.rows = s.data[:0], s.starts[:0], s.ends[:0], s.rows[:0]
 }
 
-func (s *stringBatch) add(row int, b []byte) {
+// add gathers b as row's string and returns where the batch holds it.
+func (s *stringBatch) add(row int, b []byte) (start, end int64) {
+	start = int64(len(s.data))
 	s.data = append(s.data, b...)
-	s.ends = append(s.ends, int64(len(s.data)))
+	s.addRef(row, start, int64(len(s.data)))
+	return start, int64(len(s.data))
+}
+
+// addRef gathers as row's string the bytes [start, end) that the batch
+// holds already (from add): rows of one value share one copy.
+func (s *stringBatch) addRef(row int, start, end int64) {
+	s.starts = append(s.starts, start)
+	s.ends = append(s.ends, end)
 	s.rows = append(s.rows, int32(row))
 }
 
@@ -106,12 +111,10 @@ func (s *stringBatch) valid() bool {
 	if ascii(s.data) {
 		return true
 	}
-	start := int64(0)
-	for _, e := range s.ends {
-		if !utf8.Valid(s.data[start:e]) {
+	for k, e := range s.ends {
+		if !utf8.Valid(s.data[s.starts[k]:e]) {
 			return false
 		}
-		start = e
 	}
 	return true
 }
@@ -145,5 +148,6 @@ func (s *stringBatch) assign(vec mapping.Vector) {
 	if len(s.data) > 0 {
 		data = (*C.char)(unsafe.Pointer(&s.data[0]))
 	}
-	C.loch_assign_strings(vec.Ptr, data, (*C.int64_t)(unsafe.Pointer(&s.ends[0])), (*C.int32_t)(unsafe.Pointer(&s.rows[0])), C.int64_t(len(s.rows)), C.int(valid))
+	C.loch_assign_strings(vec.Ptr, data, C.int64_t(len(s.data)), (*C.int64_t)(unsafe.Pointer(&s.starts[0])), (*C.int64_t)(unsafe.Pointer(&s.ends[0])),
+		(*C.int32_t)(unsafe.Pointer(&s.rows[0])), C.int64_t(len(s.rows)), C.int(valid))
 }

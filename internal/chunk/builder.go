@@ -128,6 +128,14 @@ func (b *Builder) encode(dst []byte, blocked bool) ([]byte, error) {
 		return nil, fmt.Errorf("encode chunk: a partial chunk holds one sample, have %d", n)
 	}
 	flags, blockSize := b.flags(), BlockSize
+	d := dictData{raw: b.raw}
+	if blocked {
+		if d.offs, d.entries, d.raw, d.ok = b.dictionary(); d.ok {
+			flags = flags&^FlagFixedShape | FlagDict
+		} else {
+			d.raw = b.raw
+		}
+	}
 	switch {
 	case !blocked && b.codec != CodecNone:
 		flags, blockSize = flags&^FlagBlocked, 0
@@ -136,10 +144,10 @@ func (b *Builder) encode(dst []byte, blocked bool) ([]byte, error) {
 	case b.codec == CodecNone:
 		blockSize = PlainBlockSize
 	}
-	hdr := b.header(flags, blockSize)
+	hdr := b.header(flags, blockSize, &d)
 	hlen := len(hdr) + 4
 	out := dst[:0]
-	if need := hlen + len(b.raw) + 64; cap(out) < need && b.codec == CodecNone {
+	if need := hlen + len(d.raw) + 64; cap(out) < need && b.codec == CodecNone {
 		out = make([]byte, 0, need)
 	}
 	out = append(out, hdr...)
@@ -149,11 +157,11 @@ func (b *Builder) encode(dst []byte, blocked bool) ([]byte, error) {
 	var err error
 	switch {
 	case b.codec == CodecNone:
-		out = append(out, b.raw...)
+		out = append(out, d.raw...)
 	case flags&FlagBlocked == 0:
-		out, err = compress(b.codec, out, b.raw)
+		out, err = compress(b.codec, out, d.raw)
 	default:
-		out, err = b.appendBlocks(out, hlen)
+		out, err = appendBlocks(b.codec, out, hlen, d.raw)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("encode chunk: %w", err)
@@ -165,16 +173,25 @@ func (b *Builder) encode(dst []byte, blocked bool) ([]byte, error) {
 	return out, nil
 }
 
-// appendBlocks appends the compressed blocks of the raw data to out, whose
-// header (of hlen bytes, checksum included) ends with the block lengths,
-// and fills those in.
-func (b *Builder) appendBlocks(out []byte, hlen int) ([]byte, error) {
-	nblocks := blockCount(int64(len(b.raw)), BlockSize)
+// dictData is the raw data a chunk is encoded with: the samples' bytes, or
+// (ok) a dictionary's indices, with its entries.
+type dictData struct {
+	raw     []byte
+	offs    []uint32
+	entries []byte
+	ok      bool
+}
+
+// appendBlocks appends the compressed blocks of raw to out, whose header
+// (of hlen bytes, checksum included) ends with the block lengths, and
+// fills those in.
+func appendBlocks(codec uint8, out []byte, hlen int, raw []byte) ([]byte, error) {
+	nblocks := blockCount(int64(len(raw)), BlockSize)
 	lens := hlen - 4 - 4*nblocks // offset of the block lengths
 	for k := range nblocks {
 		start := len(out)
 		var err error
-		if out, err = compress(b.codec, out, b.raw[k*BlockSize:min((k+1)*BlockSize, len(b.raw))]); err != nil {
+		if out, err = compress(codec, out, raw[k*BlockSize:min((k+1)*BlockSize, len(raw))]); err != nil {
 			return nil, fmt.Errorf("block %d: %w", k, err)
 		}
 		binary.LittleEndian.PutUint32(out[lens+4*k:], uint32(len(out)-start))
@@ -205,10 +222,11 @@ func (b *Builder) flags() uint16 {
 
 // header returns the chunk header (docs/format.md, section 3) without its
 // closing checksum: the fixed part, with the header length set and the data
-// length left zero, then the shapes, the null bitmap, the offsets, the
-// partial record, the block checksums and (zeroed) block lengths that
-// flags and blockSize call for.
-func (b *Builder) header(flags uint16, blockSize int) []byte {
+// length left zero, then the shapes, the null bitmap, the offsets or the
+// dictionary, the partial record, the block checksums and (zeroed) block
+// lengths that flags and blockSize call for, over the raw data d.raw.
+func (b *Builder) header(flags uint16, blockSize int, d *dictData) []byte {
+	raw := d.raw
 	n := b.Len()
 	hdr := make([]byte, fixedHeaderLen, fixedHeaderLen+4*len(b.shapes)+8*len(b.offsets)+64)
 	copy(hdr, Magic)
@@ -219,20 +237,30 @@ func (b *Builder) header(flags uint16, blockSize int) []byte {
 	if IsMedia(b.sample) {
 		hdr[5] = MediaMinor
 	}
+	if d.ok {
+		hdr[5] = DictMinor
+	}
 	hdr[6], hdr[7], hdr[8], hdr[9] = byte(b.dtype), b.sample, b.codec, byte(b.ndim)
 	binary.LittleEndian.PutUint16(hdr[10:], flags)
 	binary.LittleEndian.PutUint32(hdr[12:], uint32(n))
 	binary.LittleEndian.PutUint32(hdr[20:], uint32(blockSize))
-	binary.LittleEndian.PutUint64(hdr[32:], uint64(len(b.raw)))
-	if b.fixed {
+	binary.LittleEndian.PutUint64(hdr[32:], uint64(len(raw)))
+	switch {
+	case d.ok: // no shapes: a sample's is its value's length
+	case flags&FlagFixedShape != 0:
 		hdr = appendU32s(hdr, b.shapes[:b.ndim])
-	} else {
+	default:
 		hdr = appendU32s(hdr, b.shapes)
 	}
 	if b.anyNull {
 		hdr = b.appendNullBitmap(hdr)
 	}
-	if flags&FlagImplicitOffsets == 0 {
+	switch {
+	case d.ok:
+		hdr = binary.LittleEndian.AppendUint32(hdr, uint32(len(d.offs)-1))
+		hdr = appendU32s(hdr, d.offs)
+		hdr = append(hdr, d.entries...)
+	case flags&FlagImplicitOffsets == 0:
 		for _, o := range b.offsets {
 			hdr = binary.LittleEndian.AppendUint64(hdr, o)
 		}
@@ -247,13 +275,13 @@ func (b *Builder) header(flags uint16, blockSize int) []byte {
 		hdr = binary.LittleEndian.AppendUint32(hdr, b.partial.Count)
 	}
 	if blockSize > 0 {
-		for off := 0; off < len(b.raw); off += blockSize {
-			end := min(off+blockSize, len(b.raw))
-			hdr = binary.LittleEndian.AppendUint32(hdr, Checksum(b.raw[off:end]))
+		for off := 0; off < len(raw); off += blockSize {
+			end := min(off+blockSize, len(raw))
+			hdr = binary.LittleEndian.AppendUint32(hdr, Checksum(raw[off:end]))
 		}
 	}
 	if flags&FlagBlocked != 0 {
-		hdr = append(hdr, make([]byte, 4*blockCount(int64(len(b.raw)), blockSize))...)
+		hdr = append(hdr, make([]byte, 4*blockCount(int64(len(raw)), blockSize))...)
 	}
 	binary.LittleEndian.PutUint32(hdr[16:], uint32(len(hdr)+4))
 	return hdr

@@ -15,7 +15,7 @@ import (
 // section 3.1).
 const (
 	Major = 1
-	Minor = MediaMinor
+	Minor = DictMinor
 )
 
 // Magic starts every chunk object.
@@ -52,8 +52,11 @@ const (
 	// FlagBlocked (format 1.1): the data of an lz4 or zstd chunk is stored
 	// as blocks of BlockSize raw bytes, each compressed alone.
 	FlagBlocked
+	// FlagDict (format 1.8): a text or json chunk whose raw data is one
+	// index per sample into a dictionary in the header (dict.go).
+	FlagDict
 
-	knownFlags = FlagFixedShape | FlagNulls | FlagImplicitOffsets | FlagPartial | FlagBlocked
+	knownFlags = FlagFixedShape | FlagNulls | FlagImplicitOffsets | FlagPartial | FlagBlocked | FlagDict
 )
 
 // Sample compression codes.
@@ -129,13 +132,21 @@ type Header struct {
 	media             []Media  // media chunks: one entry per sample
 	blockEnds         []int64  // blocked: end of block b's stored bytes in the data
 	sampleBytes       int64    // for implicit offsets
+	dictOff           []uint32 // dictionary chunks: K+1 entry offsets in dict
+	dict              []byte   // dictionary chunks: the entries' bytes
+	dictW             int      // dictionary chunks: bytes per index
 }
 
 // Size is the size of the whole chunk object: header, data and data checksum.
 func (h *Header) Size() int64 { return int64(h.Len) + h.DataLen + 4 }
 
-// Shape returns sample i's shape (a new slice).
+// Shape returns sample i's shape (a new slice). A dictionary chunk's
+// header holds no shapes (a sample's is its value's length): Shape is nil
+// there, and Chunk.Shape gives it from the data.
 func (h *Header) Shape(i int) []int {
+	if h.Flags&FlagDict != 0 {
+		return nil
+	}
 	out := make([]int, h.NDim)
 	base := 0
 	if h.Flags&FlagFixedShape == 0 {
@@ -152,8 +163,12 @@ func (h *Header) Null(i int) bool {
 	return h.Flags&FlagNulls != 0 && h.nulls[i/8]&(1<<(i%8)) != 0
 }
 
-// Range returns the raw-data byte range [start, end) of sample i.
+// Range returns the raw-data byte range [start, end) of sample i: for a
+// dictionary chunk, that of its index (Value gives its bytes).
 func (h *Header) Range(i int) (start, end int64) {
+	if h.Flags&FlagDict != 0 {
+		return int64(i) * int64(h.dictW), int64(i+1) * int64(h.dictW)
+	}
 	if h.Flags&FlagImplicitOffsets != 0 {
 		return int64(i) * h.sampleBytes, int64(i+1) * h.sampleBytes
 	}
@@ -226,14 +241,22 @@ func ParseHeader(b []byte) (*Header, error) {
 	}
 	r := reader{b: b[:h.Len-4], off: fixedHeaderLen}
 	nShapes := h.NDim
-	if h.Flags&FlagFixedShape == 0 {
+	switch {
+	case h.Flags&FlagDict != 0:
+		nShapes = 0 // a sample's shape is its value's length
+	case h.Flags&FlagFixedShape == 0:
 		nShapes = h.N * h.NDim
 	}
 	h.shapes = r.u32s(nShapes)
 	if h.Flags&FlagNulls != 0 {
 		h.nulls = r.bytes((h.N + 7) / 8)
 	}
-	if h.Flags&FlagImplicitOffsets == 0 {
+	switch {
+	case h.Flags&FlagDict != 0:
+		if err := h.parseDict(&r); err != nil {
+			return nil, err
+		}
+	case h.Flags&FlagImplicitOffsets == 0:
 		h.offsets = r.u64s(h.N + 1)
 	}
 	if IsMedia(h.SampleCompression) {
@@ -296,6 +319,9 @@ func (h *Header) setBlockLens(lens []uint32) error {
 
 // check verifies the header's internal consistency.
 func (h *Header) check() error {
+	if h.Flags&FlagDict != 0 {
+		return h.checkDict()
+	}
 	if h.Flags&FlagImplicitOffsets != 0 {
 		if h.Flags&FlagFixedShape == 0 || h.Flags&FlagNulls != 0 || h.DType.Variable() || h.SampleCompression != SampleNone {
 			return corruptf("implicit offsets need a fixed shape, no nulls, a fixed-size dtype and no sample compression")

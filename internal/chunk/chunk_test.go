@@ -143,7 +143,7 @@ func requireSpan(t *testing.T, obj []byte, whole *Chunk, lo, hi int, name string
 		if s == e {
 			continue
 		}
-		got := raw[s-h.BlockStart(a) : e-h.BlockStart(a)]
+		got := h.Value(raw, h.BlockStart(a), i)
 		require.True(t, bytes.Equal(whole.Sample(i), got), "%s: sample %d of span [%d, %d)", name, i, lo, hi)
 	}
 }
@@ -367,6 +367,8 @@ func FuzzDecode(f *testing.F) {
 			f.Add(encode(f, schema.Int16, SampleNone, codec, randomSamples(r, schema.Int16, ragged, 5)), uint16(7))
 		}
 		f.Add(encode(f, schema.Text, SampleNone, codec, randomSamples(r, schema.Text, false, 5)), uint16(1))
+		f.Add(encode(f, schema.JSON, SampleNone, codec, lowCardinality(r, 300, 7, true)), uint16(0x0203))
+		f.Add(encode(f, schema.Text, SampleNone, codec, lowCardinality(r, 2000, 300, false)), uint16(0x0a05))
 		// Two blocks.
 		f.Add(encode(f, schema.Uint8, SampleNone, codec, []sample{
 			{shape: []int{BlockSize - 10}, data: make([]byte, BlockSize-10)},
@@ -389,7 +391,12 @@ func FuzzDecode(f *testing.F) {
 				require.LessOrEqual(t, s, e)
 				require.LessOrEqual(t, e, int64(len(c.Raw)))
 				_ = c.Shape(i)
-				_, _ = c.BadSample(i)
+				if _, bad := c.BadSample(i); !bad {
+					v := c.Sample(i)
+					if c.Dict() && !c.Null(i) {
+						require.Len(t, v, c.Shape(i)[0])
+					}
+				}
 			}
 		}
 		h, err := ParseHeader(obj)
@@ -411,6 +418,14 @@ func FuzzDecode(f *testing.F) {
 			s, e := h.Range(i)
 			if s < e {
 				require.LessOrEqual(t, e-h.BlockStart(a), int64(len(raw)))
+				_ = h.Value(raw, h.BlockStart(a), i)
+			}
+		}
+		if h.Dict() {
+			s, _ := h.Range(lo)
+			_, e := h.Range(hi - 1)
+			if s >= h.BlockStart(a) && e-h.BlockStart(a) <= int64(len(raw)) {
+				_, _ = h.AppendIndices(raw, h.BlockStart(a), lo, hi, nil)
 			}
 		}
 	})

@@ -22,9 +22,15 @@ type Chunk struct {
 
 // Sample returns sample i's bytes, a sub-slice of c.Raw (valid as long as
 // c.Raw is). In a salvaged chunk, check BadSample first.
-func (c *Chunk) Sample(i int) []byte {
-	s, e := c.Range(i)
-	return c.Raw[s:e:e]
+func (c *Chunk) Sample(i int) []byte { return c.Value(c.Raw, 0, i) }
+
+// Shape returns sample i's shape (a new slice): the header's, or for a
+// dictionary chunk the length of its value ([0] when null).
+func (c *Chunk) Shape(i int) []int {
+	if c.Dict() {
+		return []int{len(c.Sample(i))}
+	}
+	return c.Header.Shape(i)
 }
 
 // BadSample reports whether sample i's bytes overlap a bad block of a
@@ -94,6 +100,9 @@ func decode(obj, buf []byte, salvage bool) (*Chunk, error) {
 	}
 	got, want := Checksum(data), binary.LittleEndian.Uint32(obj[len(obj)-4:])
 	if got == want && h.Codec == CodecNone {
+		if err := h.checkRaw(data, 0); err != nil {
+			return nil, err
+		}
 		return &Chunk{Header: h, Raw: data}, nil
 	}
 	var raw []byte
@@ -107,6 +116,9 @@ func decode(obj, buf []byte, salvage bool) (*Chunk, error) {
 	if got == want {
 		err = h.decompressAll(raw, data)
 		if err == nil {
+			if err := h.checkRaw(raw, 0); err != nil {
+				return nil, err
+			}
 			return &Chunk{Header: h, Raw: raw}, nil
 		}
 	} else {
@@ -147,7 +159,7 @@ func (h *Header) badBlocks(raw, data []byte) []int {
 	for b := range h.Blocks() {
 		s, e := h.rawBlock(b)
 		blk := raw[s:e:e]
-		if h.Codec != CodecNone && h.decompressBlock(b, blk, data) != nil || Checksum(blk) != h.BlockCRCs[b] {
+		if h.Codec != CodecNone && h.decompressBlock(b, blk, data) != nil || Checksum(blk) != h.BlockCRCs[b] || h.checkRaw(blk, s) != nil {
 			bad = append(bad, b)
 		}
 	}
@@ -261,5 +273,18 @@ func (h *Header) DecodeBlocks(stored []byte, a, b int, dst []byte) ([]byte, erro
 			return nil, corruptf("block %d checksum %08x, want %08x", k, got, h.BlockCRCs[k])
 		}
 	}
+	if err := h.checkRaw(raw, rawBase); err != nil {
+		return nil, err
+	}
 	return raw, nil
+}
+
+// checkRaw verifies what the data of a chunk says about its samples
+// beyond its checksums: for a dictionary chunk, the indices in raw, the
+// raw data from offset off on (a multiple of the index width).
+func (h *Header) checkRaw(raw []byte, off int64) error {
+	if h.Flags&FlagDict == 0 {
+		return nil
+	}
+	return h.checkIndices(raw, int(off/int64(h.dictW)))
 }

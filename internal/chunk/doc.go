@@ -12,6 +12,13 @@
 // hold a span of samples, with one range read, verified block by block.
 // Format 1.0 chunks are read as before: a compressed one only whole.
 //
+// A text or json chunk of few distinct values is written with a
+// dictionary (format 1.8, section 3.3, dict.go): its header holds each
+// value once and its raw data one index per sample. Header.Value (and
+// Chunk.Sample, which uses it) is the one place a reader turns raw data
+// into a sample's bytes, for every kind of chunk; readers that can use
+// the dictionary itself take Entry and AppendIndices.
+//
 // Decoding never panics on corrupt input: every inconsistency is an error
 // matching loch's ErrCorrupt (internal/base), and a chunk of a newer format
 // version that this package cannot read one matching ErrNewerFormat.

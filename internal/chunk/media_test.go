@@ -42,8 +42,8 @@ func TestUnknownSampleCompression(t *testing.T) {
 		binary.LittleEndian.PutUint32(b[h-4:], Checksum(b[:h-4]))
 		return b
 	}
-	_, err = ParseHeader(reseal(MediaMinor + 1))
+	_, err = ParseHeader(reseal(Minor + 1))
 	require.ErrorIs(t, err, base.ErrNewerFormat)
-	_, err = ParseHeader(reseal(MediaMinor))
+	_, err = ParseHeader(reseal(Minor))
 	require.ErrorIs(t, err, base.ErrCorrupt)
 }

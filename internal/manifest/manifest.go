@@ -21,12 +21,12 @@ import (
 
 // Format version written by this package: Minor in a dataset's objects,
 // Newest the newest minor version of anything it writes: an object
-// (minorOf), a staged write's description (6, docs/format.md §7) or a
-// media chunk (7, §3.2).
+// (minorOf), a staged write's description (6, docs/format.md §7), a
+// media chunk (7, §3.2) or a dictionary chunk (8, §3.3).
 const (
 	Major  = 1
 	Minor  = 1
-	Newest = 7
+	Newest = 8
 )
 
 // Magic starts every metadata object.
