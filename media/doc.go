@@ -40,15 +40,16 @@
 // Audio.Read decodes a segment by seeking: the demuxer seeks to the
 // segment's start less the codec's preroll (0 for PCM and FLAC, whose
 // frames stand alone; the codec's declared seek preroll plus 8192 samples
-// for lossy codecs: mp3's bit reservoir and transform overlap, vorbis's
-// block overlap, opus's 80 ms), the first frame after the seek is placed
+// for mp3, vorbis and opus: mp3's bit reservoir and transform overlap,
+// vorbis's block overlap, opus's 80 ms; other codecs, aac among them,
+// whose seeks were not found exact, decode from the start), the first frame after the seek is placed
 // by its timestamp (an opus decoder that still owes its pre-skip drops it
 // from that frame, which the packet's duration shows), and the samples
 // before the segment are dropped. A resampled segment starts swresample
 // afresh on an input sample that maps to a whole output sample, at least
 // 256 input samples (times the downsampling ratio) before the segment.
 // The result equals the whole decode cut at the segment's start: bit for
-// bit for PCM, FLAC, mp3 and vorbis, resampled or not, and within 1e-4
+// bit for PCM, FLAC, mp3, vorbis and aac, resampled or not, and within 1e-4
 // for opus (its decoder's state converges but is not reset exactly by a
 // seek), tested against ffmpeg's own decode (TestAudioSegments). Where
 // the demuxer cannot seek, or the frame after the seek has no timestamp,

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #define LM_IOBUF 65536
+#define LM_MAX_PLANES 64
 
 static int lm_read(void *opaque, uint8_t *buf, int n) {
 	lm_ctx *c = opaque;
@@ -57,9 +58,9 @@ int lm_open(lm_ctx **out, uintptr_t handle, int64_t size, int kind, char *err, i
 	// An audio stream's headers say what its decoder needs. Analysing
 	// 5 MB / 5 s of packets (the defaults) cost 5 ms per wav open: the
 	// codec probe (is this pcm really mp3 or dts?) scanned the samples
-	// with every demuxer's probe. 16 KiB and 0.1 s are enough.
+	// with every demuxer's probe. 8 KiB and 0.1 s are enough (0.25 ms).
 	if (kind == 1) {
-		c->fmt->probesize = 16384;
+		c->fmt->probesize = 8192;
 		c->fmt->max_analyze_duration = AV_TIME_BASE / 10;
 	}
 	r = avformat_find_stream_info(c->fmt, NULL);
@@ -265,7 +266,7 @@ static int lm_refill(lm_ctx *c, char *err, int errlen) {
 		if (r < 0) { lm_err(err, errlen, "decode", r); return r; }
 		const uint8_t **in = NULL;
 		int in_n = 0;
-		const uint8_t *planes[AV_NUM_DATA_POINTERS];
+		const uint8_t *planes[LM_MAX_PLANES];
 		if (r == 0) {
 			int n = c->frame->nb_samples;
 			if (c->in_pos == LM_NOPOS) {
@@ -292,7 +293,11 @@ static int lm_refill(lm_ctx *c, char *err, int errlen) {
 			int bps = av_get_bytes_per_sample(c->frame->format);
 			int planar = av_sample_fmt_is_planar(c->frame->format);
 			int np = planar ? c->channels : 1;
-			if (np > AV_NUM_DATA_POINTERS) np = AV_NUM_DATA_POINTERS;
+			if (np > LM_MAX_PLANES) {
+				av_frame_unref(c->frame);
+				snprintf(err, errlen, "%d channels: at most %d are decoded", c->channels, LM_MAX_PLANES);
+				return -1;
+			}
 			for (int k = 0; k < np; k++)
 				planes[k] = c->frame->extended_data[k] + (size_t)off * bps * (planar ? 1 : c->channels);
 			in = planes;
@@ -345,12 +350,19 @@ int64_t lm_audio_read(lm_ctx *c, float *dst, int64_t cap, char *err, int errlen)
 // lm_audio_preroll is how many input samples before a seek target decoding
 // starts, so that the output from the target on equals that of a decode
 // from the start: 0 for codecs whose frames stand alone (PCM, FLAC: intra
-// only and lossless), else the codec's declared seek preroll (opus: 80 ms)
-// plus 8192 samples (several mp3 frames, for its bit reservoir and the
-// overlap of its transform; two long vorbis blocks).
+// only and lossless), the codec's declared seek preroll (opus: 80 ms) plus
+// 8192 samples for mp3, vorbis and opus (several mp3 frames, for its bit
+// reservoir and the overlap of its transform; two long vorbis blocks), and
+// -1 (decode from the start, do not seek) for the others, whose seeks were
+// not found exact (aac in mp4: the edit list's priming).
 int lm_audio_preroll(lm_ctx *c) {
 	AVCodecParameters *p = c->fmt->streams[c->stream]->codecpar;
 	const AVCodecDescriptor *desc = avcodec_descriptor_get(p->codec_id);
 	if (desc && (desc->props & AV_CODEC_PROP_LOSSLESS) && (desc->props & AV_CODEC_PROP_INTRA_ONLY)) return 0;
-	return p->seek_preroll + 8192;
+	switch (p->codec_id) {
+	case AV_CODEC_ID_MP3: case AV_CODEC_ID_VORBIS: case AV_CODEC_ID_OPUS:
+		return p->seek_preroll + 8192;
+	default:
+		return -1;
+	}
 }

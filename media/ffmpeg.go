@@ -223,8 +223,8 @@ func (a *Audio) begin(rate, start int, seek bool) error {
 		inFirst, skip = k*unitIn, int64(start)-k*unitOut
 	}
 	preroll := a.preroll
-	if !seek {
-		preroll = inFirst
+	if !seek || preroll < 0 {
+		preroll = inFirst // no seek
 	}
 	var msg [errLen]C.char
 	switch C.lm_audio_begin(a.d.c, C.int(rate), C.int64_t(inFirst), C.int64_t(skip), C.int64_t(preroll), &msg[0], errLen) {
@@ -271,8 +271,9 @@ func (a *Audio) read(dst []float32) (int, error) {
 // wrote: fewer when the audio ends first (the rest of dst is left as it
 // was). It decodes only from the segment (less the codec's preroll) on,
 // and reads through r only the bytes the demuxer needs from there, where
-// the container can seek (wav, flac, mp3, ogg); where it cannot, or the
-// first frame after the seek has no timestamp, it decodes from the start.
+// the container can seek (wav, flac, mp3, ogg, opus); for other codecs
+// (aac), where the demuxer cannot seek, or when the first frame after the
+// seek has no timestamp, it decodes from the start.
 // The samples equal those of All(rate) from start: bit for bit for PCM,
 // FLAC, mp3 and vorbis, and for opus within 1e-5 (package doc).
 func (a *Audio) Read(dst []float32, rate, start int) (int, error) {

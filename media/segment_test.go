@@ -32,7 +32,7 @@ func TestAudioSegments(t *testing.T) {
 		tolerance float64 // against ffmpeg's decode
 	}{
 		{"a.wav", true, 0}, {"a.flac", true, 0}, {"a.mp3", true, 1e-4},
-		{"a.ogg", true, 1e-4}, {"a.opus", false, 1e-4},
+		{"a.ogg", true, 1e-4}, {"a.opus", false, 1e-4}, {"a.m4a", true, 1e-4},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := mediatest.Audio(t, dir, tc.name, 44100, 2, 4)
