@@ -12,6 +12,10 @@
 3. bytes fetched per clip and per segment by loch's loader (its
    ``bytes_fetched`` statistic) against the file's size.
 
+loch's datasets hold each file several times (``--video-copies``,
+``--audio-copies``) so that an epoch has many batches (the loader restarts
+per epoch, as a training loop's); the baselines read the distinct files.
+
     .venv/bin/python python/bench/bench_media.py --loch bin/loch
 
 The test files are made with ffmpeg (``make sysdeps``), never downloaded.
@@ -81,8 +85,15 @@ def make_audio(root: Path, n: int, ext: str) -> list[Path]:
     return out
 
 
-def ingest(cli: str, kind: str, src: Path, url: str) -> None:
-    subprocess.run([cli, "ingest", kind, str(src), url], check=True, stdout=subprocess.DEVNULL)
+def ingest(cli: str, kind: str, files: list[Path], copies: int, work: Path, url: str) -> None:
+    """Ingests each file copies times (hard links in a class folder), so
+    that an epoch of the loader holds many batches, as a real dataset's."""
+    d = work / "c"
+    d.mkdir(parents=True)
+    for f in files:
+        for k in range(copies):
+            os.link(f, d / f"{k:03d}-{f.name}")
+    subprocess.run([cli, "ingest", kind, str(work), url], check=True, stdout=subprocess.DEVNULL)
 
 
 def load_average() -> str:
@@ -107,6 +118,15 @@ class Timer:
             if self.items >= want:
                 break
         return self.items / (time.perf_counter() - self.start)
+
+
+def bytes_per_sample(loader: Any) -> float:
+    """The bytes the loader fetches per sample over one whole epoch (the
+    timed runs stop mid-epoch, with batches prefetched)."""
+    for _ in loader:
+        pass
+    st = loader.stats()
+    return float(st["bytes_fetched"]) / max(int(st["samples"]), 1)
 
 
 # ---- clips
@@ -187,10 +207,8 @@ def bench_clips(url: str, videos: list[Path], clips: int, batch: int, seed: int)
             yield from loader
 
     out["loch"] = t.run(epochs(), lambda b: int(b["video"].shape[0]), clips)
-    st = loader.stats()
-    samples = max(int(st.get("samples", 0)), 1)
-    out["loch_bytes_per_clip"] = float(st.get("bytes_fetched", 0)) / samples
     loader.close()
+    out["loch_bytes_per_clip"] = bytes_per_sample(loader)
     items = clip_items(videos, clips + batch, seed)
     for name, cls in (("pyav", PyAVClips), ("torchcodec", TorchCodecClips)):
         dl = DataLoader(cls(items), batch_size=batch, num_workers=2)
@@ -250,9 +268,8 @@ def bench_audio(url: str, files: list[Path], segments: int, batch: int, seed: in
             yield from loader
 
     out["loch"] = Timer().run(epochs(), lambda b: int(b["audio"].shape[0]), segments)
-    st = loader.stats()
-    out["loch_bytes_per_segment"] = float(st.get("bytes_fetched", 0)) / max(int(st.get("samples", 0)), 1)
     loader.close()
+    out["loch_bytes_per_segment"] = bytes_per_sample(loader)
     rng = np.random.default_rng(seed)
     items = [(str(files[k % len(files)]), int(rng.integers(0, RATE * SECONDS - SEGMENT + 1)))
              for k in range(segments + batch)]
@@ -270,9 +287,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--loch", default="bin/loch", help="the loch command (ingests the test files)")
     ap.add_argument("--dir", help="work directory (default: a temporary one, removed)")
-    ap.add_argument("--videos", type=int, default=8)
+    ap.add_argument("--videos", type=int, default=8, help="distinct video files")
+    ap.add_argument("--video-copies", type=int, default=8, help="rows of the video dataset per file")
     ap.add_argument("--clips", type=int, default=96, help="timed clips per run")
-    ap.add_argument("--audio-files", type=int, default=8)
+    ap.add_argument("--audio-files", type=int, default=8, help="distinct audio files per format")
+    ap.add_argument("--audio-copies", type=int, default=16, help="rows of each audio dataset per file")
     ap.add_argument("--segments", type=int, default=512, help="timed segments per run")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--seed", type=int, default=1)
@@ -285,11 +304,11 @@ def main() -> None:
         root = Path(tmp)
         load_before = load_average()
         videos = make_videos(root, args.videos)
-        ingest(args.loch, "video", root / "videos", str(root / "vds"))
+        ingest(args.loch, "video", videos, args.video_copies, root / "ingest-video", str(root / "vds"))
         audio: dict[str, list[Path]] = {}
         for ext in ("wav", "flac", "mp3"):
             audio[ext] = make_audio(root, args.audio_files, ext)
-            ingest(args.loch, "audio", root / f"audio-{ext}", str(root / f"ads-{ext}"))
+            ingest(args.loch, "audio", audio[ext], args.audio_copies, root / f"ingest-{ext}", str(root / f"ads-{ext}"))
         sizes = {"mp4": statistics.mean(p.stat().st_size for p in videos)}
         sizes.update({ext: statistics.mean(p.stat().st_size for p in fs) for ext, fs in audio.items()})
 
