@@ -323,25 +323,28 @@ def main() -> None:
     def col(case: str, key: str) -> list[float]:
         return [run[key] for run in runs[case]]
 
+    def ratio(case: str, a: str, b: str) -> float:
+        """The median of the rounds' a/b (the load drifts between rounds)."""
+        return statistics.median(run[a] / run[b] for run in runs[case])
+
     print(f"load average before: {load_before}; after: {load_after}; {os.cpu_count()} CPUs; "
           f"median (range) of {args.rounds} rounds")
     print(f"clips/s, {FRAMES}x{SIZE}x{SIZE} stride {STRIDE}, 10 s 640x360 H.264 ({sizes['mp4']:,.0f} bytes/file):")
-    print("| reader | clips/s | / loch |")
+    print("| reader | clips/s | / loch (median of rounds) |")
     print("|---|---|---|")
-    base = statistics.median(col("clips", "loch"))
     for name in ("loch", "pyav", "torchcodec"):
-        xs = col("clips", name)
-        print(f"| {name} | {spread(xs)} | {statistics.median(xs) / base:.2f} |")
+        print(f"| {name} | {spread(col('clips', name))} | {ratio('clips', name, 'loch'):.2f} |")
     bpc = statistics.median(col("clips", "loch_bytes_per_clip"))
     print(f"loch bytes fetched per clip: {bpc:,.0f} ({bpc / sizes['mp4']:.0%} of the file)")
     print(f"audio segments/s, {SEGMENT} samples of 10 s 44.1 kHz stereo:")
-    print("| format | file bytes | loch | soundfile | torchcodec | loch bytes/segment |")
-    print("|---|---|---|---|---|---|")
+    print("| format | file bytes | loch | soundfile | torchcodec | loch / soundfile | loch / torchcodec | loch bytes/segment |")
+    print("|---|---|---|---|---|---|---|---|")
     for ext in audio:
         case = f"audio-{ext}"
         bps = statistics.median(col(case, "loch_bytes_per_segment"))
         print(f"| {ext} | {sizes[ext]:,.0f} | {spread(col(case, 'loch'))} | {spread(col(case, 'soundfile'))} | "
-              f"{spread(col(case, 'torchcodec'))} | {bps:,.0f} ({bps / sizes[ext]:.0%}) |")
+              f"{spread(col(case, 'torchcodec'))} | {ratio(case, 'loch', 'soundfile'):.2f} | "
+              f"{ratio(case, 'loch', 'torchcodec'):.2f} | {bps:,.0f} ({bps / sizes[ext]:.0%}) |")
     if args.json:
         Path(args.json).write_text(json.dumps({"load_before": load_before, "load_after": load_after,
                                                "file_bytes": sizes, "runs": runs}, indent=1))
