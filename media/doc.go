@@ -37,7 +37,12 @@
 // at the start (mp3's encoder delay, opus's pre-skip) not counted: the
 // samples ffmpeg's own decode writes.
 //
-// Audio.Read decodes a segment by seeking: the demuxer seeks to the
+// A PCM wav file (8, 16, 24 or 32-bit integers, 32-bit floats; plain or
+// WAVE_FORMAT_EXTENSIBLE) that is not resampled is read without FFmpeg
+// (wav.go): its header is parsed, a segment is one read of its bytes, and
+// the conversion to float32 is FFmpeg's, bit for bit (TestWAVMatchesFFmpeg).
+//
+// Audio.Read decodes other segments by seeking: the demuxer seeks to the
 // segment's start less the codec's preroll (0 for PCM and FLAC, whose
 // frames stand alone; the codec's declared seek preroll plus 8192 samples
 // for mp3, vorbis and opus: mp3's bit reservoir and transform overlap,

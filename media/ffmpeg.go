@@ -154,12 +154,14 @@ func DecodeAudio(r io.ReaderAt, size int64, rate int) ([]float32, Info, error) {
 
 // Audio is an open audio decoder. It holds C memory: Close it.
 type Audio struct {
-	d       *decoder
+	d       *decoder // nil until FFmpeg is needed (a wav file read as is)
 	r       io.ReaderAt
 	size    int64
 	in      Info
 	preroll int64
-	used    bool // decoded from: the next decode reopens
+	wav     *wavPCM // a PCM wav file: read without FFmpeg when not resampled
+	used    bool    // decoded from: the next decode reopens
+	closed  bool
 }
 
 // errUnplaced is lm_audio_begin's and lm_audio_read's LM_UNPLACED: the
@@ -168,27 +170,54 @@ var errUnplaced = errors.New("media: audio seek could not be placed")
 
 // OpenAudio opens the first audio stream of r (size bytes) for decoding.
 // It reads the container's headers only. A stream without channels or a
-// sample rate is ErrDecode.
+// sample rate is ErrDecode. A PCM wav file (8 to 32-bit integers or 32-bit
+// floats) is read without FFmpeg unless it is resampled: its segments are
+// one range read each.
 func OpenAudio(r io.ReaderAt, size int64) (*Audio, error) {
-	d, err := open(r, size, 1)
-	if err != nil {
+	if w, ok := parseWAV(r, size); ok {
+		return &Audio{r: r, size: size, wav: &w, in: Info{
+			Container: "wav", Codec: w.codec, SampleRate: w.rate, Channels: w.channels,
+			Duration: time.Duration(float64(w.frames) / float64(w.rate) * float64(time.Second)),
+		}}, nil
+	}
+	a := &Audio{r: r, size: size}
+	if err := a.open(); err != nil {
 		return nil, err
 	}
-	in := d.info()
-	if in.Channels <= 0 || in.SampleRate <= 0 {
-		d.close()
-		return nil, decodef("audio stream has %d channels at %d Hz", in.Channels, in.SampleRate)
+	a.in = a.d.info()
+	if a.in.Channels <= 0 || a.in.SampleRate <= 0 {
+		a.Close()
+		return nil, decodef("audio stream has %d channels at %d Hz", a.in.Channels, a.in.SampleRate)
 	}
-	return &Audio{d: d, r: r, size: size, in: in, preroll: int64(C.lm_audio_preroll(d.c))}, nil
+	return a, nil
+}
+
+// open opens (or reopens) the FFmpeg decoder.
+func (a *Audio) open() error {
+	d, err := open(a.r, a.size, 1)
+	if err != nil {
+		return err
+	}
+	if a.d != nil {
+		a.d.close()
+	}
+	a.d, a.preroll, a.used = d, int64(C.lm_audio_preroll(d.c)), false
+	return nil
 }
 
 // Info is what the container declares: codec, sample rate, channels and
 // an estimated duration (Samples is 0: only a decode counts them).
 func (a *Audio) Info() Info { return a.in }
 
-// begin positions a freshly opened decoder (reopening it if it has
-// decoded before) at output sample start at rate (0: the stream's); with
-// seek false it decodes from the stream's start and drops the samples
+// direct reports whether a decode at rate reads the wav samples as they
+// are.
+func (a *Audio) direct(rate int) bool {
+	return a.wav != nil && (rate <= 0 || rate == a.wav.rate)
+}
+
+// begin positions a freshly opened decoder (opening it, or reopening it if
+// it has decoded before) at output sample start at rate (0: the stream's);
+// with seek false it decodes from the stream's start and drops the samples
 // before start.
 //
 // Without resampling, decoding starts at input sample start (the demuxer
@@ -200,16 +229,10 @@ func (a *Audio) Info() Info { return a.in }
 // sample of the segment sees the input that it sees in a decode of the
 // whole file, and the output before start is dropped.
 func (a *Audio) begin(rate, start int, seek bool) error {
-	if a.d == nil {
-		return base.Markf(base.ErrInvalidArgument, "media: audio decoder used after Close")
-	}
-	if a.used {
-		d, err := open(a.r, a.size, 1)
-		if err != nil {
+	if a.d == nil || a.used {
+		if err := a.open(); err != nil {
 			return err
 		}
-		a.d.close()
-		a.d = d
 	}
 	a.used = true
 	rin := a.in.SampleRate
@@ -280,6 +303,12 @@ func (a *Audio) Read(dst []float32, rate, start int) (int, error) {
 	if start < 0 || rate < 0 {
 		return 0, base.Markf(base.ErrInvalidArgument, "audio segment from sample %d at %d Hz", start, rate)
 	}
+	if a.closed {
+		return 0, errClosed
+	}
+	if a.direct(rate) {
+		return a.wav.read(a.r, dst, int64(start))
+	}
 	n, err := a.readFrom(dst, rate, start, true)
 	if errors.Is(err, errUnplaced) {
 		n, err = a.readFrom(dst, rate, start, false)
@@ -297,6 +326,20 @@ func (a *Audio) readFrom(dst []float32, rate, start int, seek bool) (int, error)
 // All decodes the whole stream at rate (0: the stream's), interleaved. A
 // stream without samples is ErrDecode.
 func (a *Audio) All(rate int) ([]float32, error) {
+	if a.closed {
+		return nil, errClosed
+	}
+	if a.direct(rate) {
+		pcm := make([]float32, a.wav.frames*int64(a.in.Channels))
+		n, err := a.wav.read(a.r, pcm, 0)
+		if err != nil {
+			return nil, err
+		}
+		if n == 0 {
+			return nil, decodef("audio stream has no samples (%d channels at %d Hz)", a.in.Channels, a.in.SampleRate)
+		}
+		return pcm, nil
+	}
 	if err := a.begin(rate, 0, false); err != nil {
 		return nil, err
 	}
@@ -327,13 +370,16 @@ func (a *Audio) All(rate int) ([]float32, error) {
 	return pcm[: n*ch : n*ch], nil
 }
 
-// Close frees the decoder.
+// Close frees the decoder. Reading after Close is an error.
 func (a *Audio) Close() {
 	if a.d != nil {
 		a.d.close()
 		a.d = nil
 	}
+	a.closed = true
 }
+
+var errClosed = base.Markf(base.ErrInvalidArgument, "media: audio decoder used after Close")
 
 // Video is an open video decoder. It holds C memory: Close it.
 type Video struct {
