@@ -106,45 +106,59 @@ func (w *wavPCM) setFormat(f []byte) bool {
 // maxChannels is the most channels decoded (ffmpeg.c's LM_MAX_PLANES).
 const maxChannels = 64
 
+// wavChunk is the most bytes read (and held) at a time.
+const wavChunk = 256 << 10
+
 // read converts the sample frames [start, start+len(dst)/channels) (cut
-// at the end) into dst, reading just their bytes, and returns how many it
-// converted.
+// at the end) into dst, reading just their bytes (in pieces of at most
+// wavChunk), and returns how many it converted.
 func (w wavPCM) read(r io.ReaderAt, dst []float32, start int64) (int, error) {
 	n := min(int64(len(dst)/w.channels), w.frames-start)
 	if n <= 0 {
 		return 0, nil
 	}
-	raw := make([]byte, n*int64(w.frameSize))
-	got, err := r.ReadAt(raw, w.dataOff+start*int64(w.frameSize))
-	if got < len(raw) {
-		if err == nil || err == io.EOF {
-			err = io.ErrUnexpectedEOF
+	fs := int64(w.frameSize)
+	per := max(1, wavChunk/fs) // frames per piece
+	raw := make([]byte, min(n, per)*fs)
+	for done := int64(0); done < n; {
+		k := min(n-done, per)
+		b := raw[:k*fs]
+		got, err := r.ReadAt(b, w.dataOff+(start+done)*fs)
+		if got < len(b) {
+			if err == nil || err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return 0, err
 		}
-		return 0, err
+		w.convert(dst[done*int64(w.channels):], b)
+		done += k
 	}
-	k := int(n) * w.channels
+	return int(n), nil
+}
+
+// convert converts the samples in raw into dst.
+func (w wavPCM) convert(dst []float32, raw []byte) {
 	switch {
 	case w.float:
-		for i := 0; i < k; i++ {
+		for i := range len(raw) / 4 {
 			dst[i] = math.Float32frombits(binary.LittleEndian.Uint32(raw[4*i:]))
 		}
 	case w.bits == 8:
-		for i := 0; i < k; i++ {
-			dst[i] = float32(int(raw[i])-0x80) * (1.0 / (1 << 7))
+		for i, b := range raw {
+			dst[i] = float32(int(b)-0x80) * (1.0 / (1 << 7))
 		}
 	case w.bits == 16:
-		for i := 0; i < k; i++ {
+		for i := range len(raw) / 2 {
 			dst[i] = float32(int16(binary.LittleEndian.Uint16(raw[2*i:]))) * (1.0 / (1 << 15))
 		}
 	case w.bits == 24:
-		for i := 0; i < k; i++ {
+		for i := range len(raw) / 3 {
 			v := int32(uint32(raw[3*i])<<8 | uint32(raw[3*i+1])<<16 | uint32(raw[3*i+2])<<24)
 			dst[i] = float32(v) * (1.0 / (1 << 31))
 		}
 	default:
-		for i := 0; i < k; i++ {
+		for i := range len(raw) / 4 {
 			dst[i] = float32(int32(binary.LittleEndian.Uint32(raw[4*i:]))) * (1.0 / (1 << 31))
 		}
 	}
-	return int(n), nil
 }
