@@ -265,6 +265,22 @@ BENCH_COMPARE_ARGS ?=
 bench-compare: build venv $(MINIO)
 	$(VENV)/bin/python python/bench/compare.py --loch bin/loch --minio $(MINIO) $(BENCH_COMPARE_ARGS)
 
+# bench-media measures issue 16's video clips and audio segments through
+# loch's loader against PyAV, torchcodec and soundfile in a torch
+# DataLoader with 2 workers, and the bytes fetched per clip
+# (python/bench/bench_media.py, a few minutes; not part of test). Its
+# bench-only packages (python/requirements-bench.txt) go into the venv
+# here, not in requirements-test.txt. Options go in BENCH_MEDIA_ARGS, e.g.
+# "--rounds 5 --json /tmp/media.json".
+BENCH_MEDIA_ARGS ?=
+.PHONY: bench-media
+bench-media: build venv $(VENV)/.loch-bench-deps
+	$(VENV)/bin/python python/bench/bench_media.py --loch bin/loch $(BENCH_MEDIA_ARGS)
+
+$(VENV)/.loch-bench-deps: python/requirements-bench.txt | $(VENV)/bin/python
+	$(VENV)/bin/python -m pip install -q -r python/requirements-bench.txt
+	touch $@
+
 # bench runs the Go benchmarks (each prints its baseline in the same run).
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 5x ./...

@@ -325,6 +325,38 @@ func (c *ColumnReader) ReadAudio(ctx context.Context, i int64, rate int) (Sample
 	return Sample{Shape: []int{in.Samples, in.Channels}, Data: float32Bytes(pcm)}, nil
 }
 
+// ReadAudioSegment decodes n samples of row i's audio from sample start
+// (at rate; 0 keeps the stored rate) as float32 [samples, channels]
+// (little-endian bytes): n samples, or fewer where the audio ends first. It
+// reads by range only the chunk blocks the decoder asks for: for a PCM wav
+// file its header and the segment's bytes, for others the headers and the
+// packets from the segment less the codec's preroll (media.Audio.Read).
+// The samples are those of ReadAudio's whole decode from start.
+func (c *ColumnReader) ReadAudioSegment(ctx context.Context, i int64, rate, start, n int) (Sample, error) {
+	m, err := c.OpenMedia(ctx, i)
+	if err != nil {
+		return Sample{}, err
+	}
+	fail := func(err error) (Sample, error) {
+		return Sample{}, fmt.Errorf("%s: column %q row %d: %w", c.d.url, c.col.Name, i, err)
+	}
+	if c.col.SampleCompression != schema.AudioCompression || n < 0 {
+		return fail(fmt.Errorf("an audio segment of %d samples from a %s column: %w", n, c.col.SampleCompression, ErrInvalidArgument))
+	}
+	a, err := media.OpenAudio(m, m.Bytes)
+	if err != nil {
+		return fail(err)
+	}
+	defer a.Close()
+	ch := a.Info().Channels
+	pcm := make([]float32, n*ch)
+	got, err := a.Read(pcm, rate, start)
+	if err != nil {
+		return fail(err)
+	}
+	return Sample{Shape: []int{got, ch}, Data: float32Bytes(pcm[:got*ch])}, nil
+}
+
 // decodeMedia decodes a whole media sample (Column.Read's decoded form).
 func decodeMedia(s Sample, dst []byte) error {
 	switch s.Encoding {

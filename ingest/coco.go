@@ -45,7 +45,7 @@ func COCO(ctx context.Context, annotations, images, url string, o Options) (Resu
 		p := &plan{rows: int64(len(f.Images)), bytes: -1, schema: schema.Schema{Columns: f.columns(o)}}
 		kind := f.mediaKind()
 		if kind != "" { // issue 16: COCO-style video or audio annotations
-			p.schema.Columns[0] = mediaColumn(string(kind), kind)
+			p.schema.Columns[0] = MediaColumn(string(kind), kind)
 		}
 		p.produce = func(ctx context.Context, final *schema.Schema, emit func(job[batch]) error) error {
 			imgCol, _ := final.Column("image")

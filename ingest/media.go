@@ -37,9 +37,10 @@ func mediaKind(name string) schema.SampleCompression {
 	return ""
 }
 
-// mediaColumn is the schema of a video or audio column that keeps files
-// as they are (docs/format.md §3.2).
-func mediaColumn(name string, kind schema.SampleCompression) schema.Column {
+// MediaColumn is the schema of a video or audio column that keeps files
+// as they are (docs/format.md §3.2): kind video, uint8
+// [frames, height, width, 3], or kind audio, float32 [samples, channels].
+func MediaColumn(name string, kind schema.SampleCompression) schema.Column {
 	if kind == schema.VideoCompression {
 		return schema.Column{Name: name, Kind: schema.Video, DType: schema.Uint8, Shape: schema.Shape{-1, -1, -1, 3}, SampleCompression: kind}
 	}
@@ -67,6 +68,20 @@ func mediaSample(name string, kind schema.SampleCompression, data []byte) (loch.
 	return s, nil
 }
 
+// ReadMedia reads the media file ref (a path, relative to base, a
+// directory path or URL, or a URL) and probes it: the sample of a column
+// of sample compression kind that keeps the file as it is. A file that
+// cannot be read fails naming it; one FFmpeg cannot demux or decode is
+// ErrBadMedia, naming it (a row to skip with SkipBad).
+func ReadMedia(ctx context.Context, base, ref string, kind schema.SampleCompression) (loch.Sample, error) {
+	ref = resolve(base, ref)
+	data, err := readAll(ctx, ref)
+	if err != nil {
+		return loch.Sample{}, err
+	}
+	return mediaSample(ref, kind, data)
+}
+
 // MediaFolder ingests a classification tree of video or audio files, as
 // ImageFolder does images: src/<class>/<file>, a local directory or a
 // store URL. kind is schema.VideoCompression (mp4, m4v, mov, webm, mkv,
@@ -88,7 +103,7 @@ func MediaFolder(ctx context.Context, src, url string, kind schema.SampleCompres
 	} else if kind != schema.VideoCompression {
 		return Result{}, fmt.Errorf("media folder %s: kind %q, want video or audio: %w", src, kind, ErrInvalidSource)
 	}
-	return classFolder(ctx, src, url, col+"folder", files, o, mediaColumn(col, kind),
+	return classFolder(ctx, src, url, col+"folder", files, o, MediaColumn(col, kind),
 		func(schema.Column, *Options) func(name string, data []byte) (loch.Sample, error) {
 			return func(name string, data []byte) (loch.Sample, error) { return mediaSample(name, kind, data) }
 		})

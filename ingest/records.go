@@ -371,7 +371,7 @@ func inferRecords(ctx context.Context, src *sourceFile, rf recordFormat, names *
 		case slices.Contains(o.ImageFields, name):
 			s.Columns = append(s.Columns, o.imageColumn(col))
 		case o.MediaFields[name] != "":
-			s.Columns = append(s.Columns, mediaColumn(col, o.MediaFields[name]))
+			s.Columns = append(s.Columns, MediaColumn(col, o.MediaFields[name]))
 		case slices.Contains(o.LinkFields, name):
 			s.Columns = append(s.Columns, schema.Column{Name: col, Kind: schema.Link, DType: schema.Text})
 		default:
@@ -448,12 +448,7 @@ func (fc *fieldColumn) sample(ctx context.Context, dir string, v value) (loch.Sa
 		if v.kind != vString {
 			return loch.Sample{}, base.Markf(ErrInvalidSource, "%s field holds %s, want a path or URL", c.SampleCompression, v.raw)
 		}
-		ref := resolve(dir, v.str)
-		data, err := readAll(ctx, ref)
-		if err != nil {
-			return loch.Sample{}, err
-		}
-		return mediaSample(ref, c.SampleCompression, data)
+		return ReadMedia(ctx, dir, v.str, c.SampleCompression)
 	}
 	s, err := valueSample(c, fc.classes, v)
 	if err != nil {

@@ -325,7 +325,7 @@ func inferShard(ctx context.Context, shard string, o *Options) (schema.Schema, e
 			case "image":
 				c = o.imageColumn(name)
 			case "video", "audio":
-				c = mediaColumn(name, schema.SampleCompression(extKind(m.ext)))
+				c = MediaColumn(name, schema.SampleCompression(extKind(m.ext)))
 			case "label":
 				c = schema.Column{Name: name, Kind: schema.ClassLabel, DType: schema.Int64, Shape: schema.Shape{}}
 			case "text":

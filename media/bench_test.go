@@ -46,17 +46,37 @@ func BenchmarkClip(b *testing.B) {
 	}
 }
 
-// BenchmarkAudio decodes 10 s of 44.1 kHz stereo audio in each format.
+// BenchmarkAudio decodes 10 s of 44.1 kHz stereo audio in each format:
+// "whole" decodes the whole file (DecodeAudio); "segment" opens the file
+// and decodes a 16,000-sample segment at a random start (Audio.Read,
+// seeking), and reports the bytes read per segment.
 func BenchmarkAudio(b *testing.B) {
 	dir := b.TempDir()
 	for _, name := range []string{"a.wav", "a.flac", "a.mp3", "a.ogg"} {
 		data := mediatest.Read(b, mediatest.Audio(b, dir, name, 44100, 2, 10))
-		b.Run(name, func(b *testing.B) {
+		b.Run(name+"/whole", func(b *testing.B) {
 			b.SetBytes(int64(len(data)))
 			for i := 0; i < b.N; i++ {
 				_, _, err := media.DecodeAudio(bytes.NewReader(data), int64(len(data)), 0)
 				require.NoError(b, err)
 			}
+		})
+		b.Run(name+"/segment", func(b *testing.B) {
+			rng := rand.New(rand.NewPCG(1, 2))
+			dst := make([]float32, 16000*2)
+			var read int64
+			for i := 0; i < b.N; i++ {
+				r := &countingReader{r: bytes.NewReader(data)}
+				a, err := media.OpenAudio(r, int64(len(data)))
+				require.NoError(b, err)
+				n, err := a.Read(dst, 0, rng.IntN(441000-16000))
+				require.NoError(b, err)
+				require.Equal(b, 16000, n)
+				a.Close()
+				read += r.bytes.Load()
+			}
+			b.ReportMetric(float64(read)/float64(b.N), "bytes/segment")
+			b.ReportMetric(float64(len(data)), "file-bytes")
 		})
 	}
 }

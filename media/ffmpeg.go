@@ -24,9 +24,8 @@ const FFmpeg = true
 
 // source is what the C callbacks reach through a cgo.Handle.
 type source struct {
-	r     io.ReaderAt
-	err   error     // the first read error other than io.EOF
-	audio []float32 // lm_audio's output
+	r   io.ReaderAt
+	err error // the first read error other than io.EOF
 }
 
 //export lochMediaRead
@@ -40,12 +39,6 @@ func lochMediaRead(h C.uintptr_t, pos C.int64_t, buf *C.uint8_t, n C.int) C.int 
 		return -1
 	}
 	return C.int(got)
-}
-
-//export lochMediaAudio
-func lochMediaAudio(h C.uintptr_t, buf *C.float, n C.int) {
-	s := cgo.Handle(h).Value().(*source)
-	s.audio = append(s.audio, unsafe.Slice((*float32)(unsafe.Pointer(buf)), int(n))...)
 }
 
 // decoder is one open demuxer and decoder.
@@ -141,27 +134,252 @@ func ProbeAudio(r io.ReaderAt, size int64) (Info, error) {
 // [samples, channels], resampled to rate (0 keeps the stream's). The
 // returned Info describes the output (its SampleRate is rate).
 func DecodeAudio(r io.ReaderAt, size int64, rate int) ([]float32, Info, error) {
-	d, err := open(r, size, 1)
+	a, err := OpenAudio(r, size)
 	if err != nil {
 		return nil, Info{}, err
 	}
-	defer d.close()
-	in := d.info()
-	var msg [errLen]C.char
-	n := C.lm_audio(d.c, C.int(rate), &msg[0], errLen)
-	if n < 0 {
-		return nil, Info{}, d.fail(&msg[0])
+	defer a.Close()
+	pcm, err := a.All(rate)
+	if err != nil {
+		return nil, Info{}, err
 	}
+	in := a.Info()
 	if rate > 0 {
 		in.SampleRate = rate
 	}
-	in.Samples = int(n)
-	if in.Samples == 0 || in.Channels <= 0 || in.SampleRate <= 0 {
-		return nil, Info{}, decodef("audio stream has %d samples of %d channels at %d Hz", in.Samples, in.Channels, in.SampleRate)
-	}
+	in.Samples = len(pcm) / in.Channels
 	in.Duration = time.Duration(float64(in.Samples) / float64(in.SampleRate) * float64(time.Second))
-	return d.src.audio, in, nil
+	return pcm, in, nil
 }
+
+// Audio is an open audio decoder. It holds C memory: Close it.
+type Audio struct {
+	d       *decoder // nil until FFmpeg is needed (a wav file read as is)
+	r       io.ReaderAt
+	size    int64
+	in      Info
+	preroll int64
+	wav     *wavPCM // a PCM wav file: read without FFmpeg when not resampled
+	used    bool    // decoded from: the next decode reopens
+	closed  bool
+}
+
+// errUnplaced is lm_audio_begin's and lm_audio_read's LM_UNPLACED: the
+// decoder could not be placed at a sample by seeking.
+var errUnplaced = errors.New("media: audio seek could not be placed")
+
+// OpenAudio opens the first audio stream of r (size bytes) for decoding.
+// It reads the container's headers only. A stream without channels or a
+// sample rate is ErrDecode. A PCM wav file (8 to 32-bit integers or 32-bit
+// floats) is read without FFmpeg unless it is resampled: its segments are
+// one range read each.
+func OpenAudio(r io.ReaderAt, size int64) (*Audio, error) {
+	if w, ok := parseWAV(r, size); ok {
+		return &Audio{r: r, size: size, wav: &w, in: Info{
+			Container: "wav", Codec: w.codec, SampleRate: w.rate, Channels: w.channels,
+			Duration: time.Duration(float64(w.frames) / float64(w.rate) * float64(time.Second)),
+		}}, nil
+	}
+	a := &Audio{r: r, size: size}
+	if err := a.open(); err != nil {
+		return nil, err
+	}
+	a.in = a.d.info()
+	if a.in.Channels <= 0 || a.in.SampleRate <= 0 {
+		a.Close()
+		return nil, decodef("audio stream has %d channels at %d Hz", a.in.Channels, a.in.SampleRate)
+	}
+	return a, nil
+}
+
+// open opens (or reopens) the FFmpeg decoder.
+func (a *Audio) open() error {
+	d, err := open(a.r, a.size, 1)
+	if err != nil {
+		return err
+	}
+	if a.d != nil {
+		a.d.close()
+	}
+	a.d, a.preroll, a.used = d, int64(C.lm_audio_preroll(d.c)), false
+	return nil
+}
+
+// Info is what the container declares: codec, sample rate, channels and
+// an estimated duration (Samples is 0: only a decode counts them).
+func (a *Audio) Info() Info { return a.in }
+
+// direct reports whether a decode at rate reads the wav samples as they
+// are.
+func (a *Audio) direct(rate int) bool {
+	return a.wav != nil && (rate <= 0 || rate == a.wav.rate)
+}
+
+// begin positions a freshly opened decoder (opening it, or reopening it if
+// it has decoded before) at output sample start at rate (0: the stream's);
+// with seek false it decodes from the stream's start and drops the samples
+// before start.
+//
+// Without resampling, decoding starts at input sample start (the demuxer
+// seeks to start minus the codec's preroll, and the samples before start
+// are dropped). With resampling, swresample starts afresh on an input
+// sample k*in/g (g the GCD of the two rates) that maps to the whole output
+// sample k*out/g, at least resampleMargin input samples (scaled by the
+// rate ratio when downsampling) before the segment, so that every output
+// sample of the segment sees the input that it sees in a decode of the
+// whole file, and the output before start is dropped.
+func (a *Audio) begin(rate, start int, seek bool) error {
+	if a.d == nil || a.used {
+		if err := a.open(); err != nil {
+			return err
+		}
+	}
+	a.used = true
+	rin := a.in.SampleRate
+	inFirst, skip := int64(start), int64(0)
+	if rate > 0 && rate != rin {
+		g := gcd(rin, rate)
+		unitIn, unitOut := int64(rin/g), int64(rate/g)
+		margin := int64(resampleMargin * max(1, (rin+rate-1)/rate))
+		k := (int64(start)*int64(rin)/int64(rate) - margin) / unitIn
+		k = max(k, 0)
+		inFirst, skip = k*unitIn, int64(start)-k*unitOut
+	}
+	preroll := a.preroll
+	if !seek || preroll < 0 {
+		preroll = inFirst // no seek
+	}
+	var msg [errLen]C.char
+	switch C.lm_audio_begin(a.d.c, C.int(rate), C.int64_t(inFirst), C.int64_t(skip), C.int64_t(preroll), &msg[0], errLen) {
+	case 0:
+		return nil
+	case C.LM_UNPLACED:
+		return errUnplaced
+	}
+	return a.d.fail(&msg[0])
+}
+
+// resampleMargin is how many input samples (times the downsampling ratio)
+// before a resampled segment swresample starts: more than its filter
+// reaches (32 taps by default).
+const resampleMargin = 256
+
+func gcd(a, b int) int {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
+}
+
+// read decodes into dst until it is full or the stream ends, and returns
+// the number of sample frames written.
+func (a *Audio) read(dst []float32) (int, error) {
+	ch := a.in.Channels
+	if len(dst) < ch {
+		return 0, nil
+	}
+	var msg [errLen]C.char
+	n := C.lm_audio_read(a.d.c, (*C.float)(unsafe.Pointer(&dst[0])), C.int64_t(len(dst)/ch), &msg[0], errLen)
+	switch {
+	case n == C.LM_UNPLACED:
+		return 0, errUnplaced
+	case n < 0:
+		return 0, a.d.fail(&msg[0])
+	}
+	return int(n), nil
+}
+
+// Read decodes len(dst)/channels sample frames from output sample start
+// at rate (0: the stream's) into dst, interleaved, and returns how many it
+// wrote: fewer when the audio ends first (the rest of dst is left as it
+// was). It decodes only from the segment (less the codec's preroll) on,
+// and reads through r only the bytes the demuxer needs from there, where
+// the container can seek (wav, flac, mp3, ogg, opus); for other codecs
+// (aac), where the demuxer cannot seek, or when the first frame after the
+// seek has no timestamp, it decodes from the start.
+// The samples equal those of All(rate) from start: bit for bit for PCM,
+// FLAC, mp3 and vorbis, and for opus within 1e-5 (package doc).
+func (a *Audio) Read(dst []float32, rate, start int) (int, error) {
+	if start < 0 || rate < 0 {
+		return 0, base.Markf(base.ErrInvalidArgument, "audio segment from sample %d at %d Hz", start, rate)
+	}
+	if a.closed {
+		return 0, errClosed
+	}
+	if a.direct(rate) {
+		return a.wav.read(a.r, dst, int64(start))
+	}
+	n, err := a.readFrom(dst, rate, start, true)
+	if errors.Is(err, errUnplaced) {
+		n, err = a.readFrom(dst, rate, start, false)
+	}
+	return n, err
+}
+
+func (a *Audio) readFrom(dst []float32, rate, start int, seek bool) (int, error) {
+	if err := a.begin(rate, start, seek); err != nil {
+		return 0, err
+	}
+	return a.read(dst)
+}
+
+// All decodes the whole stream at rate (0: the stream's), interleaved. A
+// stream without samples is ErrDecode.
+func (a *Audio) All(rate int) ([]float32, error) {
+	if a.closed {
+		return nil, errClosed
+	}
+	if a.direct(rate) {
+		pcm := make([]float32, a.wav.frames*int64(a.in.Channels))
+		n, err := a.wav.read(a.r, pcm, 0)
+		if err != nil {
+			return nil, err
+		}
+		if n == 0 {
+			return nil, decodef("audio stream has no samples (%d channels at %d Hz)", a.in.Channels, a.in.SampleRate)
+		}
+		return pcm, nil
+	}
+	if err := a.begin(rate, 0, false); err != nil {
+		return nil, err
+	}
+	r := a.in.SampleRate
+	if rate > 0 {
+		r = rate
+	}
+	ch := a.in.Channels
+	// Size the buffer from the declared duration (exact for wav and
+	// flac), and grow it if the stream is longer.
+	est := int(a.in.Duration.Seconds()*float64(r)) + r/8 + 1024
+	pcm := make([]float32, est*ch)
+	n := 0
+	for {
+		got, err := a.read(pcm[n*ch:])
+		if err != nil {
+			return nil, err
+		}
+		n += got
+		if n*ch < len(pcm) {
+			break
+		}
+		pcm = append(pcm, make([]float32, len(pcm))...)
+	}
+	if n == 0 {
+		return nil, decodef("audio stream has no samples (%d channels at %d Hz)", ch, r)
+	}
+	return pcm[: n*ch : n*ch], nil
+}
+
+// Close frees the decoder. Reading after Close is an error.
+func (a *Audio) Close() {
+	if a.d != nil {
+		a.d.close()
+		a.d = nil
+	}
+	a.closed = true
+}
+
+var errClosed = base.Markf(base.ErrInvalidArgument, "media: audio decoder used after Close")
 
 // Video is an open video decoder. It holds C memory: Close it.
 type Video struct {

@@ -18,7 +18,15 @@ typedef struct {
 	AVPacket *pkt;
 	struct SwsContext *sws;
 	SwrContext *swr;
+	// audio (lm_audio_begin, lm_audio_read)
+	int channels, aflushed;
+	int64_t in_first, in_pos, out_skip;
+	float *abuf;
+	int abuf_cap, abuf_n, abuf_off;
 } lm_ctx;
+
+#define LM_NOPOS INT64_MIN
+#define LM_UNPLACED (-1000)
 
 typedef struct {
 	char container[32], codec[32];
@@ -31,6 +39,8 @@ void lm_close(lm_ctx *c);
 void lm_get_info(lm_ctx *c, lm_info *in);
 int64_t lm_count_packets(lm_ctx *c);
 int lm_video(lm_ctx *c, int64_t start, int count, int stride, int out_w, int out_h, uint8_t *dst, char *err, int errlen);
-int64_t lm_audio(lm_ctx *c, int rate, char *err, int errlen);
+int lm_audio_begin(lm_ctx *c, int rate, int64_t in_first, int64_t out_skip, int64_t preroll, char *err, int errlen);
+int64_t lm_audio_read(lm_ctx *c, float *dst, int64_t cap, char *err, int errlen);
+int lm_audio_preroll(lm_ctx *c);
 
 #endif

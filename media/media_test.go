@@ -193,6 +193,8 @@ func FuzzProbe(f *testing.F) {
 	f.Add(mediatest.Read(f, mediatest.Video(f, dir, "v.mp4", 16, 16, 5, 0.4, 2)))
 	f.Add(mediatest.Read(f, mediatest.Audio(f, dir, "a.wav", 8000, 1, 0.05)))
 	f.Add(mediatest.Read(f, mediatest.Audio(f, dir, "a.flac", 8000, 1, 0.05)))
+	f.Add(mediatest.Read(f, mediatest.Audio(f, dir, "a.mp3", 8000, 2, 0.2)))
+	f.Add(mediatest.Read(f, mediatest.Audio(f, dir, "a.ogg", 8000, 1, 0.2)))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if in, err := media.ProbeVideoBytes(b); err == nil && in.Frames < 100 && in.Width*in.Height < 1<<16 {
 			v, err := media.OpenVideo(bytes.NewReader(b), int64(len(b)), in)
@@ -202,5 +204,12 @@ func FuzzProbe(f *testing.F) {
 			}
 		}
 		_, _ = media.ProbeAudioBytes(b)
+		if a, err := media.OpenAudio(bytes.NewReader(b), int64(len(b))); err == nil {
+			if ch := a.Info().Channels; ch <= 16 {
+				_, _ = a.Read(make([]float32, 64*ch), 0, 100)
+				_, _ = a.Read(make([]float32, 64*ch), 8000, 50)
+			}
+			a.Close()
+		}
 	})
 }

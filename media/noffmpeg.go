@@ -34,3 +34,21 @@ func (v *Video) Frames(dst []byte, start, count, stride, w, h int) error { retur
 
 // Close does nothing.
 func (v *Video) Close() {}
+
+// Audio is an open audio decoder (never opened in this build).
+type Audio struct{}
+
+// OpenAudio returns ErrNoFFmpeg in this build.
+func OpenAudio(r io.ReaderAt, size int64) (*Audio, error) { return nil, ErrNoFFmpeg }
+
+// Info returns the zero Info.
+func (a *Audio) Info() Info { return Info{} }
+
+// Read returns ErrNoFFmpeg.
+func (a *Audio) Read(dst []float32, rate, start int) (int, error) { return 0, ErrNoFFmpeg }
+
+// All returns ErrNoFFmpeg.
+func (a *Audio) All(rate int) ([]float32, error) { return nil, ErrNoFFmpeg }
+
+// Close does nothing.
+func (a *Audio) Close() {}

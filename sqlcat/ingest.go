@@ -25,6 +25,41 @@ type IngestOptions struct {
 	FileBase string
 	// Threads is DuckDB's number of threads (0: GOMAXPROCS).
 	Threads int
+	// Fields converts the named result columns in Go instead of as SQL
+	// values: each value (as DuckDB gives it; never nil: null stays null)
+	// becomes a sample through its Convert, and a new dataset gets its
+	// Column (loch ingest parquet's media fields: a path, read and probed).
+	Fields map[string]Field
+	// Skip reports whether a Field's Convert error skips the row (Stage
+	// lists it in Skipped) rather than failing the ingest. Nil: never.
+	Skip func(error) bool
+}
+
+// Field is a result column converted in Go (IngestOptions.Fields).
+type Field struct {
+	// Column is the dataset column a new dataset gets (its name is the
+	// field's).
+	Column schema.Column
+	// Convert makes the sample of a non-null value. Its error is reported
+	// naming the source row and column.
+	Convert func(v any) (loch.Sample, error)
+}
+
+// IngestResult is what Stage did.
+type IngestResult struct {
+	// Rows is the number of rows staged.
+	Rows int64
+	// Ignored lists, sorted, the result columns the dataset has no column
+	// for.
+	Ignored []string
+	// Skipped are the rows skipped by IngestOptions.Skip, in order.
+	Skipped []SkippedRow
+}
+
+// SkippedRow is a source row that IngestOptions.Skip skipped.
+type SkippedRow struct {
+	Row int64 // 1-based, in the source's order
+	Err error // Convert's error
 }
 
 // ParquetSource is the query that reads a Parquet file (a path or URL
@@ -64,12 +99,22 @@ func SourceSchema(ctx context.Context, source string, o IngestOptions) (schema.S
 	if err != nil {
 		return s, fmt.Errorf("sql: %w", err)
 	}
-	for _, f := range append(slices.Clone(o.ImageFields), o.LinkFields...) {
+	fields := append(slices.Clone(o.ImageFields), o.LinkFields...)
+	for f := range o.Fields {
+		fields = append(fields, f)
+	}
+	for _, f := range fields {
 		if !hasColumn(types, f) {
 			return s, fmt.Errorf("sql: no field %q in the source (have %s): %w", f, strings.Join(typeNames(types), ", "), loch.ErrInvalidArgument)
 		}
 	}
 	for _, t := range types {
+		if f, ok := o.Fields[t.Name()]; ok {
+			col := f.Column
+			col.Name = t.Name()
+			s.Columns = append(s.Columns, col)
+			continue
+		}
 		typ := t.DatabaseTypeName()
 		switch {
 		case slices.Contains(o.ImageFields, t.Name()):
@@ -110,42 +155,51 @@ func typeNames[T interface{ Name() string }](types []T) []string {
 }
 
 // Stage runs source and stages its rows on d (it does not commit): each
-// result column goes to d's column of that name, d's other columns are
-// null, and result columns d has no column for are returned in ignored,
-// sorted. On an error, which names the source row and column, what was
-// staged is left for the caller to discard (close d without committing).
-func Stage(ctx context.Context, d *loch.Dataset, source string, o IngestOptions) (rows int64, ignored []string, err error) {
+// result column goes to d's column of that name (through o.Fields' Convert
+// where it names one), d's other columns are null, and result columns d
+// has no column for are listed in the result's Ignored. On an error, which
+// names the source row and column, what was staged is left for the caller
+// to discard (close d without committing).
+func Stage(ctx context.Context, d *loch.Dataset, source string, o IngestOptions) (IngestResult, error) {
+	var res IngestResult
 	e, err := query.New(ctx, nil, query.Options{Threads: o.Threads, FileBase: o.FileBase})
 	if err != nil {
-		return 0, nil, err
+		return res, err
 	}
 	defer e.Close()
 	rs, closeRows, err := e.Rows(ctx, fmt.Sprintf("SELECT * FROM (%s) LIMIT 0", source))
 	if err != nil {
-		return 0, nil, err
+		return res, err
 	}
 	names, err := rs.Columns()
 	closeRows()
 	if err != nil {
-		return 0, nil, fmt.Errorf("sql: %w", err)
+		return res, fmt.Errorf("sql: %w", err)
 	}
 	sch := d.Schema()
 	var targets []*schema.Column
 	var list []string
+	h := &stageHooks{skip: o.Skip}
 	for _, n := range names {
 		c, ok := sch.Column(n)
 		if !ok {
-			ignored = append(ignored, n)
+			res.Ignored = append(res.Ignored, n)
 			continue
 		}
 		targets = append(targets, c)
 		list = append(list, quoteIdent(n))
+		var conv func(any) (loch.Sample, error)
+		if f, ok := o.Fields[n]; ok {
+			conv = f.Convert
+		}
+		h.convert = append(h.convert, conv)
 	}
-	slices.Sort(ignored)
+	slices.Sort(res.Ignored)
 	if len(targets) == 0 {
-		return 0, ignored, fmt.Errorf("ingest into %s: no source column is a dataset column (source: %s; dataset: %s): %w",
+		return res, fmt.Errorf("ingest into %s: no source column is a dataset column (source: %s; dataset: %s): %w",
 			d.URL(), strings.Join(names, ", "), strings.Join(sch.Names(), ", "), loch.ErrInvalidArgument)
 	}
-	n, err := stage(ctx, e, d.URL(), d, targets, fmt.Sprintf("SELECT %s FROM (%s)", strings.Join(list, ", "), source))
-	return n, ignored, err
+	res.Rows, err = stage(ctx, e, d.URL(), d, targets, fmt.Sprintf("SELECT %s FROM (%s)", strings.Join(list, ", "), source), h)
+	res.Skipped = h.skipped
+	return res, err
 }

@@ -216,7 +216,7 @@ func (s *Session) insertFrom(ctx context.Context, name string, cols []string, so
 		return res, err
 	}
 	defer done()
-	if res.Rows, err = stage(ctx, e, name, d, targets, source); err != nil {
+	if res.Rows, err = stage(ctx, e, name, d, targets, source, nil); err != nil {
 		return res, err
 	}
 	if res.Rows == 0 {
@@ -233,8 +233,20 @@ func (s *Session) insertFrom(ctx context.Context, name string, cols []string, so
 // (by position), 256 rows per Dataset.Extend; it returns the number of
 // rows staged, and on an error (naming the source row and column) stops
 // with what it staged left for the caller to discard.
-func stage(ctx context.Context, e *query.Engine, name string, d *loch.Dataset, targets []*schema.Column, source string) (int64, error) {
+// stageHooks are Stage's conversions in Go (IngestOptions.Fields), by
+// target index (nil: the SQL conversion), and its skip rule; skipped
+// collects the rows skipped.
+type stageHooks struct {
+	convert []func(any) (loch.Sample, error)
+	skip    func(error) bool
+	skipped []SkippedRow
+}
+
+// stage inserts source's rows into targets of d (h nil: as SQL INSERT
+// does). It returns the number of rows staged.
+func stage(ctx context.Context, e *query.Engine, name string, d *loch.Dataset, targets []*schema.Column, source string, h *stageHooks) (int64, error) {
 	var n int64
+	src := int64(0) // source rows read
 	rows, closeRows, err := e.Rows(ctx, fmt.Sprintf("SELECT * FROM (%s)", source))
 	if err != nil {
 		return 0, fmt.Errorf("insert into %s: %w", name, err)
@@ -261,7 +273,7 @@ func stage(ctx context.Context, e *query.Engine, name string, d *loch.Dataset, t
 		ptrs[i] = &vals[i]
 	}
 	var batch []loch.Row
-	first := int64(1) // the source row of batch[0]
+	var from []int64 // the source row of each row of batch (rows may be skipped)
 	flush := func() error {
 		if len(batch) == 0 {
 			return nil
@@ -271,29 +283,44 @@ func stage(ctx context.Context, e *query.Engine, name string, d *loch.Dataset, t
 			// every sample).
 			for k, row := range batch {
 				if rerr := checkRow(targets, row); rerr != nil {
-					return rowError("insert into", name, first+int64(k), rerr)
+					return rowError("insert into", name, from[k], rerr)
 				}
 			}
-			return fmt.Errorf("insert into %s (nothing written): rows %d to %d: %w", name, first, first+int64(len(batch))-1, err)
+			return fmt.Errorf("insert into %s (nothing written): rows %d to %d: %w", name, from[0], from[len(from)-1], err)
 		}
-		first += int64(len(batch))
-		batch = batch[:0]
+		batch, from = batch[:0], from[:0]
 		return nil
 	}
 	for rows.Next() {
 		if err := rows.Scan(ptrs...); err != nil {
-			return n, fmt.Errorf("insert into %s: row %d: %w", name, n+1, err)
+			return n, fmt.Errorf("insert into %s: row %d: %w", name, src+1, err)
 		}
+		src++
 		row := make(loch.Row, len(targets))
+		skipped := false
 		for k, i := range keep {
 			c := targets[k]
-			smp, err := toSample(c, vals[i])
+			var smp loch.Sample
+			var err error
+			if h != nil && h.convert[k] != nil && vals[i] != nil {
+				smp, err = h.convert[k](vals[i])
+				if err != nil && h.skip != nil && h.skip(err) {
+					h.skipped = append(h.skipped, SkippedRow{Row: src, Err: err})
+					skipped = true
+					break
+				}
+			} else {
+				smp, err = toSample(c, vals[i])
+			}
 			if err != nil {
-				return n, rowError("insert into", name, n+1, fmt.Errorf("column %s: %w", c.Name, err))
+				return n, rowError("insert into", name, src, fmt.Errorf("column %s: %w", c.Name, err))
 			}
 			row[c.Name] = smp
 		}
-		batch = append(batch, row)
+		if skipped {
+			continue
+		}
+		batch, from = append(batch, row), append(from, src)
 		n++
 		if len(batch) == batchRows {
 			if err := flush(); err != nil {

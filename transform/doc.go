@@ -73,8 +73,11 @@
 //	                       ErrInput
 //	resample=R             decode audio at R samples per second (first step)
 //	segment=N[:start=K|random]
-//	                       N samples from K (default random); shorter audio is
-//	                       padded with zeros at the end
+//	                       N samples from K (default random, drawn from the
+//	                       samples the stored shape counts, at the resampled
+//	                       rate); shorter audio is padded with zeros at the
+//	                       end. Only the segment is decoded (a seek to it);
+//	                       its samples are those of the whole decode
 //	mono                   the mean of the channels: [samples, 1]
 //
 // Audio comes out as float32 [samples, channels]; neighbouring audio steps

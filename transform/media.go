@@ -266,27 +266,33 @@ func (s AudioStep) Out(in Image) (Image, error) {
 	return Image{Shape: []int{n, c}, DType: schema.Float32}, nil
 }
 
-// Apply decodes (when in is encoded) and transforms the audio.
+// Apply decodes (when in is encoded) and transforms the audio. A segment
+// of an encoded sample whose shape is known decodes only the segment
+// (media.Audio.Read: a seek to it, less the codec's preroll), and its
+// samples equal those of the whole decode cut at the same start.
 func (s AudioStep) Apply(in, out Image, rng *rand.Rand) error {
-	pcm, ch, err := audioSamples(in, s.Rate)
-	if err != nil {
-		return err
+	var pcm []float32
+	var ch int
+	var err error
+	if s.Segment > 0 && in.Encoded == encAudio && len(in.Shape) == 2 {
+		pcm, ch, err = s.segment(in, rng)
+		if err != nil {
+			return err
+		}
+	} else {
+		if pcm, ch, err = audioSamples(in, s.Rate); err != nil {
+			return err
+		}
+		if s.Segment > 0 {
+			n := len(pcm) / ch
+			seg := make([]float32, s.Segment*ch)
+			if start := s.start(n, rng); start < n {
+				copy(seg, pcm[start*ch:])
+			}
+			pcm = seg
+		}
 	}
 	n := len(pcm) / ch
-	if s.Segment > 0 {
-		start := s.Start
-		if start < 0 {
-			start = 0
-			if n > s.Segment {
-				start = rng.IntN(n - s.Segment + 1)
-			}
-		}
-		seg := make([]float32, s.Segment*ch)
-		if start < n {
-			copy(seg, pcm[start*ch:])
-		}
-		pcm, n = seg, s.Segment
-	}
 	if s.Mono && ch > 1 {
 		m := make([]float32, n)
 		for i := range m {
@@ -305,6 +311,40 @@ func (s AudioStep) Apply(in, out Image, rng *rand.Rand) error {
 		binary.LittleEndian.PutUint32(out.Data[4*i:], math.Float32bits(v))
 	}
 	return nil
+}
+
+// start is the segment's first sample in audio of n samples: Start, or
+// drawn uniformly from the starts that fit (0 when none does).
+func (s AudioStep) start(n int, rng *rand.Rand) int {
+	if s.Start >= 0 {
+		return s.Start
+	}
+	if n > s.Segment {
+		return rng.IntN(n - s.Segment + 1)
+	}
+	return 0
+}
+
+// segment decodes just the segment of an encoded sample of in.Shape[0]
+// samples (at its own rate; floor(samples * Rate / its rate) once
+// resampled), zero-padded past the end.
+func (s AudioStep) segment(in Image, rng *rand.Rand) ([]float32, int, error) {
+	a, err := media.OpenAudio(bytes.NewReader(in.Data), int64(len(in.Data)))
+	if err != nil {
+		return nil, 0, base.Mark(ErrDecode, "decode audio", err)
+	}
+	defer a.Close()
+	info := a.Info()
+	n := in.Shape[0]
+	if s.Rate > 0 && s.Rate != info.SampleRate {
+		n = int(int64(n) * int64(s.Rate) / int64(info.SampleRate))
+	}
+	ch := info.Channels
+	pcm := make([]float32, s.Segment*ch)
+	if _, err := a.Read(pcm, s.Rate, s.start(n, rng)); err != nil {
+		return nil, 0, base.Mark(ErrDecode, "decode audio", err)
+	}
+	return pcm, ch, nil
 }
 
 // fuseAudio merges a run of audio steps into one (resample, then segment,

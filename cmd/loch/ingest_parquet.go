@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -12,14 +13,16 @@ import (
 
 	"github.com/lochdata/loch"
 	"github.com/lochdata/loch/ingest"
+	"github.com/lochdata/loch/schema"
 	"github.com/lochdata/loch/sqlcat"
 )
 
 // newIngestParquetCmd is loch ingest parquet: SQL underneath, the INSERT
 // of docs/sql.md §4 (sqlcat.Stage) from DuckDB's read_parquet.
 func newIngestParquetCmd(f *ingestFlags) *cobra.Command {
-	var imageFields, linkFields []string
+	var imageFields, linkFields, mediaCols []string
 	var imageCompression string
+	var skipBad bool
 	cmd := &cobra.Command{
 		Use:   "parquet FILE URL",
 		Short: "Ingest a Parquet file, one row per record (through SQL)",
@@ -33,10 +36,15 @@ text, JSON json, BLOB bytes, numeric arrays and lists tensors; other types
 --image-field F reads the path (relative to the file's directory) or URL in
 field F with loch_file and stores the image (png or jpeg kept byte for
 byte when it matches --image-compression, default png); --link-field F
-stores the reference as a link column. When appending, fields the dataset
-has no column for are ignored and listed.`,
+stores the reference as a link column. --media-column F=video (or
+F=audio) reads the media file at the path or URL in field F and stores its
+bytes as they are (sample compression video or audio), probed with FFmpeg
+for shape, codec and rate; a file FFmpeg cannot read fails the ingest
+naming it, or with --skip-bad skips its row (counted). When appending,
+fields the dataset has no column for are ignored and listed.`,
 		Example: `  loch ingest parquet captions.parquet ./ds --image-field path
   loch ingest parquet 'shards/*.parquet' s3://bucket/ds --image-compression jpeg --image-field image
+  loch ingest parquet clips.parquet ./ds --media-column clip=video --skip-bad
   loch ingest parquet more.parquet ./ds --append`,
 		Args: exactArgs("FILE", "URL"),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -45,6 +53,10 @@ has no column for are ignored and listed.`,
 			case "", "png", "jpeg", "lz4", "zstd", "none":
 			default:
 				return usagef("--image-compression %q: want png, jpeg, lz4, zstd or none", imageCompression)
+			}
+			media, err := parseMediaColumns(mediaCols)
+			if err != nil {
+				return err
 			}
 			return runIngest(cmd, f, url, func(o ingest.Options) (res ingest.Result, err error) {
 				start := time.Now()
@@ -57,7 +69,11 @@ has no column for are ignored and listed.`,
 						res.Bytes = st.Size()
 					}
 				}
-				so := sqlcat.IngestOptions{ImageFields: imageFields, LinkFields: linkFields, ImageCompression: imageCompression, FileBase: base}
+				so := sqlcat.IngestOptions{ImageFields: imageFields, LinkFields: linkFields, ImageCompression: imageCompression, FileBase: base,
+					Fields: mediaFields(ctx, mediaBase(file, base), media)}
+				if skipBad {
+					so.Skip = func(err error) bool { return errors.Is(err, ingest.ErrBadMedia) }
+				}
 				source := sqlcat.ParquetSource(file, imageFields)
 				dsOpts := append([]loch.Option{loch.WithParallelism(o.Parallelism)}, o.DatasetOptions...)
 				d, err := loch.Open(ctx, url, dsOpts...)
@@ -84,7 +100,12 @@ has no column for are ignored and listed.`,
 					return res, fmt.Errorf("ingest into %s: a dataset with %d rows is already there: %w", url, n, loch.ErrExists)
 				}
 				defer d.Close() // without Commit, Close discards what was staged
-				if res.Rows, res.Ignored, err = sqlcat.Stage(ctx, d, source, so); err != nil {
+				staged, err := sqlcat.Stage(ctx, d, source, so)
+				res.Rows, res.Ignored, res.Skipped = staged.Rows, staged.Ignored, int64(len(staged.Skipped))
+				for _, sk := range staged.Skipped[:min(len(staged.Skipped), 10)] {
+					res.SkippedNames = append(res.SkippedNames, fmt.Sprintf("%s:%d", file, sk.Row))
+				}
+				if err != nil {
 					return res, err
 				}
 				if res.Rows == 0 {
@@ -106,5 +127,38 @@ has no column for are ignored and listed.`,
 	fl.StringArrayVar(&imageFields, "image-field", nil, "field holding image paths or URLs, stored as an image column (repeatable)")
 	fl.StringArrayVar(&linkFields, "link-field", nil, "field holding paths or URLs, stored as a link column (repeatable)")
 	fl.StringVar(&imageCompression, "image-compression", "", "how new image columns store images: png (default), jpeg, lz4, zstd or none")
+	fl.StringArrayVar(&mediaCols, "media-column", nil, "FIELD=video or FIELD=audio: a field holding paths or URLs of media files, stored as they are (repeatable)")
+	fl.BoolVar(&skipBad, "skip-bad", false, "skip rows whose media file FFmpeg cannot read (missing files still fail)")
 	return cmd
+}
+
+// mediaBase is the directory media paths are relative to: the Parquet
+// file's (a URL's directory for a URL).
+func mediaBase(file, local string) string {
+	if i := strings.LastIndex(file, "/"); strings.Contains(file, "://") && i > strings.Index(file, "://")+2 {
+		return file[:i]
+	}
+	return local
+}
+
+// mediaFields are the parquet ingest's --media-column fields: a VARCHAR
+// path (relative to base) or URL, read and probed (ingest.ReadMedia).
+func mediaFields(ctx context.Context, base string, media map[string]schema.SampleCompression) map[string]sqlcat.Field {
+	if len(media) == 0 {
+		return nil
+	}
+	out := map[string]sqlcat.Field{}
+	for name, kind := range media {
+		out[name] = sqlcat.Field{
+			Column: ingest.MediaColumn(name, kind),
+			Convert: func(v any) (loch.Sample, error) {
+				ref, ok := v.(string)
+				if !ok {
+					return loch.Sample{}, fmt.Errorf("%s field holds %T %v, want a VARCHAR path or URL: %w", kind, v, v, loch.ErrInvalidArgument)
+				}
+				return ingest.ReadMedia(ctx, base, ref, kind)
+			},
+		}
+	}
+	return out
 }
