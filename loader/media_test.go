@@ -354,8 +354,9 @@ func TestSeededClipsResume(t *testing.T) {
 // wav and flac files from the byte ranges the decoder asks for, on local
 // disk and on MinIO: a one-second segment of each file fetches a fraction
 // of the stored bytes; a random segment (resampled too, mixed down) is
-// what the pipeline makes of the whole stored bytes with the row's rng
-// (the loader's whole path); a fixed one is ffmpeg's samples.
+// what the loader gives fetching every sample whole, and what the pipeline
+// makes of the whole stored bytes with the row's rng; a fixed one is
+// ffmpeg's samples.
 func TestAudioSegmentsReadByRange(t *testing.T) {
 	for _, where := range []string{"local", "minio"} {
 		t.Run(where, func(t *testing.T) {
@@ -375,6 +376,15 @@ func TestAudioSegmentsReadByRange(t *testing.T) {
 				t.Logf("%s %s: 4 segments fetched %d of %d stored bytes (%.1f%%)", where, spec, st.BytesFetched, total, 100*float64(st.BytesFetched)/float64(total))
 				require.Positive(t, st.BytesFetched)
 				require.Less(t, st.BytesFetched, total/2)
+				// The loader's whole path (every sample fetched whole,
+				// decoded by the workers) gives the same samples.
+				whole, _, wst := func() (map[uint64][]byte, State, Stats) {
+					defer func(m int64) { rangeMin = m }(rangeMin)
+					rangeMin = 1 << 62
+					return samplesByRow(t, d, "sound", cfg, -1)
+				}()
+				require.Equal(t, whole, got, spec)
+				require.GreaterOrEqual(t, wst.BytesFetched, total)
 				p, err := transform.Parse(spec)
 				require.NoError(t, err)
 				for i, path := range paths {
