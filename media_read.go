@@ -349,6 +349,10 @@ func (c *ColumnReader) ReadAudioSegment(ctx context.Context, i int64, rate, star
 	}
 	defer a.Close()
 	ch := a.Info().Channels
+	if sr := a.Info().SampleRate; len(m.Shape) == 2 && sr > 0 { // no buffer past the end for a huge n
+		r := int64(max(rate, sr))
+		n = int(min(int64(n), max(int64(m.Shape[0])*r/int64(sr)+r-int64(start), 0)))
+	}
 	pcm := make([]float32, n*ch)
 	got, err := a.Read(pcm, rate, start)
 	if err != nil {

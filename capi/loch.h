@@ -27,9 +27,10 @@
  * selections and in loch_loader_new's configuration; 8 added vector search
  * (loch_vector_*, see the end); 9 added the staged writes
  * (loch_dataset_stage, loch_dataset_commit_staged) and
- * loch_dataset_fragment_rows; 10 added loch_dataset_read_frames.
+ * loch_dataset_fragment_rows; 10 added loch_dataset_read_frames; 12 added
+ * loch_dataset_read_audio.
  */
-#define LOCH_ABI_VERSION 10
+#define LOCH_ABI_VERSION 12
 
 /* Status codes. */
 enum {
@@ -221,6 +222,16 @@ int loch_interrupt(int64_t tid);
  *   loch_dataset_positions(h, const uint64_t *ids, int64_t n, int64_t *out,
  *       err): out[i] = the position of row id ids[i] in the handle's
  *       version; LOCH_NOT_FOUND when one is not a live row of it.
+ *
+ * Media (ABI 10, 12; capi/media.go has the details):
+ *   loch_dataset_read_frames(h, column, row, start, stop, stride, width,
+ *       height, loch_tensor **out, err): frames [start:stop:stride] of a
+ *       video sample, uint8 [frames, height, width, 3], read by range.
+ *   loch_dataset_read_audio(h, column, row, start, count, rate,
+ *       loch_tensor **out, err): count samples (< 0: to the end) from
+ *       sample start of an audio sample at rate (0: its own), float32
+ *       [samples, channels], fewer where the audio ends; a segment is read
+ *       by range. LOCH_INVALID_ARGUMENT for a column that is not audio.
  *
  * A write through a read-only handle (extend, update, delete, add_column,
  * commit, revert, merge, refresh) returns LOCH_READ_ONLY.

@@ -9,6 +9,7 @@ import (
 	"context"
 
 	"github.com/lochdata/loch"
+	"github.com/lochdata/loch/schema"
 )
 
 // loch_dataset_read_frames (ABI 10) decodes frames start, start+stride,
@@ -45,6 +46,45 @@ func loch_dataset_read_frames(h C.uintptr_t, column *C.char, row, start, stop, s
 	}
 	t := newTensor()
 	packTensor(t, col.Info().DType, []loch.Sample{s})
+	*out = t
+	return C.LOCH_OK
+}
+
+// loch_dataset_read_audio (ABI 12) decodes count samples from sample
+// start (count < 0: to the end) of row's sample of an audio column,
+// resampled to rate (0: the stored rate; start and count count samples at
+// that rate), as float32 [samples, channels] into a PACKED tensor of one
+// sample: count samples, or fewer where the audio ends. A segment reads
+// the stored file by range (a PCM wav: its header and the segment's
+// bytes); its samples are those of the whole decode.
+//
+//export loch_dataset_read_audio
+func loch_dataset_read_audio(h C.uintptr_t, column *C.char, row, start, count C.int64_t, rate C.int, out **C.loch_tensor, errOut **C.char) (st C.int) {
+	defer guard(&st, errOut)
+	col, err := columnOf(h, column)
+	if err != nil {
+		return fail(errOut, err)
+	}
+	info := col.Info()
+	if info.SampleCompression != schema.AudioCompression {
+		return fail(errOut, invalidf("read audio: column %q is %s, not an audio column", info.Name, info.SampleCompression))
+	}
+	if start < 0 || rate < 0 {
+		return fail(errOut, invalidf("read audio: a segment from sample %d at %d Hz: want start >= 0 and rate >= 0", start, rate))
+	}
+	ctx := context.Background()
+	var s loch.Sample
+	if count >= 0 {
+		s, err = col.ReadAudioSegment(ctx, int64(row), int(rate), int(start), int(count))
+	} else if s, err = col.ReadAudio(ctx, int64(row), int(rate)); err == nil {
+		n := min(int(start), s.Shape[0])
+		s = loch.Sample{Shape: []int{s.Shape[0] - n, s.Shape[1]}, Data: s.Data[n*s.Shape[1]*4:]}
+	}
+	if err != nil {
+		return fail(errOut, err)
+	}
+	t := newTensor()
+	packTensor(t, info.DType, []loch.Sample{s})
 	*out = t
 	return C.LOCH_OK
 }

@@ -74,8 +74,8 @@ type Config struct {
 	// FetchConcurrency bounds concurrent chunk fetches (default 16:
 	// object stores want many requests in flight); Workers bounds the
 	// goroutines that decode and collate (default GOMAXPROCS). Video clips
-	// read by range (see Transforms) are decoded by the fetchers instead,
-	// up to FetchConcurrency at once.
+	// and audio segments read by range (see Transforms) are decoded by the
+	// fetchers instead, up to FetchConcurrency at once.
 	FetchConcurrency int `json:"fetch_concurrency,omitempty"`
 	Workers          int `json:"workers,omitempty"`
 	// SkipBadSamples skips rows whose samples cannot be read or decoded,
@@ -109,12 +109,14 @@ type Config struct {
 	// to_float,normalize=imagenet,chw". They run in the loader's workers;
 	// random steps draw from (Seed, Epoch, row id). A png/jpeg column's
 	// pipeline that does not start with decode gets one. A video column's
-	// pipeline that starts with a clip step reads the samples larger than
-	// loch.MediaRangeMin (by their chunk's mean sample) by range, only the
-	// byte ranges the decoder asks for, and decodes them in the fetchers
-	// as it reads them (up to FetchConcurrency at once, so that reads
-	// overlap decoding); smaller samples are fetched whole with their
-	// neighbours and decoded by the workers.
+	// pipeline that starts with a clip step, or an audio column's whose
+	// first audio steps take a segment ("segment=N", "resample=R,
+	// segment=N"), reads the samples larger than loch.MediaRangeMin (by
+	// their chunk's mean sample) by range, only the byte ranges the decoder
+	// asks for, and decodes them in the fetchers as it reads them (up to
+	// FetchConcurrency at once, so that reads overlap decoding); smaller
+	// samples are fetched whole with their neighbours and decoded by the
+	// workers. Both give the same samples.
 	Transforms map[string]string `json:"transforms,omitempty"`
 	// Cache, when set, keeps the chunk objects the loader fetches (for
 	// example a chunkcache.Disk shared by the ranks of a node), so that
@@ -259,9 +261,10 @@ type Loader struct {
 	plan     planner
 	// transforms by column index
 	transforms map[int]transform.Pipeline
-	// ranged holds the columns whose clip step decodes large samples by
-	// range in the fetchers, with the memory a decoded clip is estimated
-	// to hold before it is decoded (see rangedSample)
+	// ranged holds the columns whose clip or audio segment step decodes
+	// large samples by range in the fetchers, with the memory a decoded
+	// clip or segment is estimated to hold before it is decoded (see
+	// rangedSample)
 	ranged map[int]int64
 	base   int // epoch index of the plan's first batch (after a resume)
 	mixed  bool
@@ -367,13 +370,13 @@ type entryKey struct {
 }
 
 // chunkEntry is a read needed by batches in flight: a chunk read (f), or
-// a media sample read by range and transformed as it is read (clip, out).
+// a media sample read by range and transformed as it is read (part, out).
 // ready is closed when f or out, or err, is set.
 type chunkEntry struct {
 	key     entryKey
 	ready   chan struct{}
 	f       *loch.Fetched
-	clip    *rangedClip
+	part    *rangedPart
 	out     value
 	err     error
 	users   int   // admitted batches still needing it
@@ -481,10 +484,8 @@ func newLoader(ctx context.Context, scans []*loch.Scan, cfg Config) (*Loader, er
 			return nil, fmt.Errorf("loader: transform for column %q: %w: %w", name, loch.ErrInvalidArgument, err)
 		}
 		l.transforms[c] = p
-		if st := p.Steps(); col.SampleCompression == schema.VideoCompression && len(st) > 0 {
-			if _, ok := st[0].(transform.ClipStep); ok {
-				l.ranged[c] = clipEstimate(p, col)
-			}
+		if part := p.DecodesPart(); part != "" && part == string(col.SampleCompression) {
+			l.ranged[c] = rangedEstimate(p, col)
 		}
 	}
 	return l, nil

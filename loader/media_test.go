@@ -121,28 +121,56 @@ func TestClipTooLong(t *testing.T) {
 // returns their paths and the bytes they store.
 func longVideos(t *testing.T, url string, n int) (*loch.Dataset, []string, int64) {
 	t.Helper()
-	d, err := loch.Create(ctx, url, schema.Schema{Columns: []schema.Column{
-		{Name: "clip", Kind: schema.Video, DType: schema.Uint8, SampleCompression: schema.VideoCompression},
-	}})
+	col := schema.Column{Name: "clip", Kind: schema.Video, DType: schema.Uint8, SampleCompression: schema.VideoCompression}
+	return mediaColumn(t, url, col, n, func(dir string, i int) string {
+		return mediatest.Video(t, dir, fmt.Sprintf("long%d.mp4", i), 320, 240, 25, 20+float64(i), 25)
+	})
+}
+
+// longSounds writes n synthetic 20 s 44.1 kHz stereo tones, wav and flac
+// in turn (a wav is 3.5 MB), into a new dataset at url (column "sound"),
+// and returns their paths and the bytes they store.
+func longSounds(t *testing.T, url string, n int) (*loch.Dataset, []string, int64) {
+	t.Helper()
+	col := schema.Column{Name: "sound", Kind: schema.Audio, DType: schema.Float32, SampleCompression: schema.AudioCompression}
+	return mediaColumn(t, url, col, n, func(dir string, i int) string {
+		return mediatest.Audio(t, dir, fmt.Sprintf("long%d.%s", i, []string{"wav", "flac"}[i%2]), 44100, 2, 20)
+	})
+}
+
+// mediaColumn creates a dataset at url of the one media column col and
+// commits n rows, the files that file(dir, i) writes; it returns their
+// paths and the bytes they store.
+func mediaColumn(t *testing.T, url string, col schema.Column, n int, file func(dir string, i int) string) (*loch.Dataset, []string, int64) {
+	t.Helper()
+	d, err := loch.Create(ctx, url, schema.Schema{Columns: []schema.Column{col}})
 	require.NoError(t, err)
 	t.Cleanup(func() { d.Close() })
 	dir := t.TempDir()
 	var paths []string
 	var total int64
 	for i := 0; i < n; i++ {
-		p := mediatest.Video(t, dir, fmt.Sprintf("long%d.mp4", i), 320, 240, 25, 20+float64(i), 25)
+		p := file(dir, i)
 		b := mediatest.Read(t, p)
 		total += int64(len(b))
 		paths = append(paths, p)
-		require.NoError(t, d.Append(ctx, loch.Row{"clip": loch.Media(schema.VideoCompression, b)}))
+		require.NoError(t, d.Append(ctx, loch.Row{col.Name: loch.Media(col.SampleCompression, b)}))
 	}
-	_, err = d.Commit(ctx, "long videos")
+	_, err = d.Commit(ctx, "long "+col.Name)
 	require.NoError(t, err)
 	return d, paths, total
 }
 
 // clipsByRow runs a loader and returns each row's clip bytes by row id.
 func clipsByRow(t *testing.T, d *loch.Dataset, cfg Config, batches int) (map[uint64][]byte, State, Stats) {
+	t.Helper()
+	return samplesByRow(t, d, "clip", cfg, batches)
+}
+
+// samplesByRow runs a loader and returns each row's bytes of column col
+// by row id, with the loader's state and stats after batches batches (-1:
+// all).
+func samplesByRow(t *testing.T, d *loch.Dataset, col string, cfg Config, batches int) (map[uint64][]byte, State, Stats) {
 	t.Helper()
 	l, err := New(ctx, d.Scan(), cfg)
 	require.NoError(t, err)
@@ -154,7 +182,7 @@ func clipsByRow(t *testing.T, d *loch.Dataset, cfg Config, batches int) (map[uin
 			break
 		}
 		require.NoError(t, err)
-		c := b.Columns["clip"]
+		c := b.Columns[col]
 		per := len(c.Data) / max(b.Len(), 1)
 		for i, id := range b.RowIDs {
 			out[id] = append([]byte(nil), c.Data[i*per:(i+1)*per]...)
@@ -237,15 +265,7 @@ func TestClipsReadByRange(t *testing.T) {
 				got, _, st := clipsByRow(t, d, cfg, -1)
 				require.Positive(t, st.BytesFetched)
 				require.Zero(t, c.Stats().Puts)
-				sc := d.Scan().WithCache(c)
-				require.NoError(t, sc.Load(ctx, 1))
-				sch := sc.Schema()
-				col, _ := sch.Column("clip")
-				require.NotEmpty(t, sc.Chunks(col.UID))
-				for _, id := range sc.Chunks(col.UID) {
-					_, err := sc.Fetch(ctx, loch.Read{Chunk: id})
-					require.NoError(t, err)
-				}
+				fillCache(t, d, c, "clip")
 				hits := c.Stats().Hits
 				again, _, st := clipsByRow(t, d, cfg, -1)
 				require.Greater(t, c.Stats().Hits, hits)
@@ -256,14 +276,31 @@ func TestClipsReadByRange(t *testing.T) {
 	}
 }
 
+// fillCache fetches every chunk of column col through cache c.
+func fillCache(t *testing.T, d *loch.Dataset, c chunkcache.Cache, col string) {
+	sc := d.Scan().WithCache(c)
+	require.NoError(t, sc.Load(ctx, 1))
+	sch := sc.Schema()
+	cl, ok := sch.Column(col)
+	require.True(t, ok)
+	require.NotEmpty(t, sc.Chunks(cl.UID))
+	for _, id := range sc.Chunks(cl.UID) {
+		_, err := sc.Fetch(ctx, loch.Read{Chunk: id})
+		require.NoError(t, err)
+	}
+}
+
 // firstChunk is the key of the chunk of row 0's clip.
-func firstChunk(t *testing.T, d *loch.Dataset) string {
+func firstChunk(t *testing.T, d *loch.Dataset) string { return chunkOfRow0(t, d, "clip") }
+
+// chunkOfRow0 is the key of the chunk of row 0's sample of column col.
+func chunkOfRow0(t *testing.T, d *loch.Dataset, col string) string {
 	sc := d.Scan()
 	require.NoError(t, sc.Load(ctx, 1))
 	r, err := sc.Locate(0)
 	require.NoError(t, err)
 	sch := sc.Schema()
-	c, ok := sch.Column("clip")
+	c, ok := sch.Column(col)
 	require.True(t, ok)
 	return sc.ChunkKey(sc.Slot(r, c.UID).Chunk(0))
 }
@@ -275,30 +312,115 @@ func firstChunk(t *testing.T, d *loch.Dataset) string {
 func TestSeededClipsResume(t *testing.T) {
 	long, _, _ := longVideos(t, filepath.Join(t.TempDir(), "long"), 5)
 	short, _ := mediaDataset(t, 6)
-	for name, d := range map[string]*loch.Dataset{"by range": long, "whole": short} {
-		cfg := Config{BatchSize: 2, Shuffle: "full", Seed: 11, Epoch: 2, Columns: []string{"clip"},
-			Transforms: map[string]string{"clip": "clip=3:stride=2:random_crop=40x24"}}
+	longAudio, _, _ := longSounds(t, filepath.Join(t.TempDir(), "sounds"), 5)
+	for _, c := range []struct {
+		name, col, spec string
+		d               *loch.Dataset
+	}{
+		{"clips by range", "clip", "clip=3:stride=2:random_crop=40x24", long},
+		{"clips whole", "clip", "clip=3:stride=2:random_crop=40x24", short},
+		{"segments by range", "sound", "resample=16000,segment=4000,mono", longAudio},
+		{"segments whole", "sound", "resample=16000,segment=4000,mono", short},
+	} {
+		d, name := c.d, c.name
+		cfg := Config{BatchSize: 2, Shuffle: "full", Seed: 11, Epoch: 2, Columns: []string{c.col},
+			Transforms: map[string]string{c.col: c.spec}}
 		cfg.Workers = 1
-		want, _, _ := clipsByRow(t, d, cfg, -1)
+		want, _, stats := samplesByRow(t, d, c.col, cfg, -1)
+		t.Logf("%s: %d bytes fetched", name, stats.BytesFetched)
 		for _, w := range []int{2, 4} {
 			cfg.Workers = w
-			got, _, _ := clipsByRow(t, d, cfg, -1)
+			got, _, _ := samplesByRow(t, d, c.col, cfg, -1)
 			require.Equal(t, want, got, "%s: %d workers", name, w)
 		}
 		cfg.Workers = 1
-		first, st, _ := clipsByRow(t, d, cfg, 1)
+		first, st, _ := samplesByRow(t, d, c.col, cfg, 1)
 		require.Len(t, first, 2)
 		resumed := cfg
 		resumed.Workers, resumed.Resume = 4, &st
-		rest, _, _ := clipsByRow(t, d, resumed, -1)
+		rest, _, _ := samplesByRow(t, d, c.col, resumed, -1)
 		for id, c := range rest {
 			first[id] = c
 		}
 		require.Equal(t, want, first, "%s: resumed after a batch", name)
 
 		cfg.Epoch = 3
-		other, _, _ := clipsByRow(t, d, cfg, -1)
-		require.NotEqual(t, want, other, "%s: epoch 3 draws other clips", name)
+		other, _, _ := samplesByRow(t, d, c.col, cfg, -1)
+		require.NotEqual(t, want, other, "%s: epoch 3 draws others", name)
+	}
+}
+
+// TestAudioSegmentsReadByRange: the loader decodes audio segments of long
+// wav and flac files from the byte ranges the decoder asks for, on local
+// disk and on MinIO: a one-second segment of each file fetches a fraction
+// of the stored bytes; a random segment (resampled too, mixed down) is
+// what the loader gives fetching every sample whole, and what the pipeline
+// makes of the whole stored bytes with the row's rng; a fixed one is
+// ffmpeg's samples.
+func TestAudioSegmentsReadByRange(t *testing.T) {
+	for _, where := range []string{"local", "minio"} {
+		t.Run(where, func(t *testing.T) {
+			url := filepath.Join(t.TempDir(), "ds")
+			if where == "minio" {
+				url = testserver.MinIO(t).URL
+			}
+			d, paths, total := longSounds(t, url, 4)
+			var pcm [][]byte // ffmpeg's decode of each file
+			for _, path := range paths {
+				pcm = append(pcm, mediatest.Samples(t, path, 0))
+			}
+			for _, spec := range []string{"segment=44100", "resample=16000,segment=8000,mono", "segment=1000:start=881000"} {
+				cfg := Config{BatchSize: 2, Seed: 5, Epoch: 1, Transforms: map[string]string{"sound": spec}}
+				got, _, st := samplesByRow(t, d, "sound", cfg, -1)
+				require.Len(t, got, 4)
+				t.Logf("%s %s: 4 segments fetched %d of %d stored bytes (%.1f%%)", where, spec, st.BytesFetched, total, 100*float64(st.BytesFetched)/float64(total))
+				require.Positive(t, st.BytesFetched)
+				require.Less(t, st.BytesFetched, total/2)
+				// The loader's whole path (every sample fetched whole,
+				// decoded by the workers) gives the same samples.
+				whole, _, wst := func() (map[uint64][]byte, State, Stats) {
+					defer func(m int64) { rangeMin = m }(rangeMin)
+					rangeMin = 1 << 62
+					return samplesByRow(t, d, "sound", cfg, -1)
+				}()
+				require.Equal(t, whole, got, spec)
+				require.GreaterOrEqual(t, wst.BytesFetched, total)
+				p, err := transform.Parse(spec)
+				require.NoError(t, err)
+				for i, path := range paths {
+					id, err := d.Scan().RowID(int64(i))
+					require.NoError(t, err)
+					rng := rand.New(rand.NewPCG(cfg.Seed^(uint64(cfg.Epoch)*0x9e3779b97f4a7c15), id))
+					want, err := p.Apply(transform.Image{Shape: []int{len(pcm[i]) / 8, 2}, DType: schema.Float32, Encoded: "audio", Data: mediatest.Read(t, path)}, rng, nil)
+					require.NoError(t, err)
+					require.Equal(t, want.Data, got[id], "%s: row %d", spec, i)
+				}
+			}
+			// A fixed segment is ffmpeg's samples; past the end it is padded
+			// with zeros.
+			fixed, _, _ := samplesByRow(t, d, "sound", Config{BatchSize: 4, Transforms: map[string]string{"sound": "segment=2000:start=881000"}}, -1)
+			for i := range paths {
+				id, err := d.Scan().RowID(int64(i))
+				require.NoError(t, err)
+				want := append(pcm[i][881000*8:], make([]byte, 1000*8)...)
+				require.Equal(t, want, fixed[id], "row %d", i)
+			}
+
+			// With a chunk cache: range reads never fill it, and read from
+			// it once it holds the chunks.
+			if where == "local" {
+				c, err := chunkcache.Open(t.TempDir(), 64<<20, nil)
+				require.NoError(t, err)
+				cfg := Config{BatchSize: 2, Seed: 5, Cache: c, Transforms: map[string]string{"sound": "segment=16000"}}
+				got, _, st := samplesByRow(t, d, "sound", cfg, -1)
+				require.Positive(t, st.BytesFetched)
+				require.Zero(t, c.Stats().Puts)
+				fillCache(t, d, c, "sound")
+				again, _, st := samplesByRow(t, d, "sound", cfg, -1)
+				require.Equal(t, got, again)
+				require.Zero(t, st.BytesFetched)
+			}
+		})
 	}
 }
 
@@ -377,39 +499,59 @@ func TestClipPrefetchBound(t *testing.T) {
 	st := l.Stats()
 	t.Logf("peak in flight %d bytes, a clip %d", st.PeakInFlight, clip)
 	require.LessOrEqual(t, st.PeakInFlight, int64(2*clip))
+
+	// The same for audio segments read by range.
+	a, _, _ := longSounds(t, filepath.Join(t.TempDir(), "sounds"), 4)
+	const seg = 44100 * 2 * 4
+	l, err = New(ctx, a.Scan(), Config{BatchSize: 1, PrefetchBytes: 1, PrefetchBatches: 8, Transforms: map[string]string{"sound": "segment=44100"}})
+	require.NoError(t, err)
+	defer l.Close()
+	require.Len(t, drain(t, l), 4)
+	st = l.Stats()
+	t.Logf("peak in flight %d bytes, a segment %d", st.PeakInFlight, seg)
+	require.Positive(t, st.PeakInFlight)
+	require.LessOrEqual(t, st.PeakInFlight, int64(2*seg))
 }
 
-// TestDamagedClipByRange: a stored video whose bytes fail their block
-// checksums (a flipped byte in row 0's container header) stops a loader
-// that reads it by range with ErrCorrupt naming the row, the column and
-// the chunk, or with SkipBadSamples skips that row alone.
+// TestDamagedClipByRange: a stored video or wav whose bytes fail their
+// block checksums (a flipped byte in row 0's container header) stops a
+// loader that reads it by range with ErrCorrupt naming the row, the column
+// and the chunk, or with SkipBadSamples skips that row alone.
 func TestDamagedClipByRange(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "ds")
-	d, _, _ := longVideos(t, dir, 3)
-	key := firstChunk(t, d)
-	p := filepath.Join(dir, filepath.FromSlash(key))
-	b, err := os.ReadFile(p)
-	require.NoError(t, err)
-	at := bytes.Index(b, []byte("ftyp"))
-	require.Positive(t, at)
-	b[at+4] ^= 0xff
-	require.NoError(t, os.WriteFile(p, b, 0o644))
-	fresh, err := loch.Open(ctx, dir)
-	require.NoError(t, err)
-	defer fresh.Close()
+	for _, c := range []struct {
+		col, spec, marker string
+		make              func(t *testing.T, url string, n int) (*loch.Dataset, []string, int64)
+	}{
+		{"clip", "clip=2:start=0", "ftyp", longVideos},
+		{"sound", "segment=100:start=0", "WAVE", longSounds},
+	} {
+		dir := filepath.Join(t.TempDir(), "ds")
+		d, _, _ := c.make(t, dir, 3)
+		key := chunkOfRow0(t, d, c.col)
+		p := filepath.Join(dir, filepath.FromSlash(key))
+		b, err := os.ReadFile(p)
+		require.NoError(t, err)
+		at := bytes.Index(b, []byte(c.marker))
+		require.Positive(t, at)
+		b[at+4] ^= 0xff
+		require.NoError(t, os.WriteFile(p, b, 0o644))
+		fresh, err := loch.Open(ctx, dir)
+		require.NoError(t, err)
+		defer fresh.Close()
 
-	spec := map[string]string{"clip": "clip=2:start=0"}
-	l, err := New(ctx, fresh.Scan(), Config{BatchSize: 1, Shuffle: order.ModeNone, Transforms: spec})
-	require.NoError(t, err)
-	_, err = l.Next(ctx)
-	l.Close()
-	t.Log(err)
-	require.ErrorIs(t, err, loch.ErrCorrupt)
-	require.ErrorContains(t, err, "row id 0 (position 0)")
-	require.ErrorContains(t, err, `column "clip"`)
-	require.ErrorContains(t, err, key)
+		spec := map[string]string{c.col: c.spec}
+		l, err := New(ctx, fresh.Scan(), Config{BatchSize: 1, Shuffle: order.ModeNone, Transforms: spec})
+		require.NoError(t, err)
+		_, err = l.Next(ctx)
+		l.Close()
+		t.Log(err)
+		require.ErrorIs(t, err, loch.ErrCorrupt)
+		require.ErrorContains(t, err, "row id 0 (position 0)")
+		require.ErrorContains(t, err, fmt.Sprintf("column %q", c.col))
+		require.ErrorContains(t, err, key)
 
-	got, _, st := clipsByRow(t, fresh, Config{BatchSize: 1, Shuffle: order.ModeNone, SkipBadSamples: true, Transforms: spec}, -1)
-	require.Len(t, got, 2)
-	require.Equal(t, []uint64{0}, st.SkippedRows)
+		got, _, st := samplesByRow(t, fresh, c.col, Config{BatchSize: 1, Shuffle: order.ModeNone, SkipBadSamples: true, Transforms: spec}, -1)
+		require.Len(t, got, 2)
+		require.Equal(t, []uint64{0}, st.SkippedRows)
+	}
 }

@@ -124,7 +124,7 @@ func (l *Loader) admit(job *batchJob, k int, fetches chan<- *chunkEntry, jobs ch
 			// New, kept from earlier batches, or forgotten.
 			if e.ready == nil {
 				e.ready = make(chan struct{})
-				if e.clip != nil {
+				if e.part != nil {
 					e.size = l.ranged[e.key.media-1]
 				} else {
 					e.size = l.scans[e.key.ds].Estimate(e.key.read)
@@ -241,8 +241,8 @@ func (l *Loader) locate(index []int, items [][]order.Item) ([]*batchJob, error) 
 				switch {
 				case job.ranged != nil && job.ranged[c][i]:
 					e := l.entry(entryKey{ds: ds, media: c + 1, pos: job.positions[i]})
-					if e.clip == nil {
-						e.clip = &rangedClip{slot: slot, rowID: job.rowIDs[i], col: c}
+					if e.part == nil {
+						e.part = &rangedPart{slot: slot, rowID: job.rowIDs[i], col: c}
 					}
 					add(c, i, e)
 				case slot.Pieces() == 1:
@@ -306,8 +306,8 @@ func (l *Loader) entry(k entryKey) *chunkEntry {
 // fetch performs one read.
 func (l *Loader) fetch(e *chunkEntry) {
 	defer close(e.ready)
-	if e.clip != nil {
-		l.fetchClip(e)
+	if e.part != nil {
+		l.fetchPart(e)
 		return
 	}
 	f, err := l.scans[e.key.ds].Fetch(l.ctx, e.key.read)
@@ -371,7 +371,7 @@ func (l *Loader) collate(job *batchJob) {
 			// else forgotten, so that the jobs located but not admitted
 			// yet that name it do not keep its memory (they fetch it
 			// again if admitted).
-			if e.err != nil || e.clip != nil || !l.kept.Add(e.key, e, e.size) {
+			if e.err != nil || e.part != nil || !l.kept.Add(e.key, e, e.size) {
 				e.forget()
 			}
 		}
@@ -698,20 +698,22 @@ func padCopy(dst, data []byte, src, dstShape []int, size int) {
 	}
 }
 
-// rangedClip is a video sample that a fetcher reads by range and
-// transforms as it reads it.
-type rangedClip struct {
+// rangedPart is a media sample (a video clip's, an audio segment's) that a
+// fetcher reads by range and transforms as it reads it.
+type rangedPart struct {
 	slot  loch.Slot
 	rowID uint64
 	col   int
 }
 
 // rangedSample reports whether column c's sample at slot is read by range
-// and transformed in a fetcher: the column's pipeline starts with a clip
-// step and the sample is larger than loch.MediaRangeMin (judged by its
-// chunk's mean sample, which the snapshot gives without a read; a sample
-// split across chunks always is). Smaller ones cost no more bytes fetched
-// whole, in one request shared with their neighbours.
+// and transformed in a fetcher: the column's pipeline decodes part of it
+// (a clip step first, or a segment in its first audio steps:
+// transform.Pipeline.DecodesPart) and the sample is larger than
+// loch.MediaRangeMin (judged by its chunk's mean sample, which the
+// snapshot gives without a read; a sample split across chunks always is).
+// Smaller ones cost no more bytes fetched whole, in one request shared
+// with their neighbours.
 func (l *Loader) rangedSample(sc *loch.Scan, c int, slot loch.Slot) bool {
 	if _, ok := l.ranged[c]; !ok || slot.Null() {
 		return false
@@ -723,40 +725,44 @@ func (l *Loader) rangedSample(sc *loch.Scan, c int, slot loch.Slot) bool {
 // whole reads on the same data.
 var rangeMin int64 = loch.MediaRangeMin
 
-// clipEstimateUnknown is the memory budgeted for a decoded clip whose size
-// depends on frame sizes the column's statistics do not give; the fetch
-// corrects it.
-const clipEstimateUnknown = 4 << 20
+// rangedEstimateUnknown is the memory budgeted for a decoded clip or
+// segment whose size depends on frame sizes or channels the column's
+// statistics do not give; the fetch corrects it.
+const rangedEstimateUnknown = 4 << 20
 
-// clipEstimate is the memory one of column col's clips holds decoded
-// through p, from its largest sample's shape when the statistics give it.
-func clipEstimate(p transform.Pipeline, col schema.Column) int64 {
+// rangedEstimate is the memory one of column col's clips or audio
+// segments holds decoded through p, from its largest sample's shape when
+// the statistics give it.
+func rangedEstimate(p transform.Pipeline, col schema.Column) int64 {
 	shape := []int{-1, -1, -1, 3}
-	if len(col.MaxShape) == 4 {
+	if col.SampleCompression == schema.AudioCompression {
+		shape = []int{-1, -1}
+	}
+	if len(col.MaxShape) == len(shape) {
 		shape = col.MaxShape
 	}
-	out, err := p.Out(transform.Image{Shape: shape, DType: col.DType, Encoded: string(schema.VideoCompression)})
+	out, err := p.Out(transform.Image{Shape: shape, DType: col.DType, Encoded: string(col.SampleCompression)})
 	if n := out.Size(); err == nil && n >= 0 {
 		return int64(n)
 	}
-	return clipEstimateUnknown
+	return rangedEstimateUnknown
 }
 
-// fetchClip reads a video sample by range (its chunk headers, then the
+// fetchPart reads a media sample by range (its chunk headers, then the
 // byte ranges the decoder asks for) and applies its column's pipeline as
 // it reads. Errors name the chunk.
-func (l *Loader) fetchClip(e *chunkEntry) {
+func (l *Loader) fetchPart(e *chunkEntry) {
 	t0 := time.Now()
 	sc := l.scans[e.key.ds]
-	m, err := sc.OpenMedia(l.ctx, e.clip.slot)
+	m, err := sc.OpenMedia(l.ctx, e.part.slot)
 	if err != nil {
 		e.err = err
 		return
 	}
-	col := l.cols[e.key.ds][e.clip.col].col
-	in := transform.Image{Shape: m.Shape, DType: col.DType, Encoded: string(schema.VideoCompression),
+	col := l.cols[e.key.ds][e.part.col].col
+	in := transform.Image{Shape: m.Shape, DType: col.DType, Encoded: string(col.SampleCompression),
 		Source: io.NewSectionReader(m, 0, m.Bytes)}
-	s, dtype, err := l.transform(l.transforms[e.clip.col], in, e.clip.rowID)
+	s, dtype, err := l.transform(l.transforms[e.part.col], in, e.part.rowID)
 	read := m.ReadTime()
 	l.fetchNs.Add(int64(read))
 	l.decodeNs.Add(int64(time.Since(t0) - read))

@@ -12,7 +12,8 @@
 // it and seeks, so a clip read from the middle of a long mp4 reads its
 // index and the packets from the nearest keyframe on, not the whole file
 // (a range-reading ReaderAt over object storage then fetches only those
-// bytes). bench/RESULTS.md has the measurements behind the choice of
+// bytes: the loader's clip and audio segment steps decode through one over
+// the stored sample, loch.MediaSample). bench/RESULTS.md has the measurements behind the choice of
 // FFmpeg for audio too (the pure-Go wav/flac/mp3 decoders were slower or
 // lost the channel count).
 //

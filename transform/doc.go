@@ -81,10 +81,14 @@
 //	mono                   the mean of the channels: [samples, 1]
 //
 // Audio comes out as float32 [samples, channels]; neighbouring audio steps
-// run as one (resample, then segment, then mono). A video sample's Image
-// may carry a by-range Source instead of Data: clip then reads only the
-// byte ranges it decodes (the container's index and the packets from the
-// keyframe before the start).
+// run as one (resample, then segment, then mono). A video or audio
+// sample's Image may carry a by-range Source instead of Data, given to a
+// pipeline that DecodesPart (one that starts with a clip step, or whose
+// first audio steps take a segment): clip then reads only the byte ranges
+// it decodes (the container's index and the packets from the keyframe
+// before the start), and segment those of the segment (a PCM wav: its
+// header and the segment's bytes; other codecs: the packets from the
+// segment less the codec's preroll, after the demuxer's search).
 //
 // The loader seeds each sample's rng from (seed, epoch, row id): a clip's
 // start and random crop, like an image's random crop, are the same whatever

@@ -62,9 +62,10 @@ func (l Layout) String() string {
 // A dimension of -1 is unknown: Out and OutShape accept them and give -1
 // wherever the output depends on them; Apply needs real dimensions.
 //
-// An encoded video sample may leave Data empty and give Source instead:
-// its container bytes, read by range (the loader passes a reader over the
-// stored sample, so that a clip fetches only the byte ranges it decodes).
+// An encoded video or audio sample may leave Data empty and give Source
+// instead: its container bytes, read by range (the loader passes a reader
+// over the stored sample to a pipeline that DecodesPart, so that a clip or
+// an audio segment fetches only the byte ranges it decodes).
 type Image struct {
 	Shape   []int
 	DType   schema.DType

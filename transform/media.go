@@ -130,11 +130,7 @@ func (s ClipStep) Apply(in, out Image, rng *rand.Rand) error {
 		return inputErr("clip needs a video sample (sample compression video)")
 	}
 	info := media.Info{Frames: in.Shape[0], Height: in.Shape[1], Width: in.Shape[2]}
-	var src io.ReaderAt = bytes.NewReader(in.Data)
-	size := int64(len(in.Data))
-	if in.Source != nil {
-		src, size = in.Source, in.Source.Size()
-	}
+	src, size := in.source()
 	v, err := media.OpenVideo(src, size, info)
 	if err != nil {
 		return base.Mark(ErrDecode, "clip", err)
@@ -268,8 +264,11 @@ func (s AudioStep) Out(in Image) (Image, error) {
 
 // Apply decodes (when in is encoded) and transforms the audio. A segment
 // of an encoded sample whose shape is known decodes only the segment
-// (media.Audio.Read: a seek to it, less the codec's preroll), and its
-// samples equal those of the whole decode cut at the same start.
+// (media.Audio.Read: a seek to it, less the codec's preroll), from
+// in.Source when it is set (by range: a PCM wav reads its header and the
+// segment's bytes) or else from in.Data, and its samples equal those of
+// the whole decode cut at the same start. Without a segment (or a known
+// shape) the sample is decoded whole, from in.Data.
 func (s AudioStep) Apply(in, out Image, rng *rand.Rand) error {
 	var pcm []float32
 	var ch int
@@ -329,7 +328,7 @@ func (s AudioStep) start(n int, rng *rand.Rand) int {
 // samples (at its own rate; floor(samples * Rate / its rate) once
 // resampled), zero-padded past the end.
 func (s AudioStep) segment(in Image, rng *rand.Rand) ([]float32, int, error) {
-	a, err := media.OpenAudio(bytes.NewReader(in.Data), int64(len(in.Data)))
+	a, err := media.OpenAudio(in.source())
 	if err != nil {
 		return nil, 0, base.Mark(ErrDecode, "decode audio", err)
 	}
@@ -345,6 +344,35 @@ func (s AudioStep) segment(in Image, rng *rand.Rand) ([]float32, int, error) {
 		return nil, 0, base.Mark(ErrDecode, "decode audio", err)
 	}
 	return pcm, ch, nil
+}
+
+// DecodesPart reports the encoding ("video" or "audio", as the sample
+// compression) of the samples of which p decodes only a part, given in
+// Image.Source for reading by range: p starts with a clip step (video),
+// or with audio steps whose fused run takes a segment (audio); "" for
+// other pipelines, which need the whole sample.
+func (p Pipeline) DecodesPart() string {
+	if len(p.plan) == 0 {
+		return ""
+	}
+	switch s := p.plan[0].(type) {
+	case ClipStep:
+		return encVideo
+	case AudioStep:
+		if s.Segment > 0 {
+			return encAudio
+		}
+	}
+	return ""
+}
+
+// source is an encoded media sample's container bytes and their size:
+// Source (read by range) when it is set, else Data.
+func (im Image) source() (io.ReaderAt, int64) {
+	if im.Source != nil {
+		return im.Source, im.Source.Size()
+	}
+	return bytes.NewReader(im.Data), int64(len(im.Data))
 }
 
 // fuseAudio merges a run of audio steps into one (resample, then segment,
@@ -373,7 +401,8 @@ func fuseAudio(steps []Step) (AudioStep, int) {
 // reads decoded float32 [samples, channels].
 func audioSamples(in Image, rate int) ([]float32, int, error) {
 	if in.Encoded == encAudio {
-		pcm, info, err := media.DecodeAudio(bytes.NewReader(in.Data), int64(len(in.Data)), rate)
+		src, size := in.source()
+		pcm, info, err := media.DecodeAudio(src, size, rate)
 		if err != nil {
 			return nil, 0, base.Mark(ErrDecode, "decode audio", err)
 		}

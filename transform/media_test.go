@@ -154,3 +154,23 @@ func TestClipCrop(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, out.Data, again.Data)
 }
+
+// TestDecodesPart: the pipelines whose first step decodes part of a media
+// sample, which the loader reads by range.
+func TestDecodesPart(t *testing.T) {
+	for spec, want := range map[string]string{
+		"clip=4":                     "video",
+		"clip=4:size=8x8,hflip":      "video",
+		"segment=100":                "audio",
+		"resample=16000,segment=100": "audio",
+		"mono,segment=100:start=5":   "audio",
+		"resample=16000":             "",
+		"resample=16000,mono":        "",
+		"mono":                       "",
+		"decode,resize=8":            "",
+	} {
+		p, err := Parse(spec)
+		require.NoError(t, err, spec)
+		require.Equal(t, want, p.DecodesPart(), spec)
+	}
+}

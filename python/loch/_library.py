@@ -29,7 +29,7 @@ from typing import Any
 from ._status import NOT_ERRORS
 from .errors import ForkedProcess, from_status
 
-ABI_VERSION = 10
+ABI_VERSION = 12
 
 # Layouts and encodings of loch_column_in and loch_tensor.
 DENSE, PACKED, NULLS = 0, 1, 2
@@ -120,6 +120,7 @@ _STATUS_FUNCS: dict[str, list[Any]] = {
     "loch_dataset_read_range": [c_uintptr, c_char_p, c_int64, c_int64, POINTER(POINTER(TensorOut))],
     "loch_dataset_fetch": [c_uintptr, c_char_p, c_int64, POINTER(POINTER(TensorOut))],
     "loch_dataset_read_frames": [c_uintptr, c_char_p, c_int64, c_int64, c_int64, c_int64, c_int, c_int, POINTER(POINTER(TensorOut))],
+    "loch_dataset_read_audio": [c_uintptr, c_char_p, c_int64, c_int64, c_int64, c_int, POINTER(POINTER(TensorOut))],
     "loch_dataset_create_branch": [c_uintptr, c_char_p, c_char_p, _STR_OUT],
     "loch_dataset_create_tag": [c_uintptr, c_char_p, c_char_p, _STR_OUT],
     "loch_dataset_delete_branch": [c_uintptr, c_char_p],

@@ -1031,31 +1031,64 @@ class ColumnReader:
             raise IndexError(f"rows {key!r} out of range for {n} rows")
         return self._ds._read(self.name, pos.tolist(), stack=True)
 
-    def read(self, i: int, frames: slice | None = None, size: tuple[int, int] | None = None) -> Any:
-        """Row ``i``'s sample; for a video column (sample compression
-        ``video``) with ``frames``, only those frames, decoded from the
-        keyframe before the first and read from storage by range: a uint8
-        array ``[frames, height, width, 3]``, resized to ``size=(width,
-        height)`` if given::
+    def read(
+        self,
+        i: int,
+        frames: slice | None = None,
+        size: tuple[int, int] | None = None,
+        segment: tuple[int, int] | None = None,
+        rate: int | None = None,
+    ) -> Any:
+        """Row ``i``'s sample, or part of a video or audio sample read from
+        storage by range.
+
+        For a video column (sample compression ``video``) with ``frames``,
+        only those frames, decoded from the keyframe before the first: a
+        uint8 array ``[frames, height, width, 3]``, resized to
+        ``size=(width, height)`` if given::
 
             >>> clip = ds["clip"].read(0, frames=slice(30, 62, 2))   # doctest: +SKIP
             >>> clip.shape                                           # doctest: +SKIP
             (16, 360, 640, 3)
+
+        For an audio column (sample compression ``audio``) with
+        ``segment=(start, n)``, the ``n`` samples from sample ``start``
+        (fewer where the audio ends), decoded from a seek to the segment
+        (a PCM wav reads only its header and the segment's bytes); with
+        ``rate``, resampled to that many samples per second, ``start`` and
+        ``n`` then counting samples at that rate; with ``rate`` alone, the
+        whole audio at that rate. A float32 array ``[samples, channels]``
+        whose samples are those of the whole file's decode::
+
+            >>> seg = ds["sound"].read(0, segment=(48000, 16000), rate=16000)   # doctest: +SKIP
+            >>> seg.shape                                                         # doctest: +SKIP
+            (16000, 2)
         """
-        if frames is None:
+        if frames is None and segment is None and rate is None:
             return self[i]
         n = len(self._ds)
         row = i + n if i < 0 else i
         if not 0 <= row < n:
             raise IndexError(f"row {i} out of range for {n} rows")
-        if frames.step is not None and frames.step < 1 or (frames.start or 0) < 0 or (frames.stop or 0) < 0:
-            raise InvalidArgument(f"frames {frames!r}: want a slice with start, stop >= 0 and step >= 1")
-        w, h = size if size is not None else (0, 0)
         lib = self._ds._here()._h
         out = ctypes.POINTER(TensorOut)()
-        stop = -1 if frames.stop is None else frames.stop
-        lib.call("loch_dataset_read_frames", self.name.encode(), row, frames.start or 0, stop, frames.step or 1,
-                 int(w), int(h), ctypes.byref(out))  # fmt: skip
+        if frames is not None:
+            if segment is not None or rate is not None:
+                raise InvalidArgument("read: frames is for video columns, segment and rate for audio: give one or the other")
+            if frames.step is not None and frames.step < 1 or (frames.start or 0) < 0 or (frames.stop or 0) < 0:
+                raise InvalidArgument(f"frames {frames!r}: want a slice with start, stop >= 0 and step >= 1")
+            w, h = size if size is not None else (0, 0)
+            stop = -1 if frames.stop is None else frames.stop
+            lib.call("loch_dataset_read_frames", self.name.encode(), row, frames.start or 0, stop, frames.step or 1,
+                     int(w), int(h), ctypes.byref(out))  # fmt: skip
+        else:
+            if size is not None:
+                raise InvalidArgument("read: size is for video frames, not audio")
+            start, count = (0, -1) if segment is None else (int(segment[0]), int(segment[1]))
+            if start < 0 or (segment is not None and count < 0) or (rate is not None and int(rate) < 1):
+                raise InvalidArgument(f"segment {segment!r} at rate {rate!r}: want start, n >= 0 and a positive rate")
+            lib.call("loch_dataset_read_audio", self.name.encode(), row, int(start), int(count), int(rate or 0),
+                     ctypes.byref(out))  # fmt: skip
         try:
             value, _, _ = tensor_value(lib.lib, out.contents, stack=False)
         finally:
