@@ -27,9 +27,12 @@
  * selections and in loch_loader_new's configuration; 8 added vector search
  * (loch_vector_*, see the end); 9 added the staged writes
  * (loch_dataset_stage, loch_dataset_commit_staged) and
- * loch_dataset_fragment_rows; 10 added loch_dataset_read_frames.
+ * loch_dataset_fragment_rows; 10 added loch_dataset_read_frames; 11 added
+ * loch_loader_next_batch (the next batch in the same call that frees the
+ * previous one's description and gives back sample buffers) and
+ * loch_buffers_free (several buffers in one call).
  */
-#define LOCH_ABI_VERSION 10
+#define LOCH_ABI_VERSION 11
 
 /* Status codes. */
 enum {
