@@ -171,7 +171,7 @@ _PLAIN_FUNCS: dict[str, tuple[list[Any], Any]] = {
     "loch_buffer_trim": ([], None),
     "loch_buffer_stats": ([POINTER(c_int64), POINTER(c_int64)], None),
     "loch_tensor_free": ([POINTER(TensorOut)], None),
-    "loch_batch_free": ([POINTER(BatchOut)], None),
+    "loch_batch_free": ([c_void_p], None),  # a loch_batch * (an address or a pointer)
     "loch_interrupt": ([c_int64], c_int),
 }
 
