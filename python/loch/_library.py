@@ -384,6 +384,12 @@ class Library:
             self._freed_bytes = 0
         return freed
 
+    def give_back_freed(self, freed: list[int]) -> None:
+        """Puts buffers that :meth:`take_freed` returned back on the list
+        (their call into Go was not made)."""
+        with self._freed_lock:
+            self._freed.extend(freed)
+
     def flush_buffers(self) -> None:
         """Gives the buffers waiting in :meth:`free_buffer`'s list back to
         Go now."""

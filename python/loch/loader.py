@@ -104,6 +104,14 @@ class LoaderOptions(CommonLoaderOptions, total=False):
 BATCH = struct.Struct("@qqqPPiiPP")
 assert BATCH.size == ctypes.sizeof(BatchOut)
 
+# The batches a loader prepares ahead unless told (prefetch_batches), within
+# prefetch_bytes (the Go loader's default: 256 MiB). The Go loader's own
+# default, 4, serves a Go consumer; a Python consumer takes its batches with
+# more jitter (the GIL, garbage collection, the training step) and pays
+# more for waiting (its thread, which Go did not start, sleeps and wakes
+# through the OS): with 16 it waits less often (bench/RESULTS.md, issue 17).
+PREFETCH_BATCHES = 16
+
 # How long one call into Go waits for a batch before Python checks for
 # signals (Ctrl-C) and calls again.
 POLL_MS = 100
@@ -189,16 +197,26 @@ class _GoLoader:
         so that Ctrl-C interrupts it."""
         lib, h, err = self.lib, self._h.value, self._err
         while True:
-            freed = lib.take_freed()
-            n = len(freed)
-            release = self._release
-            if n > len(release):
-                release = (ctypes.c_void_p * n)()
-            if n:
-                release[:n] = freed
-            prev, self._prev = self._prev, 0
-            # The call frees prev and the n buffers whatever it returns.
-            status = self._next(h, POLL_MS, prev or None, release, n, self._out_ref, self._err_ref)
+            freed, called = lib.take_freed(), False
+            try:
+                n = len(freed)
+                release = self._release
+                if n > len(release):
+                    release = (ctypes.c_void_p * n)()
+                if n:
+                    release[:n] = freed
+                prev = self._prev
+                # The call frees prev and the n buffers whatever it returns
+                # (a KeyboardInterrupt comes after it, not during it).
+                called = True
+                status = self._next(h, POLL_MS, prev or None, release, n, self._out_ref, self._err_ref)
+            except BaseException:
+                if not called:  # Ctrl-C before the call: keep them for the next one
+                    lib.give_back_freed(freed)
+                raise
+            finally:
+                if called:
+                    self._prev = 0
             if status == Status.OK:
                 self._prev = self._out.value or 0
                 return self._prev
@@ -258,7 +276,12 @@ class Loader:
         sample_transform: a Python callable applied to each sample (a dict
             of one row's values); the results are stacked again.
         prefetch_batches, prefetch_bytes, workers, fetch_concurrency,
-        window_rows, skip_bad_samples: passed to the Go loader.
+        window_rows, skip_bad_samples: passed to the Go loader
+            (``prefetch_batches``: by default 16, more than the Go loader's
+            4, within ``prefetch_bytes``; ``workers``: by default one per
+            CPU the Go runtime would use, GOMAXPROCS; the library gives the
+            thread that iterates a Go processor of its own beside them, see
+            capi/procs.go).
         cache_dir, cache_bytes: keep fetched chunks in a disk cache shared by
             the processes of the machine (default budget 10 GiB), so that
             epochs after the first read them locally.
@@ -406,7 +429,7 @@ class Loader:
             ("rows", None if rows is None else [int(r) for r in rows]),
             ("joined", [dict(j) for j in joined] if joined else None),
             ("query", None if query is None else str(query)),
-            ("prefetch_batches", prefetch_batches),
+            ("prefetch_batches", PREFETCH_BATCHES if prefetch_batches is None else prefetch_batches),
             ("prefetch_bytes", prefetch_bytes),
             ("workers", workers),
             ("fetch_concurrency", fetch_concurrency),
