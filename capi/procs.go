@@ -19,7 +19,8 @@ import (
 // sharing the workers' Ps. With one P more, a call finds its own P (or an
 // idle one) at once; the loaders' default worker count stays the number of
 // Ps the process would have had (loaderWorkers), so the CPUs are shared as
-// in `loch bench`.
+// in `loch bench`. (Setting GOMAXPROCS stops the runtime from following
+// later changes of the process's CPU limit; it is read once, at load.)
 var callerProcs = func() int {
 	if os.Getenv("GOMAXPROCS") != "" {
 		return 0
