@@ -71,22 +71,45 @@ func (p *bufPool) alloc(n int) []byte {
 // which it leaves alone.
 func (p *bufPool) release(ptr unsafe.Pointer) bool {
 	p.mu.Lock()
-	c, ok := p.live[ptr]
-	if !ok {
-		p.mu.Unlock()
-		return false
+	drop, ok := p.putLocked(ptr)
+	p.mu.Unlock()
+	if drop != nil {
+		C.free(drop)
 	}
-	delete(p.live, ptr)
-	if p.freeBytes+c <= p.limit {
-		p.free[c] = append(p.free[c], ptr)
-		p.freeBytes += c
-		ptr = nil
+	return ok
+}
+
+// releaseAll takes back the buffers at ptrs, as release each (NULL and
+// pointers that are not live buffers are skipped), under one lock.
+func (p *bufPool) releaseAll(ptrs []unsafe.Pointer) {
+	var drops []unsafe.Pointer
+	p.mu.Lock()
+	for _, ptr := range ptrs {
+		if drop, _ := p.putLocked(ptr); drop != nil {
+			drops = append(drops, drop)
+		}
 	}
 	p.mu.Unlock()
-	if ptr != nil {
+	for _, ptr := range drops {
 		C.free(ptr)
 	}
-	return true
+}
+
+// putLocked (p.mu held) moves a live buffer to the free lists. It reports
+// whether ptr was live, and returns ptr when the pool is full: the caller
+// frees it with C.free after unlocking.
+func (p *bufPool) putLocked(ptr unsafe.Pointer) (drop unsafe.Pointer, ok bool) {
+	c, ok := p.live[ptr]
+	if !ok {
+		return nil, false
+	}
+	delete(p.live, ptr)
+	if p.freeBytes+c > p.limit {
+		return ptr, true
+	}
+	p.free[c] = append(p.free[c], ptr)
+	p.freeBytes += c
+	return nil, true
 }
 
 // trim frees every pooled buffer.
@@ -171,6 +194,16 @@ func (a *loaderAlloc) releaseAll() {
 func loch_buffer_free(ptr unsafe.Pointer) {
 	if ptr != nil {
 		pool.release(ptr)
+	}
+}
+
+// loch_buffers_free gives back the n sample buffers at ptrs, as
+// loch_buffer_free each, in one call (ABI 11).
+//
+//export loch_buffers_free
+func loch_buffers_free(ptrs *unsafe.Pointer, n C.int64_t) {
+	if ptrs != nil && n > 0 {
+		pool.releaseAll(unsafe.Slice(ptrs, int(n)))
 	}
 }
 

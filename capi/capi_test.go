@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"runtime"
 	"testing"
 	"time"
 	"unsafe"
@@ -53,6 +55,39 @@ func TestPoolReusesBuffers(t *testing.T) {
 	p.trim()
 	_, free = p.stats()
 	require.Zero(t, free)
+}
+
+func TestPoolReleasesMany(t *testing.T) {
+	p := &bufPool{live: map[unsafe.Pointer]int{}, free: map[int][]unsafe.Pointer{}, limit: 3 * 4096}
+	bufs := []unsafe.Pointer{ptrOf(p.alloc(4096)), ptrOf(p.alloc(4096)), ptrOf(p.alloc(4096)), ptrOf(p.alloc(4096))}
+	// NULL and a pointer given twice are skipped, as release skips them.
+	p.releaseAll([]unsafe.Pointer{bufs[0], nil, bufs[1], bufs[0], bufs[2], bufs[3]})
+	live, free := p.stats()
+	require.Zero(t, live)
+	require.Equal(t, 3*4096, free, "the pool keeps what its limit allows and frees the rest")
+	require.False(t, p.release(bufs[1]), "each buffer was given back once")
+	got := map[unsafe.Pointer]bool{}
+	for range 3 {
+		got[ptrOf(p.alloc(4096))] = true
+	}
+	require.Len(t, got, 3, "the kept buffers are served again, each once")
+	p.releaseAll(nil)
+	live, _ = p.stats()
+	require.Equal(t, 3*4096, live)
+}
+
+func TestLoaderWorkersLeaveTheCallerAProc(t *testing.T) {
+	// $GOMAXPROCS unset (as under go test here): the library added one P
+	// for calling threads, and loaders keep one worker per P of the
+	// process as it was.
+	if os.Getenv("GOMAXPROCS") != "" {
+		require.Zero(t, callerProcs)
+		require.Equal(t, runtime.GOMAXPROCS(0), loaderWorkers())
+		return
+	}
+	require.Equal(t, 1, callerProcs)
+	require.Equal(t, runtime.GOMAXPROCS(0)-1, loaderWorkers())
+	require.GreaterOrEqual(t, loaderWorkers(), 1)
 }
 
 func TestLoaderAllocReleasesWhatItOwns(t *testing.T) {

@@ -134,6 +134,9 @@ func startLoader(config *C.char, scans []*loch.Scan, out *C.uintptr_t, errOut **
 		return fail(errOut, err)
 	}
 	cfg := c.Config
+	if cfg.Workers == 0 {
+		cfg.Workers = loaderWorkers()
+	}
 	lo := &loaderObj{alloc: newLoaderAlloc(), names: cfg.Columns}
 	if c.CacheDir != "" {
 		n := c.CacheBytes
@@ -184,6 +187,9 @@ func loch_loader_config(config *C.char, out **C.char, errOut **C.char) (st C.int
 	if err := c.Validate(); err != nil {
 		return fail(errOut, err)
 	}
+	if c.Workers == 0 {
+		c.Workers = loaderWorkers()
+	}
 	c.Config = c.WithDefaults()
 	b, err := json.Marshal(c)
 	if err != nil {
@@ -201,6 +207,44 @@ func loch_loader_config(config *C.char, out **C.char, errOut **C.char) (st C.int
 //export loch_loader_next
 func loch_loader_next(h C.uintptr_t, timeoutMs C.int64_t, out **C.loch_batch, errOut **C.char) (st C.int) {
 	defer guard(&st, errOut)
+	return loaderNext(h, timeoutMs, out, errOut)
+}
+
+// loch_loader_next_batch is loch_loader_next for a consumer that takes one
+// batch after another (ABI 11): in the same call it first frees prev (a
+// batch description that loch_loader_next or this function returned, as
+// loch_batch_free; NULL: none) and gives back the nrelease sample buffers
+// at release (as loch_buffer_free each; NULL entries are skipped), whatever
+// the status, then stores the next batch in *out (NULL unless LOCH_OK).
+// One call per batch instead of 2 + one per column: each call into Go from
+// a thread that Go did not start has to find a free processor of the Go
+// runtime first, which the loader's workers are keeping busy.
+//
+//export loch_loader_next_batch
+func loch_loader_next_batch(h C.uintptr_t, timeoutMs C.int64_t, prev *C.loch_batch, release *unsafe.Pointer, nrelease C.int64_t, out **C.loch_batch, errOut **C.char) (st C.int) {
+	defer guard(&st, errOut)
+	if prev != nil {
+		freeBatch(prev)
+	}
+	if release != nil && nrelease > 0 {
+		pool.releaseAll(unsafe.Slice(release, int(nrelease)))
+	}
+	if out != nil {
+		*out = nil
+	}
+	return loaderNext(h, timeoutMs, out, errOut)
+}
+
+// expired is a context that has ended: a Next under it returns a batch
+// that is ready, and its error otherwise, without waiting.
+var expired = func() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}()
+
+// loaderNext is loch_loader_next.
+func loaderNext(h C.uintptr_t, timeoutMs C.int64_t, out **C.loch_batch, errOut **C.char) C.int {
 	lo, err := loaderOf(h)
 	if err != nil {
 		return fail(errOut, err)
@@ -210,20 +254,26 @@ func loch_loader_next(h C.uintptr_t, timeoutMs C.int64_t, out **C.loch_batch, er
 	if lo.closed.Load() {
 		return fail(errOut, fmt.Errorf("loader is closed: %w", errClosed))
 	}
-	ctx := context.Background()
-	if timeoutMs > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, time.Duration(timeoutMs)*time.Millisecond)
-		defer cancel()
-	}
-	t0 := time.Now()
-	b, err := lo.l.Next(ctx)
+	// Most batches are ready when asked for: take one without setting up
+	// a timer. Any error (not ready, or a real one, which the wait below
+	// meets again) goes on to the wait.
+	b, err := lo.l.Next(expired)
 	if err != nil {
-		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
-			lo.lostWait.Add(int64(time.Since(t0)))
-			return fail(errOut, fmt.Errorf("no batch within %d ms: %w", timeoutMs, errTimeout))
+		ctx := context.Background()
+		if timeoutMs > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, time.Duration(timeoutMs)*time.Millisecond)
+			defer cancel()
 		}
-		return fail(errOut, err)
+		t0 := time.Now()
+		b, err = lo.l.Next(ctx)
+		if err != nil {
+			if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+				lo.lostWait.Add(int64(time.Since(t0)))
+				return fail(errOut, fmt.Errorf("no batch within %d ms: %w", timeoutMs, errTimeout))
+			}
+			return fail(errOut, err)
+		}
 	}
 	*out = lo.cBatch(b)
 	return C.LOCH_OK

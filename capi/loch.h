@@ -27,7 +27,10 @@
  * selections and in loch_loader_new's configuration; 8 added vector search
  * (loch_vector_*, see the end); 9 added the staged writes
  * (loch_dataset_stage, loch_dataset_commit_staged) and
- * loch_dataset_fragment_rows; 10 added loch_dataset_read_frames; 12 added
+ * loch_dataset_fragment_rows; 10 added loch_dataset_read_frames; 11 added
+ * loch_loader_next_batch (the next batch in the same call that frees the
+ * previous one's description and gives back sample buffers) and
+ * loch_buffers_free (several buffers in one call); 12 added
  * loch_dataset_read_audio.
  */
 #define LOCH_ABI_VERSION 12

@@ -154,9 +154,13 @@ func loch_tensor_free(t *C.loch_tensor) {
 //export loch_batch_free
 func loch_batch_free(b *C.loch_batch) {
 	defer func() { _ = recover() }()
-	if b == nil {
-		return
+	if b != nil {
+		freeBatch(b)
 	}
+}
+
+// freeBatch frees a batch description (not its tensors' data).
+func freeBatch(b *C.loch_batch) {
 	for i := range unsafeSlice(b.cols, int(b.ncols)) {
 		freeTensorMeta(&unsafeSlice(b.cols, int(b.ncols))[i])
 	}

@@ -207,11 +207,15 @@ def run_pytorch(res: Result, spec: dict[str, Any]) -> Result:
 
 def run_abi(res: Result, spec: dict[str, Any]) -> Result:
     """The floor under ``ds.pytorch()``: the same Go loader driven through
-    the C ABI from Python, taking each batch and freeing its buffers
-    without making numpy arrays or tensors (loch internals, for diagnosis:
+    the C ABI from Python, taking each batch and freeing its buffers (with
+    the next batch's call, as ``ds.pytorch()`` does) without making numpy
+    arrays or tensors (loch internals, for diagnosis:
     what ``ds.pytorch()`` loses to Python, and what to the C ABI)."""
+    import ctypes
+
     import loch
-    from loch.loader import Loader
+    from loch._buffers import TENSOR
+    from loch.loader import BATCH, Loader
 
     ds = loch.open(spec["dataset"])
     transform = {"image": spec["transform"]} if spec.get("transform") else None
@@ -219,14 +223,14 @@ def run_abi(res: Result, spec: dict[str, Any]) -> Result:
     def epoch(e: int) -> int:
         go = Loader(ds, batch_size=spec["batch_size"], shuffle=True, seed=0, columns=COLUMNS,
                     transform=transform)._start(None, e)  # fmt: skip
-        cdll, n = go.lib.cdll, 0
+        lib, n = go.lib, 0
         try:
-            while (p := go.next()) is not None:
-                b = p.contents
-                n += b.n
-                for k in range(b.ncols):
-                    cdll.loch_buffer_free(b.cols[k].data)
-                cdll.loch_batch_free(p)
+            while (addr := go.next()) is not None:
+                _, _, rows, _, _, ncols, _, cols, _ = BATCH.unpack(ctypes.string_at(addr, BATCH.size))
+                n += rows
+                for k in range(ncols):  # given back to Go with the next batch
+                    f = TENSOR.unpack(ctypes.string_at(cols + k * TENSOR.size, TENSOR.size))
+                    lib.free_buffer(f[7], f[8])
         finally:
             go.close()
         return n

@@ -8,9 +8,10 @@ when the last of them is gone the buffer goes back to Go
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import json
+import struct
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -25,30 +26,46 @@ Value = Any
 
 
 class Buffer:
-    """Owns one C buffer of ``nbytes`` bytes at ``ptr``; ``np.asarray``
-    views it without a copy."""
+    """Owns one C buffer at ``ptr``; ``np.asarray`` views it without a copy:
+    ``nbytes`` bytes (uint8), or, given ``dtype`` and ``shape``, an array of
+    them (which must fit). Its memory goes back to Go when the last array
+    over it is gone (:meth:`loch._library.Library.free_buffer`: with the
+    next call into Go that takes it, at the latest within a bounded amount
+    of memory)."""
 
-    __slots__ = ("_lib", "_ptr", "__array_interface__")
+    __slots__ = ("_lib", "_ptr", "_nbytes", "__array_interface__")
 
-    def __init__(self, lib: Library, ptr: int, nbytes: int) -> None:
+    def __init__(self, lib: Library, ptr: int, nbytes: int, dtype: np.dtype | None = None,
+                 shape: tuple[int, ...] | None = None) -> None:  # fmt: skip
         self._lib = lib
         self._ptr = ptr
+        self._nbytes = nbytes
         self.__array_interface__ = {
             "version": 3,
-            "shape": (nbytes,),
-            "typestr": "|u1",
+            "shape": (nbytes,) if shape is None else shape,
+            "typestr": "|u1" if dtype is None else dtype.str,
             "data": (ptr, False),
         }
 
     def __del__(self) -> None:
         ptr, self._ptr = self._ptr, 0
         if ptr:
-            with contextlib.suppress(Exception):  # at interpreter shutdown
-                self._lib.free_buffer(ptr)
+            try:
+                self._lib.free_buffer(ptr, self._nbytes)
+            except Exception:  # noqa: BLE001, S110 (at interpreter shutdown)
+                pass
 
     def array(self) -> np.ndarray:
         """The buffer's bytes as a writable uint8 array."""
         return np.asarray(self)
+
+
+def _ints(p: Any, n: int) -> np.ndarray:
+    """Copies n integers from a C array (a ctypes pointer; empty when
+    NULL)."""
+    if n == 0 or not p:
+        return np.zeros(0, dtype=np.int64)
+    return ints_at(ctypes.cast(p, ctypes.c_void_p).value or 0, n, _ctype_dtype(p._type_))
 
 
 # numpy dtypes of ctypes integer types: np.dtype(ctypes type) takes about
@@ -56,15 +73,62 @@ class Buffer:
 _CTYPE_DTYPES: dict[Any, np.dtype] = {}
 
 
-def _ints(p: Any, n: int) -> np.ndarray:
-    """Copies n integers from a C array (empty when NULL)."""
-    if n == 0 or not p:
-        return np.zeros(0, dtype=np.int64)
-    dt = _CTYPE_DTYPES.get(p._type_)
+def _ctype_dtype(t: Any) -> np.dtype:
+    dt = _CTYPE_DTYPES.get(t)
     if dt is None:
-        dt = _CTYPE_DTYPES[p._type_] = np.dtype(p._type_)
-    addr = ctypes.cast(p, ctypes.c_void_p).value or 0
-    return np.frombuffer(ctypes.string_at(addr, n * dt.itemsize), dtype=dt).copy()
+        dt = _CTYPE_DTYPES[t] = np.dtype(t)
+    return dt
+
+
+I64, I32, BOOL = np.dtype(np.int64), np.dtype(np.int32), np.dtype(np.bool_)
+
+
+def ints_at(addr: int, n: int, dt: np.dtype = I64) -> np.ndarray:
+    """Copies n numbers of dtype ``dt`` from C memory at ``addr`` (empty
+    when NULL) into a writable array."""
+    if n <= 0 or not addr:
+        return np.zeros(0, dtype=dt)
+    return np.frombuffer(bytearray(ctypes.string_at(addr, n * dt.itemsize)), dtype=dt)
+
+
+# loch_tensor (loch.h; _library.TensorOut) read in one piece (native layout, as the C compiler lays it out): name, dtype,
+# layout, ndim, reserved, n, shape, data, nbytes, sample_shapes,
+# sample_ndims, offsets, nulls (pointers as ints, NULL as 0).
+TENSOR = struct.Struct("@PiiiiqPPqPPPP")
+assert TENSOR.size == ctypes.sizeof(TensorOut)
+_SHAPES: dict[int, struct.Struct] = {}
+
+
+def tensor_fields(addr: int) -> tuple[Any, ...]:
+    """The fields of the loch_tensor at ``addr`` (see TENSOR)."""
+    return TENSOR.unpack(ctypes.string_at(addr, TENSOR.size))
+
+
+def tensors_fields(addr: int, n: int) -> Iterator[tuple[Any, ...]]:
+    """The fields of the n loch_tensors of the array at ``addr``, read in
+    one piece."""
+    return TENSOR.iter_unpack(ctypes.string_at(addr, n * TENSOR.size)) if n else iter(())
+
+
+def _shape(addr: int, ndim: int) -> tuple[int, ...]:
+    st = _SHAPES.get(ndim)
+    if st is None:
+        st = _SHAPES[ndim] = struct.Struct(f"@{ndim}q")
+    return st.unpack(ctypes.string_at(addr, st.size)) if ndim else ()
+
+
+# dtype code -> (name, numpy dtype or None, whether an array can be made
+# from the buffer with the dtype's own typestr).
+_DTYPES: dict[int, tuple[str, np.dtype | None, bool]] = {}
+
+
+def _dtype(code: int) -> tuple[str, np.dtype | None, bool]:
+    got = _DTYPES.get(code)
+    if got is None:
+        name = dtypes.name(code)
+        dt = dtypes.numpy_dtype(name)
+        got = _DTYPES[code] = (name, dt, dt is not None and dt.kind != "V")
+    return got
 
 
 def _decode(dtype: str, raw: bytes) -> Any:
@@ -75,12 +139,6 @@ def _decode(dtype: str, raw: bytes) -> Any:
     return raw
 
 
-def _array_dtype(name: str) -> np.dtype:
-    dt = dtypes.numpy_dtype(name)
-    assert dt is not None, name
-    return dt
-
-
 def tensor_value(lib: Library, t: TensorOut, *, stack: bool) -> tuple[Value, np.ndarray | None, np.ndarray | None]:
     """Converts a tensor handed over by Go into (value, sample shapes,
     null flags), taking ownership of its data buffer.
@@ -89,28 +147,36 @@ def tensor_value(lib: Library, t: TensorOut, *, stack: bool) -> tuple[Value, np.
     are then returned). Packed tensors become a list of per-sample values,
     or, with ``stack`` and samples of one shape and no nulls, one array.
     """
-    n = int(t.n)
-    name = dtypes.name(int(t.dtype))
-    buf = Buffer(lib, int(t.data or 0), int(t.nbytes)) if t.data else None
-    raw = buf.array() if buf is not None else np.zeros(0, dtype=np.uint8)
-    nulls = _ints(t.nulls, n).astype(bool) if t.nulls else None
-    if t.layout == DENSE:
-        ndim = int(t.ndim)
-        shape = tuple(t.shape[:ndim])
-        arr = raw.view(_array_dtype(name)).reshape(shape)
-        shapes = _ints(t.sample_shapes, n * (ndim - 1)).reshape(n, ndim - 1) if t.sample_shapes else None
+    return fields_value(lib, tensor_fields(ctypes.addressof(t)), stack=stack)
+
+
+def fields_value(lib: Library, f: tuple[Any, ...], *, stack: bool) -> tuple[Value, np.ndarray | None, np.ndarray | None]:
+    """:func:`tensor_value` of a tensor read with :func:`tensor_fields`."""
+    _, code, layout, ndim, _, n, shape_p, data, nbytes, sample_shapes, sample_ndims, offsets_p, nulls_p = f
+    name, npdt, direct = _dtype(code)
+    nulls = ints_at(nulls_p, n, BOOL) if nulls_p else None  # Go writes 0 or 1
+    if layout == DENSE:
+        shape = _shape(shape_p, ndim)
+        if data and direct:
+            # One array straight over the buffer (the common case).
+            arr = np.asarray(Buffer(lib, data, nbytes, npdt, shape))
+        else:
+            raw = Buffer(lib, data, nbytes).array() if data else np.zeros(0, dtype=np.uint8)
+            assert npdt is not None, name
+            arr = raw.view(npdt).reshape(shape)
+        shapes = ints_at(sample_shapes, n * (ndim - 1)).reshape(n, ndim - 1) if sample_shapes else None
         return arr, shapes, nulls
-    offsets = _ints(t.offsets, n + 1)
-    if name in dtypes.VARIABLE:
-        data = raw.tobytes()
+    raw = Buffer(lib, data, nbytes).array() if data else np.zeros(0, dtype=np.uint8)
+    offsets = ints_at(offsets_p, n + 1)
+    if npdt is None:
+        data_b = raw.tobytes()
         out = [
-            None if nulls is not None and nulls[i] else _decode(name, data[offsets[i] : offsets[i + 1]])
+            None if nulls is not None and nulls[i] else _decode(name, data_b[offsets[i] : offsets[i + 1]])
             for i in range(n)
         ]
         return out, None, nulls
-    ndims = _ints(t.sample_ndims, n)
-    flat = _ints(t.sample_shapes, int(ndims.sum()))
-    npdt = _array_dtype(name)
+    ndims = ints_at(sample_ndims, n, I32)
+    flat = ints_at(sample_shapes, int(ndims.sum()))
     starts = np.concatenate([[0], np.cumsum(ndims)])
     shapes_list = [tuple(int(d) for d in flat[starts[i] : starts[i + 1]]) for i in range(n)]
     if stack and nulls is None and n > 0 and all(s == shapes_list[0] for s in shapes_list):
@@ -137,6 +203,7 @@ def buffer_stats() -> dict[str, int]:
         {'live': 12582912, 'pooled': 4194304}
     """
     lib = _library.library()
+    lib.flush_buffers()
     live, pooled = ctypes.c_int64(), ctypes.c_int64()
     lib.cdll.loch_buffer_stats(ctypes.byref(live), ctypes.byref(pooled))
     return {"live": live.value, "pooled": pooled.value}
@@ -145,4 +212,6 @@ def buffer_stats() -> dict[str, int]:
 def trim_buffers() -> None:
     """Frees the sample buffers Go keeps for reuse (at most 512 MiB), for
     example after a loader of large batches is done."""
-    _library.library().cdll.loch_buffer_trim()
+    lib = _library.library()
+    lib.flush_buffers()
+    lib.cdll.loch_buffer_trim()

@@ -157,6 +157,8 @@ _STATUS_FUNCS: dict[str, list[Any]] = {
     "loch_loader_new": [c_uintptr, c_char_p, POINTER(c_uintptr)],
     "loch_loader_new_mix": [c_void_p, c_int32, c_void_p, c_int64, c_char_p, POINTER(c_uintptr)],
     "loch_loader_next": [c_uintptr, c_int64, POINTER(POINTER(BatchOut))],
+    # ABI 11: (h, timeout_ms, prev batch to free, buffers to free, their count, out).
+    "loch_loader_next_batch": [c_uintptr, c_int64, c_void_p, c_void_p, c_int64, POINTER(c_void_p)],
     "loch_loader_len": [c_uintptr, POINTER(c_int64)],
     "loch_loader_state": [c_uintptr, _STR_OUT],
     "loch_loader_stats": [c_uintptr, _STR_OUT],
@@ -166,12 +168,18 @@ _PLAIN_FUNCS: dict[str, tuple[list[Any], Any]] = {
     "loch_free_string": ([c_void_p], None),
     "loch_abi_version": ([], c_int),
     "loch_buffer_free": ([c_void_p], None),
+    "loch_buffers_free": ([c_void_p, c_int64], None),
     "loch_buffer_trim": ([], None),
     "loch_buffer_stats": ([POINTER(c_int64), POINTER(c_int64)], None),
     "loch_tensor_free": ([POINTER(TensorOut)], None),
-    "loch_batch_free": ([POINTER(BatchOut)], None),
+    "loch_batch_free": ([c_void_p], None),  # a loch_batch * (an address or a pointer)
     "loch_interrupt": ([c_int64], c_int),
 }
+
+# The most bytes and buffers that free_buffer lets wait for a call into Go
+# (see Library.free_buffer).
+FREED_BYTES = 64 << 20
+FREED_COUNT = 256
 
 # How often a call made interruptible waits for the call before Python
 # handles a signal (Ctrl-C), and how often it interrupts the call again
@@ -203,7 +211,7 @@ class Library:
                 "`go build -buildmode=c-shared -o python/loch/_lib/libloch.so ./capi`, "
                 "or point LOCH_LIBRARY at a built copy"
             )
-        self.pid = os.getpid()
+        self.pid = _pid
         self.path = path
         self.cdll = ctypes.CDLL(str(path))
         for name, argtypes in _STATUS_FUNCS.items():
@@ -218,11 +226,16 @@ class Library:
         if abi != ABI_VERSION:
             raise ImportError(f"{path} has C ABI version {abi}, this loch package needs {ABI_VERSION}: rebuild it")
         self._dtypes: list[dict[str, Any]] | None = None
+        # Sample buffers freed by Python and not yet given back to Go.
+        self._freed: list[int] = []
+        self._freed_bytes = 0
+        # Reentrant: a garbage collection while it is held may free a buffer.
+        self._freed_lock = threading.RLock()
 
     def check(self) -> None:
         """Raises ForkedProcess when called in a process other than the one
         that loaded the library."""
-        if os.getpid() != self.pid:
+        if _pid != self.pid:
             raise ForkedProcess(
                 f"loch's library was loaded in process {self.pid}, and this process ({os.getpid()}) "
                 "was forked from it: the Go runtime does not survive fork, so loch objects of the "
@@ -235,7 +248,7 @@ class Library:
     @property
     def usable(self) -> bool:
         """Whether calls may be made in this process."""
-        return os.getpid() == self.pid
+        return _pid == self.pid
 
     def call(self, name: str, *args: Any, detail: c_void_p | None = None, interruptible: bool = False) -> int:
         """Calls a status-returning function; returns the status when it is
@@ -261,9 +274,15 @@ class Library:
             if err.value:
                 self.cdll.loch_free_string(err)
             return int(status)
+        raise self.error(name, status, err, detail)
+
+    def error(self, name: str, status: int, err: c_void_p, detail: c_void_p | None = None) -> Exception:
+        """The exception of an error status that ``name`` returned, taking
+        (freeing) its error message ``err`` and ``detail`` (see
+        :meth:`call`)."""
         message = self.take_string(err) or f"{name} failed with status {status}"
         extra = self.take_string(detail) if detail is not None else ""
-        raise from_status(status, message, extra)
+        return from_status(status, message, extra)
 
     def _interruptible(self, name: str, fn: Any, args: tuple[Any, ...], err: c_void_p, detail: c_void_p | None) -> int:
         """Makes the call ``fn(*args)`` on a thread of its own while this
@@ -340,15 +359,61 @@ class Library:
             self._dtypes = self.call_json("loch_dtypes")
         return self._dtypes
 
-    def free_buffer(self, ptr: int) -> None:
-        """Gives a sample buffer back to Go, when in the loading process
-        (in a forked child the buffer is the parent's: leave it)."""
-        if os.getpid() == self.pid:
-            self.cdll.loch_buffer_free(ptr)
+    def free_buffer(self, ptr: int, nbytes: int) -> None:
+        """Gives a sample buffer of ``nbytes`` bytes back to Go, when in the
+        loading process (in a forked child the buffer is the parent's:
+        leave it). The buffer waits in a list for the next call that takes
+        the list (a loader's next batch, :meth:`flush_buffers`), which
+        spares a call into Go per buffer; the list is given back at once
+        when it holds more than FREED_BYTES bytes or FREED_COUNT buffers."""
+        if _pid != self.pid:
+            return
+        with self._freed_lock:
+            self._freed.append(ptr)
+            self._freed_bytes += nbytes
+        if self._freed_bytes > FREED_BYTES or len(self._freed) > FREED_COUNT:
+            self.flush_buffers()
+
+    def take_freed(self) -> list[int]:
+        """Takes the buffers waiting to go back to Go (their addresses),
+        for a call that frees them: a buffer is taken once, by one caller,
+        who must hand it to Go (:meth:`flush_buffers` does)."""
+        if not self._freed:
+            return []
+        with self._freed_lock:
+            freed, self._freed = self._freed, []
+            self._freed_bytes = 0
+        return freed
+
+    def give_back_freed(self, freed: list[int]) -> None:
+        """Puts buffers that :meth:`take_freed` returned back on the list
+        (their call into Go was not made)."""
+        with self._freed_lock:
+            self._freed.extend(freed)
+
+    def flush_buffers(self) -> None:
+        """Gives the buffers waiting in :meth:`free_buffer`'s list back to
+        Go now."""
+        freed = self.take_freed()
+        if freed:
+            self.cdll.loch_buffers_free((c_void_p * len(freed))(*freed), len(freed))
 
 
 _lock = threading.Lock()
 _current: Library | None = None
+
+# This process's id, kept by a fork hook: checked on every call (a
+# Library loaded in another process cannot be used here), where
+# os.getpid() would be a system call each time.
+_pid = os.getpid()
+
+
+def _forked() -> None:
+    global _pid
+    _pid = os.getpid()
+
+
+os.register_at_fork(after_in_child=_forked)
 
 
 def library() -> Library:

@@ -25,15 +25,16 @@ from __future__ import annotations
 
 import ctypes
 import json
+import struct
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Protocol, TypedDict
 
 import numpy as np
 
-from ._buffers import _ints, tensor_value
+from ._buffers import fields_value, ints_at, tensors_fields
 from ._handle import Handle
-from ._library import BatchOut, library
-from ._status import Status
+from ._library import FREED_COUNT, BatchOut, library
+from ._status import NOT_ERRORS, Status
 from .dtypes import VARIABLE
 from .epochs import Epochs
 from .errors import InvalidArgument
@@ -98,6 +99,19 @@ class LoaderOptions(CommonLoaderOptions, total=False):
     epochs: Epochs | None
 
 
+# loch_batch (loch.h; _library.BatchOut) read in one piece: epoch, index,
+# n, positions, row_ids, ncols, reserved, cols, datasets.
+BATCH = struct.Struct("@qqqPPiiPP")
+assert BATCH.size == ctypes.sizeof(BatchOut)
+
+# The batches a loader prepares ahead unless told (prefetch_batches), within
+# prefetch_bytes (the Go loader's default: 256 MiB). The Go loader's own
+# default, 4, serves a Go consumer; a Python consumer takes its batches with
+# more jitter (the GIL, garbage collection, the training step) and pays
+# more for waiting (its thread, which Go did not start, sleeps and wakes
+# through the OS): with 16 it waits less often (bench/RESULTS.md, issue 17).
+PREFETCH_BATCHES = 16
+
 # How long one call into Go waits for a batch before Python checks for
 # signals (Ctrl-C) and calls again.
 POLL_MS = 100
@@ -158,24 +172,59 @@ class Source(Protocol):
 
 
 class _GoLoader:
-    """One Go loader (one epoch on one rank)."""
+    """One Go loader (one epoch on one rank), read by one consumer."""
 
     def __init__(self, source: Source, config: Mapping[str, Any]) -> None:
         self._h = source._start_loader(self, config)
         self.lib = self._h.lib
-        # The pointer every next() fills: a batch is freed (loch_batch_free)
-        # before the next one is asked for, so one object serves them all.
-        self._p = ctypes.POINTER(BatchOut)()
+        self._next = self.lib.cdll.loch_loader_next_batch
+        # The description of the batch last returned (a loch_batch address,
+        # 0 when none), freed by the next call or by close.
+        self._prev = 0
+        self._out = ctypes.c_void_p()
+        self._out_ref = ctypes.byref(self._out)
+        self._err = ctypes.c_void_p()
+        self._err_ref = ctypes.byref(self._err)
+        # The buffers given back with the next call (see Library.free_buffer).
+        self._release = (ctypes.c_void_p * (FREED_COUNT + 1))()
 
-    def next(self) -> Any:
-        """The next batch (a pointer to a BatchOut, valid until the next
-        call), or None at the end of the epoch. Waits in slices of POLL_MS
+    def next(self) -> int | None:
+        """The address of the next batch's loch_batch (valid until the next
+        call or close; its buffers are the caller's), or None at the end of
+        the epoch. One call into Go per batch (loch_loader_next_batch): it
+        also frees the previous batch's description and gives back the
+        sample buffers Python has freed since. Waits in slices of POLL_MS
         so that Ctrl-C interrupts it."""
-        p = self._p
+        lib, h, err = self.lib, self._h.value, self._err
         while True:
-            status = self._h.call("loch_loader_next", POLL_MS, ctypes.byref(p))
+            freed, called = lib.take_freed(), False
+            try:
+                n = len(freed)
+                release = self._release
+                if n > len(release):
+                    release = (ctypes.c_void_p * n)()
+                if n:
+                    release[:n] = freed
+                prev = self._prev
+                # The call frees prev and the n buffers whatever it returns
+                # (a KeyboardInterrupt comes after it, not during it).
+                called = True
+                status = self._next(h, POLL_MS, prev or None, release, n, self._out_ref, self._err_ref)
+            except BaseException:
+                if not called:  # Ctrl-C before the call: keep them for the next one
+                    lib.give_back_freed(freed)
+                raise
+            finally:
+                if called:
+                    self._prev = 0
             if status == Status.OK:
-                return p
+                self._prev = self._out.value or 0
+                return self._prev
+            if status not in NOT_ERRORS:
+                raise lib.error("loch_loader_next_batch", status, err)
+            if err.value:
+                lib.cdll.loch_free_string(err)
+                err.value = None
             if status == Status.EOF:
                 return None
 
@@ -191,6 +240,9 @@ class _GoLoader:
         return self.lib.call_json("loch_loader_stats", self._h.value)
 
     def close(self) -> None:
+        prev, self._prev = self._prev, 0
+        if prev and self.lib.usable:
+            self.lib.cdll.loch_batch_free(prev)
         self._h.close()
 
 
@@ -226,7 +278,12 @@ class Loader:
         sample_transform: a Python callable applied to each sample (a dict
             of one row's values); the results are stacked again.
         prefetch_batches, prefetch_bytes, workers, fetch_concurrency,
-        window_rows, skip_bad_samples: passed to the Go loader.
+        window_rows, skip_bad_samples: passed to the Go loader
+            (``prefetch_batches``: by default 16, more than the Go loader's
+            4, within ``prefetch_bytes``; ``workers``: by default one per
+            CPU the Go runtime would use, GOMAXPROCS; the library gives the
+            thread that iterates a Go processor of its own beside them, see
+            capi/procs.go).
         cache_dir, cache_bytes: keep fetched chunks in a disk cache shared by
             the processes of the machine (default budget 10 GiB), so that
             epochs after the first read them locally.
@@ -374,7 +431,7 @@ class Loader:
             ("rows", None if rows is None else [int(r) for r in rows]),
             ("joined", [dict(j) for j in joined] if joined else None),
             ("query", None if query is None else str(query)),
-            ("prefetch_batches", prefetch_batches),
+            ("prefetch_batches", PREFETCH_BATCHES if prefetch_batches is None else prefetch_batches),
             ("prefetch_bytes", prefetch_bytes),
             ("workers", workers),
             ("fetch_concurrency", fetch_concurrency),
@@ -573,31 +630,26 @@ class Loader:
             batch = self._batch_transform(batch)
         return batch
 
-    def _convert(self, go: _GoLoader, p: Any) -> Batch:
-        """Converts a Go batch, taking its buffers."""
-        try:
-            b = p.contents
-            n = int(b.n)
-            ids = _ints(b.row_ids, n).view(np.int64)  # uint64 row ids, all < 2**63
-            out: Batch = {}
-            for k in range(int(b.ncols)):
-                t = b.cols[k]
-                name = t.name.decode()
-                value, shapes, nulls = tensor_value(go.lib, t, stack=True)
-                out[name] = value
-                if name in self._ragged:
-                    if shapes is None:
-                        shapes = np.empty((n, value.ndim - 1), dtype=np.int64)
-                        shapes[:] = value.shape[1:]
-                    out[name + ".shapes"] = shapes
-                if nulls is not None:
-                    out[name + ".null"] = nulls
-            out["index"] = ids
-            if b.datasets:
-                out["dataset"] = _ints(b.datasets, n)
-            return out
-        finally:
-            go.lib.cdll.loch_batch_free(p)
+    def _convert(self, go: _GoLoader, addr: int) -> Batch:
+        """Converts a Go batch (the address of its loch_batch), taking its
+        buffers."""
+        _, _, n, _, row_ids, ncols, _, cols, datasets = BATCH.unpack(ctypes.string_at(addr, BATCH.size))
+        out: Batch = {}
+        for f in tensors_fields(cols, ncols):
+            name = ctypes.string_at(f[0]).decode()
+            value, shapes, nulls = fields_value(go.lib, f, stack=True)
+            out[name] = value
+            if name in self._ragged:
+                if shapes is None:
+                    shapes = np.empty((n, value.ndim - 1), dtype=np.int64)
+                    shapes[:] = value.shape[1:]
+                out[name + ".shapes"] = shapes
+            if nulls is not None:
+                out[name + ".null"] = nulls
+        out["index"] = ints_at(row_ids, n)  # uint64 row ids, all < 2**63
+        if datasets:
+            out["dataset"] = ints_at(datasets, n)
+        return out
 
     def __len__(self) -> int:
         """The number of batches of the next (or current) iteration."""

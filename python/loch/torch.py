@@ -165,8 +165,10 @@ class _Transfer:
 
     def __call__(self, batches: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
         if self.device is None and not self.pin:
-            yield from batches
-            return
+            return batches  # as they are: no generator in between
+        return self._moved(batches)
+
+    def _moved(self, batches: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
         if self.stream is None:
             for b in batches:
                 yield self._receive(self._send(b))

@@ -20,7 +20,8 @@ CAPI = Path(__file__).resolve().parents[2] / "capi"
 EXPORT = re.compile(r"^//export (\w+)\nfunc (\w+)\(([^)]*)\)\s*([^{]*)\{", re.M)
 
 # What a Go parameter type of an export may be declared as in ctypes. A
-# pointer to numbers may also be a plain c_void_p (Python passes buffers).
+# pointer to numbers or to a struct may also be a plain c_void_p (Python
+# passes buffers and addresses).
 SCALARS: dict[str, Any] = {
     "C.int": ctypes.c_int,
     "C.int32_t": ctypes.c_int32,
@@ -44,10 +45,14 @@ def accepted(go_type: str) -> list[Any]:
         return [ctypes.POINTER(ctypes.c_void_p)]
     if go_type in SCALARS:
         return [SCALARS[go_type]]
+    if go_type == "*unsafe.Pointer":  # an array of pointers, passed as a buffer
+        return [ctypes.c_void_p]
+    # A struct may also be handled by its address (Python reads it with
+    # struct.unpack): void * and void **.
     if go_type.startswith("**") and go_type[2:] in STRUCTS:
-        return [ctypes.POINTER(ctypes.POINTER(STRUCTS[go_type[2:]]))]
+        return [ctypes.POINTER(ctypes.POINTER(STRUCTS[go_type[2:]])), ctypes.POINTER(ctypes.c_void_p)]
     if go_type.startswith("*") and go_type[1:] in STRUCTS:
-        return [ctypes.POINTER(STRUCTS[go_type[1:]])]
+        return [ctypes.POINTER(STRUCTS[go_type[1:]]), ctypes.c_void_p]
     if go_type.startswith("*") and go_type[1:] in SCALARS:
         return [ctypes.POINTER(SCALARS[go_type[1:]]), ctypes.c_void_p]
     raise AssertionError(f"test_abi.py does not know the Go type {go_type!r}: add it")

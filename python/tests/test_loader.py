@@ -195,6 +195,33 @@ def test_break_stops_the_go_loader(rows_ds: loch.Dataset) -> None:
     assert loch.buffer_stats()["live"] == before
 
 
+def test_kept_batches_stay_valid_while_freed_buffers_are_reused(rows_ds: loch.Dataset) -> None:
+    # A batch's buffers go back to Go only when its last array is gone,
+    # with a later batch's call (loch_loader_next_batch): arrays kept
+    # across the rest of the epoch, and after the loader is closed, keep
+    # their values while the buffers of the batches dropped are reused.
+    before = loch.buffer_stats()["live"]
+    loader = rows_ds.numpy(batch_size=10, columns=["x", "y"])
+    kept: list[dict[str, Any]] = []
+    for k, batch in enumerate(loader):
+        if k % 3 == 0:
+            kept.append(batch)
+    del batch
+    assert loader._active is None
+    assert len(kept) == 34  # of 101 batches (ROWS = 1001)
+    assert loch.buffer_stats()["live"] > before
+    for b in kept:
+        i = b["index"]
+        assert np.array_equal(b["y"], i)
+        assert np.array_equal(b["x"][:, 1], 2 * i.astype(np.float32))
+    views = [b["x"][:, 1] for b in kept]  # a view keeps its buffer too
+    del kept, b, i
+    assert loch.buffer_stats()["live"] > before
+    assert all(len(v) == 10 for v in views)
+    del views
+    assert loch.buffer_stats()["live"] == before
+
+
 def test_disk_cache(rows_ds: loch.Dataset, tmp_path) -> None:
     loader = rows_ds.numpy(batch_size=100, cache_dir=str(tmp_path / "cache"), cache_bytes=1 << 20)
     first = ids(loader)
