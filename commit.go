@@ -49,7 +49,7 @@ func (d *Dataset) Commit(ctx context.Context, message string) (string, error) {
 }
 
 // moveToCommit points the handle at the commit id, written in root entry
-// seq, after this handle committed it.
+// seq (after this handle committed it, or on a refresh).
 func (d *Dataset) moveToCommit(ctx context.Context, id string, seq uint64) error {
 	snap, err := d.loadSnapshot(ctx, id, seq)
 	if err != nil {

@@ -319,14 +319,7 @@ func (d *Dataset) Refresh(ctx context.Context) error {
 	if cur := d.current(); cur != nil && cur.commitID == id {
 		return nil
 	}
-	snap, err := d.loadSnapshot(ctx, id, root.Seq)
-	if err != nil {
-		return err
-	}
-	d.mu.Lock()
-	d.snap = snap
-	d.mu.Unlock()
-	return nil
+	return d.moveToCommit(ctx, id, root.Seq)
 }
 
 // putObject encodes v and stores it as an object of kind k named by its

@@ -18,26 +18,14 @@ const mediaSQLType = "STRUCT(shape INTEGER[], dtype VARCHAR, bytes BIGINT, conta
 
 // mediaType is mapMedia's DuckDB type.
 func mediaType() (duckdb.TypeInfo, error) {
-	i32, _ := duckdb.NewTypeInfo(duckdb.TYPE_INTEGER)
-	shape, err := duckdb.NewListInfo(i32)
+	fields, err := infoFields()
 	if err != nil {
 		return nil, err
 	}
 	str, _ := duckdb.NewTypeInfo(duckdb.TYPE_VARCHAR)
-	i64, _ := duckdb.NewTypeInfo(duckdb.TYPE_BIGINT)
 	f64, _ := duckdb.NewTypeInfo(duckdb.TYPE_DOUBLE)
-	var entries []duckdb.StructEntry
-	for _, e := range []struct {
-		t    duckdb.TypeInfo
-		name string
-	}{{shape, "shape"}, {str, "dtype"}, {i64, "bytes"}, {str, "container"}, {str, "codec"}, {f64, "rate"}, {f64, "duration"}} {
-		se, err := duckdb.NewStructEntry(e.t, e.name)
-		if err != nil {
-			return nil, err
-		}
-		entries = append(entries, se)
-	}
-	return duckdb.NewStructInfo(entries[0], entries[1:]...)
+	return structOf(append(fields, structField{"container", str}, structField{"codec", str},
+		structField{"rate", f64}, structField{"duration", f64}))
 }
 
 // mediaValue is a mapMedia column's value.

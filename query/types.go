@@ -178,6 +178,21 @@ func (c column) typeInfo(jsonType duckdb.TypeInfo) (duckdb.TypeInfo, error) {
 
 // infoType is STRUCT(shape INTEGER[], dtype VARCHAR, bytes BIGINT).
 func infoType() (duckdb.TypeInfo, error) {
+	fields, err := infoFields()
+	if err != nil {
+		return nil, err
+	}
+	return structOf(fields)
+}
+
+// structField is a field of a DuckDB STRUCT.
+type structField struct {
+	name string
+	t    duckdb.TypeInfo
+}
+
+// infoFields are infoType's fields, which mediaType extends.
+func infoFields() ([]structField, error) {
 	i32, _ := duckdb.NewTypeInfo(duckdb.TYPE_INTEGER)
 	shape, err := duckdb.NewListInfo(i32)
 	if err != nil {
@@ -185,10 +200,20 @@ func infoType() (duckdb.TypeInfo, error) {
 	}
 	str, _ := duckdb.NewTypeInfo(duckdb.TYPE_VARCHAR)
 	i64, _ := duckdb.NewTypeInfo(duckdb.TYPE_BIGINT)
-	a, _ := duckdb.NewStructEntry(shape, "shape")
-	b, _ := duckdb.NewStructEntry(str, "dtype")
-	c, _ := duckdb.NewStructEntry(i64, "bytes")
-	return duckdb.NewStructInfo(a, b, c)
+	return []structField{{"shape", shape}, {"dtype", str}, {"bytes", i64}}, nil
+}
+
+// structOf is the DuckDB STRUCT of fields (at least one), in order.
+func structOf(fields []structField) (duckdb.TypeInfo, error) {
+	entries := make([]duckdb.StructEntry, len(fields))
+	for i, f := range fields {
+		e, err := duckdb.NewStructEntry(f.t, f.name)
+		if err != nil {
+			return nil, err
+		}
+		entries[i] = e
+	}
+	return duckdb.NewStructInfo(entries[0], entries[1:]...)
 }
 
 // sqlType names the DuckDB type for documentation and `loch query`'s
