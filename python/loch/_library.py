@@ -374,27 +374,29 @@ class Library:
         if self._freed_bytes > FREED_BYTES or len(self._freed) > FREED_COUNT:
             self.flush_buffers()
 
-    def take_freed(self) -> list[int]:
-        """Takes the buffers waiting to go back to Go (their addresses),
-        for a call that frees them: a buffer is taken once, by one caller,
-        who must hand it to Go (:meth:`flush_buffers` does)."""
+    def take_freed(self) -> tuple[list[int], int]:
+        """Takes the buffers waiting to go back to Go (their addresses, and
+        their bytes), for a call that frees them: a buffer is taken once, by
+        one caller, who must hand it to Go (:meth:`flush_buffers` does) or
+        put it back (:meth:`give_back_freed`)."""
         if not self._freed:
-            return []
+            return [], 0
         with self._freed_lock:
             freed, self._freed = self._freed, []
-            self._freed_bytes = 0
-        return freed
+            nbytes, self._freed_bytes = self._freed_bytes, 0
+        return freed, nbytes
 
-    def give_back_freed(self, freed: list[int]) -> None:
-        """Puts buffers that :meth:`take_freed` returned back on the list
-        (their call into Go was not made)."""
+    def give_back_freed(self, freed: list[int], nbytes: int) -> None:
+        """Puts buffers that :meth:`take_freed` returned back on the list,
+        with their ``nbytes`` bytes (their call into Go was not made)."""
         with self._freed_lock:
             self._freed.extend(freed)
+            self._freed_bytes += nbytes
 
     def flush_buffers(self) -> None:
         """Gives the buffers waiting in :meth:`free_buffer`'s list back to
         Go now."""
-        freed = self.take_freed()
+        freed, _ = self.take_freed()
         if freed:
             self.cdll.loch_buffers_free((c_void_p * len(freed))(*freed), len(freed))
 

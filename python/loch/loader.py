@@ -197,7 +197,7 @@ class _GoLoader:
         so that Ctrl-C interrupts it."""
         lib, h, err = self.lib, self._h.value, self._err
         while True:
-            freed, called = lib.take_freed(), False
+            (freed, freed_bytes), called = lib.take_freed(), False
             try:
                 n = len(freed)
                 release = self._release
@@ -212,7 +212,7 @@ class _GoLoader:
                 status = self._next(h, POLL_MS, prev or None, release, n, self._out_ref, self._err_ref)
             except BaseException:
                 if not called:  # Ctrl-C before the call: keep them for the next one
-                    lib.give_back_freed(freed)
+                    lib.give_back_freed(freed, freed_bytes)
                 raise
             finally:
                 if called:
