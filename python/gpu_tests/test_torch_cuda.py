@@ -1,0 +1,244 @@
+"""ds.pytorch() on a GPU: ``device="cuda"`` (a pinned host copy, then a
+non_blocking copy on a side stream one batch ahead, the consumer's stream
+recorded on each tensor), ``pin_memory=True``, device validation, epochs
+and resume, and a DataLoader with workers and ``pin_memory``. Every batch
+is checked against the CPU loader's batch of the same seed and against
+the values its row ids imply (conftest.expected)."""
+
+from __future__ import annotations
+
+import gc
+import json
+import shutil
+import subprocess
+import warnings
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+import torch.utils.data
+from conftest import BATCH, DRY_RUN, ROWS, expected, needs_cuda
+
+import loch
+
+ARRAYS = ("x", "img", "y", "h", "index")
+LISTS = ("s", "j")
+DTYPES = {"x": torch.float32, "img": torch.uint8, "y": torch.int64, "h": torch.bfloat16, "index": torch.int64}
+
+
+def check_values(b: dict[str, Any], device: torch.device) -> None:
+    """Asserts that batch b is on device with the values its row ids imply."""
+    assert sorted(b) == sorted(ARRAYS + LISTS), f"keys {sorted(b)}"
+    for k in ARRAYS:
+        v = b[k]
+        assert isinstance(v, torch.Tensor), f"{k}: {type(v)}"
+        assert v.device == device, f"{k} is on {v.device}, want {device}"
+        assert v.dtype == DTYPES[k], f"{k}: {v.dtype}"
+    want = expected(b["index"].cpu().numpy())
+    assert torch.equal(b["x"].cpu(), torch.from_numpy(want["x"]))
+    assert torch.equal(b["img"].cpu(), torch.from_numpy(want["img"]))
+    assert torch.equal(b["y"].cpu(), torch.from_numpy(want["y"]))
+    assert torch.equal(b["h"].float().cpu(), torch.from_numpy(want["h"]))
+    for k in LISTS:
+        assert isinstance(b[k], list), f"{k} should stay a list, is {type(b[k])}"
+        assert b[k] == want[k]
+
+
+def check_same(got: dict[str, Any], want: dict[str, Any], device: torch.device) -> None:
+    """Asserts that got (from a device loader) is want (the CPU loader's
+    batch) moved to device."""
+    assert sorted(got) == sorted(want)
+    for k, w in want.items():
+        g = got[k]
+        if isinstance(w, torch.Tensor):
+            assert isinstance(g, torch.Tensor) and g.device == device, f"{k}: {type(g)} {getattr(g, 'device', '')}"
+            assert g.dtype == w.dtype and g.shape == w.shape, f"{k}: {g.dtype} {g.shape}, want {w.dtype} {w.shape}"
+            assert torch.equal(g.cpu(), w), f"{k} differs from the CPU loader's"
+        else:
+            assert isinstance(g, list) and g == w, f"{k}: {type(g)}"
+
+
+def order(batches: list[dict[str, Any]]) -> list[list[int]]:
+    return [b["index"].tolist() for b in batches]
+
+
+def test_device_batches_equal_the_cpu_loaders(ds: loch.Dataset, device: torch.device) -> None:
+    """Every dtype, the row ids ("index": a tensor on the device like the
+    rest) and the lists of text and json, shuffled: the CPU loader's
+    batches, on the device."""
+    cpu = list(ds.pytorch(batch_size=BATCH, shuffle=True, seed=3))
+    got = list(ds.pytorch(batch_size=BATCH, shuffle=True, seed=3, device=device.type))
+    assert len(got) == len(cpu) == -(-ROWS // BATCH)
+    for g, c in zip(got, cpu):
+        check_same(g, c, device)
+        check_values(g, device)
+    assert sorted(i for b in got for i in b["index"].tolist()) == list(range(ROWS))
+
+
+@pytest.mark.parametrize("form", ["string", "torch.device"])
+def test_device_with_an_index(ds: loch.Dataset, device: torch.device, form: str) -> None:
+    dev: Any = f"{device.type}:0" if form == "string" else torch.device(device.type, 0)
+    want = torch.device("cuda", 0) if device.type == "cuda" else device
+    n = 0
+    for b in ds.pytorch(batch_size=100, columns=["x", "s"], device=dev):
+        assert b["x"].device == want and b["index"].device == want
+        assert b["s"] == [f"row {i}" for i in b["index"].tolist()]
+        n += len(b["s"])
+    assert n == ROWS
+
+
+def test_a_device_index_past_the_count_is_a_clear_error(ds: loch.Dataset, device: torch.device) -> None:
+    needs_cuda()
+    count = torch.cuda.device_count()
+    for dev in ("cuda:99", f"cuda:{count}", torch.device("cuda", count)):
+        with pytest.raises(loch.InvalidArgument, match=rf"device=.*cuda.*{count}.*: there are {count} CUDA devices"):
+            ds.pytorch(batch_size=8, device=dev)  # type: ignore[arg-type]
+    last = f"cuda:{count - 1}"  # the last one there is works
+    (b,) = list(ds.pytorch(batch_size=ROWS, columns=["y"], device=last))
+    assert b["y"].device == torch.device(last)
+
+
+def test_pin_memory_without_a_device(ds: loch.Dataset, device: torch.device) -> None:
+    """pin_memory=True: the batches stay on the host, page-locked (CUDA
+    only; a dry run gets pageable memory and a warning)."""
+    cpu = list(ds.pytorch(batch_size=BATCH, shuffle=True, seed=5))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore" if DRY_RUN else "error")  # no warning where CUDA is
+        got = list(ds.pytorch(batch_size=BATCH, shuffle=True, seed=5, pin_memory=True))
+    for g, c in zip(got, cpu, strict=True):
+        check_same(g, c, torch.device("cpu"))
+        for k in ARRAYS:
+            assert g[k].is_pinned() == (device.type == "cuda"), f"{k}: is_pinned() is {g[k].is_pinned()}"
+
+
+def test_batches_kept_while_the_gpu_lags_stay_correct(ds: loch.Dataset, device: torch.device) -> None:
+    """The side stream one batch ahead: the default stream runs far behind
+    the loop (a sleep kernel before each batch's work), the loop drops most
+    batches at once (their memory goes back to the allocator while kernels
+    reading it are still queued) and keeps some. If a batch's memory were
+    reused before the consumer's stream was done with it (record_stream)
+    or the consumer read it before its copy ended (wait_event), the sums
+    or the kept batches would be wrong."""
+    sleep = getattr(torch.cuda, "_sleep", None) if device.type == "cuda" else None
+    sums, kept = [], []
+    loader = ds.pytorch(batch_size=16, shuffle=True, seed=7, columns=["x", "img", "h"], device=device.type)
+    for n, b in enumerate(loader):
+        if sleep is not None:
+            sleep(2_000_000)  # about a millisecond or two of the default stream
+        sums.append((b["index"], b["x"].sum(dim=1), b["img"].flatten(1).double().sum(dim=1), b["h"].float().sum(1)))
+        if n % 4 == 0:
+            kept.append(b)
+        del b
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    assert len(sums) == -(-ROWS // 16)
+    for index, x, img, h in sums:
+        want = expected(index.cpu().numpy())
+        assert torch.equal(x.cpu(), torch.from_numpy(want["x"].sum(axis=1)))
+        assert torch.equal(img.cpu(), torch.from_numpy(want["img"].reshape(len(index), -1).astype(np.float64).sum(1)))
+        assert torch.equal(h.cpu(), torch.from_numpy(want["h"].sum(1)))
+    for b in kept:
+        w = expected(b["index"].cpu().numpy())
+        assert torch.equal(b["x"].cpu(), torch.from_numpy(w["x"]))
+        assert torch.equal(b["img"].cpu(), torch.from_numpy(w["img"]))
+
+
+def test_gpu_batches_outlive_the_host_buffers(ds: loch.Dataset, device: torch.device) -> None:
+    """Every batch of two epochs kept to the end: each still holds its
+    values after the loader moved on (and reused or freed the Go buffers
+    it was copied from); with CUDA no host buffer stays alive for them."""
+    gc.collect()
+    live = loch.buffer_stats()["live"]
+    loader = ds.pytorch(batch_size=BATCH, shuffle=True, seed=11, device=device.type)
+    batches = list(loader) + list(loader)
+    gc.collect()
+    if device.type == "cuda":
+        assert loch.buffer_stats()["live"] == live, "the GPU batches keep Go host buffers alive"
+    for b in batches:
+        check_values(b, device)
+    assert sorted(i for b in batches[: len(batches) // 2] for i in b["index"].tolist()) == list(range(ROWS))
+
+
+def test_epochs_match_the_cpu_loader(ds: loch.Dataset, device: torch.device) -> None:
+    def make(dev: str | None) -> Any:
+        return ds.pytorch(batch_size=BATCH, shuffle=True, seed=13, device=dev, columns=["y"])
+
+    cpu, gpu = make(None), make(device.type)
+    want = [order(list(cpu)) for _ in range(3)]
+    assert want[0] != want[1], "each epoch its own shuffle"
+    assert [order(list(gpu)) for _ in range(3)] == want
+    cpu.set_epoch(7)
+    gpu.set_epoch(7)
+    assert order(list(gpu)) == order(list(cpu))
+
+
+@pytest.mark.parametrize("when", ["while iterating", "after the loop broke off"])
+def test_resume_mid_epoch_on_the_device(ds: loch.Dataset, device: torch.device, when: str) -> None:
+    """state_dict() after 5 batches of epoch 1, then a new loader resumed
+    from it: the remaining batches are the CPU loader's (none skipped, none
+    repeated), although the side stream has taken a batch ahead."""
+
+    def make(dev: str | None) -> Any:
+        return ds.pytorch(batch_size=BATCH, shuffle=True, seed=17, device=dev)
+
+    cpu = make(None)
+    cpu.set_epoch(1)
+    whole = order(list(cpu))
+    loader = make(device.type)
+    loader.set_epoch(1)
+    it = iter(loader)
+    head = [next(it) for _ in range(5)]
+    if when == "while iterating":
+        state = loader.state_dict()
+        del it
+    else:
+        del it
+        gc.collect()
+        state = loader.state_dict()
+    state = json.loads(json.dumps(state))
+    resumed = make(device.type)
+    resumed.load_state_dict(state)
+    rest = list(resumed)
+    assert order(head) == whole[:5]
+    assert order(rest) == whole[5:], f"resumed at batch {len(whole) - len(rest)} of {len(whole)}, want 5"
+    for b in head + rest:
+        check_values(b, device)
+    assert order(list(resumed)) == order(list(cpu)), "the epoch after the resumed one (2)"
+
+
+def test_a_mixture_on_the_device(ds: loch.Dataset, device: torch.device) -> None:
+    mixture = loch.mix([ds, ds], [0.5, 0.5])
+    cpu = list(mixture.pytorch(batch_size=BATCH, columns=["x", "s"]))
+    got = list(mixture.pytorch(batch_size=BATCH, columns=["x", "s"], device=device.type))
+    assert len(got) == len(cpu) > 0
+    for g, c in zip(got, cpu):
+        check_same(g, c, device)
+
+
+def test_dataloader_workers_with_pin_memory(ds: loch.Dataset, device: torch.device) -> None:
+    """The documented DataLoader use: DataLoader(ds.pytorch(...),
+    batch_size=None, num_workers=2) with the DataLoader's own pin_memory,
+    then a non_blocking copy: the batches of the loader itself, in order,
+    pinned. Spawned workers: JAX, imported by the other tests, runs threads
+    that make a fork unsafe."""
+    cpu = list(ds.pytorch(batch_size=BATCH, shuffle=True, seed=19))
+    dl = torch.utils.data.DataLoader(ds.pytorch(batch_size=BATCH, shuffle=True, seed=19), batch_size=None,
+                                     num_workers=2, pin_memory=device.type == "cuda", multiprocessing_context="spawn")  # fmt: skip
+    got = []
+    for b in dl:
+        for k in ARRAYS:
+            assert b[k].is_pinned() == (device.type == "cuda"), f"{k}: is_pinned() is {b[k].is_pinned()}"
+        got.append({k: v.to(device, non_blocking=True) if isinstance(v, torch.Tensor) else v for k, v in b.items()})
+    assert len(got) == len(cpu)
+    for g, c in zip(got, cpu):
+        check_same(g, c, device)
+        check_values(g, device)
+
+
+def test_cli_version_is_the_packages() -> None:
+    """The loch command on PATH (the wheel's, in run.sh) is this SDK's version."""
+    exe = shutil.which("loch")
+    assert exe is not None, "no loch command on PATH"
+    out = subprocess.run([exe, "version"], capture_output=True, text=True, timeout=60, check=True).stdout
+    assert out.split("\n")[0].split() == ["loch", loch.__version__], f"{exe} version: {out!r}"
