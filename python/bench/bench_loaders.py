@@ -12,7 +12,12 @@ stored four ways under ``--dir``: the JPEG folder itself, a loch dataset
 with the images decoded once at ingest and stored with the lz4 chunk codec
 (``loch ingest imagefolder --image-compression lz4``), a loch dataset with
 the JPEG files kept byte for byte (``--image-compression jpeg``), and one
-``.npy`` file per image holding the decoded pixels. Two comparisons:
+``.npy`` file per image holding the decoded pixels. Where there is no Go
+toolchain (a GPU machine with the wheel), ``--generate sdk`` makes the two
+loch datasets alone with the Python SDK from images drawn in numpy the way
+makeimages draws them (the jpeg one encoded by loch at ``extend``, not
+kept from files), which is enough for ``--only go``; ``--loch loch`` then
+takes the wheel's command from PATH. Two comparisons:
 
 ``go``
     ``ds.pytorch()`` iterated in the main process against ``loch bench``
@@ -370,6 +375,56 @@ def prepare(d: Path, args: argparse.Namespace) -> dict[str, str]:
     return paths
 
 
+def synthetic_images(start: int, n: int, classes: int, size: int, seed: int = 1) -> tuple[Any, Any]:
+    """Images start..start+n-1 drawn as examples/makeimages draws them
+    (stripes at a class's angle and colour, noise; not its exact pixels)
+    and their labels (row i is class i % classes), as uint8 NHWC and int64."""
+    import numpy as np
+
+    i = np.arange(start, start + n)
+    c = i % classes
+    rng = np.random.default_rng([seed, start])
+    angle = np.pi * c / classes
+    yy, xx = np.mgrid[0:size, 0:size].astype(np.float64)
+    k = 0.6 + 0.4 * np.sin((xx[None] * np.cos(angle)[:, None, None] + yy[None] * np.sin(angle)[:, None, None]) / 3)
+    base = np.stack([50 + 200 * c // classes, 255 - 200 * c // classes, 100 + rng.integers(0, 50, n)], axis=1)
+    noise = rng.integers(0, 30, (n, size, size))
+    img = np.empty((n, size, size, 3), dtype=np.uint8)
+    for ch in range(3):
+        v = base[:, ch, None, None] * k + (noise if ch < 2 else 0)
+        img[..., ch] = np.clip(v, 0, 255).astype(np.uint8)
+    return img, c.astype(np.int64)
+
+
+def prepare_sdk(d: Path, args: argparse.Namespace) -> dict[str, str]:
+    """Makes (or reuses) the lz4 and jpeg loch datasets under ``d`` with
+    the Python SDK (``--generate sdk``: no Go toolchain, no JPEG folder and
+    no .npy files, so only the ``go`` comparison)."""
+    import loch
+
+    paths = {k: str(d / k) for k in ("loch-lz4", "loch-jpeg")}
+    params = {"images": args.images, "size": args.size, "classes": args.classes, "generator": "sdk"}
+    stamp = d / "params.json"
+    if stamp.exists() and json.loads(stamp.read_text()) == params and all(Path(p).exists() for p in paths.values()):
+        print(f"reusing the data in {d}", file=sys.stderr)
+        return paths
+    stamp.unlink(missing_ok=True)
+    d.mkdir(parents=True, exist_ok=True)
+    names = [f"class{c:02d}" for c in range(args.classes)]
+    for name, codec in (("loch-lz4", "lz4"), ("loch-jpeg", "jpeg")):
+        print(f"+ writing {args.images} images to {paths[name]} ({codec}, the Python SDK)", file=sys.stderr)
+        shutil.rmtree(paths[name], ignore_errors=True)
+        ds = loch.create(paths[name], schema={"image": loch.Image(codec, shape=(args.size, args.size, 3)),
+                                              "label": loch.ClassLabel(names)})  # fmt: skip
+        for start in range(0, args.images, 2048):
+            img, label = synthetic_images(start, min(2048, args.images - start), args.classes, args.size)
+            ds.extend({"image": img, "label": label})
+        ds.commit(f"{args.images} synthetic images")
+        ds.close()
+    stamp.write_text(json.dumps(params))
+    return paths
+
+
 # Waiting for an idle machine.
 
 
@@ -530,6 +585,9 @@ def main() -> None:
     p.add_argument("--only", nargs="+", choices=["go", "dataloader"], default=["go", "dataloader"])
     p.add_argument("--loch", default=str(REPO / "bin" / "loch"), help="the loch command (make build)")
     p.add_argument("--go", default="go", help="the go command (to generate the images)")
+    p.add_argument("--generate", choices=["makeimages", "sdk"], default="makeimages",
+                   help="how to make the data: JPEG files from examples/makeimages ingested with loch (needs Go), "
+                   "or the two loch datasets written with the Python SDK (only for --only go)")  # fmt: skip
     p.add_argument("--json", help="also write the results as JSON to this file (- for standard output)")
     p.add_argument("--idle-load", type=float, default=0.0, help="before each contender, wait until the 1-minute "
                    "load average is below this (0: do not wait)")  # fmt: skip
@@ -545,13 +603,15 @@ def main() -> None:
         return
     if not shutil.which(args.loch):
         p.error(f"--loch {args.loch}: not found (run make build)")
+    if args.generate == "sdk" and "dataloader" in args.only:
+        p.error("--generate sdk makes no JPEG folder: use it with --only go")
 
     tmp = None
     if args.dir is None:
         tmp = tempfile.mkdtemp(prefix="loch-bench-")
         args.dir = Path(tmp)
     try:
-        paths = prepare(args.dir, args)
+        paths = prepare_sdk(args.dir, args) if args.generate == "sdk" else prepare(args.dir, args)
         sizes = {k: round(_du_mb(Path(v)), 1) for k, v in paths.items()}
         info = machine()
         print(f"machine: {info['nproc']} cores, {info['cpu']}, {info['mem_gib']} GiB; python {info['python']}, "
