@@ -1,5 +1,6 @@
 # loch's build. `make test` installs the pinned test servers (once) and runs
-# every Go test with the race detector against them.
+# every Go test with the race detector against them. `make test-gpu` runs the
+# GPU tests on a machine with a CUDA GPU (not part of test).
 
 GO    ?= go
 NPM   ?= npm
@@ -204,6 +205,21 @@ $(VENV)/.loch-sdk: $(VENV)/.loch-deps $(PY_SOURCES) $(GO_SOURCES)
 # pytest runs the Python SDK's tests.
 pytest: venv
 	$(VENV)/bin/python -m pytest python/tests
+
+# test-gpu runs the GPU tests (python/gpu_tests: ds.pytorch(device="cuda"),
+# pin_memory, ds.jax(device=, sharding=)) with $(VENV), jax's CUDA plugin
+# added (python/requirements-gpu.txt), on a machine with a CUDA GPU. Without
+# one they fail saying so; LOCH_TEST_DEVICE=cpu is a dry run of their logic.
+# Not part of test (CI has no GPU). python/gpu_tests/run.sh runs them and the
+# GPU benchmarks from a wheel on a GPU machine without Go.
+GPU_TEST_ARGS ?=
+.PHONY: test-gpu
+test-gpu: venv $(VENV)/.loch-gpu-deps
+	PATH="$(abspath $(VENV))/bin:$$PATH" $(VENV)/bin/python -m pytest -p no:cacheprovider python/gpu_tests $(GPU_TEST_ARGS)
+
+$(VENV)/.loch-gpu-deps: python/requirements-gpu.txt | $(VENV)/bin/python
+	$(VENV)/bin/python -m pip install -q -r python/requirements-gpu.txt
+	@touch $@
 
 # wheel builds dist/loch-<version>-py3-none-manylinux_<glibc>_x86_64.whl:
 # libloch.so and the loch CLI built here (setup.py), the shared libraries

@@ -1,0 +1,114 @@
+#!/usr/bin/env python3
+"""Measures ``ds.pytorch(device="cuda")`` against the CPU loader on the
+datasets of ``python/bench/bench_loaders.py --generate sdk`` (made here
+when missing), printing every baseline measured in the same run:
+
+``cpu``
+    ``ds.pytorch()``, the loop only counts rows (the loader's ceiling).
+``cpu + .to()``
+    ``ds.pytorch()``, each batch's image copied to the GPU by the loop
+    (``.to(device)`` from pageable memory), then the step.
+``device=``
+    ``ds.pytorch(device=...)`` (pinned copy, non_blocking on a side
+    stream, one batch ahead), then the step.
+
+The step is a trivial GPU op (the mean of the image as float32, added to
+an accumulator on the GPU; no synchronisation until the epoch ends). Each
+contender runs a warm-up epoch, then ``--epochs`` measured epochs, in
+each of ``--rounds`` rounds (every other round in reverse order); the
+median is reported with the loader's statistics of its last epoch
+(``wait_share``: the share of the time the loop waited for the loader).
+
+    python python/gpu_tests/bench_cuda.py --dir /tmp/bl
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+import loch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+import bench_loaders  # noqa: E402
+
+
+def epoch(loader: Any, mode: str, device: torch.device, acc: torch.Tensor) -> int:
+    """One epoch of loader, each batch through the step of mode; returns
+    the rows."""
+    n = 0
+    for b in loader:
+        img = b["image"]
+        n += len(img)
+        if mode == "cpu":
+            continue
+        if mode == "cpu + .to()":
+            img = img.to(device)
+        acc += img.float().mean()
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    return n
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--dir", type=Path, required=True, help="the data of bench_loaders.py --generate sdk (made if missing)")
+    p.add_argument("--images", type=int, default=10000)
+    p.add_argument("--size", type=int, default=64)
+    p.add_argument("--classes", type=int, default=10)
+    p.add_argument("--batch-size", type=int, default=256)
+    p.add_argument("--epochs", type=int, default=2, help="measured epochs per contender and round")
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--device", default="cuda")
+    args = p.parse_args()
+    device = torch.device(args.device)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        sys.exit(f"bench_cuda: --device {args.device}: CUDA is not available (torch {torch.__version__})")
+    paths = bench_loaders.prepare_sdk(args.dir, args)
+    gpu = torch.cuda.get_device_name(device) if device.type == "cuda" else "none"
+    print(f"bench_cuda: {os.cpu_count()} cores, GPU {gpu}, torch {torch.__version__}, loch {loch.__version__}; "
+          f"{args.images} images {args.size}x{args.size}, batch size {args.batch_size}, {args.epochs} epochs x "
+          f"{args.rounds} rounds, load {os.getloadavg()[0]:.2f}")  # fmt: skip
+    acc = torch.zeros((), device=device)
+    modes = ["cpu", "cpu + .to()", "device="]
+    for name, transform in (("loch-lz4", None), ("loch-jpeg", {"image": "decode"})):
+        ds = loch.open(paths[name])
+        loaders = {
+            m: ds.pytorch(batch_size=args.batch_size, shuffle=True, seed=0, columns=["image", "label"],
+                          transform=transform, device=args.device if m == "device=" else None)
+            for m in modes
+        }  # fmt: skip
+        for m in modes:
+            epoch(loaders[m], m, device, acc)  # warm-up: page cache, CUDA kernels, pinned pool
+        rates: dict[str, list[float]] = {m: [] for m in modes}
+        stats: dict[str, dict[str, Any]] = {}
+        for r in range(args.rounds):
+            for m in modes if r % 2 == 0 else modes[::-1]:
+                t0 = time.perf_counter()
+                n = sum(epoch(loaders[m], m, device, acc) for _ in range(args.epochs))
+                rates[m].append(n / (time.perf_counter() - t0))
+                stats[m] = loaders[m].stats()
+        base = statistics.median(rates["cpu"])
+        print(f"\n{name}{' + decode' if transform else ''}: samples/s (median of {args.rounds} rounds), x cpu, "
+              "loader statistics of the last epoch")  # fmt: skip
+        print(f"  {'contender':14} {'samples/s':>10} {'x cpu':>6}  {'rounds':26} {'wait_share':>10} "
+              f"{'first batch ms':>14} {'fetch ms':>8} {'decode ms':>9} {'elapsed ms':>10}")  # fmt: skip
+        for m in modes:
+            med, s = statistics.median(rates[m]), stats[m]
+            rounds = " ".join(f"{v:.0f}" for v in rates[m])
+            print(f"  {m:14} {med:10.0f} {med / base:6.3f}  {rounds:26} {s.get('wait_share', 0):10.3f} "
+                  f"{s.get('first_batch_ns', 0) / 1e6:14.1f} {s.get('fetch_ns', 0) / 1e6:8.1f} "
+                  f"{s.get('decode_ns', 0) / 1e6:9.1f} {s.get('elapsed_ns', 0) / 1e6:10.1f}")  # fmt: skip
+        ds.close()
+    print(f"\n(checksum {float(acc):.1f}; load {os.getloadavg()[0]:.2f})")
+
+
+if __name__ == "__main__":
+    main()
