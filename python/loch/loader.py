@@ -593,7 +593,7 @@ class Loader:
                 try:
                     self._stats = go.stats()
                     if not ended:
-                        self._stopped = {"epoch": self._active_epoch, "loader": go.state()}
+                        self._stopped = _position(self._active_epoch, go.state())
                 except Exception:  # noqa: BLE001 (closing after an error)
                     self._stats = {}
             go.close()
@@ -669,7 +669,7 @@ class Loader:
         dict: ``{"epoch": ..., "loader": the Go loader's state}``, which
         always pins the snapshot and the order settings."""
         if self._active is not None:
-            return {"epoch": self._active_epoch, "loader": self._active.state()}
+            return _position(self._active_epoch, self._active.state())
         if self._stopped is not None:
             return dict(self._stopped)
         cfg = self.config()
@@ -715,6 +715,15 @@ class Loader:
         state["dataset"] = None
         state["_active"] = None
         return state
+
+
+def _position(epoch: int, state: dict[str, Any]) -> dict[str, Any]:
+    """The state_dict of an iteration of ``epoch`` whose Go loader is at
+    ``state``. Once the epoch's last batch is delivered (the loop may not
+    have asked for the end yet) the Go state is the start of the next
+    epoch, whose number it carries: saved as that epoch's, so that a
+    resume goes on with it rather than repeat the whole epoch."""
+    return {"epoch": int(state.get("epoch", epoch)), "loader": state}
 
 
 def _split(split: tuple[int, int]) -> dict[str, int]:

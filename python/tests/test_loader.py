@@ -85,6 +85,24 @@ def test_state_dict_between_iterations(rows_ds: loch.Dataset) -> None:
     assert ids(resumed) == epoch_order(rows_ds, 2), "then goes on with the next"
 
 
+@pytest.mark.parametrize("stop", [False, True])
+def test_state_dict_after_the_last_batch(rows_ds: loch.Dataset, stop: bool) -> None:
+    """The loop has every batch of epoch 2 but has not asked for the end
+    (or broke off there): the state is the start of epoch 3, and a resume
+    goes on with epoch 3 rather than repeat epoch 2."""
+    loader = rows_ds.numpy(batch_size=50, shuffle="full", seed=7, epoch=2)
+    it = iter(loader)
+    got = [next(it)["index"].tolist() for _ in range(len(loader))]
+    if stop:
+        it.close()
+    state = loader.state_dict()
+    assert state["epoch"] == 3 and state["loader"]["epoch"] == 3
+    assert [i for b in got for i in b] == epoch_order(rows_ds, 2)
+    resumed = rows_ds.numpy(batch_size=50, shuffle="full", seed=7)
+    resumed.load_state_dict(state)
+    assert ids(resumed) == epoch_order(rows_ds, 3)
+
+
 @pytest.mark.parametrize("world", [2, 3, 4])
 @pytest.mark.parametrize("drop_last", [False, True])
 def test_sharding(rows_ds: loch.Dataset, world: int, drop_last: bool) -> None:
