@@ -51,9 +51,10 @@ variables (set by torchrun), so each rank reads its own shard.
 
 from __future__ import annotations
 
+import copy
 import os
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -123,9 +124,18 @@ def to_torch(batch: Batch) -> dict[str, Any]:
 class _Transfer:
     """Moves batches to a device: pinned (page-locked) host memory, then a
     non_blocking copy on a side stream, one batch ahead, so that the copy
-    of batch i+1 overlaps the step on batch i."""
+    of batch i+1 overlaps the step on batch i.
 
-    def __init__(self, device: torch.device | None, pin_memory: bool) -> None:
+    Running ahead, it has taken batch i+1 from the loader while the
+    consumer has batch i, so the loader's own state counts one batch too
+    many: ``mark`` (the loader's ``state_dict``) is called before each
+    batch is taken, and :attr:`behind` is the state after the batches the
+    consumer got, while the consumer has one and the next is taken (also
+    after the consumer broke off there); None otherwise."""
+
+    def __init__(
+        self, device: torch.device | None, pin_memory: bool, mark: Callable[[], dict[str, Any]] | None = None
+    ) -> None:
         self.device = device
         self.cuda = device is not None and device.type == "cuda"
         self.pin = pin_memory or self.cuda
@@ -134,6 +144,10 @@ class _Transfer:
                           stacklevel=3)  # fmt: skip
             self.pin = False
         self.stream = torch.cuda.Stream(device) if self.cuda else None
+        #: Whether batch i+1 is taken and sent while the consumer has batch i.
+        self.ahead = self.stream is not None
+        self.mark = mark
+        self.behind: dict[str, Any] | None = None
 
     def _send(self, batch: dict[str, Any]) -> tuple[dict[str, Any], Any]:
         def move(v: Any) -> Any:
@@ -164,23 +178,32 @@ class _Transfer:
         return batch
 
     def __call__(self, batches: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
-        if self.device is None and not self.pin:
+        if self.device is None and not self.pin and not self.ahead:
             return batches  # as they are: no generator in between
         return self._moved(batches)
 
     def _moved(self, batches: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
-        if self.stream is None:
+        if not self.ahead:
             for b in batches:
                 yield self._receive(self._send(b))
             return
         ahead = None
-        for b in batches:
-            sent = self._send(b)
-            if ahead is not None:
-                yield self._receive(ahead)
-            ahead = sent
-        if ahead is not None:
-            yield self._receive(ahead)
+        try:
+            while True:
+                state = self.mark() if ahead is not None and self.mark is not None else None
+                b = next(batches, None)
+                sent = None if b is None else self._send(b)
+                if ahead is not None:
+                    self.behind = state
+                    yield self._receive(ahead)
+                if sent is None:
+                    break
+                ahead = sent
+            self.behind = None
+        finally:
+            close = getattr(batches, "close", None)
+            if close is not None:
+                close()  # the loader records where it stopped now, not when collected
 
 
 def _device(device: str | torch.device | None) -> torch.device | None:
@@ -250,6 +273,7 @@ class TorchLoader(Adapter, torch.utils.data.IterableDataset):  # type: ignore[ty
         self._pin = pin_memory
         self._device = _device(device)
         self._worker_passes = 0  # passes this copy started in a DataLoader worker
+        self._transfer: _Transfer | None = None  # of the last iteration in this process
 
     @property
     def _dataset(self) -> Source | None:
@@ -272,15 +296,15 @@ class TorchLoader(Adapter, torch.utils.data.IterableDataset):  # type: ignore[ty
         if info is None:
             if self._distributed is None:
                 self.loader.set_rank(*distributed_world(None))
-            batches = self.loader.batches(self.convert)
-        else:
-            # The pass: the DataLoader's base seed for it and this worker
-            # process's count of passes (see the module documentation).
-            key = (info.seed - info.id, self._worker_passes)
-            self._worker_passes += 1
-            epoch = self._epochs.claim(key, info.id)
-            split = None if info.num_workers <= 1 else (info.id, info.num_workers)
-            batches = self._worker_part(self.loader.batches(self.convert, split=split, epoch=epoch), key, info.id)
+            self._transfer = _Transfer(self._device, self._pin, mark=self.loader.state_dict)
+            return self._transfer(self.loader.batches(self.convert))
+        # The pass: the DataLoader's base seed for it and this worker
+        # process's count of passes (see the module documentation).
+        key = (info.seed - info.id, self._worker_passes)
+        self._worker_passes += 1
+        epoch = self._epochs.claim(key, info.id)
+        split = None if info.num_workers <= 1 else (info.id, info.num_workers)
+        batches = self._worker_part(self.loader.batches(self.convert, split=split, epoch=epoch), key, info.id)
         return _Transfer(self._device, self._pin)(batches)
 
     def _worker_part(self, batches: Iterator[Batch], key: tuple[int, int], member: int) -> Iterator[Batch]:
@@ -290,6 +314,24 @@ class TorchLoader(Adapter, torch.utils.data.IterableDataset):  # type: ignore[ty
             yield from batches
         finally:
             self._epochs.record(key, member, self.loader.stats())
+
+    def state_dict(self) -> dict[str, Any]:
+        """The state to resume from (see :meth:`loch.Loader.state_dict`):
+        after the batches the loop got, also with ``device="cuda"``, whose
+        transfer has taken the next batch from the loader already."""
+        behind = None if self._transfer is None else self._transfer.behind
+        return copy.deepcopy(behind) if behind is not None else self.loader.state_dict()
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Makes the next iteration resume from a saved :meth:`state_dict`."""
+        self._transfer = None
+        self.loader.load_state_dict(state)
+
+    def set_epoch(self, epoch: int) -> None:
+        """Makes the next iteration deliver epoch ``epoch`` (see
+        :meth:`loch.Loader.set_epoch`)."""
+        self._transfer = None
+        self.loader.set_epoch(epoch)
 
     def worker_stats(self) -> list[dict[str, Any]]:
         """The Go loader statistics of each DataLoader worker (by worker
@@ -317,4 +359,6 @@ class TorchLoader(Adapter, torch.utils.data.IterableDataset):  # type: ignore[ty
         detect it)."""
         if self._distributed is None:
             self.loader.set_rank(*distributed_world(None))
-        return self.__dict__.copy()
+        state = self.__dict__.copy()
+        state["_transfer"] = None  # its CUDA stream stays here
+        return state

@@ -8,6 +8,7 @@ import pickle
 import sys
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -17,7 +18,7 @@ torch = pytest.importorskip("torch")
 from conftest import ROWS, run_script  # noqa: E402
 
 import loch  # noqa: E402
-from loch.torch import TorchLoader, _tensor, distributed_world  # noqa: E402
+from loch.torch import TorchLoader, _tensor, _Transfer, distributed_world  # noqa: E402
 
 
 def test_batches_are_tensors(rows_ds: loch.Dataset) -> None:
@@ -284,3 +285,44 @@ def test_map_style_dataloader_workers(tmp_path: Path, rows_path: Path, method: s
     want = [[i, [i, 2 * i, 3 * i], f"row {i}"] for i in range(ROWS)]
     assert out["batched"] == want, "every row once, in order, with its values"
     assert out["single"] == want
+
+
+@pytest.mark.parametrize("when", ["while iterating", "after a break", "holding the last batch"])
+def test_resume_when_the_transfer_runs_a_batch_ahead(rows_ds: loch.Dataset, monkeypatch: pytest.MonkeyPatch,
+                                                     when: str) -> None:  # fmt: skip
+    """With device="cuda" the next batch is taken from the loader (and sent
+    to the GPU) while the loop has the current one; state_dict is still the
+    state after the batches the loop got. Here on the CPU, the transfer
+    made to run ahead as it does with a side stream (python/gpu_tests runs
+    the real one)."""
+    init = _Transfer.__init__
+
+    def ahead(self: _Transfer, *args: Any, **kwargs: Any) -> None:
+        init(self, *args, **kwargs)
+        self.ahead = True
+
+    monkeypatch.setattr(_Transfer, "__init__", ahead)
+
+    def make() -> TorchLoader:
+        return rows_ds.pytorch(batch_size=25, shuffle=True, seed=11, device="cpu")
+
+    whole = [b["index"].tolist() for b in make()]
+    got = 9 if when != "holding the last batch" else len(whole)
+    loader = make()
+    it = iter(loader)
+    head = [next(it)["index"].tolist() for _ in range(got)]
+    if when == "while iterating":
+        state = loader.state_dict()
+        del it
+    else:
+        del it
+        state = loader.state_dict()
+    resumed = make()
+    resumed.load_state_dict(json.loads(json.dumps(state)))
+    rest = [] if when == "holding the last batch" else [b["index"].tolist() for b in resumed]
+    assert head + rest == whole
+    fresh = make()
+    fresh.set_epoch(1)
+    assert [b["index"].tolist() for b in resumed] == [b["index"].tolist() for b in fresh], "then epoch 1"
+    loader.set_epoch(0)
+    assert loader.state_dict()["loader"] == make().state_dict()["loader"], "set_epoch drops the state held back"
