@@ -87,11 +87,11 @@ def probe_dataloader(path: str, tmp: Path) -> None:
     script.write_text(textwrap.dedent(DATALOADER))
     for method in ("fork", "spawn"):
         try:
-            p = subprocess.run([sys.executable, str(script), path, method], capture_output=True, text=True, timeout=90)
+            p = subprocess.run([sys.executable, str(script), path, method], capture_output=True, text=True, timeout=25)
             out = p.stdout.strip().splitlines()[-1:] if p.returncode == 0 else p.stderr.strip().splitlines()[-3:]
             print(f"dataloader({method}): exit {p.returncode}: " + " | ".join(out))
         except subprocess.TimeoutExpired:
-            print(f"dataloader({method}): still running after 90 s (a hang?)")
+            print(f"dataloader({method}): still running after 25 s (a hang?)")
 
 
 def main() -> None:

@@ -11,7 +11,8 @@
 #   1. the wheel installed with pip --target into $LOCH_SITE (default
 #      /tmp/site), put first on PYTHONPATH, its loch command first on PATH;
 #   2. the machine: nvidia-smi -L, python, torch, jax and where loch comes from;
-#   3. pytest python/gpu_tests (junit XML and log into $OUT when set);
+#   3. pytest python/gpu_tests, torch's tests and jax's each in a process of
+#      its own (junit XML and logs into $OUT when set);
 #   4. python/bench/bench_loaders.py --only go --generate sdk: ds.pytorch()
 #      against the wheel's `loch bench` (JSON into $OUT);
 #   5. python/gpu_tests/bench_cuda.py: ds.pytorch(device="cuda") against
@@ -96,13 +97,20 @@ if not loch.__file__.startswith(sys.argv[1]):
 EOF
 note machine $?
 
-stage "GPU tests (pytest python/gpu_tests)"
-junit=()
-[ -n "${OUT:-}" ] && junit=(--junitxml "$OUT/gpu-tests.xml")
-timeout 170 "$PYTHON" -m pytest python/gpu_tests -q -rfEs -p no:cacheprovider "${junit[@]}" 2>&1 |
-	tee ${OUT:+"$OUT/gpu-tests.log"}
-tests=$?
-note tests $tests
+# torch and jax in processes of their own: a CUDA library clash between
+# them cannot take the torch tests down with it.
+tests=0
+for part in torch_cuda:120 jax_gpu:60; do
+	name=${part%%:*} limit=${part##*:}
+	stage "GPU tests: pytest python/gpu_tests/test_$name.py"
+	junit=()
+	[ -n "${OUT:-}" ] && junit=(--junitxml "$OUT/test_$name.xml")
+	timeout "$limit" "$PYTHON" -m pytest "python/gpu_tests/test_$name.py" -q -rfEs -p no:cacheprovider "${junit[@]}" 2>&1 |
+		tee ${OUT:+"$OUT/test_$name.log"}
+	rc=$?
+	note "test_$name" $rc
+	[ "$rc" -ne 0 ] && [ "$tests" -eq 0 ] && tests=$rc
+done
 
 if [ "${LOCH_TEST_DEVICE:-cuda}" = cpu ]; then
 	echo "LOCH_TEST_DEVICE=cpu: a dry run, so no CUDA benchmarks or probes"
@@ -114,13 +122,13 @@ fi
 stage "ds.pytorch() against loch bench (bench_loaders.py --only go --generate sdk)"
 json=()
 [ -n "${OUT:-}" ] && json=(--json "$OUT/bench_loaders.json")
-timeout 100 "$PYTHON" python/bench/bench_loaders.py --only go --generate sdk --loch "$(command -v loch)" \
+timeout 90 "$PYTHON" python/bench/bench_loaders.py --only go --generate sdk --loch "$(command -v loch)" \
 	--dir "$BENCH_DIR" --images "$BENCH_IMAGES" --go-rounds "$rounds" --go-epochs "$bench_epochs" --retries 0 "${json[@]}"
 note bench_loaders $?
 
 if [ "${LOCH_TEST_DEVICE:-cuda}" != cpu ]; then
 	stage "ds.pytorch(device=\"cuda\") against the CPU loader (bench_cuda.py)"
-	timeout 60 "$PYTHON" python/gpu_tests/bench_cuda.py --dir "$BENCH_DIR" --images "$BENCH_IMAGES"
+	timeout 45 "$PYTHON" python/gpu_tests/bench_cuda.py --dir "$BENCH_DIR" --images "$BENCH_IMAGES"
 	note bench_cuda $?
 
 	stage "probes (probe_cuda.py)"
