@@ -94,6 +94,12 @@ except Exception as e:  # reported, and the jax tests fail with the reason
 print(f"loch {loch.__version__} from {loch.__file__}")
 if not loch.__file__.startswith(sys.argv[1]):
     sys.exit(f"loch comes from {loch.__file__}, not from the wheel in {sys.argv[1]}")
+from pathlib import Path
+tree, wheel = Path("python/loch"), Path(loch.__file__).parent
+differ = [p.name for p in sorted(tree.glob("*.py")) if not (wheel / p.name).exists()
+          or (wheel / p.name).read_bytes() != p.read_bytes()]
+if differ:  # the tests and benchmarks are this tree's; the SDK is the wheel's
+    print(f"WARNING: the wheel's Python SDK is not this tree's (make wheel again): {', '.join(differ)} differ")
 EOF
 note machine $?
 

@@ -663,7 +663,8 @@ class Loader:
 
     def state_dict(self) -> dict[str, Any]:
         """Where the loader stands, to resume from: during an iteration,
-        after the batches it delivered so far; after an iteration left
+        after the batches it delivered so far (after the epoch's last
+        batch: the start of the next epoch); after an iteration left
         early, where it stopped; otherwise at the start of the next epoch
         (:attr:`epoch`, or a state loaded and not yet resumed). A JSON-able
         dict: ``{"epoch": ..., "loader": the Go loader's state}``, which
