@@ -23,7 +23,9 @@
 # $PYTHON is the interpreter (default python3); LOCH_TEST_DEVICE=cpu runs the
 # tests as a dry run on a machine without a GPU (the CUDA benchmarks and
 # probes are then left out); $BENCH_DIR holds the benchmark data (default
-# /tmp/bl); $BENCH_IMAGES sizes it (default 10000).
+# /tmp/bl); $BENCH_IMAGES sizes it (default 10000); $BENCH_EPOCHS and
+# $BENCH_ROUNDS (default 4 and 3) are bench_loaders.py's --go-epochs and
+# --go-rounds, $BENCH_TIMEOUT (default 90) its time limit in seconds.
 set -u -o pipefail
 
 PYTHON=${PYTHON:-python3}
@@ -122,13 +124,13 @@ if [ "${LOCH_TEST_DEVICE:-cuda}" = cpu ]; then
 	echo "LOCH_TEST_DEVICE=cpu: a dry run, so no CUDA benchmarks or probes"
 	bench_epochs=1 rounds=1
 else
-	bench_epochs=4 rounds=3
+	bench_epochs=${BENCH_EPOCHS:-4} rounds=${BENCH_ROUNDS:-3}
 fi
 
 stage "ds.pytorch() against loch bench (bench_loaders.py --only go --generate sdk)"
 json=()
 [ -n "${OUT:-}" ] && json=(--json "$OUT/bench_loaders.json")
-timeout 90 "$PYTHON" python/bench/bench_loaders.py --only go --generate sdk --loch "$(command -v loch)" \
+timeout "${BENCH_TIMEOUT:-90}" "$PYTHON" python/bench/bench_loaders.py --only go --generate sdk --loch "$(command -v loch)" \
 	--dir "$BENCH_DIR" --images "$BENCH_IMAGES" --go-rounds "$rounds" --go-epochs "$bench_epochs" --retries 0 "${json[@]}"
 note bench_loaders $?
 
