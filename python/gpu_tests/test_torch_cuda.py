@@ -241,6 +241,20 @@ def test_dataloader_workers_with_pin_memory(ds: loch.Dataset, device: torch.devi
         check_values(g, device)
 
 
+def test_device_loader_in_dataloader_workers_is_refused(ds: loch.Dataset, device: torch.device) -> None:
+    """DataLoader(ds.pytorch(device="cuda"), num_workers=2): the workers
+    cannot hand CUDA tensors on (a forked one cannot even start CUDA), so
+    each refuses with loch's message naming the remedy rather than torch's
+    "Cannot re-initialize CUDA in forked subprocess" or a dead worker."""
+    dl = torch.utils.data.DataLoader(ds.pytorch(batch_size=BATCH, device=device.type), batch_size=None,
+                                     num_workers=2, multiprocessing_context="spawn")  # fmt: skip
+    if device.type != "cuda":  # the dry run: nothing to move, the workers serve batches
+        assert sum(len(b["index"]) for b in dl) == ROWS
+        return
+    with pytest.raises(loch.InvalidArgument, match=r"in a DataLoader worker: batches are moved to the GPU"):
+        next(iter(dl))
+
+
 def test_cli_version_is_the_packages() -> None:
     """The loch command on PATH (the wheel's, in run.sh) is this SDK's version."""
     exe = shutil.which("loch")

@@ -124,10 +124,59 @@ def to_torch(batch: Batch) -> dict[str, Any]:
     return {k: _tensor(v) for k, v in batch.items()}
 
 
+class _Staging:
+    """Page-locked host buffers that batches are copied through on their
+    way to a CUDA device, reused rather than allocated per batch: at most
+    ``depth`` of them, each reused once the copy that read it (its event)
+    has completed. (``Tensor.pin_memory()`` per tensor per batch measured
+    several times slower: bench/RESULTS.md, issue 17.)"""
+
+    ALIGN = 64
+
+    def __init__(self, depth: int = 4) -> None:
+        self.depth = depth
+        self.bufs: list[tuple[torch.Tensor, Any]] = []  # (uint8 buffer, event of its last copy)
+        self.taken: torch.Tensor | None = None
+
+    def stage(self, tensors: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+        """Pinned copies of tensors, in one buffer, valid until the copy
+        from them is done (see :meth:`release`)."""
+        sizes = [v.numel() * v.element_size() for v in tensors]
+        buf = self._take(sum(-(-n // self.ALIGN) * self.ALIGN for n in sizes))
+        out, off = [], 0
+        for v, n in zip(tensors, sizes):
+            host = buf[off : off + n].view(v.dtype).view(v.shape)
+            host.copy_(v)
+            out.append(host)
+            off += -(-n // self.ALIGN) * self.ALIGN
+        self.taken = buf
+        return out
+
+    def release(self, event: Any) -> None:
+        """The buffer of the last :meth:`stage` is free once event (recorded
+        after the copies from it) has completed."""
+        if self.taken is not None:
+            self.bufs.append((self.taken, event))
+            self.taken = None
+
+    def _take(self, nbytes: int) -> torch.Tensor:
+        for i, (buf, event) in enumerate(self.bufs):
+            if buf.numel() >= nbytes and event.query():
+                return self.bufs.pop(i)[0]
+        if len(self.bufs) >= self.depth:  # wait for the oldest copy: reuse its buffer if large enough
+            buf, event = self.bufs.pop(0)
+            event.synchronize()
+            if buf.numel() >= nbytes:
+                return buf
+        return torch.empty(1 << max(nbytes - 1, 0).bit_length(), dtype=torch.uint8, pin_memory=True)
+
+
 class _Transfer:
-    """Moves batches to a device: pinned (page-locked) host memory, then a
-    non_blocking copy on a side stream, one batch ahead, so that the copy
-    of batch i+1 overlaps the step on batch i.
+    """Moves batches to a device. To CUDA: through reused page-locked
+    buffers (:class:`_Staging`), then a non_blocking copy on a side stream,
+    one batch ahead, so that the copy of batch i+1 overlaps the step on
+    batch i. With ``pin_memory`` alone, each tensor is copied to
+    page-locked memory of its own.
 
     Running ahead, it has taken batch i+1 from the loader while the
     consumer has batch i, so the loader's own state counts one batch too
@@ -147,27 +196,34 @@ class _Transfer:
                           stacklevel=3)  # fmt: skip
             self.pin = False
         self.stream = torch.cuda.Stream(device) if self.cuda else None
+        self.staging = _Staging() if self.cuda else None
         #: Whether batch i+1 is taken and sent while the consumer has batch i.
         self.ahead = self.stream is not None
         self.mark = mark
         self.behind: dict[str, Any] | None = None
 
     def _send(self, batch: dict[str, Any]) -> tuple[dict[str, Any], Any]:
-        def move(v: Any) -> Any:
-            if not isinstance(v, torch.Tensor):
-                return v
-            if self.pin:
-                v = v.pin_memory()
-            if self.device is not None:
-                v = v.to(self.device, non_blocking=self.pin)
-            return v
+        if self.stream is None or self.staging is None:
 
-        if self.stream is None:
+            def move(v: Any) -> Any:
+                if not isinstance(v, torch.Tensor):
+                    return v
+                if self.pin:
+                    v = v.pin_memory()
+                if self.device is not None:
+                    v = v.to(self.device, non_blocking=self.pin)
+                return v
+
             return {k: move(v) for k, v in batch.items()}, None
+        out = dict(batch)
+        keys = [k for k, v in batch.items() if isinstance(v, torch.Tensor)]
+        host = self.staging.stage([batch[k] for k in keys])
         with torch.cuda.stream(self.stream):
-            out = {k: move(v) for k, v in batch.items()}
+            for k, h in zip(keys, host):
+                out[k] = h.to(self.device, non_blocking=True)
             event = torch.cuda.Event()
             event.record(self.stream)
+        self.staging.release(event)
         return out, event
 
     def _receive(self, sent: tuple[dict[str, Any], Any]) -> dict[str, Any]:
@@ -301,6 +357,14 @@ class TorchLoader(Adapter, torch.utils.data.IterableDataset):  # type: ignore[ty
                 self.loader.set_rank(*distributed_world(None))
             self._transfer = _Transfer(self._device, self._pin, mark=self.loader.state_dict)
             return self._transfer(self.loader.batches(self.convert))
+        if self._device is not None and self._device.type == "cuda":
+            # A worker cannot hand CUDA tensors on (and a forked one cannot
+            # start CUDA at all): the copy belongs in the main process.
+            raise InvalidArgument(
+                f"ds.pytorch(device={str(self._device)!r}) in a DataLoader worker: batches are moved to the GPU in "
+                "the process that iterates; iterate the loader itself (its Go workers already use every core), or "
+                "give the workers ds.pytorch() and the DataLoader pin_memory=True, moving batches in the loop"
+            )
         # The pass: the DataLoader's base seed for it and this worker
         # process's count of passes (see the module documentation).
         key = (info.seed - info.id, self._worker_passes)
