@@ -128,8 +128,10 @@ class _Staging:
     """Page-locked host buffers that batches are copied through on their
     way to a CUDA device, reused rather than allocated per batch: at most
     ``depth`` of them, each reused once the copy that read it (its event)
-    has completed. (``Tensor.pin_memory()`` per tensor per batch measured
-    several times slower: bench/RESULTS.md, issue 17.)"""
+    has completed. The copy into them is numpy's, on the calling thread:
+    ``Tensor.pin_memory()`` or ``copy_`` per batch ran torch's intra-op
+    threads, which took the cores from the Go loader (bench/RESULTS.md,
+    issue 17)."""
 
     ALIGN = 64
 
@@ -145,9 +147,12 @@ class _Staging:
         buf = self._take(sum(-(-n // self.ALIGN) * self.ALIGN for n in sizes))
         out, off = [], 0
         for v, n in zip(tensors, sizes):
-            host = buf[off : off + n].view(v.dtype).view(v.shape)
-            host.copy_(v)
-            out.append(host)
+            if n:
+                # numpy's copy, a memcpy on this thread: torch's copy_ runs
+                # on its intra-op threads, whose spinning took the cores
+                # from the Go loader's decoders.
+                np.copyto(buf[off : off + n].numpy(), v.contiguous().reshape(-1).view(torch.uint8).numpy())
+            out.append(buf[off : off + n].view(v.dtype).view(v.shape))
             off += -(-n // self.ALIGN) * self.ALIGN
         self.taken = buf
         return out
