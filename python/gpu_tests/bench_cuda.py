@@ -16,7 +16,8 @@ when missing), printing every baseline measured in the same run:
     ``Tensor.pin_memory()``, then a non_blocking copy on a side stream, one
     batch ahead, over ``ds.pytorch()``; the A/B of the reused buffers.
 
-The step is a trivial GPU op (the mean of the image as float32, added to
+With ``--step-ms`` the step first keeps the GPU busy that long, as a
+training step would (``torch.cuda._sleep``). Otherwise the step is a trivial GPU op (the mean of the image as float32, added to
 an accumulator on the GPU; no synchronisation until the epoch ends). Each
 contender runs a warm-up epoch, then ``--epochs`` measured epochs, in
 each of ``--rounds`` rounds (every other round in reverse order); the
@@ -76,7 +77,7 @@ def pinned_per_batch(batches: Any, device: torch.device) -> Any:
         yield receive(ahead)
 
 
-def epoch(loader: Any, mode: str, device: torch.device, acc: torch.Tensor) -> int:
+def epoch(loader: Any, mode: str, device: torch.device, acc: torch.Tensor, step_cycles: int = 0) -> int:
     """One epoch of loader, each batch through the step of mode; returns
     the rows."""
     n = 0
@@ -87,6 +88,8 @@ def epoch(loader: Any, mode: str, device: torch.device, acc: torch.Tensor) -> in
             continue
         if mode == "cpu + .to()":
             img = img.to(device)
+        if step_cycles:
+            torch.cuda._sleep(step_cycles)  # the GPU busy with a training step
         acc += img.float().mean()
     if device.type == "cuda":
         torch.cuda.synchronize(device)
@@ -103,6 +106,10 @@ def main() -> None:
     p.add_argument("--epochs", type=int, default=2, help="measured epochs per contender and round")
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--device", default="cuda")
+    p.add_argument("--step-ms", type=float, default=0.0, help="make each step keep the GPU busy about this long "
+                   "first (torch.cuda._sleep, at --clock-ghz): a training step, which a copy on the default stream "
+                   "waits for and one on a side stream overlaps")
+    p.add_argument("--clock-ghz", type=float, default=1.98, help="the GPU's clock, for --step-ms")
     args = p.parse_args()
     device = torch.device(args.device)
     if device.type == "cuda" and not torch.cuda.is_available():
@@ -111,8 +118,9 @@ def main() -> None:
     gpu = torch.cuda.get_device_name(device) if device.type == "cuda" else "none"
     print(f"bench_cuda: {os.cpu_count()} cores, GPU {gpu}, torch {torch.__version__}, loch {loch.__version__}; "
           f"{args.images} images {args.size}x{args.size}, batch size {args.batch_size}, {args.epochs} epochs x "
-          f"{args.rounds} rounds, load {os.getloadavg()[0]:.2f}")  # fmt: skip
+          f"{args.rounds} rounds, GPU step {args.step_ms:g} ms, load {os.getloadavg()[0]:.2f}")  # fmt: skip
     acc = torch.zeros((), device=device)
+    step_cycles = int(args.step_ms * args.clock_ghz * 1e6)
     modes = ["cpu", "cpu + .to()", "device=", "pin_memory()"]
     for name, transform in (("loch-lz4", None), ("loch-jpeg", {"image": "decode"})):
         ds = loch.open(paths[name])
@@ -128,7 +136,7 @@ def main() -> None:
         for r in range(args.rounds):
             for m in modes if r % 2 == 0 else modes[::-1]:
                 t0 = time.perf_counter()
-                n = sum(epoch(loaders[m], m, device, acc) for _ in range(args.epochs))
+                n = sum(epoch(loaders[m], m, device, acc, step_cycles) for _ in range(args.epochs))
                 rates[m].append(n / (time.perf_counter() - t0))
                 stats[m] = loaders[m].stats()
         base = statistics.median(rates["cpu"])
