@@ -66,7 +66,9 @@ type Config struct {
 	// quoting both, unless AllowVersionChange is set.
 	Query string `json:"query,omitempty"`
 	// PrefetchBatches bounds the batches prepared ahead of the consumer
-	// (default 4); PrefetchBytes bounds the memory they and the chunks they
+	// (default twice Workers, at least 4: each worker collates a batch of
+	// its own, so fewer leave cores idle, while more on few cores only
+	// hold more memory: bench/RESULTS.md, issue 17); PrefetchBytes bounds the memory they and the chunks they
 	// need may hold (default 256 MiB). At least one batch is always in
 	// flight, whatever its size.
 	PrefetchBatches int   `json:"prefetch_batches,omitempty"`
@@ -209,17 +211,17 @@ func (c *Config) defaults() {
 	if c.WorldSize <= 0 {
 		c.WorldSize = 1
 	}
+	if c.Workers <= 0 {
+		c.Workers = runtime.GOMAXPROCS(0)
+	}
 	if c.PrefetchBatches <= 0 {
-		c.PrefetchBatches = 4
+		c.PrefetchBatches = max(4, 2*c.Workers)
 	}
 	if c.PrefetchBytes <= 0 {
 		c.PrefetchBytes = 256 << 20
 	}
 	if c.FetchConcurrency <= 0 {
 		c.FetchConcurrency = 16
-	}
-	if c.Workers <= 0 {
-		c.Workers = runtime.GOMAXPROCS(0)
 	}
 	if c.Split.Count <= 0 {
 		c.Split = Split{0, 1}

@@ -137,7 +137,7 @@ with --quiet.`,
 	f.IntVar(&b.epochs, "epochs", 1, "epochs to run")
 	f.Float64Var(&b.stepMS, "step-ms", 0, "milliseconds the consumer spends on each batch, like a training step")
 	f.Float64Var(&b.maxSeconds, "max-seconds", 0, "stop after this many seconds of loading (0: run every epoch)")
-	f.IntVar(&b.prefetch, "prefetch", 0, "batches to prepare ahead (default 4)")
+	f.IntVar(&b.prefetch, "prefetch", 0, "batches to prepare ahead (default twice the workers, at least 4)")
 	f.BoolVar(&b.asJSON, "json", false, "print one JSON object")
 	f.BoolVar(&b.skipRaw, "no-raw", false, "skip the raw baseline")
 	f.StringArrayVar(&b.transforms, "transform", nil, "COLUMN=SPEC image transform run in the loader (repeatable), e.g. image=decode,resize=256,center_crop=224,to_float,normalize=imagenet,chw")

@@ -104,14 +104,6 @@ class LoaderOptions(CommonLoaderOptions, total=False):
 BATCH = struct.Struct("@qqqPPiiPP")
 assert BATCH.size == ctypes.sizeof(BatchOut)
 
-# The batches a loader prepares ahead unless told (prefetch_batches), within
-# prefetch_bytes (the Go loader's default: 256 MiB). The Go loader's own
-# default, 4, serves a Go consumer; a Python consumer takes its batches with
-# more jitter (the GIL, garbage collection, the training step) and pays
-# more for waiting (its thread, which Go did not start, sleeps and wakes
-# through the OS): with 16 it waits less often (bench/RESULTS.md, issue 17).
-PREFETCH_BATCHES = 16
-
 # How long one call into Go waits for a batch before Python checks for
 # signals (Ctrl-C) and calls again.
 POLL_MS = 100
@@ -279,8 +271,9 @@ class Loader:
             of one row's values); the results are stacked again.
         prefetch_batches, prefetch_bytes, workers, fetch_concurrency,
         window_rows, skip_bad_samples: passed to the Go loader
-            (``prefetch_batches``: by default 16, more than the Go loader's
-            4, within ``prefetch_bytes``; ``workers``: by default one per
+            (``prefetch_batches``: the Go loader's default, twice
+            ``workers`` and at least 4, within ``prefetch_bytes``;
+            ``workers``: by default one per
             CPU the Go runtime would use, GOMAXPROCS; the library gives the
             thread that iterates a Go processor of its own beside them, see
             capi/procs.go).
@@ -431,7 +424,7 @@ class Loader:
             ("rows", None if rows is None else [int(r) for r in rows]),
             ("joined", [dict(j) for j in joined] if joined else None),
             ("query", None if query is None else str(query)),
-            ("prefetch_batches", PREFETCH_BATCHES if prefetch_batches is None else prefetch_batches),
+            ("prefetch_batches", prefetch_batches),
             ("prefetch_bytes", prefetch_bytes),
             ("workers", workers),
             ("fetch_concurrency", fetch_concurrency),
