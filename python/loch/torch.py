@@ -7,11 +7,14 @@
             images, labels = batch["image"], batch["label"]  # row ids: batch["index"]
 
 Tensors share the memory the Go loader filled (``torch.from_numpy``: no
-copy). With ``device="cuda"`` each batch is copied to the GPU with
-``non_blocking`` on a side stream while the previous step computes: every
-tensor, the row ids under ``"index"`` too; lists of text, json or bytes
-samples stay lists. ``state_dict`` then is still the state after the
-batches the loop got, although the next one is on its way.
+copy). With ``device="cuda"`` each batch is copied through reused
+page-locked buffers to the GPU, ``non_blocking`` on a side stream while the
+previous step computes: every tensor, the row ids under ``"index"`` too;
+lists of text, json or bytes samples stay lists. ``state_dict`` then is
+still the state after the batches the loop got, although the next one is on
+its way. Such a loader moves batches in the process that iterates it, so
+DataLoader workers refuse it (give them ``ds.pytorch()`` and the
+DataLoader ``pin_memory=True``).
 
 The fastest path is iterating the loader itself (``num_workers=0``): the Go
 threads do the parallel work. ``torch.utils.data.DataLoader(loader,
