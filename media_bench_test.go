@@ -23,11 +23,8 @@ func BenchmarkMediaClip(b *testing.B) {
 	data := mediatest.Read(b, mediatest.Video(b, b.TempDir(), "v.mp4", 640, 360, 25, 10, 50))
 	in, err := media.ProbeVideoBytes(data)
 	require.NoError(b, err)
-	for _, where := range []string{"local", "minio"} {
-		url := b.TempDir() + "/ds"
-		if where == "minio" {
-			url = testserver.MinIO(b).URL
-		}
+	for _, where := range testserver.Stores {
+		url := testserver.StoreURL(b, where)
 		d, err := Create(ctx, url, mediaSchema(0))
 		require.NoError(b, err)
 		const videos = 8

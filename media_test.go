@@ -2,7 +2,6 @@ package loch
 
 import (
 	"bytes"
-	"path/filepath"
 	"testing"
 
 	"github.com/lochdata/loch/internal/mediatest"
@@ -110,12 +109,9 @@ func TestAudioSegmentReadsByRange(t *testing.T) {
 	for _, name := range names {
 		files = append(files, mediatest.Read(t, mediatest.Audio(t, dir, name, 44100, 2, 20)))
 	}
-	for _, where := range []string{"local", "minio"} {
+	for _, where := range testserver.Stores {
 		t.Run(where, func(t *testing.T) {
-			url := filepath.Join(t.TempDir(), "ds")
-			if where == "minio" {
-				url = testserver.MinIO(t).URL
-			}
+			url := testserver.StoreURL(t, where)
 			d, err := Create(ctx, url, mediaSchema(0))
 			require.NoError(t, err)
 			defer d.Close()

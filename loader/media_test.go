@@ -199,12 +199,9 @@ func samplesByRow(t *testing.T, d *loch.Dataset, col string, cfg Config, batches
 // crop) is what the pipeline makes of the whole stored bytes with the
 // row's rng.
 func TestClipsReadByRange(t *testing.T) {
-	for _, where := range []string{"local", "minio"} {
+	for _, where := range testserver.Stores {
 		t.Run(where, func(t *testing.T) {
-			url := filepath.Join(t.TempDir(), "ds")
-			if where == "minio" {
-				url = testserver.MinIO(t).URL
-			}
+			url := testserver.StoreURL(t, where)
 			d, paths, total := longVideos(t, url, 4)
 			for k, spec := range []string{"clip=16:size=160x120:random_crop=112", "clip=4:stride=3:random_crop=96x64:float"} {
 				cfg := Config{BatchSize: 2, Seed: 5, Epoch: 1, Transforms: map[string]string{"clip": spec}}
@@ -358,12 +355,9 @@ func TestSeededClipsResume(t *testing.T) {
 // makes of the whole stored bytes with the row's rng; a fixed one is
 // ffmpeg's samples.
 func TestAudioSegmentsReadByRange(t *testing.T) {
-	for _, where := range []string{"local", "minio"} {
+	for _, where := range testserver.Stores {
 		t.Run(where, func(t *testing.T) {
-			url := filepath.Join(t.TempDir(), "ds")
-			if where == "minio" {
-				url = testserver.MinIO(t).URL
-			}
+			url := testserver.StoreURL(t, where)
 			d, paths, total := longSounds(t, url, 4)
 			var pcm [][]byte // ffmpeg's decode of each file
 			for _, path := range paths {
@@ -440,11 +434,8 @@ func BenchmarkLoaderClips(b *testing.B) {
 		files = append(files, mediatest.Read(b, p))
 		total += int64(len(files[i]))
 	}
-	for _, where := range []string{"local", "minio"} {
-		url := filepath.Join(b.TempDir(), "ds")
-		if where == "minio" {
-			url = testserver.MinIO(b).URL
-		}
+	for _, where := range testserver.Stores {
+		url := testserver.StoreURL(b, where)
 		d, err := loch.Create(ctx, url, schema.Schema{Columns: []schema.Column{
 			{Name: "clip", Kind: schema.Video, DType: schema.Uint8, SampleCompression: schema.VideoCompression},
 		}})

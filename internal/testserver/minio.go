@@ -88,3 +88,17 @@ func MinIO(t testing.TB) Bucket {
 		Env:      env,
 	}
 }
+
+// Stores names the stores a test of local and object storage runs on:
+// StoreURL's where.
+var Stores = []string{"local", "minio"}
+
+// StoreURL returns a fresh dataset location on where, one of Stores: a path
+// under t's temporary directory, or a fresh MinIO bucket (see MinIO).
+func StoreURL(t testing.TB, where string) string {
+	t.Helper()
+	if where == "minio" {
+		return MinIO(t).URL
+	}
+	return filepath.Join(t.TempDir(), "ds")
+}
