@@ -129,19 +129,24 @@ def bytes_per_sample(loader: Any) -> float:
     return float(st["bytes_fetched"]) / max(int(st["samples"]), 1)
 
 
-# ---- clips
-
-
-class PyAVClips(Dataset):  # type: ignore[type-arg]
-    """The clip of item k: PyAV seeks backward to the keyframe before the
-    start, decodes, and converts the wanted frames to 112x112 RGB
-    (swscale, bilinear), one decoding thread."""
+class Items(Dataset):  # type: ignore[type-arg]
+    """A map-style Dataset over (path, start) items: item k decodes the clip
+    or segment of items[k] (subclasses' __getitem__)."""
 
     def __init__(self, items: list[tuple[str, int]]) -> None:
         self.items = items
 
     def __len__(self) -> int:
         return len(self.items)
+
+
+# ---- clips
+
+
+class PyAVClips(Items):
+    """The clip of item k: PyAV seeks backward to the keyframe before the
+    start, decodes, and converts the wanted frames to 112x112 RGB
+    (swscale, bilinear), one decoding thread."""
 
     def __getitem__(self, k: int) -> torch.Tensor:
         import av
@@ -167,16 +172,10 @@ class PyAVClips(Dataset):  # type: ignore[type-arg]
         return torch.from_numpy(np.stack(out))
 
 
-class TorchCodecClips(Dataset):  # type: ignore[type-arg]
+class TorchCodecClips(Items):
     """The clip of item k: torchcodec's VideoDecoder (one FFmpeg thread,
     approximate seek mode: no scan of the file at open) with its
     decoder-side Resize, frames as NHWC uint8."""
-
-    def __init__(self, items: list[tuple[str, int]]) -> None:
-        self.items = items
-
-    def __len__(self) -> int:
-        return len(self.items)
 
     def __getitem__(self, k: int) -> torch.Tensor:
         from torchcodec.decoders import VideoDecoder
@@ -219,14 +218,8 @@ def bench_clips(url: str, videos: list[Path], clips: int, batch: int, seed: int)
 # ---- audio
 
 
-class SoundfileSegments(Dataset):  # type: ignore[type-arg]
+class SoundfileSegments(Items):
     """soundfile.read of just the segment (libsndfile seeks)."""
-
-    def __init__(self, items: list[tuple[str, int]]) -> None:
-        self.items = items
-
-    def __len__(self) -> int:
-        return len(self.items)
 
     def __getitem__(self, k: int) -> torch.Tensor:
         import soundfile
@@ -236,15 +229,9 @@ class SoundfileSegments(Dataset):  # type: ignore[type-arg]
         return torch.from_numpy(a)
 
 
-class TorchCodecSegments(Dataset):  # type: ignore[type-arg]
+class TorchCodecSegments(Items):
     """torchcodec's AudioDecoder, the samples played in the segment's time
     range, as [samples, channels]."""
-
-    def __init__(self, items: list[tuple[str, int]]) -> None:
-        self.items = items
-
-    def __len__(self) -> int:
-        return len(self.items)
 
     def __getitem__(self, k: int) -> torch.Tensor:
         from torchcodec.decoders import AudioDecoder
