@@ -147,16 +147,17 @@ class _Staging:
         """Pinned copies of tensors, in one buffer, valid until the copy
         from them is done (see :meth:`release`)."""
         sizes = [v.numel() * v.element_size() for v in tensors]
-        buf = self._take(sum(-(-n // self.ALIGN) * self.ALIGN for n in sizes))
+        spans = [-(-n // self.ALIGN) * self.ALIGN for n in sizes]  # each tensor's place, aligned
+        buf = self._take(sum(spans))
         out, off = [], 0
-        for v, n in zip(tensors, sizes):
+        for v, n, span in zip(tensors, sizes, spans):
             if n:
                 # numpy's copy, a memcpy on this thread: torch's copy_ runs
                 # on its intra-op threads, whose spinning took the cores
                 # from the Go loader's decoders.
                 np.copyto(buf[off : off + n].numpy(), v.contiguous().reshape(-1).view(torch.uint8).numpy())
             out.append(buf[off : off + n].view(v.dtype).view(v.shape))
-            off += -(-n // self.ALIGN) * self.ALIGN
+            off += span
         self.taken = buf
         return out
 
