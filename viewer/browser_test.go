@@ -2,6 +2,7 @@ package viewer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -9,7 +10,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -76,11 +79,20 @@ func browse(t *testing.T, exe, u, prefix string) {
 	require.NoError(t, err)
 	require.NoError(t, d.Close())
 
-	s, err := New(ctx, u, Options{})
+	s, err := New(ctx, u, Options{Log: testLog{t}})
 	require.NoError(t, err)
 	defer s.Close()
+	// flaky answers 503 to the next grid pages it is told to, as a proxy
+	// or an overloaded server would: the page must try them again.
+	var flaky atomic.Int32
 	ts := httptest.NewServer(nil)
-	ts.Config.Handler = s
+	ts.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/grid") && r.URL.Query().Get("start") != "" && flaky.Add(-1) >= 0 {
+			http.Error(w, "injected: service unavailable", http.StatusServiceUnavailable)
+			return
+		}
+		s.ServeHTTP(w, r)
+	})
 	defer ts.Close()
 	_, hosts := Guard(ts.Listener.Addr())
 	s.opts.Hosts = hosts // as loch serve runs it
@@ -152,18 +164,31 @@ func browse(t *testing.T, exe, u, prefix string) {
 	p := 3 * ((y1-3)*fixW + x0 + 10)
 	require.Equal(t, []int{int(orig[p]), int(orig[p+1]), int(orig[p+2])}, img.In, "inside the box the image is as stored")
 
-	// Scrolling loads the next pages until every row is there.
+	// Scrolling loads the next pages until every row is there, the page
+	// trying again the two pages that fail.
 	_, page := get(t, ts, base)
+	// It scrolls every 5 ms, often between a page's arrival and the next
+	// frame, where an intersection observer alone misses the marker.
+	flaky.Store(2)
 	total := browserRows
 	require.Contains(t, page, fmt.Sprintf("%d rows", total))
-	require.NoError(t, chromedp.Run(bctx,
+	err = chromedp.Run(bctx,
 		chromedp.Navigate(ts.URL+base),
 		chromedp.Poll(`document.querySelectorAll("#grid article.card").length > 0`, &polled, patient),
-		chromedp.Poll(fmt.Sprintf(`(window.scrollTo(0, document.body.scrollHeight), document.querySelectorAll("#grid article.card").length >= %d)`, total), &polled, chromedp.WithPollingInterval(200*time.Millisecond), patient),
-		chromedp.Poll(`document.getElementById("more").classList.contains("done")`, &polled, patient),
+		chromedp.Poll(fmt.Sprintf(`(window.scrollTo(0, document.body.scrollHeight), document.querySelectorAll("#grid article.card").length >= %d || document.getElementById("more").classList.contains("error"))`, total), &polled, chromedp.WithPollingInterval(5*time.Millisecond), patient),
+		chromedp.Poll(`document.getElementById("more").classList.contains("done") || document.getElementById("more").classList.contains("error")`, &polled, patient),
 		cards(&n),
-	))
+	)
+	var failed bool
+	if err == nil {
+		err = chromedp.Run(bctx, chromedp.Evaluate(`document.getElementById("more").classList.contains("error")`, &failed))
+	}
+	if err != nil || failed {
+		stuck(t, bctx, err)
+	}
 	require.Equal(t, total, n, "every row once")
+	require.Less(t, flaky.Load(), int32(0), "the injected failures were met")
+	flaky.Store(0)
 
 	// A query typed in the box narrows the grid to its rows.
 	q := "SELECT * FROM ds WHERE label = 'bird' AND _pos < 40"
@@ -241,4 +266,36 @@ func browse(t *testing.T, exe, u, prefix string) {
 		shot("log.png"),
 	))
 	require.Equal(t, 1, merges)
+}
+
+// testLog writes the server's log to the test's.
+type testLog struct{ t *testing.T }
+
+func (l testLog) Write(p []byte) (int, error) {
+	l.t.Logf("%s", strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// stuck fails a browser test whose poll gave up (err) or whose grid shows
+// an error (err nil), with what the page shows
+// and what the server's handlers are doing.
+func stuck(t *testing.T, bctx context.Context, err error) {
+	if err == nil {
+		err = errors.New("the grid shows an error")
+	}
+	var state string
+	ectx, cancel := context.WithTimeout(bctx, 10*time.Second)
+	defer cancel()
+	if e := chromedp.Run(ectx, chromedp.Evaluate(`JSON.stringify({more: document.getElementById("more").textContent, cls: document.getElementById("more").className, cards: document.querySelectorAll("#grid article.card").length, scrollY: window.scrollY, height: document.body.scrollHeight, inner: window.innerHeight, moreTop: document.getElementById("more").getBoundingClientRect().top})`, &state)); e != nil {
+		state = "(page state unavailable: " + e.Error() + ")"
+	}
+	var b strings.Builder
+	pprof.Lookup("goroutine").WriteTo(&b, 1)
+	var viewer []string
+	for _, g := range strings.Split(b.String(), "\n\n") {
+		if strings.Contains(g, "loch/viewer.(*Server)") {
+			viewer = append(viewer, g)
+		}
+	}
+	t.Fatalf("%v\npage: %s\nserver goroutines in handlers:\n%s", err, state, strings.Join(viewer, "\n\n"))
 }
