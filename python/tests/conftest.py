@@ -118,7 +118,24 @@ class MinIO:
 
     def create_bucket(self, name: str) -> None:
         """Creates bucket `name` with a PUT signed (AWS Signature V4) with
-        the root credentials."""
+        the root credentials. A MinIO that reports itself ready can still
+        answer 503 for a moment (its storage not yet initialised, or
+        slowing down under load): 503s are tried again for up to 30 s."""
+        import time
+        import urllib.error
+
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                self._put_bucket(name)
+                return
+            except urllib.error.HTTPError as e:
+                body = e.read().decode(errors="replace")
+                if e.code != 503 or time.monotonic() > deadline:
+                    pytest.fail(f"MinIO at {self.endpoint}: create bucket {name!r}: HTTP {e.code}: {body}")
+            time.sleep(0.2)
+
+    def _put_bucket(self, name: str) -> None:
         import datetime
         import hashlib
         import hmac
