@@ -28,14 +28,18 @@
 //   - Blocking calls are bounded or cancellable: loch_loader_next takes a
 //     timeout and returns LOCH_TIMEOUT, so that a caller can check for
 //     interrupts (Ctrl-C) between calls.
-//   - A consumer makes one call per batch: loch_loader_next_batch frees
-//     the previous batch's description and gives back the buffers the
-//     caller is done with in the same call that takes the next batch. A
-//     call from a thread Go did not start must first get a Go processor
-//     (P); the library adds one P for such threads at load (unless
-//     $GOMAXPROCS is set), and loaders default to one worker per P the
-//     process had before (procs.go), so that the caller does not take a
-//     P from the workers.
+//   - A consumer need not call into Go per batch: loch_loader_stream
+//     (stream.go) has a goroutine write each batch's address to a pipe
+//     that the caller reads, blocking in the kernel, and the caller
+//     reports the batches it read and the buffers it freed over a second
+//     pipe. Python's loaders read so. loch_loader_next_batch is the one
+//     call per batch for callers that poll: it frees the previous batch's
+//     description and gives back the buffers the caller is done with in
+//     the same call that takes the next batch. A call from a thread Go did
+//     not start must first get a Go processor (P); the library adds one P
+//     for such threads at load (unless $GOMAXPROCS is set), and loaders
+//     default to one worker per P the process had before (procs.go), so
+//     that the caller does not take a P from the workers.
 //
 // The functions are safe to call from several threads, but a loader's
 // batches are meant for one consumer.

@@ -41,6 +41,9 @@ type loaderObj struct {
 
 	lostWait atomic.Int64 // ns spent in calls that timed out, which loader.Stats does not count
 
+	stream        atomic.Pointer[stream] // set once by loch_loader_stream (under mu)
+	prefetchBytes int64                  // the loader's PrefetchBytes, with its default
+
 	mu     sync.Mutex // one Next at a time; guards closed
 	closed atomic.Bool
 }
@@ -137,7 +140,7 @@ func startLoader(config *C.char, scans []*loch.Scan, out *C.uintptr_t, errOut **
 	if cfg.Workers == 0 {
 		cfg.Workers = loaderWorkers()
 	}
-	lo := &loaderObj{alloc: newLoaderAlloc(), names: cfg.Columns}
+	lo := &loaderObj{alloc: newLoaderAlloc(), names: cfg.Columns, prefetchBytes: cfg.WithDefaults().PrefetchBytes}
 	if c.CacheDir != "" {
 		n := c.CacheBytes
 		if n <= 0 {
@@ -253,6 +256,9 @@ func loaderNext(h C.uintptr_t, timeoutMs C.int64_t, out **C.loch_batch, errOut *
 	defer lo.mu.Unlock()
 	if lo.closed.Load() {
 		return fail(errOut, fmt.Errorf("loader is closed: %w", errClosed))
+	}
+	if lo.stream.Load() != nil {
+		return fail(errOut, invalidf("loader streams its batches (loch_loader_stream): read them from its pipe"))
 	}
 	// Most batches are ready when asked for: take one without setting up
 	// a timer. Any error (not ready, or a real one, which the wait below
@@ -372,7 +378,13 @@ func loch_loader_close(h C.uintptr_t, errOut **C.char) (st C.int) {
 		return C.LOCH_OK
 	}
 	err = lo.l.Close()
-	lo.mu.Lock() // wait for a Next in flight
+	lo.mu.Lock() // wait for a Next in flight, or for loch_loader_stream
+	s := lo.stream.Load()
+	lo.mu.Unlock()
+	if s != nil {
+		s.close() // its feeder takes lo.mu
+	}
+	lo.mu.Lock()
 	lo.alloc.releaseAll()
 	lo.mu.Unlock()
 	if lo.cache != nil {

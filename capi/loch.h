@@ -31,9 +31,11 @@
  * loch_loader_next_batch (the next batch in the same call that frees the
  * previous one's description and gives back sample buffers) and
  * loch_buffers_free (several buffers in one call); 12 added
- * loch_dataset_read_audio.
+ * loch_dataset_read_audio; 13 added loch_loader_stream (a loader's batches
+ * over a pipe, the records below), loch_loader_stream_end and
+ * loch_loader_state_at.
  */
-#define LOCH_ABI_VERSION 12
+#define LOCH_ABI_VERSION 13
 
 /* Status codes. */
 enum {
@@ -53,6 +55,23 @@ enum {
 	LOCH_NOT_IMPLEMENTED = 13,
 	LOCH_INTERNAL = 14,        /* a recovered panic: a bug in loch */
 	LOCH_CANCELED = 15
+};
+
+/*
+ * The kinds of loch_loader_stream's records: 16 bytes each, an int64 kind
+ * and a uint64 value, in native byte order. From the loader: a batch (the
+ * address of its loch_batch), then the end (the status that ended the
+ * stream: LOCH_EOF, or an error that loch_loader_stream_end describes).
+ * From the caller: a batch's description read (Go frees it), a sample
+ * buffer given back (as loch_buffer_free), a batch read and not used (Go
+ * frees it and its buffers).
+ */
+enum {
+	LOCH_STREAM_BATCH = 0,
+	LOCH_STREAM_END = 1,
+	LOCH_STREAM_DONE = 2,
+	LOCH_STREAM_FREED = 3,
+	LOCH_STREAM_RETURN = 4
 };
 
 /* Layouts of a column's samples in memory. */

@@ -549,6 +549,22 @@ func (l *Loader) State() State {
 	return l.plan.State(l.plan.Batches())
 }
 
+// StateAt is the state after the first taken batches this loader delivered
+// (0 <= taken <= the batches delivered so far): State for a consumer that
+// holds batches it has taken from Next but not yet used, such as the C
+// ABI's stream.
+func (l *Loader) StateAt(taken int) (State, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if taken < 0 || taken > l.k {
+		return State{}, fmt.Errorf("loader: state after %d batches: %d delivered so far: %w", taken, l.k, loch.ErrInvalidArgument)
+	}
+	if taken < len(l.mine) {
+		return l.plan.State(l.mine[taken]), nil
+	}
+	return l.plan.State(l.plan.Batches()), nil
+}
+
 // Next returns the next batch, or io.EOF at the end of the epoch. It
 // blocks until the batch is ready; the time it blocks is the wait time in
 // Stats.

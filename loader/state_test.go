@@ -1,6 +1,7 @@
 package loader
 
 import (
+	"io"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -161,4 +162,34 @@ func TestResumeRefusesAnotherQuery(t *testing.T) {
 	}
 	l.Close()
 	require.Equal(t, 90, n, "the rest of the epoch over the new query's rows")
+}
+
+// TestStateAt: StateAt(k) is the state State gave after k batches, for
+// every k up to the batches delivered, at the end of the epoch too; a k
+// past them is refused.
+func TestStateAt(t *testing.T) {
+	d := testDataset(t, 95)
+	l, err := New(ctx, d.Scan(), Config{BatchSize: 10, Shuffle: order.ModeFull, Seed: 3})
+	require.NoError(t, err)
+	defer l.Close()
+	states := []State{l.State()}
+	for {
+		_, err := l.Next(ctx)
+		if err != nil {
+			require.ErrorIs(t, err, io.EOF)
+			break
+		}
+		states = append(states, l.State())
+	}
+	require.Len(t, states, 11)
+	for k, want := range states {
+		got, err := l.StateAt(k)
+		require.NoError(t, err)
+		require.Equal(t, want, got, "after %d batches", k)
+	}
+	_, err = l.StateAt(len(states))
+	require.ErrorIs(t, err, loch.ErrInvalidArgument)
+	require.ErrorContains(t, err, "11 batches: 10 delivered")
+	_, err = l.StateAt(-1)
+	require.ErrorIs(t, err, loch.ErrInvalidArgument)
 }

@@ -211,10 +211,10 @@ def run_pytorch(res: Result, spec: dict[str, Any]) -> Result:
 
 
 def run_abi(res: Result, spec: dict[str, Any]) -> Result:
-    """The floor under ``ds.pytorch()``: the same Go loader driven through
-    the C ABI from Python, taking each batch and freeing its buffers (with
-    the next batch's call, as ``ds.pytorch()`` does) without making numpy
-    arrays or tensors (loch internals, for diagnosis:
+    """The floor under ``ds.pytorch()``: the same Go loader read from
+    Python over its stream (C ABI 13, as ``ds.pytorch()`` reads it), taking
+    each batch and freeing its buffers without making numpy arrays or
+    tensors (loch internals, for diagnosis:
     what ``ds.pytorch()`` loses to Python, and what to the C ABI)."""
     import ctypes
 
@@ -467,7 +467,7 @@ def contenders(paths: dict[str, str], args: argparse.Namespace) -> list[dict[str
             for rnd in range(args.go_rounds):
                 tasks = [
                     ("go", f"loch bench, {label}"),
-                    ("abi", f"C ABI loop, no arrays, {label}"),
+                    ("abi", f"C ABI stream, no arrays, {label}"),
                     ("pytorch", f"ds.pytorch(), {label}"),
                 ]
                 for i, (task, what) in enumerate(tasks if rnd % 2 == 0 else tasks[::-1]):

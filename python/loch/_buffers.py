@@ -29,8 +29,8 @@ class Buffer:
     """Owns one C buffer at ``ptr``; ``np.asarray`` views it without a copy:
     ``nbytes`` bytes (uint8), or, given ``dtype`` and ``shape``, an array of
     them (which must fit). Its memory goes back to Go when the last array
-    over it is gone (:meth:`loch._library.Library.free_buffer`: with the
-    next call into Go that takes it, at the latest within a bounded amount
+    over it is gone (:meth:`loch._library.Library.free_buffer`: with a
+    loader's next report to Go, at the latest within a bounded amount
     of memory)."""
 
     __slots__ = ("_lib", "_ptr", "_nbytes", "__array_interface__")

@@ -29,7 +29,7 @@ from typing import Any
 from ._status import NOT_ERRORS
 from .errors import ForkedProcess, from_status
 
-ABI_VERSION = 12
+ABI_VERSION = 13
 
 # Layouts and encodings of loch_column_in and loch_tensor.
 DENSE, PACKED, NULLS = 0, 1, 2
@@ -159,6 +159,10 @@ _STATUS_FUNCS: dict[str, list[Any]] = {
     "loch_loader_next": [c_uintptr, c_int64, POINTER(POINTER(BatchOut))],
     # ABI 11: (h, timeout_ms, prev batch to free, buffers to free, their count, out).
     "loch_loader_next_batch": [c_uintptr, c_int64, c_void_p, c_void_p, c_int64, POINTER(c_void_p)],
+    # ABI 13: (h, depth, batch pipe fd out, report pipe fd out).
+    "loch_loader_stream": [c_uintptr, c_int64, POINTER(c_int), POINTER(c_int)],
+    "loch_loader_stream_end": [c_uintptr],
+    "loch_loader_state_at": [c_uintptr, c_int64, _STR_OUT],
     "loch_loader_len": [c_uintptr, POINTER(c_int64)],
     "loch_loader_state": [c_uintptr, _STR_OUT],
     "loch_loader_stats": [c_uintptr, _STR_OUT],
@@ -362,9 +366,9 @@ class Library:
     def free_buffer(self, ptr: int, nbytes: int) -> None:
         """Gives a sample buffer of ``nbytes`` bytes back to Go, when in the
         loading process (in a forked child the buffer is the parent's:
-        leave it). The buffer waits in a list for the next call that takes
-        the list (a loader's next batch, :meth:`flush_buffers`), which
-        spares a call into Go per buffer; the list is given back at once
+        leave it). The buffer waits in a list for the next report of a
+        loader's stream or call that takes the list (:meth:`flush_buffers`),
+        which spares a call into Go per buffer; the list is given back at once
         when it holds more than FREED_BYTES bytes or FREED_COUNT buffers."""
         if _pid != self.pid:
             return

@@ -23,9 +23,14 @@ text (``str``), json (parsed values) and bytes columns. Beside them:
 
 from __future__ import annotations
 
+import collections
+import contextlib
 import ctypes
 import json
+import os
 import struct
+import time
+import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Protocol, TypedDict
 
@@ -33,11 +38,11 @@ import numpy as np
 
 from ._buffers import fields_value, ints_at, tensors_fields
 from ._handle import Handle
-from ._library import FREED_COUNT, BatchOut, library
-from ._status import NOT_ERRORS, Status
+from ._library import BatchOut, library
+from ._status import Status
 from .dtypes import VARIABLE
 from .epochs import Epochs
-from .errors import InvalidArgument
+from .errors import Closed, InternalError, InvalidArgument
 from .schema import Schema
 
 __all__ = ["Loader", "LoaderOptions", "CommonLoaderOptions", "Source", "Batch", "Transform"]
@@ -104,9 +109,16 @@ class LoaderOptions(CommonLoaderOptions, total=False):
 BATCH = struct.Struct("@qqqPPiiPP")
 assert BATCH.size == ctypes.sizeof(BatchOut)
 
-# How long one call into Go waits for a batch before Python checks for
-# signals (Ctrl-C) and calls again.
-POLL_MS = 100
+# The batch stream of C ABI 13 (loch.h): records of a kind and a value;
+# at most STREAM_DEPTH batches taken from the Go loader and not reported
+# read (8 took a quarter less of the consumer's time per batch than 4:
+# bench/RESULTS.md, issue 17); up to STREAM_READ records read at once;
+# PIPE_BUF, the most bytes a pipe writes whole (POSIX: at least 512).
+STREAM_RECORD = struct.Struct("=qQ")
+STREAM_BATCH, STREAM_END, STREAM_DONE, STREAM_FREED, STREAM_RETURN = 0, 1, 2, 3, 4
+STREAM_DEPTH = 8
+STREAM_READ = 64
+STREAM_PIPE_BUF = 512
 
 
 def _shuffle_mode(shuffle: bool | str) -> Any:
@@ -164,61 +176,115 @@ class Source(Protocol):
 
 
 class _GoLoader:
-    """One Go loader (one epoch on one rank), read by one consumer."""
+    """One Go loader (one epoch on one rank), read by one consumer.
+
+    Its batches come over a pipe (C ABI 13, ``loch_loader_stream``): a
+    goroutine takes each batch from the Go loader, as ``loch bench``'s
+    consumer does, and writes the address of its description; :meth:`next`
+    reads it, blocking in the kernel (with the GIL released, and Ctrl-C
+    interrupting it) when none is there. So that taking a batch makes no
+    call into Go, which costs a thread that Go did not start a processor of
+    the Go runtime to find and to give back (bench/RESULTS.md, issue 17).
+    Python reports the descriptions it has read, with the sample buffers it
+    has freed (see :meth:`loch._library.Library.free_buffer`), over a second
+    pipe: before it waits for a batch, and every ``STREAM_DEPTH // 2``
+    batches."""
 
     def __init__(self, source: Source, config: Mapping[str, Any]) -> None:
         self._h = source._start_loader(self, config)
         self.lib = self._h.lib
-        self._next = self.lib.cdll.loch_loader_next_batch
-        # The description of the batch last returned (a loch_batch address,
-        # 0 when none), freed by the next call or by close.
-        self._prev = 0
-        self._out = ctypes.c_void_p()
-        self._out_ref = ctypes.byref(self._out)
-        self._err = ctypes.c_void_p()
-        self._err_ref = ctypes.byref(self._err)
-        # The buffers given back with the next call (see Library.free_buffer).
-        self._release = (ctypes.c_void_p * (FREED_COUNT + 1))()
+        self._fds: tuple[int, int] | None = None  # (batch pipe, report pipe), from the first next
+        self._fds_closer: weakref.finalize | None = None
+        self._records: collections.deque[tuple[int, int]] = collections.deque()
+        self._unreported: list[int] = []  # descriptions read and not reported
+        self._taken = 0  # batches next returned
+        self._waited = 0.0  # seconds next blocked on the pipe
+        self._end: int | None = None  # the status of the end record, once read
+
+    def _open_stream(self) -> tuple[int, int]:
+        bfd, rfd = ctypes.c_int(-1), ctypes.c_int(-1)
+        self._h.call("loch_loader_stream", STREAM_DEPTH, ctypes.byref(bfd), ctypes.byref(rfd))
+        self._fds = (bfd.value, rfd.value)
+        self._fds_closer = weakref.finalize(self, _close_fds, self._fds)
+        return self._fds
 
     def next(self) -> int | None:
-        """The address of the next batch's loch_batch (valid until the next
-        call or close; its buffers are the caller's), or None at the end of
-        the epoch. One call into Go per batch (loch_loader_next_batch): it
-        also frees the previous batch's description and gives back the
-        sample buffers Python has freed since. Waits in slices of POLL_MS
-        so that Ctrl-C interrupts it."""
-        lib, h, err = self.lib, self._h.value, self._err
-        while True:
-            (freed, freed_bytes), called = lib.take_freed(), False
-            try:
-                n = len(freed)
-                release = self._release
-                if n > len(release):
-                    release = (ctypes.c_void_p * n)()
-                if n:
-                    release[:n] = freed
-                prev = self._prev
-                # The call frees prev and the n buffers whatever it returns
-                # (a KeyboardInterrupt comes after it, not during it).
-                called = True
-                status = self._next(h, POLL_MS, prev or None, release, n, self._out_ref, self._err_ref)
-            except BaseException:
-                if not called:  # Ctrl-C before the call: keep them for the next one
-                    lib.give_back_freed(freed, freed_bytes)
-                raise
-            finally:
-                if called:
-                    self._prev = 0
-            if status == Status.OK:
-                self._prev = self._out.value or 0
-                return self._prev
-            if status not in NOT_ERRORS:
-                raise lib.error("loch_loader_next_batch", status, err)
-            if err.value:
-                lib.cdll.loch_free_string(err)
-                err.value = None
-            if status == Status.EOF:
-                return None
+        """The address of the next batch's loch_batch (valid until close;
+        its buffers are the caller's), or None at the end of the epoch."""
+        if self._h.closed:
+            raise Closed("the loader is closed")
+        records = self._records
+        if not records:
+            if self._end is not None:
+                return self._ended()
+            self.lib.check()  # a forked child must not read its parent's pipe
+            fd = (self._fds or self._open_stream())[0]
+            if self._unreported:
+                # Go may be waiting for them to send the next batch (the
+                # consumer has used them: it is asking for the next).
+                self._report()
+            t0 = time.perf_counter()
+            data = os.read(fd, STREAM_READ * STREAM_RECORD.size)
+            self._waited += time.perf_counter() - t0
+            if not data:  # Go closed its end: the loader was closed meanwhile
+                if self._h.closed:
+                    raise Closed("the loader is closed")
+                raise InternalError("loch_loader_stream: the batch pipe ended without an end record")
+            # Go writes whole records, and a pipe keeps each write whole.
+            records.extend(STREAM_RECORD.iter_unpack(data))
+        kind, value = records.popleft()
+        if kind != STREAM_BATCH:
+            self._end = value
+            return self._ended()
+        self._taken += 1
+        # The descriptions before this one are read (this one is being).
+        if len(self._unreported) >= STREAM_DEPTH // 2:
+            self._report()
+        self._unreported.append(value)
+        return value
+
+    def _ended(self) -> None:
+        """None at the end of the epoch; raises the error that ended it
+        otherwise."""
+        if self._end == Status.EOF:
+            return None
+        err = ctypes.c_void_p()
+        status = self.lib.cdll.loch_loader_stream_end(self._h.value, ctypes.byref(err))
+        if status in (Status.OK, Status.EOF):  # cannot be: the stream ended with an error
+            status = self._end or Status.ERR
+        raise self.lib.error("loch_loader_stream", status, err)
+
+    def _report(self, unused: Sequence[int] = ()) -> None:
+        """Reports the descriptions read, the buffers freed and the batches
+        ``unused`` (read from the pipe, never returned), in writes of at
+        most PIPE_BUF bytes (which a pipe never splits)."""
+        if self._fds is None:
+            return
+        unreported, self._unreported = self._unreported, []
+        freed, freed_bytes = self.lib.take_freed()
+        ints: list[int] = []
+        for addr in unused:
+            ints += (STREAM_RETURN, addr)
+        for addr in unreported:
+            ints += (STREAM_DONE, addr)
+        for addr in freed:
+            ints += (STREAM_FREED, addr)
+        step = 2 * (STREAM_PIPE_BUF // STREAM_RECORD.size)
+        written = 0  # ints
+        try:
+            while written < len(ints):
+                part = ints[written : written + step]
+                os.write(self._fds[1], struct.pack(f"={len(part)}Q", *part))
+                written += len(part)
+        except BaseException:
+            # Ctrl-C, or a broken pipe: what was not written is reported
+            # next time (a write of at most PIPE_BUF is whole or nothing).
+            done = max(0, written // 2 - len(unused))
+            self._unreported = unreported[done:] + self._unreported
+            rest = freed[max(0, done - len(unreported)) :]
+            if rest:
+                self.lib.give_back_freed(rest, freed_bytes if len(rest) == len(freed) else 0)
+            raise
 
     def __len__(self) -> int:
         out = ctypes.c_int64()
@@ -226,16 +292,37 @@ class _GoLoader:
         return out.value
 
     def state(self) -> dict[str, Any]:
-        return self.lib.call_json("loch_loader_state", self._h.value)
+        """The state after the batches :meth:`next` returned."""
+        return self.lib.call_json("loch_loader_state_at", self._h.value, self._taken)
 
     def stats(self) -> dict[str, Any]:
-        return self.lib.call_json("loch_loader_stats", self._h.value)
+        """The Go loader's statistics, with the wait of this consumer (the
+        time it blocked on the pipe) as ``wait_ns`` and ``wait_share``."""
+        st = self.lib.call_json("loch_loader_stats", self._h.value)
+        if self._fds is not None:
+            st["wait_ns"] = int(self._waited * 1e9)
+            elapsed = st.get("elapsed_ns") or 0
+            st["wait_share"] = st["wait_ns"] / elapsed if elapsed > 0 else 0.0
+        return st
 
     def close(self) -> None:
-        prev, self._prev = self._prev, 0
-        if prev and self.lib.usable:
-            self.lib.cdll.loch_batch_free(prev)
-        self._h.close()
+        """Reports what is left to report, closes the Go loader (which takes
+        back the batches written and not read) and the pipes."""
+        try:
+            if self.lib.usable and not self._h.closed:
+                unused = [v for k, v in self._records if k == STREAM_BATCH]
+                self._records.clear()
+                self._report(unused)
+        finally:
+            self._h.close()
+            if self._fds_closer is not None:
+                self._fds_closer()
+
+
+def _close_fds(fds: tuple[int, int]) -> None:
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            os.close(fd)
 
 
 class Loader:

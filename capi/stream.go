@@ -1,0 +1,445 @@
+package main
+
+/*
+#include "loch.h"
+*/
+import "C"
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// A loader's batches over a pair of pipes (ABI 13, loch_loader_stream).
+//
+// Each call into Go from a thread that Go did not start costs the thread a
+// Go processor (P) to find, which it then holds in the system-call state
+// while the caller runs its own code, and a wait for a batch parks that
+// thread inside the Go scheduler. A consumer that reads its batches from a
+// pipe makes no call into Go per batch: a goroutine (the feeder) takes
+// each batch from the loader, as `loch bench`'s consumer does, and writes
+// its description's address to the pipe; the caller reads it, blocking in
+// the kernel when none is there. The caller tells Go which descriptions it
+// is done with and which sample buffers it has freed over a second pipe,
+// read by a second goroutine. bench/RESULTS.md (issue 17) has the
+// measurements.
+//
+// Records are 16 bytes in native byte order: a kind (int64) and a value
+// (uint64).
+//
+//	Go -> caller (the batch pipe):
+//	  LOCH_STREAM_BATCH, the address of a loch_batch
+//	  LOCH_STREAM_END, the status that ended the stream: LOCH_EOF at the
+//	      end of the epoch, else an error (loch_loader_stream_end gives its
+//	      message). Nothing follows it.
+//	caller -> Go (the report pipe):
+//	  LOCH_STREAM_DONE, the address of a loch_batch the caller has read
+//	      (Go frees the description; its sample buffers stay the caller's)
+//	  LOCH_STREAM_FREED, the address of a sample buffer the caller gives
+//	      back (as loch_buffer_free)
+//	  LOCH_STREAM_RETURN, the address of a loch_batch the caller read and
+//	      will not use (Go frees it with its sample buffers)
+//
+// At most depth batches are taken from the loader and not yet reported
+// done or returned, and while more than one is, their sample bytes are
+// under a quarter of the loader's prefetch_bytes (so that batches waiting
+// for the caller add at most that to the memory the loader bounds): the
+// caller must report every batch it read before it waits for the next. A caller that stops early returns
+// the batches it read and will not use before loch_loader_close; close
+// takes back those it never read.
+
+const recordSize = 16
+
+// stream is a loader's stream state.
+type stream struct {
+	lo    *loaderObj
+	out   *os.File // write end of the batch pipe
+	drain int      // Go's read end of the batch pipe: close takes back what the caller did not read
+	in    *os.File // read end of the report pipe (non-blocking, in Go's poller)
+	inFD  int      // its descriptor, which close reads once the reader has stopped
+	buf   []byte   // the reader's, then close's: records read
+	have  int      // bytes in buf
+	depth int      // most batches sent and not reported
+	limit int64    // most bytes of them, unless there is only one
+
+	ctx    context.Context // ended by close
+	cancel context.CancelFunc
+
+	mu    sync.Mutex
+	room  *sync.Cond              // on mu: a report, or close
+	sent  map[*C.loch_batch]int64 // written and not reported: their sample bytes
+	bytes int64                   // the sum of sent
+	end   error                   // what ended the feeder: io.EOF or an error
+
+	fed  chan struct{} // closed when the feeder has stopped
+	read chan struct{} // closed when the report reader has stopped
+}
+
+// loch_loader_stream switches the loader to streaming (see the records
+// above) and stores the caller's ends of the two pipes: *batch_fd to read
+// records from, *report_fd to write records to. Both are blocking file
+// descriptors that the caller closes after loch_loader_close. depth (>= 1)
+// bounds the batches taken and not reported done. After it, loch_loader_next
+// and loch_loader_next_batch fail with LOCH_INVALID_ARGUMENT.
+//
+//export loch_loader_stream
+func loch_loader_stream(h C.uintptr_t, depth C.int64_t, batchFD, reportFD *C.int, errOut **C.char) (st C.int) {
+	defer guard(&st, errOut)
+	lo, err := loaderOf(h)
+	if err != nil {
+		return fail(errOut, err)
+	}
+	if depth < 1 {
+		return fail(errOut, invalidf("stream depth %d: want at least 1", int64(depth)))
+	}
+	lo.mu.Lock()
+	defer lo.mu.Unlock()
+	if lo.closed.Load() {
+		return fail(errOut, fmt.Errorf("loader is closed: %w", errClosed))
+	}
+	if lo.stream.Load() != nil {
+		return fail(errOut, invalidf("loader is already streaming"))
+	}
+	s, callerBatch, callerReport, err := newStream(lo, int(depth))
+	if err != nil {
+		return fail(errOut, fmt.Errorf("stream: %w", err))
+	}
+	lo.stream.Store(s)
+	*batchFD, *reportFD = C.int(callerBatch), C.int(callerReport)
+	go s.feed()
+	go s.readReports()
+	return C.LOCH_OK
+}
+
+// newStream makes the two pipes; it returns the stream and the caller's
+// two file descriptors.
+func newStream(lo *loaderObj, depth int) (*stream, int, int, error) {
+	var b, r [2]int
+	if err := unix.Pipe2(b[:], unix.O_CLOEXEC); err != nil {
+		return nil, 0, 0, err
+	}
+	if err := unix.Pipe2(r[:], unix.O_CLOEXEC); err != nil {
+		unix.Close(b[0])
+		unix.Close(b[1])
+		return nil, 0, 0, err
+	}
+	// The caller's ends stay blocking. Go's ends are separate open files
+	// (a pipe's two ends do not share their flags); its report end goes
+	// into the poller, so that close can end the reader's wait.
+	callerBatch, err := unix.Dup(b[0])
+	if err == nil {
+		err = unix.SetNonblock(r[0], true)
+	}
+	if err != nil {
+		for _, fd := range []int{b[0], b[1], r[0], r[1]} {
+			unix.Close(fd)
+		}
+		return nil, 0, 0, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &stream{
+		ctx:    ctx,
+		cancel: cancel,
+		lo:     lo,
+		out:    os.NewFile(uintptr(b[1]), "loch batch pipe"),
+		drain:  b[0],
+		in:     os.NewFile(uintptr(r[0]), "loch report pipe"),
+		inFD:   r[0],
+		buf:    make([]byte, 256*recordSize),
+		depth:  depth,
+		limit:  max(lo.prefetchBytes/4, 1),
+		sent:   map[*C.loch_batch]int64{},
+		fed:    make(chan struct{}),
+		read:   make(chan struct{}),
+	}
+	s.room = sync.NewCond(&s.mu)
+	return s, callerBatch, r[1], nil
+}
+
+// feed takes the loader's batches and writes them to the batch pipe, then
+// the record that ends the stream.
+func (s *stream) feed() {
+	defer close(s.fed)
+	for {
+		if !s.waitRoom() {
+			s.stop(fmt.Errorf("loader is closed: %w", errClosed))
+			return
+		}
+		s.lo.mu.Lock()
+		b, err := s.lo.l.Next(s.ctx)
+		s.lo.mu.Unlock()
+		if err != nil {
+			if s.ctx.Err() != nil {
+				err = fmt.Errorf("loader is closed: %w", errClosed)
+			}
+			s.stop(err)
+			code := C.LOCH_EOF
+			if !errors.Is(err, io.EOF) {
+				code = int(status(err))
+			}
+			s.put(C.LOCH_STREAM_END, uint64(code)) //nolint:errcheck // a caller that stopped reading: close cleans up
+			return
+		}
+		cb := s.lo.cBatch(b)
+		var n int64
+		for _, t := range unsafe.Slice(cb.cols, int(cb.ncols)) {
+			n += int64(t.nbytes)
+		}
+		s.mu.Lock()
+		s.sent[cb] = n
+		s.bytes += n
+		s.mu.Unlock()
+		if err := s.put(C.LOCH_STREAM_BATCH, uint64(uintptr(unsafe.Pointer(cb)))); err != nil {
+			s.stop(fmt.Errorf("write to the batch pipe: %w", err))
+			return
+		}
+	}
+}
+
+// waitRoom waits until another batch may be sent: fewer than depth are
+// sent and not reported, and their bytes are under the limit (or none is
+// left). It reports false when close ended the wait.
+func (s *stream) waitRoom() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for s.ctx.Err() == nil && (len(s.sent) >= s.depth || (len(s.sent) > 0 && s.bytes >= s.limit)) {
+		s.room.Wait()
+	}
+	return s.ctx.Err() == nil
+}
+
+// reported takes a reported batch off the sent ones, making room; it
+// reports false for an address that was not sent or was reported before.
+func (s *stream) reported(cb *C.loch_batch) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n, ok := s.sent[cb]
+	if ok {
+		delete(s.sent, cb)
+		s.bytes -= n
+		s.room.Broadcast()
+	}
+	return ok
+}
+
+// put writes one record to the batch pipe (16 bytes: one write, which a
+// pipe keeps whole).
+func (s *stream) put(kind int, v uint64) error {
+	var rec [recordSize]byte
+	binary.NativeEndian.PutUint64(rec[:], uint64(kind))
+	binary.NativeEndian.PutUint64(rec[8:], v)
+	_, err := s.out.Write(rec[:])
+	return err
+}
+
+// stop records what ended the feeder (the first reason only).
+func (s *stream) stop(err error) {
+	s.mu.Lock()
+	if s.end == nil {
+		s.end = err
+	}
+	s.mu.Unlock()
+}
+
+// readReports reads the caller's records until close: descriptions done
+// (freed; each makes room for one batch more) and sample buffers given
+// back. A record of another kind is ignored.
+func (s *stream) readReports() {
+	defer close(s.read)
+	for {
+		n, err := s.in.Read(s.buf[s.have:])
+		s.take(n)
+		if err != nil { // the caller closed its end, or close ended the wait
+			return
+		}
+	}
+}
+
+// take acts on the whole records among the n bytes read into buf after
+// the have bytes of a record read in part before.
+func (s *stream) take(n int) {
+	s.have += max(n, 0)
+	whole := s.have - s.have%recordSize
+	var freed []unsafe.Pointer
+	buf := s.buf
+	for i := 0; i < whole; i += recordSize {
+		v := recordPointer(buf[i:])
+		switch binary.NativeEndian.Uint64(buf[i:]) {
+		case C.LOCH_STREAM_DONE:
+			if cb := (*C.loch_batch)(v); s.reported(cb) { // not a stranger's pointer, nor one reported twice
+				freeBatch(cb)
+			}
+		case C.LOCH_STREAM_RETURN:
+			if cb := (*C.loch_batch)(v); s.reported(cb) {
+				freeWhole(cb)
+			}
+		case C.LOCH_STREAM_FREED:
+			if v != nil {
+				freed = append(freed, v)
+			}
+		}
+	}
+	if len(freed) > 0 {
+		pool.releaseAll(freed)
+	}
+	s.have = copy(buf, buf[whole:s.have])
+}
+
+// close stops the stream: the feeder first, then the reader, once it has
+// read what the caller wrote before; the batches written and never read
+// are taken back (descriptions and buffers), and the descriptions the
+// caller read and did not report are freed. The caller's arrays stay
+// valid: their buffers are the caller's. Called with lo.mu not held.
+func (s *stream) close() {
+	s.cancel()
+	s.mu.Lock()
+	s.room.Broadcast()
+	s.mu.Unlock()
+	<-s.fed
+	s.out.Close()
+	// Stop the reader (an expired deadline fails its next read before it
+	// reads), then take the records the caller wrote before close.
+	s.in.SetReadDeadline(time.Now())
+	<-s.read
+	for {
+		n, err := unix.Read(s.inFD, s.buf[s.have:])
+		if err == unix.EINTR {
+			continue
+		}
+		if n <= 0 || err != nil { // empty (EAGAIN), or the caller's end closed
+			break
+		}
+		s.take(n)
+	}
+	s.in.Close()
+	var unread []*C.loch_batch
+	for _, p := range drainRecords(s.drain) {
+		if p.kind == C.LOCH_STREAM_BATCH {
+			unread = append(unread, (*C.loch_batch)(p.v))
+		}
+	}
+	unix.Close(s.drain)
+	for _, cb := range unread {
+		if _, ok := s.sent[cb]; !ok {
+			continue
+		}
+		delete(s.sent, cb)
+		freeWhole(cb)
+	}
+	for cb := range s.sent {
+		freeBatch(cb)
+	}
+	s.sent = nil
+}
+
+// freeWhole frees a batch that the caller did not take: its description
+// and its sample buffers.
+func freeWhole(cb *C.loch_batch) {
+	for _, t := range unsafe.Slice(cb.cols, int(cb.ncols)) {
+		if t.data != nil {
+			pool.release(unsafe.Pointer(t.data))
+		}
+	}
+	freeBatch(cb)
+}
+
+type record struct {
+	kind int
+	v    unsafe.Pointer
+}
+
+// recordPointer is the value of the record at rec as the C address it is.
+func recordPointer(rec []byte) unsafe.Pointer {
+	return *(*unsafe.Pointer)(unsafe.Pointer(&rec[8]))
+}
+
+// drainRecords reads the records waiting in the pipe at fd (a blocking
+// descriptor) without waiting for more.
+func drainRecords(fd int) []record {
+	var out []record
+	buf := make([]byte, 256*recordSize)
+	var have int
+	for {
+		n, err := unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, 0)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil || n == 0 {
+			break
+		}
+		m, err := unix.Read(fd, buf[have:])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil || m <= 0 {
+			break
+		}
+		have += m
+		whole := have - have%recordSize
+		for i := 0; i < whole; i += recordSize {
+			out = append(out, record{int(binary.NativeEndian.Uint64(buf[i:])), recordPointer(buf[i:])})
+		}
+		have = copy(buf, buf[whole:have])
+	}
+	return out
+}
+
+// loch_loader_stream_end stores the message of the error that ended a
+// stream (its LOCH_STREAM_END record's status) in *err and returns that
+// status; LOCH_EOF when the epoch ended, LOCH_OK while the stream runs.
+//
+//export loch_loader_stream_end
+func loch_loader_stream_end(h C.uintptr_t, errOut **C.char) (st C.int) {
+	defer guard(&st, errOut)
+	lo, err := loaderOf(h)
+	if err != nil {
+		return fail(errOut, err)
+	}
+	s := lo.stream.Load()
+	if s == nil {
+		return fail(errOut, invalidf("loader is not streaming (loch_loader_stream)"))
+	}
+	s.mu.Lock()
+	end := s.end
+	s.mu.Unlock()
+	switch {
+	case end == nil:
+		return C.LOCH_OK
+	case errors.Is(end, io.EOF):
+		return C.LOCH_EOF
+	}
+	return fail(errOut, end)
+}
+
+// loch_loader_state_at stores, as JSON, the state after the first taken
+// batches this loader delivered (0 <= taken <= the batches delivered; as
+// loch_loader_state, which is the state after all of them): for a caller
+// that has taken fewer than the loader delivered, as a stream's caller.
+//
+//export loch_loader_state_at
+func loch_loader_state_at(h C.uintptr_t, taken C.int64_t, out **C.char, errOut **C.char) (st C.int) {
+	defer guard(&st, errOut)
+	lo, err := loaderOf(h)
+	if err != nil {
+		return fail(errOut, err)
+	}
+	state, err := lo.l.StateAt(int(taken))
+	if err != nil {
+		return fail(errOut, err)
+	}
+	b, err := json.Marshal(state)
+	if err != nil {
+		return fail(errOut, err)
+	}
+	return result(errOut, setString(out, string(b)))
+}

@@ -1,0 +1,137 @@
+"""The loader's batch stream (C ABI 13, loch_loader_stream): the pipe that
+every Python loader reads its batches from."""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+from typing import Any
+
+import numpy as np
+import pytest
+
+import loch
+from loch._status import Status
+from loch.loader import STREAM_DEPTH, Loader
+
+
+def test_records_end_state_and_refusals(rows_ds: loch.Dataset) -> None:
+    # One record per batch, then the end; a streaming loader refuses
+    # loch_loader_next_batch and a state ahead of what it delivered.
+    loader = Loader(rows_ds, batch_size=100, shuffle="full", seed=7, columns=["y"])
+    go = loader._start(None, 0)
+    try:
+        n = len(go)
+        rows = []
+        while (addr := go.next()) is not None:
+            rows.append(loader._convert(go, addr)["y"].copy())
+        assert go._end == Status.EOF
+        assert go.next() is None  # the end stays the end
+        assert len(rows) == n == 11
+        assert sorted(np.concatenate(rows).tolist()) == list(range(1001))
+        lib, h = go.lib, go._h.value
+        out, err = ctypes.c_void_p(), ctypes.c_void_p()
+        status = lib.cdll.loch_loader_next_batch(h, 0, None, None, 0, ctypes.byref(out), ctypes.byref(err))
+        assert status == Status.INVALID_ARGUMENT
+        assert "read them from its pipe" in (lib.take_string(err) or "")
+        with pytest.raises(loch.InvalidArgument, match="12 batches: 11 delivered"):
+            lib.call_json("loch_loader_state_at", h, 12)
+    finally:
+        go.close()
+    # Mid-epoch, the loader's state is after the batches the loop got,
+    # however many Go has taken ahead, and resumes there.
+    for k in (1, 4, 10):
+        loader = Loader(rows_ds, batch_size=100, shuffle="full", seed=7, columns=["y"])
+        it = iter(loader)
+        for _ in range(k):
+            next(it)
+        threading.Event().wait(0.1)  # let Go take batches ahead
+        state = loader.state_dict()
+        it.close()
+        again = Loader(rows_ds, batch_size=100, shuffle="full", seed=7, columns=["y"])
+        again.load_state_dict(state)
+        got = [b["y"] for b in again]
+        assert len(got) == 11 - k
+        for a, b in zip(got, rows[k:]):
+            assert np.array_equal(a, b)
+
+
+def test_a_break_takes_back_what_was_streamed(rows_ds: loch.Dataset) -> None:
+    # Stopping after one batch while Go has streamed more (read into
+    # Python's queue, or still in the pipe): every buffer comes back.
+    before = loch.buffer_stats()["live"]
+    for prefetch in (1, 16):
+        loader = rows_ds.numpy(batch_size=10, prefetch_batches=prefetch)
+        it = iter(loader)
+        first = next(it)
+        go = loader._active
+        assert go is not None
+        threading.Event().wait(0.2)  # let Go fill the stream
+        it.close()
+        assert len(first["index"]) == 10
+        del first
+        assert loch.buffer_stats()["live"] == before
+
+
+def test_one_batch_at_a_time_under_a_small_byte_budget(rows_ds: loch.Dataset) -> None:
+    # A prefetch_bytes smaller than a batch lets one batch at a time wait
+    # in the stream: the consumer must report each batch before it waits
+    # for the next, or both sides would wait for ever.
+    result: dict[str, Any] = {}
+
+    def run() -> None:
+        loader = rows_ds.numpy(batch_size=50, prefetch_bytes=64)
+        result["rows"] = sum(len(b["index"]) for b in loader)
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    t.join(120)
+    assert not t.is_alive(), "the stream stalled"
+    assert result["rows"] == 1001
+
+
+def test_depth_bounds_what_go_takes_ahead(rows_ds: loch.Dataset) -> None:
+    # However slow the consumer, Go takes at most STREAM_DEPTH batches
+    # ahead of the batches reported read.
+    loader = Loader(rows_ds, batch_size=10, prefetch_batches=32, columns=["y"])
+    go = loader._start(None, 0)
+    try:
+        assert go.next() is not None
+        threading.Event().wait(0.5)
+        # loch_loader_state_at accepts the batches Go has taken, no more.
+        go.lib.call_json("loch_loader_state_at", go._h.value, STREAM_DEPTH)
+        with pytest.raises(loch.InvalidArgument, match=f"{STREAM_DEPTH} delivered"):
+            go.lib.call_json("loch_loader_state_at", go._h.value, STREAM_DEPTH + 1)
+    finally:
+        go.close()
+
+
+def test_next_batch_serves_callers_that_do_not_stream(rows_ds: loch.Dataset) -> None:
+    # loch_loader_next_batch (ABI 11), for C callers that poll: one call per
+    # batch, freeing the previous description and the buffers given back.
+    from loch._buffers import TENSOR
+    from loch.loader import BATCH
+
+    before = loch.buffer_stats()["live"]
+    go = Loader(rows_ds, batch_size=100, columns=["y"])._start(None, 0)
+    lib, h = go.lib, go._h.value
+    prev, freed, ys = None, (ctypes.c_void_p * 1)(), []
+    out, err = ctypes.c_void_p(), ctypes.c_void_p()
+    try:
+        while True:
+            n = 1 if freed[0] else 0
+            status = lib.cdll.loch_loader_next_batch(h, 0, prev, freed, n, ctypes.byref(out), ctypes.byref(err))
+            freed[0] = None
+            if status == Status.EOF:
+                break
+            assert status == Status.OK, lib.take_string(err)
+            prev = out.value
+            _, _, rows, _, _, ncols, _, cols, _ = BATCH.unpack(ctypes.string_at(prev, BATCH.size))
+            assert ncols == 1
+            f = TENSOR.unpack(ctypes.string_at(cols, TENSOR.size))
+            ys.append(np.frombuffer(ctypes.string_at(f[7], f[8]), dtype=np.int64)[:rows].copy())
+            freed[0] = f[7]
+    finally:
+        go.close()
+    assert sorted(np.concatenate(ys).tolist()) == list(range(1001))
+    assert loch.buffer_stats()["live"] == before
