@@ -14,6 +14,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"syscall"
 	"time"
 	"unsafe"
 
@@ -124,11 +125,12 @@ func loch_loader_stream(h C.uintptr_t, depth C.int64_t, batchFD, reportFD *C.int
 // newStream makes the two pipes; it returns the stream and the caller's
 // two file descriptors.
 func newStream(lo *loaderObj, depth int) (*stream, int, int, error) {
-	var b, r [2]int
-	if err := unix.Pipe2(b[:], unix.O_CLOEXEC); err != nil {
+	b, err := pipe()
+	if err != nil {
 		return nil, 0, 0, err
 	}
-	if err := unix.Pipe2(r[:], unix.O_CLOEXEC); err != nil {
+	r, err := pipe()
+	if err != nil {
 		unix.Close(b[0])
 		unix.Close(b[1])
 		return nil, 0, 0, err
@@ -136,7 +138,7 @@ func newStream(lo *loaderObj, depth int) (*stream, int, int, error) {
 	// The caller's ends stay blocking. Go's ends are separate open files
 	// (a pipe's two ends do not share their flags); its report end goes
 	// into the poller, so that close can end the reader's wait.
-	callerBatch, err := unix.Dup(b[0])
+	callerBatch, err := unix.FcntlInt(uintptr(b[0]), unix.F_DUPFD_CLOEXEC, 0)
 	if err == nil {
 		err = unix.SetNonblock(r[0], true)
 	}
@@ -164,6 +166,20 @@ func newStream(lo *loaderObj, depth int) (*stream, int, int, error) {
 	}
 	s.room = sync.NewCond(&s.mu)
 	return s, callerBatch, r[1], nil
+}
+
+// pipe makes a pipe whose descriptors are closed on exec (as os.Pipe
+// does where there is no pipe2).
+func pipe() ([2]int, error) {
+	var p [2]int
+	syscall.ForkLock.RLock()
+	defer syscall.ForkLock.RUnlock()
+	if err := unix.Pipe(p[:]); err != nil {
+		return p, err
+	}
+	unix.CloseOnExec(p[0])
+	unix.CloseOnExec(p[1])
+	return p, nil
 }
 
 // feed takes the loader's batches and writes them to the batch pipe, then
