@@ -1,5 +1,6 @@
-"""Ctrl-C stops a long iteration within a second: the call into Go that
-waits for a batch returns every 100 ms, so Python handles the signal."""
+"""Ctrl-C stops a long iteration within a second: the wait for a batch is
+a read of the loader's pipe (C ABI 13), which the signal interrupts, and
+Python raises KeyboardInterrupt."""
 
 from __future__ import annotations
 
@@ -44,7 +45,7 @@ def test_ctrl_c_interrupts_a_waiting_iteration(tmp_path: Path) -> None:
     try:
         assert proc.stdout is not None
         assert proc.stdout.readline().strip() == "iterating"
-        time.sleep(0.1)  # now waiting in Go for the first batch (about 0.7 s)
+        time.sleep(0.1)  # now waiting on the pipe for the first batch (about 0.7 s)
         sent = time.monotonic()
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=10)
