@@ -279,7 +279,17 @@ class _GoLoader:
         except BaseException:
             # Ctrl-C, or a broken pipe: what was not written is reported
             # next time (a write of at most PIPE_BUF is whole or nothing).
-            done = max(0, written // 2 - len(unused))
+            # An unused batch not returned gives back its buffers as freed
+            # ones, and its description waits to be reported (or freed by
+            # close) with the others.
+            records = written // 2
+            for addr in unused[records:]:
+                _, _, _, _, _, ncols, _, cols, _ = BATCH.unpack(ctypes.string_at(addr, BATCH.size))
+                for f in tensors_fields(cols, ncols):
+                    if f[7]:
+                        self.lib.free_buffer(f[7], f[8])
+                self._unreported.append(addr)
+            done = max(0, records - len(unused))
             self._unreported = unreported[done:] + self._unreported
             rest = freed[max(0, done - len(unreported)) :]
             if rest:

@@ -135,3 +135,33 @@ def test_next_batch_serves_callers_that_do_not_stream(rows_ds: loch.Dataset) -> 
         go.close()
     assert sorted(np.concatenate(ys).tolist()) == list(range(1001))
     assert loch.buffer_stats()["live"] == before
+
+
+def test_an_interrupted_close_loses_no_buffer(rows_ds: loch.Dataset, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Ctrl-C during close's last report, with batches read ahead that the
+    # loop never got: their buffers still come back.
+    import os
+
+    import loch.loader
+    from loch.loader import STREAM_RECORD
+
+    before = loch.buffer_stats()["live"]
+    loader = rows_ds.numpy(batch_size=10, prefetch_batches=16)
+    it = iter(loader)
+    first = next(it)
+    go = loader._active
+    assert go is not None and go._fds is not None
+    threading.Event().wait(0.2)  # Go streams more
+    go._records.extend(STREAM_RECORD.iter_unpack(os.read(go._fds[0], 16 * STREAM_RECORD.size)))
+    assert go._records, "nothing read ahead"
+
+    def interrupted(fd: int, data: bytes) -> int:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(loch.loader.os, "write", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        it.close()
+    monkeypatch.undo()
+    assert go._h.closed
+    del first
+    assert loch.buffer_stats()["live"] == before
