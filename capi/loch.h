@@ -61,8 +61,9 @@ enum {
  * The kinds of loch_loader_stream's records: 16 bytes each, an int64 kind
  * and a uint64 value, in native byte order. From the loader: a batch (the
  * address of its loch_batch), then the end (the status that ended the
- * stream: LOCH_EOF, or an error that loch_loader_stream_end describes).
- * From the caller: a batch's description read (Go frees it), a sample
+ * stream: LOCH_EOF, or an error that loch_loader_stream_end describes),
+ * and a request for the caller's reports when Go waits for them to send
+ * the next batch. From the caller: a batch's description read (Go frees it), a sample
  * buffer given back (as loch_buffer_free), a batch read and not used (Go
  * frees it and its buffers).
  */
@@ -71,7 +72,8 @@ enum {
 	LOCH_STREAM_END = 1,
 	LOCH_STREAM_DONE = 2,
 	LOCH_STREAM_FREED = 3,
-	LOCH_STREAM_RETURN = 4
+	LOCH_STREAM_RETURN = 4,
+	LOCH_STREAM_WAITING = 5
 };
 
 /* Layouts of a column's samples in memory. */

@@ -43,6 +43,7 @@ import (
 //	  LOCH_STREAM_END, the status that ended the stream: LOCH_EOF at the
 //	      end of the epoch, else an error (loch_loader_stream_end gives its
 //	      message). Nothing follows it.
+//	  LOCH_STREAM_WAITING, 0: Go waits for reports to send the next batch
 //	caller -> Go (the report pipe):
 //	  LOCH_STREAM_DONE, the address of a loch_batch the caller has read
 //	      (Go frees the description; its sample buffers stay the caller's)
@@ -54,8 +55,9 @@ import (
 // At most depth batches are taken from the loader and not yet reported
 // done or returned, and while more than one is, their sample bytes are
 // under a quarter of the loader's prefetch_bytes (so that batches waiting
-// for the caller add at most that to the memory the loader bounds): the
-// caller must report every batch it read before it waits for the next. A caller that stops early returns
+// for the caller add at most that to the memory the loader bounds). When
+// that holds Go back, it writes LOCH_STREAM_WAITING first: the caller
+// must then report the batches it is done with. A caller that stops early returns
 // the batches it read and will not use before loch_loader_close; close
 // takes back those it never read.
 
@@ -228,7 +230,20 @@ func (s *stream) feed() {
 func (s *stream) waitRoom() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for s.ctx.Err() == nil && (len(s.sent) >= s.depth || (len(s.sent) > 0 && s.bytes >= s.limit)) {
+	full := func() bool {
+		return s.ctx.Err() == nil && (len(s.sent) >= s.depth || (len(s.sent) > 0 && s.bytes >= s.limit))
+	}
+	if full() {
+		// Ask the caller for its reports: it may be waiting for a batch
+		// with reports it holds back.
+		s.mu.Unlock()
+		err := s.put(C.LOCH_STREAM_WAITING, 0)
+		s.mu.Lock()
+		if err != nil {
+			return false
+		}
+	}
+	for full() {
 		s.room.Wait()
 	}
 	return s.ctx.Err() == nil

@@ -115,7 +115,7 @@ assert BATCH.size == ctypes.sizeof(BatchOut)
 # bench/RESULTS.md, issue 17); up to STREAM_READ records read at once;
 # PIPE_BUF, the most bytes a pipe writes whole (POSIX: at least 512).
 STREAM_RECORD = struct.Struct("=qQ")
-STREAM_BATCH, STREAM_END, STREAM_DONE, STREAM_FREED, STREAM_RETURN = 0, 1, 2, 3, 4
+STREAM_BATCH, STREAM_END, STREAM_DONE, STREAM_FREED, STREAM_RETURN, STREAM_WAITING = 0, 1, 2, 3, 4, 5
 STREAM_DEPTH = 8
 STREAM_READ = 64
 STREAM_PIPE_BUF = 512
@@ -187,8 +187,8 @@ class _GoLoader:
     the Go runtime to find and to give back (bench/RESULTS.md, issue 17).
     Python reports the descriptions it has read, with the sample buffers it
     has freed (see :meth:`loch._library.Library.free_buffer`), over a second
-    pipe: before it waits for a batch, and every ``STREAM_DEPTH // 2``
-    batches."""
+    pipe: every ``STREAM_DEPTH // 2`` batches, and when Go asks for them
+    (it waits for them to take the next batch)."""
 
     def __init__(self, source: Source, config: Mapping[str, Any]) -> None:
         self._h = source._start_loader(self, config)
@@ -214,26 +214,29 @@ class _GoLoader:
         if self._h.closed:
             raise Closed("the loader is closed")
         records = self._records
-        if not records:
-            if self._end is not None:
-                return self._ended()
-            self.lib.check()  # a forked child must not read its parent's pipe
-            fd = (self._fds or self._open_stream())[0]
-            if self._unreported:
-                # Go may be waiting for them to send the next batch (the
-                # consumer has used them: it is asking for the next).
+        while True:
+            if not records:
+                if self._end is not None:
+                    return self._ended()
+                self.lib.check()  # a forked child must not read its parent's pipe
+                fd = (self._fds or self._open_stream())[0]
+                t0 = time.perf_counter()
+                data = os.read(fd, STREAM_READ * STREAM_RECORD.size)
+                self._waited += time.perf_counter() - t0
+                if not data:  # Go closed its end: the loader was closed meanwhile
+                    if self._h.closed:
+                        raise Closed("the loader is closed")
+                    raise InternalError("loch_loader_stream: the batch pipe ended without an end record")
+                # Go writes whole records, and a pipe keeps each write whole.
+                records.extend(STREAM_RECORD.iter_unpack(data))
+            kind, value = records.popleft()
+            if kind == STREAM_BATCH:
+                break
+            if kind == STREAM_WAITING:
+                # Go waits for the batches the consumer is done with (it is
+                # asking for the next, so all it got before).
                 self._report()
-            t0 = time.perf_counter()
-            data = os.read(fd, STREAM_READ * STREAM_RECORD.size)
-            self._waited += time.perf_counter() - t0
-            if not data:  # Go closed its end: the loader was closed meanwhile
-                if self._h.closed:
-                    raise Closed("the loader is closed")
-                raise InternalError("loch_loader_stream: the batch pipe ended without an end record")
-            # Go writes whole records, and a pipe keeps each write whole.
-            records.extend(STREAM_RECORD.iter_unpack(data))
-        kind, value = records.popleft()
-        if kind != STREAM_BATCH:
+                continue
             self._end = value
             return self._ended()
         self._taken += 1
