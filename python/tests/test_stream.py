@@ -75,8 +75,8 @@ def test_a_break_takes_back_what_was_streamed(rows_ds: loch.Dataset) -> None:
 
 def test_one_batch_at_a_time_under_a_small_byte_budget(rows_ds: loch.Dataset) -> None:
     # A prefetch_bytes smaller than a batch lets one batch at a time wait
-    # in the stream: the consumer must report each batch before it waits
-    # for the next, or both sides would wait for ever.
+    # in the stream: Go asks for the consumer's reports (a
+    # LOCH_STREAM_WAITING record), or both sides would wait for ever.
     result: dict[str, Any] = {}
 
     def run() -> None:
