@@ -57,9 +57,12 @@ import (
 // under a quarter of the loader's prefetch_bytes (so that batches waiting
 // for the caller add at most that to the memory the loader bounds). When
 // that holds Go back, it writes LOCH_STREAM_WAITING first: the caller
-// must then report the batches it is done with. A caller that stops early returns
-// the batches it read and will not use before loch_loader_close; close
-// takes back those it never read.
+// must then report the batches it is done with. A caller that stops early
+// returns the batches it read and will not use before loch_loader_close;
+// close takes back those it never read. A description the caller read and
+// did not report stays valid after close, until the caller frees it
+// (loch_batch_free, and its buffers with loch_buffer_free when it did not
+// take them): so a close from another thread never frees one in use.
 
 const recordSize = 16
 
@@ -328,9 +331,8 @@ func (s *stream) take(n int) {
 
 // close stops the stream: the feeder first, then the reader, once it has
 // read what the caller wrote before; the batches written and never read
-// are taken back (descriptions and buffers), and the descriptions the
-// caller read and did not report are freed. The caller's arrays stay
-// valid: their buffers are the caller's. Called with lo.mu not held.
+// are taken back (descriptions and buffers). What the caller read and did
+// not report stays the caller's. Called with lo.mu not held.
 func (s *stream) close() {
 	s.cancel()
 	s.mu.Lock()
@@ -367,9 +369,8 @@ func (s *stream) close() {
 		delete(s.sent, cb)
 		freeWhole(cb)
 	}
-	for cb := range s.sent {
-		freeBatch(cb)
-	}
+	// The rest the caller read: theirs to report before close or to free
+	// (loch_batch_free) after it.
 	s.sent = nil
 }
 

@@ -274,7 +274,9 @@ class Dataset:
         self._lib = lib
         self._schema: tuple[str, Schema] | None = None
         self._url: str | None = None
-        self._loaders: weakref.WeakSet[Handle] = weakref.WeakSet()  # Go loaders reading this handle
+        # Go loaders reading this handle: their owners (loch.loader's, which
+        # report what they hold before they close the handle), else handles.
+        self._loaders: weakref.WeakSet[Any] = weakref.WeakSet()
         self._view: tuple[int, Dataset] | None = None  # (pid, this snapshot opened there) in a forked process
         self._at = self._reopener_at(self._h.lib.call_string("loch_dataset_version", self._h.value))
 
@@ -871,7 +873,7 @@ class Dataset:
         out = c_uintptr()
         here._h.call("loch_loader_new", json.dumps(config).encode(), ctypes.byref(out))
         handle = Handle(owner, here._h.lib, out.value, "loch_loader_close", "loader")
-        here._loaders.add(handle)
+        here._loaders.add(_closer(owner, handle))
         return handle
 
     def _reopener(self) -> _Reopener:
@@ -943,8 +945,15 @@ def start_mix_loader(
              json.dumps(config).encode(), ctypes.byref(out))  # fmt: skip
     handle = Handle(owner, lib, out.value, "loch_loader_close", "loader")
     for d in here:
-        d._loaders.add(handle)
+        d._loaders.add(_closer(owner, handle))
     return handle
+
+
+def _closer(owner: object, handle: Handle) -> Any:
+    """What a dataset's close closes of a loader: its owner when the owner
+    closes it (loch.loader's _GoLoader, which first reports to Go what it
+    holds, under its lock), else its handle."""
+    return owner if callable(getattr(owner, "close", None)) else handle
 
 
 @dataclass(frozen=True)

@@ -29,10 +29,11 @@ import ctypes
 import json
 import os
 import struct
+import threading
 import time
 import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any, Protocol, TypedDict
+from typing import Any, Protocol, TypedDict, TypeVar
 
 import numpy as np
 
@@ -44,6 +45,8 @@ from .dtypes import VARIABLE
 from .epochs import Epochs
 from .errors import Closed, InternalError, InvalidArgument
 from .schema import Schema
+
+T = TypeVar("T")
 
 __all__ = ["Loader", "LoaderOptions", "CommonLoaderOptions", "Source", "Batch", "Transform"]
 
@@ -200,6 +203,10 @@ class _GoLoader:
         self._taken = 0  # batches next returned
         self._waited = 0.0  # seconds next blocked on the pipe
         self._end: int | None = None  # the status of the end record, once read
+        # Held while a description is read (next, take, close), not while
+        # next waits on the pipe: a close from another thread never frees
+        # a description that is being converted.
+        self._lock = threading.RLock()
 
     def _open_stream(self) -> tuple[int, int]:
         bfd, rfd = ctypes.c_int(-1), ctypes.c_int(-1)
@@ -209,8 +216,20 @@ class _GoLoader:
         return self._fds
 
     def next(self) -> int | None:
-        """The address of the next batch's loch_batch (valid until close;
-        its buffers are the caller's), or None at the end of the epoch."""
+        """The address of the next batch's loch_batch (valid until the next
+        call or close; its buffers are the caller's), or None at the end of
+        the epoch."""
+        with self._lock:
+            return self._next()
+
+    def take(self, use: Callable[[int], T]) -> T | None:
+        """``use(address)`` of the next batch's loch_batch, called while a
+        close from another thread waits; None at the end of the epoch."""
+        with self._lock:
+            addr = self._next()
+            return None if addr is None else use(addr)
+
+    def _next(self) -> int | None:
         if self._h.closed:
             raise Closed("the loader is closed")
         records = self._records
@@ -221,14 +240,22 @@ class _GoLoader:
                 self.lib.check()  # a forked child must not read its parent's pipe
                 fd = (self._fds or self._open_stream())[0]
                 t0 = time.perf_counter()
-                data = os.read(fd, STREAM_READ * STREAM_RECORD.size)
+                self._lock.release()
+                try:
+                    data = os.read(fd, STREAM_READ * STREAM_RECORD.size)
+                finally:
+                    self._lock.acquire()
                 self._waited += time.perf_counter() - t0
-                if not data:  # Go closed its end: the loader was closed meanwhile
-                    if self._h.closed:
-                        raise Closed("the loader is closed")
-                    raise InternalError("loch_loader_stream: the batch pipe ended without an end record")
                 # Go writes whole records, and a pipe keeps each write whole.
-                records.extend(STREAM_RECORD.iter_unpack(data))
+                got = STREAM_RECORD.iter_unpack(data)
+                if self._h.closed:  # closed while this thread waited
+                    for kind, value in got:
+                        if kind == STREAM_BATCH:  # read here, so Go did not take it back
+                            self._free_whole(value)
+                    raise Closed("the loader is closed")
+                if not data:
+                    raise InternalError("loch_loader_stream: the batch pipe ended without an end record")
+                records.extend(got)
             kind, value = records.popleft()
             if kind == STREAM_BATCH:
                 break
@@ -287,17 +314,29 @@ class _GoLoader:
             # close) with the others.
             records = written // 2
             for addr in unused[records:]:
-                _, _, _, _, _, ncols, _, cols, _ = BATCH.unpack(ctypes.string_at(addr, BATCH.size))
-                for f in tensors_fields(cols, ncols):
-                    if f[7]:
-                        self.lib.free_buffer(f[7], f[8])
+                self._free_buffers(addr)
                 self._unreported.append(addr)
             done = max(0, records - len(unused))
             self._unreported = unreported[done:] + self._unreported
             rest = freed[max(0, done - len(unreported)) :]
             if rest:
                 self.lib.give_back_freed(rest, freed_bytes if len(rest) == len(freed) else 0)
+            if self._h.closed:  # by another thread (Dataset.close): Go stopped reading
+                raise Closed("the loader is closed") from None
             raise
+
+    def _free_buffers(self, addr: int) -> None:
+        """Gives back the sample buffers of the batch at addr."""
+        _, _, _, _, _, ncols, _, cols, _ = BATCH.unpack(ctypes.string_at(addr, BATCH.size))
+        for f in tensors_fields(cols, ncols):
+            if f[7]:
+                self.lib.free_buffer(f[7], f[8])
+
+    def _free_whole(self, addr: int) -> None:
+        """Frees the batch at addr, description and buffers (one read from
+        the pipe that no one will use)."""
+        self._free_buffers(addr)
+        self.lib.cdll.loch_batch_free(addr)
 
     def __len__(self) -> int:
         out = ctypes.c_int64()
@@ -320,16 +359,30 @@ class _GoLoader:
 
     def close(self) -> None:
         """Reports what is left to report, closes the Go loader (which takes
-        back the batches written and not read) and the pipes."""
-        try:
-            if self.lib.usable and not self._h.closed:
-                unused = [v for k, v in self._records if k == STREAM_BATCH]
+        back the batches written and not read) and the pipes. The
+        descriptions that could not be reported are freed here."""
+        with self._lock:
+            try:
+                if self.lib.usable and not self._h.closed:
+                    unused = [v for k, v in self._records if k == STREAM_BATCH]
+                    self._records.clear()
+                    with contextlib.suppress(Closed):  # closed meanwhile by another thread
+                        self._report(unused)
+            finally:
+                self._h.close()
+                if self.lib.usable:
+                    # What could not be reported (the handle closed first:
+                    # Dataset.close): batches read and never returned, and
+                    # the descriptions of those returned.
+                    for kind, value in self._records:
+                        if kind == STREAM_BATCH:
+                            self._free_whole(value)
+                    for addr in self._unreported:
+                        self.lib.cdll.loch_batch_free(addr)
                 self._records.clear()
-                self._report(unused)
-        finally:
-            self._h.close()
-            if self._fds_closer is not None:
-                self._fds_closer()
+                self._unreported = []
+                if self._fds_closer is not None:
+                    self._fds_closer()
 
 
 def _close_fds(fds: tuple[int, int]) -> None:
@@ -675,11 +728,11 @@ class Loader:
         ended = False
         try:
             while True:
-                p = go.next()
-                if p is None:
+                batch = go.take(lambda p: self._convert(go, p))
+                if batch is None:
                     ended = True
                     break
-                yield self._finish(go, p, convert)
+                yield self._finish(batch, convert)
         finally:
             if self._active is go:
                 self._active = None
@@ -706,15 +759,14 @@ class Loader:
         """
         go = _GoLoader(self._source(), dict(self.config(), prefetch_batches=1))
         try:
-            p = go.next()
-            return None if p is None else self._finish(go, p, None)
+            batch = go.take(lambda p: self._convert(go, p))
+            return None if batch is None else self._finish(batch, None)
         finally:
             go.close()
 
-    def _finish(self, go: _GoLoader, p: Any, convert: Callable[[Batch], Batch] | None) -> Batch:
-        """A Go batch through the Python stages: numpy arrays, the sample
-        transform, ``convert``, the batch transform."""
-        batch = self._convert(go, p)
+    def _finish(self, batch: Batch, convert: Callable[[Batch], Batch] | None) -> Batch:
+        """A batch of numpy arrays (:meth:`_convert`) through the Python
+        stages: the sample transform, ``convert``, the batch transform."""
         if self._sample_transform is not None:
             batch = per_sample(batch, self._sample_transform, self.columns, self.row_keys)
         if convert is not None:

@@ -165,3 +165,33 @@ def test_an_interrupted_close_loses_no_buffer(rows_ds: loch.Dataset, monkeypatch
     assert go._h.closed
     del first
     assert loch.buffer_stats()["live"] == before
+
+
+def test_a_close_from_another_thread(rows_path: Any) -> None:
+    # Closing the dataset while another thread iterates its loader, at
+    # different moments: the loop ends (Closed, or the epoch's end), and
+    # every buffer comes back, read ahead or not.
+    import time
+
+    for trial in range(12):
+        ds = loch.open(str(rows_path))
+        before = loch.buffer_stats()["live"]
+        seen: list[int] = []
+        ended: list[str] = []
+
+        def consume() -> None:
+            try:
+                for b in ds.numpy(batch_size=10, prefetch_batches=16):
+                    seen.append(int(b["index"].sum()))
+                ended.append("epoch")
+            except loch.Closed:
+                ended.append("closed")
+
+        t = threading.Thread(target=consume)
+        t.start()
+        time.sleep(0.001 * trial)
+        ds.close()
+        t.join(60)
+        assert not t.is_alive()
+        assert len(ended) == 1, f"trial {trial}"
+        assert loch.buffer_stats()["live"] == before, f"trial {trial}: {ended}, {len(seen)} batches"
