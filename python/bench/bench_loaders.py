@@ -200,13 +200,16 @@ def run_pytorch(res: Result, spec: dict[str, Any]) -> Result:
     loader = ds.pytorch(batch_size=spec["batch_size"], shuffle=True, seed=0, columns=COLUMNS, transform=transform)
     for _ in loader:
         pass
-    samples = 0
+    samples = batches = 0
     with measure() as m:
+        cpu = time.thread_time()
         for epoch in range(spec["epochs"]):
             loader.set_epoch(epoch)
             for batch in loader:
                 samples += len(batch["index"])
-    res.extra = {"wait_share": loader.stats().get("wait_share")}
+                batches += 1
+        cpu = time.thread_time() - cpu
+    res.extra = {"wait_share": loader.stats().get("wait_share"), "consumer_us": 1e6 * cpu / max(batches, 1)}
     return _finish(res, samples, m)
 
 
@@ -225,7 +228,10 @@ def run_abi(res: Result, spec: dict[str, Any]) -> Result:
     ds = loch.open(spec["dataset"])
     transform = {"image": spec["transform"]} if spec.get("transform") else None
 
+    batches = 0
+
     def epoch(e: int) -> int:
+        nonlocal batches
         go = Loader(ds, batch_size=spec["batch_size"], shuffle=True, seed=0, columns=COLUMNS,
                     transform=transform)._start(None, e)  # fmt: skip
         lib, n = go.lib, 0
@@ -233,6 +239,7 @@ def run_abi(res: Result, spec: dict[str, Any]) -> Result:
             while (addr := go.next()) is not None:
                 _, _, rows, _, _, ncols, _, cols, _ = BATCH.unpack(ctypes.string_at(addr, BATCH.size))
                 n += rows
+                batches += 1
                 for k in range(ncols):  # given back to Go with the next batch
                     f = TENSOR.unpack(ctypes.string_at(cols + k * TENSOR.size, TENSOR.size))
                     lib.free_buffer(f[7], f[8])
@@ -241,10 +248,13 @@ def run_abi(res: Result, spec: dict[str, Any]) -> Result:
         return n
 
     epoch(0)
-    samples = 0
+    samples, batches = 0, 0
     with measure() as m:
+        cpu = time.thread_time()
         for e in range(spec["epochs"]):
             samples += epoch(e)
+        cpu = time.thread_time() - cpu
+    res.extra = {"consumer_us": 1e6 * cpu / max(batches, 1)}
     return _finish(res, samples, m)
 
 
@@ -519,8 +529,12 @@ def combine(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
         row["rounds"].append(r["samples_per_s"])
         row["load1"], row["other_cores"] = max(row["load1"], r["load1"]), max(row["other_cores"], r["other_cores"])
         row["idle"] = row["idle"] and r["idle"]
+        if "consumer_us" in r.get("extra", {}):
+            row.setdefault("consumer_us_rounds", []).append(r["extra"]["consumer_us"])
     for row in rows.values():
         row["samples_per_s"] = statistics.median(row["rounds"])
+        if row.get("consumer_us_rounds"):
+            row["consumer_us"] = statistics.median(row["consumer_us_rounds"])
     return list(rows.values())
 
 
@@ -532,7 +546,10 @@ def report(results: list[dict[str, Any]]) -> dict[str, Any]:
 
     def note(r: dict[str, Any]) -> str:
         flag = "" if r["idle"] else ", NOT IDLE"
-        return f"load <= {r['load1']:.2f}, other cores <= {r['other_cores']:.2f}{flag}"
+        # The consumer thread's CPU per batch (median of the rounds): less
+        # hurt by other load than samples/s.
+        cpu = f", consumer {r['consumer_us']:.0f} us/batch" if "consumer_us" in r else ""
+        return f"load <= {r['load1']:.2f}, other cores <= {r['other_cores']:.2f}{cpu}{flag}"
 
     go_rows = [r for r in rows if r["comparison"] == "go"]
     if go_rows:
@@ -552,6 +569,7 @@ def report(results: list[dict[str, Any]]) -> dict[str, Any]:
                 ratio, per_round = f"{q:.3f}", f"{pq:.3f}"
                 if task == "pytorch":
                     summary[r["name"] + "/go"] = {"ratio": q, "round_ratios": qs, "median_round_ratio": pq,
+                                                  "consumer_us_per_batch": r.get("consumer_us"),
                                                   "target": GO_TARGET, "met": q >= GO_TARGET}  # fmt: skip
             rounds = " ".join(f"{v:.0f}" for v in r["rounds"])
             print(f"{r['what']:38} {r['samples_per_s']:10.0f}  {ratio:>6}  {per_round:>9}  {rounds:24}  {note(r)}")
