@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
@@ -82,13 +83,18 @@ func browse(t *testing.T, exe, u, prefix string) {
 	s, err := New(ctx, u, Options{Log: testLog{t}})
 	require.NoError(t, err)
 	defer s.Close()
-	// flaky answers 503 to the next grid pages it is told to, as a proxy
-	// or an overloaded server would: the page must try them again.
-	var flaky atomic.Int32
+	// flaky answers flakyCode (503 unless set) to the next grid pages it
+	// is told to, as a proxy or an overloaded server would: the page must
+	// try a 503 again, and offer to try again after a 400.
+	var flaky, flakyCode atomic.Int32
 	ts := httptest.NewServer(nil)
 	ts.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasSuffix(r.URL.Path, "/grid") && r.URL.Query().Get("start") != "" && flaky.Add(-1) >= 0 {
-			http.Error(w, "injected: service unavailable", http.StatusServiceUnavailable)
+			code := int(flakyCode.Load())
+			if code == 0 {
+				code = http.StatusServiceUnavailable
+			}
+			http.Error(w, "injected: "+http.StatusText(code), code)
 			return
 		}
 		s.ServeHTTP(w, r)
@@ -188,7 +194,25 @@ func browse(t *testing.T, exe, u, prefix string) {
 	}
 	require.Equal(t, total, n, "every row once")
 	require.Less(t, flaky.Load(), int32(0), "the injected failures were met")
+
+	// An error that trying again will not mend stops the grid with its
+	// message and a button; the button tries again.
+	flakyCode.Store(http.StatusBadRequest)
+	flaky.Store(1)
+	var shownErr string
+	require.NoError(t, chromedp.Run(bctx,
+		network.SetCacheDisabled(true), // the grid pages are cached: ask the server again
+		chromedp.Navigate(ts.URL+base),
+		chromedp.Poll(`(window.scrollTo(0, document.body.scrollHeight), document.getElementById("more").classList.contains("error"))`, &polled, chromedp.WithPollingInterval(5*time.Millisecond), patient),
+		chromedp.Text("#more", &shownErr, chromedp.ByID),
+		chromedp.Click("#more button", chromedp.ByQuery),
+		chromedp.Poll(fmt.Sprintf(`(window.scrollTo(0, document.body.scrollHeight), document.querySelectorAll("#grid article.card").length >= %d && document.getElementById("more").classList.contains("done"))`, total), &polled, chromedp.WithPollingInterval(5*time.Millisecond), patient),
+		cards(&n),
+	))
+	require.Contains(t, shownErr, "injected: Bad Request")
+	require.Equal(t, total, n, "every row once after trying again")
 	flaky.Store(0)
+	flakyCode.Store(0)
 
 	// A query typed in the box narrows the grid to its rows.
 	q := "SELECT * FROM ds WHERE label = 'bird' AND _pos < 40"
