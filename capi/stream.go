@@ -303,12 +303,9 @@ func (s *stream) readReports() {
 // the have bytes of a record read in part before.
 func (s *stream) take(n int) {
 	s.have += max(n, 0)
-	whole := s.have - s.have%recordSize
 	var freed []unsafe.Pointer
-	buf := s.buf
-	for i := 0; i < whole; i += recordSize {
-		v := recordPointer(buf[i:])
-		switch binary.NativeEndian.Uint64(buf[i:]) {
+	s.have = eachRecord(s.buf[:s.have], func(kind uint64, v unsafe.Pointer) {
+		switch kind {
 		case C.LOCH_STREAM_DONE:
 			if cb := (*C.loch_batch)(v); s.reported(cb) { // not a stranger's pointer, nor one reported twice
 				freeBatch(cb)
@@ -322,11 +319,20 @@ func (s *stream) take(n int) {
 				freed = append(freed, v)
 			}
 		}
-	}
+	})
 	if len(freed) > 0 {
 		pool.releaseAll(freed)
 	}
-	s.have = copy(buf, buf[whole:s.have])
+}
+
+// eachRecord calls f with each whole record in buf, moves the bytes of a
+// record cut short to the start of buf and returns their count.
+func eachRecord(buf []byte, f func(kind uint64, v unsafe.Pointer)) int {
+	whole := len(buf) - len(buf)%recordSize
+	for i := 0; i < whole; i += recordSize {
+		f(binary.NativeEndian.Uint64(buf[i:]), recordPointer(buf[i:]))
+	}
+	return copy(buf, buf[whole:])
 }
 
 // close stops the stream: the feeder first, then the reader, once it has
@@ -355,12 +361,7 @@ func (s *stream) close() {
 		s.take(n)
 	}
 	s.in.Close()
-	var unread []*C.loch_batch
-	for _, p := range drainRecords(s.drain) {
-		if p.kind == C.LOCH_STREAM_BATCH {
-			unread = append(unread, (*C.loch_batch)(p.v))
-		}
-	}
+	unread := drainBatches(s.drain)
 	unix.Close(s.drain)
 	for _, cb := range unread {
 		if _, ok := s.sent[cb]; !ok {
@@ -385,20 +386,15 @@ func freeWhole(cb *C.loch_batch) {
 	freeBatch(cb)
 }
 
-type record struct {
-	kind int
-	v    unsafe.Pointer
-}
-
 // recordPointer is the value of the record at rec as the C address it is.
 func recordPointer(rec []byte) unsafe.Pointer {
 	return *(*unsafe.Pointer)(unsafe.Pointer(&rec[8]))
 }
 
-// drainRecords reads the records waiting in the pipe at fd (a blocking
-// descriptor) without waiting for more.
-func drainRecords(fd int) []record {
-	var out []record
+// drainBatches reads the records waiting in the pipe at fd (a blocking
+// descriptor), without waiting for more, and returns their batches.
+func drainBatches(fd int) []*C.loch_batch {
+	var out []*C.loch_batch
 	buf := make([]byte, 256*recordSize)
 	var have int
 	for {
@@ -416,12 +412,11 @@ func drainRecords(fd int) []record {
 		if err != nil || m <= 0 {
 			break
 		}
-		have += m
-		whole := have - have%recordSize
-		for i := 0; i < whole; i += recordSize {
-			out = append(out, record{int(binary.NativeEndian.Uint64(buf[i:])), recordPointer(buf[i:])})
-		}
-		have = copy(buf, buf[whole:have])
+		have = eachRecord(buf[:have+m], func(kind uint64, v unsafe.Pointer) {
+			if kind == C.LOCH_STREAM_BATCH {
+				out = append(out, (*C.loch_batch)(v))
+			}
+		})
 	}
 	return out
 }

@@ -726,9 +726,13 @@ class Loader:
         """
         go = self._start(split, epoch)
         ended = False
+
+        def convert_go(p: int) -> Batch:
+            return self._convert(go, p)
+
         try:
             while True:
-                batch = go.take(lambda p: self._convert(go, p))
+                batch = go.take(convert_go)
                 if batch is None:
                     ended = True
                     break
