@@ -1,6 +1,7 @@
 package main
 
 /*
+#include <sys/ioctl.h>
 #include "loch.h"
 */
 import "C"
@@ -13,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -63,20 +65,29 @@ import (
 // did not report stays valid after close, until the caller frees it
 // (loch_batch_free, and its buffers with loch_buffer_free when it did not
 // take them): so a close from another thread never frees one in use.
+//
+// A caller that reads faster than the loader makes batches finds the pipe
+// empty and would wake for each batch. Go then holds batches back and
+// writes several records in one write (see hold): at most 4, for at most
+// 5 ms, never the stream's first 4 and never more than the bounds above
+// allow; the stream's end writes what is held first.
 
 const recordSize = 16
 
 // stream is a loader's stream state.
 type stream struct {
-	lo    *loaderObj
-	out   *os.File // write end of the batch pipe
-	drain int      // Go's read end of the batch pipe: close takes back what the caller did not read
-	in    *os.File // read end of the report pipe (non-blocking, in Go's poller)
-	inFD  int      // its descriptor, which close reads once the reader has stopped
-	buf   []byte   // the reader's, then close's: records read
-	have  int      // bytes in buf
-	depth int      // most batches sent and not reported
-	limit int64    // most bytes of them, unless there is only one
+	lo      *loaderObj
+	out     *os.File      // write end of the batch pipe
+	drain   int           // Go's read end of the batch pipe: close takes back what the caller did not read
+	in      *os.File      // read end of the report pipe (non-blocking, in Go's poller)
+	inFD    int           // its descriptor, which close reads once the reader has stopped
+	buf     []byte        // the reader's, then close's: records read
+	have    int           // bytes in buf
+	depth   int           // most batches sent and not reported
+	limit   int64         // most bytes of them, unless there is only one
+	group   int           // most batches the feeder holds back to write together (hold)
+	holdFor time.Duration // and for how long at most
+	batches int           // the feeder's: batches taken from the loader
 
 	ctx    context.Context // ended by close
 	cancel context.CancelFunc
@@ -155,22 +166,44 @@ func newStream(lo *loaderObj, depth int) (*stream, int, int, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &stream{
-		ctx:    ctx,
-		cancel: cancel,
-		lo:     lo,
-		out:    os.NewFile(uintptr(b[1]), "loch batch pipe"),
-		drain:  b[0],
-		in:     os.NewFile(uintptr(r[0]), "loch report pipe"),
-		inFD:   r[0],
-		buf:    make([]byte, 256*recordSize),
-		depth:  depth,
-		limit:  max(lo.prefetchBytes/4, 1),
-		sent:   map[*C.loch_batch]int64{},
-		fed:    make(chan struct{}),
-		read:   make(chan struct{}),
+		ctx:     ctx,
+		cancel:  cancel,
+		lo:      lo,
+		out:     os.NewFile(uintptr(b[1]), "loch batch pipe"),
+		drain:   b[0],
+		in:      os.NewFile(uintptr(r[0]), "loch report pipe"),
+		inFD:    r[0],
+		buf:     make([]byte, 256*recordSize),
+		depth:   depth,
+		limit:   max(lo.prefetchBytes/4, 1),
+		group:   streamGroup(depth),
+		holdFor: streamHold(),
+		sent:    map[*C.loch_batch]int64{},
+		fed:     make(chan struct{}),
+		read:    make(chan struct{}),
 	}
 	s.room = sync.NewCond(&s.mu)
 	return s, callerBatch, r[1], nil
+}
+
+// streamGroup is the most batches the feeder holds back: half the depth,
+// at most 4. $LOCH_STREAM_GROUP, read when the process starts, overrides
+// it (1: no groups), for measurements and tests.
+func streamGroup(depth int) int {
+	if v, err := strconv.Atoi(os.Getenv("LOCH_STREAM_GROUP")); err == nil && v >= 1 {
+		return min(v, depth)
+	}
+	return max(1, min(4, depth/2))
+}
+
+// streamHold is how long at most the feeder holds a batch back:
+// defaultHold, or $LOCH_STREAM_HOLD (a Go duration, such as "1ms"), for
+// measurements and tests.
+func streamHold() time.Duration {
+	if d, err := time.ParseDuration(os.Getenv("LOCH_STREAM_HOLD")); err == nil && d > 0 {
+		return d
+	}
+	return defaultHold
 }
 
 // pipe makes a pipe whose descriptors are closed on exec (as os.Pipe
@@ -191,19 +224,50 @@ func pipe() ([2]int, error) {
 // the record that ends the stream.
 func (s *stream) feed() {
 	defer close(s.fed)
+	var held []*C.loch_batch // taken and not written yet (see hold)
+	var heldAt time.Time     // when the first of them was taken
+	flush := func() error {
+		err := s.write(held)
+		if err != nil { // the caller's end is closed: no one reads them
+			s.forget(held)
+		}
+		held = held[:0]
+		return err
+	}
+	defer flush() //nolint:errcheck // stopped with batches held: close takes them back from the pipe
 	for {
+		if len(held) > 0 && !s.hold(held) {
+			if err := flush(); err != nil {
+				s.stop(fmt.Errorf("write to the batch pipe: %w", err))
+				return
+			}
+		}
 		if !s.waitRoom() {
 			s.stop(fmt.Errorf("loader is closed: %w", errClosed))
 			return
 		}
+		ctx, cancel := s.ctx, context.CancelFunc(func() {})
+		if len(held) > 0 {
+			ctx, cancel = context.WithDeadline(s.ctx, heldAt.Add(s.holdFor))
+		}
 		s.lo.mu.Lock()
-		b, err := s.lo.l.Next(s.ctx)
+		b, err := s.lo.l.Next(ctx)
 		s.lo.mu.Unlock()
+		cancel()
+		if err != nil && len(held) > 0 && errors.Is(err, context.DeadlineExceeded) && s.ctx.Err() == nil {
+			// Held long enough: the caller gets them now.
+			if err := flush(); err != nil {
+				s.stop(fmt.Errorf("write to the batch pipe: %w", err))
+				return
+			}
+			continue
+		}
 		if err != nil {
 			if s.ctx.Err() != nil {
 				err = fmt.Errorf("loader is closed: %w", errClosed)
 			}
 			s.stop(err)
+			flush() //nolint:errcheck // as below
 			code := C.LOCH_EOF
 			if !errors.Is(err, io.EOF) {
 				code = int(status(err))
@@ -220,9 +284,63 @@ func (s *stream) feed() {
 		s.sent[cb] = n
 		s.bytes += n
 		s.mu.Unlock()
-		if err := s.put(C.LOCH_STREAM_BATCH, uint64(uintptr(unsafe.Pointer(cb)))); err != nil {
-			s.stop(fmt.Errorf("write to the batch pipe: %w", err))
-			return
+		s.batches++
+		if len(held) == 0 {
+			heldAt = time.Now()
+		}
+		held = append(held, cb)
+	}
+}
+
+// defaultHold is the longest the feeder holds a batch back (hold): a
+// loader slower than that makes no groups, and its caller gets each batch
+// as it comes.
+const defaultHold = 5 * time.Millisecond
+
+// hold reports whether the feeder should keep the held batches back to
+// write them together with the next: so that a caller that reads faster
+// than the loader makes batches wakes once for several of them instead of
+// once for each (on a virtual machine a wake-up across cores costs tens
+// of microseconds of both sides' CPU; bench/RESULTS.md, issue 17). It
+// holds only while the pipe is empty (the caller has read everything:
+// it waits, or soon will; a caller that is behind reads without waiting,
+// and gets each batch at once), after the first group of the stream (no
+// wait for the first batch), while fewer than a group are held, while
+// another batch may be sent without waiting for reports, and for at most
+// holdFor.
+func (s *stream) hold(held []*C.loch_batch) bool {
+	if s.group <= 1 || len(held) >= s.group || s.batches <= s.group {
+		return false
+	}
+	// The bytes in the pipe, which the caller has not read.
+	if n, err := unix.IoctlGetInt(s.drain, C.FIONREAD); err != nil || n > 0 {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.sent) < s.depth && s.bytes < s.limit
+}
+
+// write writes the records of the batches in one write (a pipe keeps a
+// write of at most PIPE_BUF bytes whole).
+func (s *stream) write(batches []*C.loch_batch) error {
+	if len(batches) == 0 {
+		return nil
+	}
+	rec := make([]byte, 0, len(batches)*recordSize)
+	for _, cb := range batches {
+		rec = binary.NativeEndian.AppendUint64(rec, C.LOCH_STREAM_BATCH)
+		rec = binary.NativeEndian.AppendUint64(rec, uint64(uintptr(unsafe.Pointer(cb))))
+	}
+	_, err := s.out.Write(rec)
+	return err
+}
+
+// forget frees batches taken and never written, whole.
+func (s *stream) forget(batches []*C.loch_batch) {
+	for _, cb := range batches {
+		if s.reported(cb) {
+			freeWhole(cb)
 		}
 	}
 }

@@ -27,15 +27,15 @@ Value = Any
 
 class Buffer:
     """Owns one C buffer at ``ptr``; ``np.asarray`` views it without a copy:
-    ``nbytes`` bytes (uint8), or, given ``dtype`` and ``shape``, an array of
-    them (which must fit). Its memory goes back to Go when the last array
+    ``nbytes`` bytes (uint8), or, given ``typestr`` (a numpy dtype's
+    ``str``) and ``shape``, an array of them (which must fit). Its memory goes back to Go when the last array
     over it is gone (:meth:`loch._library.Library.free_buffer`: with a
     loader's next report to Go, at the latest within a bounded amount
     of memory)."""
 
     __slots__ = ("_lib", "_ptr", "_nbytes", "__array_interface__")
 
-    def __init__(self, lib: Library, ptr: int, nbytes: int, dtype: np.dtype | None = None,
+    def __init__(self, lib: Library, ptr: int, nbytes: int, typestr: str = "|u1",
                  shape: tuple[int, ...] | None = None) -> None:  # fmt: skip
         self._lib = lib
         self._ptr = ptr
@@ -43,7 +43,7 @@ class Buffer:
         self.__array_interface__ = {
             "version": 3,
             "shape": (nbytes,) if shape is None else shape,
-            "typestr": "|u1" if dtype is None else dtype.str,
+            "typestr": typestr,  # a numpy dtype's str (built anew each time it is read: cached in _dtype)
             "data": (ptr, False),
         }
 
@@ -117,17 +117,17 @@ def _shape(addr: int, ndim: int) -> tuple[int, ...]:
     return st.unpack(ctypes.string_at(addr, st.size)) if ndim else ()
 
 
-# dtype code -> (name, numpy dtype or None, whether an array can be made
-# from the buffer with the dtype's own typestr).
-_DTYPES: dict[int, tuple[str, np.dtype | None, bool]] = {}
+# dtype code -> (name, numpy dtype or None, the dtype's typestr when an
+# array can be made from the buffer with it, else None).
+_DTYPES: dict[int, tuple[str, np.dtype | None, str | None]] = {}
 
 
-def _dtype(code: int) -> tuple[str, np.dtype | None, bool]:
+def _dtype(code: int) -> tuple[str, np.dtype | None, str | None]:
     got = _DTYPES.get(code)
     if got is None:
         name = dtypes.name(code)
         dt = dtypes.numpy_dtype(name)
-        got = _DTYPES[code] = (name, dt, dt is not None and dt.kind != "V")
+        got = _DTYPES[code] = (name, dt, dt.str if dt is not None and dt.kind != "V" else None)
     return got
 
 
@@ -153,13 +153,13 @@ def tensor_value(lib: Library, t: TensorOut, *, stack: bool) -> tuple[Value, np.
 def fields_value(lib: Library, f: tuple[Any, ...], *, stack: bool) -> tuple[Value, np.ndarray | None, np.ndarray | None]:
     """:func:`tensor_value` of a tensor read with :func:`tensor_fields`."""
     _, code, layout, ndim, _, n, shape_p, data, nbytes, sample_shapes, sample_ndims, offsets_p, nulls_p = f
-    name, npdt, direct = _dtype(code)
+    name, npdt, typestr = _dtype(code)
     nulls = ints_at(nulls_p, n, BOOL) if nulls_p else None  # Go writes 0 or 1
     if layout == DENSE:
         shape = _shape(shape_p, ndim)
-        if data and direct:
+        if data and typestr:
             # One array straight over the buffer (the common case).
-            arr = np.asarray(Buffer(lib, data, nbytes, npdt, shape))
+            arr = np.asarray(Buffer(lib, data, nbytes, typestr, shape))
         else:
             raw = Buffer(lib, data, nbytes).array() if data else np.zeros(0, dtype=np.uint8)
             assert npdt is not None, name

@@ -191,7 +191,9 @@ class _GoLoader:
     Python reports the descriptions it has read, with the sample buffers it
     has freed (see :meth:`loch._library.Library.free_buffer`), over a second
     pipe: every ``STREAM_DEPTH // 2`` batches, and when Go asks for them
-    (it waits for them to take the next batch)."""
+    (it waits for them to take the next batch). When this consumer is
+    faster than the loader, Go writes several batches at once (at most 4,
+    held at most 5 ms), so that it wakes once for them."""
 
     def __init__(self, source: Source, config: Mapping[str, Any]) -> None:
         self._h = source._start_loader(self, config)
@@ -383,6 +385,23 @@ class _GoLoader:
                 self._unreported = []
                 if self._fds_closer is not None:
                     self._fds_closer()
+
+
+# (rows, sample shape) -> the ".shapes" array of a batch whose samples all
+# have that shape, copied for each batch (filling a new array from a tuple
+# costs several times the copy).
+_SAME_SHAPES: dict[tuple[int, tuple[int, ...]], np.ndarray] = {}
+
+
+def _same_shapes(n: int, shape: tuple[int, ...]) -> np.ndarray:
+    """A new (n, len(shape)) int64 array with ``shape`` in each row."""
+    t = _SAME_SHAPES.get((n, shape))
+    if t is None:
+        if len(_SAME_SHAPES) >= 256:
+            _SAME_SHAPES.clear()
+        t = _SAME_SHAPES[(n, shape)] = np.empty((n, len(shape)), dtype=np.int64)
+        t[:] = shape
+    return t.copy()
 
 
 def _close_fds(fds: tuple[int, int]) -> None:
@@ -789,9 +808,8 @@ class Loader:
             value, shapes, nulls = fields_value(go.lib, f, stack=True)
             out[name] = value
             if name in self._ragged:
-                if shapes is None:
-                    shapes = np.empty((n, value.ndim - 1), dtype=np.int64)
-                    shapes[:] = value.shape[1:]
+                if shapes is None:  # samples of one shape
+                    shapes = _same_shapes(n, value.shape[1:])
                 out[name + ".shapes"] = shapes
             if nulls is not None:
                 out[name + ".null"] = nulls

@@ -4,7 +4,9 @@ every Python loader reads its batches from."""
 from __future__ import annotations
 
 import ctypes
+import json
 import threading
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -13,6 +15,8 @@ import pytest
 import loch
 from loch._status import Status
 from loch.loader import STREAM_DEPTH, Loader
+
+from conftest import run_script
 
 
 def test_records_end_state_and_refusals(rows_ds: loch.Dataset) -> None:
@@ -88,6 +92,69 @@ def test_one_batch_at_a_time_under_a_small_byte_budget(rows_ds: loch.Dataset) ->
     t.join(120)
     assert not t.is_alive(), "the stream stalled"
     assert result["rows"] == 1001
+
+
+# Reads one epoch of a dataset's batches (loader options as JSON in argv[2])
+# and prints their row ids and how many batches each read of the pipe
+# returned.
+_GROUPS_SCRIPT = """
+import json, os, sys
+import loch
+from loch import loader as L
+
+reads = []
+real = os.read
+
+def counting_read(fd, n):
+    data = real(fd, n)
+    reads.append(sum(1 for kind, _ in L.STREAM_RECORD.iter_unpack(data) if kind == L.STREAM_BATCH))
+    return data
+
+os.read = counting_read
+ds = loch.open(sys.argv[1])
+ids = [int(i) for b in ds.numpy(**json.loads(sys.argv[2])) for i in b["index"]]
+print(json.dumps({"ids": ids, "reads": reads}))
+"""
+
+
+def _stream_groups(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, path: Path, group: int,
+                   **options: Any) -> dict[str, Any]:  # fmt: skip
+    monkeypatch.setenv("LOCH_STREAM_GROUP", str(group))
+    monkeypatch.setenv("LOCH_STREAM_HOLD", "1h")  # groups are made whatever the machine's speed
+    return json.loads(run_script(tmp_path, _GROUPS_SCRIPT, str(path), json.dumps(options)).stdout)
+
+
+def test_a_waiting_consumer_gets_batches_in_groups(
+    rows_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A consumer faster than the loader (here one worker decoding a large
+    # JPEG per batch) finds the pipe empty: Go holds batches back and
+    # writes them four at a time, so that the consumer wakes once for
+    # several (capi/stream.go, hold). The batches and their order are the
+    # same as without groups.
+    images = tmp_path / "images"
+    ds = loch.create(str(images), schema={"image": loch.Image("jpeg", shape=(384, 384, 3))})
+    ds.extend({"image": np.random.default_rng(5).integers(0, 256, (48, 384, 384, 3), dtype=np.uint8)})
+    ds.commit("noise")
+    ds.close()
+    slow = {"batch_size": 1, "workers": 1, "transform": {"image": "decode"}, "columns": ["image"]}
+    plain = _stream_groups(tmp_path, monkeypatch, images, 1, **slow)
+    grouped = _stream_groups(tmp_path, monkeypatch, images, 4, **slow)
+    assert sorted(plain["ids"]) == list(range(48))
+    assert grouped["ids"] == plain["ids"]
+    assert sum(grouped["reads"]) == sum(plain["reads"]) == 48
+    # One read per batch or close to it without groups (the consumer
+    # waits), one per group with them (the first four batches come one by
+    # one, so that the first is not held back).
+    assert len(plain["reads"]) > 24, plain["reads"]
+    assert len(grouped["reads"]) <= 4 + 44 // 4 + 4, grouped["reads"]
+    # No group waits for a batch that cannot come: not at the end of the
+    # epoch (201 batches of 5 rows), nor when the byte budget lets only one
+    # batch at a time wait (prefetch_bytes=64).
+    for budget in (256 << 20, 64):
+        got = _stream_groups(tmp_path, monkeypatch, rows_path, 4, batch_size=5, columns=["y"], prefetch_bytes=budget)
+        assert sorted(got["ids"]) == list(range(1001))
+        assert sum(got["reads"]) == 201
 
 
 def test_depth_bounds_what_go_takes_ahead(rows_ds: loch.Dataset) -> None:
