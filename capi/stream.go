@@ -34,7 +34,9 @@ import (
 // its description's address to the pipe; the caller reads it, blocking in
 // the kernel when none is there. The caller tells Go which descriptions it
 // is done with and which sample buffers it has freed over a second pipe,
-// read by a second goroutine. bench/RESULTS.md (issue 17) has the
+// which the feeder reads, without waiting, before it takes each batch (and
+// waits on only when the bounds below hold it back), so that a report
+// wakes no thread of Go's. bench/RESULTS.md (issue 17) has the
 // measurements.
 //
 // Records are 16 bytes in native byte order: a kind (int64) and a value
@@ -79,9 +81,8 @@ type stream struct {
 	lo      *loaderObj
 	out     *os.File      // write end of the batch pipe
 	drain   int           // Go's read end of the batch pipe: close takes back what the caller did not read
-	in      *os.File      // read end of the report pipe (non-blocking, in Go's poller)
-	inFD    int           // its descriptor, which close reads once the reader has stopped
-	buf     []byte        // the reader's, then close's: records read
+	in      int           // read end of the report pipe (non-blocking): the feeder reads it, then close
+	buf     []byte        // the feeder's, then close's: report records read
 	have    int           // bytes in buf
 	depth   int           // most batches sent and not reported
 	limit   int64         // most bytes of them, unless there is only one
@@ -93,13 +94,11 @@ type stream struct {
 	cancel context.CancelFunc
 
 	mu    sync.Mutex
-	room  *sync.Cond              // on mu: a report, or close
 	sent  map[*C.loch_batch]int64 // written and not reported: their sample bytes
 	bytes int64                   // the sum of sent
 	end   error                   // what ended the feeder: io.EOF or an error
 
-	fed  chan struct{} // closed when the feeder has stopped
-	read chan struct{} // closed when the report reader has stopped
+	fed chan struct{} // closed when the feeder has stopped
 }
 
 // loch_loader_stream switches the loader to streaming (see the records
@@ -134,7 +133,6 @@ func loch_loader_stream(h C.uintptr_t, depth C.int64_t, batchFD, reportFD *C.int
 	lo.stream.Store(s)
 	*batchFD, *reportFD = C.int(callerBatch), C.int(callerReport)
 	go s.feed()
-	go s.readReports()
 	return C.LOCH_OK
 }
 
@@ -152,8 +150,9 @@ func newStream(lo *loaderObj, depth int) (*stream, int, int, error) {
 		return nil, 0, 0, err
 	}
 	// The caller's ends stay blocking. Go's ends are separate open files
-	// (a pipe's two ends do not share their flags); its report end goes
-	// into the poller, so that close can end the reader's wait.
+	// (a pipe's two ends do not share their flags); its report end is
+	// non-blocking, read by the feeder when it is about to take a batch,
+	// and not in Go's poller: a report wakes no thread of Go's.
 	callerBatch, err := unix.FcntlInt(uintptr(b[0]), unix.F_DUPFD_CLOEXEC, 0)
 	if err == nil {
 		err = unix.SetNonblock(r[0], true)
@@ -171,8 +170,7 @@ func newStream(lo *loaderObj, depth int) (*stream, int, int, error) {
 		lo:      lo,
 		out:     os.NewFile(uintptr(b[1]), "loch batch pipe"),
 		drain:   b[0],
-		in:      os.NewFile(uintptr(r[0]), "loch report pipe"),
-		inFD:    r[0],
+		in:      r[0],
 		buf:     make([]byte, 256*recordSize),
 		depth:   depth,
 		limit:   max(lo.prefetchBytes/4, 1),
@@ -180,9 +178,7 @@ func newStream(lo *loaderObj, depth int) (*stream, int, int, error) {
 		holdFor: streamHold(),
 		sent:    map[*C.loch_batch]int64{},
 		fed:     make(chan struct{}),
-		read:    make(chan struct{}),
 	}
-	s.room = sync.NewCond(&s.mu)
 	return s, callerBatch, r[1], nil
 }
 
@@ -236,13 +232,14 @@ func (s *stream) feed() {
 	}
 	defer flush() //nolint:errcheck // stopped with batches held: close takes them back from the pipe
 	for {
+		open := s.reports()
 		if len(held) > 0 && !s.hold(held) {
 			if err := flush(); err != nil {
 				s.stop(fmt.Errorf("write to the batch pipe: %w", err))
 				return
 			}
 		}
-		if !s.waitRoom() {
+		if !s.waitRoom(open) {
 			s.stop(fmt.Errorf("loader is closed: %w", errClosed))
 			return
 		}
@@ -345,29 +342,59 @@ func (s *stream) forget(batches []*C.loch_batch) {
 	}
 }
 
-// waitRoom waits until another batch may be sent: fewer than depth are
-// sent and not reported, and their bytes are under the limit (or none is
-// left). It reports false when close ended the wait.
-func (s *stream) waitRoom() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	full := func() bool {
-		return s.ctx.Err() == nil && (len(s.sent) >= s.depth || (len(s.sent) > 0 && s.bytes >= s.limit))
+// waitRoom waits, unless another batch may be sent (fewer than depth are
+// sent and not reported, and their bytes are under the limit, or none is
+// left), for the caller's reports that make room; open is false when the
+// caller's end of the report pipe is closed. It reports false when close
+// ended the wait.
+func (s *stream) waitRoom(open bool) bool {
+	if !s.full() {
+		return s.ctx.Err() == nil
 	}
-	if full() {
-		// Ask the caller for its reports: it may be waiting for a batch
-		// with reports it holds back.
-		s.mu.Unlock()
-		err := s.put(C.LOCH_STREAM_WAITING, 0)
-		s.mu.Lock()
-		if err != nil {
-			return false
+	// Ask the caller for its reports: it may be waiting for a batch with
+	// reports it holds back.
+	if err := s.put(C.LOCH_STREAM_WAITING, 0); err != nil {
+		return false
+	}
+	for open && s.full() {
+		// Wait for a report, and look at ctx (close) now and then.
+		if _, err := unix.Poll([]unix.PollFd{{Fd: int32(s.in), Events: unix.POLLIN}}, 10); err != nil && err != unix.EINTR {
+			break
 		}
+		open = s.reports()
 	}
-	for full() {
-		s.room.Wait()
+	if !open { // the caller's end is closed: no report will come
+		<-s.ctx.Done()
 	}
 	return s.ctx.Err() == nil
+}
+
+// full reports whether the sent batches leave no room for another, while
+// the stream runs.
+func (s *stream) full() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ctx.Err() == nil && (len(s.sent) >= s.depth || (len(s.sent) > 0 && s.bytes >= s.limit))
+}
+
+// reports acts on the caller's records waiting in the report pipe, without
+// waiting for more: descriptions done (freed; each makes room for one
+// batch more) and sample buffers given back. A record of another kind is
+// ignored. It reports false once the caller has closed its end. The
+// feeder's, then close's once the feeder has stopped.
+func (s *stream) reports() bool {
+	for {
+		n, err := unix.Read(s.in, s.buf[s.have:])
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err != nil: // EAGAIN: nothing waiting
+			return true
+		case n == 0:
+			return false
+		}
+		s.take(n)
+	}
 }
 
 // reported takes a reported batch off the sent ones, making room; it
@@ -379,7 +406,6 @@ func (s *stream) reported(cb *C.loch_batch) bool {
 	if ok {
 		delete(s.sent, cb)
 		s.bytes -= n
-		s.room.Broadcast()
 	}
 	return ok
 }
@@ -401,20 +427,6 @@ func (s *stream) stop(err error) {
 		s.end = err
 	}
 	s.mu.Unlock()
-}
-
-// readReports reads the caller's records until close: descriptions done
-// (freed; each makes room for one batch more) and sample buffers given
-// back. A record of another kind is ignored.
-func (s *stream) readReports() {
-	defer close(s.read)
-	for {
-		n, err := s.in.Read(s.buf[s.have:])
-		s.take(n)
-		if err != nil { // the caller closed its end, or close ended the wait
-			return
-		}
-	}
 }
 
 // take acts on the whole records among the n bytes read into buf after
@@ -453,32 +465,17 @@ func eachRecord(buf []byte, f func(kind uint64, v unsafe.Pointer)) int {
 	return copy(buf, buf[whole:])
 }
 
-// close stops the stream: the feeder first, then the reader, once it has
-// read what the caller wrote before; the batches written and never read
+// close stops the stream: the feeder first, then takes the reports the
+// caller wrote before; the batches written and never read
 // are taken back (descriptions and buffers). What the caller read and did
 // not report stays the caller's. Called with lo.mu not held.
 func (s *stream) close() {
 	s.cancel()
-	s.mu.Lock()
-	s.room.Broadcast()
-	s.mu.Unlock()
 	<-s.fed
 	s.out.Close()
-	// Stop the reader (an expired deadline fails its next read before it
-	// reads), then take the records the caller wrote before close.
-	s.in.SetReadDeadline(time.Now())
-	<-s.read
-	for {
-		n, err := unix.Read(s.inFD, s.buf[s.have:])
-		if err == unix.EINTR {
-			continue
-		}
-		if n <= 0 || err != nil { // empty (EAGAIN), or the caller's end closed
-			break
-		}
-		s.take(n)
-	}
-	s.in.Close()
+	// The records the caller wrote before close.
+	s.reports()
+	unix.Close(s.in)
 	unread := drainBatches(s.drain)
 	unix.Close(s.drain)
 	for _, cb := range unread {

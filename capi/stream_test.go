@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/binary"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -27,7 +26,6 @@ func FuzzStreamReports(f *testing.F) {
 			binary.NativeEndian.PutUint32(data[i+4:], 0) // values below 4 GiB
 		}
 		s := &stream{buf: make([]byte, 256*recordSize)} // nothing sent
-		s.room = sync.NewCond(&s.mu)
 		fed := 0
 		for k := 0; fed < len(data); k++ {
 			n := len(data) - fed
