@@ -144,10 +144,13 @@ def test_a_waiting_consumer_gets_batches_in_groups(
     assert grouped["ids"] == plain["ids"]
     assert sum(grouped["reads"]) == sum(plain["reads"]) == 48
     # One read per batch or close to it without groups (the consumer
-    # waits), one per group with them (the first four batches come one by
-    # one, so that the first is not held back).
-    assert len(plain["reads"]) > 24, plain["reads"]
-    assert len(grouped["reads"]) <= 4 + 44 // 4 + 4, grouped["reads"]
+    # waits), about one per group with them (the first four batches come
+    # one by one, so that the first is not held back). Reads that got no
+    # batch (Go asking for reports) are not counted.
+    plain_reads = [n for n in plain["reads"] if n]
+    grouped_reads = [n for n in grouped["reads"] if n]
+    assert len(plain_reads) > 48 // 2, plain["reads"]
+    assert len(grouped_reads) <= 48 // 2, grouped["reads"]
     # No group waits for a batch that cannot come: not at the end of the
     # epoch (201 batches of 5 rows), nor when the byte budget lets only one
     # batch at a time wait (prefetch_bytes=64).
