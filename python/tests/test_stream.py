@@ -211,6 +211,8 @@ def test_an_interrupted_close_loses_no_buffer(rows_ds: loch.Dataset, monkeypatch
     # Ctrl-C during close's last report, with batches read ahead that the
     # loop never got: their buffers still come back.
     import os
+    import select
+    import time
 
     import loch.loader
     from loch.loader import STREAM_RECORD
@@ -221,8 +223,13 @@ def test_an_interrupted_close_loses_no_buffer(rows_ds: loch.Dataset, monkeypatch
     first = next(it)
     go = loader._active
     assert go is not None and go._fds is not None
-    threading.Event().wait(0.2)  # Go streams more
-    go._records.extend(STREAM_RECORD.iter_unpack(os.read(go._fds[0], 16 * STREAM_RECORD.size)))
+    # Go streams more: read what is in the pipe, without waiting for more
+    # (Go waits for reports once it has streamed as far as it may, and the
+    # loop's own read may have taken all of it already).
+    deadline = time.monotonic() + 30
+    while not go._records and time.monotonic() < deadline:
+        if select.select([go._fds[0]], [], [], 0.1)[0]:
+            go._records.extend(STREAM_RECORD.iter_unpack(os.read(go._fds[0], 16 * STREAM_RECORD.size)))
     assert go._records, "nothing read ahead"
 
     def interrupted(fd: int, data: bytes) -> int:
