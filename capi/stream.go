@@ -359,11 +359,12 @@ func (s *stream) waitRoom(open bool) bool {
 	for open && s.full() {
 		// Wait for a report, and look at ctx (close) now and then.
 		if _, err := unix.Poll([]unix.PollFd{{Fd: int32(s.in), Events: unix.POLLIN}}, 10); err != nil && err != unix.EINTR {
+			open = false // the pipe cannot be waited on: as if no report could come
 			break
 		}
 		open = s.reports()
 	}
-	if !open { // the caller's end is closed: no report will come
+	if !open { // the caller's end is closed: no report will come, and no batch may go
 		<-s.ctx.Done()
 	}
 	return s.ctx.Err() == nil

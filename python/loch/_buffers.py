@@ -28,10 +28,10 @@ Value = Any
 class Buffer:
     """Owns one C buffer at ``ptr``; ``np.asarray`` views it without a copy:
     ``nbytes`` bytes (uint8), or, given ``typestr`` (a numpy dtype's
-    ``str``) and ``shape``, an array of them (which must fit). Its memory goes back to Go when the last array
-    over it is gone (:meth:`loch._library.Library.free_buffer`: with a
-    loader's next report to Go, at the latest within a bounded amount
-    of memory)."""
+    ``str``) and ``shape``, an array of them (which must fit). Its memory
+    goes back to Go when the last array over it is gone
+    (:meth:`loch._library.Library.free_buffer`: with a loader's next report
+    to Go, at the latest within a bounded amount of memory)."""
 
     __slots__ = ("_lib", "_ptr", "_nbytes", "__array_interface__")
 
