@@ -9,7 +9,6 @@ import "C"
 import (
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -326,11 +325,15 @@ func (s *stream) write(batches []*C.loch_batch) error {
 	}
 	rec := make([]byte, 0, len(batches)*recordSize)
 	for _, cb := range batches {
-		rec = binary.NativeEndian.AppendUint64(rec, C.LOCH_STREAM_BATCH)
-		rec = binary.NativeEndian.AppendUint64(rec, uint64(uintptr(unsafe.Pointer(cb))))
+		rec = appendRecord(rec, C.LOCH_STREAM_BATCH, uint64(uintptr(unsafe.Pointer(cb))))
 	}
 	_, err := s.out.Write(rec)
 	return err
+}
+
+// appendRecord appends the record (kind, v) to rec.
+func appendRecord(rec []byte, kind int, v uint64) []byte {
+	return binary.NativeEndian.AppendUint64(binary.NativeEndian.AppendUint64(rec, uint64(kind)), v)
 }
 
 // forget frees batches taken and never written, whole.
@@ -414,10 +417,7 @@ func (s *stream) reported(cb *C.loch_batch) bool {
 // put writes one record to the batch pipe (16 bytes: one write, which a
 // pipe keeps whole).
 func (s *stream) put(kind int, v uint64) error {
-	var rec [recordSize]byte
-	binary.NativeEndian.PutUint64(rec[:], uint64(kind))
-	binary.NativeEndian.PutUint64(rec[8:], v)
-	_, err := s.out.Write(rec[:])
+	_, err := s.out.Write(appendRecord(make([]byte, 0, recordSize), kind, v))
 	return err
 }
 
@@ -580,9 +580,5 @@ func loch_loader_state_at(h C.uintptr_t, taken C.int64_t, out **C.char, errOut *
 	if err != nil {
 		return fail(errOut, err)
 	}
-	b, err := json.Marshal(state)
-	if err != nil {
-		return fail(errOut, err)
-	}
-	return result(errOut, setString(out, string(b)))
+	return result(errOut, setJSON(out, state))
 }

@@ -15,9 +15,7 @@ import (
 // address is a C address, and one into the Go heap would be reported by
 // the garbage collector, not by the decoder.
 func FuzzStreamReports(f *testing.F) {
-	rec := func(kind, v uint64) []byte {
-		return binary.NativeEndian.AppendUint64(binary.NativeEndian.AppendUint64(nil, kind), v)
-	}
+	rec := func(kind int, v uint64) []byte { return appendRecord(nil, kind, v) }
 	f.Add([]byte{16}, append(rec(2, 0x1000), rec(3, 0x2000)...))
 	f.Add([]byte{5, 11, 1}, append(rec(4, 0x3000), rec(9, 0)...))
 	f.Add([]byte{}, []byte{1, 2, 3})
