@@ -11,6 +11,7 @@ from __future__ import annotations
 import ctypes
 import json
 import struct
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -18,6 +19,14 @@ import numpy as np
 
 from . import _library, dtypes
 from ._library import DENSE, Library, TensorOut
+
+# The process's memory as one read-only view of bytes. The library hands
+# over C structs and arrays by address; reading them through this view
+# (struct.unpack_from, a slice) costs no foreign call, where
+# ctypes.string_at took about a tenth of a loader consumer's time per batch
+# in argument conversion alone (bench/RESULTS.md, issue 17). Like string_at,
+# it must only be read at addresses the library gave and still owns.
+MEMORY = memoryview((ctypes.c_char * sys.maxsize).from_address(0)).cast("B").toreadonly()
 
 # Column values as this module returns them: an array, or a list of
 # per-sample values (arrays, str, bytes, JSON values or None) when the
@@ -88,7 +97,7 @@ def ints_at(addr: int, n: int, dt: np.dtype = I64) -> np.ndarray:
     when NULL) into a writable array."""
     if n <= 0 or not addr:
         return np.zeros(0, dtype=dt)
-    return np.frombuffer(bytearray(ctypes.string_at(addr, n * dt.itemsize)), dtype=dt)
+    return np.frombuffer(bytearray(MEMORY[addr : addr + n * dt.itemsize]), dtype=dt)
 
 
 # loch_tensor (loch.h; _library.TensorOut) read in one piece (native layout, as the C compiler lays it out): name, dtype,
@@ -101,20 +110,20 @@ _SHAPES: dict[int, struct.Struct] = {}
 
 def tensor_fields(addr: int) -> tuple[Any, ...]:
     """The fields of the loch_tensor at ``addr`` (see TENSOR)."""
-    return TENSOR.unpack(ctypes.string_at(addr, TENSOR.size))
+    return TENSOR.unpack_from(MEMORY, addr)
 
 
 def tensors_fields(addr: int, n: int) -> Iterator[tuple[Any, ...]]:
     """The fields of the n loch_tensors of the array at ``addr``, read in
     one piece."""
-    return TENSOR.iter_unpack(ctypes.string_at(addr, n * TENSOR.size)) if n else iter(())
+    return TENSOR.iter_unpack(MEMORY[addr : addr + n * TENSOR.size]) if n else iter(())
 
 
 def _shape(addr: int, ndim: int) -> tuple[int, ...]:
     st = _SHAPES.get(ndim)
     if st is None:
         st = _SHAPES[ndim] = struct.Struct(f"@{ndim}q")
-    return st.unpack(ctypes.string_at(addr, st.size)) if ndim else ()
+    return st.unpack_from(MEMORY, addr) if ndim else ()
 
 
 # dtype code -> (name, numpy dtype or None, the dtype's typestr when an

@@ -37,7 +37,7 @@ from typing import Any, Protocol, TypedDict, TypeVar
 
 import numpy as np
 
-from ._buffers import fields_value, ints_at, tensors_fields
+from ._buffers import MEMORY, fields_value, ints_at, tensors_fields
 from ._handle import Handle
 from ._library import BatchOut, library
 from ._status import Status
@@ -329,7 +329,7 @@ class _GoLoader:
 
     def _free_buffers(self, addr: int) -> None:
         """Gives back the sample buffers of the batch at addr."""
-        _, _, _, _, _, ncols, _, cols, _ = BATCH.unpack(ctypes.string_at(addr, BATCH.size))
+        _, _, _, _, _, ncols, _, cols, _ = BATCH.unpack_from(MEMORY, addr)
         for f in tensors_fields(cols, ncols):
             if f[7]:
                 self.lib.free_buffer(f[7], f[8])
@@ -402,6 +402,20 @@ def _same_shapes(n: int, shape: tuple[int, ...]) -> np.ndarray:
         t = _SAME_SHAPES[(n, shape)] = np.empty((n, len(shape)), dtype=np.int64)
         t[:] = shape
     return t.copy()
+
+
+def _column_name(known: dict[int, tuple[bytes, str]], i: int, p: int) -> str:
+    """The name of a batch's column i, a C string at p. A loader's batches
+    name their columns in the same order, so ``known[i]`` (the name's bytes
+    with their NUL, and the name) is compared, not read and decoded again;
+    it is updated when it differs."""
+    got = known.get(i)
+    if got is not None and MEMORY[p : p + len(got[0])] == got[0]:
+        return got[1]
+    raw = ctypes.string_at(p)
+    name = raw.decode()
+    known[i] = (raw + b"\0", name)
+    return name
 
 
 def _close_fds(fds: tuple[int, int]) -> None:
@@ -569,6 +583,7 @@ class Loader:
         self.dataset: Source | None = dataset
         self._reopen = dataset._reopener()
         self._ragged = frozenset(c for c in self.columns if schema[c].ragged and schema[c].dtype not in VARIABLE)
+        self._names: dict[int, tuple[bytes, str]] = {}  # a batch's column names (_column_name)
         go_transforms: dict[str, str] = {}
         self._batch_transform: Callable[[Batch], Batch] | None = None
         if callable(transform):
@@ -801,10 +816,10 @@ class Loader:
     def _convert(self, go: _GoLoader, addr: int) -> Batch:
         """Converts a Go batch (the address of its loch_batch), taking its
         buffers."""
-        _, _, n, _, row_ids, ncols, _, cols, datasets = BATCH.unpack(ctypes.string_at(addr, BATCH.size))
+        _, _, n, _, row_ids, ncols, _, cols, datasets = BATCH.unpack_from(MEMORY, addr)
         out: Batch = {}
-        for f in tensors_fields(cols, ncols):
-            name = ctypes.string_at(f[0]).decode()
+        for i, f in enumerate(tensors_fields(cols, ncols)):
+            name = _column_name(self._names, i, f[0])
             value, shapes, nulls = fields_value(go.lib, f, stack=True)
             out[name] = value
             if name in self._ragged:

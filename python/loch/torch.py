@@ -124,7 +124,15 @@ def _tensor(v: Any) -> Any:
 def to_torch(batch: Batch) -> dict[str, Any]:
     """Converts a numpy batch to torch tensors without copying (lists of
     text, json or bytes samples stay lists)."""
-    return {k: _tensor(v) for k, v in batch.items()}
+    out = {}
+    for k, v in batch.items():
+        # The common case inline (once per column and batch): an array of
+        # one of numpy's own dtypes; _tensor for the rest.
+        out[k] = _from_numpy(v) if type(v) is _ndarray and v.dtype.kind != "V" else _tensor(v)
+    return out
+
+
+_ndarray, _from_numpy = np.ndarray, torch.from_numpy
 
 
 class _Staging:
