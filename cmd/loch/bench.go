@@ -8,6 +8,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -41,6 +42,7 @@ type benchResult struct {
 	WorldSize    int      `json:"world_size"`
 	Rank         int      `json:"rank"`
 	Epochs       int      `json:"epochs"`
+	Warmup       int      `json:"warmup_epochs"`
 	StepMS       float64  `json:"step_ms"`
 	Batches      int64    `json:"batches"`
 	Samples      int64    `json:"samples"`
@@ -72,6 +74,7 @@ type benchFlags struct {
 	refs                       refFlags
 	mix                        mixFlags
 	batch, world, rank, epochs int
+	warmup                     int
 	seed                       uint64
 	stepMS, maxSeconds         float64
 	asJSON, skipRaw            bool
@@ -104,12 +107,18 @@ same flags) and reports the rows delivered from each; the raw baseline reads
 every chunk of every dataset. The datasets must have the requested columns
 with the same dtypes.
 
+--warmup runs that many epochs first, in the same process, and leaves
+them out of every figure: so that the figures are of a loader whose
+process has warmed up (memory, pools, page cache), as in a long training
+run or a harness that warms up before it measures.
+
 --max-seconds stops the run early; the figures are then of the batches
 delivered by then (and "partial" is true in --json).
 
 With --json it prints one JSON object with the fields url, version (and
 for a mixture urls, versions, weights, epoch_rows, dataset_samples),
-columns, shuffle, batch_size, world_size, rank, epochs, step_ms, batches,
+columns, shuffle, batch_size, world_size, rank, epochs, warmup_epochs,
+step_ms, batches,
 samples, seconds, samples_per_s, mb_per_s, first_batch_ms, wait_share,
 peak_rss_mb, raw_mb_per_s, raw_seconds, raw_object_mb, decoded_mb,
 retries, cache_hits, chunks_fetched, fetched_mb, skipped, ratio_to_raw and
@@ -135,6 +144,7 @@ with --quiet.`,
 	f.IntVar(&b.world, "world-size", 1, "number of ranks")
 	f.IntVar(&b.rank, "rank", 0, "this rank")
 	f.IntVar(&b.epochs, "epochs", 1, "epochs to run")
+	f.IntVar(&b.warmup, "warmup", 0, "epochs to run first and leave out of the figures")
 	f.Float64Var(&b.stepMS, "step-ms", 0, "milliseconds the consumer spends on each batch, like a training step")
 	f.Float64Var(&b.maxSeconds, "max-seconds", 0, "stop after this many seconds of loading (0: run every epoch)")
 	f.IntVar(&b.prefetch, "prefetch", 0, "batches to prepare ahead (default twice the workers, at least 4)")
@@ -187,7 +197,7 @@ func (b *benchFlags) run(cmd *cobra.Command, urls []string) error {
 		cols = sch.Names()
 	}
 	res := benchResult{URL: ds[0].URL(), Version: ds[0].Version(), Columns: cols, Shuffle: b.shuffle, BatchSize: b.batch,
-		WorldSize: b.world, Rank: b.rank, Epochs: b.epochs, StepMS: b.stepMS}
+		WorldSize: b.world, Rank: b.rank, Epochs: b.epochs, Warmup: b.warmup, StepMS: b.stepMS}
 	scans := make([]*loch.Scan, len(ds))
 	for i, d := range ds {
 		scans[i] = d.Scan()
@@ -224,6 +234,17 @@ func (b *benchFlags) run(cmd *cobra.Command, urls []string) error {
 		return loader.New(ctx, scans[0], cfg)
 	}
 	step, limit := time.Duration(b.stepMS*float64(time.Millisecond)), time.Duration(b.maxSeconds*float64(time.Second))
+	if b.warmup > 0 {
+		// The same epochs as the measured ones start with (cfg.Epoch from
+		// 0), measured into a result that is dropped.
+		bar.describe("bench: warm-up")
+		var warm benchResult
+		warm.DatasetSamples = slices.Clone(res.DatasetSamples)
+		if err := runEpochs(ctx, open, cfg, b.warmup, step, 0, &warm, bar); err != nil {
+			return err
+		}
+		bar.describe("bench: loader")
+	}
 	stop, err := startCPUProfile(b.cpuProfile)
 	if err != nil {
 		return err
@@ -248,8 +269,8 @@ func (b *benchFlags) config() (loader.Config, error) {
 	if err := checkConfig(cfg); err != nil {
 		return cfg, err
 	}
-	if b.epochs < 1 || b.stepMS < 0 || b.maxSeconds < 0 {
-		return cfg, usagef("need --epochs >= 1, --step-ms >= 0 and --max-seconds >= 0")
+	if b.epochs < 1 || b.warmup < 0 || b.stepMS < 0 || b.maxSeconds < 0 {
+		return cfg, usagef("need --epochs >= 1, --warmup >= 0, --step-ms >= 0 and --max-seconds >= 0")
 	}
 	tf, err := parseTransforms(b.transforms)
 	if err != nil {
