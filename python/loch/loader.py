@@ -404,20 +404,6 @@ def _same_shapes(n: int, shape: tuple[int, ...]) -> np.ndarray:
     return t.copy()
 
 
-def _column_name(known: dict[int, tuple[bytes, str]], i: int, p: int) -> str:
-    """The name of a batch's column i, a C string at p. A loader's batches
-    name their columns in the same order, so ``known[i]`` (the name's bytes
-    with their NUL, and the name) is compared, not read and decoded again;
-    it is updated when it differs."""
-    got = known.get(i)
-    if got is not None and MEMORY[p : p + len(got[0])] == got[0]:
-        return got[1]
-    raw = ctypes.string_at(p)
-    name = raw.decode()
-    known[i] = (raw + b"\0", name)
-    return name
-
-
 def _close_fds(fds: tuple[int, int]) -> None:
     for fd in fds:
         with contextlib.suppress(OSError):
@@ -583,7 +569,6 @@ class Loader:
         self.dataset: Source | None = dataset
         self._reopen = dataset._reopener()
         self._ragged = frozenset(c for c in self.columns if schema[c].ragged and schema[c].dtype not in VARIABLE)
-        self._names: dict[int, tuple[bytes, str]] = {}  # a batch's column names (_column_name)
         go_transforms: dict[str, str] = {}
         self._batch_transform: Callable[[Batch], Batch] | None = None
         if callable(transform):
@@ -818,8 +803,8 @@ class Loader:
         buffers."""
         _, _, n, _, row_ids, ncols, _, cols, datasets = BATCH.unpack_from(MEMORY, addr)
         out: Batch = {}
-        for i, f in enumerate(tensors_fields(cols, ncols)):
-            name = _column_name(self._names, i, f[0])
+        for f in tensors_fields(cols, ncols):
+            name = ctypes.string_at(f[0]).decode()
             value, shapes, nulls = fields_value(go.lib, f, stack=True)
             out[name] = value
             if name in self._ragged:

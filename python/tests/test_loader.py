@@ -315,25 +315,3 @@ def test_state_before_the_first_batch_pins_the_version(tmp_path: Any) -> None:
     other.load_state_dict(state)
     with pytest.raises(loch.InvalidArgument, match="shuffle mode block, resumed with full"):
         next(iter(other))
-
-
-def test_a_column_name_is_read_again_when_it_changes() -> None:
-    """Batches name their columns in the same order, so a known name is
-    compared in place, not decoded again; a different name at the same
-    position (a prefix of the known one, or one that has it as a prefix) is
-    read."""
-    import ctypes
-
-    from loch.loader import _column_name
-
-    known: dict[int, tuple[bytes, str]] = {}
-    s = ctypes.create_string_buffer(b"image", 16)
-    p = ctypes.addressof(s)
-    assert _column_name(known, 0, p) == "image"
-    assert known[0] == (b"image\0", "image")
-    assert _column_name(known, 0, p) == "image"
-    for name in (b"image2", b"imag", b"label", "größe".encode()):
-        ctypes.memmove(p, name + b"\0", len(name) + 1)
-        assert _column_name(known, 0, p) == name.decode()
-        assert known[0][1] == name.decode()
-    assert _column_name(known, 1, p) == "größe"
