@@ -114,8 +114,9 @@ def tensor_fields(addr: int) -> tuple[Any, ...]:
 
 
 def tensors_fields(addr: int, n: int) -> Iterator[tuple[Any, ...]]:
-    """The fields of the n loch_tensors of the array at ``addr``, read in
-    one piece."""
+    """The fields of the n loch_tensors of the array at ``addr``, read as
+    the iterator goes (through MEMORY): finish it while the array is
+    alive."""
     return TENSOR.iter_unpack(MEMORY[addr : addr + n * TENSOR.size]) if n else iter(())
 
 
