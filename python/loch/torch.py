@@ -124,7 +124,7 @@ def _tensor(v: Any) -> Any:
 def to_torch(batch: Batch) -> dict[str, Any]:
     """Converts a numpy batch to torch tensors without copying (lists of
     text, json or bytes samples stay lists)."""
-    out = {}
+    out: dict[str, Any] = {}
     for k, v in batch.items():
         # The common case inline (once per column and batch): an array of
         # one of numpy's own dtypes; _tensor for the rest.
