@@ -222,10 +222,8 @@ def run_abi(res: Result, spec: dict[str, Any]) -> Result:
     each batch and freeing its buffers without making numpy arrays or
     tensors (loch internals, for diagnosis:
     what ``ds.pytorch()`` loses to Python, and what to the C ABI)."""
-    import ctypes
-
     import loch
-    from loch._buffers import TENSOR
+    from loch._buffers import MEMORY
     from loch.loader import BATCH, Loader
 
     ds = loch.open(spec["dataset"])
@@ -237,15 +235,12 @@ def run_abi(res: Result, spec: dict[str, Any]) -> Result:
         nonlocal batches
         go = Loader(ds, batch_size=spec["batch_size"], shuffle=True, seed=0, columns=COLUMNS,
                     transform=transform)._start(None, e)  # fmt: skip
-        lib, n = go.lib, 0
+        n = 0
         try:
             while (addr := go.next()) is not None:
-                _, _, rows, _, _, ncols, _, cols, _ = BATCH.unpack(ctypes.string_at(addr, BATCH.size))
-                n += rows
+                n += BATCH.unpack_from(MEMORY, addr)[2]  # its rows
                 batches += 1
-                for k in range(ncols):  # given back to Go with the next batch
-                    f = TENSOR.unpack(ctypes.string_at(cols + k * TENSOR.size, TENSOR.size))
-                    lib.free_buffer(f[7], f[8])
+                go._free_buffers(addr)  # given back to Go with the next report
         finally:
             go.close()
         return n
