@@ -76,18 +76,36 @@ func TestPoolReleasesMany(t *testing.T) {
 	require.Equal(t, 3*4096, live)
 }
 
-func TestLoaderWorkersLeaveTheCallerAProc(t *testing.T) {
-	// $GOMAXPROCS unset (as under go test here): the library added one P
-	// for calling threads, and loaders keep one worker per P of the
-	// process as it was.
+func TestCallerProcIsAddedOnceForCallsPerBatch(t *testing.T) {
+	procs := runtime.GOMAXPROCS(0)
+	t.Cleanup(func() { runtime.GOMAXPROCS(procs) })
+	var c callerProc
+	require.Zero(t, c.added.Load(), "no P before a call per batch")
+	c.add()
+	c.add()
 	if os.Getenv("GOMAXPROCS") != "" {
-		require.Zero(t, callerProcs)
-		require.Equal(t, runtime.GOMAXPROCS(0), loaderWorkers())
+		// Set by the user: left as it is.
+		require.Zero(t, c.added.Load())
+		require.Equal(t, procs, runtime.GOMAXPROCS(0))
 		return
 	}
-	require.Equal(t, 1, callerProcs)
-	require.Equal(t, runtime.GOMAXPROCS(0)-1, loaderWorkers())
+	require.EqualValues(t, 1, c.added.Load(), "one P, however many calls")
+	require.Equal(t, procs+1, runtime.GOMAXPROCS(0))
+}
+
+func TestLoaderWorkersLeaveTheCallerAProc(t *testing.T) {
+	// One worker per P of the process as it was: the P added for calling
+	// threads (if any) is not a worker's.
+	require.Equal(t, max(runtime.GOMAXPROCS(0)-int(callerProcs.added.Load()), 1), loaderWorkers())
 	require.GreaterOrEqual(t, loaderWorkers(), 1)
+	procs, added := runtime.GOMAXPROCS(0), callerProcs.added.Load()
+	t.Cleanup(func() {
+		callerProcs.added.Store(added)
+		runtime.GOMAXPROCS(procs)
+	})
+	callerProcs.added.Store(added + 1)
+	runtime.GOMAXPROCS(procs + 1)
+	require.Equal(t, max(procs-int(added), 1), loaderWorkers())
 }
 
 func TestLoaderAllocReleasesWhatItOwns(t *testing.T) {

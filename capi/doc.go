@@ -36,10 +36,12 @@
 //     call per batch for callers that poll: it frees the previous batch's
 //     description and gives back the buffers the caller is done with in
 //     the same call that takes the next batch. A call from a thread Go did
-//     not start must first get a Go processor (P); the library adds one P
-//     for such threads at load (unless $GOMAXPROCS is set), and loaders
-//     default to one worker per P the process had before (procs.go), so
-//     that the caller does not take a P from the workers.
+//     not start must first get a Go processor (P); at the first call of
+//     loch_loader_next or loch_loader_next_batch the library adds one P
+//     for such threads (unless $GOMAXPROCS is set; a stream's consumer,
+//     which calls once per epoch, gets none), and loaders default to one
+//     worker per P the process had before (procs.go), so that the caller
+//     does not take a P from the workers.
 //
 // The functions are safe to call from several threads, but a loader's
 // batches are meant for one consumer.

@@ -248,6 +248,7 @@ var expired = func() context.Context {
 
 // loaderNext is loch_loader_next.
 func loaderNext(h C.uintptr_t, timeoutMs C.int64_t, out **C.loch_batch, errOut **C.char) C.int {
+	callerProcs.add() // a caller per batch: a P of its own (procs.go)
 	lo, err := loaderOf(h)
 	if err != nil {
 		return fail(errOut, err)

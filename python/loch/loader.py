@@ -446,9 +446,7 @@ class Loader:
             (``prefetch_batches``: the Go loader's default, twice
             ``workers`` and at least 4, within ``prefetch_bytes``;
             ``workers``: by default one per
-            CPU the Go runtime would use, GOMAXPROCS; the library gives the
-            thread that iterates a Go processor of its own beside them, see
-            capi/procs.go).
+            CPU the Go runtime uses, GOMAXPROCS, as for ``loch bench``).
         cache_dir, cache_bytes: keep fetched chunks in a disk cache shared by
             the processes of the machine (default budget 10 GiB), so that
             epochs after the first read them locally.
