@@ -25,9 +25,9 @@ import (
 //
 // A consumer of loch_loader_stream calls into Go once per epoch, not per
 // batch, and gets no extra P: on two cores the third P only made a third Go
-// thread compete for them (bench/RESULTS.md, issue 17: about a fifth fewer
-// context switches and a little less CPU without it, at the same
-// throughput). Either way the loaders' default worker count is the number
+// thread compete for them (bench/RESULTS.md, issue 17: without it, a tenth
+// to two thirds fewer context switches, at the same CPU and throughput).
+// Either way the loaders' default worker count is the number
 // of Ps the process had before (loaderWorkers), so that the CPUs are shared
 // as in `loch bench`. (Setting GOMAXPROCS stops the runtime from following
 // later changes of the process's CPU limit, which is another reason to set
