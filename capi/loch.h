@@ -33,9 +33,11 @@
  * loch_buffers_free (several buffers in one call); 12 added
  * loch_dataset_read_audio; 13 added loch_loader_stream (a loader's batches
  * over a pipe, the records below), loch_loader_stream_end and
- * loch_loader_state_at.
+ * loch_loader_state_at; 14 added loch_service (a loader's life cycle as
+ * requests over a pair of pipes, served by a goroutine, so that a stream's
+ * consumer need not call into Go at all; capi/service.go has the protocol).
  */
-#define LOCH_ABI_VERSION 13
+#define LOCH_ABI_VERSION 14
 
 /* Status codes. */
 enum {

@@ -23,8 +23,8 @@ import (
 // goroutine sharing the workers' Ps. With one P more, a call finds its own
 // P (or an idle one) at once.
 //
-// A consumer of loch_loader_stream calls into Go once per epoch, not per
-// batch, and gets no extra P: on two cores the third P only made a third Go
+// A consumer of loch_loader_stream makes no call into Go per batch (and,
+// through loch_service, none per epoch) and gets no extra P: on two cores the third P only made a third Go
 // thread compete for them (bench/RESULTS.md, issue 17: without it, a tenth
 // to two thirds fewer context switches, at the same CPU and throughput).
 // Either way the loaders' default worker count is the number

@@ -13,14 +13,20 @@ from .errors import Closed
 
 class Handle:
     """An open Go object (dataset or loader) of ``lib``, closed with the
-    exported function ``close_fn`` by :meth:`close` or, at the latest, when
-    its owner is garbage collected (never in a forked child, where the Go
-    runtime is gone)."""
+    exported function ``close_fn`` (or the loader service's ``close_op``) by
+    :meth:`close` or, at the latest, with ``close_fn`` when its owner is
+    garbage collected (never in a forked child, where the Go runtime is
+    gone)."""
 
-    def __init__(self, owner: object, lib: Library, value: int, close_fn: str, what: str) -> None:
+    def __init__(self, owner: object, lib: Library, value: int, close_fn: str, what: str,
+                 close_op: str | None = None) -> None:  # fmt: skip
         self.lib = lib
         self.what = what
         self._close_fn = close_fn
+        # The loader service's operation that closes it (Library.request),
+        # used by close (the finalizer calls close_fn: it may run while the
+        # service is busy).
+        self._close_op = close_op
         self._value = value
         self._lock = threading.Lock()
         self._finalizer = weakref.finalize(owner, Handle._close, lib, value, close_fn)
@@ -55,4 +61,15 @@ class Handle:
         with self._lock:
             value, self._value = self._value, 0
             if value and self._finalizer.detach() is not None and self.lib.usable:
-                self.lib.call(self._close_fn, c_uintptr(value))
+                if self._close_op is None:
+                    self.lib.call(self._close_fn, c_uintptr(value))
+                    return
+                try:
+                    self.lib.request(self._close_op, loader=value)
+                except BaseException:
+                    # Ctrl-C while the service closed it, or a service
+                    # that failed: the Go object goes all the same (an
+                    # error here is its having gone already).
+                    with contextlib.suppress(Exception):
+                        self.lib.call(self._close_fn, c_uintptr(value))
+                    raise

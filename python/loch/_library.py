@@ -15,6 +15,7 @@ run.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import json
 import os
@@ -27,9 +28,9 @@ from pathlib import Path
 from typing import Any
 
 from ._status import NOT_ERRORS
-from .errors import ForkedProcess, from_status
+from .errors import ForkedProcess, InternalError, from_status
 
-ABI_VERSION = 13
+ABI_VERSION = 14
 
 # Layouts and encodings of loch_column_in and loch_tensor.
 DENSE, PACKED, NULLS = 0, 1, 2
@@ -167,6 +168,8 @@ _STATUS_FUNCS: dict[str, list[Any]] = {
     "loch_loader_state": [c_uintptr, _STR_OUT],
     "loch_loader_stats": [c_uintptr, _STR_OUT],
     "loch_loader_close": [c_uintptr],
+    # ABI 14: (request pipe fd out, response pipe fd out).
+    "loch_service": [POINTER(c_int), POINTER(c_int)],
 }
 _PLAIN_FUNCS: dict[str, tuple[list[Any], Any]] = {
     "loch_free_string": ([c_void_p], None),
@@ -235,6 +238,12 @@ class Library:
         self._freed_bytes = 0
         # Reentrant: a garbage collection while it is held may free a buffer.
         self._freed_lock = threading.RLock()
+        # The loader service (request, response pipe), started on first use.
+        self._service: tuple[int, int] | None = None
+        self._service_lock = threading.Lock()
+        self._service_id = 0
+        self._service_buf = b""
+        self._service_ops: dict[int, str] = {}  # requests awaiting their response: id -> op
 
     def check(self) -> None:
         """Raises ForkedProcess when called in a process other than the one
@@ -396,6 +405,78 @@ class Library:
         with self._freed_lock:
             self._freed.extend(freed)
             self._freed_bytes += nbytes
+
+    def request(self, op: str, **fields: Any) -> Any:
+        """Serves ``op`` through the loader service (loch_service, C ABI 14:
+        requests over a pipe that a goroutine answers), so that the calling
+        thread makes no call into Go: a thread that returns from one keeps
+        a Go processor for up to 20 ms, which the loader's workers then lack
+        (bench/RESULTS.md, issue 17). Returns the response's result; raises
+        the error of its status as :meth:`call` would. The service answers
+        one request at a time, in order; a request cut short by Ctrl-C
+        (KeyboardInterrupt while the response is awaited) is answered
+        later, and its response skipped then (a loader it started is
+        closed)."""
+        self.check()
+        with self._service_lock:
+            if self._service is None:
+                req, resp = c_int(-1), c_int(-1)
+                self.call("loch_service", byref(req), byref(resp))
+                self._service = (req.value, resp.value)
+            self._service_id += 1
+            ident = self._service_id
+            line = json.dumps({"id": ident, "op": op, **fields}).encode() + b"\n"
+            try:
+                view = memoryview(line)
+                while view:
+                    view = view[os.write(self._service[0], view) :]
+            except BaseException:
+                # A request written in part: the service cannot tell where
+                # the next begins. It ends when its request pipe closes; a
+                # new one starts with the next request.
+                self._stop_service()
+                raise
+            self._service_ops[ident] = op
+            while True:
+                answer = self._service_line()
+                if answer.get("id") == ident:
+                    del self._service_ops[ident]
+                    break
+                self._skipped(answer)
+        status = int(answer.get("status", 0))
+        if status not in NOT_ERRORS:
+            raise from_status(status, answer.get("error") or f"{op} failed with status {status}", "")
+        return answer.get("result")
+
+    def _service_line(self) -> dict[str, Any]:
+        """The next response line of the service (its lock held)."""
+        assert self._service is not None
+        while b"\n" not in self._service_buf:
+            data = os.read(self._service[1], 1 << 16)
+            if not data:
+                raise InternalError("loch_service: the response pipe ended")
+            self._service_buf += data
+        line, _, self._service_buf = self._service_buf.partition(b"\n")
+        answer: dict[str, Any] = json.loads(line)
+        return answer
+
+    def _skipped(self, answer: dict[str, Any]) -> None:
+        """Acts on the response of a request whose caller stopped waiting:
+        a loader it started is closed (directly: the service's lock is
+        held)."""
+        op = self._service_ops.pop(answer.get("id"), None)
+        if op == "loader_new" and answer.get("status") == 0 and answer.get("result"):
+            with contextlib.suppress(Exception):
+                self.call("loch_loader_close", c_uintptr(answer["result"]))
+
+    def _stop_service(self) -> None:
+        """Closes the service's pipes (its lock held): Go ends it."""
+        if self._service is not None:
+            for fd in self._service:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        self._service, self._service_buf = None, b""
+        self._service_ops.clear()
 
     def flush_buffers(self) -> None:
         """Gives the buffers waiting in :meth:`free_buffer`'s list back to

@@ -870,9 +870,11 @@ class Dataset:
         handle closes the Go loader when ``owner`` is garbage collected, at
         the latest; :meth:`close` closes it before the dataset."""
         here = self._here()
-        out = c_uintptr()
-        here._h.call("loch_loader_new", json.dumps(config).encode(), ctypes.byref(out))
-        handle = Handle(owner, here._h.lib, out.value, "loch_loader_close", "loader")
+        # Through the loader service: no call into Go from this thread,
+        # which would keep a Go processor from the loader's workers.
+        lib = here._h.lib
+        value = int(lib.request("loader_new", dataset=here._h.value.value, config=config))
+        handle = Handle(owner, lib, value, "loch_loader_close", "loader", close_op="loader_close")
         here._loaders.add(_closer(owner, handle))
         return handle
 

@@ -188,6 +188,11 @@ class _GoLoader:
     interrupting it) when none is there. So that taking a batch makes no
     call into Go, which costs a thread that Go did not start a processor of
     the Go runtime to find and to give back (bench/RESULTS.md, issue 17).
+    Nor does anything else an epoch needs: the loader is opened, streamed,
+    asked for its statistics and state, and closed by requests to the
+    loader service (C ABI 14, :meth:`loch._library.Library.request`), since
+    a thread returning from a call into Go keeps a processor for up to
+    20 ms, which the loader's workers then lack.
     Python reports the descriptions it has read, with the sample buffers it
     has freed (see :meth:`loch._library.Library.free_buffer`), over a second
     pipe: every ``STREAM_DEPTH // 2`` batches, and when Go asks for them
@@ -211,9 +216,8 @@ class _GoLoader:
         self._lock = threading.RLock()
 
     def _open_stream(self) -> tuple[int, int]:
-        bfd, rfd = ctypes.c_int(-1), ctypes.c_int(-1)
-        self._h.call("loch_loader_stream", STREAM_DEPTH, ctypes.byref(bfd), ctypes.byref(rfd))
-        self._fds = (bfd.value, rfd.value)
+        fds = self._request("loader_stream", depth=STREAM_DEPTH)
+        self._fds = (int(fds["batch_fd"]), int(fds["report_fd"]))
         self._fds_closer = weakref.finalize(self, _close_fds, self._fds)
         return self._fds
 
@@ -340,19 +344,24 @@ class _GoLoader:
         self._free_buffers(addr)
         self.lib.cdll.loch_batch_free(addr)
 
+    def _request(self, op: str, **fields: Any) -> Any:
+        """``op`` of this loader through the loader service
+        (:meth:`loch._library.Library.request`): the per-epoch calls of a
+        stream's consumer, made without a call into Go from its thread."""
+        return self.lib.request(op, loader=self._h.value.value, **fields)
+
     def __len__(self) -> int:
-        out = ctypes.c_int64()
-        self._h.call("loch_loader_len", ctypes.byref(out))
-        return out.value
+        return int(self._request("loader_len"))
 
     def state(self) -> dict[str, Any]:
         """The state after the batches :meth:`next` returned."""
-        return self.lib.call_json("loch_loader_state_at", self._h.value, self._taken)
+        state: dict[str, Any] = self._request("loader_state_at", taken=self._taken)
+        return state
 
     def stats(self) -> dict[str, Any]:
         """The Go loader's statistics, with the wait of this consumer (the
         time it blocked on the pipe) as ``wait_ns`` and ``wait_share``."""
-        st = self.lib.call_json("loch_loader_stats", self._h.value)
+        st: dict[str, Any] = self._request("loader_stats")
         if self._fds is not None:
             st["wait_ns"] = int(self._waited * 1e9)
             elapsed = st.get("elapsed_ns") or 0
@@ -371,20 +380,22 @@ class _GoLoader:
                     with contextlib.suppress(Closed):  # closed meanwhile by another thread
                         self._report(unused)
             finally:
-                self._h.close()
-                if self.lib.usable:
-                    # What could not be reported (the handle closed first:
-                    # Dataset.close): batches read and never returned, and
-                    # the descriptions of those returned.
-                    for kind, value in self._records:
-                        if kind == STREAM_BATCH:
-                            self._free_whole(value)
-                    for addr in self._unreported:
-                        self.lib.cdll.loch_batch_free(addr)
-                self._records.clear()
-                self._unreported = []
-                if self._fds_closer is not None:
-                    self._fds_closer()
+                try:
+                    self._h.close()
+                finally:  # also after Ctrl-C in the close (it closed the loader all the same)
+                    if self.lib.usable:
+                        # What could not be reported (the handle closed first:
+                        # Dataset.close): batches read and never returned, and
+                        # the descriptions of those returned.
+                        for kind, value in self._records:
+                            if kind == STREAM_BATCH:
+                                self._free_whole(value)
+                        for addr in self._unreported:
+                            self.lib.cdll.loch_batch_free(addr)
+                    self._records.clear()
+                    self._unreported = []
+                    if self._fds_closer is not None:
+                        self._fds_closer()
 
 
 # (rows, sample shape) -> the ".shapes" array of a batch whose samples all
@@ -755,15 +766,17 @@ class Loader:
                     break
                 yield self._finish(batch, convert)
         finally:
-            if self._active is go:
-                self._active = None
-                try:
-                    self._stats = go.stats()
-                    if not ended:
-                        self._stopped = _position(self._active_epoch, go.state())
-                except Exception:  # noqa: BLE001 (closing after an error)
-                    self._stats = {}
-            go.close()
+            try:
+                if self._active is go:
+                    self._active = None
+                    try:
+                        self._stats = go.stats()
+                        if not ended:
+                            self._stopped = _position(self._active_epoch, go.state())
+                    except Exception:  # noqa: BLE001 (closing after an error)
+                        self._stats = {}
+            finally:  # also after Ctrl-C while the statistics were asked for
+                go.close()
 
     def peek(self) -> Batch | None:
         """The first batch of the next iteration (None when it has none),

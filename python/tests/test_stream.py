@@ -100,14 +100,16 @@ def test_one_batch_at_a_time_under_a_small_byte_budget(rows_ds: loch.Dataset) ->
 _GROUPS_SCRIPT = """
 import json, os, sys
 import loch
-from loch import loader as L
+from loch import _library, loader as L
 
 reads = []
 real = os.read
 
 def counting_read(fd, n):
     data = real(fd, n)
-    reads.append(sum(1 for kind, _ in L.STREAM_RECORD.iter_unpack(data) if kind == L.STREAM_BATCH))
+    service = _library._current._service if _library._current else None
+    if service is None or fd != service[1]:  # a batch pipe's, not the loader service's
+        reads.append(sum(1 for kind, _ in L.STREAM_RECORD.iter_unpack(data) if kind == L.STREAM_BATCH))
     return data
 
 os.read = counting_read
@@ -272,3 +274,72 @@ def test_a_close_from_another_thread(rows_path: Any) -> None:
         assert not t.is_alive()
         assert len(ended) == 1, f"trial {trial}"
         assert loch.buffer_stats()["live"] == before, f"trial {trial}: {ended}, {len(seen)} batches"
+
+
+def test_an_epoch_makes_no_call_into_go_from_the_consuming_thread(
+    rows_ds: loch.Dataset, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Each call into Go leaves the calling thread holding a Go processor
+    # for up to 20 ms after it returns, which the loader's workers lack
+    # (capi/service.go): an epoch's loader is opened, streamed, asked for
+    # its statistics and closed through the loader service instead.
+    from loch import _library
+
+    lib = _library.library()
+    loader = rows_ds.numpy(batch_size=100, columns=["y"])
+    assert sum(len(b["index"]) for b in loader) == 1001  # the service runs from here on
+    calls: list[str] = []
+    real_call = _library.Library.call
+
+    def recording(self: Any, name: str, *args: Any, **kwargs: Any) -> int:
+        calls.append(name)
+        return int(real_call(self, name, *args, **kwargs))
+
+    monkeypatch.setattr(_library.Library, "call", recording)
+    for_go = []
+    real_request = lib.request
+
+    def requesting(op: str, **fields: Any) -> Any:
+        for_go.append(op)
+        return real_request(op, **fields)
+
+    monkeypatch.setattr(lib, "request", requesting)
+    assert sum(len(b["index"]) for b in loader) == 1001
+    assert loader.stats()["batches"] == 11
+    assert calls == []
+    assert for_go == ["loader_new", "loader_stream", "loader_stats", "loader_close"]
+
+
+def test_a_request_cut_short_by_ctrl_c_leaves_the_service_usable(
+    rows_ds: loch.Dataset, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Ctrl-C while the response is awaited: the request took effect in Go
+    # all the same; its response is skipped by the next request, and a
+    # loader it opened is closed then (no buffer or loader left behind).
+    from loch import _library
+
+    lib = _library.library()
+    before = loch.buffer_stats()["live"]
+    list(rows_ds.numpy(batch_size=100, columns=["y"]))  # the service runs
+    real_line = _library.Library._service_line
+    cut = [True]
+
+    def interrupted(self: Any) -> dict[str, Any]:
+        if cut:
+            cut.clear()
+            raise KeyboardInterrupt
+        return dict(real_line(self))
+
+    monkeypatch.setattr(_library.Library, "_service_line", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        next(iter(rows_ds.numpy(batch_size=100, columns=["y"])))  # loader_new cut short
+    assert list(lib._service_ops.values()) == ["loader_new"]
+    got = [int(i) for b in rows_ds.numpy(batch_size=100, columns=["y"]) for i in b["index"]]
+    assert sorted(got) == list(range(1001))
+    assert lib._service_ops == {}
+    assert loch.buffer_stats()["live"] == before
+    # A request that Go cannot serve fails as the call would have.
+    with pytest.raises(loch.Closed):
+        lib.request("loader_len", loader=0)
+    with pytest.raises(loch.InvalidArgument, match="loader_flush"):
+        lib.request("loader_flush")
