@@ -415,8 +415,8 @@ class Library:
         the error of its status as :meth:`call` would. The service answers
         one request at a time, in order; a request cut short by Ctrl-C
         (KeyboardInterrupt while the response is awaited) is answered
-        later, and its response skipped then (a loader it started is
-        closed)."""
+        later, and its response skipped then (a loader it opened is closed,
+        a stream's pipe ends it made are closed)."""
         self.check()
         with self._service_lock:
             if self._service is None:
@@ -437,12 +437,18 @@ class Library:
                 self._stop_service()
                 raise
             self._service_ops[ident] = op
-            while True:
-                answer = self._service_line()
-                if answer.get("id") == ident:
-                    del self._service_ops[ident]
-                    break
-                self._skipped(answer)
+            try:
+                while True:
+                    answer = self._service_line()
+                    if answer.get("id") == ident:
+                        del self._service_ops[ident]
+                        break
+                    self._skipped(answer)
+            except (OSError, ValueError, InternalError):
+                # The service is gone or garbled: the next request starts
+                # another.
+                self._stop_service()
+                raise
         status = int(answer.get("status", 0))
         if status not in NOT_ERRORS:
             raise from_status(status, answer.get("error") or f"{op} failed with status {status}", "")
@@ -462,12 +468,18 @@ class Library:
 
     def _skipped(self, answer: dict[str, Any]) -> None:
         """Acts on the response of a request whose caller stopped waiting:
-        a loader it started is closed (directly: the service's lock is
-        held)."""
+        a loader it opened is closed (directly: the service's lock is
+        held), the caller's ends of a stream's pipes it made are closed."""
         op = self._service_ops.pop(answer.get("id"), None)
-        if op == "loader_new" and answer.get("status") == 0 and answer.get("result"):
+        result = answer.get("result") if answer.get("status") == 0 else None
+        if op == "loader_new" and result:
             with contextlib.suppress(Exception):
-                self.call("loch_loader_close", c_uintptr(answer["result"]))
+                self.call("loch_loader_close", c_uintptr(result))
+        elif op == "loader_stream" and isinstance(result, dict):
+            for fd in (result.get("batch_fd"), result.get("report_fd")):
+                if isinstance(fd, int) and fd >= 0:
+                    with contextlib.suppress(OSError):
+                        os.close(fd)
 
     def _stop_service(self) -> None:
         """Closes the service's pipes (its lock held): Go ends it."""

@@ -343,3 +343,34 @@ def test_a_request_cut_short_by_ctrl_c_leaves_the_service_usable(
         lib.request("loader_len", loader=0)
     with pytest.raises(loch.InvalidArgument, match="loader_flush"):
         lib.request("loader_flush")
+
+
+def test_a_stream_request_cut_short_leaves_no_pipe_open(rows_ds: loch.Dataset, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Ctrl-C while loader_stream's answer is awaited: Go made the stream's
+    # pipes all the same; the next request closes the caller's ends of
+    # them, and the loader closes its own.
+    import os
+
+    from loch import _library
+
+    list(rows_ds.numpy(batch_size=100, columns=["y"]))  # the service runs
+    fds = len(os.listdir("/proc/self/fd"))
+    real_line = _library.Library._service_line
+    calls = [0]
+
+    def interrupted(self: Any) -> dict[str, Any]:
+        calls[0] += 1
+        if calls[0] == 2:  # loader_new answered, loader_stream cut short
+            raise KeyboardInterrupt
+        return dict(real_line(self))
+
+    monkeypatch.setattr(_library.Library, "_service_line", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        next(iter(rows_ds.numpy(batch_size=100, columns=["y"])))
+    # The iteration's own cleanup (statistics, close) made the next
+    # requests, which skipped the cut one's answer.
+    assert _library.library()._service_ops == {}
+    assert len(os.listdir("/proc/self/fd")) == fds
+    assert len(list(rows_ds.numpy(batch_size=100, columns=["y"]))) == 11
+    assert _library.library()._service_ops == {}
+    assert len(os.listdir("/proc/self/fd")) == fds
