@@ -43,7 +43,7 @@
 //     not start must first get a Go processor (P); at the first call of
 //     loch_loader_next or loch_loader_next_batch the library adds one P
 //     for such threads (unless $GOMAXPROCS is set; a stream's consumer,
-//     which calls once per epoch, gets none), and loaders default to one
+//     which makes no call per batch, gets none), and loaders default to one
 //     worker per P the process had before (procs.go), so that the caller
 //     does not take a P from the workers.
 //
