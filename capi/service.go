@@ -36,6 +36,9 @@ import (
 //
 //	{"id": N, "op": "loader_new", "dataset": H, "config": {...}}
 //	    result: the loader's handle (loch_loader_new)
+//	{"id": N, "op": "loader_new_mix", "datasets": [H, ...], "weights": [W, ...],
+//	 "epoch_rows": R, "config": {...}}
+//	    result: the loader's handle (loch_loader_new_mix)
 //	{"id": N, "op": "loader_stream", "loader": H, "depth": D}
 //	    result: {"batch_fd": B, "report_fd": R} (loch_loader_stream)
 //	{"id": N, "op": "loader_stats", "loader": H}
@@ -56,13 +59,16 @@ import (
 
 // serviceRequest is one request line.
 type serviceRequest struct {
-	ID      int64           `json:"id"`
-	Op      string          `json:"op"`
-	Dataset uint64          `json:"dataset"`
-	Loader  uint64          `json:"loader"`
-	Config  json.RawMessage `json:"config"`
-	Depth   int64           `json:"depth"`
-	Taken   int64           `json:"taken"`
+	ID       int64           `json:"id"`
+	Op       string          `json:"op"`
+	Dataset  uint64          `json:"dataset"`
+	Datasets []uint64        `json:"datasets"`
+	Weights  []float64       `json:"weights"`
+	Epoch    int64           `json:"epoch_rows"`
+	Loader   uint64          `json:"loader"`
+	Config   json.RawMessage `json:"config"`
+	Depth    int64           `json:"depth"`
+	Taken    int64           `json:"taken"`
 }
 
 // serviceResponse is one response line.
@@ -164,6 +170,24 @@ func dispatch(q serviceRequest) (result any, st C.int, msg string) {
 		var out C.uintptr_t
 		st = loch_loader_new(C.uintptr_t(q.Dataset), config, &out, &errOut)
 		return uint64(out), st, ""
+	case "loader_new_mix":
+		if len(q.Weights) != len(q.Datasets) {
+			return nil, C.LOCH_INVALID_ARGUMENT, fmt.Sprintf("service request %d: loader_new_mix: %d datasets and %d weights: want one weight per dataset", q.ID, len(q.Datasets), len(q.Weights))
+		}
+		config := C.CString(string(q.Config))
+		defer C.free(unsafe.Pointer(config))
+		n := max(len(q.Datasets), 1) // a C array of at least one element
+		handles := (*C.uintptr_t)(C.calloc(C.size_t(n), C.size_t(unsafe.Sizeof(C.uintptr_t(0)))))
+		weights := (*C.double)(C.calloc(C.size_t(n), C.size_t(unsafe.Sizeof(C.double(0)))))
+		defer C.free(unsafe.Pointer(handles))
+		defer C.free(unsafe.Pointer(weights))
+		for i, h := range q.Datasets {
+			unsafe.Slice(handles, n)[i] = C.uintptr_t(h)
+			unsafe.Slice(weights, n)[i] = C.double(q.Weights[i])
+		}
+		var out C.uintptr_t
+		st = loch_loader_new_mix(handles, C.int32_t(len(q.Datasets)), weights, C.int64_t(q.Epoch), config, &out, &errOut)
+		return uint64(out), st, ""
 	case "loader_stream":
 		var b, r C.int
 		st = loch_loader_stream(h, C.int64_t(q.Depth), &b, &r, &errOut)
@@ -183,7 +207,7 @@ func dispatch(q serviceRequest) (result any, st C.int, msg string) {
 	case "loader_close":
 		return nil, loch_loader_close(h, &errOut), ""
 	}
-	err := fmt.Errorf("service request %d: operation %q: %w (want loader_new, loader_stream, loader_stats, loader_state_at, loader_len or loader_close)", q.ID, q.Op, errUnknownOp)
+	err := fmt.Errorf("service request %d: operation %q: %w (want loader_new, loader_new_mix, loader_stream, loader_stats, loader_state_at, loader_len or loader_close)", q.ID, q.Op, errUnknownOp)
 	return nil, C.LOCH_INVALID_ARGUMENT, err.Error()
 }
 

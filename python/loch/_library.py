@@ -425,7 +425,8 @@ class Library:
                 self._service = (req.value, resp.value)
             self._service_id += 1
             ident = self._service_id
-            line = json.dumps({"id": ident, "op": op, **fields}).encode() + b"\n"
+            # Strict JSON (no NaN): Go could not read the line otherwise.
+            line = json.dumps({"id": ident, "op": op, **fields}, allow_nan=False).encode() + b"\n"
             try:
                 view = memoryview(line)
                 while view:
@@ -438,12 +439,18 @@ class Library:
                 raise
             self._service_ops[ident] = op
             try:
+                # The service answers in order: each response is the
+                # oldest waiting request's (whatever id it carries: a line
+                # Go could not parse is answered with id 0).
                 while True:
                     answer = self._service_line()
-                    if answer.get("id") == ident:
-                        del self._service_ops[ident]
+                    first = next(iter(self._service_ops))
+                    first_op = self._service_ops.pop(first)
+                    if answer.get("id") not in (first, 0):
+                        raise InternalError(f"loch_service: response {answer.get('id')} to request {first}")
+                    if first == ident:
                         break
-                    self._skipped(answer)
+                    self._skipped(first_op, answer)
             except (OSError, ValueError, InternalError):
                 # The service is gone or garbled: the next request starts
                 # another.
@@ -466,11 +473,10 @@ class Library:
         answer: dict[str, Any] = json.loads(line)
         return answer
 
-    def _skipped(self, answer: dict[str, Any]) -> None:
-        """Acts on the response of a request whose caller stopped waiting:
-        a loader it opened is closed (directly: the service's lock is
-        held), the caller's ends of a stream's pipes it made are closed."""
-        op = self._service_ops.pop(answer.get("id"), None)
+    def _skipped(self, op: str, answer: dict[str, Any]) -> None:
+        """Acts on the response of a request (``op``) whose caller stopped
+        waiting: a loader it opened is closed (directly: the service's lock
+        is held), the caller's ends of a stream's pipes it made are closed."""
         result = answer.get("result") if answer.get("status") == 0 else None
         if op == "loader_new" and result:
             with contextlib.suppress(Exception):

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import ctypes
 import json
+import math
 import os
 import weakref
 from collections.abc import Iterable, Mapping, Sequence
@@ -934,18 +935,20 @@ def start_mix_loader(
     """Package-internal (the seam of :class:`loch.mixture.Mixture`, as
     :meth:`Dataset._start_loader` is of one dataset): starts a Go loader
     mixing the current snapshots of ``datasets`` with ``weights`` and
-    ``epoch_rows`` (loch_loader_new_mix), configured by ``config``, and
+    ``epoch_rows`` (loch_loader_new_mix, through the loader service),
+    configured by ``config``, and
     returns its handle. The handle closes the Go loader when ``owner`` is
     garbage collected, at the latest; closing any of the datasets closes it
     first."""
+    for i, w in enumerate(weights):
+        if not math.isfinite(w):  # JSON has no NaN or infinity: refused here, as Go would
+            raise InvalidArgument(f"mixture: weight {i} is {w}, want a finite number >= 0")
     here = [d._here() for d in datasets]
     lib = here[0]._h.lib
-    handles = np.array([d._h.value.value for d in here], dtype=np.uintp)
-    w = np.ascontiguousarray(weights, dtype=np.float64)
-    out = c_uintptr()
-    lib.call("loch_loader_new_mix", handles.ctypes.data, len(here), w.ctypes.data, int(epoch_rows),
-             json.dumps(config).encode(), ctypes.byref(out))  # fmt: skip
-    handle = Handle(owner, lib, out.value, "loch_loader_close", "loader")
+    # Through the loader service, as Dataset._start_loader.
+    value = int(lib.request("loader_new_mix", datasets=[d._h.value.value for d in here],
+                            weights=[float(w) for w in weights], epoch_rows=int(epoch_rows), config=config))  # fmt: skip
+    handle = Handle(owner, lib, value, "loch_loader_close", "loader", close_op="loader_close")
     for d in here:
         d._loaders.add(_closer(owner, handle))
     return handle

@@ -343,6 +343,13 @@ def test_a_request_cut_short_by_ctrl_c_leaves_the_service_usable(
         lib.request("loader_len", loader=0)
     with pytest.raises(loch.InvalidArgument, match="loader_flush"):
         lib.request("loader_flush")
+    # A request Go cannot read is answered (without its id) in its turn:
+    # the caller gets the error, not a wait for an answer that never comes.
+    with pytest.raises(loch.InvalidArgument, match="not a JSON object"):
+        lib.request("loader_len", loader="seven")
+    with pytest.raises(loch.InvalidArgument, match="weight 0 is nan"):
+        list(loch.mix([rows_ds, rows_ds], weights=[float("nan"), 1.0], epoch_rows=10).numpy(batch_size=5))
+    assert len(list(rows_ds.numpy(batch_size=100, columns=["y"]))) == 11
 
 
 def test_a_stream_request_cut_short_leaves_no_pipe_open(rows_ds: loch.Dataset, monkeypatch: pytest.MonkeyPatch) -> None:
