@@ -59,16 +59,16 @@ import (
 
 // serviceRequest is one request line.
 type serviceRequest struct {
-	ID       int64           `json:"id"`
-	Op       string          `json:"op"`
-	Dataset  uint64          `json:"dataset"`
-	Datasets []uint64        `json:"datasets"`
-	Weights  []float64       `json:"weights"`
-	Epoch    int64           `json:"epoch_rows"`
-	Loader   uint64          `json:"loader"`
-	Config   json.RawMessage `json:"config"`
-	Depth    int64           `json:"depth"`
-	Taken    int64           `json:"taken"`
+	ID        int64           `json:"id"`
+	Op        string          `json:"op"`
+	Dataset   uint64          `json:"dataset"`
+	Datasets  []uint64        `json:"datasets"`
+	Weights   []float64       `json:"weights"`
+	EpochRows int64           `json:"epoch_rows"`
+	Loader    uint64          `json:"loader"`
+	Config    json.RawMessage `json:"config"`
+	Depth     int64           `json:"depth"`
+	Taken     int64           `json:"taken"`
 }
 
 // serviceResponse is one response line.
@@ -186,7 +186,7 @@ func dispatch(q serviceRequest) (result any, st C.int, msg string) {
 			unsafe.Slice(weights, n)[i] = C.double(q.Weights[i])
 		}
 		var out C.uintptr_t
-		st = loch_loader_new_mix(handles, C.int32_t(len(q.Datasets)), weights, C.int64_t(q.Epoch), config, &out, &errOut)
+		st = loch_loader_new_mix(handles, C.int32_t(len(q.Datasets)), weights, C.int64_t(q.EpochRows), config, &out, &errOut)
 		return uint64(out), st, ""
 	case "loader_stream":
 		var b, r C.int
