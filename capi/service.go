@@ -163,10 +163,10 @@ func dispatch(q serviceRequest) (result any, st C.int, msg string) {
 		}
 	}()
 	h := C.uintptr_t(q.Loader)
+	config := C.CString(string(q.Config)) // loader_new's and loader_new_mix's
+	defer C.free(unsafe.Pointer(config))
 	switch q.Op {
 	case "loader_new":
-		config := C.CString(string(q.Config))
-		defer C.free(unsafe.Pointer(config))
 		var out C.uintptr_t
 		st = loch_loader_new(C.uintptr_t(q.Dataset), config, &out, &errOut)
 		return uint64(out), st, ""
@@ -174,8 +174,6 @@ func dispatch(q serviceRequest) (result any, st C.int, msg string) {
 		if len(q.Weights) != len(q.Datasets) {
 			return nil, C.LOCH_INVALID_ARGUMENT, fmt.Sprintf("service request %d: loader_new_mix: %d datasets and %d weights: want one weight per dataset", q.ID, len(q.Datasets), len(q.Weights))
 		}
-		config := C.CString(string(q.Config))
-		defer C.free(unsafe.Pointer(config))
 		n := max(len(q.Datasets), 1) // a C array of at least one element
 		handles := (*C.uintptr_t)(C.calloc(C.size_t(n), C.size_t(unsafe.Sizeof(C.uintptr_t(0)))))
 		weights := (*C.double)(C.calloc(C.size_t(n), C.size_t(unsafe.Sizeof(C.double(0)))))
