@@ -68,10 +68,14 @@ import (
 // take them): so a close from another thread never frees one in use.
 //
 // A caller that reads faster than the loader makes batches finds the pipe
-// empty and would wake for each batch. Go then holds batches back and
-// writes several records in one write (see hold): at most 4, for at most
-// 5 ms, never the stream's first 4 and never more than the bounds above
-// allow; the stream's end writes what is held first.
+// empty and wakes for each batch. With $LOCH_STREAM_GROUP=N (N > 1) Go
+// instead holds batches back and writes up to N records in one write (see
+// hold), for at most 5 ms, never the stream's first N and never more than
+// the bounds above allow; the stream's end writes what is held first.
+// That saves the caller's CPU on a host with few cores, but delays
+// batches: by default each batch is written as it comes (bench/RESULTS.md,
+// issue 17: on 16 cores groups of 4 cost ds.pytorch() about 2% of its
+// throughput, and on 2 they gained nothing measurable).
 
 const recordSize = 16
 
@@ -181,14 +185,13 @@ func newStream(lo *loaderObj, depth int) (*stream, int, int, error) {
 	return s, callerBatch, r[1], nil
 }
 
-// streamGroup is the most batches the feeder holds back: half the depth,
-// at most 4. $LOCH_STREAM_GROUP, read when the process starts, overrides
-// it (1: no groups), for measurements and tests.
+// streamGroup is the most batches the feeder holds back: 1 (no groups),
+// or $LOCH_STREAM_GROUP, read when the stream starts, at most the depth.
 func streamGroup(depth int) int {
 	if v, err := strconv.Atoi(os.Getenv("LOCH_STREAM_GROUP")); err == nil && v >= 1 {
 		return min(v, depth)
 	}
-	return max(1, min(4, depth/2))
+	return 1
 }
 
 // streamHold is how long at most the feeder holds a batch back:

@@ -69,16 +69,18 @@ def probe_record_stream(path: str, device: torch.device) -> None:
     print(f"record_stream: made a no-op, {wrong} of {n} batch sums wrong ({verdict})")
 
 
+# The main guard matters under spawn: each worker imports this script.
 DATALOADER = """
 import sys, torch, torch.utils.data, loch
-ds = loch.open(sys.argv[1])
-dl = torch.utils.data.DataLoader(ds.pytorch(batch_size=64, device="cuda"), batch_size=None, num_workers=2,
-                                 multiprocessing_context=sys.argv[2])
-torch.cuda.init()
-devices, n = set(), 0
-for b in dl:
-    devices.add(str(b["x"].device)); n += len(b["index"])
-print(f"{n} rows, tensors on {sorted(devices)}")
+if __name__ == "__main__":
+    ds = loch.open(sys.argv[1])
+    dl = torch.utils.data.DataLoader(ds.pytorch(batch_size=64, device="cuda"), batch_size=None, num_workers=2,
+                                     multiprocessing_context=sys.argv[2])
+    torch.cuda.init()
+    devices, n = set(), 0
+    for b in dl:
+        devices.add(str(b["x"].device)); n += len(b["index"])
+    print(f"{n} rows, tensors on {sorted(devices)}")
 """
 
 

@@ -114,12 +114,14 @@ assert BATCH.size == ctypes.sizeof(BatchOut)
 
 # The batch stream of C ABI 13 (loch.h): records of a kind and a value;
 # at most STREAM_DEPTH batches taken from the Go loader and not reported
-# read (8 took a quarter less of the consumer's time per batch than 4:
-# bench/RESULTS.md, issue 17); up to STREAM_READ records read at once;
-# PIPE_BUF, the most bytes a pipe writes whole (POSIX: at least 512).
+# read (the byte bound Go adds, a quarter of prefetch_bytes, holds large
+# batches to fewer; at 8, Go stopped to ask for reports 19 times in an
+# epoch of 313 batches, at 32 twice, and ds.pytorch() gained about 2% on
+# 16 cores: bench/RESULTS.md, issue 17); up to STREAM_READ records read at
+# once; PIPE_BUF, the most bytes a pipe writes whole (POSIX: at least 512).
 STREAM_RECORD = struct.Struct("=qQ")
 STREAM_BATCH, STREAM_END, STREAM_DONE, STREAM_FREED, STREAM_RETURN, STREAM_WAITING = 0, 1, 2, 3, 4, 5
-STREAM_DEPTH = 8
+STREAM_DEPTH = 32
 STREAM_READ = 64
 STREAM_PIPE_BUF = 512
 
@@ -196,9 +198,7 @@ class _GoLoader:
     Python reports the descriptions it has read, with the sample buffers it
     has freed (see :meth:`loch._library.Library.free_buffer`), over a second
     pipe: every ``STREAM_DEPTH // 2`` batches, and when Go asks for them
-    (it waits for them to take the next batch). When this consumer is
-    faster than the loader, Go writes several batches at once (at most 4,
-    held at most 5 ms), so that it wakes once for them."""
+    (it waits for them to take the next batch)."""
 
     def __init__(self, source: Source, config: Mapping[str, Any]) -> None:
         self._h = source._start_loader(self, config)
