@@ -6,7 +6,7 @@
 #   bash python/gpu_tests/run.sh dist/loch-<version>-py3-none-manylinux_<glibc>_x86_64.whl
 #
 # (the wheel defaults to the one dist/loch-*.whl). In order, each stage
-# under a time limit, a failure of one not stopping the next (about 3
+# under a time limit, a failure of one not stopping the next (about 4
 # minutes on 16 cores and an H100):
 #   1. the wheel installed with pip --target into $LOCH_SITE (default
 #      /tmp/site), put first on PYTHONPATH, its loch command first on PATH;
@@ -23,15 +23,16 @@
 # $PYTHON is the interpreter (default python3); LOCH_TEST_DEVICE=cpu runs the
 # tests as a dry run on a machine without a GPU (the CUDA benchmarks and
 # probes are then left out); $BENCH_DIR holds the benchmark data (default
-# /tmp/bl); $BENCH_IMAGES sizes it (default 10000); $BENCH_EPOCHS and
-# $BENCH_ROUNDS (default 4 and 3) are bench_loaders.py's --go-epochs and
-# --go-rounds, $BENCH_TIMEOUT (default 90) its time limit in seconds.
+# /tmp/bl); $BENCH_IMAGES sizes it (default 20000); $BENCH_EPOCHS and
+# $BENCH_ROUNDS (default 30 and 5: an lz4 epoch takes about 45 ms on 16
+# cores) are bench_loaders.py's --go-epochs and --go-rounds, $BENCH_TIMEOUT
+# (default 200) its time limit in seconds.
 set -u -o pipefail
 
 PYTHON=${PYTHON:-python3}
 SITE=${LOCH_SITE:-/tmp/site}
 BENCH_DIR=${BENCH_DIR:-/tmp/bl}
-BENCH_IMAGES=${BENCH_IMAGES:-10000}
+BENCH_IMAGES=${BENCH_IMAGES:-20000}
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ROOT" || exit 2
 if [ -n "${OUT:-}" ]; then
@@ -124,13 +125,13 @@ if [ "${LOCH_TEST_DEVICE:-cuda}" = cpu ]; then
 	echo "LOCH_TEST_DEVICE=cpu: a dry run, so no CUDA benchmarks or probes"
 	bench_epochs=1 rounds=1
 else
-	bench_epochs=${BENCH_EPOCHS:-4} rounds=${BENCH_ROUNDS:-3}
+	bench_epochs=${BENCH_EPOCHS:-30} rounds=${BENCH_ROUNDS:-5}
 fi
 
 stage "ds.pytorch() against loch bench (bench_loaders.py --only go --generate sdk)"
 json=()
 [ -n "${OUT:-}" ] && json=(--json "$OUT/bench_loaders.json")
-timeout "${BENCH_TIMEOUT:-90}" "$PYTHON" python/bench/bench_loaders.py --only go --generate sdk --loch "$(command -v loch)" \
+timeout "${BENCH_TIMEOUT:-200}" "$PYTHON" python/bench/bench_loaders.py --only go --generate sdk --loch "$(command -v loch)" \
 	--dir "$BENCH_DIR" --images "$BENCH_IMAGES" --go-rounds "$rounds" --go-epochs "$bench_epochs" --retries 0 "${json[@]}"
 note bench_loaders $?
 
