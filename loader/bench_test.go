@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/lochdata/loch"
 	"github.com/lochdata/loch/loader/order"
@@ -106,6 +107,45 @@ func BenchmarkLoader(b *testing.B) {
 				close(next)
 				wg.Wait()
 			}
+		})
+	}
+}
+
+// BenchmarkEpochStart measures an epoch's wait for its first batch (the
+// first_batch_ms metric) and the whole epoch, with the first window's
+// reads cut into segments (split) and, as the baseline, in whole runs: on
+// the image-like set, whose default window holds more than half the
+// dataset, block shuffle, batch 64.
+func BenchmarkEpochStart(b *testing.B) {
+	d := benchSet(b, schema.LZ4)
+	for _, split := range []bool{false, true} {
+		name := map[bool]string{false: "whole-runs", true: "split"}[split]
+		b.Run(name, func(b *testing.B) {
+			defer func(v bool) { splitFirstWindow = v }(splitFirstWindow)
+			splitFirstWindow = split
+			var first time.Duration
+			for i := 0; i < b.N; i++ {
+				t0 := time.Now()
+				l, err := New(ctx, d.Scan(), Config{BatchSize: 64, Shuffle: order.ModeBlock, Epoch: i})
+				if err != nil {
+					b.Fatal(err)
+				}
+				for k := 0; ; k++ {
+					bt, err := l.Next(ctx)
+					if errors.Is(err, io.EOF) {
+						break
+					}
+					if err != nil {
+						b.Fatal(err)
+					}
+					if k == 0 {
+						first += time.Since(t0)
+					}
+					l.Release(bt)
+				}
+				l.Close()
+			}
+			b.ReportMetric(float64(first)/float64(time.Millisecond)/float64(b.N), "first_batch_ms")
 		})
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"path/filepath"
 	"testing"
 
@@ -331,5 +332,50 @@ func TestRaggedAsList(t *testing.T) {
 			require.Equal(t, want.Shape, r.Shapes[k])
 			require.Equal(t, want.Data, r.Items[k])
 		}
+	}
+}
+
+// TestFirstWindowReadBySegment checks that a loader's first window reads
+// chunks in pieces of about a segment, so that the epoch's first batch
+// waits only for the segments its rows are in, and that the batches are
+// the same as with whole-run reads.
+func TestFirstWindowReadBySegment(t *testing.T) {
+	d, err := loch.Create(ctx, filepath.Join(t.TempDir(), "ds"), schema.Schema{Columns: []schema.Column{
+		{Name: "image", DType: schema.Uint8, Shape: schema.Shape{64, 64, 3}, ChunkBytes: 4 << 20, ChunkCompression: schema.LZ4},
+	}})
+	require.NoError(t, err)
+	defer d.Close()
+	// About 14 MiB of noise (which lz4 cannot shrink, so its chunks are
+	// read by range): four chunks of four segments, all in one window.
+	r := rand.New(rand.NewPCG(1, 2))
+	rows := make([]loch.Row, 1200)
+	for i := range rows {
+		pix := make([]byte, 64*64*3)
+		for k := range pix {
+			pix[k] = byte(r.Uint32())
+		}
+		rows[i] = loch.Row{"image": loch.Tensor([]int{64, 64, 3}, pix)}
+	}
+	require.NoError(t, d.Extend(ctx, rows))
+	_, err = d.Commit(ctx, "rows")
+	require.NoError(t, err)
+
+	epoch := func(split bool) ([]*Batch, Stats) {
+		defer func(v bool) { splitFirstWindow = v }(splitFirstWindow)
+		splitFirstWindow = split
+		l, err := New(ctx, d.Scan(), Config{BatchSize: 64, Seed: 3, Workers: 2})
+		require.NoError(t, err)
+		defer l.Close()
+		return drain(t, l), l.Stats()
+	}
+	whole, wholeStats := epoch(false)
+	split, splitStats := epoch(true)
+	t.Logf("whole chunks read: %d with whole runs, %d split", wholeStats.ChunksFetched, splitStats.ChunksFetched)
+	require.GreaterOrEqual(t, wholeStats.ChunksFetched, int64(3), "one window holding every row reads its large chunks whole")
+	require.LessOrEqual(t, splitStats.ChunksFetched, int64(1), "split, only a chunk of at most two segments is read whole")
+	require.Len(t, split, len(whole))
+	for i := range whole {
+		require.Equal(t, whole[i].RowIDs, split[i].RowIDs, "batch %d", i)
+		require.Equal(t, whole[i].Columns["image"].Data, split[i].Columns["image"].Data, "batch %d", i)
 	}
 }

@@ -88,7 +88,7 @@ func (l *Loader) schedule(jobs chan<- *batchJob, fetches chan<- *chunkEntry) {
 		if bi < l.wins[w].end-1 {
 			continue
 		}
-		batch, err := l.locate(index, items)
+		batch, err := l.locate(index, items, k == 0)
 		if err != nil {
 			l.fail(err)
 			return
@@ -174,9 +174,10 @@ type sampleRun struct {
 // and their items) to the reads their samples need: in each column, the
 // samples the window takes from each chunk, in runs of consecutive
 // samples, one read per run (the engine plans the read of a whole chunk
-// where reading by range would not pay). The entries are registered under
-// l.mu.
-func (l *Loader) locate(index []int, items [][]order.Item) ([]*batchJob, error) {
+// where reading by range would not pay), cut into reads of about a
+// segment in the loader's first window (first; see appendRuns). The
+// entries are registered under l.mu.
+func (l *Loader) locate(index []int, items [][]order.Item, first bool) ([]*batchJob, error) {
 	ncols := len(l.cols[0])
 	jobs := make([]*batchJob, len(items))
 	need := map[chunkRef][]int{}
@@ -218,7 +219,7 @@ func (l *Loader) locate(index []int, items [][]order.Item) ([]*batchJob, error) 
 				b++
 			}
 			lo, hi := idx[a], idx[b-1]+1
-			rs = append(rs, sampleRun{lo, hi, l.scans[k.ds].Span(k.id, lo, hi)})
+			rs = l.appendRuns(rs, k, lo, hi, first && splitFirstWindow)
 			a = b
 		}
 		runs[k] = rs
@@ -258,6 +259,42 @@ func (l *Loader) locate(index []int, items [][]order.Item) ([]*batchJob, error) 
 		}
 	}
 	return jobs, nil
+}
+
+// splitFirstWindow makes the reads of a loader's first window about a
+// segment each (see appendRuns); tests and benchmarks turn it off for a
+// baseline.
+var splitFirstWindow = true
+
+// appendRuns appends the run [lo, hi) of chunk k's samples to rs: one
+// read, or, when split is set and the read would hold more than two
+// segments' bytes, reads of at most about a segment each
+// (loch.SegmentBytes; the estimate of a whole chunk counts its stored
+// bytes too, so such reads may be smaller).
+//
+// The first window of a loader is split so: a batch of 64 rows drawn from
+// a window of 128 segments takes its rows from about 50 of them, so the
+// first batch of an epoch waits for those reads, and a run that merges a
+// chunk's neighbouring segments of the window into one read makes it wait
+// for most of the window instead (bench/RESULTS.md, issue 17: 28 ms of a
+// 77 ms epoch on two cores, 18 ms with the window's reads split). Later
+// windows are read while earlier ones are consumed, in fewer, larger
+// reads.
+func (l *Loader) appendRuns(rs []sampleRun, k chunkRef, lo, hi int, split bool) []sampleRun {
+	sc := l.scans[k.ds]
+	read := sc.Span(k.id, lo, hi)
+	if split && hi-lo > 1 {
+		if est := sc.Estimate(read); est > 2*loch.SegmentBytes {
+			n := int((est + loch.SegmentBytes - 1) / loch.SegmentBytes)
+			step := (hi - lo + n - 1) / n
+			for a := lo; a < hi; a += step {
+				b := min(a+step, hi)
+				rs = append(rs, sampleRun{a, b, sc.Span(k.id, a, b)})
+			}
+			return rs
+		}
+	}
+	return append(rs, sampleRun{lo, hi, read})
 }
 
 // newJob returns a job for n rows of ncols columns.
