@@ -92,23 +92,33 @@ func loch_loader_new_mix(handles *C.uintptr_t, n C.int32_t, weights *C.double, e
 	if n <= 0 {
 		return fail(errOut, invalidf("mixture of %d datasets: want at least one", int(n)))
 	}
-	scans := make([]*loch.Scan, n)
-	for i, h := range unsafe.Slice(handles, int(n)) {
+	w := make([]float64, n)
+	for i, v := range unsafe.Slice(weights, int(n)) {
+		w[i] = float64(v)
+	}
+	return loaderNewMix(unsafe.Slice(handles, int(n)), w, int64(epochRows), config, out, errOut)
+}
+
+// loaderNewMix is loch_loader_new_mix over Go slices (one weight per
+// handle), for it and for the loader service.
+func loaderNewMix(handles []C.uintptr_t, weights []float64, epochRows int64, config *C.char, out *C.uintptr_t, errOut **C.char) (st C.int) {
+	defer guard(&st, errOut)
+	if len(handles) == 0 {
+		return fail(errOut, invalidf("mixture of 0 datasets: want at least one"))
+	}
+	scans := make([]*loch.Scan, len(handles))
+	for i, h := range handles {
 		ds, err := datasetOf(h)
 		if err != nil {
 			return fail(errOut, fmt.Errorf("mixture dataset %d: %w", i, err))
 		}
 		scans[i] = ds.d.Scan()
 	}
-	w := make([]float64, n)
-	for i, v := range unsafe.Slice(weights, int(n)) {
-		w[i] = float64(v)
-	}
 	return startLoader(config, scans, out, errOut, func(cfg loader.Config) (*loader.Loader, error) {
 		if err := mixColumns(scans, cfg.Columns); err != nil {
 			return nil, err
 		}
-		return loader.NewMix(context.Background(), scans, w, int64(epochRows), cfg)
+		return loader.NewMix(context.Background(), scans, weights, epochRows, cfg)
 	})
 }
 

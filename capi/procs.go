@@ -24,12 +24,12 @@ import (
 // P (or an idle one) at once.
 //
 // A consumer of loch_loader_stream makes no call into Go per batch (and,
-// through loch_service, none per epoch) and gets no extra P: on two cores the third P only made a third Go
-// thread compete for them (bench/RESULTS.md, issue 17: without it, a tenth
-// to two thirds fewer context switches, at the same CPU and throughput).
-// Either way the loaders' default worker count is the number
-// of Ps the process had before (loaderWorkers), so that the CPUs are shared
-// as in `loch bench`. (Setting GOMAXPROCS stops the runtime from following
+// through loch_service, none per epoch) and gets no extra P: on two cores
+// the third P only made a third Go thread compete for them
+// (bench/RESULTS.md, issue 17: without it, a tenth to two thirds fewer
+// context switches, at the same CPU and throughput). Either way the
+// loaders' default worker count is the number of Ps the process had before
+// (loaderWorkers), so that the CPUs are shared as in `loch bench`. (Setting GOMAXPROCS stops the runtime from following
 // later changes of the process's CPU limit, which is another reason to set
 // it only when a caller needs it.)
 var callerProcs callerProc

@@ -28,8 +28,9 @@ import (
 // loch_loader_stream, then blocks in read() on the batch pipe, so leaves
 // the loader's workers one P short for the first 10-20 ms of every epoch.
 // On two cores ds.pytorch() on lz4 went from 0.79 to 0.88 of `loch
-// bench`'s throughput with this service (bench/RESULTS.md, issue 17). Requests written to a pipe and served by a goroutine take
-// that call off the consumer's thread: it only reads and writes pipes.
+// bench`'s throughput with this service (bench/RESULTS.md, issue 17).
+// Requests written to a pipe and served by a goroutine take that call off
+// the consumer's thread: it only reads and writes pipes.
 //
 // Requests (caller -> Go, the request pipe) and responses (Go -> caller,
 // the response pipe) are JSON objects, one per line, answered in order:
@@ -174,17 +175,12 @@ func dispatch(q serviceRequest) (result any, st C.int, msg string) {
 		if len(q.Weights) != len(q.Datasets) {
 			return nil, C.LOCH_INVALID_ARGUMENT, fmt.Sprintf("service request %d: loader_new_mix: %d datasets and %d weights: want one weight per dataset", q.ID, len(q.Datasets), len(q.Weights))
 		}
-		n := max(len(q.Datasets), 1) // a C array of at least one element
-		handles := (*C.uintptr_t)(C.calloc(C.size_t(n), C.size_t(unsafe.Sizeof(C.uintptr_t(0)))))
-		weights := (*C.double)(C.calloc(C.size_t(n), C.size_t(unsafe.Sizeof(C.double(0)))))
-		defer C.free(unsafe.Pointer(handles))
-		defer C.free(unsafe.Pointer(weights))
+		handles := make([]C.uintptr_t, len(q.Datasets))
 		for i, h := range q.Datasets {
-			unsafe.Slice(handles, n)[i] = C.uintptr_t(h)
-			unsafe.Slice(weights, n)[i] = C.double(q.Weights[i])
+			handles[i] = C.uintptr_t(h)
 		}
 		var out C.uintptr_t
-		st = loch_loader_new_mix(handles, C.int32_t(len(q.Datasets)), weights, C.int64_t(q.EpochRows), config, &out, &errOut)
+		st = loaderNewMix(handles, q.Weights, q.EpochRows, config, &out, &errOut)
 		return uint64(out), st, ""
 	case "loader_stream":
 		var b, r C.int

@@ -936,10 +936,9 @@ def start_mix_loader(
     :meth:`Dataset._start_loader` is of one dataset): starts a Go loader
     mixing the current snapshots of ``datasets`` with ``weights`` and
     ``epoch_rows`` (loch_loader_new_mix, through the loader service),
-    configured by ``config``, and
-    returns its handle. The handle closes the Go loader when ``owner`` is
-    garbage collected, at the latest; closing any of the datasets closes it
-    first."""
+    configured by ``config``, and returns its handle. The handle closes the
+    Go loader when ``owner`` is garbage collected, at the latest; closing
+    any of the datasets closes it first."""
     for i, w in enumerate(weights):
         if not math.isfinite(w):  # JSON has no NaN or infinity: refused here, as Go would
             raise InvalidArgument(f"mixture: weight {i} is {w}, want a finite number >= 0")
