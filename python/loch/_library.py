@@ -478,7 +478,7 @@ class Library:
         waiting: a loader it opened is closed (directly: the service's lock
         is held), the caller's ends of a stream's pipes it made are closed."""
         result = answer.get("result") if answer.get("status") == 0 else None
-        if op == "loader_new" and result:
+        if op in ("loader_new", "loader_new_mix") and result:
             with contextlib.suppress(Exception):
                 self.call("loch_loader_close", c_uintptr(result))
         elif op == "loader_stream" and isinstance(result, dict):

@@ -352,6 +352,39 @@ def test_a_request_cut_short_by_ctrl_c_leaves_the_service_usable(
     assert len(list(rows_ds.numpy(batch_size=100, columns=["y"]))) == 11
 
 
+def test_a_mixture_request_cut_short_closes_its_loader(rows_ds: loch.Dataset, monkeypatch: pytest.MonkeyPatch) -> None:
+    # As a loader_new cut short: the mixture's loader, opened in Go all the
+    # same, is closed when the next request skips its response.
+    from loch import _library
+
+    lib = _library.library()
+    mixture = loch.mix([rows_ds, rows_ds], weights=[1.0, 1.0], epoch_rows=200)
+    list(mixture.numpy(batch_size=50, columns=["y"]))  # the service runs
+    closed: list[int] = []
+    real_call, real_line = _library.Library.call, _library.Library._service_line
+    cut = [True]
+
+    def call(self: Any, name: str, *args: Any, **kwargs: Any) -> Any:
+        if name == "loch_loader_close":
+            closed.append(int(args[0].value))
+        return real_call(self, name, *args, **kwargs)
+
+    def interrupted(self: Any) -> dict[str, Any]:
+        if cut:
+            cut.clear()
+            raise KeyboardInterrupt
+        return dict(real_line(self))
+
+    monkeypatch.setattr(_library.Library, "call", call)
+    monkeypatch.setattr(_library.Library, "_service_line", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        next(iter(mixture.numpy(batch_size=50, columns=["y"])))  # loader_new_mix cut short
+    assert list(lib._service_ops.values()) == ["loader_new_mix"]
+    assert len(list(mixture.numpy(batch_size=50, columns=["y"]))) == 4
+    assert lib._service_ops == {}
+    assert len(closed) == 1, "the skipped response's loader is closed"
+
+
 def test_a_stream_request_cut_short_leaves_no_pipe_open(rows_ds: loch.Dataset, monkeypatch: pytest.MonkeyPatch) -> None:
     # Ctrl-C while loader_stream's answer is awaited: Go made the stream's
     # pipes all the same; the next request closes the caller's ends of
