@@ -310,6 +310,23 @@ def test_an_epoch_makes_no_call_into_go_from_the_consuming_thread(
     assert for_go == ["loader_new", "loader_stream", "loader_stats", "loader_close"]
 
 
+def _interrupt_next_response(monkeypatch: pytest.MonkeyPatch, nth: int = 1) -> None:
+    """Makes the nth wait from now for a loader service response raise
+    KeyboardInterrupt, as Ctrl-C there would."""
+    from loch import _library
+
+    real_line = _library.Library._service_line
+    calls = [0]
+
+    def interrupted(self: Any) -> dict[str, Any]:
+        calls[0] += 1
+        if calls[0] == nth:
+            raise KeyboardInterrupt
+        return dict(real_line(self))
+
+    monkeypatch.setattr(_library.Library, "_service_line", interrupted)
+
+
 def test_a_request_cut_short_by_ctrl_c_leaves_the_service_usable(
     rows_ds: loch.Dataset, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -321,16 +338,7 @@ def test_a_request_cut_short_by_ctrl_c_leaves_the_service_usable(
     lib = _library.library()
     before = loch.buffer_stats()["live"]
     list(rows_ds.numpy(batch_size=100, columns=["y"]))  # the service runs
-    real_line = _library.Library._service_line
-    cut = [True]
-
-    def interrupted(self: Any) -> dict[str, Any]:
-        if cut:
-            cut.clear()
-            raise KeyboardInterrupt
-        return dict(real_line(self))
-
-    monkeypatch.setattr(_library.Library, "_service_line", interrupted)
+    _interrupt_next_response(monkeypatch)
     with pytest.raises(KeyboardInterrupt):
         next(iter(rows_ds.numpy(batch_size=100, columns=["y"])))  # loader_new cut short
     assert list(lib._service_ops.values()) == ["loader_new"]
@@ -361,22 +369,15 @@ def test_a_mixture_request_cut_short_closes_its_loader(rows_ds: loch.Dataset, mo
     mixture = loch.mix([rows_ds, rows_ds], weights=[1.0, 1.0], epoch_rows=200)
     list(mixture.numpy(batch_size=50, columns=["y"]))  # the service runs
     closed: list[int] = []
-    real_call, real_line = _library.Library.call, _library.Library._service_line
-    cut = [True]
+    real_call = _library.Library.call
 
     def call(self: Any, name: str, *args: Any, **kwargs: Any) -> Any:
         if name == "loch_loader_close":
             closed.append(int(args[0].value))
         return real_call(self, name, *args, **kwargs)
 
-    def interrupted(self: Any) -> dict[str, Any]:
-        if cut:
-            cut.clear()
-            raise KeyboardInterrupt
-        return dict(real_line(self))
-
     monkeypatch.setattr(_library.Library, "call", call)
-    monkeypatch.setattr(_library.Library, "_service_line", interrupted)
+    _interrupt_next_response(monkeypatch)
     with pytest.raises(KeyboardInterrupt):
         next(iter(mixture.numpy(batch_size=50, columns=["y"])))  # loader_new_mix cut short
     assert list(lib._service_ops.values()) == ["loader_new_mix"]
@@ -395,16 +396,7 @@ def test_a_stream_request_cut_short_leaves_no_pipe_open(rows_ds: loch.Dataset, m
 
     list(rows_ds.numpy(batch_size=100, columns=["y"]))  # the service runs
     fds = len(os.listdir("/proc/self/fd"))
-    real_line = _library.Library._service_line
-    calls = [0]
-
-    def interrupted(self: Any) -> dict[str, Any]:
-        calls[0] += 1
-        if calls[0] == 2:  # loader_new answered, loader_stream cut short
-            raise KeyboardInterrupt
-        return dict(real_line(self))
-
-    monkeypatch.setattr(_library.Library, "_service_line", interrupted)
+    _interrupt_next_response(monkeypatch, nth=2)  # loader_new answered, loader_stream cut short
     with pytest.raises(KeyboardInterrupt):
         next(iter(rows_ds.numpy(batch_size=100, columns=["y"])))
     # The iteration's own cleanup (statistics, close) made the next
