@@ -35,9 +35,12 @@
  * over a pipe, the records below), loch_loader_stream_end and
  * loch_loader_state_at; 14 added loch_service (a loader's life cycle as
  * requests over a pair of pipes, served by a goroutine, so that a stream's
- * consumer need not call into Go at all; capi/service.go has the protocol).
+ * consumer need not call into Go at all; capi/service.go has the protocol);
+ * 15 added "depth" to the service's loader_new and loader_new_mix requests
+ * (a loader opened and streamed in one request) and its loader_config and
+ * dataset_version requests.
  */
-#define LOCH_ABI_VERSION 14
+#define LOCH_ABI_VERSION 15
 
 /* Status codes. */
 enum {

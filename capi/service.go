@@ -30,7 +30,17 @@ import (
 // On two cores ds.pytorch() on lz4 went from 0.79 to 0.88 of `loch
 // bench`'s throughput with this service (bench/RESULTS.md, issue 17).
 // Requests written to a pipe and served by a goroutine take that call off
-// the consumer's thread: it only reads and writes pipes.
+// the consumer's thread: it only reads and writes pipes. So do the calls
+// that making a loader object takes (loader_config, dataset_version),
+// which a consumer that makes one for each epoch makes just before the
+// epoch starts: on two cores they delayed its first batch by 8 ms.
+//
+// A request made just after a loader started waits for the service
+// goroutine to get a P from the loader's workers: on two cores a
+// loader_stream after loader_new was answered 1.8 ms (median) into the
+// epoch, 10 ms when the consumer's thread had just called into Go and
+// held the other P. So a consumer opens its loader and its stream in one
+// request ("depth"), and the stream's feeder starts with the workers.
 //
 // Requests (caller -> Go, the request pipe) and responses (Go -> caller,
 // the response pipe) are JSON objects, one per line, answered in order:
@@ -40,6 +50,15 @@ import (
 //	{"id": N, "op": "loader_new_mix", "datasets": [H, ...], "weights": [W, ...],
 //	 "epoch_rows": R, "config": {...}}
 //	    result: the loader's handle (loch_loader_new_mix)
+//	either of the two with "depth": D (ABI 15; D >= 1) also streams the
+//	    loader at once (loch_loader_stream with depth D)
+//	    result: {"loader": H, "batch_fd": B, "report_fd": R}; when the
+//	    stream cannot start, the loader is closed and the error is
+//	    loch_loader_stream's
+//	{"id": N, "op": "loader_config", "config": {...}} (ABI 15)
+//	    result: the configuration with Go's defaults (loch_loader_config)
+//	{"id": N, "op": "dataset_version", "dataset": H} (ABI 15)
+//	    result: the id of the handle's snapshot (loch_dataset_version)
 //	{"id": N, "op": "loader_stream", "loader": H, "depth": D}
 //	    result: {"batch_fd": B, "report_fd": R} (loch_loader_stream)
 //	{"id": N, "op": "loader_stats", "loader": H}
@@ -170,7 +189,8 @@ func dispatch(q serviceRequest) (result any, st C.int, msg string) {
 	case "loader_new":
 		var out C.uintptr_t
 		st = loch_loader_new(C.uintptr_t(q.Dataset), config, &out, &errOut)
-		return uint64(out), st, ""
+		result, st = opened(q, out, st, &errOut)
+		return result, st, ""
 	case "loader_new_mix":
 		if len(q.Weights) != len(q.Datasets) {
 			return nil, C.LOCH_INVALID_ARGUMENT, fmt.Sprintf("service request %d: loader_new_mix: %d datasets and %d weights: want one weight per dataset", q.ID, len(q.Datasets), len(q.Weights))
@@ -181,7 +201,20 @@ func dispatch(q serviceRequest) (result any, st C.int, msg string) {
 		}
 		var out C.uintptr_t
 		st = loaderNewMix(handles, q.Weights, q.EpochRows, config, &out, &errOut)
-		return uint64(out), st, ""
+		result, st = opened(q, out, st, &errOut)
+		return result, st, ""
+	case "loader_config":
+		var s *C.char
+		st = loch_loader_config(config, &s, &errOut)
+		return takeJSON(s), st, ""
+	case "dataset_version":
+		var s *C.char
+		st = loch_dataset_version(C.uintptr_t(q.Dataset), &s, &errOut)
+		if s == nil {
+			return nil, st, ""
+		}
+		defer C.free(unsafe.Pointer(s))
+		return C.GoString(s), st, ""
 	case "loader_stream":
 		var b, r C.int
 		st = loch_loader_stream(h, C.int64_t(q.Depth), &b, &r, &errOut)
@@ -201,8 +234,28 @@ func dispatch(q serviceRequest) (result any, st C.int, msg string) {
 	case "loader_close":
 		return nil, loch_loader_close(h, &errOut), ""
 	}
-	err := fmt.Errorf("service request %d: operation %q: %w (want loader_new, loader_new_mix, loader_stream, loader_stats, loader_state_at, loader_len or loader_close)", q.ID, q.Op, errUnknownOp)
+	err := fmt.Errorf("service request %d: operation %q: %w (want loader_new, loader_new_mix, loader_config, dataset_version, loader_stream, loader_stats, loader_state_at, loader_len or loader_close)", q.ID, q.Op, errUnknownOp)
 	return nil, C.LOCH_INVALID_ARGUMENT, err.Error()
+}
+
+// opened is the result of a loader_new or loader_new_mix request (q) whose
+// call returned st and the loader's handle h: h, or with q.Depth the
+// loader streaming (see the protocol above). A stream that cannot start
+// closes the loader, and its error is the request's.
+func opened(q serviceRequest, h C.uintptr_t, st C.int, errOut **C.char) (any, C.int) {
+	if st != C.LOCH_OK || q.Depth == 0 {
+		return uint64(h), st
+	}
+	var b, r C.int
+	if st = loch_loader_stream(h, C.int64_t(q.Depth), &b, &r, errOut); st != C.LOCH_OK {
+		var closeErr *C.char
+		loch_loader_close(h, &closeErr) // a loader no one has seen: nothing to report
+		if closeErr != nil {
+			C.free(unsafe.Pointer(closeErr))
+		}
+		return nil, st
+	}
+	return map[string]uint64{"loader": uint64(h), "batch_fd": uint64(b), "report_fd": uint64(r)}, C.LOCH_OK
 }
 
 // takeJSON returns the JSON text a function stored in s, freeing it (nil

@@ -230,11 +230,11 @@ def run_abi(res: Result, spec: dict[str, Any]) -> Result:
     transform = {"image": spec["transform"]} if spec.get("transform") else None
 
     batches = 0
+    loader = Loader(ds, batch_size=spec["batch_size"], shuffle=True, seed=0, columns=COLUMNS, transform=transform)
 
     def epoch(e: int) -> int:
         nonlocal batches
-        go = Loader(ds, batch_size=spec["batch_size"], shuffle=True, seed=0, columns=COLUMNS,
-                    transform=transform)._start(None, e)  # fmt: skip
+        go = loader._start(None, e)  # one loader object, as ds.pytorch()'s
         n = 0
         try:
             while (addr := go.next()) is not None:

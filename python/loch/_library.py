@@ -30,7 +30,7 @@ from typing import Any
 from ._status import NOT_ERRORS
 from .errors import ForkedProcess, InternalError, from_status
 
-ABI_VERSION = 14
+ABI_VERSION = 15
 
 # Layouts and encodings of loch_column_in and loch_tensor.
 DENSE, PACKED, NULLS = 0, 1, 2
@@ -479,9 +479,11 @@ class Library:
         is held), the caller's ends of a stream's pipes it made are closed."""
         result = answer.get("result") if answer.get("status") == 0 else None
         if op in ("loader_new", "loader_new_mix") and result:
-            with contextlib.suppress(Exception):
-                self.call("loch_loader_close", c_uintptr(result))
-        elif op == "loader_stream" and isinstance(result, dict):
+            loader = result.get("loader") if isinstance(result, dict) else result  # a dict: streamed too
+            if isinstance(loader, int) and loader:
+                with contextlib.suppress(Exception):
+                    self.call("loch_loader_close", c_uintptr(loader))
+        if op in ("loader_new", "loader_new_mix", "loader_stream") and isinstance(result, dict):
             for fd in (result.get("batch_fd"), result.get("report_fd")):
                 if isinstance(fd, int) and fd >= 0:
                     with contextlib.suppress(OSError):

@@ -345,10 +345,14 @@ class Dataset:
     @property
     def schema(self) -> Schema:
         """The columns, with their statistics (shapes seen, bytes stored)."""
-        v = self.version
-        if self._schema is None or self._schema[0] != v:
+        return self._schema_at(self.version)
+
+    def _schema_at(self, version: str) -> Schema:
+        """The schema, known to be that of snapshot ``version``: asked of Go
+        when the one kept is another snapshot's."""
+        if self._schema is None or self._schema[0] != version:
             h = self._here()._h
-            self._schema = (v, Schema.from_json(h.lib.call_string("loch_dataset_schema", h.value)))
+            self._schema = (version, Schema.from_json(h.lib.call_string("loch_dataset_schema", h.value)))
         return self._schema[1]
 
     def __len__(self) -> int:
@@ -861,32 +865,40 @@ class Dataset:
         return dataset(self, **kwargs)
 
     # The seam through which loch.loader reaches a dataset (the members of
-    # loch.loader.Source besides schema). Nothing else outside this module
+    # loch.loader.Source besides schema and row_keys). Nothing else outside this module
     # touches a Dataset's handle.
 
-    def _start_loader(self, owner: object, config: Mapping[str, Any]) -> Handle:
+    def _start_loader(
+        self, owner: object, config: Mapping[str, Any], stream_depth: int = 0
+    ) -> tuple[Handle, tuple[int, int] | None]:
         """Package-internal (:class:`loch.loader.Source`): starts a Go loader
         over this handle's current snapshot, configured by ``config`` (the
-        JSON object loch_loader_new takes), and returns its handle. The
+        JSON object loch_loader_new takes), and returns its handle, with
+        ``stream_depth`` streaming at once (the caller's ends of the
+        stream's pipes, batch and report, come with it; else None). The
         handle closes the Go loader when ``owner`` is garbage collected, at
         the latest; :meth:`close` closes it before the dataset."""
         here = self._here()
         # Through the loader service: no call into Go from this thread,
         # which would keep a Go processor from the loader's workers.
         lib = here._h.lib
-        value = int(lib.request("loader_new", dataset=here._h.value.value, config=config))
-        handle = Handle(owner, lib, value, "loch_loader_close", "loader", close_op="loader_close")
-        here._loaders.add(_closer(owner, handle))
-        return handle
+        fields: dict[str, Any] = {"dataset": here._h.value.value, "config": config}
+        return _opened(owner, [here], lib.request("loader_new", **fields, **_depth(stream_depth)))
 
-    def _reopener(self) -> _Reopener:
-        """Package-internal (:class:`loch.loader.Source`): a picklable
-        function of a dataset (or None) that returns it when it is usable in
-        the calling process, else this dataset's URL opened there at the
-        version this handle reads now. A loader pickled into another process
+    def _loader_view(self) -> tuple[Schema, _Reopener]:
+        """Package-internal (:class:`loch.loader.Source`): the schema of the
+        snapshot this handle reads now, and a picklable function of a
+        dataset (or None) that returns it when it is usable in the calling
+        process, else this dataset's URL opened there at that snapshot
+        (:meth:`_reopener_at`). A loader pickled into another process
         (spawn, forkserver), or inherited by a forked one
-        (:meth:`loch.Loader.reopen_if_forked`), reads through it."""
-        return self._reopener_at(self.version)
+        (:meth:`loch.Loader.reopen_if_forked`), reads through the latter.
+        The version is asked through the loader service, not by a call into
+        Go from this thread (see :class:`loch.loader.Source`); the schema is
+        asked of Go only the first time for each version."""
+        here = self._here()
+        version = str(here._h.lib.request("dataset_version", dataset=here._h.value.value))
+        return self._schema_at(version), self._reopener_at(version)
 
     # Lifetime.
 
@@ -915,7 +927,7 @@ class Dataset:
         """Pickles the dataset as its snapshot: unpickled, it is
         ``loch.open(url, version=version)``, read-only (see the class
         documentation). Staged writes are not carried."""
-        snapshot = self._reopener()
+        snapshot = self._reopener_at(self.version)
         if snapshot.url.startswith("mem://"):
             raise TypeError(
                 f"{snapshot.url} is an in-memory dataset of this process and cannot be pickled: "
@@ -930,27 +942,53 @@ def _open_version(url: str, version: str) -> Dataset:
 
 
 def start_mix_loader(
-    owner: object, datasets: Sequence[Dataset], weights: Sequence[float], epoch_rows: int, config: Mapping[str, Any]
-) -> Handle:
+    owner: object,
+    datasets: Sequence[Dataset],
+    weights: Sequence[float],
+    epoch_rows: int,
+    config: Mapping[str, Any],
+    stream_depth: int = 0,
+) -> tuple[Handle, tuple[int, int] | None]:
     """Package-internal (the seam of :class:`loch.mixture.Mixture`, as
     :meth:`Dataset._start_loader` is of one dataset): starts a Go loader
     mixing the current snapshots of ``datasets`` with ``weights`` and
     ``epoch_rows`` (loch_loader_new_mix, through the loader service),
-    configured by ``config``, and returns its handle. The handle closes the
-    Go loader when ``owner`` is garbage collected, at the latest; closing
-    any of the datasets closes it first."""
+    configured by ``config``, and returns its handle, streaming as
+    :meth:`Dataset._start_loader` does. The handle closes the Go loader
+    when ``owner`` is garbage collected, at the latest; closing any of the
+    datasets closes it first."""
     for i, w in enumerate(weights):
         if not math.isfinite(w):  # JSON has no NaN or infinity: refused here, as Go would
             raise InvalidArgument(f"mixture: weight {i} is {w}, want a finite number >= 0")
     here = [d._here() for d in datasets]
     lib = here[0]._h.lib
     # Through the loader service, as Dataset._start_loader.
-    value = int(lib.request("loader_new_mix", datasets=[d._h.value.value for d in here],
-                            weights=[float(w) for w in weights], epoch_rows=int(epoch_rows), config=config))  # fmt: skip
-    handle = Handle(owner, lib, value, "loch_loader_close", "loader", close_op="loader_close")
+    result = lib.request("loader_new_mix", datasets=[d._h.value.value for d in here],
+                         weights=[float(w) for w in weights], epoch_rows=int(epoch_rows), config=config,
+                         **_depth(stream_depth))  # fmt: skip
+    return _opened(owner, here, result)
+
+
+def _depth(stream_depth: int) -> dict[str, int]:
+    """The field of a loader_new(_mix) request that streams the loader at
+    once (C ABI 15), if ``stream_depth`` asks for it."""
+    return {"depth": stream_depth} if stream_depth else {}
+
+
+def _opened(owner: object, here: Sequence[Dataset], result: Any) -> tuple[Handle, tuple[int, int] | None]:
+    """The handle of the loader a loader_new(_mix) request opened over the
+    datasets ``here`` (``result``: its handle, or with "depth" the handle
+    and the caller's ends of the stream's pipes), closed with ``owner`` or
+    any of the datasets at the latest; and those ends, if any."""
+    fds = None
+    if isinstance(result, dict):
+        fds = (int(result["batch_fd"]), int(result["report_fd"]))
+        result = result["loader"]
+    lib = here[0]._h.lib
+    handle = Handle(owner, lib, int(result), "loch_loader_close", "loader", close_op="loader_close")
     for d in here:
         d._loaders.add(_closer(owner, handle))
-    return handle
+    return handle, fds
 
 
 def _closer(owner: object, handle: Handle) -> Any:
@@ -963,7 +1001,7 @@ def _closer(owner: object, handle: Handle) -> Any:
 @dataclass(frozen=True)
 class _Reopener:
     """The snapshot a loader reads, as a picklable function (see
-    :meth:`Dataset._reopener`): ``url`` at ``version``."""
+    :meth:`Dataset._loader_view`): ``url`` at ``version``."""
 
     url: str
     version: str

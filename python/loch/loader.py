@@ -26,7 +26,6 @@ from __future__ import annotations
 import collections
 import contextlib
 import ctypes
-import json
 import os
 import struct
 import threading
@@ -141,8 +140,11 @@ def _checked(config: Mapping[str, Any]) -> dict[str, Any]:
     """Checks a Go loader configuration with Go's own checks
     (loader.Config.Validate, through loch_loader_config), raising
     :class:`loch.InvalidArgument` with Go's message naming the setting, and
-    returns it with Go's defaults filled in."""
-    result: dict[str, Any] = library().call_json("loch_loader_config", json.dumps(config).encode())
+    returns it with Go's defaults filled in. Through the loader service:
+    a loader object made for each epoch is checked just before its loader
+    starts, whose workers a call into Go from this thread would leave a
+    Go processor short (see :class:`_GoLoader`)."""
+    result: dict[str, Any] = library().request("loader_config", config=config)
     return result
 
 
@@ -153,7 +155,13 @@ class Source(Protocol):
     adapters above it) see a dataset only through this protocol, so that
     loch.dataset can make loaders without the two modules importing each
     other; the two underscored members are the package-internal seam,
-    documented on Dataset."""
+    documented on Dataset.
+
+    Making a loader object calls into Go from no thread of Python's: a
+    loader made for each epoch is made just before the epoch starts, and a
+    thread returning from a call into Go keeps a Go processor for up to
+    20 ms, which the epoch's workers then lack (on two cores its first
+    batch came 8 ms later; bench/RESULTS.md, issue 17)."""
 
     @property
     def schema(self) -> Schema:
@@ -167,16 +175,23 @@ class Source(Protocol):
         mixture. No column loaded may have one of these names."""
         ...
 
-    def _start_loader(self, owner: object, config: Mapping[str, Any]) -> Handle:
+    def _start_loader(
+        self, owner: object, config: Mapping[str, Any], stream_depth: int = 0
+    ) -> tuple[Handle, tuple[int, int] | None]:
         """Starts a Go loader configured by ``config`` (loch_loader_new's
         JSON object) over the current snapshot; its handle closes it when
-        ``owner`` is collected, and closing the source closes it first."""
+        ``owner`` is collected, and closing the source closes it first.
+        With ``stream_depth`` it also streams at once (in the same request
+        to the loader service), and the caller's ends of the stream's
+        pipes (batch, report) come with the handle."""
         ...
 
-    def _reopener(self) -> Callable[[object], Source]:
-        """A picklable function that returns the source given to it when
-        that is usable in the calling process, else this snapshot opened
-        there."""
+    def _loader_view(self) -> tuple[Schema, Callable[[object], Source]]:
+        """The schema of the snapshot this source reads now, and a
+        picklable function that returns the source given to it when that
+        is usable in the calling process, else this snapshot opened there.
+        Made without a call into Go from this thread once the schema is
+        known (see :class:`_GoLoader`)."""
         ...
 
 
@@ -198,13 +213,20 @@ class _GoLoader:
     Python reports the descriptions it has read, with the sample buffers it
     has freed (see :meth:`loch._library.Library.free_buffer`), over a second
     pipe: every ``STREAM_DEPTH // 2`` batches, and when Go asks for them
-    (it waits for them to take the next batch)."""
+    (it waits for them to take the next batch).
 
-    def __init__(self, source: Source, config: Mapping[str, Any]) -> None:
-        self._h = source._start_loader(self, config)
+    A loader made to be read (``stream``) streams from the request that
+    opens it (C ABI 15: one request fewer per epoch, and Go's side of the
+    stream starts with the loader's workers, see capi/service.go); one made
+    for its length or state streams only if :meth:`next` is called."""
+
+    def __init__(self, source: Source, config: Mapping[str, Any], stream: bool = False) -> None:
+        self._h, fds = source._start_loader(self, config, STREAM_DEPTH if stream else 0)
         self.lib = self._h.lib
-        self._fds: tuple[int, int] | None = None  # (batch pipe, report pipe), from the first next
+        self._fds: tuple[int, int] | None = None  # (batch pipe, report pipe)
         self._fds_closer: weakref.finalize | None = None
+        if fds is not None:
+            self._stream_fds(fds)
         self._records: collections.deque[tuple[int, int]] = collections.deque()
         self._unreported: list[int] = []  # descriptions read and not reported
         self._taken = 0  # batches next returned
@@ -217,9 +239,14 @@ class _GoLoader:
 
     def _open_stream(self) -> tuple[int, int]:
         fds = self._request("loader_stream", depth=STREAM_DEPTH)
-        self._fds = (int(fds["batch_fd"]), int(fds["report_fd"]))
-        self._fds_closer = weakref.finalize(self, _close_fds, self._fds)
-        return self._fds
+        return self._stream_fds((int(fds["batch_fd"]), int(fds["report_fd"])))
+
+    def _stream_fds(self, fds: tuple[int, int]) -> tuple[int, int]:
+        """Keeps the caller's ends of the stream's pipes, closed with this
+        object at the latest."""
+        self._fds = fds
+        self._fds_closer = weakref.finalize(self, _close_fds, fds)
+        return fds
 
     def next(self) -> int | None:
         """The address of the next batch's loch_batch (valid until the next
@@ -554,7 +581,7 @@ class Loader:
         allow_version_change: bool = False,
         epochs: Epochs | None = None,
     ) -> None:
-        schema = dataset.schema
+        schema, self._reopen = dataset._loader_view()
         self.columns = list(columns) if columns is not None else list(schema)
         for c in self.columns:
             if c not in schema:
@@ -576,7 +603,6 @@ class Loader:
                 )
             self.joined[name] = (str(j["dtype"]), tuple(int(d) for d in j.get("shape") or ()))
         self.dataset: Source | None = dataset
-        self._reopen = dataset._reopener()
         self._ragged = frozenset(c for c in self.columns if schema[c].ragged and schema[c].dtype not in VARIABLE)
         go_transforms: dict[str, str] = {}
         self._batch_transform: Callable[[Batch], Batch] | None = None
@@ -711,7 +737,7 @@ class Loader:
         if split is not None:
             config["split"] = _split(split)
         try:
-            go = _GoLoader(source, config)
+            go = _GoLoader(source, config, stream=True)
         except BaseException:
             if taken:  # the iteration did not start: the next one is still this epoch
                 self._epochs.set(epoch)
@@ -791,7 +817,7 @@ class Loader:
             >>> loader.peek()["n"].tolist(), loader.stats()
             ([0, 1, 2, 3], {})
         """
-        go = _GoLoader(self._source(), dict(self.config(), prefetch_batches=1))
+        go = _GoLoader(self._source(), dict(self.config(), prefetch_batches=1), stream=True)
         try:
             batch = go.take(lambda p: self._convert(go, p))
             return None if batch is None else self._finish(batch, None)

@@ -140,24 +140,28 @@ class Mixture:
 
     # loch.loader.Source's seam.
 
-    def _start_loader(self, owner: object, config: Mapping[str, Any]) -> Handle:
+    def _start_loader(
+        self, owner: object, config: Mapping[str, Any], stream_depth: int = 0
+    ) -> tuple[Handle, tuple[int, int] | None]:
         """Package-internal (:class:`loch.loader.Source`): starts a Go loader
         mixing the datasets' current snapshots (see
         :func:`loch.dataset.start_mix_loader`)."""
-        return start_mix_loader(owner, self.datasets, self.weights, self.epoch_rows or 0, config)
+        return start_mix_loader(owner, self.datasets, self.weights, self.epoch_rows or 0, config, stream_depth)
 
-    def _reopener(self) -> Callable[[object], Source]:
-        """Package-internal (:class:`loch.loader.Source`): the mixture of
-        the datasets' current snapshots, as a picklable function that
-        returns the mixture given to it when its datasets are usable in the
-        calling process, else a mixture of those snapshots opened there."""
-        return _MixReopener(tuple(d._reopener() for d in self.datasets), tuple(self.weights), self.epoch_rows)
+    def _loader_view(self) -> tuple[Schema, Callable[[object], Source]]:
+        """Package-internal (:class:`loch.loader.Source`): the columns every
+        dataset has, and the mixture of the datasets' current snapshots, as
+        a picklable function that returns the mixture given to it when its
+        datasets are usable in the calling process, else a mixture of those
+        snapshots opened there."""
+        parts = tuple(d._loader_view()[1] for d in self.datasets)
+        return self._schema, _MixReopener(parts, tuple(self.weights), self.epoch_rows)
 
 
 @dataclass(frozen=True)
 class _MixReopener:
     """The snapshots a mixture's loader reads, as a picklable function (see
-    :meth:`Mixture._reopener`)."""
+    :meth:`Mixture._loader_view`)."""
 
     parts: tuple[Callable[[object], Source], ...]
     weights: tuple[float, ...]

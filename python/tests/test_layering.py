@@ -19,7 +19,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "loch"
 # Private members that one module may use on objects defined in another:
 # the seam through which loch.loader reaches a dataset (loch.loader.Source,
 # documented on loch.Dataset).
-SEAMS: dict[str, set[str]] = {"loch.loader": {"_start_loader", "_reopener"}}
+SEAMS: dict[str, set[str]] = {"loch.loader": {"_start_loader", "_loader_view"}}
 
 
 def module_name(path: Path) -> str:

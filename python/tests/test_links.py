@@ -103,7 +103,7 @@ def test_redirect_checked_against_hosts(url: str) -> None:
 def test_policy_travels_with_a_pickled_dataset(url: str) -> None:
     ds = loch.open(url, links=loch.LinkPolicy(local_roots=[]))
     copy = pickle.loads(pickle.dumps(ds))
-    assert copy._reopener().links == loch.LinkPolicy(local_roots=[])
+    assert copy._loader_view()[1].links == loch.LinkPolicy(local_roots=[])
     with pytest.raises(loch.PermissionDenied):
         copy.fetch("ref", 1)
 

@@ -37,7 +37,7 @@ TWO_ACCOUNTS = """
         "b": rb["n"][:].tolist(),
         "a_loader": [x for batch in ra.numpy(batch_size=4, columns=["n"]) for x in batch["n"].tolist()],
         "a_pickled": pickle.loads(pickle.dumps(ra))["n"][:].tolist(),
-        "reprs": repr(ra) + repr(rb) + repr(ra._reopener()),
+        "reprs": repr(ra) + repr(rb) + repr(ra._loader_view()[1]),
     }
     errors = {}
     for name, opts in {
@@ -125,7 +125,7 @@ GCS_AND_AZURE = """
         "az": ra["n"][:].tolist(),
         "gs_loader": [x for b in rg.numpy(batch_size=3, columns=["n"]) for x in b["n"].tolist()],
         "az_pickled": pickle.loads(pickle.dumps(ra))["n"][:].tolist(),
-        "reprs": repr(rg) + repr(ra) + repr(ra._reopener()),
+        "reprs": repr(rg) + repr(ra) + repr(ra._loader_view()[1]),
     }
     errors = {}
     for name, url, opts in [

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ctypes
 import json
+import os
 import threading
 from pathlib import Path
 from typing import Any
@@ -184,8 +185,10 @@ def test_next_batch_serves_callers_that_do_not_stream(rows_ds: loch.Dataset) -> 
     from loch._buffers import TENSOR
     from loch.loader import BATCH
 
+    from loch.loader import _GoLoader
+
     before = loch.buffer_stats()["live"]
-    go = Loader(rows_ds, batch_size=100, columns=["y"])._start(None, 0)
+    go = _GoLoader(rows_ds, Loader(rows_ds, batch_size=100, columns=["y"])._go_config(0))  # not streaming
     lib, h = go.lib, go._h.value
     prev, freed, ys = None, (ctypes.c_void_p * 1)(), []
     out, err = ctypes.c_void_p(), ctypes.c_void_p()
@@ -212,7 +215,6 @@ def test_next_batch_serves_callers_that_do_not_stream(rows_ds: loch.Dataset) -> 
 def test_an_interrupted_close_loses_no_buffer(rows_ds: loch.Dataset, monkeypatch: pytest.MonkeyPatch) -> None:
     # Ctrl-C during close's last report, with batches read ahead that the
     # loop never got: their buffers still come back.
-    import os
     import select
     import time
 
@@ -282,7 +284,8 @@ def test_an_epoch_makes_no_call_into_go_from_the_consuming_thread(
     # Each call into Go leaves the calling thread holding a Go processor
     # for up to 20 ms after it returns, which the loader's workers lack
     # (capi/service.go): an epoch's loader is opened, streamed, asked for
-    # its statistics and closed through the loader service instead.
+    # its statistics and closed through the loader service instead, and so
+    # is what making a loader object asks of Go.
     from loch import _library
 
     lib = _library.library()
@@ -307,7 +310,22 @@ def test_an_epoch_makes_no_call_into_go_from_the_consuming_thread(
     assert sum(len(b["index"]) for b in loader) == 1001
     assert loader.stats()["batches"] == 11
     assert calls == []
-    assert for_go == ["loader_new", "loader_stream", "loader_stats", "loader_close"]
+    # The loader is opened and streamed in one request (C ABI 15).
+    assert for_go == ["loader_new", "loader_stats", "loader_close"]
+    # Nor does a loader object made for the epoch (its settings checked,
+    # the snapshot it reads pinned), for a dataset or a mixture.
+    for_go.clear()
+    assert sum(len(b["index"]) for b in rows_ds.numpy(batch_size=100, columns=["y"])) == 1001
+    assert for_go == ["dataset_version", "loader_config", "loader_new", "loader_stats", "loader_close"]
+    assert calls == []
+    mixture = loch.mix([rows_ds, rows_ds], weights=[1.0, 1.0], epoch_rows=200)  # reads the schemas
+    for_go.clear()
+    calls.clear()
+    assert sum(len(b["index"]) for b in mixture.numpy(batch_size=50, columns=["y"])) == 200
+    assert for_go == [
+        "dataset_version", "dataset_version", "loader_config", "loader_new_mix", "loader_stats", "loader_close"
+    ]  # fmt: skip
+    assert calls == []
 
 
 def _interrupt_next_response(monkeypatch: pytest.MonkeyPatch, nth: int = 1) -> None:
@@ -332,20 +350,24 @@ def test_a_request_cut_short_by_ctrl_c_leaves_the_service_usable(
 ) -> None:
     # Ctrl-C while the response is awaited: the request took effect in Go
     # all the same; its response is skipped by the next request, and a
-    # loader it opened is closed then (no buffer or loader left behind).
+    # loader it opened is closed then, with the caller's ends of the pipes
+    # of the stream it started (no buffer, loader or pipe left behind).
     from loch import _library
 
     lib = _library.library()
     before = loch.buffer_stats()["live"]
     list(rows_ds.numpy(batch_size=100, columns=["y"]))  # the service runs
+    fds = len(os.listdir("/proc/self/fd"))
+    loader = rows_ds.numpy(batch_size=100, columns=["y"])
     _interrupt_next_response(monkeypatch)
     with pytest.raises(KeyboardInterrupt):
-        next(iter(rows_ds.numpy(batch_size=100, columns=["y"])))  # loader_new cut short
+        next(iter(loader))  # loader_new (streaming) cut short
     assert list(lib._service_ops.values()) == ["loader_new"]
     got = [int(i) for b in rows_ds.numpy(batch_size=100, columns=["y"]) for i in b["index"]]
     assert sorted(got) == list(range(1001))
     assert lib._service_ops == {}
     assert loch.buffer_stats()["live"] == before
+    assert len(os.listdir("/proc/self/fd")) == fds
     # A request that Go cannot serve fails as the call would have.
     with pytest.raises(loch.Closed):
         lib.request("loader_len", loader=0)
@@ -377,30 +399,51 @@ def test_a_mixture_request_cut_short_closes_its_loader(rows_ds: loch.Dataset, mo
         return real_call(self, name, *args, **kwargs)
 
     monkeypatch.setattr(_library.Library, "call", call)
+    loader = mixture.numpy(batch_size=50, columns=["y"])
     _interrupt_next_response(monkeypatch)
     with pytest.raises(KeyboardInterrupt):
-        next(iter(mixture.numpy(batch_size=50, columns=["y"])))  # loader_new_mix cut short
+        next(iter(loader))  # loader_new_mix cut short
     assert list(lib._service_ops.values()) == ["loader_new_mix"]
     assert len(list(mixture.numpy(batch_size=50, columns=["y"]))) == 4
     assert lib._service_ops == {}
     assert len(closed) == 1, "the skipped response's loader is closed"
 
 
-def test_a_stream_request_cut_short_leaves_no_pipe_open(rows_ds: loch.Dataset, monkeypatch: pytest.MonkeyPatch) -> None:
-    # Ctrl-C while loader_stream's answer is awaited: Go made the stream's
-    # pipes all the same; the next request closes the caller's ends of
-    # them, and the loader closes its own.
-    import os
-
+def test_a_streaming_open_that_cannot_stream_closes_its_loader(rows_ds: loch.Dataset) -> None:
+    # loader_new with a depth the stream refuses: the request fails with the
+    # stream's error, and the loader it opened is closed (no batches made
+    # ahead stay in use; none to close).
     from loch import _library
+
+    lib = _library.library()
+    before = loch.buffer_stats()["live"]
+    config = Loader(rows_ds, batch_size=10, columns=["y"])._go_config(0)
+    with pytest.raises(loch.InvalidArgument, match="stream depth -1: want at least 1"):
+        lib.request("loader_new", dataset=rows_ds._h.value.value, config=config, depth=-1)
+    threading.Event().wait(0.2)  # an open loader's workers would be making batches by now
+    assert loch.buffer_stats()["live"] == before
+    opened = lib.request("loader_new", dataset=rows_ds._h.value.value, config=config, depth=2)
+    assert set(opened) == {"loader", "batch_fd", "report_fd"}
+    lib.request("loader_close", loader=opened["loader"])
+    for fd in (opened["batch_fd"], opened["report_fd"]):
+        os.close(fd)
+    assert loch.buffer_stats()["live"] == before
+
+
+def test_a_stream_request_cut_short_leaves_no_pipe_open(rows_ds: loch.Dataset, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A loader opened without streaming (for its length or state) streams
+    # when it is read: Ctrl-C while that loader_stream's answer is awaited
+    # leaves no pipe open either.
+    from loch import _library
+    from loch.loader import _GoLoader
 
     list(rows_ds.numpy(batch_size=100, columns=["y"]))  # the service runs
     fds = len(os.listdir("/proc/self/fd"))
-    _interrupt_next_response(monkeypatch, nth=2)  # loader_new answered, loader_stream cut short
+    go = _GoLoader(rows_ds, Loader(rows_ds, batch_size=100, columns=["y"])._go_config(0))
+    _interrupt_next_response(monkeypatch)  # loader_stream cut short
     with pytest.raises(KeyboardInterrupt):
-        next(iter(rows_ds.numpy(batch_size=100, columns=["y"])))
-    # The iteration's own cleanup (statistics, close) made the next
-    # requests, which skipped the cut one's answer.
+        go.next()
+    go.close()  # its close request skipped the cut one's answer
     assert _library.library()._service_ops == {}
     assert len(os.listdir("/proc/self/fd")) == fds
     assert len(list(rows_ds.numpy(batch_size=100, columns=["y"]))) == 11
