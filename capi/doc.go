@@ -32,8 +32,9 @@
 //     (stream.go) has a goroutine write each batch's address to a pipe
 //     that the caller reads, blocking in the kernel, and the caller
 //     reports the batches it read and the buffers it freed over a second
-//     pipe. Python's loaders read so, and open, stream, question and close
-//     their loaders through loch_service (service.go): requests over a
+//     pipe. Python's loaders read so, and check their settings and open,
+//     stream, question and close their loaders through loch_service
+//     (service.go): requests over a
 //     second pipe pair that a goroutine serves, so that the consumer's
 //     thread never returns from a call into Go holding a Go processor
 //     that the loader's workers need. loch_loader_next_batch is the one
