@@ -112,17 +112,21 @@ func BenchmarkLoader(b *testing.B) {
 }
 
 // BenchmarkEpochStart measures an epoch's wait for its first batch (the
-// first_batch_ms metric) and the whole epoch, with the first window's
-// reads cut into segments (split) and, as the baseline, in whole runs: on
-// the image-like set, whose default window holds more than half the
-// dataset, block shuffle, batch 64.
+// first_batch_ms metric) and the whole epoch: as the baselines, with the
+// first window's reads in whole runs, then cut into segments (split);
+// then with the first batch planned and read alone before the rest of its
+// window (split+first-alone, the default). On the image-like set, whose
+// default window holds more than half the dataset, block shuffle, batch
+// 64.
 func BenchmarkEpochStart(b *testing.B) {
 	d := benchSet(b, schema.LZ4)
-	for _, split := range []bool{false, true} {
-		name := map[bool]string{false: "whole-runs", true: "split"}[split]
-		b.Run(name, func(b *testing.B) {
-			defer func(v bool) { splitFirstWindow = v }(splitFirstWindow)
-			splitFirstWindow = split
+	for _, mode := range []struct {
+		name         string
+		split, alone bool
+	}{{"whole-runs", false, false}, {"split", true, false}, {"split+first-alone", true, true}} {
+		b.Run(mode.name, func(b *testing.B) {
+			defer func(v, a bool) { splitFirstWindow, firstBatchAlone = v, a }(splitFirstWindow, firstBatchAlone)
+			splitFirstWindow, firstBatchAlone = mode.split, mode.alone
 			var first time.Duration
 			for i := 0; i < b.N; i++ {
 				t0 := time.Now()
@@ -148,4 +152,43 @@ func BenchmarkEpochStart(b *testing.B) {
 			b.ReportMetric(float64(first)/float64(time.Millisecond)/float64(b.N), "first_batch_ms")
 		})
 	}
+}
+
+// BenchmarkLocate times resolving the first window of an epoch to its
+// reads (locate: the loader's serial work before its first fetch) on the
+// image-like set, block shuffle, batch 64, both columns; ns/row is per
+// row of the window.
+func BenchmarkLocate(b *testing.B) {
+	d := benchSet(b, schema.LZ4)
+	cfg := Config{BatchSize: 64, Shuffle: order.ModeBlock}
+	cfg.defaults()
+	l, err := newLoader(ctx, []*loch.Scan{d.Scan()}, cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	p, err := makePlan(l.scans[0], cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	l.prepare(single{p})
+	defer l.cancel()
+	var index []int
+	var items [][]order.Item
+	rows := 0
+	for bi, its := range l.plan.items() {
+		if bi >= l.wins[0].end {
+			break
+		}
+		index, items = append(index, bi), append(items, its)
+		rows += len(its)
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		l.chunks = map[entryKey]*chunkEntry{}
+		if _, err := l.locate(index, items, 0, true); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(rows), "ns/row")
+	b.ReportMetric(float64(len(index)), "batches")
 }

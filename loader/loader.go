@@ -289,6 +289,7 @@ type Loader struct {
 	chunks   map[entryKey]*chunkEntry // reads that admitted batches use
 	kept     *lru.Cache[entryKey, *chunkEntry]
 	keepMax  int64 // bytes kept of reads no batch in flight uses
+	located  int64 // jobs locate has resolved (chunkEntry.mark)
 
 	started    time.Time
 	firstBatch time.Duration
@@ -385,6 +386,7 @@ type chunkEntry struct {
 	pending int   // located batches not admitted yet that need it
 	held    bool  // its size counts in the loader's in-flight bytes
 	size    int64 // memory it holds (an estimate until fetched)
+	mark    int64 // the last job locate counted it for (Loader.located)
 }
 
 // New starts a loader over scan (which it loads). The loader reads the
@@ -495,6 +497,14 @@ func newLoader(ctx context.Context, scans []*loch.Scan, cfg Config) (*Loader, er
 
 // begin starts the pipeline on plan p.
 func (l *Loader) begin(p planner) {
+	l.prepare(p)
+	l.started = time.Now()
+	l.start()
+}
+
+// prepare sets the loader up for plan p: its windows and batches, and
+// the state its goroutines share.
+func (l *Loader) prepare(p planner) {
 	l.plan = p
 	if st := p.State(0); len(st.Stages) > 0 {
 		l.base = st.Stages[len(st.Stages)-1].BatchesDone
@@ -512,8 +522,6 @@ func (l *Loader) begin(p planner) {
 	}
 	l.cond = sync.NewCond(&l.mu)
 	l.ctx, l.cancel = context.WithCancel(context.Background())
-	l.started = time.Now()
-	l.start()
 }
 
 // columns resolves column names (all when none are given).

@@ -8,6 +8,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -335,18 +336,16 @@ func TestRaggedAsList(t *testing.T) {
 	}
 }
 
-// TestFirstWindowReadBySegment checks that a loader's first window reads
-// chunks in pieces of about a segment, so that the epoch's first batch
-// waits only for the segments its rows are in, and that the batches are
-// the same as with whole-run reads.
-func TestFirstWindowReadBySegment(t *testing.T) {
+// noiseImages is about 14 MiB of noise images (which lz4 cannot shrink,
+// so that their chunks are read by range): 1,200 rows of uint8 [64, 64,
+// 3] in four chunks of four segments, all in one default window.
+func noiseImages(t *testing.T) *loch.Dataset {
+	t.Helper()
 	d, err := loch.Create(ctx, filepath.Join(t.TempDir(), "ds"), schema.Schema{Columns: []schema.Column{
 		{Name: "image", DType: schema.Uint8, Shape: schema.Shape{64, 64, 3}, ChunkBytes: 4 << 20, ChunkCompression: schema.LZ4},
 	}})
 	require.NoError(t, err)
-	defer d.Close()
-	// About 14 MiB of noise (which lz4 cannot shrink, so its chunks are
-	// read by range): four chunks of four segments, all in one window.
+	t.Cleanup(func() { d.Close() })
 	r := rand.New(rand.NewPCG(1, 2))
 	rows := make([]loch.Row, 1200)
 	for i := range rows {
@@ -359,10 +358,19 @@ func TestFirstWindowReadBySegment(t *testing.T) {
 	require.NoError(t, d.Extend(ctx, rows))
 	_, err = d.Commit(ctx, "rows")
 	require.NoError(t, err)
+	return d
+}
+
+// TestFirstWindowReadBySegment checks that a loader's first window reads
+// chunks in pieces of about a segment, so that the epoch's first batch
+// waits only for the segments its rows are in, and that the batches are
+// the same as with whole-run reads.
+func TestFirstWindowReadBySegment(t *testing.T) {
+	d := noiseImages(t)
 
 	epoch := func(split bool) ([]*Batch, Stats) {
-		defer func(v bool) { splitFirstWindow = v }(splitFirstWindow)
-		splitFirstWindow = split
+		defer func(v, a bool) { splitFirstWindow, firstBatchAlone = v, a }(splitFirstWindow, firstBatchAlone)
+		splitFirstWindow, firstBatchAlone = split, false // the window's reads alone (TestFirstBatchReadAlone has the other)
 		l, err := New(ctx, d.Scan(), Config{BatchSize: 64, Seed: 3, Workers: 2})
 		require.NoError(t, err)
 		defer l.Close()
@@ -377,5 +385,100 @@ func TestFirstWindowReadBySegment(t *testing.T) {
 	for i := range whole {
 		require.Equal(t, whole[i].RowIDs, split[i].RowIDs, "batch %d", i)
 		require.Equal(t, whole[i].Columns["image"].Data, split[i].Columns["image"].Data, "batch %d", i)
+	}
+}
+
+// TestFirstBatchReadAlone: a loader's first batch reads only its own
+// samples (the rest of its window is planned after it), and the epoch's
+// batches are the same either way.
+func TestFirstBatchReadAlone(t *testing.T) {
+	d := noiseImages(t)
+	cfg := Config{BatchSize: 64, Seed: 3, Workers: 2}
+
+	// The first batch the scheduler admits, the reads scheduled before it,
+	// and the reads of runs of its own samples only (one per run of
+	// consecutive samples of a chunk, in each column).
+	type read struct {
+		ds int
+		r  loch.Read
+	}
+	firstReads := func(alone bool) (job *batchJob, before, own map[read]bool) {
+		defer func(v bool) { firstBatchAlone = v }(firstBatchAlone)
+		firstBatchAlone = alone
+		c := cfg
+		c.defaults()
+		l, err := newLoader(ctx, []*loch.Scan{d.Scan()}, c)
+		require.NoError(t, err)
+		p, err := makePlan(l.scans[0], c)
+		require.NoError(t, err)
+		l.prepare(single{p})
+		jobs, fetches, done := make(chan *batchJob), make(chan *chunkEntry), make(chan struct{})
+		go func() {
+			defer close(done)
+			l.schedule(jobs, fetches)
+		}()
+		before = map[read]bool{}
+		for job == nil {
+			select {
+			case e := <-fetches:
+				before[read{e.key.ds, e.key.read}] = true
+			case job = <-jobs:
+			}
+		}
+		l.cancel()
+		for stop := false; !stop; {
+			select {
+			case <-fetches:
+			case <-jobs:
+			case <-done:
+				stop = true
+			}
+		}
+		own = map[read]bool{}
+		for _, slots := range job.slots {
+			idx := map[loch.ChunkID][]int{}
+			for _, sl := range slots {
+				idx[sl.Chunk(0)] = append(idx[sl.Chunk(0)], sl.Index())
+			}
+			for id, ix := range idx {
+				slices.Sort(ix)
+				for a := 0; a < len(ix); {
+					b := a + 1
+					for b < len(ix) && ix[b] == ix[b-1]+1 {
+						b++
+					}
+					own[read{0, l.scans[0].Span(id, ix[a], ix[b-1]+1)}] = true
+					a = b
+				}
+			}
+		}
+		return job, before, own
+	}
+	reads := func(job *batchJob) map[read]bool {
+		out := map[read]bool{}
+		for _, e := range job.entries {
+			out[read{e.key.ds, e.key.read}] = true
+		}
+		return out
+	}
+	job, before, own := firstReads(true)
+	require.Equal(t, own, reads(job), "alone, the first batch reads runs of its own samples only")
+	require.Equal(t, own, before, "and its reads are the first scheduled")
+	job, _, own = firstReads(false)
+	require.NotEqual(t, own, reads(job), "planned with its window, it reads the window's runs")
+
+	epoch := func(alone bool) []*Batch {
+		defer func(v bool) { firstBatchAlone = v }(firstBatchAlone)
+		firstBatchAlone = alone
+		l, err := New(ctx, d.Scan(), cfg)
+		require.NoError(t, err)
+		defer l.Close()
+		return drain(t, l)
+	}
+	want, got := epoch(false), epoch(true)
+	require.Len(t, got, len(want))
+	for i := range want {
+		require.Equal(t, want[i].RowIDs, got[i].RowIDs, "batch %d", i)
+		require.Equal(t, want[i].Columns["image"].Data, got[i].Columns["image"].Data, "batch %d", i)
 	}
 }

@@ -73,10 +73,27 @@ func (l *Loader) fail(err error) {
 // windows of other splits: it plans the reads of each window's batches,
 // then admits them one by one when the prefetch bounds allow, handing the
 // fetches each needs to the fetchers and the batch to the collators.
+//
+// The loader's first batch is planned and admitted alone, before the rest
+// of its window (see firstBatchAlone).
 func (l *Loader) schedule(jobs chan<- *batchJob, fetches chan<- *chunkEntry) {
 	w, k := 0, 0 // the window of the batch at hand; l.mine index of the next batch to admit
 	var index []int
 	var items [][]order.Item
+	place := func(index []int, items [][]order.Item, from int, split bool) bool {
+		batch, err := l.locate(index, items, from, split)
+		if err != nil {
+			l.fail(err)
+			return false
+		}
+		for _, job := range batch {
+			if !l.admit(job, k, fetches, jobs) {
+				return false
+			}
+			k++
+		}
+		return true
+	}
 	for bi, its := range l.plan.items() {
 		for bi >= l.wins[w].end {
 			w++
@@ -88,20 +105,31 @@ func (l *Loader) schedule(jobs chan<- *batchJob, fetches chan<- *chunkEntry) {
 		if bi < l.wins[w].end-1 {
 			continue
 		}
-		batch, err := l.locate(index, items, k == 0)
-		if err != nil {
-			l.fail(err)
-			return
-		}
-		for _, job := range batch {
-			if !l.admit(job, k, fetches, jobs) {
+		first, from := k == 0, 0
+		if first && firstBatchAlone && len(index) > 1 {
+			if !place(index[:1], items[:1], 0, false) {
 				return
 			}
-			k++
+			from = 1
+		}
+		if !place(index, items, from, first) {
+			return
 		}
 		index, items = index[:0], items[:0]
 	}
 }
+
+// firstBatchAlone makes a loader plan the reads of its first batch alone,
+// then those of the rest of its first window: so that the first batch
+// waits neither for the plan of the whole window (3 ms on two cores for
+// the 11,000 rows of the benchmark set's first window) nor for the reads
+// of the segments it shares with other batches, only for its own samples
+// (one small read per run of them: in a block shuffle, a sample or two
+// from each of about 50 segments, each read with the checksum blocks that
+// hold it). The rest of the window reads those samples again with their
+// segments: a checksum block or two (64 KiB each) per run, decoded twice
+// an epoch. Tests and benchmarks turn it off for a baseline.
+var firstBatchAlone = true
 
 // admit waits until the prefetch bounds allow job (the k-th batch this
 // loader delivers), hands the fetches it needs that are not fetched or
@@ -168,6 +196,7 @@ type chunkRef struct {
 type sampleRun struct {
 	lo, hi int
 	read   loch.Read
+	e      *chunkEntry // its entry (locate)
 }
 
 // locate resolves the batches of one window (their indices in the plan
@@ -175,14 +204,25 @@ type sampleRun struct {
 // samples the window takes from each chunk, in runs of consecutive
 // samples, one read per run (the engine plans the read of a whole chunk
 // where reading by range would not pay), cut into reads of about a
-// segment in the loader's first window (first; see appendRuns). The
-// entries are registered under l.mu.
-func (l *Loader) locate(index []int, items [][]order.Item, first bool) ([]*batchJob, error) {
+// segment in the loader's first window (first; see appendRuns). It
+// returns the jobs of the batches from index from on: the runs count the
+// samples of those before too (planned already, see firstBatchAlone), so
+// that they do not break the runs of the others. The entries are
+// registered under l.mu.
+func (l *Loader) locate(index []int, items [][]order.Item, from int, first bool) ([]*batchJob, error) {
 	ncols := len(l.cols[0])
 	jobs := make([]*batchJob, len(items))
-	need := map[chunkRef][]int{}
+	// The chunks the window takes whole samples of, numbered as met, with
+	// the samples it takes of each (need); chunkOf[b][c*n+i] is the number
+	// of the chunk of job b's sample i of column c (of n).
+	ids := map[chunkRef]int32{}
+	var refs []chunkRef
+	var need [][]int
+	chunkOf := make([][]int32, len(items))
 	for b, its := range items {
 		job := newJob(index[b], len(its), ncols, l.mixed, len(l.ranged) > 0)
+		n := len(its)
+		chunkOf[b] = make([]int32, ncols*n)
 		for i, it := range its {
 			sc := l.scans[it.Dataset]
 			row, err := sc.Locate(it.Pos)
@@ -202,14 +242,21 @@ func (l *Loader) locate(index []int, items [][]order.Item, first bool) ([]*batch
 				}
 				if slot.Pieces() == 1 {
 					k := chunkRef{it.Dataset, slot.Chunk(0)}
-					need[k] = append(need[k], slot.Index())
+					id, ok := ids[k]
+					if !ok {
+						id = int32(len(refs))
+						ids[k] = id
+						refs, need = append(refs, k), append(need, nil)
+					}
+					need[id] = append(need[id], slot.Index())
+					chunkOf[b][c*n+i] = id
 				}
 			}
 		}
 		jobs[b] = job
 	}
-	runs := make(map[chunkRef][]sampleRun, len(need))
-	for k, idx := range need {
+	runs := make([][]sampleRun, len(need))
+	for id, idx := range need {
 		slices.Sort(idx)
 		idx = slices.Compact(idx)
 		var rs []sampleRun
@@ -219,23 +266,25 @@ func (l *Loader) locate(index []int, items [][]order.Item, first bool) ([]*batch
 				b++
 			}
 			lo, hi := idx[a], idx[b-1]+1
-			rs = l.appendRuns(rs, k, lo, hi, first && splitFirstWindow)
+			rs = l.appendRuns(rs, refs[id], lo, hi, first && splitFirstWindow)
 			a = b
 		}
-		runs[k] = rs
+		runs[id] = rs
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for _, job := range jobs {
-		seen := map[*chunkEntry]bool{}
+	for b, job := range jobs[from:] {
+		b += from
+		l.located++ // this job's mark on the entries it holds
 		add := func(c, i int, e *chunkEntry) {
 			job.reads[c][i] = append(job.reads[c][i], e)
-			if !seen[e] {
-				seen[e] = true
+			if e.mark != l.located {
+				e.mark = l.located
 				e.pending++
 				job.entries = append(job.entries, e)
 			}
 		}
+		n := len(job.positions)
 		for c := range ncols {
 			for i, slot := range job.slots[c] {
 				ds := job.dataset(i)
@@ -247,9 +296,12 @@ func (l *Loader) locate(index []int, items [][]order.Item, first bool) ([]*batch
 					}
 					add(c, i, e)
 				case slot.Pieces() == 1:
-					rs := runs[chunkRef{ds, slot.Chunk(0)}]
+					rs := runs[chunkOf[b][c*n+i]]
 					j, _ := slices.BinarySearchFunc(rs, slot.Index(), func(r sampleRun, x int) int { return cmp.Compare(r.hi-1, x) })
-					add(c, i, l.entry(entryKey{ds: ds, read: rs[j].read}))
+					if rs[j].e == nil { // its entry, looked up once
+						rs[j].e = l.entry(entryKey{ds: ds, read: rs[j].read})
+					}
+					add(c, i, rs[j].e)
 				case slot.Pieces() > 1:
 					for p := range slot.Pieces() {
 						add(c, i, l.entry(entryKey{ds: ds, read: loch.Read{Chunk: slot.Chunk(p)}}))
@@ -258,7 +310,7 @@ func (l *Loader) locate(index []int, items [][]order.Item, first bool) ([]*batch
 			}
 		}
 	}
-	return jobs, nil
+	return jobs[from:], nil
 }
 
 // splitFirstWindow makes the reads of a loader's first window about a
@@ -289,12 +341,12 @@ func (l *Loader) appendRuns(rs []sampleRun, k chunkRef, lo, hi int, split bool) 
 			step := (hi - lo + n - 1) / n
 			for a := lo; a < hi; a += step {
 				b := min(a+step, hi)
-				rs = append(rs, sampleRun{a, b, sc.Span(k.id, a, b)})
+				rs = append(rs, sampleRun{lo: a, hi: b, read: sc.Span(k.id, a, b)})
 			}
 			return rs
 		}
 	}
-	return append(rs, sampleRun{lo, hi, read})
+	return append(rs, sampleRun{lo: lo, hi: hi, read: read})
 }
 
 // newJob returns a job for n rows of ncols columns.
@@ -307,9 +359,16 @@ func newJob(index, n, ncols int, mixed, ranged bool) *batchJob {
 	if ranged {
 		job.ranged = make([][]bool, ncols)
 	}
+	// Most samples need one read: their reads share one backing array,
+	// each with room for one (a sample in pieces grows its own).
+	one := make([]*chunkEntry, ncols*n)
 	for c := range ncols {
 		job.slots[c] = make([]loch.Slot, n)
 		job.reads[c] = make([][]*chunkEntry, n)
+		for i := range n {
+			k := c*n + i
+			job.reads[c][i] = one[k : k : k+1]
+		}
 		if ranged {
 			job.ranged[c] = make([]bool, n)
 		}
