@@ -80,6 +80,10 @@ func (sc *Scan) Load(ctx context.Context, parallelism int) error {
 // URL is the dataset's URL.
 func (sc *Scan) URL() string { return sc.d.url }
 
+// Local reports whether the dataset is stored on this machine (a local
+// directory or memory: storage.Local), where a read costs no request.
+func (sc *Scan) Local() bool { return storage.Local(sc.d.url) }
+
 // Version is the snapshot's id.
 func (sc *Scan) Version() string { return sc.s.commitID }
 

@@ -425,7 +425,10 @@ func TestFirstBatchReadAlone(t *testing.T) {
 			case job = <-jobs:
 			}
 		}
-		l.cancel()
+		l.cancel() // and wake an admit waiting for room, as Close does
+		l.mu.Lock()
+		l.cond.Broadcast()
+		l.mu.Unlock()
 		for stop := false; !stop; {
 			select {
 			case <-fetches:

@@ -74,12 +74,23 @@ func (l *Loader) fail(err error) {
 // then admits them one by one when the prefetch bounds allow, handing the
 // fetches each needs to the fetchers and the batch to the collators.
 //
-// The loader's first batch is planned and admitted alone, before the rest
-// of its window (see firstBatchAlone).
+// On a store on this machine, the loader's first window is read in
+// pieces of about a segment (splitFirstWindow), and its first batch is
+// planned and admitted alone, before the rest of its window
+// (firstBatchAlone).
+//
+// Not on an object store, where each read is a request: there the extra
+// requests cost more throughput than they save of the first batch's wait
+// when a window holds much of the dataset. On MinIO on the same two cores
+// (20,000 rows of lz4 images, 2 epochs; bench/RESULTS.md, issue 17),
+// whole runs gave 54,000-59,000 samples/s through ds.pytorch(), the
+// split window 45,000-50,000 and the first batch alone besides
+// 33,000-39,000, for a first batch at 152-200, 130-148 and 127-161 ms.
 func (l *Loader) schedule(jobs chan<- *batchJob, fetches chan<- *chunkEntry) {
 	w, k := 0, 0 // the window of the batch at hand; l.mine index of the next batch to admit
 	var index []int
 	var items [][]order.Item
+	local := !slices.ContainsFunc(l.scans, func(sc *loch.Scan) bool { return !sc.Local() })
 	place := func(index []int, items [][]order.Item, from int, split bool) bool {
 		batch, err := l.locate(index, items, from, split)
 		if err != nil {
@@ -105,7 +116,7 @@ func (l *Loader) schedule(jobs chan<- *batchJob, fetches chan<- *chunkEntry) {
 		if bi < l.wins[w].end-1 {
 			continue
 		}
-		first, from := k == 0, 0
+		first, from := k == 0 && local, 0 // see epochStartLocal
 		if first && firstBatchAlone && len(index) > 1 {
 			if !place(index[:1], items[:1], 0, false) {
 				return
@@ -128,7 +139,8 @@ func (l *Loader) schedule(jobs chan<- *batchJob, fetches chan<- *chunkEntry) {
 // from each of about 50 segments, each read with the checksum blocks that
 // hold it). The rest of the window reads those samples again with their
 // segments: a checksum block or two (64 KiB each) per run, decoded twice
-// an epoch. Tests and benchmarks turn it off for a baseline.
+// an epoch. Only on a store on this machine (see schedule). Tests and
+// benchmarks turn it off for a baseline.
 var firstBatchAlone = true
 
 // admit waits until the prefetch bounds allow job (the k-th batch this
@@ -314,8 +326,8 @@ func (l *Loader) locate(index []int, items [][]order.Item, from int, first bool)
 }
 
 // splitFirstWindow makes the reads of a loader's first window about a
-// segment each (see appendRuns); tests and benchmarks turn it off for a
-// baseline.
+// segment each (see appendRuns), on a store on this machine (see
+// schedule); tests and benchmarks turn it off for a baseline.
 var splitFirstWindow = true
 
 // appendRuns appends the run [lo, hi) of chunk k's samples to rs: one

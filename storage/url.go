@@ -159,6 +159,15 @@ func redact(raw string) string {
 	return u.String()
 }
 
+// Local reports whether rawURL names a store on this machine (a path, a
+// file:// or a mem:// URL), whose reads are system calls or copies rather
+// than requests to a server; false for an object store and for a URL that
+// does not parse.
+func Local(rawURL string) bool {
+	loc, err := parseLocation(rawURL)
+	return err == nil && (loc.scheme == "file" || loc.scheme == "mem")
+}
+
 // Split splits the URL (or local path) of one object into the URL of the
 // store holding it and the object's key, the last path segment: Split of
 // "s3://bkt/images/a.jpg?region=eu-west-1" is "s3://bkt/images?region=eu-west-1"

@@ -127,3 +127,19 @@ func TestValidateKey(t *testing.T) {
 		require.ErrorIs(t, ValidateKey(key), ErrInvalidKey, "%q", key)
 	}
 }
+
+func TestLocal(t *testing.T) {
+	for url, want := range map[string]bool{
+		"data/ds":                      true,
+		"/abs/ds":                      true,
+		"file:///abs/ds":               true,
+		"mem://bucket":                 true,
+		"s3://bkt/ds?region=eu-west-1": false,
+		"gs://bkt/ds":                  false,
+		"az://container/ds":            false,
+		"http://host/ds":               false, // not a store URL
+		"":                             false,
+	} {
+		require.Equal(t, want, Local(url), url)
+	}
+}
