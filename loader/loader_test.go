@@ -336,12 +336,12 @@ func TestRaggedAsList(t *testing.T) {
 	}
 }
 
-// noiseImages is about 14 MiB of noise images (which lz4 cannot shrink,
+// noiseImages is a dataset at url of about 14 MiB of noise images (which lz4 cannot shrink,
 // so that their chunks are read by range): 1,200 rows of uint8 [64, 64,
 // 3] in four chunks of four segments, all in one default window.
-func noiseImages(t *testing.T) *loch.Dataset {
+func noiseImages(t *testing.T, url string) *loch.Dataset {
 	t.Helper()
-	d, err := loch.Create(ctx, filepath.Join(t.TempDir(), "ds"), schema.Schema{Columns: []schema.Column{
+	d, err := loch.Create(ctx, url, schema.Schema{Columns: []schema.Column{
 		{Name: "image", DType: schema.Uint8, Shape: schema.Shape{64, 64, 3}, ChunkBytes: 4 << 20, ChunkCompression: schema.LZ4},
 	}})
 	require.NoError(t, err)
@@ -366,7 +366,7 @@ func noiseImages(t *testing.T) *loch.Dataset {
 // waits only for the segments its rows are in, and that the batches are
 // the same as with whole-run reads.
 func TestFirstWindowReadBySegment(t *testing.T) {
-	d := noiseImages(t)
+	d := noiseImages(t, filepath.Join(t.TempDir(), "ds"))
 
 	epoch := func(split bool) ([]*Batch, Stats) {
 		defer func(v, a bool) { splitFirstWindow, firstBatchAlone = v, a }(splitFirstWindow, firstBatchAlone)
@@ -392,83 +392,13 @@ func TestFirstWindowReadBySegment(t *testing.T) {
 // samples (the rest of its window is planned after it), and the epoch's
 // batches are the same either way.
 func TestFirstBatchReadAlone(t *testing.T) {
-	d := noiseImages(t)
+	d := noiseImages(t, filepath.Join(t.TempDir(), "ds"))
 	cfg := Config{BatchSize: 64, Seed: 3, Workers: 2}
-
-	// The first batch the scheduler admits, the reads scheduled before it,
-	// and the reads of runs of its own samples only (one per run of
-	// consecutive samples of a chunk, in each column).
-	type read struct {
-		ds int
-		r  loch.Read
-	}
-	firstReads := func(alone bool) (job *batchJob, before, own map[read]bool) {
-		defer func(v bool) { firstBatchAlone = v }(firstBatchAlone)
-		firstBatchAlone = alone
-		c := cfg
-		c.defaults()
-		l, err := newLoader(ctx, []*loch.Scan{d.Scan()}, c)
-		require.NoError(t, err)
-		p, err := makePlan(l.scans[0], c)
-		require.NoError(t, err)
-		l.prepare(single{p})
-		jobs, fetches, done := make(chan *batchJob), make(chan *chunkEntry), make(chan struct{})
-		go func() {
-			defer close(done)
-			l.schedule(jobs, fetches)
-		}()
-		before = map[read]bool{}
-		for job == nil {
-			select {
-			case e := <-fetches:
-				before[read{e.key.ds, e.key.read}] = true
-			case job = <-jobs:
-			}
-		}
-		l.cancel() // and wake an admit waiting for room, as Close does
-		l.mu.Lock()
-		l.cond.Broadcast()
-		l.mu.Unlock()
-		for stop := false; !stop; {
-			select {
-			case <-fetches:
-			case <-jobs:
-			case <-done:
-				stop = true
-			}
-		}
-		own = map[read]bool{}
-		for _, slots := range job.slots {
-			idx := map[loch.ChunkID][]int{}
-			for _, sl := range slots {
-				idx[sl.Chunk(0)] = append(idx[sl.Chunk(0)], sl.Index())
-			}
-			for id, ix := range idx {
-				slices.Sort(ix)
-				for a := 0; a < len(ix); {
-					b := a + 1
-					for b < len(ix) && ix[b] == ix[b-1]+1 {
-						b++
-					}
-					own[read{0, l.scans[0].Span(id, ix[a], ix[b-1]+1)}] = true
-					a = b
-				}
-			}
-		}
-		return job, before, own
-	}
-	reads := func(job *batchJob) map[read]bool {
-		out := map[read]bool{}
-		for _, e := range job.entries {
-			out[read{e.key.ds, e.key.read}] = true
-		}
-		return out
-	}
-	job, before, own := firstReads(true)
-	require.Equal(t, own, reads(job), "alone, the first batch reads runs of its own samples only")
+	job, before, own := firstScheduled(t, d, cfg, true)
+	require.Equal(t, own, job.readSet(), "alone, the first batch reads runs of its own samples only")
 	require.Equal(t, own, before, "and its reads are the first scheduled")
-	job, _, own = firstReads(false)
-	require.NotEqual(t, own, reads(job), "planned with its window, it reads the window's runs")
+	job, _, own = firstScheduled(t, d, cfg, false)
+	require.NotEqual(t, own, job.readSet(), "planned with its window, it reads the window's runs")
 
 	epoch := func(alone bool) []*Batch {
 		defer func(v bool) { firstBatchAlone = v }(firstBatchAlone)
@@ -484,4 +414,79 @@ func TestFirstBatchReadAlone(t *testing.T) {
 		require.Equal(t, want[i].RowIDs, got[i].RowIDs, "batch %d", i)
 		require.Equal(t, want[i].Columns["image"].Data, got[i].Columns["image"].Data, "batch %d", i)
 	}
+}
+
+// schedRead is a read of a dataset of a loader (entryKey's ds and read).
+type schedRead struct {
+	ds int
+	r  loch.Read
+}
+
+// readSet is the set of the job's reads.
+func (job *batchJob) readSet() map[schedRead]bool {
+	out := map[schedRead]bool{}
+	for _, e := range job.entries {
+		out[schedRead{e.key.ds, e.key.read}] = true
+	}
+	return out
+}
+
+// firstScheduled runs the scheduler of a loader over d until it admits
+// its first batch (firstBatchAlone set to alone), and returns that batch,
+// the reads scheduled before it, and the reads of runs of its own samples
+// only (one per run of consecutive samples of a chunk, in each column).
+func firstScheduled(t *testing.T, d *loch.Dataset, cfg Config, alone bool) (job *batchJob, before, own map[schedRead]bool) {
+	t.Helper()
+	defer func(v bool) { firstBatchAlone = v }(firstBatchAlone)
+	firstBatchAlone = alone
+	cfg.defaults()
+	l, err := newLoader(ctx, []*loch.Scan{d.Scan()}, cfg)
+	require.NoError(t, err)
+	p, err := makePlan(l.scans[0], cfg)
+	require.NoError(t, err)
+	l.prepare(single{p})
+	jobs, fetches, done := make(chan *batchJob), make(chan *chunkEntry), make(chan struct{})
+	go func() {
+		defer close(done)
+		l.schedule(jobs, fetches)
+	}()
+	before = map[schedRead]bool{}
+	for job == nil {
+		select {
+		case e := <-fetches:
+			before[schedRead{e.key.ds, e.key.read}] = true
+		case job = <-jobs:
+		}
+	}
+	l.cancel() // and wake an admit waiting for room, as Close does
+	l.mu.Lock()
+	l.cond.Broadcast()
+	l.mu.Unlock()
+	for stop := false; !stop; {
+		select {
+		case <-fetches:
+		case <-jobs:
+		case <-done:
+			stop = true
+		}
+	}
+	own = map[schedRead]bool{}
+	for _, slots := range job.slots {
+		idx := map[loch.ChunkID][]int{}
+		for _, sl := range slots {
+			idx[sl.Chunk(0)] = append(idx[sl.Chunk(0)], sl.Index())
+		}
+		for id, ix := range idx {
+			slices.Sort(ix)
+			for a := 0; a < len(ix); {
+				b := a + 1
+				for b < len(ix) && ix[b] == ix[b-1]+1 {
+					b++
+				}
+				own[schedRead{0, l.scans[0].Span(id, ix[a], ix[b-1]+1)}] = true
+				a = b
+			}
+		}
+	}
+	return job, before, own
 }

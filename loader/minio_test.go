@@ -2,6 +2,7 @@ package loader
 
 import (
 	"fmt"
+	"path/filepath"
 	"sort"
 	"testing"
 	"time"
@@ -88,5 +89,30 @@ func TestOnMinIO(t *testing.T) {
 	require.Len(t, ids, n)
 	for i, id := range ids {
 		require.EqualValues(t, i, id, fmt.Sprint("row ", i))
+	}
+}
+
+// TestFirstWindowOnMinIO: on an object store the loader's first window is
+// read in whole runs, its first batch with it (each read is a request
+// there; see schedule), and the epoch is the same as on local disk.
+func TestFirstWindowOnMinIO(t *testing.T) {
+	remote := noiseImages(t, testserver.MinIO(t).URL)
+	local := noiseImages(t, filepath.Join(t.TempDir(), "ds"))
+	cfg := Config{BatchSize: 64, Seed: 3, Workers: 2}
+	job, _, own := firstScheduled(t, remote, cfg, true)
+	require.NotEqual(t, own, job.readSet(), "on MinIO the first batch is read with its window")
+	l, err := New(ctx, remote.Scan(), cfg)
+	require.NoError(t, err)
+	defer l.Close()
+	got := drain(t, l)
+	require.Positive(t, l.Stats().ChunksFetched, "whole runs of a window holding every row read whole chunks")
+	ll, err := New(ctx, local.Scan(), cfg)
+	require.NoError(t, err)
+	defer ll.Close()
+	want := drain(t, ll)
+	require.Len(t, got, len(want))
+	for i := range want {
+		require.Equal(t, want[i].RowIDs, got[i].RowIDs, "batch %d", i)
+		require.Equal(t, want[i].Columns["image"].Data, got[i].Columns["image"].Data, "batch %d", i)
 	}
 }
