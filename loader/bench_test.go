@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -156,8 +157,10 @@ func BenchmarkEpochStart(b *testing.B) {
 
 // BenchmarkLocate times resolving the first window of an epoch to its
 // reads (locate: the loader's serial work before its first fetch) on the
-// image-like set, block shuffle, batch 64, both columns; ns/row is per
-// row of the window.
+// image-like set, block shuffle, batch 64, both columns, beside the
+// baseline of the same run: resolving the same rows to their slots alone
+// (Scan.Locate and Scan.Slot), which locate does first. ns/row is per row
+// of the window.
 func BenchmarkLocate(b *testing.B) {
 	d := benchSet(b, schema.LZ4)
 	cfg := Config{BatchSize: 64, Shuffle: order.ModeBlock}
@@ -179,16 +182,39 @@ func BenchmarkLocate(b *testing.B) {
 		if bi >= l.wins[0].end {
 			break
 		}
-		index, items = append(index, bi), append(items, its)
+		index, items = append(index, bi), append(items, slices.Clone(its))
 		rows += len(its)
 	}
-	b.ResetTimer()
-	for b.Loop() {
-		l.chunks = map[entryKey]*chunkEntry{}
-		if _, err := l.locate(index, items, 0, true); err != nil {
-			b.Fatal(err)
-		}
+	perRow := func(b *testing.B) {
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(rows), "ns/row")
+		b.ReportMetric(float64(len(index)), "batches")
 	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(rows), "ns/row")
-	b.ReportMetric(float64(len(index)), "batches")
+	b.Run("baseline=slots", func(b *testing.B) {
+		sc := l.scans[0]
+		var sink int
+		for b.Loop() {
+			for _, its := range items {
+				for _, it := range its {
+					row, err := sc.Locate(it.Pos)
+					if err != nil {
+						b.Fatal(err)
+					}
+					for _, cp := range l.cols[0] {
+						sink += sc.Slot(row, cp.col.UID).Index()
+					}
+				}
+			}
+		}
+		_ = sink
+		perRow(b)
+	})
+	b.Run("locate", func(b *testing.B) {
+		for b.Loop() {
+			l.chunks = map[entryKey]*chunkEntry{}
+			if _, err := l.locate(index, items, 0, true); err != nil {
+				b.Fatal(err)
+			}
+		}
+		perRow(b)
+	})
 }

@@ -132,7 +132,7 @@ func (l *Loader) schedule(jobs chan<- *batchJob, fetches chan<- *chunkEntry) {
 
 // firstBatchAlone makes a loader plan the reads of its first batch alone,
 // then those of the rest of its first window: so that the first batch
-// waits neither for the plan of the whole window (3 ms on two cores for
+// waits neither for the plan of the whole window (5-6 ms on two cores for
 // the 11,000 rows of the benchmark set's first window) nor for the reads
 // of the segments it shares with other batches, only for its own samples
 // (one small read per run of them: in a block shuffle, a sample or two

@@ -157,11 +157,12 @@ class Source(Protocol):
     other; the two underscored members are the package-internal seam,
     documented on Dataset.
 
-    Making a loader object calls into Go from no thread of Python's: a
-    loader made for each epoch is made just before the epoch starts, and a
-    thread returning from a call into Go keeps a Go processor for up to
-    20 ms, which the epoch's workers then lack (on two cores its first
-    batch came 8 ms later; bench/RESULTS.md, issue 17)."""
+    Making a loader object makes no call into Go from the calling thread
+    once the snapshot's schema is known (the first loader of a snapshot
+    asks Go for it): a loader made for each epoch is made just before the
+    epoch starts, and a thread returning from a call into Go keeps a Go
+    processor for up to 20 ms, which the epoch's workers then lack (on two
+    cores its first batch came 8 ms later; bench/RESULTS.md, issue 17)."""
 
     @property
     def schema(self) -> Schema:

@@ -183,9 +183,7 @@ def test_next_batch_serves_callers_that_do_not_stream(rows_ds: loch.Dataset) -> 
     # loch_loader_next_batch (ABI 11), for C callers that poll: one call per
     # batch, freeing the previous description and the buffers given back.
     from loch._buffers import TENSOR
-    from loch.loader import BATCH
-
-    from loch.loader import _GoLoader
+    from loch.loader import BATCH, _GoLoader
 
     before = loch.buffer_stats()["live"]
     go = _GoLoader(rows_ds, Loader(rows_ds, batch_size=100, columns=["y"])._go_config(0))  # not streaming
@@ -328,9 +326,9 @@ def test_an_epoch_makes_no_call_into_go_from_the_consuming_thread(
     assert calls == []
 
 
-def _interrupt_next_response(monkeypatch: pytest.MonkeyPatch, nth: int = 1) -> None:
-    """Makes the nth wait from now for a loader service response raise
-    KeyboardInterrupt, as Ctrl-C there would."""
+def _interrupt_next_response(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Makes the next wait for a loader service response raise
+    KeyboardInterrupt, as Ctrl-C there would (the waits after it go on)."""
     from loch import _library
 
     real_line = _library.Library._service_line
@@ -338,7 +336,7 @@ def _interrupt_next_response(monkeypatch: pytest.MonkeyPatch, nth: int = 1) -> N
 
     def interrupted(self: Any) -> dict[str, Any]:
         calls[0] += 1
-        if calls[0] == nth:
+        if calls[0] == 1:
             raise KeyboardInterrupt
         return dict(real_line(self))
 
