@@ -399,6 +399,15 @@ func TestFirstBatchReadAlone(t *testing.T) {
 	require.Equal(t, own, before, "and its reads are the first scheduled")
 	job, _, own = firstScheduled(t, d, cfg, false)
 	require.NotEqual(t, own, job.readSet(), "planned with its window, it reads the window's runs")
+	// Only in a block shuffle: in order, and in a full shuffle, the first
+	// batch is read with its window either way.
+	for _, mode := range []order.Mode{order.ModeNone, order.ModeFull} {
+		c := cfg
+		c.Shuffle = mode
+		alone, _, _ := firstScheduled(t, d, c, true)
+		with, _, _ := firstScheduled(t, d, c, false)
+		require.Equal(t, with.readSet(), alone.readSet(), mode)
+	}
 
 	epoch := func(alone bool) []*Batch {
 		defer func(v bool) { firstBatchAlone = v }(firstBatchAlone)

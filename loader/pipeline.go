@@ -75,9 +75,9 @@ func (l *Loader) fail(err error) {
 // fetches each needs to the fetchers and the batch to the collators.
 //
 // On a store on this machine, the loader's first window is read in
-// pieces of about a segment (splitFirstWindow), and its first batch is
-// planned and admitted alone, before the rest of its window
-// (firstBatchAlone).
+// pieces of about a segment (splitFirstWindow), and in a block shuffle its
+// first batch is planned and admitted alone, before the rest of its
+// window (firstBatchAlone).
 //
 // Not on an object store, where each read is a request: there the extra
 // requests cost more throughput than they save of the first batch's wait
@@ -116,8 +116,8 @@ func (l *Loader) schedule(jobs chan<- *batchJob, fetches chan<- *chunkEntry) {
 		if bi < l.wins[w].end-1 {
 			continue
 		}
-		first, from := k == 0 && local, 0 // see epochStartLocal
-		if first && firstBatchAlone && len(index) > 1 {
+		first, from := k == 0 && local, 0
+		if first && firstBatchAlone && l.cfg.Shuffle == order.ModeBlock && len(index) > 1 {
 			if !place(index[:1], items[:1], 0, false) {
 				return
 			}
@@ -139,8 +139,13 @@ func (l *Loader) schedule(jobs chan<- *batchJob, fetches chan<- *chunkEntry) {
 // from each of about 50 segments, each read with the checksum blocks that
 // hold it). The rest of the window reads those samples again with their
 // segments: a checksum block or two (64 KiB each) per run, decoded twice
-// an epoch. Only on a store on this machine (see schedule). Tests and
-// benchmarks turn it off for a baseline.
+// an epoch. Only on a store on this machine (see schedule), and only in a
+// block shuffle, where a batch's rows share their segments with the
+// window's other batches: in order ("none") the first batch's rows are
+// the window's first segments' (with the split window, its first reads),
+// and a full shuffle reads each sample alone anyway, so reading them
+// alone first would only read them twice (and hold both reads at once).
+// Tests and benchmarks turn it off for a baseline.
 var firstBatchAlone = true
 
 // admit waits until the prefetch bounds allow job (the k-th batch this
