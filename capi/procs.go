@@ -29,9 +29,10 @@ import (
 // (bench/RESULTS.md, issue 17: without it, a tenth to two thirds fewer
 // context switches, at the same CPU and throughput). Either way the
 // loaders' default worker count is the number of Ps the process had before
-// (loaderWorkers), so that the CPUs are shared as in `loch bench`. (Setting GOMAXPROCS stops the runtime from following
-// later changes of the process's CPU limit, which is another reason to set
-// it only when a caller needs it.)
+// (loaderWorkers), so that the CPUs are shared as in `loch bench`.
+// (Setting GOMAXPROCS stops the runtime from following later changes of
+// the process's CPU limit, which is another reason to set it only when a
+// caller needs it.)
 var callerProcs callerProc
 
 type callerProc struct {

@@ -213,8 +213,7 @@ func dispatch(q serviceRequest) (result any, st C.int, msg string) {
 		if s == nil {
 			return nil, st, ""
 		}
-		defer C.free(unsafe.Pointer(s))
-		return C.GoString(s), st, ""
+		return takeString(s), st, ""
 	case "loader_stream":
 		var b, r C.int
 		st = loch_loader_stream(h, C.int64_t(q.Depth), &b, &r, &errOut)
@@ -264,6 +263,12 @@ func takeJSON(s *C.char) json.RawMessage {
 	if s == nil {
 		return nil
 	}
+	return json.RawMessage(takeString(s))
+}
+
+// takeString returns the text a function stored in s (not NULL), freeing
+// it.
+func takeString(s *C.char) string {
 	defer C.free(unsafe.Pointer(s))
-	return json.RawMessage(C.GoString(s))
+	return C.GoString(s)
 }
