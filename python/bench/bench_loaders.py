@@ -23,13 +23,20 @@ takes the wheel's command from PATH. Two comparisons:
     ``ds.pytorch()`` iterated in the main process against ``loch bench``
     (the Go loader, no Python) on the same dataset, batch size and shuffle,
     over ``--go-epochs`` epochs: the lz4 dataset as is, and the jpeg one
-    with the Go ``decode`` transform. Target: Python ≥ 0.95 of Go. A third
-    contender drives the same loader through the C ABI from Python without
-    making arrays: the part of the gap that is not Python's. The three run
-    back to back in each of ``--go-rounds`` rounds (every other round in
-    reverse order); the medians are compared, and so are the rounds' own
-    ratios (their median), which a load that changes between rounds
-    disturbs less.
+    with the Go ``decode`` transform. Target: Python ≥ 0.95 of Go. Two
+    more contenders read the same loader's stream without making arrays:
+    from Python through the C ABI (the part of the gap that is not
+    Python's), and from a program in C (``stream_floor.c``, compiled here
+    when there is a C compiler), the floor under any consumer that runs in
+    a thread of its own, as a training loop does, while ``loch bench``'s
+    consumer is a goroutine sharing the loader's processors. They run back
+    to back in each of ``--go-rounds`` rounds (every other round in reverse
+    order); the medians are compared, and so are the rounds' own ratios
+    (their median), which a load that changes between rounds disturbs
+    less. ``GOMAXPROCS=N`` in the environment gives every contender's Go
+    loader N processors: with one fewer than the machine's cores, the
+    consumer has a core of its own, as beside a loader that does not use
+    every core.
 ``dataloader``
     ``DataLoader(num_workers=--workers, shuffle=True)`` over torchvision's
     ``ImageFolder`` (PIL decode, ``PILToTensor``) and over a minimal
@@ -216,6 +223,39 @@ def run_pytorch(res: Result, spec: dict[str, Any]) -> Result:
     return _finish(res, samples, m)
 
 
+def run_floor(res: Result, spec: dict[str, Any]) -> Result:
+    """The floor under any consumer in a thread of its own: stream_floor.c
+    reads the same loader's stream in C, doing nothing with a batch but
+    count its rows (build_floor); a warm-up epoch first, as the others."""
+    cmd = [spec["floor"], spec["dataset"], str(spec["batch_size"]), str(spec["epochs"])]
+    if spec.get("transform"):
+        cmd.append(spec["transform"])
+    with measure() as m:
+        out = subprocess.run(cmd, check=True, capture_output=True, text=True)
+    got = json.loads(out.stdout)
+    _finish(res, got["samples"], m)
+    res.seconds, res.samples_per_s = got["seconds"], got["samples_per_s"]
+    res.extra = {"consumer_us": got["consumer_us"]}
+    return res
+
+
+def build_floor(d: Path) -> str | None:
+    """Compiles stream_floor.c against the library the SDK loads, into
+    ``d``; None (with a line saying why) where there is no C compiler."""
+    cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+    if not cc:
+        print("no C compiler (cc, gcc or $CC): the C consumer of the stream is not measured", file=sys.stderr)
+        return None
+    from loch._library import library_path
+
+    lib = library_path()
+    out = d / "stream_floor"
+    src = Path(__file__).with_name("stream_floor.c")
+    subprocess.run([cc, "-O2", "-o", str(out), str(src), "-I", str(REPO / "capi"), "-L", str(lib.parent),
+                    "-l:" + lib.name, "-Wl,-rpath," + str(lib.parent)], check=True)  # fmt: skip
+    return str(out)
+
+
 def run_abi(res: Result, spec: dict[str, Any]) -> Result:
     """The floor under ``ds.pytorch()``: the same Go loader read from
     Python over its stream (C ABI 13, as ``ds.pytorch()`` reads it), taking
@@ -328,7 +368,7 @@ def write_npy(spec: dict[str, Any]) -> None:
     tmp.rename(root)
 
 
-CHILD_TASKS = {"go": run_go, "abi": run_abi, "pytorch": run_pytorch, "dataloader": run_dataloader}
+CHILD_TASKS = {"go": run_go, "floor": run_floor, "abi": run_abi, "pytorch": run_pytorch, "dataloader": run_dataloader}
 
 
 def child_main(arg: str) -> None:
@@ -461,12 +501,13 @@ class Idle:
 # Running and reporting.
 
 
-def contenders(paths: dict[str, str], args: argparse.Namespace) -> list[dict[str, Any]]:
-    """The child specs of the comparisons asked for."""
+def contenders(paths: dict[str, str], args: argparse.Namespace, floor: str | None = None) -> list[dict[str, Any]]:
+    """The child specs of the comparisons asked for (``floor``: the
+    stream_floor program, see build_floor)."""
     common = {"batch_size": args.batch_size, "loch": args.loch}
     specs: list[dict[str, Any]] = []
     if "go" in args.only:
-        # Rounds of the three contenders back to back, so that a slow drift
+        # Rounds of the contenders back to back, so that a slow drift
         # of the machine's speed affects them alike (every other round in
         # the reverse order, so that a drift within a round favours none);
         # the load is checked before each round, not between its
@@ -475,12 +516,15 @@ def contenders(paths: dict[str, str], args: argparse.Namespace) -> list[dict[str
             for rnd in range(args.go_rounds):
                 tasks = [
                     ("go", f"loch bench, {label}"),
+                    ("floor", f"C consumer of the stream, {label}"),
                     ("abi", f"C ABI stream, no arrays, {label}"),
                     ("pytorch", f"ds.pytorch(), {label}"),
                 ]
+                if not floor:
+                    tasks = [t for t in tasks if t[0] != "floor"]
                 for i, (task, what) in enumerate(tasks if rnd % 2 == 0 else tasks[::-1]):
                     specs.append(dict(common, task=task, dataset=paths[ds], transform=transform, wait=i == 0,
-                                      epochs=args.go_epochs,
+                                      floor=floor, epochs=args.go_epochs,
                                       result={"comparison": "go", "name": f"{task}-{ds}", "what": what}))  # fmt: skip
     if "dataloader" in args.only:
         w = args.workers
@@ -552,7 +596,7 @@ def report(results: list[dict[str, Any]]) -> dict[str, Any]:
     go_rows = [r for r in rows if r["comparison"] == "go"]
     if go_rows:
         print("\nds.pytorch() against loch bench (the Go loader), same dataset, batch size and shuffle;")
-        print("median of the rounds (each round runs the three contenders back to back); x Go: the ratio")
+        print("median of the rounds (each round runs the contenders back to back); x Go: the ratio")
         print("of the medians; per round: the median of each round's own ratio, less hurt by a load that")
         print("changes between rounds")
         print(f"{'contender':38} {'samples/s':>10}  {'x Go':>6}  {'per round':>9}  {'rounds':24}  conditions")
@@ -639,7 +683,8 @@ def main() -> None:
         results: list[dict[str, Any]] = []
         discarded: list[dict[str, Any]] = []
         groups: list[list[dict[str, Any]]] = []
-        for spec in contenders(paths, args):
+        floor = build_floor(args.dir) if "go" in args.only else None
+        for spec in contenders(paths, args, floor):
             if spec.pop("wait") or not groups:
                 groups.append([])
             groups[-1].append(spec)
