@@ -112,7 +112,7 @@ static long long epoch(uintptr_t ds, int batch_size, int e, const char *transfor
 				loch_batch *b = (loch_batch *)(uintptr_t)value;
 				rows += b->n;
 				(*batches)++;
-				if (unreported >= REPORT_EVERY) {
+				if (unreported >= REPORT_EVERY || nreports + 2 * (b->ncols + 1) > (int)(sizeof reports / sizeof reports[0])) {
 					flush_reports(report_fd);
 					unreported = 0;
 				}
