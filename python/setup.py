@@ -9,6 +9,11 @@ Environment:
     LOCH_CLI      a prebuilt loch command to package instead of building one
                   (the package runs SQL through it: loch.query)
     LOCH_GOFLAGS  extra flags for go build (e.g. -tags=noturbojpeg)
+    CC            the C compiler of loch/_convert.c (default: cc, else gcc)
+
+With Python >= 3.11 and a C compiler, the batch conversion in C
+(loch/_convert.c) is built into loch/_lib as well; without them the
+package converts batches in Python, a little slower.
 """
 
 from __future__ import annotations
@@ -17,6 +22,8 @@ import os
 import shlex
 import shutil
 import subprocess
+import sys
+import sysconfig
 from pathlib import Path
 
 from setuptools import setup
@@ -26,6 +33,7 @@ from setuptools.dist import Distribution
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 LIB = "libloch.so"
+CONVERT = "libloch_py.so"
 
 
 CLI = "loch"
@@ -63,18 +71,40 @@ def build_library(dest: Path) -> None:
     go_build(dest, CLI, "LOCH_CLI", "cmd/loch")
 
 
+def build_converter(dest: Path) -> bool:
+    """Compiles loch/_convert.c into dest/libloch_py.so against Python's
+    limited API of 3.11 (so it serves every later version too) and no
+    libpython; reports whether it did (not before 3.11, nor without a C
+    compiler or Python's headers: batches are then converted in Python)."""
+    include = Path(sysconfig.get_paths()["include"])
+    cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+    if sys.version_info < (3, 11) or not cc or not (include / "Python.h").exists():
+        print(f"loch: not building {CONVERT} (needs Python >= 3.11, its headers and a C compiler): "
+              "batches are converted in Python")  # fmt: skip
+        return False
+    dest.mkdir(parents=True, exist_ok=True)
+    cmd = [*shlex.split(cc), "-O2", "-shared", "-fPIC", "-I", str(include), "-I", str(REPO / "capi"),
+           "-o", str(dest / CONVERT), str(HERE / "loch" / "_convert.c")]  # fmt: skip
+    print("loch:", " ".join(cmd))
+    subprocess.run(cmd, check=True)
+    return True
+
+
 class BuildPy(build_py):
     """build_py that also builds the Go library into the package."""
 
     def run(self) -> None:
         super().run()
         build_library(Path(self.build_lib) / "loch" / "_lib")
+        build_converter(Path(self.build_lib) / "loch" / "_lib")
         if self.editable_mode:
             build_library(HERE / "loch" / "_lib")
+            build_converter(HERE / "loch" / "_lib")
 
     def get_outputs(self, include_bytecode: bool = True) -> list[str]:
         lib = Path(self.build_lib) / "loch" / "_lib"
-        return [*super().get_outputs(include_bytecode), str(lib / LIB), str(lib / CLI)]
+        built = [str(lib / name) for name in (LIB, CLI, CONVERT) if (lib / name).exists() or name != CONVERT]
+        return [*super().get_outputs(include_bytecode), *built]
 
 
 class BinaryDistribution(Distribution):
@@ -92,7 +122,9 @@ except ImportError:  # older setuptools
 
 class BdistWheel(bdist_wheel):
     """Tags the wheel py3-none-<platform>: the library does not use the
-    Python C API, so one wheel serves every Python 3 version."""
+    Python C API, and the batch conversion in C (libloch_py.so) only the
+    limited API of 3.11, without linking libpython, so one wheel serves
+    every Python 3 version (before 3.11 the conversion is Python's)."""
 
     def get_tag(self) -> tuple[str, str, str]:
         _, _, plat = super().get_tag()

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import ctypes
 import json
+import os
 import struct
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -198,6 +200,46 @@ def fields_value(lib: Library, f: tuple[Any, ...], *, stack: bool) -> tuple[Valu
         else:
             values.append(raw[offsets[i] : offsets[i + 1]].view(npdt).reshape(shapes_list[i]))
     return values, None, nulls
+
+
+# The compiled batch conversion (python/loch/_convert.c, libloch_py.so in
+# loch/_lib): a loader batch made into its dict of arrays in one call, with
+# about a quarter less of the consuming thread's CPU (bench/RESULTS.md,
+# issue 17). Built with the package where there is a C compiler and
+# Python >= 3.11 (it uses the limited API of 3.11 and links to no
+# libpython, so one build serves later versions too); absent, or with
+# LOCH_PY_CONVERT=0 in the environment, batches are converted in Python.
+CONVERT_LIB = "libloch_py.so"
+_fast: Any = False  # not looked for yet; then the function, or None
+
+
+def fast_convert() -> Any:
+    """``loch_py_convert(batch address, ctx)`` of the compiled conversion
+    (see _convert.c for ctx), or None where there is none: it is looked
+    for beside the library in use, then in the package."""
+    global _fast
+    if _fast is False:
+        _fast = None
+        if os.environ.get("LOCH_PY_CONVERT", "1") != "0" and sys.version_info >= (3, 11):
+            for path in (_library.library_path().parent / CONVERT_LIB, Path(__file__).parent / "_lib" / CONVERT_LIB):
+                if path.exists():
+                    fn = ctypes.PyDLL(str(path)).loch_py_convert
+                    fn.restype, fn.argtypes = ctypes.py_object, [ctypes.c_void_p, ctypes.py_object]
+                    _fast = fn
+                    break
+    return _fast
+
+
+def convert_context(lib: Library, ragged: frozenset[str]) -> tuple[Any, ...]:
+    """The ctx of fast_convert for a loader's batches: its ragged columns,
+    the buffer formats of numpy's dtypes, where sample buffers go back to
+    Go, and numpy.asarray."""
+    formats: dict[int, tuple[str, int]] = {}
+    for name in dtypes.DTYPES:
+        dt = dtypes.numpy_dtype(name)
+        if dt is not None and dt.kind != "V":
+            formats[dtypes.code(name)] = (dt.char, dt.itemsize)
+    return (ragged, formats, lib.free_buffer, np.asarray)
 
 
 def free_tensor(lib: Library, p: ctypes._Pointer) -> None:  # type: ignore[type-arg]

@@ -36,7 +36,7 @@ from typing import Any, Protocol, TypedDict, TypeVar
 
 import numpy as np
 
-from ._buffers import MEMORY, fields_value, ints_at, tensors_fields
+from ._buffers import MEMORY, convert_context, fast_convert, fields_value, ints_at, tensors_fields
 from ._handle import Handle
 from ._library import BatchOut, library
 from ._status import Status
@@ -605,6 +605,7 @@ class Loader:
             self.joined[name] = (str(j["dtype"]), tuple(int(d) for d in j.get("shape") or ()))
         self.dataset: Source | None = dataset
         self._ragged = frozenset(c for c in self.columns if schema[c].ragged and schema[c].dtype not in VARIABLE)
+        self._fast_ctx: tuple[Any, tuple[Any, ...]] | None = None  # (library, ctx of fast_convert)
         go_transforms: dict[str, str] = {}
         self._batch_transform: Callable[[Batch], Batch] | None = None
         if callable(transform):
@@ -838,7 +839,16 @@ class Loader:
 
     def _convert(self, go: _GoLoader, addr: int) -> Batch:
         """Converts a Go batch (the address of its loch_batch), taking its
-        buffers."""
+        buffers: in one compiled call where the batch is of the plain form
+        it handles (every column dense, no nulls; see
+        :func:`loch._buffers.fast_convert`), else here."""
+        fast = fast_convert()
+        if fast is not None:
+            if self._fast_ctx is None or self._fast_ctx[0] is not go.lib:
+                self._fast_ctx = (go.lib, convert_context(go.lib, self._ragged))
+            out = fast(addr, self._fast_ctx[1])
+            if out is not None:
+                return out
         _, _, n, _, row_ids, ncols, _, cols, datasets = BATCH.unpack_from(MEMORY, addr)
         out: Batch = {}
         for f in tensors_fields(cols, ncols):
@@ -920,6 +930,7 @@ class Loader:
         state = self.__dict__.copy()
         state["dataset"] = None
         state["_active"] = None
+        state["_fast_ctx"] = None  # the library of this process
         return state
 
 
