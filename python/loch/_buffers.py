@@ -204,7 +204,7 @@ def fields_value(lib: Library, f: tuple[Any, ...], *, stack: bool) -> tuple[Valu
 
 # The compiled batch conversion (python/loch/_convert.c, libloch_py.so in
 # loch/_lib): a loader batch made into its dict of arrays in one call, with
-# about a quarter less of the consuming thread's CPU (bench/RESULTS.md,
+# about a fifth less of the consuming thread's CPU (bench/RESULTS.md,
 # issue 17). Built with the package where there is a C compiler and
 # Python >= 3.11 (it uses the limited API of 3.11 and links to no
 # libpython, so one build serves later versions too); absent, or with
