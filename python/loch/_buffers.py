@@ -216,17 +216,26 @@ _fast: Any = False  # not looked for yet; then the function, or None
 def fast_convert() -> Any:
     """``loch_py_convert(batch address, ctx)`` of the compiled conversion
     (see _convert.c for ctx), or None where there is none: it is looked
-    for beside the library in use, then in the package."""
+    for beside the library in use, then in the package, and used only when
+    it was built for the library's C ABI version (the layout of the
+    batches it reads) and loads."""
     global _fast
     if _fast is False:
         _fast = None
         if os.environ.get("LOCH_PY_CONVERT", "1") != "0" and sys.version_info >= (3, 11):
             for path in (_library.library_path().parent / CONVERT_LIB, Path(__file__).parent / "_lib" / CONVERT_LIB):
-                if path.exists():
-                    fn = ctypes.PyDLL(str(path)).loch_py_convert
-                    fn.restype, fn.argtypes = ctypes.py_object, [ctypes.c_void_p, ctypes.py_object]
-                    _fast = fn
-                    break
+                if not path.exists():
+                    continue
+                try:
+                    dll = ctypes.PyDLL(str(path))
+                    if dll.loch_py_abi_version() != _library.ABI_VERSION:
+                        continue
+                    fn = dll.loch_py_convert
+                except (OSError, AttributeError):  # not loadable here: convert in Python
+                    continue
+                fn.restype, fn.argtypes = ctypes.py_object, [ctypes.c_void_p, ctypes.py_object]
+                _fast = fn
+                break
     return _fast
 
 

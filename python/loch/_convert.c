@@ -16,6 +16,7 @@
  * when numpy lets go of it.
  *
  *   PyObject *loch_py_convert(uintptr_t batch, PyObject *ctx)
+ *   int loch_py_abi_version(void)   the LOCH_ABI_VERSION it was built for
  *
  * ctx is a tuple (ragged, formats, freer, asarray):
  *   ragged   a frozenset of the column names that get "<name>.shapes"
@@ -158,6 +159,8 @@ static int set(PyObject *out, PyObject *key, PyObject *value) {
 	Py_DECREF(value);
 	return rc;
 }
+
+int loch_py_abi_version(void) { return LOCH_ABI_VERSION; }
 
 PyObject *loch_py_convert(uintptr_t addr, PyObject *ctx) {
 	if (!buf_type) {

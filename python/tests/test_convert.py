@@ -52,6 +52,24 @@ def test_built_where_the_package_can(monkeypatch: pytest.MonkeyPatch) -> None:
     assert _buffers.fast_convert() is None
 
 
+def test_a_library_of_another_abi_or_not_loadable_is_not_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Looked for beside the library in use first: one built for another
+    # C ABI version (another batch layout), or not a library at all, is
+    # passed over for the package's.
+    from loch import _library
+
+    lib = tmp_path / "libloch.so"
+    lib.write_bytes(b"")
+    monkeypatch.setattr(_library, "library_path", lambda: lib)
+    (tmp_path / _buffers.CONVERT_LIB).write_bytes(b"not an ELF file")
+    monkeypatch.setattr(_buffers, "_fast", False)
+    packaged = _buffers.fast_convert()
+    assert packaged is not None  # the package's, skipping the broken one
+    monkeypatch.setattr(_library, "ABI_VERSION", _library.ABI_VERSION + 1)
+    monkeypatch.setattr(_buffers, "_fast", False)
+    assert _buffers.fast_convert() is None  # the package's is of another ABI now
+
+
 def plain_dataset(path: Path) -> loch.Dataset:
     """Dense columns of many dtypes, an image column (ragged: it gets
     .shapes) and a class label: the form the C conversion handles."""
