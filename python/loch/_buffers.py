@@ -13,6 +13,7 @@ import json
 import os
 import struct
 import sys
+import sysconfig
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -222,7 +223,10 @@ def fast_convert() -> Any:
     global _fast
     if _fast is False:
         _fast = None
-        if os.environ.get("LOCH_PY_CONVERT", "1") != "0" and sys.version_info >= (3, 11):
+        # Not on a free-threaded build, whose objects the stable ABI of 3.11
+        # does not describe.
+        free_threaded = bool(sysconfig.get_config_var("Py_GIL_DISABLED"))
+        if os.environ.get("LOCH_PY_CONVERT", "1") != "0" and sys.version_info >= (3, 11) and not free_threaded:
             for path in (_library.library_path().parent / CONVERT_LIB, Path(__file__).parent / "_lib" / CONVERT_LIB):
                 if not path.exists():
                     continue
