@@ -103,8 +103,8 @@ class BuildPy(build_py):
 
     def get_outputs(self, include_bytecode: bool = True) -> list[str]:
         lib = Path(self.build_lib) / "loch" / "_lib"
-        built = [str(lib / name) for name in (LIB, CLI, CONVERT) if (lib / name).exists() or name != CONVERT]
-        return [*super().get_outputs(include_bytecode), *built]
+        converter = [str(lib / CONVERT)] if (lib / CONVERT).exists() else []  # built where it can be
+        return [*super().get_outputs(include_bytecode), str(lib / LIB), str(lib / CLI), *converter]
 
 
 class BinaryDistribution(Distribution):

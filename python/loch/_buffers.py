@@ -243,16 +243,20 @@ def fast_convert() -> Any:
     return _fast
 
 
+_FORMATS: dict[int, tuple[str, int]] = {}
+
+
 def convert_context(lib: Library, ragged: frozenset[str]) -> tuple[Any, ...]:
     """The ctx of fast_convert for a loader's batches: its ragged columns,
-    the buffer formats of numpy's dtypes, where sample buffers go back to
-    Go, and numpy.asarray."""
-    formats: dict[int, tuple[str, int]] = {}
-    for name in dtypes.DTYPES:
-        dt = dtypes.numpy_dtype(name)
-        if dt is not None and dt.kind != "V":
-            formats[dtypes.code(name)] = (dt.char, dt.itemsize)
-    return (ragged, formats, lib.free_buffer, np.asarray)
+    the buffer formats of the dtypes an array is made over directly (those
+    _dtype gives a typestr), where sample buffers go back to Go, and
+    numpy.asarray."""
+    if not _FORMATS:
+        for code in map(dtypes.code, dtypes.DTYPES):
+            _, dt, typestr = _dtype(code)
+            if typestr is not None and dt is not None:
+                _FORMATS[code] = (dt.char, dt.itemsize)
+    return (ragged, _FORMATS, lib.free_buffer, np.asarray)
 
 
 def free_tensor(lib: Library, p: ctypes._Pointer) -> None:  # type: ignore[type-arg]
