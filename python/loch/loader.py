@@ -249,6 +249,14 @@ class _GoLoader:
         self._fds_closer = weakref.finalize(self, _close_fds, fds)
         return fds
 
+    @property
+    def _streaming(self) -> bool:
+        """Whether the stream's pipes are open (streamed, and not closed:
+        by :meth:`close`, or at interpreter exit by their finalizer, which
+        the atexit hooks run before the generators left alive are
+        finalized)."""
+        return self._fds_closer is not None and self._fds_closer.alive
+
     def next(self) -> int | None:
         """The address of the next batch's loch_batch (valid until the next
         call or close; its buffers are the caller's), or None at the end of
@@ -321,8 +329,11 @@ class _GoLoader:
     def _report(self, unused: Sequence[int] = ()) -> None:
         """Reports the descriptions read, the buffers freed and the batches
         ``unused`` (read from the pipe, never returned), in writes of at
-        most PIPE_BUF bytes (which a pipe never splits)."""
-        if self._fds is None:
+        most PIPE_BUF bytes (which a pipe never splits). Nothing once the
+        pipes are closed (at interpreter exit their finalizer may run before
+        the iteration that reads them is closed): Go stops reading then."""
+        fds = self._fds
+        if fds is None or not self._streaming:
             return
         unreported, self._unreported = self._unreported, []
         freed, freed_bytes = self.lib.take_freed()
@@ -338,7 +349,7 @@ class _GoLoader:
         try:
             while written < len(ints):
                 part = ints[written : written + step]
-                os.write(self._fds[1], struct.pack(f"={len(part)}Q", *part))
+                os.write(fds[1], struct.pack(f"={len(part)}Q", *part))
                 written += len(part)
         except BaseException:
             # Ctrl-C, or a broken pipe: what was not written is reported
@@ -402,7 +413,7 @@ class _GoLoader:
         descriptions that could not be reported are freed here."""
         with self._lock:
             try:
-                if self.lib.usable and not self._h.closed:
+                if self.lib.usable and not self._h.closed and self._streaming:
                     unused = [v for k, v in self._records if k == STREAM_BATCH]
                     self._records.clear()
                     with contextlib.suppress(Closed):  # closed meanwhile by another thread

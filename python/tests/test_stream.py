@@ -447,3 +447,26 @@ def test_a_stream_request_cut_short_leaves_no_pipe_open(rows_ds: loch.Dataset, m
     assert len(list(rows_ds.numpy(batch_size=100, columns=["y"]))) == 11
     assert _library.library()._service_ops == {}
     assert len(os.listdir("/proc/self/fd")) == fds
+
+
+# A script that ends with an iterator alive: at exit the stream's pipes are
+# closed by their finalizer (an atexit hook) before the generator is
+# finalized, whose close must then skip the report it can no longer write.
+LEFT_OPEN = """
+    import sys
+    import loch
+
+    ds = loch.open(sys.argv[1])
+    it = iter(getattr(ds, sys.argv[2])(batch_size=2))
+    next(it)
+    print("read one batch")
+"""
+
+
+@pytest.mark.parametrize("method", ["numpy", "pytorch"])
+def test_an_iterator_left_open_at_exit_is_silent(tmp_path: Path, rows_path: Path, method: str) -> None:
+    if method == "pytorch":
+        pytest.importorskip("torch")
+    proc = run_script(tmp_path, LEFT_OPEN, str(rows_path), method)
+    assert proc.stdout == "read one batch\n"
+    assert proc.stderr == "", f"exit printed:\n{proc.stderr}"
