@@ -72,6 +72,53 @@ def _nulls(keep: _Keep, flags: Sequence[bool]) -> Any:
     return arr.ctypes.data_as(ctypes.POINTER(ctypes.c_uint8))
 
 
+@dataclass(frozen=True)
+class _PandasNumbers:
+    """A numeric or boolean pandas column: its values as numpy holds them
+    (no copy) and which of them are missing (``pandas.isna``: NaN), None
+    when none is. A missing value is an empty sample, as in a pyarrow
+    Table made with ``pyarrow.Table.from_pandas``."""
+
+    values: np.ndarray
+    missing: np.ndarray | None
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def tolist(self) -> list[Any]:
+        """The values as Python's, None where missing."""
+        items: list[Any] = self.values.tolist()
+        if self.missing is not None:
+            for i in np.flatnonzero(self.missing):
+                items[i] = None
+        return items
+
+
+def _pandas_as_dtype(name: str, col: _PandasNumbers, npdt: np.dtype) -> np.ndarray:
+    """A pandas column's values as the loch column's dtype, missing ones
+    zero: cast within their kind as numpy arrays are (:func:`_as_dtype`),
+    and a float column into an integer one when its values are whole
+    numbers in the integer's range (pandas makes an integer column with a
+    missing value float64), cast exactly."""
+    values = col.values
+    if col.missing is not None:
+        values = np.where(col.missing, values.dtype.type(0), values)
+    if npdt.kind not in "iu" or values.dtype.kind != "f":
+        return _as_dtype(name, values, npdt)
+    present = values if col.missing is None else values[~col.missing]
+    bits = 8 * npdt.itemsize
+    low, high = (-(2.0 ** (bits - 1)), 2.0 ** (bits - 1)) if npdt.kind == "i" else (0.0, 2.0**bits)
+    with np.errstate(invalid="ignore"):
+        bad = ~((present == np.trunc(present)) & (present >= low) & (present < high))
+    if bad.any():
+        v = present[np.flatnonzero(bad)[0]].item()
+        raise InvalidArgument(
+            f"column {name!r} holds {npdt}, got the {values.dtype} value {v!r} from a pandas column: "
+            f"want whole numbers in {npdt}'s range (missing values, NaN or None, are empty samples)"
+        )
+    return values.astype(npdt)
+
+
 def _as_dtype(name: str, value: Any, npdt: np.dtype) -> np.ndarray:
     """Converts value to an array of the column's dtype: numpy arrays are
     cast only within their kind (float64 to float32, int64 to int32, ...),
@@ -113,8 +160,8 @@ def _column_in(name: str, col: Column | None, value: Any, keep: _Keep) -> tuple[
     dtype = col.dtype if col is not None and col.dtype is not None else None
     c = ColumnIn(name=keep(name.encode()), encoding=ENCODING_NONE)
     if dtype is None:
-        if isinstance(value, np.ndarray):
-            dtype = dtypes.from_numpy(value.dtype)
+        if isinstance(value, np.ndarray | _PandasNumbers):
+            dtype = dtypes.from_numpy(value.dtype if isinstance(value, np.ndarray) else value.values.dtype)
         else:
             raise InvalidArgument(f"column {name!r} is not in the committed schema: pass a numpy array")
     c.dtype = dtypes.code(dtype)
@@ -124,7 +171,7 @@ def _column_in(name: str, col: Column | None, value: Any, keep: _Keep) -> tuple[
             "use append() for a single row"
         )
     if dtype in dtypes.VARIABLE:
-        items = list(value)
+        items = value.tolist() if isinstance(value, _PandasNumbers) else list(value)
         flags = [v is None for v in items]
         parts = [b"" if v is None else _encode_item(name, dtype, v) for v in items]
         data = keep(b"".join(parts))
@@ -135,6 +182,10 @@ def _column_in(name: str, col: Column | None, value: Any, keep: _Keep) -> tuple[
         return len(items), c
     npdt = dtypes.numpy_dtype(dtype)
     assert npdt is not None
+    if isinstance(value, _PandasNumbers):
+        if value.missing is not None:
+            c.nulls = _nulls(keep, value.missing)
+        value = _pandas_as_dtype(name, value, npdt)
     if isinstance(value, np.ndarray) and value.dtype != object:
         arr = keep(_contiguous(_as_dtype(name, value, npdt)))
         if arr.ndim == 0:
@@ -223,17 +274,20 @@ def _is_instance(value: Any, module: str, names: tuple[str, ...]) -> bool:
 
 
 def _from_pandas(df: Any) -> dict[str, Any]:
-    """A DataFrame's columns: a numpy array each where pandas holds a
-    numeric or boolean column without missing values (no copy when its
-    dtype is the loch column's), else a list with None for missing values
-    (NaN, None, pandas.NA)."""
+    """A DataFrame's columns: where pandas holds a numeric or boolean
+    column as a numpy array, that array (no copy when its dtype is the loch
+    column's and nothing is missing) with its missing values (NaN) marked
+    (:class:`_PandasNumbers`), else a list with None for missing values
+    (NaN, None, pandas.NA). A missing value is an empty sample, as in a
+    pyarrow Table made from the DataFrame."""
     out: dict[str, Any] = {}
     for name in df.columns:
         if not isinstance(name, str):
             raise InvalidArgument(f"DataFrame column {name!r}: loch column names are strings")
         s = df[name]
         if isinstance(s.dtype, np.dtype) and s.dtype.kind in "biuf":
-            out[name] = s.to_numpy()
+            missing = s.isna().to_numpy() if s.dtype.kind == "f" else None
+            out[name] = _PandasNumbers(s.to_numpy(), missing if missing is not None and missing.any() else None)
         else:
             out[name] = [None if _missing(v) else v for v in s.tolist()]
     return out

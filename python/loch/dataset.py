@@ -531,8 +531,11 @@ class Dataset:
             >>> ds.extend({"angles": np.zeros((64, 7), np.float32), "meta": [{}] * 64})  # doctest: +SKIP
 
         The rows may also be given as a list of dicts (a column a row leaves
-        out is empty there), a pandas DataFrame (missing values, NaN in an
-        object column, are empty samples) or a pyarrow Table or RecordBatch
+        out is empty there), a pandas DataFrame (missing values, as
+        ``pandas.isna`` sees them, are empty samples, as in a pyarrow Table
+        made from it; an integer column takes a float column, which pandas
+        makes of integers with a missing value, when its values are whole
+        numbers) or a pyarrow Table or RecordBatch
         (nulls are empty samples; numeric and fixed-size list columns pass
         as arrays)::
 

@@ -4,6 +4,7 @@ value raises loch.InvalidArgument naming its column and stages nothing."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
@@ -93,6 +94,52 @@ def test_extend_dataframe_missing_values_are_empty_samples() -> None:
     assert ds["caption"][0] == "a cat"
     assert [ds["caption"][i] in (None, "") for i in range(3)] == [False, True, True]
     assert ds["label"][2] == 1
+
+
+def loaded(ds: loch.Dataset, column: str) -> tuple[list[Any], list[bool]]:
+    """A column's values and null flags as ds.numpy() delivers them."""
+    (b,) = list(ds.numpy(batch_size=len(ds), columns=[column]))
+    return b[column].tolist(), b.get(column + ".null", np.zeros(len(ds), bool)).tolist()
+
+
+def test_extend_dataframe_nan_is_an_empty_sample_as_in_arrow() -> None:
+    pd = pytest.importorskip("pandas")
+    pa = pytest.importorskip("pyarrow")
+    schema = {"f": loch.Tensor("float32", shape=())}
+    from_pandas = loch.create("mem://extend-pandas-nan", schema=schema)
+    from_pandas.extend(pd.DataFrame({"f": [1.0, np.nan, 2.0]}))
+    from_pandas.commit()
+    from_arrow = loch.create("mem://extend-arrow-null", schema=schema)
+    from_arrow.extend(pa.table({"f": pa.array([1.0, None, 2.0], pa.float32())}))
+    from_arrow.commit()
+    assert loaded(from_pandas, "f") == ([1.0, 0.0, 2.0], [False, True, False])
+    assert loaded(from_pandas, "f") == loaded(from_arrow, "f")
+
+
+def test_extend_dataframe_integers_with_a_missing_value() -> None:
+    pd = pytest.importorskip("pandas")
+    ds = loch.create("mem://extend-pandas-int-nan", schema={"label": loch.Tensor("int64", shape=())})
+    df = pd.DataFrame({"label": [1, 2**53, None]})
+    assert df["label"].dtype == np.float64  # pandas' own doing: NaN for the None
+    ds.extend(df)
+    ds.extend(pd.DataFrame({"label": [-3.0, 4.0]}))  # whole floats, nothing missing
+    ds.commit()
+    assert loaded(ds, "label") == ([1, 2**53, 0, -3, 4], [False, False, True, False, False])
+
+
+@pytest.mark.parametrize(
+    ("values", "dtype", "bad"),
+    [([1, 2.5, None], "int64", "2.5"), ([1.0, 2.0**63], "int64", "9.223372036854776e+18"),
+     ([1.0, -1.0], "uint8", "-1.0"), ([300.0], "uint8", "300.0")],
+)  # fmt: skip
+def test_extend_dataframe_refuses_floats_an_integer_column_cannot_hold(values: list[Any], dtype: str, bad: str) -> None:
+    pd = pytest.importorskip("pandas")
+    ds = loch.create(f"mem://extend-pandas-{dtype}-{bad}", schema={"n": loch.Tensor(dtype, shape=())})
+    with pytest.raises(loch.InvalidArgument, match=rf"column 'n' holds {dtype}, got the float64 value {re.escape(bad)} ") as e:
+        ds.extend(pd.DataFrame({"n": values}))
+    assert "astype" not in str(e.value)
+    ds.commit()
+    assert len(ds) == 0
 
 
 def test_extend_arrow_table() -> None:
