@@ -168,6 +168,18 @@ func Local(rawURL string) bool {
 	return err == nil && (loc.scheme == "file" || loc.scheme == "mem")
 }
 
+// LocalPath returns the directory of this machine's file system that
+// rawURL names, absolute, for a path or a file:// URL; false for mem://, an
+// object store and a URL that does not parse. For callers that write
+// ordinary files there rather than objects through a Store.
+func LocalPath(rawURL string) (string, bool) {
+	loc, err := parseLocation(rawURL)
+	if err != nil || loc.scheme != "file" {
+		return "", false
+	}
+	return loc.bucket, true
+}
+
 // Split splits the URL (or local path) of one object into the URL of the
 // store holding it and the object's key, the last path segment: Split of
 // "s3://bkt/images/a.jpg?region=eu-west-1" is "s3://bkt/images?region=eu-west-1"

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -141,5 +142,25 @@ func TestLocal(t *testing.T) {
 		"":                             false,
 	} {
 		require.Equal(t, want, Local(url), url)
+	}
+}
+
+func TestLocalPath(t *testing.T) {
+	abs, err := filepath.Abs("data/ds")
+	require.NoError(t, err)
+	for url, want := range map[string]string{
+		"data/ds":           abs,
+		"/abs/ds":           "/abs/ds",
+		"file:///abs/ds":    "/abs/ds",
+		"file:///abs/../ds": "/ds",
+		"mem://bucket":      "",
+		"s3://bkt/ds":       "",
+		"az://container/ds": "",
+		"file://host/ds":    "", // not this machine
+		"":                  "",
+	} {
+		got, ok := LocalPath(url)
+		require.Equal(t, want != "", ok, url)
+		require.Equal(t, want, got, url)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -21,6 +22,7 @@ import (
 	"github.com/lochdata/loch/imaging"
 	"github.com/lochdata/loch/ingest"
 	"github.com/lochdata/loch/schema"
+	"github.com/lochdata/loch/storage"
 )
 
 func newExportCmd() *cobra.Command {
@@ -36,7 +38,10 @@ func newExportCmd() *cobra.Command {
 		Use:   "export URL DIR --format webdataset|npy",
 		Short: "Write a version's rows as WebDataset tar shards or .npy arrays",
 		Long: `Export writes the rows of a version (the head of main, or --ref) into
-DIR, which must be empty or absent.
+DIR, which must be empty or absent: a local directory (a path or a file://
+URL) or a prefix in object storage (s3://, gs://, az://), where each file is
+assembled in memory (a shard, or an .npy column) and uploaded whole. mem://
+is refused: the files would vanish with this process.
 
 --format webdataset (the default) writes tar shards DIR/shard-000000.tar,
 DIR/shard-000001.tar, ... of --shard-rows rows each. Row r is stored as one
@@ -70,6 +75,7 @@ skipped (npy: column and reason of each column left out; [] otherwise).
 A bar over the rows is shown on standard error when that is a terminal, or
 with --progress; never with --quiet.`,
 		Example: `  loch export ./pets shards --format webdataset --shard-rows 10000
+  loch export s3://bucket/pets s3://bucket/pets-wds
   loch export ./pets arrays --format npy --columns embedding,label
   loch export ./pets old --ref v1.0`,
 		Args: exactArgs("URL", "DIR"),
@@ -92,14 +98,16 @@ with --progress; never with --quiet.`,
 				return err
 			}
 			dir := args[1]
-			if err := prepareExportDir(dir); err != nil {
+			dest, err := openExportDest(ctx, dir)
+			if err != nil {
 				return err
 			}
+			defer dest.Close()
 			sum := exportJSON{URL: d.URL(), Version: d.Version(), Dir: dir, Format: format, Rows: d.Len(), Files: []string{}}
 			if format == "npy" {
-				err = exportNPY(ctx, &prog, cmd.ErrOrStderr(), d, cols, len(columns) > 0, dir, &sum)
+				err = exportNPY(ctx, &prog, cmd.ErrOrStderr(), d, cols, len(columns) > 0, dest, &sum)
 			} else {
-				err = exportWebDataset(ctx, &prog, cmd.ErrOrStderr(), d, cols, dir, shardRows, &sum)
+				err = exportWebDataset(ctx, &prog, cmd.ErrOrStderr(), d, cols, dest, shardRows, &sum)
 			}
 			if err != nil {
 				return err
@@ -117,7 +125,7 @@ with --progress; never with --quiet.`,
 				}
 				return nil
 			}
-			fmt.Fprintf(w, "exported %d rows of version %s to %s (%d shards)\n", sum.Rows, sum.Version, dir, *sum.Shards)
+			fmt.Fprintf(w, "exported %d rows of version %s to %s (%d %s)\n", sum.Rows, sum.Version, sum.Dir, *sum.Shards, plural(*sum.Shards, "shard", "shards"))
 			return nil
 		},
 	}
@@ -150,18 +158,90 @@ type exportSkip struct {
 	Reason string `json:"reason"`
 }
 
-// prepareExportDir makes dir, which must be empty or absent.
-func prepareExportDir(dir string) error {
-	entries, err := os.ReadDir(dir)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-	case err != nil:
-		return fmt.Errorf("export directory: %w", err)
-	case len(entries) > 0:
-		return fmt.Errorf("export directory %s is not empty; remove it or choose another", dir)
+// exportDest is where an export writes its files: a directory of this
+// machine (a path or a file:// URL), each file written through a temporary
+// file and renamed into place, or a prefix in object storage, each file
+// assembled in memory (a shard, or an .npy column) and uploaded whole, so
+// that a reader never sees part of one.
+type exportDest struct {
+	raw   string        // DIR as given
+	dir   string        // the local directory, or ""
+	store storage.Store // the object store, or nil
+}
+
+// openExportDest opens DIR, which must be empty or absent (a local
+// directory is made). mem:// is refused: the files would vanish with the
+// process.
+func openExportDest(ctx context.Context, raw string) (*exportDest, error) {
+	if err := checkURL(raw); err != nil {
+		return nil, err
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("export directory: %w", err)
+	if dir, ok := storage.LocalPath(raw); ok {
+		entries, err := os.ReadDir(dir)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+		case err != nil:
+			return nil, fmt.Errorf("export directory: %w", err)
+		case len(entries) > 0:
+			return nil, fmt.Errorf("export directory %s is not empty; remove it or choose another", raw)
+		}
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("export directory: %w", err)
+		}
+		return &exportDest{raw: raw, dir: dir}, nil
+	}
+	st, err := storage.Open(ctx, raw)
+	if err != nil {
+		return nil, fmt.Errorf("export directory: %w", err)
+	}
+	errFound := errors.New("found")
+	err = st.List(ctx, "", func(storage.Attrs) error { return errFound })
+	switch {
+	case errors.Is(err, errFound):
+		st.Close()
+		return nil, fmt.Errorf("export directory %s is not empty; remove it or choose another", raw)
+	case err != nil:
+		st.Close()
+		return nil, fmt.Errorf("export directory: %w", err)
+	}
+	return &exportDest{raw: raw, store: st}, nil
+}
+
+// write writes the file name with fn, whole or not at all, and returns
+// its path or URL.
+func (d *exportDest) write(ctx context.Context, name string, fn func(io.Writer) error) (string, error) {
+	if d.store == nil {
+		path := filepath.Join(d.dir, name)
+		if !strings.Contains(d.raw, "://") {
+			path = filepath.Join(d.raw, name) // a path as the user wrote it
+		}
+		return path, writeFileAtomic(path, fn)
+	}
+	var buf bytes.Buffer
+	if err := fn(&buf); err != nil {
+		return "", err
+	}
+	if err := d.store.Put(ctx, name, buf.Bytes()); err != nil {
+		return "", err
+	}
+	return objectURL(d.raw, name), nil
+}
+
+// objectURL is the URL of the object name under the prefix URL dir (one
+// that storage.Open accepted, so it holds no credentials): the name goes
+// before dir's query (s3://b/p?endpoint=... gives s3://b/p/name?endpoint=...).
+func objectURL(dir, name string) string {
+	base, query, _ := strings.Cut(dir, "?")
+	out := strings.TrimSuffix(base, "/") + "/" + name
+	if query != "" {
+		out += "?" + query
+	}
+	return out
+}
+
+func (d *exportDest) Close() error {
+	if d.store != nil {
+		return d.store.Close()
 	}
 	return nil
 }
@@ -170,7 +250,7 @@ func prepareExportDir(dir string) error {
 const readBatch = 256
 
 // exportWebDataset writes the rows as tar shards of shardRows rows.
-func exportWebDataset(ctx context.Context, prog *progressFlags, errOut io.Writer, d *loch.Dataset, cols []*schema.Column, dir string, shardRows int, sum *exportJSON) error {
+func exportWebDataset(ctx context.Context, prog *progressFlags, errOut io.Writer, d *loch.Dataset, cols []*schema.Column, dest *exportDest, shardRows int, sum *exportJSON) error {
 	meta := ingest.WebDatasetMeta{Format: ingest.WebDatasetMetaFormat, Version: d.Version()}
 	for _, c := range cols {
 		meta.Columns = append(meta.Columns, c.Definition())
@@ -193,8 +273,7 @@ func exportWebDataset(ctx context.Context, prog *progressFlags, errOut io.Writer
 	shards := 0
 	for start := int64(0); start < n; start += int64(shardRows) {
 		end := min(n, start+int64(shardRows))
-		path := filepath.Join(dir, fmt.Sprintf("shard-%06d.tar", shards))
-		err := writeFileAtomic(path, func(f io.Writer) error {
+		path, err := dest.write(ctx, fmt.Sprintf("shard-%06d.tar", shards), func(f io.Writer) error {
 			tw := tar.NewWriter(f)
 			if err := writeTarMember(tw, ingest.WebDatasetMetaName, metaJSON); err != nil {
 				return err
@@ -335,7 +414,7 @@ func nonNil(b []byte) []byte {
 // exportNPY writes one stacked .npy file per fixed-shape column. A column
 // that has no .npy form is an error when explicit is set (the user named
 // it) and is skipped with a note on stderr otherwise.
-func exportNPY(ctx context.Context, prog *progressFlags, errOut io.Writer, d *loch.Dataset, cols []*schema.Column, explicit bool, dir string, sum *exportJSON) error {
+func exportNPY(ctx context.Context, prog *progressFlags, errOut io.Writer, d *loch.Dataset, cols []*schema.Column, explicit bool, dest *exportDest, sum *exportJSON) error {
 	// Check every column before writing any file.
 	type job struct {
 		c     *schema.Column
@@ -368,8 +447,7 @@ func exportNPY(ctx context.Context, prog *progressFlags, errOut io.Writer, d *lo
 	for _, j := range jobs {
 		c, shape := j.c, j.shape
 		full := append([]int{int(n)}, shape...)
-		path := filepath.Join(dir, c.Name+".npy")
-		err := writeFileAtomic(path, func(w io.Writer) error {
+		path, err := dest.write(ctx, c.Name+".npy", func(w io.Writer) error {
 			h, err := npyHeader(c.DType, full)
 			if err != nil {
 				return err

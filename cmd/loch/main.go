@@ -105,6 +105,14 @@ func oneLine(s string) string {
 	return strings.Join(strings.Fields(strings.TrimSpace(s)), " ")
 }
 
+// plural is one when n is 1, many otherwise: "1 shard", "2 shards".
+func plural[N int | int64](n N, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
 // usageError marks an error in how a command was invoked (exit status 2).
 type usageError struct{ err error }
 
@@ -141,7 +149,7 @@ Sizes (--chunk-bytes, --cache-bytes, ...) take 8388608, 8MiB (binary, 1024²),
 Inspecting commands take --json and then print one JSON object on standard
 output; long-running ones show progress on standard error when it is a
 terminal (--progress forces it, --quiet turns it off). 'loch completion
-bash|zsh|fish' prints a shell completion script.
+bash|zsh|fish|powershell' prints a shell completion script.
 
 Versions work like git: every commit is a version with a stable id; branch
 main is the default; 'loch branch', 'tag', 'diff', 'merge', 'revert' and
