@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/user"
 	"runtime"
 	"slices"
 	"sort"
@@ -57,7 +58,7 @@ func WithAsOf(t time.Time) Option { return func(o *options) { o.asOf = t } }
 func WithParallelism(n int) Option { return func(o *options) { o.parallelism = n } }
 
 // WithAuthor sets the author recorded in commits (default $LOCH_AUTHOR, then
-// $USER).
+// $USER, then the name of the user the process runs as).
 func WithAuthor(name string) Option { return func(o *options) { o.author = name } }
 
 // WithStorageSettings opens the dataset's store with these connection
@@ -82,6 +83,11 @@ func buildOptions(opts []Option) options {
 	}
 	for _, f := range opts {
 		f(&o)
+	}
+	if o.author == "" { // containers and CI often have no $USER
+		if u, err := user.Current(); err == nil {
+			o.author = u.Username
+		}
 	}
 	if o.parallelism < 1 {
 		o.parallelism = 1
@@ -361,10 +367,10 @@ type CommitInfo struct {
 	ID      string    `json:"id"`
 	Parents []string  `json:"parents"`
 	Message string    `json:"message"`
-	Author  string    `json:"author,omitempty"`
+	Author  string    `json:"author"` // "" when none was known
 	Time    time.Time `json:"time"`
 	Rows    int64     `json:"rows"`
-	Branch  string    `json:"branch,omitempty"`
+	Branch  string    `json:"branch"` // "" when the commit is no branch's head
 }
 
 // Log returns the commits reachable from the handle's version through all

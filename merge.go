@@ -44,7 +44,7 @@ type MergeResult struct {
 	Added       int64      `json:"added"`      // rows the merge brought in
 	Deleted     int64      `json:"deleted"`
 	Modified    int64      `json:"modified"`
-	Columns     []string   `json:"columns_added,omitempty"`
+	Columns     []string   `json:"columns_added"`
 	Conflicts   []Conflict `json:"conflicts"`
 }
 
@@ -52,6 +52,7 @@ type MergeResult struct {
 // MergeFail when rows changed on both sides. Nothing was changed.
 type ConflictError struct {
 	Src, Dst  string
+	Base      string // the common ancestor the changes were taken against
 	Conflicts []Conflict
 }
 
@@ -117,7 +118,7 @@ func (d *Dataset) Merge(ctx context.Context, src string, opts MergeOptions) (*Me
 		if err != nil {
 			return err
 		}
-		res = &MergeResult{Base: base, Conflicts: []Conflict{}}
+		res = &MergeResult{Base: base, Columns: []string{}, Conflicts: []Conflict{}}
 		if base == t.commit {
 			res.UpToDate, res.Commit = true, head
 			return errUpToDate
@@ -134,7 +135,7 @@ func (d *Dataset) Merge(ctx context.Context, src string, opts MergeOptions) (*Me
 			return err
 		}
 		if len(res.Conflicts) > 0 && strategy == MergeFail {
-			return &ConflictError{Src: src, Dst: branch, Conflicts: res.Conflicts}
+			return &ConflictError{Src: src, Dst: branch, Base: base, Conflicts: res.Conflicts}
 		}
 		if base == head { // fast forward: the branch takes src's commit
 			res.FastForward, res.Commit = true, t.commit
@@ -293,7 +294,7 @@ func (m *merger) merge(ctx context.Context) (manifest.Manifest, error) {
 	if err != nil {
 		return manifest.Manifest{}, err
 	}
-	m.res.Columns = added
+	m.res.Columns = append(m.res.Columns, added...)
 	rows, same, err := m.d.changedRows(ctx, m.b, m.o, m.t)
 	if err != nil {
 		return manifest.Manifest{}, err

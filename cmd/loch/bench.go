@@ -64,7 +64,7 @@ type benchResult struct {
 	Ratio        float64  `json:"ratio_to_raw"`
 	// Partial says the run stopped at --max-seconds: the figures are of
 	// the batches delivered by then.
-	Partial bool `json:"partial,omitempty"`
+	Partial bool `json:"partial"`
 }
 
 // benchFlags are the flags of "loch bench".
@@ -391,7 +391,7 @@ func runEpochs(ctx context.Context, open func(loader.Config) (*loader.Loader, er
 	res.Seconds = el.Seconds()
 	res.SamplesPerS = float64(res.Samples) / res.Seconds
 	res.MBPerS = float64(decoded) / 1e6 / res.Seconds
-	res.FirstBatchMS = float64(first) / float64(time.Millisecond)
+	res.FirstBatchMS = float64(max(first, 0)) / float64(time.Millisecond) // 0: no batch at all
 	res.WaitShare = float64(wait) / float64(el)
 	res.PeakRSSMB = peakRSSMB()
 	if res.RawMBPerS > 0 {

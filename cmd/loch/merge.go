@@ -76,6 +76,9 @@ them all.`,
 			if res.Conflicts == nil {
 				res.Conflicts = []loch.Conflict{}
 			}
+			if res.Columns == nil {
+				res.Columns = []string{}
+			}
 			if asJSON {
 				return printJSON(w, mergeJSON{d.URL(), res})
 			}
@@ -101,14 +104,15 @@ type mergeJSON struct {
 // dst and returns the command's error.
 func reportConflicts(w io.Writer, url string, ce *loch.ConflictError, asJSON bool, dst, src string) error {
 	if asJSON {
-		if err := printJSON(w, mergeJSON{url, &loch.MergeResult{Conflicts: ce.Conflicts}}); err != nil {
+		if err := printJSON(w, mergeJSON{url, &loch.MergeResult{Base: ce.Base, Columns: []string{}, Conflicts: ce.Conflicts}}); err != nil {
 			return err
 		}
 	} else if err := printConflicts(w, ce.Conflicts, dst, src); err != nil {
 		return err
 	}
-	return fmt.Errorf("merge %s into %s: %d rows changed on both sides; nothing was changed (use --strategy ours or theirs to resolve)",
-		src, dst, len(ce.Conflicts))
+	n := len(ce.Conflicts)
+	return fmt.Errorf("merge %s into %s: %d %s changed on both sides; nothing was changed (use --strategy ours or theirs to resolve)",
+		src, dst, n, plural(n, "row", "rows"))
 }
 
 // printMerge describes a merge of src into dst that succeeded.
@@ -127,7 +131,7 @@ func printMerge(w io.Writer, res *loch.MergeResult, dst, src, strategy string) {
 		fmt.Fprintf(w, "columns added: %s\n", strings.Join(res.Columns, ", "))
 	}
 	if n := len(res.Conflicts); n > 0 {
-		fmt.Fprintf(w, "%d rows changed on both sides, resolved with --strategy %s\n", n, strategy)
+		fmt.Fprintf(w, "%d %s changed on both sides, resolved with --strategy %s\n", n, plural(n, "row", "rows"), strategy)
 	}
 }
 

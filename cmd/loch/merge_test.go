@@ -64,6 +64,8 @@ func TestMergeConflicts(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(stdout), &res))
 	require.Len(t, res.Conflicts, rows)
 	require.Empty(t, res.Commit)
+	require.Regexp(t, `^[0-9a-f]{32}$`, res.Base, "the common ancestor, known also when the merge stops")
+	require.Contains(t, stdout, `"columns_added": []`)
 	last := res.Conflicts[rows-1]
 	require.Equal(t, loch.Conflict{ID: rows - 1, Ours: loch.ChangeDeleted, Theirs: loch.ChangeModified, TheirsColumns: []string{"x", "y"}}, last)
 

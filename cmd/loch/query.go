@@ -212,7 +212,9 @@ func newSelectionsCmd() *cobra.Command {
 		Long: `Selections with only URL lists the saved selections (made by
 'loch query --save'), sorted by name: name, rows, version and SQL.
 
-With NAME it prints that selection as JSON, row ids included. --delete
+With --json the listing is one JSON object with the fields url and
+selections (each with the fields of a selection but its row ids). With
+NAME it prints that selection as JSON, row ids included. --delete
 removes NAME; its object and version stay until 'loch gc' removes what
 nothing else keeps. A saved selection keeps its version, like a tag.`,
 		Example: `  loch selections ./pets
@@ -227,7 +229,7 @@ nothing else keeps. A saved selection keeps its version, like a tag.`,
 				return usagef("--json is for the listing; NAME prints JSON")
 			}
 			ctx := cmd.Context()
-			d, err := loch.Open(ctx, args[0])
+			d, err := openDataset(ctx, args[0], nil)
 			if err != nil {
 				return err
 			}
@@ -252,7 +254,13 @@ nothing else keeps. A saved selection keeps its version, like a tag.`,
 				return err
 			}
 			if asJSON {
-				return printJSON(w, list)
+				if list == nil {
+					list = []loch.SelectionInfo{}
+				}
+				return printJSON(w, struct {
+					URL        string               `json:"url"`
+					Selections []loch.SelectionInfo `json:"selections"`
+				}{d.URL(), list})
 			}
 			for _, s := range list {
 				fmt.Fprintf(w, "%s\t%d rows\t%s\t%s\n", s.Name, s.Rows, s.Version, oneLine(s.SQL))

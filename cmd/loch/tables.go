@@ -43,8 +43,8 @@ Names keep their case and compare case-insensitively; they have at most 255
 bytes and no "/", "\", "..", control characters or leading or trailing
 spaces, and do not start with "_loch".
 
-With --json the listing is a JSON list of objects with the fields name,
-dir, url and created; --gc --json prints one object with the fields
+With --json the listing is one JSON object with the fields url (the
+catalog's) and tables (each with name, dir, url and created); --gc --json prints one object with the fields
 dry_run, deleted and young (directories: dir, objects, bytes), tables
 (each table's gc report) and log_entries (old catalog log entries
 deleted).`,
@@ -131,7 +131,13 @@ deleted).`,
 				return err
 			}
 			if asJSON {
-				return printJSON(w, tables)
+				if tables == nil {
+					tables = []catalog.Table{}
+				}
+				return printJSON(w, struct {
+					URL    string          `json:"url"`
+					Tables []catalog.Table `json:"tables"`
+				}{c.URL(), tables})
 			}
 			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 			fmt.Fprintln(tw, "TABLE\tCREATED\tURL")
