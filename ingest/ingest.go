@@ -85,6 +85,8 @@ type Options struct {
 	JPEGQuality int
 	// Resize, when both sides are positive, resizes every image to exactly
 	// Width x Height (Catmull-Rom); the images are then always re-encoded.
+	// Each side is at most MaxResizeSide, and an RGBA image of that size
+	// at most 1 GiB.
 	Resize Size
 	// Channels, when 1, 3 or 4, converts every image to that many channels
 	// (gray, RGB, RGBA); 0 keeps each image's own. Images with alpha are
@@ -190,11 +192,18 @@ func (o Options) Validate() error {
 		return bad("jpeg quality %d (want 1..100)", o.JPEGQuality)
 	case o.Resize != (Size{}) && (o.Resize.Width <= 0 || o.Resize.Height <= 0):
 		return bad("resize to %dx%d (want positive width and height)", o.Resize.Width, o.Resize.Height)
+	case o.Resize.Width > MaxResizeSide || o.Resize.Height > MaxResizeSide ||
+		int64(o.Resize.Width)*int64(o.Resize.Height)*4 > maxRowBytes:
+		return bad("resize to %dx%d (want at most %d pixels a side and %d MiB an RGBA image)",
+			o.Resize.Width, o.Resize.Height, MaxResizeSide, maxRowBytes>>20)
 	case o.Channels == 4 && o.ImageCompression == CompressJPEG:
 		return bad("jpeg cannot hold 4 channels")
 	}
 	return nil
 }
+
+// MaxResizeSide is the largest side Options.Resize takes: JPEG's limit.
+const MaxResizeSide = 65535
 
 // withDefaults checks o and returns it with its zero values filled.
 func (o Options) withDefaults() (Options, error) {

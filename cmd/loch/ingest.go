@@ -117,7 +117,7 @@ func addImageFlags(cmd *cobra.Command, f *ingestFlags) {
 	fl := cmd.Flags()
 	fl.StringVar(&f.imageCompression, "image-compression", "png", "how images are stored: png, jpeg (sample compression) or lz4, zstd, none (decoded pixels); when appending, the dataset's")
 	fl.IntVar(&f.jpegQuality, "jpeg-quality", 90, "quality (1-100) of images re-encoded as jpeg")
-	fl.StringVar(&f.resize, "resize", "", "resize every image to WIDTHxHEIGHT, e.g. 224x224")
+	fl.StringVar(&f.resize, "resize", "", "resize every image to WIDTHxHEIGHT, e.g. 224x224 (N alone: NxN); at most 65535 a side")
 	fl.IntVar(&f.channels, "channels", 0, "convert every image to 1 (gray), 3 (RGB) or 4 (RGBA) channels (default: keep each image's)")
 	fl.BoolVar(&f.skipBad, "skip-bad", false, "skip rows whose image cannot be decoded (missing files still fail)")
 }
@@ -440,8 +440,8 @@ func (f *ingestFlags) options(cmd *cobra.Command) (ingest.Options, error) {
 // summary is the one-line report of a finished ingest.
 func summary(r ingest.Result, url string) string {
 	secs := max(r.Elapsed.Seconds(), 1e-9)
-	s := fmt.Sprintf("ingested %d rows, %s in %s (%.0f rows/s, %s) into %s, version %s",
-		r.Rows, formatBytes(r.Bytes), r.Elapsed.Round(time.Millisecond), float64(r.Rows)/secs,
+	s := fmt.Sprintf("ingested %d %s, %s in %s (%.0f rows/s, %s) into %s, version %s",
+		r.Rows, plural(r.Rows, "row", "rows"), formatBytes(r.Bytes), r.Elapsed.Round(time.Millisecond), float64(r.Rows)/secs,
 		formatRate(r.Bytes, secs), url, r.Version)
 	if r.Created {
 		s += " (created)"
@@ -541,8 +541,8 @@ func parseSize(s string) (ingest.Size, error) {
 	}
 	w, err1 := strconv.Atoi(ws)
 	h, err2 := strconv.Atoi(hs)
-	if err1 != nil || err2 != nil {
-		return ingest.Size{}, fmt.Errorf("%q: want WIDTHxHEIGHT, e.g. 224x224", s)
+	if err1 != nil || err2 != nil || w <= 0 || h <= 0 {
+		return ingest.Size{}, fmt.Errorf("%q: want WIDTHxHEIGHT with positive sides, e.g. 224x224", s)
 	}
 	return ingest.Size{Width: w, Height: h}, nil
 }
@@ -561,20 +561,26 @@ func parseDelimiter(s string) (rune, error) {
 }
 
 // writeStaged writes the description of a --stage-only ingest to out (-:
-// standard output, and no summary) and reports it on standard error.
+// standard output, with the summary on standard error) and prints the
+// summary.
 func writeStaged(cmd *cobra.Command, out string, res ingest.Result, url string) error {
 	b, err := json.Marshal(res.Staged)
 	if err != nil {
 		return fmt.Errorf("encode the description: %w", err)
 	}
 	if out == "-" {
-		_, err := cmd.OutOrStdout().Write(append(b, '\n'))
-		return err
+		if _, err := cmd.OutOrStdout().Write(append(b, '\n')); err != nil {
+			return err
+		}
+		// The summary goes to standard error: standard output is the description.
+		fmt.Fprintf(cmd.ErrOrStderr(), "staged %d %s, %s in %s for %s, not committed: description on standard output (commit with 'loch commit %s FILE')\n",
+			res.Rows, plural(res.Rows, "row", "rows"), formatBytes(res.Bytes), res.Elapsed.Round(time.Millisecond), url, url)
+		return nil
 	}
 	if err := os.WriteFile(out, append(b, '\n'), 0o644); err != nil {
 		return fmt.Errorf("write the description: %w", err)
 	}
-	fmt.Fprintf(cmd.OutOrStdout(), "staged %d rows, %s in %s for %s, not committed: description %s (commit with 'loch commit %s %s')\n",
-		res.Rows, formatBytes(res.Bytes), res.Elapsed.Round(time.Millisecond), url, out, url, out)
+	fmt.Fprintf(cmd.OutOrStdout(), "staged %d %s, %s in %s for %s, not committed: description %s (commit with 'loch commit %s %s')\n",
+		res.Rows, plural(res.Rows, "row", "rows"), formatBytes(res.Bytes), res.Elapsed.Round(time.Millisecond), url, out, url, out)
 	return nil
 }
