@@ -39,7 +39,7 @@ from ._library import Library, TensorOut, c_uintptr
 from ._write import columns_in, columns_of
 from .errors import InvalidArgument, NotFound
 from .links import LinkPolicy
-from .loader import Loader
+from .loader import Loader, LoaderOptions, check_keywords
 from .schema import Column, Schema
 from .versions import Diff, GCReport, MergeResult, Ref, format_time, parse_time
 
@@ -50,7 +50,6 @@ if TYPE_CHECKING:
     from typing_extensions import Unpack
 
     from .jax import JaxLoader, JaxOptions
-    from .loader import LoaderOptions
     from .query import Selection
     from .torch import TorchLoader, TorchOptions
     from .vector import IndexInfo, SearchResult
@@ -841,6 +840,7 @@ class Dataset:
     def numpy(self, **kwargs: Unpack[LoaderOptions]) -> Loader:
         """A :class:`loch.Loader` streaming batches as dicts of numpy arrays
         (arguments as for :meth:`pytorch`, without the torch ones)."""
+        check_keywords("ds.numpy()", kwargs, LoaderOptions)
         return Loader(self, **kwargs)
 
     def pytorch(self, **kwargs: Unpack[TorchOptions]) -> TorchLoader:
@@ -850,21 +850,24 @@ class Dataset:
             >>> for batch in ds.pytorch(batch_size=64, shuffle=True, columns=["camera", "angles"]):  # doctest: +SKIP
             ...     batch["camera"].shape, batch["index"]
         """
-        from .torch import TorchLoader
+        from .torch import TorchLoader, TorchOptions
 
+        check_keywords("ds.pytorch()", kwargs, TorchOptions)
         return TorchLoader(self, **kwargs)
 
     def jax(self, **kwargs: Unpack[JaxOptions]) -> JaxLoader:
         """Batches as dicts of jax arrays, optionally placed on a sharding
         (see :class:`loch.jax.JaxLoader`)."""
-        from .jax import JaxLoader
+        from .jax import JaxLoader, JaxOptions
 
+        check_keywords("ds.jax()", kwargs, JaxOptions)
         return JaxLoader(self, **kwargs)
 
     def tensorflow(self, **kwargs: Unpack[LoaderOptions]) -> tf.data.Dataset:
         """A ``tf.data.Dataset`` of batches (see :func:`loch.tensorflow.dataset`)."""
         from .tensorflow import dataset
 
+        check_keywords("ds.tensorflow()", kwargs, LoaderOptions)
         return dataset(self, **kwargs)
 
     # The seam through which loch.loader reaches a dataset (the members of

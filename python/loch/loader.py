@@ -26,6 +26,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import ctypes
+import difflib
 import os
 import struct
 import threading
@@ -134,6 +135,102 @@ def _shuffle_mode(shuffle: bool | str) -> Any:
     if shuffle is False or shuffle is None:
         return "none"
     return shuffle
+
+
+def int_option(name: str, value: Any, low: int = 0, high: int | None = None) -> int:
+    """``value`` of the option ``name`` as an int, refused with
+    :class:`loch.InvalidArgument` (naming the option, what it takes and
+    what was given) unless it is an int (a numpy integer too; not a bool)
+    with ``low <= value`` (and ``value < high``). Checked here, before the
+    configuration goes to Go, whose JSON decoding would name its own
+    structs instead."""
+    want = f"an int >= {low}" if high is None else f"an int in [{low}, {_bound(high)})"
+    if isinstance(value, bool | np.bool_) or not isinstance(value, int | np.integer):
+        raise InvalidArgument(f"{name}={value!r}: want {want}, got {type(value).__name__}")
+    v = int(value)
+    if v < low or (high is not None and v >= high):
+        raise InvalidArgument(f"{name}={v}: want {want}")
+    return v
+
+
+def _bound(n: int) -> str:
+    """A bound of a range as written in a message: a large power of two as
+    one (``2**64``)."""
+    return f"2**{n.bit_length() - 1}" if n > 1 << 32 and n & (n - 1) == 0 else str(n)
+
+
+def _optional_int(name: str, value: Any) -> int | None:
+    """An option that is None (the Go loader's default) or an int >= 0."""
+    return None if value is None else int_option(name, value)
+
+
+def _bool_option(name: str, value: Any) -> bool:
+    """``value`` of the option ``name``, refused unless a bool (a truthy
+    string such as "no" must not mean yes)."""
+    if not isinstance(value, bool | np.bool_):
+        raise InvalidArgument(f"{name}={value!r}: want True or False, got {type(value).__name__}")
+    return bool(value)
+
+
+def _rank_option(rank: Any, world_size: Any) -> tuple[int, int]:
+    """(rank, world_size) checked: ints with ``world_size >= 1`` and
+    ``0 <= rank < world_size``."""
+    world = int_option("world_size", world_size, low=1)
+    return int_option("rank", rank, high=world), world
+
+
+def _columns_option(columns: Any, schema: Schema) -> list[str]:
+    """The columns to load: all (None), one (a str) or those named (a
+    sequence of str, not empty)."""
+    if columns is None:
+        return list(schema)
+    if isinstance(columns, str):
+        columns = [columns]
+    elif not isinstance(columns, Sequence) or isinstance(columns, bytes):
+        raise InvalidArgument(
+            f"columns={columns!r}: want a column name or a list of them, got {type(columns).__name__}"
+        )
+    if not columns:
+        raise InvalidArgument(
+            f"columns={columns!r}: name at least one column (or leave columns out, or None, to load them all)"
+        )
+    for c in columns:
+        if not isinstance(c, str):
+            raise InvalidArgument(f"columns={columns!r}: want column names (str), got {type(c).__name__} {c!r}")
+        if c not in schema:
+            raise InvalidArgument(f"no column {c!r} (have {list(schema)})")
+    return list(columns)
+
+
+def _shuffle_option(shuffle: Any) -> bool | str | None:
+    """The shuffle option, refused unless a bool, None or a mode string
+    (which Go checks)."""
+    if shuffle is None or isinstance(shuffle, bool | np.bool_ | str):
+        return bool(shuffle) if isinstance(shuffle, np.bool_) else shuffle
+    raise InvalidArgument(
+        f"shuffle={shuffle!r}: want True, False or a mode ('none', 'block', 'full'), got {type(shuffle).__name__}"
+    )
+
+
+def check_keywords(method: str, kwargs: Mapping[str, Any], options: type) -> None:
+    """Raises TypeError, as Python does for an unknown keyword argument but
+    naming the public method the user called (``method``, e.g.
+    ``"ds.numpy()"``) and the closest known names, for a keyword that
+    neither ``options`` (the method's TypedDict of keywords) nor
+    :class:`LoaderOptions` has (those an adapter sets itself it refuses
+    with its own message)::
+
+        >>> check_keywords("ds.numpy()", {"batch_sise": 8}, LoaderOptions)
+        Traceback (most recent call last):
+        TypeError: ds.numpy() got an unexpected keyword argument 'batch_sise' (did you mean 'batch_size'?)
+    """
+    known = set(getattr(options, "__optional_keys__", ())) | set(getattr(options, "__required_keys__", ()))
+    known |= set(LoaderOptions.__optional_keys__)
+    for key in kwargs:
+        if key not in known:
+            close = difflib.get_close_matches(key, sorted(known), n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise TypeError(f"{method} got an unexpected keyword argument {key!r}{hint}")
 
 
 def _checked(config: Mapping[str, Any]) -> dict[str, Any]:
@@ -466,7 +563,8 @@ class Loader:
 
     Arguments:
         dataset: the :class:`loch.Dataset` to read (any :class:`Source`).
-        columns: the columns to load (default: all).
+        columns: the columns to load: a list of names, or one name (default:
+            all; an empty list is refused).
         batch_size: rows per batch (0: the Go loader's default, 32).
         shuffle: False (stored order), True (the Go loader's default
             shuffle), or a mode: "none", "block", "full".
@@ -594,10 +692,7 @@ class Loader:
         epochs: Epochs | None = None,
     ) -> None:
         schema, self._reopen = dataset._loader_view()
-        self.columns = list(columns) if columns is not None else list(schema)
-        for c in self.columns:
-            if c not in schema:
-                raise InvalidArgument(f"no column {c!r} (have {list(schema)})")
+        self.columns = _columns_option(columns, schema)
         self.row_keys = tuple(dataset.row_keys)
         for key in self.row_keys:
             if key in self.columns:
@@ -627,31 +722,37 @@ class Loader:
                 raise InvalidArgument(f"transform {transform!r}: none of the columns {self.columns} is an image column")
         elif transform is not None:
             go_transforms = dict(transform)
+        if sample_transform is not None and not callable(sample_transform):
+            raise InvalidArgument(f"sample_transform={sample_transform!r}: want a callable")
         self._sample_transform = sample_transform
+        # Types and ranges are checked here; what only Go knows (a shuffle
+        # mode, a transform spec) by _checked below.
+        rank, world_size = _rank_option(rank, world_size)
         self._config: dict[str, Any] = {
             "columns": self.columns,
-            "batch_size": batch_size,
-            "shuffle": _shuffle_mode(shuffle),
-            "seed": int(seed),
-            "world_size": int(world_size),
-            "rank": int(rank),
-            "drop_last": bool(drop_last),
-            "skip_bad_samples": bool(skip_bad_samples),
+            "batch_size": int_option("batch_size", batch_size),
+            "shuffle": _shuffle_mode(_shuffle_option(shuffle)),
+            "seed": int_option("seed", seed, high=1 << 64),
+            "world_size": world_size,
+            "rank": rank,
+            "drop_last": _bool_option("drop_last", drop_last),
+            "skip_bad_samples": _bool_option("skip_bad_samples", skip_bad_samples),
         }
-        if allow_version_change:
+        epoch = int_option("epoch", epoch)
+        if _bool_option("allow_version_change", allow_version_change):
             self._config["allow_version_change"] = True
         for key, value in (
             ("rows", None if rows is None else [int(r) for r in rows]),
             ("joined", [dict(j) for j in joined] if joined else None),
             ("query", None if query is None else str(query)),
-            ("prefetch_batches", prefetch_batches),
-            ("prefetch_bytes", prefetch_bytes),
-            ("workers", workers),
-            ("fetch_concurrency", fetch_concurrency),
-            ("window_rows", window_rows),
+            ("prefetch_batches", _optional_int("prefetch_batches", prefetch_batches)),
+            ("prefetch_bytes", _optional_int("prefetch_bytes", prefetch_bytes)),
+            ("workers", _optional_int("workers", workers)),
+            ("fetch_concurrency", _optional_int("fetch_concurrency", fetch_concurrency)),
+            ("window_rows", _optional_int("window_rows", window_rows)),
             ("transforms", go_transforms or None),
             ("cache_dir", None if cache_dir is None else str(cache_dir)),
-            ("cache_bytes", cache_bytes),
+            ("cache_bytes", _optional_int("cache_bytes", cache_bytes)),
             ("split", None if split is None else _split(split)),
         ):
             if value is not None:
@@ -660,7 +761,7 @@ class Loader:
         # bad one raises here rather than at the first batch.
         # (The row ids and joined values, possibly many, are left to
         # loch_loader_new.)
-        checked = _checked({k: v for k, v in self._config.items() if k not in ("rows", "joined")} | {"epoch": int(epoch)})
+        checked = _checked({k: v for k, v in self._config.items() if k not in ("rows", "joined")} | {"epoch": epoch})
         self.batch_size = int(checked["batch_size"])
         self._epochs = epochs if epochs is not None else Epochs(epoch)
         self._resume: dict[str, Any] | None = None  # a loaded state: where the next iteration starts
@@ -697,7 +798,7 @@ class Loader:
 
     def set_rank(self, rank: int, world_size: int) -> None:
         """Sets the shard of the next iteration: ``rank`` of ``world_size``
-        (checked when the iteration starts)::
+        (ints, ``0 <= rank < world_size``, else :class:`loch.InvalidArgument`)::
 
             >>> ds = loch.create("mem://set-rank-doc", schema={"n": loch.Tensor("int64", shape=())})
             >>> ds.extend({"n": np.arange(10)}); _ = ds.commit()
@@ -705,7 +806,7 @@ class Loader:
             >>> loader.set_rank(1, 2); loader.rank, loader.world_size, len(loader)
             (1, 2, 3)
         """
-        self._config["rank"], self._config["world_size"] = int(rank), int(world_size)
+        self._config["rank"], self._config["world_size"] = _rank_option(rank, world_size)
 
     @property
     def ragged_columns(self) -> frozenset[str]:

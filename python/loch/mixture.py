@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 from ._handle import Handle
 from .dataset import Dataset, start_mix_loader
 from .errors import InvalidArgument
-from .loader import Loader, Source
+from .loader import Loader, LoaderOptions, Source, check_keywords
 from .schema import Column, Schema
 
 if TYPE_CHECKING:
@@ -46,7 +46,6 @@ if TYPE_CHECKING:
     from typing_extensions import Unpack
 
     from .jax import JaxLoader, JaxOptions
-    from .loader import LoaderOptions
     from .torch import TorchLoader, TorchOptions
 
 __all__ = ["Mixture", "mix"]
@@ -116,19 +115,22 @@ class Mixture:
     def numpy(self, **kwargs: Unpack[LoaderOptions]) -> Loader:
         """A :class:`loch.Loader` of the mixture (arguments as for
         :meth:`loch.Dataset.numpy`, but ``rows``)."""
+        check_keywords("mixture.numpy()", kwargs, LoaderOptions)
         return Loader(self, **kwargs)
 
     def pytorch(self, **kwargs: Unpack[TorchOptions]) -> TorchLoader:
         """A PyTorch IterableDataset of the mixture (see
         :class:`loch.torch.TorchLoader`)."""
-        from .torch import TorchLoader
+        from .torch import TorchLoader, TorchOptions
 
+        check_keywords("mixture.pytorch()", kwargs, TorchOptions)
         return TorchLoader(self, **kwargs)
 
     def jax(self, **kwargs: Unpack[JaxOptions]) -> JaxLoader:
         """Batches of the mixture as jax arrays (see :class:`loch.jax.JaxLoader`)."""
-        from .jax import JaxLoader
+        from .jax import JaxLoader, JaxOptions
 
+        check_keywords("mixture.jax()", kwargs, JaxOptions)
         return JaxLoader(self, **kwargs)
 
     def tensorflow(self, **kwargs: Unpack[LoaderOptions]) -> tf.data.Dataset:
@@ -136,6 +138,7 @@ class Mixture:
         :func:`loch.tensorflow.dataset`)."""
         from .tensorflow import dataset
 
+        check_keywords("mixture.tensorflow()", kwargs, LoaderOptions)
         return dataset(self, **kwargs)
 
     # loch.loader.Source's seam.

@@ -1,0 +1,123 @@
+"""A loader's arguments are checked in Python when it is made: a value of
+the wrong type or out of range raises loch.InvalidArgument naming the
+parameter, what it takes and what was given (not Go's JSON decoding of
+the configuration), and a misspelt keyword a TypeError naming the method
+called and the closest known name."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import numpy as np
+import pytest
+
+import loch
+from loch.loader import LoaderOptions, check_keywords
+
+
+@pytest.fixture(scope="module")
+def ds() -> loch.Dataset:
+    scalar = loch.Tensor("int64", shape=())
+    ds = loch.create("mem://arguments", schema={"img": scalar, "n": scalar})
+    ds.extend({"img": np.arange(10), "n": np.arange(10) * 10})
+    ds.commit()
+    return ds
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"batch_size": "64"}, "batch_size='64': want an int >= 0, got str"),
+        ({"batch_size": 2.5}, "batch_size=2.5: want an int >= 0, got float"),
+        ({"batch_size": True}, "batch_size=True: want an int >= 0, got bool"),
+        ({"batch_size": -1}, "batch_size=-1: want an int >= 0"),
+        ({"workers": "4"}, "workers='4': want an int >= 0, got str"),
+        ({"prefetch_bytes": 1.5e9}, "prefetch_bytes=1500000000.0: want an int >= 0, got float"),
+        ({"shuffle": 1}, "shuffle=1: want True, False or a mode ('none', 'block', 'full'), got int"),
+        ({"seed": -1}, "seed=-1: want an int in [0, 2**64)"),
+        ({"seed": "a"}, "seed='a': want an int in [0, 2**64), got str"),
+        ({"epoch": -2}, "epoch=-2: want an int >= 0"),
+        ({"world_size": 0}, "world_size=0: want an int >= 1"),
+        ({"world_size": -1}, "world_size=-1: want an int >= 1"),
+        ({"rank": 2, "world_size": 2}, "rank=2: want an int in [0, 2)"),
+        ({"rank": "0"}, "rank='0': want an int in [0, 1), got str"),
+        ({"drop_last": "no"}, "drop_last='no': want True or False, got str"),
+        ({"skip_bad_samples": 1}, "skip_bad_samples=1: want True or False, got int"),
+        ({"columns": []}, "columns=[]: name at least one column"),
+        ({"columns": ["img", 3]}, "columns=['img', 3]: want column names (str), got int 3"),
+        ({"columns": 3}, "columns=3: want a column name or a list of them, got int"),
+        ({"columns": ["im"]}, "no column 'im'"),
+        ({"sample_transform": "decode"}, "sample_transform='decode': want a callable"),
+    ],
+    ids=lambda v: str(v) if isinstance(v, dict) else "",
+)
+def test_bad_options_are_refused_naming_them(ds: loch.Dataset, kwargs: dict[str, Any], message: str) -> None:
+    with pytest.raises(loch.InvalidArgument, match=re.escape(message)) as e:
+        ds.numpy(**kwargs)
+    assert "json" not in str(e.value) and "Go struct" not in str(e.value)
+
+
+def test_options_of_numpy_types_are_taken(ds: loch.Dataset) -> None:
+    loader = ds.numpy(batch_size=np.int64(4), seed=np.uint64(2**64 - 1), drop_last=np.bool_(True))
+    assert loader.batch_size == 4
+    assert [len(b["index"]) for b in loader] == [4, 4]
+    assert type(loader.config()["seed"]) is int  # JSON-able
+
+
+def test_one_column_name_is_one_column(ds: loch.Dataset) -> None:
+    loader = ds.numpy(batch_size=10, columns="img")
+    assert loader.columns == ["img"]
+    (b,) = list(loader)
+    assert sorted(b) == ["img", "index"]
+
+
+def test_world_size_zero_is_refused_not_read_whole(ds: loch.Dataset) -> None:
+    with pytest.raises(loch.InvalidArgument, match="world_size=0"):
+        ds.numpy(batch_size=10, world_size=0)
+    loader = ds.numpy(batch_size=10)
+    with pytest.raises(loch.InvalidArgument, match="world_size=0"):
+        loader.set_rank(0, 0)
+    with pytest.raises(loch.InvalidArgument, match=re.escape("rank=3: want an int in [0, 2)")):
+        loader.set_rank(3, 2)
+    assert (loader.rank, loader.world_size) == (0, 1)  # a refused set_rank changes nothing
+
+
+@pytest.mark.parametrize(
+    ("method", "kwargs", "hint"),
+    [
+        ("numpy", {"batch_sise": 8}, " (did you mean 'batch_size'?)"),
+        ("numpy", {"suffle": True}, " (did you mean 'shuffle'?)"),
+        ("numpy", {"zzz": 1}, ""),
+        ("pytorch", {"pin_memroy": True}, " (did you mean 'pin_memory'?)"),
+        ("jax", {"devices": None}, " (did you mean 'device'?)"),
+        ("tensorflow", {"batchsize": 8}, " (did you mean 'batch_size'?)"),
+    ],
+)
+def test_a_misspelt_keyword_names_the_method_and_the_closest_name(
+    ds: loch.Dataset, method: str, kwargs: dict[str, Any], hint: str
+) -> None:
+    if method != "numpy":
+        pytest.importorskip({"pytorch": "torch"}.get(method, method))
+    with pytest.raises(TypeError) as e:
+        getattr(ds, method)(**kwargs)
+    (key,) = kwargs
+    assert str(e.value) == f"ds.{method}() got an unexpected keyword argument {key!r}{hint}"
+
+
+def test_a_misspelt_keyword_of_a_mixture(ds: loch.Dataset) -> None:
+    mixture = loch.mix([ds], [1.0])
+    with pytest.raises(TypeError, match=re.escape("mixture.numpy() got an unexpected keyword argument 'sed' (did")):
+        mixture.numpy(sed=1)
+
+
+def test_check_keywords_takes_what_an_adapter_refuses_itself() -> None:
+    check_keywords("ds.pytorch()", {"batch_size": 1, "rank": 0}, LoaderOptions)  # rank: the adapter's message
+    with pytest.raises(TypeError, match="'nope'"):
+        check_keywords("ds.numpy()", {"nope": 0}, LoaderOptions)
+
+
+def test_an_adapter_still_says_to_use_distributed(ds: loch.Dataset) -> None:
+    pytest.importorskip("torch")
+    with pytest.raises(loch.InvalidArgument, match="takes distributed=\\(rank, world_size\\), not rank="):
+        ds.pytorch(rank=1)
