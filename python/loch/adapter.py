@@ -21,12 +21,43 @@ resume, statistics, length) to the Loader. A new framework needs no more::
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
+from .errors import InvalidArgument
 from .loader import Batch, Loader, Source
 
-__all__ = ["Adapter"]
+__all__ = ["Adapter", "distributed_option"]
+
+
+def distributed_option(distributed: Any) -> bool | tuple[int, int] | None:
+    """An adapter's ``distributed`` argument, checked: None (detect the
+    run), True or False as given; (rank, world_size), as any sequence of
+    two ints (a list too), as a tuple. Anything else raises
+    :class:`loch.InvalidArgument` rather than being taken for None::
+
+        >>> distributed_option([1, 2])
+        (1, 2)
+        >>> distributed_option("yes")
+        Traceback (most recent call last):
+        loch.errors.InvalidArgument: distributed='yes': want None (detect), True, False or (rank, world_size), got str
+    """
+    if distributed is None or isinstance(distributed, bool | np.bool_):
+        return None if distributed is None else bool(distributed)
+    pair = isinstance(distributed, Sequence) and not isinstance(distributed, str | bytes) and len(distributed) == 2
+    if pair and all(isinstance(v, int | np.integer) and not isinstance(v, bool | np.bool_) for v in distributed):
+        rank, world = int(distributed[0]), int(distributed[1])
+        if world < 1 or not 0 <= rank < world:
+            raise InvalidArgument(
+                f"distributed={distributed!r}: want (rank, world_size) with world_size >= 1 and 0 <= rank < world_size"
+            )
+        return rank, world
+    raise InvalidArgument(
+        f"distributed={distributed!r}: want None (detect), True, False or (rank, world_size), "
+        f"got {type(distributed).__name__}"
+    )
 
 
 class Adapter:

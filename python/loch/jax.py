@@ -12,12 +12,13 @@ own shard of the rows (rank ``jax.process_index()`` of
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import jax
 import numpy as np
 
-from .adapter import Adapter
+from .adapter import Adapter, distributed_option
 from .errors import InvalidArgument
 from .loader import Batch, CommonLoaderOptions, Loader, Source
 
@@ -33,8 +34,32 @@ class JaxOptions(CommonLoaderOptions, total=False):
     ``sharding``, ``device``, ``distributed`` (see :class:`JaxLoader`)."""
 
     sharding: jax.sharding.Sharding | None
-    device: jax.Device | None
-    distributed: bool | tuple[int, int] | None
+    device: jax.Device | str | None
+    distributed: bool | Sequence[int] | None
+
+
+def _device(device: jax.Device | str | None) -> jax.Device | None:
+    """The device arrays are placed on, checked now rather than at the
+    first batch (where ``jax.device_put`` refuses anything but a device):
+    a ``jax.Device`` as is; a platform name (``"gpu"``, ``"cuda:1"``) as
+    that device of ``jax.devices(platform)``; anything else, or a platform
+    JAX has no device of here, raises :class:`loch.InvalidArgument`."""
+    if device is None or isinstance(device, jax.Device):
+        return device
+    have = f"jax.devices() is {jax.devices()}"
+    if not isinstance(device, str):
+        raise InvalidArgument(f"device={device!r}: want a jax.Device or a platform name, got {type(device).__name__}")
+    platform, _, index = device.partition(":")
+    if not platform or (index and not index.isdigit()):
+        raise InvalidArgument(f"device={device!r}: want a platform name, optionally with :index (\"gpu:0\")")
+    try:
+        devices = jax.devices(platform)
+    except (RuntimeError, ValueError):
+        raise InvalidArgument(f"device={device!r}: JAX has no {platform!r} device here ({have})") from None
+    i = int(index or 0)
+    if i >= len(devices):
+        raise InvalidArgument(f"device={device!r}: JAX has {len(devices)} {platform!r} devices ({have})")
+    return devices[i]
 
 
 class JaxLoader(Adapter):
@@ -45,9 +70,13 @@ class JaxLoader(Adapter):
     Arguments are those of :class:`loch.Loader` and:
         sharding: place each array on this sharding (its leading axis is the
             batch), or None for the default device.
-        device: place each array on this device (when no sharding).
-        distributed: None reads the rank and world size from JAX's
-            processes; False is one process; or (rank, world_size).
+        device: place each array on this device (when no sharding): a
+            ``jax.Device``, or a platform name with an optional index
+            (``"cpu"``, ``"gpu"``, ``"cuda:1"``, ``"tpu"``) that
+            ``jax.devices(platform)`` has; checked here.
+        distributed: None or True reads the rank and world size from
+            JAX's processes; False is one process; or (rank, world_size)
+            (a tuple or a list).
     """
 
     def __init__(
@@ -55,12 +84,14 @@ class JaxLoader(Adapter):
         dataset: Source,
         *,
         sharding: jax.sharding.Sharding | None = None,
-        device: jax.Device | None = None,
-        distributed: bool | tuple[int, int] | None = None,
+        device: jax.Device | str | None = None,
+        distributed: bool | Sequence[int] | None = None,
         **options: Unpack[CommonLoaderOptions],
     ) -> None:
         if "rank" in options or "world_size" in options:
             raise InvalidArgument("JaxLoader takes distributed=(rank, world_size), not rank= or world_size=")
+        distributed = distributed_option(distributed)
+        device = _device(device)
         if isinstance(distributed, tuple):
             rank, world = distributed
         elif distributed is False:

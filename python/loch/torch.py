@@ -67,7 +67,7 @@ import numpy as np
 import torch
 import torch.utils.data
 
-from .adapter import Adapter
+from .adapter import Adapter, distributed_option
 from .epochs import SharedEpochs
 from .errors import InvalidArgument
 from .loader import Batch, CommonLoaderOptions, Loader, Source, Transform
@@ -85,17 +85,18 @@ class TorchOptions(CommonLoaderOptions, total=False):
 
     pin_memory: bool
     device: str | torch.device | None
-    distributed: bool | tuple[int, int] | None
+    distributed: bool | Sequence[int] | None
 
 
-def distributed_world(distributed: bool | tuple[int, int] | None = None) -> tuple[int, int]:
-    """Returns (rank, world size): given as a tuple; (0, 1) for False; else
-    from torch.distributed when initialised, else from the RANK and
-    WORLD_SIZE environment variables (``distributed=True`` requires one of
-    them)."""
+def distributed_world(distributed: bool | Sequence[int] | None = None) -> tuple[int, int]:
+    """Returns (rank, world size): given as a pair (a tuple or a list);
+    (0, 1) for False; else from torch.distributed when initialised, else
+    from the RANK and WORLD_SIZE environment variables
+    (``distributed=True`` requires one of them). Any other value raises
+    :class:`loch.InvalidArgument` (:func:`loch.adapter.distributed_option`)."""
+    distributed = distributed_option(distributed)
     if isinstance(distributed, tuple):
-        rank, world = distributed
-        return int(rank), int(world)
+        return distributed
     if distributed is False:
         return 0, 1
     import torch.distributed as dist
@@ -282,17 +283,41 @@ class _Transfer:
                 close()  # the loader records where it stopped now, not when collected
 
 
+def _usable(device: str | torch.device, dev: torch.device) -> None:
+    """Raises :class:`loch.InvalidArgument` unless torch can place tensors
+    on ``dev``, a device of neither CPU nor CUDA (MPS where this torch or
+    machine has none, a backend this torch is built without)."""
+    if dev.type == "mps":
+        if not torch.backends.mps.is_available():
+            raise InvalidArgument(
+                f"device={device!r}: MPS is not available (torch.backends.mps.is_available() is False: "
+                'it needs Apple silicon and a torch built with MPS): leave device out (or "cpu")'
+            )
+        return
+    try:
+        torch.empty(0, device=dev)
+    except Exception as e:  # noqa: BLE001 (each backend fails in its own way)
+        first = str(e).splitlines()[0] if str(e) else ""
+        raise InvalidArgument(
+            f"device={device!r}: torch cannot place tensors there ({type(e).__name__}: {first}); "
+            'use "cpu" or "cuda"'
+        ) from None
+
+
 def _device(device: str | torch.device | None) -> torch.device | None:
     """The device batches go to, checked now rather than at the first
     batch: :class:`loch.InvalidArgument` names a device torch does not
-    know, or a CUDA device where CUDA is not available or has fewer
-    devices."""
+    know, or cannot use here (MPS where it is not available, a backend
+    this torch lacks), or a CUDA device where CUDA is not available or has
+    fewer devices."""
     if device is None:
         return None
     try:
         dev = torch.device(device)
     except (RuntimeError, TypeError) as e:
         raise InvalidArgument(f"device={device!r}: not a torch device ({e})") from None
+    if dev.type not in ("cpu", "cuda"):
+        _usable(device, dev)
     if dev.type == "cuda":
         if not torch.cuda.is_available():
             why = "this torch is built without CUDA" if torch.version.cuda is None else "no CUDA GPU is visible"
@@ -317,8 +342,9 @@ class TorchLoader(Adapter, torch.utils.data.IterableDataset):  # type: ignore[ty
         pin_memory: return batches in page-locked memory (CUDA only).
         device: move batches to this device (``"cuda"``: asynchronously, on
             a side stream, one batch ahead).
-        distributed: None (detect, see :func:`distributed_world`), False, or
-            (rank, world_size).
+        distributed: None (detect, see :func:`distributed_world`), True
+            (detect, and require a distributed run), False, or (rank,
+            world_size) (a tuple or a list).
 
     Each iteration is the next epoch, in the main process or over a
     DataLoader's workers (see the module documentation); ``set_epoch``
@@ -335,19 +361,21 @@ class TorchLoader(Adapter, torch.utils.data.IterableDataset):  # type: ignore[ty
         *,
         pin_memory: bool = False,
         device: str | torch.device | None = None,
-        distributed: bool | tuple[int, int] | None = None,
+        distributed: bool | Sequence[int] | None = None,
         **options: Unpack[CommonLoaderOptions],
     ) -> None:
         for k in ("rank", "world_size", "split", "epochs"):
             if k in options:
                 raise InvalidArgument(f"TorchLoader takes distributed=(rank, world_size), not {k}=")
+        distributed = distributed_option(distributed)
+        device_ = _device(device)
         rank, world = distributed_world(distributed)
         self._epochs = SharedEpochs(options.get("epoch", 0))
         loader = Loader(dataset, rank=rank, world_size=world, epochs=self._epochs, **options)
         super().__init__(loader)
         self._distributed = distributed
         self._pin = pin_memory
-        self._device = _device(device)
+        self._device = device_
         self._worker_passes = 0  # passes this copy started in a DataLoader worker
         self._transfer: _Transfer | None = None  # of the last iteration in this process
 

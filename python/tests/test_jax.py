@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -49,3 +52,41 @@ def test_iterating_again_advances_the_epoch(rows_ds: loch.Dataset) -> None:
     assert passes == [order(0), order(1)]
     loader.set_epoch(0)
     assert [i for b in loader for i in np.asarray(b["index"]).tolist()] == order(0)
+
+
+def test_distributed_as_a_list_is_a_rank(rows_ds: loch.Dataset) -> None:
+    def ids(distributed: Any) -> list[int]:
+        return [i for b in rows_ds.jax(batch_size=100, columns=["y"], distributed=distributed)
+                for i in np.asarray(b["index"]).tolist()]  # fmt: skip
+
+    half = ids([1, 2])
+    assert half == ids((1, 2))
+    assert len(half) == (ROWS + 1) // 2
+
+
+@pytest.mark.parametrize("distributed", ["yes", [1], (0, 1, 2), (0.0, 1)])
+def test_bad_distributed_values_are_refused(rows_ds: loch.Dataset, distributed: Any) -> None:
+    with pytest.raises(loch.InvalidArgument, match=re.escape(f"distributed={distributed!r}: want None (detect)")):
+        rows_ds.jax(batch_size=10, distributed=distributed)
+
+
+@pytest.mark.parametrize("device", ["cuda", "gpu", "tpu", "bogus", "cpu:7"])
+def test_a_device_jax_lacks_is_refused_when_made(rows_ds: loch.Dataset, device: str) -> None:
+    platform, _, index = device.partition(":")
+    try:
+        if len(jax.devices(platform)) > int(index or 0):
+            pytest.skip(f"JAX has {device} here")
+    except RuntimeError:  # no such platform here
+        pass
+    with pytest.raises(loch.InvalidArgument, match=re.escape(f"device={device!r}: JAX has")) as e:
+        rows_ds.jax(batch_size=10, device=device)
+    assert str(jax.devices()) in str(e.value)
+
+
+def test_a_device_by_platform_name(rows_ds: loch.Dataset) -> None:
+    loader = rows_ds.jax(batch_size=10, columns=["y"], device="cpu")
+    assert loader.device == jax.devices("cpu")[0]
+    b = next(iter(loader))
+    assert b["y"].devices() == {jax.devices("cpu")[0]}
+    with pytest.raises(loch.InvalidArgument, match="want a jax.Device or a platform name, got int"):
+        rows_ds.jax(device=0)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import pickle
+import re
 import sys
 from collections import Counter
 from pathlib import Path
@@ -115,6 +116,42 @@ def test_unknown_device_is_a_clear_error(rows_ds: loch.Dataset) -> None:
         rows_ds.pytorch(device="tpu0")
 
 
+@pytest.mark.skipif(torch.backends.mps.is_available(), reason="MPS is available here")
+def test_mps_without_mps_is_a_clear_error(rows_ds: loch.Dataset) -> None:
+    with pytest.raises(loch.InvalidArgument, match=r"device='mps': MPS is not available \(torch.backends.mps"):
+        rows_ds.pytorch(batch_size=8, device="mps")
+
+
+@pytest.mark.skipif(hasattr(torch, "xpu") and torch.xpu.is_available(), reason="XPU is available here")
+def test_a_backend_torch_lacks_is_a_clear_error(rows_ds: loch.Dataset) -> None:
+    with pytest.raises(loch.InvalidArgument, match="device='xpu': torch cannot place tensors there"):
+        rows_ds.pytorch(batch_size=8, device="xpu")
+
+
+def test_distributed_as_a_list_is_a_rank(rows_ds: loch.Dataset) -> None:
+    def ids(distributed: Any) -> list[int]:
+        return torch.cat([b["index"] for b in rows_ds.pytorch(batch_size=100, distributed=distributed)]).tolist()
+
+    half = ids([1, 2])
+    assert half == ids((1, 2))
+    assert len(half) == (ROWS + 1) // 2  # padded by repeating a row
+    assert set(half) | set(ids([0, 2])) == set(range(ROWS))
+    assert len(set(half) & set(ids([0, 2]))) == 1
+
+
+@pytest.mark.parametrize(
+    ("distributed", "message"),
+    [("yes", "got str"), ([1, 2, 3], "got list"), ((1.0, 2), "got tuple"), ((True, 2), "got tuple"),
+     ({"rank": 0}, "got dict"), ((2, 2), "0 <= rank < world_size"), ((0, 0), "world_size >= 1")],
+)  # fmt: skip
+def test_bad_distributed_values_are_refused(rows_ds: loch.Dataset, distributed: Any, message: str) -> None:
+    with pytest.raises(loch.InvalidArgument, match=re.escape(f"distributed={distributed!r}: want")) as e:
+        rows_ds.pytorch(batch_size=10, distributed=distributed)
+    assert message in str(e.value)
+    with pytest.raises(loch.InvalidArgument, match="distributed="):
+        distributed_world(distributed)
+
+
 def test_pickles_without_its_handle(rows_ds: loch.Dataset) -> None:
     loader = rows_ds.pytorch(batch_size=100)
     copy = pickle.loads(pickle.dumps(loader))
@@ -134,6 +171,7 @@ def test_a_pickled_dataset_is_its_snapshot(rows_ds: loch.Dataset) -> None:
 def test_distributed_world_from_env(monkeypatch: pytest.MonkeyPatch) -> None:
     assert distributed_world(False) == (0, 1)
     assert distributed_world((2, 5)) == (2, 5)
+    assert distributed_world([2, 5]) == (2, 5)
     monkeypatch.delenv("WORLD_SIZE", raising=False)
     assert distributed_world(None) == (0, 1)
     with pytest.raises(loch.InvalidArgument):
