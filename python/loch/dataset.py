@@ -28,6 +28,7 @@ import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -81,9 +82,28 @@ def _enc(s: str | None) -> bytes | None:
     return None if s is None else s.encode()
 
 
+def _schema_text(schema: Mapping[str, Column] | Schema | str | os.PathLike[str]) -> str:
+    """The text of a :func:`create` schema for the Go core: a mapping's
+    JSON, a str as is (JSON or YAML), a path's file's contents. A str that
+    cannot be a schema's text (one line, neither a JSON/YAML mapping nor a
+    list: a file name, say) raises :class:`loch.InvalidArgument` here,
+    rather than the YAML parser's message about a string."""
+    if isinstance(schema, os.PathLike):
+        return Path(schema).read_text(encoding="utf-8")
+    if not isinstance(schema, str):
+        return Schema(schema).to_json()
+    text = schema.strip()
+    if "\n" in text or text.startswith(("{", "[")) or ":" in text:
+        return schema
+    hint = "pass the schema's text (JSON or YAML, as `loch create --schema` reads) or a mapping of columns"
+    if text and os.path.isfile(text):
+        hint = f"it names a file: pass its contents, schema=open({text!r}).read(), or its path as a pathlib.Path"
+    raise InvalidArgument(f"schema={schema!r} is not a schema's text: {hint}")
+
+
 def create(
     url: str,
-    schema: Mapping[str, Column] | Schema | str,
+    schema: Mapping[str, Column] | Schema | str | os.PathLike[str],
     *,
     parallelism: int | None = None,
     author: str | None = None,
@@ -95,7 +115,9 @@ def create(
 
     ``schema`` maps column names to column types (:func:`loch.Image`,
     :func:`loch.Tensor`, ...), or is the text of a schema file (YAML or
-    JSON, as ``loch create --schema`` reads). Raises
+    JSON, as ``loch create --schema`` reads; a file name given as a str is
+    refused with :class:`loch.InvalidArgument`), or the path of such a
+    file as a ``pathlib.Path`` (any ``os.PathLike``). Raises
     :class:`loch.AlreadyExists` when a dataset is there already::
 
         >>> ds = loch.create("mem://create-doc", schema={"label": loch.ClassLabel(["cat", "dog"])})
@@ -135,7 +157,7 @@ def create(
     az URL, and local files under the dataset's own parent directory).
     """
     lib = _library.library()
-    text = schema if isinstance(schema, str) else Schema(schema).to_json()
+    text = _schema_text(schema)
     out = c_uintptr()
     settings = _storage_options(storage_options)
     opts = _options(parallelism=parallelism, author=author, storage_options=settings, links=_links(links))

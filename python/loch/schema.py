@@ -20,6 +20,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+import numpy as np
+
+from . import dtypes
 from .errors import InvalidArgument
 
 __all__ = [
@@ -169,8 +172,49 @@ class Schema(Mapping[str, Column]):
         return cls({c["name"]: Column.from_json(c) for c in d.get("columns") or []})
 
 
-def _shape(shape: Sequence[int | None] | None) -> Shape | None:
-    return None if shape is None else tuple(None if d is None else int(d) for d in shape)
+#: What a column's ``dtype`` argument may be: a loch dtype name, or a numpy
+#: dtype or scalar type (``np.float32``, ``np.dtype("int64")``).
+DType = str | np.dtype | type
+
+
+def _dtype(dtype: DType) -> str:
+    """A column's dtype as its loch name: a str as given (the Go core
+    checks it), a numpy dtype or type as its name, refused with
+    :class:`loch.InvalidArgument` where loch has no dtype for it."""
+    if isinstance(dtype, str):
+        return dtype
+    if dtype is None:  # np.dtype(None) is float64
+        raise InvalidArgument(f"dtype None: want a loch dtype name ({', '.join(dtypes.DTYPES)}) or a numpy dtype")
+    try:
+        dt = np.dtype(dtype)
+    except TypeError:
+        raise InvalidArgument(
+            f"dtype {dtype!r}: want a loch dtype name ({', '.join(dtypes.DTYPES)}) or a numpy dtype"
+        ) from None
+    if dt.name in dtypes.DTYPES and dt.name not in dtypes.VARIABLE:
+        return dt.name
+    raise InvalidArgument(
+        f"dtype {dtype!r}: loch has no dtype for numpy's {dt} "
+        f"(numeric ones: {', '.join(d for d in dtypes.DTYPES if d not in dtypes.VARIABLE)}; "
+        "for strings use loch.Text(), for bytes loch.Bytes())"
+    )
+
+
+def _shape(shape: int | Sequence[int | None] | None) -> Shape | None:
+    """A declared shape: None (any), an int ``n`` (the 1-d ``(n,)``, as
+    numpy takes it), or a sequence of ints and Nones (ragged dimensions)."""
+    if shape is None:
+        return None
+    if isinstance(shape, int | np.integer) and not isinstance(shape, bool):
+        return (int(shape),)
+    if isinstance(shape, str | bytes) or not isinstance(shape, Sequence):
+        raise InvalidArgument(
+            f"shape={shape!r}: want a tuple of ints and Nones (None: a ragged dimension), an int, or None"
+        )
+    for d in shape:
+        if d is not None and (isinstance(d, bool) or not isinstance(d, int | np.integer)):
+            raise InvalidArgument(f"shape={shape!r}: dimension {d!r} is not an int or None")
+    return tuple(None if d is None else int(d) for d in shape)
 
 
 def _compression(compression: str | None, *, images: bool) -> dict[str, Any]:
@@ -187,21 +231,24 @@ def _compression(compression: str | None, *, images: bool) -> dict[str, Any]:
 
 
 def Tensor(  # noqa: N802 (a column type, named like a class)
-    dtype: str,
-    shape: Sequence[int | None] | None = None,
+    dtype: DType,
+    shape: int | Sequence[int | None] | None = None,
     *,
     compression: str | None = None,
     chunk_bytes: int | None = None,
 ) -> Column:
-    """A generic tensor column: ``shape`` fixed (``(7,)``), ragged in some
+    """A generic tensor column of ``dtype`` (a loch dtype name, or a numpy
+    dtype or type): ``shape`` fixed (``(7,)``, or ``7``), ragged in some
     dimensions (``(None, 4)``) or None for any shape; ``compression`` is
     ``lz4``, ``zstd`` or None::
 
         >>> loch.Tensor("float32", shape=(7,), compression="lz4").chunk_compression
         'lz4'
+        >>> loch.Tensor(np.float32, shape=7)
+        Column(kind='generic', dtype='float32', shape=(7,))
     """
     return Column(
-        kind="generic", dtype=dtype, shape=_shape(shape), chunk_bytes=chunk_bytes,
+        kind="generic", dtype=_dtype(dtype), shape=_shape(shape), chunk_bytes=chunk_bytes,
         **_compression(compression, images=True),
     )  # fmt: skip
 
@@ -209,7 +256,7 @@ def Tensor(  # noqa: N802 (a column type, named like a class)
 def Image(  # noqa: N802
     compression: str = "png",
     *,
-    dtype: str = "uint8",
+    dtype: DType = "uint8",
     shape: Sequence[int | None] | None = None,
     chunk_bytes: int | None = None,
 ) -> Column:
@@ -221,7 +268,7 @@ def Image(  # noqa: N802
         'lz4'
     """
     return Column(
-        kind="image", dtype=dtype, shape=_shape(shape), chunk_bytes=chunk_bytes,
+        kind="image", dtype=_dtype(dtype), shape=_shape(shape), chunk_bytes=chunk_bytes,
         **_compression(compression, images=True),
     )  # fmt: skip
 
@@ -232,48 +279,63 @@ def Video(compression: str | None = None, *, shape: Sequence[int | None] | None 
 
 
 def Audio(  # noqa: N802
-    dtype: str = "float32", *, shape: Sequence[int | None] | None = None, compression: str | None = None
+    dtype: DType = "float32", *, shape: Sequence[int | None] | None = None, compression: str | None = None
 ) -> Column:
     """An audio column of [samples] or [samples, channels] samples."""
-    return Column(kind="audio", dtype=dtype, shape=_shape(shape), **_compression(compression, images=False))
+    return Column(kind="audio", dtype=_dtype(dtype), shape=_shape(shape), **_compression(compression, images=False))
 
 
 def Mask(  # noqa: N802
-    dtype: str = "bool", *, shape: Sequence[int | None] | None = None, compression: str | None = None
+    dtype: DType = "bool", *, shape: Sequence[int | None] | None = None, compression: str | None = None
 ) -> Column:
     """A mask column of [height, width] or [height, width, n] samples."""
-    return Column(kind="mask", dtype=dtype, shape=_shape(shape), **_compression(compression, images=dtype == "uint8"))
+    name = _dtype(dtype)
+    return Column(kind="mask", dtype=name, shape=_shape(shape), **_compression(compression, images=name == "uint8"))
 
 
-def ClassLabel(names: Sequence[str] | None = None, *, dtype: str = "int64", multi: bool = False) -> Column:  # noqa: N802
+def ClassLabel(  # noqa: N802
+    names: Sequence[str] | None = None, *, dtype: DType = "int64", multi: bool = False
+) -> Column:
     """A class label column: one label per row (shape ``()``), or several
-    with ``multi=True``; labels are checked against ``names`` when given::
+    with ``multi=True``; labels are checked against ``names`` when given
+    (each name once: label ``i`` is ``names[i]``)::
 
         >>> loch.ClassLabel(["cat", "dog"]).class_names
         ('cat', 'dog')
     """
+    if isinstance(names, str):
+        raise InvalidArgument(f"ClassLabel({names!r}): want a list of class names, got a single str")
+    if names is not None:
+        names = tuple(names)
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise InvalidArgument(
+                f"ClassLabel: class names {twice} are given more than once: each label stands for one name"
+            )
     return Column(
-        kind="class_label", dtype=dtype, shape=(None,) if multi else (),
+        kind="class_label", dtype=_dtype(dtype), shape=(None,) if multi else (),
         class_names=None if names is None else tuple(names),
     )  # fmt: skip
 
 
-def BBox(format: str = "xyxy", *, dtype: str = "float32", normalized: bool = False) -> Column:  # noqa: N802, A002
+def BBox(format: str = "xyxy", *, dtype: DType = "float32", normalized: bool = False) -> Column:  # noqa: N802, A002
     """A bounding box column of [boxes, 4] samples in ``format``: ``xyxy``,
     ``xywh`` (COCO) or ``cxcywh`` (YOLO)."""
-    return Column(kind="bbox", dtype=dtype, shape=(None, 4), bbox_format=format, bbox_normalized=normalized)
+    return Column(kind="bbox", dtype=_dtype(dtype), shape=(None, 4), bbox_format=format, bbox_normalized=normalized)
 
 
-def Embedding(dim: int, *, dtype: str = "float32", compression: str | None = None) -> Column:  # noqa: N802
+def Embedding(dim: int, *, dtype: DType = "float32", compression: str | None = None) -> Column:  # noqa: N802
     """An embedding column of [dim] vectors (float, or int8/uint8 quantized)."""
-    return Column(kind="embedding", dtype=dtype, shape=(int(dim),), **_compression(compression, images=False))
+    return Column(kind="embedding", dtype=_dtype(dtype), shape=(int(dim),), **_compression(compression, images=False))
 
 
 def PointCloud(  # noqa: N802
-    channels: int | None = 3, *, dtype: str = "float32", compression: str | None = None
+    channels: int | None = 3, *, dtype: DType = "float32", compression: str | None = None
 ) -> Column:
     """A point cloud column of [points, channels] samples (channels >= 3)."""
-    return Column(kind="point_cloud", dtype=dtype, shape=(None, channels), **_compression(compression, images=False))
+    return Column(
+        kind="point_cloud", dtype=_dtype(dtype), shape=(None, channels), **_compression(compression, images=False)
+    )
 
 
 def Text(*, compression: str | None = None) -> Column:  # noqa: N802

@@ -132,10 +132,13 @@ def test_extend_dataframe_integers_with_a_missing_value() -> None:
     [([1, 2.5, None], "int64", "2.5"), ([1.0, 2.0**63], "int64", "9.223372036854776e+18"),
      ([1.0, -1.0], "uint8", "-1.0"), ([300.0], "uint8", "300.0")],
 )  # fmt: skip
-def test_extend_dataframe_refuses_floats_an_integer_column_cannot_hold(values: list[Any], dtype: str, bad: str) -> None:
+def test_extend_dataframe_refuses_floats_an_integer_column_cannot_hold(
+    values: list[Any], dtype: str, bad: str
+) -> None:
     pd = pytest.importorskip("pandas")
     ds = loch.create(f"mem://extend-pandas-{dtype}-{bad}", schema={"n": loch.Tensor(dtype, shape=())})
-    with pytest.raises(loch.InvalidArgument, match=rf"column 'n' holds {dtype}, got the float64 value {re.escape(bad)} ") as e:
+    message = f"column 'n' holds {dtype}, got the float64 value {bad} "
+    with pytest.raises(loch.InvalidArgument, match=re.escape(message)) as e:
         ds.extend(pd.DataFrame({"n": values}))
     assert "astype" not in str(e.value)
     ds.commit()
