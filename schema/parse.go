@@ -3,7 +3,9 @@ package schema
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 
 	"github.com/lochdata/loch/internal/base"
@@ -37,7 +39,7 @@ func Parse(data []byte) (Schema, error) {
 	dec := json.NewDecoder(bytes.NewReader(js))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&raw); err != nil {
-		return Schema{}, base.Markf(ErrInvalid, "schema: want an object with a \"columns\" list or a list of columns: %s", strings.TrimPrefix(err.Error(), "json: "))
+		return Schema{}, base.Markf(ErrInvalid, "schema: want an object with a \"columns\" list or a list of columns: %s", jsonProblem(err))
 	}
 	var s Schema
 	for i, rc := range raw.Columns {
@@ -47,8 +49,7 @@ func Parse(data []byte) (Schema, error) {
 		if err := dec.Decode(&c); err != nil {
 			var name struct{ Name string }
 			_ = json.Unmarshal(rc, &name)
-			msg := strings.TrimPrefix(err.Error(), "json: ")
-			msg = strings.TrimPrefix(msg, ErrInvalid.Error()+": ")
+			msg := strings.TrimPrefix(jsonProblem(err), ErrInvalid.Error()+": ")
 			return Schema{}, base.Markf(ErrInvalid, "schema column %d (%q): %s", i+1, name.Name, msg)
 		}
 		s.Columns = append(s.Columns, c)
@@ -65,6 +66,39 @@ func Parse(data []byte) (Schema, error) {
 		return Schema{}, err
 	}
 	return s, nil
+}
+
+// jsonProblem describes a JSON decoding error in the schema's terms: a
+// value of the wrong type is named by its field and the kinds found and
+// wanted ("field \"shape\" is a string, want a list"), not by Go types.
+func jsonProblem(err error) string {
+	var te *json.UnmarshalTypeError
+	if !errors.As(err, &te) {
+		return strings.TrimPrefix(err.Error(), "json: ")
+	}
+	where := "the document"
+	if te.Field != "" {
+		where = fmt.Sprintf("field %q", te.Field)
+	}
+	var want string
+	switch te.Type.Kind() {
+	case reflect.Slice, reflect.Array:
+		want = "a list"
+	case reflect.Struct, reflect.Map:
+		want = "an object"
+	case reflect.String:
+		want = "a string"
+	case reflect.Bool:
+		want = "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		want = "a whole number"
+	case reflect.Float32, reflect.Float64:
+		want = "a number"
+	default:
+		want = "another kind of value"
+	}
+	return fmt.Sprintf("%s is a %s, want %s", where, te.Value, want)
 }
 
 // jsonable turns YAML's map[string]any / map[any]any trees into JSON-encodable values.

@@ -47,12 +47,17 @@ func TestParseErrors(t *testing.T) {
 		`[{"name": "a", "kind": "bbox", "shape": [3, 5]}]`:                 `want [boxes, 4]`,
 		`[{"name": "a", "dtype": "int8", "colour": 1}]`:                    `unknown field "colour"`,
 		`[]`: `no columns`,
+		// values of the wrong kind are named by field and kind, not by Go type
+		`"hello"`:        `the document is a string, want an object`,
+		`{"columns": 5}`: `field "columns" is a number, want a list`,
+		`[{"name": "a", "kind": "class_label", "class_names": 5}]`:                                  `column 1 ("a"): field "class_names" is a number, want a list`,
 		`[{"name": "a", "kind": "image", "sample_compression": "png", "chunk_compression": "lz4"}]`: `exclusive`,
 	}
 	for in, want := range cases {
 		_, err := Parse([]byte(in))
 		require.ErrorIs(t, err, ErrInvalid, in)
 		require.Contains(t, err.Error(), want, in)
+		require.NotContains(t, err.Error(), "Go ", in)
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"os/signal"
 	"strings"
 	"syscall"
@@ -229,6 +230,25 @@ Exit status: 0 on success, 2 for a usage error, 1 for any other error.`,
 	return root
 }
 
+// flagParseError matches pflag's message for a value its parser refused:
+// `invalid argument "abc" for "--row" flag: strconv.ParseInt: parsing "abc": invalid syntax`.
+var flagParseError = regexp.MustCompile(`^(invalid argument ".*" for ".*" flag): (strconv\.Parse(Int|Uint|Float|Bool)|time: )\b.*?(value out of range)?$`)
+
+// plainFlagError says what a flag wants instead of which Go parser refused
+// its value: `invalid argument "abc" for "--row" flag: want a whole number`.
+func plainFlagError(err error) error {
+	m := flagParseError.FindStringSubmatch(err.Error())
+	if m == nil {
+		return err
+	}
+	want := map[string]string{"Int": "a whole number", "Uint": "a whole number, 0 or more", "Float": "a number",
+		"Bool": "true or false", "": "a duration such as 90s, 5m or 1h30m"}[m[3]]
+	if m[4] != "" {
+		want += " in range"
+	}
+	return fmt.Errorf("%s: want %s", m[1], want)
+}
+
 // prepare applies the conventions shared by every command: silenced cobra
 // output, flag errors as usage errors, and errors from RunE marked so that
 // run can tell them from command-line errors.
@@ -236,7 +256,7 @@ func prepare(c *cobra.Command) {
 	c.SilenceUsage = true
 	c.SilenceErrors = true
 	c.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
-		return &usageError{err}
+		return &usageError{plainFlagError(err)}
 	})
 	if f := c.RunE; f != nil {
 		c.RunE = func(cmd *cobra.Command, args []string) error {
@@ -390,6 +410,14 @@ func printJSON(w io.Writer, v any) error {
 // checkConfig validates the loader settings that bench and order take from
 // flags, before anything is opened: a bad value is a usage error.
 func checkConfig(cfg loader.Config) error {
+	// The library reads 0 as "the default"; the flags have their defaults
+	// already, so a 0 here was typed, and is refused rather than replaced.
+	switch {
+	case cfg.BatchSize == 0:
+		return usagef("--batch-size 0: want at least 1")
+	case cfg.WorldSize == 0:
+		return usagef("--world-size 0: want at least 1")
+	}
 	if err := cfg.Validate(); err != nil {
 		return usagef("%v", err)
 	}
