@@ -243,9 +243,13 @@ class Selection:
         if out.get("columns") is not None:
             # Columns named by the caller may be joined ones.
             names = {str(j["name"]) for j in joined}
-            asked = list(out["columns"])
+            asked = [out["columns"]] if isinstance(out["columns"], str) else list(out["columns"])
             out["columns"] = [c for c in asked if c not in names]
             joined = [j for j in joined if j["name"] in asked]
+            if asked and not out["columns"]:
+                # Only joined columns asked for: the Go loader reads at
+                # least the dataset's columns (an empty list is all of them).
+                del out["columns"]
         elif self.columns is not None:
             out["columns"] = list(self.columns)
         if joined:

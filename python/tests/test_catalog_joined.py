@@ -77,6 +77,8 @@ def test_joined_selection(lake: Path) -> None:
     # Columns may name joined columns too.
     batch = next(iter(sel.numpy(batch_size=5, columns=["id", "tag"])))
     assert set(batch) == {"id", "tag", "index"}
+    assert set(next(iter(sel.numpy(batch_size=5, columns="tag")))) >= {"tag", "index"}  # one name, a joined one
+    assert set(next(iter(sel.numpy(batch_size=5, columns="id")))) == {"id", "index"}
 
     sel.save("joined")
     back = cat.open_table("frames").selection("joined")
