@@ -240,7 +240,7 @@ func (c *Column) Normalize() error {
 		c.ChunkBytes = DefaultChunkBytes
 	}
 	if c.ChunkBytes < 1024 || c.ChunkBytes > 1<<30 {
-		return base.Markf(ErrInvalid, "column %q: chunk_bytes %d out of range [1024, 1GiB]", c.Name, c.ChunkBytes)
+		return base.Markf(ErrInvalid, "column %q: chunk_bytes %d out of range [1024, 1073741824]", c.Name, c.ChunkBytes)
 	}
 	switch c.SampleCompression {
 	case SampleNone, PNG, JPEG, VideoCompression, AudioCompression:

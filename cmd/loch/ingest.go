@@ -421,6 +421,9 @@ func (f *ingestFlags) options(cmd *cobra.Command) (ingest.Options, error) {
 		JPEGQuality: f.jpegQuality,
 		Channels:    f.channels,
 	}
+	if fl := cmd.Flags().Lookup("chunk-bytes"); fl != nil && fl.Changed && (f.chunkBytes < 1024 || f.chunkBytes > 1<<30) {
+		return o, usagef("--chunk-bytes %s: want 1 KiB to 1 GiB", fl.Value)
+	}
 	o.ChunkBytes = int(f.chunkBytes)
 	// Unless given, the compression is left empty: appending then takes
 	// the dataset's.
