@@ -65,7 +65,7 @@ def _int64s(keep: _Keep, values: Sequence[int] | np.ndarray) -> Any:
     return arr.ctypes.data_as(ctypes.POINTER(ctypes.c_int64))
 
 
-def _nulls(keep: _Keep, flags: Sequence[bool]) -> Any:
+def _nulls(keep: _Keep, flags: Sequence[bool] | np.ndarray) -> Any:
     if not any(flags):
         return None
     arr = keep(np.ascontiguousarray(flags, dtype=np.uint8))

@@ -126,7 +126,7 @@ STREAM_READ = 64
 STREAM_PIPE_BUF = 512
 
 
-def _shuffle_mode(shuffle: bool | str) -> Any:
+def _shuffle_mode(shuffle: bool | str | None) -> Any:
     """The Go shuffle mode: True is the Go loader's default mode, False
     "none"; anything else is passed through for Go to check ("none",
     "block" or "full")."""
