@@ -159,6 +159,9 @@ func (d *Dataset) Merge(ctx context.Context, src string, opts MergeOptions) (*Me
 		return res, nil
 	}
 	if err != nil {
+		if strings.Contains(err.Error(), d.url) { // named once is enough
+			return nil, fmt.Errorf("merge %s into %s: %w", src, branch, err)
+		}
 		return nil, fmt.Errorf("merge %s into %s of %s: %w", src, branch, d.url, err)
 	}
 	return res, d.moveTo(ctx, target{commit: res.Commit, branch: branch, seq: root.Seq})

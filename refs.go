@@ -140,8 +140,12 @@ func (d *Dataset) resolveIn(ctx context.Context, root *manifest.Root, ref string
 			}
 		}
 	}
-	return target{}, fmt.Errorf("%s: no branch, tag or version %q (branches: %v, tags: %v): %w",
-		d.url, ref, refNames(root, headsPrefix), refNames(root, tagsPrefix), ErrNotFound)
+	hint := ""
+	if len(ref) < 6 && keys.IsHex(ref) {
+		hint = "; a version prefix needs at least 6 hex digits"
+	}
+	return target{}, fmt.Errorf("%s: no branch, tag or version %q (branches: %v, tags: %v%s): %w",
+		d.url, ref, refNames(root, headsPrefix), refNames(root, tagsPrefix), hint, ErrNotFound)
 }
 
 var errStopList = errors.New("stop listing")

@@ -33,7 +33,7 @@ new version id.`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "reverted %s to %s: version %s, %d rows\n", branch, to, id, d.Len())
+			fmt.Fprintf(cmd.OutOrStdout(), "reverted %s to %s: version %s, %d %s\n", branch, to, id, d.Len(), plural(d.Len(), "row", "rows"))
 			return nil
 		},
 	}
