@@ -137,18 +137,23 @@ def _shuffle_mode(shuffle: bool | str | None) -> Any:
     return shuffle
 
 
-def int_option(name: str, value: Any, low: int = 0, high: int | None = None) -> int:
+def int_option(name: str, value: Any, low: int | None = None, high: int | None = None) -> int:
     """``value`` of the option ``name`` as an int, refused with
     :class:`loch.InvalidArgument` (naming the option, what it takes and
-    what was given) unless it is an int (a numpy integer too; not a bool)
-    with ``low <= value`` (and ``value < high``). Checked here, before the
+    what was given) unless it is an int (a numpy integer too; not a bool),
+    and, where given, ``low <= value < high``. Checked here, before the
     configuration goes to Go, whose JSON decoding would name its own
-    structs instead."""
-    want = f"an int >= {low}" if high is None else f"an int in [{low}, {_bound(high)})"
+    structs instead; the ranges Go checks itself (loader.Config.Validate)
+    are left to it."""
+    want = "an int"
+    if high is not None:
+        want = f"an int in [{low or 0}, {_bound(high)})"
+    elif low is not None:
+        want = f"an int >= {low}"
     if isinstance(value, bool | np.bool_) or not isinstance(value, int | np.integer):
         raise InvalidArgument(f"{name}={value!r}: want {want}, got {type(value).__name__}")
     v = int(value)
-    if v < low or (high is not None and v >= high):
+    if (low is not None and v < low) or (high is not None and v >= high):
         raise InvalidArgument(f"{name}={v}: want {want}")
     return v
 
@@ -160,7 +165,7 @@ def _bound(n: int) -> str:
 
 
 def _optional_int(name: str, value: Any) -> int | None:
-    """An option that is None (the Go loader's default) or an int >= 0."""
+    """An option that is None (the Go loader's default) or an int."""
     return None if value is None else int_option(name, value)
 
 
@@ -173,10 +178,9 @@ def _bool_option(name: str, value: Any) -> bool:
 
 
 def _rank_option(rank: Any, world_size: Any) -> tuple[int, int]:
-    """(rank, world_size) checked: ints with ``world_size >= 1`` and
-    ``0 <= rank < world_size``."""
-    world = int_option("world_size", world_size, low=1)
-    return int_option("rank", rank, high=world), world
+    """(rank, world_size) checked: ints, ``world_size >= 1`` (Go would
+    take 0 for its default, 1); Go checks the rank's range."""
+    return int_option("rank", rank), int_option("world_size", world_size, low=1)
 
 
 def _columns_option(columns: Any, schema: Schema) -> list[str]:
@@ -732,7 +736,7 @@ class Loader:
             "columns": self.columns,
             "batch_size": int_option("batch_size", batch_size),
             "shuffle": _shuffle_mode(_shuffle_option(shuffle)),
-            "seed": int_option("seed", seed, high=1 << 64),
+            "seed": int_option("seed", seed, low=0, high=1 << 64),  # Go's is a uint64
             "world_size": world_size,
             "rank": rank,
             "drop_last": _bool_option("drop_last", drop_last),
@@ -798,7 +802,8 @@ class Loader:
 
     def set_rank(self, rank: int, world_size: int) -> None:
         """Sets the shard of the next iteration: ``rank`` of ``world_size``
-        (ints, ``0 <= rank < world_size``, else :class:`loch.InvalidArgument`)::
+        (ints, else :class:`loch.InvalidArgument`; their range is checked
+        when the iteration starts)::
 
             >>> ds = loch.create("mem://set-rank-doc", schema={"n": loch.Tensor("int64", shape=())})
             >>> ds.extend({"n": np.arange(10)}); _ = ds.commit()
