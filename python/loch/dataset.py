@@ -40,7 +40,7 @@ from ._library import Library, TensorOut, c_uintptr
 from ._write import columns_in, columns_of
 from .errors import InvalidArgument, NotFound
 from .links import LinkPolicy
-from .loader import Loader, LoaderOptions, check_keywords
+from .loader import Loader, LoaderOptions, check_keywords, keyword_signature
 from .schema import Column, Schema
 from .versions import Diff, GCReport, MergeResult, Ref, format_time, parse_time
 
@@ -859,12 +859,14 @@ class Dataset:
 
     # Loaders.
 
+    @keyword_signature("numpy")
     def numpy(self, **kwargs: Unpack[LoaderOptions]) -> Loader:
         """A :class:`loch.Loader` streaming batches as dicts of numpy arrays
         (arguments as for :meth:`pytorch`, without the torch ones)."""
         check_keywords("ds.numpy()", kwargs, LoaderOptions)
         return Loader(self, **kwargs)
 
+    @keyword_signature("pytorch")
     def pytorch(self, **kwargs: Unpack[TorchOptions]) -> TorchLoader:
         """A PyTorch IterableDataset streaming batches as dicts of tensors
         (see :class:`loch.torch.TorchLoader`)::
@@ -877,6 +879,7 @@ class Dataset:
         check_keywords("ds.pytorch()", kwargs, TorchOptions)
         return TorchLoader(self, **kwargs)
 
+    @keyword_signature("jax")
     def jax(self, **kwargs: Unpack[JaxOptions]) -> JaxLoader:
         """Batches as dicts of jax arrays, optionally placed on a sharding
         (see :class:`loch.jax.JaxLoader`)."""
@@ -885,6 +888,7 @@ class Dataset:
         check_keywords("ds.jax()", kwargs, JaxOptions)
         return JaxLoader(self, **kwargs)
 
+    @keyword_signature("tensorflow")
     def tensorflow(self, **kwargs: Unpack[LoaderOptions]) -> tf.data.Dataset:
         """A ``tf.data.Dataset`` of batches (see :func:`loch.tensorflow.dataset`)."""
         from .tensorflow import dataset

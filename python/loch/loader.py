@@ -27,6 +27,7 @@ import collections
 import contextlib
 import ctypes
 import difflib
+import inspect
 import os
 import struct
 import threading
@@ -47,6 +48,7 @@ from .errors import Closed, InternalError, InvalidArgument
 from .schema import Schema
 
 T = TypeVar("T")
+F = TypeVar("F", bound=Callable[..., Any])
 
 __all__ = ["Loader", "LoaderOptions", "CommonLoaderOptions", "Source", "Batch", "Transform"]
 
@@ -235,6 +237,63 @@ def check_keywords(method: str, kwargs: Mapping[str, Any], options: type) -> Non
             close = difflib.get_close_matches(key, sorted(known), n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
             raise TypeError(f"{method} got an unexpected keyword argument {key!r}{hint}")
+
+
+#: The keyword arguments that ``ds.pytorch()`` and ``ds.jax()`` take
+#: besides :class:`CommonLoaderOptions` (those of :class:`loch.torch.TorchLoader`
+#: and :class:`loch.jax.JaxLoader`), with their annotations and defaults:
+#: what :func:`keyword_signature` shows for them without importing torch or
+#: jax. A test keeps them in step with the adapters' own ``__init__``.
+ADAPTER_KEYWORDS: dict[str, dict[str, tuple[str, Any]]] = {
+    "pytorch": {
+        "pin_memory": ("bool", False),
+        "device": ("str | torch.device | None", None),
+        "distributed": ("bool | Sequence[int] | None", None),
+    },
+    "jax": {
+        "sharding": ("jax.sharding.Sharding | None", None),
+        "device": ("jax.Device | str | None", None),
+        "distributed": ("bool | Sequence[int] | None", None),
+    },
+}
+
+#: The options an adapter sets itself (from ``distributed=`` and its
+#: DataLoader workers): in :class:`LoaderOptions`, not in :class:`CommonLoaderOptions`.
+_ADAPTER_SETS = ("rank", "world_size", "split", "epochs")
+
+
+def keyword_signature(framework: str) -> Callable[[F], F]:
+    """A decorator giving a loader method (``numpy``, ``pytorch``, ``jax`` or
+    ``tensorflow`` of a dataset, a mixture or a selection; ``framework``
+    names which) the runtime signature of the keyword arguments its
+    ``**kwargs`` takes, so that ``help()``, :func:`inspect.signature` and
+    notebooks' completion show them by name, with their defaults (type
+    checkers read the ``Unpack`` of its annotation instead):
+    :class:`Loader`'s own, less those an adapter sets itself, plus the
+    adapter's (:data:`ADAPTER_KEYWORDS`)::
+
+        >>> list(inspect.signature(loch.Dataset.numpy).parameters)[:4]
+        ['self', 'columns', 'batch_size', 'shuffle']
+        >>> inspect.signature(loch.Dataset.pytorch).parameters["batch_size"].default
+        32
+    """
+    adapter = ADAPTER_KEYWORDS.get(framework, {})
+
+    def sign(method: F) -> F:
+        params = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+        for p in list(inspect.signature(Loader.__init__).parameters.values())[2:]:  # after self, dataset
+            if framework in ADAPTER_KEYWORDS and p.name in _ADAPTER_SETS:
+                continue
+            params.append(p)
+        params += [
+            inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)
+            for name, (annotation, default) in adapter.items()
+        ]
+        returns = inspect.signature(method).return_annotation
+        method.__signature__ = inspect.Signature(params, return_annotation=returns)  # type: ignore[attr-defined]
+        return method
+
+    return sign
 
 
 def _checked(config: Mapping[str, Any]) -> dict[str, Any]:

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 from ._handle import Handle
 from .dataset import Dataset, start_mix_loader
 from .errors import InvalidArgument
-from .loader import Loader, LoaderOptions, Source, check_keywords
+from .loader import Loader, LoaderOptions, Source, check_keywords, keyword_signature
 from .schema import Column, Schema
 
 if TYPE_CHECKING:
@@ -112,12 +112,14 @@ class Mixture:
 
     # Loaders, as a Dataset's.
 
+    @keyword_signature("numpy")
     def numpy(self, **kwargs: Unpack[LoaderOptions]) -> Loader:
         """A :class:`loch.Loader` of the mixture (arguments as for
         :meth:`loch.Dataset.numpy`, but ``rows``)."""
         check_keywords("mixture.numpy()", kwargs, LoaderOptions)
         return Loader(self, **kwargs)
 
+    @keyword_signature("pytorch")
     def pytorch(self, **kwargs: Unpack[TorchOptions]) -> TorchLoader:
         """A PyTorch IterableDataset of the mixture (see
         :class:`loch.torch.TorchLoader`)."""
@@ -126,6 +128,7 @@ class Mixture:
         check_keywords("mixture.pytorch()", kwargs, TorchOptions)
         return TorchLoader(self, **kwargs)
 
+    @keyword_signature("jax")
     def jax(self, **kwargs: Unpack[JaxOptions]) -> JaxLoader:
         """Batches of the mixture as jax arrays (see :class:`loch.jax.JaxLoader`)."""
         from .jax import JaxLoader, JaxOptions
@@ -133,6 +136,7 @@ class Mixture:
         check_keywords("mixture.jax()", kwargs, JaxOptions)
         return JaxLoader(self, **kwargs)
 
+    @keyword_signature("tensorflow")
     def tensorflow(self, **kwargs: Unpack[LoaderOptions]) -> tf.data.Dataset:
         """A ``tf.data.Dataset`` of the mixture's batches (see
         :func:`loch.tensorflow.dataset`)."""

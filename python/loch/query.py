@@ -37,6 +37,7 @@ import numpy as np
 
 from .dtypes import VARIABLE, numpy_dtype
 from .errors import AlreadyExists, Error, InvalidArgument, NotFound
+from .loader import keyword_signature
 
 
 class Dataset(Protocol):
@@ -256,18 +257,22 @@ class Selection:
             out["joined"] = joined
         return out
 
+    @keyword_signature("numpy")
     def numpy(self, **kwargs: Any) -> Any:
         """:meth:`loch.Dataset.numpy` over the selection's rows."""
         return self.dataset.numpy(**self._kwargs(kwargs))
 
+    @keyword_signature("pytorch")
     def pytorch(self, **kwargs: Any) -> Any:
         """:meth:`loch.Dataset.pytorch` over the selection's rows."""
         return self.dataset.pytorch(**self._kwargs(kwargs))
 
+    @keyword_signature("jax")
     def jax(self, **kwargs: Any) -> Any:
         """:meth:`loch.Dataset.jax` over the selection's rows."""
         return self.dataset.jax(**self._kwargs(kwargs))
 
+    @keyword_signature("tensorflow")
     def tensorflow(self, **kwargs: Any) -> Any:
         """:meth:`loch.Dataset.tensorflow` over the selection's rows."""
         return self.dataset.tensorflow(**self._kwargs(kwargs))

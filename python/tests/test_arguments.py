@@ -7,6 +7,8 @@ method called and the closest known name."""
 
 from __future__ import annotations
 
+import inspect
+import pydoc
 import re
 from typing import Any
 
@@ -127,3 +129,40 @@ def test_an_adapter_still_says_to_use_distributed(ds: loch.Dataset) -> None:
     pytest.importorskip("torch")
     with pytest.raises(loch.InvalidArgument, match="takes distributed=\\(rank, world_size\\), not rank="):
         ds.pytorch(rank=1)
+
+
+def _keywords(method: Any) -> dict[str, Any]:
+    """The keyword-only parameters of a (bound or unbound) method, by name,
+    as (default, annotation)."""
+    params = inspect.signature(method).parameters.values()
+    return {p.name: (p.default, p.annotation) for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY}
+
+
+def test_loader_methods_show_their_keywords_at_runtime(ds: loch.Dataset) -> None:
+    """help(), inspect.signature and notebooks' completion see the keywords
+    of ds.numpy() and the others by name, with their defaults (their
+    **kwargs are typed with Unpack, which only type checkers read)."""
+    import loch.jax as ljax
+    import loch.torch as ltorch
+
+    loader = _keywords(loch.Loader.__init__)
+    assert _keywords(ds.numpy) == loader
+    assert _keywords(ds.tensorflow) == loader
+    assert _keywords(ds.numpy)["batch_size"][0] == 32
+    for method, cls, options in [(ds.pytorch, ltorch.TorchLoader, ltorch.TorchOptions),
+                                 (ds.jax, ljax.JaxLoader, ljax.JaxOptions)]:  # fmt: skip
+        got = _keywords(method)
+        # exactly the keywords its TypedDict declares (the one definition)...
+        assert set(got) == set(options.__optional_keys__), method
+        # ...with the adapter's own defaults and annotations, and the
+        # loader's for the rest
+        own = _keywords(cls.__init__)
+        for name, value in got.items():
+            assert value == own.get(name, loader.get(name)), (method, name)
+    from loch.query import Selection
+
+    mix = loch.mix([ds, ds], weights=[1, 1])
+    for obj in (Selection, mix):
+        assert _keywords(obj.numpy) == loader
+        assert set(_keywords(obj.pytorch)) == set(ltorch.TorchOptions.__optional_keys__)
+    assert "batch_size: 'int' = 32" in pydoc.render_doc(ds.pytorch, renderer=pydoc.plaintext)
