@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"maps"
 	"runtime"
 	"slices"
 	"strings"
@@ -161,6 +162,13 @@ func (c Config) Validate() error {
 			c.PrefetchBatches, c.PrefetchBytes, c.FetchConcurrency, c.Workers)
 	case c.Split.Count < 0 || c.Split.Index < 0 || c.Split.Index >= max(c.Split.Count, 1):
 		return bad("split %d of %d: want 0 <= index < count", c.Split.Index, c.Split.Count)
+	}
+	// A spec's grammar is checked now; whether its column is loaded, and
+	// what its steps do to that column's samples, when the loader starts.
+	for _, name := range slices.Sorted(maps.Keys(c.Transforms)) {
+		if _, err := transform.Parse(c.Transforms[name]); err != nil {
+			return bad("transform for column %q: %v", name, err)
+		}
 	}
 	return nil
 }

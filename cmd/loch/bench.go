@@ -266,17 +266,17 @@ func (b *benchFlags) run(cmd *cobra.Command, urls []string) error {
 func (b *benchFlags) config() (loader.Config, error) {
 	cfg := loader.Config{BatchSize: b.batch, Shuffle: order.Mode(b.shuffle), Seed: b.seed, WorldSize: b.world, Rank: b.rank,
 		PrefetchBatches: b.prefetch}
+	tf, err := parseTransforms(b.transforms)
+	if err != nil {
+		return cfg, err
+	}
+	cfg.Transforms = tf
 	if err := checkConfig(cfg); err != nil {
 		return cfg, err
 	}
 	if b.epochs < 1 || b.warmup < 0 || b.stepMS < 0 || b.maxSeconds < 0 {
 		return cfg, usagef("need --epochs >= 1, --warmup >= 0, --step-ms >= 0 and --max-seconds >= 0")
 	}
-	tf, err := parseTransforms(b.transforms)
-	if err != nil {
-		return cfg, err
-	}
-	cfg.Transforms = tf
 	return cfg, nil
 }
 

@@ -105,6 +105,9 @@ def test_bad_loader_config(rows_ds: loch.Dataset) -> None:
         rows_ds.numpy(batch_size=-1)
     with pytest.raises(loch.InvalidArgument, match="prefetch batches -2"):
         rows_ds.numpy(prefetch_batches=-2)
+    # a transform's grammar, when the loader is made, not at its first batch
+    with pytest.raises(loch.InvalidArgument, match='transform for column "y": step 1 "frobnicate": unknown step'):
+        rows_ds.numpy(transform={"y": "frobnicate"})
     assert rows_ds.numpy(batch_size=0).batch_size == 32  # zero: Go's default
     # ... and again when an iteration starts, for settings changed since.
     changed = rows_ds.numpy()

@@ -1,0 +1,21 @@
+package loader
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/lochdata/loch"
+)
+
+// TestValidateParsesTransforms: a transform spec's grammar is checked with
+// the other settings, before any data is opened; whether its column exists
+// is left to the loader's start.
+func TestValidateParsesTransforms(t *testing.T) {
+	ok := Config{Transforms: map[string]string{"image": "decode,resize=32,center_crop=24,to_float", "nope": "hflip"}}
+	require.NoError(t, ok.Validate())
+	bad := Config{Transforms: map[string]string{"image": "decode", "thumb": "resize=32,frobnicate"}}
+	err := bad.Validate()
+	require.ErrorIs(t, err, loch.ErrInvalidArgument)
+	require.ErrorContains(t, err, `transform for column "thumb": step 2 "frobnicate": unknown step`)
+}
