@@ -155,15 +155,54 @@ def _encode_item(name: str, dtype: str, v: Any) -> bytes:
     raise InvalidArgument(f"column {name!r} holds bytes, got {type(v).__name__}")
 
 
+def _class_indices(name: str, col: Column, value: Any) -> Any:
+    """A class label column's values with its class names given for labels
+    (``["cat", "dog"]``, or lists of names for several labels a row) as
+    their indices in ``col.class_names``, as Hugging Face's ClassLabel
+    takes them; other values as they are. An unknown name is refused,
+    naming it and the column's names."""
+    if isinstance(value, np.ndarray):
+        if value.dtype.kind not in "US":
+            return value
+        items = value.tolist()
+    elif isinstance(value, _PandasNumbers | str | bytes | Mapping) or not hasattr(value, "__len__"):
+        return value  # numbers, or refused below
+    else:
+        items = list(value)
+
+    def named(v: Any) -> bool:
+        return isinstance(v, str) or (isinstance(v, list | tuple) and any(isinstance(x, str) for x in v))
+
+    if not any(named(v) for v in items):
+        return value
+    index = {n: i for i, n in enumerate(col.class_names or ())}
+
+    def one(v: Any) -> Any:
+        if isinstance(v, str):
+            if v not in index:
+                raise InvalidArgument(f"column {name!r}: {v!r} is not one of its class names {list(index)}")
+            return index[v]
+        if isinstance(v, list | tuple):
+            return [one(x) for x in v]
+        return v
+
+    return [one(v) for v in items]
+
+
 def _column_in(name: str, col: Column | None, value: Any, keep: _Keep) -> tuple[int, ColumnIn]:
     """Returns (rows, input) for one column's values."""
     dtype = col.dtype if col is not None and col.dtype is not None else None
     c = ColumnIn(name=keep(name.encode()), encoding=ENCODING_NONE)
+    if col is not None and col.class_names:
+        value = _class_indices(name, col, value)
     if dtype is None:
         if isinstance(value, np.ndarray | _PandasNumbers):
             dtype = dtypes.from_numpy(value.dtype if isinstance(value, np.ndarray) else value.values.dtype)
         else:
-            raise InvalidArgument(f"column {name!r} is not in the committed schema: pass a numpy array")
+            raise InvalidArgument(
+                f"column {name!r} is not in the dataset's committed schema: add it with add_column() first "
+                "(a column added and not committed yet takes numpy arrays only, whose dtype it is given)"
+            )
     c.dtype = dtypes.code(dtype)
     if isinstance(value, (str, bytes, Mapping)) or not hasattr(value, "__len__"):
         raise InvalidArgument(

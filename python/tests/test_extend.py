@@ -57,6 +57,31 @@ def test_extend_columns_is_the_reference() -> None:
     assert committed(ds) == EXPECTED
 
 
+def test_extend_class_names_are_their_labels() -> None:
+    """A class label column takes its class names for labels (as Hugging
+    Face's ClassLabel does), from each input form, and refuses a name it
+    does not have, naming it, staging nothing."""
+    import pandas as pd
+    import pyarrow as pa
+
+    ds = new("class-names")
+    ds.extend({"label": ["dog", "cat", None]})
+    ds.extend([{"label": "cat"}, {"label": 1}])
+    ds.extend(pd.DataFrame({"label": ["dog"]}))
+    ds.extend(pa.table({"label": ["cat"]}))
+    ds.extend({"label": np.array(["dog"])})
+    with pytest.raises(loch.InvalidArgument, match=re.escape("column 'label': 'bird' is not one of its class names ['cat', 'dog']")):
+        ds.extend({"label": ["cat", "bird"]})
+    ds.commit()
+    assert [ds["label"][i] for i in range(len(ds))] == [1, 0, None, 0, 1, 1, 0, 1]
+
+
+def test_extend_a_column_not_in_the_schema_says_to_add_it() -> None:
+    ds = new("unknown-column")
+    with pytest.raises(loch.InvalidArgument, match=r"column 'nope' is not in the dataset's committed schema: add it with add_column\(\) first"):
+        ds.extend({"nope": ["a"]})
+
+
 def test_extend_rows() -> None:
     ds = new("rows")
     ds.extend([dict(r, angles=np.asarray(r["angles"], np.float32)) for r in EXPECTED])
