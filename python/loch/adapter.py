@@ -85,6 +85,9 @@ class Adapter:
         """The number of batches of this rank in the next (or current) epoch."""
         return len(self.loader)
 
+    def __repr__(self) -> str:
+        return f"<{type(self).__module__}.{type(self).__qualname__} {self.loader._describe()}>"
+
     @property
     def dataset(self) -> Source | None:
         """The dataset read (see :attr:`loch.Loader.dataset`)."""

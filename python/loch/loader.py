@@ -833,6 +833,17 @@ class Loader:
         self._stopped: dict[str, Any] | None = None  # the state an iteration left early stopped at
         self._stats: dict[str, Any] = {}  # of the last iteration
 
+    def _describe(self) -> str:
+        """What a repr shows of this loader: the dataset, the columns and
+        the settings that decide its batches."""
+        url = getattr(self.dataset, "url", None) or "(dataset not reopened yet)"
+        shuffle = self._config["shuffle"] or "block"  # "": Go's default
+        return (f"{url} columns={self.columns} batch_size={self.batch_size} shuffle={shuffle!r} "
+                f"epoch={self.epoch} rank={self.rank}/{self.world_size}")  # fmt: skip
+
+    def __repr__(self) -> str:
+        return f"<loch.Loader {self._describe()}>"
+
     @property
     def epoch(self) -> int:
         """The epoch the next iteration delivers (during an iteration, the

@@ -166,3 +166,12 @@ def test_loader_methods_show_their_keywords_at_runtime(ds: loch.Dataset) -> None
         assert _keywords(obj.numpy) == loader
         assert set(_keywords(obj.pytorch)) == set(ltorch.TorchOptions.__optional_keys__)
     assert "batch_size: 'int' = 32" in pydoc.render_doc(ds.pytorch, renderer=pydoc.plaintext)
+
+
+def test_a_loader_says_what_it_loads(ds: loch.Dataset) -> None:
+    assert repr(ds.numpy(batch_size=4, columns="n")) == (
+        "<loch.Loader mem://arguments columns=['n'] batch_size=4 shuffle='none' epoch=0 rank=0/1>"
+    )
+    assert repr(ds.pytorch(shuffle="full", epoch=3)) == (
+        "<loch.torch.TorchLoader mem://arguments columns=['img', 'n'] batch_size=32 shuffle='full' epoch=3 rank=0/1>"
+    )

@@ -109,6 +109,11 @@ def test_wheel_installs_and_runs_in_a_fresh_venv(tmp_path: Path) -> None:
     out = subprocess.run(["loch", "version", "--json"], env=env, capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["version"] == loch.__version__
+    # python -m loch is the same command, for a venv whose bin is not on PATH
+    out = subprocess.run([str(py), "-m", "loch", "version", "--json"], env=env, capture_output=True, text=True,
+                         timeout=60)  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["version"] == loch.__version__
 
     script = tmp_path / "smoke.py"
     script.write_text(textwrap.dedent(SMOKE))
