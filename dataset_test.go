@@ -620,3 +620,31 @@ func TestPNGChannels(t *testing.T) {
 		require.Equal(t, w.Data, got.Data)
 	}
 }
+
+// TestExtendReportsTheFirstBadRow: rows are prepared in parallel, and the
+// error names the first bad row, whichever worker finds a bad one first;
+// the column is named once; nothing is staged.
+func TestExtendReportsTheFirstBadRow(t *testing.T) {
+	s := schema.Schema{Columns: []schema.Column{{Name: "x", DType: schema.Float32, Shape: schema.Shape{3}}}}
+	d, _ := mustCreate(t, s, WithParallelism(8))
+	good := Tensor([]int{3}, []float32{1, 2, 3})
+	bad := Tensor([]int{4}, []float32{1, 2, 3, 4})
+	for _, first := range []int{0, 5, 499} {
+		for range 5 { // workers race to their first bad row
+			rows := make([]Row, 500)
+			for i := range rows {
+				rows[i] = Row{"x": good}
+				if i >= first && i%2 == first%2 {
+					rows[i] = Row{"x": bad}
+				}
+			}
+			err := d.Extend(ctx, rows)
+			require.ErrorIs(t, err, ErrInvalidArgument)
+			require.Contains(t, err.Error(), fmt.Sprintf(": row %d: column \"x\" (generic float32): shape [4], want [3]", first))
+			require.Equal(t, 1, strings.Count(err.Error(), `column "x"`), err.Error())
+		}
+	}
+	_, err := d.Commit(ctx, "nothing")
+	require.NoError(t, err)
+	require.EqualValues(t, 0, d.Len(), "a refused extend stages nothing")
+}

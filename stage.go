@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -146,6 +147,9 @@ func prepare(c *schema.Column, s Sample) (prepared, error) {
 		return prepareMedia(c, s)
 	}
 	bad := func(err error) (prepared, error) {
+		if strings.HasPrefix(err.Error(), fmt.Sprintf("column %q", c.Name)) {
+			return prepared{}, err // named already (schema's checks)
+		}
 		return prepared{}, fmt.Errorf("column %q: %w", c.Name, err)
 	}
 	enc := s.Encoding
@@ -239,12 +243,21 @@ func (st *staging) prepareRows(ctx context.Context, rows []Row) ([][]prepared, e
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(st.d.opts.parallelism)
+	// The error reported is the first bad row's, whichever run finds one
+	// first: a run stops past the lowest bad row found so far, and runs
+	// before it go on.
+	var (
+		mu     sync.Mutex
+		badErr error
+		bad    atomic.Int64
+	)
+	bad.Store(int64(len(rows)))
 	// Runs of rows, a few per worker: a goroutine per row costs more than
 	// preparing a row of scalars (its start and its stack's growth).
 	run := max(1, len(rows)/(4*max(st.d.opts.parallelism, 1)))
 	for lo := 0; lo < len(rows); lo += run {
 		g.Go(func() error {
-			for i := lo; i < min(lo+run, len(rows)); i++ {
+			for i := lo; i < min(lo+run, len(rows)) && int64(i) < bad.Load(); i++ {
 				if err := gctx.Err(); err != nil {
 					return err
 				}
@@ -257,7 +270,13 @@ func (st *staging) prepareRows(ctx context.Context, rows []Row) ([][]prepared, e
 					}
 					p, err := prepare(c, s)
 					if err != nil {
-						return fmt.Errorf("%s: row %d: %w", st.d.url, i, err)
+						mu.Lock()
+						if int64(i) < bad.Load() {
+							bad.Store(int64(i))
+							badErr = fmt.Errorf("%s: row %d: %w", st.d.url, i, err)
+						}
+						mu.Unlock()
+						return nil
 					}
 					out[i][k] = p
 				}
@@ -267,6 +286,9 @@ func (st *staging) prepareRows(ctx context.Context, rows []Row) ([][]prepared, e
 	}
 	if err := g.Wait(); err != nil {
 		return nil, err
+	}
+	if badErr != nil {
+		return nil, badErr
 	}
 	return out, nil
 }
