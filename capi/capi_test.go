@@ -127,7 +127,8 @@ func TestStatus(t *testing.T) {
 		{loch.ErrConflict, 5}, {loch.ErrInvalidArgument, 6}, {loch.ErrNewerFormat, 7},
 		{fmt.Errorf("%w: %w", loch.ErrReadOnly, loch.ErrInvalidArgument), 8}, {loch.ErrPermission, 9},
 		{errNotImplemented, 13}, {fmt.Errorf("next: %w", context.Canceled), 15},
-		{context.DeadlineExceeded, 11}, {fmt.Errorf("x handle is closed: %w", errClosed), 12},
+		{fmt.Errorf("get chunk: %w", context.DeadlineExceeded), 1}, // an error, not loch_loader_next's timeout
+		{fmt.Errorf("x handle is closed: %w", errClosed), 12},
 	} {
 		require.Equal(t, tc.want, int(status(tc.err)), "%v", tc.err)
 	}

@@ -34,8 +34,10 @@ var statuses = []struct {
 	code C.int
 }{
 	{io.EOF, C.LOCH_EOF},
+	// LOCH_TIMEOUT is loch_loader_next's "no batch yet", which callers
+	// take for no error: a deadline that ended any other call (a storage
+	// request that never answered) is an error, LOCH_ERR below.
 	{errTimeout, C.LOCH_TIMEOUT},
-	{context.DeadlineExceeded, C.LOCH_TIMEOUT},
 	{errClosed, C.LOCH_CLOSED},
 	{loader.ErrClosed, C.LOCH_CLOSED},
 	{context.Canceled, C.LOCH_CANCELED},

@@ -130,3 +130,27 @@ def test_create_takes_a_policy(tmp_path: Path, server: str) -> None:
 def test_bad_policies(make: object, match: str) -> None:
     with pytest.raises(loch.InvalidArgument, match=match):
         make()  # type: ignore[operator]
+
+
+def test_a_link_that_never_answers_is_an_error(tmp_path: Path) -> None:
+    """A server that takes the connection and never answers: after the
+    policy's timeout and attempts, ds.fetch raises loch.Error naming the
+    link (a deadline once came back as a status the SDK took for success,
+    and fetch failed on a NULL pointer)."""
+    import socket
+
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(8)  # accepted by the kernel, never answered
+    try:
+        link = f"http://127.0.0.1:{silent.getsockname()[1]}/never"
+        url = str(tmp_path / "ds")
+        ds = loch.create(url, schema={"ref": loch.Link()})
+        ds.extend({"ref": [link]})
+        ds.commit("a silent link")
+        ds = loch.open(url, links=loch.LinkPolicy(timeout=0.5, max_attempts=1))
+        with pytest.raises(loch.Error, match="/never") as e:
+            ds.fetch("ref", 0)
+        assert type(e.value) is not loch.Closed
+    finally:
+        silent.close()
