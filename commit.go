@@ -69,7 +69,19 @@ func (st *staging) finish(ctx context.Context) error {
 	for _, fw := range st.writers() {
 		st.seal(fw)
 	}
-	_ = st.uploads.Wait() // its error is firstErr's
+	// Interrupting the wait (Ctrl-C) returns at once: the uploads go on in
+	// the background, under the stage's own context, and the next commit
+	// of these staged writes waits for them again.
+	done := make(chan struct{})
+	go func() {
+		_ = st.uploads.Wait() // its error is firstErr's
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 	if err := st.firstErr(); err != nil {
 		return err
 	}

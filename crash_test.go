@@ -1,19 +1,23 @@
 package loch
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/lochdata/loch/internal/keys"
 	"github.com/lochdata/loch/internal/testseed"
 	"github.com/lochdata/loch/schema"
+	"github.com/lochdata/loch/storage"
 )
 
 const crashBatch = 300
@@ -110,4 +114,55 @@ func TestCrash(t *testing.T) {
 	t.Logf("%d rows committed across kills", lastLen)
 	entries, _ := filepath.Glob(filepath.Join(dir, "log", "*"))
 	require.NotEmpty(t, entries)
+}
+
+// gatedStore holds every chunk upload until gate is closed (or the
+// upload's context ends): an object store too slow to finish a commit.
+type gatedStore struct {
+	storage.Store
+	gate chan struct{}
+}
+
+func (g *gatedStore) Put(ctx context.Context, key string, data []byte) error {
+	if strings.HasPrefix(key, keys.Chunk.Prefix()) {
+		select {
+		case <-g.gate:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return g.Store.Put(ctx, key, data)
+}
+
+// TestCommitInterruptedWhileUploading: a commit whose context ends (Ctrl-C)
+// while its chunks are still uploading returns then, without waiting for
+// the uploads, and commits nothing; the staged writes stay, and the next
+// commit, once the uploads can finish, commits them.
+func TestCommitInterruptedWhileUploading(t *testing.T) {
+	inner, err := storage.Open(ctx, "mem://commit-interrupted")
+	require.NoError(t, err)
+	gs := &gatedStore{Store: inner, gate: make(chan struct{})}
+	s := schema.Schema{Columns: []schema.Column{{Name: "x", DType: schema.Float32, Shape: schema.Shape{3}}}}
+	d, err := Create(ctx, "mem://commit-interrupted", s, WithStore(gs))
+	require.NoError(t, err)
+	defer d.Close()
+	v0 := d.Version()
+	for i := range 10 {
+		require.NoError(t, d.Append(ctx, Row{"x": Tensor([]int{3}, []float32{float32(i), 0, 0})}))
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		cancel() // the uploads are held: a commit that waited for them would never return
+	}()
+	_, err = d.Commit(cctx, "interrupted")
+	require.ErrorIs(t, err, context.Canceled)
+	require.Equal(t, v0, d.Version())
+	require.EqualValues(t, 0, d.Len())
+
+	close(gs.gate)
+	v1, err := d.Commit(ctx, "after")
+	require.NoError(t, err)
+	require.NotEqual(t, v0, v1)
+	require.EqualValues(t, 10, d.Len())
 }
