@@ -120,11 +120,11 @@ type Dataset struct {
 func Create(ctx context.Context, url string, s schema.Schema, opts ...Option) (*Dataset, error) {
 	o := buildOptions(opts)
 	if o.version != "" {
-		return nil, invalidf("create %s: a new dataset has no version to open", url)
+		return nil, invalidf("create %s: a new dataset has no version to open", storage.Redact(url))
 	}
 	s = s.Clone()
 	if err := s.Normalize(); err != nil {
-		return nil, fmt.Errorf("create %s: %w", url, err)
+		return nil, fmt.Errorf("create %s: %w", storage.Redact(url), err)
 	}
 	for i := range s.Columns {
 		c := &s.Columns[i]
@@ -243,7 +243,7 @@ func newDataset(ctx context.Context, url string, o options) (*Dataset, error) {
 	} else {
 		s, err := storage.Open(ctx, url, storage.WithSettings(o.settings))
 		if err != nil {
-			return nil, fmt.Errorf("open %s: %w", url, err)
+			return nil, fmt.Errorf("open %s: %w", storage.Redact(url), err)
 		}
 		d.store, d.ownsStore = s, true
 	}

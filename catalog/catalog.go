@@ -74,7 +74,7 @@ func newCatalog(ctx context.Context, root string, o options) (*Catalog, error) {
 	} else {
 		st, err := storage.Open(ctx, root)
 		if err != nil {
-			return nil, fmt.Errorf("open catalog %s: %w", root, err)
+			return nil, fmt.Errorf("open catalog %s: %w", storage.Redact(root), err)
 		}
 		c.store, c.ownsStore = st, true
 	}

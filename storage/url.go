@@ -68,6 +68,11 @@ func parseLocation(raw string) (location, error) {
 			return location{}, invalidURL(fmt.Sprintf("query parameter %q given %d times", name, len(values)), nil)
 		}
 	}
+	if ep := loc.query.Get("endpoint"); ep != "" {
+		if e, err := url.Parse(ep); err != nil || e.User != nil {
+			return location{}, invalidURL("endpoint with credentials or malformed; give credentials through the environment", nil)
+		}
+	}
 	if loc.scheme == "file" {
 		if u.Host != "" && u.Host != "localhost" {
 			return location{}, invalidURL(fmt.Sprintf("file URL with host %q", u.Host), nil)
@@ -137,8 +142,9 @@ func (l location) param(name string) string {
 // returned as it is.
 func Redact(raw string) string { return redact(raw) }
 
-// redact returns raw fit for an error message: user info dropped, and the
-// values of parameters that no scheme accepts hidden.
+// redact returns raw fit for an error message: user info dropped (the
+// endpoint's too), and the values of parameters that no scheme accepts
+// hidden.
 func redact(raw string) string {
 	if isPath(raw) {
 		return raw
@@ -154,6 +160,10 @@ func redact(raw string) string {
 		if !slices.Contains(known, name) {
 			q.Set(name, "REDACTED")
 		}
+	}
+	if ep, err := url.Parse(q.Get("endpoint")); err == nil && ep.User != nil {
+		ep.User = nil
+		q.Set("endpoint", ep.String())
 	}
 	u.RawQuery = q.Encode()
 	return u.String()

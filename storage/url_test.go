@@ -57,6 +57,7 @@ func TestParseLocationRejects(t *testing.T) {
 		{"s3://bkt/p#frag", "malformed"},
 		{"file://remote/x", `host "remote"`},
 		{"s3://bkt:99/p", "bad bucket name"},
+		{"s3://bkt/p?endpoint=http://user:s3cr3t@127.0.0.1:9000", "endpoint with credentials"},
 	} {
 		_, err := parseLocation(tc.raw)
 		require.ErrorIs(t, err, ErrInvalidURL, tc.raw)
@@ -68,6 +69,7 @@ func TestParseLocationRejects(t *testing.T) {
 func TestRedact(t *testing.T) {
 	require.Equal(t, "s3://bkt/p?region=x&token=REDACTED", redact("s3://AKIA:pw@bkt/p?region=x&token=abc"))
 	require.Equal(t, "/some/path", redact("/some/path"))
+	require.Equal(t, "s3://bkt/p?endpoint=http%3A%2F%2F127.0.0.1%3A9000", redact("s3://bkt/p?endpoint=http://u:pw@127.0.0.1:9000"))
 	require.Equal(t, "(malformed URL)", redact("s3://bkt/%zz"))
 }
 
