@@ -114,7 +114,12 @@ func TestBoundedMemory(t *testing.T) {
 	_, err = fmt.Sscan(string(out), &n, &base, &peak, &inflight)
 	require.NoError(t, err, string(out))
 	require.EqualValues(t, rows, n)
-	const margin = 64 << 20
+	// The margin covers the runtime, the dataset's metadata and the
+	// heap's growth between collections, which varies from run to run:
+	// peaks of 150-192 MiB were seen on a 2-vCPU VM, where 64 MiB of margin
+	// failed once in about ten CI runs. The bound stays well under the
+	// dataset's 256 MiB, which a loader that held what it read would reach.
+	const margin = 96 << 20
 	t.Logf("dataset %d MiB, budget %d MiB: RSS %d MiB before, %d MiB at peak; loader in-flight peak %d MiB",
 		rows*256*256*4>>20, memBudget>>20, base>>20, peak>>20, inflight>>20)
 	if !raceEnabled {
