@@ -144,10 +144,28 @@ func TestMissingBucket(t *testing.T) {
 	url := strings.Replace(b.URL, b.Name, "no-such-bucket-loch", 1)
 	_, err := Open(ctx, url)
 	require.ErrorIs(t, err, ErrNotFound)
-	require.Contains(t, err.Error(), "no-such-bucket-loch")
+	require.Contains(t, err.Error(), `bucket "no-such-bucket-loch" not found`, "the cause, not \"no loch dataset there\"")
+	require.NotErrorIs(t, err, ErrNoDataset)
 	_, err = Create(ctx, url, schema.Schema{Columns: []schema.Column{{Name: "v", DType: schema.Int8}}})
 	require.Error(t, err)
 	require.Contains(t, err.Error(), "no-such-bucket-loch")
+}
+
+// TestMissingBucketEveryCloud: on each cloud, opening a dataset in a
+// bucket (container) that does not exist names the bucket as the cause.
+func TestMissingBucketEveryCloud(t *testing.T) {
+	for name, b := range map[string]func(testing.TB) testserver.Bucket{
+		"s3": testserver.MinIO, "gcs": testserver.GCS, "azure": testserver.Azurite,
+	} {
+		t.Run(name, func(t *testing.T) {
+			bkt := b(t)
+			url := strings.Replace(bkt.URL, bkt.Name, "no-such-bucket-loch", 1)
+			_, err := Open(ctx, url)
+			require.ErrorIs(t, err, ErrNotFound)
+			require.Contains(t, err.Error(), `"no-such-bucket-loch" not found`)
+			require.NotErrorIs(t, err, ErrNoDataset)
+		})
+	}
 }
 
 func TestRefusedCredentials(t *testing.T) {

@@ -254,7 +254,7 @@ func newDataset(ctx context.Context, url string, o options) (*Dataset, error) {
 
 func (d *Dataset) checkMarker(ctx context.Context) error {
 	obj, err := d.store.Get(ctx, keys.MarkerKey)
-	if errors.Is(err, storage.ErrNotFound) {
+	if errors.Is(err, storage.ErrNotFound) && !storage.IsBucketNotFound(err) {
 		// A dataset whose creator died between log/1 and the marker is still
 		// a dataset; no marker and no log/1 is none.
 		if _, err2 := d.store.Stat(ctx, keys.MakeLog(1)); err2 == nil {

@@ -40,7 +40,7 @@ func (d *Dataset) logErr(err error) error {
 		return fmt.Errorf("open %s: empty log: %w", d.url, ErrNoDataset)
 	}
 	var se *storage.Error
-	if errors.As(err, &se) && se.Op == "list" {
+	if errors.As(err, &se) && (se.Op == "list" || storage.IsBucketNotFound(err)) {
 		return fmt.Errorf("open %s: %w", d.url, err)
 	}
 	return err

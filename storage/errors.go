@@ -64,6 +64,10 @@ func isBucketNotFound(err error) bool {
 	return errors.Is(err, errBucketNotFound)
 }
 
+// IsBucketNotFound reports whether err, one of a Store's, says that the
+// bucket (or container) itself is missing, not only an object in it.
+func IsBucketNotFound(err error) bool { return isBucketNotFound(err) }
+
 func exists() error {
 	return base.Mark(ErrExists, "already exists", nil)
 }

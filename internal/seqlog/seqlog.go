@@ -70,6 +70,8 @@ func (l *Log[E]) Latest(ctx context.Context) (*E, error) {
 		if n, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64); err == nil && n > 0 {
 			start = n
 		}
+	} else if storage.IsBucketNotFound(err) {
+		return nil, err // not an empty log: no bucket to hold one
 	}
 	var best *E
 	if start > 0 {
