@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"fmt"
 	"net/url"
 	"strings"
 	"sync"
@@ -77,11 +78,15 @@ func WithRedirectCheck(check func(target *url.URL) error) Option {
 // ErrPermission at once.
 //
 // The store returned retries transient failures (see RetryStore, with
-// DefaultRetryPolicy unless WithRetryPolicy says otherwise) and implements
+// EnvRetryPolicy unless WithRetryPolicy says otherwise) and implements
 // RetryCounter. Its URL() is the canonical form of rawURL, without
 // secrets. The caller closes it.
 func Open(ctx context.Context, rawURL string, opts ...Option) (Store, error) {
-	cfg := openConfig{retry: DefaultRetryPolicy()}
+	policy, err := EnvRetryPolicy()
+	if err != nil {
+		return nil, &Error{Op: "open", URL: redact(rawURL), Err: fmt.Errorf("%w: %w", ErrInvalidURL, err)}
+	}
+	cfg := openConfig{retry: policy}
 	for _, o := range opts {
 		o(&cfg)
 	}

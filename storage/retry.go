@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"strconv"
 	"sync/atomic"
 	"time"
 )
@@ -34,11 +36,55 @@ type RetryPolicy struct {
 	WriteTimeout time.Duration
 }
 
+// timedOutError is an attempt that ran out of its time: its message says
+// so alone, and it unwraps to what the attempt returned.
+type timedOutError struct {
+	timeout time.Duration
+	err     error
+}
+
+func (e *timedOutError) Error() string {
+	return fmt.Sprintf("no answer within %v (the attempt's timeout)", e.timeout)
+}
+func (e *timedOutError) Unwrap() []error { return []error{e.err, ErrTransient} }
+
 // DefaultRetryPolicy returns the policy Open uses unless told otherwise: 6
 // attempts, 50 ms base delay, 2 s cap, 30 s per read attempt, no write
 // timeout.
 func DefaultRetryPolicy() RetryPolicy {
 	return RetryPolicy{MaxAttempts: 6, BaseDelay: 50 * time.Millisecond, MaxDelay: 2 * time.Second, ReadTimeout: 30 * time.Second}
+}
+
+// EnvRetryPolicy is DefaultRetryPolicy with the environment's overrides,
+// the policy Open uses unless told otherwise: $LOCH_STORAGE_ATTEMPTS (tries
+// of one operation, at least 1), $LOCH_STORAGE_READ_TIMEOUT and
+// $LOCH_STORAGE_WRITE_TIMEOUT (per attempt, a duration such as 10s; 0 for
+// none). A value that does not parse is an error naming the variable.
+func EnvRetryPolicy() (RetryPolicy, error) {
+	p := DefaultRetryPolicy()
+	if v := os.Getenv("LOCH_STORAGE_ATTEMPTS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return p, fmt.Errorf("LOCH_STORAGE_ATTEMPTS=%q: want a whole number, 1 or more", v)
+		}
+		p.MaxAttempts = n
+	}
+	for _, t := range []struct {
+		name string
+		to   *time.Duration
+	}{{"LOCH_STORAGE_READ_TIMEOUT", &p.ReadTimeout}, {"LOCH_STORAGE_WRITE_TIMEOUT", &p.WriteTimeout}} {
+		if v := os.Getenv(t.name); v != "" {
+			d, err := time.ParseDuration(v)
+			if v == "0" {
+				d, err = 0, nil
+			}
+			if err != nil || d < 0 {
+				return p, fmt.Errorf("%s=%q: want a duration such as 10s or 2m, or 0 for none", t.name, v)
+			}
+			*t.to = d
+		}
+	}
+	return p, nil
 }
 
 func (p RetryPolicy) withDefaults() RetryPolicy {
@@ -170,8 +216,10 @@ func (s *RetryStore) do(ctx context.Context, timeout time.Duration, attempt func
 		if !timedOut && !errors.Is(err, ErrTransient) {
 			return err
 		}
-		if timedOut && !errors.Is(err, ErrTransient) {
-			err = fmt.Errorf("attempt timed out after %v: %w", timeout, err)
+		if timedOut {
+			// What the driver says of a request it gave up on is noise
+			// ("StatusCode: 0, canceled, ..."): say what happened.
+			err = &timedOutError{timeout: timeout, err: err}
 		}
 		if onTransient != nil {
 			onTransient()

@@ -181,6 +181,48 @@ func TestRetryAttemptTimeout(t *testing.T) {
 	require.Equal(t, int64(1), st.RetryCount())
 }
 
+// TestRetryAttemptTimeoutMessage: attempts that never answer give up with
+// a message that says so, not the driver's text about a canceled request,
+// and the error still matches ErrTransient and the deadline.
+func TestRetryAttemptTimeoutMessage(t *testing.T) {
+	inner := &scripted{Store: memStore(t), fail: func(_ int64, ctx context.Context) error {
+		<-ctx.Done()
+		return fmt.Errorf("operation error S3: GetObject, https response error StatusCode: 0, canceled: %w: %w", storage.ErrTransient, ctx.Err())
+	}}
+	p := fast
+	p.MaxAttempts, p.ReadTimeout = 2, 10*time.Millisecond
+	_, err := storage.NewRetryStore(inner, p).Get(context.Background(), "k")
+	require.ErrorIs(t, err, storage.ErrTransient)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.Contains(t, err.Error(), "gave up after 2 attempts: no answer within 10ms (the attempt's timeout)")
+	require.NotContains(t, err.Error(), "StatusCode")
+}
+
+func TestEnvRetryPolicy(t *testing.T) {
+	t.Setenv("LOCH_STORAGE_ATTEMPTS", "2")
+	t.Setenv("LOCH_STORAGE_READ_TIMEOUT", "5s")
+	t.Setenv("LOCH_STORAGE_WRITE_TIMEOUT", "1m")
+	p, err := storage.EnvRetryPolicy()
+	require.NoError(t, err)
+	want := storage.DefaultRetryPolicy()
+	want.MaxAttempts, want.ReadTimeout, want.WriteTimeout = 2, 5*time.Second, time.Minute
+	require.Equal(t, want, p)
+	t.Setenv("LOCH_STORAGE_READ_TIMEOUT", "0")
+	p, err = storage.EnvRetryPolicy()
+	require.NoError(t, err)
+	require.Zero(t, p.ReadTimeout, "0: none")
+	for name, bad := range map[string]string{"LOCH_STORAGE_ATTEMPTS": "0", "LOCH_STORAGE_WRITE_TIMEOUT": "soon"} {
+		t.Run(name, func(t *testing.T) {
+			t.Setenv(name, bad)
+			_, err := storage.EnvRetryPolicy()
+			require.ErrorContains(t, err, name+"=")
+			_, err = storage.Open(context.Background(), "mem://env-policy")
+			require.ErrorIs(t, err, storage.ErrInvalidURL)
+			require.ErrorContains(t, err, name)
+		})
+	}
+}
+
 func TestRetryPutIfAbsentLostReply(t *testing.T) {
 	ctx := context.Background()
 	lostOnce := func(n int64, _ context.Context) error {
