@@ -3,7 +3,9 @@ package storage_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -212,4 +214,34 @@ func TestReadURL(t *testing.T) {
 		_, err = storage.ReadURL(ctx, "s3://bkt/a/../../etc/passwd")
 		require.ErrorIs(t, err, storage.ErrInvalidURL)
 	})
+}
+
+// TestS3ReadsWithoutChecksumQuietly: reading an object stored without a
+// checksum (as other clients and S3-compatible stores leave most) writes
+// nothing to standard error; the SDK logged a warning per read.
+func TestS3ReadsWithoutChecksumQuietly(t *testing.T) {
+	ctx := context.Background()
+	b := testserver.MinIO(t)
+	plain := strings.Replace(b.URL, "?", "?request_checksum_calculation=when_required&", 1)
+	st, err := storage.Open(ctx, plain)
+	require.NoError(t, err)
+	require.NoError(t, st.Put(ctx, "plain", []byte("no checksum")))
+	st.Close()
+
+	r, w, err := os.Pipe()
+	require.NoError(t, err)
+	stderr := os.Stderr
+	os.Stderr = w // the SDK's logger takes os.Stderr when a store is opened
+	st, err = storage.Open(ctx, b.URL)
+	if err == nil {
+		var got []byte
+		got, err = st.Get(ctx, "plain")
+		require.Equal(t, "no checksum", string(got))
+		st.Close()
+	}
+	os.Stderr = stderr
+	w.Close()
+	require.NoError(t, err)
+	logged, _ := io.ReadAll(r)
+	require.Empty(t, string(logged))
 }

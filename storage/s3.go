@@ -92,6 +92,9 @@ func openS3(ctx context.Context, loc location, settings Settings) (*bucketStore,
 	client := s3.NewFromConfig(cfg, func(o *s3.Options) {
 		o.Retryer = aws.NopRetryer{}
 		o.UsePathStyle = pathStyle
+		// An object without a checksum (most, on S3-compatible stores) is
+		// read as any other; the SDK would log a warning to stderr for each.
+		o.DisableLogOutputChecksumValidationSkipped = true
 		if endpoint != "" {
 			o.BaseEndpoint = aws.String(endpoint)
 		}
