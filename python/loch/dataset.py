@@ -221,17 +221,20 @@ def _new_handle(lib: Library, out: c_uintptr, name: str, *args: Any) -> None:
         raise
 
 
-def _storage_options(options: Mapping[str, str] | None) -> dict[str, str] | None:
+def _storage_options(options: Mapping[str, str | bool] | None) -> dict[str, str] | None:
     """storage_options as the C ABI takes them (names to strings; Go checks
-    the names). The values are never put in an error."""
+    the names): a bool value is written "true" or "false" (``{"anonymous":
+    True}``). The values are never put in an error."""
     if options is None:
         return None
     if not isinstance(options, Mapping):
         raise InvalidArgument(f"storage_options: want a dict of option names to strings, got {type(options).__name__}")
     out = {}
     for name, value in options.items():
+        if isinstance(value, bool):
+            value = "true" if value else "false"
         if not isinstance(name, str) or not isinstance(value, str):
-            raise InvalidArgument(f"storage_options: option {name!r}: want a string name and value")
+            raise InvalidArgument(f"storage_options: option {name!r}: want a string name and a string (or bool) value")
         out[name] = value
     return out or None
 

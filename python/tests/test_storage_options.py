@@ -107,6 +107,13 @@ def test_options_must_be_strings() -> None:
         loch.open("mem://so-types", storage_options={"region": 3})  # type: ignore[dict-item]
 
 
+def test_a_bool_option_is_written_as_a_string() -> None:
+    from loch.dataset import _storage_options
+
+    assert _storage_options({"anonymous": True, "region": "eu-west-1"}) == {"anonymous": "true", "region": "eu-west-1"}
+    assert _storage_options({"anonymous": False}) == {"anonymous": "false"}
+
+
 GCS_AND_AZURE = """
     import json, pickle, sys
     import numpy as np
@@ -150,7 +157,7 @@ def test_gcs_and_azure_options_per_dataset(tmp_path: Path, fake_gcs: Any, azurit
 
     fake_gcs.create_bucket("gbucket")
     azurite.create_container("acontainer")
-    gs = {"endpoint": fake_gcs.endpoint, "anonymous": "true"}
+    gs = {"endpoint": fake_gcs.endpoint, "anonymous": True}  # a bool is written "true"
     # The object_store spellings work too.
     az = {"azure_storage_endpoint": azurite.endpoint, "azure_storage_account_name": AZURITE_ACCOUNT,
           "account_key": AZURITE_KEY}  # fmt: skip
