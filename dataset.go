@@ -237,6 +237,11 @@ func (d *Dataset) openRef(ctx context.Context) error {
 }
 
 func newDataset(ctx context.Context, url string, o options) (*Dataset, error) {
+	if o.links != nil {
+		if err := o.links.validate(); err != nil {
+			return nil, fmt.Errorf("open %s: link policy: %w", storage.Redact(url), err)
+		}
+	}
 	d := &Dataset{opts: o, chunks: newChunkCache(o.cacheBytes)}
 	if o.store != nil {
 		d.store = o.store

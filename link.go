@@ -70,6 +70,32 @@ type LinkPolicy struct {
 	Retry storage.RetryPolicy
 }
 
+// validate refuses a policy whose entries cannot mean what they seem to: a
+// scheme links cannot use ("file": local files are LocalRoots'), a host
+// given as a URL or with a path, an empty local root.
+func (p *LinkPolicy) validate() error {
+	for _, s := range p.Schemes {
+		if !slices.Contains([]string{"http", "https", "s3", "gs", "az", "mem"}, s) {
+			hint := ""
+			if s == "file" {
+				hint = "; local files are allowed by the local roots"
+			}
+			return fmt.Errorf("scheme %q: want http, https, s3, gs, az or mem%s: %w", s, hint, ErrInvalidArgument)
+		}
+	}
+	for _, h := range p.Hosts {
+		if h == "" || strings.ContainsAny(h, "/@?#") {
+			return fmt.Errorf("host %q: want a host name or address, optionally with :port, not a URL: %w", h, ErrInvalidArgument)
+		}
+	}
+	for _, r := range p.LocalRoots {
+		if r == "" {
+			return fmt.Errorf("an empty local root: want a directory: %w", ErrInvalidArgument)
+		}
+	}
+	return nil
+}
+
 // WithLinkPolicy sets the policy that ColumnReader.Fetch follows (see
 // LinkPolicy; without this option, the default policy).
 func WithLinkPolicy(p LinkPolicy) Option {

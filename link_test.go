@@ -140,6 +140,31 @@ func TestLinkPolicySchemes(t *testing.T) {
 	require.ErrorIs(t, err, ErrPermission, "mem:// is not a default scheme")
 }
 
+// TestLinkPolicyRefusesWhatCannotMeanWhatItSays: entries that look like
+// rules but match nothing (a "file" scheme, a host written as a URL, an
+// empty root) are refused when the dataset is opened.
+func TestLinkPolicyRefusesWhatCannotMeanWhatItSays(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "ds")
+	d, err := Create(ctx, dir, schema.Schema{Columns: []schema.Column{{Name: "l", Kind: schema.Link}}})
+	require.NoError(t, err)
+	d.Close()
+	for _, tc := range []struct {
+		p    LinkPolicy
+		want string
+	}{
+		{LinkPolicy{Schemes: []string{"https", "file"}}, `scheme "file": want http, https, s3, gs, az or mem; local files are allowed by the local roots`},
+		{LinkPolicy{Hosts: []string{"http://example.com"}}, `host "http://example.com": want a host name or address`},
+		{LinkPolicy{LocalRoots: []string{""}}, "an empty local root"},
+	} {
+		_, err := Open(ctx, dir, WithLinkPolicy(tc.p))
+		require.ErrorIs(t, err, ErrInvalidArgument, tc.want)
+		require.ErrorContains(t, err, "link policy: "+tc.want)
+	}
+	ok, err := Open(ctx, dir, WithLinkPolicy(LinkPolicy{Schemes: []string{"https"}, Hosts: []string{"example.com:8443"}, LocalRoots: []string{"/data"}}))
+	require.NoError(t, err)
+	ok.Close()
+}
+
 func TestLinkPolicyLocalRoots(t *testing.T) {
 	base := t.TempDir()
 	allowed := filepath.Join(base, "allowed")

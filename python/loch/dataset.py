@@ -707,8 +707,8 @@ class Dataset:
         ``http(s)://``, ``s3://``, ``gs://`` or ``az://`` URL, or a path or
         ``file://`` URL), as the dataset's :class:`loch.LinkPolicy` allows
         (``links=`` of :func:`open`; a refused link raises
-        :class:`loch.PermissionDenied`), with the same credentials as
-        datasets::
+        :class:`loch.PermissionDenied`), with the environment's credentials
+        (a dataset's ``storage_options`` are its own, not its links')::
 
             >>> jpeg = ds.fetch("original", 0)          # doctest: +SKIP
         """

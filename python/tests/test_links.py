@@ -124,6 +124,7 @@ def test_create_takes_a_policy(tmp_path: Path, server: str) -> None:
         (lambda: loch.LinkPolicy(max_bytes=1.5), "want an int"),  # type: ignore[arg-type]
         (lambda: loch.LinkPolicy(timeout=0), "seconds > 0"),
         (lambda: loch.LinkPolicy(max_attempts=0), "1 or more"),
+        (lambda: loch.LinkPolicy(max_bytes=0), "want bytes > 0, -1 for no limit"),
         (lambda: loch.open("mem://links-bad", links={"schemes": []}), "want a loch.LinkPolicy"),  # type: ignore[arg-type]
     ],
 )
