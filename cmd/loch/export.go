@@ -123,6 +123,7 @@ with --progress; never with --quiet.`,
 				for _, line := range sum.lines {
 					fmt.Fprintln(w, line)
 				}
+				fmt.Fprintf(w, "exported %d rows of version %s to %s (%d %s)\n", sum.Rows, sum.Version, sum.Dir, len(sum.Files), plural(len(sum.Files), "file", "files"))
 				return nil
 			}
 			fmt.Fprintf(w, "exported %d rows of version %s to %s (%d %s)\n", sum.Rows, sum.Version, sum.Dir, *sum.Shards, plural(*sum.Shards, "shard", "shards"))
