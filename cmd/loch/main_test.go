@@ -19,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
 	"github.com/stretchr/testify/require"
@@ -548,6 +549,28 @@ func TestInterrupted(t *testing.T) {
 	if err == nil {
 		require.Empty(t, entries, "an interrupted export leaves no partial shard")
 	}
+}
+
+// TestExitAfterInterrupt: after Ctrl-C, a command that has not returned
+// within the grace period is ended (exit status 1, "loch: interrupted");
+// one that returns in time, or was never interrupted, is left alone.
+func TestExitAfterInterrupt(t *testing.T) {
+	exited := make(chan int, 1)
+	exit := func(code int) { exited <- code }
+
+	ctx, cancel := context.WithCancel(context.Background())
+	var stderr bytes.Buffer
+	hung := make(chan struct{}) // a command that never returns
+	cancel()
+	exitAfterInterrupt(ctx, hung, time.Millisecond, &stderr, exit)
+	require.Equal(t, exitError, <-exited)
+	require.Equal(t, "loch: interrupted\n", stderr.String())
+
+	returned := make(chan struct{})
+	close(returned)
+	exitAfterInterrupt(ctx, returned, time.Hour, &stderr, exit) // interrupted, but it returned
+	exitAfterInterrupt(context.Background(), returned, time.Millisecond, &stderr, exit)
+	require.Empty(t, exited, "a command that returned is not ended")
 }
 
 func TestVersionFlag(t *testing.T) {
