@@ -86,7 +86,8 @@ class Adapter:
         return len(self.loader)
 
     def __repr__(self) -> str:
-        return f"<{type(self).__module__}.{type(self).__qualname__} {self.loader._describe()}>"
+        # The Loader's repr, under this adapter's name.
+        return repr(self.loader).replace("<loch.Loader ", f"<{type(self).__module__}.{type(self).__qualname__} ", 1)
 
     @property
     def dataset(self) -> Source | None:

@@ -833,16 +833,13 @@ class Loader:
         self._stopped: dict[str, Any] | None = None  # the state an iteration left early stopped at
         self._stats: dict[str, Any] = {}  # of the last iteration
 
-    def _describe(self) -> str:
-        """What a repr shows of this loader: the dataset, the columns and
-        the settings that decide its batches."""
+    def __repr__(self) -> str:
+        """The dataset, the columns and the settings that decide the batches
+        (an adapter's repr is this one under its own name)."""
         url = getattr(self.dataset, "url", None) or "(dataset not reopened yet)"
         shuffle = self._config["shuffle"] or "block"  # "": Go's default
-        return (f"{url} columns={self.columns} batch_size={self.batch_size} shuffle={shuffle!r} "
-                f"epoch={self.epoch} rank={self.rank}/{self.world_size}")  # fmt: skip
-
-    def __repr__(self) -> str:
-        return f"<loch.Loader {self._describe()}>"
+        return (f"<loch.Loader {url} columns={self.columns} batch_size={self.batch_size} shuffle={shuffle!r} "
+                f"epoch={self.epoch} rank={self.rank}/{self.world_size}>")  # fmt: skip
 
     @property
     def epoch(self) -> int:
