@@ -81,7 +81,9 @@ class LinkPolicy:
             if v is not None and (isinstance(v, bool) or not isinstance(v, int)):
                 raise InvalidArgument(f"LinkPolicy.{name}: want an int, got {type(v).__name__}")
         if self.max_bytes is not None and (self.max_bytes == 0 or self.max_bytes < -1):
-            raise InvalidArgument(f"LinkPolicy.max_bytes: want bytes > 0, -1 for no limit or None, got {self.max_bytes}")
+            raise InvalidArgument(
+                f"LinkPolicy.max_bytes: want bytes > 0, -1 for no limit or None, got {self.max_bytes}"
+            )
         if self.max_attempts is not None and self.max_attempts < 1:
             raise InvalidArgument(f"LinkPolicy.max_attempts: want 1 or more, got {self.max_attempts}")
         if self.timeout is not None:

@@ -70,7 +70,8 @@ def test_extend_class_names_are_their_labels() -> None:
     ds.extend(pd.DataFrame({"label": ["dog"]}))
     ds.extend(pa.table({"label": ["cat"]}))
     ds.extend({"label": np.array(["dog"])})
-    with pytest.raises(loch.InvalidArgument, match=re.escape("column 'label': 'bird' is not one of its class names ['cat', 'dog']")):
+    unknown = re.escape("column 'label': 'bird' is not one of its class names ['cat', 'dog']")
+    with pytest.raises(loch.InvalidArgument, match=unknown):
         ds.extend({"label": ["cat", "bird"]})
     ds.commit()
     assert [ds["label"][i] for i in range(len(ds))] == [1, 0, None, 0, 1, 1, 0, 1]
@@ -78,7 +79,8 @@ def test_extend_class_names_are_their_labels() -> None:
 
 def test_extend_a_column_not_in_the_schema_says_to_add_it() -> None:
     ds = new("unknown-column")
-    with pytest.raises(loch.InvalidArgument, match=r"column 'nope' is not in the dataset's committed schema: add it with add_column\(\) first"):
+    message = r"column 'nope' is not in the dataset's committed schema: add it with add_column\(\) first"
+    with pytest.raises(loch.InvalidArgument, match=message):
         ds.extend({"nope": ["a"]})
 
 
