@@ -141,14 +141,14 @@ func Create(ctx context.Context, url string, s schema.Schema, opts ...Option) (*
 	}
 	if _, err := d.store.Stat(ctx, keys.MakeLog(1)); err == nil {
 		return fail(fmt.Errorf("create %s: a dataset already exists there: %w", d.url, ErrExists))
-	} else if !errors.Is(err, storage.ErrNotFound) {
+	} else if !errors.Is(err, storage.ErrNotFound) || storage.IsBucketNotFound(err) {
 		return fail(fmt.Errorf("create %s: %w", d.url, err))
 	}
 	man := manifest.Manifest{Schema: s, NextColumnUID: len(s.Columns) + 1, Fragments: []manifest.FragmentRef{}}
 	c := manifest.Commit{Parents: []string{}, Message: "create dataset", Author: o.author, Time: time.Now().UTC(), Branch: mainBranch}
 	id, err := d.writeCommit(ctx, man, c)
 	if err != nil {
-		return fail(err)
+		return fail(fmt.Errorf("create %s: %w", d.url, err))
 	}
 	root := manifest.Root{Seq: 1, Time: c.Time, Refs: map[string]string{headsPrefix + mainBranch: id}, NextColumnUID: man.NextColumnUID, Op: "create"}
 	if err := d.putRoot(ctx, &root); err != nil {
