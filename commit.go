@@ -67,7 +67,7 @@ func (st *staging) finish(ctx context.Context) error {
 		return err
 	}
 	for _, fw := range st.writers() {
-		st.seal(fw)
+		st.seal(ctx, fw)
 	}
 	// Interrupting the wait (Ctrl-C) returns at once: the uploads go on in
 	// the background, under the stage's own context, and the next commit

@@ -120,11 +120,16 @@ func TestCrash(t *testing.T) {
 // upload's context ends): an object store too slow to finish a commit.
 type gatedStore struct {
 	storage.Store
-	gate chan struct{}
+	gate    chan struct{}
+	waiting chan struct{} // a value for each upload held, when it has room
 }
 
 func (g *gatedStore) Put(ctx context.Context, key string, data []byte) error {
 	if strings.HasPrefix(key, keys.Chunk.Prefix()) {
+		select {
+		case g.waiting <- struct{}{}:
+		default:
+		}
 		select {
 		case <-g.gate:
 		case <-ctx.Done():
@@ -139,11 +144,12 @@ func (g *gatedStore) Put(ctx context.Context, key string, data []byte) error {
 // the uploads, and commits nothing; the staged writes stay, and the next
 // commit, once the uploads can finish, commits them.
 func TestCommitInterruptedWhileUploading(t *testing.T) {
-	inner, err := storage.Open(ctx, "mem://commit-interrupted")
+	dir := filepath.Join(t.TempDir(), "commit-interrupted")
+	inner, err := storage.Open(ctx, dir)
 	require.NoError(t, err)
 	gs := &gatedStore{Store: inner, gate: make(chan struct{})}
 	s := schema.Schema{Columns: []schema.Column{{Name: "x", DType: schema.Float32, Shape: schema.Shape{3}}}}
-	d, err := Create(ctx, "mem://commit-interrupted", s, WithStore(gs))
+	d, err := Create(ctx, dir, s, WithStore(gs))
 	require.NoError(t, err)
 	defer d.Close()
 	v0 := d.Version()
@@ -165,4 +171,34 @@ func TestCommitInterruptedWhileUploading(t *testing.T) {
 	require.NoError(t, err)
 	require.NotEqual(t, v0, v1)
 	require.EqualValues(t, 10, d.Len())
+}
+
+// TestExtendInterruptedWhileUploadsAreFull: an Extend that waits for upload
+// slots (a slow store holds them all) returns when it is interrupted,
+// having staged all its rows or none, and the stage commits whole once the
+// store answers.
+func TestExtendInterruptedWhileUploadsAreFull(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "extend-interrupted")
+	inner, err := storage.Open(ctx, dir)
+	require.NoError(t, err)
+	gs := &gatedStore{Store: inner, gate: make(chan struct{}), waiting: make(chan struct{}, 2)}
+	s := schema.Schema{Columns: []schema.Column{{Name: "x", DType: schema.Float32, Shape: schema.Shape{256}, ChunkBytes: 1024}}}
+	d, err := Create(ctx, dir, s, WithStore(gs), WithParallelism(1))
+	require.NoError(t, err)
+	defer d.Close()
+	rows := make([]Row, 40) // a chunk each: far more than the 2 upload slots
+	for i := range rows {
+		rows[i] = Row{"x": Tensor([]int{256}, make([]float32, 256))}
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	go func() {
+		<-gs.waiting
+		<-gs.waiting
+		cancel() // both slots are held: an Extend that waited for one would never return
+	}()
+	require.NoError(t, d.Extend(cctx, rows), "the rows were prepared before the interrupt: all are staged")
+	close(gs.gate)
+	_, err = d.Commit(ctx, "after")
+	require.NoError(t, err)
+	require.EqualValues(t, 40, d.Len())
 }

@@ -49,6 +49,7 @@ type staging struct {
 	// cancels ctx with itself as the cause; an aborted or committed stage
 	// cancels it too. Nothing more is submitted once ctx is done.
 	uploads errgroup.Group
+	slots   chan struct{} // the uploads' semaphore (submit)
 	ctx     context.Context
 	cancel  context.CancelCauseFunc
 }
@@ -84,7 +85,7 @@ func (d *Dataset) stagingLocked() (*staging, error) {
 		ctx, cancel := context.WithCancelCause(context.Background())
 		st := &staging{d: d, base: base, nextUID: base.man.NextColumnUID, deltas: map[int]*colDelta{}, nonce: randomID(),
 			deletes: map[uint64]bool{}, ctx: ctx, cancel: cancel}
-		st.uploads.SetLimit(2 * d.opts.parallelism)
+		st.slots = make(chan struct{}, 2*d.opts.parallelism)
 		for _, c := range base.man.Schema.Columns {
 			st.cols = append(st.cols, c.Definition())
 		}
@@ -322,7 +323,7 @@ func (st *staging) addRow(ctx context.Context, p []prepared, id *uint64) error {
 			fw.cols[c.UID] = cw
 			if fw.rows > 0 { // column added after rows of this fragment: nulls before
 				for r := int64(0); r < fw.rows; r++ {
-					if err := st.addSample(cw, r, prepared{null: true}); err != nil {
+					if err := st.addSample(ctx, cw, r, prepared{null: true}); err != nil {
 						return err
 					}
 				}
@@ -334,7 +335,7 @@ func (st *staging) addRow(ctx context.Context, p []prepared, id *uint64) error {
 		} else {
 			s = prepared{null: true}
 		}
-		if err := st.addSample(cw, fw.rows, s); err != nil {
+		if err := st.addSample(ctx, cw, fw.rows, s); err != nil {
 			return err
 		}
 	}
@@ -347,7 +348,7 @@ func (st *staging) addRow(ctx context.Context, p []prepared, id *uint64) error {
 		}
 	}
 	if id == nil && st.fragmentFull(fw) {
-		st.seal(fw)
+		st.seal(ctx, fw)
 		st.sealed = append(st.sealed, fw)
 		st.open = nil
 	}
@@ -367,7 +368,7 @@ func (st *staging) fragmentFull(fw *fragWriter) bool {
 }
 
 // addSample adds one prepared sample at fragment offset off.
-func (st *staging) addSample(cw *colWriter, off int64, p prepared) error {
+func (st *staging) addSample(ctx context.Context, cw *colWriter, off int64, p prepared) error {
 	c := cw.col
 	dl := st.delta(c.UID)
 	if !p.null {
@@ -376,11 +377,11 @@ func (st *staging) addSample(cw *colWriter, off int64, p prepared) error {
 		dl.MergeShape(p.shape, p.shape)
 	}
 	if cw.b != nil && !p.null && cw.b.Len() > 0 && !cw.sameNDim(len(p.shape)) {
-		st.flush(cw)
+		st.flush(ctx, cw)
 	}
 	if !p.null && len(p.data) > c.ChunkBytes {
-		st.flush(cw)
-		st.addSplit(cw, off, p)
+		st.flush(ctx, cw)
+		st.addSplit(ctx, cw, off, p)
 		return nil
 	}
 	if cw.b == nil {
@@ -395,7 +396,7 @@ func (st *staging) addSample(cw *colWriter, off int64, p prepared) error {
 		return fmt.Errorf("%s: column %q: %w", st.d.url, c.Name, err)
 	}
 	if cw.b.RawBytes() >= c.ChunkBytes {
-		st.flush(cw)
+		st.flush(ctx, cw)
 	}
 	return nil
 }
@@ -416,7 +417,7 @@ func (cw *colWriter) nullShape() []int {
 }
 
 // addSplit stores a sample bigger than a chunk as consecutive pieces.
-func (st *staging) addSplit(cw *colWriter, off int64, p prepared) {
+func (st *staging) addSplit(ctx context.Context, cw *colWriter, off int64, p prepared) {
 	c := cw.col
 	n := (len(p.data) + c.ChunkBytes - 1) / c.ChunkBytes
 	for i := 0; i < n; i++ {
@@ -429,7 +430,7 @@ func (st *staging) addSplit(cw *colWriter, off int64, p prepared) {
 		ref := &manifest.ChunkRef{First: off, Rows: 1, Part: i, Parts: n}
 		cw.refs = append(cw.refs, ref)
 		cw.chunks++
-		st.submit(c.UID, b, ref)
+		st.submit(ctx, c.UID, b, ref)
 	}
 }
 
@@ -444,25 +445,37 @@ func (st *staging) newBuilder(c *schema.Column, sizeHint int) *chunk.Builder {
 }
 
 // flush hands the open chunk of a column to the encoders.
-func (st *staging) flush(cw *colWriter) {
+func (st *staging) flush(ctx context.Context, cw *colWriter) {
 	if cw.b == nil || cw.b.Len() == 0 {
 		return
 	}
 	ref := &manifest.ChunkRef{First: cw.first, Rows: int64(cw.b.Len())}
 	cw.refs = append(cw.refs, ref)
 	cw.chunks++
-	st.submit(cw.col.UID, cw.b, ref)
+	st.submit(ctx, cw.col.UID, cw.b, ref)
 	cw.b = nil
 }
 
-// submit encodes and uploads a chunk in the background, bounded by the
-// staging's semaphore so that memory stays bounded.
-func (st *staging) submit(uid int, b *chunk.Builder, ref *manifest.ChunkRef) {
+// submit encodes and uploads a chunk in the background, at most
+// 2×parallelism at once so that memory stays bounded: it waits for a slot,
+// unless the call that staged the chunk is interrupted (ctx), which then
+// finishes staging its rows (already in memory) without waiting, so that
+// Ctrl-C is not held up by a slow link and the stage stays whole.
+func (st *staging) submit(ctx context.Context, uid int, b *chunk.Builder, ref *manifest.ChunkRef) {
 	if st.ctx.Err() != nil {
 		return // failed or aborted: nothing more is uploaded
 	}
+	slot := false
+	select {
+	case st.slots <- struct{}{}:
+		slot = true
+	case <-ctx.Done():
+	}
 	dl := st.delta(uid)
 	st.uploads.Go(func() error {
+		if slot {
+			defer func() { <-st.slots }()
+		}
 		fail := func(err error) error {
 			st.cancel(err)
 			return err
@@ -495,9 +508,9 @@ func (st *staging) submit(uid int, b *chunk.Builder, ref *manifest.ChunkRef) {
 }
 
 // seal flushes every column of a fragment.
-func (st *staging) seal(fw *fragWriter) {
+func (st *staging) seal(ctx context.Context, fw *fragWriter) {
 	for _, uid := range sortedUIDs(fw.cols) {
-		st.flush(fw.cols[uid])
+		st.flush(ctx, fw.cols[uid])
 	}
 }
 
