@@ -179,6 +179,9 @@ func localDir(datasetURL string) (string, bool) {
 // check applies the policy to link and returns what to read: the link
 // itself, or for a local file its resolved path.
 func (p *LinkPolicy) check(link string) (string, error) {
+	if strings.TrimSpace(link) == "" {
+		return "", fmt.Errorf("the link is empty: %w", ErrInvalidArgument)
+	}
 	scheme, _, isURL := strings.Cut(link, "://")
 	scheme = strings.ToLower(scheme)
 	if isURL && scheme != "file" {

@@ -140,6 +140,15 @@ func TestLinkPolicySchemes(t *testing.T) {
 	require.ErrorIs(t, err, ErrPermission, "mem:// is not a default scheme")
 }
 
+func TestLinkEmpty(t *testing.T) {
+	col := linkDataset(t, []string{"", "  "})
+	for i := range int64(2) {
+		_, err := col.Fetch(ctx, i)
+		require.ErrorIs(t, err, ErrInvalidArgument)
+		require.ErrorContains(t, err, "the link is empty")
+	}
+}
+
 // TestLinkPolicyRefusesWhatCannotMeanWhatItSays: entries that look like
 // rules but match nothing (a "file" scheme, a host written as a URL, an
 // empty root) are refused when the dataset is opened.

@@ -28,7 +28,7 @@ var httpClient = &http.Client{
 			return fmt.Errorf("more than %d redirects", maxRedirects)
 		}
 		if s := req.URL.Scheme; s != "http" && s != "https" {
-			return denied(fmt.Sprintf("redirect to a %s:// URL", s), nil)
+			return denied(fmt.Sprintf("redirect to %s %s:// URL", article(s), s), nil)
 		}
 		if check, _ := req.Context().Value(redirectCheckKey{}).(func(*url.URL) error); check != nil {
 			if err := check(req.URL); err != nil {
@@ -209,4 +209,15 @@ func (s *httpStore) PutIfAbsent(context.Context, string, []byte) error { return 
 func (s *httpStore) Delete(context.Context, string) error              { return s.readOnly() }
 func (s *httpStore) List(context.Context, string, func(Attrs) error) error {
 	return s.readOnly()
+}
+
+// article is the article before a scheme read aloud: "an" for those
+// spelled out from a vowel sound (an s3://, an http:// URL), "a" otherwise
+// (a gs://, a file:// URL).
+func article(scheme string) string {
+	switch scheme {
+	case "s3", "az", "http", "https", "ftp", "sftp":
+		return "an"
+	}
+	return "a"
 }
