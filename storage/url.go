@@ -69,8 +69,8 @@ func parseLocation(raw string) (location, error) {
 		}
 	}
 	if ep := loc.query.Get("endpoint"); ep != "" {
-		if e, err := url.Parse(ep); err != nil || e.User != nil {
-			return location{}, invalidURL("endpoint with credentials or malformed; give credentials through the environment", nil)
+		if e, err := url.Parse(ep); err == nil && e.User != nil {
+			return location{}, invalidURL("endpoint with credentials: give credentials through the environment", nil)
 		}
 	}
 	if loc.scheme == "file" {
