@@ -15,6 +15,7 @@ dtypes, shapes, compressions) when the dataset is created::
 
 from __future__ import annotations
 
+import collections
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields
@@ -307,7 +308,7 @@ def ClassLabel(  # noqa: N802
         raise InvalidArgument(f"ClassLabel({names!r}): want a list of class names, got a single str")
     if names is not None:
         names = tuple(names)
-        twice = sorted({n for n in names if names.count(n) > 1})
+        twice = sorted(n for n, k in collections.Counter(names).items() if k > 1)  # linear: 21k ImageNet classes
         if twice:
             raise InvalidArgument(
                 f"ClassLabel: class names {twice} are given more than once: each label stands for one name"
