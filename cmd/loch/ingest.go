@@ -571,19 +571,17 @@ func writeStaged(cmd *cobra.Command, out string, res ingest.Result, url string) 
 	if err != nil {
 		return fmt.Errorf("encode the description: %w", err)
 	}
+	// The summary goes to standard output, unless the description does.
+	summary, where, file := cmd.OutOrStdout(), "description "+out, out
 	if out == "-" {
 		if _, err := cmd.OutOrStdout().Write(append(b, '\n')); err != nil {
 			return err
 		}
-		// The summary goes to standard error: standard output is the description.
-		fmt.Fprintf(cmd.ErrOrStderr(), "staged %d %s, %s in %s for %s, not committed: description on standard output (commit with 'loch commit %s FILE')\n",
-			res.Rows, plural(res.Rows, "row", "rows"), formatBytes(res.Bytes), res.Elapsed.Round(time.Millisecond), url, url)
-		return nil
-	}
-	if err := os.WriteFile(out, append(b, '\n'), 0o644); err != nil {
+		summary, where, file = cmd.ErrOrStderr(), "description on standard output", "FILE"
+	} else if err := os.WriteFile(out, append(b, '\n'), 0o644); err != nil {
 		return fmt.Errorf("write the description: %w", err)
 	}
-	fmt.Fprintf(cmd.OutOrStdout(), "staged %d %s, %s in %s for %s, not committed: description %s (commit with 'loch commit %s %s')\n",
-		res.Rows, plural(res.Rows, "row", "rows"), formatBytes(res.Bytes), res.Elapsed.Round(time.Millisecond), url, out, url, out)
+	fmt.Fprintf(summary, "staged %d %s, %s in %s for %s, not committed: %s (commit with 'loch commit %s %s')\n",
+		res.Rows, plural(res.Rows, "row", "rows"), formatBytes(res.Bytes), res.Elapsed.Round(time.Millisecond), url, where, url, file)
 	return nil
 }

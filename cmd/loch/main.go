@@ -37,13 +37,9 @@ const (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	done := make(chan struct{})
-	go func() {
-		// After the first signal, restore the default handlers so that a
-		// second Ctrl-C kills a command that does not stop quickly.
-		<-ctx.Done()
-		stop()
-	}()
-	go exitAfterInterrupt(ctx, done, interruptGrace, os.Stderr, os.Exit)
+	// After the first signal, the default handlers come back (stop), so
+	// that a second Ctrl-C kills at once.
+	go exitAfterInterrupt(ctx, done, interruptGrace, stop, os.Stderr, os.Exit)
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	close(done)
 	stop()
@@ -53,19 +49,20 @@ func main() {
 // interruptGrace is how long a command may take to stop after Ctrl-C.
 const interruptGrace = time.Second
 
-// exitAfterInterrupt exits the process (exit(exitError), "loch:
-// interrupted") when ctx ends (Ctrl-C) and the command has not returned
-// (done) within grace: a command that waits on a store that stopped
-// answering, or on uploads that a slow link holds, stops within a second
-// all the same. Nothing is lost that was not already: a commit is one
-// atomic write, and what was written before it is left for gc, as after
-// any process that dies (crash_test.go).
-func exitAfterInterrupt(ctx context.Context, done <-chan struct{}, grace time.Duration, stderr io.Writer, exit func(int)) {
+// exitAfterInterrupt calls interrupted when ctx ends (Ctrl-C), and exits
+// the process (exit(exitError), "loch: interrupted") if the command has not
+// returned (done) within grace: a command that waits on a store that
+// stopped answering, or on uploads that a slow link holds, stops within a
+// second all the same. Nothing is lost that was not already: a commit is
+// one atomic write, and what was written before it is left for gc, as
+// after any process that dies (crash_test.go).
+func exitAfterInterrupt(ctx context.Context, done <-chan struct{}, grace time.Duration, interrupted func(), stderr io.Writer, exit func(int)) {
 	select {
 	case <-ctx.Done():
 	case <-done:
 		return
 	}
+	interrupted()
 	t := time.NewTimer(grace)
 	defer t.Stop()
 	select {

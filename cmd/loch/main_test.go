@@ -562,14 +562,14 @@ func TestExitAfterInterrupt(t *testing.T) {
 	var stderr bytes.Buffer
 	hung := make(chan struct{}) // a command that never returns
 	cancel()
-	exitAfterInterrupt(ctx, hung, time.Millisecond, &stderr, exit)
+	exitAfterInterrupt(ctx, hung, time.Millisecond, func() {}, &stderr, exit)
 	require.Equal(t, exitError, <-exited)
 	require.Equal(t, "loch: interrupted\n", stderr.String())
 
 	returned := make(chan struct{})
 	close(returned)
-	exitAfterInterrupt(ctx, returned, time.Hour, &stderr, exit) // interrupted, but it returned
-	exitAfterInterrupt(context.Background(), returned, time.Millisecond, &stderr, exit)
+	exitAfterInterrupt(ctx, returned, time.Hour, func() {}, &stderr, exit) // interrupted, but it returned
+	exitAfterInterrupt(context.Background(), returned, time.Millisecond, func() {}, &stderr, exit)
 	require.Empty(t, exited, "a command that returned is not ended")
 }
 
