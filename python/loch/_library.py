@@ -27,7 +27,7 @@ from ctypes import POINTER, Structure, byref, c_char_p, c_int, c_int32, c_int64,
 from pathlib import Path
 from typing import Any
 
-from ._status import NOT_ERRORS, Status
+from ._status import NOT_ERRORS
 from .errors import ForkedProcess, InternalError, from_status
 
 ABI_VERSION = 15
@@ -38,12 +38,6 @@ ENCODING_NONE, ENCODING_PNG, ENCODING_JPEG = 0, 1, 2
 
 c_uintptr = ctypes.c_size_t
 
-
-#: The functions whose LOCH_TIMEOUT means "nothing yet" (loch.h). From any
-#: other it would be an error, raised as one: Go reports a storage request
-#: that never answered as LOCH_ERR (it once came as LOCH_TIMEOUT, which this
-#: module then took for success, returning an empty result).
-_POLLS = frozenset({"loch_loader_next", "loch_loader_next_batch"})
 
 class ColumnIn(Structure):
     """loch_column_in: one column's samples given to extend or update."""
@@ -271,8 +265,8 @@ class Library:
 
     def call(self, name: str, *args: Any, detail: c_void_p | None = None, interruptible: bool = False) -> int:
         """Calls a status-returning function; returns the status when it is
-        not an error (OK, EOF, or TIMEOUT from the calls that poll:
-        _status.NOT_ERRORS, _POLLS) and raises
+        not an error (OK, EOF or TIMEOUT: _status.NOT_ERRORS; only
+        loch_loader_next's waits end in TIMEOUT) and raises
         :func:`loch.errors.from_status`'s exception for any other.
         ``detail`` is the string output among ``args`` (by reference), if
         any: set with an error status, it is taken (freed) and its JSON
@@ -290,7 +284,7 @@ class Library:
             status = self._interruptible(name, fn, (*args, byref(err)), err, detail)
         else:
             status = fn(*args, byref(err))
-        if status in NOT_ERRORS and (status != Status.TIMEOUT or name in _POLLS):
+        if status in NOT_ERRORS:
             if err.value:
                 self.cdll.loch_free_string(err)
             return int(status)
