@@ -70,8 +70,9 @@ type Config struct {
 	// (default twice Workers, at least 4: each worker collates a batch of
 	// its own, so fewer leave cores idle, while more on few cores only
 	// hold more memory: bench/RESULTS.md, issue 17); PrefetchBytes bounds the memory they and the chunks they
-	// need may hold (default 256 MiB). At least one batch is always in
-	// flight, whatever its size.
+	// need may hold (default 256 MiB), the next window's reads started
+	// ahead included. At least one batch is always in flight, whatever
+	// its size.
 	PrefetchBatches int   `json:"prefetch_batches,omitempty"`
 	PrefetchBytes   int64 `json:"prefetch_bytes,omitempty"`
 	// FetchConcurrency bounds concurrent chunk fetches (default 16:
@@ -296,8 +297,11 @@ type Loader struct {
 	peak     int64
 	chunks   map[entryKey]*chunkEntry // reads that admitted batches use
 	kept     *lru.Cache[entryKey, *chunkEntry]
-	keepMax  int64 // bytes kept of reads no batch in flight uses
-	located  int64 // jobs locate has resolved (chunkEntry.mark)
+	keepMax  int64       // bytes kept of reads no batch in flight uses
+	located  int64       // jobs locate has resolved (chunkEntry.mark)
+	ahead    []*batchJob // the next window's batches, whose reads readAhead starts
+	aheadAt  int         // the next of ahead[0]'s entries to consider
+	batchMax int64       // the largest batch collated so far, in bytes
 
 	started    time.Time
 	firstBatch time.Duration

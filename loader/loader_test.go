@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -381,11 +383,7 @@ func TestFirstWindowReadBySegment(t *testing.T) {
 	t.Logf("whole chunks read: %d with whole runs, %d split", wholeStats.ChunksFetched, splitStats.ChunksFetched)
 	require.GreaterOrEqual(t, wholeStats.ChunksFetched, int64(3), "one window holding every row reads its large chunks whole")
 	require.LessOrEqual(t, splitStats.ChunksFetched, int64(1), "split, only a chunk of at most two segments is read whole")
-	require.Len(t, split, len(whole))
-	for i := range whole {
-		require.Equal(t, whole[i].RowIDs, split[i].RowIDs, "batch %d", i)
-		require.Equal(t, whole[i].Columns["image"].Data, split[i].Columns["image"].Data, "batch %d", i)
-	}
+	sameImageBatches(t, whole, split)
 }
 
 // TestFirstBatchReadAlone: a loader's first batch reads only its own
@@ -417,12 +415,7 @@ func TestFirstBatchReadAlone(t *testing.T) {
 		defer l.Close()
 		return drain(t, l)
 	}
-	want, got := epoch(false), epoch(true)
-	require.Len(t, got, len(want))
-	for i := range want {
-		require.Equal(t, want[i].RowIDs, got[i].RowIDs, "batch %d", i)
-		require.Equal(t, want[i].Columns["image"].Data, got[i].Columns["image"].Data, "batch %d", i)
-	}
+	sameImageBatches(t, epoch(false), epoch(true))
 }
 
 // schedRead is a read of a dataset of a loader (entryKey's ds and read).
@@ -440,6 +433,19 @@ func (job *batchJob) readSet() map[schedRead]bool {
 	return out
 }
 
+// prepared is a loader over d with cfg, its plan made but nothing
+// started (the caller cancels it).
+func prepared(t *testing.T, d *loch.Dataset, cfg Config) *Loader {
+	t.Helper()
+	cfg.defaults()
+	l, err := newLoader(ctx, []*loch.Scan{d.Scan()}, cfg)
+	require.NoError(t, err)
+	p, err := makePlan(l.scans[0], cfg)
+	require.NoError(t, err)
+	l.prepare(single{p})
+	return l
+}
+
 // firstScheduled runs the scheduler of a loader over d until it admits
 // its first batch (firstBatchAlone set to alone), and returns that batch,
 // the reads scheduled before it, and the reads of runs of its own samples
@@ -448,12 +454,7 @@ func firstScheduled(t *testing.T, d *loch.Dataset, cfg Config, alone bool) (job 
 	t.Helper()
 	defer func(v bool) { firstBatchAlone = v }(firstBatchAlone)
 	firstBatchAlone = alone
-	cfg.defaults()
-	l, err := newLoader(ctx, []*loch.Scan{d.Scan()}, cfg)
-	require.NoError(t, err)
-	p, err := makePlan(l.scans[0], cfg)
-	require.NoError(t, err)
-	l.prepare(single{p})
+	l := prepared(t, d, cfg)
 	jobs, fetches, done := make(chan *batchJob), make(chan *chunkEntry), make(chan struct{})
 	go func() {
 		defer close(done)
@@ -498,4 +499,82 @@ func firstScheduled(t *testing.T, d *loch.Dataset, cfg Config, alone bool) (job 
 		}
 	}
 	return job, before, own
+}
+
+// TestNextWindowReadAhead: while the consumer is still in a window, the
+// loader starts every read of the next window (in a block shuffle its
+// first batch takes its rows from segments all over it), and the epoch's
+// batches are the same as without reading ahead.
+func TestNextWindowReadAhead(t *testing.T) {
+	d := noiseImages(t, filepath.Join(t.TempDir(), "ds"))
+	// Windows of 4 batches; 2 prepared ahead, so the next window's first
+	// batch is not admitted while the consumer holds the first.
+	cfg := Config{BatchSize: 64, Seed: 3, Workers: 2, WindowRows: 256, PrefetchBatches: 2}
+	epoch := func(ahead bool, check func(l *Loader)) []*Batch {
+		defer func(v bool) { readAhead = v }(readAhead)
+		readAhead = ahead
+		l, err := New(ctx, d.Scan(), cfg)
+		require.NoError(t, err)
+		defer l.Close()
+		if check != nil {
+			check(l)
+		}
+		return drain(t, l)
+	}
+	want := windowReads(t, d, cfg, 1)
+	require.NotEmpty(t, want)
+	var first *Batch
+	got := epoch(true, func(l *Loader) {
+		b, err := l.Next(ctx)
+		require.NoError(t, err)
+		first = b
+		require.Eventually(t, func() bool {
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			for r := range want {
+				if e, ok := l.chunks[entryKey{ds: r.ds, read: r.r}]; !ok || e.ready == nil {
+					return false
+				}
+			}
+			return true
+		}, 30*time.Second, time.Millisecond, "the second window's reads start while the consumer holds the first batch")
+		l.mu.Lock()
+		require.Equal(t, 1, l.k, "the consumer has taken one batch")
+		l.mu.Unlock()
+	})
+	sameImageBatches(t, epoch(false, nil), append([]*Batch{first}, got...))
+}
+
+// sameImageBatches requires got to be want's batches: the same rows, in
+// the same order, with the same image data.
+func sameImageBatches(t *testing.T, want, got []*Batch) {
+	t.Helper()
+	require.Len(t, got, len(want))
+	for i := range want {
+		require.Equal(t, want[i].RowIDs, got[i].RowIDs, "batch %d", i)
+		require.Equal(t, want[i].Columns["image"].Data, got[i].Columns["image"].Data, "batch %d", i)
+	}
+}
+
+// windowReads is the set of reads window w of a loader over d with cfg
+// needs, planned as a later window (not split).
+func windowReads(t *testing.T, d *loch.Dataset, cfg Config, w int) map[schedRead]bool {
+	t.Helper()
+	l := prepared(t, d, cfg)
+	defer l.cancel()
+	require.Greater(t, len(l.wins), w+1)
+	var index []int
+	var items [][]order.Item
+	for bi, its := range l.plan.items() {
+		if bi >= l.wins[w].start && bi < l.wins[w].end {
+			index, items = append(index, bi), append(items, slices.Clone(its))
+		}
+	}
+	jobs, err := l.locate(index, items, 0, false)
+	require.NoError(t, err)
+	out := map[schedRead]bool{}
+	for _, job := range jobs {
+		maps.Copy(out, job.readSet())
+	}
+	return out
 }

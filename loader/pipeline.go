@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"io"
+	"iter"
 	"math/rand/v2"
 	"slices"
 	"time"
@@ -73,6 +74,9 @@ func (l *Loader) fail(err error) {
 // windows of other splits: it plans the reads of each window's batches,
 // then admits them one by one when the prefetch bounds allow, handing the
 // fetches each needs to the fetchers and the batch to the collators.
+// Once a window's first batches are admitted it plans the next window's
+// reads, which are started ahead within the prefetch bytes (readAhead), so
+// that a window's first batch does not wait for its reads.
 //
 // On a store on this machine, the loader's first window is read in
 // pieces of about a segment (splitFirstWindow), and in a block shuffle its
@@ -87,16 +91,31 @@ func (l *Loader) fail(err error) {
 // split window 45,000-50,000 and the first batch alone besides
 // 33,000-39,000, for a first batch at 152-200, 130-148 and 127-161 ms.
 func (l *Loader) schedule(jobs chan<- *batchJob, fetches chan<- *chunkEntry) {
-	w, k := 0, 0 // the window of the batch at hand; l.mine index of the next batch to admit
-	var index []int
-	var items [][]order.Item
-	local := !slices.ContainsFunc(l.scans, func(sc *loch.Scan) bool { return !sc.Local() })
-	place := func(index []int, items [][]order.Item, from int, split bool) bool {
-		batch, err := l.locate(index, items, from, split)
-		if err != nil {
-			l.fail(err)
-			return false
+	next, stop := iter.Pull2(l.plan.items())
+	defer stop()
+	w := 0 // the window of the batch at hand
+	// window returns the next window of this loader's split: its batches'
+	// indices in the plan and their items (none at the end).
+	window := func() (index []int, items [][]order.Item) {
+		for {
+			bi, its, ok := next()
+			if !ok {
+				return index, items
+			}
+			for bi >= l.wins[w].end {
+				w++
+			}
+			if w%l.cfg.Split.Count != l.cfg.Split.Index {
+				continue // another split's window
+			}
+			index, items = append(index, bi), append(items, slices.Clone(its))
+			if bi == l.wins[w].end-1 {
+				return index, items
+			}
 		}
+	}
+	k := 0 // l.mine index of the next batch to admit
+	admit := func(batch []*batchJob) bool {
 		for _, job := range batch {
 			if !l.admit(job, k, fetches, jobs) {
 				return false
@@ -105,28 +124,46 @@ func (l *Loader) schedule(jobs chan<- *batchJob, fetches chan<- *chunkEntry) {
 		}
 		return true
 	}
-	for bi, its := range l.plan.items() {
-		for bi >= l.wins[w].end {
-			w++
+	locate := func(index []int, items [][]order.Item, from int, split bool) []*batchJob {
+		batch, err := l.locate(index, items, from, split)
+		if err != nil {
+			l.fail(err)
 		}
-		if w%l.cfg.Split.Count != l.cfg.Split.Index {
-			continue // another split's window
-		}
-		index, items = append(index, bi), append(items, slices.Clone(its))
-		if bi < l.wins[w].end-1 {
-			continue
-		}
-		first, from := k == 0 && local, 0
-		if first && firstBatchAlone && l.cfg.Shuffle == order.ModeBlock && len(index) > 1 {
-			if !place(index[:1], items[:1], 0, false) {
-				return
-			}
-			from = 1
-		}
-		if !place(index, items, from, first) {
+		return batch
+	}
+	index, items := window()
+	if len(index) == 0 {
+		return
+	}
+	first, from := !slices.ContainsFunc(l.scans, func(sc *loch.Scan) bool { return !sc.Local() }), 0
+	if first && firstBatchAlone && l.cfg.Shuffle == order.ModeBlock && len(index) > 1 {
+		batch := locate(index[:1], items[:1], 0, false)
+		if batch == nil || !admit(batch) {
 			return
 		}
-		index, items = index[:0], items[:0]
+		from = 1
+	}
+	cur := locate(index, items, from, first)
+	for cur != nil {
+		head := min(len(cur), l.cfg.PrefetchBatches)
+		if !admit(cur[:head]) {
+			return
+		}
+		var ahead []*batchJob
+		if index, items := window(); len(index) > 0 {
+			if ahead = locate(index, items, 0, false); ahead == nil {
+				return
+			}
+			if readAhead {
+				l.mu.Lock()
+				l.ahead, l.aheadAt = ahead, 0
+				l.mu.Unlock()
+			}
+		}
+		if !admit(cur[head:]) {
+			return
+		}
+		cur = ahead
 	}
 }
 
@@ -148,14 +185,80 @@ func (l *Loader) schedule(jobs chan<- *batchJob, fetches chan<- *chunkEntry) {
 // Tests and benchmarks turn it off for a baseline.
 var firstBatchAlone = true
 
+// readAhead makes a loader start the reads of its next window's batches
+// before they are admitted (see Loader.readAhead); tests and benchmarks
+// turn it off for a baseline.
+var readAhead = true
+
+// readAhead returns the entries of the next window's batches (l.ahead) to
+// fetch now, in the order their batches come, marked as started and held
+// (l.mu held): while the in-flight bytes, with them and with room for
+// twice PrefetchBatches of the largest batch collated so far, stay within
+// the budget that admission keeps (PrefetchBytes less the bytes kept), so
+// that the batches of the window at hand are never held back by them. In
+// a block shuffle a window's first batch takes its rows from segments all
+// over the window, so without reading ahead it waits for most of the
+// window's reads at each window's start. None before the first batch is
+// collated (which sizes the room).
+func (l *Loader) readAhead() []*chunkEntry {
+	if l.batchMax == 0 {
+		return nil
+	}
+	limit := l.cfg.PrefetchBytes - l.keepMax - 2*int64(l.cfg.PrefetchBatches)*l.batchMax
+	var start []*chunkEntry
+	for len(l.ahead) > 0 {
+		job := l.ahead[0]
+		if l.aheadAt >= len(job.entries) {
+			l.ahead, l.aheadAt = l.ahead[1:], 0
+			continue
+		}
+		e := job.entries[l.aheadAt]
+		if e.held || e.ready != nil {
+			l.aheadAt++ // started, or read and kept
+			continue
+		}
+		size := l.estimate(e)
+		if l.inflight+size > limit {
+			break
+		}
+		e.ready, e.size, e.held = make(chan struct{}), size, true
+		if _, ok := l.chunks[e.key]; !ok {
+			l.chunks[e.key] = e
+		}
+		l.inflight += size
+		l.peak = max(l.peak, l.inflight)
+		start = append(start, e)
+		l.aheadAt++
+	}
+	return start
+}
+
+// estimate is the memory a read not started yet will hold.
+func (l *Loader) estimate(e *chunkEntry) int64 {
+	if e.part != nil {
+		return l.ranged[e.key.media-1]
+	}
+	return l.scans[e.key.ds].Estimate(e.key.read)
+}
+
 // admit waits until the prefetch bounds allow job (the k-th batch this
 // loader delivers), hands the fetches it needs that are not fetched or
 // under way to the fetchers (waiting for one to be free), and hands the
-// job to the collators. It reports false when the loader stops.
+// job to the collators. While it waits it starts the next window's reads
+// that the bounds allow (readAhead). It reports false when the loader
+// stops.
 func (l *Loader) admit(job *batchJob, k int, fetches chan<- *chunkEntry, jobs chan<- *batchJob) bool {
 	l.mu.Lock()
 	for l.ctx.Err() == nil && l.err == nil && k > l.k &&
 		(k-l.k >= l.cfg.PrefetchBatches || l.inflight >= l.cfg.PrefetchBytes-l.keepMax) {
+		if ahead := l.readAhead(); len(ahead) > 0 {
+			l.mu.Unlock()
+			if !l.send(fetches, ahead) {
+				return false
+			}
+			l.mu.Lock()
+			continue
+		}
 		l.cond.Wait()
 	}
 	if l.ctx.Err() != nil || l.err != nil {
@@ -169,11 +272,7 @@ func (l *Loader) admit(job *batchJob, k int, fetches chan<- *chunkEntry, jobs ch
 			// New, kept from earlier batches, or forgotten.
 			if e.ready == nil {
 				e.ready = make(chan struct{})
-				if e.part != nil {
-					e.size = l.ranged[e.key.media-1]
-				} else {
-					e.size = l.scans[e.key.ds].Estimate(e.key.read)
-				}
+				e.size = l.estimate(e)
 				start = append(start, e)
 			}
 			l.kept.Remove(e.key)
@@ -187,12 +286,8 @@ func (l *Loader) admit(job *batchJob, k int, fetches chan<- *chunkEntry, jobs ch
 	}
 	l.peak = max(l.peak, l.inflight)
 	l.mu.Unlock()
-	for _, e := range start {
-		select {
-		case fetches <- e:
-		case <-l.ctx.Done():
-			return false
-		}
+	if !l.send(fetches, start) {
+		return false
 	}
 	select {
 	case jobs <- job:
@@ -200,6 +295,18 @@ func (l *Loader) admit(job *batchJob, k int, fetches chan<- *chunkEntry, jobs ch
 	case <-l.ctx.Done():
 		return false
 	}
+}
+
+// send hands reads to the fetchers, reporting false when the loader stops.
+func (l *Loader) send(fetches chan<- *chunkEntry, start []*chunkEntry) bool {
+	for _, e := range start {
+		select {
+		case fetches <- e:
+		case <-l.ctx.Done():
+			return false
+		}
+	}
+	return true
 }
 
 // chunkRef names a chunk of one of the loader's datasets.
@@ -495,7 +602,9 @@ func (l *Loader) collate(job *batchJob) {
 		return
 	}
 	l.ready[job.index] = b
-	l.inflight += batchBytes(b)
+	n := batchBytes(b)
+	l.inflight += n
+	l.batchMax = max(l.batchMax, n)
 	l.peak = max(l.peak, l.inflight)
 	l.batches.Add(1)
 	l.samples.Add(int64(b.Len()))
