@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/lochdata/loch"
+	"github.com/lochdata/loch/internal/testserver"
 	"github.com/lochdata/loch/loader/order"
 	"github.com/lochdata/loch/schema"
 	"github.com/lochdata/loch/storage"
@@ -22,7 +23,12 @@ import (
 // benchSet is an image-like dataset: 20,000 rows of uint8 [64, 64, 3]
 // (240 MiB decoded) and an int64 label, stored with the given codec.
 func benchSet(b *testing.B, codec schema.ChunkCodec) *loch.Dataset {
-	d, err := loch.Create(ctx, filepath.Join(b.TempDir(), "ds"), schema.Schema{Columns: []schema.Column{
+	return benchSetAt(b, filepath.Join(b.TempDir(), "ds"), codec)
+}
+
+// benchSetAt is benchSet created at url.
+func benchSetAt(b *testing.B, url string, codec schema.ChunkCodec) *loch.Dataset {
+	d, err := loch.Create(ctx, url, schema.Schema{Columns: []schema.Column{
 		{Name: "image", Kind: schema.Image, Shape: schema.Shape{64, 64, 3}, ChunkCompression: codec},
 		{Name: "label", Kind: schema.ClassLabel},
 	}})
@@ -227,7 +233,7 @@ func BenchmarkLocate(b *testing.B) {
 // (the default) beside the baseline of the same run, where each window's
 // reads start when its first batch is admitted: on this machine's disk,
 // then with 2 ms added to every read as an object store would (whole runs,
-// as on one). Besides ns/op (an epoch), window_wait_ms is the consumer's
+// as on one), then on MinIO (whole runs too). Besides ns/op (an epoch), window_wait_ms is the consumer's
 // wait in Next before the first batch of each window after the first,
 // summed over an epoch, and first_batch_ms the wait for an epoch's first.
 // Windows of 2,048 rows (ten an epoch, as a dataset many times the
@@ -240,10 +246,12 @@ func BenchmarkWindowReadAhead(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer slow.Close()
+	remote := benchSetAt(b, testserver.MinIO(b).URL, schema.LZ4)
+	defer remote.Close()
 	for _, store := range []struct {
 		name string
 		d    *loch.Dataset
-	}{{"local", d}, {"latency=2ms", slow}} {
+	}{{"local", d}, {"latency=2ms", slow}, {"minio", remote}} {
 		for _, window := range []int64{2048, 0} {
 			for _, ahead := range []bool{false, true} {
 				name := fmt.Sprintf("%s/window=%d/baseline=no-read-ahead", store.name, window)
