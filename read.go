@@ -540,9 +540,10 @@ func (d *Dataset) spanEstimate(ref manifest.ChunkRef, lo, hi int, maxSample int6
 // chunkReader reads chunks for a Scan or a ColumnReader: whole chunk
 // objects from the store, or from cache when one is set; spans of samples
 // by range. With a cache, concurrent reads of one chunk object wait for
-// one fetch (flight), and a fetched object that passes its checks is put
-// in the cache. It is safe for concurrent use; a chunkReader without a
-// cache is free to make.
+// one fetch (flight), as do those of other processes sharing the cache
+// when it takes turns (chunkcache.Filler), and a fetched object that
+// passes its checks is put in the cache. It is safe for concurrent use; a
+// chunkReader without a cache is free to make.
 type chunkReader struct {
 	d      *Dataset
 	cache  chunkcache.Cache // nil: none
@@ -573,6 +574,21 @@ func (r *chunkReader) object(ctx context.Context, ref manifest.ChunkRef) (o fetc
 			ran = true
 			if obj, ok, err := r.cache.Get(ctx, ref.Key); err == nil && ok {
 				return fetchedObject{obj: obj, cached: true}, nil
+			}
+			// Another process sharing the cache may be fetching it: wait
+			// for its turn to end, then look again. A turn that cannot be
+			// taken (an unwritable cache) only costs a fetch of our own.
+			if f, ok := r.cache.(chunkcache.Filler); ok {
+				done, err := f.FillTurn(ctx, ref.Key)
+				if err != nil && ctx.Err() != nil {
+					return nil, fmt.Errorf("read chunk %s: %w", ref.Key, ctx.Err())
+				}
+				if err == nil {
+					defer done()
+					if obj, ok, err := r.cache.Get(ctx, ref.Key); err == nil && ok {
+						return fetchedObject{obj: obj, cached: true}, nil
+					}
+				}
 			}
 			obj, err := r.d.store.Get(ctx, ref.Key)
 			if err != nil {

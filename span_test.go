@@ -397,6 +397,69 @@ func TestSpanReadsThroughCache(t *testing.T) {
 	}
 }
 
+// TestNodeCacheFetchesOnce: processes of a node (here handles of their
+// own on the dataset and on the cache directory) that read the same
+// chunks at once through one disk cache fetch each chunk from the store
+// once between them: the others wait for its turn and read it from the
+// cache (chunkcache.Filler).
+func TestNodeCacheFetchesOnce(t *testing.T) {
+	r := rand.New(rand.NewPCG(testseed.Seed(t), 25))
+	d, dir, want := spanDataset(t, r, schema.LZ4, 1000)
+	cacheDir := t.TempDir()
+	type proc struct {
+		sc     *Scan
+		counts *countingReads
+	}
+	var procs []proc
+	var ids []ChunkID
+	var first []int64
+	for i := range 3 {
+		h := d
+		if i > 0 {
+			var err error
+			h, err = Open(ctx, dir)
+			require.NoError(t, err)
+			t.Cleanup(func() { h.Close() })
+		}
+		cache, err := chunkcache.Open(cacheDir, 1<<30, nil)
+		require.NoError(t, err)
+		t.Cleanup(func() { cache.Close() })
+		counts := countReads(h)
+		sc, uid := scanOf(t, h)
+		ids, first = chunkRows(sc, uid)
+		procs = append(procs, proc{sc.WithCache(cache), counts})
+	}
+	require.Greater(t, len(ids), 2)
+	var wg sync.WaitGroup
+	errs := make(chan error, len(procs)*len(ids))
+	for _, p := range procs {
+		for c, id := range ids {
+			wg.Go(func() {
+				f, err := p.sc.Fetch(ctx, p.sc.Span(id, 1, 2))
+				if err == nil {
+					var got Sample
+					if got, err = f.sample(p.sc.ref(id), 1); err == nil && !bytes.Equal(want[first[c]+1], got.Data) {
+						err = fmt.Errorf("chunk %d sample 1: wrong bytes", c)
+					}
+				}
+				errs <- err
+			})
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	gets := 0
+	for _, p := range procs {
+		g, ranges := p.counts.reads()
+		require.Zero(t, ranges, "through the cache, chunks are fetched whole")
+		gets += g
+	}
+	require.Equal(t, len(ids), gets, "each chunk fetched once by the three")
+}
+
 // TestSpanReadsCacheWithoutRanges: a cache that cannot read ranges serves
 // spans from the whole cached object.
 func TestSpanReadsCacheWithoutRanges(t *testing.T) {

@@ -100,6 +100,29 @@ type RangeReader interface {
 	ReadRange(ctx context.Context, key string, off int64, buf []byte) (ok bool, err error)
 }
 
+// Filler is implemented by caches that several processes share (Disk)
+// to take turns at filling a missing object: of the users that miss one
+// key at once, in any of the processes, one fetches it from its origin
+// and puts it while the others wait for their turn, in which they find it
+// cached. Without turns each process fetches the object itself: the ranks
+// of a node that read the same chunks at the same time (in a block
+// shuffle every rank reads from the same window's segments) would each
+// fetch every chunk from the object store on a cold cache.
+type Filler interface {
+	// FillTurn waits until no other user of the cache has key's turn, then
+	// gives the caller the turn until it calls done (once). The caller
+	// looks the key up again (Get) in its turn before it fetches: another
+	// may have put it meanwhile. A turn held longer than the cache's fill
+	// wait (a holder that hangs) is not waited for beyond it: FillTurn then
+	// returns as if the turn were the caller's. Turns are advisory; Put and
+	// Get never wait for them. Different keys rarely share a turn (they are
+	// spread over a few thousand).
+	//
+	// Errors wrap ErrInvalidKey, ErrCacheRead (the turn could not be taken:
+	// the caller may fetch without it), ErrClosed or the context's error.
+	FillTurn(ctx context.Context, key string) (done func(), err error)
+}
+
 // Stats counts the operations made through one Cache value (one process's
 // handle, for a Disk cache shared with others).
 type Stats struct {

@@ -17,6 +17,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/zeebo/xxh3"
 )
 
 // Names inside a Disk cache's directory (see the package documentation).
@@ -25,6 +27,7 @@ const (
 	tmpDir        = "tmp"        // temporary files of Puts in progress
 	stateFile     = "state"      // the recorded total; its flock guards every change
 	usersFile     = "users.lock" // flocked shared by every open Disk
+	locksDir      = "locks"      // the fill turns' lock files, locks/<3 hex digits>
 	tmpFilePrefix = "put-"       // names of temporary files in tmp/
 )
 
@@ -48,7 +51,17 @@ const (
 	// for the leftover of a killed process and removed while other processes
 	// use the cache.
 	DefaultStaleTempAge = 15 * time.Minute
+	// DefaultFillWait is the longest FillTurn waits for another user's turn
+	// on the same key: far longer than fetching a chunk takes, retries
+	// included, so that only a holder that hangs is not waited for.
+	DefaultFillWait = 2 * time.Minute
 )
+
+// fillStripes is the number of fill turns' lock files, among which keys are
+// spread by hash: two keys share a turn with this probability, so the
+// hundred or so fetches a node's processes have in flight rarely wait for
+// each other's.
+const fillStripes = 4096
 
 // evictBatch is how many of the least recently used objects one directory
 // scan keeps as eviction candidates.
@@ -72,6 +85,9 @@ type Options struct {
 	// cache (an Open that finds no other user removes them all). Zero means
 	// DefaultStaleTempAge.
 	StaleTempAge time.Duration
+	// FillWait bounds FillTurn's wait for another user's turn (see
+	// Filler). Zero means DefaultFillWait.
+	FillWait time.Duration
 }
 
 // Disk is a Cache in a local directory that any number of processes on the
@@ -80,10 +96,12 @@ type Options struct {
 // and processes. It starts no goroutines.
 type Disk struct {
 	dir, objects, tmp string
+	locks             string
 	max               int64
 	verify            bool
 	touchInterval     time.Duration // negative: every hit
 	staleTempAge      time.Duration
+	fillWait          time.Duration
 	tmpBase           string // random, so that temporary names never collide
 	tmpSeq            atomic.Uint64
 	stats             counters
@@ -103,6 +121,7 @@ type Disk struct {
 var (
 	_ Cache       = (*Disk)(nil)
 	_ RangeReader = (*Disk)(nil)
+	_ Filler      = (*Disk)(nil)
 )
 
 // candidate is an object file as a directory scan saw it.
@@ -135,16 +154,21 @@ func Open(dir string, maxBytes int64, opts *Options) (*Disk, error) {
 	if o.StaleTempAge <= 0 {
 		o.StaleTempAge = DefaultStaleTempAge
 	}
+	if o.FillWait <= 0 {
+		o.FillWait = DefaultFillWait
+	}
 	var rnd [8]byte
 	_, _ = rand.Read(rnd[:])
 	d := &Disk{
 		dir:           dir,
 		objects:       filepath.Join(dir, objectsDir),
 		tmp:           filepath.Join(dir, tmpDir),
+		locks:         filepath.Join(dir, locksDir),
 		max:           maxBytes,
 		verify:        !o.NoVerify,
 		touchInterval: o.TouchInterval,
 		staleTempAge:  o.StaleTempAge,
+		fillWait:      o.FillWait,
 		tmpBase:       hex.EncodeToString(rnd[:]),
 	}
 	if err := d.open(); err != nil {
@@ -155,7 +179,7 @@ func Open(dir string, maxBytes int64, opts *Options) (*Disk, error) {
 }
 
 func (d *Disk) open() error {
-	for _, p := range []string{d.dir, d.objects, d.tmp} {
+	for _, p := range []string{d.dir, d.objects, d.tmp, d.locks} {
 		if err := os.MkdirAll(p, 0o755); err != nil {
 			return err
 		}
@@ -253,6 +277,46 @@ func (d *Disk) Get(ctx context.Context, key string) ([]byte, bool, error) {
 	d.touch(p, fi.ModTime())
 	d.stats.hit(len(data))
 	return data, true, nil
+}
+
+// FillTurn implements Filler with an exclusive flock on one of the files
+// in locks/ (the key's hash picks it), polled every 0.5 to 10 ms so that
+// the wait ends with ctx. The kernel ends a turn whose process dies.
+func (d *Disk) FillTurn(ctx context.Context, key string) (func(), error) {
+	if err := ValidateKey(key); err != nil {
+		return nil, opError("fill turn", key, err)
+	}
+	if err := d.enter(); err != nil {
+		return nil, opError("fill turn", key, err)
+	}
+	p := filepath.Join(d.locks, fmt.Sprintf("%03x", xxh3.HashString(key)%fillStripes))
+	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE|openFlags, 0o644)
+	d.closeMu.RUnlock() // a wait must not hold Close back
+	if err != nil {
+		return nil, opError("fill turn", key, readFailed("open lock file", err))
+	}
+	deadline := time.Now().Add(d.fillWait)
+	pause := 500 * time.Microsecond
+	for {
+		ok, err := tryFlock(f, lockExclusive)
+		if err != nil {
+			f.Close()
+			return nil, opError("fill turn", key, readFailed("lock", err))
+		}
+		if ok || !time.Now().Before(deadline) {
+			var once sync.Once
+			return func() { once.Do(func() { f.Close() }) }, nil // closing ends the turn
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			f.Close()
+			return nil, opError("fill turn", key, ctx.Err())
+		case <-t.C:
+		}
+		pause = min(2*pause, 10*time.Millisecond)
+	}
 }
 
 // ReadRange implements RangeReader: an open, a stat and one pread of the

@@ -50,6 +50,10 @@
 //	state           16 bytes: "LCC1", 4 zero bytes, then the recorded total
 //	                length of the objects (int64, little-endian)
 //	users.lock      empty; every open Disk holds a shared flock on it
+//	locks/<hhh>     empty; a user filling a missing object holds an
+//	                exclusive flock on the file its key's XXH3 picks
+//	                (3 hex digits, 4096 files, made as needed): its turn
+//	                (Filler)
 //
 // Put writes a temporary file, then renames it into objects/ (atomic: a
 // reader sees the whole object or none). Directories are created as needed
@@ -109,6 +113,9 @@
 // nothing, a miss. Concurrent Puts of one key store it once: the rename
 // happens under the lock after checking that the key is absent. A Get racing
 // with an eviction may have its recency mark lost; it still gets its bytes.
+// Users that miss one key at the same time take turns at fetching and
+// putting it (FillTurn, see Filler), so that a node's processes fetch each
+// object from its origin once.
 //
 // # Caveats
 //

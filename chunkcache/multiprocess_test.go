@@ -39,6 +39,7 @@ const (
 	poolSeed    = 1000
 	childBudget = 128 << 10
 	maxObjSize  = 24 << 10
+	fillBudget  = 8 << 20 // the whole pool: nothing is evicted
 )
 
 func pool() []object {
@@ -52,7 +53,8 @@ func pool() []object {
 
 // childMain runs one child: mode "mix" does CHILD_OPS random Puts and Gets
 // and prints its Stats as JSON; "loop" does them until killed, printing a
-// line after each; "fsize" limits its file size (RLIMIT_FSIZE) so that a
+// line after each; "fill" fills every object of the pool in its turn
+// (fillAll) and prints how many it fetched; "fsize" limits its file size (RLIMIT_FSIZE) so that a
 // Put fails in the middle of its write.
 func childMain(mode string) int {
 	if err := runChild(mode); err != nil {
@@ -76,11 +78,25 @@ func runChild(mode string) error {
 			return err
 		}
 	}
-	c, err := chunkcache.Open(dir, childBudget, nil)
+	budget := int64(childBudget)
+	if mode == "fill" {
+		budget = fillBudget
+	}
+	c, err := chunkcache.Open(dir, budget, nil)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
+	if mode == "fill" {
+		objs := pool()
+		rng := rand.New(rand.NewPCG(seed, 2))
+		rng.Shuffle(len(objs), func(i, j int) { objs[i], objs[j] = objs[j], objs[i] })
+		n, err := fillAll(ctx, c, objs)
+		if err != nil {
+			return err
+		}
+		return json.NewEncoder(os.Stdout).Encode(n)
+	}
 
 	if mode == "fsize" {
 		small, big := chunk(1, 8<<10), chunk(2, 32<<10)
@@ -189,6 +205,31 @@ func TestMultiProcess(t *testing.T) {
 	require.Equal(t, totalLen(objs), sum.WrittenBytes-sum.EvictedBytes, "bytes stored minus evicted")
 	require.Positive(t, sum.Hits)
 	require.Positive(t, sum.Evictions)
+}
+
+// TestFillTurnsAcrossProcesses: processes that all miss the same objects
+// at once, each filling them in its turn, fetch each object once between
+// them.
+func TestFillTurnsAcrossProcesses(t *testing.T) {
+	dir := t.TempDir()
+	seed := testseed.Seed(t)
+	const procs = 4
+	outs := make([][]byte, procs)
+	errs := make([]error, procs)
+	var wg sync.WaitGroup
+	for i := range procs {
+		wg.Go(func() { outs[i], errs[i] = child(t, "fill", dir, seed+uint64(i), 0).Output() })
+	}
+	wg.Wait()
+	fetched := 0
+	for i := range procs {
+		require.NoError(t, errs[i], "child %d (seed %d)", i, seed+uint64(i))
+		var n int
+		require.NoError(t, json.Unmarshal(outs[i], &n))
+		fetched += n
+	}
+	require.Equal(t, poolSize, fetched, "each object fetched by one process (seed %d)", seed)
+	require.Len(t, requireConsistent(t, dir, fillBudget), poolSize)
 }
 
 // TestKilledProcesses: processes killed at arbitrary points leave only
