@@ -660,7 +660,8 @@ class Loader:
             CPU the Go runtime uses, GOMAXPROCS, as for ``loch bench``).
         cache_dir, cache_bytes: keep fetched chunks in a disk cache shared by
             the processes of the machine (default budget 10 GiB), so that
-            epochs after the first read them locally.
+            epochs after the first read them locally; processes that miss
+            the same chunk at once fetch it once between them.
         split: (index, count): deliver only the batches whose number in the
             epoch is index modulo count (how PyTorch DataLoader workers share
             a rank's batches); the Go loader fetches nothing for the others.
