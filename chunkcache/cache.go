@@ -112,11 +112,12 @@ type Filler interface {
 	// FillTurn waits until no other user of the cache has key's turn, then
 	// gives the caller the turn until it calls done (once). The caller
 	// looks the key up again (Get) in its turn before it fetches: another
-	// may have put it meanwhile. A turn held longer than the cache's fill
-	// wait (a holder that hangs) is not waited for beyond it: FillTurn then
-	// returns as if the turn were the caller's. Turns are advisory; Put and
-	// Get never wait for them. Different keys rarely share a turn (they are
-	// spread over a few thousand).
+	// may have put it meanwhile (if the holder could not put it, on a full
+	// disk, the next in turn fetches it too). A turn held longer than the
+	// cache's fill wait (a holder that hangs) is not waited for beyond it:
+	// FillTurn then returns as if the turn were the caller's. Turns are
+	// advisory; Put and Get never wait for them. Different keys rarely
+	// share a turn (they are spread over a few thousand).
 	//
 	// Errors wrap ErrInvalidKey, ErrCacheRead (the turn could not be taken:
 	// the caller may fetch without it), ErrClosed or the context's error.
