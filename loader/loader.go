@@ -297,11 +297,12 @@ type Loader struct {
 	peak     int64
 	chunks   map[entryKey]*chunkEntry // reads that admitted batches use
 	kept     *lru.Cache[entryKey, *chunkEntry]
-	keepMax  int64       // bytes kept of reads no batch in flight uses
-	located  int64       // jobs locate has resolved (chunkEntry.mark)
-	ahead    []*batchJob // the next window's batches, whose reads readAhead starts
-	aheadAt  int         // the next of ahead[0]'s entries to consider
-	batchMax int64       // the largest batch collated so far, in bytes
+	keepMax  int64              // bytes kept of reads no batch in flight uses
+	located  int64              // jobs locate has resolved (chunkEntry.mark)
+	ahead    []*batchJob        // the next window's batches, whose reads readAhead starts
+	aheadAt  int                // the next of ahead[0]'s entries to consider
+	aheadQ   chan<- *chunkEntry // reads started ahead, for the fetchers
+	batchMax int64              // the largest batch collated so far, in bytes
 
 	started    time.Time
 	firstBatch time.Duration

@@ -32,14 +32,16 @@ func (l *Loader) start() {
 	jobs := make(chan *batchJob, l.cfg.PrefetchBatches)
 	// FetchConcurrency long-lived fetchers: a goroutine per read cost full
 	// shuffle (a read per sample) about a tenth of its throughput.
+	// The reads of admitted batches come first; those read ahead
+	// (readAhead) wait in a queue of their own, taken when none is waiting.
 	fetches := make(chan *chunkEntry)
+	ahead := make(chan *chunkEntry, l.cfg.FetchConcurrency)
+	l.aheadQ = ahead
 	for range l.cfg.FetchConcurrency {
 		l.wg.Add(1)
 		go func() {
 			defer l.wg.Done()
-			for e := range fetches {
-				l.fetch(e)
-			}
+			l.fetcher(fetches, ahead)
 		}()
 	}
 	l.wg.Add(1)
@@ -47,6 +49,7 @@ func (l *Loader) start() {
 		defer l.wg.Done()
 		defer close(jobs)
 		defer close(fetches)
+		defer close(ahead)
 		l.schedule(jobs, fetches)
 	}()
 	for w := 0; w < l.cfg.Workers; w++ {
@@ -58,6 +61,41 @@ func (l *Loader) start() {
 			}
 		}()
 	}
+}
+
+// fetcher performs reads until both queues are closed and drained: an
+// admitted batch's reads first, then those read ahead. Each read it ends
+// wakes the scheduler, which may have more to read ahead.
+func (l *Loader) fetcher(fetches, ahead <-chan *chunkEntry) {
+	for fetches != nil || ahead != nil {
+		var e *chunkEntry
+		ok := false
+		select {
+		case e, ok = <-fetches:
+		default:
+			select {
+			case e, ok = <-fetches:
+			case e, ok = <-ahead:
+				if !ok {
+					ahead = nil
+					continue
+				}
+			}
+		}
+		if !ok {
+			fetches = nil
+			continue
+		}
+		l.fetch(e)
+		l.wake()
+	}
+}
+
+// wake wakes the goroutines waiting on l.cond.
+func (l *Loader) wake() {
+	l.mu.Lock()
+	l.cond.Broadcast()
+	l.mu.Unlock()
 }
 
 // fail records the first error and wakes the consumer.
@@ -190,22 +228,27 @@ var firstBatchAlone = true
 // turn it off for a baseline.
 var readAhead = true
 
-// readAhead returns the entries of the next window's batches (l.ahead) to
-// fetch now, in the order their batches come, marked as started and held
-// (l.mu held): while the in-flight bytes, with them and with room for
-// twice PrefetchBatches of the largest batch collated so far, stay within
-// the budget that admission keeps (PrefetchBytes less the bytes kept), so
-// that the batches of the window at hand are never held back by them. In
-// a block shuffle a window's first batch takes its rows from segments all
+// readAhead queues the reads of the next window's batches (l.ahead) for
+// the fetchers (l.aheadQ), in the order their batches come, marked as
+// started and held, and reports whether it queued any (l.mu held). It
+// never waits for room in the queue, so that the batches of the window at
+// hand are admitted meanwhile; each read a fetcher ends wakes the
+// scheduler to queue more.
+//
+// It reads ahead while the in-flight bytes, with room for twice
+// PrefetchBatches of the largest batch collated so far, stay within the
+// budget that admission keeps (PrefetchBytes less the bytes kept), so
+// that those batches are never held back by the reads ahead either; and
+// not before the first batch is collated (which sizes the room). In a
+// block shuffle a window's first batch takes its rows from segments all
 // over the window, so without reading ahead it waits for most of the
-// window's reads at each window's start. None before the first batch is
-// collated (which sizes the room).
-func (l *Loader) readAhead() []*chunkEntry {
+// window's reads at each window's start.
+func (l *Loader) readAhead() bool {
 	if l.batchMax == 0 {
-		return nil
+		return false
 	}
 	limit := l.cfg.PrefetchBytes - l.keepMax - 2*int64(l.cfg.PrefetchBatches)*l.batchMax
-	var start []*chunkEntry
+	started := false
 	for len(l.ahead) > 0 {
 		job := l.ahead[0]
 		if l.aheadAt >= len(job.entries) {
@@ -221,16 +264,22 @@ func (l *Loader) readAhead() []*chunkEntry {
 		if l.inflight+size > limit {
 			break
 		}
-		e.ready, e.size, e.held = make(chan struct{}), size, true
+		e.ready, e.size = make(chan struct{}), size
+		select {
+		case l.aheadQ <- e:
+		default: // the queue is full
+			e.ready, e.size = nil, 0
+			return started
+		}
+		e.held, started = true, true
 		if _, ok := l.chunks[e.key]; !ok {
 			l.chunks[e.key] = e
 		}
 		l.inflight += size
 		l.peak = max(l.peak, l.inflight)
-		start = append(start, e)
 		l.aheadAt++
 	}
-	return start
+	return started
 }
 
 // estimate is the memory a read not started yet will hold.
@@ -251,15 +300,9 @@ func (l *Loader) admit(job *batchJob, k int, fetches chan<- *chunkEntry, jobs ch
 	l.mu.Lock()
 	for l.ctx.Err() == nil && l.err == nil && k > l.k &&
 		(k-l.k >= l.cfg.PrefetchBatches || l.inflight >= l.cfg.PrefetchBytes-l.keepMax) {
-		if ahead := l.readAhead(); len(ahead) > 0 {
-			l.mu.Unlock()
-			if !l.send(fetches, ahead) {
-				return false
-			}
-			l.mu.Lock()
-			continue
+		if !l.readAhead() {
+			l.cond.Wait()
 		}
-		l.cond.Wait()
 	}
 	if l.ctx.Err() != nil || l.err != nil {
 		l.mu.Unlock()
@@ -544,11 +587,11 @@ func (l *Loader) fetch(e *chunkEntry) {
 	} else if f.Whole() {
 		l.nchunks.Add(1)
 	}
-	// Correct the estimate made at admission.
+	// Correct the estimate made at admission (the fetcher wakes the
+	// scheduler after).
 	l.mu.Lock()
 	l.inflight += f.Mem() - e.size
 	e.size = f.Mem()
-	l.cond.Broadcast()
 	l.mu.Unlock()
 }
 
@@ -997,6 +1040,5 @@ func (l *Loader) fetchPart(e *chunkEntry) {
 	l.mu.Lock()
 	l.inflight += int64(cap(s.Data)) - e.size
 	e.size = int64(cap(s.Data))
-	l.cond.Broadcast()
 	l.mu.Unlock()
 }
