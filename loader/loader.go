@@ -71,8 +71,10 @@ type Config struct {
 	// its own, so fewer leave cores idle, while more on few cores only
 	// hold more memory: bench/RESULTS.md, issue 17); PrefetchBytes bounds the memory they and the chunks they
 	// need may hold (default 256 MiB), the next window's reads started
-	// ahead included. At least one batch is always in flight, whatever
-	// its size.
+	// ahead included (a window's reads are held until its last batch, so
+	// the next one's overlap it fully only where PrefetchBytes holds two
+	// windows). At least one batch is always in flight, whatever its
+	// size.
 	PrefetchBatches int   `json:"prefetch_batches,omitempty"`
 	PrefetchBytes   int64 `json:"prefetch_bytes,omitempty"`
 	// FetchConcurrency bounds concurrent chunk fetches (default 16:
