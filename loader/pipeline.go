@@ -193,8 +193,13 @@ func (l *Loader) schedule(jobs chan<- *batchJob, fetches chan<- *chunkEntry) {
 				return
 			}
 			if readAhead {
+				// The rest of this window's reads first: in a full
+				// shuffle a window's runs of samples are started by the
+				// first batch that needs them, all through the window.
+				queue := make([]*batchJob, 0, len(cur)-head+len(ahead))
+				queue = append(append(queue, cur[head:]...), ahead...)
 				l.mu.Lock()
-				l.ahead, l.aheadAt = ahead, 0
+				l.ahead, l.aheadAt = queue, 0
 				l.mu.Unlock()
 			}
 		}
@@ -228,8 +233,9 @@ var firstBatchAlone = true
 // turn it off for a baseline.
 var readAhead = true
 
-// readAhead queues the reads of the next window's batches (l.ahead) for
-// the fetchers (l.aheadQ), in the order their batches come, marked as
+// readAhead queues the reads of the batches not admitted yet (l.ahead:
+// the rest of the window at hand, then the next window) for the fetchers
+// (l.aheadQ), in the order their batches come, marked as
 // started and held, and reports whether it queued any (l.mu held). It
 // never waits for room in the queue, so that the batches of the window at
 // hand are admitted meanwhile; each read a fetcher ends wakes the
