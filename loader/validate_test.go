@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lochdata/loch"
+	"github.com/lochdata/loch/loader/order"
 )
 
 // TestValidateParsesTransforms: a transform spec's grammar is checked with
@@ -18,4 +19,21 @@ func TestValidateParsesTransforms(t *testing.T) {
 	err := bad.Validate()
 	require.ErrorIs(t, err, loch.ErrInvalidArgument)
 	require.ErrorContains(t, err, `transform for column "thumb": step 2 "frobnicate": unknown step`)
+}
+
+// TestFetchConcurrencyDefault: a full shuffle, which reads each sample
+// alone, fetches more at once by default; a value given is kept.
+func TestFetchConcurrencyDefault(t *testing.T) {
+	for _, c := range []struct {
+		cfg  Config
+		want int
+	}{
+		{Config{}, 16},
+		{Config{Shuffle: order.ModeNone}, 16},
+		{Config{Shuffle: order.ModeFull}, 128},
+		{Config{Shuffle: order.ModeFull, FetchConcurrency: 4}, 4},
+	} {
+		c.cfg.defaults()
+		require.Equal(t, c.want, c.cfg.FetchConcurrency, c.cfg.Shuffle)
+	}
 }

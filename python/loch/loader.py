@@ -657,7 +657,9 @@ class Loader:
             (``prefetch_batches``: the Go loader's default, twice
             ``workers`` and at least 4, within ``prefetch_bytes``;
             ``workers``: by default one per
-            CPU the Go runtime uses, GOMAXPROCS, as for ``loch bench``).
+            CPU the Go runtime uses, GOMAXPROCS, as for ``loch bench``;
+            ``fetch_concurrency``: 16 reads at once, 128 in a full
+            shuffle, which reads each sample alone).
         cache_dir, cache_bytes: keep fetched chunks in a disk cache shared by
             the processes of the machine (default budget 10 GiB), so that
             epochs after the first read them locally; processes that miss
