@@ -113,8 +113,9 @@ func (l *Loader) fail(err error) {
 // then admits them one by one when the prefetch bounds allow, handing the
 // fetches each needs to the fetchers and the batch to the collators.
 // Once a window's first batches are admitted it plans the next window's
-// reads, which are started ahead within the prefetch bytes (readAhead), so
-// that a window's first batch does not wait for its reads.
+// reads, which are started ahead, after the rest of the window's, within
+// the prefetch bytes (readAhead), so that a window's first batch does not
+// wait for its reads.
 //
 // On a store on this machine, the loader's first window is read in
 // pieces of about a segment (splitFirstWindow), and in a block shuffle its
@@ -228,18 +229,18 @@ func (l *Loader) schedule(jobs chan<- *batchJob, fetches chan<- *chunkEntry) {
 // Tests and benchmarks turn it off for a baseline.
 var firstBatchAlone = true
 
-// readAhead makes a loader start the reads of its next window's batches
-// before they are admitted (see Loader.readAhead); tests and benchmarks
-// turn it off for a baseline.
+// readAhead makes a loader start the reads of the batches of its window
+// at hand and of the next before they are admitted (see Loader.readAhead);
+// tests and benchmarks turn it off for a baseline.
 var readAhead = true
 
 // readAhead queues the reads of the batches not admitted yet (l.ahead:
 // the rest of the window at hand, then the next window) for the fetchers
-// (l.aheadQ), in the order their batches come, marked as
-// started and held, and reports whether it queued any (l.mu held). It
-// never waits for room in the queue, so that the batches of the window at
-// hand are admitted meanwhile; each read a fetcher ends wakes the
-// scheduler to queue more.
+// (l.aheadQ), in the order their batches come, marked as started and
+// held, and reports whether it queued any (l.mu held). It never waits for
+// room in the queue, so that the batches of the window at hand are
+// admitted meanwhile; each read a fetcher ends wakes the scheduler to
+// queue more.
 //
 // It reads ahead while the in-flight bytes, with room for twice
 // PrefetchBatches of the largest batch collated so far, stay within the
@@ -299,9 +300,9 @@ func (l *Loader) estimate(e *chunkEntry) int64 {
 // admit waits until the prefetch bounds allow job (the k-th batch this
 // loader delivers), hands the fetches it needs that are not fetched or
 // under way to the fetchers (waiting for one to be free), and hands the
-// job to the collators. While it waits it starts the next window's reads
-// that the bounds allow (readAhead). It reports false when the loader
-// stops.
+// job to the collators. While it waits it starts the reads of later
+// batches that the bounds allow (readAhead). It reports false when the
+// loader stops.
 func (l *Loader) admit(job *batchJob, k int, fetches chan<- *chunkEntry, jobs chan<- *batchJob) bool {
 	l.mu.Lock()
 	for l.ctx.Err() == nil && l.err == nil && k > l.k &&
