@@ -82,7 +82,8 @@ type Config struct {
 	// which reads each sample alone, so that its reads are not bound by
 	// the store's latency: with 2 ms a read an epoch of 20,000 rows took
 	// 3.3 s at 16 and 0.64 s at 128, and the same 0.26-0.27 s on local
-	// disk, bench/RESULTS.md); Workers bounds the
+	// disk, bench/RESULTS.md; but 16 where a transform reads video clips
+	// or audio segments, which the fetchers decode); Workers bounds the
 	// goroutines that decode and collate (default GOMAXPROCS). Video clips
 	// and audio segments read by range (see Transforms) are decoded by the
 	// fetchers instead, up to FetchConcurrency at once.
@@ -237,7 +238,7 @@ func (c *Config) defaults() {
 	}
 	if c.FetchConcurrency <= 0 {
 		c.FetchConcurrency = 16
-		if c.Shuffle == order.ModeFull {
+		if c.Shuffle == order.ModeFull && !c.decodesParts() {
 			c.FetchConcurrency = 128
 		}
 	}
@@ -247,6 +248,18 @@ func (c *Config) defaults() {
 	if c.Allocator == nil {
 		c.Allocator = &goAllocator{}
 	}
+}
+
+// decodesParts reports whether a transform may read video clips or audio
+// segments by range, which the fetchers decode (so that more fetchers
+// would be more decoders than cores).
+func (c *Config) decodesParts() bool {
+	for _, spec := range c.Transforms {
+		if p, err := transform.Parse(spec); err == nil && p.DecodesPart() != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // Stats are the loader's counters, readable while it runs.

@@ -22,7 +22,8 @@ func TestValidateParsesTransforms(t *testing.T) {
 }
 
 // TestFetchConcurrencyDefault: a full shuffle, which reads each sample
-// alone, fetches more at once by default; a value given is kept.
+// alone, fetches more at once by default, unless the fetchers decode
+// video clips or audio segments; a value given is kept.
 func TestFetchConcurrencyDefault(t *testing.T) {
 	for _, c := range []struct {
 		cfg  Config
@@ -32,6 +33,9 @@ func TestFetchConcurrencyDefault(t *testing.T) {
 		{Config{Shuffle: order.ModeNone}, 16},
 		{Config{Shuffle: order.ModeFull}, 128},
 		{Config{Shuffle: order.ModeFull, FetchConcurrency: 4}, 4},
+		// Clips decoded by the fetchers: no more decoders than before.
+		{Config{Shuffle: order.ModeFull, Transforms: map[string]string{"video": "clip=16,resize=112"}}, 16},
+		{Config{Shuffle: order.ModeFull, Transforms: map[string]string{"image": "decode,resize=112"}}, 128},
 	} {
 		c.cfg.defaults()
 		require.Equal(t, c.want, c.cfg.FetchConcurrency, c.cfg.Shuffle)

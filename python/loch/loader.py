@@ -659,7 +659,8 @@ class Loader:
             ``workers``: by default one per
             CPU the Go runtime uses, GOMAXPROCS, as for ``loch bench``;
             ``fetch_concurrency``: 16 reads at once, 128 in a full
-            shuffle, which reads each sample alone).
+            shuffle, which reads each sample alone, unless a transform
+            reads video clips or audio segments).
         cache_dir, cache_bytes: keep fetched chunks in a disk cache shared by
             the processes of the machine (default budget 10 GiB), so that
             epochs after the first read them locally; processes that miss
