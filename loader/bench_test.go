@@ -73,15 +73,8 @@ func BenchmarkLoader(b *testing.B) {
 					if err != nil {
 						b.Fatal(err)
 					}
-					for {
-						bt, err := l.Next(ctx)
-						if errors.Is(err, io.EOF) {
-							break
-						}
-						if err != nil {
-							b.Fatal(err)
-						}
-						l.Release(bt)
+					if err := stream(l); err != nil {
+						b.Fatal(err)
 					}
 					l.Close()
 				}
@@ -308,6 +301,20 @@ func BenchmarkWindowReadAhead(b *testing.B) {
 	}
 }
 
+// stream takes every batch of l's epoch, releasing each.
+func stream(l *Loader) error {
+	for {
+		bt, err := l.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		l.Release(bt)
+	}
+}
+
 // cpuTime is the process's CPU time so far, user and system.
 func cpuTime() time.Duration {
 	var ru syscall.Rusage
@@ -364,16 +371,9 @@ func BenchmarkNodeCacheRanks(b *testing.B) {
 							return
 						}
 						defer l.Close()
-						for {
-							bt, err := l.Next(ctx)
-							if errors.Is(err, io.EOF) {
-								break
-							}
-							if err != nil {
-								errs <- err
-								return
-							}
-							l.Release(bt)
+						if err := stream(l); err != nil {
+							errs <- err
+							return
 						}
 						mu.Lock()
 						fetched += l.Stats().BytesFetched

@@ -336,19 +336,6 @@ func (l *Loader) admit(job *batchJob, k int, fetches chan<- *chunkEntry, jobs ch
 	}
 	l.peak = max(l.peak, l.inflight)
 	l.mu.Unlock()
-	if !l.send(fetches, start) {
-		return false
-	}
-	select {
-	case jobs <- job:
-		return true
-	case <-l.ctx.Done():
-		return false
-	}
-}
-
-// send hands reads to the fetchers, reporting false when the loader stops.
-func (l *Loader) send(fetches chan<- *chunkEntry, start []*chunkEntry) bool {
 	for _, e := range start {
 		select {
 		case fetches <- e:
@@ -356,7 +343,12 @@ func (l *Loader) send(fetches chan<- *chunkEntry, start []*chunkEntry) bool {
 			return false
 		}
 	}
-	return true
+	select {
+	case jobs <- job:
+		return true
+	case <-l.ctx.Done():
+		return false
+	}
 }
 
 // chunkRef names a chunk of one of the loader's datasets.

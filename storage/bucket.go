@@ -158,7 +158,7 @@ func (s *bucketStore) Delete(ctx context.Context, key string) error {
 		return nil
 	}
 	mapped := s.mapError(ctx, err)
-	if errors.Is(mapped, ErrNotFound) && !isBucketNotFound(mapped) {
+	if errors.Is(mapped, ErrNotFound) && !IsBucketNotFound(mapped) {
 		return nil
 	}
 	return s.fail("delete", key, mapped)

@@ -59,14 +59,11 @@ func bucketNotFound(bucket string, cause error) error {
 	return base.Mark(errBucketNotFound, fmt.Sprintf("bucket %q not found", bucket), cause)
 }
 
-// isBucketNotFound reports whether err says the bucket itself is missing.
-func isBucketNotFound(err error) bool {
-	return errors.Is(err, errBucketNotFound)
-}
-
 // IsBucketNotFound reports whether err, one of a Store's, says that the
 // bucket (or container) itself is missing, not only an object in it.
-func IsBucketNotFound(err error) bool { return isBucketNotFound(err) }
+func IsBucketNotFound(err error) bool {
+	return errors.Is(err, errBucketNotFound)
+}
 
 func exists() error {
 	return base.Mark(ErrExists, "already exists", nil)

@@ -75,9 +75,6 @@ func EnvRetryPolicy() (RetryPolicy, error) {
 	}{{"LOCH_STORAGE_READ_TIMEOUT", &p.ReadTimeout}, {"LOCH_STORAGE_WRITE_TIMEOUT", &p.WriteTimeout}} {
 		if v := os.Getenv(t.name); v != "" {
 			d, err := time.ParseDuration(v)
-			if v == "0" {
-				d, err = 0, nil
-			}
 			if err != nil || d < 0 {
 				return p, fmt.Errorf("%s=%q: want a duration such as 10s or 2m, or 0 for none", t.name, v)
 			}
