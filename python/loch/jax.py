@@ -62,10 +62,39 @@ def _device(device: jax.Device | str | None) -> jax.Device | None:
     return devices[i]
 
 
+def _fits(name: str, v: np.ndarray) -> None:
+    """Raises :class:`loch.InvalidArgument` when JAX would wrap v's
+    integers: without ``jax_enable_x64`` it holds int64 and uint64 arrays
+    (the row ids under ``"index"``, timestamps, token ids) as int32 and
+    uint32, and ``jax.device_put`` wraps what they cannot hold without a
+    word. Floats only lose precision, as JAX users expect."""
+    if v.dtype.kind not in "iu" or v.size == 0:
+        return
+    to = jax.dtypes.canonicalize_dtype(v.dtype)
+    if to.itemsize >= v.dtype.itemsize:
+        return
+    info, lo, hi = np.iinfo(to), v.min(), v.max()
+    if lo >= info.min and hi <= info.max:
+        return
+    flat = v.reshape(-1)
+    bad = flat[np.flatnonzero((flat < info.min) | (flat > info.max))[0]]  # the first, in the batch's order
+    raise InvalidArgument(
+        f"column {name!r}: {v.dtype} value {bad} does not fit JAX's {to}, which it would wrap "
+        f"(jax_enable_x64 is off): enable it before loading (jax.config.update(\"jax_enable_x64\", True)), "
+        "or leave the column out (columns=)"
+    )
+
+
 class JaxLoader(Adapter):
     """One :class:`loch.Loader` (:attr:`loader`, see
     :class:`loch.adapter.Adapter`) whose batches hold jax arrays (lists of
     text, json or bytes samples stay lists).
+
+    Without ``jax_enable_x64``, JAX holds 64-bit integers in 32 bits: the
+    row ids under ``"index"`` and int64 columns arrive as int32 (uint64 as
+    uint32), exact while they fit. A batch holding a value that does not
+    fit raises :class:`loch.InvalidArgument` naming the column, rather than
+    arriving wrapped.
 
     Arguments are those of :class:`loch.Loader` and:
         sharding: place each array on this sharding (its leading axis is the
@@ -103,9 +132,10 @@ class JaxLoader(Adapter):
         self.device = device
         self._global = sharding is not None and world > 1
 
-    def _place(self, v: Any) -> Any:
+    def _place(self, name: str, v: Any) -> Any:
         if not isinstance(v, np.ndarray):
             return v
+        _fits(name, v)
         if self._global:
             return jax.make_array_from_process_local_data(self.sharding, v)
         if self.sharding is not None:
@@ -114,4 +144,4 @@ class JaxLoader(Adapter):
 
     def convert(self, batch: Batch) -> Batch:
         """The batch's arrays placed on the sharding or device."""
-        return {k: self._place(v) for k, v in batch.items()}
+        return {k: self._place(k, v) for k, v in batch.items()}

@@ -90,3 +90,39 @@ def test_a_device_by_platform_name(rows_ds: loch.Dataset) -> None:
     assert b["y"].devices() == {jax.devices("cpu")[0]}
     with pytest.raises(loch.InvalidArgument, match="want a jax.Device or a platform name, got int"):
         rows_ds.jax(device=0)
+
+
+@pytest.fixture
+def wide_ds(tmp_path: Any) -> loch.Dataset:
+    """Int64 and uint64 columns that 32 bits hold (small) and do not (big)."""
+    ds = loch.create(str(tmp_path / "wide"), schema={
+        "small": loch.Tensor("int64", shape=()), "big": loch.Tensor("int64", shape=()),
+        "ubig": loch.Tensor("uint64", shape=())})  # fmt: skip
+    ds.extend({"small": np.arange(-5, 5, dtype=np.int64), "big": np.arange(10, dtype=np.int64) + 2**40,
+               "ubig": np.arange(10, dtype=np.uint64) + 2**32})  # fmt: skip
+    ds.commit("wide")
+    return ds
+
+
+def test_64_bit_integers_that_jax_would_wrap_are_refused(wide_ds: loch.Dataset) -> None:
+    assert not jax.config.jax_enable_x64  # JAX's default, which this test is about
+    b = next(iter(wide_ds.jax(batch_size=10, columns=["small"])))
+    assert b["small"].dtype == np.int32 and np.asarray(b["small"]).tolist() == list(range(-5, 5))
+    assert b["index"].dtype == np.int32 and np.asarray(b["index"]).tolist() == list(range(10))
+    for col, dtype, value in (("big", "int64", 2**40), ("ubig", "uint64", 2**32)):
+        loader = wide_ds.jax(batch_size=10, columns=[col])
+        want = f"column {col!r}: {dtype} value {value} does not fit JAX's {dtype[:-2]}32"
+        with pytest.raises(loch.InvalidArgument, match=re.escape(want)):
+            next(iter(loader))
+    # The refusal leaves the dataset readable.
+    assert np.asarray(next(iter(wide_ds.jax(batch_size=10, columns=["small"])))["small"]).tolist()[0] == -5
+
+
+def test_64_bit_integers_arrive_whole_with_x64(wide_ds: loch.Dataset) -> None:
+    jax.config.update("jax_enable_x64", True)
+    try:
+        b = next(iter(wide_ds.jax(batch_size=10, columns=["big", "ubig"])))
+        assert b["big"].dtype == np.int64 and int(b["big"][0]) == 2**40
+        assert b["ubig"].dtype == np.uint64 and int(b["ubig"][9]) == 2**32 + 9
+    finally:
+        jax.config.update("jax_enable_x64", False)
