@@ -78,10 +78,10 @@ def _fits(name: str, v: np.ndarray) -> None:
         return
     flat = v.reshape(-1)
     bad = flat[np.flatnonzero((flat < info.min) | (flat > info.max))[0]]  # the first, in the batch's order
+    out = "" if name == "index" else ", or leave the column out (columns=)"  # the row ids always come
     raise InvalidArgument(
         f"column {name!r}: {v.dtype} value {bad} does not fit JAX's {to}, which it would wrap "
-        f"(jax_enable_x64 is off): enable it before loading (jax.config.update(\"jax_enable_x64\", True)), "
-        "or leave the column out (columns=)"
+        f"(jax_enable_x64 is off): enable it before loading (jax.config.update(\"jax_enable_x64\", True)){out}"
     )
 
 
