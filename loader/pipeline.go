@@ -64,8 +64,8 @@ func (l *Loader) start() {
 }
 
 // fetcher performs reads until both queues are closed and drained: an
-// admitted batch's reads first, then those read ahead. Each read it ends
-// wakes the scheduler, which may have more to read ahead.
+// admitted batch's reads first, then those read ahead. Each read that
+// ends wakes the scheduler (fetch), which may have more to read ahead.
 func (l *Loader) fetcher(fetches, ahead <-chan *chunkEntry) {
 	for fetches != nil || ahead != nil {
 		var e *chunkEntry
@@ -87,15 +87,7 @@ func (l *Loader) fetcher(fetches, ahead <-chan *chunkEntry) {
 			continue
 		}
 		l.fetch(e)
-		l.wake()
 	}
-}
-
-// wake wakes the goroutines waiting on l.cond.
-func (l *Loader) wake() {
-	l.mu.Lock()
-	l.cond.Broadcast()
-	l.mu.Unlock()
 }
 
 // fail records the first error and wakes the consumer.
@@ -586,11 +578,12 @@ func (l *Loader) fetch(e *chunkEntry) {
 	} else if f.Whole() {
 		l.nchunks.Add(1)
 	}
-	// Correct the estimate made at admission (the fetcher wakes the
-	// scheduler after).
+	// Correct the estimate made at admission, and wake the scheduler: the
+	// bounds may allow more now, and the read-ahead queue has room.
 	l.mu.Lock()
 	l.inflight += f.Mem() - e.size
 	e.size = f.Mem()
+	l.cond.Broadcast()
 	l.mu.Unlock()
 }
 
@@ -1039,5 +1032,6 @@ func (l *Loader) fetchPart(e *chunkEntry) {
 	l.mu.Lock()
 	l.inflight += int64(cap(s.Data)) - e.size
 	e.size = int64(cap(s.Data))
+	l.cond.Broadcast()
 	l.mu.Unlock()
 }
