@@ -45,6 +45,7 @@ func (d *Dataset) Commit(ctx context.Context, message string) (string, error) {
 	}
 	st.cancel(nil)
 	d.stage = nil
+	d.autoCompact(ctx)
 	return id, nil
 }
 

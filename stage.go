@@ -81,17 +81,22 @@ func (d *Dataset) stagingLocked() (*staging, error) {
 		return nil, d.readOnlyErr("write")
 	}
 	if d.stage == nil {
-		base := d.current()
-		ctx, cancel := context.WithCancelCause(context.Background())
-		st := &staging{d: d, base: base, nextUID: base.man.NextColumnUID, deltas: map[int]*colDelta{}, nonce: randomID(),
-			deletes: map[uint64]bool{}, ctx: ctx, cancel: cancel}
-		st.slots = make(chan struct{}, 2*d.opts.parallelism)
-		for _, c := range base.man.Schema.Columns {
-			st.cols = append(st.cols, c.Definition())
-		}
-		d.stage = st
+		d.stage = d.newStaging(d.current())
 	}
 	return d.stage, d.stage.firstErr()
+}
+
+// newStaging returns an empty stage of writes on base. Its uploads run
+// until it is committed or aborted.
+func (d *Dataset) newStaging(base *snapshot) *staging {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	st := &staging{d: d, base: base, nextUID: base.man.NextColumnUID, deltas: map[int]*colDelta{}, nonce: randomID(),
+		deletes: map[uint64]bool{}, ctx: ctx, cancel: cancel}
+	st.slots = make(chan struct{}, 2*d.opts.parallelism)
+	for _, c := range base.man.Schema.Columns {
+		st.cols = append(st.cols, c.Definition())
+	}
+	return st
 }
 
 // firstErr returns the first failure of a background upload, if any.
