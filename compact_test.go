@@ -36,7 +36,7 @@ func TestPlanGroups(t *testing.T) {
 		{"tiered: too few", []fragInfo{f(1, 1), f(1, 1), f(1, 1)}, CompactOptions{TargetRows: 1 << 20, TargetBytes: 1 << 40, Fanout: 4}.withDefaults(), nil},
 		{"tiered: a class of fanout", []fragInfo{f(64, 64), f(1, 1), f(1, 1), f(1, 1), f(1, 1)}, CompactOptions{TargetRows: 1 << 20, TargetBytes: 1 << 40, Fanout: 4}.withDefaults(), [][2]int{{1, 5}}},
 		{"tiered: classes differ", []fragInfo{f(1, 1), f(1, 1), f(64, 64), f(1, 1), f(1, 1)}, CompactOptions{TargetRows: 1 << 20, TargetBytes: 1 << 40, Fanout: 4}.withDefaults(), nil},
-		{"tiered: deleted rows", []fragInfo{f(1 << 20, 2 << 20)}, CompactOptions{TargetRows: 1 << 20, TargetBytes: 1 << 40, Fanout: 4}.withDefaults(), [][2]int{{0, 1}}},
+		{"tiered: deleted rows", []fragInfo{f(1<<20, 2<<20)}, CompactOptions{TargetRows: 1 << 20, TargetBytes: 1 << 40, Fanout: 4}.withDefaults(), [][2]int{{0, 1}}},
 		{"bytes count", []fragInfo{{live: 1, rows: 1, bytes: 1 << 30}, {live: 1, rows: 1, bytes: 1 << 30}}, CompactOptions{TargetRows: 100, TargetBytes: 1 << 30}.withDefaults(), nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
