@@ -126,6 +126,9 @@ func (d *Dataset) commitOnto(ctx context.Context, st *staging, branch, message s
 		}
 	}
 	man.NextColumnUID = max(man.NextColumnUID, nextUID)
+	if err := st.applyPatches(ctx, base, &man, uids); err != nil {
+		return "", err
+	}
 	var appended uint64
 	for _, f := range frags {
 		if !f.upd {
@@ -156,7 +159,7 @@ func (d *Dataset) rebaseBase(ctx context.Context, st *staging, branch, head stri
 	if head == base.commitID {
 		return base, nil
 	}
-	if len(st.deletes) > 0 || st.added > 0 {
+	if len(st.deletes) > 0 || len(st.patches) > 0 || st.added > 0 {
 		return nil, fmt.Errorf("commit %s: branch %s moved from %s to %s since this handle's snapshot, and this commit updates, deletes or adds columns; refresh and retry: %w",
 			d.url, branch, base.commitID, head, ErrConflict)
 	}
@@ -261,6 +264,9 @@ func (st *staging) buildManifest(ctx context.Context, base *snapshot) (manifest.
 	}
 	for k, offs := range byFrag {
 		f := base.frags[k]
+		if err := st.d.dropStats(ctx, f, offs, &man.Schema); err != nil {
+			return manifest.Manifest{}, err
+		}
 		all := append(append([]int64(nil), f.deleted...), offs...)
 		slices.Sort(all)
 		key, err := st.d.putObject(ctx, keys.Deletion, manifest.KindDeletion, manifest.Deletion{Offsets: all})

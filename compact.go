@@ -359,10 +359,7 @@ type compactGroup struct {
 	key     string  // the written fragment
 	live    int64
 	dropped int64
-	// oldBytes and dropped statistics by column uid.
-	oldBytes   map[int]int64
-	dropSample map[int]int64
-	dropRaw    map[int]int64
+	oldBytes map[int]int64 // stored chunk bytes by column uid
 }
 
 // compactWrite is a compaction's written groups, ready to commit.
@@ -389,7 +386,7 @@ func (d *Dataset) rewriteGroups(ctx context.Context, base *snapshot, groups [][2
 	var done int64
 	for _, g := range groups {
 		grp := &compactGroup{lo: g[0], hi: g[1], old: base.frags[g[0]:g[1]], fw: &fragWriter{cols: map[int]*colWriter{}},
-			oldBytes: map[int]int64{}, dropSample: map[int]int64{}, dropRaw: map[int]int64{}}
+			oldBytes: map[int]int64{}}
 		if err := cw.layout(ctx, grp); err != nil {
 			st.abort()
 			return nil, err
@@ -500,63 +497,17 @@ func (cw *compactWrite) copyColumn(ctx context.Context, grp *compactGroup, c *sc
 			}
 			continue
 		}
-		for ri := 0; ri < len(refs); {
-			ref := refs[ri]
-			if ref.Parts > 0 { // one split sample in ref.Parts chunks
-				live := grp.newOff[k][ref.First] >= 0
-				var p prepared
-				if live {
-					s, err := cw.d.readSample(ctx, refs, ri, 0, true)
-					if err != nil {
-						return fmt.Errorf("compact %s: column %q: %w", cw.d.url, c.Name, err)
-					}
-					h, _, err := cw.d.header(ctx, ref)
-					if err != nil {
-						return fmt.Errorf("compact %s: column %q: %w", cw.d.url, c.Name, err)
-					}
-					p = preparedOf(c, s.Shape, s.Data, false, mediaOf(h, 0))
-					if err := st.addSample(ctx, w, off, p); err != nil {
-						return err
-					}
-					off++
-				} else {
-					h, _, err := cw.d.header(ctx, ref)
-					if err != nil {
-						return fmt.Errorf("compact %s: column %q: %w", cw.d.url, c.Name, err)
-					}
-					grp.dropSample[c.UID]++
-					grp.dropRaw[c.UID] += rawOf(c, h.Shape(0), int64(h.Partial.Total))
+		for _, u := range unitsOf(refs) {
+			err := cw.d.readUnit(ctx, c, refs, u, func(o int64, p prepared) error {
+				if grp.newOff[k][o] < 0 {
+					return nil
 				}
-				ri += ref.Parts
-				continue
-			}
-			fetched, err := (&chunkReader{d: cw.d}).whole(ctx, ref)
+				off++
+				return st.addSample(ctx, w, off-1, p)
+			})
 			if err != nil {
 				return fmt.Errorf("compact %s: column %q: %w", cw.d.url, c.Name, err)
 			}
-			ch := fetched.ch
-			for j := 0; j < ch.N; j++ {
-				o := ref.First + int64(j)
-				if grp.newOff[k][o] < 0 {
-					if !ch.Header.Null(j) {
-						grp.dropSample[c.UID]++
-						grp.dropRaw[c.UID] += rawOf(c, ch.Shape(j), int64(len(ch.Sample(j))))
-					}
-					continue
-				}
-				s, err := fetched.At(j)
-				if err != nil {
-					return fmt.Errorf("compact %s: column %q: %w", cw.d.url, c.Name, err)
-				}
-				// The builder copies the bytes: s.Data may alias the chunk.
-				p := preparedOf(c, s.Shape, s.Data, s.Null, mediaOf(ch.Header, j))
-				if err := st.addSample(ctx, w, off, p); err != nil {
-					return err
-				}
-				off++
-			}
-			fetched.Recycle()
-			ri++
 		}
 	}
 	if off != grp.live {
@@ -730,23 +681,19 @@ func (cw *compactWrite) carryDeletions(ctx context.Context, grp *compactGroup, n
 	return dels, true, nil
 }
 
-// adjustStats moves the columns' statistics from the group's old
-// fragments to its new one: the old chunks' bytes out, the new ones' in,
-// the dropped deleted samples out.
+// adjustStats moves the columns' stored bytes from the group's old
+// fragments' chunks to its new one's. Sample counts and raw bytes count
+// live rows (deletes took the dropped rows out of them), so they stay.
 func (cw *compactWrite) adjustStats(sch *schema.Schema, grp *compactGroup) {
 	for i := range sch.Columns {
 		c := &sch.Columns[i]
 		c.StoredBytes -= grp.oldBytes[c.UID]
-		c.Samples -= grp.dropSample[c.UID]
-		c.RawBytes -= grp.dropRaw[c.UID]
 		if w := grp.fw.cols[c.UID]; w != nil {
 			for _, r := range w.refs {
 				c.StoredBytes += r.Size
 			}
 		}
 		c.StoredBytes = max(c.StoredBytes, 0)
-		c.Samples = max(c.Samples, 0)
-		c.RawBytes = max(c.RawBytes, 0)
 	}
 }
 

@@ -39,7 +39,8 @@ type staging struct {
 	upd     *fragWriter   // update fragment (rows carry explicit ids)
 	sealed  []*fragWriter // full append fragments
 	deletes map[uint64]bool
-	nonce   string // of the update fragment
+	patches map[uint64]map[int]prepared // updates in place: row id -> column uid -> value (update.go)
+	nonce   string                      // of the update fragment
 
 	builders sync.Pool // of *chunk.Builder, recycled after encoding
 	buffers  sync.Pool // of *[]byte, encoded chunk buffers
@@ -532,7 +533,10 @@ func (d *Dataset) Delete(ctx context.Context, ids ...uint64) error {
 	}
 	for _, id := range ids {
 		if st.deletes[id] {
-			return fmt.Errorf("%s: row id %d is already deleted or updated in this commit: %w", d.url, id, ErrInvalidArgument)
+			return fmt.Errorf("%s: row id %d is already deleted in this commit: %w", d.url, id, ErrInvalidArgument)
+		}
+		if st.patches[id] != nil {
+			return fmt.Errorf("%s: row id %d is updated in this commit; commit the update before deleting the row: %w", d.url, id, ErrInvalidArgument)
 		}
 		if _, _, err := d.findRow(ctx, st.base, id); err != nil {
 			return err
@@ -542,55 +546,6 @@ func (d *Dataset) Delete(ctx context.Context, ids ...uint64) error {
 		st.deletes[id] = true
 	}
 	return nil
-}
-
-// Update stages new values for some columns of the row with this id; the
-// other columns keep their values. The row keeps its id and moves to the end
-// of the row order. Only the updated row is rewritten.
-func (d *Dataset) Update(ctx context.Context, id uint64, row Row) error {
-	d.wmu.Lock()
-	defer d.wmu.Unlock()
-	st, err := d.stagingLocked()
-	if err != nil {
-		return err
-	}
-	if st.deletes[id] {
-		return fmt.Errorf("%s: row id %d is already deleted or updated in this commit: %w", d.url, id, ErrInvalidArgument)
-	}
-	k, off, err := d.findRow(ctx, st.base, id)
-	if err != nil {
-		return err
-	}
-	preps, err := st.prepareRows(ctx, []Row{row})
-	if err != nil {
-		return err
-	}
-	f := st.base.frags[k]
-	for ci := range st.cols {
-		c := &st.cols[ci]
-		if _, ok := row[c.Name]; ok {
-			continue
-		}
-		refs := f.cols[c.UID]
-		if len(refs) == 0 {
-			continue // null before, null after
-		}
-		ki := searchRef(refs, off)
-		s, err := d.readSample(ctx, refs, ki, off-refs[ki].First, false)
-		if err != nil {
-			return fmt.Errorf("%s: update row id %d: column %q: %w", d.url, id, c.Name, err)
-		}
-		raw := int64(len(s.Data))
-		if s.Encoding != schema.SampleNone && s.Encoding != "" {
-			raw = int64(schema.NumElements(s.Shape))
-		}
-		preps[0][ci] = prepared{shape: s.Shape, data: s.Data, null: s.Null, raw: raw}
-	}
-	if err := st.addRow(ctx, preps[0], &id); err != nil {
-		return err
-	}
-	st.deletes[id] = true
-	return st.firstErr()
 }
 
 func searchRef(refs []manifest.ChunkRef, off int64) int {
@@ -653,7 +608,7 @@ func (st *staging) writers() []*fragWriter {
 }
 
 func (st *staging) empty() bool {
-	return st.open == nil && st.upd == nil && len(st.sealed) == 0 && len(st.deletes) == 0 && st.added == 0
+	return st.open == nil && st.upd == nil && len(st.sealed) == 0 && len(st.deletes) == 0 && len(st.patches) == 0 && st.added == 0
 }
 
 // Discard drops the staged writes.
