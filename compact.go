@@ -354,11 +354,11 @@ type compactGroup struct {
 	fw     *fragWriter
 	// newOff[k][off] is the offset in the new fragment of offset off of
 	// old[k], or -1 for a row deleted in the base.
-	newOff  [][]int64
-	idStart *uint64 // the rows' ids are one run from here (then fw.ids is nil)
-	key     string  // the written fragment
-	live    int64
-	dropped int64
+	newOff   [][]int64
+	idStart  *uint64 // the rows' ids are one run from here (then fw.ids is nil)
+	key      string  // the written fragment
+	live     int64
+	dropped  int64
 	oldBytes map[int]int64 // stored chunk bytes by column uid
 }
 
