@@ -228,7 +228,9 @@ func BenchmarkStreamingAppends(b *testing.B) {
 	wg.Wait()
 	elapsed := time.Since(start)
 	slices.Sort(latencies)
-	pct := func(p float64) time.Duration { return latencies[int(p*float64(len(latencies)-1))].Round(10 * time.Microsecond) }
+	pct := func(p float64) time.Duration {
+		return latencies[int(p*float64(len(latencies)-1))].Round(10 * time.Microsecond)
+	}
 	fmt.Printf("\n%d commits of one row in %v (%.1f commits/s), automatic compaction (fanout %d): commit latency p50 %v, p99 %v, max %v\n",
 		len(latencies), elapsed.Round(time.Second), float64(len(latencies))/elapsed.Seconds(), loch.DefaultCompactFanout, pct(0.5), pct(0.99), latencies[len(latencies)-1].Round(time.Millisecond))
 	fmt.Printf("\n| time | rows | fragments | objects | reader rows/s (epochs since last line) |\n|---|---|---|---|---|\n")
