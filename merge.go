@@ -562,10 +562,13 @@ func mergeSchema(b, o, t manifest.Manifest) (schema.Schema, []string, error) {
 			continue
 		}
 		c := &out.Columns[k]
-		// Theirs' change since the base: counts can only be estimated as
-		// the difference (rows deleted on their side make it smaller).
-		c.Merge(schema.Stats{MinShape: tc.MinShape, MaxShape: tc.MaxShape, Samples: max(0, tc.Samples-bc.Samples),
-			RawBytes: max(0, tc.RawBytes-bc.RawBytes), StoredBytes: max(0, tc.StoredBytes-bc.StoredBytes)})
+		// Theirs' change since the base, signed: with counts of live rows
+		// (format 1.9) ours plus theirs' change is exact where the sides
+		// changed different rows, and an estimate where a conflict was
+		// resolved for one side.
+		c.Merge(schema.Stats{MinShape: tc.MinShape, MaxShape: tc.MaxShape, Samples: tc.Samples - bc.Samples,
+			RawBytes: tc.RawBytes - bc.RawBytes, StoredBytes: tc.StoredBytes - bc.StoredBytes, Classes: tc.Classes.Sub(bc.Classes)})
+		c.Samples, c.RawBytes, c.StoredBytes = max(c.Samples, 0), max(c.RawBytes, 0), max(c.StoredBytes, 0)
 	}
 	return out, added, nil
 }

@@ -130,6 +130,9 @@ func (st *staging) delta(uid int) *colDelta {
 	dl := st.deltas[uid]
 	if dl == nil {
 		dl = &colDelta{}
+		if c, ok := (&schema.Schema{Columns: st.cols}).ByUID(uid); ok && c.Kind == schema.ClassLabel {
+			dl.Classes = &schema.ClassCounts{}
+		}
 		st.deltas[uid] = dl
 	}
 	return dl
@@ -381,6 +384,7 @@ func (st *staging) addSample(ctx context.Context, cw *colWriter, off int64, p pr
 		dl.Samples++
 		dl.RawBytes += p.raw
 		dl.MergeShape(p.shape, p.shape)
+		dl.CountLabels(c, p.data, 1)
 	}
 	if cw.b != nil && !p.null && cw.b.Len() > 0 && !cw.sameNDim(len(p.shape)) {
 		st.flush(ctx, cw)

@@ -232,6 +232,7 @@ func (w *staging) patchColumn(ctx context.Context, c *schema.Column, f *fragStat
 		}
 		mc.Samples += sign
 		mc.RawBytes += sign * p.raw
+		mc.CountLabels(c, p.data, sign)
 		if sign > 0 {
 			mc.MergeShape(p.shape, p.shape)
 		}
@@ -326,6 +327,13 @@ func (d *Dataset) dropStats(ctx context.Context, f *fragState, offs []int64, sch
 			}
 			c.Samples = max(c.Samples-1, 0)
 			c.RawBytes = max(c.RawBytes-rawOf(c, h.Shape(j), n), 0)
+			if c.Kind == schema.ClassLabel && c.Classes != nil {
+				s, err := d.readSample(ctx, refs, k, int64(j), true)
+				if err != nil {
+					return fmt.Errorf("delete from %s: column %q: %w", f.ref.Key, c.Name, err)
+				}
+				c.CountLabels(c, s.Data, -1)
+			}
 		}
 	}
 	return nil

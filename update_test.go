@@ -160,3 +160,66 @@ func TestUpdateInPlaceMerge(t *testing.T) {
 	require.Len(t, ce.Conflicts, 1)
 	require.EqualValues(t, 9, ce.Conflicts[0].ID)
 }
+
+// TestClassCounts: a class-label column's stored class counts follow
+// appends, updates in place, deletes, compaction and a merge, and always
+// equal the live rows' labels.
+func TestClassCounts(t *testing.T) {
+	d, _ := mustCreate(t, schema.Schema{Columns: []schema.Column{
+		{Name: "label", Kind: schema.ClassLabel, ClassNames: []string{"a", "b", "c"}},
+	}})
+	check := func(what string) {
+		t.Helper()
+		want := make([]int64, 3)
+		col, err := d.Column("label")
+		require.NoError(t, err)
+		all, err := col.ReadRange(ctx, 0, d.Len())
+		require.NoError(t, err)
+		for _, s := range all {
+			v, err := As[int64](s.Data)
+			require.NoError(t, err)
+			want[v[0]]++
+		}
+		sch := d.Schema()
+		c, _ := sch.Column("label")
+		require.NotNil(t, c.Classes, what)
+		got := append(append([]int64(nil), c.Classes.Counts...), make([]int64, 3)...)[:3]
+		require.Equal(t, want, got, what)
+		require.Equal(t, d.Len(), c.Samples, what)
+	}
+	for i := 0; i < 30; i++ {
+		require.NoError(t, d.Append(ctx, Row{"label": Scalar(int64(i % 3))}))
+		if i%10 == 9 {
+			_, err := d.Commit(ctx, "ten")
+			require.NoError(t, err)
+		}
+	}
+	check("appends")
+	require.NoError(t, d.Update(ctx, 0, Row{"label": Scalar(int64(2))}))
+	require.NoError(t, d.Update(ctx, 1, Row{"label": Scalar(int64(2))}))
+	_, err := d.Commit(ctx, "updates")
+	require.NoError(t, err)
+	check("updates")
+	require.NoError(t, d.Delete(ctx, 2, 5, 8, 11))
+	_, err = d.Commit(ctx, "deletes")
+	require.NoError(t, err)
+	check("deletes")
+	_, err = d.Compact(ctx, CompactOptions{})
+	require.NoError(t, err)
+	check("compaction")
+	_, err = d.CreateBranch(ctx, "b", "")
+	require.NoError(t, err)
+	b, err := Open(ctx, d.url, WithRef("b"))
+	require.NoError(t, err)
+	defer b.Close()
+	require.NoError(t, b.Append(ctx, Row{"label": Scalar(int64(1))}))
+	require.NoError(t, b.Update(ctx, 3, Row{"label": Scalar(int64(1))}))
+	_, err = b.Commit(ctx, "b")
+	require.NoError(t, err)
+	require.NoError(t, d.Append(ctx, Row{"label": Scalar(int64(0))}))
+	_, err = d.Commit(ctx, "main")
+	require.NoError(t, err)
+	_, err = d.Merge(ctx, "b", MergeOptions{})
+	require.NoError(t, err)
+	check("merge")
+}
