@@ -55,6 +55,7 @@ func TestEpochRidesOutMinIOOutage(t *testing.T) {
 				time.Sleep(outage)
 				m.Start(t)
 			}()
+			defer func() { <-back }() // on failure too: Start must not outlive the test
 			got := slices.Clone(first.RowIDs)
 			l.Release(first)
 			for _, b := range drain(t, l) {
@@ -64,7 +65,6 @@ func TestEpochRidesOutMinIOOutage(t *testing.T) {
 				}
 				got = append(got, b.RowIDs...)
 			}
-			<-back
 			slices.Sort(got)
 			require.Len(t, got, n, "every row once")
 			for i, id := range got {
