@@ -82,6 +82,10 @@ func TestRetryBudgetRidesOutAnOutage(t *testing.T) {
 			require.Zero(t, stats.GaveUp)
 			require.Equal(t, c.Now().Sub(back.Add(-outage)), stats.Wait, "the wait: from the first failure to the success")
 			require.GreaterOrEqual(t, stats.Wait, outage)
+			sub, err := storage.Sub(st, "p")
+			require.NoError(t, err)
+			require.Equal(t, stats, storage.RetryStatsOf(sub), "a view reports its parent's counters")
+			require.Equal(t, storage.RetryStats{}, storage.RetryStatsOf(f), "a store that does not retry reports none")
 		})
 	}
 }

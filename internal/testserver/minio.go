@@ -210,3 +210,19 @@ func StoreURL(t testing.TB, where string) string {
 	}
 	return filepath.Join(t.TempDir(), "ds")
 }
+
+// Outages are the storage outages loch rides out by default, which tests
+// of the retry policy stop a server for: 2, 10 and 30 s.
+var Outages = []time.Duration{2 * time.Second, 10 * time.Second, 30 * time.Second}
+
+// EachOutage runs f in a parallel subtest of t for each of Outages, with a
+// MinIO server of the subtest's own (OwnMinIO) for f to stop and start:
+// the outages run at once, so the whole takes about the longest.
+func EachOutage(t *testing.T, f func(t *testing.T, m *MinIOServer, outage time.Duration)) {
+	for _, outage := range Outages {
+		t.Run(outage.String(), func(t *testing.T) {
+			t.Parallel()
+			f(t, OwnMinIO(t), outage)
+		})
+	}
+}
