@@ -255,6 +255,13 @@ func (b *benchFlags) run(cmd *cobra.Command, urls []string) error {
 	if err := errors.Join(err, stop()); err != nil {
 		return err
 	}
+	// The stores' retries over the whole run, the open included: a stall
+	// anywhere shows.
+	for _, d := range ds {
+		r := d.Scan().RetryStats()
+		res.Retries += r.Retries
+		res.RetryWaitS += r.Wait.Seconds()
+	}
 	if b.asJSON {
 		return printJSON(cmd.OutOrStdout(), res)
 	}
@@ -381,8 +388,6 @@ func runEpochs(ctx context.Context, open func(loader.Config) (*loader.Loader, er
 			}
 		}
 		st := l.Stats()
-		res.Retries += st.Retries
-		res.RetryWaitS += st.RetryWait.Seconds()
 		res.CacheHits += st.CacheHits
 		res.Chunks += st.ChunksFetched
 		res.FetchedMB += float64(st.BytesFetched) / 1e6
