@@ -11,6 +11,7 @@ import time
 from typing import Any
 
 import numpy as np
+import pytest
 
 import loch
 
@@ -31,6 +32,7 @@ def _outage(server: Any, seconds: float) -> threading.Thread:
     return t
 
 
+@pytest.mark.slow
 def test_numpy_and_a_commit_ride_out_a_2s_outage(start_minio: Any) -> None:
     server = start_minio(ACCESS, SECRET)
     server.create_bucket("outage")
