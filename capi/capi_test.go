@@ -206,6 +206,9 @@ func TestOpenOptions(t *testing.T) {
 	require.ErrorIs(t, decodeStrict("dataset options", `{"links": {"roots": ["/"]}}`, &l), loch.ErrInvalidArgument)
 	_, err = (&linkOptions{TimeoutSeconds: -1}).policy()
 	require.ErrorIs(t, err, loch.ErrInvalidArgument)
+	p, err = (&linkOptions{TimeoutSeconds: 1}).policy()
+	require.NoError(t, err)
+	require.Equal(t, loch.DefaultLinkAttempts, p.Retry.MaxAttempts, "links keep their bound on attempts")
 }
 
 func TestVersionControlOptions(t *testing.T) {

@@ -89,7 +89,8 @@ var storageKeys = map[string]func(*storage.Settings) *string{
 var anonymousKeys = []string{"anonymous", "skip_signature", "aws_skip_signature", "google_skip_signature"}
 
 // storageSettings converts storage_options to storage.Settings. Its errors
-// name keys, never values (they may be secrets).
+// name keys, never values (they may be secrets), but for retry_budget's,
+// which is none.
 func storageSettings(opts map[string]string) (storage.Settings, error) {
 	var s storage.Settings
 	names := make([]string, 0, len(opts))
@@ -97,15 +98,17 @@ func storageSettings(opts map[string]string) (storage.Settings, error) {
 		names = append(names, name)
 	}
 	slices.Sort(names)
-	anonymous := ""
+	anonymous, budget := "", ""
 	for _, name := range names {
 		var p *string
 		if slices.Contains(anonymousKeys, name) {
 			p = &anonymous
+		} else if name == "retry_budget" {
+			p = &budget
 		} else if field, ok := storageKeys[name]; ok {
 			p = field(&s)
 		} else {
-			return storage.Settings{}, invalidf("storage_options: unknown option %q (want endpoint, region, access_key_id, secret_access_key, session_token, anonymous, google_service_account, google_service_account_key, account_name, account_key, sas_token or connection_string)", name)
+			return storage.Settings{}, invalidf("storage_options: unknown option %q (want endpoint, region, access_key_id, secret_access_key, session_token, anonymous, google_service_account, google_service_account_key, account_name, account_key, sas_token, connection_string or retry_budget)", name)
 		}
 		if *p != "" && *p != opts[name] {
 			return storage.Settings{}, invalidf("storage_options: %q and another name for the same setting differ", name)
@@ -118,6 +121,17 @@ func storageSettings(opts map[string]string) (storage.Settings, error) {
 			return storage.Settings{}, invalidf("storage_options: anonymous: want true or false")
 		}
 		s.Anonymous = b
+	}
+	if budget != "" {
+		d, err := time.ParseDuration(budget)
+		if err != nil {
+			secs, ferr := strconv.ParseFloat(budget, 64)
+			d, err = time.Duration(secs*float64(time.Second)), ferr
+		}
+		if err != nil || d <= 0 {
+			return storage.Settings{}, invalidf("storage_options: retry_budget %q: want a duration above 0 such as 90s or 5m, or a number of seconds", budget)
+		}
+		s.RetryBudget = d
 	}
 	return s, nil
 }
@@ -142,6 +156,7 @@ func (l *linkOptions) policy() (loch.LinkPolicy, error) {
 	p := loch.LinkPolicy{Schemes: l.Schemes, Hosts: l.Hosts, LocalRoots: l.LocalRoots, MaxBytes: l.MaxBytes}
 	if l.TimeoutSeconds > 0 || l.MaxAttempts > 0 {
 		p.Retry = storage.DefaultRetryPolicy()
+		p.Retry.MaxAttempts = loch.DefaultLinkAttempts
 		if l.TimeoutSeconds > 0 {
 			p.Retry.ReadTimeout = time.Duration(l.TimeoutSeconds * float64(time.Second))
 		}

@@ -141,7 +141,11 @@ def create(
     - ``gs://``: ``google_service_account`` (a key file's path) or
       ``google_service_account_key`` (the key's JSON), or ``anonymous``;
     - ``az://``: ``account_name`` with ``account_key`` or ``sas_token`` (or
-      neither, for Azure AD credentials), or ``connection_string``.
+      neither, for Azure AD credentials), or ``connection_string``;
+    - every store, not a connection setting: ``retry_budget``, how long an
+      operation keeps retrying a failing store from its first failure
+      (``"5m"``, ``"90s"`` or a number of seconds; default 60 s, which
+      rides out a 30-second outage).
 
     An option that the URL's store does not take raises
     :class:`loch.InvalidArgument` naming it::
