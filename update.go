@@ -144,7 +144,7 @@ func (st *staging) applyPatches(ctx context.Context, base *snapshot, man *manife
 	w := d.newStaging(base)
 	defer w.cancel(nil)
 	type pending struct {
-		k    int
+		k     int
 		cols  map[int][]manifest.ChunkRef // the extension's columns
 		news  map[int][]*manifest.ChunkRef
 		fresh map[int][]*manifest.ChunkRef // the chunks of news written now
