@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -146,4 +148,19 @@ func printCompact(w io.Writer, rep *loch.CompactReport, branch string) {
 	if rep.Yielded > 0 {
 		fmt.Fprintf(w, "  yielded    %d %s changed by a concurrent commit (a later compaction takes them)\n", rep.Yielded, plural(rep.Yielded, "group", "groups"))
 	}
+}
+
+// autoCompactEnv is the automatic compaction that $LOCH_AUTO_COMPACT asks
+// of the commands that write rows (sql, ingest): nil when it is unset,
+// empty, 0, false or off; tiered compaction with the defaults
+// (loch.WithAutoCompact) when it is 1, true or on.
+func autoCompactEnv() (*loch.CompactOptions, error) {
+	v := strings.ToLower(strings.TrimSpace(os.Getenv("LOCH_AUTO_COMPACT")))
+	switch v {
+	case "", "0", "false", "off":
+		return nil, nil
+	case "1", "true", "on":
+		return &loch.CompactOptions{}, nil
+	}
+	return nil, fmt.Errorf("LOCH_AUTO_COMPACT=%q: want 1 (or true, on) to compact after each commit, 0 (or false, off, empty) not to", v)
 }
