@@ -20,6 +20,11 @@ columns and of the rows an SQL query selects::
     >>> rd = loch.ray.read("s3://bucket/train", ref="v1", columns=["image", "label"],
     ...                    query="SELECT * WHERE label = 'cat'")       # doctest: +SKIP
 
+:func:`compact` compacts a loch dataset (:meth:`loch.Dataset.compact`)
+from a Ray driver, in a Ray task::
+
+    >>> loch.ray.compact("s3://bucket/train", target_rows=1 << 20)     # doctest: +SKIP
+
 Ray is imported when these are called, not when :mod:`loch` is.
 """
 
@@ -35,8 +40,9 @@ from .dataset import Dataset, create, open
 from .errors import AlreadyExists, InvalidArgument, NotFound
 from .interchange import schema_from_arrow
 from .schema import Column
+from .versions import CompactReport
 
-__all__ = ["write", "read", "LochDatasink", "LochDatasource"]
+__all__ = ["write", "read", "compact", "LochDatasink", "LochDatasource"]
 
 
 def _ray_data() -> Any:
@@ -394,3 +400,50 @@ def read(
             return src.get_name()
 
     return rd.read_datasource(_Source(), override_num_blocks=override_num_blocks)
+
+
+def _compact_in_task(url: str, branch: str | None, storage_options: Mapping[str, str] | None,
+                     options: Mapping[str, Any]) -> CompactReport:  # fmt: skip
+    """The body of :func:`compact`'s Ray task."""
+    with open(url, ref=branch, storage_options=storage_options) as ds:
+        return ds.compact(**options)
+
+
+def compact(
+    url: str,
+    *,
+    branch: str | None = None,
+    target_rows: int | None = None,
+    target_bytes: int | None = None,
+    max_deleted: float | None = None,
+    fanout: int | None = None,
+    dry_run: bool = False,
+    message: str | None = None,
+    storage_options: Mapping[str, str] | None = None,
+    num_cpus: float = 1,
+) -> CompactReport:
+    """Compacts the loch dataset at ``url`` on ``branch`` (default main)
+    as one commit, in a Ray task, and returns its
+    :class:`loch.CompactReport`; the options are those of
+    :meth:`loch.Dataset.compact`. The task needs ``num_cpus`` and runs
+    where Ray places it, near the data if the cluster is, and the driver
+    waits for it.
+
+    For now the whole rewrite runs in that one task (its Go core copies
+    the groups' columns with the dataset's parallelism): it is not yet
+    spread over several tasks, which needs a description of one rewritten
+    group that a task returns and the driver commits (as :func:`write`
+    does with staged fragments). Compaction is incremental and bounded in
+    memory, so one task handles any size, in time proportional to the rows
+    it copies. A task that dies is retried by Ray: a compaction killed
+    before its commit leaves the dataset as it was, and one whose commit
+    landed leaves the retry nothing to do."""
+    _ray_data()  # Ray, or an ImportError that says how to install it
+    import ray as ray_core
+
+    options = {"target_rows": target_rows, "target_bytes": target_bytes, "max_deleted": max_deleted,
+               "fanout": fanout, "dry_run": dry_run, "message": message}  # fmt: skip
+    settings = dict(storage_options) if storage_options else None
+    task = ray_core.remote(num_cpus=num_cpus)(_compact_in_task)
+    report: CompactReport = ray_core.get(task.remote(url, branch, settings, options))
+    return report

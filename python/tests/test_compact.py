@@ -173,3 +173,34 @@ def test_auto_compact_refuses_bad_options(tmp_path: Path, value: Any, match: str
     loch.create(url, schema=SCHEMA).close()
     with pytest.raises(loch.InvalidArgument, match=match):
         loch.open(url, auto_compact=value)
+
+
+def test_catalog_optimize_and_auto_compact(tmp_path: Path) -> None:
+    cat = loch.connect(str(tmp_path / "lake"))
+    cat.sql("CREATE TABLE t (id BIGINT, note TEXT)")
+    for i in range(3):
+        cat.sql(f"INSERT INTO t VALUES ({2 * i}, 'a'), ({2 * i + 1}, 'b')")
+    cat.sql("DELETE FROM t WHERE id = 2")
+    before = _snapshot(cat.open_table("t"))
+    out = cat.sql("OPTIMIZE t WITH (dry_run = true)")
+    assert out["statement"] == "OPTIMIZE" and out["compaction"]["dry_run"] is True
+    assert out["compaction"]["fragments_before"] == 3 and out["compaction"]["fragments_after"] == 1
+    out = cat.sql("OPTIMIZE t", message="compact t")
+    rep = loch.CompactReport.from_json(out["compaction"])
+    assert (rep.fragments_after, rep.rows, rep.dropped) == (1, 5, 1)
+    t = cat.open_table("t")
+    assert t.version == rep.version and t.log()[0].message == "compact t"
+    assert _snapshot(t) == before
+
+    # a table handle with auto_compact compacts after its commits
+    w = cat.open_table("t", auto_compact={"fanout": 2})
+    w.extend({"id": np.array([10]), "note": ["c"]})
+    w.commit("one more")
+    # two small fragments, but of two size classes (5 rows and 1): none merged
+    first = w.last_auto_compaction()
+    assert first is not None and first.groups == 0 and w.fragment_rows() == [5, 1]
+    w.extend({"id": np.array([11]), "note": ["d"]})
+    w.commit("and another")
+    # a run of 2 one-row fragments: one tier merged
+    second = w.last_auto_compaction()
+    assert second is not None and second.groups == 1 and w.fragment_rows() == [5, 2]

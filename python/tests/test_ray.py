@@ -143,3 +143,25 @@ def test_stage_commit_python(tmp_path: Path) -> None:
         ds.commit_staged([newer])
     assert len(ds) == 30
     assert sum(ds.fragment_rows()) == 30 and len(ds.fragment_rows()) == 3
+
+
+def test_compact(cluster: None, tmp_path: Path) -> None:
+    url = str(tmp_path / "compact")
+    ds = loch.create(url, schema={"n": loch.Tensor("int64", shape=()), "s": loch.Text()})
+    for c in range(6):
+        ds.extend({"n": np.arange(c * 4, c * 4 + 4), "s": [f"r{i}" for i in range(c * 4, c * 4 + 4)]})
+        ds.commit(f"batch {c}")
+    ds.delete([5])
+    ds.commit("delete 5")
+    ids, rows = ds.row_ids().tolist(), ds.to_arrow().read_all().to_pylist()
+    plan = lray.compact(url, dry_run=True)
+    assert plan.dry_run and (plan.fragments_before, plan.fragments_after, plan.rows, plan.dropped) == (6, 1, 23, 1)
+    assert loch.open(url).version == ds.version
+    rep = lray.compact(url, message="ray compaction")
+    assert not rep.dry_run and rep.fragments_after == 1
+    after = loch.open(url)
+    assert after.version == rep.version and after.fragment_rows() == [23]
+    assert after.row_ids().tolist() == ids and after.to_arrow().read_all().to_pylist() == rows
+    assert after.log()[0].message == "ray compaction"
+    with pytest.raises(loch.InvalidArgument, match="fanout 1"):
+        lray.compact(url, fanout=1)
