@@ -131,3 +131,91 @@ func loch_dataset_last_auto_compaction(h C.uintptr_t, out **C.char, errOut **C.c
 	}
 	return result(errOut, setJSON(out, rep))
 }
+
+// loch_dataset_plan_compaction plans a compaction of the handle's branch
+// for several processes (loch.Dataset.PlanCompaction; docs/format.md §8):
+// options as loch_dataset_compact's ("dry_run" ignored); *out is the plan:
+// {"format", "dataset", "branch", "base", "groups": [[i, j], ...],
+// "message", "report"}. It writes nothing.
+//
+//export loch_dataset_plan_compaction
+func loch_dataset_plan_compaction(h C.uintptr_t, options *C.char, out **C.char, errOut **C.char) (st C.int) {
+	defer guard(&st, errOut)
+	ds, err := datasetOf(h)
+	if err != nil {
+		return fail(errOut, err)
+	}
+	var o compactOptions
+	if err := decodeStrict("compact options", goString(options), &o); err != nil {
+		return fail(errOut, err)
+	}
+	opts, err := o.compact("compact options")
+	if err != nil {
+		return fail(errOut, err)
+	}
+	ctx, done := interruptible()
+	defer done()
+	plan, err := ds.d.PlanCompaction(ctx, opts)
+	if err != nil {
+		return fail(errOut, err)
+	}
+	return result(errOut, setJSON(out, plan))
+}
+
+// loch_dataset_compact_group rewrites group index of plan (the JSON of
+// loch_dataset_plan_compaction) into one fragment, unreferenced until
+// loch_dataset_commit_compaction publishes it, and sets *out to its
+// description: {"format", "dataset", "base", "group", "key", "rows",
+// "dropped_samples", "dropped_raw"}. Any handle on the plan's dataset may
+// run it, read-only ones included.
+//
+//export loch_dataset_compact_group
+func loch_dataset_compact_group(h C.uintptr_t, plan *C.char, index C.int64_t, out **C.char, errOut **C.char) (st C.int) {
+	defer guard(&st, errOut)
+	ds, err := datasetOf(h)
+	if err != nil {
+		return fail(errOut, err)
+	}
+	var p loch.CompactPlan
+	if err := decodeStrict("compaction plan", goString(plan), &p); err != nil {
+		return fail(errOut, err)
+	}
+	ctx, done := interruptible()
+	defer done()
+	g, err := ds.d.CompactGroup(ctx, &p, int(index))
+	if err != nil {
+		return fail(errOut, err)
+	}
+	return result(errOut, setJSON(out, g))
+}
+
+// loch_dataset_commit_compaction publishes the groups of plan that
+// loch_dataset_compact_group rewrote (groups: a JSON list of their
+// descriptions) as one commit on the handle's branch, and sets *out to the
+// report (as loch_dataset_compact's). LOCH_INVALID_ARGUMENT for a
+// description of another plan; LOCH_CORRUPT when a written fragment does
+// not hold its group's rows.
+//
+//export loch_dataset_commit_compaction
+func loch_dataset_commit_compaction(h C.uintptr_t, plan, groups *C.char, out **C.char, errOut **C.char) (st C.int) {
+	defer guard(&st, errOut)
+	ds, err := datasetOf(h)
+	if err != nil {
+		return fail(errOut, err)
+	}
+	var p loch.CompactPlan
+	if err := decodeStrict("compaction plan", goString(plan), &p); err != nil {
+		return fail(errOut, err)
+	}
+	var gs []loch.CompactedGroup
+	if err := decodeStrict("compacted groups", goString(groups), &gs); err != nil {
+		return fail(errOut, err)
+	}
+	ctx, done := interruptible()
+	defer done()
+	rep, err := ds.d.CommitCompaction(ctx, &p, gs)
+	if err != nil {
+		return fail(errOut, err)
+	}
+	return result(errOut, setJSON(out, rep))
+}

@@ -138,6 +138,9 @@ _STATUS_FUNCS: dict[str, list[Any]] = {
     # Compaction (ABI 16).
     "loch_dataset_compact": [c_uintptr, c_char_p, _STR_OUT],
     "loch_dataset_last_auto_compaction": [c_uintptr, _STR_OUT],
+    "loch_dataset_plan_compaction": [c_uintptr, c_char_p, _STR_OUT],
+    "loch_dataset_compact_group": [c_uintptr, c_char_p, c_int64, _STR_OUT],
+    "loch_dataset_commit_compaction": [c_uintptr, c_char_p, c_char_p, _STR_OUT],
     "loch_dataset_save_selection": [c_uintptr, c_char_p, c_char_p],
     "loch_dataset_selection": [c_uintptr, c_char_p, _STR_OUT],
     "loch_dataset_selections": [c_uintptr, _STR_OUT],

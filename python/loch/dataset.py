@@ -604,6 +604,57 @@ class Dataset:
         self._track()
         return report
 
+    # Compaction in several processes (docs/format.md §8; loch.ray.compact).
+
+    def plan_compaction(
+        self,
+        target_rows: int | None = None,
+        target_bytes: int | None = None,
+        max_deleted: float | None = None,
+        fanout: int | None = None,
+        message: str | None = None,
+    ) -> dict[str, Any]:
+        """Plans a compaction of the handle's branch as :meth:`compact`
+        would, writing nothing, and returns the plan: a JSON-serialisable
+        dict whose ``"groups"`` are the runs of fragments to rewrite and
+        ``"report"`` the dry run's figures. Each group is rewritten by
+        :meth:`compact_group` on any handle of the dataset, in any process,
+        and the results are committed once with :meth:`commit_compaction`::
+
+            >>> plan = ds.plan_compaction()                                  # doctest: +SKIP
+            >>> done = [ds.compact_group(plan, i) for i in range(len(plan["groups"]))]  # doctest: +SKIP
+            >>> ds.commit_compaction(plan, done).fragments_after             # doctest: +SKIP
+            1
+        """
+        opts = _options(target_rows=target_rows, target_bytes=target_bytes, max_deleted=max_deleted,
+                        fanout=fanout, message=message)  # fmt: skip
+        out: dict[str, Any] = json.loads(self._str("loch_dataset_plan_compaction", opts, interruptible=True))
+        return out
+
+    def compact_group(self, plan: Mapping[str, Any], index: int) -> dict[str, Any]:
+        """Rewrites group ``index`` of ``plan`` (:meth:`plan_compaction`'s)
+        into one fragment and returns its description, for
+        :meth:`commit_compaction`. Any handle of the plan's dataset may do
+        it, read-only ones too; the fragment is unreferenced (and deleted
+        by ``loch gc`` after its grace period) until committed."""
+        out: dict[str, Any] = json.loads(self._str("loch_dataset_compact_group", json.dumps(dict(plan)).encode(),
+                                                   int(index), interruptible=True))  # fmt: skip
+        return out
+
+    def commit_compaction(self, plan: Mapping[str, Any], groups: Sequence[Mapping[str, Any]]) -> CompactReport:
+        """Publishes the groups of ``plan`` that :meth:`compact_group`
+        rewrote as one commit on the handle's branch, rebased onto the
+        head as :meth:`compact` does, and moves the handle there. Groups
+        without a description are not compacted. Raises
+        :class:`loch.InvalidArgument` for a description of another plan and
+        :class:`loch.Corrupt` for a fragment that does not hold its group's
+        rows (nothing is committed)."""
+        report = CompactReport.from_json(json.loads(self._str(
+            "loch_dataset_commit_compaction", json.dumps(dict(plan)).encode(),
+            json.dumps([dict(g) for g in groups]).encode(), interruptible=True)))  # fmt: skip
+        self._track()
+        return report
+
     def last_auto_compaction(self) -> CompactReport | None:
         """The report of the last compaction that the handle's
         ``auto_compact`` option ran after a commit, or None if none ran

@@ -21,7 +21,8 @@ columns and of the rows an SQL query selects::
     ...                    query="SELECT * WHERE label = 'cat'")       # doctest: +SKIP
 
 :func:`compact` compacts a loch dataset (:meth:`loch.Dataset.compact`)
-from a Ray driver, in a Ray task::
+with Ray: the driver plans, one task per group of fragments rewrites it,
+and the driver commits once::
 
     >>> loch.ray.compact("s3://bucket/train", target_rows=1 << 20)     # doctest: +SKIP
 
@@ -402,11 +403,12 @@ def read(
     return rd.read_datasource(_Source(), override_num_blocks=override_num_blocks)
 
 
-def _compact_in_task(url: str, branch: str | None, storage_options: Mapping[str, str] | None,
-                     options: Mapping[str, Any]) -> CompactReport:  # fmt: skip
-    """The body of :func:`compact`'s Ray task."""
-    with open(url, ref=branch, storage_options=storage_options) as ds:
-        return ds.compact(**options)
+def _compact_group_task(url: str, storage_options: Mapping[str, str] | None, plan: Mapping[str, Any],
+                        index: int) -> dict[str, Any]:  # fmt: skip
+    """The body of :func:`compact`'s Ray tasks: rewrite one group of the
+    plan."""
+    with open(url, version=plan["base"], storage_options=storage_options) as ds:
+        return ds.compact_group(plan, index)
 
 
 def compact(
@@ -423,27 +425,34 @@ def compact(
     num_cpus: float = 1,
 ) -> CompactReport:
     """Compacts the loch dataset at ``url`` on ``branch`` (default main)
-    as one commit, in a Ray task, and returns its
-    :class:`loch.CompactReport`; the options are those of
-    :meth:`loch.Dataset.compact`. The task needs ``num_cpus`` and runs
-    where Ray places it, near the data if the cluster is, and the driver
-    waits for it.
+    with Ray, as one commit, and returns its :class:`loch.CompactReport`;
+    the options are those of :meth:`loch.Dataset.compact`. The driver plans
+    (:meth:`loch.Dataset.plan_compaction`, which reads only metadata), one
+    Ray task per group (``num_cpus`` each) rewrites its run of fragments
+    into one fragment (:meth:`loch.Dataset.compact_group`), and the driver
+    commits them all at once (:meth:`loch.Dataset.commit_compaction`),
+    rebased onto whatever other writers committed meanwhile. ``dry_run``
+    only plans.
 
-    For now the whole rewrite runs in that one task (its Go core copies
-    the groups' columns with the dataset's parallelism): it is not yet
-    spread over several tasks, which needs a description of one rewritten
-    group that a task returns and the driver commits (as :func:`write`
-    does with staged fragments). Compaction is incremental and bounded in
-    memory, so one task handles any size, in time proportional to the rows
-    it copies. A task that dies is retried by Ray: a compaction killed
-    before its commit leaves the dataset as it was, and one whose commit
-    landed leaves the retry nothing to do."""
+    A task that dies is retried by Ray; what a dead attempt wrote is never
+    committed and ``loch gc`` deletes it after its grace period. When a
+    task fails for good, nothing is committed and its error is raised
+    here::
+
+        >>> rep = loch.ray.compact("s3://bucket/train", target_rows=1 << 20)   # doctest: +SKIP
+        >>> rep.fragments_before, rep.fragments_after                         # doctest: +SKIP
+        (6000, 12)
+    """
     _ray_data()  # Ray, or an ImportError that says how to install it
     import ray as ray_core
 
-    options = {"target_rows": target_rows, "target_bytes": target_bytes, "max_deleted": max_deleted,
-               "fanout": fanout, "dry_run": dry_run, "message": message}  # fmt: skip
     settings = dict(storage_options) if storage_options else None
-    task = ray_core.remote(num_cpus=num_cpus)(_compact_in_task)
-    report: CompactReport = ray_core.get(task.remote(url, branch, settings, options))
-    return report
+    with open(url, ref=branch, storage_options=settings) as ds:
+        plan = ds.plan_compaction(target_rows=target_rows, target_bytes=target_bytes, max_deleted=max_deleted,
+                                  fanout=fanout, message=message)  # fmt: skip
+        if dry_run or not plan["groups"]:
+            return CompactReport.from_json({**plan["report"], "dry_run": dry_run})
+        task = ray_core.remote(num_cpus=num_cpus)(_compact_group_task)
+        refs = [task.remote(url, settings, plan, i) for i in range(len(plan["groups"]))]
+        groups = ray_core.get(refs)
+        return ds.commit_compaction(plan, groups)
