@@ -228,16 +228,25 @@ func planTiered(frags []fragInfo, o CompactOptions) [][2]int {
 func (d *Dataset) Compact(ctx context.Context, opts CompactOptions) (*CompactReport, error) {
 	d.wmu.Lock()
 	defer d.wmu.Unlock()
-	if d.ReadOnly() {
-		return nil, d.readOnlyErr("compact")
-	}
-	if d.stage != nil && !d.stage.empty() {
-		return nil, invalidf("compact %s: writes are staged; commit or discard them first", d.url)
+	if err := d.compactable(); err != nil {
+		return nil, err
 	}
 	if err := checkCompactOptions(d.url, opts); err != nil {
 		return nil, err
 	}
 	return d.compactLocked(ctx, opts.withDefaults())
+}
+
+// compactable refuses a compaction's commit on a read-only handle or one
+// with staged writes. With d.wmu held.
+func (d *Dataset) compactable() error {
+	if d.ReadOnly() {
+		return d.readOnlyErr("compact")
+	}
+	if d.stage != nil && !d.stage.empty() {
+		return invalidf("compact %s: writes are staged; commit or discard them first", d.url)
+	}
+	return nil
 }
 
 // checkCompactOptions refuses the options no compaction of url takes.

@@ -120,11 +120,8 @@ func (d *Dataset) CompactGroup(ctx context.Context, plan *CompactPlan, i int) (*
 func (d *Dataset) CommitCompaction(ctx context.Context, plan *CompactPlan, done []CompactedGroup) (*CompactReport, error) {
 	d.wmu.Lock()
 	defer d.wmu.Unlock()
-	if d.ReadOnly() {
-		return nil, d.readOnlyErr("compact")
-	}
-	if d.stage != nil && !d.stage.empty() {
-		return nil, invalidf("compact %s: writes are staged; commit or discard them first", d.url)
+	if err := d.compactable(); err != nil {
+		return nil, err
 	}
 	if plan.Branch != d.Branch() {
 		return nil, invalidf("compact %s: the plan is of branch %q, the handle is on %q", d.url, plan.Branch, d.Branch())

@@ -51,6 +51,16 @@ func (o compactOptions) compact(what string) (loch.CompactOptions, error) {
 	return opts, nil
 }
 
+// parseCompactOptions reads the JSON options of loch_dataset_compact and
+// loch_dataset_plan_compaction.
+func parseCompactOptions(text string) (loch.CompactOptions, error) {
+	var o compactOptions
+	if err := decodeStrict("compact options", text, &o); err != nil {
+		return loch.CompactOptions{}, err
+	}
+	return o.compact("compact options")
+}
+
 // autoCompactOption is the Open option of "auto_compact": true (the
 // defaults), false or null (none), or an object of compactOptions without
 // dry_run.
@@ -95,11 +105,7 @@ func loch_dataset_compact(h C.uintptr_t, options *C.char, out **C.char, errOut *
 	if err != nil {
 		return fail(errOut, err)
 	}
-	var o compactOptions
-	if err := decodeStrict("compact options", goString(options), &o); err != nil {
-		return fail(errOut, err)
-	}
-	opts, err := o.compact("compact options")
+	opts, err := parseCompactOptions(goString(options))
 	if err != nil {
 		return fail(errOut, err)
 	}
@@ -145,11 +151,7 @@ func loch_dataset_plan_compaction(h C.uintptr_t, options *C.char, out **C.char, 
 	if err != nil {
 		return fail(errOut, err)
 	}
-	var o compactOptions
-	if err := decodeStrict("compact options", goString(options), &o); err != nil {
-		return fail(errOut, err)
-	}
-	opts, err := o.compact("compact options")
+	opts, err := parseCompactOptions(goString(options))
 	if err != nil {
 		return fail(errOut, err)
 	}
