@@ -228,19 +228,36 @@ func planTiered(frags []fragInfo, o CompactOptions) [][2]int {
 func (d *Dataset) Compact(ctx context.Context, opts CompactOptions) (*CompactReport, error) {
 	d.wmu.Lock()
 	defer d.wmu.Unlock()
-	if d.ReadOnly() {
-		return nil, d.readOnlyErr("compact")
+	if err := d.compactable(); err != nil {
+		return nil, err
 	}
-	if d.stage != nil && !d.stage.empty() {
-		return nil, invalidf("compact %s: writes are staged; commit or discard them first", d.url)
-	}
-	if opts.Fanout == 1 || opts.Fanout < 0 {
-		return nil, invalidf("compact %s: fanout %d: want 0 (full compaction) or 2 or more", d.url, opts.Fanout)
-	}
-	if opts.MaxDeleted >= 1 {
-		return nil, invalidf("compact %s: deleted fraction %g: want less than 1", d.url, opts.MaxDeleted)
+	if err := checkCompactOptions(d.url, opts); err != nil {
+		return nil, err
 	}
 	return d.compactLocked(ctx, opts.withDefaults())
+}
+
+// compactable refuses a compaction's commit on a read-only handle or one
+// with staged writes. With d.wmu held.
+func (d *Dataset) compactable() error {
+	if d.ReadOnly() {
+		return d.readOnlyErr("compact")
+	}
+	if d.stage != nil && !d.stage.empty() {
+		return invalidf("compact %s: writes are staged; commit or discard them first", d.url)
+	}
+	return nil
+}
+
+// checkCompactOptions refuses the options no compaction of url takes.
+func checkCompactOptions(url string, opts CompactOptions) error {
+	if opts.Fanout == 1 || opts.Fanout < 0 {
+		return invalidf("compact %s: fanout %d: want 0 (full compaction) or 2 or more", url, opts.Fanout)
+	}
+	if opts.MaxDeleted >= 1 {
+		return invalidf("compact %s: deleted fraction %g: want less than 1", url, opts.MaxDeleted)
+	}
+	return nil
 }
 
 // compactLocked is Compact with d.wmu held and opts defaulted.
@@ -249,37 +266,53 @@ func (d *Dataset) compactLocked(ctx context.Context, opts CompactOptions) (*Comp
 		return nil, err
 	}
 	base := d.current()
-	rep := &CompactReport{DryRun: opts.DryRun, Version: base.commitID, FragmentsBefore: len(base.frags), FragmentsAfter: len(base.frags)}
-	infos, err := d.fragInfos(ctx, base, opts)
-	if err != nil {
-		return nil, err
-	}
-	groups := planGroups(infos, opts)
-	if len(groups) == 0 {
-		return rep, nil
-	}
-	if opts.DryRun {
-		for _, g := range groups {
-			rep.Groups++
-			rep.Rewritten += g[1] - g[0]
-			rep.FragmentsAfter -= g[1] - g[0] - 1
-			for _, f := range infos[g[0]:g[1]] {
-				rep.Rows += f.live
-				rep.Dropped += f.rows - f.live
-				rep.BytesBefore += f.bytes
-			}
-		}
-		return rep, nil
+	groups, rep, err := d.planOn(ctx, base, opts)
+	if err != nil || len(groups) == 0 || opts.DryRun {
+		return rep, err
 	}
 	cw, err := d.rewriteGroups(ctx, base, groups)
 	if err != nil {
 		return nil, err
 	}
+	return d.commitCompaction(ctx, cw, opts.Message, rep)
+}
+
+// planOn plans a compaction of snapshot s: the runs of fragments to
+// rewrite, and the report of a dry run.
+func (d *Dataset) planOn(ctx context.Context, s *snapshot, opts CompactOptions) ([][2]int, *CompactReport, error) {
+	rep := &CompactReport{DryRun: opts.DryRun, Version: s.commitID, FragmentsBefore: len(s.frags), FragmentsAfter: len(s.frags)}
+	infos, err := d.fragInfos(ctx, s, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	groups := planGroups(infos, opts)
+	for _, g := range groups {
+		rep.Groups++
+		rep.Rewritten += g[1] - g[0]
+		rep.FragmentsAfter -= g[1] - g[0]
+		var live int64
+		for _, f := range infos[g[0]:g[1]] {
+			live += f.live
+			rep.Dropped += f.rows - f.live
+			rep.BytesBefore += f.bytes
+		}
+		rep.Rows += live
+		if live > 0 { // a group of deleted rows only leaves no fragment
+			rep.FragmentsAfter++
+		}
+	}
+	return groups, rep, nil
+}
+
+// commitCompaction commits the written groups of cw on the handle's
+// branch (commitOnto) and moves the handle to the result; rep is filled
+// in. With d.wmu held.
+func (d *Dataset) commitCompaction(ctx context.Context, cw *compactWrite, message string, rep *CompactReport) (*CompactReport, error) {
 	branch := d.Branch()
 	var id string
 	next, err := d.updateRoot(ctx, "compact "+branch, func(root, next *manifest.Root) error {
 		var err error
-		id, err = cw.commitOnto(ctx, branch, opts.Message, root, next, rep)
+		id, err = cw.commitOnto(ctx, branch, message, root, next, rep)
 		return err
 	})
 	if errors.Is(err, errNothingLeft) {
@@ -621,7 +654,9 @@ func (cw *compactWrite) commitOnto(ctx context.Context, branch, message string, 
 		if fr.Live() != liveBefore {
 			return "", fmt.Errorf("compact %s: fragments %d..%d hold %d live rows, their compaction %d: %w", d.url, p.lo, p.lo+len(p.grp.old)-1, liveBefore, fr.Live(), ErrCorrupt)
 		}
-		man.Fragments = append(man.Fragments, fr)
+		if p.grp.key != "" { // a group whose every row was deleted leaves no fragment
+			man.Fragments = append(man.Fragments, fr)
+		}
 		i = p.lo + len(p.grp.old)
 		rep.Groups++
 		rep.Rewritten += len(p.grp.old)

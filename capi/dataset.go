@@ -49,6 +49,9 @@ type openOptions struct {
 	// Storage is the store's connection settings (storage.Settings) by
 	// name; see storageSettings.
 	Storage map[string]string `json:"storage_options"`
+	// AutoCompact is true, false or an object of compaction options
+	// (ABI 16; see autoCompactOption).
+	AutoCompact json.RawMessage `json:"auto_compact"`
 }
 
 // storageKeys maps the names storage_options accepts to the fields of
@@ -204,6 +207,15 @@ func (o openOptions) options() ([]loch.Option, error) {
 			return nil, err
 		}
 		out = append(out, loch.WithLinkPolicy(p))
+	}
+	if o.AutoCompact != nil {
+		opt, err := autoCompactOption(o.AutoCompact)
+		if err != nil {
+			return nil, err
+		}
+		if opt != nil {
+			out = append(out, opt)
+		}
 	}
 	return out, nil
 }
