@@ -43,10 +43,6 @@ type CompactedGroup struct {
 	Group   [2]int `json:"group"`
 	Key     string `json:"key"`
 	Rows    int64  `json:"rows"`
-	// DroppedSamples and DroppedRaw are the column statistics (by column
-	// uid) of the deleted samples the rewrite dropped.
-	DroppedSamples map[int]int64 `json:"dropped_samples,omitempty"`
-	DroppedRaw     map[int]int64 `json:"dropped_raw,omitempty"`
 }
 
 // PlanCompaction plans a compaction of the handle's branch at its head as
@@ -104,8 +100,7 @@ func (d *Dataset) CompactGroup(ctx context.Context, plan *CompactPlan, i int) (*
 		return nil, err
 	}
 	grp := cw.groups[0]
-	return &CompactedGroup{Format: CompactTaskFormat, Dataset: plan.Dataset, Base: plan.Base, Group: g, Key: grp.key, Rows: grp.live,
-		DroppedSamples: grp.dropSample, DroppedRaw: grp.dropRaw}, nil
+	return &CompactedGroup{Format: CompactTaskFormat, Dataset: plan.Dataset, Base: plan.Base, Group: g, Key: grp.key, Rows: grp.live}, nil
 }
 
 // CommitCompaction publishes the groups of plan that CompactGroup
@@ -188,13 +183,7 @@ func (d *Dataset) planBase(ctx context.Context, plan *CompactPlan) (*snapshot, e
 func (cw *compactWrite) described(ctx context.Context, g CompactedGroup) (*compactGroup, error) {
 	d := cw.d
 	grp := &compactGroup{lo: g.Group[0], hi: g.Group[1], old: cw.base.frags[g.Group[0]:g.Group[1]], fw: &fragWriter{cols: map[int]*colWriter{}},
-		oldBytes: map[int]int64{}, dropSample: g.DroppedSamples, dropRaw: g.DroppedRaw}
-	if grp.dropSample == nil {
-		grp.dropSample = map[int]int64{}
-	}
-	if grp.dropRaw == nil {
-		grp.dropRaw = map[int]int64{}
-	}
+		oldBytes: map[int]int64{}}
 	if err := cw.layout(ctx, grp); err != nil {
 		return nil, err
 	}

@@ -167,8 +167,8 @@ func loch_dataset_plan_compaction(h C.uintptr_t, options *C.char, out **C.char, 
 // loch_dataset_compact_group rewrites group index of plan (the JSON of
 // loch_dataset_plan_compaction) into one fragment, unreferenced until
 // loch_dataset_commit_compaction publishes it, and sets *out to its
-// description: {"format", "dataset", "base", "group", "key", "rows",
-// "dropped_samples", "dropped_raw"}. Any handle on the plan's dataset may
+// description: {"format", "dataset", "base", "group", "key", "rows"}.
+// Any handle on the plan's dataset may
 // run it, read-only ones included.
 //
 //export loch_dataset_compact_group
