@@ -30,6 +30,20 @@ func (d *Dataset) Commit(ctx context.Context, message string) (string, error) {
 	if err := st.finish(ctx); err != nil {
 		return "", err
 	}
+	// A lease that stayed live kept every staged chunk from garbage
+	// collection; one that may have lapsed makes the commit check them
+	// (docs/format.md §5.1). Chunks that are gone cannot be put again (the
+	// handle no longer holds their bytes): the stage is discarded.
+	if !st.lease.held(ctx) {
+		gone, err := st.checkChunks(ctx)
+		if gone {
+			st.abort()
+			d.stage = nil
+		}
+		if err != nil {
+			return "", err
+		}
+	}
 	branch := d.Branch()
 	var id string
 	next, err := d.updateRoot(ctx, "commit "+branch, func(root, next *manifest.Root) error {
@@ -44,6 +58,7 @@ func (d *Dataset) Commit(ctx context.Context, message string) (string, error) {
 		return "", err
 	}
 	st.cancel(nil)
+	st.lease.release()
 	d.stage = nil
 	return id, nil
 }

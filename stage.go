@@ -52,6 +52,11 @@ type staging struct {
 	slots   chan struct{} // the uploads' semaphore (submit)
 	ctx     context.Context
 	cancel  context.CancelCauseFunc
+
+	// lease keeps the stage's objects from garbage collection
+	// (docs/format.md §5.1); nil when putting it failed, which Commit
+	// treats as a lapsed lease.
+	lease *lease
 }
 
 // colDelta accumulates statistics of staged samples of one column. Its
@@ -76,15 +81,20 @@ type colWriter struct {
 	chunks int
 }
 
-func (d *Dataset) stagingLocked() (*staging, error) {
+// stagingLocked returns the handle's stage, starting one (and its lease,
+// before anything of it is put) if there is none.
+func (d *Dataset) stagingLocked(ctx context.Context) (*staging, error) {
 	if d.ReadOnly() {
 		return nil, d.readOnlyErr("write")
 	}
 	if d.stage == nil {
 		base := d.current()
-		ctx, cancel := context.WithCancelCause(context.Background())
+		sctx, cancel := context.WithCancelCause(context.Background())
 		st := &staging{d: d, base: base, nextUID: base.man.NextColumnUID, deltas: map[int]*colDelta{}, nonce: randomID(),
-			deletes: map[uint64]bool{}, ctx: ctx, cancel: cancel}
+			deletes: map[uint64]bool{}, ctx: sctx, cancel: cancel}
+		// A lease that cannot be put leaves the stage unleased: its
+		// commit then checks its chunks (docs/format.md §5.1).
+		st.lease, _ = startLease(ctx, d.store, st.nonce, d.opts.leaseTTL, d.opts.leaseRenew)
 		st.slots = make(chan struct{}, 2*d.opts.parallelism)
 		for _, c := range base.man.Schema.Columns {
 			st.cols = append(st.cols, c.Definition())
@@ -105,10 +115,12 @@ func (st *staging) firstErr() error {
 // errDiscarded is the cause of an aborted stage's cancellation.
 var errDiscarded = errors.New("staged writes discarded")
 
-// abort stops the uploads and waits for those in flight.
+// abort stops the uploads, waits for those in flight and releases the
+// lease.
 func (st *staging) abort() {
 	st.cancel(errDiscarded)
 	_ = st.uploads.Wait()
+	st.lease.release()
 }
 
 func (st *staging) column(name string) (*schema.Column, bool) {
@@ -215,7 +227,7 @@ func (d *Dataset) Append(ctx context.Context, row Row) error {
 func (d *Dataset) Extend(ctx context.Context, rows []Row) error {
 	d.wmu.Lock()
 	defer d.wmu.Unlock()
-	st, err := d.stagingLocked()
+	st, err := d.stagingLocked(ctx)
 	if err != nil {
 		return err
 	}
@@ -521,7 +533,7 @@ func sortedUIDs(m map[int]*colWriter) []int { return slices.Sorted(maps.Keys(m))
 func (d *Dataset) Delete(ctx context.Context, ids ...uint64) error {
 	d.wmu.Lock()
 	defer d.wmu.Unlock()
-	st, err := d.stagingLocked()
+	st, err := d.stagingLocked(ctx)
 	if err != nil {
 		return err
 	}
@@ -545,7 +557,7 @@ func (d *Dataset) Delete(ctx context.Context, ids ...uint64) error {
 func (d *Dataset) Update(ctx context.Context, id uint64, row Row) error {
 	d.wmu.Lock()
 	defer d.wmu.Unlock()
-	st, err := d.stagingLocked()
+	st, err := d.stagingLocked(ctx)
 	if err != nil {
 		return err
 	}
@@ -610,7 +622,7 @@ func searchRef(refs []manifest.ChunkRef, off int64) int {
 func (d *Dataset) AddColumn(ctx context.Context, col schema.Column) error {
 	d.wmu.Lock()
 	defer d.wmu.Unlock()
-	st, err := d.stagingLocked()
+	st, err := d.stagingLocked(ctx)
 	if err != nil {
 		return err
 	}

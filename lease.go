@@ -1,0 +1,240 @@
+package loch
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/lochdata/loch/internal/keys"
+	"github.com/lochdata/loch/storage"
+)
+
+// This file is the writer's side of docs/format.md §5.1: a stage holds a
+// lease that garbage collection respects, and a commit whose lease may
+// have lapsed checks that the chunks it is about to publish still exist.
+
+// defaultLeaseTTL is how long a lease lives after its last renewal. A
+// writer renews it every quarter of that and trusts it for half: the
+// other half is the room for clock skew between a collector and the store.
+const defaultLeaseTTL = 10 * time.Minute
+
+// leaseMargin widens what a live lease keeps, for the clocks of a store's
+// several servers (docs/format.md §5.1).
+const leaseMargin = time.Minute
+
+// leaseBody is a lease object's JSON (docs/format.md §5.1).
+type leaseBody struct {
+	// Since is the stored time of the lease's first version; nil in that
+	// first version, which stands for its own stored time.
+	Since      *time.Time `json:"since,omitempty"`
+	TTLSeconds float64    `json:"ttl_seconds"`
+	Writer     string     `json:"writer,omitempty"`
+}
+
+// lease is a stage's lease: created before the stage puts anything,
+// renewed in the background while the stage lives. Its methods are safe
+// for concurrent use.
+type lease struct {
+	store storage.Store
+	key   string
+	ttl   time.Duration
+	since time.Time
+
+	mu     sync.Mutex
+	last   time.Time // start of the last successful put, with its monotonic reading
+	lapsed bool      // some renewal came more than ttl/2 after the previous one
+
+	stop context.CancelFunc
+	done chan struct{} // closed when the renewing goroutine has returned
+}
+
+// startLease puts the lease of the stage with nonce id, reads back its
+// stored time and starts renewing it every renew (ttl/4 when zero) until
+// stopped. The goroutine it starts is the lease's; stop or release ends
+// it.
+func startLease(ctx context.Context, store storage.Store, id string, ttl, renew time.Duration) (*lease, error) {
+	if ttl <= 0 {
+		ttl = defaultLeaseTTL
+	}
+	if renew <= 0 {
+		renew = ttl / 4
+	}
+	l := &lease{store: store, key: keys.MakeLease(id), ttl: ttl, done: make(chan struct{})}
+	start := time.Now()
+	if err := l.put(ctx, nil); err != nil {
+		return nil, err
+	}
+	a, err := store.Stat(ctx, l.key)
+	if err != nil {
+		return nil, fmt.Errorf("read back lease %s: %w", l.key, err)
+	}
+	l.since, l.last = a.ModTime, start
+	rctx, cancel := context.WithCancel(context.Background())
+	l.stop = cancel
+	go l.renewEvery(rctx, renew)
+	return l, nil
+}
+
+// put writes the lease with the given since.
+func (l *lease) put(ctx context.Context, since *time.Time) error {
+	host, _ := os.Hostname()
+	b, err := json.Marshal(leaseBody{Since: since, TTLSeconds: l.ttl.Seconds(), Writer: fmt.Sprintf("%s:%d", host, os.Getpid())})
+	if err != nil {
+		return fmt.Errorf("encode lease %s: %w", l.key, err)
+	}
+	if err := l.store.Put(ctx, l.key, b); err != nil {
+		return fmt.Errorf("write lease %s: %w", l.key, err)
+	}
+	return nil
+}
+
+func (l *lease) renewEvery(ctx context.Context, every time.Duration) {
+	defer close(l.done)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			_ = l.renew(ctx) // a failed renewal shows as a gap: held says so
+		}
+	}
+}
+
+// renew puts the lease again; it records a lapse when the previous
+// successful put began more than ttl/2 ago.
+func (l *lease) renew(ctx context.Context) error {
+	start := time.Now()
+	since := l.since
+	if err := l.put(ctx, &since); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.gap(start) > l.ttl/2 {
+		l.lapsed = true
+	}
+	l.last = start
+	return nil
+}
+
+// gap is the time from the last successful put's start to now, by the
+// larger of the monotonic and the wall clock (the monotonic clock stops
+// while the machine sleeps); the caller holds mu.
+func (l *lease) gap(now time.Time) time.Duration {
+	return max(now.Sub(l.last), now.Round(0).Sub(l.last.Round(0)))
+}
+
+// held renews the lease and reports whether it stayed live since the
+// stage began: every renewal, this one included, came within ttl/2 of the
+// previous one. A nil lease (its put failed) was never held.
+func (l *lease) held(ctx context.Context) bool {
+	if l == nil {
+		return false
+	}
+	if err := l.renew(ctx); err != nil {
+		return false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return !l.lapsed
+}
+
+// halt stops the renewals and waits for the goroutine; the lease object
+// stays, and expires ttl after its last renewal.
+func (l *lease) halt() {
+	if l == nil {
+		return
+	}
+	l.stop()
+	<-l.done
+}
+
+// release stops the renewals and deletes the lease, best-effort: a lease
+// left behind only keeps objects for one more ttl.
+func (l *lease) release() {
+	if l == nil {
+		return
+	}
+	l.halt()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_ = l.store.Delete(ctx, l.key)
+}
+
+// checkChunks reads the stored time of every chunk the stage uploaded and
+// reports whether some are gone (docs/format.md §5.1: a collection deleted
+// them while this writer's lease had lapsed), with an ErrNotFound error
+// naming them; err alone is a failure to check.
+func (st *staging) checkChunks(ctx context.Context) (gone bool, err error) {
+	var ks []string
+	for _, fw := range st.writers() {
+		for _, cw := range fw.cols {
+			for _, r := range cw.refs {
+				if r.Key != "" {
+					ks = append(ks, r.Key)
+				}
+			}
+		}
+	}
+	missing, err := st.d.missingObjects(ctx, ks)
+	if err != nil {
+		return false, fmt.Errorf("commit %s: check the staged chunks: %w", st.d.url, err)
+	}
+	if len(missing) > 0 {
+		return true, fmt.Errorf("commit %s: %s; the staged writes are discarded (their rows cannot be published without these chunks): write them again: %w",
+			st.d.url, goneByGC(missing, "this writer's lease had lapsed"), ErrNotFound)
+	}
+	return false, nil
+}
+
+// goneByGC describes objects a commit would publish that a garbage
+// collection deleted.
+func goneByGC(missing []string, why string) string {
+	names := strings.Join(missing, ", ")
+	if len(missing) > 3 {
+		names = strings.Join(missing[:3], ", ") + ", ..."
+	}
+	return fmt.Sprintf("%d objects this commit would publish are gone (%s): a garbage collection deleted them while they waited to be committed (%s)",
+		len(missing), names, why)
+}
+
+// missingObjects returns, sorted, the keys of ks (duplicates allowed) that
+// the store does not hold, reading their stored times gcParallelism at a
+// time.
+func (d *Dataset) missingObjects(ctx context.Context, ks []string) ([]string, error) {
+	slices.Sort(ks)
+	ks = slices.Compact(ks)
+	var (
+		mu      sync.Mutex
+		missing []string
+	)
+	eg, ectx := errgroup.WithContext(ctx)
+	eg.SetLimit(gcParallelism)
+	for _, k := range ks {
+		eg.Go(func() error {
+			_, err := d.store.Stat(ectx, k)
+			if errors.Is(err, storage.ErrNotFound) {
+				mu.Lock()
+				missing = append(missing, k)
+				mu.Unlock()
+				return nil
+			}
+			return err
+		})
+	}
+	if err := eg.Wait(); err != nil {
+		return nil, err
+	}
+	slices.Sort(missing)
+	return missing, nil
+}
