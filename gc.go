@@ -78,16 +78,18 @@ type GCReport struct {
 	Young     GCKind            `json:"young"`     // kept: unreachable but within the grace period
 	Leased    GCKind            `json:"leased"`    // kept: unreachable but covered by a live writer's lease (docs/format.md §5.1)
 	Deleted   GCKind            `json:"deleted"`   // deleted (or, in a dry run, would be)
-	// Expired counts the commits version retention expired that were
-	// deleted (or, in a dry run, would be); DeadLeases the expired leases
-	// of writers gone for longer than the grace period, deleted.
-	Expired    int64 `json:"expired"`
-	DeadLeases int64 `json:"dead_leases"`
 	ByKind    map[string]GCKind `json:"by_kind"`   // deleted by key prefix: chunks, fragments, ...
 	// Missing lists, sorted, the reachable chunks and deletion vectors that
 	// the store does not hold: the dataset is damaged there (loch verify
 	// says which versions). GC does not need to read them, so it goes on.
 	Missing []string `json:"missing,omitempty"`
+	// Expired counts the commits version retention expired where kept
+	// history ends (parents of kept commits, which get expiry markers)
+	// that were deleted, or in a dry run would be; the older history
+	// behind them is deleted as unreachable. DeadLeases counts the
+	// leases of writers gone for longer than the grace period, deleted.
+	Expired    int64 `json:"expired"`
+	DeadLeases int64 `json:"dead_leases"`
 }
 
 // GC deletes the objects that no branch or tag reaches (through commits and
@@ -120,10 +122,15 @@ type GCReport struct {
 // unreachable objects dealt with (deleted, counted in a dry run, or kept
 // as rewritten) out of those to delete.
 //
+// Objects that writers have staged but not yet committed, this handle's
+// included, are kept by the grace period and by their writers' live
+// leases (docs/format.md §5.1). With opts.KeepLast or opts.OlderThan, old
+// versions of branches expire (§5.2): the walk does not go through them,
+// and the expired commits where kept history ends get expiry markers
+// before they are deleted.
+//
 // GC is a dataset-wide operation: a read-only handle may run it, and it
-// does not move the handle. Objects that writers have staged but not yet
-// committed, this handle's included, are protected only by the grace
-// period.
+// does not move the handle.
 func (d *Dataset) GC(ctx context.Context, opts GCOptions) (*GCReport, error) {
 	if opts.Grace < 0 {
 		return nil, invalidf("gc %s: negative grace period %s", d.url, opts.Grace)

@@ -51,7 +51,8 @@ It prints the objects and bytes deleted, by kind, and those kept. With
 --dry-run it deletes nothing and reports what it would delete. With --json
 it prints one JSON object with the fields url, dry_run, reachable, young,
 leased, deleted (each objects and bytes), by_kind (kind: objects and bytes
-deleted), expired (commits expired by retention and deleted), dead_leases
+deleted), expired (expired versions where kept history now ends, each
+left an expiry marker; the history behind them is in by_kind), dead_leases
 (leases of writers gone, deleted) and missing (reachable objects not found;
 absent when none).
 
@@ -136,7 +137,7 @@ func printGC(w io.Writer, rep *loch.GCReport, grace time.Duration) error {
 		fmt.Fprintf(w, "kept %s that writers' live leases hold (staged, not yet committed)\n", objects(rep.Leased))
 	}
 	if rep.Expired > 0 {
-		fmt.Fprintf(w, "%s %d expired versions (version retention)\n", verb, rep.Expired)
+		fmt.Fprintf(w, "version retention: kept history now ends at %d expired versions (commits %s in all: %d)\n", rep.Expired, verb, rep.ByKind["commits"].Objects)
 	}
 	if rep.DryRun {
 		fmt.Fprintln(w, "dry run: nothing was deleted")
