@@ -149,6 +149,18 @@ func (l *lease) held(ctx context.Context) bool {
 	return !l.lapsed
 }
 
+// live reports, without renewing, whether the lease has stayed live so
+// far: no lapse, and the last successful put began within ttl/2. A nil
+// lease was never live.
+func (l *lease) live() bool {
+	if l == nil {
+		return false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return !l.lapsed && l.gap(time.Now()) <= l.ttl/2
+}
+
 // halt stops the renewals and waits for the goroutine; the lease object
 // stays, and expires ttl after its last renewal.
 func (l *lease) halt() {

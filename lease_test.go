@@ -207,10 +207,12 @@ func TestLeaseObject(t *testing.T) {
 	require.NotNil(t, b.Since)
 	require.True(t, b.Since.Equal(st.lease.since))
 
-	l, err := startLease(ctx, d.store, randomID(), 20*time.Millisecond, time.Hour)
+	l, err := startLease(ctx, d.store, randomID(), 400*time.Millisecond, time.Hour)
 	require.NoError(t, err)
 	defer l.release()
-	time.Sleep(30 * time.Millisecond)
+	require.True(t, l.live())
+	time.Sleep(300 * time.Millisecond)
+	require.False(t, l.live(), "a lease unrenewed for longer than ttl/2 is not live")
 	require.False(t, l.held(ctx), "a lease unrenewed for longer than ttl/2 lapsed")
 	require.False(t, l.held(ctx), "a lapse is remembered")
 
