@@ -69,7 +69,7 @@ func (d *Dataset) Commit(ctx context.Context, message string) (string, error) {
 		return "", err
 	}
 	st.cancel(nil)
-	st.lease.release()
+	st.lease.end(false)
 	d.stage = nil
 	return id, nil
 }

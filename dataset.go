@@ -114,8 +114,9 @@ type Dataset struct {
 	readOnly bool
 	pin      string // what a read-only handle was opened at, for messages
 
-	wmu   sync.Mutex // guards stage; held for the whole of Commit
+	wmu   sync.Mutex // guards stage and lease; held for the whole of Commit
 	stage *staging
+	lease *lease // the handle's writer lease (docs/format.md §5.1); nil before its first stage
 }
 
 // Create makes a new dataset with the given schema at url and commits its

@@ -39,48 +39,60 @@ type leaseBody struct {
 	Writer     string     `json:"writer,omitempty"`
 }
 
-// lease is a stage's lease: created before the stage puts anything,
-// renewed in the background while the stage lives. Its methods are safe
-// for concurrent use.
+// lease is a writer handle's lease (docs/format.md §5.1). A stage begins
+// it, with one put before the stage puts anything; a goroutine renews it
+// while the stage lives; the stage's end stops the renewals and deletes
+// it, unless the stage was handed to another committer (Stage); the next
+// stage begins it afresh. begin and end are called under the handle's
+// wmu; held, live and the renewals may run at once.
 type lease struct {
-	store storage.Store
-	key   string
-	ttl   time.Duration
-	since time.Time
+	store      storage.Store
+	key        string
+	ttl, every time.Duration
 
-	mu     sync.Mutex
-	last   time.Time // start of the last successful put, with its monotonic reading
-	lapsed bool      // some renewal came more than ttl/2 after the previous one
+	putMu sync.Mutex // serializes the puts of the lease
 
-	stop context.CancelFunc
-	done chan struct{} // closed when the renewing goroutine has returned
+	mu         sync.Mutex
+	since      time.Time // stored time of the stage's first put; valid when sinceKnown
+	sinceKnown bool
+	last       time.Time // start of the last successful put, with its monotonic reading
+	lapsed     bool      // some renewal came more than ttl/2 after the previous put
+
+	stop context.CancelFunc // nil while no stage runs
+	done chan struct{}      // closed when the renewing goroutine has returned
 }
 
-// startLease puts the lease of the stage with nonce id, reads back its
-// stored time and starts renewing it every renew (ttl/4 when zero) until
-// stopped. The goroutine it starts is the lease's; stop or release ends
-// it.
-func startLease(ctx context.Context, store storage.Store, id string, ttl, renew time.Duration) (*lease, error) {
+// newLease returns the lease of a handle, not yet begun: a random key,
+// renewed every `every` (ttl/4 when zero), living ttl (defaultLeaseTTL when
+// zero) after its last renewal.
+func newLease(store storage.Store, ttl, every time.Duration) *lease {
 	if ttl <= 0 {
 		ttl = defaultLeaseTTL
 	}
-	if renew <= 0 {
-		renew = ttl / 4
+	if every <= 0 {
+		every = ttl / 4
 	}
-	l := &lease{store: store, key: keys.MakeLease(id), ttl: ttl, done: make(chan struct{})}
+	return &lease{store: store, key: keys.MakeLease(randomID()), ttl: ttl, every: every}
+}
+
+// begin starts the lease of a new stage: it puts the lease without since
+// (its stored time is since) and starts renewing it. The goroutine it
+// starts is the lease's; end stops it.
+func (l *lease) begin(ctx context.Context) error {
 	start := time.Now()
-	if err := l.put(ctx, nil); err != nil {
-		return nil, err
-	}
-	a, err := store.Stat(ctx, l.key)
+	l.putMu.Lock()
+	err := l.put(ctx, nil)
+	l.putMu.Unlock()
 	if err != nil {
-		return nil, fmt.Errorf("read back lease %s: %w", l.key, err)
+		return err
 	}
-	l.since, l.last = a.ModTime, start
+	l.mu.Lock()
+	l.sinceKnown, l.last, l.lapsed = false, start, false
+	l.mu.Unlock()
 	rctx, cancel := context.WithCancel(context.Background())
-	l.stop = cancel
-	go l.renewEvery(rctx, renew)
-	return l, nil
+	l.stop, l.done = cancel, make(chan struct{})
+	go l.renewEvery(rctx)
+	return nil
 }
 
 // put writes the lease with the given since.
@@ -96,9 +108,9 @@ func (l *lease) put(ctx context.Context, since *time.Time) error {
 	return nil
 }
 
-func (l *lease) renewEvery(ctx context.Context, every time.Duration) {
+func (l *lease) renewEvery(ctx context.Context) {
 	defer close(l.done)
-	t := time.NewTicker(every)
+	t := time.NewTicker(l.every)
 	defer t.Stop()
 	for {
 		select {
@@ -110,11 +122,33 @@ func (l *lease) renewEvery(ctx context.Context, every time.Duration) {
 	}
 }
 
-// renew puts the lease again; it records a lapse when the previous
-// successful put began more than ttl/2 ago.
+// renew puts the lease again, with since (read back, the first time, from
+// the stored time of begin's put); it records a lapse when the previous
+// successful put began more than ttl/2 ago, or the lease was gone.
 func (l *lease) renew(ctx context.Context) error {
+	l.putMu.Lock()
+	defer l.putMu.Unlock()
+	l.mu.Lock()
+	since, known := l.since, l.sinceKnown
+	l.mu.Unlock()
+	if !known {
+		a, err := l.store.Stat(ctx, l.key)
+		switch {
+		case errors.Is(err, storage.ErrNotFound):
+			// Deleted as dead: what the stage put before is unprotected.
+			a.ModTime = time.Now()
+			l.mu.Lock()
+			l.lapsed = true
+			l.mu.Unlock()
+		case err != nil:
+			return fmt.Errorf("read back lease %s: %w", l.key, err)
+		}
+		since = a.ModTime
+		l.mu.Lock()
+		l.since, l.sinceKnown = since, true
+		l.mu.Unlock()
+	}
 	start := time.Now()
-	since := l.since
 	if err := l.put(ctx, &since); err != nil {
 		return err
 	}
@@ -134,12 +168,19 @@ func (l *lease) gap(now time.Time) time.Duration {
 	return max(now.Sub(l.last), now.Round(0).Sub(l.last.Round(0)))
 }
 
-// held renews the lease and reports whether it stayed live since the
-// stage began: every renewal, this one included, came within ttl/2 of the
-// previous one. A nil lease (its put failed) was never held.
+// held reports whether the lease stayed live since the stage began: every
+// renewal came within ttl/2 of the previous put, and so does now (it
+// renews first unless the last put is recent). A nil lease (begin failed)
+// was never held.
 func (l *lease) held(ctx context.Context) bool {
 	if l == nil {
 		return false
+	}
+	l.mu.Lock()
+	fresh := !l.lapsed && l.gap(time.Now()) <= l.ttl/4
+	l.mu.Unlock()
+	if fresh {
+		return true
 	}
 	if err := l.renew(ctx); err != nil {
 		return false
@@ -161,23 +202,24 @@ func (l *lease) live() bool {
 	return !l.lapsed && l.gap(time.Now()) <= l.ttl/2
 }
 
-// halt stops the renewals and waits for the goroutine; the lease object
-// stays, and expires ttl after its last renewal.
-func (l *lease) halt() {
-	if l == nil {
+// end ends the stage's lease: the renewals stop and the object is
+// deleted, best-effort (a lease left behind only keeps objects for one more
+// ttl), unless the stage's objects were handed to another committer
+// (Stage): then the object stays, protecting them until it expires, and
+// the next stage puts a lease of another key.
+func (l *lease) end(handedOff bool) {
+	if l == nil || l.stop == nil {
 		return
 	}
 	l.stop()
 	<-l.done
-}
-
-// release stops the renewals and deletes the lease, best-effort: a lease
-// left behind only keeps objects for one more ttl.
-func (l *lease) release() {
-	if l == nil {
+	l.stop = nil
+	if handedOff {
+		// The next stage's lease is another object, so that this one
+		// lives out its ttl.
+		l.key = keys.MakeLease(randomID())
 		return
 	}
-	l.halt()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	_ = l.store.Delete(ctx, l.key)

@@ -20,6 +20,13 @@ var leaseBackends = map[string]func(t *testing.T) string{
 	"s3":    func(t *testing.T) string { return testserver.MinIO(t).URL },
 }
 
+// withLease sets the ttl and renewal period of a handle's lease: a short
+// ttl and a long period make a writer whose lease lapses, as a suspended
+// process's does.
+func withLease(ttl, every time.Duration) Option {
+	return func(o *options) { o.leaseTTL, o.leaseRenew = ttl, every }
+}
+
 // stagedChunks returns the keys of the chunks a handle's stage uploaded.
 func stagedChunks(t *testing.T, d *Dataset) []string {
 	t.Helper()
@@ -74,8 +81,8 @@ func TestGCDuringStagedWritesLeaseHeld(t *testing.T) {
 			checkModel(t, d, m)
 			requireVerified(t, d)
 
-			// The commit released its lease: the next gc finds none, and
-			// what is reachable stays.
+			// The commit deleted the stage's lease: it keeps nothing more,
+			// and what is reachable stays.
 			leases := 0
 			require.NoError(t, d.store.List(ctx, keys.LeasePrefix, func(storage.Attrs) error { leases++; return nil }))
 			require.Zero(t, leases)
@@ -96,12 +103,11 @@ func TestGCDuringStagedWritesLeaseLapsed(t *testing.T) {
 	for _, name := range sortedKeys(leaseBackends) {
 		t.Run(name, func(t *testing.T) {
 			url := leaseBackends[name](t)
-			d, err := Create(ctx, url, gcSchema)
+			d, err := Create(ctx, url, gcSchema, withLease(50*time.Millisecond, time.Hour))
 			require.NoError(t, err)
 			defer d.Close()
 			m := &model{}
 			head := gcAppend(t, d, m, gcRows(0, 8))
-			d.opts.leaseTTL, d.opts.leaseRenew = 50*time.Millisecond, time.Hour
 			require.NoError(t, d.Extend(ctx, gcRows(100, 200)))
 			chunks := stagedChunks(t, d)
 			// MinIO's stored times have a resolution of a second: wait
@@ -128,7 +134,6 @@ func TestGCDuringStagedWritesLeaseLapsed(t *testing.T) {
 			requireVerified(t, d)
 
 			// The stage was discarded; the handle writes again.
-			d.opts.leaseTTL, d.opts.leaseRenew = 0, 0
 			next := d.nextRowID(t)
 			rows := gcRows(300, 20)
 			require.NoError(t, d.Extend(ctx, rows))
@@ -186,13 +191,14 @@ func TestStagedCommitChecksChunks(t *testing.T) {
 	}
 }
 
-// TestLeaseObject: a stage puts its lease before its chunks, with the
-// format's fields; renewals keep since; the lease knows when it lapsed.
+// TestLeaseObject: a handle's first stage puts its lease before its
+// chunks, with the format's fields; renewals carry since; the lease knows
+// when it lapsed; the end of a stage leaves the object to expire, and
+// Close deletes it, unless the last stage was handed to a committer.
 func TestLeaseObject(t *testing.T) {
-	d, _ := mustCreate(t, gcSchema)
+	d, url := mustCreate(t, gcSchema)
 	require.NoError(t, d.Append(ctx, gcRows(0, 1)[0]))
-	st := d.stage
-	key := keys.MakeLease(st.nonce)
+	key := d.lease.key
 	obj, err := d.store.Get(ctx, key)
 	require.NoError(t, err)
 	var b leaseBody
@@ -200,23 +206,43 @@ func TestLeaseObject(t *testing.T) {
 	require.Nil(t, b.Since)
 	require.Equal(t, defaultLeaseTTL.Seconds(), b.TTLSeconds)
 	require.True(t, strings.Contains(b.Writer, ":"))
-	require.True(t, st.lease.held(ctx))
+	a, err := d.store.Stat(ctx, key)
+	require.NoError(t, err)
+	require.True(t, d.stage.lease.held(ctx))
+	require.NoError(t, d.stage.lease.renew(ctx))
 	obj, err = d.store.Get(ctx, key)
 	require.NoError(t, err)
 	require.NoError(t, json.Unmarshal(obj, &b))
 	require.NotNil(t, b.Since)
-	require.True(t, b.Since.Equal(st.lease.since))
+	require.True(t, b.Since.Equal(a.ModTime), "since is the stored time of the stage's first put")
 
-	l, err := startLease(ctx, d.store, randomID(), 400*time.Millisecond, time.Hour)
+	d.Discard()
+	_, err = d.store.Stat(ctx, key)
+	require.ErrorIs(t, err, storage.ErrNotFound, "the end of a stage deletes its lease")
+
+	w, err := Open(ctx, url)
 	require.NoError(t, err)
-	defer l.release()
+	require.NoError(t, w.Append(ctx, gcRows(0, 1)[0]))
+	key = w.lease.key
+	_, err = w.Stage(ctx)
+	require.NoError(t, err)
+	require.NotEqual(t, key, w.lease.key, "the next stage has a lease of its own")
+	require.NoError(t, w.Append(ctx, gcRows(1, 1)[0]))
+	_, err = w.Commit(ctx, "more")
+	require.NoError(t, err)
+	require.NoError(t, w.Close())
+	_, err = d.store.Stat(ctx, key)
+	require.NoError(t, err, "a lease whose stage was handed off stays, to expire")
+
+	l := newLease(d.store, 400*time.Millisecond, time.Hour)
+	require.NoError(t, l.begin(ctx))
 	require.True(t, l.live())
 	time.Sleep(300 * time.Millisecond)
 	require.False(t, l.live(), "a lease unrenewed for longer than ttl/2 is not live")
 	require.False(t, l.held(ctx), "a lease unrenewed for longer than ttl/2 lapsed")
 	require.False(t, l.held(ctx), "a lapse is remembered")
-
-	d.Discard()
-	_, err = d.store.Stat(ctx, key)
-	require.ErrorIs(t, err, storage.ErrNotFound, "Discard releases the lease")
+	l.end(false)
+	require.NoError(t, l.begin(ctx))
+	require.True(t, l.held(ctx), "a new stage begins afresh")
+	l.end(false)
 }

@@ -53,9 +53,9 @@ type staging struct {
 	ctx     context.Context
 	cancel  context.CancelCauseFunc
 
-	// lease keeps the stage's objects from garbage collection
-	// (docs/format.md §5.1); nil when putting it failed, which Commit
-	// treats as a lapsed lease.
+	// lease is the handle's lease, begun for this stage: it keeps the
+	// stage's objects from garbage collection (docs/format.md §5.1); nil
+	// when putting it failed, which Commit treats as a lapsed lease.
 	lease *lease
 }
 
@@ -94,7 +94,12 @@ func (d *Dataset) stagingLocked(ctx context.Context) (*staging, error) {
 			deletes: map[uint64]bool{}, ctx: sctx, cancel: cancel}
 		// A lease that cannot be put leaves the stage unleased: its
 		// commit then checks its chunks (docs/format.md §5.1).
-		st.lease, _ = startLease(ctx, d.store, st.nonce, d.opts.leaseTTL, d.opts.leaseRenew)
+		if d.lease == nil {
+			d.lease = newLease(d.store, d.opts.leaseTTL, d.opts.leaseRenew)
+		}
+		if d.lease.begin(ctx) == nil {
+			st.lease = d.lease
+		}
 		st.slots = make(chan struct{}, 2*d.opts.parallelism)
 		for _, c := range base.man.Schema.Columns {
 			st.cols = append(st.cols, c.Definition())
@@ -115,12 +120,12 @@ func (st *staging) firstErr() error {
 // errDiscarded is the cause of an aborted stage's cancellation.
 var errDiscarded = errors.New("staged writes discarded")
 
-// abort stops the uploads, waits for those in flight and releases the
-// lease.
+// abort stops the uploads, waits for those in flight and ends the
+// stage's lease.
 func (st *staging) abort() {
 	st.cancel(errDiscarded)
 	_ = st.uploads.Wait()
-	st.lease.release()
+	st.lease.end(false)
 }
 
 func (st *staging) column(name string) (*schema.Column, bool) {

@@ -164,7 +164,7 @@ func (d *Dataset) Stage(ctx context.Context) (*Staged, error) {
 	st.cancel(nil)
 	// The lease stays, unrenewed: it keeps what this stage wrote for one
 	// more ttl, while a committer publishes it (docs/format.md §5.1).
-	st.lease.halt()
+	st.lease.end(true)
 	d.stage = nil
 	return out, nil
 }
