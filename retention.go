@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"sort"
 	"strings"
 	"time"
 
@@ -135,33 +137,79 @@ func (g *gc) retainIndexed(ctx context.Context, roots []walkRoot) error {
 	if err != nil || len(groups) == 0 {
 		return err
 	}
+	cg := &commitGraph{d: g.d, commits: map[string]*manifest.Commit{}}
 	for _, id := range sortedKeys(g.named) {
-		need := 0
+		need := map[string]bool{}
 		for grp := range groups {
 			if !byCommit[id][grp] {
-				need++
+				need[grp] = true
 			}
 		}
-		if need == 0 {
+		if len(need) == 0 {
 			continue
 		}
-		log, err := g.d.logFrom(ctx, id)
+		path, err := servingPath(ctx, cg, id, byCommit, need)
 		if err != nil {
 			return fmt.Errorf("vector indexes serving %s: %w", id, err)
 		}
-		found, last := map[string]bool{}, -1
-		for i, ci := range log {
-			for grp := range byCommit[ci.ID] {
-				if !byCommit[id][grp] && !found[grp] {
-					found[grp], last = true, i
-				}
-			}
-		}
-		for _, ci := range log[:last+1] {
-			g.keepID(ci.ID)
+		for _, c := range path {
+			g.keepID(c)
 		}
 	}
 	return nil
+}
+
+// servingPath returns the commits that a search of version id visits in
+// log order (newest first by time, as Dataset.Log and vector.Find go), up
+// to the last one that holds a descriptor of a group in need; none when
+// no visited commit has one. Commits are read through cg, once each
+// however many versions ask.
+func servingPath(ctx context.Context, cg *commitGraph, id string, byCommit map[string]map[string]bool, need map[string]bool) ([]string, error) {
+	type entry struct {
+		id string
+		t  time.Time
+	}
+	later := func(a, b entry) bool { return a.t.After(b.t) || a.t.Equal(b.t) && a.id > b.id }
+	seen := map[string]bool{id: true}
+	frontier := []entry{} // oldest first; the newest is popped
+	push := func(id string) error {
+		c, err := cg.get(ctx, id)
+		if err != nil {
+			return err
+		}
+		if slices.Contains(cg.collected, id) {
+			return nil
+		}
+		e := entry{id, c.Time}
+		k := sort.Search(len(frontier), func(k int) bool { return later(frontier[k], e) })
+		frontier = slices.Insert(frontier, k, e)
+		return nil
+	}
+	if err := push(id); err != nil {
+		return nil, err
+	}
+	var visited []string
+	last := -1
+	for len(frontier) > 0 && len(need) > 0 {
+		e := frontier[len(frontier)-1]
+		frontier = frontier[:len(frontier)-1]
+		visited = append(visited, e.id)
+		for grp := range byCommit[e.id] {
+			if need[grp] {
+				delete(need, grp)
+				last = len(visited) - 1
+			}
+		}
+		for _, p := range cg.commits[e.id].Parents {
+			if !seen[p] {
+				seen[p] = true
+				if err := push(p); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	return visited[:last+1], nil
 }
 
 // keep decides, for the walk, whether commit key is kept (§5.2): always
