@@ -26,7 +26,7 @@ import (
 func (d *Dataset) Update(ctx context.Context, id uint64, row Row) error {
 	d.wmu.Lock()
 	defer d.wmu.Unlock()
-	st, err := d.stagingLocked()
+	st, err := d.stagingLocked(ctx)
 	if err != nil {
 		return err
 	}

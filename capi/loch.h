@@ -238,9 +238,12 @@ int loch_interrupt(int64_t tid);
  *       "ours", "theirs", "ours_columns", "theirs_columns"}]}: the caller
  *       frees out whenever it is not NULL, whatever the status.
  *   loch_dataset_gc(h, options, char **out, err): options JSON
- *       {"grace_seconds": s (default 3600), "dry_run": bool} or NULL. out =
- *       {"dry_run", "reachable", "young", "deleted" (each {"objects",
- *       "bytes"}), "by_kind": {prefix: {"objects", "bytes"}}}.
+ *       {"grace_seconds": s (default 86400), "dry_run": bool, "keep_last": n,
+ *       "older_than_seconds": s} (the last two: version retention,
+ *       docs/format.md §5.2) or NULL. out = {"dry_run", "reachable",
+ *       "young", "leased", "deleted" (each {"objects", "bytes"}),
+ *       "by_kind": {prefix: {"objects", "bytes"}}, "expired" (commits),
+ *       "dead_leases"}.
  *
  * Compaction (ABI 16, docs/format.md §8; capi/compact.go has the details):
  *   loch_dataset_compact(h, options, char **out, err): rewrites the small

@@ -62,7 +62,8 @@ __all__ = ["Dataset", "ColumnReader", "Commit", "create", "open"]
 class Commit:
     """One commit of a dataset's history (``ds.log()``): its version id,
     its parents (two for a merge commit), message, author, time, number of
-    rows and the branch it was made on."""
+    rows and the branch it was made on; ``expired`` lists the parents that
+    ``gc``'s version retention collected (the history before them is gone)."""
 
     id: str
     parents: tuple[str, ...]
@@ -71,6 +72,7 @@ class Commit:
     time: datetime
     rows: int
     branch: str
+    expired: tuple[str, ...] = ()
 
 
 def _options(**kw: Any) -> bytes:
@@ -434,7 +436,8 @@ class Dataset:
         out = []
         for c in self._here()._str_json("loch_dataset_log"):
             out.append(Commit(c["id"], tuple(c.get("parents") or ()), c.get("message", ""), c.get("author", ""),
-                              parse_time(c["time"]), c.get("rows", 0), c.get("branch", "")))  # fmt: skip
+                              parse_time(c["time"]), c.get("rows", 0), c.get("branch", ""),
+                              tuple(c.get("expired") or ())))  # fmt: skip
         return out
 
     def refresh(self) -> None:
@@ -553,16 +556,37 @@ class Dataset:
         self._track()
         return result
 
-    def gc(self, grace: float = 86400.0, dry_run: bool = False) -> GCReport:
+    def gc(
+        self, grace: float = 86400.0, dry_run: bool = False, keep_last: int = 0, older_than: float = 0.0
+    ) -> GCReport:
         """Deletes the stored objects that no branch or tag reaches and that
         are older than ``grace`` seconds (so that other writers' objects not
-        yet committed survive), and reports them; ``dry_run`` only
-        reports::
+        yet committed survive; a writer's live lease keeps its objects
+        however old), and reports them; ``dry_run`` only reports::
 
             >>> ds.gc(dry_run=True).deleted              # doctest: +SKIP
             GCCount(objects=12, bytes=48213)
+
+        Version retention: with ``keep_last`` and/or ``older_than``
+        (seconds), a version that is none of the newest ``keep_last``
+        (at least 1) of a branch's first-parent history and is older than
+        ``older_than`` (any age when 0) expires, and what only expired
+        versions use is deleted. Branch heads, tags and saved selections'
+        versions are kept, whole (docs/format.md §5.2)::
+
+            >>> ds.gc(keep_last=10, older_than=7 * 86400).expired  # doctest: +SKIP
+            42
         """
-        opts = json.dumps({"grace_seconds": float(grace), "dry_run": bool(dry_run)}).encode()
+        if keep_last < 0 or older_than < 0:
+            raise InvalidArgument(f"gc keep_last={keep_last}, older_than={older_than}: want 0 or more")
+        opts = json.dumps(
+            {
+                "grace_seconds": float(grace),
+                "dry_run": bool(dry_run),
+                "keep_last": int(keep_last),
+                "older_than_seconds": float(older_than),
+            }
+        ).encode()
         return GCReport.from_json(json.loads(self._str("loch_dataset_gc", opts, interruptible=True)))
 
     def compact(
