@@ -58,7 +58,7 @@ type Output struct {
 // Result says what a statement did.
 type Result struct {
 	// Statement is the statement's kind: CREATE TABLE, ALTER TABLE, DROP
-	// TABLE, INSERT, UPDATE, DELETE, SET, or QUERY for a read.
+	// TABLE, INSERT, UPDATE, DELETE, MERGE, SET, or QUERY for a read.
 	Statement string `json:"statement"`
 	Table     string `json:"table,omitempty"`
 	// Rows is the rows inserted, updated, deleted or (for a query)
@@ -66,6 +66,10 @@ type Result struct {
 	Rows int64 `json:"rows"`
 	// Version is the table's version after a write ("" for a query).
 	Version string `json:"version,omitempty"`
+	// Updated, Deleted and Inserted split a MERGE's Rows.
+	Updated  int64 `json:"updated,omitempty"`
+	Deleted  int64 `json:"deleted,omitempty"`
+	Inserted int64 `json:"inserted,omitempty"`
 }
 
 // String is the line the CLI prints for a write: INSERT 1000 (version 3f2a...).
@@ -74,6 +78,8 @@ func (r Result) String() string {
 	switch r.Statement {
 	case "INSERT", "UPDATE", "DELETE":
 		s += " " + strconv.FormatInt(r.Rows, 10)
+	case "MERGE":
+		s += fmt.Sprintf(" %d (%d updated, %d deleted, %d inserted)", r.Rows, r.Updated, r.Deleted, r.Inserted)
 	}
 	if r.Table != "" {
 		s += " " + r.Table
@@ -85,14 +91,15 @@ func (r Result) String() string {
 }
 
 // IsQuery reports whether stmt is a read that Run writes to its Output
-// (anything but loch's DDL, INSERT, UPDATE, DELETE and SET/RESET loch_*).
+// (anything but loch's DDL, INSERT, UPDATE, DELETE, MERGE and SET/RESET
+// loch_*).
 func IsQuery(stmt string) bool {
 	toks, err := lex(stmt)
 	if err != nil || toks[0].kind == tokEOF {
 		return false
 	}
 	switch toks[0].text {
-	case "create", "alter", "drop", "insert", "update", "delete":
+	case "create", "alter", "drop", "insert", "update", "delete", "merge":
 		return false
 	case "set", "reset":
 		return !strings.HasPrefix(toks[1].text, "loch_")
@@ -145,6 +152,8 @@ func (s *Session) Run(ctx context.Context, stmt string, out Output) (Result, err
 			return s.update(ctx, p, stmt)
 		case "delete":
 			return s.delete(ctx, p, stmt)
+		case "merge":
+			return s.merge(ctx, p, stmt)
 		case "set", "reset":
 			if strings.HasPrefix(second.text, "loch_") {
 				return s.set(p)

@@ -564,6 +564,12 @@ func (s *Session) each(ctx context.Context, name string, d *loch.Dataset, q stri
 		return err
 	}
 	defer done()
+	return eachRow(ctx, e, name, q, n, fn)
+}
+
+// eachRow runs q (of n result columns) in e and calls fn with each row's
+// values (1-based row number); errors of q name table name.
+func eachRow(ctx context.Context, e *query.Engine, name, q string, n int, fn func(int64, []any) error) error {
 	rows, closeRows, err := e.Rows(ctx, q)
 	if err != nil {
 		return err
