@@ -38,9 +38,10 @@
  * consumer need not call into Go at all; capi/service.go has the protocol);
  * 15 added "depth" to the service's loader_new and loader_new_mix requests
  * (a loader opened and streamed in one request) and its loader_config and
- * dataset_version requests.
+ * dataset_version requests; 16 added loch_dataset_upsert (rows merged by
+ * key columns as one commit, capi/upsert.go).
  */
-#define LOCH_ABI_VERSION 15
+#define LOCH_ABI_VERSION 16
 
 /* Status codes. */
 enum {
@@ -96,9 +97,9 @@ enum {
 };
 
 /*
- * loch_column_in: the samples of one column for loch_dataset_extend and
- * loch_dataset_update. The memory stays the caller's: it is read (and
- * copied) before the call returns.
+ * loch_column_in: the samples of one column for loch_dataset_extend,
+ * loch_dataset_update and loch_dataset_upsert. The memory stays the
+ * caller's: it is read (and copied) before the call returns.
  *   DENSE:  data holds n samples of shape[0..ndim), C-contiguous.
  *   PACKED: sample i is data[offsets[i]:offsets[i+1]] with shape
  *           shape[i*ndim .. (i+1)*ndim) (shape may be NULL for text, json,
@@ -169,7 +170,8 @@ typedef struct {
  * Interrupts. The long calls (loch_dataset_open, loch_dataset_create,
  * loch_dataset_extend, loch_dataset_update, loch_dataset_commit,
  * loch_dataset_refresh, loch_dataset_revert, loch_dataset_merge,
- * loch_dataset_gc, loch_dataset_stage, loch_dataset_commit_staged) run under a context that loch_interrupt(tid) cancels,
+ * loch_dataset_gc, loch_dataset_stage, loch_dataset_commit_staged,
+ * loch_dataset_upsert) run under a context that loch_interrupt(tid) cancels,
  * where tid is the OS thread id (Linux gettid) of the thread making the
  * call: the call then returns LOCH_CANCELED soon, having changed nothing
  * that was committed (a commit is either whole or not made). A caller
