@@ -41,6 +41,7 @@ type mergeStmt struct {
 	using          []string
 	matched        []mergeClause // WHEN MATCHED, in order
 	notMatched     []mergeClause // WHEN NOT MATCHED [BY TARGET], in order
+	bySource       []mergeClause // WHEN NOT MATCHED BY SOURCE, in order
 }
 
 // mergeClause is one WHEN clause.
@@ -60,7 +61,8 @@ type mergeClause struct {
 //	MERGE INTO name [[AS] alias] USING source [[AS] alias]
 //	  (ON cond | USING (col, ...))
 //	  {WHEN MATCHED [AND cond] THEN (UPDATE [SET (* | col = expr, ...)] | DELETE | DO NOTHING)
-//	  | WHEN NOT MATCHED [BY TARGET] [AND cond] THEN (INSERT [(col, ...)] VALUES (expr, ...) | INSERT [*] | DO NOTHING)}
+//	  | WHEN NOT MATCHED [BY TARGET] [AND cond] THEN (INSERT [(col, ...)] VALUES (expr, ...) | INSERT [*] | DO NOTHING)
+//	  | WHEN NOT MATCHED BY SOURCE [AND cond] THEN (UPDATE SET col = expr, ... | DELETE | DO NOTHING)}
 func (p *parser) parseMerge() (*mergeStmt, error) {
 	st := &mergeStmt{}
 	if err := p.expect("merge", "into"); err != nil {
@@ -108,12 +110,12 @@ func (p *parser) parseMerge() (*mergeStmt, error) {
 		if err := p.expect("matched"); err != nil {
 			return nil, err
 		}
+		bySource := false
 		if !matched && p.accept("by") {
-			if p.peek().is("source") {
-				return nil, p.errorf("merge into %s: WHEN NOT MATCHED BY SOURCE is not supported", st.table)
-			}
-			if err := p.expect("target"); err != nil {
-				return nil, err
+			if bySource = p.accept("source"); !bySource {
+				if err := p.expect("target"); err != nil {
+					return nil, err
+				}
 			}
 		}
 		var c mergeClause
@@ -125,19 +127,24 @@ func (p *parser) parseMerge() (*mergeStmt, error) {
 		if err := p.expect("then"); err != nil {
 			return nil, err
 		}
-		if err := p.mergeAction(&c, matched); err != nil {
+		if err := p.mergeAction(&c, matched || bySource); err != nil {
 			return nil, fmt.Errorf("merge into %s: %w", st.table, err)
 		}
-		if matched {
+		switch {
+		case bySource && c.star:
+			return nil, fmt.Errorf("merge into %s: WHEN NOT MATCHED BY SOURCE has no source row to UPDATE SET * from; list the columns: %w", st.table, loch.ErrInvalidArgument)
+		case bySource:
+			st.bySource = append(st.bySource, c)
+		case matched:
 			st.matched = append(st.matched, c)
-		} else {
+		default:
 			st.notMatched = append(st.notMatched, c)
 		}
 	}
 	if p.peek().is("returning") {
 		return nil, p.errorf("merge into %s: RETURNING is not supported", st.table)
 	}
-	if len(st.matched)+len(st.notMatched) == 0 {
+	if len(st.matched)+len(st.notMatched)+len(st.bySource) == 0 {
 		return nil, p.errorf("merge into %s: want WHEN MATCHED or WHEN NOT MATCHED", st.table)
 	}
 	return st, p.end()
@@ -211,6 +218,16 @@ func (p *parser) group() {
 	}
 }
 
+// byName reads an optional BY NAME (the star forms go by name) and
+// refuses BY POSITION.
+func (p *parser) byName() error {
+	if p.peek().is("by") && p.toks[p.i+1].is("position") {
+		return p.errorf("BY POSITION is not supported (columns go by name)")
+	}
+	p.accept("by", "name")
+	return nil
+}
+
 // mergeAction reads a WHEN clause's action after THEN.
 func (p *parser) mergeAction(c *mergeClause, matched bool) error {
 	switch {
@@ -220,6 +237,9 @@ func (p *parser) mergeAction(c *mergeClause, matched bool) error {
 		c.action = mergeDelete
 	case matched && p.accept("update"):
 		c.action = mergeUpdate
+		if err := p.byName(); err != nil {
+			return err
+		}
 		if !p.accept("set") || p.accept("*") {
 			c.star = true
 			break
@@ -244,6 +264,9 @@ func (p *parser) mergeAction(c *mergeClause, matched bool) error {
 		}
 	case !matched && p.accept("insert"):
 		c.action = mergeInsert
+		if err := p.byName(); err != nil {
+			return err
+		}
 		if p.peek().is("(") {
 			p.next()
 			for {
@@ -286,7 +309,7 @@ func (p *parser) mergeAction(c *mergeClause, matched bool) error {
 			}
 		}
 	case matched:
-		return p.errorf("WHEN MATCHED: want UPDATE, DELETE or DO NOTHING")
+		return p.errorf("WHEN MATCHED or NOT MATCHED BY SOURCE: want UPDATE, DELETE or DO NOTHING")
 	default:
 		return p.errorf("WHEN NOT MATCHED: want INSERT or DO NOTHING")
 	}
@@ -295,11 +318,13 @@ func (p *parser) mergeAction(c *mergeClause, matched bool) error {
 
 // merge parses MERGE INTO and runs it as one commit (docs/sql.md §4):
 // DuckDB joins the target (with its row ids) and the source on the
-// condition and evaluates the matched rows' clauses; loch stages an update
-// or a deletion of each such row by id, refusing a row that two source
-// rows would change. DuckDB then finds the source rows that match no
-// target row (an anti-join) and evaluates their INSERT clauses, in source
-// order; loch stages them as INSERT does, and commits once.
+// condition and evaluates the matched rows' clauses, and the NOT MATCHED
+// BY SOURCE clauses over the target rows no source row matches; loch
+// stages an update or a deletion of each such row by id, refusing a row
+// that two source rows would change. DuckDB then finds the source rows
+// that match no target row (an anti-join) and evaluates their INSERT
+// clauses, in source order; loch stages them as INSERT does, and commits
+// once.
 func (s *Session) merge(ctx context.Context, p *parser, stmt string) (Result, error) {
 	res := Result{Statement: "MERGE"}
 	st, err := p.parseMerge()
@@ -326,7 +351,7 @@ func (s *Session) merge(ctx context.Context, p *parser, stmt string) (Result, er
 	if err != nil {
 		return res, err
 	}
-	changes, deletes, err := m.matched(ctx, e)
+	changes, deletes, err := m.changes(ctx, e)
 	if err != nil {
 		return res, err
 	}
@@ -354,14 +379,7 @@ func (s *Session) merge(ctx context.Context, p *parser, stmt string) (Result, er
 	}
 	res.Updated, res.Deleted = int64(len(changes)), int64(len(deletes))
 	res.Rows = res.Updated + res.Deleted + res.Inserted
-	if res.Rows == 0 {
-		res.Version = d.Version()
-		return res, nil
-	}
-	if res.Version, err = d.Commit(ctx, msg); err != nil {
-		return res, fmt.Errorf("merge into %s: %w", name, err)
-	}
-	return res, nil
+	return commitWrite(ctx, d, res, "merge into", msg)
 }
 
 // mergePlan is a MERGE resolved against its table's schema and its
@@ -396,7 +414,7 @@ func newMergePlan(ctx context.Context, e *query.Engine, st *mergeStmt, sch schem
 		m.on += fmt.Sprintf("%s.%s = %s.%s", m.tq, quoteIdent(c), m.sq, quoteIdent(c))
 	}
 	star := false
-	for _, c := range append(append([]mergeClause(nil), st.matched...), st.notMatched...) {
+	for _, c := range append(append([]mergeClause(nil), st.matched...), st.notMatched...) { // BY SOURCE has no star
 		star = star || c.star
 	}
 	if star {
@@ -498,41 +516,61 @@ type mergeChange struct {
 	cols []*schema.Column // row's columns
 }
 
-// matched evaluates the WHEN MATCHED clauses: the rows to update, with
-// their new values, and the ids to delete. A target row that two source
-// rows would change is refused (the SQL standard's cardinality
-// violation), naming its row id.
-func (m *mergePlan) matched(ctx context.Context, e *query.Engine) ([]mergeChange, []uint64, error) {
+// changes evaluates the clauses that change target rows: WHEN MATCHED
+// over the join of the target and the source, then WHEN NOT MATCHED BY
+// SOURCE over the target rows no source row matches (an anti-join). It
+// returns the rows to update, with their new values, and the ids to
+// delete. A target row that two source rows would change is refused (the
+// SQL standard's cardinality violation), naming its row id.
+func (m *mergePlan) changes(ctx context.Context, e *query.Engine) ([]mergeChange, []uint64, error) {
+	var changes []mergeChange
+	var deletes []uint64
+	seen := map[uint64]bool{}
+	for _, part := range []struct {
+		clauses []mergeClause
+		join    string
+	}{
+		{m.st.matched, "JOIN"},
+		{m.st.bySource, "ANTI JOIN"},
+	} {
+		from := fmt.Sprintf("%s %s %s ON (%s)", m.target, part.join, m.source, m.on)
+		if err := m.rowChanges(ctx, e, part.clauses, from, seen, &changes, &deletes); err != nil {
+			return nil, nil, err
+		}
+	}
+	return changes, deletes, nil
+}
+
+// rowChanges runs clauses over the target rows of from, adding to changes
+// and deletes; seen holds the row ids changed so far.
+func (m *mergePlan) rowChanges(ctx context.Context, e *query.Engine, clauses []mergeClause, from string, seen map[uint64]bool, changes *[]mergeChange, deletes *[]uint64) error {
 	name := m.st.table
 	acts := false
-	for _, c := range m.st.matched {
+	for _, c := range clauses {
 		acts = acts || c.action != mergeNothing
 	}
 	if !acts {
-		return nil, nil, nil
+		return nil
 	}
 	// Each clause's values are evaluated only for the rows it applies to.
-	list := []string{m.tq + "." + query.RowIDColumn, clauseCase(m.st.matched) + " AS " + mergeClauseColumn}
-	targets := make([][]*schema.Column, len(m.st.matched))
-	first := make([]int, len(m.st.matched)) // the clause's first value in the result row
-	for k, c := range m.st.matched {
+	list := []string{m.tq + "." + query.RowIDColumn, clauseCase(clauses) + " AS " + mergeClauseColumn}
+	targets := make([][]*schema.Column, len(clauses))
+	first := make([]int, len(clauses)) // the clause's first value in the result row
+	for k, c := range clauses {
 		if c.action != mergeUpdate {
 			continue
 		}
 		cols, exprs, err := m.assignments(c)
 		if err != nil {
-			return nil, nil, err
+			return err
 		}
 		targets[k], first[k] = cols, len(list)
 		for _, x := range exprs {
 			list = append(list, fmt.Sprintf("CASE WHEN %s = %d THEN (%s) END", mergeClauseColumn, k, x))
 		}
 	}
-	q := fmt.Sprintf("SELECT %s FROM %s JOIN %s ON (%s)", strings.Join(list, ", "), m.target, m.source, m.on)
-	var changes []mergeChange
-	var deletes []uint64
-	seen := map[uint64]bool{}
-	err := eachRow(ctx, e, name, q, len(list), func(n int64, vals []any) error {
+	q := fmt.Sprintf("SELECT %s FROM %s", strings.Join(list, ", "), from)
+	return eachRow(ctx, e, name, q, len(list), func(n int64, vals []any) error {
 		id, ok := vals[0].(uint64)
 		if !ok {
 			return fmt.Errorf("merge into %s: row id %v is not a UBIGINT", name, vals[0])
@@ -541,7 +579,7 @@ func (m *mergePlan) matched(ctx context.Context, e *query.Engine) ([]mergeChange
 		if err != nil {
 			return fmt.Errorf("merge into %s: %w", name, err)
 		}
-		if k < 0 || m.st.matched[k].action == mergeNothing {
+		if k < 0 || clauses[k].action == mergeNothing {
 			return nil
 		}
 		if seen[id] {
@@ -549,8 +587,8 @@ func (m *mergePlan) matched(ctx context.Context, e *query.Engine) ([]mergeChange
 				name, id, loch.ErrInvalidArgument)
 		}
 		seen[id] = true
-		if m.st.matched[k].action == mergeDelete {
-			deletes = append(deletes, id)
+		if clauses[k].action == mergeDelete {
+			*deletes = append(*deletes, id)
 			return nil
 		}
 		row := make(loch.Row, len(targets[k]))
@@ -561,10 +599,9 @@ func (m *mergePlan) matched(ctx context.Context, e *query.Engine) ([]mergeChange
 			}
 			row[c.Name] = smp
 		}
-		changes = append(changes, mergeChange{id, row, targets[k]})
+		*changes = append(*changes, mergeChange{id, row, targets[k]})
 		return nil
 	})
-	return changes, deletes, err
 }
 
 // clauseIndex reads a clause index from DuckDB (an INTEGER).

@@ -106,7 +106,7 @@ func TestMergeClauses(t *testing.T) {
 
 	// UPDATE SET * and INSERT * take the source's columns by name (its
 	// _rowid and _pos are not data); the other columns are kept or NULL.
-	r = run(t, s, `MERGE INTO t USING src ON t.id = src.id WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *`)
+	r = run(t, s, `MERGE INTO t USING src ON t.id = src.id WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT BY NAME *`)
 	require.Equal(t, [4]int64{5, 3, 0, 2}, [4]int64{r.Rows, r.Updated, r.Deleted, r.Inserted})
 	require.Equal(t, []map[string]any{
 		{"id": 1.0, "name": "skip", "n": 1.0},
@@ -128,6 +128,18 @@ func TestMergeClauses(t *testing.T) {
 	// The table as its own source: a self-merge on equal ids updates every row once.
 	r = run(t, s, `MERGE INTO t USING t AS o ON t._rowid = o._rowid WHEN MATCHED THEN UPDATE SET n = 1`)
 	require.EqualValues(t, 8, r.Updated)
+
+	// WHEN NOT MATCHED BY SOURCE: the target rows the source lacks (a
+	// sync: update what matches, delete or mark what the source dropped).
+	r = run(t, s, `MERGE INTO t USING (VALUES (1), (2), (3), (4)) s(id) ON t.id = s.id
+		WHEN MATCHED THEN UPDATE SET n = 2
+		WHEN NOT MATCHED BY SOURCE AND t.id IS NULL THEN UPDATE SET n = -2
+		WHEN NOT MATCHED BY SOURCE AND t.id < 100 THEN DELETE`)
+	require.Equal(t, [4]int64{7, 5, 2, 0}, [4]int64{r.Rows, r.Updated, r.Deleted, r.Inserted})
+	require.Equal(t, []map[string]any{
+		{"id": 1.0, "n": 2.0}, {"id": 2.0, "n": 2.0}, {"id": 3.0, "n": 2.0}, {"id": 4.0, "n": 2.0},
+		{"id": 200.0, "n": 1.0}, {"id": nil, "n": -2.0},
+	}, rowsOf(t, s, "SELECT id, n FROM t ORDER BY _pos"))
 }
 
 // TestMergeErrors: each refusal names what was wrong and changes nothing.
@@ -137,9 +149,11 @@ func TestMergeErrors(t *testing.T) {
 	v := version(t, s)
 	for _, tc := range []struct{ stmt, want string }{
 		{"MERGE INTO t USING (SELECT 1 AS id) s ON t.id = s.id", "want WHEN MATCHED or WHEN NOT MATCHED"},
-		{"MERGE INTO t USING (SELECT 1 AS id) s ON t.id = s.id WHEN NOT MATCHED BY SOURCE THEN DELETE", "WHEN NOT MATCHED BY SOURCE is not supported"},
+		{"MERGE INTO t USING (SELECT 1 AS id) s ON t.id = s.id WHEN NOT MATCHED BY SOURCE THEN UPDATE", "WHEN NOT MATCHED BY SOURCE has no source row to UPDATE SET * from"},
+		{"MERGE INTO t USING (SELECT 1 AS id) s ON t.id = s.id WHEN NOT MATCHED BY SOURCE THEN INSERT VALUES (1)", "want UPDATE, DELETE or DO NOTHING"},
 		{"MERGE INTO t USING (SELECT 1 AS id) s ON t.id = s.id WHEN MATCHED THEN DELETE RETURNING *", "RETURNING is not supported"},
-		{"MERGE INTO t USING (SELECT 1 AS id) s ON t.id = s.id WHEN MATCHED THEN INSERT VALUES (1)", "WHEN MATCHED: want UPDATE, DELETE or DO NOTHING"},
+		{"MERGE INTO t USING (SELECT 1 AS id) s ON t.id = s.id WHEN MATCHED THEN UPDATE BY POSITION", "BY POSITION is not supported"},
+		{"MERGE INTO t USING (SELECT 1 AS id) s ON t.id = s.id WHEN MATCHED THEN INSERT VALUES (1)", "WHEN MATCHED or NOT MATCHED BY SOURCE: want UPDATE, DELETE or DO NOTHING"},
 		{"MERGE INTO t USING (SELECT 1 AS id) s WHEN MATCHED THEN DELETE", "want ON or USING after the source"},
 		{"MERGE INTO t USING (SELECT 1 AS id) s ON t.id = s.id WHEN MATCHED THEN UPDATE SET nope = 1", `no column "nope" (have id, name, n)`},
 		{"MERGE INTO t USING (SELECT 1 AS id) s ON t.id = s.id WHEN MATCHED THEN UPDATE SET n = 1, n = 2", "column n is set twice"},
