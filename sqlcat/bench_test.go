@@ -21,12 +21,7 @@ import (
 //
 //	go test -run '^$' -bench InsertParquet -benchtime 1x ./sqlcat
 func BenchmarkInsertParquet(b *testing.B) {
-	n := 1_000_000
-	if v := os.Getenv("LOCH_BENCH_ROWS"); v != "" {
-		var err error
-		n, err = strconv.Atoi(v)
-		require.NoError(b, err)
-	}
+	n := benchRows(b)
 	dir := b.TempDir()
 	cat := newSession(b, filepath.Join(dir, "lake"))
 	pq := filepath.Join(dir, "rows.parquet")
@@ -66,12 +61,7 @@ func BenchmarkInsertParquet(b *testing.B) {
 //
 //	go test -run '^$' -bench Merge -benchtime 1x ./sqlcat
 func BenchmarkMerge(b *testing.B) {
-	n := 1_000_000
-	if v := os.Getenv("LOCH_BENCH_ROWS"); v != "" {
-		var err error
-		n, err = strconv.Atoi(v)
-		require.NoError(b, err)
-	}
+	n := benchRows(b)
 	m := n / 10
 	rows := fmt.Sprintf("SELECT i AS id, i / 7 AS x, 'row ' || i AS s FROM range(%d) r(i)", n)
 	// every 20th row's id (matched) and as many new ids
@@ -105,4 +95,15 @@ func BenchmarkMerge(b *testing.B) {
 	b.ReportMetric(lochT.Seconds()/float64(b.N), "loch-s/op")
 	b.ReportMetric(duck.Seconds()/float64(b.N), "duckdb-s/op")
 	b.ReportMetric(lochT.Seconds()/duck.Seconds(), "x-slower")
+}
+
+// benchRows is LOCH_BENCH_ROWS, default 1,000,000.
+func benchRows(b *testing.B) int {
+	v := os.Getenv("LOCH_BENCH_ROWS")
+	if v == "" {
+		return 1_000_000
+	}
+	n, err := strconv.Atoi(v)
+	require.NoError(b, err)
+	return n
 }
