@@ -42,9 +42,10 @@
  * loch_dataset_last_auto_compaction, the "auto_compact" option of
  * loch_dataset_open and loch_dataset_create, and compaction in several
  * processes (loch_dataset_plan_compaction, loch_dataset_compact_group,
- * loch_dataset_commit_compaction).
+ * loch_dataset_commit_compaction); 17 added loch_dataset_upsert (rows
+ * merged by key columns as one commit, capi/upsert.go).
  */
-#define LOCH_ABI_VERSION 16
+#define LOCH_ABI_VERSION 17
 
 /* Status codes. */
 enum {
@@ -100,9 +101,9 @@ enum {
 };
 
 /*
- * loch_column_in: the samples of one column for loch_dataset_extend and
- * loch_dataset_update. The memory stays the caller's: it is read (and
- * copied) before the call returns.
+ * loch_column_in: the samples of one column for loch_dataset_extend,
+ * loch_dataset_update and loch_dataset_upsert. The memory stays the
+ * caller's: it is read (and copied) before the call returns.
  *   DENSE:  data holds n samples of shape[0..ndim), C-contiguous.
  *   PACKED: sample i is data[offsets[i]:offsets[i+1]] with shape
  *           shape[i*ndim .. (i+1)*ndim) (shape may be NULL for text, json,
@@ -175,7 +176,8 @@ typedef struct {
  * loch_dataset_refresh, loch_dataset_revert, loch_dataset_merge,
  * loch_dataset_gc, loch_dataset_stage, loch_dataset_commit_staged,
  * loch_dataset_compact, loch_dataset_plan_compaction,
- * loch_dataset_compact_group, loch_dataset_commit_compaction) run under a context that loch_interrupt(tid) cancels,
+ * loch_dataset_compact_group, loch_dataset_commit_compaction,
+ * loch_dataset_upsert) run under a context that loch_interrupt(tid) cancels,
  * where tid is the OS thread id (Linux gettid) of the thread making the
  * call: the call then returns LOCH_CANCELED soon, having changed nothing
  * that was committed (a commit is either whole or not made). A caller

@@ -29,7 +29,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
@@ -55,7 +55,7 @@ if TYPE_CHECKING:
     from .torch import TorchLoader, TorchOptions
     from .vector import IndexInfo, SearchResult
 
-__all__ = ["Dataset", "ColumnReader", "Commit", "create", "open"]
+__all__ = ["Dataset", "ColumnReader", "Commit", "UpsertReport", "create", "open"]
 
 
 @dataclass(frozen=True)
@@ -73,6 +73,17 @@ class Commit:
     rows: int
     branch: str
     expired: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class UpsertReport:
+    """What :meth:`Dataset.merge_insert` did: the version it committed (the
+    unchanged version when nothing changed), the rows of the dataset it
+    updated and the input rows it inserted."""
+
+    version: str
+    updated: int
+    inserted: int
 
 
 def _options(**kw: Any) -> bytes:
@@ -748,6 +759,46 @@ class Dataset:
         """Stages the deletion of rows by id."""
         ids = np.ascontiguousarray(list(row_ids), dtype=np.uint64)
         self._h.call("loch_dataset_delete", ids.ctypes.data, len(ids))
+
+    def merge_insert(
+        self,
+        data: Mapping[str, Any] | Sequence[Mapping[str, Any]] | pd.DataFrame | pa.Table,
+        on: str | Sequence[str],
+        when_matched: Literal["update", "nothing"] = "update",
+        when_not_matched: Literal["insert", "nothing"] = "insert",
+        message: str | None = None,
+    ) -> UpsertReport:
+        """Upserts rows by key, as one commit (SQL's MERGE): each input row
+        whose key columns ``on`` equal an existing row's updates that row in
+        place (it keeps its row id and position; the columns the input has
+        are set, the others kept), and each that matches no row is appended,
+        in input order. ``data`` takes the forms of :meth:`extend`. A null
+        key matches nothing. ``when_matched="nothing"`` only inserts,
+        ``when_not_matched="nothing"`` only updates::
+
+            >>> ds = loch.create("mem://people", schema={"id": loch.Tensor("int64", shape=()), "name": loch.Text()})  # doctest: +SKIP
+            >>> ds.extend({"id": np.array([1, 2]), "name": ["John", "Anna"]}); _ = ds.commit("two")  # doctest: +SKIP
+            >>> ds.merge_insert({"id": np.array([2, 3]), "name": ["Ann", "Lee"]}, on="id")  # doctest: +SKIP
+            UpsertReport(version='...', updated=1, inserted=1)
+            >>> [ds["name"][i] for i in range(len(ds))]  # doctest: +SKIP
+            ['John', 'Ann', 'Lee']
+
+        Raises :class:`loch.InvalidArgument` when two input rows have the
+        same key (naming the key and both rows), a key column does not
+        exist or holds encoded images or media, an input row lacks a key
+        column, or writes are staged on the handle (commit or discard them
+        first); nothing is committed then. The handle moves to the new
+        version."""
+        keys = [on] if isinstance(on, str) else list(on)
+        n, arr, keep = columns_in(self.schema, columns_of(data))
+        opts = json.dumps(
+            {"on": keys, "when_matched": when_matched, "when_not_matched": when_not_matched, "message": message or ""}
+        ).encode()
+        out = self._str("loch_dataset_upsert", n, arr, len(arr), opts, interruptible=True)
+        del keep
+        self._track()
+        rep = json.loads(out)
+        return UpsertReport(version=rep["version"], updated=int(rep.get("updated", 0)), inserted=int(rep.get("inserted", 0)))
 
     def add_column(self, name: str, column: Column) -> None:
         """Stages a new column, empty in the existing rows::
