@@ -27,6 +27,7 @@ import collections
 import contextlib
 import ctypes
 import difflib
+import errno
 import inspect
 import os
 import struct
@@ -443,10 +444,19 @@ class _GoLoader:
                 fd = (self._fds or self._open_stream())[0]
                 t0 = time.perf_counter()
                 self._lock.release()
+                failed: OSError | None = None
                 try:
                     data = os.read(fd, STREAM_READ * STREAM_RECORD.size)
+                except OSError as e:
+                    failed = e
                 finally:
                     self._lock.acquire()
+                if failed is not None:
+                    # A close from another thread may close the pipe before
+                    # or while this thread reads it.
+                    if failed.errno == errno.EBADF and self._h.closed:
+                        raise Closed("the loader is closed") from None
+                    raise failed
                 self._waited += time.perf_counter() - t0
                 # Go writes whole records, and a pipe keeps each write whole.
                 got = STREAM_RECORD.iter_unpack(data)
