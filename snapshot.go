@@ -216,8 +216,14 @@ func (f *fragState) hasID(id uint64) (int64, bool) {
 		}
 		return 0, false
 	}
+	return idOffset(f.ids, id)
+}
+
+// idOffset returns the offset of a row id in a fragment whose rows carry
+// the id runs ([start, count]), and whether it is there.
+func idOffset(runs [][2]uint64, id uint64) (int64, bool) {
 	var base int64
-	for _, r := range f.ids {
+	for _, r := range runs {
 		if id >= r[0] && id < r[0]+r[1] {
 			return base + int64(id-r[0]), true
 		}

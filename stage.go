@@ -35,11 +35,20 @@ type staging struct {
 	nextUID int
 	deltas  map[int]*colDelta
 
-	open    *fragWriter   // current append fragment
-	upd     *fragWriter   // update fragment (rows carry explicit ids)
-	sealed  []*fragWriter // full append fragments
-	deletes map[uint64]bool
-	nonce   string // of the update fragment
+	open   *fragWriter   // current append fragment
+	upd    *fragWriter   // update fragment (rows carry explicit ids)
+	sealed []*fragWriter // full append fragments
+	nonce  string        // of the update fragment
+
+	// deletes holds the rows deleted or updated, by id, with their
+	// location in base. conflicts holds those that a Refresh found deleted
+	// or changed on the branch since (they block Commit until discarded);
+	// dropped holds, by id, the offsets in upd of updated rows discarded
+	// since (DiscardConflicts), committed as that fragment's deletion
+	// vector.
+	deletes   map[uint64]rowLoc
+	conflicts map[uint64]bool
+	dropped   map[uint64]int64
 
 	builders sync.Pool // of *chunk.Builder, recycled after encoding
 	buffers  sync.Pool // of *[]byte, encoded chunk buffers
@@ -84,7 +93,7 @@ func (d *Dataset) stagingLocked() (*staging, error) {
 		base := d.current()
 		ctx, cancel := context.WithCancelCause(context.Background())
 		st := &staging{d: d, base: base, nextUID: base.man.NextColumnUID, deltas: map[int]*colDelta{}, nonce: randomID(),
-			deletes: map[uint64]bool{}, ctx: ctx, cancel: cancel}
+			deletes: map[uint64]rowLoc{}, conflicts: map[uint64]bool{}, dropped: map[uint64]int64{}, ctx: ctx, cancel: cancel}
 		st.slots = make(chan struct{}, 2*d.opts.parallelism)
 		for _, c := range base.man.Schema.Columns {
 			st.cols = append(st.cols, c.Definition())
@@ -525,16 +534,31 @@ func (d *Dataset) Delete(ctx context.Context, ids ...uint64) error {
 	if err != nil {
 		return err
 	}
+	locs := make([]rowLoc, 0, len(ids))
 	for _, id := range ids {
-		if st.deletes[id] {
-			return fmt.Errorf("%s: row id %d is already deleted or updated in this commit: %w", d.url, id, ErrInvalidArgument)
-		}
-		if _, _, err := d.findRow(ctx, st.base, id); err != nil {
+		if err := st.checkUnstaged(id); err != nil {
 			return err
 		}
+		k, off, err := d.findRow(ctx, st.base, id)
+		if err != nil {
+			return err
+		}
+		locs = append(locs, rowLoc{id: id, frag: k, off: off})
 	}
-	for _, id := range ids {
-		st.deletes[id] = true
+	for _, l := range locs {
+		st.deletes[l.id] = l
+	}
+	return nil
+}
+
+// checkUnstaged fails with ErrInvalidArgument if the row id is deleted or
+// updated in the stage already.
+func (st *staging) checkUnstaged(id uint64) error {
+	if _, ok := st.deletes[id]; ok || st.conflicts[id] {
+		return fmt.Errorf("%s: row id %d is already deleted or updated in this commit: %w", st.d.url, id, ErrInvalidArgument)
+	}
+	if _, ok := st.dropped[id]; ok {
+		return fmt.Errorf("%s: row id %d was updated in this commit and the update discarded as a conflict; commit or discard the other staged writes first: %w", st.d.url, id, ErrInvalidArgument)
 	}
 	return nil
 }
@@ -549,8 +573,8 @@ func (d *Dataset) Update(ctx context.Context, id uint64, row Row) error {
 	if err != nil {
 		return err
 	}
-	if st.deletes[id] {
-		return fmt.Errorf("%s: row id %d is already deleted or updated in this commit: %w", d.url, id, ErrInvalidArgument)
+	if err := st.checkUnstaged(id); err != nil {
+		return err
 	}
 	k, off, err := d.findRow(ctx, st.base, id)
 	if err != nil {
@@ -584,7 +608,7 @@ func (d *Dataset) Update(ctx context.Context, id uint64, row Row) error {
 	if err := st.addRow(ctx, preps[0], &id); err != nil {
 		return err
 	}
-	st.deletes[id] = true
+	st.deletes[id] = rowLoc{id: id, frag: k, off: off}
 	return st.firstErr()
 }
 
@@ -648,7 +672,12 @@ func (st *staging) writers() []*fragWriter {
 }
 
 func (st *staging) empty() bool {
-	return st.open == nil && st.upd == nil && len(st.sealed) == 0 && len(st.deletes) == 0 && st.added == 0
+	return st.open == nil && !st.updates() && len(st.sealed) == 0 && len(st.deletes) == 0 && len(st.conflicts) == 0 && st.added == 0
+}
+
+// updates reports whether the update fragment holds rows not discarded.
+func (st *staging) updates() bool {
+	return st.upd != nil && st.upd.rows > int64(len(st.dropped))
 }
 
 // Discard drops the staged writes.
