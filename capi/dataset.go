@@ -386,7 +386,8 @@ func loch_dataset_commit(h C.uintptr_t, message *C.char, out **C.char, errOut **
 }
 
 // loch_dataset_refresh moves the handle to the newest snapshot of its
-// branch (LOCH_READ_ONLY on a read-only handle).
+// branch (LOCH_READ_ONLY on a read-only handle), and its staged writes onto
+// it (loch.Dataset.Refresh).
 //
 //export loch_dataset_refresh
 func loch_dataset_refresh(h C.uintptr_t, errOut **C.char) (st C.int) {
@@ -398,6 +399,38 @@ func loch_dataset_refresh(h C.uintptr_t, errOut **C.char) (st C.int) {
 	ctx, done := interruptible()
 	defer done()
 	return result(errOut, ds.d.Refresh(ctx))
+}
+
+// loch_dataset_discard drops the handle's staged writes (ABI 16).
+//
+//export loch_dataset_discard
+func loch_dataset_discard(h C.uintptr_t, errOut **C.char) (st C.int) {
+	defer guard(&st, errOut)
+	ds, err := datasetOf(h)
+	if err != nil {
+		return fail(errOut, err)
+	}
+	ds.d.Discard()
+	return C.LOCH_OK
+}
+
+// loch_dataset_discard_conflicts drops the staged deletions and updates of
+// the rows that the last loch_dataset_refresh found deleted or changed by
+// another commit, keeps the other staged writes, and stores the dropped row
+// ids in *out as a JSON list, ascending (ABI 16).
+//
+//export loch_dataset_discard_conflicts
+func loch_dataset_discard_conflicts(h C.uintptr_t, out **C.char, errOut **C.char) (st C.int) {
+	defer guard(&st, errOut)
+	ds, err := datasetOf(h)
+	if err != nil {
+		return fail(errOut, err)
+	}
+	ids := ds.d.DiscardConflicts()
+	if ids == nil {
+		ids = []uint64{}
+	}
+	return result(errOut, setJSON(out, ids))
 }
 
 // loch_dataset_log stores the commits reachable from the handle's version

@@ -38,9 +38,10 @@
  * consumer need not call into Go at all; capi/service.go has the protocol);
  * 15 added "depth" to the service's loader_new and loader_new_mix requests
  * (a loader opened and streamed in one request) and its loader_config and
- * dataset_version requests.
+ * dataset_version requests; 16 added loch_dataset_discard and
+ * loch_dataset_discard_conflicts (see "Writers that recover" below).
  */
-#define LOCH_ABI_VERSION 15
+#define LOCH_ABI_VERSION 16
 
 /* Status codes. */
 enum {
@@ -264,6 +265,23 @@ int loch_interrupt(int64_t tid);
  *
  * A write through a read-only handle (extend, update, delete, add_column,
  * commit, revert, merge, refresh) returns LOCH_READ_ONLY.
+ */
+
+/*
+ * Writers that recover (ABI 16). loch_dataset_commit rebases the staged
+ * writes onto a branch head that other commits moved: appends always,
+ * deleted and updated rows by row id when the other commits left them
+ * alone. When they deleted or changed one of those rows, it returns
+ * LOCH_CONFLICT with a message naming the row ids (the first ten and the
+ * count), commits nothing and keeps everything staged. Then
+ * loch_dataset_refresh moves the handle and the staged writes that do not
+ * conflict onto the head; the conflicting ones stay staged (commit keeps
+ * refusing them) until one of:
+ *
+ *   loch_dataset_discard(h, err): drops every staged write.
+ *   loch_dataset_discard_conflicts(h, char **out, err): drops the
+ *       conflicting ones only; out = the JSON list of their row ids,
+ *       ascending ([] when none).
  */
 
 /*
