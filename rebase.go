@@ -33,9 +33,15 @@ type RowConflictError struct {
 const conflictIDsShown = 10
 
 func (e *RowConflictError) Error() string {
+	return fmt.Sprintf("commit %s: %d staged row(s) this commit deletes or updates were deleted or changed on branch %s by another commit (head %s): %s; nothing was committed: refresh to rebase the other staged changes, then discard the conflicting ones or all of them",
+		e.URL, len(e.IDs), e.Branch, e.Head, e.Rows())
+}
+
+// Rows names the conflicting rows for a message: "row ids 3, 7" (the first
+// ten, then "and N more").
+func (e *RowConflictError) Rows() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "commit %s: %d staged row(s) this commit deletes or updates were deleted or changed on branch %s by another commit (head %s): row ids ",
-		e.URL, len(e.IDs), e.Branch, e.Head)
+	b.WriteString("row ids ")
 	for i, id := range e.IDs[:min(len(e.IDs), conflictIDsShown)] {
 		if i > 0 {
 			b.WriteString(", ")
@@ -45,7 +51,6 @@ func (e *RowConflictError) Error() string {
 	if n := len(e.IDs) - conflictIDsShown; n > 0 {
 		fmt.Fprintf(&b, " and %d more", n)
 	}
-	b.WriteString("; nothing was committed: refresh to rebase the other staged changes, then discard the conflicting ones or all of them")
 	return b.String()
 }
 

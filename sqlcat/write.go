@@ -10,6 +10,7 @@ import (
 	"github.com/lochdata/loch"
 	"github.com/lochdata/loch/catalog"
 	"github.com/lochdata/loch/imaging"
+	"github.com/lochdata/loch/internal/base"
 	"github.com/lochdata/loch/query"
 	"github.com/lochdata/loch/schema"
 )
@@ -133,7 +134,7 @@ func (s *Session) alter(ctx context.Context, st *alterStmt, stmt string) (Result
 		return res, err
 	}
 	if res.Version, err = d.Commit(ctx, msg); err != nil {
-		return res, fmt.Errorf("alter table %s: %w", st.name, err)
+		return res, commitErr("alter table", st.name, err)
 	}
 	return res, nil
 }
@@ -224,7 +225,7 @@ func (s *Session) insertFrom(ctx context.Context, name string, cols []string, so
 		return res, nil
 	}
 	if res.Version, err = d.Commit(ctx, msg); err != nil {
-		return res, fmt.Errorf("insert into %s: %w", name, err)
+		return res, commitErr("insert into", name, err)
 	}
 	return res, nil
 }
@@ -371,6 +372,19 @@ func rowError(op, table string, row int64, err error) error {
 	return fmt.Errorf("%s %s (nothing written): row %d, %v: %w", op, table, row, err, loch.ErrInvalidArgument)
 }
 
+// commitErr is the error of a statement whose commit failed. Commit
+// rebases the statement's rows onto other writers' commits by itself; rows
+// that one of them deleted or changed since the statement read them are
+// named, with what to do.
+func commitErr(op, table string, err error) error {
+	var ce *loch.RowConflictError
+	if errors.As(err, &ce) {
+		return base.Markf(loch.ErrConflict, "%s %s: another commit deleted or changed %s since this statement read them; nothing was changed: run the statement again",
+			op, table, ce.Rows())
+	}
+	return fmt.Errorf("%s %s: %w", op, table, err)
+}
+
 func oneLine(err error) string { return strings.Join(strings.Fields(err.Error()), " ") }
 
 func namesOf(cs []*schema.Column) []string {
@@ -483,7 +497,7 @@ func (s *Session) update(ctx context.Context, p *parser, stmt string) (Result, e
 		return res, nil
 	}
 	if res.Version, err = d.Commit(ctx, msg); err != nil {
-		return res, fmt.Errorf("update %s: %w", name, err)
+		return res, commitErr("update", name, err)
 	}
 	return res, nil
 }
@@ -551,7 +565,7 @@ func (s *Session) delete(ctx context.Context, p *parser, stmt string) (Result, e
 		return res, fmt.Errorf("delete from %s: %w", name, err)
 	}
 	if res.Version, err = d.Commit(ctx, msg); err != nil {
-		return res, fmt.Errorf("delete from %s: %w", name, err)
+		return res, commitErr("delete from", name, err)
 	}
 	return res, nil
 }
