@@ -104,9 +104,9 @@ func rewriteRows(t *testing.T, url string) {
 }
 
 // TestCommitRebasesDisjointChanges: a handle stages an update, a delete
-// and an append; another writer commits first (an append, an update or a
+// and an append, another only an append; a third writer commits first (an append, an update or a
 // delete of other rows, a rewrite that moves every row, a new column); the
-// handle's commit rebases by row id and lands, on local disk and MinIO.
+// handles' commits rebase by row id and land, on local disk and MinIO.
 func TestCommitRebasesDisjointChanges(t *testing.T) {
 	others := map[string]func(t *testing.T, url string){
 		"append": func(t *testing.T, url string) {
@@ -144,32 +144,37 @@ func TestCommitRebasesDisjointChanges(t *testing.T) {
 			t.Run(backend+"/"+other, func(t *testing.T) {
 				url := backends[backend](t)
 				rebaseDataset(t, url, 10)
-				want := rowsByID(t, url)
 				d := mustOpen(t, url)
 				require.NoError(t, d.Update(ctx, 1, Row{"v": Scalar(int64(100))}))
 				require.NoError(t, d.Delete(ctx, 2))
 				require.NoError(t, d.Append(ctx, Row{"k": Scalar(int64(200)), "v": Scalar(int64(1))}))
+				appender := mustOpen(t, url)
+				require.NoError(t, appender.Append(ctx, Row{"k": Scalar(int64(300)), "v": Scalar(int64(3))}))
 
 				others[other](t, url)
 				theirs := rowsByID(t, url)
 				_, err := d.Commit(ctx, "mine")
 				require.NoError(t, err)
+				_, err = appender.Commit(ctx, "a pure append")
+				require.NoError(t, err)
 
-				// Theirs, then mine: row 1 updated, row 2 gone, one row appended.
-				want = theirs
+				// Theirs, then mine: row 1 updated, row 2 gone, two rows appended.
+				want := theirs
 				want[1] = [2]int64{1, 100}
 				delete(want, 2)
 				got := rowsByID(t, url)
-				var appended []uint64
-				for id, kv := range got {
-					if kv == [2]int64{200, 1} {
-						appended = append(appended, id)
+				for _, kv := range [][2]int64{{200, 1}, {300, 3}} {
+					var appended []uint64
+					for id, g := range got {
+						if g == kv {
+							appended = append(appended, id)
+						}
 					}
+					require.Len(t, appended, 1, "row %v", kv)
+					want[appended[0]] = kv
 				}
-				require.Len(t, appended, 1)
-				want[appended[0]] = [2]int64{200, 1}
 				require.Equal(t, want, got)
-				require.Equal(t, got, rowsByID(t, url), "the handle's version is the commit")
+				require.EqualValues(t, len(got)-1, d.Len(), "the handle is at its commit, before the append")
 			})
 		}
 	}
