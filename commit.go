@@ -13,10 +13,15 @@ import (
 
 // Commit makes the staged writes visible as a new snapshot on the handle's
 // branch and returns its version id. With nothing staged it returns the
-// current version. If another writer committed since this handle's
-// snapshot, pure appends are rebased onto its commit; other changes fail
-// with ErrConflict and stay staged. Nothing is visible to readers until the
-// commit's log entry is written, atomically.
+// current version. If other writers committed to the branch since the
+// staged changes' snapshot, the changes are rebased onto their commits by
+// row id (docs/format.md §2.3) and the commit retried, a bounded number of
+// times: appends always; deletions and updates of rows that those commits
+// left alone. When they deleted or changed one of those rows, Commit fails
+// with a *RowConflictError (ErrConflict) naming the rows, commits nothing,
+// and the changes stay staged (see Refresh, DiscardConflicts and Discard).
+// Nothing is visible to readers until the commit's log entry is written,
+// atomically.
 func (d *Dataset) Commit(ctx context.Context, message string) (string, error) {
 	d.wmu.Lock()
 	defer d.wmu.Unlock()

@@ -680,7 +680,8 @@ func (st *staging) updates() bool {
 	return st.upd != nil && st.upd.rows > int64(len(st.dropped))
 }
 
-// Discard drops the staged writes.
+// Discard drops the staged writes: appends, updates, deletions and added
+// columns. The handle stays at its snapshot.
 func (d *Dataset) Discard() {
 	d.wmu.Lock()
 	defer d.wmu.Unlock()
