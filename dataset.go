@@ -321,7 +321,8 @@ func (d *Dataset) current() *snapshot {
 // staged as conflicts, which Commit refuses (a *RowConflictError) until
 // DiscardConflicts or Discard drops them. Staged columns whose name the
 // branch added too keep the whole stage on its old snapshot (Commit
-// reports it; Discard drops it).
+// reports it; Discard drops it). Refresh waits for a Commit of the handle
+// in progress.
 func (d *Dataset) Refresh(ctx context.Context) error {
 	if d.ReadOnly() {
 		return d.readOnlyErr("refresh")
