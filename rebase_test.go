@@ -243,6 +243,8 @@ func TestRefreshAfterConflict(t *testing.T) {
 		var ce *RowConflictError
 		require.True(t, errors.As(err, &ce), "%v", err)
 		require.Equal(t, []uint64{1, 6}, ce.IDs)
+		_, err = d.Stage(ctx)
+		require.ErrorIs(t, err, ErrInvalidArgument, "staging for another committer would drop the conflicts")
 		require.Equal(t, []uint64{1, 6}, d.DiscardConflicts())
 		require.Nil(t, d.DiscardConflicts())
 		require.NoError(t, d.Append(ctx, Row{"k": Scalar(int64(11)), "v": Scalar(int64(0))}))
