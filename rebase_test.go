@@ -243,8 +243,6 @@ func TestRefreshAfterConflict(t *testing.T) {
 		var ce *RowConflictError
 		require.True(t, errors.As(err, &ce), "%v", err)
 		require.Equal(t, []uint64{1, 6}, ce.IDs)
-		_, err = d.Stage(ctx)
-		require.ErrorIs(t, err, ErrInvalidArgument, "staging for another committer would drop the conflicts")
 		require.Equal(t, []uint64{1, 6}, d.DiscardConflicts())
 		require.Nil(t, d.DiscardConflicts())
 		require.NoError(t, d.Append(ctx, Row{"k": Scalar(int64(11)), "v": Scalar(int64(0))}))
@@ -282,6 +280,27 @@ func TestRefreshAfterConflict(t *testing.T) {
 		got := rowsByID(t, url)
 		require.Len(t, got, 11)
 		require.Equal(t, [2]int64{3, 0}, got[3])
+	})
+	t.Run("stage-refuses-conflicts", func(t *testing.T) {
+		// Staging the appends for another committer would drop the
+		// conflicting deletion: refused.
+		url := t.TempDir() + "/ds"
+		rebaseDataset(t, url, 10)
+		d, o := mustOpen(t, url), mustOpen(t, url)
+		require.NoError(t, d.Delete(ctx, 7))
+		require.NoError(t, o.Delete(ctx, 7))
+		_, err := o.Commit(ctx, "theirs")
+		require.NoError(t, err)
+		_, err = d.Commit(ctx, "mine")
+		require.ErrorIs(t, err, ErrConflict)
+		require.NoError(t, d.Refresh(ctx))
+		require.NoError(t, d.Append(ctx, Row{"k": Scalar(int64(10))}))
+		_, err = d.Stage(ctx)
+		require.ErrorIs(t, err, ErrInvalidArgument)
+		require.Equal(t, []uint64{7}, d.DiscardConflicts())
+		staged, err := d.Stage(ctx)
+		require.NoError(t, err)
+		require.EqualValues(t, 1, staged.Rows)
 	})
 	t.Run("refresh-then-update", func(t *testing.T) {
 		// A row another writer appended can be updated after Refresh.
