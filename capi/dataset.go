@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 	"strconv"
 	"sync"
@@ -366,8 +367,17 @@ func loch_dataset_url(h C.uintptr_t, out **C.char, errOut **C.char) (st C.int) {
 	return result(errOut, setString(out, ds.d.URL()))
 }
 
+// rowConflictDetail is what loch_dataset_commit stores in *out with
+// LOCH_CONFLICT when staged rows conflict (ABI 16).
+type rowConflictDetail struct {
+	RowIDs []uint64 `json:"row_ids"`
+}
+
 // loch_dataset_commit commits the staged writes and stores the new
-// version id.
+// version id. When rows it deletes or updates were deleted or changed by
+// another commit, the status is LOCH_CONFLICT and *out is set too, to
+// {"row_ids": [...]} (all of them, ascending): the caller frees *out
+// whenever it is not NULL, whatever the status.
 //
 //export loch_dataset_commit
 func loch_dataset_commit(h C.uintptr_t, message *C.char, out **C.char, errOut **C.char) (st C.int) {
@@ -380,6 +390,12 @@ func loch_dataset_commit(h C.uintptr_t, message *C.char, out **C.char, errOut **
 	defer done()
 	v, err := ds.d.Commit(ctx, goString(message))
 	if err != nil {
+		var ce *loch.RowConflictError
+		if errors.As(err, &ce) && out != nil {
+			if jerr := setJSON(out, rowConflictDetail{RowIDs: ce.IDs}); jerr != nil {
+				*out = nil
+			}
+		}
 		return fail(errOut, err)
 	}
 	return result(errOut, setString(out, v))

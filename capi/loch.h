@@ -273,7 +273,9 @@ int loch_interrupt(int64_t tid);
  * deleted and updated rows by row id when the other commits left them
  * alone. When they deleted or changed one of those rows, it returns
  * LOCH_CONFLICT with a message naming the row ids (the first ten and the
- * count), commits nothing and keeps everything staged. Then
+ * count) and sets *out to {"row_ids": [...]} (all of them, ascending; the
+ * caller frees *out whenever it is not NULL), commits nothing and keeps
+ * everything staged. Then
  * loch_dataset_refresh moves the handle and the staged writes that do not
  * conflict onto the head; the conflicting ones stay staged (commit keeps
  * refusing them) until one of:

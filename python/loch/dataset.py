@@ -629,10 +629,10 @@ class Dataset:
         version id. Commits that other writers made since the handle's
         snapshot are no obstacle: the writes are rebased onto them, appends
         always, updates and deletions by row id. Raises
-        :class:`loch.Conflict`, naming the rows, when another commit deleted
-        or changed rows this one updates or deletes: nothing is committed
-        and the writes stay staged (see :meth:`refresh`,
-        :meth:`discard_conflicts` and :meth:`discard`)."""
+        :class:`loch.Conflict`, naming the rows (its ``row_ids``), when
+        another commit deleted or changed rows this one updates or deletes:
+        nothing is committed and the writes stay staged (see
+        :meth:`refresh`, :meth:`discard_conflicts` and :meth:`discard`)."""
         version = self._h.lib.call_string("loch_dataset_commit", self._h.value, message.encode(), interruptible=True)
         self._track()
         return version

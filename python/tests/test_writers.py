@@ -5,6 +5,7 @@ loch_dataset_discard_conflicts."""
 
 from __future__ import annotations
 
+import pickle
 from pathlib import Path
 
 import numpy as np
@@ -54,8 +55,11 @@ def test_conflict_then_discard_conflicts(tmp_path: Path) -> None:
     theirs.delete([5])
     theirs.commit("theirs")
 
-    with pytest.raises(loch.Conflict, match=r"2 staged row\(s\).*row ids 1, 5;"):
+    with pytest.raises(loch.Conflict, match=r"2 staged row\(s\).*row ids 1, 5;") as info:
         mine.commit("mine")
+    assert info.value.row_ids == [1, 5] and info.value.conflicts == []
+    again = pickle.loads(pickle.dumps(info.value))
+    assert again.row_ids == [1, 5] and str(again) == str(info.value)
     mine.refresh()
     assert len(mine) == 9, "the handle reads the new head"
     with pytest.raises(loch.Conflict, match="row ids 1, 5;"):
