@@ -293,6 +293,15 @@ BENCH_MEDIA_ARGS ?=
 bench-media: build venv $(VENV)/.loch-bench-deps
 	$(VENV)/bin/python python/bench/bench_media.py --loch bin/loch $(BENCH_MEDIA_ARGS)
 
+# bench-living compares loch's compaction and upsert with Lance's on the
+# same rows (python/bench/bench_living.py; pylance is a bench-only
+# dependency). Options go in BENCH_LIVING_ARGS, e.g. "--rows 200000
+# --commits 200 --rounds 3".
+BENCH_LIVING_ARGS ?=
+.PHONY: bench-living
+bench-living: venv $(VENV)/.loch-bench-deps
+	$(VENV)/bin/python python/bench/bench_living.py $(BENCH_LIVING_ARGS)
+
 $(VENV)/.loch-bench-deps: python/requirements-bench.txt | $(VENV)/bin/python
 	$(VENV)/bin/python -m pip install -q -r python/requirements-bench.txt
 	touch $@

@@ -50,6 +50,7 @@ func (d *Dataset) Commit(ctx context.Context, message string) (string, error) {
 	}
 	st.cancel(nil)
 	d.stage = nil
+	d.autoCompact(ctx)
 	return id, nil
 }
 
@@ -128,23 +129,19 @@ func (d *Dataset) commitOnto(ctx context.Context, st *staging, branch, message s
 		return "", err
 	}
 	man.NextColumnUID = max(man.NextColumnUID, nextUID)
+	if err := st.applyPatches(ctx, base, &man, uids); err != nil {
+		return "", err
+	}
 	var appended uint64
 	for _, f := range frags {
-		if f.upd && !st.updates() {
-			continue // every update discarded
-		}
-		fr := manifest.FragmentRef{Key: f.key, Rows: f.rows}
 		if !f.upd {
 			id := root.NextRowID + appended
-			fr.IDStart = &id
+			man.Fragments = append(man.Fragments, manifest.FragmentRef{Key: f.key, Rows: f.rows, IDStart: &id})
 			appended += uint64(f.rows)
-		} else if len(st.dropped) > 0 {
-			if fr, err = st.dropUpdates(ctx, fr); err != nil {
-				return "", err
-			}
+		} else {
+			man.Fragments = append(man.Fragments, manifest.FragmentRef{Key: f.key, Rows: f.rows})
 		}
-		man.Fragments = append(man.Fragments, fr)
-		man.Rows += fr.Live()
+		man.Rows += f.rows
 	}
 	c := manifest.Commit{Parents: []string{head}, Message: message, Author: d.opts.author, Time: next.Time, Rows: man.Rows, Branch: branch}
 	id, err := d.writeCommit(ctx, man, c)
@@ -252,7 +249,7 @@ func (st *staging) buildManifest(ctx context.Context, base *snapshot, rows map[u
 	}
 	for k, offs := range byFrag {
 		f := base.frags[k]
-		if err := f.load(ctx, st.d); err != nil {
+		if err := st.d.dropStats(ctx, f, offs, &man.Schema); err != nil {
 			return manifest.Manifest{}, err
 		}
 		all := append(append([]int64(nil), f.deleted...), offs...)

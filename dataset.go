@@ -35,6 +35,7 @@ type options struct {
 	cacheBytes  int64
 	links       *LinkPolicy // nil: the default policy
 	settings    storage.Settings
+	autoCompact *CompactOptions // nil: no automatic compaction
 }
 
 // Option configures Create and Open.
@@ -110,8 +111,16 @@ type Dataset struct {
 	readOnly bool
 	pin      string // what a read-only handle was opened at, for messages
 
-	wmu   sync.Mutex // guards stage; held for the whole of Commit
+	wmu   sync.Mutex // guards stage and autoCompacted; held for the whole of Commit
 	stage *staging
+	// autoCompacted is the outcome of the last automatic compaction
+	// (WithAutoCompact).
+	autoCompacted struct {
+		rep *CompactReport
+		err error
+	}
+
+	fragBytes sync.Map // fragment key and extensions -> chunk bytes (compaction's planning)
 }
 
 // Create makes a new dataset with the given schema at url and commits its
@@ -329,6 +338,11 @@ func (d *Dataset) Refresh(ctx context.Context) error {
 	}
 	d.wmu.Lock()
 	defer d.wmu.Unlock()
+	return d.refreshLocked(ctx)
+}
+
+// refreshLocked is Refresh with d.wmu held, on a writable handle.
+func (d *Dataset) refreshLocked(ctx context.Context) error {
 	root, err := d.latestRoot(ctx)
 	if err != nil {
 		return err

@@ -1,7 +1,5 @@
 package loch
 
-import "github.com/lochdata/loch/internal/manifest"
-
 // Fragment describes one fragment of a Scan's snapshot (docs/format.md
 // §2.4): the identity of its rows and the positions of its live rows.
 type Fragment struct {
@@ -10,23 +8,26 @@ type Fragment struct {
 	// IDStart is the first row id of an appended fragment's rows; nil for
 	// a fragment written by an update (its ids are in the object).
 	IDStart *uint64
+	// Extensions are the fragment's extension objects, which name the
+	// chunks of columns added or updated in place since it was written.
+	Extensions []string
 	// Start and End bound the positions of its live rows: [Start, End).
 	Start, End int64
 }
 
-// Ident names the fragment's rows: its key and, for an appended fragment,
-// "@" and its first row id (two identical appends share an object, not
-// ids). A row's data is fixed by its fragment's Ident and its id.
-func (f Fragment) Ident() string {
-	return newFragState(manifest.FragmentRef{Key: f.Key, IDStart: f.IDStart}).ident()
-}
+// Ident names the fragment's rows with their data: its key, for an
+// appended fragment "@" and its first row id (two identical appends share
+// an object, not ids), and "+" and its extensions if it has any (an update
+// in place gives it new ones). A row's data is fixed by its fragment's
+// Ident and its id.
+func (f Fragment) Ident() string { return fragIdent(f.Key, f.IDStart, f.Extensions) }
 
 // Fragments returns the snapshot's fragments in row order. It needs no
 // Load.
 func (sc *Scan) Fragments() []Fragment {
 	out := make([]Fragment, len(sc.s.frags))
 	for k, f := range sc.s.frags {
-		out[k] = Fragment{Key: f.ref.Key, IDStart: f.ref.IDStart, Start: sc.s.cum[k], End: sc.s.cum[k+1]}
+		out[k] = Fragment{Key: f.ref.Key, IDStart: f.ref.IDStart, Extensions: f.ref.Extensions, Start: sc.s.cum[k], End: sc.s.cum[k+1]}
 	}
 	return out
 }

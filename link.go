@@ -18,6 +18,11 @@ import (
 // DefaultLinkMaxBytes is the largest object Fetch reads by default.
 const DefaultLinkMaxBytes = 256 << 20
 
+// DefaultLinkAttempts bounds the tries of one link fetch by default: a
+// link may name any host, and a dead one should cost a reader a second or
+// two, not the minute the dataset's own store is given to come back.
+const DefaultLinkAttempts = 6
+
 // DefaultLinkSchemes are the URL schemes links may use by default.
 var DefaultLinkSchemes = []string{"http", "https", "s3", "gs", "az"}
 
@@ -66,7 +71,8 @@ type LinkPolicy struct {
 	MaxBytes int64
 	// Retry is the storage retry policy of fetches: attempts, backoff and
 	// the per-attempt ReadTimeout (an http request included). Its zero
-	// value means storage.DefaultRetryPolicy (6 attempts, 30 s each).
+	// value means storage.DefaultRetryPolicy with DefaultLinkAttempts
+	// (6 attempts, 30 s each).
 	Retry storage.RetryPolicy
 }
 
@@ -163,6 +169,7 @@ func (d *Dataset) linkPolicy() LinkPolicy {
 	}
 	if p.Retry == (storage.RetryPolicy{}) {
 		p.Retry = storage.DefaultRetryPolicy()
+		p.Retry.MaxAttempts = DefaultLinkAttempts
 	}
 	return p
 }

@@ -349,28 +349,32 @@ func (m *merger) row(ctx context.Context, id uint64, lb, lo, lt *rowLoc, cols [3
 	case m.same(m.o, lo, m.t, lt), m.same(m.b, lb, m.t, lt):
 		m.choose(m.o, lo)
 		return nil
-	case m.same(m.b, lb, m.o, lo):
+	case m.same(m.b, lb, m.o, lo) && !m.variants(m.b, lb, m.t, lt):
 		m.take(lo, lt)
 		return nil
 	}
-	// Changed on both sides, differently placed.
+	// Changed on both sides, differently placed, or placed by theirs in
+	// another variant of the base's fragment (an update in place of
+	// other rows gives it other extensions): compare the values.
 	var oc, tc []string
 	var err error
-	if lb != nil && lo != nil {
-		if oc, err = m.d.changedColumns(ctx, m.b, lb, m.o, lo, cols[0]); err != nil {
-			return err
-		}
-		if len(oc) == 0 { // ours rewrote the row with the same values
-			m.take(lo, lt)
-			return nil
-		}
-	}
 	if lb != nil && lt != nil {
 		if tc, err = m.d.changedColumns(ctx, m.b, lb, m.t, lt, cols[1]); err != nil {
 			return err
 		}
-		if len(tc) == 0 {
+		if len(tc) == 0 { // theirs holds the base's values: keep ours
 			m.choose(m.o, lo)
+			return nil
+		}
+	}
+	if lb != nil && lo != nil {
+		if m.same(m.b, lb, m.o, lo) {
+			oc = nil
+		} else if oc, err = m.d.changedColumns(ctx, m.b, lb, m.o, lo, cols[0]); err != nil {
+			return err
+		}
+		if len(oc) == 0 { // ours holds the base's values: take theirs
+			m.take(lo, lt)
 			return nil
 		}
 	}
@@ -393,26 +397,67 @@ func (m *merger) row(ctx context.Context, id uint64, lb, lo, lt *rowLoc, cols [3
 	return nil
 }
 
+// variants reports whether two sides hold a row at the same offset of
+// the same fragment object (and id_start) with other extensions: an
+// update in place of the fragment on one side, which may or may not have
+// changed this row.
+func (m *merger) variants(sx *snapshot, x *rowLoc, sy *snapshot, y *rowLoc) bool {
+	if x == nil || y == nil || x.off != y.off {
+		return false
+	}
+	fx, fy := sx.frags[x.frag].ref, sy.frags[y.frag].ref
+	return fx.Key == fy.Key && equalIDStart(fx.IDStart, fy.IDStart)
+}
+
+func equalIDStart(a, b *uint64) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return *a == *b
+}
+
 // manifest assembles the merged manifest: every fragment of ours and
 // theirs, once, with the rows decided for it.
 func (m *merger) manifest(ctx context.Context, sch schema.Schema) (manifest.Manifest, error) {
 	man := manifest.Manifest{Schema: sch, NextColumnUID: max(m.o.man.NextColumnUID, m.t.man.NextColumnUID), Fragments: []manifest.FragmentRef{}}
 	emitted := map[string]bool{}
-	for _, s := range []*snapshot{m.o, m.t} {
-		for _, f := range s.frags {
-			id := f.ident()
-			if emitted[id] {
-				continue
-			}
-			emitted[id] = true
-			ref, err := m.fragment(ctx, f)
-			if err != nil {
+	emit := func(f *fragState) error {
+		id := f.ident()
+		if emitted[id] {
+			return nil
+		}
+		emitted[id] = true
+		ref, err := m.fragment(ctx, f)
+		if err != nil {
+			return err
+		}
+		if ref.Live() > 0 {
+			man.Fragments = append(man.Fragments, ref)
+			man.Rows += ref.Live()
+		}
+		return nil
+	}
+	// Theirs' variants of a fragment of ours (the same object with other
+	// extensions: updated in place) follow it, so that the rows they hold
+	// keep their place.
+	variants := map[string][]*fragState{}
+	for _, f := range m.t.frags {
+		k := fragIdent(f.ref.Key, f.ref.IDStart, nil)
+		variants[k] = append(variants[k], f)
+	}
+	for _, f := range m.o.frags {
+		if err := emit(f); err != nil {
+			return manifest.Manifest{}, err
+		}
+		for _, v := range variants[fragIdent(f.ref.Key, f.ref.IDStart, nil)] {
+			if err := emit(v); err != nil {
 				return manifest.Manifest{}, err
 			}
-			if ref.Live() > 0 {
-				man.Fragments = append(man.Fragments, ref)
-				man.Rows += ref.Live()
-			}
+		}
+	}
+	for _, f := range m.t.frags {
+		if err := emit(f); err != nil {
+			return manifest.Manifest{}, err
 		}
 	}
 	return man, nil
@@ -517,10 +562,13 @@ func mergeSchema(b, o, t manifest.Manifest) (schema.Schema, []string, error) {
 			continue
 		}
 		c := &out.Columns[k]
-		// Theirs' change since the base: counts can only be estimated as
-		// the difference (rows deleted on their side make it smaller).
-		c.Merge(schema.Stats{MinShape: tc.MinShape, MaxShape: tc.MaxShape, Samples: max(0, tc.Samples-bc.Samples),
-			RawBytes: max(0, tc.RawBytes-bc.RawBytes), StoredBytes: max(0, tc.StoredBytes-bc.StoredBytes)})
+		// Theirs' change since the base, signed: with counts of live rows
+		// (format 1.9) ours plus theirs' change is exact where the sides
+		// changed different rows, and an estimate where a conflict was
+		// resolved for one side.
+		c.Merge(schema.Stats{MinShape: tc.MinShape, MaxShape: tc.MaxShape, Samples: tc.Samples - bc.Samples,
+			RawBytes: tc.RawBytes - bc.RawBytes, StoredBytes: tc.StoredBytes - bc.StoredBytes, Classes: tc.Classes.Sub(bc.Classes)})
+		c.Samples, c.RawBytes, c.StoredBytes = max(c.Samples, 0), max(c.RawBytes, 0), max(c.StoredBytes, 0)
 	}
 	return out, added, nil
 }

@@ -12,8 +12,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/lochdata/loch/internal/keys"
-	"github.com/lochdata/loch/internal/manifest"
 	"github.com/lochdata/loch/schema"
 )
 
@@ -73,14 +71,50 @@ func (d *Dataset) rebase(ctx context.Context, st *staging, branch, head string, 
 		return nil, nil, fmt.Errorf("commit %s: branch %s moved from %s to %s since this handle's snapshot, and %w; nothing was committed: discard the staged changes: %w",
 			d.url, branch, st.base.commitID, head, err, ErrConflict)
 	}
-	rows, conflicts, err := d.rebaseRows(ctx, st.base, hs, st.deletes)
+	staged, err := st.changedRows(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	rows, conflicts, err := d.rebaseRows(ctx, st.base, hs, staged)
 	if err != nil {
 		return nil, nil, fmt.Errorf("commit %s: rebase onto %s: %w", d.url, head, err)
 	}
 	if len(conflicts) > 0 {
 		return nil, nil, &RowConflictError{URL: d.url, Branch: branch, Head: head, IDs: conflicts}
 	}
-	return hs, rows, nil
+	return hs, st.deleted(rows), nil
+}
+
+// changedRows returns the rows the stage deletes or updates, with their
+// locations in its base.
+func (st *staging) changedRows(ctx context.Context) (map[uint64]rowLoc, error) {
+	if len(st.patches) == 0 {
+		return st.deletes, nil
+	}
+	out := maps.Clone(st.deletes)
+	for id := range st.patches {
+		if st.conflicts[id] {
+			continue
+		}
+		k, off, err := st.d.findRow(ctx, st.base, id)
+		if err != nil {
+			return nil, fmt.Errorf("update row id %d: %w", id, err)
+		}
+		out[id] = rowLoc{id: id, frag: k, off: off}
+	}
+	return out, nil
+}
+
+// deleted keeps, of rows, those the stage deletes (updates are applied
+// where they are, by applyPatches).
+func (st *staging) deleted(rows map[uint64]rowLoc) map[uint64]rowLoc {
+	out := make(map[uint64]rowLoc, len(st.deletes))
+	for id := range st.deletes {
+		if l, ok := rows[id]; ok {
+			out[id] = l
+		}
+	}
+	return out
 }
 
 // rebaseSchema checks that changes staged against a version of schema base
@@ -172,14 +206,19 @@ func (d *Dataset) rebaseStage(ctx context.Context, st *staging, head *snapshot) 
 	if rebaseSchema(st.base.man.Schema, head.man.Schema, added) != nil {
 		return nil
 	}
-	rows, conflicts, err := d.rebaseRows(ctx, st.base, head, st.deletes)
+	staged, err := st.changedRows(ctx)
+	if err != nil {
+		return err
+	}
+	rows, conflicts, err := d.rebaseRows(ctx, st.base, head, staged)
 	if err != nil {
 		return fmt.Errorf("refresh %s: rebase the staged changes onto %s: %w", d.url, head.commitID, err)
 	}
 	for _, id := range conflicts {
 		st.conflicts[id] = true
+		delete(rows, id)
 	}
-	st.deletes = rows
+	st.deletes = st.deleted(rows)
 	// Renumber the added columns past head's uids, in the writers and
 	// statistics that name them, then re-point the writers' columns into
 	// the new column list.
@@ -201,6 +240,16 @@ func (d *Dataset) rebaseStage(ctx context.Context, st *staging, head *snapshot) 
 			uid = u
 		}
 		deltas[uid] = dl
+	}
+	for id, vals := range st.patches {
+		p := make(map[int]prepared, len(vals))
+		for uid, v := range vals {
+			if u, ok := renum[uid]; ok {
+				uid = u
+			}
+			p[uid] = v
+		}
+		st.patches[id] = p
 	}
 	sch := &schema.Schema{Columns: cols}
 	for _, fw := range st.writers() {
@@ -231,26 +280,10 @@ func (d *Dataset) DiscardConflicts() []uint64 {
 	}
 	ids := sortedIDs(st.conflicts)
 	for _, id := range ids {
-		if st.upd != nil {
-			if off, ok := idOffset(st.upd.ids, id); ok {
-				st.dropped[id] = off
-			}
-		}
+		delete(st.patches, id)
 	}
 	st.conflicts = map[uint64]bool{}
 	return ids
-}
-
-// dropUpdates gives the update fragment's reference a deletion vector of
-// the updated rows discarded from the stage.
-func (st *staging) dropUpdates(ctx context.Context, fr manifest.FragmentRef) (manifest.FragmentRef, error) {
-	offs := slices.Sorted(maps.Values(st.dropped))
-	key, err := st.d.putObject(ctx, keys.Deletion, manifest.KindDeletion, manifest.Deletion{Offsets: offs})
-	if err != nil {
-		return fr, err
-	}
-	fr.Deletions, fr.Deleted = key, int64(len(offs))
-	return fr, nil
 }
 
 func sortedIDs(m map[uint64]bool) []uint64 { return slices.Sorted(maps.Keys(m)) }

@@ -3,14 +3,12 @@ package loch
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/lochdata/loch/internal/manifest"
 	"github.com/lochdata/loch/internal/testserver"
 	"github.com/lochdata/loch/schema"
 )
@@ -20,19 +18,22 @@ import (
 var rebaseTestSchema = schema.Schema{Columns: []schema.Column{{Name: "k", DType: schema.Int64}, {Name: "v", DType: schema.Int64}}}
 
 // rebaseDataset creates a dataset at url with rows k = 0..n-1, v = 0, whose
-// row ids are 0..n-1.
+// row ids are 0..n-1, in two commits (two fragments, which compaction
+// merges).
 func rebaseDataset(t *testing.T, url string, n int) {
 	t.Helper()
 	d, err := Create(ctx, url, rebaseTestSchema)
 	require.NoError(t, err)
 	defer d.Close()
-	rows := make([]Row, n)
-	for i := range rows {
-		rows[i] = Row{"k": Scalar(int64(i)), "v": Scalar(int64(0))}
+	for _, half := range [][2]int{{0, n / 2}, {n / 2, n}} {
+		var rows []Row
+		for i := half[0]; i < half[1]; i++ {
+			rows = append(rows, Row{"k": Scalar(int64(i)), "v": Scalar(int64(0))})
+		}
+		require.NoError(t, d.Extend(ctx, rows))
+		_, err = d.Commit(ctx, "rows")
+		require.NoError(t, err)
 	}
-	require.NoError(t, d.Extend(ctx, rows))
-	_, err = d.Commit(ctx, "rows")
-	require.NoError(t, err)
 }
 
 func mustOpen(t *testing.T, url string) *Dataset {
@@ -75,34 +76,6 @@ func rowsByID(t *testing.T, url string) map[uint64][2]int64 {
 	return out
 }
 
-// rewriteRows rewrites every row of url's main branch into a new fragment
-// that carries the rows' ids explicitly, with the same values, and drops
-// the old fragments: what a compaction does to a row's location.
-func rewriteRows(t *testing.T, url string) {
-	t.Helper()
-	d := mustOpen(t, url)
-	for i := int64(0); i < d.Len(); i++ {
-		id, err := d.RowID(ctx, i)
-		require.NoError(t, err)
-		require.NoError(t, d.Update(ctx, id, Row{}))
-	}
-	_, err := d.Commit(ctx, "move every row")
-	require.NoError(t, err)
-	_, err = d.updateRoot(ctx, "rewrite", func(root, next *manifest.Root) error {
-		head := root.Refs[headsPrefix+mainBranch]
-		s, err := d.loadSnapshot(ctx, head, root.Seq)
-		if err != nil {
-			return err
-		}
-		man := s.man
-		man.Fragments = slices.DeleteFunc(slices.Clone(man.Fragments), func(f manifest.FragmentRef) bool { return f.Live() == 0 })
-		id, err := d.writeCommit(ctx, man, manifest.Commit{Parents: []string{head}, Message: "rewrite", Time: next.Time, Rows: man.Rows, Branch: mainBranch})
-		next.Refs[headsPrefix+mainBranch] = id
-		return err
-	})
-	require.NoError(t, err)
-}
-
 // TestCommitRebasesDisjointChanges: a handle stages an update, a delete
 // and an append, another only an append; a third writer commits first (an append, an update or a
 // delete of other rows, a rewrite that moves every row, a new column); the
@@ -127,7 +100,13 @@ func TestCommitRebasesDisjointChanges(t *testing.T) {
 			_, err := o.Commit(ctx, "delete")
 			require.NoError(t, err)
 		},
-		"rewrite": rewriteRows,
+		"compact": func(t *testing.T, url string) {
+			// Rows move to a new fragment with the same ids and values.
+			o := mustOpen(t, url)
+			rep, err := o.Compact(ctx, CompactOptions{})
+			require.NoError(t, err)
+			require.NotZero(t, rep.Rewritten, "%+v", rep)
+		},
 		"add-column": func(t *testing.T, url string) {
 			o := mustOpen(t, url)
 			require.NoError(t, o.AddColumn(ctx, schema.Column{Name: "extra", DType: schema.Int32}))
@@ -256,30 +235,18 @@ func TestRefreshAfterConflict(t *testing.T) {
 		require.Len(t, got, 10)
 	})
 	t.Run("discarded-row-again", func(t *testing.T) {
-		// A discarded update's row cannot be updated again in the same
-		// stage (the update fragment would hold its id twice); after the
-		// commit it can.
+		// A row whose update was discarded can be updated again, from the
+		// new head's values, in the same stage.
 		d, url := setup(t)
 		require.NoError(t, d.Refresh(ctx))
+		require.ErrorIs(t, d.Update(ctx, 1, Row{"v": Scalar(int64(101))}), ErrInvalidArgument, "a conflict until discarded")
 		require.Equal(t, []uint64{1, 6}, d.DiscardConflicts())
-		require.ErrorIs(t, d.Update(ctx, 1, Row{"v": Scalar(int64(101))}), ErrInvalidArgument)
+		require.NoError(t, d.Update(ctx, 1, Row{"v": Scalar(int64(101))}))
 		_, err := d.Commit(ctx, "the rest")
 		require.NoError(t, err)
-		require.NoError(t, d.Update(ctx, 1, Row{"v": Scalar(int64(101))}))
-		_, err = d.Commit(ctx, "again")
-		require.NoError(t, err)
-		require.Equal(t, [2]int64{1, 101}, rowsByID(t, url)[1])
-	})
-	t.Run("discard", func(t *testing.T) {
-		d, url := setup(t)
-		require.NoError(t, d.Refresh(ctx))
-		d.Discard()
-		require.NoError(t, d.Append(ctx, Row{"k": Scalar(int64(11)), "v": Scalar(int64(0))}))
-		_, err := d.Commit(ctx, "append")
-		require.NoError(t, err)
 		got := rowsByID(t, url)
-		require.Len(t, got, 11)
-		require.Equal(t, [2]int64{3, 0}, got[3])
+		require.Equal(t, [2]int64{1, 101}, got[1])
+		require.Equal(t, [2]int64{3, 300}, got[3])
 	})
 	t.Run("stage-refuses-conflicts", func(t *testing.T) {
 		// Staging the appends for another committer would drop the
@@ -358,10 +325,10 @@ func TestRefreshRebasesAddedColumns(t *testing.T) {
 		}
 		return out
 	}
-	// Rows 1 (theirs' update) and 0 (mine) moved to the end in that order.
-	require.Equal(t, []string{"2", "1", "3", "4", "0"}, read("k"))
-	require.Equal(t, []string{"-", "6", "-", "8", "-"}, read("theirs"))
-	require.Equal(t, []string{"-", "-", "-", "7", "5"}, read("mine"))
+	// Updated rows keep their places.
+	require.Equal(t, []string{"0", "1", "2", "3", "4"}, read("k"))
+	require.Equal(t, []string{"-", "6", "-", "-", "8"}, read("theirs"))
+	require.Equal(t, []string{"5", "-", "-", "-", "7"}, read("mine"))
 
 	// The same column name added on both sides: a conflict.
 	require.NoError(t, d.AddColumn(ctx, schema.Column{Name: "both", DType: schema.Int64}))
@@ -428,7 +395,7 @@ func TestConcurrentDisjointUpdates(t *testing.T) {
 			}
 			log, err := mustOpen(t, url).Log(ctx)
 			require.NoError(t, err)
-			require.Len(t, log, writers*updates+2, "create, rows, one commit per update")
+			require.Len(t, log, writers*updates+3, "create, two of rows, one commit per update")
 		})
 	}
 }

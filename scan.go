@@ -97,6 +97,11 @@ func (sc *Scan) Schema() schema.Schema { return sc.s.man.Schema.Clone() }
 // (all scans of the dataset together).
 func (sc *Scan) Retries() int64 { return storage.Retries(sc.d.store) }
 
+// RetryStats returns the retry counters of the dataset's store so far (all
+// scans of the dataset together): how often and how long it rode out
+// storage failures.
+func (sc *Scan) RetryStats() storage.RetryStats { return storage.RetryStatsOf(sc.d.store) }
+
 // RowLoc is a located row: where its samples are. Its zero value is not a
 // row.
 type RowLoc struct {

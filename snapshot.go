@@ -33,6 +33,7 @@ type fragState struct {
 	err     error
 	ids     [][2]uint64                 // row-id runs for update fragments
 	cols    map[int][]manifest.ChunkRef // column uid -> chunks, extensions applied
+	extCols map[int]bool                // the column uids some extension names
 	deleted []int64                     // sorted deleted offsets
 }
 
@@ -112,6 +113,7 @@ func (f *fragState) loadWith(ctx context.Context, get getFunc) error {
 	if err := add(f.ref.Key, fr.Columns); err != nil {
 		return err
 	}
+	f.extCols = map[int]bool{}
 	for _, ek := range f.ref.Extensions {
 		var ext manifest.Fragment
 		if err := get(ctx, ek, manifest.KindExtension, &ext); err != nil {
@@ -119,6 +121,10 @@ func (f *fragState) loadWith(ctx context.Context, get getFunc) error {
 		}
 		if err := add(ek, ext.Columns); err != nil {
 			return err
+		}
+		for k := range ext.Columns {
+			uid, _ := strconv.Atoi(k) // add checked it
+			f.extCols[uid] = true
 		}
 	}
 	if f.ref.Deletions != "" {
@@ -216,14 +222,8 @@ func (f *fragState) hasID(id uint64) (int64, bool) {
 		}
 		return 0, false
 	}
-	return idOffset(f.ids, id)
-}
-
-// idOffset returns the offset of a row id in a fragment whose rows carry
-// the id runs ([start, count]), and whether it is there.
-func idOffset(runs [][2]uint64, id uint64) (int64, bool) {
 	var base int64
-	for _, r := range runs {
+	for _, r := range f.ids {
 		if id >= r[0] && id < r[0]+r[1] {
 			return base + int64(id-r[0]), true
 		}
@@ -275,20 +275,32 @@ func (s *snapshot) column(name string) (*schema.Column, error) {
 
 // newFragState makes the state of a manifest's fragment, not yet loaded.
 func newFragState(ref manifest.FragmentRef) *fragState {
-	id := ref.Key
-	if ref.IDStart != nil {
-		id += "@" + strconv.FormatUint(*ref.IDStart, 10)
-	}
-	return &fragState{ref: ref, id: id}
+	return &fragState{ref: ref, id: fragIdent(ref.Key, ref.IDStart, ref.Extensions)}
 }
 
-// ident names a fragment's rows: its object and, for appended fragments,
-// the first row id (two identical appends share an object but not ids).
+// fragIdent is a fragment reference's identity (see ident).
+func fragIdent(key string, idStart *uint64, extensions []string) string {
+	id := key
+	if idStart != nil {
+		id += "@" + strconv.FormatUint(*idStart, 10)
+	}
+	if len(extensions) > 0 {
+		id += "+" + strings.Join(extensions, ",")
+	}
+	return id
+}
+
+// ident names a fragment's rows with their data: its object, for appended
+// fragments the first row id (two identical appends share an object but
+// not ids), and its extensions (an update in place names new chunks
+// through them). A row's data is fixed by its fragment's ident and its
+// offset: diff and merge compare rows at the same ident and offset as
+// equal without reading them.
 func (f *fragState) ident() string { return f.id }
 
 // rowsKey names a fragment's live rows with their data: its identity,
 // extensions and deletions. Two references with one rowsKey hold the same
 // live rows with the same samples.
 func (f *fragState) rowsKey() string {
-	return f.id + "|" + f.ref.Deletions + "|" + strings.Join(f.ref.Extensions, ",")
+	return f.id + "|" + f.ref.Deletions
 }

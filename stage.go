@@ -35,20 +35,18 @@ type staging struct {
 	nextUID int
 	deltas  map[int]*colDelta
 
-	open   *fragWriter   // current append fragment
-	upd    *fragWriter   // update fragment (rows carry explicit ids)
-	sealed []*fragWriter // full append fragments
-	nonce  string        // of the update fragment
+	open    *fragWriter   // current append fragment
+	upd     *fragWriter   // update fragment (rows carry explicit ids)
+	sealed  []*fragWriter // full append fragments
+	patches map[uint64]map[int]prepared // updates in place: row id -> column uid -> value (update.go)
+	nonce   string                      // of the update fragment
 
-	// deletes holds the rows deleted or updated, by id, with their
-	// location in base. conflicts holds those that a Refresh found deleted
-	// or changed on the branch since (they block Commit until discarded);
-	// dropped holds, by id, the offsets in upd of updated rows discarded
-	// since (DiscardConflicts), committed as that fragment's deletion
-	// vector.
+	// deletes holds the rows deleted, by id, with their location in base.
+	// conflicts holds the rows deleted or updated here that a Refresh
+	// found deleted or changed on the branch since (they block Commit
+	// until discarded; their updates stay in patches until then).
 	deletes   map[uint64]rowLoc
 	conflicts map[uint64]bool
-	dropped   map[uint64]int64
 
 	builders sync.Pool // of *chunk.Builder, recycled after encoding
 	buffers  sync.Pool // of *[]byte, encoded chunk buffers
@@ -90,17 +88,22 @@ func (d *Dataset) stagingLocked() (*staging, error) {
 		return nil, d.readOnlyErr("write")
 	}
 	if d.stage == nil {
-		base := d.current()
-		ctx, cancel := context.WithCancelCause(context.Background())
-		st := &staging{d: d, base: base, nextUID: base.man.NextColumnUID, deltas: map[int]*colDelta{}, nonce: randomID(),
-			deletes: map[uint64]rowLoc{}, conflicts: map[uint64]bool{}, dropped: map[uint64]int64{}, ctx: ctx, cancel: cancel}
-		st.slots = make(chan struct{}, 2*d.opts.parallelism)
-		for _, c := range base.man.Schema.Columns {
-			st.cols = append(st.cols, c.Definition())
-		}
-		d.stage = st
+		d.stage = d.newStaging(d.current())
 	}
 	return d.stage, d.stage.firstErr()
+}
+
+// newStaging returns an empty stage of writes on base. Its uploads run
+// until it is committed or aborted.
+func (d *Dataset) newStaging(base *snapshot) *staging {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	st := &staging{d: d, base: base, nextUID: base.man.NextColumnUID, deltas: map[int]*colDelta{}, nonce: randomID(),
+		deletes: map[uint64]rowLoc{}, conflicts: map[uint64]bool{}, ctx: ctx, cancel: cancel}
+	st.slots = make(chan struct{}, 2*d.opts.parallelism)
+	for _, c := range base.man.Schema.Columns {
+		st.cols = append(st.cols, c.Definition())
+	}
+	return st
 }
 
 // firstErr returns the first failure of a background upload, if any.
@@ -133,6 +136,9 @@ func (st *staging) delta(uid int) *colDelta {
 	dl := st.deltas[uid]
 	if dl == nil {
 		dl = &colDelta{}
+		if c, ok := (&schema.Schema{Columns: st.cols}).ByUID(uid); ok && c.Kind == schema.ClassLabel {
+			dl.Classes = &schema.ClassCounts{}
+		}
 		st.deltas[uid] = dl
 	}
 	return dl
@@ -384,6 +390,7 @@ func (st *staging) addSample(ctx context.Context, cw *colWriter, off int64, p pr
 		dl.Samples++
 		dl.RawBytes += p.raw
 		dl.MergeShape(p.shape, p.shape)
+		dl.CountLabels(c, p.data, 1)
 	}
 	if cw.b != nil && !p.null && cw.b.Len() > 0 && !cw.sameNDim(len(p.shape)) {
 		st.flush(ctx, cw)
@@ -539,6 +546,9 @@ func (d *Dataset) Delete(ctx context.Context, ids ...uint64) error {
 		if err := st.checkUnstaged(id); err != nil {
 			return err
 		}
+		if st.patches[id] != nil {
+			return fmt.Errorf("%s: row id %d is updated in this commit; commit the update before deleting the row: %w", d.url, id, ErrInvalidArgument)
+		}
 		k, off, err := d.findRow(ctx, st.base, id)
 		if err != nil {
 			return err
@@ -551,65 +561,16 @@ func (d *Dataset) Delete(ctx context.Context, ids ...uint64) error {
 	return nil
 }
 
-// checkUnstaged fails with ErrInvalidArgument if the row id is deleted or
-// updated in the stage already.
+// checkUnstaged fails with ErrInvalidArgument if the stage deletes the
+// row id already, or holds it as a conflict.
 func (st *staging) checkUnstaged(id uint64) error {
-	if _, ok := st.deletes[id]; ok || st.conflicts[id] {
-		return fmt.Errorf("%s: row id %d is already deleted or updated in this commit: %w", st.d.url, id, ErrInvalidArgument)
+	if _, ok := st.deletes[id]; ok {
+		return fmt.Errorf("%s: row id %d is already deleted in this commit: %w", st.d.url, id, ErrInvalidArgument)
 	}
-	if _, ok := st.dropped[id]; ok {
-		return fmt.Errorf("%s: row id %d was updated in this commit and the update discarded as a conflict; commit or discard the other staged writes first: %w", st.d.url, id, ErrInvalidArgument)
+	if st.conflicts[id] {
+		return fmt.Errorf("%s: row id %d is staged here and was deleted or changed by another commit since; discard the conflicting changes first: %w", st.d.url, id, ErrInvalidArgument)
 	}
 	return nil
-}
-
-// Update stages new values for some columns of the row with this id; the
-// other columns keep their values. The row keeps its id and moves to the end
-// of the row order. Only the updated row is rewritten.
-func (d *Dataset) Update(ctx context.Context, id uint64, row Row) error {
-	d.wmu.Lock()
-	defer d.wmu.Unlock()
-	st, err := d.stagingLocked()
-	if err != nil {
-		return err
-	}
-	if err := st.checkUnstaged(id); err != nil {
-		return err
-	}
-	k, off, err := d.findRow(ctx, st.base, id)
-	if err != nil {
-		return err
-	}
-	preps, err := st.prepareRows(ctx, []Row{row})
-	if err != nil {
-		return err
-	}
-	f := st.base.frags[k]
-	for ci := range st.cols {
-		c := &st.cols[ci]
-		if _, ok := row[c.Name]; ok {
-			continue
-		}
-		refs := f.cols[c.UID]
-		if len(refs) == 0 {
-			continue // null before, null after
-		}
-		ki := searchRef(refs, off)
-		s, err := d.readSample(ctx, refs, ki, off-refs[ki].First, false)
-		if err != nil {
-			return fmt.Errorf("%s: update row id %d: column %q: %w", d.url, id, c.Name, err)
-		}
-		raw := int64(len(s.Data))
-		if s.Encoding != schema.SampleNone && s.Encoding != "" {
-			raw = int64(schema.NumElements(s.Shape))
-		}
-		preps[0][ci] = prepared{shape: s.Shape, data: s.Data, null: s.Null, raw: raw}
-	}
-	if err := st.addRow(ctx, preps[0], &id); err != nil {
-		return err
-	}
-	st.deletes[id] = rowLoc{id: id, frag: k, off: off}
-	return st.firstErr()
 }
 
 func searchRef(refs []manifest.ChunkRef, off int64) int {
@@ -672,12 +633,7 @@ func (st *staging) writers() []*fragWriter {
 }
 
 func (st *staging) empty() bool {
-	return st.open == nil && !st.updates() && len(st.sealed) == 0 && len(st.deletes) == 0 && len(st.conflicts) == 0 && st.added == 0
-}
-
-// updates reports whether the update fragment holds rows not discarded.
-func (st *staging) updates() bool {
-	return st.upd != nil && st.upd.rows > int64(len(st.dropped))
+	return st.open == nil && st.upd == nil && len(st.sealed) == 0 && len(st.deletes) == 0 && len(st.patches) == 0 && len(st.conflicts) == 0 && st.added == 0
 }
 
 // Discard drops the staged writes: appends, updates, deletions and added

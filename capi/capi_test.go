@@ -206,6 +206,9 @@ func TestOpenOptions(t *testing.T) {
 	require.ErrorIs(t, decodeStrict("dataset options", `{"links": {"roots": ["/"]}}`, &l), loch.ErrInvalidArgument)
 	_, err = (&linkOptions{TimeoutSeconds: -1}).policy()
 	require.ErrorIs(t, err, loch.ErrInvalidArgument)
+	p, err = (&linkOptions{TimeoutSeconds: 1}).policy()
+	require.NoError(t, err)
+	require.Equal(t, loch.DefaultLinkAttempts, p.Retry.MaxAttempts, "links keep their bound on attempts")
 }
 
 func TestVersionControlOptions(t *testing.T) {
@@ -259,4 +262,32 @@ func TestMixColumns(t *testing.T) {
 	require.ErrorIs(t, err, loch.ErrInvalidArgument)
 	require.Equal(t, 6, int(status(err)))
 	require.Contains(t, err.Error(), `dataset 1 (mem://capi-mix-b) has no column "emb.npy"`)
+}
+
+func TestAutoCompactOption(t *testing.T) {
+	for _, tc := range []struct {
+		json string
+		on   bool
+	}{
+		{`{"auto_compact": true}`, true},
+		{`{"auto_compact": {"fanout": 4, "target_rows": 1000, "max_deleted": -1, "message": "auto"}}`, true},
+		{`{"auto_compact": {}}`, true},
+		{`{"auto_compact": false}`, false},
+		{`{"auto_compact": null}`, false},
+		{`{}`, false},
+	} {
+		var o openOptions
+		require.NoError(t, decodeStrict("dataset options", tc.json, &o), tc.json)
+		opts, err := o.options()
+		require.NoError(t, err, tc.json)
+		require.Equal(t, tc.on, len(opts) == 1, tc.json)
+	}
+	for _, bad := range []string{`1`, `"yes"`, `[]`, `{"fanout": 1}`, `{"dry_run": true}`, `{"fanot": 4}`,
+		`{"max_deleted": 0}`, `{"max_deleted": 1}`, `{"target_rows": -5}`, `{"target_bytes": -1}`} {
+		var o openOptions
+		require.NoError(t, decodeStrict("dataset options", `{"auto_compact": `+bad+`}`, &o), bad)
+		_, err := o.options()
+		require.ErrorIs(t, err, loch.ErrInvalidArgument, bad)
+		require.ErrorContains(t, err, "auto_compact", bad)
+	}
 }

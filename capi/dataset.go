@@ -50,6 +50,9 @@ type openOptions struct {
 	// Storage is the store's connection settings (storage.Settings) by
 	// name; see storageSettings.
 	Storage map[string]string `json:"storage_options"`
+	// AutoCompact is true, false or an object of compaction options
+	// (ABI 16; see autoCompactOption).
+	AutoCompact json.RawMessage `json:"auto_compact"`
 }
 
 // storageKeys maps the names storage_options accepts to the fields of
@@ -90,7 +93,8 @@ var storageKeys = map[string]func(*storage.Settings) *string{
 var anonymousKeys = []string{"anonymous", "skip_signature", "aws_skip_signature", "google_skip_signature"}
 
 // storageSettings converts storage_options to storage.Settings. Its errors
-// name keys, never values (they may be secrets).
+// name keys, never values (they may be secrets), but for retry_budget's,
+// which is none.
 func storageSettings(opts map[string]string) (storage.Settings, error) {
 	var s storage.Settings
 	names := make([]string, 0, len(opts))
@@ -98,15 +102,17 @@ func storageSettings(opts map[string]string) (storage.Settings, error) {
 		names = append(names, name)
 	}
 	slices.Sort(names)
-	anonymous := ""
+	anonymous, budget := "", ""
 	for _, name := range names {
 		var p *string
 		if slices.Contains(anonymousKeys, name) {
 			p = &anonymous
+		} else if name == "retry_budget" {
+			p = &budget
 		} else if field, ok := storageKeys[name]; ok {
 			p = field(&s)
 		} else {
-			return storage.Settings{}, invalidf("storage_options: unknown option %q (want endpoint, region, access_key_id, secret_access_key, session_token, anonymous, google_service_account, google_service_account_key, account_name, account_key, sas_token or connection_string)", name)
+			return storage.Settings{}, invalidf("storage_options: unknown option %q (want endpoint, region, access_key_id, secret_access_key, session_token, anonymous, google_service_account, google_service_account_key, account_name, account_key, sas_token, connection_string or retry_budget)", name)
 		}
 		if *p != "" && *p != opts[name] {
 			return storage.Settings{}, invalidf("storage_options: %q and another name for the same setting differ", name)
@@ -119,6 +125,17 @@ func storageSettings(opts map[string]string) (storage.Settings, error) {
 			return storage.Settings{}, invalidf("storage_options: anonymous: want true or false")
 		}
 		s.Anonymous = b
+	}
+	if budget != "" {
+		d, err := time.ParseDuration(budget)
+		if err != nil {
+			secs, ferr := strconv.ParseFloat(budget, 64)
+			d, err = time.Duration(secs*float64(time.Second)), ferr
+		}
+		if err != nil || d <= 0 {
+			return storage.Settings{}, invalidf("storage_options: retry_budget %q: want a duration above 0 such as 90s or 5m, or a number of seconds", budget)
+		}
+		s.RetryBudget = d
 	}
 	return s, nil
 }
@@ -143,6 +160,7 @@ func (l *linkOptions) policy() (loch.LinkPolicy, error) {
 	p := loch.LinkPolicy{Schemes: l.Schemes, Hosts: l.Hosts, LocalRoots: l.LocalRoots, MaxBytes: l.MaxBytes}
 	if l.TimeoutSeconds > 0 || l.MaxAttempts > 0 {
 		p.Retry = storage.DefaultRetryPolicy()
+		p.Retry.MaxAttempts = loch.DefaultLinkAttempts
 		if l.TimeoutSeconds > 0 {
 			p.Retry.ReadTimeout = time.Duration(l.TimeoutSeconds * float64(time.Second))
 		}
@@ -190,6 +208,15 @@ func (o openOptions) options() ([]loch.Option, error) {
 			return nil, err
 		}
 		out = append(out, loch.WithLinkPolicy(p))
+	}
+	if o.AutoCompact != nil {
+		opt, err := autoCompactOption(o.AutoCompact)
+		if err != nil {
+			return nil, err
+		}
+		if opt != nil {
+			out = append(out, opt)
+		}
 	}
 	return out, nil
 }
@@ -368,7 +395,7 @@ func loch_dataset_url(h C.uintptr_t, out **C.char, errOut **C.char) (st C.int) {
 }
 
 // rowConflictDetail is what loch_dataset_commit stores in *out with
-// LOCH_CONFLICT when staged rows conflict (ABI 16).
+// LOCH_CONFLICT when staged rows conflict (ABI 17).
 type rowConflictDetail struct {
 	RowIDs []uint64 `json:"row_ids"`
 }
@@ -417,7 +444,7 @@ func loch_dataset_refresh(h C.uintptr_t, errOut **C.char) (st C.int) {
 	return result(errOut, ds.d.Refresh(ctx))
 }
 
-// loch_dataset_discard drops the handle's staged writes (ABI 16).
+// loch_dataset_discard drops the handle's staged writes (ABI 17).
 //
 //export loch_dataset_discard
 func loch_dataset_discard(h C.uintptr_t, errOut **C.char) (st C.int) {
@@ -433,7 +460,7 @@ func loch_dataset_discard(h C.uintptr_t, errOut **C.char) (st C.int) {
 // loch_dataset_discard_conflicts drops the staged deletions and updates of
 // the rows that the last loch_dataset_refresh found deleted or changed by
 // another commit, keeps the other staged writes, and stores the dropped row
-// ids in *out as a JSON list, ascending (ABI 16).
+// ids in *out as a JSON list, ascending (ABI 17).
 //
 //export loch_dataset_discard_conflicts
 func loch_dataset_discard_conflicts(h C.uintptr_t, out **C.char, errOut **C.char) (st C.int) {

@@ -38,10 +38,15 @@
  * consumer need not call into Go at all; capi/service.go has the protocol);
  * 15 added "depth" to the service's loader_new and loader_new_mix requests
  * (a loader opened and streamed in one request) and its loader_config and
- * dataset_version requests; 16 added loch_dataset_discard and
- * loch_dataset_discard_conflicts (see "Writers that recover" below).
+ * dataset_version requests; 16 added compaction: loch_dataset_compact,
+ * loch_dataset_last_auto_compaction, the "auto_compact" option of
+ * loch_dataset_open and loch_dataset_create, and compaction in several
+ * processes (loch_dataset_plan_compaction, loch_dataset_compact_group,
+ * loch_dataset_commit_compaction); 17 added loch_dataset_discard,
+ * loch_dataset_discard_conflicts and loch_dataset_commit's conflicting row
+ * ids (see "Writers that recover" below).
  */
-#define LOCH_ABI_VERSION 16
+#define LOCH_ABI_VERSION 17
 
 /* Status codes. */
 enum {
@@ -170,7 +175,9 @@ typedef struct {
  * Interrupts. The long calls (loch_dataset_open, loch_dataset_create,
  * loch_dataset_extend, loch_dataset_update, loch_dataset_commit,
  * loch_dataset_refresh, loch_dataset_revert, loch_dataset_merge,
- * loch_dataset_gc, loch_dataset_stage, loch_dataset_commit_staged) run under a context that loch_interrupt(tid) cancels,
+ * loch_dataset_gc, loch_dataset_stage, loch_dataset_commit_staged,
+ * loch_dataset_compact, loch_dataset_plan_compaction,
+ * loch_dataset_compact_group, loch_dataset_commit_compaction) run under a context that loch_interrupt(tid) cancels,
  * where tid is the OS thread id (Linux gettid) of the thread making the
  * call: the call then returns LOCH_CANCELED soon, having changed nothing
  * that was committed (a commit is either whole or not made). A caller
@@ -237,6 +244,38 @@ int loch_interrupt(int64_t tid);
  *       {"dry_run", "reachable", "young", "deleted" (each {"objects",
  *       "bytes"}), "by_kind": {prefix: {"objects", "bytes"}}}.
  *
+ * Compaction (ABI 16, docs/format.md §8; capi/compact.go has the details):
+ *   loch_dataset_compact(h, options, char **out, err): rewrites the small
+ *       fragments, and those with many deleted rows, of the handle's
+ *       branch as one commit and moves the handle there. options JSON
+ *       {"target_rows", "target_bytes", "max_deleted" (a fraction in
+ *       (0, 1); negative: never), "fanout" (0, or 2 or more), "dry_run",
+ *       "message"}, each optional, or NULL. out = {"dry_run", "version",
+ *       "fragments_before", "fragments_after", "groups", "rewritten",
+ *       "rows", "dropped", "bytes_before", "bytes_after", "yielded"}.
+ *       LOCH_INVALID_ARGUMENT while writes are staged.
+ *   loch_dataset_open's and loch_dataset_create's options may hold
+ *       "auto_compact": true (the defaults), false, or an object of the
+ *       options above without "dry_run": every commit of the handle then
+ *       ends with a tiered compaction (fanout default 8).
+ *   loch_dataset_last_auto_compaction(h, char **out, err): out = the report
+ *       of the last automatic compaction, or "null" when none ran; when it
+ *       failed (the commit before it stands), its error as the status.
+ *   In several processes (one plans and commits, others rewrite groups;
+ *   docs/format.md §8):
+ *   loch_dataset_plan_compaction(h, options, char **out, err): options as
+ *       above; out = the plan {"format", "dataset", "branch", "base",
+ *       "groups", "message", "report"}. Writes nothing.
+ *   loch_dataset_compact_group(h, plan, int64_t index, char **out, err):
+ *       rewrites group index of the plan (any handle of the dataset); out =
+ *       its description {"format", "dataset", "base", "group", "key",
+ *       "rows", "dropped_samples", "dropped_raw"}.
+ *   loch_dataset_commit_compaction(h, plan, groups, char **out, err):
+ *       groups is a JSON list of descriptions; one commit on the handle's
+ *       branch; out = the report. LOCH_INVALID_ARGUMENT for a description
+ *       of another plan, LOCH_CORRUPT for a fragment without its group's
+ *       rows.
+ *
  * Saved selections (docs/query.md; queries run in the loch command, not
  * here):
  *   loch_dataset_save_selection(h, name, sel, err): sel JSON {"version",
@@ -264,11 +303,11 @@ int loch_interrupt(int64_t tid);
  *       by range. LOCH_INVALID_ARGUMENT for a column that is not audio.
  *
  * A write through a read-only handle (extend, update, delete, add_column,
- * commit, revert, merge, refresh) returns LOCH_READ_ONLY.
+ * commit, revert, merge, refresh, compact) returns LOCH_READ_ONLY.
  */
 
 /*
- * Writers that recover (ABI 16). loch_dataset_commit rebases the staged
+ * Writers that recover (ABI 17). loch_dataset_commit rebases the staged
  * writes onto a branch head that other commits moved: appends always,
  * deleted and updated rows by row id when the other commits left them
  * alone. When they deleted or changed one of those rows, it returns

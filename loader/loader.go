@@ -23,6 +23,7 @@ import (
 	"github.com/lochdata/loch/internal/lru"
 	"github.com/lochdata/loch/loader/order"
 	"github.com/lochdata/loch/schema"
+	"github.com/lochdata/loch/storage"
 	"github.com/lochdata/loch/transform"
 )
 
@@ -263,6 +264,12 @@ func (c *Config) decodesParts() bool {
 }
 
 // Stats are the loader's counters, readable while it runs.
+//
+// Retries and RetryWait are those of the datasets' stores since the loader
+// was made: the attempts beyond the first, and the time they spent riding
+// out storage failures (storage.RetryStats.Wait: from an operation's first
+// failure to its end, overlapping operations counted once). A storage
+// outage the loader waited through shows there.
 type Stats struct {
 	Batches       int64         `json:"batches"`
 	Samples       int64         `json:"samples"`
@@ -270,6 +277,7 @@ type Stats struct {
 	ChunksFetched int64         `json:"chunks_fetched"`
 	CacheHits     int64         `json:"cache_hits"`
 	Retries       int64         `json:"retries"`
+	RetryWait     time.Duration `json:"retry_wait_ns"`
 	Skipped       int64         `json:"skipped"`
 	SkippedRows   []uint64      `json:"skipped_rows,omitempty"`
 	FetchTime     time.Duration `json:"fetch_ns"`
@@ -338,7 +346,7 @@ type Loader struct {
 	samples    atomic.Int64
 	decoded    atomic.Int64
 	skipped    []uint64
-	retries0   int64
+	retry0     storage.RetryStats // the stores' counters when the loader was made (Retries and Wait)
 }
 
 // planner is an epoch plan over one dataset or a mixture.
@@ -491,7 +499,9 @@ func newLoader(ctx context.Context, scans []*loch.Scan, cfg Config) (*Loader, er
 			v = v.WithCache(cfg.Cache)
 		}
 		l.scans = append(l.scans, v)
-		l.retries0 += v.Retries()
+		r := v.RetryStats()
+		l.retry0.Retries += r.Retries
+		l.retry0.Wait += r.Wait
 		if err := v.Load(ctx, cfg.FetchConcurrency); err != nil {
 			return nil, err
 		}
@@ -688,9 +698,10 @@ func (l *Loader) Stats() Stats {
 	peak := l.peak
 	first := l.firstBatch
 	l.mu.Unlock()
+	retry := l.retryStats()
 	s := Stats{
 		Batches: l.batches.Load(), Samples: l.samples.Load(), BytesFetched: l.fetched.Load(), ChunksFetched: l.nchunks.Load(), CacheHits: l.hits.Load(),
-		Retries: l.retries() - l.retries0, Skipped: int64(len(skipped)), SkippedRows: skipped,
+		Retries: retry.Retries - l.retry0.Retries, RetryWait: retry.Wait - l.retry0.Wait, Skipped: int64(len(skipped)), SkippedRows: skipped,
 		FetchTime: time.Duration(l.fetchNs.Load()), DecodeTime: time.Duration(l.decodeNs.Load()),
 		WaitTime: time.Duration(l.wait.Load()), Elapsed: time.Since(l.started), FirstBatch: first,
 		DecodedBytes: l.decoded.Load(), PeakInFlight: peak,
@@ -701,12 +712,15 @@ func (l *Loader) Stats() Stats {
 	return s
 }
 
-func (l *Loader) retries() int64 {
-	var n int64
+// retryStats sums the Retries and Wait of the scans' stores.
+func (l *Loader) retryStats() storage.RetryStats {
+	var sum storage.RetryStats
 	for _, v := range l.scans {
-		n += v.Retries()
+		r := v.RetryStats()
+		sum.Retries += r.Retries
+		sum.Wait += r.Wait
 	}
-	return n
+	return sum
 }
 
 func batchBytes(b *Batch) int64 {

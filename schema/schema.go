@@ -104,16 +104,92 @@ type Stats struct {
 	StoredBytes int64 `json:"stored_bytes,omitempty"`
 	RawBytes    int64 `json:"raw_bytes,omitempty"`
 	Samples     int64 `json:"samples,omitempty"`
+	// Classes (format 1.9) counts a class-label column's labels in live
+	// rows by class id; nil where they were not counted from the column's
+	// first sample on (a column written before 1.9), and then never
+	// partial.
+	Classes *ClassCounts `json:"classes,omitempty"`
+}
+
+// ClassCounts counts labels by class id: Counts[i] labels i, Other the
+// labels below 0.
+type ClassCounts struct {
+	Counts []int64 `json:"counts"`
+	Other  int64   `json:"other,omitempty"`
 }
 
 // Merge adds o's counts to s and widens s's shape bounds to o's: bounds
 // not yet set take o's (copied); bounds of another number of dimensions
 // are left as they are (such a column records the first rank it saw).
+// Class counts add when both have them; a column without samples takes
+// o's; otherwise they are lost (nil), never partial.
 func (s *Stats) Merge(o Stats) {
+	switch {
+	case s.Samples == 0 && s.Classes == nil && o.Classes != nil:
+		s.Classes = &ClassCounts{}
+		s.Classes.add(o.Classes)
+	case s.Classes != nil && o.Classes != nil:
+		s.Classes.add(o.Classes)
+	case s.Classes != nil && o.Samples != 0:
+		s.Classes = nil
+	}
 	s.Samples += o.Samples
 	s.RawBytes += o.RawBytes
 	s.StoredBytes += o.StoredBytes
 	s.MergeShape(o.MinShape, o.MaxShape)
+}
+
+func (c *ClassCounts) add(o *ClassCounts) {
+	for len(c.Counts) < len(o.Counts) {
+		c.Counts = append(c.Counts, 0)
+	}
+	for i, n := range o.Counts {
+		c.Counts[i] = max(c.Counts[i]+n, 0)
+	}
+	c.Other = max(c.Other+o.Other, 0)
+}
+
+// Sub returns a - b, signed (a change to add with Merge), or nil if either
+// is nil.
+func (a *ClassCounts) Sub(b *ClassCounts) *ClassCounts {
+	if a == nil || b == nil {
+		return nil
+	}
+	out := &ClassCounts{Counts: slices.Clone(a.Counts), Other: a.Other - b.Other}
+	for len(out.Counts) < len(b.Counts) {
+		out.Counts = append(out.Counts, 0)
+	}
+	for i, n := range b.Counts {
+		out.Counts[i] -= n
+	}
+	return out
+}
+
+// CountLabels adds sign (1 or -1) to the counts of the labels in data,
+// a stored sample of class-label column c (one or more integers of its
+// dtype). It does nothing for other columns or when s does not count
+// classes.
+func (s *Stats) CountLabels(c *Column, data []byte, sign int64) {
+	if s.Classes == nil || c.Kind != ClassLabel || c.DType.Size() <= 0 {
+		return
+	}
+	for i := 0; i < len(data)/c.DType.Size(); i++ {
+		v := intAt(c.DType, data, i)
+		if v < 0 {
+			s.Classes.Other = max(s.Classes.Other+sign, 0)
+			continue
+		}
+		for int64(len(s.Classes.Counts)) <= v {
+			if v > 1<<24 { // a label no class list has: not counted by id
+				s.Classes.Other = max(s.Classes.Other+sign, 0)
+				break
+			}
+			s.Classes.Counts = append(s.Classes.Counts, 0)
+		}
+		if v < int64(len(s.Classes.Counts)) {
+			s.Classes.Counts[v] = max(s.Classes.Counts[v]+sign, 0)
+		}
+	}
 }
 
 // MergeShape widens the shape bounds to [lo, hi] (see Merge).

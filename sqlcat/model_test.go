@@ -110,6 +110,13 @@ func TestModel(t *testing.T) {
 				}
 				run(t, s, stmt)
 				checkModel(t, s, step, stmt, model, rowids, altered)
+				if step%5 == 4 { // compaction keeps values, row ids and order
+					order := rowsOf(t, s, "SELECT _rowid FROM t ORDER BY _pos")
+					opt := "OPTIMIZE t WITH (target_rows = 40)"
+					run(t, s, opt)
+					checkModel(t, s, step, opt, model, rowids, altered)
+					require.Equal(t, order, rowsOf(t, s, "SELECT _rowid FROM t ORDER BY _pos"), "step %d: %s keeps the order", step, opt)
+				}
 			}
 		})
 	}

@@ -42,6 +42,11 @@ type Session struct {
 	// (query.Options.Sandbox): no files, other stores or DuckDB
 	// configuration.
 	Sandbox bool
+	// AutoCompact, when not nil, makes every write end with a tiered
+	// compaction of its table (loch.WithAutoCompact) when the table holds
+	// enough small fragments; a failed compaction does not fail the
+	// write, and the next write tries again.
+	AutoCompact *loch.CompactOptions
 }
 
 // NewSession starts a session over cat, on branch main.
@@ -58,18 +63,24 @@ type Output struct {
 // Result says what a statement did.
 type Result struct {
 	// Statement is the statement's kind: CREATE TABLE, ALTER TABLE, DROP
-	// TABLE, INSERT, UPDATE, DELETE, SET, or QUERY for a read.
+	// TABLE, INSERT, UPDATE, DELETE, OPTIMIZE, SET, or QUERY for a read.
 	Statement string `json:"statement"`
 	Table     string `json:"table,omitempty"`
-	// Rows is the rows inserted, updated, deleted or (for a query)
-	// written to the output.
+	// Rows is the rows inserted, updated, deleted, copied by an OPTIMIZE
+	// or (for a query) written to the output.
 	Rows int64 `json:"rows"`
 	// Version is the table's version after a write ("" for a query).
 	Version string `json:"version,omitempty"`
+	// Compaction is what an OPTIMIZE did (nil for other statements); its
+	// Rows are copied into Rows.
+	Compaction *loch.CompactReport `json:"compaction,omitempty"`
 }
 
 // String is the line the CLI prints for a write: INSERT 1000 (version 3f2a...).
 func (r Result) String() string {
+	if r.Compaction != nil {
+		return compactionString(r)
+	}
 	s := r.Statement
 	switch r.Statement {
 	case "INSERT", "UPDATE", "DELETE":
@@ -85,14 +96,15 @@ func (r Result) String() string {
 }
 
 // IsQuery reports whether stmt is a read that Run writes to its Output
-// (anything but loch's DDL, INSERT, UPDATE, DELETE and SET/RESET loch_*).
+// (anything but loch's DDL, INSERT, UPDATE, DELETE, OPTIMIZE and SET/RESET
+// loch_*).
 func IsQuery(stmt string) bool {
 	toks, err := lex(stmt)
 	if err != nil || toks[0].kind == tokEOF {
 		return false
 	}
 	switch toks[0].text {
-	case "create", "alter", "drop", "insert", "update", "delete":
+	case "create", "alter", "drop", "insert", "update", "delete", "optimize":
 		return false
 	case "set", "reset":
 		return !strings.HasPrefix(toks[1].text, "loch_")
@@ -145,6 +157,12 @@ func (s *Session) Run(ctx context.Context, stmt string, out Output) (Result, err
 			return s.update(ctx, p, stmt)
 		case "delete":
 			return s.delete(ctx, p, stmt)
+		case "optimize":
+			st, err := p.parseOptimize()
+			if err != nil {
+				return Result{}, err
+			}
+			return s.optimize(ctx, st, stmt)
 		case "set", "reset":
 			if strings.HasPrefix(second.text, "loch_") {
 				return s.set(p)
@@ -290,6 +308,9 @@ func (s *Session) openWrite(ctx context.Context, name string) (*loch.Dataset, er
 	var opts []loch.Option
 	if s.Branch != "" {
 		opts = append(opts, loch.WithRef(s.Branch))
+	}
+	if s.AutoCompact != nil {
+		opts = append(opts, loch.WithAutoCompact(*s.AutoCompact))
 	}
 	d, err := s.cat.OpenTable(ctx, name, opts...)
 	if err != nil {

@@ -45,10 +45,20 @@
 // # Retries
 //
 // The store Open returns retries transient failures (timeouts, throttling,
-// HTTP 5xx, reset connections, truncated reads) with exponential backoff
-// and full jitter, within a RetryPolicy, and counts the retries (see
-// RetryStore and RetryCounter). The cloud SDKs' own retries are turned
-// off, so the policy is the only one in force.
+// HTTP 5xx, reset and refused connections, truncated reads) with capped
+// exponential backoff and full jitter, within a RetryPolicy, and counts
+// the retries and the time spent retrying (see RetryStore, RetryStats and
+// RetryCounter). The policy bounds retries by time: by default an
+// operation keeps trying for 60 s from its first failure (Budget), so
+// that a server restart or a failover of up to 30 s, start-up included,
+// costs a stall, not a failed job; $LOCH_STORAGE_RETRY_BUDGET,
+// Settings.RetryBudget or WithRetryPolicy change it, and MaxAttempts
+// ($LOCH_STORAGE_ATTEMPTS) bounds the count as well. Not found, exists,
+// permission and invalid key or URL are never retried. A put-if-absent
+// whose reply was lost is told apart from a lost race by reading the
+// object back (see RetryStore), which keeps commits exactly-once. The
+// cloud SDKs' own retries are turned off, so the policy is the only one
+// in force.
 //
 // # Testing
 //

@@ -31,11 +31,13 @@ type FaultConfig struct {
 }
 
 // Faulty is a Store that injects transient failures and latency into
-// another, for testing the code above it. It is safe for concurrent use.
+// another, for testing the code above it, and can be taken down whole (see
+// SetOutage). It is safe for concurrent use.
 type Faulty struct {
 	inner    Store
 	cfg      FaultConfig
 	injected atomic.Int64
+	down     atomic.Bool
 
 	mu    sync.Mutex
 	calls map[string]uint64 // by operation and key
@@ -53,8 +55,18 @@ func (f *Faulty) Injected() int64 { return f.injected.Load() }
 // Unwrap returns the wrapped store.
 func (f *Faulty) Unwrap() Store { return f.inner }
 
-// errInjected is the cause of every injected fault.
-var errInjected = errors.New("injected fault")
+// SetOutage takes the store down (true) or brings it back (false). While
+// it is down every call fails at once, after the latency, with a transient
+// error and without reaching the inner store, as calls to a stopped
+// server are refused; each such failure counts in Injected.
+func (f *Faulty) SetOutage(down bool) { f.down.Store(down) }
+
+// errInjected is the cause of every injected fault, errOutage of the
+// failures of a store that is down.
+var (
+	errInjected = errors.New("injected fault")
+	errOutage   = errors.New("injected outage: the store is down")
+)
 
 // draw returns a deterministic number in [0, 1) for this call, and a
 // second one for choosing how the fault shows.
@@ -77,7 +89,8 @@ func splitmix(x uint64) uint64 {
 	return x ^ (x >> 31)
 }
 
-// before sleeps the latency and decides whether this call fails.
+// before sleeps the latency and decides whether this call fails; a call
+// to a store that is down fails here, with err.
 func (f *Faulty) before(ctx context.Context, op, key string, rate float64) (fail bool, aux uint64, err error) {
 	if f.cfg.Latency > 0 {
 		t := time.NewTimer(f.cfg.Latency)
@@ -87,6 +100,10 @@ func (f *Faulty) before(ctx context.Context, op, key string, rate float64) (fail
 			t.Stop()
 			return false, 0, f.fault(op, key, ctx.Err())
 		}
+	}
+	if f.down.Load() {
+		f.injected.Add(1)
+		return false, 0, f.fault(op, key, transient(errOutage))
 	}
 	if rate <= 0 {
 		return false, 0, nil

@@ -19,8 +19,8 @@ type openConfig struct {
 }
 
 // WithRetryPolicy sets the retry policy of the returned store; zero fields
-// take their defaults (see RetryPolicy). RetryPolicy{MaxAttempts: 1}
-// turns retries off.
+// take their defaults (see RetryPolicy), and Settings.RetryBudget, when
+// set, replaces its Budget. RetryPolicy{MaxAttempts: 1} turns retries off.
 func WithRetryPolicy(p RetryPolicy) Option {
 	return func(c *openConfig) { c.retry = p }
 }
@@ -78,8 +78,10 @@ func WithRedirectCheck(check func(target *url.URL) error) Option {
 // ErrPermission at once.
 //
 // The store returned retries transient failures (see RetryStore, with
-// EnvRetryPolicy unless WithRetryPolicy says otherwise) and implements
-// RetryCounter. Its URL() is the canonical form of rawURL, without
+// EnvRetryPolicy unless WithRetryPolicy says otherwise, the budget
+// replaced by Settings.RetryBudget when that is set): by default an
+// operation rides out a store that stops answering for up to 60 s. It
+// implements RetryCounter. Its URL() is the canonical form of rawURL, without
 // secrets. The caller closes it.
 func Open(ctx context.Context, rawURL string, opts ...Option) (Store, error) {
 	policy, err := EnvRetryPolicy()
@@ -93,6 +95,9 @@ func Open(ctx context.Context, rawURL string, opts ...Option) (Store, error) {
 	st, err := openRaw(ctx, rawURL, cfg.settings)
 	if err != nil {
 		return nil, err
+	}
+	if cfg.settings.RetryBudget != 0 {
+		cfg.retry.Budget = cfg.settings.RetryBudget
 	}
 	return NewRetryStore(st, cfg.retry), nil
 }

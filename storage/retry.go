@@ -8,21 +8,35 @@ import (
 	"math/rand/v2"
 	"os"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 )
 
-// RetryPolicy bounds how a RetryStore retries transient failures.
+// RetryPolicy bounds how a RetryStore retries transient failures: by time
+// (Budget), by count (MaxAttempts), or both, whichever ends first.
 //
-// The zero value of MaxAttempts, BaseDelay and MaxDelay means the default;
-// the zero value of a timeout means no timeout.
+// The zero value of Budget, BaseDelay and MaxDelay means the default; the
+// zero value of MaxAttempts means no bound on the count, and of a timeout
+// no timeout. The zero RetryPolicy is thus DefaultRetryPolicy less its
+// ReadTimeout.
 type RetryPolicy struct {
 	// MaxAttempts bounds the tries of one operation, the first included:
-	// 1 means no retries. Zero means 6.
+	// 1 means no retries. Zero means no bound on the count: Budget alone
+	// bounds the retries.
 	MaxAttempts int
+	// Budget bounds the time an operation goes on retrying, counted from
+	// its first transient failure: a failure after that long is the last,
+	// and the sleep before a retry is cut short so that the last retry
+	// starts when the budget ends, not after. A store that stops answering
+	// for less than Budget is thus ridden out. Zero means DefaultRetryBudget
+	// (60 s); negative means no bound on the time (then only MaxAttempts
+	// and the caller's context stop the retries).
+	Budget time.Duration
 	// BaseDelay and MaxDelay shape the backoff ("full jitter"): before retry
 	// n (1, 2, ...) the store sleeps a uniformly random time in
-	// [0, min(MaxDelay, BaseDelay·2^(n-1))]. Zero means 50 ms and 2 s.
+	// [0, min(MaxDelay, BaseDelay·2^(n-1))]. Zero means 50 ms and 2 s, so
+	// that a store that comes back is found again within 2 s.
 	BaseDelay time.Duration
 	MaxDelay  time.Duration
 	// ReadTimeout bounds each attempt of Get, ReadRange and Stat; an attempt
@@ -36,6 +50,12 @@ type RetryPolicy struct {
 	WriteTimeout time.Duration
 }
 
+// DefaultRetryBudget is the time an operation goes on retrying a failing
+// store by default (RetryPolicy.Budget): twice the 30-second outage (a
+// server restarting, a failover) that loaders, ingests and commits are to
+// ride out, so that the server's own start-up fits too.
+const DefaultRetryBudget = 60 * time.Second
+
 // timedOutError is an attempt that ran out of its time: its message says
 // so alone, and it unwraps to what the attempt returned.
 type timedOutError struct {
@@ -48,18 +68,23 @@ func (e *timedOutError) Error() string {
 }
 func (e *timedOutError) Unwrap() []error { return []error{e.err, ErrTransient} }
 
-// DefaultRetryPolicy returns the policy Open uses unless told otherwise: 6
-// attempts, 50 ms base delay, 2 s cap, 30 s per read attempt, no write
-// timeout.
+// DefaultRetryPolicy returns the policy Open uses unless told otherwise:
+// retries for up to DefaultRetryBudget (60 s) from the first failure,
+// whatever their count, 50 ms base delay, 2 s cap, 30 s per read attempt,
+// no write timeout.
 func DefaultRetryPolicy() RetryPolicy {
-	return RetryPolicy{MaxAttempts: 6, BaseDelay: 50 * time.Millisecond, MaxDelay: 2 * time.Second, ReadTimeout: 30 * time.Second}
+	return RetryPolicy{Budget: DefaultRetryBudget, BaseDelay: 50 * time.Millisecond, MaxDelay: 2 * time.Second, ReadTimeout: 30 * time.Second}
 }
 
 // EnvRetryPolicy is DefaultRetryPolicy with the environment's overrides,
-// the policy Open uses unless told otherwise: $LOCH_STORAGE_ATTEMPTS (tries
-// of one operation, at least 1), $LOCH_STORAGE_READ_TIMEOUT and
+// the policy Open uses unless told otherwise: $LOCH_STORAGE_RETRY_BUDGET
+// (how long an operation goes on retrying, a duration such as 5m; 0 for
+// no bound on the time), $LOCH_STORAGE_ATTEMPTS (tries of one operation,
+// at least 1; 1 turns retries off), $LOCH_STORAGE_READ_TIMEOUT and
 // $LOCH_STORAGE_WRITE_TIMEOUT (per attempt, a duration such as 10s; 0 for
-// none). A value that does not parse is an error naming the variable.
+// none). The budget and the attempts both bound the retries: the first
+// reached stops them. A value that does not parse is an error naming the
+// variable.
 func EnvRetryPolicy() (RetryPolicy, error) {
 	p := DefaultRetryPolicy()
 	if v := os.Getenv("LOCH_STORAGE_ATTEMPTS"); v != "" {
@@ -68,6 +93,16 @@ func EnvRetryPolicy() (RetryPolicy, error) {
 			return p, fmt.Errorf("LOCH_STORAGE_ATTEMPTS=%q: want a whole number, 1 or more", v)
 		}
 		p.MaxAttempts = n
+	}
+	if v := os.Getenv("LOCH_STORAGE_RETRY_BUDGET"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			return p, fmt.Errorf("LOCH_STORAGE_RETRY_BUDGET=%q: want a duration such as 60s or 5m, or 0 for no bound on the time", v)
+		}
+		p.Budget = d
+		if d == 0 {
+			p.Budget = -1
+		}
 	}
 	for _, t := range []struct {
 		name string
@@ -86,8 +121,11 @@ func EnvRetryPolicy() (RetryPolicy, error) {
 
 func (p RetryPolicy) withDefaults() RetryPolicy {
 	d := DefaultRetryPolicy()
-	if p.MaxAttempts <= 0 {
-		p.MaxAttempts = d.MaxAttempts
+	if p.MaxAttempts < 0 {
+		p.MaxAttempts = 0
+	}
+	if p.Budget == 0 {
+		p.Budget = d.Budget
 	}
 	if p.BaseDelay <= 0 {
 		p.BaseDelay = d.BaseDelay
@@ -115,15 +153,26 @@ type RetryStats struct {
 	Calls int64
 	// Retries is the number of attempts beyond the first.
 	Retries int64
+	// Retried is the number of operations retried at least once.
+	Retried int64
 	// GaveUp is the number of operations that still failed with a
-	// transient error after MaxAttempts.
+	// transient error when the policy's budget or attempts ran out.
 	GaveUp int64
+	// Wait is the wall-clock time during which at least one operation was
+	// failing and being retried: from its first transient failure to its
+	// end (success, giving up, cancellation). Overlapping operations count
+	// once, so an outage of 10 s seen by 64 concurrent reads adds about
+	// 10 s: it is how long the store's users were stalled.
+	Wait time.Duration
 }
 
 // RetryCounter is implemented by stores that count their retries, such as
-// the one Open returns.
+// the one Open returns and the views Sub makes of it.
 type RetryCounter interface {
+	// RetryCount returns RetryStats().Retries.
 	RetryCount() int64
+	// RetryStats returns the counters so far.
+	RetryStats() RetryStats
 }
 
 // Retries returns s's retry count if s is a RetryCounter, else 0.
@@ -134,19 +183,57 @@ func Retries(s Store) int64 {
 	return 0
 }
 
+// RetryStatsOf returns s's retry counters if s is a RetryCounter, else
+// zeros.
+func RetryStatsOf(s Store) RetryStats {
+	if rc, ok := s.(RetryCounter); ok {
+		return rc.RetryStats()
+	}
+	return RetryStats{}
+}
+
+// clock is the time a RetryStore reads and sleeps by; tests give it a
+// fake one.
+type clock interface {
+	Now() time.Time
+	// Sleep waits d, or until ctx ends; it returns ctx's error then.
+	Sleep(ctx context.Context, d time.Duration) error
+}
+
+type realClock struct{}
+
+func (realClock) Now() time.Time { return time.Now() }
+
+func (realClock) Sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
 // RetryStore wraps a Store and retries each operation that fails with an
 // error wrapping ErrTransient, or whose attempt ran out of its per-attempt
-// timeout, with exponential backoff and full jitter, within its
-// RetryPolicy. Other errors (not found, exists, permission, invalid key)
-// are returned at once. Cancelling the caller's context stops it at once,
-// sleeping included; the error then wraps the context's error.
+// timeout, with capped exponential backoff and full jitter, until it
+// succeeds or its RetryPolicy's budget (time since the first failure) or
+// attempts run out; the error then says how long it tried and how often
+// ("gave up after 1m0.4s (41 attempts): ..."). Other errors (not found,
+// exists, permission, invalid key) are returned at once. Cancelling the
+// caller's context stops it at once, sleeping included; the error then
+// wraps the context's error.
 //
 // Two operations need more than repeating:
 //
 //   - PutIfAbsent: an attempt that failed transiently may have written the
 //     object all the same (the reply was lost). If a later attempt finds the
 //     key present, the store reads it back, and an object with exactly the
-//     bytes being written counts as this call's success.
+//     bytes being written counts as this call's success; other bytes are
+//     another writer's (ErrExists). If the read back fails, the outcome is
+//     unknown: the error says so and does not wrap ErrExists, so that a
+//     caller never takes its own write for another's.
 //   - List resumes after the last key handed to fn, so fn never sees a key
 //     twice. An error returned by fn is never retried.
 //
@@ -154,15 +241,23 @@ func Retries(s Store) int64 {
 type RetryStore struct {
 	inner   Store
 	policy  RetryPolicy
+	clock   clock
 	calls   atomic.Int64
 	retries atomic.Int64
+	retried atomic.Int64
 	gaveUp  atomic.Int64
+
+	// wait is the union of the operations' retrying spans (RetryStats.Wait).
+	waitMu  sync.Mutex
+	waiting int       // operations between their first failure and their end
+	since   time.Time // when waiting last went from 0 to 1
+	waited  time.Duration
 }
 
 // NewRetryStore returns inner wrapped in retries under policy (zero fields
 // take their defaults, see RetryPolicy). Closing it closes inner.
 func NewRetryStore(inner Store, policy RetryPolicy) *RetryStore {
-	return &RetryStore{inner: inner, policy: policy.withDefaults()}
+	return &RetryStore{inner: inner, policy: policy.withDefaults(), clock: realClock{}}
 }
 
 // Unwrap returns the wrapped store.
@@ -171,12 +266,37 @@ func (s *RetryStore) Unwrap() Store { return s.inner }
 // Policy returns the policy in force, defaults filled in.
 func (s *RetryStore) Policy() RetryPolicy { return s.policy }
 
-// RetryCount returns the number of retries so far (Stats().Retries).
+// RetryCount returns the number of retries so far (RetryStats().Retries).
 func (s *RetryStore) RetryCount() int64 { return s.retries.Load() }
 
-// Stats returns the counters so far.
-func (s *RetryStore) Stats() RetryStats {
-	return RetryStats{Calls: s.calls.Load(), Retries: s.retries.Load(), GaveUp: s.gaveUp.Load()}
+// RetryStats returns the counters so far.
+func (s *RetryStore) RetryStats() RetryStats {
+	s.waitMu.Lock()
+	wait := s.waited
+	if s.waiting > 0 {
+		wait += s.clock.Now().Sub(s.since)
+	}
+	s.waitMu.Unlock()
+	return RetryStats{Calls: s.calls.Load(), Retries: s.retries.Load(), Retried: s.retried.Load(), GaveUp: s.gaveUp.Load(), Wait: wait}
+}
+
+// startWaiting and stopWaiting bracket an operation's retrying span.
+func (s *RetryStore) startWaiting(now time.Time) {
+	s.waitMu.Lock()
+	if s.waiting == 0 {
+		s.since = now
+	}
+	s.waiting++
+	s.waitMu.Unlock()
+}
+
+func (s *RetryStore) stopWaiting() {
+	s.waitMu.Lock()
+	s.waiting--
+	if s.waiting == 0 {
+		s.waited += s.clock.Now().Sub(s.since)
+	}
+	s.waitMu.Unlock()
 }
 
 // permanent marks an error that do must return as is, transient or not.
@@ -189,6 +309,8 @@ func (p permanent) Error() string { return p.err.Error() }
 // failure.
 func (s *RetryStore) do(ctx context.Context, timeout time.Duration, attempt func(context.Context) error, onTransient func()) error {
 	s.calls.Add(1)
+	start := s.clock.Now()
+	var firstFailure time.Time
 	for n := 1; ; n++ {
 		actx, cancel := ctx, context.CancelFunc(func() {})
 		if timeout > 0 {
@@ -221,19 +343,45 @@ func (s *RetryStore) do(ctx context.Context, timeout time.Duration, attempt func
 		if onTransient != nil {
 			onTransient()
 		}
-		if n >= s.policy.MaxAttempts {
+		now := s.clock.Now()
+		if n == 1 {
+			firstFailure = now
+			s.startWaiting(now)
+			defer s.stopWaiting()
+		}
+		left := s.policy.Budget - now.Sub(firstFailure) // time left to retry in
+		if (s.policy.MaxAttempts > 0 && n >= s.policy.MaxAttempts) || (s.policy.Budget > 0 && left <= 0) {
 			s.gaveUp.Add(1)
-			return fmt.Errorf("gave up after %d attempts: %w", n, err)
+			return fmt.Errorf("gave up after %s (%d %s): %w", roundElapsed(now.Sub(start)), n, plural(n, "attempt", "attempts"), err)
+		}
+		if n == 1 {
+			s.retried.Add(1)
 		}
 		s.retries.Add(1)
-		t := time.NewTimer(s.policy.backoff(n))
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return fmt.Errorf("retry stopped: %w: %w", ctx.Err(), err)
+		sleep := s.policy.backoff(n)
+		if s.policy.Budget > 0 {
+			sleep = min(sleep, left)
+		}
+		if serr := s.clock.Sleep(ctx, sleep); serr != nil {
+			return fmt.Errorf("retry stopped: %w: %w", serr, err)
 		}
 	}
+}
+
+// roundElapsed rounds d for a message: to 0.1 s from a second on, else to
+// the millisecond.
+func roundElapsed(d time.Duration) time.Duration {
+	if d >= time.Second {
+		return d.Round(100 * time.Millisecond)
+	}
+	return d.Round(time.Millisecond)
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 // Get implements Store.
@@ -275,10 +423,13 @@ func (s *RetryStore) PutIfAbsent(ctx context.Context, key string, data []byte) e
 		return err
 	}
 	got, gerr := s.Get(ctx, key)
-	if gerr == nil && bytes.Equal(got, data) {
-		return nil
+	switch {
+	case gerr == nil && bytes.Equal(got, data):
+		return nil // our own write, whose reply was lost
+	case gerr == nil || errors.Is(gerr, ErrNotFound):
+		return err // another writer's
 	}
-	return err
+	return fmt.Errorf("put-if-absent %s: outcome unknown: an attempt may have written the object before the key was found present, and reading it back failed: %w", key, gerr)
 }
 
 // Delete implements Store.

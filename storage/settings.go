@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 )
 
 // Settings are one store's connection settings, given in code rather than
@@ -52,6 +53,11 @@ type Settings struct {
 	// which names the account, its key and the endpoint; not with the
 	// other az:// settings.
 	AzureConnectionString string
+	// RetryBudget, when not zero, replaces the retry policy's Budget for
+	// this store (every scheme): how long an operation goes on retrying a
+	// failing store, from its first failure; negative means no bound on
+	// the time (see RetryPolicy.Budget).
+	RetryBudget time.Duration
 }
 
 // WithSettings makes Open use s for the store it opens (see Settings).
@@ -126,6 +132,10 @@ func (s Settings) fields() []settingField {
 	if s.Anonymous {
 		anon = "true"
 	}
+	budget := ""
+	if s.RetryBudget != 0 {
+		budget = s.RetryBudget.String()
+	}
 	return []settingField{
 		{"endpoint", s.Endpoint != "", s.Endpoint, false, []string{"s3", "gs", "az"}},
 		{"region", s.Region != "", s.Region, false, []string{"s3"}},
@@ -139,6 +149,7 @@ func (s Settings) fields() []settingField {
 		{"account_key", s.AzureAccountKey != "", "", true, []string{"az"}},
 		{"sas_token", s.AzureSASToken != "", "", true, []string{"az"}},
 		{"connection_string", s.AzureConnectionString != "", "", true, []string{"az"}},
+		{"retry_budget", s.RetryBudget != 0, budget, false, []string{"file", "mem", "s3", "gs", "az"}},
 	}
 }
 

@@ -146,3 +146,6 @@ func (v *subStore) Close() error { return nil }
 
 // RetryCount reports the parent's retries (see RetryCounter).
 func (v *subStore) RetryCount() int64 { return Retries(v.s) }
+
+// RetryStats reports the parent's retry counters (see RetryCounter).
+func (v *subStore) RetryStats() RetryStats { return RetryStatsOf(v.s) }

@@ -220,7 +220,7 @@ func write(ctx context.Context, store storage.Store, c *column, m Metric, cents 
 	d := &vindex.Descriptor{Version: c.sc.Version(), Column: c.col.Name, UID: c.col.UID, Metric: string(m),
 		Type: "ivf-flat", Dim: c.dim, DType: c.col.DType.String(), Base: base, Time: time.Now().UTC()}
 	for _, f := range c.sc.Fragments() {
-		d.Covered = append(d.Covered, vindex.Covered{Key: f.Key, IDStart: f.IDStart})
+		d.Covered = append(d.Covered, vindex.Covered{Key: f.Key, IDStart: f.IDStart, Extensions: f.Extensions})
 	}
 	var bytes int64
 	objs := map[string][]byte{}
@@ -411,7 +411,7 @@ func load(ctx context.Context, store storage.Store, key string, c *column, m Met
 func (ix *Index) cover() error {
 	covered := map[string]bool{}
 	for _, f := range ix.desc.Covered {
-		covered[loch.Fragment{Key: f.Key, IDStart: f.IDStart}.Ident()] = true
+		covered[loch.Fragment{Key: f.Key, IDStart: f.IDStart, Extensions: f.Extensions}.Ident()] = true
 	}
 	var inLists []uint64
 	for _, ids := range ix.ls.ids {

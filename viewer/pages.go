@@ -151,21 +151,37 @@ func (s *Server) stats(ctx context.Context, t *table, d *loch.Dataset) ([]colSta
 		return st, nil
 	}
 	sch := d.Schema()
-	nulls, err := countNulls(ctx, d)
-	if err != nil {
-		return nil, err
+	// The stored statistics count every live row (format 1.9: samples
+	// and class counts); a column whose counts cannot be those of the
+	// live rows (written before 1.9, with deletes) is counted from the
+	// rows, up to histCap of them.
+	var nulls map[int]int64
+	for _, c := range sch.Columns {
+		if c.Samples > d.Len() && nulls == nil {
+			var err error
+			if nulls, err = countNulls(ctx, d); err != nil {
+				return nil, err
+			}
+		}
 	}
 	for _, c := range sch.Columns {
-		cs := colStats{Column: c, KindName: kindOf(&c), Nulls: nulls[c.UID], Counted: min(d.Len(), histCap)}
+		cs := colStats{Column: c, KindName: kindOf(&c), Nulls: d.Len() - c.Samples, Counted: d.Len()}
+		if c.Samples > d.Len() {
+			cs.Nulls, cs.Counted = nulls[c.UID], min(d.Len(), histCap)
+		}
 		if c.StoredBytes > 0 {
 			cs.Ratio = float64(c.RawBytes) / float64(c.StoredBytes)
 		}
 		if c.Kind == schema.ClassLabel {
-			hist, rows, err := classHistogram(ctx, d, &c)
-			if err != nil {
-				return nil, err
+			if c.Classes != nil {
+				cs.Hist, cs.HistRows = storedHistogram(&c), d.Len()
+			} else {
+				hist, rows, err := classHistogram(ctx, d, &c)
+				if err != nil {
+					return nil, err
+				}
+				cs.Hist, cs.HistRows = hist, rows
 			}
-			cs.Hist, cs.HistRows = hist, rows
 		}
 		st = append(st, cs)
 	}
@@ -173,6 +189,37 @@ func (s *Server) stats(ctx context.Context, t *table, d *loch.Dataset) ([]colSta
 	s.src.stats.Add(k, st, 1)
 	s.src.mu.Unlock()
 	return st, nil
+}
+
+// storedHistogram is a class-label column's histogram from its stored
+// class counts, which cover every live row.
+func storedHistogram(c *schema.Column) []histBar {
+	var total int64
+	for _, n := range c.Classes.Counts {
+		total += n
+	}
+	total += c.Classes.Other
+	var out []histBar
+	for v, n := range c.Classes.Counts {
+		if n > 0 {
+			out = append(out, histBar{Name: className(c, int64(v)), Count: n, Pct: 100 * float64(n) / float64(max(total, 1))})
+		}
+	}
+	if c.Classes.Other > 0 {
+		out = append(out, histBar{Name: className(c, -1), Count: c.Classes.Other, Pct: 100 * float64(c.Classes.Other) / float64(max(total, 1))})
+	}
+	sortBars(out)
+	return out
+}
+
+// sortBars orders a histogram by count, then name.
+func sortBars(out []histBar) {
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Count != out[j].Count {
+			return out[i].Count > out[j].Count
+		}
+		return out[i].Name < out[j].Name
+	})
 }
 
 // classHistogram counts the labels of a class-label column over its
@@ -204,12 +251,7 @@ func classHistogram(ctx context.Context, d *loch.Dataset, c *schema.Column) ([]h
 	for v, k := range counts {
 		out = append(out, histBar{Name: className(c, v), Count: k, Pct: 100 * float64(k) / float64(max(total, 1))})
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Count != out[j].Count {
-			return out[i].Count > out[j].Count
-		}
-		return out[i].Name < out[j].Name
-	})
+	sortBars(out)
 	return out, n, nil
 }
 

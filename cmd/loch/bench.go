@@ -57,6 +57,7 @@ type benchResult struct {
 	RawObjectMB  float64  `json:"raw_object_mb"`
 	DecodedMB    float64  `json:"decoded_mb"`
 	Retries      int64    `json:"retries"`
+	RetryWaitS   float64  `json:"retry_wait_s"`
 	CacheHits    int64    `json:"cache_hits"`
 	Chunks       int64    `json:"chunks_fetched"`
 	FetchedMB    float64  `json:"fetched_mb"`
@@ -254,6 +255,13 @@ func (b *benchFlags) run(cmd *cobra.Command, urls []string) error {
 	if err := errors.Join(err, stop()); err != nil {
 		return err
 	}
+	// The stores' retries over the whole run, the open included: a stall
+	// anywhere shows.
+	for _, d := range ds {
+		r := d.Scan().RetryStats()
+		res.Retries += r.Retries
+		res.RetryWaitS += r.Wait.Seconds()
+	}
 	if b.asJSON {
 		return printJSON(cmd.OutOrStdout(), res)
 	}
@@ -380,7 +388,6 @@ func runEpochs(ctx context.Context, open func(loader.Config) (*loader.Loader, er
 			}
 		}
 		st := l.Stats()
-		res.Retries += st.Retries
 		res.CacheHits += st.CacheHits
 		res.Chunks += st.ChunksFetched
 		res.FetchedMB += float64(st.BytesFetched) / 1e6
@@ -408,6 +415,9 @@ func printBench(w io.Writer, res benchResult, cached, raw bool) {
 	}
 	fmt.Fprintf(w, "loader:   %d samples in %d batches, %.2fs%s: %.0f samples/s, %.1f MB/s\n", res.Samples, res.Batches, res.Seconds, partial, res.SamplesPerS, res.MBPerS)
 	fmt.Fprintf(w, "          first batch %.1f ms, wait share %.1f%%, peak RSS %.0f MB, retries %d, skipped %d\n", res.FirstBatchMS, 100*res.WaitShare, res.PeakRSSMB, res.Retries, res.Skipped)
+	if res.RetryWaitS > 0 {
+		fmt.Fprintf(w, "          storage failures ridden out: %.1fs of retrying\n", res.RetryWaitS)
+	}
 	if cached {
 		fmt.Fprintf(w, "          cache hits %d\n", res.CacheHits)
 	}

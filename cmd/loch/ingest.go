@@ -381,6 +381,11 @@ func runIngest(cmd *cobra.Command, f *ingestFlags, url string, do func(ingest.Op
 		d.Close()
 		o.DatasetOptions = []loch.Option{loch.WithRef(f.branch)}
 	}
+	if ac, err := autoCompactEnv(); err != nil {
+		return err
+	} else if ac != nil {
+		o.DatasetOptions = append(o.DatasetOptions, loch.WithAutoCompact(*ac))
+	}
 	errOut := cmd.ErrOrStderr()
 	var bar *progressBar
 	if f.progress.shown(errOut) {

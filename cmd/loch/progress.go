@@ -14,7 +14,7 @@ import (
 )
 
 // Progress. Every command that does long work (ingest, verify, scan,
-// export, gc, merge, bench) shows its progress the same way, with one
+// export, gc, merge, compact, bench) shows its progress the same way, with one
 // mechanism: a progressbar on standard error, never on standard output
 // (which holds the result, and the --json document), erased when the work
 // ends. The rules, the same for every command:
@@ -26,7 +26,7 @@ import (
 // TestProgressTerminalRule checks these rules on a real pseudo-terminal.
 //
 // Work whose amount is known (rows to scan or export, bytes to ingest,
-// objects gc deletes, rows merge decides) shows a bar with a count, a rate
+// objects gc deletes, rows merge decides, rows compact copies) shows a bar with a count, a rate
 // and an ETA; work whose amount is not known beforehand (verify's and gc's
 // walks, the loader's epochs in bench) shows a spinner with the elapsed
 // time and the count so far. verify, gc and merge learn their counts from

@@ -71,6 +71,7 @@ func TestProgressTerminalRule(t *testing.T) {
 		{"export", []string{"export", ds, "OUT"}, " rows"},
 		{"gc", []string{"gc", ds, "--dry-run"}, " objects"},
 		{"merge", []string{"merge", ds, "dev"}, ""},
+		{"compact", []string{"compact", ds, "--dry-run"}, ""},
 		{"bench", []string{"bench", ds, "--no-raw", "--columns", "label"}, ""},
 	} {
 		t.Run(tc.what, func(t *testing.T) {

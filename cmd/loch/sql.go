@@ -31,7 +31,7 @@ func newSQLCmd() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "sql ROOT [STATEMENT]",
-		Short: "Run SQL over a catalog: CREATE/ALTER/DROP TABLE, INSERT, UPDATE, DELETE, SELECT",
+		Short: "Run SQL over a catalog: CREATE/ALTER/DROP TABLE, INSERT, UPDATE, DELETE, OPTIMIZE, SELECT",
 		Long: `Sql runs one statement over the catalog at ROOT (docs/sql.md). Every table
 is a view by its name, so a SELECT can join tables; DuckDB runs every
 expression and query.
@@ -49,6 +49,18 @@ failed. UPDATE and DELETE address rows by their stable row ids. A SELECT
 can read read_parquet, read_csv and read_json, and loch_file(path) reads a
 file's bytes (an image into an IMAGE column); relative paths are taken from
 --base (default the current directory).
+
+OPTIMIZE t [WITH (target_rows = N, target_bytes = '256MiB', max_deleted =
+0.2, fanout = N, dry_run = true)] compacts table t as one commit (as 'loch
+compact' does a dataset): small fragments and fragments with many deleted
+rows are rewritten, every row keeping its row id, values and position. It
+prints the fragments before and after, the rows copied and the deleted
+rows dropped (with --json: the object of a write with "compaction", the
+report of 'loch compact --json').
+
+With LOCH_AUTO_COMPACT=1 in the environment, every write ends with an
+automatic (tiered) compaction of its table once 8 small fragments pile up
+(loch ingest does the same with its dataset).
 
 The commit message is -m, else a first line '-- loch: message "..."'
 in the statement, else the statement's text.
@@ -118,6 +130,9 @@ directory, loch/sql_history).`,
 			defer cat.Close()
 			s := sqlcat.NewSession(cat)
 			s.Branch, s.Message, s.FileBase = branch, message, base
+			if s.AutoCompact, err = autoCompactEnv(); err != nil {
+				return err
+			}
 			if cmd.Flags().Changed("seed") {
 				s.Seed = &seed
 			}

@@ -22,11 +22,12 @@ import (
 // Format version written by this package: Minor in a dataset's objects,
 // Newest the newest minor version of anything it writes: an object
 // (minorOf), a staged write's description (6, docs/format.md §7), a
-// media chunk (7, §3.2) or a dictionary chunk (8, §3.3).
+// media chunk (7, §3.2), a dictionary chunk (8, §3.3) or a compaction
+// commit (9, §8: no new object, the newest behaviour a reader may meet).
 const (
 	Major  = 1
 	Minor  = 1
-	Newest = 8
+	Newest = 9
 )
 
 // Magic starts every metadata object.
@@ -184,6 +185,9 @@ type Commit struct {
 	// Staged lists the ids of the staged-write descriptions this commit
 	// published (format 1.6, docs/format.md §7); informative.
 	Staged []string `json:"staged,omitempty"`
+	// Compaction is set on a commit written by compaction (format 1.9,
+	// docs/format.md §8); informative.
+	Compaction *Compaction `json:"compaction,omitempty"`
 }
 
 // Manifest is the body of `manifests/<hash>`: a complete snapshot.
@@ -251,4 +255,11 @@ type CatalogTable struct {
 	// Dir is the table's directory below tables/: its dataset's root.
 	Dir     string    `json:"dir"`
 	Created time.Time `json:"created"`
+}
+
+// Compaction is what a compaction commit replaced (docs/format.md §8):
+// Fragments fragments rewritten into Into fragments.
+type Compaction struct {
+	Fragments int `json:"fragments"`
+	Into      int `json:"into"`
 }

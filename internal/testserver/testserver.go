@@ -68,7 +68,8 @@ type Bucket struct {
 // startTimeout bounds how long a server may take to become ready.
 const startTimeout = 90 * time.Second
 
-// server is one shared server process.
+// server is one server process: a shared one, or a test's own (see
+// OwnMinIO).
 type server struct {
 	kind string // "minio", "fake-gcs-server", "azurite"
 
@@ -77,8 +78,13 @@ type server struct {
 	err      error // why starting failed; sticky
 	cmd      *exec.Cmd
 	dir      string
+	port     int
 	endpoint string
 	exited   chan struct{}
+	// how it was started, for a restart on the same port and directory
+	bin     string
+	startFn func(bin, dir string, port int) *exec.Cmd
+	readyFn func(endpoint string) bool
 }
 
 var (
@@ -137,6 +143,7 @@ func (s *server) logPath() string { return filepath.Join(s.dir, "server.log") }
 // picking it and the server binding it.
 func (s *server) start(bin string, start func(bin, dir string, port int) *exec.Cmd, ready func(endpoint string) bool) error {
 	sweepStaleDirs()
+	s.bin, s.startFn, s.readyFn = bin, start, ready
 	var lastErr error
 	for range 3 {
 		dir, err := os.MkdirTemp("", fmt.Sprintf("loch-testserver-%s-%d-", s.kind, os.Getpid()))
@@ -147,34 +154,42 @@ func (s *server) start(bin string, start func(bin, dir string, port int) *exec.C
 		if err != nil {
 			return fmt.Errorf("start %s: %w", s.kind, err)
 		}
-		s.dir = dir
+		s.dir, s.port = dir, port
 		s.endpoint = fmt.Sprintf("http://127.0.0.1:%d", port)
-		cmd := start(bin, filepath.Join(dir, "data"), port)
 		if err := os.MkdirAll(filepath.Join(dir, "data"), 0o755); err != nil {
 			return fmt.Errorf("start %s: %w", s.kind, err)
 		}
-		logf, err := os.Create(s.logPath())
-		if err != nil {
-			return fmt.Errorf("start %s: %w", s.kind, err)
-		}
-		cmd.Stdout, cmd.Stderr = logf, logf
-		cmd.Dir = dir
-		s.exited = make(chan struct{})
-		err = startKillable(cmd, s.exited)
-		logf.Close()
-		if err != nil {
-			os.RemoveAll(dir)
-			return fmt.Errorf("start %s (%s): %w", s.kind, bin, err)
-		}
-		s.cmd = cmd
-		if lastErr = s.waitReady(ready); lastErr == nil {
+		if lastErr = s.launch(); lastErr == nil {
 			s.started = true
 			return nil
 		}
-		s.kill()
 		os.RemoveAll(dir)
 	}
 	return lastErr
+}
+
+// launch runs the server on s.port and s.dir, the log appended to, and
+// waits until it serves; on failure nothing is left running.
+func (s *server) launch() error {
+	cmd := s.startFn(s.bin, filepath.Join(s.dir, "data"), s.port)
+	logf, err := os.OpenFile(s.logPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("start %s: %w", s.kind, err)
+	}
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.Dir = s.dir
+	s.exited = make(chan struct{})
+	err = startKillable(cmd, s.exited)
+	logf.Close()
+	if err != nil {
+		return fmt.Errorf("start %s (%s): %w", s.kind, s.bin, err)
+	}
+	s.cmd = cmd
+	if err := s.waitReady(s.readyFn); err != nil {
+		s.kill()
+		return err
+	}
+	return nil
 }
 
 func (s *server) waitReady(ready func(endpoint string) bool) error {

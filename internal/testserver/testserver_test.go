@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/lochdata/loch/storage"
 )
 
 func TestMain(m *testing.M) {
@@ -85,4 +87,29 @@ func TestStopAllThenRestart(t *testing.T) {
 	StopAll()
 	b := GCS(t)
 	require.NotZero(t, httpStatus(b.Endpoint+"/storage/v1/b"), "a new server answers")
+}
+
+// TestOwnMinIORestart: a test's own MinIO server stops (refusing
+// connections) and starts again on the same endpoint with the same data.
+func TestOwnMinIORestart(t *testing.T) {
+	ctx := context.Background()
+	m := OwnMinIO(t)
+	b := m.Bucket(t)
+	require.NotEqual(t, MinIO(t).Endpoint, m.Endpoint(), "not the shared server")
+	settings := storage.WithSettings(storage.Settings{AccessKeyID: MinIOAccessKey, SecretAccessKey: MinIOSecretKey})
+	st, err := storage.Open(ctx, b.URL, settings, storage.WithRetryPolicy(storage.RetryPolicy{MaxAttempts: 1}))
+	require.NoError(t, err)
+	defer st.Close()
+	require.NoError(t, st.Put(ctx, "k", []byte("v")))
+
+	m.Stop(t)
+	_, err = st.Get(ctx, "k")
+	require.ErrorIs(t, err, storage.ErrTransient, "a stopped server refuses connections")
+	require.Zero(t, httpStatus(m.Endpoint()+"/minio/health/live"))
+
+	m.Start(t)
+	require.Equal(t, b.Endpoint, m.Endpoint())
+	got, err := st.Get(ctx, "k")
+	require.NoError(t, err, "the same data, on the same port")
+	require.Equal(t, "v", string(got))
 }

@@ -39,6 +39,10 @@ var Metrics = []string{"cosine", "l2", "dot"}
 type Covered struct {
 	Key     string  `json:"key"`
 	IDStart *uint64 `json:"id_start,omitempty"`
+	// Extensions (format 1.9) are the reference's extensions: an update in
+	// place changes them, and a reference with other extensions is not
+	// covered.
+	Extensions []string `json:"extensions,omitempty"`
 }
 
 // List is one list's entry in a descriptor: its object (none when empty)

@@ -67,7 +67,7 @@ from .schema import (
     Video,
 )
 from .vector import IndexInfo, SearchResult
-from .versions import ColumnChange, Diff, GCCount, GCReport, MergeConflict, MergeResult, Ref, RowChange
+from .versions import ColumnChange, CompactReport, Diff, GCCount, GCReport, MergeConflict, MergeResult, Ref, RowChange
 
 #: The package's version: loch's release version, written once in the
 #: repository's version/VERSION (which ``loch version`` prints too).
@@ -76,7 +76,7 @@ __version__ = _Path(__file__).with_name("VERSION").read_text().strip()
 __all__ = [
     "create", "open", "connect", "from_arrow", "from_huggingface", "Catalog", "Table", "TableDir", "CatalogGCReport", "Dataset", "ColumnReader", "Commit", "Loader", "EncodedImage", "buffer_stats", "trim_buffers",
     "mix", "Mixture", "Selection", "SearchResult", "IndexInfo", "LinkPolicy",
-    "Ref", "Diff", "RowChange", "ColumnChange", "MergeResult", "MergeConflict", "GCReport", "GCCount",
+    "Ref", "Diff", "RowChange", "ColumnChange", "MergeResult", "MergeConflict", "GCReport", "GCCount", "CompactReport",
     "Schema", "Column", "Tensor", "Image", "Video", "Audio", "Mask", "ClassLabel", "BBox", "Embedding",
     "PointCloud", "Text", "JSON", "Bytes", "Link",
     "Error", "NotFound", "AlreadyExists", "Corrupt", "Conflict", "InvalidArgument", "ReadOnly",

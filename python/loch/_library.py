@@ -30,7 +30,7 @@ from typing import Any
 from ._status import NOT_ERRORS
 from .errors import ForkedProcess, InternalError, from_status
 
-ABI_VERSION = 16
+ABI_VERSION = 17
 
 # Layouts and encodings of loch_column_in and loch_tensor.
 DENSE, PACKED, NULLS = 0, 1, 2
@@ -111,7 +111,7 @@ _STATUS_FUNCS: dict[str, list[Any]] = {
     "loch_dataset_commit_staged": [c_uintptr, c_char_p, c_char_p, _STR_OUT],
     "loch_dataset_fragment_rows": [c_uintptr, _STR_OUT],
     "loch_dataset_refresh": [c_uintptr],
-    # Writers that recover (ABI 16).
+    # Writers that recover (ABI 17).
     "loch_dataset_discard": [c_uintptr],
     "loch_dataset_discard_conflicts": [c_uintptr, _STR_OUT],
     "loch_dataset_log": [c_uintptr, _STR_OUT],
@@ -138,6 +138,12 @@ _STATUS_FUNCS: dict[str, list[Any]] = {
     "loch_dataset_diff": [c_uintptr, c_char_p, c_char_p, c_char_p, _STR_OUT],
     "loch_dataset_merge": [c_uintptr, c_char_p, c_char_p, _STR_OUT],
     "loch_dataset_gc": [c_uintptr, c_char_p, _STR_OUT],
+    # Compaction (ABI 16).
+    "loch_dataset_compact": [c_uintptr, c_char_p, _STR_OUT],
+    "loch_dataset_last_auto_compaction": [c_uintptr, _STR_OUT],
+    "loch_dataset_plan_compaction": [c_uintptr, c_char_p, _STR_OUT],
+    "loch_dataset_compact_group": [c_uintptr, c_char_p, c_int64, _STR_OUT],
+    "loch_dataset_commit_compaction": [c_uintptr, c_char_p, c_char_p, _STR_OUT],
     "loch_dataset_save_selection": [c_uintptr, c_char_p, c_char_p],
     "loch_dataset_selection": [c_uintptr, c_char_p, _STR_OUT],
     "loch_dataset_selections": [c_uintptr, _STR_OUT],

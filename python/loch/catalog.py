@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from . import _library
 from ._handle import Handle
 from ._library import Library, c_uintptr
-from .dataset import Dataset
+from .dataset import Dataset, _auto_compact
 from .schema import Column, Schema
 from .versions import GCReport, format_time, parse_time
 
@@ -165,13 +165,16 @@ class Catalog:
         parallelism: int | None = None,
         author: str | None = None,
         cache_bytes: int | None = None,
+        auto_compact: bool | Mapping[str, Any] | None = None,
     ) -> Dataset:
         """Opens table ``name`` as a :class:`loch.Dataset`, with the options
         of :func:`loch.open` (``ref`` a branch, tag or version; ``as_of`` a
-        time). Raises :class:`loch.NotFound` when there is no such table."""
+        time; ``auto_compact`` automatic compaction after commits). Raises
+        :class:`loch.NotFound` when there is no such table."""
         out = c_uintptr()
         opts = _json(ref=ref, version=version, as_of=None if as_of is None else format_time(as_of),
-                     parallelism=parallelism, author=author, cache_bytes=cache_bytes)  # fmt: skip
+                     parallelism=parallelism, author=author, cache_bytes=cache_bytes,
+                     auto_compact=_auto_compact(auto_compact))  # fmt: skip
         self._h.call("loch_catalog_open_table", name.encode(), opts, ctypes.byref(out))
         return Dataset(self._h.lib, out.value, keep=self)
 

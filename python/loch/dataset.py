@@ -1,6 +1,6 @@
 """Datasets: create, open, write, commit, read, and version control
 (branches, tags, checkout, diff, merge, revert, gc; see
-:mod:`loch.versions`).
+:mod:`loch.versions`), and compaction.
 
     >>> import numpy as np, loch
     >>> ds = loch.create("mem://robots", schema={
@@ -42,7 +42,7 @@ from .errors import InvalidArgument, NotFound
 from .links import LinkPolicy
 from .loader import Loader, LoaderOptions, check_keywords, keyword_signature
 from .schema import Column, Schema
-from .versions import Diff, GCReport, MergeResult, Ref, format_time, parse_time
+from .versions import CompactReport, Diff, GCReport, MergeResult, Ref, format_time, parse_time
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -109,6 +109,7 @@ def create(
     author: str | None = None,
     storage_options: Mapping[str, str] | None = None,
     links: LinkPolicy | None = None,
+    auto_compact: bool | Mapping[str, Any] | None = None,
 ) -> Dataset:
     """Creates an empty dataset at ``url`` (a path, ``file://``, ``s3://``,
     ``gs://``, ``az://`` or ``mem://`` URL) and returns it, open for writes.
@@ -141,7 +142,11 @@ def create(
     - ``gs://``: ``google_service_account`` (a key file's path) or
       ``google_service_account_key`` (the key's JSON), or ``anonymous``;
     - ``az://``: ``account_name`` with ``account_key`` or ``sas_token`` (or
-      neither, for Azure AD credentials), or ``connection_string``.
+      neither, for Azure AD credentials), or ``connection_string``;
+    - every store, not a connection setting: ``retry_budget``, how long an
+      operation keeps retrying a failing store from its first failure
+      (``"5m"``, ``"90s"`` or a number of seconds; default 60 s, which
+      rides out a 30-second outage).
 
     An option that the URL's store does not take raises
     :class:`loch.InvalidArgument` naming it::
@@ -155,12 +160,16 @@ def create(
     ``links`` is the dataset's :class:`loch.LinkPolicy`: which links
     :meth:`Dataset.fetch` may follow (by default, any http(s), s3, gs and
     az URL, and local files under the dataset's own parent directory).
+
+    ``auto_compact`` turns on automatic compaction for the handle (see
+    :func:`open`).
     """
     lib = _library.library()
     text = _schema_text(schema)
     out = c_uintptr()
     settings = _storage_options(storage_options)
-    opts = _options(parallelism=parallelism, author=author, storage_options=settings, links=_links(links))
+    opts = _options(parallelism=parallelism, author=author, storage_options=settings, links=_links(links),
+                    auto_compact=_auto_compact(auto_compact))  # fmt: skip
     _new_handle(lib, out, "loch_dataset_create", url.encode(), text.encode(), opts, ctypes.byref(out))
     return Dataset(lib, out.value, storage_options=settings, links=links)
 
@@ -176,6 +185,7 @@ def open(  # noqa: A001 (loch.open, like the builtin, opens)
     cache_bytes: int | None = None,
     storage_options: Mapping[str, str] | None = None,
     links: LinkPolicy | None = None,
+    auto_compact: bool | Mapping[str, Any] | None = None,
 ) -> Dataset:
     """Opens the dataset at ``url``.
 
@@ -198,13 +208,25 @@ def open(  # noqa: A001 (loch.open, like the builtin, opens)
         (True, 'main')
         >>> loch.open("mem://create-doc", ref="main").read_only
         False
+
+    ``auto_compact=True`` makes every :meth:`Dataset.commit` of the handle
+    end with a tiered compaction (:meth:`Dataset.compact` with ``fanout``
+    8) when the branch holds at least ``fanout`` small fragments, so that
+    a dataset grown by many small commits keeps few fragments; a dict
+    sets the compaction's options (``target_rows``, ``target_bytes``,
+    ``max_deleted``, ``fanout``, ``message``; see
+    :meth:`Dataset.compact`). A compaction that fails does not undo the
+    commit before it; :meth:`Dataset.last_auto_compaction` reports the
+    last one::
+
+        >>> ds = loch.open("mem://create-doc", auto_compact={"fanout": 4})
     """
     lib = _library.library()
     out = c_uintptr()
     settings = _storage_options(storage_options)
     opts = _options(version=version, ref=ref, as_of=None if as_of is None else format_time(as_of),
                     parallelism=parallelism, author=author, cache_bytes=cache_bytes,
-                    storage_options=settings, links=_links(links))  # fmt: skip
+                    storage_options=settings, links=_links(links), auto_compact=_auto_compact(auto_compact))  # fmt: skip
     _new_handle(lib, out, "loch_dataset_open", url.encode(), opts, ctypes.byref(out))
     return Dataset(lib, out.value, storage_options=settings, links=links)
 
@@ -239,6 +261,16 @@ def _storage_options(options: Mapping[str, str | bool] | None) -> dict[str, str]
     return out or None
 
 
+def _auto_compact(value: bool | Mapping[str, Any] | None) -> bool | dict[str, Any] | None:
+    """The "auto_compact" open option: True, False, None (absent) or a dict
+    of compaction options (Go checks the names and values)."""
+    if value is None or isinstance(value, bool):
+        return value
+    if not isinstance(value, Mapping):
+        raise InvalidArgument(f"auto_compact: want True, False or a dict of compaction options, got {type(value).__name__}")
+    return dict(value)
+
+
 def _links(links: LinkPolicy | None) -> dict[str, Any] | None:
     """The "links" open option of a LinkPolicy."""
     if links is None:
@@ -258,7 +290,8 @@ class Dataset:
     snapshot. A handle at a tag, a version id or a time is read-only
     (:attr:`read_only`; writes raise :class:`loch.ReadOnly`). Version
     control: :meth:`branch`, :meth:`tag`, :meth:`checkout`, :meth:`refs`,
-    :meth:`log`, :meth:`diff`, :meth:`merge`, :meth:`revert`, :meth:`gc`.
+    :meth:`log`, :meth:`diff`, :meth:`merge`, :meth:`revert`, :meth:`gc`;
+    compaction: :meth:`compact`.
     Safe to use from several threads. Close it (or use it as a context
     manager) to release it at once; uncommitted writes are then discarded.
 
@@ -558,6 +591,108 @@ class Dataset:
         """
         opts = json.dumps({"grace_seconds": float(grace), "dry_run": bool(dry_run)}).encode()
         return GCReport.from_json(json.loads(self._str("loch_dataset_gc", opts, interruptible=True)))
+
+    def compact(
+        self,
+        target_rows: int | None = None,
+        target_bytes: int | None = None,
+        max_deleted: float | None = None,
+        fanout: int | None = None,
+        dry_run: bool = False,
+        message: str | None = None,
+    ) -> CompactReport:
+        """Rewrites the small fragments, and the fragments with many deleted
+        rows, of the handle's branch into fragments of the target size, as
+        one commit, moves the handle there and reports what it did
+        (docs/format.md §8). Every live row keeps its row id, its values
+        and its position; deleted rows are dropped.
+
+        A fragment is small below half of ``target_rows`` live rows
+        (default 1,048,576) and half of ``target_bytes`` stored bytes
+        (default 512 MiB); it has too many deleted rows above the fraction
+        ``max_deleted`` (default 0.1; negative: never). ``fanout`` (2 or
+        more) compacts in tiers, as ``auto_compact`` does: only runs of at
+        least ``fanout`` small fragments of one size class are merged.
+        ``dry_run`` plans and reports and writes nothing. ``message`` is
+        the commit message (default ``"compact"``).
+
+        Compaction never makes another writer's commit fail: if the branch
+        moved meanwhile it rebases, and leaves out (``yielded``) the
+        groups whose fragments changed. Raises :class:`loch.InvalidArgument`
+        while writes are staged (commit them first) and
+        :class:`loch.ReadOnly` on a read-only handle::
+
+            >>> ds = loch.create("mem://compact-doc", schema={"n": loch.Tensor("int64", shape=())})
+            >>> for i in range(4):
+            ...     ds.extend({"n": np.arange(i * 10, i * 10 + 10)}); _ = ds.commit(f"batch {i}")
+            >>> rep = ds.compact()
+            >>> rep.fragments_before, rep.fragments_after, rep.rows
+            (4, 1, 40)
+        """
+        opts = _options(target_rows=target_rows, target_bytes=target_bytes, max_deleted=max_deleted,
+                        fanout=fanout, dry_run=bool(dry_run), message=message)  # fmt: skip
+        report = CompactReport.from_json(json.loads(self._str("loch_dataset_compact", opts, interruptible=True)))
+        self._track()
+        return report
+
+    # Compaction in several processes (docs/format.md §8; loch.ray.compact).
+
+    def plan_compaction(
+        self,
+        target_rows: int | None = None,
+        target_bytes: int | None = None,
+        max_deleted: float | None = None,
+        fanout: int | None = None,
+        message: str | None = None,
+    ) -> dict[str, Any]:
+        """Plans a compaction of the handle's branch as :meth:`compact`
+        would, writing nothing, and returns the plan: a JSON-serialisable
+        dict whose ``"groups"`` are the runs of fragments to rewrite and
+        ``"report"`` the dry run's figures. Each group is rewritten by
+        :meth:`compact_group` on any handle of the dataset, in any process,
+        and the results are committed once with :meth:`commit_compaction`::
+
+            >>> plan = ds.plan_compaction()                                  # doctest: +SKIP
+            >>> done = [ds.compact_group(plan, i) for i in range(len(plan["groups"]))]  # doctest: +SKIP
+            >>> ds.commit_compaction(plan, done).fragments_after             # doctest: +SKIP
+            1
+        """
+        opts = _options(target_rows=target_rows, target_bytes=target_bytes, max_deleted=max_deleted,
+                        fanout=fanout, message=message)  # fmt: skip
+        out: dict[str, Any] = json.loads(self._str("loch_dataset_plan_compaction", opts, interruptible=True))
+        return out
+
+    def compact_group(self, plan: Mapping[str, Any], index: int) -> dict[str, Any]:
+        """Rewrites group ``index`` of ``plan`` (:meth:`plan_compaction`'s)
+        into one fragment and returns its description, for
+        :meth:`commit_compaction`. Any handle of the plan's dataset may do
+        it, read-only ones too; the fragment is unreferenced (and deleted
+        by ``loch gc`` after its grace period) until committed."""
+        out: dict[str, Any] = json.loads(self._str("loch_dataset_compact_group", json.dumps(dict(plan)).encode(),
+                                                   int(index), interruptible=True))  # fmt: skip
+        return out
+
+    def commit_compaction(self, plan: Mapping[str, Any], groups: Sequence[Mapping[str, Any]]) -> CompactReport:
+        """Publishes the groups of ``plan`` that :meth:`compact_group`
+        rewrote as one commit on the handle's branch, rebased onto the
+        head as :meth:`compact` does, and moves the handle there. Groups
+        without a description are not compacted. Raises
+        :class:`loch.InvalidArgument` for a description of another plan and
+        :class:`loch.Corrupt` for a fragment that does not hold its group's
+        rows (nothing is committed)."""
+        report = CompactReport.from_json(json.loads(self._str(
+            "loch_dataset_commit_compaction", json.dumps(dict(plan)).encode(),
+            json.dumps([dict(g) for g in groups]).encode(), interruptible=True)))  # fmt: skip
+        self._track()
+        return report
+
+    def last_auto_compaction(self) -> CompactReport | None:
+        """The report of the last compaction that the handle's
+        ``auto_compact`` option ran after a commit, or None if none ran
+        yet. Raises that compaction's error if it failed (the commit before
+        it stands; the next commit tries again)."""
+        d = json.loads(self._str("loch_dataset_last_auto_compaction"))
+        return None if d is None else CompactReport.from_json(d)
 
     def row_ids(self, start: int = 0, end: int | None = None) -> np.ndarray:
         """The stable ids (uint64) of the rows at positions [start, end),

@@ -20,6 +20,12 @@ columns and of the rows an SQL query selects::
     >>> rd = loch.ray.read("s3://bucket/train", ref="v1", columns=["image", "label"],
     ...                    query="SELECT * WHERE label = 'cat'")       # doctest: +SKIP
 
+:func:`compact` compacts a loch dataset (:meth:`loch.Dataset.compact`)
+with Ray: the driver plans, one task per group of fragments rewrites it,
+and the driver commits once::
+
+    >>> loch.ray.compact("s3://bucket/train", target_rows=1 << 20)     # doctest: +SKIP
+
 Ray is imported when these are called, not when :mod:`loch` is.
 """
 
@@ -35,8 +41,9 @@ from .dataset import Dataset, create, open
 from .errors import AlreadyExists, InvalidArgument, NotFound
 from .interchange import schema_from_arrow
 from .schema import Column
+from .versions import CompactReport
 
-__all__ = ["write", "read", "LochDatasink", "LochDatasource"]
+__all__ = ["write", "read", "compact", "LochDatasink", "LochDatasource"]
 
 
 def _ray_data() -> Any:
@@ -394,3 +401,58 @@ def read(
             return src.get_name()
 
     return rd.read_datasource(_Source(), override_num_blocks=override_num_blocks)
+
+
+def _compact_group_task(url: str, storage_options: Mapping[str, str] | None, plan: Mapping[str, Any],
+                        index: int) -> dict[str, Any]:  # fmt: skip
+    """The body of :func:`compact`'s Ray tasks: rewrite one group of the
+    plan."""
+    with open(url, version=plan["base"], storage_options=storage_options) as ds:
+        return ds.compact_group(plan, index)
+
+
+def compact(
+    url: str,
+    *,
+    branch: str | None = None,
+    target_rows: int | None = None,
+    target_bytes: int | None = None,
+    max_deleted: float | None = None,
+    fanout: int | None = None,
+    dry_run: bool = False,
+    message: str | None = None,
+    storage_options: Mapping[str, str] | None = None,
+    num_cpus: float = 1,
+) -> CompactReport:
+    """Compacts the loch dataset at ``url`` on ``branch`` (default main)
+    with Ray, as one commit, and returns its :class:`loch.CompactReport`;
+    the options are those of :meth:`loch.Dataset.compact`. The driver plans
+    (:meth:`loch.Dataset.plan_compaction`, which reads only metadata), one
+    Ray task per group (``num_cpus`` each) rewrites its run of fragments
+    into one fragment (:meth:`loch.Dataset.compact_group`), and the driver
+    commits them all at once (:meth:`loch.Dataset.commit_compaction`),
+    rebased onto whatever other writers committed meanwhile. ``dry_run``
+    only plans.
+
+    A task that dies is retried by Ray; what a dead attempt wrote is never
+    committed and ``loch gc`` deletes it after its grace period. When a
+    task fails for good, nothing is committed and its error is raised
+    here::
+
+        >>> rep = loch.ray.compact("s3://bucket/train", target_rows=1 << 20)   # doctest: +SKIP
+        >>> rep.fragments_before, rep.fragments_after                         # doctest: +SKIP
+        (6000, 12)
+    """
+    _ray_data()  # Ray, or an ImportError that says how to install it
+    import ray as ray_core
+
+    settings = dict(storage_options) if storage_options else None
+    with open(url, ref=branch, storage_options=settings) as ds:
+        plan = ds.plan_compaction(target_rows=target_rows, target_bytes=target_bytes, max_deleted=max_deleted,
+                                  fanout=fanout, message=message)  # fmt: skip
+        if dry_run or not plan["groups"]:
+            return CompactReport.from_json({**plan["report"], "dry_run": dry_run})
+        task = ray_core.remote(num_cpus=num_cpus)(_compact_group_task)
+        refs = [task.remote(url, settings, plan, i) for i in range(len(plan["groups"]))]
+        groups = ray_core.get(refs)
+        return ds.commit_compaction(plan, groups)

@@ -26,7 +26,8 @@ is read-only::
     True
 
 The records here are what :meth:`loch.Dataset.refs`, :meth:`~loch.Dataset.diff`,
-:meth:`~loch.Dataset.merge` and :meth:`~loch.Dataset.gc` return; a merge
+:meth:`~loch.Dataset.merge`, :meth:`~loch.Dataset.gc` and
+:meth:`~loch.Dataset.compact` return; a merge
 that fails on conflicts raises :class:`loch.Conflict`, whose ``conflicts``
 lists :class:`MergeConflict` records.
 """
@@ -51,6 +52,7 @@ __all__ = [
     "MergeConflict",
     "GCReport",
     "GCCount",
+    "CompactReport",
 ]
 
 
@@ -247,6 +249,55 @@ class GCReport:
             young=GCCount.from_json(d.get("young")),
             deleted=GCCount.from_json(d.get("deleted")),
             by_kind={k: GCCount.from_json(v) for k, v in (d.get("by_kind") or {}).items()},
+        )
+
+
+@dataclass(frozen=True)
+class CompactReport:
+    """What ``ds.compact()`` did (or, in a dry run, would do); also what
+    :meth:`loch.Dataset.last_auto_compaction` returns.
+
+    Attributes:
+        dry_run: nothing was written.
+        version: the commit written, or the unchanged head when there was
+            nothing to compact (or in a dry run).
+        fragments_before, fragments_after: the branch's fragments.
+        groups: runs of fragments rewritten, each into one fragment.
+        rewritten: the fragments they replaced.
+        rows: live rows copied.
+        dropped: deleted rows purged.
+        bytes_before: chunk bytes of the replaced fragments.
+        bytes_after: chunk bytes of the fragments written (0 in a dry run).
+        yielded: groups left out because a concurrent commit changed their
+            fragments (a later compaction takes them).
+    """
+
+    dry_run: bool
+    version: str
+    fragments_before: int
+    fragments_after: int
+    groups: int = 0
+    rewritten: int = 0
+    rows: int = 0
+    dropped: int = 0
+    bytes_before: int = 0
+    bytes_after: int = 0
+    yielded: int = 0
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> CompactReport:
+        return cls(
+            dry_run=bool(d.get("dry_run")),
+            version=d["version"],
+            fragments_before=int(d.get("fragments_before", 0)),
+            fragments_after=int(d.get("fragments_after", 0)),
+            groups=int(d.get("groups", 0)),
+            rewritten=int(d.get("rewritten", 0)),
+            rows=int(d.get("rows", 0)),
+            dropped=int(d.get("dropped", 0)),
+            bytes_before=int(d.get("bytes_before", 0)),
+            bytes_after=int(d.get("bytes_after", 0)),
+            yielded=int(d.get("yielded", 0)),
         )
 
 

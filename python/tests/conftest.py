@@ -90,14 +90,27 @@ class MinIO:
 
     def __init__(self, binary: str, root: Path, access_key: str, secret_key: str) -> None:
         self.access_key, self.secret_key = access_key, secret_key
-        port = _free_port()
-        self.endpoint = f"http://127.0.0.1:{port}"
+        self._binary, self._data, self._port = binary, root / "data", _free_port()
+        self.endpoint = f"http://127.0.0.1:{self._port}"
+        self._launch()
+
+    def kill(self) -> None:
+        """Kills the server at once, as a crash would (connections are
+        refused until :meth:`restart`); its data stays."""
+        self.proc.kill()
+        self.proc.wait()
+
+    def restart(self) -> None:
+        """Starts the killed server again, on the same port and data."""
+        self._launch()
+
+    def _launch(self) -> None:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "MINIO_"))}
-        env.update(MINIO_ROOT_USER=access_key, MINIO_ROOT_PASSWORD=secret_key, MINIO_BROWSER="off",
+        env.update(MINIO_ROOT_USER=self.access_key, MINIO_ROOT_PASSWORD=self.secret_key, MINIO_BROWSER="off",
                    MINIO_UPDATE="off", MINIO_CI_CD="1")  # fmt: skip
         self.proc = subprocess.Popen(
-            [binary, "server", "--quiet", "--address", f"127.0.0.1:{port}",
-             "--console-address", f"127.0.0.1:{_free_port()}", str(root / "data")],
+            [self._binary, "server", "--quiet", "--address", f"127.0.0.1:{self._port}",
+             "--console-address", f"127.0.0.1:{_free_port()}", str(self._data)],
             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )  # fmt: skip
         import time

@@ -200,6 +200,7 @@ def test_stats(rows_ds: loch.Dataset) -> None:
     s = loader.stats()
     assert s["batches"] == 11 and s["samples"] == ROWS
     assert 0 <= s["wait_share"] <= 1
+    assert s["retries"] == 0 and s["retry_wait_ns"] == 0, "no storage failure to ride out"
 
 
 def test_break_stops_the_go_loader(rows_ds: loch.Dataset) -> None:

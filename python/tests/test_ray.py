@@ -143,3 +143,53 @@ def test_stage_commit_python(tmp_path: Path) -> None:
         ds.commit_staged([newer])
     assert len(ds) == 30
     assert sum(ds.fragment_rows()) == 30 and len(ds.fragment_rows()) == 3
+
+
+def test_compact(cluster: None, tmp_path: Path) -> None:
+    url = str(tmp_path / "compact")
+    ds = loch.create(url, schema={"n": loch.Tensor("int64", shape=()), "s": loch.Text()})
+    for c in range(6):
+        ds.extend({"n": np.arange(c * 4, c * 4 + 4), "s": [f"r{i}" for i in range(c * 4, c * 4 + 4)]})
+        ds.commit(f"batch {c}")
+    ds.delete([5])
+    ds.commit("delete 5")
+    ids, rows = ds.row_ids().tolist(), ds.to_arrow().read_all().to_pylist()
+    plan = lray.compact(url, dry_run=True)
+    assert plan.dry_run and (plan.fragments_before, plan.fragments_after, plan.rows, plan.dropped) == (6, 1, 23, 1)
+    assert loch.open(url).version == ds.version
+
+    # 3 groups of two fragments (weights 0.4 and 0.3 of 10 rows): 3 tasks, one commit
+    rep = lray.compact(url, target_rows=10, message="ray compaction")
+    assert not rep.dry_run and (rep.groups, rep.rewritten, rep.fragments_after, rep.rows, rep.dropped) == (3, 6, 3, 23, 1)
+    after = loch.open(url)
+    assert after.version == rep.version and after.fragment_rows() == [7, 8, 8]
+    assert after.row_ids().tolist() == ids and after.to_arrow().read_all().to_pylist() == rows
+    log = after.log()
+    assert log[0].message == "ray compaction" and log[1].message == "delete 5"
+
+    rep = lray.compact(url)
+    assert (rep.groups, rep.fragments_after) == (1, 1)
+    assert loch.open(url).row_ids().tolist() == ids
+    assert lray.compact(url).groups == 0
+    with pytest.raises(loch.InvalidArgument, match="fanout 1"):
+        lray.compact(url, fanout=1)
+
+
+def test_compact_group_refusals(tmp_path: Path) -> None:
+    """The plan and group descriptions from Python: a read-only handle
+    rewrites, a description of another plan is refused."""
+    url = str(tmp_path / "groups")
+    ds = loch.create(url, schema={"n": loch.Tensor("int64", shape=())})
+    for c in range(4):
+        ds.extend({"n": np.arange(c * 5, c * 5 + 5)})
+        ds.commit(f"batch {c}")
+    plan = ds.plan_compaction(target_rows=20)
+    assert [list(g) for g in plan["groups"]] == [[0, 4]] and plan["report"]["rows"] == 20
+    group = loch.open(url, version=plan["base"]).compact_group(plan, 0)
+    assert group["rows"] == 20 and group["key"].startswith("fragments/")
+    with pytest.raises(loch.InvalidArgument, match="is not of the plan"):
+        ds.commit_compaction(plan, [{**group, "group": [0, 2]}])
+    with pytest.raises(loch.Corrupt, match="live rows"):
+        ds.commit_compaction(plan, [{**group, "rows": 19}])
+    rep = ds.commit_compaction(plan, [group])
+    assert rep.fragments_after == 1 and ds.version == rep.version and ds.fragment_rows() == [20]

@@ -198,7 +198,8 @@ def test_update_delete_add_column(tmp_path: Path) -> None:
     ds.update(ids[3], {"a": np.int64(30)})
     ds.add_column("note", loch.Text())
     ds.commit()
-    assert ds["a"][:].tolist() == [0, 2, 4, 30]  # an updated row moves to the end
+    assert ds["a"][:].tolist() == [0, 2, 30, 4]  # an updated row keeps its place
+    assert ds.row_ids().tolist() == [0, 2, 3, 4]
     assert ds["note"][:] == [None] * 4
     ds.extend({"a": np.array([5]), "note": ["five"]})
     ds.commit()

@@ -177,3 +177,11 @@ def test_gcs_and_azure_options_per_dataset(tmp_path: Path, fake_gcs: Any, azurit
     assert errors["gs_with_an_azure_option"].startswith("InvalidArgument") and "account_name" in errors["gs_with_an_azure_option"]
     shown = out["reprs"] + json.dumps(errors) + proc.stderr
     assert AZURITE_KEY not in shown and "SECRETKEY" not in shown and "d3Jvbmcta2V5" not in shown
+
+
+def test_retry_budget_applies_to_every_store(tmp_path: Path) -> None:
+    for url in [str(tmp_path / "ds"), "mem://so-budget"]:
+        ds = loch.create(url, schema={"n": loch.Text()}, storage_options={"retry_budget": "90s"})
+        ds.close()
+    with pytest.raises(loch.InvalidArgument, match="retry_budget"):
+        loch.create("mem://so-budget-bad", schema={"n": loch.Text()}, storage_options={"retry_budget": "soon"})
