@@ -35,9 +35,9 @@ type staging struct {
 	nextUID int
 	deltas  map[int]*colDelta
 
-	open    *fragWriter   // current append fragment
-	upd     *fragWriter   // update fragment (rows carry explicit ids)
-	sealed  []*fragWriter // full append fragments
+	open    *fragWriter                 // current append fragment
+	upd     *fragWriter                 // update fragment (rows carry explicit ids)
+	sealed  []*fragWriter               // full append fragments
 	patches map[uint64]map[int]prepared // updates in place: row id -> column uid -> value (update.go)
 	nonce   string                      // of the update fragment
 
