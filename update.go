@@ -1,6 +1,7 @@
 package loch
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"maps"
@@ -22,7 +23,8 @@ import (
 // At commit, each chunk that holds an updated value is written again with
 // it (the other chunks, and the row's other columns, are not rewritten).
 // Updating a row twice before a commit keeps the last value of each
-// column; a row deleted in this commit cannot be updated.
+// column; a row deleted in this commit cannot be updated. Sample bytes
+// are copied before Update returns.
 func (d *Dataset) Update(ctx context.Context, id uint64, row Row) error {
 	d.wmu.Lock()
 	defer d.wmu.Unlock()
@@ -50,7 +52,11 @@ func (d *Dataset) Update(ctx context.Context, id uint64, row Row) error {
 	}
 	for ci := range st.cols {
 		if _, ok := row[st.cols[ci].Name]; ok {
-			p[st.cols[ci].UID] = preps[0][ci]
+			// Kept until the commit: a copy, not the caller's bytes (the
+			// C ABI passes memory the caller reuses after the call).
+			v := preps[0][ci]
+			v.data, v.shape = bytes.Clone(v.data), slices.Clone(v.shape)
+			p[st.cols[ci].UID] = v
 		}
 	}
 	return nil
