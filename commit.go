@@ -35,23 +35,58 @@ func (d *Dataset) Commit(ctx context.Context, message string) (string, error) {
 	if err := st.finish(ctx); err != nil {
 		return "", err
 	}
+	// A lease that stayed live kept every staged chunk from garbage
+	// collection; one that may have lapsed, before the commit or during
+	// its attempts, makes the commit check them (docs/format.md §5.1).
+	// Chunks that are gone cannot be put again (the handle no longer holds
+	// their bytes): the stage is discarded.
+	checked, gone := false, false
+	check := func() error {
+		if checked {
+			return nil
+		}
+		checked = true
+		var err error
+		gone, err = st.checkChunks(ctx)
+		return err
+	}
+	if !st.lease.held(ctx) {
+		if err := check(); err != nil {
+			return "", d.lostStage(st, gone, err)
+		}
+	}
 	branch := d.Branch()
 	var id string
 	next, err := d.updateRoot(ctx, "commit "+branch, func(root, next *manifest.Root) error {
+		if !st.lease.live() {
+			if err := check(); err != nil {
+				return err
+			}
+		}
 		var err error
 		id, err = d.commitOnto(ctx, st, branch, message, root, next)
 		return err
 	})
 	if err != nil {
-		return "", err
+		return "", d.lostStage(st, gone, err)
 	}
 	if err := d.moveToCommit(ctx, id, next.Seq); err != nil {
 		return "", err
 	}
 	st.cancel(nil)
+	st.lease.end(false)
 	d.stage = nil
 	d.autoCompact(ctx)
 	return id, nil
+}
+
+// lostStage discards the stage when its chunks are gone, and returns err.
+func (d *Dataset) lostStage(st *staging, gone bool, err error) error {
+	if gone {
+		st.abort()
+		d.stage = nil
+	}
+	return err
 }
 
 // moveToCommit points the handle at the commit id, written in root entry

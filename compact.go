@@ -270,11 +270,15 @@ func (d *Dataset) compactLocked(ctx context.Context, opts CompactOptions) (*Comp
 	if err != nil || len(groups) == 0 || opts.DryRun {
 		return rep, err
 	}
+	// The rewrite's objects are protected from garbage collection by the
+	// handle's writer lease, as a stage's are (docs/format.md §5.1).
+	lease := d.beginLease(ctx)
+	defer lease.end(false)
 	cw, err := d.rewriteGroups(ctx, base, groups)
 	if err != nil {
 		return nil, err
 	}
-	return d.commitCompaction(ctx, cw, opts.Message, rep)
+	return d.commitCompaction(ctx, cw, opts.Message, rep, lease)
 }
 
 // planOn plans a compaction of snapshot s: the runs of fragments to
@@ -307,10 +311,33 @@ func (d *Dataset) planOn(ctx context.Context, s *snapshot, opts CompactOptions) 
 // commitCompaction commits the written groups of cw on the handle's
 // branch (commitOnto) and moves the handle to the result; rep is filled
 // in. With d.wmu held.
-func (d *Dataset) commitCompaction(ctx context.Context, cw *compactWrite, message string, rep *CompactReport) (*CompactReport, error) {
+//
+// lease is the writer lease that protected the groups' objects while they
+// were written (nil: none did, as when other processes wrote them): unless
+// it stayed live, the commit first checks that they all still exist
+// (docs/format.md §5.1).
+func (d *Dataset) commitCompaction(ctx context.Context, cw *compactWrite, message string, rep *CompactReport, lease *lease) (*CompactReport, error) {
+	checked := false
+	check := func() error {
+		if checked {
+			return nil
+		}
+		checked = true
+		return cw.checkObjects(ctx)
+	}
+	if !lease.held(ctx) {
+		if err := check(); err != nil {
+			return nil, err
+		}
+	}
 	branch := d.Branch()
 	var id string
 	next, err := d.updateRoot(ctx, "compact "+branch, func(root, next *manifest.Root) error {
+		if !lease.live() {
+			if err := check(); err != nil {
+				return err
+			}
+		}
 		var err error
 		id, err = cw.commitOnto(ctx, branch, message, root, next, rep)
 		return err
@@ -332,6 +359,30 @@ func (d *Dataset) commitCompaction(ctx context.Context, cw *compactWrite, messag
 	}
 	rep.FragmentsAfter = len(d.current().frags)
 	return rep, nil
+}
+
+// checkObjects fails with ErrNotFound, naming them, when fragments or
+// chunks that the compaction would publish are gone.
+func (cw *compactWrite) checkObjects(ctx context.Context) error {
+	var ks []string
+	for _, grp := range cw.groups {
+		if grp.key != "" {
+			ks = append(ks, grp.key)
+		}
+		for _, w := range grp.fw.cols {
+			for _, r := range w.refs {
+				ks = append(ks, r.Key)
+			}
+		}
+	}
+	missing, err := cw.d.missingObjects(ctx, ks)
+	if err != nil {
+		return fmt.Errorf("compact %s: check the rewritten objects: %w", cw.d.url, err)
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("compact %s: %s; nothing is committed: compact again: %w", cw.d.url, goneByGC(missing, "no live writer lease protected them"), ErrNotFound)
+	}
+	return nil
 }
 
 // errNothingLeft ends a compaction whose every group was yielded.

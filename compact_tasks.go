@@ -151,7 +151,7 @@ func (d *Dataset) CommitCompaction(ctx context.Context, plan *CompactPlan, done 
 	if message == "" {
 		message = CompactOptions{}.withDefaults().Message
 	}
-	return d.commitCompaction(ctx, cw, message, rep)
+	return d.commitCompaction(ctx, cw, message, rep, nil)
 }
 
 // planBase checks that plan is of d's dataset and loads its base.

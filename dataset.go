@@ -36,6 +36,10 @@ type options struct {
 	links       *LinkPolicy // nil: the default policy
 	settings    storage.Settings
 	autoCompact *CompactOptions // nil: no automatic compaction
+	// leaseTTL and leaseRenew are a stage's lease's time to live and
+	// renewal period (docs/format.md §5.1; zero: defaultLeaseTTL and a
+	// quarter of it); tests shorten them.
+	leaseTTL, leaseRenew time.Duration
 }
 
 // Option configures Create and Open.
@@ -111,8 +115,9 @@ type Dataset struct {
 	readOnly bool
 	pin      string // what a read-only handle was opened at, for messages
 
-	wmu   sync.Mutex // guards stage and autoCompacted; held for the whole of Commit
+	wmu   sync.Mutex // guards stage, lease and autoCompacted; held for the whole of Commit
 	stage *staging
+	lease *lease // the handle's writer lease (docs/format.md §5.1); nil before its first stage
 	// autoCompacted is the outcome of the last automatic compaction
 	// (WithAutoCompact).
 	autoCompacted struct {
@@ -413,10 +418,16 @@ type CommitInfo struct {
 	Time    time.Time `json:"time"`
 	Rows    int64     `json:"rows"`
 	Branch  string    `json:"branch"` // "" when the commit is no branch's head
+	// Expired lists the parents that gc's version retention collected
+	// (docs/format.md §5.2): the history before them is gone. Absent
+	// when none.
+	Expired []string `json:"expired,omitempty"`
 }
 
 // Log returns the commits reachable from the handle's version through all
-// parents (merges bring in both sides), newest first by commit time.
+// parents (merges bring in both sides), newest first by commit time. It
+// ends at parents that gc's version retention collected, which the
+// commits naming them list in Expired.
 func (d *Dataset) Log(ctx context.Context) ([]CommitInfo, error) {
 	return d.logFrom(ctx, d.Version())
 }
@@ -426,9 +437,19 @@ func (d *Dataset) logFrom(ctx context.Context, id string) ([]CommitInfo, error) 
 	var out []CommitInfo
 	seen := map[string]bool{id: true}
 	var frontier []CommitInfo // sorted oldest first; the newest is popped
-	load := func(id string) error {
+	load := func(id string, child *CommitInfo) error {
 		var c manifest.Commit
-		if err := d.getObject(ctx, keys.Make(keys.Commit, id), manifest.KindCommit, &c); err != nil {
+		if child != nil {
+			p, err := d.readParent(ctx, id)
+			if err != nil {
+				return err
+			}
+			if p == nil {
+				child.Expired = append(child.Expired, id)
+				return nil
+			}
+			c = *p
+		} else if err := d.getObject(ctx, keys.Make(keys.Commit, id), manifest.KindCommit, &c); err != nil {
 			return err
 		}
 		ci := CommitInfo{ID: id, Parents: c.Parents, Message: c.Message, Author: c.Author, Time: c.Time, Rows: c.Rows, Branch: c.Branch}
@@ -436,22 +457,22 @@ func (d *Dataset) logFrom(ctx context.Context, id string) ([]CommitInfo, error) 
 		frontier = slices.Insert(frontier, k, ci)
 		return nil
 	}
-	if err := load(id); err != nil {
+	if err := load(id, nil); err != nil {
 		return nil, err
 	}
 	for len(frontier) > 0 {
 		c := frontier[len(frontier)-1]
 		frontier = frontier[:len(frontier)-1]
-		out = append(out, c)
 		for _, p := range c.Parents {
 			if seen[p] {
 				continue
 			}
 			seen[p] = true
-			if err := load(p); err != nil {
+			if err := load(p, &c); err != nil {
 				return nil, err
 			}
 		}
+		out = append(out, c)
 	}
 	return out, nil
 }

@@ -46,7 +46,19 @@ type GCOptions struct {
 	Grace time.Duration
 	// DryRun reports what would be deleted and deletes nothing.
 	DryRun bool
+	// KeepLast and OlderThan turn on version retention (docs/format.md
+	// §5.2): a commit that is none of the newest max(KeepLast, 1) of a
+	// branch's first-parent history, is older than OlderThan (any age when
+	// zero), and that no tag, saved selection or branch names (nor serves a
+	// named commit its vector index) expires: it and whatever only expired
+	// commits reach are collected. Both zero: every version a reference
+	// reaches is kept.
+	KeepLast  int
+	OlderThan time.Duration
 }
+
+// retains reports whether version retention is on.
+func (o GCOptions) retains() bool { return o.KeepLast > 0 || o.OlderThan > 0 }
 
 // GCKind counts objects of one kind.
 type GCKind struct {
@@ -64,12 +76,20 @@ type GCReport struct {
 	DryRun    bool              `json:"dry_run"`
 	Reachable GCKind            `json:"reachable"` // kept: reachable from a reference
 	Young     GCKind            `json:"young"`     // kept: unreachable but within the grace period
+	Leased    GCKind            `json:"leased"`    // kept: unreachable but covered by a live writer's lease (docs/format.md §5.1)
 	Deleted   GCKind            `json:"deleted"`   // deleted (or, in a dry run, would be)
 	ByKind    map[string]GCKind `json:"by_kind"`   // deleted by key prefix: chunks, fragments, ...
 	// Missing lists, sorted, the reachable chunks and deletion vectors that
 	// the store does not hold: the dataset is damaged there (loch verify
 	// says which versions). GC does not need to read them, so it goes on.
 	Missing []string `json:"missing,omitempty"`
+	// Expired counts the commits version retention expired where kept
+	// history ends (parents of kept commits, which get expiry markers)
+	// that were deleted, or in a dry run would be; the older history
+	// behind them is deleted as unreachable. DeadLeases counts the
+	// leases of writers gone for longer than the grace period, deleted.
+	Expired    int64 `json:"expired"`
+	DeadLeases int64 `json:"dead_leases"`
 }
 
 // GC deletes the objects that no branch or tag reaches (through commits and
@@ -102,17 +122,25 @@ type GCReport struct {
 // unreachable objects dealt with (deleted, counted in a dry run, or kept
 // as rewritten) out of those to delete.
 //
+// Objects that writers have staged but not yet committed, this handle's
+// included, are kept by the grace period and by their writers' live
+// leases (docs/format.md §5.1). With opts.KeepLast or opts.OlderThan, old
+// versions of branches expire (§5.2): the walk does not go through them,
+// and the expired commits where kept history ends get expiry markers
+// before they are deleted.
+//
 // GC is a dataset-wide operation: a read-only handle may run it, and it
-// does not move the handle. Objects that writers have staged but not yet
-// committed, this handle's included, are protected only by the grace
-// period.
+// does not move the handle.
 func (d *Dataset) GC(ctx context.Context, opts GCOptions) (*GCReport, error) {
 	if opts.Grace < 0 {
 		return nil, invalidf("gc %s: negative grace period %s", d.url, opts.Grace)
 	}
+	if opts.KeepLast < 0 || opts.OlderThan < 0 {
+		return nil, invalidf("gc %s: keep-last %d, older-than %s: want 0 or more", d.url, opts.KeepLast, opts.OlderThan)
+	}
 	start := time.Now()
-	g := &gc{d: d, opts: opts, cutoff: start.Add(-opts.Grace), reached: map[string]bool{}, progress: progressOf(ctx),
-		report: GCReport{DryRun: opts.DryRun, ByKind: map[string]GCKind{}}}
+	g := &gc{d: d, opts: opts, start: start, cutoff: start.Add(-opts.Grace), reached: map[string]bool{}, progress: progressOf(ctx),
+		report: GCReport{DryRun: opts.DryRun, ByKind: map[string]GCKind{}}, keepIDs: map[string]bool{}, named: map[string]bool{}, expired: map[string]bool{}}
 	for _, k := range gcKinds {
 		g.report.ByKind[k.Dir()] = GCKind{}
 	}
@@ -129,6 +157,8 @@ func (d *Dataset) GC(ctx context.Context, opts GCOptions) (*GCReport, error) {
 				g.report.Reachable.add(a.Size)
 			case g.young(a):
 				g.report.Young.add(a.Size)
+			case g.leased(a):
+				g.report.Leased.add(a.Size)
 			default:
 				doomed[kind] = append(doomed[kind], a)
 			}
@@ -147,6 +177,9 @@ func (d *Dataset) GC(ctx context.Context, opts GCOptions) (*GCReport, error) {
 			return &g.report, err
 		}
 	}
+	if err := g.deleteDeadLeases(ctx); err != nil {
+		return &g.report, err
+	}
 	return &g.report, nil
 }
 
@@ -161,11 +194,20 @@ func (g *gc) mark(ctx context.Context) (map[keys.Kind][]storage.Attrs, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := g.retainIndexed(ctx, roots); err != nil {
+		return nil, err
+	}
 	if err := g.markRoots(ctx, roots); err != nil {
 		return nil, err
 	}
 	cands, err := g.list(ctx)
 	if err != nil {
+		return nil, err
+	}
+	// Leases are listed after the candidates and before the log is read
+	// again: docs/format.md §5.1 proves the writers' objects safe in this
+	// order.
+	if err := g.listLeases(ctx); err != nil {
 		return nil, err
 	}
 	// Writers may have moved or created references since: keep what they
@@ -185,6 +227,7 @@ func (g *gc) mark(ctx context.Context) (map[keys.Kind][]storage.Attrs, error) {
 type gc struct {
 	d      *Dataset
 	opts   GCOptions
+	start  time.Time
 	cutoff time.Time // unreachable objects stored after this are kept
 
 	mu sync.Mutex
@@ -196,6 +239,19 @@ type gc struct {
 
 	progress    Progress // called under mu
 	done, total int64    // unreachable objects dealt with, and to deal with
+
+	// Writers' leases (docs/format.md §5.1): with leased set, a live lease
+	// keeps unreachable objects stored at or after leaseSince; dead lists
+	// the leases to delete.
+	leasedAny  bool
+	leaseSince time.Time
+	dead       []deadLease
+
+	// Version retention (§5.2): keepIDs holds the commits kept whatever
+	// their age, named those references name, expired those the walk did
+	// not go through.
+	keepIDs, named map[string]bool
+	expired        map[string]bool
 }
 
 // young reports whether the grace period keeps an unreachable object.
@@ -213,8 +269,27 @@ func (g *gc) young(a storage.Attrs) bool {
 // named was named by a reference within the grace period.
 func (g *gc) rootsWithinGrace(ctx context.Context, latest *manifest.Root) ([]walkRoot, error) {
 	ids := refCommits(nil, latest)
+	if err := g.retainRoots(ctx, ids); err != nil {
+		return nil, err
+	}
 	if !latest.Time.After(g.cutoff) {
 		return ids, nil
+	}
+	// With retention, an older entry's references count only when the
+	// newest entry no longer has them (deleted ones): the former heads of
+	// a branch are its history, which retention decides (§5.2).
+	older := func(r *manifest.Root) []walkRoot {
+		all := refCommits(nil, r)
+		if !g.opts.retains() {
+			return all
+		}
+		var out []walkRoot
+		for _, w := range all {
+			if _, ok := latest.Refs[w.name]; !ok {
+				out = append(out, w)
+			}
+		}
+		return out
 	}
 	// Read backwards, a batch of entries at a time.
 	for next := latest.Seq - 1; next >= 1; {
@@ -235,7 +310,11 @@ func (g *gc) rootsWithinGrace(ctx context.Context, latest *manifest.Root) ([]wal
 			return nil, err
 		}
 		for _, r := range batch {
-			ids = refCommits(ids, r)
+			more := older(r)
+			if err := g.retainRoots(ctx, more); err != nil {
+				return nil, err
+			}
+			ids = append(ids, more...)
 			if !r.Time.After(g.cutoff) {
 				return ids, nil
 			}
@@ -248,7 +327,7 @@ func (g *gc) rootsWithinGrace(ctx context.Context, latest *manifest.Root) ([]wal
 // refCommits appends the commits that root's references name.
 func refCommits(roots []walkRoot, root *manifest.Root) []walkRoot {
 	for _, k := range sortedKeys(root.Refs) {
-		roots = append(roots, walkRoot{id: root.Refs[k], ref: k + " in " + keys.MakeLog(root.Seq),
+		roots = append(roots, walkRoot{id: root.Refs[k], ref: k + " in " + keys.MakeLog(root.Seq), name: k,
 			selection: strings.HasPrefix(k, selectionsPrefix)})
 	}
 	return roots
@@ -274,6 +353,9 @@ func (g *gc) markNewer(ctx context.Context, seq uint64) error {
 			}
 			ids = refCommits(ids, r)
 		}
+		if err := g.retainRoots(ctx, ids); err != nil {
+			return err
+		}
 		if err := g.markRoots(ctx, ids); err != nil {
 			return err
 		}
@@ -284,7 +366,7 @@ func (g *gc) markNewer(ctx context.Context, seq uint64) error {
 
 // markRoots marks everything the roots reach.
 func (g *gc) markRoots(ctx context.Context, roots []walkRoot) error {
-	return walkFrom(ctx, g, roots)
+	return walkFrom(ctx, g.d, g, roots)
 }
 
 // gc marks as a walkVisitor: it reads commits, manifests, fragments and
@@ -442,12 +524,19 @@ func (g *gc) delete(ctx context.Context, objs []storage.Attrs) error {
 			if err != nil {
 				return fmt.Errorf("gc %s: stat %s before deleting it: %w", g.d.url, a.Key, err)
 			}
-			if g.young(cur) {
+			if g.young(cur) || g.leased(cur) {
 				g.mu.Lock()
-				g.report.Young.add(cur.Size)
+				if g.young(cur) {
+					g.report.Young.add(cur.Size)
+				} else {
+					g.report.Leased.add(cur.Size)
+				}
 				g.dealt()
 				g.mu.Unlock()
 				return nil
+			}
+			if err := g.markExpired(ectx, a.Key); err != nil {
+				return err
 			}
 			if err := g.d.store.Delete(ectx, a.Key); err != nil {
 				return fmt.Errorf("gc %s: delete %s: %w", g.d.url, a.Key, err)
@@ -475,7 +564,10 @@ func (g *gc) dealt() {
 // deleted counts a deleted object; the caller holds g.mu or is alone.
 func (g *gc) deleted(a storage.Attrs) {
 	g.report.Deleted.add(a.Size)
-	kind, _, _ := keys.Parse(a.Key)
+	kind, id, _ := keys.Parse(a.Key)
+	if kind == keys.Commit && g.expired[id] {
+		g.report.Expired++
+	}
 	k := g.report.ByKind[kind.Dir()]
 	k.add(a.Size)
 	g.report.ByKind[kind.Dir()] = k

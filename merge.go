@@ -187,11 +187,15 @@ func (d *Dataset) mergeBase(ctx context.Context, a, b string) (string, error) {
 	}
 	var cands []string
 	for id := range reach {
-		if ofA[id] {
+		if ofA[id] && !slices.Contains(g.collected, id) {
 			cands = append(cands, id)
 		}
 	}
 	if len(cands) == 0 {
+		if len(g.collected) > 0 {
+			return "", fmt.Errorf("%s and %s have no common ancestor left: gc's version retention collected the history before %s (and %d more): %w",
+				a, b, g.collected[0], len(g.collected)-1, ErrInvalidArgument)
+		}
 		return "", fmt.Errorf("%s and %s have no common ancestor: %w", a, b, ErrInvalidArgument)
 	}
 	best, err := g.undominated(ctx, cands)
@@ -207,19 +211,26 @@ func (d *Dataset) mergeBase(ctx context.Context, a, b string) (string, error) {
 	return best[0], nil
 }
 
-// commitGraph reads commits once each, for ancestry questions.
+// commitGraph reads commits once each, for ancestry questions. A commit
+// that gc's version retention collected (docs/format.md §5.2) has no
+// parents here, and is listed in collected.
 type commitGraph struct {
-	d       *Dataset
-	commits map[string]*manifest.Commit
+	d         *Dataset
+	commits   map[string]*manifest.Commit
+	collected []string
 }
 
 func (g *commitGraph) get(ctx context.Context, id string) (*manifest.Commit, error) {
 	if c, ok := g.commits[id]; ok {
 		return c, nil
 	}
-	c := new(manifest.Commit)
-	if err := g.d.getObject(ctx, keys.Make(keys.Commit, id), manifest.KindCommit, c); err != nil {
+	c, err := g.d.readParent(ctx, id)
+	if err != nil {
 		return nil, err
+	}
+	if c == nil {
+		g.collected = append(g.collected, id)
+		c = &manifest.Commit{}
 	}
 	g.commits[id] = c
 	return c, nil

@@ -114,6 +114,9 @@ func (d *Dataset) resolveIn(ctx context.Context, root *manifest.Root, ref string
 		if keys.ValidID(ref) {
 			if _, err := d.store.Stat(ctx, keys.Make(keys.Commit, ref)); err != nil {
 				if errors.Is(err, storage.ErrNotFound) {
+					if d.collected(ctx, ref) {
+						return target{}, fmt.Errorf("%s: version %s was collected by gc's version retention (--keep-last, --older-than): %w", d.url, ref, ErrNotFound)
+					}
 					return target{}, fmt.Errorf("%s: no version %s: %w", d.url, ref, ErrNotFound)
 				}
 				return target{}, fmt.Errorf("%s: resolve %s: %w", d.url, ref, err)

@@ -59,6 +59,11 @@ type staging struct {
 	slots   chan struct{} // the uploads' semaphore (submit)
 	ctx     context.Context
 	cancel  context.CancelCauseFunc
+
+	// lease is the handle's lease, begun for this stage: it keeps the
+	// stage's objects from garbage collection (docs/format.md §5.1); nil
+	// when putting it failed, which Commit treats as a lapsed lease.
+	lease *lease
 }
 
 // colDelta accumulates statistics of staged samples of one column. Its
@@ -83,18 +88,38 @@ type colWriter struct {
 	chunks int
 }
 
-func (d *Dataset) stagingLocked() (*staging, error) {
+// stagingLocked returns the handle's stage, starting one (and its lease,
+// before anything of it is put) if there is none.
+func (d *Dataset) stagingLocked(ctx context.Context) (*staging, error) {
 	if d.ReadOnly() {
 		return nil, d.readOnlyErr("write")
 	}
 	if d.stage == nil {
-		d.stage = d.newStaging(d.current())
+		st := d.newStaging(d.current())
+		// A lease that cannot be put leaves the stage unleased: its
+		// commit then checks its chunks (docs/format.md §5.1).
+		st.lease = d.beginLease(ctx)
+		d.stage = st
 	}
 	return d.stage, d.stage.firstErr()
 }
 
-// newStaging returns an empty stage of writes on base. Its uploads run
-// until it is committed or aborted.
+// beginLease starts (or renews) the handle's writer lease before a stage
+// puts anything, and returns it; nil when it cannot be put, which makes
+// the stage's commit check its chunks (docs/format.md §5.1). d.wmu is
+// held.
+func (d *Dataset) beginLease(ctx context.Context) *lease {
+	if d.lease == nil {
+		d.lease = newLease(d.store, d.opts.leaseTTL, d.opts.leaseRenew)
+	}
+	if d.lease.begin(ctx) != nil {
+		return nil
+	}
+	return d.lease
+}
+
+// newStaging returns an empty stage of writes on base, without a lease.
+// Its uploads run until it is committed or aborted.
 func (d *Dataset) newStaging(base *snapshot) *staging {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	st := &staging{d: d, base: base, nextUID: base.man.NextColumnUID, deltas: map[int]*colDelta{}, nonce: randomID(),
@@ -117,10 +142,12 @@ func (st *staging) firstErr() error {
 // errDiscarded is the cause of an aborted stage's cancellation.
 var errDiscarded = errors.New("staged writes discarded")
 
-// abort stops the uploads and waits for those in flight.
+// abort stops the uploads, waits for those in flight and ends the
+// stage's lease.
 func (st *staging) abort() {
 	st.cancel(errDiscarded)
 	_ = st.uploads.Wait()
+	st.lease.end(false)
 }
 
 func (st *staging) column(name string) (*schema.Column, bool) {
@@ -230,7 +257,7 @@ func (d *Dataset) Append(ctx context.Context, row Row) error {
 func (d *Dataset) Extend(ctx context.Context, rows []Row) error {
 	d.wmu.Lock()
 	defer d.wmu.Unlock()
-	st, err := d.stagingLocked()
+	st, err := d.stagingLocked(ctx)
 	if err != nil {
 		return err
 	}
@@ -537,7 +564,7 @@ func sortedUIDs(m map[int]*colWriter) []int { return slices.Sorted(maps.Keys(m))
 func (d *Dataset) Delete(ctx context.Context, ids ...uint64) error {
 	d.wmu.Lock()
 	defer d.wmu.Unlock()
-	st, err := d.stagingLocked()
+	st, err := d.stagingLocked(ctx)
 	if err != nil {
 		return err
 	}
@@ -595,7 +622,7 @@ func searchRef(refs []manifest.ChunkRef, off int64) int {
 func (d *Dataset) AddColumn(ctx context.Context, col schema.Column) error {
 	d.wmu.Lock()
 	defer d.wmu.Unlock()
-	st, err := d.stagingLocked()
+	st, err := d.stagingLocked(ctx)
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -161,6 +162,9 @@ func (d *Dataset) Stage(ctx context.Context) (*Staged, error) {
 		return nil, err
 	}
 	st.cancel(nil)
+	// The lease stays, unrenewed: it keeps what this stage wrote for one
+	// more ttl, while a committer publishes it (docs/format.md §5.1).
+	st.lease.end(true)
 	d.stage = nil
 	return out, nil
 }
@@ -353,32 +357,57 @@ func unpublished(base *snapshot, staged []*Staged) ([]*Staged, error) {
 }
 
 // checkStagedFragments reads every fragment of the descriptions, in
-// parallel, and checks it against its description (rule 3 of §7).
+// parallel, and checks it against its description (rule 3 of §7); then it
+// checks that every chunk they name exists (format 1.9, §5.1): the
+// writers' leases may have expired, and a collection deleted them.
 func (d *Dataset) checkStagedFragments(ctx context.Context, staged []*Staged) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(d.opts.parallelism)
+	var (
+		mu     sync.Mutex
+		chunks []string
+	)
 	for _, s := range staged {
 		uids := map[string]bool{}
 		for _, c := range s.Columns {
 			uids[strconv.Itoa(c.UID)] = true
 		}
 		for _, f := range s.Fragments {
-			g.Go(func() error { return d.checkStagedFragment(gctx, s, f, uids) })
+			g.Go(func() error {
+				ks, err := d.checkStagedFragment(gctx, s, f, uids)
+				mu.Lock()
+				chunks = append(chunks, ks...)
+				mu.Unlock()
+				return err
+			})
 		}
 	}
-	return g.Wait()
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	missing, err := d.missingObjects(ctx, chunks)
+	if err != nil {
+		return fmt.Errorf("commit %s: check the staged chunks: %w", d.url, err)
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("commit %s: %s; write those staged writes again: %w",
+			d.url, goneByGC(missing, "the staged writes waited longer than the grace period, and their writers' leases had expired"), ErrNotFound)
+	}
+	return nil
 }
 
-func (d *Dataset) checkStagedFragment(ctx context.Context, s *Staged, f StagedFragment, uids map[string]bool) error {
-	bad := func(format string, a ...any) error {
-		return fmt.Errorf("commit %s: staged write %s: fragment %s %s: %w", d.url, s.ID, f.Key, fmt.Sprintf(format, a...), ErrCorrupt)
+// checkStagedFragment checks one fragment of a description and returns
+// the keys of the chunks it names.
+func (d *Dataset) checkStagedFragment(ctx context.Context, s *Staged, f StagedFragment, uids map[string]bool) ([]string, error) {
+	bad := func(format string, a ...any) ([]string, error) {
+		return nil, fmt.Errorf("commit %s: staged write %s: fragment %s %s: %w", d.url, s.ID, f.Key, fmt.Sprintf(format, a...), ErrCorrupt)
 	}
 	obj, err := d.store.Get(ctx, f.Key)
 	if errors.Is(err, ErrNotFound) {
-		return fmt.Errorf("commit %s: staged write %s: fragment %s is missing (deleted, or written to another store?): %w", d.url, s.ID, f.Key, ErrNotFound)
+		return nil, fmt.Errorf("commit %s: staged write %s: fragment %s is missing (deleted, or written to another store?): %w", d.url, s.ID, f.Key, ErrNotFound)
 	}
 	if err != nil {
-		return fmt.Errorf("commit %s: staged write %s: %w", d.url, s.ID, err)
+		return nil, fmt.Errorf("commit %s: staged write %s: %w", d.url, s.ID, err)
 	}
 	if h := manifest.Hash(obj); keys.Make(keys.Fragment, h) != f.Key {
 		return bad("was altered: its bytes hash to %s", h)
@@ -395,12 +424,16 @@ func (d *Dataset) checkStagedFragment(ctx context.Context, s *Staged, f StagedFr
 	case len(fr.IDs) > 0:
 		return bad("carries row ids (an update fragment)")
 	}
-	for uid := range fr.Columns {
+	var chunks []string
+	for uid, refs := range fr.Columns {
 		if !uids[uid] {
 			return bad("has column uid %s, which the description does not define", uid)
 		}
+		for _, r := range refs {
+			chunks = append(chunks, r.Key)
+		}
 	}
-	return nil
+	return chunks, nil
 }
 
 // FragmentRows returns the number of live rows of each fragment of the

@@ -14,6 +14,7 @@ import (
 	"github.com/lochdata/loch/internal/testseed"
 	"github.com/lochdata/loch/internal/testserver"
 	"github.com/lochdata/loch/schema"
+	"github.com/lochdata/loch/storage"
 )
 
 var stagedSchema = schema.Schema{Columns: []schema.Column{
@@ -272,6 +273,18 @@ func TestStagedDeadWriterGC(t *testing.T) {
 	require.Zero(t, rep.ByKind[keys.Fragment.Dir()].Objects, "young: kept")
 	_, err = d.Store().Stat(ctx, dead.Fragments[0].Key)
 	require.NoError(t, err)
+	// The writer's lease outlives its Stage by one ttl (docs/format.md
+	// §5.1): gc keeps what it wrote until the lease expires, which the
+	// test does by deleting it.
+	rep, err = d.GC(ctx, GCOptions{})
+	require.NoError(t, err)
+	require.Positive(t, rep.Leased.Objects)
+	var leases []string
+	require.NoError(t, d.Store().List(ctx, keys.LeasePrefix, func(a storage.Attrs) error { leases = append(leases, a.Key); return nil }))
+	require.NotEmpty(t, leases)
+	for _, k := range leases {
+		require.NoError(t, d.Store().Delete(ctx, k))
+	}
 	rep, err = d.GC(ctx, GCOptions{})
 	require.NoError(t, err)
 	_, err = d.Store().Stat(ctx, dead.Fragments[0].Key)

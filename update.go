@@ -23,12 +23,12 @@ import (
 // At commit, each chunk that holds an updated value is written again with
 // it (the other chunks, and the row's other columns, are not rewritten).
 // Updating a row twice before a commit keeps the last value of each
-// column; a row deleted in this commit cannot be updated. Sample bytes
-// are copied before Update returns.
+// column; a row deleted in this commit cannot be updated. Sample bytes are
+// copied before Update returns.
 func (d *Dataset) Update(ctx context.Context, id uint64, row Row) error {
 	d.wmu.Lock()
 	defer d.wmu.Unlock()
-	st, err := d.stagingLocked()
+	st, err := d.stagingLocked(ctx)
 	if err != nil {
 		return err
 	}
@@ -52,10 +52,10 @@ func (d *Dataset) Update(ctx context.Context, id uint64, row Row) error {
 	}
 	for ci := range st.cols {
 		if _, ok := row[st.cols[ci].Name]; ok {
-			// Kept until the commit: a copy, not the caller's bytes (the
-			// C ABI passes memory the caller reuses after the call).
+			// Kept until the commit: copied, as the caller may reuse its
+			// buffers once Update returns (prepare keeps unencoded bytes).
 			v := preps[0][ci]
-			v.data, v.shape = bytes.Clone(v.data), slices.Clone(v.shape)
+			v.data = bytes.Clone(v.data)
 			p[st.cols[ci].UID] = v
 		}
 	}

@@ -223,3 +223,16 @@ func TestClassCounts(t *testing.T) {
 	require.NoError(t, err)
 	check("merge")
 }
+
+// TestUpdateCopiesSamples: the caller may reuse a sample's buffer once
+// Update returns (as the C ABI does); the staged value is kept.
+func TestUpdateCopiesSamples(t *testing.T) {
+	d := manySmallCommits(t, t.TempDir()+"/ds", 1, 3)
+	buf := Scalar(int64(20))
+	require.NoError(t, d.Update(ctx, 1, Row{"n": buf}))
+	copy(buf.Data, Scalar(int64(99)).Data)
+	require.NoError(t, d.Append(ctx, Row{"n": buf}))
+	_, err := d.Commit(ctx, "update, then reuse the buffer")
+	require.NoError(t, err)
+	require.Equal(t, []int64{0, 20, 2, 99}, readN(t, d))
+}

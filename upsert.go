@@ -205,13 +205,24 @@ func inputKey(cols []*schema.Column, r Row) (key string, null bool, err error) {
 	return string(b), false, nil
 }
 
-// showKey prints a row's key values for messages, each cut short.
+// showKey prints a row's key values for messages, each cut short: text
+// quoted, numbers as numbers (a tensor's in brackets).
 func showKey(cols []*schema.Column, r Row) string {
 	var parts []string
 	for _, c := range cols {
-		v := fmt.Sprintf("%v", r[c.Name].Data)
-		if c.DType == schema.Text || c.DType == schema.JSON {
-			v = fmt.Sprintf("%q", r[c.Name].Data)
+		data := r[c.Name].Data
+		var v string
+		switch size := c.DType.Size(); {
+		case size == 0:
+			v = fmt.Sprintf("%q", data)
+		case len(data) == size && len(r[c.Name].Shape) == 0:
+			v = c.DType.FormatElem(data, 0)
+		default:
+			elems := make([]string, min(len(data)/size, 16))
+			for i := range elems {
+				elems[i] = c.DType.FormatElem(data, i)
+			}
+			v = "[" + strings.Join(elems, " ") + "]"
 		}
 		if len(v) > 64 {
 			v = v[:64] + "..."

@@ -72,7 +72,7 @@ func TestUpsert(t *testing.T) {
 			// Keys given twice are refused, naming them; nothing is staged.
 			_, err = d.Upsert(ctx, []Row{upsertRow(2, "a"), upsertRow(2, "b")}, UpsertOptions{On: []string{"id"}})
 			require.ErrorIs(t, err, ErrInvalidArgument)
-			require.ErrorContains(t, err, "input rows 0 and 1 have the same key (id=")
+			require.ErrorContains(t, err, "input rows 0 and 1 have the same key (id=2)")
 			_, err = d.Upsert(ctx, []Row{upsertRow(2, "a")}, UpsertOptions{On: []string{"nope"}})
 			require.ErrorIs(t, err, ErrInvalidArgument)
 			_, err = d.Upsert(ctx, []Row{{"name": String("no key")}}, UpsertOptions{On: []string{"id"}})

@@ -42,7 +42,7 @@ func (d *Dataset) Verify(ctx context.Context) (checked int, problems []Problem, 
 		v.checked++
 		roots = refCommits(nil, root)
 	}
-	if err := walkFrom(ctx, v, roots); err != nil {
+	if err := walkFrom(ctx, d, v, roots); err != nil {
 		return v.checked, v.sorted(), err
 	}
 	if err := v.verifyIndexes(ctx); err != nil {
@@ -113,6 +113,9 @@ func (v *verifier) read(ctx context.Context, key, _ string, kind byte, out any) 
 	}
 	return nil
 }
+
+// keep goes on from every commit: Verify checks what exists.
+func (v *verifier) keep(string, *manifest.Commit) bool { return true }
 
 // manifest checks that the fragments hold the rows the manifest counts.
 func (v *verifier) manifest(key string, m *manifest.Manifest) error {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"golang.org/x/sync/errgroup"
 
@@ -29,6 +30,10 @@ type walkVisitor interface {
 	manifest(key string, m *manifest.Manifest) error
 	// chunk is called once per chunk reached.
 	chunk(ctx context.Context, ref manifest.ChunkRef) error
+	// keep is told of each commit read and reports whether the walk goes
+	// on to its parents and manifest (version retention, docs/format.md
+	// §5.2, expires some).
+	keep(key string, c *manifest.Commit) bool
 	// failed is told that the object under key failed; it returns the
 	// error that ends the walk, or nil to go on without what lies below
 	// that object.
@@ -43,6 +48,7 @@ type walkVisitor interface {
 // chunks are visited in its task, so that a walk starts no goroutine per
 // chunk.
 type walk struct {
+	d   *Dataset
 	v   walkVisitor
 	eg  *errgroup.Group
 	ctx context.Context
@@ -51,18 +57,20 @@ type walk struct {
 
 // walkRoot is a commit a walk starts from.
 type walkRoot struct {
-	id  string
-	ref string // what names it, for messages: "heads/main in log/<seq>"
+	id   string
+	ref  string // what names it, for messages: "heads/main in log/<seq>"
+	name string // the reference's name in the log: "heads/main"; "" for none
 	// selection: id is a saved selection's hash (docs/format.md §2.7),
 	// which the walk reads and goes on from to its version.
 	selection bool
 }
 
-// walkFrom walks from roots with v and returns the error that ended the
-// walk, if any.
-func walkFrom(ctx context.Context, v walkVisitor, roots []walkRoot) error {
+// walkFrom walks d's objects from roots with v and returns the error that
+// ended the walk, if any. A parent commit collected by version retention
+// (docs/format.md §5.2) is passed over.
+func walkFrom(ctx context.Context, d *Dataset, v walkVisitor, roots []walkRoot) error {
 	eg, ectx := errgroup.WithContext(ctx)
-	w := &walk{v: v, eg: eg, ctx: ectx, sem: make(chan struct{}, gcParallelism)}
+	w := &walk{d: d, v: v, eg: eg, ctx: ectx, sem: make(chan struct{}, gcParallelism)}
 	for _, r := range roots {
 		if r.selection {
 			w.selection(r.id, r.ref)
@@ -112,7 +120,13 @@ func (w *walk) commit(id, via string) {
 		}
 		var c manifest.Commit
 		if err := w.v.read(w.ctx, key, via, manifest.KindCommit, &c); err != nil {
+			if strings.HasPrefix(via, keys.Commit.Prefix()) && errors.Is(err, ErrNotFound) && w.d.collected(w.ctx, id) {
+				return nil // a parent whose history was collected
+			}
 			return err
+		}
+		if !w.v.keep(key, &c) {
+			return nil
 		}
 		for _, p := range c.Parents {
 			w.commit(p, key)

@@ -395,7 +395,7 @@ func loch_dataset_url(h C.uintptr_t, out **C.char, errOut **C.char) (st C.int) {
 }
 
 // rowConflictDetail is what loch_dataset_commit stores in *out with
-// LOCH_CONFLICT when staged rows conflict (ABI 17).
+// LOCH_CONFLICT when staged rows conflict (ABI 18).
 type rowConflictDetail struct {
 	RowIDs []uint64 `json:"row_ids"`
 }
@@ -444,7 +444,7 @@ func loch_dataset_refresh(h C.uintptr_t, errOut **C.char) (st C.int) {
 	return result(errOut, ds.d.Refresh(ctx))
 }
 
-// loch_dataset_discard drops the handle's staged writes (ABI 17).
+// loch_dataset_discard drops the handle's staged writes (ABI 18).
 //
 //export loch_dataset_discard
 func loch_dataset_discard(h C.uintptr_t, errOut **C.char) (st C.int) {
@@ -460,7 +460,7 @@ func loch_dataset_discard(h C.uintptr_t, errOut **C.char) (st C.int) {
 // loch_dataset_discard_conflicts drops the staged deletions and updates of
 // the rows that the last loch_dataset_refresh found deleted or changed by
 // another commit, keeps the other staged writes, and stores the dropped row
-// ids in *out as a JSON list, ascending (ABI 17).
+// ids in *out as a JSON list, ascending (ABI 18).
 //
 //export loch_dataset_discard_conflicts
 func loch_dataset_discard_conflicts(h C.uintptr_t, out **C.char, errOut **C.char) (st C.int) {

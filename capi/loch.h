@@ -42,11 +42,13 @@
  * loch_dataset_last_auto_compaction, the "auto_compact" option of
  * loch_dataset_open and loch_dataset_create, and compaction in several
  * processes (loch_dataset_plan_compaction, loch_dataset_compact_group,
- * loch_dataset_commit_compaction); 17 added loch_dataset_discard,
- * loch_dataset_discard_conflicts and loch_dataset_commit's conflicting row
- * ids (see "Writers that recover" below).
+ * loch_dataset_commit_compaction); 17 added loch_dataset_upsert (rows
+ * merged by key columns as one commit, capi/upsert.go); 18 added
+ * loch_dataset_discard, loch_dataset_discard_conflicts and
+ * loch_dataset_commit's conflicting row ids (see "Writers that recover"
+ * below).
  */
-#define LOCH_ABI_VERSION 17
+#define LOCH_ABI_VERSION 18
 
 /* Status codes. */
 enum {
@@ -102,9 +104,9 @@ enum {
 };
 
 /*
- * loch_column_in: the samples of one column for loch_dataset_extend and
- * loch_dataset_update. The memory stays the caller's: it is read (and
- * copied) before the call returns.
+ * loch_column_in: the samples of one column for loch_dataset_extend,
+ * loch_dataset_update and loch_dataset_upsert. The memory stays the
+ * caller's: it is read (and copied) before the call returns.
  *   DENSE:  data holds n samples of shape[0..ndim), C-contiguous.
  *   PACKED: sample i is data[offsets[i]:offsets[i+1]] with shape
  *           shape[i*ndim .. (i+1)*ndim) (shape may be NULL for text, json,
@@ -177,7 +179,8 @@ typedef struct {
  * loch_dataset_refresh, loch_dataset_revert, loch_dataset_merge,
  * loch_dataset_gc, loch_dataset_stage, loch_dataset_commit_staged,
  * loch_dataset_compact, loch_dataset_plan_compaction,
- * loch_dataset_compact_group, loch_dataset_commit_compaction) run under a context that loch_interrupt(tid) cancels,
+ * loch_dataset_compact_group, loch_dataset_commit_compaction,
+ * loch_dataset_upsert) run under a context that loch_interrupt(tid) cancels,
  * where tid is the OS thread id (Linux gettid) of the thread making the
  * call: the call then returns LOCH_CANCELED soon, having changed nothing
  * that was committed (a commit is either whole or not made). A caller
@@ -240,9 +243,12 @@ int loch_interrupt(int64_t tid);
  *       "ours", "theirs", "ours_columns", "theirs_columns"}]}: the caller
  *       frees out whenever it is not NULL, whatever the status.
  *   loch_dataset_gc(h, options, char **out, err): options JSON
- *       {"grace_seconds": s (default 3600), "dry_run": bool} or NULL. out =
- *       {"dry_run", "reachable", "young", "deleted" (each {"objects",
- *       "bytes"}), "by_kind": {prefix: {"objects", "bytes"}}}.
+ *       {"grace_seconds": s (default 86400), "dry_run": bool, "keep_last": n,
+ *       "older_than_seconds": s} (the last two: version retention,
+ *       docs/format.md §5.2) or NULL. out = {"dry_run", "reachable",
+ *       "young", "leased", "deleted" (each {"objects", "bytes"}),
+ *       "by_kind": {prefix: {"objects", "bytes"}}, "expired" (commits),
+ *       "dead_leases"}.
  *
  * Compaction (ABI 16, docs/format.md §8; capi/compact.go has the details):
  *   loch_dataset_compact(h, options, char **out, err): rewrites the small
@@ -307,7 +313,7 @@ int loch_interrupt(int64_t tid);
  */
 
 /*
- * Writers that recover (ABI 17). loch_dataset_commit rebases the staged
+ * Writers that recover (ABI 18). loch_dataset_commit rebases the staged
  * writes onto a branch head that other commits moved: appends always,
  * deleted and updated rows by row id when the other commits left them
  * alone. When they deleted or changed one of those rows, it returns

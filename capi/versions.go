@@ -297,8 +297,10 @@ func loch_dataset_merge(h C.uintptr_t, src, options *C.char, out **C.char, errOu
 
 // gcOptions are loch_dataset_gc's options, as JSON.
 type gcOptions struct {
-	GraceSeconds *float64 `json:"grace_seconds"`
-	DryRun       bool     `json:"dry_run"`
+	GraceSeconds     *float64 `json:"grace_seconds"`
+	DryRun           bool     `json:"dry_run"`
+	KeepLast         int      `json:"keep_last"`
+	OlderThanSeconds float64  `json:"older_than_seconds"`
 }
 
 // parseGCOptions reads the JSON options of loch_dataset_gc and
@@ -315,14 +317,21 @@ func parseGCOptions(text string) (loch.GCOptions, error) {
 		}
 		opts.Grace = time.Duration(*g * float64(time.Second))
 	}
+	o2 := o.OlderThanSeconds
+	if o.KeepLast < 0 || o2 < 0 || math.IsNaN(o2) || o2 > math.MaxInt64/float64(time.Second) {
+		return loch.GCOptions{}, invalidf("gc keep_last %d, older_than_seconds %v: want 0 or more", o.KeepLast, o2)
+	}
+	opts.KeepLast, opts.OlderThan = o.KeepLast, time.Duration(o2*float64(time.Second))
 	return opts, nil
 }
 
 // loch_dataset_gc deletes the objects that no branch or tag reaches and
 // that are older than the grace period, and stores the report as JSON:
-// {"dry_run", "reachable", "young", "deleted" (each {"objects", "bytes"}),
-// "by_kind": {prefix: {"objects", "bytes"}}}. options is JSON
-// ({"grace_seconds": s (default 86400), "dry_run": bool}) or NULL.
+// {"dry_run", "reachable", "young", "leased", "deleted" (each {"objects",
+// "bytes"}), "by_kind": {prefix: {"objects", "bytes"}}, "expired",
+// "dead_leases"}. options is JSON ({"grace_seconds": s (default 86400),
+// "dry_run": bool, "keep_last": n, "older_than_seconds": s}: version
+// retention, docs/format.md §5.2) or NULL.
 //
 //export loch_dataset_gc
 func loch_dataset_gc(h C.uintptr_t, options *C.char, out **C.char, errOut **C.char) (st C.int) {

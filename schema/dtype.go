@@ -1,10 +1,14 @@
 package schema
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"math"
+	"strconv"
 
 	"github.com/lochdata/loch/internal/base"
+	"github.com/lochdata/loch/internal/half"
 )
 
 // DType is the element type of a column. Its numeric value is the code
@@ -70,6 +74,41 @@ func (d DType) Size() int {
 		return 8
 	}
 	return 0
+}
+
+// FormatElem formats element i of little-endian data of numeric dtype d
+// ("?" for another dtype); data must hold it.
+func (d DType) FormatElem(data []byte, i int) string {
+	le := binary.LittleEndian
+	switch d {
+	case Bool:
+		return strconv.FormatBool(data[i] != 0)
+	case Int8:
+		return strconv.FormatInt(int64(int8(data[i])), 10)
+	case Uint8:
+		return strconv.FormatUint(uint64(data[i]), 10)
+	case Int16:
+		return strconv.FormatInt(int64(int16(le.Uint16(data[2*i:]))), 10)
+	case Uint16:
+		return strconv.FormatUint(uint64(le.Uint16(data[2*i:])), 10)
+	case Int32:
+		return strconv.FormatInt(int64(int32(le.Uint32(data[4*i:]))), 10)
+	case Uint32:
+		return strconv.FormatUint(uint64(le.Uint32(data[4*i:])), 10)
+	case Int64:
+		return strconv.FormatInt(int64(le.Uint64(data[8*i:])), 10)
+	case Uint64:
+		return strconv.FormatUint(le.Uint64(data[8*i:]), 10)
+	case Float16:
+		return strconv.FormatFloat(float64(half.ToFloat32(le.Uint16(data[2*i:]))), 'g', -1, 32)
+	case BFloat16:
+		return strconv.FormatFloat(float64(math.Float32frombits(uint32(le.Uint16(data[2*i:]))<<16)), 'g', -1, 32)
+	case Float32:
+		return strconv.FormatFloat(float64(math.Float32frombits(le.Uint32(data[4*i:]))), 'g', -1, 32)
+	case Float64:
+		return strconv.FormatFloat(math.Float64frombits(le.Uint64(data[8*i:])), 'g', -1, 64)
+	}
+	return "?"
 }
 
 // Variable reports whether samples of d are byte strings (text, json, bytes).

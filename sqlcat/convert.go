@@ -294,7 +294,7 @@ func appendNumber(dst []byte, dt schema.DType, v any) ([]byte, error) {
 		}
 		return binary.LittleEndian.AppendUint64(dst, u), nil
 	}
-	if i < lo || (hi >= 0 && uint64(i) > uint64(hi)) {
+	if i < lo || i > hi {
 		return nil, fmt.Errorf("%d is out of range of %s", i, dt)
 	}
 	le := binary.LittleEndian

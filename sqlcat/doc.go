@@ -1,7 +1,7 @@
 // Package sqlcat runs SQL statements over a catalog (docs/sql.md): loch's
 // own DDL (CREATE TABLE with loch's type names, ALTER TABLE, DROP TABLE),
-// INSERT, UPDATE, DELETE and OPTIMIZE (compaction, loch.Dataset.Compact)
-// as one commit per statement, and every other
+// INSERT, UPDATE, DELETE, MERGE and OPTIMIZE (compaction,
+// loch.Dataset.Compact) as one commit per statement, and every other
 // statement as a read-only query through package query, with every table
 // of the catalog visible as a view by its name.
 //

@@ -195,8 +195,8 @@ func (p *parser) rest() string {
 }
 
 // until returns the source text from the next token up to (not including)
-// the first top-level (outside parentheses and brackets) token for which
-// stop is true, and leaves the parser at that token.
+// the first top-level (outside parentheses, brackets and CASE ... END)
+// token for which stop is true, and leaves the parser at that token.
 func (p *parser) until(stop func(token) bool) string {
 	start := p.peek().pos
 	depth := 0
@@ -206,9 +206,9 @@ func (p *parser) until(stop func(token) bool) string {
 			return strings.TrimSpace(p.src[start:t.pos])
 		}
 		switch {
-		case t.is("(") || t.is("["):
+		case t.is("(") || t.is("[") || t.is("case"):
 			depth++
-		case t.is(")") || t.is("]"):
+		case t.is(")") || t.is("]") || t.is("end"):
 			depth--
 		}
 		p.next()

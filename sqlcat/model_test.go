@@ -49,7 +49,7 @@ func TestModel(t *testing.T) {
 			}
 			for step := range steps {
 				var stmt string
-				switch op := rng.IntN(10); {
+				switch op := rng.IntN(11); {
 				case op < 4 || len(model) == 0: // INSERT VALUES
 					var vals []string
 					for range 1 + rng.IntN(20) {
@@ -98,6 +98,32 @@ func TestModel(t *testing.T) {
 						}
 					}
 					stmt = fmt.Sprintf("DELETE FROM t WHERE id %% %d = %d", m, k)
+				case op == 10: // MERGE: ids old and new, each once; some deleted
+					l := labels[rng.IntN(3)]
+					var vals []string
+					for range 1 + rng.IntN(8) {
+						id := rng.Int64N(next + 5)
+						if slices.ContainsFunc(vals, func(v string) bool { return strings.HasPrefix(v, fmt.Sprintf("(%d,", id)) }) {
+							continue
+						}
+						vals = append(vals, fmt.Sprintf("(%d, '%s')", id, l))
+						r, ok := model[id]
+						switch {
+						case ok && id%3 == 0:
+							delete(model, id)
+							delete(rowids, id)
+						case ok:
+							r.label, r.note = l, r.note+"+"
+							model[id] = r
+						default:
+							model[id] = modelRow{label: l, note: "merged"}
+							next = max(next, id+1)
+						}
+					}
+					stmt = "MERGE INTO t USING (VALUES " + strings.Join(vals, ", ") + ") AS s(id, label) ON t.id = s.id " +
+						"WHEN MATCHED AND t.id % 3 = 0 THEN DELETE " +
+						"WHEN MATCHED THEN UPDATE SET label = s.label, note = note || '+' " +
+						"WHEN NOT MATCHED THEN INSERT (id, label, v, note) VALUES (s.id, s.label, [0, 0], 'merged')"
 				default: // ALTER TABLE, once; then a table created and dropped
 					if !altered {
 						altered = true

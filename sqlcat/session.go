@@ -63,7 +63,7 @@ type Output struct {
 // Result says what a statement did.
 type Result struct {
 	// Statement is the statement's kind: CREATE TABLE, ALTER TABLE, DROP
-	// TABLE, INSERT, UPDATE, DELETE, OPTIMIZE, SET, or QUERY for a read.
+	// TABLE, INSERT, UPDATE, DELETE, MERGE, OPTIMIZE, SET, or QUERY for a read.
 	Statement string `json:"statement"`
 	Table     string `json:"table,omitempty"`
 	// Rows is the rows inserted, updated, deleted, copied by an OPTIMIZE
@@ -74,6 +74,10 @@ type Result struct {
 	// Compaction is what an OPTIMIZE did (nil for other statements); its
 	// Rows are copied into Rows.
 	Compaction *loch.CompactReport `json:"compaction,omitempty"`
+	// Updated, Deleted and Inserted split a MERGE's Rows.
+	Updated  int64 `json:"updated,omitempty"`
+	Deleted  int64 `json:"deleted,omitempty"`
+	Inserted int64 `json:"inserted,omitempty"`
 }
 
 // String is the line the CLI prints for a write: INSERT 1000 (version 3f2a...).
@@ -85,6 +89,8 @@ func (r Result) String() string {
 	switch r.Statement {
 	case "INSERT", "UPDATE", "DELETE":
 		s += " " + strconv.FormatInt(r.Rows, 10)
+	case "MERGE":
+		s += fmt.Sprintf(" %d (%d updated, %d deleted, %d inserted)", r.Rows, r.Updated, r.Deleted, r.Inserted)
 	}
 	if r.Table != "" {
 		s += " " + r.Table
@@ -96,7 +102,7 @@ func (r Result) String() string {
 }
 
 // IsQuery reports whether stmt is a read that Run writes to its Output
-// (anything but loch's DDL, INSERT, UPDATE, DELETE, OPTIMIZE and SET/RESET
+// (anything but loch's DDL, INSERT, UPDATE, DELETE, MERGE, OPTIMIZE and SET/RESET
 // loch_*).
 func IsQuery(stmt string) bool {
 	toks, err := lex(stmt)
@@ -104,7 +110,7 @@ func IsQuery(stmt string) bool {
 		return false
 	}
 	switch toks[0].text {
-	case "create", "alter", "drop", "insert", "update", "delete", "optimize":
+	case "create", "alter", "drop", "insert", "update", "delete", "merge", "optimize":
 		return false
 	case "set", "reset":
 		return !strings.HasPrefix(toks[1].text, "loch_")
@@ -163,6 +169,8 @@ func (s *Session) Run(ctx context.Context, stmt string, out Output) (Result, err
 				return Result{}, err
 			}
 			return s.optimize(ctx, st, stmt)
+		case "merge":
+			return s.merge(ctx, p, stmt)
 		case "set", "reset":
 			if strings.HasPrefix(second.text, "loch_") {
 				return s.set(p)

@@ -220,14 +220,7 @@ func (s *Session) insertFrom(ctx context.Context, name string, cols []string, so
 	if res.Rows, err = stage(ctx, e, name, d, targets, source, nil); err != nil {
 		return res, err
 	}
-	if res.Rows == 0 {
-		res.Version = d.Version()
-		return res, nil
-	}
-	if res.Version, err = d.Commit(ctx, msg); err != nil {
-		return res, commitErr("insert into", name, err)
-	}
-	return res, nil
+	return commitWrite(ctx, d, res, "insert into", msg)
 }
 
 // stage runs source in e and stages its rows into d's columns targets
@@ -336,6 +329,22 @@ func stage(ctx context.Context, e *query.Engine, name string, d *loch.Dataset, t
 		return n, err
 	}
 	return n, nil
+}
+
+// commitWrite ends a write statement that staged res.Rows rows on d
+// (op and res.Table name it in errors): one commit with msg, or none when
+// no row changed; res.Version is the version after it.
+func commitWrite(ctx context.Context, d *loch.Dataset, res Result, op, msg string) (Result, error) {
+	if res.Rows == 0 {
+		res.Version = d.Version()
+		return res, nil
+	}
+	v, err := d.Commit(ctx, msg)
+	if err != nil {
+		return res, commitErr(op, res.Table, err)
+	}
+	res.Version = v
+	return res, nil
 }
 
 // checkRow checks each sample of row against its column, as staging
@@ -492,14 +501,7 @@ func (s *Session) update(ctx context.Context, p *parser, stmt string) (Result, e
 		}
 	}
 	res.Rows = int64(len(changes))
-	if res.Rows == 0 {
-		res.Version = d.Version()
-		return res, nil
-	}
-	if res.Version, err = d.Commit(ctx, msg); err != nil {
-		return res, commitErr("update", name, err)
-	}
-	return res, nil
+	return commitWrite(ctx, d, res, "update", msg)
 }
 
 // where reads [WHERE cond] to the end of the statement and returns it
@@ -578,6 +580,12 @@ func (s *Session) each(ctx context.Context, name string, d *loch.Dataset, q stri
 		return err
 	}
 	defer done()
+	return eachRow(ctx, e, name, q, n, fn)
+}
+
+// eachRow runs q (of n result columns) in e and calls fn with each row's
+// values (1-based row number); errors of q name table name.
+func eachRow(ctx context.Context, e *query.Engine, name, q string, n int, fn func(int64, []any) error) error {
 	rows, closeRows, err := e.Rows(ctx, q)
 	if err != nil {
 		return err

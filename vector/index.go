@@ -219,8 +219,12 @@ const putParallelism = 8
 func write(ctx context.Context, store storage.Store, c *column, m Metric, cents []float32, ls *lists, base string, unchanged map[int]string) (*Info, error) {
 	d := &vindex.Descriptor{Version: c.sc.Version(), Column: c.col.Name, UID: c.col.UID, Metric: string(m),
 		Type: "ivf-flat", Dim: c.dim, DType: c.col.DType.String(), Base: base, Time: time.Now().UTC()}
-	for _, f := range c.sc.Fragments() {
-		d.Covered = append(d.Covered, vindex.Covered{Key: f.Key, IDStart: f.IDStart, Extensions: f.Extensions})
+	for k, f := range c.sc.Fragments() {
+		digest, err := c.sc.ColumnChunks(ctx, k, c.col.UID)
+		if err != nil {
+			return nil, err
+		}
+		d.Covered = append(d.Covered, vindex.Covered{Key: f.Key, IDStart: f.IDStart, Extensions: f.Extensions, Chunks: digest})
 	}
 	var bytes int64
 	objs := map[string][]byte{}
@@ -348,7 +352,7 @@ func Open(ctx context.Context, ds *loch.Dataset, column string, m Metric, opts O
 	if err != nil {
 		return nil, fmt.Errorf("open index of %s column %q: %w", ds.URL(), column, err)
 	}
-	if err := ix.cover(); err != nil {
+	if err := ix.cover(ctx); err != nil {
 		return nil, fmt.Errorf("open index %s of %s: %w", key, ds.URL(), err)
 	}
 	return ix, nil
@@ -408,10 +412,28 @@ func load(ctx context.Context, store storage.Store, key string, c *column, m Met
 
 // cover drops the list entries that are not valid in the column's
 // version and finds the positions of the live rows the lists do not hold.
-func (ix *Index) cover() error {
+func (ix *Index) cover(ctx context.Context) error {
+	// A fragment is covered when the descriptor names it as it is, or
+	// names it with other extensions but the same chunks of the column
+	// (an update in place of its other columns).
 	covered := map[string]bool{}
+	chunks := map[string]string{}
 	for _, f := range ix.desc.Covered {
 		covered[loch.Fragment{Key: f.Key, IDStart: f.IDStart, Extensions: f.Extensions}.Ident()] = true
+		if f.Chunks != "" {
+			chunks[loch.Fragment{Key: f.Key, IDStart: f.IDStart}.Ident()] = f.Chunks
+		}
+	}
+	isCovered := func(k int, f loch.Fragment) (bool, error) {
+		if covered[f.Ident()] {
+			return true, nil
+		}
+		want, ok := chunks[loch.Fragment{Key: f.Key, IDStart: f.IDStart}.Ident()]
+		if !ok {
+			return false, nil
+		}
+		got, err := ix.c.sc.ColumnChunks(ctx, k, ix.c.col.UID)
+		return got == want, err
 	}
 	var inLists []uint64
 	for _, ids := range ix.ls.ids {
@@ -429,11 +451,13 @@ func (ix *Index) cover() error {
 		ix.nUncov += hi - lo
 	}
 	sc := ix.c.sc
-	for _, f := range sc.Fragments() {
+	for k, f := range sc.Fragments() {
 		if f.Start == f.End {
 			continue
 		}
-		if !covered[f.Ident()] {
+		if ok, err := isCovered(k, f); err != nil {
+			return err
+		} else if !ok {
 			add(f.Start, f.End)
 			continue
 		}

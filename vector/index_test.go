@@ -96,7 +96,10 @@ func TestIndexVersions(t *testing.T) {
 		require.Zero(t, def[0][0].Distance, stage)
 		require.Equal(t, uint64(7), def[1][0].RowID, stage)
 	}
-	check("before update", 500-1+1) // appended rows less one deleted, and row 7 updated (1100 was appended)
+	// Uncovered: the appended rows less one deleted (499), and the first
+	// fragment, whose embedding chunks row 7's update in place rewrote
+	// (1000 rows less the three deleted).
+	check("before update", 499+997)
 	info, err := Update(ctx, m.ds, "embedding", L2, Options{})
 	require.NoError(t, err)
 	require.Equal(t, v1, info.Base)
@@ -107,6 +110,12 @@ func TestIndexVersions(t *testing.T) {
 	again, err := Update(ctx, m.ds, "embedding", L2, Options{})
 	require.NoError(t, err)
 	require.Equal(t, info.Key, again.Key)
+
+	// An update in place of another column leaves the index covering the
+	// fragment: its embedding chunks are the same.
+	require.NoError(t, m.ds.Update(ctx, 10, loch.Row{"label": loch.Scalar(int64(-1))}))
+	m.commit("relabel")
+	check("after a label update", 0)
 }
 
 // TestFilteredSearch: a filtered index search equals exact filtered

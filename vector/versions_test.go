@@ -143,3 +143,66 @@ func lifecycle(t *testing.T, url string) {
 	require.Equal(t, victim, problems[0].Key)
 	require.True(t, strings.Contains(problems[0].Err.Error(), "checksum"), problems[0].Err.Error())
 }
+
+// TestIndexRetention: gc's version retention (docs/format.md §5.2) keeps
+// the index a kept version searches with, and the versions between them,
+// so that the search still finds it; once the head has its own index the
+// old one and its versions are collected. On local disk and on MinIO.
+func TestIndexRetention(t *testing.T) {
+	for name, url := range map[string]func(t *testing.T) string{
+		"local": func(t *testing.T) string { return filepath.Join(t.TempDir(), "ds") },
+		"s3":    func(t *testing.T) string { return testserver.MinIO(t).URL },
+	} {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			url := url(t)
+			mx := newMixture(3, 8, 6, 0.5)
+			m := newModel(t, url, 8, schema.Float32)
+			draw := func(n int) [][]float32 {
+				var vs [][]float32
+				for range n {
+					vs = append(vs, mx.draw())
+				}
+				return vs
+			}
+			m.append(draw(300))
+			v1 := m.commit("v1")
+			i1, err := Build(ctx, m.ds, "embedding", BuildOptions{Metric: L2, NList: 4})
+			require.NoError(t, err)
+			m.append(draw(50))
+			v2 := m.commit("v2")
+			m.append(draw(50))
+			m.commit("v3")
+
+			report, err := m.ds.GC(ctx, loch.GCOptions{KeepLast: 1})
+			require.NoError(t, err)
+			require.Zero(t, report.ByKind["indexes"].Objects)
+			require.EqualValues(t, 1, report.ByKind["commits"].Objects, "only the create commit expires")
+			res, err := Search(ctx, m.ds, "embedding", L2, [][]float32{mx.draw()}, 3, Options{})
+			require.NoError(t, err)
+			require.Equal(t, i1.Key, res.Index)
+			require.Empty(t, res.Warnings)
+			for _, v := range []string{v1, v2} {
+				old, err := loch.Open(ctx, url, loch.WithVersion(v))
+				require.NoError(t, err, "a version between the head and its index is kept")
+				require.NoError(t, old.Close())
+			}
+
+			i3, err := Update(ctx, m.ds, "embedding", L2, Options{})
+			require.NoError(t, err)
+			report, err = m.ds.GC(ctx, loch.GCOptions{KeepLast: 1})
+			require.NoError(t, err)
+			require.EqualValues(t, 1, report.ByKind["indexes"].Objects)
+			require.EqualValues(t, 2, report.ByKind["commits"].Objects)
+			_, err = m.ds.Store().Stat(ctx, i1.Key)
+			require.Error(t, err)
+			res, err = Search(ctx, m.ds, "embedding", L2, [][]float32{mx.draw()}, 3, Options{})
+			require.NoError(t, err)
+			require.Equal(t, i3.Key, res.Index)
+			require.Empty(t, res.Warnings)
+			_, problems, err := m.ds.Verify(ctx)
+			require.NoError(t, err)
+			require.Empty(t, problems)
+		})
+	}
+}

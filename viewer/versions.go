@@ -175,6 +175,10 @@ func (s *Server) handleDiff(w http.ResponseWriter, r *http.Request) {
 			s.fail(w, r, badf("version %s has no parent: give from=REF", toV), true)
 			return
 		}
+		if slices.Contains(log[0].Expired, log[0].Parents[0]) {
+			s.fail(w, r, badf("the parent %s of version %s was collected by gc's version retention: give from=REF", log[0].Parents[0], toV), true)
+			return
+		}
 		fromV = log[0].Parents[0]
 	} else if fromV, err = t.resolve(ctx, from); err != nil {
 		s.fail(w, r, err, true)

@@ -17,10 +17,12 @@ func newGCCmd() *cobra.Command {
 	var (
 		dryRun, asJSON bool
 		grace          time.Duration
+		keepLast       int
+		olderThan      time.Duration
 		prog           progressFlags
 	)
 	cmd := &cobra.Command{
-		Use:   "gc URL [--dry-run] [--grace DURATION]",
+		Use:   "gc URL [--dry-run] [--grace DURATION] [--keep-last N] [--older-than DURATION]",
 		Short: "Delete the objects that no branch or tag reaches",
 		Long: `GC deletes the stored objects (commits, manifests, fragments, chunks) that
 no branch or tag reaches through its versions and their parents: what
@@ -31,23 +33,42 @@ The grace period --grace (default 24h) protects recent work: objects written
 within it are kept, so that a writer's objects not yet committed survive,
 and so is what branches and tags reached at any time within it (a branch
 deleted a minute ago is still collected only an hour later). --grace 0 is
-safe only when nothing else writes to the dataset.
+safe only when nothing else writes to the dataset. A writer (a handle
+holding staged rows, in any process that runs this loch) holds a lease that
+gc respects however old its objects are; a commit whose lease lapsed checks
+its objects and refuses, rather than publish a version gc emptied.
+
+Version retention: with --keep-last N and/or --older-than DURATION, gc also
+collects old versions. A commit that is none of the newest N (default 1) of
+a branch's first-parent history and is older than DURATION (any age when
+not given) is expired: it and what only expired versions use are deleted.
+Branch heads, tags, saved selections and the versions they name, and the
+vector index a kept version searches with, are always kept; a kept version
+is whole and readable. The log of a kept version then ends where its history
+was collected. The rule is docs/format.md §5.2.
 
 It prints the objects and bytes deleted, by kind, and those kept. With
 --dry-run it deletes nothing and reports what it would delete. With --json
 it prints one JSON object with the fields url, dry_run, reachable, young,
-deleted (each objects and bytes), by_kind (kind: objects and bytes deleted)
-and missing (reachable objects not found; absent when none).
+leased, deleted (each objects and bytes), by_kind (kind: objects and bytes
+deleted), expired (expired versions where kept history now ends, each
+left an expiry marker; the history behind them is in by_kind), dead_leases
+(leases of writers gone, deleted) and missing (reachable objects not found;
+absent when none).
 
 Progress is shown on standard error while it works when that is a
 terminal, or with --progress; never with --quiet: the reachable objects
 found so far, then the unreachable objects deleted out of their total.`,
 		Example: `  loch gc ./pets --dry-run
-  loch gc s3://bucket/pets --grace 24h`,
+  loch gc s3://bucket/pets --grace 24h
+  loch gc s3://bucket/pets --keep-last 10 --older-than 168h`,
 		Args: exactArgs("URL"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if grace < 0 {
 				return usagef("--grace %s: want 0 or more", grace)
+			}
+			if keepLast < 0 || olderThan < 0 {
+				return usagef("--keep-last %d --older-than %s: want 0 or more", keepLast, olderThan)
 			}
 			ctx := cmd.Context()
 			d, err := openDataset(ctx, args[0], nil)
@@ -56,7 +77,7 @@ found so far, then the unreachable objects deleted out of their total.`,
 			}
 			defer d.Close()
 			bar := prog.start(cmd.ErrOrStderr(), "gc", -1, unitObjects)
-			rep, err := d.GC(bar.report(ctx), loch.GCOptions{Grace: grace, DryRun: dryRun})
+			rep, err := d.GC(bar.report(ctx), loch.GCOptions{Grace: grace, DryRun: dryRun, KeepLast: keepLast, OlderThan: olderThan})
 			bar.done()
 			if err != nil {
 				return err
@@ -82,6 +103,8 @@ found so far, then the unreachable objects deleted out of their total.`,
 	}
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "report what would be deleted; delete nothing")
 	cmd.Flags().DurationVar(&grace, "grace", loch.DefaultGCGrace, "keep unreachable objects younger than this")
+	cmd.Flags().IntVar(&keepLast, "keep-last", 0, "version retention: keep the newest N versions of each branch (with --older-than: and those younger)")
+	cmd.Flags().DurationVar(&olderThan, "older-than", 0, "version retention: expire only versions older than this")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
 	prog.add(cmd.Flags())
 	return cmd
@@ -109,6 +132,12 @@ func printGC(w io.Writer, rep *loch.GCReport, grace time.Duration) error {
 	} else {
 		fmt.Fprintf(w, "kept %s reachable from branches and tags as they are or were in the last %s\n", objects(rep.Reachable), grace)
 		fmt.Fprintf(w, "kept %s unreachable but written in the last %s\n", objects(rep.Young), grace)
+	}
+	if rep.Leased.Objects > 0 {
+		fmt.Fprintf(w, "kept %s that writers' live leases hold (staged, not yet committed)\n", objects(rep.Leased))
+	}
+	if rep.Expired > 0 {
+		fmt.Fprintf(w, "version retention: kept history now ends at %d expired versions (commits %s in all: %d)\n", rep.Expired, verb, rep.ByKind["commits"].Objects)
 	}
 	if rep.DryRun {
 		fmt.Fprintln(w, "dry run: nothing was deleted")

@@ -35,7 +35,11 @@ parents' ids shortened to 8 digits.
 
 With --json it prints one JSON object with the fields url, version (the
 version the log starts from) and commits, a list of objects with the fields
-id, parents, message, author, time (RFC 3339), rows and branch.`,
+id, parents, message, author, time (RFC 3339), rows, branch and expired (the
+parents that gc --keep-last/--older-than collected; absent when none).
+
+History that gc's version retention collected ends the log: the last line
+then says which parents were collected.`,
 		Example: `  loch log ./pets
   loch log ./pets --ref dev
   loch log ./pets --json | jq -r '.commits[0].id'`,
@@ -70,7 +74,17 @@ id, parents, message, author, time (RFC 3339), rows and branch.`,
 				}
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", c.ID, c.Time.UTC().Format(time.DateTime), orDash(c.Branch), c.Rows, msg)
 			}
-			return tw.Flush()
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			var expired []string
+			for _, c := range commits {
+				expired = append(expired, c.Expired...)
+			}
+			if len(expired) > 0 {
+				fmt.Fprintf(w, "(older history was collected by gc --keep-last/--older-than: %d parent versions, first %s)\n", len(expired), expired[0])
+			}
+			return nil
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object instead of a table")

@@ -271,7 +271,7 @@ func tensorValues(c *schema.Column, smp loch.Sample) any {
 	}
 	vals := make([]json.RawMessage, n)
 	for i := range vals {
-		v := elemString(c.DType, smp.Data, i)
+		v := c.DType.FormatElem(smp.Data, i)
 		if !json.Valid([]byte(v)) { // NaN, Inf
 			v = strconv.Quote(v)
 		}
@@ -299,7 +299,7 @@ func tensorSummary(c *schema.Column, smp loch.Sample) string {
 		if c.Kind == schema.ClassLabel {
 			vals[i] = labelString(c, smp.Data, i)
 		} else {
-			vals[i] = elemString(c.DType, smp.Data, i)
+			vals[i] = c.DType.FormatElem(smp.Data, i)
 		}
 	}
 	if len(smp.Shape) == 0 {

@@ -31,7 +31,7 @@ func newSQLCmd() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "sql ROOT [STATEMENT]",
-		Short: "Run SQL over a catalog: CREATE/ALTER/DROP TABLE, INSERT, UPDATE, DELETE, OPTIMIZE, SELECT",
+		Short: "Run SQL over a catalog: CREATE/ALTER/DROP TABLE, INSERT, UPDATE, DELETE, MERGE, OPTIMIZE, SELECT",
 		Long: `Sql runs one statement over the catalog at ROOT (docs/sql.md). Every table
 is a view by its name, so a SELECT can join tables; DuckDB runs every
 expression and query.
@@ -43,9 +43,11 @@ column options in WITH (chunk_bytes = '4MiB', chunk_compression = 'zstd',
 ...). A CREATE TABLE on a ROOT with no catalog creates it.
 
 INSERT INTO t [(columns)] VALUES ... | SELECT ..., UPDATE t SET c = expr
-[WHERE ...] and DELETE FROM t [WHERE ...] are one commit each on --branch
-(default main), or nothing and an error naming the row and column that
-failed. UPDATE and DELETE address rows by their stable row ids. A SELECT
+[WHERE ...], DELETE FROM t [WHERE ...] and MERGE INTO t USING src ON cond
+WHEN MATCHED THEN UPDATE SET ... WHEN NOT MATCHED THEN INSERT ... (an
+upsert) are one commit each on --branch (default main), or nothing and an
+error naming the row and column that failed. UPDATE, DELETE and MERGE
+address rows by their stable row ids; an updated row keeps its place. A SELECT
 can read read_parquet, read_csv and read_json, and loch_file(path) reads a
 file's bytes (an image into an IMAGE column); relative paths are taken from
 --base (default the current directory).

@@ -19,7 +19,8 @@ func newTablesCmd() *cobra.Command {
 		schemaFile, rename string
 		drop, asJSON, gc   bool
 		dryRun             bool
-		grace              time.Duration
+		grace, olderThan   time.Duration
+		keepLast           int
 	)
 	cmd := &cobra.Command{
 		Use:   "tables ROOT [NAME]",
@@ -36,8 +37,8 @@ renames table NAME (its data does not move); --drop removes it from the
 catalog. A dropped table's data stays, readable by whoever has it open,
 until 'loch tables ROOT --gc' runs once the grace period (--grace, default
 24h) has passed since the drop; --gc then also collects each table as
-'loch gc' does, and deletes the catalog's log entries older than the grace
-period.
+'loch gc' does (with its version retention, --keep-last and --older-than),
+and deletes the catalog's log entries older than the grace period.
 
 Names keep their case and compare case-insensitively; they have at most 255
 bytes and no "/", "\", "..", control characters or leading or trailing
@@ -71,10 +72,12 @@ deleted).`,
 				return usagef("--schema, --rename and --drop need a table NAME")
 			case len(args) == 2 && gc:
 				return usagef("--gc is for the whole catalog, without NAME")
-			case (changed("grace") || dryRun) && !gc:
-				return usagef("--grace and --dry-run go with --gc")
+			case (changed("grace") || dryRun || changed("keep-last") || changed("older-than")) && !gc:
+				return usagef("--grace, --dry-run, --keep-last and --older-than go with --gc")
 			case grace < 0:
 				return usagef("--grace %s: want 0 or more", grace)
+			case keepLast < 0 || olderThan < 0:
+				return usagef("--keep-last %d --older-than %s: want 0 or more", keepLast, olderThan)
 			case asJSON && actions == 1 && !gc:
 				return usagef("--json is for the listing and --gc")
 			}
@@ -117,7 +120,7 @@ deleted).`,
 				fmt.Fprintf(w, "dropped table %s (its data stays until gc, after the grace period)\n", args[1])
 				return nil
 			case gc:
-				rep, err := c.GC(ctx, loch.GCOptions{Grace: grace, DryRun: dryRun})
+				rep, err := c.GC(ctx, loch.GCOptions{Grace: grace, DryRun: dryRun, KeepLast: keepLast, OlderThan: olderThan})
 				if err != nil {
 					return err
 				}
@@ -154,6 +157,8 @@ deleted).`,
 	f.BoolVar(&gc, "gc", false, "delete dropped tables' data older than the grace period, then collect every table")
 	f.BoolVar(&dryRun, "dry-run", false, "with --gc: report what would be deleted; delete nothing")
 	f.DurationVar(&grace, "grace", loch.DefaultGCGrace, "with --gc: keep what was dropped or written more recently than this")
+	f.IntVar(&keepLast, "keep-last", 0, "with --gc: version retention in every table, as loch gc --keep-last")
+	f.DurationVar(&olderThan, "older-than", 0, "with --gc: version retention in every table, as loch gc --older-than")
 	f.BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
 }

@@ -3,47 +3,11 @@ package main
 import (
 	"encoding/binary"
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
 
-	"github.com/lochdata/loch/internal/half"
 	"github.com/lochdata/loch/schema"
 )
-
-// elemString formats element i of little-endian data of dtype d.
-func elemString(d schema.DType, data []byte, i int) string {
-	le := binary.LittleEndian
-	switch d {
-	case schema.Bool:
-		return strconv.FormatBool(data[i] != 0)
-	case schema.Int8:
-		return strconv.FormatInt(int64(int8(data[i])), 10)
-	case schema.Uint8:
-		return strconv.FormatUint(uint64(data[i]), 10)
-	case schema.Int16:
-		return strconv.FormatInt(int64(int16(le.Uint16(data[2*i:]))), 10)
-	case schema.Uint16:
-		return strconv.FormatUint(uint64(le.Uint16(data[2*i:])), 10)
-	case schema.Int32:
-		return strconv.FormatInt(int64(int32(le.Uint32(data[4*i:]))), 10)
-	case schema.Uint32:
-		return strconv.FormatUint(uint64(le.Uint32(data[4*i:])), 10)
-	case schema.Int64:
-		return strconv.FormatInt(int64(le.Uint64(data[8*i:])), 10)
-	case schema.Uint64:
-		return strconv.FormatUint(le.Uint64(data[8*i:]), 10)
-	case schema.Float16:
-		return strconv.FormatFloat(float64(half.ToFloat32(le.Uint16(data[2*i:]))), 'g', -1, 32)
-	case schema.BFloat16:
-		return strconv.FormatFloat(float64(math.Float32frombits(uint32(le.Uint16(data[2*i:]))<<16)), 'g', -1, 32)
-	case schema.Float32:
-		return strconv.FormatFloat(float64(math.Float32frombits(le.Uint32(data[4*i:]))), 'g', -1, 32)
-	case schema.Float64:
-		return strconv.FormatFloat(math.Float64frombits(le.Uint64(data[8*i:])), 'g', -1, 64)
-	}
-	return "?"
-}
 
 // elemInt returns element i of integer data of dtype d.
 func elemInt(d schema.DType, data []byte, i int) int64 {

@@ -4,6 +4,8 @@
 // code spells a key.
 //
 //	_loch/dataset          the dataset marker
+//	_loch/leases/<id>      a writer's lease (format 1.9)
+//	_loch/expired/<id>     the marker of a commit collected by retention (format 1.9)
 //	log/<seq>              root entries (seq: 20 decimal digits)
 //	log/_latest            the latest-entry hint
 //	commits/<id>           commits
@@ -47,6 +49,8 @@ const (
 	Selection
 	Index   // a vector index descriptor, indexes/<commit id>/<uid>.<metric> (format 1.5)
 	Vectors // a vector index's centroids or list, vectors/<hash> (format 1.5)
+	Lease   // a writer's lease, _loch/leases/<id> (format 1.9)
+	Expired // the marker of a commit collected by retention, _loch/expired/<commit id> (format 1.9)
 )
 
 // Fixed keys and the prefix of the log.
@@ -54,6 +58,11 @@ const (
 	MarkerKey = "_loch/dataset"
 	LatestKey = "log/_latest"
 	LogPrefix = "log/"
+	// LeasePrefix and ExpiredPrefix hold writers' leases and the
+	// markers of commits collected by retention (docs/format.md §5.1,
+	// §5.2).
+	LeasePrefix   = "_loch/leases/"
+	ExpiredPrefix = "_loch/expired/"
 )
 
 // The catalog's keys (docs/format.md §6).
@@ -101,6 +110,10 @@ func (k Kind) String() string {
 		return "log"
 	case Latest:
 		return "latest"
+	case Lease:
+		return "lease"
+	case Expired:
+		return "expired"
 	}
 	if d := k.Dir(); d != "" {
 		return d
@@ -120,6 +133,14 @@ func Make(k Kind, id string) string {
 	}
 	panic(fmt.Sprintf("keys: Make(%v, %q)", k, id))
 }
+
+// MakeLease returns the key of the lease of the writer whose stage has
+// nonce id.
+func MakeLease(id string) string { return LeasePrefix + id }
+
+// MakeExpired returns the key of the marker of commit id, collected by
+// version retention.
+func MakeExpired(id string) string { return ExpiredPrefix + id }
 
 // MakeLog returns the key of root entry seq.
 func MakeLog(seq uint64) string { return MakeLogIn(LogPrefix, seq) }
@@ -157,6 +178,17 @@ func Parse(key string) (k Kind, id string, ok bool) {
 		return Marker, "", true
 	case LatestKey:
 		return Latest, "", true
+	}
+	for _, m := range [...]struct {
+		prefix string
+		kind   Kind
+	}{{LeasePrefix, Lease}, {ExpiredPrefix, Expired}} {
+		if id, ok := strings.CutPrefix(key, m.prefix); ok {
+			if !ValidID(id) {
+				return Invalid, "", false
+			}
+			return m.kind, id, true
+		}
 	}
 	dir, rest, found := strings.Cut(key, "/")
 	if !found {

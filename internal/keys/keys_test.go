@@ -38,6 +38,14 @@ func TestMakeParse(t *testing.T) {
 		require.Equal(t, want, k)
 	}
 	require.Panics(t, func() { Make(Marker, id) })
+	for key, want := range map[string]Kind{MakeLease(id): Lease, MakeExpired(id): Expired} {
+		k, got, ok := Parse(key)
+		require.True(t, ok, key)
+		require.Equal(t, want, k)
+		require.Equal(t, id, got)
+	}
+	require.Equal(t, "_loch/leases/"+id, MakeLease(id))
+	require.Equal(t, "_loch/expired/"+id, MakeExpired(id))
 }
 
 func TestParseRefuses(t *testing.T) {
@@ -46,6 +54,7 @@ func TestParseRefuses(t *testing.T) {
 		"commits/" + id + "0", "chunks/" + id, "chunks/02/" + id, "chunks/01/" + id + "/x",
 		"log/42", "log/abc", "log/0000000000000000004x", "_loch/other", "refs/main", "commits/" + id + "/",
 		"manifests/not-a-hash", ".loch-tmp-1", "other/" + id,
+		"_loch/leases/" + id[:31], "_loch/expired/x", "_loch/leases/" + id + "/x",
 	} {
 		_, _, ok := Parse(key)
 		require.False(t, ok, "%q", key)
@@ -62,7 +71,7 @@ func TestValidID(t *testing.T) {
 // FuzzParse: a key that parses is made again, byte for byte, from its
 // kind and id.
 func FuzzParse(f *testing.F) {
-	for _, s := range []string{"commits/" + id, "chunks/01/" + id, "log/00000000000000000007", MarkerKey, LatestKey, "x/y", ""} {
+	for _, s := range []string{"commits/" + id, "chunks/01/" + id, "log/00000000000000000007", MarkerKey, LatestKey, "x/y", "", "_loch/leases/" + id, "_loch/expired/" + id} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, key string) {
@@ -79,6 +88,10 @@ func FuzzParse(f *testing.F) {
 			seq, ok := ParseLog(key)
 			require.True(t, ok)
 			require.Equal(t, key, MakeLog(seq))
+		case Lease:
+			require.Equal(t, key, MakeLease(got))
+		case Expired:
+			require.Equal(t, key, MakeExpired(got))
 		default:
 			require.True(t, ValidID(got))
 			require.Equal(t, key, Make(k, got))

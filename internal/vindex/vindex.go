@@ -40,9 +40,13 @@ type Covered struct {
 	Key     string  `json:"key"`
 	IDStart *uint64 `json:"id_start,omitempty"`
 	// Extensions (format 1.9) are the reference's extensions: an update in
-	// place changes them, and a reference with other extensions is not
-	// covered.
+	// place changes them. Chunks (format 1.9) is a digest of the chunks the
+	// reference names for the index's column (loch.Scan.ColumnChunks): a
+	// reference of the same key and id_start with other extensions is
+	// still covered when its digest is the same (its other columns were
+	// updated, not this one).
 	Extensions []string `json:"extensions,omitempty"`
+	Chunks     string   `json:"chunks,omitempty"`
 }
 
 // List is one list's entry in a descriptor: its object (none when empty)

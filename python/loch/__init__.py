@@ -29,7 +29,7 @@ from pathlib import Path as _Path
 from ._buffers import buffer_stats, trim_buffers
 from ._write import EncodedImage
 from .catalog import Catalog, CatalogGCReport, Table, TableDir, connect
-from .dataset import ColumnReader, Commit, Dataset, create, open
+from .dataset import ColumnReader, Commit, Dataset, UpsertReport, create, open
 from .interchange import from_arrow, from_huggingface
 from .errors import (
     AlreadyExists,
@@ -74,7 +74,7 @@ from .versions import ColumnChange, CompactReport, Diff, GCCount, GCReport, Merg
 __version__ = _Path(__file__).with_name("VERSION").read_text().strip()
 
 __all__ = [
-    "create", "open", "connect", "from_arrow", "from_huggingface", "Catalog", "Table", "TableDir", "CatalogGCReport", "Dataset", "ColumnReader", "Commit", "Loader", "EncodedImage", "buffer_stats", "trim_buffers",
+    "create", "open", "connect", "from_arrow", "from_huggingface", "Catalog", "Table", "TableDir", "CatalogGCReport", "Dataset", "ColumnReader", "Commit", "UpsertReport", "Loader", "EncodedImage", "buffer_stats", "trim_buffers",
     "mix", "Mixture", "Selection", "SearchResult", "IndexInfo", "LinkPolicy",
     "Ref", "Diff", "RowChange", "ColumnChange", "MergeResult", "MergeConflict", "GCReport", "GCCount", "CompactReport",
     "Schema", "Column", "Tensor", "Image", "Video", "Audio", "Mask", "ClassLabel", "BBox", "Embedding",

@@ -261,12 +261,22 @@ class Catalog:
         Raises :class:`loch.NotFound` or :class:`loch.AlreadyExists`."""
         self._h.call("loch_catalog_rename_table", name.encode(), new_name.encode())
 
-    def gc(self, grace: float = 86400.0, dry_run: bool = False) -> CatalogGCReport:
+    def gc(
+        self, grace: float = 86400.0, dry_run: bool = False, keep_last: int = 0, older_than: float = 0.0
+    ) -> CatalogGCReport:
         """Deletes the data of tables dropped more than ``grace`` seconds
-        ago, then collects every table as :meth:`loch.Dataset.gc` does, then
-        deletes catalog log entries older than ``grace``; ``dry_run`` only
+        ago, then collects every table as :meth:`loch.Dataset.gc` does (with
+        its version retention ``keep_last``, ``older_than``), then deletes
+        catalog log entries older than ``grace``; ``dry_run`` only
         reports."""
-        opts = json.dumps({"grace_seconds": float(grace), "dry_run": bool(dry_run)}).encode()
+        opts = json.dumps(
+            {
+                "grace_seconds": float(grace),
+                "dry_run": bool(dry_run),
+                "keep_last": int(keep_last),
+                "older_than_seconds": float(older_than),
+            }
+        ).encode()
         return CatalogGCReport.from_json(self._h.lib.call_json("loch_catalog_gc", self._h.value, opts))
 
     def close(self) -> None:

@@ -29,7 +29,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
@@ -55,14 +55,15 @@ if TYPE_CHECKING:
     from .torch import TorchLoader, TorchOptions
     from .vector import IndexInfo, SearchResult
 
-__all__ = ["Dataset", "ColumnReader", "Commit", "create", "open"]
+__all__ = ["Dataset", "ColumnReader", "Commit", "UpsertReport", "create", "open"]
 
 
 @dataclass(frozen=True)
 class Commit:
     """One commit of a dataset's history (``ds.log()``): its version id,
     its parents (two for a merge commit), message, author, time, number of
-    rows and the branch it was made on."""
+    rows and the branch it was made on; ``expired`` lists the parents that
+    ``gc``'s version retention collected (the history before them is gone)."""
 
     id: str
     parents: tuple[str, ...]
@@ -71,6 +72,18 @@ class Commit:
     time: datetime
     rows: int
     branch: str
+    expired: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class UpsertReport:
+    """What :meth:`Dataset.merge_insert` did: the version it committed (the
+    unchanged version when nothing changed), the rows of the dataset it
+    updated and the input rows it inserted."""
+
+    version: str
+    updated: int
+    inserted: int
 
 
 def _options(**kw: Any) -> bytes:
@@ -434,7 +447,8 @@ class Dataset:
         out = []
         for c in self._here()._str_json("loch_dataset_log"):
             out.append(Commit(c["id"], tuple(c.get("parents") or ()), c.get("message", ""), c.get("author", ""),
-                              parse_time(c["time"]), c.get("rows", 0), c.get("branch", "")))  # fmt: skip
+                              parse_time(c["time"]), c.get("rows", 0), c.get("branch", ""),
+                              tuple(c.get("expired") or ())))  # fmt: skip
         return out
 
     def refresh(self) -> None:
@@ -580,16 +594,37 @@ class Dataset:
         self._track()
         return result
 
-    def gc(self, grace: float = 86400.0, dry_run: bool = False) -> GCReport:
+    def gc(
+        self, grace: float = 86400.0, dry_run: bool = False, keep_last: int = 0, older_than: float = 0.0
+    ) -> GCReport:
         """Deletes the stored objects that no branch or tag reaches and that
         are older than ``grace`` seconds (so that other writers' objects not
-        yet committed survive), and reports them; ``dry_run`` only
-        reports::
+        yet committed survive; a writer's live lease keeps its objects
+        however old), and reports them; ``dry_run`` only reports::
 
             >>> ds.gc(dry_run=True).deleted              # doctest: +SKIP
             GCCount(objects=12, bytes=48213)
+
+        Version retention: with ``keep_last`` and/or ``older_than``
+        (seconds), a version that is none of the newest ``keep_last``
+        (at least 1) of a branch's first-parent history and is older than
+        ``older_than`` (any age when 0) expires, and what only expired
+        versions use is deleted. Branch heads, tags and saved selections'
+        versions are kept, whole (docs/format.md §5.2)::
+
+            >>> ds.gc(keep_last=10, older_than=7 * 86400).expired  # doctest: +SKIP
+            42
         """
-        opts = json.dumps({"grace_seconds": float(grace), "dry_run": bool(dry_run)}).encode()
+        if keep_last < 0 or older_than < 0:
+            raise InvalidArgument(f"gc keep_last={keep_last}, older_than={older_than}: want 0 or more")
+        opts = json.dumps(
+            {
+                "grace_seconds": float(grace),
+                "dry_run": bool(dry_run),
+                "keep_last": int(keep_last),
+                "older_than_seconds": float(older_than),
+            }
+        ).encode()
         return GCReport.from_json(json.loads(self._str("loch_dataset_gc", opts, interruptible=True)))
 
     def compact(
@@ -751,6 +786,46 @@ class Dataset:
         """Stages the deletion of rows by id."""
         ids = np.ascontiguousarray(list(row_ids), dtype=np.uint64)
         self._h.call("loch_dataset_delete", ids.ctypes.data, len(ids))
+
+    def merge_insert(
+        self,
+        data: Mapping[str, Any] | Sequence[Mapping[str, Any]] | pd.DataFrame | pa.Table,
+        on: str | Sequence[str],
+        when_matched: Literal["update", "nothing"] = "update",
+        when_not_matched: Literal["insert", "nothing"] = "insert",
+        message: str | None = None,
+    ) -> UpsertReport:
+        """Upserts rows by key, as one commit (SQL's MERGE): each input row
+        whose key columns ``on`` equal an existing row's updates that row in
+        place (it keeps its row id and position; the columns the input has
+        are set, the others kept), and each that matches no row is appended,
+        in input order. ``data`` takes the forms of :meth:`extend`. A null
+        key matches nothing. ``when_matched="nothing"`` only inserts,
+        ``when_not_matched="nothing"`` only updates::
+
+            >>> ds = loch.create("mem://people", schema={"id": loch.Tensor("int64", shape=()), "name": loch.Text()})  # doctest: +SKIP
+            >>> ds.extend({"id": np.array([1, 2]), "name": ["John", "Anna"]}); _ = ds.commit("two")  # doctest: +SKIP
+            >>> ds.merge_insert({"id": np.array([2, 3]), "name": ["Ann", "Lee"]}, on="id")  # doctest: +SKIP
+            UpsertReport(version='...', updated=1, inserted=1)
+            >>> [ds["name"][i] for i in range(len(ds))]  # doctest: +SKIP
+            ['John', 'Ann', 'Lee']
+
+        Raises :class:`loch.InvalidArgument` when two input rows have the
+        same key (naming the key and both rows), a key column does not
+        exist or holds encoded images or media, an input row lacks a key
+        column, or writes are staged on the handle (commit or discard them
+        first); nothing is committed then. The handle moves to the new
+        version."""
+        keys = [on] if isinstance(on, str) else list(on)
+        n, arr, keep = columns_in(self.schema, columns_of(data))
+        opts = json.dumps(
+            {"on": keys, "when_matched": when_matched, "when_not_matched": when_not_matched, "message": message or ""}
+        ).encode()
+        out = self._str("loch_dataset_upsert", n, arr, len(arr), opts, interruptible=True)
+        del keep
+        self._track()
+        rep = json.loads(out)
+        return UpsertReport(version=rep["version"], updated=int(rep.get("updated", 0)), inserted=int(rep.get("inserted", 0)))
 
     def add_column(self, name: str, column: Column) -> None:
         """Stages a new column, empty in the existing rows::

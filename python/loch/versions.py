@@ -233,6 +233,11 @@ class GCReport:
         deleted: objects deleted.
         by_kind: the deleted objects by kind (key prefix: ``"chunks"``,
             ``"fragments"``, ...).
+        leased: unreachable objects kept because a live writer's lease
+            covers them (staged, not yet committed).
+        expired: versions (commits) that version retention expired and
+            deleted.
+        dead_leases: leases of writers gone long ago, deleted.
     """
 
     dry_run: bool
@@ -240,6 +245,9 @@ class GCReport:
     young: GCCount
     deleted: GCCount
     by_kind: dict[str, GCCount] = field(default_factory=dict)
+    leased: GCCount = field(default_factory=GCCount)
+    expired: int = 0
+    dead_leases: int = 0
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> GCReport:
@@ -249,6 +257,9 @@ class GCReport:
             young=GCCount.from_json(d.get("young")),
             deleted=GCCount.from_json(d.get("deleted")),
             by_kind={k: GCCount.from_json(v) for k, v in (d.get("by_kind") or {}).items()},
+            leased=GCCount.from_json(d.get("leased")),
+            expired=int(d.get("expired") or 0),
+            dead_leases=int(d.get("dead_leases") or 0),
         )
 
 
