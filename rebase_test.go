@@ -350,7 +350,8 @@ func TestRefreshRebasesAddedColumns(t *testing.T) {
 
 // TestConcurrentDisjointUpdates: two writers, each with its own handle,
 // update their own rows 20 times each, concurrently, one commit per
-// update, on local disk and MinIO: every commit lands, nothing is lost.
+// update, on local disk and MinIO; their rows alternate, so both update
+// every fragment in place: every commit lands, nothing is lost.
 func TestConcurrentDisjointUpdates(t *testing.T) {
 	backends := map[string]func(t *testing.T) string{
 		"local": func(t *testing.T) string { return t.TempDir() + "/ds" },
@@ -374,7 +375,7 @@ func TestConcurrentDisjointUpdates(t *testing.T) {
 					}
 					defer d.Close()
 					for i := 0; i < updates; i++ {
-						id := uint64(w*updates + i)
+						id := uint64(i*writers + w) // rows of both in every fragment
 						if err := d.Update(ctx, id, Row{"v": Scalar(int64(1000 + id))}); err != nil {
 							errs[w] = err
 							return
