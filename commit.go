@@ -13,10 +13,15 @@ import (
 
 // Commit makes the staged writes visible as a new snapshot on the handle's
 // branch and returns its version id. With nothing staged it returns the
-// current version. If another writer committed since this handle's
-// snapshot, pure appends are rebased onto its commit; other changes fail
-// with ErrConflict and stay staged. Nothing is visible to readers until the
-// commit's log entry is written, atomically.
+// current version. If other writers committed to the branch since the
+// staged changes' snapshot, the changes are rebased onto their commits by
+// row id (docs/format.md §2.3) and the commit retried, a bounded number of
+// times: appends always; deletions and updates of rows that those commits
+// left alone. When they deleted or changed one of those rows, Commit fails
+// with a *RowConflictError (ErrConflict) naming the rows, commits nothing,
+// and the changes stay staged (see Refresh, DiscardConflicts and Discard).
+// Nothing is visible to readers until the commit's log entry is written,
+// atomically.
 func (d *Dataset) Commit(ctx context.Context, message string) (string, error) {
 	d.wmu.Lock()
 	defer d.wmu.Unlock()
@@ -125,17 +130,20 @@ func (st *staging) finish(ctx context.Context) error {
 }
 
 // commitOnto writes the staged changes as a commit on branch as root has it
-// (rebasing appends onto a head that moved since the stage's snapshot),
-// points next's reference of the branch at it and returns its id. It runs
-// once per attempt of updateRoot: what it writes before a lost race is
-// content-addressed and written again, or left to gc.
+// (rebasing them onto a head that moved since the stage's base, see
+// rebase), points next's reference of the branch at it and returns its id.
+// It runs once per attempt of updateRoot: what it writes before a lost race
+// is content-addressed and written again, or left to gc.
 func (d *Dataset) commitOnto(ctx context.Context, st *staging, branch, message string, root, next *manifest.Root) (string, error) {
 	ref := headsPrefix + branch
 	head, ok := root.Refs[ref]
 	if !ok {
 		return "", fmt.Errorf("commit %s: branch %q does not exist (branches: %v): %w", d.url, branch, refNames(root, headsPrefix), ErrNotFound)
 	}
-	base, err := d.rebaseBase(ctx, st, branch, head, root.Seq)
+	if len(st.conflicts) > 0 {
+		return "", &RowConflictError{URL: d.url, Branch: branch, Head: st.base.commitID, IDs: sortedIDs(st.conflicts)}
+	}
+	base, rows, err := d.rebase(ctx, st, branch, head, root.Seq)
 	if err != nil {
 		return "", err
 	}
@@ -143,7 +151,7 @@ func (d *Dataset) commitOnto(ctx context.Context, st *staging, branch, message s
 	// of this root entry, so that no other branch has them.
 	uids := map[int]int{}
 	nextUID := max(root.NextColumnUID, base.man.NextColumnUID)
-	for _, c := range st.cols[len(st.cols)-st.added:] {
+	for _, c := range st.addedColumns() {
 		uids[c.UID] = nextUID
 		nextUID++
 	}
@@ -151,14 +159,9 @@ func (d *Dataset) commitOnto(ctx context.Context, st *staging, branch, message s
 	if err != nil {
 		return "", err
 	}
-	man, err := st.buildManifest(ctx, base)
+	man, err := st.buildManifest(ctx, base, rows, uids)
 	if err != nil {
 		return "", err
-	}
-	for i := range man.Schema.Columns {
-		if u, ok := uids[man.Schema.Columns[i].UID]; ok {
-			man.Schema.Columns[i].UID = u
-		}
 	}
 	man.NextColumnUID = max(man.NextColumnUID, nextUID)
 	if err := st.applyPatches(ctx, base, &man, uids); err != nil {
@@ -184,28 +187,6 @@ func (d *Dataset) commitOnto(ctx context.Context, st *staging, branch, message s
 	next.NextRowID = root.NextRowID + appended
 	next.NextColumnUID = max(root.NextColumnUID, man.NextColumnUID)
 	return id, nil
-}
-
-// rebaseBase returns the snapshot the stage's changes apply to: its own,
-// or, when the branch moved to head since, head's, if the stage only
-// appends rows and the schema is unchanged (else ErrConflict).
-func (d *Dataset) rebaseBase(ctx context.Context, st *staging, branch, head string, seq uint64) (*snapshot, error) {
-	base := st.base
-	if head == base.commitID {
-		return base, nil
-	}
-	if len(st.deletes) > 0 || len(st.patches) > 0 || st.added > 0 {
-		return nil, fmt.Errorf("commit %s: branch %s moved from %s to %s since this handle's snapshot, and this commit updates, deletes or adds columns; refresh and retry: %w",
-			d.url, branch, base.commitID, head, ErrConflict)
-	}
-	base, err := d.loadSnapshot(ctx, head, seq)
-	if err != nil {
-		return nil, err
-	}
-	if !sameColumns(base.man.Schema.Columns, st.cols) {
-		return nil, fmt.Errorf("commit %s: the schema of branch %s changed in %s since this handle's snapshot: %w", d.url, branch, head, ErrConflict)
-	}
-	return base, nil
 }
 
 // pendingFragment is a fragment object written by a commit.
@@ -270,32 +251,36 @@ func sameColumns(a, b []schema.Column) bool {
 }
 
 // buildManifest applies the staged schema changes, statistics and deletions
-// to base's manifest. Appended fragments are added by the caller.
-func (st *staging) buildManifest(ctx context.Context, base *snapshot) (manifest.Manifest, error) {
-	man := manifest.Manifest{Rows: base.man.Rows, NextColumnUID: st.nextUID}
+// to base's manifest, the deleted and updated rows being at rows in base;
+// added columns take their uids from uids. Appended fragments are added by
+// the caller.
+func (st *staging) buildManifest(ctx context.Context, base *snapshot, rows map[uint64]rowLoc, uids map[int]int) (manifest.Manifest, error) {
+	man := manifest.Manifest{Rows: base.man.Rows, NextColumnUID: max(base.man.NextColumnUID, st.nextUID)}
 	man.Schema = base.man.Schema.Clone()
-	man.Schema.Columns = append(man.Schema.Columns, st.cols[len(st.cols)-st.added:]...)
+	// The stage's statistics go to the columns it wrote: base's that it
+	// knows (a head it was rebased onto may have more) and its own.
+	added := st.addedColumns()
 	for i := range man.Schema.Columns {
 		c := &man.Schema.Columns[i]
-		dl := st.deltas[c.UID]
-		if dl == nil {
-			continue
+		if _, ok := (&schema.Schema{Columns: st.cols[:len(st.cols)-len(added)]}).ByUID(c.UID); ok {
+			st.mergeDelta(c, c.UID)
 		}
-		delta := dl.Stats
-		delta.StoredBytes = dl.stored.Load()
-		c.Merge(delta)
+	}
+	for _, c := range added {
+		uid := c.UID
+		if u, ok := uids[uid]; ok {
+			c.UID = u
+		}
+		st.mergeDelta(&c, uid)
+		man.Schema.Columns = append(man.Schema.Columns, c)
 	}
 	man.Fragments = append([]manifest.FragmentRef(nil), base.man.Fragments...)
-	if len(st.deletes) == 0 {
+	if len(rows) == 0 {
 		return man, nil
 	}
 	byFrag := map[int][]int64{}
-	for id := range st.deletes {
-		k, off, err := st.d.findRow(ctx, base, id)
-		if err != nil {
-			return manifest.Manifest{}, err
-		}
-		byFrag[k] = append(byFrag[k], off)
+	for _, l := range rows {
+		byFrag[l.frag] = append(byFrag[l.frag], l.off)
 	}
 	for k, offs := range byFrag {
 		f := base.frags[k]
@@ -314,4 +299,21 @@ func (st *staging) buildManifest(ctx context.Context, base *snapshot) (manifest.
 		man.Rows -= int64(len(offs))
 	}
 	return man, nil
+}
+
+// mergeDelta merges the statistics the stage gathered for the column of
+// uid into c.
+func (st *staging) mergeDelta(c *schema.Column, uid int) {
+	dl := st.deltas[uid]
+	if dl == nil {
+		return
+	}
+	delta := dl.Stats
+	delta.StoredBytes = dl.stored.Load()
+	c.Merge(delta)
+}
+
+// addedColumns returns the columns the stage adds (a copy).
+func (st *staging) addedColumns() []schema.Column {
+	return slices.Clone(st.cols[len(st.cols)-st.added:])
 }

@@ -262,7 +262,7 @@ func checkCompactOptions(url string, opts CompactOptions) error {
 
 // compactLocked is Compact with d.wmu held and opts defaulted.
 func (d *Dataset) compactLocked(ctx context.Context, opts CompactOptions) (*CompactReport, error) {
-	if err := d.Refresh(ctx); err != nil {
+	if err := d.refreshLocked(ctx); err != nil {
 		return nil, err
 	}
 	base := d.current()
@@ -344,7 +344,7 @@ func (d *Dataset) commitCompaction(ctx context.Context, cw *compactWrite, messag
 	})
 	if errors.Is(err, errNothingLeft) {
 		// Every group yielded: the handle moves to the head that made them.
-		if err := d.Refresh(ctx); err != nil {
+		if err := d.refreshLocked(ctx); err != nil {
 			return nil, err
 		}
 		rep.Version, rep.FragmentsAfter = d.Version(), len(d.current().frags)

@@ -61,7 +61,7 @@ func (d *Dataset) PlanCompaction(ctx context.Context, opts CompactOptions) (*Com
 	}
 	opts.DryRun = true
 	opts = opts.withDefaults()
-	if err := d.Refresh(ctx); err != nil {
+	if err := d.refreshLocked(ctx); err != nil {
 		return nil, err
 	}
 	id, err := d.datasetID(ctx)

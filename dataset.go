@@ -328,10 +328,26 @@ func (d *Dataset) current() *snapshot {
 
 // Refresh moves the handle to the newest snapshot of its branch. It fails
 // with ErrReadOnly on a read-only handle (opened at a tag, version or time).
+//
+// Staged changes move onto the new snapshot: appends as they are; deleted
+// and updated rows by row id when they are live and unchanged there; the
+// rows that other commits deleted or changed since they were staged stay
+// staged as conflicts, which Commit refuses (a *RowConflictError) until
+// DiscardConflicts or Discard drops them. Staged columns whose name the
+// branch added too keep the whole stage on its old snapshot (Commit
+// reports it; Discard drops it). Refresh waits for a Commit of the handle
+// in progress.
 func (d *Dataset) Refresh(ctx context.Context) error {
 	if d.ReadOnly() {
 		return d.readOnlyErr("refresh")
 	}
+	d.wmu.Lock()
+	defer d.wmu.Unlock()
+	return d.refreshLocked(ctx)
+}
+
+// refreshLocked is Refresh with d.wmu held, on a writable handle.
+func (d *Dataset) refreshLocked(ctx context.Context) error {
 	root, err := d.latestRoot(ctx)
 	if err != nil {
 		return err
@@ -341,10 +357,22 @@ func (d *Dataset) Refresh(ctx context.Context) error {
 	if !ok {
 		return fmt.Errorf("open %s: no branch %q (branches: %v): %w", d.url, branch, refNames(root, headsPrefix), ErrNotFound)
 	}
-	if cur := d.current(); cur != nil && cur.commitID == id {
+	if cur := d.current(); cur != nil && cur.commitID == id && (d.stage == nil || d.stage.base.commitID == id) {
 		return nil
 	}
-	return d.moveToCommit(ctx, id, root.Seq)
+	snap, err := d.loadSnapshot(ctx, id, root.Seq)
+	if err != nil {
+		return err
+	}
+	if d.stage != nil {
+		if err := d.rebaseStage(ctx, d.stage, snap); err != nil {
+			return err
+		}
+	}
+	d.mu.Lock()
+	d.snap = snap
+	d.mu.Unlock()
+	return nil
 }
 
 // putObject encodes v and stores it as an object of kind k named by its

@@ -401,6 +401,9 @@ func TestConcurrentAppendsRebase(t *testing.T) {
 	require.Len(t, log, writers*per+1)
 }
 
+// TestConflictingDeleteFails: a delete rebases onto another writer's
+// append, and fails with ErrConflict, changing nothing, when the other
+// writer deleted the same row.
 func TestConflictingDeleteFails(t *testing.T) {
 	d1, dir := mustCreate(t, schema.Schema{Columns: []schema.Column{{Name: "w", DType: schema.Int64}}})
 	require.NoError(t, d1.Append(ctx, Row{"w": Scalar[int64](1)}))
@@ -415,9 +418,20 @@ func TestConflictingDeleteFails(t *testing.T) {
 	_, err = d2.Commit(ctx, "append")
 	require.NoError(t, err)
 	_, err = d1.Commit(ctx, "delete")
+	require.NoError(t, err, "a delete rebases onto an append")
+	require.EqualValues(t, 1, d1.Len())
+
+	id, _ = d1.RowID(ctx, 0)
+	require.NoError(t, d1.Delete(ctx, id))
+	require.NoError(t, d2.Refresh(ctx))
+	require.NoError(t, d2.Delete(ctx, id))
+	_, err = d2.Commit(ctx, "delete")
+	require.NoError(t, err)
+	_, err = d1.Commit(ctx, "delete")
 	require.ErrorIs(t, err, ErrConflict)
+	require.ErrorContains(t, err, fmt.Sprintf("row ids %d;", id))
 	require.NoError(t, d1.Refresh(ctx))
-	require.EqualValues(t, 2, d1.Len(), "the conflicting commit changed nothing")
+	require.EqualValues(t, 0, d1.Len(), "the conflicting commit changed nothing")
 }
 
 // countingStore counts the bytes written through it.

@@ -2,6 +2,7 @@ package loch_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -76,4 +77,49 @@ func ExampleDataset_CommitStaged() {
 	v2, _ := ds.CommitStaged(ctx, "retried", descs...)
 	fmt.Println(ds.Len(), v1.Version == v2.Version, len(v2.Skipped))
 	// Output: 6 true 3
+}
+
+// Two writers change one dataset at once. The second commit rebases onto
+// the first by row id, unless both changed the same row: then it names
+// the row and commits nothing, and the writer refreshes, drops the
+// conflicting change and commits the rest.
+func ExampleDataset_DiscardConflicts() {
+	ctx := context.Background()
+	dir, _ := os.MkdirTemp("", "loch-example")
+	defer os.RemoveAll(dir)
+	url := filepath.Join(dir, "ds")
+	ds, err := loch.Create(ctx, url, schema.Schema{Columns: []schema.Column{{Name: "n", DType: schema.Int64}}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer ds.Close()
+	for i := 0; i < 3; i++ {
+		_ = ds.Append(ctx, loch.Row{"n": loch.Scalar(int64(i))}) // row ids 0, 1, 2
+	}
+	if _, err := ds.Commit(ctx, "three rows"); err != nil {
+		fmt.Println(err)
+		return
+	}
+	other, _ := loch.Open(ctx, url)
+	defer other.Close()
+
+	_ = ds.Update(ctx, 0, loch.Row{"n": loch.Scalar(int64(10))})
+	_ = ds.Update(ctx, 1, loch.Row{"n": loch.Scalar(int64(11))})
+	_ = other.Delete(ctx, 1)
+	_, _ = other.Commit(ctx, "delete row 1")
+
+	_, err = ds.Commit(ctx, "update rows 0 and 1")
+	var ce *loch.RowConflictError
+	if errors.As(err, &ce) {
+		fmt.Println("conflicting rows:", ce.IDs)
+		_ = ds.Refresh(ctx)
+		fmt.Println("dropped:", ds.DiscardConflicts())
+		_, err = ds.Commit(ctx, "update row 0")
+	}
+	fmt.Println(err, ds.Len())
+	// Output:
+	// conflicting rows: [1]
+	// dropped: [1]
+	// <nil> 2
 }

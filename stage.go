@@ -35,12 +35,18 @@ type staging struct {
 	nextUID int
 	deltas  map[int]*colDelta
 
-	open    *fragWriter   // current append fragment
-	upd     *fragWriter   // update fragment (rows carry explicit ids)
-	sealed  []*fragWriter // full append fragments
-	deletes map[uint64]bool
+	open    *fragWriter                 // current append fragment
+	upd     *fragWriter                 // update fragment (rows carry explicit ids)
+	sealed  []*fragWriter               // full append fragments
 	patches map[uint64]map[int]prepared // updates in place: row id -> column uid -> value (update.go)
 	nonce   string                      // of the update fragment
+
+	// deletes holds the rows deleted, by id, with their location in base.
+	// conflicts holds the rows deleted or updated here that a Refresh
+	// found deleted or changed on the branch since (they block Commit
+	// until discarded; their updates stay in patches until then).
+	deletes   map[uint64]rowLoc
+	conflicts map[uint64]bool
 
 	builders sync.Pool // of *chunk.Builder, recycled after encoding
 	buffers  sync.Pool // of *[]byte, encoded chunk buffers
@@ -117,7 +123,7 @@ func (d *Dataset) beginLease(ctx context.Context) *lease {
 func (d *Dataset) newStaging(base *snapshot) *staging {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	st := &staging{d: d, base: base, nextUID: base.man.NextColumnUID, deltas: map[int]*colDelta{}, nonce: randomID(),
-		deletes: map[uint64]bool{}, ctx: ctx, cancel: cancel}
+		deletes: map[uint64]rowLoc{}, conflicts: map[uint64]bool{}, ctx: ctx, cancel: cancel}
 	st.slots = make(chan struct{}, 2*d.opts.parallelism)
 	for _, c := range base.man.Schema.Columns {
 		st.cols = append(st.cols, c.Definition())
@@ -562,19 +568,34 @@ func (d *Dataset) Delete(ctx context.Context, ids ...uint64) error {
 	if err != nil {
 		return err
 	}
+	locs := make([]rowLoc, 0, len(ids))
 	for _, id := range ids {
-		if st.deletes[id] {
-			return fmt.Errorf("%s: row id %d is already deleted in this commit: %w", d.url, id, ErrInvalidArgument)
+		if err := st.checkUnstaged(id); err != nil {
+			return err
 		}
 		if st.patches[id] != nil {
 			return fmt.Errorf("%s: row id %d is updated in this commit; commit the update before deleting the row: %w", d.url, id, ErrInvalidArgument)
 		}
-		if _, _, err := d.findRow(ctx, st.base, id); err != nil {
+		k, off, err := d.findRow(ctx, st.base, id)
+		if err != nil {
 			return err
 		}
+		locs = append(locs, rowLoc{id: id, frag: k, off: off})
 	}
-	for _, id := range ids {
-		st.deletes[id] = true
+	for _, l := range locs {
+		st.deletes[l.id] = l
+	}
+	return nil
+}
+
+// checkUnstaged fails with ErrInvalidArgument if the stage deletes the
+// row id already, or holds it as a conflict.
+func (st *staging) checkUnstaged(id uint64) error {
+	if _, ok := st.deletes[id]; ok {
+		return fmt.Errorf("%s: row id %d is already deleted in this commit: %w", st.d.url, id, ErrInvalidArgument)
+	}
+	if st.conflicts[id] {
+		return fmt.Errorf("%s: row id %d is staged here and was deleted or changed by another commit since; discard the conflicting changes first: %w", st.d.url, id, ErrInvalidArgument)
 	}
 	return nil
 }
@@ -639,10 +660,11 @@ func (st *staging) writers() []*fragWriter {
 }
 
 func (st *staging) empty() bool {
-	return st.open == nil && st.upd == nil && len(st.sealed) == 0 && len(st.deletes) == 0 && len(st.patches) == 0 && st.added == 0
+	return st.open == nil && st.upd == nil && len(st.sealed) == 0 && len(st.deletes) == 0 && len(st.patches) == 0 && len(st.conflicts) == 0 && st.added == 0
 }
 
-// Discard drops the staged writes.
+// Discard drops the staged writes: appends, updates, deletions and added
+// columns. The handle stays at its snapshot.
 func (d *Dataset) Discard() {
 	d.wmu.Lock()
 	defer d.wmu.Unlock()

@@ -32,8 +32,8 @@ func (d *Dataset) Update(ctx context.Context, id uint64, row Row) error {
 	if err != nil {
 		return err
 	}
-	if st.deletes[id] {
-		return fmt.Errorf("%s: row id %d is already deleted in this commit: %w", d.url, id, ErrInvalidArgument)
+	if err := st.checkUnstaged(id); err != nil {
+		return err
 	}
 	if _, _, err := d.findRow(ctx, st.base, id); err != nil {
 		return err

@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 	"strconv"
 	"sync"
@@ -393,8 +394,17 @@ func loch_dataset_url(h C.uintptr_t, out **C.char, errOut **C.char) (st C.int) {
 	return result(errOut, setString(out, ds.d.URL()))
 }
 
+// rowConflictDetail is what loch_dataset_commit stores in *out with
+// LOCH_CONFLICT when staged rows conflict (ABI 18).
+type rowConflictDetail struct {
+	RowIDs []uint64 `json:"row_ids"`
+}
+
 // loch_dataset_commit commits the staged writes and stores the new
-// version id.
+// version id. When rows it deletes or updates were deleted or changed by
+// another commit, the status is LOCH_CONFLICT and *out is set too, to
+// {"row_ids": [...]} (all of them, ascending): the caller frees *out
+// whenever it is not NULL, whatever the status.
 //
 //export loch_dataset_commit
 func loch_dataset_commit(h C.uintptr_t, message *C.char, out **C.char, errOut **C.char) (st C.int) {
@@ -407,13 +417,20 @@ func loch_dataset_commit(h C.uintptr_t, message *C.char, out **C.char, errOut **
 	defer done()
 	v, err := ds.d.Commit(ctx, goString(message))
 	if err != nil {
+		var ce *loch.RowConflictError
+		if errors.As(err, &ce) && out != nil {
+			if jerr := setJSON(out, rowConflictDetail{RowIDs: ce.IDs}); jerr != nil {
+				*out = nil
+			}
+		}
 		return fail(errOut, err)
 	}
 	return result(errOut, setString(out, v))
 }
 
 // loch_dataset_refresh moves the handle to the newest snapshot of its
-// branch (LOCH_READ_ONLY on a read-only handle).
+// branch (LOCH_READ_ONLY on a read-only handle), and its staged writes onto
+// it (loch.Dataset.Refresh).
 //
 //export loch_dataset_refresh
 func loch_dataset_refresh(h C.uintptr_t, errOut **C.char) (st C.int) {
@@ -425,6 +442,38 @@ func loch_dataset_refresh(h C.uintptr_t, errOut **C.char) (st C.int) {
 	ctx, done := interruptible()
 	defer done()
 	return result(errOut, ds.d.Refresh(ctx))
+}
+
+// loch_dataset_discard drops the handle's staged writes (ABI 18).
+//
+//export loch_dataset_discard
+func loch_dataset_discard(h C.uintptr_t, errOut **C.char) (st C.int) {
+	defer guard(&st, errOut)
+	ds, err := datasetOf(h)
+	if err != nil {
+		return fail(errOut, err)
+	}
+	ds.d.Discard()
+	return C.LOCH_OK
+}
+
+// loch_dataset_discard_conflicts drops the staged deletions and updates of
+// the rows that the last loch_dataset_refresh found deleted or changed by
+// another commit, keeps the other staged writes, and stores the dropped row
+// ids in *out as a JSON list, ascending (ABI 18).
+//
+//export loch_dataset_discard_conflicts
+func loch_dataset_discard_conflicts(h C.uintptr_t, out **C.char, errOut **C.char) (st C.int) {
+	defer guard(&st, errOut)
+	ds, err := datasetOf(h)
+	if err != nil {
+		return fail(errOut, err)
+	}
+	ids := ds.d.DiscardConflicts()
+	if ids == nil {
+		ids = []uint64{}
+	}
+	return result(errOut, setJSON(out, ids))
 }
 
 // loch_dataset_log stores the commits reachable from the handle's version

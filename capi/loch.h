@@ -43,9 +43,12 @@
  * loch_dataset_open and loch_dataset_create, and compaction in several
  * processes (loch_dataset_plan_compaction, loch_dataset_compact_group,
  * loch_dataset_commit_compaction); 17 added loch_dataset_upsert (rows
- * merged by key columns as one commit, capi/upsert.go).
+ * merged by key columns as one commit, capi/upsert.go); 18 added
+ * loch_dataset_discard, loch_dataset_discard_conflicts and
+ * loch_dataset_commit's conflicting row ids (see "Writers that recover"
+ * below).
  */
-#define LOCH_ABI_VERSION 17
+#define LOCH_ABI_VERSION 18
 
 /* Status codes. */
 enum {
@@ -307,6 +310,25 @@ int loch_interrupt(int64_t tid);
  *
  * A write through a read-only handle (extend, update, delete, add_column,
  * commit, revert, merge, refresh, compact) returns LOCH_READ_ONLY.
+ */
+
+/*
+ * Writers that recover (ABI 18). loch_dataset_commit rebases the staged
+ * writes onto a branch head that other commits moved: appends always,
+ * deleted and updated rows by row id when the other commits left them
+ * alone. When they deleted or changed one of those rows, it returns
+ * LOCH_CONFLICT with a message naming the row ids (the first ten and the
+ * count) and sets *out to {"row_ids": [...]} (all of them, ascending; the
+ * caller frees *out whenever it is not NULL), commits nothing and keeps
+ * everything staged. Then
+ * loch_dataset_refresh moves the handle and the staged writes that do not
+ * conflict onto the head; the conflicting ones stay staged (commit keeps
+ * refusing them) until one of:
+ *
+ *   loch_dataset_discard(h, err): drops every staged write.
+ *   loch_dataset_discard_conflicts(h, char **out, err): drops the
+ *       conflicting ones only; out = the JSON list of their row ids,
+ *       ascending ([] when none).
  */
 
 /*

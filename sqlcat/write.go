@@ -10,6 +10,7 @@ import (
 	"github.com/lochdata/loch"
 	"github.com/lochdata/loch/catalog"
 	"github.com/lochdata/loch/imaging"
+	"github.com/lochdata/loch/internal/base"
 	"github.com/lochdata/loch/query"
 	"github.com/lochdata/loch/schema"
 )
@@ -133,7 +134,7 @@ func (s *Session) alter(ctx context.Context, st *alterStmt, stmt string) (Result
 		return res, err
 	}
 	if res.Version, err = d.Commit(ctx, msg); err != nil {
-		return res, fmt.Errorf("alter table %s: %w", st.name, err)
+		return res, commitErr("alter table", st.name, err)
 	}
 	return res, nil
 }
@@ -340,7 +341,7 @@ func commitWrite(ctx context.Context, d *loch.Dataset, res Result, op, msg strin
 	}
 	v, err := d.Commit(ctx, msg)
 	if err != nil {
-		return res, fmt.Errorf("%s %s: %w", op, res.Table, err)
+		return res, commitErr(op, res.Table, err)
 	}
 	res.Version = v
 	return res, nil
@@ -378,6 +379,19 @@ func rowError(op, table string, row int64, err error) error {
 		return fmt.Errorf("%s %s (nothing written): row %d, %w", op, table, row, err)
 	}
 	return fmt.Errorf("%s %s (nothing written): row %d, %v: %w", op, table, row, err, loch.ErrInvalidArgument)
+}
+
+// commitErr is the error of a statement whose commit failed. Commit
+// rebases the statement's rows onto other writers' commits by itself; rows
+// that one of them deleted or changed since the statement read them are
+// named, with what to do.
+func commitErr(op, table string, err error) error {
+	var ce *loch.RowConflictError
+	if errors.As(err, &ce) {
+		return base.Markf(loch.ErrConflict, "%s %s: another commit deleted or changed %s since this statement read them; nothing was changed: run the statement again",
+			op, table, ce.Rows())
+	}
+	return fmt.Errorf("%s %s: %w", op, table, err)
 }
 
 func oneLine(err error) string { return strings.Join(strings.Fields(err.Error()), " ") }
@@ -553,7 +567,7 @@ func (s *Session) delete(ctx context.Context, p *parser, stmt string) (Result, e
 		return res, fmt.Errorf("delete from %s: %w", name, err)
 	}
 	if res.Version, err = d.Commit(ctx, msg); err != nil {
-		return res, fmt.Errorf("delete from %s: %w", name, err)
+		return res, commitErr("delete from", name, err)
 	}
 	return res, nil
 }

@@ -12,8 +12,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/lochdata/loch/internal/base"
 	"github.com/lochdata/loch/internal/keys"
@@ -131,15 +133,31 @@ func (l *Log[E]) Hint(ctx context.Context, seq uint64) {
 	_ = l.store.Put(ctx, keys.LatestIn(l.prefix), []byte(strconv.FormatUint(seq, 10)))
 }
 
+// Backoff after a lost race: a random wait below retryBase doubled per
+// loss, capped at retryCap, so that writers that keep racing spread out
+// instead of losing to each other in lock step.
+const (
+	retryBase = time.Millisecond
+	retryCap  = 250 * time.Millisecond
+)
+
 // Append writes the entry that next makes from the newest one, with
 // put-if-absent, and returns it; when another writer takes the number
-// first it reads the newer entry and calls next again, up to attempts
-// times in all (then the error matches base.ErrConflict). next returns the
-// entry to write (whose sequence number must be the newest's plus one) or
-// an error to give up with, returned as is. After a win the hint is
-// updated.
+// first it waits a little (a random, growing backoff), reads the newer
+// entry and calls next again, up to attempts times in all (then the error
+// matches base.ErrConflict). next returns the entry to write (whose
+// sequence number must be the newest's plus one) or an error to give up
+// with, returned as is. After a win the hint is updated.
 func (l *Log[E]) Append(ctx context.Context, attempts int, next func(latest *E) (*E, error)) (*E, error) {
 	for attempt := 0; ; attempt++ {
+		if attempt > 0 {
+			wait := rand.N(min(retryCap, retryBase<<min(attempt, 16)))
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-time.After(wait):
+			}
+		}
 		latest, err := l.Latest(ctx)
 		if err != nil {
 			return nil, err

@@ -30,7 +30,7 @@ from typing import Any
 from ._status import NOT_ERRORS
 from .errors import ForkedProcess, InternalError, from_status
 
-ABI_VERSION = 17
+ABI_VERSION = 18
 
 # Layouts and encodings of loch_column_in and loch_tensor.
 DENSE, PACKED, NULLS = 0, 1, 2
@@ -111,6 +111,9 @@ _STATUS_FUNCS: dict[str, list[Any]] = {
     "loch_dataset_commit_staged": [c_uintptr, c_char_p, c_char_p, _STR_OUT],
     "loch_dataset_fragment_rows": [c_uintptr, _STR_OUT],
     "loch_dataset_refresh": [c_uintptr],
+    # Writers that recover (ABI 18).
+    "loch_dataset_discard": [c_uintptr],
+    "loch_dataset_discard_conflicts": [c_uintptr, _STR_OUT],
     "loch_dataset_log": [c_uintptr, _STR_OUT],
     "loch_dataset_row_ids": [c_uintptr, c_int64, c_int64, c_void_p],
     "loch_dataset_add_column": [c_uintptr, c_char_p],

@@ -453,9 +453,36 @@ class Dataset:
 
     def refresh(self) -> None:
         """Moves the handle to the newest snapshot of its branch (raises
-        :class:`loch.ReadOnly` on a read-only handle)."""
+        :class:`loch.ReadOnly` on a read-only handle), and the staged writes
+        onto it: appends as they are, deleted and updated rows by row id when
+        no other commit deleted or changed them since. Rows that another
+        commit did delete or change stay staged as conflicts, which
+        :meth:`commit` keeps refusing until :meth:`discard_conflicts` (or
+        :meth:`discard`) drops them::
+
+            >>> try:                                     # doctest: +SKIP
+            ...     ds.commit("fix labels")
+            ... except loch.Conflict:
+            ...     ds.refresh()
+            ...     ds.discard_conflicts()
+            ...     ds.commit("fix labels")
+            [17]
+        """
         self._h.call("loch_dataset_refresh", interruptible=True)
         self._track()
+
+    def discard(self) -> None:
+        """Drops every staged write: appended rows, updates, deletions and
+        new columns. The handle stays on its version."""
+        self._h.call("loch_dataset_discard")
+
+    def discard_conflicts(self) -> list[int]:
+        """Drops the staged updates and deletions of the rows that the last
+        :meth:`refresh` found deleted or changed by another commit, keeps
+        the other staged writes, and returns the dropped row ids,
+        ascending (``[]`` when there were none)."""
+        ids: list[int] = self._h.lib.call_json("loch_dataset_discard_conflicts", self._h.value)
+        return ids
 
     # Version control (see loch.versions).
 
@@ -809,8 +836,13 @@ class Dataset:
 
     def commit(self, message: str = "") -> str:
         """Makes the staged writes visible as a new snapshot and returns its
-        version id. Raises :class:`loch.Conflict` when a concurrent commit
-        changed the same rows (the writes stay staged)."""
+        version id. Commits that other writers made since the handle's
+        snapshot are no obstacle: the writes are rebased onto them, appends
+        always, updates and deletions by row id. Raises
+        :class:`loch.Conflict`, naming the rows (its ``row_ids``), when
+        another commit deleted or changed rows this one updates or deletes:
+        nothing is committed and the writes stay staged (see
+        :meth:`refresh`, :meth:`discard_conflicts` and :meth:`discard`)."""
         version = self._h.lib.call_string("loch_dataset_commit", self._h.value, message.encode(), interruptible=True)
         self._track()
         return version

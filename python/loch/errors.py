@@ -86,6 +86,9 @@ class Conflict(Error):
     Attributes:
         conflicts: the rows of a failed merge, as
             :class:`loch.MergeConflict` records (empty for other conflicts).
+        row_ids: the rows of a failed commit that another commit deleted or
+            changed since they were staged, ascending (empty for other
+            conflicts).
 
     ::
 
@@ -96,12 +99,13 @@ class Conflict(Error):
         [17]
     """
 
-    def __init__(self, message: str, conflicts: Sequence[MergeConflict] = ()) -> None:
+    def __init__(self, message: str, conflicts: Sequence[MergeConflict] = (), row_ids: Sequence[int] = ()) -> None:
         super().__init__(message)
         self.conflicts: list[MergeConflict] = list(conflicts)
+        self.row_ids: list[int] = list(row_ids)
 
     def __reduce__(self) -> Any:
-        return (type(self), (str(self), self.conflicts))
+        return (type(self), (str(self), self.conflicts, self.row_ids))
 
 
 class InvalidArgument(Error, ValueError):
@@ -171,12 +175,15 @@ def exception_class(status: int) -> type[BaseException]:
 def from_status(status: int, message: str, detail: str = "") -> BaseException:
     """Returns the exception for an error status of the C ABI; ``detail`` is
     the JSON that some functions return beside the error (the conflicts of
-    loch_dataset_merge, given to :class:`Conflict`)."""
+    loch_dataset_merge and the row ids of loch_dataset_commit, given to
+    :class:`Conflict`)."""
     cls = exception_class(status)
     if cls is Conflict and detail:
         try:
-            records = [MergeConflict.from_json(c) for c in json.loads(detail).get("conflicts") or ()]
+            d = json.loads(detail)
+            records = [MergeConflict.from_json(c) for c in d.get("conflicts") or ()]
+            row_ids = [int(i) for i in d.get("row_ids") or ()]
         except (ValueError, KeyError, TypeError, AttributeError):
-            records = []
-        return Conflict(message, records)
+            records, row_ids = [], []
+        return Conflict(message, records, row_ids)
     return cls(message)
