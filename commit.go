@@ -155,7 +155,11 @@ func (d *Dataset) commitOnto(ctx context.Context, st *staging, branch, message s
 		uids[c.UID] = nextUID
 		nextUID++
 	}
-	frags, err := st.putFragments(ctx, uids)
+	// The fragment objects, the manifest and the commit name one another
+	// by content hash, known before they are stored: they are put at once,
+	// before the commit point.
+	batch := &objectBatch{}
+	frags, err := st.encodeFragments(uids, false, batch)
 	if err != nil {
 		return "", err
 	}
@@ -179,7 +183,7 @@ func (d *Dataset) commitOnto(ctx context.Context, st *staging, branch, message s
 		man.Rows += f.rows
 	}
 	c := manifest.Commit{Parents: []string{head}, Message: message, Author: d.opts.author, Time: next.Time, Rows: man.Rows, Branch: branch}
-	id, err := d.writeCommit(ctx, man, c)
+	id, err := d.writeCommitWith(ctx, man, c, batch)
 	if err != nil {
 		return "", err
 	}
@@ -196,16 +200,22 @@ type pendingFragment struct {
 	upd  bool
 }
 
-// putFragments writes the fragment objects of the staged rows, with column
-// uids renamed by uids: content-addressed, invisible until a manifest names
-// them.
-func (st *staging) putFragments(ctx context.Context, uids map[int]int) ([]pendingFragment, error) {
-	return st.putFragmentsNonce(ctx, uids, false)
+// putFragmentsNonce writes the fragment objects of the staged rows:
+// content-addressed, invisible until a manifest names them. With all,
+// every fragment (not only the update fragment) carries the stage's
+// nonce, as staged writes' do.
+func (st *staging) putFragmentsNonce(ctx context.Context, uids map[int]int, all bool) ([]pendingFragment, error) {
+	batch := &objectBatch{}
+	frags, err := st.encodeFragments(uids, all, batch)
+	if err != nil {
+		return nil, err
+	}
+	return frags, batch.put(ctx, st.d)
 }
 
-// putFragmentsNonce is putFragments; with all, every fragment (not only the
-// update fragment) carries the stage's nonce, as staged writes' do.
-func (st *staging) putFragmentsNonce(ctx context.Context, uids map[int]int, all bool) ([]pendingFragment, error) {
+// encodeFragments adds the fragment objects of the staged rows, with
+// column uids renamed by uids, to batch (see putFragmentsNonce for all).
+func (st *staging) encodeFragments(uids map[int]int, all bool, batch *objectBatch) ([]pendingFragment, error) {
 	var frags []pendingFragment
 	for _, fw := range st.writers() {
 		if fw.rows == 0 {
@@ -225,7 +235,7 @@ func (st *staging) putFragmentsNonce(ctx context.Context, uids map[int]int, all 
 			}
 			fr.Columns[strconv.Itoa(uid)] = refs
 		}
-		key, err := st.d.putObject(ctx, keys.Fragment, manifest.KindFragment, fr)
+		key, err := batch.add(keys.Fragment, manifest.KindFragment, fr)
 		if err != nil {
 			return nil, err
 		}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/lochdata/loch/internal/keys"
 	"github.com/lochdata/loch/internal/manifest"
 	"github.com/lochdata/loch/internal/seqlog"
@@ -92,14 +94,61 @@ func (d *Dataset) putRoot(ctx context.Context, r *manifest.Root) error {
 // (c.Manifest is set here) and returns the commit's id. Both are
 // content-addressed and invisible until a root entry names the commit.
 func (d *Dataset) writeCommit(ctx context.Context, man manifest.Manifest, c manifest.Commit) (string, error) {
-	manKey, err := d.putObject(ctx, keys.Manifest, manifest.KindManifest, man)
+	return d.writeCommitWith(ctx, man, c, &objectBatch{})
+}
+
+// writeCommitWith is writeCommit that puts the objects of batch (those the
+// manifest names) together with the manifest and the commit, at once.
+func (d *Dataset) writeCommitWith(ctx context.Context, man manifest.Manifest, c manifest.Commit, batch *objectBatch) (string, error) {
+	manKey, err := batch.add(keys.Manifest, manifest.KindManifest, man)
 	if err != nil {
 		return "", err
 	}
 	c.Manifest = manKey
-	key, err := d.putObject(ctx, keys.Commit, manifest.KindCommit, c)
+	key, err := batch.add(keys.Commit, manifest.KindCommit, c)
 	if err != nil {
 		return "", err
 	}
+	if err := batch.put(ctx, d); err != nil {
+		return "", err
+	}
 	return strings.TrimPrefix(key, keys.Commit.Prefix()), nil
+}
+
+// objectBatch collects metadata objects to put together. Their keys are
+// their content hashes, known before they are stored, so objects that
+// name one another (fragments, the manifest naming them, the commit
+// naming the manifest) can be put concurrently: all of them are stored
+// before the commit point that makes any of them reachable.
+type objectBatch struct {
+	keys []string
+	objs [][]byte
+}
+
+// add encodes v as an object of kind k and returns its key.
+func (b *objectBatch) add(k keys.Kind, kind byte, v any) (string, error) {
+	obj, err := manifest.Encode(kind, v)
+	if err != nil {
+		return "", err
+	}
+	key := keys.Make(k, manifest.Hash(obj))
+	b.keys, b.objs = append(b.keys, key), append(b.objs, obj)
+	return key, nil
+}
+
+// put stores the batch's objects, a few at a time, and empties it.
+func (b *objectBatch) put(ctx context.Context, d *Dataset) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(gcParallelism)
+	for i, key := range b.keys {
+		g.Go(func() error {
+			if err := d.store.Put(gctx, key, b.objs[i]); err != nil {
+				return fmt.Errorf("write %s: %w", key, err)
+			}
+			return nil
+		})
+	}
+	err := g.Wait()
+	b.keys, b.objs = nil, nil
+	return err
 }
