@@ -36,6 +36,10 @@ func TestMain(m *testing.M) {
 		mergeWriter(url)
 		return
 	}
+	if spec := os.Getenv(envProcWriter); spec != "" {
+		procWriter(spec)
+		return
+	}
 	os.Exit(m.Run())
 }
 
