@@ -242,14 +242,7 @@ func (d *Dataset) rebaseStage(ctx context.Context, st *staging, head *snapshot) 
 		deltas[uid] = dl
 	}
 	for id, vals := range st.patches {
-		p := make(map[int]prepared, len(vals))
-		for uid, v := range vals {
-			if u, ok := renum[uid]; ok {
-				uid = u
-			}
-			p[uid] = v
-		}
-		st.patches[id] = p
+		st.patches[id] = renamed(vals, renum)
 	}
 	sch := &schema.Schema{Columns: cols}
 	for _, fw := range st.writers() {

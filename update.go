@@ -129,13 +129,7 @@ func (st *staging) applyPatches(ctx context.Context, base *snapshot, man *manife
 	d := st.d
 	byFrag := map[int]map[int64]map[int]prepared{}
 	for id, staged := range st.patches {
-		vals := make(map[int]prepared, len(staged))
-		for uid, p := range staged {
-			if u, ok := uids[uid]; ok {
-				uid = u
-			}
-			vals[uid] = p
-		}
+		vals := renamed(staged, uids)
 		k, off, err := d.findRow(ctx, base, id)
 		if err != nil {
 			return fmt.Errorf("update row id %d: %w", id, err)
@@ -343,4 +337,17 @@ func (d *Dataset) dropStats(ctx context.Context, f *fragState, offs []int64, sch
 		}
 	}
 	return nil
+}
+
+// renamed returns a staged row's values with the column uids that m
+// renames renamed (the others as they are).
+func renamed(vals map[int]prepared, m map[int]int) map[int]prepared {
+	out := make(map[int]prepared, len(vals))
+	for uid, v := range vals {
+		if u, ok := m[uid]; ok {
+			uid = u
+		}
+		out[uid] = v
+	}
+	return out
 }
