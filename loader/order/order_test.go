@@ -260,3 +260,23 @@ func TestConcurrentUse(t *testing.T) {
 		}
 	}
 }
+
+// TestBatchLargerThanEpoch: a batch size far beyond the epoch's rows (a
+// typo, 2^40) gives one batch of every row, in every mode, with memory
+// for the rows and not for the batch size asked for.
+func TestBatchLargerThanEpoch(t *testing.T) {
+	for _, mode := range modes {
+		t.Run(string(mode), func(t *testing.T) {
+			p, err := order.Plan(order.Spec{Blocks: blocks(10, 3), Mode: mode, Seed: 1, BatchSize: 1 << 40})
+			require.NoError(t, err)
+			require.Equal(t, 1, p.Batches())
+			n := 0
+			for _, pos := range p.All() {
+				require.Len(t, pos, 10)
+				require.LessOrEqual(t, cap(pos), 10)
+				n++
+			}
+			require.Equal(t, 1, n)
+		})
+	}
+}

@@ -217,7 +217,12 @@ func (p *EpochPlan) Batch(dst []int64, i int) []int64 {
 func (p *EpochPlan) All() iter.Seq2[int, []int64] {
 	return func(yield func(int, []int64) bool) {
 		rd := p.reader()
-		batch := make([]int64, 0, p.st.batch)
+		// Sized by what the plan delivers, not by the batch size asked
+		// for, which may exceed the rows (the first batch is the largest).
+		var batch []int64
+		if p.Batches() > 0 {
+			batch = make([]int64, 0, p.BatchLen(0))
+		}
 		for i := range p.Batches() {
 			batch = rd.read(batch[:0], int64(p.BatchLen(i)))
 			if !yield(i, batch) {
