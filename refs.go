@@ -147,8 +147,10 @@ func (d *Dataset) resolveIn(ctx context.Context, root *manifest.Root, ref string
 	if len(ref) < 6 && keys.IsHex(ref) {
 		hint = "; a version prefix needs at least 6 hex digits"
 	}
+	// A reference is echoed cut short: it came from outside, and names
+	// are at most 200 bytes.
 	return target{}, fmt.Errorf("%s: no branch, tag or version %q (branches: %v, tags: %v%s): %w",
-		d.url, ref, refNames(root, headsPrefix), refNames(root, tagsPrefix), hint, ErrNotFound)
+		d.url, cut(ref, 200), refNames(root, headsPrefix), refNames(root, tagsPrefix), hint, ErrNotFound)
 }
 
 var errStopList = errors.New("stop listing")

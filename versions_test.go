@@ -642,3 +642,14 @@ func TestMergeKeepsShapeStatistics(t *testing.T) {
 	require.Equal(t, []int{5}, c.MaxShape)
 	require.EqualValues(t, 2, c.Samples)
 }
+
+// TestLongRefIsCutInErrors: a reference of 100,000 characters that names
+// nothing is refused with an error that quotes only its start.
+func TestLongRefIsCutInErrors(t *testing.T) {
+	_, dir := mustCreate(t, schema.Schema{Columns: []schema.Column{{Name: "n", DType: schema.Int64}}})
+	long := strings.Repeat("x", 100_000)
+	_, err := Open(ctx, dir, WithRef(long))
+	require.ErrorIs(t, err, ErrNotFound)
+	require.Less(t, len(err.Error()), 1000, "the error echoes the reference cut short")
+	require.Contains(t, err.Error(), strings.Repeat("x", 200)+"...")
+}
