@@ -55,7 +55,8 @@ type UpsertReport struct {
 //
 // With writes staged on the handle Upsert fails with ErrInvalidArgument:
 // commit or discard them first. A commit that loses a race with another
-// writer is retried as Commit retries; nothing is committed on error.
+// writer is rebased and retried as Commit's are; on error nothing is
+// committed and nothing stays staged.
 func (d *Dataset) Upsert(ctx context.Context, rows []Row, opts UpsertOptions) (*UpsertReport, error) {
 	if opts.WhenMatched == "" {
 		opts.WhenMatched = UpsertUpdate
@@ -148,6 +149,9 @@ func (d *Dataset) Upsert(ctx context.Context, rows []Row, opts UpsertOptions) (*
 		rep.Inserted = int64(len(inserts))
 	}
 	if rep.Version, err = d.Commit(ctx, opts.Message); err != nil {
+		// An upsert is one operation: what it staged goes with its failure
+		// (a conflict's rows are named in err; the caller upserts again).
+		d.Discard()
 		return nil, err
 	}
 	return rep, nil
