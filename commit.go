@@ -173,13 +173,9 @@ func (d *Dataset) commitOnto(ctx context.Context, st *staging, branch, message s
 	}
 	var appended uint64
 	for _, f := range frags {
-		if !f.upd {
-			id := root.NextRowID + appended
-			man.Fragments = append(man.Fragments, manifest.FragmentRef{Key: f.key, Rows: f.rows, IDStart: &id})
-			appended += uint64(f.rows)
-		} else {
-			man.Fragments = append(man.Fragments, manifest.FragmentRef{Key: f.key, Rows: f.rows})
-		}
+		id := root.NextRowID + appended
+		man.Fragments = append(man.Fragments, manifest.FragmentRef{Key: f.key, Rows: f.rows, IDStart: &id})
+		appended += uint64(f.rows)
 		man.Rows += f.rows
 	}
 	c := manifest.Commit{Parents: []string{head}, Message: message, Author: d.opts.author, Time: next.Time, Rows: man.Rows, Branch: branch}
@@ -197,13 +193,12 @@ func (d *Dataset) commitOnto(ctx context.Context, st *staging, branch, message s
 type pendingFragment struct {
 	key  string
 	rows int64
-	upd  bool
 }
 
 // putFragmentsNonce writes the fragment objects of the staged rows:
 // content-addressed, invisible until a manifest names them. With all,
-// every fragment (not only the update fragment) carries the stage's
-// nonce, as staged writes' do.
+// every fragment carries the stage's nonce, as staged writes' and
+// compactions' do.
 func (st *staging) putFragmentsNonce(ctx context.Context, uids map[int]int, all bool) ([]pendingFragment, error) {
 	batch := &objectBatch{}
 	frags, err := st.encodeFragments(uids, all, batch)
@@ -222,7 +217,7 @@ func (st *staging) encodeFragments(uids map[int]int, all bool, batch *objectBatc
 			continue
 		}
 		fr := manifest.Fragment{Rows: fw.rows, IDs: fw.ids, Columns: map[string][]manifest.ChunkRef{}}
-		if fw == st.upd || all {
+		if all {
 			fr.Nonce = st.nonce
 		}
 		for uid, cw := range fw.cols {
@@ -239,7 +234,7 @@ func (st *staging) encodeFragments(uids map[int]int, all bool, batch *objectBatc
 		if err != nil {
 			return nil, err
 		}
-		frags = append(frags, pendingFragment{key: key, rows: fw.rows, upd: fw == st.upd})
+		frags = append(frags, pendingFragment{key: key, rows: fw.rows})
 	}
 	return frags, nil
 }

@@ -36,10 +36,9 @@ type staging struct {
 	deltas  map[int]*colDelta
 
 	open    *fragWriter                 // current append fragment
-	upd     *fragWriter                 // update fragment (rows carry explicit ids)
 	sealed  []*fragWriter               // full append fragments
 	patches map[uint64]map[int]prepared // updates in place: row id -> column uid -> value (update.go)
-	nonce   string                      // of the update fragment
+	nonce   string                      // of a staged write's or a compaction's fragments
 
 	// deletes holds the rows deleted, by id, with their location in base.
 	// conflicts holds the rows deleted or updated here that a Refresh
@@ -266,7 +265,7 @@ func (d *Dataset) Extend(ctx context.Context, rows []Row) error {
 		return err
 	}
 	for _, p := range preps {
-		if err := st.addRow(ctx, p, nil); err != nil {
+		if err := st.addRow(ctx, p); err != nil {
 			return err
 		}
 	}
@@ -344,16 +343,10 @@ func colNames(cols []schema.Column) []string {
 	return out
 }
 
-// addRow appends prepared samples to the open append fragment, or to the
-// update fragment when id is given.
-func (st *staging) addRow(ctx context.Context, p []prepared, id *uint64) error {
+// addRow appends prepared samples to the open append fragment.
+func (st *staging) addRow(ctx context.Context, p []prepared) error {
 	fw := st.open
-	if id != nil {
-		if st.upd == nil {
-			st.upd = &fragWriter{cols: map[int]*colWriter{}}
-		}
-		fw = st.upd
-	} else if fw == nil {
+	if fw == nil {
 		fw = &fragWriter{cols: map[int]*colWriter{}}
 		st.open = fw
 	}
@@ -382,14 +375,7 @@ func (st *staging) addRow(ctx context.Context, p []prepared, id *uint64) error {
 		}
 	}
 	fw.rows++
-	if id != nil {
-		if n := len(fw.ids); n > 0 && fw.ids[n-1][0]+fw.ids[n-1][1] == *id {
-			fw.ids[n-1][1]++
-		} else {
-			fw.ids = append(fw.ids, [2]uint64{*id, 1})
-		}
-	}
-	if id == nil && st.fragmentFull(fw) {
+	if st.fragmentFull(fw) {
 		st.seal(ctx, fw)
 		st.sealed = append(st.sealed, fw)
 		st.open = nil
@@ -653,14 +639,11 @@ func (st *staging) writers() []*fragWriter {
 	if st.open != nil {
 		out = append(out, st.open)
 	}
-	if st.upd != nil {
-		out = append(out, st.upd)
-	}
 	return out
 }
 
 func (st *staging) empty() bool {
-	return st.open == nil && st.upd == nil && len(st.sealed) == 0 && len(st.deletes) == 0 && len(st.patches) == 0 && len(st.conflicts) == 0 && st.added == 0
+	return st.open == nil && len(st.sealed) == 0 && len(st.deletes) == 0 && len(st.patches) == 0 && len(st.conflicts) == 0 && st.added == 0
 }
 
 // Discard drops the staged writes: appends, updates, deletions and added

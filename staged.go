@@ -138,7 +138,7 @@ func (d *Dataset) Stage(ctx context.Context) (*Staged, error) {
 		}
 		return out, out.seal()
 	}
-	if len(st.deletes) > 0 || len(st.conflicts) > 0 || st.upd != nil || len(st.patches) > 0 || st.added > 0 {
+	if len(st.deletes) > 0 || len(st.conflicts) > 0 || len(st.patches) > 0 || st.added > 0 {
 		return nil, invalidf("stage %s: only appended rows can be staged for another committer; this handle has staged updates, deletions or new columns (commit them with Commit)", d.url)
 	}
 	if err := st.finish(ctx); err != nil {
