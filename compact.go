@@ -413,7 +413,7 @@ func (d *Dataset) fragInfos(ctx context.Context, s *snapshot, o CompactOptions) 
 // fragmentBytes is the stored size of the chunks a fragment (with its
 // extensions) names.
 func (d *Dataset) fragmentBytes(ctx context.Context, f *fragState) (int64, error) {
-	key := f.ref.Key + "|" + fmt.Sprint(f.ref.Extensions)
+	key := f.ident() // its object and extensions name its chunks
 	if v, ok := d.fragBytes.Load(key); ok {
 		return v.(int64), nil
 	}
