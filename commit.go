@@ -155,20 +155,20 @@ func (d *Dataset) commitOnto(ctx context.Context, st *staging, branch, message s
 		uids[c.UID] = nextUID
 		nextUID++
 	}
-	// The fragment objects, the manifest and the commit name one another
-	// by content hash, known before they are stored: they are put at once,
-	// before the commit point.
+	// The fragment objects, deletion vectors, extensions, the manifest and
+	// the commit name one another by content hash, known before they are
+	// stored: they are put at once, before the commit point.
 	batch := &objectBatch{}
 	frags, err := st.encodeFragments(uids, false, batch)
 	if err != nil {
 		return "", err
 	}
-	man, err := st.buildManifest(ctx, base, rows, uids)
+	man, err := st.buildManifest(ctx, base, rows, uids, batch)
 	if err != nil {
 		return "", err
 	}
 	man.NextColumnUID = max(man.NextColumnUID, nextUID)
-	if err := st.applyPatches(ctx, base, &man, uids); err != nil {
+	if err := st.applyPatches(ctx, base, &man, uids, batch); err != nil {
 		return "", err
 	}
 	var appended uint64
@@ -258,8 +258,8 @@ func sameColumns(a, b []schema.Column) bool {
 // buildManifest applies the staged schema changes, statistics and deletions
 // to base's manifest, the deleted and updated rows being at rows in base;
 // added columns take their uids from uids. Appended fragments are added by
-// the caller.
-func (st *staging) buildManifest(ctx context.Context, base *snapshot, rows map[uint64]rowLoc, uids map[int]int) (manifest.Manifest, error) {
+// the caller; the deletion vectors go into batch, which the caller puts.
+func (st *staging) buildManifest(ctx context.Context, base *snapshot, rows map[uint64]rowLoc, uids map[int]int, batch *objectBatch) (manifest.Manifest, error) {
 	man := manifest.Manifest{Rows: base.man.Rows, NextColumnUID: max(base.man.NextColumnUID, st.nextUID)}
 	man.Schema = base.man.Schema.Clone()
 	// The stage's statistics go to the columns it wrote: base's that it
@@ -294,7 +294,7 @@ func (st *staging) buildManifest(ctx context.Context, base *snapshot, rows map[u
 		}
 		all := append(append([]int64(nil), f.deleted...), offs...)
 		slices.Sort(all)
-		key, err := st.d.putObject(ctx, keys.Deletion, manifest.KindDeletion, manifest.Deletion{Offsets: all})
+		key, err := batch.add(keys.Deletion, manifest.KindDeletion, manifest.Deletion{Offsets: all})
 		if err != nil {
 			return manifest.Manifest{}, err
 		}

@@ -125,7 +125,7 @@ type Dataset struct {
 		err error
 	}
 
-	fragBytes sync.Map // fragment key and extensions -> chunk bytes (compaction's planning)
+	fragBytes sync.Map // fragment identity (fragIdent) -> chunk bytes (compaction's planning)
 }
 
 // Create makes a new dataset with the given schema at url and commits its

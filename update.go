@@ -121,8 +121,9 @@ func (d *Dataset) readUnit(ctx context.Context, c *schema.Column, refs []manifes
 // statistics in man move from the old samples and chunks to the new ones.
 //
 // uids renames the columns added by this commit (staged uid to final
-// uid), as commitOnto does for the manifest.
-func (st *staging) applyPatches(ctx context.Context, base *snapshot, man *manifest.Manifest, uids map[int]int) error {
+// uid), as commitOnto does for the manifest. The extensions are added to
+// batch, which the caller puts with the manifest.
+func (st *staging) applyPatches(ctx context.Context, base *snapshot, man *manifest.Manifest, uids map[int]int, batch *objectBatch) error {
 	if len(st.patches) == 0 {
 		return nil
 	}
@@ -198,7 +199,7 @@ func (st *staging) applyPatches(ctx context.Context, base *snapshot, man *manife
 			}
 			ext.Columns[strconv.Itoa(uid)] = out
 		}
-		key, err := d.putObject(ctx, keys.Extension, manifest.KindExtension, ext)
+		key, err := batch.add(keys.Extension, manifest.KindExtension, ext)
 		if err != nil {
 			return err
 		}
