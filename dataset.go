@@ -59,8 +59,14 @@ func WithRef(ref string) Option { return func(o *options) { o.ref = ref } }
 func WithAsOf(t time.Time) Option { return func(o *options) { o.asOf = t } }
 
 // WithParallelism bounds the goroutines that encode chunks and images
-// (default GOMAXPROCS).
+// (default GOMAXPROCS; at most MaxParallelism).
 func WithParallelism(n int) Option { return func(o *options) { o.parallelism = n } }
+
+// MaxParallelism is the largest number of goroutines a setting may ask
+// for: WithParallelism, ingest's Parallelism and the loader's Workers and
+// FetchConcurrency. A larger value is refused with ErrInvalidArgument
+// (rather than starting, or sizing channels for, that many).
+const MaxParallelism = 4096
 
 // WithAuthor sets the author recorded in commits (default $LOCH_AUTHOR, then
 // $USER, then the name of the user the process runs as).
@@ -80,7 +86,7 @@ func WithStore(s storage.Store) Option { return func(o *options) { o.store = s }
 // (default 256 MiB; 0 disables the cache).
 func WithCacheBytes(n int64) Option { return func(o *options) { o.cacheBytes = n } }
 
-func buildOptions(opts []Option) options {
+func buildOptions(opts []Option) (options, error) {
 	o := options{branch: mainBranch, parallelism: runtime.GOMAXPROCS(0), cacheBytes: 256 << 20}
 	o.author = os.Getenv("LOCH_AUTHOR")
 	if o.author == "" {
@@ -94,10 +100,13 @@ func buildOptions(opts []Option) options {
 			o.author = u.Username
 		}
 	}
+	if o.parallelism > MaxParallelism {
+		return o, invalidf("parallelism %d: want at most %d", o.parallelism, MaxParallelism)
+	}
 	if o.parallelism < 1 {
 		o.parallelism = 1
 	}
-	return o
+	return o, nil
 }
 
 // Dataset is a handle on a dataset at one snapshot, with a staging area for
@@ -132,7 +141,10 @@ type Dataset struct {
 // empty first snapshot on branch main. It fails with ErrExists, changing
 // nothing, when a dataset is already there.
 func Create(ctx context.Context, url string, s schema.Schema, opts ...Option) (*Dataset, error) {
-	o := buildOptions(opts)
+	o, err := buildOptions(opts)
+	if err != nil {
+		return nil, fmt.Errorf("create %s: %w", storage.Redact(url), err)
+	}
 	if o.version != "" {
 		return nil, invalidf("create %s: a new dataset has no version to open", storage.Redact(url))
 	}
@@ -195,7 +207,10 @@ func Create(ctx context.Context, url string, s schema.Schema, opts ...Option) (*
 // at the reference named by WithRef, WithVersion or WithAsOf. It fails with
 // ErrNotFound when there is no dataset at url or no such reference.
 func Open(ctx context.Context, url string, opts ...Option) (*Dataset, error) {
-	o := buildOptions(opts)
+	o, err := buildOptions(opts)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", storage.Redact(url), err)
+	}
 	d, err := newDataset(ctx, url, o)
 	if err != nil {
 		return nil, err
