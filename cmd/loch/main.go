@@ -87,6 +87,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
+	// The library's warnings (a reference that is also a version id
+	// prefix) are lines on standard error, beside the command's output.
+	ctx = loch.WithWarnings(ctx, func(msg string) { fmt.Fprintf(stderr, "loch: warning: %s\n", oneLine(msg)) })
 	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return exitOK
