@@ -38,6 +38,7 @@ func (e *Engine) Select(ctx context.Context, q string) (*loch.Selection, error) 
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.ctx = ctx
+	e.failed.Store(nil)
 	if e.d == nil {
 		return nil, fmt.Errorf("query %s: a selection is of one dataset: the engine has none: %w", oneLineSQL(q), loch.ErrInvalidArgument)
 	}
@@ -123,10 +124,15 @@ func (e *Engine) columns(ctx context.Context, q string) ([]string, error) {
 	return rows.Columns()
 }
 
-// queryError is a DuckDB error on one line, naming the query.
+// queryError is a DuckDB error on one line, naming the query; or, when a
+// table function failed, its error (with its kind) instead of DuckDB's
+// text of it.
 func (e *Engine) queryError(q string, err error) error {
 	if ctxErr := e.ctx.Err(); ctxErr != nil {
 		return fmt.Errorf("query %s: %w", oneLineSQL(q), ctxErr)
+	}
+	if p := e.failed.Swap(nil); p != nil {
+		return fmt.Errorf("query %s: %w", oneLineSQL(q), *p) // what loch failed to read, not DuckDB's text of it
 	}
 	return fmt.Errorf("query %s: %s: %w", oneLineSQL(q), oneLine(err), loch.ErrInvalidArgument)
 }
@@ -146,6 +152,7 @@ func (e *Engine) Write(ctx context.Context, q, format string, limit int, w io.Wr
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.ctx = ctx
+	e.failed.Store(nil)
 	rw, err := e.rewrite(ctx, q, false)
 	if err != nil {
 		return 0, err
@@ -281,6 +288,7 @@ func format(v any) string {
 func (e *Engine) Rows(ctx context.Context, q string) (*sql.Rows, func(), error) {
 	e.mu.Lock()
 	e.ctx = ctx
+	e.failed.Store(nil)
 	rw, err := e.rewrite(ctx, q, false)
 	if err != nil {
 		e.mu.Unlock()

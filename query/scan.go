@@ -47,6 +47,7 @@ type source struct {
 	// their columns are converted; emitted counts the rows handed DuckDB.
 	filter  *filter
 	emitted *atomic.Int64
+	fail    func(error) // records an error FillChunk returns (Engine.fail)
 
 	mu        sync.Mutex
 	cache     *lru.Cache[loch.ChunkID, *loch.Fetched]
@@ -127,7 +128,14 @@ func (s *source) NewLocalState() any { return &local{} }
 // scan): the columns DuckDB projected only, each converted for the rows
 // that pass alone.
 func (s *source) FillChunk(ls any, chunk duckdb.DataChunk) error {
-	l := ls.(*local)
+	err := s.fillChunk(ls.(*local), chunk)
+	if err != nil && s.fail != nil {
+		s.fail(err)
+	}
+	return err
+}
+
+func (s *source) fillChunk(l *local, chunk duckdb.DataChunk) error {
 	if l.projected == nil {
 		l.projected = []int{}
 		for i := range s.infos {
