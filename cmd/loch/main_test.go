@@ -187,7 +187,14 @@ func cmdFlipChunk(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 1 {
 		ts.Fatalf("usage: flipchunk DIR")
 	}
-	root := ts.MkAbs(args[0])
+	key, err := flipChunk(ts.MkAbs(args[0]))
+	ts.Check(err)
+	ts.Setenv("CHUNK", key)
+}
+
+// flipChunk flips the last data byte of the largest chunk of the dataset
+// in the folder root and returns the chunk's key.
+func flipChunk(root string) (string, error) {
 	var largest string
 	var size int64
 	err := filepath.WalkDir(filepath.Join(root, "chunks"), func(path string, e fs.DirEntry, err error) error {
@@ -203,17 +210,22 @@ func cmdFlipChunk(ts *testscript.TestScript, neg bool, args []string) {
 		}
 		return nil
 	})
-	ts.Check(err)
+	if err != nil {
+		return "", err
+	}
 	if largest == "" {
-		ts.Fatalf("no chunk under %s", root)
+		return "", fmt.Errorf("no chunk under %s", root)
 	}
 	data, err := os.ReadFile(largest)
-	ts.Check(err)
+	if err != nil {
+		return "", err
+	}
 	data[len(data)-5] ^= 0xff // the last data byte, before the data checksum
-	ts.Check(os.WriteFile(largest, data, 0o644))
+	if err := os.WriteFile(largest, data, 0o644); err != nil {
+		return "", err
+	}
 	key, err := filepath.Rel(root, largest)
-	ts.Check(err)
-	ts.Setenv("CHUNK", filepath.ToSlash(key))
+	return filepath.ToSlash(key), err
 }
 
 func cmdExits(ts *testscript.TestScript, neg bool, args []string) {
