@@ -100,6 +100,16 @@ func Guard(addr net.Addr) (token string, hosts []string) {
 	return randomHex(32), nil
 }
 
+// GuardFor sets on s the token and hosts that Guard returns for addr, in
+// place of Options.Token and Options.Hosts, and returns the token: for a
+// caller that opens the target (New) before it listens, so that a target
+// that cannot be shown is reported before the address is taken. It must
+// be called before s serves.
+func (s *Server) GuardFor(addr net.Addr) (token string) {
+	s.opts.Token, s.opts.Hosts = Guard(addr)
+	return s.opts.Token
+}
+
 func randomHex(n int) string {
 	b := make([]byte, n)
 	if _, err := rand.Read(b); err != nil {

@@ -33,7 +33,9 @@ audio and video players, link targets); a row at full size; a SQL query box
 whose result is the same grid, shareable as a URL and savable as a named
 selection; the commit graph; and the diff of two refs.
 
-It listens on 127.0.0.1 (port 7474) unless --addr names another address.
+It listens on 127.0.0.1 (port 7474) unless --addr names another address
+(port 0: one the system picks), after it has opened URL|ROOT, so that a
+path that is no dataset is reported as such even where the port is taken.
 Any address that is not loopback needs the token that serve prints at
 start: open the printed URL once, and the browser keeps it as a cookie.
 The viewer is read-only except for saving selections, and reads through
@@ -48,17 +50,19 @@ az://). Ctrl-C stops it.`,
 				return err
 			}
 			ctx := cmd.Context()
+			// The target first: a path that is no dataset is the error
+			// to report, even where the address is taken (issue 35).
+			srv, err := viewer.New(ctx, args[0], viewer.Options{Log: cmd.ErrOrStderr()})
+			if err != nil {
+				return err
+			}
+			defer srv.Close()
 			ln, err := net.Listen("tcp", addr)
 			if err != nil {
 				return fmt.Errorf("--addr %s: %w", addr, err)
 			}
 			defer ln.Close()
-			token, hosts := viewer.Guard(ln.Addr())
-			srv, err := viewer.New(ctx, args[0], viewer.Options{Token: token, Hosts: hosts, Log: cmd.ErrOrStderr()})
-			if err != nil {
-				return err
-			}
-			defer srv.Close()
+			token := srv.GuardFor(ln.Addr())
 			u := "http://" + printAddr(ln.Addr()) + "/"
 			if token != "" {
 				u += "?token=" + token

@@ -65,6 +65,57 @@ func TestServeToken(t *testing.T) {
 	}
 }
 
+// TestServeOpensBeforeItListens: a path that is no dataset is the error
+// 'loch serve' reports even when the address is taken (issue 35 item 13:
+// it bound the port first, so a busy port hid it); a dataset on a busy
+// port names the address; and on a free loopback port (the system's pick,
+// never a fixed one) only its own Host names are served.
+func TestServeOpensBeforeItListens(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "ds")
+	_, _, err := makeTestData(context.Background(), dir)
+	require.NoError(t, err)
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer busy.Close()
+	addr := busy.Addr().String()
+	var stderr strings.Builder
+	code := run(context.Background(), []string{"serve", filepath.Join(t.TempDir(), "nothing-here"), "--addr", addr}, nil, io.Discard, &stderr)
+	require.Equal(t, exitError, code)
+	require.Contains(t, stderr.String(), "neither a catalog nor a dataset")
+	stderr.Reset()
+	code = run(context.Background(), []string{"serve", dir, "--addr", addr}, nil, io.Discard, &stderr)
+	require.Equal(t, exitError, code)
+	require.Contains(t, stderr.String(), "--addr "+addr+": ")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	pr, pw := io.Pipe()
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"serve", dir, "--addr", "127.0.0.1:0"}, nil, pw, io.Discard)
+		pw.Close()
+	}()
+	line, err := bufio.NewReader(pr).ReadString('\n')
+	require.NoError(t, err)
+	go io.Copy(io.Discard, pr)
+	u, err := url.Parse(strings.TrimSpace(strings.TrimPrefix(line, "loch serve: ")))
+	require.NoError(t, err)
+	require.Empty(t, u.Query().Get("token"), "loopback needs no token")
+	resp, err := http.Get(u.String())
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	req, err := http.NewRequest(http.MethodGet, u.String(), nil)
+	require.NoError(t, err)
+	req.Host = "rebound.example:" + u.Port()
+	resp, err = http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusForbidden, resp.StatusCode, "another Host name")
+	cancel()
+	require.Equal(t, exitOK, <-done)
+}
+
 // cookieJar keeps cookies for one host, enough for the token cookie.
 type cookieJar struct{ cookies []*http.Cookie }
 
