@@ -1203,7 +1203,11 @@ class Dataset:
     def __reduce__(self) -> Any:
         """Pickles the dataset as its snapshot: unpickled, it is
         ``loch.open(url, version=version)``, read-only (see the class
-        documentation). Staged writes are not carried."""
+        documentation). Staged writes are not carried. The
+        ``storage_options`` it was opened with are, secrets included, in
+        clear (credentials from the environment are not: each process
+        reads its own); python/README.md, "Credentials in DataLoader
+        workers"."""
         snapshot = self._reopener_at(self.version)
         if snapshot.url.startswith("mem://"):
             raise TypeError(
