@@ -832,11 +832,18 @@ func decodeChunk(obj []byte, ref manifest.ChunkRef, salvage bool) (*chunk.Chunk,
 	return ch, nil
 }
 
-// checkHeader verifies that a chunk agrees with the fragment's reference.
+// checkHeader verifies that a chunk agrees with the fragment's reference:
+// its counts and, for fragments of format 1.10, its header checksum, which
+// tells a sound chunk stored under another chunk's name (docs/format.md
+// §2.5 `hcrc`). Every header a reader parses passes through it.
 func checkHeader(h *chunk.Header, ref manifest.ChunkRef) error {
 	if int64(h.N) != ref.Rows || h.Len != ref.Header || h.Size() != ref.Size || h.RawLen != ref.Raw {
 		return fmt.Errorf("read chunk %s: header says %d samples, %d header bytes, %d bytes, %d raw; fragment says %d, %d, %d, %d: %w",
 			ref.Key, h.N, h.Len, h.Size(), h.RawLen, ref.Rows, ref.Header, ref.Size, ref.Raw, ErrCorrupt)
+	}
+	if ref.HCRC != 0 && h.CRC != ref.HCRC {
+		return fmt.Errorf("read chunk %s: the object is another chunk (header checksum %08x, fragment says %08x): %w",
+			ref.Key, h.CRC, ref.HCRC, ErrCorrupt)
 	}
 	return nil
 }

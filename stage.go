@@ -528,7 +528,7 @@ func (st *staging) submit(ctx context.Context, uid int, b *chunk.Builder, ref *m
 		if err := st.d.store.Put(st.ctx, key, obj); err != nil {
 			return fail(fmt.Errorf("write chunk %s: %w", key, err))
 		}
-		ref.Key, ref.Header, ref.Size, ref.Raw = key, h.Len, h.Size(), h.RawLen
+		ref.Key, ref.Header, ref.Size, ref.Raw, ref.HCRC = key, h.Len, h.Size(), h.RawLen, h.CRC
 		dl.stored.Add(h.Size())
 		obj = obj[:0]
 		st.buffers.Put(&obj) // Put does not retain its argument

@@ -84,6 +84,7 @@ type Engine struct {
 	handles    []*loch.Dataset
 	attached   map[string]*loch.Dataset // by loch_scan URL (attachPrefix + name)
 	emitted    atomic.Int64             // rows the scans have handed DuckDB (tests count them)
+	failed     scanFailure              // the running query's first scan error (queryError)
 }
 
 // New starts an engine over d's current version. d may be nil: then the
@@ -265,7 +266,7 @@ func (e *Engine) bind(_ map[string]any, args ...any) (duckdb.ParallelChunkTableS
 	if s.filter, err = compileFilter(ps, s.cols); err != nil {
 		return nil, fmt.Errorf("%s(%s): %w", scanAt, quoteString(url), err)
 	}
-	s.emitted = &e.emitted
+	s.emitted, s.failed = &e.emitted, &e.failed
 	return s, nil
 }
 

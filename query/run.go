@@ -38,6 +38,7 @@ func (e *Engine) Select(ctx context.Context, q string) (*loch.Selection, error) 
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.ctx = ctx
+	e.failed.take()
 	if e.d == nil {
 		return nil, fmt.Errorf("query %s: a selection is of one dataset: the engine has none: %w", oneLineSQL(q), loch.ErrInvalidArgument)
 	}
@@ -123,10 +124,16 @@ func (e *Engine) columns(ctx context.Context, q string) ([]string, error) {
 	return rows.Columns()
 }
 
-// queryError is a DuckDB error on one line, naming the query.
+// queryError is a DuckDB error on one line, naming the query. A scan's
+// own error (a missing or corrupt chunk), which DuckDB returns as text,
+// is returned as itself, so that it keeps its class.
 func (e *Engine) queryError(q string, err error) error {
+	scanErr := e.failed.take()
 	if ctxErr := e.ctx.Err(); ctxErr != nil {
 		return fmt.Errorf("query %s: %w", oneLineSQL(q), ctxErr)
+	}
+	if scanErr != nil {
+		return fmt.Errorf("query %s: %w", oneLineSQL(q), scanErr)
 	}
 	return fmt.Errorf("query %s: %s: %w", oneLineSQL(q), oneLine(err), loch.ErrInvalidArgument)
 }
@@ -146,6 +153,7 @@ func (e *Engine) Write(ctx context.Context, q, format string, limit int, w io.Wr
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.ctx = ctx
+	e.failed.take()
 	rw, err := e.rewrite(ctx, q, false)
 	if err != nil {
 		return 0, err
@@ -281,6 +289,7 @@ func format(v any) string {
 func (e *Engine) Rows(ctx context.Context, q string) (*sql.Rows, func(), error) {
 	e.mu.Lock()
 	e.ctx = ctx
+	e.failed.take()
 	rw, err := e.rewrite(ctx, q, false)
 	if err != nil {
 		e.mu.Unlock()

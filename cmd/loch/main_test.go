@@ -66,6 +66,7 @@ func TestScript(t *testing.T) {
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"mkdata":     cmdMkdata,
 			"flipchunk":  cmdFlipChunk,
+			"swapchunk":  cmdSwapChunk,
 			"exits":      cmdExits,
 			"cmppng":     cmdCmpPNG,
 			"npyinfo":    cmdNPYInfo,
@@ -214,6 +215,40 @@ func cmdFlipChunk(ts *testscript.TestScript, neg bool, args []string) {
 	key, err := filepath.Rel(root, largest)
 	ts.Check(err)
 	ts.Setenv("CHUNK", filepath.ToSlash(key))
+}
+
+// cmdSwapChunk copies the first chunk of COLUMN in DIR over its second (a
+// sound object under another chunk's name; they must be of one size) and
+// sets $CHUNK to the name overwritten.
+func cmdSwapChunk(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: swapchunk DIR COLUMN")
+	}
+	root := ts.MkAbs(args[0])
+	ctx := context.Background()
+	d, err := loch.Open(ctx, root)
+	ts.Check(err)
+	defer d.Close()
+	sc := d.Scan()
+	ts.Check(sc.Load(ctx, 1))
+	sch := sc.Schema()
+	c, ok := sch.Column(args[1])
+	if !ok {
+		ts.Fatalf("no column %s", args[1])
+	}
+	ids := sc.Chunks(c.UID)
+	if len(ids) < 2 {
+		ts.Fatalf("column %s has %d chunks, want 2", args[1], len(ids))
+	}
+	from := filepath.Join(root, filepath.FromSlash(sc.ChunkKey(ids[0])))
+	to := filepath.Join(root, filepath.FromSlash(sc.ChunkKey(ids[1])))
+	data, err := os.ReadFile(from)
+	ts.Check(err)
+	if old, err := os.Stat(to); err != nil || old.Size() != int64(len(data)) {
+		ts.Fatalf("chunks %s and %s are not of one size", from, to)
+	}
+	ts.Check(os.WriteFile(to, data, 0o644))
+	ts.Setenv("CHUNK", sc.ChunkKey(ids[1]))
 }
 
 func cmdExits(ts *testscript.TestScript, neg bool, args []string) {

@@ -23,11 +23,12 @@ import (
 // Newest the newest minor version of anything it writes: an object
 // (minorOf), a staged write's description (6, docs/format.md §7), a
 // media chunk (7, §3.2), a dictionary chunk (8, §3.3) or a compaction
-// commit (9, §8: no new object, the newest behaviour a reader may meet).
+// commit (9, §8: no new object, the newest behaviour a reader may meet)
+// or a fragment's chunk header checksums (10, §2.5 `hcrc`).
 const (
 	Major  = 1
 	Minor  = 1
-	Newest = 9
+	Newest = 10
 )
 
 // Magic starts every metadata object.
@@ -231,8 +232,12 @@ type ChunkRef struct {
 	Header int    `json:"header"`
 	Size   int64  `json:"size"`
 	Raw    int64  `json:"raw"`
-	Part   int    `json:"part,omitempty"`
-	Parts  int    `json:"parts,omitempty"`
+	// HCRC (format 1.10) is the chunk header's own CRC-32C, which readers
+	// compare with the header they read (docs/format.md §2.5); 0 in
+	// fragments written before 1.10, which are not checked.
+	HCRC  uint32 `json:"hcrc,omitempty"`
+	Part  int    `json:"part,omitempty"`
+	Parts int    `json:"parts,omitempty"`
 }
 
 // Deletion is the body of `deletions/<hash>`.
