@@ -389,13 +389,17 @@ func (d *Dataset) putObject(ctx context.Context, k keys.Kind, kind byte, v any) 
 	return key, nil
 }
 
-// getObject reads and decodes the metadata object at key.
+// getObject reads and decodes the content-addressed metadata object at
+// key, checking that it is the object its name says (manifest.CheckName).
 func (d *Dataset) getObject(ctx context.Context, key string, kind byte, v any) error {
 	obj, err := d.store.Get(ctx, key)
 	if err != nil {
 		return fmt.Errorf("read %s: %w", key, err)
 	}
 	if err := manifest.Decode(kind, obj, v); err != nil {
+		return fmt.Errorf("read %s: %w", key, err)
+	}
+	if err := manifest.CheckName(key, obj); err != nil {
 		return fmt.Errorf("read %s: %w", key, err)
 	}
 	return nil

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -366,4 +367,71 @@ func TestSwappedChunkIsRefused(t *testing.T) {
 			require.Contains(t, err.Error(), s.ChunkKey(id), name)
 		}
 	}
+}
+
+// TestSwappedMetadataIsRefused: a sound fragment, manifest or commit copied
+// over another object of its kind is refused as corrupt when read, naming
+// the object, instead of being read as the object its name says.
+func TestSwappedMetadataIsRefused(t *testing.T) {
+	for _, kind := range []string{"fragments", "manifests", "commits"} {
+		t.Run(kind, func(t *testing.T) {
+			d, dir := mustCreate(t, schema.Schema{Columns: []schema.Column{{Name: "label", DType: schema.Int64}}})
+			var versions []string
+			for c := range 2 {
+				for i := range 10 {
+					require.NoError(t, d.Append(ctx, Row{"label": Scalar(int64(c*100 + i))}))
+				}
+				v, err := d.Commit(ctx, "ten")
+				require.NoError(t, err)
+				versions = append(versions, v)
+			}
+			require.NoError(t, d.Close())
+			// The newest version's object of this kind that the first
+			// version does not name: the one to overwrite.
+			names := namedBy(t, dir, versions[1], kind)
+			old := namedBy(t, dir, versions[0], kind)
+			var to, from string
+			for _, n := range names {
+				if !slices.Contains(old, n) {
+					to = n
+				}
+			}
+			from = old[0]
+			require.NotEmpty(t, to)
+			a, err := os.ReadFile(filepath.Join(dir, from))
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(filepath.Join(dir, to), a, 0o644))
+
+			d2, err := Open(ctx, dir)
+			if err == nil {
+				defer d2.Close()
+				col, cerr := d2.Column("label")
+				require.NoError(t, cerr)
+				_, err = col.ReadRange(ctx, 0, 20)
+			}
+			require.ErrorIs(t, err, ErrCorrupt)
+			require.Contains(t, err.Error(), to)
+			require.Contains(t, err.Error(), "does not match the object's name")
+		})
+	}
+}
+
+// namedBy lists the keys of the objects of one kind ("fragments",
+// "manifests", "commits") that version names.
+func namedBy(t *testing.T, dir, version, kind string) []string {
+	t.Helper()
+	d, err := Open(ctx, dir, WithRef(version))
+	require.NoError(t, err)
+	defer d.Close()
+	switch kind {
+	case "commits":
+		return []string{"commits/" + version}
+	case "manifests":
+		return []string{d.snap.commit.Manifest}
+	}
+	var out []string
+	for _, f := range d.snap.man.Fragments {
+		out = append(out, f.Key)
+	}
+	return out
 }

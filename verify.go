@@ -108,10 +108,7 @@ func (v *verifier) read(ctx context.Context, key, _ string, kind byte, out any) 
 	if err := manifest.Decode(kind, obj, out); err != nil {
 		return err
 	}
-	if i := strings.LastIndexByte(key, '/'); manifest.Hash(obj) != key[i+1:] {
-		return fmt.Errorf("content hash %s does not match the object's name: %w", manifest.Hash(obj), ErrCorrupt)
-	}
-	return nil
+	return manifest.CheckName(key, obj)
 }
 
 // keep goes on from every commit: Verify checks what exists.
@@ -176,8 +173,8 @@ func (v *verifier) chunk(ctx context.Context, ref manifest.ChunkRef) error {
 	if err != nil {
 		return err
 	}
-	if h := manifest.Hash(obj); !strings.HasSuffix(ref.Key, "/"+h) {
-		return fmt.Errorf("content hash %s does not match the chunk's name: %w", h, ErrCorrupt)
+	if err := manifest.CheckName(ref.Key, obj); err != nil {
+		return err
 	}
 	_, err = decodeChunk(obj, ref, false)
 	return err

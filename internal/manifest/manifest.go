@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/hex"
+	"strings"
 	"encoding/json"
 	"fmt"
 	"hash/crc32"
@@ -151,6 +152,19 @@ func Decode(kind byte, obj []byte, v any) error {
 func Hash(obj []byte) string {
 	h := xxh3.Hash128(obj).Bytes()
 	return hex.EncodeToString(h[:])
+}
+
+// CheckName verifies that obj, read from key, is the object key names:
+// that the key's last element is obj's content hash. Readers of
+// content-addressed objects call it, so that a sound object stored under
+// another object's name (copied or renamed over it) is refused as corrupt
+// instead of read as the object named.
+func CheckName(key string, obj []byte) error {
+	h := Hash(obj)
+	if i := strings.LastIndexByte(key, '/'); key[i+1:] != h {
+		return fmt.Errorf("content hash %s does not match the object's name: %w", h, base.ErrCorrupt)
+	}
+	return nil
 }
 
 // Dataset is the body of the dataset marker `_loch/dataset`.
