@@ -6,14 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 
 	"github.com/lochdata/loch"
 	"github.com/lochdata/loch/internal/keys"
 	"github.com/lochdata/loch/internal/manifest"
 	"github.com/lochdata/loch/internal/seqlog"
-	"github.com/lochdata/loch/storage"
 )
 
 // Verify checks the catalog at root (docs/format.md §6) and every table
@@ -134,33 +132,24 @@ func (v *catalogVerifier) verifyLog(ctx context.Context) error {
 // under tables/ that neither the entries read nor those written since
 // (a table created meanwhile) name.
 func (v *catalogVerifier) unnamedDirs(ctx context.Context) error {
-	objects := map[string]int{}
-	err := v.c.store.List(ctx, keys.TablesPrefix, func(a storage.Attrs) error {
-		if dir, _, ok := strings.Cut(strings.TrimPrefix(a.Key, keys.TablesPrefix), "/"); ok && !v.named[dir] {
-			objects[dir]++
-		}
-		return nil
-	})
+	dirs, err := v.c.listDirs(ctx, v.named)
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		v.failed(keys.TablesPrefix, fmt.Errorf("list: %w", err))
+		v.failed(keys.TablesPrefix, err)
 		return nil
 	}
-	if len(objects) > 0 && v.newest != nil {
-		if now, err := v.c.log.Latest(ctx); err == nil {
-			for s := v.newest.Seq + 1; s <= now.Seq; s++ {
-				if e, err := v.c.log.Read(ctx, s); err == nil {
-					for _, t := range e.Tables {
-						delete(objects, t.Dir)
-					}
-				}
+	if len(dirs) > 0 && v.newest != nil {
+		// A log that fails to read again has had its problems reported.
+		_, _ = v.c.readSince(ctx, v.newest.Seq, func(e *manifest.Catalog) {
+			for _, t := range e.Tables {
+				delete(dirs, t.Dir)
 			}
-		}
+		})
 	}
-	for _, dir := range sortedKeys(objects) {
-		v.failed(keys.MakeTable(dir), fmt.Errorf("named by no catalog entry (%d objects): the table of a lost entry, or left by a failed creation or an old drop (gc deletes those after the grace period), or a table being created", objects[dir]))
+	for _, dir := range sortedKeys(dirs) {
+		v.failed(keys.MakeTable(dir), fmt.Errorf("named by no catalog entry (%d objects): the table of a lost entry, or left by a failed creation or an old drop (gc deletes those after the grace period), or a table being created", len(dirs[dir])))
 	}
 	return nil
 }
