@@ -389,8 +389,8 @@ func (d *Dataset) putObject(ctx context.Context, k keys.Kind, kind byte, v any) 
 	return key, nil
 }
 
-// getObject reads and decodes the content-addressed metadata object at
-// key, checking that it is the object its name says (manifest.CheckName).
+// getObject reads and decodes the metadata object at key, checking that a
+// content-addressed one is the object its name says (manifest.CheckName).
 func (d *Dataset) getObject(ctx context.Context, key string, kind byte, v any) error {
 	obj, err := d.store.Get(ctx, key)
 	if err != nil {
@@ -398,6 +398,9 @@ func (d *Dataset) getObject(ctx context.Context, key string, kind byte, v any) e
 	}
 	if err := manifest.Decode(kind, obj, v); err != nil {
 		return fmt.Errorf("read %s: %w", key, err)
+	}
+	if k, _, ok := keys.Parse(key); !ok || !k.ContentAddressed() {
+		return nil
 	}
 	if err := manifest.CheckName(key, obj); err != nil {
 		return fmt.Errorf("read %s: %w", key, err)
