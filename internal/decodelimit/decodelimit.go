@@ -127,7 +127,7 @@ func Check(what string, n int64) error {
 		return s.err
 	}
 	if s.max > 0 && n > s.max {
-		return base.Markf(ErrTooLarge, "%s decodes to %d bytes, more than the decode limit of %d bytes (%s or --max-decode-bytes sets it)", what, n, s.max, Env)
+		return base.Markf(ErrTooLarge, "%s: %d bytes, more than the decode limit of %d bytes (%s or --max-decode-bytes sets it)", what, n, s.max, Env)
 	}
 	return nil
 }

@@ -40,7 +40,7 @@ func TestCheck(t *testing.T) {
 	require.ErrorIs(t, err, ErrTooLarge)
 	require.ErrorIs(t, err, base.ErrInvalidArgument)
 	require.NotErrorIs(t, err, base.ErrCorrupt)
-	require.EqualError(t, err, "png image of 30x40 pixels, 1 channel decodes to 1200 bytes, more than the decode limit of 1000 bytes (LOCH_MAX_DECODE_BYTES or --max-decode-bytes sets it)")
+	require.EqualError(t, err, "png image of 30x40 pixels, 1 channel: 1200 bytes, more than the decode limit of 1000 bytes (LOCH_MAX_DECODE_BYTES or --max-decode-bytes sets it)")
 
 	_, err = Set(-1)
 	require.ErrorIs(t, err, base.ErrInvalidArgument)
