@@ -130,4 +130,3 @@ func TestAudioDeclaredSamples(t *testing.T) {
 	require.ErrorContains(t, err, "decode past the declared 100 samples")
 	require.Less(t, n, uint64(1<<20))
 }
-
