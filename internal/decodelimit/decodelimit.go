@@ -65,7 +65,7 @@ var (
 func get() *setting {
 	loadOnce.Do(func() {
 		s := &setting{max: Default}
-		if v, ok := os.LookupEnv(Env); ok {
+		if v := os.Getenv(Env); v != "" {
 			n, err := Parse(v)
 			if err != nil {
 				s.err = base.Markf(base.ErrInvalidArgument, "%s=%q: %v", Env, v, err)
@@ -101,6 +101,14 @@ func Set(n int64) (old int64, err error) {
 	prev := get()
 	current.Store(&setting{max: n})
 	return prev.max, nil
+}
+
+// Save returns a function that puts back the setting in force now (the
+// limit, or the error of a $LOCH_MAX_DECODE_BYTES that does not parse):
+// for a command or a test that sets the limit for its own run.
+func Save() (restore func()) {
+	s := get()
+	return func() { current.Store(s) }
 }
 
 // Size is the product of an element size and dimensions, saturating at
