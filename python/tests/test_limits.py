@@ -48,6 +48,8 @@ def test_decode_limit(tmp_path: Path, restore_limit: int) -> None:
     with pytest.raises(loch.InvalidArgument, match="more than the decode limit of 10000 bytes"):
         for _ in ds.numpy(batch_size=2):
             pass
+    batches = list(ds.numpy(batch_size=2, skip_bad_samples=True))
+    assert [b["index"].tolist() for b in batches] == [[1]]
     # Stored as they are, the bytes are still served.
     assert loch.set_max_decode_bytes(0) == 10_000  # no limit
     assert ds["image"][0].shape == (100, 200, 3)
