@@ -26,6 +26,7 @@ import (
 
 	"github.com/lochdata/loch"
 	"github.com/lochdata/loch/imaging"
+	"github.com/lochdata/loch/imaging/imagingtest"
 	"github.com/lochdata/loch/schema"
 )
 
@@ -59,6 +60,8 @@ func TestMain(m *testing.M) {
 //	                           many values as D) or [n, D]
 //	httpserve DIR              serve DIR over http on 127.0.0.1 until the script ends; sets
 //	                           $HTTP to its base URL (http://127.0.0.1:PORT)
+//	mkbomb FILE W H            write a black grayscale png of W x H pixels whose IDAT is a
+//	                           real zlib stream of them (imagingtest.PNGBomb)
 func TestScript(t *testing.T) {
 	testscript.Run(t, testscript.Params{
 		Dir:                 "testdata/script",
@@ -81,6 +84,7 @@ func TestScript(t *testing.T) {
 			"httpserve":  cmdHTTPServe,
 			"expandenv":  cmdExpandEnv,
 			"mkvec":      cmdMkVec,
+			"mkbomb":     cmdMkBomb,
 		},
 	})
 }
@@ -615,6 +619,19 @@ func TestVersionFlag(t *testing.T) {
 	first, _, _ := strings.Cut(full.String(), "\n")
 	require.Equal(t, first+"\n", short.String())
 	require.Empty(t, stderr.String())
+}
+
+func cmdMkBomb(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 3 {
+		ts.Fatalf("usage: mkbomb FILE W H")
+	}
+	w, err := strconv.Atoi(args[1])
+	ts.Check(err)
+	h, err := strconv.Atoi(args[2])
+	ts.Check(err)
+	path := ts.MkAbs(args[0])
+	ts.Check(os.MkdirAll(filepath.Dir(path), 0o755))
+	ts.Check(os.WriteFile(path, imagingtest.PNGBomb(w, h), 0o644))
 }
 
 func cmdMkVec(ts *testscript.TestScript, neg bool, args []string) {
