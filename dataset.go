@@ -254,7 +254,7 @@ func (d *Dataset) openRef(ctx context.Context) error {
 
 func newDataset(ctx context.Context, url string, o options) (*Dataset, error) {
 	if o.links != nil {
-		if err := o.links.validate(); err != nil {
+		if err := o.links.Validate(); err != nil {
 			return nil, fmt.Errorf("open %s: link policy: %w", storage.Redact(url), err)
 		}
 	}

@@ -109,10 +109,12 @@ type LinkPolicy struct {
 	Retry storage.RetryPolicy
 }
 
-// validate refuses a policy whose entries cannot mean what they seem to: a
+// Validate refuses a policy whose entries cannot mean what they seem to: a
 // scheme links cannot use ("file": local files are LocalRoots'), a host
-// given as a URL or with a path, an empty local root.
-func (p *LinkPolicy) validate() error {
+// given as a URL or with a path, an empty local root, an Allow entry that
+// is neither an address, a host nor a bucket. Its errors wrap
+// ErrInvalidArgument. Open and Create call it.
+func (p *LinkPolicy) Validate() error {
 	for _, s := range p.Schemes {
 		if !slices.Contains([]string{"http", "https", "s3", "gs", "az", "mem"}, s) {
 			hint := ""
@@ -256,7 +258,7 @@ func newLinks(pp *LinkPolicy, datasetURL string) (*links, error) {
 	if pp != nil {
 		p = *pp
 	}
-	if err := p.validate(); err != nil {
+	if err := p.Validate(); err != nil {
 		return nil, err
 	}
 	if p.Allow == nil {
