@@ -144,9 +144,10 @@ const EnvLinkAllow = "LOCH_LINK_ALLOW"
 
 // SplitLinkAllow splits a list of LinkPolicy.Allow entries separated by
 // commas (the form of $LOCH_LINK_ALLOW and of loch serve --link-allow),
-// dropping empty ones.
+// dropping empty ones. The result is not nil: as LinkPolicy.Allow, it
+// replaces the environment's.
 func SplitLinkAllow(s string) []string {
-	var out []string
+	out := []string{}
 	for _, e := range strings.Split(s, ",") {
 		if e = strings.TrimSpace(e); e != "" {
 			out = append(out, e)
