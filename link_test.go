@@ -52,6 +52,17 @@ func linkServer(t *testing.T) (*httptest.Server, *atomic.Int64) {
 	return srv, &flaky
 }
 
+// countingServer answers body to every request, and counts them.
+func countingServer(t *testing.T, body string) (*httptest.Server, *atomic.Int64) {
+	var hits atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		w.Write([]byte(body))
+	}))
+	t.Cleanup(srv.Close)
+	return srv, &hits
+}
+
 // linkDataset makes a dataset at DIR/ds whose link column "ref" holds
 // links, in order, opened again with opts.
 func linkDataset(t *testing.T, links []string, opts ...Option) *ColumnReader {
@@ -157,7 +168,8 @@ func TestLinkEmpty(t *testing.T) {
 
 // TestLinkPolicyRefusesWhatCannotMeanWhatItSays: entries that look like
 // rules but match nothing (a "file" scheme, a host written as a URL, an
-// empty root) are refused when the dataset is opened.
+// empty root, an Allow entry that is neither an address, a host nor a
+// bucket) are refused when the dataset is opened.
 func TestLinkPolicyRefusesWhatCannotMeanWhatItSays(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "ds")
 	d, err := Create(ctx, dir, schema.Schema{Columns: []schema.Column{{Name: "l", Kind: schema.Link}}})
@@ -170,12 +182,19 @@ func TestLinkPolicyRefusesWhatCannotMeanWhatItSays(t *testing.T) {
 		{LinkPolicy{Schemes: []string{"https", "file"}}, `scheme "file": want http, https, s3, gs, az or mem; local files are allowed by the local roots`},
 		{LinkPolicy{Hosts: []string{"http://example.com"}}, `host "http://example.com": want a host name or address`},
 		{LinkPolicy{LocalRoots: []string{""}}, "an empty local root"},
+		{LinkPolicy{Allow: []string{"http://10.0.0.1:80"}}, `allow: "http://10.0.0.1:80": give an http(s) host as host or host:port, not a URL`},
+		{LinkPolicy{Allow: []string{"ftp://host"}}, `allow: "ftp://host": want an address, a host or a bucket`},
+		{LinkPolicy{Allow: []string{"s3://bucket/key"}}, `allow: "s3://bucket/key": want a bucket, not an object or a prefix in it`},
+		{LinkPolicy{Allow: []string{"s3://bucket?nope=1"}}, `allow: "s3://bucket?nope=REDACTED": not a bucket URL`},
+		{LinkPolicy{Allow: []string{"10.0.0.0/33"}}, `allow: "10.0.0.0/33": want *, an IP address, a CIDR prefix or a host name`},
+		{LinkPolicy{Allow: []string{""}}, `allow: "": want *, an IP address`},
 	} {
 		_, err := Open(ctx, dir, WithLinkPolicy(tc.p))
 		require.ErrorIs(t, err, ErrInvalidArgument, tc.want)
 		require.ErrorContains(t, err, "link policy: "+tc.want)
 	}
-	ok, err := Open(ctx, dir, WithLinkPolicy(LinkPolicy{Schemes: []string{"https"}, Hosts: []string{"example.com:8443"}, LocalRoots: []string{"/data"}}))
+	ok, err := Open(ctx, dir, WithLinkPolicy(LinkPolicy{Schemes: []string{"https"}, Hosts: []string{"example.com:8443"}, LocalRoots: []string{"/data"},
+		Allow: []string{"*", "127.0.0.1:7474", "[::1]:80", "10.0.0.0/8", "minio.internal:9000", "s3://b", "gs://*", "az://c?endpoint=http://10.0.0.5:10000", "s3://b/"}}))
 	require.NoError(t, err)
 	ok.Close()
 }
@@ -285,12 +304,7 @@ func TestLinkPolicyRemoteDataset(t *testing.T) {
 // the policy allows; a refused one is not retried, reaches nothing, and
 // its error hides the target's query.
 func TestLinkRedirects(t *testing.T) {
-	var away atomic.Int64
-	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		away.Add(1)
-		w.Write([]byte("from elsewhere"))
-	}))
-	t.Cleanup(other.Close)
+	other, away := countingServer(t, "from elsewhere")
 	secure := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("tls")) }))
 	t.Cleanup(secure.Close)
 	// other as "localhost:port": another host name than 127.0.0.1.
@@ -380,12 +394,7 @@ func TestLinkFetchDefaultAttempts(t *testing.T) {
 // not retried.
 func TestLinkInternalAddressesRefused(t *testing.T) {
 	t.Setenv(EnvLinkAllow, "")
-	var hits atomic.Int64
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		hits.Add(1)
-		w.Write([]byte("internal"))
-	}))
-	t.Cleanup(srv.Close)
+	srv, hits := countingServer(t, "internal")
 	port := srv.Listener.Addr().(*net.TCPAddr).Port
 	for _, tc := range []struct {
 		link, want string
@@ -435,12 +444,7 @@ func TestLinkInternalAddressesRefused(t *testing.T) {
 // named in Allow by address and port) cannot redirect the reader to an
 // internal address that Allow does not name, by address or by name.
 func TestLinkRedirectToInternalRefused(t *testing.T) {
-	var hits atomic.Int64
-	inner := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		hits.Add(1)
-		w.Write([]byte("inner secret"))
-	}))
-	t.Cleanup(inner.Close)
+	inner, hits := countingServer(t, "inner secret")
 	innerPort := inner.Listener.Addr().(*net.TCPAddr).Port
 	outer := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
@@ -555,27 +559,4 @@ func TestLinkBuckets(t *testing.T) {
 	_, err = local.Fetch(ctx, 0)
 	require.ErrorIs(t, err, ErrPermission)
 	require.ErrorContains(t, err, "a local dataset has none")
-}
-
-func TestLinkAllowEntries(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "ds")
-	d, err := Create(ctx, dir, schema.Schema{Columns: []schema.Column{{Name: "l", Kind: schema.Link}}})
-	require.NoError(t, err)
-	require.NoError(t, d.Close())
-	for _, tc := range []struct{ entry, want string }{
-		{"http://10.0.0.1:80", "give an http(s) host as host or host:port, not a URL"},
-		{"ftp://host", "want an address, a host or a bucket"},
-		{"s3://bucket/key", "want a bucket, not an object or a prefix in it"},
-		{"s3://bucket?nope=1", "not a bucket URL"},
-		{"10.0.0.0/33", `allow: "10.0.0.0/33": want *, an IP address, a CIDR prefix or a host name`},
-		{"", "want *, an IP address"},
-	} {
-		_, err := Open(ctx, dir, WithLinkPolicy(LinkPolicy{Allow: []string{tc.entry}}))
-		require.ErrorIs(t, err, ErrInvalidArgument, tc.entry)
-		require.ErrorContains(t, err, "link policy: allow: ", tc.entry)
-		require.ErrorContains(t, err, tc.want, tc.entry)
-	}
-	r, err := Open(ctx, dir, WithLinkPolicy(LinkPolicy{Allow: []string{"*", "127.0.0.1:7474", "[::1]:80", "10.0.0.0/8", "minio.internal:9000", "s3://b", "gs://*", "az://c?endpoint=http://10.0.0.5:10000", "s3://b/"}}))
-	require.NoError(t, err)
-	require.NoError(t, r.Close())
 }
