@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/lochdata/loch/internal/addrpolicy"
@@ -177,19 +178,20 @@ func parseAllow(entries []string) (addrpolicy.Rules, []bucketRule, error) {
 			rules = append(rules, r)
 			continue
 		}
+		quoted := strconv.Quote(storage.Redact(e))
 		switch strings.ToLower(scheme) {
 		case "s3", "gs", "az", "mem":
 		case "http", "https":
-			return nil, nil, fmt.Errorf("allow: %q: give an http(s) host as host or host:port, not a URL: %w", e, ErrInvalidArgument)
+			return nil, nil, fmt.Errorf("allow: %s: give an http(s) host as host or host:port, not a URL: %w", quoted, ErrInvalidArgument)
 		default:
-			return nil, nil, fmt.Errorf("allow: %q: want an address, a host or a bucket (s3://, gs://, az:// or mem://): %w", e, ErrInvalidArgument)
+			return nil, nil, fmt.Errorf("allow: %s: want an address, a host or a bucket (s3://, gs://, az:// or mem://): %w", quoted, ErrInvalidArgument)
 		}
 		if name, _, _ := strings.Cut(rest, "?"); strings.Contains(strings.TrimSuffix(name, "/"), "/") {
-			return nil, nil, fmt.Errorf("allow: %q: want a bucket, not an object or a prefix in it: %w", e, ErrInvalidArgument)
+			return nil, nil, fmt.Errorf("allow: %s: want a bucket, not an object or a prefix in it: %w", quoted, ErrInvalidArgument)
 		}
 		bucket, conn, ok := storage.BucketOf(e)
 		if !ok {
-			return nil, nil, fmt.Errorf("allow: %q: not a bucket URL: %w", storage.Redact(e), ErrInvalidArgument)
+			return nil, nil, fmt.Errorf("allow: %s: not a bucket URL: %w", quoted, ErrInvalidArgument)
 		}
 		buckets = append(buckets, bucketRule{bucket: bucket, conn: conn})
 	}
