@@ -126,6 +126,8 @@ type Dataset struct {
 	}
 
 	fragBytes sync.Map // fragment identity (fragIdent) -> chunk bytes (compaction's planning)
+
+	links *links // the link policy of ColumnReader.Fetch
 }
 
 // Create makes a new dataset with the given schema at url and commits its
@@ -252,7 +254,7 @@ func (d *Dataset) openRef(ctx context.Context) error {
 
 func newDataset(ctx context.Context, url string, o options) (*Dataset, error) {
 	if o.links != nil {
-		if err := o.links.validate(); err != nil {
+		if err := o.links.Validate(); err != nil {
 			return nil, fmt.Errorf("open %s: link policy: %w", storage.Redact(url), err)
 		}
 	}
@@ -268,6 +270,12 @@ func newDataset(ctx context.Context, url string, o options) (*Dataset, error) {
 	}
 	d.url = d.store.URL()
 	d.log = rootLog(d.store)
+	links, err := newLinks(o.links, d.url)
+	if err != nil {
+		d.Close()
+		return nil, fmt.Errorf("open %s: link policy: %w", d.url, err)
+	}
+	d.links = links
 	return d, nil
 }
 
@@ -299,6 +307,9 @@ func (d *Dataset) Close() error {
 		d.stage = nil
 	}
 	d.wmu.Unlock()
+	if d.links != nil {
+		d.links.client.Close()
+	}
 	if d.ownsStore && d.store != nil {
 		return d.store.Close()
 	}
