@@ -86,7 +86,7 @@ func WithStore(s storage.Store) Option { return func(o *options) { o.store = s }
 // (default 256 MiB; 0 disables the cache).
 func WithCacheBytes(n int64) Option { return func(o *options) { o.cacheBytes = n } }
 
-func buildOptions(opts []Option) (options, error) {
+func buildOptions(opts []Option) options {
 	o := options{branch: mainBranch, parallelism: runtime.GOMAXPROCS(0), cacheBytes: 256 << 20}
 	o.author = os.Getenv("LOCH_AUTHOR")
 	if o.author == "" {
@@ -100,13 +100,10 @@ func buildOptions(opts []Option) (options, error) {
 			o.author = u.Username
 		}
 	}
-	if o.parallelism > MaxParallelism {
-		return o, invalidf("parallelism %d: want at most %d", o.parallelism, MaxParallelism)
-	}
 	if o.parallelism < 1 {
 		o.parallelism = 1
 	}
-	return o, nil
+	return o
 }
 
 // Dataset is a handle on a dataset at one snapshot, with a staging area for
@@ -135,16 +132,15 @@ type Dataset struct {
 	}
 
 	fragBytes sync.Map // fragment identity (fragIdent) -> chunk bytes (compaction's planning)
+
+	links *links // the link policy of ColumnReader.Fetch
 }
 
 // Create makes a new dataset with the given schema at url and commits its
 // empty first snapshot on branch main. It fails with ErrExists, changing
 // nothing, when a dataset is already there.
 func Create(ctx context.Context, url string, s schema.Schema, opts ...Option) (*Dataset, error) {
-	o, err := buildOptions(opts)
-	if err != nil {
-		return nil, fmt.Errorf("create %s: %w", storage.Redact(url), err)
-	}
+	o := buildOptions(opts)
 	if o.version != "" {
 		return nil, invalidf("create %s: a new dataset has no version to open", storage.Redact(url))
 	}
@@ -207,10 +203,7 @@ func Create(ctx context.Context, url string, s schema.Schema, opts ...Option) (*
 // at the reference named by WithRef, WithVersion or WithAsOf. It fails with
 // ErrNotFound when there is no dataset at url or no such reference.
 func Open(ctx context.Context, url string, opts ...Option) (*Dataset, error) {
-	o, err := buildOptions(opts)
-	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", storage.Redact(url), err)
-	}
+	o := buildOptions(opts)
 	d, err := newDataset(ctx, url, o)
 	if err != nil {
 		return nil, err
@@ -266,8 +259,11 @@ func (d *Dataset) openRef(ctx context.Context) error {
 }
 
 func newDataset(ctx context.Context, url string, o options) (*Dataset, error) {
+	if o.parallelism > MaxParallelism {
+		return nil, invalidf("open %s: parallelism %d: want at most %d", storage.Redact(url), o.parallelism, MaxParallelism)
+	}
 	if o.links != nil {
-		if err := o.links.validate(); err != nil {
+		if err := o.links.Validate(); err != nil {
 			return nil, fmt.Errorf("open %s: link policy: %w", storage.Redact(url), err)
 		}
 	}
@@ -283,6 +279,12 @@ func newDataset(ctx context.Context, url string, o options) (*Dataset, error) {
 	}
 	d.url = d.store.URL()
 	d.log = rootLog(d.store)
+	links, err := newLinks(o.links, d.url)
+	if err != nil {
+		d.Close()
+		return nil, fmt.Errorf("open %s: link policy: %w", d.url, err)
+	}
+	d.links = links
 	return d, nil
 }
 
@@ -314,6 +316,9 @@ func (d *Dataset) Close() error {
 		d.stage = nil
 	}
 	d.wmu.Unlock()
+	if d.links != nil {
+		d.links.client.Close()
+	}
 	if d.ownsStore && d.store != nil {
 		return d.store.Close()
 	}
@@ -404,13 +409,20 @@ func (d *Dataset) putObject(ctx context.Context, k keys.Kind, kind byte, v any) 
 	return key, nil
 }
 
-// getObject reads and decodes the metadata object at key.
+// getObject reads and decodes the metadata object at key, checking that a
+// content-addressed one is the object its name says (manifest.CheckName).
 func (d *Dataset) getObject(ctx context.Context, key string, kind byte, v any) error {
 	obj, err := d.store.Get(ctx, key)
 	if err != nil {
 		return fmt.Errorf("read %s: %w", key, err)
 	}
 	if err := manifest.Decode(kind, obj, v); err != nil {
+		return fmt.Errorf("read %s: %w", key, err)
+	}
+	if k, _, ok := keys.Parse(key); !ok || !k.ContentAddressed() {
+		return nil
+	}
+	if err := manifest.CheckName(key, obj); err != nil {
 		return fmt.Errorf("read %s: %w", key, err)
 	}
 	return nil

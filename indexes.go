@@ -3,12 +3,10 @@ package loch
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"golang.org/x/sync/errgroup"
 
 	"github.com/lochdata/loch/internal/keys"
-	"github.com/lochdata/loch/internal/manifest"
 	"github.com/lochdata/loch/internal/vindex"
 	"github.com/lochdata/loch/storage"
 )
@@ -105,9 +103,6 @@ func (v *verifier) verifyIndexes(ctx context.Context) error {
 				obj, err := v.d.store.Get(ectx, o)
 				if err == nil {
 					_, err = vindex.DecodeVectors(o, kind, d.Dim, want, obj)
-				}
-				if err == nil && !strings.HasSuffix(o, "/"+manifest.Hash(obj)) {
-					err = fmt.Errorf("content hash %s does not match the object's name: %w", manifest.Hash(obj), ErrCorrupt)
 				}
 				if err != nil {
 					v.failed(o, err)

@@ -36,10 +36,14 @@ func (d *Dataset) latestRoot(ctx context.Context) (*manifest.Root, error) {
 	return r, nil
 }
 
-// logErr gives the dataset's own error for an empty log.
+// logErr gives the dataset's own error for an empty log, and for one
+// that lost its newest entries, the way out.
 func (d *Dataset) logErr(err error) error {
 	if errors.Is(err, seqlog.ErrEmpty) {
 		return fmt.Errorf("open %s: empty log: %w", d.url, ErrNoDataset)
+	}
+	if errors.Is(err, seqlog.ErrLost) {
+		return fmt.Errorf("open %s: %w (restore the missing entries, or accept their loss with 'loch verify --repair-log')", d.url, err)
 	}
 	var se *storage.Error
 	if errors.As(err, &se) && (se.Op == "list" || storage.IsBucketNotFound(err)) {

@@ -6,10 +6,12 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/lochdata/loch/chunkcache"
 	"github.com/lochdata/loch/internal/testseed"
 	"github.com/lochdata/loch/schema"
 )
@@ -309,4 +311,127 @@ func TestFetchedFixed(t *testing.T) {
 		_, ok = f.Fixed(90, 101, 4)
 		require.False(t, ok, "past the chunk")
 	}
+}
+
+// TestSwappedChunkIsRefused: a sound chunk copied over another chunk's name
+// (same size, same row count, every checksum of its own valid) is refused as
+// corrupt by every read path, naming the chunk, instead of serving the other
+// chunk's values (issue 35: `cp chunks/90/90b5... chunks/ce/ce0d...` was
+// served as the truth by query and show).
+func TestSwappedChunkIsRefused(t *testing.T) {
+	d, dir := mustCreate(t, schema.Schema{Columns: []schema.Column{{Name: "label", DType: schema.Int64}}})
+	for c := range 2 {
+		for i := range 10 {
+			require.NoError(t, d.Append(ctx, Row{"label": Scalar(int64(c*100 + i))}))
+		}
+		_, err := d.Commit(ctx, "ten")
+		require.NoError(t, err)
+	}
+	sc := d.Scan()
+	require.NoError(t, sc.Load(ctx, 1))
+	sch := sc.Schema()
+	c, _ := sch.Column("label")
+	ids := sc.Chunks(c.UID)
+	require.Len(t, ids, 2)
+	first := filepath.Join(dir, filepath.FromSlash(sc.ChunkKey(ids[0])))
+	second := filepath.Join(dir, filepath.FromSlash(sc.ChunkKey(ids[1])))
+	a, err := os.ReadFile(first)
+	require.NoError(t, err)
+	b, err := os.ReadFile(second)
+	require.NoError(t, err)
+	require.Equal(t, len(a), len(b), "the swap keeps the size")
+	require.NoError(t, os.WriteFile(second, a, 0o644))
+
+	d2, err := Open(ctx, dir)
+	require.NoError(t, err)
+	defer d2.Close()
+	col, _ := d2.Column("label")
+	_, err = col.ReadRange(ctx, 10, 20)
+	require.ErrorIs(t, err, ErrCorrupt)
+	require.Contains(t, err.Error(), sc.ChunkKey(ids[1]))
+	require.Contains(t, err.Error(), "another chunk")
+	got, err := col.ReadRange(ctx, 0, 10)
+	require.NoError(t, err, "the chunk that was copied is sound under its own name")
+	require.Len(t, got, 10)
+
+	sc2 := d2.Scan()
+	require.NoError(t, sc2.Load(ctx, 1))
+	cache, err := chunkcache.Open(t.TempDir(), 1<<20, nil)
+	require.NoError(t, err)
+	defer cache.Close()
+	for name, s := range map[string]*Scan{"plain": sc2, "cached": sc2.WithCache(cache)} {
+		id := s.Chunks(c.UID)[1]
+		for _, r := range []Read{{Chunk: id}, s.Reads(s.Slot(mustLocate(t, s, 15), c.UID), true)[0]} {
+			_, err = s.Fetch(ctx, r)
+			require.ErrorIs(t, err, ErrCorrupt, name)
+			require.Contains(t, err.Error(), s.ChunkKey(id), name)
+		}
+	}
+}
+
+// TestSwappedMetadataIsRefused: a sound fragment, manifest or commit copied
+// over another object of its kind is refused as corrupt when read, naming
+// the object, instead of being read as the object its name says.
+func TestSwappedMetadataIsRefused(t *testing.T) {
+	for _, kind := range []string{"fragments", "manifests", "commits"} {
+		t.Run(kind, func(t *testing.T) {
+			d, dir := mustCreate(t, schema.Schema{Columns: []schema.Column{{Name: "label", DType: schema.Int64}}})
+			var versions []string
+			for c := range 2 {
+				for i := range 10 {
+					require.NoError(t, d.Append(ctx, Row{"label": Scalar(int64(c*100 + i))}))
+				}
+				v, err := d.Commit(ctx, "ten")
+				require.NoError(t, err)
+				versions = append(versions, v)
+			}
+			require.NoError(t, d.Close())
+			// The newest version's object of this kind that the first
+			// version does not name: the one to overwrite.
+			names := namedBy(t, dir, versions[1], kind)
+			old := namedBy(t, dir, versions[0], kind)
+			var to, from string
+			for _, n := range names {
+				if !slices.Contains(old, n) {
+					to = n
+				}
+			}
+			from = old[0]
+			require.NotEmpty(t, to)
+			a, err := os.ReadFile(filepath.Join(dir, from))
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(filepath.Join(dir, to), a, 0o644))
+
+			d2, err := Open(ctx, dir)
+			if err == nil {
+				defer d2.Close()
+				col, cerr := d2.Column("label")
+				require.NoError(t, cerr)
+				_, err = col.ReadRange(ctx, 0, 20)
+			}
+			require.ErrorIs(t, err, ErrCorrupt)
+			require.Contains(t, err.Error(), to)
+			require.Contains(t, err.Error(), "does not match the object's name")
+		})
+	}
+}
+
+// namedBy lists the keys of the objects of one kind ("fragments",
+// "manifests", "commits") that version names.
+func namedBy(t *testing.T, dir, version, kind string) []string {
+	t.Helper()
+	d, err := Open(ctx, dir, WithRef(version))
+	require.NoError(t, err)
+	defer d.Close()
+	switch kind {
+	case "commits":
+		return []string{"commits/" + version}
+	case "manifests":
+		return []string{d.snap.commit.Manifest}
+	}
+	var out []string
+	for _, f := range d.snap.man.Fragments {
+		out = append(out, f.Key)
+	}
+	return out
 }

@@ -231,7 +231,7 @@ func format10(t *testing.T, d *Dataset, ref manifest.ChunkRef) manifest.ChunkRef
 	require.False(t, h.RangeReadable())
 	key := keys.Make(keys.Chunk, manifest.Hash(old))
 	require.NoError(t, d.store.Put(ctx, key, old))
-	ref.Key, ref.Header, ref.Size = key, h.Len, h.Size()
+	ref.Key, ref.Header, ref.Size, ref.HCRC = key, h.Len, h.Size(), 0 // a fragment of format 1.0 has no hcrc
 	return ref
 }
 

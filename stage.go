@@ -216,6 +216,10 @@ func prepare(c *schema.Column, s Sample) (prepared, error) {
 		if !equalShape(shape, cshape) {
 			return prepared{}, invalidf("column %q: %s image has shape %v, sample says %v", c.Name, enc, cshape, shape)
 		}
+		// Kept or converted, what no reader could decode is not stored.
+		if err := imaging.CheckSize(string(enc), cshape[0], cshape[1], cshape[2]); err != nil {
+			return prepared{}, fmt.Errorf("column %q: %w", c.Name, err)
+		}
 		if err := c.CheckSample(shape, nil); err != nil {
 			return bad(err)
 		}
@@ -528,7 +532,7 @@ func (st *staging) submit(ctx context.Context, uid int, b *chunk.Builder, ref *m
 		if err := st.d.store.Put(st.ctx, key, obj); err != nil {
 			return fail(fmt.Errorf("write chunk %s: %w", key, err))
 		}
-		ref.Key, ref.Header, ref.Size, ref.Raw = key, h.Len, h.Size(), h.RawLen
+		ref.Key, ref.Header, ref.Size, ref.Raw, ref.HCRC = key, h.Len, h.Size(), h.RawLen, h.CRC
 		dl.stored.Add(h.Size())
 		obj = obj[:0]
 		st.buffers.Put(&obj) // Put does not retain its argument

@@ -3,6 +3,7 @@ package loch
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/lochdata/loch/internal/keys"
 	"github.com/lochdata/loch/internal/manifest"
+	"github.com/lochdata/loch/internal/seqlog"
 )
 
 // Problem is one broken object found by Verify.
@@ -24,22 +26,28 @@ func (p Problem) String() string { return p.Key + ": " + p.Err.Error() }
 // Verify reads every object reachable from the handle's snapshot (for a
 // branch handle: from every branch and tag of the newest log entry) and
 // checks its checksums and that manifests, fragments and chunks agree. It
-// returns the number of objects checked and the problems found, sorted by
-// key; err is reserved for failures that stop the check (a cancelled
-// context). Objects are read several at a time. A Progress in ctx (see
+// first reads every entry of the log, as VerifyLog does. It returns the
+// number of objects checked and the problems found, sorted by key; err is
+// reserved for failures that stop the check (a cancelled context).
+// Objects are read several at a time. A Progress in ctx (see
 // WithProgress) gets phase "verify" with the objects checked so far (the
 // total is not known before the walk ends: -1).
 func (d *Dataset) Verify(ctx context.Context) (checked int, problems []Problem, err error) {
-	v := &verifier{d: d, seen: map[string]bool{}, progress: progressOf(ctx)}
+	v := newVerifier(ctx, d)
+	if err := v.verifyLog(ctx); err != nil {
+		return v.checked, v.sorted(), err
+	}
 	var roots []walkRoot
 	if d.ReadOnly() {
 		roots = []walkRoot{{id: d.Version(), ref: d.Version()}}
 	} else {
 		root, err := d.latestRoot(ctx)
 		if err != nil {
-			return 0, []Problem{{Key: keys.LogPrefix, Err: err}}, nil
+			if len(v.problems) == 0 { // else the log's problems say why
+				v.failed(keys.LogPrefix, err)
+			}
+			return v.checked, v.sorted(), nil
 		}
-		v.checked++
 		roots = refCommits(nil, root)
 	}
 	if err := walkFrom(ctx, d, v, roots); err != nil {
@@ -49,6 +57,46 @@ func (d *Dataset) Verify(ctx context.Context) (checked int, problems []Problem, 
 		return v.checked, v.sorted(), err
 	}
 	return v.checked, v.sorted(), ctx.Err()
+}
+
+// VerifyLog reads every entry of the log of the dataset at url and checks
+// that none is missing: none between 1 and the highest entry, none above
+// it up to the entry log/_latest names (docs/format.md §2.2). It reports
+// as Verify does, without opening the dataset, so it serves one whose log
+// is too damaged to open (Open fails with ErrCorrupt). The options are
+// Open's (WithStore, settings); references are not used.
+func VerifyLog(ctx context.Context, url string, opts ...Option) (checked int, problems []Problem, err error) {
+	d, err := newDataset(ctx, url, buildOptions(opts))
+	if err != nil {
+		return 0, nil, err
+	}
+	defer d.Close()
+	v := newVerifier(ctx, d)
+	err = v.verifyLog(ctx)
+	return v.checked, v.sorted(), err
+}
+
+// RepairLog accepts the loss of the newest entries of the log of the
+// dataset at url, which Open reports with ErrCorrupt when log/_latest
+// names an entry above the highest one there: it points log/_latest at
+// the highest entry, so that the dataset opens at it and the next change
+// takes the first lost number. The changes of the lost entries are gone
+// (gc collects what only they named). It returns the entry log/_latest
+// named and the highest entry's number (equal when nothing was lost; then
+// nothing is written). The options are Open's.
+func RepairLog(ctx context.Context, url string, opts ...Option) (hint, high uint64, err error) {
+	d, err := newDataset(ctx, url, buildOptions(opts))
+	if err != nil {
+		return 0, 0, err
+	}
+	defer d.Close()
+	hint, high, err = d.log.Repair(ctx)
+	if errors.Is(err, seqlog.ErrEmpty) {
+		return 0, 0, d.logErr(err)
+	} else if err != nil {
+		return 0, 0, fmt.Errorf("repair the log of %s: %w", d.url, err)
+	}
+	return hint, high, nil
 }
 
 // verifier checks as a walkVisitor: it reads every object, records each
@@ -64,6 +112,30 @@ type verifier struct {
 }
 
 var _ walkVisitor = (*verifier)(nil)
+
+func newVerifier(ctx context.Context, d *Dataset) *verifier {
+	return &verifier{d: d, seen: map[string]bool{}, progress: progressOf(ctx)}
+}
+
+// verifyLog checks every entry of the log (none is missing, each reads),
+// counting each entry read as an object checked. A failed listing is a
+// problem of the log; only a cancelled context stops the check.
+func (v *verifier) verifyLog(ctx context.Context) error {
+	err := v.d.log.Check(ctx, 1, func(seq uint64, _ *manifest.Root, err error) {
+		key := v.d.log.Key(seq)
+		if !errors.Is(err, ErrNotFound) && !errors.Is(err, seqlog.ErrLost) {
+			v.reach(key)
+		}
+		if err != nil {
+			v.failed(key, err)
+		}
+	})
+	if err != nil && ctx.Err() == nil {
+		v.failed(keys.LogPrefix, err)
+		return nil
+	}
+	return err
+}
 
 // reach marks the object key as seen and checked and reports whether it is
 // new.
@@ -108,10 +180,7 @@ func (v *verifier) read(ctx context.Context, key, _ string, kind byte, out any) 
 	if err := manifest.Decode(kind, obj, out); err != nil {
 		return err
 	}
-	if i := strings.LastIndexByte(key, '/'); manifest.Hash(obj) != key[i+1:] {
-		return fmt.Errorf("content hash %s does not match the object's name: %w", manifest.Hash(obj), ErrCorrupt)
-	}
-	return nil
+	return manifest.CheckName(key, obj)
 }
 
 // keep goes on from every commit: Verify checks what exists.
@@ -176,8 +245,8 @@ func (v *verifier) chunk(ctx context.Context, ref manifest.ChunkRef) error {
 	if err != nil {
 		return err
 	}
-	if h := manifest.Hash(obj); !strings.HasSuffix(ref.Key, "/"+h) {
-		return fmt.Errorf("content hash %s does not match the chunk's name: %w", h, ErrCorrupt)
+	if err := manifest.CheckName(ref.Key, obj); err != nil {
+		return err
 	}
 	_, err = decodeChunk(obj, ref, false)
 	return err

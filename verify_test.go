@@ -8,8 +8,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/lochdata/loch/internal/keys"
 	"github.com/lochdata/loch/internal/manifest"
+	"github.com/lochdata/loch/internal/testserver"
 	"github.com/lochdata/loch/schema"
+	"github.com/lochdata/loch/storage"
 )
 
 // TestVerifyReportsEveryDamagedObject damages three objects of a dataset
@@ -116,4 +119,122 @@ func flipByte(t *testing.T, path string) {
 	require.NoError(t, err)
 	b[len(b)/2] ^= 0x40
 	require.NoError(t, os.WriteFile(path, b, 0o644))
+}
+
+// logDataset makes a dataset at url with a log of six entries: creation,
+// three commits, a saved selection and a tag.
+func logDataset(t *testing.T, url string) *Dataset {
+	t.Helper()
+	d, err := Create(ctx, url, gcSchema)
+	require.NoError(t, err)
+	t.Cleanup(func() { d.Close() })
+	m := &model{}
+	var v string
+	for c := range 3 {
+		v = gcAppend(t, d, m, gcRows(10*c, 10))
+	}
+	require.NoError(t, d.SaveSelection(ctx, "pick", &Selection{Version: v, RowIDs: []uint64{m.ids[3]}}))
+	_, err = d.CreateTag(ctx, "v1", v)
+	require.NoError(t, err)
+	return d
+}
+
+// TestVerifyChecksEveryLogEntry damages each entry of a dataset's log in
+// turn, one byte flipped, then deletes one in the middle: Verify reports
+// the entry by its key each time, and nothing else.
+func TestVerifyChecksEveryLogEntry(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "ds")
+	d := logDataset(t, dir)
+	clean, problems, err := d.Verify(ctx)
+	require.NoError(t, err)
+	require.Empty(t, problems)
+	entries := objects(t, dir, "log")
+	require.Len(t, entries, 7, "six entries and the hint")
+	for _, key := range entries[:6] {
+		path := filepath.Join(dir, key)
+		good, err := os.ReadFile(path)
+		require.NoError(t, err)
+		flipByte(t, path)
+		checked, problems, err := d.Verify(ctx)
+		require.NoError(t, err)
+		require.Len(t, problems, 1, "%s flipped: %v", key, problems)
+		require.Equal(t, key, problems[0].Key)
+		require.ErrorIs(t, problems[0].Err, ErrCorrupt)
+		if key != entries[5] {
+			require.Equal(t, clean, checked, "the walk goes on past a damaged old entry")
+		}
+		require.NoError(t, os.WriteFile(path, good, 0o644))
+	}
+
+	require.NoError(t, os.Remove(filepath.Join(dir, entries[2])))
+	_, problems, err = d.Verify(ctx)
+	require.NoError(t, err)
+	require.Len(t, problems, 1, "%v", problems)
+	require.Equal(t, entries[2], problems[0].Key)
+	require.ErrorIs(t, problems[0].Err, ErrNotFound)
+	require.ErrorContains(t, problems[0].Err, "missing (entries 3 to 3), though entry 4 exists")
+}
+
+// TestLostNewestLogEntry deletes the newest entry of a dataset's log (the
+// tag that entry made would vanish, and the next change take its number):
+// opening fails with ErrCorrupt naming the entry and log/_latest, a writer
+// holding the dataset open cannot commit, Verify and VerifyLog report the
+// entry, and RepairLog accepts the loss, after which the dataset opens at
+// the entry before and takes writes again. Run on local disk and on MinIO,
+// whose listing differs.
+func TestLostNewestLogEntry(t *testing.T) {
+	for _, name := range []string{"local", "s3"} {
+		t.Run(name, func(t *testing.T) {
+			url := filepath.Join(t.TempDir(), "ds")
+			if name == "s3" {
+				url = testserver.MinIO(t).URL
+			}
+			d := logDataset(t, url)
+			st, err := storage.Open(ctx, url)
+			require.NoError(t, err)
+			defer st.Close()
+			newest := keys.MakeLog(6)
+			require.NoError(t, st.Delete(ctx, newest))
+
+			_, err = Open(ctx, url)
+			require.ErrorIs(t, err, ErrCorrupt)
+			require.ErrorContains(t, err, "read "+newest+": missing (entries 6 to 6), though log/_latest names entry 6 and the highest entry is 5")
+			require.ErrorContains(t, err, "loch verify --repair-log")
+
+			require.NoError(t, d.Extend(ctx, gcRows(100, 1)))
+			_, err = d.Commit(ctx, "after the loss")
+			require.ErrorIs(t, err, ErrCorrupt)
+			_, err = st.Stat(ctx, newest)
+			require.ErrorIs(t, err, ErrNotFound, "no writer takes the lost number")
+			_, err = d.CreateBranch(ctx, "b", d.Version())
+			require.ErrorIs(t, err, ErrCorrupt)
+
+			for _, verify := range []func() ([]Problem, error){
+				func() ([]Problem, error) { _, p, err := d.Verify(ctx); return p, err },
+				func() ([]Problem, error) { _, p, err := VerifyLog(ctx, url); return p, err },
+			} {
+				problems, err := verify()
+				require.NoError(t, err)
+				require.Len(t, problems, 1, "%v", problems)
+				require.Equal(t, newest, problems[0].Key)
+				require.ErrorIs(t, problems[0].Err, ErrCorrupt)
+			}
+
+			hint, high, err := RepairLog(ctx, url)
+			require.NoError(t, err)
+			require.Equal(t, []uint64{6, 5}, []uint64{hint, high})
+			d2, err := Open(ctx, url)
+			require.NoError(t, err)
+			defer d2.Close()
+			_, err = d2.Resolve(ctx, "v1")
+			require.ErrorIs(t, err, ErrNotFound, "the lost entry's tag is gone")
+			_, problems, err := d2.Verify(ctx)
+			require.NoError(t, err)
+			require.Empty(t, problems)
+			_, err = d2.CreateTag(ctx, "v2", d2.Version())
+			require.NoError(t, err)
+			_, err = st.Stat(ctx, newest)
+			require.NoError(t, err, "after the repair, the next change takes the number")
+		})
+	}
 }

@@ -171,12 +171,21 @@ func (c *Catalog) latest(ctx context.Context) (*manifest.Catalog, error) {
 		return nil, fmt.Errorf("open catalog %s: %w", c.url, ErrNoCatalog)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("catalog %s: %w", c.url, err)
+		return nil, c.logErr(err)
 	}
 	if err := checkEntry(e); err != nil {
 		return nil, fmt.Errorf("catalog %s: %s: %w", c.url, c.log.Key(e.Seq), err)
 	}
 	return e, nil
+}
+
+// logErr names the catalog in an error of its log, and for a log that
+// lost its newest entries gives the way out.
+func (c *Catalog) logErr(err error) error {
+	if errors.Is(err, seqlog.ErrLost) {
+		return fmt.Errorf("catalog %s: %w (restore the missing entries, or accept their loss with 'loch verify --repair-log')", c.url, err)
+	}
+	return fmt.Errorf("catalog %s: %w", c.url, err)
 }
 
 // read reads and checks catalog entry seq.
@@ -441,7 +450,7 @@ func (c *Catalog) change(ctx context.Context, op string, fn func(next *manifest.
 	case errors.Is(err, seqlog.ErrEmpty):
 		return nil, fmt.Errorf("%s: catalog %s: %w", op, c.url, ErrNoCatalog)
 	case err != nil:
-		return nil, fmt.Errorf("%s: catalog %s: %w", op, c.url, err)
+		return nil, fmt.Errorf("%s: %w", op, c.logErr(err))
 	}
 	return e, nil
 }

@@ -43,4 +43,13 @@
 // directory once its grace period has passed since the drop; the grace
 // period must therefore exceed the longest time a reader keeps a dropped
 // table open.
+//
+// # Verifying
+//
+// Verify checks a catalog without opening it: every entry of its log, the
+// table directories that no entry names, and every table as a dataset.
+// When the log's hint names an entry above the highest one there, the
+// newest entries were lost: Open and every change fail with
+// loch.ErrCorrupt rather than go back to an older set of tables, until
+// the entries are restored or RepairLog accepts the loss.
 package catalog

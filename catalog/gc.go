@@ -60,30 +60,18 @@ func (c *Catalog) GC(ctx context.Context, opts loch.GCOptions) (*GCReport, error
 	if err != nil {
 		return nil, fmt.Errorf("gc catalog %s (nothing was deleted): %w", c.url, err)
 	}
-	dirs := map[string][]storage.Attrs{}
-	err = c.store.List(ctx, keys.TablesPrefix, func(a storage.Attrs) error {
-		dir, _, ok := strings.Cut(strings.TrimPrefix(a.Key, keys.TablesPrefix), "/")
-		if ok && !live[dir] {
-			dirs[dir] = append(dirs[dir], a)
-		}
-		return nil
-	})
+	dirs, err := c.listDirs(ctx, live)
 	if err != nil {
 		return nil, fmt.Errorf("gc catalog %s (nothing was deleted): %w", c.url, err)
 	}
 	// Writers may have named directories since: keep those too.
-	now, err := c.latest(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("gc catalog %s (nothing was deleted): read the log again: %w", c.url, err)
-	}
-	for s := latest.Seq + 1; s <= now.Seq; s++ {
-		e, err := c.read(ctx, s)
-		if err != nil {
-			return nil, fmt.Errorf("gc catalog %s (nothing was deleted): read the log again: %w", c.url, err)
-		}
+	now, err := c.readSince(ctx, latest.Seq, func(e *manifest.Catalog) {
 		for _, t := range e.Tables {
 			delete(dirs, t.Dir)
 		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("gc catalog %s (nothing was deleted): read the log again: %w", c.url, err)
 	}
 	for _, dir := range sortedKeys(dirs) {
 		objs := dirs[dir]
@@ -129,6 +117,40 @@ func (c *Catalog) GC(ctx context.Context, opts loch.GCOptions) (*GCReport, error
 		return rep, fmt.Errorf("gc catalog %s: %w", c.url, err)
 	}
 	return rep, nil
+}
+
+// listDirs lists the objects under tables/ by table directory, but for
+// the directories in skip.
+func (c *Catalog) listDirs(ctx context.Context, skip map[string]bool) (map[string][]storage.Attrs, error) {
+	dirs := map[string][]storage.Attrs{}
+	err := c.store.List(ctx, keys.TablesPrefix, func(a storage.Attrs) error {
+		dir, _, ok := strings.Cut(strings.TrimPrefix(a.Key, keys.TablesPrefix), "/")
+		if ok && !skip[dir] {
+			dirs[dir] = append(dirs[dir], a)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", keys.TablesPrefix, err)
+	}
+	return dirs, nil
+}
+
+// readSince reads the entries written after entry seq (by writers working
+// meanwhile), calls each with them, oldest first, and returns the newest.
+func (c *Catalog) readSince(ctx context.Context, seq uint64, each func(*manifest.Catalog)) (*manifest.Catalog, error) {
+	now, err := c.latest(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for s := seq + 1; s <= now.Seq; s++ {
+		e, err := c.read(ctx, s)
+		if err != nil {
+			return nil, err
+		}
+		each(e)
+	}
+	return now, nil
 }
 
 // deleteEntries deletes the catalog entries before entry keep, oldest

@@ -19,8 +19,10 @@ import (
 // local source file wraps fs.ErrNotExist, a missing remote one
 // storage.ErrNotFound.
 var (
-	// ErrBadImage marks an image that cannot be decoded. Options.SkipBad
-	// skips the rows holding one instead of failing.
+	// ErrBadImage marks an image that cannot be decoded, or whose header
+	// declares more pixels than the decode limit allows (then matching
+	// loch.ErrTooLarge too). Options.SkipBad skips the rows holding one
+	// instead of failing.
 	ErrBadImage = errors.New("undecodable image")
 	// ErrInvalidSource marks a source that is malformed or that breaks the
 	// rules of its format (a bad JSON line, arrays of different lengths, a

@@ -84,11 +84,7 @@ type Engine struct {
 	handles    []*loch.Dataset
 	attached   map[string]*loch.Dataset // by loch_scan URL (attachPrefix + name)
 	emitted    atomic.Int64             // rows the scans have handed DuckDB (tests count them)
-	// failed is the first error a table function of the running query
-	// returned (set by start): DuckDB passes it on as text, so that
-	// queryError reports it, with its kind (a corrupt chunk is ErrCorrupt,
-	// not a bad query), instead.
-	failed atomic.Pointer[error]
+	failed     scanFailure              // the running query's first scan error (queryError)
 }
 
 // New starts an engine over d's current version. d may be nil: then the
@@ -261,7 +257,6 @@ func (e *Engine) bind(_ map[string]any, args ...any) (duckdb.ParallelChunkTableS
 	}
 	sc, err := e.scan(url, ref, asOf)
 	if err != nil {
-		e.fail(err)
 		return nil, err
 	}
 	s, err := newSource(e.ctx, sc, e.jsonType, e.opts.Threads)
@@ -271,13 +266,9 @@ func (e *Engine) bind(_ map[string]any, args ...any) (duckdb.ParallelChunkTableS
 	if s.filter, err = compileFilter(ps, s.cols); err != nil {
 		return nil, fmt.Errorf("%s(%s): %w", scanAt, quoteString(url), err)
 	}
-	s.emitted, s.fail = &e.emitted, e.fail
+	s.emitted, s.failed = &e.emitted, &e.failed
 	return s, nil
 }
-
-// fail records err as the running query's failure, unless one is
-// recorded already. It is safe to call from DuckDB's threads.
-func (e *Engine) fail(err error) { e.failed.CompareAndSwap(nil, &err) }
 
 // scan opens (once per engine) the version loch_scan names.
 func (e *Engine) scan(url, ref, asOf string) (*loch.Scan, error) {

@@ -38,7 +38,7 @@ func (e *Engine) Select(ctx context.Context, q string) (*loch.Selection, error) 
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.ctx = ctx
-	e.failed.Store(nil)
+	e.failed.take()
 	if e.d == nil {
 		return nil, fmt.Errorf("query %s: a selection is of one dataset: the engine has none: %w", oneLineSQL(q), loch.ErrInvalidArgument)
 	}
@@ -124,15 +124,16 @@ func (e *Engine) columns(ctx context.Context, q string) ([]string, error) {
 	return rows.Columns()
 }
 
-// queryError is a DuckDB error on one line, naming the query; or, when a
-// table function failed, its error (with its kind) instead of DuckDB's
-// text of it.
+// queryError is a DuckDB error on one line, naming the query. A scan's
+// own error (a missing or corrupt chunk), which DuckDB returns as text,
+// is returned as itself, so that it keeps its class.
 func (e *Engine) queryError(q string, err error) error {
+	scanErr := e.failed.take()
 	if ctxErr := e.ctx.Err(); ctxErr != nil {
 		return fmt.Errorf("query %s: %w", oneLineSQL(q), ctxErr)
 	}
-	if p := e.failed.Swap(nil); p != nil {
-		return fmt.Errorf("query %s: %w", oneLineSQL(q), *p) // what loch failed to read, not DuckDB's text of it
+	if scanErr != nil {
+		return fmt.Errorf("query %s: %w", oneLineSQL(q), scanErr)
 	}
 	return fmt.Errorf("query %s: %s: %w", oneLineSQL(q), oneLine(err), loch.ErrInvalidArgument)
 }
@@ -152,7 +153,7 @@ func (e *Engine) Write(ctx context.Context, q, format string, limit int, w io.Wr
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.ctx = ctx
-	e.failed.Store(nil)
+	e.failed.take()
 	rw, err := e.rewrite(ctx, q, false)
 	if err != nil {
 		return 0, err
@@ -288,7 +289,7 @@ func format(v any) string {
 func (e *Engine) Rows(ctx context.Context, q string) (*sql.Rows, func(), error) {
 	e.mu.Lock()
 	e.ctx = ctx
-	e.failed.Store(nil)
+	e.failed.take()
 	rw, err := e.rewrite(ctx, q, false)
 	if err != nil {
 		e.mu.Unlock()

@@ -47,7 +47,9 @@ type source struct {
 	// their columns are converted; emitted counts the rows handed DuckDB.
 	filter  *filter
 	emitted *atomic.Int64
-	fail    func(error) // records an error FillChunk returns (Engine.fail)
+	// failed keeps the first error a fill returned, which DuckDB hands
+	// back as text only, so that the query's error keeps its class.
+	failed *scanFailure
 
 	mu        sync.Mutex
 	cache     *lru.Cache[loch.ChunkID, *loch.Fetched]
@@ -129,9 +131,32 @@ func (s *source) NewLocalState() any { return &local{} }
 // that pass alone.
 func (s *source) FillChunk(ls any, chunk duckdb.DataChunk) error {
 	err := s.fillChunk(ls.(*local), chunk)
-	if err != nil && s.fail != nil {
-		s.fail(err)
+	if err != nil && s.failed != nil {
+		s.failed.set(err)
 	}
+	return err
+}
+
+// scanFailure is the first error of the scans of one query (Engine.failed).
+type scanFailure struct {
+	mu  sync.Mutex
+	err error
+}
+
+func (f *scanFailure) set(err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.err == nil {
+		f.err = err
+	}
+}
+
+// take returns the error kept, if any, and forgets it.
+func (f *scanFailure) take() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	err := f.err
+	f.err = nil
 	return err
 }
 

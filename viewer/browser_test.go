@@ -152,6 +152,9 @@ func browse(t *testing.T, exe, u, prefix string) {
 	}
 	box := fixBox(1)
 	x0, y0, y1 := int(box[0]), int(box[1]), int(box[1]+box[3])
+	// The grid shows the 64×48 pictures enlarged k times (they are tiny
+	// for its 192-pixel thumbnails), the box drawn at that size.
+	const k = defaultThumb / fixW
 	js := fmt.Sprintf(`(() => {
 		const img = document.querySelector('#grid article.card[data-pos="1"] .kind-image img');
 		const c = document.createElement("canvas");
@@ -160,10 +163,10 @@ func browse(t *testing.T, exe, u, prefix string) {
 		g.drawImage(img, 0, 0);
 		const px = (x, y) => Array.from(g.getImageData(x, y, 1, 1).data.slice(0, 3));
 		return {W: img.naturalWidth, H: img.naturalHeight, Edge: px(%d, %d), In: px(%d, %d)};
-	})()`, x0, (y0+y1)/2, x0+10, y1-3)
+	})()`, k*x0, k*(y0+y1)/2, k*(x0+10), k*(y1-3))
 	require.NoError(t, chromedp.Run(bctx, chromedp.Evaluate(js, &img), shot("grid.png")))
-	require.Equal(t, fixW, img.W)
-	require.Equal(t, fixH, img.H)
+	require.Equal(t, k*fixW, img.W)
+	require.Equal(t, k*fixH, img.H)
 	dog := classColor(1)
 	require.Equal(t, []int{int(dog.R), int(dog.G), int(dog.B)}, img.Edge, "the box's left edge, in the dog colour")
 	orig := fixImage(1)

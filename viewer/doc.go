@@ -13,9 +13,22 @@
 // dataset's chunk cache. The grid is paged: a page of at most MaxPage rows is
 // read at a time, never the whole dataset. Thumbnails are made in Go
 // (imaging) from the stored samples, with the row's boxes drawn on and its
-// masks overlaid; a thumbnail or sample URL names a version id, so its bytes
-// never change and it is served with a year-long immutable Cache-Control
-// and an ETag.
+// masks overlaid (a tiny picture, at most half the thumbnail's size, is
+// enlarged by a whole factor, nearest neighbour, and pages mark it to be
+// drawn with square pixels); a thumbnail or sample URL names a version
+// id, so its bytes never change and it is served with a year-long
+// immutable Cache-Control and an ETag.
+//
+// # Media
+//
+// A video or audio sample kept as its file (sample compression video or
+// audio) is served as ingested, read by range through the library
+// (ColumnReader.OpenMedia) with http.ServeContent: its container's
+// Content-Type and Range requests, so a player seeks without the whole
+// file. Audio in a container or codec browsers do not play is decoded and
+// sent as 16-bit WAV at the sample rate its chunk records. A waveform
+// tensor records no rate and is sent as 16 kHz WAV. Video stored as frame
+// tensors has no file form.
 //
 // # Security
 //

@@ -1,13 +1,14 @@
 package viewer
 
 import (
+	"bytes"
 	"context"
-	"encoding/binary"
 	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/lochdata/loch"
 	"github.com/lochdata/loch/schema"
@@ -92,6 +93,11 @@ type cell struct {
 	Link    string // a link's target
 	Changed bool
 	Eager   bool // load the thumbnail at once (pages that are not the grid)
+	// W and H are the size the thumbnail is shown at, when its picture's
+	// shape is known (0 otherwise); Tiny marks a small picture shown
+	// enlarged, its pixels kept sharp (shownSize).
+	W, H int
+	Tiny bool
 }
 
 // rowView is one row of a grid or a diff.
@@ -113,12 +119,12 @@ func (s *Server) rowViews(ctx context.Context, table string, d *loch.Dataset, po
 		return nil, err
 	}
 	out := make([]rowView, len(positions))
+	locs := make([]loch.RowLoc, len(positions))
 	for i, p := range positions {
-		id, err := sc.RowID(p)
-		if err != nil {
+		if locs[i], err = sc.Locate(p); err != nil {
 			return nil, err
 		}
-		out[i] = rowView{Pos: p, ID: id, Version: d.Version(),
+		out[i] = rowView{Pos: p, ID: locs[i].ID, Version: d.Version(),
 			Href: fmt.Sprintf("/t/%s/row/%d?v=%s", url.PathEscape(table), p, d.Version())}
 	}
 	for ci := range sch.Columns {
@@ -142,6 +148,19 @@ func (s *Server) rowViews(ctx context.Context, table string, d *loch.Dataset, po
 			if err != nil {
 				return nil, err
 			}
+			if cl.Thumb != "" && c.Kind != schema.Link {
+				// The picture's shape, from its chunk's header: the
+				// size the thumbnail is shown at.
+				shape, _, err := sc.SampleInfo(ctx, sc.Slot(locs[i], c.UID))
+				if err != nil {
+					return nil, err
+				}
+				if shape == nil {
+					cl = cell{Col: cl.Col, Kind: cl.Kind, Null: true}
+				} else if len(shape) >= 2 {
+					cl.H, cl.W, cl.Tiny = shownSize(shape[0], shape[1], size)
+				}
+			}
 			out[i].Cells = append(out[i].Cells, cl)
 		}
 	}
@@ -154,8 +173,10 @@ func readsSample(c *schema.Column) bool {
 	return !hasThumb(c) && !isMedia(c)
 }
 
+// isMedia reports whether a column's samples are played: video and audio
+// files (kept as ingested, or bytes) and waveform tensors.
 func isMedia(c *schema.Column) bool {
-	return c.DType == schema.Bytes && (c.Kind == schema.Audio || c.Kind == schema.Video) || c.Kind == schema.Audio && !c.DType.Variable()
+	return c.SampleCompression.Media() || c.DType == schema.Bytes && (c.Kind == schema.Audio || c.Kind == schema.Video) || c.Kind == schema.Audio && !c.DType.Variable()
 }
 
 // contiguous reports whether positions are a run p, p+1, ... (not empty).
@@ -241,7 +262,8 @@ func looksLikeImage(link string) bool {
 }
 
 // handleSample serves one sample's bytes as stored (images), fetched
-// (links) or raw, with its sniffed type, sandboxed.
+// (links), as ingested (video and audio, serveMedia) or raw, with its
+// sniffed type, sandboxed.
 func (s *Server) handleSample(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	ref, err := s.sampleRef(ctx, r)
@@ -250,6 +272,17 @@ func (s *Server) handleSample(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if cached(w, r, etag("sample", ref.version, ref.table, ref.col.Name, strconv.FormatInt(ref.pos, 10))) {
+		return
+	}
+	fail := func(err error) {
+		w.Header().Del("Cache-Control")
+		w.Header().Del("ETag")
+		s.fail(w, r, err, false)
+	}
+	if ref.col.SampleCompression.Media() {
+		if err := s.serveMedia(w, r, ref); err != nil {
+			fail(err)
+		}
 		return
 	}
 	cr, err := ref.d.Column(ref.col.Name)
@@ -266,61 +299,32 @@ func (s *Server) handleSample(w http.ResponseWriter, r *http.Request) {
 			}
 			data = smp.Data
 			if err == nil && ref.col.Kind == schema.Audio && !ref.col.DType.Variable() {
-				smp, err = cr.Read(ctx, ref.pos, nil)
-				data = wav(ref.col, smp)
+				if smp, err = cr.Read(ctx, ref.pos, nil); err == nil {
+					data, err = wav(ref.col, smp, plainAudioRate)
+				}
 			} else if err == nil && smp.Encoding != schema.PNG && smp.Encoding != schema.JPEG && !ref.col.DType.Variable() {
 				err = badf("column %q holds %s tensors: they have no file form (see the row page)", ref.col.Name, ref.col.DType)
 			}
 		}
 	}
 	if err != nil {
-		w.Header().Del("Cache-Control")
-		w.Header().Del("ETag")
-		s.fail(w, r, err, false)
+		fail(err)
 		return
 	}
 	ct := http.DetectContentType(data)
 	if ref.col.DType == schema.Text || ref.col.DType == schema.JSON || strings.HasPrefix(ct, "text/html") || strings.Contains(ct, "xml") {
 		ct = "text/plain; charset=utf-8"
 	}
-	w.Header().Set("Content-Type", ct)
-	w.Header().Set("Content-Security-Policy", "sandbox; default-src 'none'; img-src 'self'; media-src 'self'")
-	w.Header().Set("Content-Length", strconv.Itoa(len(data)))
-	w.Write(data)
+	sendSample(w, r, ct, data)
 }
 
-// wavRate is the sample rate a waveform is played at: loch's audio
-// columns do not record one.
-const wavRate = 16000
+// sampleCSP is the Content-Security-Policy of a sample served alone.
+const sampleCSP = "sandbox; default-src 'none'; img-src 'self'; media-src 'self'"
 
-// wav encodes a waveform sample ([samples] or [samples, channels], values
-// in [-1, 1] for floats) as 16-bit PCM WAV.
-func wav(c *schema.Column, smp loch.Sample) []byte {
-	v := numbers(c.DType, smp)
-	ch := 1
-	if len(smp.Shape) == 2 && smp.Shape[1] > 0 {
-		ch = smp.Shape[1]
-	}
-	scale := 32767.0
-	if c.DType.Integer() {
-		scale = 1
-	}
-	b := make([]byte, 44+2*len(v))
-	le := binary.LittleEndian
-	copy(b, "RIFF")
-	le.PutUint32(b[4:], uint32(36+2*len(v)))
-	copy(b[8:], "WAVEfmt ")
-	le.PutUint32(b[16:], 16)
-	le.PutUint16(b[20:], 1)
-	le.PutUint16(b[22:], uint16(ch))
-	le.PutUint32(b[24:], wavRate)
-	le.PutUint32(b[28:], uint32(wavRate*ch*2))
-	le.PutUint16(b[32:], uint16(ch*2))
-	le.PutUint16(b[34:], 16)
-	copy(b[36:], "data")
-	le.PutUint32(b[40:], uint32(2*len(v)))
-	for i, x := range v {
-		le.PutUint16(b[44+2*i:], uint16(int16(max(-32768, min(32767, x*scale)))))
-	}
-	return b
+// sendSample answers with a sample's bytes of type ct, sandboxed, with
+// Range support (a player seeks).
+func sendSample(w http.ResponseWriter, r *http.Request, ct string, data []byte) {
+	w.Header().Set("Content-Type", ct)
+	w.Header().Set("Content-Security-Policy", sampleCSP)
+	http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(data))
 }

@@ -214,6 +214,8 @@ func status(err error) (int, string) {
 		return br.status, br.msg
 	case errors.Is(err, loch.ErrNotFound), errors.Is(err, catalog.ErrNoCatalog):
 		return http.StatusNotFound, oneLine(err.Error())
+	case errors.Is(err, loch.ErrTooLarge): // a sample past the decode limit
+		return http.StatusUnprocessableEntity, oneLine(err.Error())
 	case errors.Is(err, loch.ErrInvalidArgument):
 		return http.StatusBadRequest, oneLine(err.Error())
 	case errors.Is(err, loch.ErrExists), errors.Is(err, loch.ErrConflict):

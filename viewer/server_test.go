@@ -59,7 +59,7 @@ func TestPages(t *testing.T) {
 	resp, grid := get(t, ts, "/t/pets/grid?v="+v+"&start=0&limit=10")
 	require.Equal(t, 200, resp.StatusCode)
 	require.Equal(t, 10, strings.Count(grid, `<article class="card"`))
-	require.Equal(t, 10, strings.Count(grid, `class="thumb"`)/2, "an image and a mask thumbnail per row")
+	require.Equal(t, 10, strings.Count(grid, `class="thumb`)/2, "an image and a mask thumbnail per row")
 	require.Contains(t, grid, `data-next="/t/pets/grid?`)
 	require.Contains(t, grid, "caption of row")
 	require.Contains(t, grid, "&#34;source&#34;: &#34;fixture&#34;", "JSON pretty-printed")

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"image"
 	"image/color"
@@ -130,8 +131,8 @@ func (s *Server) handleThumb(w http.ResponseWriter, r *http.Request) {
 	w.Write(data)
 }
 
-// thumbnail makes the picture of one sample, scaled to fit size (0: as
-// is), with overlays when asked.
+// thumbnail makes the picture of one sample at its thumbSize for size (0:
+// as is), with overlays when asked.
 func (s *Server) thumbnail(ctx context.Context, ref sampleRef, size int, overlay bool) (*image.RGBA, error) {
 	cr, err := ref.d.Column(ref.col.Name)
 	if err != nil {
@@ -145,7 +146,9 @@ func (s *Server) thumbnail(ctx context.Context, ref sampleRef, size int, overlay
 		if err != nil {
 			return nil, err
 		}
-		if pix, shape, err = imaging.DecodeAs(b, 3); err != nil {
+		if pix, shape, err = imaging.DecodeAs(b, 3); errors.Is(err, imaging.ErrTooLarge) {
+			return nil, fmt.Errorf("column %q row %d: the link's target: %w", ref.col.Name, ref.pos, err)
+		} else if err != nil {
 			return nil, badf("column %q row %d: the link's target is not a png or jpeg image: %v", ref.col.Name, ref.pos, err)
 		}
 	default:
@@ -157,22 +160,29 @@ func (s *Server) thumbnail(ctx context.Context, ref sampleRef, size int, overlay
 			return nil, notFoundf("column %q row %d is null", ref.col.Name, ref.pos)
 		}
 		if ref.col.Kind == schema.Mask {
-			return scaleRGBA(maskPicture(ref.col, smp), size), nil
+			m := maskPicture(ref.col, smp)
+			th, tw, _ := thumbSize(m.Bounds().Dy(), m.Bounds().Dx(), size)
+			return scaleRGBA(m, th, tw), nil
 		}
 		if pix, shape, err = rgb(smp); err != nil {
 			return nil, fmt.Errorf("column %q row %d: %w", ref.col.Name, ref.pos, err)
 		}
 	}
 	h, w := shape[0], shape[1]
-	th, tw := fit(h, w, size)
-	if th != h || tw != w {
+	th, tw, tiny := thumbSize(h, w, size)
+	var img *image.RGBA
+	switch {
+	case tiny:
+		img = scaleRGBA(toRGBA(pix, h, w), th, tw)
+	case th != h || tw != w:
 		dst := make([]byte, th*tw*3)
 		if err := imaging.Resize(dst, pix, h, w, th, tw, 3, imaging.Bilinear); err != nil {
 			return nil, err
 		}
-		pix = dst
+		img = toRGBA(dst, th, tw)
+	default:
+		img = toRGBA(pix, h, w)
 	}
-	img := toRGBA(pix, th, tw)
 	if overlay && ref.col.Kind != schema.Link {
 		if err := s.drawOverlays(ctx, ref, img, h, w); err != nil {
 			return nil, err
@@ -217,6 +227,47 @@ func fit(h, w, size int) (int, int) {
 	return max(1, h*size/w), size
 }
 
+// fullTiny is the box (longest side, pixels) that a tiny picture is shown
+// in on a row page, which otherwise shows pictures at full size.
+const fullTiny = 2 * defaultThumb
+
+// enlarged returns the size of an h×w picture enlarged by the largest
+// whole factor that keeps it in a box×box square, when that factor is at
+// least 2: the picture is tiny.
+func enlarged(h, w, box int) (int, int, bool) {
+	if k := box / max(h, w, 1); k >= 2 {
+		return h * k, w * k, true
+	}
+	return h, w, false
+}
+
+// thumbSize returns the size of the thumbnail (for size; 0: full size) of
+// an h×w picture and whether the picture is tiny: a tiny one is enlarged
+// by a whole factor into the size×size box (nearest neighbour, so that
+// its pixels stay sharp squares and the overlays are drawn at the size
+// shown), any other scaled to fit (never enlarged).
+func thumbSize(h, w, size int) (th, tw int, tiny bool) {
+	if size > 0 {
+		if th, tw, tiny = enlarged(h, w, size); tiny {
+			return th, tw, true
+		}
+	}
+	th, tw = fit(h, w, size)
+	return th, tw, false
+}
+
+// shownSize is the size at which a page shows the thumbnail (for size)
+// of an h×w picture, and whether it is tiny: the thumbnail's size, but a
+// tiny picture at full size (a row page) is enlarged by the browser into
+// the fullTiny box, its pixels drawn as squares (CSS image-rendering:
+// pixelated on .thumb.tiny).
+func shownSize(h, w, size int) (int, int, bool) {
+	if size == 0 {
+		return enlarged(h, w, fullTiny)
+	}
+	return thumbSize(h, w, size)
+}
+
 func toRGBA(pix []byte, h, w int) *image.RGBA {
 	img := image.NewRGBA(image.Rect(0, 0, w, h))
 	for i := 0; i < h*w; i++ {
@@ -226,10 +277,10 @@ func toRGBA(pix []byte, h, w int) *image.RGBA {
 	return img
 }
 
-// scaleRGBA scales a picture to fit size, nearest neighbour (masks).
-func scaleRGBA(src *image.RGBA, size int) *image.RGBA {
+// scaleRGBA scales a picture to th×tw, nearest neighbour (masks, tiny
+// pictures).
+func scaleRGBA(src *image.RGBA, th, tw int) *image.RGBA {
 	b := src.Bounds()
-	th, tw := fit(b.Dy(), b.Dx(), size)
 	if th == b.Dy() && tw == b.Dx() {
 		return src
 	}

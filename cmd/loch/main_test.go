@@ -26,6 +26,7 @@ import (
 
 	"github.com/lochdata/loch"
 	"github.com/lochdata/loch/imaging"
+	"github.com/lochdata/loch/imaging/imagingtest"
 	"github.com/lochdata/loch/schema"
 )
 
@@ -59,6 +60,8 @@ func TestMain(m *testing.M) {
 //	                           many values as D) or [n, D]
 //	httpserve DIR              serve DIR over http on 127.0.0.1 until the script ends; sets
 //	                           $HTTP to its base URL (http://127.0.0.1:PORT)
+//	mkbomb FILE W H            write a black grayscale png of W x H pixels whose IDAT is a
+//	                           real zlib stream of them (imagingtest.PNGBomb)
 func TestScript(t *testing.T) {
 	testscript.Run(t, testscript.Params{
 		Dir:                 "testdata/script",
@@ -66,6 +69,7 @@ func TestScript(t *testing.T) {
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"mkdata":     cmdMkdata,
 			"flipchunk":  cmdFlipChunk,
+			"swapchunk":  cmdSwapChunk,
 			"exits":      cmdExits,
 			"cmppng":     cmdCmpPNG,
 			"npyinfo":    cmdNPYInfo,
@@ -80,6 +84,7 @@ func TestScript(t *testing.T) {
 			"httpserve":  cmdHTTPServe,
 			"expandenv":  cmdExpandEnv,
 			"mkvec":      cmdMkVec,
+			"mkbomb":     cmdMkBomb,
 		},
 	})
 }
@@ -226,6 +231,40 @@ func flipChunk(root string) (string, error) {
 	}
 	key, err := filepath.Rel(root, largest)
 	return filepath.ToSlash(key), err
+}
+
+// cmdSwapChunk copies the first chunk of COLUMN in DIR over its second (a
+// sound object under another chunk's name; they must be of one size) and
+// sets $CHUNK to the name overwritten.
+func cmdSwapChunk(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: swapchunk DIR COLUMN")
+	}
+	root := ts.MkAbs(args[0])
+	ctx := context.Background()
+	d, err := loch.Open(ctx, root)
+	ts.Check(err)
+	defer d.Close()
+	sc := d.Scan()
+	ts.Check(sc.Load(ctx, 1))
+	sch := sc.Schema()
+	c, ok := sch.Column(args[1])
+	if !ok {
+		ts.Fatalf("no column %s", args[1])
+	}
+	ids := sc.Chunks(c.UID)
+	if len(ids) < 2 {
+		ts.Fatalf("column %s has %d chunks, want 2", args[1], len(ids))
+	}
+	from := filepath.Join(root, filepath.FromSlash(sc.ChunkKey(ids[0])))
+	to := filepath.Join(root, filepath.FromSlash(sc.ChunkKey(ids[1])))
+	data, err := os.ReadFile(from)
+	ts.Check(err)
+	if old, err := os.Stat(to); err != nil || old.Size() != int64(len(data)) {
+		ts.Fatalf("chunks %s and %s are not of one size", from, to)
+	}
+	ts.Check(os.WriteFile(to, data, 0o644))
+	ts.Setenv("CHUNK", sc.ChunkKey(ids[1]))
 }
 
 func cmdExits(ts *testscript.TestScript, neg bool, args []string) {
@@ -592,6 +631,19 @@ func TestVersionFlag(t *testing.T) {
 	first, _, _ := strings.Cut(full.String(), "\n")
 	require.Equal(t, first+"\n", short.String())
 	require.Empty(t, stderr.String())
+}
+
+func cmdMkBomb(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 3 {
+		ts.Fatalf("usage: mkbomb FILE W H")
+	}
+	w, err := strconv.Atoi(args[1])
+	ts.Check(err)
+	h, err := strconv.Atoi(args[2])
+	ts.Check(err)
+	path := ts.MkAbs(args[0])
+	ts.Check(os.MkdirAll(filepath.Dir(path), 0o755))
+	ts.Check(os.WriteFile(path, imagingtest.PNGBomb(w, h), 0o644))
 }
 
 func cmdMkVec(ts *testscript.TestScript, neg bool, args []string) {

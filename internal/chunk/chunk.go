@@ -124,17 +124,20 @@ type Header struct {
 	BlockSize         int   // 0 when there are no block checksums
 	DataLen           int64 // D, stored data bytes
 	RawLen            int64 // R, data bytes after the codec
-	shapes            []uint32
-	nulls             []byte
-	offsets           []uint64
-	Partial           Partial
-	BlockCRCs         []uint32 // CRC-32C of each raw block; nil when BlockSize is 0
-	media             []Media  // media chunks: one entry per sample
-	blockEnds         []int64  // blocked: end of block b's stored bytes in the data
-	sampleBytes       int64    // for implicit offsets
-	dictOff           []uint32 // dictionary chunks: K+1 entry offsets in dict
-	dict              []byte   // dictionary chunks: the entries' bytes
-	dictW             int      // dictionary chunks: bytes per index
+	// CRC is the header's own checksum (its last four bytes), which a
+	// fragment records as the chunk's `hcrc` (docs/format.md §2.5).
+	CRC         uint32
+	shapes      []uint32
+	nulls       []byte
+	offsets     []uint64
+	Partial     Partial
+	BlockCRCs   []uint32 // CRC-32C of each raw block; nil when BlockSize is 0
+	media       []Media  // media chunks: one entry per sample
+	blockEnds   []int64  // blocked: end of block b's stored bytes in the data
+	sampleBytes int64    // for implicit offsets
+	dictOff     []uint32 // dictionary chunks: K+1 entry offsets in dict
+	dict        []byte   // dictionary chunks: the entries' bytes
+	dictW       int      // dictionary chunks: bytes per index
 }
 
 // Size is the size of the whole chunk object: header, data and data checksum.
@@ -239,6 +242,7 @@ func ParseHeader(b []byte) (*Header, error) {
 	if got, want := Checksum(b[:h.Len-4]), binary.LittleEndian.Uint32(b[h.Len-4:]); got != want {
 		return nil, corruptf("header checksum %08x, want %08x", got, want)
 	}
+	h.CRC = binary.LittleEndian.Uint32(b[h.Len-4:])
 	r := reader{b: b[:h.Len-4], off: fixedHeaderLen}
 	nShapes := h.NDim
 	switch {

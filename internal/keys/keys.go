@@ -84,6 +84,11 @@ var dirs = [...]string{Commit: "commits", Manifest: "manifests", Fragment: "frag
 // Hashed lists the kinds named by an id, in the order gc deletes them.
 var Hashed = []Kind{Selection, Index, Commit, Manifest, Fragment, Extension, Deletion, Chunk, Vectors}
 
+// ContentAddressed reports whether an object of kind k is named by its
+// content hash (docs/format.md §1): every hashed kind but Index, whose id
+// is a commit's.
+func (k Kind) ContentAddressed() bool { return k.Dir() != "" && k != Index }
+
 // Dir is the directory of a hashed kind ("commits", ..., "chunks"), its
 // name in reports; "" for other kinds.
 func (k Kind) Dir() string {

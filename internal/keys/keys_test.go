@@ -119,3 +119,12 @@ func TestCatalogKeys(t *testing.T) {
 	_, _, ok = Parse(MakeLogIn(CatalogLogPrefix, 7))
 	require.False(t, ok)
 }
+
+func TestContentAddressed(t *testing.T) {
+	for _, k := range Hashed {
+		require.Equal(t, k != Index, k.ContentAddressed(), k.String())
+	}
+	for _, k := range []Kind{Invalid, Marker, Log, Latest, Lease, Expired} {
+		require.False(t, k.ContentAddressed(), k.String())
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/hex"
+	"strings"
 	"encoding/json"
 	"fmt"
 	"hash/crc32"
@@ -23,11 +24,12 @@ import (
 // Newest the newest minor version of anything it writes: an object
 // (minorOf), a staged write's description (6, docs/format.md §7), a
 // media chunk (7, §3.2), a dictionary chunk (8, §3.3) or a compaction
-// commit (9, §8: no new object, the newest behaviour a reader may meet).
+// commit (9, §8: no new object, the newest behaviour a reader may meet)
+// or a fragment's chunk header checksums (10, §2.5 `hcrc`).
 const (
 	Major  = 1
 	Minor  = 1
-	Newest = 9
+	Newest = 10
 )
 
 // Magic starts every metadata object.
@@ -152,6 +154,19 @@ func Hash(obj []byte) string {
 	return hex.EncodeToString(h[:])
 }
 
+// CheckName verifies that obj, read from key, is the object key names:
+// that the key's last element is obj's content hash. Readers of
+// content-addressed objects call it, so that a sound object stored under
+// another object's name (copied or renamed over it) is refused as corrupt
+// instead of read as the object named.
+func CheckName(key string, obj []byte) error {
+	h := Hash(obj)
+	if i := strings.LastIndexByte(key, '/'); key[i+1:] != h {
+		return fmt.Errorf("content hash %s does not match the object's name: %w", h, base.ErrCorrupt)
+	}
+	return nil
+}
+
 // Dataset is the body of the dataset marker `_loch/dataset`.
 type Dataset struct {
 	Format  string    `json:"format"`
@@ -231,8 +246,12 @@ type ChunkRef struct {
 	Header int    `json:"header"`
 	Size   int64  `json:"size"`
 	Raw    int64  `json:"raw"`
-	Part   int    `json:"part,omitempty"`
-	Parts  int    `json:"parts,omitempty"`
+	// HCRC (format 1.10) is the chunk header's own CRC-32C, which readers
+	// compare with the header they read (docs/format.md §2.5); 0 in
+	// fragments written before 1.10, which are not checked.
+	HCRC  uint32 `json:"hcrc,omitempty"`
+	Part  int    `json:"part,omitempty"`
+	Parts int    `json:"parts,omitempty"`
 }
 
 // Deletion is the body of `deletions/<hash>`.

@@ -45,14 +45,14 @@ func TestEmptyAndFirst(t *testing.T) {
 	require.NoError(t, err, "entries are where docs/format.md §6 says")
 }
 
-// TestLatestWithoutHint checks that a missing, stale, too new or garbled
-// hint costs reads, never the answer.
+// TestLatestWithoutHint checks that a missing, stale or garbled hint costs
+// reads, never the answer.
 func TestLatestWithoutHint(t *testing.T) {
 	l, st := newLog(t, keys.LogPrefix)
 	for s := uint64(1); s <= 5; s++ {
 		require.NoError(t, l.Put(ctx, entry(s, fmt.Sprint(s))))
 	}
-	for _, hint := range []string{"", "1", "3", "5", "9", "garbage", "0"} {
+	for _, hint := range []string{"", "1", "3", "5", "garbage", "0"} {
 		if hint == "" {
 			require.NoError(t, st.Delete(ctx, keys.LatestKey))
 		} else {
@@ -131,4 +131,130 @@ func TestAppendGivesUp(t *testing.T) {
 	require.ErrorIs(t, err, base.ErrConflict)
 	require.ErrorContains(t, err, "lost the race for the log 3 times")
 	require.Equal(t, 3, calls)
+}
+
+// TestLatestLost deletes the newest entries of a log whose hint names the
+// newest: Latest, and so Append, fail with ErrLost naming the missing entry
+// and the hint, rather than step back to the entry before and let a writer
+// take the lost number again. A hint that lags (a writer died between its
+// entry and the hint) is no loss.
+func TestLatestLost(t *testing.T) {
+	l, st := newLog(t, keys.LogPrefix)
+	for s := uint64(1); s <= 5; s++ {
+		require.NoError(t, l.Put(ctx, entry(s, fmt.Sprint(s))))
+	}
+	require.NoError(t, l.Put(ctx, entry(6, "no hint")))
+	l.Hint(ctx, 5)
+	e, err := l.Latest(ctx)
+	require.NoError(t, err)
+	require.Equal(t, uint64(6), e.Seq, "a lagging hint is normal")
+
+	for _, hint := range []string{"6", "9"} {
+		require.NoError(t, st.Delete(ctx, l.Key(6)))
+		require.NoError(t, st.Put(ctx, keys.LatestKey, []byte(hint)))
+		_, err = l.Latest(ctx)
+		require.ErrorIs(t, err, ErrLost, "hint %s", hint)
+		require.ErrorIs(t, err, base.ErrCorrupt)
+		require.ErrorContains(t, err, "read log/00000000000000000006: missing (entries 6 to "+hint+"), though log/_latest names entry "+hint+" and the highest entry is 5")
+		_, err = l.Append(ctx, 3, func(latest *manifest.Catalog) (*manifest.Catalog, error) {
+			return entry(latest.Seq+1, "reuse"), nil
+		})
+		require.ErrorIs(t, err, ErrLost)
+		_, err = st.Stat(ctx, l.Key(6))
+		require.ErrorIs(t, err, base.ErrNotFound, "no writer takes the lost number")
+		require.NoError(t, l.Put(ctx, entry(6, "restored")))
+	}
+
+	// Repair accepts the loss: the hint names the highest entry left, and
+	// the next writer goes on from it.
+	require.NoError(t, st.Delete(ctx, l.Key(6)))
+	hint, high, err := l.Repair(ctx)
+	require.NoError(t, err)
+	require.Equal(t, []uint64{9, 5}, []uint64{hint, high})
+	e, err = l.Latest(ctx)
+	require.NoError(t, err)
+	require.Equal(t, uint64(5), e.Seq)
+	hint, high, err = l.Repair(ctx)
+	require.NoError(t, err)
+	require.Equal(t, []uint64{5, 5}, []uint64{hint, high}, "nothing lost, nothing written")
+	require.NoError(t, l.Put(ctx, entry(6, "after repair")))
+
+	// Every entry gone, the hint left: lost, not empty.
+	for s := uint64(1); s <= 6; s++ {
+		require.NoError(t, st.Delete(ctx, l.Key(s)))
+	}
+	_, err = l.Latest(ctx)
+	require.ErrorIs(t, err, ErrLost)
+	require.NotErrorIs(t, err, ErrEmpty)
+}
+
+// TestCheck damages a log in each way Check reports: an entry whose bytes
+// are flipped, one that names another number, a run of missing entries
+// below the highest, and the newest entries lost below the hint. Each is
+// reported once, at its entry's number; sound entries come with their
+// value.
+func TestCheck(t *testing.T) {
+	type report struct {
+		op  string
+		err error
+	}
+	check := func(l *Log[manifest.Catalog], from uint64) map[uint64]report {
+		var mu sync.Mutex
+		got := map[uint64]report{}
+		var twice []uint64
+		require.NoError(t, l.Check(ctx, from, func(seq uint64, e *manifest.Catalog, err error) {
+			mu.Lock()
+			defer mu.Unlock()
+			if _, dup := got[seq]; dup {
+				twice = append(twice, seq)
+			}
+			r := report{err: err}
+			if e != nil {
+				r.op = e.Op
+			}
+			got[seq] = r
+		}))
+		require.Empty(t, twice, "entries reported twice")
+		return got
+	}
+	l, st := newLog(t, keys.LogPrefix)
+	for s := uint64(1); s <= 10; s++ {
+		require.NoError(t, l.Put(ctx, entry(s, fmt.Sprint(s))))
+	}
+	l.Hint(ctx, 10)
+	got := check(l, 1)
+	require.Len(t, got, 10)
+	for s, r := range got {
+		require.NoError(t, r.err)
+		require.Equal(t, fmt.Sprint(s), r.op)
+	}
+
+	obj, err := st.Get(ctx, l.Key(2))
+	require.NoError(t, err)
+	obj[len(obj)/2] ^= 0x20
+	require.NoError(t, st.Put(ctx, l.Key(2), obj))
+	liar, err := manifest.Encode(manifest.KindCatalog, entry(7, "liar"))
+	require.NoError(t, err)
+	require.NoError(t, st.Put(ctx, l.Key(3), liar))
+	for _, s := range []uint64{5, 6, 9, 10} {
+		require.NoError(t, st.Delete(ctx, l.Key(s)))
+	}
+	got = check(l, 1)
+	require.ErrorIs(t, got[2].err, base.ErrCorrupt)
+	require.ErrorContains(t, got[3].err, "entry says sequence 7")
+	require.ErrorIs(t, got[5].err, base.ErrNotFound)
+	require.EqualError(t, got[5].err, "missing (entries 5 to 6), though entry 7 exists")
+	require.ErrorIs(t, got[9].err, ErrLost)
+	require.ErrorContains(t, got[9].err, "missing (entries 9 to 10), though log/_latest names entry 10 and the highest entry is 8")
+	for _, s := range []uint64{1, 4, 7, 8} {
+		require.NoError(t, got[s].err)
+	}
+	require.Len(t, got, 8, "six entries listed, two runs missing")
+
+	// A log whose oldest entries are collected (a catalog's) is checked
+	// from its lowest entry; one that keeps them all, from 1.
+	require.NoError(t, st.Delete(ctx, l.Key(1)))
+	require.NoError(t, st.Delete(ctx, l.Key(2)))
+	require.NotContains(t, check(l, 0), uint64(1))
+	require.ErrorContains(t, check(l, 1)[1].err, "missing (entries 1 to 2), though entry 3 exists")
 }

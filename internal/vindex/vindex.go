@@ -244,9 +244,13 @@ func EncodeVectors(kind byte, v *Vectors) []byte {
 // DecodeVectors decodes the vectors object stored at key, of the given
 // kind and dimension; want is the number of vectors the descriptor says it
 // holds (-1: any). It allocates only after the object's size agrees with
-// its header. Errors match ErrCorrupt or ErrNewerFormat and name the key.
+// its header, and checks that obj is the object key names (its content
+// hash). Errors match ErrCorrupt or ErrNewerFormat and name the key.
 func DecodeVectors(key string, kind byte, dim, want int, obj []byte) (*Vectors, error) {
 	v, err := decodeVectors(kind, dim, want, obj)
+	if err == nil {
+		err = manifest.CheckName(key, obj)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("vectors %s: %w", key, err)
 	}

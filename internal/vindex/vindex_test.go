@@ -30,12 +30,19 @@ func TestIndexKey(t *testing.T) {
 func TestVectorsRoundTrip(t *testing.T) {
 	v := &Vectors{Dim: 2, IDs: []uint64{3, 9, 10}, Data: []float32{1, 2, 3, 4, 5, -6}}
 	obj := EncodeVectors(KindList, v)
-	got, err := DecodeVectors("vectors/x", KindList, 2, 3, obj)
+	got, err := DecodeVectors(VectorsKey(obj), KindList, 2, 3, obj)
 	require.NoError(t, err)
 	require.Equal(t, v, got)
 
+	// Another sound vectors object under this one's name is refused.
+	other := EncodeVectors(KindList, &Vectors{Dim: 2, IDs: []uint64{3, 9, 11}, Data: []float32{1, 2, 3, 4, 5, -6}})
+	_, err = DecodeVectors(VectorsKey(obj), KindList, 2, 3, other)
+	require.ErrorIs(t, err, base.ErrCorrupt)
+	require.ErrorContains(t, err, VectorsKey(obj))
+
 	c := &Vectors{Dim: 3, Data: []float32{1, 0, 0}}
-	got, err = DecodeVectors("vectors/x", KindCentroids, 3, -1, EncodeVectors(KindCentroids, c))
+	cobj := EncodeVectors(KindCentroids, c)
+	got, err = DecodeVectors(VectorsKey(cobj), KindCentroids, 3, -1, cobj)
 	require.NoError(t, err)
 	require.Equal(t, c.Data, got.Data)
 	require.Nil(t, got.IDs)
@@ -62,13 +69,14 @@ func TestVectorsCorrupt(t *testing.T) {
 		"huge count": {huge, KindList, 2, -1},
 		"short":      {obj[:10], KindList, 2, 2},
 	} {
-		_, err := DecodeVectors("vectors/abc", tc.kind, tc.dim, tc.want, tc.obj)
+		key := VectorsKey(tc.obj)
+		_, err := DecodeVectors(key, tc.kind, tc.dim, tc.want, tc.obj)
 		require.ErrorIs(t, err, base.ErrCorrupt, name)
-		require.ErrorContains(t, err, "vectors/abc", name)
+		require.ErrorContains(t, err, key, name)
 	}
 	newer := append([]byte(nil), obj...)
 	newer[4] = 2
-	_, err := DecodeVectors("vectors/abc", KindList, 2, 2, newer)
+	_, err := DecodeVectors(VectorsKey(newer), KindList, 2, 2, newer)
 	require.ErrorIs(t, err, base.ErrNewerFormat)
 }
 
@@ -115,7 +123,7 @@ func FuzzDecodeVectors(f *testing.F) {
 		if len(obj) >= 12 {
 			dim = int(binary.LittleEndian.Uint32(obj[8:]))
 		}
-		v, err := DecodeVectors("vectors/f", kind, dim, -1, obj)
+		v, err := DecodeVectors(VectorsKey(obj), kind, dim, -1, obj)
 		if err != nil {
 			require.True(t, errors.Is(err, base.ErrCorrupt) || errors.Is(err, base.ErrNewerFormat), err.Error())
 			return

@@ -948,8 +948,10 @@ class Dataset:
         """Reads the object that a link column's row refers to (an
         ``http(s)://``, ``s3://``, ``gs://`` or ``az://`` URL, or a path or
         ``file://`` URL), as the dataset's :class:`loch.LinkPolicy` allows
-        (``links=`` of :func:`open`; a refused link raises
-        :class:`loch.PermissionDenied`), with the environment's credentials
+        (``links=`` of :func:`open`; by default no loopback, private,
+        link-local or cloud metadata address and no other bucket than the
+        dataset's own; a refused link raises :class:`loch.PermissionDenied`
+        naming the row and the address), with the environment's credentials
         (a dataset's ``storage_options`` are its own, not its links')::
 
             >>> jpeg = ds.fetch("original", 0)          # doctest: +SKIP
