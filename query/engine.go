@@ -84,6 +84,7 @@ type Engine struct {
 	handles    []*loch.Dataset
 	attached   map[string]*loch.Dataset // by loch_scan URL (attachPrefix + name)
 	emitted    atomic.Int64             // rows the scans have handed DuckDB (tests count them)
+	aggregates map[string]bool          // DuckDB's aggregate function names (grouping)
 }
 
 // New starts an engine over d's current version. d may be nil: then the
