@@ -115,6 +115,7 @@ func (e *Engine) init(ctx context.Context) error {
 	for _, q := range []string{
 		"SET autoinstall_known_extensions = false",
 		"SET autoload_known_extensions = false",
+		"SET allow_community_extensions = false",
 		fmt.Sprintf("SET threads = %d", e.opts.Threads),
 	} {
 		if _, err := conn.ExecContext(ctx, q); err != nil {
@@ -161,6 +162,8 @@ func (e *Engine) init(ctx context.Context) error {
 	if err := e.createViews(ctx, conn); err != nil {
 		return err
 	}
+	// Statements that change settings are refused (statement.go); a
+	// sandbox's settings are locked too, without external access.
 	if e.opts.Sandbox {
 		for _, q := range []string{"SET enable_external_access = false", "SET lock_configuration = true"} {
 			if _, err := conn.ExecContext(ctx, q); err != nil {

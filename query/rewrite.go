@@ -46,9 +46,13 @@ func (e *Engine) rewrite(ctx context.Context, q string, selection bool) (rewritt
 			}
 			return rewritten{}, fmt.Errorf("query %s: %s: %w", oneLineSQL(q), msg, loch.ErrInvalidArgument)
 		}
-		// Not a SELECT DuckDB can serialize (PRAGMA, COPY, ...): as given.
+		// Not a SELECT DuckDB can serialize (EXPLAIN, PRAGMA, COPY, ...): as
+		// given when it only reads.
 		if selection {
 			return rewritten{}, fmt.Errorf("query %s: a selection needs one SELECT statement (%s): %w", oneLineSQL(q), tree.Message, loch.ErrInvalidArgument)
+		}
+		if err := e.checkRead(ctx, q); err != nil {
+			return rewritten{}, err
 		}
 		return rewritten{sql: run}, nil
 	}
