@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/lochdata/loch"
+	"github.com/lochdata/loch/internal/keys"
 	"github.com/lochdata/loch/internal/vindex"
 	"github.com/lochdata/loch/storage"
 )
@@ -260,7 +261,7 @@ func write(ctx context.Context, store storage.Store, c *column, m Metric, cents 
 	if err != nil {
 		return nil, err
 	}
-	key := vindex.IndexKey(d.Version, d.UID, d.Metric)
+	key := keys.MakeIndex(d.Version, d.UID, d.Metric)
 	if err := store.Put(ctx, key, obj); err != nil {
 		return nil, fmt.Errorf("write index: %w", err)
 	}
@@ -303,8 +304,8 @@ func Find(ctx context.Context, ds *loch.Dataset, column string, m Metric) (strin
 		return "", fmt.Errorf("index of %s: no column %q: %w", ds.URL(), column, loch.ErrNotFound)
 	}
 	have := map[string]string{}
-	err := ds.Store().List(ctx, vindex.IndexPrefix, func(a storage.Attrs) error {
-		if v, u, mm, ok := vindex.ParseIndexKey(a.Key); ok && u == uid && mm == string(m) {
+	err := ds.Store().List(ctx, keys.Index.Prefix(), func(a storage.Attrs) error {
+		if v, u, mm, ok := keys.ParseIndex(a.Key); ok && u == uid && mm == string(m) {
 			have[v] = a.Key
 		}
 		return nil
