@@ -43,17 +43,14 @@ func parseAsOf(s string) (time.Time, error) {
 // of that name already existing is LOCH_EXISTS.
 //
 //export loch_dataset_create_branch
-func loch_dataset_create_branch(h C.uintptr_t, name, from *C.char, out **C.char, errOut **C.char) (st C.int) {
-	defer guard(&st, errOut)
-	ds, err := datasetOf(h)
-	if err != nil {
-		return fail(errOut, err)
-	}
-	id, err := ds.d.CreateBranch(context.Background(), goString(name), goString(from))
-	if err != nil {
-		return fail(errOut, err)
-	}
-	return result(errOut, setString(out, id))
+func loch_dataset_create_branch(h C.uintptr_t, name, from *C.char, out **C.char, errOut **C.char) C.int {
+	return withDataset(h, errOut, func(ds *dataset) error {
+		id, err := ds.d.CreateBranch(context.Background(), goString(name), goString(from))
+		if err != nil {
+			return err
+		}
+		return setString(out, id)
+	})
 }
 
 // loch_dataset_create_tag makes a tag named name at the version that ref
@@ -61,17 +58,14 @@ func loch_dataset_create_branch(h C.uintptr_t, name, from *C.char, out **C.char,
 // in *out. A branch or tag of that name already existing is LOCH_EXISTS.
 //
 //export loch_dataset_create_tag
-func loch_dataset_create_tag(h C.uintptr_t, name, ref *C.char, out **C.char, errOut **C.char) (st C.int) {
-	defer guard(&st, errOut)
-	ds, err := datasetOf(h)
-	if err != nil {
-		return fail(errOut, err)
-	}
-	id, err := ds.d.CreateTag(context.Background(), goString(name), goString(ref))
-	if err != nil {
-		return fail(errOut, err)
-	}
-	return result(errOut, setString(out, id))
+func loch_dataset_create_tag(h C.uintptr_t, name, ref *C.char, out **C.char, errOut **C.char) C.int {
+	return withDataset(h, errOut, func(ds *dataset) error {
+		id, err := ds.d.CreateTag(context.Background(), goString(name), goString(ref))
+		if err != nil {
+			return err
+		}
+		return setString(out, id)
+	})
 }
 
 // loch_dataset_delete_branch removes a branch (LOCH_NOT_FOUND when there
@@ -79,96 +73,78 @@ func loch_dataset_create_tag(h C.uintptr_t, name, ref *C.char, out **C.char, err
 // by id until loch_dataset_gc removes those no reference reaches.
 //
 //export loch_dataset_delete_branch
-func loch_dataset_delete_branch(h C.uintptr_t, name *C.char, errOut **C.char) (st C.int) {
-	defer guard(&st, errOut)
-	ds, err := datasetOf(h)
-	if err != nil {
-		return fail(errOut, err)
-	}
-	return result(errOut, ds.d.DeleteBranch(context.Background(), goString(name)))
+func loch_dataset_delete_branch(h C.uintptr_t, name *C.char, errOut **C.char) C.int {
+	return withDataset(h, errOut, func(ds *dataset) error {
+		return ds.d.DeleteBranch(context.Background(), goString(name))
+	})
 }
 
 // loch_dataset_delete_tag removes a tag (LOCH_NOT_FOUND when there is none
 // of that name).
 //
 //export loch_dataset_delete_tag
-func loch_dataset_delete_tag(h C.uintptr_t, name *C.char, errOut **C.char) (st C.int) {
-	defer guard(&st, errOut)
-	ds, err := datasetOf(h)
-	if err != nil {
-		return fail(errOut, err)
-	}
-	return result(errOut, ds.d.DeleteTag(context.Background(), goString(name)))
+func loch_dataset_delete_tag(h C.uintptr_t, name *C.char, errOut **C.char) C.int {
+	return withDataset(h, errOut, func(ds *dataset) error {
+		return ds.d.DeleteTag(context.Background(), goString(name))
+	})
 }
 
 // loch_dataset_refs stores the branches and then the tags, each sorted by
 // name, as a JSON list of {"name", "kind" ("branch" or "tag"), "commit"}.
 //
 //export loch_dataset_refs
-func loch_dataset_refs(h C.uintptr_t, out **C.char, errOut **C.char) (st C.int) {
-	defer guard(&st, errOut)
-	ds, err := datasetOf(h)
-	if err != nil {
-		return fail(errOut, err)
-	}
-	refs, err := ds.d.Refs(context.Background())
-	if err != nil {
-		return fail(errOut, err)
-	}
-	if refs == nil {
-		refs = []loch.Ref{}
-	}
-	return result(errOut, setJSON(out, refs))
+func loch_dataset_refs(h C.uintptr_t, out **C.char, errOut **C.char) C.int {
+	return withDataset(h, errOut, func(ds *dataset) error {
+		refs, err := ds.d.Refs(context.Background())
+		if err != nil {
+			return err
+		}
+		if refs == nil {
+			refs = []loch.Ref{}
+		}
+		return setJSON(out, refs)
+	})
 }
 
 // loch_dataset_resolve stores the version id that ref (a branch, tag,
 // version id or unique prefix of 6 or more digits) names now.
 //
 //export loch_dataset_resolve
-func loch_dataset_resolve(h C.uintptr_t, ref *C.char, out **C.char, errOut **C.char) (st C.int) {
-	defer guard(&st, errOut)
-	ds, err := datasetOf(h)
-	if err != nil {
-		return fail(errOut, err)
-	}
-	id, err := ds.d.Resolve(context.Background(), goString(ref))
-	if err != nil {
-		return fail(errOut, err)
-	}
-	return result(errOut, setString(out, id))
+func loch_dataset_resolve(h C.uintptr_t, ref *C.char, out **C.char, errOut **C.char) C.int {
+	return withDataset(h, errOut, func(ds *dataset) error {
+		id, err := ds.d.Resolve(context.Background(), goString(ref))
+		if err != nil {
+			return err
+		}
+		return setString(out, id)
+	})
 }
 
 // loch_dataset_current_branch stores the name of the branch the handle
 // writes to, or "" when the handle is read-only.
 //
 //export loch_dataset_current_branch
-func loch_dataset_current_branch(h C.uintptr_t, out **C.char, errOut **C.char) (st C.int) {
-	defer guard(&st, errOut)
-	ds, err := datasetOf(h)
-	if err != nil {
-		return fail(errOut, err)
-	}
-	return result(errOut, setString(out, ds.d.Branch()))
+func loch_dataset_current_branch(h C.uintptr_t, out **C.char, errOut **C.char) C.int {
+	return withDataset(h, errOut, func(ds *dataset) error {
+		return setString(out, ds.d.Branch())
+	})
 }
 
 // loch_dataset_read_only stores 1 in *out when the handle refuses writes
 // (opened or checked out at a tag, a version id or a time), else 0.
 //
 //export loch_dataset_read_only
-func loch_dataset_read_only(h C.uintptr_t, out *C.int32_t, errOut **C.char) (st C.int) {
-	defer guard(&st, errOut)
-	ds, err := datasetOf(h)
-	if err != nil {
-		return fail(errOut, err)
-	}
-	if out == nil {
-		return fail(errOut, invalidf("output pointer is NULL"))
-	}
-	*out = 0
-	if ds.d.ReadOnly() {
-		*out = 1
-	}
-	return C.LOCH_OK
+func loch_dataset_read_only(h C.uintptr_t, out *C.int32_t, errOut **C.char) C.int {
+	return withDataset(h, errOut, func(ds *dataset) error {
+		if out == nil {
+			return invalidf("output pointer is NULL")
+		}
+		*out = 0
+		if ds.d.ReadOnly() {
+			*out = 1
+		}
+		return nil
+	})
 }
 
 // loch_dataset_checkout moves the handle to ref: a branch (the handle then
@@ -176,13 +152,10 @@ func loch_dataset_read_only(h C.uintptr_t, out *C.int32_t, errOut **C.char) (st 
 // LOCH_INVALID_ARGUMENT: commit them first.
 //
 //export loch_dataset_checkout
-func loch_dataset_checkout(h C.uintptr_t, ref *C.char, errOut **C.char) (st C.int) {
-	defer guard(&st, errOut)
-	ds, err := datasetOf(h)
-	if err != nil {
-		return fail(errOut, err)
-	}
-	return result(errOut, ds.d.Checkout(context.Background(), goString(ref)))
+func loch_dataset_checkout(h C.uintptr_t, ref *C.char, errOut **C.char) C.int {
+	return withDataset(h, errOut, func(ds *dataset) error {
+		return ds.d.Checkout(context.Background(), goString(ref))
+	})
 }
 
 // loch_dataset_revert makes a new commit on the handle's branch with the
@@ -190,19 +163,16 @@ func loch_dataset_checkout(h C.uintptr_t, ref *C.char, errOut **C.char) (st C.in
 // message), moves the handle there and stores the new version id in *out.
 //
 //export loch_dataset_revert
-func loch_dataset_revert(h C.uintptr_t, ref, message *C.char, out **C.char, errOut **C.char) (st C.int) {
-	defer guard(&st, errOut)
-	ds, err := datasetOf(h)
-	if err != nil {
-		return fail(errOut, err)
-	}
-	ctx, done := interruptible()
-	defer done()
-	id, err := ds.d.Revert(ctx, goString(ref), goString(message))
-	if err != nil {
-		return fail(errOut, err)
-	}
-	return result(errOut, setString(out, id))
+func loch_dataset_revert(h C.uintptr_t, ref, message *C.char, out **C.char, errOut **C.char) C.int {
+	return withDataset(h, errOut, func(ds *dataset) error {
+		ctx, done := interruptible()
+		defer done()
+		id, err := ds.d.Revert(ctx, goString(ref), goString(message))
+		if err != nil {
+			return err
+		}
+		return setString(out, id)
+	})
 }
 
 // diffOptions are loch_dataset_diff's options, as JSON.
@@ -220,21 +190,18 @@ type diffOptions struct {
 // "next", when present, is the "start" of the next page.
 //
 //export loch_dataset_diff
-func loch_dataset_diff(h C.uintptr_t, from, to, options *C.char, out **C.char, errOut **C.char) (st C.int) {
-	defer guard(&st, errOut)
-	ds, err := datasetOf(h)
-	if err != nil {
-		return fail(errOut, err)
-	}
-	var o diffOptions
-	if err := decodeStrict("diff options", goString(options), &o); err != nil {
-		return fail(errOut, err)
-	}
-	d, err := ds.d.Diff(context.Background(), goString(from), goString(to), loch.DiffOptions{Start: o.Start, Limit: o.Limit})
-	if err != nil {
-		return fail(errOut, err)
-	}
-	return result(errOut, setJSON(out, d))
+func loch_dataset_diff(h C.uintptr_t, from, to, options *C.char, out **C.char, errOut **C.char) C.int {
+	return withDataset(h, errOut, func(ds *dataset) error {
+		var o diffOptions
+		if err := decodeStrict("diff options", goString(options), &o); err != nil {
+			return err
+		}
+		d, err := ds.d.Diff(context.Background(), goString(from), goString(to), loch.DiffOptions{Start: o.Start, Limit: o.Limit})
+		if err != nil {
+			return err
+		}
+		return setJSON(out, d)
+	})
 }
 
 // mergeOptions are loch_dataset_merge's options, as JSON.
@@ -263,36 +230,33 @@ type conflictDetail struct {
 // *out whenever it is not NULL, whatever the status.
 //
 //export loch_dataset_merge
-func loch_dataset_merge(h C.uintptr_t, src, options *C.char, out **C.char, errOut **C.char) (st C.int) {
-	defer guard(&st, errOut)
-	ds, err := datasetOf(h)
-	if err != nil {
-		return fail(errOut, err)
-	}
-	var o mergeOptions
-	if err := decodeStrict("merge options", goString(options), &o); err != nil {
-		return fail(errOut, err)
-	}
-	ctx, done := interruptible()
-	defer done()
-	res, err := ds.d.Merge(ctx, goString(src), loch.MergeOptions{Strategy: o.Strategy, Message: o.Message})
-	if err != nil {
-		var ce *loch.ConflictError
-		if errors.As(err, &ce) && out != nil {
-			conflicts := ce.Conflicts
-			if conflicts == nil {
-				conflicts = []loch.Conflict{}
-			}
-			if jerr := setJSON(out, conflictDetail{Src: ce.Src, Dst: ce.Dst, Conflicts: conflicts}); jerr != nil {
-				*out = nil
-			}
+func loch_dataset_merge(h C.uintptr_t, src, options *C.char, out **C.char, errOut **C.char) C.int {
+	return withDataset(h, errOut, func(ds *dataset) error {
+		var o mergeOptions
+		if err := decodeStrict("merge options", goString(options), &o); err != nil {
+			return err
 		}
-		return fail(errOut, err)
-	}
-	if res.Conflicts == nil {
-		res.Conflicts = []loch.Conflict{}
-	}
-	return result(errOut, setJSON(out, res))
+		ctx, done := interruptible()
+		defer done()
+		res, err := ds.d.Merge(ctx, goString(src), loch.MergeOptions{Strategy: o.Strategy, Message: o.Message})
+		if err != nil {
+			var ce *loch.ConflictError
+			if errors.As(err, &ce) && out != nil {
+				conflicts := ce.Conflicts
+				if conflicts == nil {
+					conflicts = []loch.Conflict{}
+				}
+				if jerr := setJSON(out, conflictDetail{Src: ce.Src, Dst: ce.Dst, Conflicts: conflicts}); jerr != nil {
+					*out = nil
+				}
+			}
+			return err
+		}
+		if res.Conflicts == nil {
+			res.Conflicts = []loch.Conflict{}
+		}
+		return setJSON(out, res)
+	})
 }
 
 // gcOptions are loch_dataset_gc's options, as JSON.
@@ -334,21 +298,18 @@ func parseGCOptions(text string) (loch.GCOptions, error) {
 // retention, docs/format.md §5.2) or NULL.
 //
 //export loch_dataset_gc
-func loch_dataset_gc(h C.uintptr_t, options *C.char, out **C.char, errOut **C.char) (st C.int) {
-	defer guard(&st, errOut)
-	ds, err := datasetOf(h)
-	if err != nil {
-		return fail(errOut, err)
-	}
-	opts, err := parseGCOptions(goString(options))
-	if err != nil {
-		return fail(errOut, err)
-	}
-	ctx, done := interruptible()
-	defer done()
-	rep, err := ds.d.GC(ctx, opts)
-	if err != nil {
-		return fail(errOut, err)
-	}
-	return result(errOut, setJSON(out, rep))
+func loch_dataset_gc(h C.uintptr_t, options *C.char, out **C.char, errOut **C.char) C.int {
+	return withDataset(h, errOut, func(ds *dataset) error {
+		opts, err := parseGCOptions(goString(options))
+		if err != nil {
+			return err
+		}
+		ctx, done := interruptible()
+		defer done()
+		rep, err := ds.d.GC(ctx, opts)
+		if err != nil {
+			return err
+		}
+		return setJSON(out, rep)
+	})
 }
