@@ -85,7 +85,7 @@ func loch_catalog_open(root, options *C.char, out *C.uintptr_t, errOut **C.char)
 // last of them.
 //
 //export loch_catalog_close
-func loch_catalog_close(h C.uintptr_t, errOut **C.char) C.int {
+func loch_catalog_close(h C.uintptr_t, errOut **C.char) (st C.int) {
 	return withCatalog(h, errOut, func(co *catalogObj) error {
 		co.mu.Lock()
 		if co.closed {
@@ -106,7 +106,7 @@ func loch_catalog_close(h C.uintptr_t, errOut **C.char) C.int {
 // loch_catalog_url stores the catalog's root URL, without secrets.
 //
 //export loch_catalog_url
-func loch_catalog_url(h C.uintptr_t, out **C.char, errOut **C.char) C.int {
+func loch_catalog_url(h C.uintptr_t, out **C.char, errOut **C.char) (st C.int) {
 	return withCatalog(h, errOut, func(co *catalogObj) error {
 		return setString(out, co.c.URL())
 	})
@@ -117,7 +117,7 @@ func loch_catalog_url(h C.uintptr_t, out **C.char, errOut **C.char) C.int {
 // the catalog's log only, never the tables.
 //
 //export loch_catalog_tables
-func loch_catalog_tables(h C.uintptr_t, out **C.char, errOut **C.char) C.int {
+func loch_catalog_tables(h C.uintptr_t, out **C.char, errOut **C.char) (st C.int) {
 	return withCatalog(h, errOut, func(co *catalogObj) error {
 		ts, err := co.c.Tables(context.Background())
 		if err != nil {
@@ -133,7 +133,7 @@ func loch_catalog_tables(h C.uintptr_t, out **C.char, errOut **C.char) C.int {
 // table.
 //
 //export loch_catalog_open_table
-func loch_catalog_open_table(h C.uintptr_t, name, options *C.char, out *C.uintptr_t, errOut **C.char) C.int {
+func loch_catalog_open_table(h C.uintptr_t, name, options *C.char, out *C.uintptr_t, errOut **C.char) (st C.int) {
 	return withCatalog(h, errOut, func(co *catalogObj) error {
 		var o openOptions
 		if err := decodeStrict("dataset options", goString(options), &o); err != nil {
@@ -158,7 +158,7 @@ func loch_catalog_open_table(h C.uintptr_t, name, options *C.char, out *C.uintpt
 // "cache_bytes": n}) or NULL. LOCH_EXISTS when a table of that name exists.
 //
 //export loch_catalog_create_table
-func loch_catalog_create_table(h C.uintptr_t, name, schemaText, options *C.char, out *C.uintptr_t, errOut **C.char) C.int {
+func loch_catalog_create_table(h C.uintptr_t, name, schemaText, options *C.char, out *C.uintptr_t, errOut **C.char) (st C.int) {
 	return withCatalog(h, errOut, func(co *catalogObj) error {
 		var o openOptions
 		if err := decodeStrict("dataset options", goString(options), &o); err != nil {
@@ -189,7 +189,7 @@ func loch_catalog_create_table(h C.uintptr_t, name, schemaText, options *C.char,
 // handles already open, until loch_catalog_gc runs after the grace period.
 //
 //export loch_catalog_drop_table
-func loch_catalog_drop_table(h C.uintptr_t, name *C.char, errOut **C.char) C.int {
+func loch_catalog_drop_table(h C.uintptr_t, name *C.char, errOut **C.char) (st C.int) {
 	return withCatalog(h, errOut, func(co *catalogObj) error {
 		return co.c.DropTable(context.Background(), goString(name))
 	})
@@ -199,7 +199,7 @@ func loch_catalog_drop_table(h C.uintptr_t, name *C.char, errOut **C.char) C.int
 // there is no table from, LOCH_EXISTS when another table is called to).
 //
 //export loch_catalog_rename_table
-func loch_catalog_rename_table(h C.uintptr_t, from, to *C.char, errOut **C.char) C.int {
+func loch_catalog_rename_table(h C.uintptr_t, from, to *C.char, errOut **C.char) (st C.int) {
 	return withCatalog(h, errOut, func(co *catalogObj) error {
 		return co.c.RenameTable(context.Background(), goString(from), goString(to))
 	})
@@ -213,7 +213,7 @@ func loch_catalog_rename_table(h C.uintptr_t, from, to *C.char, errOut **C.char)
 // ({"grace_seconds": s (default 86400), "dry_run": bool}) or NULL.
 //
 //export loch_catalog_gc
-func loch_catalog_gc(h C.uintptr_t, options *C.char, out **C.char, errOut **C.char) C.int {
+func loch_catalog_gc(h C.uintptr_t, options *C.char, out **C.char, errOut **C.char) (st C.int) {
 	return withCatalog(h, errOut, func(co *catalogObj) error {
 		opts, err := parseGCOptions(goString(options))
 		if err != nil {

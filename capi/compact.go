@@ -99,7 +99,7 @@ func autoCompactOption(raw json.RawMessage) (loch.Option, error) {
 // writes are staged; LOCH_READ_ONLY on a read-only handle.
 //
 //export loch_dataset_compact
-func loch_dataset_compact(h C.uintptr_t, options *C.char, out **C.char, errOut **C.char) C.int {
+func loch_dataset_compact(h C.uintptr_t, options *C.char, out **C.char, errOut **C.char) (st C.int) {
 	return withDataset(h, errOut, func(ds *dataset) error {
 		opts, err := parseCompactOptions(goString(options))
 		if err != nil {
@@ -122,7 +122,7 @@ func loch_dataset_compact(h C.uintptr_t, options *C.char, out **C.char, errOut *
 // and message are its error and *out is not set.
 //
 //export loch_dataset_last_auto_compaction
-func loch_dataset_last_auto_compaction(h C.uintptr_t, out **C.char, errOut **C.char) C.int {
+func loch_dataset_last_auto_compaction(h C.uintptr_t, out **C.char, errOut **C.char) (st C.int) {
 	return withDataset(h, errOut, func(ds *dataset) error {
 		rep, err := ds.d.LastAutoCompaction()
 		if err != nil {
@@ -139,7 +139,7 @@ func loch_dataset_last_auto_compaction(h C.uintptr_t, out **C.char, errOut **C.c
 // "message", "report"}. It writes nothing.
 //
 //export loch_dataset_plan_compaction
-func loch_dataset_plan_compaction(h C.uintptr_t, options *C.char, out **C.char, errOut **C.char) C.int {
+func loch_dataset_plan_compaction(h C.uintptr_t, options *C.char, out **C.char, errOut **C.char) (st C.int) {
 	return withDataset(h, errOut, func(ds *dataset) error {
 		opts, err := parseCompactOptions(goString(options))
 		if err != nil {
@@ -163,7 +163,7 @@ func loch_dataset_plan_compaction(h C.uintptr_t, options *C.char, out **C.char, 
 // run it, read-only ones included.
 //
 //export loch_dataset_compact_group
-func loch_dataset_compact_group(h C.uintptr_t, plan *C.char, index C.int64_t, out **C.char, errOut **C.char) C.int {
+func loch_dataset_compact_group(h C.uintptr_t, plan *C.char, index C.int64_t, out **C.char, errOut **C.char) (st C.int) {
 	return withDataset(h, errOut, func(ds *dataset) error {
 		var p loch.CompactPlan
 		if err := decodeStrict("compaction plan", goString(plan), &p); err != nil {
@@ -187,7 +187,7 @@ func loch_dataset_compact_group(h C.uintptr_t, plan *C.char, index C.int64_t, ou
 // not hold its group's rows.
 //
 //export loch_dataset_commit_compaction
-func loch_dataset_commit_compaction(h C.uintptr_t, plan, groups *C.char, out **C.char, errOut **C.char) C.int {
+func loch_dataset_commit_compaction(h C.uintptr_t, plan, groups *C.char, out **C.char, errOut **C.char) (st C.int) {
 	return withDataset(h, errOut, func(ds *dataset) error {
 		var p loch.CompactPlan
 		if err := decodeStrict("compaction plan", goString(plan), &p); err != nil {

@@ -264,7 +264,7 @@ func loch_dataset_open(url, options *C.char, out *C.uintptr_t, errOut **C.char) 
 // writes. Loaders made from it must be closed first.
 //
 //export loch_dataset_close
-func loch_dataset_close(h C.uintptr_t, errOut **C.char) C.int {
+func loch_dataset_close(h C.uintptr_t, errOut **C.char) (st C.int) {
 	return withDataset(h, errOut, func(ds *dataset) error {
 		ds.mu.Lock()
 		if ds.closed {
@@ -285,7 +285,7 @@ func loch_dataset_close(h C.uintptr_t, errOut **C.char) C.int {
 // loch_dataset_len stores the number of rows of the handle's snapshot.
 //
 //export loch_dataset_len
-func loch_dataset_len(h C.uintptr_t, out *C.int64_t, errOut **C.char) C.int {
+func loch_dataset_len(h C.uintptr_t, out *C.int64_t, errOut **C.char) (st C.int) {
 	return withDataset(h, errOut, func(ds *dataset) error {
 		*out = C.int64_t(ds.d.Len())
 		return nil
@@ -295,7 +295,7 @@ func loch_dataset_len(h C.uintptr_t, out *C.int64_t, errOut **C.char) C.int {
 // loch_dataset_schema stores the schema, with column statistics, as JSON.
 //
 //export loch_dataset_schema
-func loch_dataset_schema(h C.uintptr_t, out **C.char, errOut **C.char) C.int {
+func loch_dataset_schema(h C.uintptr_t, out **C.char, errOut **C.char) (st C.int) {
 	return withDataset(h, errOut, func(ds *dataset) error {
 		b, err := json.Marshal(ds.d.Schema())
 		if err != nil {
@@ -308,7 +308,7 @@ func loch_dataset_schema(h C.uintptr_t, out **C.char, errOut **C.char) C.int {
 // loch_dataset_version stores the id of the handle's snapshot.
 //
 //export loch_dataset_version
-func loch_dataset_version(h C.uintptr_t, out **C.char, errOut **C.char) C.int {
+func loch_dataset_version(h C.uintptr_t, out **C.char, errOut **C.char) (st C.int) {
 	return withDataset(h, errOut, func(ds *dataset) error {
 		return setString(out, ds.d.Version())
 	})
@@ -317,7 +317,7 @@ func loch_dataset_version(h C.uintptr_t, out **C.char, errOut **C.char) C.int {
 // loch_dataset_url stores the dataset's URL, without secrets.
 //
 //export loch_dataset_url
-func loch_dataset_url(h C.uintptr_t, out **C.char, errOut **C.char) C.int {
+func loch_dataset_url(h C.uintptr_t, out **C.char, errOut **C.char) (st C.int) {
 	return withDataset(h, errOut, func(ds *dataset) error {
 		return setString(out, ds.d.URL())
 	})
@@ -336,7 +336,7 @@ type rowConflictDetail struct {
 // whenever it is not NULL, whatever the status.
 //
 //export loch_dataset_commit
-func loch_dataset_commit(h C.uintptr_t, message *C.char, out **C.char, errOut **C.char) C.int {
+func loch_dataset_commit(h C.uintptr_t, message *C.char, out **C.char, errOut **C.char) (st C.int) {
 	return withDataset(h, errOut, func(ds *dataset) error {
 		ctx, done := interruptible()
 		defer done()
@@ -359,7 +359,7 @@ func loch_dataset_commit(h C.uintptr_t, message *C.char, out **C.char, errOut **
 // it (loch.Dataset.Refresh).
 //
 //export loch_dataset_refresh
-func loch_dataset_refresh(h C.uintptr_t, errOut **C.char) C.int {
+func loch_dataset_refresh(h C.uintptr_t, errOut **C.char) (st C.int) {
 	return withDataset(h, errOut, func(ds *dataset) error {
 		ctx, done := interruptible()
 		defer done()
@@ -370,7 +370,7 @@ func loch_dataset_refresh(h C.uintptr_t, errOut **C.char) C.int {
 // loch_dataset_discard drops the handle's staged writes (ABI 18).
 //
 //export loch_dataset_discard
-func loch_dataset_discard(h C.uintptr_t, errOut **C.char) C.int {
+func loch_dataset_discard(h C.uintptr_t, errOut **C.char) (st C.int) {
 	return withDataset(h, errOut, func(ds *dataset) error {
 		ds.d.Discard()
 		return nil
@@ -383,7 +383,7 @@ func loch_dataset_discard(h C.uintptr_t, errOut **C.char) C.int {
 // ids in *out as a JSON list, ascending (ABI 18).
 //
 //export loch_dataset_discard_conflicts
-func loch_dataset_discard_conflicts(h C.uintptr_t, out **C.char, errOut **C.char) C.int {
+func loch_dataset_discard_conflicts(h C.uintptr_t, out **C.char, errOut **C.char) (st C.int) {
 	return withDataset(h, errOut, func(ds *dataset) error {
 		ids := ds.d.DiscardConflicts()
 		if ids == nil {
@@ -399,7 +399,7 @@ func loch_dataset_discard_conflicts(h C.uintptr_t, out **C.char, errOut **C.char
 // "rows", "branch"}.
 //
 //export loch_dataset_log
-func loch_dataset_log(h C.uintptr_t, out **C.char, errOut **C.char) C.int {
+func loch_dataset_log(h C.uintptr_t, out **C.char, errOut **C.char) (st C.int) {
 	return withDataset(h, errOut, func(ds *dataset) error {
 		log, err := ds.d.Log(context.Background())
 		if err != nil {
@@ -417,7 +417,7 @@ func loch_dataset_log(h C.uintptr_t, out **C.char, errOut **C.char) C.int {
 // [start, end) into out, which has room for end-start ids.
 //
 //export loch_dataset_row_ids
-func loch_dataset_row_ids(h C.uintptr_t, start, end C.int64_t, out *C.uint64_t, errOut **C.char) C.int {
+func loch_dataset_row_ids(h C.uintptr_t, start, end C.int64_t, out *C.uint64_t, errOut **C.char) (st C.int) {
 	return withDataset(h, errOut, func(ds *dataset) error {
 		ctx := context.Background()
 		v, err := ds.loadedScan(ctx)
@@ -446,7 +446,7 @@ func loch_dataset_row_ids(h C.uintptr_t, start, end C.int64_t, out *C.uint64_t, 
 // schema column ({"name": ..., "kind": ..., "dtype": ...}).
 //
 //export loch_dataset_add_column
-func loch_dataset_add_column(h C.uintptr_t, column *C.char, errOut **C.char) C.int {
+func loch_dataset_add_column(h C.uintptr_t, column *C.char, errOut **C.char) (st C.int) {
 	return withDataset(h, errOut, func(ds *dataset) error {
 		var col schema.Column
 		if err := decodeStrict("column", goString(column), &col); err != nil {
@@ -459,7 +459,7 @@ func loch_dataset_add_column(h C.uintptr_t, column *C.char, errOut **C.char) C.i
 // loch_dataset_delete stages the deletion of n rows by id.
 //
 //export loch_dataset_delete
-func loch_dataset_delete(h C.uintptr_t, ids *C.uint64_t, n C.int64_t, errOut **C.char) C.int {
+func loch_dataset_delete(h C.uintptr_t, ids *C.uint64_t, n C.int64_t, errOut **C.char) (st C.int) {
 	return withDataset(h, errOut, func(ds *dataset) error {
 		if n < 0 || (n > 0 && ids == nil) {
 			return invalidf("delete: %d ids at %p", n, ids)

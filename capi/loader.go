@@ -324,7 +324,7 @@ func (lo *loaderObj) cBatch(b *loader.Batch) *C.loch_batch {
 // where it started (after a resumed state; its share under a split).
 //
 //export loch_loader_len
-func loch_loader_len(h C.uintptr_t, out *C.int64_t, errOut **C.char) C.int {
+func loch_loader_len(h C.uintptr_t, out *C.int64_t, errOut **C.char) (st C.int) {
 	return withLoader(h, errOut, func(lo *loaderObj) error {
 		*out = C.int64_t(lo.l.Batches())
 		return nil
@@ -335,7 +335,7 @@ func loch_loader_len(h C.uintptr_t, out *C.int64_t, errOut **C.char) C.int {
 // (config "resume") continues after the batches delivered so far.
 //
 //export loch_loader_state
-func loch_loader_state(h C.uintptr_t, out **C.char, errOut **C.char) C.int {
+func loch_loader_state(h C.uintptr_t, out **C.char, errOut **C.char) (st C.int) {
 	return withLoader(h, errOut, func(lo *loaderObj) error {
 		b, err := json.Marshal(lo.l.State())
 		if err != nil {
@@ -349,7 +349,7 @@ func loch_loader_state(h C.uintptr_t, out **C.char, errOut **C.char) C.int {
 // wait_ns and wait_share include the time spent in calls that timed out).
 //
 //export loch_loader_stats
-func loch_loader_stats(h C.uintptr_t, out **C.char, errOut **C.char) C.int {
+func loch_loader_stats(h C.uintptr_t, out **C.char, errOut **C.char) (st C.int) {
 	return withLoader(h, errOut, func(lo *loaderObj) error {
 		s := lo.l.Stats()
 		s.WaitTime += time.Duration(lo.lostWait.Load())
@@ -370,7 +370,7 @@ func loch_loader_stats(h C.uintptr_t, out **C.char, errOut **C.char) C.int {
 // which then returns LOCH_CLOSED.
 //
 //export loch_loader_close
-func loch_loader_close(h C.uintptr_t, errOut **C.char) C.int {
+func loch_loader_close(h C.uintptr_t, errOut **C.char) (st C.int) {
 	return withLoader(h, errOut, func(lo *loaderObj) error {
 		if lo.closed.Swap(true) {
 			return nil

@@ -35,7 +35,7 @@ type selectionJSON struct {
 // "sql", "seed", "columns", "row_ids", "joined"}) under name.
 //
 //export loch_dataset_save_selection
-func loch_dataset_save_selection(h C.uintptr_t, name, sel *C.char, errOut **C.char) C.int {
+func loch_dataset_save_selection(h C.uintptr_t, name, sel *C.char, errOut **C.char) (st C.int) {
 	return withDataset(h, errOut, func(ds *dataset) error {
 		var s selectionJSON
 		if err := json.Unmarshal([]byte(goString(sel)), &s); err != nil {
@@ -50,7 +50,7 @@ func loch_dataset_save_selection(h C.uintptr_t, name, sel *C.char, errOut **C.ch
 // included.
 //
 //export loch_dataset_selection
-func loch_dataset_selection(h C.uintptr_t, name *C.char, out **C.char, errOut **C.char) C.int {
+func loch_dataset_selection(h C.uintptr_t, name *C.char, out **C.char, errOut **C.char) (st C.int) {
 	return withDataset(h, errOut, func(ds *dataset) error {
 		s, err := ds.d.Selection(context.Background(), goString(name))
 		if err != nil {
@@ -68,7 +68,7 @@ func loch_dataset_selection(h C.uintptr_t, name *C.char, out **C.char, errOut **
 // {"name", "key", "version", "sql", "seed", "rows"}, sorted by name.
 //
 //export loch_dataset_selections
-func loch_dataset_selections(h C.uintptr_t, out **C.char, errOut **C.char) C.int {
+func loch_dataset_selections(h C.uintptr_t, out **C.char, errOut **C.char) (st C.int) {
 	return withDataset(h, errOut, func(ds *dataset) error {
 		list, err := ds.d.Selections(context.Background())
 		if err != nil {
@@ -81,7 +81,7 @@ func loch_dataset_selections(h C.uintptr_t, out **C.char, errOut **C.char) C.int
 // loch_dataset_delete_selection removes the name of a saved selection.
 //
 //export loch_dataset_delete_selection
-func loch_dataset_delete_selection(h C.uintptr_t, name *C.char, errOut **C.char) C.int {
+func loch_dataset_delete_selection(h C.uintptr_t, name *C.char, errOut **C.char) (st C.int) {
 	return withDataset(h, errOut, func(ds *dataset) error {
 		return ds.d.DeleteSelection(context.Background(), goString(name))
 	})
@@ -91,7 +91,7 @@ func loch_dataset_delete_selection(h C.uintptr_t, name *C.char, errOut **C.char)
 // version of the n row ids at ids.
 //
 //export loch_dataset_positions
-func loch_dataset_positions(h C.uintptr_t, ids *C.uint64_t, n C.int64_t, out *C.int64_t, errOut **C.char) C.int {
+func loch_dataset_positions(h C.uintptr_t, ids *C.uint64_t, n C.int64_t, out *C.int64_t, errOut **C.char) (st C.int) {
 	return withDataset(h, errOut, func(ds *dataset) error {
 		if n < 0 {
 			return invalidf("%d row ids", n)

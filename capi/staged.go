@@ -20,7 +20,7 @@ import (
 // loch.Staged) in out.
 //
 //export loch_dataset_stage
-func loch_dataset_stage(h C.uintptr_t, out **C.char, errOut **C.char) C.int {
+func loch_dataset_stage(h C.uintptr_t, out **C.char, errOut **C.char) (st C.int) {
 	return withDataset(h, errOut, func(ds *dataset) error {
 		ctx, done := interruptible()
 		defer done()
@@ -38,7 +38,7 @@ func loch_dataset_stage(h C.uintptr_t, out **C.char, errOut **C.char) C.int {
 // "rows"}) in out.
 //
 //export loch_dataset_commit_staged
-func loch_dataset_commit_staged(h C.uintptr_t, message, descs *C.char, out **C.char, errOut **C.char) C.int {
+func loch_dataset_commit_staged(h C.uintptr_t, message, descs *C.char, out **C.char, errOut **C.char) (st C.int) {
 	return withDataset(h, errOut, func(ds *dataset) error {
 		var raw []json.RawMessage
 		if err := json.Unmarshal([]byte(goString(descs)), &raw); err != nil {
@@ -66,7 +66,7 @@ func loch_dataset_commit_staged(h C.uintptr_t, message, descs *C.char, out **C.c
 // handle's version, in row order, as a JSON list of integers.
 //
 //export loch_dataset_fragment_rows
-func loch_dataset_fragment_rows(h C.uintptr_t, out **C.char, errOut **C.char) C.int {
+func loch_dataset_fragment_rows(h C.uintptr_t, out **C.char, errOut **C.char) (st C.int) {
 	return withDataset(h, errOut, func(ds *dataset) error {
 		return setJSON(out, ds.d.FragmentRows())
 	})

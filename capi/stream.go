@@ -112,7 +112,7 @@ type stream struct {
 // and loch_loader_next_batch fail with LOCH_INVALID_ARGUMENT.
 //
 //export loch_loader_stream
-func loch_loader_stream(h C.uintptr_t, depth C.int64_t, batchFD, reportFD *C.int, errOut **C.char) C.int {
+func loch_loader_stream(h C.uintptr_t, depth C.int64_t, batchFD, reportFD *C.int, errOut **C.char) (st C.int) {
 	return withLoader(h, errOut, func(lo *loaderObj) error {
 		if depth < 1 {
 			return invalidf("stream depth %d: want at least 1", int64(depth))
@@ -570,7 +570,7 @@ func loch_loader_stream_end(h C.uintptr_t, errOut **C.char) (st C.int) {
 // that has taken fewer than the loader delivered, as a stream's caller.
 //
 //export loch_loader_state_at
-func loch_loader_state_at(h C.uintptr_t, taken C.int64_t, out **C.char, errOut **C.char) C.int {
+func loch_loader_state_at(h C.uintptr_t, taken C.int64_t, out **C.char, errOut **C.char) (st C.int) {
 	return withLoader(h, errOut, func(lo *loaderObj) error {
 		state, err := lo.l.StateAt(int(taken))
 		if err != nil {

@@ -27,7 +27,7 @@ type upsertOptions struct {
 // error.
 //
 //export loch_dataset_upsert
-func loch_dataset_upsert(h C.uintptr_t, n C.int64_t, cols *C.loch_column_in, ncols C.int32_t, options *C.char, out **C.char, errOut **C.char) C.int {
+func loch_dataset_upsert(h C.uintptr_t, n C.int64_t, cols *C.loch_column_in, ncols C.int32_t, options *C.char, out **C.char, errOut **C.char) (st C.int) {
 	return withDataset(h, errOut, func(ds *dataset) error {
 		var o upsertOptions
 		if err := decodeStrict("upsert options", goString(options), &o); err != nil {

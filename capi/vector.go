@@ -32,7 +32,7 @@ type indexOptionsJSON struct {
 // "column", "metric", "dim", "rows", "nlist", "bytes"}) in out.
 //
 //export loch_vector_build
-func loch_vector_build(h C.uintptr_t, column, options *C.char, out **C.char, errOut **C.char) C.int {
+func loch_vector_build(h C.uintptr_t, column, options *C.char, out **C.char, errOut **C.char) (st C.int) {
 	return withDataset(h, errOut, func(ds *dataset) error {
 		var o indexOptionsJSON
 		if s := goString(options); s != "" {
@@ -59,7 +59,7 @@ func loch_vector_build(h C.uintptr_t, column, options *C.char, out **C.char, err
 // stores its description, as loch_vector_build does, in out.
 //
 //export loch_vector_update
-func loch_vector_update(h C.uintptr_t, column, metric *C.char, out **C.char, errOut **C.char) C.int {
+func loch_vector_update(h C.uintptr_t, column, metric *C.char, out **C.char, errOut **C.char) (st C.int) {
 	return withDataset(h, errOut, func(ds *dataset) error {
 		m, err := vector.ParseMetric(goString(metric))
 		if err != nil {
@@ -91,7 +91,7 @@ type searchOptionsJSON struct {
 //export loch_vector_search
 func loch_vector_search(h C.uintptr_t, column, options *C.char, queries *C.float, n, d, k C.int64_t,
 	allowed *C.uint64_t, nallowed C.int64_t, ids *C.uint64_t, dists *C.float, counts *C.int64_t,
-	info **C.char, errOut **C.char) C.int {
+	info **C.char, errOut **C.char) (st C.int) {
 	return withDataset(h, errOut, func(ds *dataset) error {
 		var o searchOptionsJSON
 		if s := goString(options); s != "" {

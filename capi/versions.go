@@ -43,7 +43,7 @@ func parseAsOf(s string) (time.Time, error) {
 // of that name already existing is LOCH_EXISTS.
 //
 //export loch_dataset_create_branch
-func loch_dataset_create_branch(h C.uintptr_t, name, from *C.char, out **C.char, errOut **C.char) C.int {
+func loch_dataset_create_branch(h C.uintptr_t, name, from *C.char, out **C.char, errOut **C.char) (st C.int) {
 	return withDataset(h, errOut, func(ds *dataset) error {
 		id, err := ds.d.CreateBranch(context.Background(), goString(name), goString(from))
 		if err != nil {
@@ -58,7 +58,7 @@ func loch_dataset_create_branch(h C.uintptr_t, name, from *C.char, out **C.char,
 // in *out. A branch or tag of that name already existing is LOCH_EXISTS.
 //
 //export loch_dataset_create_tag
-func loch_dataset_create_tag(h C.uintptr_t, name, ref *C.char, out **C.char, errOut **C.char) C.int {
+func loch_dataset_create_tag(h C.uintptr_t, name, ref *C.char, out **C.char, errOut **C.char) (st C.int) {
 	return withDataset(h, errOut, func(ds *dataset) error {
 		id, err := ds.d.CreateTag(context.Background(), goString(name), goString(ref))
 		if err != nil {
@@ -73,7 +73,7 @@ func loch_dataset_create_tag(h C.uintptr_t, name, ref *C.char, out **C.char, err
 // by id until loch_dataset_gc removes those no reference reaches.
 //
 //export loch_dataset_delete_branch
-func loch_dataset_delete_branch(h C.uintptr_t, name *C.char, errOut **C.char) C.int {
+func loch_dataset_delete_branch(h C.uintptr_t, name *C.char, errOut **C.char) (st C.int) {
 	return withDataset(h, errOut, func(ds *dataset) error {
 		return ds.d.DeleteBranch(context.Background(), goString(name))
 	})
@@ -83,7 +83,7 @@ func loch_dataset_delete_branch(h C.uintptr_t, name *C.char, errOut **C.char) C.
 // of that name).
 //
 //export loch_dataset_delete_tag
-func loch_dataset_delete_tag(h C.uintptr_t, name *C.char, errOut **C.char) C.int {
+func loch_dataset_delete_tag(h C.uintptr_t, name *C.char, errOut **C.char) (st C.int) {
 	return withDataset(h, errOut, func(ds *dataset) error {
 		return ds.d.DeleteTag(context.Background(), goString(name))
 	})
@@ -93,7 +93,7 @@ func loch_dataset_delete_tag(h C.uintptr_t, name *C.char, errOut **C.char) C.int
 // name, as a JSON list of {"name", "kind" ("branch" or "tag"), "commit"}.
 //
 //export loch_dataset_refs
-func loch_dataset_refs(h C.uintptr_t, out **C.char, errOut **C.char) C.int {
+func loch_dataset_refs(h C.uintptr_t, out **C.char, errOut **C.char) (st C.int) {
 	return withDataset(h, errOut, func(ds *dataset) error {
 		refs, err := ds.d.Refs(context.Background())
 		if err != nil {
@@ -110,7 +110,7 @@ func loch_dataset_refs(h C.uintptr_t, out **C.char, errOut **C.char) C.int {
 // version id or unique prefix of 6 or more digits) names now.
 //
 //export loch_dataset_resolve
-func loch_dataset_resolve(h C.uintptr_t, ref *C.char, out **C.char, errOut **C.char) C.int {
+func loch_dataset_resolve(h C.uintptr_t, ref *C.char, out **C.char, errOut **C.char) (st C.int) {
 	return withDataset(h, errOut, func(ds *dataset) error {
 		id, err := ds.d.Resolve(context.Background(), goString(ref))
 		if err != nil {
@@ -124,7 +124,7 @@ func loch_dataset_resolve(h C.uintptr_t, ref *C.char, out **C.char, errOut **C.c
 // writes to, or "" when the handle is read-only.
 //
 //export loch_dataset_current_branch
-func loch_dataset_current_branch(h C.uintptr_t, out **C.char, errOut **C.char) C.int {
+func loch_dataset_current_branch(h C.uintptr_t, out **C.char, errOut **C.char) (st C.int) {
 	return withDataset(h, errOut, func(ds *dataset) error {
 		return setString(out, ds.d.Branch())
 	})
@@ -134,7 +134,7 @@ func loch_dataset_current_branch(h C.uintptr_t, out **C.char, errOut **C.char) C
 // (opened or checked out at a tag, a version id or a time), else 0.
 //
 //export loch_dataset_read_only
-func loch_dataset_read_only(h C.uintptr_t, out *C.int32_t, errOut **C.char) C.int {
+func loch_dataset_read_only(h C.uintptr_t, out *C.int32_t, errOut **C.char) (st C.int) {
 	return withDataset(h, errOut, func(ds *dataset) error {
 		if out == nil {
 			return invalidf("output pointer is NULL")
@@ -152,7 +152,7 @@ func loch_dataset_read_only(h C.uintptr_t, out *C.int32_t, errOut **C.char) C.in
 // LOCH_INVALID_ARGUMENT: commit them first.
 //
 //export loch_dataset_checkout
-func loch_dataset_checkout(h C.uintptr_t, ref *C.char, errOut **C.char) C.int {
+func loch_dataset_checkout(h C.uintptr_t, ref *C.char, errOut **C.char) (st C.int) {
 	return withDataset(h, errOut, func(ds *dataset) error {
 		return ds.d.Checkout(context.Background(), goString(ref))
 	})
@@ -163,7 +163,7 @@ func loch_dataset_checkout(h C.uintptr_t, ref *C.char, errOut **C.char) C.int {
 // message), moves the handle there and stores the new version id in *out.
 //
 //export loch_dataset_revert
-func loch_dataset_revert(h C.uintptr_t, ref, message *C.char, out **C.char, errOut **C.char) C.int {
+func loch_dataset_revert(h C.uintptr_t, ref, message *C.char, out **C.char, errOut **C.char) (st C.int) {
 	return withDataset(h, errOut, func(ds *dataset) error {
 		ctx, done := interruptible()
 		defer done()
@@ -190,7 +190,7 @@ type diffOptions struct {
 // "next", when present, is the "start" of the next page.
 //
 //export loch_dataset_diff
-func loch_dataset_diff(h C.uintptr_t, from, to, options *C.char, out **C.char, errOut **C.char) C.int {
+func loch_dataset_diff(h C.uintptr_t, from, to, options *C.char, out **C.char, errOut **C.char) (st C.int) {
 	return withDataset(h, errOut, func(ds *dataset) error {
 		var o diffOptions
 		if err := decodeStrict("diff options", goString(options), &o); err != nil {
@@ -230,7 +230,7 @@ type conflictDetail struct {
 // *out whenever it is not NULL, whatever the status.
 //
 //export loch_dataset_merge
-func loch_dataset_merge(h C.uintptr_t, src, options *C.char, out **C.char, errOut **C.char) C.int {
+func loch_dataset_merge(h C.uintptr_t, src, options *C.char, out **C.char, errOut **C.char) (st C.int) {
 	return withDataset(h, errOut, func(ds *dataset) error {
 		var o mergeOptions
 		if err := decodeStrict("merge options", goString(options), &o); err != nil {
@@ -298,7 +298,7 @@ func parseGCOptions(text string) (loch.GCOptions, error) {
 // retention, docs/format.md §5.2) or NULL.
 //
 //export loch_dataset_gc
-func loch_dataset_gc(h C.uintptr_t, options *C.char, out **C.char, errOut **C.char) C.int {
+func loch_dataset_gc(h C.uintptr_t, options *C.char, out **C.char, errOut **C.char) (st C.int) {
 	return withDataset(h, errOut, func(ds *dataset) error {
 		opts, err := parseGCOptions(goString(options))
 		if err != nil {

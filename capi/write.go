@@ -171,7 +171,7 @@ func packedSamples(name string, n, ndim int, in C.loch_column_in, data []byte, e
 // is staged if any sample is invalid.
 //
 //export loch_dataset_extend
-func loch_dataset_extend(h C.uintptr_t, n C.int64_t, cols *C.loch_column_in, ncols C.int32_t, errOut **C.char) C.int {
+func loch_dataset_extend(h C.uintptr_t, n C.int64_t, cols *C.loch_column_in, ncols C.int32_t, errOut **C.char) (st C.int) {
 	return withDataset(h, errOut, func(ds *dataset) error {
 		rows, err := rowsOf(ds, int(n), unsafeSlice(cols, int(ncols)))
 		if err != nil {
@@ -190,7 +190,7 @@ func loch_dataset_extend(h C.uintptr_t, n C.int64_t, cols *C.loch_column_in, nco
 // with this id (one sample per column).
 //
 //export loch_dataset_update
-func loch_dataset_update(h C.uintptr_t, id C.uint64_t, cols *C.loch_column_in, ncols C.int32_t, errOut **C.char) C.int {
+func loch_dataset_update(h C.uintptr_t, id C.uint64_t, cols *C.loch_column_in, ncols C.int32_t, errOut **C.char) (st C.int) {
 	return withDataset(h, errOut, func(ds *dataset) error {
 		rows, err := rowsOf(ds, 1, unsafeSlice(cols, int(ncols)))
 		if err != nil {
