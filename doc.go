@@ -47,8 +47,10 @@
 // The engine's files follow its mechanisms, each in one place: dataset.go
 // (Create, Open, the handle), log.go (the log's root entries, kept by
 // internal/seqlog, and updateRoot, its only compare-and-swap), stage.go (staged writes),
+// twophase.go (Stage and CommitStaged, the two-phase write),
 // commit.go (Commit), snapshot.go (a version's fragments and rows),
-// read.go and scan.go (the one chunk reader, ColumnReader and Scan),
+// chunkreader.go and fetched.go (the one chunk reader), read.go
+// (ColumnReader), scan.go (Scan), media_*.go (video and audio samples),
 // readbuf.go (the read buffers' pools), segments.go (Scan.Segments),
 // rows.go (live rows joined by id, for Diff and Merge), selections.go
 // (saved query results, named in the log like tags), walk.go (the
