@@ -112,45 +112,12 @@ func distinct(names []string) bool {
 	return true
 }
 
-// scalarType is the DuckDB type of one element of dtype d.
-func scalarType(d schema.DType) duckdb.Type {
-	switch d {
-	case schema.Bool:
-		return duckdb.TYPE_BOOLEAN
-	case schema.Int8:
-		return duckdb.TYPE_TINYINT
-	case schema.Int16:
-		return duckdb.TYPE_SMALLINT
-	case schema.Int32:
-		return duckdb.TYPE_INTEGER
-	case schema.Int64:
-		return duckdb.TYPE_BIGINT
-	case schema.Uint8:
-		return duckdb.TYPE_UTINYINT
-	case schema.Uint16:
-		return duckdb.TYPE_USMALLINT
-	case schema.Uint32:
-		return duckdb.TYPE_UINTEGER
-	case schema.Uint64:
-		return duckdb.TYPE_UBIGINT
-	case schema.Float16, schema.BFloat16, schema.Float32:
-		return duckdb.TYPE_FLOAT
-	case schema.Float64:
-		return duckdb.TYPE_DOUBLE
-	}
-	return duckdb.TYPE_BLOB
-}
-
 // typeInfo is the DuckDB type of a mapped column; jsonType is DuckDB's
 // JSON type (a VARCHAR with the JSON alias, which only DuckDB can make).
 func (c column) typeInfo(jsonType duckdb.TypeInfo) (duckdb.TypeInfo, error) {
 	switch c.kind {
-	case mapText:
-		return duckdb.NewTypeInfo(duckdb.TYPE_VARCHAR)
 	case mapJSON:
 		return jsonType, nil
-	case mapBlob:
-		return duckdb.NewTypeInfo(duckdb.TYPE_BLOB)
 	case mapEnum:
 		return duckdb.NewEnumInfo(c.names[0], c.names[1:]...)
 	case mapInfo:
@@ -158,7 +125,8 @@ func (c column) typeInfo(jsonType duckdb.TypeInfo) (duckdb.TypeInfo, error) {
 	case mapMedia:
 		return mediaType()
 	}
-	t, err := duckdb.NewTypeInfo(scalarType(c.col.DType))
+	el, _ := DuckType(c.col.DType)
+	t, err := duckdb.NewTypeInfo(el)
 	if err != nil {
 		return nil, err
 	}
@@ -218,16 +186,8 @@ func structOf(fields []structField) (duckdb.TypeInfo, error) {
 // sqlType names the DuckDB type for documentation and `loch query`'s
 // schema listing.
 func (c column) sqlType() string {
-	el := map[duckdb.Type]string{duckdb.TYPE_BOOLEAN: "BOOLEAN", duckdb.TYPE_TINYINT: "TINYINT", duckdb.TYPE_SMALLINT: "SMALLINT",
-		duckdb.TYPE_INTEGER: "INTEGER", duckdb.TYPE_BIGINT: "BIGINT", duckdb.TYPE_UTINYINT: "UTINYINT", duckdb.TYPE_USMALLINT: "USMALLINT",
-		duckdb.TYPE_UINTEGER: "UINTEGER", duckdb.TYPE_UBIGINT: "UBIGINT", duckdb.TYPE_FLOAT: "FLOAT", duckdb.TYPE_DOUBLE: "DOUBLE"}[scalarType(c.col.DType)]
+	_, el := DuckType(c.col.DType)
 	switch c.kind {
-	case mapText:
-		return "VARCHAR"
-	case mapJSON:
-		return "JSON"
-	case mapBlob:
-		return "BLOB"
 	case mapEnum:
 		return "ENUM"
 	case mapInfo:
