@@ -218,13 +218,14 @@ func runStatement(ctx context.Context, s *sqlcat.Session, stmt string, out sqlca
 }
 
 // sqlShell runs the statements read from in, each when its ';' comes. On
-// a terminal it reads lines with a line editor (prompts and echo on
-// stderr) whose history outlives the session (sqlHistoryPath), and keeps
-// going after an error; otherwise it stops at the first error.
+// a terminal it keeps going after an error, and reads lines with a line
+// editor whose history outlives the session (sqlHistoryPath) when stderr,
+// where it prompts and echoes, is a terminal too; otherwise it stops at
+// the first error.
 func sqlShell(ctx context.Context, s *sqlcat.Session, in io.Reader, out sqlcat.Output, stderr io.Writer, asJSON bool) error {
 	interactive := stdinTerminal(in)
 	var lines lineReader = newScanLines(in)
-	if interactive {
+	if interactive && isTerminal(stderr) { // the editor echoes on stderr
 		lines = newLineEditor(in.(*os.File), stderr, sqlHistoryPath())
 	}
 	var buf strings.Builder
