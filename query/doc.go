@@ -27,7 +27,7 @@
 // filter argument (filter.go) and judged there, conservatively, before
 // the rows' other columns are converted; DuckDB applies the whole WHERE
 // again. Values are written straight into DuckDB's vectors where
-// duckdb-go allows (direct.go, strings.go), else through its typed
+// duckdb-go allows (duckdb.go, strings.go), else through its typed
 // setters.
 //
 // # Selections
