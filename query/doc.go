@@ -50,6 +50,14 @@
 // autoload and community extensions off). A sandboxed engine (Options.
 // Sandbox) also has DuckDB's external access off and its settings locked.
 //
+// # DuckDB's internals
+//
+// What the package takes from DuckDB and duckdb-go beyond their
+// documented APIs (json_serialize_sql's tree and its byte offsets, the
+// parser's messages, duckdb-go's unexported vector fields) is in one
+// file, duckdb.go, pinned by one test (TestDuckDBInternals) that an
+// upgrade fails first.
+//
 // # Concurrency
 //
 // An Engine runs one query at a time (its methods lock); Close releases

@@ -617,6 +617,7 @@ func (s *source) after(id loch.ChunkID) (loch.ChunkID, bool) {
 
 // defaultThreads is the DuckDB threads a scan runs on.
 func defaultThreads() int { return max(runtime.GOMAXPROCS(0), 1) }
+
 // rawScalar reports whether column c's values can be copied as stored into
 // its DuckDB vector: scalars whose dtype has the DuckDB type's width.
 func (c column) rawScalar() bool {
