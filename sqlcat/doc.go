@@ -20,8 +20,9 @@
 // only if DuckDB's own type of it is a read. Split ends statements where
 // DuckDB's parser does (query.Parse). Every expression, VALUES list and
 // SELECT is DuckDB's, run through query.Engine, and a result's types are
-// DuckDB's. The lexer follows DuckDB's lexical rules (dollar-quoted and
-// E'' strings, nested comments), which a test checks against DuckDB.
+// DuckDB's. The lexer follows DuckDB's lexical rules (dollar-quoted
+// strings, E-strings with backslash escapes, nested comments), which a
+// test checks against DuckDB.
 //
 // Each statement starts its own engine (an in-memory DuckDB) with views of
 // the tables it names, opened at the session's branch (else main) when

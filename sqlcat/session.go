@@ -177,23 +177,11 @@ func (s *Session) Run(ctx context.Context, stmt string, out Output) (Result, err
 		return Result{}, fmt.Errorf("sql: %s %s is not supported: loch's DDL is CREATE, ALTER and DROP TABLE: %w",
 			strings.ToUpper(p.toks[0].text), strings.ToUpper(p.toks[1].text), loch.ErrInvalidArgument)
 	case "CREATE TABLE":
-		st, err := p.parseCreate()
-		if err != nil {
-			return Result{}, err
-		}
-		return s.create(ctx, st, stmt)
+		return parsed(p.parseCreate, func(st *createStmt) (Result, error) { return s.create(ctx, st, stmt) })
 	case "ALTER TABLE":
-		st, err := p.parseAlter()
-		if err != nil {
-			return Result{}, err
-		}
-		return s.alter(ctx, st, stmt)
+		return parsed(p.parseAlter, func(st *alterStmt) (Result, error) { return s.alter(ctx, st, stmt) })
 	case "DROP TABLE":
-		st, err := p.parseDrop()
-		if err != nil {
-			return Result{}, err
-		}
-		return s.drop(ctx, st)
+		return parsed(p.parseDrop, func(st *dropStmt) (Result, error) { return s.drop(ctx, st) })
 	case "INSERT":
 		return s.insert(ctx, p, stmt)
 	case "UPDATE":
@@ -201,11 +189,7 @@ func (s *Session) Run(ctx context.Context, stmt string, out Output) (Result, err
 	case "DELETE":
 		return s.delete(ctx, p, stmt)
 	case "OPTIMIZE":
-		st, err := p.parseOptimize()
-		if err != nil {
-			return Result{}, err
-		}
-		return s.optimize(ctx, st, stmt)
+		return parsed(p.parseOptimize, func(st *optimizeStmt) (Result, error) { return s.optimize(ctx, st, stmt) })
 	case "MERGE":
 		return s.merge(ctx, p, stmt)
 	case "COPY":
@@ -213,6 +197,15 @@ func (s *Session) Run(ctx context.Context, stmt string, out Output) (Result, err
 	default: // SET
 		return s.set(p)
 	}
+}
+
+// parsed runs do on the statement parse reads, or returns parse's error.
+func parsed[T any](parse func() (T, error), do func(T) (Result, error)) (Result, error) {
+	st, err := parse()
+	if err != nil {
+		return Result{}, err
+	}
+	return do(st)
 }
 
 // set runs SET loch_branch = 'B', SET loch_message = '...' and their RESET.
