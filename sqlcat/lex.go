@@ -187,10 +187,6 @@ type parser struct {
 	src  string
 	toks []token
 	i    int
-	// inferring: the type is DuckDB's name of a result column's type
-	// (CREATE TABLE AS, ingest), where a DECIMAL (0.5 is one) is stored
-	// as float64; in a CREATE TABLE it is refused.
-	inferring bool
 }
 
 func newParser(src string) (*parser, error) {
