@@ -149,8 +149,14 @@ var parser struct {
 // loch.ErrInvalidArgument otherwise. Parse is safe for concurrent use.
 func Parse(sql string) (int, error) {
 	parser.once.Do(func() {
-		if mapping.Open("", &parser.db) == mapping.StateError {
-			parser.err = fmt.Errorf("query: open DuckDB's parser")
+		var cfg mapping.Config
+		mapping.CreateConfig(&cfg)
+		mapping.SetConfig(cfg, "threads", "1")
+		var msg string
+		state := mapping.OpenExt("", &parser.db, cfg, &msg)
+		mapping.DestroyConfig(&cfg)
+		if state == mapping.StateError {
+			parser.err = fmt.Errorf("query: open DuckDB's parser: %s", msg)
 			return
 		}
 		if mapping.Connect(parser.db, &parser.conn) == mapping.StateError {
