@@ -63,3 +63,12 @@ func TestDTypeElements(t *testing.T) {
 		require.True(t, seen[d], "dtype %s has no case", d)
 	}
 }
+
+func TestClassName(t *testing.T) {
+	c := &Column{Kind: ClassLabel, DType: Int64, ClassNames: []string{"cat", "dog"}}
+	for v, want := range map[int64]string{0: "cat", 1: "dog", 2: "", -1: ""} {
+		n, ok := c.ClassName(v)
+		require.Equal(t, want, n, "class %d", v)
+		require.Equal(t, want != "", ok, "class %d", v)
+	}
+}

@@ -95,3 +95,12 @@ func FormatShape(s []int) string {
 	}
 	return out + "]"
 }
+
+// ClassName is the name of class v of a class-label column; ok is false
+// when c names no class v.
+func (c *Column) ClassName(v int64) (name string, ok bool) {
+	if v >= 0 && v < int64(len(c.ClassNames)) {
+		return c.ClassNames[v], true
+	}
+	return "", false
+}

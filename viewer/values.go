@@ -63,8 +63,8 @@ func tensorSummary(c *schema.Column, s loch.Sample) string {
 
 // className names class v of a class-label column.
 func className(c *schema.Column, v int64) string {
-	if v >= 0 && v < int64(len(c.ClassNames)) {
-		return c.ClassNames[v]
+	if n, ok := c.ClassName(v); ok {
+		return n
 	}
 	return strconv.FormatInt(v, 10)
 }

@@ -11,19 +11,10 @@ import (
 // labelString formats a class label with its class name when it has one.
 func labelString(c *schema.Column, data []byte, i int) string {
 	v := c.DType.Int(data, i)
-	if v >= 0 && v < int64(len(c.ClassNames)) {
-		return fmt.Sprintf("%d (%s)", v, c.ClassNames[v])
+	if n, ok := c.ClassName(v); ok {
+		return fmt.Sprintf("%d (%s)", v, n)
 	}
 	return strconv.FormatInt(v, 10)
-}
-
-// className returns the class name of label v of column c, or "" when c
-// names no class v.
-func className(c *schema.Column, v int64) string {
-	if v >= 0 && v < int64(len(c.ClassNames)) {
-		return c.ClassNames[v]
-	}
-	return ""
 }
 
 // shapeRange formats the observed shape range of a column, one entry per
