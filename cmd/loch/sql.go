@@ -126,7 +126,7 @@ Ctrl-D ends it).`,
 			}
 			ctx := cmd.Context()
 			var opts []catalog.Option
-			if len(args) == 2 && startsCreate(args[1]) {
+			if len(args) == 2 && sqlcat.Kind(args[1]) == "CREATE TABLE" {
 				opts = append(opts, catalog.WithCreate())
 			}
 			cat, err := catalog.Open(ctx, args[0], opts...)
@@ -187,16 +187,6 @@ Ctrl-D ends it).`,
 	f.StringVarP(&outFile, "out", "o", "", "write a query's result to this file instead of standard output")
 	f.StringArrayVar(&pins, "pin", nil, "read table TABLE at version VERSION (TABLE=VERSION; repeatable)")
 	return cmd
-}
-
-// startsCreate reports whether stmt is a CREATE TABLE (which may create
-// the catalog).
-func startsCreate(stmt string) bool {
-	f := strings.Fields(strings.ToLower(stmt))
-	for len(f) > 0 && strings.HasPrefix(f[0], "--") {
-		f = f[1:]
-	}
-	return len(f) >= 2 && f[0] == "create" && f[1] == "table"
 }
 
 func runStatement(ctx context.Context, s *sqlcat.Session, stmt string, out sqlcat.Output, asJSON bool) error {
