@@ -9,6 +9,7 @@ import (
 
 	"github.com/lochdata/loch/internal/testserver"
 	"github.com/lochdata/loch/schema"
+	"github.com/lochdata/loch/storage"
 )
 
 // TestBackends runs the dataset life cycle on every backend against a real
@@ -187,4 +188,59 @@ func TestMissingCredentials(t *testing.T) {
 	_, err := Open(ctx, b.URL)
 	require.ErrorIs(t, err, ErrPermission)
 	require.Contains(t, err.Error(), b.Name)
+}
+
+// TestLinkBucketsS3: on S3 (MinIO, two buckets of one server), a link
+// reads the dataset's own bucket; another bucket only when the link policy
+// names it; and never through an endpoint that neither the dataset's URL
+// nor the policy gives (the reader's credentials would go there).
+func TestLinkBucketsS3(t *testing.T) {
+	t.Setenv(EnvLinkAllow, "")
+	own, other := testserver.MinIO(t), testserver.MinIO(t)
+	for _, b := range []testserver.Bucket{own, other} {
+		st, err := storage.Open(ctx, "s3://"+b.Name+"?endpoint="+b.Endpoint)
+		require.NoError(t, err)
+		require.NoError(t, st.Put(ctx, "img.bin", []byte("in "+b.Name)))
+		require.NoError(t, st.Close())
+	}
+	links := []string{
+		"s3://" + own.Name + "/img.bin?endpoint=" + own.Endpoint,
+		"s3://" + other.Name + "/img.bin?endpoint=" + other.Endpoint,
+		"s3://" + other.Name + "/img.bin?endpoint=http://127.0.0.1:1",
+	}
+	d, err := Create(ctx, own.URL, schema.Schema{Columns: []schema.Column{{Name: "ref", Kind: schema.Link}}})
+	require.NoError(t, err)
+	for _, l := range links {
+		require.NoError(t, d.Append(ctx, Row{"ref": String(l)}))
+	}
+	_, err = d.Commit(ctx, "links to two buckets")
+	require.NoError(t, err)
+	require.NoError(t, d.Close())
+	column := func(p LinkPolicy) *ColumnReader {
+		p.Retry = storage.RetryPolicy{MaxAttempts: 1}
+		r, err := Open(ctx, own.URL, WithLinkPolicy(p))
+		require.NoError(t, err)
+		t.Cleanup(func() { r.Close() })
+		col, err := r.Column("ref")
+		require.NoError(t, err)
+		return col
+	}
+
+	col := column(LinkPolicy{})
+	b, err := col.Fetch(ctx, 0)
+	require.NoError(t, err, "the dataset's own bucket")
+	require.Equal(t, "in "+own.Name, string(b))
+	_, err = col.Fetch(ctx, 1)
+	require.ErrorIs(t, err, ErrPermission)
+	require.ErrorContains(t, err, `column "ref" row 1`)
+	require.ErrorContains(t, err, fmt.Sprintf("bucket s3://%s is not the dataset's own (the dataset's is s3://%s)", other.Name, own.Name))
+	require.ErrorContains(t, err, "allow it with LOCH_LINK_ALLOW=s3://"+other.Name)
+
+	col = column(LinkPolicy{Allow: []string{"s3://" + other.Name}})
+	b, err = col.Fetch(ctx, 1)
+	require.NoError(t, err, "named in the policy")
+	require.Equal(t, "in "+other.Name, string(b))
+	_, err = col.Fetch(ctx, 2)
+	require.ErrorIs(t, err, ErrPermission)
+	require.ErrorContains(t, err, "the link chooses its server or credentials (endpoint=http://127.0.0.1:1)")
 }

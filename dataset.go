@@ -59,8 +59,14 @@ func WithRef(ref string) Option { return func(o *options) { o.ref = ref } }
 func WithAsOf(t time.Time) Option { return func(o *options) { o.asOf = t } }
 
 // WithParallelism bounds the goroutines that encode chunks and images
-// (default GOMAXPROCS).
+// (default GOMAXPROCS; at most MaxParallelism).
 func WithParallelism(n int) Option { return func(o *options) { o.parallelism = n } }
+
+// MaxParallelism is the largest number of goroutines a setting may ask
+// for: WithParallelism, ingest's Parallelism and the loader's Workers and
+// FetchConcurrency. A larger value is refused with ErrInvalidArgument
+// (rather than starting, or sizing channels for, that many).
+const MaxParallelism = 4096
 
 // WithAuthor sets the author recorded in commits (default $LOCH_AUTHOR, then
 // $USER, then the name of the user the process runs as).
@@ -126,6 +132,8 @@ type Dataset struct {
 	}
 
 	fragBytes sync.Map // fragment identity (fragIdent) -> chunk bytes (compaction's planning)
+
+	links *links // the link policy of ColumnReader.Fetch
 }
 
 // Create makes a new dataset with the given schema at url and commits its
@@ -251,8 +259,11 @@ func (d *Dataset) openRef(ctx context.Context) error {
 }
 
 func newDataset(ctx context.Context, url string, o options) (*Dataset, error) {
+	if o.parallelism > MaxParallelism {
+		return nil, invalidf("open %s: parallelism %d: want at most %d", storage.Redact(url), o.parallelism, MaxParallelism)
+	}
 	if o.links != nil {
-		if err := o.links.validate(); err != nil {
+		if err := o.links.Validate(); err != nil {
 			return nil, fmt.Errorf("open %s: link policy: %w", storage.Redact(url), err)
 		}
 	}
@@ -268,6 +279,12 @@ func newDataset(ctx context.Context, url string, o options) (*Dataset, error) {
 	}
 	d.url = d.store.URL()
 	d.log = rootLog(d.store)
+	links, err := newLinks(o.links, d.url)
+	if err != nil {
+		d.Close()
+		return nil, fmt.Errorf("open %s: link policy: %w", d.url, err)
+	}
+	d.links = links
 	return d, nil
 }
 
@@ -299,6 +316,9 @@ func (d *Dataset) Close() error {
 		d.stage = nil
 	}
 	d.wmu.Unlock()
+	if d.links != nil {
+		d.links.client.Close()
+	}
 	if d.ownsStore && d.store != nil {
 		return d.store.Close()
 	}

@@ -215,6 +215,24 @@ func checkModel(t *testing.T, d *Dataset, m *model) {
 // nulls, split samples, every codec, png) through several commits with
 // updates, deletes and added columns, and checks every version against an
 // in-memory model.
+// TestParallelismBound: a parallelism above MaxParallelism is refused by
+// Create and Open, naming it and the bound, before anything is written
+// (issue 35 item 3); the bound itself is accepted.
+func TestParallelismBound(t *testing.T) {
+	s := schema.Schema{Columns: []schema.Column{{Name: "x", DType: schema.Int64}}}
+	dir := filepath.Join(t.TempDir(), "ds")
+	_, err := Create(ctx, dir, s, WithParallelism(1<<40))
+	require.ErrorIs(t, err, ErrInvalidArgument)
+	require.ErrorContains(t, err, "parallelism 1099511627776: want at most 4096")
+	require.NoDirExists(t, dir)
+	d, err := Create(ctx, dir, s, WithParallelism(MaxParallelism))
+	require.NoError(t, err)
+	require.NoError(t, d.Close())
+	_, err = Open(ctx, dir, WithParallelism(MaxParallelism+1))
+	require.ErrorIs(t, err, ErrInvalidArgument)
+	require.ErrorContains(t, err, "parallelism 4097: want at most 4096")
+}
+
 func TestRoundTripProperty(t *testing.T) {
 	seed := testseed.Seed(t)
 	r := rand.New(rand.NewPCG(seed, 7))

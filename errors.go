@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/lochdata/loch/internal/base"
+	"github.com/lochdata/loch/internal/decodelimit"
 )
 
 // Errors that callers branch on with errors.Is. They are the sentinels of
@@ -30,6 +31,10 @@ var (
 	ErrReadOnly = base.ErrReadOnly
 	// ErrPermission: credentials are missing or refused by the store.
 	ErrPermission = base.ErrPermission
+	// ErrTooLarge: a sample or file whose decoded size is more than the
+	// decode limit (MaxDecodeBytes), refused from its header before it is
+	// decoded. It matches ErrInvalidArgument too, never ErrCorrupt.
+	ErrTooLarge = decodelimit.ErrTooLarge
 )
 
 // invalidf is an ErrInvalidArgument error: the message, then the kind.

@@ -304,6 +304,9 @@ func (c *ColumnReader) ReadFrames(ctx context.Context, i int64, start, count, st
 	if w <= 0 || h <= 0 {
 		w, h = m.Shape[2], m.Shape[1]
 	}
+	if err := media.CheckFrames(count, h, w); err != nil {
+		return fail(err)
+	}
 	dst := make([]byte, count*h*w*3)
 	if err := v.Frames(dst, start, count, stride, w, h); err != nil {
 		return fail(err)
@@ -352,6 +355,9 @@ func (c *ColumnReader) ReadAudioSegment(ctx context.Context, i int64, rate, star
 	if sr := a.Info().SampleRate; len(m.Shape) == 2 && sr > 0 { // no buffer past the end for a huge n
 		r := int64(max(rate, sr))
 		n = int(min(int64(n), max(int64(m.Shape[0])*r/int64(sr)+r-int64(start), 0)))
+	}
+	if err := media.CheckAudio(n, ch); err != nil {
+		return fail(err)
 	}
 	pcm := make([]float32, n*ch)
 	got, err := a.Read(pcm, rate, start)

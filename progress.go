@@ -27,3 +27,27 @@ func progressOf(ctx context.Context) Progress {
 	}
 	return func(string, int64, int64) {}
 }
+
+// Warnings receives warnings: what a call did that its caller may not
+// expect, although it succeeded (a reference that names a branch and also
+// reads as a version id prefix, as git warns "refname is ambiguous"). Each
+// is one line naming the object. Like Progress it must be quick and must
+// not call back into the Dataset.
+type Warnings func(msg string)
+
+type warningsKey struct{}
+
+// WithWarnings returns a context that carries w, to which the calls made
+// with it report their warnings (the command line prints them on standard
+// error). A nil w, or none, drops them.
+func WithWarnings(ctx context.Context, w Warnings) context.Context {
+	return context.WithValue(ctx, warningsKey{}, w)
+}
+
+// warningsOf returns the Warnings that ctx carries, or one that drops them.
+func warningsOf(ctx context.Context) Warnings {
+	if w, _ := ctx.Value(warningsKey{}).(Warnings); w != nil {
+		return w
+	}
+	return func(string) {}
+}

@@ -12,6 +12,7 @@ import (
 	"github.com/lochdata/loch/imaging"
 	"github.com/lochdata/loch/internal/base"
 	"github.com/lochdata/loch/internal/chunk"
+	"github.com/lochdata/loch/internal/decodelimit"
 	"github.com/lochdata/loch/internal/manifest"
 	"github.com/lochdata/loch/schema"
 )
@@ -56,6 +57,9 @@ func (c *ColumnReader) Read(ctx context.Context, i int64, buf []byte) (Sample, e
 	s, err := c.read(ctx, i, false)
 	if err != nil || s.Null {
 		return s, err
+	}
+	if err := s.CheckDecode(); err != nil {
+		return Sample{}, fmt.Errorf("%s: column %q row %d: %w", c.d.url, c.col.Name, i, err)
 	}
 	n := s.DecodedLen()
 	if buf == nil || cap(buf) < n {
@@ -104,7 +108,7 @@ func (c *ColumnReader) readRange(ctx context.Context, start, end int64, decode b
 		}
 		if !s.Null {
 			if decode {
-				s, err = s.DecodeInto(make([]byte, s.DecodedLen()))
+				s, err = s.Decode()
 			} else {
 				s.Data = append([]byte{}, s.Data...)
 			}
@@ -452,11 +456,64 @@ func (s Sample) DecodedLen() int {
 
 func (s Sample) encoded() bool { return s.Encoding != schema.SampleNone && s.Encoding != "" }
 
+// MaxDecodeBytes returns the decode limit: the most bytes that one decode
+// may produce (an image's height x width x channels, video frames' count x
+// height x width x 3, audio's samples x channels x 4), 0 for none. Every
+// decoder of loch checks the size a sample or file declares against it
+// before allocating, and refuses a larger one with ErrTooLarge. It is
+// process-wide: $LOCH_MAX_DECODE_BYTES (a size such as 512MiB; 0 for no
+// limit), else 512 MiB (Pillow's decompression-bomb threshold for RGB
+// images), unless SetMaxDecodeBytes changed it.
+func MaxDecodeBytes() int64 { return decodelimit.Max() }
+
+// SetMaxDecodeBytes sets the decode limit (see MaxDecodeBytes) to n bytes,
+// 0 for none, for the whole process, and returns the previous limit. A
+// negative n is ErrInvalidArgument. Safe for concurrent use; decodes
+// already past their check keep the limit they were checked against.
+func SetMaxDecodeBytes(n int64) (old int64, err error) { return decodelimit.Set(n) }
+
+// CheckDecode checks the sample's decoded size (DecodedLen, from the shape
+// its chunk header records) against the decode limit: an ErrTooLarge error
+// naming both sizes when it is more. Decode and DecodeInto check it first;
+// a caller that sizes a buffer from DecodedLen checks it before
+// allocating.
+func (s Sample) CheckDecode() error {
+	if !s.encoded() {
+		return nil // as stored: nothing to decode
+	}
+	var what string
+	switch s.Encoding {
+	case schema.VideoCompression:
+		what = "video"
+	case schema.AudioCompression:
+		what = "audio"
+	default:
+		what = string(s.Encoding) + " image"
+	}
+	n := decodelimit.Size(1, s.Shape...)
+	if s.Encoding == schema.AudioCompression {
+		n = decodelimit.Size(4, s.Shape...)
+	}
+	return decodelimit.Check(fmt.Sprintf("%s sample of shape %v", what, s.Shape), n)
+}
+
+// Decode returns the sample decoded into a new buffer of DecodedLen bytes
+// (see DecodeInto), after CheckDecode.
+func (s Sample) Decode() (Sample, error) {
+	if err := s.CheckDecode(); err != nil {
+		return Sample{}, err
+	}
+	return s.DecodeInto(make([]byte, s.DecodedLen()))
+}
+
 // DecodeInto returns the sample decoded into dst, which must hold exactly
 // DecodedLen bytes: png/jpeg images are decoded to HWC uint8 pixels with the
 // channels Shape records, other samples are copied. The result's Data is
 // dst. A sample that does not decode to its recorded shape is ErrCorrupt.
 func (s Sample) DecodeInto(dst []byte) (Sample, error) {
+	if err := s.CheckDecode(); err != nil {
+		return Sample{}, err
+	}
 	if len(dst) != s.DecodedLen() {
 		return Sample{}, fmt.Errorf("decode sample of shape %v: buffer of %d bytes, want %d: %w", s.Shape, len(dst), s.DecodedLen(), ErrInvalidArgument)
 	}

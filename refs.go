@@ -106,10 +106,14 @@ func (d *Dataset) resolveIn(ctx context.Context, root *manifest.Root, ref string
 		}
 	default:
 		if id, ok := root.Refs[headsPrefix+ref]; ok {
-			return target{commit: id, branch: ref, seq: root.Seq}, nil
+			t := target{commit: id, branch: ref, seq: root.Seq}
+			d.warnAmbiguous(ctx, ref, t, headsPrefix)
+			return t, nil
 		}
 		if id, ok := root.Refs[tagsPrefix+ref]; ok {
-			return target{commit: id, tag: ref, seq: root.Seq}, nil
+			t := target{commit: id, tag: ref, seq: root.Seq}
+			d.warnAmbiguous(ctx, ref, t, tagsPrefix)
+			return t, nil
 		}
 		if keys.ValidID(ref) {
 			if _, err := d.store.Stat(ctx, keys.Make(keys.Commit, ref)); err != nil {
@@ -123,16 +127,9 @@ func (d *Dataset) resolveIn(ctx context.Context, root *manifest.Root, ref string
 			}
 			return target{commit: ref}, nil
 		}
-		if len(ref) >= 6 && len(ref) < keys.IDLen && keys.IsHex(ref) {
-			var found []string
-			err := d.store.List(ctx, keys.Make(keys.Commit, ref), func(a storage.Attrs) error {
-				found = append(found, strings.TrimPrefix(a.Key, keys.Commit.Prefix()))
-				if len(found) > 1 {
-					return errStopList
-				}
-				return nil
-			})
-			if err != nil && !errors.Is(err, errStopList) {
+		if isVersionPrefix(ref) {
+			found, err := d.versionsWithPrefix(ctx, ref, 2)
+			if err != nil {
 				return target{}, fmt.Errorf("%s: resolve %s: %w", d.url, ref, err)
 			}
 			switch len(found) {
@@ -154,6 +151,46 @@ func (d *Dataset) resolveIn(ctx context.Context, root *manifest.Root, ref string
 }
 
 var errStopList = errors.New("stop listing")
+
+// isVersionPrefix reports whether ref reads as a prefix of a version id:
+// 6 to 31 hex digits.
+func isVersionPrefix(ref string) bool {
+	return len(ref) >= 6 && len(ref) < keys.IDLen && keys.IsHex(ref)
+}
+
+// versionsWithPrefix lists up to n version ids that start with prefix.
+func (d *Dataset) versionsWithPrefix(ctx context.Context, prefix string, n int) ([]string, error) {
+	var found []string
+	err := d.store.List(ctx, keys.Make(keys.Commit, prefix), func(a storage.Attrs) error {
+		found = append(found, strings.TrimPrefix(a.Key, keys.Commit.Prefix()))
+		if len(found) >= n {
+			return errStopList
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errStopList) {
+		return nil, err
+	}
+	return found, nil
+}
+
+// warnAmbiguous reports to the context's Warnings, as git warns "refname
+// is ambiguous", when ref, which names t (a branch or tag, under prefix),
+// also reads as a prefix of a version id that exists: the branch or tag
+// is used, and the warning says so and how to name either. CreateBranch
+// and CreateTag refuse such names; an older one, or a version made later
+// whose id happens to start with the name, still meets this. It costs a
+// listing only for names of 6 to 31 hex digits; a failed listing warns
+// of nothing (the name resolved).
+func (d *Dataset) warnAmbiguous(ctx context.Context, ref string, t target, prefix string) {
+	if !isVersionPrefix(ref) {
+		return
+	}
+	if found, err := d.versionsWithPrefix(ctx, ref, 1); err == nil && len(found) > 0 {
+		warningsOf(ctx)(fmt.Sprintf("%s: reference %q is ambiguous: it names %s and is a prefix of version %s; using %s (write %s%s for it, or more digits of the version id for the version)",
+			d.url, ref, t.describe(), found[0], t.describe(), prefix, ref))
+	}
+}
 
 // refNames lists the names under one namespace of a root entry, sorted.
 func refNames(root *manifest.Root, prefix string) []string {
@@ -241,6 +278,18 @@ func (d *Dataset) CreateTag(ctx context.Context, name, ref string) (string, erro
 func (d *Dataset) createRef(ctx context.Context, kind, name, from string) (string, error) {
 	if err := checkRefName(kind, name); err != nil {
 		return "", fmt.Errorf("%s: %w", d.url, err)
+	}
+	// A name that reads as a prefix of an existing version would hide
+	// that version from every --ref (git warns "refname is ambiguous").
+	if isVersionPrefix(name) {
+		found, err := d.versionsWithPrefix(ctx, name, 1)
+		if err != nil {
+			return "", fmt.Errorf("create %s %q in %s: %w", kind, name, d.url, err)
+		}
+		if len(found) > 0 {
+			return "", invalidf("create %s %q in %s: the name is a prefix of version %s, which it would hide from references; choose another name (one not all hex digits never is)",
+				kind, name, d.url, found[0])
+		}
 	}
 	var id string
 	_, err := d.updateRoot(ctx, "create "+kind+" "+name, func(root, next *manifest.Root) error {

@@ -216,6 +216,10 @@ func prepare(c *schema.Column, s Sample) (prepared, error) {
 		if !equalShape(shape, cshape) {
 			return prepared{}, invalidf("column %q: %s image has shape %v, sample says %v", c.Name, enc, cshape, shape)
 		}
+		// Kept or converted, what no reader could decode is not stored.
+		if err := imaging.CheckSize(string(enc), cshape[0], cshape[1], cshape[2]); err != nil {
+			return prepared{}, fmt.Errorf("column %q: %w", c.Name, err)
+		}
 		if err := c.CheckSample(shape, nil); err != nil {
 			return bad(err)
 		}

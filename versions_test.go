@@ -2,6 +2,7 @@ package loch
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"maps"
@@ -14,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lochdata/loch/internal/keys"
+	"github.com/lochdata/loch/internal/manifest"
 	"github.com/lochdata/loch/internal/testseed"
 	"github.com/lochdata/loch/schema"
 )
@@ -652,4 +654,60 @@ func TestLongRefIsCutInErrors(t *testing.T) {
 	require.ErrorIs(t, err, ErrNotFound)
 	require.Less(t, len(err.Error()), 1000, "the error echoes the reference cut short")
 	require.Contains(t, err.Error(), strings.Repeat("x", 200)+"...")
+}
+
+// TestRefNamedLikeAVersionPrefix: a branch or tag whose name is a prefix
+// of an existing version id is refused (it would hide that version from
+// references); one made earlier (here written into the log directly, as
+// an older loch could) still names the branch, and the context's
+// Warnings say so, as git warns "refname is ambiguous". A qualified name
+// (heads/...) and a name that prefixes no version do not warn.
+func TestRefNamedLikeAVersionPrefix(t *testing.T) {
+	d, dir := mustCreate(t, schema.Schema{Columns: []schema.Column{{Name: "n", DType: schema.Int64}}})
+	v1 := d.Version()
+	require.NoError(t, d.Append(ctx, Row{"n": Scalar[int64](1)}))
+	v2, err := d.Commit(ctx, "one")
+	require.NoError(t, err)
+
+	for _, create := range []func(context.Context, string, string) (string, error){d.CreateBranch, d.CreateTag} {
+		_, err := create(ctx, v1[:8], "")
+		require.ErrorIs(t, err, ErrInvalidArgument)
+		require.ErrorContains(t, err, "the name is a prefix of version "+v1)
+	}
+	refs, err := d.Refs(ctx)
+	require.NoError(t, err)
+	require.Len(t, refs, 1, "nothing created")
+
+	_, err = d.updateRoot(ctx, "old branch", func(_, next *manifest.Root) error {
+		next.Refs[headsPrefix+v1[:8]] = v2
+		return nil
+	})
+	require.NoError(t, err)
+	var warned []string
+	wctx := WithWarnings(ctx, func(msg string) { warned = append(warned, msg) })
+	id, err := d.Resolve(wctx, v1[:8])
+	require.NoError(t, err)
+	require.Equal(t, v2, id, "the branch wins")
+	require.Equal(t, []string{fmt.Sprintf("%s: reference %q is ambiguous: it names branch %q and is a prefix of version %s; using branch %q (write heads/%s for it, or more digits of the version id for the version)",
+		d.URL(), v1[:8], v1[:8], v1, v1[:8], v1[:8])}, warned)
+
+	warned = nil
+	o, err := Open(wctx, dir, WithRef(v1[:8]))
+	require.NoError(t, err)
+	require.Equal(t, v2, o.Version())
+	require.NoError(t, o.Close())
+	require.Len(t, warned, 1, "Open warns too")
+
+	warned = nil
+	_, err = d.Resolve(wctx, headsPrefix+v1[:8])
+	require.NoError(t, err)
+	_, err = d.CreateBranch(wctx, "abcdef0123", "")
+	if err == nil { // unless a version happens to start so
+		_, err = d.Resolve(wctx, "abcdef0123")
+		require.NoError(t, err)
+	}
+	id, err = d.Resolve(wctx, v1[:9])
+	require.NoError(t, err)
+	require.Equal(t, v1, id, "more digits name the version")
+	require.Empty(t, warned)
 }

@@ -190,11 +190,12 @@ func TestOpenOptions(t *testing.T) {
 	require.ErrorIs(t, decodeStrict("dataset options", `{"branch": "dev"}`, &o), loch.ErrInvalidArgument)
 
 	var l openOptions
-	require.NoError(t, decodeStrict("dataset options", `{"links": {"schemes": ["https"], "hosts": ["cdn.example.com"], "local_roots": [], "max_bytes": 1024, "timeout_seconds": 2.5, "max_attempts": 3}}`, &l))
+	require.NoError(t, decodeStrict("dataset options", `{"links": {"schemes": ["https"], "hosts": ["cdn.example.com"], "allow": ["10.0.0.0/8", "s3://other"], "local_roots": [], "max_bytes": 1024, "timeout_seconds": 2.5, "max_attempts": 3}}`, &l))
 	p, err := l.Links.policy()
 	require.NoError(t, err)
 	require.Equal(t, []string{"https"}, p.Schemes)
 	require.Equal(t, []string{"cdn.example.com"}, p.Hosts)
+	require.Equal(t, []string{"10.0.0.0/8", "s3://other"}, p.Allow)
 	require.NotNil(t, p.LocalRoots)
 	require.Empty(t, p.LocalRoots, "an empty list allows no local file")
 	require.EqualValues(t, 1024, p.MaxBytes)

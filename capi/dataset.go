@@ -10,10 +10,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
 	"slices"
 	"strconv"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/lochdata/loch"
 	"github.com/lochdata/loch/schema"
@@ -141,23 +143,40 @@ func storageSettings(opts map[string]string) (storage.Settings, error) {
 }
 
 // linkOptions is loch.LinkPolicy as JSON: {"schemes": [...],
-// "hosts": [...], "local_roots": [...], "max_bytes": n, "timeout_seconds": s,
-// "max_attempts": n}. An absent list takes the default; an empty one
-// allows nothing.
+// "hosts": [...], "allow": [...], "local_roots": [...], "max_bytes": n,
+// "timeout_seconds": s, "max_attempts": n}. An absent list takes the
+// default; an empty one allows nothing (more).
 type linkOptions struct {
 	Schemes        []string `json:"schemes"`
 	Hosts          []string `json:"hosts"`
+	Allow          []string `json:"allow"`
 	LocalRoots     []string `json:"local_roots"`
 	MaxBytes       int64    `json:"max_bytes"`
 	TimeoutSeconds float64  `json:"timeout_seconds"`
 	MaxAttempts    int      `json:"max_attempts"`
 }
 
+// linkAllowEnv returns the entries of $LOCH_LINK_ALLOW as the process's
+// environment has them now, and whether that differs from Go's copy of
+// the environment, made when the library was loaded, which misses what
+// the caller set or unset since (Python's os.environ).
+func linkAllowEnv() (allow []string, changed bool) {
+	name := C.CString(loch.EnvLinkAllow)
+	defer C.free(unsafe.Pointer(name))
+	v := C.getenv(name)
+	goValue, goSet := os.LookupEnv(loch.EnvLinkAllow)
+	if v == nil {
+		return []string{}, goSet
+	}
+	value := C.GoString(v)
+	return loch.SplitLinkAllow(value), !goSet || value != goValue
+}
+
 func (l *linkOptions) policy() (loch.LinkPolicy, error) {
 	if l.TimeoutSeconds < 0 || l.MaxAttempts < 0 {
 		return loch.LinkPolicy{}, invalidf("dataset options: links: negative timeout_seconds or max_attempts")
 	}
-	p := loch.LinkPolicy{Schemes: l.Schemes, Hosts: l.Hosts, LocalRoots: l.LocalRoots, MaxBytes: l.MaxBytes}
+	p := loch.LinkPolicy{Schemes: l.Schemes, Hosts: l.Hosts, Allow: l.Allow, LocalRoots: l.LocalRoots, MaxBytes: l.MaxBytes}
 	if l.TimeoutSeconds > 0 || l.MaxAttempts > 0 {
 		p.Retry = storage.DefaultRetryPolicy()
 		p.Retry.MaxAttempts = loch.DefaultLinkAttempts
@@ -202,8 +221,20 @@ func (o openOptions) options() ([]loch.Option, error) {
 		}
 		out = append(out, loch.WithStorageSettings(s))
 	}
-	if o.Links != nil {
-		p, err := o.Links.policy()
+	links := o.Links
+	if allow, changed := linkAllowEnv(); changed && (links == nil || links.Allow == nil) {
+		if err := (&loch.LinkPolicy{Allow: allow}).Validate(); err != nil {
+			return nil, invalidf("dataset options: links: $%s: %v", loch.EnvLinkAllow, err)
+		}
+		l := linkOptions{}
+		if links != nil {
+			l = *links
+		}
+		l.Allow = allow
+		links = &l
+	}
+	if links != nil {
+		p, err := links.policy()
 		if err != nil {
 			return nil, err
 		}
@@ -291,7 +322,7 @@ func loch_dataset_create(url, schemaText, options *C.char, out *C.uintptr_t, err
 // "version": a version id (read-only; not with ref); "as_of": an RFC 3339
 // time: the version ref (default main) named then (read-only);
 // "parallelism": n, "author": s, "cache_bytes": n, "links": the link policy
-// of loch_dataset_fetch, {"schemes": [...], "hosts": [...], "local_roots": [...],
+// of loch_dataset_fetch, {"schemes": [...], "hosts": [...], "allow": [...], "local_roots": [...],
 // "max_bytes": n, "timeout_seconds": s, "max_attempts": n} (see
 // loch.LinkPolicy; absent fields take its defaults)}.
 //

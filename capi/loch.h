@@ -46,9 +46,10 @@
  * merged by key columns as one commit, capi/upsert.go); 18 added
  * loch_dataset_discard, loch_dataset_discard_conflicts and
  * loch_dataset_commit's conflicting row ids (see "Writers that recover"
- * below).
+ * below); 19 added the decode limit (loch_set_max_decode_bytes,
+ * loch_max_decode_bytes).
  */
-#define LOCH_ABI_VERSION 18
+#define LOCH_ABI_VERSION 19
 
 /* Status codes. */
 enum {
@@ -190,6 +191,21 @@ typedef struct {
  * started yet, or be over: interrupt again until it returns).
  */
 int loch_interrupt(int64_t tid);
+
+/*
+ * The decode limit (ABI 19): the most bytes that one decode of an image,
+ * of video frames or of audio may produce (height x width x channels,
+ * frames x height x width x 3, samples x channels x 4), for the whole
+ * process: $LOCH_MAX_DECODE_BYTES when the library loads, else 512 MiB.
+ * A sample or file declaring more is refused from its header, before it
+ * is decoded, with LOCH_INVALID_ARGUMENT and a message naming it, its
+ * size and the limit.
+ *   loch_set_max_decode_bytes(n, int64_t *old, err): sets it to n bytes
+ *       (0: no limit); *old = the limit it replaces. LOCH_INVALID_ARGUMENT
+ *       for n < 0, or a $LOCH_MAX_DECODE_BYTES that does not parse.
+ *   loch_max_decode_bytes(): the limit in force (0: none).
+ */
+int64_t loch_max_decode_bytes(void);
 
 /*
  * Version control. Signatures as in libloch.h; h is a dataset handle. Every

@@ -89,3 +89,24 @@ func columnOf(h C.uintptr_t, column *C.char) (*loch.ColumnReader, error) {
 	}
 	return ds.d.Column(goString(column))
 }
+
+// loch_set_max_decode_bytes sets the process's decode limit
+// (loch.SetMaxDecodeBytes) and stores the previous one in *old.
+//
+//export loch_set_max_decode_bytes
+func loch_set_max_decode_bytes(n C.int64_t, old *C.int64_t, errOut **C.char) (st C.int) {
+	defer guard(&st, errOut)
+	prev, err := loch.SetMaxDecodeBytes(int64(n))
+	if err != nil {
+		return fail(errOut, err)
+	}
+	if old != nil {
+		*old = C.int64_t(prev)
+	}
+	return C.LOCH_OK
+}
+
+// loch_max_decode_bytes returns the decode limit in force (0: none).
+//
+//export loch_max_decode_bytes
+func loch_max_decode_bytes() C.int64_t { return C.int64_t(loch.MaxDecodeBytes()) }

@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/lochdata/loch/internal/base"
+	"github.com/lochdata/loch/internal/decodelimit"
 	"golang.org/x/image/draw"
 )
 
@@ -48,11 +49,21 @@ func Decode(data []byte) (pix []byte, shape []int, err error) {
 	if isJPEG(data) {
 		return DecodeAs(data, 0)
 	}
-	return decodeStdImage(data)
+	return decodeStdImage(data, 0)
 }
 
-// decodeStdImage is Decode with the standard library's decoders.
-func decodeStdImage(data []byte) (pix []byte, shape []int, err error) {
+// decodeStdImage is Decode with the standard library's decoders, which
+// allocate the whole image first: its header is checked against the decode
+// limit before (CheckSize), with the channels of the output (the file's,
+// or channels when that is more).
+func decodeStdImage(data []byte, channels int) (pix []byte, shape []int, err error) {
+	format, cshape, err := Config(data)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := CheckSize(format, cshape[0], cshape[1], max(cshape[2], channels)); err != nil {
+		return nil, nil, err
+	}
 	img, _, err := image.Decode(bytes.NewReader(data))
 	if err != nil {
 		return nil, nil, base.Markf(ErrDecode, "decode image: %v", err)
@@ -80,8 +91,8 @@ func DecodeAs(data []byte, channels int) ([]byte, []int, error) {
 	if c != 1 && c != 3 && c != 4 {
 		c = info.Channels
 	}
-	if info.Width <= 0 || info.Height <= 0 || info.Width*info.Height > MaxPixels {
-		return nil, nil, base.Markf(ErrDecode, "decode image: jpeg of %dx%d pixels (at most %d allowed)", info.Width, info.Height, MaxPixels)
+	if err := CheckSize("jpeg", info.Height, info.Width, c); err != nil {
+		return nil, nil, err
 	}
 	pix := make([]byte, info.Height*info.Width*c)
 	if err := DecodeJPEG(pix, data, info.Width, info.Height, c); err != nil {
@@ -90,9 +101,31 @@ func DecodeAs(data []byte, channels int) ([]byte, []int, error) {
 	return pix, []int{info.Height, info.Width, c}, nil
 }
 
-// MaxPixels bounds the pixels of an image decoded into a buffer this
-// package allocates.
-const MaxPixels = 1 << 27
+// ErrTooLarge marks an image whose decoded size is more than the decode
+// limit (loch.MaxDecodeBytes, $LOCH_MAX_DECODE_BYTES). It matches
+// loch.ErrTooLarge and loch.ErrInvalidArgument, not ErrDecode.
+var ErrTooLarge = decodelimit.ErrTooLarge
+
+// CheckSize checks the size an image's header declares, height x width
+// pixels of the given channels decoded as uint8, against the decode limit
+// before anything is allocated for it: an empty size is ErrDecode, one
+// over the limit ErrTooLarge naming format (png or jpeg), both sizes and
+// the limit. Every decoder of this package calls it first; a caller that
+// sizes a buffer from a header calls it before allocating.
+func CheckSize(format string, height, width, channels int) error {
+	if height <= 0 || width <= 0 {
+		return base.Markf(ErrDecode, "decode image: %s of %dx%d pixels", format, width, height)
+	}
+	what := fmt.Sprintf("%s image of %dx%d pixels, %d %s", format, width, height, channels, plural(channels, "channel", "channels"))
+	return decodelimit.Check(what, decodelimit.Size(1, height, width, channels))
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
 
 // JPEGInfo is what a JPEG header says.
 type JPEGInfo struct {
@@ -136,7 +169,7 @@ func decodeStd(dst, data []byte, w, h, c int) error {
 
 // decodeAsStd is DecodeAs with the standard library's decoders.
 func decodeAsStd(data []byte, channels int) ([]byte, []int, error) {
-	pix, shape, err := decodeStdImage(data)
+	pix, shape, err := decodeStdImage(data, channels)
 	if err != nil || shape[2] == channels || !validChannels(channels) {
 		return pix, shape, err
 	}

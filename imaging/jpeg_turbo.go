@@ -142,6 +142,11 @@ func turboDecode(dst, data []byte, w, h, c int, flags C.int) error {
 		return d.err("header")
 	}
 	failed = false // the handle is sound again until tjDecompress2 fails
+	// The decoder's own buffers (a progressive file's coefficients) are
+	// as large as the full-size image, whatever the scale.
+	if err := CheckSize("jpeg", int(hh), int(hw), c); err != nil {
+		return err
+	}
 	// The buffer must hold what the decoder will write: it picks the
 	// largest scale whose size fits within w x h, which is exactly w x h.
 	denom := 0

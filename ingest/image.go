@@ -72,7 +72,9 @@ func newImageConverter(c *schema.Column, o *Options) *imageConverter {
 // convert decodes data (the file name, for errors) and returns the sample
 // to store: data itself when it already has the column's sample
 // compression and needs no change, re-encoded or raw pixels otherwise.
-// Undecodable data gives an error wrapping ErrBadImage; an image whose
+// Undecodable data gives an error wrapping ErrBadImage, as does an image
+// larger than the decode limit (checked from its header before it is
+// decoded; the error matches loch.ErrTooLarge too); an image whose
 // shape the column does not accept, one wrapping ErrInvalidSource.
 func (ic *imageConverter) convert(name string, data []byte) (loch.Sample, error) {
 	s, err := ic.sample(name, data)
@@ -88,13 +90,13 @@ func (ic *imageConverter) convert(name string, data []byte) (loch.Sample, error)
 func (ic *imageConverter) sample(name string, data []byte) (loch.Sample, error) {
 	format, cshape, err := imaging.Config(data)
 	if err != nil {
-		return loch.Sample{}, fmt.Errorf("%w: %s: %v", ErrBadImage, name, err)
+		return loch.Sample{}, fmt.Errorf("%w: %s: %w", ErrBadImage, name, err)
 	}
 	// Decode fully even when the bytes are kept: a truncated file must fail
 	// here, not in the middle of a training run.
 	pix, shape, err := imaging.Decode(data)
 	if err != nil {
-		return loch.Sample{}, fmt.Errorf("%w: %s: %v", ErrBadImage, name, err)
+		return loch.Sample{}, fmt.Errorf("%w: %s: %w", ErrBadImage, name, err)
 	}
 	channels := ic.channels
 	if channels == 0 {

@@ -19,8 +19,10 @@ import (
 // local source file wraps fs.ErrNotExist, a missing remote one
 // storage.ErrNotFound.
 var (
-	// ErrBadImage marks an image that cannot be decoded. Options.SkipBad
-	// skips the rows holding one instead of failing.
+	// ErrBadImage marks an image that cannot be decoded, or whose header
+	// declares more pixels than the decode limit allows (then matching
+	// loch.ErrTooLarge too). Options.SkipBad skips the rows holding one
+	// instead of failing.
 	ErrBadImage = errors.New("undecodable image")
 	// ErrInvalidSource marks a source that is malformed or that breaks the
 	// rules of its format (a bad JSON line, arrays of different lengths, a
@@ -52,7 +54,7 @@ type Size struct {
 type Options struct {
 	// Parallelism is the number of goroutines that read and convert the
 	// source, and the parallelism of the dataset (loch.WithParallelism).
-	// 0 means GOMAXPROCS; negative is invalid.
+	// 0 means GOMAXPROCS; negative or above loch.MaxParallelism is invalid.
 	Parallelism int
 	// ChunkBytes sets the chunk size target of every column the ingest
 	// creates; 0 keeps the schema default.
@@ -184,8 +186,8 @@ func (o Options) Validate() error {
 		return bad("%d channels (want 1, 3 or 4)", o.Channels)
 	}
 	switch {
-	case o.Parallelism < 0:
-		return bad("parallelism %d is negative", o.Parallelism)
+	case o.Parallelism < 0 || o.Parallelism > loch.MaxParallelism:
+		return bad("parallelism %d (want 0 to %d)", o.Parallelism, loch.MaxParallelism)
 	case o.ChunkBytes < 0:
 		return bad("chunk bytes %d is negative", o.ChunkBytes)
 	case o.JPEGQuality < 0 || o.JPEGQuality > 100:

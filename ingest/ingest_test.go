@@ -16,7 +16,10 @@ func TestOptionsValidate(t *testing.T) {
 	}{
 		{"zero value", Options{}, ""},
 		{"every option set", Options{Parallelism: 2, ChunkBytes: 1 << 20, ImageCompression: CompressJPEG, JPEGQuality: 75, Resize: Size{224, 224}, Channels: 3}, ""},
-		{"negative parallelism", Options{Parallelism: -1}, "parallelism -1"},
+		{"negative parallelism", Options{Parallelism: -1}, "parallelism -1 (want 0 to 4096)"},
+		{"most parallelism", Options{Parallelism: loch.MaxParallelism}, ""},
+		// 2^40 goroutines' channels aborted the process (issue 35 item 3).
+		{"absurd parallelism", Options{Parallelism: 1 << 40}, "parallelism 1099511627776 (want 0 to 4096)"},
 		{"negative chunk bytes", Options{ChunkBytes: -1}, "chunk bytes -1"},
 		{"unknown compression", Options{ImageCompression: "gif"}, `image compression "gif" (want png, jpeg, lz4, zstd or none)`},
 		{"jpeg quality over 100", Options{JPEGQuality: 101}, "jpeg quality 101"},

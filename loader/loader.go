@@ -36,7 +36,8 @@ var ErrClosed = errors.New("loader closed")
 type Config struct {
 	// Columns to load (default: all).
 	Columns []string `json:"columns,omitempty"`
-	// BatchSize is the number of rows per batch (default 32).
+	// BatchSize is the number of rows per batch (default 32, at most
+	// MaxBatchSize).
 	BatchSize int `json:"batch_size,omitempty"`
 	// Order: shuffle mode (default order.ModeBlock), seed, epoch, sharding.
 	Shuffle   order.Mode `json:"shuffle,omitempty"`
@@ -75,7 +76,7 @@ type Config struct {
 	// ahead included (a window's reads are held until its last batch, so
 	// the next one's overlap it fully only where PrefetchBytes holds two
 	// windows). At least one batch is always in flight, whatever its
-	// size.
+	// size. PrefetchBatches is at most MaxPrefetchBatches.
 	PrefetchBatches int   `json:"prefetch_batches,omitempty"`
 	PrefetchBytes   int64 `json:"prefetch_bytes,omitempty"`
 	// FetchConcurrency bounds concurrent chunk fetches (default 16:
@@ -87,7 +88,8 @@ type Config struct {
 	// or audio segments, which the fetchers decode); Workers bounds the
 	// goroutines that decode and collate (default GOMAXPROCS). Video clips
 	// and audio segments read by range (see Transforms) are decoded by the
-	// fetchers instead, up to FetchConcurrency at once.
+	// fetchers instead, up to FetchConcurrency at once. Both are at most
+	// loch.MaxParallelism.
 	FetchConcurrency int `json:"fetch_concurrency,omitempty"`
 	Workers          int `json:"workers,omitempty"`
 	// SkipBadSamples skips rows whose samples cannot be read or decoded,
@@ -141,6 +143,20 @@ type Config struct {
 	Allocator Allocator `json:"-"`
 }
 
+// Bounds of the settings that size the loader's buffers, channels and
+// goroutines: Validate refuses a value above them (issue 35: a batch size
+// of 2^40 or a prefetch of 2^40 batches aborted the process), so that a
+// typo is an error naming the setting rather than an out-of-memory abort.
+// Each is far above any useful value. Workers and FetchConcurrency are
+// bounded by loch.MaxParallelism.
+const (
+	// MaxBatchSize is the largest BatchSize: 2^31-1 rows.
+	MaxBatchSize = 1<<31 - 1
+	// MaxPrefetchBatches is the largest PrefetchBatches (each is a slot
+	// of a channel made when the loader starts).
+	MaxPrefetchBatches = 1 << 16
+)
+
 // Validate reports the first setting that is out of range, wrapping
 // loch.ErrInvalidArgument; zero values (defaults) are valid. The loader
 // calls it; callers that want to check settings before opening anything
@@ -156,8 +172,8 @@ func (c Config) Validate() error {
 		return bad("shuffle %q: want none, block or full", c.Shuffle)
 	}
 	switch {
-	case c.BatchSize < 0:
-		return bad("batch size %d: want at least 1", c.BatchSize)
+	case c.BatchSize < 0 || c.BatchSize > MaxBatchSize:
+		return bad("batch size %d: want 1 to %d", c.BatchSize, MaxBatchSize)
 	case c.WorldSize < 0:
 		return bad("world size %d: want at least 1", c.WorldSize)
 	case c.Rank < 0 || c.Rank >= max(c.WorldSize, 1):
@@ -169,6 +185,12 @@ func (c Config) Validate() error {
 	case c.PrefetchBatches < 0 || c.PrefetchBytes < 0 || c.FetchConcurrency < 0 || c.Workers < 0:
 		return bad("prefetch batches %d, prefetch bytes %d, fetch concurrency %d and workers %d: want none negative",
 			c.PrefetchBatches, c.PrefetchBytes, c.FetchConcurrency, c.Workers)
+	case c.PrefetchBatches > MaxPrefetchBatches:
+		return bad("prefetch batches %d: want at most %d", c.PrefetchBatches, MaxPrefetchBatches)
+	case c.FetchConcurrency > loch.MaxParallelism:
+		return bad("fetch concurrency %d: want at most %d", c.FetchConcurrency, loch.MaxParallelism)
+	case c.Workers > loch.MaxParallelism:
+		return bad("workers %d: want at most %d", c.Workers, loch.MaxParallelism)
 	case c.Split.Count < 0 || c.Split.Index < 0 || c.Split.Index >= max(c.Split.Count, 1):
 		return bad("split %d of %d: want 0 <= index < count", c.Split.Index, c.Split.Count)
 	}

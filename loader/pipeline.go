@@ -824,7 +824,7 @@ func (l *Loader) items(t *Collated, cp colPlan, vals []value, keep []int) (int, 
 		if v.s.Null {
 			continue
 		}
-		s, err := v.s.DecodeInto(make([]byte, v.s.DecodedLen()))
+		s, err := v.s.Decode()
 		if err != nil {
 			return i, err
 		}
@@ -849,6 +849,9 @@ func (l *Loader) stack(t *Collated, cp colPlan, vals []value, keep []int, anyNul
 		v := vals[i]
 		if v.s.Null {
 			continue
+		}
+		if err := v.s.CheckDecode(); err != nil { // before the batch is allocated
+			return i, err
 		}
 		if maxShape == nil {
 			maxShape = append([]int(nil), v.s.Shape...)
@@ -891,7 +894,7 @@ func (l *Loader) stack(t *Collated, cp colPlan, vals []value, keep []int, anyNul
 		dst := t.Data[k*per : (k+1)*per]
 		if ragged {
 			// Decode aside, then lay out with padding.
-			s, err := v.s.DecodeInto(make([]byte, v.s.DecodedLen()))
+			s, err := v.s.Decode()
 			if err != nil {
 				return i, err
 			}

@@ -41,3 +41,31 @@ func TestFetchConcurrencyDefault(t *testing.T) {
 		require.Equal(t, c.want, c.cfg.FetchConcurrency, c.cfg.Shuffle)
 	}
 }
+
+// TestValidateBounds: a setting that sizes a buffer, a channel or a set of
+// goroutines is refused above its bound, naming the setting, the value and
+// the bound (issue 35 item 3: a prefetch of 2^40 batches or 2^40 workers
+// aborted the process out of memory); the bounds themselves are valid.
+func TestValidateBounds(t *testing.T) {
+	for _, c := range []struct {
+		cfg  Config
+		want string // "" for valid
+	}{
+		{Config{BatchSize: MaxBatchSize}, ""},
+		{Config{BatchSize: 1 << 34}, "batch size 17179869184: want 1 to 2147483647"},
+		{Config{BatchSize: -1}, "batch size -1: want 1 to 2147483647"},
+		{Config{PrefetchBatches: MaxPrefetchBatches}, ""},
+		{Config{PrefetchBatches: 1 << 40}, "prefetch batches 1099511627776: want at most 65536"},
+		{Config{FetchConcurrency: loch.MaxParallelism, Workers: loch.MaxParallelism}, ""},
+		{Config{FetchConcurrency: 1 << 40}, "fetch concurrency 1099511627776: want at most 4096"},
+		{Config{Workers: 1 << 40}, "workers 1099511627776: want at most 4096"},
+	} {
+		err := c.cfg.Validate()
+		if c.want == "" {
+			require.NoError(t, err)
+			continue
+		}
+		require.ErrorIs(t, err, loch.ErrInvalidArgument)
+		require.ErrorContains(t, err, c.want)
+	}
+}

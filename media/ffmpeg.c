@@ -41,7 +41,13 @@ static void lm_err(char *err, int errlen, const char *what, int code) {
 	snprintf(err, errlen, "%s: %s", what, buf);
 }
 
-int lm_open(lm_ctx **out, uintptr_t handle, int64_t size, int kind, char *err, int errlen) {
+// lm_open opens the container and the decoder of its best stream of the
+// kind (0 video, 1 audio). max_pixels > 0 bounds the frames that any
+// decoder it opens allocates (AVCodecContext.max_pixels), those that
+// reading the stream info decodes included: a video stream of larger
+// frames is LM_TOO_LARGE, with the stream chosen (lm_get_info) and no
+// decoder opened.
+int lm_open(lm_ctx **out, uintptr_t handle, int64_t size, int kind, int64_t max_pixels, char *err, int errlen) {
 	av_log_set_level(AV_LOG_QUIET);
 	lm_ctx *c = av_mallocz(sizeof *c);
 	if (!c) { snprintf(err, errlen, "out of memory"); return -1; }
@@ -63,7 +69,16 @@ int lm_open(lm_ctx **out, uintptr_t handle, int64_t size, int kind, char *err, i
 		c->fmt->probesize = 8192;
 		c->fmt->max_analyze_duration = AV_TIME_BASE / 10;
 	}
-	r = avformat_find_stream_info(c->fmt, NULL);
+	AVDictionary **opts = NULL;
+	unsigned nopts = c->fmt->nb_streams;
+	if (max_pixels > 0 && nopts > 0) {
+		opts = av_calloc(nopts, sizeof *opts);
+		if (!opts) { snprintf(err, errlen, "out of memory"); return -1; }
+		for (unsigned i = 0; i < nopts; i++) av_dict_set_int(&opts[i], "max_pixels", max_pixels, 0);
+	}
+	r = avformat_find_stream_info(c->fmt, opts);
+	for (unsigned i = 0; opts && i < nopts; i++) av_dict_free(&opts[i]);
+	av_free(opts);
 	if (r < 0) { lm_err(err, errlen, "read stream info", r); return -1; }
 	const AVCodec *codec = NULL;
 	r = av_find_best_stream(c->fmt, kind == 0 ? AVMEDIA_TYPE_VIDEO : AVMEDIA_TYPE_AUDIO, -1, -1, &codec, 0);
@@ -73,10 +88,12 @@ int lm_open(lm_ctx **out, uintptr_t handle, int64_t size, int kind, char *err, i
 	}
 	c->stream = r;
 	AVStream *st = c->fmt->streams[r];
+	if (kind == 0 && max_pixels > 0 && (int64_t)st->codecpar->width * st->codecpar->height > max_pixels) return LM_TOO_LARGE;
 	c->dec = avcodec_alloc_context3(codec);
 	if (!c->dec) { snprintf(err, errlen, "out of memory"); return -1; }
 	avcodec_parameters_to_context(c->dec, st->codecpar);
 	c->dec->thread_count = 1;
+	if (max_pixels > 0) c->dec->max_pixels = max_pixels;
 	r = avcodec_open2(c->dec, codec, NULL);
 	if (r < 0) { lm_err(err, errlen, "open decoder", r); return -1; }
 	c->frame = av_frame_alloc();

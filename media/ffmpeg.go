@@ -10,12 +10,15 @@ import "C"
 
 import (
 	"errors"
+	"fmt"
 	"io"
+	"math"
 	"runtime/cgo"
 	"time"
 	"unsafe"
 
 	"github.com/lochdata/loch/internal/base"
+	"github.com/lochdata/loch/internal/decodelimit"
 )
 
 // FFmpeg reports whether this build decodes media (true: built with cgo
@@ -54,7 +57,21 @@ func open(r io.ReaderAt, size int64, kind C.int) (*decoder, error) {
 	d := &decoder{src: &source{r: r}}
 	d.h = cgo.NewHandle(d.src)
 	var msg [errLen]C.char
-	if C.lm_open(&d.c, C.uintptr_t(d.h), C.int64_t(size), kind, &msg[0], errLen) < 0 {
+	// FFmpeg's decoders refuse to allocate frames of more pixels than an
+	// RGB24 frame within the decode limit holds (its max_pixels), from the
+	// first frames that reading the stream info decodes on.
+	maxPixels := decodelimit.Max() / 3
+	switch C.lm_open(&d.c, C.uintptr_t(d.h), C.int64_t(size), kind, C.int64_t(maxPixels), &msg[0], errLen) {
+	case 0:
+	case C.LM_TOO_LARGE:
+		in := d.info()
+		err := CheckFrames(1, in.Height, in.Width)
+		if err == nil { // the limit was raised meanwhile
+			err = base.Markf(ErrTooLarge, "video frames of %dx%d pixels: more than the decode limit of %d pixels", in.Width, in.Height, maxPixels)
+		}
+		d.close()
+		return nil, err
+	default:
 		err := d.fail(&msg[0])
 		d.close()
 		return nil, err
@@ -98,7 +115,9 @@ func (d *decoder) info() Info {
 // count, frame size, frame rate, codec and duration. It demuxes every
 // packet (without decoding) to count frames where the container declares
 // none and to find truncated files (fewer packets than declared frames).
-// r must hold size bytes.
+// r must hold size bytes. A frame larger than the decode limit is
+// ErrTooLarge (CheckFrames); the frame count is not checked, as clips of
+// a long video decode only their frames.
 func ProbeVideo(r io.ReaderAt, size int64) (Info, error) {
 	d, err := open(r, size, 0)
 	if err != nil {
@@ -106,6 +125,9 @@ func ProbeVideo(r io.ReaderAt, size int64) (Info, error) {
 	}
 	defer d.close()
 	in := d.info()
+	if err := CheckFrames(1, in.Height, in.Width); err != nil {
+		return Info{}, err
+	}
 	packets := int(C.lm_count_packets(d.c))
 	if d.src.err != nil {
 		return Info{}, d.src.err
@@ -124,7 +146,9 @@ func ProbeVideo(r io.ReaderAt, size int64) (Info, error) {
 
 // ProbeAudio reads an audio sample's stream headers and decodes it once to
 // count its samples exactly (audio decodes at hundreds of times real time;
-// containers' declared durations are often estimates).
+// containers' declared durations are often estimates). Audio whose
+// declared or decoded samples are more than the decode limit is
+// ErrTooLarge (CheckAudio), as for All.
 func ProbeAudio(r io.ReaderAt, size int64) (Info, error) {
 	_, in, err := DecodeAudio(r, size, 0)
 	return in, err
@@ -324,12 +348,19 @@ func (a *Audio) readFrom(dst []float32, rate, start int, seek bool) (int, error)
 }
 
 // All decodes the whole stream at rate (0: the stream's), interleaved. A
-// stream without samples is ErrDecode.
+// stream without samples is ErrDecode. A stream whose declared duration,
+// or whose decode, holds more samples than the decode limit allows is
+// ErrTooLarge (CheckAudio): the first is refused before anything is
+// decoded, the second as soon as the decode passes the limit, with never
+// more than the limit allocated.
 func (a *Audio) All(rate int) ([]float32, error) {
 	if a.closed {
 		return nil, errClosed
 	}
 	if a.direct(rate) {
+		if err := CheckAudio(int(a.wav.frames), a.in.Channels); err != nil {
+			return nil, err
+		}
 		pcm := make([]float32, a.wav.frames*int64(a.in.Channels))
 		n, err := a.wav.read(a.r, pcm, 0)
 		if err != nil {
@@ -349,9 +380,18 @@ func (a *Audio) All(rate int) ([]float32, error) {
 	}
 	ch := a.in.Channels
 	// Size the buffer from the declared duration (exact for wav and
-	// flac), and grow it if the stream is longer.
-	est := int(a.in.Duration.Seconds()*float64(r)) + r/8 + 1024
-	pcm := make([]float32, est*ch)
+	// flac), and grow it if the stream is longer, up to one sample past
+	// the decode limit (which tells that the stream is longer than it).
+	declared := a.in.Duration.Seconds() * float64(r)
+	if err := CheckAudio(int(min(declared, 1<<62)), ch); err != nil {
+		return nil, err
+	}
+	bound := math.MaxInt // floats, whole sample frames
+	if m := decodelimit.Max(); m > 0 {
+		bound = (int(m/4)/ch + 1) * ch
+	}
+	est := int(declared) + r/8 + 1024
+	pcm := make([]float32, min(est*ch, bound))
 	n := 0
 	for {
 		got, err := a.read(pcm[n*ch:])
@@ -359,10 +399,13 @@ func (a *Audio) All(rate int) ([]float32, error) {
 			return nil, err
 		}
 		n += got
+		if err := CheckAudio(n, ch); err != nil {
+			return nil, fmt.Errorf("decode past the declared %d samples: %w", int(declared), err)
+		}
 		if n*ch < len(pcm) {
 			break
 		}
-		pcm = append(pcm, make([]float32, len(pcm))...)
+		pcm = append(pcm, make([]float32, min(len(pcm), bound-len(pcm)))...)
 	}
 	if n == 0 {
 		return nil, decodef("audio stream has no samples (%d channels at %d Hz)", ch, r)
@@ -397,6 +440,10 @@ func OpenVideo(r io.ReaderAt, size int64, in Info) (*Video, error) {
 		return nil, err
 	}
 	got := d.info()
+	if err := CheckFrames(1, got.Height, got.Width); err != nil {
+		d.close()
+		return nil, err
+	}
 	got.Frames = in.Frames
 	if got.Frames <= 0 {
 		got.Frames = 1 << 30
@@ -418,6 +465,9 @@ func (v *Video) Frames(dst []byte, start, count, stride, w, h int) error {
 	}
 	if stride < 1 || count < 1 || start < 0 || start+(count-1)*stride >= v.in.Frames {
 		return clipError(start, count, stride, v.in.Frames)
+	}
+	if err := CheckFrames(count, h, w); err != nil {
+		return err
 	}
 	if len(dst) != count*h*w*3 {
 		return base.Markf(base.ErrInvalidArgument, "frame buffer of %d bytes, want %d for %d frames of %dx%dx3", len(dst), count*h*w*3, count, h, w)

@@ -27,6 +27,7 @@ typedef struct {
 
 #define LM_NOPOS INT64_MIN
 #define LM_UNPLACED (-1000)
+#define LM_TOO_LARGE (-1001)
 
 typedef struct {
 	char container[32], codec[32];
@@ -34,7 +35,7 @@ typedef struct {
 	int64_t frames, duration_us;
 } lm_info;
 
-int lm_open(lm_ctx **out, uintptr_t handle, int64_t size, int kind, char *err, int errlen);
+int lm_open(lm_ctx **out, uintptr_t handle, int64_t size, int kind, int64_t max_pixels, char *err, int errlen);
 void lm_close(lm_ctx *c);
 void lm_get_info(lm_ctx *c, lm_info *in);
 int64_t lm_count_packets(lm_ctx *c);

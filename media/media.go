@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/lochdata/loch/internal/base"
+	"github.com/lochdata/loch/internal/decodelimit"
 )
 
 var (
@@ -63,6 +64,33 @@ func ProbeAudioBytes(b []byte) (Info, error) {
 func clipError(start, count, stride, frames int) error {
 	return base.Markf(base.ErrInvalidArgument, "clip of %d frames from frame %d with stride %d needs frame %d, the video has %d frames",
 		count, start, stride, start+(count-1)*stride, frames)
+}
+
+// ErrTooLarge marks video frames or audio whose decoded size is more than
+// the decode limit (loch.MaxDecodeBytes, $LOCH_MAX_DECODE_BYTES). It
+// matches loch.ErrTooLarge and loch.ErrInvalidArgument, not ErrDecode.
+var ErrTooLarge = decodelimit.ErrTooLarge
+
+// CheckFrames checks count RGB24 frames of w x h pixels, what Frames
+// writes, against the decode limit: an ErrTooLarge error naming both sizes
+// when they are more. The decoders check it before they decode (a probe
+// and OpenVideo for one frame of the stream's size); a caller that sizes a
+// frame buffer from a header checks it before allocating.
+func CheckFrames(count, h, w int) error {
+	return decodelimit.Check(fmt.Sprintf("%d video %s of %dx%d pixels (RGB)", count, plural(count, "frame", "frames"), w, h), decodelimit.Size(3, count, h, w))
+}
+
+// CheckAudio checks samples x channels of float32, what a decode of audio
+// writes, against the decode limit, as CheckFrames does for video.
+func CheckAudio(samples, channels int) error {
+	return decodelimit.Check(fmt.Sprintf("audio of %d samples x %d %s (float32)", samples, channels, plural(channels, "channel", "channels")), decodelimit.Size(4, samples, channels))
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 func decodef(format string, a ...any) error {

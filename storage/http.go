@@ -60,6 +60,7 @@ type httpStore struct {
 	origin   string               // scheme://host[:port]
 	maxBytes int64                // > 0: a larger object is ErrTooLarge
 	redirect func(*url.URL) error // nil, or the check of each redirect's target
+	client   *HTTPClient          // nil: the shared httpClient
 }
 
 var _ Store = (*httpStore)(nil)
@@ -101,7 +102,11 @@ func (s *httpStore) do(ctx context.Context, method, key string, header http.Head
 	for k, v := range header {
 		req.Header[k] = v
 	}
-	resp, err := httpClient.Do(req)
+	client := httpClient
+	if s.client != nil {
+		client = s.client.client
+	}
+	resp, err := client.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -109,6 +114,15 @@ func (s *httpStore) do(ctx context.Context, method, key string, header http.Head
 		var ue *url.Error
 		if errors.As(err, &ue) {
 			err = ue.Err // the URL may hold a signed query; keep it out
+		}
+		if ref := (*dialRefused)(nil); errors.As(err, &ref) {
+			msg := ""
+			if ue != nil {
+				if u, perr := url.Parse(ue.URL); perr == nil && !strings.EqualFold(s.origin, strings.ToLower(u.Scheme)+"://"+u.Host) {
+					msg = "after a redirect"
+				}
+			}
+			return nil, denied(msg, ref)
 		}
 		var ne net.Error
 		if errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {

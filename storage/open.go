@@ -16,6 +16,7 @@ type openConfig struct {
 	maxBytes int64
 	settings Settings
 	redirect func(*url.URL) error
+	client   *HTTPClient
 }
 
 // WithRetryPolicy sets the retry policy of the returned store; zero fields
@@ -157,7 +158,7 @@ func ReadURL(ctx context.Context, rawURL string, opts ...Option) ([]byte, error)
 		if err != nil {
 			return nil, &Error{Op: "get", URL: redact(rawURL), Err: err}
 		}
-		b, err := NewRetryStore(&httpStore{origin: origin, maxBytes: cfg.maxBytes, redirect: cfg.redirect}, cfg.retry).Get(ctx, key)
+		b, err := NewRetryStore(&httpStore{origin: origin, maxBytes: cfg.maxBytes, redirect: cfg.redirect, client: cfg.client}, cfg.retry).Get(ctx, key)
 		if err != nil {
 			return nil, &Error{Op: "get", URL: redact(rawURL), Err: err}
 		}

@@ -178,6 +178,26 @@ func Local(rawURL string) bool {
 	return err == nil && (loc.scheme == "file" || loc.scheme == "mem")
 }
 
+// BucketOf returns the bucket of an object-store URL (s3://, gs://, az://
+// or mem://) as "scheme://bucket", and conn, its query parameters that
+// choose where its requests go and with which credentials (endpoint= and
+// profile=, sorted, as "endpoint=...&profile=..."; "" when it has none).
+// ok is false for a local path, a file:// or http(s) URL and a URL that
+// does not parse.
+func BucketOf(rawURL string) (bucket, conn string, ok bool) {
+	loc, err := parseLocation(rawURL)
+	if err != nil || loc.scheme == "file" {
+		return "", "", false
+	}
+	var q []string
+	for _, name := range []string{"endpoint", "profile"} {
+		if v := loc.param(name); v != "" {
+			q = append(q, queryEscape(name)+"="+queryEscape(v))
+		}
+	}
+	return loc.scheme + "://" + loc.bucket, strings.Join(q, "&"), true
+}
+
 // LocalPath returns the directory of this machine's file system that
 // rawURL names, absolute, for a path or a file:// URL; false for mem://, an
 // object store and a URL that does not parse. For callers that write

@@ -166,3 +166,26 @@ func TestLocalPath(t *testing.T) {
 		require.Equal(t, want, got, url)
 	}
 }
+
+func TestBucketOf(t *testing.T) {
+	for _, tc := range []struct {
+		in, bucket, conn string
+		ok               bool
+	}{
+		{"s3://bkt/a/b.jpg", "s3://bkt", "", true},
+		{"s3://bkt/a.jpg?region=eu-west-1&anonymous=true", "s3://bkt", "", true},
+		{"s3://bkt/a.jpg?profile=p&endpoint=http://127.0.0.1:9000", "s3://bkt", "endpoint=http://127.0.0.1:9000&profile=p", true},
+		{"gs://bkt/a.jpg", "gs://bkt", "", true},
+		{"az://container/a.jpg?endpoint=https://acct.blob.core.windows.net", "az://container", "endpoint=https://acct.blob.core.windows.net", true},
+		{"mem://name/k", "mem://name", "", true},
+		{"/data/a.jpg", "", "", false},
+		{"file:///data/a.jpg", "", "", false},
+		{"https://example.com/a.jpg", "", "", false},
+		{"s3://bkt/a.jpg?nope=1", "", "", false},
+	} {
+		bucket, conn, ok := BucketOf(tc.in)
+		require.Equal(t, tc.ok, ok, tc.in)
+		require.Equal(t, tc.bucket, bucket, tc.in)
+		require.Equal(t, tc.conn, conn, tc.in)
+	}
+}

@@ -23,7 +23,8 @@ import (
 //
 // Corrupt or truncated data is an error wrapping ErrDecode: libjpeg-turbo's
 // warnings count as errors, as does a file whose size differs from its
-// declared Shape or that has more than MaxPixels pixels.
+// declared Shape. A file whose full-size decode is more than the decode
+// limit is ErrTooLarge, refused from its header.
 func Decode() Step { return decodeStep{} }
 
 // FullDecode returns the step "decode=full": decode without DCT-domain
@@ -99,9 +100,6 @@ func (s decodeStep) header(in Image) (h, w, c, denom int, err error) {
 		}
 		h, w, c = shape[0], shape[1], shape[2]
 	}
-	if h <= 0 || w <= 0 || h*w > MaxPixels {
-		return 0, 0, 0, 0, base.Markf(ErrDecode, "decode image: %s of %dx%d pixels (at most %d allowed)", in.Encoded, w, h, MaxPixels)
-	}
 	if in.Shape != nil {
 		if (in.Shape[0] >= 0 && in.Shape[0] != h) || (in.Shape[1] >= 0 && in.Shape[1] != w) {
 			return 0, 0, 0, 0, base.Markf(ErrDecode, "decode image: %s is %dx%d, declared shape %v", in.Encoded, w, h, in.Shape)
@@ -109,6 +107,11 @@ func (s decodeStep) header(in Image) (h, w, c, denom int, err error) {
 		if in.Shape[2] > 0 {
 			c = in.Shape[2]
 		}
+	}
+	// At full size: a jpeg shrunk while decoding still holds full-size
+	// buffers (a progressive file's coefficients).
+	if err := imaging.CheckSize(in.Encoded, h, w, c); err != nil {
+		return 0, 0, 0, 0, err
 	}
 	if scalable {
 		denom = s.scale(h, w)

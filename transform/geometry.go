@@ -8,6 +8,8 @@ import (
 	"strconv"
 
 	"github.com/lochdata/loch/imaging"
+	"github.com/lochdata/loch/internal/base"
+	"github.com/lochdata/loch/internal/decodelimit"
 	"github.com/lochdata/loch/schema"
 )
 
@@ -33,7 +35,7 @@ func (z size) valid() bool {
 // (imaging.Bilinear) of uint8 HWC pixels to width w and height h.
 // Shrinking widens the filter to average every input pixel
 // (antialiasing), as Pillow and torchvision's antialias=True do. An output
-// of more than MaxPixels is an error.
+// larger than the decode limit is ErrTooLarge.
 func Resize(w, h int) Step { return resizeStep{size{w: w, h: h}} }
 
 // ResizeShorter returns the step "resize=S": bilinear resampling of uint8
@@ -68,8 +70,8 @@ func (r resizeStep) Out(in Image) (Image, error) {
 		return Image{}, err
 	}
 	th, tw := r.target(h, w)
-	if th*tw > MaxPixels {
-		return Image{}, inputErr("resizing %dx%d to %dx%d makes more than %d pixels", w, h, tw, th, MaxPixels)
+	if err := checkOutput(fmt.Sprintf("resizing %dx%d to", w, h), th, tw, c); err != nil {
+		return Image{}, err
 	}
 	return pixels(schema.Uint8, HWC, th, tw, c), nil
 }
@@ -228,8 +230,8 @@ func (s rrcStep) Out(in Image) (Image, error) {
 	if err != nil {
 		return Image{}, err
 	}
-	if s.h*s.w > MaxPixels {
-		return Image{}, inputErr("%dx%d is more than %d pixels", s.w, s.h, MaxPixels)
+	if err := checkOutput(s.String()+" to", s.h, s.w, c); err != nil {
+		return Image{}, err
 	}
 	return pixels(schema.Uint8, HWC, s.h, s.w, c), nil
 }
@@ -336,4 +338,19 @@ func mirror(dst, src []byte, pb int) {
 			copy(dst[(n-1-x)*pb:(n-x)*pb], src[x*pb:(x+1)*pb])
 		}
 	}
+}
+
+// checkOutput checks a step's uint8 output of h x w pixels of c channels
+// against the decode limit, which bounds what a step allocates as it
+// bounds what a decoder does: an error that is ErrInput and ErrTooLarge.
+func checkOutput(what string, h, w, c int) error {
+	unit := "channels"
+	if c == 1 {
+		unit = "channel"
+	}
+	err := decodelimit.Check(fmt.Sprintf("%s %dx%d pixels, %d %s", what, w, h, c, unit), decodelimit.Size(1, h, w, c))
+	if err != nil {
+		return base.Mark(ErrInput, "", err)
+	}
+	return nil
 }

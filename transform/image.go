@@ -25,9 +25,12 @@ var (
 	ErrDecode = imaging.ErrDecode
 )
 
-// MaxPixels bounds the width times height of an image that decode accepts,
-// so that a corrupt header cannot make it allocate gigabytes.
-const MaxPixels = imaging.MaxPixels
+// ErrTooLarge marks an image, video clip or audio whose decoded size, or
+// a resize whose output, is more than the decode limit
+// (loch.MaxDecodeBytes, $LOCH_MAX_DECODE_BYTES): checked from the header,
+// before anything is allocated for it. It is imaging.ErrTooLarge and
+// matches loch.ErrTooLarge and loch.ErrInvalidArgument (not ErrDecode).
+var ErrTooLarge = imaging.ErrTooLarge
 
 // TurboJPEG reports whether JPEG decoding uses libjpeg-turbo (see
 // imaging.TurboJPEG, where the decoders live).

@@ -218,13 +218,23 @@ func TestDecodeErrors(t *testing.T) {
 	bad(t, Image{Encoded: "png", Data: data}, "declared png, the data is jpeg")
 	bad(t, jpegImage(mustPNG(t, make([]byte, 3), []int{1, 1, 3}), nil), "decode image")
 
-	// A header that claims more than MaxPixels is refused before any
-	// allocation: patch the SOF0 frame size to 65000x65000.
+	// A header whose decode is more than the decode limit is refused
+	// before any allocation: patch the SOF0 frame size to 65000x65000.
 	huge := append([]byte(nil), data...)
 	sof := bytes.Index(huge, []byte{0xFF, 0xC0})
 	require.Positive(t, sof)
 	huge[sof+5], huge[sof+6], huge[sof+7], huge[sof+8] = 0xFD, 0xE8, 0xFD, 0xE8
-	bad(t, jpegImage(huge, nil), "at most")
+	for _, in := range []Image{jpegImage(huge, nil), jpegImage(huge, []int{65000, 65000, 3})} {
+		for _, step := range []func(Image) error{
+			func(in Image) error { _, err := p.Apply(in, nil, nil); return err },
+			func(in Image) error { _, err := p.Out(in); return err },
+		} {
+			err := step(in)
+			require.ErrorIs(t, err, ErrTooLarge)
+			require.NotErrorIs(t, err, ErrDecode)
+			require.ErrorContains(t, err, "jpeg image of 65000x65000 pixels, 3 channels: 12675000000 bytes, more than the decode limit of 536870912 bytes")
+		}
+	}
 
 	// Every truncation is an error, not a crash or a half-grey image.
 	for n := 0; n < len(data); n++ {

@@ -3,6 +3,7 @@ package transform
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -117,6 +118,15 @@ func (s ClipStep) Out(in Image) (Image, error) {
 		}
 		h, w = s.CropH, s.CropW
 	}
+	if len(in.Shape) == 4 { // the frames decoded, before a crop
+		dh, dw := in.Shape[1], in.Shape[2]
+		if s.Width > 0 {
+			dh, dw = s.Height, s.Width
+		}
+		if err := media.CheckFrames(s.Frames, dh, dw); err != nil {
+			return Image{}, err
+		}
+	}
 	if s.Float {
 		return Image{Shape: []int{s.Frames, 3, h, w}, DType: schema.Float32, Layout: CHW}, nil
 	}
@@ -133,7 +143,7 @@ func (s ClipStep) Apply(in, out Image, rng *rand.Rand) error {
 	src, size := in.source()
 	v, err := media.OpenVideo(src, size, info)
 	if err != nil {
-		return base.Mark(ErrDecode, "clip", err)
+		return decodeErr("clip", err)
 	}
 	defer v.Close()
 	stride := s.Stride
@@ -164,10 +174,13 @@ func (s ClipStep) Apply(in, out Image, rng *rand.Rand) error {
 	}
 	dst := out.Data
 	if s.Float || s.CropW > 0 {
+		if err := media.CheckFrames(s.Frames, h, w); err != nil {
+			return err
+		}
 		dst = make([]byte, s.Frames*h*w*3)
 	}
 	if err := v.Frames(dst, start, s.Frames, stride, w, h); err != nil {
-		return base.Mark(ErrDecode, "clip", err)
+		return decodeErr("clip", err)
 	}
 	if s.CropW > 0 { // crop each frame, in place at the front of dst
 		frame, cropped := h*w*3, ch*cw*3
@@ -330,7 +343,7 @@ func (s AudioStep) start(n int, rng *rand.Rand) int {
 func (s AudioStep) segment(in Image, rng *rand.Rand) ([]float32, int, error) {
 	a, err := media.OpenAudio(in.source())
 	if err != nil {
-		return nil, 0, base.Mark(ErrDecode, "decode audio", err)
+		return nil, 0, decodeErr("decode audio", err)
 	}
 	defer a.Close()
 	info := a.Info()
@@ -339,9 +352,12 @@ func (s AudioStep) segment(in Image, rng *rand.Rand) ([]float32, int, error) {
 		n = int(int64(n) * int64(s.Rate) / int64(info.SampleRate))
 	}
 	ch := info.Channels
+	if err := media.CheckAudio(s.Segment, ch); err != nil {
+		return nil, 0, err
+	}
 	pcm := make([]float32, s.Segment*ch)
 	if _, err := a.Read(pcm, s.Rate, s.start(n, rng)); err != nil {
-		return nil, 0, base.Mark(ErrDecode, "decode audio", err)
+		return nil, 0, decodeErr("decode audio", err)
 	}
 	return pcm, ch, nil
 }
@@ -404,7 +420,7 @@ func audioSamples(in Image, rate int) ([]float32, int, error) {
 		src, size := in.source()
 		pcm, info, err := media.DecodeAudio(src, size, rate)
 		if err != nil {
-			return nil, 0, base.Mark(ErrDecode, "decode audio", err)
+			return nil, 0, decodeErr("decode audio", err)
 		}
 		return pcm, info.Channels, nil
 	}
@@ -504,4 +520,13 @@ func btoi(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// decodeErr marks a media decoder's error as ErrDecode, except one of the
+// decode limit (ErrTooLarge), which is no sign of damage.
+func decodeErr(op string, err error) error {
+	if errors.Is(err, ErrTooLarge) {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	return base.Mark(ErrDecode, op, err)
 }

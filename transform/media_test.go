@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/lochdata/loch/internal/decodelimit"
 	"github.com/lochdata/loch/internal/mediatest"
 
 	"github.com/lochdata/loch/schema"
@@ -173,4 +174,37 @@ func TestDecodesPart(t *testing.T) {
 		require.NoError(t, err, spec)
 		require.Equal(t, want, p.DecodesPart(), spec)
 	}
+}
+
+// A clip whose frames are more than the decode limit is refused before
+// anything is decoded, by Out (which sizes the loader's buffers) and by
+// Apply, with ErrTooLarge (not ErrDecode); so is a whole audio decode.
+func TestMediaDecodeLimit(t *testing.T) {
+	dir := t.TempDir()
+	in := Image{Shape: []int{50, 48, 64, 3}, DType: schema.Uint8, Encoded: "video", Data: mediatest.Read(t, mediatest.Video(t, dir, "v.mp4", 64, 48, 25, 2, 10))}
+	t.Cleanup(decodelimit.Save())
+	_, err := decodelimit.Set(4 * 48 * 64 * 3)
+	require.NoError(t, err)
+	for _, spec := range []string{"clip=4:start=0", "clip=4:start=0:crop=32x16", "clip=2:start=0:size=80x60:float"} {
+		_, err := mustParse(spec).Apply(in, nil, nil)
+		require.NoError(t, err, spec)
+	}
+	for _, spec := range []string{"clip=5:start=0", "clip=5:start=0:crop=32x16", "clip=2:start=0:size=128x96:float"} {
+		p := mustParse(spec)
+		_, err := p.Out(in)
+		require.ErrorIs(t, err, ErrTooLarge, spec)
+		require.NotErrorIs(t, err, ErrDecode, spec)
+		require.ErrorContains(t, err, "more than the decode limit of 36864 bytes", spec)
+		_, err = p.Apply(in, nil, nil)
+		require.ErrorIs(t, err, ErrTooLarge, spec)
+	}
+
+	audio := Image{Shape: []int{8000, 1}, DType: schema.Float32, Encoded: "audio", Data: mediatest.Read(t, mediatest.Audio(t, dir, "a.flac", 8000, 1, 1))}
+	_, err = decodelimit.Set(16000)
+	require.NoError(t, err)
+	_, err = mustParse("mono").Apply(audio, nil, nil)
+	require.ErrorIs(t, err, ErrTooLarge)
+	require.NotErrorIs(t, err, ErrDecode)
+	_, err = mustParse("segment=4000:start=100").Apply(audio, nil, nil)
+	require.NoError(t, err, "a segment within the limit")
 }

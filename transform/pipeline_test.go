@@ -130,7 +130,7 @@ func TestStepErrors(t *testing.T) {
 		{"resize=10", Image{Shape: []int{1, 1, 1}, DType: schema.Int16, Data: make([]byte, 2)}, "want uint8 pixels, got int16"},
 		{"hflip", Image{Encoded: "jpeg", Data: []byte{1}}, "transform hflip on jpeg (1 bytes): the image is jpeg-encoded: decode it first"},
 		{"decode", Image{Encoded: "webp", Data: []byte{1}}, `unknown image encoding "webp"`},
-		{"resize=60000", u8(1, 3000, 1, make([]byte, 3000)...), "resizing 3000x1 to 180000000x60000 makes more than 134217728 pixels"},
+		{"resize=60000", u8(1, 3000, 1, make([]byte, 3000)...), "resizing 3000x1 to 180000000x60000 pixels, 1 channel: 10800000000000 bytes, more than the decode limit of 536870912 bytes"},
 		{"decode", Image{Encoded: "png", Shape: []int{2, 2}, Data: []byte{1}}, "transform decode on png [2 2]: declared shape [2 2], want [height, width, 1|3|4]"},
 	}
 	for _, tt := range tests {

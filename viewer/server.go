@@ -100,6 +100,16 @@ func Guard(addr net.Addr) (token string, hosts []string) {
 	return randomHex(32), nil
 }
 
+// GuardFor sets on s the token and hosts that Guard returns for addr, in
+// place of Options.Token and Options.Hosts, and returns the token: for a
+// caller that opens the target (New) before it listens, so that a target
+// that cannot be shown is reported before the address is taken. It must
+// be called before s serves.
+func (s *Server) GuardFor(addr net.Addr) (token string) {
+	s.opts.Token, s.opts.Hosts = Guard(addr)
+	return s.opts.Token
+}
+
 func randomHex(n int) string {
 	b := make([]byte, n)
 	if _, err := rand.Read(b); err != nil {
@@ -204,6 +214,8 @@ func status(err error) (int, string) {
 		return br.status, br.msg
 	case errors.Is(err, loch.ErrNotFound), errors.Is(err, catalog.ErrNoCatalog):
 		return http.StatusNotFound, oneLine(err.Error())
+	case errors.Is(err, loch.ErrTooLarge): // a sample past the decode limit
+		return http.StatusUnprocessableEntity, oneLine(err.Error())
 	case errors.Is(err, loch.ErrInvalidArgument):
 		return http.StatusBadRequest, oneLine(err.Error())
 	case errors.Is(err, loch.ErrExists), errors.Is(err, loch.ErrConflict):

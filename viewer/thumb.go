@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"image"
 	"image/color"
@@ -145,7 +146,9 @@ func (s *Server) thumbnail(ctx context.Context, ref sampleRef, size int, overlay
 		if err != nil {
 			return nil, err
 		}
-		if pix, shape, err = imaging.DecodeAs(b, 3); err != nil {
+		if pix, shape, err = imaging.DecodeAs(b, 3); errors.Is(err, imaging.ErrTooLarge) {
+			return nil, fmt.Errorf("column %q row %d: the link's target: %w", ref.col.Name, ref.pos, err)
+		} else if err != nil {
 			return nil, badf("column %q row %d: the link's target is not a png or jpeg image: %v", ref.col.Name, ref.pos, err)
 		}
 	default:

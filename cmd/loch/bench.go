@@ -478,7 +478,7 @@ func rawBaseline(ctx context.Context, scans []*loch.Scan, cols []string, res *be
 				if smp.Null {
 					continue
 				}
-				if _, err := smp.DecodeInto(make([]byte, smp.DecodedLen())); err != nil {
+				if _, err := smp.Decode(); err != nil {
 					return fmt.Errorf("chunk %s sample %d: %w", r.scan.ChunkKey(r.chunk), s, err)
 				}
 				decoded[i] += int64(smp.DecodedLen())

@@ -68,6 +68,8 @@ a ragged column, a text, json or bytes column, or a column with null samples
 is an error when named in --columns and is skipped, with a note on stderr,
 otherwise. bfloat16 columns are written as uint16 ('<u2') bit patterns.
 
+A failed export removes the files it wrote, and DIR when it made it.
+
 With --json the summary is one JSON object with the fields url, version,
 dir, format, rows, shards (webdataset), files (the files written) and
 skipped (npy: column and reason of each column left out; [] otherwise).
@@ -110,7 +112,7 @@ with --progress; never with --quiet.`,
 				err = exportWebDataset(ctx, &prog, cmd.ErrOrStderr(), d, cols, dest, shardRows, &sum)
 			}
 			if err != nil {
-				return err
+				return errors.Join(err, dest.remove(context.WithoutCancel(ctx)))
 			}
 			w := cmd.OutOrStdout()
 			if asJSON {
@@ -168,6 +170,9 @@ type exportDest struct {
 	raw   string        // DIR as given
 	dir   string        // the local directory, or ""
 	store storage.Store // the object store, or nil
+
+	made    string   // the outermost directory of dir that the export made, or ""
+	written []string // the files written: local paths, or object keys
 }
 
 // openExportDest opens DIR, which must be empty or absent (a local
@@ -186,10 +191,17 @@ func openExportDest(ctx context.Context, raw string) (*exportDest, error) {
 		case len(entries) > 0:
 			return nil, fmt.Errorf("export directory %s is not empty; remove it or choose another", raw)
 		}
+		made := ""
+		for p := filepath.Clean(dir); ; p = filepath.Dir(p) {
+			if _, err := os.Lstat(p); !errors.Is(err, fs.ErrNotExist) || filepath.Dir(p) == p {
+				break
+			}
+			made = p
+		}
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, fmt.Errorf("export directory: %w", err)
 		}
-		return &exportDest{raw: raw, dir: dir}, nil
+		return &exportDest{raw: raw, dir: dir, made: made}, nil
 	}
 	st, err := storage.Open(ctx, raw)
 	if err != nil {
@@ -216,7 +228,11 @@ func (d *exportDest) write(ctx context.Context, name string, fn func(io.Writer) 
 		if !strings.Contains(d.raw, "://") {
 			path = filepath.Join(d.raw, name) // a path as the user wrote it
 		}
-		return path, writeFileAtomic(path, fn)
+		if err := writeFileAtomic(path, fn); err != nil {
+			return "", err
+		}
+		d.written = append(d.written, filepath.Join(d.dir, name))
+		return path, nil
 	}
 	var buf bytes.Buffer
 	if err := fn(&buf); err != nil {
@@ -225,7 +241,34 @@ func (d *exportDest) write(ctx context.Context, name string, fn func(io.Writer) 
 	if err := d.store.Put(ctx, name, buf.Bytes()); err != nil {
 		return "", err
 	}
+	d.written = append(d.written, name)
 	return objectURL(d.raw, name), nil
+}
+
+// remove undoes a failed export: it removes the files it wrote and the
+// directories it made (those of DIR's path that did not exist; one that
+// something else has since put a file in is left), never a directory that
+// was there before.
+func (d *exportDest) remove(ctx context.Context) error {
+	var errs []error
+	for _, f := range d.written {
+		if d.store != nil {
+			errs = append(errs, d.store.Delete(ctx, f))
+		} else if err := os.Remove(f); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	if d.made != "" {
+		for p := filepath.Clean(d.dir); ; p = filepath.Dir(p) {
+			if os.Remove(p) != nil || p == d.made {
+				break
+			}
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("remove what the failed export wrote: %w", err)
+	}
+	return nil
 }
 
 // objectURL is the URL of the object name under the prefix URL dir (one

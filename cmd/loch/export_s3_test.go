@@ -76,4 +76,17 @@ func TestExportToObjectStorage(t *testing.T) {
 	var keys []string
 	require.NoError(t, st.List(ctx, "", func(a storage.Attrs) error { keys = append(keys, a.Key); return nil }))
 	require.Equal(t, []string{"label.npy", "vec.npy"}, keys)
+
+	// A failed export deletes the objects it wrote (here vec.npy and
+	// label.npy, before the damaged thumb column stops it).
+	_, err = flipChunk(src)
+	require.NoError(t, err)
+	_, stderr = cli(exitError, "export", src, at("failed"), "--format", "npy", "--columns", "vec,label,thumb")
+	require.Contains(t, stderr, "corrupt chunk")
+	failed, err := storage.Open(ctx, at("failed"))
+	require.NoError(t, err)
+	defer failed.Close()
+	keys = nil
+	require.NoError(t, failed.List(ctx, "", func(a storage.Attrs) error { keys = append(keys, a.Key); return nil }))
+	require.Empty(t, keys)
 }

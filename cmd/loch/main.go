@@ -24,6 +24,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lochdata/loch"
+	"github.com/lochdata/loch/internal/decodelimit"
 	"github.com/lochdata/loch/loader"
 )
 
@@ -82,11 +83,15 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			code = exitError
 		}
 	}()
+	defer decodelimit.Save()() // --max-decode-bytes sets it for this run
 	root := newRootCmd()
 	root.SetArgs(args)
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
+	// The library's warnings (a reference that is also a version id
+	// prefix) are lines on standard error, beside the command's output.
+	ctx = loch.WithWarnings(ctx, func(msg string) { fmt.Fprintf(stderr, "loch: warning: %s\n", oneLine(msg)) })
 	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return exitOK
@@ -210,6 +215,15 @@ Exit status: 0 on success, 2 for a usage error, 1 for any other error.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return cmd.Help()
 		},
+	}
+	var maxDecode sizeFlag
+	root.PersistentFlags().Var(&maxDecode, "max-decode-bytes", "the most bytes one decode of an image, video clip or audio may produce; larger files are refused from their header (default 512MiB or $"+decodelimit.Env+"; 0: no limit)")
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+		if !cmd.Flags().Changed("max-decode-bytes") {
+			return nil
+		}
+		_, err := loch.SetMaxDecodeBytes(int64(maxDecode))
+		return err
 	}
 	// "loch --version" prints the first line of "loch version".
 	root.SetVersionTemplate("loch {{.Version}}\n")

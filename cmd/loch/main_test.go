@@ -26,6 +26,7 @@ import (
 
 	"github.com/lochdata/loch"
 	"github.com/lochdata/loch/imaging"
+	"github.com/lochdata/loch/imaging/imagingtest"
 	"github.com/lochdata/loch/schema"
 )
 
@@ -59,6 +60,8 @@ func TestMain(m *testing.M) {
 //	                           many values as D) or [n, D]
 //	httpserve DIR              serve DIR over http on 127.0.0.1 until the script ends; sets
 //	                           $HTTP to its base URL (http://127.0.0.1:PORT)
+//	mkbomb FILE W H            write a black grayscale png of W x H pixels whose IDAT is a
+//	                           real zlib stream of them (imagingtest.PNGBomb)
 func TestScript(t *testing.T) {
 	testscript.Run(t, testscript.Params{
 		Dir:                 "testdata/script",
@@ -81,6 +84,7 @@ func TestScript(t *testing.T) {
 			"httpserve":  cmdHTTPServe,
 			"expandenv":  cmdExpandEnv,
 			"mkvec":      cmdMkVec,
+			"mkbomb":     cmdMkBomb,
 		},
 	})
 }
@@ -188,7 +192,14 @@ func cmdFlipChunk(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 1 {
 		ts.Fatalf("usage: flipchunk DIR")
 	}
-	root := ts.MkAbs(args[0])
+	key, err := flipChunk(ts.MkAbs(args[0]))
+	ts.Check(err)
+	ts.Setenv("CHUNK", key)
+}
+
+// flipChunk flips the last data byte of the largest chunk of the dataset
+// in the folder root and returns the chunk's key.
+func flipChunk(root string) (string, error) {
 	var largest string
 	var size int64
 	err := filepath.WalkDir(filepath.Join(root, "chunks"), func(path string, e fs.DirEntry, err error) error {
@@ -204,17 +215,22 @@ func cmdFlipChunk(ts *testscript.TestScript, neg bool, args []string) {
 		}
 		return nil
 	})
-	ts.Check(err)
+	if err != nil {
+		return "", err
+	}
 	if largest == "" {
-		ts.Fatalf("no chunk under %s", root)
+		return "", fmt.Errorf("no chunk under %s", root)
 	}
 	data, err := os.ReadFile(largest)
-	ts.Check(err)
+	if err != nil {
+		return "", err
+	}
 	data[len(data)-5] ^= 0xff // the last data byte, before the data checksum
-	ts.Check(os.WriteFile(largest, data, 0o644))
+	if err := os.WriteFile(largest, data, 0o644); err != nil {
+		return "", err
+	}
 	key, err := filepath.Rel(root, largest)
-	ts.Check(err)
-	ts.Setenv("CHUNK", filepath.ToSlash(key))
+	return filepath.ToSlash(key), err
 }
 
 // cmdSwapChunk copies the first chunk of COLUMN in DIR over its second (a
@@ -615,6 +631,19 @@ func TestVersionFlag(t *testing.T) {
 	first, _, _ := strings.Cut(full.String(), "\n")
 	require.Equal(t, first+"\n", short.String())
 	require.Empty(t, stderr.String())
+}
+
+func cmdMkBomb(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 3 {
+		ts.Fatalf("usage: mkbomb FILE W H")
+	}
+	w, err := strconv.Atoi(args[1])
+	ts.Check(err)
+	h, err := strconv.Atoi(args[2])
+	ts.Check(err)
+	path := ts.MkAbs(args[0])
+	ts.Check(os.MkdirAll(filepath.Dir(path), 0o755))
+	ts.Check(os.WriteFile(path, imagingtest.PNGBomb(w, h), 0o644))
 }
 
 func cmdMkVec(ts *testscript.TestScript, neg bool, args []string) {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/lochdata/loch"
 	"github.com/lochdata/loch/viewer"
 )
 
@@ -20,6 +21,7 @@ const defaultServeAddr = "127.0.0.1:7474"
 
 func newServeCmd() *cobra.Command {
 	var addr string
+	var linkAllow []string
 	cmd := &cobra.Command{
 		Use:   "serve URL|ROOT",
 		Short: "Look at a dataset or a catalog in the browser",
@@ -33,7 +35,16 @@ audio and video players, link targets); a row at full size; a SQL query box
 whose result is the same grid, shareable as a URL and savable as a named
 selection; the commit graph; and the diff of two refs.
 
-It listens on 127.0.0.1 (port 7474) unless --addr names another address.
+Link columns are followed as the link policy allows: by default to public
+addresses and the dataset's own bucket only, never to loopback, private,
+link-local or cloud metadata addresses. --link-allow (or $LOCH_LINK_ALLOW,
+which it replaces) names more: addresses, CIDR prefixes and host[:port]
+("127.0.0.1:8000,10.0.0.0/8,minio.internal"), and other buckets
+("s3://images"); see docs/cli.md, "Links".
+
+It listens on 127.0.0.1 (port 7474) unless --addr names another address
+(port 0: one the system picks), after it has opened URL|ROOT, so that a
+path that is no dataset is reported as such even where the port is taken.
 Any address that is not loopback needs the token that serve prints at
 start: open the printed URL once, and the browser keeps it as a cookie.
 The viewer is read-only except for saving selections, and reads through
@@ -41,24 +52,38 @@ the same storage layer as every other command (local paths, s3://, gs://,
 az://). Ctrl-C stops it.`,
 		Example: `  loch serve ./pets
   loch serve s3://lake/tables --addr 127.0.0.1:8080
-  loch serve ./lake --addr 0.0.0.0:7474   # prints a URL with a token`,
+  loch serve ./lake --addr 0.0.0.0:7474   # prints a URL with a token
+  loch serve ./pets --link-allow 127.0.0.1:8000,s3://images`,
 		Args: exactArgs("URL|ROOT"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkURL(args[0]); err != nil {
 				return err
 			}
 			ctx := cmd.Context()
+			var open []loch.Option
+			if cmd.Flags().Changed("link-allow") {
+				p := loch.LinkPolicy{Allow: []string{}}
+				for _, v := range linkAllow {
+					p.Allow = append(p.Allow, loch.SplitLinkAllow(v)...)
+				}
+				if err := p.Validate(); err != nil {
+					return fmt.Errorf("--link-allow: %w", err)
+				}
+				open = append(open, loch.WithLinkPolicy(p))
+			}
+			// The target first: a path that is no dataset is the error
+			// to report, even where the address is taken (issue 35).
+			srv, err := viewer.New(ctx, args[0], viewer.Options{Log: cmd.ErrOrStderr(), Open: open})
+			if err != nil {
+				return err
+			}
+			defer srv.Close()
 			ln, err := net.Listen("tcp", addr)
 			if err != nil {
 				return fmt.Errorf("--addr %s: %w", addr, err)
 			}
 			defer ln.Close()
-			token, hosts := viewer.Guard(ln.Addr())
-			srv, err := viewer.New(ctx, args[0], viewer.Options{Token: token, Hosts: hosts, Log: cmd.ErrOrStderr()})
-			if err != nil {
-				return err
-			}
-			defer srv.Close()
+			token := srv.GuardFor(ln.Addr())
 			u := "http://" + printAddr(ln.Addr()) + "/"
 			if token != "" {
 				u += "?token=" + token
@@ -68,6 +93,7 @@ az://). Ctrl-C stops it.`,
 		},
 	}
 	cmd.Flags().StringVar(&addr, "addr", defaultServeAddr, "listen on this host:port (a non-loopback address requires the printed token)")
+	cmd.Flags().StringArrayVar(&linkAllow, "link-allow", nil, "addresses, CIDR prefixes, host[:port] and buckets (s3://name) that links may reach besides public hosts and the dataset's own bucket, comma-separated or repeated; replaces $LOCH_LINK_ALLOW")
 	return cmd
 }
 

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/lochdata/loch/internal/base"
@@ -191,6 +192,13 @@ func TestCorruptionDetected(t *testing.T) {
 			bad[i] ^= 0x40
 			_, err := Decode(bad, nil)
 			require.Error(t, err, "codec %d: flipped byte %d accepted", codec, i)
+			// The category is said once (issue 35 item 13: "corrupt
+			// chunk: corrupt chunk: data checksum ..."), by Decode and
+			// by DecodeDamaged, whose every block here is the damaged one.
+			require.LessOrEqual(t, strings.Count(err.Error(), "corrupt"), 1, "codec %d byte %d: %v", codec, i, err)
+			if _, err := DecodeDamaged(bad, nil); err != nil {
+				require.LessOrEqual(t, strings.Count(err.Error(), "corrupt"), 1, "codec %d byte %d: %v", codec, i, err)
+			}
 		}
 		_, err := Decode(obj[:len(obj)-1], nil)
 		require.ErrorIs(t, err, base.ErrCorrupt)

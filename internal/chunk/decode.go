@@ -2,6 +2,7 @@ package chunk
 
 import (
 	"encoding/binary"
+	"fmt"
 	"sort"
 )
 
@@ -129,7 +130,8 @@ func decode(obj, buf []byte, salvage bool) (*Chunk, error) {
 	}
 	bad := h.badBlocks(raw, data)
 	if len(bad) > 0 && len(bad) == h.Blocks() {
-		return nil, corruptf("%v; each of its %d blocks fails its checksum", err, len(bad))
+		// err says "corrupt chunk" already (and is marked so).
+		return nil, fmt.Errorf("%w; each of its %d blocks fails its checksum", err, len(bad))
 	}
 	return &Chunk{Header: h, Raw: raw, Salvaged: true, Bad: bad}, nil
 }

@@ -45,6 +45,7 @@ from .errors import (
     PermissionDenied,
     ReadOnly,
 )
+from .limits import max_decode_bytes, set_max_decode_bytes
 from .links import LinkPolicy
 from .loader import Loader
 from .mixture import Mixture, mix
@@ -75,6 +76,7 @@ __version__ = _Path(__file__).with_name("VERSION").read_text().strip()
 
 __all__ = [
     "create", "open", "connect", "from_arrow", "from_huggingface", "Catalog", "Table", "TableDir", "CatalogGCReport", "Dataset", "ColumnReader", "Commit", "UpsertReport", "Loader", "EncodedImage", "buffer_stats", "trim_buffers",
+    "max_decode_bytes", "set_max_decode_bytes",
     "mix", "Mixture", "Selection", "SearchResult", "IndexInfo", "LinkPolicy",
     "Ref", "Diff", "RowChange", "ColumnChange", "MergeResult", "MergeConflict", "GCReport", "GCCount", "CompactReport",
     "Schema", "Column", "Tensor", "Image", "Video", "Audio", "Mask", "ClassLabel", "BBox", "Embedding",

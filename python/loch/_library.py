@@ -30,7 +30,7 @@ from typing import Any
 from ._status import NOT_ERRORS
 from .errors import ForkedProcess, InternalError, from_status
 
-ABI_VERSION = 18
+ABI_VERSION = 19
 
 # Layouts and encodings of loch_column_in and loch_tensor.
 DENSE, PACKED, NULLS = 0, 1, 2
@@ -181,6 +181,8 @@ _STATUS_FUNCS: dict[str, list[Any]] = {
     "loch_loader_close": [c_uintptr],
     # ABI 14: (request pipe fd out, response pipe fd out).
     "loch_service": [POINTER(c_int), POINTER(c_int)],
+    # ABI 19: (n, previous limit out).
+    "loch_set_max_decode_bytes": [c_int64, POINTER(c_int64)],
 }
 _PLAIN_FUNCS: dict[str, tuple[list[Any], Any]] = {
     "loch_free_string": ([c_void_p], None),
@@ -192,6 +194,7 @@ _PLAIN_FUNCS: dict[str, tuple[list[Any], Any]] = {
     "loch_tensor_free": ([POINTER(TensorOut)], None),
     "loch_batch_free": ([c_void_p], None),  # a loch_batch * (an address or a pointer)
     "loch_interrupt": ([c_int64], c_int),
+    "loch_max_decode_bytes": ([], c_int64),
 }
 
 # The most bytes and buffers that free_buffer lets wait for a call into Go

@@ -948,8 +948,10 @@ class Dataset:
         """Reads the object that a link column's row refers to (an
         ``http(s)://``, ``s3://``, ``gs://`` or ``az://`` URL, or a path or
         ``file://`` URL), as the dataset's :class:`loch.LinkPolicy` allows
-        (``links=`` of :func:`open`; a refused link raises
-        :class:`loch.PermissionDenied`), with the environment's credentials
+        (``links=`` of :func:`open`; by default no loopback, private,
+        link-local or cloud metadata address and no other bucket than the
+        dataset's own; a refused link raises :class:`loch.PermissionDenied`
+        naming the row and the address), with the environment's credentials
         (a dataset's ``storage_options`` are its own, not its links')::
 
             >>> jpeg = ds.fetch("original", 0)          # doctest: +SKIP
@@ -1203,7 +1205,11 @@ class Dataset:
     def __reduce__(self) -> Any:
         """Pickles the dataset as its snapshot: unpickled, it is
         ``loch.open(url, version=version)``, read-only (see the class
-        documentation). Staged writes are not carried."""
+        documentation). Staged writes are not carried. The
+        ``storage_options`` it was opened with are, secrets included, in
+        clear (credentials from the environment are not: each process
+        reads its own); python/README.md, "Credentials in DataLoader
+        workers"."""
         snapshot = self._reopener_at(self.version)
         if snapshot.url.startswith("mem://"):
             raise TypeError(

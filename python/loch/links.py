@@ -1,11 +1,13 @@
 """The link policy: which objects the links of a dataset may make
 :meth:`loch.Dataset.fetch` read, so that a dataset from elsewhere cannot
-make its reader open arbitrary files or reach arbitrary hosts (Go's
+make its reader open arbitrary files, reach the machine's own services or
+its network, or read other buckets with its credentials (Go's
 ``loch.LinkPolicy``; docs/cli.md, "Links").
 
     >>> import loch
     >>> policy = loch.LinkPolicy(schemes=["https"], hosts=["images.example.com"], local_roots=[])
     >>> ds = loch.open("s3://bucket/pets", links=policy)   # doctest: +SKIP
+    >>> ds = loch.open("./pets", links=loch.LinkPolicy(allow=["127.0.0.1:8000", "s3://images"]))   # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -49,6 +51,17 @@ class LinkPolicy:
       may reach: a name or IP address (any port) or ``host:port``. Default:
       any host. A redirect to a scheme or host the policy refuses is not
       followed.
+    - ``allow``: what links may reach besides public addresses and the
+      dataset's own bucket. By default (``None``: the entries of
+      ``$LOCH_LINK_ALLOW``, comma-separated) an http(s) link, or a
+      redirect, that connects to a loopback, private, link-local,
+      multicast, shared (100.64/10) or cloud metadata address is refused,
+      checked on the address each connection is made to after DNS, and an
+      ``s3://``, ``gs://`` or ``az://`` link to another bucket is refused.
+      Entries: ``"*"`` (every address), an IP address or CIDR prefix
+      (``"10.0.0.0/8"``), a host name (``"minio.internal"``), each but a
+      prefix optionally with ``:port`` (``"127.0.0.1:8000"``); a bucket
+      (``"s3://images"``, ``"s3://*"``).
     - ``local_roots``: directories whose files links may name (a path or a
       ``file://`` link, checked after resolving symbolic links). Default:
       the directory that holds a local dataset; none for a dataset on
@@ -62,7 +75,7 @@ class LinkPolicy:
     having read nothing.
 
         >>> loch.LinkPolicy(local_roots=["/data/images"])
-        LinkPolicy(schemes=None, hosts=None, local_roots=('/data/images',), max_bytes=None, timeout=None, max_attempts=None)
+        LinkPolicy(schemes=None, hosts=None, local_roots=('/data/images',), max_bytes=None, timeout=None, max_attempts=None, allow=None)
     """
 
     schemes: Sequence[str] | None = None
@@ -71,10 +84,12 @@ class LinkPolicy:
     max_bytes: int | None = None
     timeout: float | None = None
     max_attempts: int | None = None
+    allow: Sequence[str] | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "schemes", _names("schemes", self.schemes))
         object.__setattr__(self, "hosts", _names("hosts", self.hosts))
+        object.__setattr__(self, "allow", _names("allow", self.allow))
         object.__setattr__(self, "local_roots", _names("local_roots", self.local_roots, paths=True))
         for name in ("max_bytes", "max_attempts"):
             v = getattr(self, name)
@@ -94,7 +109,12 @@ class LinkPolicy:
         """The policy as a dict: the C ABI's "links" open option (fields
         left to their defaults are absent)."""
         out: dict[str, Any] = {}
-        for key, value in (("schemes", self.schemes), ("hosts", self.hosts), ("local_roots", self.local_roots)):
+        for key, value in (
+            ("schemes", self.schemes),
+            ("hosts", self.hosts),
+            ("allow", self.allow),
+            ("local_roots", self.local_roots),
+        ):
             if value is not None:
                 out[key] = list(value)
         if self.max_bytes is not None:

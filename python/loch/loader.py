@@ -144,7 +144,7 @@ def int_option(name: str, value: Any, low: int | None = None, high: int | None =
     """``value`` of the option ``name`` as an int, refused with
     :class:`loch.InvalidArgument` (naming the option, what it takes and
     what was given) unless it is an int (a numpy integer too; not a bool),
-    and, where given, ``low <= value < high``. Checked here, before the
+    and, where given, ``low <= value < high`` (else within Go's int64). Checked here, before the
     configuration goes to Go, whose JSON decoding would name its own
     structs instead; the ranges Go checks itself (loader.Config.Validate)
     are left to it."""
@@ -158,6 +158,8 @@ def int_option(name: str, value: Any, low: int | None = None, high: int | None =
     v = int(value)
     if (low is not None and v < low) or (high is not None and v >= high):
         raise InvalidArgument(f"{name}={v}: want {want}")
+    if high is None and not -(1 << 63) <= v < 1 << 63:  # Go's int64 (its own bound, if any, is lower)
+        raise InvalidArgument(f"{name}={v}: want an int in [{'-2**63' if low is None else low}, 2**63)")
     return v
 
 
@@ -638,7 +640,9 @@ class Loader:
         dataset: the :class:`loch.Dataset` to read (any :class:`Source`).
         columns: the columns to load: a list of names, or one name (default:
             all; an empty list is refused).
-        batch_size: rows per batch (0: the Go loader's default, 32).
+        batch_size: rows per batch (0: the Go loader's default, 32; at
+            most 2**31-1, and a batch larger than the rank's rows is all
+            of them).
         shuffle: False (stored order), True (the Go loader's default
             shuffle), or a mode: "none", "block", "full".
         seed, epoch: select the shuffle; ``epoch`` is the first iteration's
@@ -670,7 +674,11 @@ class Loader:
             CPU the Go runtime uses, GOMAXPROCS, as for ``loch bench``;
             ``fetch_concurrency``: 16 reads at once, 128 in a full
             shuffle, which reads each sample alone, unless a transform
-            reads video clips or audio segments).
+            reads video clips or audio segments). Each is bounded, so that
+            a typo raises :class:`loch.InvalidArgument` instead of
+            exhausting memory: ``prefetch_batches`` at most 65536,
+            ``workers`` and ``fetch_concurrency`` at most 4096 (as a
+            dataset's ``parallelism``).
         cache_dir, cache_bytes: keep fetched chunks in a disk cache shared by
             the processes of the machine (default budget 10 GiB), so that
             epochs after the first read them locally; processes that miss

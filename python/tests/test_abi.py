@@ -101,7 +101,7 @@ def test_every_export_is_declared_alike() -> None:
             params, argtypes = params[:-1], _library._STATUS_FUNCS[name]
         else:
             argtypes, restype = _library._PLAIN_FUNCS[name]
-            want = {"": None, "C.int": ctypes.c_int}.get(results, results)
+            want = {"": None, "C.int": ctypes.c_int, "C.int64_t": ctypes.c_int64}.get(results, results)
             assert restype == want, f"{name} returns {results!r}, _library.py declares {restype}"
         assert len(argtypes) == len(params), f"{name}: Go takes {params}, _library.py declares {argtypes}"
         for i, (go_type, ct) in enumerate(zip(params, argtypes, strict=True)):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import inspect
 import pydoc
 import re
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -34,7 +35,14 @@ def ds() -> loch.Dataset:
         ({"batch_size": "64"}, "batch_size='64': want an int, got str"),
         ({"batch_size": 2.5}, "batch_size=2.5: want an int, got float"),
         ({"batch_size": True}, "batch_size=True: want an int, got bool"),
-        ({"batch_size": -1}, "batch size -1: want at least 1"),  # Go's check
+        ({"batch_size": -1}, "batch size -1: want 1 to 2147483647"),  # Go's check
+        # Settings that size buffers, channels or goroutines are bounded
+        # (issue 35 item 3: these aborted the process out of memory).
+        ({"batch_size": 2**34}, "batch size 17179869184: want 1 to 2147483647"),
+        ({"batch_size": 2**70}, "batch_size=1180591620717411303424: want an int in [-2**63, 2**63)"),
+        ({"workers": 2**40}, "workers 1099511627776: want at most 4096"),
+        ({"fetch_concurrency": 2**40}, "fetch concurrency 1099511627776: want at most 4096"),
+        ({"prefetch_batches": 2**40}, "prefetch batches 1099511627776: want at most 65536"),
         ({"workers": "4"}, "workers='4': want an int, got str"),
         ({"workers": -4}, "workers -4: want none negative"),
         ({"prefetch_bytes": 1.5e9}, "prefetch_bytes=1500000000.0: want an int, got float"),
@@ -175,3 +183,16 @@ def test_a_loader_says_what_it_loads(ds: loch.Dataset) -> None:
     assert repr(ds.pytorch(shuffle="full", epoch=3)) == (
         "<loch.torch.TorchLoader mem://arguments columns=['img', 'n'] batch_size=32 shuffle='full' epoch=3 rank=0/1>"
     )
+
+
+def test_a_parallelism_above_the_bound_is_refused(tmp_path: Path) -> None:
+    """A dataset's parallelism above Go's loch.MaxParallelism (4096) is
+    refused naming it and the bound (issue 35 item 3), before anything is
+    created; the bound itself is taken."""
+    schema = {"n": loch.Tensor("int64", shape=())}
+    with pytest.raises(loch.InvalidArgument, match=re.escape("parallelism 1099511627776: want at most 4096")):
+        loch.create(str(tmp_path / "ds"), schema=schema, parallelism=2**40)
+    assert not (tmp_path / "ds").exists()
+    loch.create(str(tmp_path / "ds"), schema=schema, parallelism=4096).close()
+    with pytest.raises(loch.InvalidArgument, match=re.escape("parallelism 4097: want at most 4096")):
+        loch.open(str(tmp_path / "ds"), parallelism=4097)

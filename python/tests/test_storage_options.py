@@ -185,3 +185,44 @@ def test_retry_budget_applies_to_every_store(tmp_path: Path) -> None:
         ds.close()
     with pytest.raises(loch.InvalidArgument, match="retry_budget"):
         loch.create("mem://so-budget-bad", schema={"n": loch.Text()}, storage_options={"retry_budget": "soon"})
+
+
+PICKLED = """
+    import json, pickle, sys
+    import numpy as np
+    import loch
+
+    opts, secret = json.loads(sys.argv[1])
+    ds = loch.create("s3://alpha/ds", schema={"n": loch.Tensor("int64", shape=())}, storage_options=opts)
+    ds.extend({"n": np.arange(4)}); ds.commit("four")
+    with_options = loch.open("s3://alpha/ds", storage_options=opts)
+    from_env = loch.open("s3://alpha/ds")  # the same credentials, from the environment
+    out = {}
+    for name, d in {"with_options": with_options, "from_env": from_env}.items():
+        blobs = [pickle.dumps(d), pickle.dumps(d.numpy(batch_size=2))]
+        out[name] = {"secret_in_pickle": any(secret.encode() in b for b in blobs),
+                     "reads": pickle.loads(blobs[0])["n"][:].tolist()}
+    print(json.dumps(out))
+"""
+
+
+@pytest.mark.slow
+def test_pickles_carry_storage_options_not_the_environment(tmp_path: Path, start_minio: Any) -> None:
+    """What python/README.md says of pickles (issue 35 item 13): a dataset
+    or loader opened with ``storage_options`` pickles them, secret
+    included and in clear (so that DataLoader workers under spawn reopen
+    it); one whose credentials come from the environment pickles none, and
+    reads, unpickled, with the environment of the process it is in."""
+    alpha = start_minio("alphaaccess", SECRET_A)
+    alpha.create_bucket("alpha")
+    opts = {"endpoint": alpha.endpoint, "access_key_id": "alphaaccess", "secret_access_key": SECRET_A}
+    script = tmp_path / "pickled.py"
+    script.write_text(textwrap.dedent(PICKLED))
+    env = clean_env(tmp_path) | {"AWS_ENDPOINT_URL": alpha.endpoint, "AWS_ACCESS_KEY_ID": "alphaaccess",
+                                 "AWS_SECRET_ACCESS_KEY": SECRET_A, "AWS_REGION": "us-east-1"}  # fmt: skip
+    proc = subprocess.run([sys.executable, str(script), json.dumps([opts, SECRET_A])], capture_output=True, text=True,
+                          timeout=120, env=env)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["with_options"] == {"secret_in_pickle": True, "reads": [0, 1, 2, 3]}
+    assert out["from_env"] == {"secret_in_pickle": False, "reads": [0, 1, 2, 3]}
