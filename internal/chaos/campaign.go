@@ -27,7 +27,7 @@ type Config struct {
 	// stream, so a family run alone replays as in the whole campaign.
 	Seed uint64
 	// N is the number of kills of each crash operation; the outage
-	// family runs max(1, N/4) rounds and the damage family max(1, N/8).
+	// family runs max(1, N/4) rounds and the damage family max(1, N/6).
 	N int
 	// FuzzTime is how long each fuzz target runs.
 	FuzzTime time.Duration

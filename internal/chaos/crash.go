@@ -129,23 +129,33 @@ func (c *campaign) crash(r *rand.Rand, op *crashOp) {
 	if pre.code != 0 {
 		c.fatalf("crash %s: read back before the operation:\n%s", op.name, pre)
 	}
-	unkilled := c.lochEnv(writeTimeout, nil, op.args...)
-	if unkilled.code != 0 {
-		c.fatalf("crash %s: the operation fails unkilled:\n%s", op.name, unkilled)
+	// The operation unkilled, three times: the rows after it, and how
+	// long it takes (the quickest run: the first pays for cold caches).
+	var took time.Duration
+	var post proc
+	for k := range 3 {
+		if k > 0 {
+			c.check(copyDir(template, op.work))
+		}
+		unkilled := c.lochEnv(writeTimeout, nil, op.args...)
+		if unkilled.code != 0 {
+			c.fatalf("crash %s: the operation fails unkilled:\n%s", op.name, unkilled)
+		}
+		if post = c.readBack(op); post.code != 0 {
+			c.fatalf("crash %s: read back after the operation:\n%s", op.name, post)
+		}
+		if k == 0 || unkilled.elapsed < took {
+			took = unkilled.elapsed
+		}
 	}
-	post := c.readBack(op)
-	if post.code != 0 {
-		c.fatalf("crash %s: read back after the operation:\n%s", op.name, post)
-	}
-	took := unkilled.elapsed
 	acked := 0
 	for i := range c.cfg.N {
 		c.check(copyDir(template, op.work))
 		// Half the kills fall anywhere in the command's life, half near
 		// its end, where it commits.
-		share := 1.2 * r.Float64()
+		share := r.Float64()
 		if r.IntN(2) == 1 {
-			share = 0.7 + 0.4*r.Float64()
+			share = 0.6 + 0.45*r.Float64()
 		}
 		delay := time.Duration(share * float64(took))
 		p, killed := c.killAfter(delay, op.args)
@@ -153,7 +163,7 @@ func (c *campaign) crash(r *rand.Rand, op *crashOp) {
 		if ack {
 			acked++
 		}
-		scenario := fmt.Sprintf("kill -9 after %v (unkilled it took %v)", delay.Round(time.Millisecond), took.Round(time.Millisecond))
+		scenario := fmt.Sprintf("kill -9 after %v (unkilled it takes %v)", delay.Round(time.Millisecond), took.Round(time.Millisecond))
 		o, state, detail := c.afterCrash(op, p, ack, pre.stdout, post.stdout)
 		c.table.Add("crash", op.name, o, scenario, detail)
 		c.logf("crash %s %d/%d: %s, acknowledged %v, left the version %s: %s", op.name, i+1, c.cfg.N, scenario, ack, state, o)

@@ -112,15 +112,24 @@ func (c *campaign) kinds(l *lake) []objectKind {
 	both := func(k keys.Kind) []string { return append(of(l.tableKey, k), of(l.u, k)...) }
 	newest := func(log []string) ([]string, []string) { return log[len(log)-1:], log[:len(log)-1] }
 
-	headCommit := l.tableKey + keys.Make(keys.Commit, l.version)
-	obj, err := os.ReadFile(filepath.Join(l.root, headCommit))
+	head, err := headObjects(l)
 	c.check(err)
-	var commit manifest.Commit
-	c.check(manifest.Decode(manifest.KindCommit, obj, &commit))
-	headManifest := l.tableKey + keys.Make(keys.Manifest, strings.TrimPrefix(commit.Manifest, keys.Manifest.Prefix()))
+	headCommit := l.tableKey + keys.Make(keys.Commit, l.version)
 	without := func(keys []string, key string) []string {
 		return slices.DeleteFunc(slices.Clone(keys), func(k string) bool { return k == key })
 	}
+	// split parts a kind's keys into those the head reads and the others.
+	split := func(k keys.Kind) (inHead, older []string) {
+		for _, key := range of(l.tableKey, k) {
+			if head[key] {
+				inHead = append(inHead, key)
+			} else {
+				older = append(older, key)
+			}
+		}
+		return inHead, older
+	}
+	headManifest, _ := split(keys.Manifest)
 
 	logs := of(l.tableKey, keys.Log)
 	logNewest, logOlder := newest(logs)
@@ -143,10 +152,17 @@ func (c *campaign) kinds(l *lake) []objectKind {
 		{name: "log/_latest", keys: of(l.tableKey, keys.Latest), siblings: both(keys.Latest), harmless: allMutations},
 		{name: "commit (head)", keys: []string{headCommit}, siblings: both(keys.Commit)},
 		{name: "commit (older)", keys: without(of(l.tableKey, keys.Commit), headCommit), siblings: both(keys.Commit)},
-		{name: "manifest (head)", keys: []string{headManifest}, siblings: both(keys.Manifest)},
-		{name: "manifest (older)", keys: without(of(l.tableKey, keys.Manifest), headManifest), siblings: both(keys.Manifest)},
+		{name: "manifest (head)", keys: headManifest, siblings: both(keys.Manifest)},
+		{name: "manifest (older)", keys: without(of(l.tableKey, keys.Manifest), headManifest[0]), siblings: both(keys.Manifest)},
 	}
-	for _, k := range []keys.Kind{keys.Fragment, keys.Extension, keys.Deletion, keys.Chunk, keys.Selection, keys.Index, keys.Vectors} {
+	for _, k := range []keys.Kind{keys.Fragment, keys.Extension, keys.Deletion, keys.Chunk} {
+		inHead, older := split(k)
+		kinds = append(kinds, objectKind{name: k.String() + " (head)", keys: inHead, siblings: both(k)})
+		if len(older) > 0 {
+			kinds = append(kinds, objectKind{name: k.String() + " (older)", keys: older, siblings: both(k)})
+		}
+	}
+	for _, k := range []keys.Kind{keys.Selection, keys.Index, keys.Vectors} {
 		kind := objectKind{name: k.String(), keys: of(l.tableKey, k), siblings: both(k)}
 		if k == keys.Index {
 			kind.harmless = []string{"delete"}
@@ -164,6 +180,54 @@ func (c *campaign) kinds(l *lake) []objectKind {
 		}
 	}
 	return kinds
+}
+
+// headObjects returns the keys (under the lake's root) of the objects t's
+// head reads: its commit, manifest, fragments, extensions, deletions and
+// chunks.
+func headObjects(l *lake) (map[string]bool, error) {
+	head := map[string]bool{}
+	read := func(kind byte, key string, out any) error {
+		head[l.tableKey+key] = true
+		obj, err := os.ReadFile(filepath.Join(l.root, l.tableKey, key))
+		if err != nil {
+			return err
+		}
+		return manifest.Decode(kind, obj, out)
+	}
+	var commit manifest.Commit
+	if err := read(manifest.KindCommit, keys.Make(keys.Commit, l.version), &commit); err != nil {
+		return nil, err
+	}
+	var man manifest.Manifest
+	if err := read(manifest.KindManifest, commit.Manifest, &man); err != nil {
+		return nil, err
+	}
+	for _, ref := range man.Fragments {
+		var frags []manifest.Fragment
+		for i, key := range append([]string{ref.Key}, ref.Extensions...) {
+			kind := manifest.KindFragment
+			if i > 0 {
+				kind = manifest.KindExtension
+			}
+			var f manifest.Fragment
+			if err := read(kind, key, &f); err != nil {
+				return nil, err
+			}
+			frags = append(frags, f)
+		}
+		if ref.Deletions != "" {
+			head[l.tableKey+ref.Deletions] = true
+		}
+		for _, f := range frags {
+			for _, chunks := range f.Columns {
+				for _, ch := range chunks {
+					head[l.tableKey+ch.Key] = true
+				}
+			}
+		}
+	}
+	return head, nil
 }
 
 // damage is what a mutation did.
@@ -296,7 +360,7 @@ func (c *campaign) damages(r *rand.Rand) {
 		}
 	}
 	kinds := c.kinds(l)
-	rounds := max(1, c.cfg.N/8)
+	rounds := max(1, c.cfg.N/6)
 	for round := range rounds {
 		for _, k := range kinds {
 			for _, m := range mutations {

@@ -29,9 +29,9 @@ type outageOp struct {
 	result func(stdout string) string
 }
 
-// outages stops a MinIO server of the campaign's own at a random moment of
-// an epoch, an ingest and a commit, and starts it again after a random
-// 1 to 5 s. Even rounds run with the default retry budget (the command
+// outages stops a MinIO server of the campaign's own before or at a random
+// moment of an epoch, an ingest and a commit, and starts it again after a
+// random 1 to 5 s. Even rounds run with the default retry budget (the command
 // should ride the outage out), odd ones with a 2 s budget (it should fail
 // with a clear error). Afterwards, with the server up, the dataset must
 // verify, hold the truth (or, after a write, the version before or after
@@ -107,13 +107,23 @@ func (c *campaign) outages(r *rand.Rand) {
 			if round%2 == 1 {
 				extra, budget = []string{"LOCH_STORAGE_RETRY_BUDGET=2s"}, "2s"
 			}
-			delay := time.Duration(r.Int64N(int64(cal.elapsed) + 1))
+			// Half the outages begin before the command starts, half
+			// at a random moment of it.
 			outage := time.Second + time.Duration(r.Int64N(int64(4*time.Second)))
-			scenario := fmt.Sprintf("MinIO stopped %v into the command for %v (then restarted), retry budget %s", delay.Round(time.Millisecond), outage.Round(time.Millisecond), budget)
+			delay := time.Duration(r.Int64N(int64(cal.elapsed) + 1))
+			early := r.IntN(2) == 0
+			when := fmt.Sprintf("%v into the command", delay.Round(time.Millisecond))
+			if early {
+				delay, when = 0, "before the command started"
+				m.Stop(c.t)
+			}
+			scenario := fmt.Sprintf("MinIO stopped %s for %v (then restarted), retry budget %s", when, outage.Round(time.Millisecond), budget)
 			stopped := make(chan time.Time, 1)
 			p := exec(op, u, extra, func() {
-				time.Sleep(delay)
-				m.Stop(c.t)
+				if !early {
+					time.Sleep(delay)
+					m.Stop(c.t)
+				}
 				t := time.Now()
 				time.Sleep(outage)
 				m.Start(c.t)
@@ -121,7 +131,7 @@ func (c *campaign) outages(r *rand.Rand) {
 			})
 			ended := time.Now()
 			met := "met the outage"
-			if ended.Before(<-stopped) {
+			if at := <-stopped; !early && ended.Before(at) {
 				met = "ended before the outage"
 			}
 			o, detail := c.afterOutage(op, env, u, p, truth, pre.stdout, post.stdout)
