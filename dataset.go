@@ -161,6 +161,9 @@ func Create(ctx context.Context, url string, s schema.Schema, opts ...Option) (*
 		d.Close()
 		return nil, err
 	}
+	if err := d.checkPlace(ctx, url); err != nil {
+		return fail(fmt.Errorf("create %s: %w", d.url, err))
+	}
 	if _, err := d.store.Stat(ctx, keys.MakeLog(1)); err == nil {
 		return fail(fmt.Errorf("create %s: a dataset already exists there: %w", d.url, ErrExists))
 	} else if !errors.Is(err, storage.ErrNotFound) || storage.IsBucketNotFound(err) {
@@ -197,6 +200,49 @@ func Create(ctx context.Context, url string, s schema.Schema, opts ...Option) (*
 	}
 	d.snap = snap
 	return d, nil
+}
+
+// checkPlace refuses, wrapping ErrInvalidArgument, a new dataset at a
+// catalog's root (loch serve and loch sql would see the catalog, not the
+// dataset) or inside one of its reserved folders (keys.CatalogFolder:
+// tables are made by the catalog). The parents are looked at only when the
+// handle opened its store from url (a catalog makes its tables WithStore)
+// and only those whose next element is reserved; one that cannot be
+// opened or read is passed over.
+func (d *Dataset) checkPlace(ctx context.Context, url string) error {
+	for parent, name := range storage.Parents(url) {
+		if !d.ownsStore || !keys.CatalogFolder(name) {
+			continue
+		}
+		st, err := storage.Open(ctx, parent, storage.WithSettings(d.opts.settings))
+		if err != nil {
+			continue
+		}
+		found, _ := isCatalog(ctx, st)
+		st.Close()
+		if found {
+			return invalidf("inside the folder %s/ that the catalog at %s keeps its own objects in: make it a table of the catalog, or give another folder", name, storage.Redact(parent))
+		}
+	}
+	if found, err := isCatalog(ctx, d.store); err != nil {
+		return err
+	} else if found {
+		return invalidf("a loch catalog is there (%s): a dataset cannot share a catalog's folder; make it a table of the catalog, or give another folder", keys.CatalogLogPrefix)
+	}
+	return nil
+}
+
+// isCatalog reports whether st's root holds a loch catalog: an entry of
+// its log (docs/format.md §6; a damaged one counts, as an error).
+func isCatalog(ctx context.Context, st storage.Store) (bool, error) {
+	_, err := seqlog.New(st, keys.CatalogLogPrefix, manifest.KindCatalog, func(e *manifest.Catalog) uint64 { return e.Seq }).Latest(ctx)
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, seqlog.ErrEmpty):
+		return false, nil
+	}
+	return false, err
 }
 
 // Open opens the dataset at url at the newest snapshot of branch main, or

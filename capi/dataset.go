@@ -11,8 +11,6 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
-	"slices"
-	"strconv"
 	"sync"
 	"time"
 	"unsafe"
@@ -50,96 +48,11 @@ type openOptions struct {
 	// Links is the link policy (loch.LinkPolicy); absent: the default.
 	Links *linkOptions `json:"links"`
 	// Storage is the store's connection settings (storage.Settings) by
-	// name; see storageSettings.
+	// name; see storage.ParseOptions.
 	Storage map[string]string `json:"storage_options"`
 	// AutoCompact is true, false or an object of compaction options
 	// (ABI 16; see autoCompactOption).
 	AutoCompact json.RawMessage `json:"auto_compact"`
-}
-
-// storageKeys maps the names storage_options accepts to the fields of
-// storage.Settings: loch's own (the first of each), and those of the
-// object_store crate that Lance, Delta Lake and Polars take. Which
-// scheme takes which field is storage.Settings' rule.
-var storageKeys = map[string]func(*storage.Settings) *string{
-	"endpoint":                        func(s *storage.Settings) *string { return &s.Endpoint },
-	"endpoint_url":                    func(s *storage.Settings) *string { return &s.Endpoint },
-	"aws_endpoint":                    func(s *storage.Settings) *string { return &s.Endpoint },
-	"aws_endpoint_url":                func(s *storage.Settings) *string { return &s.Endpoint },
-	"azure_storage_endpoint":          func(s *storage.Settings) *string { return &s.Endpoint },
-	"region":                          func(s *storage.Settings) *string { return &s.Region },
-	"aws_region":                      func(s *storage.Settings) *string { return &s.Region },
-	"access_key_id":                   func(s *storage.Settings) *string { return &s.AccessKeyID },
-	"aws_access_key_id":               func(s *storage.Settings) *string { return &s.AccessKeyID },
-	"secret_access_key":               func(s *storage.Settings) *string { return &s.SecretAccessKey },
-	"aws_secret_access_key":           func(s *storage.Settings) *string { return &s.SecretAccessKey },
-	"session_token":                   func(s *storage.Settings) *string { return &s.SessionToken },
-	"aws_session_token":               func(s *storage.Settings) *string { return &s.SessionToken },
-	"google_service_account":          func(s *storage.Settings) *string { return &s.GoogleCredentialsFile },
-	"google_application_credentials":  func(s *storage.Settings) *string { return &s.GoogleCredentialsFile },
-	"service_account":                 func(s *storage.Settings) *string { return &s.GoogleCredentialsFile },
-	"google_service_account_key":      func(s *storage.Settings) *string { return &s.GoogleCredentialsJSON },
-	"service_account_key":             func(s *storage.Settings) *string { return &s.GoogleCredentialsJSON },
-	"account_name":                    func(s *storage.Settings) *string { return &s.AzureAccount },
-	"azure_storage_account_name":      func(s *storage.Settings) *string { return &s.AzureAccount },
-	"account_key":                     func(s *storage.Settings) *string { return &s.AzureAccountKey },
-	"azure_storage_account_key":       func(s *storage.Settings) *string { return &s.AzureAccountKey },
-	"sas_token":                       func(s *storage.Settings) *string { return &s.AzureSASToken },
-	"azure_storage_sas_token":         func(s *storage.Settings) *string { return &s.AzureSASToken },
-	"connection_string":               func(s *storage.Settings) *string { return &s.AzureConnectionString },
-	"azure_storage_connection_string": func(s *storage.Settings) *string { return &s.AzureConnectionString },
-}
-
-// anonymousKeys are the names of storage.Settings.Anonymous, a boolean
-// given as "true" or "false".
-var anonymousKeys = []string{"anonymous", "skip_signature", "aws_skip_signature", "google_skip_signature"}
-
-// storageSettings converts storage_options to storage.Settings. Its errors
-// name keys, never values (they may be secrets), but for retry_budget's,
-// which is none.
-func storageSettings(opts map[string]string) (storage.Settings, error) {
-	var s storage.Settings
-	names := make([]string, 0, len(opts))
-	for name := range opts {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	anonymous, budget := "", ""
-	for _, name := range names {
-		var p *string
-		if slices.Contains(anonymousKeys, name) {
-			p = &anonymous
-		} else if name == "retry_budget" {
-			p = &budget
-		} else if field, ok := storageKeys[name]; ok {
-			p = field(&s)
-		} else {
-			return storage.Settings{}, invalidf("storage_options: unknown option %q (want endpoint, region, access_key_id, secret_access_key, session_token, anonymous, google_service_account, google_service_account_key, account_name, account_key, sas_token, connection_string or retry_budget)", name)
-		}
-		if *p != "" && *p != opts[name] {
-			return storage.Settings{}, invalidf("storage_options: %q and another name for the same setting differ", name)
-		}
-		*p = opts[name]
-	}
-	if anonymous != "" {
-		b, err := strconv.ParseBool(anonymous)
-		if err != nil {
-			return storage.Settings{}, invalidf("storage_options: anonymous: want true or false")
-		}
-		s.Anonymous = b
-	}
-	if budget != "" {
-		d, err := time.ParseDuration(budget)
-		if err != nil {
-			secs, ferr := strconv.ParseFloat(budget, 64)
-			d, err = time.Duration(secs*float64(time.Second)), ferr
-		}
-		if err != nil || d <= 0 {
-			return storage.Settings{}, invalidf("storage_options: retry_budget %q: want a duration above 0 such as 90s or 5m, or a number of seconds", budget)
-		}
-		s.RetryBudget = d
-	}
-	return s, nil
 }
 
 // linkOptions is loch.LinkPolicy as JSON: {"schemes": [...],
@@ -215,7 +128,7 @@ func (o openOptions) options() ([]loch.Option, error) {
 		out = append(out, loch.WithCacheBytes(*o.CacheBytes))
 	}
 	if len(o.Storage) > 0 {
-		s, err := storageSettings(o.Storage)
+		s, err := storage.ParseOptions(o.Storage)
 		if err != nil {
 			return nil, err
 		}

@@ -113,6 +113,9 @@ func (c *Catalog) create(ctx context.Context) error {
 	} else if !errors.Is(err, ErrNoCatalog) {
 		return fmt.Errorf("create catalog %s: %w", c.url, err)
 	}
+	if err := c.checkPlace(ctx); err != nil {
+		return fmt.Errorf("create catalog %s: %w", c.url, err)
+	}
 	e := &manifest.Catalog{Seq: 1, Time: time.Now().UTC(), Tables: map[string]manifest.CatalogTable{}, Op: "create catalog"}
 	err := c.log.Put(ctx, e)
 	if errors.Is(err, storage.ErrExists) {
@@ -123,6 +126,57 @@ func (c *Catalog) create(ctx context.Context) error {
 	}
 	c.log.Hint(ctx, 1)
 	return nil
+}
+
+// checkPlace refuses, wrapping loch.ErrInvalidArgument, a new catalog at
+// a dataset's root (loch serve and loch sql would see the catalog there,
+// not the dataset), inside a dataset, or inside another catalog's
+// reserved folders (keys.CatalogFolder). The parents are looked at only
+// when the catalog opened its store from its URL (not WithStore); one
+// that cannot be opened or read is passed over.
+func (c *Catalog) checkPlace(ctx context.Context) error {
+	for parent, name := range storage.Parents(c.url) {
+		if !c.ownsStore {
+			break
+		}
+		st, err := storage.Open(ctx, parent)
+		if err != nil {
+			continue
+		}
+		dataset, _ := isDataset(ctx, st)
+		cat := false
+		if keys.CatalogFolder(name) {
+			other, _ := newCatalog(ctx, "", options{store: st})
+			_, err := other.latest(ctx)
+			cat = err == nil
+		}
+		st.Close()
+		switch {
+		case dataset:
+			return fmt.Errorf("inside the loch dataset at %s: a catalog cannot be made inside a dataset; give a folder outside it: %w", storage.Redact(parent), loch.ErrInvalidArgument)
+		case cat:
+			return fmt.Errorf("inside the folder %s/ that the catalog at %s keeps its own objects in: give another folder: %w", name, storage.Redact(parent), loch.ErrInvalidArgument)
+		}
+	}
+	if found, err := isDataset(ctx, c.store); err != nil {
+		return err
+	} else if found {
+		return fmt.Errorf("a loch dataset is there (%s): a catalog cannot share a dataset's folder; give another folder: %w", keys.MakeLog(1), loch.ErrInvalidArgument)
+	}
+	return nil
+}
+
+// isDataset reports whether st's root holds a loch dataset: its first log
+// entry (docs/format.md §2.2), which is never deleted.
+func isDataset(ctx context.Context, st storage.Store) (bool, error) {
+	_, err := st.Stat(ctx, keys.MakeLog(1))
+	if err == nil {
+		return true, nil
+	}
+	if errors.Is(err, storage.ErrNotFound) && !storage.IsBucketNotFound(err) {
+		return false, nil
+	}
+	return false, err
 }
 
 // Open opens the catalog at root. It fails with ErrNoCatalog (which

@@ -633,3 +633,72 @@ func TestGCWhileWriting(t *testing.T) {
 		})
 	}
 }
+
+// TestPlaces: a catalog is not made at a dataset's root or inside a
+// dataset, nor inside another catalog's reserved folders, and a dataset
+// is not made at a catalog's root or inside its reserved folders; a
+// refused creation writes nothing (issue 35 item 9: connect() on a
+// dataset's folder wrote _catalog/ into it, and loch serve then showed an
+// empty catalog instead of the dataset).
+func TestPlaces(t *testing.T) {
+	dir := t.TempDir()
+	ds := dir + "/ds"
+	d, err := loch.Create(ctx, ds, rowsSchema)
+	require.NoError(t, err)
+	require.NoError(t, d.Close())
+	for _, tc := range []struct{ root, msg string }{
+		{ds, "a loch dataset is there (log/00000000000000000001): a catalog cannot share a dataset's folder"},
+		{ds + "/sub/deeper", "inside the loch dataset at " + ds},
+		{"file://" + ds, "a loch dataset is there"},
+	} {
+		_, err := Open(ctx, tc.root, WithCreate())
+		require.ErrorIs(t, err, loch.ErrInvalidArgument, tc.root)
+		require.ErrorContains(t, err, tc.msg)
+		_, err = Create(ctx, tc.root)
+		require.ErrorIs(t, err, loch.ErrInvalidArgument, tc.root)
+	}
+	_, err = os.Stat(ds + "/_catalog")
+	require.ErrorIs(t, err, os.ErrNotExist, "nothing written into the dataset")
+	d, err = loch.Open(ctx, ds)
+	require.NoError(t, err, "the dataset is untouched")
+	require.NoError(t, d.Close())
+
+	// The same through a store: a mem:// dataset's root.
+	mem := memURL()
+	d, err = loch.Create(ctx, mem, rowsSchema)
+	require.NoError(t, err)
+	require.NoError(t, d.Close())
+	_, err = Open(ctx, mem, WithCreate())
+	require.ErrorIs(t, err, loch.ErrInvalidArgument)
+
+	cat := dir + "/lake"
+	c, err := Create(ctx, cat)
+	require.NoError(t, err)
+	defer c.Close()
+	for _, tc := range []struct{ url, msg string }{
+		{cat, "a loch catalog is there (_catalog/log/): a dataset cannot share a catalog's folder"},
+		{cat + "/tables/mine", "inside the folder tables/ that the catalog at " + cat},
+		{cat + "/_catalog", "inside the folder _catalog/ that the catalog at " + cat},
+		{cat + "/_catalog/log/x", "inside the folder _catalog/ that the catalog at " + cat},
+	} {
+		_, err := loch.Create(ctx, tc.url, rowsSchema)
+		require.ErrorIs(t, err, loch.ErrInvalidArgument, tc.url)
+		require.ErrorContains(t, err, tc.msg)
+		if tc.url != cat {
+			_, err = Create(ctx, tc.url)
+			require.ErrorIs(t, err, loch.ErrInvalidArgument, tc.url)
+			require.ErrorContains(t, err, tc.msg)
+		}
+	}
+	_, err = os.Stat(cat + "/tables")
+	require.ErrorIs(t, err, os.ErrNotExist, "nothing written into the catalog's folders")
+
+	// Beside the reserved folders is anyone's; tables are the catalog's.
+	other, err := loch.Create(ctx, cat+"/other", rowsSchema)
+	require.NoError(t, err)
+	require.NoError(t, other.Close())
+	tbl, err := c.CreateTable(ctx, "frames", rowsSchema)
+	require.NoError(t, err)
+	require.NoError(t, tbl.Close())
+	require.Equal(t, []string{"frames"}, names(t, c))
+}

@@ -28,6 +28,11 @@
 // becomes a key, so no name can reach outside the root: a table's data is
 // under tables/<dir>/, where dir is chosen at creation and never changes.
 //
+// A catalog is never made at a dataset's root or inside a dataset, nor a
+// dataset (but the catalog's own tables) at a catalog's root or inside its
+// _catalog/ and tables/ folders: Create and Open WithCreate refuse, as
+// loch.Create does, with loch.ErrInvalidArgument.
+//
 // # Concurrency
 //
 // A Catalog is safe for concurrent use, and several processes may change

@@ -30,7 +30,8 @@ import (
 // in class order, then sorted by folder and file name (the order of
 // torchvision's ImageFolder). Names starting with '.' are skipped, as are
 // files at the top level of src and files that are not images by their
-// extension. When appending, labels follow the existing column's class
+// extension. Symbolic links to folders are followed; a link loop or a
+// link to nothing is an error. When appending, labels follow the existing column's class
 // names, which must include every class folder.
 func ImageFolder(ctx context.Context, src, url string, o Options) (Result, error) {
 	return classFolder(ctx, src, url, "imagefolder", imageFiles, o, o.imageColumn("image"),
@@ -125,10 +126,13 @@ func listFolder(ctx context.Context, src string, k fileKind) (*folderTree, error
 		t   *folderTree
 		err error
 	)
-	if isURL(src) {
-		t, err = listStoreFolder(ctx, src, k)
-	} else {
+	switch dir, ok := storage.LocalPath(src); {
+	case !isURL(src):
 		t, err = listLocalFolder(src, k)
+	case ok:
+		t, err = listLocalFolder(dir, k) // a file:// URL: the store's listing skips links
+	default:
+		t, err = listStoreFolder(ctx, src, k)
 	}
 	if err != nil {
 		return nil, err
@@ -182,70 +186,117 @@ func listStoreFolder(ctx context.Context, src string, k fileKind) (*folderTree, 
 }
 
 // listLocalFolder lists an image folder on the local file system,
-// unsorted: the classes are its sub-directories (symbolic links followed),
-// the files those with an image extension anywhere below them.
+// unsorted: the classes are its sub-directories, the files those with an
+// image extension anywhere below them. Symbolic links to folders are
+// followed, as torchvision's ImageFolder follows them (class "linked" ->
+// "real" holds real's images); a link that leads back into a folder it
+// is inside (a loop) is an error naming it, and so is a link whose target
+// is missing (it may have been a folder): a class is never silently empty.
 func listLocalFolder(src string, k fileKind) (*folderTree, error) {
 	entries, err := os.ReadDir(src)
 	if err != nil {
 		return nil, fmt.Errorf("image folder %s: %w", src, plainPathError(err))
 	}
+	top, err := os.Stat(src)
+	if err != nil {
+		return nil, fmt.Errorf("image folder %s: %w", src, plainPathError(err))
+	}
 	t := &folderTree{}
 	for _, e := range entries {
-		if hidden(e.Name()) || !isDir(src, e) {
+		if hidden(e.Name()) {
+			continue
+		}
+		dir, err := isDir(src, e)
+		if err != nil {
+			return nil, fmt.Errorf("image folder %s: %s: %w", src, filepath.Join(src, e.Name()), err)
+		}
+		if !dir {
 			continue
 		}
 		t.classes = append(t.classes, e.Name())
-		files, err := listLocalClass(src, e.Name(), k)
-		if err != nil {
+		w := localWalk{src: src, class: e.Name(), k: k}
+		if err := w.dir(filepath.Join(src, e.Name()), []os.FileInfo{top}); err != nil {
 			return nil, err
 		}
-		t.files = append(t.files, files...)
+		t.files = append(t.files, w.files...)
 	}
 	return t, nil
 }
 
-// listLocalClass lists the image files below the class directory
-// src/class, skipping hidden files and directories.
-func listLocalClass(src, class string, k fileKind) ([]folderFile, error) {
-	root := filepath.Join(src, class)
-	var files []folderFile
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return fmt.Errorf("list image folder %s: %w", p, plainPathError(err))
+// localWalk lists the files of kind k below one class folder src/class,
+// skipping hidden files and folders and following symbolic links.
+type localWalk struct {
+	src, class string
+	k          fileKind
+	files      []folderFile
+}
+
+// dir lists the folder p, whose ancestors (src first) are given: a folder
+// that is the same as one of them (by device and inode, os.SameFile) was
+// reached through a symbolic link loop, and is an error.
+func (w *localWalk) dir(p string, ancestors []os.FileInfo) error {
+	fi, err := os.Stat(p)
+	if err != nil {
+		return fmt.Errorf("list image folder %s: %w", p, plainPathError(err))
+	}
+	for _, a := range ancestors {
+		if os.SameFile(a, fi) {
+			return fmt.Errorf("list image folder %s: %w: a symbolic link loop: the folder is inside itself", p, ErrInvalidSource)
 		}
-		if hidden(d.Name()) && p != root {
-			if d.IsDir() {
-				return filepath.SkipDir
+	}
+	entries, err := os.ReadDir(p)
+	if err != nil {
+		return fmt.Errorf("list image folder %s: %w", p, plainPathError(err))
+	}
+	ancestors = append(ancestors, fi)
+	for _, e := range entries {
+		if hidden(e.Name()) {
+			continue
+		}
+		q := filepath.Join(p, e.Name())
+		dir, err := isDir(p, e)
+		if err != nil {
+			return fmt.Errorf("list image folder %s: %w", q, err)
+		}
+		if dir {
+			if err := w.dir(q, ancestors); err != nil {
+				return err
 			}
-			return nil
+			continue
 		}
-		if d.IsDir() || !k.has(d.Name()) {
-			return nil
+		if !w.k.has(e.Name()) {
+			continue
 		}
-		st, err := os.Stat(p)
+		st, err := os.Stat(q)
 		if err != nil {
-			return fmt.Errorf("list image folder %s: %w", p, plainPathError(err))
+			return fmt.Errorf("list image folder %s: %w", q, plainPathError(err))
 		}
-		rel, _ := filepath.Rel(src, filepath.Dir(p))
-		files = append(files, folderFile{class: class, dir: filepath.ToSlash(rel), base: d.Name(), name: p, size: st.Size()})
-		return nil
-	})
-	return files, err
+		rel, _ := filepath.Rel(w.src, p)
+		w.files = append(w.files, folderFile{class: w.class, dir: filepath.ToSlash(rel), base: e.Name(), name: q, size: st.Size()})
+	}
+	return nil
 }
 
 // hidden reports whether a file or folder name is hidden (starts with '.').
 func hidden(name string) bool { return strings.HasPrefix(name, ".") }
 
-// isDir reports whether the entry of dir is a directory, following symlinks.
-func isDir(dir string, e fs.DirEntry) bool {
+// isDir reports whether the entry of dir is a directory, following
+// symbolic links; an error for a link whose target is missing or
+// unreadable.
+func isDir(dir string, e fs.DirEntry) (bool, error) {
 	if e.IsDir() {
-		return true
+		return true, nil
 	}
 	if e.Type()&fs.ModeSymlink == 0 {
-		return false
+		return false, nil
 	}
-	st, err := os.Stat(filepath.Join(dir, e.Name()))
-	return err == nil && st.IsDir()
+	p := filepath.Join(dir, e.Name())
+	st, err := os.Stat(p)
+	if err != nil {
+		target, _ := os.Readlink(p)
+		return false, fmt.Errorf("%w: symbolic link to %s: %w", ErrInvalidSource, target, plainPathError(err))
+	}
+	return st.IsDir(), nil
 }
 
 // fileKind is the kind of file a class-folder tree holds: a word for

@@ -329,6 +329,67 @@ func TestImageFolderDanglingFile(t *testing.T) {
 	require.ErrorIs(t, err, loch.ErrNotFound, "a missing file is found while listing, before the dataset is created")
 }
 
+// TestImageFolderFollowsSymlinks: a class folder that is a symbolic link,
+// and a linked folder inside a class, hold their target's images, from a
+// path and from a file:// URL (issue 35: class "linked" came out empty).
+func TestImageFolderFollowsSymlinks(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	png := encodePNG(t, testImage(1, 4, 4, 3))
+	for i := range 3 {
+		writeFile(t, filepath.Join(root, "real", fmt.Sprintf("%d.png", i)), png)
+		writeFile(t, filepath.Join(root, "more", "sub", fmt.Sprintf("%d.png", i)), png)
+	}
+	require.NoError(t, os.Symlink("real", filepath.Join(root, "linked")))
+	require.NoError(t, os.MkdirAll(filepath.Join(root, "nested"), 0o755))
+	require.NoError(t, os.Symlink(filepath.Join(root, "more"), filepath.Join(root, "nested", "in")))
+	for _, src := range []string{root, "file://" + root} {
+		url := memURL(t)
+		res, err := ImageFolder(ctx, src, url, Options{})
+		require.NoError(t, err, src)
+		require.EqualValues(t, 12, res.Rows, src)
+		d := openDataset(t, url)
+		s := d.Schema()
+		label, _ := s.Column("label")
+		require.Equal(t, []string{"linked", "more", "nested", "real"}, label.ClassNames)
+		var got []int64
+		for _, s := range column(t, d, "label", false) {
+			got = append(got, int64s(t, s)...)
+		}
+		require.Equal(t, []int64{0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3}, got, src)
+	}
+}
+
+// TestImageFolderSymlinkErrors: a link loop and a link to nothing are
+// errors naming the link, before any dataset is made.
+func TestImageFolderSymlinkErrors(t *testing.T) {
+	ctx := context.Background()
+	png := encodePNG(t, testImage(1, 4, 4, 3))
+	for _, tc := range []struct {
+		name, link, target, want string
+	}{
+		{"loop to the class", "cat/again", "..", "symbolic link loop"},
+		{"loop to the root", "cat/deep/root", "../../..", "symbolic link loop"},
+		{"class to nothing", "dog", "gone", "symbolic link to gone"},
+		{"folder to nothing", "cat/sub", "gone", "symbolic link to gone"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			writeFile(t, filepath.Join(root, "cat", "a.png"), png)
+			link := filepath.Join(root, tc.link)
+			require.NoError(t, os.MkdirAll(filepath.Dir(link), 0o755))
+			require.NoError(t, os.Symlink(tc.target, link))
+			url := memURL(t)
+			_, err := ImageFolder(ctx, root, url, Options{})
+			require.ErrorIs(t, err, ErrInvalidSource)
+			require.ErrorContains(t, err, link)
+			require.ErrorContains(t, err, tc.want)
+			_, err = loch.Open(ctx, url)
+			require.ErrorIs(t, err, loch.ErrNotFound)
+		})
+	}
+}
+
 // cancelAfter cancels an ingest once it has processed some rows.
 type cancelAfter struct {
 	recorder

@@ -97,7 +97,11 @@ type Config struct {
 	SkipBadSamples bool `json:"skip_bad_samples,omitempty"`
 	// Resume restarts from a saved state (see State). A state records the
 	// version (commit id) it was read from and is refused on another
-	// version unless AllowVersionChange is set.
+	// version unless AllowVersionChange is set; it is refused under
+	// another Seed, Shuffle, WindowRows, DropLast, Rows, Query or Joined
+	// too (order.Resume), the error naming the setting with both values.
+	// WorldSize, Rank, BatchSize and Columns may change; Epoch is the
+	// state's.
 	Resume *State `json:"resume,omitempty"`
 	// AllowVersionChange resumes a state saved on another version (or
 	// another query's rows): the loader continues at the same epoch and

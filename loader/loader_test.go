@@ -275,7 +275,7 @@ func TestElasticResume(t *testing.T) {
 	var counts []int
 	for r := 0; r < 3; r++ {
 		st := saved
-		l, err := New(ctx, d.Scan(), Config{BatchSize: 5, Shuffle: "block", WorldSize: 3, Rank: r, Resume: &st})
+		l, err := New(ctx, d.Scan(), Config{BatchSize: 5, Shuffle: "block", Seed: 9, WorldSize: 3, Rank: r, Resume: &st})
 		require.NoError(t, err)
 		bs := drain(t, l)
 		counts = append(counts, len(bs))

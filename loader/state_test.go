@@ -104,6 +104,115 @@ func TestResumeRefusesAnotherSetup(t *testing.T) {
 	require.Len(t, seen, 200-30)
 }
 
+// TestResumeChecksEveryOrderInput enumerates what a loader's order depends
+// on (loader.spec and order.Spec: the snapshot, the seed, the shuffle
+// mode, the window, drop_last, the rows and the query that chose them; a
+// mixture's weights, epoch length and datasets) and changes each in turn:
+// every change is refused naming the setting with its saved and its new
+// value (issue 35 item 8: a state saved with seed 3 resumed silently with
+// seed 4's loader). What may change is enumerated too: world size, rank
+// and batch size (the rest of the epoch is spread over the new ranks),
+// the columns loaded, and the epoch, which is the state's own position.
+func TestResumeChecksEveryOrderInput(t *testing.T) {
+	d := testDataset(t, 120)
+	twin := testDataset(t, 120) // the same rows, another version
+	var ids []uint64
+	for p := range int64(80) {
+		id, err := d.RowID(ctx, p)
+		require.NoError(t, err)
+		ids = append(ids, id)
+	}
+	base := Config{BatchSize: 4, Shuffle: order.ModeBlock, Seed: 3, WindowRows: 8, Rows: ids, Query: "SELECT * FROM ds WHERE x < 80"}
+	l, err := New(ctx, d.Scan(), base)
+	require.NoError(t, err)
+	for range 2 {
+		_, err := l.Next(ctx)
+		require.NoError(t, err)
+	}
+	saved := l.State()
+	l.Close()
+
+	refused := []struct {
+		name string
+		edit func(*Config)
+		on   *loch.Dataset
+		msg  string
+	}{
+		{"seed", func(c *Config) { c.Seed = 4 }, d, "saved with seed 3, resumed with seed 4"},
+		{"shuffle", func(c *Config) { c.Shuffle = order.ModeFull }, d, "shuffle mode block, resumed with full"},
+		{"window", func(c *Config) { c.WindowRows = 12 }, d, "window_rows 8, resumed with 12"},
+		{"drop last", func(c *Config) { c.DropLast = true }, d, "drop_last false, resumed with true"},
+		{"rows", func(c *Config) { c.Rows = ids[:40] }, d, "row selection 80 rows"},
+		{"query", func(c *Config) { c.Query = "SELECT * FROM ds WHERE x < 81" }, d, "x < 81"},
+		{"version", func(*Config) {}, twin, "the saved state is for version " + d.Version()},
+	}
+	for _, tt := range refused {
+		t.Run(tt.name, func(t *testing.T) {
+			c := base
+			tt.edit(&c)
+			st := saved
+			c.Resume = &st
+			_, err := New(ctx, tt.on.Scan(), c)
+			require.ErrorIs(t, err, loch.ErrInvalidArgument)
+			require.ErrorContains(t, err, tt.msg)
+		})
+	}
+
+	allowed := []struct {
+		name string
+		edit func(*Config)
+	}{
+		{"world size and rank", func(c *Config) { c.WorldSize, c.Rank = 2, 1 }},
+		{"batch size", func(c *Config) { c.BatchSize = 5 }},
+		{"columns", func(c *Config) { c.Columns = []string{"label"} }},
+		{"epoch", func(c *Config) { c.Epoch = 7 }},
+	}
+	for _, tt := range allowed {
+		t.Run(tt.name, func(t *testing.T) {
+			c := base
+			tt.edit(&c)
+			st := saved
+			c.Resume = &st
+			l, err := New(ctx, d.Scan(), c)
+			require.NoError(t, err)
+			require.Equal(t, saved.Epoch, l.State().Epoch, "the state's epoch goes on")
+			l.Close()
+		})
+	}
+
+	// A mixture: its weights, epoch length, datasets and seed.
+	views := []*loch.Scan{d.Scan(), twin.Scan()}
+	mix := Config{BatchSize: 4, Shuffle: order.ModeBlock, Seed: 3}
+	m, err := NewMix(ctx, views, []float64{0.75, 0.25}, 40, mix)
+	require.NoError(t, err)
+	_, err = m.Next(ctx)
+	require.NoError(t, err)
+	mixSaved := m.State()
+	m.Close()
+	for _, tt := range []struct {
+		name      string
+		views     []*loch.Scan
+		weights   []float64
+		epochRows int64
+		seed      uint64
+		msg       string
+	}{
+		{"mixture seed", views, []float64{0.75, 0.25}, 40, 4, "saved with seed 3, resumed with seed 4"},
+		{"mixture weights", views, []float64{0.5, 0.5}, 40, 3, "mixture weights [0.75 0.25], resumed with [0.5 0.5]"},
+		{"mixture epoch rows", views, []float64{0.75, 0.25}, 48, 3, "epoch_rows 40, resumed with 48"},
+		{"mixture datasets", []*loch.Scan{twin.Scan(), d.Scan()}, []float64{0.75, 0.25}, 40, 3, "the saved state is for versions"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := mix
+			st := mixSaved
+			c.Seed, c.Resume = tt.seed, &st
+			_, err := NewMix(ctx, tt.views, tt.weights, tt.epochRows, c)
+			require.ErrorIs(t, err, loch.ErrInvalidArgument)
+			require.ErrorContains(t, err, tt.msg)
+		})
+	}
+}
+
 // TestStateBeforeFirstBatch: a state taken before any batch pins the
 // version and the setup, and resumes to the whole epoch.
 func TestStateBeforeFirstBatch(t *testing.T) {

@@ -41,6 +41,15 @@
 // table's in a join, expressions) are read with the row ids into the
 // selection's joined columns (joined.go, docs/sql.md §8).
 //
+// # Reads only
+//
+// A query only reads: a statement that is not a SELECT by DuckDB's own
+// classification (a prepared statement's type), or an EXPLAIN of one, is
+// refused (statement.go): COPY, ATTACH, INSTALL, LOAD, CREATE, SET, CALL,
+// EXPORT. Extensions are never installed or loaded (autoinstall,
+// autoload and community extensions off). A sandboxed engine (Options.
+// Sandbox) also has DuckDB's external access off and its settings locked.
+//
 // # Concurrency
 //
 // An Engine runs one query at a time (its methods lock); Close releases

@@ -85,6 +85,7 @@ type Engine struct {
 	attached   map[string]*loch.Dataset // by loch_scan URL (attachPrefix + name)
 	emitted    atomic.Int64             // rows the scans have handed DuckDB (tests count them)
 	failed     scanFailure              // the running query's first scan error (queryError)
+	aggregates map[string]bool          // DuckDB's aggregate function names (grouping)
 }
 
 // New starts an engine over d's current version. d may be nil: then the
@@ -115,6 +116,7 @@ func (e *Engine) init(ctx context.Context) error {
 	for _, q := range []string{
 		"SET autoinstall_known_extensions = false",
 		"SET autoload_known_extensions = false",
+		"SET allow_community_extensions = false",
 		fmt.Sprintf("SET threads = %d", e.opts.Threads),
 	} {
 		if _, err := conn.ExecContext(ctx, q); err != nil {
@@ -161,6 +163,8 @@ func (e *Engine) init(ctx context.Context) error {
 	if err := e.createViews(ctx, conn); err != nil {
 		return err
 	}
+	// Statements that change settings are refused (statement.go); a
+	// sandbox's settings are locked too, without external access.
 	if e.opts.Sandbox {
 		for _, q := range []string{"SET enable_external_access = false", "SET lock_configuration = true"} {
 			if _, err := conn.ExecContext(ctx, q); err != nil {

@@ -46,9 +46,13 @@ func (e *Engine) rewrite(ctx context.Context, q string, selection bool) (rewritt
 			}
 			return rewritten{}, fmt.Errorf("query %s: %s: %w", oneLineSQL(q), msg, loch.ErrInvalidArgument)
 		}
-		// Not a SELECT DuckDB can serialize (PRAGMA, COPY, ...): as given.
+		// Not a SELECT DuckDB can serialize (EXPLAIN, PRAGMA, COPY, ...): as
+		// given when it only reads.
 		if selection {
 			return rewritten{}, fmt.Errorf("query %s: a selection needs one SELECT statement (%s): %w", oneLineSQL(q), tree.Message, loch.ErrInvalidArgument)
+		}
+		if err := e.checkRead(ctx, q); err != nil {
+			return rewritten{}, err
 		}
 		return rewritten{sql: run}, nil
 	}
@@ -97,6 +101,13 @@ func (e *Engine) rewrite(ctx context.Context, q string, selection bool) (rewritt
 	out.random = replaceRandom(node, qual)
 	changed = changed || out.random
 	if selection {
+		if why, err := e.grouping(ctx, node); err != nil {
+			return rewritten{}, err
+		} else if why != "" {
+			return rewritten{}, fmt.Errorf("query %s: a selection is rows of the dataset, and %s makes rows of its own: "+
+				"run it for its result instead (loch query without --save or --format selection; ds.sql in Python, cat.sql on a catalog): %w",
+				oneLineSQL(q), why, loch.ErrInvalidArgument)
+		}
 		if !hasRowID && !out.star {
 			node["select_list"] = append([]any{colRef(RowIDColumn)}, list...)
 		}
@@ -266,4 +277,90 @@ func keepFloatConstants(x any) any {
 		return v
 	}
 	return x
+}
+
+// grouping names what makes a SELECT node's rows groups rather than rows
+// of its tables: GROUP BY, HAVING, or an aggregate function in its SELECT
+// list or ORDER BY (not in a window or a subquery, which keep rows); ""
+// when nothing does.
+func (e *Engine) grouping(ctx context.Context, node map[string]any) (string, error) {
+	if g, _ := node["group_expressions"].([]any); len(g) > 0 {
+		return "GROUP BY", nil
+	}
+	if h, ok := node["aggregate_handling"].(string); ok && h != "STANDARD_HANDLING" {
+		return "GROUP BY ALL", nil
+	}
+	if node["having"] != nil {
+		return "HAVING", nil
+	}
+	aggs, err := e.aggregateNames(ctx)
+	if err != nil {
+		return "", err
+	}
+	var found string
+	var walk func(x any)
+	walk = func(x any) {
+		switch v := x.(type) {
+		case map[string]any:
+			switch v["class"] {
+			case "WINDOW", "SUBQUERY":
+				return
+			case "FUNCTION":
+				if name, _ := v["function_name"].(string); aggs[name] && found == "" {
+					found = name + "(...)"
+					if name == "count_star" {
+						found = "count(*)"
+					}
+				}
+			}
+			for _, c := range v {
+				walk(c)
+			}
+		case []any:
+			for _, c := range v {
+				walk(c)
+			}
+		}
+	}
+	walk(node["select_list"])
+	for _, m := range anySlice(node["modifiers"]) {
+		if mm, _ := m.(map[string]any); mm["type"] == "ORDER_MODIFIER" {
+			walk(mm["orders"])
+		}
+	}
+	if found != "" {
+		return "the aggregate " + found, nil
+	}
+	return "", nil
+}
+
+// anySlice is x as a list, or nil.
+func anySlice(x any) []any {
+	s, _ := x.([]any)
+	return s
+}
+
+// aggregateNames are DuckDB's aggregate functions, read once per engine.
+func (e *Engine) aggregateNames(ctx context.Context) (map[string]bool, error) {
+	if e.aggregates != nil {
+		return e.aggregates, nil
+	}
+	rows, err := e.conn.QueryContext(ctx, "SELECT DISTINCT function_name FROM duckdb_functions() WHERE function_type = 'aggregate'")
+	if err != nil {
+		return nil, fmt.Errorf("query: list aggregate functions: %w", err)
+	}
+	defer rows.Close()
+	names := map[string]bool{}
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			return nil, fmt.Errorf("query: list aggregate functions: %w", err)
+		}
+		names[n] = true
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("query: list aggregate functions: %w", err)
+	}
+	e.aggregates = names
+	return names, nil
 }

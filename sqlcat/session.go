@@ -63,9 +63,12 @@ type Output struct {
 // Result says what a statement did.
 type Result struct {
 	// Statement is the statement's kind: CREATE TABLE, ALTER TABLE, DROP
-	// TABLE, INSERT, UPDATE, DELETE, MERGE, OPTIMIZE, SET, or QUERY for a read.
+	// TABLE, INSERT, UPDATE, DELETE, MERGE, OPTIMIZE, SET, COPY, or QUERY
+	// for a read.
 	Statement string `json:"statement"`
 	Table     string `json:"table,omitempty"`
+	// File is the file a COPY wrote, as the statement named it.
+	File string `json:"file,omitempty"`
 	// Rows is the rows inserted, updated, deleted, copied by an OPTIMIZE
 	// or (for a query) written to the output.
 	Rows int64 `json:"rows"`
@@ -91,6 +94,8 @@ func (r Result) String() string {
 		s += " " + strconv.FormatInt(r.Rows, 10)
 	case "MERGE":
 		s += fmt.Sprintf(" %d (%d updated, %d deleted, %d inserted)", r.Rows, r.Updated, r.Deleted, r.Inserted)
+	case "COPY":
+		s += fmt.Sprintf(" %d rows to %s", r.Rows, r.File)
 	}
 	if r.Table != "" {
 		s += " " + r.Table
@@ -102,15 +107,15 @@ func (r Result) String() string {
 }
 
 // IsQuery reports whether stmt is a read that Run writes to its Output
-// (anything but loch's DDL, INSERT, UPDATE, DELETE, MERGE, OPTIMIZE and SET/RESET
-// loch_*).
+// (anything but loch's DDL, INSERT, UPDATE, DELETE, MERGE, OPTIMIZE, COPY
+// and SET/RESET loch_*).
 func IsQuery(stmt string) bool {
 	toks, err := lex(stmt)
 	if err != nil || toks[0].kind == tokEOF {
 		return false
 	}
 	switch toks[0].text {
-	case "create", "alter", "drop", "insert", "update", "delete", "merge", "optimize":
+	case "create", "alter", "drop", "insert", "update", "delete", "merge", "optimize", "copy":
 		return false
 	case "set", "reset":
 		return !strings.HasPrefix(toks[1].text, "loch_")
@@ -171,6 +176,8 @@ func (s *Session) Run(ctx context.Context, stmt string, out Output) (Result, err
 			return s.optimize(ctx, st, stmt)
 		case "merge":
 			return s.merge(ctx, p, stmt)
+		case "copy":
+			return s.copyOut(ctx, p)
 		case "set", "reset":
 			if strings.HasPrefix(second.text, "loch_") {
 				return s.set(p)

@@ -3,8 +3,11 @@ package storage
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
+
+	"github.com/lochdata/loch/internal/base"
 )
 
 // Settings are one store's connection settings, given in code rather than
@@ -170,3 +173,94 @@ func (s Settings) String() string {
 
 // GoString is String, so that %#v does not print the secrets either.
 func (s Settings) GoString() string { return s.String() }
+
+// optionKeys maps the option names ParseOptions accepts to the fields of
+// Settings: loch's own (the first of each), and those of the object_store
+// crate that Lance, Delta Lake and Polars take. Which scheme takes which
+// field is Settings' rule.
+var optionKeys = map[string]func(*Settings) *string{
+	"endpoint":                        func(s *Settings) *string { return &s.Endpoint },
+	"endpoint_url":                    func(s *Settings) *string { return &s.Endpoint },
+	"aws_endpoint":                    func(s *Settings) *string { return &s.Endpoint },
+	"aws_endpoint_url":                func(s *Settings) *string { return &s.Endpoint },
+	"azure_storage_endpoint":          func(s *Settings) *string { return &s.Endpoint },
+	"region":                          func(s *Settings) *string { return &s.Region },
+	"aws_region":                      func(s *Settings) *string { return &s.Region },
+	"access_key_id":                   func(s *Settings) *string { return &s.AccessKeyID },
+	"aws_access_key_id":               func(s *Settings) *string { return &s.AccessKeyID },
+	"secret_access_key":               func(s *Settings) *string { return &s.SecretAccessKey },
+	"aws_secret_access_key":           func(s *Settings) *string { return &s.SecretAccessKey },
+	"session_token":                   func(s *Settings) *string { return &s.SessionToken },
+	"aws_session_token":               func(s *Settings) *string { return &s.SessionToken },
+	"google_service_account":          func(s *Settings) *string { return &s.GoogleCredentialsFile },
+	"google_application_credentials":  func(s *Settings) *string { return &s.GoogleCredentialsFile },
+	"service_account":                 func(s *Settings) *string { return &s.GoogleCredentialsFile },
+	"google_service_account_key":      func(s *Settings) *string { return &s.GoogleCredentialsJSON },
+	"service_account_key":             func(s *Settings) *string { return &s.GoogleCredentialsJSON },
+	"account_name":                    func(s *Settings) *string { return &s.AzureAccount },
+	"azure_storage_account_name":      func(s *Settings) *string { return &s.AzureAccount },
+	"account_key":                     func(s *Settings) *string { return &s.AzureAccountKey },
+	"azure_storage_account_key":       func(s *Settings) *string { return &s.AzureAccountKey },
+	"sas_token":                       func(s *Settings) *string { return &s.AzureSASToken },
+	"azure_storage_sas_token":         func(s *Settings) *string { return &s.AzureSASToken },
+	"connection_string":               func(s *Settings) *string { return &s.AzureConnectionString },
+	"azure_storage_connection_string": func(s *Settings) *string { return &s.AzureConnectionString },
+}
+
+// anonymousKeys are the names of Settings.Anonymous, a boolean
+// given as "true" or "false".
+var anonymousKeys = []string{"anonymous", "skip_signature", "aws_skip_signature", "google_skip_signature"}
+
+// ParseOptions converts storage options by name (the Python SDK's
+// storage_options, the CLI's LOCH_STORAGE_OPTIONS) to Settings. Its errors
+// wrap base.ErrInvalidArgument and name keys, never values (they may be
+// secrets), but for retry_budget's, which is none.
+func ParseOptions(opts map[string]string) (Settings, error) {
+	var s Settings
+	names := make([]string, 0, len(opts))
+	for name := range opts {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	anonymous, budget := "", ""
+	for _, name := range names {
+		var p *string
+		if slices.Contains(anonymousKeys, name) {
+			p = &anonymous
+		} else if name == "retry_budget" {
+			p = &budget
+		} else if field, ok := optionKeys[name]; ok {
+			p = field(&s)
+		} else {
+			return Settings{}, invalidOption("storage_options: unknown option %q (want endpoint, region, access_key_id, secret_access_key, session_token, anonymous, google_service_account, google_service_account_key, account_name, account_key, sas_token, connection_string or retry_budget)", name)
+		}
+		if *p != "" && *p != opts[name] {
+			return Settings{}, invalidOption("storage_options: %q and another name for the same setting differ", name)
+		}
+		*p = opts[name]
+	}
+	if anonymous != "" {
+		b, err := strconv.ParseBool(anonymous)
+		if err != nil {
+			return Settings{}, invalidOption("storage_options: anonymous: want true or false")
+		}
+		s.Anonymous = b
+	}
+	if budget != "" {
+		d, err := time.ParseDuration(budget)
+		if err != nil {
+			secs, ferr := strconv.ParseFloat(budget, 64)
+			d, err = time.Duration(secs*float64(time.Second)), ferr
+		}
+		if err != nil || d <= 0 {
+			return Settings{}, invalidOption("storage_options: retry_budget %q: want a duration above 0 such as 90s or 5m, or a number of seconds", budget)
+		}
+		s.RetryBudget = d
+	}
+	return s, nil
+}
+
+// invalidOption is a ParseOptions error.
+func invalidOption(format string, a ...any) error {
+	return fmt.Errorf("%s: %w", fmt.Sprintf(format, a...), base.ErrInvalidArgument)
+}

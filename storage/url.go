@@ -2,6 +2,7 @@ package storage
 
 import (
 	"fmt"
+	"iter"
 	"net/url"
 
 	"path/filepath"
@@ -208,6 +209,39 @@ func LocalPath(rawURL string) (string, bool) {
 		return "", false
 	}
 	return loc.bucket, true
+}
+
+// Parents yields the stores that hold the store at rawURL, outermost
+// first: each one's URL and the name of the element below it on the way
+// down ("s3://bkt/a/b?region=r" yields "s3://bkt?region=r" and "a", then
+// "s3://bkt/a?region=r" and "b"; a path or file:// URL yields absolute
+// paths from the root directory down). Nothing is opened; a URL that does
+// not parse yields nothing.
+func Parents(rawURL string) iter.Seq2[string, string] {
+	type step struct{ parent, name string }
+	var up []step // nearest first
+	if dir, ok := LocalPath(rawURL); ok {
+		for p := filepath.Clean(dir); filepath.Dir(p) != p; p = filepath.Dir(p) {
+			up = append(up, step{filepath.Dir(p), filepath.Base(p)})
+		}
+	} else if u, err := url.Parse(rawURL); err == nil {
+		u.Path, u.RawPath = strings.TrimRight(u.Path, "/"), ""
+		for next := u.String(); ; {
+			parent, name, err := Split(next)
+			if err != nil {
+				break
+			}
+			up = append(up, step{parent, name})
+			next = parent
+		}
+	}
+	return func(yield func(parent, name string) bool) {
+		for i := len(up) - 1; i >= 0; i-- {
+			if !yield(up[i].parent, up[i].name) {
+				return
+			}
+		}
+	}
 }
 
 // Split splits the URL (or local path) of one object into the URL of the

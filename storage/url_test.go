@@ -95,6 +95,31 @@ func TestSplit(t *testing.T) {
 	}
 }
 
+func TestParents(t *testing.T) {
+	wd, err := filepath.Abs(".")
+	require.NoError(t, err)
+	type pn struct{ parent, name string }
+	collect := func(raw string) []pn {
+		var out []pn
+		for p, n := range Parents(raw) {
+			out = append(out, pn{p, n})
+		}
+		return out
+	}
+	require.Equal(t, []pn{{"s3://bkt?region=r", "a"}, {"s3://bkt/a?region=r", "b"}}, collect("s3://bkt/a/b/?region=r"))
+	require.Equal(t, []pn{{"mem://m", "x"}, {"mem://m/x", "y"}}, collect("mem://m/x/y"))
+	require.Equal(t, []pn{{"/", "abs"}, {"/abs", "dir"}, {"/abs/dir", "ds"}}, collect("file:///abs/dir/ds"))
+	require.Equal(t, []pn{{"/", "abs"}, {"/abs", "dir"}}, collect("/abs/dir/"))
+	rel := collect("ds")
+	require.Equal(t, pn{wd, "ds"}, rel[len(rel)-1], "a relative path is made absolute")
+	require.Equal(t, pn{"/", strings.Split(wd, "/")[1]}, rel[0])
+	require.Empty(t, collect("s3://bkt"))
+	require.Empty(t, collect("/"))
+	for range Parents("/a/b/c") {
+		break // stopping early is allowed
+	}
+}
+
 func TestUsePathStyle(t *testing.T) {
 	for _, tc := range []struct {
 		endpoint, env, param string

@@ -26,6 +26,7 @@ import (
 	"github.com/lochdata/loch"
 	"github.com/lochdata/loch/internal/decodelimit"
 	"github.com/lochdata/loch/loader"
+	"github.com/lochdata/loch/storage"
 )
 
 // Exit statuses.
@@ -390,29 +391,56 @@ func checkURL(url string) error {
 	return nil
 }
 
+// storageOptionsEnv names the environment variable that holds storage
+// options for the datasets a command opens by URL: a JSON object of the
+// names storage.ParseOptions takes (those of Python's storage_options).
+// The Python SDK passes a dataset's own options to the commands it runs
+// (ds.query, ds.sql) this way: an argument would show secrets in ps.
+const storageOptionsEnv = "LOCH_STORAGE_OPTIONS"
+
+// storageOptions is the dataset option that LOCH_STORAGE_OPTIONS gives, if
+// any. Its errors never quote the variable's value.
+func storageOptions() ([]loch.Option, error) {
+	raw := os.Getenv(storageOptionsEnv)
+	if raw == "" {
+		return nil, nil
+	}
+	var m map[string]string
+	if err := json.Unmarshal([]byte(raw), &m); err != nil {
+		return nil, fmt.Errorf("%s: want a JSON object of option names to strings: %w", storageOptionsEnv, loch.ErrInvalidArgument)
+	}
+	s, err := storage.ParseOptions(m)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", storageOptionsEnv, err)
+	}
+	return []loch.Option{loch.WithStorageSettings(s)}, nil
+}
+
 // openDataset opens the dataset at url at the version the flags name (r
-// may be nil: the head of main).
-func openDataset(ctx context.Context, url string, r *refFlags) (*loch.Dataset, error) {
+// may be nil: the head of main), with the storage options of
+// LOCH_STORAGE_OPTIONS and extra.
+func openDataset(ctx context.Context, url string, r *refFlags, extra ...loch.Option) (*loch.Dataset, error) {
 	if err := checkURL(url); err != nil {
 		return nil, err
 	}
-	var opts []loch.Option
+	opts, err := storageOptions()
+	if err != nil {
+		return nil, err
+	}
 	if r != nil {
-		var err error
-		if opts, err = r.options(); err != nil {
+		ro, err := r.options()
+		if err != nil {
 			return nil, err
 		}
+		opts = append(opts, ro...)
 	}
-	return loch.Open(ctx, url, opts...)
+	return loch.Open(ctx, url, append(opts, extra...)...)
 }
 
 // openBranch opens the dataset at url on branch, for a command that
 // writes there; a tag or version is refused.
 func openBranch(ctx context.Context, url, branch string) (*loch.Dataset, error) {
-	if err := checkURL(url); err != nil {
-		return nil, err
-	}
-	d, err := loch.Open(ctx, url, loch.WithRef(branch))
+	d, err := openDataset(ctx, url, nil, loch.WithRef(branch))
 	if err != nil {
 		return nil, err
 	}

@@ -52,7 +52,9 @@ line as the dataset's number (0 for the first URL) and the row id:
 
 --resume FILE prints the rest of a saved epoch: FILE holds a loader state
 as the Go loader's State or the Python SDK's state_dict() save it (for a
-mixture, a state of the same mixture). --state-after N prints instead the
+mixture, a state of the same mixture). Without --seed the state's seed is
+used; a --seed, --shuffle, --window-rows or --drop-last other than the
+saved run's is refused (--world-size and --batch-size may change). --state-after N prints instead the
 state after this rank's first N batches, to resume from (a JSON object).
 
 With --json it prints one JSON object with the fields urls, versions (one
@@ -110,6 +112,9 @@ func (o *orderFlags) run(cmd *cobra.Command, urls []string) error {
 			return err
 		}
 		cfg.Resume = &st
+		if !cmd.Flags().Changed("seed") {
+			cfg.Seed = st.Seed // the saved run's; another given --seed is refused
+		}
 	}
 	ctx := cmd.Context()
 	ds, err := openDatasets(ctx, urls, &o.refs)

@@ -292,7 +292,7 @@ func useSelection(ctx context.Context, urls []string, ds []*loch.Dataset, name s
 		return err
 	}
 	if ds[0].Version() != sel.Version {
-		d, err := loch.Open(ctx, urls[0], loch.WithVersion(sel.Version))
+		d, err := openDataset(ctx, urls[0], nil, loch.WithVersion(sel.Version))
 		if err != nil {
 			return fmt.Errorf("selection %q: %w", name, err)
 		}

@@ -52,6 +52,11 @@ can read read_parquet, read_csv and read_json, and loch_file(path) reads a
 file's bytes (an image into an IMAGE column); relative paths are taken from
 --base (default the current directory).
 
+Only loch writes: COPY (query) TO 'file' [(FORMAT csv|json|parquet)]
+writes a query's result to a file (relative to --base); DuckDB's other
+writes and loads (its COPY of a table or FROM a file, ATTACH, INSTALL,
+LOAD, CREATE VIEW, SET, EXPORT) are refused.
+
 OPTIMIZE t [WITH (target_rows = N, target_bytes = '256MiB', max_deleted =
 0.2, fanout = N, dry_run = true)] compacts table t as one commit (as 'loch
 compact' does a dataset): small fragments and fragments with many deleted

@@ -71,6 +71,13 @@ const (
 	TablesPrefix     = "tables/"
 )
 
+// CatalogFolder reports whether name is one of the folders a catalog's
+// root reserves: the first element of CatalogLogPrefix or TablesPrefix. A
+// dataset or catalog there would mix its keys with the catalog's.
+func CatalogFolder(name string) bool {
+	return name+"/" == TablesPrefix || strings.HasPrefix(CatalogLogPrefix, name+"/")
+}
+
 // hintName is the last segment of a log's latest-entry hint.
 const hintName = "_latest"
 

@@ -8,10 +8,10 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/hex"
-	"strings"
 	"encoding/json"
 	"fmt"
 	"hash/crc32"
+	"strings"
 	"time"
 
 	"github.com/lochdata/loch/internal/base"

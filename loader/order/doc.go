@@ -112,11 +112,14 @@
 // world size and batch size, with the batches each rank delivered in each
 // (all ranks deliver the same number in synchronous training).
 //
-// A State also records the Setup: the shuffle mode, WindowRows (block mode
-// only), DropLast and the Spec's Selection (an opaque name of the row
-// subset); Resume refuses a State whose Setup or Version differs from the
-// Spec's, naming the first field that does. World size and batch size are
-// free to change (a new stage, below).
+// A State also records the Seed and the Setup: the shuffle mode,
+// WindowRows (block mode only), DropLast and the Spec's Selection (an
+// opaque name of the row subset); Resume refuses a State whose Version,
+// Seed or Setup differs from the Spec's, naming the first field that does
+// with both values. World size and batch size are free to change (a new
+// stage, below); Rank is any of the new world's. The State's Epoch is
+// where it is, like its stages, and replaces the Spec's (a State taken at
+// an epoch's end is the next epoch's start).
 //
 // Resumed under the world size and batch size of its last stage, the plan
 // continues that stage: each rank delivers its range from batch

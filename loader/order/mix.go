@@ -175,15 +175,18 @@ func (s MixSpec) setup() Setup {
 }
 
 // ResumeMix returns the order of rank s.Rank of the mixture for the rest
-// of the epoch saved in st, as Resume does for one dataset: st's Seed and
-// Epoch replace s's; in the world size and batch size of st's last stage
+// of the epoch saved in st, as Resume does for one dataset: st's Epoch
+// replaces s's and s's Seed must be st's; in the world size and batch size of st's last stage
 // the plan continues the saved run exactly; in others the rest of the
 // epoch is spread over s.WorldSize ranks.
 func ResumeMix(s MixSpec, st State) (*MixPlan, error) {
 	if st.Version != s.Version {
 		return nil, base.Markf(ErrMismatch, "state of snapshot %q resumed on snapshot %q", st.Version, s.Version)
 	}
-	s.Seed, s.Epoch = st.Seed, st.Epoch
+	if err := checkSeed(s.Seed, st); err != nil {
+		return nil, err
+	}
+	s.Epoch = st.Epoch
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}

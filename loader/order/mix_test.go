@@ -1,6 +1,7 @@
 package order_test
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"testing"
@@ -291,6 +292,8 @@ func TestMixResumeSetup(t *testing.T) {
 		edit func(*order.MixSpec)
 		msg  string
 	}{
+		{"seed", func(s *order.MixSpec) { s.Seed++ }, fmt.Sprintf("seed %d, resumed with seed %d", s.Seed, s.Seed+1)},
+		{"drop last", func(s *order.MixSpec) { s.DropLast = !s.DropLast }, "drop_last"},
 		{"weights", func(s *order.MixSpec) { s.Weights = []float64{1, 1, 1} }, "mixture weights"},
 		{"epoch rows", func(s *order.MixSpec) { s.EpochRows = 99 }, "epoch_rows 0, resumed with 99"},
 		{"part mode", func(s *order.MixSpec) {

@@ -70,13 +70,15 @@ func Plan(s Spec) (*EpochPlan, error) {
 }
 
 // Resume returns the order of rank s.Rank for the rest of the epoch saved
-// in st: st's Seed and Epoch replace s's. If s has the world size and batch
+// in st: st's Epoch replaces s's (a state is a position in an epoch), and
+// s's Seed must be st's. If s has the world size and batch
 // size of st's last stage, the plan's batches are exactly the batches that
 // follow the saved ones in the run that saved st; otherwise the rows that
 // no rank delivered are spread over s.WorldSize ranks (see the package
-// documentation). Everything else in s (blocks, subset, mode, window,
-// DropLast, Selection: the State's Setup) must be what the saved run used;
-// the error names the first that is not.
+// documentation). Everything else in s (seed, mode, window,
+// DropLast, Selection: the State's Setup; blocks and subset through
+// Version and Selection) must be what the saved run used; the error names
+// the first that is not, with its saved and its new value.
 //
 // Resuming in another world size or batch size than the last stage's, or
 // from a state with more than one stage, costs O(rows) time and memory.
@@ -84,7 +86,10 @@ func Resume(s Spec, st State) (*EpochPlan, error) {
 	if st.Version != s.Version {
 		return nil, base.Markf(ErrMismatch, "state of snapshot %q resumed on snapshot %q", st.Version, s.Version)
 	}
-	s.Seed, s.Epoch = st.Seed, st.Epoch
+	if err := checkSeed(s.Seed, st); err != nil {
+		return nil, err
+	}
+	s.Epoch = st.Epoch
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
@@ -97,6 +102,17 @@ func Resume(s Spec, st State) (*EpochPlan, error) {
 		return nil, err
 	}
 	return newPlan(&r, stg, prev, done), nil
+}
+
+// checkSeed reports, wrapping ErrMismatch, a seed that is not the one st
+// was saved with: a resume continues the saved run's shuffle. (The epoch
+// is not an input here but where st is, like its stages: a state taken at
+// an epoch's end is the next epoch's start.)
+func checkSeed(seed uint64, st State) error {
+	if st.Seed != seed {
+		return base.Markf(ErrMismatch, "the state was saved with seed %d, resumed with seed %d", st.Seed, seed)
+	}
+	return nil
 }
 
 // replay rebuilds the stage that follows stages under r's world size and

@@ -181,7 +181,7 @@ func TestResumeErrors(t *testing.T) {
 
 // TestResumeSetup: a state records everything the order depends on but the
 // world size and batch size, and a resume that changes any of it is refused
-// with a message naming what differs.
+// with a message naming what differs (the seed too: issue 35 item 8).
 func TestResumeSetup(t *testing.T) {
 	s := order.Spec{Blocks: blocks(300, 30), Version: "v", Selection: "sel-a", Subset: []int64{5, 1, 9, 200},
 		Mode: order.ModeBlock, WindowRows: 60, Seed: 3, BatchSize: 2}
@@ -199,6 +199,8 @@ func TestResumeSetup(t *testing.T) {
 		edit func(*order.Spec)
 		msg  string
 	}{
+		{"seed", func(s *order.Spec) { s.Seed = 4 }, "saved with seed 3, resumed with seed 4"},
+		{"version", func(s *order.Spec) { s.Version = "w" }, `state of snapshot "v" resumed on snapshot "w"`},
 		{"mode", func(s *order.Spec) { s.Mode = order.ModeFull }, "shuffle mode block, resumed with full"},
 		{"default mode", func(s *order.Spec) { s.Mode = "" }, "shuffle mode block, resumed with none"},
 		{"window", func(s *order.Spec) { s.WindowRows = 90 }, "window_rows 60, resumed with 90"},

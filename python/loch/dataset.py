@@ -976,10 +976,30 @@ class Dataset:
 
             >>> sel = ds.query("SELECT image, label WHERE label = 'cat' ORDER BY random()", seed=1)  # doctest: +SKIP
             >>> loader = sel.pytorch(batch_size=64)                                               # doctest: +SKIP
+
+        A selection is rows of the dataset: a query whose rows are groups
+        (``count(*)``, ``GROUP BY``) raises :class:`loch.InvalidArgument`;
+        :meth:`sql` returns such a result as a table. The query reaches the
+        store with the handle's ``storage_options``.
         """
         from .query import query
 
         return query(self, _open_version, sql, seed)
+
+    def sql(self, sql: str, seed: int | None = None) -> Any:
+        """Runs SQL (DuckDB's dialect; docs/query.md) over this handle's
+        version, the table ``ds``, and returns its result as a
+        ``pyarrow.Table`` (needs pyarrow), whatever it computes::
+
+            >>> ds.sql("SELECT label, count(*) AS n FROM ds GROUP BY label ORDER BY label").to_pylist()  # doctest: +SKIP
+            [{'label': 'cat', 'n': 5}, {'label': 'dog', 'n': 5}]
+
+        ``seed`` seeds ``random()``. It runs in the ``loch`` command, with
+        the handle's ``storage_options``, and only reads (docs/query.md).
+        """
+        from .query import table
+
+        return table(self, sql, seed)
 
     def selection(self, name: str) -> Selection:
         """The saved selection ``name`` (:meth:`loch.Selection.save`, ``loch

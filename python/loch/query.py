@@ -46,6 +46,7 @@ class Dataset(Protocol):
 
     url: str
     version: str
+    _storage_options: dict[str, str] | None
 
     def positions(self, row_ids: Any) -> np.ndarray: ...
     def save_selection(self, name: str, selection: Selection) -> None: ...
@@ -82,14 +83,21 @@ def cli() -> str:
 _STOP_GRACE = 0.5
 
 
-def _run(args: Sequence[str]) -> str:
+def _run(args: Sequence[str], ds: Dataset | None = None) -> str:
     """Runs the loch command and returns its standard output; a failure
-    raises the error class its one-line message names. Ctrl-C (a
+    raises the error class its one-line message names. The dataset ``ds``
+    the command opens is reached with its own ``storage_options``, passed
+    in the environment (``LOCH_STORAGE_OPTIONS``, docs/cli.md), never as
+    arguments, which anyone may read in the process list. Ctrl-C (a
     KeyboardInterrupt while it runs) stops the command, with SIGTERM (on
     which it cancels its work and exits, having written nothing) and after
     :data:`_STOP_GRACE` seconds SIGKILL, waits for it to end and goes on,
     within a second."""
-    with subprocess.Popen([cli(), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
+    env = None
+    options = None if ds is None else ds._storage_options
+    if options:
+        env = dict(os.environ, LOCH_STORAGE_OPTIONS=json.dumps(options))
+    with subprocess.Popen([cli(), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env) as proc:
         try:
             stdout, stderr = proc.communicate()
         except BaseException:
@@ -293,26 +301,31 @@ class Selection:
         query run again over the selection's version. For a selection of a
         catalog table, that table is read at the selection's version and
         the other tables the query names at their heads."""
-        try:
-            import pyarrow.parquet as pq
-        except ImportError as e:
-            raise Error("Selection.to_arrow needs pyarrow (pip install pyarrow)") from e
         if self._sliced:
             raise InvalidArgument("Selection.to_arrow: a slice of a selection is not the result of its SQL: convert the whole selection")
-        with tempfile.TemporaryDirectory(prefix="loch-query-") as tmp:
-            out = os.path.join(tmp, "result.parquet")
-            if self.table is not None and self.root is not None:
-                args = ["sql", self.root, self.sql, "--pin", f"{self.table}={self.version}", "--format", "parquet", "--out", out]
-            else:
-                args = ["query", _url(self.dataset), self.sql, "--ref", self.version, "--format", "parquet", "--out", out]
-            if self.seed is not None:
-                args += ["--seed", str(self.seed)]
-            _run(args)
-            return pq.read_table(out)
+        if self.table is not None and self.root is not None:
+            return _table(["sql", self.root, self.sql, "--pin", f"{self.table}={self.version}"], self.seed, None)
+        return _table(["query", _url(self.dataset), self.sql, "--ref", self.version], self.seed, self.dataset)
 
     def to_pandas(self) -> Any:
         """The query's result as a ``pandas.DataFrame`` (needs pyarrow and pandas)."""
         return self.to_arrow().to_pandas()
+
+
+def _table(args: list[str], seed: int | None, ds: Dataset | None) -> Any:
+    """The result of the loch command ``args`` (loch query or loch sql
+    over a version) as a ``pyarrow.Table``, through a Parquet file."""
+    try:
+        import pyarrow.parquet as pq
+    except ImportError as e:
+        raise Error("a query's result as a table needs pyarrow (pip install pyarrow)") from e
+    with tempfile.TemporaryDirectory(prefix="loch-query-") as tmp:
+        out = os.path.join(tmp, "result.parquet")
+        args = [*args, "--format", "parquet", "--out", out]
+        if seed is not None:
+            args += ["--seed", str(int(seed))]
+        _run(args, ds)
+        return pq.read_table(out)
 
 
 def query(ds: Dataset, opener: Opener, sql: str, seed: int | None = None) -> Selection:
@@ -320,7 +333,13 @@ def query(ds: Dataset, opener: Opener, sql: str, seed: int | None = None) -> Sel
     args = ["query", _url(ds), sql, "--ref", ds.version, "--format", "selection"]
     if seed is not None:
         args += ["--seed", str(int(seed))]
-    return Selection(ds, json.loads(_run(args)), opener)
+    return Selection(ds, json.loads(_run(args, ds)), opener)
+
+
+def table(ds: Dataset, sql: str, seed: int | None = None) -> Any:
+    """Runs ``sql`` over the handle's version and returns its result (see
+    :meth:`loch.Dataset.sql`)."""
+    return _table(["query", _url(ds), sql, "--ref", ds.version], seed, ds)
 
 
 def catalog_query(

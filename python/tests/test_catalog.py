@@ -131,3 +131,21 @@ def test_connect_twice_shares_the_catalog() -> None:
     a.create_table("one", SCHEMA).close()
     assert [t.name for t in b.tables()] == ["one"]
     assert repr(b) == "<loch.Catalog mem://catalog-shared>"
+
+
+def test_connect_refuses_a_dataset_folder(tmp_path: Path) -> None:
+    """connect() on a dataset's folder is refused and writes nothing there
+    (it wrote _catalog/, and loch serve then showed an empty catalog
+    instead of the dataset); a dataset is not made in a catalog's root."""
+    ds = loch.create(str(tmp_path / "ds"), schema={"n": loch.Tensor("int64", shape=())})
+    ds.extend({"n": np.arange(3)})
+    ds.commit("rows")
+    with pytest.raises(loch.InvalidArgument, match="a catalog cannot share a dataset's folder"):
+        loch.connect(str(tmp_path / "ds"))
+    assert not (tmp_path / "ds" / "_catalog").exists()
+    assert len(loch.open(str(tmp_path / "ds"))) == 3
+    loch.connect(str(tmp_path / "lake")).close()
+    with pytest.raises(loch.InvalidArgument, match="a dataset cannot share a catalog's folder"):
+        loch.create(str(tmp_path / "lake"), schema={"n": loch.Tensor("int64", shape=())})
+    with pytest.raises(loch.InvalidArgument, match="inside the folder tables/"):
+        loch.create(str(tmp_path / "lake" / "tables" / "t"), schema={"n": loch.Tensor("int64", shape=())})

@@ -316,3 +316,25 @@ def test_state_before_the_first_batch_pins_the_version(tmp_path: Any) -> None:
     other.load_state_dict(state)
     with pytest.raises(loch.InvalidArgument, match="shuffle mode block, resumed with full"):
         next(iter(other))
+
+
+def test_resume_with_another_seed_is_refused(tmp_path: Any) -> None:
+    """A state saved with seed 3 resumed by a loader built with seed 4 is
+    refused, naming both seeds (it silently went on with seed 3's order),
+    and the same state still resumes a seed-3 loader."""
+    ds = loch.create(str(tmp_path / "seeds"), schema={"n": loch.Tensor("int64", shape=())})
+    ds.extend({"n": np.arange(40)})
+    ds.commit("rows")
+    loader = ds.numpy(batch_size=4, shuffle="full", seed=3)
+    it = iter(loader)
+    first = next(it)["n"].tolist()
+    state = loader.state_dict()
+    rest = [b["n"].tolist() for b in it]
+    other = ds.numpy(batch_size=4, shuffle="full", seed=4)
+    other.load_state_dict(state)
+    with pytest.raises(loch.InvalidArgument, match="saved with seed 3, resumed with seed 4"):
+        next(iter(other))
+    same = ds.numpy(batch_size=4, shuffle="full", seed=3)
+    same.load_state_dict(state)
+    assert [b["n"].tolist() for b in same] == rest
+    assert sorted(first + [n for b in rest for n in b]) == list(range(40))

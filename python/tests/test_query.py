@@ -93,6 +93,20 @@ def test_query_errors(rows_ds: loch.Dataset) -> None:
         mem.query("SELECT y FROM ds")
 
 
+def test_query_of_groups_points_to_sql(rows_ds: loch.Dataset) -> None:
+    """ds.query with an aggregate says that a selection is rows and where
+    the result is had (it failed with DuckDB's `column "_rowid" must
+    appear in the GROUP BY clause`); ds.sql returns it as a table."""
+    with pytest.raises(loch.InvalidArgument, match=r"a selection is rows of the dataset, and the aggregate count\(\*\) .*ds\.sql"):
+        rows_ds.query("SELECT count(*) FROM ds")
+    with pytest.raises(loch.InvalidArgument, match="a selection is rows of the dataset, and GROUP BY"):
+        rows_ds.query("SELECT y % 3 AS r, count(*) FROM ds GROUP BY r")
+    got = rows_ds.sql("SELECT y % 3 AS r, count(*) AS n FROM ds GROUP BY r ORDER BY r").to_pylist()
+    want = Counter(int(y) % 3 for y in rows_ds["y"][:])
+    assert got == [{"r": r, "n": want[r]} for r in sorted(want)]
+    assert rows_ds.sql("SELECT count(*) AS n FROM ds").to_pylist() == [{"n": ROWS}]
+
+
 DDP = """
     import json, sys
     import torch.distributed as dist

@@ -87,6 +87,51 @@ def test_two_accounts_in_one_process(tmp_path: Path, start_minio: Any) -> None:
     assert SECRET_A not in shown and SECRET_B not in shown
 
 
+QUERY = """
+    import json, sys
+    import numpy as np
+    import loch
+
+    opts = json.loads(sys.argv[1])
+    ds = loch.create("s3://qbucket/ds", schema={"n": loch.Tensor("int64", shape=())}, storage_options=opts)
+    ds.extend({"n": np.arange(10)}); ds.commit("ten")
+    sel = ds.query("SELECT n FROM ds WHERE n % 2 = 0 ORDER BY n DESC")
+    out = {
+        "rows": sel.row_ids.tolist(),
+        "loaded": [x for b in sel.numpy(batch_size=8) for x in b["n"].tolist()],
+        "arrow": sel.to_arrow().column("n").to_pylist(),
+        "sql": ds.sql("SELECT count(*) AS c, sum(n) AS s FROM ds").to_pylist(),
+    }
+    try:
+        loch.open("s3://qbucket/ds").query("SELECT n FROM ds")
+        out["without"] = "ran"
+    except loch.Error as e:
+        out["without"] = type(e).__name__ + ": " + str(e)
+    print(json.dumps(out))
+"""
+
+
+@pytest.mark.slow
+def test_query_uses_the_datasets_storage_options(tmp_path: Path, start_minio: Any) -> None:
+    """ds.query, Selection.to_arrow and ds.sql run in the loch command with
+    the dataset's own storage_options, no AWS_* variable set (ds.query ran
+    it without them: "no AWS region")."""
+    server = start_minio("queryaccess", SECRET_A)
+    server.create_bucket("qbucket")
+    opts = {"endpoint": server.endpoint, "region": "us-east-1", "access_key_id": "queryaccess", "secret_access_key": SECRET_A}
+    script = tmp_path / "query.py"
+    script.write_text(textwrap.dedent(QUERY))
+    proc = subprocess.run([sys.executable, str(script), json.dumps(opts)], capture_output=True, text=True,
+                          timeout=120, env=clean_env(tmp_path))  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["rows"] == [8, 6, 4, 2, 0]
+    assert out["loaded"] == [8, 6, 4, 2, 0] and out["arrow"] == [8, 6, 4, 2, 0]
+    assert out["sql"] == [{"c": 10, "s": 45}]
+    assert out["without"] != "ran", "without the options the store is not reached"
+    assert SECRET_A not in proc.stdout + proc.stderr
+
+
 def test_unknown_option_names_the_option_not_the_value() -> None:
     with pytest.raises(loch.InvalidArgument, match='unknown option "secret_key"') as e:
         loch.create("mem://so-unknown", schema={"n": loch.Text()}, storage_options={"secret_key": SECRET_A})
