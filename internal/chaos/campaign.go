@@ -241,6 +241,32 @@ func exitCode(err error) int {
 	}
 }
 
+// runWhile runs the CLI with args and env added, within writeTimeout, and
+// calls during once it has started, with its process and a channel closed
+// when it has ended; it returns when both have.
+func (c *campaign) runWhile(env, args []string, during func(p *os.Process, ended <-chan struct{})) proc {
+	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
+	defer cancel()
+	cmd := c.command(ctx, env, args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	t0 := time.Now()
+	if err := cmd.Start(); err != nil {
+		return proc{args: cmd.Args, code: -1, stderr: err.Error()}
+	}
+	ended, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		during(cmd.Process, ended)
+	}()
+	err := cmd.Wait()
+	elapsed := time.Since(t0)
+	close(ended)
+	<-done
+	return proc{args: cmd.Args, code: exitCode(err), stdout: stdout.String(), stderr: stderr.String(),
+		timedOut: ctx.Err() != nil, elapsed: elapsed}
+}
+
 // lochEnv runs the CLI with env added, within limit.
 func (c *campaign) lochEnv(limit time.Duration, env []string, args ...string) proc {
 	ctx, cancel := context.WithTimeout(context.Background(), limit)

@@ -1,7 +1,6 @@
 package chaos
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -173,28 +172,17 @@ func (c *campaign) crash(r *rand.Rand, op *crashOp) {
 	c.check(os.RemoveAll(op.work))
 }
 
-// killAfter starts the CLI with args and kills it (SIGKILL) after delay
+// killAfter runs the CLI with args and kills it (SIGKILL) after delay
 // unless it has ended by then; killed says whether it was killed.
 func (c *campaign) killAfter(delay time.Duration, args []string) (p proc, killed bool) {
-	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
-	defer cancel()
-	cmd := c.command(ctx, nil, args...)
-	var stdout, stderr strings.Builder
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	t0 := time.Now()
-	if err := cmd.Start(); err != nil {
-		return proc{args: cmd.Args, code: -1, stderr: err.Error()}, false
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	var err error
-	select {
-	case err = <-done:
-	case <-time.After(delay):
-		killed = cmd.Process.Kill() == nil
-		err = <-done
-	}
-	return proc{args: cmd.Args, code: exitCode(err), stdout: stdout.String(), stderr: stderr.String(), elapsed: time.Since(t0)}, killed
+	p = c.runWhile(nil, args, func(cmd *os.Process, ended <-chan struct{}) {
+		select {
+		case <-ended:
+		case <-time.After(delay):
+			killed = cmd.Kill() == nil
+		}
+	})
+	return p, killed
 }
 
 // afterCrash checks what a killed (or finished) command left; state says

@@ -1,7 +1,6 @@
 package chaos
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -74,14 +73,13 @@ func (c *campaign) outages(r *rand.Rand) {
 			c.must(env, "ingest", "jsonl", more, u, "--append", "--stage-only", "--out", desc(u), "-q")
 		}
 	}
+	// exec runs op on the dataset at u, and onStart as it starts.
 	exec := func(op outageOp, u string, extra []string, onStart func()) proc {
 		if op.args == nil {
-			if onStart != nil {
-				go onStart()
-			}
+			go onStart()
 			return c.digest(append(env, extra...), u)
 		}
-		return c.startThen(append(env, extra...), op.args(u), onStart)
+		return c.runWhile(append(env, extra...), op.args(u), func(*os.Process, <-chan struct{}) { onStart() })
 	}
 	rounds := max(1, c.cfg.N/4)
 	for k, op := range ops {
@@ -90,7 +88,7 @@ func (c *campaign) outages(r *rand.Rand) {
 		u := url(fmt.Sprintf("calibrate-%d", k))
 		prepare(op, u)
 		pre := c.digest(env, u)
-		cal := exec(op, u, nil, nil)
+		cal := exec(op, u, nil, func() {})
 		if cal.code != 0 || pre.code != 0 {
 			c.fatalf("outage %s without an outage:\n%s\n%s", op.name, cal, pre)
 		}
@@ -119,6 +117,7 @@ func (c *campaign) outages(r *rand.Rand) {
 			}
 			scenario := fmt.Sprintf("MinIO stopped %s for %v (then restarted), retry budget %s", when, outage.Round(time.Millisecond), budget)
 			stopped := make(chan time.Time, 1)
+			start := time.Now()
 			p := exec(op, u, extra, func() {
 				if !early {
 					time.Sleep(delay)
@@ -129,7 +128,7 @@ func (c *campaign) outages(r *rand.Rand) {
 				m.Start(c.t)
 				stopped <- t
 			})
-			ended := time.Now()
+			ended := start.Add(p.elapsed)
 			met := "met the outage"
 			if at := <-stopped; !early && ended.Before(at) {
 				met = "ended before the outage"
@@ -139,28 +138,6 @@ func (c *campaign) outages(r *rand.Rand) {
 			c.logf("outage %s %d/%d: %s: %s, exit %d: %s", op.name, round+1, rounds, scenario, met, p.code, o)
 		}
 	}
-}
-
-// startThen runs the CLI with args and calls during in a goroutine once it
-// has started; it returns when the command has ended.
-func (c *campaign) startThen(env []string, args []string, during func()) proc {
-	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
-	defer cancel()
-	cmd := c.command(ctx, env, args...)
-	var stdout, stderr strings.Builder
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	t0 := time.Now()
-	err := cmd.Start()
-	if err == nil {
-		if during != nil {
-			go during()
-		}
-		err = cmd.Wait()
-	} else if during != nil {
-		during()
-	}
-	return proc{args: cmd.Args, code: exitCode(err), stdout: stdout.String(), stderr: stderr.String(),
-		timedOut: ctx.Err() != nil, elapsed: time.Since(t0)}
 }
 
 // afterOutage classifies a command run through an outage and checks the

@@ -32,11 +32,11 @@ func TestClearDamage(t *testing.T) {
 	const key = "tables/t-1/chunks/3d/3d0f9a1b2c3d4e5f60718293a4b5c6d7"
 	for msg, want := range map[string]bool{
 		"loch: read chunks/3d/3d0f9a1b2c3d4e5f60718293a4b5c6d7: short read": true, // names it
-		"loch: fragment 2: checksum 5, want 6":                               true,
-		"loch: open ./t: read _loch/dataset: corrupt metadata":               true,
-		"loch: no version 12ab: not found":                                   true,
-		"loch: read extensions/e969: context canceled":                       false,
-		"loch: something went wrong":                                         false,
+		"loch: fragment 2: checksum 5, want 6":                              true,
+		"loch: open ./t: read _loch/dataset: corrupt metadata":              true,
+		"loch: no version 12ab: not found":                                  true,
+		"loch: read extensions/e969: context canceled":                      false,
+		"loch: something went wrong":                                        false,
 	} {
 		require.Equal(t, want, clearDamage(msg, []string{key}), msg)
 	}
