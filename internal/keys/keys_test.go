@@ -92,6 +92,8 @@ func FuzzParse(f *testing.F) {
 			require.Equal(t, key, MakeLease(got))
 		case Expired:
 			require.Equal(t, key, MakeExpired(got))
+		case Index: // the id is <commit id>/<uid>.<metric>
+			require.Equal(t, key, Make(k, got))
 		default:
 			require.True(t, ValidID(got))
 			require.Equal(t, key, Make(k, got))
