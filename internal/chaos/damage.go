@@ -344,19 +344,26 @@ func (c *campaign) damages(r *rand.Rand) {
 	c.check(copyDir(work, template))
 	rows := []int{0, l.rows / 3, l.rows - 1} // the rows show and the viewer read
 	readers := c.readers(l)
+	// truthOf names the truth of a reader of a row; a reader of no row
+	// has one.
+	truthOf := func(rd reader, row int) string {
+		if !rd.perRow {
+			row = rows[0]
+		}
+		return fmt.Sprintf("%s@%d", rd.name, row)
+	}
 	c.logf("damage: reading the undamaged catalog (the truth), twice")
 	truth := map[string]reading{}
 	for _, rd := range readers {
 		for _, row := range rows {
-			key := fmt.Sprintf("%s@%d", rd.name, row)
+			if _, done := truth[truthOf(rd, row)]; done {
+				continue
+			}
 			a, b := rd.read(row), rd.read(row)
 			if a.failed || len(a.parts) == 0 || !maps.Equal(a.parts, b.parts) {
 				c.fatalf("damage: reader %s on the undamaged catalog fails or is not deterministic:\n%s\n%s", rd.name, a.detail, b.detail)
 			}
-			truth[key] = a
-			if !rd.perRow {
-				break
-			}
+			truth[truthOf(rd, row)] = a
 		}
 	}
 	kinds := c.kinds(l)
@@ -375,12 +382,8 @@ func (c *campaign) damages(r *rand.Rand) {
 				row := rows[r.IntN(len(rows))]
 				var summary []string
 				for _, rd := range readers {
-					t := truth[rd.name+"@0"]
-					if rd.perRow {
-						t = truth[fmt.Sprintf("%s@%d", rd.name, row)]
-					}
 					got := rd.read(row)
-					o, why := classify(got, t, d, rd.mustReport(d))
+					o, why := classify(got, truth[truthOf(rd, row)], d, rd.mustReport(d))
 					scenario := fmt.Sprintf("%s: %s: %s", k.name, m.name, d.what)
 					if rd.perRow {
 						scenario += fmt.Sprintf(" (row %d)", row)
