@@ -311,9 +311,9 @@ $(VENV)/.loch-bench-deps: python/requirements-bench.txt | $(VENV)/bin/python
 # stopped and restarted under reads and writes, every object kind of a
 # dataset and a catalog damaged and read by every reader, and every fuzz
 # target; it prints a table and fails on any panic, hang, wrong read or
-# lost commit. The short form (these defaults) takes about 20 minutes on 2
-# cores; the nightly form is `make chaos CHAOS_N=80 FUZZTIME=10m` (about 5
-# hours: 23 fuzz targets). CHAOS_SEED=S replays a run's choices,
+# lost commit. The short form (these defaults) takes 15 to 20 minutes on 2
+# cores; the nightly form is `make chaos CHAOS_N=80 FUZZTIME=10m` (about 4.5
+# hours: 24 fuzz targets). CHAOS_SEED=S replays a run's choices,
 # CHAOS_FAMILIES=crash,outage,damage,fuzz picks families, CHAOS_OUT=FILE
 # writes the table there.
 CHAOS_N  ?= 12
