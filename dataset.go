@@ -58,6 +58,25 @@ func WithRef(ref string) Option { return func(o *options) { o.ref = ref } }
 // branch by default main) named at time t.
 func WithAsOf(t time.Time) Option { return func(o *options) { o.asOf = t } }
 
+// ParseTime reads a time as every interface takes it for WithAsOf (the
+// CLI's --as-of, SQL's as_of, the C ABI's and so Python's as_of): RFC 3339
+// ("2024-05-01T12:00:00Z", "2024-05-01T14:00:00.5+02:00"), a date and
+// time in UTC ("2024-05-01 12:00:00", as loch log prints it, or with a
+// "T"), or a date, which is 00:00 UTC of that day ("2024-05-01"). Anything
+// else is an ErrInvalidArgument naming the forms.
+func ParseTime(s string) (time.Time, error) {
+	for _, layout := range timeLayouts {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("%q is not a time: want RFC 3339 (2024-05-01T12:00:00Z), '2024-05-01 12:00:00' (UTC) or a date (2024-05-01, 00:00 UTC): %w", s, ErrInvalidArgument)
+}
+
+// timeLayouts are the forms ParseTime accepts; those without a zone are
+// UTC.
+var timeLayouts = []string{time.RFC3339Nano, time.DateTime, "2006-01-02T15:04:05", time.DateOnly}
+
 // WithParallelism bounds the goroutines that encode chunks and images
 // (default GOMAXPROCS; at most MaxParallelism).
 func WithParallelism(n int) Option { return func(o *options) { o.parallelism = n } }

@@ -711,3 +711,29 @@ func TestRefNamedLikeAVersionPrefix(t *testing.T) {
 	require.Equal(t, v1, id, "more digits name the version")
 	require.Empty(t, warned)
 }
+
+// TestParseTime pins the one rule of as_of times that the CLI, SQL, the C
+// ABI and Python share: RFC 3339, a date and time in UTC, or a date at
+// 00:00 UTC.
+func TestParseTime(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want time.Time
+	}{
+		{"2024-05-01T12:00:00Z", time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)},
+		{"2024-05-01T14:00:00.5+02:00", time.Date(2024, 5, 1, 12, 0, 0, 5e8, time.UTC)},
+		{"2024-05-01 12:00:00", time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)},
+		{"2024-05-01 12:00:00.25", time.Date(2024, 5, 1, 12, 0, 0, 25e7, time.UTC)},
+		{"2024-05-01T12:00:00", time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)},
+		{"2024-05-01", time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)},
+	} {
+		got, err := ParseTime(tc.in)
+		require.NoError(t, err, tc.in)
+		require.True(t, tc.want.Equal(got), "%s: got %s, want %s", tc.in, got, tc.want)
+	}
+	for _, bad := range []string{"", "yesterday", "2024-05-01T12:00", "05/01/2024", "2024-05-01 12:00:00+02:00", "2024-13-01"} {
+		_, err := ParseTime(bad)
+		require.ErrorIs(t, err, ErrInvalidArgument, "%q", bad)
+		require.ErrorContains(t, err, "is not a time", "%q", bad)
+	}
+}

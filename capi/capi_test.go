@@ -183,9 +183,14 @@ func TestOpenOptions(t *testing.T) {
 	opts, err := o.options()
 	require.NoError(t, err)
 	require.Len(t, opts, 2)
-	for _, bad := range []string{"yesterday", "2024-05-01", "2024-05-01 12:00:00"} {
+	for _, good := range []string{"2024-05-01", "2024-05-01 12:00:00"} { // as the CLI and SQL read them (loch.ParseTime)
+		_, err := openOptions{AsOf: good}.options()
+		require.NoError(t, err, "as_of %q", good)
+	}
+	for _, bad := range []string{"yesterday", "2024-05-01T12:00", "05/01/2024"} {
 		_, err := openOptions{AsOf: bad}.options()
 		require.ErrorIs(t, err, loch.ErrInvalidArgument, "as_of %q", bad)
+		require.ErrorContains(t, err, "as_of: ")
 	}
 	require.ErrorIs(t, decodeStrict("dataset options", `{"branch": "dev"}`, &o), loch.ErrInvalidArgument)
 

@@ -10,6 +10,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"sync"
 	"time"
@@ -41,7 +42,7 @@ type dataset struct {
 type openOptions struct {
 	Version     string `json:"version"`
 	Ref         string `json:"ref"`
-	AsOf        string `json:"as_of"` // RFC 3339
+	AsOf        string `json:"as_of"` // loch.ParseTime
 	Parallelism int    `json:"parallelism"`
 	Author      string `json:"author"`
 	CacheBytes  *int64 `json:"cache_bytes"`
@@ -112,9 +113,9 @@ func (o openOptions) options() ([]loch.Option, error) {
 		out = append(out, loch.WithRef(o.Ref))
 	}
 	if o.AsOf != "" {
-		t, err := parseAsOf(o.AsOf)
+		t, err := loch.ParseTime(o.AsOf)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("as_of: %w", err)
 		}
 		out = append(out, loch.WithAsOf(t))
 	}
@@ -232,8 +233,9 @@ func loch_dataset_create(url, schemaText, options *C.char, out *C.uintptr_t, err
 // loch_dataset_open opens the dataset at url and stores its handle in *out.
 // options is JSON or NULL: {"ref": a branch (the handle writes there; default
 // main), a tag, a version id or a unique prefix of one (read-only);
-// "version": a version id (read-only; not with ref); "as_of": an RFC 3339
-// time: the version ref (default main) named then (read-only);
+// "version": a version id (read-only; not with ref); "as_of": a time as
+// loch.ParseTime reads it: the version ref (default main) named then
+// (read-only);
 // "parallelism": n, "author": s, "cache_bytes": n, "links": the link policy
 // of loch_dataset_fetch, {"schemes": [...], "hosts": [...], "allow": [...], "local_roots": [...],
 // "max_bytes": n, "timeout_seconds": s, "max_attempts": n} (see

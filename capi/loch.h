@@ -217,8 +217,9 @@ int64_t loch_max_decode_bytes(void);
  *
  *   loch_dataset_open(url, options, out, err): options JSON may hold
  *       "ref" (a branch: writable; anything else: read-only), "version"
- *       (a version id, read-only; not with "ref") and "as_of" (an RFC 3339
- *       time: the version "ref", default main, named then; read-only).
+ *       (a version id, read-only; not with "ref") and "as_of" (RFC 3339,
+ *       'YYYY-MM-DD HH:MM:SS' in UTC or YYYY-MM-DD, 00:00 UTC: the version
+ *       "ref", default main, named then; read-only).
  *       It and loch_dataset_create's options may hold "storage_options":
  *       {"endpoint", "region", "access_key_id", "secret_access_key",
  *       "session_token"} (strings; also the "aws_"-prefixed names), the

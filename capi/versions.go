@@ -28,15 +28,6 @@ func setJSON(out **C.char, v any) error {
 	return setString(out, string(b))
 }
 
-// parseAsOf parses the "as_of" open option: an RFC 3339 time.
-func parseAsOf(s string) (time.Time, error) {
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
-		return time.Time{}, invalidf("as_of %q: want an RFC 3339 time such as 2024-05-01T12:00:00Z", s)
-	}
-	return t, nil
-}
-
 // loch_dataset_create_branch makes a branch named name at the version that
 // from names (a branch, tag, version id or unique prefix; NULL or "" for the
 // handle's version) and stores that version's id in *out. A branch or tag

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/duckdb/duckdb-go/v2"
 
@@ -307,9 +306,9 @@ func (e *Engine) scan(url, ref, asOf string) (*loch.Scan, error) {
 			opts = append(opts, loch.WithRef(ref))
 		}
 		if asOf != "" {
-			t, err := parseTime(asOf)
+			t, err := loch.ParseTime(asOf)
 			if err != nil {
-				return nil, err
+				return nil, fmt.Errorf("as_of: %w", err)
 			}
 			opts = append(opts, loch.WithAsOf(t))
 		}
@@ -329,16 +328,6 @@ func (e *Engine) scan(url, ref, asOf string) (*loch.Scan, error) {
 	}
 	e.opened[key] = sc
 	return sc, nil
-}
-
-// parseTime reads an as_of time: RFC 3339, or a date and time in UTC.
-func parseTime(s string) (time.Time, error) {
-	for _, layout := range []string{time.RFC3339Nano, "2006-01-02 15:04:05", "2006-01-02T15:04:05", "2006-01-02"} {
-		if t, err := time.Parse(layout, s); err == nil {
-			return t, nil
-		}
-	}
-	return time.Time{}, fmt.Errorf("as_of %q: want an RFC 3339 time such as 2026-11-01T12:00:00Z: %w", s, loch.ErrInvalidArgument)
 }
 
 var identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)

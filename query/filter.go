@@ -9,7 +9,6 @@ import (
 	"slices"
 
 	"github.com/lochdata/loch"
-	"github.com/lochdata/loch/internal/half"
 	"github.com/lochdata/loch/schema"
 )
 
@@ -292,7 +291,7 @@ func enumIndex(d schema.DType, b []byte, null bool) (int, bool) {
 	if null || len(b) != d.Size() || len(b) == 0 {
 		return 0, false
 	}
-	return asIndex(element(d, b, 0))
+	return asIndex(d.Value(b, 0))
 }
 
 // Slack of a numeric bound: DuckDB may compare a column with a constant
@@ -339,7 +338,7 @@ func (t *numTest) keep(b []byte, null bool) bool {
 	if len(b) != t.d.Size() {
 		return true // not a scalar: DuckDB's conversion reports it
 	}
-	return t.keepValue(numValue(t.d, b))
+	return t.keepValue(t.d.Float64(b, 0))
 }
 
 // run judges len(rows) values stored one after another in data, appending
@@ -371,9 +370,8 @@ func (t *numTest) run(data []byte, rows, out []int32) []int32 {
 			}
 		}
 	default:
-		size := t.d.Size()
 		for j, li := range rows {
-			if t.keepValue(numValue(t.d, data[j*size:])) {
+			if t.keepValue(t.d.Float64(data, j)) {
 				out = append(out, li)
 			}
 		}
@@ -433,41 +431,4 @@ func numPred(p pred, c column) (*numTest, error) {
 		return nil, fmt.Errorf("op %q on a numeric column", p.Op)
 	}
 	return t, nil
-}
-
-// numValue is a scalar's value as a float64 (rounded for integers beyond
-// 2^53 in magnitude, which the slack covers).
-func numValue(d schema.DType, b []byte) float64 {
-	switch d {
-	case schema.Int8:
-		return float64(int8(b[0]))
-	case schema.Uint8:
-		return float64(b[0])
-	case schema.Int16:
-		return float64(int16(binary.LittleEndian.Uint16(b)))
-	case schema.Uint16:
-		return float64(binary.LittleEndian.Uint16(b))
-	case schema.Int32:
-		return float64(int32(binary.LittleEndian.Uint32(b)))
-	case schema.Uint32:
-		return float64(binary.LittleEndian.Uint32(b))
-	case schema.Int64:
-		return float64(int64(binary.LittleEndian.Uint64(b)))
-	case schema.Uint64:
-		return float64(binary.LittleEndian.Uint64(b))
-	case schema.Float32:
-		return float64(math.Float32frombits(binary.LittleEndian.Uint32(b)))
-	case schema.Float64:
-		return math.Float64frombits(binary.LittleEndian.Uint64(b))
-	case schema.Float16:
-		return float64(half.ToFloat32(binary.LittleEndian.Uint16(b)))
-	case schema.BFloat16:
-		return float64(math.Float32frombits(uint32(binary.LittleEndian.Uint16(b)) << 16))
-	case schema.Bool:
-		if b[0] != 0 {
-			return 1
-		}
-		return 0
-	}
-	return math.NaN() // unknown: kept
 }

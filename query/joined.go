@@ -246,14 +246,9 @@ func joinedType(name string, t duckdb.TypeInfo, typeName func() string) (joinedC
 		t, it = d.Child, d.Child.InternalType()
 	}
 	// ARRAY(ARRAY(T, m), n) is n arrays of m: the outer size first.
-	dt, ok := map[duckdb.Type]schema.DType{
-		duckdb.TYPE_BOOLEAN: schema.Bool, duckdb.TYPE_TINYINT: schema.Int8, duckdb.TYPE_SMALLINT: schema.Int16,
-		duckdb.TYPE_INTEGER: schema.Int32, duckdb.TYPE_BIGINT: schema.Int64, duckdb.TYPE_UTINYINT: schema.Uint8,
-		duckdb.TYPE_USMALLINT: schema.Uint16, duckdb.TYPE_UINTEGER: schema.Uint32, duckdb.TYPE_UBIGINT: schema.Uint64,
-		duckdb.TYPE_FLOAT: schema.Float32, duckdb.TYPE_DOUBLE: schema.Float64,
-	}[it]
+	dt, ok := DTypeOf(t)
 	switch {
-	case ok:
+	case ok && !dt.Variable():
 		c.DType = dt
 	case it == duckdb.TYPE_DECIMAL:
 		c.DType = schema.Float64
@@ -263,10 +258,7 @@ func joinedType(name string, t duckdb.TypeInfo, typeName func() string) (joinedC
 			expr = "CAST(" + expr + " AS DOUBLE" + strings.Repeat("[]", len(c.Shape)) + ")"
 		}
 	case c.Shape == nil && it == duckdb.TYPE_VARCHAR:
-		c.DType = schema.Text
-		if strings.EqualFold(t.Alias(), "JSON") {
-			c.DType = schema.JSON
-		}
+		c.DType = dt // text or json
 		expr = "CAST(" + expr + " AS VARCHAR)"
 	case c.Shape == nil && it == duckdb.TYPE_ENUM:
 		c.DType = schema.Int64

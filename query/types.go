@@ -10,7 +10,6 @@ import (
 	"github.com/duckdb/duckdb-go/v2"
 
 	"github.com/lochdata/loch"
-	"github.com/lochdata/loch/internal/half"
 	"github.com/lochdata/loch/schema"
 )
 
@@ -113,45 +112,12 @@ func distinct(names []string) bool {
 	return true
 }
 
-// scalarType is the DuckDB type of one element of dtype d.
-func scalarType(d schema.DType) duckdb.Type {
-	switch d {
-	case schema.Bool:
-		return duckdb.TYPE_BOOLEAN
-	case schema.Int8:
-		return duckdb.TYPE_TINYINT
-	case schema.Int16:
-		return duckdb.TYPE_SMALLINT
-	case schema.Int32:
-		return duckdb.TYPE_INTEGER
-	case schema.Int64:
-		return duckdb.TYPE_BIGINT
-	case schema.Uint8:
-		return duckdb.TYPE_UTINYINT
-	case schema.Uint16:
-		return duckdb.TYPE_USMALLINT
-	case schema.Uint32:
-		return duckdb.TYPE_UINTEGER
-	case schema.Uint64:
-		return duckdb.TYPE_UBIGINT
-	case schema.Float16, schema.BFloat16, schema.Float32:
-		return duckdb.TYPE_FLOAT
-	case schema.Float64:
-		return duckdb.TYPE_DOUBLE
-	}
-	return duckdb.TYPE_BLOB
-}
-
 // typeInfo is the DuckDB type of a mapped column; jsonType is DuckDB's
 // JSON type (a VARCHAR with the JSON alias, which only DuckDB can make).
 func (c column) typeInfo(jsonType duckdb.TypeInfo) (duckdb.TypeInfo, error) {
 	switch c.kind {
-	case mapText:
-		return duckdb.NewTypeInfo(duckdb.TYPE_VARCHAR)
 	case mapJSON:
 		return jsonType, nil
-	case mapBlob:
-		return duckdb.NewTypeInfo(duckdb.TYPE_BLOB)
 	case mapEnum:
 		return duckdb.NewEnumInfo(c.names[0], c.names[1:]...)
 	case mapInfo:
@@ -159,7 +125,8 @@ func (c column) typeInfo(jsonType duckdb.TypeInfo) (duckdb.TypeInfo, error) {
 	case mapMedia:
 		return mediaType()
 	}
-	t, err := duckdb.NewTypeInfo(scalarType(c.col.DType))
+	el, _ := DuckType(c.col.DType)
+	t, err := duckdb.NewTypeInfo(el)
 	if err != nil {
 		return nil, err
 	}
@@ -219,16 +186,8 @@ func structOf(fields []structField) (duckdb.TypeInfo, error) {
 // sqlType names the DuckDB type for documentation and `loch query`'s
 // schema listing.
 func (c column) sqlType() string {
-	el := map[duckdb.Type]string{duckdb.TYPE_BOOLEAN: "BOOLEAN", duckdb.TYPE_TINYINT: "TINYINT", duckdb.TYPE_SMALLINT: "SMALLINT",
-		duckdb.TYPE_INTEGER: "INTEGER", duckdb.TYPE_BIGINT: "BIGINT", duckdb.TYPE_UTINYINT: "UTINYINT", duckdb.TYPE_USMALLINT: "USMALLINT",
-		duckdb.TYPE_UINTEGER: "UINTEGER", duckdb.TYPE_UBIGINT: "UBIGINT", duckdb.TYPE_FLOAT: "FLOAT", duckdb.TYPE_DOUBLE: "DOUBLE"}[scalarType(c.col.DType)]
+	_, el := DuckType(c.col.DType)
 	switch c.kind {
-	case mapText:
-		return "VARCHAR"
-	case mapJSON:
-		return "JSON"
-	case mapBlob:
-		return "BLOB"
 	case mapEnum:
 		return "ENUM"
 	case mapInfo:
@@ -274,9 +233,9 @@ func (c column) value(s loch.Sample) (any, error) {
 		if n != 1 || len(s.Shape) != 0 {
 			return nil, fmt.Errorf("column %q: sample of shape %v where a scalar was expected", c.name, s.Shape)
 		}
-		return element(d, s.Data, 0), nil
+		return d.Value(s.Data, 0), nil
 	case mapEnum:
-		v := element(d, s.Data, 0)
+		v := d.Value(s.Data, 0)
 		i, ok := asIndex(v)
 		if !ok || i >= len(c.names) {
 			return nil, nil // a label outside the class names: NULL
@@ -327,45 +286,12 @@ func asIndex(v any) (int, bool) {
 	return 0, false
 }
 
-// element decodes element i of little-endian data of dtype d.
-func element(d schema.DType, b []byte, i int) any {
-	switch d {
-	case schema.Bool:
-		return b[i] != 0
-	case schema.Int8:
-		return int8(b[i])
-	case schema.Uint8:
-		return b[i]
-	case schema.Int16:
-		return int16(binary.LittleEndian.Uint16(b[2*i:]))
-	case schema.Uint16:
-		return binary.LittleEndian.Uint16(b[2*i:])
-	case schema.Int32:
-		return int32(binary.LittleEndian.Uint32(b[4*i:]))
-	case schema.Uint32:
-		return binary.LittleEndian.Uint32(b[4*i:])
-	case schema.Int64:
-		return int64(binary.LittleEndian.Uint64(b[8*i:]))
-	case schema.Uint64:
-		return binary.LittleEndian.Uint64(b[8*i:])
-	case schema.Float32:
-		return math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
-	case schema.Float64:
-		return math.Float64frombits(binary.LittleEndian.Uint64(b[8*i:]))
-	case schema.Float16:
-		return half.ToFloat32(binary.LittleEndian.Uint16(b[2*i:]))
-	case schema.BFloat16:
-		return math.Float32frombits(uint32(binary.LittleEndian.Uint16(b[2*i:])) << 16)
-	}
-	return nil
-}
-
 // elements decodes n elements into a []any, what DuckDB's ARRAY and LIST
 // setters take.
 func elements(d schema.DType, b []byte, n int) []any {
 	out := make([]any, n)
 	for i := range out {
-		out[i] = element(d, b, i)
+		out[i] = d.Value(b, i)
 	}
 	return out
 }
@@ -428,5 +354,5 @@ func (c column) setDirect(chunk duckdb.DataChunk, ci, row int, b []byte, null bo
 	case schema.Float64:
 		return duckdb.SetChunkValue(chunk, ci, row, math.Float64frombits(binary.LittleEndian.Uint64(b)))
 	}
-	return duckdb.SetChunkValue(chunk, ci, row, element(c.col.DType, b, 0))
+	return duckdb.SetChunkValue(chunk, ci, row, c.col.DType.Value(b, 0))
 }

@@ -76,37 +76,106 @@ func (d DType) Size() int {
 	return 0
 }
 
-// FormatElem formats element i of little-endian data of numeric dtype d
-// ("?" for another dtype); data must hold it.
-func (d DType) FormatElem(data []byte, i int) string {
+// Int returns element i of little-endian data of dtype d as an int64: a
+// bool is 0 or 1 and a uint64 above math.MaxInt64 wraps to a negative
+// value. data must hold element i; a float or variable-size dtype reads 0.
+func (d DType) Int(data []byte, i int) int64 {
 	le := binary.LittleEndian
 	switch d {
 	case Bool:
-		return strconv.FormatBool(data[i] != 0)
+		if data[i] != 0 {
+			return 1
+		}
+		return 0
 	case Int8:
-		return strconv.FormatInt(int64(int8(data[i])), 10)
+		return int64(int8(data[i]))
 	case Uint8:
-		return strconv.FormatUint(uint64(data[i]), 10)
+		return int64(data[i])
 	case Int16:
-		return strconv.FormatInt(int64(int16(le.Uint16(data[2*i:]))), 10)
+		return int64(int16(le.Uint16(data[2*i:])))
 	case Uint16:
-		return strconv.FormatUint(uint64(le.Uint16(data[2*i:])), 10)
+		return int64(le.Uint16(data[2*i:]))
 	case Int32:
-		return strconv.FormatInt(int64(int32(le.Uint32(data[4*i:]))), 10)
+		return int64(int32(le.Uint32(data[4*i:])))
 	case Uint32:
-		return strconv.FormatUint(uint64(le.Uint32(data[4*i:])), 10)
-	case Int64:
-		return strconv.FormatInt(int64(le.Uint64(data[8*i:])), 10)
+		return int64(le.Uint32(data[4*i:]))
+	case Int64, Uint64:
+		return int64(le.Uint64(data[8*i:]))
+	}
+	return 0
+}
+
+// Float64 returns element i of little-endian data of dtype d as a float64
+// (exact but for integers beyond 2^53 in magnitude; a bool is 0 or 1;
+// float16 and bfloat16 through internal/half). data must hold element i; a
+// variable-size dtype reads NaN.
+func (d DType) Float64(data []byte, i int) float64 {
+	le := binary.LittleEndian
+	switch d {
 	case Uint64:
-		return strconv.FormatUint(le.Uint64(data[8*i:]), 10)
+		return float64(le.Uint64(data[8*i:]))
 	case Float16:
-		return strconv.FormatFloat(float64(half.ToFloat32(le.Uint16(data[2*i:]))), 'g', -1, 32)
+		return float64(half.ToFloat32(le.Uint16(data[2*i:])))
 	case BFloat16:
-		return strconv.FormatFloat(float64(math.Float32frombits(uint32(le.Uint16(data[2*i:]))<<16)), 'g', -1, 32)
+		return float64(half.BFloat16ToFloat32(le.Uint16(data[2*i:])))
 	case Float32:
-		return strconv.FormatFloat(float64(math.Float32frombits(le.Uint32(data[4*i:]))), 'g', -1, 32)
+		return float64(math.Float32frombits(le.Uint32(data[4*i:])))
 	case Float64:
-		return strconv.FormatFloat(math.Float64frombits(le.Uint64(data[8*i:])), 'g', -1, 64)
+		return math.Float64frombits(le.Uint64(data[8*i:]))
+	}
+	if d.Integer() || d == Bool {
+		return float64(d.Int(data, i))
+	}
+	return math.NaN()
+}
+
+// Value returns element i of little-endian data of dtype d as the Go type
+// of its dtype: bool, int8..int64, uint8..uint64, float32 (float16 and
+// bfloat16 too, widened exactly) or float64. data must hold element i; a
+// variable-size dtype reads nil.
+func (d DType) Value(data []byte, i int) any {
+	le := binary.LittleEndian
+	switch d {
+	case Bool:
+		return data[i] != 0
+	case Int8:
+		return int8(data[i])
+	case Uint8:
+		return data[i]
+	case Int16:
+		return int16(le.Uint16(data[2*i:]))
+	case Uint16:
+		return le.Uint16(data[2*i:])
+	case Int32:
+		return int32(le.Uint32(data[4*i:]))
+	case Uint32:
+		return le.Uint32(data[4*i:])
+	case Int64:
+		return int64(le.Uint64(data[8*i:]))
+	case Uint64:
+		return le.Uint64(data[8*i:])
+	case Float16, BFloat16, Float32:
+		return float32(d.Float64(data, i))
+	case Float64:
+		return d.Float64(data, i)
+	}
+	return nil
+}
+
+// FormatElem formats element i of little-endian data of numeric dtype d
+// ("?" for another dtype); data must hold it.
+func (d DType) FormatElem(data []byte, i int) string {
+	switch {
+	case d == Bool:
+		return strconv.FormatBool(data[i] != 0)
+	case d == Uint64:
+		return strconv.FormatUint(uint64(d.Int(data, i)), 10)
+	case d.Integer():
+		return strconv.FormatInt(d.Int(data, i), 10)
+	case d == Float64:
+		return strconv.FormatFloat(d.Float64(data, i), 'g', -1, 64)
+	case d.Float():
+		return strconv.FormatFloat(d.Float64(data, i), 'g', -1, 32)
 	}
 	return "?"
 }

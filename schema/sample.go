@@ -62,7 +62,7 @@ func (c *Column) CheckSample(shape []int, data []byte) error {
 	}
 	if c.Kind == ClassLabel && len(c.ClassNames) > 0 && data != nil {
 		for i := 0; i < n; i++ {
-			v := intAt(c.DType, data, i)
+			v := c.DType.Int(data, i)
 			if v < 0 || v >= int64(len(c.ClassNames)) {
 				return bad("label %d out of range [0, %d)", v, len(c.ClassNames))
 			}
@@ -96,35 +96,11 @@ func FormatShape(s []int) string {
 	return out + "]"
 }
 
-func intAt(d DType, b []byte, i int) int64 {
-	le := func(o, n int) uint64 {
-		var v uint64
-		for k := n - 1; k >= 0; k-- {
-			v = v<<8 | uint64(b[o+k])
-		}
-		return v
+// ClassName is the name of class v of a class-label column; ok is false
+// when c names no class v.
+func (c *Column) ClassName(v int64) (name string, ok bool) {
+	if v >= 0 && v < int64(len(c.ClassNames)) {
+		return c.ClassNames[v], true
 	}
-	switch d {
-	case Int8:
-		return int64(int8(b[i]))
-	case Uint8:
-		return int64(b[i])
-	case Int16:
-		return int64(int16(le(2*i, 2)))
-	case Uint16:
-		return int64(le(2*i, 2))
-	case Int32:
-		return int64(int32(le(4*i, 4)))
-	case Uint32:
-		return int64(le(4*i, 4))
-	case Int64:
-		return int64(le(8*i, 8))
-	case Uint64:
-		v := le(8*i, 8)
-		if v > 1<<62 {
-			return -1
-		}
-		return int64(v)
-	}
-	return 0
+	return "", false
 }

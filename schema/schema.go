@@ -174,7 +174,7 @@ func (s *Stats) CountLabels(c *Column, data []byte, sign int64) {
 		return
 	}
 	for i := 0; i < len(data)/c.DType.Size(); i++ {
-		v := intAt(c.DType, data, i)
+		v := c.DType.Int(data, i)
 		if v < 0 {
 			s.Classes.Other = max(s.Classes.Other+sign, 0)
 			continue

@@ -125,7 +125,7 @@ func convert(c *schema.Column, v any) (loch.Sample, error) {
 	if c.Kind == schema.ClassLabel && len(c.ClassNames) > 0 {
 		n := schema.NumElements(shape)
 		for i := range n {
-			k := intAt(c.DType, data, i)
+			k := c.DType.Int(data, i)
 			if k < 0 || k >= int64(len(c.ClassNames)) {
 				return bad(fmt.Sprintf("a class index in [0, %d)", len(c.ClassNames)))
 			}
@@ -140,26 +140,6 @@ func quoteAll(ss []string) []string {
 		out[i] = strconv.Quote(s)
 	}
 	return out
-}
-
-func intAt(d schema.DType, b []byte, i int) int64 {
-	sz := d.Size()
-	x := b[i*sz : (i+1)*sz]
-	switch d {
-	case schema.Int8:
-		return int64(int8(x[0]))
-	case schema.Uint8:
-		return int64(x[0])
-	case schema.Int16:
-		return int64(int16(binary.LittleEndian.Uint16(x)))
-	case schema.Uint16:
-		return int64(binary.LittleEndian.Uint16(x))
-	case schema.Int32:
-		return int64(int32(binary.LittleEndian.Uint32(x)))
-	case schema.Uint32:
-		return int64(binary.LittleEndian.Uint32(x))
-	}
-	return int64(binary.LittleEndian.Uint64(x))
 }
 
 // flatten appends the numbers of a value (a number, or nested LISTs or

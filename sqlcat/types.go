@@ -6,23 +6,9 @@ import (
 	"strings"
 
 	"github.com/lochdata/loch"
+	"github.com/lochdata/loch/query"
 	"github.com/lochdata/loch/schema"
 )
-
-// duckScalars maps DuckDB's scalar type names (and their aliases) to dtypes.
-var duckScalars = map[string]schema.DType{
-	"boolean": schema.Bool, "bool": schema.Bool, "logical": schema.Bool,
-	"tinyint": schema.Int8, "int1": schema.Int8,
-	"smallint": schema.Int16, "int2": schema.Int16, "short": schema.Int16,
-	"integer": schema.Int32, "int": schema.Int32, "int4": schema.Int32, "signed": schema.Int32,
-	"bigint": schema.Int64, "int8": schema.Int64, "long": schema.Int64,
-	"utinyint": schema.Uint8, "usmallint": schema.Uint16, "uinteger": schema.Uint32, "ubigint": schema.Uint64,
-	"float": schema.Float32, "real": schema.Float32, "float4": schema.Float32,
-	"double": schema.Float64, "float8": schema.Float64,
-	"varchar": schema.Text, "text": schema.Text, "string": schema.Text, "char": schema.Text, "bpchar": schema.Text,
-	"json": schema.JSON,
-	"blob": schema.Bytes, "bytea": schema.Bytes, "binary": schema.Bytes, "varbinary": schema.Bytes,
-}
 
 // refused are DuckDB types loch cannot store.
 var refused = map[string]bool{
@@ -59,7 +45,7 @@ func (p *parser) parseType(col string) (schema.Column, error) {
 	if refused[name] {
 		return c, typeError(col, "type %s is not supported (supported: %s)", strings.ToUpper(name), supported)
 	}
-	if dt, ok := duckScalars[name]; ok {
+	if dt, ok := query.DTypeNamed(name); ok {
 		if p.accept("(") { // VARCHAR(n), FLOAT(p): the arguments are not kept
 			for !p.accept(")") {
 				if p.next().kind == tokEOF {

@@ -212,7 +212,7 @@ func appendFloats(dst []float32, dt schema.DType, data []byte) []float32 {
 		}
 	case schema.BFloat16:
 		for i := 0; i+2 <= len(data); i += 2 {
-			dst = append(dst, math.Float32frombits(uint32(binary.LittleEndian.Uint16(data[i:]))<<16))
+			dst = append(dst, half.BFloat16ToFloat32(binary.LittleEndian.Uint16(data[i:])))
 		}
 	}
 	return dst

@@ -304,10 +304,10 @@ func maskClass(c *schema.Column, smp loch.Sample, y, x int) int64 {
 	}
 	base := (y*w + x) * k
 	if k == 1 {
-		return int64(elemFloat(c.DType, smp.Data, base))
+		return c.DType.Int(smp.Data, base)
 	}
 	for j := 0; j < k; j++ {
-		if elemFloat(c.DType, smp.Data, base+j) != 0 {
+		if c.DType.Int(smp.Data, base+j) != 0 {
 			return int64(j + 1)
 		}
 	}

@@ -1,7 +1,6 @@
 package viewer
 
 import (
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -9,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/lochdata/loch"
-	"github.com/lochdata/loch/internal/half"
 	"github.com/lochdata/loch/schema"
 )
 
@@ -18,38 +16,6 @@ const smallTensor = 16
 
 // maxText bounds the text a grid cell shows.
 const maxText = 400
-
-// elemFloat returns element i of little-endian data of numeric dtype d.
-func elemFloat(d schema.DType, data []byte, i int) float64 {
-	le := binary.LittleEndian
-	switch d {
-	case schema.Bool, schema.Uint8:
-		return float64(data[i])
-	case schema.Int8:
-		return float64(int8(data[i]))
-	case schema.Int16:
-		return float64(int16(le.Uint16(data[2*i:])))
-	case schema.Uint16:
-		return float64(le.Uint16(data[2*i:]))
-	case schema.Int32:
-		return float64(int32(le.Uint32(data[4*i:])))
-	case schema.Uint32:
-		return float64(le.Uint32(data[4*i:]))
-	case schema.Int64:
-		return float64(int64(le.Uint64(data[8*i:])))
-	case schema.Uint64:
-		return float64(le.Uint64(data[8*i:]))
-	case schema.Float16:
-		return float64(half.ToFloat32(le.Uint16(data[2*i:])))
-	case schema.BFloat16:
-		return float64(math.Float32frombits(uint32(le.Uint16(data[2*i:])) << 16))
-	case schema.Float32:
-		return float64(math.Float32frombits(le.Uint32(data[4*i:])))
-	case schema.Float64:
-		return math.Float64frombits(le.Uint64(data[8*i:]))
-	}
-	return math.NaN()
-}
 
 // numbers returns the elements of a decoded numeric sample; nil for a
 // variable-size dtype or data too short for its shape.
@@ -60,7 +26,7 @@ func numbers(d schema.DType, s loch.Sample) []float64 {
 	n := len(s.Data) / d.Size()
 	out := make([]float64, n)
 	for i := range out {
-		out[i] = elemFloat(d, s.Data, i)
+		out[i] = d.Float64(s.Data, i)
 	}
 	return out
 }
@@ -97,8 +63,8 @@ func tensorSummary(c *schema.Column, s loch.Sample) string {
 
 // className names class v of a class-label column.
 func className(c *schema.Column, v int64) string {
-	if v >= 0 && v < int64(len(c.ClassNames)) {
-		return c.ClassNames[v]
+	if n, ok := c.ClassName(v); ok {
+		return n
 	}
 	return strconv.FormatInt(v, 10)
 }

@@ -436,7 +436,7 @@ func sampleMember(c *schema.Column, smp loch.Sample) (member, error) {
 	case c.DType == schema.Bytes:
 		return member{"bin", nonNil(smp.Data)}, nil
 	case c.Kind == schema.ClassLabel && len(smp.Shape) == 0:
-		return member{"cls", []byte(strconv.FormatInt(elemInt(c.DType, smp.Data, 0), 10))}, nil
+		return member{"cls", []byte(strconv.FormatInt(c.DType.Int(smp.Data, 0), 10))}, nil
 	case isPNGable(c, smp.Shape):
 		data, err := imaging.Encode("png", smp.Data, smp.Shape, 0)
 		return member{"png", data}, err

@@ -372,7 +372,7 @@ func (r *refFlags) options() ([]loch.Option, error) {
 		opts = append(opts, loch.WithVersion(r.version))
 	}
 	if r.asOf != "" {
-		t, err := parseTime(r.asOf)
+		t, err := loch.ParseTime(r.asOf)
 		if err != nil {
 			return nil, usagef("--as-of: %v", err)
 		}
@@ -449,24 +449,6 @@ func openBranch(ctx context.Context, url, branch string) (*loch.Dataset, error) 
 		return nil, fmt.Errorf("%s: %q is not a branch (tags and versions are read-only): %w", d.URL(), branch, loch.ErrReadOnly)
 	}
 	return d, nil
-}
-
-// timeLayouts are the forms parseTime accepts besides RFC 3339; those
-// without a zone are UTC.
-var timeLayouts = []string{time.DateTime, "2006-01-02T15:04:05", time.DateOnly}
-
-// parseTime parses an RFC 3339 time, a UTC date and time as log prints it,
-// or a date (midnight UTC).
-func parseTime(s string) (time.Time, error) {
-	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
-		return t, nil
-	}
-	for _, layout := range timeLayouts {
-		if t, err := time.Parse(layout, s); err == nil {
-			return t, nil
-		}
-	}
-	return time.Time{}, fmt.Errorf("%q is not a time: want RFC 3339 (2024-05-01T12:00:00Z), '2024-05-01 12:00:00' (UTC) or a date (2024-05-01)", s)
 }
 
 // printJSON writes v as indented JSON, the form of every --json output.

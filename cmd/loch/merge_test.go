@@ -81,7 +81,7 @@ func TestMergeConflicts(t *testing.T) {
 	require.NoError(t, err)
 	var got []int64
 	for _, s := range samples {
-		got = append(got, elemInt(schema.Int64, s.Data, 0))
+		got = append(got, schema.Int64.Int(s.Data, 0))
 	}
 	slices.Sort(got)
 	want := make([]int64, rows)

@@ -246,8 +246,8 @@ func showColumn(ctx context.Context, d *loch.Dataset, c *schema.Column, row int6
 		out.text = fmt.Sprintf("bytes [%d]", len(smp.Data))
 	case c.Kind == schema.ClassLabel && len(smp.Shape) == 0:
 		out.text = labelString(c, smp.Data, 0)
-		out.Value = elemInt(c.DType, smp.Data, 0)
-		out.Class = className(c, elemInt(c.DType, smp.Data, 0))
+		out.Value = c.DType.Int(smp.Data, 0)
+		out.Class, _ = c.ClassName(c.DType.Int(smp.Data, 0))
 	default:
 		out.text = tensorSummary(c, smp)
 		out.Value = tensorValues(c, smp)

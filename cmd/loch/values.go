@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/binary"
 	"fmt"
 	"strconv"
 	"strings"
@@ -9,44 +8,13 @@ import (
 	"github.com/lochdata/loch/schema"
 )
 
-// elemInt returns element i of integer data of dtype d.
-func elemInt(d schema.DType, data []byte, i int) int64 {
-	le := binary.LittleEndian
-	switch d {
-	case schema.Int8:
-		return int64(int8(data[i]))
-	case schema.Uint8:
-		return int64(data[i])
-	case schema.Int16:
-		return int64(int16(le.Uint16(data[2*i:])))
-	case schema.Uint16:
-		return int64(le.Uint16(data[2*i:]))
-	case schema.Int32:
-		return int64(int32(le.Uint32(data[4*i:])))
-	case schema.Uint32:
-		return int64(le.Uint32(data[4*i:]))
-	case schema.Int64, schema.Uint64:
-		return int64(le.Uint64(data[8*i:]))
-	}
-	return 0
-}
-
 // labelString formats a class label with its class name when it has one.
 func labelString(c *schema.Column, data []byte, i int) string {
-	v := elemInt(c.DType, data, i)
-	if v >= 0 && v < int64(len(c.ClassNames)) {
-		return fmt.Sprintf("%d (%s)", v, c.ClassNames[v])
+	v := c.DType.Int(data, i)
+	if n, ok := c.ClassName(v); ok {
+		return fmt.Sprintf("%d (%s)", v, n)
 	}
 	return strconv.FormatInt(v, 10)
-}
-
-// className returns the class name of label v of column c, or "" when c
-// names no class v.
-func className(c *schema.Column, v int64) string {
-	if v >= 0 && v < int64(len(c.ClassNames)) {
-		return c.ClassNames[v]
-	}
-	return ""
 }
 
 // shapeRange formats the observed shape range of a column, one entry per

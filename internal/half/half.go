@@ -75,3 +75,7 @@ func ToFloat32(h uint16) float32 {
 	}
 	return math.Float32frombits(sign | (exp+127-15)<<23 | frac<<13)
 }
+
+// BFloat16ToFloat32 converts bfloat16 bits to a float32 (exactly: a
+// bfloat16 is the upper half of a float32).
+func BFloat16ToFloat32(h uint16) float32 { return math.Float32frombits(uint32(h) << 16) }

@@ -207,8 +207,10 @@ def open(  # noqa: A001 (loch.open, like the builtin, opens)
     there), or a tag, a version id or a unique prefix of one (6 or more hex
     digits; the handle is read-only). ``version`` is a full version id
     (read-only; not with ``ref``). ``as_of`` (a datetime, naive ones in
-    local time, or an ISO 8601 string) opens, read-only, the version that
-    ``ref`` (default ``main``) named at that time. Raises
+    local time, or a string as the CLI's ``--as-of`` reads it: RFC 3339,
+    ``'YYYY-MM-DD HH:MM:SS'`` in UTC, or ``'YYYY-MM-DD'``, 00:00 UTC) opens,
+    read-only, the version that ``ref`` (default ``main``) named at that
+    time. Raises
     :class:`loch.NotFound` when there is no dataset or no such reference.
     ``storage_options`` are the store's connection settings (see
     :func:`create`); ``links`` the :class:`loch.LinkPolicy` of

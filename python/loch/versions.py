@@ -322,15 +322,13 @@ def parse_time(s: str) -> datetime:
 
 
 def format_time(t: datetime | str) -> str:
-    """The RFC 3339 form of a time for Go: a datetime (naive ones are local
-    time, as in :meth:`datetime.timestamp`) or an ISO 8601 string."""
+    """The as_of time to hand to Go: a string as it is (Go's
+    ``loch.ParseTime`` reads it, one rule for the CLI, SQL and Python: RFC
+    3339, ``'YYYY-MM-DD HH:MM:SS'`` in UTC, or ``'YYYY-MM-DD'``, 00:00 UTC),
+    or a datetime in RFC 3339 (naive ones are local time, as in
+    :meth:`datetime.timestamp`)."""
     if isinstance(t, str):
-        try:
-            t = parse_time(t.strip())
-        except ValueError:
-            raise InvalidArgument(
-                f"as_of={t!r}: want a datetime or an ISO 8601 time such as 2024-05-01T12:00:00Z"
-            ) from None
+        return t.strip()
     if not isinstance(t, datetime):
-        raise InvalidArgument(f"as_of={t!r}: want a datetime or an ISO 8601 string")
+        raise InvalidArgument(f"as_of={t!r}: want a datetime or a time string such as 2024-05-01T12:00:00Z")
     return t.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")

@@ -135,6 +135,22 @@ def test_as_of(tmp_path: Path) -> None:
         loch.open(url, as_of="last tuesday")
 
 
+def test_as_of_date_is_utc_midnight(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A date string means 00:00 UTC, as in the CLI and SQL (Go's ParseTime
+    # reads it), not local midnight: here local time is 9 hours ahead.
+    make(tmp_path / "ds", 1)
+    monkeypatch.setenv("TZ", "Asia/Tokyo")
+    time.tzset()
+    try:
+        with pytest.raises(loch.NotFound, match=r"after 2024-05-01T00:00:00Z"):
+            loch.open(str(tmp_path / "ds"), as_of="2024-05-01")
+        with pytest.raises(loch.NotFound, match=r"after 2024-05-01T12:30:00Z"):
+            loch.open(str(tmp_path / "ds"), as_of="2024-05-01 12:30:00")
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+
+
 def test_log_shows_merge_commit(tmp_path: Path) -> None:
     ds = make(tmp_path / "ds", 2)
     ds.branch("dev")
