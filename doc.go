@@ -50,9 +50,9 @@
 //   - dataset.go: Create, Open, the Dataset handle and its options.
 //   - log.go: the log's root entries (kept by internal/seqlog) and
 //     updateRoot, the only compare-and-swap on it; writeCommit.
-//   - stage.go, stage_media.go: staged writes (Append, Extend, Delete,
-//     AddColumn, chunk uploads); Media, a video or audio sample to write.
-//   - staged.go: the two-phase write: Stage describes a writer's fragments
+//   - stage.go: staged writes (Append, Extend, Delete, AddColumn, chunk
+//     uploads).
+//   - twophase.go: the two-phase write: Stage describes a writer's fragments
 //     without committing them, and CommitStaged publishes any number of them.
 //   - update.go: Update in place, the chunks of updated values rewritten at
 //     commit.
@@ -65,13 +65,16 @@
 //   - lease.go: writer leases that gc respects.
 //   - snapshot.go: a version's manifest and fragments, rows by position and
 //     id.
-//   - read.go, scan.go: the one chunk reader; ColumnReader for rows, Scan for
-//     readers that plan their own reads (the loader).
+//   - chunkreader.go, fetched.go: the one chunk reader, which every read of
+//     chunk bytes goes through, and Fetched, the verified and decoded chunk
+//     or span of samples it returns.
+//   - read.go, scan.go: ColumnReader for rows, Scan for readers that plan
+//     their own reads (the loader).
 //   - readbuf.go: the size-classed pools of span reads' buffers.
 //   - segments.go: Scan.Segments, the units of the block shuffle.
-//   - media_read.go, scan_media.go: video and audio samples read by range
-//     (MediaSample, an io.ReaderAt over the stored file) and their probed
-//     MediaInfo.
+//   - media_read.go, media_scan.go, media_write.go: video and audio samples
+//     read by range (MediaSample, an io.ReaderAt over the stored file), their
+//     probed MediaInfo through a Scan, and Media, a sample to write.
 //   - fragments.go, indexes.go: Scan.Fragments for a vector index's coverage;
 //     what gc and verify know of vector indexes.
 //   - rows.go: live rows joined by row id, shared by Diff and Merge.

@@ -19,14 +19,14 @@ import (
 // indexesOf lists the descriptors whose commit reached accepts.
 func (d *Dataset) indexesOf(ctx context.Context, reached func(commitKey string) bool) ([]string, error) {
 	var out []string
-	err := d.store.List(ctx, vindex.IndexPrefix, func(a storage.Attrs) error {
-		if v, _, _, ok := vindex.ParseIndexKey(a.Key); ok && reached(keys.Make(keys.Commit, v)) {
+	err := d.store.List(ctx, keys.Index.Prefix(), func(a storage.Attrs) error {
+		if v, _, m, ok := keys.ParseIndex(a.Key); ok && vindex.KnownMetric(m) && reached(keys.Make(keys.Commit, v)) {
 			out = append(out, a.Key)
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("list %s: %w", vindex.IndexPrefix, err)
+		return nil, fmt.Errorf("list %s: %w", keys.Index.Prefix(), err)
 	}
 	return out, nil
 }
@@ -83,7 +83,7 @@ func (v *verifier) verifyIndexes(ctx context.Context) error {
 		return v.seen[k]
 	})
 	if err != nil {
-		return v.failed(vindex.IndexPrefix, err)
+		return v.failed(keys.Index.Prefix(), err)
 	}
 	eg, ectx := errgroup.WithContext(ctx)
 	eg.SetLimit(gcParallelism)

@@ -123,8 +123,8 @@ func (g *gc) retainIndexed(ctx context.Context, roots []walkRoot) error {
 	}
 	byCommit := map[string]map[string]bool{} // commit id -> "<uid>.<metric>"
 	groups := map[string]bool{}
-	err := g.d.store.List(ctx, vindex.IndexPrefix, func(a storage.Attrs) error {
-		if v, uid, m, ok := vindex.ParseIndexKey(a.Key); ok {
+	err := g.d.store.List(ctx, keys.Index.Prefix(), func(a storage.Attrs) error {
+		if v, uid, m, ok := keys.ParseIndex(a.Key); ok && vindex.KnownMetric(m) {
 			grp := fmt.Sprintf("%d.%s", uid, m)
 			if byCommit[v] == nil {
 				byCommit[v] = map[string]bool{}

@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"unsafe"
 
+	"github.com/lochdata/loch/imaging"
+	"github.com/lochdata/loch/internal/base"
+	"github.com/lochdata/loch/internal/decodelimit"
 	"github.com/lochdata/loch/schema"
 )
 
@@ -128,4 +131,112 @@ func Null() Sample { return Sample{Null: true} }
 // decoded shape is shape.
 func Encoded(format schema.SampleCompression, data []byte, shape []int) Sample {
 	return Sample{Shape: shape, Data: data, Encoding: format}
+}
+
+// DecodedLen is the number of bytes of the sample decoded: for an encoded
+// image, its pixels (the product of Shape); otherwise len(Data).
+func (s Sample) DecodedLen() int {
+	if !s.encoded() {
+		return len(s.Data)
+	}
+	if s.Encoding == schema.AudioCompression {
+		return 4 * schema.NumElements(s.Shape) // float32
+	}
+	return schema.NumElements(s.Shape)
+}
+
+func (s Sample) encoded() bool { return s.Encoding != schema.SampleNone && s.Encoding != "" }
+
+// MaxDecodeBytes returns the decode limit: the most bytes that one decode
+// may produce (an image's height x width x channels, video frames' count x
+// height x width x 3, audio's samples x channels x 4), 0 for none. Every
+// decoder of loch checks the size a sample or file declares against it
+// before allocating, and refuses a larger one with ErrTooLarge. It is
+// process-wide: $LOCH_MAX_DECODE_BYTES (a size such as 512MiB; 0 for no
+// limit), else 512 MiB (Pillow's decompression-bomb threshold for RGB
+// images), unless SetMaxDecodeBytes changed it.
+func MaxDecodeBytes() int64 { return decodelimit.Max() }
+
+// SetMaxDecodeBytes sets the decode limit (see MaxDecodeBytes) to n bytes,
+// 0 for none, for the whole process, and returns the previous limit. A
+// negative n is ErrInvalidArgument. Safe for concurrent use; decodes
+// already past their check keep the limit they were checked against.
+func SetMaxDecodeBytes(n int64) (old int64, err error) { return decodelimit.Set(n) }
+
+// CheckDecode checks the sample's decoded size (DecodedLen, from the shape
+// its chunk header records) against the decode limit: an ErrTooLarge error
+// naming both sizes when it is more. Decode and DecodeInto check it first;
+// a caller that sizes a buffer from DecodedLen checks it before
+// allocating.
+func (s Sample) CheckDecode() error {
+	if !s.encoded() {
+		return nil // as stored: nothing to decode
+	}
+	var what string
+	switch s.Encoding {
+	case schema.VideoCompression:
+		what = "video"
+	case schema.AudioCompression:
+		what = "audio"
+	default:
+		what = string(s.Encoding) + " image"
+	}
+	n := decodelimit.Size(1, s.Shape...)
+	if s.Encoding == schema.AudioCompression {
+		n = decodelimit.Size(4, s.Shape...)
+	}
+	return decodelimit.Check(fmt.Sprintf("%s sample of shape %v", what, s.Shape), n)
+}
+
+// Decode returns the sample decoded into a new buffer of DecodedLen bytes
+// (see DecodeInto), after CheckDecode.
+func (s Sample) Decode() (Sample, error) {
+	if err := s.CheckDecode(); err != nil {
+		return Sample{}, err
+	}
+	return s.DecodeInto(make([]byte, s.DecodedLen()))
+}
+
+// DecodeInto returns the sample decoded into dst, which must hold exactly
+// DecodedLen bytes: png/jpeg images are decoded to HWC uint8 pixels with the
+// channels Shape records, other samples are copied. The result's Data is
+// dst. A sample that does not decode to its recorded shape is ErrCorrupt.
+func (s Sample) DecodeInto(dst []byte) (Sample, error) {
+	if err := s.CheckDecode(); err != nil {
+		return Sample{}, err
+	}
+	if len(dst) != s.DecodedLen() {
+		return Sample{}, fmt.Errorf("decode sample of shape %v: buffer of %d bytes, want %d: %w", s.Shape, len(dst), s.DecodedLen(), ErrInvalidArgument)
+	}
+	out := Sample{Shape: s.Shape, Data: dst, Null: s.Null}
+	if !s.encoded() {
+		copy(dst, s.Data)
+		return out, nil
+	}
+	if s.Encoding.Media() {
+		if err := decodeMedia(s, dst); err != nil {
+			return Sample{}, base.Mark(ErrCorrupt, fmt.Sprintf("decode %s sample of shape %v", s.Encoding, s.Shape), err)
+		}
+		return out, nil
+	}
+	if len(s.Shape) != 3 {
+		return Sample{}, fmt.Errorf("image sample shape %v, want [height, width, channels]: %w", s.Shape, ErrCorrupt)
+	}
+	// The image must decode to the shape the chunk header records.
+	if err := imaging.DecodeInto(dst, s.Data, s.Shape[0], s.Shape[1], s.Shape[2]); err != nil {
+		return Sample{}, base.Mark(ErrCorrupt, fmt.Sprintf("decode image sample of shape %v", s.Shape), err)
+	}
+	return out, nil
+}
+
+func equalShape(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
 }

@@ -176,7 +176,7 @@ type prepared struct {
 	data  []byte
 	null  bool
 	raw   int64       // decoded bytes
-	media chunk.Media // media samples' table entry (stage_media.go)
+	media chunk.Media // media samples' table entry (media_write.go)
 }
 
 // prepare validates a sample against its column and converts it to the

@@ -86,36 +86,30 @@ func loch_catalog_open(root, options *C.char, out *C.uintptr_t, errOut **C.char)
 //
 //export loch_catalog_close
 func loch_catalog_close(h C.uintptr_t, errOut **C.char) (st C.int) {
-	defer guard(&st, errOut)
-	co, err := catalogOf(h)
-	if err != nil {
-		return fail(errOut, err)
-	}
-	co.mu.Lock()
-	if co.closed {
+	return withCatalog(h, errOut, func(co *catalogObj) error {
+		co.mu.Lock()
+		if co.closed {
+			co.mu.Unlock()
+			return nil
+		}
+		co.closed = true
+		last := co.tables == 0
 		co.mu.Unlock()
-		return C.LOCH_OK
-	}
-	co.closed = true
-	last := co.tables == 0
-	co.mu.Unlock()
-	deleteHandle(h)
-	if last {
-		return result(errOut, co.c.Close())
-	}
-	return C.LOCH_OK
+		deleteHandle(h)
+		if last {
+			return co.c.Close()
+		}
+		return nil
+	})
 }
 
 // loch_catalog_url stores the catalog's root URL, without secrets.
 //
 //export loch_catalog_url
 func loch_catalog_url(h C.uintptr_t, out **C.char, errOut **C.char) (st C.int) {
-	defer guard(&st, errOut)
-	co, err := catalogOf(h)
-	if err != nil {
-		return fail(errOut, err)
-	}
-	return result(errOut, setString(out, co.c.URL()))
+	return withCatalog(h, errOut, func(co *catalogObj) error {
+		return setString(out, co.c.URL())
+	})
 }
 
 // loch_catalog_tables stores the tables, sorted by name case-insensitively,
@@ -124,16 +118,13 @@ func loch_catalog_url(h C.uintptr_t, out **C.char, errOut **C.char) (st C.int) {
 //
 //export loch_catalog_tables
 func loch_catalog_tables(h C.uintptr_t, out **C.char, errOut **C.char) (st C.int) {
-	defer guard(&st, errOut)
-	co, err := catalogOf(h)
-	if err != nil {
-		return fail(errOut, err)
-	}
-	ts, err := co.c.Tables(context.Background())
-	if err != nil {
-		return fail(errOut, err)
-	}
-	return result(errOut, setJSON(out, ts))
+	return withCatalog(h, errOut, func(co *catalogObj) error {
+		ts, err := co.c.Tables(context.Background())
+		if err != nil {
+			return err
+		}
+		return setJSON(out, ts)
+	})
 }
 
 // loch_catalog_open_table opens table name (compared case-insensitively)
@@ -143,25 +134,22 @@ func loch_catalog_tables(h C.uintptr_t, out **C.char, errOut **C.char) (st C.int
 //
 //export loch_catalog_open_table
 func loch_catalog_open_table(h C.uintptr_t, name, options *C.char, out *C.uintptr_t, errOut **C.char) (st C.int) {
-	defer guard(&st, errOut)
-	co, err := catalogOf(h)
-	if err != nil {
-		return fail(errOut, err)
-	}
-	var o openOptions
-	if err := decodeStrict("dataset options", goString(options), &o); err != nil {
-		return fail(errOut, err)
-	}
-	opts, err := o.options()
-	if err != nil {
-		return fail(errOut, err)
-	}
-	d, err := co.c.OpenTable(context.Background(), goString(name), opts...)
-	if err != nil {
-		return fail(errOut, err)
-	}
-	*out = co.table(d)
-	return C.LOCH_OK
+	return withCatalog(h, errOut, func(co *catalogObj) error {
+		var o openOptions
+		if err := decodeStrict("dataset options", goString(options), &o); err != nil {
+			return err
+		}
+		opts, err := o.options()
+		if err != nil {
+			return err
+		}
+		d, err := co.c.OpenTable(context.Background(), goString(name), opts...)
+		if err != nil {
+			return err
+		}
+		*out = co.table(d)
+		return nil
+	})
 }
 
 // loch_catalog_create_table creates table name with a schema given as JSON
@@ -171,32 +159,29 @@ func loch_catalog_open_table(h C.uintptr_t, name, options *C.char, out *C.uintpt
 //
 //export loch_catalog_create_table
 func loch_catalog_create_table(h C.uintptr_t, name, schemaText, options *C.char, out *C.uintptr_t, errOut **C.char) (st C.int) {
-	defer guard(&st, errOut)
-	co, err := catalogOf(h)
-	if err != nil {
-		return fail(errOut, err)
-	}
-	var o openOptions
-	if err := decodeStrict("dataset options", goString(options), &o); err != nil {
-		return fail(errOut, err)
-	}
-	if o.Version != "" || o.Ref != "" || o.AsOf != "" {
-		return fail(errOut, invalidf("dataset options: version, ref and as_of are options of open, not create"))
-	}
-	opts, err := o.options()
-	if err != nil {
-		return fail(errOut, err)
-	}
-	s, err := schema.Parse([]byte(goString(schemaText)))
-	if err != nil {
-		return fail(errOut, err)
-	}
-	d, err := co.c.CreateTable(context.Background(), goString(name), s, opts...)
-	if err != nil {
-		return fail(errOut, err)
-	}
-	*out = co.table(d)
-	return C.LOCH_OK
+	return withCatalog(h, errOut, func(co *catalogObj) error {
+		var o openOptions
+		if err := decodeStrict("dataset options", goString(options), &o); err != nil {
+			return err
+		}
+		if o.Version != "" || o.Ref != "" || o.AsOf != "" {
+			return invalidf("dataset options: version, ref and as_of are options of open, not create")
+		}
+		opts, err := o.options()
+		if err != nil {
+			return err
+		}
+		s, err := schema.Parse([]byte(goString(schemaText)))
+		if err != nil {
+			return err
+		}
+		d, err := co.c.CreateTable(context.Background(), goString(name), s, opts...)
+		if err != nil {
+			return err
+		}
+		*out = co.table(d)
+		return nil
+	})
 }
 
 // loch_catalog_drop_table removes table name from the catalog
@@ -205,12 +190,9 @@ func loch_catalog_create_table(h C.uintptr_t, name, schemaText, options *C.char,
 //
 //export loch_catalog_drop_table
 func loch_catalog_drop_table(h C.uintptr_t, name *C.char, errOut **C.char) (st C.int) {
-	defer guard(&st, errOut)
-	co, err := catalogOf(h)
-	if err != nil {
-		return fail(errOut, err)
-	}
-	return result(errOut, co.c.DropTable(context.Background(), goString(name)))
+	return withCatalog(h, errOut, func(co *catalogObj) error {
+		return co.c.DropTable(context.Background(), goString(name))
+	})
 }
 
 // loch_catalog_rename_table renames table from to to (LOCH_NOT_FOUND when
@@ -218,12 +200,9 @@ func loch_catalog_drop_table(h C.uintptr_t, name *C.char, errOut **C.char) (st C
 //
 //export loch_catalog_rename_table
 func loch_catalog_rename_table(h C.uintptr_t, from, to *C.char, errOut **C.char) (st C.int) {
-	defer guard(&st, errOut)
-	co, err := catalogOf(h)
-	if err != nil {
-		return fail(errOut, err)
-	}
-	return result(errOut, co.c.RenameTable(context.Background(), goString(from), goString(to)))
+	return withCatalog(h, errOut, func(co *catalogObj) error {
+		return co.c.RenameTable(context.Background(), goString(from), goString(to))
+	})
 }
 
 // loch_catalog_gc deletes the directories of tables dropped longer ago than
@@ -235,18 +214,15 @@ func loch_catalog_rename_table(h C.uintptr_t, from, to *C.char, errOut **C.char)
 //
 //export loch_catalog_gc
 func loch_catalog_gc(h C.uintptr_t, options *C.char, out **C.char, errOut **C.char) (st C.int) {
-	defer guard(&st, errOut)
-	co, err := catalogOf(h)
-	if err != nil {
-		return fail(errOut, err)
-	}
-	opts, err := parseGCOptions(goString(options))
-	if err != nil {
-		return fail(errOut, err)
-	}
-	rep, err := co.c.GC(context.Background(), opts)
-	if err != nil {
-		return fail(errOut, err)
-	}
-	return result(errOut, setJSON(out, rep))
+	return withCatalog(h, errOut, func(co *catalogObj) error {
+		opts, err := parseGCOptions(goString(options))
+		if err != nil {
+			return err
+		}
+		rep, err := co.c.GC(context.Background(), opts)
+		if err != nil {
+			return err
+		}
+		return setJSON(out, rep)
+	})
 }

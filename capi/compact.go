@@ -100,22 +100,19 @@ func autoCompactOption(raw json.RawMessage) (loch.Option, error) {
 //
 //export loch_dataset_compact
 func loch_dataset_compact(h C.uintptr_t, options *C.char, out **C.char, errOut **C.char) (st C.int) {
-	defer guard(&st, errOut)
-	ds, err := datasetOf(h)
-	if err != nil {
-		return fail(errOut, err)
-	}
-	opts, err := parseCompactOptions(goString(options))
-	if err != nil {
-		return fail(errOut, err)
-	}
-	ctx, done := interruptible()
-	defer done()
-	rep, err := ds.d.Compact(ctx, opts)
-	if err != nil {
-		return fail(errOut, err)
-	}
-	return result(errOut, setJSON(out, rep))
+	return withDataset(h, errOut, func(ds *dataset) error {
+		opts, err := parseCompactOptions(goString(options))
+		if err != nil {
+			return err
+		}
+		ctx, done := interruptible()
+		defer done()
+		rep, err := ds.d.Compact(ctx, opts)
+		if err != nil {
+			return err
+		}
+		return setJSON(out, rep)
+	})
 }
 
 // loch_dataset_last_auto_compaction reports the last compaction that the
@@ -126,16 +123,13 @@ func loch_dataset_compact(h C.uintptr_t, options *C.char, out **C.char, errOut *
 //
 //export loch_dataset_last_auto_compaction
 func loch_dataset_last_auto_compaction(h C.uintptr_t, out **C.char, errOut **C.char) (st C.int) {
-	defer guard(&st, errOut)
-	ds, err := datasetOf(h)
-	if err != nil {
-		return fail(errOut, err)
-	}
-	rep, err := ds.d.LastAutoCompaction()
-	if err != nil {
-		return fail(errOut, err)
-	}
-	return result(errOut, setJSON(out, rep))
+	return withDataset(h, errOut, func(ds *dataset) error {
+		rep, err := ds.d.LastAutoCompaction()
+		if err != nil {
+			return err
+		}
+		return setJSON(out, rep)
+	})
 }
 
 // loch_dataset_plan_compaction plans a compaction of the handle's branch
@@ -146,22 +140,19 @@ func loch_dataset_last_auto_compaction(h C.uintptr_t, out **C.char, errOut **C.c
 //
 //export loch_dataset_plan_compaction
 func loch_dataset_plan_compaction(h C.uintptr_t, options *C.char, out **C.char, errOut **C.char) (st C.int) {
-	defer guard(&st, errOut)
-	ds, err := datasetOf(h)
-	if err != nil {
-		return fail(errOut, err)
-	}
-	opts, err := parseCompactOptions(goString(options))
-	if err != nil {
-		return fail(errOut, err)
-	}
-	ctx, done := interruptible()
-	defer done()
-	plan, err := ds.d.PlanCompaction(ctx, opts)
-	if err != nil {
-		return fail(errOut, err)
-	}
-	return result(errOut, setJSON(out, plan))
+	return withDataset(h, errOut, func(ds *dataset) error {
+		opts, err := parseCompactOptions(goString(options))
+		if err != nil {
+			return err
+		}
+		ctx, done := interruptible()
+		defer done()
+		plan, err := ds.d.PlanCompaction(ctx, opts)
+		if err != nil {
+			return err
+		}
+		return setJSON(out, plan)
+	})
 }
 
 // loch_dataset_compact_group rewrites group index of plan (the JSON of
@@ -173,22 +164,19 @@ func loch_dataset_plan_compaction(h C.uintptr_t, options *C.char, out **C.char, 
 //
 //export loch_dataset_compact_group
 func loch_dataset_compact_group(h C.uintptr_t, plan *C.char, index C.int64_t, out **C.char, errOut **C.char) (st C.int) {
-	defer guard(&st, errOut)
-	ds, err := datasetOf(h)
-	if err != nil {
-		return fail(errOut, err)
-	}
-	var p loch.CompactPlan
-	if err := decodeStrict("compaction plan", goString(plan), &p); err != nil {
-		return fail(errOut, err)
-	}
-	ctx, done := interruptible()
-	defer done()
-	g, err := ds.d.CompactGroup(ctx, &p, int(index))
-	if err != nil {
-		return fail(errOut, err)
-	}
-	return result(errOut, setJSON(out, g))
+	return withDataset(h, errOut, func(ds *dataset) error {
+		var p loch.CompactPlan
+		if err := decodeStrict("compaction plan", goString(plan), &p); err != nil {
+			return err
+		}
+		ctx, done := interruptible()
+		defer done()
+		g, err := ds.d.CompactGroup(ctx, &p, int(index))
+		if err != nil {
+			return err
+		}
+		return setJSON(out, g)
+	})
 }
 
 // loch_dataset_commit_compaction publishes the groups of plan that
@@ -200,24 +188,21 @@ func loch_dataset_compact_group(h C.uintptr_t, plan *C.char, index C.int64_t, ou
 //
 //export loch_dataset_commit_compaction
 func loch_dataset_commit_compaction(h C.uintptr_t, plan, groups *C.char, out **C.char, errOut **C.char) (st C.int) {
-	defer guard(&st, errOut)
-	ds, err := datasetOf(h)
-	if err != nil {
-		return fail(errOut, err)
-	}
-	var p loch.CompactPlan
-	if err := decodeStrict("compaction plan", goString(plan), &p); err != nil {
-		return fail(errOut, err)
-	}
-	var gs []loch.CompactedGroup
-	if err := decodeStrict("compacted groups", goString(groups), &gs); err != nil {
-		return fail(errOut, err)
-	}
-	ctx, done := interruptible()
-	defer done()
-	rep, err := ds.d.CommitCompaction(ctx, &p, gs)
-	if err != nil {
-		return fail(errOut, err)
-	}
-	return result(errOut, setJSON(out, rep))
+	return withDataset(h, errOut, func(ds *dataset) error {
+		var p loch.CompactPlan
+		if err := decodeStrict("compaction plan", goString(plan), &p); err != nil {
+			return err
+		}
+		var gs []loch.CompactedGroup
+		if err := decodeStrict("compacted groups", goString(groups), &gs); err != nil {
+			return err
+		}
+		ctx, done := interruptible()
+		defer done()
+		rep, err := ds.d.CommitCompaction(ctx, &p, gs)
+		if err != nil {
+			return err
+		}
+		return setJSON(out, rep)
+	})
 }

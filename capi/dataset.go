@@ -267,77 +267,62 @@ func loch_dataset_open(url, options *C.char, out *C.uintptr_t, errOut **C.char) 
 //
 //export loch_dataset_close
 func loch_dataset_close(h C.uintptr_t, errOut **C.char) (st C.int) {
-	defer guard(&st, errOut)
-	ds, err := datasetOf(h)
-	if err != nil {
-		return fail(errOut, err)
-	}
-	ds.mu.Lock()
-	if ds.closed {
+	return withDataset(h, errOut, func(ds *dataset) error {
+		ds.mu.Lock()
+		if ds.closed {
+			ds.mu.Unlock()
+			return nil
+		}
+		ds.closed = true
 		ds.mu.Unlock()
-		return C.LOCH_OK
-	}
-	ds.closed = true
-	ds.mu.Unlock()
-	deleteHandle(h)
-	err = ds.d.Close()
-	if ds.release != nil {
-		ds.release()
-	}
-	return result(errOut, err)
+		deleteHandle(h)
+		err := ds.d.Close()
+		if ds.release != nil {
+			ds.release()
+		}
+		return err
+	})
 }
 
 // loch_dataset_len stores the number of rows of the handle's snapshot.
 //
 //export loch_dataset_len
 func loch_dataset_len(h C.uintptr_t, out *C.int64_t, errOut **C.char) (st C.int) {
-	defer guard(&st, errOut)
-	ds, err := datasetOf(h)
-	if err != nil {
-		return fail(errOut, err)
-	}
-	*out = C.int64_t(ds.d.Len())
-	return C.LOCH_OK
+	return withDataset(h, errOut, func(ds *dataset) error {
+		*out = C.int64_t(ds.d.Len())
+		return nil
+	})
 }
 
 // loch_dataset_schema stores the schema, with column statistics, as JSON.
 //
 //export loch_dataset_schema
 func loch_dataset_schema(h C.uintptr_t, out **C.char, errOut **C.char) (st C.int) {
-	defer guard(&st, errOut)
-	ds, err := datasetOf(h)
-	if err != nil {
-		return fail(errOut, err)
-	}
-	b, err := json.Marshal(ds.d.Schema())
-	if err != nil {
-		return fail(errOut, err)
-	}
-	return result(errOut, setString(out, string(b)))
+	return withDataset(h, errOut, func(ds *dataset) error {
+		b, err := json.Marshal(ds.d.Schema())
+		if err != nil {
+			return err
+		}
+		return setString(out, string(b))
+	})
 }
 
 // loch_dataset_version stores the id of the handle's snapshot.
 //
 //export loch_dataset_version
 func loch_dataset_version(h C.uintptr_t, out **C.char, errOut **C.char) (st C.int) {
-	defer guard(&st, errOut)
-	ds, err := datasetOf(h)
-	if err != nil {
-		return fail(errOut, err)
-	}
-	return result(errOut, setString(out, ds.d.Version()))
+	return withDataset(h, errOut, func(ds *dataset) error {
+		return setString(out, ds.d.Version())
+	})
 }
 
 // loch_dataset_url stores the dataset's URL, without secrets.
 //
 //export loch_dataset_url
 func loch_dataset_url(h C.uintptr_t, out **C.char, errOut **C.char) (st C.int) {
-	defer guard(&st, errOut)
-	ds, err := datasetOf(h)
-	if err != nil {
-		return fail(errOut, err)
-	}
-	return result(errOut, setString(out, ds.d.URL()))
+	return withDataset(h, errOut, func(ds *dataset) error {
+		return setString(out, ds.d.URL())
+	})
 }
 
 // rowConflictDetail is what loch_dataset_commit stores in *out with
@@ -354,24 +339,21 @@ type rowConflictDetail struct {
 //
 //export loch_dataset_commit
 func loch_dataset_commit(h C.uintptr_t, message *C.char, out **C.char, errOut **C.char) (st C.int) {
-	defer guard(&st, errOut)
-	ds, err := datasetOf(h)
-	if err != nil {
-		return fail(errOut, err)
-	}
-	ctx, done := interruptible()
-	defer done()
-	v, err := ds.d.Commit(ctx, goString(message))
-	if err != nil {
-		var ce *loch.RowConflictError
-		if errors.As(err, &ce) && out != nil {
-			if jerr := setJSON(out, rowConflictDetail{RowIDs: ce.IDs}); jerr != nil {
-				*out = nil
+	return withDataset(h, errOut, func(ds *dataset) error {
+		ctx, done := interruptible()
+		defer done()
+		v, err := ds.d.Commit(ctx, goString(message))
+		if err != nil {
+			var ce *loch.RowConflictError
+			if errors.As(err, &ce) && out != nil {
+				if jerr := setJSON(out, rowConflictDetail{RowIDs: ce.IDs}); jerr != nil {
+					*out = nil
+				}
 			}
+			return err
 		}
-		return fail(errOut, err)
-	}
-	return result(errOut, setString(out, v))
+		return setString(out, v)
+	})
 }
 
 // loch_dataset_refresh moves the handle to the newest snapshot of its
@@ -380,27 +362,21 @@ func loch_dataset_commit(h C.uintptr_t, message *C.char, out **C.char, errOut **
 //
 //export loch_dataset_refresh
 func loch_dataset_refresh(h C.uintptr_t, errOut **C.char) (st C.int) {
-	defer guard(&st, errOut)
-	ds, err := datasetOf(h)
-	if err != nil {
-		return fail(errOut, err)
-	}
-	ctx, done := interruptible()
-	defer done()
-	return result(errOut, ds.d.Refresh(ctx))
+	return withDataset(h, errOut, func(ds *dataset) error {
+		ctx, done := interruptible()
+		defer done()
+		return ds.d.Refresh(ctx)
+	})
 }
 
 // loch_dataset_discard drops the handle's staged writes (ABI 18).
 //
 //export loch_dataset_discard
 func loch_dataset_discard(h C.uintptr_t, errOut **C.char) (st C.int) {
-	defer guard(&st, errOut)
-	ds, err := datasetOf(h)
-	if err != nil {
-		return fail(errOut, err)
-	}
-	ds.d.Discard()
-	return C.LOCH_OK
+	return withDataset(h, errOut, func(ds *dataset) error {
+		ds.d.Discard()
+		return nil
+	})
 }
 
 // loch_dataset_discard_conflicts drops the staged deletions and updates of
@@ -410,16 +386,13 @@ func loch_dataset_discard(h C.uintptr_t, errOut **C.char) (st C.int) {
 //
 //export loch_dataset_discard_conflicts
 func loch_dataset_discard_conflicts(h C.uintptr_t, out **C.char, errOut **C.char) (st C.int) {
-	defer guard(&st, errOut)
-	ds, err := datasetOf(h)
-	if err != nil {
-		return fail(errOut, err)
-	}
-	ids := ds.d.DiscardConflicts()
-	if ids == nil {
-		ids = []uint64{}
-	}
-	return result(errOut, setJSON(out, ids))
+	return withDataset(h, errOut, func(ds *dataset) error {
+		ids := ds.d.DiscardConflicts()
+		if ids == nil {
+			ids = []uint64{}
+		}
+		return setJSON(out, ids)
+	})
 }
 
 // loch_dataset_log stores the commits reachable from the handle's version
@@ -429,20 +402,17 @@ func loch_dataset_discard_conflicts(h C.uintptr_t, out **C.char, errOut **C.char
 //
 //export loch_dataset_log
 func loch_dataset_log(h C.uintptr_t, out **C.char, errOut **C.char) (st C.int) {
-	defer guard(&st, errOut)
-	ds, err := datasetOf(h)
-	if err != nil {
-		return fail(errOut, err)
-	}
-	log, err := ds.d.Log(context.Background())
-	if err != nil {
-		return fail(errOut, err)
-	}
-	b, err := json.Marshal(log)
-	if err != nil {
-		return fail(errOut, err)
-	}
-	return result(errOut, setString(out, string(b)))
+	return withDataset(h, errOut, func(ds *dataset) error {
+		log, err := ds.d.Log(context.Background())
+		if err != nil {
+			return err
+		}
+		b, err := json.Marshal(log)
+		if err != nil {
+			return err
+		}
+		return setString(out, string(b))
+	})
 }
 
 // loch_dataset_row_ids stores the stable ids of the rows at positions
@@ -450,31 +420,28 @@ func loch_dataset_log(h C.uintptr_t, out **C.char, errOut **C.char) (st C.int) {
 //
 //export loch_dataset_row_ids
 func loch_dataset_row_ids(h C.uintptr_t, start, end C.int64_t, out *C.uint64_t, errOut **C.char) (st C.int) {
-	defer guard(&st, errOut)
-	ds, err := datasetOf(h)
-	if err != nil {
-		return fail(errOut, err)
-	}
-	ctx := context.Background()
-	v, err := ds.loadedScan(ctx)
-	if err != nil {
-		return fail(errOut, err)
-	}
-	if start < 0 || end < start || int64(end) > v.Len() {
-		return fail(errOut, invalidf("rows [%d, %d) outside [0, %d)", start, end, v.Len()))
-	}
-	if end == start {
-		return C.LOCH_OK
-	}
-	ids := unsafeSlice(out, int(end-start))
-	for i := int64(start); i < int64(end); i++ {
-		id, err := v.RowID(i)
+	return withDataset(h, errOut, func(ds *dataset) error {
+		ctx := context.Background()
+		v, err := ds.loadedScan(ctx)
 		if err != nil {
-			return fail(errOut, err)
+			return err
 		}
-		ids[i-int64(start)] = C.uint64_t(id)
-	}
-	return C.LOCH_OK
+		if start < 0 || end < start || int64(end) > v.Len() {
+			return invalidf("rows [%d, %d) outside [0, %d)", start, end, v.Len())
+		}
+		if end == start {
+			return nil
+		}
+		ids := unsafeSlice(out, int(end-start))
+		for i := int64(start); i < int64(end); i++ {
+			id, err := v.RowID(i)
+			if err != nil {
+				return err
+			}
+			ids[i-int64(start)] = C.uint64_t(id)
+		}
+		return nil
+	})
 }
 
 // loch_dataset_add_column stages a new column, given as the JSON of one
@@ -482,35 +449,29 @@ func loch_dataset_row_ids(h C.uintptr_t, start, end C.int64_t, out *C.uint64_t, 
 //
 //export loch_dataset_add_column
 func loch_dataset_add_column(h C.uintptr_t, column *C.char, errOut **C.char) (st C.int) {
-	defer guard(&st, errOut)
-	ds, err := datasetOf(h)
-	if err != nil {
-		return fail(errOut, err)
-	}
-	var col schema.Column
-	if err := decodeStrict("column", goString(column), &col); err != nil {
-		return fail(errOut, err)
-	}
-	return result(errOut, ds.d.AddColumn(context.Background(), col))
+	return withDataset(h, errOut, func(ds *dataset) error {
+		var col schema.Column
+		if err := decodeStrict("column", goString(column), &col); err != nil {
+			return err
+		}
+		return ds.d.AddColumn(context.Background(), col)
+	})
 }
 
 // loch_dataset_delete stages the deletion of n rows by id.
 //
 //export loch_dataset_delete
 func loch_dataset_delete(h C.uintptr_t, ids *C.uint64_t, n C.int64_t, errOut **C.char) (st C.int) {
-	defer guard(&st, errOut)
-	ds, err := datasetOf(h)
-	if err != nil {
-		return fail(errOut, err)
-	}
-	if n < 0 || (n > 0 && ids == nil) {
-		return fail(errOut, invalidf("delete: %d ids at %p", n, ids))
-	}
-	list := make([]uint64, n)
-	for i, id := range unsafeSlice(ids, int(n)) {
-		list[i] = uint64(id)
-	}
-	return result(errOut, ds.d.Delete(context.Background(), list...))
+	return withDataset(h, errOut, func(ds *dataset) error {
+		if n < 0 || (n > 0 && ids == nil) {
+			return invalidf("delete: %d ids at %p", n, ids)
+		}
+		list := make([]uint64, n)
+		for i, id := range unsafeSlice(ids, int(n)) {
+			list[i] = uint64(id)
+		}
+		return ds.d.Delete(context.Background(), list...)
+	})
 }
 
 // loch_dtypes stores the data types as JSON: a list of {"code", "name",

@@ -83,7 +83,8 @@ func result(errOut **C.char, err error) C.int {
 }
 
 // guard turns a panic of an exported function into LOCH_INTERNAL. Every
-// export defers it with its named status result.
+// export defers it with its named status result, or calls withHandle,
+// which does.
 func guard(st *C.int, errOut **C.char) {
 	r := recover()
 	if r == nil {

@@ -33,3 +33,31 @@ func lookup[T any](h C.uintptr_t, what string) (v T, err error) {
 
 // deleteHandle releases handle h (which lookup has just resolved).
 func deleteHandle(h C.uintptr_t) { cgo.Handle(h).Delete() }
+
+// withHandle runs fn on the object of handle h, which of resolves, and
+// returns fn's status: the preamble and the end of an export that works
+// on one handle. It stores the message of fn's error (or of a closed
+// handle's) in *errOut, and turns a panic into LOCH_INTERNAL (guard).
+func withHandle[T any](h C.uintptr_t, errOut **C.char, of func(C.uintptr_t) (T, error), fn func(T) error) (st C.int) {
+	defer guard(&st, errOut)
+	v, err := of(h)
+	if err != nil {
+		return fail(errOut, err)
+	}
+	return result(errOut, fn(v))
+}
+
+// withDataset is withHandle for a dataset handle.
+func withDataset(h C.uintptr_t, errOut **C.char, fn func(*dataset) error) C.int {
+	return withHandle(h, errOut, datasetOf, fn)
+}
+
+// withCatalog is withHandle for a catalog handle.
+func withCatalog(h C.uintptr_t, errOut **C.char, fn func(*catalogObj) error) C.int {
+	return withHandle(h, errOut, catalogOf, fn)
+}
+
+// withLoader is withHandle for a loader handle.
+func withLoader(h C.uintptr_t, errOut **C.char, fn func(*loaderObj) error) C.int {
+	return withHandle(h, errOut, loaderOf, fn)
+}

@@ -325,13 +325,10 @@ func (lo *loaderObj) cBatch(b *loader.Batch) *C.loch_batch {
 //
 //export loch_loader_len
 func loch_loader_len(h C.uintptr_t, out *C.int64_t, errOut **C.char) (st C.int) {
-	defer guard(&st, errOut)
-	lo, err := loaderOf(h)
-	if err != nil {
-		return fail(errOut, err)
-	}
-	*out = C.int64_t(lo.l.Batches())
-	return C.LOCH_OK
+	return withLoader(h, errOut, func(lo *loaderObj) error {
+		*out = C.int64_t(lo.l.Batches())
+		return nil
+	})
 }
 
 // loch_loader_state stores, as JSON, the state from which a new loader
@@ -339,16 +336,13 @@ func loch_loader_len(h C.uintptr_t, out *C.int64_t, errOut **C.char) (st C.int) 
 //
 //export loch_loader_state
 func loch_loader_state(h C.uintptr_t, out **C.char, errOut **C.char) (st C.int) {
-	defer guard(&st, errOut)
-	lo, err := loaderOf(h)
-	if err != nil {
-		return fail(errOut, err)
-	}
-	b, err := json.Marshal(lo.l.State())
-	if err != nil {
-		return fail(errOut, err)
-	}
-	return result(errOut, setString(out, string(b)))
+	return withLoader(h, errOut, func(lo *loaderObj) error {
+		b, err := json.Marshal(lo.l.State())
+		if err != nil {
+			return err
+		}
+		return setString(out, string(b))
+	})
 }
 
 // loch_loader_stats stores the loader's statistics as JSON (loader.Stats;
@@ -356,21 +350,18 @@ func loch_loader_state(h C.uintptr_t, out **C.char, errOut **C.char) (st C.int) 
 //
 //export loch_loader_stats
 func loch_loader_stats(h C.uintptr_t, out **C.char, errOut **C.char) (st C.int) {
-	defer guard(&st, errOut)
-	lo, err := loaderOf(h)
-	if err != nil {
-		return fail(errOut, err)
-	}
-	s := lo.l.Stats()
-	s.WaitTime += time.Duration(lo.lostWait.Load())
-	if s.Elapsed > 0 {
-		s.WaitShare = float64(s.WaitTime) / float64(s.Elapsed)
-	}
-	b, err := json.Marshal(s)
-	if err != nil {
-		return fail(errOut, err)
-	}
-	return result(errOut, setString(out, string(b)))
+	return withLoader(h, errOut, func(lo *loaderObj) error {
+		s := lo.l.Stats()
+		s.WaitTime += time.Duration(lo.lostWait.Load())
+		if s.Elapsed > 0 {
+			s.WaitShare = float64(s.WaitTime) / float64(s.Elapsed)
+		}
+		b, err := json.Marshal(s)
+		if err != nil {
+			return err
+		}
+		return setString(out, string(b))
+	})
 }
 
 // loch_loader_close stops the loader and releases its handle and the
@@ -380,27 +371,24 @@ func loch_loader_stats(h C.uintptr_t, out **C.char, errOut **C.char) (st C.int) 
 //
 //export loch_loader_close
 func loch_loader_close(h C.uintptr_t, errOut **C.char) (st C.int) {
-	defer guard(&st, errOut)
-	lo, err := loaderOf(h)
-	if err != nil {
-		return fail(errOut, err)
-	}
-	if lo.closed.Swap(true) {
-		return C.LOCH_OK
-	}
-	err = lo.l.Close()
-	lo.mu.Lock() // wait for a Next in flight, or for loch_loader_stream
-	s := lo.stream.Load()
-	lo.mu.Unlock()
-	if s != nil {
-		s.close() // its feeder takes lo.mu
-	}
-	lo.mu.Lock()
-	lo.alloc.releaseAll()
-	lo.mu.Unlock()
-	if lo.cache != nil {
-		err = errors.Join(err, lo.cache.Close())
-	}
-	deleteHandle(h)
-	return result(errOut, err)
+	return withLoader(h, errOut, func(lo *loaderObj) error {
+		if lo.closed.Swap(true) {
+			return nil
+		}
+		err := lo.l.Close()
+		lo.mu.Lock() // wait for a Next in flight, or for loch_loader_stream
+		s := lo.stream.Load()
+		lo.mu.Unlock()
+		if s != nil {
+			s.close() // its feeder takes lo.mu
+		}
+		lo.mu.Lock()
+		lo.alloc.releaseAll()
+		lo.mu.Unlock()
+		if lo.cache != nil {
+			err = errors.Join(err, lo.cache.Close())
+		}
+		deleteHandle(h)
+		return err
+	})
 }

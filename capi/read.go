@@ -18,25 +18,24 @@ import (
 //
 //export loch_dataset_read
 func loch_dataset_read(h C.uintptr_t, column *C.char, positions *C.int64_t, n C.int64_t, out **C.loch_tensor, errOut **C.char) (st C.int) {
-	defer guard(&st, errOut)
-	col, err := columnOf(h, column)
-	if err != nil {
-		return fail(errOut, err)
-	}
-	if n < 0 || (n > 0 && positions == nil) {
-		return fail(errOut, invalidf("read: %d positions at %p", n, positions))
-	}
-	ctx := context.Background()
-	samples := make([]loch.Sample, n)
-	for i, p := range unsafeSlice(positions, int(n)) {
-		if samples[i], err = col.Read(ctx, int64(p), nil); err != nil {
-			return fail(errOut, err)
+	return withColumn(h, column, errOut, func(col *loch.ColumnReader) error {
+		if n < 0 || (n > 0 && positions == nil) {
+			return invalidf("read: %d positions at %p", n, positions)
 		}
-	}
-	t := newTensor()
-	packTensor(t, col.Info().DType, samples)
-	*out = t
-	return C.LOCH_OK
+		ctx := context.Background()
+		samples := make([]loch.Sample, n)
+		for i, p := range unsafeSlice(positions, int(n)) {
+			s, err := col.Read(ctx, int64(p), nil)
+			if err != nil {
+				return err
+			}
+			samples[i] = s
+		}
+		t := newTensor()
+		packTensor(t, col.Info().DType, samples)
+		*out = t
+		return nil
+	})
 }
 
 // loch_dataset_read_range reads the samples of a column at positions
@@ -45,19 +44,16 @@ func loch_dataset_read(h C.uintptr_t, column *C.char, positions *C.int64_t, n C.
 //
 //export loch_dataset_read_range
 func loch_dataset_read_range(h C.uintptr_t, column *C.char, start, end C.int64_t, out **C.loch_tensor, errOut **C.char) (st C.int) {
-	defer guard(&st, errOut)
-	col, err := columnOf(h, column)
-	if err != nil {
-		return fail(errOut, err)
-	}
-	samples, err := col.ReadRange(context.Background(), int64(start), int64(end))
-	if err != nil {
-		return fail(errOut, err)
-	}
-	t := newTensor()
-	packTensor(t, col.Info().DType, samples)
-	*out = t
-	return C.LOCH_OK
+	return withColumn(h, column, errOut, func(col *loch.ColumnReader) error {
+		samples, err := col.ReadRange(context.Background(), int64(start), int64(end))
+		if err != nil {
+			return err
+		}
+		t := newTensor()
+		packTensor(t, col.Info().DType, samples)
+		*out = t
+		return nil
+	})
 }
 
 // loch_dataset_fetch reads the object that row i of a link column refers
@@ -66,19 +62,16 @@ func loch_dataset_read_range(h C.uintptr_t, column *C.char, start, end C.int64_t
 //
 //export loch_dataset_fetch
 func loch_dataset_fetch(h C.uintptr_t, column *C.char, i C.int64_t, out **C.loch_tensor, errOut **C.char) (st C.int) {
-	defer guard(&st, errOut)
-	col, err := columnOf(h, column)
-	if err != nil {
-		return fail(errOut, err)
-	}
-	b, err := col.Fetch(context.Background(), int64(i))
-	if err != nil {
-		return fail(errOut, err)
-	}
-	t := newTensor()
-	packTensor(t, schema.Bytes, []loch.Sample{loch.Bytes(b)})
-	*out = t
-	return C.LOCH_OK
+	return withColumn(h, column, errOut, func(col *loch.ColumnReader) error {
+		b, err := col.Fetch(context.Background(), int64(i))
+		if err != nil {
+			return err
+		}
+		t := newTensor()
+		packTensor(t, schema.Bytes, []loch.Sample{loch.Bytes(b)})
+		*out = t
+		return nil
+	})
 }
 
 // columnOf resolves a dataset handle and a column name.
@@ -88,6 +81,11 @@ func columnOf(h C.uintptr_t, column *C.char) (*loch.ColumnReader, error) {
 		return nil, err
 	}
 	return ds.d.Column(goString(column))
+}
+
+// withColumn is withHandle for the column of a dataset handle.
+func withColumn(h C.uintptr_t, column *C.char, errOut **C.char, fn func(*loch.ColumnReader) error) C.int {
+	return withHandle(h, errOut, func(h C.uintptr_t) (*loch.ColumnReader, error) { return columnOf(h, column) }, fn)
 }
 
 // loch_set_max_decode_bytes sets the process's decode limit

@@ -36,17 +36,14 @@ type selectionJSON struct {
 //
 //export loch_dataset_save_selection
 func loch_dataset_save_selection(h C.uintptr_t, name, sel *C.char, errOut **C.char) (st C.int) {
-	defer guard(&st, errOut)
-	ds, err := datasetOf(h)
-	if err != nil {
-		return fail(errOut, err)
-	}
-	var s selectionJSON
-	if err := json.Unmarshal([]byte(goString(sel)), &s); err != nil {
-		return fail(errOut, invalidf("selection JSON: %v", err))
-	}
-	return result(errOut, ds.d.SaveSelection(context.Background(), goString(name),
-		&loch.Selection{Version: s.Version, SQL: s.SQL, Seed: s.Seed, Columns: s.Columns, RowIDs: s.RowIDs, Joined: s.Joined}))
+	return withDataset(h, errOut, func(ds *dataset) error {
+		var s selectionJSON
+		if err := json.Unmarshal([]byte(goString(sel)), &s); err != nil {
+			return invalidf("selection JSON: %v", err)
+		}
+		return ds.d.SaveSelection(context.Background(), goString(name),
+			&loch.Selection{Version: s.Version, SQL: s.SQL, Seed: s.Seed, Columns: s.Columns, RowIDs: s.RowIDs, Joined: s.Joined})
+	})
 }
 
 // loch_dataset_selection stores the saved selection name as JSON, row ids
@@ -54,20 +51,17 @@ func loch_dataset_save_selection(h C.uintptr_t, name, sel *C.char, errOut **C.ch
 //
 //export loch_dataset_selection
 func loch_dataset_selection(h C.uintptr_t, name *C.char, out **C.char, errOut **C.char) (st C.int) {
-	defer guard(&st, errOut)
-	ds, err := datasetOf(h)
-	if err != nil {
-		return fail(errOut, err)
-	}
-	s, err := ds.d.Selection(context.Background(), goString(name))
-	if err != nil {
-		return fail(errOut, err)
-	}
-	ids := s.RowIDs
-	if ids == nil {
-		ids = []uint64{}
-	}
-	return result(errOut, setJSON(out, selectionJSON{Name: s.Name, Version: s.Version, SQL: s.SQL, Seed: s.Seed, Columns: s.Columns, RowIDs: ids, Joined: s.Joined}))
+	return withDataset(h, errOut, func(ds *dataset) error {
+		s, err := ds.d.Selection(context.Background(), goString(name))
+		if err != nil {
+			return err
+		}
+		ids := s.RowIDs
+		if ids == nil {
+			ids = []uint64{}
+		}
+		return setJSON(out, selectionJSON{Name: s.Name, Version: s.Version, SQL: s.SQL, Seed: s.Seed, Columns: s.Columns, RowIDs: ids, Joined: s.Joined})
+	})
 }
 
 // loch_dataset_selections stores the saved selections as a JSON list of
@@ -75,28 +69,22 @@ func loch_dataset_selection(h C.uintptr_t, name *C.char, out **C.char, errOut **
 //
 //export loch_dataset_selections
 func loch_dataset_selections(h C.uintptr_t, out **C.char, errOut **C.char) (st C.int) {
-	defer guard(&st, errOut)
-	ds, err := datasetOf(h)
-	if err != nil {
-		return fail(errOut, err)
-	}
-	list, err := ds.d.Selections(context.Background())
-	if err != nil {
-		return fail(errOut, err)
-	}
-	return result(errOut, setJSON(out, list))
+	return withDataset(h, errOut, func(ds *dataset) error {
+		list, err := ds.d.Selections(context.Background())
+		if err != nil {
+			return err
+		}
+		return setJSON(out, list)
+	})
 }
 
 // loch_dataset_delete_selection removes the name of a saved selection.
 //
 //export loch_dataset_delete_selection
 func loch_dataset_delete_selection(h C.uintptr_t, name *C.char, errOut **C.char) (st C.int) {
-	defer guard(&st, errOut)
-	ds, err := datasetOf(h)
-	if err != nil {
-		return fail(errOut, err)
-	}
-	return result(errOut, ds.d.DeleteSelection(context.Background(), goString(name)))
+	return withDataset(h, errOut, func(ds *dataset) error {
+		return ds.d.DeleteSelection(context.Background(), goString(name))
+	})
 }
 
 // loch_dataset_positions writes to out[0:n] the positions in the handle's
@@ -104,26 +92,23 @@ func loch_dataset_delete_selection(h C.uintptr_t, name *C.char, errOut **C.char)
 //
 //export loch_dataset_positions
 func loch_dataset_positions(h C.uintptr_t, ids *C.uint64_t, n C.int64_t, out *C.int64_t, errOut **C.char) (st C.int) {
-	defer guard(&st, errOut)
-	ds, err := datasetOf(h)
-	if err != nil {
-		return fail(errOut, err)
-	}
-	if n < 0 {
-		return fail(errOut, invalidf("%d row ids", n))
-	}
-	if n == 0 {
-		return C.LOCH_OK
-	}
-	in := unsafe.Slice((*uint64)(unsafe.Pointer(ids)), int(n))
-	sc := ds.d.Scan()
-	if err := sc.Load(context.Background(), 16); err != nil {
-		return fail(errOut, err)
-	}
-	pos, err := sc.Positions(in)
-	if err != nil {
-		return fail(errOut, err)
-	}
-	copy(unsafe.Slice((*int64)(unsafe.Pointer(out)), int(n)), pos)
-	return C.LOCH_OK
+	return withDataset(h, errOut, func(ds *dataset) error {
+		if n < 0 {
+			return invalidf("%d row ids", n)
+		}
+		if n == 0 {
+			return nil
+		}
+		in := unsafe.Slice((*uint64)(unsafe.Pointer(ids)), int(n))
+		sc := ds.d.Scan()
+		if err := sc.Load(context.Background(), 16); err != nil {
+			return err
+		}
+		pos, err := sc.Positions(in)
+		if err != nil {
+			return err
+		}
+		copy(unsafe.Slice((*int64)(unsafe.Pointer(out)), int(n)), pos)
+		return nil
+	})
 }

@@ -113,30 +113,27 @@ type stream struct {
 //
 //export loch_loader_stream
 func loch_loader_stream(h C.uintptr_t, depth C.int64_t, batchFD, reportFD *C.int, errOut **C.char) (st C.int) {
-	defer guard(&st, errOut)
-	lo, err := loaderOf(h)
-	if err != nil {
-		return fail(errOut, err)
-	}
-	if depth < 1 {
-		return fail(errOut, invalidf("stream depth %d: want at least 1", int64(depth)))
-	}
-	lo.mu.Lock()
-	defer lo.mu.Unlock()
-	if lo.closed.Load() {
-		return fail(errOut, fmt.Errorf("loader is closed: %w", errClosed))
-	}
-	if lo.stream.Load() != nil {
-		return fail(errOut, invalidf("loader is already streaming"))
-	}
-	s, callerBatch, callerReport, err := newStream(lo, int(depth))
-	if err != nil {
-		return fail(errOut, fmt.Errorf("stream: %w", err))
-	}
-	lo.stream.Store(s)
-	*batchFD, *reportFD = C.int(callerBatch), C.int(callerReport)
-	go s.feed()
-	return C.LOCH_OK
+	return withLoader(h, errOut, func(lo *loaderObj) error {
+		if depth < 1 {
+			return invalidf("stream depth %d: want at least 1", int64(depth))
+		}
+		lo.mu.Lock()
+		defer lo.mu.Unlock()
+		if lo.closed.Load() {
+			return fmt.Errorf("loader is closed: %w", errClosed)
+		}
+		if lo.stream.Load() != nil {
+			return invalidf("loader is already streaming")
+		}
+		s, callerBatch, callerReport, err := newStream(lo, int(depth))
+		if err != nil {
+			return fmt.Errorf("stream: %w", err)
+		}
+		lo.stream.Store(s)
+		*batchFD, *reportFD = C.int(callerBatch), C.int(callerReport)
+		go s.feed()
+		return nil
+	})
 }
 
 // newStream makes the two pipes; it returns the stream and the caller's
@@ -574,14 +571,11 @@ func loch_loader_stream_end(h C.uintptr_t, errOut **C.char) (st C.int) {
 //
 //export loch_loader_state_at
 func loch_loader_state_at(h C.uintptr_t, taken C.int64_t, out **C.char, errOut **C.char) (st C.int) {
-	defer guard(&st, errOut)
-	lo, err := loaderOf(h)
-	if err != nil {
-		return fail(errOut, err)
-	}
-	state, err := lo.l.StateAt(int(taken))
-	if err != nil {
-		return fail(errOut, err)
-	}
-	return result(errOut, setJSON(out, state))
+	return withLoader(h, errOut, func(lo *loaderObj) error {
+		state, err := lo.l.StateAt(int(taken))
+		if err != nil {
+			return err
+		}
+		return setJSON(out, state)
+	})
 }

@@ -28,24 +28,21 @@ type upsertOptions struct {
 //
 //export loch_dataset_upsert
 func loch_dataset_upsert(h C.uintptr_t, n C.int64_t, cols *C.loch_column_in, ncols C.int32_t, options *C.char, out **C.char, errOut **C.char) (st C.int) {
-	defer guard(&st, errOut)
-	ds, err := datasetOf(h)
-	if err != nil {
-		return fail(errOut, err)
-	}
-	var o upsertOptions
-	if err := decodeStrict("upsert options", goString(options), &o); err != nil {
-		return fail(errOut, err)
-	}
-	rows, err := rowsOf(ds, int(n), unsafeSlice(cols, int(ncols)))
-	if err != nil {
-		return fail(errOut, err)
-	}
-	ctx, done := interruptible()
-	defer done()
-	rep, err := ds.d.Upsert(ctx, rows, loch.UpsertOptions{On: o.On, WhenMatched: o.WhenMatched, WhenNotMatched: o.WhenNotMatched, Message: o.Message})
-	if err != nil {
-		return fail(errOut, err)
-	}
-	return result(errOut, setJSON(out, rep))
+	return withDataset(h, errOut, func(ds *dataset) error {
+		var o upsertOptions
+		if err := decodeStrict("upsert options", goString(options), &o); err != nil {
+			return err
+		}
+		rows, err := rowsOf(ds, int(n), unsafeSlice(cols, int(ncols)))
+		if err != nil {
+			return err
+		}
+		ctx, done := interruptible()
+		defer done()
+		rep, err := ds.d.Upsert(ctx, rows, loch.UpsertOptions{On: o.On, WhenMatched: o.WhenMatched, WhenNotMatched: o.WhenNotMatched, Message: o.Message})
+		if err != nil {
+			return err
+		}
+		return setJSON(out, rep)
+	})
 }

@@ -33,28 +33,25 @@ type indexOptionsJSON struct {
 //
 //export loch_vector_build
 func loch_vector_build(h C.uintptr_t, column, options *C.char, out **C.char, errOut **C.char) (st C.int) {
-	defer guard(&st, errOut)
-	ds, err := datasetOf(h)
-	if err != nil {
-		return fail(errOut, err)
-	}
-	var o indexOptionsJSON
-	if s := goString(options); s != "" {
-		if err := json.Unmarshal([]byte(s), &o); err != nil {
-			return fail(errOut, invalidf("index options JSON: %v", err))
+	return withDataset(h, errOut, func(ds *dataset) error {
+		var o indexOptionsJSON
+		if s := goString(options); s != "" {
+			if err := json.Unmarshal([]byte(s), &o); err != nil {
+				return invalidf("index options JSON: %v", err)
+			}
 		}
-	}
-	if o.NList < 0 || o.Sample < 0 || o.Iterations < 0 {
-		return fail(errOut, invalidf("index options: nlist, sample and iterations must not be negative"))
-	}
-	ctx, done := interruptible()
-	defer done()
-	info, err := vector.Build(ctx, ds.d, goString(column), vector.BuildOptions{Metric: vector.Metric(o.Metric),
-		NList: o.NList, Sample: o.Sample, Iterations: o.Iterations, Seed: o.Seed})
-	if err != nil {
-		return fail(errOut, err)
-	}
-	return result(errOut, setJSON(out, info))
+		if o.NList < 0 || o.Sample < 0 || o.Iterations < 0 {
+			return invalidf("index options: nlist, sample and iterations must not be negative")
+		}
+		ctx, done := interruptible()
+		defer done()
+		info, err := vector.Build(ctx, ds.d, goString(column), vector.BuildOptions{Metric: vector.Metric(o.Metric),
+			NList: o.NList, Sample: o.Sample, Iterations: o.Iterations, Seed: o.Seed})
+		if err != nil {
+			return err
+		}
+		return setJSON(out, info)
+	})
 }
 
 // loch_vector_update writes the index of column and metric at the
@@ -63,22 +60,19 @@ func loch_vector_build(h C.uintptr_t, column, options *C.char, out **C.char, err
 //
 //export loch_vector_update
 func loch_vector_update(h C.uintptr_t, column, metric *C.char, out **C.char, errOut **C.char) (st C.int) {
-	defer guard(&st, errOut)
-	ds, err := datasetOf(h)
-	if err != nil {
-		return fail(errOut, err)
-	}
-	m, err := vector.ParseMetric(goString(metric))
-	if err != nil {
-		return fail(errOut, err)
-	}
-	ctx, done := interruptible()
-	defer done()
-	info, err := vector.Update(ctx, ds.d, goString(column), m, vector.Options{})
-	if err != nil {
-		return fail(errOut, err)
-	}
-	return result(errOut, setJSON(out, info))
+	return withDataset(h, errOut, func(ds *dataset) error {
+		m, err := vector.ParseMetric(goString(metric))
+		if err != nil {
+			return err
+		}
+		ctx, done := interruptible()
+		defer done()
+		info, err := vector.Update(ctx, ds.d, goString(column), m, vector.Options{})
+		if err != nil {
+			return err
+		}
+		return setJSON(out, info)
+	})
 }
 
 // searchOptionsJSON are the options of loch_vector_search.
@@ -98,66 +92,63 @@ type searchOptionsJSON struct {
 func loch_vector_search(h C.uintptr_t, column, options *C.char, queries *C.float, n, d, k C.int64_t,
 	allowed *C.uint64_t, nallowed C.int64_t, ids *C.uint64_t, dists *C.float, counts *C.int64_t,
 	info **C.char, errOut **C.char) (st C.int) {
-	defer guard(&st, errOut)
-	ds, err := datasetOf(h)
-	if err != nil {
-		return fail(errOut, err)
-	}
-	var o searchOptionsJSON
-	if s := goString(options); s != "" {
-		if err := json.Unmarshal([]byte(s), &o); err != nil {
-			return fail(errOut, invalidf("search options JSON: %v", err))
+	return withDataset(h, errOut, func(ds *dataset) error {
+		var o searchOptionsJSON
+		if s := goString(options); s != "" {
+			if err := json.Unmarshal([]byte(s), &o); err != nil {
+				return invalidf("search options JSON: %v", err)
+			}
 		}
-	}
-	if o.Metric == "" {
-		o.Metric = string(vector.Cosine)
-	}
-	m, err := vector.ParseMetric(o.Metric)
-	if err != nil {
-		return fail(errOut, err)
-	}
-	if n <= 0 || d <= 0 || k <= 0 {
-		return fail(errOut, invalidf("%d query vectors of %d dimensions, k = %d: want each >= 1", n, d, k))
-	}
-	flat := unsafe.Slice((*float32)(unsafe.Pointer(queries)), int(n*d))
-	qs := make([][]float32, n)
-	for i := range qs {
-		qs[i] = append([]float32(nil), flat[i*int(d):(i+1)*int(d)]...)
-	}
-	opts := vector.Options{NProbe: o.NProbe}
-	if nallowed >= 0 {
-		var set []uint64
-		if nallowed > 0 {
-			set = append(set, unsafe.Slice((*uint64)(unsafe.Pointer(allowed)), int(nallowed))...)
+		if o.Metric == "" {
+			o.Metric = string(vector.Cosine)
 		}
-		opts.Allow = vector.NewRowSet(set)
-	}
-	ctx, done := interruptible()
-	defer done()
-	var res *vector.Result
-	if o.Exact {
-		hits, err := vector.Exact(ctx, ds.d.Scan(), goString(column), m, qs, int(k), opts)
+		m, err := vector.ParseMetric(o.Metric)
 		if err != nil {
-			return fail(errOut, err)
+			return err
 		}
-		res = &vector.Result{Hits: hits}
-	} else if res, err = ds.vectorSearcher().Search(ctx, goString(column), m, qs, int(k), opts); err != nil {
-		return fail(errOut, err)
-	}
-	outIDs := unsafe.Slice((*uint64)(unsafe.Pointer(ids)), int(n*k))
-	outD := unsafe.Slice((*float32)(unsafe.Pointer(dists)), int(n*k))
-	outN := unsafe.Slice((*int64)(unsafe.Pointer(counts)), int(n))
-	for i, hits := range res.Hits {
-		outN[i] = int64(len(hits))
-		for j, hit := range hits {
-			outIDs[i*int(k)+j], outD[i*int(k)+j] = hit.RowID, hit.Distance
+		if n <= 0 || d <= 0 || k <= 0 {
+			return invalidf("%d query vectors of %d dimensions, k = %d: want each >= 1", n, d, k)
 		}
-	}
-	warnings := res.Warnings
-	if warnings == nil {
-		warnings = []string{}
-	}
-	return result(errOut, setJSON(info, map[string]any{"index": res.Index, "warnings": warnings}))
+		flat := unsafe.Slice((*float32)(unsafe.Pointer(queries)), int(n*d))
+		qs := make([][]float32, n)
+		for i := range qs {
+			qs[i] = append([]float32(nil), flat[i*int(d):(i+1)*int(d)]...)
+		}
+		opts := vector.Options{NProbe: o.NProbe}
+		if nallowed >= 0 {
+			var set []uint64
+			if nallowed > 0 {
+				set = append(set, unsafe.Slice((*uint64)(unsafe.Pointer(allowed)), int(nallowed))...)
+			}
+			opts.Allow = vector.NewRowSet(set)
+		}
+		ctx, done := interruptible()
+		defer done()
+		var res *vector.Result
+		if o.Exact {
+			hits, err := vector.Exact(ctx, ds.d.Scan(), goString(column), m, qs, int(k), opts)
+			if err != nil {
+				return err
+			}
+			res = &vector.Result{Hits: hits}
+		} else if res, err = ds.vectorSearcher().Search(ctx, goString(column), m, qs, int(k), opts); err != nil {
+			return err
+		}
+		outIDs := unsafe.Slice((*uint64)(unsafe.Pointer(ids)), int(n*k))
+		outD := unsafe.Slice((*float32)(unsafe.Pointer(dists)), int(n*k))
+		outN := unsafe.Slice((*int64)(unsafe.Pointer(counts)), int(n))
+		for i, hits := range res.Hits {
+			outN[i] = int64(len(hits))
+			for j, hit := range hits {
+				outIDs[i*int(k)+j], outD[i*int(k)+j] = hit.RowID, hit.Distance
+			}
+		}
+		warnings := res.Warnings
+		if warnings == nil {
+			warnings = []string{}
+		}
+		return setJSON(info, map[string]any{"index": res.Index, "warnings": warnings})
+	})
 }
 
 // vectorSearcher returns the handle's searcher, made on first use.

@@ -35,16 +35,13 @@ func setJSON(out **C.char, v any) error {
 //
 //export loch_dataset_create_branch
 func loch_dataset_create_branch(h C.uintptr_t, name, from *C.char, out **C.char, errOut **C.char) (st C.int) {
-	defer guard(&st, errOut)
-	ds, err := datasetOf(h)
-	if err != nil {
-		return fail(errOut, err)
-	}
-	id, err := ds.d.CreateBranch(context.Background(), goString(name), goString(from))
-	if err != nil {
-		return fail(errOut, err)
-	}
-	return result(errOut, setString(out, id))
+	return withDataset(h, errOut, func(ds *dataset) error {
+		id, err := ds.d.CreateBranch(context.Background(), goString(name), goString(from))
+		if err != nil {
+			return err
+		}
+		return setString(out, id)
+	})
 }
 
 // loch_dataset_create_tag makes a tag named name at the version that ref
@@ -53,16 +50,13 @@ func loch_dataset_create_branch(h C.uintptr_t, name, from *C.char, out **C.char,
 //
 //export loch_dataset_create_tag
 func loch_dataset_create_tag(h C.uintptr_t, name, ref *C.char, out **C.char, errOut **C.char) (st C.int) {
-	defer guard(&st, errOut)
-	ds, err := datasetOf(h)
-	if err != nil {
-		return fail(errOut, err)
-	}
-	id, err := ds.d.CreateTag(context.Background(), goString(name), goString(ref))
-	if err != nil {
-		return fail(errOut, err)
-	}
-	return result(errOut, setString(out, id))
+	return withDataset(h, errOut, func(ds *dataset) error {
+		id, err := ds.d.CreateTag(context.Background(), goString(name), goString(ref))
+		if err != nil {
+			return err
+		}
+		return setString(out, id)
+	})
 }
 
 // loch_dataset_delete_branch removes a branch (LOCH_NOT_FOUND when there
@@ -71,12 +65,9 @@ func loch_dataset_create_tag(h C.uintptr_t, name, ref *C.char, out **C.char, err
 //
 //export loch_dataset_delete_branch
 func loch_dataset_delete_branch(h C.uintptr_t, name *C.char, errOut **C.char) (st C.int) {
-	defer guard(&st, errOut)
-	ds, err := datasetOf(h)
-	if err != nil {
-		return fail(errOut, err)
-	}
-	return result(errOut, ds.d.DeleteBranch(context.Background(), goString(name)))
+	return withDataset(h, errOut, func(ds *dataset) error {
+		return ds.d.DeleteBranch(context.Background(), goString(name))
+	})
 }
 
 // loch_dataset_delete_tag removes a tag (LOCH_NOT_FOUND when there is none
@@ -84,12 +75,9 @@ func loch_dataset_delete_branch(h C.uintptr_t, name *C.char, errOut **C.char) (s
 //
 //export loch_dataset_delete_tag
 func loch_dataset_delete_tag(h C.uintptr_t, name *C.char, errOut **C.char) (st C.int) {
-	defer guard(&st, errOut)
-	ds, err := datasetOf(h)
-	if err != nil {
-		return fail(errOut, err)
-	}
-	return result(errOut, ds.d.DeleteTag(context.Background(), goString(name)))
+	return withDataset(h, errOut, func(ds *dataset) error {
+		return ds.d.DeleteTag(context.Background(), goString(name))
+	})
 }
 
 // loch_dataset_refs stores the branches and then the tags, each sorted by
@@ -97,19 +85,16 @@ func loch_dataset_delete_tag(h C.uintptr_t, name *C.char, errOut **C.char) (st C
 //
 //export loch_dataset_refs
 func loch_dataset_refs(h C.uintptr_t, out **C.char, errOut **C.char) (st C.int) {
-	defer guard(&st, errOut)
-	ds, err := datasetOf(h)
-	if err != nil {
-		return fail(errOut, err)
-	}
-	refs, err := ds.d.Refs(context.Background())
-	if err != nil {
-		return fail(errOut, err)
-	}
-	if refs == nil {
-		refs = []loch.Ref{}
-	}
-	return result(errOut, setJSON(out, refs))
+	return withDataset(h, errOut, func(ds *dataset) error {
+		refs, err := ds.d.Refs(context.Background())
+		if err != nil {
+			return err
+		}
+		if refs == nil {
+			refs = []loch.Ref{}
+		}
+		return setJSON(out, refs)
+	})
 }
 
 // loch_dataset_resolve stores the version id that ref (a branch, tag,
@@ -117,16 +102,13 @@ func loch_dataset_refs(h C.uintptr_t, out **C.char, errOut **C.char) (st C.int) 
 //
 //export loch_dataset_resolve
 func loch_dataset_resolve(h C.uintptr_t, ref *C.char, out **C.char, errOut **C.char) (st C.int) {
-	defer guard(&st, errOut)
-	ds, err := datasetOf(h)
-	if err != nil {
-		return fail(errOut, err)
-	}
-	id, err := ds.d.Resolve(context.Background(), goString(ref))
-	if err != nil {
-		return fail(errOut, err)
-	}
-	return result(errOut, setString(out, id))
+	return withDataset(h, errOut, func(ds *dataset) error {
+		id, err := ds.d.Resolve(context.Background(), goString(ref))
+		if err != nil {
+			return err
+		}
+		return setString(out, id)
+	})
 }
 
 // loch_dataset_current_branch stores the name of the branch the handle
@@ -134,12 +116,9 @@ func loch_dataset_resolve(h C.uintptr_t, ref *C.char, out **C.char, errOut **C.c
 //
 //export loch_dataset_current_branch
 func loch_dataset_current_branch(h C.uintptr_t, out **C.char, errOut **C.char) (st C.int) {
-	defer guard(&st, errOut)
-	ds, err := datasetOf(h)
-	if err != nil {
-		return fail(errOut, err)
-	}
-	return result(errOut, setString(out, ds.d.Branch()))
+	return withDataset(h, errOut, func(ds *dataset) error {
+		return setString(out, ds.d.Branch())
+	})
 }
 
 // loch_dataset_read_only stores 1 in *out when the handle refuses writes
@@ -147,19 +126,16 @@ func loch_dataset_current_branch(h C.uintptr_t, out **C.char, errOut **C.char) (
 //
 //export loch_dataset_read_only
 func loch_dataset_read_only(h C.uintptr_t, out *C.int32_t, errOut **C.char) (st C.int) {
-	defer guard(&st, errOut)
-	ds, err := datasetOf(h)
-	if err != nil {
-		return fail(errOut, err)
-	}
-	if out == nil {
-		return fail(errOut, invalidf("output pointer is NULL"))
-	}
-	*out = 0
-	if ds.d.ReadOnly() {
-		*out = 1
-	}
-	return C.LOCH_OK
+	return withDataset(h, errOut, func(ds *dataset) error {
+		if out == nil {
+			return invalidf("output pointer is NULL")
+		}
+		*out = 0
+		if ds.d.ReadOnly() {
+			*out = 1
+		}
+		return nil
+	})
 }
 
 // loch_dataset_checkout moves the handle to ref: a branch (the handle then
@@ -168,12 +144,9 @@ func loch_dataset_read_only(h C.uintptr_t, out *C.int32_t, errOut **C.char) (st 
 //
 //export loch_dataset_checkout
 func loch_dataset_checkout(h C.uintptr_t, ref *C.char, errOut **C.char) (st C.int) {
-	defer guard(&st, errOut)
-	ds, err := datasetOf(h)
-	if err != nil {
-		return fail(errOut, err)
-	}
-	return result(errOut, ds.d.Checkout(context.Background(), goString(ref)))
+	return withDataset(h, errOut, func(ds *dataset) error {
+		return ds.d.Checkout(context.Background(), goString(ref))
+	})
 }
 
 // loch_dataset_revert makes a new commit on the handle's branch with the
@@ -182,18 +155,15 @@ func loch_dataset_checkout(h C.uintptr_t, ref *C.char, errOut **C.char) (st C.in
 //
 //export loch_dataset_revert
 func loch_dataset_revert(h C.uintptr_t, ref, message *C.char, out **C.char, errOut **C.char) (st C.int) {
-	defer guard(&st, errOut)
-	ds, err := datasetOf(h)
-	if err != nil {
-		return fail(errOut, err)
-	}
-	ctx, done := interruptible()
-	defer done()
-	id, err := ds.d.Revert(ctx, goString(ref), goString(message))
-	if err != nil {
-		return fail(errOut, err)
-	}
-	return result(errOut, setString(out, id))
+	return withDataset(h, errOut, func(ds *dataset) error {
+		ctx, done := interruptible()
+		defer done()
+		id, err := ds.d.Revert(ctx, goString(ref), goString(message))
+		if err != nil {
+			return err
+		}
+		return setString(out, id)
+	})
 }
 
 // diffOptions are loch_dataset_diff's options, as JSON.
@@ -212,20 +182,17 @@ type diffOptions struct {
 //
 //export loch_dataset_diff
 func loch_dataset_diff(h C.uintptr_t, from, to, options *C.char, out **C.char, errOut **C.char) (st C.int) {
-	defer guard(&st, errOut)
-	ds, err := datasetOf(h)
-	if err != nil {
-		return fail(errOut, err)
-	}
-	var o diffOptions
-	if err := decodeStrict("diff options", goString(options), &o); err != nil {
-		return fail(errOut, err)
-	}
-	d, err := ds.d.Diff(context.Background(), goString(from), goString(to), loch.DiffOptions{Start: o.Start, Limit: o.Limit})
-	if err != nil {
-		return fail(errOut, err)
-	}
-	return result(errOut, setJSON(out, d))
+	return withDataset(h, errOut, func(ds *dataset) error {
+		var o diffOptions
+		if err := decodeStrict("diff options", goString(options), &o); err != nil {
+			return err
+		}
+		d, err := ds.d.Diff(context.Background(), goString(from), goString(to), loch.DiffOptions{Start: o.Start, Limit: o.Limit})
+		if err != nil {
+			return err
+		}
+		return setJSON(out, d)
+	})
 }
 
 // mergeOptions are loch_dataset_merge's options, as JSON.
@@ -255,35 +222,32 @@ type conflictDetail struct {
 //
 //export loch_dataset_merge
 func loch_dataset_merge(h C.uintptr_t, src, options *C.char, out **C.char, errOut **C.char) (st C.int) {
-	defer guard(&st, errOut)
-	ds, err := datasetOf(h)
-	if err != nil {
-		return fail(errOut, err)
-	}
-	var o mergeOptions
-	if err := decodeStrict("merge options", goString(options), &o); err != nil {
-		return fail(errOut, err)
-	}
-	ctx, done := interruptible()
-	defer done()
-	res, err := ds.d.Merge(ctx, goString(src), loch.MergeOptions{Strategy: o.Strategy, Message: o.Message})
-	if err != nil {
-		var ce *loch.ConflictError
-		if errors.As(err, &ce) && out != nil {
-			conflicts := ce.Conflicts
-			if conflicts == nil {
-				conflicts = []loch.Conflict{}
-			}
-			if jerr := setJSON(out, conflictDetail{Src: ce.Src, Dst: ce.Dst, Conflicts: conflicts}); jerr != nil {
-				*out = nil
-			}
+	return withDataset(h, errOut, func(ds *dataset) error {
+		var o mergeOptions
+		if err := decodeStrict("merge options", goString(options), &o); err != nil {
+			return err
 		}
-		return fail(errOut, err)
-	}
-	if res.Conflicts == nil {
-		res.Conflicts = []loch.Conflict{}
-	}
-	return result(errOut, setJSON(out, res))
+		ctx, done := interruptible()
+		defer done()
+		res, err := ds.d.Merge(ctx, goString(src), loch.MergeOptions{Strategy: o.Strategy, Message: o.Message})
+		if err != nil {
+			var ce *loch.ConflictError
+			if errors.As(err, &ce) && out != nil {
+				conflicts := ce.Conflicts
+				if conflicts == nil {
+					conflicts = []loch.Conflict{}
+				}
+				if jerr := setJSON(out, conflictDetail{Src: ce.Src, Dst: ce.Dst, Conflicts: conflicts}); jerr != nil {
+					*out = nil
+				}
+			}
+			return err
+		}
+		if res.Conflicts == nil {
+			res.Conflicts = []loch.Conflict{}
+		}
+		return setJSON(out, res)
+	})
 }
 
 // gcOptions are loch_dataset_gc's options, as JSON.
@@ -326,20 +290,17 @@ func parseGCOptions(text string) (loch.GCOptions, error) {
 //
 //export loch_dataset_gc
 func loch_dataset_gc(h C.uintptr_t, options *C.char, out **C.char, errOut **C.char) (st C.int) {
-	defer guard(&st, errOut)
-	ds, err := datasetOf(h)
-	if err != nil {
-		return fail(errOut, err)
-	}
-	opts, err := parseGCOptions(goString(options))
-	if err != nil {
-		return fail(errOut, err)
-	}
-	ctx, done := interruptible()
-	defer done()
-	rep, err := ds.d.GC(ctx, opts)
-	if err != nil {
-		return fail(errOut, err)
-	}
-	return result(errOut, setJSON(out, rep))
+	return withDataset(h, errOut, func(ds *dataset) error {
+		opts, err := parseGCOptions(goString(options))
+		if err != nil {
+			return err
+		}
+		ctx, done := interruptible()
+		defer done()
+		rep, err := ds.d.GC(ctx, opts)
+		if err != nil {
+			return err
+		}
+		return setJSON(out, rep)
+	})
 }

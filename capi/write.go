@@ -172,21 +172,18 @@ func packedSamples(name string, n, ndim int, in C.loch_column_in, data []byte, e
 //
 //export loch_dataset_extend
 func loch_dataset_extend(h C.uintptr_t, n C.int64_t, cols *C.loch_column_in, ncols C.int32_t, errOut **C.char) (st C.int) {
-	defer guard(&st, errOut)
-	ds, err := datasetOf(h)
-	if err != nil {
-		return fail(errOut, err)
-	}
-	rows, err := rowsOf(ds, int(n), unsafeSlice(cols, int(ncols)))
-	if err != nil {
-		return fail(errOut, err)
-	}
-	if len(rows) == 0 {
-		return C.LOCH_OK
-	}
-	ctx, done := interruptible()
-	defer done()
-	return result(errOut, ds.d.Extend(ctx, rows))
+	return withDataset(h, errOut, func(ds *dataset) error {
+		rows, err := rowsOf(ds, int(n), unsafeSlice(cols, int(ncols)))
+		if err != nil {
+			return err
+		}
+		if len(rows) == 0 {
+			return nil
+		}
+		ctx, done := interruptible()
+		defer done()
+		return ds.d.Extend(ctx, rows)
+	})
 }
 
 // loch_dataset_update stages new values for the given columns of the row
@@ -194,16 +191,13 @@ func loch_dataset_extend(h C.uintptr_t, n C.int64_t, cols *C.loch_column_in, nco
 //
 //export loch_dataset_update
 func loch_dataset_update(h C.uintptr_t, id C.uint64_t, cols *C.loch_column_in, ncols C.int32_t, errOut **C.char) (st C.int) {
-	defer guard(&st, errOut)
-	ds, err := datasetOf(h)
-	if err != nil {
-		return fail(errOut, err)
-	}
-	rows, err := rowsOf(ds, 1, unsafeSlice(cols, int(ncols)))
-	if err != nil {
-		return fail(errOut, err)
-	}
-	ctx, done := interruptible()
-	defer done()
-	return result(errOut, ds.d.Update(ctx, uint64(id), rows[0]))
+	return withDataset(h, errOut, func(ds *dataset) error {
+		rows, err := rowsOf(ds, 1, unsafeSlice(cols, int(ncols)))
+		if err != nil {
+			return err
+		}
+		ctx, done := interruptible()
+		defer done()
+		return ds.d.Update(ctx, uint64(id), rows[0])
+	})
 }

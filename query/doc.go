@@ -27,7 +27,7 @@
 // filter argument (filter.go) and judged there, conservatively, before
 // the rows' other columns are converted; DuckDB applies the whole WHERE
 // again. Values are written straight into DuckDB's vectors where
-// duckdb-go allows (direct.go, strings.go), else through its typed
+// duckdb-go allows (duckdb.go, strings.go), else through its typed
 // setters.
 //
 // # Selections
@@ -49,6 +49,14 @@
 // EXPORT. Extensions are never installed or loaded (autoinstall,
 // autoload and community extensions off). A sandboxed engine (Options.
 // Sandbox) also has DuckDB's external access off and its settings locked.
+//
+// # DuckDB's internals
+//
+// What the package takes from DuckDB and duckdb-go beyond their
+// documented APIs (json_serialize_sql's tree and its byte offsets, the
+// parser's messages, duckdb-go's unexported vector fields) is in one
+// file, duckdb.go, pinned by one test (TestDuckDBInternals) that an
+// upgrade fails first.
 //
 // # Concurrency
 //

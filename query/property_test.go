@@ -498,22 +498,3 @@ func TestMatchesParquetTypedSetters(t *testing.T) {
 	r := rand.New(rand.NewPCG(testseed.Seed(t), 99))
 	matchParquet(t, r)
 }
-
-// TestRawWritesAvailable: the fast path finds DuckDB's vector memory in
-// this duckdb-go version (else every scalar takes the fallback).
-func TestRawWritesAvailable(t *testing.T) {
-	d, err := loch.Create(ctx, filepath.Join(t.TempDir(), "one"), propSchema)
-	require.NoError(t, err)
-	defer d.Close()
-	require.NoError(t, d.Append(ctx, loch.Row{"i": loch.Scalar(int64(7))}))
-	_, err = d.Commit(ctx, "one")
-	require.NoError(t, err)
-	found := false
-	probe = func(p bool) { found = found || p }
-	defer func() { probe = nil }()
-	e, err := New(ctx, d, Options{})
-	require.NoError(t, err)
-	defer e.Close()
-	require.Equal(t, [][]string{{"7"}}, e.answer(t, "SELECT i FROM ds"))
-	require.True(t, found, "vectorData found no data pointer")
-}

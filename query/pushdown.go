@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -63,11 +62,7 @@ func (e *Engine) pushdown(ctx context.Context, q string) string {
 	if !ok {
 		return q
 	}
-	type splice struct {
-		at, end int
-		text    string
-	}
-	var splices []splice
+	var splices []textEdit
 	walkSelects(stmt, func(node map[string]any) {
 		where, _ := node["where_clause"].(map[string]any)
 		if where == nil || node["sample"] != nil {
@@ -125,20 +120,10 @@ func (e *Engine) pushdown(ctx context.Context, q string) string {
 			if alias == "" {
 				text += " AS " + quoteIdent(name)
 			}
-			splices = append(splices, splice{at: at, end: end, text: text})
+			splices = append(splices, textEdit{at: at, end: end, text: text})
 		}
 	})
-	if len(splices) == 0 {
-		return q
-	}
-	sort.Slice(splices, func(i, j int) bool { return splices[i].at > splices[j].at })
-	for k, s := range splices {
-		if k > 0 && s.end > splices[k-1].at {
-			return q // overlapping: not expected; push nothing
-		}
-		q = q[:s.at] + s.text + q[s.end:]
-	}
-	return q
+	return splice(q, splices)
 }
 
 // session reads what pushdown depends on in the connection's state:
@@ -264,40 +249,6 @@ func conjuncts(x map[string]any) []map[string]any {
 		}
 	}
 	return out
-}
-
-// location is a node's byte offset in the query text.
-func location(n map[string]any) (int, bool) {
-	num, ok := n["query_location"].(json.Number)
-	if !ok {
-		return 0, false
-	}
-	at, err := strconv.ParseInt(string(num), 10, 64)
-	if err != nil || at < 0 || at > math.MaxInt32 {
-		return 0, false
-	}
-	return int(at), true
-}
-
-// identEnd returns the end of the identifier name written at q[at:]
-// (bare, without case, or double-quoted), or false when it is not there.
-func identEnd(q string, at int, name string) (int, bool) {
-	if at >= len(q) {
-		return 0, false
-	}
-	if quoted := quoteIdent(name); strings.HasPrefix(q[at:], quoted) {
-		return at + len(quoted), true
-	}
-	end := at + len(name)
-	if end > len(q) || !strings.EqualFold(q[at:end], name) || !identRE.MatchString(name) {
-		return 0, false
-	}
-	if end < len(q) {
-		if c := q[end]; c == '_' || c == '$' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= 0x80 {
-			return 0, false
-		}
-	}
-	return end, true
 }
 
 // pushTable is the table of one SELECT that filters may be pushed into.

@@ -1,7 +1,6 @@
 package query
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -145,40 +144,6 @@ func (e *Engine) rewrite(ctx context.Context, q string, selection bool) (rewritt
 		return rewritten{}, fmt.Errorf("query %s: rewrite: %s: %w", oneLineSQL(q), oneLine(err), loch.ErrInvalidArgument)
 	}
 	return out, nil
-}
-
-// parsed is json_serialize_sql's answer.
-type parsed struct {
-	Error      bool              `json:"error"`
-	Message    string            `json:"error_message"`
-	Type       string            `json:"error_type"`
-	Position   string            `json:"position"`
-	Statements []json.RawMessage `json:"statements"`
-}
-
-// parse parses q with DuckDB's parser into its syntax tree.
-func (e *Engine) parse(ctx context.Context, q string) (parsed, error) {
-	var js string
-	if err := e.conn.QueryRowContext(ctx, "SELECT json_serialize_sql(?::VARCHAR)::VARCHAR", q).Scan(&js); err != nil {
-		return parsed{}, fmt.Errorf("query: parse: %w", err)
-	}
-	var tree parsed
-	if err := json.Unmarshal([]byte(js), &tree); err != nil {
-		return parsed{}, fmt.Errorf("query: parse: %w", err)
-	}
-	return tree, nil
-}
-
-// decodeStatement decodes one statement's tree, numbers as json.Number
-// (constants and locations keep every digit).
-func decodeStatement(raw json.RawMessage) (map[string]any, error) {
-	var stmt map[string]any
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	if err := dec.Decode(&stmt); err != nil {
-		return nil, fmt.Errorf("query: parse: %w", err)
-	}
-	return stmt, nil
 }
 
 func colRef(name string) map[string]any {

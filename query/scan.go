@@ -15,6 +15,7 @@ import (
 
 	"github.com/lochdata/loch"
 	"github.com/lochdata/loch/internal/lru"
+	"github.com/lochdata/loch/schema"
 )
 
 // Hidden columns: the stable row id and the row's position in the
@@ -616,3 +617,16 @@ func (s *source) after(id loch.ChunkID) (loch.ChunkID, bool) {
 
 // defaultThreads is the DuckDB threads a scan runs on.
 func defaultThreads() int { return max(runtime.GOMAXPROCS(0), 1) }
+
+// rawScalar reports whether column c's values can be copied as stored into
+// its DuckDB vector: scalars whose dtype has the DuckDB type's width.
+func (c column) rawScalar() bool {
+	if c.kind != mapScalar {
+		return false
+	}
+	switch c.col.DType {
+	case schema.Float16, schema.BFloat16:
+		return false
+	}
+	return c.col.DType.Size() > 0
+}

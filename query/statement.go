@@ -103,32 +103,6 @@ func refused(q, name, instead string) error {
 		oneLineSQL(q), name, instead, loch.ErrInvalidArgument)
 }
 
-// statementType is DuckDB's type of the one statement q, from preparing
-// it (which binds it, and runs nothing). duckdb.Conn.Prepare, unlike
-// PrepareContext, refuses several statements instead of running all but
-// the last.
-func (e *Engine) statementType(q string) (duckdb.StmtType, error) {
-	t := duckdb.STATEMENT_TYPE_INVALID
-	err := e.conn.Raw(func(dc any) error {
-		c, ok := dc.(*duckdb.Conn)
-		if !ok {
-			return fmt.Errorf("query: DuckDB connection is a %T", dc)
-		}
-		st, err := c.Prepare(q)
-		if err != nil {
-			return err
-		}
-		defer st.Close()
-		s, ok := st.(*duckdb.Stmt)
-		if !ok {
-			return fmt.Errorf("query: DuckDB statement is a %T", st)
-		}
-		t, err = s.StatementType()
-		return err
-	})
-	return t, err
-}
-
 // skipComments drops q's leading white space and SQL comments.
 func skipComments(q string) string {
 	for {

@@ -6,10 +6,23 @@
 // of the catalog visible as a view by its name.
 //
 // A Session holds the branch and default commit message of a sequence of
-// statements; Session.Run runs one. sqlcat parses only what DuckDB cannot
-// express (loch's types) and the frame of a write statement (its target
-// table, column list and SET list); every expression, VALUES list and
-// SELECT is DuckDB's, run through query.Engine.
+// statements; Session.Run runs one.
+//
+// # What sqlcat parses itself
+//
+// DuckDB parses SQL; sqlcat keeps a hand parser (lex.go, ddl.go) only for
+// what DuckDB cannot plan, because loch's tables are views to DuckDB:
+// loch's own types in CREATE and ALTER TABLE (IMAGE('png'),
+// CLASS_LABEL(...), TENSOR(float32, [3, NULL]), ...) and OPTIMIZE, and
+// the frame of a write (its target table, column list and SET list).
+// Kind is the one classifier: it routes loch's statements by their first
+// words, and gives every other statement to package query, which runs it
+// only if DuckDB's own type of it is a read. Split ends statements where
+// DuckDB's parser does (query.Parse). Every expression, VALUES list and
+// SELECT is DuckDB's, run through query.Engine, and a result's types are
+// DuckDB's. The lexer follows DuckDB's lexical rules (dollar-quoted
+// strings, E-strings with backslash escapes, nested comments), which a
+// test checks against DuckDB.
 //
 // Each statement starts its own engine (an in-memory DuckDB) with views of
 // the tables it names, opened at the session's branch (else main) when

@@ -1,6 +1,7 @@
 package sqlcat
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -221,6 +222,36 @@ func TestCreateAs(t *testing.T) {
 	require.ErrorContains(t, err, "column d: type DATE is not supported")
 	_, err = s.cat.Table(ctx, "bad")
 	require.ErrorIs(t, err, loch.ErrNotFound)
+}
+
+// TestCreateAsTypes: CREATE TABLE ... AS maps each result column by
+// DuckDB's type of it (a DECIMAL as float64, arrays outermost first,
+// lists as variable dimensions), and refuses one no loch column holds.
+func TestCreateAsTypes(t *testing.T) {
+	s := newSession(t, t.TempDir()+"/lake")
+	run(t, s, `CREATE TABLE c AS SELECT 1.5 AS dec, [[1, 2, 3], [4, 5, 6]]::FLOAT[3][2] AS arr, [1, 2]::INT[] AS lst,
+		'{"a": 1}'::JSON AS j, 'x' AS t, 'b'::BLOB AS b, true AS ok, 7::UTINYINT AS u, 2::INT8 AS i8`)
+	d, err := s.cat.OpenTable(ctx, "c")
+	require.NoError(t, err)
+	defer d.Close()
+	var got []string
+	for _, c := range d.Schema().Columns {
+		got = append(got, fmt.Sprintf("%s %s %s %v", c.Name, c.Kind, c.DType, c.Shape))
+	}
+	require.Equal(t, []string{
+		"dec generic float64 []", "arr generic float32 [2 3]", "lst generic int32 [-1]", "j json json []",
+		"t text text []", "b generic bytes []", "ok generic bool []", "u generic uint8 []", "i8 generic int64 []",
+	}, got)
+	for q, msg := range map[string]string{
+		"SELECT ['a']::VARCHAR[] AS v":        "column v: type VARCHAR[]",
+		"SELECT 'a'::ENUM('a', 'b') AS e":     "column e: type ENUM",
+		"SELECT {'a': 1} AS st":               "column st: type STRUCT",
+		"SELECT TIMESTAMP '2020-01-01' AS ts": "column ts: type TIMESTAMP is not supported (supported: ",
+	} {
+		_, err := s.Run(ctx, "CREATE TABLE bad AS "+q, Output{})
+		require.ErrorIs(t, err, loch.ErrInvalidArgument, q)
+		require.ErrorContains(t, err, msg, q)
+	}
 }
 
 func fmtInt(i int64) string { return strconv.FormatInt(i, 10) }

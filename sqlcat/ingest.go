@@ -90,47 +90,51 @@ func SourceSchema(ctx context.Context, source string, o IngestOptions) (schema.S
 		return s, err
 	}
 	defer e.Close()
-	rows, closeRows, err := e.Rows(ctx, fmt.Sprintf("SELECT * FROM (%s) LIMIT 0", source))
+	cols, err := e.ResultColumns(ctx, source)
 	if err != nil {
 		return s, err
 	}
-	types, err := rows.ColumnTypes()
-	closeRows()
-	if err != nil {
-		return s, fmt.Errorf("sql: %w", err)
+	names := make([]string, len(cols))
+	for i, c := range cols {
+		names[i] = c.Name
 	}
 	fields := append(slices.Clone(o.ImageFields), o.LinkFields...)
 	for f := range o.Fields {
 		fields = append(fields, f)
 	}
 	for _, f := range fields {
-		if !hasColumn(types, f) {
-			return s, fmt.Errorf("sql: no field %q in the source (have %s): %w", f, strings.Join(typeNames(types), ", "), loch.ErrInvalidArgument)
+		if !slices.Contains(names, f) {
+			return s, fmt.Errorf("sql: no field %q in the source (have %s): %w", f, strings.Join(names, ", "), loch.ErrInvalidArgument)
 		}
 	}
-	for _, t := range types {
-		if f, ok := o.Fields[t.Name()]; ok {
+	for _, c := range cols {
+		var typ string // loch's type of an image or link field
+		switch f, ok := o.Fields[c.Name]; {
+		case ok:
 			col := f.Column
-			col.Name = t.Name()
+			col.Name = c.Name
 			s.Columns = append(s.Columns, col)
 			continue
-		}
-		typ := t.DatabaseTypeName()
-		switch {
-		case slices.Contains(o.ImageFields, t.Name()):
+		case slices.Contains(o.ImageFields, c.Name):
 			typ = "IMAGE"
 			if o.ImageCompression != "" {
 				typ = fmt.Sprintf("IMAGE(%s)", quoteString(o.ImageCompression))
 			}
-		case slices.Contains(o.LinkFields, t.Name()):
+		case slices.Contains(o.LinkFields, c.Name):
 			typ = "LINK"
+		default:
+			col, err := stored(c)
+			if err != nil {
+				return s, err
+			}
+			s.Columns = append(s.Columns, col)
+			continue
 		}
 		p, err := newParser(typ)
 		if err != nil {
 			return s, err
 		}
-		p.inferring = true
-		col, err := p.parseType(t.Name())
+		col, err := p.parseType(c.Name)
 		if err != nil {
 			return s, err
 		}
@@ -140,18 +144,6 @@ func SourceSchema(ctx context.Context, source string, o IngestOptions) (schema.S
 		return s, err
 	}
 	return s, nil
-}
-
-func hasColumn[T interface{ Name() string }](types []T, name string) bool {
-	return slices.ContainsFunc(types, func(t T) bool { return t.Name() == name })
-}
-
-func typeNames[T interface{ Name() string }](types []T) []string {
-	out := make([]string, len(types))
-	for i, t := range types {
-		out[i] = t.Name()
-	}
-	return out
 }
 
 // Stage runs source and stages its rows on d (it does not commit): each

@@ -1,10 +1,12 @@
 package sqlcat
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/lochdata/loch"
+	"github.com/lochdata/loch/query"
 )
 
 // tokKind is the kind of a token.
@@ -33,15 +35,18 @@ func (t token) is(s string) bool {
 }
 
 // lex splits a statement by DuckDB's lexical rules: identifiers unquoted
-// and case-folded or "quoted" and kept, 'strings' with ”, -- and /* */
-// comments skipped, numbers.
+// and case-folded or "quoted" and kept; 'strings' (a quote doubled is one), E'strings' with
+// backslash escapes and $tag$dollar-quoted strings$tag$; -- and nested /* */
+// comments skipped; numbers. It serves loch's own frames (the types of a
+// CREATE TABLE, the target and lists of a write); DuckDB lexes everything
+// it runs, and Split asks DuckDB where statements end.
 func lex(s string) ([]token, error) {
 	var out []token
 	i := 0
 	for i < len(s) {
 		c := s[i]
 		switch {
-		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v':
 			i++
 		case strings.HasPrefix(s[i:], "--"):
 			j := strings.IndexByte(s[i:], '\n')
@@ -51,35 +56,34 @@ func lex(s string) ([]token, error) {
 				i += j + 1
 			}
 		case strings.HasPrefix(s[i:], "/*"):
-			j := strings.Index(s[i+2:], "*/")
-			if j < 0 {
+			j, ok := commentEnd(s, i)
+			if !ok {
 				return nil, fmt.Errorf("sql: unterminated /* comment at position %d: %w", i, loch.ErrInvalidArgument)
 			}
-			i += j + 4
+			i = j
 		case c == '\'' || c == '"':
-			var b strings.Builder
-			j := i + 1
-			for {
-				if j >= len(s) {
-					return nil, fmt.Errorf("sql: unterminated %c at position %d: %w", c, i, loch.ErrInvalidArgument)
-				}
-				if s[j] == c {
-					if j+1 < len(s) && s[j+1] == c {
-						b.WriteByte(c)
-						j += 2
-						continue
-					}
-					break
-				}
-				b.WriteByte(s[j])
-				j++
+			t, err := quoted(s, i, i, c, false)
+			if err != nil {
+				return nil, err
 			}
-			k := tokString
-			if c == '"' {
-				k = tokQuoted
+			out = append(out, t)
+			i = t.end
+		case (c == 'e' || c == 'E') && i+1 < len(s) && s[i+1] == '\'':
+			t, err := quoted(s, i, i+1, '\'', true)
+			if err != nil {
+				return nil, err
 			}
-			out = append(out, token{kind: k, text: b.String(), pos: i, end: j + 1})
-			i = j + 1
+			out = append(out, t)
+			i = t.end
+		case c == '$' && dollarTag(s[i:]) != "":
+			tag := dollarTag(s[i:])
+			j := strings.Index(s[i+len(tag):], tag)
+			if j < 0 {
+				return nil, fmt.Errorf("sql: unterminated dollar-quoted string at position %d: %w", i, loch.ErrInvalidArgument)
+			}
+			body := s[i+len(tag) : i+len(tag)+j]
+			out = append(out, token{kind: tokString, text: body, pos: i, end: i + 2*len(tag) + j})
+			i += 2*len(tag) + j
 		case isIdentStart(c):
 			j := i
 			for j < len(s) && (isIdentStart(s[j]) || s[j] >= '0' && s[j] <= '9' || s[j] == '$') {
@@ -103,6 +107,77 @@ func lex(s string) ([]token, error) {
 	return out, nil
 }
 
+// commentEnd returns the end of the /* comment at s[i:], which nests as
+// in DuckDB, or false when it is not closed.
+func commentEnd(s string, i int) (int, bool) {
+	depth := 0
+	for j := i; j+1 < len(s); {
+		switch s[j : j+2] {
+		case "/*":
+			depth++
+			j += 2
+		case "*/":
+			depth--
+			j += 2
+			if depth == 0 {
+				return j, true
+			}
+		default:
+			j++
+		}
+	}
+	return 0, false
+}
+
+// quoted lexes the string or quoted name that opens with quote q at
+// s[open] (pos is the token's start: an E before it): a doubled quote
+// stands for one, and with escapes a backslash takes the next byte as it
+// is (\n and the other C escapes are DuckDB's to decode: loch's frames
+// take no such strings).
+func quoted(s string, pos, open int, q byte, escapes bool) (token, error) {
+	var b strings.Builder
+	j := open + 1
+	for {
+		if j >= len(s) {
+			return token{}, fmt.Errorf("sql: unterminated %c at position %d: %w", q, pos, loch.ErrInvalidArgument)
+		}
+		switch {
+		case escapes && s[j] == '\\' && j+1 < len(s):
+			b.WriteByte(s[j+1])
+			j += 2
+			continue
+		case s[j] == q && j+1 < len(s) && s[j+1] == q:
+			b.WriteByte(q)
+			j += 2
+			continue
+		case s[j] == q:
+			k := tokString
+			if q == '"' {
+				k = tokQuoted
+			}
+			return token{kind: k, text: b.String(), pos: pos, end: j + 1}, nil
+		}
+		b.WriteByte(s[j])
+		j++
+	}
+}
+
+// dollarTag returns the $tag$ (or $$) that opens a dollar-quoted string at
+// the start of s, or "" ($1 is a parameter).
+func dollarTag(s string) string {
+	for j := 1; j < len(s); j++ {
+		c := s[j]
+		switch {
+		case c == '$':
+			return s[:j+1]
+		case isIdentStart(c), j > 1 && c >= '0' && c <= '9':
+		default:
+			return ""
+		}
+	}
+	return ""
+}
+
 func isIdentStart(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '_' || c >= 0x80
 }
@@ -112,10 +187,6 @@ type parser struct {
 	src  string
 	toks []token
 	i    int
-	// inferring: the type is DuckDB's name of a result column's type
-	// (CREATE TABLE AS, ingest), where a DECIMAL (0.5 is one) is stored
-	// as float64; in a CREATE TABLE it is refused.
-	inferring bool
 }
 
 func newParser(src string) (*parser, error) {
@@ -215,34 +286,70 @@ func (p *parser) until(stop func(token) bool) string {
 	}
 }
 
-// Split cuts a script into the statements that end with a semicolon
-// outside strings, quoted names and comments; each keeps its leading
-// comments and loses its ';', and blank ones are dropped. rest is the
-// text after the last ';' ("" if only spaces): the start of the next. An error is
+// Split cuts a script into statements where DuckDB's parser ends them: at
+// each ';' outside strings ('...', E'...', $tag$...$tag$), quoted names and
+// comments. Each statement keeps its leading comments and loses its ';',
+// and blank ones are dropped. rest is the text after the last ';' ("" if
+// only spaces): the start of the next. An error (query.ErrIncomplete) is
 // an unterminated string, name or comment: the script is incomplete.
+//
+// DuckDB decides where it can parse the text before a ';'. Before a ';'
+// it cannot parse (loch's OPTIMIZE, a CREATE TABLE with loch's types that
+// DuckDB's lexer still reads, or a syntax error) the lexer of loch's
+// frames, which follows DuckDB's lexical rules, decides.
 func Split(script string) (stmts []string, rest string, err error) {
-	toks, err := lex(script)
-	if err != nil {
-		return nil, script, err
-	}
 	start := 0
-	for _, t := range toks {
-		if t.is(";") {
-			if s := strings.TrimSpace(script[start:t.pos]); s != "" && hasToken(s) {
-				stmts = append(stmts, s)
-			}
-			start = t.end
+	for i := 0; i < len(script); i++ {
+		if script[i] != ';' {
+			continue
 		}
+		piece := script[start:i]
+		blank, ok, err := statementEnds(piece)
+		if err != nil {
+			return nil, script, err
+		}
+		if !ok {
+			continue
+		}
+		if !blank {
+			stmts = append(stmts, strings.TrimSpace(piece))
+		}
+		start = i + 1
 	}
 	rest = script[start:]
+	if _, err := query.Parse(rest); errors.Is(err, query.ErrIncomplete) {
+		return nil, script, err
+	}
+	if _, err := lex(rest); err != nil {
+		return nil, script, fmt.Errorf("%w: %w", query.ErrIncomplete, err)
+	}
 	if strings.TrimSpace(rest) == "" {
 		rest = ""
 	}
 	return stmts, rest, nil
 }
 
-// hasToken reports whether s has anything but spaces and comments.
-func hasToken(s string) bool {
-	toks, err := lex(s)
-	return err != nil || toks[0].kind != tokEOF
+// statementEnds reports whether a ';' after piece ends a statement, and
+// whether piece is blank (spaces and comments).
+func statementEnds(piece string) (blank, ends bool, err error) {
+	n, err := query.Parse(piece)
+	switch {
+	case errors.Is(err, query.ErrIncomplete):
+		return false, false, nil
+	case err == nil:
+		// DuckDB parses piece; the ';' is in a -- comment if piece
+		// followed by a stray ')' still parses.
+		if _, err := query.Parse(piece + ")"); err == nil {
+			return false, false, nil
+		}
+		return n == 0, true, nil
+	case !errors.Is(err, loch.ErrInvalidArgument):
+		return false, false, err // DuckDB's parser is not there
+	}
+	toks, err := lex(piece + ")")
+	if err != nil {
+		return false, false, nil
+	}
+	// the ')' is a token unless piece ends in a -- comment
+	return false, len(toks) > 1 && toks[len(toks)-2].pos == len(piece), nil
 }

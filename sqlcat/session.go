@@ -106,86 +106,106 @@ func (r Result) String() string {
 	return s
 }
 
-// IsQuery reports whether stmt is a read that Run writes to its Output
-// (anything but loch's DDL, INSERT, UPDATE, DELETE, MERGE, OPTIMIZE, COPY
-// and SET/RESET loch_*).
-func IsQuery(stmt string) bool {
+// Statement kinds that Kind returns besides the Result.Statement of
+// loch's writes.
+const (
+	// KindQuery is every statement that is not loch's: Run gives it to
+	// DuckDB (package query), which runs it only when DuckDB's own type
+	// of it (a prepared statement's) is a read, and refuses it otherwise.
+	KindQuery = "QUERY"
+	// KindDDL is a CREATE, ALTER or DROP of anything but a TABLE, which
+	// Run refuses.
+	KindDDL = "DDL"
+)
+
+// Kind is the kind of statement stmt, by its first words after comments:
+// "CREATE TABLE", "ALTER TABLE", "DROP TABLE", "INSERT", "UPDATE",
+// "DELETE", "MERGE", "OPTIMIZE", "COPY" or "SET" (SET and RESET of a
+// loch_ setting), which loch runs itself; KindDDL; "" for an empty
+// statement; else KindQuery. loch's writes name tables that DuckDB sees
+// only as views, so DuckDB cannot bind, and so cannot classify, them:
+// Kind is the one place loch reads a statement's kind itself.
+func Kind(stmt string) string {
 	toks, err := lex(stmt)
-	if err != nil || toks[0].kind == tokEOF {
-		return false
+	if err != nil {
+		return KindQuery // DuckDB reports the error
 	}
-	switch toks[0].text {
-	case "create", "alter", "drop", "insert", "update", "delete", "merge", "optimize", "copy":
-		return false
+	first, second := toks[0], toks[min(1, len(toks)-1)]
+	if first.kind != tokIdent {
+		if first.kind == tokEOF {
+			return ""
+		}
+		return KindQuery
+	}
+	switch first.text {
+	case "create", "alter", "drop":
+		if second.is("table") {
+			return strings.ToUpper(first.text) + " TABLE"
+		}
+		return KindDDL
+	case "insert", "update", "delete", "merge", "optimize", "copy":
+		return strings.ToUpper(first.text)
 	case "set", "reset":
-		return !strings.HasPrefix(toks[1].text, "loch_")
+		if strings.HasPrefix(second.text, "loch_") {
+			return "SET"
+		}
 	}
-	return true
+	return KindQuery
 }
+
+// IsQuery reports whether stmt is a read that Run writes to its Output:
+// Kind(stmt) is KindQuery.
+func IsQuery(stmt string) bool { return Kind(stmt) == KindQuery }
 
 // Run runs one statement. A write is one commit on the session's branch,
 // or nothing and an error; a read writes its result to out.
 func (s *Session) Run(ctx context.Context, stmt string, out Output) (Result, error) {
+	kind := Kind(stmt)
+	switch kind {
+	case "":
+		return Result{}, fmt.Errorf("sql: empty statement: %w", loch.ErrInvalidArgument)
+	case KindQuery:
+		n, err := s.query(ctx, stmt, out)
+		return Result{Statement: "QUERY", Rows: n}, err
+	}
 	p, err := newParser(stmt)
 	if err != nil {
 		return Result{}, err
 	}
-	first := p.peek()
-	if first.kind == tokEOF {
-		return Result{}, fmt.Errorf("sql: empty statement: %w", loch.ErrInvalidArgument)
+	switch kind {
+	case KindDDL:
+		return Result{}, fmt.Errorf("sql: %s %s is not supported: loch's DDL is CREATE, ALTER and DROP TABLE: %w",
+			strings.ToUpper(p.toks[0].text), strings.ToUpper(p.toks[1].text), loch.ErrInvalidArgument)
+	case "CREATE TABLE":
+		return parsed(p.parseCreate, func(st *createStmt) (Result, error) { return s.create(ctx, st, stmt) })
+	case "ALTER TABLE":
+		return parsed(p.parseAlter, func(st *alterStmt) (Result, error) { return s.alter(ctx, st, stmt) })
+	case "DROP TABLE":
+		return parsed(p.parseDrop, func(st *dropStmt) (Result, error) { return s.drop(ctx, st) })
+	case "INSERT":
+		return s.insert(ctx, p, stmt)
+	case "UPDATE":
+		return s.update(ctx, p, stmt)
+	case "DELETE":
+		return s.delete(ctx, p, stmt)
+	case "OPTIMIZE":
+		return parsed(p.parseOptimize, func(st *optimizeStmt) (Result, error) { return s.optimize(ctx, st, stmt) })
+	case "MERGE":
+		return s.merge(ctx, p, stmt)
+	case "COPY":
+		return s.copyOut(ctx, p)
+	default: // SET
+		return s.set(p)
 	}
-	second := p.toks[min(p.i+1, len(p.toks)-1)]
-	if first.kind == tokIdent {
-		switch first.text {
-		case "create", "alter", "drop":
-			if !second.is("table") {
-				return Result{}, fmt.Errorf("sql: %s %s is not supported: loch's DDL is CREATE, ALTER and DROP TABLE: %w",
-					strings.ToUpper(first.text), strings.ToUpper(second.text), loch.ErrInvalidArgument)
-			}
-			switch first.text {
-			case "create":
-				st, err := p.parseCreate()
-				if err != nil {
-					return Result{}, err
-				}
-				return s.create(ctx, st, stmt)
-			case "alter":
-				st, err := p.parseAlter()
-				if err != nil {
-					return Result{}, err
-				}
-				return s.alter(ctx, st, stmt)
-			default:
-				st, err := p.parseDrop()
-				if err != nil {
-					return Result{}, err
-				}
-				return s.drop(ctx, st)
-			}
-		case "insert":
-			return s.insert(ctx, p, stmt)
-		case "update":
-			return s.update(ctx, p, stmt)
-		case "delete":
-			return s.delete(ctx, p, stmt)
-		case "optimize":
-			st, err := p.parseOptimize()
-			if err != nil {
-				return Result{}, err
-			}
-			return s.optimize(ctx, st, stmt)
-		case "merge":
-			return s.merge(ctx, p, stmt)
-		case "copy":
-			return s.copyOut(ctx, p)
-		case "set", "reset":
-			if strings.HasPrefix(second.text, "loch_") {
-				return s.set(p)
-			}
-		}
+}
+
+// parsed runs do on the statement parse reads, or returns parse's error.
+func parsed[T any](parse func() (T, error), do func(T) (Result, error)) (Result, error) {
+	st, err := parse()
+	if err != nil {
+		return Result{}, err
 	}
-	n, err := s.query(ctx, stmt, out)
-	return Result{Statement: "QUERY", Rows: n}, err
+	return do(st)
 }
 
 // set runs SET loch_branch = 'B', SET loch_message = '...' and their RESET.

@@ -39,9 +39,6 @@ func (p *parser) parseType(col string) (schema.Column, error) {
 	if name == "double" {
 		p.accept("precision")
 	}
-	if p.inferring && (name == "decimal" || name == "numeric") {
-		name = "double"
-	}
 	if refused[name] {
 		return c, typeError(col, "type %s is not supported (supported: %s)", strings.ToUpper(name), supported)
 	}

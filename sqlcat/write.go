@@ -56,28 +56,17 @@ func (s *Session) createAs(ctx context.Context, st *createStmt, stmt string) (Re
 	if err != nil {
 		return res, err
 	}
-	rows, closeRows, err := e.Rows(ctx, fmt.Sprintf("SELECT * FROM (%s) LIMIT 0", st.as))
-	if err != nil {
-		done()
-		return res, fmt.Errorf("create table %s: %w", st.name, err)
-	}
-	types, err := rows.ColumnTypes()
-	closeRows()
+	cols, err := e.ResultColumns(ctx, st.as)
 	done()
 	if err != nil {
 		return res, fmt.Errorf("create table %s: %w", st.name, err)
 	}
 	cs := &createStmt{name: st.name, with: st.with}
-	for _, t := range types {
-		if t.Name() == query.RowIDColumn || t.Name() == query.PosColumn {
+	for _, c := range cols {
+		if c.Name == query.RowIDColumn || c.Name == query.PosColumn {
 			continue
 		}
-		p, err := newParser(t.DatabaseTypeName())
-		if err != nil {
-			return res, err
-		}
-		p.inferring = true
-		col, err := p.parseType(t.Name())
+		col, err := stored(c)
 		if err != nil {
 			return res, fmt.Errorf("create table %s as: %w", st.name, err)
 		}
@@ -101,6 +90,15 @@ func (s *Session) createAs(ctx context.Context, st *createStmt, stmt string) (Re
 	}
 	res.Rows, res.Version = r.Rows, r.Version
 	return res, nil
+}
+
+// stored is the column that stores the values of a query's result column
+// c, or an error naming it.
+func stored(c query.ResultColumn) (schema.Column, error) {
+	if c.DType == schema.Invalid {
+		return c.Column, typeError(c.Name, "type %s is not supported (supported: %s)", c.DuckType, supported)
+	}
+	return c.Column, nil
 }
 
 func (s *Session) alter(ctx context.Context, st *alterStmt, stmt string) (Result, error) {

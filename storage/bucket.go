@@ -418,6 +418,11 @@ func isTransient(err error) bool {
 	if errors.As(err, &ne) && ne.Timeout() {
 		return true
 	}
+	// A connection closed under the request (the server went away while
+	// the body was being written): as a reset.
+	if errors.Is(err, net.ErrClosed) {
+		return true
+	}
 	// A server that closed the connection before answering.
 	var ue *url.Error
 	if errors.As(err, &ue) && errors.Is(ue.Err, io.EOF) {

@@ -12,7 +12,7 @@ import (
 	"github.com/lochdata/loch"
 	"github.com/lochdata/loch/ingest"
 	"github.com/lochdata/loch/internal/half"
-	"github.com/lochdata/loch/internal/vindex"
+	"github.com/lochdata/loch/internal/keys"
 	"github.com/lochdata/loch/query"
 	"github.com/lochdata/loch/schema"
 	"github.com/lochdata/loch/vector"
@@ -184,7 +184,7 @@ ancestor's); gc then collects the objects no other index shares.`,
 			if !ok {
 				return fmt.Errorf("%s has no column %q: %w", d.URL(), idx.column, loch.ErrNotFound)
 			}
-			key := vindex.IndexKey(d.Version(), col.UID, string(m))
+			key := keys.MakeIndex(d.Version(), col.UID, string(m))
 			if _, err := d.Store().Stat(cmd.Context(), key); err != nil {
 				return fmt.Errorf("no %s index of column %q at version %s of %s: %w", m, idx.column, d.Version(), d.URL(), err)
 			}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -9,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -88,8 +86,9 @@ prints what it did and the table's new
 version (with --json as one object: statement, table, rows, version).
 
 Without STATEMENT, sql reads statements ending in ';' from standard input
-(an interactive shell on a terminal, with history in the user's cache
-directory, loch/sql_history).`,
+(an interactive shell on a terminal: arrow keys edit the line and recall
+earlier lines, kept in the user's cache directory, loch/sql_history;
+Ctrl-D ends it).`,
 		Example: `  loch sql ./lake "CREATE TABLE frames (id BIGINT, caption TEXT, image IMAGE('jpeg'), label CLASS_LABEL('cat', 'dog'))"
   loch sql ./lake "INSERT INTO frames SELECT id, caption, loch_file(path), label FROM read_parquet('frames.parquet')"
   loch sql ./lake "UPDATE frames SET label = 'dog' WHERE id = 17" -m "relabel 17"
@@ -127,7 +126,7 @@ directory, loch/sql_history).`,
 			}
 			ctx := cmd.Context()
 			var opts []catalog.Option
-			if len(args) == 2 && startsCreate(args[1]) {
+			if len(args) == 2 && sqlcat.Kind(args[1]) == "CREATE TABLE" {
 				opts = append(opts, catalog.WithCreate())
 			}
 			cat, err := catalog.Open(ctx, args[0], opts...)
@@ -190,16 +189,6 @@ directory, loch/sql_history).`,
 	return cmd
 }
 
-// startsCreate reports whether stmt is a CREATE TABLE (which may create
-// the catalog).
-func startsCreate(stmt string) bool {
-	f := strings.Fields(strings.ToLower(stmt))
-	for len(f) > 0 && strings.HasPrefix(f[0], "--") {
-		f = f[1:]
-	}
-	return len(f) >= 2 && f[0] == "create" && f[1] == "table"
-}
-
 func runStatement(ctx context.Context, s *sqlcat.Session, stmt string, out sqlcat.Output, asJSON bool) error {
 	if asJSON && sqlcat.IsQuery(stmt) {
 		return runQueryJSON(ctx, s, stmt, out)
@@ -219,28 +208,30 @@ func runStatement(ctx context.Context, s *sqlcat.Session, stmt string, out sqlca
 }
 
 // sqlShell runs the statements read from in, each when its ';' comes. On
-// a terminal it prompts, keeps going after an error and appends each
-// statement to the history file; otherwise it stops at the first error.
+// a terminal it keeps going after an error, and reads lines with a line
+// editor whose history outlives the session (sqlHistoryPath) when stderr,
+// where it prompts and echoes, is a terminal too; otherwise it stops at
+// the first error.
 func sqlShell(ctx context.Context, s *sqlcat.Session, in io.Reader, out sqlcat.Output, stderr io.Writer, asJSON bool) error {
 	interactive := stdinTerminal(in)
-	var history io.WriteCloser
-	if interactive {
-		if dir, err := os.UserCacheDir(); err == nil {
-			p := filepath.Join(dir, "loch", "sql_history")
-			if os.MkdirAll(filepath.Dir(p), 0o755) == nil {
-				if f, err := os.OpenFile(p, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600); err == nil {
-					history = f
-					defer f.Close()
-				}
-			}
-		}
-		fmt.Fprint(stderr, "loch> ")
+	var lines lineReader = newScanLines(in)
+	if interactive && isTerminal(stderr) { // the editor echoes on stderr
+		lines = newLineEditor(in.(*os.File), stderr, sqlHistoryPath())
 	}
-	sc := bufio.NewScanner(in)
-	sc.Buffer(make([]byte, 64<<10), 64<<20)
 	var buf strings.Builder
-	for sc.Scan() {
-		buf.WriteString(sc.Text())
+	for {
+		prompt := "loch> "
+		if strings.TrimSpace(buf.String()) != "" {
+			prompt = "  ... "
+		}
+		line, err := lines.ReadLine(prompt)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("read statements: %w", err)
+		}
+		buf.WriteString(line)
 		buf.WriteByte('\n')
 		stmts, rest, err := sqlcat.Split(buf.String())
 		if err != nil { // an open string or comment: read on
@@ -249,9 +240,6 @@ func sqlShell(ctx context.Context, s *sqlcat.Session, in io.Reader, out sqlcat.O
 		buf.Reset()
 		buf.WriteString(rest)
 		for _, st := range stmts {
-			if history != nil {
-				fmt.Fprintf(history, "%s;\n", strings.ReplaceAll(st, "\n", " "))
-			}
 			if err := runStatement(ctx, s, st, out, asJSON); err != nil {
 				if !interactive {
 					return err
@@ -259,16 +247,6 @@ func sqlShell(ctx context.Context, s *sqlcat.Session, in io.Reader, out sqlcat.O
 				fmt.Fprintf(stderr, "error: %v\n", err)
 			}
 		}
-		if interactive {
-			if strings.TrimSpace(buf.String()) == "" {
-				fmt.Fprint(stderr, "loch> ")
-			} else {
-				fmt.Fprint(stderr, "  ... ")
-			}
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return fmt.Errorf("read statements: %w", err)
 	}
 	if rest := strings.TrimSpace(buf.String()); rest != "" {
 		if _, _, err := sqlcat.Split(rest); err != nil {

@@ -15,6 +15,9 @@
 //	deletions/<hash>       deletion vectors
 //	chunks/<h2>/<hash>     chunks (h2: the hash's first two hex digits)
 //	selections/<hash>      saved selections (format 1.2)
+//	indexes/<commit id>/<uid>.<metric>
+//	                       vector index descriptors (format 1.5)
+//	vectors/<hash>         vector index centroids and lists (format 1.5)
 //
 // and of a catalog (§6), beside them under the same root:
 //
@@ -217,9 +220,7 @@ func Parse(key string) (k Kind, id string, ok bool) {
 			continue
 		}
 		if k == Index { // <commit id>/<uid>.<metric>
-			commit, name, found := strings.Cut(rest, "/")
-			uid, metric, dot := strings.Cut(name, ".")
-			if !found || !dot || !ValidID(commit) || uid == "" || metric == "" || !isDigits(uid) || !isLower(metric) {
+			if _, _, _, ok := ParseIndex(key); !ok {
 				return Invalid, "", false
 			}
 			return Index, rest, true
@@ -237,6 +238,34 @@ func Parse(key string) (k Kind, id string, ok bool) {
 		return k, rest, true
 	}
 	return Invalid, "", false
+}
+
+// MakeIndex returns the key of the descriptor of the vector index of
+// column uid for metric at commit id (docs/format.md §2.8):
+// indexes/<commit id>/<uid>.<metric>.
+func MakeIndex(commit string, uid int, metric string) string {
+	return Index.Prefix() + commit + "/" + strconv.Itoa(uid) + "." + metric
+}
+
+// ParseIndex splits the key of a vector index's descriptor into its commit
+// id, column uid (decimal, no leading zeros) and metric (lowercase letters
+// and digits; which metrics exist is package vindex's). ok is false for
+// any other key.
+func ParseIndex(key string) (commit string, uid int, metric string, ok bool) {
+	rest, found := strings.CutPrefix(key, Index.Prefix())
+	if !found {
+		return "", 0, "", false
+	}
+	commit, name, found := strings.Cut(rest, "/")
+	u, metric, dot := strings.Cut(name, ".")
+	if !found || !dot || !ValidID(commit) || metric == "" || !isLower(metric) || u == "" || !isDigits(u) {
+		return "", 0, "", false
+	}
+	n, err := strconv.Atoi(u)
+	if err != nil || strconv.Itoa(n) != u {
+		return "", 0, "", false
+	}
+	return commit, n, metric, true
 }
 
 // ParseLog returns the sequence number of a root entry's key.

@@ -61,6 +61,30 @@ func TestParseRefuses(t *testing.T) {
 	}
 }
 
+func TestIndexKey(t *testing.T) {
+	k := MakeIndex(id, 3, "cosine")
+	require.Equal(t, "indexes/"+id+"/3.cosine", k)
+	commit, uid, m, ok := ParseIndex(k)
+	require.True(t, ok)
+	require.Equal(t, id, commit)
+	require.Equal(t, 3, uid)
+	require.Equal(t, "cosine", m)
+	kind, got, ok := Parse(k)
+	require.True(t, ok)
+	require.Equal(t, Index, kind)
+	require.Equal(t, k, Make(Index, got))
+	for _, bad := range []string{"indexes/abc/3.l2", "indexes/" + id + "/03.l2", "indexes/" + id + "/-1.l2",
+		"indexes/" + id + "/x.dot", "indexes/" + id + "/3.", "indexes/" + id + "/3.L2", "indexes/" + id + "/3"} {
+		_, _, _, ok := ParseIndex(bad)
+		require.False(t, ok, bad)
+		_, _, ok = Parse(bad)
+		require.False(t, ok, bad)
+	}
+	require.Equal(t, "vectors/"+id, Make(Vectors, id))
+	_, _, _, ok = ParseIndex(Make(Vectors, id))
+	require.False(t, ok)
+}
+
 func TestValidID(t *testing.T) {
 	require.True(t, ValidID(id))
 	require.False(t, ValidID(id[:31]))
@@ -71,7 +95,7 @@ func TestValidID(t *testing.T) {
 // FuzzParse: a key that parses is made again, byte for byte, from its
 // kind and id.
 func FuzzParse(f *testing.F) {
-	for _, s := range []string{"commits/" + id, "chunks/01/" + id, "log/00000000000000000007", MarkerKey, LatestKey, "x/y", "", "_loch/leases/" + id, "_loch/expired/" + id} {
+	for _, s := range []string{"commits/" + id, "chunks/01/" + id, "log/00000000000000000007", MarkerKey, LatestKey, "x/y", "", "_loch/leases/" + id, "_loch/expired/" + id, "indexes/" + id + "/3.l2"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, key string) {
@@ -92,6 +116,11 @@ func FuzzParse(f *testing.F) {
 			require.Equal(t, key, MakeLease(got))
 		case Expired:
 			require.Equal(t, key, MakeExpired(got))
+		case Index:
+			commit, uid, metric, ok := ParseIndex(key)
+			require.True(t, ok)
+			require.Equal(t, key, MakeIndex(commit, uid, metric))
+			require.Equal(t, key, Make(k, got))
 		default:
 			require.True(t, ValidID(got))
 			require.Equal(t, key, Make(k, got))

@@ -11,8 +11,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"math"
-	"strconv"
-	"strings"
+	"slices"
 	"time"
 
 	"github.com/lochdata/loch/internal/base"
@@ -25,12 +24,6 @@ const Kind = manifest.KindIndex
 
 // Minor is the format minor version that defined vector indexes.
 const Minor = 5
-
-// Key prefixes.
-const (
-	IndexPrefix   = "indexes/"
-	VectorsPrefix = "vectors/"
-)
 
 // Metrics an index may be built for.
 var Metrics = []string{"cosine", "l2", "dot"}
@@ -73,50 +66,17 @@ type Descriptor struct {
 	Time      time.Time `json:"time"`
 }
 
-// IndexKey is the key of the descriptor of column uid's index for metric
-// at commit version.
-func IndexKey(version string, uid int, metric string) string {
-	return IndexPrefix + version + "/" + strconv.Itoa(uid) + "." + metric
-}
-
-// ParseIndexKey splits a descriptor key; ok is false for any other key.
-func ParseIndexKey(key string) (version string, uid int, metric string, ok bool) {
-	rest, found := strings.CutPrefix(key, IndexPrefix)
-	if !found {
-		return "", 0, "", false
-	}
-	version, name, found := strings.Cut(rest, "/")
-	if !found || !keys.ValidID(version) {
-		return "", 0, "", false
-	}
-	u, metric, found := strings.Cut(name, ".")
-	if !found || !validMetric(metric) {
-		return "", 0, "", false
-	}
-	n, err := strconv.Atoi(u)
-	if err != nil || n < 0 || strconv.Itoa(n) != u {
-		return "", 0, "", false
-	}
-	return version, n, metric, true
-}
-
 // VectorsKey is the key of a vectors object with the given content.
-func VectorsKey(obj []byte) string { return VectorsPrefix + manifest.Hash(obj) }
+func VectorsKey(obj []byte) string { return keys.Make(keys.Vectors, manifest.Hash(obj)) }
 
-// IsVectorsKey reports whether key names a vectors object.
-func IsVectorsKey(key string) bool {
-	id, ok := strings.CutPrefix(key, VectorsPrefix)
-	return ok && keys.ValidID(id)
+// isVectorsKey reports whether key names a vectors object.
+func isVectorsKey(key string) bool {
+	k, _, ok := keys.Parse(key)
+	return ok && k == keys.Vectors
 }
 
-func validMetric(m string) bool {
-	for _, x := range Metrics {
-		if m == x {
-			return true
-		}
-	}
-	return false
-}
+// KnownMetric reports whether m is one of Metrics.
+func KnownMetric(m string) bool { return slices.Contains(Metrics, m) }
 
 func corruptf(format string, a ...any) error {
 	return base.Markf(base.ErrCorrupt, format, a...)
@@ -131,8 +91,8 @@ func EncodeDescriptor(d *Descriptor) ([]byte, error) {
 // against the key and itself. Errors match ErrCorrupt or ErrNewerFormat
 // and name the key.
 func DecodeDescriptor(key string, obj []byte) (*Descriptor, error) {
-	version, uid, metric, ok := ParseIndexKey(key)
-	if !ok {
+	version, uid, metric, ok := keys.ParseIndex(key)
+	if !ok || !KnownMetric(metric) {
 		return nil, fmt.Errorf("index %s: %w", key, corruptf("not a vector index key"))
 	}
 	var d Descriptor
@@ -156,14 +116,14 @@ func (d *Descriptor) check(version string, uid int, metric string) error {
 		return corruptf("index type %q, want \"ivf-flat\"", d.Type)
 	case d.Dim < 1 || d.Dim > maxDim:
 		return corruptf("dim %d, want 1 to %d", d.Dim, maxDim)
-	case !IsVectorsKey(d.Centroids):
+	case !isVectorsKey(d.Centroids):
 		return corruptf("centroids key %q is not a vectors object", d.Centroids)
 	case len(d.Lists) == 0:
 		return corruptf("no lists")
 	}
 	var sum int64
 	for i, l := range d.Lists {
-		if l.Rows < 0 || (l.Rows > 0) != (l.Key != "") || (l.Key != "" && !IsVectorsKey(l.Key)) {
+		if l.Rows < 0 || (l.Rows > 0) != (l.Key != "") || (l.Key != "" && !isVectorsKey(l.Key)) {
 			return corruptf("list %d: key %q with %d rows", i, l.Key, l.Rows)
 		}
 		sum += int64(l.Rows)

@@ -9,22 +9,18 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lochdata/loch/internal/base"
+	"github.com/lochdata/loch/internal/keys"
 )
 
 const commit = "0123456789abcdef0123456789abcdef"
 
-func TestIndexKey(t *testing.T) {
-	k := IndexKey(commit, 3, "cosine")
-	require.Equal(t, "indexes/"+commit+"/3.cosine", k)
-	v, uid, m, ok := ParseIndexKey(k)
-	require.True(t, ok)
-	require.Equal(t, commit, v)
-	require.Equal(t, 3, uid)
-	require.Equal(t, "cosine", m)
-	for _, bad := range []string{"indexes/" + commit + "/3.hamming", "indexes/abc/3.l2", "indexes/" + commit + "/03.l2", "indexes/" + commit + "/-1.l2", "vectors/" + commit, "indexes/" + commit + "/x.dot"} {
-		_, _, _, ok := ParseIndexKey(bad)
-		require.False(t, ok, bad)
+func TestKnownMetric(t *testing.T) {
+	for _, m := range Metrics {
+		require.True(t, KnownMetric(m), m)
 	}
+	require.False(t, KnownMetric("hamming"))
+	_, err := DecodeDescriptor(keys.MakeIndex(commit, 3, "hamming"), nil)
+	require.ErrorIs(t, err, base.ErrCorrupt)
 }
 
 func TestVectorsRoundTrip(t *testing.T) {
@@ -92,13 +88,13 @@ func TestDescriptor(t *testing.T) {
 	d := testDescriptor()
 	obj, err := EncodeDescriptor(d)
 	require.NoError(t, err)
-	key := IndexKey(commit, 3, "l2")
+	key := keys.MakeIndex(commit, 3, "l2")
 	got, err := DecodeDescriptor(key, obj)
 	require.NoError(t, err)
 	require.Equal(t, d, got)
 	require.Equal(t, []string{"vectors/" + commit, "vectors/" + commit}, got.Objects())
 
-	_, err = DecodeDescriptor(IndexKey(commit, 4, "l2"), obj)
+	_, err = DecodeDescriptor(keys.MakeIndex(commit, 4, "l2"), obj)
 	require.ErrorIs(t, err, base.ErrCorrupt)
 	d.Rows = 6
 	obj, err = EncodeDescriptor(d)
@@ -138,7 +134,7 @@ func FuzzDecodeDescriptor(f *testing.F) {
 	obj, _ := EncodeDescriptor(testDescriptor())
 	f.Add(obj)
 	f.Fuzz(func(t *testing.T, obj []byte) {
-		d, err := DecodeDescriptor(IndexKey(commit, 3, "l2"), obj)
+		d, err := DecodeDescriptor(keys.MakeIndex(commit, 3, "l2"), obj)
 		if err != nil {
 			require.True(t, errors.Is(err, base.ErrCorrupt) || errors.Is(err, base.ErrNewerFormat), err.Error())
 			return

@@ -21,18 +21,15 @@ import (
 //
 //export loch_dataset_stage
 func loch_dataset_stage(h C.uintptr_t, out **C.char, errOut **C.char) (st C.int) {
-	defer guard(&st, errOut)
-	ds, err := datasetOf(h)
-	if err != nil {
-		return fail(errOut, err)
-	}
-	ctx, done := interruptible()
-	defer done()
-	s, err := ds.d.Stage(ctx)
-	if err != nil {
-		return fail(errOut, err)
-	}
-	return result(errOut, setJSON(out, s))
+	return withDataset(h, errOut, func(ds *dataset) error {
+		ctx, done := interruptible()
+		defer done()
+		s, err := ds.d.Stage(ctx)
+		if err != nil {
+			return err
+		}
+		return setJSON(out, s)
+	})
 }
 
 // loch_dataset_commit_staged publishes the descriptions in descs (a JSON
@@ -42,28 +39,27 @@ func loch_dataset_stage(h C.uintptr_t, out **C.char, errOut **C.char) (st C.int)
 //
 //export loch_dataset_commit_staged
 func loch_dataset_commit_staged(h C.uintptr_t, message, descs *C.char, out **C.char, errOut **C.char) (st C.int) {
-	defer guard(&st, errOut)
-	ds, err := datasetOf(h)
-	if err != nil {
-		return fail(errOut, err)
-	}
-	var raw []json.RawMessage
-	if err := json.Unmarshal([]byte(goString(descs)), &raw); err != nil {
-		return fail(errOut, invalidf("staged-write descriptions: want a JSON list (%v)", err))
-	}
-	staged := make([]*loch.Staged, len(raw))
-	for i, r := range raw {
-		if staged[i], err = loch.ParseStaged(r); err != nil {
-			return fail(errOut, err)
+	return withDataset(h, errOut, func(ds *dataset) error {
+		var raw []json.RawMessage
+		if err := json.Unmarshal([]byte(goString(descs)), &raw); err != nil {
+			return invalidf("staged-write descriptions: want a JSON list (%v)", err)
 		}
-	}
-	ctx, done := interruptible()
-	defer done()
-	res, err := ds.d.CommitStaged(ctx, goString(message), staged...)
-	if err != nil {
-		return fail(errOut, err)
-	}
-	return result(errOut, setJSON(out, res))
+		staged := make([]*loch.Staged, len(raw))
+		for i, r := range raw {
+			s, err := loch.ParseStaged(r)
+			if err != nil {
+				return err
+			}
+			staged[i] = s
+		}
+		ctx, done := interruptible()
+		defer done()
+		res, err := ds.d.CommitStaged(ctx, goString(message), staged...)
+		if err != nil {
+			return err
+		}
+		return setJSON(out, res)
+	})
 }
 
 // loch_dataset_fragment_rows stores the live rows of each fragment of the
@@ -71,10 +67,7 @@ func loch_dataset_commit_staged(h C.uintptr_t, message, descs *C.char, out **C.c
 //
 //export loch_dataset_fragment_rows
 func loch_dataset_fragment_rows(h C.uintptr_t, out **C.char, errOut **C.char) (st C.int) {
-	defer guard(&st, errOut)
-	ds, err := datasetOf(h)
-	if err != nil {
-		return fail(errOut, err)
-	}
-	return result(errOut, setJSON(out, ds.d.FragmentRows()))
+	return withDataset(h, errOut, func(ds *dataset) error {
+		return setJSON(out, ds.d.FragmentRows())
+	})
 }

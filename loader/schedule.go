@@ -1,0 +1,417 @@
+package loader
+
+import (
+	"cmp"
+	"iter"
+	"slices"
+
+	"github.com/lochdata/loch"
+	"github.com/lochdata/loch/loader/order"
+)
+
+// schedule walks the plan in order a window at a time, skipping the
+// windows of other splits: it plans the reads of each window's batches,
+// then admits them one by one when the prefetch bounds allow, handing the
+// fetches each needs to the fetchers and the batch to the collators.
+// Once a window's first batches are admitted it plans the next window's
+// reads, which are started ahead, after the rest of the window's, within
+// the prefetch bytes (readAhead), so that a window's first batch does not
+// wait for its reads.
+//
+// On a store on this machine, the loader's first window is read in
+// pieces of about a segment (splitFirstWindow), and in a block shuffle its
+// first batch is planned and admitted alone, before the rest of its
+// window (firstBatchAlone).
+//
+// Not on an object store, where each read is a request: there the extra
+// requests cost more throughput than they save of the first batch's wait
+// when a window holds much of the dataset. On MinIO on the same two cores
+// (20,000 rows of lz4 images, 2 epochs; bench/RESULTS.md, issue 17),
+// whole runs gave 54,000-59,000 samples/s through ds.pytorch(), the
+// split window 45,000-50,000 and the first batch alone besides
+// 33,000-39,000, for a first batch at 152-200, 130-148 and 127-161 ms.
+func (l *Loader) schedule(jobs chan<- *batchJob, fetches chan<- *chunkEntry) {
+	next, stop := iter.Pull2(l.plan.items())
+	defer stop()
+	w := 0 // the window of the batch at hand
+	// window returns the next window of this loader's split: its batches'
+	// indices in the plan and their items (none at the end).
+	window := func() (index []int, items [][]order.Item) {
+		for {
+			bi, its, ok := next()
+			if !ok {
+				return index, items
+			}
+			for bi >= l.wins[w].end {
+				w++
+			}
+			if w%l.cfg.Split.Count != l.cfg.Split.Index {
+				continue // another split's window
+			}
+			index, items = append(index, bi), append(items, slices.Clone(its))
+			if bi == l.wins[w].end-1 {
+				return index, items
+			}
+		}
+	}
+	k := 0 // l.mine index of the next batch to admit
+	admit := func(batch []*batchJob) bool {
+		for _, job := range batch {
+			if !l.admit(job, k, fetches, jobs) {
+				return false
+			}
+			k++
+		}
+		return true
+	}
+	locate := func(index []int, items [][]order.Item, from int, split bool) []*batchJob {
+		batch, err := l.locate(index, items, from, split)
+		if err != nil {
+			l.fail(err)
+		}
+		return batch
+	}
+	index, items := window()
+	if len(index) == 0 {
+		return
+	}
+	first, from := !slices.ContainsFunc(l.scans, func(sc *loch.Scan) bool { return !sc.Local() }), 0
+	if first && firstBatchAlone && l.cfg.Shuffle == order.ModeBlock && len(index) > 1 {
+		batch := locate(index[:1], items[:1], 0, false)
+		if batch == nil || !admit(batch) {
+			return
+		}
+		from = 1
+	}
+	cur := locate(index, items, from, first)
+	for cur != nil {
+		head := min(len(cur), l.cfg.PrefetchBatches)
+		if !admit(cur[:head]) {
+			return
+		}
+		var ahead []*batchJob
+		if index, items := window(); len(index) > 0 {
+			if ahead = locate(index, items, 0, false); ahead == nil {
+				return
+			}
+			if readAhead {
+				// The rest of this window's reads first: in a full
+				// shuffle a window's runs of samples are started by the
+				// first batch that needs them, all through the window.
+				queue := make([]*batchJob, 0, len(cur)-head+len(ahead))
+				queue = append(append(queue, cur[head:]...), ahead...)
+				l.mu.Lock()
+				l.ahead, l.aheadAt = queue, 0
+				l.mu.Unlock()
+			}
+		}
+		if !admit(cur[head:]) {
+			return
+		}
+		cur = ahead
+	}
+}
+
+// firstBatchAlone makes a loader plan the reads of its first batch alone,
+// then those of the rest of its first window: so that the first batch
+// waits neither for the plan of the whole window (5-6 ms on two cores for
+// the 11,000 rows of the benchmark set's first window) nor for the reads
+// of the segments it shares with other batches, only for its own samples
+// (one small read per run of them: in a block shuffle, a sample or two
+// from each of about 50 segments, each read with the checksum blocks that
+// hold it). The rest of the window reads those samples again with their
+// segments: a checksum block or two (64 KiB each) per run, decoded twice
+// an epoch. Only on a store on this machine (see schedule), and only in a
+// block shuffle, where a batch's rows share their segments with the
+// window's other batches: in order ("none") the first batch's rows are
+// the window's first segments' (with the split window, its first reads),
+// and a full shuffle reads each sample alone anyway, so reading them
+// alone first would only read them twice (and hold both reads at once).
+// Tests and benchmarks turn it off for a baseline.
+var firstBatchAlone = true
+
+// readAhead makes a loader start the reads of the batches of its window
+// at hand and of the next before they are admitted (see Loader.readAhead);
+// tests and benchmarks turn it off for a baseline.
+var readAhead = true
+
+// readAhead queues the reads of the batches not admitted yet (l.ahead:
+// the rest of the window at hand, then the next window) for the fetchers
+// (l.aheadQ), in the order their batches come, marked as started and
+// held, and reports whether it queued any (l.mu held). It never waits for
+// room in the queue, so that the batches of the window at hand are
+// admitted meanwhile; each read a fetcher ends wakes the scheduler to
+// queue more.
+//
+// It reads ahead while the in-flight bytes, with room for twice
+// PrefetchBatches of the largest batch collated so far, stay within the
+// budget that admission keeps (PrefetchBytes less the bytes kept), so
+// that those batches are never held back by the reads ahead either; and
+// not before the first batch is collated (which sizes the room). In a
+// block shuffle a window's first batch takes its rows from segments all
+// over the window, so without reading ahead it waits for most of the
+// window's reads at each window's start.
+func (l *Loader) readAhead() bool {
+	if l.batchMax == 0 {
+		return false
+	}
+	limit := l.cfg.PrefetchBytes - l.keepMax - 2*int64(l.cfg.PrefetchBatches)*l.batchMax
+	started := false
+	for len(l.ahead) > 0 {
+		job := l.ahead[0]
+		if l.aheadAt >= len(job.entries) {
+			l.ahead, l.aheadAt = l.ahead[1:], 0
+			continue
+		}
+		e := job.entries[l.aheadAt]
+		if e.held || e.ready != nil {
+			l.aheadAt++ // started, or read and kept
+			continue
+		}
+		size := l.estimate(e)
+		if l.inflight+size > limit {
+			break
+		}
+		e.ready, e.size = make(chan struct{}), size
+		select {
+		case l.aheadQ <- e:
+		default: // the queue is full
+			e.ready, e.size = nil, 0
+			return started
+		}
+		e.held, started = true, true
+		if _, ok := l.chunks[e.key]; !ok {
+			l.chunks[e.key] = e
+		}
+		l.inflight += size
+		l.peak = max(l.peak, l.inflight)
+		l.aheadAt++
+	}
+	return started
+}
+
+// estimate is the memory a read not started yet will hold.
+func (l *Loader) estimate(e *chunkEntry) int64 {
+	if e.part != nil {
+		return l.ranged[e.key.media-1]
+	}
+	return l.scans[e.key.ds].Estimate(e.key.read)
+}
+
+// admit waits until the prefetch bounds allow job (the k-th batch this
+// loader delivers), hands the fetches it needs that are not fetched or
+// under way to the fetchers (waiting for one to be free), and hands the
+// job to the collators. While it waits it starts the reads of later
+// batches that the bounds allow (readAhead). It reports false when the
+// loader stops.
+func (l *Loader) admit(job *batchJob, k int, fetches chan<- *chunkEntry, jobs chan<- *batchJob) bool {
+	l.mu.Lock()
+	for l.ctx.Err() == nil && l.err == nil && k > l.k &&
+		(k-l.k >= l.cfg.PrefetchBatches || l.inflight >= l.cfg.PrefetchBytes-l.keepMax) {
+		if !l.readAhead() {
+			l.cond.Wait()
+		}
+	}
+	if l.ctx.Err() != nil || l.err != nil {
+		l.mu.Unlock()
+		return false
+	}
+	var start []*chunkEntry
+	for _, e := range job.entries {
+		e.pending--
+		if !e.held {
+			// New, kept from earlier batches, or forgotten.
+			if e.ready == nil {
+				e.ready = make(chan struct{})
+				e.size = l.estimate(e)
+				start = append(start, e)
+			}
+			l.kept.Remove(e.key)
+			if _, ok := l.chunks[e.key]; !ok {
+				l.chunks[e.key] = e
+			}
+			e.held = true
+			l.inflight += e.size
+		}
+		e.users++
+	}
+	l.peak = max(l.peak, l.inflight)
+	l.mu.Unlock()
+	for _, e := range start {
+		select {
+		case fetches <- e:
+		case <-l.ctx.Done():
+			return false
+		}
+	}
+	select {
+	case jobs <- job:
+		return true
+	case <-l.ctx.Done():
+		return false
+	}
+}
+
+// chunkRef names a chunk of one of the loader's datasets.
+type chunkRef struct {
+	ds int
+	id loch.ChunkID
+}
+
+// sampleRun is a run [lo, hi) of samples of one chunk that a window
+// takes, read at once.
+type sampleRun struct {
+	lo, hi int
+	read   loch.Read
+	e      *chunkEntry // its entry (locate)
+}
+
+// locate resolves the batches of one window (their indices in the plan
+// and their items) to the reads their samples need: in each column, the
+// samples the window takes from each chunk, in runs of consecutive
+// samples, one read per run (the engine plans the read of a whole chunk
+// where reading by range would not pay), cut into reads of about a
+// segment in the loader's first window (first; see appendRuns). It
+// returns the jobs of the batches from index from on: the runs count the
+// samples of those before too (planned already, see firstBatchAlone), so
+// that they do not break the runs of the others. The entries are
+// registered under l.mu.
+func (l *Loader) locate(index []int, items [][]order.Item, from int, first bool) ([]*batchJob, error) {
+	ncols := len(l.cols[0])
+	jobs := make([]*batchJob, len(items))
+	// The chunks the window takes whole samples of, numbered as met, with
+	// the samples it takes of each (need); chunkOf[b][c*n+i] is the number
+	// of the chunk of job b's sample i of column c (of n).
+	ids := map[chunkRef]int32{}
+	var refs []chunkRef
+	var need [][]int
+	chunkOf := make([][]int32, len(items))
+	for b, its := range items {
+		job := newJob(index[b], len(its), ncols, l.mixed, len(l.ranged) > 0)
+		n := len(its)
+		chunkOf[b] = make([]int32, ncols*n)
+		for i, it := range its {
+			sc := l.scans[it.Dataset]
+			row, err := sc.Locate(it.Pos)
+			if err != nil {
+				return nil, err
+			}
+			job.positions[i], job.rowIDs[i] = it.Pos, row.ID
+			if job.datasets != nil {
+				job.datasets[i] = it.Dataset
+			}
+			for c, cp := range l.cols[it.Dataset] {
+				slot := sc.Slot(row, cp.col.UID)
+				job.slots[c][i] = slot
+				if l.rangedSample(sc, c, slot) {
+					job.ranged[c][i] = true
+					continue
+				}
+				if slot.Pieces() == 1 {
+					k := chunkRef{it.Dataset, slot.Chunk(0)}
+					id, ok := ids[k]
+					if !ok {
+						id = int32(len(refs))
+						ids[k] = id
+						refs, need = append(refs, k), append(need, nil)
+					}
+					need[id] = append(need[id], slot.Index())
+					chunkOf[b][c*n+i] = id
+				}
+			}
+		}
+		jobs[b] = job
+	}
+	runs := make([][]sampleRun, len(need))
+	for id, idx := range need {
+		slices.Sort(idx)
+		idx = slices.Compact(idx)
+		var rs []sampleRun
+		for a := 0; a < len(idx); {
+			b := a + 1
+			for b < len(idx) && idx[b] == idx[b-1]+1 {
+				b++
+			}
+			lo, hi := idx[a], idx[b-1]+1
+			rs = l.appendRuns(rs, refs[id], lo, hi, first && splitFirstWindow)
+			a = b
+		}
+		runs[id] = rs
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for b, job := range jobs[from:] {
+		b += from
+		l.located++ // this job's mark on the entries it holds
+		add := func(c, i int, e *chunkEntry) {
+			job.reads[c][i] = append(job.reads[c][i], e)
+			if e.mark != l.located {
+				e.mark = l.located
+				e.pending++
+				job.entries = append(job.entries, e)
+			}
+		}
+		n := len(job.positions)
+		for c := range ncols {
+			for i, slot := range job.slots[c] {
+				ds := job.dataset(i)
+				switch {
+				case job.ranged != nil && job.ranged[c][i]:
+					e := l.entry(entryKey{ds: ds, media: c + 1, pos: job.positions[i]})
+					if e.part == nil {
+						e.part = &rangedPart{slot: slot, rowID: job.rowIDs[i], col: c}
+					}
+					add(c, i, e)
+				case slot.Pieces() == 1:
+					rs := runs[chunkOf[b][c*n+i]]
+					j, _ := slices.BinarySearchFunc(rs, slot.Index(), func(r sampleRun, x int) int { return cmp.Compare(r.hi-1, x) })
+					if rs[j].e == nil { // its entry, looked up once
+						rs[j].e = l.entry(entryKey{ds: ds, read: rs[j].read})
+					}
+					add(c, i, rs[j].e)
+				case slot.Pieces() > 1:
+					for p := range slot.Pieces() {
+						add(c, i, l.entry(entryKey{ds: ds, read: loch.Read{Chunk: slot.Chunk(p)}}))
+					}
+				}
+			}
+		}
+	}
+	return jobs[from:], nil
+}
+
+// splitFirstWindow makes the reads of a loader's first window about a
+// segment each (see appendRuns), on a store on this machine (see
+// schedule); tests and benchmarks turn it off for a baseline.
+var splitFirstWindow = true
+
+// appendRuns appends the run [lo, hi) of chunk k's samples to rs: one
+// read, or, when split is set and the read would hold more than two
+// segments' bytes, reads of at most about a segment each
+// (loch.SegmentBytes; the estimate of a whole chunk counts its stored
+// bytes too, so such reads may be smaller).
+//
+// The first window of a loader is split so: a batch of 64 rows drawn from
+// a window of 128 segments takes its rows from about 50 of them, so the
+// first batch of an epoch waits for those reads, and a run that merges a
+// chunk's neighbouring segments of the window into one read makes it wait
+// for most of the window instead (bench/RESULTS.md, issue 17: 28 ms of a
+// 77 ms epoch on two cores, 18 ms with the window's reads split). Later
+// windows are read while earlier ones are consumed, in fewer, larger
+// reads.
+func (l *Loader) appendRuns(rs []sampleRun, k chunkRef, lo, hi int, split bool) []sampleRun {
+	sc := l.scans[k.ds]
+	read := sc.Span(k.id, lo, hi)
+	if split && hi-lo > 1 {
+		if est := sc.Estimate(read); est > 2*loch.SegmentBytes {
+			n := int((est + loch.SegmentBytes - 1) / loch.SegmentBytes)
+			step := (hi - lo + n - 1) / n
+			for a := lo; a < hi; a += step {
+				b := min(a+step, hi)
+				rs = append(rs, sampleRun{lo: a, hi: b, read: sc.Span(k.id, a, b)})
+			}
+			return rs
+		}
+	}
+	return append(rs, sampleRun{lo: lo, hi: hi, read: read})
+}

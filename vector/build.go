@@ -1,0 +1,307 @@
+package vector
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/viterin/vek/vek32"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/lochdata/loch"
+	"github.com/lochdata/loch/internal/keys"
+	"github.com/lochdata/loch/internal/vindex"
+	"github.com/lochdata/loch/storage"
+)
+
+// BuildOptions tune Build. The zero value builds a cosine index with
+// defaults measured in bench/RESULTS.md.
+type BuildOptions struct {
+	// Metric is the distance the index serves; "" means Cosine.
+	Metric Metric
+	// NList is the number of lists (centroids); 0 means sqrt(rows).
+	NList int
+	// Sample is the number of rows k-means trains on; 0 means
+	// max(64 x NList, 50,000), at most every row.
+	Sample int
+	// Iterations of Lloyd's algorithm; 0 means 10.
+	Iterations int
+	// Seed makes the training sample and initial centroids reproducible.
+	Seed uint64
+	// Parallelism is the number of goroutines; 0 means GOMAXPROCS.
+	Parallelism int
+}
+
+// Info describes a stored index.
+type Info struct {
+	// Key is the descriptor's key, indexes/<version>/<uid>.<metric>.
+	Key     string `json:"key"`
+	Version string `json:"version"`
+	Column  string `json:"column"`
+	Metric  Metric `json:"metric"`
+	Dim     int    `json:"dim"`
+	Rows    int64  `json:"rows"`
+	NList   int    `json:"nlist"`
+	// Base is the version of the index an update started from.
+	Base string `json:"base,omitempty"`
+	// Bytes is the size of the objects written (an update counts only the
+	// lists it rewrote).
+	Bytes int64 `json:"bytes"`
+}
+
+func (o BuildOptions) metric() (Metric, error) {
+	if o.Metric == "" {
+		return Cosine, nil
+	}
+	return ParseMetric(string(o.Metric))
+}
+
+// lists are an index's rows, one list per centroid, each sorted by id.
+type lists struct {
+	ids  [][]uint64
+	vecs [][]float32
+}
+
+// Build trains an index of column at the handle's version, stores it
+// (docs/format.md §2.8) and returns its description. It reads the column
+// twice (a sample, then every row) and holds the whole index in memory
+// while it writes it. Building again for the same version, column and
+// metric replaces the stored index.
+func Build(ctx context.Context, ds *loch.Dataset, column string, opts BuildOptions) (*Info, error) {
+	m, err := opts.metric()
+	if err != nil {
+		return nil, err
+	}
+	par := Options{Parallelism: opts.Parallelism}.parallelism()
+	sc := ds.Scan()
+	c, err := openColumn(ctx, sc, column, par)
+	if err != nil {
+		return nil, err
+	}
+	fail := func(err error) (*Info, error) {
+		return nil, fmt.Errorf("index %s column %q: %w", ds.URL(), column, err)
+	}
+	n := sc.Len()
+	nlist := opts.NList
+	if nlist <= 0 {
+		nlist = max(1, int(math.Round(math.Sqrt(float64(n)))))
+	}
+	sampleSize := opts.Sample
+	if sampleSize <= 0 {
+		sampleSize = max(64*nlist, 50000)
+	}
+	sample, err := c.sample(ctx, min(int64(sampleSize), n), opts.Seed, par)
+	if err != nil {
+		return fail(err)
+	}
+	got := len(sample) / c.dim
+	if got == 0 {
+		return fail(fmt.Errorf("no rows with a vector to train on: %w", loch.ErrInvalidArgument))
+	}
+	nlist = min(nlist, got)
+	if m == Cosine {
+		normalize(sample, c.dim)
+	}
+	iters := opts.Iterations
+	if iters <= 0 {
+		iters = 10
+	}
+	cents := kmeans(m, sample, c.dim, nlist, iters, opts.Seed, par)
+	ls := newLists(nlist)
+	all := [][2]int64{{0, n}}
+	if err := c.assign(ctx, m, cents, all, nil, par, ls); err != nil {
+		return fail(err)
+	}
+	info, err := write(ctx, ds.Store(), c, m, cents, ls, "", nil)
+	if err != nil {
+		return fail(err)
+	}
+	return info, nil
+}
+
+func newLists(nlist int) *lists {
+	return &lists{ids: make([][]uint64, nlist), vecs: make([][]float32, nlist)}
+}
+
+// sample reads the vectors of about size rows at random positions.
+func (c *column) sample(ctx context.Context, size int64, seed uint64, par int) ([]float32, error) {
+	n := c.sc.Len()
+	var ranges [][2]int64
+	if size >= n {
+		ranges = [][2]int64{{0, n}}
+	} else {
+		r := rand.New(rand.NewPCG(seed, 0x73616d706c65))
+		pos := make([]int64, 0, size)
+		for _, p := range r.Perm(int(n))[:size] {
+			pos = append(pos, int64(p))
+		}
+		slices.Sort(pos)
+		for _, p := range pos {
+			ranges = append(ranges, [2]int64{p, p + 1})
+		}
+	}
+	parts := make([][]float32, par)
+	err := c.each(ctx, ranges, nil, par, func(w int, b batch) error {
+		parts[w] = append(parts[w], b.vecs...)
+		return nil
+	})
+	return slices.Concat(parts...), err
+}
+
+// assign streams the rows of ranges (those keep accepts), assigns each to
+// its nearest centroid and appends it to ls; for cosine the vectors are
+// stored normalized. Lists end sorted by row id.
+func (c *column) assign(ctx context.Context, m Metric, cents []float32, ranges [][2]int64, keep func(uint64) bool, par int, ls *lists) error {
+	am, dim := assignMetric(m), c.dim
+	cnorm := norms(cents, dim)
+	nlist := len(cnorm)
+	parts := make([]*lists, par)
+	for w := range parts {
+		parts[w] = newLists(nlist)
+	}
+	err := c.each(ctx, ranges, keep, par, func(w int, b batch) error {
+		if m == Cosine {
+			normalize(b.vecs, dim)
+		}
+		p := parts[w]
+		for i, id := range b.ids {
+			x := b.vecs[i*dim : (i+1)*dim]
+			l := nearestCentroid(am, cents, cnorm, dim, x, vek32.Dot(x, x))
+			p.ids[l] = append(p.ids[l], id)
+			p.vecs[l] = append(p.vecs[l], x...)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for l := range nlist {
+		for _, p := range parts {
+			ls.ids[l] = append(ls.ids[l], p.ids[l]...)
+			ls.vecs[l] = append(ls.vecs[l], p.vecs[l]...)
+		}
+		ls.sortList(l, dim)
+	}
+	return nil
+}
+
+// sortList sorts list l by row id, moving the vectors along.
+func (ls *lists) sortList(l, dim int) {
+	ids := ls.ids[l]
+	if slices.IsSorted(ids) {
+		return
+	}
+	order := make([]int, len(ids))
+	for i := range order {
+		order[i] = i
+	}
+	sort.Slice(order, func(a, b int) bool { return ids[order[a]] < ids[order[b]] })
+	nids := make([]uint64, len(ids))
+	nvecs := make([]float32, len(ls.vecs[l]))
+	for i, o := range order {
+		nids[i] = ids[o]
+		copy(nvecs[i*dim:], ls.vecs[l][o*dim:(o+1)*dim])
+	}
+	ls.ids[l], ls.vecs[l] = nids, nvecs
+}
+
+// putParallelism bounds concurrent puts of an index's objects.
+const putParallelism = 8
+
+// write stores the centroids and lists, then the descriptor naming them,
+// covering every fragment of c's snapshot.
+func write(ctx context.Context, store storage.Store, c *column, m Metric, cents []float32, ls *lists, base string, unchanged map[int]string) (*Info, error) {
+	d := &vindex.Descriptor{Version: c.sc.Version(), Column: c.col.Name, UID: c.col.UID, Metric: string(m),
+		Type: "ivf-flat", Dim: c.dim, DType: c.col.DType.String(), Base: base, Time: time.Now().UTC()}
+	for k, f := range c.sc.Fragments() {
+		digest, err := c.sc.ColumnChunks(ctx, k, c.col.UID)
+		if err != nil {
+			return nil, err
+		}
+		d.Covered = append(d.Covered, vindex.Covered{Key: f.Key, IDStart: f.IDStart, Extensions: f.Extensions, Chunks: digest})
+	}
+	var bytes int64
+	objs := map[string][]byte{}
+	centObj := vindex.EncodeVectors(vindex.KindCentroids, &vindex.Vectors{Dim: c.dim, Data: cents})
+	d.Centroids = vindex.VectorsKey(centObj)
+	objs[d.Centroids] = centObj
+	d.Lists = make([]vindex.List, len(ls.ids))
+	for l := range ls.ids {
+		n := len(ls.ids[l])
+		d.Rows += int64(n)
+		if n == 0 {
+			continue
+		}
+		if key, ok := unchanged[l]; ok {
+			d.Lists[l] = vindex.List{Key: key, Rows: n}
+			continue
+		}
+		obj := vindex.EncodeVectors(vindex.KindList, &vindex.Vectors{Dim: c.dim, IDs: ls.ids[l], Data: ls.vecs[l]})
+		key := vindex.VectorsKey(obj)
+		d.Lists[l] = vindex.List{Key: key, Rows: n}
+		objs[key] = obj
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(putParallelism)
+	for key, obj := range objs {
+		bytes += int64(len(obj))
+		g.Go(func() error { return store.Put(gctx, key, obj) })
+	}
+	if err := g.Wait(); err != nil {
+		return nil, fmt.Errorf("write index: %w", err)
+	}
+	obj, err := vindex.EncodeDescriptor(d)
+	if err != nil {
+		return nil, err
+	}
+	key := keys.MakeIndex(d.Version, d.UID, d.Metric)
+	if err := store.Put(ctx, key, obj); err != nil {
+		return nil, fmt.Errorf("write index: %w", err)
+	}
+	return &Info{Key: key, Version: d.Version, Column: d.Column, Metric: m, Dim: d.Dim, Rows: d.Rows,
+		NList: len(d.Lists), Base: base, Bytes: bytes + int64(len(obj))}, nil
+}
+
+// Update writes the index of the handle's version from the index that
+// serves it (Find): the same centroids, the lists without the entries not
+// valid in the version, and the uncovered rows assigned to their nearest
+// centroids. Lists that did not change keep their objects. When the
+// index already is the version's, it writes nothing and returns its Info.
+// Unlike Search, Update fails on a missing or corrupt index object.
+func Update(ctx context.Context, ds *loch.Dataset, column string, m Metric, opts Options) (*Info, error) {
+	ix, err := Open(ctx, ds, column, m, opts)
+	if err != nil {
+		return nil, err
+	}
+	d := ix.desc
+	if d.Version == ds.Version() {
+		return &Info{Key: ix.key, Version: d.Version, Column: d.Column, Metric: m, Dim: d.Dim, Rows: d.Rows, NList: len(d.Lists), Base: d.Base}, nil
+	}
+	unchanged := map[int]string{}
+	before := make([]int, len(ix.ls.ids))
+	for l, key := range ix.listKeys {
+		before[l] = len(ix.ls.ids[l])
+		if key != "" {
+			unchanged[l] = key
+		}
+	}
+	if ix.nUncov > 0 {
+		if err := ix.c.assign(ctx, m, ix.cents, ix.uncovered, nil, opts.parallelism(), ix.ls); err != nil {
+			return nil, fmt.Errorf("update index of %s column %q: %w", ds.URL(), column, err)
+		}
+	}
+	for l := range ix.ls.ids {
+		if len(ix.ls.ids[l]) != before[l] {
+			delete(unchanged, l)
+		}
+	}
+	info, err := write(ctx, ds.Store(), ix.c, m, ix.cents, ix.ls, d.Version, unchanged)
+	if err != nil {
+		return nil, fmt.Errorf("update index of %s column %q: %w", ds.URL(), column, err)
+	}
+	return info, nil
+}
