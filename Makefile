@@ -306,6 +306,23 @@ $(VENV)/.loch-bench-deps: python/requirements-bench.txt | $(VENV)/bin/python
 	$(VENV)/bin/python -m pip install -q -r python/requirements-bench.txt
 	touch $@
 
+# chaos runs the standing robustness campaign (internal/chaos,
+# docs/reliability.md; not part of test): kill -9 during writes, MinIO
+# stopped and restarted under reads and writes, every object kind of a
+# dataset and a catalog damaged and read by every reader, and every fuzz
+# target; it prints a table and fails on any panic, hang, wrong read or
+# lost commit. The short form (these defaults) takes 15 to 20 minutes on 2
+# cores; the nightly form is `make chaos CHAOS_N=80 FUZZTIME=10m` (about 4.5
+# hours: 24 fuzz targets). CHAOS_SEED=S replays a run's choices,
+# CHAOS_FAMILIES=crash,outage,damage,fuzz picks families, CHAOS_OUT=FILE
+# writes the table there.
+CHAOS_N  ?= 12
+FUZZTIME ?= 20s
+.PHONY: chaos
+chaos: tools build
+	CHAOS_N=$(CHAOS_N) FUZZTIME=$(FUZZTIME) CHAOS_LOCH=$(CURDIR)/bin/loch \
+		$(GO) test -tags chaos -count=1 -timeout 0 -v -run '^TestCampaign$$' ./internal/chaos
+
 # bench runs the Go benchmarks (each prints its baseline in the same run).
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 5x ./...

@@ -118,6 +118,6 @@
 // bfloat16), lru (the byte-bounded LRU), zstdcodec (the one zstd codec),
 // addrpolicy (which network addresses a link may reach), decodelimit (the
 // bound every decoder checks before it allocates), testserver (real storage servers for
-// tests), mediatest (media files for tests) and testseed (replayable seeds
-// for property tests).
+// tests), mediatest (media files for tests), testseed (replayable seeds
+// for property tests) and chaos (the campaign of make chaos).
 package loch

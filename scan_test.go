@@ -2,6 +2,7 @@ package loch
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -434,4 +435,30 @@ func namedBy(t *testing.T, dir, version, kind string) []string {
 		out = append(out, f.Key)
 	}
 	return out
+}
+
+// TestLoadCancelledIsNotKept: a fragment load that fails because its
+// context ended (a cancelled reader, or a sibling load that failed first
+// in Scan.Load) is not kept; before, the handle's snapshot kept failing
+// with "context canceled" on every later read, hiding the real error of
+// the sibling behind it.
+func TestLoadCancelledIsNotKept(t *testing.T) {
+	d, dir := mustCreate(t, schema.Schema{Columns: []schema.Column{{Name: "n", DType: schema.Int64}}})
+	require.NoError(t, d.Append(ctx, Row{"n": Scalar(int64(7))}))
+	_, err := d.Commit(ctx, "a row")
+	require.NoError(t, err)
+	fresh, err := Open(ctx, dir)
+	require.NoError(t, err)
+	defer fresh.Close()
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	require.ErrorIs(t, fresh.Scan().Load(cancelled, 1), context.Canceled)
+	sc := fresh.Scan()
+	require.NoError(t, sc.Load(ctx, 1), "the next load tries again")
+	col, err := fresh.Column("n")
+	require.NoError(t, err)
+	s, err := col.Read(ctx, 0, nil)
+	require.NoError(t, err)
+	got, _ := As[int64](s.Data)
+	require.Equal(t, []int64{7}, got)
 }

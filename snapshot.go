@@ -29,7 +29,8 @@ type snapshot struct {
 type fragState struct {
 	ref     manifest.FragmentRef
 	id      string // identity of its rows; see ident
-	once    sync.Once
+	mu      sync.Mutex // held by load
+	loaded  bool       // load ended: err is its result
 	err     error
 	ids     [][2]uint64                 // row-id runs for update fragments
 	cols    map[int][]manifest.ChunkRef // column uid -> chunks, extensions applied
@@ -67,10 +68,23 @@ func (d *Dataset) loadSnapshot(ctx context.Context, commitID string, seq uint64)
 	return s, nil
 }
 
-// load reads the fragment's objects on first use.
+// load reads the fragment's objects on first use. A load that fails
+// because ctx ended (a reader cancelled, or a sibling load that failed
+// first) is not kept: the next load tries again, so that the snapshot of a
+// long-lived handle (the viewer's, a Python session's) is not left failing
+// with "context canceled".
 func (f *fragState) load(ctx context.Context, d *Dataset) error {
-	f.once.Do(func() { f.err = f.loadWith(ctx, d.getObject) })
-	return f.err
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.loaded {
+		return f.err
+	}
+	err := f.loadWith(ctx, d.getObject)
+	if err != nil && ctx.Err() != nil {
+		return err
+	}
+	f.loaded, f.err = true, err
+	return err
 }
 
 // getFunc reads the metadata object key of the given kind into out.

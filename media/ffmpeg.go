@@ -209,9 +209,9 @@ func OpenAudio(r io.ReaderAt, size int64) (*Audio, error) {
 		return nil, err
 	}
 	a.in = a.d.info()
-	if a.in.Channels <= 0 || a.in.SampleRate <= 0 {
+	if a.in.Channels <= 0 || a.in.SampleRate <= 0 || a.in.SampleRate > MaxSampleRate {
 		a.Close()
-		return nil, decodef("audio stream has %d channels at %d Hz", a.in.Channels, a.in.SampleRate)
+		return nil, decodef("audio stream has %d channels at %d Hz (want 1 to %d Hz)", a.in.Channels, a.in.SampleRate, MaxSampleRate)
 	}
 	return a, nil
 }
@@ -324,8 +324,8 @@ func (a *Audio) read(dst []float32) (int, error) {
 // The samples equal those of All(rate) from start: bit for bit for PCM,
 // FLAC, mp3 and vorbis, and for opus within 1e-5 (package doc).
 func (a *Audio) Read(dst []float32, rate, start int) (int, error) {
-	if start < 0 || rate < 0 {
-		return 0, base.Markf(base.ErrInvalidArgument, "audio segment from sample %d at %d Hz", start, rate)
+	if start < 0 || rate < 0 || rate > MaxSampleRate {
+		return 0, base.Markf(base.ErrInvalidArgument, "audio segment from sample %d at %d Hz (rates up to %d Hz)", start, rate, MaxSampleRate)
 	}
 	if a.closed {
 		return 0, errClosed
@@ -354,6 +354,9 @@ func (a *Audio) readFrom(dst []float32, rate, start int, seek bool) (int, error)
 // decoded, the second as soon as the decode passes the limit, with never
 // more than the limit allocated.
 func (a *Audio) All(rate int) ([]float32, error) {
+	if rate < 0 || rate > MaxSampleRate {
+		return nil, base.Markf(base.ErrInvalidArgument, "audio at %d Hz (rates up to %d Hz)", rate, MaxSampleRate)
+	}
 	if a.closed {
 		return nil, errClosed
 	}

@@ -100,11 +100,17 @@ func (w *wavPCM) setFormat(f []byte) bool {
 		return false
 	}
 	w.frameSize = w.channels * w.bits / 8
-	return w.channels >= 1 && w.channels <= maxChannels && w.rate > 0 && w.blockAlign == w.frameSize
+	return w.channels >= 1 && w.channels <= maxChannels && w.rate > 0 && w.rate <= MaxSampleRate && w.blockAlign == w.frameSize
 }
 
 // maxChannels is the most channels decoded (ffmpeg.c's LM_MAX_PLANES).
 const maxChannels = 64
+
+// MaxSampleRate is the highest sample rate decoded or resampled to, in Hz
+// (768 kHz, the highest rate audio interfaces record at). A stream that
+// declares more is refused when opened: resampling a declared 800 MHz to
+// 8 kHz would read and convert 100,000 input samples for each one out.
+const MaxSampleRate = 768000
 
 // wavChunk is the most bytes read (and held) at a time.
 const wavChunk = 256 << 10

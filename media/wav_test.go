@@ -77,3 +77,27 @@ func bytesPerSample(codec string) int {
 	}
 	return 4
 }
+
+// TestAbsurdSampleRateRefused: a WAV header declaring 805,314,368 Hz (found
+// by make chaos's fuzzing of FuzzProbe) is refused when opened, instead of
+// taking seconds and gigabytes to resample to 8 kHz; a read at such a rate
+// is refused too.
+func TestAbsurdSampleRateRefused(t *testing.T) {
+	wav := []byte("RIFF0000WAVEfmt \x10\x00\x00\x00\x01\x00\x01\x00@\x1f\x000\x80>\x00\x00\x02\x00\x10\x00data \x03\x00\x00")
+	wav = append(wav, make([]byte, 131-len(wav))...)
+	a, err := media.OpenAudio(bytes.NewReader(wav), int64(len(wav)))
+	if err == nil {
+		defer a.Close()
+		_, err = a.Read(make([]float32, 50), 8000, 0)
+	}
+	require.Error(t, err)
+
+	good := mediatest.Read(t, mediatest.Audio(t, t.TempDir(), "a.wav", 8000, 1, 0.1))
+	a, err = media.OpenAudio(bytes.NewReader(good), int64(len(good)))
+	require.NoError(t, err)
+	defer a.Close()
+	_, err = a.Read(make([]float32, 50), media.MaxSampleRate+1, 0)
+	require.Error(t, err)
+	_, err = a.All(media.MaxSampleRate + 1)
+	require.Error(t, err)
+}

@@ -77,11 +77,17 @@ func (s *Server) handleRoot(w http.ResponseWriter, r *http.Request) {
 			rows = append(rows, tr)
 			continue
 		}
+		log, err := t.head.Log(ctx)
+		if err != nil {
+			tr.Error = oneLine(err.Error())
+			rows = append(rows, tr)
+			continue
+		}
 		tr.Rows = t.head.Len()
 		for _, c := range t.head.Schema().Columns {
 			tr.Stored += c.StoredBytes
 		}
-		if log, err := t.head.Log(ctx); err == nil && len(log) > 0 {
+		if len(log) > 0 {
 			tr.LastCommit, tr.LastTime = log[0].Message, log[0].Time
 			tr.VersionShortID = log[0].ID
 		}

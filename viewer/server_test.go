@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	"github.com/lochdata/loch"
 	"github.com/lochdata/loch/catalog"
 	"github.com/lochdata/loch/imaging"
+	"github.com/lochdata/loch/internal/keys"
 	"github.com/lochdata/loch/internal/testserver"
 )
 
@@ -367,6 +369,35 @@ func TestCatalog(t *testing.T) {
 	require.Contains(t, page, "4 of 10 rows")
 	resp, _ = get(t, ts, "/t/Pets%2F..%2F../")
 	require.Equal(t, 404, resp.StatusCode)
+}
+
+// TestCatalogPageHistoryUnreadable: a table whose history cannot be read
+// (an older commit object missing) is shown on the catalog page with the
+// error, as a table that cannot be opened is; before, the error was
+// dropped and the row showed no last commit and the time 0001-01-01.
+func TestCatalogPageHistoryUnreadable(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "lake")
+	cat, err := catalog.Open(ctx, root, catalog.WithCreate())
+	require.NoError(t, err)
+	d, err := cat.CreateTable(ctx, "pets", fixtureSchema())
+	require.NoError(t, err)
+	require.NoError(t, d.Append(ctx, fixRow(t, 0)))
+	first, err := d.Commit(ctx, "one row")
+	require.NoError(t, err)
+	require.NoError(t, d.Append(ctx, fixRow(t, 1)))
+	_, err = d.Commit(ctx, "two rows")
+	require.NoError(t, err)
+	dir := d.URL()
+	require.NoError(t, d.Close())
+	require.NoError(t, cat.Close())
+	require.NoError(t, os.Remove(filepath.Join(strings.TrimPrefix(dir, "file://"), keys.Make(keys.Commit, first))))
+
+	ts, _ := newTestServer(t, root, Options{})
+	resp, page := get(t, ts, "/")
+	require.Equal(t, 200, resp.StatusCode)
+	require.Contains(t, page, `class="error"`)
+	require.Contains(t, page, first)
+	require.NotContains(t, page, "0001-01-01")
 }
 
 // TestCloud serves the fixture from each object store: MinIO (s3://),
