@@ -103,7 +103,7 @@ browser:
 test: browser
 
 # screenshots makes docs/viewer-grid.png and docs/viewer-diff.png (the
-# README's) again from the viewer's browser test.
+# viewer's page, docs/viewer.md) again from the viewer's browser test.
 .PHONY: screenshots
 screenshots: browser tools
 	rm -rf $(CURDIR)/.screens
@@ -171,7 +171,7 @@ demo: build
 	$(VENV)/bin/python examples/train_torch.py $(DEMO)/lake --epochs 1 --table frames \
 		--sql "SELECT f._rowid, f.image, l.label FROM frames f JOIN labels l USING (class) ORDER BY random()"
 	# Vector search: the nearest images of one image by an embedding column,
-	# then training on the neighbours of a query (README "Vector search").
+	# then training on the neighbours of a query (docs/vectors.md).
 	$(VENV)/bin/python examples/neighbours.py $(DEMO)/pets $(DEMO)/pets-emb
 	$(VENV)/bin/python examples/train_torch.py $(DEMO)/pets-emb --epochs 1 --selection neighbours
 	@echo "look at it in the browser: bin/loch serve $(DEMO)/pets   (then open http://127.0.0.1:7474/)"

@@ -44,18 +44,80 @@
 //
 // # Layout
 //
-// The engine's files follow its mechanisms, each in one place: dataset.go
-// (Create, Open, the handle), log.go (the log's root entries, kept by
-// internal/seqlog, and updateRoot, its only compare-and-swap), stage.go (staged writes),
-// twophase.go (Stage and CommitStaged, the two-phase write),
-// commit.go (Commit), snapshot.go (a version's fragments and rows),
-// chunkreader.go and fetched.go (the one chunk reader), read.go
-// (ColumnReader), scan.go (Scan), media_*.go (video and audio samples),
-// readbuf.go (the read buffers' pools), segments.go (Scan.Segments),
-// rows.go (live rows joined by id, for Diff and Merge), selections.go
-// (saved query results, named in the log like tags), walk.go (the
-// object-graph walk GC and Verify share), refs.go, merge.go, diff.go,
-// gc.go and verify.go. The on-disk formats (internal/chunk,
-// internal/manifest), the object layout (internal/keys) and the error
-// kinds (internal/base) are internal; docs/format.md specifies the bytes.
+// The package tree is the architecture. The engine is this package, one
+// file per mechanism, each in one place:
+//
+//   - dataset.go: Create, Open, the Dataset handle and its options.
+//   - log.go: the log's root entries (kept by internal/seqlog) and
+//     updateRoot, the only compare-and-swap on it; writeCommit.
+//   - stage.go: staged writes (Append, Extend, Delete, AddColumn, chunk
+//     uploads).
+//   - twophase.go: the two-phase write: Stage describes a writer's fragments
+//     without committing them, and CommitStaged publishes any number of them.
+//   - update.go: Update in place, the chunks of updated values rewritten at
+//     commit.
+//   - commit.go, rebase.go: Commit (fragments, the manifest) and rebasing
+//     onto other writers' commits.
+//   - compact.go, compact_tasks.go: Compact, automatic compaction, and
+//     compaction in several processes (PlanCompaction, CompactGroup,
+//     CommitCompaction).
+//   - upsert.go: Upsert, rows merged by key columns.
+//   - lease.go: writer leases that gc respects.
+//   - snapshot.go: a version's manifest and fragments, rows by position and
+//     id.
+//   - chunkreader.go, fetched.go: the one chunk reader, which every read of
+//     chunk bytes goes through, and Fetched, the verified and decoded chunk
+//     or span of samples it returns.
+//   - read.go, scan.go: ColumnReader for rows, Scan for readers that plan
+//     their own reads (the loader).
+//   - readbuf.go: the size-classed pools of span reads' buffers.
+//   - segments.go: Scan.Segments, the units of the block shuffle.
+//   - media_read.go, media_scan.go, media_write.go: video and audio samples
+//     read by range (MediaSample, an io.ReaderAt over the stored file), their
+//     probed MediaInfo through a Scan, and Media, a sample to write.
+//   - fragments.go, indexes.go: Scan.Fragments for a vector index's coverage;
+//     what gc and verify know of vector indexes.
+//   - rows.go: live rows joined by row id, shared by Diff and Merge.
+//   - selections.go, joined.go: saved query results (SaveSelection,
+//     Selection, ...), named in the log like tags, and a join's
+//     JoinedColumn values they carry.
+//   - walk.go: the walk over commits, manifests, fragments and chunks that
+//     GC and Verify share.
+//   - refs.go, merge.go, diff.go, verify.go: branches and tags, merge,
+//     diff, verification.
+//   - gc.go, retention.go: garbage collection, and its version retention and
+//     respect of writers' leases.
+//   - errors.go, sample.go, cache.go, link.go, progress.go: the sentinels,
+//     Sample values, the decoded-chunk cache, link columns and their
+//     LinkPolicy, progress and warning callbacks.
+//
+// Beside it: schema (columns and validation), storage (object stores
+// behind one small interface, with a conformance suite), imaging (every
+// pixel operation: png and jpeg through libjpeg-turbo, channel conversion,
+// resize), media (video and audio probing and decoding through FFmpeg's
+// libraries), transform (image, clip and audio transforms), ingest
+// (importers), vector (nearest-neighbour search: exact, and the IVF-flat
+// index; it never imports DuckDB), loader (the streaming loader, built on
+// Scan: it schedules, orders and collates, and knows no chunk layout) with
+// loader/order (epoch order, sharding, resume, mixtures), query (SQL
+// through embedded DuckDB, the only package that imports it;
+// docs/query.md), sqlcat (SQL DDL and DML over a catalog, on query and
+// catalog; docs/sql.md), catalog (named tables under one root, each a
+// dataset on a storage.Sub view of the root), chunkcache (the local chunk
+// cache shared by processes), viewer (the web viewer of loch serve:
+// server-rendered pages and embedded assets), version (loch's release version,
+// written once), capi (the C ABI of the Python SDK in python/) and
+// cmd/loch (the CLI); examples/ holds runnable programs and bench/ the
+// benchmark figures.
+//
+// What users are not promised lives under internal/: chunk, manifest and
+// vindex (the on-disk formats; docs/format.md specifies the bytes), seqlog
+// (the sequence-numbered put-if-absent log that datasets and catalogs
+// share), keys (the object layout and key rules), base (the error kinds
+// every package shares, re-exported as ErrNotFound, ...), half (float16 and
+// bfloat16), lru (the byte-bounded LRU), zstdcodec (the one zstd codec),
+// addrpolicy (which network addresses a link may reach), decodelimit (the
+// bound every decoder checks before it allocates), testserver (real storage servers for
+// tests), mediatest (media files for tests), testseed (replayable seeds
+// for property tests) and chaos (the campaign of make chaos).
 package loch
