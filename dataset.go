@@ -254,7 +254,7 @@ func (d *Dataset) checkPlace(ctx context.Context, url string) error {
 // isCatalog reports whether st's root holds a loch catalog: an entry of
 // its log (docs/format.md §6; a damaged one counts, as an error).
 func isCatalog(ctx context.Context, st storage.Store) (bool, error) {
-	_, err := seqlog.New(st, keys.CatalogLogPrefix, manifest.KindCatalog, func(e *manifest.Catalog) uint64 { return e.Seq }).Latest(ctx)
+	_, err := seqlog.New(st, keys.CatalogLogPrefix, manifest.KindCatalog, func(e *manifest.Catalog) uint64 { return e.Seq }, func(e *manifest.Catalog) *string { return &e.PrevHash }).Latest(ctx)
 	switch {
 	case err == nil:
 		return true, nil

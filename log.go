@@ -24,7 +24,7 @@ import (
 
 // rootLog returns the dataset's log of root entries.
 func rootLog(st storage.Store) *seqlog.Log[manifest.Root] {
-	return seqlog.New(st, keys.LogPrefix, manifest.KindRoot, func(r *manifest.Root) uint64 { return r.Seq })
+	return seqlog.New(st, keys.LogPrefix, manifest.KindRoot, func(r *manifest.Root) uint64 { return r.Seq }, func(r *manifest.Root) *string { return &r.PrevHash })
 }
 
 // latestRoot finds the log entry with the highest sequence number.

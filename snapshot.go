@@ -28,7 +28,7 @@ type snapshot struct {
 // fragState is a fragment of a snapshot with its lazily loaded objects.
 type fragState struct {
 	ref     manifest.FragmentRef
-	id      string // identity of its rows; see ident
+	id      string     // identity of its rows; see ident
 	mu      sync.Mutex // held by load
 	loaded  bool       // load ended: err is its result
 	err     error

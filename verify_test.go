@@ -1,9 +1,11 @@
 package loch
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -237,4 +239,38 @@ func TestLostNewestLogEntry(t *testing.T) {
 			require.NoError(t, err, "after the repair, the next change takes the number")
 		})
 	}
+}
+
+// TestVerifyFindsAnotherLogsEntry: a sound log entry of another dataset
+// copied over an entry of the same number (the chaos campaign swapped a
+// table's log/1 with another table's and verify said ok) is reported:
+// each entry records the hash of the one it follows.
+func TestVerifyFindsAnotherLogsEntry(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "ds")
+	d := logDataset(t, dir)
+	otherDir := filepath.Join(t.TempDir(), "other")
+	logDataset(t, otherDir)
+	entries := objects(t, dir, "log")[:6]
+	for _, i := range []int{0, 2, 5} {
+		path := filepath.Join(dir, entries[i])
+		own, err := os.ReadFile(path)
+		require.NoError(t, err)
+		other, err := os.ReadFile(filepath.Join(otherDir, entries[i]))
+		require.NoError(t, err)
+		require.NotEqual(t, own, other)
+		require.NoError(t, os.WriteFile(path, other, 0o644))
+		_, problems, err := d.Verify(ctx)
+		require.NoError(t, err)
+		var found bool
+		for _, p := range problems {
+			if errors.Is(p.Err, ErrCorrupt) && strings.Contains(p.Err.Error(), "another log's entry") {
+				found = true
+			}
+		}
+		require.True(t, found, "%s swapped: %v", entries[i], problems)
+		require.NoError(t, os.WriteFile(path, own, 0o644))
+	}
+	_, problems, err := d.Verify(ctx)
+	require.NoError(t, err)
+	require.Empty(t, problems)
 }

@@ -79,7 +79,7 @@ func newCatalog(ctx context.Context, root string, o options) (*Catalog, error) {
 		c.store, c.ownsStore = st, true
 	}
 	c.url = c.store.URL()
-	c.log = seqlog.New(c.store, keys.CatalogLogPrefix, manifest.KindCatalog, func(e *manifest.Catalog) uint64 { return e.Seq })
+	c.log = seqlog.New(c.store, keys.CatalogLogPrefix, manifest.KindCatalog, func(e *manifest.Catalog) uint64 { return e.Seq }, func(e *manifest.Catalog) *string { return &e.PrevHash })
 	return c, nil
 }
 

@@ -186,6 +186,10 @@ type Root struct {
 	// with one uid. Zero in entries written before 1.1.
 	NextColumnUID int    `json:"next_column_uid,omitempty"`
 	Op            string `json:"op,omitempty"`
+	// PrevHash (format 1.10) is the content hash of the entry this one
+	// follows (entry Seq-1), empty in the first entry and in entries
+	// written before 1.10: verify checks the chain (docs/format.md §2.2).
+	PrevHash string `json:"prev_hash,omitempty"`
 }
 
 // Commit is the body of `commits/<id>`.
@@ -267,6 +271,9 @@ type Catalog struct {
 	Prev   uint64                  `json:"prev,omitempty"`
 	Tables map[string]CatalogTable `json:"tables"`
 	Op     string                  `json:"op,omitempty"`
+	// PrevHash (format 1.10) is the content hash of the entry this one
+	// follows, as Root's.
+	PrevHash string `json:"prev_hash,omitempty"`
 }
 
 // CatalogTable is a catalog entry's record of one table.

@@ -44,13 +44,17 @@ type Log[E any] struct {
 	prefix string
 	kind   byte
 	seq    func(*E) uint64
+	link   func(*E) *string
 }
 
 // New returns the log under prefix ("log/", "_catalog/log/") of st, whose
 // entries are envelopes of the given kind (manifest.KindRoot, ...) holding
-// E; seq returns an entry's own sequence number.
-func New[E any](st storage.Store, prefix string, kind byte, seq func(*E) uint64) *Log[E] {
-	return &Log[E]{store: st, prefix: prefix, kind: kind, seq: seq}
+// E; seq returns an entry's own sequence number, and link the field in
+// which an entry records the content hash of the entry it follows (format
+// 1.10): Append fills it, Check verifies the chain, so that an entry
+// copied from another log is found.
+func New[E any](st storage.Store, prefix string, kind byte, seq func(*E) uint64, link func(*E) *string) *Log[E] {
+	return &Log[E]{store: st, prefix: prefix, kind: kind, seq: seq, link: link}
 }
 
 // Key returns the key of entry seq.
@@ -68,18 +72,33 @@ func (l *Log[E]) Read(ctx context.Context, seq uint64) (*E, error) {
 
 // get is Read with errors that do not name the entry.
 func (l *Log[E]) get(ctx context.Context, seq uint64) (*E, error) {
+	e, _, err := l.getHashed(ctx, seq)
+	return e, err
+}
+
+// getHashed is get that also returns the entry's content hash.
+func (l *Log[E]) getHashed(ctx context.Context, seq uint64) (*E, string, error) {
 	obj, err := l.store.Get(ctx, l.Key(seq))
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	var e E
 	if err := manifest.Decode(l.kind, obj, &e); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if got := l.seq(&e); got != seq {
-		return nil, fmt.Errorf("entry says sequence %d: %w", got, base.ErrCorrupt)
+		return nil, "", fmt.Errorf("entry says sequence %d: %w", got, base.ErrCorrupt)
 	}
-	return &e, nil
+	return &e, manifest.Hash(obj), nil
+}
+
+// readHashed is Read that also returns the entry's content hash.
+func (l *Log[E]) readHashed(ctx context.Context, seq uint64) (*E, string, error) {
+	e, h, err := l.getHashed(ctx, seq)
+	if err != nil {
+		return nil, "", fmt.Errorf("read %s: %w", l.Key(seq), err)
+	}
+	return e, h, nil
 }
 
 // hint returns the number the hint names, 0 when it is missing or
@@ -127,23 +146,30 @@ func (l *Log[E]) lost(hint, high uint64) error {
 // forward until an entry is missing. An empty log gives ErrEmpty; a hint
 // naming an entry above the highest listed gives ErrLost.
 func (l *Log[E]) Latest(ctx context.Context) (*E, error) {
+	e, _, err := l.latest(ctx)
+	return e, err
+}
+
+// latest is Latest that also returns the entry's content hash.
+func (l *Log[E]) latest(ctx context.Context) (*E, string, error) {
 	start, err := l.hint(ctx)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	var best *E
+	var hash string
 	if start > 0 {
-		e, err := l.Read(ctx, start)
+		e, h, err := l.readHashed(ctx, start)
 		if err == nil {
-			best = e
+			best, hash = e, h
 		} else if !errors.Is(err, base.ErrNotFound) {
-			return nil, err
+			return nil, "", err
 		}
 	}
 	if best == nil { // no usable hint: list the log
 		seqs, err := l.list(ctx)
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		var high uint64
 		if len(seqs) > 0 {
@@ -151,23 +177,23 @@ func (l *Log[E]) Latest(ctx context.Context) (*E, error) {
 		}
 		switch {
 		case start > high:
-			return nil, fmt.Errorf("read %s: %w", l.Key(high+1), l.lost(start, high))
+			return nil, "", fmt.Errorf("read %s: %w", l.Key(high+1), l.lost(start, high))
 		case high == 0:
-			return nil, ErrEmpty
+			return nil, "", ErrEmpty
 		}
-		if best, err = l.Read(ctx, high); err != nil {
-			return nil, err
+		if best, hash, err = l.readHashed(ctx, high); err != nil {
+			return nil, "", err
 		}
 	}
 	for {
-		next, err := l.Read(ctx, l.seq(best)+1)
+		next, h, err := l.readHashed(ctx, l.seq(best)+1)
 		if errors.Is(err, base.ErrNotFound) {
-			return best, nil
+			return best, hash, nil
 		}
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
-		best = next
+		best, hash = next, h
 	}
 }
 
@@ -181,8 +207,10 @@ const checkParallelism = 16
 // lowest listed when from is 0) and the highest listed, with an error
 // matching base.ErrNotFound, and those up to the entry the hint names,
 // with ErrLost. It reads the hint before it lists, so that an entry
-// appended meanwhile is never taken for a lost one. It returns the error
-// of the listing, or ctx's.
+// appended meanwhile is never taken for a lost one. An entry that records
+// the hash of the entry it follows (format 1.10) and follows another than
+// the one before it in this log is corrupt: one of the two was copied from
+// another log. It returns the error of the listing, or ctx's.
 func (l *Log[E]) Check(ctx context.Context, from uint64, found func(seq uint64, e *E, err error)) error {
 	hint, err := l.hint(ctx)
 	if err != nil {
@@ -209,19 +237,33 @@ func (l *Log[E]) Check(ctx context.Context, from uint64, found func(seq uint64, 
 	if hint > high {
 		found(high+1, nil, l.lost(hint, high))
 	}
+	type entry struct {
+		e    *E
+		hash string
+		err  error
+	}
+	got := make([]entry, len(seqs))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(checkParallelism)
-	for _, s := range seqs {
+	for i, s := range seqs {
 		g.Go(func() error {
-			e, err := l.get(gctx, s)
-			if gctx.Err() == nil {
-				found(s, e, err)
-			}
+			e, h, err := l.getHashed(gctx, s)
+			got[i] = entry{e, h, err}
 			return gctx.Err()
 		})
 	}
 	if err := g.Wait(); err != nil {
 		return err
+	}
+	for i, s := range seqs {
+		r := got[i]
+		if r.err == nil && i > 0 && seqs[i-1] == s-1 && got[i-1].err == nil {
+			if want := *l.link(r.e); want != "" && want != got[i-1].hash {
+				r.e, r.err = nil, fmt.Errorf("follows an entry whose hash is %s, but %s hashes to %s: one of the two is another log's entry: %w",
+					want, l.Key(s-1), got[i-1].hash, base.ErrCorrupt)
+			}
+		}
+		found(s, r.e, r.err)
 	}
 	return ctx.Err()
 }
@@ -298,7 +340,7 @@ func (l *Log[E]) Append(ctx context.Context, attempts int, next func(latest *E) 
 			case <-time.After(wait):
 			}
 		}
-		latest, err := l.Latest(ctx)
+		latest, hash, err := l.latest(ctx)
 		if err != nil {
 			return nil, err
 		}
@@ -309,6 +351,7 @@ func (l *Log[E]) Append(ctx context.Context, attempts int, next func(latest *E) 
 		if l.seq(e) != l.seq(latest)+1 {
 			panic(fmt.Sprintf("seqlog: appending entry %d after entry %d", l.seq(e), l.seq(latest)))
 		}
+		*l.link(e) = hash
 		err = l.Put(ctx, e)
 		if errors.Is(err, storage.ErrExists) {
 			if attempt+1 >= attempts {

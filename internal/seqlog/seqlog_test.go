@@ -24,7 +24,8 @@ func newLog(t *testing.T, prefix string) (*Log[manifest.Catalog], storage.Store)
 	st, err := storage.Open(ctx, fmt.Sprintf("mem://seqlog-%d", memCount.Add(1)))
 	require.NoError(t, err)
 	t.Cleanup(func() { st.Close() })
-	return New(st, prefix, manifest.KindCatalog, func(e *manifest.Catalog) uint64 { return e.Seq }), st
+	return New(st, prefix, manifest.KindCatalog, func(e *manifest.Catalog) uint64 { return e.Seq },
+		func(e *manifest.Catalog) *string { return &e.PrevHash }), st
 }
 
 func entry(seq uint64, op string) *manifest.Catalog {
@@ -257,4 +258,49 @@ func TestCheck(t *testing.T) {
 	require.NoError(t, st.Delete(ctx, l.Key(2)))
 	require.NotContains(t, check(l, 0), uint64(1))
 	require.ErrorContains(t, check(l, 1)[1].err, "missing (entries 1 to 2), though entry 3 exists")
+}
+
+// TestCheckChain: appended entries record their predecessor's hash, so an
+// entry copied from another log (a sound object of the right number, which
+// every other check accepts) is found by Check; the untouched log passes.
+func TestCheckChain(t *testing.T) {
+	build := func(tag string) (*Log[manifest.Catalog], storage.Store) {
+		l, st := newLog(t, keys.LogPrefix)
+		require.NoError(t, l.Put(ctx, entry(1, tag+"1")))
+		for range 4 {
+			_, err := l.Append(ctx, 3, func(latest *manifest.Catalog) (*manifest.Catalog, error) {
+				return entry(latest.Seq+1, fmt.Sprint(tag, latest.Seq+1)), nil
+			})
+			require.NoError(t, err)
+		}
+		return l, st
+	}
+	a, sta := build("a")
+	_, stb := build("b")
+	last, err := a.Latest(ctx)
+	require.NoError(t, err)
+	require.NotEmpty(t, last.PrevHash, "an appended entry names the one it follows")
+	errs := func() map[uint64]error {
+		out := map[uint64]error{}
+		require.NoError(t, a.Check(ctx, 1, func(seq uint64, _ *manifest.Catalog, err error) { out[seq] = err }))
+		return out
+	}
+	for s, err := range errs() {
+		require.NoError(t, err, "entry %d", s)
+	}
+	for _, s := range []uint64{1, 3, 5} { // the first, a middle and the newest entry
+		own, err := sta.Get(ctx, a.Key(s))
+		require.NoError(t, err)
+		other, err := stb.Get(ctx, a.Key(s))
+		require.NoError(t, err)
+		require.NoError(t, sta.Put(ctx, a.Key(s), other))
+		got := errs()
+		bad := got[s]
+		if s == 1 {
+			bad = got[2] // the first entry follows none: its successor says so
+		}
+		require.ErrorIs(t, bad, base.ErrCorrupt, "entry %d swapped", s)
+		require.ErrorContains(t, bad, "another log's entry")
+		require.NoError(t, sta.Put(ctx, a.Key(s), own))
+	}
 }
