@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf8"
 	"unsafe"
 
 	"github.com/duckdb/duckdb-go/v2"
@@ -49,6 +50,9 @@ type parsed struct {
 
 // parse parses q with DuckDB's parser into its syntax tree.
 func (e *Engine) parse(ctx context.Context, q string) (parsed, error) {
+	if !utf8.ValidString(q) {
+		return parsed{}, fmt.Errorf("query %s: not valid UTF-8 text: %w", oneLineSQL(strings.ToValidUTF8(q, "\uFFFD")), base.ErrInvalidArgument)
+	}
 	var js string
 	if err := e.conn.QueryRowContext(ctx, "SELECT json_serialize_sql(?::VARCHAR)::VARCHAR", q).Scan(&js); err != nil {
 		return parsed{}, fmt.Errorf("query: parse: %w", err)
@@ -148,6 +152,9 @@ var parser struct {
 // inside a string, quoted name, dollar-quoted string or /* comment, and
 // loch.ErrInvalidArgument otherwise. Parse is safe for concurrent use.
 func Parse(sql string) (int, error) {
+	if !utf8.ValidString(sql) {
+		return 0, fmt.Errorf("query %s: not valid UTF-8 text: %w", oneLineSQL(strings.ToValidUTF8(sql, "\uFFFD")), base.ErrInvalidArgument)
+	}
 	parser.once.Do(func() {
 		var cfg mapping.Config
 		mapping.CreateConfig(&cfg)

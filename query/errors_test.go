@@ -53,3 +53,21 @@ func TestScanErrorKeepsClass(t *testing.T) {
 	_, err = e.Write(ctx, "SELECT 1", FormatCSV, 0, io.Discard)
 	require.NoError(t, err)
 }
+
+// TestInvalidUTF8Query: a query that is not UTF-8 text is a bad argument
+// (the viewer answered it with 500 until make chaos's fuzzing found it).
+func TestInvalidUTF8Query(t *testing.T) {
+	url := filepath.Join(t.TempDir(), "ds")
+	d := makeImages(t, url, mustOpen(t, url), 5)
+	defer d.Close()
+	e, err := New(ctx, d, Options{})
+	require.NoError(t, err)
+	defer e.Close()
+	_, err = e.Write(ctx, "SELECT\xe4", FormatCSV, 0, io.Discard)
+	require.ErrorIs(t, err, loch.ErrInvalidArgument)
+	require.ErrorContains(t, err, "not valid UTF-8")
+	_, err = e.Select(ctx, "SELECT * FROM ds WHERE caption = '\xff'")
+	require.ErrorIs(t, err, loch.ErrInvalidArgument)
+	_, err = Parse("SELECT\xe4; SELECT 1")
+	require.ErrorIs(t, err, loch.ErrInvalidArgument)
+}
