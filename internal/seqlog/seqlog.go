@@ -63,20 +63,12 @@ func (l *Log[E]) Key(seq uint64) string { return keys.MakeLogIn(l.prefix, seq) }
 // Read reads and checks entry seq. A missing entry gives an error matching
 // base.ErrNotFound; one whose body names another number is corrupt.
 func (l *Log[E]) Read(ctx context.Context, seq uint64) (*E, error) {
-	e, err := l.get(ctx, seq)
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", l.Key(seq), err)
-	}
-	return e, nil
-}
-
-// get is Read with errors that do not name the entry.
-func (l *Log[E]) get(ctx context.Context, seq uint64) (*E, error) {
-	e, _, err := l.getHashed(ctx, seq)
+	e, _, err := l.readHashed(ctx, seq)
 	return e, err
 }
 
-// getHashed is get that also returns the entry's content hash.
+// getHashed reads and checks entry seq and returns its content hash, with
+// errors that do not name the entry.
 func (l *Log[E]) getHashed(ctx context.Context, seq uint64) (*E, string, error) {
 	obj, err := l.store.Get(ctx, l.Key(seq))
 	if err != nil {
