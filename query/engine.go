@@ -54,6 +54,9 @@ type Options struct {
 	FileBase string
 	// FileOpts are the storage options loch_file reads URLs with.
 	FileOpts []storage.Option
+	// MemoryLimit is DuckDB's memory_limit for the engine ("4GB"; "":
+	// DuckDB's default, 80% of the machine's memory).
+	MemoryLimit string
 	// Sandbox confines SQL to the engine's own tables (its dataset, its
 	// versions, and what Attach adds), for SQL from people who may not
 	// read the machine's files or the server's other stores (loch serve's
@@ -118,6 +121,12 @@ func (e *Engine) init(ctx context.Context) error {
 		"SET allow_community_extensions = false",
 		fmt.Sprintf("SET threads = %d", e.opts.Threads),
 	} {
+		if _, err := conn.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("query: %s: %w", q, err)
+		}
+	}
+	if e.opts.MemoryLimit != "" {
+		q := "SET memory_limit = " + quoteString(e.opts.MemoryLimit)
 		if _, err := conn.ExecContext(ctx, q); err != nil {
 			return fmt.Errorf("query: %s: %w", q, err)
 		}

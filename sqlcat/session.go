@@ -38,6 +38,9 @@ type Session struct {
 	// Seed seeds random() in reads (nil: seed 0), as a selection's seed
 	// does (Select).
 	Seed *uint64
+	// MemoryLimit is DuckDB's memory_limit of each statement's engine
+	// (query.Options.MemoryLimit; "": DuckDB's default).
+	MemoryLimit string
 	// Sandbox confines statements to the catalog's tables
 	// (query.Options.Sandbox): no files, other stores or DuckDB
 	// configuration.
@@ -289,7 +292,7 @@ func (s *Session) engine(ctx context.Context, q, name string, target *loch.Datas
 	} else {
 		named = nil // read every table
 	}
-	e, err := query.New(ctx, nil, query.Options{Threads: s.Threads, FileBase: s.FileBase, Seed: s.Seed, Sandbox: s.Sandbox})
+	e, err := query.New(ctx, nil, query.Options{Threads: s.Threads, FileBase: s.FileBase, Seed: s.Seed, Sandbox: s.Sandbox, MemoryLimit: s.MemoryLimit})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -254,6 +254,7 @@ Exit status: 0 on success, 2 for a usage error, 1 for any other error.`,
 		newIndexCmd(),
 		newSearchCmd(),
 		newServeCmd(),
+		newUserCmd(),
 		newVersionCmd(),
 	)
 	// cobra's "completion bash|zsh|fish|powershell", added now (rather

@@ -22,6 +22,7 @@ const defaultServeAddr = "127.0.0.1:7474"
 func newServeCmd() *cobra.Command {
 	var addr string
 	var linkAllow []string
+	var pg servePGOptions
 	cmd := &cobra.Command{
 		Use:   "serve URL|ROOT",
 		Short: "Look at a dataset or a catalog in the browser",
@@ -56,6 +57,10 @@ az://). Ctrl-C stops it.`,
   loch serve ./pets --link-allow 127.0.0.1:8000,s3://images`,
 		Args: exactArgs("URL|ROOT"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if pg.addr != "" {
+				pg.root = args[0]
+				return runServePG(cmd.Context(), pg, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			}
 			if err := checkURL(args[0]); err != nil {
 				return err
 			}
@@ -93,6 +98,7 @@ az://). Ctrl-C stops it.`,
 		},
 	}
 	cmd.Flags().StringVar(&addr, "addr", defaultServeAddr, "listen on this host:port (a non-loopback address requires the printed token)")
+	addServePGFlags(cmd, &pg)
 	cmd.Flags().StringArrayVar(&linkAllow, "link-allow", nil, "addresses, CIDR prefixes, host[:port] and buckets (s3://name) that links may reach besides public hosts and the dataset's own bucket, comma-separated or repeated; replaces $LOCH_LINK_ALLOW")
 	return cmd
 }

@@ -1,0 +1,140 @@
+package pgwire
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/csv"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgproto3"
+	"github.com/lochdata/loch"
+)
+
+// copySpec is a COPY ... TO STDOUT: its rows' format.
+type copySpec struct {
+	csv    bool
+	header bool
+}
+
+// copyStatement runs COPY (query) TO STDOUT and COPY table TO STDOUT
+// [WITH] [(FORMAT text|csv, HEADER)]: the query's rows as CopyData.
+// COPY to a file of the server and COPY FROM are refused.
+func (c *conn) copyStatement(ctx context.Context, q string) (*result, error) {
+	body := strings.TrimSpace(q[strings.Index(strings.ToLower(q), "copy")+4:])
+	var src, rest string
+	if strings.HasPrefix(body, "(") {
+		depth, end := 0, -1
+		scanSQL(body, func(i int) int {
+			if end >= 0 {
+				return 1
+			}
+			switch body[i] {
+			case '(':
+				depth++
+			case ')':
+				depth--
+				if depth == 0 {
+					end = i
+				}
+			}
+			return 1
+		})
+		if end < 0 {
+			return nil, fmt.Errorf("COPY: unbalanced parentheses: %w", loch.ErrInvalidArgument)
+		}
+		src, rest = body[1:end], body[end+1:]
+	} else {
+		name, after, _ := strings.Cut(body, " ")
+		src, rest = "SELECT * FROM "+name, after
+	}
+	words := strings.Fields(strings.ToLower(strings.NewReplacer("(", " ", ")", " ", ",", " ").Replace(rest)))
+	if len(words) < 2 || words[0] != "to" || words[1] != "stdout" {
+		return nil, fmt.Errorf("COPY over the PostgreSQL protocol is COPY (query) TO STDOUT or COPY table TO STDOUT (no server files, no COPY FROM; INSERT writes rows): %w", errUnsupported)
+	}
+	spec := &copySpec{}
+	for _, w := range words[2:] {
+		switch w {
+		case "csv":
+			spec.csv = true
+		case "header":
+			spec.header = true
+		}
+	}
+	res, err := c.read(ctx, src)
+	if err != nil {
+		return nil, err
+	}
+	res.copyOut = spec
+	return res, nil
+}
+
+// sendCopy sends a COPY's rows: CopyOutResponse, a CopyData per row,
+// CopyDone, CommandComplete COPY n.
+func (c *conn) sendCopy(res *result) error {
+	spec := res.copyOut
+	c.be.Send(&pgproto3.CopyOutResponse{OverallFormat: 0, ColumnFormatCodes: make([]uint16, len(res.names))})
+	var buf bytes.Buffer
+	line := func(cells []string, null []bool) {
+		buf.Reset()
+		if spec.csv {
+			w := csv.NewWriter(&buf)
+			w.Write(cells)
+			w.Flush()
+		} else {
+			for i, s := range cells {
+				if i > 0 {
+					buf.WriteByte('\t')
+				}
+				if null != nil && null[i] {
+					buf.WriteString(`\N`)
+					continue
+				}
+				buf.WriteString(copyEscaper.Replace(s))
+			}
+			buf.WriteByte('\n')
+		}
+		c.be.Send(&pgproto3.CopyData{Data: bytes.Clone(buf.Bytes())})
+	}
+	if spec.header {
+		line(res.names, nil)
+	}
+	n := 0
+	cells := make([]string, len(res.names))
+	null := make([]bool, len(res.names))
+	err := res.each(func(vals []any) error {
+		for i, v := range vals {
+			b, err := encode(v, res.types[i], 0)
+			if err != nil {
+				return err
+			}
+			cells[i], null[i] = string(b), v == nil
+		}
+		line(cells, null)
+		n++
+		if n%256 == 0 {
+			return c.be.Flush()
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	c.be.Send(&pgproto3.CopyDone{})
+	res.done, res.tag = true, "COPY "+strconv.Itoa(n)
+	c.be.Send(&pgproto3.CommandComplete{CommandTag: []byte(res.tag)})
+	return nil
+}
+
+// copyEscaper escapes a value of COPY's text format.
+var copyEscaper = strings.NewReplacer(`\`, `\\`, "\t", `\t`, "\n", `\n`, "\r", `\r`)
+
+// randomString is a random secret no one knows.
+func randomString() string {
+	b := make([]byte, 24)
+	rand.Read(b)
+	return base64.StdEncoding.EncodeToString(b)
+}

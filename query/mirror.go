@@ -1,0 +1,196 @@
+package query
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"fmt"
+	"sort"
+	"sync"
+
+	"github.com/duckdb/duckdb-go/v2"
+
+	"github.com/lochdata/loch"
+)
+
+// MirrorSchema is the DuckDB schema that holds a Mirror's tables.
+const MirrorSchema = "public"
+
+// Mirror is an in-memory DuckDB with one empty table per table it was
+// made of, in schema public, with the columns and DuckDB types of the
+// engine's view of that table (_rowid and _pos first). It answers what can
+// be answered without reading rows: the parameter and result types of a
+// statement (Describe), and the queries PostgreSQL clients make of
+// DuckDB's pg_catalog and information_schema views (Rows), for package
+// pgwire. Its DuckDB has external access off and its configuration
+// locked. A Mirror is safe for concurrent use; statements run one at a
+// time. Close releases it.
+type Mirror struct {
+	mu sync.Mutex
+	e  *Engine
+}
+
+// NewMirror makes the mirror of tables (by name), each at its current
+// version; it reads their schemas, not their rows, and keeps no handle.
+// setup are statements (macros, views) run on it before its
+// configuration is locked; search_path is public, then main.
+func NewMirror(ctx context.Context, tables map[string]*loch.Dataset, setup []string) (*Mirror, error) {
+	e, err := New(ctx, nil, Options{Threads: 1})
+	if err != nil {
+		return nil, err
+	}
+	m := &Mirror{e: e}
+	if err := m.build(ctx, tables, setup); err != nil {
+		e.Close()
+		return nil, err
+	}
+	return m, nil
+}
+
+func (m *Mirror) build(ctx context.Context, tables map[string]*loch.Dataset, setup []string) error {
+	names := make([]string, 0, len(tables))
+	for n := range tables {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	run := func(q string) error {
+		if _, err := m.e.conn.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("query: mirror: %s: %w", oneLineSQL(q), err)
+		}
+		return nil
+	}
+	if err := run("CREATE SCHEMA " + MirrorSchema); err != nil {
+		return err
+	}
+	for _, n := range names {
+		if err := m.e.Attach(ctx, n, tables[n]); err != nil {
+			return err
+		}
+		q := fmt.Sprintf("CREATE TABLE %s.%s AS SELECT * FROM main.%s LIMIT 0", MirrorSchema, quoteIdent(n), quoteIdent(n))
+		if err := run(q); err != nil {
+			return err
+		}
+		if err := run("DROP VIEW main." + quoteIdent(n)); err != nil {
+			return err
+		}
+	}
+	m.e.attached = map[string]*loch.Dataset{}
+	m.e.opts.Sandbox = true // loch_scan of any URL fails
+	for _, q := range append(setup, "SET search_path = '"+MirrorSchema+",main'", "SET enable_external_access = false", "SET lock_configuration = true") {
+		if err := run(q); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Close releases the mirror's DuckDB, once the statement running on it
+// (and rows Rows returned) are done.
+func (m *Mirror) Close() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.e.Close()
+}
+
+// Param is a statement parameter's DuckDB type name ("BIGINT", "VARCHAR",
+// "LIST"); "" when DuckDB cannot tell.
+type Param = string
+
+// Described is what Describe finds of a statement.
+type Described struct {
+	// Params are the DuckDB type names of $1, $2, ... ("" where DuckDB
+	// cannot tell).
+	Params []Param
+	// Read is whether the statement is a read (a SELECT, or an EXPLAIN).
+	Read bool
+	// Names and Types are the result's column names and DuckDB type
+	// names (ColumnType.DatabaseTypeName: "BIGINT", "FLOAT[3]", "JSON"),
+	// for a read.
+	Names, Types []string
+}
+
+// Describe prepares q on the mirror's tables and returns its parameter
+// types and, for a read, its result columns, which it learns by running
+// q on the empty tables with every parameter NULL.
+func (m *Mirror) Describe(ctx context.Context, q string) (Described, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var d Described
+	err := m.e.conn.Raw(func(dc any) error {
+		c, ok := dc.(*duckdb.Conn)
+		if !ok {
+			return fmt.Errorf("query: mirror: driver connection %T", dc)
+		}
+		st, err := c.PrepareContext(ctx, q)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		s := st.(*duckdb.Stmt)
+		t, err := s.StatementType()
+		if err != nil {
+			return err
+		}
+		d.Read = t == duckdb.STATEMENT_TYPE_SELECT || t == duckdb.STATEMENT_TYPE_EXPLAIN
+		for i := 1; i <= s.NumInput(); i++ {
+			pt, err := s.ParamType(i)
+			if err != nil {
+				pt = duckdb.TYPE_INVALID
+			}
+			d.Params = append(d.Params, typeNames[pt])
+		}
+		return nil
+	})
+	if err != nil || !d.Read {
+		return d, err
+	}
+	args := make([]any, len(d.Params))
+	rows, err := m.e.conn.QueryContext(ctx, q, args...)
+	if err != nil {
+		return d, err
+	}
+	defer rows.Close()
+	cts, err := rows.ColumnTypes()
+	if err != nil {
+		return d, err
+	}
+	for _, ct := range cts {
+		d.Names = append(d.Names, ct.Name())
+		d.Types = append(d.Types, ct.DatabaseTypeName())
+	}
+	return d, nil
+}
+
+// Rows runs the read q on the mirror with args and returns its rows and
+// the function that closes them (the mirror runs nothing else until
+// then; it may be called more than once).
+func (m *Mirror) Rows(ctx context.Context, q string, args ...driver.Value) (*sql.Rows, func(), error) {
+	m.mu.Lock()
+	if err := m.e.checkRead(ctx, q); err != nil {
+		m.mu.Unlock()
+		return nil, nil, err
+	}
+	as := make([]any, len(args))
+	for i, a := range args {
+		as[i] = a
+	}
+	rows, err := m.e.conn.QueryContext(ctx, q, as...)
+	if err != nil {
+		m.mu.Unlock()
+		return nil, nil, err
+	}
+	var once sync.Once
+	return rows, func() { once.Do(func() { rows.Close(); m.mu.Unlock() }) }, nil
+}
+
+// typeNames names the parameter types Describe reports.
+var typeNames = map[duckdb.Type]string{
+	duckdb.TYPE_BOOLEAN: "BOOLEAN", duckdb.TYPE_TINYINT: "TINYINT", duckdb.TYPE_SMALLINT: "SMALLINT",
+	duckdb.TYPE_INTEGER: "INTEGER", duckdb.TYPE_BIGINT: "BIGINT", duckdb.TYPE_UTINYINT: "UTINYINT",
+	duckdb.TYPE_USMALLINT: "USMALLINT", duckdb.TYPE_UINTEGER: "UINTEGER", duckdb.TYPE_UBIGINT: "UBIGINT",
+	duckdb.TYPE_FLOAT: "FLOAT", duckdb.TYPE_DOUBLE: "DOUBLE", duckdb.TYPE_DECIMAL: "DECIMAL",
+	duckdb.TYPE_TIMESTAMP: "TIMESTAMP", duckdb.TYPE_TIMESTAMP_TZ: "TIMESTAMP WITH TIME ZONE",
+	duckdb.TYPE_DATE: "DATE", duckdb.TYPE_TIME: "TIME", duckdb.TYPE_VARCHAR: "VARCHAR",
+	duckdb.TYPE_BLOB: "BLOB", duckdb.TYPE_UUID: "UUID", duckdb.TYPE_LIST: "LIST", duckdb.TYPE_ARRAY: "ARRAY",
+	duckdb.TYPE_ENUM: "VARCHAR", duckdb.TYPE_HUGEINT: "HUGEINT",
+}
