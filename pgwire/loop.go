@@ -149,6 +149,9 @@ func (c *conn) describeStatement(st *prepared) (*description, error) {
 	ctx, end := c.begin()
 	defer end()
 	desc, err := c.mirrorDescribe(ctx, st.sql)
+	if ctx.Err() != nil {
+		return nil, stmtErr(ctx, err)
+	}
 	for i := range d.params {
 		if d.params[i] != 0 {
 			continue
@@ -166,7 +169,7 @@ func (c *conn) describeStatement(st *prepared) (*description, error) {
 		// The mirror cannot plan it (loch_table with a ref, ...): run it
 		// with NULL parameters to see its columns.
 		if d.fields, err = c.fieldsByRunning(ctx, st.sql, n); err != nil {
-			return nil, err
+			return nil, stmtErr(ctx, err)
 		}
 	}
 	st.desc = d
@@ -232,8 +235,9 @@ func (c *conn) startPortal(p *portal) error {
 	ctx, end := c.begin()
 	res, err := c.exec(ctx, p.sql)
 	if err != nil {
+		err = stmtErr(ctx, err)
 		end()
-		return stmtErr(ctx, err)
+		return err
 	}
 	res.end = end
 	p.res = res

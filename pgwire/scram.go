@@ -103,9 +103,9 @@ var errAuth = errors.New("password authentication failed")
 
 // scramServer is the server's side of one exchange.
 type scramServer struct {
-	v                           Verifier
+	v                            Verifier
 	clientFirstBare, serverFirst string
-	nonce                       string
+	nonce                        string
 }
 
 // first takes the client-first-message and returns the server-first-message.

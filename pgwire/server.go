@@ -186,6 +186,14 @@ func (s *Server) cancel(pid, secret uint32) {
 	}
 }
 
+// Connections is the number of open connections (authenticated or not
+// yet).
+func (s *Server) Connections() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.conns)
+}
+
 // logf writes one log line.
 func (s *Server) logf(format string, a ...any) {
 	s.logMu.Lock()

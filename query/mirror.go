@@ -6,6 +6,7 @@ import (
 	"database/sql/driver"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/duckdb/duckdb-go/v2"
@@ -66,8 +67,7 @@ func (m *Mirror) build(ctx context.Context, tables map[string]*loch.Dataset, set
 		if err := m.e.Attach(ctx, n, tables[n]); err != nil {
 			return err
 		}
-		q := fmt.Sprintf("CREATE TABLE %s.%s AS SELECT * FROM main.%s LIMIT 0", MirrorSchema, quoteIdent(n), quoteIdent(n))
-		if err := run(q); err != nil {
+		if err := m.table(ctx, n); err != nil {
 			return err
 		}
 		if err := run("DROP VIEW main." + quoteIdent(n)); err != nil {
@@ -80,6 +80,38 @@ func (m *Mirror) build(ctx context.Context, tables map[string]*loch.Dataset, set
 		if err := run(q); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// table makes the mirror's table of the view name: its columns and
+// types, with _rowid and _pos generated (an INSERT without a column list
+// names the others, as loch's does).
+func (m *Mirror) table(ctx context.Context, name string) error {
+	rows, err := m.e.conn.QueryContext(ctx, "SELECT column_name, column_type FROM (DESCRIBE main."+quoteIdent(name)+")")
+	if err != nil {
+		return fmt.Errorf("query: mirror: describe %s: %w", name, err)
+	}
+	defer rows.Close()
+	var cols []string
+	for rows.Next() {
+		var c, t string
+		if err := rows.Scan(&c, &t); err != nil {
+			return fmt.Errorf("query: mirror: describe %s: %w", name, err)
+		}
+		def := quoteIdent(c) + " " + t
+		if c == RowIDColumn || c == PosColumn {
+			def += fmt.Sprintf(" GENERATED ALWAYS AS (NULL::%s) VIRTUAL", t)
+		}
+		cols = append(cols, def)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("query: mirror: describe %s: %w", name, err)
+	}
+	rows.Close()
+	q := fmt.Sprintf("CREATE TABLE %s.%s (%s)", MirrorSchema, quoteIdent(name), strings.Join(cols, ", "))
+	if _, err := m.e.conn.ExecContext(ctx, q); err != nil {
+		return fmt.Errorf("query: mirror: %s: %w", oneLineSQL(q), err)
 	}
 	return nil
 }

@@ -1,0 +1,199 @@
+package pgwire
+
+import (
+	"context"
+	"errors"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/stretchr/testify/require"
+)
+
+// pgError is err's PostgreSQL error.
+func pgError(t *testing.T, err error) *pgconn.PgError {
+	t.Helper()
+	var pe *pgconn.PgError
+	require.ErrorAs(t, err, &pe)
+	return pe
+}
+
+func TestPGXWritesAndReads(t *testing.T) {
+	f := newFixture(t, Options{})
+	c := f.mustConnect(t, "alice")
+	tag, err := c.Exec(ctx, "CREATE TABLE frames (id BIGINT, caption TEXT, emb EMBEDDING(3), meta JSON)")
+	require.NoError(t, err)
+	require.Equal(t, "CREATE TABLE", tag.String())
+
+	for i, cap := range []string{"a cat", "a dog", "it's a bird"} {
+		tag, err = c.Exec(ctx, "INSERT INTO frames VALUES ($1, $2, $3, $4)",
+			int64(i), cap, "["+[]string{"1,0,0", "0,1,0", "0,0,1"}[i]+"]", `{"split": "`+[]string{"train", "val", "train"}[i]+`"}`)
+		require.NoError(t, err)
+		require.Equal(t, "INSERT 0 1", tag.String())
+	}
+
+	// A prepared SELECT with ->> and <=> (cosine distance), parameters
+	// bound in binary by pgx.
+	_, err = c.Prepare(ctx, "near", "SELECT id, caption, meta->>'split' AS split, emb <=> $2 AS d FROM frames WHERE meta->>'split' = $1 ORDER BY d")
+	require.NoError(t, err)
+	rows, err := c.Query(ctx, "near", "train", "[0,0.1,1]")
+	require.NoError(t, err)
+	type hit struct {
+		id      int64
+		caption string
+		split   string
+		d       float32
+	}
+	var hits []hit
+	for rows.Next() {
+		var h hit
+		require.NoError(t, rows.Scan(&h.id, &h.caption, &h.split, &h.d))
+		hits = append(hits, h)
+	}
+	require.NoError(t, rows.Err())
+	require.Len(t, hits, 2)
+	require.Equal(t, int64(2), hits[0].id)
+	require.Equal(t, "it's a bird", hits[0].caption)
+	require.Equal(t, "train", hits[1].split)
+	require.Less(t, hits[0].d, hits[1].d)
+
+	tag, err = c.Exec(ctx, "UPDATE frames SET caption = $1 WHERE id = $2", "a kitten", int64(0))
+	require.NoError(t, err)
+	require.Equal(t, "UPDATE 1", tag.String())
+	tag, err = c.Exec(ctx, "DELETE FROM frames WHERE meta->>'split' = $1", "val")
+	require.NoError(t, err)
+	require.Equal(t, "DELETE 1", tag.String())
+
+	var n int64
+	var first string
+	require.NoError(t, c.QueryRow(ctx, "SELECT count(*), min(caption) FROM frames").Scan(&n, &first))
+	require.Equal(t, int64(2), n)
+	require.Equal(t, "a kitten", first)
+
+	// The simple protocol too, and a vector in pgvector's text form.
+	var emb string
+	require.NoError(t, c.QueryRow(ctx, "SELECT emb FROM frames WHERE id = 2", pgx.QueryExecModeSimpleProtocol).Scan(&emb))
+	require.Equal(t, "[0,0,1]", emb)
+
+	// An error names what failed and carries a SQLSTATE.
+	_, err = c.Exec(ctx, "SELECT nope FROM frames")
+	require.Equal(t, "42601", pgError(t, err).Code)
+	_, err = c.Exec(ctx, "INSERT INTO missing VALUES (1)")
+	require.Contains(t, pgError(t, err).Message, "missing")
+}
+
+func TestRoleRefusesWrite(t *testing.T) {
+	f := newFixture(t, Options{})
+	seed(t, f.mustConnect(t, "alice"), 10)
+	bob := f.mustConnect(t, "bob")
+	var n int64
+	require.NoError(t, bob.QueryRow(ctx, "SELECT count(*) FROM frames").Scan(&n))
+	require.Equal(t, int64(10), n)
+
+	_, err := bob.Exec(ctx, "DELETE FROM frames WHERE id < $1", int64(5))
+	pe := pgError(t, err)
+	require.Equal(t, "42501", pe.Code)
+	require.Contains(t, pe.Message, "role reader")
+	require.Contains(t, pe.Message, "table frames")
+	require.Contains(t, pe.Message, "write right")
+	_, err = bob.Exec(ctx, "DROP TABLE frames")
+	require.Contains(t, pgError(t, err).Message, "ddl right")
+	require.NoError(t, bob.QueryRow(ctx, "SELECT count(*) FROM frames").Scan(&n))
+	require.Equal(t, int64(10), n, "nothing written")
+
+	// A curator writes to curation/* branches only.
+	carol := f.mustConnect(t, "carol")
+	_, err = carol.Exec(ctx, "INSERT INTO frames (id) VALUES (99)")
+	pe = pgError(t, err)
+	require.Equal(t, "42501", pe.Code)
+	require.Contains(t, pe.Message, "role curator")
+	require.Contains(t, pe.Message, "on branch main")
+}
+
+func TestLoginRefused(t *testing.T) {
+	f := newFixture(t, Options{})
+	_, err := f.connect(t, "alice", "wrong password")
+	require.Equal(t, "28P01", pgError(t, err).Code)
+	_, err = f.connect(t, "mallory", password)
+	require.Equal(t, "28P01", pgError(t, err).Code)
+
+	// Without a users file every login is refused.
+	g := newFixture(t, Options{Users: &Users{}})
+	_, err = g.connect(t, "alice", password)
+	require.Equal(t, "28P01", pgError(t, err).Code)
+}
+
+func TestCancelRequest(t *testing.T) {
+	f := newFixture(t, Options{})
+	c := f.mustConnect(t, "alice")
+	seed(t, c, 10)
+	errc := make(chan error, 1)
+	go func() {
+		var n int64
+		errc <- c.QueryRow(ctx, "SELECT count(*) FROM frames a, range(100000000000) r WHERE r.range % 7 = a.id").Scan(&n)
+	}()
+	// Cancel until the query ends: a CancelRequest that comes before the
+	// query starts cancels nothing.
+	var err error
+	for done := false; !done; {
+		require.NoError(t, c.PgConn().CancelRequest(ctx))
+		select {
+		case err = <-errc:
+			done = true
+		default:
+		}
+	}
+	require.Equal(t, "57014", pgError(t, err).Code)
+	var n int64
+	require.NoError(t, c.QueryRow(ctx, "SELECT count(*) FROM frames").Scan(&n))
+	require.Equal(t, int64(10), n)
+}
+
+func TestStatementTimeout(t *testing.T) {
+	f := newFixture(t, Options{StatementTimeout: 3 * time.Second})
+	c := f.mustConnect(t, "alice")
+	var n int64
+	err := c.QueryRow(ctx, "SELECT count(*) FROM range(100000000000) r WHERE r.range % 7 = 3").Scan(&n)
+	pe := pgError(t, err)
+	require.Equal(t, "57014", pe.Code)
+	require.Contains(t, pe.Message, "statement timeout")
+}
+
+func TestClientKilledMidResult(t *testing.T) {
+	f := newFixture(t, Options{})
+	seed(t, f.mustConnect(t, "alice"), 100000)
+	c, err := f.connect(t, "bob", password)
+	require.NoError(t, err)
+	rows, err := c.Query(ctx, "SELECT a.id, a.caption FROM frames a, range(1000) r")
+	require.NoError(t, err)
+	require.True(t, rows.Next())
+	// Kill the client: close its socket under pgx.
+	require.NoError(t, c.PgConn().Conn().Close())
+	rows.Close()
+	// The server notices, ends that connection, and serves others.
+	require.Eventually(t, func() bool { return f.srv.Connections() == 1 }, time30s, pollEvery)
+	d := f.mustConnect(t, "bob")
+	var n int64
+	require.NoError(t, d.QueryRow(ctx, "SELECT count(*) FROM frames").Scan(&n))
+	require.Equal(t, int64(100000), n)
+}
+
+func TestMaxConns(t *testing.T) {
+	f := newFixture(t, Options{MaxConns: 1})
+	f.mustConnect(t, "bob")
+	_, err := f.connect(t, "bob", password)
+	require.Equal(t, "53300", pgError(t, err).Code)
+}
+
+func TestShutdownEndsConnections(t *testing.T) {
+	f := newFixture(t, Options{})
+	c := f.mustConnect(t, "bob")
+	f.stop()
+	_, err := c.Exec(ctx, "SELECT 1")
+	require.Error(t, err)
+	_, err = net.Dial("tcp", f.addr)
+	require.Error(t, err, "the listener is closed")
+	require.False(t, errors.Is(err, context.Canceled))
+}
