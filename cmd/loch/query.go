@@ -201,8 +201,16 @@ func newSelectionJSON(s *loch.Selection) selectionJSON {
 	return selectionJSON{Name: s.Name, Version: s.Version, SQL: s.SQL, Seed: s.Seed, Columns: s.Columns, Rows: len(ids), RowIDs: ids, Joined: s.Joined}
 }
 
+// selectionsOptions are the arguments and flags of loch selections.
+type selectionsOptions struct {
+	streams
+	url, name   string
+	hasName     bool // NAME given
+	del, asJSON bool
+}
+
 func newSelectionsCmd() *cobra.Command {
-	var del, asJSON bool
+	var o selectionsOptions
 	cmd := &cobra.Command{
 		Use:   "selections URL [NAME]",
 		Short: "List, show or delete saved selections",
@@ -219,55 +227,64 @@ nothing else keeps. A saved selection keeps its version, like a tag.`,
   loch selections ./pets high --delete`,
 		Args: rangeArgs(1, "URL", "NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			switch {
-			case len(args) == 1 && del:
-				return usagef("--delete needs a selection NAME")
-			case len(args) == 2 && asJSON:
-				return usagef("--json is for the listing; NAME prints JSON")
-			}
-			ctx := cmd.Context()
-			d, err := openDataset(ctx, args[0], nil)
-			if err != nil {
-				return err
-			}
-			defer d.Close()
-			w := cmd.OutOrStdout()
+			o.streams, o.url = streamsOf(cmd), args[0]
 			if len(args) == 2 {
-				if del {
-					if err := d.DeleteSelection(ctx, args[1]); err != nil {
-						return err
-					}
-					fmt.Fprintf(w, "deleted selection %s\n", args[1])
-					return nil
-				}
-				sel, err := d.Selection(ctx, args[1])
-				if err != nil {
-					return err
-				}
-				return printSelection(w, sel)
+				o.name, o.hasName = args[1], true
 			}
-			list, err := d.Selections(ctx)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				if list == nil {
-					list = []loch.SelectionInfo{}
-				}
-				return printJSON(w, struct {
-					URL        string               `json:"url"`
-					Selections []loch.SelectionInfo `json:"selections"`
-				}{d.URL(), list})
-			}
-			for _, s := range list {
-				fmt.Fprintf(w, "%s\t%d rows\t%s\t%s\n", s.Name, s.Rows, s.Version, oneLine(s.SQL))
-			}
-			return nil
+			return runSelections(cmd.Context(), &o)
 		},
 	}
-	cmd.Flags().BoolVarP(&del, "delete", "d", false, "delete selection NAME")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the listing as a JSON list")
+	cmd.Flags().BoolVarP(&o.del, "delete", "d", false, "delete selection NAME")
+	cmd.Flags().BoolVar(&o.asJSON, "json", false, "print the listing as a JSON list")
 	return cmd
+}
+
+// runSelections lists the saved selections of the dataset at o.url, or
+// prints or deletes selection o.name.
+func runSelections(ctx context.Context, o *selectionsOptions) error {
+	switch {
+	case !o.hasName && o.del:
+		return usagef("--delete needs a selection NAME")
+	case o.hasName && o.asJSON:
+		return usagef("--json is for the listing; NAME prints JSON")
+	}
+	d, err := openDataset(ctx, o.url, nil)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	w := o.stdout
+	if o.hasName {
+		if o.del {
+			if err := d.DeleteSelection(ctx, o.name); err != nil {
+				return err
+			}
+			fmt.Fprintf(w, "deleted selection %s\n", o.name)
+			return nil
+		}
+		sel, err := d.Selection(ctx, o.name)
+		if err != nil {
+			return err
+		}
+		return printSelection(w, sel)
+	}
+	list, err := d.Selections(ctx)
+	if err != nil {
+		return err
+	}
+	if o.asJSON {
+		if list == nil {
+			list = []loch.SelectionInfo{}
+		}
+		return printJSON(w, struct {
+			URL        string               `json:"url"`
+			Selections []loch.SelectionInfo `json:"selections"`
+		}{d.URL(), list})
+	}
+	for _, s := range list {
+		fmt.Fprintf(w, "%s\t%d rows\t%s\t%s\n", s.Name, s.Rows, s.Version, oneLine(s.SQL))
+	}
+	return nil
 }
 
 // useSelection points cfg at the saved selection name of ds[0]: the

@@ -21,7 +21,8 @@ import (
 // sqlOptions are the arguments and flags of loch sql.
 type sqlOptions struct {
 	streams
-	root, stmt                    string // stmt is "" without STATEMENT
+	root, stmt                    string
+	hasStmt                       bool // STATEMENT given (else stdin)
 	branch, message, format, base string
 	table, outFile                string
 	pins                          []string
@@ -108,7 +109,7 @@ func newSQLCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.streams, o.root = streamsOf(cmd), args[0]
 			if len(args) == 2 {
-				o.stmt = args[1]
+				o.stmt, o.hasStmt = args[1], true
 			}
 			o.formatSet, o.seed = cmd.Flags().Changed("format"), seedIf(cmd, "seed", seed)
 			return runSQL(cmd.Context(), &o)
@@ -137,7 +138,7 @@ func (o *sqlOptions) check() error {
 			return usagef("--format parquet needs --out FILE")
 		}
 	case formatSelection:
-		if o.stmt == "" || o.limit != 0 {
+		if !o.hasStmt || o.limit != 0 {
 			return usagef("--format selection needs one STATEMENT (a SELECT) and no --limit")
 		}
 	default:
@@ -164,7 +165,7 @@ func runSQL(ctx context.Context, o *sqlOptions) error {
 		o.base, _ = os.Getwd()
 	}
 	var opts []catalog.Option
-	if o.stmt != "" && sqlcat.Kind(o.stmt) == "CREATE TABLE" {
+	if o.hasStmt && sqlcat.Kind(o.stmt) == "CREATE TABLE" {
 		opts = append(opts, catalog.WithCreate())
 	}
 	cat, err := catalog.Open(ctx, o.root, opts...)
@@ -189,7 +190,7 @@ func runSQL(ctx context.Context, o *sqlOptions) error {
 		}
 		return printTableSelection(ctx, out.W, cat, sel, table)
 	}
-	if o.stmt != "" {
+	if o.hasStmt {
 		return runStatement(ctx, s, o.stmt, out, o.asJSON)
 	}
 	return sqlShell(ctx, s, o.stdin, out, o.stderr, o.asJSON)

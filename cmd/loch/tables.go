@@ -19,7 +19,8 @@ import (
 // tablesOptions are the arguments and flags of loch tables.
 type tablesOptions struct {
 	streams
-	root, name         string // name is "" without NAME
+	root, name         string
+	hasName            bool // NAME given
 	schemaFile, rename string
 	drop, asJSON, gc   bool
 	gcf                gcFlags
@@ -64,7 +65,7 @@ deleted).`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.streams, o.root, o.changed = streamsOf(cmd), args[0], cmd.Flags().Changed
 			if len(args) == 2 {
-				o.name = args[1]
+				o.name, o.hasName = args[1], true
 			}
 			return runTables(cmd.Context(), &o)
 		},
@@ -90,7 +91,7 @@ func (o *tablesOptions) check() error {
 			actions++
 		}
 	}
-	withName := o.name != ""
+	withName := o.hasName
 	switch {
 	case actions > 1:
 		return usagef("give one of --schema, --rename, --drop and --gc")
