@@ -157,6 +157,7 @@ type recordsOptions struct {
 	delimiter                          string
 }
 
+// ingestJSONLLong is the help text of loch ingest jsonl.
 const ingestJSONLLong = `Ingest a JSON lines file (a local path or a URL): one JSON object per line,
 one row per object, one column per field.
 
@@ -172,6 +173,7 @@ there is no first pass: values are converted to the columns (arrays to
 tensors, class names to labels) and fields without a column are ignored and
 listed in the summary.`
 
+// ingestCSVLong is the help text of loch ingest csv.
 const ingestCSVLong = `Ingest a CSV file with a header row (a local path or a URL), one row per
 record, one column per header name.
 

@@ -163,6 +163,7 @@ type runError struct{ err error }
 func (e *runError) Error() string { return e.err.Error() }
 func (e *runError) Unwrap() error { return e.err }
 
+// rootLong is the help text of loch.
 const rootLong = `loch manages loch datasets: versioned, tensor-native stores of multimodal
 rows (images, labels, tensors, text, json) on local disk or object storage.
 

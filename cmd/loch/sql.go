@@ -31,6 +31,7 @@ type sqlOptions struct {
 	seed                          *uint64
 }
 
+// sqlLong is the help text of loch sql.
 const sqlLong = `Sql runs one statement over the catalog at ROOT (docs/sql.md). Every table
 is a view by its name, so a SELECT can join tables; DuckDB runs every
 expression and query.
