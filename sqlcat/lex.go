@@ -265,9 +265,9 @@ func (p *parser) nameList() ([]string, error) {
 }
 
 // setList reads col = expr, ... (of UPDATE SET), each expression up to a
-// top-level token for which stop is true (stop takes the comma). context
+// top-level token for which stop is true (stop takes the comma). prefix
 // starts the error of a missing expression ("update t: ").
-func (p *parser) setList(stop func(token) bool, context string) (cols, exprs []string, err error) {
+func (p *parser) setList(stop func(token) bool, prefix string) (cols, exprs []string, err error) {
 	for {
 		col, err := p.name("column")
 		if err != nil {
@@ -278,7 +278,7 @@ func (p *parser) setList(stop func(token) bool, context string) (cols, exprs []s
 		}
 		expr := p.until(stop)
 		if expr == "" {
-			return nil, nil, p.errorf("%swant an expression for %s", context, col)
+			return nil, nil, p.errorf("%swant an expression for %s", prefix, col)
 		}
 		cols, exprs = append(cols, col), append(exprs, expr)
 		if !p.accept(",") {
