@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
-	"io"
 	"net"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 
 // servePGOptions are loch serve --pg's settings.
 type servePGOptions struct {
+	streams
 	root, addr, users, cert, key string
 	maxConns                     int
 	timeout                      time.Duration
@@ -38,7 +38,8 @@ func addServePGFlags(cmd *cobra.Command, o *servePGOptions) {
 // until ctx ends (SIGINT, SIGTERM): then running statements get 10
 // seconds to finish before they are cancelled (a cancelled write commits
 // nothing).
-func runServePG(ctx context.Context, o servePGOptions, stdout, stderr io.Writer) error {
+func runServePG(ctx context.Context, o *servePGOptions) error {
+	stdout, stderr := o.stdout, o.stderr
 	if err := checkURL(o.root); err != nil {
 		return err
 	}

@@ -28,7 +28,7 @@ and those FILE defines (docs/pg.md).`,
 		Example: `  echo "$PASSWORD" | loch user add users.json alice --role curator`,
 		Args:    exactArgs("FILE", "NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runUserAdd(args[0], args[1], role, cmd.InOrStdin(), cmd.OutOrStdout())
+			return runUserAdd(&userAddOptions{streams: streamsOf(cmd), file: args[0], name: args[1], role: role})
 		},
 	}
 	add.Flags().StringVar(&role, "role", "reader", "the user's role: reader, curator, admin or one the file defines")
@@ -36,9 +36,16 @@ and those FILE defines (docs/pg.md).`,
 	return cmd
 }
 
-// runUserAdd adds user name with role to the users file, its password
-// read from in.
-func runUserAdd(file, name, role string, in io.Reader, out io.Writer) error {
+// userAddOptions are loch user add's arguments and flags.
+type userAddOptions struct {
+	streams
+	file, name, role string
+}
+
+// runUserAdd adds user o.name with o.role to the users file o.file, its
+// password read from standard input.
+func runUserAdd(o *userAddOptions) error {
+	file, name, role, in, out := o.file, o.name, o.role, o.stdin, o.stdout
 	u, err := pgwire.LoadUsers(file)
 	if err != nil {
 		return err
