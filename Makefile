@@ -134,6 +134,25 @@ sysdeps-ffmpeg:
 		fail "apt-get install $(FFMPEG_DEBS) failed"; \
 	pkg-config --exists libavformat libavcodec libswscale libswresample libavutil || fail "FFmpeg's -dev packages installed but pkg-config does not find them"
 
+# sysdeps-psql (issue 38) installs psql (Debian: postgresql-client), the
+# client that pgwire's tests run against loch serve --pg (\dt, \d, \copy).
+# With psql on PATH it does nothing; its tests fail without it.
+.PHONY: sysdeps-psql
+sysdeps: sysdeps-psql
+test: sysdeps-psql
+sysdeps-psql:
+	@if command -v psql >/dev/null; then exit 0; fi; \
+	fail() { echo "sysdeps: $$1; install postgresql-client by hand (pgwire's tests need psql)" >&2; exit 1; }; \
+	command -v apt-get >/dev/null || fail "psql is missing and there is no apt-get"; \
+	if [ "$$(id -u)" = 0 ]; then SUDO=; \
+	elif command -v sudo >/dev/null; then SUDO=sudo; \
+	else fail "psql is missing and installing it needs root or sudo"; fi; \
+	echo "$$SUDO apt-get install -y --no-install-recommends postgresql-client"; \
+	$$SUDO apt-get update -q && \
+	$$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends postgresql-client || \
+		fail "apt-get install postgresql-client failed"; \
+	command -v psql >/dev/null || fail "postgresql-client installed but psql is not on PATH"
+
 test: tools
 	$(GO) vet ./...
 	$(GO) test -race -timeout 20m ./...
