@@ -1,0 +1,94 @@
+"""`loch serve --pg` answers psycopg 3 (issue 38): SCRAM login, DDL and
+DML with parameters (each write one commit), a query with ->>, and a
+reader's refused write."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+PASSWORD = "correct horse battery staple"
+
+
+def loch_cli(tmp_path: Path) -> str:
+    """$LOCH_CLI, else a loch CLI built from this checkout with Go."""
+    if os.environ.get("LOCH_CLI"):
+        return os.environ["LOCH_CLI"]
+    go = shutil.which("go")
+    if go is None:
+        pytest.fail("no loch CLI: set LOCH_CLI or put Go on PATH")
+    out = tmp_path / "loch"
+    subprocess.run([go, "build", "-o", str(out), "./cmd/loch"], cwd=REPO, check=True, timeout=900)
+    return str(out)
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[str]:
+    """A loch serve --pg on 127.0.0.1 (a port the system picks) over a new
+    catalog, with users alice (admin) and bob (reader); yields its port."""
+    cli = loch_cli(tmp_path)
+    root = tmp_path / "lake"
+    users = tmp_path / "users.json"
+    subprocess.run([cli, "sql", str(root), "CREATE TABLE boot (x BIGINT)"], check=True, timeout=120)
+    for name, role in [("alice", "admin"), ("bob", "reader")]:
+        subprocess.run([cli, "user", "add", str(users), name, "--role", role], input=PASSWORD + "\n",
+                       text=True, check=True, timeout=60)  # fmt: skip
+    proc = subprocess.Popen([cli, "serve", str(root), "--pg", "127.0.0.1:0", "--users", str(users)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        m = re.search(r"postgresql://[^:]+:(\d+)/", line)
+        assert m, f"loch serve --pg printed {line!r}"
+        yield m.group(1)
+    finally:
+        proc.terminate()
+        assert proc.wait(timeout=60) == 0
+
+
+def connect(port: str, user: str) -> psycopg.Connection:
+    return psycopg.connect(host="127.0.0.1", port=port, user=user, password=PASSWORD, dbname="lake",
+                           sslmode="disable", autocommit=True, connect_timeout=30)  # fmt: skip
+
+
+def test_psycopg_curates_a_table(server: str) -> None:
+    with connect(server, "alice") as conn:
+        conn.execute("CREATE TABLE frames (id BIGINT, caption TEXT, score DOUBLE, meta JSON)")
+        with conn.cursor() as cur:
+            cur.executemany(
+                "INSERT INTO frames VALUES (%s, %s, %s, %s)",
+                [(i, f"caption {i}", i / 2, '{"split": "%s"}' % ("train" if i % 2 == 0 else "val")) for i in range(6)],
+            )
+        rows = conn.execute(
+            "SELECT id, caption, meta->>'split' FROM frames WHERE meta->>'split' = %s AND score >= %s ORDER BY id",
+            ("train", 1.0),
+        ).fetchall()
+        assert rows == [(2, "caption 2", "train"), (4, "caption 4", "train")]
+        cur = conn.execute("UPDATE frames SET caption = %s WHERE id = %s", ("relabelled", 4))
+        assert cur.rowcount == 1
+        cur = conn.execute("DELETE FROM frames WHERE meta->>'split' = %s", ("val",))
+        assert cur.rowcount == 3
+        assert conn.execute("SELECT count(*), max(caption) FROM frames").fetchone() == (3, "relabelled")
+
+
+def test_psycopg_reader_is_refused_a_write(server: str) -> None:
+    with connect(server, "alice") as conn:
+        conn.execute("CREATE TABLE t (id BIGINT)")
+        conn.execute("INSERT INTO t VALUES (%s)", (1,))
+    with connect(server, "bob") as conn:
+        with pytest.raises(psycopg.errors.InsufficientPrivilege, match=r"role reader.*write right on table t"):
+            conn.execute("INSERT INTO t VALUES (%s)", (2,))
+        assert conn.execute("SELECT count(*) FROM t").fetchone() == (1,)
+
+
+def test_psycopg_wrong_password_is_refused(server: str) -> None:
+    with pytest.raises(psycopg.OperationalError, match="password authentication failed"):
+        psycopg.connect(host="127.0.0.1", port=server, user="alice", password="nope", dbname="lake", sslmode="disable")
