@@ -58,7 +58,12 @@ Any address that is not loopback needs the token that serve prints at
 start: open the printed URL once, and the browser keeps it as a cookie.
 The viewer is read-only except for saving selections, and reads through
 the same storage layer as every other command (local paths, s3://, gs://,
-az://). Ctrl-C stops it.`,
+az://). Ctrl-C stops it.
+
+With --pg HOST:PORT, serve answers PostgreSQL clients (psql, psycopg,
+pgx) over the catalog at ROOT instead: every statement loch sql accepts,
+for the users of --users FILE (loch user add) by their roles, with TLS
+from --tls-cert/--tls-key (required off loopback); see docs/pg.md.`,
 		Example: `  loch serve ./pets
   loch serve s3://lake/tables --addr 127.0.0.1:8080
   loch serve ./lake --addr 0.0.0.0:7474   # prints a URL with a token
