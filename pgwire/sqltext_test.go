@@ -1,0 +1,67 @@
+package pgwire
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestBindParams(t *testing.T) {
+	for _, tc := range []struct{ q, want string }{
+		{"SELECT $1, $2", "SELECT 7, 'it''s'"},
+		{"SELECT '$1', \"$2\" -- $1\n, $1", "SELECT '$1', \"$2\" -- $1\n, 7"},
+		{"SELECT $$ $1 $$, $tag$ $2 $tag$, $2", "SELECT $$ $1 $$, $tag$ $2 $tag$, 'it''s'"},
+		{"SELECT E'\\' $1', /* $1 /* $2 */ */ $1", "SELECT E'\\' $1', /* $1 /* $2 */ */ 7"},
+	} {
+		got, err := bindParams(tc.q, []string{"7", "'it''s'"})
+		require.NoError(t, err, tc.q)
+		require.Equal(t, tc.want, got)
+	}
+	_, err := bindParams("SELECT $3", []string{"1"})
+	require.ErrorContains(t, err, "$3")
+	require.Equal(t, 2, paramCount("SELECT $2, '$9'"))
+}
+
+func TestSplitStatements(t *testing.T) {
+	require.Equal(t, []string{"SELECT 1", "SELECT ';'", "SELECT 2 -- ;"},
+		splitStatements("SELECT 1; SELECT ';' ;; SELECT 2 -- ;"))
+	require.Empty(t, splitStatements(" -- nothing\n"))
+}
+
+func TestLiteralRefusesInjection(t *testing.T) {
+	for _, tc := range []struct {
+		raw  string
+		oid  uint32
+		want string
+	}{
+		{"42", oidInt8, "42"},
+		{"2.5", oidFloat8, "2.5"},
+		{"t", oidBool, "TRUE"},
+		{"x'); DROP TABLE t; --", oidText, "'x''); DROP TABLE t; --'"},
+		{"[1, 2.5,3]", VectorOID, "[1,2.5,3]::FLOAT[3]"},
+		{`\x0aff`, oidBytea, "from_hex('0aff')"},
+	} {
+		got, err := literal([]byte(tc.raw), 0, tc.oid)
+		require.NoError(t, err, tc.raw)
+		require.Equal(t, tc.want, got)
+	}
+	for _, bad := range []struct {
+		raw string
+		oid uint32
+	}{{"1; DROP TABLE t", oidInt8}, {"1e3)", oidFloat8}, {"[1,2]) --", VectorOID}} {
+		_, err := literal([]byte(bad.raw), 0, bad.oid)
+		require.Error(t, err, bad.raw)
+	}
+}
+
+func TestVerifierRoundTrip(t *testing.T) {
+	v, err := NewVerifier("pw", 0)
+	require.NoError(t, err)
+	require.Equal(t, DefaultIterations, v.Iterations)
+	back, err := ParseVerifier(v.String())
+	require.NoError(t, err)
+	require.Equal(t, v, back)
+	require.NotContains(t, v.String(), "pw")
+	_, err = ParseVerifier("md5abc")
+	require.Error(t, err)
+}
