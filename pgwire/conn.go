@@ -46,12 +46,13 @@ type conn struct {
 
 	stmts   map[string]*prepared
 	portals map[string]*portal
+	cursors map[string]*cursor
 }
 
 // handle serves one connection to its end.
 func (s *Server) handle(ctx context.Context, nc net.Conn) {
 	defer nc.Close()
-	c := &conn{srv: s, nc: nc, stmts: map[string]*prepared{}, portals: map[string]*portal{}}
+	c := &conn{srv: s, nc: nc, stmts: map[string]*prepared{}, portals: map[string]*portal{}, cursors: map[string]*cursor{}}
 	nc.SetDeadline(time.Now().Add(startupTimeout))
 	params, err := c.negotiate(isLoopback(nc.LocalAddr()))
 	if err != nil || params == nil {
@@ -88,6 +89,12 @@ func (s *Server) handle(ctx context.Context, nc net.Conn) {
 	c.sess.Message = ""
 	c.greet(params)
 	c.loop()
+	c.closeCursors()
+	for _, p := range c.portals {
+		if p.res != nil {
+			p.res.close()
+		}
+	}
 	s.logf("%s: user %s disconnected", nc.RemoteAddr(), c.user)
 }
 

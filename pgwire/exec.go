@@ -23,11 +23,16 @@ type result struct {
 	types   []pgType
 	rows    *sql.Rows
 	static  [][]any
+	si      int    // static rows sent
+	sent    int    // rows sent
 	release func() // closes rows
 	end     func() bool
 	tag     string // the tag of a statement without rows; SELECT n is made as rows go
 	done    bool   // nothing left to send but tag
 	copyOut *copySpec
+	// fetchTag is the verb of the CommandComplete tag when not SELECT
+	// (FETCH).
+	fetchTag string
 }
 
 // close releases the result's rows and statement.
@@ -97,6 +102,8 @@ func (c *conn) exec(ctx context.Context, q string) (*result, error) {
 		return tagResult("DEALLOCATE"), nil
 	case "copy":
 		return c.copyStatement(ctx, q)
+	case "declare", "fetch", "close", "move":
+		return c.cursorStatement(q, w[0])
 	case "listen", "unlisten", "notify", "lock", "vacuum", "analyze", "prepare", "execute", "grant", "revoke":
 		return nil, fmt.Errorf("%s is not supported by loch: %w", strings.ToUpper(w[0]), errUnsupported)
 	}
@@ -116,11 +123,17 @@ func (c *conn) exec(ctx context.Context, q string) (*result, error) {
 	return c.write(ctx, q, kind)
 }
 
-// isRead reports whether q is a statement exec runs as a read.
+// isRead reports whether q is a statement exec runs as a read, whose
+// columns Describe may learn by running it (not FETCH, which would take
+// the cursor's rows).
 func (c *conn) isRead(q string) bool {
 	switch firstWords(q, 1)[0] {
 	case "show", "copy":
 		return true
+	case "begin", "start", "commit", "end", "rollback", "abort", "set", "reset", "discard", "deallocate",
+		"declare", "fetch", "close", "move", "listen", "unlisten", "notify", "lock", "vacuum", "analyze",
+		"prepare", "execute", "grant", "revoke":
+		return false
 	}
 	return sqlcat.Kind(q) == sqlcat.KindQuery
 }
@@ -260,74 +273,6 @@ func (c *conn) mirrorDescribe(ctx context.Context, q string) (query.Described, e
 	return m.Describe(ctx, q)
 }
 
-// sendRows sends the rows of res (a RowDescription first when describe)
-// and its CommandComplete.
-func (c *conn) sendRows(res *result, formats []int16, describe bool) error {
-	if res.done {
-		c.be.Send(&pgproto3.CommandComplete{CommandTag: []byte(res.tag)})
-		return nil
-	}
-	if describe {
-		c.be.Send(&pgproto3.RowDescription{Fields: res.fieldsIn(formats)})
-	}
-	fs := make([]int16, len(res.types))
-	for i, t := range res.types {
-		fs[i] = formatOf(formats, i, t)
-	}
-	n := 0
-	err := res.each(func(vals []any) error {
-		row := make([][]byte, len(vals))
-		for i, v := range vals {
-			b, err := encode(v, res.types[i], fs[i])
-			if err != nil {
-				return fmt.Errorf("column %s: %w", res.names[i], err)
-			}
-			row[i] = b
-		}
-		c.be.Send(&pgproto3.DataRow{Values: row})
-		n++
-		if n%256 == 0 {
-			return c.be.Flush()
-		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	res.done, res.tag = true, "SELECT "+strconv.Itoa(n)
-	if res.tag == "SELECT 0" && res.rows == nil && res.static == nil {
-		res.tag = "SELECT 0"
-	}
-	c.be.Send(&pgproto3.CommandComplete{CommandTag: []byte(res.tag)})
-	return nil
-}
-
-// each calls fn with every row of res.
-func (r *result) each(fn func([]any) error) error {
-	for _, row := range r.static {
-		if err := fn(row); err != nil {
-			return err
-		}
-	}
-	if r.rows == nil {
-		return nil
-	}
-	vals := make([]any, len(r.names))
-	ptrs := make([]any, len(vals))
-	for i := range vals {
-		ptrs[i] = &vals[i]
-	}
-	for r.rows.Next() {
-		if err := r.rows.Scan(ptrs...); err != nil {
-			return err
-		}
-		if err := fn(vals); err != nil {
-			return err
-		}
-	}
-	return r.rows.Err()
-}
-
 // firstWords is the first n words of q after comments, lower-cased ("" past the end).
 func firstWords(q string, n int) []string {
 	out := make([]string, n)
@@ -418,10 +363,30 @@ func sqlState(err error) string {
 		return "25006"
 	case errors.Is(err, loch.ErrConflict):
 		return "40001"
+	case errors.Is(err, errNoCursor):
+		return "34000"
 	case errors.Is(err, loch.ErrInvalidArgument):
-		return "42601"
+		return duckState(err.Error())
 	}
 	return "XX000"
+}
+
+// duckState is the SQLSTATE of an invalid statement by DuckDB's kind
+// of error in its message.
+func duckState(msg string) string {
+	switch {
+	case strings.Contains(msg, "Catalog Error: Table with name"), strings.Contains(msg, "Catalog Error: Table Function"):
+		return "42P01"
+	case strings.Contains(msg, "Binder Error: Referenced column"), strings.Contains(msg, "Binder Error: Values list"):
+		return "42703"
+	case strings.Contains(msg, "Catalog Error: Scalar Function"), strings.Contains(msg, "No function matches"):
+		return "42883"
+	case strings.Contains(msg, "Conversion Error"), strings.Contains(msg, "Invalid Input Error"):
+		return "22P02"
+	case strings.Contains(msg, "Binder Error"):
+		return "42P18"
+	}
+	return "42601"
 }
 
 // stmtErr is err of a statement whose context is ctx: when ctx ended,

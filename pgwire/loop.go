@@ -213,6 +213,10 @@ func (c *conn) describe(m *pgproto3.Describe) error {
 		return nil
 	}
 	p, ok := c.portals[m.Name]
+	if cur := c.cursors[m.Name]; !ok && cur != nil { // a DECLAREd cursor is a portal too
+		c.be.Send(&pgproto3.RowDescription{Fields: cur.res.fieldsIn(nil)})
+		return nil
+	}
 	if !ok {
 		return fmt.Errorf("portal %q does not exist: %w", m.Name, loch.ErrNotFound)
 	}
@@ -260,9 +264,11 @@ func (c *conn) execute(m *pgproto3.Execute) error {
 	if p.res.copyOut != nil {
 		err = c.sendCopy(p.res)
 	} else {
-		err = c.sendRows(p.res, p.formats, false)
+		err = c.sendRows(p.res, p.formats, false, int(m.MaxRows))
 	}
-	p.res.close()
+	if p.res.done || err != nil {
+		p.res.close()
+	}
 	if err != nil && c.ctx.Err() == nil && errors.Is(err, context.Canceled) {
 		return fmt.Errorf("canceling statement due to user request: %w", context.Canceled)
 	}
@@ -309,5 +315,5 @@ func (c *conn) runSimple(q string) error {
 	if res.copyOut != nil {
 		return stmtErr(ctx, c.sendCopy(res))
 	}
-	return stmtErr(ctx, c.sendRows(res, nil, true))
+	return stmtErr(ctx, c.sendRows(res, nil, true, 0))
 }

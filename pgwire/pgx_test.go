@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgproto3"
 	"github.com/stretchr/testify/require"
 )
 
@@ -196,4 +197,39 @@ func TestShutdownEndsConnections(t *testing.T) {
 	_, err = net.Dial("tcp", f.addr)
 	require.Error(t, err, "the listener is closed")
 	require.False(t, errors.Is(err, context.Canceled))
+}
+
+// TestExecuteRowLimit sends Execute with a row limit by hand: the portal
+// suspends after each batch and a later Execute goes on.
+func TestExecuteRowLimit(t *testing.T) {
+	f := newFixture(t, Options{})
+	seed(t, f.mustConnect(t, "alice"), 5)
+	pc := f.mustConnect(t, "bob").PgConn()
+	fe := pc.Frontend()
+	fe.Send(&pgproto3.Parse{Query: "SELECT id FROM frames ORDER BY id"})
+	fe.Send(&pgproto3.Bind{})
+	fe.Send(&pgproto3.Execute{MaxRows: 2})
+	fe.Send(&pgproto3.Execute{MaxRows: 2})
+	fe.Send(&pgproto3.Execute{MaxRows: 2})
+	fe.Send(&pgproto3.Sync{})
+	require.NoError(t, fe.Flush())
+	var got []string
+	for {
+		msg, err := pc.ReceiveMessage(ctx)
+		require.NoError(t, err)
+		switch m := msg.(type) {
+		case *pgproto3.DataRow:
+			got = append(got, string(m.Values[0]))
+		case *pgproto3.PortalSuspended:
+			got = append(got, "suspended")
+		case *pgproto3.CommandComplete:
+			got = append(got, string(m.CommandTag))
+		case *pgproto3.ErrorResponse:
+			t.Fatalf("error: %s", m.Message)
+		}
+		if _, ok := msg.(*pgproto3.ReadyForQuery); ok {
+			break
+		}
+	}
+	require.Equal(t, []string{"0", "1", "suspended", "2", "3", "suspended", "4", "SELECT 5"}, got)
 }

@@ -92,3 +92,18 @@ def test_psycopg_reader_is_refused_a_write(server: str) -> None:
 def test_psycopg_wrong_password_is_refused(server: str) -> None:
     with pytest.raises(psycopg.OperationalError, match="password authentication failed"):
         psycopg.connect(host="127.0.0.1", port=server, user="alice", password="nope", dbname="lake", sslmode="disable")
+
+
+def test_psycopg_server_side_cursor(server: str) -> None:
+    with connect(server, "alice") as conn:
+        conn.execute("CREATE TABLE n (i BIGINT)")
+        conn.execute("INSERT INTO n SELECT range FROM range(2500)")
+    with psycopg.connect(host="127.0.0.1", port=server, user="bob", password=PASSWORD, dbname="lake",
+                         sslmode="disable") as conn:  # fmt: skip
+        with conn.cursor(name="big") as cur:  # DECLARE ... CURSOR, FETCH FORWARD itersize
+            cur.itersize = 1000
+            cur.execute("SELECT i FROM n ORDER BY i")
+            assert cur.fetchone() == (0,)
+            assert cur.fetchmany(2) == [(1,), (2,)]
+            rest = [r[0] for r in cur]
+        assert rest == list(range(3, 2500))
