@@ -28,7 +28,8 @@ const startupTimeout = 30 * time.Second
 // be called from other goroutines.
 type conn struct {
 	srv         *Server
-	nc          net.Conn
+	nc0         net.Conn // as accepted
+	nc          net.Conn // nc0, or TLS over it
 	be          *pgproto3.Backend
 	pid, secret uint32
 	user        string
@@ -52,10 +53,13 @@ type conn struct {
 // handle serves one connection to its end.
 func (s *Server) handle(ctx context.Context, nc net.Conn) {
 	defer nc.Close()
-	c := &conn{srv: s, nc: nc, stmts: map[string]*prepared{}, portals: map[string]*portal{}, cursors: map[string]*cursor{}}
+	c := &conn{srv: s, nc0: nc, nc: nc, stmts: map[string]*prepared{}, portals: map[string]*portal{}, cursors: map[string]*cursor{}}
 	nc.SetDeadline(time.Now().Add(startupTimeout))
 	params, err := c.negotiate(isLoopback(nc.LocalAddr()))
 	if err != nil || params == nil {
+		s.mu.Lock()
+		delete(s.raw, nc)
+		s.mu.Unlock()
 		if err != nil && !errors.Is(err, io.EOF) {
 			s.logf("%s: startup: %v", nc.RemoteAddr(), err)
 		}
@@ -63,6 +67,7 @@ func (s *Server) handle(ctx context.Context, nc net.Conn) {
 	}
 	ok, full := s.register(c)
 	if !ok {
+		s.unregister(c)
 		code, msg := "57P03", "the server is shutting down"
 		if full {
 			code, msg = "53300", fmt.Sprintf("sorry, too many clients already (at most %d connections)", s.opts.MaxConns)

@@ -51,6 +51,7 @@ type Server struct {
 
 	mu      sync.Mutex
 	conns   map[uint32]*conn // by process id
+	raw     map[net.Conn]bool // accepted, not yet registered (startup)
 	mirror  *query.Mirror
 	mirKey  string
 	ddlGen  int
@@ -73,7 +74,7 @@ func New(cat *catalog.Catalog, opts Options) *Server {
 	if opts.Users == nil {
 		opts.Users = &Users{}
 	}
-	return &Server{cat: cat, opts: opts, conns: map[uint32]*conn{}}
+	return &Server{cat: cat, opts: opts, conns: map[uint32]*conn{}, raw: map[net.Conn]bool{}}
 }
 
 // ErrTLSRequired is Serve's error for an address that is not loopback
@@ -108,6 +109,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 			return fmt.Errorf("pgwire: accept: %w", err)
 		}
 		s.wg.Add(1)
+		s.mu.Lock()
+		s.raw[nc] = true
+		s.mu.Unlock()
 		go func() {
 			defer s.wg.Done()
 			s.handle(ctx, nc)
@@ -123,6 +127,9 @@ func (s *Server) shutdown() {
 	conns := make([]*conn, 0, len(s.conns))
 	for _, c := range s.conns {
 		conns = append(conns, c)
+	}
+	for nc := range s.raw {
+		nc.Close() // in startup: nothing runs for it yet
 	}
 	s.mu.Unlock()
 	for _, c := range conns {
@@ -151,6 +158,7 @@ func (s *Server) shutdown() {
 func (s *Server) register(c *conn) (ok bool, full bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	delete(s.raw, c.nc0)
 	if s.stopped {
 		return false, false
 	}
@@ -171,6 +179,7 @@ func (s *Server) register(c *conn) (ok bool, full bool) {
 
 func (s *Server) unregister(c *conn) {
 	s.mu.Lock()
+	delete(s.raw, c.nc0)
 	delete(s.conns, c.pid)
 	s.mu.Unlock()
 }
@@ -192,6 +201,21 @@ func (s *Server) Connections() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.conns)
+}
+
+// running is the number of connections with a statement running.
+func (s *Server) running() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, c := range s.conns {
+		c.mu.Lock()
+		if c.busy {
+			n++
+		}
+		c.mu.Unlock()
+	}
+	return n
 }
 
 // logf writes one log line.

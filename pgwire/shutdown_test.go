@@ -1,0 +1,60 @@
+package pgwire
+
+import (
+	"net"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/lochdata/loch/catalog"
+)
+
+// rowsOf is the row count of table name's head at main, read from storage.
+func rowsOf(t *testing.T, root, name string) (int64, string) {
+	t.Helper()
+	cat, err := catalog.Open(ctx, root)
+	require.NoError(t, err)
+	defer cat.Close()
+	d, err := cat.OpenTable(ctx, name)
+	require.NoError(t, err)
+	defer d.Close()
+	return d.Len(), d.Version()
+}
+
+// TestShutdownAbortsInflightWrite stops the server while a large INSERT
+// stages its rows: past the grace period the write is cancelled and
+// commits nothing; the table keeps its rows and version.
+func TestShutdownAbortsInflightWrite(t *testing.T) {
+	f := newFixture(t, Options{ShutdownGrace: 1})
+	alice := f.mustConnect(t, "alice")
+	seed(t, alice, 10)
+	n0, v0 := rowsOf(t, f.root, "frames")
+	errc := make(chan error, 1)
+	go func() {
+		_, err := alice.Exec(ctx, "INSERT INTO frames SELECT r.range, 'x', [1, 2, 3]::FLOAT[3], '{}' FROM range(2000000000) r")
+		errc <- err
+	}()
+	require.Eventually(t, func() bool { return f.srv.running() == 1 }, time30s, pollEvery)
+	f.stop()
+	require.Error(t, <-errc)
+	n1, v1 := rowsOf(t, f.root, "frames")
+	require.Equal(t, n0, n1)
+	require.Equal(t, v0, v1, "nothing committed")
+}
+
+// TestClientGoneCancelsQuery closes a client's socket while its query
+// runs, before any row: the server cancels the query and ends the
+// connection.
+func TestClientGoneCancelsQuery(t *testing.T) {
+	f := newFixture(t, Options{})
+	seed(t, f.mustConnect(t, "alice"), 10)
+	c, err := f.connect(t, "bob", password)
+	require.NoError(t, err)
+	go c.Exec(ctx, "SELECT count(*) FROM frames a, range(100000000000) r WHERE r.range % 7 = a.id") //nolint:errcheck // killed below
+	require.Eventually(t, func() bool { return f.srv.running() == 1 }, time30s, pollEvery)
+	require.NoError(t, c.PgConn().Conn().Close())
+	require.Eventually(t, func() bool { return f.srv.Connections() == 1 }, time30s, pollEvery) // alice's is left
+	nc, err := net.Dial("tcp", f.addr)
+	require.NoError(t, err, "still serving")
+	nc.Close()
+}
