@@ -80,7 +80,7 @@ func TestPGXWritesAndReads(t *testing.T) {
 
 	// An error names what failed and carries a SQLSTATE.
 	_, err = c.Exec(ctx, "SELECT nope FROM frames")
-	require.Equal(t, "42601", pgError(t, err).Code)
+	require.Equal(t, "42703", pgError(t, err).Code) // undefined_column
 	_, err = c.Exec(ctx, "INSERT INTO missing VALUES (1)")
 	require.Contains(t, pgError(t, err).Message, "missing")
 }

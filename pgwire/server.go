@@ -50,7 +50,7 @@ type Server struct {
 	opts Options
 
 	mu      sync.Mutex
-	conns   map[uint32]*conn // by process id
+	conns   map[uint32]*conn  // by process id
 	raw     map[net.Conn]bool // accepted, not yet registered (startup)
 	mirror  *query.Mirror
 	mirKey  string
