@@ -107,6 +107,9 @@ func (c *conn) exec(ctx context.Context, q string) (*result, error) {
 	case "listen", "unlisten", "notify", "lock", "vacuum", "analyze", "prepare", "execute", "grant", "revoke":
 		return nil, fmt.Errorf("%s is not supported by loch: %w", strings.ToUpper(w[0]), errUnsupported)
 	}
+	if res, ok, err := c.tableURL(ctx, q); ok {
+		return res, err
+	}
 	kind := sqlcat.Kind(q)
 	switch kind {
 	case sqlcat.KindQuery:

@@ -33,7 +33,8 @@ const password = "correct horse battery staple"
 
 // fixture is a server on 127.0.0.1 (an OS-chosen port) over a new
 // catalog, with TLS from a self-signed certificate and the users alice
-// (admin), bob (reader) and carol (curator).
+// (admin), bob (reader), carol (curator) and eve (labels-only: reads
+// table labels only).
 type fixture struct {
 	srv   *Server
 	addr  string
@@ -52,7 +53,8 @@ func newFixture(t *testing.T, opts Options) *fixture {
 	usersFile := filepath.Join(t.TempDir(), "users.json")
 	u, err := LoadUsers(usersFile)
 	require.NoError(t, err)
-	for name, role := range map[string]string{"alice": "admin", "bob": "reader", "carol": "curator"} {
+	u.Roles = map[string]Role{"labels-only": {Grants: []Grant{{Tables: []string{"labels"}, Refs: []string{"*"}, Rights: []string{RightRead}}}}}
+	for name, role := range map[string]string{"alice": "admin", "bob": "reader", "carol": "curator", "eve": "labels-only"} {
 		require.NoError(t, u.AddUser(name, role, password))
 	}
 	require.NoError(t, u.Save(usersFile))

@@ -9,6 +9,9 @@ package pgwire
 // drops the pg_catalog. qualifier of every name.
 var pgCatalogSetup = []string{
 	`CREATE MACRO pg_get_userbyid(id) AS 'loch'`,
+	// loch_table_url's columns, for Describe (tableurl.go answers it).
+	`CREATE MACRO loch_table_url(name) AS TABLE (SELECT NULL::VARCHAR AS "table", NULL::VARCHAR AS url, NULL::VARCHAR AS ref, NULL::VARCHAR AS version),
+		(name, ref) AS TABLE (SELECT NULL::VARCHAR AS "table", NULL::VARCHAR AS url, NULL::VARCHAR AS ref, NULL::VARCHAR AS version)`,
 	`CREATE MACRO pg_get_expr(e, r) AS NULL::VARCHAR, (e, r, pretty) AS NULL::VARCHAR`,
 	`CREATE MACRO pg_get_statisticsobjdef_columns(id) AS NULL::VARCHAR`,
 	`CREATE MACRO pg_get_triggerdef(id) AS NULL::VARCHAR, (id, pretty) AS NULL::VARCHAR`,

@@ -233,3 +233,29 @@ func TestExecuteRowLimit(t *testing.T) {
 	}
 	require.Equal(t, []string{"0", "1", "suspended", "2", "3", "suspended", "4", "SELECT 5"}, got)
 }
+
+func TestTableURL(t *testing.T) {
+	f := newFixture(t, Options{})
+	seed(t, f.mustConnect(t, "alice"), 3)
+	bob := f.mustConnect(t, "bob")
+	var table, url, ref, version string
+	require.NoError(t, bob.QueryRow(ctx, "SELECT * FROM loch_table_url($1)", "FRAMES").Scan(&table, &url, &ref, &version))
+	require.Equal(t, "frames", table)
+	require.Contains(t, url, f.root)
+	require.Equal(t, "main", ref)
+	require.Len(t, version, 32)
+	n, v := rowsOf(t, f.root, "frames")
+	require.Equal(t, int64(3), n)
+	require.Equal(t, v, version)
+
+	_, err := bob.Exec(ctx, "SELECT loch_table_url('frames', 'curation/x')")
+	require.ErrorContains(t, err, `no ref "curation/x"`)
+	_, err = bob.Exec(ctx, "SELECT loch_table_url('nope')")
+	require.Equal(t, "42P01", pgError(t, err).Code)
+
+	// A role without the read right on frames gets no URL.
+	_, err = f.mustConnect(t, "eve").Exec(ctx, "SELECT * FROM loch_table_url('frames')")
+	pe := pgError(t, err)
+	require.Equal(t, "42501", pe.Code)
+	require.Contains(t, pe.Message, "user eve (role labels-only) lacks the read right on table frames at main")
+}
