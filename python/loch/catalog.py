@@ -34,6 +34,7 @@ from .schema import Column, Schema
 from .versions import GCReport, format_time, parse_time
 
 if TYPE_CHECKING:
+    from .pg import RemoteCatalog
     from .query import LoaderBuilder, Selection
 
 __all__ = ["Catalog", "Table", "CatalogGCReport", "TableDir", "connect"]
@@ -110,11 +111,18 @@ def _json(**kw: Any) -> bytes:
     return json.dumps({k: v for k, v in kw.items() if v is not None}).encode()
 
 
-def connect(root: str, *, create: bool = True) -> Catalog:
+def connect(root: str, *, create: bool = True) -> Catalog | RemoteCatalog:
     """Opens the catalog at ``root`` (a path, ``file://``, ``s3://``,
     ``gs://``, ``az://`` or ``mem://`` URL), creating an empty one there
     when there is none, unless ``create`` is False (then
-    :class:`loch.NotFound`)."""
+    :class:`loch.NotFound`). A ``postgresql://user@host:port/name`` URL
+    connects to ``loch serve --pg`` instead (:class:`loch.pg.RemoteCatalog`):
+    tables are opened straight from storage, at the URL and version the
+    server gives a user allowed to read them."""
+    if root.startswith(("postgresql://", "postgres://")):
+        from .pg import RemoteCatalog as Remote
+
+        return Remote(root)
     lib = _library.library()
     out = c_uintptr()
     lib.call("loch_catalog_open", root.encode(), _json(create=create or None), ctypes.byref(out))

@@ -107,3 +107,21 @@ def test_psycopg_server_side_cursor(server: str) -> None:
             assert cur.fetchmany(2) == [(1,), (2,)]
             rest = [r[0] for r in cur]
         assert rest == list(range(3, 2500))
+
+
+def test_connect_postgresql_url_reads_from_storage(server: str) -> None:
+    import loch
+
+    with connect(server, "alice") as conn:
+        conn.execute("CREATE TABLE frames (id BIGINT, caption TEXT)")
+        conn.execute("INSERT INTO frames SELECT range, 'c' || range FROM range(100)")
+    with loch.connect(f"postgresql://bob:{PASSWORD.replace(' ', '%20')}@127.0.0.1:{server}/lake?sslmode=disable") as cat:
+        assert "frames" in cat.tables()
+        assert "correct" not in repr(cat)
+        frames = cat.open_table("frames")
+        assert len(frames) == 100
+        assert frames.read_only
+        with pytest.raises(loch.NotFound):
+            cat.open_table("frames", ref="curation/x")
+        with pytest.raises(loch.NotFound):
+            cat.open_table("nope")
