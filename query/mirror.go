@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -25,11 +26,14 @@ const MirrorSchema = "public"
 // DuckDB's pg_catalog and information_schema views (Rows), for package
 // pgwire. Its DuckDB has external access off and its configuration
 // locked. A Mirror is safe for concurrent use; statements run one at a
-// time. Close releases it.
+// time on each of its mirrorConns DuckDB connections. Close releases it.
 type Mirror struct {
-	mu sync.Mutex
-	e  *Engine
+	e    *Engine
+	pool chan *sql.Conn
 }
+
+// mirrorConns is how many statements a Mirror runs at once.
+const mirrorConns = 4
 
 // NewMirror makes the mirror of tables (by name), each at its current
 // version; it reads their schemas, not their rows, and keeps no handle.
@@ -40,7 +44,7 @@ func NewMirror(ctx context.Context, tables map[string]*loch.Dataset, setup []str
 	if err != nil {
 		return nil, err
 	}
-	m := &Mirror{e: e}
+	m := &Mirror{e: e, pool: make(chan *sql.Conn, mirrorConns)}
 	if err := m.build(ctx, tables, setup); err != nil {
 		e.Close()
 		return nil, err
@@ -76,12 +80,37 @@ func (m *Mirror) build(ctx context.Context, tables map[string]*loch.Dataset, set
 	}
 	m.e.attached = map[string]*loch.Dataset{}
 	m.e.opts.Sandbox = true // loch_scan of any URL fails
-	for _, q := range append(setup, "SET search_path = '"+MirrorSchema+",main'", "SET enable_external_access = false", "SET lock_configuration = true") {
+	for _, q := range setup {
+		if err := run(q); err != nil {
+			return err
+		}
+	}
+	for range mirrorConns {
+		c, err := m.e.db.Conn(ctx)
+		if err != nil {
+			return fmt.Errorf("query: mirror: connect: %w", err)
+		}
+		m.pool <- c
+		if _, err := c.ExecContext(ctx, "SET search_path = '"+MirrorSchema+",main'"); err != nil {
+			return fmt.Errorf("query: mirror: search_path: %w", err)
+		}
+	}
+	for _, q := range []string{"SET enable_external_access = false", "SET lock_configuration = true"} {
 		if err := run(q); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// take waits for a free connection (or ctx's end).
+func (m *Mirror) take(ctx context.Context) (*sql.Conn, error) {
+	select {
+	case c := <-m.pool:
+		return c, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 // table makes the mirror's table of the view name: its columns and
@@ -116,11 +145,13 @@ func (m *Mirror) table(ctx context.Context, name string) error {
 	return nil
 }
 
-// Close releases the mirror's DuckDB, once the statement running on it
+// Close releases the mirror's DuckDB, once the statements running on it
 // (and rows Rows returned) are done.
 func (m *Mirror) Close() error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	for range mirrorConns {
+		c := <-m.pool
+		c.Close()
+	}
 	return m.e.Close()
 }
 
@@ -145,25 +176,21 @@ type Described struct {
 // types and, for a read, its result columns, which it learns by running
 // q on the empty tables with every parameter NULL.
 func (m *Mirror) Describe(ctx context.Context, q string) (Described, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	conn, err := m.take(ctx)
+	if err != nil {
+		return Described{}, err
+	}
+	defer func() { m.pool <- conn }()
 	var d Described
-	err := m.e.conn.Raw(func(dc any) error {
-		c, ok := dc.(*duckdb.Conn)
-		if !ok {
-			return fmt.Errorf("query: mirror: driver connection %T", dc)
-		}
-		st, err := c.PrepareContext(ctx, q)
+	err = conn.Raw(func(dc any) error {
+		s, done, err := prepareRaw(ctx, dc, q)
 		if err != nil {
 			return err
 		}
-		defer st.Close()
-		s := st.(*duckdb.Stmt)
-		t, err := s.StatementType()
-		if err != nil {
+		defer done()
+		if d.Read, err = isReadStmt(s); err != nil {
 			return err
 		}
-		d.Read = t == duckdb.STATEMENT_TYPE_SELECT || t == duckdb.STATEMENT_TYPE_EXPLAIN
 		for i := 1; i <= s.NumInput(); i++ {
 			pt, err := s.ParamType(i)
 			if err != nil {
@@ -177,7 +204,7 @@ func (m *Mirror) Describe(ctx context.Context, q string) (Described, error) {
 		return d, err
 	}
 	args := make([]any, len(d.Params))
-	rows, err := m.e.conn.QueryContext(ctx, q, args...)
+	rows, err := conn.QueryContext(ctx, q, args...)
 	if err != nil {
 		return d, err
 	}
@@ -193,26 +220,61 @@ func (m *Mirror) Describe(ctx context.Context, q string) (Described, error) {
 	return d, nil
 }
 
-// Rows runs the read q on the mirror with args and returns its rows and
-// the function that closes them (the mirror runs nothing else until
-// then; it may be called more than once).
-func (m *Mirror) Rows(ctx context.Context, q string, args ...driver.Value) (*sql.Rows, func(), error) {
-	m.mu.Lock()
-	if err := m.e.checkRead(ctx, q); err != nil {
-		m.mu.Unlock()
+// prepareRaw prepares q on a DuckDB driver connection.
+func prepareRaw(ctx context.Context, dc any, q string) (*duckdb.Stmt, func(), error) {
+	c, ok := dc.(*duckdb.Conn)
+	if !ok {
+		return nil, nil, fmt.Errorf("query: mirror: driver connection %T", dc)
+	}
+	st, err := c.PrepareContext(ctx, q)
+	if err != nil {
 		return nil, nil, err
+	}
+	return st.(*duckdb.Stmt), func() { st.Close() }, nil
+}
+
+// isReadStmt reports whether a prepared statement is a SELECT or EXPLAIN.
+func isReadStmt(s *duckdb.Stmt) (bool, error) {
+	t, err := s.StatementType()
+	return t == duckdb.STATEMENT_TYPE_SELECT || t == duckdb.STATEMENT_TYPE_EXPLAIN, err
+}
+
+// Rows runs the read q on the mirror with args and returns its rows and
+// the function that closes them (it may be called more than once); the
+// connection it holds is busy until then. A statement that is not a read
+// is refused.
+func (m *Mirror) Rows(ctx context.Context, q string, args ...driver.Value) (*sql.Rows, func(), error) {
+	conn, err := m.take(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	give := func() { m.pool <- conn }
+	err = conn.Raw(func(dc any) error {
+		s, done, err := prepareRaw(ctx, dc, q)
+		if err != nil {
+			return err
+		}
+		defer done()
+		if read, err := isReadStmt(s); err != nil || !read {
+			return errors.Join(err, errors.New("not a SELECT or EXPLAIN"))
+		}
+		return nil
+	})
+	if err != nil {
+		give()
+		return nil, nil, fmt.Errorf("query %s: %s (queries only read: SELECT, EXPLAIN): %w", oneLineSQL(q), oneLine(err), loch.ErrInvalidArgument)
 	}
 	as := make([]any, len(args))
 	for i, a := range args {
 		as[i] = a
 	}
-	rows, err := m.e.conn.QueryContext(ctx, q, as...)
+	rows, err := conn.QueryContext(ctx, q, as...)
 	if err != nil {
-		m.mu.Unlock()
-		return nil, nil, err
+		give()
+		return nil, nil, fmt.Errorf("query %s: %s: %w", oneLineSQL(q), oneLine(err), loch.ErrInvalidArgument)
 	}
 	var once sync.Once
-	return rows, func() { once.Do(func() { rows.Close(); m.mu.Unlock() }) }, nil
+	return rows, func() { once.Do(func() { rows.Close(); give() }) }, nil
 }
 
 // typeNames names the parameter types Describe reports.
