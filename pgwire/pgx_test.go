@@ -259,3 +259,25 @@ func TestTableURL(t *testing.T) {
 	require.Equal(t, "42501", pe.Code)
 	require.Contains(t, pe.Message, "user eve (role labels-only) lacks the read right on table frames at main")
 }
+
+// TestSandbox: no statement reads the server's files or changes DuckDB.
+func TestSandbox(t *testing.T) {
+	f := newFixture(t, Options{})
+	c := f.mustConnect(t, "alice")
+	seed(t, c, 3)
+	for _, q := range []string{
+		"SELECT * FROM read_csv('/etc/passwd')",
+		"SELECT * FROM frames, read_text('/etc/hostname')",
+		"COPY (SELECT 1) TO '/tmp/loch-pgwire-leak.csv'",
+		"SELECT * FROM loch_scan('file:///etc')",
+		"INSERT INTO frames (caption) SELECT content FROM read_text('/etc/hostname')",
+		"CREATE VIEW v AS SELECT 1",
+		"ATTACH '/tmp/x.db'",
+	} {
+		_, err := c.Exec(ctx, q)
+		require.Error(t, err, q)
+	}
+	var n int64
+	require.NoError(t, c.QueryRow(ctx, "SELECT count(*) FROM frames").Scan(&n))
+	require.Equal(t, int64(3), n)
+}
