@@ -44,7 +44,7 @@ type fixture struct {
 	stop  func()
 }
 
-func newFixture(t *testing.T, opts Options) *fixture {
+func newFixture(t testing.TB, opts Options) *fixture {
 	t.Helper()
 	root := filepath.Join(t.TempDir(), "lake")
 	cat, err := catalog.Create(ctx, root)
@@ -87,7 +87,7 @@ func newFixture(t *testing.T, opts Options) *fixture {
 
 // connect opens a pgx connection as user over TLS (the server's
 // certificate verified).
-func (f *fixture) connect(t *testing.T, user, pw string) (*pgx.Conn, error) {
+func (f *fixture) connect(t testing.TB, user, pw string) (*pgx.Conn, error) {
 	t.Helper()
 	cfg, err := pgx.ParseConfig("postgres://" + f.addr + "/lake?sslmode=require")
 	require.NoError(t, err)
@@ -97,7 +97,7 @@ func (f *fixture) connect(t *testing.T, user, pw string) (*pgx.Conn, error) {
 	return pgx.ConnectConfig(ctx, cfg)
 }
 
-func (f *fixture) mustConnect(t *testing.T, user string) *pgx.Conn {
+func (f *fixture) mustConnect(t testing.TB, user string) *pgx.Conn {
 	t.Helper()
 	c, err := f.connect(t, user, password)
 	require.NoError(t, err)
@@ -106,7 +106,7 @@ func (f *fixture) mustConnect(t *testing.T, user string) *pgx.Conn {
 }
 
 // selfSigned makes a certificate for 127.0.0.1 and a pool that trusts it.
-func selfSigned(t *testing.T) (tls.Certificate, *x509.CertPool) {
+func selfSigned(t testing.TB) (tls.Certificate, *x509.CertPool) {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	require.NoError(t, err)
@@ -130,7 +130,7 @@ func selfSigned(t *testing.T) (tls.Certificate, *x509.CertPool) {
 }
 
 // seed creates table frames through alice's connection and inserts n rows.
-func seed(t *testing.T, c *pgx.Conn, n int) {
+func seed(t testing.TB, c *pgx.Conn, n int) {
 	t.Helper()
 	_, err := c.Exec(ctx, "CREATE TABLE frames (id BIGINT, caption TEXT, emb EMBEDDING(3), meta JSON)")
 	require.NoError(t, err)
