@@ -105,7 +105,9 @@
 // catalog; docs/sql.md), catalog (named tables under one root, each a
 // dataset on a storage.Sub view of the root), chunkcache (the local chunk
 // cache shared by processes), viewer (the web viewer of loch serve:
-// server-rendered pages and embedded assets), version (loch's release version,
+// server-rendered pages and embedded assets), pgwire (loch serve --pg: the
+// catalog over the PostgreSQL protocol, with SCRAM users, roles and TLS, on
+// sqlcat; docs/pg.md), version (loch's release version,
 // written once), capi (the C ABI of the Python SDK in python/) and
 // cmd/loch (the CLI); examples/ holds runnable programs and bench/ the
 // benchmark figures.
