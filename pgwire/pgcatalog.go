@@ -1,5 +1,11 @@
 package pgwire
 
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
 // pgCatalogSetup completes DuckDB's pg_catalog views and functions with
 // what psql (\dt, \d), pgx and psycopg ask for and DuckDB 1.5 lacks:
 // missing columns of pg_class, and empty views of the catalogs of what
@@ -7,7 +13,58 @@ package pgwire
 // extended statistics). They are made in the mirror's schema main, which
 // its search path finds before DuckDB's pg_catalog, since rewriteSystem
 // drops the pg_catalog. qualifier of every name.
-var pgCatalogSetup = []string{
+var pgCatalogSetup = append([]string{
+	pgOIDMacro(),
+	// pg_attribute with the OIDs the server sends columns as (typeFor),
+	// and format_type naming them as PostgreSQL does, for psql's \d.
+	`CREATE VIEW pg_attribute AS SELECT a.* REPLACE (coalesce(loch_pg_oid(c.data_type), a.atttypid) AS atttypid)
+		FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_class r ON r.oid = a.attrelid
+		LEFT JOIN information_schema.columns c ON c.table_schema = 'public' AND c.table_name = r.relname AND c.column_name = a.attname`,
+	`CREATE MACRO format_type(id, typmod) AS CASE id ` + formatTypeCases() + ` ELSE pg_catalog.format_type(id, typmod) END`,
+}, catalogViews...)
+
+// pgOIDMacro is loch_pg_oid(duck_type_name): typeFor's OID, in SQL.
+func pgOIDMacro() string {
+	names := make([]string, 0, len(scalarTypes))
+	for n := range scalarTypes {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	b.WriteString("CREATE MACRO loch_pg_oid(t) AS CASE")
+	for _, n := range names {
+		fmt.Fprintf(&b, " WHEN t = '%s' THEN %d", n, scalarTypes[n].oid)
+	}
+	fmt.Fprintf(&b, " WHEN t LIKE 'DECIMAL%%' THEN %d", oidFloat8)
+	fmt.Fprintf(&b, " WHEN regexp_full_match(t, '(FLOAT|DOUBLE)\\[\\d*\\]') THEN %d", VectorOID)
+	fmt.Fprintf(&b, " WHEN t LIKE '%%]' OR t LIKE 'STRUCT%%' OR t LIKE 'MAP%%' OR t LIKE 'UNION%%' THEN %d", oidJSON)
+	fmt.Fprintf(&b, " WHEN t IS NULL THEN NULL ELSE %d END", oidText)
+	return b.String()
+}
+
+// pgTypeNames are the names format_type gives the OIDs the server sends.
+var pgTypeNames = map[uint32]string{
+	oidBool: "boolean", oidBytea: "bytea", oidInt8: "bigint", oidInt2: "smallint", oidInt4: "integer",
+	oidText: "text", oidJSON: "json", oidFloat4: "real", oidFloat8: "double precision",
+	oidDate: "date", oidTime: "time without time zone", oidTimestamp: "timestamp without time zone",
+	oidTimestampTZ: "timestamp with time zone", oidUUID: "uuid", VectorOID: "vector",
+}
+
+func formatTypeCases() string {
+	oids := make([]int, 0, len(pgTypeNames))
+	for o := range pgTypeNames {
+		oids = append(oids, int(o))
+	}
+	sort.Ints(oids)
+	var b strings.Builder
+	for _, o := range oids {
+		fmt.Fprintf(&b, " WHEN %d THEN '%s'", o, pgTypeNames[uint32(o)])
+	}
+	return b.String()
+}
+
+// catalogViews are the macros and views that complete DuckDB's.
+var catalogViews = []string{
 	`CREATE MACRO pg_get_userbyid(id) AS 'loch'`,
 	// loch_table_url's columns, for Describe (tableurl.go answers it).
 	`CREATE MACRO loch_table_url(name) AS TABLE (SELECT NULL::VARCHAR AS "table", NULL::VARCHAR AS url, NULL::VARCHAR AS ref, NULL::VARCHAR AS version),

@@ -36,8 +36,8 @@ func TestPSQLDescribes(t *testing.T) {
 
 	out = psql(t, f, "bob", `\d frames`)
 	require.Contains(t, out, `Table "public.frames"`)
-	for _, col := range []string{"_rowid", "_pos", "id", "caption", "emb", "meta"} {
-		require.Regexp(t, `(?m)^\s*`+col+`\s+\|`, out)
+	for col, typ := range map[string]string{"_rowid": "bigint", "_pos": "bigint", "id": "bigint", "caption": "text", "emb": "vector", "meta": "json"} {
+		require.Regexp(t, `(?m)^\s*`+col+`\s+\|\s+`+typ+`\s+\|`, out)
 	}
 
 	out = psql(t, f, "bob", "SELECT id, meta->>'split' AS split FROM frames WHERE id < 2 ORDER BY id")

@@ -65,3 +65,25 @@ func TestVerifierRoundTrip(t *testing.T) {
 	_, err = ParseVerifier("md5abc")
 	require.Error(t, err)
 }
+
+// TestPGOIDMacroAgreesWithTypeFor: the system catalogs' OIDs (loch_pg_oid
+// in SQL) are those the server sends (typeFor).
+func TestPGOIDMacroAgreesWithTypeFor(t *testing.T) {
+	f := newFixture(t, Options{})
+	m, err := f.srv.getMirror(ctx)
+	require.NoError(t, err)
+	names := []string{"VARCHAR", "ENUM", "INTERVAL", "HUGEINT", "DECIMAL(18,3)", "FLOAT[3]", "DOUBLE[]", "FLOAT[3][2]",
+		"INTEGER[]", "STRUCT(shape INTEGER[], dtype VARCHAR, bytes BIGINT)", "MAP(VARCHAR, INTEGER)"}
+	for n := range scalarTypes {
+		names = append(names, n)
+	}
+	for _, n := range names {
+		rows, done, err := m.Rows(ctx, "SELECT loch_pg_oid($1)", n)
+		require.NoError(t, err)
+		require.True(t, rows.Next())
+		var oid int64
+		require.NoError(t, rows.Scan(&oid))
+		done()
+		require.Equal(t, int64(typeFor(n).oid), oid, n)
+	}
+}

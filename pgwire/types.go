@@ -50,36 +50,27 @@ type pgType struct {
 	binary bool
 }
 
+// scalarTypes are the PostgreSQL types of DuckDB's scalar type names.
+var scalarTypes = map[string]pgType{
+	"BOOLEAN": {oidBool, 1, true},
+	"TINYINT": {oidInt2, 2, true}, "SMALLINT": {oidInt2, 2, true}, "UTINYINT": {oidInt2, 2, true},
+	"INTEGER": {oidInt4, 4, true}, "USMALLINT": {oidInt4, 4, true},
+	"BIGINT": {oidInt8, 8, true}, "UINTEGER": {oidInt8, 8, true}, "UBIGINT": {oidInt8, 8, true},
+	"FLOAT": {oidFloat4, 4, true}, "DOUBLE": {oidFloat8, 8, true},
+	"BLOB": {oidBytea, -1, true}, "JSON": {oidJSON, -1, true},
+	"DATE": {oidDate, 4, true}, "TIME": {oidTime, 8, true},
+	"TIMESTAMP": {oidTimestamp, 8, true}, "TIMESTAMP_S": {oidTimestamp, 8, true},
+	"TIMESTAMP_MS": {oidTimestamp, 8, true}, "TIMESTAMP_NS": {oidTimestamp, 8, true},
+	"TIMESTAMP WITH TIME ZONE": {oidTimestampTZ, 8, true}, "TIMESTAMPTZ": {oidTimestampTZ, 8, true},
+	"UUID": {oidUUID, 16, true},
+}
+
 // typeFor maps a DuckDB type name (database/sql's DatabaseTypeName) to
-// the PostgreSQL type a column of it is sent as (docs/pg.md has the table).
+// the PostgreSQL type a column of it is sent as (docs/pg.md has the
+// table); pgOIDMacro says the same in SQL for the system catalogs.
 func typeFor(duck string) pgType {
-	switch duck {
-	case "BOOLEAN":
-		return pgType{oidBool, 1, true}
-	case "TINYINT", "SMALLINT", "UTINYINT":
-		return pgType{oidInt2, 2, true}
-	case "INTEGER", "USMALLINT":
-		return pgType{oidInt4, 4, true}
-	case "BIGINT", "UINTEGER", "UBIGINT":
-		return pgType{oidInt8, 8, true}
-	case "FLOAT":
-		return pgType{oidFloat4, 4, true}
-	case "DOUBLE":
-		return pgType{oidFloat8, 8, true}
-	case "BLOB":
-		return pgType{oidBytea, -1, true}
-	case "JSON":
-		return pgType{oidJSON, -1, true}
-	case "DATE":
-		return pgType{oidDate, 4, true}
-	case "TIME":
-		return pgType{oidTime, 8, true}
-	case "TIMESTAMP", "TIMESTAMP_S", "TIMESTAMP_MS", "TIMESTAMP_NS":
-		return pgType{oidTimestamp, 8, true}
-	case "TIMESTAMP WITH TIME ZONE", "TIMESTAMPTZ":
-		return pgType{oidTimestampTZ, 8, true}
-	case "UUID":
-		return pgType{oidUUID, 16, true}
+	if t, ok := scalarTypes[duck]; ok {
+		return t
 	}
 	switch {
 	case strings.HasPrefix(duck, "DECIMAL"):
