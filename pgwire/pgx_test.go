@@ -281,3 +281,32 @@ func TestSandbox(t *testing.T) {
 	require.NoError(t, c.QueryRow(ctx, "SELECT count(*) FROM frames").Scan(&n))
 	require.Equal(t, int64(3), n)
 }
+
+// TestSilentClientsAreBounded: clients that connect and never start up
+// hold at most MaxConns places; once they leave, logins work again.
+func TestSilentClientsAreBounded(t *testing.T) {
+	f := newFixture(t, Options{MaxConns: 2})
+	var silent []net.Conn
+	for range 2 {
+		nc, err := net.Dial("tcp", f.addr)
+		require.NoError(t, err)
+		silent = append(silent, nc)
+	}
+	require.Eventually(t, func() bool {
+		f.srv.mu.Lock()
+		defer f.srv.mu.Unlock()
+		return len(f.srv.raw) == 2
+	}, time30s, pollEvery)
+	_, err := f.connect(t, "bob", password)
+	require.Error(t, err)
+	for _, nc := range silent {
+		nc.Close()
+	}
+	require.Eventually(t, func() bool {
+		c, err := f.connect(t, "bob", password)
+		if err == nil {
+			c.Close(ctx)
+		}
+		return err == nil
+	}, time30s, pollEvery)
+}

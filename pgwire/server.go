@@ -108,10 +108,15 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 			s.shutdown()
 			return fmt.Errorf("pgwire: accept: %w", err)
 		}
-		s.wg.Add(1)
 		s.mu.Lock()
+		if len(s.raw) >= s.opts.MaxConns { // clients that do not finish their startup
+			s.mu.Unlock()
+			nc.Close()
+			continue
+		}
 		s.raw[nc] = true
 		s.mu.Unlock()
+		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
 			s.handle(ctx, nc)
