@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/jackc/pgx/v5/pgproto3"
 
@@ -152,13 +153,16 @@ func (c *conn) describeStatement(st *prepared) (*description, error) {
 	if ctx.Err() != nil {
 		return nil, stmtErr(ctx, err)
 	}
+	// A parameter DuckDB cannot type is text, as in PostgreSQL; where the
+	// mirror cannot plan the statement at all, it stays unspecified (0):
+	// clients send it as text, and it is bound as a string literal, which
+	// DuckDB casts where it is compared or computed with.
 	for i := range d.params {
-		if d.params[i] != 0 {
-			continue
-		}
-		d.params[i] = oidText
-		if err == nil && i < len(desc.Params) {
-			d.params[i] = paramOID(desc.Params[i])
+		if d.params[i] == 0 && err == nil {
+			d.params[i] = oidText
+			if i < len(desc.Params) {
+				d.params[i] = paramOID(desc.Params[i])
+			}
 		}
 	}
 	if err == nil && desc.Read {
@@ -176,7 +180,8 @@ func (c *conn) describeStatement(st *prepared) (*description, error) {
 	return d, nil
 }
 
-// fieldsByRunning runs q with NULL parameters and returns its columns.
+// fieldsByRunning runs q with NULL parameters (a query as a subquery
+// with LIMIT 0) and returns its columns.
 func (c *conn) fieldsByRunning(ctx context.Context, q string, n int) ([]pgproto3.FieldDescription, error) {
 	lits := make([]string, n)
 	for i := range lits {
@@ -185,6 +190,10 @@ func (c *conn) fieldsByRunning(ctx context.Context, q string, n int) ([]pgproto3
 	bound, err := bindParams(q, lits)
 	if err != nil {
 		return nil, err
+	}
+	switch firstWords(bound, 1)[0] {
+	case "select", "with", "values", "from", "table":
+		bound = "SELECT * FROM (\n" + strings.TrimSuffix(strings.TrimSpace(bound), ";") + "\n) LIMIT 0"
 	}
 	res, err := c.exec(ctx, bound)
 	if err != nil {

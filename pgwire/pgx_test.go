@@ -78,6 +78,11 @@ func TestPGXWritesAndReads(t *testing.T) {
 	require.NoError(t, c.QueryRow(ctx, "SELECT emb FROM frames WHERE id = 2", pgx.QueryExecModeSimpleProtocol).Scan(&emb))
 	require.Equal(t, "[0,0,1]", emb)
 
+	// A statement the mirror cannot plan (loch_table reads a ref) is
+	// described by running it with NULL parameters and no rows.
+	require.NoError(t, c.QueryRow(ctx, "SELECT count(*) FROM loch_table('frames', ref => 'main') WHERE id >= $1 -- a comment", int64(1)).Scan(&n))
+	require.Equal(t, int64(1), n)
+
 	// An error names what failed and carries a SQLSTATE.
 	_, err = c.Exec(ctx, "SELECT nope FROM frames")
 	require.Equal(t, "42703", pgError(t, err).Code) // undefined_column

@@ -172,9 +172,8 @@ type Described struct {
 	Names, Types []string
 }
 
-// Describe prepares q on the mirror's tables and returns its parameter
-// types and, for a read, its result columns, which it learns by running
-// q on the empty tables with every parameter NULL.
+// Describe prepares q on the mirror's tables (it does not run it) and
+// returns its parameter types and, for a read, its result columns.
 func (m *Mirror) Describe(ctx context.Context, q string) (Described, error) {
 	conn, err := m.take(ctx)
 	if err != nil {
@@ -198,26 +197,58 @@ func (m *Mirror) Describe(ctx context.Context, q string) (Described, error) {
 			}
 			d.Params = append(d.Params, typeNames[pt])
 		}
+		if !d.Read {
+			return nil
+		}
+		n, err := s.ColumnCount()
+		if err != nil {
+			return err
+		}
+		for i := range n {
+			name, err := s.ColumnName(i)
+			if err != nil {
+				return err
+			}
+			t, err := s.ColumnTypeInfo(i)
+			if err != nil {
+				return err
+			}
+			d.Names, d.Types = append(d.Names, name), append(d.Types, typeInfoName(t))
+		}
 		return nil
 	})
-	if err != nil || !d.Read {
-		return d, err
+	return d, err
+}
+
+// typeInfoName is DuckDB's name of a type as database/sql's
+// DatabaseTypeName gives it: JSON, FLOAT[3], INTEGER[], DECIMAL(18,3),
+// STRUCT(...), ENUM.
+func typeInfoName(t duckdb.TypeInfo) string {
+	if t.Alias() == "JSON" {
+		return "JSON"
 	}
-	args := make([]any, len(d.Params))
-	rows, err := conn.QueryContext(ctx, q, args...)
-	if err != nil {
-		return d, err
+	switch d := t.Details().(type) {
+	case *duckdb.ListDetails:
+		return typeInfoName(d.Child) + "[]"
+	case *duckdb.ArrayDetails:
+		return fmt.Sprintf("%s[%d]", typeInfoName(d.Child), d.Size)
+	case *duckdb.DecimalDetails:
+		return fmt.Sprintf("DECIMAL(%d,%d)", d.Width, d.Scale)
 	}
-	defer rows.Close()
-	cts, err := rows.ColumnTypes()
-	if err != nil {
-		return d, err
+	switch t.InternalType() {
+	case duckdb.TYPE_STRUCT:
+		return "STRUCT()"
+	case duckdb.TYPE_MAP:
+		return "MAP()"
+	case duckdb.TYPE_UNION:
+		return "UNION()"
+	case duckdb.TYPE_ENUM:
+		return "ENUM"
 	}
-	for _, ct := range cts {
-		d.Names = append(d.Names, ct.Name())
-		d.Types = append(d.Types, ct.DatabaseTypeName())
+	if n, ok := typeNames[t.InternalType()]; ok {
+		return n
 	}
-	return d, nil
+	return "VARCHAR"
 }
 
 // prepareRaw prepares q on a DuckDB driver connection.
@@ -286,5 +317,7 @@ var typeNames = map[duckdb.Type]string{
 	duckdb.TYPE_TIMESTAMP: "TIMESTAMP", duckdb.TYPE_TIMESTAMP_TZ: "TIMESTAMP WITH TIME ZONE",
 	duckdb.TYPE_DATE: "DATE", duckdb.TYPE_TIME: "TIME", duckdb.TYPE_VARCHAR: "VARCHAR",
 	duckdb.TYPE_BLOB: "BLOB", duckdb.TYPE_UUID: "UUID", duckdb.TYPE_LIST: "LIST", duckdb.TYPE_ARRAY: "ARRAY",
-	duckdb.TYPE_ENUM: "VARCHAR", duckdb.TYPE_HUGEINT: "HUGEINT",
+	duckdb.TYPE_ENUM: "VARCHAR", duckdb.TYPE_HUGEINT: "HUGEINT", duckdb.TYPE_UHUGEINT: "UHUGEINT",
+	duckdb.TYPE_TIMESTAMP_S: "TIMESTAMP_S", duckdb.TYPE_TIMESTAMP_MS: "TIMESTAMP_MS", duckdb.TYPE_TIMESTAMP_NS: "TIMESTAMP_NS",
+	duckdb.TYPE_INTERVAL: "INTERVAL", duckdb.TYPE_TIME_TZ: "TIMETZ", duckdb.TYPE_BIT: "BIT",
 }
