@@ -252,8 +252,12 @@ func (c *conn) startPortal(p *portal) error {
 		end()
 		return err
 	}
-	res.end = end
 	p.res = res
+	if res.done { // a command: nothing of it runs on
+		end()
+		return nil
+	}
+	res.end = end
 	return nil
 }
 

@@ -315,3 +315,12 @@ func TestSilentClientsAreBounded(t *testing.T) {
 		return err == nil
 	}, time30s, pollEvery)
 }
+
+// TestWriteLeavesConnectionIdle: after an INSERT through the extended
+// protocol nothing runs for the connection (a shutdown closes it at once,
+// a CancelRequest finds nothing).
+func TestWriteLeavesConnectionIdle(t *testing.T) {
+	f := newFixture(t, Options{})
+	seed(t, f.mustConnect(t, "alice"), 3)
+	require.Equal(t, 0, f.srv.running())
+}
