@@ -378,6 +378,8 @@ func sqlState(err error) string {
 // of error in its message.
 func duckState(msg string) string {
 	switch {
+	case strings.Contains(msg, "Out of Memory Error"):
+		return "53200"
 	case strings.Contains(msg, "Catalog Error: Table with name"), strings.Contains(msg, "Catalog Error: Table Function"):
 		return "42P01"
 	case strings.Contains(msg, "Binder Error: Referenced column"), strings.Contains(msg, "Binder Error: Values list"):

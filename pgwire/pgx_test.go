@@ -324,3 +324,23 @@ func TestWriteLeavesConnectionIdle(t *testing.T) {
 	seed(t, f.mustConnect(t, "alice"), 3)
 	require.Equal(t, 0, f.srv.running())
 }
+
+// TestQueryMemoryLimit: a statement that needs more than the per-query
+// memory setting fails (SQLSTATE 53200) and the connection goes on.
+func TestQueryMemoryLimit(t *testing.T) {
+	f := newFixture(t, Options{MemoryLimit: "64MB"})
+	c := f.mustConnect(t, "alice")
+	seed(t, c, 3)
+	for _, q := range []string{
+		"SELECT sum(len(l)) FROM (SELECT list(r.range) AS l FROM frames, range(20000000) r GROUP BY frames.id)",
+		"SELECT sum(len(l)) FROM (SELECT list(range) AS l FROM range(40000000))",
+	} {
+		_, err := c.Exec(ctx, q)
+		pe := pgError(t, err)
+		require.Equal(t, "53200", pe.Code, q)
+		require.Contains(t, pe.Message, "Out of Memory", q)
+	}
+	var n int64
+	require.NoError(t, c.QueryRow(ctx, "SELECT count(*) FROM frames").Scan(&n))
+	require.Equal(t, int64(3), n)
+}

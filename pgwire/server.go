@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"sync"
 	"time"
 
@@ -260,7 +261,11 @@ func (s *Server) getMirror(ctx context.Context) (*query.Mirror, error) {
 		}
 		open[t.Name] = d
 	}
-	m, err := query.NewMirror(ctx, open, pgCatalogSetup)
+	setup := pgCatalogSetup
+	if s.opts.MemoryLimit != "" {
+		setup = append(slices.Clone(setup), "SET memory_limit = "+quote(s.opts.MemoryLimit))
+	}
+	m, err := query.NewMirror(ctx, open, setup)
 	if err != nil {
 		return nil, err
 	}
