@@ -1,4 +1,4 @@
-"""`loch serve --pg` answers psycopg 3 (issue 38): SCRAM login, DDL and
+"""`loch serve --pg` answers psycopg 3 (issue 38): SCRAM login over TLS, DDL and
 DML with parameters (each write one commit), a query with ->>, and a
 reader's refused write."""
 
@@ -30,24 +30,37 @@ def loch_cli(tmp_path: Path) -> str:
     return str(out)
 
 
+def self_signed(tmp_path: Path) -> tuple[Path, Path]:
+    """A certificate for 127.0.0.1 and its key, made with openssl."""
+    cert, key = tmp_path / "server.crt", tmp_path / "server.key"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                    "-keyout", str(key), "-out", str(cert), "-days", "1", "-subj", "/CN=127.0.0.1",
+                    "-addext", "subjectAltName=IP:127.0.0.1"], check=True, capture_output=True, timeout=60)  # fmt: skip
+    return cert, key
+
+
 @pytest.fixture
-def server(tmp_path: Path) -> Iterator[str]:
-    """A loch serve --pg on 127.0.0.1 (a port the system picks) over a new
-    catalog, with users alice (admin) and bob (reader); yields its port."""
+def server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """A loch serve --pg on 127.0.0.1 (a port the system picks) with TLS
+    over a new catalog, with users alice (admin) and bob (reader); yields
+    its port."""
     cli = loch_cli(tmp_path)
+    cert, key = self_signed(tmp_path)
     root = tmp_path / "lake"
     users = tmp_path / "users.json"
     subprocess.run([cli, "sql", str(root), "CREATE TABLE boot (x BIGINT)"], check=True, timeout=120)
     for name, role in [("alice", "admin"), ("bob", "reader")]:
         subprocess.run([cli, "user", "add", str(users), name, "--role", role], input=PASSWORD + "\n",
                        text=True, check=True, timeout=60)  # fmt: skip
-    proc = subprocess.Popen([cli, "serve", str(root), "--pg", "127.0.0.1:0", "--users", str(users)],
+    proc = subprocess.Popen([cli, "serve", str(root), "--pg", "127.0.0.1:0", "--users", str(users),
+                             "--tls-cert", str(cert), "--tls-key", str(key)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline()
         m = re.search(r"postgresql://[^:]+:(\d+)/", line)
         assert m, f"loch serve --pg printed {line!r}"
+        monkeypatch.setenv("PGSSLROOTCERT", str(cert))  # libpq verifies the server with it
         yield m.group(1)
     finally:
         proc.terminate()
@@ -56,7 +69,7 @@ def server(tmp_path: Path) -> Iterator[str]:
 
 def connect(port: str, user: str) -> psycopg.Connection:
     return psycopg.connect(host="127.0.0.1", port=port, user=user, password=PASSWORD, dbname="lake",
-                           sslmode="disable", autocommit=True, connect_timeout=30)  # fmt: skip
+                           sslmode="verify-full", autocommit=True, connect_timeout=30)  # fmt: skip
 
 
 def test_psycopg_curates_a_table(server: str) -> None:
@@ -91,7 +104,7 @@ def test_psycopg_reader_is_refused_a_write(server: str) -> None:
 
 def test_psycopg_wrong_password_is_refused(server: str) -> None:
     with pytest.raises(psycopg.OperationalError, match="password authentication failed"):
-        psycopg.connect(host="127.0.0.1", port=server, user="alice", password="nope", dbname="lake", sslmode="disable")
+        psycopg.connect(host="127.0.0.1", port=server, user="alice", password="nope", dbname="lake", sslmode="require")
 
 
 def test_psycopg_server_side_cursor(server: str) -> None:
@@ -99,7 +112,7 @@ def test_psycopg_server_side_cursor(server: str) -> None:
         conn.execute("CREATE TABLE n (i BIGINT)")
         conn.execute("INSERT INTO n SELECT range FROM range(2500)")
     with psycopg.connect(host="127.0.0.1", port=server, user="bob", password=PASSWORD, dbname="lake",
-                         sslmode="disable") as conn:  # fmt: skip
+                         sslmode="verify-full") as conn:  # fmt: skip
         with conn.cursor(name="big") as cur:  # DECLARE ... CURSOR, FETCH FORWARD itersize
             cur.itersize = 1000
             cur.execute("SELECT i FROM n ORDER BY i")
@@ -115,7 +128,7 @@ def test_connect_postgresql_url_reads_from_storage(server: str) -> None:
     with connect(server, "alice") as conn:
         conn.execute("CREATE TABLE frames (id BIGINT, caption TEXT)")
         conn.execute("INSERT INTO frames SELECT range, 'c' || range FROM range(100)")
-    with loch.connect(f"postgresql://bob:{PASSWORD.replace(' ', '%20')}@127.0.0.1:{server}/lake?sslmode=disable") as cat:
+    with loch.connect(f"postgresql://bob:{PASSWORD.replace(' ', '%20')}@127.0.0.1:{server}/lake?sslmode=verify-full") as cat:
         assert "frames" in cat.tables()
         assert "correct" not in repr(cat)
         frames = cat.open_table("frames")
