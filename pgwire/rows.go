@@ -27,7 +27,7 @@ func (c *conn) sendRows(res *result, formats []int16, describe bool, limit int) 
 	if describe {
 		c.be.Send(&pgproto3.RowDescription{Fields: res.fieldsIn(formats)})
 	}
-	n, more, err := c.sendSome(res, formats, limit)
+	more, err := c.sendSome(res, formats, limit)
 	if err != nil {
 		return err
 	}
@@ -40,14 +40,13 @@ func (c *conn) sendRows(res *result, formats []int16, describe bool, limit int) 
 		verb = res.fetchTag
 	}
 	res.done, res.tag = true, verb+" "+strconv.Itoa(res.sent)
-	_ = n
 	c.be.Send(&pgproto3.CommandComplete{CommandTag: []byte(res.tag)})
 	return nil
 }
 
 // sendSome sends DataRows of res until limit rows (limit <= 0: all) and
-// reports how many it sent and whether it stopped at the limit.
-func (c *conn) sendSome(res *result, formats []int16, limit int) (int, bool, error) {
+// reports whether it stopped at the limit.
+func (c *conn) sendSome(res *result, formats []int16, limit int) (bool, error) {
 	fs := make([]int16, len(res.types))
 	for i, t := range res.types {
 		fs[i] = formatOf(formats, i, t)
@@ -69,7 +68,7 @@ func (c *conn) sendSome(res *result, formats []int16, limit int) (int, bool, err
 		}
 		return nil
 	})
-	return n, more, err
+	return more, err
 }
 
 // pull calls fn with the next rows of r, at most limit of them (limit <=
