@@ -159,6 +159,9 @@ func (e *Engine) init(ctx context.Context) error {
 	if err := e.registerVector(ctx, conn); err != nil {
 		return err
 	}
+	if err := registerPG(ctx, conn); err != nil {
+		return err
+	}
 	if err := e.createViews(ctx, conn); err != nil {
 		return err
 	}

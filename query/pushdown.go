@@ -333,7 +333,7 @@ func (t pushTable) operand(x any) (operand, bool) {
 		return operand{}, false
 	}
 	switch fn, _ := n["function_name"].(string); strings.ToLower(fn) {
-	case "->>", "json_extract_string":
+	case "->>", pgJSONTextFunction, JSONTextOp:
 	default:
 		return operand{}, false
 	}
