@@ -80,7 +80,9 @@ func pgOperatorAt(toks []token, i int) (string, int) {
 	return "", 0
 }
 
-func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v' }
+func isSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'
+}
 
 // isOpChar reports whether t is one operator character.
 func isOpChar(t token) bool {
