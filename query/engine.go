@@ -265,10 +265,15 @@ func (e *Engine) bind(_ map[string]any, args ...any) (duckdb.ParallelChunkTableS
 	if err != nil {
 		return nil, err
 	}
+	ps, only, err := rowPositions(ps, sc)
+	if err != nil {
+		return nil, fmt.Errorf("%s(%s): %w", scanAt, quoteString(url), err)
+	}
 	s, err := newSource(e.ctx, sc, e.jsonType, e.opts.Threads)
 	if err != nil {
 		return nil, err
 	}
+	s.only = only
 	if s.filter, err = compileFilter(ps, s.cols); err != nil {
 		return nil, fmt.Errorf("%s(%s): %w", scanAt, quoteString(url), err)
 	}

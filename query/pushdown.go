@@ -64,6 +64,10 @@ func (e *Engine) pushdown(ctx context.Context, q string) string {
 	}
 	var splices []textEdit
 	walkSelects(stmt, func(node map[string]any) {
+		if edit, ok := e.knnInto(ctx, q, node, shadowed); ok {
+			splices = append(splices, edit)
+			return
+		}
 		where, _ := node["where_clause"].(map[string]any)
 		if where == nil || node["sample"] != nil {
 			return

@@ -48,6 +48,9 @@ type source struct {
 	// their columns are converted; emitted counts the rows handed DuckDB.
 	filter  *filter
 	emitted *atomic.Int64
+	// only, when not nil, are the positions the scan reads, ascending
+	// (a nearest-neighbour ORDER BY, knn.go): one row a morsel.
+	only []int64
 	// failed keeps the first error a fill returned, which DuckDB hands
 	// back as text only, so that the query's error keeps its class.
 	failed *scanFailure
@@ -174,6 +177,12 @@ func (s *source) fillChunk(l *local, chunk duckdb.DataChunk) error {
 		m := s.next.Add(1) - 1
 		lo := m * int64(morselRows)
 		hi := min(lo+int64(morselRows), s.sc.Len())
+		if s.only != nil {
+			lo, hi = 0, 0
+			if m < int64(len(s.only)) {
+				lo, hi = s.only[m], s.only[m]+1
+			}
+		}
 		if lo >= hi {
 			return chunk.SetSize(0)
 		}
