@@ -27,7 +27,7 @@ import (
 const (
 	L2DistanceOp       = "<->"
 	CosineDistanceOp   = "<=>"
-	NegInnerProductOp  = "<~>"
+	NegInnerProductOp  = "<!>"
 	JSONTextOp         = "~>>"
 	JSONOp             = "~>"
 	pgVectorCast       = "DOUBLE[]"

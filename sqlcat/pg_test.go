@@ -17,7 +17,7 @@ func TestPGOperatorsRewrite(t *testing.T) {
 		"SELECT m->>'q' FROM t":                         "SELECT m ~>> 'q' FROM t",
 		"SELECT a->'b'->>'c'":                           "SELECT a ~> 'b' ~>> 'c'",
 		"SELECT a -> 0, a->$1":                          "SELECT a ~> 0, a ~> $1",
-		"SELECT e <#> '[1,2]', e <=> q, e <-> q":        "SELECT e <~> '[1,2]', e <=> q, e <-> q",
+		"SELECT e <#> '[1,2]', e <=> q, e <-> q":        "SELECT e <!> '[1,2]', e <=> q, e <-> q",
 		"SELECT '->>', \"a->>b\", $$x->>'y'$$":          "SELECT '->>', \"a->>b\", $$x->>'y'$$",
 		"SELECT 1 -- m->>'q'\n/* a <#> b */":            "SELECT 1 -- m->>'q'\n/* a <#> b */",
 		"SELECT list_transform(l, x -> x + 1)":          "SELECT list_transform(l, x -> x + 1)",
@@ -25,7 +25,7 @@ func TestPGOperatorsRewrite(t *testing.T) {
 		"SELECT a - > 'b', a <# > b, a <<#> b":          "SELECT a - > 'b', a <# > b, a <<#> b",
 		"SELECT 'unterminated ->>":                      "SELECT 'unterminated ->>",
 		"UPDATE t SET v = 1 WHERE m->>'q' = 'x'":        "UPDATE t SET v = 1 WHERE m ~>> 'q' = 'x'",
-		"SELECT * FROM t ORDER BY e <#> [1, 2] LIMIT 3": "SELECT * FROM t ORDER BY e <~> [1, 2] LIMIT 3",
+		"SELECT * FROM t ORDER BY e <#> [1, 2] LIMIT 3": "SELECT * FROM t ORDER BY e <!> [1, 2] LIMIT 3",
 	} {
 		require.Equal(t, want, pgOperators(in), in)
 	}
