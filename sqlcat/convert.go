@@ -114,6 +114,15 @@ func convert(c *schema.Column, v any) (loch.Sample, error) {
 		}
 		return bad(fmt.Sprintf("a number or a LIST of numbers (a %s column)", c.DType))
 	}
+	return convertNumbers(c, v)
+}
+
+// convertNumbers converts a number or a (nested) list of numbers, or
+// pgvector's text of one, to a sample of numeric column c.
+func convertNumbers(c *schema.Column, v any) (loch.Sample, error) {
+	bad := func(want string) (loch.Sample, error) {
+		return loch.Sample{}, fmt.Errorf("%s, want %s", describe(v), want)
+	}
 	if str, ok := v.(string); ok && len(c.Shape) > 0 {
 		// pgvector's text form of a vector, '[1, 2, 3]' (nested for a
 		// tensor): a JSON array of numbers

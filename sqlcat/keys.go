@@ -50,6 +50,8 @@ type keyCheck struct {
 	// changed are the rows the statement updates or deletes: their old key
 	// values are gone.
 	changed map[uint64]bool
+	// filled counts the serial values the statement gave.
+	filled int
 }
 
 // newKeyCheck returns the key check of a write on table name, open as d
@@ -116,6 +118,7 @@ func (k *keyCheck) insert(row loch.Row, src int64) error {
 			return fmt.Errorf("row %d: serial column %s: next value %d is out of range for %s: %w", src, c.Name, n, c.DType, loch.ErrInvalidArgument)
 		}
 		k.next[c.Name] = n + 1
+		k.filled++
 		row[c.Name] = serialSample(c.DType, n)
 	}
 	return k.record(row, src, true)
@@ -234,9 +237,12 @@ func keyLiteral(c *schema.Column, smp loch.Sample) string {
 func quoteLiteral(s string) string { return `'` + strings.ReplaceAll(s, `'`, `''`) + `'` }
 
 // commit checks the keys and commits the write that staged res.Rows rows
-// on d onto the version it read (commitWrite otherwise).
+// on d onto the version it read, when it gave a key or serial value
+// (commitWrite otherwise).
 func (k *keyCheck) commit(ctx context.Context, res Result, op, msg string) (Result, error) {
-	if res.Rows == 0 {
+	if res.Rows == 0 || k.filled == 0 && len(k.vals) == 0 {
+		// no key value and no serial value given: another writer's rows
+		// cannot conflict, so the commit rebases as any other
 		return commitWrite(ctx, k.d, res, op, msg)
 	}
 	if err := k.check(ctx); err != nil {
