@@ -104,8 +104,14 @@ func (e *Engine) pushInto(q string, from, where map[string]any, shadowed map[str
 	t.name = name
 	t.alias, _ = from["alias"].(string)
 	var preds []pred
+	size := 0 // predicates and constants, at most maxFilter (decodeFilter)
 	for _, c := range conjuncts(where) {
-		preds = append(preds, t.pushable(c)...)
+		for _, p := range t.pushable(c) {
+			// pushing is optional: a predicate that does not fit is left to DuckDB
+			if n := 1 + len(p.Num) + len(p.Str); size+n <= maxFilter {
+				preds, size = append(preds, p), size+n
+			}
+		}
 	}
 	if len(preds) == 0 {
 		return textEdit{}, false
