@@ -47,10 +47,11 @@
 // and PostgreSQL's ->> and -> with PostgreSQL's precedence, are macros
 // named by operators that DuckDB parses as generic ones (pg.go; package
 // sqlcat respells <#>, ->> and -> into them). A SELECT over one table
-// ordered by such a distance to a constant vector with a LIMIT, and no
-// WHERE, is served by package vector, through the column's index when
-// one serves the version: the table is read at the rows found only, and
-// DuckDB orders them by their exact distances (knn.go).
+// ordered by such a distance to a constant vector with a LIMIT is served
+// by package vector, among the rows that pass its WHERE, through the
+// column's index when one serves the version: the table is read at the
+// rows found only, and DuckDB orders them by their exact distances
+// (knn.go).
 //
 // # Reads only
 //

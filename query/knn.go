@@ -14,21 +14,24 @@ import (
 )
 
 // Nearest-neighbour ORDER BY. A SELECT over one loch table, without
-// WHERE, GROUP BY, aggregates or DISTINCT, ordered (ascending) by one
-// distance operator between the table's embedding column and a constant
-// vector, with a constant LIMIT k (and OFFSET o):
+// GROUP BY, aggregates or DISTINCT, ordered (ascending) by one distance
+// operator between the table's embedding column and a constant vector,
+// with a constant LIMIT k (and OFFSET o):
 //
-//	SELECT id, caption FROM t ORDER BY e <=> '[0.1, 0.2, ...]' LIMIT 10
+//	SELECT id, caption FROM t WHERE label = 3 ORDER BY e <=> '[0.1, ...]' LIMIT 10
 //
 // is served by package vector (vector.Search: the column's index for that
 // metric when one serves the version, else an exact search): the k + o
-// nearest rows' ids are found first, and the table reference is rewritten
-// (pushdown's textEdit) as a scan of those rows only (a pred of op
-// opRowIDs). DuckDB then computes the ORDER BY's distances exactly for
-// those rows, orders and limits them: with an index, the result is the
-// index's candidates re-ranked exactly, as pgvector's index scans are
-// approximate. Any other form (a WHERE, a join, a vector that is not a
-// constant, DESC) is computed by DuckDB over every row, exactly.
+// nearest rows' ids are found first, among the rows that pass the WHERE
+// when there is one (SELECT _rowid FROM t WHERE ..., run first, makes the
+// search's Allow set, as vector_search's filter does), and the table
+// reference is rewritten (pushdown's textEdit) as a scan of those rows
+// only (a pred of op opRowIDs). DuckDB then applies the WHERE again,
+// computes the ORDER BY's distances exactly for those rows, orders and
+// limits them: with an index, the result is the index's candidates
+// re-ranked exactly, as pgvector's index scans are approximate. Any other
+// form (a join, a vector that is not a constant, DESC) is computed by
+// DuckDB over every row, exactly.
 
 // opRowIDs is the op of the pred that restricts a scan to the rows whose
 // ids it lists (IDs), in the table's order.
@@ -39,7 +42,9 @@ var distanceMetrics = map[string]vector.Metric{L2DistanceOp: vector.L2, CosineDi
 
 // knnQuery is a nearest-neighbour ORDER BY found in a SELECT node.
 type knnQuery struct {
+	node   map[string]any // the SELECT node
 	from   map[string]any
+	where  map[string]any // nil: none
 	name   string // the table's name in the query
 	column string
 	metric vector.Metric
@@ -63,7 +68,15 @@ func (e *Engine) knnInto(ctx context.Context, q string, node map[string]any, sha
 	if url == handleURL {
 		d = e.d
 	}
-	res, err := vector.Search(ctx, d, kq.column, kq.metric, [][]float32{kq.vec}, kq.k, vector.Options{})
+	var opts vector.Options
+	if kq.where != nil {
+		allow, ok := e.knnAllowed(ctx, q, kq)
+		if !ok {
+			return textEdit{}, false
+		}
+		opts.Allow = vector.NewRowSet(allow)
+	}
+	res, err := vector.Search(ctx, d, kq.column, kq.metric, [][]float32{kq.vec}, kq.k, opts)
 	if err != nil {
 		return textEdit{}, false // not an embedding column, a wrong dimension, ...: DuckDB says so
 	}
@@ -93,7 +106,7 @@ func (e *Engine) knnInto(ctx context.Context, q string, node map[string]any, sha
 // knnOf reads node's nearest-neighbour ORDER BY, if it has one.
 func knnOf(node map[string]any, shadowed map[string]bool) (knnQuery, bool) {
 	var kq knnQuery
-	if node["where_clause"] != nil || node["having"] != nil || node["sample"] != nil || len(anySlice(node["group_expressions"])) > 0 {
+	if node["having"] != nil || node["sample"] != nil || len(anySlice(node["group_expressions"])) > 0 {
 		return kq, false
 	}
 	if h, _ := node["aggregate_handling"].(string); h != "STANDARD_HANDLING" {
@@ -105,6 +118,11 @@ func knnOf(node map[string]any, shadowed map[string]bool) (knnQuery, bool) {
 		return kq, false
 	}
 	kq.from, kq.name = from, name
+	kq.where, _ = node["where_clause"].(map[string]any)
+	if callsRandom(kq.where) { // the engine's random() is rewritten after pushdown
+		return kq, false
+	}
+	kq.node = node
 	var order map[string]any
 	for _, x := range anySlice(node["modifiers"]) {
 		m, _ := x.(map[string]any)
@@ -163,6 +181,63 @@ func (kq *knnQuery) orderBy(order map[string]any) bool {
 	kq.metric = m
 	kq.vec, ok = constVector(ch[1])
 	return ok && len(kq.vec) > 0
+}
+
+// knnAllowed returns the ids of the rows of kq's table that pass its
+// WHERE: SELECT _rowid FROM t WHERE ..., made from kq's node (DuckDB
+// deserializes it) and run with its own filters pushed down.
+func (e *Engine) knnAllowed(ctx context.Context, q string, kq knnQuery) ([]uint64, bool) {
+	node := make(map[string]any, len(kq.node))
+	for k, v := range kq.node {
+		node[k] = v
+	}
+	id := colRef(RowIDColumn)
+	if alias, _ := kq.from["alias"].(string); alias != "" {
+		id["column_names"] = []any{alias, RowIDColumn}
+	} else {
+		id["column_names"] = []any{kq.name, RowIDColumn}
+	}
+	node["select_list"], node["modifiers"] = []any{id}, []any{}
+	sql, err := e.deserialize(ctx, q, map[string]any{"node": node, "named_param_map": []any{}})
+	if err != nil {
+		return nil, false
+	}
+	rows, err := e.conn.QueryContext(ctx, e.pushdown(ctx, sql))
+	if err != nil {
+		return nil, false // the query itself reports it
+	}
+	defer rows.Close()
+	ids := []uint64{}
+	for rows.Next() {
+		var id uint64
+		if err := rows.Scan(&id); err != nil {
+			return nil, false
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err() == nil
+}
+
+// callsRandom reports whether the syntax tree x calls random().
+func callsRandom(x any) bool {
+	switch v := x.(type) {
+	case map[string]any:
+		if v["class"] == "FUNCTION" && strings.EqualFold(fmt.Sprint(v["function_name"]), "random") {
+			return true
+		}
+		for _, c := range v {
+			if callsRandom(c) {
+				return true
+			}
+		}
+	case []any:
+		for _, c := range v {
+			if callsRandom(c) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // limitOf reads a LIMIT modifier's constant limit plus offset.
@@ -264,5 +339,8 @@ func rowPositions(ps []pred, sc *loch.Scan) ([]pred, []int64, error) {
 		return nil, nil, err
 	}
 	slices.Sort(pos)
+	if pos == nil {
+		pos = []int64{} // no rows: the scan reads none, not all
+	}
 	return slices.Delete(slices.Clone(ps), i, i+1), slices.Compact(pos), nil
 }

@@ -14,8 +14,9 @@ import (
 // TestKNNOrderBy: SELECT ... ORDER BY embedding <op> vector LIMIT k is
 // answered from vector.Search (exactly without an index, through the index
 // with one) and DuckDB reads only those k rows; the distances in the
-// SELECT list are exact; a WHERE, DESC or a non-constant vector is
-// computed by DuckDB over every row, with the same answer as exact search.
+// SELECT list are exact; with a WHERE, the nearest among the rows that
+// pass; DESC or a WHERE calling random() is computed by DuckDB over every
+// row, with the same answer as exact search.
 func TestKNNOrderBy(t *testing.T) {
 	d, vecs := vectorDataset(t)
 	q := vecs[17]
@@ -60,11 +61,32 @@ func TestKNNOrderBy(t *testing.T) {
 		require.Equal(t, exact(m, 5)[2:], got, op)
 		require.EqualValues(t, 5, emitted, op)
 	}
-	// Not served by the search: a WHERE, DESC; the answer is still exact.
-	got, _, emitted := ids(fmt.Sprintf("SELECT _rowid, 0::DOUBLE FROM ds WHERE label >= 0 ORDER BY embedding <-> '%s' LIMIT 5", sqlVector(q)))
-	require.Equal(t, exact(vector.L2, 5), got)
-	require.EqualValues(t, 300, emitted)
+	// A WHERE: the nearest among the rows that pass; DuckDB reads the 75
+	// rows of label 2 (pushed down) for their ids, then 5 rows.
+	allowed := []uint64{}
+	for i := range 300 {
+		if i%4 == 2 {
+			allowed = append(allowed, uint64(i))
+		}
+	}
+	hits, err := vector.Exact(ctx, d.Scan(), "embedding", vector.L2, [][]float32{q}, 5, vector.Options{Allow: vector.NewRowSet(allowed)})
+	require.NoError(t, err)
+	var want []uint64
+	for _, h := range hits[0] {
+		want = append(want, h.RowID)
+	}
+	got, _, emitted := ids(fmt.Sprintf("SELECT _rowid, 0::DOUBLE FROM ds WHERE label = 2 ORDER BY embedding <-> '%s' LIMIT 5", sqlVector(q)))
+	require.Equal(t, want, got)
+	require.EqualValues(t, 75+5, emitted)
+	got, _, emitted = ids(fmt.Sprintf("SELECT _rowid, 0::DOUBLE FROM ds WHERE label = 9 ORDER BY embedding <-> '%s' LIMIT 5", sqlVector(q)))
+	require.Empty(t, got)
+	require.EqualValues(t, 0, emitted)
+	// Not served by the search: DESC, a WHERE with random(); the answer is
+	// DuckDB's over every row.
 	_, _, emitted = ids(fmt.Sprintf("SELECT _rowid, 0::DOUBLE FROM ds ORDER BY embedding <-> '%s' DESC LIMIT 5", sqlVector(q)))
+	require.EqualValues(t, 300, emitted)
+	got, _, emitted = ids(fmt.Sprintf("SELECT _rowid, 0::DOUBLE FROM ds WHERE random() >= 0 ORDER BY embedding <-> '%s' LIMIT 5", sqlVector(q)))
+	require.Equal(t, exact(vector.L2, 5), got)
 	require.EqualValues(t, 300, emitted)
 
 	// With an index: the index's candidates, re-ranked exactly.
@@ -73,7 +95,7 @@ func TestKNNOrderBy(t *testing.T) {
 	res, err := vector.Search(ctx, d, "embedding", vector.Cosine, [][]float32{q}, 10, vector.Options{})
 	require.NoError(t, err)
 	require.NotEmpty(t, res.Index)
-	want := make([]uint64, len(res.Hits[0]))
+	want = make([]uint64, len(res.Hits[0]))
 	for i, h := range res.Hits[0] {
 		want[i] = h.RowID
 	}

@@ -55,7 +55,7 @@ func vectorText(v []float64) string {
 // bytes, a label, JSONB metadata; the id left to SERIAL) and its queries
 // as written: the curation query (->> before AND, and after it), as a
 // result and as a selection, the dataloader's filter, and pgvector's
-// ORDER BY embedding <=> '[...]' LIMIT k.
+// ORDER BY embedding <=> '[...]' LIMIT k, with and without the filter.
 func TestSeed002(t *testing.T) {
 	s := newSession(t, t.TempDir()+"/lake")
 	run(t, s, seedCreate)
@@ -123,4 +123,8 @@ func TestSeed002(t *testing.T) {
 	require.Len(t, got, 2)
 	require.EqualValues(t, 4, got[0]["id"])
 	require.InDelta(t, 0, got[0]["d"], 1e-6)
+	// with the seed's filter: the nearest among high-quality samples
+	got = rowsOf(t, s, "SELECT id FROM training_samples WHERE metadata->>'quality' = 'high' AND label IN (0, 1, 2) ORDER BY embedding <=> '"+q+"' LIMIT 5")
+	require.Len(t, got, 2)
+	require.ElementsMatch(t, []any{1.0, 3.0}, []any{got[0]["id"], got[1]["id"]})
 }
