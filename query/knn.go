@@ -45,7 +45,7 @@ type knnQuery struct {
 	node   map[string]any // the SELECT node
 	from   map[string]any
 	where  map[string]any // nil: none
-	name   string // the table's name in the query
+	name   string         // the table's name in the query
 	column string
 	metric vector.Metric
 	vec    []float32
