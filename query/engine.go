@@ -16,6 +16,7 @@ import (
 	"github.com/lochdata/loch"
 	"github.com/lochdata/loch/chunkcache"
 	"github.com/lochdata/loch/storage"
+	"github.com/lochdata/loch/vector"
 )
 
 // TableName is the name a query gives the handle's version; the last
@@ -85,6 +86,9 @@ type Engine struct {
 	emitted    atomic.Int64             // rows the scans have handed DuckDB (tests count them)
 	failed     scanFailure              // the running query's first scan error (queryError)
 	aggregates map[string]bool          // DuckDB's aggregate function names (grouping)
+	// searchers keep the vector indexes a nearest-neighbour ORDER BY
+	// opened (knn.go), by handle, for the engine's life
+	searchers map[*loch.Dataset]*vector.Searcher
 }
 
 // New starts an engine over d's current version. d may be nil: then the

@@ -21,7 +21,8 @@ import (
 //	SELECT id, caption FROM t WHERE label = 3 ORDER BY e <=> '[0.1, ...]' LIMIT 10
 //
 // is served by package vector (vector.Search: the column's index for that
-// metric when one serves the version, else an exact search): the k + o
+// metric when one serves the version, else an exact search; the engine
+// keeps the indexes it opened, a vector.Searcher per handle): the k + o
 // nearest rows' ids are found first, among the rows that pass the WHERE
 // when there is one (SELECT _rowid FROM t WHERE ..., run first, makes the
 // search's Allow set, as vector_search's filter does), and the table
@@ -76,7 +77,15 @@ func (e *Engine) knnInto(ctx context.Context, q string, node map[string]any, sha
 		}
 		opts.Allow = vector.NewRowSet(allow)
 	}
-	res, err := vector.Search(ctx, d, kq.column, kq.metric, [][]float32{kq.vec}, kq.k, opts)
+	if e.searchers == nil {
+		e.searchers = map[*loch.Dataset]*vector.Searcher{}
+	}
+	sr := e.searchers[d]
+	if sr == nil {
+		sr = vector.NewSearcher(d)
+		e.searchers[d] = sr
+	}
+	res, err := sr.Search(ctx, kq.column, kq.metric, [][]float32{kq.vec}, kq.k, opts)
 	if err != nil {
 		return textEdit{}, false // not an embedding column, a wrong dimension, ...: DuckDB says so
 	}

@@ -543,13 +543,8 @@ func (s *source) fillValue(chunk duckdb.DataChunk, ci int, c column, i int, pos 
 			v = c.infoValue(shape, stored)
 		}
 	default:
-		*got = (*got)[:0]
-		for p := range slot.Pieces() {
-			f, err := s.chunk(slot.Chunk(p))
-			if err != nil {
-				return fmt.Errorf("row %d, column %q: %w", pos, c.name, err)
-			}
-			*got = append(*got, f)
+		if err := s.pieces(slot, got); err != nil {
+			return fmt.Errorf("row %d, column %q: %w", pos, c.name, err)
 		}
 		smp, err := s.sc.Sample(slot, *got)
 		if err != nil {
@@ -561,6 +556,31 @@ func (s *source) fillValue(chunk duckdb.DataChunk, ci int, c column, i int, pos 
 	}
 	if err := duckdb.SetChunkValue(chunk, ci, i, v); err != nil {
 		return fmt.Errorf("row %d, column %q: %w", pos, c.name, err)
+	}
+	return nil
+}
+
+// pieces fetches what slot's sample needs into got: its chunks whole
+// (chunk), or, when the scan reads a few rows only (s.only), the sample's
+// span of its chunk alone.
+func (s *source) pieces(slot loch.Slot, got *[]*loch.Fetched) error {
+	*got = (*got)[:0]
+	if s.only != nil {
+		for _, r := range s.sc.Reads(slot, true) {
+			f, err := s.sc.Fetch(s.ctx, r)
+			if err != nil {
+				return err
+			}
+			*got = append(*got, f)
+		}
+		return nil
+	}
+	for p := range slot.Pieces() {
+		f, err := s.chunk(slot.Chunk(p))
+		if err != nil {
+			return err
+		}
+		*got = append(*got, f)
 	}
 	return nil
 }
