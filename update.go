@@ -128,56 +128,19 @@ func (st *staging) applyPatches(ctx context.Context, base *snapshot, man *manife
 		return nil
 	}
 	d := st.d
-	byFrag := map[int]map[int64]map[int]prepared{}
-	for id, staged := range st.patches {
-		vals := renamed(staged, uids)
-		k, off, err := d.findRow(ctx, base, id)
-		if err != nil {
-			return fmt.Errorf("update row id %d: %w", id, err)
-		}
-		if byFrag[k] == nil {
-			byFrag[k] = map[int64]map[int]prepared{}
-		}
-		byFrag[k][off] = vals
+	byFrag, err := st.patchesByFragment(ctx, base, uids)
+	if err != nil {
+		return err
 	}
 	// The chunks are written by a stage of their own, whose statistics are
 	// not used: a rewritten chunk re-adds samples that did not change.
 	w := d.newStaging(base)
 	defer w.cancel(nil)
-	type pending struct {
-		k     int
-		cols  map[int][]manifest.ChunkRef // the extension's columns
-		news  map[int][]*manifest.ChunkRef
-		fresh map[int][]*manifest.ChunkRef // the chunks of news written now
-	}
-	var todo []pending
+	var todo []patchedFragment
 	for _, k := range slices.Sorted(maps.Keys(byFrag)) {
-		f := base.frags[k]
-		if err := f.load(ctx, d); err != nil {
+		pd, err := w.patchFragment(ctx, base, k, byFrag[k], man)
+		if err != nil {
 			return err
-		}
-		pd := pending{k: k, cols: map[int][]manifest.ChunkRef{}, news: map[int][]*manifest.ChunkRef{}, fresh: map[int][]*manifest.ChunkRef{}}
-		for uid := range f.extCols {
-			pd.cols[uid] = f.cols[uid]
-		}
-		byCol := map[int][]int64{}
-		for off, vals := range byFrag[k] {
-			for uid := range vals {
-				byCol[uid] = append(byCol[uid], off)
-			}
-		}
-		for _, uid := range slices.Sorted(maps.Keys(byCol)) {
-			offs := byCol[uid]
-			slices.Sort(offs)
-			c, ok := (&schema.Schema{Columns: man.Schema.Columns}).ByUID(uid)
-			if !ok {
-				return fmt.Errorf("%s: update: column %d is not in the schema: %w", d.url, uid, ErrInvalidArgument)
-			}
-			refs, fresh, err := w.patchColumn(ctx, c, f, offs, byFrag[k], man)
-			if err != nil {
-				return fmt.Errorf("%s: update column %q of %s: %w", d.url, c.Name, f.ref.Key, err)
-			}
-			pd.news[uid], pd.fresh[uid] = refs, fresh
 		}
 		todo = append(todo, pd)
 	}
@@ -185,28 +148,100 @@ func (st *staging) applyPatches(ctx context.Context, base *snapshot, man *manife
 		return err
 	}
 	for _, pd := range todo {
-		ext := manifest.Fragment{Columns: map[string][]manifest.ChunkRef{}}
-		for uid, refs := range pd.cols {
-			ext.Columns[strconv.Itoa(uid)] = refs
-		}
-		for uid, refs := range pd.news {
-			out := make([]manifest.ChunkRef, len(refs))
-			for i, r := range refs {
-				out[i] = *r
-			}
-			for _, r := range pd.fresh[uid] {
-				st.addStored(man, uid, r.Size)
-			}
-			ext.Columns[strconv.Itoa(uid)] = out
-		}
-		key, err := batch.add(keys.Extension, manifest.KindExtension, ext)
-		if err != nil {
+		if err := st.putExtension(pd, man, batch); err != nil {
 			return err
 		}
-		ref := man.Fragments[pd.k]
-		ref.Extensions = []string{key}
-		man.Fragments[pd.k] = ref
 	}
+	return nil
+}
+
+// patchesByFragment groups the staged patches by the fragment of base
+// that holds their row (its index) and the row's offset there, with the
+// added columns' uids renamed by uids.
+func (st *staging) patchesByFragment(ctx context.Context, base *snapshot, uids map[int]int) (map[int]map[int64]map[int]prepared, error) {
+	byFrag := map[int]map[int64]map[int]prepared{}
+	for id, staged := range st.patches {
+		vals := renamed(staged, uids)
+		k, off, err := st.d.findRow(ctx, base, id)
+		if err != nil {
+			return nil, fmt.Errorf("update row id %d: %w", id, err)
+		}
+		if byFrag[k] == nil {
+			byFrag[k] = map[int64]map[int]prepared{}
+		}
+		byFrag[k][off] = vals
+	}
+	return byFrag, nil
+}
+
+// patchedFragment is a fragment whose updated columns were written again:
+// the new extension's columns are cols (the old extensions') and news.
+type patchedFragment struct {
+	k     int
+	cols  map[int][]manifest.ChunkRef // the extension's columns
+	news  map[int][]*manifest.ChunkRef
+	fresh map[int][]*manifest.ChunkRef // the chunks of news written now
+}
+
+// patchFragment writes again, through w, the chunks of fragment k of base
+// that hold the updated values of rows (by offset, then column uid).
+func (w *staging) patchFragment(ctx context.Context, base *snapshot, k int, rows map[int64]map[int]prepared, man *manifest.Manifest) (patchedFragment, error) {
+	d := w.d
+	f := base.frags[k]
+	if err := f.load(ctx, d); err != nil {
+		return patchedFragment{}, err
+	}
+	pd := patchedFragment{k: k, cols: map[int][]manifest.ChunkRef{}, news: map[int][]*manifest.ChunkRef{}, fresh: map[int][]*manifest.ChunkRef{}}
+	for uid := range f.extCols {
+		pd.cols[uid] = f.cols[uid]
+	}
+	byCol := map[int][]int64{}
+	for off, vals := range rows {
+		for uid := range vals {
+			byCol[uid] = append(byCol[uid], off)
+		}
+	}
+	for _, uid := range slices.Sorted(maps.Keys(byCol)) {
+		offs := byCol[uid]
+		slices.Sort(offs)
+		c, ok := (&schema.Schema{Columns: man.Schema.Columns}).ByUID(uid)
+		if !ok {
+			return patchedFragment{}, fmt.Errorf("%s: update: column %d is not in the schema: %w", d.url, uid, ErrInvalidArgument)
+		}
+		refs, fresh, err := w.patchColumn(ctx, c, f, offs, rows, man)
+		if err != nil {
+			return patchedFragment{}, fmt.Errorf("%s: update column %q of %s: %w", d.url, c.Name, f.ref.Key, err)
+		}
+		pd.news[uid], pd.fresh[uid] = refs, fresh
+	}
+	return pd, nil
+}
+
+// putExtension adds the patched fragment's extension to batch and names
+// it in man's reference to the fragment; the chunks written now add to
+// the columns' stored bytes.
+func (st *staging) putExtension(pd patchedFragment, man *manifest.Manifest, batch *objectBatch) error {
+	ext := manifest.Fragment{Columns: map[string][]manifest.ChunkRef{}}
+	for uid, refs := range pd.cols {
+		ext.Columns[strconv.Itoa(uid)] = refs
+	}
+	for uid, refs := range pd.news {
+		out := make([]manifest.ChunkRef, len(refs))
+		for i, r := range refs {
+			out[i] = *r
+		}
+		for _, r := range pd.fresh[uid] {
+			st.addStored(man, uid, r.Size)
+		}
+		ext.Columns[strconv.Itoa(uid)] = out
+	}
+	key, err := batch.add(keys.Extension, manifest.KindExtension, ext)
+	if err != nil {
+		return err
+	}
+	ref := man.Fragments[pd.k]
+	ref.Extensions = []string{key}
+	man.Fragments[pd.k] = ref
 	return nil
 }
 
