@@ -724,7 +724,7 @@ func (cw *compactWrite) place(ctx context.Context, head *snapshot, rep *CompactR
 // fragments replaced by its new fragment, and the columns' statistics
 // adjusted; it counts the groups in rep.
 func (cw *compactWrite) manifestOnto(head *snapshot, use []placedGroup, rep *CompactReport) (manifest.Manifest, error) {
-	man := manifest.Manifest{Schema: head.man.Schema.Clone(), Rows: head.man.Rows, NextColumnUID: head.man.NextColumnUID}
+	man := manifest.Manifest{Schema: head.man.Schema.Clone(), Stats: head.man.CloneStats(), Rows: head.man.Rows, NextColumnUID: head.man.NextColumnUID}
 	i := 0
 	for _, p := range use {
 		for ; i < p.lo; i++ {
@@ -743,7 +743,7 @@ func (cw *compactWrite) manifestOnto(head *snapshot, use []placedGroup, rep *Com
 		}
 		i = p.lo + len(p.grp.old)
 		rep.count(p.grp)
-		cw.adjustStats(&man.Schema, p.grp)
+		cw.adjustStats(&man, p.grp)
 	}
 	man.Fragments = append(man.Fragments, head.man.Fragments[i:]...)
 	rep.FragmentsAfter = len(man.Fragments)
@@ -801,11 +801,11 @@ func (cw *compactWrite) carryDeletions(ctx context.Context, grp *compactGroup, n
 // adjustStats moves the columns' stored bytes from the group's old
 // fragments' chunks to its new one's. Sample counts and raw bytes count
 // live rows (deletes took the dropped rows out of them), so they stay.
-func (cw *compactWrite) adjustStats(sch *schema.Schema, grp *compactGroup) {
-	for i := range sch.Columns {
-		c := &sch.Columns[i]
-		c.StoredBytes -= grp.oldBytes[c.UID]
-		if w := grp.fw.cols[c.UID]; w != nil {
+func (cw *compactWrite) adjustStats(man *manifest.Manifest, grp *compactGroup) {
+	for _, col := range man.Schema.Columns {
+		c := man.StatsOf(col.UID)
+		c.StoredBytes -= grp.oldBytes[col.UID]
+		if w := grp.fw.cols[col.UID]; w != nil {
 			for _, r := range w.refs {
 				c.StoredBytes += r.Size
 			}

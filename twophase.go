@@ -44,6 +44,36 @@ type Staged struct {
 	Checksum  string                  `json:"checksum"`
 }
 
+// stagedJSON is the JSON form of a Staged: each column is an object with
+// the statistics' fields, zero (min_shape and max_shape null), as staged
+// writes were written before columns and statistics were kept apart, so
+// that the checksum of a description is the same.
+type stagedJSON struct {
+	Format    string                  `json:"format"`
+	ID        string                  `json:"id"`
+	Dataset   string                  `json:"dataset"`
+	URL       string                  `json:"url"`
+	Base      string                  `json:"base"`
+	Columns   []schema.Entry          `json:"columns"`
+	Fragments []StagedFragment        `json:"fragments"`
+	Rows      int64                   `json:"rows"`
+	Stats     map[string]schema.Stats `json:"stats"`
+	Checksum  string                  `json:"checksum"`
+}
+
+// MarshalJSON writes the description in its JSON form (stagedJSON).
+func (s Staged) MarshalJSON() ([]byte, error) {
+	w := stagedJSON{Format: s.Format, ID: s.ID, Dataset: s.Dataset, URL: s.URL, Base: s.Base,
+		Fragments: s.Fragments, Rows: s.Rows, Stats: s.Stats, Checksum: s.Checksum}
+	if s.Columns != nil {
+		w.Columns = make([]schema.Entry, len(s.Columns))
+		for i, c := range s.Columns {
+			w.Columns[i].Column = c
+		}
+	}
+	return json.Marshal(w)
+}
+
 // StagedFragment is one fragment of a staged write.
 type StagedFragment struct {
 	Key  string `json:"key"`
@@ -134,7 +164,7 @@ func (d *Dataset) Stage(ctx context.Context) (*Staged, error) {
 	if st == nil {
 		out.ID = randomID()
 		for _, c := range base.man.Schema.Columns {
-			out.Columns = append(out.Columns, c.Definition())
+			out.Columns = append(out.Columns, c)
 		}
 		return out, out.seal()
 	}
@@ -277,9 +307,9 @@ func (res *StagedCommit) tally(staged, todo []*Staged) {
 // columns', its fragments after man's, their rows numbered from nextID on.
 // It returns the next row id.
 func (s *Staged) publishInto(man *manifest.Manifest, nextID uint64) uint64 {
-	for i := range man.Schema.Columns {
-		if st, ok := s.Stats[strconv.Itoa(man.Schema.Columns[i].UID)]; ok {
-			man.Schema.Columns[i].Merge(st)
+	for _, c := range man.Schema.Columns {
+		if st, ok := s.Stats[strconv.Itoa(c.UID)]; ok {
+			man.StatsOf(c.UID).Merge(st)
 		}
 	}
 	for _, f := range s.Fragments {
@@ -321,7 +351,7 @@ func (d *Dataset) commitStaged(ctx context.Context, message string, staged []*St
 			cid = head
 			return errNothingNew
 		}
-		man := manifest.Manifest{Schema: base.man.Schema.Clone(), Rows: base.man.Rows, NextColumnUID: base.man.NextColumnUID,
+		man := manifest.Manifest{Schema: base.man.Schema.Clone(), Stats: base.man.CloneStats(), Rows: base.man.Rows, NextColumnUID: base.man.NextColumnUID,
 			Fragments: append([]manifest.FragmentRef(nil), base.man.Fragments...)}
 		c := manifest.Commit{Parents: []string{head}, Message: message, Author: d.opts.author, Time: next.Time, Branch: branch}
 		nextID := root.NextRowID

@@ -247,10 +247,9 @@ func (st *staging) putExtension(pd patchedFragment, man *manifest.Manifest, batc
 
 // addStored adds n stored bytes to column uid's statistics in man.
 func (st *staging) addStored(man *manifest.Manifest, uid int, n int64) {
-	for i := range man.Schema.Columns {
-		if c := &man.Schema.Columns[i]; c.UID == uid {
-			c.StoredBytes = max(c.StoredBytes+n, 0)
-		}
+	if _, ok := man.Schema.ByUID(uid); ok {
+		c := man.StatsOf(uid)
+		c.StoredBytes = max(c.StoredBytes+n, 0)
 	}
 }
 
@@ -261,7 +260,10 @@ func (st *staging) addStored(man *manifest.Manifest, uid int, n int64) {
 // The statistics of c in man lose the replaced samples and chunks and
 // gain the new samples (the new chunks' bytes are added once uploaded).
 func (w *staging) patchColumn(ctx context.Context, c *schema.Column, f *fragState, offs []int64, vals map[int64]map[int]prepared, man *manifest.Manifest) (refs, fresh []*manifest.ChunkRef, err error) {
-	mc, _ := (&schema.Schema{Columns: man.Schema.Columns}).ByUID(c.UID)
+	var mc *schema.Stats
+	if _, ok := man.Schema.ByUID(c.UID); ok {
+		mc = man.StatsOf(c.UID)
+	}
 	stat := func(p prepared, sign int64) {
 		if mc == nil || p.null {
 			return
@@ -326,19 +328,20 @@ func (w *staging) patchColumn(ctx context.Context, c *schema.Column, f *fragStat
 }
 
 // dropStats removes the samples of fragment f at offsets offs (rows being
-// deleted) from the columns' sample and raw byte counts in sch, which
+// deleted) from the columns' sample and raw byte counts in man, which
 // count live rows (format 1.9). It reads the chunk headers that hold them
 // (their null flags and shapes), not their data.
-func (d *Dataset) dropStats(ctx context.Context, f *fragState, offs []int64, sch *schema.Schema) error {
+func (d *Dataset) dropStats(ctx context.Context, f *fragState, offs []int64, man *manifest.Manifest) error {
 	if err := f.load(ctx, d); err != nil {
 		return err
 	}
-	for i := range sch.Columns {
-		c := &sch.Columns[i]
+	for i := range man.Schema.Columns {
+		c := &man.Schema.Columns[i]
 		refs := f.cols[c.UID]
 		if len(refs) == 0 {
 			continue
 		}
+		st := man.StatsOf(c.UID)
 		for _, off := range offs {
 			k := searchRef(refs, off)
 			h, _, err := d.header(ctx, refs[k])
@@ -361,14 +364,14 @@ func (d *Dataset) dropStats(ctx context.Context, f *fragState, offs []int64, sch
 				lo, hi := h.Range(j)
 				n = hi - lo
 			}
-			c.Samples = max(c.Samples-1, 0)
-			c.RawBytes = max(c.RawBytes-rawOf(c, h.Shape(j), n), 0)
-			if c.Kind == schema.ClassLabel && c.Classes != nil {
+			st.Samples = max(st.Samples-1, 0)
+			st.RawBytes = max(st.RawBytes-rawOf(c, h.Shape(j), n), 0)
+			if c.Kind == schema.ClassLabel && st.Classes != nil {
 				s, err := d.readSample(ctx, refs, k, int64(j), true)
 				if err != nil {
 					return fmt.Errorf("delete from %s: column %q: %w", f.ref.Key, c.Name, err)
 				}
-				c.CountLabels(c, s.Data, -1)
+				st.CountLabels(c, s.Data, -1)
 			}
 		}
 	}

@@ -92,7 +92,7 @@ func (e *Engine) pushdown(ctx context.Context, q string) string {
 				continue // the query reports it
 			}
 			var cols []column
-			for _, c := range sc.Schema().Columns {
+			for _, c := range sc.Columns() {
 				cols = append(cols, mapColumn(c))
 			}
 			alias, _ := from["alias"].(string)
