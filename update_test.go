@@ -234,3 +234,25 @@ func TestUpdateCopiesSamples(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []int64{0, 20, 2, 99}, readN(t, d))
 }
+
+// TestCommitLeavesOldStats: a commit builds its statistics from copies of
+// its base's: a scan of the version before still sees that version's class
+// counts and shapes.
+func TestCommitLeavesOldStats(t *testing.T) {
+	d, _ := mustCreate(t, schema.Schema{Columns: []schema.Column{
+		{Name: "label", Kind: schema.ClassLabel, ClassNames: []string{"a", "b"}},
+		{Name: "v", DType: schema.Int32, Shape: schema.Shape{-1}},
+	}})
+	require.NoError(t, d.Append(ctx, Row{"label": Scalar(int64(0)), "v": Tensor([]int{2}, []int32{1, 2})}))
+	_, err := d.Commit(ctx, "one")
+	require.NoError(t, err)
+	sc := d.Scan()
+	before := sc.Columns()
+	require.Equal(t, []int64{1}, before[0].Classes.Counts)
+	require.NoError(t, d.Append(ctx, Row{"label": Scalar(int64(0)), "v": Tensor([]int{5}, []int32{1, 2, 3, 4, 5})}))
+	_, err = d.Commit(ctx, "two")
+	require.NoError(t, err)
+	require.Equal(t, []int64{2}, statsOf(t, d, "label").Classes.Counts)
+	require.Equal(t, []int{5}, statsOf(t, d, "v").MaxShape)
+	require.Equal(t, before, sc.Columns(), "the scan of version one keeps its statistics")
+}
