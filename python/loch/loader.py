@@ -120,7 +120,7 @@ assert BATCH.size == ctypes.sizeof(BatchOut)
 # read (the byte bound Go adds, a quarter of prefetch_bytes, holds large
 # batches to fewer; at 8, Go stopped to ask for reports 19 times in an
 # epoch of 313 batches, at 32 twice, and ds.pytorch() gained about 2% on
-# 16 cores: bench/RESULTS.md, issue 17); up to STREAM_READ records read at
+# 16 cores: bench/history/2026-11-26-issue-17.md); up to STREAM_READ records read at
 # once; PIPE_BUF, the most bytes a pipe writes whole (POSIX: at least 512).
 STREAM_RECORD = struct.Struct("=qQ")
 STREAM_BATCH, STREAM_END, STREAM_DONE, STREAM_FREED, STREAM_RETURN, STREAM_WAITING = 0, 1, 2, 3, 4, 5
@@ -325,7 +325,7 @@ class Source(Protocol):
     asks Go for it): a loader made for each epoch is made just before the
     epoch starts, and a thread returning from a call into Go keeps a Go
     processor for up to 20 ms, which the epoch's workers then lack (on two
-    cores its first batch came 8 ms later; bench/RESULTS.md, issue 17)."""
+    cores its first batch came 8 ms later; bench/history/2026-11-26-issue-17.md)."""
 
     @property
     def schema(self) -> Schema:
@@ -368,7 +368,7 @@ class _GoLoader:
     reads it, blocking in the kernel (with the GIL released, and Ctrl-C
     interrupting it) when none is there. So that taking a batch makes no
     call into Go, which costs a thread that Go did not start a processor of
-    the Go runtime to find and to give back (bench/RESULTS.md, issue 17).
+    the Go runtime to find and to give back (bench/history/2026-11-26-issue-17.md).
     Nor does anything else an epoch needs: the loader is opened, streamed,
     asked for its statistics and state, and closed by requests to the
     loader service (C ABI 14, :meth:`loch._library.Library.request`), since

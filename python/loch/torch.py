@@ -142,8 +142,8 @@ class _Staging:
     ``depth`` of them, each reused once the copy that read it (its event)
     has completed. The copy into them is numpy's, on the calling thread:
     ``Tensor.pin_memory()`` or ``copy_`` per batch ran torch's intra-op
-    threads, which took the cores from the Go loader (bench/RESULTS.md,
-    issue 17)."""
+    threads, which took the cores from the Go loader
+    (bench/history/2026-11-26-issue-17.md)."""
 
     ALIGN = 64
 
