@@ -135,7 +135,7 @@ class LoaderSettings:
 
     def __post_init__(self) -> None:
         """Checks every option and keeps its checked form."""
-        checked = {
+        checked: dict[str, Any] = {
             "columns": _columns_option(self.columns),
             "shuffle": _shuffle_option(self.shuffle),
             "rows": None if self.rows is None else tuple(int(r) for r in self.rows),

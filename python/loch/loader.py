@@ -23,8 +23,8 @@ text (``str``), json (parsed values) and bytes columns. Beside them:
 
 from __future__ import annotations
 
-import os  # noqa: F401 (tests reach the stream's os.write as loch.loader.os)
 import inspect
+import os  # noqa: F401 (tests reach the stream's os.write as loch.loader.os)
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Protocol, TypeVar
 
@@ -313,7 +313,8 @@ class Loader:
         self._config = settings.go_config(self.columns, _go_transforms(transform, schema, self.columns))
         # (The row ids and joined values, possibly many, are left to
         # loch_loader_new.)
-        checked = go_checked({k: v for k, v in self._config.items() if k not in ("rows", "joined")} | {"epoch": settings.epoch})
+        plain = {k: v for k, v in self._config.items() if k not in ("rows", "joined")}
+        checked = go_checked(plain | {"epoch": settings.epoch})
         self.batch_size = int(checked["batch_size"])
         self._epochs = settings.epochs if settings.epochs is not None else Epochs(settings.epoch)
         self._resume: dict[str, Any] | None = None  # a loaded state: where the next iteration starts

@@ -71,7 +71,7 @@ import torch.utils.data
 from .adapter import Adapter, distributed_option
 from .epochs import SharedEpochs
 from .errors import InvalidArgument
-from .loader import ADAPTER_SETS, Batch, CommonLoaderOptions, Loader, LoaderSettings, Source, Transform
+from .loader import ADAPTER_SETS, Batch, CommonLoaderOptions, Loader, LoaderSettings, Source
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
