@@ -19,6 +19,14 @@ text (``str``), json (parsed values) and bytes columns. Beside them:
 - ``"<column>.shapes"``: each sample's own shape, for columns whose declared
   shape is ragged (int64, [batch, ndim]);
 - ``"<column>.null"``: which samples are empty (zero-filled), when any is.
+
+The loader's parts: its options, typed and checked once
+(:mod:`loch._loader_options`: :class:`LoaderSettings`,
+:class:`LoaderOptions`), the stream of one Go loader's batches
+(:mod:`loch._stream`), and their collation into numpy arrays
+(:mod:`loch._collate`). This module holds the :class:`Loader` (its
+epochs, iterations and saved states) and what it reads (:class:`Source`),
+and re-exports the names of the others that were its own.
 """
 
 from __future__ import annotations
@@ -81,14 +89,17 @@ class Source(Starter, Protocol):
     adapters above it) see a dataset only through this protocol, so that
     loch.dataset can make loaders without the two modules importing each
     other; the two underscored members are the package-internal seam,
-    documented on Dataset.
+    documented on Dataset (``_start_loader`` is used by
+    :mod:`loch._stream`, whose :class:`loch._stream.Starter` names it, and
+    ``_loader_view`` by :class:`Loader`).
 
     Making a loader object makes no call into Go from the calling thread
     once the snapshot's schema is known (the first loader of a snapshot
     asks Go for it): a loader made for each epoch is made just before the
     epoch starts, and a thread returning from a call into Go keeps a Go
     processor for up to 20 ms, which the epoch's workers then lack (on two
-    cores its first batch came 8 ms later; bench/history/2026-11-26-issue-17.md)."""
+    cores its first batch came 8 ms later;
+    bench/history/2026-11-26-issue-17.md)."""
 
     @property
     def schema(self) -> Schema:
@@ -233,8 +244,9 @@ class Loader:
     it first reads there. This is how PyTorch DataLoader workers read.
 
     Framework adapters (:mod:`loch.torch`, :mod:`loch.jax`,
-    :mod:`loch.tensorflow`) wrap one Loader each (:class:`loch.adapter.Adapter`)
-    and take its batches through :meth:`batches`.
+    :mod:`loch.tensorflow`) wrap one Loader each (:class:`loch.adapter.Adapter`),
+    made with :meth:`from_settings` from the options checked once
+    (:class:`LoaderSettings`), and take its batches through :meth:`batches`.
     """
 
     def __init__(
