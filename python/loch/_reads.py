@@ -134,12 +134,16 @@ class ColumnReader:
         return self._ds.schema[self.name]
 
     def __len__(self) -> int:
+        """The dataset's number of rows."""
         return len(self._ds)
 
     def __repr__(self) -> str:
         return f"<loch.ColumnReader {self.name!r} {self.column!r}>"
 
     def __getitem__(self, key: int | slice | Sequence[int] | np.ndarray) -> Any:
+        """One sample (an int position, negative from the end), or the
+        samples at a slice, a list of positions or a boolean mask, stacked
+        into one array where their shapes allow it (else a list)."""
         n = len(self._ds)
         if isinstance(key, (int, np.integer)):
             i = int(key)
@@ -221,5 +225,6 @@ class ColumnReader:
                                      int(rate or 0))[0]  # fmt: skip
 
     def __iter__(self) -> Any:
+        """The column's samples in row order, one read each."""
         for i in range(len(self)):
             yield self[i]

@@ -126,11 +126,13 @@ class Snapshot:
         return self._schema[1]
 
     def __len__(self) -> int:
+        """The number of rows of the snapshot."""
         out = ctypes.c_int64()
         self._reading().call("loch_dataset_len", ctypes.byref(out))
         return out.value
 
     def __repr__(self) -> str:
+        """The URL, branch, version, rows and columns."""
         if self._h.closed:
             return "<loch.Dataset (closed)>"
         at = self.current_branch or "read-only"
@@ -140,9 +142,12 @@ class Snapshot:
     # Calls that return a string (JSON, often).
 
     def _str(self, name: str, *args: Any, interruptible: bool = False) -> str:
+        """The string that the C function ``name`` returns for this handle
+        and ``args``."""
         return self._h.lib.call_string(name, self._h.value, *args, interruptible=interruptible)
 
     def _str_json(self, name: str, *args: Any) -> Any:
+        """:meth:`_str`, decoded from JSON."""
         return json.loads(self._str(name, *args))
 
     # Reads: through the handle of the snapshot opened in this process

@@ -408,6 +408,7 @@ class Dataset(VersionControl, Writes, Search, LoaderMethods):
 
     @property
     def closed(self) -> bool:
+        """Whether :meth:`close` released the handle."""
         return self._h.closed
 
     def __enter__(self) -> Dataset:
