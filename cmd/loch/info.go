@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strings"
@@ -35,11 +36,16 @@ type infoColumnJSON struct {
 	Media       *infoMediaJSON `json:"media,omitempty"` // video and audio columns (info_media.go)
 }
 
+// infoOptions are the arguments and flags of loch info.
+type infoOptions struct {
+	streams
+	url    string
+	asJSON bool
+	refs   refFlags
+}
+
 func newInfoCmd() *cobra.Command {
-	var (
-		asJSON bool
-		refs   refFlags
-	)
+	var o infoOptions
 	cmd := &cobra.Command{
 		Use:   "info URL",
 		Short: "Show a dataset's version, rows and columns",
@@ -69,25 +75,31 @@ reference (default main) named at a past time.`,
   loch info ./pets --ref dev --as-of 2024-05-01`,
 		Args: exactArgs("URL"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			d, err := openDataset(cmd.Context(), args[0], &refs)
-			if err != nil {
-				return err
-			}
-			defer d.Close()
-			s := d.Schema()
-			info := infoJSON{URL: d.URL(), Version: d.Version(), Rows: d.Len(), Columns: infoColumns(&s)}
-			if err := addMediaInfo(cmd.Context(), d, info.Columns, &s); err != nil {
-				return err
-			}
-			if asJSON {
-				return printJSON(cmd.OutOrStdout(), info)
-			}
-			return printInfo(cmd.OutOrStdout(), info, &s)
+			o.streams, o.url = streamsOf(cmd), args[0]
+			return runInfo(cmd.Context(), &o)
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object instead of a table")
-	refs.add(cmd, "read")
+	cmd.Flags().BoolVar(&o.asJSON, "json", false, "print one JSON object instead of a table")
+	o.refs.add(cmd, "read")
 	return cmd
+}
+
+// runInfo describes the version of the dataset at o.url that o.refs names.
+func runInfo(ctx context.Context, o *infoOptions) error {
+	d, err := openDataset(ctx, o.url, &o.refs)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	s := d.Schema()
+	info := infoJSON{URL: d.URL(), Version: d.Version(), Rows: d.Len(), Columns: infoColumns(&s)}
+	if err := addMediaInfo(ctx, d, info.Columns, &s); err != nil {
+		return err
+	}
+	if o.asJSON {
+		return printJSON(o.stdout, info)
+	}
+	return printInfo(o.stdout, info, &s)
 }
 
 // infoColumns describes the columns of s for "loch info --json".
