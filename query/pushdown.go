@@ -98,7 +98,7 @@ func (e *Engine) pushInto(q string, from, where map[string]any, shadowed map[str
 	if err != nil {
 		return textEdit{}, false // the query reports it
 	}
-	for _, c := range sc.Schema().Columns {
+	for _, c := range sc.Columns() {
 		t.cols = append(t.cols, mapColumn(c))
 	}
 	t.name = name

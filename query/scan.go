@@ -73,8 +73,7 @@ func newSource(ctx context.Context, sc *loch.Scan, jsonType duckdb.TypeInfo, thr
 	u64, _ := duckdb.NewTypeInfo(duckdb.TYPE_UBIGINT)
 	i64, _ := duckdb.NewTypeInfo(duckdb.TYPE_BIGINT)
 	s.infos = []duckdb.ColumnInfo{{Name: RowIDColumn, T: u64}, {Name: PosColumn, T: i64}}
-	sch := sc.Schema()
-	for _, c := range sch.Columns {
+	for _, c := range sc.Columns() {
 		m := mapColumn(c)
 		t, err := m.typeInfo(jsonType)
 		if err != nil {
