@@ -9,7 +9,7 @@ import (
 // opChars are the characters of DuckDB's (and PostgreSQL's) operators.
 const opChars = "+-*/<>=~!@#%^&|`?"
 
-// pgOperators rewrites the PostgreSQL operators that DuckDB reads
+// PostgresOperators rewrites the PostgreSQL operators that DuckDB reads
 // otherwise into the spellings package query defines them under
 // (query/pg.go), by sqlcat's lexer, so that strings, quoted names,
 // comments and dollar-quoted bodies are never touched: ->> into
@@ -19,7 +19,10 @@ const opChars = "+-*/<>=~!@#%^&|`?"
 // DuckDB's generic operators, which bind as PostgreSQL's do, so only the
 // operator's spelling changes, never the expression's shape. A statement
 // the lexer refuses is returned as it is: DuckDB reports the error.
-func pgOperators(stmt string) string {
+// Session.Run and Session.Select apply it; a caller that hands SQL to
+// package query directly (loch query over a dataset, the viewer) applies it
+// first so the same forms work there.
+func PostgresOperators(stmt string) string {
 	toks, err := lex(stmt)
 	if err != nil {
 		return stmt
@@ -51,7 +54,7 @@ func pgOperators(stmt string) string {
 }
 
 // pgOperatorAt returns the spelling of the operator that starts at
-// toks[i] when it is one pgOperators rewrites, and its number of tokens.
+// toks[i] when it is one PostgresOperators rewrites, and its number of tokens.
 func pgOperatorAt(toks []token, i int) (string, int) {
 	spelled := func(s string) bool {
 		if i+len(s) >= len(toks) {

@@ -27,7 +27,7 @@ func TestPGOperatorsRewrite(t *testing.T) {
 		"UPDATE t SET v = 1 WHERE m->>'q' = 'x'":        "UPDATE t SET v = 1 WHERE m ~>> 'q' = 'x'",
 		"SELECT * FROM t ORDER BY e <#> [1, 2] LIMIT 3": "SELECT * FROM t ORDER BY e <!> [1, 2] LIMIT 3",
 	} {
-		require.Equal(t, want, pgOperators(in), in)
+		require.Equal(t, want, PostgresOperators(in), in)
 	}
 }
 

@@ -161,7 +161,7 @@ func IsQuery(stmt string) bool { return Kind(stmt) == KindQuery }
 // or nothing and an error; a read writes its result to out.
 func (s *Session) Run(ctx context.Context, stmt string, out Output) (Result, error) {
 	// text is what runs; stmt, as given, makes the commit message.
-	text := pgOperators(stmt)
+	text := PostgresOperators(stmt)
 	kind := Kind(text)
 	switch kind {
 	case "":
@@ -402,7 +402,7 @@ func (s *Session) query(ctx context.Context, stmt string, out Output) (int64, er
 // f._rowid, f.image FROM frames f JOIN labels l USING (id) WHERE ..., each
 // row once. seed, when not nil, seeds random().
 func (s *Session) Select(ctx context.Context, q string, seed *uint64, base string) (*loch.Selection, string, error) {
-	q = pgOperators(q)
+	q = PostgresOperators(q)
 	tables, err := s.cat.Tables(ctx)
 	if err != nil {
 		return nil, "", err
