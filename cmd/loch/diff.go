@@ -163,5 +163,5 @@ func columnChange(c loch.ColumnChange) string {
 
 // columnType is a column's dtype, kind and shape range.
 func columnType(c *schema.Column) string {
-	return fmt.Sprintf("(%s %s %s)", c.DType, c.Kind, shapeRange(c))
+	return fmt.Sprintf("(%s %s %s)", c.DType, c.Kind, shapeRange(&schema.Entry{Column: *c}))
 }

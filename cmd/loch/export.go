@@ -311,7 +311,7 @@ const readBatch = 256
 func exportWebDataset(ctx context.Context, prog *progressFlags, errOut io.Writer, d *loch.Dataset, cols []*schema.Column, dest *exportDest, shardRows int, sum *exportJSON) error {
 	meta := ingest.WebDatasetMeta{Format: ingest.WebDatasetMetaFormat, Version: d.Version()}
 	for _, c := range cols {
-		meta.Columns = append(meta.Columns, c.Definition())
+		meta.Columns = append(meta.Columns, *c)
 	}
 	metaJSON, err := json.MarshalIndent(meta, "", "  ")
 	if err != nil {
@@ -485,7 +485,8 @@ func exportNPY(ctx context.Context, prog *progressFlags, errOut io.Writer, d *lo
 		if err != nil {
 			return err
 		}
-		shape, err := npyColumnShape(ctx, col, c, d.Len())
+		e := entryOf(d, c)
+		shape, err := npyColumnShape(ctx, col, &e, d.Len())
 		if err != nil {
 			if explicit {
 				return err
@@ -547,7 +548,7 @@ func exportNPY(ctx context.Context, prog *progressFlags, errOut io.Writer, d *lo
 // stacked into one .npy array, or an error naming the column saying why it
 // cannot. The shape comes from the column statistics, or from the first
 // sample when they have none (scalar columns).
-func npyColumnShape(ctx context.Context, col *loch.ColumnReader, c *schema.Column, rows int64) ([]int, error) {
+func npyColumnShape(ctx context.Context, col *loch.ColumnReader, c *schema.Entry, rows int64) ([]int, error) {
 	if _, err := npyDescr(c.DType); err != nil {
 		return nil, fmt.Errorf("column %s: %s has no .npy form", c.Name, c.DType)
 	}

@@ -91,27 +91,27 @@ func runInfo(ctx context.Context, o *infoOptions) error {
 		return err
 	}
 	defer d.Close()
-	s := d.Schema()
-	info := infoJSON{URL: d.URL(), Version: d.Version(), Rows: d.Len(), Columns: infoColumns(&s)}
+	s, cols := d.Schema(), d.Columns()
+	info := infoJSON{URL: d.URL(), Version: d.Version(), Rows: d.Len(), Columns: infoColumns(cols)}
 	if err := addMediaInfo(ctx, d, info.Columns, &s); err != nil {
 		return err
 	}
 	if o.asJSON {
 		return printJSON(o.stdout, info)
 	}
-	return printInfo(o.stdout, info, &s)
+	return printInfo(o.stdout, info, cols)
 }
 
-// infoColumns describes the columns of s for "loch info --json".
-func infoColumns(s *schema.Schema) []infoColumnJSON {
+// infoColumns describes the columns for "loch info --json".
+func infoColumns(entries []schema.Entry) []infoColumnJSON {
 	cols := []infoColumnJSON{}
-	for i := range s.Columns {
-		c := &s.Columns[i]
+	for i := range entries {
+		c := &entries[i]
 		lo, hi := observedShapes(c)
 		cols = append(cols, infoColumnJSON{
 			Name: c.Name, DType: c.DType, Kind: c.Kind, Shape: c.Shape,
-			MinShape: lo, MaxShape: hi, Compression: compression(c),
-			StoredBytes: c.StoredBytes, RawBytes: c.RawBytes, Ratio: ratio(c),
+			MinShape: lo, MaxShape: hi, Compression: compression(&c.Column),
+			StoredBytes: c.StoredBytes, RawBytes: c.RawBytes, Ratio: ratio(&c.Stats),
 			Samples: c.Samples, ClassNames: c.ClassNames,
 		})
 	}
@@ -119,8 +119,8 @@ func infoColumns(s *schema.Schema) []infoColumnJSON {
 }
 
 // printInfo prints info as "loch info" does without --json: the dataset,
-// a table of the columns of s, and the class names of class label columns.
-func printInfo(w io.Writer, info infoJSON, s *schema.Schema) error {
+// a table of the columns, and the class names of class label columns.
+func printInfo(w io.Writer, info infoJSON, cols []schema.Entry) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "dataset\t%s\n", info.URL)
 	fmt.Fprintf(tw, "version\t%s\n", info.Version)
@@ -132,14 +132,14 @@ func printInfo(w io.Writer, info infoJSON, s *schema.Schema) error {
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "COLUMN\tDTYPE\tKIND\tSHAPE\tCOMPRESSION\tSTORED\tRAW\tRATIO")
 	var classes []string
-	for i := range s.Columns {
-		c := &s.Columns[i]
+	for i := range cols {
+		c := &cols[i]
 		r := "-"
 		if c.StoredBytes > 0 {
-			r = fmt.Sprintf("%.2fx", ratio(c))
+			r = fmt.Sprintf("%.2fx", ratio(&c.Stats))
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", c.Name, c.DType, c.Kind, shapeRange(c),
-			compression(c), formatBytes(c.StoredBytes), formatBytes(c.RawBytes), r)
+			compression(&c.Column), formatBytes(c.StoredBytes), formatBytes(c.RawBytes), r)
 		if len(c.ClassNames) > 0 {
 			classes = append(classes, fmt.Sprintf("%s: %s", c.Name, strings.Join(c.ClassNames, ", ")))
 		}
