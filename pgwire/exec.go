@@ -257,7 +257,7 @@ func (c *conn) mirrorRows(ctx context.Context, q string) (*result, error) {
 	if err != nil {
 		return nil, err
 	}
-	rows, release, err := m.Rows(ctx, q)
+	rows, release, err := m.Rows(ctx, sqlcat.PostgresOperators(q))
 	if err != nil {
 		return nil, err
 	}
@@ -273,7 +273,7 @@ func (c *conn) mirrorDescribe(ctx context.Context, q string) (query.Described, e
 	if mentionsSystem(q) {
 		q = rewriteSystem(q)
 	}
-	return m.Describe(ctx, q)
+	return m.Describe(ctx, sqlcat.PostgresOperators(q))
 }
 
 // firstWords is the first n words of q after comments, lower-cased ("" past the end).

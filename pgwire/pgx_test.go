@@ -3,7 +3,9 @@ package pgwire
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -343,4 +345,117 @@ func TestQueryMemoryLimit(t *testing.T) {
 	var n int64
 	require.NoError(t, c.QueryRow(ctx, "SELECT count(*) FROM frames").Scan(&n))
 	require.Equal(t, int64(3), n)
+}
+
+// TestSeedDDL runs seed 002's CREATE TABLE (SERIAL PRIMARY KEY,
+// VECTOR(1536), BLOB, JSONB) through pgx, INSERTs with parameters (the
+// embedding as pgvector text, the image as bytea) and its curation query.
+func TestSeedDDL(t *testing.T) {
+	f := newFixture(t, Options{})
+	c := f.mustConnect(t, "alice")
+	_, err := c.Exec(ctx, `CREATE TABLE IF NOT EXISTS training_samples (
+		id SERIAL PRIMARY KEY, text TEXT, embedding VECTOR(1536), image BLOB, label INT, metadata JSONB)`)
+	require.NoError(t, err)
+	vec := func(hot int) string {
+		v := make([]string, 1536)
+		for i := range v {
+			v[i] = "0"
+		}
+		v[hot] = "1"
+		return "[" + strings.Join(v, ",") + "]"
+	}
+	for i, split := range []string{"train", "val", "train"} {
+		_, err := c.Exec(ctx, "INSERT INTO training_samples (text, embedding, image, label, metadata) VALUES ($1, $2, $3, $4, $5)",
+			fmt.Sprintf("sample %d", i), vec(i), []byte{0x89, 'P', 'N', 'G', byte(i)}, int32(i), `{"split": "`+split+`", "quality": 0.9}`)
+		require.NoError(t, err)
+	}
+	rows, err := c.Query(ctx, `SELECT id, text, image FROM training_samples
+		WHERE metadata->>'split' = $1 AND label >= $2 ORDER BY embedding <=> $3 LIMIT 5`, "train", int32(0), vec(2))
+	require.NoError(t, err)
+	var texts []string
+	for rows.Next() {
+		var id int64
+		var text string
+		var image []byte
+		require.NoError(t, rows.Scan(&id, &text, &image))
+		require.Equal(t, byte(id-1), image[4], "the bytes inserted, as bytea")
+		texts = append(texts, text)
+	}
+	require.NoError(t, rows.Err())
+	require.Equal(t, []string{"sample 2", "sample 0"}, texts)
+	// a duplicate key is refused, nothing written
+	_, err = c.Exec(ctx, "INSERT INTO training_samples (id, text) VALUES ($1, $2)", int64(1), "dup")
+	require.Error(t, err)
+}
+
+// TestResultTypes reads one value of each type the server sends, as pgx
+// decodes it (binary where pgx asks for it) and as text (the simple
+// protocol).
+func TestResultTypes(t *testing.T) {
+	f := newFixture(t, Options{})
+	c := f.mustConnect(t, "bob")
+	q := `SELECT true, 2::SMALLINT, 3::INTEGER, 4::BIGINT, 1.5::FLOAT, 2.25::DOUBLE, 'text',
+		'\x00\xff'::BLOB, '{"a": 1}'::JSON, DATE '2024-02-03', TIMESTAMP '2024-02-03 04:05:06.5',
+		TIMESTAMPTZ '2024-02-03 04:05:06+00', TIME '04:05:06', '6ba7b810-9dad-11d1-80b4-00c04fd430c8'::UUID,
+		1.25::DECIMAL(10,2), [1, 2, 3]::FLOAT[3], [[1, 2], [3]], {'k': 'v'}, NULL::BIGINT`
+	for _, mode := range []pgx.QueryExecMode{pgx.QueryExecModeCacheStatement, pgx.QueryExecModeSimpleProtocol} {
+		vals, err := func() ([]any, error) {
+			rows, err := c.Query(ctx, q, mode)
+			if err != nil {
+				return nil, err
+			}
+			defer rows.Close()
+			require.True(t, rows.Next())
+			return rows.Values()
+		}()
+		require.NoError(t, err, mode)
+		require.Equal(t, true, vals[0])
+		require.Equal(t, int16(2), vals[1])
+		require.Equal(t, int32(3), vals[2])
+		require.Equal(t, int64(4), vals[3])
+		require.Equal(t, float32(1.5), vals[4])
+		require.Equal(t, 2.25, vals[5])
+		require.Equal(t, "text", vals[6])
+		require.Equal(t, []byte{0, 0xff}, vals[7], mode)
+		require.Equal(t, map[string]any{"a": float64(1)}, vals[8])
+		require.Equal(t, "2024-02-03", vals[9].(time.Time).Format("2006-01-02"))
+		require.Equal(t, "2024-02-03 04:05:06.5", vals[10].(time.Time).Format("2006-01-02 15:04:05.9"))
+		require.True(t, vals[11].(time.Time).Equal(time.Date(2024, 2, 3, 4, 5, 6, 0, time.UTC)), "%v", vals[11])
+		require.Equal(t, [16]byte{0x6b, 0xa7, 0xb8, 0x10, 0x9d, 0xad, 0x11, 0xd1, 0x80, 0xb4, 0, 0xc0, 0x4f, 0xd4, 0x30, 0xc8}, vals[13], mode)
+		require.Equal(t, 1.25, vals[14])
+		require.Equal(t, "[1,2,3]", vals[15])
+		require.Equal(t, []any{[]any{float64(1), float64(2)}, []any{float64(3)}}, vals[16])
+		require.Equal(t, map[string]any{"k": "v"}, vals[17])
+		require.Nil(t, vals[18])
+	}
+}
+
+// TestParameterTypes binds parameters of each common type (pgx sends them
+// in binary where it knows the type) and reads them back.
+func TestParameterTypes(t *testing.T) {
+	f := newFixture(t, Options{})
+	c := f.mustConnect(t, "bob")
+	day := time.Date(2024, 2, 3, 0, 0, 0, 0, time.UTC)
+	ts := time.Date(2024, 2, 3, 4, 5, 6, 500000000, time.UTC)
+	uuid := [16]byte{0x6b, 0xa7, 0xb8, 0x10, 0x9d, 0xad, 0x11, 0xd1, 0x80, 0xb4, 0, 0xc0, 0x4f, 0xd4, 0x30, 0xc8}
+	var (
+		b     bool
+		i     int64
+		x     float64
+		s     string
+		blob  []byte
+		d, tt time.Time
+		u     [16]byte
+	)
+	err := c.QueryRow(ctx, "SELECT $1::BOOLEAN, $2::BIGINT, $3::DOUBLE, $4::VARCHAR, $5::BLOB, $6::DATE, $7::TIMESTAMP, $8::UUID",
+		true, int64(-7), 2.5, "it's", []byte{0, 1, 0xff}, day, ts, uuid).Scan(&b, &i, &x, &s, &blob, &d, &tt, &u)
+	require.NoError(t, err)
+	require.Equal(t, true, b)
+	require.Equal(t, int64(-7), i)
+	require.Equal(t, 2.5, x)
+	require.Equal(t, "it's", s)
+	require.Equal(t, []byte{0, 1, 0xff}, blob)
+	require.True(t, d.Equal(day), "%v", d)
+	require.True(t, tt.Equal(ts), "%v", tt)
+	require.Equal(t, uuid, u)
 }

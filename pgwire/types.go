@@ -117,8 +117,11 @@ func encodeText(v any, t pgType) ([]byte, error) {
 		}
 		return []byte("f"), nil
 	case []byte:
-		if t.oid == oidBytea {
+		switch {
+		case t.oid == oidBytea:
 			return []byte(`\x` + hex.EncodeToString(x)), nil
+		case t.oid == oidUUID && len(x) == 16: // duckdb-go's UUID
+			return []byte(uuidText([16]byte(x))), nil
 		}
 		return x, nil
 	case string:
@@ -191,11 +194,15 @@ func encodeBinary(v any, t pgType) ([]byte, error) {
 		us := int64(tm.Hour())*3600e6 + int64(tm.Minute())*60e6 + int64(tm.Second())*1e6 + int64(tm.Nanosecond()/1000)
 		return binary.BigEndian.AppendUint64(nil, uint64(us)), nil
 	case oidUUID:
-		if u, ok := v.([16]byte); ok {
-			return u[:], nil
+		if u, ok := v.([]byte); ok && len(u) == 16 {
+			return u, nil
+		}
+	case oidBytea:
+		if b, ok := v.([]byte); ok {
+			return b, nil // binary bytea is the bytes themselves
 		}
 	}
-	return encodeText(v, t) // text, bytea, json: the same bytes
+	return encodeText(v, t) // text and json: the same bytes
 }
 
 // asInt converts Go's integer types.

@@ -98,6 +98,7 @@ func (s *Session) ReadRef(ctx context.Context, name string) (string, bool, error
 // function that closes them and the statement's engine (it may be called
 // more than once); nothing else of the session runs until then.
 func (s *Session) Rows(ctx context.Context, stmt string) (*sql.Rows, func(), error) {
+	stmt = PostgresOperators(stmt)
 	if k := Kind(stmt); k != KindQuery {
 		return nil, nil, fmt.Errorf("sql: %s is not a read: %w", k, loch.ErrInvalidArgument)
 	}
