@@ -92,6 +92,20 @@ def test_psycopg_curates_a_table(server: str) -> None:
         assert conn.execute("SELECT count(*), max(caption) FROM frames").fetchone() == (3, "relabelled")
 
 
+def test_psycopg_seed_ddl_and_pgvector(server: str) -> None:
+    with connect(server, "alice") as conn:
+        conn.execute("CREATE TABLE items (id SERIAL PRIMARY KEY, caption TEXT, emb VECTOR(3), image BLOB, meta JSONB)")
+        for caption, emb, split in [("a cat", "[1,0,0]", "train"), ("a dog", "[0,1,0]", "val"), ("a bird", "[0,0.9,0.1]", "train")]:
+            conn.execute("INSERT INTO items (caption, emb, image, meta) VALUES (%s, %s, %s, %s)",
+                         (caption, emb, caption.encode(), '{"split": "%s"}' % split))  # fmt: skip
+        rows = conn.execute(
+            "SELECT id, caption, image, emb FROM items WHERE meta->>'split' = %s ORDER BY emb <=> %s LIMIT 2",
+            ("train", "[0,1,0]"),
+        ).fetchall()
+        assert [(r[1], bytes(r[2])) for r in rows] == [("a bird", b"a bird"), ("a cat", b"a cat")]
+        assert rows[0][0] == 3 and rows[0][3] == "[0,0.9,0.1]"
+
+
 def test_psycopg_reader_is_refused_a_write(server: str) -> None:
     with connect(server, "alice") as conn:
         conn.execute("CREATE TABLE t (id BIGINT)")
