@@ -61,3 +61,48 @@ func TestClientGoneCancelsQuery(t *testing.T) {
 	require.NoError(t, err, "still serving")
 	nc.Close()
 }
+
+// TestRefRights: a reader reads main and tags, not a curation branch nor a
+// version id; a curator writes its branch, and the write lands there only.
+func TestRefRights(t *testing.T) {
+	f := newFixture(t, Options{})
+	seed(t, f.mustConnect(t, "alice"), 4)
+	cat, err := catalog.Open(ctx, f.root)
+	require.NoError(t, err)
+	d, err := cat.OpenTable(ctx, "frames")
+	require.NoError(t, err)
+	_, err = d.CreateTag(ctx, "v1", "main")
+	require.NoError(t, err)
+	_, err = d.CreateBranch(ctx, "curation/cats", "main")
+	require.NoError(t, err)
+	version := d.Version()
+	d.Close()
+	cat.Close()
+
+	bob := f.mustConnect(t, "bob")
+	var n int64
+	for _, ref := range []string{"v1", "main"} {
+		_, err := bob.Exec(ctx, "SET loch_branch = '"+ref+"'")
+		require.NoError(t, err)
+		require.NoError(t, bob.QueryRow(ctx, "SELECT count(*) FROM frames").Scan(&n), ref)
+		require.Equal(t, int64(4), n)
+	}
+	for _, ref := range []string{"curation/cats", version} {
+		_, err := bob.Exec(ctx, "SET loch_branch = '"+ref+"'")
+		require.NoError(t, err)
+		err = bob.QueryRow(ctx, "SELECT count(*) FROM frames").Scan(&n)
+		pe := pgError(t, err)
+		require.Equal(t, "42501", pe.Code, ref)
+		require.Contains(t, pe.Message, "lacks the read right on table frames at "+ref)
+	}
+
+	carol := f.mustConnect(t, "carol")
+	_, err = carol.Exec(ctx, "SET loch_branch = 'curation/cats'")
+	require.NoError(t, err)
+	_, err = carol.Exec(ctx, "DELETE FROM frames WHERE id = $1", int64(0))
+	require.NoError(t, err)
+	require.NoError(t, carol.QueryRow(ctx, "SELECT count(*) FROM frames").Scan(&n))
+	require.Equal(t, int64(3), n)
+	main, _ := rowsOf(t, f.root, "frames")
+	require.Equal(t, int64(4), main, "main untouched")
+}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/lochdata/loch"
+	"github.com/lochdata/loch/sqlcat"
 )
 
 // TableURLFunction is the function a client calls to read a table
@@ -44,7 +45,11 @@ func (c *conn) tableURL(ctx context.Context, q string) (*result, bool, error) {
 		return nil, true, err
 	}
 	defer d.Close()
-	a := access{right: RightRead, table: t.Name, ref: ref, tag: d.ReadOnly()}
+	tag, err := sqlcat.IsTag(ctx, d, ref)
+	if err != nil {
+		return nil, true, err
+	}
+	a := access{right: RightRead, table: t.Name, ref: ref, tag: tag}
 	if !c.role.allows(a) {
 		return nil, true, refusal(c.user, c.roleName, a)
 	}

@@ -29,7 +29,7 @@ const (
 	RightMerge = "merge"
 )
 
-// tagRefs is the ref pattern that matches every tag (a read-only ref).
+// tagRefs is the ref pattern that matches every tag (not a version id).
 const tagRefs = "tag:*"
 
 // Grant gives Rights on the tables whose names match one of Tables, at
@@ -176,7 +176,7 @@ func (u *Users) Save(file string) error {
 // access is what one statement needs: a right on a table at a ref.
 type access struct {
 	right, table, ref string
-	tag               bool // ref is a tag (read-only)
+	tag               bool // ref is a tag
 }
 
 // allows reports whether role r grants a.

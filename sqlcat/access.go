@@ -74,7 +74,7 @@ func (s *Session) Tables(ctx context.Context, stmt string) ([]string, error) {
 
 // ReadRef is the ref a read of table name sees in this session (the
 // session's branch where the table has it, else "main"), and whether that
-// ref is read-only (a tag, or a version).
+// ref is a tag.
 func (s *Session) ReadRef(ctx context.Context, name string) (string, bool, error) {
 	if s.Branch == "" {
 		return "main", false, nil
@@ -90,7 +90,23 @@ func (s *Session) ReadRef(ctx context.Context, name string) (string, bool, error
 		return "", false, err
 	}
 	defer d.Close()
-	return s.Branch, d.ReadOnly(), nil
+	tag, err := IsTag(ctx, d, s.Branch)
+	return s.Branch, tag, err
+}
+
+// IsTag reports whether ref is one of d's tags (not a branch, and not a
+// version id, which also opens read-only).
+func IsTag(ctx context.Context, d *loch.Dataset, ref string) (bool, error) {
+	refs, err := d.Refs(ctx)
+	if err != nil {
+		return false, err
+	}
+	for _, r := range refs {
+		if r.Name == ref && r.Kind == loch.RefTag {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // Rows runs the read stmt (Kind KindQuery) as Run does and returns
