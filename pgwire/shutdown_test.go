@@ -1,7 +1,9 @@
 package pgwire
 
 import (
+	"bytes"
 	"net"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -105,4 +107,43 @@ func TestRefRights(t *testing.T) {
 	require.Equal(t, int64(3), n)
 	main, _ := rowsOf(t, f.root, "frames")
 	require.Equal(t, int64(4), main, "main untouched")
+}
+
+// syncBuffer is a bytes.Buffer safe for the server's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestLogHasNoSecrets: the log names users and what they did, never a
+// password, a verifier or a parameter.
+func TestLogHasNoSecrets(t *testing.T) {
+	var log syncBuffer
+	f := newFixture(t, Options{Log: &log})
+	_, err := f.connect(t, "alice", "not the password")
+	require.Error(t, err)
+	c := f.mustConnect(t, "alice")
+	seed(t, c, 2)
+	_, err = c.Exec(ctx, "UPDATE frames SET caption = $1 WHERE id = $2", "secret-caption-value", int64(1))
+	require.NoError(t, err)
+	c.Close(ctx)
+	f.stop()
+	out := log.String()
+	require.Contains(t, out, "user alice")
+	require.Contains(t, out, "login refused")
+	for _, secret := range []string{password, "not the password", "secret-caption-value", "SCRAM-SHA-256$"} {
+		require.NotContains(t, out, secret)
+	}
 }
