@@ -22,8 +22,12 @@ type copySpec struct {
 
 // copyStatement runs COPY (query) TO STDOUT and COPY table TO STDOUT
 // [WITH] [(FORMAT text|csv, HEADER)]: the query's rows as CopyData.
-// COPY to a file of the server and COPY FROM are refused.
+// COPY FROM STDIN is copyFrom's; COPY to or from a file of the server is
+// refused.
 func (c *conn) copyStatement(ctx context.Context, q string) (*result, error) {
+	if res, ok, err := c.copyFrom(ctx, q); ok {
+		return res, err
+	}
 	body := strings.TrimSpace(q[strings.Index(strings.ToLower(q), "copy")+4:])
 	var src, rest string
 	if strings.HasPrefix(body, "(") {

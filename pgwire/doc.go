@@ -12,7 +12,8 @@
 // authentication (scram.go), the simple query protocol (several
 // statements in one message, run in order up to the first error) and the
 // extended one (Parse, Bind, Describe, Execute, Sync, Close; parameters in
-// text, or binary for the scalar types), COPY ... TO STDOUT, and
+// text, or binary for the scalar types), COPY ... TO STDOUT and COPY
+// table FROM STDIN (text and csv; one commit, copyin.go), and
 // CancelRequest with the key of BackendKeyData. Each statement is its own
 // transaction: BEGIN, COMMIT and ROLLBACK are accepted and do nothing
 // (ROLLBACK undoes nothing), ReadyForQuery always says idle, and SET of

@@ -3,6 +3,7 @@ package pgwire
 import (
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -47,4 +48,30 @@ func TestPSQLDescribes(t *testing.T) {
 
 	out = psql(t, f, "bob", `\copy (SELECT id, caption FROM frames ORDER BY id LIMIT 2) TO STDOUT WITH (FORMAT csv)`)
 	require.Equal(t, "0,caption 0\n1,caption 1\n", out)
+}
+
+func TestPSQLCopyFrom(t *testing.T) {
+	f := newFixture(t, Options{})
+	seed(t, f.mustConnect(t, "alice"), 0)
+	dir := t.TempDir()
+	text := filepath.Join(dir, "rows.txt")
+	require.NoError(t, os.WriteFile(text, []byte("1\ttab\\there\t[1,2,3]\t{\"split\": \"train\"}\n2\t\\N\t\\N\t\\N\n"), 0o644))
+	csvFile := filepath.Join(dir, "rows.csv")
+	require.NoError(t, os.WriteFile(csvFile, []byte("id,caption\n3,\"a, quoted \"\"one\"\"\"\n4,\n5,\"\"\n"), 0o644))
+	out := psql(t, f, "alice", `\copy frames FROM '`+text+`'`, `\copy frames (id, caption) FROM '`+csvFile+`' WITH (FORMAT csv, HEADER true)`,
+		`SELECT id, coalesce(caption, '<null>') AS c, emb, meta->>'split' AS s FROM frames ORDER BY id`)
+	require.Contains(t, out, "COPY 2\nCOPY 3\n")
+	require.Regexp(t, `1 \| tab\s+here\s+\| \[1,2,3\] \| train`, out)
+	require.Regexp(t, `2 \| <null>`, out)
+	require.Contains(t, out, `a, quoted "one"`)
+	require.Regexp(t, `4 \| <null>`, out)
+	require.Regexp(t, `5 \|\s+\|`, out)
+
+	// a reader may not
+	cmd := exec.Command("psql", "--no-psqlrc", "-X", "-v", "ON_ERROR_STOP=1",
+		"host=127.0.0.1 port="+strings.Split(f.addr, ":")[1]+" user=bob dbname=lake sslmode=require", "-c", `\copy frames FROM '`+text+`'`)
+	cmd.Env = append(os.Environ(), "PGPASSWORD="+password)
+	b, err := cmd.CombinedOutput()
+	require.Error(t, err)
+	require.Contains(t, string(b), "lacks the write right on table frames")
 }

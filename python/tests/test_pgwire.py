@@ -152,3 +152,19 @@ def test_connect_postgresql_url_reads_from_storage(server: str) -> None:
             cat.open_table("frames", ref="curation/x")
         with pytest.raises(loch.NotFound):
             cat.open_table("nope")
+
+
+def test_psycopg_copy_in_and_out(server: str) -> None:
+    with connect(server, "alice") as conn:
+        conn.execute("CREATE TABLE c (id BIGINT, caption TEXT, score DOUBLE)")
+        with conn.cursor() as cur:
+            with cur.copy("COPY c (id, caption, score) FROM STDIN") as copy:
+                for i in range(2000):
+                    copy.write_row((i, None if i % 100 == 0 else f"line\t{i}\n", i / 4))
+            assert cur.rowcount == 2000
+        assert conn.execute("SELECT count(*), count(caption), sum(score) FROM c").fetchone() == (2000, 1980, sum(i / 4 for i in range(2000)))
+        assert conn.execute("SELECT caption FROM c WHERE id = 7").fetchone() == ("line\t7\n",)
+        with conn.cursor() as cur:
+            with cur.copy("COPY (SELECT id, caption FROM c WHERE id < 3 ORDER BY id) TO STDOUT") as copy:
+                rows = list(copy.rows())
+        assert rows == [("0", None), ("1", "line\t1\n"), ("2", "line\t2\n")]
