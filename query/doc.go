@@ -70,6 +70,13 @@
 // file, duckdb.go, pinned by one test (TestDuckDBInternals) that an
 // upgrade fails first.
 //
+// # The mirror
+//
+// A Mirror (mirror.go) is a DuckDB with one empty table per catalog
+// table, shaped as the engine's views: it types a statement's parameters
+// and result without reading a row, and answers the system catalog
+// queries of PostgreSQL clients (package pgwire), external access off.
+//
 // # Concurrency
 //
 // An Engine runs one query at a time (its methods lock); Close releases

@@ -6,7 +6,9 @@
 // of the catalog visible as a view by its name.
 //
 // A Session holds the branch and default commit message of a sequence of
-// statements; Session.Run runs one.
+// statements; Session.Run runs one. A server that runs statements for
+// other people asks first what one touches (access.go: Target, Tables,
+// ReadRef) and reads a query's rows as Go values (Session.Rows).
 //
 // # What sqlcat parses itself
 //
