@@ -28,6 +28,8 @@ type copyIn struct {
 	delim  byte
 	null   string
 	tmp    string // the rows as CSV, for DuckDB's read_csv
+	binary bool   // PostgreSQL's binary COPY format (pgx's CopyFrom)
+	oids   []uint32
 }
 
 // copyFrom runs COPY table [(columns)] FROM STDIN [WITH] [(FORMAT
@@ -80,10 +82,9 @@ func (ci *copyIn) options(s string) error {
 			return strings.Trim(words[i], "'"), nil
 		}
 		switch w {
-		case "with", "binary", "true":
-			if w == "binary" {
-				return fmt.Errorf("COPY FROM STDIN in binary format: %w", errUnsupported)
-			}
+		case "with", "true":
+		case "binary":
+			ci.binary = true
 		case "csv":
 			ci.csv, ci.delim, ci.null = true, ',', ""
 		case "header":
@@ -96,6 +97,8 @@ func (ci *copyIn) options(s string) error {
 			switch strings.ToLower(f) {
 			case "csv":
 				ci.csv, ci.delim, ci.null = true, ',', ""
+			case "binary":
+				ci.binary = true
 			case "text":
 			default:
 				return fmt.Errorf("COPY FROM STDIN format %s: want text or csv: %w", f, errUnsupported)
@@ -135,6 +138,9 @@ func (c *conn) copyColumns(ctx context.Context, ci *copyIn, list string) ([]stri
 		return nil, fmt.Errorf("copy %s from stdin: %w", ci.table, err)
 	}
 	ci.cols = d.Names
+	for _, t := range d.Types {
+		ci.oids = append(ci.oids, typeFor(t).oid)
+	}
 	return d.Types, nil
 }
 
@@ -160,7 +166,7 @@ func (c *conn) receiveCopy(ci *copyIn) error {
 		switch m := msg.(type) {
 		case *pgproto3.CopyData:
 			data := append(partial, m.Data...)
-			if ci.csv {
+			if ci.csv || ci.binary {
 				w.Write(data)
 				partial = nil
 				continue
@@ -175,12 +181,18 @@ func (c *conn) receiveCopy(ci *copyIn) error {
 			}
 			partial = append([]byte(nil), data[last+1:]...)
 		case *pgproto3.CopyDone:
-			if len(partial) > 0 && !ci.csv {
+			if len(partial) > 0 && !ci.csv && !ci.binary {
 				if err := ci.textLines(w, string(partial)+"\n"); err != nil {
 					return err
 				}
 			}
-			return w.Flush()
+			if err := w.Flush(); err != nil {
+				return err
+			}
+			if ci.binary {
+				return ci.binaryToCSV()
+			}
+			return nil
 		case *pgproto3.CopyFail:
 			return fmt.Errorf("COPY from stdin failed: %s: %w", m.Message, loch.ErrInvalidArgument)
 		case *pgproto3.Flush, *pgproto3.Sync:
@@ -283,11 +295,11 @@ func (c *conn) insertCopied(ctx context.Context, ci *copyIn, types []string) (*r
 		spec = append(spec, quote(name)+": 'VARCHAR'")
 		exprs = append(exprs, copyCast(q, types[i]))
 	}
-	header := ci.header && ci.csv
+	header := ci.header && ci.csv && !ci.binary
 	stmt := fmt.Sprintf("INSERT INTO %s (%s) SELECT %s FROM read_csv(%s, header = %v, delim = %s, quote = '\"', escape = '\"', "+
 		"nullstr = %s, allow_quoted_nulls = false, auto_detect = false, columns = {%s})",
 		quoteIdent(ci.table), strings.Join(cols, ", "), strings.Join(exprs, ", "), quote(ci.tmp), header,
-		quote(string(map[bool]byte{true: ci.delim, false: ','}[ci.csv])), quote(map[bool]string{true: ci.null, false: ""}[ci.csv]), strings.Join(spec, ", "))
+		quote(string(map[bool]byte{true: ci.delim, false: ','}[ci.csv && !ci.binary])), quote(map[bool]string{true: ci.null, false: ""}[ci.csv && !ci.binary]), strings.Join(spec, ", "))
 	s := sqlcat.NewSession(c.srv.cat)
 	s.Branch, s.Threads, s.MemoryLimit = c.sess.Branch, c.sess.Threads, c.sess.MemoryLimit
 	s.Message = c.sess.Message

@@ -459,3 +459,34 @@ func TestParameterTypes(t *testing.T) {
 	require.True(t, tt.Equal(ts), "%v", tt)
 	require.Equal(t, uuid, u)
 }
+
+// TestPGXCopyFrom loads rows with pgx's CopyFrom (binary COPY) as one
+// commit.
+func TestPGXCopyFrom(t *testing.T) {
+	f := newFixture(t, Options{})
+	c := f.mustConnect(t, "alice")
+	_, err := c.Exec(ctx, "CREATE TABLE t (id BIGINT, caption TEXT, score DOUBLE, ok BOOLEAN, small SMALLINT, image BLOB, emb VECTOR(2), meta JSON)")
+	require.NoError(t, err)
+	var rows [][]any
+	for i := range 1000 {
+		var caption any = fmt.Sprintf("row \"%d\", with, commas", i)
+		if i%10 == 0 {
+			caption = nil
+		}
+		rows = append(rows, []any{int64(i), caption, float64(i) / 2, i%2 == 0, int16(-i), []byte{byte(i), 0}, "[1,2]", `{"i": 1}`})
+	}
+	n, err := c.CopyFrom(ctx, pgx.Identifier{"t"}, []string{"id", "caption", "score", "ok", "small", "image", "emb", "meta"}, pgx.CopyFromRows(rows))
+	require.NoError(t, err)
+	require.Equal(t, int64(1000), n)
+	var count, captions int64
+	var sum float64
+	var image []byte
+	var caption string
+	require.NoError(t, c.QueryRow(ctx, "SELECT count(*), count(caption), sum(score) FROM t").Scan(&count, &captions, &sum))
+	require.Equal(t, []any{int64(1000), int64(900), 249750.0}, []any{count, captions, sum})
+	require.NoError(t, c.QueryRow(ctx, "SELECT caption, image FROM t WHERE id = 7").Scan(&caption, &image))
+	require.Equal(t, `row "7", with, commas`, caption)
+	require.Equal(t, []byte{7, 0}, image)
+	_, v := rowsOf(t, f.root, "t")
+	require.Len(t, v, 32)
+}
