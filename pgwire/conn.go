@@ -48,6 +48,12 @@ type conn struct {
 	stmts   map[string]*prepared
 	portals map[string]*portal
 	cursors map[string]*cursor
+	// txWrites counts the writes since BEGIN, for ROLLBACK's warning;
+	// txStatus is what ReadyForQuery reports: 'I' idle, 'T' after BEGIN,
+	// 'E' after an error since BEGIN. Each statement commits on its own
+	// whatever it says.
+	txWrites int
+	txStatus byte
 }
 
 // handle serves one connection to its end.
@@ -229,10 +235,14 @@ func (c *conn) greet(params map[string]string) {
 	c.ready()
 }
 
-// ready sends ReadyForQuery (always idle: each statement is its own
-// transaction) and flushes.
+// ready sends ReadyForQuery with the transaction status clients track
+// (BEGIN ... COMMIT or ROLLBACK; each statement commits on its own) and
+// flushes.
 func (c *conn) ready() {
-	c.be.Send(&pgproto3.ReadyForQuery{TxStatus: 'I'})
+	if c.txStatus == 0 {
+		c.txStatus = 'I'
+	}
+	c.be.Send(&pgproto3.ReadyForQuery{TxStatus: c.txStatus})
 	c.be.Flush()
 }
 

@@ -15,10 +15,11 @@
 // text, or binary for the scalar types), COPY ... TO STDOUT and COPY
 // table FROM STDIN (text and csv; one commit, copyin.go), and
 // CancelRequest with the key of BackendKeyData. Each statement is its own
-// transaction: BEGIN, COMMIT and ROLLBACK are accepted and do nothing
-// (ROLLBACK undoes nothing), ReadyForQuery always says idle, and SET of
-// PostgreSQL settings is accepted and ignored (SET loch_branch is loch's).
-// Execute's row limit is ignored: a portal sends all its rows.
+// transaction: BEGIN, COMMIT and ROLLBACK are accepted and ReadyForQuery's
+// status follows them, but every write commits when it runs (ROLLBACK
+// undoes nothing and warns); SET of PostgreSQL settings is accepted and
+// ignored (SET loch_branch is loch's). Execute's row limit and
+// DECLARE/FETCH cursors send a result a batch at a time.
 //
 // Parameters are bound by the server: each $n becomes a SQL literal of
 // its type (types.go: numbers are parsed and printed again, text quoted),

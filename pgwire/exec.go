@@ -85,10 +85,17 @@ func tagResult(tag string) *result { return &result{tag: tag, done: true} }
 func (c *conn) exec(ctx context.Context, q string) (*result, error) {
 	switch w := firstWords(q, 2); w[0] {
 	case "begin", "start":
+		c.txWrites, c.txStatus = 0, 'T'
 		return tagResult("BEGIN"), nil
 	case "commit", "end":
+		c.txWrites, c.txStatus = 0, 'I'
 		return tagResult("COMMIT"), nil
 	case "rollback", "abort":
+		if c.txWrites > 0 {
+			c.be.Send(&pgproto3.NoticeResponse{Severity: "WARNING", SeverityUnlocalized: "WARNING", Code: "01000",
+				Message: fmt.Sprintf("ROLLBACK undoes nothing: loch committed each of the %d writes since BEGIN on its own", c.txWrites)})
+		}
+		c.txWrites, c.txStatus = 0, 'I'
 		return tagResult("ROLLBACK"), nil
 	case "set", "reset":
 		if !strings.HasPrefix(w[1], "loch_") {
@@ -221,6 +228,7 @@ func (c *conn) write(ctx context.Context, q, kind string) (*result, error) {
 	if err != nil {
 		return nil, err
 	}
+	c.txWrites++
 	c.srv.logf("user %s: %s %s (version %s)", c.user, r.Statement, r.Table, r.Version)
 	return tagResult(commandTag(r)), nil
 }
@@ -414,6 +422,9 @@ func (c *conn) sendError(err error) {
 		msg = errStatementTimeout.Error()
 	case errors.Is(err, context.Canceled):
 		msg = "canceling statement due to user request"
+	}
+	if c.txStatus == 'T' {
+		c.txStatus = 'E' // as PostgreSQL reports it; loch goes on running statements
 	}
 	c.be.Send(&pgproto3.ErrorResponse{Severity: "ERROR", SeverityUnlocalized: "ERROR", Code: sqlState(err), Message: msg})
 }

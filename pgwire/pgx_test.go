@@ -2,6 +2,7 @@ package pgwire
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -489,4 +490,40 @@ func TestPGXCopyFrom(t *testing.T) {
 	require.Equal(t, []byte{7, 0}, image)
 	_, v := rowsOf(t, f.root, "t")
 	require.Len(t, v, 32)
+}
+
+// TestTransactionStatus: BEGIN, COMMIT and ROLLBACK work as clients expect
+// of the status, each write commits on its own, and ROLLBACK says so.
+func TestTransactionStatus(t *testing.T) {
+	f := newFixture(t, Options{})
+	seed(t, f.mustConnect(t, "alice"), 2)
+	var notices []string
+	cfg, err := pgx.ParseConfig("postgres://" + f.addr + "/lake?sslmode=require")
+	require.NoError(t, err)
+	cfg.User, cfg.Password = "alice", password
+	cfg.TLSConfig = &tls.Config{RootCAs: f.roots, ServerName: "127.0.0.1"}
+	cfg.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) { notices = append(notices, n.Message) }
+	c, err := pgx.ConnectConfig(ctx, cfg)
+	require.NoError(t, err)
+	defer c.Close(ctx)
+	tx, err := c.Begin(ctx)
+	require.NoError(t, err)
+	require.Equal(t, byte('T'), c.PgConn().TxStatus())
+	_, err = tx.Exec(ctx, "INSERT INTO frames (id) VALUES ($1)", int64(9))
+	require.NoError(t, err)
+	require.NoError(t, tx.Rollback(ctx))
+	require.Equal(t, byte('I'), c.PgConn().TxStatus())
+	require.Len(t, notices, 1)
+	require.Contains(t, notices[0], "ROLLBACK undoes nothing")
+	var n int64
+	require.NoError(t, c.QueryRow(ctx, "SELECT count(*) FROM frames").Scan(&n))
+	require.Equal(t, int64(3), n, "the INSERT committed on its own")
+
+	tx, err = c.Begin(ctx)
+	require.NoError(t, err)
+	_, err = tx.Exec(ctx, "SELECT nope FROM frames")
+	require.Error(t, err)
+	require.Equal(t, byte('E'), c.PgConn().TxStatus())
+	require.NoError(t, tx.Rollback(ctx))
+	require.Equal(t, byte('I'), c.PgConn().TxStatus())
 }

@@ -168,3 +168,16 @@ def test_psycopg_copy_in_and_out(server: str) -> None:
             with cur.copy("COPY (SELECT id, caption FROM c WHERE id < 3 ORDER BY id) TO STDOUT") as copy:
                 rows = list(copy.rows())
         assert rows == [("0", None), ("1", "line\t1\n"), ("2", "line\t2\n")]
+
+
+def test_psycopg_rollback_warns_it_undoes_nothing(server: str) -> None:
+    notices: list[str] = []
+    with psycopg.connect(host="127.0.0.1", port=server, user="alice", password=PASSWORD, dbname="lake",
+                         sslmode="require") as conn:  # fmt: skip
+        conn.add_notice_handler(lambda d: notices.append(d.message_primary or ""))
+        conn.execute("CREATE TABLE r (id BIGINT)")
+        conn.commit()
+        conn.execute("INSERT INTO r VALUES (1)")
+        conn.rollback()
+        assert any("ROLLBACK undoes nothing" in n for n in notices), notices
+        assert conn.execute("SELECT count(*) FROM r").fetchone() == (1,)
