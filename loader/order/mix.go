@@ -180,17 +180,8 @@ func (s MixSpec) setup() Setup {
 // the plan continues the saved run exactly; in others the rest of the
 // epoch is spread over s.WorldSize ranks.
 func ResumeMix(s MixSpec, st State) (*MixPlan, error) {
-	if st.Version != s.Version {
-		return nil, base.Markf(ErrMismatch, "state of snapshot %q resumed on snapshot %q", st.Version, s.Version)
-	}
-	if err := checkSeed(s.Seed, st); err != nil {
-		return nil, err
-	}
 	s.Epoch = st.Epoch
-	if err := s.Validate(); err != nil {
-		return nil, err
-	}
-	if err := s.setup().check(st.Setup); err != nil {
+	if err := checkResume(s, s.Version, s.Seed, st); err != nil {
 		return nil, err
 	}
 	mx := newMixer(s)
