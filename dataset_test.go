@@ -95,6 +95,14 @@ type model struct {
 	rows []Row
 }
 
+// add records rows appended with the ids from next on.
+func (m *model) add(next uint64, rows []Row) {
+	for i := range rows {
+		m.ids = append(m.ids, next+uint64(i))
+	}
+	m.rows = append(m.rows, rows...)
+}
+
 func randomColumn(r *rand.Rand, name string) schema.Column {
 	c := schema.Column{Name: name, ChunkBytes: 1024 * (1 + r.IntN(4))}
 	switch r.IntN(6) {

@@ -47,10 +47,7 @@ func gcAppend(t *testing.T, d *Dataset, m *model, rows []Row) string {
 	id, err := d.Commit(ctx, fmt.Sprintf("append %d", len(rows)))
 	require.NoError(t, err)
 	if m != nil {
-		for i := range rows {
-			m.ids = append(m.ids, next+uint64(i))
-		}
-		m.rows = append(m.rows, rows...)
+		m.add(next, rows)
 	}
 	return id
 }
@@ -357,10 +354,7 @@ func TestGCGraceKeepsStagedWrites(t *testing.T) {
 
 	_, err = w.Commit(ctx, "after gc")
 	require.NoError(t, err)
-	for i := range rows {
-		m.ids = append(m.ids, next+uint64(i))
-	}
-	m.rows = append(m.rows, rows...)
+	m.add(next, rows)
 	require.NoError(t, d.Refresh(ctx))
 	checkModel(t, d, m)
 	requireVerified(t, d)
