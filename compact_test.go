@@ -368,9 +368,7 @@ func TestCompactConcurrent(t *testing.T) {
 			url := t.TempDir() + "/ds"
 			d := manySmallCommits(t, url, 10, 4)
 			want := readN(t, d)
-			other, err := Open(ctx, url)
-			require.NoError(t, err)
-			defer other.Close()
+			other := mustOpen(t, url)
 			var once atomic.Bool
 			pctx := WithProgress(ctx, func(phase string, done, total int64) {
 				if phase == "compact" && done == total && once.CompareAndSwap(false, true) {
@@ -401,9 +399,7 @@ func TestCompactRefusals(t *testing.T) {
 	d.Discard()
 	_, err = d.Compact(ctx, CompactOptions{Fanout: 1})
 	require.ErrorIs(t, err, ErrInvalidArgument)
-	ro, err := Open(ctx, url, WithVersion(d.Version()))
-	require.NoError(t, err)
-	defer ro.Close()
+	ro := mustOpen(t, url, WithVersion(d.Version()))
 	_, err = ro.Compact(ctx, CompactOptions{})
 	require.Error(t, err)
 	require.False(t, errors.Is(err, ErrNotFound))

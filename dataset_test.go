@@ -50,9 +50,7 @@ func TestCreateOpen(t *testing.T) {
 	require.NoError(t, err)
 	require.NotEqual(t, v0, v1)
 
-	d2, err := Open(ctx, dir)
-	require.NoError(t, err)
-	defer d2.Close()
+	d2 := mustOpen(t, dir)
 	require.EqualValues(t, 2, d2.Len())
 	require.Equal(t, v1, d2.Version())
 	x, err := d2.Column("x")
@@ -71,9 +69,7 @@ func TestCreateOpen(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, n1.Null)
 
-	old, err := Open(ctx, dir, WithVersion(v0))
-	require.NoError(t, err)
-	defer old.Close()
+	old := mustOpen(t, dir, WithVersion(v0))
 	require.EqualValues(t, 0, old.Len())
 	require.ErrorIs(t, old.Append(ctx, Row{}), ErrReadOnly)
 
@@ -404,9 +400,7 @@ func TestConcurrentAppendsRebase(t *testing.T) {
 	for w := 0; w < writers; w++ {
 		require.NoError(t, <-errs)
 	}
-	d, err := Open(ctx, dir)
-	require.NoError(t, err)
-	defer d.Close()
+	d := mustOpen(t, dir)
 	require.EqualValues(t, writers*per, d.Len())
 	col, _ := d.Column("w")
 	seen := map[int64]bool{}
@@ -435,9 +429,7 @@ func TestConflictingDeleteFails(t *testing.T) {
 	require.NoError(t, d1.Append(ctx, Row{"w": Scalar[int64](1)}))
 	_, err := d1.Commit(ctx, "one")
 	require.NoError(t, err)
-	d2, err := Open(ctx, dir)
-	require.NoError(t, err)
-	defer d2.Close()
+	d2 := mustOpen(t, dir)
 	id, _ := d1.RowID(ctx, 0)
 	require.NoError(t, d1.Delete(ctx, id))
 	require.NoError(t, d2.Append(ctx, Row{"w": Scalar[int64](2)}))
@@ -518,9 +510,7 @@ func TestCorruptChunkDetected(t *testing.T) {
 	b[len(b)-20] ^= 1 // a data byte
 	require.NoError(t, os.WriteFile(chunkPath, b, 0o644))
 
-	d2, err := Open(ctx, dir)
-	require.NoError(t, err)
-	defer d2.Close()
+	d2 := mustOpen(t, dir)
 	col, _ := d2.Column("v")
 	_, err = col.ReadRange(ctx, 0, 10)
 	require.ErrorIs(t, err, ErrCorrupt)
@@ -575,9 +565,7 @@ func TestConcurrentReaders(t *testing.T) {
 	require.NoError(t, err)
 	col, err := d.Column("v")
 	require.NoError(t, err)
-	w, err := Open(ctx, dir)
-	require.NoError(t, err)
-	defer w.Close()
+	w := mustOpen(t, dir)
 	done := make(chan error, 8)
 	for g := 0; g < 8; g++ {
 		go func() {

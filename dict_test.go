@@ -43,8 +43,7 @@ func TestDictChunks(t *testing.T) {
 	_, err := d.Commit(ctx, "rows")
 	require.NoError(t, err)
 
-	sc := d.Scan()
-	require.NoError(t, sc.Load(ctx, 4))
+	sc := loadedScan(t, d, 4)
 	for _, c := range sc.Schema().Columns {
 		ids := sc.Chunks(c.UID)
 		require.Greater(t, len(ids), 2, "column %s", c.Name)

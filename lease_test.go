@@ -137,9 +137,7 @@ func TestGCDuringStagedWritesLeaseLapsed(t *testing.T) {
 // gc keeps the staged objects and the commit lands.
 func TestStagedCommitChecksChunks(t *testing.T) {
 	onLeaseBackends(t, func(t *testing.T, d *Dataset, url string) {
-		w, err := Open(ctx, url)
-		require.NoError(t, err)
-		defer w.Close()
+		w := mustOpen(t, url)
 
 		require.NoError(t, w.Extend(ctx, gcRows(0, 40)))
 		s1, err := w.Stage(ctx)

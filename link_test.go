@@ -270,9 +270,7 @@ func TestLinkPolicyDefault(t *testing.T) {
 	_, err = col.Fetch(ctx, 1)
 	require.ErrorIs(t, err, ErrPermission)
 
-	r, err := Open(ctx, dir, WithLinkPolicy(LinkPolicy{MaxBytes: 99}))
-	require.NoError(t, err)
-	defer r.Close()
+	r := mustOpen(t, dir, WithLinkPolicy(LinkPolicy{MaxBytes: 99}))
 	rc, err := r.Column("ref")
 	require.NoError(t, err)
 	_, err = rc.Fetch(ctx, 2)

@@ -36,12 +36,30 @@ func rebaseDataset(t *testing.T, url string, n int) {
 	}
 }
 
-func mustOpen(t *testing.T, url string) *Dataset {
+func mustOpen(t *testing.T, url string, opts ...Option) *Dataset {
 	t.Helper()
-	d, err := Open(ctx, url)
+	d, err := Open(ctx, url, opts...)
 	require.NoError(t, err)
 	t.Cleanup(func() { d.Close() })
 	return d
+}
+
+// openNewBranch creates branch name at the head of d (at url) and opens
+// it, closed when the test ends.
+func openNewBranch(t *testing.T, d *Dataset, url, name string) *Dataset {
+	t.Helper()
+	_, err := d.CreateBranch(ctx, name, "")
+	require.NoError(t, err)
+	return mustOpen(t, url, WithRef(name))
+}
+
+// loadedScan returns a scan of d's version with its manifests loaded by
+// up to parallel requests at a time.
+func loadedScan(t *testing.T, d *Dataset, parallel int) *Scan {
+	t.Helper()
+	sc := d.Scan()
+	require.NoError(t, sc.Load(ctx, parallel))
+	return sc
 }
 
 // rowsByID reads the newest version of url: k and v of every live row, by

@@ -63,8 +63,7 @@ func TestScanMatchesColumn(t *testing.T) {
 	_, err := d.Commit(ctx, "delete")
 	require.NoError(t, err)
 
-	sc := d.Scan()
-	require.NoError(t, sc.Load(ctx, 4))
+	sc := loadedScan(t, d, 4)
 	require.Equal(t, d.Len(), sc.Len())
 	var ids []uint64
 	for pos := range sc.Len() {
@@ -139,8 +138,7 @@ func TestScanSparsePlansReadByRange(t *testing.T) {
 	}
 	_, err := d.Commit(ctx, "rows")
 	require.NoError(t, err)
-	sc := d.Scan()
-	require.NoError(t, sc.Load(ctx, 1))
+	sc := loadedScan(t, d, 1)
 	sch := sc.Schema()
 	for _, codec := range codecs {
 		c, _ := sch.Column(string(codec))
@@ -174,8 +172,7 @@ func TestScanClassifiesErrors(t *testing.T) {
 	}
 	_, err := d.Commit(ctx, "ten")
 	require.NoError(t, err)
-	sc := d.Scan()
-	require.NoError(t, sc.Load(ctx, 1))
+	sc := loadedScan(t, d, 1)
 	sch := sc.Schema()
 	c, _ := sch.Column("v")
 	id := sc.Chunks(c.UID)[0]
@@ -236,8 +233,7 @@ func TestSlotCursor(t *testing.T) {
 	require.NoError(t, d.Delete(ctx, ids[3], ids[160], ids[161], ids[449]))
 	_, err := d.Commit(ctx, "delete")
 	require.NoError(t, err)
-	sc := d.Scan()
-	require.NoError(t, sc.Load(ctx, 4))
+	sc := loadedScan(t, d, 4)
 	locs, err := sc.LocateRange(0, sc.Len(), nil)
 	require.NoError(t, err)
 	require.Len(t, locs, int(sc.Len()))
@@ -287,8 +283,7 @@ func TestFetchedFixed(t *testing.T) {
 	}
 	_, err := d.Commit(ctx, "rows")
 	require.NoError(t, err)
-	sc := d.Scan()
-	require.NoError(t, sc.Load(ctx, 1))
+	sc := loadedScan(t, d, 1)
 	sch := d.Schema()
 	for _, name := range []string{"n", "m"} {
 		c, _ := sch.Column(name)
@@ -328,8 +323,7 @@ func TestSwappedChunkIsRefused(t *testing.T) {
 		_, err := d.Commit(ctx, "ten")
 		require.NoError(t, err)
 	}
-	sc := d.Scan()
-	require.NoError(t, sc.Load(ctx, 1))
+	sc := loadedScan(t, d, 1)
 	sch := sc.Schema()
 	c, _ := sch.Column("label")
 	ids := sc.Chunks(c.UID)
@@ -343,9 +337,7 @@ func TestSwappedChunkIsRefused(t *testing.T) {
 	require.Equal(t, len(a), len(b), "the swap keeps the size")
 	require.NoError(t, os.WriteFile(second, a, 0o644))
 
-	d2, err := Open(ctx, dir)
-	require.NoError(t, err)
-	defer d2.Close()
+	d2 := mustOpen(t, dir)
 	col, _ := d2.Column("label")
 	_, err = col.ReadRange(ctx, 10, 20)
 	require.ErrorIs(t, err, ErrCorrupt)
@@ -447,9 +439,7 @@ func TestLoadCancelledIsNotKept(t *testing.T) {
 	require.NoError(t, d.Append(ctx, Row{"n": Scalar(int64(7))}))
 	_, err := d.Commit(ctx, "a row")
 	require.NoError(t, err)
-	fresh, err := Open(ctx, dir)
-	require.NoError(t, err)
-	defer fresh.Close()
+	fresh := mustOpen(t, dir)
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()
 	require.ErrorIs(t, fresh.Scan().Load(cancelled, 1), context.Canceled)

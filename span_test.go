@@ -57,8 +57,7 @@ func spanDataset(t *testing.T, r *rand.Rand, codec schema.ChunkCodec, n int) (d 
 // scanOf loads a scan of d and returns it with column v's uid.
 func scanOf(t *testing.T, d *Dataset) (*Scan, int) {
 	t.Helper()
-	sc := d.Scan()
-	require.NoError(t, sc.Load(ctx, 2))
+	sc := loadedScan(t, d, 2)
 	sch := sc.Schema()
 	c, ok := sch.Column("v")
 	require.True(t, ok)
@@ -376,9 +375,7 @@ func TestSpanReadsThroughCache(t *testing.T) {
 				require.Equal(t, int64(len(ids)), cache.Stats().Puts)
 
 				// Another handle (an empty header cache), as another process.
-				d2, err := Open(ctx, dir)
-				require.NoError(t, err)
-				defer d2.Close()
+				d2 := mustOpen(t, dir)
 				counts2 := countReads(d2)
 				sc2, _ := scanOf(t, d2)
 				sc2 = sc2.WithCache(cache)
@@ -601,9 +598,7 @@ func TestColumnReadsSamplesByRange(t *testing.T) {
 	r := rand.New(rand.NewPCG(testseed.Seed(t), 27))
 	for _, codec := range spanCodecs {
 		_, dir, want := spanDataset(t, r, codec, 600)
-		d, err := Open(ctx, dir)
-		require.NoError(t, err)
-		defer d.Close()
+		d := mustOpen(t, dir)
 		counts := countReads(d)
 		col, err := d.Column("v")
 		require.NoError(t, err)

@@ -153,9 +153,7 @@ func TestStagedConcurrentWriters(t *testing.T) {
 			descs[w] = stageRows(t, url, int32(w), int64(w*per), per)
 		}()
 	}
-	other, err := Open(ctx, url)
-	require.NoError(t, err)
-	defer other.Close()
+	other := mustOpen(t, url)
 	for i := 0; i < 3; i++ {
 		require.NoError(t, other.Append(ctx, Row{"n": Scalar(int64(-1 - i))}))
 		_, err := other.Commit(ctx, "meanwhile")

@@ -66,6 +66,15 @@ def run_script(tmp_path: Path, code: str, *args: str, timeout: float = 120, chec
     return proc
 
 
+
+def run_torchrun(tmp_path: Path, code: str, *args: str, nproc: int, timeout: float = 240) -> Any:
+    """Runs code as run_script does under torchrun --standalone with nproc
+    processes, and returns the JSON object of the last output line that
+    starts with "{" (what rank 0 printed)."""
+    launcher = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={nproc}"]
+    proc = run_script(tmp_path, code, *args, timeout=timeout, launcher=launcher)
+    return json.loads([line for line in proc.stdout.splitlines() if line.startswith("{")][-1])
+
 def minio_binary() -> str | None:
     """The pinned MinIO server (`make tools`): $LOCH_MINIO, else the link
     under the tools cache; None when neither exists."""
