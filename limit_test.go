@@ -7,16 +7,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lochdata/loch/imaging/imagingtest"
+	"github.com/lochdata/loch/internal/decodelimit/decodelimittest"
 	"github.com/lochdata/loch/internal/mediatest"
 	"github.com/lochdata/loch/schema"
 )
-
-// setDecodeLimit sets the decode limit for one test.
-func setDecodeLimit(t *testing.T, n int64) {
-	old, err := SetMaxDecodeBytes(n)
-	require.NoError(t, err)
-	t.Cleanup(func() { SetMaxDecodeBytes(old) })
-}
 
 // A png declaring 30000x30000 is refused by a write (no reader could
 // decode it) and, stored by a writer with no limit, by every whole-sample
@@ -28,19 +22,19 @@ func TestImageDecodeLimit(t *testing.T) {
 	sch := schema.Schema{Columns: []schema.Column{
 		{Name: "image", Kind: schema.Image, DType: schema.Uint8, Shape: schema.Shape{-1, -1, 1}, SampleCompression: schema.PNG},
 	}}
-	setDecodeLimit(t, 512<<20)
+	decodelimittest.Set(t, 512<<20)
 	d, _ := mustCreate(t, sch)
 	err := d.Append(ctx, Row{"image": Encoded(schema.PNG, bomb, nil)})
 	require.ErrorIs(t, err, ErrTooLarge)
 	require.ErrorContains(t, err, `column "image": png image of 30000x30000 pixels, 1 channel: 900000000 bytes, more than the decode limit of 536870912 bytes`)
 
-	setDecodeLimit(t, 0)
+	decodelimittest.Set(t, 0)
 	require.NoError(t, d.Append(ctx, Row{"image": Encoded(schema.PNG, bomb, nil)}))
 	require.NoError(t, d.Append(ctx, Row{"image": Encoded(schema.PNG, imagingtest.PNGBomb(40, 30), nil)}))
 	_, err = d.Commit(ctx, "a bomb")
 	require.NoError(t, err)
 
-	setDecodeLimit(t, 512<<20)
+	decodelimittest.Set(t, 512<<20)
 	c, err := d.Column("image")
 	require.NoError(t, err)
 	var a, b runtime.MemStats
@@ -78,7 +72,7 @@ func TestMediaDecodeLimit(t *testing.T) {
 	require.NoError(t, err)
 
 	const frame = 48 * 64 * 3
-	setDecodeLimit(t, 10*frame) // 10 of the 50 frames
+	decodelimittest.Set(t, 10*frame) // 10 of the 50 frames
 	clip, err := d.Column("clip")
 	require.NoError(t, err)
 	_, err = clip.Read(ctx, 0, nil)
@@ -92,7 +86,7 @@ func TestMediaDecodeLimit(t *testing.T) {
 	require.ErrorIs(t, err, ErrTooLarge)
 	require.ErrorContains(t, err, `column "clip" row 0: 11 video frames of 64x48 pixels (RGB): 101376 bytes`)
 
-	setDecodeLimit(t, 32000) // 4000 of the 8000 samples x 2 channels
+	decodelimittest.Set(t, 32000) // 4000 of the 8000 samples x 2 channels
 	sound, err := d.Column("sound")
 	require.NoError(t, err)
 	_, err = sound.Read(ctx, 0, nil)
