@@ -299,15 +299,8 @@ func (p *MixPlan) All() iter.Seq2[int, []Item] {
 // State returns the state after the plan's first done batches, as
 // EpochPlan.State.
 func (p *MixPlan) State(done int) State {
-	if done < 0 || done > p.Batches() {
-		panic(fmt.Sprintf("order: state after %d batches of a plan with %d", done, p.Batches()))
-	}
-	mx := p.mx
-	if done == p.Batches() {
-		return State{Version: mx.version, Seed: mx.seed, Epoch: mx.epoch + 1, Setup: mx.setup}
-	}
-	stages := append(slices.Clip(p.prev), Stage{p.st.world, p.st.batch, p.startBatch + done})
-	return State{Version: mx.version, Seed: mx.seed, Epoch: mx.epoch, Setup: mx.setup, Stages: stages}
+	start := State{Version: p.mx.version, Seed: p.mx.seed, Epoch: p.mx.epoch, Setup: p.mx.setup}
+	return start.after(done, p.Batches(), p.prev, Stage{p.st.world, p.st.batch, p.startBatch})
 }
 
 type partCursor struct {

@@ -274,14 +274,26 @@ func (p *EpochPlan) Windows() []Span {
 // done == Batches() it is the start of the next epoch. It panics unless
 // 0 <= done <= Batches().
 func (p *EpochPlan) State(done int) State {
-	if done < 0 || done > p.Batches() {
-		panic(fmt.Sprintf("order: state after %d batches of a plan with %d", done, p.Batches()))
+	start := State{Version: p.version, Seed: p.seed, Epoch: p.epoch, Setup: p.setup}
+	return start.after(done, p.Batches(), p.prev, Stage{p.st.world, p.st.batch, p.startBatch})
+}
+
+// after returns s, a state without stages, moved done batches into the
+// stage cur, whose BatchesDone are the batches delivered in it before a
+// plan of batches batches, after the epoch's earlier stages prev; done ==
+// batches is the start of the next epoch. It panics unless 0 <= done <=
+// batches.
+func (s State) after(done, batches int, prev []Stage, cur Stage) State {
+	if done < 0 || done > batches {
+		panic(fmt.Sprintf("order: state after %d batches of a plan with %d", done, batches))
 	}
-	if done == p.Batches() {
-		return State{Version: p.version, Seed: p.seed, Epoch: p.epoch + 1, Setup: p.setup}
+	if done == batches {
+		s.Epoch++
+		return s
 	}
-	stages := append(slices.Clip(p.prev), Stage{p.st.world, p.st.batch, p.startBatch + done})
-	return State{Version: p.version, Seed: p.seed, Epoch: p.epoch, Setup: p.setup, Stages: stages}
+	cur.BatchesDone += done
+	s.Stages = append(slices.Clip(prev), cur)
+	return s
 }
 
 // reader streams a plan's positions.
