@@ -26,7 +26,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from . import _library
-from ._handle import Handle
+from ._handle import Closable, Handle
 from ._library import Library, c_uintptr
 from ._snapshot import json_options
 from .dataset import Dataset, _auto_compact
@@ -117,7 +117,7 @@ def connect(root: str, *, create: bool = True) -> Catalog:
     return Catalog(lib, out.value)
 
 
-class Catalog:
+class Catalog(Closable):
     """The tables under one root (:func:`loch.connect`). Table names keep
     their case and compare case-insensitively; a bad name (with ``/``,
     ``..``, control characters, ...) raises :class:`loch.InvalidArgument`.
@@ -272,13 +272,3 @@ class Catalog:
         """Closes the catalog (idempotent). Tables opened from it stay
         usable until they are closed."""
         self._h.close()
-
-    @property
-    def closed(self) -> bool:
-        return self._h.closed
-
-    def __enter__(self) -> Catalog:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
