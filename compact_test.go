@@ -77,10 +77,7 @@ func TestCompactProperty(t *testing.T) {
 	seed := testseed.Seed(t)
 	r := rand.New(rand.NewPCG(seed, 34))
 	for round := 0; round < 3; round++ {
-		var cols []schema.Column
-		for i := 0; i < 2+r.IntN(4); i++ {
-			cols = append(cols, randomColumn(r, fmt.Sprintf("c%d", i)))
-		}
+		cols := randomColumns(r, 4)
 		d, dir := mustCreate(t, schema.Schema{Columns: cols})
 		var ids []uint64
 		for step := 0; step < 12; step++ {

@@ -99,6 +99,16 @@ func (m *model) add(next uint64, rows []Row) {
 	m.rows = append(m.rows, rows...)
 }
 
+// randomColumns returns random columns named c0, c1 and on: as many as
+// the loop draws, at least 2 and fewer than 2+spread.
+func randomColumns(r *rand.Rand, spread int) []schema.Column {
+	var cols []schema.Column
+	for i := 0; i < 2+r.IntN(spread); i++ {
+		cols = append(cols, randomColumn(r, fmt.Sprintf("c%d", i)))
+	}
+	return cols
+}
+
 func randomColumn(r *rand.Rand, name string) schema.Column {
 	c := schema.Column{Name: name, ChunkBytes: 1024 * (1 + r.IntN(4))}
 	switch r.IntN(6) {
@@ -241,10 +251,7 @@ func TestRoundTripProperty(t *testing.T) {
 	seed := testseed.Seed(t)
 	r := rand.New(rand.NewPCG(seed, 7))
 	for round := 0; round < 4; round++ {
-		var cols []schema.Column
-		for i := 0; i < 2+r.IntN(4); i++ {
-			cols = append(cols, randomColumn(r, fmt.Sprintf("c%d", i)))
-		}
+		cols := randomColumns(r, 4)
 		d, dir := mustCreate(t, schema.Schema{Columns: cols}, WithCacheBytes(int64(r.IntN(2))<<20))
 		m := &model{}
 		var versions []string

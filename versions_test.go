@@ -247,10 +247,7 @@ func TestVersionsProperty(t *testing.T) {
 	seed := testseed.Seed(t)
 	r := rand.New(rand.NewPCG(seed, 11))
 	for round := 0; round < 2; round++ {
-		var cols []schema.Column
-		for i := 0; i < 2+r.IntN(3); i++ {
-			cols = append(cols, randomColumn(r, fmt.Sprintf("c%d", i)))
-		}
+		cols := randomColumns(r, 3)
 		d, dir := mustCreate(t, schema.Schema{Columns: cols})
 		h := &history{models: map[string]vmodel{d.Version(): {cols: d.Schema().Columns, rows: map[uint64]Row{}}},
 			parents: map[string][]string{d.Version(): nil}, branches: map[string]string{"main": d.Version()}, tags: map[string]string{}}
