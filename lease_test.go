@@ -13,9 +13,9 @@ import (
 	"github.com/lochdata/loch/storage"
 )
 
-// leaseBackends are the stores the writer-lease tests run on: local disk
-// and a real MinIO.
-var leaseBackends = map[string]func(t *testing.T) string{
+// localAndS3 are the stores the tests of concurrent writers and leases
+// run on: local disk and a real MinIO.
+var localAndS3 = map[string]func(t *testing.T) string{
 	"local": func(t *testing.T) string { return t.TempDir() + "/ds" },
 	"s3":    func(t *testing.T) string { return testserver.MinIO(t).URL },
 }
@@ -221,12 +221,12 @@ func TestLeaseObject(t *testing.T) {
 	l.end(false)
 }
 
-// onLeaseBackends runs fn as a subtest on each of leaseBackends with a new
+// onLeaseBackends runs fn as a subtest on each of localAndS3 with a new
 // dataset of gcSchema created there with opts, closed when fn returns.
 func onLeaseBackends(t *testing.T, fn func(t *testing.T, d *Dataset, url string), opts ...Option) {
-	for _, name := range sortedKeys(leaseBackends) {
+	for _, name := range sortedKeys(localAndS3) {
 		t.Run(name, func(t *testing.T) {
-			url := leaseBackends[name](t)
+			url := localAndS3[name](t)
 			d, err := Create(ctx, url, gcSchema, opts...)
 			require.NoError(t, err)
 			defer d.Close()

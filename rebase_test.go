@@ -132,14 +132,10 @@ func TestCommitRebasesDisjointChanges(t *testing.T) {
 			require.NoError(t, err)
 		},
 	}
-	backends := map[string]func(t *testing.T) string{
-		"local": func(t *testing.T) string { return t.TempDir() + "/ds" },
-		"s3":    func(t *testing.T) string { return testserver.MinIO(t).URL },
-	}
-	for _, backend := range sortedKeys(backends) {
+	for _, backend := range sortedKeys(localAndS3) {
 		for _, other := range sortedKeys(others) {
 			t.Run(backend+"/"+other, func(t *testing.T) {
-				url := backends[backend](t)
+				url := localAndS3[backend](t)
 				rebaseDataset(t, url, 10)
 				d := mustOpen(t, url)
 				require.NoError(t, d.Update(ctx, 1, Row{"v": Scalar(int64(100))}))
@@ -371,14 +367,10 @@ func TestRefreshRebasesAddedColumns(t *testing.T) {
 // update, on local disk and MinIO; their rows alternate, so both update
 // every fragment in place: every commit lands, nothing is lost.
 func TestConcurrentDisjointUpdates(t *testing.T) {
-	backends := map[string]func(t *testing.T) string{
-		"local": func(t *testing.T) string { return t.TempDir() + "/ds" },
-		"s3":    func(t *testing.T) string { return testserver.MinIO(t).URL },
-	}
-	for _, backend := range sortedKeys(backends) {
+	for _, backend := range sortedKeys(localAndS3) {
 		t.Run(backend, func(t *testing.T) {
 			const writers, updates = 2, 20
-			url := backends[backend](t)
+			url := localAndS3[backend](t)
 			rebaseDataset(t, url, writers*updates)
 			var wg sync.WaitGroup
 			errs := make([]error, writers)

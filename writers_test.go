@@ -17,7 +17,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lochdata/loch/internal/testseed"
-	"github.com/lochdata/loch/internal/testserver"
 	"github.com/lochdata/loch/schema"
 )
 
@@ -135,13 +134,9 @@ func rowWithValue(d *Dataset, v int64) (uint64, error) {
 // deleted it), and the history is a valid graph holding every winning
 // commit.
 func TestWriterProcesses(t *testing.T) {
-	backends := map[string]func(t *testing.T) string{
-		"local": func(t *testing.T) string { return t.TempDir() + "/ds" },
-		"s3":    func(t *testing.T) string { return testserver.MinIO(t).URL },
-	}
-	for _, name := range sortedKeys(backends) {
+	for _, name := range sortedKeys(localAndS3) {
 		t.Run(name, func(t *testing.T) {
-			url := backends[name](t)
+			url := localAndS3[name](t)
 			d, err := Create(ctx, url, schema.Schema{Columns: []schema.Column{
 				{Name: "w", DType: schema.Int32}, {Name: "n", DType: schema.Int64}}})
 			require.NoError(t, err)
