@@ -110,13 +110,28 @@ func TestImageFolderPNG(t *testing.T) {
 	}
 }
 
-func TestImageFolderJPEGKeepsJPEGBytes(t *testing.T) {
-	ctx := context.Background()
+// ingestFolder ingests a folder made by makeFolder into a new in-memory
+// dataset with o, and opens the dataset.
+func ingestFolder(t *testing.T, o Options) (*loch.Dataset, []folderImage) {
+	t.Helper()
 	root, imgs := makeFolder(t)
 	url := memURL(t)
-	_, err := ImageFolder(ctx, root, url, Options{ImageCompression: CompressJPEG})
+	_, err := ImageFolder(context.Background(), root, url, o)
 	require.NoError(t, err)
-	d := openDataset(t, url)
+	return openDataset(t, url), imgs
+}
+
+// imageColumn returns the schema column "image" of d.
+func imageColumn(t *testing.T, d *loch.Dataset) *schema.Column {
+	t.Helper()
+	s := d.Schema()
+	c, ok := s.Column("image")
+	require.True(t, ok)
+	return c
+}
+
+func TestImageFolderJPEGKeepsJPEGBytes(t *testing.T) {
+	d, imgs := ingestFolder(t, Options{ImageCompression: CompressJPEG})
 	enc := column(t, d, "image", true)
 	for i, im := range imgs {
 		require.Equal(t, schema.JPEG, enc[i].Encoding)
@@ -131,13 +146,8 @@ func TestImageFolderJPEGKeepsJPEGBytes(t *testing.T) {
 }
 
 func TestImageFolderLZ4ExactPixels(t *testing.T) {
-	ctx := context.Background()
-	root, imgs := makeFolder(t)
-	url := memURL(t)
-	_, err := ImageFolder(ctx, root, url, Options{ImageCompression: CompressLZ4})
-	require.NoError(t, err)
-	d := openDataset(t, url)
-	c, _ := func() (*schema.Column, bool) { s := d.Schema(); return s.Column("image") }()
+	d, imgs := ingestFolder(t, Options{ImageCompression: CompressLZ4})
+	c := imageColumn(t, d)
 	require.Equal(t, schema.LZ4, c.ChunkCompression)
 	require.Equal(t, schema.SampleNone, c.SampleCompression)
 	enc := column(t, d, "image", true)
@@ -149,13 +159,8 @@ func TestImageFolderLZ4ExactPixels(t *testing.T) {
 }
 
 func TestImageFolderResize(t *testing.T) {
-	ctx := context.Background()
-	root, imgs := makeFolder(t)
-	url := memURL(t)
-	_, err := ImageFolder(ctx, root, url, Options{Resize: Size{Width: 5, Height: 4}, Channels: 3})
-	require.NoError(t, err)
-	d := openDataset(t, url)
-	c, _ := func() (*schema.Column, bool) { s := d.Schema(); return s.Column("image") }()
+	d, imgs := ingestFolder(t, Options{Resize: Size{Width: 5, Height: 4}, Channels: 3})
+	c := imageColumn(t, d)
 	require.Equal(t, schema.Shape{4, 5, 3}, c.Shape)
 	pix := column(t, d, "image", false)
 	require.Len(t, pix, len(imgs))
