@@ -110,15 +110,15 @@ func TestImageFolderPNG(t *testing.T) {
 	}
 }
 
-// ingestFolder ingests a folder made by makeFolder into a new in-memory
-// dataset with o, and opens the dataset.
-func ingestFolder(t *testing.T, o Options) (*loch.Dataset, []folderImage) {
+// ingestFolder makes a folder with makeFolder and ingests it with o into a
+// new in-memory dataset at url.
+func ingestFolder(t *testing.T, o Options) (root, url string, imgs []folderImage) {
 	t.Helper()
-	root, imgs := makeFolder(t)
-	url := memURL(t)
+	root, imgs = makeFolder(t)
+	url = memURL(t)
 	_, err := ImageFolder(context.Background(), root, url, o)
 	require.NoError(t, err)
-	return openDataset(t, url), imgs
+	return root, url, imgs
 }
 
 // imageColumn returns the schema column "image" of d.
@@ -131,7 +131,8 @@ func imageColumn(t *testing.T, d *loch.Dataset) *schema.Column {
 }
 
 func TestImageFolderJPEGKeepsJPEGBytes(t *testing.T) {
-	d, imgs := ingestFolder(t, Options{ImageCompression: CompressJPEG})
+	_, url, imgs := ingestFolder(t, Options{ImageCompression: CompressJPEG})
+	d := openDataset(t, url)
 	enc := column(t, d, "image", true)
 	for i, im := range imgs {
 		require.Equal(t, schema.JPEG, enc[i].Encoding)
@@ -146,7 +147,8 @@ func TestImageFolderJPEGKeepsJPEGBytes(t *testing.T) {
 }
 
 func TestImageFolderLZ4ExactPixels(t *testing.T) {
-	d, imgs := ingestFolder(t, Options{ImageCompression: CompressLZ4})
+	_, url, imgs := ingestFolder(t, Options{ImageCompression: CompressLZ4})
+	d := openDataset(t, url)
 	c := imageColumn(t, d)
 	require.Equal(t, schema.LZ4, c.ChunkCompression)
 	require.Equal(t, schema.SampleNone, c.SampleCompression)
@@ -159,7 +161,8 @@ func TestImageFolderLZ4ExactPixels(t *testing.T) {
 }
 
 func TestImageFolderResize(t *testing.T) {
-	d, imgs := ingestFolder(t, Options{Resize: Size{Width: 5, Height: 4}, Channels: 3})
+	_, url, imgs := ingestFolder(t, Options{Resize: Size{Width: 5, Height: 4}, Channels: 3})
+	d := openDataset(t, url)
 	c := imageColumn(t, d)
 	require.Equal(t, schema.Shape{4, 5, 3}, c.Shape)
 	pix := column(t, d, "image", false)
@@ -172,10 +175,7 @@ func TestImageFolderResize(t *testing.T) {
 
 func TestImageFolderBadFileCommitsNothing(t *testing.T) {
 	ctx := context.Background()
-	root, imgs := makeFolder(t)
-	url := memURL(t)
-	_, err := ImageFolder(ctx, root, url, Options{})
-	require.NoError(t, err)
+	root, url, imgs := ingestFolder(t, Options{})
 	before := openDataset(t, url)
 
 	bad := imgs[20].path
@@ -247,10 +247,7 @@ func TestImageFolderFailureLeavesEmptyDatasetThatRerunFills(t *testing.T) {
 
 func TestImageFolderAppendMapsClassesByName(t *testing.T) {
 	ctx := context.Background()
-	root, imgs := makeFolder(t)
-	url := memURL(t)
-	_, err := ImageFolder(ctx, root, url, Options{})
-	require.NoError(t, err)
+	root, url, imgs := ingestFolder(t, Options{})
 
 	// A folder with only some of the classes keeps the dataset's labels.
 	part := t.TempDir()
