@@ -215,8 +215,7 @@ func TestLinkBucketsS3(t *testing.T) {
 		r, err := Open(ctx, own.URL, WithLinkPolicy(p))
 		require.NoError(t, err)
 		t.Cleanup(func() { r.Close() })
-		col, err := r.Column("ref")
-		require.NoError(t, err)
+		col := mustColumn(t, r, "ref")
 		return col
 	}
 

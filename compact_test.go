@@ -57,8 +57,7 @@ func snapshotRows(t *testing.T, d *Dataset) *model {
 		m.rows = append(m.rows, Row{})
 	}
 	for _, c := range cols {
-		col, err := d.Column(c.Name)
-		require.NoError(t, err)
+		col := mustColumn(t, d, c.Name)
 		for i := int64(0); i < d.Len(); i++ {
 			s, err := col.Read(ctx, i, nil)
 			require.NoError(t, err)
@@ -227,8 +226,7 @@ func manySmallCommits(t *testing.T, url string, n, k int, opts ...Option) *Datas
 // readN returns column n of every row in order.
 func readN(t *testing.T, d *Dataset) []int64 {
 	t.Helper()
-	col, err := d.Column("n")
-	require.NoError(t, err)
+	col := mustColumn(t, d, "n")
 	all, err := col.ReadRange(ctx, 0, d.Len())
 	require.NoError(t, err)
 	out := make([]int64, len(all))

@@ -53,15 +53,13 @@ func TestCreateOpen(t *testing.T) {
 	d2 := mustOpen(t, dir)
 	require.EqualValues(t, 2, d2.Len())
 	require.Equal(t, v1, d2.Version())
-	x, err := d2.Column("x")
-	require.NoError(t, err)
+	x := mustColumn(t, d2, "x")
 	s1, err := x.Read(ctx, 1, nil)
 	require.NoError(t, err)
 	f, err := As[float32](s1.Data)
 	require.NoError(t, err)
 	require.Equal(t, []float32{4, 5, 6}, f)
-	note, err := d2.Column("note")
-	require.NoError(t, err)
+	note := mustColumn(t, d2, "note")
 	n0, err := note.Read(ctx, 0, nil)
 	require.NoError(t, err)
 	require.Equal(t, "hi", string(n0.Data))
@@ -200,8 +198,7 @@ func checkModel(t *testing.T, d *Dataset, m *model) {
 		require.Equal(t, m.ids[i], id, "row %d", i)
 	}
 	for _, c := range d.Schema().Columns {
-		col, err := d.Column(c.Name)
-		require.NoError(t, err)
+		col := mustColumn(t, d, c.Name)
 		all, err := col.ReadRange(ctx, 0, d.Len())
 		require.NoError(t, err)
 		for i, want := range m.rows {
@@ -570,8 +567,7 @@ func TestConcurrentReaders(t *testing.T) {
 	}
 	_, err := d.Commit(ctx, "500")
 	require.NoError(t, err)
-	col, err := d.Column("v")
-	require.NoError(t, err)
+	col := mustColumn(t, d, "v")
 	w := mustOpen(t, dir)
 	done := make(chan error, 8)
 	for g := 0; g < 8; g++ {

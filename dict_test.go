@@ -65,8 +65,7 @@ func TestDictChunks(t *testing.T) {
 				require.True(t, bytes.Equal(data, s.Data))
 			}
 		}
-		col, err := d.Column(c.Name)
-		require.NoError(t, err)
+		col := mustColumn(t, d, c.Name)
 		all, err := col.ReadRange(ctx, 0, d.Len())
 		require.NoError(t, err)
 		for p := range sc.Len() {

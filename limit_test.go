@@ -35,8 +35,7 @@ func TestImageDecodeLimit(t *testing.T) {
 	require.NoError(t, err)
 
 	decodelimittest.Set(t, 512<<20)
-	c, err := d.Column("image")
-	require.NoError(t, err)
+	c := mustColumn(t, d, "image")
 	var a, b runtime.MemStats
 	runtime.ReadMemStats(&a)
 	_, err = c.Read(ctx, 0, nil)
@@ -73,8 +72,7 @@ func TestMediaDecodeLimit(t *testing.T) {
 
 	const frame = 48 * 64 * 3
 	decodelimittest.Set(t, 10*frame) // 10 of the 50 frames
-	clip, err := d.Column("clip")
-	require.NoError(t, err)
+	clip := mustColumn(t, d, "clip")
 	_, err = clip.Read(ctx, 0, nil)
 	require.ErrorIs(t, err, ErrTooLarge)
 	require.NotErrorIs(t, err, ErrCorrupt)
@@ -87,8 +85,7 @@ func TestMediaDecodeLimit(t *testing.T) {
 	require.ErrorContains(t, err, `column "clip" row 0: 11 video frames of 64x48 pixels (RGB): 101376 bytes`)
 
 	decodelimittest.Set(t, 32000) // 4000 of the 8000 samples x 2 channels
-	sound, err := d.Column("sound")
-	require.NoError(t, err)
+	sound := mustColumn(t, d, "sound")
 	_, err = sound.Read(ctx, 0, nil)
 	require.ErrorIs(t, err, ErrTooLarge)
 	require.ErrorContains(t, err, `column "sound" row 0: audio sample of shape [8000 2]: 64000 bytes`)

@@ -44,6 +44,14 @@ func mustOpen(t *testing.T, url string, opts ...Option) *Dataset {
 	return d
 }
 
+// mustColumn returns a reader of column name of d.
+func mustColumn(t testing.TB, d *Dataset, name string) *ColumnReader {
+	t.Helper()
+	c, err := d.Column(name)
+	require.NoError(t, err)
+	return c
+}
+
 // openNewBranch creates branch name at the head of d (at url) and opens
 // it, closed when the test ends.
 func openNewBranch(t *testing.T, d *Dataset, url, name string) *Dataset {
@@ -73,8 +81,7 @@ func rowsByID(t *testing.T, url string) map[uint64][2]int64 {
 	out := map[uint64][2]int64{}
 	cols := make([]*ColumnReader, 2)
 	for i, name := range []string{"k", "v"} {
-		c, err := d.Column(name)
-		require.NoError(t, err)
+		c := mustColumn(t, d, name)
 		cols[i] = c
 	}
 	for i := int64(0); i < d.Len(); i++ {
@@ -324,8 +331,7 @@ func TestRefreshRebasesAddedColumns(t *testing.T) {
 		uids[c.UID] = true
 	}
 	read := func(col string) []string {
-		c, err := r.Column(col)
-		require.NoError(t, err)
+		c := mustColumn(t, r, col)
 		var out []string
 		for i := int64(0); i < r.Len(); i++ {
 			s, err := c.Read(ctx, i, nil)

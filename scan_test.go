@@ -89,8 +89,7 @@ func TestScanMatchesColumn(t *testing.T) {
 			sum += b
 		}
 		require.Equal(t, sc.Len(), sum, "column %s: blocks tile the rows", c.Name)
-		col, err := d.Column(c.Name)
-		require.NoError(t, err)
+		col := mustColumn(t, d, c.Name)
 		for p := range sc.Len() {
 			want, err := col.ReadEncoded(ctx, p)
 			require.NoError(t, err)
@@ -445,8 +444,7 @@ func TestLoadCancelledIsNotKept(t *testing.T) {
 	require.ErrorIs(t, fresh.Scan().Load(cancelled, 1), context.Canceled)
 	sc := fresh.Scan()
 	require.NoError(t, sc.Load(ctx, 1), "the next load tries again")
-	col, err := fresh.Column("n")
-	require.NoError(t, err)
+	col := mustColumn(t, fresh, "n")
 	s, err := col.Read(ctx, 0, nil)
 	require.NoError(t, err)
 	got, _ := As[int64](s.Data)

@@ -260,8 +260,7 @@ func TestSpanOfFormat10ChunkReadsWhole(t *testing.T) {
 
 		// ColumnReader's single-sample reads fall back alike.
 		d.chunks = newChunkCache(1 << 30)
-		col, err := d.Column("v")
-		require.NoError(t, err)
+		col := mustColumn(t, d, "v")
 		col.snap = sc.s
 		got, err := col.ReadEncoded(ctx, 6)
 		require.NoError(t, err)
@@ -555,8 +554,7 @@ func TestDamagedBlockSpoilsItsSamplesOnly(t *testing.T) {
 
 		// ColumnReader: single reads (by range) and range reads (whole).
 		d.chunks = newChunkCache(1 << 30)
-		col, err := d.Column("v")
-		require.NoError(t, err)
+		col := mustColumn(t, d, "v")
 		n := int(sc.ref(id).Rows)
 		for _, whole := range []bool{false, true} {
 			for j := range n {
@@ -600,8 +598,7 @@ func TestColumnReadsSamplesByRange(t *testing.T) {
 		_, dir, want := spanDataset(t, r, codec, 600)
 		d := mustOpen(t, dir)
 		counts := countReads(d)
-		col, err := d.Column("v")
-		require.NoError(t, err)
+		col := mustColumn(t, d, "v")
 		for _, row := range []int64{5, 6, 300} {
 			got, err := col.ReadEncoded(ctx, row)
 			require.NoError(t, err)

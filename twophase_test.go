@@ -48,8 +48,7 @@ func stageRows(t testing.TB, url string, w int32, base, count int64) *Staged {
 // columnN reads column n of d at its snapshot, and the row ids.
 func columnN(t testing.TB, d *Dataset) ([]int64, []uint64) {
 	t.Helper()
-	col, err := d.Column("n")
-	require.NoError(t, err)
+	col := mustColumn(t, d, "n")
 	all, err := col.ReadRange(ctx, 0, d.Len())
 	require.NoError(t, err)
 	var ns []int64

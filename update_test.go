@@ -58,8 +58,7 @@ func TestUpdateInPlace(t *testing.T) {
 	id, err := d.RowID(ctx, 0)
 	require.NoError(t, err)
 	require.EqualValues(t, 0, id, "row 0 stays at position 0")
-	capCol, err := d.Column("caption")
-	require.NoError(t, err)
+	capCol := mustColumn(t, d, "caption")
 	s, err := capCol.Read(ctx, 0, nil)
 	require.NoError(t, err)
 	require.Equal(t, "a much longer caption than before", string(s.Data))
@@ -168,8 +167,7 @@ func TestClassCounts(t *testing.T) {
 	check := func(what string) {
 		t.Helper()
 		want := make([]int64, 3)
-		col, err := d.Column("label")
-		require.NoError(t, err)
+		col := mustColumn(t, d, "label")
 		all, err := col.ReadRange(ctx, 0, d.Len())
 		require.NoError(t, err)
 		for _, s := range all {

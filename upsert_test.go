@@ -17,8 +17,7 @@ func upsertRow(id int64, name string) Row {
 // readNames returns column name of every row in order.
 func readNames(t *testing.T, d *Dataset) []string {
 	t.Helper()
-	col, err := d.Column("name")
-	require.NoError(t, err)
+	col := mustColumn(t, d, "name")
 	all, err := col.ReadRange(ctx, 0, d.Len())
 	require.NoError(t, err)
 	out := make([]string, len(all))
@@ -60,8 +59,7 @@ func TestUpsert(t *testing.T) {
 			id, err := d.RowID(ctx, 3)
 			require.NoError(t, err)
 			require.EqualValues(t, 3, id, "row ids kept")
-			n, err := d.Column("n")
-			require.NoError(t, err)
+			n := mustColumn(t, d, "n")
 			s, err := n.Read(ctx, 3, nil)
 			require.NoError(t, err)
 			require.Equal(t, Scalar(int32(3)).Data, s.Data, "columns the input lacks are kept")

@@ -174,8 +174,7 @@ func TestWriterProcesses(t *testing.T) {
 				}
 			}
 			require.NoError(t, d.Refresh(ctx))
-			col, err := d.Column("n")
-			require.NoError(t, err)
+			col := mustColumn(t, d, "n")
 			all, err := col.ReadRange(ctx, 0, d.Len())
 			require.NoError(t, err)
 			got := map[int64]bool{}
@@ -291,8 +290,7 @@ func TestCrashDuringMerge(t *testing.T) {
 		for _, ref := range refs {
 			h, err := Open(ctx, dir, WithRef(ref.Name))
 			require.NoError(t, err, "round %d: %s %s opens after a kill", round, ref.Kind, ref.Name)
-			col, err := h.Column("n")
-			require.NoError(t, err)
+			col := mustColumn(t, h, "n")
 			all, err := col.ReadRange(ctx, 0, h.Len())
 			require.NoError(t, err, "round %d: %s reads", round, ref.Name)
 			seen := map[int64]bool{}
