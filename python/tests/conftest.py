@@ -326,19 +326,21 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
         proc.kill()
 
 
+def _serving(server: Any) -> Any:
+    """Yields server, a fixture's, and stops its process after the test."""
+    yield server
+    _stop(server.proc)
+
+
 @pytest.fixture
 def fake_gcs(tmp_path: Path) -> Any:
     """A fake-gcs-server started for the test and stopped after it; fails
     the test when there is no binary (`make tools` installs it)."""
-    server = FakeGCS(_tool("LOCH_FAKE_GCS", "fake-gcs-server"), tmp_path / "fake-gcs")
-    yield server
-    _stop(server.proc)
+    yield from _serving(FakeGCS(_tool("LOCH_FAKE_GCS", "fake-gcs-server"), tmp_path / "fake-gcs"))
 
 
 @pytest.fixture
 def azurite(tmp_path: Path) -> Any:
     """An Azurite blob server started for the test and stopped after it;
     fails the test when there is none (`make tools` installs it)."""
-    server = Azurite(_tool("LOCH_AZURITE", "azurite-blob"), tmp_path / "azurite")
-    yield server
-    _stop(server.proc)
+    yield from _serving(Azurite(_tool("LOCH_AZURITE", "azurite-blob"), tmp_path / "azurite"))
