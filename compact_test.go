@@ -226,14 +226,22 @@ func manySmallCommits(t *testing.T, url string, n, k int, opts ...Option) *Datas
 // readN returns column n of every row in order.
 func readN(t *testing.T, d *Dataset) []int64 {
 	t.Helper()
-	col := mustColumn(t, d, "n")
-	all, err := col.ReadRange(ctx, 0, d.Len())
-	require.NoError(t, err)
-	out := make([]int64, len(all))
-	for i, s := range all {
+	return readColumn(t, d, "n", func(s Sample) int64 {
 		v, err := As[int64](s.Data)
 		require.NoError(t, err)
-		out[i] = v[0]
+		return v[0]
+	})
+}
+
+// readColumn returns conv of the sample of column name in every row, in
+// order.
+func readColumn[T any](t *testing.T, d *Dataset, name string, conv func(Sample) T) []T {
+	t.Helper()
+	all, err := mustColumn(t, d, name).ReadRange(ctx, 0, d.Len())
+	require.NoError(t, err)
+	out := make([]T, len(all))
+	for i, s := range all {
+		out[i] = conv(s)
 	}
 	return out
 }

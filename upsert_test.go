@@ -17,18 +17,12 @@ func upsertRow(id int64, name string) Row {
 // readNames returns column name of every row in order.
 func readNames(t *testing.T, d *Dataset) []string {
 	t.Helper()
-	col := mustColumn(t, d, "name")
-	all, err := col.ReadRange(ctx, 0, d.Len())
-	require.NoError(t, err)
-	out := make([]string, len(all))
-	for i, s := range all {
+	return readColumn(t, d, "name", func(s Sample) string {
 		if s.Null {
-			out[i] = "<null>"
-		} else {
-			out[i] = string(s.Data)
+			return "<null>"
 		}
-	}
-	return out
+		return string(s.Data)
+	})
 }
 
 func TestUpsert(t *testing.T) {
