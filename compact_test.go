@@ -3,7 +3,6 @@ package loch
 import (
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -73,8 +72,7 @@ func snapshotRows(t *testing.T, d *Dataset) *model {
 // keeps its id, position and values, that older versions still read, that
 // Verify passes and that the diff shows no change.
 func TestCompactProperty(t *testing.T) {
-	seed := testseed.Seed(t)
-	r := rand.New(rand.NewPCG(seed, 34))
+	r := testseed.Rand(t, 34)
 	for round := 0; round < 3; round++ {
 		cols := randomColumns(r, 4)
 		d, dir := mustCreate(t, schema.Schema{Columns: cols})

@@ -245,8 +245,7 @@ func TestParallelismBound(t *testing.T) {
 }
 
 func TestRoundTripProperty(t *testing.T) {
-	seed := testseed.Seed(t)
-	r := rand.New(rand.NewPCG(seed, 7))
+	r := testseed.Rand(t, 7)
 	for round := 0; round < 4; round++ {
 		cols := randomColumns(r, 4)
 		d, dir := mustCreate(t, schema.Schema{Columns: cols}, WithCacheBytes(int64(r.IntN(2))<<20))

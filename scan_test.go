@@ -41,8 +41,7 @@ func scanSample(t *testing.T, sc *Scan, pos int64, uid int, sparse bool) (Sample
 // ragged shapes, nulls, split samples, every codec, png) through the Scan
 // API, planned dense and sparse, and compares with Column reads.
 func TestScanMatchesColumn(t *testing.T) {
-	seed := testseed.Seed(t)
-	r := rand.New(rand.NewPCG(seed, 11))
+	r := testseed.Rand(t, 11)
 	var cols []schema.Column
 	for i := range 6 {
 		cols = append(cols, randomColumn(r, string(rune('a'+i))))

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -244,8 +243,7 @@ func checkVersion(t *testing.T, dir, ref string, m vmodel) {
 // and checks that every version reads exactly the model's rows, that diffs
 // agree with the model's, and that gc never removes a reachable object.
 func TestVersionsProperty(t *testing.T) {
-	seed := testseed.Seed(t)
-	r := rand.New(rand.NewPCG(seed, 11))
+	r := testseed.Rand(t, 11)
 	for round := 0; round < 2; round++ {
 		cols := randomColumns(r, 3)
 		d, dir := mustCreate(t, schema.Schema{Columns: cols})

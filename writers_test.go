@@ -266,8 +266,7 @@ func mergeWriter(url string) {
 // branches at random moments, and checks after each kill that every branch
 // and tag opens and reads, that rows are unique, and that verify is clean.
 func TestCrashDuringMerge(t *testing.T) {
-	seed := testseed.Seed(t)
-	r := rand.New(rand.NewPCG(seed, 13))
+	r := testseed.Rand(t, 13)
 	d, dir := mustCreate(t, schema.Schema{Columns: []schema.Column{
 		{Name: "v", DType: schema.Float32, Shape: schema.Shape{256}, ChunkCompression: schema.LZ4, ChunkBytes: 32 << 10},
 		{Name: "n", DType: schema.Int64},
