@@ -3,7 +3,6 @@ package catalog
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"slices"
 	"strings"
@@ -323,8 +322,7 @@ func TestTablesReadsOnlyTheLog(t *testing.T) {
 // against an in-memory model of the catalog, comparing the listing after
 // every step.
 func TestModel(t *testing.T) {
-	seed := testseed.Seed(t)
-	rng := rand.New(rand.NewPCG(seed, 12))
+	rng := testseed.Rand(t, 12)
 	root := memURL()
 	c1 := mustCreate(t, root)
 	c2 := mustOpen(t, root)
