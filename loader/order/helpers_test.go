@@ -89,12 +89,22 @@ func rowsOf(s order.Spec) []int64 {
 }
 
 // flat concatenates the batches of some ranks.
-func flat(ranks ...[][]int64) []int64 {
-	var out []int64
+func flat[T any](ranks ...[][]T) []T {
+	var out []T
 	for _, r := range ranks {
 		for _, b := range r {
 			out = append(out, b...)
 		}
+	}
+	return out
+}
+
+// firstBatches returns the items of the first k batches of each rank, rank
+// by rank: what the ranks delivered before a state taken after k batches.
+func firstBatches[T any](ranks [][][]T, k int) []T {
+	var out []T
+	for _, r := range ranks {
+		out = append(out, flat(r[:k])...)
 	}
 	return out
 }

@@ -43,16 +43,6 @@ func mixRanks(t testing.TB, s order.MixSpec, st *order.State) [][][]order.Item {
 	return out
 }
 
-func flatItems(ranks ...[][]order.Item) []order.Item {
-	var out []order.Item
-	for _, r := range ranks {
-		for _, b := range r {
-			out = append(out, b...)
-		}
-	}
-	return out
-}
-
 func threeDatasets() order.MixSpec {
 	return order.MixSpec{
 		Parts: []order.Spec{
@@ -73,7 +63,7 @@ func threeDatasets() order.MixSpec {
 // order whose running proportions converge to the weights.
 func TestMixProportions(t *testing.T) {
 	s := threeDatasets()
-	items := flatItems(mixRanks(t, s, nil)...)
+	items := flat(mixRanks(t, s, nil)...)
 	require.Len(t, items, 10_000)
 	per := make([][]int64, 3)
 	for _, it := range items {
@@ -124,7 +114,7 @@ func TestMixShape(t *testing.T) {
 				}
 			}
 		}
-		rows := len(flatItems(got[0]))
+		rows := len(flat(got[0]))
 		if dropLast {
 			require.Equal(t, 334/16*16, rows)
 		} else {
@@ -133,7 +123,7 @@ func TestMixShape(t *testing.T) {
 		// Each dataset's rows are sharded: no rank repeats another's
 		// within a cycle.
 		seen := map[order.Item]int{}
-		for _, it := range flatItems(got...) {
+		for _, it := range flat(got...) {
 			if it.Dataset == 1 {
 				seen[it]++
 			}
@@ -194,12 +184,9 @@ func TestMixElastic(t *testing.T) {
 	s.Parts[2].Blocks = blocks(600, 10)
 	s.WorldSize = 4
 	before := mixRanks(t, s, nil)
-	total := len(flatItems(before...))
+	total := len(flat(before...))
 	k := len(before[0]) / 3
-	var delivered []order.Item
-	for r := range before {
-		delivered = append(delivered, flatItems(before[r][:k])...)
-	}
+	delivered := firstBatches(before, k)
 	p, err := order.PlanMix(s)
 	require.NoError(t, err)
 	st := p.State(k)
@@ -210,7 +197,7 @@ func TestMixElastic(t *testing.T) {
 	for r := range after {
 		require.Len(t, after[r], len(after[0]))
 	}
-	all := append(delivered, flatItems(after...)...)
+	all := append(delivered, flat(after...)...)
 	require.InDelta(t, total, len(all), 3, "the epoch keeps its rows")
 
 	per := map[int]map[int64]int{}

@@ -87,10 +87,7 @@ func TestElastic(t *testing.T) {
 						if k < 0 || k >= len(before[0]) {
 							continue
 						}
-						var delivered []int64
-						for r := range before {
-							delivered = append(delivered, flat(before[r][:k])...)
-						}
+						delivered := firstBatches(before, k)
 						now := old
 						now.WorldSize, now.BatchSize = rs.to, rs.batchTo
 						old.Rank = 0
@@ -116,10 +113,7 @@ func TestElasticChain(t *testing.T) {
 		s0 := order.Spec{Blocks: blocks(1003, 17), Seed: seed, Mode: mode, WindowRows: 60, WorldSize: 4, BatchSize: 8}
 		stage0 := allRanks(t, s0)
 		k0 := 9
-		var delivered []int64
-		for r := range stage0 {
-			delivered = append(delivered, flat(stage0[r][:k0])...)
-		}
+		delivered := firstBatches(stage0, k0)
 		p0, err := order.Plan(s0)
 		require.NoError(t, err)
 		st0 := p0.State(k0)
