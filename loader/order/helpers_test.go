@@ -223,3 +223,26 @@ func requireRest(t testing.TB, s order.Spec, planned, delivered []int64, got [][
 	per := (r + w - 1) / w
 	require.Len(t, all, int(w*per), "padded to an equal count per rank")
 }
+
+// mismatch is a change to a spec that a resume of a saved state refuses
+// with an error containing msg.
+type mismatch[S any] struct {
+	name string
+	edit func(*S)
+	msg  string
+}
+
+// requireMismatches resumes, by resume, s changed by each of tests, and
+// checks that each is refused with ErrMismatch naming the change.
+func requireMismatches[S any](t *testing.T, s S, tests []mismatch[S], resume func(S) error) {
+	t.Helper()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			other := s
+			tt.edit(&other)
+			err := resume(other)
+			require.ErrorIs(t, err, order.ErrMismatch)
+			require.ErrorContains(t, err, tt.msg)
+		})
+	}
+}

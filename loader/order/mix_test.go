@@ -274,11 +274,7 @@ func TestMixResumeSetup(t *testing.T) {
 	p, err := order.PlanMix(s)
 	require.NoError(t, err)
 	st := p.State(1)
-	tests := []struct {
-		name string
-		edit func(*order.MixSpec)
-		msg  string
-	}{
+	tests := []mismatch[order.MixSpec]{
 		{"seed", func(s *order.MixSpec) { s.Seed++ }, fmt.Sprintf("seed %d, resumed with seed %d", s.Seed, s.Seed+1)},
 		{"drop last", func(s *order.MixSpec) { s.DropLast = !s.DropLast }, "drop_last"},
 		{"weights", func(s *order.MixSpec) { s.Weights = []float64{1, 1, 1} }, "mixture weights"},
@@ -289,15 +285,10 @@ func TestMixResumeSetup(t *testing.T) {
 		}, "dataset 1's shuffle mode"},
 		{"parts", func(s *order.MixSpec) { s.Parts, s.Weights = s.Parts[:2], s.Weights[:2] }, "mixture weights"},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			other := s
-			tt.edit(&other)
-			_, err := order.ResumeMix(other, st)
-			require.ErrorIs(t, err, order.ErrMismatch)
-			require.ErrorContains(t, err, tt.msg)
-		})
-	}
+	requireMismatches(t, s, tests, func(s order.MixSpec) error {
+		_, err := order.ResumeMix(s, st)
+		return err
+	})
 	_, err = order.ResumeMix(s, st)
 	require.NoError(t, err)
 }
