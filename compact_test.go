@@ -50,8 +50,7 @@ func snapshotRows(t *testing.T, d *Dataset) *model {
 	m := &model{}
 	cols := d.Schema().Columns
 	for i := int64(0); i < d.Len(); i++ {
-		id, err := d.RowID(ctx, i)
-		require.NoError(t, err)
+		id := mustRowID(t, d, i)
 		m.ids = append(m.ids, id)
 		m.rows = append(m.rows, Row{})
 	}
@@ -282,8 +281,7 @@ func TestCompactStores(t *testing.T) {
 			require.NoError(t, d.Append(ctx, Row{"n": Scalar(int64(300))}))
 			_, err = d.Commit(ctx, "after")
 			require.NoError(t, err)
-			id, err := d.RowID(ctx, 300)
-			require.NoError(t, err)
+			id := mustRowID(t, d, 300)
 			require.EqualValues(t, 300, id)
 			_, problems, err := d.Verify(ctx)
 			require.NoError(t, err)
@@ -421,8 +419,7 @@ func TestAutoCompact(t *testing.T) {
 	// 200 in base 4 is 3020: at most (fanout-1) fragments per size class.
 	require.LessOrEqual(t, len(d.current().frags), 3*4, "fragments: %d", len(d.current().frags))
 	for i := int64(0); i < 200; i++ {
-		id, err := d.RowID(ctx, i)
-		require.NoError(t, err)
+		id := mustRowID(t, d, i)
 		require.EqualValues(t, i, id)
 	}
 	_, problems, err := d.Verify(ctx)

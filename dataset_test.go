@@ -193,8 +193,7 @@ func checkModel(t *testing.T, d *Dataset, m *model) {
 	t.Helper()
 	require.EqualValues(t, len(m.rows), d.Len())
 	for i := range m.rows {
-		id, err := d.RowID(ctx, int64(i))
-		require.NoError(t, err)
+		id := mustRowID(t, d, int64(i))
 		require.Equal(t, m.ids[i], id, "row %d", i)
 	}
 	for _, c := range d.Schema().Columns {
@@ -414,8 +413,7 @@ func TestConcurrentAppendsRebase(t *testing.T) {
 		v, _ := As[int64](s.Data)
 		require.False(t, seen[v[0]])
 		seen[v[0]] = true
-		id, err := d.RowID(ctx, i)
-		require.NoError(t, err)
+		id := mustRowID(t, d, i)
 		require.False(t, ids[id])
 		ids[id] = true
 	}

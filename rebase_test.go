@@ -52,6 +52,14 @@ func mustColumn(t testing.TB, d *Dataset, name string) *ColumnReader {
 	return c
 }
 
+// mustRowID returns the row id of the row at position pos of d.
+func mustRowID(t testing.TB, d *Dataset, pos int64) uint64 {
+	t.Helper()
+	id, err := d.RowID(ctx, pos)
+	require.NoError(t, err)
+	return id
+}
+
 // openNewBranch creates branch name at the head of d (at url) and opens
 // it, closed when the test ends.
 func openNewBranch(t *testing.T, d *Dataset, url, name string) *Dataset {
@@ -85,8 +93,7 @@ func rowsByID(t *testing.T, url string) map[uint64][2]int64 {
 		cols[i] = c
 	}
 	for i := int64(0); i < d.Len(); i++ {
-		id, err := d.RowID(ctx, i)
-		require.NoError(t, err)
+		id := mustRowID(t, d, i)
 		var kv [2]int64
 		for j, c := range cols {
 			s, err := c.Read(ctx, i, nil)

@@ -68,8 +68,7 @@ func TestScanMatchesColumn(t *testing.T) {
 	for pos := range sc.Len() {
 		id, err := sc.RowID(pos)
 		require.NoError(t, err)
-		want, err := d.RowID(ctx, pos)
-		require.NoError(t, err)
+		want := mustRowID(t, d, pos)
 		require.Equal(t, want, id)
 		ids = append(ids, id)
 	}

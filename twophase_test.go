@@ -57,8 +57,7 @@ func columnN(t testing.TB, d *Dataset) ([]int64, []uint64) {
 		v, err := As[int64](s.Data)
 		require.NoError(t, err)
 		ns = append(ns, v[0])
-		id, err := d.RowID(ctx, int64(i))
-		require.NoError(t, err)
+		id := mustRowID(t, d, int64(i))
 		ids = append(ids, id)
 	}
 	return ns, ids

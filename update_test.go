@@ -55,8 +55,7 @@ func TestUpdateInPlace(t *testing.T) {
 	require.NoError(t, err)
 
 	require.EqualValues(t, 300, d.Len())
-	id, err := d.RowID(ctx, 0)
-	require.NoError(t, err)
+	id := mustRowID(t, d, 0)
 	require.EqualValues(t, 0, id, "row 0 stays at position 0")
 	capCol := mustColumn(t, d, "caption")
 	s, err := capCol.Read(ctx, 0, nil)

@@ -30,10 +30,9 @@ func TestVerifyReportsEveryDamagedObject(t *testing.T) {
 		_, err := d.Commit(ctx, "ten")
 		require.NoError(t, err)
 	}
-	first, err := d.RowID(ctx, 0)
-	require.NoError(t, err)
+	first := mustRowID(t, d, 0)
 	require.NoError(t, d.Delete(ctx, first))
-	_, err = d.Commit(ctx, "delete one")
+	_, err := d.Commit(ctx, "delete one")
 	require.NoError(t, err)
 
 	clean, problems, err := d.Verify(ctx)

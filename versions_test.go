@@ -219,8 +219,7 @@ func checkVersion(t *testing.T, dir, ref string, m vmodel) {
 	}
 	seen := map[uint64]bool{}
 	for i := int64(0); i < d.Len(); i++ {
-		id, err := d.RowID(ctx, i)
-		require.NoError(t, err)
+		id := mustRowID(t, d, i)
 		require.False(t, seen[id], "%s: row id %d twice", ref, id)
 		seen[id] = true
 		want, ok := m.rows[id]
