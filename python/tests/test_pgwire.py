@@ -18,14 +18,15 @@ REPO = Path(__file__).resolve().parents[2]
 PASSWORD = "correct horse battery staple"
 
 
-def loch_cli(tmp_path: Path) -> str:
-    """$LOCH_CLI, else a loch CLI built from this checkout with Go."""
+@pytest.fixture(scope="session")
+def loch_cli(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """$LOCH_CLI, else a loch CLI built from this checkout with Go (once)."""
     if os.environ.get("LOCH_CLI"):
         return os.environ["LOCH_CLI"]
     go = shutil.which("go")
     if go is None:
         pytest.fail("no loch CLI: set LOCH_CLI or put Go on PATH")
-    out = tmp_path / "loch"
+    out = tmp_path_factory.mktemp("bin") / "loch"
     subprocess.run([go, "build", "-o", str(out), "./cmd/loch"], cwd=REPO, check=True, timeout=900)
     return str(out)
 
@@ -40,11 +41,11 @@ def self_signed(tmp_path: Path) -> tuple[Path, Path]:
 
 
 @pytest.fixture
-def server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+def server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, loch_cli: str) -> Iterator[str]:
     """A loch serve --pg on 127.0.0.1 (a port the system picks) with TLS
     over a new catalog, with users alice (admin) and bob (reader); yields
     its port."""
-    cli = loch_cli(tmp_path)
+    cli = loch_cli
     cert, key = self_signed(tmp_path)
     root = tmp_path / "lake"
     users = tmp_path / "users.json"
