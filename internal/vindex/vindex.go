@@ -67,7 +67,7 @@ type Descriptor struct {
 	Codebook string    `json:"codebook,omitempty"`
 	M        int       `json:"m,omitempty"`
 	Base     string    `json:"base,omitempty"`
-	Time      time.Time `json:"time"`
+	Time     time.Time `json:"time"`
 }
 
 // VectorsKey is the key of a vectors object with the given content.
