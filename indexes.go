@@ -101,7 +101,11 @@ func (v *verifier) verifyIndexes(ctx context.Context) error {
 					return
 				}
 				obj, err := v.d.store.Get(ectx, o)
-				if err == nil {
+				switch {
+				case err != nil:
+				case kind == vindex.KindPQList:
+					_, err = vindex.DecodePQList(o, d.Dim, d.M, want, obj)
+				default:
 					_, err = vindex.DecodeVectors(o, kind, d.Dim, want, obj)
 				}
 				if err != nil {
@@ -109,9 +113,14 @@ func (v *verifier) verifyIndexes(ctx context.Context) error {
 				}
 			}
 			check(d.Centroids, vindex.KindCentroids, len(d.Lists))
+			listKind := vindex.KindList
+			if d.Type == vindex.TypePQ {
+				check(d.Codebook, vindex.KindCodebook, -1)
+				listKind = vindex.KindPQList
+			}
 			for _, l := range d.Lists {
 				if l.Key != "" {
-					check(l.Key, vindex.KindList, l.Rows)
+					check(l.Key, listKind, l.Rows)
 				}
 			}
 			return nil
