@@ -57,9 +57,9 @@ func buildPQ(m Metric, sample []float32, dim, subq int, q *quantizer, iters int,
 	p := trainPQ(res, dim, subq, iters, seed, par)
 	ls.codes = make([][]byte, len(ls.ids))
 	parallelFor(len(ls.ids), par, func(_, lo, hi int) {
-		r := make([]float32, dim)
+		r, w := make([]float32, dim), newPQScratch()
 		for l := lo; l < hi; l++ {
-			ls.codes[l] = p.encodeList(r, q.cents[l*dim:(l+1)*dim], ls.vecs[l], nil)
+			ls.codes[l] = p.encodeList(w, r, q.cents[l*dim:(l+1)*dim], ls.vecs[l], nil)
 		}
 	})
 	return p, nil
@@ -67,13 +67,13 @@ func buildPQ(m Metric, sample []float32, dim, subq int, q *quantizer, iters int,
 
 // encodeList appends to dst the codes of the residuals of vecs to the
 // centroid c; r is scratch of len dim.
-func (p *pq) encodeList(r, c, vecs []float32, dst []byte) []byte {
+func (p *pq) encodeList(w *pqScratch, r, c, vecs []float32, dst []byte) []byte {
 	dim := p.dim
 	for i := 0; i+dim <= len(vecs); i += dim {
 		for j, x := range vecs[i : i+dim] {
 			r[j] = x - c[j]
 		}
-		dst = p.encode(dst, r)
+		dst = p.encode(w, dst, r)
 	}
 	return dst
 }

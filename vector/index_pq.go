@@ -76,7 +76,7 @@ func loadPQ(ctx context.Context, store storage.Store, key string, d *vindex.Desc
 		return nil, fmt.Errorf("codebook %s: %d entries, want 1 to %d: %w", d.Codebook, k, ksub, loch.ErrCorrupt)
 	}
 	ix.cents, ix.cnorm = cents.Data, norms(cents.Data, d.Dim)
-	ix.pqx = &pqState{pq: &pq{dim: d.Dim, m: d.M, dsub: d.Dim / d.M, book: book.Data, k: book.Len()}, rd: &rangeReader{store: store}}
+	ix.pqx = &pqState{pq: newPQ(d.Dim, d.M, book.Data, book.Len()), rd: &rangeReader{store: store}}
 	return ix, nil
 }
 
@@ -153,6 +153,7 @@ type pqSearch struct {
 	row   []byte
 	cands []pqCand // a max-heap on d, at most rerank
 	cs    []centroidRank
+	w     *pqScratch
 }
 
 type centroidRank struct {
@@ -163,7 +164,7 @@ type centroidRank struct {
 func (ix *Index) newPQSearch() *pqSearch {
 	dim := ix.desc.Dim
 	return &pqSearch{ix: ix, table: make([]float32, ix.desc.M*ksub), r: make([]float32, dim),
-		vec: make([]float32, dim), row: make([]byte, vindex.PQRowSize(dim))}
+		vec: make([]float32, dim), row: make([]byte, vindex.PQRowSize(dim)), w: newPQScratch()}
 }
 
 // rankCentroids orders the centroids by distance to q into cs.
@@ -186,7 +187,7 @@ func (s *pqSearch) query(ctx context.Context, q *query, t *topK, nprobe int, opt
 	s.cs = ix.rankCentroids(q, s.cs)
 	s.cands = s.cands[:0]
 	if ix.metric == Dot {
-		ix.pqx.pq.dotTable(s.table, q.v)
+		ix.pqx.pq.dotTable(s.w, s.table, q.v)
 	}
 	for p := 0; p < len(s.cs); p++ {
 		if p >= nprobe && (opts.Allow == nil || len(s.cands) >= t.k) {
@@ -216,7 +217,7 @@ func (s *pqSearch) scan(ctx context.Context, q *query, l, rerank int, allow *Row
 		off = -vek32.Dot(q.v, c)
 	} else {
 		vek32.Sub_Into(s.r, q.v, c)
-		ix.pqx.pq.l2Table(s.table, s.r)
+		ix.pqx.pq.l2Table(s.w, s.table, s.r)
 	}
 	valid := ix.pqx.valid
 	for i, id := range h.IDs {
@@ -306,7 +307,7 @@ func (ix *Index) updatePQ(ctx context.Context, store storage.Store, opts Options
 	ls.codes = make([][]byte, len(d.Lists))
 	unchanged := map[int]string{}
 	valid := ix.pqx.valid
-	r := make([]float32, dim)
+	r, w := make([]float32, dim), newPQScratch()
 	for l, e := range d.Lists {
 		if e.Rows > 0 {
 			h, err := ix.head(ctx, l)
@@ -336,7 +337,7 @@ func (ix *Index) updatePQ(ctx context.Context, store storage.Store, opts Options
 		}
 		ls.ids[l] = append(ls.ids[l], add.ids[l]...)
 		ls.vecs[l] = append(ls.vecs[l], add.vecs[l]...)
-		ls.codes[l] = ix.pqx.pq.encodeList(r, ix.cents[l*dim:(l+1)*dim], add.vecs[l], ls.codes[l])
+		ls.codes[l] = ix.pqx.pq.encodeList(w, r, ix.cents[l*dim:(l+1)*dim], add.vecs[l], ls.codes[l])
 		ls.sortList(l, dim)
 	}
 	return write(ctx, store, ix.c, ix.metric, ix.cents, ix.pqx.pq, ls, d.Version, unchanged)

@@ -71,12 +71,7 @@ func kmeans(m Metric, sample []float32, dim, nlist, iters int, seed uint64, para
 	assign := make([]int, n)
 	xnorm := norms(sample, dim)
 	for range iters {
-		cnorm := norms(cents, dim)
-		parallelFor(n, parallelism, func(_, lo, hi int) {
-			for i := lo; i < hi; i++ {
-				assign[i] = nearestCentroid(am, cents, cnorm, dim, sample[i*dim:(i+1)*dim], xnorm[i])
-			}
-		})
+		assignStep(am, sample, cents, dim, xnorm, assign, parallelism)
 		sum := make([]float32, nlist*dim)
 		cnt := make([]int, nlist)
 		for i, a := range assign {
@@ -115,4 +110,46 @@ func parallelFor(n, parallelism int, fn func(w, lo, hi int)) {
 		}()
 	}
 	wg.Wait()
+}
+
+// assignStep sets assign[i] to the centroid nearest to sample row i (by
+// am, xnorm the rows' squared norms). In few dimensions (a product
+// quantizer's subspaces) a row is compared with every centroid at once,
+// the centroids transposed, in vector operations as wide as the number of
+// centroids.
+func assignStep(am Metric, sample, cents []float32, dim int, xnorm []float32, assign []int, par int) {
+	cnorm := norms(cents, dim)
+	k := len(cnorm)
+	if dim > 16 || k < 32 {
+		parallelFor(len(assign), par, func(_, lo, hi int) {
+			for i := lo; i < hi; i++ {
+				assign[i] = nearestCentroid(am, cents, cnorm, dim, sample[i*dim:(i+1)*dim], xnorm[i])
+			}
+		})
+		return
+	}
+	ct := make([]float32, dim*k)
+	for c := range k {
+		for j := range dim {
+			ct[j*k+c] = cents[c*dim+j]
+		}
+	}
+	parallelFor(len(assign), par, func(_, lo, hi int) {
+		acc, tmp := make([]float32, k), make([]float32, k)
+		for i := lo; i < hi; i++ {
+			x := sample[i*dim : (i+1)*dim]
+			vek32.MulNumber_Into(acc, ct[:k], x[0])
+			for j := 1; j < dim; j++ {
+				vek32.MulNumber_Into(tmp, ct[j*k:(j+1)*k], x[j])
+				vek32.Add_Inplace(acc, tmp)
+			}
+			if am == Cosine {
+				assign[i] = vek32.ArgMax(acc)
+				continue
+			}
+			vek32.MulNumber_Inplace(acc, -2)
+			vek32.Add_Inplace(acc, cnorm)
+			assign[i] = vek32.ArgMin(acc)
+		}
+	})
 }

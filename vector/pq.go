@@ -17,6 +17,48 @@ type pq struct {
 	dim, m, dsub int
 	book         []float32 // k x dim
 	k            int
+	bt           [][]float32 // per subquantizer: its centroids transposed, dsub x ksub
+	bnorm        [][]float32 // per subquantizer: its centroids' squared norms, ksub (+Inf past k)
+}
+
+// newPQ returns the quantizer of a codebook of k entries.
+func newPQ(dim, m int, book []float32, k int) *pq {
+	q := &pq{dim: dim, m: m, dsub: dim / m, book: book, k: k, bt: make([][]float32, m), bnorm: make([][]float32, m)}
+	for s := range m {
+		q.bt[s] = make([]float32, q.dsub*ksub)
+		q.bnorm[s] = make([]float32, ksub)
+		for c := range ksub {
+			if c >= k {
+				q.bnorm[s][c] = float32(math.Inf(1))
+				continue
+			}
+			x := book[c*dim+s*q.dsub : c*dim+(s+1)*q.dsub]
+			for j, f := range x {
+				q.bt[s][j*ksub+c] = f
+			}
+			q.bnorm[s][c] = vek32.Dot(x, x)
+		}
+	}
+	return q
+}
+
+// pqScratch is one goroutine's buffers for dots and encode.
+type pqScratch struct{ acc, tmp []float32 }
+
+func newPQScratch() *pqScratch {
+	return &pqScratch{acc: make([]float32, ksub), tmp: make([]float32, ksub)}
+}
+
+// dots fills w.acc with the inner products of x (dsub) with each centroid
+// of the transposed codebook bt (dsub x ksub): ksub-wide vector
+// operations, one pair per dimension.
+func (w *pqScratch) dots(x, bt []float32) []float32 {
+	vek32.MulNumber_Into(w.acc, bt[:ksub], x[0])
+	for j := 1; j < len(x); j++ {
+		vek32.MulNumber_Into(w.tmp, bt[j*ksub:(j+1)*ksub], x[j])
+		vek32.Add_Inplace(w.acc, w.tmp)
+	}
+	return w.acc
 }
 
 // defaultM is the number of subquantizers unless told: dim/8 (8
@@ -32,62 +74,54 @@ func defaultM(dim int) int {
 // trainPQ trains m subquantizers on the residuals (n x dim).
 func trainPQ(res []float32, dim, m, iters int, seed uint64, par int) *pq {
 	n := len(res) / dim
-	q := &pq{dim: dim, m: m, dsub: dim / m, k: min(ksub, n)}
-	q.book = make([]float32, q.k*dim)
+	k, dsub := min(ksub, n), dim/m
+	book := make([]float32, k*dim)
 	parallelFor(m, par, func(_, lo, hi int) {
-		sub := make([]float32, n*q.dsub)
+		sub := make([]float32, n*dsub)
 		for s := lo; s < hi; s++ {
 			for i := range n {
-				copy(sub[i*q.dsub:], res[i*dim+s*q.dsub:i*dim+(s+1)*q.dsub])
+				copy(sub[i*dsub:], res[i*dim+s*dsub:i*dim+(s+1)*dsub])
 			}
-			cents := kmeans(L2, sub, q.dsub, q.k, iters, seed+uint64(s), 1)
-			for c := range q.k {
-				copy(q.book[c*dim+s*q.dsub:], cents[c*q.dsub:(c+1)*q.dsub])
+			cents := kmeans(L2, sub, dsub, k, iters, seed+uint64(s), 1)
+			for c := range k {
+				copy(book[c*dim+s*dsub:], cents[c*dsub:(c+1)*dsub])
 			}
 		}
 	})
-	return q
+	return newPQ(dim, m, book, k)
 }
 
-// encode appends the code of residual r (len dim) to dst.
-func (q *pq) encode(dst []byte, r []float32) []byte {
+// encode appends the code of residual r (len dim) to dst: for each
+// subquantizer the centroid c that minimizes |c|^2 - 2<r, c>.
+func (q *pq) encode(w *pqScratch, dst []byte, r []float32) []byte {
 	for s := range q.m {
-		x := r[s*q.dsub : (s+1)*q.dsub]
-		best, bd := 0, float32(math.Inf(1))
-		for c := range q.k {
-			if d := sqDist(x, q.book[c*q.dim+s*q.dsub:c*q.dim+(s+1)*q.dsub]); d < bd {
-				best, bd = c, d
-			}
-		}
-		dst = append(dst, byte(best))
+		acc := w.dots(r[s*q.dsub:(s+1)*q.dsub], q.bt[s])
+		vek32.MulNumber_Inplace(acc, -2)
+		vek32.Add_Inplace(acc, q.bnorm[s])
+		dst = append(dst, byte(vek32.ArgMin(acc)))
 	}
 	return dst
 }
 
 // l2Table fills t (m x ksub) with the squared distances from each
 // subvector of r to each centroid; entries past k are +Inf.
-func (q *pq) l2Table(t []float32, r []float32) {
+func (q *pq) l2Table(w *pqScratch, t []float32, r []float32) {
 	for s := range q.m {
 		x := r[s*q.dsub : (s+1)*q.dsub]
 		row := t[s*ksub : (s+1)*ksub]
-		for c := range q.k {
-			row[c] = sqDist(x, q.book[c*q.dim+s*q.dsub:c*q.dim+(s+1)*q.dsub])
-		}
-		for c := q.k; c < ksub; c++ {
-			row[c] = float32(math.Inf(1))
-		}
+		acc := w.dots(x, q.bt[s])
+		vek32.MulNumber_Into(row, acc, -2)
+		vek32.Add_Inplace(row, q.bnorm[s])
+		vek32.AddNumber_Inplace(row, vek32.Dot(x, x))
 	}
 }
 
 // dotTable fills t (m x ksub) with the negated inner products of each
-// subvector of q with each centroid; entries past k are +Inf.
-func (q *pq) dotTable(t []float32, v []float32) {
+// subvector of v with each centroid; entries past k are +Inf.
+func (q *pq) dotTable(w *pqScratch, t []float32, v []float32) {
 	for s := range q.m {
-		x := v[s*q.dsub : (s+1)*q.dsub]
 		row := t[s*ksub : (s+1)*ksub]
-		for c := range q.k {
-			row[c] = -vek32.Dot(x, q.book[c*q.dim+s*q.dsub:c*q.dim+(s+1)*q.dsub])
-		}
+		vek32.MulNumber_Into(row, w.dots(v[s*q.dsub:(s+1)*q.dsub], q.bt[s]), -1)
 		for c := q.k; c < ksub; c++ {
 			row[c] = float32(math.Inf(1))
 		}
