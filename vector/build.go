@@ -186,14 +186,25 @@ func (c *column) assign(ctx context.Context, m Metric, q *quantizer, ranges [][2
 	for w := range parts {
 		parts[w] = newLists(nlist)
 	}
+	scratch := make([][]float32, par)
 	err := c.each(ctx, ranges, keep, par, func(w int, b batch) error {
 		if m == Cosine {
 			normalize(b.vecs, dim)
 		}
 		p := parts[w]
+		var near []int32
+		if q.exact != nil {
+			near = make([]int32, len(b.ids))
+			scratch[w] = q.exact.nearestAll(b.vecs, near, scratch[w])
+		}
 		for i, id := range b.ids {
 			x := b.vecs[i*dim : (i+1)*dim]
-			l := q.nearest(x, vek32.Dot(x, x))
+			var l int
+			if near != nil {
+				l = int(near[i])
+			} else {
+				l = q.nearest(x, vek32.Dot(x, x))
+			}
 			p.ids[l] = append(p.ids[l], id)
 			p.vecs[l] = append(p.vecs[l], x...)
 		}

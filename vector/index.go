@@ -1,13 +1,11 @@
 package vector
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"math"
 	"slices"
 
-	"github.com/viterin/vek/vek32"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/lochdata/loch"
@@ -326,22 +324,8 @@ func (ix *Index) Search(ctx context.Context, queries [][]float32, k int, opts Op
 		if err := ix.searchPQ(ctx, qs, tops[0], nprobe, opts); err != nil {
 			return nil, fmt.Errorf("vector search of %s column %q: %w", c.sc.URL(), c.col.Name, err)
 		}
-	} else if len(qs) >= par {
-		// A batch: one goroutine per share of the queries.
-		parallelFor(len(qs), par, func(_, lo, hi int) {
-			for j := lo; j < hi; j++ {
-				ix.searchLists(&qs[j], []*topK{tops[0][j]}, nprobe, opts.Allow)
-			}
-		})
 	} else {
-		// Fewer queries than cores: each query's lists are shared out.
-		for j := range qs {
-			ts := make([]*topK, par)
-			for w := range ts {
-				ts[w] = tops[w][j]
-			}
-			ix.searchLists(&qs[j], ts, nprobe, opts.Allow)
-		}
+		ix.searchFlat(qs, tops, nprobe, opts.Allow)
 	}
 	if len(ix.uncovered) > 0 {
 		err := c.each(ctx, ix.uncovered, opts.Allow.keep(), par, func(w int, b batch) error {
@@ -353,64 +337,6 @@ func (ix *Index) Search(ctx context.Context, queries [][]float32, k int, opts Op
 		}
 	}
 	return mergeTops(tops), nil
-}
-
-// searchLists ranks the centroids and scans the nprobe nearest lists,
-// shared out among len(ts) goroutines, each adding to its own top k. With
-// a filter, lists after the nprobe nearest are scanned, nearest first,
-// until the tops hold k allowed rows between them or no list is left.
-func (ix *Index) searchLists(q *query, ts []*topK, nprobe int, allow *RowSet) {
-	dim := ix.c.dim
-	type cand struct {
-		l int
-		d float32
-	}
-	cs := make([]cand, len(ix.cnorm))
-	for l := range cs {
-		cs[l] = cand{l, distance(ix.metric, q, ix.cents[l*dim:(l+1)*dim], ix.cnorm[l])}
-	}
-	slices.SortFunc(cs, func(a, b cand) int { return cmp.Compare(a.d, b.d) })
-	if len(ts) == 1 {
-		for _, cn := range cs[:nprobe] {
-			ix.scanList(q, ts[0], cn.l, allow)
-		}
-	} else {
-		parallelFor(nprobe, len(ts), func(w, lo, hi int) {
-			t := ts[w]
-			for p := lo; p < hi; p++ {
-				ix.scanList(q, t, cs[p].l, allow)
-			}
-		})
-	}
-	if allow == nil {
-		return
-	}
-	held := 0
-	for _, t := range ts {
-		held += len(t.h)
-	}
-	for p := nprobe; p < len(cs) && held < ts[0].k; p++ {
-		before := len(ts[0].h)
-		ix.scanList(q, ts[0], cs[p].l, allow)
-		held += len(ts[0].h) - before
-	}
-}
-
-// scanList adds the allowed rows of list l to t.
-func (ix *Index) scanList(q *query, t *topK, l int, allow *RowSet) {
-	dim := ix.c.dim
-	ids, vecs, xnorm := ix.ls.ids[l], ix.ls.vecs[l], ix.xnorm[l]
-	for i, id := range ids {
-		if allow != nil && !allow.Contains(id) {
-			continue
-		}
-		var xx float32
-		if xnorm != nil {
-			xx = xnorm[i]
-		}
-		d := listDistance(ix.metric, q, vek32.Dot(vecs[i*dim:(i+1)*dim], q.v), xx)
-		t.add(Hit{RowID: id, Distance: d})
-	}
 }
 
 // listDistance is the metric's distance from a list's vector x (unit

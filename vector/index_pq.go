@@ -156,26 +156,10 @@ type pqSearch struct {
 	w     *pqScratch
 }
 
-type centroidRank struct {
-	l int
-	d float32
-}
-
 func (ix *Index) newPQSearch() *pqSearch {
 	dim := ix.desc.Dim
 	return &pqSearch{ix: ix, table: make([]float32, ix.desc.M*ksub), r: make([]float32, dim),
 		vec: make([]float32, dim), row: make([]byte, vindex.PQRowSize(dim)), w: newPQScratch()}
-}
-
-// rankCentroids orders the centroids by distance to q into cs.
-func (ix *Index) rankCentroids(q *query, cs []centroidRank) []centroidRank {
-	dim := ix.c.dim
-	cs = cs[:0]
-	for l := range ix.cnorm {
-		cs = append(cs, centroidRank{l, distance(ix.metric, q, ix.cents[l*dim:(l+1)*dim], ix.cnorm[l])})
-	}
-	slices.SortFunc(cs, func(a, b centroidRank) int { return cmp.Compare(a.d, b.d) })
-	return cs
 }
 
 func (s *pqSearch) query(ctx context.Context, q *query, t *topK, nprobe int, opts Options) error {

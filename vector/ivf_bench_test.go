@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -81,10 +82,11 @@ func ivfReport(b *testing.B) {
 	for _, kind := range strings.Split(envOr("LOCH_VECTOR_KINDS", "ivf-flat,ivf-pq"), ",") {
 		if !searchOnly {
 			runtime.GC()
-			t := time.Now()
+			t, cpu0 := time.Now(), cpuTime()
 			info, err := Build(ctx, e.ds, "embedding", BuildOptions{Metric: e.metric, NList: nlist, Seed: 1, Kind: kind, M: subq})
 			require.NoError(b, err)
 			raw := float64(e.n * e.dim * 4)
+			e.out("%s build CPU time %.1f s (%.2f us a row)", kind, (cpuTime() - cpu0).Seconds(), float64((cpuTime()-cpu0).Microseconds())/float64(e.n))
 			e.out("%s build: %s (%.2f us a row), nlist %d, m %d, %.1f MiB written (%.3f x raw), codes and ids %.3f x raw, peak RSS so far %s",
 				kind, time.Since(t).Round(time.Millisecond), float64(time.Since(t).Microseconds())/float64(e.n), info.NList, info.M,
 				float64(info.Bytes)/(1<<20), float64(info.Bytes)/raw, float64(int64(e.n)*int64(8+info.M))/raw, peakRSS())
@@ -200,6 +202,15 @@ func (e *ivfBench) search(ctx context.Context, b *testing.B, kind string) {
 		e.out("| %d | %.3f | %s |", np, rec/float64(10*len(e.queries)), lat[len(lat)/2].Round(time.Microsecond))
 	}
 	e.out("%s after searching: RSS %s, peak RSS of the process %s", kind, rss("VmRSS"), peakRSS())
+}
+
+// cpuTime is the process's user and system CPU time.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func peakRSS() string { return rss("VmHWM") }

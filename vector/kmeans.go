@@ -120,12 +120,23 @@ func parallelFor(n, parallelism int, fn func(w, lo, hi int)) {
 func assignStep(am Metric, sample, cents []float32, dim int, xnorm []float32, assign []int, par int) {
 	cnorm := norms(cents, dim)
 	k := len(cnorm)
-	if dim > 16 || k < 32 {
+	if k < 32 {
 		parallelFor(len(assign), par, func(_, lo, hi int) {
 			for i := lo; i < hi; i++ {
 				assign[i] = nearestCentroid(am, cents, cnorm, dim, sample[i*dim:(i+1)*dim], xnorm[i])
 			}
 		})
+		return
+	}
+	if dim > 16 {
+		out := make([]int32, len(assign))
+		ct := newCentroidsT(am, cents, dim)
+		parallelFor(len(assign), par, func(_, lo, hi int) {
+			ct.nearestAll(sample[lo*dim:hi*dim], out[lo:hi], nil)
+		})
+		for i, a := range out {
+			assign[i] = int(a)
+		}
 		return
 	}
 	ct := make([]float32, dim*k)

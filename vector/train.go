@@ -13,7 +13,7 @@ import (
 // assignment go through a coarse level of about sqrt(nlist) groups (as
 // faiss's two-level clustering does): below it, plain Lloyd and an exact
 // nearest centroid cost little.
-const twoLevelAbove = 256
+const twoLevelAbove = 2048
 
 // groupProbe is the number of coarse groups whose centroids a row is
 // compared with when it is assigned through the coarse level.
@@ -57,7 +57,40 @@ func train(m Metric, sample []float32, dim, nlist, iters int, seed uint64, par i
 		}()
 	}
 	wg.Wait()
-	return slices.Concat(parts...)
+	return refine(m, sample, dim, slices.Concat(parts...), refineIters, seed, par)
+}
+
+// refineIters is the number of Lloyd iterations over the whole sample
+// after the two levels, each row assigned through the quantizer of the
+// centroids so far: centroids move across the coarse cells' borders.
+const refineIters = 4
+
+// refine runs Lloyd iterations with assignment through a quantizer.
+func refine(m Metric, sample []float32, dim int, cents []float32, iters int, seed uint64, par int) []float32 {
+	n, nlist := len(sample)/dim, len(cents)/dim
+	for it := range iters {
+		q := newQuantizer(m, cents, dim, seed+uint64(it), par)
+		sum := make([]float32, nlist*dim)
+		cnt := make([]int, nlist)
+		for _, a := range q.assignAll(sample, par) {
+			cnt[a.l]++
+			vek32.Add_Inplace(sum[int(a.l)*dim:(int(a.l)+1)*dim], sample[int(a.row)*dim:(int(a.row)+1)*dim])
+		}
+		for c := range nlist {
+			s := sum[c*dim : (c+1)*dim]
+			if cnt[c] == 0 {
+				copy(s, cents[c*dim:(c+1)*dim])
+				continue
+			}
+			vek32.MulNumber_Inplace(s, 1/float32(cnt[c]))
+		}
+		if m == Cosine {
+			normalize(sum, dim)
+		}
+		cents = sum
+	}
+	_ = n
+	return cents
 }
 
 // shareOut divides nlist among the cells in proportion to their points
@@ -123,6 +156,7 @@ type quantizer struct {
 	cnorm  []float32
 	groups *quantizer // nil: exact
 	member [][]int32  // centroids of each group
+	exact  *centroidsT
 }
 
 // newQuantizer returns the quantizer of centroids for metric m.
@@ -130,6 +164,7 @@ func newQuantizer(m Metric, cents []float32, dim int, seed uint64, par int) *qua
 	q := &quantizer{m: assignMetric(m), dim: dim, cents: cents, cnorm: norms(cents, dim)}
 	nlist := len(q.cnorm)
 	if nlist <= twoLevelAbove {
+		q.exact = newCentroidsT(m, cents, dim)
 		return q
 	}
 	k1 := int(math.Round(math.Sqrt(float64(nlist))))
@@ -149,6 +184,14 @@ type assignment struct{ row, l int32 }
 func (q *quantizer) assignAll(vs []float32, par int) []assignment {
 	n := len(vs) / q.dim
 	out := make([]assignment, n)
+	if q.exact != nil {
+		ls := make([]int32, n)
+		parallelFor(n, par, func(_, lo, hi int) { q.exact.nearestAll(vs[lo*q.dim:hi*q.dim], ls[lo:hi], nil) })
+		for i, l := range ls {
+			out[i] = assignment{int32(i), l}
+		}
+		return out
+	}
 	parallelFor(n, par, func(_, lo, hi int) {
 		for i := lo; i < hi; i++ {
 			x := vs[i*q.dim : (i+1)*q.dim]
