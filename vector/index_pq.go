@@ -166,7 +166,7 @@ func (s *pqSearch) query(ctx context.Context, q *query, t *topK, nprobe int, opt
 	ix := s.ix
 	rerank := opts.Rerank
 	if rerank <= 0 {
-		rerank = max(100, 10*t.k)
+		rerank = max(400, 40*t.k)
 	}
 	s.cs = ix.rankCentroids(q, s.cs)
 	s.cands = s.cands[:0]

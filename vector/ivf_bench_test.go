@@ -34,7 +34,7 @@ import (
 // searches, so that its peak RSS is the search's. Settings:
 // LOCH_VECTOR_BENCH=NxD (100000x128), LOCH_VECTOR_MIXTURE=CxSIGMA
 // (1000x1), LOCH_VECTOR_METRIC (l2), LOCH_VECTOR_KINDS (ivf-flat,ivf-pq),
-// LOCH_VECTOR_NLIST (4 x sqrt(N)), LOCH_VECTOR_NPROBE (8,16,32,64,128),
+// LOCH_VECTOR_NLIST (4 x sqrt(N)), LOCH_VECTOR_NPROBE (8,16,32,64,128; NPROBE/RERANK sets ivf-pq's Rerank too),
 // LOCH_VECTOR_M (dim/8). Run it alone:
 //
 //	go test -run '^$' -bench IVFReport -benchtime 1x -timeout 2h ./vector
@@ -180,16 +180,17 @@ func (e *ivfBench) search(ctx context.Context, b *testing.B, kind string) {
 	require.NoError(b, err)
 	require.Equal(b, kind, ix.desc.Type)
 	e.out("%s open: %s, RSS %s", kind, time.Since(t).Round(time.Millisecond), rss("VmRSS"))
-	e.out("| %s nprobe | recall@10 | median latency (1 query) |", kind)
-	e.out("|---|---|---|")
+	e.out("| %s nprobe | rerank | recall@10 | median latency (1 query) |", kind)
+	e.out("|---|---|---|---|")
 	for _, s := range strings.Split(envOr("LOCH_VECTOR_NPROBE", "8,16,32,64,128"), ",") {
-		np, err := strconv.Atoi(s)
+		np, rr := 0, 0
+		_, err := fmt.Sscanf(s+"/0", "%d/%d", &np, &rr)
 		require.NoError(b, err)
 		var lat []time.Duration
 		rec := 0.0
 		for i, q := range e.queries {
 			t := time.Now()
-			got, err := ix.Search(ctx, [][]float32{q}, 10, Options{NProbe: np})
+			got, err := ix.Search(ctx, [][]float32{q}, 10, Options{NProbe: np, Rerank: rr})
 			lat = append(lat, time.Since(t))
 			require.NoError(b, err)
 			for _, h := range got[0] {
@@ -199,7 +200,7 @@ func (e *ivfBench) search(ctx context.Context, b *testing.B, kind string) {
 			}
 		}
 		slices.Sort(lat)
-		e.out("| %d | %.3f | %s |", np, rec/float64(10*len(e.queries)), lat[len(lat)/2].Round(time.Microsecond))
+		e.out("| %d | %d | %.3f | %s |", np, rr, rec/float64(10*len(e.queries)), lat[len(lat)/2].Round(time.Microsecond))
 	}
 	e.out("%s after searching: RSS %s, peak RSS of the process %s", kind, rss("VmRSS"), peakRSS())
 }

@@ -74,7 +74,7 @@ func printIndexInfo(cmd *cobra.Command, info *vector.Info, asJSON bool, verb str
 	if asJSON {
 		return printJSON(w, info)
 	}
-	fmt.Fprintf(w, "%s %s: %d rows of %q (%d dimensions, %s) in %d lists, %s written\n", verb, info.Key, info.Rows, info.Column, info.Dim, info.Metric, info.NList, humanize.IBytes(uint64(info.Bytes)))
+	fmt.Fprintf(w, "%s %s: %d rows of %q (%d dimensions, %s) in %d lists, %s, %s written\n", verb, info.Key, info.Rows, info.Column, info.Dim, info.Metric, info.NList, info.Type, humanize.IBytes(uint64(info.Bytes)))
 	return nil
 }
 
@@ -100,8 +100,11 @@ the same version, column and metric replaces the index.`,
 			if err != nil {
 				return err
 			}
-			if opts.NList < 0 || opts.Sample < 0 || opts.Iterations < 0 {
-				return usagef("--nlist, --sample and --iterations must not be negative")
+			if opts.NList < 0 || opts.Sample < 0 || opts.Iterations < 0 || opts.M < 0 {
+				return usagef("--nlist, --sample, --iterations and --m must not be negative")
+			}
+			if _, err := vector.ParseKind(opts.Kind); err != nil {
+				return usagef("--kind %q: want ivf-flat or ivf-pq", opts.Kind)
 			}
 			opts.Metric = m
 			d, err := openDataset(cmd.Context(), args[0], &refs)
@@ -120,6 +123,8 @@ the same version, column and metric replaces the index.`,
 	cmd.Flags().IntVar(&opts.NList, "nlist", 0, "number of lists (default: the square root of the rows)")
 	cmd.Flags().IntVar(&opts.Sample, "sample", 0, "rows k-means trains on (default: max(64 x nlist, 50000))")
 	cmd.Flags().IntVar(&opts.Iterations, "iterations", 0, "k-means iterations (default 10)")
+	cmd.Flags().StringVar(&opts.Kind, "kind", "ivf-flat", "index kind: ivf-flat (vectors in memory when searched) or ivf-pq (PQ codes, lists read by range)")
+	cmd.Flags().IntVar(&opts.M, "m", 0, "ivf-pq subquantizers, a divisor of the dimension (default: dimension / 8)")
 	cmd.Flags().Uint64Var(&opts.Seed, "seed", 0, "seed of the training sample and initial centroids")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
 	refs.add(cmd, "index")

@@ -1047,14 +1047,17 @@ class Dataset:
     # Vector search (loch.vector).
 
     def create_index(self, column: str, metric: str = "cosine", *, nlist: int | None = None, sample: int | None = None,
-                     iterations: int | None = None, seed: int = 0) -> IndexInfo:  # fmt: skip
+                     iterations: int | None = None, seed: int = 0, kind: str = "ivf-flat", m: int | None = None) -> IndexInfo:  # fmt: skip
         """Builds the nearest-neighbour index of an embedding ``column`` (a
         fixed ``[d]`` column of float32, float16 or bfloat16) for
         ``metric`` (``"cosine"``, ``"l2"`` or ``"dot"``) at this handle's
         version, stores it in the dataset and returns its
         :class:`loch.IndexInfo`. The index is IVF-flat: ``nlist`` k-means
         centroids (default: the square root of the rows) trained on
-        ``sample`` rows with ``iterations`` rounds from ``seed``. A tag keeps
+        ``sample`` rows with ``iterations`` rounds from ``seed``;
+        ``kind="ivf-pq"`` keeps ``m`` bytes of product quantization code a
+        row (default dimensions / 8) and reads its lists by range when
+        searched instead of holding them in memory. A tag keeps
         its version's index, branches share their ancestors', ``gc``
         collects the rest::
 
@@ -1062,7 +1065,8 @@ class Dataset:
         """
         from .vector import check_metric, index_info
 
-        opts = {"metric": check_metric(metric), "nlist": nlist or 0, "sample": sample or 0, "iterations": iterations or 0, "seed": int(seed)}
+        opts = {"metric": check_metric(metric), "nlist": nlist or 0, "sample": sample or 0, "iterations": iterations or 0, "seed": int(seed),
+                "kind": kind, "m": m or 0}  # fmt: skip
         return index_info(self._here()._str_json("loch_vector_build", column.encode(), json.dumps(opts).encode()))
 
     def update_index(self, column: str, metric: str = "cosine") -> IndexInfo:
