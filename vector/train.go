@@ -13,7 +13,7 @@ import (
 // assignment go through a coarse level of about sqrt(nlist) groups (as
 // faiss's two-level clustering does): below it, plain Lloyd and an exact
 // nearest centroid cost little.
-const twoLevelAbove = 2048
+const twoLevelAbove = 4096
 
 // groupProbe is the number of coarse groups whose centroids a row is
 // compared with when it is assigned through the coarse level.
