@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lochdata/loch/internal/base"
+	"github.com/lochdata/loch/internal/keys"
 )
 
 func testPQList() *PQList {
@@ -87,4 +88,33 @@ func FuzzDecodePQList(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestPQDescriptor: an ivf-pq descriptor round-trips and names its
+// codebook among its objects; m that does not divide dim, a missing
+// codebook, or PQ fields on an ivf-flat descriptor are ErrCorrupt.
+func TestPQDescriptor(t *testing.T) {
+	key := keys.MakeIndex(commit, 3, "l2")
+	d := testDescriptor()
+	d.Type, d.M, d.Codebook = TypePQ, 2, "vectors/"+commit
+	obj, err := EncodeDescriptor(d)
+	require.NoError(t, err)
+	got, err := DecodeDescriptor(key, obj)
+	require.NoError(t, err)
+	require.Equal(t, d, got)
+	require.Len(t, got.Objects(), 3)
+	for _, bad := range []func(d *Descriptor){
+		func(d *Descriptor) { d.M = 3 },
+		func(d *Descriptor) { d.M = 0 },
+		func(d *Descriptor) { d.Codebook = "" },
+		func(d *Descriptor) { d.Type = TypeFlat },
+	} {
+		d := testDescriptor()
+		d.Type, d.M, d.Codebook = TypePQ, 2, "vectors/"+commit
+		bad(d)
+		obj, err := EncodeDescriptor(d)
+		require.NoError(t, err)
+		_, err = DecodeDescriptor(key, obj)
+		require.ErrorIs(t, err, base.ErrCorrupt)
+	}
 }
