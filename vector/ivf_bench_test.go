@@ -35,7 +35,7 @@ import (
 // LOCH_VECTOR_BENCH=NxD (100000x128), LOCH_VECTOR_MIXTURE=CxSIGMA
 // (1000x1), LOCH_VECTOR_METRIC (l2), LOCH_VECTOR_KINDS (ivf-flat,ivf-pq),
 // LOCH_VECTOR_NLIST (4 x sqrt(N)), LOCH_VECTOR_NPROBE (8,16,32,64,128; NPROBE/RERANK sets ivf-pq's Rerank too),
-// LOCH_VECTOR_M (dim/8). Run it alone:
+// LOCH_VECTOR_M (dim/8); LOCH_VECTOR_NO_RAW=1 skips data.f32. Run it alone:
 //
 //	go test -run '^$' -bench IVFReport -benchtime 1x -timeout 2h ./vector
 func BenchmarkIVFReport(b *testing.B) {
@@ -128,7 +128,11 @@ func (e *ivfBench) prepare(ctx context.Context, b *testing.B) {
 	}})
 	require.NoError(b, err)
 	e.ds = ds
-	f, err := os.Create(filepath.Join(e.dir, "data.f32"))
+	raw := filepath.Join(e.dir, "data.f32")
+	if os.Getenv("LOCH_VECTOR_NO_RAW") != "" { // no faiss run: not worth the disk
+		raw = os.DevNull
+	}
+	f, err := os.Create(raw)
 	require.NoError(b, err)
 	buf := make([]float32, 10000*e.dim)
 	for lo := 0; lo < e.n; lo += 10000 {
