@@ -57,9 +57,16 @@ func normalize(vs []float32, dim int) {
 	}
 }
 
+// exactIters is the number of k-means iterations that compare every
+// point with every centroid (see kmeans).
+const exactIters = 3
+
 // kmeans runs Lloyd's algorithm on the sample (n x dim, normalized for
 // cosine) and returns nlist centroids. Initial centroids are distinct
-// random sample points; an empty cell takes a random point.
+// random sample points; an empty cell takes a random point. From
+// groupedAbove centroids, the iterations after the first exactIters
+// assign through a quantizer of the centroids so far (about a quarter of
+// the comparisons): by then few points change cells.
 func kmeans(m Metric, sample []float32, dim, nlist, iters int, seed uint64, parallelism int) []float32 {
 	n := len(sample) / dim
 	r := rand.New(rand.NewPCG(seed, 0x6b6d65616e73))
@@ -70,8 +77,14 @@ func kmeans(m Metric, sample []float32, dim, nlist, iters int, seed uint64, para
 	am := assignMetric(m)
 	assign := make([]int, n)
 	xnorm := norms(sample, dim)
-	for range iters {
-		assignStep(am, sample, cents, dim, xnorm, assign, parallelism)
+	for it := range iters {
+		if nlist >= groupedAbove && it >= exactIters {
+			for _, a := range newQuantizer(m, cents, dim, seed+uint64(it), parallelism).assignAll(sample, parallelism) {
+				assign[a.row] = int(a.l)
+			}
+		} else {
+			assignStep(am, sample, cents, dim, xnorm, assign, parallelism)
+		}
 		sum := make([]float32, nlist*dim)
 		cnt := make([]int, nlist)
 		for i, a := range assign {

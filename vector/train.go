@@ -17,7 +17,11 @@ const twoLevelAbove = 4096
 
 // groupProbe is the number of coarse groups whose centroids a row is
 // compared with when it is assigned through the coarse level.
-const groupProbe = 4
+const groupProbe = 8
+
+// groupedAbove is the number of centroids from which rows are assigned
+// through groups (newQuantizer) rather than compared with every centroid.
+var groupedAbove = 512
 
 // train returns nlist centroids of the sample (n x dim, normalized for
 // cosine). Above twoLevelAbove it trains two levels: k-means of about
@@ -163,7 +167,7 @@ type quantizer struct {
 func newQuantizer(m Metric, cents []float32, dim int, seed uint64, par int) *quantizer {
 	q := &quantizer{m: assignMetric(m), dim: dim, cents: cents, cnorm: norms(cents, dim)}
 	nlist := len(q.cnorm)
-	if nlist <= twoLevelAbove {
+	if nlist < groupedAbove {
 		q.exact = newCentroidsT(m, cents, dim)
 		return q
 	}
