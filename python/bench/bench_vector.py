@@ -13,7 +13,8 @@ each setting::
     python python/bench/bench_vector.py --dir DIR --dim 128 --kind ivfpq --nlist 4000 --m 16 --settings 8,32,128
     python python/bench/bench_vector.py --dir DIR --dim 128 --kind hnsw --settings 16,64,256
 
-Settings are nprobe for the IVF kinds and efSearch for HNSW (M 32). Run each
+Settings are nprobe for the IVF kinds and efSearch for HNSW (M 32);
+``ivfpq-refine`` is IndexIVFPQ re-ranked by IndexRefineFlat (k_factor 40). Run each
 kind in its own process so that its peak RSS is its own. faiss-cpu is a
 bench-only dependency (python/requirements-bench.txt).
 """
@@ -42,6 +43,11 @@ def build(kind: str, xb: np.ndarray, nlist: int, m: int) -> faiss.Index:
         index = faiss.IndexIVFFlat(quantizer, d, nlist)
     else:
         index = faiss.IndexIVFPQ(quantizer, d, nlist, m, 8)
+    if kind == "ivfpq-refine":
+        # Re-ranked by the full vectors, as loch's ivf-pq is (k_factor 40:
+        # 400 candidates for k = 10, loch's default).
+        index = faiss.IndexRefineFlat(index)
+        index.k_factor = 40
     index.train(xb)
     index.add(xb)
     return index
@@ -51,6 +57,8 @@ def measure(index: faiss.Index, kind: str, setting: int, xq: np.ndarray, truth: 
     """Recall@10 and the median latency (ms) of one query at a time."""
     if kind == "hnsw":
         index.hnsw.efSearch = setting
+    elif kind == "ivfpq-refine":
+        faiss.extract_index_ivf(index).nprobe = setting
     else:
         index.nprobe = setting
     lat, hits = [], 0
@@ -66,7 +74,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--dir", required=True, type=Path)
     ap.add_argument("--dim", required=True, type=int)
-    ap.add_argument("--kind", required=True, choices=["ivfflat", "ivfpq", "hnsw"])
+    ap.add_argument("--kind", required=True, choices=["ivfflat", "ivfpq", "ivfpq-refine", "hnsw"])
     ap.add_argument("--nlist", type=int, default=1000)
     ap.add_argument("--m", type=int, default=16)
     ap.add_argument("--settings", default="8,32,128")
