@@ -282,9 +282,9 @@ func (ix *Index) Uncovered() int64 { return ix.nUncov }
 func (ix *Index) NList() int { return len(ix.desc.Lists) }
 
 // DefaultNProbe is the number of lists a query scans unless told:
-// NList/8, at least 16 (bench/RESULTS.md: at 1M x 128, 125 of 1,000
-// lists, under 4 ms a query on 2 cores; recall@10 1.00 on a mixture of
-// 1,000 components, 0.90 on one of 10,000).
+// NList/8, at least 16 (bench/history/2026-11-29-issue-37.md: at 1M x
+// 128, 125 of 1,000 lists, under 4 ms a query on 2 cores; recall@10 1.00
+// on a mixture of 1,000 components, 0.90 on one of 10,000).
 func (ix *Index) DefaultNProbe() int { return min(ix.NList(), max(16, ix.NList()/8)) }
 
 // Search returns, for each query vector, the k nearest rows of the
@@ -298,7 +298,7 @@ func (ix *Index) DefaultNProbe() int { return min(ix.NList(), max(16, ix.NList()
 // found: never a short answer. When nprobe/s reaches the number of lists
 // (a share under nprobe/nlist, 6% with the defaults) every list is
 // scanned and the answer is exact. Plain pre-filtering with nprobe lists
-// loses recall as the filter narrows (bench/RESULTS.md).
+// loses recall as the filter narrows (bench/history/2026-11-29-issue-37.md).
 func (ix *Index) Search(ctx context.Context, queries [][]float32, k int, opts Options) ([][]Hit, error) {
 	if err := checkK(k); err != nil {
 		return nil, err
