@@ -65,8 +65,8 @@ const exactIters = 3
 // cosine) and returns nlist centroids. Initial centroids are distinct
 // random sample points; an empty cell takes a random point. From
 // groupedAbove centroids, the iterations after the first exactIters
-// assign through a quantizer of the centroids so far (about a quarter of
-// the comparisons): by then few points change cells.
+// assign through a quantizer of the centroids so far: by then few points
+// change cells.
 func kmeans(m Metric, sample []float32, dim, nlist, iters int, seed uint64, parallelism int) []float32 {
 	n := len(sample) / dim
 	r := rand.New(rand.NewPCG(seed, 0x6b6d65616e73))
