@@ -81,6 +81,7 @@ func loch_vector_update(h C.uintptr_t, column, metric *C.char, out **C.char, err
 type searchOptionsJSON struct {
 	Metric string `json:"metric"`
 	NProbe int    `json:"nprobe"`
+	Rerank int    `json:"rerank"`
 	Exact  bool   `json:"exact"`
 }
 
@@ -116,7 +117,7 @@ func loch_vector_search(h C.uintptr_t, column, options *C.char, queries *C.float
 		for i := range qs {
 			qs[i] = append([]float32(nil), flat[i*int(d):(i+1)*int(d)]...)
 		}
-		opts := vector.Options{NProbe: o.NProbe}
+		opts := vector.Options{NProbe: o.NProbe, Rerank: o.Rerank}
 		if nallowed >= 0 {
 			var set []uint64
 			if nallowed > 0 {

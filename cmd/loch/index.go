@@ -225,6 +225,7 @@ type searchOptions struct {
 	idx            indexFlags
 	vecFile, where string
 	k, nprobe      int
+	rerank         int
 	exact, asJSON  bool
 }
 
@@ -262,6 +263,7 @@ inner product (smaller is nearer in all three).`,
 	cmd.Flags().IntVarP(&o.k, "k", "k", 10, "number of nearest rows per query vector")
 	cmd.Flags().StringVar(&o.where, "where", "", "keep only rows passing this SQL condition over the table ds")
 	cmd.Flags().IntVar(&o.nprobe, "nprobe", 0, "lists of the index each query scans (default: nlist/16, at least 8)")
+	cmd.Flags().IntVar(&o.rerank, "rerank", 0, "rows an ivf-pq index re-ranks by their full vectors (default: max(400, 40 x k))")
 	cmd.Flags().BoolVar(&o.exact, "exact", false, "compare every row; do not use an index")
 	cmd.Flags().BoolVar(&o.asJSON, "json", false, "print one JSON object")
 	o.refs.add(cmd, "search")
@@ -287,7 +289,7 @@ func runSearch(ctx context.Context, o *searchOptions) error {
 		return err
 	}
 	defer d.Close()
-	opts := vector.Options{NProbe: o.nprobe}
+	opts := vector.Options{NProbe: o.nprobe, Rerank: o.rerank}
 	if o.where != "" {
 		ids, err := query.Filter(ctx, d, o.where, query.Options{})
 		if err != nil {

@@ -134,14 +134,17 @@ class Search(Reads):
         return index_info(self._read_json("loch_vector_update", column.encode(), check_metric(metric).encode()))
 
     def search(self, vector: Any, k: int = 10, *, column: str, metric: str = "cosine", where: str | None = None,
-               columns: Sequence[str] = (), nprobe: int | None = None, exact: bool = False) -> SearchResult | list[SearchResult]:  # fmt: skip
+               columns: Sequence[str] = (), nprobe: int | None = None, exact: bool = False,
+               rerank: int | None = None) -> SearchResult | list[SearchResult]:  # fmt: skip
         """The ``k`` rows of this handle's version nearest to ``vector`` in
         the embedding ``column`` by ``metric``: a :class:`loch.SearchResult`
         (row ids, distances, the ``columns`` asked for) for one vector
         ``[d]``, a list of them for a batch ``[n, d]``.
 
         It uses the column's index for ``metric`` when this version or an
-        ancestor has one (scanning ``nprobe`` lists; rows added or changed
+        ancestor has one (scanning ``nprobe`` lists, an ivf-pq index
+        re-ranking ``rerank`` rows by their full vectors, default
+        max(400, 40 k); rows added or changed
         since it was built are searched exactly), else compares every row
         (``exact=True`` always does). ``where`` keeps only the rows that
         pass an SQL condition over the table ``ds`` (run by the ``loch``
@@ -167,7 +170,7 @@ class Search(Reads):
         ids = np.zeros((n, k), dtype=np.uint64)
         dists = np.zeros((n, k), dtype=np.float32)
         counts = np.zeros(n, dtype=np.int64)
-        opts = {"metric": check_metric(metric), "nprobe": int(nprobe or 0), "exact": bool(exact)}
+        opts = {"metric": check_metric(metric), "nprobe": int(nprobe or 0), "exact": bool(exact), "rerank": int(rerank or 0)}
         here = self._here()
         meta = json.loads(self._read_str(
             "loch_vector_search", column.encode(), json.dumps(opts).encode(), q.ctypes.data, n, d, k,

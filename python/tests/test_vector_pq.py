@@ -24,7 +24,7 @@ def test_create_pq_index_and_search(tmp_path: Path) -> None:
     info = ds.create_index("embedding", metric="l2", nlist=4, kind="ivf-pq", m=4, seed=1)
     assert info.kind == "ivf-pq" and info.m == 4 and info.rows == 300 and info.nlist == 4
     q = vecs[17] + 0.01
-    got = ds.search(q, k=5, column="embedding", metric="l2", nprobe=4)
+    got = ds.search(q, k=5, column="embedding", metric="l2", nprobe=4, rerank=300)
     assert got.index == info.key and got.warnings == []
     want = np.argsort(np.linalg.norm(vecs - q, axis=1), kind="stable")[:5]
     assert got.row_ids.tolist() == want.tolist()
