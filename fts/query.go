@@ -272,4 +272,3 @@ func (n *node) termSet(out map[string]bool) {
 		}
 	}
 }
-
