@@ -84,6 +84,7 @@ func newIndexCreateCmd() *cobra.Command {
 		idx    indexFlags
 		opts   vector.BuildOptions
 		asJSON bool
+		text   bool
 	)
 	cmd := &cobra.Command{
 		Use:   "create URL --column C",
@@ -96,6 +97,9 @@ the same version, column and metric replaces the index.`,
   loch index create ./pets --column embedding --metric l2 --nlist 1024`,
 		Args: exactArgs("URL"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if text {
+				return runIndexCreateFTS(cmd.Context(), cmd, ftsOpts{url: args[0], refs: &refs, column: idx.column, asJSON: asJSON})
+			}
 			m, err := idx.parse()
 			if err != nil {
 				return err
@@ -121,6 +125,7 @@ the same version, column and metric replaces the index.`,
 	cmd.Flags().IntVar(&opts.Sample, "sample", 0, "rows k-means trains on (default: max(64 x nlist, 50000))")
 	cmd.Flags().IntVar(&opts.Iterations, "iterations", 0, "k-means iterations (default 10)")
 	cmd.Flags().Uint64Var(&opts.Seed, "seed", 0, "seed of the training sample and initial centroids")
+	cmd.Flags().BoolVar(&text, "fts", false, "build a full-text (BM25) index of a text or json column instead")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
 	refs.add(cmd, "index")
 	return cmd
@@ -132,6 +137,7 @@ func newIndexUpdateCmd() *cobra.Command {
 		idx    indexFlags
 		asJSON bool
 	)
+	var text bool
 	cmd := &cobra.Command{
 		Use:   "update URL --column C",
 		Short: "Fold the rows changed since the index was built into a new index",
@@ -144,6 +150,9 @@ gives better recall.`,
 		Example: `  loch index update ./pets --column embedding`,
 		Args:    exactArgs("URL"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if text {
+				return runIndexUpdateFTS(cmd.Context(), cmd, ftsOpts{url: args[0], refs: &refs, column: idx.column, asJSON: asJSON})
+			}
 			m, d, err := idx.open(cmd, args[0], &refs)
 			if err != nil {
 				return err
@@ -157,6 +166,7 @@ gives better recall.`,
 		},
 	}
 	idx.add(cmd)
+	cmd.Flags().BoolVar(&text, "fts", false, "update the full-text (BM25) index of a text or json column instead")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
 	refs.add(cmd, "index")
 	return cmd
@@ -167,6 +177,7 @@ func newIndexDropCmd() *cobra.Command {
 		refs refFlags
 		idx  indexFlags
 	)
+	var text bool
 	cmd := &cobra.Command{
 		Use:   "drop URL --column C",
 		Short: "Delete the index of an embedding column at a version",
@@ -174,6 +185,9 @@ func newIndexDropCmd() *cobra.Command {
 ancestor's); gc then collects the objects no other index shares.`,
 		Args: exactArgs("URL"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if text {
+				return runIndexDropFTS(cmd.Context(), cmd, ftsOpts{url: args[0], refs: &refs, column: idx.column})
+			}
 			m, d, err := idx.open(cmd, args[0], &refs)
 			if err != nil {
 				return err
@@ -196,6 +210,7 @@ ancestor's); gc then collects the objects no other index shares.`,
 		},
 	}
 	idx.add(cmd)
+	cmd.Flags().BoolVar(&text, "fts", false, "drop the full-text index of a text or json column instead")
 	refs.add(cmd, "drop the index of")
 	return cmd
 }
@@ -217,6 +232,7 @@ func newSearchCmd() *cobra.Command {
 		refs           refFlags
 		idx            indexFlags
 		vecFile, where string
+		text           string
 		k, nprobe      int
 		exact, asJSON  bool
 	)
@@ -242,6 +258,12 @@ inner product (smaller is nearer in all three).`,
   loch search ./pets --column embedding --vector batch.npy --where "label = 3" --json`,
 		Args: exactArgs("URL"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if text != "" {
+				return runSearchText(cmd.Context(), cmd, ftsOpts{url: args[0], refs: &refs, column: idx.column, asJSON: asJSON}, text, where, k)
+			}
+			if vecFile == "" {
+				return usagef("want --vector FILE.npy or --text QUERY")
+			}
 			m, err := idx.parse()
 			if err != nil {
 				return err
@@ -295,8 +317,8 @@ inner product (smaller is nearer in all three).`,
 		},
 	}
 	idx.add(cmd)
-	cmd.Flags().StringVar(&vecFile, "vector", "", "a .npy file of one query vector [d] or a batch [n, d] (required)")
-	_ = cmd.MarkFlagRequired("vector")
+	cmd.Flags().StringVar(&vecFile, "vector", "", "a .npy file of one query vector [d] or a batch [n, d]")
+	cmd.Flags().StringVar(&text, "text", "", "a full-text query over a text or json column (docs/search.md), instead of --vector")
 	cmd.Flags().IntVarP(&k, "k", "k", 10, "number of nearest rows per query vector")
 	cmd.Flags().StringVar(&where, "where", "", "keep only rows passing this SQL condition over the table ds")
 	cmd.Flags().IntVar(&nprobe, "nprobe", 0, "lists of the index each query scans (default: nlist/16, at least 8)")
