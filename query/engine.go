@@ -85,6 +85,7 @@ type Engine struct {
 	emitted    atomic.Int64             // rows the scans have handed DuckDB (tests count them)
 	failed     scanFailure              // the running query's first scan error (queryError)
 	aggregates map[string]bool          // DuckDB's aggregate function names (grouping)
+	fts        ftsState                 // fts_match and fts_score (fts.go)
 }
 
 // New starts an engine over d's current version. d may be nil: then the
@@ -157,6 +158,9 @@ func (e *Engine) init(ctx context.Context) error {
 		return err
 	}
 	if err := e.registerVector(ctx, conn); err != nil {
+		return err
+	}
+	if err := e.registerFTS(ctx, conn); err != nil {
 		return err
 	}
 	if err := e.createViews(ctx, conn); err != nil {

@@ -99,6 +99,7 @@ func (e *Engine) rewrite(ctx context.Context, q string, selection bool) (rewritt
 	// else the one row id of a single table.
 	out.random = replaceRandom(node, qual)
 	changed = changed || out.random
+	changed = replaceFTS(node, qual) || changed
 	if selection {
 		if why, err := e.grouping(ctx, node); err != nil {
 			return rewritten{}, err
