@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     import tensorflow as tf
     from typing_extensions import Unpack
 
+    from .fts import TextIndexInfo, TextSearchResult
     from .jax import JaxLoader, JaxOptions
     from .query import Selection
     from .torch import TorchLoader, TorchOptions
@@ -1047,7 +1048,7 @@ class Dataset:
     # Vector search (loch.vector).
 
     def create_index(self, column: str, metric: str = "cosine", *, nlist: int | None = None, sample: int | None = None,
-                     iterations: int | None = None, seed: int = 0) -> IndexInfo:  # fmt: skip
+                     iterations: int | None = None, seed: int = 0, kind: str = "vector") -> IndexInfo | TextIndexInfo:  # fmt: skip
         """Builds the nearest-neighbour index of an embedding ``column`` (a
         fixed ``[d]`` column of float32, float16 or bfloat16) for
         ``metric`` (``"cosine"``, ``"l2"`` or ``"dot"``) at this handle's
@@ -1059,24 +1060,36 @@ class Dataset:
         collects the rest::
 
             >>> info = ds.create_index("embedding", metric="cosine")  # doctest: +SKIP
+
+        ``kind="fts"`` builds the full-text (BM25) index of a text or json
+        column instead (:mod:`loch.fts`)::
+
+            >>> info = ds.create_index(column="caption", kind="fts")  # doctest: +SKIP
         """
         from .vector import check_metric, index_info
+
+        if kind != "vector":
+            return _fts_kind(kind).create_index(self, column)
 
         opts = {"metric": check_metric(metric), "nlist": nlist or 0, "sample": sample or 0, "iterations": iterations or 0, "seed": int(seed)}
         return index_info(self._here()._str_json("loch_vector_build", column.encode(), json.dumps(opts).encode()))
 
-    def update_index(self, column: str, metric: str = "cosine") -> IndexInfo:
+    def update_index(self, column: str, metric: str = "cosine", *, kind: str = "vector") -> IndexInfo | TextIndexInfo:
         """Writes the index of this handle's version from the index of its
         newest indexed ancestor, without retraining: rows deleted or updated
         since leave the lists, rows appended or updated since join their
         nearest centroid's list. Raises :class:`loch.NotFound` when no
-        index serves this version."""
+        index serves this version. ``kind="fts"``: the full-text index."""
         from .vector import check_metric, index_info
+
+        if kind != "vector":
+            return _fts_kind(kind).update_index(self, column)
 
         return index_info(self._here()._str_json("loch_vector_update", column.encode(), check_metric(metric).encode()))
 
-    def search(self, vector: Any, k: int = 10, *, column: str, metric: str = "cosine", where: str | None = None,
-               columns: Sequence[str] = (), nprobe: int | None = None, exact: bool = False) -> SearchResult | list[SearchResult]:  # fmt: skip
+    def search(self, vector: Any = None, k: int = 10, *, column: str, metric: str = "cosine", where: str | None = None,
+               columns: Sequence[str] = (), nprobe: int | None = None, exact: bool = False,
+               text: str | None = None) -> SearchResult | list[SearchResult] | TextSearchResult:  # fmt: skip
         """The ``k`` rows of this handle's version nearest to ``vector`` in
         the embedding ``column`` by ``metric``: a :class:`loch.SearchResult`
         (row ids, distances, the ``columns`` asked for) for one vector
@@ -1093,8 +1106,20 @@ class Dataset:
 
             >>> hits = ds.search(np.ones(128), k=5, column="embedding", where="label = 3", columns=["label"])  # doctest: +SKIP
             >>> hits.row_ids, hits.distances, hits.columns["label"]  # doctest: +SKIP
+
+        ``text="..."`` (instead of ``vector``) is a full-text query over a
+        text or json ``column``, answered from its BM25 index
+        (:mod:`loch.fts`): a :class:`loch.fts.TextSearchResult` with
+        ``row_ids`` and ``scores``, best first::
+
+            >>> hits = ds.search(text='"red car" -truck', column="caption", k=10)  # doctest: +SKIP
         """
         from .vector import SearchResult, check_metric, query_matrix
+
+        if text is not None or vector is None:
+            if vector is not None or text is None:
+                raise InvalidArgument("search: give either vector or text")
+            return _fts_kind("fts").search(self, text, k, column, where, columns)
 
         if k <= 0:
             raise InvalidArgument(f"k = {k}: want k >= 1")
@@ -1454,3 +1479,12 @@ class ColumnReader:
     def __iter__(self) -> Any:
         for i in range(len(self)):
             yield self[i]
+
+
+def _fts_kind(kind: str) -> Any:
+    """The module of index kind ``kind`` other than "vector": loch.fts."""
+    if kind != "fts":
+        raise InvalidArgument(f"index kind {kind!r}: want 'vector' or 'fts'")
+    from . import fts
+
+    return fts
