@@ -17,9 +17,9 @@ import (
 	"unsafe"
 
 	"github.com/lochdata/loch"
+	"github.com/lochdata/loch/fts"
 	"github.com/lochdata/loch/schema"
 	"github.com/lochdata/loch/storage"
-	"github.com/lochdata/loch/fts"
 	"github.com/lochdata/loch/vector"
 )
 

@@ -98,8 +98,7 @@ func (e *Engine) rewrite(ctx context.Context, q string, selection bool) (rewritt
 	// random() hashes the row id the SELECT names (f._rowid in a join),
 	// else the one row id of a single table.
 	out.random = replaceRandom(node, qual)
-	changed = changed || out.random
-	changed = replaceFTS(node, qual) || changed
+	changed = replaceFTS(node, qual) || changed || out.random
 	if selection {
 		if why, err := e.grouping(ctx, node); err != nil {
 			return rewritten{}, err

@@ -141,3 +141,22 @@ func runSearchText(ctx context.Context, cmd *cobra.Command, o ftsOpts, text, whe
 	}
 	return nil
 }
+
+// withTextSearch adds --text to the search command: with it the command
+// runs a full-text query (runSearchText) instead of a vector search,
+// which then needs --vector.
+func withTextSearch(cmd *cobra.Command, refs *refFlags, idx *indexFlags, where *string, k *int, asJSON *bool) *cobra.Command {
+	var text string
+	cmd.Flags().StringVar(&text, "text", "", "a full-text query over a text or json column (docs/search.md), instead of --vector")
+	vectorRun := cmd.RunE
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if text != "" {
+			return runSearchText(cmd.Context(), cmd, ftsOpts{url: args[0], refs: refs, column: idx.column, asJSON: *asJSON}, text, *where, *k)
+		}
+		if !cmd.Flags().Changed("vector") {
+			return usagef("want --vector FILE.npy or --text QUERY")
+		}
+		return vectorRun(cmd, args)
+	}
+	return cmd
+}

@@ -232,7 +232,6 @@ func newSearchCmd() *cobra.Command {
 		refs           refFlags
 		idx            indexFlags
 		vecFile, where string
-		text           string
 		k, nprobe      int
 		exact, asJSON  bool
 	)
@@ -258,12 +257,6 @@ inner product (smaller is nearer in all three).`,
   loch search ./pets --column embedding --vector batch.npy --where "label = 3" --json`,
 		Args: exactArgs("URL"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if text != "" {
-				return runSearchText(cmd.Context(), cmd, ftsOpts{url: args[0], refs: &refs, column: idx.column, asJSON: asJSON}, text, where, k)
-			}
-			if vecFile == "" {
-				return usagef("want --vector FILE.npy or --text QUERY")
-			}
 			m, err := idx.parse()
 			if err != nil {
 				return err
@@ -318,14 +311,13 @@ inner product (smaller is nearer in all three).`,
 	}
 	idx.add(cmd)
 	cmd.Flags().StringVar(&vecFile, "vector", "", "a .npy file of one query vector [d] or a batch [n, d]")
-	cmd.Flags().StringVar(&text, "text", "", "a full-text query over a text or json column (docs/search.md), instead of --vector")
 	cmd.Flags().IntVarP(&k, "k", "k", 10, "number of nearest rows per query vector")
 	cmd.Flags().StringVar(&where, "where", "", "keep only rows passing this SQL condition over the table ds")
 	cmd.Flags().IntVar(&nprobe, "nprobe", 0, "lists of the index each query scans (default: nlist/16, at least 8)")
 	cmd.Flags().BoolVar(&exact, "exact", false, "compare every row; do not use an index")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
 	refs.add(cmd, "search")
-	return cmd
+	return withTextSearch(cmd, &refs, &idx, &where, &k, &asJSON)
 }
 
 func search(ctx context.Context, d *loch.Dataset, column string, m vector.Metric, queries [][]float32, k int, opts vector.Options, exact bool) (*vector.Result, error) {
