@@ -50,6 +50,28 @@ func loch_fts_update(h C.uintptr_t, column *C.char, out **C.char, errOut **C.cha
 	})
 }
 
+// loch_fts_open opens (and keeps, for the handle's searches) the
+// full-text index of column that serves the handle's version, analysing
+// the rows it does not cover, so that loch_fts_search need not: a call
+// made interruptible where loch_fts_search is not. info gets JSON
+// {"index", "warnings"}.
+//
+//export loch_fts_open
+func loch_fts_open(h C.uintptr_t, column *C.char, info **C.char, errOut **C.char) (st C.int) {
+	return withDataset(h, errOut, func(ds *dataset) error {
+		ctx, done := interruptible()
+		defer done()
+		ix, warnings, err := ds.textSearcher().Index(ctx, goString(column), fts.Options{})
+		if err != nil {
+			return err
+		}
+		if warnings == nil {
+			warnings = []string{}
+		}
+		return setJSON(info, map[string]any{"index": ix.Key(), "warnings": warnings})
+	})
+}
+
 // loch_fts_search finds the k best rows for a full-text query in column.
 // allowed holds nallowed row ids a filter lets through; nallowed < 0
 // means no filter. It writes *count (at most k) hits to ids and scores,

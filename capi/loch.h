@@ -384,6 +384,10 @@ int64_t loch_max_decode_bytes(void);
  *   loch_fts_update(h, column, char **out, err): the index of the
  *       handle's version from its newest indexed ancestor's; out as
  *       loch_fts_build's; LOCH_NOT_FOUND when no index serves it.
+ *   loch_fts_open(h, column, char **info, err): opens and keeps the
+ *       index that serves the handle's version (analysing the rows it
+ *       does not cover); info = {"index", "warnings"}. Made before
+ *       searches so that they are short.
  *   loch_fts_search(h, column, query, k, const uint64_t *allowed,
  *       nallowed, uint64_t *ids, double *scores, int64_t *count,
  *       char **info, err): the *count <= k best rows for query, best

@@ -53,6 +53,9 @@ type Index struct {
 	docs   int64          // N: the segments' docs
 	tokens int64
 	nUncov int64
+	maxID  uint64 // the largest row id a segment holds
+	// allValid: every row the stored segments hold is valid (no check).
+	allValid bool
 }
 
 // Find returns the key of the full-text index of column that serves the
@@ -222,6 +225,14 @@ func (ix *Index) cover(ctx context.Context, opts Options) error {
 		}
 	}
 	ix.valid = vector.NewRowSet(valid)
+	if ix.desc != nil {
+		ix.allValid = int64(ix.valid.Len()) == ix.desc.Docs
+	}
+	defer func() {
+		for _, s := range ix.segs {
+			ix.maxID = max(ix.maxID, s.maxID())
+		}
+	}()
 	if len(uncovered) == 0 {
 		return nil
 	}

@@ -55,7 +55,7 @@ func (ix *Index) newEval(ctx context.Context) *eval {
 
 // term looks a term up in every segment and reads its postings.
 func (e *eval) term(t string) (*termData, error) {
-	if td, ok := e.terms[t]; ok {
+	if td, ok := e.terms[t]; ok && td.posts != nil {
 		return td, nil
 	}
 	td := &termData{infos: make([]ftsindex.TermInfo, len(e.ix.segs)), posts: make([][]ftsindex.Posting, len(e.ix.segs))}
@@ -332,11 +332,28 @@ func subtract(a, b []Hit) []Hit {
 // Match returns every row of the opened version that the query matches,
 // with its score, by row id.
 func (ix *Index) Match(ctx context.Context, query string, opts Options) ([]Hit, error) {
+	return ix.match(ctx, query, opts, true, 0)
+}
+
+// match is Match, its hits by row id when sorted says so; with k > 0,
+// only the k best (best first) of a plain OR of words.
+func (ix *Index) match(ctx context.Context, query string, opts Options, sorted bool, k int) ([]Hit, error) {
 	n, err := parse(query)
 	if err != nil {
 		return nil, err
 	}
-	hs, err := ix.newEval(ctx).node(n)
+	e := ix.newEval(ctx)
+	var hs []Hit
+	if ts, ok := n.flatTerms(); ok {
+		if opts.Allow != nil {
+			k = 0 // the filter comes first
+		}
+		if hs, err = e.orTerms(ts, k); err == nil && sorted {
+			slices.SortFunc(hs, byRowID)
+		}
+	} else {
+		hs, err = e.node(n)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("full-text search of %s column %q: %w", ix.c.sc.URL(), ix.c.col.Name, err)
 	}
@@ -358,7 +375,7 @@ func (ix *Index) Search(ctx context.Context, query string, k int, opts Options) 
 	if k < 1 {
 		return nil, fmt.Errorf("full-text search: k = %d, want at least 1: %w", k, loch.ErrInvalidArgument)
 	}
-	hs, err := ix.Match(ctx, query, opts)
+	hs, err := ix.match(ctx, query, opts, false, k)
 	if err != nil {
 		return nil, err
 	}
@@ -378,17 +395,9 @@ func topK(hs []Hit, k int) []Hit {
 		slices.SortFunc(hs, better)
 		return hs[:min(k, len(hs))]
 	}
-	// A bounded selection: keep the k best seen, worst at the end.
-	top := make([]Hit, 0, k+1)
+	t := newTop(k)
 	for _, h := range hs {
-		if len(top) == k && better(h, top[k-1]) >= 0 {
-			continue
-		}
-		i, _ := slices.BinarySearchFunc(top, h, better)
-		top = slices.Insert(top, i, h)
-		if len(top) > k {
-			top = top[:k]
-		}
+		t.add(h)
 	}
-	return top
+	return t.h
 }

@@ -61,13 +61,18 @@ func (s *Searcher) Search(ctx context.Context, column, query string, k int, opts
 // column, or, when none does or it cannot be read, an Index of every
 // row analysed (with a warning in the second case).
 func (s *Searcher) Index(ctx context.Context, column string, opts Options) (*Index, []string, error) {
+	s.mu.Lock()
+	ix := s.open[column]
+	s.mu.Unlock()
+	// An index of the version's own stays the one that serves it: no
+	// listing needed (a rebuild replaces it under the same key).
+	if ix != nil && ix.c.sc.Version() == s.d.Version() && ix.desc != nil && ix.desc.Version == s.d.Version() {
+		return ix, nil, nil
+	}
 	key, err := Find(ctx, s.d, column)
 	if err != nil && !errors.Is(err, ErrNoIndex) {
 		return nil, nil, err
 	}
-	s.mu.Lock()
-	ix := s.open[column]
-	s.mu.Unlock()
 	if ix != nil && ix.key == key && ix.c.sc.Version() == s.d.Version() {
 		return ix, nil, nil
 	}

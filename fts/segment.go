@@ -171,3 +171,17 @@ func (s *segReader) holds(id uint64) bool {
 	})
 	return i < len(s.runs) && s.runs[i].Start <= id && id < s.runs[i].Start+s.runs[i].Len
 }
+
+// corrupt names the segment in a decoding error.
+func (s *segReader) corrupt(err error) error {
+	return fmt.Errorf("full-text segment %s: %w", s.key, err)
+}
+
+// maxID is the largest row id the segment analysed (0 when none).
+func (s *segReader) maxID() uint64 {
+	if len(s.runs) == 0 {
+		return 0
+	}
+	r := s.runs[len(s.runs)-1]
+	return r.Start + r.Len - 1
+}

@@ -274,34 +274,73 @@ func Find(blocks []BlockRef, term string) int {
 
 // ParsePostings parses a term's postings.
 func ParsePostings(t TermInfo, b []byte) ([]Posting, error) {
-	body, err := checkCRC("postings of "+t.Term, b)
+	it, err := NewPostingIter(t, b)
 	if err != nil {
 		return nil, err
 	}
-	if int64(t.DF)*3 > int64(len(body)) {
-		return nil, corruptf("postings of %q: df %d in %d bytes", t.Term, t.DF, len(body))
-	}
+	// it is a value: its loop keeps it off the heap.
 	if err := decodelimit.Check("full-text postings", int64(t.DF)*16); err != nil {
 		return nil, err
 	}
-	r := &reader{b: body}
-	out := make([]Posting, t.DF)
-	var id uint64
-	for i := range out {
-		d := r.uv("row id")
-		tf := r.small("tf", 1<<32-1)
-		nb := r.bytes("norm", 1)
-		if r.err != nil {
-			return nil, fmt.Errorf("postings of %q: %w", t.Term, r.err)
-		}
-		if (i > 0 && d == 0) || id+d < id || tf == 0 {
-			return nil, corruptf("postings of %q: posting %d: row id +%d, tf %d", t.Term, i, d, tf)
-		}
-		id += d
-		out[i] = Posting{ID: id, TF: uint32(tf), Norm: nb[0]}
+	out := make([]Posting, 0, t.DF)
+	for it.Next() {
+		out = append(out, it.Posting)
 	}
-	return out, r.done("postings of " + t.Term)
+	return out, it.Err()
 }
+
+// PostingIter reads a term's postings one at a time, without allocating.
+type PostingIter struct {
+	Posting
+	term string
+	b    []byte
+	left int
+	i    int
+	err  error
+}
+
+// NewPostingIter checks a term's postings (their checksum, and that the
+// df declared fits) and returns an iterator over them.
+func NewPostingIter(t TermInfo, b []byte) (PostingIter, error) {
+	body, err := checkCRC("postings of "+t.Term, b)
+	if err != nil {
+		return PostingIter{}, err
+	}
+	if int64(t.DF)*3 > int64(len(body)) {
+		return PostingIter{}, corruptf("postings of %q: df %d in %d bytes", t.Term, t.DF, len(body))
+	}
+	return PostingIter{term: t.Term, b: body, left: t.DF}, nil
+}
+
+// Next reads the next posting into it.Posting; false at the end or on an
+// error (Err).
+func (it *PostingIter) Next() bool {
+	if it.left == 0 {
+		if it.err == nil && len(it.b) != 0 {
+			it.err = corruptf("postings of %q: %d bytes left over", it.term, len(it.b))
+		}
+		return false
+	}
+	d, n := binary.Uvarint(it.b)
+	if n <= 0 {
+		it.err = corruptf("postings of %q: posting %d: bad row id", it.term, it.i)
+		return false
+	}
+	tf, m := binary.Uvarint(it.b[n:])
+	if m <= 0 || n+m >= len(it.b) || tf == 0 || tf > 1<<32-1 || (it.i > 0 && d == 0) || it.ID+d < it.ID {
+		it.err = corruptf("postings of %q: posting %d: row id +%d, tf %d", it.term, it.i, d, tf)
+		return false
+	}
+	it.ID += d
+	it.TF, it.Norm = uint32(tf), it.b[n+m]
+	it.b = it.b[n+m+1:]
+	it.left--
+	it.i++
+	return true
+}
+
+// Err is the error that stopped Next, if any.
+func (it *PostingIter) Err() error { return it.err }
 
 // ParsePositions parses a term's positions: for posting i, its TF
 // positions, concatenated.

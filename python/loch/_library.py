@@ -158,6 +158,7 @@ _STATUS_FUNCS: dict[str, list[Any]] = {
     # Full-text search (ABI 20).
     "loch_fts_build": [c_uintptr, c_char_p, _STR_OUT],
     "loch_fts_update": [c_uintptr, c_char_p, _STR_OUT],
+    "loch_fts_open": [c_uintptr, c_char_p, _STR_OUT],
     "loch_fts_search": [c_uintptr, c_char_p, c_char_p, c_int64, c_void_p, c_int64, c_void_p, c_void_p, c_void_p, _STR_OUT],
     "loch_catalog_open": [c_char_p, c_char_p, POINTER(c_uintptr)],
     "loch_catalog_close": [c_uintptr],

@@ -12,6 +12,7 @@ are words (any may match, scores add up), ``"phrases"``, ``+required``,
 from __future__ import annotations
 
 import json
+import weakref
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Sequence
 
@@ -76,6 +77,21 @@ def update_index(ds: Dataset, column: str) -> TextIndexInfo:
     return _info(ds._here()._str_json("loch_fts_update", column.encode()))
 
 
+# The (handle, version, column) whose index the core keeps open: a search
+# of them is short, and made without the interruptible call's thread
+# (which costs more than the search).
+_opened: weakref.WeakKeyDictionary[Any, set[tuple[str, str]]] = weakref.WeakKeyDictionary()
+
+
+def _open(here: Dataset, column: str) -> None:
+    """Has the core open the index of ``column`` for ``here``'s version
+    (interruptible: it may analyse many rows), once."""
+    seen = _opened.setdefault(here._h, set())
+    if (here.version, column) not in seen:
+        here._str("loch_fts_open", column.encode(), interruptible=True)
+        seen.add((here.version, column))
+
+
 def search(ds: Dataset, text: str, k: int, column: str, where: str | None, columns: Sequence[str]) -> TextSearchResult:
     """The ``k`` best rows of ``ds``'s version for the query ``text`` in
     ``column``, among those ``where`` lets through."""
@@ -91,14 +107,15 @@ def search(ds: Dataset, text: str, k: int, column: str, where: str | None, colum
     allowed: np.ndarray | None = None
     if where is not None:
         allowed = np.ascontiguousarray(ds.query(f"SELECT _rowid FROM ds WHERE {where}").row_ids, dtype=np.uint64)
+    here = ds._here()
+    _open(here, column)
     ids = np.zeros(k, dtype=np.uint64)
     scores = np.zeros(k, dtype=np.float64)
     count = np.zeros(1, dtype=np.int64)
-    here = ds._here()
     meta = json.loads(here._str(
         "loch_fts_search", column.encode(), text.encode(), k,
         None if allowed is None or len(allowed) == 0 else allowed.ctypes.data, -1 if allowed is None else len(allowed),
-        ids.ctypes.data, scores.ctypes.data, count.ctypes.data, interruptible=True,
+        ids.ctypes.data, scores.ctypes.data, count.ctypes.data,
     ))  # fmt: skip
     m = int(count[0])
     r = TextSearchResult(row_ids=ids[:m].copy(), scores=scores[:m].copy(), index=meta["index"] or None, warnings=list(meta["warnings"]))
