@@ -62,97 +62,122 @@ func (e *eval) lookup(t string) (df int, infos []ftsindex.TermInfo, err error) {
 // orTerms scores the rows holding any of the terms, summing their BM25
 // scores: the k best, best first, or with k = 0 all of them in no order.
 func (e *eval) orTerms(ts []string, k int) ([]Hit, error) {
-	dense := e.ix.maxID < maxDense
-	var acc []float64
-	var a *accum
-	if dense {
-		a = accPool.Get().(*accum)
-		defer accPool.Put(a)
-		if uint64(len(a.acc)) <= e.ix.maxID {
-			a.acc = make([]float64, e.ix.maxID+1)
-		}
-		acc = a.acc
-		total := 0
-		for _, t := range ts {
-			df, _, err := e.lookup(t)
-			if err != nil {
-				return nil, err
-			}
-			total += df
-		}
-		a.touched = slices.Grow(a.touched[:0], min(total, len(acc)))
+	a, err := e.accumulator(ts)
+	if err != nil {
+		return nil, err
 	}
-	sparse := map[uint64]float64{}
-	var norms [256]float64
+	var sparse map[uint64]float64
+	if a == nil {
+		sparse = map[uint64]float64{}
+	} else {
+		defer accPool.Put(a)
+	}
 	for _, t := range ts {
-		df, infos, err := e.lookup(t)
-		if err != nil || df == 0 {
-			if err != nil {
-				return nil, err
-			}
+		if err := e.scoreTerm(t, a, sparse); err != nil {
+			return nil, err
+		}
+	}
+	if a != nil {
+		return a.hits(k), nil
+	}
+	out := make([]Hit, 0, len(sparse))
+	for id, sc := range sparse {
+		out = append(out, Hit{RowID: id, Score: sc})
+	}
+	if k > 0 {
+		return topK(out, k), nil
+	}
+	return out, nil
+}
+
+// accumulator returns a pooled dense accumulator for the terms' rows, or
+// nil when the row ids span too wide a range (a map then).
+func (e *eval) accumulator(ts []string) (*accum, error) {
+	if e.ix.maxID >= maxDense {
+		return nil, nil
+	}
+	total := 0
+	for _, t := range ts {
+		df, _, err := e.lookup(t)
+		if err != nil {
+			return nil, err
+		}
+		total += df
+	}
+	a := accPool.Get().(*accum)
+	if uint64(len(a.acc)) <= e.ix.maxID {
+		a.acc = make([]float64, e.ix.maxID+1)
+	}
+	a.touched = slices.Grow(a.touched[:0], min(total, len(a.acc)))
+	return a, nil
+}
+
+// scoreTerm adds the BM25 score of term t to the valid rows holding it,
+// in a (or sparse when a is nil).
+func (e *eval) scoreTerm(t string, a *accum, sparse map[uint64]float64) error {
+	df, infos, err := e.lookup(t)
+	if err != nil || df == 0 {
+		return err
+	}
+	w := IDF(e.n, float64(df)) * (K1 + 1)
+	var norms [256]float64
+	for nb := range norms {
+		norms[nb] = K1 * (1 - B + B*float64(ftsindex.DecodeNorm(uint8(nb)))/e.avgdl)
+	}
+	for i, s := range e.ix.segs {
+		if infos[i].DF == 0 {
 			continue
 		}
-		w := IDF(e.n, float64(df)) * (K1 + 1)
-		for nb := range norms {
-			norms[nb] = K1 * (1 - B + B*float64(ftsindex.DecodeNorm(uint8(nb)))/e.avgdl)
+		raw, err := s.r.readRange(e.ctx, infos[i].PostOff, int(infos[i].PostLen))
+		if err != nil {
+			return err
 		}
-		for i, s := range e.ix.segs {
-			if infos[i].DF == 0 {
+		it, err := ftsindex.NewPostingIter(infos[i], raw)
+		if err != nil {
+			return s.corrupt(err)
+		}
+		check := !s.all && !e.ix.allValid
+		for it.Next() {
+			id := it.ID
+			if check && !e.ix.valid.Contains(id) {
 				continue
 			}
-			raw, err := s.r.readRange(e.ctx, infos[i].PostOff, int(infos[i].PostLen))
-			if err != nil {
-				return nil, err
+			tf := float64(it.TF)
+			sc := w * tf / (tf + norms[it.Norm])
+			if a == nil {
+				sparse[id] += sc
+				continue
 			}
-			it, err := ftsindex.NewPostingIter(infos[i], raw)
-			if err != nil {
-				return nil, s.corrupt(err)
+			if a.acc[id] == 0 {
+				a.touched = append(a.touched, id)
 			}
-			for it.Next() {
-				id := it.ID
-				if !s.all && !e.ix.allValid && !e.ix.valid.Contains(id) {
-					continue
-				}
-				tf := float64(it.TF)
-				sc := w * tf / (tf + norms[it.Norm])
-				if dense {
-					if acc[id] == 0 {
-						a.touched = append(a.touched, id)
-					}
-					acc[id] += sc
-				} else {
-					sparse[id] += sc
-				}
-			}
-			if it.Err() != nil {
-				return nil, s.corrupt(it.Err())
-			}
+			a.acc[id] += sc
+		}
+		if it.Err() != nil {
+			return s.corrupt(it.Err())
 		}
 	}
-	if !dense {
-		out := make([]Hit, 0, len(sparse))
-		for id, sc := range sparse {
-			out = append(out, Hit{RowID: id, Score: sc})
-		}
-		if k > 0 {
-			return topK(out, k), nil
-		}
-		return out, nil
-	}
+	return nil
+}
+
+// hits returns the k best rows touched (all, in no order, for k = 0)
+// and clears the accumulator for its next use.
+func (a *accum) hits(k int) []Hit {
+	var out []Hit
 	if k > 0 {
 		t := newTop(k)
 		for _, id := range a.touched {
-			t.add(Hit{RowID: id, Score: acc[id]})
-			acc[id] = 0
+			t.add(Hit{RowID: id, Score: a.acc[id]})
+			a.acc[id] = 0
 		}
-		return t.h, nil
+		return t.h
 	}
-	out := make([]Hit, len(a.touched))
+	out = make([]Hit, len(a.touched))
 	for i, id := range a.touched {
-		out[i] = Hit{RowID: id, Score: acc[id]}
-		acc[id] = 0
+		out[i] = Hit{RowID: id, Score: a.acc[id]}
+		a.acc[id] = 0
 	}
-	return out, nil
+	return out
 }
 
 // top keeps the k best hits seen, best first.

@@ -126,3 +126,38 @@ func TestBoolean(t *testing.T) {
 		require.ErrorIs(t, err, errInvalid, "%q", bad)
 	}
 }
+
+// TestFlatPathAgrees: a plain OR of words, scored into the accumulator,
+// gives the scores of the general evaluation, with and without stale rows
+// and an index, dense and sparse.
+func TestFlatPathAgrees(t *testing.T) {
+	ctx := context.Background()
+	ds := newText(t, "red car", "red red truck", "blue car car car", "green bicycle", "a red bicycle", "cars and trucks")
+	commit(t, ds, "v1")
+	_, err := Build(ctx, ds, "caption", BuildOptions{})
+	require.NoError(t, err)
+	require.NoError(t, ds.Delete(ctx, 1))
+	appendText(t, ds, "red truck again")
+	commit(t, ds, "v2")
+	ix, err := Open(ctx, ds, "caption", Options{})
+	require.NoError(t, err)
+	for _, q := range []string{"red", "red car", "car truck bicycle", "red red", "nothing here"} {
+		n, err := parse(q)
+		require.NoError(t, err)
+		want, err := ix.newEval(ctx).node(n)
+		require.NoError(t, err)
+		ts, ok := n.flatTerms()
+		require.True(t, ok, q)
+		for _, maxID := range []uint64{ix.maxID, maxDense} { // dense, then sparse
+			saved := ix.maxID
+			ix.maxID = maxID
+			got, err := ix.newEval(ctx).orTerms(ts, 0)
+			ix.maxID = saved
+			require.NoError(t, err)
+			require.ElementsMatch(t, want, got, q)
+			top, err := ix.newEval(ctx).orTerms(ts, 2)
+			require.NoError(t, err)
+			require.Equal(t, topK(append([]Hit{}, want...), 2), append([]Hit{}, top...), q)
+		}
+	}
+}
