@@ -189,7 +189,7 @@ type top struct {
 func newTop(k int) *top { return &top{k: k, h: make([]Hit, 0, k+1)} }
 
 func (t *top) add(h Hit) {
-	if len(t.h) == t.k && better(h, t.h[t.k-1]) >= 0 {
+	if len(t.h) == t.k && (h.Score < t.h[t.k-1].Score || better(h, t.h[t.k-1]) >= 0) {
 		return
 	}
 	i, _ := slices.BinarySearchFunc(t.h, h, better)

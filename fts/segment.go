@@ -113,23 +113,11 @@ func (s *segReader) lookup(ctx context.Context, term string) (ftsindex.TermInfo,
 	if err != nil {
 		return ftsindex.TermInfo{}, false, err
 	}
-	ts, err := ftsindex.ParseBlock(s.f, bl, b)
+	t, ok, err := ftsindex.FindInBlock(s.f, bl, b, term)
 	if err != nil {
-		return ftsindex.TermInfo{}, false, fmt.Errorf("full-text segment %s: %w", s.key, err)
+		return ftsindex.TermInfo{}, false, s.corrupt(err)
 	}
-	j, ok := slices.BinarySearchFunc(ts, term, func(t ftsindex.TermInfo, x string) int {
-		switch {
-		case t.Term < x:
-			return -1
-		case t.Term > x:
-			return 1
-		}
-		return 0
-	})
-	if !ok {
-		return ftsindex.TermInfo{}, false, nil
-	}
-	return ts[j], true, nil
+	return t, ok, nil
 }
 
 // postings reads a term's postings: one range read.

@@ -42,6 +42,20 @@ func TestSegmentRoundTrip(t *testing.T) {
 			require.Equal(t, []uint32{2, 2}, d.Positions[k])
 		}
 	}
+	// Each term is found in its block, and terms between are not.
+	f := d.Footer
+	blocks, err := ParseBlockIndex(f, obj[f.I:f.R])
+	require.NoError(t, err)
+	for _, ti := range d.Terms {
+		bl := blocks[Find(blocks, ti.Term)]
+		got, ok, err := FindInBlock(f, bl, obj[bl.Off:bl.Off+bl.Len], ti.Term)
+		require.NoError(t, err)
+		require.True(t, ok, ti.Term)
+		require.Equal(t, ti, got)
+		_, ok, err = FindInBlock(f, bl, obj[bl.Off:bl.Off+bl.Len], ti.Term+"\x00")
+		require.NoError(t, err)
+		require.False(t, ok)
+	}
 	// Every single flipped byte is refused (or, in a varint's spare
 	// bits, still decodes to a sound segment), never a panic.
 	for i := range obj {
@@ -120,7 +134,18 @@ func FuzzDecodeSegment(f *testing.F) {
 		if err != nil {
 			return
 		}
-		// A segment that decodes re-encodes to itself.
+		// Its terms are found by range, as a search finds them.
+		f := d.Footer
+		blocks, err := ParseBlockIndex(f, obj[f.I:f.R])
+		require.NoError(t, err)
+		for _, ti := range d.Terms {
+			bl := blocks[Find(blocks, ti.Term)]
+			got, ok, err := FindInBlock(f, bl, obj[bl.Off:bl.Off+bl.Len], ti.Term)
+			require.NoError(t, err)
+			require.True(t, ok)
+			require.Equal(t, ti, got)
+		}
+		// A segment that decodes re-encodes to one that decodes.
 		b := NewBuilder()
 		for i, ti := range d.Terms {
 			b.AddPostings(ti.Term, d.Postings[i], d.Positions[i])

@@ -263,6 +263,46 @@ func ParseBlock(f Footer, ref BlockRef, b []byte) ([]TermInfo, error) {
 	return out, r.done("dictionary block")
 }
 
+// FindInBlock looks term up in a dictionary block (as ParseBlock would
+// parse it, with its checks) without making a string of every term.
+func FindInBlock(f Footer, ref BlockRef, b []byte, term string) (TermInfo, bool, error) {
+	body, err := checkCRC("dictionary block", b)
+	if err != nil {
+		return TermInfo{}, false, err
+	}
+	r := &reader{b: body}
+	m := r.small("terms in block", BlockTerms)
+	if r.err == nil && m == 0 {
+		return TermInfo{}, false, corruptf("empty dictionary block")
+	}
+	var cur, prev []byte
+	for i := range m {
+		shared := r.small("shared prefix", uint64(len(cur)))
+		suffix := r.bytes("term", r.small("suffix length", MaxTerm))
+		prev, cur = cur, append(append(prev[:0], cur[:min(shared, len(cur))]...), suffix...)
+		df := r.small("df", uint64(f.P))
+		po, pl := r.small("postings offset", uint64(f.P)), r.small("postings length", uint64(f.P))
+		qo, ql := r.small("positions offset", uint64(f.D)), r.small("positions length", uint64(f.D))
+		if r.err != nil {
+			return TermInfo{}, false, r.err
+		}
+		if len(cur) == 0 || len(cur) > MaxTerm || (i == 0 && string(cur) != ref.First) || (i > 0 && string(cur) <= string(prev)) {
+			return TermInfo{}, false, corruptf("term %d of block %q does not follow %q", i, ref.First, prev)
+		}
+		if c := strings.Compare(string(cur), term); c >= 0 {
+			if c > 0 {
+				return TermInfo{}, false, nil
+			}
+			t := TermInfo{Term: term, DF: df, PostOff: header + int64(po), PostLen: int64(pl), PosOff: f.P + int64(qo), PosLen: int64(ql)}
+			if t.DF < 1 || int64(t.DF)*3+4 > t.PostLen || t.PostOff+t.PostLen > f.P || t.PosLen < 4 || t.PosOff+t.PosLen > f.D {
+				return TermInfo{}, false, corruptf("term %q: df %d, postings [%d, +%d), positions [%d, +%d)", t.Term, t.DF, t.PostOff, t.PostLen, t.PosOff, t.PosLen)
+			}
+			return t, true, nil
+		}
+	}
+	return TermInfo{}, false, nil
+}
+
 // Find returns the index of the block that would hold term, -1 if none.
 func Find(blocks []BlockRef, term string) int {
 	i, found := slices.BinarySearchFunc(blocks, term, func(b BlockRef, t string) int { return strings.Compare(b.First, t) })
@@ -321,19 +361,29 @@ func (it *PostingIter) Next() bool {
 		}
 		return false
 	}
-	d, n := binary.Uvarint(it.b)
+	b := it.b
+	// Row-id gaps and tfs are mostly one byte: read those inline.
+	if len(b) >= 3 && b[0] < 0x80 && b[1] < 0x80 && b[1] > 0 && (b[0] > 0 || it.i == 0) {
+		it.ID += uint64(b[0])
+		it.TF, it.Norm = uint32(b[1]), b[2]
+		it.b = b[3:]
+		it.left--
+		it.i++
+		return true
+	}
+	d, n := binary.Uvarint(b)
 	if n <= 0 {
 		it.err = corruptf("postings of %q: posting %d: bad row id", it.term, it.i)
 		return false
 	}
-	tf, m := binary.Uvarint(it.b[n:])
-	if m <= 0 || n+m >= len(it.b) || tf == 0 || tf > 1<<32-1 || (it.i > 0 && d == 0) || it.ID+d < it.ID {
+	tf, m := binary.Uvarint(b[n:])
+	if m <= 0 || n+m >= len(b) || tf == 0 || tf > 1<<32-1 || (it.i > 0 && d == 0) || it.ID+d < it.ID {
 		it.err = corruptf("postings of %q: posting %d: row id +%d, tf %d", it.term, it.i, d, tf)
 		return false
 	}
 	it.ID += d
-	it.TF, it.Norm = uint32(tf), it.b[n+m]
-	it.b = it.b[n+m+1:]
+	it.TF, it.Norm = uint32(tf), b[n+m]
+	it.b = b[n+m+1:]
 	it.left--
 	it.i++
 	return true
