@@ -120,16 +120,19 @@ def run_loch(docs: list[str], qs: list[str], work: str) -> dict:
     return {"build_s": build, "median_query_ms": lat * 1e3, "index_bytes": info.bytes, "hits": hits}
 
 
-def run_tantivy(docs: list[str], qs: list[str], work: str, stops: list[str], threads: int) -> dict:
+def run_tantivy(docs: list[str], qs: list[str], work: str, stops: list[str], threads: int, simple: bool = False) -> dict:
+    """tantivy with the analysis above; simple: with its own (faster)
+    simple tokenizer instead of the regular expression."""
     import tantivy
 
-    analyzer = (tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.regex(WORD_RUST)).filter(tantivy.Filter.remove_long(256))
+    tok = tantivy.Tokenizer.simple() if simple else tantivy.Tokenizer.regex(WORD_RUST)
+    analyzer = (tantivy.TextAnalyzerBuilder(tok).filter(tantivy.Filter.remove_long(256))
                 .filter(tantivy.Filter.lowercase()).filter(tantivy.Filter.custom_stopword(stops))
                 .filter(tantivy.Filter.stemmer("english")).build())  # fmt: skip
     sb = tantivy.SchemaBuilder()
     sb.add_integer_field("id", stored=True)
     sb.add_text_field("body", tokenizer_name="loch_en")
-    path = os.path.join(work, "tantivy")
+    path = os.path.join(work, "tantivy-simple" if simple else "tantivy")
     os.makedirs(path)
     index = tantivy.Index(sb.build(), path=path)
     index.register_tokenizer("loch_en", analyzer)
@@ -192,13 +195,15 @@ def main() -> None:
     work = tempfile.mkdtemp(prefix="bench-fts-")
     try:
         res = {"loch": run_loch(docs, qs, work), "tantivy": run_tantivy(docs, qs, work, stops, threads),
+               "tantivy-simple": run_tantivy(docs, qs, work, stops, threads, simple=True),
                "bm25s": run_bm25s(docs, qs, work, stops)}  # fmt: skip
     finally:
         shutil.rmtree(work, ignore_errors=True)
     out = {"docs": len(docs), "bytes": sum(len(d.encode()) for d in docs), "queries": len(qs), "cores": threads,
            "overlap_loch_tantivy": overlap(res["loch"]["hits"], res["tantivy"]["hits"]),
            "overlap_loch_bm25s": overlap(res["loch"]["hits"], res["bm25s"]["hits"]),
-           "overlap_bm25s_tantivy": overlap(res["bm25s"]["hits"], res["tantivy"]["hits"])}  # fmt: skip
+           "overlap_bm25s_tantivy": overlap(res["bm25s"]["hits"], res["tantivy"]["hits"]),
+           "overlap_tantivy-simple_tantivy": overlap(res["tantivy-simple"]["hits"], res["tantivy"]["hits"])}  # fmt: skip
     for name, r in res.items():
         out[name] = {k: v for k, v in r.items() if k != "hits"}
     if not args.markdown:
@@ -207,7 +212,7 @@ def main() -> None:
     print(f"{out['docs']:,} descriptions ({out['bytes'] / 1e6:.1f} MB), {out['queries']} queries, top {K}, {threads} cores\n")
     print("| engine | build (s) | median query (ms) | index bytes | top-10 overlap with tantivy |")
     print("|---|---|---|---|---|")
-    for name in ("loch", "tantivy", "bm25s"):
+    for name in ("loch", "tantivy", "tantivy-simple", "bm25s"):
         r = out[name]
         ov = 1.0 if name == "tantivy" else out[f"overlap_{name}_tantivy"]
         print(f"| {name} | {r['build_s']:.2f} | {r['median_query_ms']:.3f} | {r['index_bytes']:,} | {ov:.3f} |")
