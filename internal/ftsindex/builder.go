@@ -23,6 +23,7 @@ type Builder struct {
 	terms  map[string]*termAcc
 	ids    []uint64
 	tokens uint64
+	seen   map[string]int // Add's, reused: a term's posting in the doc
 }
 
 type termAcc struct {
@@ -47,7 +48,11 @@ func (b *Builder) Add(id uint64, toks []Token) {
 	b.ids = append(b.ids, id)
 	b.tokens += uint64(len(toks))
 	norm := EncodeNorm(len(toks))
-	seen := map[string]int{}
+	if b.seen == nil {
+		b.seen = map[string]int{}
+	}
+	seen := b.seen
+	clear(seen)
 	for _, t := range toks {
 		if len(t.Term) == 0 || len(t.Term) > MaxTerm {
 			continue
