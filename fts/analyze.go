@@ -39,24 +39,43 @@ func newAnalyzer() *analyzer {
 		stop: stop.NewStopTokensFilter(words), stem: en.NewEnglishStemmerFilter()}
 }
 
+// stems caches the stems of the words one goroutine analyses (a
+// vocabulary is small next to its text): a hit costs neither the stemmer
+// nor a string. nil caches nothing.
+type stems map[string]string
+
+// maxStems bounds a stems cache; a full one starts again.
+const maxStems = 1 << 17
+
 // text appends the tokens of text to dst, their positions after base,
 // and returns the last position used.
-func (a *analyzer) text(dst []ftsindex.Token, text []byte, base uint32) ([]ftsindex.Token, uint32) {
+func (a *analyzer) text(dst []ftsindex.Token, text []byte, base uint32, cache stems) ([]ftsindex.Token, uint32) {
 	ts := a.tok.Tokenize(text)
 	last := base
 	if n := len(ts); n > 0 {
 		last = base + uint32(ts[n-1].Position)
 	}
-	ts = a.stem.Filter(a.stop.Filter(a.lower.Filter(ts)))
+	ts = a.stop.Filter(a.lower.Filter(ts))
 	for _, t := range ts {
-		dst = append(dst, ftsindex.Token{Term: string(t.Term), Pos: base + uint32(t.Position)})
+		term, ok := cache[string(t.Term)]
+		if !ok {
+			word := string(t.Term)
+			term = string(a.stem.Filter(analysis.TokenStream{t})[0].Term)
+			if cache != nil {
+				if len(cache) >= maxStems {
+					clear(cache)
+				}
+				cache[word] = term
+			}
+		}
+		dst = append(dst, ftsindex.Token{Term: term, Pos: base + uint32(t.Position)})
 	}
 	return dst, last
 }
 
 // json appends the tokens of the string values of a json document.
 // A document that does not parse is analysed as text.
-func (a *analyzer) json(dst []ftsindex.Token, doc []byte) []ftsindex.Token {
+func (a *analyzer) json(dst []ftsindex.Token, doc []byte, cache stems) []ftsindex.Token {
 	dec := json.NewDecoder(bytes.NewReader(doc))
 	dec.UseNumber()
 	start := len(dst)
@@ -69,7 +88,7 @@ func (a *analyzer) json(dst []ftsindex.Token, doc []byte) []ftsindex.Token {
 			return dst
 		}
 		if err != nil {
-			dst, _ = a.text(dst[:start], doc, 0)
+			dst, _ = a.text(dst[:start], doc, 0, cache)
 			return dst
 		}
 		switch v := tok.(type) {
@@ -85,7 +104,7 @@ func (a *analyzer) json(dst []ftsindex.Token, doc []byte) []ftsindex.Token {
 			continue
 		case string:
 			if !expectKey {
-				dst, pos = a.text(dst, []byte(v), pos+jsonGap)
+				dst, pos = a.text(dst, []byte(v), pos+jsonGap, cache)
 			}
 		}
 		if len(inObject) > 0 && inObject[len(inObject)-1] {
@@ -96,6 +115,6 @@ func (a *analyzer) json(dst []ftsindex.Token, doc []byte) []ftsindex.Token {
 
 // query returns the terms of a query word or phrase, with positions.
 func (a *analyzer) query(text string) []ftsindex.Token {
-	ts, _ := a.text(nil, []byte(text), 0)
+	ts, _ := a.text(nil, []byte(text), 0, nil)
 	return ts
 }

@@ -63,8 +63,9 @@ func (c *column) analyze(ctx context.Context, ranges [][2]int64, keep func(uint6
 	for w := range par {
 		parts[w] = ftsindex.NewBuilder()
 		g.Go(func() error {
+			cache := stems{}
 			for u := range units {
-				if err := c.fetch(gctx, u, parts[w]); err != nil {
+				if err := c.fetch(gctx, u, parts[w], cache); err != nil {
 					return err
 				}
 			}
@@ -131,7 +132,7 @@ func (c *column) plan(ctx context.Context, ranges [][2]int64, keep func(uint64) 
 }
 
 // fetch reads a unit's chunk and adds its rows to b.
-func (c *column) fetch(ctx context.Context, u unit, b *ftsindex.Builder) error {
+func (c *column) fetch(ctx context.Context, u unit, b *ftsindex.Builder, cache stems) error {
 	got := make([]*loch.Fetched, len(u.reads))
 	defer func() {
 		for _, f := range got {
@@ -156,7 +157,7 @@ func (c *column) fetch(ctx context.Context, u unit, b *ftsindex.Builder) error {
 				return err
 			}
 			if !s.Null {
-				toks = c.tokens(toks, s.Data)
+				toks = c.tokens(toks, s.Data, cache)
 			}
 		}
 		b.Add(u.ids[i], toks)
@@ -165,10 +166,10 @@ func (c *column) fetch(ctx context.Context, u unit, b *ftsindex.Builder) error {
 }
 
 // tokens analyses one sample of the column.
-func (c *column) tokens(dst []ftsindex.Token, data []byte) []ftsindex.Token {
+func (c *column) tokens(dst []ftsindex.Token, data []byte, cache stems) []ftsindex.Token {
 	if c.col.DType == schema.JSON {
-		return english.json(dst, data)
+		return english.json(dst, data, cache)
 	}
-	dst, _ = english.text(dst, data, 0)
+	dst, _ = english.text(dst, data, 0, cache)
 	return dst
 }
