@@ -187,18 +187,25 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--lists", help="a folder holding apt's Translation-en files")
     ap.add_argument("--markdown", action="store_true")
+    ap.add_argument("--repeat", type=int, default=1, help="runs of every engine, interleaved; figures are their medians")
     args = ap.parse_args()
     names, docs = corpus(args.lists)
     qs = queries(docs)
     stops = stop_words()
     threads = os.cpu_count() or 1
-    work = tempfile.mkdtemp(prefix="bench-fts-")
-    try:
-        res = {"loch": run_loch(docs, qs, work), "tantivy": run_tantivy(docs, qs, work, stops, threads),
-               "tantivy-simple": run_tantivy(docs, qs, work, stops, threads, simple=True),
-               "bm25s": run_bm25s(docs, qs, work, stops)}  # fmt: skip
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+    runs: list[dict] = []
+    for rep in range(args.repeat):  # interleaved, so that a busy spell hits every engine
+        work = tempfile.mkdtemp(prefix="bench-fts-")
+        try:
+            runs.append({"loch": run_loch(docs, qs, work), "tantivy": run_tantivy(docs, qs, work, stops, threads),
+                         "tantivy-simple": run_tantivy(docs, qs, work, stops, threads, simple=True),
+                         "bm25s": run_bm25s(docs, qs, work, stops)})  # fmt: skip
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+    res = runs[0]
+    for name, r in res.items():  # the median over the runs of each figure
+        for f in ("build_s", "median_query_ms"):
+            r[f] = statistics.median(run[name][f] for run in runs)
     out = {"docs": len(docs), "bytes": sum(len(d.encode()) for d in docs), "queries": len(qs), "cores": threads,
            "overlap_loch_tantivy": overlap(res["loch"]["hits"], res["tantivy"]["hits"]),
            "overlap_loch_bm25s": overlap(res["loch"]["hits"], res["bm25s"]["hits"]),
@@ -209,7 +216,8 @@ def main() -> None:
     if not args.markdown:
         print(json.dumps(out, indent=1))
         return
-    print(f"{out['docs']:,} descriptions ({out['bytes'] / 1e6:.1f} MB), {out['queries']} queries, top {K}, {threads} cores\n")
+    print(f"{out['docs']:,} descriptions ({out['bytes'] / 1e6:.1f} MB), {out['queries']} queries, top {K}, {threads} cores, "
+          f"median of {args.repeat} runs\n")  # fmt: skip
     print("| engine | build (s) | median query (ms) | index bytes | top-10 overlap with tantivy |")
     print("|---|---|---|---|---|")
     for name in ("loch", "tantivy", "tantivy-simple", "bm25s"):
