@@ -239,20 +239,9 @@ func (st *staging) encodeFragments(uids map[int]int, all bool, batch *objectBatc
 	return frags, nil
 }
 
-// sameColumns reports whether two schemas define the same columns, ignoring
-// statistics.
+// sameColumns reports whether two schemas define the same columns.
 func sameColumns(a, b []schema.Column) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		x, y := a[i], b[i]
-		if x.UID != y.UID || x.Name != y.Name || x.DType != y.DType || x.Kind != y.Kind ||
-			x.SampleCompression != y.SampleCompression || x.ChunkCompression != y.ChunkCompression || !equalShape(x.Shape, y.Shape) {
-			return false
-		}
-	}
-	return true
+	return slices.EqualFunc(a, b, schema.Column.Equal)
 }
 
 // buildManifest applies the staged schema changes, statistics and deletions
@@ -261,14 +250,14 @@ func sameColumns(a, b []schema.Column) bool {
 // the caller; the deletion vectors go into batch, which the caller puts.
 func (st *staging) buildManifest(ctx context.Context, base *snapshot, rows map[uint64]rowLoc, uids map[int]int, batch *objectBatch) (manifest.Manifest, error) {
 	man := manifest.Manifest{Rows: base.man.Rows, NextColumnUID: max(base.man.NextColumnUID, st.nextUID)}
-	man.Schema = base.man.Schema.Clone()
+	man.Schema, man.Stats = base.man.Schema.Clone(), base.man.CloneStats()
 	// The stage's statistics go to the columns it wrote: base's that it
 	// knows (a head it was rebased onto may have more) and its own.
 	added := st.addedColumns()
 	for i := range man.Schema.Columns {
 		c := &man.Schema.Columns[i]
 		if _, ok := (&schema.Schema{Columns: st.cols[:len(st.cols)-len(added)]}).ByUID(c.UID); ok {
-			st.mergeDelta(c, c.UID)
+			st.mergeDelta(&man, c.UID, c.UID)
 		}
 	}
 	for _, c := range added {
@@ -276,8 +265,8 @@ func (st *staging) buildManifest(ctx context.Context, base *snapshot, rows map[u
 		if u, ok := uids[uid]; ok {
 			c.UID = u
 		}
-		st.mergeDelta(&c, uid)
 		man.Schema.Columns = append(man.Schema.Columns, c)
+		st.mergeDelta(&man, c.UID, uid)
 	}
 	man.Fragments = append([]manifest.FragmentRef(nil), base.man.Fragments...)
 	if len(rows) == 0 {
@@ -289,7 +278,7 @@ func (st *staging) buildManifest(ctx context.Context, base *snapshot, rows map[u
 	}
 	for k, offs := range byFrag {
 		f := base.frags[k]
-		if err := st.d.dropStats(ctx, f, offs, &man.Schema); err != nil {
+		if err := st.d.dropStats(ctx, f, offs, &man); err != nil {
 			return manifest.Manifest{}, err
 		}
 		all := append(append([]int64(nil), f.deleted...), offs...)
@@ -306,16 +295,17 @@ func (st *staging) buildManifest(ctx context.Context, base *snapshot, rows map[u
 	return man, nil
 }
 
-// mergeDelta merges the statistics the stage gathered for the column of
-// uid into c.
-func (st *staging) mergeDelta(c *schema.Column, uid int) {
+// mergeDelta merges the statistics the stage gathered for its column of
+// uid into those of man's column of uid to (the stage's uid of an added
+// column may be renamed).
+func (st *staging) mergeDelta(man *manifest.Manifest, to, uid int) {
 	dl := st.deltas[uid]
 	if dl == nil {
 		return
 	}
 	delta := dl.Stats
 	delta.StoredBytes = dl.stored.Load()
-	c.Merge(delta)
+	man.StatsOf(to).Merge(delta)
 }
 
 // addedColumns returns the columns the stage adds (a copy).

@@ -649,20 +649,49 @@ func (cw *compactWrite) commitOnto(ctx context.Context, branch, message string, 
 			return "", err
 		}
 	}
+	*rep = CompactReport{Version: rep.Version, FragmentsBefore: len(head.frags)}
+	use, err := cw.place(ctx, head, rep)
+	if err != nil {
+		return "", err
+	}
+	if len(use) == 0 {
+		return "", errNothingLeft
+	}
+	man, err := cw.manifestOnto(head, use, rep)
+	if err != nil {
+		return "", err
+	}
+	c := manifest.Commit{Parents: []string{headID}, Message: message, Author: d.opts.author, Time: next.Time, Rows: man.Rows, Branch: branch,
+		Compaction: &manifest.Compaction{Fragments: rep.Rewritten, Into: rep.Groups}}
+	id, err := d.writeCommit(ctx, man, c)
+	if err != nil {
+		return "", err
+	}
+	next.Refs[ref] = id
+	return id, nil
+}
+
+// placedGroup is a compaction group that still fits the head: the first
+// of its fragments there (lo) and the deletions carried over to its new
+// fragment.
+type placedGroup struct {
+	grp       *compactGroup
+	lo        int
+	deletions string
+	deleted   int64
+}
+
+// place finds the groups whose run of fragments the head still holds as
+// the base had it, puts the deletions carried over to each, and returns
+// them in the head's fragment order; it counts the others in rep.Yielded.
+func (cw *compactWrite) place(ctx context.Context, head *snapshot, rep *CompactReport) ([]placedGroup, error) {
 	sameSchema := sameColumns(head.man.Schema.Columns, cw.st.cols)
 	// Where each base fragment sits in the head, by identity.
 	at := map[string]int{}
 	for i, f := range head.frags {
 		at[f.ident()] = i
 	}
-	type placed struct {
-		grp       *compactGroup
-		lo        int
-		deletions string
-		deleted   int64
-	}
-	var use []placed
-	*rep = CompactReport{Version: rep.Version, FragmentsBefore: len(head.frags)}
+	var use []placedGroup
 	for _, grp := range cw.groups {
 		lo, ok := at[grp.old[0].ident()]
 		if !ok || !sameSchema || lo+len(grp.old) > len(head.frags) {
@@ -671,27 +700,31 @@ func (cw *compactWrite) commitOnto(ctx context.Context, branch, message string, 
 		}
 		dels, fits, err := cw.carryDeletions(ctx, grp, head.frags[lo:lo+len(grp.old)])
 		if err != nil {
-			return "", err
+			return nil, err
 		}
 		if !fits {
 			rep.Yielded++
 			continue
 		}
-		p := placed{grp: grp, lo: lo}
+		p := placedGroup{grp: grp, lo: lo}
 		if len(dels) > 0 {
-			key, err := d.putObject(ctx, keys.Deletion, manifest.KindDeletion, manifest.Deletion{Offsets: dels})
+			key, err := cw.d.putObject(ctx, keys.Deletion, manifest.KindDeletion, manifest.Deletion{Offsets: dels})
 			if err != nil {
-				return "", err
+				return nil, err
 			}
 			p.deletions, p.deleted = key, int64(len(dels))
 		}
 		use = append(use, p)
 	}
-	if len(use) == 0 {
-		return "", errNothingLeft
-	}
-	slices.SortFunc(use, func(a, b placed) int { return a.lo - b.lo })
-	man := manifest.Manifest{Schema: head.man.Schema.Clone(), Rows: head.man.Rows, NextColumnUID: head.man.NextColumnUID}
+	slices.SortFunc(use, func(a, b placedGroup) int { return a.lo - b.lo })
+	return use, nil
+}
+
+// manifestOnto is the head's manifest with each placed group's run of
+// fragments replaced by its new fragment, and the columns' statistics
+// adjusted; it counts the groups in rep.
+func (cw *compactWrite) manifestOnto(head *snapshot, use []placedGroup, rep *CompactReport) (manifest.Manifest, error) {
+	man := manifest.Manifest{Schema: head.man.Schema.Clone(), Stats: head.man.CloneStats(), Rows: head.man.Rows, NextColumnUID: head.man.NextColumnUID}
 	i := 0
 	for _, p := range use {
 		for ; i < p.lo; i++ {
@@ -703,36 +736,34 @@ func (cw *compactWrite) commitOnto(ctx context.Context, branch, message string, 
 		}
 		fr := manifest.FragmentRef{Key: p.grp.key, Rows: p.grp.live, IDStart: p.grp.idStart, Deletions: p.deletions, Deleted: p.deleted}
 		if fr.Live() != liveBefore {
-			return "", fmt.Errorf("compact %s: fragments %d..%d hold %d live rows, their compaction %d: %w", d.url, p.lo, p.lo+len(p.grp.old)-1, liveBefore, fr.Live(), ErrCorrupt)
+			return manifest.Manifest{}, fmt.Errorf("compact %s: fragments %d..%d hold %d live rows, their compaction %d: %w", cw.d.url, p.lo, p.lo+len(p.grp.old)-1, liveBefore, fr.Live(), ErrCorrupt)
 		}
 		if p.grp.key != "" { // a group whose every row was deleted leaves no fragment
 			man.Fragments = append(man.Fragments, fr)
 		}
 		i = p.lo + len(p.grp.old)
-		rep.Groups++
-		rep.Rewritten += len(p.grp.old)
-		rep.Rows += p.grp.live
-		rep.Dropped += p.grp.dropped
-		for _, n := range p.grp.oldBytes {
-			rep.BytesBefore += n
-		}
-		for _, w := range p.grp.fw.cols {
-			for _, r := range w.refs {
-				rep.BytesAfter += r.Size
-			}
-		}
-		cw.adjustStats(&man.Schema, p.grp)
+		rep.count(p.grp)
+		cw.adjustStats(&man, p.grp)
 	}
 	man.Fragments = append(man.Fragments, head.man.Fragments[i:]...)
 	rep.FragmentsAfter = len(man.Fragments)
-	c := manifest.Commit{Parents: []string{headID}, Message: message, Author: d.opts.author, Time: next.Time, Rows: man.Rows, Branch: branch,
-		Compaction: &manifest.Compaction{Fragments: rep.Rewritten, Into: rep.Groups}}
-	id, err := d.writeCommit(ctx, man, c)
-	if err != nil {
-		return "", err
+	return man, nil
+}
+
+// count adds a group that went into the commit to the report.
+func (rep *CompactReport) count(grp *compactGroup) {
+	rep.Groups++
+	rep.Rewritten += len(grp.old)
+	rep.Rows += grp.live
+	rep.Dropped += grp.dropped
+	for _, n := range grp.oldBytes {
+		rep.BytesBefore += n
 	}
-	next.Refs[ref] = id
-	return id, nil
+	for _, w := range grp.fw.cols {
+		for _, r := range w.refs {
+			rep.BytesAfter += r.Size
+		}
+	}
 }
 
 // carryDeletions checks that the head's fragments are the group's base
@@ -770,11 +801,11 @@ func (cw *compactWrite) carryDeletions(ctx context.Context, grp *compactGroup, n
 // adjustStats moves the columns' stored bytes from the group's old
 // fragments' chunks to its new one's. Sample counts and raw bytes count
 // live rows (deletes took the dropped rows out of them), so they stay.
-func (cw *compactWrite) adjustStats(sch *schema.Schema, grp *compactGroup) {
-	for i := range sch.Columns {
-		c := &sch.Columns[i]
-		c.StoredBytes -= grp.oldBytes[c.UID]
-		if w := grp.fw.cols[c.UID]; w != nil {
+func (cw *compactWrite) adjustStats(man *manifest.Manifest, grp *compactGroup) {
+	for _, col := range man.Schema.Columns {
+		c := man.StatsOf(col.UID)
+		c.StoredBytes -= grp.oldBytes[col.UID]
+		if w := grp.fw.cols[col.UID]; w != nil {
 			for _, r := range w.refs {
 				c.StoredBytes += r.Size
 			}

@@ -120,7 +120,7 @@ func TestCompactProperty(t *testing.T) {
 		requireStoredBytes(t, d)
 		requireSampleCounts(t, d, before)
 		oldVersion, oldFrags := d.Version(), len(d.current().frags)
-		oldSchema := d.Schema()
+		oldCols := d.Columns()
 
 		rep, err := d.Compact(ctx, CompactOptions{TargetRows: int64(8 + r.IntN(40))})
 		require.NoError(t, err)
@@ -134,8 +134,8 @@ func TestCompactProperty(t *testing.T) {
 		checkModel(t, d, before)
 
 		// Statistics: sample counts and stored bytes match the data.
-		for i, c := range d.Schema().Columns {
-			require.LessOrEqual(t, c.Samples, oldSchema.Columns[i].Samples, c.Name)
+		for i, c := range d.Columns() {
+			require.LessOrEqual(t, c.Samples, oldCols[i].Samples, c.Name)
 		}
 		requireStoredBytes(t, d)
 		requireSampleCounts(t, d, before)
@@ -173,7 +173,7 @@ func TestCompactProperty(t *testing.T) {
 // the size of the chunks the version's fragments name.
 func requireStoredBytes(t *testing.T, d *Dataset) {
 	t.Helper()
-	for _, c := range d.Schema().Columns {
+	for _, c := range d.Columns() {
 		var stored int64
 		for _, f := range d.current().frags {
 			require.NoError(t, f.load(ctx, d))
@@ -189,7 +189,7 @@ func requireStoredBytes(t *testing.T, d *Dataset) {
 // the non-null samples of m's rows (which are d's).
 func requireSampleCounts(t *testing.T, d *Dataset, m *model) {
 	t.Helper()
-	for _, c := range d.Schema().Columns {
+	for _, c := range d.Columns() {
 		var n int64
 		for _, r := range m.rows {
 			if s, ok := r[c.Name]; ok && !s.Null {
@@ -314,7 +314,7 @@ func TestCompactDropsDeleted(t *testing.T) {
 	f := d.current().frags[0]
 	require.Nil(t, f.ref.IDStart)
 	require.Zero(t, f.ref.Deleted)
-	require.EqualValues(t, 34, d.Schema().Columns[0].Samples, "dropped samples leave the statistics")
+	require.EqualValues(t, 34, d.Columns()[0].Samples, "dropped samples leave the statistics")
 	// Row ids still find their rows (for updates and deletes).
 	require.NoError(t, d.Update(ctx, 99, Row{"n": Scalar(int64(-1))}))
 	_, err = d.Commit(ctx, "update")

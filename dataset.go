@@ -168,9 +168,7 @@ func Create(ctx context.Context, url string, s schema.Schema, opts ...Option) (*
 		return nil, fmt.Errorf("create %s: %w", storage.Redact(url), err)
 	}
 	for i := range s.Columns {
-		c := &s.Columns[i]
-		*c = c.Definition()
-		c.UID = i + 1
+		s.Columns[i].UID = i + 1
 	}
 	d, err := newDataset(ctx, url, o)
 	if err != nil {
@@ -402,8 +400,13 @@ func (d *Dataset) Version() string { return d.current().commitID }
 // Len returns the number of rows of the snapshot.
 func (d *Dataset) Len() int64 { return d.current().man.Rows }
 
-// Schema returns a copy of the snapshot's schema, with column statistics.
+// Schema returns a copy of the snapshot's schema: the columns' definitions
+// (their statistics are in Columns).
 func (d *Dataset) Schema() schema.Schema { return d.current().man.Schema.Clone() }
+
+// Columns returns the snapshot's columns, in schema order, each with the
+// statistics of its samples there (copies).
+func (d *Dataset) Columns() []schema.Entry { return d.current().man.Entries() }
 
 func (d *Dataset) current() *snapshot {
 	d.mu.RLock()

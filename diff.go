@@ -155,20 +155,20 @@ func schemaChanges(a, b schema.Schema) []ColumnChange {
 	seen := map[int]bool{}
 	for _, c := range b.Columns {
 		seen[c.UID] = true
-		to := c.Definition()
+		to := c
 		old, ok := byUID[c.UID]
 		if !ok {
 			out = append(out, ColumnChange{Name: c.Name, Change: "added", To: &to})
 			continue
 		}
 		if !sameColumns([]schema.Column{old}, []schema.Column{c}) {
-			from := old.Definition()
+			from := old
 			out = append(out, ColumnChange{Name: c.Name, Change: "changed", From: &from, To: &to})
 		}
 	}
 	for _, c := range a.Columns {
 		if !seen[c.UID] {
-			from := c.Definition()
+			from := c
 			out = append(out, ColumnChange{Name: c.Name, Change: "removed", From: &from})
 		}
 	}

@@ -3,8 +3,11 @@ package loch
 import (
 	"context"
 	"sync"
+	"testing"
 
+	"github.com/lochdata/loch/schema"
 	"github.com/lochdata/loch/storage"
+	"github.com/stretchr/testify/require"
 )
 
 type storageStore = storage.Store
@@ -23,4 +26,13 @@ func (c *countingStore) PutIfAbsent(ctx context.Context, key string, data []byte
 	c.written[key] += len(data)
 	countMu.Unlock()
 	return c.storageStore.PutIfAbsent(ctx, key, data)
+}
+
+// statsOf returns the statistics of d's column name in its version.
+func statsOf(t *testing.T, d *Dataset, name string) schema.Stats {
+	t.Helper()
+	sch := d.Schema()
+	c, ok := sch.Column(name)
+	require.True(t, ok, "column %s", name)
+	return d.current().man.ColumnStats(c.UID)
 }

@@ -304,7 +304,7 @@ type merger struct {
 // merge decides every row and returns the merged manifest (without writing
 // it); conflicts are recorded in m.res.
 func (m *merger) merge(ctx context.Context) (manifest.Manifest, error) {
-	sch, added, err := mergeSchema(m.b.man, m.o.man, m.t.man)
+	sch, added, err := mergeSchema(&m.b.man, &m.o.man, &m.t.man)
 	if err != nil {
 		return manifest.Manifest{}, err
 	}
@@ -427,10 +427,11 @@ func equalIDStart(a, b *uint64) bool {
 	return *a == *b
 }
 
-// manifest assembles the merged manifest: every fragment of ours and
-// theirs, once, with the rows decided for it.
-func (m *merger) manifest(ctx context.Context, sch schema.Schema) (manifest.Manifest, error) {
-	man := manifest.Manifest{Schema: sch, NextColumnUID: max(m.o.man.NextColumnUID, m.t.man.NextColumnUID), Fragments: []manifest.FragmentRef{}}
+// manifest assembles the merged manifest from sch, the merged schema and
+// statistics (mergeSchema): every fragment of ours and theirs, once, with
+// the rows decided for it.
+func (m *merger) manifest(ctx context.Context, sch manifest.Manifest) (manifest.Manifest, error) {
+	man := manifest.Manifest{Schema: sch.Schema, Stats: sch.Stats, NextColumnUID: max(m.o.man.NextColumnUID, m.t.man.NextColumnUID), Fragments: []manifest.FragmentRef{}}
 	emitted := map[string]bool{}
 	emit := func(f *fragState) error {
 		id := f.ident()
@@ -547,38 +548,35 @@ func (m *merger) fragment(ctx context.Context, f *fragState) (manifest.FragmentR
 	return ref, nil
 }
 
-// mergeSchema merges the schemas of ours and theirs against base: columns
-// theirs added are appended; statistics add theirs' growth since base. A
-// name added on both sides (with different uids) is a conflict.
-func mergeSchema(b, o, t manifest.Manifest) (schema.Schema, []string, error) {
-	out := o.Schema.Clone()
-	inBase := map[int]*schema.Column{}
-	for i := range b.Schema.Columns {
-		inBase[b.Schema.Columns[i].UID] = &b.Schema.Columns[i]
-	}
+// mergeSchema merges the schemas of ours and theirs against base into a
+// manifest's schema and statistics (its other fields left zero): columns
+// theirs added are appended with their statistics; the others' statistics
+// add theirs' growth since base. A name added on both sides (with
+// different uids) is a conflict.
+func mergeSchema(b, o, t *manifest.Manifest) (manifest.Manifest, []string, error) {
+	out := manifest.Manifest{Schema: o.Schema.Clone(), Stats: o.CloneStats()}
 	var added []string
 	for _, tc := range t.Schema.Columns {
-		k := slices.IndexFunc(out.Columns, func(c schema.Column) bool { return c.UID == tc.UID })
-		if k < 0 {
-			if oc, ok := out.Column(tc.Name); ok {
-				return schema.Schema{}, nil, fmt.Errorf("column %q was added on both sides (as column %d and %d); add it on one side and merge it into the other: %w",
+		if _, ok := out.Schema.ByUID(tc.UID); !ok {
+			if oc, ok := out.Schema.Column(tc.Name); ok {
+				return manifest.Manifest{}, nil, fmt.Errorf("column %q was added on both sides (as column %d and %d); add it on one side and merge it into the other: %w",
 					tc.Name, oc.UID, tc.UID, ErrConflict)
 			}
-			out.Columns = append(out.Columns, tc)
+			out.Schema.Columns = append(out.Schema.Columns, tc)
+			*out.StatsOf(tc.UID) = t.ColumnStats(tc.UID)
 			added = append(added, tc.Name)
 			continue
 		}
-		bc := inBase[tc.UID]
-		if bc == nil {
+		if _, ok := b.Schema.ByUID(tc.UID); !ok {
 			continue
 		}
-		c := &out.Columns[k]
+		ts, bs, c := t.ColumnStats(tc.UID), b.ColumnStats(tc.UID), out.StatsOf(tc.UID)
 		// Theirs' change since the base, signed: with counts of live rows
 		// (format 1.9) ours plus theirs' change is exact where the sides
 		// changed different rows, and an estimate where a conflict was
 		// resolved for one side.
-		c.Merge(schema.Stats{MinShape: tc.MinShape, MaxShape: tc.MaxShape, Samples: tc.Samples - bc.Samples,
-			RawBytes: tc.RawBytes - bc.RawBytes, StoredBytes: tc.StoredBytes - bc.StoredBytes, Classes: tc.Classes.Sub(bc.Classes)})
+		c.Merge(schema.Stats{MinShape: ts.MinShape, MaxShape: ts.MaxShape, Samples: ts.Samples - bs.Samples,
+			RawBytes: ts.RawBytes - bs.RawBytes, StoredBytes: ts.StoredBytes - bs.StoredBytes, Classes: ts.Classes.Sub(bs.Classes)})
 		c.Samples, c.RawBytes, c.StoredBytes = max(c.Samples, 0), max(c.RawBytes, 0), max(c.StoredBytes, 0)
 	}
 	return out, added, nil

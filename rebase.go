@@ -226,7 +226,7 @@ func (d *Dataset) rebaseStage(ctx context.Context, st *staging, head *snapshot) 
 	renum := map[int]int{}
 	cols := make([]schema.Column, 0, len(head.man.Schema.Columns)+len(added))
 	for _, c := range head.man.Schema.Columns {
-		cols = append(cols, c.Definition())
+		cols = append(cols, c)
 	}
 	for _, c := range added {
 		renum[c.UID] = next

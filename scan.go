@@ -90,8 +90,13 @@ func (sc *Scan) Version() string { return sc.s.commitID }
 // Len is the number of live rows.
 func (sc *Scan) Len() int64 { return sc.s.man.Rows }
 
-// Schema returns a copy of the snapshot's schema.
+// Schema returns a copy of the snapshot's schema: the columns' definitions
+// (their statistics are in Columns).
 func (sc *Scan) Schema() schema.Schema { return sc.s.man.Schema.Clone() }
+
+// Columns returns the snapshot's columns, in schema order, each with the
+// statistics of its samples there (copies).
+func (sc *Scan) Columns() []schema.Entry { return sc.s.man.Entries() }
 
 // Retries is the number of reads the dataset's store has retried so far
 // (all scans of the dataset together).
@@ -337,10 +342,11 @@ func (sc *Scan) maxSampleBytes(uid int) int64 {
 		if c.UID != uid {
 			continue
 		}
-		if c.MaxShape == nil || (c.SampleCompression != schema.SampleNone && c.SampleCompression != "") {
+		st := sc.s.man.Stats[uid]
+		if st == nil || st.MaxShape == nil || (c.SampleCompression != schema.SampleNone && c.SampleCompression != "") {
 			return -1
 		}
-		return int64(schema.NumElements(c.MaxShape)) * int64(max(c.DType.Size(), 1))
+		return int64(schema.NumElements(st.MaxShape)) * int64(max(c.DType.Size(), 1))
 	}
 	return -1
 }

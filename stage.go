@@ -124,9 +124,7 @@ func (d *Dataset) newStaging(base *snapshot) *staging {
 	st := &staging{d: d, base: base, nextUID: base.man.NextColumnUID, deltas: map[int]*colDelta{}, nonce: randomID(),
 		deletes: map[uint64]rowLoc{}, conflicts: map[uint64]bool{}, ctx: ctx, cancel: cancel}
 	st.slots = make(chan struct{}, 2*d.opts.parallelism)
-	for _, c := range base.man.Schema.Columns {
-		st.cols = append(st.cols, c.Definition())
-	}
+	st.cols = append(st.cols, base.man.Schema.Columns...)
 	return st
 }
 
@@ -616,7 +614,6 @@ func (d *Dataset) AddColumn(ctx context.Context, col schema.Column) error {
 	if err != nil {
 		return err
 	}
-	col = col.Definition()
 	col.UID = 0
 	if err := col.Normalize(); err != nil {
 		return fmt.Errorf("%s: add column: %w", d.url, err)

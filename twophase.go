@@ -44,6 +44,36 @@ type Staged struct {
 	Checksum  string                  `json:"checksum"`
 }
 
+// stagedJSON is the JSON form of a Staged: each column is an object with
+// the statistics' fields, zero (min_shape and max_shape null), as staged
+// writes were written before columns and statistics were kept apart, so
+// that the checksum of a description is the same.
+type stagedJSON struct {
+	Format    string                  `json:"format"`
+	ID        string                  `json:"id"`
+	Dataset   string                  `json:"dataset"`
+	URL       string                  `json:"url"`
+	Base      string                  `json:"base"`
+	Columns   []schema.Entry          `json:"columns"`
+	Fragments []StagedFragment        `json:"fragments"`
+	Rows      int64                   `json:"rows"`
+	Stats     map[string]schema.Stats `json:"stats"`
+	Checksum  string                  `json:"checksum"`
+}
+
+// MarshalJSON writes the description in its JSON form (stagedJSON).
+func (s Staged) MarshalJSON() ([]byte, error) {
+	w := stagedJSON{Format: s.Format, ID: s.ID, Dataset: s.Dataset, URL: s.URL, Base: s.Base,
+		Fragments: s.Fragments, Rows: s.Rows, Stats: s.Stats, Checksum: s.Checksum}
+	if s.Columns != nil {
+		w.Columns = make([]schema.Entry, len(s.Columns))
+		for i, c := range s.Columns {
+			w.Columns[i].Column = c
+		}
+	}
+	return json.Marshal(w)
+}
+
 // StagedFragment is one fragment of a staged write.
 type StagedFragment struct {
 	Key  string `json:"key"`
@@ -134,7 +164,7 @@ func (d *Dataset) Stage(ctx context.Context) (*Staged, error) {
 	if st == nil {
 		out.ID = randomID()
 		for _, c := range base.man.Schema.Columns {
-			out.Columns = append(out.Columns, c.Definition())
+			out.Columns = append(out.Columns, c)
 		}
 		return out, out.seal()
 	}
@@ -236,30 +266,68 @@ func (d *Dataset) CommitStaged(ctx context.Context, message string, staged ...*S
 	return res, nil
 }
 
+// checkStaged checks that the staged writes are sound, of this dataset,
+// each given once, and that their fragments are there.
+func (d *Dataset) checkStaged(ctx context.Context, staged []*Staged) error {
+	id, err := d.datasetID(ctx)
+	if err != nil {
+		return err
+	}
+	seen := map[string]bool{}
+	for _, s := range staged {
+		if err := s.check(); err != nil {
+			return err
+		}
+		if s.Dataset != id {
+			return invalidf("commit %s: staged write %s is of dataset %s (%s), this is dataset %s", d.url, s.ID, s.Dataset, s.URL, id)
+		}
+		if seen[s.ID] {
+			return invalidf("commit %s: staged write %s is given twice", d.url, s.ID)
+		}
+		seen[s.ID] = true
+	}
+	return d.checkStagedFragments(ctx, staged)
+}
+
+// tally records which of the staged writes the commit publishes (those
+// of todo) and which it skips, and the rows it adds.
+func (res *StagedCommit) tally(staged, todo []*Staged) {
+	res.Published, res.Skipped, res.Rows = res.Published[:0], res.Skipped[:0], 0
+	for _, s := range staged {
+		if slices.Contains(todo, s) {
+			res.Published = append(res.Published, s.ID)
+			res.Rows += s.Rows
+		} else {
+			res.Skipped = append(res.Skipped, s.ID)
+		}
+	}
+}
+
+// publishInto adds the staged write to man: its statistics to its
+// columns', its fragments after man's, their rows numbered from nextID on.
+// It returns the next row id.
+func (s *Staged) publishInto(man *manifest.Manifest, nextID uint64) uint64 {
+	for _, c := range man.Schema.Columns {
+		if st, ok := s.Stats[strconv.Itoa(c.UID)]; ok {
+			man.StatsOf(c.UID).Merge(st)
+		}
+	}
+	for _, f := range s.Fragments {
+		start := nextID
+		man.Fragments = append(man.Fragments, manifest.FragmentRef{Key: f.Key, Rows: f.Rows, IDStart: &start})
+		nextID += uint64(f.Rows)
+		man.Rows += f.Rows
+	}
+	return nextID
+}
+
 func (d *Dataset) commitStaged(ctx context.Context, message string, staged []*Staged, res *StagedCommit) (string, error) {
 	d.wmu.Lock()
 	defer d.wmu.Unlock()
 	if d.ReadOnly() {
 		return "", d.readOnlyErr("commit")
 	}
-	id, err := d.datasetID(ctx)
-	if err != nil {
-		return "", err
-	}
-	seen := map[string]bool{}
-	for _, s := range staged {
-		if err := s.check(); err != nil {
-			return "", err
-		}
-		if s.Dataset != id {
-			return "", invalidf("commit %s: staged write %s is of dataset %s (%s), this is dataset %s", d.url, s.ID, s.Dataset, s.URL, id)
-		}
-		if seen[s.ID] {
-			return "", invalidf("commit %s: staged write %s is given twice", d.url, s.ID)
-		}
-		seen[s.ID] = true
-	}
-	if err := d.checkStagedFragments(ctx, staged); err != nil {
+	if err := d.checkStaged(ctx, staged); err != nil {
 		return "", err
 	}
 	branch := d.Branch()
@@ -278,20 +346,12 @@ func (d *Dataset) commitStaged(ctx context.Context, message string, staged []*St
 		if err != nil {
 			return fmt.Errorf("commit %s: %w", d.url, err)
 		}
-		res.Published, res.Skipped, res.Rows = res.Published[:0], res.Skipped[:0], 0
-		for _, s := range staged {
-			if slices.Contains(todo, s) {
-				res.Published = append(res.Published, s.ID)
-				res.Rows += s.Rows
-			} else {
-				res.Skipped = append(res.Skipped, s.ID)
-			}
-		}
+		res.tally(staged, todo)
 		if len(todo) == 0 {
 			cid = head
 			return errNothingNew
 		}
-		man := manifest.Manifest{Schema: base.man.Schema.Clone(), Rows: base.man.Rows, NextColumnUID: base.man.NextColumnUID,
+		man := manifest.Manifest{Schema: base.man.Schema.Clone(), Stats: base.man.CloneStats(), Rows: base.man.Rows, NextColumnUID: base.man.NextColumnUID,
 			Fragments: append([]manifest.FragmentRef(nil), base.man.Fragments...)}
 		c := manifest.Commit{Parents: []string{head}, Message: message, Author: d.opts.author, Time: next.Time, Branch: branch}
 		nextID := root.NextRowID
@@ -300,17 +360,7 @@ func (d *Dataset) commitStaged(ctx context.Context, message string, staged []*St
 				return fmt.Errorf("commit %s: staged write %s was written for the columns of version %s, and branch %s has other columns at %s; write it again: %w",
 					d.url, s.ID, s.Base, branch, head, ErrConflict)
 			}
-			for i := range man.Schema.Columns {
-				if st, ok := s.Stats[strconv.Itoa(man.Schema.Columns[i].UID)]; ok {
-					man.Schema.Columns[i].Merge(st)
-				}
-			}
-			for _, f := range s.Fragments {
-				start := nextID
-				man.Fragments = append(man.Fragments, manifest.FragmentRef{Key: f.Key, Rows: f.Rows, IDStart: &start})
-				nextID += uint64(f.Rows)
-				man.Rows += f.Rows
-			}
+			nextID = s.publishInto(&man, nextID)
 			c.Staged = append(c.Staged, s.ID)
 		}
 		c.Rows = man.Rows

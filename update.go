@@ -128,56 +128,19 @@ func (st *staging) applyPatches(ctx context.Context, base *snapshot, man *manife
 		return nil
 	}
 	d := st.d
-	byFrag := map[int]map[int64]map[int]prepared{}
-	for id, staged := range st.patches {
-		vals := renamed(staged, uids)
-		k, off, err := d.findRow(ctx, base, id)
-		if err != nil {
-			return fmt.Errorf("update row id %d: %w", id, err)
-		}
-		if byFrag[k] == nil {
-			byFrag[k] = map[int64]map[int]prepared{}
-		}
-		byFrag[k][off] = vals
+	byFrag, err := st.patchesByFragment(ctx, base, uids)
+	if err != nil {
+		return err
 	}
 	// The chunks are written by a stage of their own, whose statistics are
 	// not used: a rewritten chunk re-adds samples that did not change.
 	w := d.newStaging(base)
 	defer w.cancel(nil)
-	type pending struct {
-		k     int
-		cols  map[int][]manifest.ChunkRef // the extension's columns
-		news  map[int][]*manifest.ChunkRef
-		fresh map[int][]*manifest.ChunkRef // the chunks of news written now
-	}
-	var todo []pending
+	var todo []patchedFragment
 	for _, k := range slices.Sorted(maps.Keys(byFrag)) {
-		f := base.frags[k]
-		if err := f.load(ctx, d); err != nil {
+		pd, err := w.patchFragment(ctx, base, k, byFrag[k], man)
+		if err != nil {
 			return err
-		}
-		pd := pending{k: k, cols: map[int][]manifest.ChunkRef{}, news: map[int][]*manifest.ChunkRef{}, fresh: map[int][]*manifest.ChunkRef{}}
-		for uid := range f.extCols {
-			pd.cols[uid] = f.cols[uid]
-		}
-		byCol := map[int][]int64{}
-		for off, vals := range byFrag[k] {
-			for uid := range vals {
-				byCol[uid] = append(byCol[uid], off)
-			}
-		}
-		for _, uid := range slices.Sorted(maps.Keys(byCol)) {
-			offs := byCol[uid]
-			slices.Sort(offs)
-			c, ok := (&schema.Schema{Columns: man.Schema.Columns}).ByUID(uid)
-			if !ok {
-				return fmt.Errorf("%s: update: column %d is not in the schema: %w", d.url, uid, ErrInvalidArgument)
-			}
-			refs, fresh, err := w.patchColumn(ctx, c, f, offs, byFrag[k], man)
-			if err != nil {
-				return fmt.Errorf("%s: update column %q of %s: %w", d.url, c.Name, f.ref.Key, err)
-			}
-			pd.news[uid], pd.fresh[uid] = refs, fresh
 		}
 		todo = append(todo, pd)
 	}
@@ -185,37 +148,108 @@ func (st *staging) applyPatches(ctx context.Context, base *snapshot, man *manife
 		return err
 	}
 	for _, pd := range todo {
-		ext := manifest.Fragment{Columns: map[string][]manifest.ChunkRef{}}
-		for uid, refs := range pd.cols {
-			ext.Columns[strconv.Itoa(uid)] = refs
-		}
-		for uid, refs := range pd.news {
-			out := make([]manifest.ChunkRef, len(refs))
-			for i, r := range refs {
-				out[i] = *r
-			}
-			for _, r := range pd.fresh[uid] {
-				st.addStored(man, uid, r.Size)
-			}
-			ext.Columns[strconv.Itoa(uid)] = out
-		}
-		key, err := batch.add(keys.Extension, manifest.KindExtension, ext)
-		if err != nil {
+		if err := st.putExtension(pd, man, batch); err != nil {
 			return err
 		}
-		ref := man.Fragments[pd.k]
-		ref.Extensions = []string{key}
-		man.Fragments[pd.k] = ref
 	}
+	return nil
+}
+
+// patchesByFragment groups the staged patches by the fragment of base
+// that holds their row (its index) and the row's offset there, with the
+// added columns' uids renamed by uids.
+func (st *staging) patchesByFragment(ctx context.Context, base *snapshot, uids map[int]int) (map[int]map[int64]map[int]prepared, error) {
+	byFrag := map[int]map[int64]map[int]prepared{}
+	for id, staged := range st.patches {
+		vals := renamed(staged, uids)
+		k, off, err := st.d.findRow(ctx, base, id)
+		if err != nil {
+			return nil, fmt.Errorf("update row id %d: %w", id, err)
+		}
+		if byFrag[k] == nil {
+			byFrag[k] = map[int64]map[int]prepared{}
+		}
+		byFrag[k][off] = vals
+	}
+	return byFrag, nil
+}
+
+// patchedFragment is a fragment whose updated columns were written again:
+// the new extension's columns are cols (the old extensions') and news.
+type patchedFragment struct {
+	k     int
+	cols  map[int][]manifest.ChunkRef // the extension's columns
+	news  map[int][]*manifest.ChunkRef
+	fresh map[int][]*manifest.ChunkRef // the chunks of news written now
+}
+
+// patchFragment writes again, through w, the chunks of fragment k of base
+// that hold the updated values of rows (by offset, then column uid).
+func (w *staging) patchFragment(ctx context.Context, base *snapshot, k int, rows map[int64]map[int]prepared, man *manifest.Manifest) (patchedFragment, error) {
+	d := w.d
+	f := base.frags[k]
+	if err := f.load(ctx, d); err != nil {
+		return patchedFragment{}, err
+	}
+	pd := patchedFragment{k: k, cols: map[int][]manifest.ChunkRef{}, news: map[int][]*manifest.ChunkRef{}, fresh: map[int][]*manifest.ChunkRef{}}
+	for uid := range f.extCols {
+		pd.cols[uid] = f.cols[uid]
+	}
+	byCol := map[int][]int64{}
+	for off, vals := range rows {
+		for uid := range vals {
+			byCol[uid] = append(byCol[uid], off)
+		}
+	}
+	for _, uid := range slices.Sorted(maps.Keys(byCol)) {
+		offs := byCol[uid]
+		slices.Sort(offs)
+		c, ok := (&schema.Schema{Columns: man.Schema.Columns}).ByUID(uid)
+		if !ok {
+			return patchedFragment{}, fmt.Errorf("%s: update: column %d is not in the schema: %w", d.url, uid, ErrInvalidArgument)
+		}
+		refs, fresh, err := w.patchColumn(ctx, c, f, offs, rows, man)
+		if err != nil {
+			return patchedFragment{}, fmt.Errorf("%s: update column %q of %s: %w", d.url, c.Name, f.ref.Key, err)
+		}
+		pd.news[uid], pd.fresh[uid] = refs, fresh
+	}
+	return pd, nil
+}
+
+// putExtension adds the patched fragment's extension to batch and names
+// it in man's reference to the fragment; the chunks written now add to
+// the columns' stored bytes.
+func (st *staging) putExtension(pd patchedFragment, man *manifest.Manifest, batch *objectBatch) error {
+	ext := manifest.Fragment{Columns: map[string][]manifest.ChunkRef{}}
+	for uid, refs := range pd.cols {
+		ext.Columns[strconv.Itoa(uid)] = refs
+	}
+	for uid, refs := range pd.news {
+		out := make([]manifest.ChunkRef, len(refs))
+		for i, r := range refs {
+			out[i] = *r
+		}
+		for _, r := range pd.fresh[uid] {
+			st.addStored(man, uid, r.Size)
+		}
+		ext.Columns[strconv.Itoa(uid)] = out
+	}
+	key, err := batch.add(keys.Extension, manifest.KindExtension, ext)
+	if err != nil {
+		return err
+	}
+	ref := man.Fragments[pd.k]
+	ref.Extensions = []string{key}
+	man.Fragments[pd.k] = ref
 	return nil
 }
 
 // addStored adds n stored bytes to column uid's statistics in man.
 func (st *staging) addStored(man *manifest.Manifest, uid int, n int64) {
-	for i := range man.Schema.Columns {
-		if c := &man.Schema.Columns[i]; c.UID == uid {
-			c.StoredBytes = max(c.StoredBytes+n, 0)
-		}
+	if _, ok := man.Schema.ByUID(uid); ok {
+		c := man.StatsOf(uid)
+		c.StoredBytes = max(c.StoredBytes+n, 0)
 	}
 }
 
@@ -226,7 +260,10 @@ func (st *staging) addStored(man *manifest.Manifest, uid int, n int64) {
 // The statistics of c in man lose the replaced samples and chunks and
 // gain the new samples (the new chunks' bytes are added once uploaded).
 func (w *staging) patchColumn(ctx context.Context, c *schema.Column, f *fragState, offs []int64, vals map[int64]map[int]prepared, man *manifest.Manifest) (refs, fresh []*manifest.ChunkRef, err error) {
-	mc, _ := (&schema.Schema{Columns: man.Schema.Columns}).ByUID(c.UID)
+	var mc *schema.Stats
+	if _, ok := man.Schema.ByUID(c.UID); ok {
+		mc = man.StatsOf(c.UID)
+	}
 	stat := func(p prepared, sign int64) {
 		if mc == nil || p.null {
 			return
@@ -291,19 +328,20 @@ func (w *staging) patchColumn(ctx context.Context, c *schema.Column, f *fragStat
 }
 
 // dropStats removes the samples of fragment f at offsets offs (rows being
-// deleted) from the columns' sample and raw byte counts in sch, which
+// deleted) from the columns' sample and raw byte counts in man, which
 // count live rows (format 1.9). It reads the chunk headers that hold them
 // (their null flags and shapes), not their data.
-func (d *Dataset) dropStats(ctx context.Context, f *fragState, offs []int64, sch *schema.Schema) error {
+func (d *Dataset) dropStats(ctx context.Context, f *fragState, offs []int64, man *manifest.Manifest) error {
 	if err := f.load(ctx, d); err != nil {
 		return err
 	}
-	for i := range sch.Columns {
-		c := &sch.Columns[i]
+	for i := range man.Schema.Columns {
+		c := &man.Schema.Columns[i]
 		refs := f.cols[c.UID]
 		if len(refs) == 0 {
 			continue
 		}
+		st := man.StatsOf(c.UID)
 		for _, off := range offs {
 			k := searchRef(refs, off)
 			h, _, err := d.header(ctx, refs[k])
@@ -326,14 +364,14 @@ func (d *Dataset) dropStats(ctx context.Context, f *fragState, offs []int64, sch
 				lo, hi := h.Range(j)
 				n = hi - lo
 			}
-			c.Samples = max(c.Samples-1, 0)
-			c.RawBytes = max(c.RawBytes-rawOf(c, h.Shape(j), n), 0)
-			if c.Kind == schema.ClassLabel && c.Classes != nil {
+			st.Samples = max(st.Samples-1, 0)
+			st.RawBytes = max(st.RawBytes-rawOf(c, h.Shape(j), n), 0)
+			if c.Kind == schema.ClassLabel && st.Classes != nil {
 				s, err := d.readSample(ctx, refs, k, int64(j), true)
 				if err != nil {
 					return fmt.Errorf("delete from %s: column %q: %w", f.ref.Key, c.Name, err)
 				}
-				c.CountLabels(c, s.Data, -1)
+				st.CountLabels(c, s.Data, -1)
 			}
 		}
 	}

@@ -47,7 +47,7 @@ func TestUpdateInPlace(t *testing.T) {
 	nBefore, imgBefore := chunkKeys(t, d, "n"), chunkKeys(t, d, "img")
 	capBefore := chunkKeys(t, d, "caption")
 	require.Greater(t, len(capBefore), 3, "several caption chunks")
-	statsBefore := d.Schema()
+	statsBefore := d.Columns()
 
 	require.NoError(t, d.Update(ctx, 0, Row{"caption": String("a much longer caption than before")}))
 	require.NoError(t, d.Update(ctx, 0, Row{"n": Scalar(int64(-1))}), "a second update of a row adds its columns")
@@ -79,9 +79,8 @@ func TestUpdateInPlace(t *testing.T) {
 	require.Equal(t, nBefore[1:], nAfter[len(nAfter)-len(nBefore)+1:])
 
 	// Statistics count the rows once, and the stored bytes are the chunks'.
-	sch := d.Schema()
-	for i, c := range sch.Columns {
-		require.Equal(t, statsBefore.Columns[i].Samples, c.Samples, "column %s", c.Name)
+	for i, c := range d.Columns() {
+		require.Equal(t, statsBefore[i].Samples, c.Samples, "column %s", c.Name)
 		require.EqualValues(t, 300, c.Samples)
 	}
 	requireStoredBytes(t, d)
@@ -180,8 +179,7 @@ func TestClassCounts(t *testing.T) {
 			require.NoError(t, err)
 			want[v[0]]++
 		}
-		sch := d.Schema()
-		c, _ := sch.Column("label")
+		c := statsOf(t, d, "label")
 		require.NotNil(t, c.Classes, what)
 		got := append(append([]int64(nil), c.Classes.Counts...), make([]int64, 3)...)[:3]
 		require.Equal(t, want, got, what)
@@ -235,4 +233,26 @@ func TestUpdateCopiesSamples(t *testing.T) {
 	_, err := d.Commit(ctx, "update, then reuse the buffer")
 	require.NoError(t, err)
 	require.Equal(t, []int64{0, 20, 2, 99}, readN(t, d))
+}
+
+// TestCommitLeavesOldStats: a commit builds its statistics from copies of
+// its base's: a scan of the version before still sees that version's class
+// counts and shapes.
+func TestCommitLeavesOldStats(t *testing.T) {
+	d, _ := mustCreate(t, schema.Schema{Columns: []schema.Column{
+		{Name: "label", Kind: schema.ClassLabel, ClassNames: []string{"a", "b"}},
+		{Name: "v", DType: schema.Int32, Shape: schema.Shape{-1}},
+	}})
+	require.NoError(t, d.Append(ctx, Row{"label": Scalar(int64(0)), "v": Tensor([]int{2}, []int32{1, 2})}))
+	_, err := d.Commit(ctx, "one")
+	require.NoError(t, err)
+	sc := d.Scan()
+	before := sc.Columns()
+	require.Equal(t, []int64{1}, before[0].Classes.Counts)
+	require.NoError(t, d.Append(ctx, Row{"label": Scalar(int64(0)), "v": Tensor([]int{5}, []int32{1, 2, 3, 4, 5})}))
+	_, err = d.Commit(ctx, "two")
+	require.NoError(t, err)
+	require.Equal(t, []int64{2}, statsOf(t, d, "label").Classes.Counts)
+	require.Equal(t, []int{5}, statsOf(t, d, "v").MaxShape)
+	require.Equal(t, before, sc.Columns(), "the scan of version one keeps its statistics")
 }

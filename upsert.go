@@ -58,20 +58,8 @@ type UpsertReport struct {
 // writer is rebased and retried as Commit's are; on error nothing is
 // committed and nothing stays staged.
 func (d *Dataset) Upsert(ctx context.Context, rows []Row, opts UpsertOptions) (*UpsertReport, error) {
-	if opts.WhenMatched == "" {
-		opts.WhenMatched = UpsertUpdate
-	}
-	if opts.WhenNotMatched == "" {
-		opts.WhenNotMatched = UpsertInsert
-	}
-	if opts.Message == "" {
-		opts.Message = "upsert"
-	}
-	if opts.WhenMatched != UpsertUpdate && opts.WhenMatched != UpsertNothing {
-		return nil, invalidf("upsert into %s: when matched %q: want %q or %q", d.url, opts.WhenMatched, UpsertUpdate, UpsertNothing)
-	}
-	if opts.WhenNotMatched != UpsertInsert && opts.WhenNotMatched != UpsertNothing {
-		return nil, invalidf("upsert into %s: when not matched %q: want %q or %q", d.url, opts.WhenNotMatched, UpsertInsert, UpsertNothing)
+	if err := opts.fill(d.url); err != nil {
+		return nil, err
 	}
 	if d.ReadOnly() {
 		return nil, d.readOnlyErr("upsert")
@@ -87,30 +75,9 @@ func (d *Dataset) Upsert(ctx context.Context, rows []Row, opts UpsertOptions) (*
 	if err != nil {
 		return nil, err
 	}
-	// The input's keys, in their stored form.
-	byKey := map[string]int{}
-	for i, r := range rows {
-		key, null, err := inputKey(keyCols, r)
-		if err != nil {
-			return nil, fmt.Errorf("upsert into %s: input row %d: %w", d.url, i, err)
-		}
-		if null {
-			continue
-		}
-		if j, dup := byKey[key]; dup {
-			return nil, invalidf("upsert into %s: input rows %d and %d have the same key %s; give each key once", d.url, j, i, showKey(keyCols, rows[i]))
-		}
-		byKey[key] = i
-	}
-	matched := make([][]uint64, len(rows))
-	if len(byKey) > 0 {
-		if err := d.eachKey(ctx, snap, keyCols, func(id uint64, key string) {
-			if i, ok := byKey[key]; ok {
-				matched[i] = append(matched[i], id)
-			}
-		}); err != nil {
-			return nil, fmt.Errorf("upsert into %s: %w", d.url, err)
-		}
+	matched, err := d.matchKeys(ctx, snap, keyCols, rows)
+	if err != nil {
+		return nil, err
 	}
 	rep := &UpsertReport{}
 	var inserts []Row
@@ -155,6 +122,58 @@ func (d *Dataset) Upsert(ctx context.Context, rows []Row, opts UpsertOptions) (*
 		return nil, err
 	}
 	return rep, nil
+}
+
+// fill gives the options their defaults and checks them.
+func (opts *UpsertOptions) fill(url string) error {
+	if opts.WhenMatched == "" {
+		opts.WhenMatched = UpsertUpdate
+	}
+	if opts.WhenNotMatched == "" {
+		opts.WhenNotMatched = UpsertInsert
+	}
+	if opts.Message == "" {
+		opts.Message = "upsert"
+	}
+	if opts.WhenMatched != UpsertUpdate && opts.WhenMatched != UpsertNothing {
+		return invalidf("upsert into %s: when matched %q: want %q or %q", url, opts.WhenMatched, UpsertUpdate, UpsertNothing)
+	}
+	if opts.WhenNotMatched != UpsertInsert && opts.WhenNotMatched != UpsertNothing {
+		return invalidf("upsert into %s: when not matched %q: want %q or %q", url, opts.WhenNotMatched, UpsertInsert, UpsertNothing)
+	}
+	return nil
+}
+
+// matchKeys returns, for each input row, the ids of the rows of snap with
+// its key (none for a row whose key has a null); two input rows with one
+// key are refused.
+func (d *Dataset) matchKeys(ctx context.Context, snap *snapshot, keyCols []*schema.Column, rows []Row) ([][]uint64, error) {
+	// The input's keys, in their stored form.
+	byKey := map[string]int{}
+	for i, r := range rows {
+		key, null, err := inputKey(keyCols, r)
+		if err != nil {
+			return nil, fmt.Errorf("upsert into %s: input row %d: %w", d.url, i, err)
+		}
+		if null {
+			continue
+		}
+		if j, dup := byKey[key]; dup {
+			return nil, invalidf("upsert into %s: input rows %d and %d have the same key %s; give each key once", d.url, j, i, showKey(keyCols, rows[i]))
+		}
+		byKey[key] = i
+	}
+	matched := make([][]uint64, len(rows))
+	if len(byKey) > 0 {
+		if err := d.eachKey(ctx, snap, keyCols, func(id uint64, key string) {
+			if i, ok := byKey[key]; ok {
+				matched[i] = append(matched[i], id)
+			}
+		}); err != nil {
+			return nil, fmt.Errorf("upsert into %s: %w", d.url, err)
+		}
+	}
+	return matched, nil
 }
 
 // upsertKeys checks and returns the key columns named by on.

@@ -302,7 +302,11 @@ func loch_dataset_len(h C.uintptr_t, out *C.int64_t, errOut **C.char) (st C.int)
 //export loch_dataset_schema
 func loch_dataset_schema(h C.uintptr_t, out **C.char, errOut **C.char) (st C.int) {
 	return withDataset(h, errOut, func(ds *dataset) error {
-		b, err := json.Marshal(ds.d.Schema())
+		cols := ds.d.Columns()
+		if cols == nil {
+			cols = []schema.Entry{}
+		}
+		b, err := json.Marshal(schema.Snapshot{Columns: cols})
 		if err != nil {
 			return err
 		}

@@ -283,6 +283,28 @@ type existing struct {
 	rows   int64
 }
 
+// create creates the dataset of schema s at url, or, when only staging
+// and another stager created it first, opens it if its schema fits (the
+// dataset is returned, to be closed, even when it does not).
+func create(ctx context.Context, url string, s schema.Schema, stageOnly bool, dsOpts []loch.Option, res *Result) (*loch.Dataset, error) {
+	d, err := loch.Create(ctx, url, s, dsOpts...)
+	switch {
+	case errors.Is(err, loch.ErrExists) && stageOnly:
+		// Another stager created it first: use it if it fits.
+		if d, err = loch.Open(ctx, url, dsOpts...); err != nil {
+			return nil, err
+		}
+		if err := compatible(d.Schema(), s); err != nil {
+			return d, fmt.Errorf("ingest into %s: %w", url, err)
+		}
+	case err != nil:
+		return nil, err
+	default:
+		res.Created = true
+	}
+	return d, nil
+}
+
 // run is the common driver of every format: it opens or creates the
 // dataset, runs the pipeline that build plans, stages its rows and commits
 // once.
@@ -318,20 +340,8 @@ func run(ctx context.Context, url, format, source string, o Options,
 	}
 	var final schema.Schema
 	if d == nil {
-		d, err = loch.Create(ctx, url, p.schema, dsOpts...)
-		switch {
-		case errors.Is(err, loch.ErrExists) && o.StageOnly:
-			// Another stager created it first: use it if it fits.
-			if d, err = loch.Open(ctx, url, dsOpts...); err != nil {
-				return res, err
-			}
-			if err := compatible(d.Schema(), p.schema); err != nil {
-				return res, fmt.Errorf("ingest into %s: %w", url, err)
-			}
-		case err != nil:
+		if d, err = create(ctx, url, p.schema, o.StageOnly, dsOpts, &res); err != nil {
 			return res, err
-		default:
-			res.Created = true
 		}
 		final = d.Schema()
 	} else {

@@ -501,7 +501,6 @@ func readWebDatasetMeta(ctx context.Context, shard string) (*WebDatasetMeta, err
 	}
 	s := schema.Schema{Columns: m.Columns}
 	for i := range s.Columns {
-		s.Columns[i] = s.Columns[i].Definition()
 		s.Columns[i].UID = 0
 	}
 	if err := s.Normalize(); err != nil {

@@ -125,15 +125,15 @@ var rangeMin int64 = loch.MediaRangeMin
 const rangedEstimateUnknown = 4 << 20
 
 // rangedEstimate is the memory one of column col's clips or audio
-// segments holds decoded through p, from its largest sample's shape when
-// the statistics give it.
-func rangedEstimate(p transform.Pipeline, col schema.Column) int64 {
+// segments holds decoded through p, from its largest sample's shape
+// (maxShape) when the statistics give it.
+func rangedEstimate(p transform.Pipeline, col schema.Column, maxShape []int) int64 {
 	shape := []int{-1, -1, -1, 3}
 	if col.SampleCompression == schema.AudioCompression {
 		shape = []int{-1, -1}
 	}
-	if len(col.MaxShape) == len(shape) {
-		shape = col.MaxShape
+	if len(maxShape) == len(shape) {
+		shape = maxShape
 	}
 	out, err := p.Out(transform.Image{Shape: shape, DType: col.DType, Encoded: string(col.SampleCompression)})
 	if n := out.Size(); err == nil && n >= 0 {

@@ -429,6 +429,9 @@ func (p mix) Windows() []order.Span {
 type colPlan struct {
 	name string
 	col  schema.Column
+	// maxShape is the elementwise largest shape of the column's samples
+	// in the snapshot, from its statistics (nil when they do not give it).
+	maxShape []int
 }
 
 // entryKey names a read of one of the loader's datasets: a chunk read, or
@@ -550,7 +553,8 @@ func newLoader(ctx context.Context, scans []*loch.Scan, cfg Config) (*Loader, er
 		if c < 0 {
 			return nil, fmt.Errorf("loader: transform for column %q, which is not loaded: %w", name, loch.ErrInvalidArgument)
 		}
-		col := l.cols[0][c].col
+		cp := l.cols[0][c]
+		col := cp.col
 		if col.SampleCompression != schema.SampleNone && !col.SampleCompression.Media() && !strings.HasPrefix(strings.TrimSpace(spec), "decode") {
 			spec = "decode," + spec
 		}
@@ -560,7 +564,7 @@ func newLoader(ctx context.Context, scans []*loch.Scan, cfg Config) (*Loader, er
 		}
 		l.transforms[c] = p
 		if part := p.DecodesPart(); part != "" && part == string(col.SampleCompression) {
-			l.ranged[c] = rangedEstimate(p, col)
+			l.ranged[c] = rangedEstimate(p, col, cp.maxShape)
 		}
 	}
 	return l, nil
@@ -597,17 +601,17 @@ func (l *Loader) prepare(p planner) {
 
 // columns resolves column names (all when none are given).
 func columns(view *loch.Scan, names []string) ([]colPlan, error) {
-	sch := view.Schema()
+	sch, cols := view.Schema(), view.Columns()
 	if len(names) == 0 {
 		names = sch.Names()
 	}
 	var out []colPlan
 	for _, n := range names {
-		c, ok := sch.Column(n)
-		if !ok {
+		k := slices.IndexFunc(cols, func(c schema.Entry) bool { return c.Name == n })
+		if k < 0 {
 			return nil, fmt.Errorf("loader: column %q: no such column in version %s (have %v): %w", n, view.Version(), sch.Names(), loch.ErrNotFound)
 		}
-		out = append(out, colPlan{name: n, col: *c})
+		out = append(out, colPlan{name: n, col: cols[k].Column, maxShape: cols[k].MaxShape})
 	}
 	return out, nil
 }

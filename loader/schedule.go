@@ -33,27 +33,8 @@ import (
 func (l *Loader) schedule(jobs chan<- *batchJob, fetches chan<- *chunkEntry) {
 	next, stop := iter.Pull2(l.plan.items())
 	defer stop()
-	w := 0 // the window of the batch at hand
-	// window returns the next window of this loader's split: its batches'
-	// indices in the plan and their items (none at the end).
-	window := func() (index []int, items [][]order.Item) {
-		for {
-			bi, its, ok := next()
-			if !ok {
-				return index, items
-			}
-			for bi >= l.wins[w].end {
-				w++
-			}
-			if w%l.cfg.Split.Count != l.cfg.Split.Index {
-				continue // another split's window
-			}
-			index, items = append(index, bi), append(items, slices.Clone(its))
-			if bi == l.wins[w].end-1 {
-				return index, items
-			}
-		}
-	}
+	wins := &windowIter{l: l, next: next}
+	window := wins.window
 	k := 0 // l.mine index of the next batch to admit
 	admit := func(batch []*batchJob) bool {
 		for _, job := range batch {
@@ -95,14 +76,7 @@ func (l *Loader) schedule(jobs chan<- *batchJob, fetches chan<- *chunkEntry) {
 				return
 			}
 			if readAhead {
-				// The rest of this window's reads first: in a full
-				// shuffle a window's runs of samples are started by the
-				// first batch that needs them, all through the window.
-				queue := make([]*batchJob, 0, len(cur)-head+len(ahead))
-				queue = append(append(queue, cur[head:]...), ahead...)
-				l.mu.Lock()
-				l.ahead, l.aheadAt = queue, 0
-				l.mu.Unlock()
+				l.setAhead(cur[head:], ahead)
 			}
 		}
 		if !admit(cur[head:]) {
@@ -110,6 +84,48 @@ func (l *Loader) schedule(jobs chan<- *batchJob, fetches chan<- *chunkEntry) {
 		}
 		cur = ahead
 	}
+}
+
+// windowIter walks the windows of a loader's split through the plan's
+// batches (next, from iter.Pull2).
+type windowIter struct {
+	l    *Loader
+	next func() (int, []order.Item, bool)
+	w    int // the window of the batch at hand
+}
+
+// window returns the next window of this loader's split: its batches'
+// indices in the plan and their items (none at the end).
+func (wi *windowIter) window() (index []int, items [][]order.Item) {
+	l := wi.l
+	for {
+		bi, its, ok := wi.next()
+		if !ok {
+			return index, items
+		}
+		for bi >= l.wins[wi.w].end {
+			wi.w++
+		}
+		if wi.w%l.cfg.Split.Count != l.cfg.Split.Index {
+			continue // another split's window
+		}
+		index, items = append(index, bi), append(items, slices.Clone(its))
+		if bi == l.wins[wi.w].end-1 {
+			return index, items
+		}
+	}
+}
+
+// setAhead queues the reads of rest, the jobs of this window not yet
+// admitted, then those of the next window's jobs (ahead) to be started
+// ahead of their batches: in a full shuffle a window's runs of samples
+// are started by the first batch that needs them, all through the window.
+func (l *Loader) setAhead(rest, ahead []*batchJob) {
+	queue := make([]*batchJob, 0, len(rest)+len(ahead))
+	queue = append(append(queue, rest...), ahead...)
+	l.mu.Lock()
+	l.ahead, l.aheadAt = queue, 0
+	l.mu.Unlock()
 }
 
 // firstBatchAlone makes a loader plan the reads of its first batch alone,
@@ -277,24 +293,44 @@ type sampleRun struct {
 // that they do not break the runs of the others. The entries are
 // registered under l.mu.
 func (l *Loader) locate(index []int, items [][]order.Item, from int, first bool) ([]*batchJob, error) {
+	jobs, wc, err := l.slotJobs(index, items)
+	if err != nil {
+		return nil, err
+	}
+	runs := l.sampleRuns(wc, first)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for b, job := range jobs[from:] {
+		l.attach(job, runs, wc.chunkOf[b+from])
+	}
+	return jobs[from:], nil
+}
+
+// windowChunks are the chunks a window takes whole samples of, numbered
+// as met, with the samples it takes of each (need); chunkOf[b][c*n+i] is
+// the number of the chunk of job b's sample i of column c (of n).
+type windowChunks struct {
+	refs    []chunkRef
+	need    [][]int
+	chunkOf [][]int32
+}
+
+// slotJobs makes the window's jobs, with the slots of their samples, and
+// numbers the chunks they take whole samples of.
+func (l *Loader) slotJobs(index []int, items [][]order.Item) ([]*batchJob, *windowChunks, error) {
 	ncols := len(l.cols[0])
 	jobs := make([]*batchJob, len(items))
-	// The chunks the window takes whole samples of, numbered as met, with
-	// the samples it takes of each (need); chunkOf[b][c*n+i] is the number
-	// of the chunk of job b's sample i of column c (of n).
 	ids := map[chunkRef]int32{}
-	var refs []chunkRef
-	var need [][]int
-	chunkOf := make([][]int32, len(items))
+	wc := &windowChunks{chunkOf: make([][]int32, len(items))}
 	for b, its := range items {
 		job := newJob(index[b], len(its), ncols, l.mixed, len(l.ranged) > 0)
 		n := len(its)
-		chunkOf[b] = make([]int32, ncols*n)
+		wc.chunkOf[b] = make([]int32, ncols*n)
 		for i, it := range its {
 			sc := l.scans[it.Dataset]
 			row, err := sc.Locate(it.Pos)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			job.positions[i], job.rowIDs[i] = it.Pos, row.ID
 			if job.datasets != nil {
@@ -311,19 +347,25 @@ func (l *Loader) locate(index []int, items [][]order.Item, from int, first bool)
 					k := chunkRef{it.Dataset, slot.Chunk(0)}
 					id, ok := ids[k]
 					if !ok {
-						id = int32(len(refs))
+						id = int32(len(wc.refs))
 						ids[k] = id
-						refs, need = append(refs, k), append(need, nil)
+						wc.refs, wc.need = append(wc.refs, k), append(wc.need, nil)
 					}
-					need[id] = append(need[id], slot.Index())
-					chunkOf[b][c*n+i] = id
+					wc.need[id] = append(wc.need[id], slot.Index())
+					wc.chunkOf[b][c*n+i] = id
 				}
 			}
 		}
 		jobs[b] = job
 	}
-	runs := make([][]sampleRun, len(need))
-	for id, idx := range need {
+	return jobs, wc, nil
+}
+
+// sampleRuns cuts the samples the window takes of each chunk into runs
+// of consecutive samples, each one read or more (appendRuns).
+func (l *Loader) sampleRuns(wc *windowChunks, first bool) [][]sampleRun {
+	runs := make([][]sampleRun, len(wc.need))
+	for id, idx := range wc.need {
 		slices.Sort(idx)
 		idx = slices.Compact(idx)
 		var rs []sampleRun
@@ -333,51 +375,52 @@ func (l *Loader) locate(index []int, items [][]order.Item, from int, first bool)
 				b++
 			}
 			lo, hi := idx[a], idx[b-1]+1
-			rs = l.appendRuns(rs, refs[id], lo, hi, first && splitFirstWindow)
+			rs = l.appendRuns(rs, wc.refs[id], lo, hi, first && splitFirstWindow)
 			a = b
 		}
 		runs[id] = rs
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for b, job := range jobs[from:] {
-		b += from
-		l.located++ // this job's mark on the entries it holds
-		add := func(c, i int, e *chunkEntry) {
-			job.reads[c][i] = append(job.reads[c][i], e)
-			if e.mark != l.located {
-				e.mark = l.located
-				e.pending++
-				job.entries = append(job.entries, e)
-			}
+	return runs
+}
+
+// attach gives each sample of job the entries it reads: its media part,
+// the entry of its run (chunkOf numbers its chunk, as windowChunks), or
+// one per piece. l.mu is held.
+func (l *Loader) attach(job *batchJob, runs [][]sampleRun, chunkOf []int32) {
+	l.located++ // this job's mark on the entries it holds
+	add := func(c, i int, e *chunkEntry) {
+		job.reads[c][i] = append(job.reads[c][i], e)
+		if e.mark != l.located {
+			e.mark = l.located
+			e.pending++
+			job.entries = append(job.entries, e)
 		}
-		n := len(job.positions)
-		for c := range ncols {
-			for i, slot := range job.slots[c] {
-				ds := job.dataset(i)
-				switch {
-				case job.ranged != nil && job.ranged[c][i]:
-					e := l.entry(entryKey{ds: ds, media: c + 1, pos: job.positions[i]})
-					if e.part == nil {
-						e.part = &rangedPart{slot: slot, rowID: job.rowIDs[i], col: c}
-					}
-					add(c, i, e)
-				case slot.Pieces() == 1:
-					rs := runs[chunkOf[b][c*n+i]]
-					j, _ := slices.BinarySearchFunc(rs, slot.Index(), func(r sampleRun, x int) int { return cmp.Compare(r.hi-1, x) })
-					if rs[j].e == nil { // its entry, looked up once
-						rs[j].e = l.entry(entryKey{ds: ds, read: rs[j].read})
-					}
-					add(c, i, rs[j].e)
-				case slot.Pieces() > 1:
-					for p := range slot.Pieces() {
-						add(c, i, l.entry(entryKey{ds: ds, read: loch.Read{Chunk: slot.Chunk(p)}}))
-					}
+	}
+	n := len(job.positions)
+	for c := range job.slots {
+		for i, slot := range job.slots[c] {
+			ds := job.dataset(i)
+			switch {
+			case job.ranged != nil && job.ranged[c][i]:
+				e := l.entry(entryKey{ds: ds, media: c + 1, pos: job.positions[i]})
+				if e.part == nil {
+					e.part = &rangedPart{slot: slot, rowID: job.rowIDs[i], col: c}
+				}
+				add(c, i, e)
+			case slot.Pieces() == 1:
+				rs := runs[chunkOf[c*n+i]]
+				j, _ := slices.BinarySearchFunc(rs, slot.Index(), func(r sampleRun, x int) int { return cmp.Compare(r.hi-1, x) })
+				if rs[j].e == nil { // its entry, looked up once
+					rs[j].e = l.entry(entryKey{ds: ds, read: rs[j].read})
+				}
+				add(c, i, rs[j].e)
+			case slot.Pieces() > 1:
+				for p := range slot.Pieces() {
+					add(c, i, l.entry(entryKey{ds: ds, read: loch.Read{Chunk: slot.Chunk(p)}}))
 				}
 			}
 		}
 	}
-	return jobs[from:], nil
 }
 
 // splitFirstWindow makes the reads of a loader's first window about a

@@ -146,7 +146,7 @@ func BenchmarkMetadataQueryPaired(b *testing.B) {
 	d, err := loch.Open(ctx, url)
 	require.NoError(b, err)
 	defer d.Close()
-	for _, c := range d.Schema().Columns {
+	for _, c := range d.Columns() {
 		b.Logf("column %s: %d bytes stored, %d bytes of values", c.Name, c.StoredBytes, c.RawBytes)
 	}
 	e, err := New(ctx, d, Options{})
@@ -213,8 +213,7 @@ func BenchmarkMetadataOverImages(b *testing.B) {
 	d := makeImagesN(b, url, cs, n, 16)
 	defer d.Close()
 	var meta int64
-	sch := d.Schema()
-	for _, c := range sch.Columns {
+	for _, c := range d.Columns() {
 		if c.Name != "image" {
 			meta += c.StoredBytes
 		}

@@ -139,48 +139,16 @@ func compileFilter(ps []pred, cols []column) (*filter, error) {
 // compilePred returns the function that says whether a row whose value
 // is b (or null) may pass p.
 func compilePred(p pred, c column) (func([]byte, bool) bool, error) {
-	want := func(nums, strs int) error {
-		if len(p.Num) != nums || len(p.Str) != strs {
-			return fmt.Errorf("op %q takes %d numbers and %d strings, have %d and %d", p.Op, nums, strs, len(p.Num), len(p.Str))
-		}
-		return nil
-	}
 	if p.Key != "" && c.kind != mapJSON {
 		return nil, fmt.Errorf("a key applies to json columns only")
 	}
-	switch p.Op {
-	case opNull, opNotNull:
-		if err := want(0, 0); err != nil {
-			return nil, err
-		}
-		if p.Key != "" {
-			return nil, fmt.Errorf("op %q of a json key is not pushed", p.Op)
-		}
-		isNull, err := nullTest(c)
-		if err != nil {
-			return nil, err
-		}
-		if p.Op == opNull {
-			return isNull, nil
-		}
-		return func(b []byte, null bool) bool { return !isNull(b, null) }, nil
+	if p.Op == opNull || p.Op == opNotNull {
+		return nullPred(p, c)
 	}
 	switch c.kind {
 	case mapScalar:
 		if c.col.DType == schema.Bool {
-			if p.Op != opTrue && p.Op != opFalse {
-				return nil, fmt.Errorf("op %q on a bool column", p.Op)
-			}
-			if err := want(0, 0); err != nil {
-				return nil, err
-			}
-			v := byte(0)
-			if p.Op == opTrue {
-				v = 1
-			}
-			return func(b []byte, null bool) bool {
-				return !null && len(b) == 1 && (b[0] != 0) == (v != 0)
-			}, nil
+			return boolPred(p)
 		}
 		t, err := numPred(p, c)
 		if err != nil {
@@ -188,45 +156,99 @@ func compilePred(p pred, c column) (func([]byte, bool) bool, error) {
 		}
 		return t.keep, nil
 	case mapEnum, mapText:
-		if err := strOp(p); err != nil {
-			return nil, err
-		}
-		match := strMatcher(p)
-		if c.kind == mapText {
-			return func(b []byte, null bool) bool { return !null && match(b) }, nil
-		}
-		names := make([][]byte, len(c.names))
-		for i, n := range c.names {
-			names[i] = []byte(n)
-		}
-		return func(b []byte, null bool) bool {
-			i, ok := enumIndex(c.col.DType, b, null)
-			return ok && i < len(names) && match(names[i])
-		}, nil
+		return strPred(p, c)
 	case mapJSON:
-		if p.Key == "" || !jsonKeyRE.MatchString(p.Key) {
-			return nil, fmt.Errorf("a json column is filtered by a key such as \"src\" (have %q)", p.Key)
-		}
-		if err := strOp(p); err != nil {
-			return nil, err
-		}
-		match := strMatcher(p)
-		key := []byte(p.Key)
-		return func(b []byte, null bool) bool {
-			if null || len(b) == 0 {
-				return false // SQL NULL: (j->>'k') is NULL
-			}
-			v, kind := jsonMember(b, key)
-			switch kind {
-			case jsonAbsent, jsonNull:
-				return false
-			case jsonString:
-				return match(v)
-			}
-			return true // another kind of value, or not sure: keep
-		}, nil
+		return jsonPred(p)
 	}
 	return nil, fmt.Errorf("no pushed predicates on this column type")
+}
+
+// wantArgs checks that p has nums numbers and strs strings.
+func wantArgs(p pred, nums, strs int) error {
+	if len(p.Num) != nums || len(p.Str) != strs {
+		return fmt.Errorf("op %q takes %d numbers and %d strings, have %d and %d", p.Op, nums, strs, len(p.Num), len(p.Str))
+	}
+	return nil
+}
+
+// nullPred compiles IS NULL and IS NOT NULL.
+func nullPred(p pred, c column) (func([]byte, bool) bool, error) {
+	if err := wantArgs(p, 0, 0); err != nil {
+		return nil, err
+	}
+	if p.Key != "" {
+		return nil, fmt.Errorf("op %q of a json key is not pushed", p.Op)
+	}
+	isNull, err := nullTest(c)
+	if err != nil {
+		return nil, err
+	}
+	if p.Op == opNull {
+		return isNull, nil
+	}
+	return func(b []byte, null bool) bool { return !isNull(b, null) }, nil
+}
+
+// boolPred compiles a bool column's test: true or false.
+func boolPred(p pred) (func([]byte, bool) bool, error) {
+	if p.Op != opTrue && p.Op != opFalse {
+		return nil, fmt.Errorf("op %q on a bool column", p.Op)
+	}
+	if err := wantArgs(p, 0, 0); err != nil {
+		return nil, err
+	}
+	v := byte(0)
+	if p.Op == opTrue {
+		v = 1
+	}
+	return func(b []byte, null bool) bool {
+		return !null && len(b) == 1 && (b[0] != 0) == (v != 0)
+	}, nil
+}
+
+// strPred compiles a string comparison of a text column, or of a class
+// label's name.
+func strPred(p pred, c column) (func([]byte, bool) bool, error) {
+	if err := strOp(p); err != nil {
+		return nil, err
+	}
+	match := strMatcher(p)
+	if c.kind == mapText {
+		return func(b []byte, null bool) bool { return !null && match(b) }, nil
+	}
+	names := make([][]byte, len(c.names))
+	for i, n := range c.names {
+		names[i] = []byte(n)
+	}
+	return func(b []byte, null bool) bool {
+		i, ok := enumIndex(c.col.DType, b, null)
+		return ok && i < len(names) && match(names[i])
+	}, nil
+}
+
+// jsonPred compiles a string comparison of a json column's key.
+func jsonPred(p pred) (func([]byte, bool) bool, error) {
+	if p.Key == "" || !jsonKeyRE.MatchString(p.Key) {
+		return nil, fmt.Errorf("a json column is filtered by a key such as \"src\" (have %q)", p.Key)
+	}
+	if err := strOp(p); err != nil {
+		return nil, err
+	}
+	match := strMatcher(p)
+	key := []byte(p.Key)
+	return func(b []byte, null bool) bool {
+		if null || len(b) == 0 {
+			return false // SQL NULL: (j->>'k') is NULL
+		}
+		v, kind := jsonMember(b, key)
+		switch kind {
+		case jsonAbsent, jsonNull:
+			return false
+		case jsonString:
+			return match(v)
+		}
+		return true // another kind of value, or not sure: keep
+	}, nil
 }
 
 // strOp checks a string comparison's operator and constants.

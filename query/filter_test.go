@@ -368,7 +368,7 @@ func FuzzDecodeFilter(f *testing.F) {
 	}
 	var cols []column
 	for _, c := range edgeSchema.Columns {
-		cols = append(cols, mapColumn(c))
+		cols = append(cols, mapColumn(schema.Entry{Column: c}))
 	}
 	f.Fuzz(func(t *testing.T, s string, value []byte) {
 		ps, err := decodeFilter(s)

@@ -185,8 +185,8 @@ func TestSparseSelectionReadsItsRows(t *testing.T) {
 	sel, err := Select(ctx, d, "SELECT image FROM ds WHERE _rowid % 10 = 0", Options{})
 	require.NoError(t, err)
 	require.Len(t, sel.RowIDs, 40)
-	sch := d.Schema()
-	c, _ := sch.Column("image")
+	cols := d.Columns()
+	c := cols[slices.IndexFunc(cols, func(c schema.Entry) bool { return c.Name == "image" })]
 	for _, mode := range []order.Mode{order.ModeNone, order.ModeBlock, order.ModeFull} {
 		cs.readOf(func(string) bool { return true })
 		l, err := loader.New(ctx, d.Scan(), loader.Config{Rows: sel.RowIDs, Query: sel.SQL, Columns: sel.Columns, BatchSize: 8, Shuffle: mode})

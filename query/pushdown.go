@@ -70,60 +70,79 @@ func (e *Engine) pushdown(ctx context.Context, q string) string {
 		}
 		leaves, joined := innerLeaves(node["from_table"])
 		for _, from := range leaves {
-			if from["type"] != "BASE_TABLE" || from["sample"] != nil || from["at_clause"] != nil {
-				continue
+			if edit, ok := e.pushInto(q, from, where, shadowed, pushTable{binary: binary, joined: joined}); ok {
+				splices = append(splices, edit)
 			}
-			name, _ := from["table_name"].(string)
-			if s, _ := from["schema_name"].(string); s != "" {
-				continue
-			}
-			if c, _ := from["catalog_name"].(string); c != "" {
-				continue
-			}
-			if aliases, _ := from["column_name_alias"].([]any); len(aliases) > 0 || shadowed[strings.ToLower(name)] {
-				continue
-			}
-			url, ok := e.viewURL(name)
-			if !ok {
-				continue
-			}
-			sc, err := e.scan(url, "", "")
-			if err != nil {
-				continue // the query reports it
-			}
-			var cols []column
-			for _, c := range sc.Schema().Columns {
-				cols = append(cols, mapColumn(c))
-			}
-			alias, _ := from["alias"].(string)
-			t := pushTable{name: name, alias: alias, cols: cols, binary: binary, joined: joined}
-			var preds []pred
-			for _, c := range conjuncts(where) {
-				preds = append(preds, t.pushable(c)...)
-			}
-			if len(preds) == 0 {
-				continue
-			}
-			at, ok := location(from)
-			if !ok {
-				continue
-			}
-			end, ok := identEnd(q, at, name)
-			if !ok {
-				continue
-			}
-			js, err := json.Marshal(preds)
-			if err != nil {
-				continue
-			}
-			text := fmt.Sprintf("%s(%s, '', '', %s)", scanAt, quoteString(url), quoteString(string(js)))
-			if alias == "" {
-				text += " AS " + quoteIdent(name)
-			}
-			splices = append(splices, textEdit{at: at, end: end, text: text})
 		}
 	})
 	return splice(q, splices)
+}
+
+// pushInto returns the edit of q that passes the pushable conjuncts of
+// where to the scan of table reference from, when from is a plain loch
+// view and some are pushable. t has binary and joined set.
+func (e *Engine) pushInto(q string, from, where map[string]any, shadowed map[string]bool, t pushTable) (textEdit, bool) {
+	name, ok := plainTable(from, shadowed)
+	if !ok {
+		return textEdit{}, false
+	}
+	url, ok := e.viewURL(name)
+	if !ok {
+		return textEdit{}, false
+	}
+	sc, err := e.scan(url, "", "")
+	if err != nil {
+		return textEdit{}, false // the query reports it
+	}
+	for _, c := range sc.Columns() {
+		t.cols = append(t.cols, mapColumn(c))
+	}
+	t.name = name
+	t.alias, _ = from["alias"].(string)
+	var preds []pred
+	for _, c := range conjuncts(where) {
+		preds = append(preds, t.pushable(c)...)
+	}
+	if len(preds) == 0 {
+		return textEdit{}, false
+	}
+	at, ok := location(from)
+	if !ok {
+		return textEdit{}, false
+	}
+	end, ok := identEnd(q, at, name)
+	if !ok {
+		return textEdit{}, false
+	}
+	js, err := json.Marshal(preds)
+	if err != nil {
+		return textEdit{}, false
+	}
+	text := fmt.Sprintf("%s(%s, '', '', %s)", scanAt, quoteString(url), quoteString(string(js)))
+	if t.alias == "" {
+		text += " AS " + quoteIdent(name)
+	}
+	return textEdit{at: at, end: end, text: text}, true
+}
+
+// plainTable returns the name of table reference from when it is a plain
+// name (no schema, catalog, column aliases, SAMPLE or AT clause) that no
+// CTE or temp object shadows.
+func plainTable(from map[string]any, shadowed map[string]bool) (string, bool) {
+	if from["type"] != "BASE_TABLE" || from["sample"] != nil || from["at_clause"] != nil {
+		return "", false
+	}
+	name, _ := from["table_name"].(string)
+	if s, _ := from["schema_name"].(string); s != "" {
+		return "", false
+	}
+	if c, _ := from["catalog_name"].(string); c != "" {
+		return "", false
+	}
+	if aliases, _ := from["column_name_alias"].([]any); len(aliases) > 0 || shadowed[strings.ToLower(name)] {
+		return "", false
+	}
+	return name, true
 }
 
 // session reads what pushdown depends on in the connection's state:

@@ -80,7 +80,7 @@ func TestProjectionPushdown(t *testing.T) {
 			}
 			require.Greater(t, len(imageChunks), 5)
 			var metaStored int64
-			for _, c := range sch.Columns {
+			for _, c := range sc.Columns() {
 				if c.Name != "image" {
 					metaStored += c.StoredBytes
 				}

@@ -38,22 +38,7 @@ func (e *Engine) rewrite(ctx context.Context, q string, selection bool) (rewritt
 		return rewritten{}, err
 	}
 	if tree.Error {
-		if tree.Type == "parser" {
-			msg := "Parser Error: " + tree.Message
-			if tree.Position != "" {
-				msg += " at position " + tree.Position
-			}
-			return rewritten{}, fmt.Errorf("query %s: %s: %w", oneLineSQL(q), msg, loch.ErrInvalidArgument)
-		}
-		// Not a SELECT DuckDB can serialize (EXPLAIN, PRAGMA, COPY, ...): as
-		// given when it only reads.
-		if selection {
-			return rewritten{}, fmt.Errorf("query %s: a selection needs one SELECT statement (%s): %w", oneLineSQL(q), tree.Message, loch.ErrInvalidArgument)
-		}
-		if err := e.checkRead(ctx, q); err != nil {
-			return rewritten{}, err
-		}
-		return rewritten{sql: run}, nil
+		return e.unserialized(ctx, q, run, tree, selection)
 	}
 	if len(tree.Statements) != 1 {
 		return rewritten{}, fmt.Errorf("query %s: %d statements, want one: %w", oneLineSQL(q), len(tree.Statements), loch.ErrInvalidArgument)
@@ -69,19 +54,57 @@ func (e *Engine) rewrite(ctx context.Context, q string, selection bool) (rewritt
 		}
 		return rewritten{sql: run}, nil
 	}
-	var out rewritten
 	changed := selection
 	if from, _ := node["from_table"].(map[string]any); from != nil && from["type"] == "EMPTY" && e.d != nil {
 		changed = true
 		node["from_table"] = map[string]any{"type": "BASE_TABLE", "alias": "", "sample": nil, "query_location": from["query_location"],
 			"schema_name": "", "table_name": TableName, "column_name_alias": []any{}, "catalog_name": "", "at_clause": nil}
 	}
+	out, hasRowID := readSelectList(node)
+	// random() hashes the row id the SELECT names (f._rowid in a join),
+	// else the one row id of a single table.
+	out.random = replaceRandom(node, out.qual)
+	changed = replaceFTS(node, out.qual) || changed || out.random
+	if selection {
+		if err := e.asSelection(ctx, q, node, out, hasRowID); err != nil {
+			return rewritten{}, err
+		}
+	}
+	if !changed { // as given: DuckDB names result columns after their text
+		out.sql = run
+		return out, nil
+	}
+	if out.sql, err = e.deserialize(ctx, q, stmt); err != nil {
+		return rewritten{}, err
+	}
+	return out, nil
+}
+
+// unserialized handles a query DuckDB could not serialize: a parser error,
+// or a statement other than a SELECT (EXPLAIN, PRAGMA, COPY, ...), run as
+// given when it only reads.
+func (e *Engine) unserialized(ctx context.Context, q, run string, tree parsed, selection bool) (rewritten, error) {
+	if tree.Type == "parser" {
+		msg := "Parser Error: " + tree.Message
+		if tree.Position != "" {
+			msg += " at position " + tree.Position
+		}
+		return rewritten{}, fmt.Errorf("query %s: %s: %w", oneLineSQL(q), msg, loch.ErrInvalidArgument)
+	}
+	if selection {
+		return rewritten{}, fmt.Errorf("query %s: a selection needs one SELECT statement (%s): %w", oneLineSQL(q), tree.Message, loch.ErrInvalidArgument)
+	}
+	if err := e.checkRead(ctx, q); err != nil {
+		return rewritten{}, err
+	}
+	return rewritten{sql: run}, nil
+}
+
+// readSelectList reads node's SELECT list: whether it has * and the
+// qualifier of the row id it names (f in f._rowid), which the tie-break
+// on _pos takes too: in a join, an unqualified _pos is ambiguous.
+func readSelectList(node map[string]any) (out rewritten, hasRowID bool) {
 	list, _ := node["select_list"].([]any)
-	hasRowID := false
-	// qual is the table qualifier of the row id the SELECT names (f in
-	// f._rowid), which the tie-break on _pos takes too: in a join, an
-	// unqualified _pos is ambiguous.
-	var qual []any
 	for _, x := range list {
 		m, _ := x.(map[string]any)
 		switch m["class"] {
@@ -90,60 +113,63 @@ func (e *Engine) rewrite(ctx context.Context, q string, selection bool) (rewritt
 		case "COLUMN_REF":
 			if names, _ := m["column_names"].([]any); len(names) > 0 && names[len(names)-1] == RowIDColumn && m["alias"] == "" {
 				hasRowID = true
-				qual = names[:len(names)-1]
+				out.qual = names[:len(names)-1]
 			}
 		}
 	}
-	out.list, out.qual, out.from = list, qual, node["from_table"]
-	// random() hashes the row id the SELECT names (f._rowid in a join),
-	// else the one row id of a single table.
-	out.random = replaceRandom(node, qual)
-	changed = replaceFTS(node, qual) || changed || out.random
-	if selection {
-		if why, err := e.grouping(ctx, node); err != nil {
-			return rewritten{}, err
-		} else if why != "" {
-			return rewritten{}, fmt.Errorf("query %s: a selection is rows of the dataset, and %s makes rows of its own: "+
-				"run it for its result instead (loch query without --save or --format selection; ds.sql in Python, cat.sql on a catalog): %w",
-				oneLineSQL(q), why, loch.ErrInvalidArgument)
-		}
-		if !hasRowID && !out.star {
-			node["select_list"] = append([]any{colRef(RowIDColumn)}, list...)
-		}
-		mods, _ := node["modifiers"].([]any)
-		var order map[string]any
-		for _, x := range mods {
-			m, _ := x.(map[string]any)
-			switch m["type"] {
-			case "DISTINCT_MODIFIER":
-				return rewritten{}, fmt.Errorf("query %s: a selection's rows are dataset rows: DISTINCT does not apply: %w", oneLineSQL(q), loch.ErrInvalidArgument)
-			case "ORDER_MODIFIER":
-				order = m
-			}
-		}
-		if order == nil {
-			order = map[string]any{"type": "ORDER_MODIFIER", "orders": []any{}}
-			mods = append([]any{order}, mods...)
-			node["modifiers"] = mods
-		}
-		orders, _ := order["orders"].([]any)
-		pos := colRef(PosColumn)
-		pos["column_names"] = append(append([]any(nil), qual...), PosColumn)
-		order["orders"] = append(orders, map[string]any{"type": "ASCENDING", "null_order": "ORDER_DEFAULT", "expression": pos})
+	out.list, out.from = list, node["from_table"]
+	return out, hasRowID
+}
+
+// asSelection makes node a selection: rows of the dataset (no grouping,
+// no DISTINCT), with the row id in its SELECT list and ordered by _pos
+// last.
+func (e *Engine) asSelection(ctx context.Context, q string, node map[string]any, out rewritten, hasRowID bool) error {
+	if why, err := e.grouping(ctx, node); err != nil {
+		return err
+	} else if why != "" {
+		return fmt.Errorf("query %s: a selection is rows of the dataset, and %s makes rows of its own: "+
+			"run it for its result instead (loch query without --save or --format selection; ds.sql in Python, cat.sql on a catalog): %w",
+			oneLineSQL(q), why, loch.ErrInvalidArgument)
 	}
-	if !changed { // as given: DuckDB names result columns after their text
-		out.sql = run
-		return out, nil
+	if !hasRowID && !out.star {
+		node["select_list"] = append([]any{colRef(RowIDColumn)}, out.list...)
 	}
+	mods, _ := node["modifiers"].([]any)
+	var order map[string]any
+	for _, x := range mods {
+		m, _ := x.(map[string]any)
+		switch m["type"] {
+		case "DISTINCT_MODIFIER":
+			return fmt.Errorf("query %s: a selection's rows are dataset rows: DISTINCT does not apply: %w", oneLineSQL(q), loch.ErrInvalidArgument)
+		case "ORDER_MODIFIER":
+			order = m
+		}
+	}
+	if order == nil {
+		order = map[string]any{"type": "ORDER_MODIFIER", "orders": []any{}}
+		node["modifiers"] = append([]any{order}, mods...)
+	}
+	orders, _ := order["orders"].([]any)
+	pos := colRef(PosColumn)
+	pos["column_names"] = append(append([]any(nil), out.qual...), PosColumn)
+	order["orders"] = append(orders, map[string]any{"type": "ASCENDING", "null_order": "ORDER_DEFAULT", "expression": pos})
+	return nil
+}
+
+// deserialize turns the rewritten statement back into SQL with DuckDB's
+// json_deserialize_sql.
+func (e *Engine) deserialize(ctx context.Context, q string, stmt map[string]any) (string, error) {
 	stmt["node"] = keepFloatConstants(stmt["node"])
 	b, err := json.Marshal(map[string]any{"error": false, "statements": []any{stmt}})
 	if err != nil {
-		return rewritten{}, fmt.Errorf("query: rewrite: %w", err)
+		return "", fmt.Errorf("query: rewrite: %w", err)
 	}
-	if err := e.conn.QueryRowContext(ctx, "SELECT json_deserialize_sql(?::JSON)", string(b)).Scan(&out.sql); err != nil {
-		return rewritten{}, fmt.Errorf("query %s: rewrite: %s: %w", oneLineSQL(q), oneLine(err), loch.ErrInvalidArgument)
+	var sql string
+	if err := e.conn.QueryRowContext(ctx, "SELECT json_deserialize_sql(?::JSON)", string(b)).Scan(&sql); err != nil {
+		return "", fmt.Errorf("query %s: rewrite: %s: %w", oneLineSQL(q), oneLine(err), loch.ErrInvalidArgument)
 	}
-	return out, nil
+	return sql, nil
 }
 
 func colRef(name string) map[string]any {

@@ -70,8 +70,7 @@ func newSource(ctx context.Context, sc *loch.Scan, jsonType duckdb.TypeInfo, thr
 	u64, _ := duckdb.NewTypeInfo(duckdb.TYPE_UBIGINT)
 	i64, _ := duckdb.NewTypeInfo(duckdb.TYPE_BIGINT)
 	s.infos = []duckdb.ColumnInfo{{Name: RowIDColumn, T: u64}, {Name: PosColumn, T: i64}}
-	sch := sc.Schema()
-	for _, c := range sch.Columns {
+	for _, c := range sc.Columns() {
 		m := mapColumn(c)
 		t, err := m.typeInfo(jsonType)
 		if err != nil {
@@ -367,94 +366,111 @@ func (r *chunkReader) fetched(id loch.ChunkID) (*loch.Fetched, error) {
 // fill writes table column ci of the morsel's rows that l.rows keeps,
 // the k-th of them to row k of the chunk.
 func (s *source) fill(chunk duckdb.DataChunk, l *local, ci int, lo int64) error {
-	locs := l.locs
-	switch ci {
-	case 0:
-		for k, li := range l.rows {
-			if err := duckdb.SetChunkValue(chunk, ci, k, locs[li].ID); err != nil {
-				return err
-			}
-		}
-		return nil
-	case 1:
-		for k, li := range l.rows {
-			if err := duckdb.SetChunkValue(chunk, ci, k, lo+int64(li)); err != nil {
-				return err
-			}
-		}
-		return nil
+	if ci < 2 {
+		return fillRowColumn(chunk, l, ci, lo)
 	}
 	c := s.cols[ci-2]
-	var got []*loch.Fetched
-	rd := chunkReader{s: s}
-	var raw unsafe.Pointer // the vector's memory, for a scalar copied as stored
-	size := c.col.DType.Size()
-	var str mapping.Vector // the vector, for text and json assigned as stored
+	t := vecTarget{size: c.col.DType.Size()}
 	switch {
 	case c.rawScalar():
-		raw = vectorData(chunk, ci)
+		t.raw = vectorData(chunk, ci)
 		if probe != nil {
-			probe(raw != nil)
+			probe(t.raw != nil)
 		}
 	case c.kind == mapText || c.kind == mapJSON:
-		str = vectorHandle(chunk, ci)
+		t.str = vectorHandle(chunk, ci)
 		if probe != nil {
-			probe(str.Ptr != nil)
+			probe(t.str.Ptr != nil)
 		}
 	}
 	strs := &l.strs
 	strs.reset()
 	l.entries.f = nil // strs starts empty: no entry is in it
-	defer strs.assign(str)
-	if c.direct() {
-		// Scalars, text and json: their bytes, with no shape.
-		for _, sp := range s.spans(l, c.uid) {
-			slot := sp.slot
-			if slot.Pieces() != 1 { // null, or a split sample
-				if err := s.fillValue(chunk, ci, c, sp.k, lo+int64(l.rows[sp.k]), slot, &got); err != nil {
-					return err
-				}
-				continue
-			}
-			f, err := rd.fetched(slot.Chunk(0))
-			if err != nil {
-				return fmt.Errorf("row %d, column %q: %w", lo+int64(l.rows[sp.k]), c.name, err)
-			}
-			idx := slot.Index()
-			if raw != nil && sp.n > 1 {
-				// Scalars one after another in the chunk and in the
-				// vector: copied at once.
-				if data, ok := f.Fixed(idx, idx+sp.n, size); ok {
-					copy(unsafe.Slice((*byte)(unsafe.Add(raw, sp.k*size)), sp.n*size), data)
-					continue
-				}
-			}
-			if str.Ptr != nil && f.DictLen() > 0 && l.dictStrings(f, idx, sp) {
-				continue
-			}
-			for j := range sp.n {
-				i := sp.k + j // the row in the chunk
-				b, null, err := f.Data(idx + j)
-				if err != nil {
-					return fmt.Errorf("row %d, column %q: %w", lo+int64(l.rows[i]), c.name, err)
-				}
-				switch {
-				case raw != nil && !null && len(b) == size:
-					copy(unsafe.Slice((*byte)(unsafe.Add(raw, i*size)), size), b)
-				case str.Ptr != nil && !null && len(b) > 0:
-					strs.add(i, b)
-				default:
-					if err := c.setDirect(chunk, ci, i, b, null); err != nil {
-						return fmt.Errorf("row %d: %w", lo+int64(l.rows[i]), err)
-					}
-				}
+	defer strs.assign(t.str)
+	var got []*loch.Fetched
+	if !c.direct() {
+		for i, slot := range s.slots(l, c.uid) {
+			if err := s.fillValue(chunk, ci, c, i, lo+int64(l.rows[i]), slot, &got); err != nil {
+				return err
 			}
 		}
 		return nil
 	}
-	for i, slot := range s.slots(l, c.uid) {
-		if err := s.fillValue(chunk, ci, c, i, lo+int64(l.rows[i]), slot, &got); err != nil {
+	// Scalars, text and json: their bytes, with no shape.
+	rd := chunkReader{s: s}
+	for _, sp := range s.spans(l, c.uid) {
+		if err := s.fillSpan(chunk, l, ci, c, lo, sp, &rd, t, &got); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// fillRowColumn writes column 0 (the row id) or 1 (the position) of the
+// rows l.rows keeps.
+func fillRowColumn(chunk duckdb.DataChunk, l *local, ci int, lo int64) error {
+	for k, li := range l.rows {
+		var err error
+		if ci == 0 {
+			err = duckdb.SetChunkValue(chunk, ci, k, l.locs[li].ID)
+		} else {
+			err = duckdb.SetChunkValue(chunk, ci, k, lo+int64(li))
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// vecTarget is where fill writes a direct column's values as stored, when
+// it can reach the vector: raw, the vector's memory for a scalar of size
+// bytes; str, the vector for text and json. Otherwise each value is set
+// through the API.
+type vecTarget struct {
+	raw  unsafe.Pointer
+	size int
+	str  mapping.Vector
+}
+
+// fillSpan writes span sp of direct column c (table column ci): its
+// values' bytes, with no shape.
+func (s *source) fillSpan(chunk duckdb.DataChunk, l *local, ci int, c column, lo int64, sp span, rd *chunkReader, t vecTarget, got *[]*loch.Fetched) error {
+	slot := sp.slot
+	if slot.Pieces() != 1 { // null, or a split sample
+		return s.fillValue(chunk, ci, c, sp.k, lo+int64(l.rows[sp.k]), slot, got)
+	}
+	f, err := rd.fetched(slot.Chunk(0))
+	if err != nil {
+		return fmt.Errorf("row %d, column %q: %w", lo+int64(l.rows[sp.k]), c.name, err)
+	}
+	idx, size := slot.Index(), t.size
+	if t.raw != nil && sp.n > 1 {
+		// Scalars one after another in the chunk and in the vector:
+		// copied at once.
+		if data, ok := f.Fixed(idx, idx+sp.n, size); ok {
+			copy(unsafe.Slice((*byte)(unsafe.Add(t.raw, sp.k*size)), sp.n*size), data)
+			return nil
+		}
+	}
+	if t.str.Ptr != nil && f.DictLen() > 0 && l.dictStrings(f, idx, sp) {
+		return nil
+	}
+	for j := range sp.n {
+		i := sp.k + j // the row in the chunk
+		b, null, err := f.Data(idx + j)
+		if err != nil {
+			return fmt.Errorf("row %d, column %q: %w", lo+int64(l.rows[i]), c.name, err)
+		}
+		switch {
+		case t.raw != nil && !null && len(b) == size:
+			copy(unsafe.Slice((*byte)(unsafe.Add(t.raw, i*size)), size), b)
+		case t.str.Ptr != nil && !null && len(b) > 0:
+			l.strs.add(i, b)
+		default:
+			if err := c.setDirect(chunk, ci, i, b, null); err != nil {
+				return fmt.Errorf("row %d: %w", lo+int64(l.rows[i]), err)
+			}
 		}
 	}
 	return nil

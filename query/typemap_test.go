@@ -113,7 +113,7 @@ func TestColumnTypesOverKinds(t *testing.T) {
 	cols = append(cols, schema.Column{Name: "c", Kind: schema.ClassLabel, DType: schema.Int16, Shape: schema.Shape{}, ClassNames: []string{"cat", "dog"}})
 	for _, c := range cols {
 		what := fmt.Sprintf("%s %s %v", c.Kind, c.DType, c.Shape)
-		m := mapColumn(c)
+		m := mapColumn(schema.Entry{Column: c})
 		ti, err := m.typeInfo(e.jsonType)
 		require.NoError(t, err, what)
 		kinds[c.Kind]++

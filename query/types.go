@@ -44,9 +44,10 @@ type column struct {
 	names []string
 }
 
-// mapColumn decides how c maps.
-func mapColumn(c schema.Column) column {
-	out := column{name: c.Name, uid: c.UID, col: c}
+// mapColumn decides how c maps, from its definition and, where that
+// declares any shape, its statistics in the snapshot.
+func mapColumn(c schema.Entry) column {
+	out := column{name: c.Name, uid: c.UID, col: c.Column}
 	shape := c.Shape
 	if shape == nil && c.MaxShape != nil {
 		shape = c.MaxShape // any shape declared: the snapshot's statistics

@@ -41,9 +41,9 @@ func Parse(data []byte) (Schema, error) {
 	if err := dec.Decode(&raw); err != nil {
 		return Schema{}, base.Markf(ErrInvalid, "schema: want an object with a \"columns\" list or a list of columns: %s", jsonProblem(err))
 	}
-	var s Schema
+	var entries []Entry
 	for i, rc := range raw.Columns {
-		var c Column
+		var c Entry // statistics are known fields, refused below
 		dec := json.NewDecoder(bytes.NewReader(rc))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&c); err != nil {
@@ -52,15 +52,17 @@ func Parse(data []byte) (Schema, error) {
 			msg := strings.TrimPrefix(jsonProblem(err), ErrInvalid.Error()+": ")
 			return Schema{}, base.Markf(ErrInvalid, "schema column %d (%q): %s", i+1, name.Name, msg)
 		}
-		s.Columns = append(s.Columns, c)
+		entries = append(entries, c)
 	}
-	if len(s.Columns) == 0 {
+	if len(entries) == 0 {
 		return Schema{}, base.Markf(ErrInvalid, "schema has no columns")
 	}
-	for _, c := range s.Columns {
+	var s Schema
+	for _, c := range entries {
 		if c.UID != 0 || c.Samples != 0 || c.StoredBytes != 0 {
 			return Schema{}, base.Markf(ErrInvalid, "schema column %q sets a statistic (uid, samples, stored_bytes) that loch keeps itself", c.Name)
 		}
+		s.Columns = append(s.Columns, c.Column)
 	}
 	if err := s.Normalize(); err != nil {
 		return Schema{}, err
@@ -78,7 +80,9 @@ func jsonProblem(err error) string {
 	}
 	where := "the document"
 	if te.Field != "" {
-		where = fmt.Sprintf("field %q", te.Field)
+		// A column is read as an Entry: name its field, not the embedding.
+		field := strings.TrimPrefix(strings.TrimPrefix(te.Field, "Column."), "Stats.")
+		where = fmt.Sprintf("field %q", field)
 	}
 	var want string
 	switch te.Type.Kind() {

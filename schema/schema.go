@@ -5,6 +5,7 @@ package schema
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -74,9 +75,9 @@ const (
 	BBoxCXCYWH = "cxcywh" // center x, center y, width, height (YOLO)
 )
 
-// Column describes one column: its definition, and the statistics the
-// dataset keeps of its samples (Stats, embedded so that the JSON of a
-// column is one flat object). Users leave Stats zero.
+// Column defines one column. The statistics a dataset keeps of a column's
+// samples are not part of it: a snapshot keeps them beside the definition
+// (Entry).
 type Column struct {
 	UID   int    `json:"uid,omitempty"`
 	Name  string `json:"name"`
@@ -91,8 +92,33 @@ type Column struct {
 	ClassNames        []string          `json:"class_names,omitempty"`
 	BBoxFormat        string            `json:"bbox_format,omitempty"`
 	BBoxNormalized    bool              `json:"bbox_normalized,omitempty"`
+}
 
+// Equal reports whether c and o define the same column. Lists compare by
+// their elements: a nil list equals an empty one (an empty class list is
+// omitted from JSON, and comes back nil).
+func (c Column) Equal(o Column) bool {
+	if !slices.Equal(c.Shape, o.Shape) || !slices.Equal(c.ClassNames, o.ClassNames) {
+		return false
+	}
+	c.Shape, c.ClassNames, o.Shape, o.ClassNames = nil, nil, nil, nil
+	return reflect.DeepEqual(c, o)
+}
+
+// Entry is a snapshot's entry for one column: its definition and the
+// statistics of its samples there. Its JSON is one flat object, the
+// column's fields then the statistics' (docs/format.md §2.4): the form of a
+// manifest's columns, of a staged write's (with zero statistics) and of the
+// schema the C ABI gives.
+type Entry struct {
+	Column
 	Stats
+}
+
+// Snapshot is the JSON form of a snapshot's schema: its columns with their
+// statistics, as a manifest holds them.
+type Snapshot struct {
+	Columns []Entry `json:"columns"`
 }
 
 // Stats are the statistics of a column's samples in a snapshot (or of a
@@ -192,6 +218,15 @@ func (s *Stats) CountLabels(c *Column, data []byte, sign int64) {
 	}
 }
 
+// Clone returns a deep copy.
+func (s Stats) Clone() Stats {
+	s.MinShape, s.MaxShape = slices.Clone(s.MinShape), slices.Clone(s.MaxShape)
+	if s.Classes != nil {
+		s.Classes = &ClassCounts{Counts: slices.Clone(s.Classes.Counts), Other: s.Classes.Other}
+	}
+	return s
+}
+
 // MergeShape widens the shape bounds to [lo, hi] (see Merge).
 func (s *Stats) MergeShape(lo, hi []int) {
 	switch {
@@ -204,12 +239,6 @@ func (s *Stats) MergeShape(lo, hi []int) {
 			s.MaxShape[i] = max(s.MaxShape[i], hi[i])
 		}
 	}
-}
-
-// Definition returns the column without its statistics.
-func (c Column) Definition() Column {
-	c.Stats = Stats{}
-	return c
 }
 
 // Schema is an ordered list of columns.
@@ -252,8 +281,6 @@ func (s Schema) Clone() Schema {
 	for i, c := range s.Columns {
 		c.Shape = slices.Clone(c.Shape)
 		c.ClassNames = slices.Clone(c.ClassNames)
-		c.MinShape = slices.Clone(c.MinShape)
-		c.MaxShape = slices.Clone(c.MaxShape)
 		out.Columns[i] = c
 	}
 	return out

@@ -2,6 +2,7 @@ package schema
 
 import (
 	"encoding/json"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -104,11 +105,39 @@ func TestStatsMerge(t *testing.T) {
 	}
 }
 
-func TestColumnJSONIsFlat(t *testing.T) {
-	c := Column{Name: "x", DType: Float32, Shape: Shape{3}, Stats: Stats{MinShape: []int{3}, MaxShape: []int{3}, Samples: 4}}
+func TestEntryJSONIsFlat(t *testing.T) {
+	c := Entry{Column{Name: "x", DType: Float32, Shape: Shape{3}}, Stats{MinShape: []int{3}, MaxShape: []int{3}, Samples: 4}}
 	b, err := json.Marshal(c)
 	require.NoError(t, err)
-	require.JSONEq(t, `{"name": "x", "dtype": "float32", "shape": [3], "min_shape": [3], "max_shape": [3], "samples": 4}`, string(b))
-	require.Equal(t, Stats{}, c.Definition().Stats)
-	require.Equal(t, "x", c.Definition().Name)
+	require.Equal(t, `{"name":"x","dtype":"float32","shape":[3],"min_shape":[3],"max_shape":[3],"samples":4}`, string(b))
+	var back Entry
+	require.NoError(t, json.Unmarshal(b, &back))
+	require.Equal(t, c, back)
+	b, err = json.Marshal(c.Column)
+	require.NoError(t, err)
+	require.Equal(t, `{"name":"x","dtype":"float32","shape":[3]}`, string(b), "a definition has no statistics")
+}
+
+func TestColumnEqual(t *testing.T) {
+	c := Column{UID: 1, Name: "x", DType: Int64, Kind: ClassLabel, Shape: Shape{}, ClassNames: []string{"a"}, ChunkBytes: 1024}
+	for _, tc := range []struct {
+		name string
+		o    func(*Column)
+		want bool
+	}{
+		{"same", func(*Column) {}, true},
+		{"shape", func(o *Column) { o.Shape = Shape{2} }, false},
+		{"class names", func(o *Column) { o.ClassNames = []string{"b"} }, false},
+		{"chunk bytes", func(o *Column) { o.ChunkBytes = 2048 }, false},
+		{"uid", func(o *Column) { o.UID = 2 }, false},
+		{"bbox format", func(o *Column) { o.BBoxFormat = BBoxXYWH }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := c
+			o.ClassNames = slices.Clone(c.ClassNames)
+			tc.o(&o)
+			require.Equal(t, tc.want, c.Equal(o))
+			require.Equal(t, tc.want, o.Equal(c))
+		})
+	}
 }

@@ -173,120 +173,169 @@ func flatten(dt schema.DType, v any, depth int, shape *[]int, data *[]byte, firs
 // in range (and floats without a fraction), a float column any number,
 // a bool column booleans (and 0 or 1); VARCHAR holding a number is read.
 func appendNumber(dst []byte, dt schema.DType, v any) ([]byte, error) {
-	var i int64
-	var u uint64
-	var f float64
-	kind := 'i' // i: in i; u: in u; f: in f
+	if b, ok := v.(bool); ok && dt == schema.Bool {
+		if b {
+			return append(dst, 1), nil
+		}
+		return append(dst, 0), nil
+	}
+	n, err := readNumber(dt, v)
+	if err != nil {
+		return nil, err
+	}
+	if dt.Float() {
+		return appendFloat(dst, dt, n.float()), nil
+	}
+	return appendInt(dst, dt, n)
+}
+
+// number is a value read as a number: an integer in i, one above
+// math.MaxInt64 in u, or a float in f, as kind says.
+type number struct {
+	kind byte // 'i', 'u' or 'f'
+	i    int64
+	u    uint64
+	f    float64
+}
+
+// readNumber reads v (a Go value as database/sql returns DuckDB's) as a
+// number for a column of dtype dt (named in errors).
+func readNumber(dt schema.DType, v any) (number, error) {
 	switch x := v.(type) {
 	case bool:
 		if x {
-			i = 1
+			return number{kind: 'i', i: 1}, nil
 		}
-		if dt == schema.Bool {
-			return append(dst, byte(i)), nil
-		}
+		return number{kind: 'i'}, nil
 	case int8:
-		i = int64(x)
+		return number{kind: 'i', i: int64(x)}, nil
 	case int16:
-		i = int64(x)
+		return number{kind: 'i', i: int64(x)}, nil
 	case int32:
-		i = int64(x)
+		return number{kind: 'i', i: int64(x)}, nil
 	case int64:
-		i = x
+		return number{kind: 'i', i: x}, nil
 	case int:
-		i = int64(x)
+		return number{kind: 'i', i: int64(x)}, nil
 	case uint8:
-		u, kind = uint64(x), 'u'
+		return number{kind: 'i', i: int64(x)}, nil
 	case uint16:
-		u, kind = uint64(x), 'u'
+		return number{kind: 'i', i: int64(x)}, nil
 	case uint32:
-		u, kind = uint64(x), 'u'
+		return number{kind: 'i', i: int64(x)}, nil
 	case uint64:
-		u, kind = x, 'u'
+		return unsigned(x), nil
 	case float32:
-		f, kind = float64(x), 'f'
+		return number{kind: 'f', f: float64(x)}, nil
 	case float64:
-		f, kind = x, 'f'
+		return number{kind: 'f', f: x}, nil
 	case *big.Int:
 		if !x.IsInt64() {
-			return nil, fmt.Errorf("%s is out of range of %s", x, dt)
+			return number{}, fmt.Errorf("%s is out of range of %s", x, dt)
 		}
-		i = x.Int64()
+		return number{kind: 'i', i: x.Int64()}, nil
 	case string:
-		s := strings.TrimSpace(x)
-		if n, err := strconv.ParseInt(s, 10, 64); err == nil {
-			i = n
-		} else if n, err := strconv.ParseUint(s, 10, 64); err == nil {
-			u, kind = n, 'u'
-		} else if n, err := strconv.ParseFloat(s, 64); err == nil {
-			f, kind = n, 'f'
-		} else {
-			return nil, fmt.Errorf("%q is not a number (a %s column)", cut(x, 40), dt)
-		}
+		return parseNumber(dt, x)
 	case interface{ Float64() float64 }: // DuckDB's DECIMAL (0.5 is one)
-		f, kind = x.Float64(), 'f'
+		return number{kind: 'f', f: x.Float64()}, nil
 	case nil:
-		return nil, fmt.Errorf("NULL inside a list (a %s column takes no nulls in a tensor)", dt)
-	default:
-		return nil, fmt.Errorf("a %T is not a number (a %s column)", v, dt)
+		return number{}, fmt.Errorf("NULL inside a list (a %s column takes no nulls in a tensor)", dt)
 	}
-	if kind == 'u' && u <= math.MaxInt64 {
-		i, kind = int64(u), 'i'
+	return number{}, fmt.Errorf("a %T is not a number (a %s column)", v, dt)
+}
+
+// unsigned is u as a number: in i when it fits.
+func unsigned(u uint64) number {
+	if u <= math.MaxInt64 {
+		return number{kind: 'i', i: int64(u)}
 	}
-	if dt.Float() {
-		switch kind {
-		case 'i':
-			f = float64(i)
-		case 'u':
-			f = float64(u)
-		}
-		le := binary.LittleEndian
-		switch dt {
-		case schema.Float16:
-			return le.AppendUint16(dst, half.Float16(float32(f))), nil
-		case schema.BFloat16:
-			return le.AppendUint16(dst, half.BFloat16(float32(f))), nil
-		case schema.Float32:
-			return le.AppendUint32(dst, math.Float32bits(float32(f))), nil
-		}
-		return le.AppendUint64(dst, math.Float64bits(f)), nil
+	return number{kind: 'u', u: u}
+}
+
+// parseNumber reads VARCHAR x holding a number.
+func parseNumber(dt schema.DType, x string) (number, error) {
+	s := strings.TrimSpace(x)
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return number{kind: 'i', i: n}, nil
 	}
-	// integer or bool target
-	if kind == 'f' {
-		if f != math.Trunc(f) || math.IsInf(f, 0) || math.IsNaN(f) {
-			return nil, fmt.Errorf("%v has a fraction (a %s column takes integers)", f, dt)
-		}
-		if f >= 0 && f >= 1<<63 {
-			u, kind = uint64(f), 'u'
-			if f >= 1<<64 {
-				return nil, fmt.Errorf("%v is out of range of %s", f, dt)
-			}
-		} else if f < -(1 << 63) {
-			return nil, fmt.Errorf("%v is out of range of %s", f, dt)
-		} else {
-			i, kind = int64(f), 'i'
+	if n, err := strconv.ParseUint(s, 10, 64); err == nil {
+		return unsigned(n), nil
+	}
+	if n, err := strconv.ParseFloat(s, 64); err == nil {
+		return number{kind: 'f', f: n}, nil
+	}
+	return number{}, fmt.Errorf("%q is not a number (a %s column)", cut(x, 40), dt)
+}
+
+// float is n as a float64.
+func (n number) float() float64 {
+	switch n.kind {
+	case 'i':
+		return float64(n.i)
+	case 'u':
+		return float64(n.u)
+	}
+	return n.f
+}
+
+// appendFloat appends f as float dtype dt (float16 and bfloat16 through
+// internal/half).
+func appendFloat(dst []byte, dt schema.DType, f float64) []byte {
+	le := binary.LittleEndian
+	switch dt {
+	case schema.Float16:
+		return le.AppendUint16(dst, half.Float16(float32(f)))
+	case schema.BFloat16:
+		return le.AppendUint16(dst, half.BFloat16(float32(f)))
+	case schema.Float32:
+		return le.AppendUint32(dst, math.Float32bits(float32(f)))
+	}
+	return le.AppendUint64(dst, math.Float64bits(f))
+}
+
+// appendInt appends n as integer (or bool) dtype dt: in range, and a
+// float only without a fraction.
+func appendInt(dst []byte, dt schema.DType, n number) ([]byte, error) {
+	if n.kind == 'f' {
+		var err error
+		if n, err = n.integer(dt); err != nil {
+			return nil, err
 		}
 	}
-	lo, hi := intRange(dt)
-	if kind == 'u' {
+	if n.kind == 'u' {
 		if dt != schema.Uint64 {
-			return nil, fmt.Errorf("%d is out of range of %s", u, dt)
+			return nil, fmt.Errorf("%d is out of range of %s", n.u, dt)
 		}
-		return binary.LittleEndian.AppendUint64(dst, u), nil
+		return binary.LittleEndian.AppendUint64(dst, n.u), nil
 	}
-	if i < lo || i > hi {
-		return nil, fmt.Errorf("%d is out of range of %s", i, dt)
+	if lo, hi := intRange(dt); n.i < lo || n.i > hi {
+		return nil, fmt.Errorf("%d is out of range of %s", n.i, dt)
 	}
 	le := binary.LittleEndian
 	switch dt.Size() {
 	case 1:
-		return append(dst, byte(i)), nil
+		return append(dst, byte(n.i)), nil
 	case 2:
-		return le.AppendUint16(dst, uint16(i)), nil
+		return le.AppendUint16(dst, uint16(n.i)), nil
 	case 4:
-		return le.AppendUint32(dst, uint32(i)), nil
+		return le.AppendUint32(dst, uint32(n.i)), nil
 	}
-	return le.AppendUint64(dst, uint64(i)), nil
+	return le.AppendUint64(dst, uint64(n.i)), nil
+}
+
+// integer is float n as an integer, refused with a fraction or beyond
+// the range of uint64 and int64.
+func (n number) integer(dt schema.DType) (number, error) {
+	f := n.f
+	switch {
+	case f != math.Trunc(f) || math.IsInf(f, 0) || math.IsNaN(f):
+		return number{}, fmt.Errorf("%v has a fraction (a %s column takes integers)", f, dt)
+	case f >= 1<<64 || f < -(1<<63):
+		return number{}, fmt.Errorf("%v is out of range of %s", f, dt)
+	case f >= 1<<63:
+		return number{kind: 'u', u: uint64(f)}, nil
+	}
+	return number{kind: 'i', i: int64(f)}, nil
 }
 
 // intRange is the range of an integer or bool dtype within int64 (hi for

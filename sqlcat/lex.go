@@ -245,6 +245,48 @@ func (p *parser) name(what string) (string, error) {
 	return t.text, nil
 }
 
+// nameList reads a list of column names up to its closing ), the (
+// already read.
+func (p *parser) nameList() ([]string, error) {
+	var names []string
+	for {
+		c, err := p.name("column")
+		if err != nil {
+			return nil, err
+		}
+		names = append(names, c)
+		if p.accept(")") {
+			return names, nil
+		}
+		if err := p.expect(","); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// setList reads col = expr, ... (of UPDATE SET), each expression up to a
+// top-level token for which stop is true (stop takes the comma). prefix
+// starts the error of a missing expression ("update t: ").
+func (p *parser) setList(stop func(token) bool, prefix string) (cols, exprs []string, err error) {
+	for {
+		col, err := p.name("column")
+		if err != nil {
+			return nil, nil, err
+		}
+		if err := p.expect("="); err != nil {
+			return nil, nil, err
+		}
+		expr := p.until(stop)
+		if expr == "" {
+			return nil, nil, p.errorf("%swant an expression for %s", prefix, col)
+		}
+		cols, exprs = append(cols, col), append(exprs, expr)
+		if !p.accept(",") {
+			return cols, exprs, nil
+		}
+	}
+}
+
 // atEnd reports whether only a ';' (or nothing) is left.
 func (p *parser) atEnd() bool {
 	t := p.peek()

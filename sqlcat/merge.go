@@ -79,66 +79,12 @@ func (p *parser) parseMerge() (*mergeStmt, error) {
 	if st.source, st.salias, err = p.tableRef(); err != nil {
 		return nil, err
 	}
-	switch {
-	case p.accept("on"):
-		st.on = p.until(func(t token) bool { return t.is("when") })
-		if st.on == "" {
-			return nil, p.errorf("merge into %s: want a condition after ON", st.table)
-		}
-	case p.accept("using"):
-		if err := p.expect("("); err != nil {
-			return nil, err
-		}
-		for {
-			c, err := p.name("column")
-			if err != nil {
-				return nil, err
-			}
-			st.using = append(st.using, c)
-			if p.accept(")") {
-				break
-			}
-			if err := p.expect(","); err != nil {
-				return nil, err
-			}
-		}
-	default:
-		return nil, p.errorf("merge into %s: want ON or USING after the source", st.table)
+	if err := p.mergeOn(st); err != nil {
+		return nil, err
 	}
 	for p.accept("when") {
-		matched := !p.accept("not")
-		if err := p.expect("matched"); err != nil {
+		if err := p.mergeWhen(st); err != nil {
 			return nil, err
-		}
-		bySource := false
-		if !matched && p.accept("by") {
-			if bySource = p.accept("source"); !bySource {
-				if err := p.expect("target"); err != nil {
-					return nil, err
-				}
-			}
-		}
-		var c mergeClause
-		if p.accept("and") {
-			if c.cond = p.until(func(t token) bool { return t.is("then") }); c.cond == "" {
-				return nil, p.errorf("merge into %s: want a condition after AND", st.table)
-			}
-		}
-		if err := p.expect("then"); err != nil {
-			return nil, err
-		}
-		if err := p.mergeAction(&c, matched || bySource); err != nil {
-			return nil, fmt.Errorf("merge into %s: %w", st.table, err)
-		}
-		switch {
-		case bySource && c.star:
-			return nil, fmt.Errorf("merge into %s: WHEN NOT MATCHED BY SOURCE has no source row to UPDATE SET * from; list the columns: %w", st.table, loch.ErrInvalidArgument)
-		case bySource:
-			st.bySource = append(st.bySource, c)
-		case matched:
-			st.matched = append(st.matched, c)
-		default:
-			st.notMatched = append(st.notMatched, c)
 		}
 	}
 	if p.peek().is("returning") {
@@ -148,6 +94,68 @@ func (p *parser) parseMerge() (*mergeStmt, error) {
 		return nil, p.errorf("merge into %s: want WHEN MATCHED or WHEN NOT MATCHED", st.table)
 	}
 	return st, p.end()
+}
+
+// mergeOn reads the match condition: ON cond or USING (col, ...).
+func (p *parser) mergeOn(st *mergeStmt) error {
+	switch {
+	case p.accept("on"):
+		st.on = p.until(func(t token) bool { return t.is("when") })
+		if st.on == "" {
+			return p.errorf("merge into %s: want a condition after ON", st.table)
+		}
+	case p.accept("using"):
+		if err := p.expect("("); err != nil {
+			return err
+		}
+		using, err := p.nameList()
+		if err != nil {
+			return err
+		}
+		st.using = using
+	default:
+		return p.errorf("merge into %s: want ON or USING after the source", st.table)
+	}
+	return nil
+}
+
+// mergeWhen reads one WHEN clause after its WHEN and adds it to st.
+func (p *parser) mergeWhen(st *mergeStmt) error {
+	matched := !p.accept("not")
+	if err := p.expect("matched"); err != nil {
+		return err
+	}
+	bySource := false
+	if !matched && p.accept("by") {
+		if bySource = p.accept("source"); !bySource {
+			if err := p.expect("target"); err != nil {
+				return err
+			}
+		}
+	}
+	var c mergeClause
+	if p.accept("and") {
+		if c.cond = p.until(func(t token) bool { return t.is("then") }); c.cond == "" {
+			return p.errorf("merge into %s: want a condition after AND", st.table)
+		}
+	}
+	if err := p.expect("then"); err != nil {
+		return err
+	}
+	if err := p.mergeAction(&c, matched || bySource); err != nil {
+		return fmt.Errorf("merge into %s: %w", st.table, err)
+	}
+	switch {
+	case bySource && c.star:
+		return fmt.Errorf("merge into %s: WHEN NOT MATCHED BY SOURCE has no source row to UPDATE SET * from; list the columns: %w", st.table, loch.ErrInvalidArgument)
+	case bySource:
+		st.bySource = append(st.bySource, c)
+	case matched:
+		st.matched = append(st.matched, c)
+	default:
+		st.notMatched = append(st.notMatched, c)
+	}
+	return nil
 }
 
 // alias reads an optional [AS] alias.
@@ -237,83 +245,70 @@ func (p *parser) mergeAction(c *mergeClause, matched bool) error {
 		c.action = mergeDelete
 	case matched && p.accept("update"):
 		c.action = mergeUpdate
-		if err := p.byName(); err != nil {
-			return err
-		}
-		if !p.accept("set") || p.accept("*") {
-			c.star = true
-			break
-		}
-		stop := func(t token) bool { return t.is(",") || t.is("when") || t.is("returning") }
-		for {
-			col, err := p.name("column")
-			if err != nil {
-				return err
-			}
-			if err := p.expect("="); err != nil {
-				return err
-			}
-			expr := p.until(stop)
-			if expr == "" {
-				return p.errorf("want an expression for %s", col)
-			}
-			c.cols, c.exprs = append(c.cols, col), append(c.exprs, expr)
-			if !p.accept(",") {
-				break
-			}
-		}
+		return p.mergeUpdate(c)
 	case !matched && p.accept("insert"):
 		c.action = mergeInsert
-		if err := p.byName(); err != nil {
-			return err
-		}
-		if p.peek().is("(") {
-			p.next()
-			for {
-				col, err := p.name("column")
-				if err != nil {
-					return err
-				}
-				c.cols = append(c.cols, col)
-				if p.accept(")") {
-					break
-				}
-				if err := p.expect(","); err != nil {
-					return err
-				}
-			}
-		}
-		if !p.accept("values") {
-			if c.cols != nil {
-				return p.errorf("want VALUES after the column list")
-			}
-			p.accept("*")
-			c.star = true
-			break
-		}
-		if err := p.expect("("); err != nil {
-			return err
-		}
-		stop := func(t token) bool { return t.is(",") || t.is(")") }
-		for {
-			expr := p.until(stop)
-			if expr == "" {
-				return p.errorf("want an expression")
-			}
-			c.exprs = append(c.exprs, expr)
-			if p.accept(")") {
-				break
-			}
-			if err := p.expect(","); err != nil {
-				return err
-			}
-		}
+		return p.mergeInsert(c)
 	case matched:
 		return p.errorf("WHEN MATCHED or NOT MATCHED BY SOURCE: want UPDATE, DELETE or DO NOTHING")
 	default:
 		return p.errorf("WHEN NOT MATCHED: want INSERT or DO NOTHING")
 	}
 	return nil
+}
+
+// mergeUpdate reads what follows UPDATE: [SET (* | col = expr, ...)].
+func (p *parser) mergeUpdate(c *mergeClause) error {
+	if err := p.byName(); err != nil {
+		return err
+	}
+	if !p.accept("set") || p.accept("*") {
+		c.star = true
+		return nil
+	}
+	stop := func(t token) bool { return t.is(",") || t.is("when") || t.is("returning") }
+	var err error
+	c.cols, c.exprs, err = p.setList(stop, "")
+	return err
+}
+
+// mergeInsert reads what follows INSERT: [(col, ...)] VALUES (expr, ...)
+// or [*].
+func (p *parser) mergeInsert(c *mergeClause) error {
+	if err := p.byName(); err != nil {
+		return err
+	}
+	if p.accept("(") {
+		var err error
+		if c.cols, err = p.nameList(); err != nil {
+			return err
+		}
+	}
+	if !p.accept("values") {
+		if c.cols != nil {
+			return p.errorf("want VALUES after the column list")
+		}
+		p.accept("*")
+		c.star = true
+		return nil
+	}
+	if err := p.expect("("); err != nil {
+		return err
+	}
+	stop := func(t token) bool { return t.is(",") || t.is(")") }
+	for {
+		expr := p.until(stop)
+		if expr == "" {
+			return p.errorf("want an expression")
+		}
+		c.exprs = append(c.exprs, expr)
+		if p.accept(")") {
+			return nil
+		}
+		if err := p.expect(","); err != nil {
+			return err
+		}
+	}
 }
 
 // merge parses MERGE INTO and runs it as one commit (docs/sql.md §4):

@@ -2,6 +2,7 @@ package sqlcat
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -18,8 +19,10 @@ var refused = map[string]bool{
 	"struct": true, "map": true, "union": true, "varint": true, "bignum": true,
 }
 
-const supported = "BOOLEAN, TINYINT..BIGINT, UTINYINT..UBIGINT, FLOAT, DOUBLE, VARCHAR, JSON, BLOB, numeric T[n] and T[], " +
-	"IMAGE, VIDEO, AUDIO, MASK, BBOX, CLASS_LABEL, CLASS_LABELS, EMBEDDING, TENSOR, POINT_CLOUD, LINK"
+// supported lists the types a column may have, for errors: DuckDB's that
+// loch stores, then the names of typeRules.
+var supported = "BOOLEAN, TINYINT..BIGINT, UTINYINT..UBIGINT, FLOAT, DOUBLE, VARCHAR, JSON, BLOB, numeric T[n] and T[], " +
+	typeRuleNames()
 
 // typeError is an unsupported or malformed type of column col.
 func typeError(col, format string, a ...any) error {
@@ -92,7 +95,7 @@ func (p *parser) parseType(col string) (schema.Column, error) {
 	if err != nil {
 		return c, err
 	}
-	return lochType(c, name, args)
+	return lochType(col, name, args)
 }
 
 // typeArg is one argument of a loch type: a string, a bare word (a dtype
@@ -151,166 +154,232 @@ func (p *parser) typeArgs(col string) ([]typeArg, error) {
 	}
 }
 
-// lochType builds the column of a loch type name with its arguments.
-func lochType(c schema.Column, name string, args []typeArg) (schema.Column, error) {
-	col := c.Name
-	bad := func(want string) (schema.Column, error) {
-		return c, typeError(col, "%s takes %s", strings.ToUpper(name), want)
+// typeRule is one loch type form: a type name that is not DuckDB's, the
+// column it makes, and the arguments it accepts. Adding a type is adding
+// a row to typeRules.
+type typeRule struct {
+	name string // lower case, as the lexer gives it
+	// column is the column the type makes before its arguments (Name
+	// empty; Shape copied for each column).
+	column schema.Column
+	// min and max bound the number of arguments (max -1: any number);
+	// takes says what they are ("(dimensions [, dtype])"), in the error
+	// when they do not fit.
+	min, max int
+	takes    string
+	// args reads the arguments into c, which starts as column; nil: the
+	// type takes no arguments.
+	args func(a typeArgs, c *schema.Column) error
+}
+
+// typeRules are the loch types, in the order errors list them.
+var typeRules = []typeRule{
+	{name: "image", column: schema.Column{Kind: schema.Image, DType: schema.Uint8, Shape: schema.Shape{-1, -1, 3}, SampleCompression: schema.PNG},
+		max: 2, takes: "(compression [, channels])", args: mediaArgs},
+	{name: "video", column: schema.Column{Kind: schema.Video, DType: schema.Uint8, Shape: schema.Shape{-1, -1, -1, 3}, SampleCompression: schema.SampleNone},
+		max: 2, takes: "(compression [, channels])", args: mediaArgs},
+	{name: "audio", column: schema.Column{Kind: schema.Audio, DType: schema.Float32, Shape: schema.Shape{-1}},
+		max: 2, takes: "([dtype [, channels]])", args: audioArgs},
+	{name: "mask", column: schema.Column{Kind: schema.Mask, DType: schema.Bool, Shape: schema.Shape{-1, -1}},
+		max: 1, takes: "([dtype])", args: dtypeArg(0)},
+	{name: "bbox", column: schema.Column{Kind: schema.BBox, DType: schema.Float32, Shape: schema.Shape{-1, 4}},
+		max: -1, takes: "(['xyxy'|'xywh'|'cxcywh'] [, NORMALIZED])", args: bboxArgs},
+	{name: "class_label", column: schema.Column{Kind: schema.ClassLabel, DType: schema.Int64, Shape: schema.Shape{}},
+		max: -1, takes: "class names in quotes", args: classArgs},
+	{name: "class_labels", column: schema.Column{Kind: schema.ClassLabel, DType: schema.Int64, Shape: schema.Shape{-1}},
+		max: -1, takes: "class names in quotes", args: classArgs},
+	{name: "embedding", column: schema.Column{Kind: schema.Embedding, DType: schema.Float32},
+		min: 1, max: 2, takes: "(dimensions [, dtype]) with dimensions > 0", args: embeddingArgs},
+	{name: "tensor", column: schema.Column{Kind: schema.Generic},
+		min: 1, max: 2, takes: "(dtype [, [shape]])", args: tensorArgs},
+	{name: "point_cloud", column: schema.Column{Kind: schema.PointCloud, DType: schema.Float32},
+		min: 1, max: 1, takes: "(dimensions), at least 3", args: pointCloudArgs},
+	{name: "link", column: schema.Column{Kind: schema.Link, DType: schema.Text},
+		takes: "no arguments"},
+}
+
+// typeRuleNames lists the names of typeRules, upper case.
+func typeRuleNames() string {
+	names := make([]string, len(typeRules))
+	for i, r := range typeRules {
+		names[i] = strings.ToUpper(r.name)
 	}
-	str := func(i int) (string, bool) {
-		if i < len(args) && args[i].kind == tokString {
-			return strings.ToLower(args[i].text), true
-		}
-		return "", false
+	return strings.Join(names, ", ")
+}
+
+// lochType builds column col of loch type name with its arguments.
+func lochType(col, name string, args []typeArg) (schema.Column, error) {
+	i := slices.IndexFunc(typeRules, func(r typeRule) bool { return r.name == name })
+	if i < 0 {
+		return schema.Column{Name: col}, typeError(col, "type %s is not supported (supported: %s)", strings.ToUpper(name), supported)
 	}
-	dtype := func(i int) (schema.DType, error) {
-		if args[i].kind != tokIdent {
-			return 0, typeError(col, "%s: want a dtype such as float32, got %q", strings.ToUpper(name), args[i].text)
+	r := typeRules[i]
+	c := r.column
+	c.Name, c.Shape = col, slices.Clone(r.column.Shape)
+	a := typeArgs{col: col, name: name, list: args}
+	if len(args) < r.min || r.max >= 0 && len(args) > r.max {
+		return c, a.bad(r.takes)
+	}
+	if r.args == nil {
+		return c, nil
+	}
+	return c, r.args(a, &c)
+}
+
+// typeArgs are the arguments of type name of column col.
+type typeArgs struct {
+	col, name string
+	list      []typeArg
+}
+
+// bad is the error of arguments that do not fit: the type takes want.
+func (a typeArgs) bad(want string) error {
+	return typeError(a.col, "%s takes %s", strings.ToUpper(a.name), want)
+}
+
+// str is argument i when it is a string, lower case.
+func (a typeArgs) str(i int) (string, bool) {
+	if i < len(a.list) && a.list[i].kind == tokString {
+		return strings.ToLower(a.list[i].text), true
+	}
+	return "", false
+}
+
+// num is argument i when it is a positive number.
+func (a typeArgs) num(i int) (int, bool) {
+	if i < len(a.list) && a.list[i].kind == tokNumber {
+		n, err := strconv.Atoi(a.list[i].text)
+		return n, err == nil && n > 0
+	}
+	return 0, false
+}
+
+// dtype reads argument i (which must exist) as a dtype name.
+func (a typeArgs) dtype(i int) (schema.DType, error) {
+	if a.list[i].kind != tokIdent {
+		return 0, typeError(a.col, "%s: want a dtype such as float32, got %q", strings.ToUpper(a.name), a.list[i].text)
+	}
+	d, err := schema.ParseDType(a.list[i].text)
+	if err != nil {
+		return 0, typeError(a.col, "%s: %v", strings.ToUpper(a.name), err)
+	}
+	return d, nil
+}
+
+// dtypeArg reads argument i, when given, as the column's dtype.
+func dtypeArg(i int) func(a typeArgs, c *schema.Column) error {
+	return func(a typeArgs, c *schema.Column) error {
+		if i >= len(a.list) {
+			return nil
 		}
-		d, err := schema.ParseDType(args[i].text)
+		d, err := a.dtype(i)
 		if err != nil {
-			return 0, typeError(col, "%s: %v", strings.ToUpper(name), err)
+			return err
 		}
-		return d, nil
+		c.DType = d
+		return nil
 	}
-	num := func(i int) (int, bool) {
-		if i < len(args) && args[i].kind == tokNumber {
-			n, err := strconv.Atoi(args[i].text)
-			return n, err == nil && n > 0
+}
+
+// mediaArgs reads IMAGE and VIDEO's ([compression [, channels]]): a
+// sample codec (png, jpeg) or a chunk codec (lz4, zstd, none).
+func mediaArgs(a typeArgs, c *schema.Column) error {
+	if len(a.list) >= 1 {
+		s, ok := a.str(0)
+		if !ok {
+			return a.bad("a compression in quotes: 'png', 'jpeg', 'lz4', 'zstd' or 'none'")
 		}
-		return 0, false
-	}
-	switch name {
-	case "image", "video":
-		c.DType = schema.Uint8
-		c.Kind = schema.Image
-		c.Shape = schema.Shape{-1, -1, 3}
-		c.SampleCompression = schema.PNG
-		if name == "video" {
-			c.Kind = schema.Video
-			c.Shape = schema.Shape{-1, -1, -1, 3}
+		switch s {
+		case "png", "jpeg":
+			c.SampleCompression = schema.SampleCompression(s)
+		case "lz4", "zstd", "none":
 			c.SampleCompression = schema.SampleNone
+			c.ChunkCompression = schema.ChunkCodec(s)
+		default:
+			return a.bad("a compression: 'png', 'jpeg', 'lz4', 'zstd' or 'none'")
 		}
-		if len(args) > 2 {
-			return bad("(compression [, channels])")
-		}
-		if len(args) >= 1 {
-			s, ok := str(0)
-			if !ok {
-				return bad("a compression in quotes: 'png', 'jpeg', 'lz4', 'zstd' or 'none'")
-			}
-			switch s {
-			case "png", "jpeg":
-				c.SampleCompression = schema.SampleCompression(s)
-			case "lz4", "zstd", "none":
-				c.SampleCompression = schema.SampleNone
-				c.ChunkCompression = schema.ChunkCodec(s)
-			default:
-				return bad("a compression: 'png', 'jpeg', 'lz4', 'zstd' or 'none'")
-			}
-		}
-		if len(args) == 2 {
-			n, ok := num(1)
-			if !ok {
-				return bad("a number of channels (1, 3 or 4)")
-			}
-			c.Shape[len(c.Shape)-1] = n
-		}
-	case "audio":
-		c.Kind, c.DType, c.Shape = schema.Audio, schema.Float32, schema.Shape{-1}
-		if len(args) > 2 {
-			return bad("([dtype [, channels]])")
-		}
-		if len(args) >= 1 {
-			d, err := dtype(0)
-			if err != nil {
-				return c, err
-			}
-			c.DType = d
-		}
-		if len(args) == 2 {
-			n, ok := num(1)
-			if !ok {
-				return bad("a number of channels")
-			}
-			c.Shape = schema.Shape{-1, n}
-		}
-	case "mask":
-		c.Kind, c.DType, c.Shape = schema.Mask, schema.Bool, schema.Shape{-1, -1}
-		if len(args) > 1 {
-			return bad("([dtype])")
-		}
-		if len(args) == 1 {
-			d, err := dtype(0)
-			if err != nil {
-				return c, err
-			}
-			c.DType = d
-		}
-	case "bbox":
-		c.Kind, c.DType, c.Shape = schema.BBox, schema.Float32, schema.Shape{-1, 4}
-		for i, a := range args {
-			switch {
-			case i == 0 && a.kind == tokString:
-				c.BBoxFormat = strings.ToLower(a.text)
-			case a.kind == tokIdent && a.text == "normalized":
-				c.BBoxNormalized = true
-			default:
-				return bad("(['xyxy'|'xywh'|'cxcywh'] [, NORMALIZED])")
-			}
-		}
-	case "class_label", "class_labels":
-		c.Kind, c.DType, c.Shape = schema.ClassLabel, schema.Int64, schema.Shape{}
-		if name == "class_labels" {
-			c.Shape = schema.Shape{-1}
-		}
-		for i := range args {
-			if args[i].kind != tokString {
-				return bad("class names in quotes")
-			}
-			c.ClassNames = append(c.ClassNames, args[i].text)
-		}
-	case "embedding":
-		n, ok := num(0)
-		if !ok || len(args) > 2 {
-			return bad("(dimensions [, dtype]) with dimensions > 0")
-		}
-		c.Kind, c.DType, c.Shape = schema.Embedding, schema.Float32, schema.Shape{n}
-		if len(args) == 2 {
-			d, err := dtype(1)
-			if err != nil {
-				return c, err
-			}
-			c.DType = d
-		}
-	case "tensor":
-		if len(args) < 1 || len(args) > 2 {
-			return bad("(dtype [, [shape]])")
-		}
-		d, err := dtype(0)
-		if err != nil {
-			return c, err
-		}
-		c.Kind, c.DType = schema.Generic, d
-		if len(args) == 2 {
-			if args[1].kind != tokPunct {
-				return bad("(dtype [, [shape]]) with the shape in brackets, e.g. [3, NULL]")
-			}
-			c.Shape = args[1].shape
-		}
-	case "point_cloud":
-		n, ok := num(0)
-		if len(args) != 1 || !ok {
-			return bad("(dimensions), at least 3")
-		}
-		c.Kind, c.DType, c.Shape = schema.PointCloud, schema.Float32, schema.Shape{-1, n}
-	case "link":
-		if len(args) > 0 {
-			return bad("no arguments")
-		}
-		c.Kind, c.DType = schema.Link, schema.Text
-	default:
-		return c, typeError(col, "type %s is not supported (supported: %s)", strings.ToUpper(name), supported)
 	}
-	return c, nil
+	if len(a.list) == 2 {
+		n, ok := a.num(1)
+		if !ok {
+			return a.bad("a number of channels (1, 3 or 4)")
+		}
+		c.Shape[len(c.Shape)-1] = n
+	}
+	return nil
+}
+
+// audioArgs reads AUDIO's ([dtype [, channels]]).
+func audioArgs(a typeArgs, c *schema.Column) error {
+	if err := dtypeArg(0)(a, c); err != nil {
+		return err
+	}
+	if len(a.list) == 2 {
+		n, ok := a.num(1)
+		if !ok {
+			return a.bad("a number of channels")
+		}
+		c.Shape = schema.Shape{-1, n}
+	}
+	return nil
+}
+
+// bboxArgs reads BBOX's (['xyxy'|'xywh'|'cxcywh'] [, NORMALIZED]).
+func bboxArgs(a typeArgs, c *schema.Column) error {
+	for i, arg := range a.list {
+		switch {
+		case i == 0 && arg.kind == tokString:
+			c.BBoxFormat = strings.ToLower(arg.text)
+		case arg.kind == tokIdent && arg.text == "normalized":
+			c.BBoxNormalized = true
+		default:
+			return a.bad("(['xyxy'|'xywh'|'cxcywh'] [, NORMALIZED])")
+		}
+	}
+	return nil
+}
+
+// classArgs reads CLASS_LABEL's and CLASS_LABELS' class names.
+func classArgs(a typeArgs, c *schema.Column) error {
+	for _, arg := range a.list {
+		if arg.kind != tokString {
+			return a.bad("class names in quotes")
+		}
+		c.ClassNames = append(c.ClassNames, arg.text)
+	}
+	return nil
+}
+
+// embeddingArgs reads EMBEDDING's (dimensions [, dtype]).
+func embeddingArgs(a typeArgs, c *schema.Column) error {
+	n, ok := a.num(0)
+	if !ok {
+		return a.bad("(dimensions [, dtype]) with dimensions > 0")
+	}
+	c.Shape = schema.Shape{n}
+	return dtypeArg(1)(a, c)
+}
+
+// tensorArgs reads TENSOR's (dtype [, [shape]]).
+func tensorArgs(a typeArgs, c *schema.Column) error {
+	if err := dtypeArg(0)(a, c); err != nil {
+		return err
+	}
+	if len(a.list) == 2 {
+		if a.list[1].kind != tokPunct {
+			return a.bad("(dtype [, [shape]]) with the shape in brackets, e.g. [3, NULL]")
+		}
+		c.Shape = a.list[1].shape
+	}
+	return nil
+}
+
+// pointCloudArgs reads POINT_CLOUD's (dimensions).
+func pointCloudArgs(a typeArgs, c *schema.Column) error {
+	n, ok := a.num(0)
+	if !ok {
+		return a.bad("(dimensions), at least 3")
+	}
+	c.Shape = schema.Shape{-1, n}
+	return nil
 }

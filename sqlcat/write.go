@@ -161,18 +161,8 @@ func (s *Session) insert(ctx context.Context, p *parser, stmt string) (Result, e
 	// a column list, unless the parenthesis opens the source, (SELECT ...)
 	if p.peek().is("(") && !p.toks[p.i+1].is("select") && !p.toks[p.i+1].is("with") && !p.toks[p.i+1].is("values") {
 		p.next()
-		for {
-			c, err := p.name("column")
-			if err != nil {
-				return Result{Statement: "INSERT", Table: name}, err
-			}
-			cols = append(cols, c)
-			if p.accept(")") {
-				break
-			}
-			if err := p.expect(","); err != nil {
-				return Result{Statement: "INSERT", Table: name}, err
-			}
+		if cols, err = p.nameList(); err != nil {
+			return Result{Statement: "INSERT", Table: name}, err
 		}
 	}
 	if p.atEnd() {
@@ -221,10 +211,6 @@ func (s *Session) insertFrom(ctx context.Context, name string, cols []string, so
 	return commitWrite(ctx, d, res, "insert into", msg)
 }
 
-// stage runs source in e and stages its rows into d's columns targets
-// (by position), 256 rows per Dataset.Extend; it returns the number of
-// rows staged, and on an error (naming the source row and column) stops
-// with what it staged left for the caller to discard.
 // stageHooks are Stage's conversions in Go (IngestOptions.Fields), by
 // target index (nil: the SQL conversion), and its skip rule; skipped
 // collects the rows skipped.
@@ -234,11 +220,12 @@ type stageHooks struct {
 	skipped []SkippedRow
 }
 
-// stage inserts source's rows into targets of d (h nil: as SQL INSERT
-// does). It returns the number of rows staged.
+// stage runs source in e and stages its rows into d's columns targets
+// (by position), batchRows rows per Dataset.Extend, converted as SQL
+// INSERT does (h nil) or by h; it returns the number of rows staged, and
+// on an error (naming the source row and column) stops with what it
+// staged left for the caller to discard.
 func stage(ctx context.Context, e *query.Engine, name string, d *loch.Dataset, targets []*schema.Column, source string, h *stageHooks) (int64, error) {
-	var n int64
-	src := int64(0) // source rows read
 	rows, closeRows, err := e.Rows(ctx, fmt.Sprintf("SELECT * FROM (%s)", source))
 	if err != nil {
 		return 0, fmt.Errorf("insert into %s: %w", name, err)
@@ -248,7 +235,46 @@ func stage(ctx context.Context, e *query.Engine, name string, d *loch.Dataset, t
 	if err != nil {
 		return 0, fmt.Errorf("insert into %s: %w", name, err)
 	}
-	// The hidden columns of a catalog table (SELECT * FROM t) are not data.
+	keep, err := dataColumns(name, srcCols, targets)
+	if err != nil {
+		return 0, err
+	}
+	vals := make([]any, len(srcCols))
+	ptrs := make([]any, len(srcCols))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	b := batcher{d: d, name: name, targets: targets}
+	src := int64(0) // source rows read
+	for rows.Next() {
+		if err := rows.Scan(ptrs...); err != nil {
+			return b.n, fmt.Errorf("insert into %s: row %d: %w", name, src+1, err)
+		}
+		src++
+		row, err := stageRow(name, targets, keep, vals, src, h)
+		if err != nil {
+			return b.n, err
+		}
+		if row == nil { // skipped
+			continue
+		}
+		if err := b.add(ctx, row, src); err != nil {
+			return b.n, err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return b.n, fmt.Errorf("insert into %s (nothing written): %s: %w", name, oneLine(err), loch.ErrInvalidArgument)
+	}
+	if err := b.flush(ctx); err != nil {
+		return b.n, err
+	}
+	return b.n, nil
+}
+
+// dataColumns returns the indices of the source's columns that are data
+// (not the hidden columns of a catalog table, SELECT * FROM t), one for
+// each of targets.
+func dataColumns(name string, srcCols []string, targets []*schema.Column) ([]int, error) {
 	keep := make([]int, 0, len(srcCols))
 	for i, c := range srcCols {
 		if c != query.RowIDColumn && c != query.PosColumn {
@@ -256,77 +282,75 @@ func stage(ctx context.Context, e *query.Engine, name string, d *loch.Dataset, t
 		}
 	}
 	if len(keep) != len(targets) {
-		return n, fmt.Errorf("insert into %s: the source has %d columns, the target %d (%s): %w",
+		return nil, fmt.Errorf("insert into %s: the source has %d columns, the target %d (%s): %w",
 			name, len(keep), len(targets), strings.Join(namesOf(targets), ", "), loch.ErrInvalidArgument)
 	}
-	vals := make([]any, len(srcCols))
-	ptrs := make([]any, len(srcCols))
-	for i := range vals {
-		ptrs[i] = &vals[i]
-	}
-	var batch []loch.Row
-	var from []int64 // the source row of each row of batch (rows may be skipped)
-	flush := func() error {
-		if len(batch) == 0 {
-			return nil
-		}
-		if err := d.Extend(ctx, batch); err != nil {
-			// Name the first bad row (the error path only: Extend checks
-			// every sample).
-			for k, row := range batch {
-				if rerr := checkRow(targets, row); rerr != nil {
-					return rowError("insert into", name, from[k], rerr)
-				}
+	return keep, nil
+}
+
+// stageRow converts source row src (values vals, the data columns at
+// keep) to a row of targets; nil when h skips it.
+func stageRow(name string, targets []*schema.Column, keep []int, vals []any, src int64, h *stageHooks) (loch.Row, error) {
+	row := make(loch.Row, len(targets))
+	for k, i := range keep {
+		c := targets[k]
+		var smp loch.Sample
+		var err error
+		if h != nil && h.convert[k] != nil && vals[i] != nil {
+			smp, err = h.convert[k](vals[i])
+			if err != nil && h.skip != nil && h.skip(err) {
+				h.skipped = append(h.skipped, SkippedRow{Row: src, Err: err})
+				return nil, nil
 			}
-			return fmt.Errorf("insert into %s (nothing written): rows %d to %d: %w", name, from[0], from[len(from)-1], err)
+		} else {
+			smp, err = toSample(c, vals[i])
 		}
-		batch, from = batch[:0], from[:0]
+		if err != nil {
+			return nil, rowError("insert into", name, src, fmt.Errorf("column %s: %w", c.Name, err))
+		}
+		row[c.Name] = smp
+	}
+	return row, nil
+}
+
+// batcher stages rows into d's columns targets, batchRows rows per
+// Dataset.Extend; n counts the rows added.
+type batcher struct {
+	d       *loch.Dataset
+	name    string
+	targets []*schema.Column
+	batch   []loch.Row
+	from    []int64 // the source row of each row of batch (rows may be skipped)
+	n       int64
+}
+
+// add adds row (source row src), staging the batch when it is full.
+func (b *batcher) add(ctx context.Context, row loch.Row, src int64) error {
+	b.batch, b.from = append(b.batch, row), append(b.from, src)
+	b.n++
+	if len(b.batch) == batchRows {
+		return b.flush(ctx)
+	}
+	return nil
+}
+
+// flush stages the rows of the batch; an error names the first bad row.
+func (b *batcher) flush(ctx context.Context) error {
+	if len(b.batch) == 0 {
 		return nil
 	}
-	for rows.Next() {
-		if err := rows.Scan(ptrs...); err != nil {
-			return n, fmt.Errorf("insert into %s: row %d: %w", name, src+1, err)
-		}
-		src++
-		row := make(loch.Row, len(targets))
-		skipped := false
-		for k, i := range keep {
-			c := targets[k]
-			var smp loch.Sample
-			var err error
-			if h != nil && h.convert[k] != nil && vals[i] != nil {
-				smp, err = h.convert[k](vals[i])
-				if err != nil && h.skip != nil && h.skip(err) {
-					h.skipped = append(h.skipped, SkippedRow{Row: src, Err: err})
-					skipped = true
-					break
-				}
-			} else {
-				smp, err = toSample(c, vals[i])
-			}
-			if err != nil {
-				return n, rowError("insert into", name, src, fmt.Errorf("column %s: %w", c.Name, err))
-			}
-			row[c.Name] = smp
-		}
-		if skipped {
-			continue
-		}
-		batch, from = append(batch, row), append(from, src)
-		n++
-		if len(batch) == batchRows {
-			if err := flush(); err != nil {
-				return n, err
+	if err := b.d.Extend(ctx, b.batch); err != nil {
+		// Name the first bad row (the error path only: Extend checks
+		// every sample).
+		for k, row := range b.batch {
+			if rerr := checkRow(b.targets, row); rerr != nil {
+				return rowError("insert into", b.name, b.from[k], rerr)
 			}
 		}
+		return fmt.Errorf("insert into %s (nothing written): rows %d to %d: %w", b.name, b.from[0], b.from[len(b.from)-1], err)
 	}
-	if err := rows.Err(); err != nil {
-		return n, fmt.Errorf("insert into %s (nothing written): %s: %w", name, oneLine(err), loch.ErrInvalidArgument)
-	}
-	if err := flush(); err != nil {
-		return n, err
-	}
-	return n, nil
+	b.batch, b.from = b.batch[:0], b.from[:0]
+	return nil
 }
 
 // commitWrite ends a write statement that staged res.Rows rows on d
@@ -418,25 +442,10 @@ func (s *Session) update(ctx context.Context, p *parser, stmt string) (Result, e
 	if err := p.expect("set"); err != nil {
 		return res, err
 	}
-	type assign struct{ col, expr string }
-	var sets []assign
 	stop := func(t token) bool { return t.is(",") || t.is("where") || t.is("from") || t.is("returning") }
-	for {
-		c, err := p.name("column")
-		if err != nil {
-			return res, err
-		}
-		if err := p.expect("="); err != nil {
-			return res, err
-		}
-		expr := p.until(stop)
-		if expr == "" {
-			return res, p.errorf("update %s: want an expression for %s", name, c)
-		}
-		sets = append(sets, assign{c, expr})
-		if !p.accept(",") {
-			break
-		}
+	cols, exprs, err := p.setList(stop, "update "+name+": ")
+	if err != nil {
+		return res, err
 	}
 	where, err := p.where("update", name)
 	if err != nil {
@@ -452,26 +461,59 @@ func (s *Session) update(ctx context.Context, p *parser, stmt string) (Result, e
 	}
 	defer d.Close()
 	sch := d.Schema()
-	var list []string
-	targets := make([]*schema.Column, len(sets))
-	for i, a := range sets {
-		c, ok := sch.Column(a.col)
-		if !ok {
-			return res, fmt.Errorf("update %s: no column %q (have %s): %w", name, a.col, strings.Join(sch.Names(), ", "), loch.ErrInvalidArgument)
-		}
-		if slices.ContainsFunc(targets[:i], func(t *schema.Column) bool { return t.Name == c.Name }) {
-			return res, fmt.Errorf("update %s: column %s is set twice: %w", name, c.Name, loch.ErrInvalidArgument)
-		}
-		targets[i] = c
-		list = append(list, fmt.Sprintf("(%s)", a.expr))
+	targets, err := updateTargets(name, &sch, cols)
+	if err != nil {
+		return res, err
+	}
+	list := make([]string, len(exprs))
+	for i, x := range exprs {
+		list[i] = fmt.Sprintf("(%s)", x)
 	}
 	q := fmt.Sprintf("SELECT %s, %s FROM %s%s", query.RowIDColumn, strings.Join(list, ", "), quoteIdent(name), where)
-	type change struct {
-		id  uint64
-		row loch.Row
+	changes, err := s.updateRows(ctx, name, d, q, targets)
+	if err != nil {
+		return res, err
 	}
+	for i, c := range changes {
+		if err := d.Update(ctx, c.id, c.row); err != nil {
+			if cerr := checkRow(targets, c.row); cerr != nil {
+				err = cerr
+			}
+			return res, rowError("update", name, int64(i+1), err)
+		}
+	}
+	res.Rows = int64(len(changes))
+	return commitWrite(ctx, d, res, "update", msg)
+}
+
+// updateTargets returns the columns of table name (schema sch) that
+// UPDATE SET names, each once.
+func updateTargets(name string, sch *schema.Schema, cols []string) ([]*schema.Column, error) {
+	targets := make([]*schema.Column, len(cols))
+	for i, col := range cols {
+		c, ok := sch.Column(col)
+		if !ok {
+			return nil, fmt.Errorf("update %s: no column %q (have %s): %w", name, col, strings.Join(sch.Names(), ", "), loch.ErrInvalidArgument)
+		}
+		if slices.ContainsFunc(targets[:i], func(t *schema.Column) bool { return t.Name == c.Name }) {
+			return nil, fmt.Errorf("update %s: column %s is set twice: %w", name, c.Name, loch.ErrInvalidArgument)
+		}
+		targets[i] = c
+	}
+	return targets, nil
+}
+
+// change is the new values of one row, by row id.
+type change struct {
+	id  uint64
+	row loch.Row
+}
+
+// updateRows runs q (the row id, then the value of each of targets) and
+// returns the change of each row it reads.
+func (s *Session) updateRows(ctx context.Context, name string, d *loch.Dataset, q string, targets []*schema.Column) ([]change, error) {
 	var changes []change
-	err = s.each(ctx, name, d, q, len(sets)+1, func(n int64, vals []any) error {
+	err := s.each(ctx, name, d, q, len(targets)+1, func(n int64, vals []any) error {
 		id, ok := vals[0].(uint64)
 		if !ok {
 			return fmt.Errorf("update %s: row id %v is not a UBIGINT", name, vals[0])
@@ -487,19 +529,7 @@ func (s *Session) update(ctx context.Context, p *parser, stmt string) (Result, e
 		changes = append(changes, change{id, row})
 		return nil
 	})
-	if err != nil {
-		return res, err
-	}
-	for i, c := range changes {
-		if err := d.Update(ctx, c.id, c.row); err != nil {
-			if cerr := checkRow(targets, c.row); cerr != nil {
-				err = cerr
-			}
-			return res, rowError("update", name, int64(i+1), err)
-		}
-	}
-	res.Rows = int64(len(changes))
-	return commitWrite(ctx, d, res, "update", msg)
+	return changes, err
 }
 
 // where reads [WHERE cond] to the end of the statement and returns it

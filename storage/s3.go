@@ -23,46 +23,9 @@ import (
 // The SDK's own retries are turned off: the retrying Store does all the
 // retrying, so that attempts are bounded and counted in one place.
 func openS3(ctx context.Context, loc location, settings Settings) (*bucketStore, error) {
-	opts := []func(*config.LoadOptions) error{
-		config.WithRetryer(func() aws.Retryer { return aws.NopRetryer{} }),
-	}
-	if r := loc.param("region"); r != "" {
-		opts = append(opts, config.WithRegion(r))
-	}
-	if settings.Region != "" {
-		opts = append(opts, config.WithRegion(settings.Region))
-	}
-	if settings.AccessKeyID != "" {
-		opts = append(opts, config.WithCredentialsProvider(aws.CredentialsProviderFunc(
-			func(context.Context) (aws.Credentials, error) {
-				return aws.Credentials{AccessKeyID: settings.AccessKeyID, SecretAccessKey: settings.SecretAccessKey,
-					SessionToken: settings.SessionToken, Source: "loch storage settings"}, nil
-			})))
-	}
-	if settings.Anonymous {
-		opts = append(opts, config.WithCredentialsProvider(aws.AnonymousCredentials{}))
-	}
-	if p := loc.param("profile"); p != "" {
-		opts = append(opts, config.WithSharedConfigProfile(p))
-	}
-	if v := loc.param("anonymous"); v != "" {
-		anon, err := strconv.ParseBool(v)
-		if err != nil {
-			return nil, invalidURL("bad value for anonymous", err)
-		}
-		if anon {
-			opts = append(opts, config.WithCredentialsProvider(aws.AnonymousCredentials{}))
-		}
-	}
-	if v := loc.param("request_checksum_calculation"); v != "" {
-		switch strings.ToLower(v) {
-		case "when_supported":
-			opts = append(opts, config.WithRequestChecksumCalculation(aws.RequestChecksumCalculationWhenSupported))
-		case "when_required":
-			opts = append(opts, config.WithRequestChecksumCalculation(aws.RequestChecksumCalculationWhenRequired))
-		default:
-			return nil, invalidURL(fmt.Sprintf("bad value %q for request_checksum_calculation (want when_supported or when_required)", v), nil)
-		}
+	opts, err := s3LoadOptions(loc, settings)
+	if err != nil {
+		return nil, err
 	}
 	cfg, err := config.LoadDefaultConfig(ctx, opts...)
 	if err != nil {
@@ -110,6 +73,54 @@ func openS3(ctx context.Context, loc location, settings Settings) (*bucketStore,
 		return err
 	}
 	return &bucketStore{b: b, name: loc.bucket, prefix: loc.prefix, url: loc.String(), probe: probe}, nil
+}
+
+// s3LoadOptions are the AWS configuration options of the URL's parameters
+// and the settings: region, credentials, profile, anonymous access and
+// checksums; retries are loch's own.
+func s3LoadOptions(loc location, settings Settings) ([]func(*config.LoadOptions) error, error) {
+	opts := []func(*config.LoadOptions) error{
+		config.WithRetryer(func() aws.Retryer { return aws.NopRetryer{} }),
+	}
+	if r := loc.param("region"); r != "" {
+		opts = append(opts, config.WithRegion(r))
+	}
+	if settings.Region != "" {
+		opts = append(opts, config.WithRegion(settings.Region))
+	}
+	if settings.AccessKeyID != "" {
+		opts = append(opts, config.WithCredentialsProvider(aws.CredentialsProviderFunc(
+			func(context.Context) (aws.Credentials, error) {
+				return aws.Credentials{AccessKeyID: settings.AccessKeyID, SecretAccessKey: settings.SecretAccessKey,
+					SessionToken: settings.SessionToken, Source: "loch storage settings"}, nil
+			})))
+	}
+	if settings.Anonymous {
+		opts = append(opts, config.WithCredentialsProvider(aws.AnonymousCredentials{}))
+	}
+	if p := loc.param("profile"); p != "" {
+		opts = append(opts, config.WithSharedConfigProfile(p))
+	}
+	if v := loc.param("anonymous"); v != "" {
+		anon, err := strconv.ParseBool(v)
+		if err != nil {
+			return nil, invalidURL("bad value for anonymous", err)
+		}
+		if anon {
+			opts = append(opts, config.WithCredentialsProvider(aws.AnonymousCredentials{}))
+		}
+	}
+	if v := loc.param("request_checksum_calculation"); v != "" {
+		switch strings.ToLower(v) {
+		case "when_supported":
+			opts = append(opts, config.WithRequestChecksumCalculation(aws.RequestChecksumCalculationWhenSupported))
+		case "when_required":
+			opts = append(opts, config.WithRequestChecksumCalculation(aws.RequestChecksumCalculationWhenRequired))
+		default:
+			return nil, invalidURL(fmt.Sprintf("bad value %q for request_checksum_calculation (want when_supported or when_required)", v), nil)
+		}
+	}
+	return opts, nil
 }
 
 // usePathStyle decides between path-style (http://host/bucket/key) and

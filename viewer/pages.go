@@ -84,7 +84,7 @@ func (s *Server) handleRoot(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		tr.Rows = t.head.Len()
-		for _, c := range t.head.Schema().Columns {
+		for _, c := range t.head.Columns() {
 			tr.Stored += c.StoredBytes
 		}
 		if len(log) > 0 {
@@ -98,7 +98,7 @@ func (s *Server) handleRoot(w http.ResponseWriter, r *http.Request) {
 
 // colStats are the statistics of one column on the dataset page.
 type colStats struct {
-	schema.Column
+	schema.Entry
 	KindName string
 	Nulls    int64
 	Ratio    float64
@@ -156,13 +156,13 @@ func (s *Server) stats(ctx context.Context, t *table, d *loch.Dataset) ([]colSta
 	if ok {
 		return st, nil
 	}
-	sch := d.Schema()
+	cols := d.Columns()
 	// The stored statistics count every live row (format 1.9: samples
 	// and class counts); a column whose counts cannot be those of the
 	// live rows (written before 1.9, with deletes) is counted from the
 	// rows, up to histCap of them.
 	var nulls map[int]int64
-	for _, c := range sch.Columns {
+	for _, c := range cols {
 		if c.Samples > d.Len() && nulls == nil {
 			var err error
 			if nulls, err = countNulls(ctx, d); err != nil {
@@ -170,8 +170,8 @@ func (s *Server) stats(ctx context.Context, t *table, d *loch.Dataset) ([]colSta
 			}
 		}
 	}
-	for _, c := range sch.Columns {
-		cs := colStats{Column: c, KindName: kindOf(&c), Nulls: d.Len() - c.Samples, Counted: d.Len()}
+	for _, c := range cols {
+		cs := colStats{Entry: c, KindName: kindOf(&c.Column), Nulls: d.Len() - c.Samples, Counted: d.Len()}
 		if c.Samples > d.Len() {
 			cs.Nulls, cs.Counted = nulls[c.UID], min(d.Len(), histCap)
 		}
@@ -182,7 +182,7 @@ func (s *Server) stats(ctx context.Context, t *table, d *loch.Dataset) ([]colSta
 			if c.Classes != nil {
 				cs.Hist, cs.HistRows = storedHistogram(&c), d.Len()
 			} else {
-				hist, rows, err := classHistogram(ctx, d, &c)
+				hist, rows, err := classHistogram(ctx, d, &c.Column)
 				if err != nil {
 					return nil, err
 				}
@@ -199,7 +199,7 @@ func (s *Server) stats(ctx context.Context, t *table, d *loch.Dataset) ([]colSta
 
 // storedHistogram is a class-label column's histogram from its stored
 // class counts, which cover every live row.
-func storedHistogram(c *schema.Column) []histBar {
+func storedHistogram(c *schema.Entry) []histBar {
 	var total int64
 	for _, n := range c.Classes.Counts {
 		total += n
@@ -208,11 +208,11 @@ func storedHistogram(c *schema.Column) []histBar {
 	var out []histBar
 	for v, n := range c.Classes.Counts {
 		if n > 0 {
-			out = append(out, histBar{Name: className(c, int64(v)), Count: n, Pct: 100 * float64(n) / float64(max(total, 1))})
+			out = append(out, histBar{Name: className(&c.Column, int64(v)), Count: n, Pct: 100 * float64(n) / float64(max(total, 1))})
 		}
 	}
 	if c.Classes.Other > 0 {
-		out = append(out, histBar{Name: className(c, -1), Count: c.Classes.Other, Pct: 100 * float64(c.Classes.Other) / float64(max(total, 1))})
+		out = append(out, histBar{Name: className(&c.Column, -1), Count: c.Classes.Other, Pct: 100 * float64(c.Classes.Other) / float64(max(total, 1))})
 	}
 	sortBars(out)
 	return out

@@ -166,20 +166,10 @@ func (s *Server) handleDiff(w http.ResponseWriter, r *http.Request) {
 	from := q.Get("from")
 	var fromV string
 	if from == "" {
-		log, err := dTo.Log(ctx)
-		if err != nil {
+		if fromV, err = parentVersion(ctx, dTo, toV); err != nil {
 			s.fail(w, r, err, true)
 			return
 		}
-		if len(log) == 0 || len(log[0].Parents) == 0 {
-			s.fail(w, r, badf("version %s has no parent: give from=REF", toV), true)
-			return
-		}
-		if slices.Contains(log[0].Expired, log[0].Parents[0]) {
-			s.fail(w, r, badf("the parent %s of version %s was collected by gc's version retention: give from=REF", log[0].Parents[0], toV), true)
-			return
-		}
-		fromV = log[0].Parents[0]
 	} else if fromV, err = t.resolve(ctx, from); err != nil {
 		s.fail(w, r, err, true)
 		return
@@ -194,40 +184,10 @@ func (s *Server) handleDiff(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err, true)
 		return
 	}
-	rows := make([]diffRow, len(diff.Rows))
-	side := func(d *loch.Dataset, id uint64, changed []string) (*rowView, error) {
-		sc, err := scan(ctx, d)
-		if err != nil {
-			return nil, err
-		}
-		pos, err := sc.Positions([]uint64{id})
-		if err != nil {
-			return nil, err
-		}
-		rv, err := s.rowViews(ctx, t.name, d, pos, 160, false)
-		if err != nil {
-			return nil, err
-		}
-		for i := range rv[0].Cells {
-			rv[0].Cells[i].Changed = slices.Contains(changed, rv[0].Cells[i].Col)
-			rv[0].Cells[i].Eager = true
-		}
-		return &rv[0], nil
-	}
-	for i, rc := range diff.Rows {
-		rows[i] = diffRow{ID: rc.ID, Change: rc.Change}
-		if rc.Change != loch.ChangeAdded {
-			if rows[i].From, err = side(dFrom, rc.ID, rc.Columns); err != nil {
-				s.fail(w, r, err, true)
-				return
-			}
-		}
-		if rc.Change != loch.ChangeDeleted {
-			if rows[i].To, err = side(dTo, rc.ID, rc.Columns); err != nil {
-				s.fail(w, r, err, true)
-				return
-			}
-		}
+	rows, err := s.diffRows(ctx, t.name, dFrom, dTo, diff.Rows)
+	if err != nil {
+		s.fail(w, r, err, true)
+		return
 	}
 	next := ""
 	if diff.Next != nil {
@@ -240,4 +200,62 @@ func (s *Server) handleDiff(w http.ResponseWriter, r *http.Request) {
 	}
 	s.render(w, r, "diff.html", map[string]any{"Title": t.name + " diff", "Table": t.name, "Diff": diff, "Rows": rows,
 		"From": fromV, "To": toV, "FromRef": from, "ToRef": q.Get("to"), "Next": next, "Refs": refs})
+}
+
+// parentVersion is the first parent of version toV, which d is at, for a
+// diff given no from version.
+func parentVersion(ctx context.Context, d *loch.Dataset, toV string) (string, error) {
+	log, err := d.Log(ctx)
+	if err != nil {
+		return "", err
+	}
+	if len(log) == 0 || len(log[0].Parents) == 0 {
+		return "", badf("version %s has no parent: give from=REF", toV)
+	}
+	if slices.Contains(log[0].Expired, log[0].Parents[0]) {
+		return "", badf("the parent %s of version %s was collected by gc's version retention: give from=REF", log[0].Parents[0], toV)
+	}
+	return log[0].Parents[0], nil
+}
+
+// diffRows shows each changed row as it was in dFrom (unless added) and
+// is in dTo (unless deleted), its changed cells marked.
+func (s *Server) diffRows(ctx context.Context, table string, dFrom, dTo *loch.Dataset, changes []loch.RowChange) ([]diffRow, error) {
+	rows := make([]diffRow, len(changes))
+	var err error
+	for i, rc := range changes {
+		rows[i] = diffRow{ID: rc.ID, Change: rc.Change}
+		if rc.Change != loch.ChangeAdded {
+			if rows[i].From, err = s.diffSide(ctx, table, dFrom, rc.ID, rc.Columns); err != nil {
+				return nil, err
+			}
+		}
+		if rc.Change != loch.ChangeDeleted {
+			if rows[i].To, err = s.diffSide(ctx, table, dTo, rc.ID, rc.Columns); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return rows, nil
+}
+
+// diffSide is row id of d, the cells of the changed columns marked.
+func (s *Server) diffSide(ctx context.Context, table string, d *loch.Dataset, id uint64, changed []string) (*rowView, error) {
+	sc, err := scan(ctx, d)
+	if err != nil {
+		return nil, err
+	}
+	pos, err := sc.Positions([]uint64{id})
+	if err != nil {
+		return nil, err
+	}
+	rv, err := s.rowViews(ctx, table, d, pos, 160, false)
+	if err != nil {
+		return nil, err
+	}
+	for i := range rv[0].Cells {
+		rv[0].Cells[i].Changed = slices.Contains(changed, rv[0].Cells[i].Col)
+		rv[0].Cells[i].Eager = true
+	}
+	return &rv[0], nil
 }

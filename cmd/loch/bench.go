@@ -175,20 +175,15 @@ func (b *benchFlags) run(cmd *cobra.Command, urls []string) error {
 		return err
 	}
 	ctx := cmd.Context()
-	ds, err := openDatasets(ctx, urls, &b.refs)
+	if b.columns != "" {
+		cfg.Columns = splitList(b.columns)
+	}
+	ds, scans, err := openSources(ctx, urls, &b.refs, b.selection, &cfg)
 	if err != nil {
 		return err
 	}
-	defer func() { closeAll(ds) }()
-	var cols []string
-	if b.columns != "" {
-		cols = splitList(b.columns)
-	}
-	cfg.Columns = cols
-	if err := useSelection(ctx, urls, ds, b.selection, &b.refs, &cfg); err != nil {
-		return err
-	}
-	cols = cfg.Columns
+	defer closeAll(ds)
+	cols := cfg.Columns
 	if weights != nil {
 		if cols, err = mixColumns(ds, urls, cols); err != nil {
 			return err
@@ -197,19 +192,7 @@ func (b *benchFlags) run(cmd *cobra.Command, urls []string) error {
 		sch := ds[0].Schema()
 		cols = sch.Names()
 	}
-	res := benchResult{URL: ds[0].URL(), Version: ds[0].Version(), Columns: cols, Shuffle: b.shuffle, BatchSize: b.batch,
-		WorldSize: b.world, Rank: b.rank, Epochs: b.epochs, Warmup: b.warmup, StepMS: b.stepMS}
-	scans := make([]*loch.Scan, len(ds))
-	for i, d := range ds {
-		scans[i] = d.Scan()
-		if weights != nil {
-			res.URLs = append(res.URLs, d.URL())
-			res.Versions = append(res.Versions, d.Version())
-		}
-	}
-	if weights != nil {
-		res.Weights, res.EpochRows, res.DatasetSamples = weights, b.mix.epochRows, make([]int64, len(ds))
-	}
+	res := b.result(ds, cols, weights)
 	bar := b.prog.start(cmd.ErrOrStderr(), "bench: raw baseline", -1, unitRows)
 	defer bar.done()
 	if !b.skipRaw {
@@ -228,6 +211,42 @@ func (b *benchFlags) run(cmd *cobra.Command, urls []string) error {
 		cache = c
 	}
 	cfg.Columns, cfg.Cache = cols, cache
+	if err := b.load(ctx, scans, weights, cfg, &res, bar); err != nil {
+		return err
+	}
+	// The stores' retries over the whole run, the open included: a stall
+	// anywhere shows.
+	for _, d := range ds {
+		r := d.Scan().RetryStats()
+		res.Retries += r.Retries
+		res.RetryWaitS += r.Wait.Seconds()
+	}
+	if b.asJSON {
+		return printJSON(cmd.OutOrStdout(), res)
+	}
+	printBench(cmd.OutOrStdout(), res, cache != nil, !b.skipRaw)
+	return nil
+}
+
+// result is the result of a run over ds reading cols, before anything
+// is measured.
+func (b *benchFlags) result(ds []*loch.Dataset, cols []string, weights []float64) benchResult {
+	res := benchResult{URL: ds[0].URL(), Version: ds[0].Version(), Columns: cols, Shuffle: b.shuffle, BatchSize: b.batch,
+		WorldSize: b.world, Rank: b.rank, Epochs: b.epochs, Warmup: b.warmup, StepMS: b.stepMS}
+	if weights != nil {
+		for _, d := range ds {
+			res.URLs = append(res.URLs, d.URL())
+			res.Versions = append(res.Versions, d.Version())
+		}
+		res.Weights, res.EpochRows, res.DatasetSamples = weights, b.mix.epochRows, make([]int64, len(ds))
+	}
+	return res
+}
+
+// load runs the loader's epochs over scans (their mixture when weights
+// is not nil): the warm-up epochs, then the measured ones, under the CPU
+// profile when one is asked for; it records the figures in res.
+func (b *benchFlags) load(ctx context.Context, scans []*loch.Scan, weights []float64, cfg loader.Config, res *benchResult, bar *progress) error {
 	open := func(cfg loader.Config) (*loader.Loader, error) {
 		if weights != nil {
 			return loader.NewMix(ctx, scans, weights, b.mix.epochRows, cfg)
@@ -250,23 +269,9 @@ func (b *benchFlags) run(cmd *cobra.Command, urls []string) error {
 	if err != nil {
 		return err
 	}
-	err = runEpochs(ctx, open, cfg, b.epochs, step, limit, &res, bar)
+	err = runEpochs(ctx, open, cfg, b.epochs, step, limit, res, bar)
 	bar.done()
-	if err := errors.Join(err, stop()); err != nil {
-		return err
-	}
-	// The stores' retries over the whole run, the open included: a stall
-	// anywhere shows.
-	for _, d := range ds {
-		r := d.Scan().RetryStats()
-		res.Retries += r.Retries
-		res.RetryWaitS += r.Wait.Seconds()
-	}
-	if b.asJSON {
-		return printJSON(cmd.OutOrStdout(), res)
-	}
-	printBench(cmd.OutOrStdout(), res, cache != nil, !b.skipRaw)
-	return nil
+	return errors.Join(err, stop())
 }
 
 // config returns the loader configuration the flags ask for (without the

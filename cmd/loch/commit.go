@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 
@@ -9,9 +10,17 @@ import (
 	"github.com/lochdata/loch"
 )
 
+// commitOptions are the arguments and flags of loch commit.
+type commitOptions struct {
+	streams
+	url             string
+	descs           []string // the DESC.json files
+	branch, message string
+	asJSON          bool
+}
+
 func newCommitCmd() *cobra.Command {
-	var branch, message string
-	var asJSON bool
+	var o commitOptions
 	cmd := &cobra.Command{
 		Use:   "commit URL DESC.json...",
 		Short: "Publish rows staged by 'loch ingest --stage-only' on any number of machines, in one commit",
@@ -42,45 +51,53 @@ skipped (description ids).`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			var descs []*loch.Staged
-			for _, p := range args[1:] {
-				b, err := os.ReadFile(p)
-				if err != nil {
-					return fmt.Errorf("read description: %w", err)
-				}
-				s, err := loch.ParseStaged(b)
-				if err != nil {
-					return fmt.Errorf("%s: %w", p, err)
-				}
-				descs = append(descs, s)
-			}
-			d, err := openBranch(ctx, args[0], branch)
-			if err != nil {
-				return err
-			}
-			defer d.Close()
-			if message == "" {
-				message = fmt.Sprintf("commit %d staged writes", len(descs))
-			}
-			res, err := d.CommitStaged(ctx, message, descs...)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return printJSON(cmd.OutOrStdout(), map[string]any{"url": d.URL(), "branch": branch, "version": res.Version,
-					"rows": d.Len(), "added": res.Rows, "published": res.Published, "skipped": res.Skipped})
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "committed %d rows from %d staged writes to %s (branch %s), version %s", res.Rows, len(res.Published), d.URL(), branch, res.Version)
-			if n := len(res.Skipped); n > 0 {
-				fmt.Fprintf(cmd.OutOrStdout(), "; %d were committed already", n)
-			}
-			fmt.Fprintln(cmd.OutOrStdout())
-			return nil
+			o.streams, o.url, o.descs = streamsOf(cmd), args[0], args[1:]
+			return runCommit(cmd.Context(), &o)
 		},
 	}
-	cmd.Flags().StringVar(&branch, "branch", defaultBranch, "the branch to commit to")
-	cmd.Flags().StringVarP(&message, "message", "m", "", `commit message (default "commit N staged writes")`)
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
+	cmd.Flags().StringVar(&o.branch, "branch", defaultBranch, "the branch to commit to")
+	cmd.Flags().StringVarP(&o.message, "message", "m", "", `commit message (default "commit N staged writes")`)
+	cmd.Flags().BoolVar(&o.asJSON, "json", false, "print one JSON object")
 	return cmd
+}
+
+// runCommit publishes the staged writes that the description files name
+// in one commit of o.branch.
+func runCommit(ctx context.Context, o *commitOptions) error {
+	var descs []*loch.Staged
+	for _, p := range o.descs {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return fmt.Errorf("read description: %w", err)
+		}
+		s, err := loch.ParseStaged(b)
+		if err != nil {
+			return fmt.Errorf("%s: %w", p, err)
+		}
+		descs = append(descs, s)
+	}
+	d, err := openBranch(ctx, o.url, o.branch)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	message := o.message
+	if message == "" {
+		message = fmt.Sprintf("commit %d staged writes", len(descs))
+	}
+	res, err := d.CommitStaged(ctx, message, descs...)
+	if err != nil {
+		return err
+	}
+	w := o.stdout
+	if o.asJSON {
+		return printJSON(w, map[string]any{"url": d.URL(), "branch": o.branch, "version": res.Version,
+			"rows": d.Len(), "added": res.Rows, "published": res.Published, "skipped": res.Skipped})
+	}
+	fmt.Fprintf(w, "committed %d rows from %d staged writes to %s (branch %s), version %s", res.Rows, len(res.Published), d.URL(), o.branch, res.Version)
+	if n := len(res.Skipped); n > 0 {
+		fmt.Fprintf(w, "; %d were committed already", n)
+	}
+	fmt.Fprintln(w)
+	return nil
 }

@@ -12,8 +12,10 @@ import (
 	"github.com/lochdata/loch"
 )
 
-// compactFlags are the flags of loch compact.
-type compactFlags struct {
+// compactOptions are the arguments and flags of loch compact.
+type compactOptions struct {
+	streams
+	url             string
 	branch, message string
 	targetRows      int64
 	targetBytes     sizeFlag
@@ -24,7 +26,7 @@ type compactFlags struct {
 }
 
 func newCompactCmd() *cobra.Command {
-	f := &compactFlags{}
+	f := &compactOptions{}
 	cmd := &cobra.Command{
 		Use:   "compact URL [--target-rows N] [--target-bytes SIZE] [--max-deleted F] [--fanout N] [--dry-run]",
 		Short: "Rewrite small fragments, and fragments with many deleted rows, into large ones",
@@ -63,7 +65,8 @@ works when that is a terminal, or with --progress; never with --quiet.`,
   loch compact ./pets --fanout 8 --json`,
 		Args: exactArgs("URL"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runCompact(cmd.Context(), args[0], f, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			f.streams, f.url = streamsOf(cmd), args[0]
+			return runCompact(cmd.Context(), f)
 		},
 	}
 	fs := cmd.Flags()
@@ -87,9 +90,9 @@ type compactJSON struct {
 	*loch.CompactReport
 }
 
-// runCompact compacts the dataset at url as f says and prints the report
+// runCompact compacts the dataset at f.url as f says and prints the report
 // on stdout (progress on stderr).
-func runCompact(ctx context.Context, url string, f *compactFlags, stdout, stderr io.Writer) error {
+func runCompact(ctx context.Context, f *compactOptions) error {
 	switch {
 	case f.targetRows < 1:
 		return usagef("--target-rows %d: want 1 or more", f.targetRows)
@@ -100,12 +103,12 @@ func runCompact(ctx context.Context, url string, f *compactFlags, stdout, stderr
 	case f.fanout == 1 || f.fanout < 0:
 		return usagef("--fanout %d: want 0 (merge every run) or 2 or more", f.fanout)
 	}
-	d, err := openBranch(ctx, url, f.branch)
+	d, err := openBranch(ctx, f.url, f.branch)
 	if err != nil {
 		return err
 	}
 	defer d.Close()
-	bar := f.prog.start(stderr, "compact", -1, unitRows)
+	bar := f.prog.start(f.stderr, "compact", -1, unitRows)
 	rep, err := d.Compact(bar.report(ctx), loch.CompactOptions{
 		TargetRows: f.targetRows, TargetBytes: int64(f.targetBytes), MaxDeleted: f.maxDeleted,
 		Fanout: f.fanout, DryRun: f.dryRun, Message: f.message,
@@ -115,9 +118,9 @@ func runCompact(ctx context.Context, url string, f *compactFlags, stdout, stderr
 		return err
 	}
 	if f.asJSON {
-		return printJSON(stdout, compactJSON{URL: d.URL(), Branch: f.branch, CompactReport: rep})
+		return printJSON(f.stdout, compactJSON{URL: d.URL(), Branch: f.branch, CompactReport: rep})
 	}
-	printCompact(stdout, rep, f.branch)
+	printCompact(f.stdout, rep, f.branch)
 	return nil
 }
 

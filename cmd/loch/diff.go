@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"maps"
@@ -14,12 +15,17 @@ import (
 	"github.com/lochdata/loch/schema"
 )
 
+// diffOptions are the arguments and flags of loch diff.
+type diffOptions struct {
+	streams
+	url, from, to string
+	asJSON        bool
+	limit         int
+	start         uint64
+}
+
 func newDiffCmd() *cobra.Command {
-	var (
-		asJSON bool
-		limit  int
-		start  uint64
-	)
+	var o diffOptions
 	cmd := &cobra.Command{
 		Use:   "diff URL FROM TO",
 		Short: "Compare two versions: rows added, deleted and modified, and schema changes",
@@ -40,43 +46,48 @@ next page; absent on the last page).`,
   loch diff ./pets v1.0 main --json | jq '.rows[].id'`,
 		Args: exactArgs("URL", "FROM", "TO"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if limit < 0 {
-				return usagef("--limit %d: want 0 (counts only) or more", limit)
-			}
-			opts := loch.DiffOptions{Start: start, Limit: limit}
-			if limit == 0 {
-				opts.Limit = -1 // loch's "no rows"; its 0 is the default page
-			}
-			ctx := cmd.Context()
-			d, err := openDataset(ctx, args[0], nil)
-			if err != nil {
-				return err
-			}
-			defer d.Close()
-			diff, err := d.Diff(ctx, args[1], args[2], opts)
-			if err != nil {
-				return err
-			}
-			if diff.Rows == nil {
-				diff.Rows = []loch.RowChange{}
-			}
-			if diff.Schema == nil {
-				diff.Schema = []loch.ColumnChange{}
-			}
-			w := cmd.OutOrStdout()
-			if asJSON {
-				return printJSON(w, struct {
-					URL string `json:"url"`
-					*loch.Diff
-				}{d.URL(), diff})
-			}
-			return printDiff(w, diff, args[1], args[2], limit > 0)
+			o.streams, o.url, o.from, o.to = streamsOf(cmd), args[0], args[1], args[2]
+			return runDiff(cmd.Context(), &o)
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
-	cmd.Flags().IntVar(&limit, "limit", 1000, "changed rows to list; 0 for the counts only")
-	cmd.Flags().Uint64Var(&start, "start", 0, "the smallest row id to list (the next page's start, from the previous page)")
+	cmd.Flags().BoolVar(&o.asJSON, "json", false, "print one JSON object")
+	cmd.Flags().IntVar(&o.limit, "limit", 1000, "changed rows to list; 0 for the counts only")
+	cmd.Flags().Uint64Var(&o.start, "start", 0, "the smallest row id to list (the next page's start, from the previous page)")
 	return cmd
+}
+
+// runDiff compares versions o.from and o.to and prints a page of the
+// changes.
+func runDiff(ctx context.Context, o *diffOptions) error {
+	if o.limit < 0 {
+		return usagef("--limit %d: want 0 (counts only) or more", o.limit)
+	}
+	opts := loch.DiffOptions{Start: o.start, Limit: o.limit}
+	if o.limit == 0 {
+		opts.Limit = -1 // loch's "no rows"; its 0 is the default page
+	}
+	d, err := openDataset(ctx, o.url, nil)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	diff, err := d.Diff(ctx, o.from, o.to, opts)
+	if err != nil {
+		return err
+	}
+	if diff.Rows == nil {
+		diff.Rows = []loch.RowChange{}
+	}
+	if diff.Schema == nil {
+		diff.Schema = []loch.ColumnChange{}
+	}
+	if o.asJSON {
+		return printJSON(o.stdout, struct {
+			URL string `json:"url"`
+			*loch.Diff
+		}{d.URL(), diff})
+	}
+	return printDiff(o.stdout, diff, o.from, o.to, o.limit > 0)
 }
 
 // printDiff writes the summary of a diff, then its page of rows when
@@ -152,5 +163,5 @@ func columnChange(c loch.ColumnChange) string {
 
 // columnType is a column's dtype, kind and shape range.
 func columnType(c *schema.Column) string {
-	return fmt.Sprintf("(%s %s %s)", c.DType, c.Kind, shapeRange(c))
+	return fmt.Sprintf("(%s %s %s)", c.DType, c.Kind, shapeRange(&schema.Entry{Column: *c}))
 }

@@ -25,15 +25,20 @@ import (
 	"github.com/lochdata/loch/storage"
 )
 
+// exportOptions are the arguments and flags of loch export.
+type exportOptions struct {
+	streams
+	url, dir  string
+	format    string
+	columns   []string
+	shardRows int
+	refs      refFlags
+	prog      progressFlags
+	asJSON    bool
+}
+
 func newExportCmd() *cobra.Command {
-	var (
-		format    string
-		columns   []string
-		shardRows int
-		refs      refFlags
-		prog      progressFlags
-		asJSON    bool
-	)
+	var o exportOptions
 	cmd := &cobra.Command{
 		Use:   "export URL DIR --format webdataset|npy",
 		Short: "Write a version's rows as WebDataset tar shards or .npy arrays",
@@ -82,63 +87,72 @@ with --progress; never with --quiet.`,
   loch export ./pets old --ref v1.0`,
 		Args: exactArgs("URL", "DIR"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if format != "webdataset" && format != "npy" {
-				return usagef("unknown --format %q: want webdataset or npy", format)
-			}
-			if shardRows < 1 {
-				return usagef("--shard-rows %d: want at least 1", shardRows)
-			}
-			ctx := cmd.Context()
-			d, err := openDataset(ctx, args[0], &refs)
-			if err != nil {
-				return err
-			}
-			defer d.Close()
-			s := d.Schema()
-			cols, err := selectColumns(&s, columns)
-			if err != nil {
-				return err
-			}
-			dir := args[1]
-			dest, err := openExportDest(ctx, dir)
-			if err != nil {
-				return err
-			}
-			defer dest.Close()
-			sum := exportJSON{URL: d.URL(), Version: d.Version(), Dir: dir, Format: format, Rows: d.Len(), Files: []string{}}
-			if format == "npy" {
-				err = exportNPY(ctx, &prog, cmd.ErrOrStderr(), d, cols, len(columns) > 0, dest, &sum)
-			} else {
-				err = exportWebDataset(ctx, &prog, cmd.ErrOrStderr(), d, cols, dest, shardRows, &sum)
-			}
-			if err != nil {
-				return errors.Join(err, dest.remove(context.WithoutCancel(ctx)))
-			}
-			w := cmd.OutOrStdout()
-			if asJSON {
-				if sum.Skipped == nil {
-					sum.Skipped = []exportSkip{}
-				}
-				return printJSON(w, sum)
-			}
-			if format == "npy" {
-				for _, line := range sum.lines {
-					fmt.Fprintln(w, line)
-				}
-				fmt.Fprintf(w, "exported %d rows of version %s to %s (%d %s)\n", sum.Rows, sum.Version, sum.Dir, len(sum.Files), plural(len(sum.Files), "file", "files"))
-				return nil
-			}
-			fmt.Fprintf(w, "exported %d rows of version %s to %s (%d %s)\n", sum.Rows, sum.Version, sum.Dir, *sum.Shards, plural(*sum.Shards, "shard", "shards"))
-			return nil
+			o.streams, o.url, o.dir = streamsOf(cmd), args[0], args[1]
+			return runExport(cmd.Context(), &o)
 		},
 	}
-	cmd.Flags().StringVar(&format, "format", "webdataset", "output format: webdataset or npy")
-	cmd.Flags().StringSliceVar(&columns, "columns", nil, "columns to export, comma-separated (default all)")
-	cmd.Flags().IntVar(&shardRows, "shard-rows", 1000, "rows per tar shard (webdataset)")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the summary as one JSON object")
-	prog.add(cmd.Flags())
-	refs.add(cmd, "export")
+	cmd.Flags().StringVar(&o.format, "format", "webdataset", "output format: webdataset or npy")
+	cmd.Flags().StringSliceVar(&o.columns, "columns", nil, "columns to export, comma-separated (default all)")
+	cmd.Flags().IntVar(&o.shardRows, "shard-rows", 1000, "rows per tar shard (webdataset)")
+	cmd.Flags().BoolVar(&o.asJSON, "json", false, "print the summary as one JSON object")
+	o.prog.add(cmd.Flags())
+	o.refs.add(cmd, "export")
 	return cmd
+}
+
+// runExport exports a version of the dataset at o.url to o.dir and prints
+// the summary; a failed export removes what it wrote.
+func runExport(ctx context.Context, o *exportOptions) error {
+	if o.format != "webdataset" && o.format != "npy" {
+		return usagef("unknown --format %q: want webdataset or npy", o.format)
+	}
+	if o.shardRows < 1 {
+		return usagef("--shard-rows %d: want at least 1", o.shardRows)
+	}
+	d, err := openDataset(ctx, o.url, &o.refs)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	s := d.Schema()
+	cols, err := selectColumns(&s, o.columns)
+	if err != nil {
+		return err
+	}
+	dest, err := openExportDest(ctx, o.dir)
+	if err != nil {
+		return err
+	}
+	defer dest.Close()
+	sum := exportJSON{URL: d.URL(), Version: d.Version(), Dir: o.dir, Format: o.format, Rows: d.Len(), Files: []string{}}
+	if o.format == "npy" {
+		err = exportNPY(ctx, &o.prog, o.stderr, d, cols, len(o.columns) > 0, dest, &sum)
+	} else {
+		err = exportWebDataset(ctx, &o.prog, o.stderr, d, cols, dest, o.shardRows, &sum)
+	}
+	if err != nil {
+		return errors.Join(err, dest.remove(context.WithoutCancel(ctx)))
+	}
+	return printExport(o.stdout, sum, o.asJSON)
+}
+
+// printExport prints the summary of an export.
+func printExport(w io.Writer, sum exportJSON, asJSON bool) error {
+	if asJSON {
+		if sum.Skipped == nil {
+			sum.Skipped = []exportSkip{}
+		}
+		return printJSON(w, sum)
+	}
+	if sum.Format == "npy" {
+		for _, line := range sum.lines {
+			fmt.Fprintln(w, line)
+		}
+		fmt.Fprintf(w, "exported %d rows of version %s to %s (%d %s)\n", sum.Rows, sum.Version, sum.Dir, len(sum.Files), plural(len(sum.Files), "file", "files"))
+		return nil
+	}
+	fmt.Fprintf(w, "exported %d rows of version %s to %s (%d %s)\n", sum.Rows, sum.Version, sum.Dir, *sum.Shards, plural(*sum.Shards, "shard", "shards"))
+	return nil
 }
 
 // exportJSON is the summary of an export, printed by "loch export --json".
@@ -297,7 +311,7 @@ const readBatch = 256
 func exportWebDataset(ctx context.Context, prog *progressFlags, errOut io.Writer, d *loch.Dataset, cols []*schema.Column, dest *exportDest, shardRows int, sum *exportJSON) error {
 	meta := ingest.WebDatasetMeta{Format: ingest.WebDatasetMetaFormat, Version: d.Version()}
 	for _, c := range cols {
-		meta.Columns = append(meta.Columns, c.Definition())
+		meta.Columns = append(meta.Columns, *c)
 	}
 	metaJSON, err := json.MarshalIndent(meta, "", "  ")
 	if err != nil {
@@ -471,7 +485,8 @@ func exportNPY(ctx context.Context, prog *progressFlags, errOut io.Writer, d *lo
 		if err != nil {
 			return err
 		}
-		shape, err := npyColumnShape(ctx, col, c, d.Len())
+		e := entryOf(d, c)
+		shape, err := npyColumnShape(ctx, col, &e, d.Len())
 		if err != nil {
 			if explicit {
 				return err
@@ -533,7 +548,7 @@ func exportNPY(ctx context.Context, prog *progressFlags, errOut io.Writer, d *lo
 // stacked into one .npy array, or an error naming the column saying why it
 // cannot. The shape comes from the column statistics, or from the first
 // sample when they have none (scalar columns).
-func npyColumnShape(ctx context.Context, col *loch.ColumnReader, c *schema.Column, rows int64) ([]int, error) {
+func npyColumnShape(ctx context.Context, col *loch.ColumnReader, c *schema.Entry, rows int64) ([]int, error) {
 	if _, err := npyDescr(c.DType); err != nil {
 		return nil, fmt.Errorf("column %s: %s has no .npy form", c.Name, c.DType)
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"maps"
@@ -13,14 +14,36 @@ import (
 	"github.com/lochdata/loch"
 )
 
+// gcFlags are the flags of a collection: loch gc's, and loch tables
+// --gc's.
+type gcFlags struct {
+	dryRun           bool
+	grace, olderThan time.Duration
+	keepLast         int
+}
+
+// options checks the flags and returns the collection they ask for.
+func (g *gcFlags) options() (loch.GCOptions, error) {
+	if g.grace < 0 {
+		return loch.GCOptions{}, usagef("--grace %s: want 0 or more", g.grace)
+	}
+	if g.keepLast < 0 || g.olderThan < 0 {
+		return loch.GCOptions{}, usagef("--keep-last %d --older-than %s: want 0 or more", g.keepLast, g.olderThan)
+	}
+	return loch.GCOptions{Grace: g.grace, DryRun: g.dryRun, KeepLast: g.keepLast, OlderThan: g.olderThan}, nil
+}
+
+// gcOptions are the arguments and flags of loch gc.
+type gcOptions struct {
+	streams
+	url    string
+	gcf    gcFlags
+	asJSON bool
+	prog   progressFlags
+}
+
 func newGCCmd() *cobra.Command {
-	var (
-		dryRun, asJSON bool
-		grace          time.Duration
-		keepLast       int
-		olderThan      time.Duration
-		prog           progressFlags
-	)
+	var o gcOptions
 	cmd := &cobra.Command{
 		Use:   "gc URL [--dry-run] [--grace DURATION] [--keep-last N] [--older-than DURATION]",
 		Short: "Delete the objects that no branch or tag reaches",
@@ -64,50 +87,52 @@ found so far, then the unreachable objects deleted out of their total.`,
   loch gc s3://bucket/pets --keep-last 10 --older-than 168h`,
 		Args: exactArgs("URL"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if grace < 0 {
-				return usagef("--grace %s: want 0 or more", grace)
-			}
-			if keepLast < 0 || olderThan < 0 {
-				return usagef("--keep-last %d --older-than %s: want 0 or more", keepLast, olderThan)
-			}
-			ctx := cmd.Context()
-			d, err := openDataset(ctx, args[0], nil)
-			if err != nil {
-				return err
-			}
-			defer d.Close()
-			bar := prog.start(cmd.ErrOrStderr(), "gc", -1, unitObjects)
-			rep, err := d.GC(bar.report(ctx), loch.GCOptions{Grace: grace, DryRun: dryRun, KeepLast: keepLast, OlderThan: olderThan})
-			bar.done()
-			if err != nil {
-				return err
-			}
-			if rep.ByKind == nil {
-				rep.ByKind = map[string]loch.GCKind{}
-			}
-			w := cmd.OutOrStdout()
-			if asJSON {
-				return printJSON(w, struct {
-					URL string `json:"url"`
-					*loch.GCReport
-				}{d.URL(), rep})
-			}
-			if err := printGC(w, rep, grace); err != nil {
-				return err
-			}
-			if len(rep.Missing) > 0 {
-				fmt.Fprintf(cmd.ErrOrStderr(), "loch: warning: %d reachable objects are missing (first: %s); run loch verify\n", len(rep.Missing), rep.Missing[0])
-			}
-			return nil
+			o.streams, o.url = streamsOf(cmd), args[0]
+			return runGC(cmd.Context(), &o)
 		},
 	}
-	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "report what would be deleted; delete nothing")
-	cmd.Flags().DurationVar(&grace, "grace", loch.DefaultGCGrace, "keep unreachable objects younger than this")
-	cmd.Flags().IntVar(&keepLast, "keep-last", 0, "version retention: keep the newest N versions of each branch (with --older-than: and those younger)")
-	cmd.Flags().DurationVar(&olderThan, "older-than", 0, "version retention: expire only versions older than this")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
-	prog.add(cmd.Flags())
+	cmd.Flags().BoolVar(&o.gcf.dryRun, "dry-run", false, "report what would be deleted; delete nothing")
+	cmd.Flags().DurationVar(&o.gcf.grace, "grace", loch.DefaultGCGrace, "keep unreachable objects younger than this")
+	cmd.Flags().IntVar(&o.gcf.keepLast, "keep-last", 0, "version retention: keep the newest N versions of each branch (with --older-than: and those younger)")
+	cmd.Flags().DurationVar(&o.gcf.olderThan, "older-than", 0, "version retention: expire only versions older than this")
+	cmd.Flags().BoolVar(&o.asJSON, "json", false, "print one JSON object")
+	o.prog.add(cmd.Flags())
 	return cmd
+}
+
+// runGC collects the dataset at o.url and reports.
+func runGC(ctx context.Context, o *gcOptions) error {
+	opts, err := o.gcf.options()
+	if err != nil {
+		return err
+	}
+	d, err := openDataset(ctx, o.url, nil)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	bar := o.prog.start(o.stderr, "gc", -1, unitObjects)
+	rep, err := d.GC(bar.report(ctx), opts)
+	bar.done()
+	if err != nil {
+		return err
+	}
+	if rep.ByKind == nil {
+		rep.ByKind = map[string]loch.GCKind{}
+	}
+	if o.asJSON {
+		return printJSON(o.stdout, struct {
+			URL string `json:"url"`
+			*loch.GCReport
+		}{d.URL(), rep})
+	}
+	if err := printGC(o.stdout, rep, o.gcf.grace); err != nil {
+		return err
+	}
+	if len(rep.Missing) > 0 {
+		fmt.Fprintf(o.stderr, "loch: warning: %d reachable objects are missing (first: %s); run loch verify\n", len(rep.Missing), rep.Missing[0])
+	}
+	return nil
 }
 
 // printGC describes a collection run with the grace period grace: what was

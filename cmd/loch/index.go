@@ -227,14 +227,19 @@ type searchJSON struct {
 	Results  [][]vector.Hit `json:"results"`
 }
 
+// searchOptions are the arguments and flags of loch search.
+type searchOptions struct {
+	streams
+	url            string
+	refs           refFlags
+	idx            indexFlags
+	vecFile, where string
+	k, nprobe      int
+	exact, asJSON  bool
+}
+
 func newSearchCmd() *cobra.Command {
-	var (
-		refs           refFlags
-		idx            indexFlags
-		vecFile, where string
-		k, nprobe      int
-		exact, asJSON  bool
-	)
+	var o searchOptions
 	cmd := &cobra.Command{
 		Use:   "search URL --column C --vector FILE.npy",
 		Short: "Find the rows nearest to query vectors in an embedding column",
@@ -257,67 +262,72 @@ inner product (smaller is nearer in all three).`,
   loch search ./pets --column embedding --vector batch.npy --where "label = 3" --json`,
 		Args: exactArgs("URL"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			m, err := idx.parse()
-			if err != nil {
-				return err
-			}
-			if k <= 0 {
-				return usagef("-k %d: want k >= 1", k)
-			}
-			queries, err := readQueryVectors(vecFile)
-			if err != nil {
-				return err
-			}
-			ctx := cmd.Context()
-			d, err := openDataset(ctx, args[0], &refs)
-			if err != nil {
-				return err
-			}
-			defer d.Close()
-			opts := vector.Options{NProbe: nprobe}
-			if where != "" {
-				ids, err := query.Filter(ctx, d, where, query.Options{})
-				if err != nil {
-					return err
-				}
-				opts.Allow = vector.NewRowSet(ids)
-			}
-			res, err := search(ctx, d, idx.column, m, queries, k, opts, exact)
-			if err != nil {
-				return err
-			}
-			w := cmd.OutOrStdout()
-			for _, warn := range res.Warnings {
-				fmt.Fprintf(cmd.ErrOrStderr(), "loch: warning: %s\n", oneLine(warn))
-			}
-			if asJSON {
-				doc := searchJSON{URL: d.URL(), Version: d.Version(), Column: idx.column, Metric: string(m), K: k,
-					Index: res.Index, Warnings: res.Warnings, Results: res.Hits}
-				if doc.Warnings == nil {
-					doc.Warnings = []string{}
-				}
-				return printJSON(w, doc)
-			}
-			for i, hits := range res.Hits {
-				if len(res.Hits) > 1 {
-					fmt.Fprintf(w, "query %d\n", i)
-				}
-				for _, h := range hits {
-					fmt.Fprintf(w, "%d\t%.6g\n", h.RowID, h.Distance)
-				}
-			}
-			return nil
+			o.streams, o.url = streamsOf(cmd), args[0]
+			return runSearch(cmd.Context(), &o)
 		},
 	}
-	idx.add(cmd)
-	cmd.Flags().StringVar(&vecFile, "vector", "", "a .npy file of one query vector [d] or a batch [n, d]")
-	cmd.Flags().IntVarP(&k, "k", "k", 10, "number of nearest rows per query vector")
-	cmd.Flags().StringVar(&where, "where", "", "keep only rows passing this SQL condition over the table ds")
-	cmd.Flags().IntVar(&nprobe, "nprobe", 0, "lists of the index each query scans (default: nlist/16, at least 8)")
-	cmd.Flags().BoolVar(&exact, "exact", false, "compare every row; do not use an index")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
-	refs.add(cmd, "search")
-	return withTextSearch(cmd, &refs, &idx, &where, &k, &asJSON)
+	o.idx.add(cmd)
+	cmd.Flags().StringVar(&o.vecFile, "vector", "", "a .npy file of one query vector [d] or a batch [n, d]")
+	cmd.Flags().IntVarP(&o.k, "k", "k", 10, "number of nearest rows per query vector")
+	cmd.Flags().StringVar(&o.where, "where", "", "keep only rows passing this SQL condition over the table ds")
+	cmd.Flags().IntVar(&o.nprobe, "nprobe", 0, "lists of the index each query scans (default: nlist/16, at least 8)")
+	cmd.Flags().BoolVar(&o.exact, "exact", false, "compare every row; do not use an index")
+	cmd.Flags().BoolVar(&o.asJSON, "json", false, "print one JSON object")
+	o.refs.add(cmd, "search")
+	return withTextSearch(cmd, &o.refs, &o.idx, &o.where, &o.k, &o.asJSON)
+}
+
+// runSearch searches the dataset at o.url for the rows nearest to the
+// query vectors and prints them.
+func runSearch(ctx context.Context, o *searchOptions) error {
+	m, err := o.idx.parse()
+	if err != nil {
+		return err
+	}
+	if o.k <= 0 {
+		return usagef("-k %d: want k >= 1", o.k)
+	}
+	queries, err := readQueryVectors(o.vecFile)
+	if err != nil {
+		return err
+	}
+	d, err := openDataset(ctx, o.url, &o.refs)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	opts := vector.Options{NProbe: o.nprobe}
+	if o.where != "" {
+		ids, err := query.Filter(ctx, d, o.where, query.Options{})
+		if err != nil {
+			return err
+		}
+		opts.Allow = vector.NewRowSet(ids)
+	}
+	res, err := search(ctx, d, o.idx.column, m, queries, o.k, opts, o.exact)
+	if err != nil {
+		return err
+	}
+	for _, warn := range res.Warnings {
+		fmt.Fprintf(o.stderr, "loch: warning: %s\n", oneLine(warn))
+	}
+	if o.asJSON {
+		doc := searchJSON{URL: d.URL(), Version: d.Version(), Column: o.idx.column, Metric: string(m), K: o.k,
+			Index: res.Index, Warnings: res.Warnings, Results: res.Hits}
+		if doc.Warnings == nil {
+			doc.Warnings = []string{}
+		}
+		return printJSON(o.stdout, doc)
+	}
+	for i, hits := range res.Hits {
+		if len(res.Hits) > 1 {
+			fmt.Fprintf(o.stdout, "query %d\n", i)
+		}
+		for _, h := range hits {
+			fmt.Fprintf(o.stdout, "%d\t%.6g\n", h.RowID, h.Distance)
+		}
+	}
+	return nil
 }
 
 func search(ctx context.Context, d *loch.Dataset, column string, m vector.Metric, queries [][]float32, k int, opts vector.Options, exact bool) (*vector.Result, error) {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strings"
@@ -35,11 +36,16 @@ type infoColumnJSON struct {
 	Media       *infoMediaJSON `json:"media,omitempty"` // video and audio columns (info_media.go)
 }
 
+// infoOptions are the arguments and flags of loch info.
+type infoOptions struct {
+	streams
+	url    string
+	asJSON bool
+	refs   refFlags
+}
+
 func newInfoCmd() *cobra.Command {
-	var (
-		asJSON bool
-		refs   refFlags
-	)
+	var o infoOptions
 	cmd := &cobra.Command{
 		Use:   "info URL",
 		Short: "Show a dataset's version, rows and columns",
@@ -69,37 +75,43 @@ reference (default main) named at a past time.`,
   loch info ./pets --ref dev --as-of 2024-05-01`,
 		Args: exactArgs("URL"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			d, err := openDataset(cmd.Context(), args[0], &refs)
-			if err != nil {
-				return err
-			}
-			defer d.Close()
-			s := d.Schema()
-			info := infoJSON{URL: d.URL(), Version: d.Version(), Rows: d.Len(), Columns: infoColumns(&s)}
-			if err := addMediaInfo(cmd.Context(), d, info.Columns, &s); err != nil {
-				return err
-			}
-			if asJSON {
-				return printJSON(cmd.OutOrStdout(), info)
-			}
-			return printInfo(cmd.OutOrStdout(), info, &s)
+			o.streams, o.url = streamsOf(cmd), args[0]
+			return runInfo(cmd.Context(), &o)
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object instead of a table")
-	refs.add(cmd, "read")
+	cmd.Flags().BoolVar(&o.asJSON, "json", false, "print one JSON object instead of a table")
+	o.refs.add(cmd, "read")
 	return cmd
 }
 
-// infoColumns describes the columns of s for "loch info --json".
-func infoColumns(s *schema.Schema) []infoColumnJSON {
+// runInfo describes the version of the dataset at o.url that o.refs names.
+func runInfo(ctx context.Context, o *infoOptions) error {
+	d, err := openDataset(ctx, o.url, &o.refs)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	s, cols := d.Schema(), d.Columns()
+	info := infoJSON{URL: d.URL(), Version: d.Version(), Rows: d.Len(), Columns: infoColumns(cols)}
+	if err := addMediaInfo(ctx, d, info.Columns, &s); err != nil {
+		return err
+	}
+	if o.asJSON {
+		return printJSON(o.stdout, info)
+	}
+	return printInfo(o.stdout, info, cols)
+}
+
+// infoColumns describes the columns for "loch info --json".
+func infoColumns(entries []schema.Entry) []infoColumnJSON {
 	cols := []infoColumnJSON{}
-	for i := range s.Columns {
-		c := &s.Columns[i]
+	for i := range entries {
+		c := &entries[i]
 		lo, hi := observedShapes(c)
 		cols = append(cols, infoColumnJSON{
 			Name: c.Name, DType: c.DType, Kind: c.Kind, Shape: c.Shape,
-			MinShape: lo, MaxShape: hi, Compression: compression(c),
-			StoredBytes: c.StoredBytes, RawBytes: c.RawBytes, Ratio: ratio(c),
+			MinShape: lo, MaxShape: hi, Compression: compression(&c.Column),
+			StoredBytes: c.StoredBytes, RawBytes: c.RawBytes, Ratio: ratio(&c.Stats),
 			Samples: c.Samples, ClassNames: c.ClassNames,
 		})
 	}
@@ -107,8 +119,8 @@ func infoColumns(s *schema.Schema) []infoColumnJSON {
 }
 
 // printInfo prints info as "loch info" does without --json: the dataset,
-// a table of the columns of s, and the class names of class label columns.
-func printInfo(w io.Writer, info infoJSON, s *schema.Schema) error {
+// a table of the columns, and the class names of class label columns.
+func printInfo(w io.Writer, info infoJSON, cols []schema.Entry) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "dataset\t%s\n", info.URL)
 	fmt.Fprintf(tw, "version\t%s\n", info.Version)
@@ -120,14 +132,14 @@ func printInfo(w io.Writer, info infoJSON, s *schema.Schema) error {
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "COLUMN\tDTYPE\tKIND\tSHAPE\tCOMPRESSION\tSTORED\tRAW\tRATIO")
 	var classes []string
-	for i := range s.Columns {
-		c := &s.Columns[i]
+	for i := range cols {
+		c := &cols[i]
 		r := "-"
 		if c.StoredBytes > 0 {
-			r = fmt.Sprintf("%.2fx", ratio(c))
+			r = fmt.Sprintf("%.2fx", ratio(&c.Stats))
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", c.Name, c.DType, c.Kind, shapeRange(c),
-			compression(c), formatBytes(c.StoredBytes), formatBytes(c.RawBytes), r)
+			compression(&c.Column), formatBytes(c.StoredBytes), formatBytes(c.RawBytes), r)
 		if len(c.ClassNames) > 0 {
 			classes = append(classes, fmt.Sprintf("%s: %s", c.Name, strings.Join(c.ClassNames, ", ")))
 		}

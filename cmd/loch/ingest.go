@@ -147,56 +147,18 @@ jpg, jpeg, gif, bmp, webp, tif and tiff; other files and names starting with
 	return cmd
 }
 
-func newIngestRecordsCmd(f *ingestFlags, format string) *cobra.Command {
-	var (
-		schemaFile  string
-		imageFields []string
-		linkFields  []string
-		delimiter   string
-		mediaCols   []string
-	)
-	cmd := &cobra.Command{
-		Use: format + " FILE URL",
-		Example: fmt.Sprintf(`  loch ingest %[1]s data.%[1]s ./ds
-  loch ingest %[1]s data.%[1]s ./ds --image-field image --link-field source_url
-  loch ingest %[1]s s3://bucket/data.%[1]s s3://bucket/ds --schema schema.yaml
-  loch ingest %[1]s more.%[1]s ./ds --append`, format),
-		Args: exactArgs("FILE", "URL"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			var delim rune
-			if format == "csv" {
-				d, err := parseDelimiter(delimiter)
-				if err != nil {
-					return err
-				}
-				delim = d
-			}
-			var s *schema.Schema
-			if schemaFile != "" {
-				v, err := readSchema(cmd.InOrStdin(), schemaFile)
-				if err != nil {
-					return err
-				}
-				s = &v
-			}
-			media, err := parseMediaColumns(mediaCols)
-			if err != nil {
-				return err
-			}
-			return runIngest(cmd, f, args[1], func(o ingest.Options) (ingest.Result, error) {
-				o.Schema, o.ImageFields, o.LinkFields, o.Delimiter = s, imageFields, linkFields, delim
-				o.MediaFields = media
-				if format == "csv" {
-					return ingest.CSV(cmd.Context(), args[0], args[1], o)
-				}
-				return ingest.JSONL(cmd.Context(), args[0], args[1], o)
-			})
-		},
-	}
-	switch format {
-	case "jsonl":
-		cmd.Short = "Ingest a JSON lines file, one row per object"
-		cmd.Long = `Ingest a JSON lines file (a local path or a URL): one JSON object per line,
+// recordsOptions are the arguments and own flags of loch ingest jsonl and
+// loch ingest csv.
+type recordsOptions struct {
+	format                             string // jsonl or csv
+	file, url                          string
+	schemaFile                         string
+	imageFields, linkFields, mediaCols []string
+	delimiter                          string
+}
+
+// ingestJSONLLong is the help text of loch ingest jsonl.
+const ingestJSONLLong = `Ingest a JSON lines file (a local path or a URL): one JSON object per line,
 one row per object, one column per field.
 
 Without --schema, columns are inferred in a first pass over the file: a field
@@ -210,9 +172,9 @@ With --schema FILE (JSON or YAML), or when appending (the dataset's schema),
 there is no first pass: values are converted to the columns (arrays to
 tensors, class names to labels) and fields without a column are ignored and
 listed in the summary.`
-	case "csv":
-		cmd.Short = "Ingest a CSV file with a header row, one row per record"
-		cmd.Long = `Ingest a CSV file with a header row (a local path or a URL), one row per
+
+// ingestCSVLong is the help text of loch ingest csv.
+const ingestCSVLong = `Ingest a CSV file with a header row (a local path or a URL), one row per
 record, one column per header name.
 
 Without --schema, columns are inferred in a first pass over the file: cells
@@ -220,14 +182,69 @@ are empty (null), integers, numbers, true/false, JSON objects or arrays, or
 strings; a column of integers becomes int64, of numbers float64, of booleans
 bool, of JSON json, and any other a text column (so "02134" stays text).
 --image-field, --link-field and --schema work as for jsonl.`
-		cmd.Flags().StringVar(&delimiter, "delimiter", ",", `field separator: one character, or "tab"`)
+
+func newIngestRecordsCmd(f *ingestFlags, format string) *cobra.Command {
+	o := &recordsOptions{format: format}
+	cmd := &cobra.Command{
+		Use: format + " FILE URL",
+		Example: fmt.Sprintf(`  loch ingest %[1]s data.%[1]s ./ds
+  loch ingest %[1]s data.%[1]s ./ds --image-field image --link-field source_url
+  loch ingest %[1]s s3://bucket/data.%[1]s s3://bucket/ds --schema schema.yaml
+  loch ingest %[1]s more.%[1]s ./ds --append`, format),
+		Args: exactArgs("FILE", "URL"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.file, o.url = args[0], args[1]
+			return runIngestRecords(cmd, f, o)
+		},
 	}
-	cmd.Flags().StringVar(&schemaFile, "schema", "", "schema file (JSON or YAML, - for standard input) to use instead of inferring one")
-	cmd.Flags().StringArrayVar(&imageFields, "image-field", nil, "field holding image paths or URLs, stored as an image column (repeatable)")
-	cmd.Flags().StringArrayVar(&linkFields, "link-field", nil, "field holding paths or URLs, stored as a link column (repeatable)")
-	cmd.Flags().StringArrayVar(&mediaCols, "media-column", nil, "FIELD=video or FIELD=audio: a field holding paths or URLs of media files, stored as they are (repeatable)")
+	switch format {
+	case "jsonl":
+		cmd.Short = "Ingest a JSON lines file, one row per object"
+		cmd.Long = ingestJSONLLong
+	case "csv":
+		cmd.Short = "Ingest a CSV file with a header row, one row per record"
+		cmd.Long = ingestCSVLong
+		cmd.Flags().StringVar(&o.delimiter, "delimiter", ",", `field separator: one character, or "tab"`)
+	}
+	cmd.Flags().StringVar(&o.schemaFile, "schema", "", "schema file (JSON or YAML, - for standard input) to use instead of inferring one")
+	cmd.Flags().StringArrayVar(&o.imageFields, "image-field", nil, "field holding image paths or URLs, stored as an image column (repeatable)")
+	cmd.Flags().StringArrayVar(&o.linkFields, "link-field", nil, "field holding paths or URLs, stored as a link column (repeatable)")
+	cmd.Flags().StringArrayVar(&o.mediaCols, "media-column", nil, "FIELD=video or FIELD=audio: a field holding paths or URLs of media files, stored as they are (repeatable)")
 	addImageFlags(cmd, f)
 	return cmd
+}
+
+// runIngestRecords ingests a JSON lines or CSV file (runIngest does the
+// rest, with the flags shared by the ingest commands).
+func runIngestRecords(cmd *cobra.Command, f *ingestFlags, o *recordsOptions) error {
+	var delim rune
+	if o.format == "csv" {
+		d, err := parseDelimiter(o.delimiter)
+		if err != nil {
+			return err
+		}
+		delim = d
+	}
+	var s *schema.Schema
+	if o.schemaFile != "" {
+		v, err := readSchema(cmd.InOrStdin(), o.schemaFile)
+		if err != nil {
+			return err
+		}
+		s = &v
+	}
+	media, err := parseMediaColumns(o.mediaCols)
+	if err != nil {
+		return err
+	}
+	return runIngest(cmd, f, o.url, func(opts ingest.Options) (ingest.Result, error) {
+		opts.Schema, opts.ImageFields, opts.LinkFields, opts.Delimiter = s, o.imageFields, o.linkFields, delim
+		opts.MediaFields = media
+		if o.format == "csv" {
+			return ingest.CSV(cmd.Context(), o.file, o.url, opts)
+		}
+		return ingest.JSONL(cmd.Context(), o.file, o.url, opts)
+	})
 }
 
 // filesAndURL checks the arguments FILE... URL.

@@ -17,12 +17,18 @@ import (
 	"github.com/lochdata/loch/sqlcat"
 )
 
+// parquetOptions are the arguments and own flags of loch ingest parquet.
+type parquetOptions struct {
+	file, url                          string
+	imageFields, linkFields, mediaCols []string
+	imageCompression                   string
+	skipBad                            bool
+}
+
 // newIngestParquetCmd is loch ingest parquet: SQL underneath, the INSERT
 // of docs/sql.md §4 (sqlcat.Stage) from DuckDB's read_parquet.
 func newIngestParquetCmd(f *ingestFlags) *cobra.Command {
-	var imageFields, linkFields, mediaCols []string
-	var imageCompression string
-	var skipBad bool
+	o := &parquetOptions{}
 	cmd := &cobra.Command{
 		Use:   "parquet FILE URL",
 		Short: "Ingest a Parquet file, one row per record (through SQL)",
@@ -48,88 +54,111 @@ fields the dataset has no column for are ignored and listed.`,
   loch ingest parquet more.parquet ./ds --append`,
 		Args: exactArgs("FILE", "URL"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			file, url := args[0], args[1]
-			switch imageCompression {
-			case "", "png", "jpeg", "lz4", "zstd", "none":
-			default:
-				return usagef("--image-compression %q: want png, jpeg, lz4, zstd or none", imageCompression)
-			}
-			media, err := parseMediaColumns(mediaCols)
-			if err != nil {
-				return err
-			}
-			return runIngest(cmd, f, url, func(o ingest.Options) (res ingest.Result, err error) {
-				start := time.Now()
-				defer func() { res.Elapsed = time.Since(start) }()
-				ctx := cmd.Context()
-				base := "."
-				if !strings.Contains(file, "://") {
-					base = filepath.Dir(file)
-					if st, err := os.Stat(file); err == nil {
-						res.Bytes = st.Size()
-					}
-				}
-				so := sqlcat.IngestOptions{ImageFields: imageFields, LinkFields: linkFields, ImageCompression: imageCompression, FileBase: base,
-					Fields: mediaFields(ctx, mediaBase(file, base), media)}
-				if skipBad {
-					so.Skip = func(err error) bool { return errors.Is(err, ingest.ErrBadMedia) }
-				}
-				source := sqlcat.ParquetSource(file, imageFields)
-				dsOpts := append([]loch.Option{loch.WithParallelism(o.Parallelism)}, o.DatasetOptions...)
-				d, err := loch.Open(ctx, url, dsOpts...)
-				switch {
-				case errors.Is(err, loch.ErrNoDataset):
-					s, err := sqlcat.SourceSchema(ctx, source, so)
-					if err != nil {
-						return res, fmt.Errorf("ingest parquet %s: %w", file, err)
-					}
-					if o.ChunkBytes > 0 {
-						for i := range s.Columns {
-							s.Columns[i].ChunkBytes = o.ChunkBytes
-						}
-					}
-					if d, err = loch.Create(ctx, url, s, dsOpts...); err != nil {
-						return res, err
-					}
-					res.Created = true
-				case err != nil:
-					return res, err
-				case d.Len() > 0 && !o.Append:
-					n := d.Len()
-					d.Close()
-					return res, fmt.Errorf("ingest into %s: a dataset with %d rows is already there: %w", url, n, loch.ErrExists)
-				}
-				defer d.Close() // without Commit, Close discards what was staged
-				staged, err := sqlcat.Stage(ctx, d, source, so)
-				res.Rows, res.Ignored, res.Skipped = staged.Rows, staged.Ignored, int64(len(staged.Skipped))
-				for _, sk := range staged.Skipped[:min(len(staged.Skipped), 10)] {
-					res.SkippedNames = append(res.SkippedNames, fmt.Sprintf("%s:%d", file, sk.Row))
-				}
-				if err != nil {
-					return res, err
-				}
-				if res.Rows == 0 {
-					res.Version = d.Version()
-					return res, nil
-				}
-				msg := o.Message
-				if msg == "" {
-					msg = "ingest parquet " + file
-				}
-				if res.Version, err = d.Commit(ctx, msg); err != nil {
-					return res, fmt.Errorf("commit %s: %w", url, err)
-				}
-				return res, nil
-			})
+			o.file, o.url = args[0], args[1]
+			return runIngestParquet(cmd, f, o)
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringArrayVar(&imageFields, "image-field", nil, "field holding image paths or URLs, stored as an image column (repeatable)")
-	fl.StringArrayVar(&linkFields, "link-field", nil, "field holding paths or URLs, stored as a link column (repeatable)")
-	fl.StringVar(&imageCompression, "image-compression", "", "how new image columns store images: png (default), jpeg, lz4, zstd or none")
-	fl.StringArrayVar(&mediaCols, "media-column", nil, "FIELD=video or FIELD=audio: a field holding paths or URLs of media files, stored as they are (repeatable)")
-	fl.BoolVar(&skipBad, "skip-bad", false, "skip rows whose media file FFmpeg cannot read (missing files still fail)")
+	fl.StringArrayVar(&o.imageFields, "image-field", nil, "field holding image paths or URLs, stored as an image column (repeatable)")
+	fl.StringArrayVar(&o.linkFields, "link-field", nil, "field holding paths or URLs, stored as a link column (repeatable)")
+	fl.StringVar(&o.imageCompression, "image-compression", "", "how new image columns store images: png (default), jpeg, lz4, zstd or none")
+	fl.StringArrayVar(&o.mediaCols, "media-column", nil, "FIELD=video or FIELD=audio: a field holding paths or URLs of media files, stored as they are (repeatable)")
+	fl.BoolVar(&o.skipBad, "skip-bad", false, "skip rows whose media file FFmpeg cannot read (missing files still fail)")
 	return cmd
+}
+
+// runIngestParquet checks the flags of loch ingest parquet and ingests
+// (runIngest does the rest, with the flags shared by the ingest commands).
+func runIngestParquet(cmd *cobra.Command, f *ingestFlags, o *parquetOptions) error {
+	switch o.imageCompression {
+	case "", "png", "jpeg", "lz4", "zstd", "none":
+	default:
+		return usagef("--image-compression %q: want png, jpeg, lz4, zstd or none", o.imageCompression)
+	}
+	media, err := parseMediaColumns(o.mediaCols)
+	if err != nil {
+		return err
+	}
+	return runIngest(cmd, f, o.url, func(opts ingest.Options) (ingest.Result, error) {
+		return ingestParquet(cmd.Context(), o, media, opts)
+	})
+}
+
+// ingestParquet stages the rows of the Parquet file in the dataset at
+// o.url (created when there is none) and commits them.
+func ingestParquet(ctx context.Context, o *parquetOptions, media map[string]schema.SampleCompression, opts ingest.Options) (res ingest.Result, err error) {
+	start := time.Now()
+	defer func() { res.Elapsed = time.Since(start) }()
+	base := "."
+	if !strings.Contains(o.file, "://") {
+		base = filepath.Dir(o.file)
+		if st, err := os.Stat(o.file); err == nil {
+			res.Bytes = st.Size()
+		}
+	}
+	so := sqlcat.IngestOptions{ImageFields: o.imageFields, LinkFields: o.linkFields, ImageCompression: o.imageCompression, FileBase: base,
+		Fields: mediaFields(ctx, mediaBase(o.file, base), media)}
+	if o.skipBad {
+		so.Skip = func(err error) bool { return errors.Is(err, ingest.ErrBadMedia) }
+	}
+	source := sqlcat.ParquetSource(o.file, o.imageFields)
+	d, created, err := openParquetTarget(ctx, o, source, so, opts)
+	res.Created = created
+	if err != nil {
+		return res, err
+	}
+	defer d.Close() // without Commit, Close discards what was staged
+	staged, err := sqlcat.Stage(ctx, d, source, so)
+	res.Rows, res.Ignored, res.Skipped = staged.Rows, staged.Ignored, int64(len(staged.Skipped))
+	for _, sk := range staged.Skipped[:min(len(staged.Skipped), 10)] {
+		res.SkippedNames = append(res.SkippedNames, fmt.Sprintf("%s:%d", o.file, sk.Row))
+	}
+	if err != nil {
+		return res, err
+	}
+	if res.Rows == 0 {
+		res.Version = d.Version()
+		return res, nil
+	}
+	msg := opts.Message
+	if msg == "" {
+		msg = "ingest parquet " + o.file
+	}
+	if res.Version, err = d.Commit(ctx, msg); err != nil {
+		return res, fmt.Errorf("commit %s: %w", o.url, err)
+	}
+	return res, nil
+}
+
+// openParquetTarget opens the dataset at o.url to ingest into, or creates
+// it with the schema of the source (created says so); a dataset with rows
+// is refused unless appending.
+func openParquetTarget(ctx context.Context, o *parquetOptions, source string, so sqlcat.IngestOptions, opts ingest.Options) (d *loch.Dataset, created bool, err error) {
+	dsOpts := append([]loch.Option{loch.WithParallelism(opts.Parallelism)}, opts.DatasetOptions...)
+	d, err = loch.Open(ctx, o.url, dsOpts...)
+	switch {
+	case errors.Is(err, loch.ErrNoDataset):
+		s, err := sqlcat.SourceSchema(ctx, source, so)
+		if err != nil {
+			return nil, false, fmt.Errorf("ingest parquet %s: %w", o.file, err)
+		}
+		if opts.ChunkBytes > 0 {
+			for i := range s.Columns {
+				s.Columns[i].ChunkBytes = opts.ChunkBytes
+			}
+		}
+		if d, err = loch.Create(ctx, o.url, s, dsOpts...); err != nil {
+			return nil, false, err
+		}
+		return d, true, nil
+	case err != nil:
+		return nil, false, err
+	case d.Len() > 0 && !opts.Append:
+		n := d.Len()
+		d.Close()
+		return nil, false, fmt.Errorf("ingest into %s: a dataset with %d rows is already there: %w", o.url, n, loch.ErrExists)
+	}
+	return d, false, nil
 }
 
 // mediaBase is the directory media paths are relative to: the Parquet

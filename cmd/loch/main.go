@@ -163,11 +163,8 @@ type runError struct{ err error }
 func (e *runError) Error() string { return e.err.Error() }
 func (e *runError) Unwrap() error { return e.err }
 
-func newRootCmd() *cobra.Command {
-	root := &cobra.Command{
-		Use:   "loch",
-		Short: "Create, inspect, version, verify and export loch datasets",
-		Long: `loch manages loch datasets: versioned, tensor-native stores of multimodal
+// rootLong is the help text of loch.
+const rootLong = `loch manages loch datasets: versioned, tensor-native stores of multimodal
 rows (images, labels, tensors, text, json) on local disk or object storage.
 
 A dataset URL is a local path, s3://bucket/prefix, gs://bucket/prefix or
@@ -188,7 +185,13 @@ Versions work like git: every commit is a version with a stable id; branch
 main is the default; 'loch branch', 'tag', 'diff', 'merge', 'revert' and
 'gc' manage them, and the read commands take --ref and --as-of.
 
-Exit status: 0 on success, 2 for a usage error, 1 for any other error.`,
+Exit status: 0 on success, 2 for a usage error, 1 for any other error.`
+
+func newRootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "loch",
+		Short: "Create, inspect, version, verify and export loch datasets",
+		Long:  rootLong,
 		Example: `  loch create ./pets --schema schema.yaml
   loch info ./pets
   loch show ./pets --row 0 --out row0
@@ -217,15 +220,7 @@ Exit status: 0 on success, 2 for a usage error, 1 for any other error.`,
 			return cmd.Help()
 		},
 	}
-	var maxDecode sizeFlag
-	root.PersistentFlags().Var(&maxDecode, "max-decode-bytes", "the most bytes one decode of an image, video clip or audio may produce; larger files are refused from their header (default 512MiB or $"+decodelimit.Env+"; 0: no limit)")
-	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
-		if !cmd.Flags().Changed("max-decode-bytes") {
-			return nil
-		}
-		_, err := loch.SetMaxDecodeBytes(int64(maxDecode))
-		return err
-	}
+	addMaxDecodeFlag(root)
 	// "loch --version" prints the first line of "loch version".
 	root.SetVersionTemplate("loch {{.Version}}\n")
 	root.AddCommand(
@@ -256,8 +251,28 @@ Exit status: 0 on success, 2 for a usage error, 1 for any other error.`,
 		newServeCmd(),
 		newVersionCmd(),
 	)
-	// cobra's "completion bash|zsh|fish|powershell", added now (rather
-	// than when the root runs) so that prepare sees it.
+	addCompletionCmd(root)
+	prepare(root)
+	return root
+}
+
+// addMaxDecodeFlag adds --max-decode-bytes, which every command takes.
+func addMaxDecodeFlag(root *cobra.Command) {
+	var maxDecode sizeFlag
+	root.PersistentFlags().Var(&maxDecode, "max-decode-bytes", "the most bytes one decode of an image, video clip or audio may produce; larger files are refused from their header (default 512MiB or $"+decodelimit.Env+"; 0: no limit)")
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+		if !cmd.Flags().Changed("max-decode-bytes") {
+			return nil
+		}
+		_, err := loch.SetMaxDecodeBytes(int64(maxDecode))
+		return err
+	}
+}
+
+// addCompletionCmd adds cobra's "completion bash|zsh|fish|powershell", now
+// (rather than when the root runs) so that prepare sees it, with an unknown
+// shell a usage error.
+func addCompletionCmd(root *cobra.Command) {
 	root.InitDefaultCompletionCmd()
 	if c, _, err := root.Find([]string{"completion"}); err == nil && c != root {
 		c.Args = func(cmd *cobra.Command, args []string) error {
@@ -268,8 +283,6 @@ Exit status: 0 on success, 2 for a usage error, 1 for any other error.`,
 		}
 		c.RunE = func(cmd *cobra.Command, args []string) error { return cmd.Help() }
 	}
-	prepare(root)
-	return root
 }
 
 // flagParseError matches pflag's message for a value its parser refused:

@@ -561,14 +561,14 @@ func TestNPYHeader(t *testing.T) {
 
 func TestShapeRange(t *testing.T) {
 	for _, tc := range []struct {
-		col  schema.Column
+		col  schema.Entry
 		want string
 	}{
-		{schema.Column{Stats: schema.Stats{MinShape: []int{32, 48, 3}, MaxShape: []int{480, 640, 3}}}, "[32..480, 48..640, 3]"},
-		{schema.Column{Stats: schema.Stats{MinShape: []int{3}, MaxShape: []int{3}}}, "[3]"},
-		{schema.Column{Shape: schema.Shape{-1, 4}}, "[?, 4]"},
-		{schema.Column{Shape: schema.Shape{}}, "[]"},
-		{schema.Column{}, "any"},
+		{schema.Entry{Stats: schema.Stats{MinShape: []int{32, 48, 3}, MaxShape: []int{480, 640, 3}}}, "[32..480, 48..640, 3]"},
+		{schema.Entry{Stats: schema.Stats{MinShape: []int{3}, MaxShape: []int{3}}}, "[3]"},
+		{schema.Entry{Column: schema.Column{Shape: schema.Shape{-1, 4}}}, "[?, 4]"},
+		{schema.Entry{Column: schema.Column{Shape: schema.Shape{}}}, "[]"},
+		{schema.Entry{}, "any"},
 	} {
 		require.Equal(t, tc.want, shapeRange(&tc.col))
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -15,12 +16,17 @@ import (
 // maxConflictsShown bounds the conflicts merge lists in its table.
 const maxConflictsShown = 20
 
+// mergeOptions are the arguments and flags of loch merge.
+type mergeOptions struct {
+	streams
+	url, src                string
+	into, strategy, message string
+	asJSON                  bool
+	prog                    progressFlags
+}
+
 func newMergeCmd() *cobra.Command {
-	var (
-		into, strategy, message string
-		asJSON                  bool
-		prog                    progressFlags
-	)
+	var o mergeOptions
 	cmd := &cobra.Command{
 		Use:   "merge URL SRC [--into BRANCH]",
 		Short: "Merge a branch, tag or version into a branch",
@@ -50,48 +56,52 @@ them all.`,
   loch merge ./pets dev --strategy theirs`,
 		Args: exactArgs("URL", "SRC"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			switch strategy {
-			case loch.MergeFail, loch.MergeOurs, loch.MergeTheirs:
-			default:
-				return usagef("--strategy %q: want fail, ours or theirs", strategy)
-			}
-			ctx := cmd.Context()
-			d, err := openBranch(ctx, args[0], into)
-			if err != nil {
-				return err
-			}
-			defer d.Close()
-			src := args[1]
-			bar := prog.start(cmd.ErrOrStderr(), "merge", -1, unitRows)
-			res, err := d.Merge(bar.report(ctx), src, loch.MergeOptions{Strategy: strategy, Message: message})
-			bar.done()
-			w := cmd.OutOrStdout()
-			var ce *loch.ConflictError
-			if errors.As(err, &ce) {
-				return reportConflicts(w, d.URL(), ce, asJSON, into, src)
-			}
-			if err != nil {
-				return err
-			}
-			if res.Conflicts == nil {
-				res.Conflicts = []loch.Conflict{}
-			}
-			if res.Columns == nil {
-				res.Columns = []string{}
-			}
-			if asJSON {
-				return printJSON(w, mergeJSON{d.URL(), res})
-			}
-			printMerge(w, res, into, src, strategy)
-			return nil
+			o.streams, o.url, o.src = streamsOf(cmd), args[0], args[1]
+			return runMerge(cmd.Context(), &o)
 		},
 	}
-	cmd.Flags().StringVar(&into, "into", defaultBranch, "the branch to merge into")
-	cmd.Flags().StringVar(&strategy, "strategy", loch.MergeFail, "for rows changed on both sides: fail, ours (keep --into's) or theirs (take SRC's)")
-	cmd.Flags().StringVarP(&message, "message", "m", "", `commit message (default "merge SRC into BRANCH")`)
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
-	prog.add(cmd.Flags())
+	cmd.Flags().StringVar(&o.into, "into", defaultBranch, "the branch to merge into")
+	cmd.Flags().StringVar(&o.strategy, "strategy", loch.MergeFail, "for rows changed on both sides: fail, ours (keep --into's) or theirs (take SRC's)")
+	cmd.Flags().StringVarP(&o.message, "message", "m", "", `commit message (default "merge SRC into BRANCH")`)
+	cmd.Flags().BoolVar(&o.asJSON, "json", false, "print one JSON object")
+	o.prog.add(cmd.Flags())
 	return cmd
+}
+
+// runMerge merges o.src into branch o.into and reports.
+func runMerge(ctx context.Context, o *mergeOptions) error {
+	switch o.strategy {
+	case loch.MergeFail, loch.MergeOurs, loch.MergeTheirs:
+	default:
+		return usagef("--strategy %q: want fail, ours or theirs", o.strategy)
+	}
+	d, err := openBranch(ctx, o.url, o.into)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	bar := o.prog.start(o.stderr, "merge", -1, unitRows)
+	res, err := d.Merge(bar.report(ctx), o.src, loch.MergeOptions{Strategy: o.strategy, Message: o.message})
+	bar.done()
+	w := o.stdout
+	var ce *loch.ConflictError
+	if errors.As(err, &ce) {
+		return reportConflicts(w, d.URL(), ce, o.asJSON, o.into, o.src)
+	}
+	if err != nil {
+		return err
+	}
+	if res.Conflicts == nil {
+		res.Conflicts = []loch.Conflict{}
+	}
+	if res.Columns == nil {
+		res.Columns = []string{}
+	}
+	if o.asJSON {
+		return printJSON(w, mergeJSON{d.URL(), res})
+	}
+	printMerge(w, res, o.into, o.src, o.strategy)
+	return nil
 }
 
 // mergeJSON is the document printed by "loch merge --json".

@@ -90,6 +90,9 @@ row ids in delivery order, or for a mixture objects {"dataset", "id"}.`,
 	return cmd
 }
 
+// run prints the order of the rows that rank o.rank receives in epoch
+// o.epoch of the dataset at urls[0], or of the mixture of urls (or a state
+// to resume from).
 func (o *orderFlags) run(cmd *cobra.Command, urls []string) error {
 	cfg := loader.Config{BatchSize: o.batch, Shuffle: order.Mode(o.shuffle), Seed: o.seed, Epoch: o.epoch,
 		WorldSize: o.world, Rank: o.rank, DropLast: o.dropLast, WindowRows: o.window, AllowVersionChange: o.allowVersionChange}
@@ -117,18 +120,11 @@ func (o *orderFlags) run(cmd *cobra.Command, urls []string) error {
 		}
 	}
 	ctx := cmd.Context()
-	ds, err := openDatasets(ctx, urls, &o.refs)
+	ds, scans, err := openSources(ctx, urls, &o.refs, o.selection, &cfg)
 	if err != nil {
 		return err
 	}
-	defer func() { closeAll(ds) }()
-	if err := useSelection(ctx, urls, ds, o.selection, &o.refs, &cfg); err != nil {
-		return err
-	}
-	scans := make([]*loch.Scan, len(ds))
-	for i, d := range ds {
-		scans[i] = d.Scan()
-	}
+	defer closeAll(ds)
 	var p epochPlan
 	if weights == nil {
 		if p, err = loader.Order(ctx, scans[0], cfg); err != nil {
@@ -142,34 +138,40 @@ func (o *orderFlags) run(cmd *cobra.Command, urls []string) error {
 			return err
 		}
 	}
-	if o.stateAfter >= 0 {
+	w := cmd.OutOrStdout()
+	switch {
+	case o.stateAfter >= 0:
 		if o.stateAfter > p.Batches() {
 			return usagef("--state-after %d: this rank has %d batches", o.stateAfter, p.Batches())
 		}
-		return printJSON(cmd.OutOrStdout(), p.State(o.stateAfter))
+		return printJSON(w, p.State(o.stateAfter))
+	case o.asJSON:
+		return o.printOrderJSON(ctx, w, ds, scans, p)
 	}
-	if o.asJSON {
-		doc := orderJSON{Epoch: o.epoch, Rank: o.rank, WorldSize: o.world, Batches: p.Batches()}
-		for _, d := range ds {
-			doc.URLs = append(doc.URLs, d.URL())
-			doc.Versions = append(doc.Versions, d.Version())
-		}
-		var rows []any
-		err := eachOrderRow(ctx, scans, p, func(d int, id uint64) error {
-			if d < 0 {
-				rows = append(rows, id)
-			} else {
-				rows = append(rows, orderItemJSON{d, id})
-			}
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		doc.Rows = append([]any{}, rows...)
-		return printJSON(cmd.OutOrStdout(), doc)
+	return printOrder(ctx, w, scans, p)
+}
+
+// printOrderJSON prints the order as one JSON object (--json).
+func (o *orderFlags) printOrderJSON(ctx context.Context, w io.Writer, ds []*loch.Dataset, scans []*loch.Scan, p epochPlan) error {
+	doc := orderJSON{Epoch: o.epoch, Rank: o.rank, WorldSize: o.world, Batches: p.Batches()}
+	for _, d := range ds {
+		doc.URLs = append(doc.URLs, d.URL())
+		doc.Versions = append(doc.Versions, d.Version())
 	}
-	return printOrder(ctx, cmd.OutOrStdout(), scans, p)
+	var rows []any
+	err := eachOrderRow(ctx, scans, p, func(d int, id uint64) error {
+		if d < 0 {
+			rows = append(rows, id)
+		} else {
+			rows = append(rows, orderItemJSON{d, id})
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	doc.Rows = append([]any{}, rows...)
+	return printJSON(w, doc)
 }
 
 // orderJSON is the document printed by "loch order --json".
@@ -346,6 +348,26 @@ func mixColumns(ds []*loch.Dataset, urls []string, names []string) ([]string, er
 		}
 	}
 	return names, nil
+}
+
+// openSources opens the datasets at urls at the version refs names and,
+// when selection names a saved selection, points cfg at it (useSelection);
+// it returns the datasets, for the caller to close (closeAll), and a scan
+// of each.
+func openSources(ctx context.Context, urls []string, refs *refFlags, selection string, cfg *loader.Config) ([]*loch.Dataset, []*loch.Scan, error) {
+	ds, err := openDatasets(ctx, urls, refs)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := useSelection(ctx, urls, ds, selection, refs, cfg); err != nil {
+		closeAll(ds)
+		return nil, nil, err
+	}
+	scans := make([]*loch.Scan, len(ds))
+	for i, d := range ds {
+		scans[i] = d.Scan()
+	}
+	return ds, scans, nil
 }
 
 // openDatasets opens every URL at the version the flags name; on an error

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/spf13/cobra"
 
@@ -21,18 +20,21 @@ import (
 // selection (JSON) instead of as data.
 const formatSelection = "selection"
 
+// queryOptions are the arguments and flags of loch query.
+type queryOptions struct {
+	streams
+	url, sql          string
+	refs              refFlags
+	format, out, save string
+	limit, threads    int
+	seed              *uint64
+	cacheDir, table   string
+}
+
 func newQueryCmd() *cobra.Command {
 	var (
-		refs          refFlags
-		format, out   string
-		save          string
-		limit         int
-		seed          uint64
-		seedSet       bool
-		threads       int
-		selectionOnly bool
-		cacheDir      string
-		table         string
+		o    queryOptions
+		seed uint64
 	)
 	cmd := &cobra.Command{
 		Use:   "query URL|ROOT SQL",
@@ -77,105 +79,100 @@ of the other columns it names; --save stores it in that table.`,
   loch query ./lake "SELECT f._rowid, f.image, l.label FROM frames f JOIN labels l USING (id)" --table frames --save labelled`,
 		Args: exactArgs("URL", "SQL"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			switch format {
-			case query.FormatTable, query.FormatJSON, query.FormatCSV, query.FormatParquet, formatSelection:
-			default:
-				return usagef("--format %q: want table, json, csv, parquet or selection", format)
-			}
-			selectionOnly = format == formatSelection || save != ""
-			if selectionOnly && limit != 0 {
-				return usagef("--limit is for data formats; use LIMIT in the SQL of a selection")
-			}
-			if limit < 0 {
-				return usagef("--limit %d: want at least 0", limit)
-			}
-			seedSet = cmd.Flags().Changed("seed")
-			ctx := cmd.Context()
-			var seedp *uint64
-			if seedSet {
-				seedp = &seed
-			}
-			d, err := openDataset(ctx, args[0], &refs)
-			if errors.Is(err, loch.ErrNoDataset) {
-				// A catalog root: its tables by name, through loch sql's session.
-				cat, cerr := catalog.Open(ctx, args[0])
-				if cerr != nil {
-					return err
-				}
-				defer cat.Close()
-				cq := catalogQuery{refs: refs, format: format, out: out, save: save, table: table, limit: limit, threads: threads, seed: seedp}
-				return cq.run(ctx, cmd, cat, args[1])
-			}
-			if err != nil {
-				return err
-			}
-			defer d.Close()
-			if table != "" {
-				return usagef("--table is for a catalog ROOT: %s is a dataset", args[0])
-			}
-			opts := query.Options{Threads: threads, Seed: seedp}
-			if cacheDir != "" {
-				c, err := chunkcache.Open(cacheDir, 10<<30, nil)
-				if err != nil {
-					return err
-				}
-				defer c.Close()
-				opts.Cache = c
-			}
-			e, err := query.New(ctx, d, opts)
-			if err != nil {
-				return err
-			}
-			defer e.Close()
-			w, closeOut, err := outWriter(cmd, out)
-			if err != nil {
-				return err
-			}
-			defer closeOut()
-			if !selectionOnly {
-				_, err := e.Write(ctx, args[1], format, limit, w)
-				return err
-			}
-			sel, err := e.Select(ctx, args[1])
-			if err != nil {
-				return err
-			}
-			if save != "" {
-				if err := d.SaveSelection(ctx, save, sel); err != nil {
-					return err
-				}
-				if format != formatSelection {
-					fmt.Fprintf(w, "saved selection %s: %d rows of version %s\n", save, sel.Len(), sel.Version)
-					return nil
-				}
-			}
-			return printSelection(w, sel)
+			o.streams, o.url, o.sql, o.seed = streamsOf(cmd), args[0], args[1], seedIf(cmd, "seed", seed)
+			return runQuery(cmd.Context(), &o)
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&format, "format", query.FormatTable, "table, json, csv, parquet or selection")
-	f.StringVarP(&out, "out", "o", "", "write the result to this file instead of standard output")
-	f.IntVar(&limit, "limit", 0, "print at most this many rows (data formats)")
+	f.StringVar(&o.format, "format", query.FormatTable, "table, json, csv, parquet or selection")
+	f.StringVarP(&o.out, "out", "o", "", "write the result to this file instead of standard output")
+	f.IntVar(&o.limit, "limit", 0, "print at most this many rows (data formats)")
 	f.Uint64Var(&seed, "seed", 0, "seed of random()")
-	f.StringVar(&save, "save", "", "save the result as a selection of this name")
-	f.IntVar(&threads, "threads", 0, "DuckDB threads (default: all cores)")
-	f.StringVar(&table, "table", "", "with a catalog ROOT: the table whose rows a selection of several tables selects")
-	f.StringVar(&cacheDir, "cache", "", "directory of a local chunk cache (shared with loch bench and the loader): a later query reads its chunks there")
-	refs.add(cmd, "query")
+	f.StringVar(&o.save, "save", "", "save the result as a selection of this name")
+	f.IntVar(&o.threads, "threads", 0, "DuckDB threads (default: all cores)")
+	f.StringVar(&o.table, "table", "", "with a catalog ROOT: the table whose rows a selection of several tables selects")
+	f.StringVar(&o.cacheDir, "cache", "", "directory of a local chunk cache (shared with loch bench and the loader): a later query reads its chunks there")
+	o.refs.add(cmd, "query")
 	return cmd
 }
 
-// outWriter is where a command writes its result: the file of --out
-// (created) when path is not "", else standard output. close closes it.
-func outWriter(cmd *cobra.Command, path string) (w io.Writer, close func(), err error) {
-	if path == "" {
-		return cmd.OutOrStdout(), func() {}, nil
+// selectionOnly says the result is a selection, printed or saved, not data.
+func (o *queryOptions) selectionOnly() bool { return o.format == formatSelection || o.save != "" }
+
+// runQuery runs loch query over a dataset, or over a catalog's tables.
+func runQuery(ctx context.Context, o *queryOptions) error {
+	switch o.format {
+	case query.FormatTable, query.FormatJSON, query.FormatCSV, query.FormatParquet, formatSelection:
+	default:
+		return usagef("--format %q: want table, json, csv, parquet or selection", o.format)
 	}
-	f, err := os.Create(path)
+	if o.selectionOnly() && o.limit != 0 {
+		return usagef("--limit is for data formats; use LIMIT in the SQL of a selection")
+	}
+	if o.limit < 0 {
+		return usagef("--limit %d: want at least 0", o.limit)
+	}
+	d, err := openDataset(ctx, o.url, &o.refs)
+	if errors.Is(err, loch.ErrNoDataset) {
+		// A catalog root: its tables by name, through loch sql's session.
+		cat, cerr := catalog.Open(ctx, o.url)
+		if cerr != nil {
+			return err
+		}
+		defer cat.Close()
+		cq := catalogQuery{streams: o.streams, refs: o.refs, format: o.format, out: o.out, save: o.save, table: o.table, limit: o.limit, threads: o.threads, seed: o.seed}
+		return cq.run(ctx, cat, o.sql)
+	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("--out: %w", err)
+		return err
 	}
-	return f, func() { f.Close() }, nil
+	defer d.Close()
+	if o.table != "" {
+		return usagef("--table is for a catalog ROOT: %s is a dataset", o.url)
+	}
+	return queryDataset(ctx, o, d)
+}
+
+// queryDataset runs the query of o over d and prints its result, or saves
+// it as a selection.
+func queryDataset(ctx context.Context, o *queryOptions, d *loch.Dataset) error {
+	opts := query.Options{Threads: o.threads, Seed: o.seed}
+	if o.cacheDir != "" {
+		c, err := chunkcache.Open(o.cacheDir, 10<<30, nil)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		opts.Cache = c
+	}
+	e, err := query.New(ctx, d, opts)
+	if err != nil {
+		return err
+	}
+	defer e.Close()
+	w, closeOut, err := outWriter(o.stdout, o.out)
+	if err != nil {
+		return err
+	}
+	defer closeOut()
+	if !o.selectionOnly() {
+		_, err := e.Write(ctx, o.sql, o.format, o.limit, w)
+		return err
+	}
+	sel, err := e.Select(ctx, o.sql)
+	if err != nil {
+		return err
+	}
+	if o.save != "" {
+		if err := d.SaveSelection(ctx, o.save, sel); err != nil {
+			return err
+		}
+		if o.format != formatSelection {
+			fmt.Fprintf(w, "saved selection %s: %d rows of version %s\n", o.save, sel.Len(), sel.Version)
+			return nil
+		}
+	}
+	return printSelection(w, sel)
 }
 
 // selectionJSON is a selection as --format selection prints it.
@@ -204,8 +201,16 @@ func newSelectionJSON(s *loch.Selection) selectionJSON {
 	return selectionJSON{Name: s.Name, Version: s.Version, SQL: s.SQL, Seed: s.Seed, Columns: s.Columns, Rows: len(ids), RowIDs: ids, Joined: s.Joined}
 }
 
+// selectionsOptions are the arguments and flags of loch selections.
+type selectionsOptions struct {
+	streams
+	url, name   string
+	hasName     bool // NAME given
+	del, asJSON bool
+}
+
 func newSelectionsCmd() *cobra.Command {
-	var del, asJSON bool
+	var o selectionsOptions
 	cmd := &cobra.Command{
 		Use:   "selections URL [NAME]",
 		Short: "List, show or delete saved selections",
@@ -222,55 +227,64 @@ nothing else keeps. A saved selection keeps its version, like a tag.`,
   loch selections ./pets high --delete`,
 		Args: rangeArgs(1, "URL", "NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			switch {
-			case len(args) == 1 && del:
-				return usagef("--delete needs a selection NAME")
-			case len(args) == 2 && asJSON:
-				return usagef("--json is for the listing; NAME prints JSON")
-			}
-			ctx := cmd.Context()
-			d, err := openDataset(ctx, args[0], nil)
-			if err != nil {
-				return err
-			}
-			defer d.Close()
-			w := cmd.OutOrStdout()
+			o.streams, o.url = streamsOf(cmd), args[0]
 			if len(args) == 2 {
-				if del {
-					if err := d.DeleteSelection(ctx, args[1]); err != nil {
-						return err
-					}
-					fmt.Fprintf(w, "deleted selection %s\n", args[1])
-					return nil
-				}
-				sel, err := d.Selection(ctx, args[1])
-				if err != nil {
-					return err
-				}
-				return printSelection(w, sel)
+				o.name, o.hasName = args[1], true
 			}
-			list, err := d.Selections(ctx)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				if list == nil {
-					list = []loch.SelectionInfo{}
-				}
-				return printJSON(w, struct {
-					URL        string               `json:"url"`
-					Selections []loch.SelectionInfo `json:"selections"`
-				}{d.URL(), list})
-			}
-			for _, s := range list {
-				fmt.Fprintf(w, "%s\t%d rows\t%s\t%s\n", s.Name, s.Rows, s.Version, oneLine(s.SQL))
-			}
-			return nil
+			return runSelections(cmd.Context(), &o)
 		},
 	}
-	cmd.Flags().BoolVarP(&del, "delete", "d", false, "delete selection NAME")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the listing as a JSON list")
+	cmd.Flags().BoolVarP(&o.del, "delete", "d", false, "delete selection NAME")
+	cmd.Flags().BoolVar(&o.asJSON, "json", false, "print the listing as a JSON list")
 	return cmd
+}
+
+// runSelections lists the saved selections of the dataset at o.url, or
+// prints or deletes selection o.name.
+func runSelections(ctx context.Context, o *selectionsOptions) error {
+	switch {
+	case !o.hasName && o.del:
+		return usagef("--delete needs a selection NAME")
+	case o.hasName && o.asJSON:
+		return usagef("--json is for the listing; NAME prints JSON")
+	}
+	d, err := openDataset(ctx, o.url, nil)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	w := o.stdout
+	if o.hasName {
+		if o.del {
+			if err := d.DeleteSelection(ctx, o.name); err != nil {
+				return err
+			}
+			fmt.Fprintf(w, "deleted selection %s\n", o.name)
+			return nil
+		}
+		sel, err := d.Selection(ctx, o.name)
+		if err != nil {
+			return err
+		}
+		return printSelection(w, sel)
+	}
+	list, err := d.Selections(ctx)
+	if err != nil {
+		return err
+	}
+	if o.asJSON {
+		if list == nil {
+			list = []loch.SelectionInfo{}
+		}
+		return printJSON(w, struct {
+			URL        string               `json:"url"`
+			Selections []loch.SelectionInfo `json:"selections"`
+		}{d.URL(), list})
+	}
+	for _, s := range list {
+		fmt.Fprintf(w, "%s\t%d rows\t%s\t%s\n", s.Name, s.Rows, s.Version, oneLine(s.SQL))
+	}
+	return nil
 }
 
 // useSelection points cfg at the saved selection name of ds[0]: the
@@ -309,6 +323,7 @@ func useSelection(ctx context.Context, urls []string, ds []*loch.Dataset, name s
 // catalogQuery is loch query over a catalog ROOT: loch sql's session,
 // reading only.
 type catalogQuery struct {
+	streams
 	refs              refFlags
 	format, out, save string
 	table             string
@@ -316,7 +331,7 @@ type catalogQuery struct {
 	seed              *uint64
 }
 
-func (c catalogQuery) run(ctx context.Context, cmd *cobra.Command, cat *catalog.Catalog, q string) error {
+func (c catalogQuery) run(ctx context.Context, cat *catalog.Catalog, q string) error {
 	if c.refs.asOf != "" || c.refs.version != "" {
 		return usagef("--as-of and --version name one dataset's version; over a catalog use --ref (a branch or tag), or loch sql --pin TABLE=VERSION")
 	}
@@ -325,7 +340,7 @@ func (c catalogQuery) run(ctx context.Context, cmd *cobra.Command, cat *catalog.
 	}
 	s := sqlcat.NewSession(cat)
 	s.Branch, s.Threads, s.Seed = c.refs.ref, c.threads, c.seed
-	w, closeOut, err := outWriter(cmd, c.out)
+	w, closeOut, err := outWriter(c.stdout, c.out)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -21,14 +22,19 @@ type scanJSON struct {
 	BytesPerS    float64  `json:"bytes_per_s"`
 }
 
+// scanOptions are the arguments and flags of loch scan.
+type scanOptions struct {
+	streams
+	url     string
+	columns string
+	batch   int64
+	refs    refFlags
+	prog    progressFlags
+	asJSON  bool
+}
+
 func newScanCmd() *cobra.Command {
-	var (
-		columns string
-		refs    refFlags
-		prog    progressFlags
-		asJSON  bool
-	)
-	var batch int64
+	var o scanOptions
 	cmd := &cobra.Command{
 		Use:   "scan URL",
 		Short: "Stream every row once, decoding every sample, and report the speed",
@@ -47,59 +53,75 @@ with --progress; never with --quiet.`,
   loch scan ./pets --json | jq .rows_per_s`,
 		Args: exactArgs("URL"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if batch < 1 {
-				return usagef("--batch must be at least 1, got %d", batch)
-			}
-			ctx := cmd.Context()
-			d, err := openDataset(ctx, args[0], &refs)
-			if err != nil {
-				return err
-			}
-			defer d.Close()
-			sch := d.Schema()
-			names := sch.Names()
-			if columns != "" {
-				names = splitList(columns)
-			}
-			cols := make([]*loch.ColumnReader, len(names))
-			for i, n := range names {
-				if cols[i], err = d.Column(n); err != nil {
-					return err
-				}
-			}
-			bar := prog.start(cmd.ErrOrStderr(), "scan", d.Len(), unitRows)
-			defer bar.done()
-			start := time.Now()
-			var bytes int64
-			for lo := int64(0); lo < d.Len(); lo += batch {
-				hi := min(lo+batch, d.Len())
-				for _, c := range cols {
-					samples, err := c.ReadRange(ctx, lo, hi)
-					if err != nil {
-						return err
-					}
-					for _, s := range samples {
-						bytes += int64(len(s.Data))
-					}
-				}
-				bar.add(hi - lo)
-			}
-			bar.done()
-			secs := max(time.Since(start).Seconds(), 1e-9)
-			res := scanJSON{URL: d.URL(), Version: d.Version(), Rows: d.Len(), Columns: names, DecodedBytes: bytes,
-				Seconds: secs, RowsPerS: float64(d.Len()) / secs, BytesPerS: float64(bytes) / secs}
-			if asJSON {
-				return printJSON(cmd.OutOrStdout(), res)
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "scanned %d rows, %d columns, %s decoded in %.2fs: %.0f rows/s, %s\n",
-				res.Rows, len(cols), formatBytes(bytes), secs, res.RowsPerS, formatRate(bytes, secs))
-			return nil
+			o.streams, o.url = streamsOf(cmd), args[0]
+			return runScan(cmd.Context(), &o)
 		},
 	}
-	cmd.Flags().StringVar(&columns, "columns", "", "comma-separated columns to read (default all)")
-	cmd.Flags().Int64Var(&batch, "batch", 256, "rows per read")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
-	prog.add(cmd.Flags())
-	refs.add(cmd, "scan")
+	cmd.Flags().StringVar(&o.columns, "columns", "", "comma-separated columns to read (default all)")
+	cmd.Flags().Int64Var(&o.batch, "batch", 256, "rows per read")
+	cmd.Flags().BoolVar(&o.asJSON, "json", false, "print one JSON object")
+	o.prog.add(cmd.Flags())
+	o.refs.add(cmd, "scan")
 	return cmd
+}
+
+// runScan reads every row of the dataset at o.url, decoding every sample,
+// and reports the speed.
+func runScan(ctx context.Context, o *scanOptions) error {
+	if o.batch < 1 {
+		return usagef("--batch must be at least 1, got %d", o.batch)
+	}
+	d, err := openDataset(ctx, o.url, &o.refs)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	sch := d.Schema()
+	names := sch.Names()
+	if o.columns != "" {
+		names = splitList(o.columns)
+	}
+	cols := make([]*loch.ColumnReader, len(names))
+	for i, n := range names {
+		if cols[i], err = d.Column(n); err != nil {
+			return err
+		}
+	}
+	bar := o.prog.start(o.stderr, "scan", d.Len(), unitRows)
+	defer bar.done()
+	start := time.Now()
+	bytes, err := scanColumns(ctx, cols, d.Len(), o.batch, bar)
+	if err != nil {
+		return err
+	}
+	bar.done()
+	secs := max(time.Since(start).Seconds(), 1e-9)
+	res := scanJSON{URL: d.URL(), Version: d.Version(), Rows: d.Len(), Columns: names, DecodedBytes: bytes,
+		Seconds: secs, RowsPerS: float64(d.Len()) / secs, BytesPerS: float64(bytes) / secs}
+	if o.asJSON {
+		return printJSON(o.stdout, res)
+	}
+	fmt.Fprintf(o.stdout, "scanned %d rows, %d columns, %s decoded in %.2fs: %.0f rows/s, %s\n",
+		res.Rows, len(cols), formatBytes(bytes), secs, res.RowsPerS, formatRate(bytes, secs))
+	return nil
+}
+
+// scanColumns reads rows [0, rows) of cols, batch rows at a time, counting
+// them on bar, and returns the decoded bytes read.
+func scanColumns(ctx context.Context, cols []*loch.ColumnReader, rows, batch int64, bar *progress) (int64, error) {
+	var bytes int64
+	for lo := int64(0); lo < rows; lo += batch {
+		hi := min(lo+batch, rows)
+		for _, c := range cols {
+			samples, err := c.ReadRange(ctx, lo, hi)
+			if err != nil {
+				return 0, err
+			}
+			for _, s := range samples {
+				bytes += int64(len(s.Data))
+			}
+		}
+		bar.add(hi - lo)
+	}
+	return bytes, nil
 }

@@ -19,9 +19,17 @@ import (
 // defaultServeAddr is where 'loch serve' listens unless --addr says.
 const defaultServeAddr = "127.0.0.1:7474"
 
+// serveOptions are the arguments and flags of loch serve.
+type serveOptions struct {
+	streams
+	url          string
+	addr         string
+	linkAllow    []string
+	linkAllowSet bool // --link-allow given
+}
+
 func newServeCmd() *cobra.Command {
-	var addr string
-	var linkAllow []string
+	var o serveOptions
 	cmd := &cobra.Command{
 		Use:   "serve URL|ROOT",
 		Short: "Look at a dataset or a catalog in the browser",
@@ -56,45 +64,50 @@ az://). Ctrl-C stops it.`,
   loch serve ./pets --link-allow 127.0.0.1:8000,s3://images`,
 		Args: exactArgs("URL|ROOT"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkURL(args[0]); err != nil {
-				return err
-			}
-			ctx := cmd.Context()
-			var open []loch.Option
-			if cmd.Flags().Changed("link-allow") {
-				p := loch.LinkPolicy{Allow: []string{}}
-				for _, v := range linkAllow {
-					p.Allow = append(p.Allow, loch.SplitLinkAllow(v)...)
-				}
-				if err := p.Validate(); err != nil {
-					return fmt.Errorf("--link-allow: %w", err)
-				}
-				open = append(open, loch.WithLinkPolicy(p))
-			}
-			// The target first: a path that is no dataset is the error
-			// to report, even where the address is taken (issue 35).
-			srv, err := viewer.New(ctx, args[0], viewer.Options{Log: cmd.ErrOrStderr(), Open: open})
-			if err != nil {
-				return err
-			}
-			defer srv.Close()
-			ln, err := net.Listen("tcp", addr)
-			if err != nil {
-				return fmt.Errorf("--addr %s: %w", addr, err)
-			}
-			defer ln.Close()
-			token := srv.GuardFor(ln.Addr())
-			u := "http://" + printAddr(ln.Addr()) + "/"
-			if token != "" {
-				u += "?token=" + token
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "loch serve: %s\n", u)
-			return serve(ctx, ln, srv)
+			o.streams, o.url, o.linkAllowSet = streamsOf(cmd), args[0], cmd.Flags().Changed("link-allow")
+			return runServe(cmd.Context(), &o)
 		},
 	}
-	cmd.Flags().StringVar(&addr, "addr", defaultServeAddr, "listen on this host:port (a non-loopback address requires the printed token)")
-	cmd.Flags().StringArrayVar(&linkAllow, "link-allow", nil, "addresses, CIDR prefixes, host[:port] and buckets (s3://name) that links may reach besides public hosts and the dataset's own bucket, comma-separated or repeated; replaces $LOCH_LINK_ALLOW")
+	cmd.Flags().StringVar(&o.addr, "addr", defaultServeAddr, "listen on this host:port (a non-loopback address requires the printed token)")
+	cmd.Flags().StringArrayVar(&o.linkAllow, "link-allow", nil, "addresses, CIDR prefixes, host[:port] and buckets (s3://name) that links may reach besides public hosts and the dataset's own bucket, comma-separated or repeated; replaces $LOCH_LINK_ALLOW")
 	return cmd
+}
+
+// runServe serves the viewer of o.url until ctx ends.
+func runServe(ctx context.Context, o *serveOptions) error {
+	if err := checkURL(o.url); err != nil {
+		return err
+	}
+	var open []loch.Option
+	if o.linkAllowSet {
+		p := loch.LinkPolicy{Allow: []string{}}
+		for _, v := range o.linkAllow {
+			p.Allow = append(p.Allow, loch.SplitLinkAllow(v)...)
+		}
+		if err := p.Validate(); err != nil {
+			return fmt.Errorf("--link-allow: %w", err)
+		}
+		open = append(open, loch.WithLinkPolicy(p))
+	}
+	// The target first: a path that is no dataset is the error
+	// to report, even where the address is taken (issue 35).
+	srv, err := viewer.New(ctx, o.url, viewer.Options{Log: o.stderr, Open: open})
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+	ln, err := net.Listen("tcp", o.addr)
+	if err != nil {
+		return fmt.Errorf("--addr %s: %w", o.addr, err)
+	}
+	defer ln.Close()
+	token := srv.GuardFor(ln.Addr())
+	u := "http://" + printAddr(ln.Addr()) + "/"
+	if token != "" {
+		u += "?token=" + token
+	}
+	fmt.Fprintf(o.stdout, "loch serve: %s\n", u)
+	return serve(ctx, ln, srv)
 }
 
 // printAddr is the host:port to print for a listener: the machine's name

@@ -22,15 +22,21 @@ import (
 // maxShownElements is the largest tensor whose values show prints.
 const maxShownElements = 16
 
+// showOptions are the arguments and flags of loch show.
+type showOptions struct {
+	streams
+	url         string
+	row         int64
+	id          uint64
+	byRow, byID bool // --row, --id given
+	columns     []string
+	outDir      string
+	refs        refFlags
+	asJSON      bool
+}
+
 func newShowCmd() *cobra.Command {
-	var (
-		row     int64
-		id      uint64
-		columns []string
-		outDir  string
-		refs    refFlags
-		asJSON  bool
-	)
+	var o showOptions
 	cmd := &cobra.Command{
 		Use:   "show URL (--row N | --id ID) [--column C] [--out DIR]",
 		Short: "Print one row, and optionally write its tensors and images to files",
@@ -70,77 +76,100 @@ DIR/<column>.png.`,
   loch show ./pets --row 7 --ref 3f2a9c`,
 		Args: exactArgs("URL"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			d, err := openDataset(ctx, args[0], &refs)
-			if err != nil {
-				return err
-			}
-			defer d.Close()
-			switch byRow, byID := cmd.Flags().Changed("row"), cmd.Flags().Changed("id"); {
-			case byRow && byID:
-				return usagef("give --row or --id, not both")
-			case !byRow && !byID:
-				return usagef("give the row to show: --row POSITION or --id ROW_ID")
-			case byID:
-				if row, err = rowOfID(ctx, d, id); err != nil {
-					return err
-				}
-			}
-			if n := d.Len(); row < 0 || row >= n {
-				if n == 0 {
-					return fmt.Errorf("row %d out of range: %s has no rows", row, d.URL())
-				}
-				return fmt.Errorf("row %d out of range: %s has %d rows (0..%d)", row, d.URL(), n, n-1)
-			}
-			s := d.Schema()
-			cols, err := selectColumns(&s, columns)
-			if err != nil {
-				return err
-			}
-			if outDir != "" {
-				if err := os.MkdirAll(outDir, 0o755); err != nil {
-					return fmt.Errorf("create output directory: %w", err)
-				}
-			}
-			if id, err = d.RowID(ctx, row); err != nil {
-				return err
-			}
-			w := cmd.OutOrStdout()
-			doc := showJSON{URL: d.URL(), Version: d.Version(), Row: row, ID: id, Rows: d.Len(), Columns: []showColumnJSON{}}
-			for _, c := range cols {
-				v, err := showColumn(ctx, d, c, row, outDir)
-				if err != nil {
-					return err
-				}
-				doc.Columns = append(doc.Columns, v)
-			}
-			if asJSON {
-				return printJSON(w, doc)
-			}
-			fmt.Fprintf(w, "row %d of %d (id %d), version %s\n", row, d.Len(), id, d.Version())
-			width := 0
-			for _, c := range cols {
-				width = max(width, len(c.Name))
-			}
-			for _, v := range doc.Columns {
-				value := v.text
-				if v.File != "" {
-					value += "  -> " + v.File
-				}
-				pad := strings.Repeat(" ", width+2)
-				value = strings.ReplaceAll(value, "\n", "\n"+pad)
-				fmt.Fprintf(w, "%-*s%s\n", width+2, v.Name, value)
-			}
-			return nil
+			o.streams, o.url = streamsOf(cmd), args[0]
+			o.byRow, o.byID = cmd.Flags().Changed("row"), cmd.Flags().Changed("id")
+			return runShow(cmd.Context(), &o)
 		},
 	}
-	cmd.Flags().Int64Var(&row, "row", 0, "row position, 0 for the first row")
-	cmd.Flags().Uint64Var(&id, "id", 0, "stable row id (as log, diff and order print it) instead of --row")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
-	cmd.Flags().StringSliceVar(&columns, "column", nil, "columns to show, comma-separated (default all)")
-	cmd.Flags().StringVar(&outDir, "out", "", "write images as DIR/<column>.png and tensors as DIR/<column>.npy")
-	refs.add(cmd, "read")
+	cmd.Flags().Int64Var(&o.row, "row", 0, "row position, 0 for the first row")
+	cmd.Flags().Uint64Var(&o.id, "id", 0, "stable row id (as log, diff and order print it) instead of --row")
+	cmd.Flags().BoolVar(&o.asJSON, "json", false, "print one JSON object")
+	cmd.Flags().StringSliceVar(&o.columns, "column", nil, "columns to show, comma-separated (default all)")
+	cmd.Flags().StringVar(&o.outDir, "out", "", "write images as DIR/<column>.png and tensors as DIR/<column>.npy")
+	o.refs.add(cmd, "read")
 	return cmd
+}
+
+// runShow prints one row of the dataset at o.url.
+func runShow(ctx context.Context, o *showOptions) error {
+	d, err := openDataset(ctx, o.url, &o.refs)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	row, err := o.position(ctx, d)
+	if err != nil {
+		return err
+	}
+	s := d.Schema()
+	cols, err := selectColumns(&s, o.columns)
+	if err != nil {
+		return err
+	}
+	if o.outDir != "" {
+		if err := os.MkdirAll(o.outDir, 0o755); err != nil {
+			return fmt.Errorf("create output directory: %w", err)
+		}
+	}
+	id, err := d.RowID(ctx, row)
+	if err != nil {
+		return err
+	}
+	doc := showJSON{URL: d.URL(), Version: d.Version(), Row: row, ID: id, Rows: d.Len(), Columns: []showColumnJSON{}}
+	for _, c := range cols {
+		v, err := showColumn(ctx, d, c, row, o.outDir)
+		if err != nil {
+			return err
+		}
+		doc.Columns = append(doc.Columns, v)
+	}
+	if o.asJSON {
+		return printJSON(o.stdout, doc)
+	}
+	printRow(o.stdout, doc)
+	return nil
+}
+
+// position is the position in d of the row that --row or --id names.
+func (o *showOptions) position(ctx context.Context, d *loch.Dataset) (int64, error) {
+	row := o.row
+	switch {
+	case o.byRow && o.byID:
+		return 0, usagef("give --row or --id, not both")
+	case !o.byRow && !o.byID:
+		return 0, usagef("give the row to show: --row POSITION or --id ROW_ID")
+	case o.byID:
+		var err error
+		if row, err = rowOfID(ctx, d, o.id); err != nil {
+			return 0, err
+		}
+	}
+	if n := d.Len(); row < 0 || row >= n {
+		if n == 0 {
+			return 0, fmt.Errorf("row %d out of range: %s has no rows", row, d.URL())
+		}
+		return 0, fmt.Errorf("row %d out of range: %s has %d rows (0..%d)", row, d.URL(), n, n-1)
+	}
+	return row, nil
+}
+
+// printRow prints a shown row as a table: a header line, then one line
+// per column (more for a value of several lines).
+func printRow(w io.Writer, doc showJSON) {
+	fmt.Fprintf(w, "row %d of %d (id %d), version %s\n", doc.Row, doc.Rows, doc.ID, doc.Version)
+	width := 0
+	for _, v := range doc.Columns {
+		width = max(width, len(v.Name))
+	}
+	for _, v := range doc.Columns {
+		value := v.text
+		if v.File != "" {
+			value += "  -> " + v.File
+		}
+		pad := strings.Repeat(" ", width+2)
+		value = strings.ReplaceAll(value, "\n", "\n"+pad)
+		fmt.Fprintf(w, "%-*s%s\n", width+2, v.Name, value)
+	}
 }
 
 // selectColumns returns the columns named in names, in that order, or all

@@ -18,19 +18,21 @@ import (
 	"github.com/lochdata/loch/sqlcat"
 )
 
-func newSQLCmd() *cobra.Command {
-	var (
-		branch, message, format, base string
-		table, outFile                string
-		pins                          []string
-		limit                         int
-		asJSON                        bool
-		seed                          uint64
-	)
-	cmd := &cobra.Command{
-		Use:   "sql ROOT [STATEMENT]",
-		Short: "Run SQL over a catalog: CREATE/ALTER/DROP TABLE, INSERT, UPDATE, DELETE, MERGE, OPTIMIZE, SELECT",
-		Long: `Sql runs one statement over the catalog at ROOT (docs/sql.md). Every table
+// sqlOptions are the arguments and flags of loch sql.
+type sqlOptions struct {
+	streams
+	root, stmt                    string
+	hasStmt                       bool // STATEMENT given (else stdin)
+	branch, message, format, base string
+	table, outFile                string
+	pins                          []string
+	limit                         int
+	asJSON, formatSet             bool
+	seed                          *uint64
+}
+
+// sqlLong is the help text of loch sql.
+const sqlLong = `Sql runs one statement over the catalog at ROOT (docs/sql.md). Every table
 is a view by its name, so a SELECT can join tables; DuckDB runs every
 expression and query.
 
@@ -88,7 +90,17 @@ version (with --json as one object: statement, table, rows, version).
 Without STATEMENT, sql reads statements ending in ';' from standard input
 (an interactive shell on a terminal: arrow keys edit the line and recall
 earlier lines, kept in the user's cache directory, loch/sql_history;
-Ctrl-D ends it).`,
+Ctrl-D ends it).`
+
+func newSQLCmd() *cobra.Command {
+	var (
+		o    sqlOptions
+		seed uint64
+	)
+	cmd := &cobra.Command{
+		Use:   "sql ROOT [STATEMENT]",
+		Short: "Run SQL over a catalog: CREATE/ALTER/DROP TABLE, INSERT, UPDATE, DELETE, MERGE, OPTIMIZE, SELECT",
+		Long:  sqlLong,
 		Example: `  loch sql ./lake "CREATE TABLE frames (id BIGINT, caption TEXT, image IMAGE('jpeg'), label CLASS_LABEL('cat', 'dog'))"
   loch sql ./lake "INSERT INTO frames SELECT id, caption, loch_file(path), label FROM read_parquet('frames.parquet')"
   loch sql ./lake "UPDATE frames SET label = 'dog' WHERE id = 17" -m "relabel 17"
@@ -96,97 +108,114 @@ Ctrl-D ends it).`,
   loch sql ./lake --branch relabel < fixes.sql`,
 		Args: rangeArgs(1, "ROOT", "STATEMENT"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			switch format {
-			case query.FormatTable, query.FormatJSON, query.FormatCSV:
-			case query.FormatParquet:
-				if outFile == "" {
-					return usagef("--format parquet needs --out FILE")
-				}
-			case formatSelection:
-				if len(args) != 2 || limit != 0 {
-					return usagef("--format selection needs one STATEMENT (a SELECT) and no --limit")
-				}
-			default:
-				return usagef("--format %q: want table, json, csv, parquet or selection", format)
-			}
-			if table != "" && format != formatSelection {
-				return usagef("--table goes with --format selection")
-			}
-			if limit < 0 {
-				return usagef("--limit %d: want at least 0", limit)
-			}
-			if asJSON && cmd.Flags().Changed("format") {
-				return usagef("--json prints one object (a query's rows in it): give no --format")
-			}
-			if err := checkURL(args[0]); err != nil {
-				return err
-			}
-			if base == "" {
-				base, _ = os.Getwd()
-			}
-			ctx := cmd.Context()
-			var opts []catalog.Option
-			if len(args) == 2 && sqlcat.Kind(args[1]) == "CREATE TABLE" {
-				opts = append(opts, catalog.WithCreate())
-			}
-			cat, err := catalog.Open(ctx, args[0], opts...)
-			if err != nil {
-				return err
-			}
-			defer cat.Close()
-			s := sqlcat.NewSession(cat)
-			s.Branch, s.Message, s.FileBase = branch, message, base
-			if s.AutoCompact, err = autoCompactEnv(); err != nil {
-				return err
-			}
-			if cmd.Flags().Changed("seed") {
-				s.Seed = &seed
-			}
-			for _, p := range pins {
-				t, v, ok := strings.Cut(p, "=")
-				if !ok || t == "" || v == "" {
-					return usagef("--pin %q: want TABLE=VERSION", p)
-				}
-				if s.Pins == nil {
-					s.Pins = map[string]string{}
-				}
-				s.Pins[t] = v
-			}
-			w, closeOut, err := outWriter(cmd, outFile)
-			if err != nil {
-				return err
-			}
-			defer closeOut()
-			out := sqlcat.Output{W: w, Format: format, Limit: limit}
-			if format == formatSelection {
-				var seedp *uint64
-				if cmd.Flags().Changed("seed") {
-					seedp = &seed
-				}
-				sel, table, err := s.Select(ctx, args[1], seedp, table)
-				if err != nil {
-					return err
-				}
-				return printTableSelection(ctx, out.W, cat, sel, table)
-			}
+			o.streams, o.root = streamsOf(cmd), args[0]
 			if len(args) == 2 {
-				return runStatement(ctx, s, args[1], out, asJSON)
+				o.stmt, o.hasStmt = args[1], true
 			}
-			return sqlShell(ctx, s, cmd.InOrStdin(), out, cmd.ErrOrStderr(), asJSON)
+			o.formatSet, o.seed = cmd.Flags().Changed("format"), seedIf(cmd, "seed", seed)
+			return runSQL(cmd.Context(), &o)
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&branch, "branch", "", "branch that writes go to and reads prefer (default main)")
-	f.StringVarP(&message, "message", "m", "", "commit message of the writes")
-	f.StringVar(&format, "format", query.FormatTable, "format of a query's result: table, json or csv")
-	f.IntVar(&limit, "limit", 0, "print at most N rows of a query's result (0: all)")
-	f.StringVar(&base, "base", "", "directory loch_file resolves relative paths against (default the current directory)")
-	f.BoolVar(&asJSON, "json", false, "print what a write did as one JSON object")
+	f.StringVar(&o.branch, "branch", "", "branch that writes go to and reads prefer (default main)")
+	f.StringVarP(&o.message, "message", "m", "", "commit message of the writes")
+	f.StringVar(&o.format, "format", query.FormatTable, "format of a query's result: table, json or csv")
+	f.IntVar(&o.limit, "limit", 0, "print at most N rows of a query's result (0: all)")
+	f.StringVar(&o.base, "base", "", "directory loch_file resolves relative paths against (default the current directory)")
+	f.BoolVar(&o.asJSON, "json", false, "print what a write did as one JSON object")
 	f.Uint64Var(&seed, "seed", 0, "seed of random() in a query")
-	f.StringVar(&table, "table", "", "the table whose rows a --format selection query of several tables selects")
-	f.StringVarP(&outFile, "out", "o", "", "write a query's result to this file instead of standard output")
-	f.StringArrayVar(&pins, "pin", nil, "read table TABLE at version VERSION (TABLE=VERSION; repeatable)")
+	f.StringVar(&o.table, "table", "", "the table whose rows a --format selection query of several tables selects")
+	f.StringVarP(&o.outFile, "out", "o", "", "write a query's result to this file instead of standard output")
+	f.StringArrayVar(&o.pins, "pin", nil, "read table TABLE at version VERSION (TABLE=VERSION; repeatable)")
 	return cmd
+}
+
+// check refuses flags that do not go together.
+func (o *sqlOptions) check() error {
+	switch o.format {
+	case query.FormatTable, query.FormatJSON, query.FormatCSV:
+	case query.FormatParquet:
+		if o.outFile == "" {
+			return usagef("--format parquet needs --out FILE")
+		}
+	case formatSelection:
+		if !o.hasStmt || o.limit != 0 {
+			return usagef("--format selection needs one STATEMENT (a SELECT) and no --limit")
+		}
+	default:
+		return usagef("--format %q: want table, json, csv, parquet or selection", o.format)
+	}
+	if o.table != "" && o.format != formatSelection {
+		return usagef("--table goes with --format selection")
+	}
+	if o.limit < 0 {
+		return usagef("--limit %d: want at least 0", o.limit)
+	}
+	if o.asJSON && o.formatSet {
+		return usagef("--json prints one object (a query's rows in it): give no --format")
+	}
+	return checkURL(o.root)
+}
+
+// runSQL runs loch sql: one statement, or those of standard input.
+func runSQL(ctx context.Context, o *sqlOptions) error {
+	if err := o.check(); err != nil {
+		return err
+	}
+	if o.base == "" {
+		o.base, _ = os.Getwd()
+	}
+	var opts []catalog.Option
+	if o.hasStmt && sqlcat.Kind(o.stmt) == "CREATE TABLE" {
+		opts = append(opts, catalog.WithCreate())
+	}
+	cat, err := catalog.Open(ctx, o.root, opts...)
+	if err != nil {
+		return err
+	}
+	defer cat.Close()
+	s, err := o.session(cat)
+	if err != nil {
+		return err
+	}
+	w, closeOut, err := outWriter(o.stdout, o.outFile)
+	if err != nil {
+		return err
+	}
+	defer closeOut()
+	out := sqlcat.Output{W: w, Format: o.format, Limit: o.limit}
+	if o.format == formatSelection {
+		sel, table, err := s.Select(ctx, o.stmt, o.seed, o.table)
+		if err != nil {
+			return err
+		}
+		return printTableSelection(ctx, out.W, cat, sel, table)
+	}
+	if o.hasStmt {
+		return runStatement(ctx, s, o.stmt, out, o.asJSON)
+	}
+	return sqlShell(ctx, s, o.stdin, out, o.stderr, o.asJSON)
+}
+
+// session is the SQL session over cat that the flags describe.
+func (o *sqlOptions) session(cat *catalog.Catalog) (*sqlcat.Session, error) {
+	s := sqlcat.NewSession(cat)
+	s.Branch, s.Message, s.FileBase, s.Seed = o.branch, o.message, o.base, o.seed
+	var err error
+	if s.AutoCompact, err = autoCompactEnv(); err != nil {
+		return nil, err
+	}
+	for _, p := range o.pins {
+		t, v, ok := strings.Cut(p, "=")
+		if !ok || t == "" || v == "" {
+			return nil, usagef("--pin %q: want TABLE=VERSION", p)
+		}
+		if s.Pins == nil {
+			s.Pins = map[string]string{}
+		}
+		s.Pins[t] = v
+	}
+	return s, nil
 }
 
 func runStatement(ctx context.Context, s *sqlcat.Session, stmt string, out sqlcat.Output, asJSON bool) error {

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"maps"
 	"slices"
 	"text/tabwriter"
@@ -14,14 +16,19 @@ import (
 	"github.com/lochdata/loch/schema"
 )
 
+// tablesOptions are the arguments and flags of loch tables.
+type tablesOptions struct {
+	streams
+	root, name         string
+	hasName            bool // NAME given
+	schemaFile, rename string
+	drop, asJSON, gc   bool
+	gcf                gcFlags
+	changed            func(flag string) bool
+}
+
 func newTablesCmd() *cobra.Command {
-	var (
-		schemaFile, rename string
-		drop, asJSON, gc   bool
-		dryRun             bool
-		grace, olderThan   time.Duration
-		keepLast           int
-	)
+	var o tablesOptions
 	cmd := &cobra.Command{
 		Use:   "tables ROOT [NAME]",
 		Short: "List, create, rename, drop or collect the tables of a catalog",
@@ -56,124 +63,147 @@ deleted).`,
   loch tables ./lake --gc --dry-run`,
 		Args: rangeArgs(1, "ROOT", "NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			changed := cmd.Flags().Changed
-			actions := 0
-			for _, f := range []string{"schema", "rename", "drop", "gc"} {
-				if changed(f) {
-					actions++
-				}
+			o.streams, o.root, o.changed = streamsOf(cmd), args[0], cmd.Flags().Changed
+			if len(args) == 2 {
+				o.name, o.hasName = args[1], true
 			}
-			switch {
-			case actions > 1:
-				return usagef("give one of --schema, --rename, --drop and --gc")
-			case len(args) == 2 && actions == 0:
-				return usagef("NAME needs --schema, --rename or --drop")
-			case len(args) == 1 && actions == 1 && !gc:
-				return usagef("--schema, --rename and --drop need a table NAME")
-			case len(args) == 2 && gc:
-				return usagef("--gc is for the whole catalog, without NAME")
-			case (changed("grace") || dryRun || changed("keep-last") || changed("older-than")) && !gc:
-				return usagef("--grace, --dry-run, --keep-last and --older-than go with --gc")
-			case grace < 0:
-				return usagef("--grace %s: want 0 or more", grace)
-			case keepLast < 0 || olderThan < 0:
-				return usagef("--keep-last %d --older-than %s: want 0 or more", keepLast, olderThan)
-			case asJSON && actions == 1 && !gc:
-				return usagef("--json is for the listing and --gc")
-			}
-			ctx := cmd.Context()
-			w := cmd.OutOrStdout()
-			var opts []catalog.Option
-			if changed("schema") {
-				opts = append(opts, catalog.WithCreate())
-			}
-			s, err := schemaIf(cmd, schemaFile)
-			if err != nil {
-				return err
-			}
-			if err := checkURL(args[0]); err != nil {
-				return err
-			}
-			c, err := catalog.Open(ctx, args[0], opts...)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			switch {
-			case changed("schema"):
-				d, err := c.CreateTable(ctx, args[1], s)
-				if err != nil {
-					return err
-				}
-				fmt.Fprintf(w, "created table %s at %s\n", args[1], d.URL())
-				return d.Close()
-			case changed("rename"):
-				if err := c.RenameTable(ctx, args[1], rename); err != nil {
-					return err
-				}
-				fmt.Fprintf(w, "renamed table %s to %s\n", args[1], rename)
-				return nil
-			case drop:
-				if err := c.DropTable(ctx, args[1]); err != nil {
-					return err
-				}
-				fmt.Fprintf(w, "dropped table %s (its data stays until gc, after the grace period)\n", args[1])
-				return nil
-			case gc:
-				rep, err := c.GC(ctx, loch.GCOptions{Grace: grace, DryRun: dryRun, KeepLast: keepLast, OlderThan: olderThan})
-				if err != nil {
-					return err
-				}
-				if asJSON {
-					return printJSON(w, rep)
-				}
-				return printCatalogGC(cmd, rep, grace)
-			}
-			tables, err := c.Tables(ctx)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				if tables == nil {
-					tables = []catalog.Table{}
-				}
-				return printJSON(w, struct {
-					URL    string          `json:"url"`
-					Tables []catalog.Table `json:"tables"`
-				}{c.URL(), tables})
-			}
-			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "TABLE\tCREATED\tURL")
-			for _, t := range tables {
-				fmt.Fprintf(tw, "%s\t%s\t%s\n", t.Name, t.Created.UTC().Format(time.DateTime), t.URL)
-			}
-			return tw.Flush()
+			return runTables(cmd.Context(), &o)
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&schemaFile, "schema", "", "create table NAME with this schema file, JSON or YAML (- for standard input)")
-	f.StringVar(&rename, "rename", "", "rename table NAME to this name")
-	f.BoolVar(&drop, "drop", false, "drop table NAME")
-	f.BoolVar(&gc, "gc", false, "delete dropped tables' data older than the grace period, then collect every table")
-	f.BoolVar(&dryRun, "dry-run", false, "with --gc: report what would be deleted; delete nothing")
-	f.DurationVar(&grace, "grace", loch.DefaultGCGrace, "with --gc: keep what was dropped or written more recently than this")
-	f.IntVar(&keepLast, "keep-last", 0, "with --gc: version retention in every table, as loch gc --keep-last")
-	f.DurationVar(&olderThan, "older-than", 0, "with --gc: version retention in every table, as loch gc --older-than")
-	f.BoolVar(&asJSON, "json", false, "print JSON")
+	f.StringVar(&o.schemaFile, "schema", "", "create table NAME with this schema file, JSON or YAML (- for standard input)")
+	f.StringVar(&o.rename, "rename", "", "rename table NAME to this name")
+	f.BoolVar(&o.drop, "drop", false, "drop table NAME")
+	f.BoolVar(&o.gc, "gc", false, "delete dropped tables' data older than the grace period, then collect every table")
+	f.BoolVar(&o.gcf.dryRun, "dry-run", false, "with --gc: report what would be deleted; delete nothing")
+	f.DurationVar(&o.gcf.grace, "grace", loch.DefaultGCGrace, "with --gc: keep what was dropped or written more recently than this")
+	f.IntVar(&o.gcf.keepLast, "keep-last", 0, "with --gc: version retention in every table, as loch gc --keep-last")
+	f.DurationVar(&o.gcf.olderThan, "older-than", 0, "with --gc: version retention in every table, as loch gc --older-than")
+	f.BoolVar(&o.asJSON, "json", false, "print JSON")
 	return cmd
 }
 
-// schemaIf reads the schema file when --schema was given.
-func schemaIf(cmd *cobra.Command, name string) (s schema.Schema, err error) {
-	if !cmd.Flags().Changed("schema") {
-		return s, nil
+// check refuses arguments and flags that do not go together.
+func (o *tablesOptions) check() error {
+	actions := 0
+	for _, f := range []string{"schema", "rename", "drop", "gc"} {
+		if o.changed(f) {
+			actions++
+		}
 	}
-	return readSchema(cmd.InOrStdin(), name)
+	withName := o.hasName
+	switch {
+	case actions > 1:
+		return usagef("give one of --schema, --rename, --drop and --gc")
+	case withName && actions == 0:
+		return usagef("NAME needs --schema, --rename or --drop")
+	case !withName && actions == 1 && !o.gc:
+		return usagef("--schema, --rename and --drop need a table NAME")
+	case withName && o.gc:
+		return usagef("--gc is for the whole catalog, without NAME")
+	case (o.changed("grace") || o.gcf.dryRun || o.changed("keep-last") || o.changed("older-than")) && !o.gc:
+		return usagef("--grace, --dry-run, --keep-last and --older-than go with --gc")
+	}
+	if _, err := o.gcf.options(); err != nil {
+		return err
+	}
+	if o.asJSON && actions == 1 && !o.gc {
+		return usagef("--json is for the listing and --gc")
+	}
+	return nil
+}
+
+// runTables lists the tables of a catalog, or creates, renames or drops
+// one, or collects the catalog.
+func runTables(ctx context.Context, o *tablesOptions) error {
+	if err := o.check(); err != nil {
+		return err
+	}
+	var opts []catalog.Option
+	var s schema.Schema
+	if o.changed("schema") {
+		opts = append(opts, catalog.WithCreate())
+		var err error
+		if s, err = readSchema(o.stdin, o.schemaFile); err != nil {
+			return err
+		}
+	}
+	if err := checkURL(o.root); err != nil {
+		return err
+	}
+	c, err := catalog.Open(ctx, o.root, opts...)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	w := o.stdout
+	switch {
+	case o.changed("schema"):
+		d, err := c.CreateTable(ctx, o.name, s)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "created table %s at %s\n", o.name, d.URL())
+		return d.Close()
+	case o.changed("rename"):
+		if err := c.RenameTable(ctx, o.name, o.rename); err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "renamed table %s to %s\n", o.name, o.rename)
+		return nil
+	case o.drop:
+		if err := c.DropTable(ctx, o.name); err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "dropped table %s (its data stays until gc, after the grace period)\n", o.name)
+		return nil
+	case o.gc:
+		return collectCatalog(ctx, w, c, o)
+	}
+	return listTables(ctx, w, c, o.asJSON)
+}
+
+// collectCatalog runs loch tables --gc.
+func collectCatalog(ctx context.Context, w io.Writer, c *catalog.Catalog, o *tablesOptions) error {
+	opts, err := o.gcf.options()
+	if err != nil {
+		return err
+	}
+	rep, err := c.GC(ctx, opts)
+	if err != nil {
+		return err
+	}
+	if o.asJSON {
+		return printJSON(w, rep)
+	}
+	return printCatalogGC(w, rep, o.gcf.grace)
+}
+
+// listTables prints the tables of c.
+func listTables(ctx context.Context, w io.Writer, c *catalog.Catalog, asJSON bool) error {
+	tables, err := c.Tables(ctx)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		if tables == nil {
+			tables = []catalog.Table{}
+		}
+		return printJSON(w, struct {
+			URL    string          `json:"url"`
+			Tables []catalog.Table `json:"tables"`
+		}{c.URL(), tables})
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "TABLE\tCREATED\tURL")
+	for _, t := range tables {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", t.Name, t.Created.UTC().Format(time.DateTime), t.URL)
+	}
+	return tw.Flush()
 }
 
 // printCatalogGC describes a catalog's collection.
-func printCatalogGC(cmd *cobra.Command, rep *catalog.GCReport, grace time.Duration) error {
-	w := cmd.OutOrStdout()
+func printCatalogGC(w io.Writer, rep *catalog.GCReport, grace time.Duration) error {
 	verb := "deleted"
 	if rep.DryRun {
 		verb = "would delete"

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/lochdata/loch"
 	"github.com/lochdata/loch/schema"
 )
 
@@ -20,7 +21,7 @@ func labelString(c *schema.Column, data []byte, i int) string {
 // shapeRange formats the observed shape range of a column, one entry per
 // dimension: "32..480" where samples differ, the size where they agree. A
 // column without samples shows its declared shape ("any" when undeclared).
-func shapeRange(c *schema.Column) string {
+func shapeRange(c *schema.Entry) string {
 	lo, hi := observedShapes(c)
 	if lo == nil || hi == nil || len(lo) != len(hi) {
 		if c.Shape == nil {
@@ -43,7 +44,7 @@ func shapeRange(c *schema.Column) string {
 // nil when it has no samples. The statistics of a column of scalars have no
 // shapes (their empty shapes are dropped when stored), so a column with
 // samples and no shapes holds scalars: shape [].
-func observedShapes(c *schema.Column) (lo, hi []int) {
+func observedShapes(c *schema.Entry) (lo, hi []int) {
 	if c.MinShape == nil && c.MaxShape == nil && c.Samples > 0 {
 		return []int{}, []int{}
 	}
@@ -63,9 +64,20 @@ func compression(c *schema.Column) string {
 }
 
 // ratio is raw bytes over stored bytes, 0 when nothing is stored.
-func ratio(c *schema.Column) float64 {
+func ratio(c *schema.Stats) float64 {
 	if c.StoredBytes <= 0 {
 		return 0
 	}
 	return float64(c.RawBytes) / float64(c.StoredBytes)
+}
+
+// entryOf returns column c of d's version with its statistics there
+// (none when d has no column of c's uid).
+func entryOf(d *loch.Dataset, c *schema.Column) schema.Entry {
+	for _, e := range d.Columns() {
+		if e.UID == c.UID {
+			return e
+		}
+	}
+	return schema.Entry{Column: *c}
 }

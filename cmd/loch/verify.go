@@ -28,6 +28,7 @@ type problemJSON struct {
 }
 
 type verifyOptions struct {
+	streams
 	url       string
 	refs      refFlags
 	prog      progressFlags
@@ -73,8 +74,8 @@ when that is a terminal, or with --progress; never with --quiet.`,
   loch verify ./pets --repair-log`,
 		Args: exactArgs("URL"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o.url = args[0]
-			return runVerify(cmd, o)
+			o.streams, o.url = streamsOf(cmd), args[0]
+			return runVerify(cmd.Context(), &o)
 		},
 	}
 	cmd.Flags().BoolVar(&o.asJSON, "json", false, "print one JSON object")
@@ -86,18 +87,17 @@ when that is a terminal, or with --progress; never with --quiet.`,
 
 // runVerify verifies a dataset, or a catalog when the URL holds none, and
 // reports.
-func runVerify(cmd *cobra.Command, o verifyOptions) error {
-	ctx := cmd.Context()
+func runVerify(ctx context.Context, o *verifyOptions) error {
 	if err := checkURL(o.url); err != nil {
 		return err
 	}
 	if o.repairLog {
-		if err := repairLog(ctx, cmd.OutOrStdout(), o.url); err != nil {
+		if err := repairLog(ctx, o.stdout, o.url); err != nil {
 			return err
 		}
 	}
 	url, version := storage.Redact(o.url), ""
-	bar := o.prog.start(cmd.ErrOrStderr(), "verify", -1, unitObjects)
+	bar := o.prog.start(o.stderr, "verify", -1, unitObjects)
 	checked, problems, err := func() (int, []loch.Problem, error) {
 		defer bar.done()
 		d, err := openDataset(ctx, o.url, &o.refs)
@@ -134,7 +134,7 @@ func runVerify(cmd *cobra.Command, o verifyOptions) error {
 	if err != nil {
 		return err
 	}
-	w := cmd.OutOrStdout()
+	w := o.stdout
 	if o.asJSON {
 		doc := verifyJSON{URL: url, Version: version, OK: len(problems) == 0, Checked: checked, Problems: []problemJSON{}}
 		for _, p := range problems {

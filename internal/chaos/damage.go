@@ -86,8 +86,11 @@ func (c *campaign) makeLake(dir string) *lake {
 	return l
 }
 
-// kinds lists the kinds of object of the lake, from its files.
-func (c *campaign) kinds(l *lake) []objectKind {
+// lakeKeys are the keys of a lake's objects, sorted.
+type lakeKeys []string
+
+// lakeKeys lists the keys of the lake's objects, from its files.
+func (c *campaign) lakeKeys(l *lake) lakeKeys {
 	var all []string
 	c.check(filepath.WalkDir(l.root, func(path string, e os.DirEntry, err error) error {
 		if err == nil && !e.IsDir() {
@@ -97,20 +100,51 @@ func (c *campaign) kinds(l *lake) []objectKind {
 		return err
 	}))
 	slices.Sort(all)
-	// of returns the keys of table prefix (t's or u's) whose kind is k.
-	of := func(prefix string, k keys.Kind) []string {
-		var out []string
-		for _, key := range all {
-			if rel, ok := strings.CutPrefix(key, prefix); ok {
-				if kind, _, ok := keys.Parse(rel); ok && kind == k {
-					out = append(out, key)
-				}
+	return all
+}
+
+// of returns the keys of table prefix (t's or u's) whose kind is k.
+func (all lakeKeys) of(prefix string, k keys.Kind) []string {
+	var out []string
+	for _, key := range all {
+		if rel, ok := strings.CutPrefix(key, prefix); ok {
+			if kind, _, ok := keys.Parse(rel); ok && kind == k {
+				out = append(out, key)
 			}
 		}
-		return out
 	}
+	return out
+}
+
+// newest parts a log's keys into its newest entry and the older ones.
+func newest(log []string) ([]string, []string) { return log[len(log)-1:], log[:len(log)-1] }
+
+// catalogKinds are the kinds of the catalog's log entries.
+func (all lakeKeys) catalogKinds() []objectKind {
+	var catalog []string
+	for _, key := range all {
+		if _, ok := keys.ParseLogIn(keys.CatalogLogPrefix, key); ok {
+			catalog = append(catalog, key)
+		}
+	}
+	catNewest, catOlder := newest(catalog)
+	if len(catOlder) > 1 {
+		// The oldest catalog entry may be deleted by gc: deleting it is
+		// no damage.
+		catOlder = catOlder[1:]
+	}
+	return []objectKind{
+		{name: "catalog log (newest)", keys: catNewest, siblings: catalog},
+		{name: "catalog log (older)", keys: catOlder, siblings: catalog},
+		{name: "_catalog/log/_latest", keys: []string{keys.LatestIn(keys.CatalogLogPrefix)}, harmless: allMutations},
+	}
+}
+
+// kinds lists the kinds of object of the lake, from its files.
+func (c *campaign) kinds(l *lake) []objectKind {
+	all := c.lakeKeys(l)
+	of := all.of
 	both := func(k keys.Kind) []string { return append(of(l.tableKey, k), of(l.u, k)...) }
-	newest := func(log []string) ([]string, []string) { return log[len(log)-1:], log[:len(log)-1] }
 
 	head, err := headObjects(l)
 	c.check(err)
@@ -133,18 +167,6 @@ func (c *campaign) kinds(l *lake) []objectKind {
 
 	logs := of(l.tableKey, keys.Log)
 	logNewest, logOlder := newest(logs)
-	var catalog []string
-	for _, key := range all {
-		if _, ok := keys.ParseLogIn(keys.CatalogLogPrefix, key); ok {
-			catalog = append(catalog, key)
-		}
-	}
-	catNewest, catOlder := newest(catalog)
-	if len(catOlder) > 1 {
-		// The oldest catalog entry may be deleted by gc: deleting it is
-		// no damage.
-		catOlder = catOlder[1:]
-	}
 	kinds := []objectKind{
 		{name: "_loch/dataset", keys: of(l.tableKey, keys.Marker), siblings: both(keys.Marker), harmless: []string{"delete", "swap with a sibling"}},
 		{name: "log (newest)", keys: logNewest, siblings: both(keys.Log)},
@@ -169,11 +191,7 @@ func (c *campaign) kinds(l *lake) []objectKind {
 		}
 		kinds = append(kinds, kind)
 	}
-	kinds = append(kinds,
-		objectKind{name: "catalog log (newest)", keys: catNewest, siblings: catalog},
-		objectKind{name: "catalog log (older)", keys: catOlder, siblings: catalog},
-		objectKind{name: "_catalog/log/_latest", keys: []string{keys.LatestIn(keys.CatalogLogPrefix)}, harmless: allMutations},
-	)
+	kinds = append(kinds, all.catalogKinds()...)
 	for _, k := range kinds {
 		if len(k.keys) == 0 {
 			c.fatalf("the damage template has no object of kind %s", k.name)

@@ -45,13 +45,9 @@ func (c *campaign) outages(r *rand.Rand) {
 
 	m := testserver.OwnMinIO(c.t)
 	b := m.Bucket(c.t)
-	var env []string
+	o := &outageSet{c: c, m: m, bucket: b, src: src, base: base, more: more}
 	for k, v := range b.Env {
-		env = append(env, k+"="+v)
-	}
-	url := func(name string) string { return fmt.Sprintf("s3://%s/%s?endpoint=%s", b.Name, name, b.Endpoint) }
-	desc := func(url string) string {
-		return filepath.Join(src, strings.NewReplacer("/", "_", ":", "_", "?", "_", "=", "_").Replace(url)+".json")
+		o.env = append(o.env, k+"="+v)
 	}
 	ops := []outageOp{
 		{name: "epoch (loch bench)", args: func(u string) []string {
@@ -62,82 +58,124 @@ func (c *campaign) outages(r *rand.Rand) {
 			return []string{"ingest", "jsonl", more, u, "--append", "-q"}
 		}},
 		{name: "commit staged", write: true, stage: true, args: func(u string) []string {
-			return []string{"commit", u, desc(u), "--json"}
+			return []string{"commit", u, o.desc(u), "--json"}
 		}},
-	}
-	// prepare makes a dataset of base's rows at u, and stages more's rows
-	// for a commit.
-	prepare := func(op outageOp, u string) {
-		c.must(env, "ingest", "jsonl", base, u, "-q")
-		if op.stage {
-			c.must(env, "ingest", "jsonl", more, u, "--append", "--stage-only", "--out", desc(u), "-q")
-		}
-	}
-	// exec runs op on the dataset at u, and onStart as it starts.
-	exec := func(op outageOp, u string, extra []string, onStart func()) proc {
-		if op.args == nil {
-			go onStart()
-			return c.digest(append(env, extra...), u)
-		}
-		return c.runWhile(append(env, extra...), op.args(u), func(*os.Process, <-chan struct{}) { onStart() })
 	}
 	rounds := max(1, c.cfg.N/4)
 	for k, op := range ops {
-		// The truth: the read's output, or the versions before and after
-		// the write, and how long the command takes with the server up.
-		u := url(fmt.Sprintf("calibrate-%d", k))
-		prepare(op, u)
-		pre := c.digest(env, u)
-		cal := exec(op, u, nil, func() {})
-		if cal.code != 0 || pre.code != 0 {
-			c.fatalf("outage %s without an outage:\n%s\n%s", op.name, cal, pre)
-		}
-		truth := cal.stdout
-		if op.result != nil {
-			truth = op.result(cal.stdout)
-		}
-		post := c.digest(env, u)
+		cal := o.calibrate(op, k)
 		for round := range rounds {
-			u := url(fmt.Sprintf("r%d-%d", round, k))
-			prepare(op, u)
-			var extra []string
-			budget := "default"
-			if round%2 == 1 {
-				extra, budget = []string{"LOCH_STORAGE_RETRY_BUDGET=2s"}, "2s"
-			}
-			// Half the outages begin before the command starts, half
-			// at a random moment of it.
-			outage := time.Second + time.Duration(r.Int64N(int64(4*time.Second)))
-			delay := time.Duration(r.Int64N(int64(cal.elapsed) + 1))
-			early := r.IntN(2) == 0
-			when := fmt.Sprintf("%v into the command", delay.Round(time.Millisecond))
-			if early {
-				delay, when = 0, "before the command started"
-				m.Stop(c.t)
-			}
-			scenario := fmt.Sprintf("MinIO stopped %s for %v (then restarted), retry budget %s", when, outage.Round(time.Millisecond), budget)
-			stopped := make(chan time.Time, 1)
-			start := time.Now()
-			p := exec(op, u, extra, func() {
-				if !early {
-					time.Sleep(delay)
-					m.Stop(c.t)
-				}
-				t := time.Now()
-				time.Sleep(outage)
-				m.Start(c.t)
-				stopped <- t
-			})
-			ended := start.Add(p.elapsed)
-			met := "met the outage"
-			if at := <-stopped; !early && ended.Before(at) {
-				met = "ended before the outage"
-			}
-			o, detail := c.afterOutage(op, env, u, p, truth, pre.stdout, post.stdout)
-			c.table.Add("outage", op.name, o, scenario, detail)
-			c.logf("outage %s %d/%d: %s: %s, exit %d: %s", op.name, round+1, rounds, scenario, met, p.code, o)
+			o.round(r, op, cal, fmt.Sprintf("r%d-%d", round, k), round%2 == 1, fmt.Sprintf("%d/%d", round+1, rounds))
 		}
 	}
+}
+
+// outageSet is what the rounds of the outage campaign share: the MinIO
+// server they stop, its bucket and environment, and the JSONL sources.
+type outageSet struct {
+	c          *campaign
+	m          *testserver.MinIOServer
+	bucket     testserver.Bucket
+	env        []string
+	src        string
+	base, more string
+}
+
+// calibrated is an operation run without an outage: the truth (the read's
+// output, or the versions before and after the write), and how long the
+// command takes with the server up.
+type calibrated struct {
+	cal              proc
+	truth, pre, post string
+}
+
+// url is the URL of dataset name in the bucket.
+func (o *outageSet) url(name string) string {
+	return fmt.Sprintf("s3://%s/%s?endpoint=%s", o.bucket.Name, name, o.bucket.Endpoint)
+}
+
+// desc is the file of the staged-write description for the dataset at url.
+func (o *outageSet) desc(url string) string {
+	return filepath.Join(o.src, strings.NewReplacer("/", "_", ":", "_", "?", "_", "=", "_").Replace(url)+".json")
+}
+
+// prepare makes a dataset of base's rows at u, and stages more's rows for
+// a commit.
+func (o *outageSet) prepare(op outageOp, u string) {
+	o.c.must(o.env, "ingest", "jsonl", o.base, u, "-q")
+	if op.stage {
+		o.c.must(o.env, "ingest", "jsonl", o.more, u, "--append", "--stage-only", "--out", o.desc(u), "-q")
+	}
+}
+
+// exec runs op on the dataset at u, and onStart as it starts.
+func (o *outageSet) exec(op outageOp, u string, extra []string, onStart func()) proc {
+	if op.args == nil {
+		go onStart()
+		return o.c.digest(append(o.env, extra...), u)
+	}
+	return o.c.runWhile(append(o.env, extra...), op.args(u), func(*os.Process, <-chan struct{}) { onStart() })
+}
+
+// calibrate runs op, the k-th, with the server up.
+func (o *outageSet) calibrate(op outageOp, k int) calibrated {
+	u := o.url(fmt.Sprintf("calibrate-%d", k))
+	o.prepare(op, u)
+	pre := o.c.digest(o.env, u)
+	cal := o.exec(op, u, nil, func() {})
+	if cal.code != 0 || pre.code != 0 {
+		o.c.fatalf("outage %s without an outage:\n%s\n%s", op.name, cal, pre)
+	}
+	truth := cal.stdout
+	if op.result != nil {
+		truth = op.result(cal.stdout)
+	}
+	return calibrated{cal: cal, truth: truth, pre: pre.stdout, post: o.c.digest(o.env, u).stdout}
+}
+
+// round runs op on a new dataset name with the server stopped before or
+// at a random moment of it, with the default retry budget or, short, a
+// 2 s one, and adds its outcome to the table; of is the round's number.
+func (o *outageSet) round(r *rand.Rand, op outageOp, cal calibrated, name string, short bool, of string) {
+	c := o.c
+	u := o.url(name)
+	o.prepare(op, u)
+	var extra []string
+	budget := "default"
+	if short {
+		extra, budget = []string{"LOCH_STORAGE_RETRY_BUDGET=2s"}, "2s"
+	}
+	// Half the outages begin before the command starts, half at a random
+	// moment of it.
+	outage := time.Second + time.Duration(r.Int64N(int64(4*time.Second)))
+	delay := time.Duration(r.Int64N(int64(cal.cal.elapsed) + 1))
+	early := r.IntN(2) == 0
+	when := fmt.Sprintf("%v into the command", delay.Round(time.Millisecond))
+	if early {
+		delay, when = 0, "before the command started"
+		o.m.Stop(c.t)
+	}
+	scenario := fmt.Sprintf("MinIO stopped %s for %v (then restarted), retry budget %s", when, outage.Round(time.Millisecond), budget)
+	stopped := make(chan time.Time, 1)
+	start := time.Now()
+	p := o.exec(op, u, extra, func() {
+		if !early {
+			time.Sleep(delay)
+			o.m.Stop(c.t)
+		}
+		t := time.Now()
+		time.Sleep(outage)
+		o.m.Start(c.t)
+		stopped <- t
+	})
+	ended := start.Add(p.elapsed)
+	met := "met the outage"
+	if at := <-stopped; !early && ended.Before(at) {
+		met = "ended before the outage"
+	}
+	res, detail := c.afterOutage(op, o.env, u, p, cal.truth, cal.pre, cal.post)
+	c.table.Add("outage", op.name, res, scenario, detail)
+	c.logf("outage %s %s: %s: %s, exit %d: %s", op.name, of, scenario, met, p.code, res)
 }
 
 // afterOutage classifies a command run through an outage and checks the

@@ -282,13 +282,19 @@ func (b *Builder) dictionary() (offs []uint32, entries, indices []byte, ok bool)
 	if 4+4*len(offs)+len(entries)+n*w > budget {
 		return nil, nil, nil, false
 	}
-	indices = make([]byte, n*w)
+	return offs, entries, packIndices(idx, w), true
+}
+
+// packIndices writes dictionary indices w bytes wide (1 or 2, little
+// endian).
+func packIndices(idx []uint32, w int) []byte {
+	out := make([]byte, len(idx)*w)
 	for i, x := range idx {
 		if w == 1 {
-			indices[i] = byte(x)
+			out[i] = byte(x)
 		} else {
-			binary.LittleEndian.PutUint16(indices[2*i:], uint16(x))
+			binary.LittleEndian.PutUint16(out[2*i:], uint16(x))
 		}
 	}
-	return offs, entries, indices, true
+	return out
 }

@@ -210,11 +210,95 @@ type Commit struct {
 }
 
 // Manifest is the body of `manifests/<hash>`: a complete snapshot.
+//
+// The schema holds the columns' definitions; Stats, beside it, their
+// statistics in this snapshot, by column uid (absent: none yet). In JSON
+// each column is one object, the definition's fields then the statistics'
+// (manifestJSON).
 type Manifest struct {
-	Schema        schema.Schema `json:"schema"`
-	Rows          int64         `json:"rows"`
-	NextColumnUID int           `json:"next_column_uid"`
-	Fragments     []FragmentRef `json:"fragments"`
+	Schema        schema.Schema
+	Stats         map[int]*schema.Stats
+	Rows          int64
+	NextColumnUID int
+	Fragments     []FragmentRef
+}
+
+// manifestJSON is the JSON form of a Manifest.
+type manifestJSON struct {
+	Schema        schema.Snapshot `json:"schema"`
+	Rows          int64           `json:"rows"`
+	NextColumnUID int             `json:"next_column_uid"`
+	Fragments     []FragmentRef   `json:"fragments"`
+}
+
+// MarshalJSON writes each column's statistics into its object.
+func (m Manifest) MarshalJSON() ([]byte, error) {
+	return json.Marshal(manifestJSON{Schema: schema.Snapshot{Columns: m.Entries()}, Rows: m.Rows, NextColumnUID: m.NextColumnUID, Fragments: m.Fragments})
+}
+
+// UnmarshalJSON reads the statistics in each column's object into Stats.
+func (m *Manifest) UnmarshalJSON(b []byte) error {
+	var w manifestJSON
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	*m = Manifest{Rows: w.Rows, NextColumnUID: w.NextColumnUID, Fragments: w.Fragments}
+	if w.Schema.Columns != nil {
+		m.Schema.Columns = make([]schema.Column, len(w.Schema.Columns))
+		m.Stats = make(map[int]*schema.Stats, len(w.Schema.Columns))
+	}
+	for i, e := range w.Schema.Columns {
+		m.Schema.Columns[i] = e.Column
+		m.Stats[e.UID] = &e.Stats
+	}
+	return nil
+}
+
+// Entries returns the columns with their statistics (copies), nil when the
+// schema's columns are.
+func (m *Manifest) Entries() []schema.Entry {
+	if m.Schema.Columns == nil {
+		return nil
+	}
+	out := make([]schema.Entry, len(m.Schema.Columns))
+	for i, c := range m.Schema.Clone().Columns {
+		out[i] = schema.Entry{Column: c, Stats: m.ColumnStats(c.UID)}
+	}
+	return out
+}
+
+// ColumnStats returns a copy of the statistics of the column of uid (zero
+// when there are none).
+func (m *Manifest) ColumnStats(uid int) schema.Stats {
+	if s := m.Stats[uid]; s != nil {
+		return s.Clone()
+	}
+	return schema.Stats{}
+}
+
+// StatsOf returns the statistics of the column of uid to change in place,
+// adding zero ones when there are none.
+func (m *Manifest) StatsOf(uid int) *schema.Stats {
+	if s := m.Stats[uid]; s != nil {
+		return s
+	}
+	if m.Stats == nil {
+		m.Stats = map[int]*schema.Stats{}
+	}
+	s := &schema.Stats{}
+	m.Stats[uid] = s
+	return s
+}
+
+// CloneStats returns a deep copy of m's statistics, for a manifest built
+// from m to change.
+func (m *Manifest) CloneStats() map[int]*schema.Stats {
+	out := make(map[int]*schema.Stats, len(m.Stats))
+	for uid, s := range m.Stats {
+		c := s.Clone()
+		out[uid] = &c
+	}
+	return out
 }
 
 // FragmentRef is a manifest's entry for one fragment.

@@ -27,7 +27,7 @@ from ._library import DENSE, Library, TensorOut
 # over C structs and arrays by address; reading them through this view
 # (struct.unpack_from, a slice) costs no foreign call, where
 # ctypes.string_at took about a tenth of a loader consumer's time per batch
-# in argument conversion alone (bench/RESULTS.md, issue 17). Like string_at,
+# in argument conversion alone (bench/history/2026-11-26-issue-17.md). Like string_at,
 # it must only be read at addresses the library gave and still owns.
 MEMORY = memoryview((ctypes.c_char * sys.maxsize).from_address(0)).cast("B").toreadonly()
 
@@ -205,8 +205,8 @@ def fields_value(lib: Library, f: tuple[Any, ...], *, stack: bool) -> tuple[Valu
 
 # The compiled batch conversion (python/loch/_convert.c, libloch_py.so in
 # loch/_lib): a loader batch made into its dict of arrays in one call, with
-# about a fifth less of the consuming thread's CPU (bench/RESULTS.md,
-# issue 17). Built with the package where there is a C compiler and
+# about a fifth less of the consuming thread's CPU
+# (bench/history/2026-11-26-issue-17.md). Built with the package where there is a C compiler and
 # Python >= 3.11 (it uses the limited API of 3.11 and links to no
 # libpython, so one build serves later versions too); absent, or with
 # LOCH_PY_CONVERT=0 in the environment, batches are converted in Python.

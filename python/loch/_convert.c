@@ -2,7 +2,7 @@
  * libloch_py.so: a loader batch (a loch_batch the Go core hands over) made
  * into its dict of numpy arrays in one call, for loch.loader's consumer
  * thread: about a fifth less of its CPU per batch than the same work in
- * Python (bench/RESULTS.md, issue 17), which the loader's workers get back
+ * Python (bench/history/2026-11-26-issue-17.md), which the loader's workers get back
  * where they share the cores, and a higher ceiling where the consumer is
  * what limits the batches a second.
  *

@@ -431,7 +431,7 @@ class Library:
         requests over a pipe that a goroutine answers), so that the calling
         thread makes no call into Go: a thread that returns from one keeps
         a Go processor for up to 20 ms, which the loader's workers then lack
-        (bench/RESULTS.md, issue 17). Returns the response's result; raises
+        (bench/history/2026-11-26-issue-17.md). Returns the response's result; raises
         the error of its status as :meth:`call` would. The service answers
         one request at a time, in order; a request cut short by Ctrl-C
         (KeyboardInterrupt while the response is awaited) is answered

@@ -211,14 +211,7 @@ def _column_in(name: str, col: Column | None, value: Any, keep: _Keep) -> tuple[
         )
     if dtype in dtypes.VARIABLE:
         items = value.tolist() if isinstance(value, _PandasNumbers) else list(value)
-        flags = [v is None for v in items]
-        parts = [b"" if v is None else _encode_item(name, dtype, v) for v in items]
-        data = keep(b"".join(parts))
-        c.layout, c.ndim = PACKED, 1
-        c.data, c.nbytes = ctypes.cast(ctypes.c_char_p(data), ctypes.c_void_p), len(data)
-        c.offsets = _int64s(keep, np.concatenate([[0], np.cumsum([len(p) for p in parts])]))
-        c.nulls = _nulls(keep, flags)
-        return len(items), c
+        return len(items), _bytes_in(c, keep, [None if v is None else _encode_item(name, dtype, v) for v in items])
     npdt = dtypes.numpy_dtype(dtype)
     assert npdt is not None
     if isinstance(value, _PandasNumbers):
@@ -226,14 +219,37 @@ def _column_in(name: str, col: Column | None, value: Any, keep: _Keep) -> tuple[
             c.nulls = _nulls(keep, value.missing)
         value = _pandas_as_dtype(name, value, npdt)
     if isinstance(value, np.ndarray) and value.dtype != object:
-        arr = keep(_contiguous(_as_dtype(name, value, npdt)))
+        arr = _contiguous(_as_dtype(name, value, npdt))
         if arr.ndim == 0:
             raise InvalidArgument(f"column {name!r}: want one value per row, got a 0-d array")
-        c.layout, c.ndim = DENSE, arr.ndim - 1
-        c.shape = _int64s(keep, arr.shape[1:])
-        c.data, c.nbytes = arr.ctypes.data, arr.nbytes
-        return arr.shape[0], c
-    items = list(value)
+        return arr.shape[0], _dense_in(c, keep, arr)
+    return _samples_in(name, c, keep, list(value), npdt)
+
+
+def _bytes_in(c: ColumnIn, keep: _Keep, parts: Sequence[bytes | None]) -> ColumnIn:
+    """``c`` filled with samples of bytes, packed (None: an empty sample)."""
+    data = keep(b"".join(b"" if p is None else p for p in parts))
+    c.layout, c.ndim = PACKED, 1
+    c.data, c.nbytes = ctypes.cast(ctypes.c_char_p(data), ctypes.c_void_p), len(data)
+    c.offsets = _int64s(keep, np.concatenate([[0], np.cumsum([0 if p is None else len(p) for p in parts])]))
+    c.nulls = _nulls(keep, [p is None for p in parts])
+    return c
+
+
+def _dense_in(c: ColumnIn, keep: _Keep, arr: np.ndarray) -> ColumnIn:
+    """``c`` filled with ``arr`` (C-contiguous, of the column's dtype), its
+    first axis the rows, passed without a copy."""
+    arr = keep(arr)
+    c.layout, c.ndim = DENSE, arr.ndim - 1
+    c.shape = _int64s(keep, arr.shape[1:])
+    c.data, c.nbytes = arr.ctypes.data, arr.nbytes
+    return c
+
+
+def _samples_in(name: str, c: ColumnIn, keep: _Keep, items: list[Any], npdt: np.dtype) -> tuple[int, ColumnIn]:
+    """(rows, input) of a numeric column given sample by sample: arrays
+    (stacked when all have one shape, else packed with their shapes),
+    :class:`EncodedImage` values, or None for an empty sample."""
     n = len(items)
     flags = [v is None for v in items]
     present = [v for v in items if v is not None]
@@ -246,21 +262,12 @@ def _column_in(name: str, col: Column | None, value: Any, keep: _Keep) -> tuple[
         encs = {v.encoding() for v in present}
         if len(encs) > 1:
             raise InvalidArgument(f"column {name!r}: mixes png and jpeg samples in one call")
-        parts = [b"" if v is None else v.data for v in items]
-        data = keep(b"".join(parts))
-        c.layout, c.ndim, c.encoding = PACKED, 3, encs.pop()
-        c.data, c.nbytes = ctypes.cast(ctypes.c_char_p(data), ctypes.c_void_p), len(data)
-        c.offsets = _int64s(keep, np.concatenate([[0], np.cumsum([len(p) for p in parts])]))
-        c.nulls = _nulls(keep, flags)
+        _bytes_in(c, keep, [None if v is None else v.data for v in items])
+        c.ndim, c.encoding = 3, encs.pop()
         return n, c
     arrays = [_contiguous(_as_dtype(name, v, npdt)) for v in present]
-    shapes = {a.shape for a in arrays}
-    if len(shapes) == 1 and not any(flags):
-        arr = keep(np.stack(arrays))
-        c.layout, c.ndim = DENSE, arr.ndim - 1
-        c.shape = _int64s(keep, arr.shape[1:])
-        c.data, c.nbytes = arr.ctypes.data, arr.nbytes
-        return n, c
+    if len({a.shape for a in arrays}) == 1 and not any(flags):
+        return n, _dense_in(c, keep, np.stack(arrays))
     ndims = {a.ndim for a in arrays}
     if len(ndims) > 1:
         raise InvalidArgument(f"column {name!r}: samples of {sorted(ndims)} dimensions in one call")

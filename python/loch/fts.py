@@ -68,13 +68,13 @@ def _info(data: dict[str, Any]) -> TextIndexInfo:
 
 def create_index(ds: Dataset, column: str) -> TextIndexInfo:
     """Builds the full-text index of ``column`` at ``ds``'s version."""
-    return _info(ds._here()._str_json("loch_fts_build", column.encode()))
+    return _info(ds._read_json("loch_fts_build", column.encode()))
 
 
 def update_index(ds: Dataset, column: str) -> TextIndexInfo:
     """Writes the full-text index of ``ds``'s version from its newest
     indexed ancestor's: the rows changed since in a new segment."""
-    return _info(ds._here()._str_json("loch_fts_update", column.encode()))
+    return _info(ds._read_json("loch_fts_update", column.encode()))
 
 
 # The (handle, version, column) whose index the core keeps open: a search
@@ -83,19 +83,20 @@ def update_index(ds: Dataset, column: str) -> TextIndexInfo:
 _opened: weakref.WeakKeyDictionary[Any, set[tuple[str, str]]] = weakref.WeakKeyDictionary()
 
 
-def _open(here: Dataset, column: str) -> None:
-    """Has the core open the index of ``column`` for ``here``'s version
+def _open(ds: Dataset, column: str) -> None:
+    """Has the core open the index of ``column`` for ``ds``'s version
     (interruptible: it may analyse many rows), once."""
-    seen = _opened.setdefault(here._h, set())
-    if (here.version, column) not in seen:
-        here._str("loch_fts_open", column.encode(), interruptible=True)
-        seen.add((here.version, column))
+    seen = _opened.setdefault(ds._reading(), set())
+    version = ds.version
+    if (version, column) not in seen:
+        ds._read_str("loch_fts_open", column.encode(), interruptible=True)
+        seen.add((version, column))
 
 
 def search(ds: Dataset, text: str, k: int, column: str, where: str | None, columns: Sequence[str]) -> TextSearchResult:
     """The ``k`` best rows of ``ds``'s version for the query ``text`` in
     ``column``, among those ``where`` lets through."""
-    from .dataset import ColumnReader
+    from ._reads import ColumnReader
 
     if k <= 0:
         raise InvalidArgument(f"k = {k}: want k >= 1")
@@ -108,11 +109,11 @@ def search(ds: Dataset, text: str, k: int, column: str, where: str | None, colum
     if where is not None:
         allowed = np.ascontiguousarray(ds.query(f"SELECT _rowid FROM ds WHERE {where}").row_ids, dtype=np.uint64)
     here = ds._here()
-    _open(here, column)
+    _open(ds, column)
     ids = np.zeros(k, dtype=np.uint64)
     scores = np.zeros(k, dtype=np.float64)
     count = np.zeros(1, dtype=np.int64)
-    meta = json.loads(here._str(
+    meta = json.loads(ds._read_str(
         "loch_fts_search", column.encode(), text.encode(), k,
         None if allowed is None or len(allowed) == 0 else allowed.ctypes.data, -1 if allowed is None else len(allowed),
         ids.ctypes.data, scores.ctypes.data, count.ctypes.data,

@@ -20,7 +20,7 @@ import numpy as np
 
 from .adapter import Adapter, distributed_option
 from .errors import InvalidArgument
-from .loader import Batch, CommonLoaderOptions, Loader, Source
+from .loader import Batch, CommonLoaderOptions, Loader, LoaderSettings, Source
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -127,7 +127,7 @@ class JaxLoader(Adapter):
             rank, world = 0, 1
         else:
             rank, world = jax.process_index(), jax.process_count()
-        super().__init__(Loader(dataset, rank=rank, world_size=world, **options))
+        super().__init__(Loader.from_settings(dataset, LoaderSettings(**options, rank=rank, world_size=world)))
         self.sharding = sharding
         self.device = device
         self._global = sharding is not None and world > 1

@@ -33,20 +33,14 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ._handle import Handle
+from ._loader_methods import LoaderMethods
 from .dataset import Dataset, start_mix_loader
 from .errors import InvalidArgument
-from .loader import Loader, LoaderOptions, Source, check_keywords, keyword_signature
+from .loader import Source
 from .schema import Column, Schema
-
-if TYPE_CHECKING:
-    import tensorflow as tf
-    from typing_extensions import Unpack
-
-    from .jax import JaxLoader, JaxOptions
-    from .torch import TorchLoader, TorchOptions
 
 __all__ = ["Mixture", "mix"]
 
@@ -70,7 +64,7 @@ def mix(datasets: Sequence[Dataset], weights: Sequence[float], *, epoch_rows: in
     return Mixture(datasets, weights, epoch_rows)
 
 
-class Mixture:
+class Mixture(LoaderMethods):
     """Several datasets read as one (see the module documentation); made
     by :func:`loch.mix`. A :class:`loch.loader.Source`: loaders read it as
     they read a :class:`loch.Dataset`.
@@ -85,6 +79,10 @@ class Mixture:
     #: The keys of a loader's batch that describe its rows: the row ids
     #: and their datasets (:attr:`loch.loader.Source.row_keys`).
     row_keys: tuple[str, ...] = ("index", "dataset")
+
+    #: How the loader methods (:class:`loch._loader_methods.LoaderMethods`)
+    #: name themselves in messages: ``mixture.numpy()``.
+    _loaders_of = "mixture"
 
     def __init__(self, datasets: Sequence[Dataset], weights: Sequence[float], epoch_rows: int | None = None) -> None:
         self.datasets = list(datasets)
@@ -109,41 +107,6 @@ class Mixture:
     def __repr__(self) -> str:
         parts = ", ".join(f"{d.url} ({w:g})" for d, w in zip(self.datasets, self.weights, strict=True))
         return f"<loch.Mixture {parts} epoch_rows={self.epoch_rows} columns={list(self._schema)}>"
-
-    # Loaders, as a Dataset's.
-
-    @keyword_signature("numpy")
-    def numpy(self, **kwargs: Unpack[LoaderOptions]) -> Loader:
-        """A :class:`loch.Loader` of the mixture (arguments as for
-        :meth:`loch.Dataset.numpy`, but ``rows``)."""
-        check_keywords("mixture.numpy()", kwargs, LoaderOptions)
-        return Loader(self, **kwargs)
-
-    @keyword_signature("pytorch")
-    def pytorch(self, **kwargs: Unpack[TorchOptions]) -> TorchLoader:
-        """A PyTorch IterableDataset of the mixture (see
-        :class:`loch.torch.TorchLoader`)."""
-        from .torch import TorchLoader, TorchOptions
-
-        check_keywords("mixture.pytorch()", kwargs, TorchOptions)
-        return TorchLoader(self, **kwargs)
-
-    @keyword_signature("jax")
-    def jax(self, **kwargs: Unpack[JaxOptions]) -> JaxLoader:
-        """Batches of the mixture as jax arrays (see :class:`loch.jax.JaxLoader`)."""
-        from .jax import JaxLoader, JaxOptions
-
-        check_keywords("mixture.jax()", kwargs, JaxOptions)
-        return JaxLoader(self, **kwargs)
-
-    @keyword_signature("tensorflow")
-    def tensorflow(self, **kwargs: Unpack[LoaderOptions]) -> tf.data.Dataset:
-        """A ``tf.data.Dataset`` of the mixture's batches (see
-        :func:`loch.tensorflow.dataset`)."""
-        from .tensorflow import dataset
-
-        check_keywords("mixture.tensorflow()", kwargs, LoaderOptions)
-        return dataset(self, **kwargs)
 
     # loch.loader.Source's seam.
 

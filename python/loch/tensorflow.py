@@ -22,7 +22,7 @@ import tensorflow as tf
 
 from . import dtypes
 from .adapter import Adapter
-from .loader import Batch, Loader, LoaderOptions, Source
+from .loader import Batch, Loader, LoaderOptions, LoaderSettings, Source
 from .schema import Schema
 
 if TYPE_CHECKING:
@@ -99,7 +99,7 @@ def dataset(ds: Source, **options: Unpack[LoaderOptions]) -> tf.data.Dataset:
     (as dicts of tensors; see :mod:`loch.loader` for the keys, but
     ``"<column>.null"``, which is left out). Each pass over it
     is the next epoch, from ``epoch`` (default 0) on."""
-    elements = _Elements(Loader(ds, **options), ds.schema)
+    elements = _Elements(Loader.from_settings(ds, LoaderSettings(**options)), ds.schema)
 
     def generate() -> Iterator[Batch]:
         yield from elements

@@ -61,6 +61,7 @@ import copy
 import os
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -70,7 +71,7 @@ import torch.utils.data
 from .adapter import Adapter, distributed_option
 from .epochs import SharedEpochs
 from .errors import InvalidArgument
-from .loader import Batch, CommonLoaderOptions, Loader, Source, Transform
+from .loader import ADAPTER_SETS, Batch, CommonLoaderOptions, Loader, LoaderSettings, Source
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -142,8 +143,8 @@ class _Staging:
     ``depth`` of them, each reused once the copy that read it (its event)
     has completed. The copy into them is numpy's, on the calling thread:
     ``Tensor.pin_memory()`` or ``copy_`` per batch ran torch's intra-op
-    threads, which took the cores from the Go loader (bench/RESULTS.md,
-    issue 17)."""
+    threads, which took the cores from the Go loader
+    (bench/history/2026-11-26-issue-17.md)."""
 
     ALIGN = 64
 
@@ -364,14 +365,15 @@ class TorchLoader(Adapter, torch.utils.data.IterableDataset):  # type: ignore[ty
         distributed: bool | Sequence[int] | None = None,
         **options: Unpack[CommonLoaderOptions],
     ) -> None:
-        for k in ("rank", "world_size", "split", "epochs"):
+        for k in ADAPTER_SETS:
             if k in options:
                 raise InvalidArgument(f"TorchLoader takes distributed=(rank, world_size), not {k}=")
+        settings = LoaderSettings(**options)
         distributed = distributed_option(distributed)
         device_ = _device(device)
         rank, world = distributed_world(distributed)
-        self._epochs = SharedEpochs(options.get("epoch", 0))
-        loader = Loader(dataset, rank=rank, world_size=world, epochs=self._epochs, **options)
+        self._epochs = SharedEpochs(settings.epoch)
+        loader = Loader.from_settings(dataset, replace(settings, rank=rank, world_size=world, epochs=self._epochs))
         super().__init__(loader)
         self._distributed = distributed
         self._pin = pin_memory

@@ -17,7 +17,10 @@ import loch
 
 @pytest.mark.parametrize("module", ["loch", "loch.schema", "loch.dtypes", "loch.dataset", "loch.errors",
                                     "loch.loader", "loch._write", "loch._buffers", "loch.torch",
-                                    "loch.adapter", "loch._status", "loch.epochs", "loch.mixture", "loch.catalog"])  # fmt: skip
+                                    "loch.adapter", "loch._status", "loch.epochs", "loch.mixture", "loch.catalog",
+                                    "loch._snapshot", "loch._reads", "loch._writes", "loch._versioning",
+                                    "loch._search", "loch._loader_methods", "loch._loader_options", "loch._stream",
+                                    "loch._collate"])  # fmt: skip
 def test_docstring_examples(module: str) -> None:
     result = doctest.testmod(importlib.import_module(module), extraglobs={"loch": loch, "np": np},
                              optionflags=doctest.ELLIPSIS)  # fmt: skip

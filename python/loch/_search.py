@@ -1,0 +1,215 @@
+"""Queries and vector search over a dataset (the part of
+:class:`loch.Dataset` that finds rows): SQL selections (:mod:`loch.query`),
+saved selections, nearest-neighbour indexes and search
+(:mod:`loch.vector`), and full-text indexes and search (:mod:`loch.fts`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ._reads import ColumnReader, Reads
+from ._snapshot import enc
+from .errors import InvalidArgument
+
+if TYPE_CHECKING:
+    from .fts import TextIndexInfo, TextSearchResult
+    from .query import Selection
+    from .vector import IndexInfo, SearchResult
+
+__all__ = ["Search"]
+
+
+class Search(Reads):
+    """The queries and vector search of :class:`loch.Dataset` (see there)."""
+
+    #: Opens the dataset's URL at a version id (``loch.dataset``'s
+    #: ``_open_version``, picklable): how a selection reaches its version.
+    _version_opener: Callable[[str, str], Any]
+
+    # Queries (loch.query).
+
+    def query(self, sql: str, seed: int | None = None) -> Selection:
+        """Runs SQL (DuckDB's dialect; docs/query.md) over this handle's
+        version, the table ``ds``, and returns the result as a
+        :class:`loch.Selection`: the version, the SQL, the seed of its
+        ``random()`` and the row ids in result order, with the loaders of
+        a dataset over those rows::
+
+            >>> sel = ds.query("SELECT image, label WHERE label = 'cat' ORDER BY random()", seed=1)  # doctest: +SKIP
+            >>> loader = sel.pytorch(batch_size=64)                                               # doctest: +SKIP
+
+        A selection is rows of the dataset: a query whose rows are groups
+        (``count(*)``, ``GROUP BY``) raises :class:`loch.InvalidArgument`;
+        :meth:`sql` returns such a result as a table. The query reaches the
+        store with the handle's ``storage_options``.
+        """
+        from .query import query
+
+        return query(self, self._version_opener, sql, seed)
+
+    def sql(self, sql: str, seed: int | None = None) -> Any:
+        """Runs SQL (DuckDB's dialect; docs/query.md) over this handle's
+        version, the table ``ds``, and returns its result as a
+        ``pyarrow.Table`` (needs pyarrow), whatever it computes::
+
+            >>> ds.sql("SELECT label, count(*) AS n FROM ds GROUP BY label ORDER BY label").to_pylist()  # doctest: +SKIP
+            [{'label': 'cat', 'n': 5}, {'label': 'dog', 'n': 5}]
+
+        ``seed`` seeds ``random()``. It runs in the ``loch`` command, with
+        the handle's ``storage_options``, and only reads (docs/query.md).
+        """
+        from .query import table
+
+        return table(self, sql, seed)
+
+    def selection(self, name: str) -> Selection:
+        """The saved selection ``name`` (:meth:`loch.Selection.save`, ``loch
+        query --save``), at the version it ran on, without running it again."""
+        from .query import Selection
+
+        data = self._read_json("loch_dataset_selection", enc(name))
+        table_at = getattr(self._keep, "_table_at", None)  # a catalog's table
+        if table_at is not None and (table := table_at(self.url)) is not None:
+            data |= {"table": table, "root": self._keep.url}  # type: ignore[union-attr]
+            keep = self._keep
+            return Selection(self, data, lambda _url, version: keep.open_table(table, version=version), name=name)  # type: ignore[union-attr]
+        return Selection(self, data, self._version_opener, name=name)
+
+    def selections(self) -> list[dict[str, Any]]:
+        """The saved selections, sorted by name: dicts of name, key,
+        version, sql, seed (when it had one) and rows."""
+        return list(self._read_json("loch_dataset_selections"))
+
+    def save_selection(self, name: str, selection: Selection) -> None:
+        """Stores ``selection`` under ``name`` in the dataset's log, like a
+        tag: ``gc`` keeps it and the version it ran on (see
+        :meth:`loch.Selection.save`)."""
+        sel = {"version": selection.version, "sql": selection.sql, "seed": selection.seed,
+               "columns": selection.columns, "row_ids": [int(r) for r in selection.row_ids]}  # fmt: skip
+        if selection.joined:
+            sel["joined"] = selection.joined
+        self._reading().call("loch_dataset_save_selection", enc(name), json.dumps(sel).encode())
+
+    def delete_selection(self, name: str) -> None:
+        """Removes the name of a saved selection; ``gc`` frees what it kept."""
+        self._reading().call("loch_dataset_delete_selection", enc(name))
+
+    # Vector search (loch.vector).
+
+    def create_index(self, column: str, metric: str = "cosine", *, nlist: int | None = None, sample: int | None = None,
+                     iterations: int | None = None, seed: int = 0, kind: str = "vector") -> IndexInfo | TextIndexInfo:  # fmt: skip
+        """Builds the nearest-neighbour index of an embedding ``column`` (a
+        fixed ``[d]`` column of float32, float16 or bfloat16) for
+        ``metric`` (``"cosine"``, ``"l2"`` or ``"dot"``) at this handle's
+        version, stores it in the dataset and returns its
+        :class:`loch.IndexInfo`. The index is IVF-flat: ``nlist`` k-means
+        centroids (default: the square root of the rows) trained on
+        ``sample`` rows with ``iterations`` rounds from ``seed``. A tag keeps
+        its version's index, branches share their ancestors', ``gc``
+        collects the rest::
+
+            >>> info = ds.create_index("embedding", metric="cosine")  # doctest: +SKIP
+
+        ``kind="fts"`` builds the full-text (BM25) index of a text or json
+        column instead (:mod:`loch.fts`)::
+
+            >>> info = ds.create_index(column="caption", kind="fts")  # doctest: +SKIP
+        """
+        from .vector import check_metric, index_info
+
+        if kind != "vector":
+            return _fts_kind(kind).create_index(self, column)
+
+        opts = {"metric": check_metric(metric), "nlist": nlist or 0, "sample": sample or 0, "iterations": iterations or 0, "seed": int(seed)}
+        return index_info(self._read_json("loch_vector_build", column.encode(), json.dumps(opts).encode()))
+
+    def update_index(self, column: str, metric: str = "cosine", *, kind: str = "vector") -> IndexInfo | TextIndexInfo:
+        """Writes the index of this handle's version from the index of its
+        newest indexed ancestor, without retraining: rows deleted or updated
+        since leave the lists, rows appended or updated since join their
+        nearest centroid's list. Raises :class:`loch.NotFound` when no
+        index serves this version. ``kind="fts"``: the full-text index."""
+        from .vector import check_metric, index_info
+
+        if kind != "vector":
+            return _fts_kind(kind).update_index(self, column)
+
+        return index_info(self._read_json("loch_vector_update", column.encode(), check_metric(metric).encode()))
+
+    def search(self, vector: Any = None, k: int = 10, *, column: str, metric: str = "cosine", where: str | None = None,
+               columns: Sequence[str] = (), nprobe: int | None = None, exact: bool = False,
+               text: str | None = None) -> SearchResult | list[SearchResult] | TextSearchResult:  # fmt: skip
+        """The ``k`` rows of this handle's version nearest to ``vector`` in
+        the embedding ``column`` by ``metric``: a :class:`loch.SearchResult`
+        (row ids, distances, the ``columns`` asked for) for one vector
+        ``[d]``, a list of them for a batch ``[n, d]``.
+
+        It uses the column's index for ``metric`` when this version or an
+        ancestor has one (scanning ``nprobe`` lists; rows added or changed
+        since it was built are searched exactly), else compares every row
+        (``exact=True`` always does). ``where`` keeps only the rows that
+        pass an SQL condition over the table ``ds`` (run by the ``loch``
+        command, as :meth:`query` is); the result is the top ``k`` among
+        them (the index scans more of its lists as the filter narrows, and
+        every list, exactly, when under 12.5% of the rows pass)::
+
+            >>> hits = ds.search(np.ones(128), k=5, column="embedding", where="label = 3", columns=["label"])  # doctest: +SKIP
+            >>> hits.row_ids, hits.distances, hits.columns["label"]  # doctest: +SKIP
+
+        ``text="..."`` (instead of ``vector``) is a full-text query over a
+        text or json ``column``, answered from its BM25 index
+        (:mod:`loch.fts`): a :class:`loch.fts.TextSearchResult` with
+        ``row_ids`` and ``scores``, best first::
+
+            >>> hits = ds.search(text='"red car" -truck', column="caption", k=10)  # doctest: +SKIP
+        """
+        from .vector import SearchResult, check_metric, query_matrix
+
+        if text is not None or vector is None:
+            if vector is not None or text is None:
+                raise InvalidArgument("search: give either vector or text")
+            return _fts_kind("fts").search(self, text, k, column, where, columns)
+
+        if k <= 0:
+            raise InvalidArgument(f"k = {k}: want k >= 1")
+        q, single = query_matrix(vector)
+        for c in columns:
+            if c not in self.schema:
+                raise KeyError(f"no column {c!r} (have {list(self.schema)})")
+        allowed: np.ndarray | None = None
+        if where is not None:
+            allowed = np.ascontiguousarray(self.query(f"SELECT _rowid FROM ds WHERE {where}").row_ids, dtype=np.uint64)
+        n, d = q.shape
+        ids = np.zeros((n, k), dtype=np.uint64)
+        dists = np.zeros((n, k), dtype=np.float32)
+        counts = np.zeros(n, dtype=np.int64)
+        opts = {"metric": check_metric(metric), "nprobe": int(nprobe or 0), "exact": bool(exact)}
+        here = self._here()
+        meta = json.loads(self._read_str(
+            "loch_vector_search", column.encode(), json.dumps(opts).encode(), q.ctypes.data, n, d, k,
+            None if allowed is None or len(allowed) == 0 else allowed.ctypes.data, -1 if allowed is None else len(allowed),
+            ids.ctypes.data, dists.ctypes.data, counts.ctypes.data, interruptible=True,
+        ))  # fmt: skip
+        out = []
+        for i in range(n):
+            m = int(counts[i])
+            r = SearchResult(row_ids=ids[i, :m].copy(), distances=dists[i, :m].copy(), index=meta["index"] or None, warnings=list(meta["warnings"]))
+            if columns:
+                pos = here.positions(r.row_ids).tolist() if m else []
+                r.columns = {c: [ColumnReader(here, c)[p] for p in pos] for c in columns}
+            out.append(r)
+        return out[0] if single else out
+
+
+def _fts_kind(kind: str) -> Any:
+    """The module of index kind ``kind`` other than "vector": loch.fts."""
+    if kind != "fts":
+        raise InvalidArgument(f"index kind {kind!r}: want 'vector' or 'fts'")
+    from . import fts
+
+    return fts
