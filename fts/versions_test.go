@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lochdata/loch"
+	"github.com/lochdata/loch/chunkcache"
 	"github.com/lochdata/loch/internal/ftsindex"
 	"github.com/lochdata/loch/schema"
 )
@@ -184,4 +185,34 @@ func TestJSONColumn(t *testing.T) {
 	}
 	_, err = Build(ctx, ds, "nope", BuildOptions{})
 	require.ErrorIs(t, err, loch.ErrNotFound)
+}
+
+// TestThroughChunkCache: a search through a chunk cache reads the
+// segment by range from the cache after the first fetch, with the same
+// answer, and a disk cache serves another searcher.
+func TestThroughChunkCache(t *testing.T) {
+	ctx := context.Background()
+	ds := newText(t, "red car", "blue truck", "red bicycle")
+	commit(t, ds, "v1")
+	_, err := Build(ctx, ds, "caption", BuildOptions{})
+	require.NoError(t, err)
+	want := search(t, ds, `red OR "blue truck"`, 10).Hits
+	for _, open := range []func() chunkcache.Cache{
+		func() chunkcache.Cache { return chunkcache.NewMemory(1 << 20) },
+		func() chunkcache.Cache {
+			c, err := chunkcache.Open(t.TempDir(), 1<<20, nil)
+			require.NoError(t, err)
+			return c
+		},
+	} {
+		cache := open()
+		for range 2 {
+			res, err := NewSearcher(ds).Search(ctx, "caption", `red OR "blue truck"`, 10, Options{Cache: cache})
+			require.NoError(t, err)
+			require.Equal(t, want, res.Hits)
+		}
+		st := cache.Stats()
+		require.Positive(t, st.Hits)
+		require.NoError(t, cache.Close())
+	}
 }
