@@ -146,6 +146,18 @@ func TestGCKeepsIndex(t *testing.T) {
 	_, problems, err := ds.Verify(ctx)
 	require.NoError(t, err)
 	require.Empty(t, problems)
+
+	// Once its descriptor is dropped, gc deletes the segment.
+	obj, err := ds.Store().Get(ctx, res.Index)
+	require.NoError(t, err)
+	d, err := ftsindex.DecodeDescriptor(res.Index, obj)
+	require.NoError(t, err)
+	require.NoError(t, ds.Store().Delete(ctx, res.Index))
+	_, err = ds.GC(ctx, loch.GCOptions{})
+	require.NoError(t, err)
+	_, err = ds.Store().Stat(ctx, d.Segments[0].Key)
+	require.ErrorIs(t, err, loch.ErrNotFound)
+	require.Empty(t, search(t, ds, "red", 10).Index)
 }
 
 // TestJSONColumn: the string values of a json column are indexed, not
