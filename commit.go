@@ -23,6 +23,22 @@ import (
 // Nothing is visible to readers until the commit's log entry is written,
 // atomically.
 func (d *Dataset) Commit(ctx context.Context, message string) (string, error) {
+	return d.commit(ctx, message, false)
+}
+
+// CommitUnmoved is Commit without the rebase: when another writer
+// committed to the branch since the staged changes' snapshot (the version
+// the handle had when the first change was staged), it commits nothing,
+// keeps the changes staged and fails with a *HeadMovedError
+// (ErrConflict). A writer that checked the rows it read against that
+// version (a SQL statement enforcing a table's keys, package sqlcat) uses
+// it, so that its check still holds for the version it commits onto.
+func (d *Dataset) CommitUnmoved(ctx context.Context, message string) (string, error) {
+	return d.commit(ctx, message, true)
+}
+
+// commit is Commit; unmoved refuses to rebase (CommitUnmoved).
+func (d *Dataset) commit(ctx context.Context, message string, unmoved bool) (string, error) {
 	d.wmu.Lock()
 	defer d.wmu.Unlock()
 	if d.ReadOnly() {
@@ -62,6 +78,9 @@ func (d *Dataset) Commit(ctx context.Context, message string) (string, error) {
 			if err := check(); err != nil {
 				return err
 			}
+		}
+		if head := root.Refs[headsPrefix+branch]; unmoved && head != st.base.commitID {
+			return &HeadMovedError{URL: d.url, Branch: branch, Base: st.base.commitID, Head: head}
 		}
 		var err error
 		id, err = d.commitOnto(ctx, st, branch, message, root, next)

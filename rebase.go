@@ -54,6 +54,22 @@ func (e *RowConflictError) Rows() string {
 
 func (e *RowConflictError) Unwrap() error { return ErrConflict }
 
+// HeadMovedError is the error of CommitUnmoved when another commit moved
+// the branch since the staged changes' snapshot: nothing was committed.
+type HeadMovedError struct {
+	URL    string
+	Branch string
+	Base   string // the version the changes were staged on
+	Head   string // the branch's head now
+}
+
+func (e *HeadMovedError) Error() string {
+	return fmt.Sprintf("commit %s: branch %s moved from %s to %s since these changes were staged, and this commit does not rebase; nothing was committed",
+		e.URL, e.Branch, e.Base, e.Head)
+}
+
+func (e *HeadMovedError) Unwrap() error { return ErrConflict }
+
 // rebase returns the snapshot the stage's changes apply to, with the
 // location there of each row they delete or update: the stage's base, or,
 // when the branch moved to head since, head's, if the stage's changes can

@@ -467,3 +467,34 @@ func BenchmarkConcurrentWriters(b *testing.B) {
 		})
 	}
 }
+
+// TestCommitUnmovedRefusesAMovedHead: CommitUnmoved commits when the branch
+// is where the changes were staged, and when another writer committed in
+// between it commits nothing, keeps the changes staged and returns a
+// *HeadMovedError (ErrConflict); Commit then rebases them.
+func TestCommitUnmovedRefusesAMovedHead(t *testing.T) {
+	url := t.TempDir()
+	rebaseDataset(t, url, 4)
+	a := mustOpen(t, url)
+	require.NoError(t, a.Append(ctx, Row{"k": Scalar(int64(10)), "v": Scalar(int64(1))}))
+	_, err := a.CommitUnmoved(ctx, "unmoved")
+	require.NoError(t, err)
+
+	require.NoError(t, a.Append(ctx, Row{"k": Scalar(int64(11)), "v": Scalar(int64(1))}))
+	base := a.Version()
+	o := mustOpen(t, url)
+	require.NoError(t, o.Append(ctx, Row{"k": Scalar(int64(12)), "v": Scalar(int64(2))}))
+	other, err := o.Commit(ctx, "other")
+	require.NoError(t, err)
+
+	_, err = a.CommitUnmoved(ctx, "unmoved")
+	var hm *HeadMovedError
+	require.ErrorAs(t, err, &hm)
+	require.ErrorIs(t, err, ErrConflict)
+	require.Equal(t, base, hm.Base)
+	require.Equal(t, other, hm.Head)
+	require.Len(t, rowsByID(t, url), 6, "nothing committed")
+	_, err = a.Commit(ctx, "rebased")
+	require.NoError(t, err)
+	require.Len(t, rowsByID(t, url), 7)
+}

@@ -41,6 +41,18 @@
 // table's in a join, expressions) are read with the row ids into the
 // selection's joined columns (joined.go, docs/sql.md §8).
 //
+// # PostgreSQL's operators
+//
+// pgvector's <-> (L2), <=> (cosine distance) and negative inner product,
+// and PostgreSQL's ->> and -> with PostgreSQL's precedence, are macros
+// named by operators that DuckDB parses as generic ones (pg.go; package
+// sqlcat respells <#>, ->> and -> into them). A SELECT over one table
+// ordered by such a distance to a constant vector with a LIMIT is served
+// by package vector, among the rows that pass its WHERE, through the
+// column's index when one serves the version: the table is read at the
+// rows found only, and DuckDB orders them by their exact distances
+// (knn.go).
+//
 // # Reads only
 //
 // A query only reads: a statement that is not a SELECT by DuckDB's own

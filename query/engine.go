@@ -16,6 +16,7 @@ import (
 	"github.com/lochdata/loch"
 	"github.com/lochdata/loch/chunkcache"
 	"github.com/lochdata/loch/storage"
+	"github.com/lochdata/loch/vector"
 )
 
 // TableName is the name a query gives the handle's version; the last
@@ -85,7 +86,10 @@ type Engine struct {
 	emitted    atomic.Int64             // rows the scans have handed DuckDB (tests count them)
 	failed     scanFailure              // the running query's first scan error (queryError)
 	aggregates map[string]bool          // DuckDB's aggregate function names (grouping)
-	fts        ftsState                 // fts_match and fts_score (fts.go)
+	// searchers keep the vector indexes a nearest-neighbour ORDER BY
+	// opened (knn.go), by handle, for the engine's life
+	searchers map[*loch.Dataset]*vector.Searcher
+	fts       ftsState // fts_match and fts_score (fts.go)
 }
 
 // New starts an engine over d's current version. d may be nil: then the
@@ -158,6 +162,9 @@ func (e *Engine) init(ctx context.Context) error {
 		return err
 	}
 	if err := e.registerVector(ctx, conn); err != nil {
+		return err
+	}
+	if err := registerPG(ctx, conn); err != nil {
 		return err
 	}
 	if err := e.registerFTS(ctx, conn); err != nil {
@@ -266,10 +273,15 @@ func (e *Engine) bind(_ map[string]any, args ...any) (duckdb.ParallelChunkTableS
 	if err != nil {
 		return nil, err
 	}
+	ps, only, err := rowPositions(ps, sc)
+	if err != nil {
+		return nil, fmt.Errorf("%s(%s): %w", scanAt, quoteString(url), err)
+	}
 	s, err := newSource(e.ctx, sc, e.jsonType, e.opts.Threads)
 	if err != nil {
 		return nil, err
 	}
+	s.only = only
 	if s.filter, err = compileFilter(ps, s.cols); err != nil {
 		return nil, fmt.Errorf("%s(%s): %w", scanAt, quoteString(url), err)
 	}

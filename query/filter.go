@@ -31,6 +31,9 @@ type pred struct {
 	Op  string    `json:"op"`
 	Num []float64 `json:"num,omitempty"`
 	Str []string  `json:"str,omitempty"`
+	// IDs are the row ids of op opRowIDs (col _rowid, knn.go): the scan
+	// reads those rows only.
+	IDs []uint64 `json:"ids,omitempty"`
 }
 
 // Operators of a pushed predicate.
@@ -67,7 +70,7 @@ func decodeFilter(s string) ([]pred, error) {
 	}
 	n := len(ps)
 	for _, p := range ps {
-		n += len(p.Num) + len(p.Str)
+		n += len(p.Num) + len(p.Str) + len(p.IDs)
 	}
 	if n > maxFilter {
 		return nil, fmt.Errorf("filter %q: %d predicates and constants, at most %d", short(s), n, maxFilter)

@@ -64,6 +64,10 @@ func (e *Engine) pushdown(ctx context.Context, q string) string {
 	}
 	var splices []textEdit
 	walkSelects(stmt, func(node map[string]any) {
+		if edit, ok := e.knnInto(ctx, q, node, shadowed); ok {
+			splices = append(splices, edit)
+			return
+		}
 		where, _ := node["where_clause"].(map[string]any)
 		if where == nil || node["sample"] != nil {
 			return
@@ -100,8 +104,14 @@ func (e *Engine) pushInto(q string, from, where map[string]any, shadowed map[str
 	t.name = name
 	t.alias, _ = from["alias"].(string)
 	var preds []pred
+	size := 0 // predicates and constants, at most maxFilter (decodeFilter)
 	for _, c := range conjuncts(where) {
-		preds = append(preds, t.pushable(c)...)
+		for _, p := range t.pushable(c) {
+			// pushing is optional: a predicate that does not fit is left to DuckDB
+			if n := 1 + len(p.Num) + len(p.Str); size+n <= maxFilter {
+				preds, size = append(preds, p), size+n
+			}
+		}
 	}
 	if len(preds) == 0 {
 		return textEdit{}, false
@@ -333,7 +343,7 @@ func (t pushTable) operand(x any) (operand, bool) {
 		return operand{}, false
 	}
 	switch fn, _ := n["function_name"].(string); strings.ToLower(fn) {
-	case "->>", "json_extract_string":
+	case "->>", pgJSONTextFunction, JSONTextOp:
 	default:
 		return operand{}, false
 	}

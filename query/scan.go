@@ -48,6 +48,9 @@ type source struct {
 	// their columns are converted; emitted counts the rows handed DuckDB.
 	filter  *filter
 	emitted *atomic.Int64
+	// only, when not nil, are the positions the scan reads, ascending
+	// (a nearest-neighbour ORDER BY, knn.go): one row a morsel.
+	only []int64
 	// failed keeps the first error a fill returned, which DuckDB hands
 	// back as text only, so that the query's error keeps its class.
 	failed *scanFailure
@@ -173,6 +176,12 @@ func (s *source) fillChunk(l *local, chunk duckdb.DataChunk) error {
 		m := s.next.Add(1) - 1
 		lo := m * int64(morselRows)
 		hi := min(lo+int64(morselRows), s.sc.Len())
+		if s.only != nil {
+			lo, hi = 0, 0
+			if m < int64(len(s.only)) {
+				lo, hi = s.only[m], s.only[m]+1
+			}
+		}
 		if lo >= hi {
 			return chunk.SetSize(0)
 		}
@@ -533,13 +542,8 @@ func (s *source) fillValue(chunk duckdb.DataChunk, ci int, c column, i int, pos 
 			v = c.infoValue(shape, stored)
 		}
 	default:
-		*got = (*got)[:0]
-		for p := range slot.Pieces() {
-			f, err := s.chunk(slot.Chunk(p))
-			if err != nil {
-				return fmt.Errorf("row %d, column %q: %w", pos, c.name, err)
-			}
-			*got = append(*got, f)
+		if err := s.pieces(slot, got); err != nil {
+			return fmt.Errorf("row %d, column %q: %w", pos, c.name, err)
 		}
 		smp, err := s.sc.Sample(slot, *got)
 		if err != nil {
@@ -551,6 +555,31 @@ func (s *source) fillValue(chunk duckdb.DataChunk, ci int, c column, i int, pos 
 	}
 	if err := duckdb.SetChunkValue(chunk, ci, i, v); err != nil {
 		return fmt.Errorf("row %d, column %q: %w", pos, c.name, err)
+	}
+	return nil
+}
+
+// pieces fetches what slot's sample needs into got: its chunks whole
+// (chunk), or, when the scan reads a few rows only (s.only), the sample's
+// span of its chunk alone.
+func (s *source) pieces(slot loch.Slot, got *[]*loch.Fetched) error {
+	*got = (*got)[:0]
+	if s.only != nil {
+		for _, r := range s.sc.Reads(slot, true) {
+			f, err := s.sc.Fetch(s.ctx, r)
+			if err != nil {
+				return err
+			}
+			*got = append(*got, f)
+		}
+		return nil
+	}
+	for p := range slot.Pieces() {
+		f, err := s.chunk(slot.Chunk(p))
+		if err != nil {
+			return err
+		}
+		*got = append(*got, f)
 	}
 	return nil
 }

@@ -92,6 +92,15 @@ type Column struct {
 	ClassNames        []string          `json:"class_names,omitempty"`
 	BBoxFormat        string            `json:"bbox_format,omitempty"`
 	BBoxNormalized    bool              `json:"bbox_normalized,omitempty"`
+	// Key (format 1.13) makes the column a key of its table: KeyPrimary
+	// (unique and never null) or KeyUnique (unique among its non-null
+	// values). SQL writes enforce it (package sqlcat, docs/sql.md);
+	// Dataset.Extend and Update do not check it.
+	Key string `json:"key,omitempty"`
+	// Serial (format 1.13) makes SQL inserts fill the column's omitted or
+	// null values with the next integer (docs/sql.md): an integer scalar
+	// column.
+	Serial bool `json:"serial,omitempty"`
 }
 
 // Equal reports whether c and o define the same column. Lists compare by
@@ -288,6 +297,12 @@ func (s Schema) Clone() Schema {
 
 var nameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.\-]{0,127}$`)
 
+// The values of Column.Key.
+const (
+	KeyPrimary = "primary"
+	KeyUnique  = "unique"
+)
+
 // Normalize fills defaults (kind generic, compressions none, chunk size,
 // dtype implied by the kind) and validates every column. It returns an error
 // wrapping ErrInvalid naming the column and the rule it breaks.
@@ -302,6 +317,34 @@ func (s *Schema) Normalize() error {
 			return base.Markf(ErrInvalid, "column %q appears twice", c.Name)
 		}
 		seen[c.Name] = true
+	}
+	var primary []string
+	for _, c := range s.Columns {
+		if c.Key == KeyPrimary {
+			primary = append(primary, c.Name)
+		}
+	}
+	if len(primary) > 1 {
+		return base.Markf(ErrInvalid, "columns %s are each a primary key: a table has at most one", strings.Join(primary, ", "))
+	}
+	return nil
+}
+
+// checkKey checks the column's Key and Serial: a key is an integer or
+// text scalar, a serial column an integer scalar.
+func (c *Column) checkKey() error {
+	scalar := c.Shape != nil && len(c.Shape) == 0 || c.DType.Variable() && c.Shape == nil
+	switch c.Key {
+	case "":
+	case KeyPrimary, KeyUnique:
+		if !scalar || !c.DType.Integer() && c.DType != Text {
+			return base.Markf(ErrInvalid, "column %q: a %s key is an integer or text scalar, got %s %s shape %v", c.Name, c.Key, c.Kind, c.DType, c.Shape)
+		}
+	default:
+		return base.Markf(ErrInvalid, "column %q: key %q (want primary or unique)", c.Name, c.Key)
+	}
+	if c.Serial && (!scalar || !c.DType.Integer()) {
+		return base.Markf(ErrInvalid, "column %q: a serial column is an integer scalar, got %s %s shape %v", c.Name, c.Kind, c.DType, c.Shape)
 	}
 	return nil
 }
@@ -370,6 +413,9 @@ func (c *Column) Normalize() error {
 		if d < -1 {
 			return base.Markf(ErrInvalid, "column %q: shape %v: dimensions are sizes or null", c.Name, c.Shape)
 		}
+	}
+	if err := c.checkKey(); err != nil {
+		return err
 	}
 	return c.checkKind()
 }

@@ -141,3 +141,32 @@ func TestColumnEqual(t *testing.T) {
 		})
 	}
 }
+
+// TestColumnKeys: key and serial columns are integer or text scalars (a
+// serial one an integer), at most one primary key per schema.
+func TestColumnKeys(t *testing.T) {
+	for _, tc := range []struct {
+		col Column
+		ok  bool
+	}{
+		{Column{Name: "id", DType: Int64, Shape: Shape{}, Key: KeyPrimary, Serial: true}, true},
+		{Column{Name: "name", DType: Text, Kind: TextKind, Key: KeyUnique}, true},
+		{Column{Name: "n", DType: Int32, Shape: Shape{}, Serial: true}, true},
+		{Column{Name: "f", DType: Float32, Shape: Shape{}, Key: KeyUnique}, false},
+		{Column{Name: "v", DType: Int64, Shape: Shape{3}, Key: KeyUnique}, false},
+		{Column{Name: "t", DType: Text, Kind: TextKind, Serial: true}, false},
+		{Column{Name: "x", DType: Int64, Shape: Shape{}, Key: "foreign"}, false},
+	} {
+		s := Schema{Columns: []Column{tc.col}}
+		err := s.Normalize()
+		if tc.ok {
+			require.NoError(t, err, tc.col.Name)
+		} else {
+			require.ErrorIs(t, err, ErrInvalid, tc.col.Name)
+		}
+	}
+	two := Schema{Columns: []Column{
+		{Name: "a", DType: Int64, Shape: Shape{}, Key: KeyPrimary},
+		{Name: "b", DType: Int64, Shape: Shape{}, Key: KeyPrimary}}}
+	require.ErrorContains(t, two.Normalize(), "at most one")
+}

@@ -114,6 +114,22 @@ func convert(c *schema.Column, v any) (loch.Sample, error) {
 		}
 		return bad(fmt.Sprintf("a number or a LIST of numbers (a %s column)", c.DType))
 	}
+	return convertNumbers(c, v)
+}
+
+// convertNumbers converts a number or a (nested) list of numbers, or
+// pgvector's text of one, to a sample of numeric column c.
+func convertNumbers(c *schema.Column, v any) (loch.Sample, error) {
+	bad := func(want string) (loch.Sample, error) {
+		return loch.Sample{}, fmt.Errorf("%s, want %s", describe(v), want)
+	}
+	if str, ok := v.(string); ok && len(c.Shape) > 0 {
+		// pgvector's text form of a vector, '[1, 2, 3]' (nested for a
+		// tensor): a JSON array of numbers
+		if list, ok := jsonNumbers(str); ok {
+			v = list
+		}
+	}
 	var shape []int
 	var data []byte
 	if err := flatten(c.DType, v, 0, &shape, &data, true); err != nil {
@@ -132,6 +148,46 @@ func convert(c *schema.Column, v any) (loch.Sample, error) {
 		}
 	}
 	return loch.Sample{Shape: shape, Data: data}, nil
+}
+
+// jsonNumbers reads s as a JSON array (of arrays) of numbers, each an
+// int64 when it is a whole number that fits, else a float64.
+func jsonNumbers(s string) ([]any, bool) {
+	s = strings.TrimSpace(s)
+	if !strings.HasPrefix(s, "[") {
+		return nil, false
+	}
+	dec := json.NewDecoder(strings.NewReader(s))
+	dec.UseNumber()
+	var list []any
+	if err := dec.Decode(&list); err != nil || dec.More() {
+		return nil, false
+	}
+	var conv func(x any) (any, bool)
+	conv = func(x any) (any, bool) {
+		switch y := x.(type) {
+		case json.Number:
+			if n, err := y.Int64(); err == nil {
+				return n, true
+			}
+			f, err := y.Float64()
+			return f, err == nil
+		case []any:
+			for i, e := range y {
+				var ok bool
+				if y[i], ok = conv(e); !ok {
+					return nil, false
+				}
+			}
+			return y, true
+		}
+		return nil, false
+	}
+	out, ok := conv(list)
+	if !ok {
+		return nil, false
+	}
+	return out.([]any), true
 }
 
 func quoteAll(ss []string) []string {

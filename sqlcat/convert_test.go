@@ -69,3 +69,21 @@ func TestAppendNumber(t *testing.T) {
 		require.Equal(t, byte(0xaa), got[0], "appends to dst")
 	}
 }
+
+// TestVectorText: pgvector's text of a vector ('[1, 2.5, -3]', nested for
+// a tensor) converts into array columns; other text is refused as before.
+func TestVectorText(t *testing.T) {
+	emb := &schema.Column{Name: "e", Kind: schema.Embedding, DType: schema.Float32, Shape: schema.Shape{3}}
+	smp, err := toSample(emb, " [1, 2.5, -3] ")
+	require.NoError(t, err)
+	require.Equal(t, []int{3}, smp.Shape)
+	require.Equal(t, "0000803f00002040000040c0", hex.EncodeToString(smp.Data))
+	grid := &schema.Column{Name: "g", DType: schema.Int64, Shape: schema.Shape{2, 2}}
+	smp, err = toSample(grid, "[[1, 2], [3, 4]]")
+	require.NoError(t, err)
+	require.Equal(t, []int{2, 2}, smp.Shape)
+	for _, bad := range []string{"[1, 2,", "[1, \"x\"]", "1, 2, 3"} {
+		_, err := toSample(emb, bad)
+		require.Error(t, err, bad)
+	}
+}

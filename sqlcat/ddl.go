@@ -182,9 +182,67 @@ type createStmt struct {
 	as          string // the SELECT of CREATE TABLE ... AS
 }
 
-// constraints are refused with their name: loch enforces none of them.
+// constraints are refused with their name: loch enforces PRIMARY KEY and
+// UNIQUE only (readKeys, tableKey).
 var constraints = map[string]string{"primary": "PRIMARY KEY", "not": "NOT NULL", "null": "NULL", "default": "DEFAULT",
 	"check": "CHECK", "unique": "UNIQUE", "references": "REFERENCES", "constraint": "CONSTRAINT", "collate": "COLLATE", "generated": "GENERATED"}
+
+// tableKey reads a table constraint, [CONSTRAINT name] PRIMARY KEY (col)
+// or UNIQUE (col), if one comes next, and sets the column's key; a key
+// of several columns and other constraints are refused.
+func (p *parser) tableKey(st *createStmt) (bool, error) {
+	t := p.peek()
+	if t.kind != tokIdent || !(t.is("primary") || t.is("unique") || t.is("check") || t.is("constraint")) {
+		return false, nil
+	}
+	if p.accept("constraint") {
+		if _, err := p.name("constraint"); err != nil {
+			return false, err
+		}
+	}
+	key := schema.KeyUnique
+	switch {
+	case p.accept("primary", "key"):
+		key = schema.KeyPrimary
+	case p.accept("unique"):
+	default:
+		return false, fmt.Errorf("create table %s: %s constraints are not supported: loch enforces PRIMARY KEY and UNIQUE: %w", st.name, strings.ToUpper(p.peek().text), loch.ErrInvalidArgument)
+	}
+	if err := p.expect("("); err != nil {
+		return false, err
+	}
+	cols, err := p.nameList()
+	if err != nil {
+		return false, err
+	}
+	if len(cols) != 1 {
+		return false, fmt.Errorf("create table %s: a key of several columns (%s) is not supported: loch's keys are one column each: %w", st.name, strings.Join(cols, ", "), loch.ErrInvalidArgument)
+	}
+	i := slices.IndexFunc(st.cols, func(d coldef) bool { return d.col.Name == cols[0] })
+	if i < 0 {
+		return false, fmt.Errorf("create table %s: key column %q is not a column of the table: %w", st.name, cols[0], loch.ErrInvalidArgument)
+	}
+	if st.cols[i].col.Key != schema.KeyPrimary {
+		st.cols[i].col.Key = key
+	}
+	return true, nil
+}
+
+// readKeys reads a column's PRIMARY KEY and UNIQUE constraints into d.
+func (p *parser) readKeys(d *coldef) {
+	for {
+		switch {
+		case p.accept("primary", "key"):
+			d.col.Key = schema.KeyPrimary
+		case p.accept("unique"):
+			if d.col.Key == "" {
+				d.col.Key = schema.KeyUnique
+			}
+		default:
+			return
+		}
+	}
+}
 
 func (p *parser) parseCreate() (*createStmt, error) {
 	st := &createStmt{}
@@ -213,21 +271,8 @@ func (p *parser) parseCreate() (*createStmt, error) {
 		return st, nil
 	}
 	p.next()
-	for {
-		if t := p.peek(); t.kind == tokIdent && constraints[t.text] != "" && (t.text == "primary" || t.text == "unique" || t.text == "check" || t.text == "constraint") {
-			return nil, fmt.Errorf("create table %s: %s constraints are not supported: loch enforces none: %w", st.name, constraints[t.text], loch.ErrInvalidArgument)
-		}
-		d, err := p.parseColdef()
-		if err != nil {
-			return nil, fmt.Errorf("create table %s: %w", st.name, err)
-		}
-		st.cols = append(st.cols, d)
-		if p.accept(")") {
-			break
-		}
-		if err := p.expect(","); err != nil {
-			return nil, err
-		}
+	if err := p.createElements(st); err != nil {
+		return nil, err
 	}
 	if st.with, err = p.parseWith(); err != nil {
 		return nil, err
@@ -238,8 +283,33 @@ func (p *parser) parseCreate() (*createStmt, error) {
 	return st, p.end()
 }
 
-// parseColdef reads name type [WITH (...)].
-func (p *parser) parseColdef() (coldef, error) {
+// createElements reads CREATE TABLE's column definitions and table
+// constraints up to the closing parenthesis.
+func (p *parser) createElements(st *createStmt) error {
+	for {
+		ok, err := p.tableKey(st)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			d, err := p.parseColdef(true)
+			if err != nil {
+				return fmt.Errorf("create table %s: %w", st.name, err)
+			}
+			st.cols = append(st.cols, d)
+		}
+		if p.accept(")") {
+			return nil
+		}
+		if err := p.expect(","); err != nil {
+			return err
+		}
+	}
+}
+
+// parseColdef reads name type [PRIMARY KEY | UNIQUE] [WITH (...)]; keys
+// says whether a key may be declared (CREATE TABLE, not ALTER TABLE ADD).
+func (p *parser) parseColdef(keys bool) (coldef, error) {
 	name, err := p.name("column")
 	if err != nil {
 		return coldef{}, err
@@ -264,6 +334,9 @@ func (p *parser) parseColdef() (coldef, error) {
 			}
 		}
 	}
+	if keys {
+		p.readKeys(&d)
+	}
 	if t := p.peek(); t.kind == tokIdent && constraints[t.text] != "" {
 		c := constraints[t.text]
 		if t.text == "not" {
@@ -271,7 +344,7 @@ func (p *parser) parseColdef() (coldef, error) {
 		} else if t.text == "primary" {
 			c = "PRIMARY KEY"
 		}
-		return coldef{}, fmt.Errorf("column %s: %s is not supported: loch enforces no constraints: %w", name, c, loch.ErrInvalidArgument)
+		return coldef{}, fmt.Errorf("column %s: %s is not supported: loch enforces PRIMARY KEY and UNIQUE in CREATE TABLE only: %w", name, c, loch.ErrInvalidArgument)
 	}
 	if d.opts, err = p.parseWith(); err != nil {
 		return coldef{}, err
@@ -329,7 +402,7 @@ func (p *parser) parseAlter() (*alterStmt, error) {
 	case p.accept("add"):
 		p.accept("column")
 		st.ifNotEx = p.accept("if", "not", "exists")
-		d, err := p.parseColdef()
+		d, err := p.parseColdef(false)
 		if err != nil {
 			return nil, fmt.Errorf("alter table %s: %w", st.name, err)
 		}

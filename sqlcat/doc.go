@@ -24,6 +24,32 @@
 // strings, E-strings with backslash escapes, nested comments), which a
 // test checks against DuckDB.
 //
+// # PostgreSQL's forms
+//
+// Before anything parses a statement, Run (and Select) respells, with
+// the lexer, the PostgreSQL operators that DuckDB reads otherwise
+// (pg.go): pgvector's <#> (DuckDB lexes no # in operators) into
+// query.NegInnerProductOp, and ->> and -> (DuckDB binds them below AND,
+// and -> is its lambda arrow) into query.JSONTextOp and query.JSONOp,
+// generic operators that DuckDB binds with PostgreSQL's precedence and
+// package query defines as macros; -> only before a string, a number or a
+// parameter, so that x -> x + 1 stays a lambda. Strings, quoted names,
+// comments and dollar-quoted bodies are never touched, and only an
+// operator's spelling changes. The commit message keeps the text as
+// given. VECTOR(n), JSONB and the SERIAL types are rows of typeRules.
+//
+// # Keys and serial columns
+//
+// PRIMARY KEY and UNIQUE make a column a key (schema.Column.Key), the
+// SERIAL types a serial column (schema.Column.Serial). An INSERT, UPDATE
+// or MERGE on such a table goes through a keyCheck (keys.go): serial
+// values are the largest value + 1 of the version the statement read,
+// the statement's key values are checked against one another and, before
+// the commit, against that version's other rows (a DuckDB query over the
+// key column with the values pushed down); the commit is
+// loch.Dataset.CommitUnmoved, and Run runs the statement again when
+// another commit moved the table in between (docs/sql.md §2.1).
+//
 // Each statement starts its own engine (an in-memory DuckDB) with views of
 // the tables it names, opened at the session's branch (else main) when
 // the statement starts, and closes it before returning: nothing of DuckDB

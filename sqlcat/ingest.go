@@ -191,7 +191,7 @@ func Stage(ctx context.Context, d *loch.Dataset, source string, o IngestOptions)
 		return res, fmt.Errorf("ingest into %s: no source column is a dataset column (source: %s; dataset: %s): %w",
 			d.URL(), strings.Join(names, ", "), strings.Join(sch.Names(), ", "), loch.ErrInvalidArgument)
 	}
-	res.Rows, err = stage(ctx, e, d.URL(), d, targets, fmt.Sprintf("SELECT %s FROM (%s)", strings.Join(list, ", "), source), h)
+	res.Rows, err = stage(ctx, e, d.URL(), d, targets, fmt.Sprintf("SELECT %s FROM (%s)", strings.Join(list, ", "), source), h, nil)
 	res.Skipped = h.skipped
 	return res, err
 }

@@ -342,9 +342,14 @@ func (s *Session) merge(ctx context.Context, p *parser, stmt string) (Result, er
 		return res, err
 	}
 	defer done()
-	m, err := newMergePlan(ctx, e, st, d.Schema())
+	sch := d.Schema()
+	m, err := newMergePlan(ctx, e, st, sch)
 	if err != nil {
 		return res, err
+	}
+	k, err := s.newKeyCheck(ctx, name, d, &sch, true)
+	if err != nil {
+		return res, fmt.Errorf("merge into %s: %w", name, err)
 	}
 	changes, deletes, err := m.changes(ctx, e)
 	if err != nil {
@@ -355,11 +360,16 @@ func (s *Session) merge(ctx context.Context, p *parser, stmt string) (Result, er
 		return res, err
 	}
 	if q != "" {
-		if res.Inserted, err = stage(ctx, e, name, d, targets, q, nil); err != nil {
+		if res.Inserted, err = stage(ctx, e, name, d, targets, q, nil, k); err != nil {
 			return res, fmt.Errorf("merge into %s: WHEN NOT MATCHED: %w", name, err)
 		}
 	}
-	for _, c := range changes {
+	for i, c := range changes {
+		if k != nil {
+			if err := k.update(c.id, c.row, int64(i+1)); err != nil {
+				return res, fmt.Errorf("merge into %s (nothing written): %w", name, err)
+			}
+		}
 		if err := d.Update(ctx, c.id, c.row); err != nil {
 			if cerr := checkRow(c.cols, c.row); cerr != nil {
 				err = cerr
@@ -368,13 +378,16 @@ func (s *Session) merge(ctx context.Context, p *parser, stmt string) (Result, er
 		}
 	}
 	if len(deletes) > 0 {
+		if k != nil {
+			k.deleted(deletes)
+		}
 		if err := d.Delete(ctx, deletes...); err != nil {
 			return res, fmt.Errorf("merge into %s: %w", name, err)
 		}
 	}
 	res.Updated, res.Deleted = int64(len(changes)), int64(len(deletes))
 	res.Rows = res.Updated + res.Deleted + res.Inserted
-	return commitWrite(ctx, d, res, "merge into", msg)
+	return commitKeyed(ctx, k, d, res, "merge into", msg)
 }
 
 // mergePlan is a MERGE resolved against its table's schema and its

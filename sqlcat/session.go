@@ -160,15 +160,17 @@ func IsQuery(stmt string) bool { return Kind(stmt) == KindQuery }
 // Run runs one statement. A write is one commit on the session's branch,
 // or nothing and an error; a read writes its result to out.
 func (s *Session) Run(ctx context.Context, stmt string, out Output) (Result, error) {
-	kind := Kind(stmt)
+	// text is what runs; stmt, as given, makes the commit message.
+	text := PostgresOperators(stmt)
+	kind := Kind(text)
 	switch kind {
 	case "":
 		return Result{}, fmt.Errorf("sql: empty statement: %w", loch.ErrInvalidArgument)
 	case KindQuery:
-		n, err := s.query(ctx, stmt, out)
+		n, err := s.query(ctx, text, out)
 		return Result{Statement: "QUERY", Rows: n}, err
 	}
-	p, err := newParser(stmt)
+	p, err := newParser(text)
 	if err != nil {
 		return Result{}, err
 	}
@@ -182,21 +184,35 @@ func (s *Session) Run(ctx context.Context, stmt string, out Output) (Result, err
 		return parsed(p.parseAlter, func(st *alterStmt) (Result, error) { return s.alter(ctx, st, stmt) })
 	case "DROP TABLE":
 		return parsed(p.parseDrop, func(st *dropStmt) (Result, error) { return s.drop(ctx, st) })
-	case "INSERT":
-		return s.insert(ctx, p, stmt)
-	case "UPDATE":
-		return s.update(ctx, p, stmt)
+	case "INSERT", "UPDATE", "MERGE":
+		return s.retried(ctx, kind, text, stmt)
 	case "DELETE":
 		return s.delete(ctx, p, stmt)
 	case "OPTIMIZE":
 		return parsed(p.parseOptimize, func(st *optimizeStmt) (Result, error) { return s.optimize(ctx, st, stmt) })
-	case "MERGE":
-		return s.merge(ctx, p, stmt)
 	case "COPY":
 		return s.copyOut(ctx, p)
 	default: // SET
 		return s.set(p)
 	}
+}
+
+// retried runs an INSERT, UPDATE or MERGE, again when another commit
+// moved its table after it checked the table's keys (retryMoved).
+func (s *Session) retried(ctx context.Context, kind, text, stmt string) (Result, error) {
+	return retryMoved(func() (Result, error) {
+		p, err := newParser(text)
+		if err != nil {
+			return Result{}, err
+		}
+		switch kind {
+		case "INSERT":
+			return s.insert(ctx, p, stmt)
+		case "UPDATE":
+			return s.update(ctx, p, stmt)
+		}
+		return s.merge(ctx, p, stmt)
+	})
 }
 
 // parsed runs do on the statement parse reads, or returns parse's error.
@@ -386,6 +402,7 @@ func (s *Session) query(ctx context.Context, stmt string, out Output) (int64, er
 // f._rowid, f.image FROM frames f JOIN labels l USING (id) WHERE ..., each
 // row once. seed, when not nil, seeds random().
 func (s *Session) Select(ctx context.Context, q string, seed *uint64, base string) (*loch.Selection, string, error) {
+	q = PostgresOperators(q)
 	tables, err := s.cat.Tables(ctx)
 	if err != nil {
 		return nil, "", err

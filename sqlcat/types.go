@@ -190,6 +190,14 @@ var typeRules = []typeRule{
 		max: -1, takes: "class names in quotes", args: classArgs},
 	{name: "embedding", column: schema.Column{Kind: schema.Embedding, DType: schema.Float32},
 		min: 1, max: 2, takes: "(dimensions [, dtype]) with dimensions > 0", args: embeddingArgs},
+	// pgvector's VECTOR(n), PostgreSQL's JSONB and serial types
+	// (docs/sql.md §2).
+	{name: "vector", column: schema.Column{Kind: schema.Embedding, DType: schema.Float32},
+		min: 1, max: 1, takes: "(dimensions) with dimensions > 0", args: embeddingArgs},
+	{name: "jsonb", column: schema.Column{Kind: schema.JSONKind, DType: schema.JSON}, takes: "no arguments"},
+	{name: "smallserial", column: schema.Column{DType: schema.Int16, Shape: schema.Shape{}, Serial: true}, takes: "no arguments"},
+	{name: "serial", column: schema.Column{DType: schema.Int32, Shape: schema.Shape{}, Serial: true}, takes: "no arguments"},
+	{name: "bigserial", column: schema.Column{DType: schema.Int64, Shape: schema.Shape{}, Serial: true}, takes: "no arguments"},
 	{name: "tensor", column: schema.Column{Kind: schema.Generic},
 		min: 1, max: 2, takes: "(dtype [, [shape]])", args: tensorArgs},
 	{name: "point_cloud", column: schema.Column{Kind: schema.PointCloud, DType: schema.Float32},

@@ -48,6 +48,11 @@ func TestTypeRules(t *testing.T) {
 		{"TENSOR(int8, [])", schema.Column{Kind: schema.Generic, DType: schema.Int8, Shape: schema.Shape{}}},
 		{"POINT_CLOUD(3)", schema.Column{Kind: schema.PointCloud, DType: schema.Float32, Shape: schema.Shape{-1, 3}}},
 		{"LINK", schema.Column{Kind: schema.Link, DType: schema.Text}},
+		{"VECTOR(1536)", schema.Column{Kind: schema.Embedding, DType: schema.Float32, Shape: schema.Shape{1536}}},
+		{"JSONB", schema.Column{Kind: schema.JSONKind, DType: schema.JSON}},
+		{"SMALLSERIAL", schema.Column{DType: schema.Int16, Shape: schema.Shape{}, Serial: true}},
+		{"SERIAL", schema.Column{DType: schema.Int32, Shape: schema.Shape{}, Serial: true}},
+		{"BIGSERIAL", schema.Column{DType: schema.Int64, Shape: schema.Shape{}, Serial: true}},
 	}
 	refused := []struct{ sql, msg string }{
 		{"IMAGE(png)", "IMAGE takes a compression in quotes: 'png', 'jpeg', 'lz4', 'zstd' or 'none'"},
@@ -73,6 +78,12 @@ func TestTypeRules(t *testing.T) {
 		{"POINT_CLOUD", "POINT_CLOUD takes (dimensions), at least 3"},
 		{"POINT_CLOUD(3, 4)", "POINT_CLOUD takes (dimensions), at least 3"},
 		{"LINK('x')", "LINK takes no arguments"},
+		{"VECTOR", "VECTOR takes (dimensions) with dimensions > 0"},
+		{"VECTOR(3, int8)", "VECTOR takes (dimensions) with dimensions > 0"},
+		{"JSONB(1)", "JSONB takes no arguments"},
+		{"SMALLSERIAL(2)", "SMALLSERIAL takes no arguments"},
+		{"SERIAL(4)", "SERIAL takes no arguments"},
+		{"BIGSERIAL('x')", "BIGSERIAL takes no arguments"},
 		{"FOO(1)", "type FOO is not supported (supported: BOOLEAN, "},
 	}
 	parse := func(sql string) (schema.Column, error) {

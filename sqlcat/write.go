@@ -200,15 +200,19 @@ func (s *Session) insertFrom(ctx context.Context, name string, cols []string, so
 			targets = append(targets, col)
 		}
 	}
+	k, err := s.newKeyCheck(ctx, name, d, &sch, true)
+	if err != nil {
+		return res, fmt.Errorf("insert into %s: %w", name, err)
+	}
 	e, done, err := s.engine(ctx, source, name, d)
 	if err != nil {
 		return res, err
 	}
 	defer done()
-	if res.Rows, err = stage(ctx, e, name, d, targets, source, nil); err != nil {
+	if res.Rows, err = stage(ctx, e, name, d, targets, source, nil, k); err != nil {
 		return res, err
 	}
-	return commitWrite(ctx, d, res, "insert into", msg)
+	return commitKeyed(ctx, k, d, res, "insert into", msg)
 }
 
 // stageHooks are Stage's conversions in Go (IngestOptions.Fields), by
@@ -224,8 +228,9 @@ type stageHooks struct {
 // (by position), batchRows rows per Dataset.Extend, converted as SQL
 // INSERT does (h nil) or by h; it returns the number of rows staged, and
 // on an error (naming the source row and column) stops with what it
-// staged left for the caller to discard.
-func stage(ctx context.Context, e *query.Engine, name string, d *loch.Dataset, targets []*schema.Column, source string, h *stageHooks) (int64, error) {
+// staged left for the caller to discard. k, when not nil, fills serial
+// columns and records key values.
+func stage(ctx context.Context, e *query.Engine, name string, d *loch.Dataset, targets []*schema.Column, source string, h *stageHooks, k *keyCheck) (int64, error) {
 	rows, closeRows, err := e.Rows(ctx, fmt.Sprintf("SELECT * FROM (%s)", source))
 	if err != nil {
 		return 0, fmt.Errorf("insert into %s: %w", name, err)
@@ -244,7 +249,7 @@ func stage(ctx context.Context, e *query.Engine, name string, d *loch.Dataset, t
 	for i := range vals {
 		ptrs[i] = &vals[i]
 	}
-	b := batcher{d: d, name: name, targets: targets}
+	b := batcher{d: d, name: name, targets: targets, keys: k}
 	src := int64(0) // source rows read
 	for rows.Next() {
 		if err := rows.Scan(ptrs...); err != nil {
@@ -319,6 +324,7 @@ type batcher struct {
 	d       *loch.Dataset
 	name    string
 	targets []*schema.Column
+	keys    *keyCheck // nil: the table has no keys or serial columns
 	batch   []loch.Row
 	from    []int64 // the source row of each row of batch (rows may be skipped)
 	n       int64
@@ -326,6 +332,11 @@ type batcher struct {
 
 // add adds row (source row src), staging the batch when it is full.
 func (b *batcher) add(ctx context.Context, row loch.Row, src int64) error {
+	if b.keys != nil {
+		if err := b.keys.insert(row, src); err != nil {
+			return fmt.Errorf("insert into %s (nothing written): %w", b.name, err)
+		}
+	}
 	b.batch, b.from = append(b.batch, row), append(b.from, src)
 	b.n++
 	if len(b.batch) == batchRows {
@@ -474,7 +485,16 @@ func (s *Session) update(ctx context.Context, p *parser, stmt string) (Result, e
 	if err != nil {
 		return res, err
 	}
+	k, err := s.newKeyCheck(ctx, name, d, &sch, false)
+	if err != nil {
+		return res, fmt.Errorf("update %s: %w", name, err)
+	}
 	for i, c := range changes {
+		if k != nil {
+			if err := k.update(c.id, c.row, int64(i+1)); err != nil {
+				return res, fmt.Errorf("update %s (nothing written): %w", name, err)
+			}
+		}
 		if err := d.Update(ctx, c.id, c.row); err != nil {
 			if cerr := checkRow(targets, c.row); cerr != nil {
 				err = cerr
@@ -483,7 +503,7 @@ func (s *Session) update(ctx context.Context, p *parser, stmt string) (Result, e
 		}
 	}
 	res.Rows = int64(len(changes))
-	return commitWrite(ctx, d, res, "update", msg)
+	return commitKeyed(ctx, k, d, res, "update", msg)
 }
 
 // updateTargets returns the columns of table name (schema sch) that

@@ -385,7 +385,7 @@ func (s *Server) query(ctx context.Context, t *table, d *loch.Dataset, q string)
 // runQuery runs a checked query (see query).
 func (s *Server) runQuery(ctx context.Context, t *table, d *loch.Dataset, q string) (*loch.Selection, error) {
 	if s.src.cat == nil {
-		sel, err := query.Select(ctx, d, q, query.Options{Open: s.src.opts, Sandbox: true})
+		sel, err := query.Select(ctx, d, sqlcat.PostgresOperators(q), query.Options{Open: s.src.opts, Sandbox: true})
 		if err != nil {
 			return nil, fmt.Errorf("query: %w", err)
 		}

@@ -155,11 +155,12 @@ func queryDataset(ctx context.Context, o *queryOptions, d *loch.Dataset) error {
 		return err
 	}
 	defer closeOut()
+	q := sqlcat.PostgresOperators(o.sql)
 	if !o.selectionOnly() {
-		_, err := e.Write(ctx, o.sql, o.format, o.limit, w)
+		_, err := e.Write(ctx, q, o.format, o.limit, w)
 		return err
 	}
-	sel, err := e.Select(ctx, o.sql)
+	sel, err := e.Select(ctx, q)
 	if err != nil {
 		return err
 	}
