@@ -58,9 +58,7 @@ func TestBackends(t *testing.T) {
 			_, err = d.Commit(ctx, "forty")
 			require.NoError(t, err)
 
-			d2, err := Open(ctx, url)
-			require.NoError(t, err)
-			defer d2.Close()
+			d2 := mustOpen(t, url)
 			checkModel(t, d2, m)
 
 			// Two writers race; both appends land.
@@ -118,11 +116,7 @@ func TestBackends(t *testing.T) {
 			require.EqualValues(t, 42-deleted, d2.Len())
 
 			// A branch, a commit on it, a diff and a merge back.
-			_, err = d2.CreateBranch(ctx, "side", "")
-			require.NoError(t, err)
-			side, err := Open(ctx, url, WithRef("side"))
-			require.NoError(t, err)
-			defer side.Close()
+			side := openNewBranch(t, d2, url, "side")
 			require.NoError(t, side.Append(ctx, Row{"v": Tensor([]int{1}, []float32{7})}))
 			_, err = side.Commit(ctx, "on side")
 			require.NoError(t, err)
@@ -221,8 +215,7 @@ func TestLinkBucketsS3(t *testing.T) {
 		r, err := Open(ctx, own.URL, WithLinkPolicy(p))
 		require.NoError(t, err)
 		t.Cleanup(func() { r.Close() })
-		col, err := r.Column("ref")
-		require.NoError(t, err)
+		col := mustColumn(t, r, "ref")
 		return col
 	}
 

@@ -57,9 +57,7 @@ func TestCompactInTasks(t *testing.T) {
 			}
 
 			// Another writer appends meanwhile: the commit rebases.
-			other, err := Open(ctx, url)
-			require.NoError(t, err)
-			defer other.Close()
+			other := mustOpen(t, url)
 			require.NoError(t, other.Append(ctx, Row{"n": Scalar(int64(1000))}))
 			_, err = other.Commit(ctx, "meanwhile")
 			require.NoError(t, err)
@@ -181,9 +179,7 @@ func TestCommitCompactionRefusals(t *testing.T) {
 	}
 	_, err = d.CompactGroup(ctx, plan, 2)
 	require.ErrorIs(t, err, ErrInvalidArgument)
-	ro, err := Open(ctx, url, WithVersion(head))
-	require.NoError(t, err)
-	defer ro.Close()
+	ro := mustOpen(t, url, WithVersion(head))
 	_, err = ro.PlanCompaction(ctx, CompactOptions{})
 	require.ErrorIs(t, err, ErrReadOnly)
 	_, err = ro.CommitCompaction(ctx, plan, nil)

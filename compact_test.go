@@ -3,7 +3,6 @@ package loch
 import (
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -51,14 +50,12 @@ func snapshotRows(t *testing.T, d *Dataset) *model {
 	m := &model{}
 	cols := d.Schema().Columns
 	for i := int64(0); i < d.Len(); i++ {
-		id, err := d.RowID(ctx, i)
-		require.NoError(t, err)
+		id := mustRowID(t, d, i)
 		m.ids = append(m.ids, id)
 		m.rows = append(m.rows, Row{})
 	}
 	for _, c := range cols {
-		col, err := d.Column(c.Name)
-		require.NoError(t, err)
+		col := mustColumn(t, d, c.Name)
 		for i := int64(0); i < d.Len(); i++ {
 			s, err := col.Read(ctx, i, nil)
 			require.NoError(t, err)
@@ -74,13 +71,9 @@ func snapshotRows(t *testing.T, d *Dataset) *model {
 // keeps its id, position and values, that older versions still read, that
 // Verify passes and that the diff shows no change.
 func TestCompactProperty(t *testing.T) {
-	seed := testseed.Seed(t)
-	r := rand.New(rand.NewPCG(seed, 34))
+	r := testseed.Rand(t, 34)
 	for round := 0; round < 3; round++ {
-		var cols []schema.Column
-		for i := 0; i < 2+r.IntN(4); i++ {
-			cols = append(cols, randomColumn(r, fmt.Sprintf("c%d", i)))
-		}
+		cols := randomColumns(r, 4)
 		d, dir := mustCreate(t, schema.Schema{Columns: cols})
 		var ids []uint64
 		for step := 0; step < 12; step++ {
@@ -230,15 +223,22 @@ func manySmallCommits(t *testing.T, url string, n, k int, opts ...Option) *Datas
 // readN returns column n of every row in order.
 func readN(t *testing.T, d *Dataset) []int64 {
 	t.Helper()
-	col, err := d.Column("n")
-	require.NoError(t, err)
-	all, err := col.ReadRange(ctx, 0, d.Len())
-	require.NoError(t, err)
-	out := make([]int64, len(all))
-	for i, s := range all {
+	return readColumn(t, d, "n", func(s Sample) int64 {
 		v, err := As[int64](s.Data)
 		require.NoError(t, err)
-		out[i] = v[0]
+		return v[0]
+	})
+}
+
+// readColumn returns conv of the sample of column name in every row, in
+// order.
+func readColumn[T any](t *testing.T, d *Dataset, name string, conv func(Sample) T) []T {
+	t.Helper()
+	all, err := mustColumn(t, d, name).ReadRange(ctx, 0, d.Len())
+	require.NoError(t, err)
+	out := make([]T, len(all))
+	for i, s := range all {
+		out[i] = conv(s)
 	}
 	return out
 }
@@ -281,8 +281,7 @@ func TestCompactStores(t *testing.T) {
 			require.NoError(t, d.Append(ctx, Row{"n": Scalar(int64(300))}))
 			_, err = d.Commit(ctx, "after")
 			require.NoError(t, err)
-			id, err := d.RowID(ctx, 300)
-			require.NoError(t, err)
+			id := mustRowID(t, d, 300)
 			require.EqualValues(t, 300, id)
 			_, problems, err := d.Verify(ctx)
 			require.NoError(t, err)
@@ -368,9 +367,7 @@ func TestCompactConcurrent(t *testing.T) {
 			url := t.TempDir() + "/ds"
 			d := manySmallCommits(t, url, 10, 4)
 			want := readN(t, d)
-			other, err := Open(ctx, url)
-			require.NoError(t, err)
-			defer other.Close()
+			other := mustOpen(t, url)
 			var once atomic.Bool
 			pctx := WithProgress(ctx, func(phase string, done, total int64) {
 				if phase == "compact" && done == total && once.CompareAndSwap(false, true) {
@@ -401,9 +398,7 @@ func TestCompactRefusals(t *testing.T) {
 	d.Discard()
 	_, err = d.Compact(ctx, CompactOptions{Fanout: 1})
 	require.ErrorIs(t, err, ErrInvalidArgument)
-	ro, err := Open(ctx, url, WithVersion(d.Version()))
-	require.NoError(t, err)
-	defer ro.Close()
+	ro := mustOpen(t, url, WithVersion(d.Version()))
 	_, err = ro.Compact(ctx, CompactOptions{})
 	require.Error(t, err)
 	require.False(t, errors.Is(err, ErrNotFound))
@@ -424,8 +419,7 @@ func TestAutoCompact(t *testing.T) {
 	// 200 in base 4 is 3020: at most (fanout-1) fragments per size class.
 	require.LessOrEqual(t, len(d.current().frags), 3*4, "fragments: %d", len(d.current().frags))
 	for i := int64(0); i < 200; i++ {
-		id, err := d.RowID(ctx, i)
-		require.NoError(t, err)
+		id := mustRowID(t, d, i)
 		require.EqualValues(t, i, id)
 	}
 	_, problems, err := d.Verify(ctx)

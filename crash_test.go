@@ -3,7 +3,6 @@ package loch
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -75,8 +74,7 @@ func crashWriter(dir string) {
 // checks after each kill that the dataset opens at its last commit, holds
 // exactly the committed batches and verifies clean.
 func TestCrash(t *testing.T) {
-	seed := testseed.Seed(t)
-	r := rand.New(rand.NewPCG(seed, 9))
+	r := testseed.Rand(t, 9)
 	_, dir := mustCreate(t, schema.Schema{Columns: []schema.Column{
 		{Name: "v", DType: schema.Float32, Shape: schema.Shape{512}, ChunkCompression: schema.LZ4, ChunkBytes: 64 << 10},
 		{Name: "n", DType: schema.Int64},

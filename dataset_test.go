@@ -50,20 +50,16 @@ func TestCreateOpen(t *testing.T) {
 	require.NoError(t, err)
 	require.NotEqual(t, v0, v1)
 
-	d2, err := Open(ctx, dir)
-	require.NoError(t, err)
-	defer d2.Close()
+	d2 := mustOpen(t, dir)
 	require.EqualValues(t, 2, d2.Len())
 	require.Equal(t, v1, d2.Version())
-	x, err := d2.Column("x")
-	require.NoError(t, err)
+	x := mustColumn(t, d2, "x")
 	s1, err := x.Read(ctx, 1, nil)
 	require.NoError(t, err)
 	f, err := As[float32](s1.Data)
 	require.NoError(t, err)
 	require.Equal(t, []float32{4, 5, 6}, f)
-	note, err := d2.Column("note")
-	require.NoError(t, err)
+	note := mustColumn(t, d2, "note")
 	n0, err := note.Read(ctx, 0, nil)
 	require.NoError(t, err)
 	require.Equal(t, "hi", string(n0.Data))
@@ -71,9 +67,7 @@ func TestCreateOpen(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, n1.Null)
 
-	old, err := Open(ctx, dir, WithVersion(v0))
-	require.NoError(t, err)
-	defer old.Close()
+	old := mustOpen(t, dir, WithVersion(v0))
 	require.EqualValues(t, 0, old.Len())
 	require.ErrorIs(t, old.Append(ctx, Row{}), ErrReadOnly)
 
@@ -93,6 +87,24 @@ func TestCreateOpen(t *testing.T) {
 type model struct {
 	ids  []uint64
 	rows []Row
+}
+
+// add records rows appended with the ids from next on.
+func (m *model) add(next uint64, rows []Row) {
+	for i := range rows {
+		m.ids = append(m.ids, next+uint64(i))
+	}
+	m.rows = append(m.rows, rows...)
+}
+
+// randomColumns returns random columns named c0, c1 and on: as many as
+// the loop draws, at least 2 and fewer than 2+spread.
+func randomColumns(r *rand.Rand, spread int) []schema.Column {
+	var cols []schema.Column
+	for i := 0; i < 2+r.IntN(spread); i++ {
+		cols = append(cols, randomColumn(r, fmt.Sprintf("c%d", i)))
+	}
+	return cols
 }
 
 func randomColumn(r *rand.Rand, name string) schema.Column {
@@ -181,13 +193,11 @@ func checkModel(t *testing.T, d *Dataset, m *model) {
 	t.Helper()
 	require.EqualValues(t, len(m.rows), d.Len())
 	for i := range m.rows {
-		id, err := d.RowID(ctx, int64(i))
-		require.NoError(t, err)
+		id := mustRowID(t, d, int64(i))
 		require.Equal(t, m.ids[i], id, "row %d", i)
 	}
 	for _, c := range d.Schema().Columns {
-		col, err := d.Column(c.Name)
-		require.NoError(t, err)
+		col := mustColumn(t, d, c.Name)
 		all, err := col.ReadRange(ctx, 0, d.Len())
 		require.NoError(t, err)
 		for i, want := range m.rows {
@@ -234,13 +244,9 @@ func TestParallelismBound(t *testing.T) {
 }
 
 func TestRoundTripProperty(t *testing.T) {
-	seed := testseed.Seed(t)
-	r := rand.New(rand.NewPCG(seed, 7))
+	r := testseed.Rand(t, 7)
 	for round := 0; round < 4; round++ {
-		var cols []schema.Column
-		for i := 0; i < 2+r.IntN(4); i++ {
-			cols = append(cols, randomColumn(r, fmt.Sprintf("c%d", i)))
-		}
+		cols := randomColumns(r, 4)
 		d, dir := mustCreate(t, schema.Schema{Columns: cols}, WithCacheBytes(int64(r.IntN(2))<<20))
 		m := &model{}
 		var versions []string
@@ -396,9 +402,7 @@ func TestConcurrentAppendsRebase(t *testing.T) {
 	for w := 0; w < writers; w++ {
 		require.NoError(t, <-errs)
 	}
-	d, err := Open(ctx, dir)
-	require.NoError(t, err)
-	defer d.Close()
+	d := mustOpen(t, dir)
 	require.EqualValues(t, writers*per, d.Len())
 	col, _ := d.Column("w")
 	seen := map[int64]bool{}
@@ -409,8 +413,7 @@ func TestConcurrentAppendsRebase(t *testing.T) {
 		v, _ := As[int64](s.Data)
 		require.False(t, seen[v[0]])
 		seen[v[0]] = true
-		id, err := d.RowID(ctx, i)
-		require.NoError(t, err)
+		id := mustRowID(t, d, i)
 		require.False(t, ids[id])
 		ids[id] = true
 	}
@@ -427,9 +430,7 @@ func TestConflictingDeleteFails(t *testing.T) {
 	require.NoError(t, d1.Append(ctx, Row{"w": Scalar[int64](1)}))
 	_, err := d1.Commit(ctx, "one")
 	require.NoError(t, err)
-	d2, err := Open(ctx, dir)
-	require.NoError(t, err)
-	defer d2.Close()
+	d2 := mustOpen(t, dir)
 	id, _ := d1.RowID(ctx, 0)
 	require.NoError(t, d1.Delete(ctx, id))
 	require.NoError(t, d2.Append(ctx, Row{"w": Scalar[int64](2)}))
@@ -510,9 +511,7 @@ func TestCorruptChunkDetected(t *testing.T) {
 	b[len(b)-20] ^= 1 // a data byte
 	require.NoError(t, os.WriteFile(chunkPath, b, 0o644))
 
-	d2, err := Open(ctx, dir)
-	require.NoError(t, err)
-	defer d2.Close()
+	d2 := mustOpen(t, dir)
 	col, _ := d2.Column("v")
 	_, err = col.ReadRange(ctx, 0, 10)
 	require.ErrorIs(t, err, ErrCorrupt)
@@ -565,11 +564,8 @@ func TestConcurrentReaders(t *testing.T) {
 	}
 	_, err := d.Commit(ctx, "500")
 	require.NoError(t, err)
-	col, err := d.Column("v")
-	require.NoError(t, err)
-	w, err := Open(ctx, dir)
-	require.NoError(t, err)
-	defer w.Close()
+	col := mustColumn(t, d, "v")
+	w := mustOpen(t, dir)
 	done := make(chan error, 8)
 	for g := 0; g < 8; g++ {
 		go func() {

@@ -43,8 +43,7 @@ func TestDictChunks(t *testing.T) {
 	_, err := d.Commit(ctx, "rows")
 	require.NoError(t, err)
 
-	sc := d.Scan()
-	require.NoError(t, sc.Load(ctx, 4))
+	sc := loadedScan(t, d, 4)
 	for _, c := range sc.Schema().Columns {
 		ids := sc.Chunks(c.UID)
 		require.Greater(t, len(ids), 2, "column %s", c.Name)
@@ -66,8 +65,7 @@ func TestDictChunks(t *testing.T) {
 				require.True(t, bytes.Equal(data, s.Data))
 			}
 		}
-		col, err := d.Column(c.Name)
-		require.NoError(t, err)
+		col := mustColumn(t, d, c.Name)
 		all, err := col.ReadRange(ctx, 0, d.Len())
 		require.NoError(t, err)
 		for p := range sc.Len() {

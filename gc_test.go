@@ -47,10 +47,7 @@ func gcAppend(t *testing.T, d *Dataset, m *model, rows []Row) string {
 	id, err := d.Commit(ctx, fmt.Sprintf("append %d", len(rows)))
 	require.NoError(t, err)
 	if m != nil {
-		for i := range rows {
-			m.ids = append(m.ids, next+uint64(i))
-		}
-		m.rows = append(m.rows, rows...)
+		m.add(next, rows)
 	}
 	return id
 }
@@ -178,11 +175,7 @@ func TestGCDeletedBranch(t *testing.T) {
 	_, err := d.Commit(ctx, "delete one")
 	require.NoError(t, err)
 	m.ids, m.rows = slices.Delete(m.ids, 3, 4), slices.Delete(m.rows, 3, 4)
-	_, err = d.CreateBranch(ctx, "dev", "")
-	require.NoError(t, err)
-	dev, err := Open(ctx, url, WithRef("dev"))
-	require.NoError(t, err)
-	defer dev.Close()
+	dev := openNewBranch(t, d, url, "dev")
 	require.NoError(t, dev.Delete(ctx, m.ids[0])) // and one only dev holds
 	devID := gcAppend(t, dev, nil, gcRows(100, 10))
 	devOnly := objectsOf(t, d, devID)
@@ -237,9 +230,7 @@ func TestGCTagKeepsData(t *testing.T) {
 	require.NoError(t, d.Checkout(ctx, "main"))
 	require.NoError(t, d.DeleteBranch(ctx, "dev"))
 
-	tagged, err := Open(ctx, url, WithRef("exp"))
-	require.NoError(t, err)
-	defer tagged.Close()
+	tagged := mustOpen(t, url, WithRef("exp"))
 	require.True(t, tagged.ReadOnly())
 	r := runGC(t, tagged, GCOptions{})
 	require.Equal(t, GCKind{}, r.Deleted)
@@ -247,9 +238,7 @@ func TestGCTagKeepsData(t *testing.T) {
 	requireVerified(t, tagged)
 	require.EqualValues(t, 12, tagged.Len())
 
-	old, err := Open(ctx, url, WithRef("v2"))
-	require.NoError(t, err)
-	defer old.Close()
+	old := mustOpen(t, url, WithRef("v2"))
 	require.Equal(t, v2, old.Version())
 	requireVerified(t, old)
 	checkModel(t, d, m)
@@ -268,11 +257,7 @@ func TestGCTagKeepsData(t *testing.T) {
 func TestGCFollowsAllParents(t *testing.T) {
 	d, url := mustCreate(t, gcSchema)
 	gcAppend(t, d, nil, gcRows(0, 5))
-	_, err := d.CreateBranch(ctx, "dev", "")
-	require.NoError(t, err)
-	dev, err := Open(ctx, url, WithRef("dev"))
-	require.NoError(t, err)
-	defer dev.Close()
+	dev := openNewBranch(t, d, url, "dev")
 	devID := gcAppend(t, dev, nil, gcRows(100, 5))
 	// A merge of dev into main that keeps main's contents, written by hand
 	// so that this test does not depend on merge.go.
@@ -290,9 +275,7 @@ func TestGCFollowsAllParents(t *testing.T) {
 
 	r := runGC(t, d, GCOptions{})
 	require.Equal(t, GCKind{}, r.Deleted)
-	old, err := Open(ctx, url, WithVersion(devID))
-	require.NoError(t, err)
-	defer old.Close()
+	old := mustOpen(t, url, WithVersion(devID))
 	require.EqualValues(t, 10, old.Len())
 	requireVerified(t, old)
 }
@@ -342,9 +325,7 @@ func TestGCGraceKeepsStagedWrites(t *testing.T) {
 	d, url := mustCreate(t, gcSchema)
 	m := &model{}
 	gcAppend(t, d, m, gcRows(0, 8))
-	w, err := Open(ctx, url)
-	require.NoError(t, err)
-	defer w.Close()
+	w := mustOpen(t, url)
 	next := w.nextRowID(t)
 	rows := gcRows(1000, 40)
 	chunks := countKeys(listAll(t, d.store), "chunks/")
@@ -355,12 +336,9 @@ func TestGCGraceKeepsStagedWrites(t *testing.T) {
 	require.Equal(t, GCKind{}, r.Deleted)
 	require.Positive(t, r.Young.Objects, "the staged chunks")
 
-	_, err = w.Commit(ctx, "after gc")
+	_, err := w.Commit(ctx, "after gc")
 	require.NoError(t, err)
-	for i := range rows {
-		m.ids = append(m.ids, next+uint64(i))
-	}
-	m.rows = append(m.rows, rows...)
+	m.add(next, rows)
 	require.NoError(t, d.Refresh(ctx))
 	checkModel(t, d, m)
 	requireVerified(t, d)
@@ -612,9 +590,7 @@ func TestGCGraceKeepsRecentRefs(t *testing.T) {
 			d, url := mustCreate(t, gcSchema)
 			_, err := d.CreateBranch(ctx, "dev", "") // log/2
 			require.NoError(t, err)
-			dev, err := Open(ctx, url, WithRef("dev"))
-			require.NoError(t, err)
-			defer dev.Close()
+			dev := mustOpen(t, url, WithRef("dev"))
 			devID := gcAppend(t, dev, nil, gcRows(0, 8))   // log/3
 			require.NoError(t, d.DeleteBranch(ctx, "dev")) // log/4
 			now := time.Now().UTC()
@@ -673,11 +649,7 @@ func (h *hookStore) Stat(c context.Context, key string) (storage.Attrs, error) {
 // version nothing else reaches keeps that version.
 func TestGCMarksRefsWrittenDuringGC(t *testing.T) {
 	d, url := mustCreate(t, gcSchema)
-	_, err := d.CreateBranch(ctx, "dev", "")
-	require.NoError(t, err)
-	dev, err := Open(ctx, url, WithRef("dev"))
-	require.NoError(t, err)
-	defer dev.Close()
+	dev := openNewBranch(t, d, url, "dev")
 	devID := gcAppend(t, dev, nil, gcRows(0, 8))
 	require.NoError(t, d.DeleteBranch(ctx, "dev"))
 
@@ -686,16 +658,12 @@ func TestGCMarksRefsWrittenDuringGC(t *testing.T) {
 		_, hookErr = d.CreateBranch(ctx, "late", devID)
 		hooked = true
 	}}
-	h, err := Open(ctx, url, WithStore(hs))
-	require.NoError(t, err)
-	defer h.Close()
+	h := mustOpen(t, url, WithStore(hs))
 	r := runGC(t, h, GCOptions{})
 	require.True(t, hooked)
 	require.NoError(t, hookErr)
 	require.Equal(t, GCKind{}, r.Deleted)
-	late, err := Open(ctx, url, WithRef("late"))
-	require.NoError(t, err)
-	defer late.Close()
+	late := mustOpen(t, url, WithRef("late"))
 	require.EqualValues(t, 8, late.Len())
 	requireVerified(t, late)
 }
@@ -718,9 +686,7 @@ func TestGCKeepsObjectsRewrittenDuringGC(t *testing.T) {
 	hs := &hookStore{Store: d.store, hook: func() { // on the first Stat, before any deletion
 		_, hookErr = d.putObject(ctx, keys.Fragment, manifest.KindFragment, frag)
 	}}
-	h, err := Open(ctx, url, WithStore(hs))
-	require.NoError(t, err)
-	defer h.Close()
+	h := mustOpen(t, url, WithStore(hs))
 	r := runGC(t, h, GCOptions{})
 	require.NoError(t, hookErr)
 	require.EqualValues(t, 1, r.Deleted.Objects)
@@ -770,17 +736,11 @@ func TestGCOnS3(t *testing.T) {
 // it in a new tag or branch.
 func TestRefAtCollectedVersion(t *testing.T) {
 	d, dir := mustCreate(t, schema.Schema{Columns: []schema.Column{{Name: "n", DType: schema.Int64}}})
-	_, err := d.CreateBranch(ctx, "dev", "")
-	require.NoError(t, err)
-	dev, err := Open(ctx, dir, WithRef("dev"))
-	require.NoError(t, err)
-	defer dev.Close()
+	dev := openNewBranch(t, d, dir, "dev")
 	require.NoError(t, dev.Append(ctx, Row{"n": Scalar(int64(1))}))
 	devID, err := dev.Commit(ctx, "on dev")
 	require.NoError(t, err)
-	old, err := Open(ctx, dir, WithVersion(devID))
-	require.NoError(t, err)
-	defer old.Close()
+	old := mustOpen(t, dir, WithVersion(devID))
 	require.NoError(t, d.DeleteBranch(ctx, "dev"))
 	_, err = d.GC(ctx, GCOptions{})
 	require.NoError(t, err)

@@ -13,9 +13,9 @@ import (
 	"github.com/lochdata/loch/storage"
 )
 
-// leaseBackends are the stores the writer-lease tests run on: local disk
-// and a real MinIO.
-var leaseBackends = map[string]func(t *testing.T) string{
+// localAndS3 are the stores the tests of concurrent writers and leases
+// run on: local disk and a real MinIO.
+var localAndS3 = map[string]func(t *testing.T) string{
 	"local": func(t *testing.T) string { return t.TempDir() + "/ds" },
 	"s3":    func(t *testing.T) string { return testserver.MinIO(t).URL },
 }
@@ -52,46 +52,37 @@ func stagedChunks(t *testing.T, d *Dataset) []string {
 // dataset verifies. Before leases, gc deleted the chunks and the commit
 // published a version whose reads failed.
 func TestGCDuringStagedWritesLeaseHeld(t *testing.T) {
-	for _, name := range sortedKeys(leaseBackends) {
-		t.Run(name, func(t *testing.T) {
-			url := leaseBackends[name](t)
-			d, err := Create(ctx, url, gcSchema)
-			require.NoError(t, err)
-			defer d.Close()
-			m := &model{}
-			gcAppend(t, d, m, gcRows(0, 8))
-			rows := gcRows(100, 200)
-			next := d.nextRowID(t)
-			require.NoError(t, d.Extend(ctx, rows))
-			chunks := stagedChunks(t, d)
-			require.Greater(t, len(chunks), 40)
+	onLeaseBackends(t, func(t *testing.T, d *Dataset, url string) {
+		m := &model{}
+		gcAppend(t, d, m, gcRows(0, 8))
+		rows := gcRows(100, 200)
+		next := d.nextRowID(t)
+		require.NoError(t, d.Extend(ctx, rows))
+		chunks := stagedChunks(t, d)
+		require.Greater(t, len(chunks), 40)
 
-			r := runGC(t, d, GCOptions{Grace: 0})
-			require.GreaterOrEqual(t, r.Leased.Objects, int64(len(chunks)))
-			for _, k := range chunks {
-				_, err := d.store.Stat(ctx, k)
-				require.NoError(t, err, "staged chunk %s deleted by gc", k)
-			}
-			_, err = d.Commit(ctx, "after gc")
-			require.NoError(t, err)
-			for i := range rows {
-				m.ids = append(m.ids, next+uint64(i))
-			}
-			m.rows = append(m.rows, rows...)
-			checkModel(t, d, m)
-			requireVerified(t, d)
+		r := runGC(t, d, GCOptions{Grace: 0})
+		require.GreaterOrEqual(t, r.Leased.Objects, int64(len(chunks)))
+		for _, k := range chunks {
+			_, err := d.store.Stat(ctx, k)
+			require.NoError(t, err, "staged chunk %s deleted by gc", k)
+		}
+		_, err := d.Commit(ctx, "after gc")
+		require.NoError(t, err)
+		m.add(next, rows)
+		checkModel(t, d, m)
+		requireVerified(t, d)
 
-			// The commit deleted the stage's lease: it keeps nothing more,
-			// and what is reachable stays.
-			leases := 0
-			require.NoError(t, d.store.List(ctx, keys.LeasePrefix, func(storage.Attrs) error { leases++; return nil }))
-			require.Zero(t, leases)
-			r = runGC(t, d, GCOptions{Grace: 0})
-			require.Zero(t, r.Leased.Objects)
-			checkModel(t, d, m)
-			requireVerified(t, d)
-		})
-	}
+		// The commit deleted the stage's lease: it keeps nothing more,
+		// and what is reachable stays.
+		leases := 0
+		require.NoError(t, d.store.List(ctx, keys.LeasePrefix, func(storage.Attrs) error { leases++; return nil }))
+		require.Zero(t, leases)
+		r = runGC(t, d, GCOptions{Grace: 0})
+		require.Zero(t, r.Leased.Objects)
+		checkModel(t, d, m)
+		requireVerified(t, d)
+	})
 }
 
 // TestGCDuringStagedWritesLeaseLapsed: a writer whose lease lapsed (it
@@ -100,53 +91,44 @@ func TestGCDuringStagedWritesLeaseHeld(t *testing.T) {
 // naming them and gc, nothing is published, the dataset verifies, and the
 // handle writes again.
 func TestGCDuringStagedWritesLeaseLapsed(t *testing.T) {
-	for _, name := range sortedKeys(leaseBackends) {
-		t.Run(name, func(t *testing.T) {
-			url := leaseBackends[name](t)
-			d, err := Create(ctx, url, gcSchema, withLease(50*time.Millisecond, time.Hour))
-			require.NoError(t, err)
-			defer d.Close()
-			m := &model{}
-			head := gcAppend(t, d, m, gcRows(0, 8))
-			require.NoError(t, d.Extend(ctx, gcRows(100, 200)))
-			chunks := stagedChunks(t, d)
-			// MinIO's stored times have a resolution of a second: wait
-			// until the lease is older than its ttl there too.
-			time.Sleep(1500 * time.Millisecond)
+	onLeaseBackends(t, func(t *testing.T, d *Dataset, url string) {
+		m := &model{}
+		head := gcAppend(t, d, m, gcRows(0, 8))
+		require.NoError(t, d.Extend(ctx, gcRows(100, 200)))
+		chunks := stagedChunks(t, d)
+		// MinIO's stored times have a resolution of a second: wait
+		// until the lease is older than its ttl there too.
+		time.Sleep(1500 * time.Millisecond)
 
-			r := runGC(t, d, GCOptions{Grace: 0})
-			require.Zero(t, r.Leased.Objects)
-			require.EqualValues(t, 1, r.DeadLeases)
-			require.GreaterOrEqual(t, r.ByKind["chunks"].Objects, int64(len(chunks)))
+		r := runGC(t, d, GCOptions{Grace: 0})
+		require.Zero(t, r.Leased.Objects)
+		require.EqualValues(t, 1, r.DeadLeases)
+		require.GreaterOrEqual(t, r.ByKind["chunks"].Objects, int64(len(chunks)))
 
-			_, err = d.Commit(ctx, "after gc")
-			require.ErrorIs(t, err, ErrNotFound)
-			require.Contains(t, err.Error(), "garbage collection deleted them")
-			require.Contains(t, err.Error(), "lease had lapsed")
-			require.Contains(t, err.Error(), "write them again")
-			require.Contains(t, err.Error(), "chunks/")
-			require.Equal(t, head, d.Version())
-			latest, err := Open(ctx, url)
-			require.NoError(t, err)
-			require.Equal(t, head, latest.Version())
-			require.NoError(t, latest.Close())
-			checkModel(t, d, m)
-			requireVerified(t, d)
+		_, err := d.Commit(ctx, "after gc")
+		require.ErrorIs(t, err, ErrNotFound)
+		require.Contains(t, err.Error(), "garbage collection deleted them")
+		require.Contains(t, err.Error(), "lease had lapsed")
+		require.Contains(t, err.Error(), "write them again")
+		require.Contains(t, err.Error(), "chunks/")
+		require.Equal(t, head, d.Version())
+		latest, err := Open(ctx, url)
+		require.NoError(t, err)
+		require.Equal(t, head, latest.Version())
+		require.NoError(t, latest.Close())
+		checkModel(t, d, m)
+		requireVerified(t, d)
 
-			// The stage was discarded; the handle writes again.
-			next := d.nextRowID(t)
-			rows := gcRows(300, 20)
-			require.NoError(t, d.Extend(ctx, rows))
-			_, err = d.Commit(ctx, "again")
-			require.NoError(t, err)
-			for i := range rows {
-				m.ids = append(m.ids, next+uint64(i))
-			}
-			m.rows = append(m.rows, rows...)
-			checkModel(t, d, m)
-			requireVerified(t, d)
-		})
-	}
+		// The stage was discarded; the handle writes again.
+		next := d.nextRowID(t)
+		rows := gcRows(300, 20)
+		require.NoError(t, d.Extend(ctx, rows))
+		_, err = d.Commit(ctx, "again")
+		require.NoError(t, err)
+		m.add(next, rows)
+		checkModel(t, d, m)
+		requireVerified(t, d)
+	}, withLease(50*time.Millisecond, time.Hour))
 }
 
 // TestStagedCommitChecksChunks: the committer of staged writes checks the
@@ -154,41 +136,33 @@ func TestGCDuringStagedWritesLeaseLapsed(t *testing.T) {
 // missing one refuses the commit naming it. With the writer's lease live,
 // gc keeps the staged objects and the commit lands.
 func TestStagedCommitChecksChunks(t *testing.T) {
-	for _, name := range sortedKeys(leaseBackends) {
-		t.Run(name, func(t *testing.T) {
-			url := leaseBackends[name](t)
-			d, err := Create(ctx, url, gcSchema)
-			require.NoError(t, err)
-			defer d.Close()
-			w, err := Open(ctx, url)
-			require.NoError(t, err)
-			defer w.Close()
+	onLeaseBackends(t, func(t *testing.T, d *Dataset, url string) {
+		w := mustOpen(t, url)
 
-			require.NoError(t, w.Extend(ctx, gcRows(0, 40)))
-			s1, err := w.Stage(ctx)
-			require.NoError(t, err)
-			// Stage leaves its lease: gc keeps the description's objects.
-			r := runGC(t, d, GCOptions{Grace: 0})
-			require.Positive(t, r.Leased.Objects)
-			require.Zero(t, r.Deleted.Objects)
-			res, err := d.CommitStaged(ctx, "staged", s1)
-			require.NoError(t, err)
-			require.EqualValues(t, 40, res.Rows)
-			requireVerified(t, d)
+		require.NoError(t, w.Extend(ctx, gcRows(0, 40)))
+		s1, err := w.Stage(ctx)
+		require.NoError(t, err)
+		// Stage leaves its lease: gc keeps the description's objects.
+		r := runGC(t, d, GCOptions{Grace: 0})
+		require.Positive(t, r.Leased.Objects)
+		require.Zero(t, r.Deleted.Objects)
+		res, err := d.CommitStaged(ctx, "staged", s1)
+		require.NoError(t, err)
+		require.EqualValues(t, 40, res.Rows)
+		requireVerified(t, d)
 
-			require.NoError(t, w.Extend(ctx, gcRows(100, 40)))
-			chunks := stagedChunks(t, w)
-			s2, err := w.Stage(ctx)
-			require.NoError(t, err)
-			require.NoError(t, d.store.Delete(ctx, chunks[3]))
-			_, err = d.CommitStaged(ctx, "staged", s2)
-			require.ErrorIs(t, err, ErrNotFound)
-			require.Contains(t, err.Error(), chunks[3])
-			require.Contains(t, err.Error(), "garbage collection")
-			require.EqualValues(t, 40, d.Len())
-			requireVerified(t, d)
-		})
-	}
+		require.NoError(t, w.Extend(ctx, gcRows(100, 40)))
+		chunks := stagedChunks(t, w)
+		s2, err := w.Stage(ctx)
+		require.NoError(t, err)
+		require.NoError(t, d.store.Delete(ctx, chunks[3]))
+		_, err = d.CommitStaged(ctx, "staged", s2)
+		require.ErrorIs(t, err, ErrNotFound)
+		require.Contains(t, err.Error(), chunks[3])
+		require.Contains(t, err.Error(), "garbage collection")
+		require.EqualValues(t, 40, d.Len())
+		requireVerified(t, d)
+	})
 }
 
 // TestLeaseObject: a handle's first stage puts its lease before its
@@ -245,4 +219,18 @@ func TestLeaseObject(t *testing.T) {
 	require.NoError(t, l.begin(ctx))
 	require.True(t, l.held(ctx), "a new stage begins afresh")
 	l.end(false)
+}
+
+// onLeaseBackends runs fn as a subtest on each of localAndS3 with a new
+// dataset of gcSchema created there with opts, closed when fn returns.
+func onLeaseBackends(t *testing.T, fn func(t *testing.T, d *Dataset, url string), opts ...Option) {
+	for _, name := range sortedKeys(localAndS3) {
+		t.Run(name, func(t *testing.T) {
+			url := localAndS3[name](t)
+			d, err := Create(ctx, url, gcSchema, opts...)
+			require.NoError(t, err)
+			defer d.Close()
+			fn(t, d, url)
+		})
+	}
 }

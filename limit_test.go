@@ -7,16 +7,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lochdata/loch/imaging/imagingtest"
+	"github.com/lochdata/loch/internal/decodelimit/decodelimittest"
 	"github.com/lochdata/loch/internal/mediatest"
 	"github.com/lochdata/loch/schema"
 )
-
-// setDecodeLimit sets the decode limit for one test.
-func setDecodeLimit(t *testing.T, n int64) {
-	old, err := SetMaxDecodeBytes(n)
-	require.NoError(t, err)
-	t.Cleanup(func() { SetMaxDecodeBytes(old) })
-}
 
 // A png declaring 30000x30000 is refused by a write (no reader could
 // decode it) and, stored by a writer with no limit, by every whole-sample
@@ -28,21 +22,20 @@ func TestImageDecodeLimit(t *testing.T) {
 	sch := schema.Schema{Columns: []schema.Column{
 		{Name: "image", Kind: schema.Image, DType: schema.Uint8, Shape: schema.Shape{-1, -1, 1}, SampleCompression: schema.PNG},
 	}}
-	setDecodeLimit(t, 512<<20)
+	decodelimittest.Set(t, 512<<20)
 	d, _ := mustCreate(t, sch)
 	err := d.Append(ctx, Row{"image": Encoded(schema.PNG, bomb, nil)})
 	require.ErrorIs(t, err, ErrTooLarge)
 	require.ErrorContains(t, err, `column "image": png image of 30000x30000 pixels, 1 channel: 900000000 bytes, more than the decode limit of 536870912 bytes`)
 
-	setDecodeLimit(t, 0)
+	decodelimittest.Set(t, 0)
 	require.NoError(t, d.Append(ctx, Row{"image": Encoded(schema.PNG, bomb, nil)}))
 	require.NoError(t, d.Append(ctx, Row{"image": Encoded(schema.PNG, imagingtest.PNGBomb(40, 30), nil)}))
 	_, err = d.Commit(ctx, "a bomb")
 	require.NoError(t, err)
 
-	setDecodeLimit(t, 512<<20)
-	c, err := d.Column("image")
-	require.NoError(t, err)
+	decodelimittest.Set(t, 512<<20)
+	c := mustColumn(t, d, "image")
 	var a, b runtime.MemStats
 	runtime.ReadMemStats(&a)
 	_, err = c.Read(ctx, 0, nil)
@@ -78,9 +71,8 @@ func TestMediaDecodeLimit(t *testing.T) {
 	require.NoError(t, err)
 
 	const frame = 48 * 64 * 3
-	setDecodeLimit(t, 10*frame) // 10 of the 50 frames
-	clip, err := d.Column("clip")
-	require.NoError(t, err)
+	decodelimittest.Set(t, 10*frame) // 10 of the 50 frames
+	clip := mustColumn(t, d, "clip")
 	_, err = clip.Read(ctx, 0, nil)
 	require.ErrorIs(t, err, ErrTooLarge)
 	require.NotErrorIs(t, err, ErrCorrupt)
@@ -92,9 +84,8 @@ func TestMediaDecodeLimit(t *testing.T) {
 	require.ErrorIs(t, err, ErrTooLarge)
 	require.ErrorContains(t, err, `column "clip" row 0: 11 video frames of 64x48 pixels (RGB): 101376 bytes`)
 
-	setDecodeLimit(t, 32000) // 4000 of the 8000 samples x 2 channels
-	sound, err := d.Column("sound")
-	require.NoError(t, err)
+	decodelimittest.Set(t, 32000) // 4000 of the 8000 samples x 2 channels
+	sound := mustColumn(t, d, "sound")
 	_, err = sound.Read(ctx, 0, nil)
 	require.ErrorIs(t, err, ErrTooLarge)
 	require.ErrorContains(t, err, `column "sound" row 0: audio sample of shape [8000 2]: 64000 bytes`)

@@ -76,8 +76,7 @@ func linkDataset(t *testing.T, links []string, opts ...Option) *ColumnReader {
 	r, err := Open(ctx, dir, opts...)
 	require.NoError(t, err)
 	t.Cleanup(func() { r.Close() })
-	col, err := r.Column("ref")
-	require.NoError(t, err)
+	col := mustColumn(t, r, "ref")
 	return col
 }
 
@@ -262,19 +261,15 @@ func TestLinkPolicyDefault(t *testing.T) {
 	}
 	_, err := d.Commit(ctx, "links")
 	require.NoError(t, err)
-	col, err := d.Column("ref")
-	require.NoError(t, err)
+	col := mustColumn(t, d, "ref")
 	b, err := col.Fetch(ctx, 0)
 	require.NoError(t, err)
 	require.Equal(t, "beside", string(b))
 	_, err = col.Fetch(ctx, 1)
 	require.ErrorIs(t, err, ErrPermission)
 
-	r, err := Open(ctx, dir, WithLinkPolicy(LinkPolicy{MaxBytes: 99}))
-	require.NoError(t, err)
-	defer r.Close()
-	rc, err := r.Column("ref")
-	require.NoError(t, err)
+	r := mustOpen(t, dir, WithLinkPolicy(LinkPolicy{MaxBytes: 99}))
+	rc := mustColumn(t, r, "ref")
 	_, err = rc.Fetch(ctx, 2)
 	require.ErrorIs(t, err, storage.ErrTooLarge)
 	_, err = rc.Fetch(ctx, 0)
@@ -293,8 +288,7 @@ func TestLinkPolicyRemoteDataset(t *testing.T) {
 	require.NoError(t, d.Append(ctx, Row{"ref": String(f)}))
 	_, err = d.Commit(ctx, "a local link")
 	require.NoError(t, err)
-	col, err := d.Column("ref")
-	require.NoError(t, err)
+	col := mustColumn(t, d, "ref")
 	_, err = col.Fetch(ctx, 0)
 	require.ErrorIs(t, err, ErrPermission)
 	require.True(t, errors.Is(err, ErrPermission))
@@ -533,8 +527,7 @@ func TestLinkBuckets(t *testing.T) {
 		r, err := Open(ctx, own+"/ds", WithLinkPolicy(LinkPolicy{Schemes: []string{"mem"}, Allow: allow}))
 		require.NoError(t, err)
 		t.Cleanup(func() { r.Close() })
-		col, err := r.Column("ref")
-		require.NoError(t, err)
+		col := mustColumn(t, r, "ref")
 		return col
 	}
 

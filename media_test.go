@@ -33,8 +33,7 @@ func TestMediaRoundTrip(t *testing.T) {
 		_, err := d.Commit(ctx, "media")
 		require.NoError(t, err)
 
-		clip, err := d.Column("clip")
-		require.NoError(t, err)
+		clip := mustColumn(t, d, "clip")
 		enc, err := clip.ReadEncoded(ctx, 0)
 		require.NoError(t, err)
 		require.Equal(t, vb, enc.Data)
@@ -63,8 +62,7 @@ func TestMediaRoundTrip(t *testing.T) {
 		_, err = clip.OpenMedia(ctx, 1)
 		require.ErrorIs(t, err, ErrNotFound)
 
-		sound, err := d.Column("sound")
-		require.NoError(t, err)
+		sound := mustColumn(t, d, "sound")
 		a, err := sound.Read(ctx, 0, nil)
 		require.NoError(t, err)
 		require.Equal(t, []int{8000, 2}, a.Shape)
@@ -80,18 +78,7 @@ func TestMediaRoundTrip(t *testing.T) {
 func TestClipReadsByRange(t *testing.T) {
 	d, _ := mustCreate(t, mediaSchema(0))
 	vb := mediatest.Read(t, mediatest.Video(t, t.TempDir(), "long.mp4", 320, 240, 25, 20, 25))
-	require.NoError(t, d.Append(ctx, Row{"clip": Media(schema.VideoCompression, vb)}))
-	_, err := d.Commit(ctx, "long")
-	require.NoError(t, err)
-	clip, err := d.Column("clip")
-	require.NoError(t, err)
-	m, err := clip.OpenMedia(ctx, 0)
-	require.NoError(t, err)
-	in, err := media.ProbeVideoBytes(vb)
-	require.NoError(t, err)
-	v, err := media.OpenVideo(m, m.Bytes, in)
-	require.NoError(t, err)
-	defer v.Close()
+	v, m := storeClip(t, d, vb)
 	require.NoError(t, v.Frames(make([]byte, 8*112*112*3), 300, 8, 1, 112, 112))
 	t.Logf("clip read %d of %d bytes", m.BytesRead(), len(vb))
 	require.Less(t, m.BytesRead(), int64(len(vb))/4)
@@ -120,8 +107,7 @@ func TestAudioSegmentReadsByRange(t *testing.T) {
 			}
 			_, err = d.Commit(ctx, "long")
 			require.NoError(t, err)
-			sound, err := d.Column("sound")
-			require.NoError(t, err)
+			sound := mustColumn(t, d, "sound")
 			for row, name := range names {
 				whole, err := sound.ReadAudio(ctx, int64(row), 0)
 				require.NoError(t, err)
@@ -175,21 +161,29 @@ func TestClipReadsByRangeOnMinIO(t *testing.T) {
 	defer d.Close()
 	path := mediatest.Video(t, t.TempDir(), "long.mp4", 320, 240, 25, 20, 25)
 	vb := mediatest.Read(t, path)
+	v, m := storeClip(t, d, vb)
+	got := make([]byte, 2*240*320*3)
+	require.NoError(t, v.Frames(got, 400, 2, 1, 0, 0))
+	require.Equal(t, mediatest.Frame(t, path, 401), got[240*320*3:])
+	t.Logf("clip read %d of %d bytes", m.BytesRead(), len(vb))
+	require.Less(t, m.BytesRead(), int64(len(vb))/4)
+}
+
+// storeClip commits vb as the only row of d's "clip" column and opens it
+// as a video read by range requests; m counts the bytes read. The video
+// is closed when the test ends.
+func storeClip(t *testing.T, d *Dataset, vb []byte) (*media.Video, *MediaSample) {
+	t.Helper()
 	require.NoError(t, d.Append(ctx, Row{"clip": Media(schema.VideoCompression, vb)}))
-	_, err = d.Commit(ctx, "long")
+	_, err := d.Commit(ctx, "long")
 	require.NoError(t, err)
-	clip, err := d.Column("clip")
-	require.NoError(t, err)
+	clip := mustColumn(t, d, "clip")
 	m, err := clip.OpenMedia(ctx, 0)
 	require.NoError(t, err)
 	in, err := media.ProbeVideoBytes(vb)
 	require.NoError(t, err)
 	v, err := media.OpenVideo(m, m.Bytes, in)
 	require.NoError(t, err)
-	defer v.Close()
-	got := make([]byte, 2*240*320*3)
-	require.NoError(t, v.Frames(got, 400, 2, 1, 0, 0))
-	require.Equal(t, mediatest.Frame(t, path, 401), got[240*320*3:])
-	t.Logf("clip read %d of %d bytes", m.BytesRead(), len(vb))
-	require.Less(t, m.BytesRead(), int64(len(vb))/4)
+	t.Cleanup(v.Close)
+	return v, m
 }

@@ -85,8 +85,7 @@ func TestWritesRideOutMinIOOutage(t *testing.T) {
 				}
 			}
 			require.Equal(t, 1, landed, "%s: the commit landed once", name)
-			col, err := d.Column("id")
-			require.NoError(t, err)
+			col := mustColumn(t, d, "id")
 			samples, err := col.ReadRange(ctx, 0, n)
 			require.NoError(t, err)
 			for i, s := range samples {

@@ -67,11 +67,7 @@ func TestProgressVerify(t *testing.T) {
 func TestProgressGC(t *testing.T) {
 	d, url := mustCreate(t, gcSchema)
 	gcAppend(t, d, &model{}, gcRows(0, 10))
-	_, err := d.CreateBranch(ctx, "dev", "")
-	require.NoError(t, err)
-	dev, err := Open(ctx, url, WithRef("dev"))
-	require.NoError(t, err)
-	defer dev.Close()
+	dev := openNewBranch(t, d, url, "dev")
 	gcAppend(t, dev, nil, gcRows(100, 10))
 	require.NoError(t, d.DeleteBranch(ctx, "dev"))
 
@@ -92,11 +88,7 @@ func TestProgressMerge(t *testing.T) {
 	require.NoError(t, d.Append(ctx, row(0)))
 	_, err := d.Commit(ctx, "base")
 	require.NoError(t, err)
-	_, err = d.CreateBranch(ctx, "dev", "")
-	require.NoError(t, err)
-	dev, err := Open(ctx, dir, WithRef("dev"))
-	require.NoError(t, err)
-	defer dev.Close()
+	dev := openNewBranch(t, d, dir, "dev")
 	for i := range int32(3) {
 		require.NoError(t, dev.Append(ctx, row(10+i)))
 	}

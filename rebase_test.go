@@ -36,12 +36,46 @@ func rebaseDataset(t *testing.T, url string, n int) {
 	}
 }
 
-func mustOpen(t *testing.T, url string) *Dataset {
+func mustOpen(t *testing.T, url string, opts ...Option) *Dataset {
 	t.Helper()
-	d, err := Open(ctx, url)
+	d, err := Open(ctx, url, opts...)
 	require.NoError(t, err)
 	t.Cleanup(func() { d.Close() })
 	return d
+}
+
+// mustColumn returns a reader of column name of d.
+func mustColumn(t testing.TB, d *Dataset, name string) *ColumnReader {
+	t.Helper()
+	c, err := d.Column(name)
+	require.NoError(t, err)
+	return c
+}
+
+// mustRowID returns the row id of the row at position pos of d.
+func mustRowID(t testing.TB, d *Dataset, pos int64) uint64 {
+	t.Helper()
+	id, err := d.RowID(ctx, pos)
+	require.NoError(t, err)
+	return id
+}
+
+// openNewBranch creates branch name at the head of d (at url) and opens
+// it, closed when the test ends.
+func openNewBranch(t *testing.T, d *Dataset, url, name string) *Dataset {
+	t.Helper()
+	_, err := d.CreateBranch(ctx, name, "")
+	require.NoError(t, err)
+	return mustOpen(t, url, WithRef(name))
+}
+
+// loadedScan returns a scan of d's version with its manifests loaded by
+// up to parallel requests at a time.
+func loadedScan(t *testing.T, d *Dataset, parallel int) *Scan {
+	t.Helper()
+	sc := d.Scan()
+	require.NoError(t, sc.Load(ctx, parallel))
+	return sc
 }
 
 // rowsByID reads the newest version of url: k and v of every live row, by
@@ -55,13 +89,11 @@ func rowsByID(t *testing.T, url string) map[uint64][2]int64 {
 	out := map[uint64][2]int64{}
 	cols := make([]*ColumnReader, 2)
 	for i, name := range []string{"k", "v"} {
-		c, err := d.Column(name)
-		require.NoError(t, err)
+		c := mustColumn(t, d, name)
 		cols[i] = c
 	}
 	for i := int64(0); i < d.Len(); i++ {
-		id, err := d.RowID(ctx, i)
-		require.NoError(t, err)
+		id := mustRowID(t, d, i)
 		var kv [2]int64
 		for j, c := range cols {
 			s, err := c.Read(ctx, i, nil)
@@ -114,14 +146,10 @@ func TestCommitRebasesDisjointChanges(t *testing.T) {
 			require.NoError(t, err)
 		},
 	}
-	backends := map[string]func(t *testing.T) string{
-		"local": func(t *testing.T) string { return t.TempDir() + "/ds" },
-		"s3":    func(t *testing.T) string { return testserver.MinIO(t).URL },
-	}
-	for _, backend := range sortedKeys(backends) {
+	for _, backend := range sortedKeys(localAndS3) {
 		for _, other := range sortedKeys(others) {
 			t.Run(backend+"/"+other, func(t *testing.T) {
-				url := backends[backend](t)
+				url := localAndS3[backend](t)
 				rebaseDataset(t, url, 10)
 				d := mustOpen(t, url)
 				require.NoError(t, d.Update(ctx, 1, Row{"v": Scalar(int64(100))}))
@@ -310,8 +338,7 @@ func TestRefreshRebasesAddedColumns(t *testing.T) {
 		uids[c.UID] = true
 	}
 	read := func(col string) []string {
-		c, err := r.Column(col)
-		require.NoError(t, err)
+		c := mustColumn(t, r, col)
 		var out []string
 		for i := int64(0); i < r.Len(); i++ {
 			s, err := c.Read(ctx, i, nil)
@@ -353,14 +380,10 @@ func TestRefreshRebasesAddedColumns(t *testing.T) {
 // update, on local disk and MinIO; their rows alternate, so both update
 // every fragment in place: every commit lands, nothing is lost.
 func TestConcurrentDisjointUpdates(t *testing.T) {
-	backends := map[string]func(t *testing.T) string{
-		"local": func(t *testing.T) string { return t.TempDir() + "/ds" },
-		"s3":    func(t *testing.T) string { return testserver.MinIO(t).URL },
-	}
-	for _, backend := range sortedKeys(backends) {
+	for _, backend := range sortedKeys(localAndS3) {
 		t.Run(backend, func(t *testing.T) {
 			const writers, updates = 2, 20
-			url := backends[backend](t)
+			url := localAndS3[backend](t)
 			rebaseDataset(t, url, writers*updates)
 			var wg sync.WaitGroup
 			errs := make([]error, writers)

@@ -41,8 +41,7 @@ func scanSample(t *testing.T, sc *Scan, pos int64, uid int, sparse bool) (Sample
 // ragged shapes, nulls, split samples, every codec, png) through the Scan
 // API, planned dense and sparse, and compares with Column reads.
 func TestScanMatchesColumn(t *testing.T) {
-	seed := testseed.Seed(t)
-	r := rand.New(rand.NewPCG(seed, 11))
+	r := testseed.Rand(t, 11)
 	var cols []schema.Column
 	for i := range 6 {
 		cols = append(cols, randomColumn(r, string(rune('a'+i))))
@@ -63,15 +62,13 @@ func TestScanMatchesColumn(t *testing.T) {
 	_, err := d.Commit(ctx, "delete")
 	require.NoError(t, err)
 
-	sc := d.Scan()
-	require.NoError(t, sc.Load(ctx, 4))
+	sc := loadedScan(t, d, 4)
 	require.Equal(t, d.Len(), sc.Len())
 	var ids []uint64
 	for pos := range sc.Len() {
 		id, err := sc.RowID(pos)
 		require.NoError(t, err)
-		want, err := d.RowID(ctx, pos)
-		require.NoError(t, err)
+		want := mustRowID(t, d, pos)
 		require.Equal(t, want, id)
 		ids = append(ids, id)
 	}
@@ -90,8 +87,7 @@ func TestScanMatchesColumn(t *testing.T) {
 			sum += b
 		}
 		require.Equal(t, sc.Len(), sum, "column %s: blocks tile the rows", c.Name)
-		col, err := d.Column(c.Name)
-		require.NoError(t, err)
+		col := mustColumn(t, d, c.Name)
 		for p := range sc.Len() {
 			want, err := col.ReadEncoded(ctx, p)
 			require.NoError(t, err)
@@ -139,8 +135,7 @@ func TestScanSparsePlansReadByRange(t *testing.T) {
 	}
 	_, err := d.Commit(ctx, "rows")
 	require.NoError(t, err)
-	sc := d.Scan()
-	require.NoError(t, sc.Load(ctx, 1))
+	sc := loadedScan(t, d, 1)
 	sch := sc.Schema()
 	for _, codec := range codecs {
 		c, _ := sch.Column(string(codec))
@@ -174,8 +169,7 @@ func TestScanClassifiesErrors(t *testing.T) {
 	}
 	_, err := d.Commit(ctx, "ten")
 	require.NoError(t, err)
-	sc := d.Scan()
-	require.NoError(t, sc.Load(ctx, 1))
+	sc := loadedScan(t, d, 1)
 	sch := sc.Schema()
 	c, _ := sch.Column("v")
 	id := sc.Chunks(c.UID)[0]
@@ -236,8 +230,7 @@ func TestSlotCursor(t *testing.T) {
 	require.NoError(t, d.Delete(ctx, ids[3], ids[160], ids[161], ids[449]))
 	_, err := d.Commit(ctx, "delete")
 	require.NoError(t, err)
-	sc := d.Scan()
-	require.NoError(t, sc.Load(ctx, 4))
+	sc := loadedScan(t, d, 4)
 	locs, err := sc.LocateRange(0, sc.Len(), nil)
 	require.NoError(t, err)
 	require.Len(t, locs, int(sc.Len()))
@@ -287,8 +280,7 @@ func TestFetchedFixed(t *testing.T) {
 	}
 	_, err := d.Commit(ctx, "rows")
 	require.NoError(t, err)
-	sc := d.Scan()
-	require.NoError(t, sc.Load(ctx, 1))
+	sc := loadedScan(t, d, 1)
 	sch := d.Schema()
 	for _, name := range []string{"n", "m"} {
 		c, _ := sch.Column(name)
@@ -328,8 +320,7 @@ func TestSwappedChunkIsRefused(t *testing.T) {
 		_, err := d.Commit(ctx, "ten")
 		require.NoError(t, err)
 	}
-	sc := d.Scan()
-	require.NoError(t, sc.Load(ctx, 1))
+	sc := loadedScan(t, d, 1)
 	sch := sc.Schema()
 	c, _ := sch.Column("label")
 	ids := sc.Chunks(c.UID)
@@ -343,9 +334,7 @@ func TestSwappedChunkIsRefused(t *testing.T) {
 	require.Equal(t, len(a), len(b), "the swap keeps the size")
 	require.NoError(t, os.WriteFile(second, a, 0o644))
 
-	d2, err := Open(ctx, dir)
-	require.NoError(t, err)
-	defer d2.Close()
+	d2 := mustOpen(t, dir)
 	col, _ := d2.Column("label")
 	_, err = col.ReadRange(ctx, 10, 20)
 	require.ErrorIs(t, err, ErrCorrupt)
@@ -447,16 +436,13 @@ func TestLoadCancelledIsNotKept(t *testing.T) {
 	require.NoError(t, d.Append(ctx, Row{"n": Scalar(int64(7))}))
 	_, err := d.Commit(ctx, "a row")
 	require.NoError(t, err)
-	fresh, err := Open(ctx, dir)
-	require.NoError(t, err)
-	defer fresh.Close()
+	fresh := mustOpen(t, dir)
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()
 	require.ErrorIs(t, fresh.Scan().Load(cancelled, 1), context.Canceled)
 	sc := fresh.Scan()
 	require.NoError(t, sc.Load(ctx, 1), "the next load tries again")
-	col, err := fresh.Column("n")
-	require.NoError(t, err)
+	col := mustColumn(t, fresh, "n")
 	s, err := col.Read(ctx, 0, nil)
 	require.NoError(t, err)
 	got, _ := As[int64](s.Data)

@@ -24,8 +24,7 @@ func TestSegments(t *testing.T) {
 	_, err := d.Commit(ctx, "rows")
 	require.NoError(t, err)
 
-	sc := d.Scan()
-	require.NoError(t, sc.Load(ctx, 4))
+	sc := loadedScan(t, d, 4)
 	sch := sc.Schema()
 	img, ok := sch.Column("img")
 	require.True(t, ok)

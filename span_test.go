@@ -57,8 +57,7 @@ func spanDataset(t *testing.T, r *rand.Rand, codec schema.ChunkCodec, n int) (d 
 // scanOf loads a scan of d and returns it with column v's uid.
 func scanOf(t *testing.T, d *Dataset) (*Scan, int) {
 	t.Helper()
-	sc := d.Scan()
-	require.NoError(t, sc.Load(ctx, 2))
+	sc := loadedScan(t, d, 2)
 	sch := sc.Schema()
 	c, ok := sch.Column("v")
 	require.True(t, ok)
@@ -261,8 +260,7 @@ func TestSpanOfFormat10ChunkReadsWhole(t *testing.T) {
 
 		// ColumnReader's single-sample reads fall back alike.
 		d.chunks = newChunkCache(1 << 30)
-		col, err := d.Column("v")
-		require.NoError(t, err)
+		col := mustColumn(t, d, "v")
 		col.snap = sc.s
 		got, err := col.ReadEncoded(ctx, 6)
 		require.NoError(t, err)
@@ -376,9 +374,7 @@ func TestSpanReadsThroughCache(t *testing.T) {
 				require.Equal(t, int64(len(ids)), cache.Stats().Puts)
 
 				// Another handle (an empty header cache), as another process.
-				d2, err := Open(ctx, dir)
-				require.NoError(t, err)
-				defer d2.Close()
+				d2 := mustOpen(t, dir)
 				counts2 := countReads(d2)
 				sc2, _ := scanOf(t, d2)
 				sc2 = sc2.WithCache(cache)
@@ -558,8 +554,7 @@ func TestDamagedBlockSpoilsItsSamplesOnly(t *testing.T) {
 
 		// ColumnReader: single reads (by range) and range reads (whole).
 		d.chunks = newChunkCache(1 << 30)
-		col, err := d.Column("v")
-		require.NoError(t, err)
+		col := mustColumn(t, d, "v")
 		n := int(sc.ref(id).Rows)
 		for _, whole := range []bool{false, true} {
 			for j := range n {
@@ -601,12 +596,9 @@ func TestColumnReadsSamplesByRange(t *testing.T) {
 	r := rand.New(rand.NewPCG(testseed.Seed(t), 27))
 	for _, codec := range spanCodecs {
 		_, dir, want := spanDataset(t, r, codec, 600)
-		d, err := Open(ctx, dir)
-		require.NoError(t, err)
-		defer d.Close()
+		d := mustOpen(t, dir)
 		counts := countReads(d)
-		col, err := d.Column("v")
-		require.NoError(t, err)
+		col := mustColumn(t, d, "v")
 		for _, row := range []int64{5, 6, 300} {
 			got, err := col.ReadEncoded(ctx, row)
 			require.NoError(t, err)

@@ -48,8 +48,7 @@ func stageRows(t testing.TB, url string, w int32, base, count int64) *Staged {
 // columnN reads column n of d at its snapshot, and the row ids.
 func columnN(t testing.TB, d *Dataset) ([]int64, []uint64) {
 	t.Helper()
-	col, err := d.Column("n")
-	require.NoError(t, err)
+	col := mustColumn(t, d, "n")
 	all, err := col.ReadRange(ctx, 0, d.Len())
 	require.NoError(t, err)
 	var ns []int64
@@ -58,8 +57,7 @@ func columnN(t testing.TB, d *Dataset) ([]int64, []uint64) {
 		v, err := As[int64](s.Data)
 		require.NoError(t, err)
 		ns = append(ns, v[0])
-		id, err := d.RowID(ctx, int64(i))
-		require.NoError(t, err)
+		id := mustRowID(t, d, int64(i))
 		ids = append(ids, id)
 	}
 	return ns, ids
@@ -153,9 +151,7 @@ func TestStagedConcurrentWriters(t *testing.T) {
 			descs[w] = stageRows(t, url, int32(w), int64(w*per), per)
 		}()
 	}
-	other, err := Open(ctx, url)
-	require.NoError(t, err)
-	defer other.Close()
+	other := mustOpen(t, url)
 	for i := 0; i < 3; i++ {
 		require.NoError(t, other.Append(ctx, Row{"n": Scalar(int64(-1 - i))}))
 		_, err := other.Commit(ctx, "meanwhile")

@@ -17,19 +17,12 @@ func upsertRow(id int64, name string) Row {
 // readNames returns column name of every row in order.
 func readNames(t *testing.T, d *Dataset) []string {
 	t.Helper()
-	col, err := d.Column("name")
-	require.NoError(t, err)
-	all, err := col.ReadRange(ctx, 0, d.Len())
-	require.NoError(t, err)
-	out := make([]string, len(all))
-	for i, s := range all {
+	return readColumn(t, d, "name", func(s Sample) string {
 		if s.Null {
-			out[i] = "<null>"
-		} else {
-			out[i] = string(s.Data)
+			return "<null>"
 		}
-	}
-	return out
+		return string(s.Data)
+	})
 }
 
 func TestUpsert(t *testing.T) {
@@ -57,11 +50,9 @@ func TestUpsert(t *testing.T) {
 			log, err := d.Log(ctx)
 			require.NoError(t, err)
 			require.Equal(t, before, log[1].ID, "one commit")
-			id, err := d.RowID(ctx, 3)
-			require.NoError(t, err)
+			id := mustRowID(t, d, 3)
 			require.EqualValues(t, 3, id, "row ids kept")
-			n, err := d.Column("n")
-			require.NoError(t, err)
+			n := mustColumn(t, d, "n")
 			s, err := n.Read(ctx, 3, nil)
 			require.NoError(t, err)
 			require.Equal(t, Scalar(int32(3)).Data, s.Data, "columns the input lacks are kept")

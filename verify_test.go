@@ -30,10 +30,9 @@ func TestVerifyReportsEveryDamagedObject(t *testing.T) {
 		_, err := d.Commit(ctx, "ten")
 		require.NoError(t, err)
 	}
-	first, err := d.RowID(ctx, 0)
-	require.NoError(t, err)
+	first := mustRowID(t, d, 0)
 	require.NoError(t, d.Delete(ctx, first))
-	_, err = d.Commit(ctx, "delete one")
+	_, err := d.Commit(ctx, "delete one")
 	require.NoError(t, err)
 
 	clean, problems, err := d.Verify(ctx)
@@ -225,9 +224,7 @@ func TestLostNewestLogEntry(t *testing.T) {
 			hint, high, err := RepairLog(ctx, url)
 			require.NoError(t, err)
 			require.Equal(t, []uint64{6, 5}, []uint64{hint, high})
-			d2, err := Open(ctx, url)
-			require.NoError(t, err)
-			defer d2.Close()
+			d2 := mustOpen(t, url)
 			_, err = d2.Resolve(ctx, "v1")
 			require.ErrorIs(t, err, ErrNotFound, "the lost entry's tag is gone")
 			_, problems, err := d2.Verify(ctx)

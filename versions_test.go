@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -220,8 +219,7 @@ func checkVersion(t *testing.T, dir, ref string, m vmodel) {
 	}
 	seen := map[uint64]bool{}
 	for i := int64(0); i < d.Len(); i++ {
-		id, err := d.RowID(ctx, i)
-		require.NoError(t, err)
+		id := mustRowID(t, d, i)
 		require.False(t, seen[id], "%s: row id %d twice", ref, id)
 		seen[id] = true
 		want, ok := m.rows[id]
@@ -244,13 +242,9 @@ func checkVersion(t *testing.T, dir, ref string, m vmodel) {
 // and checks that every version reads exactly the model's rows, that diffs
 // agree with the model's, and that gc never removes a reachable object.
 func TestVersionsProperty(t *testing.T) {
-	seed := testseed.Seed(t)
-	r := rand.New(rand.NewPCG(seed, 11))
+	r := testseed.Rand(t, 11)
 	for round := 0; round < 2; round++ {
-		var cols []schema.Column
-		for i := 0; i < 2+r.IntN(3); i++ {
-			cols = append(cols, randomColumn(r, fmt.Sprintf("c%d", i)))
-		}
+		cols := randomColumns(r, 3)
 		d, dir := mustCreate(t, schema.Schema{Columns: cols})
 		h := &history{models: map[string]vmodel{d.Version(): {cols: d.Schema().Columns, rows: map[uint64]Row{}}},
 			parents: map[string][]string{d.Version(): nil}, branches: map[string]string{"main": d.Version()}, tags: map[string]string{}}
@@ -584,11 +578,7 @@ func TestIdenticalUpdatesMerge(t *testing.T) {
 		require.NoError(t, err)
 	}
 	update(d)
-	_, err = d.CreateBranch(ctx, "again", "")
-	require.NoError(t, err)
-	again, err := Open(ctx, dir, WithRef("again"))
-	require.NoError(t, err)
-	defer again.Close()
+	again := openNewBranch(t, d, dir, "again")
 	update(again) // byte-identical rows, a second time
 	require.NoError(t, again.Append(ctx, Row{"v": Scalar(int64(100))}))
 	_, err = again.Commit(ctx, "one more")
@@ -622,11 +612,7 @@ func TestMergeKeepsShapeStatistics(t *testing.T) {
 	require.NoError(t, d.Append(ctx, Row{"w": Tensor([]int{1}, []int32{0})}))
 	_, err := d.Commit(ctx, "base")
 	require.NoError(t, err)
-	_, err = d.CreateBranch(ctx, "dev", "")
-	require.NoError(t, err)
-	dev, err := Open(ctx, dir, WithRef("dev"))
-	require.NoError(t, err)
-	defer dev.Close()
+	dev := openNewBranch(t, d, dir, "dev")
 	require.NoError(t, dev.Append(ctx, Row{"v": Tensor([]int{3}, []int32{1, 2, 3})}))
 	require.NoError(t, dev.Append(ctx, Row{"v": Tensor([]int{5}, []int32{1, 2, 3, 4, 5})}))
 	_, err = dev.Commit(ctx, "v on dev")

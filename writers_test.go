@@ -17,7 +17,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lochdata/loch/internal/testseed"
-	"github.com/lochdata/loch/internal/testserver"
 	"github.com/lochdata/loch/schema"
 )
 
@@ -135,13 +134,9 @@ func rowWithValue(d *Dataset, v int64) (uint64, error) {
 // deleted it), and the history is a valid graph holding every winning
 // commit.
 func TestWriterProcesses(t *testing.T) {
-	backends := map[string]func(t *testing.T) string{
-		"local": func(t *testing.T) string { return t.TempDir() + "/ds" },
-		"s3":    func(t *testing.T) string { return testserver.MinIO(t).URL },
-	}
-	for _, name := range sortedKeys(backends) {
+	for _, name := range sortedKeys(localAndS3) {
 		t.Run(name, func(t *testing.T) {
-			url := backends[name](t)
+			url := localAndS3[name](t)
 			d, err := Create(ctx, url, schema.Schema{Columns: []schema.Column{
 				{Name: "w", DType: schema.Int32}, {Name: "n", DType: schema.Int64}}})
 			require.NoError(t, err)
@@ -179,8 +174,7 @@ func TestWriterProcesses(t *testing.T) {
 				}
 			}
 			require.NoError(t, d.Refresh(ctx))
-			col, err := d.Column("n")
-			require.NoError(t, err)
+			col := mustColumn(t, d, "n")
 			all, err := col.ReadRange(ctx, 0, d.Len())
 			require.NoError(t, err)
 			got := map[int64]bool{}
@@ -272,8 +266,7 @@ func mergeWriter(url string) {
 // branches at random moments, and checks after each kill that every branch
 // and tag opens and reads, that rows are unique, and that verify is clean.
 func TestCrashDuringMerge(t *testing.T) {
-	seed := testseed.Seed(t)
-	r := rand.New(rand.NewPCG(seed, 13))
+	r := testseed.Rand(t, 13)
 	d, dir := mustCreate(t, schema.Schema{Columns: []schema.Column{
 		{Name: "v", DType: schema.Float32, Shape: schema.Shape{256}, ChunkCompression: schema.LZ4, ChunkBytes: 32 << 10},
 		{Name: "n", DType: schema.Int64},
@@ -296,8 +289,7 @@ func TestCrashDuringMerge(t *testing.T) {
 		for _, ref := range refs {
 			h, err := Open(ctx, dir, WithRef(ref.Name))
 			require.NoError(t, err, "round %d: %s %s opens after a kill", round, ref.Kind, ref.Name)
-			col, err := h.Column("n")
-			require.NoError(t, err)
+			col := mustColumn(t, h, "n")
 			all, err := col.ReadRange(ctx, 0, h.Len())
 			require.NoError(t, err, "round %d: %s reads", round, ref.Name)
 			seen := map[int64]bool{}

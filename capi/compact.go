@@ -100,19 +100,7 @@ func autoCompactOption(raw json.RawMessage) (loch.Option, error) {
 //
 //export loch_dataset_compact
 func loch_dataset_compact(h C.uintptr_t, options *C.char, out **C.char, errOut **C.char) (st C.int) {
-	return withDataset(h, errOut, func(ds *dataset) error {
-		opts, err := parseCompactOptions(goString(options))
-		if err != nil {
-			return err
-		}
-		ctx, done := interruptible()
-		defer done()
-		rep, err := ds.d.Compact(ctx, opts)
-		if err != nil {
-			return err
-		}
-		return setJSON(out, rep)
-	})
+	return withOptions(h, options, out, errOut, parseCompactOptions, (*loch.Dataset).Compact)
 }
 
 // loch_dataset_last_auto_compaction reports the last compaction that the
@@ -140,19 +128,7 @@ func loch_dataset_last_auto_compaction(h C.uintptr_t, out **C.char, errOut **C.c
 //
 //export loch_dataset_plan_compaction
 func loch_dataset_plan_compaction(h C.uintptr_t, options *C.char, out **C.char, errOut **C.char) (st C.int) {
-	return withDataset(h, errOut, func(ds *dataset) error {
-		opts, err := parseCompactOptions(goString(options))
-		if err != nil {
-			return err
-		}
-		ctx, done := interruptible()
-		defer done()
-		plan, err := ds.d.PlanCompaction(ctx, opts)
-		if err != nil {
-			return err
-		}
-		return setJSON(out, plan)
-	})
+	return withOptions(h, options, out, errOut, parseCompactOptions, (*loch.Dataset).PlanCompaction)
 }
 
 // loch_dataset_compact_group rewrites group index of plan (the JSON of

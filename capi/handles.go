@@ -6,8 +6,11 @@ package main
 import "C"
 
 import (
+	"context"
 	"fmt"
 	"runtime/cgo"
+
+	"github.com/lochdata/loch"
 )
 
 // newHandle returns a handle on v for the caller.
@@ -60,4 +63,24 @@ func withCatalog(h C.uintptr_t, errOut **C.char, fn func(*catalogObj) error) C.i
 // withLoader is withHandle for a loader handle.
 func withLoader(h C.uintptr_t, errOut **C.char, fn func(*loaderObj) error) C.int {
 	return withHandle(h, errOut, loaderOf, fn)
+}
+
+// withOptions is withDataset for a call that takes options: it parses
+// the text of options with parse and runs fn on the handle's dataset in
+// an interruptible context, setting *out to the JSON of its result.
+func withOptions[O, R any](h C.uintptr_t, options *C.char, out **C.char, errOut **C.char,
+	parse func(string) (O, error), fn func(*loch.Dataset, context.Context, O) (R, error)) C.int {
+	return withDataset(h, errOut, func(ds *dataset) error {
+		opts, err := parse(goString(options))
+		if err != nil {
+			return err
+		}
+		ctx, done := interruptible()
+		defer done()
+		res, err := fn(ds.d, ctx, opts)
+		if err != nil {
+			return err
+		}
+		return setJSON(out, res)
+	})
 }

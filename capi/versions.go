@@ -290,17 +290,5 @@ func parseGCOptions(text string) (loch.GCOptions, error) {
 //
 //export loch_dataset_gc
 func loch_dataset_gc(h C.uintptr_t, options *C.char, out **C.char, errOut **C.char) (st C.int) {
-	return withDataset(h, errOut, func(ds *dataset) error {
-		opts, err := parseGCOptions(goString(options))
-		if err != nil {
-			return err
-		}
-		ctx, done := interruptible()
-		defer done()
-		rep, err := ds.d.GC(ctx, opts)
-		if err != nil {
-			return err
-		}
-		return setJSON(out, rep)
-	})
+	return withOptions(h, options, out, errOut, parseGCOptions, (*loch.Dataset).GC)
 }

@@ -3,7 +3,6 @@ package catalog
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"slices"
 	"strings"
@@ -85,6 +84,31 @@ func names(t *testing.T, c *Catalog) []string {
 	return out
 }
 
+// onBackends runs fn as a subtest on a fresh root of each named backend.
+func onBackends(t *testing.T, names []string, fn func(t *testing.T, root string)) {
+	for _, name := range names {
+		t.Run(name, func(t *testing.T) { fn(t, backends[name](t)) })
+	}
+}
+
+// mustCreate creates a catalog at root, closed when the test ends.
+func mustCreate(t *testing.T, root string) *Catalog {
+	t.Helper()
+	c, err := Create(ctx, root)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// mustOpen opens the catalog at root, closed when the test ends.
+func mustOpen(t *testing.T, root string, opts ...Option) *Catalog {
+	t.Helper()
+	c, err := Open(ctx, root, opts...)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
 // allBackends adds fake-gcs-server and Azurite to backends.
 var allBackends = map[string]func(t *testing.T) string{
 	"gcs":   func(t *testing.T) string { return testserver.GCS(t).URL },
@@ -106,9 +130,7 @@ func TestRoundTrip(t *testing.T) {
 			require.ErrorIs(t, err, ErrNoCatalog)
 			require.ErrorIs(t, err, loch.ErrNotFound)
 
-			c, err := Create(ctx, root)
-			require.NoError(t, err)
-			defer c.Close()
+			c := mustCreate(t, root)
 			_, err = Create(ctx, root)
 			require.ErrorIs(t, err, loch.ErrExists)
 			require.Equal(t, []string{}, names(t, c))
@@ -129,9 +151,7 @@ func TestRoundTrip(t *testing.T) {
 
 			// Another handle on the same root sees the same tables, and a
 			// table opened in another case is the same dataset.
-			again, err := Open(ctx, root)
-			require.NoError(t, err)
-			defer again.Close()
+			again := mustOpen(t, root)
 			f, err := again.OpenTable(ctx, "FRAMES")
 			require.NoError(t, err)
 			require.Equal(t, []int64{1, 2, 3}, readRows(t, f))
@@ -270,52 +290,42 @@ func (s *countingStore) List(ctx context.Context, prefix string, fn func(storage
 // one) and no listing: no table is opened (their directories do not even
 // exist here).
 func TestTablesReadsOnlyTheLog(t *testing.T) {
-	for _, name := range []string{"mem", "s3"} {
-		t.Run(name, func(t *testing.T) {
-			root := backends[name](t)
-			c, err := Create(ctx, root)
-			require.NoError(t, err)
-			defer c.Close()
-			const n = 10000
-			e := &manifest.Catalog{Seq: 2, Prev: 1, Time: time.Now().UTC(), Tables: map[string]manifest.CatalogTable{}, Op: "many"}
-			for i := range n {
-				name := fmt.Sprintf("table_%05d", i)
-				e.Tables[name] = manifest.CatalogTable{Dir: newDir(name), Created: e.Time}
-			}
-			require.NoError(t, c.log.Put(ctx, e))
-			c.log.Hint(ctx, 2)
+	onBackends(t, []string{"mem", "s3"}, func(t *testing.T, root string) {
+		c := mustCreate(t, root)
+		const n = 10000
+		e := &manifest.Catalog{Seq: 2, Prev: 1, Time: time.Now().UTC(), Tables: map[string]manifest.CatalogTable{}, Op: "many"}
+		for i := range n {
+			name := fmt.Sprintf("table_%05d", i)
+			e.Tables[name] = manifest.CatalogTable{Dir: newDir(name), Created: e.Time}
+		}
+		require.NoError(t, c.log.Put(ctx, e))
+		c.log.Hint(ctx, 2)
 
-			st, err := storage.Open(ctx, root)
-			require.NoError(t, err)
-			cs := &countingStore{Store: st}
-			defer st.Close()
-			c2, err := Open(ctx, root, WithStore(cs))
-			require.NoError(t, err)
-			cs.gets.Store(0)
-			tables, err := c2.Tables(ctx)
-			require.NoError(t, err)
-			require.Len(t, tables, n)
-			require.Equal(t, "table_00000", tables[0].Name)
-			require.Equal(t, "table_09999", tables[n-1].Name)
-			require.Equal(t, int64(3), cs.gets.Load(), "hint, newest entry, the missing next one")
-			require.Equal(t, int64(0), cs.lists.Load()+cs.others.Load(), "no listing, no other read")
-		})
-	}
+		st, err := storage.Open(ctx, root)
+		require.NoError(t, err)
+		cs := &countingStore{Store: st}
+		defer st.Close()
+		c2, err := Open(ctx, root, WithStore(cs))
+		require.NoError(t, err)
+		cs.gets.Store(0)
+		tables, err := c2.Tables(ctx)
+		require.NoError(t, err)
+		require.Len(t, tables, n)
+		require.Equal(t, "table_00000", tables[0].Name)
+		require.Equal(t, "table_09999", tables[n-1].Name)
+		require.Equal(t, int64(3), cs.gets.Load(), "hint, newest entry, the missing next one")
+		require.Equal(t, int64(0), cs.lists.Load()+cs.others.Load(), "no listing, no other read")
+	})
 }
 
 // TestModel runs random creates, drops and renames from two handles
 // against an in-memory model of the catalog, comparing the listing after
 // every step.
 func TestModel(t *testing.T) {
-	seed := testseed.Seed(t)
-	rng := rand.New(rand.NewPCG(seed, 12))
+	rng := testseed.Rand(t, 12)
 	root := memURL()
-	c1, err := Create(ctx, root)
-	require.NoError(t, err)
-	defer c1.Close()
-	c2, err := Open(ctx, root)
-	require.NoError(t, err)
-	defer c2.Close()
+	c1 := mustCreate(t, root)
+	c2 := mustOpen(t, root)
 	model := map[string]string{} // fold(name) -> name
 	pool := []string{"a", "A", "b", "B", "frames", "Frames", "labels", "x.y", "über", "ÜBER"}
 	for step := range 200 {
@@ -369,151 +379,139 @@ func TestModel(t *testing.T) {
 // exactly one wins, the others get ErrExists, and the losers' directories
 // are gone.
 func TestCreateRace(t *testing.T) {
-	for _, name := range []string{"local", "mem"} {
-		t.Run(name, func(t *testing.T) {
-			root := backends[name](t)
-			c1, err := Create(ctx, root)
-			require.NoError(t, err)
-			defer c1.Close()
-			c2, err := Open(ctx, root)
-			require.NoError(t, err)
-			defer c2.Close()
-			const n = 8
-			errs := make([]error, n)
-			var wg sync.WaitGroup
-			start := make(chan struct{})
-			for i := range n {
-				wg.Go(func() {
-					<-start
-					d, err := []*Catalog{c1, c2}[i%2].CreateTable(ctx, []string{"race", "RACE"}[i%2], rowsSchema)
-					if err == nil {
-						appendRows(t, d, int64(i))
-						d.Close()
-					}
-					errs[i] = err
-				})
-			}
-			close(start)
-			wg.Wait()
-			winner := -1
-			for i, err := range errs {
+	onBackends(t, []string{"local", "mem"}, func(t *testing.T, root string) {
+		c1 := mustCreate(t, root)
+		c2 := mustOpen(t, root)
+		const n = 8
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for i := range n {
+			wg.Go(func() {
+				<-start
+				d, err := []*Catalog{c1, c2}[i%2].CreateTable(ctx, []string{"race", "RACE"}[i%2], rowsSchema)
 				if err == nil {
-					require.Equal(t, -1, winner, "two winners")
-					winner = i
-					continue
+					appendRows(t, d, int64(i))
+					d.Close()
 				}
-				require.ErrorIs(t, err, loch.ErrExists, "creator %d", i)
+				errs[i] = err
+			})
+		}
+		close(start)
+		wg.Wait()
+		winner := -1
+		for i, err := range errs {
+			if err == nil {
+				require.Equal(t, -1, winner, "two winners")
+				winner = i
+				continue
 			}
-			require.NotEqual(t, -1, winner)
-			d, err := c1.OpenTable(ctx, "race")
-			require.NoError(t, err)
-			require.Equal(t, []int64{int64(winner)}, readRows(t, d))
-			require.NoError(t, d.Close())
-			rep, err := c1.GC(ctx, loch.GCOptions{Grace: 0, DryRun: true})
-			require.NoError(t, err)
-			require.Empty(t, rep.Deleted, "the losers removed their own directories")
-		})
-	}
+			require.ErrorIs(t, err, loch.ErrExists, "creator %d", i)
+		}
+		require.NotEqual(t, -1, winner)
+		d, err := c1.OpenTable(ctx, "race")
+		require.NoError(t, err)
+		require.Equal(t, []int64{int64(winner)}, readRows(t, d))
+		require.NoError(t, d.Close())
+		rep, err := c1.GC(ctx, loch.GCOptions{Grace: 0, DryRun: true})
+		require.NoError(t, err)
+		require.Empty(t, rep.Deleted, "the losers removed their own directories")
+	})
 }
 
 // TestDropKeepsReaders drops a table that a reader has open: the reader
 // reads on, and garbage collection deletes the directory only once the
 // grace period has passed since the drop.
 func TestDropKeepsReaders(t *testing.T) {
-	for _, name := range []string{"local", "s3"} {
-		t.Run(name, func(t *testing.T) {
-			root := backends[name](t)
-			c, err := Create(ctx, root)
-			require.NoError(t, err)
-			defer c.Close()
-			d, err := c.CreateTable(ctx, "doomed", rowsSchema)
-			require.NoError(t, err)
-			appendRows(t, d, 5, 6)
-			keep, err := c.CreateTable(ctx, "kept", rowsSchema)
-			require.NoError(t, err)
-			appendRows(t, keep, 1)
-			require.NoError(t, keep.Close())
-			tb, err := c.Table(ctx, "doomed")
-			require.NoError(t, err)
+	onBackends(t, []string{"local", "s3"}, func(t *testing.T, root string) {
+		c := mustCreate(t, root)
+		d, err := c.CreateTable(ctx, "doomed", rowsSchema)
+		require.NoError(t, err)
+		appendRows(t, d, 5, 6)
+		keep, err := c.CreateTable(ctx, "kept", rowsSchema)
+		require.NoError(t, err)
+		appendRows(t, keep, 1)
+		require.NoError(t, keep.Close())
+		tb, err := c.Table(ctx, "doomed")
+		require.NoError(t, err)
 
-			require.NoError(t, c.DropTable(ctx, "doomed"))
-			// An unnamed directory: a creation that never wrote its entry.
-			orphan := newDir("orphan")
-			ost, err := storage.Sub(c.store, keys.MakeTable(orphan))
-			require.NoError(t, err)
-			o, err := loch.Create(ctx, ost.URL(), rowsSchema, loch.WithStore(ost))
-			require.NoError(t, err)
-			require.NoError(t, o.Close())
+		require.NoError(t, c.DropTable(ctx, "doomed"))
+		// An unnamed directory: a creation that never wrote its entry.
+		orphan := newDir("orphan")
+		ost, err := storage.Sub(c.store, keys.MakeTable(orphan))
+		require.NoError(t, err)
+		o, err := loch.Create(ctx, ost.URL(), rowsSchema, loch.WithStore(ost))
+		require.NoError(t, err)
+		require.NoError(t, o.Close())
 
-			rep, err := c.GC(ctx, loch.GCOptions{Grace: time.Hour})
-			require.NoError(t, err)
-			require.Empty(t, rep.Deleted, "dropped within the grace period")
-			require.Equal(t, []string{orphan}, dirNames(rep.Young), "stored within the grace period")
-			require.Equal(t, []int64{5, 6}, readRows(t, d), "the reader reads on")
-			require.Contains(t, rep.Tables, "kept")
-			require.NotContains(t, rep.Tables, "doomed", "a dropped table is not collected as a table")
+		rep, err := c.GC(ctx, loch.GCOptions{Grace: time.Hour})
+		require.NoError(t, err)
+		require.Empty(t, rep.Deleted, "dropped within the grace period")
+		require.Equal(t, []string{orphan}, dirNames(rep.Young), "stored within the grace period")
+		require.Equal(t, []int64{5, 6}, readRows(t, d), "the reader reads on")
+		require.Contains(t, rep.Tables, "kept")
+		require.NotContains(t, rep.Tables, "doomed", "a dropped table is not collected as a table")
 
-			// Two hours later, with the same grace: the drop and the
-			// orphan's objects are older than it.
-			c.now = func() time.Time { return time.Now().Add(2 * time.Hour) }
-			rep, err = c.GC(ctx, loch.GCOptions{Grace: time.Hour, DryRun: true})
-			require.NoError(t, err)
-			require.ElementsMatch(t, []string{tb.Dir, orphan}, dirNames(rep.Deleted), "dry run")
-			require.Equal(t, []int64{5, 6}, readRows(t, d), "a dry run deletes nothing")
-			// The log: create catalog, create doomed, create kept, drop
-			// doomed; all but the newest are older than the grace period.
-			require.Equal(t, 3, rep.LogEntries, "dry run")
-			_, err = c.log.Read(ctx, 1)
-			require.NoError(t, err, "a dry run deletes no entry")
+		// Two hours later, with the same grace: the drop and the
+		// orphan's objects are older than it.
+		c.now = func() time.Time { return time.Now().Add(2 * time.Hour) }
+		rep, err = c.GC(ctx, loch.GCOptions{Grace: time.Hour, DryRun: true})
+		require.NoError(t, err)
+		require.ElementsMatch(t, []string{tb.Dir, orphan}, dirNames(rep.Deleted), "dry run")
+		require.Equal(t, []int64{5, 6}, readRows(t, d), "a dry run deletes nothing")
+		// The log: create catalog, create doomed, create kept, drop
+		// doomed; all but the newest are older than the grace period.
+		require.Equal(t, 3, rep.LogEntries, "dry run")
+		_, err = c.log.Read(ctx, 1)
+		require.NoError(t, err, "a dry run deletes no entry")
 
-			rep, err = c.GC(ctx, loch.GCOptions{Grace: time.Hour})
-			require.NoError(t, err)
-			require.ElementsMatch(t, []string{tb.Dir, orphan}, dirNames(rep.Deleted))
-			require.Empty(t, rep.Young)
-			require.Positive(t, rep.Deleted[0].Objects)
-			require.NoError(t, d.Close())
-			for _, dir := range []string{tb.Dir, orphan} {
-				n := 0
-				require.NoError(t, c.store.List(ctx, keys.MakeTable(dir), func(storage.Attrs) error { n++; return nil }))
-				require.Zero(t, n, "directory %s is gone", dir)
-			}
-			k, err := c.OpenTable(ctx, "kept")
-			require.NoError(t, err)
-			require.Equal(t, []int64{1}, readRows(t, k), "live tables are untouched")
-			require.NoError(t, k.Close())
+		rep, err = c.GC(ctx, loch.GCOptions{Grace: time.Hour})
+		require.NoError(t, err)
+		require.ElementsMatch(t, []string{tb.Dir, orphan}, dirNames(rep.Deleted))
+		require.Empty(t, rep.Young)
+		require.Positive(t, rep.Deleted[0].Objects)
+		require.NoError(t, d.Close())
+		for _, dir := range []string{tb.Dir, orphan} {
+			n := 0
+			require.NoError(t, c.store.List(ctx, keys.MakeTable(dir), func(storage.Attrs) error { n++; return nil }))
+			require.Zero(t, n, "directory %s is gone", dir)
+		}
+		k, err := c.OpenTable(ctx, "kept")
+		require.NoError(t, err)
+		require.Equal(t, []int64{1}, readRows(t, k), "live tables are untouched")
+		require.NoError(t, k.Close())
 
-			// Old entries are gone, the newest stays, and the catalog works
-			// on: it still exists for Create, lists, and takes changes.
-			require.Equal(t, 3, rep.LogEntries)
-			for seq := uint64(1); seq <= 3; seq++ {
-				_, err = c.log.Read(ctx, seq)
-				require.ErrorIs(t, err, loch.ErrNotFound, "entry %d", seq)
-			}
-			_, err = Create(ctx, root)
-			require.ErrorIs(t, err, loch.ErrExists, "a catalog whose entry 1 was collected still exists")
-			require.NoError(t, c.store.Delete(ctx, keys.LatestIn(keys.CatalogLogPrefix)))
-			again, err := Open(ctx, root)
-			require.NoError(t, err, "found by listing the log")
-			require.Equal(t, []string{"kept"}, names(t, again))
-			n2, err := again.CreateTable(ctx, "new", rowsSchema)
-			require.NoError(t, err)
-			require.NoError(t, n2.Close())
-			require.Equal(t, []string{"kept", "new"}, names(t, c))
-			require.NoError(t, again.Close())
-			rep, err = c.GC(ctx, loch.GCOptions{Grace: time.Hour})
-			require.NoError(t, err)
-			require.Equal(t, 1, rep.LogEntries, "the drop, which the first collection kept as the newest")
-			require.Empty(t, rep.Deleted)
-			// Now, not two hours later: the newest entry is within the grace
-			// period, and reading back meets the entries collected before.
-			c.now = time.Now
-			rep, err = c.GC(ctx, loch.GCOptions{Grace: time.Hour})
-			require.NoError(t, err)
-			require.Zero(t, rep.LogEntries)
-			require.Empty(t, rep.Deleted)
-			require.Equal(t, []string{"kept", "new"}, names(t, c))
-		})
-	}
+		// Old entries are gone, the newest stays, and the catalog works
+		// on: it still exists for Create, lists, and takes changes.
+		require.Equal(t, 3, rep.LogEntries)
+		for seq := uint64(1); seq <= 3; seq++ {
+			_, err = c.log.Read(ctx, seq)
+			require.ErrorIs(t, err, loch.ErrNotFound, "entry %d", seq)
+		}
+		_, err = Create(ctx, root)
+		require.ErrorIs(t, err, loch.ErrExists, "a catalog whose entry 1 was collected still exists")
+		require.NoError(t, c.store.Delete(ctx, keys.LatestIn(keys.CatalogLogPrefix)))
+		again, err := Open(ctx, root)
+		require.NoError(t, err, "found by listing the log")
+		require.Equal(t, []string{"kept"}, names(t, again))
+		n2, err := again.CreateTable(ctx, "new", rowsSchema)
+		require.NoError(t, err)
+		require.NoError(t, n2.Close())
+		require.Equal(t, []string{"kept", "new"}, names(t, c))
+		require.NoError(t, again.Close())
+		rep, err = c.GC(ctx, loch.GCOptions{Grace: time.Hour})
+		require.NoError(t, err)
+		require.Equal(t, 1, rep.LogEntries, "the drop, which the first collection kept as the newest")
+		require.Empty(t, rep.Deleted)
+		// Now, not two hours later: the newest entry is within the grace
+		// period, and reading back meets the entries collected before.
+		c.now = time.Now
+		rep, err = c.GC(ctx, loch.GCOptions{Grace: time.Hour})
+		require.NoError(t, err)
+		require.Zero(t, rep.LogEntries)
+		require.Empty(t, rep.Deleted)
+		require.Equal(t, []string{"kept", "new"}, names(t, c))
+	})
 }
 
 func dirNames(rs []DirReport) []string {
@@ -573,65 +571,60 @@ func FuzzDecodeEntry(f *testing.F) {
 // catalog names loses anything, and a table dropped within the grace
 // period stays readable through its handle.
 func TestGCWhileWriting(t *testing.T) {
-	for _, name := range []string{"local", "mem"} {
-		t.Run(name, func(t *testing.T) {
-			root := backends[name](t)
-			c, err := Create(ctx, root)
-			require.NoError(t, err)
-			defer c.Close()
-			stop := make(chan struct{})
-			gcDone := make(chan error, 1)
-			go func() {
-				for {
-					select {
-					case <-stop:
-						gcDone <- nil
-						return
-					default:
-					}
-					if _, err := c.GC(ctx, loch.GCOptions{Grace: time.Hour}); err != nil {
-						gcDone <- err
-						return
-					}
-				}
-			}()
-			var dropped []*loch.Dataset
-			for i := range 12 {
-				name := fmt.Sprintf("t%d", i)
-				d, err := c.CreateTable(ctx, name, rowsSchema)
-				require.NoError(t, err)
-				appendRows(t, d, int64(i), int64(i+100))
-				switch i % 3 {
-				case 1:
-					require.NoError(t, c.RenameTable(ctx, name, name+"-renamed"))
-					require.NoError(t, d.Close())
-				case 2:
-					require.NoError(t, c.DropTable(ctx, name))
-					dropped = append(dropped, d)
+	onBackends(t, []string{"local", "mem"}, func(t *testing.T, root string) {
+		c := mustCreate(t, root)
+		stop := make(chan struct{})
+		gcDone := make(chan error, 1)
+		go func() {
+			for {
+				select {
+				case <-stop:
+					gcDone <- nil
+					return
 				default:
-					require.NoError(t, d.Close())
+				}
+				if _, err := c.GC(ctx, loch.GCOptions{Grace: time.Hour}); err != nil {
+					gcDone <- err
+					return
 				}
 			}
-			close(stop)
-			require.NoError(t, <-gcDone)
-			tables, err := c.Tables(ctx)
+		}()
+		var dropped []*loch.Dataset
+		for i := range 12 {
+			name := fmt.Sprintf("t%d", i)
+			d, err := c.CreateTable(ctx, name, rowsSchema)
 			require.NoError(t, err)
-			require.Len(t, tables, 8)
-			for _, tb := range tables {
-				d, err := c.OpenTable(ctx, tb.Name)
-				require.NoError(t, err)
-				var i int64
-				_, err = fmt.Sscanf(tb.Name, "t%d", &i)
-				require.NoError(t, err)
-				require.Equal(t, []int64{i, i + 100}, readRows(t, d), tb.Name)
+			appendRows(t, d, int64(i), int64(i+100))
+			switch i % 3 {
+			case 1:
+				require.NoError(t, c.RenameTable(ctx, name, name+"-renamed"))
+				require.NoError(t, d.Close())
+			case 2:
+				require.NoError(t, c.DropTable(ctx, name))
+				dropped = append(dropped, d)
+			default:
 				require.NoError(t, d.Close())
 			}
-			for _, d := range dropped {
-				require.Len(t, readRows(t, d), 2, "dropped within the grace period: still readable")
-				require.NoError(t, d.Close())
-			}
-		})
-	}
+		}
+		close(stop)
+		require.NoError(t, <-gcDone)
+		tables, err := c.Tables(ctx)
+		require.NoError(t, err)
+		require.Len(t, tables, 8)
+		for _, tb := range tables {
+			d, err := c.OpenTable(ctx, tb.Name)
+			require.NoError(t, err)
+			var i int64
+			_, err = fmt.Sscanf(tb.Name, "t%d", &i)
+			require.NoError(t, err)
+			require.Equal(t, []int64{i, i + 100}, readRows(t, d), tb.Name)
+			require.NoError(t, d.Close())
+		}
+		for _, d := range dropped {
+			require.Len(t, readRows(t, d), 2, "dropped within the grace period: still readable")
+			require.NoError(t, d.Close())
+		}
+	})
 }
 
 // TestPlaces: a catalog is not made at a dataset's root or inside a

@@ -74,61 +74,56 @@ func creator(spec string) {
 // process, every other gets ErrExists, and the table holds the winner's
 // row.
 func TestCreateProcesses(t *testing.T) {
-	for _, name := range []string{"local", "s3"} {
-		t.Run(name, func(t *testing.T) {
-			root := backends[name](t)
-			c, err := Create(ctx, root)
-			require.NoError(t, err)
-			defer c.Close()
-			exe, err := os.Executable()
-			require.NoError(t, err)
-			const procs = 3
-			tables := []string{"frames", "Labels", "episodes", "x"}
-			start := time.Now().Add(time.Second).UnixNano()
-			var cmds []*exec.Cmd
-			var outs []*bytes.Buffer
-			for w := range procs {
-				order := append([]string{}, tables...)
-				if w%2 == 1 { // some race in another order
-					for i, j := 0, len(order)-1; i < j; i, j = i+1, j-1 {
-						order[i], order[j] = order[j], order[i]
-					}
+	onBackends(t, []string{"local", "s3"}, func(t *testing.T, root string) {
+		c := mustCreate(t, root)
+		exe, err := os.Executable()
+		require.NoError(t, err)
+		const procs = 3
+		tables := []string{"frames", "Labels", "episodes", "x"}
+		start := time.Now().Add(time.Second).UnixNano()
+		var cmds []*exec.Cmd
+		var outs []*bytes.Buffer
+		for w := range procs {
+			order := append([]string{}, tables...)
+			if w%2 == 1 { // some race in another order
+				for i, j := 0, len(order)-1; i < j; i, j = i+1, j-1 {
+					order[i], order[j] = order[j], order[i]
 				}
-				cmd := exec.Command(exe, "-test.run=^$")
-				cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s|%d|%s|%d", envCreator, root, w, strings.Join(order, ","), start))
-				var out bytes.Buffer
-				cmd.Stdout, cmd.Stderr = &out, os.Stderr
-				require.NoError(t, cmd.Start())
-				cmds, outs = append(cmds, cmd), append(outs, &out)
 			}
-			winners := map[string]int{}
-			for w, cmd := range cmds {
-				require.NoError(t, cmd.Wait(), "creator %d", w)
-				sc := bufio.NewScanner(outs[w])
-				n := 0
-				for sc.Scan() {
-					var rec creation
-					require.NoError(t, json.Unmarshal(sc.Bytes(), &rec))
-					require.Empty(t, rec.Err, "creator %d, table %s", w, rec.Name)
-					n++
-					if rec.Won {
-						prev, seen := winners[rec.Name]
-						require.False(t, seen, "table %s won by creators %d and %d", rec.Name, prev, w)
-						winners[rec.Name] = w
-					} else {
-						require.True(t, rec.Exists, "creator %d lost %s with ErrExists", w, rec.Name)
-					}
+			cmd := exec.Command(exe, "-test.run=^$")
+			cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s|%d|%s|%d", envCreator, root, w, strings.Join(order, ","), start))
+			var out bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, os.Stderr
+			require.NoError(t, cmd.Start())
+			cmds, outs = append(cmds, cmd), append(outs, &out)
+		}
+		winners := map[string]int{}
+		for w, cmd := range cmds {
+			require.NoError(t, cmd.Wait(), "creator %d", w)
+			sc := bufio.NewScanner(outs[w])
+			n := 0
+			for sc.Scan() {
+				var rec creation
+				require.NoError(t, json.Unmarshal(sc.Bytes(), &rec))
+				require.Empty(t, rec.Err, "creator %d, table %s", w, rec.Name)
+				n++
+				if rec.Won {
+					prev, seen := winners[rec.Name]
+					require.False(t, seen, "table %s won by creators %d and %d", rec.Name, prev, w)
+					winners[rec.Name] = w
+				} else {
+					require.True(t, rec.Exists, "creator %d lost %s with ErrExists", w, rec.Name)
 				}
-				require.Equal(t, len(tables), n, "creator %d reported every table", w)
 			}
-			require.Len(t, winners, len(tables))
-			require.Equal(t, []string{"episodes", "frames", "Labels", "x"}, names(t, c))
-			for _, tb := range tables {
-				d, err := c.OpenTable(ctx, tb)
-				require.NoError(t, err)
-				require.Equal(t, []int64{int64(winners[tb])}, readRows(t, d), tb)
-				require.NoError(t, d.Close())
-			}
-		})
-	}
+			require.Equal(t, len(tables), n, "creator %d reported every table", w)
+		}
+		require.Len(t, winners, len(tables))
+		require.Equal(t, []string{"episodes", "frames", "Labels", "x"}, names(t, c))
+		for _, tb := range tables {
+			d, err := c.OpenTable(ctx, tb)
+			require.NoError(t, err)
+			require.Equal(t, []int64{int64(winners[tb])}, readRows(t, d), tb)
+			require.NoError(t, d.Close())
+		}
+	})
 }

@@ -52,6 +52,15 @@ func chunk(seed uint64, n int) object {
 	return object{chunkcachetest.ChunkKey(data), data}
 }
 
+// chunks returns n objects of size bytes, made by chunk from seeds 0 to n-1.
+func chunks(n, size int) []object {
+	objs := make([]object, n)
+	for i := range objs {
+		objs[i] = chunk(uint64(i), size)
+	}
+	return objs
+}
+
 func objectPath(dir, key string) string {
 	return filepath.Join(dir, "objects", filepath.FromSlash(key))
 }
@@ -281,10 +290,7 @@ func TestDiskTwoHandles(t *testing.T) {
 	dir := t.TempDir()
 	a := openDisk(t, dir, 4000, exact)
 	b := openDisk(t, dir, 4000, exact)
-	objs := make([]object, 7)
-	for i := range objs {
-		objs[i] = chunk(uint64(i), 1000)
-	}
+	objs := chunks(7, 1000)
 	for _, o := range objs[:4] {
 		require.NoError(t, a.Put(ctx, o.key, o.data))
 	}
@@ -341,10 +347,7 @@ func TestDiskLRUDefaultOptions(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	d := openDisk(t, dir, 4000, nil)
-	objs := make([]object, 5)
-	for i := range objs {
-		objs[i] = chunk(uint64(i), 1000)
-	}
+	objs := chunks(5, 1000)
 	for i, o := range objs[:4] {
 		require.NoError(t, d.Put(ctx, o.key, o.data))
 		age(t, dir, o.key, time.Duration(4-i)*time.Hour) // 0 is the oldest

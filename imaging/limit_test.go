@@ -1,7 +1,6 @@
 package imaging
 
 import (
-	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -9,31 +8,14 @@ import (
 	"github.com/lochdata/loch/imaging/imagingtest"
 	"github.com/lochdata/loch/internal/base"
 	"github.com/lochdata/loch/internal/decodelimit"
+	"github.com/lochdata/loch/internal/decodelimit/decodelimittest"
 )
-
-// setLimit sets the decode limit for one test.
-func setLimit(t *testing.T, n int64) {
-	old, err := decodelimit.Set(n)
-	require.NoError(t, err)
-	t.Cleanup(func() { decodelimit.Set(old) })
-}
-
-// allocated is the bytes f allocates (runtime.MemStats.TotalAlloc), a
-// behaviour rather than a timing: a bomb refused from its header allocates
-// kilobytes, one decoded allocates its pixels.
-func allocated(f func()) uint64 {
-	var a, b runtime.MemStats
-	runtime.ReadMemStats(&a)
-	f()
-	runtime.ReadMemStats(&b)
-	return b.TotalAlloc - a.TotalAlloc
-}
 
 // A png declaring 30000x30000 (a real 5.7 MB zlib stream of 900 MB of
 // pixels) is refused by the default limit from its header, before the
 // decoder allocates the image.
 func TestDecodeRefusesPNGBombByDefault(t *testing.T) {
-	setLimit(t, decodelimit.Default)
+	decodelimittest.Set(t, decodelimit.Default)
 	bomb := imagingtest.PNGBomb(30000, 30000)
 	for name, decode := range map[string]func() error{
 		"Decode":     func() error { _, _, err := Decode(bomb); return err },
@@ -41,7 +23,7 @@ func TestDecodeRefusesPNGBombByDefault(t *testing.T) {
 		"DecodeInto": func() error { return DecodeInto(make([]byte, 30), bomb, 30000, 30000, 1) },
 	} {
 		var err error
-		n := allocated(func() { err = decode() })
+		n := decodelimittest.Allocated(func() { err = decode() })
 		if name == "DecodeInto" {
 			require.Error(t, err) // the buffer is checked first
 			continue
@@ -57,10 +39,10 @@ func TestDecodeRefusesPNGBombByDefault(t *testing.T) {
 // A jpeg whose SOF declares 30000x30000 is refused the same way, by the
 // same limit.
 func TestDecodeRefusesJPEGBombByDefault(t *testing.T) {
-	setLimit(t, decodelimit.Default)
+	decodelimittest.Set(t, decodelimit.Default)
 	bomb := imagingtest.JPEGBomb(t, 30000, 30000)
 	var err error
-	n := allocated(func() { _, _, err = DecodeAs(bomb, 3) })
+	n := decodelimittest.Allocated(func() { _, _, err = DecodeAs(bomb, 3) })
 	require.ErrorIs(t, err, ErrTooLarge)
 	require.ErrorContains(t, err, "jpeg image of 30000x30000 pixels, 3 channels: 2700000000 bytes, more than the decode limit of 536870912 bytes")
 	require.Less(t, n, uint64(1<<20))
@@ -76,7 +58,7 @@ func TestDecodeLimitSetting(t *testing.T) {
 	pngData, err := Encode("png", photo(w, h, 3, 1), []int{h, w, 3}, 0)
 	require.NoError(t, err)
 	jpegData := encodeJPEG(t, photo(w, h, 3, 1), w, h, 3, 90)
-	setLimit(t, w*h*3-1)
+	decodelimittest.Set(t, w*h*3-1)
 	for _, tc := range []struct {
 		name, format string
 		data         []byte
@@ -93,7 +75,7 @@ func TestDecodeLimitSetting(t *testing.T) {
 		require.ErrorIs(t, DecodeInto(make([]byte, w*h*3), tc.data, h, w, 3), ErrTooLarge, tc.name)
 	}
 	require.ErrorIs(t, DecodeJPEG(make([]byte, w*h*3), jpegData, w, h, 3), ErrTooLarge)
-	setLimit(t, w*h*3)
+	decodelimittest.Set(t, w*h*3)
 	for _, data := range [][]byte{pngData, jpegData} {
 		_, _, err := Decode(data)
 		require.NoError(t, err)

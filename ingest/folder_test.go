@@ -110,12 +110,28 @@ func TestImageFolderPNG(t *testing.T) {
 	}
 }
 
-func TestImageFolderJPEGKeepsJPEGBytes(t *testing.T) {
-	ctx := context.Background()
-	root, imgs := makeFolder(t)
-	url := memURL(t)
-	_, err := ImageFolder(ctx, root, url, Options{ImageCompression: CompressJPEG})
+// ingestFolder makes a folder with makeFolder and ingests it with o into a
+// new in-memory dataset at url.
+func ingestFolder(t *testing.T, o Options) (root, url string, imgs []folderImage) {
+	t.Helper()
+	root, imgs = makeFolder(t)
+	url = memURL(t)
+	_, err := ImageFolder(context.Background(), root, url, o)
 	require.NoError(t, err)
+	return root, url, imgs
+}
+
+// imageColumn returns the schema column "image" of d.
+func imageColumn(t *testing.T, d *loch.Dataset) *schema.Column {
+	t.Helper()
+	s := d.Schema()
+	c, ok := s.Column("image")
+	require.True(t, ok)
+	return c
+}
+
+func TestImageFolderJPEGKeepsJPEGBytes(t *testing.T) {
+	_, url, imgs := ingestFolder(t, Options{ImageCompression: CompressJPEG})
 	d := openDataset(t, url)
 	enc := column(t, d, "image", true)
 	for i, im := range imgs {
@@ -131,13 +147,9 @@ func TestImageFolderJPEGKeepsJPEGBytes(t *testing.T) {
 }
 
 func TestImageFolderLZ4ExactPixels(t *testing.T) {
-	ctx := context.Background()
-	root, imgs := makeFolder(t)
-	url := memURL(t)
-	_, err := ImageFolder(ctx, root, url, Options{ImageCompression: CompressLZ4})
-	require.NoError(t, err)
+	_, url, imgs := ingestFolder(t, Options{ImageCompression: CompressLZ4})
 	d := openDataset(t, url)
-	c, _ := func() (*schema.Column, bool) { s := d.Schema(); return s.Column("image") }()
+	c := imageColumn(t, d)
 	require.Equal(t, schema.LZ4, c.ChunkCompression)
 	require.Equal(t, schema.SampleNone, c.SampleCompression)
 	enc := column(t, d, "image", true)
@@ -149,13 +161,9 @@ func TestImageFolderLZ4ExactPixels(t *testing.T) {
 }
 
 func TestImageFolderResize(t *testing.T) {
-	ctx := context.Background()
-	root, imgs := makeFolder(t)
-	url := memURL(t)
-	_, err := ImageFolder(ctx, root, url, Options{Resize: Size{Width: 5, Height: 4}, Channels: 3})
-	require.NoError(t, err)
+	_, url, imgs := ingestFolder(t, Options{Resize: Size{Width: 5, Height: 4}, Channels: 3})
 	d := openDataset(t, url)
-	c, _ := func() (*schema.Column, bool) { s := d.Schema(); return s.Column("image") }()
+	c := imageColumn(t, d)
 	require.Equal(t, schema.Shape{4, 5, 3}, c.Shape)
 	pix := column(t, d, "image", false)
 	require.Len(t, pix, len(imgs))
@@ -167,10 +175,7 @@ func TestImageFolderResize(t *testing.T) {
 
 func TestImageFolderBadFileCommitsNothing(t *testing.T) {
 	ctx := context.Background()
-	root, imgs := makeFolder(t)
-	url := memURL(t)
-	_, err := ImageFolder(ctx, root, url, Options{})
-	require.NoError(t, err)
+	root, url, imgs := ingestFolder(t, Options{})
 	before := openDataset(t, url)
 
 	bad := imgs[20].path
@@ -242,10 +247,7 @@ func TestImageFolderFailureLeavesEmptyDatasetThatRerunFills(t *testing.T) {
 
 func TestImageFolderAppendMapsClassesByName(t *testing.T) {
 	ctx := context.Background()
-	root, imgs := makeFolder(t)
-	url := memURL(t)
-	_, err := ImageFolder(ctx, root, url, Options{})
-	require.NoError(t, err)
+	root, url, imgs := ingestFolder(t, Options{})
 
 	// A folder with only some of the classes keeps the dataset's labels.
 	part := t.TempDir()

@@ -11,6 +11,7 @@ import (
 
 	"github.com/lochdata/loch"
 	"github.com/lochdata/loch/imaging/imagingtest"
+	"github.com/lochdata/loch/internal/decodelimit/decodelimittest"
 )
 
 // A png declaring 30000x30000 among the images of a folder: the default
@@ -20,9 +21,7 @@ import (
 // and counted; with the limit raised past it, it is stored.
 func TestImageFolderRefusesDecompressionBomb(t *testing.T) {
 	ctx := context.Background()
-	old, err := loch.SetMaxDecodeBytes(512 << 20) // the default
-	require.NoError(t, err)
-	t.Cleanup(func() { loch.SetMaxDecodeBytes(old) })
+	decodelimittest.Set(t, 512<<20) // the default
 	root, imgs := makeFolder(t)
 	bomb := filepath.Join(root, "dog", "bomb.png")
 	writeFile(t, bomb, imagingtest.PNGBomb(30000, 30000))

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -16,8 +15,7 @@ import (
 )
 
 func TestOrderedKeepsOrderAndBoundsMemory(t *testing.T) {
-	seed := testseed.Seed(t)
-	rng := rand.New(rand.NewPCG(seed, 1))
+	rng := testseed.Rand(t, 1)
 	for _, n := range []int{1, 2, 5} {
 		var emitted, consumed, maxInFlight atomic.Int64
 		const jobs = 500

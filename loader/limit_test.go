@@ -9,6 +9,7 @@ import (
 
 	"github.com/lochdata/loch"
 	"github.com/lochdata/loch/imaging/imagingtest"
+	"github.com/lochdata/loch/internal/decodelimit/decodelimittest"
 	"github.com/lochdata/loch/schema"
 )
 
@@ -18,9 +19,7 @@ import (
 // naming the row and the column, allocating far less than its 900 MB of
 // pixels; SkipBadSamples skips the row as any undecodable sample.
 func TestLoaderRefusesDecompressionBomb(t *testing.T) {
-	old, err := loch.SetMaxDecodeBytes(0)
-	require.NoError(t, err)
-	t.Cleanup(func() { loch.SetMaxDecodeBytes(old) })
+	decodelimittest.Set(t, 0)
 	d, err := loch.Create(ctx, filepath.Join(t.TempDir(), "ds"), schema.Schema{Columns: []schema.Column{
 		{Name: "img", Kind: schema.Image, DType: schema.Uint8, Shape: schema.Shape{-1, -1, 1}, SampleCompression: schema.PNG},
 	}})

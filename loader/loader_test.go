@@ -145,14 +145,7 @@ func TestResumeSameBatches(t *testing.T) {
 	require.NoError(t, err)
 	all := drain(t, l)
 	l.Close()
-	l, err = New(ctx, d.Scan(), cfg)
-	require.NoError(t, err)
-	for i := 0; i < 3; i++ {
-		_, err := l.Next(ctx)
-		require.NoError(t, err)
-	}
-	st := l.State()
-	l.Close()
+	st := stateAfter(t, d, cfg, 3)
 	require.Equal(t, 3, st.Stages[len(st.Stages)-1].BatchesDone)
 	cfg.Resume = &st
 	l, err = New(ctx, d.Scan(), cfg)
@@ -171,24 +164,17 @@ func TestResumeSameBatches(t *testing.T) {
 func TestResumeOtherVersion(t *testing.T) {
 	d := testDataset(t, 50)
 	cfg := Config{BatchSize: 5, Shuffle: "block", Seed: 3}
-	l, err := New(ctx, d.Scan(), cfg)
-	require.NoError(t, err)
-	for i := 0; i < 2; i++ {
-		_, err := l.Next(ctx)
-		require.NoError(t, err)
-	}
-	st := l.State()
-	l.Close()
+	st := stateAfter(t, d, cfg, 2)
 	require.Equal(t, d.Version(), st.Version)
 	require.NoError(t, d.Append(ctx, loch.Row{"label": loch.Scalar(int64(1))}))
-	_, err = d.Commit(ctx, "one more row")
+	_, err := d.Commit(ctx, "one more row")
 	require.NoError(t, err)
 	cfg.Resume = &st
 	_, err = New(ctx, d.Scan(), cfg)
 	require.ErrorIs(t, err, loch.ErrInvalidArgument)
 	require.ErrorContains(t, err, st.Version)
 	cfg.AllowVersionChange = true
-	l, err = New(ctx, d.Scan(), cfg)
+	l, err := New(ctx, d.Scan(), cfg)
 	require.NoError(t, err)
 	rest := drain(t, l)
 	l.Close()

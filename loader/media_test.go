@@ -212,16 +212,9 @@ func TestClipsReadByRange(t *testing.T) {
 					require.Positive(t, st.BytesFetched)
 					require.Less(t, st.BytesFetched, total/5)
 				}
-				p, err := transform.Parse(spec)
-				require.NoError(t, err)
-				for i, path := range paths {
-					id, err := d.Scan().RowID(int64(i))
-					require.NoError(t, err)
-					rng := rand.New(rand.NewPCG(cfg.Seed^(uint64(cfg.Epoch)*0x9e3779b97f4a7c15), id))
-					want, err := p.Apply(transform.Image{Shape: []int{(20 + i) * 25, 240, 320, 3}, DType: schema.Uint8, Encoded: "video", Data: mediatest.Read(t, path)}, rng, nil)
-					require.NoError(t, err)
-					require.Equal(t, want.Data, got[id], "%s: row %d", spec, i)
-				}
+				requireApplied(t, d, cfg, spec, paths, got, func(i int, data []byte) transform.Image {
+					return transform.Image{Shape: []int{(20 + i) * 25, 240, 320, 3}, DType: schema.Uint8, Encoded: "video", Data: data}
+				})
 			}
 
 			fixed, _, _ := clipsByRow(t, d, Config{BatchSize: 4, Transforms: map[string]string{"clip": "clip=2:start=130:crop=300x200"}}, -1)
@@ -379,16 +372,9 @@ func TestAudioSegmentsReadByRange(t *testing.T) {
 				}()
 				require.Equal(t, whole, got, spec)
 				require.GreaterOrEqual(t, wst.BytesFetched, total)
-				p, err := transform.Parse(spec)
-				require.NoError(t, err)
-				for i, path := range paths {
-					id, err := d.Scan().RowID(int64(i))
-					require.NoError(t, err)
-					rng := rand.New(rand.NewPCG(cfg.Seed^(uint64(cfg.Epoch)*0x9e3779b97f4a7c15), id))
-					want, err := p.Apply(transform.Image{Shape: []int{len(pcm[i]) / 8, 2}, DType: schema.Float32, Encoded: "audio", Data: mediatest.Read(t, path)}, rng, nil)
-					require.NoError(t, err)
-					require.Equal(t, want.Data, got[id], "%s: row %d", spec, i)
-				}
+				requireApplied(t, d, cfg, spec, paths, got, func(i int, data []byte) transform.Image {
+					return transform.Image{Shape: []int{len(pcm[i]) / 8, 2}, DType: schema.Float32, Encoded: "audio", Data: data}
+				})
 			}
 			// A fixed segment is ffmpeg's samples; past the end it is padded
 			// with zeros.
@@ -544,5 +530,23 @@ func TestDamagedClipByRange(t *testing.T) {
 		got, _, st := samplesByRow(t, fresh, c.col, Config{BatchSize: 1, Shuffle: order.ModeNone, SkipBadSamples: true, Transforms: spec}, -1)
 		require.Len(t, got, 2)
 		require.Equal(t, []uint64{0}, st.SkippedRows)
+	}
+}
+
+// requireApplied checks that got holds, for each row i of d (stored from
+// the file paths[i]), spec applied to sample(i, the file's bytes) with the
+// generator the loader seeds from cfg's seed and epoch and the row's id.
+func requireApplied(t *testing.T, d *loch.Dataset, cfg Config, spec string, paths []string, got map[uint64][]byte,
+	sample func(i int, data []byte) transform.Image) {
+	t.Helper()
+	p, err := transform.Parse(spec)
+	require.NoError(t, err)
+	for i, path := range paths {
+		id, err := d.Scan().RowID(int64(i))
+		require.NoError(t, err)
+		rng := rand.New(rand.NewPCG(cfg.Seed^(uint64(cfg.Epoch)*0x9e3779b97f4a7c15), id))
+		want, err := p.Apply(sample(i, mediatest.Read(t, path)), rng, nil)
+		require.NoError(t, err)
+		require.Equal(t, want.Data, got[id], "%s: row %d", spec, i)
 	}
 }

@@ -62,14 +62,7 @@ func TestOnMinIO(t *testing.T) {
 	// Resume mid-epoch gives exactly the rest of the uninterrupted run.
 	cfg := Config{BatchSize: 16, Shuffle: "block", Seed: 8, Epoch: 1}
 	whole := positions(t, d, cfg)
-	l0, err := New(ctx, d.Scan(), cfg)
-	require.NoError(t, err)
-	for i := 0; i < 4; i++ {
-		_, err := l0.Next(ctx)
-		require.NoError(t, err)
-	}
-	st := l0.State()
-	l0.Close()
+	st := stateAfter(t, d, cfg, 4)
 	cfg.Resume = &st
 	require.Equal(t, whole[4:], positions(t, d, cfg))
 

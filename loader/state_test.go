@@ -39,24 +39,9 @@ func TestOrderIndependentOfColumns(t *testing.T) {
 // state resumed in full mode, a state resumed with another row subset).
 func TestResumeRefusesAnotherSetup(t *testing.T) {
 	d := testDataset(t, 300)
-	ids := func(lo, hi int) []uint64 {
-		var out []uint64
-		for p := lo; p < hi; p++ {
-			id, err := d.RowID(ctx, int64(p))
-			require.NoError(t, err)
-			out = append(out, id)
-		}
-		return out
-	}
+	ids := func(lo, hi int) []uint64 { return rowIDs(t, d, lo, hi) }
 	base := Config{BatchSize: 10, Shuffle: order.ModeBlock, Seed: 2, Rows: ids(0, 200)}
-	l, err := New(ctx, d.Scan(), base)
-	require.NoError(t, err)
-	for range 3 {
-		_, err := l.Next(ctx)
-		require.NoError(t, err)
-	}
-	saved := l.State()
-	l.Close()
+	saved := stateAfter(t, d, base, 3)
 	require.Equal(t, order.ModeBlock, saved.Mode)
 	require.Contains(t, saved.Selection, "200 rows")
 
@@ -74,13 +59,7 @@ func TestResumeRefusesAnotherSetup(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := base
-			tt.edit(&c)
-			st := saved
-			c.Resume = &st
-			_, err := New(ctx, d.Scan(), c)
-			require.ErrorIs(t, err, loch.ErrInvalidArgument)
-			require.ErrorContains(t, err, tt.msg)
+			requireRefused(t, d, resumeWith(base, saved, tt.edit), tt.msg)
 		})
 	}
 
@@ -116,21 +95,9 @@ func TestResumeRefusesAnotherSetup(t *testing.T) {
 func TestResumeChecksEveryOrderInput(t *testing.T) {
 	d := testDataset(t, 120)
 	twin := testDataset(t, 120) // the same rows, another version
-	var ids []uint64
-	for p := range int64(80) {
-		id, err := d.RowID(ctx, p)
-		require.NoError(t, err)
-		ids = append(ids, id)
-	}
+	ids := rowIDs(t, d, 0, 80)
 	base := Config{BatchSize: 4, Shuffle: order.ModeBlock, Seed: 3, WindowRows: 8, Rows: ids, Query: "SELECT * FROM ds WHERE x < 80"}
-	l, err := New(ctx, d.Scan(), base)
-	require.NoError(t, err)
-	for range 2 {
-		_, err := l.Next(ctx)
-		require.NoError(t, err)
-	}
-	saved := l.State()
-	l.Close()
+	saved := stateAfter(t, d, base, 2)
 
 	refused := []struct {
 		name string
@@ -148,13 +115,7 @@ func TestResumeChecksEveryOrderInput(t *testing.T) {
 	}
 	for _, tt := range refused {
 		t.Run(tt.name, func(t *testing.T) {
-			c := base
-			tt.edit(&c)
-			st := saved
-			c.Resume = &st
-			_, err := New(ctx, tt.on.Scan(), c)
-			require.ErrorIs(t, err, loch.ErrInvalidArgument)
-			require.ErrorContains(t, err, tt.msg)
+			requireRefused(t, tt.on, resumeWith(base, saved, tt.edit), tt.msg)
 		})
 	}
 
@@ -169,10 +130,7 @@ func TestResumeChecksEveryOrderInput(t *testing.T) {
 	}
 	for _, tt := range allowed {
 		t.Run(tt.name, func(t *testing.T) {
-			c := base
-			tt.edit(&c)
-			st := saved
-			c.Resume = &st
+			c := resumeWith(base, saved, tt.edit)
 			l, err := New(ctx, d.Scan(), c)
 			require.NoError(t, err)
 			require.Equal(t, saved.Epoch, l.State().Epoch, "the state's epoch goes on")
@@ -235,35 +193,22 @@ func TestStateBeforeFirstBatch(t *testing.T) {
 // unless a change is allowed, which resumes over the new query's rows.
 func TestResumeRefusesAnotherQuery(t *testing.T) {
 	d := testDataset(t, 300)
-	ids := func(lo, hi int) []uint64 {
-		var out []uint64
-		for p := lo; p < hi; p++ {
-			id, err := d.RowID(ctx, int64(p))
-			require.NoError(t, err)
-			out = append(out, id)
-		}
-		return out
-	}
+	ids := func(lo, hi int) []uint64 { return rowIDs(t, d, lo, hi) }
 	base := Config{BatchSize: 10, Seed: 2, Rows: ids(0, 150), Query: "SELECT * FROM ds WHERE x < 150"}
-	l, err := New(ctx, d.Scan(), base)
-	require.NoError(t, err)
-	_, err = l.Next(ctx)
-	require.NoError(t, err)
-	saved := l.State()
-	l.Close()
+	saved := stateAfter(t, d, base, 1)
 	require.Contains(t, saved.Selection, `query "SELECT * FROM ds WHERE x < 150"`)
 
 	c := base
 	c.Rows, c.Query = ids(0, 100), "SELECT * FROM ds WHERE x < 100"
 	st := saved
 	c.Resume = &st
-	_, err = New(ctx, d.Scan(), c)
+	_, err := New(ctx, d.Scan(), c)
 	require.ErrorIs(t, err, loch.ErrInvalidArgument)
 	require.ErrorContains(t, err, `x < 150`)
 	require.ErrorContains(t, err, `x < 100`)
 
 	c.AllowVersionChange = true
-	l, err = New(ctx, d.Scan(), c)
+	l, err := New(ctx, d.Scan(), c)
 	require.NoError(t, err)
 	n := 0
 	for _, b := range drain(t, l) {
@@ -301,4 +246,47 @@ func TestStateAt(t *testing.T) {
 	require.ErrorContains(t, err, "11 batches: 10 delivered")
 	_, err = l.StateAt(-1)
 	require.ErrorIs(t, err, loch.ErrInvalidArgument)
+}
+
+// rowIDs returns the ids of d's rows at positions lo to hi (exclusive).
+func rowIDs(t *testing.T, d *loch.Dataset, lo, hi int) []uint64 {
+	t.Helper()
+	var out []uint64
+	for p := lo; p < hi; p++ {
+		id, err := d.RowID(ctx, int64(p))
+		require.NoError(t, err)
+		out = append(out, id)
+	}
+	return out
+}
+
+// stateAfter returns the state of a loader over d with cfg after k batches.
+func stateAfter(t *testing.T, d *loch.Dataset, cfg Config, k int) State {
+	t.Helper()
+	l, err := New(ctx, d.Scan(), cfg)
+	require.NoError(t, err)
+	defer l.Close()
+	for range k {
+		_, err := l.Next(ctx)
+		require.NoError(t, err)
+	}
+	return l.State()
+}
+
+// resumeWith returns base changed by edit, resuming from a copy of saved.
+func resumeWith(base Config, saved State, edit func(*Config)) Config {
+	c := base
+	edit(&c)
+	st := saved
+	c.Resume = &st
+	return c
+}
+
+// requireRefused checks that a loader over d with cfg is refused as an
+// invalid argument whose message contains msg.
+func requireRefused(t *testing.T, d *loch.Dataset, cfg Config, msg string) {
+	t.Helper()
+	_, err := New(ctx, d.Scan(), cfg)
+	require.ErrorIs(t, err, loch.ErrInvalidArgument)
+	require.ErrorContains(t, err, msg)
 }

@@ -5,32 +5,16 @@ package media_test
 import (
 	"bytes"
 	"encoding/binary"
-	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/lochdata/loch/internal/base"
 	"github.com/lochdata/loch/internal/decodelimit"
+	"github.com/lochdata/loch/internal/decodelimit/decodelimittest"
 	"github.com/lochdata/loch/internal/mediatest"
 	"github.com/lochdata/loch/media"
 )
-
-// setLimit sets the decode limit for one test.
-func setLimit(t testing.TB, n int64) {
-	old, err := decodelimit.Set(n)
-	require.NoError(t, err)
-	t.Cleanup(func() { decodelimit.Set(old) })
-}
-
-// allocated is the bytes f allocates in Go (runtime.MemStats.TotalAlloc).
-func allocated(f func()) uint64 {
-	var a, b runtime.MemStats
-	runtime.ReadMemStats(&a)
-	f()
-	runtime.ReadMemStats(&b)
-	return b.TotalAlloc - a.TotalAlloc
-}
 
 // Video: a frame larger than the limit is refused by the probe and by
 // OpenVideo; frames are decoded while count x frame fits, and refused,
@@ -38,7 +22,7 @@ func allocated(f func()) uint64 {
 func TestVideoDecodeLimit(t *testing.T) {
 	b := mediatest.Read(t, mediatest.Video(t, t.TempDir(), "v.mp4", 64, 48, 25, 1, 10))
 	const frame = 64 * 48 * 3
-	setLimit(t, 10*frame)
+	decodelimittest.Set(t, 10*frame)
 	in, err := media.ProbeVideoBytes(b)
 	require.NoError(t, err)
 	v, err := media.OpenVideo(bytes.NewReader(b), int64(len(b)), in)
@@ -51,7 +35,7 @@ func TestVideoDecodeLimit(t *testing.T) {
 	require.EqualError(t, err, "11 video frames of 64x48 pixels (RGB): 101376 bytes, more than the decode limit of 92160 bytes (LOCH_MAX_DECODE_BYTES or --max-decode-bytes sets it)")
 	require.ErrorIs(t, v.Frames(make([]byte, 128*96*3), 0, 1, 1, 128*4, 96*4), media.ErrTooLarge, "an upscale past the limit")
 
-	setLimit(t, frame-1)
+	decodelimittest.Set(t, frame-1)
 	_, err = media.ProbeVideoBytes(b)
 	require.ErrorIs(t, err, media.ErrTooLarge)
 	require.ErrorContains(t, err, "1 video frame of 64x48 pixels (RGB): 9216 bytes, more than the decode limit of 9215 bytes")
@@ -81,7 +65,7 @@ func TestAudioDecodeLimit(t *testing.T) {
 	flac := mediatest.Read(t, mediatest.Audio(t, dir, "a.flac", 8000, 1, 1))
 	samples := wav[bytes.Index(wav, []byte("data"))+8:]
 	huge := append(wavHeader(8000, 1, 0xFFFFFFF0), samples...) // declares 2^32 bytes
-	setLimit(t, 16000)
+	decodelimittest.Set(t, 16000)
 	for name, data := range map[string][]byte{"wav": wav, "flac": flac, "wav declaring 4 GiB": huge} {
 		_, _, err := media.DecodeAudio(bytes.NewReader(data), int64(len(data)), 0)
 		require.ErrorIs(t, err, media.ErrTooLarge, name)
@@ -90,7 +74,7 @@ func TestAudioDecodeLimit(t *testing.T) {
 		_, err = media.ProbeAudioBytes(data)
 		require.ErrorIs(t, err, media.ErrTooLarge, name)
 	}
-	setLimit(t, 32000)
+	decodelimittest.Set(t, 32000)
 	for name, data := range map[string][]byte{"wav": wav, "flac": flac, "wav declaring 4 GiB": huge} {
 		pcm, in, err := media.DecodeAudio(bytes.NewReader(data), int64(len(data)), 0)
 		require.NoError(t, err, name)
@@ -115,17 +99,17 @@ func flacDeclaring(t *testing.T, data []byte, total uint64) []byte {
 // decode passes the limit.
 func TestAudioDeclaredSamples(t *testing.T) {
 	flac := mediatest.Read(t, mediatest.Audio(t, t.TempDir(), "a.flac", 8000, 1, 1))
-	setLimit(t, decodelimit.Default)
+	decodelimittest.Set(t, decodelimit.Default)
 	bomb := flacDeclaring(t, flac, 1<<36-1)
 	var err error
-	n := allocated(func() { _, _, err = media.DecodeAudio(bytes.NewReader(bomb), int64(len(bomb)), 0) })
+	n := decodelimittest.Allocated(func() { _, _, err = media.DecodeAudio(bytes.NewReader(bomb), int64(len(bomb)), 0) })
 	require.ErrorIs(t, err, media.ErrTooLarge)
 	require.ErrorContains(t, err, "audio of 68719476735 samples x 1 channel (float32)")
 	require.Less(t, n, uint64(1<<20))
 
 	liar := flacDeclaring(t, flac, 100)
-	setLimit(t, 4000*4)
-	n = allocated(func() { _, _, err = media.DecodeAudio(bytes.NewReader(liar), int64(len(liar)), 0) })
+	decodelimittest.Set(t, 4000*4)
+	n = decodelimittest.Allocated(func() { _, _, err = media.DecodeAudio(bytes.NewReader(liar), int64(len(liar)), 0) })
 	require.ErrorIs(t, err, media.ErrTooLarge)
 	require.ErrorContains(t, err, "decode past the declared 100 samples")
 	require.Less(t, n, uint64(1<<20))

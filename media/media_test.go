@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/lochdata/loch/internal/base"
+	"github.com/lochdata/loch/internal/decodelimit/decodelimittest"
 	"github.com/lochdata/loch/internal/mediatest"
 	"github.com/lochdata/loch/media"
 	"github.com/stretchr/testify/require"
@@ -191,7 +192,7 @@ func TestBadAudio(t *testing.T) {
 // them allocate more than the decode limit (lowered to 4 MiB here): a
 // header declaring huge frames or a long duration is refused.
 func FuzzProbe(f *testing.F) {
-	setLimit(f, 4<<20)
+	decodelimittest.Set(f, 4<<20)
 	dir := f.TempDir()
 	f.Add(mediatest.Read(f, mediatest.Video(f, dir, "v.mp4", 16, 16, 5, 0.4, 2)))
 	f.Add(mediatest.Read(f, mediatest.Audio(f, dir, "a.wav", 8000, 1, 0.05)))

@@ -194,20 +194,18 @@ func TestReadURL(t *testing.T) {
 		_, err = storage.ReadURL(ctx, strings.Replace(u, "/obj?", "/nothing?", 1))
 		require.ErrorIs(t, err, storage.ErrNotFound)
 	})
-	t.Run("gs", func(t *testing.T) {
-		b := testserver.GCS(t)
-		put(t, b.URL, "dir/obj", "gs")
-		got, err := storage.ReadURL(ctx, b.URL+"/dir/obj")
-		require.NoError(t, err)
-		require.Equal(t, "gs", string(got))
-	})
-	t.Run("az", func(t *testing.T) {
-		b := testserver.Azurite(t)
-		put(t, b.URL, "dir/obj", "az")
-		got, err := storage.ReadURL(ctx, b.URL+"/dir/obj")
-		require.NoError(t, err)
-		require.Equal(t, "az", string(got))
-	})
+	for _, tc := range []struct {
+		scheme string
+		server func(testing.TB) testserver.Bucket
+	}{{"gs", testserver.GCS}, {"az", testserver.Azurite}} {
+		t.Run(tc.scheme, func(t *testing.T) {
+			b := tc.server(t)
+			put(t, b.URL, "dir/obj", tc.scheme)
+			got, err := storage.ReadURL(ctx, b.URL+"/dir/obj")
+			require.NoError(t, err)
+			require.Equal(t, tc.scheme, string(got))
+		})
+	}
 	t.Run("no object", func(t *testing.T) {
 		_, err := storage.ReadURL(ctx, "s3://bucket-only")
 		require.ErrorIs(t, err, storage.ErrInvalidURL)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/lochdata/loch"
 	"github.com/lochdata/loch/imaging/imagingtest"
+	"github.com/lochdata/loch/internal/decodelimit/decodelimittest"
 	"github.com/lochdata/loch/schema"
 )
 
@@ -19,9 +20,7 @@ import (
 // rows' thumbnails are served.
 func TestThumbnailOfDecompressionBomb(t *testing.T) {
 	url := filepath.Join(t.TempDir(), "bombs")
-	old, err := loch.SetMaxDecodeBytes(0)
-	require.NoError(t, err)
-	t.Cleanup(func() { loch.SetMaxDecodeBytes(old) })
+	decodelimittest.Set(t, 0)
 	d, err := loch.Create(ctx, url, schema.Schema{Columns: []schema.Column{
 		{Name: "image", Kind: schema.Image, DType: schema.Uint8, Shape: schema.Shape{-1, -1, 1}, SampleCompression: schema.PNG},
 	}})

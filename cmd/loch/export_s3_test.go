@@ -28,10 +28,7 @@ func TestExportToObjectStorage(t *testing.T) {
 	require.NoError(t, err)
 	cli := func(want int, args ...string) (string, string) {
 		t.Helper()
-		var stdout, stderr bytes.Buffer
-		code := run(ctx, args, nil, &stdout, &stderr)
-		require.Equal(t, want, code, "loch %v: %s", args, stderr.String())
-		return stdout.String(), stderr.String()
+		return cliExit(t, want, args...)
 	}
 
 	out, _ := cli(exitOK, "export", src, at("wds"), "--shard-rows", "3", "--json")

@@ -375,17 +375,25 @@ func cmdTarLs(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 1 {
 		ts.Fatalf("usage: tarls FILE")
 	}
-	f, err := os.Open(ts.MkAbs(args[0]))
+	eachTarMember(ts, args[0], func(h *tar.Header, _ io.Reader) {
+		fmt.Fprintln(ts.Stdout(), h.Name)
+	})
+}
+
+// eachTarMember calls fn with each member of the tar file name, in order,
+// and a reader of its contents.
+func eachTarMember(ts *testscript.TestScript, name string, fn func(*tar.Header, io.Reader)) {
+	f, err := os.Open(ts.MkAbs(name))
 	ts.Check(err)
 	defer f.Close()
 	tr := tar.NewReader(f)
 	for {
 		h, err := tr.Next()
 		if err == io.EOF {
-			break
+			return
 		}
 		ts.Check(err)
-		fmt.Fprintln(ts.Stdout(), h.Name)
+		fn(h, tr)
 	}
 }
 
@@ -393,25 +401,16 @@ func cmdUntar(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 2 {
 		ts.Fatalf("usage: untar FILE DIR")
 	}
-	f, err := os.Open(ts.MkAbs(args[0]))
-	ts.Check(err)
-	defer f.Close()
 	dir := ts.MkAbs(args[1])
 	ts.Check(os.MkdirAll(dir, 0o755))
-	tr := tar.NewReader(f)
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		ts.Check(err)
+	eachTarMember(ts, args[0], func(h *tar.Header, r io.Reader) {
 		if h.Name != filepath.Base(h.Name) {
 			ts.Fatalf("tar member %q is not a plain file name", h.Name)
 		}
-		data, err := io.ReadAll(tr)
+		data, err := io.ReadAll(r)
 		ts.Check(err)
 		ts.Check(os.WriteFile(filepath.Join(dir, h.Name), data, 0o644))
-	}
+	})
 }
 
 func cmdJSONQ(ts *testscript.TestScript, neg bool, args []string) {

@@ -40,12 +40,6 @@ func TestMergeConflicts(t *testing.T) {
 	_, err = dev.Commit(ctx, "change x and y")
 	require.NoError(t, err)
 
-	cli := func(args ...string) (int, string, string) {
-		var stdout, stderr bytes.Buffer
-		code := run(ctx, args, nil, &stdout, &stderr)
-		return code, stdout.String(), stderr.String()
-	}
-
 	code, stdout, stderr := cli("merge", url, "dev")
 	require.Equal(t, exitError, code, stderr)
 	require.Equal(t, "loch: merge dev into main: 25 rows changed on both sides; nothing was changed (use --strategy ours or theirs to resolve)\n", stderr)

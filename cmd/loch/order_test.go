@@ -61,6 +61,15 @@ func cli(args ...string) (int, string, string) {
 	return code, stdout.String(), stderr.String()
 }
 
+// cliExit runs loch with args, requires the exit status want and returns
+// stdout and stderr.
+func cliExit(t *testing.T, want int, args ...string) (string, string) {
+	t.Helper()
+	code, stdout, stderr := cli(args...)
+	require.Equal(t, want, code, "loch %v: %s", args, stderr)
+	return stdout, stderr
+}
+
 // delivered runs the loader to the end and returns its rows as loch order
 // prints a mixture's ("DATASET ROW" lines), and its state after the first
 // stopAt batches (the end's when stopAt is negative).

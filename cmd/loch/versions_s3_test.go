@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -18,7 +16,6 @@ import (
 // on a real MinIO server: ingest on main and on a branch, tag, diff, merge,
 // log, read at a tag, revert, gc, verify.
 func TestVersionCommandsS3(t *testing.T) {
-	ctx := context.Background()
 	url := testserver.MinIO(t).URL
 	dir := t.TempDir()
 	write := func(name, body string) string {
@@ -28,10 +25,8 @@ func TestVersionCommandsS3(t *testing.T) {
 	}
 	cli := func(args ...string) string {
 		t.Helper()
-		var stdout, stderr bytes.Buffer
-		code := run(ctx, args, nil, &stdout, &stderr)
-		require.Equal(t, exitOK, code, "loch %v: %s", args, stderr.String())
-		return stdout.String()
+		stdout, _ := cliExit(t, exitOK, args...)
+		return stdout
 	}
 	jsonOf := func(v any, args ...string) {
 		t.Helper()

@@ -30,3 +30,10 @@ func Seed(t testing.TB) uint64 {
 	t.Logf("seed %d (replay with %s=%d)", seed, Env, seed)
 	return seed
 }
+
+// Rand returns a generator of stream stream seeded by Seed(t), for a test
+// that needs the seed only to make it.
+func Rand(t testing.TB, stream uint64) *rand.Rand {
+	t.Helper()
+	return rand.New(rand.NewPCG(Seed(t), stream))
+}

@@ -1,6 +1,7 @@
 package testseed
 
 import (
+	"math/rand/v2"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -16,4 +17,12 @@ func TestSeedRandomByDefault(t *testing.T) {
 	t.Setenv(Env, "")
 	a, b := Seed(t), Seed(t)
 	require.NotEqual(t, a, b, "two draws of 64 random bits")
+}
+
+func TestRandReplays(t *testing.T) {
+	t.Setenv(Env, "1234")
+	a, b := Rand(t, 7), Rand(t, 7)
+	require.Equal(t, a.Uint64(), b.Uint64(), "one seed and stream, one sequence")
+	require.Equal(t, rand.New(rand.NewPCG(1234, 7)).Uint64(), Rand(t, 7).Uint64())
+	require.NotEqual(t, Rand(t, 7).Uint64(), Rand(t, 8).Uint64(), "another stream")
 }

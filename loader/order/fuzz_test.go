@@ -67,10 +67,7 @@ func FuzzPlan(f *testing.F) {
 		if k == len(got[0]) || now.WorldSize == s.WorldSize && now.BatchSize == s.BatchSize {
 			return // the next epoch's start, or the run continued exactly
 		}
-		var delivered []int64
-		for r := range got {
-			delivered = append(delivered, flat(got[r][:k])...)
-		}
+		delivered := firstBatches(got, k)
 		requireRest(t, now, flat(got...), delivered, resumeAll(t, now, st))
 	})
 }

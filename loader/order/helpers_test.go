@@ -89,12 +89,22 @@ func rowsOf(s order.Spec) []int64 {
 }
 
 // flat concatenates the batches of some ranks.
-func flat(ranks ...[][]int64) []int64 {
-	var out []int64
+func flat[T any](ranks ...[][]T) []T {
+	var out []T
 	for _, r := range ranks {
 		for _, b := range r {
 			out = append(out, b...)
 		}
+	}
+	return out
+}
+
+// firstBatches returns the items of the first k batches of each rank, rank
+// by rank: what the ranks delivered before a state taken after k batches.
+func firstBatches[T any](ranks [][][]T, k int) []T {
+	var out []T
+	for _, r := range ranks {
+		out = append(out, flat(r[:k])...)
 	}
 	return out
 }
@@ -212,4 +222,27 @@ func requireRest(t testing.TB, s order.Spec, planned, delivered []int64, got [][
 	require.Len(t, c, len(rest), "every row left is delivered")
 	per := (r + w - 1) / w
 	require.Len(t, all, int(w*per), "padded to an equal count per rank")
+}
+
+// mismatch is a change to a spec that a resume of a saved state refuses
+// with an error containing msg.
+type mismatch[S any] struct {
+	name string
+	edit func(*S)
+	msg  string
+}
+
+// requireMismatches resumes, by resume, s changed by each of tests, and
+// checks that each is refused with ErrMismatch naming the change.
+func requireMismatches[S any](t *testing.T, s S, tests []mismatch[S], resume func(S) error) {
+	t.Helper()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			other := s
+			tt.edit(&other)
+			err := resume(other)
+			require.ErrorIs(t, err, order.ErrMismatch)
+			require.ErrorContains(t, err, tt.msg)
+		})
+	}
 }

@@ -180,17 +180,8 @@ func (s MixSpec) setup() Setup {
 // the plan continues the saved run exactly; in others the rest of the
 // epoch is spread over s.WorldSize ranks.
 func ResumeMix(s MixSpec, st State) (*MixPlan, error) {
-	if st.Version != s.Version {
-		return nil, base.Markf(ErrMismatch, "state of snapshot %q resumed on snapshot %q", st.Version, s.Version)
-	}
-	if err := checkSeed(s.Seed, st); err != nil {
-		return nil, err
-	}
 	s.Epoch = st.Epoch
-	if err := s.Validate(); err != nil {
-		return nil, err
-	}
-	if err := s.setup().check(st.Setup); err != nil {
+	if err := checkResume(s, s.Version, s.Seed, st); err != nil {
 		return nil, err
 	}
 	mx := newMixer(s)
@@ -308,15 +299,8 @@ func (p *MixPlan) All() iter.Seq2[int, []Item] {
 // State returns the state after the plan's first done batches, as
 // EpochPlan.State.
 func (p *MixPlan) State(done int) State {
-	if done < 0 || done > p.Batches() {
-		panic(fmt.Sprintf("order: state after %d batches of a plan with %d", done, p.Batches()))
-	}
-	mx := p.mx
-	if done == p.Batches() {
-		return State{Version: mx.version, Seed: mx.seed, Epoch: mx.epoch + 1, Setup: mx.setup}
-	}
-	stages := append(slices.Clip(p.prev), Stage{p.st.world, p.st.batch, p.startBatch + done})
-	return State{Version: mx.version, Seed: mx.seed, Epoch: mx.epoch, Setup: mx.setup, Stages: stages}
+	start := State{Version: p.mx.version, Seed: p.mx.seed, Epoch: p.mx.epoch, Setup: p.mx.setup}
+	return start.after(done, p.Batches(), p.prev, Stage{p.st.world, p.st.batch, p.startBatch})
 }
 
 type partCursor struct {

@@ -43,16 +43,6 @@ func mixRanks(t testing.TB, s order.MixSpec, st *order.State) [][][]order.Item {
 	return out
 }
 
-func flatItems(ranks ...[][]order.Item) []order.Item {
-	var out []order.Item
-	for _, r := range ranks {
-		for _, b := range r {
-			out = append(out, b...)
-		}
-	}
-	return out
-}
-
 func threeDatasets() order.MixSpec {
 	return order.MixSpec{
 		Parts: []order.Spec{
@@ -73,7 +63,7 @@ func threeDatasets() order.MixSpec {
 // order whose running proportions converge to the weights.
 func TestMixProportions(t *testing.T) {
 	s := threeDatasets()
-	items := flatItems(mixRanks(t, s, nil)...)
+	items := flat(mixRanks(t, s, nil)...)
 	require.Len(t, items, 10_000)
 	per := make([][]int64, 3)
 	for _, it := range items {
@@ -124,7 +114,7 @@ func TestMixShape(t *testing.T) {
 				}
 			}
 		}
-		rows := len(flatItems(got[0]))
+		rows := len(flat(got[0]))
 		if dropLast {
 			require.Equal(t, 334/16*16, rows)
 		} else {
@@ -133,7 +123,7 @@ func TestMixShape(t *testing.T) {
 		// Each dataset's rows are sharded: no rank repeats another's
 		// within a cycle.
 		seen := map[order.Item]int{}
-		for _, it := range flatItems(got...) {
+		for _, it := range flat(got...) {
 			if it.Dataset == 1 {
 				seen[it]++
 			}
@@ -194,12 +184,9 @@ func TestMixElastic(t *testing.T) {
 	s.Parts[2].Blocks = blocks(600, 10)
 	s.WorldSize = 4
 	before := mixRanks(t, s, nil)
-	total := len(flatItems(before...))
+	total := len(flat(before...))
 	k := len(before[0]) / 3
-	var delivered []order.Item
-	for r := range before {
-		delivered = append(delivered, flatItems(before[r][:k])...)
-	}
+	delivered := firstBatches(before, k)
 	p, err := order.PlanMix(s)
 	require.NoError(t, err)
 	st := p.State(k)
@@ -210,7 +197,7 @@ func TestMixElastic(t *testing.T) {
 	for r := range after {
 		require.Len(t, after[r], len(after[0]))
 	}
-	all := append(delivered, flatItems(after...)...)
+	all := append(delivered, flat(after...)...)
 	require.InDelta(t, total, len(all), 3, "the epoch keeps its rows")
 
 	per := map[int]map[int64]int{}
@@ -287,11 +274,7 @@ func TestMixResumeSetup(t *testing.T) {
 	p, err := order.PlanMix(s)
 	require.NoError(t, err)
 	st := p.State(1)
-	tests := []struct {
-		name string
-		edit func(*order.MixSpec)
-		msg  string
-	}{
+	tests := []mismatch[order.MixSpec]{
 		{"seed", func(s *order.MixSpec) { s.Seed++ }, fmt.Sprintf("seed %d, resumed with seed %d", s.Seed, s.Seed+1)},
 		{"drop last", func(s *order.MixSpec) { s.DropLast = !s.DropLast }, "drop_last"},
 		{"weights", func(s *order.MixSpec) { s.Weights = []float64{1, 1, 1} }, "mixture weights"},
@@ -302,15 +285,10 @@ func TestMixResumeSetup(t *testing.T) {
 		}, "dataset 1's shuffle mode"},
 		{"parts", func(s *order.MixSpec) { s.Parts, s.Weights = s.Parts[:2], s.Weights[:2] }, "mixture weights"},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			other := s
-			tt.edit(&other)
-			_, err := order.ResumeMix(other, st)
-			require.ErrorIs(t, err, order.ErrMismatch)
-			require.ErrorContains(t, err, tt.msg)
-		})
-	}
+	requireMismatches(t, s, tests, func(s order.MixSpec) error {
+		_, err := order.ResumeMix(s, st)
+		return err
+	})
 	_, err = order.ResumeMix(s, st)
 	require.NoError(t, err)
 }

@@ -83,17 +83,8 @@ func Plan(s Spec) (*EpochPlan, error) {
 // Resuming in another world size or batch size than the last stage's, or
 // from a state with more than one stage, costs O(rows) time and memory.
 func Resume(s Spec, st State) (*EpochPlan, error) {
-	if st.Version != s.Version {
-		return nil, base.Markf(ErrMismatch, "state of snapshot %q resumed on snapshot %q", st.Version, s.Version)
-	}
-	if err := checkSeed(s.Seed, st); err != nil {
-		return nil, err
-	}
 	s.Epoch = st.Epoch
-	if err := s.Validate(); err != nil {
-		return nil, err
-	}
-	if err := s.setup().check(st.Setup); err != nil {
+	if err := checkResume(s, s.Version, s.Seed, st); err != nil {
 		return nil, err
 	}
 	r := resolve(s)
@@ -104,15 +95,29 @@ func Resume(s Spec, st State) (*EpochPlan, error) {
 	return newPlan(&r, stg, prev, done), nil
 }
 
-// checkSeed reports, wrapping ErrMismatch, a seed that is not the one st
-// was saved with: a resume continues the saved run's shuffle. (The epoch
-// is not an input here but where st is, like its stages: a state taken at
-// an epoch's end is the next epoch's start.)
-func checkSeed(seed uint64, st State) error {
+// resumable is a spec that a saved state resumes: Spec or MixSpec.
+type resumable interface {
+	Validate() error
+	setup() Setup
+}
+
+// checkResume reports why s, a spec of snapshot version with seed and with
+// st's Epoch already set, cannot resume st: st is of another snapshot or
+// was saved with another seed (a resume continues the saved run's
+// shuffle), both wrapping ErrMismatch; s is not valid; or s's setup is
+// not st's. (The epoch is not an input here but where st is, like its
+// stages: a state taken at an epoch's end is the next epoch's start.)
+func checkResume(s resumable, version string, seed uint64, st State) error {
+	if st.Version != version {
+		return base.Markf(ErrMismatch, "state of snapshot %q resumed on snapshot %q", st.Version, version)
+	}
 	if st.Seed != seed {
 		return base.Markf(ErrMismatch, "the state was saved with seed %d, resumed with seed %d", st.Seed, seed)
 	}
-	return nil
+	if err := s.Validate(); err != nil {
+		return err
+	}
+	return s.setup().check(st.Setup)
 }
 
 // replay rebuilds the stage that follows stages under r's world size and
@@ -269,14 +274,26 @@ func (p *EpochPlan) Windows() []Span {
 // done == Batches() it is the start of the next epoch. It panics unless
 // 0 <= done <= Batches().
 func (p *EpochPlan) State(done int) State {
-	if done < 0 || done > p.Batches() {
-		panic(fmt.Sprintf("order: state after %d batches of a plan with %d", done, p.Batches()))
+	start := State{Version: p.version, Seed: p.seed, Epoch: p.epoch, Setup: p.setup}
+	return start.after(done, p.Batches(), p.prev, Stage{p.st.world, p.st.batch, p.startBatch})
+}
+
+// after returns s, a state without stages, moved done batches into the
+// stage cur, whose BatchesDone are the batches delivered in it before a
+// plan of batches batches, after the epoch's earlier stages prev; done ==
+// batches is the start of the next epoch. It panics unless 0 <= done <=
+// batches.
+func (s State) after(done, batches int, prev []Stage, cur Stage) State {
+	if done < 0 || done > batches {
+		panic(fmt.Sprintf("order: state after %d batches of a plan with %d", done, batches))
 	}
-	if done == p.Batches() {
-		return State{Version: p.version, Seed: p.seed, Epoch: p.epoch + 1, Setup: p.setup}
+	if done == batches {
+		s.Epoch++
+		return s
 	}
-	stages := append(slices.Clip(p.prev), Stage{p.st.world, p.st.batch, p.startBatch + done})
-	return State{Version: p.version, Seed: p.seed, Epoch: p.epoch, Setup: p.setup, Stages: stages}
+	cur.BatchesDone += done
+	s.Stages = append(slices.Clip(prev), cur)
+	return s
 }
 
 // reader streams a plan's positions.

@@ -87,10 +87,7 @@ func TestElastic(t *testing.T) {
 						if k < 0 || k >= len(before[0]) {
 							continue
 						}
-						var delivered []int64
-						for r := range before {
-							delivered = append(delivered, flat(before[r][:k])...)
-						}
+						delivered := firstBatches(before, k)
 						now := old
 						now.WorldSize, now.BatchSize = rs.to, rs.batchTo
 						old.Rank = 0
@@ -116,10 +113,7 @@ func TestElasticChain(t *testing.T) {
 		s0 := order.Spec{Blocks: blocks(1003, 17), Seed: seed, Mode: mode, WindowRows: 60, WorldSize: 4, BatchSize: 8}
 		stage0 := allRanks(t, s0)
 		k0 := 9
-		var delivered []int64
-		for r := range stage0 {
-			delivered = append(delivered, flat(stage0[r][:k0])...)
-		}
+		delivered := firstBatches(stage0, k0)
 		p0, err := order.Plan(s0)
 		require.NoError(t, err)
 		st0 := p0.State(k0)
@@ -194,11 +188,7 @@ func TestResumeSetup(t *testing.T) {
 	_, err = order.Resume(s, st)
 	require.NoError(t, err)
 
-	tests := []struct {
-		name string
-		edit func(*order.Spec)
-		msg  string
-	}{
+	tests := []mismatch[order.Spec]{
 		{"seed", func(s *order.Spec) { s.Seed = 4 }, "saved with seed 3, resumed with seed 4"},
 		{"version", func(s *order.Spec) { s.Version = "w" }, `state of snapshot "v" resumed on snapshot "w"`},
 		{"mode", func(s *order.Spec) { s.Mode = order.ModeFull }, "shuffle mode block, resumed with full"},
@@ -207,15 +197,10 @@ func TestResumeSetup(t *testing.T) {
 		{"drop last", func(s *order.Spec) { s.DropLast = true }, "drop_last false, resumed with true"},
 		{"selection", func(s *order.Spec) { s.Selection, s.Subset = "", nil }, "row selection sel-a, resumed with (every row)"},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			other := s
-			tt.edit(&other)
-			_, err := order.Resume(other, st)
-			require.ErrorIs(t, err, order.ErrMismatch)
-			require.ErrorContains(t, err, tt.msg)
-		})
-	}
+	requireMismatches(t, s, tests, func(s order.Spec) error {
+		_, err := order.Resume(s, st)
+		return err
+	})
 
 	// World size and batch size stay elastic.
 	elastic := s

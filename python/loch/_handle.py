@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import weakref
-from typing import Any
+from typing import Any, TypeVar
 
 from ._library import Library, c_uintptr
 from .errors import Closed
@@ -73,3 +73,28 @@ class Handle:
                     with contextlib.suppress(Exception):
                         self.lib.call(self._close_fn, c_uintptr(value))
                     raise
+
+
+_C = TypeVar("_C", bound="Closable")
+
+
+class Closable:
+    """What the user's objects over a :class:`Handle` ``_h`` share:
+    :attr:`closed`, and ``with``, which closes the object at the end of
+    the block."""
+
+    _h: Handle
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` released the handle."""
+        return self._h.closed
+
+    def __enter__(self: _C) -> _C:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

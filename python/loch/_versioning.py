@@ -14,7 +14,7 @@ from typing import Any
 
 from ._snapshot import Snapshot, enc, json_options
 from .errors import InvalidArgument
-from .versions import CompactReport, Diff, GCReport, MergeResult, Ref, parse_time
+from .versions import CompactReport, Diff, GCReport, MergeResult, Ref, gc_options, parse_time
 
 __all__ = ["Commit", "VersionControl"]
 
@@ -179,14 +179,7 @@ class VersionControl(Snapshot):
         """
         if keep_last < 0 or older_than < 0:
             raise InvalidArgument(f"gc keep_last={keep_last}, older_than={older_than}: want 0 or more")
-        opts = json.dumps(
-            {
-                "grace_seconds": float(grace),
-                "dry_run": bool(dry_run),
-                "keep_last": int(keep_last),
-                "older_than_seconds": float(older_than),
-            }
-        ).encode()
+        opts = gc_options(grace, dry_run, keep_last, older_than)
         return GCReport.from_json(json.loads(self._str("loch_dataset_gc", opts, interruptible=True)))
 
     def compact(

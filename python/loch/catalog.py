@@ -20,18 +20,18 @@ name at once; its data stays, readable by whoever has it open, until
 from __future__ import annotations
 
 import ctypes
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from . import _library
-from ._handle import Handle
+from ._handle import Closable, Handle
 from ._library import Library, c_uintptr
+from ._snapshot import json_options
 from .dataset import Dataset, _auto_compact
 from .schema import Column, Schema
-from .versions import GCReport, format_time, parse_time
+from .versions import GCReport, format_time, gc_options, parse_time
 
 if TYPE_CHECKING:
     from .query import LoaderBuilder, Selection
@@ -106,10 +106,6 @@ class CatalogGCReport:
         )
 
 
-def _json(**kw: Any) -> bytes:
-    return json.dumps({k: v for k, v in kw.items() if v is not None}).encode()
-
-
 def connect(root: str, *, create: bool = True) -> Catalog:
     """Opens the catalog at ``root`` (a path, ``file://``, ``s3://``,
     ``gs://``, ``az://`` or ``mem://`` URL), creating an empty one there
@@ -117,11 +113,11 @@ def connect(root: str, *, create: bool = True) -> Catalog:
     :class:`loch.NotFound`)."""
     lib = _library.library()
     out = c_uintptr()
-    lib.call("loch_catalog_open", root.encode(), _json(create=create or None), ctypes.byref(out))
+    lib.call("loch_catalog_open", root.encode(), json_options(create=create or None), ctypes.byref(out))
     return Catalog(lib, out.value)
 
 
-class Catalog:
+class Catalog(Closable):
     """The tables under one root (:func:`loch.connect`). Table names keep
     their case and compare case-insensitively; a bad name (with ``/``,
     ``..``, control characters, ...) raises :class:`loch.InvalidArgument`.
@@ -172,7 +168,7 @@ class Catalog:
         time; ``auto_compact`` automatic compaction after commits). Raises
         :class:`loch.NotFound` when there is no such table."""
         out = c_uintptr()
-        opts = _json(ref=ref, version=version, as_of=None if as_of is None else format_time(as_of),
+        opts = json_options(ref=ref, version=version, as_of=None if as_of is None else format_time(as_of),
                      parallelism=parallelism, author=author, cache_bytes=cache_bytes,
                      auto_compact=_auto_compact(auto_compact))  # fmt: skip
         self._h.call("loch_catalog_open_table", name.encode(), opts, ctypes.byref(out))
@@ -193,7 +189,7 @@ class Catalog:
         text = schema if isinstance(schema, str) else Schema(schema).to_json()
         out = c_uintptr()
         self._h.call("loch_catalog_create_table", name.encode(), text.encode(),
-                     _json(parallelism=parallelism, author=author), ctypes.byref(out))  # fmt: skip
+                     json_options(parallelism=parallelism, author=author), ctypes.byref(out))  # fmt: skip
         return Dataset(self._h.lib, out.value, keep=self)
 
     def drop_table(self, name: str) -> None:
@@ -269,27 +265,10 @@ class Catalog:
         its version retention ``keep_last``, ``older_than``), then deletes
         catalog log entries older than ``grace``; ``dry_run`` only
         reports."""
-        opts = json.dumps(
-            {
-                "grace_seconds": float(grace),
-                "dry_run": bool(dry_run),
-                "keep_last": int(keep_last),
-                "older_than_seconds": float(older_than),
-            }
-        ).encode()
+        opts = gc_options(grace, dry_run, keep_last, older_than)
         return CatalogGCReport.from_json(self._h.lib.call_json("loch_catalog_gc", self._h.value, opts))
 
     def close(self) -> None:
         """Closes the catalog (idempotent). Tables opened from it stay
         usable until they are closed."""
         self._h.close()
-
-    @property
-    def closed(self) -> bool:
-        return self._h.closed
-
-    def __enter__(self) -> Catalog:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from . import _library
-from ._handle import Handle
+from ._handle import Closable, Handle
 from ._library import Library, c_uintptr
 from ._loader_methods import LoaderMethods
 from ._reads import ColumnReader
@@ -259,7 +259,7 @@ def _open_version(url: str, version: str) -> Dataset:
     return open(url, version=version)
 
 
-class Dataset(VersionControl, Writes, Search, LoaderMethods):
+class Dataset(VersionControl, Writes, Search, LoaderMethods, Closable):
     """A dataset at one snapshot, with a staging area for writes.
 
     Writes (:meth:`extend`, :meth:`append`, :meth:`update`,
@@ -405,17 +405,6 @@ class Dataset(VersionControl, Writes, Search, LoaderMethods):
         if view is not None and view[0] == os.getpid():
             view[1].close()
         self._h.close()
-
-    @property
-    def closed(self) -> bool:
-        """Whether :meth:`close` released the handle."""
-        return self._h.closed
-
-    def __enter__(self) -> Dataset:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def __reduce__(self) -> Any:
         """Pickles the dataset as its snapshot: unpickled, it is

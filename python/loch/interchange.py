@@ -116,11 +116,17 @@ def from_arrow(
     if first is None:
         raise InvalidArgument("from_arrow: no record batches (an empty stream has no schema)")
     ds = create(url, schema if schema is not None else schema_from_arrow(first.schema), storage_options=storage_options)
+    return _fill(ds, (b for b in _chain(first, it) if b.num_rows), message or "from_arrow")
+
+
+def _fill(ds: Dataset, batches: Iterable[Any], message: str) -> Dataset:
+    """Extends the new dataset ds with each of batches, commits them as one
+    version and returns ds; on any failure, Ctrl-C too, it closes ds and
+    raises again."""
     try:
-        for b in _chain(first, it):
-            if b.num_rows:
-                ds.extend(b)
-        ds.commit(message or "from_arrow")
+        for b in batches:
+            ds.extend(b)
+        ds.commit(message)
     except BaseException:
         ds.close()
         raise
@@ -195,9 +201,9 @@ def from_huggingface(
             raw = raw.cast_column(name, datasets.Image(decode=False))
     first = raw[0] if len(raw) else {}
     schema = {name: _hf_column(name, feat, first.get(name)) for name, feat in features.items()}
-    ds = create(url, schema, storage_options=storage_options)
-    try:
-        images = [n for n, f in features.items() if isinstance(f, datasets.Image)]
+    images = [n for n, f in features.items() if isinstance(f, datasets.Image)]
+
+    def batches() -> Iterator[dict[str, Any]]:
         for a in range(0, len(raw), batch_rows):
             batch = raw[a : a + batch_rows]
             cols: dict[str, Any] = {}
@@ -208,12 +214,9 @@ def from_huggingface(
                     cols[name] = _stack(values, schema[name])
                 else:
                     cols[name] = list(values)
-            ds.extend(cols)
-        ds.commit(message or "from_huggingface")
-    except BaseException:
-        ds.close()
-        raise
-    return ds
+            yield cols
+
+    return _fill(create(url, schema, storage_options=storage_options), batches(), message or "from_huggingface")
 
 
 def _image_bytes(v: Mapping[str, Any]) -> bytes:

@@ -34,6 +34,7 @@ lists :class:`MergeConflict` records.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -310,6 +311,19 @@ class CompactReport:
             bytes_after=int(d.get("bytes_after", 0)),
             yielded=int(d.get("yielded", 0)),
         )
+
+
+def gc_options(grace: float, dry_run: bool, keep_last: int, older_than: float) -> bytes:
+    """The JSON options of a gc call (loch_dataset_gc, loch_catalog_gc): the
+    grace period, dry run and version retention."""
+    return json.dumps(
+        {
+            "grace_seconds": float(grace),
+            "dry_run": bool(dry_run),
+            "keep_last": int(keep_last),
+            "older_than_seconds": float(older_than),
+        }
+    ).encode()
 
 
 _FRACTION = re.compile(r"(\.\d{6})\d+")

@@ -66,6 +66,15 @@ def run_script(tmp_path: Path, code: str, *args: str, timeout: float = 120, chec
     return proc
 
 
+
+def run_torchrun(tmp_path: Path, code: str, *args: str, nproc: int, timeout: float = 240) -> Any:
+    """Runs code as run_script does under torchrun --standalone with nproc
+    processes, and returns the JSON object of the last output line that
+    starts with "{" (what rank 0 printed)."""
+    launcher = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={nproc}"]
+    proc = run_script(tmp_path, code, *args, timeout=timeout, launcher=launcher)
+    return json.loads([line for line in proc.stdout.splitlines() if line.startswith("{")][-1])
+
 def minio_binary() -> str | None:
     """The pinned MinIO server (`make tools`): $LOCH_MINIO, else the link
     under the tools cache; None when neither exists."""
@@ -317,19 +326,21 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
         proc.kill()
 
 
+def _serving(server: Any) -> Any:
+    """Yields server, a fixture's, and stops its process after the test."""
+    yield server
+    _stop(server.proc)
+
+
 @pytest.fixture
 def fake_gcs(tmp_path: Path) -> Any:
     """A fake-gcs-server started for the test and stopped after it; fails
     the test when there is no binary (`make tools` installs it)."""
-    server = FakeGCS(_tool("LOCH_FAKE_GCS", "fake-gcs-server"), tmp_path / "fake-gcs")
-    yield server
-    _stop(server.proc)
+    yield from _serving(FakeGCS(_tool("LOCH_FAKE_GCS", "fake-gcs-server"), tmp_path / "fake-gcs"))
 
 
 @pytest.fixture
 def azurite(tmp_path: Path) -> Any:
     """An Azurite blob server started for the test and stopped after it;
     fails the test when there is none (`make tools` installs it)."""
-    server = Azurite(_tool("LOCH_AZURITE", "azurite-blob"), tmp_path / "azurite")
-    yield server
-    _stop(server.proc)
+    yield from _serving(Azurite(_tool("LOCH_AZURITE", "azurite-blob"), tmp_path / "azurite"))

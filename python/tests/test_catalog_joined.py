@@ -4,9 +4,7 @@ table's columns, each row with its own value (docs/sql.md §8)."""
 
 from __future__ import annotations
 
-import json
 import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 
@@ -14,7 +12,7 @@ import numpy as np
 import pytest
 
 import loch
-from conftest import run_script
+from conftest import run_torchrun
 from loch.query import cli
 
 
@@ -150,9 +148,7 @@ def test_torchrun_joined_column(tmp_path: Path, lake: Path) -> None:
     --nproc_per_node=2: the ranks read each selected row once (34 rows, no
     padding), each with its own tag and note."""
     pytest.importorskip("torch")
-    launcher = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2"]
-    proc = run_script(tmp_path, DDP_JOINED, str(lake), timeout=240, launcher=launcher)
-    shards = json.loads([line for line in proc.stdout.splitlines() if line.startswith("{")][-1])["shards"]
+    shards = run_torchrun(tmp_path, DDP_JOINED, str(lake), nproc=2)["shards"]
     assert len(shards) == 2 and len(shards[0]) == len(shards[1]) == 17
     seen = Counter(r[0] for s in shards for r in s)
     assert sorted(seen) == list(range(0, 100, 3)) and set(seen.values()) == {1}

@@ -3,9 +3,7 @@ Catalog.dataloader (docs/sql.md), over tables made with loch sql."""
 
 from __future__ import annotations
 
-import json
 import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 
@@ -13,7 +11,7 @@ import numpy as np
 import pytest
 
 import loch
-from conftest import run_script
+from conftest import run_torchrun
 from loch.query import cli
 
 
@@ -152,9 +150,7 @@ def test_torchrun_over_join(tmp_path: Path, lake: Path) -> None:
     pytest.importorskip("torch")
     cat = loch.connect(str(lake), create=False)
     cat.sql("INSERT INTO other SELECT i FROM range(0, 100, 3) r(i)")  # 34 ids
-    launcher = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2"]
-    proc = run_script(tmp_path, DDP_JOIN, str(lake), timeout=240, launcher=launcher)
-    shards = json.loads([line for line in proc.stdout.splitlines() if line.startswith("{")][-1])["shards"]
+    shards = run_torchrun(tmp_path, DDP_JOIN, str(lake), nproc=2)["shards"]
     assert len(shards) == 2 and len(shards[0]) == len(shards[1]) == 17
     seen = Counter(i for s in shards for i in s)
     assert sorted(seen) == list(range(0, 100, 3)) and set(seen.values()) == {1}

@@ -4,7 +4,6 @@ selections, errors, and DDP under torchrun over a query's result."""
 from __future__ import annotations
 
 import json
-import sys
 from collections import Counter
 from pathlib import Path
 
@@ -12,7 +11,7 @@ import numpy as np
 import pytest
 
 import loch
-from conftest import ROWS, run_script
+from conftest import ROWS, run_torchrun
 
 
 def test_query_selection(rows_ds: loch.Dataset) -> None:
@@ -128,9 +127,7 @@ DDP = """
 
 @pytest.mark.slow
 def test_torchrun_over_query(tmp_path: Path, rows_path: Path) -> None:
-    launcher = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=3"]
-    proc = run_script(tmp_path, DDP, str(rows_path), timeout=240, launcher=launcher)
-    out = json.loads([line for line in proc.stdout.splitlines() if line.startswith("{")][-1])
+    out = run_torchrun(tmp_path, DDP, str(rows_path), nproc=3)
     rows = out["rows"]
     assert len(rows) == ROWS // 2
     shards = out["shards"]

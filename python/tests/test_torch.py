@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import pickle
 import re
-import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -16,7 +15,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from conftest import ROWS, run_script  # noqa: E402
+from conftest import ROWS, run_script, run_torchrun  # noqa: E402
 
 import loch  # noqa: E402
 from loch.torch import TorchLoader, _tensor, _Transfer, distributed_world  # noqa: E402
@@ -282,9 +281,7 @@ DDP = """
 
 @pytest.mark.slow
 def test_torchrun_ddp(tmp_path: Path, rows_path: Path) -> None:
-    launcher = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=3"]
-    proc = run_script(tmp_path, DDP, str(rows_path), timeout=240, launcher=launcher)
-    out = json.loads([line for line in proc.stdout.splitlines() if line.startswith("{")][-1])
+    out = run_torchrun(tmp_path, DDP, str(rows_path), nproc=3)
     padded, dropped = out["shards"]["False"], out["shards"]["True"]
     assert len({len(s) for s in padded}) == 1 and len(padded[0]) == -(-ROWS // 3)
     rows = Counter(i for s in padded for i in s)

@@ -124,11 +124,12 @@ func testReadRange(t *testing.T, st storage.Store) {
 	ctx := context.Background()
 	data := payload(3, 4096)
 	require.NoError(t, st.Put(ctx, "r", data))
-	for _, tc := range []struct {
+	type span struct {
 		name string
 		off  int64
 		n    int
-	}{
+	}
+	for _, tc := range []span{
 		{"start", 0, 100},
 		{"middle", 1000, 1000},
 		{"end", 4000, 96},
@@ -141,11 +142,7 @@ func testReadRange(t *testing.T, st storage.Store) {
 		require.NoError(t, st.ReadRange(ctx, "r", tc.off, dst), tc.name)
 		require.Equal(t, data[tc.off:tc.off+int64(tc.n)], dst, tc.name)
 	}
-	for _, tc := range []struct {
-		name string
-		off  int64
-		n    int
-	}{
+	for _, tc := range []span{
 		{"straddling the end", 4000, 200},
 		{"starting at the end", 4096, 1},
 		{"starting past the end", 5000, 10},
