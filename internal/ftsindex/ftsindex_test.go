@@ -8,6 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lochdata/loch/internal/base"
+	"github.com/lochdata/loch/internal/decodelimit"
+	"github.com/lochdata/loch/internal/decodelimit/decodelimittest"
 	"github.com/lochdata/loch/internal/keys"
 )
 
@@ -176,4 +178,22 @@ func FuzzDecodeDescriptor(f *testing.F) {
 			require.Equal(t, d.Version, got.Version)
 		}
 	})
+}
+
+// TestDecodeLimit: the sizes a segment declares are checked against the
+// decode limit before anything is allocated for them.
+func TestDecodeLimit(t *testing.T) {
+	b := NewBuilder()
+	for i := range 2000 {
+		b.Add(uint64(i), []Token{{"common", 1}, {"common", 2}})
+	}
+	obj := b.Encode()
+	d, err := decodeSegment(obj)
+	require.NoError(t, err)
+	decodelimittest.Set(t, 1024)
+	_, err = decodeSegment(obj)
+	require.ErrorIs(t, err, decodelimit.ErrTooLarge)
+	ti := d.Terms[0]
+	_, err = ParsePostings(ti, obj[ti.PostOff:ti.PostOff+ti.PostLen])
+	require.ErrorIs(t, err, decodelimit.ErrTooLarge)
 }
