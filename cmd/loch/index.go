@@ -84,6 +84,7 @@ func newIndexCreateCmd() *cobra.Command {
 		idx    indexFlags
 		opts   vector.BuildOptions
 		asJSON bool
+		text   bool
 	)
 	cmd := &cobra.Command{
 		Use:   "create URL --column C",
@@ -96,6 +97,9 @@ the same version, column and metric replaces the index.`,
   loch index create ./pets --column embedding --metric l2 --nlist 1024`,
 		Args: exactArgs("URL"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if text {
+				return runIndexCreateFTS(cmd.Context(), cmd, ftsOpts{url: args[0], refs: &refs, column: idx.column, asJSON: asJSON})
+			}
 			m, err := idx.parse()
 			if err != nil {
 				return err
@@ -126,6 +130,7 @@ the same version, column and metric replaces the index.`,
 	cmd.Flags().StringVar(&opts.Kind, "kind", "ivf-flat", "index kind: ivf-flat (vectors in memory when searched) or ivf-pq (PQ codes, lists read by range)")
 	cmd.Flags().IntVar(&opts.M, "m", 0, "ivf-pq subquantizers, a divisor of the dimension (default: dimension / 8)")
 	cmd.Flags().Uint64Var(&opts.Seed, "seed", 0, "seed of the training sample and initial centroids")
+	cmd.Flags().BoolVar(&text, "fts", false, "build a full-text (BM25) index of a text or json column instead")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
 	refs.add(cmd, "index")
 	return cmd
@@ -137,6 +142,7 @@ func newIndexUpdateCmd() *cobra.Command {
 		idx    indexFlags
 		asJSON bool
 	)
+	var text bool
 	cmd := &cobra.Command{
 		Use:   "update URL --column C",
 		Short: "Fold the rows changed since the index was built into a new index",
@@ -149,6 +155,9 @@ gives better recall.`,
 		Example: `  loch index update ./pets --column embedding`,
 		Args:    exactArgs("URL"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if text {
+				return runIndexUpdateFTS(cmd.Context(), cmd, ftsOpts{url: args[0], refs: &refs, column: idx.column, asJSON: asJSON})
+			}
 			m, d, err := idx.open(cmd, args[0], &refs)
 			if err != nil {
 				return err
@@ -162,6 +171,7 @@ gives better recall.`,
 		},
 	}
 	idx.add(cmd)
+	cmd.Flags().BoolVar(&text, "fts", false, "update the full-text (BM25) index of a text or json column instead")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
 	refs.add(cmd, "index")
 	return cmd
@@ -172,6 +182,7 @@ func newIndexDropCmd() *cobra.Command {
 		refs refFlags
 		idx  indexFlags
 	)
+	var text bool
 	cmd := &cobra.Command{
 		Use:   "drop URL --column C",
 		Short: "Delete the index of an embedding column at a version",
@@ -179,6 +190,9 @@ func newIndexDropCmd() *cobra.Command {
 ancestor's); gc then collects the objects no other index shares.`,
 		Args: exactArgs("URL"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if text {
+				return runIndexDropFTS(cmd.Context(), cmd, ftsOpts{url: args[0], refs: &refs, column: idx.column})
+			}
 			m, d, err := idx.open(cmd, args[0], &refs)
 			if err != nil {
 				return err
@@ -201,6 +215,7 @@ ancestor's); gc then collects the objects no other index shares.`,
 		},
 	}
 	idx.add(cmd)
+	cmd.Flags().BoolVar(&text, "fts", false, "drop the full-text index of a text or json column instead")
 	refs.add(cmd, "drop the index of")
 	return cmd
 }
@@ -258,8 +273,7 @@ inner product (smaller is nearer in all three).`,
 		},
 	}
 	o.idx.add(cmd)
-	cmd.Flags().StringVar(&o.vecFile, "vector", "", "a .npy file of one query vector [d] or a batch [n, d] (required)")
-	_ = cmd.MarkFlagRequired("vector")
+	cmd.Flags().StringVar(&o.vecFile, "vector", "", "a .npy file of one query vector [d] or a batch [n, d]")
 	cmd.Flags().IntVarP(&o.k, "k", "k", 10, "number of nearest rows per query vector")
 	cmd.Flags().StringVar(&o.where, "where", "", "keep only rows passing this SQL condition over the table ds")
 	cmd.Flags().IntVar(&o.nprobe, "nprobe", 0, "lists of the index each query scans (default: nlist/16, at least 8)")
@@ -267,7 +281,7 @@ inner product (smaller is nearer in all three).`,
 	cmd.Flags().BoolVar(&o.exact, "exact", false, "compare every row; do not use an index")
 	cmd.Flags().BoolVar(&o.asJSON, "json", false, "print one JSON object")
 	o.refs.add(cmd, "search")
-	return cmd
+	return withTextSearch(cmd, &o.refs, &o.idx, &o.where, &o.k, &o.asJSON)
 }
 
 // runSearch searches the dataset at o.url for the rows nearest to the
