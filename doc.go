@@ -75,8 +75,8 @@
 //   - media_read.go, media_scan.go, media_write.go: video and audio samples
 //     read by range (MediaSample, an io.ReaderAt over the stored file), their
 //     probed MediaInfo through a Scan, and Media, a sample to write.
-//   - fragments.go, indexes.go: Scan.Fragments for a vector index's coverage;
-//     what gc and verify know of vector indexes.
+//   - fragments.go, indexes.go: Scan.Fragments for an index's coverage;
+//     what gc and verify know of vector and full-text indexes.
 //   - rows.go: live rows joined by row id, shared by Diff and Merge.
 //   - selections.go, joined.go: saved query results (SaveSelection,
 //     Selection, ...), named in the log like tags, and a join's
@@ -97,7 +97,8 @@
 // resize), media (video and audio probing and decoding through FFmpeg's
 // libraries), transform (image, clip and audio transforms), ingest
 // (importers), vector (nearest-neighbour search: exact, and the IVF-flat
-// index; it never imports DuckDB), loader (the streaming loader, built on
+// index; it never imports DuckDB), fts (full-text search: BM25 over text
+// and json columns, with bleve's analysis), loader (the streaming loader, built on
 // Scan: it schedules, orders and collates, and knows no chunk layout) with
 // loader/order (epoch order, sharding, resume, mixtures), query (SQL
 // through embedded DuckDB, the only package that imports it;

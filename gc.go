@@ -29,7 +29,7 @@ const gcParallelism = 16
 // gcPhases are the kinds of objects GC considers, by key prefix, in the
 // order it deletes them (docs/format.md, section 5): each phase ends before
 // the next begins, so that what names an object goes before it.
-var gcPhases = [][]keys.Kind{{keys.Selection, keys.Index}, {keys.Commit}, {keys.Manifest}, {keys.Fragment, keys.Extension, keys.Deletion}, {keys.Chunk, keys.Vectors}}
+var gcPhases = [][]keys.Kind{{keys.Selection, keys.Index}, {keys.Commit}, {keys.Manifest}, {keys.Fragment, keys.Extension, keys.Deletion}, {keys.Chunk, keys.Vectors, keys.Text}}
 
 // gcKinds lists the kinds of gcPhases.
 var gcKinds = slices.Concat(gcPhases...)
@@ -486,7 +486,7 @@ func (g *gc) list(ctx context.Context) (map[keys.Kind][]storage.Attrs, error) {
 	// Commits, manifests, fragments and extensions were read while
 	// marking; chunks and deletion vectors were not.
 	for key, listed := range g.reached {
-		if k, _, _ := keys.Parse(key); !listed && (k == keys.Chunk || k == keys.Deletion || k == keys.Vectors) {
+		if k, _, _ := keys.Parse(key); !listed && (k == keys.Chunk || k == keys.Deletion || k == keys.Vectors || k == keys.Text) {
 			g.missing = append(g.missing, key)
 		}
 	}

@@ -14,7 +14,6 @@ import (
 
 	"github.com/lochdata/loch/internal/keys"
 	"github.com/lochdata/loch/internal/manifest"
-	"github.com/lochdata/loch/internal/vindex"
 	"github.com/lochdata/loch/storage"
 )
 
@@ -124,7 +123,7 @@ func (g *gc) retainIndexed(ctx context.Context, roots []walkRoot) error {
 	byCommit := map[string]map[string]bool{} // commit id -> "<uid>.<metric>"
 	groups := map[string]bool{}
 	err := g.d.store.List(ctx, keys.Index.Prefix(), func(a storage.Attrs) error {
-		if v, uid, m, ok := keys.ParseIndex(a.Key); ok && vindex.KnownMetric(m) {
+		if v, uid, m, ok := keys.ParseIndex(a.Key); ok && knownIndex(m) {
 			grp := fmt.Sprintf("%d.%s", uid, m)
 			if byCommit[v] == nil {
 				byCommit[v] = map[string]bool{}

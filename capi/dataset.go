@@ -17,6 +17,7 @@ import (
 	"unsafe"
 
 	"github.com/lochdata/loch"
+	"github.com/lochdata/loch/fts"
 	"github.com/lochdata/loch/schema"
 	"github.com/lochdata/loch/storage"
 	"github.com/lochdata/loch/vector"
@@ -31,6 +32,8 @@ type dataset struct {
 	closed bool
 	// searcher keeps the vector indexes searches opened (vector.go).
 	searcher *vector.Searcher
+	// ftsSearcher keeps the full-text indexes searches opened (fts.go).
+	ftsSearcher *fts.Searcher
 
 	// release, when not nil, is called once the dataset is closed: a table
 	// gives its catalog back (see catalogObj).

@@ -47,9 +47,10 @@
  * loch_dataset_discard, loch_dataset_discard_conflicts and
  * loch_dataset_commit's conflicting row ids (see "Writers that recover"
  * below); 19 added the decode limit (loch_set_max_decode_bytes,
- * loch_max_decode_bytes).
+ * loch_max_decode_bytes); 20 added full-text search (loch_fts_*, see
+ * the end).
  */
-#define LOCH_ABI_VERSION 19
+#define LOCH_ABI_VERSION 20
 
 /* Status codes. */
 enum {
@@ -372,6 +373,26 @@ int64_t loch_max_decode_bytes(void);
  *       loch_dataset_gc's; out = {"dry_run", "deleted", "young" (lists of
  *       {"dir", "objects", "bytes"}), "tables": {name: gc report},
  *       "log_entries"}.
+ */
+
+/*
+ * Full-text search (ABI 20): the BM25 index of a text or json column
+ * (docs/format.md §2.9, docs/search.md).
+ *
+ *   loch_fts_build(h, column, char **out, err): out = {"key", "version",
+ *       "column", "docs", "tokens", "segments", "bytes"}.
+ *   loch_fts_update(h, column, char **out, err): the index of the
+ *       handle's version from its newest indexed ancestor's; out as
+ *       loch_fts_build's; LOCH_NOT_FOUND when no index serves it.
+ *   loch_fts_open(h, column, char **info, err): opens and keeps the
+ *       index that serves the handle's version (analysing the rows it
+ *       does not cover); info = {"index", "warnings"}. Made before
+ *       searches so that they are short.
+ *   loch_fts_search(h, column, query, k, const uint64_t *allowed,
+ *       nallowed, uint64_t *ids, double *scores, int64_t *count,
+ *       char **info, err): the *count <= k best rows for query, best
+ *       first; allowed as loch_vector_search's; info = {"index": key or
+ *       "", "warnings": [...]}.
  */
 
 /*

@@ -24,11 +24,13 @@ type indexOptionsJSON struct {
 	Sample     int    `json:"sample"`
 	Iterations int    `json:"iterations"`
 	Seed       uint64 `json:"seed"`
+	Kind       string `json:"kind"`
+	M          int    `json:"m"`
 }
 
 // loch_vector_build builds the index of column at the handle's version
-// with options (JSON {"metric", "nlist", "sample", "iterations", "seed"},
-// all optional) and stores its description (JSON {"key", "version",
+// with options (JSON {"metric", "nlist", "sample", "iterations", "seed",
+// "kind", "m"}, all optional) and stores its description (JSON {"key", "version",
 // "column", "metric", "dim", "rows", "nlist", "bytes"}) in out.
 //
 //export loch_vector_build
@@ -40,13 +42,13 @@ func loch_vector_build(h C.uintptr_t, column, options *C.char, out **C.char, err
 				return invalidf("index options JSON: %v", err)
 			}
 		}
-		if o.NList < 0 || o.Sample < 0 || o.Iterations < 0 {
-			return invalidf("index options: nlist, sample and iterations must not be negative")
+		if o.NList < 0 || o.Sample < 0 || o.Iterations < 0 || o.M < 0 {
+			return invalidf("index options: nlist, sample, iterations and m must not be negative")
 		}
 		ctx, done := interruptible()
 		defer done()
 		info, err := vector.Build(ctx, ds.d, goString(column), vector.BuildOptions{Metric: vector.Metric(o.Metric),
-			NList: o.NList, Sample: o.Sample, Iterations: o.Iterations, Seed: o.Seed})
+			NList: o.NList, Sample: o.Sample, Iterations: o.Iterations, Seed: o.Seed, Kind: o.Kind, M: o.M})
 		if err != nil {
 			return err
 		}
@@ -79,6 +81,7 @@ func loch_vector_update(h C.uintptr_t, column, metric *C.char, out **C.char, err
 type searchOptionsJSON struct {
 	Metric string `json:"metric"`
 	NProbe int    `json:"nprobe"`
+	Rerank int    `json:"rerank"`
 	Exact  bool   `json:"exact"`
 }
 
@@ -114,7 +117,7 @@ func loch_vector_search(h C.uintptr_t, column, options *C.char, queries *C.float
 		for i := range qs {
 			qs[i] = append([]float32(nil), flat[i*int(d):(i+1)*int(d)]...)
 		}
-		opts := vector.Options{NProbe: o.NProbe}
+		opts := vector.Options{NProbe: o.NProbe, Rerank: o.Rerank}
 		if nallowed >= 0 {
 			var set []uint64
 			if nallowed > 0 {

@@ -92,6 +92,7 @@ type Engine struct {
 	// searchers keep the vector indexes a nearest-neighbour ORDER BY
 	// opened (knn.go), by handle, for the engine's life
 	searchers map[*loch.Dataset]*vector.Searcher
+	fts       ftsState // fts_match and fts_score (fts.go)
 }
 
 // New starts an engine over d's current version. d may be nil: then the
@@ -173,6 +174,9 @@ func (e *Engine) init(ctx context.Context) error {
 		return err
 	}
 	if err := registerPG(ctx, conn); err != nil {
+		return err
+	}
+	if err := e.registerFTS(ctx, conn); err != nil {
 		return err
 	}
 	if err := e.createViews(ctx, conn); err != nil {

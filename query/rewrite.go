@@ -64,7 +64,7 @@ func (e *Engine) rewrite(ctx context.Context, q string, selection bool) (rewritt
 	// random() hashes the row id the SELECT names (f._rowid in a join),
 	// else the one row id of a single table.
 	out.random = replaceRandom(node, out.qual)
-	changed = changed || out.random
+	changed = replaceFTS(node, out.qual) || changed || out.random
 	if selection {
 		if err := e.asSelection(ctx, q, node, out, hasRowID); err != nil {
 			return rewritten{}, err

@@ -87,7 +87,7 @@ func (e *Engine) bindVector(ctx context.Context, _ map[string]any, args ...any) 
 	metric, _ := args[3].(string)
 	nprobe, _ := args[4].(int64)
 	exact, _ := args[5].(bool)
-	opts := vector.Options{NProbe: int(nprobe)}
+	opts := vector.Options{NProbe: int(nprobe), Cache: e.opts.Cache}
 	m, err := vector.ParseMetric(metric)
 	if err != nil {
 		return fail(err)

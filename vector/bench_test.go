@@ -32,3 +32,33 @@ func BenchmarkExact(b *testing.B) {
 		require.NoError(b, err)
 	}
 }
+
+// BenchmarkFlatSearch is one query at a time of an ivf-flat index of
+// 100,000 x 64 float32 vectors (a mixture of 1,000 components), nlist
+// 316, nprobe 39, L2: issue 37's comparison with faiss-cpu IndexIVFFlat
+// (python/bench/bench_vector.py measures faiss on the same setting).
+func BenchmarkFlatSearch(b *testing.B) {
+	ctx := context.Background()
+	mx := newMixture(1, 64, 1000, 1)
+	m := newModelChunks(b, filepath.Join(b.TempDir(), "ds"), 64, schema.Float32, 0)
+	var vs [][]float32
+	for range 100000 {
+		vs = append(vs, mx.draw())
+	}
+	m.append(vs)
+	m.commit("rows")
+	_, err := Build(ctx, m.ds, "embedding", BuildOptions{Metric: L2, NList: 316, Seed: 1})
+	require.NoError(b, err)
+	ix, err := Open(ctx, m.ds, "embedding", L2, Options{})
+	require.NoError(b, err)
+	qs := make([][]float32, 100)
+	for i := range qs {
+		qs[i] = mx.draw()
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		_, err := ix.Search(ctx, qs[i%len(qs):i%len(qs)+1], 10, Options{NProbe: 39})
+		require.NoError(b, err)
+	}
+}

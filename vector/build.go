@@ -30,6 +30,13 @@ type BuildOptions struct {
 	Sample int
 	// Iterations of Lloyd's algorithm; 0 means 10.
 	Iterations int
+	// Kind is the index type: KindFlat ("ivf-flat", the default: every
+	// vector in memory when opened) or KindPQ ("ivf-pq": product
+	// quantization codes, lists read by range, docs/format.md §2.8.1).
+	Kind string
+	// M is the number of subquantizers of an ivf-pq index, a divisor of
+	// the dimension; 0 means dim/8 (a byte per 8 dimensions).
+	M int
 	// Seed makes the training sample and initial centroids reproducible.
 	Seed uint64
 	// Parallelism is the number of goroutines; 0 means GOMAXPROCS.
@@ -46,6 +53,9 @@ type Info struct {
 	Dim     int    `json:"dim"`
 	Rows    int64  `json:"rows"`
 	NList   int    `json:"nlist"`
+	// Type is the index type, "ivf-flat" or "ivf-pq"; M its subquantizers.
+	Type string `json:"type"`
+	M    int    `json:"m,omitempty"`
 	// Base is the version of the index an update started from.
 	Base string `json:"base,omitempty"`
 	// Bytes is the size of the objects written (an update counts only the
@@ -60,10 +70,12 @@ func (o BuildOptions) metric() (Metric, error) {
 	return ParseMetric(string(o.Metric))
 }
 
-// lists are an index's rows, one list per centroid, each sorted by id.
+// lists are an index's rows, one list per centroid, each sorted by id;
+// for an ivf-pq index also their codes.
 type lists struct {
-	ids  [][]uint64
-	vecs [][]float32
+	ids   [][]uint64
+	vecs  [][]float32
+	codes [][]byte // nil for ivf-flat
 }
 
 // Build trains an index of column at the handle's version, stores it
@@ -73,6 +85,10 @@ type lists struct {
 // metric replaces the stored index.
 func Build(ctx context.Context, ds *loch.Dataset, column string, opts BuildOptions) (*Info, error) {
 	m, err := opts.metric()
+	if err != nil {
+		return nil, err
+	}
+	kind, err := ParseKind(opts.Kind)
 	if err != nil {
 		return nil, err
 	}
@@ -110,13 +126,21 @@ func Build(ctx context.Context, ds *loch.Dataset, column string, opts BuildOptio
 	if iters <= 0 {
 		iters = 10
 	}
-	cents := kmeans(m, sample, c.dim, nlist, iters, opts.Seed, par)
+	cents := train(m, sample, c.dim, nlist, iters, opts.Seed, par)
+	nlist = len(cents) / c.dim
+	q := newQuantizer(m, cents, c.dim, opts.Seed, par)
 	ls := newLists(nlist)
 	all := [][2]int64{{0, n}}
-	if err := c.assign(ctx, m, cents, all, nil, par, ls); err != nil {
+	if err := c.assign(ctx, m, q, all, nil, par, ls); err != nil {
 		return fail(err)
 	}
-	info, err := write(ctx, ds.Store(), c, m, cents, ls, "", nil)
+	var p *pq
+	if kind == KindPQ {
+		if p, err = buildPQ(m, sample, c.dim, opts.M, q, iters, opts.Seed, par, ls); err != nil {
+			return fail(err)
+		}
+	}
+	info, err := write(ctx, ds.Store(), c, m, cents, p, ls, "", nil)
 	if err != nil {
 		return fail(err)
 	}
@@ -155,22 +179,32 @@ func (c *column) sample(ctx context.Context, size int64, seed uint64, par int) (
 // assign streams the rows of ranges (those keep accepts), assigns each to
 // its nearest centroid and appends it to ls; for cosine the vectors are
 // stored normalized. Lists end sorted by row id.
-func (c *column) assign(ctx context.Context, m Metric, cents []float32, ranges [][2]int64, keep func(uint64) bool, par int, ls *lists) error {
-	am, dim := assignMetric(m), c.dim
-	cnorm := norms(cents, dim)
-	nlist := len(cnorm)
+func (c *column) assign(ctx context.Context, m Metric, q *quantizer, ranges [][2]int64, keep func(uint64) bool, par int, ls *lists) error {
+	dim := c.dim
+	nlist := len(q.cnorm)
 	parts := make([]*lists, par)
 	for w := range parts {
 		parts[w] = newLists(nlist)
 	}
+	scratch := make([][]float32, par)
 	err := c.each(ctx, ranges, keep, par, func(w int, b batch) error {
 		if m == Cosine {
 			normalize(b.vecs, dim)
 		}
 		p := parts[w]
+		var near []int32
+		if q.exact != nil {
+			near = make([]int32, len(b.ids))
+			scratch[w] = q.exact.nearestAll(b.vecs, near, scratch[w])
+		}
 		for i, id := range b.ids {
 			x := b.vecs[i*dim : (i+1)*dim]
-			l := nearestCentroid(am, cents, cnorm, dim, x, vek32.Dot(x, x))
+			var l int
+			if near != nil {
+				l = int(near[i])
+			} else {
+				l = q.nearest(x, vek32.Dot(x, x))
+			}
 			p.ids[l] = append(p.ids[l], id)
 			p.vecs[l] = append(p.vecs[l], x...)
 		}
@@ -207,28 +241,36 @@ func (ls *lists) sortList(l, dim int) {
 		copy(nvecs[i*dim:], ls.vecs[l][o*dim:(o+1)*dim])
 	}
 	ls.ids[l], ls.vecs[l] = nids, nvecs
+	if ls.codes != nil {
+		m := len(ls.codes[l]) / max(len(ids), 1)
+		ncodes := make([]byte, len(ls.codes[l]))
+		for i, o := range order {
+			copy(ncodes[i*m:], ls.codes[l][o*m:(o+1)*m])
+		}
+		ls.codes[l] = ncodes
+	}
 }
 
 // putParallelism bounds concurrent puts of an index's objects.
 const putParallelism = 8
 
-// write stores the centroids and lists, then the descriptor naming them,
-// covering every fragment of c's snapshot.
-func write(ctx context.Context, store storage.Store, c *column, m Metric, cents []float32, ls *lists, base string, unchanged map[int]string) (*Info, error) {
-	d := &vindex.Descriptor{Version: c.sc.Version(), Column: c.col.Name, UID: c.col.UID, Metric: string(m),
-		Type: "ivf-flat", Dim: c.dim, DType: c.col.DType.String(), Base: base, Time: time.Now().UTC()}
-	for k, f := range c.sc.Fragments() {
-		digest, err := c.sc.ColumnChunks(ctx, k, c.col.UID)
-		if err != nil {
-			return nil, err
-		}
-		d.Covered = append(d.Covered, vindex.Covered{Key: f.Key, IDStart: f.IDStart, Extensions: f.Extensions, Chunks: digest})
+// write stores the centroids (and for ivf-pq the codebook) and lists,
+// then the descriptor naming them, covering every fragment of c's
+// snapshot. p is nil for ivf-flat.
+func write(ctx context.Context, store storage.Store, c *column, m Metric, cents []float32, p *pq, ls *lists, base string, unchanged map[int]string) (*Info, error) {
+	d, err := newDescriptor(ctx, c, m, base)
+	if err != nil {
+		return nil, err
 	}
-	var bytes int64
 	objs := map[string][]byte{}
 	centObj := vindex.EncodeVectors(vindex.KindCentroids, &vindex.Vectors{Dim: c.dim, Data: cents})
 	d.Centroids = vindex.VectorsKey(centObj)
 	objs[d.Centroids] = centObj
+	if p != nil {
+		bookObj := vindex.EncodeVectors(vindex.KindCodebook, &vindex.Vectors{Dim: c.dim, Data: p.book})
+		d.Type, d.M, d.Codebook = vindex.TypePQ, p.m, vindex.VectorsKey(bookObj)
+		objs[d.Codebook] = bookObj
+	}
 	d.Lists = make([]vindex.List, len(ls.ids))
 	for l := range ls.ids {
 		n := len(ls.ids[l])
@@ -240,19 +282,19 @@ func write(ctx context.Context, store storage.Store, c *column, m Metric, cents 
 			d.Lists[l] = vindex.List{Key: key, Rows: n}
 			continue
 		}
-		obj := vindex.EncodeVectors(vindex.KindList, &vindex.Vectors{Dim: c.dim, IDs: ls.ids[l], Data: ls.vecs[l]})
+		var obj []byte
+		if p != nil {
+			obj = vindex.EncodePQList(&vindex.PQList{Dim: c.dim, M: p.m, IDs: ls.ids[l], Codes: ls.codes[l], Data: ls.vecs[l]})
+		} else {
+			obj = vindex.EncodeVectors(vindex.KindList, &vindex.Vectors{Dim: c.dim, IDs: ls.ids[l], Data: ls.vecs[l]})
+		}
 		key := vindex.VectorsKey(obj)
 		d.Lists[l] = vindex.List{Key: key, Rows: n}
 		objs[key] = obj
 	}
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(putParallelism)
-	for key, obj := range objs {
-		bytes += int64(len(obj))
-		g.Go(func() error { return store.Put(gctx, key, obj) })
-	}
-	if err := g.Wait(); err != nil {
-		return nil, fmt.Errorf("write index: %w", err)
+	bytes, err := putAll(ctx, store, objs)
+	if err != nil {
+		return nil, err
 	}
 	obj, err := vindex.EncodeDescriptor(d)
 	if err != nil {
@@ -262,8 +304,44 @@ func write(ctx context.Context, store storage.Store, c *column, m Metric, cents 
 	if err := store.Put(ctx, key, obj); err != nil {
 		return nil, fmt.Errorf("write index: %w", err)
 	}
-	return &Info{Key: key, Version: d.Version, Column: d.Column, Metric: m, Dim: d.Dim, Rows: d.Rows,
-		NList: len(d.Lists), Base: base, Bytes: bytes + int64(len(obj))}, nil
+	return infoOf(key, d, bytes+int64(len(obj))), nil
+}
+
+// infoOf describes a descriptor.
+func infoOf(key string, d *vindex.Descriptor, bytes int64) *Info {
+	return &Info{Key: key, Version: d.Version, Column: d.Column, Metric: Metric(d.Metric), Dim: d.Dim, Rows: d.Rows,
+		NList: len(d.Lists), Type: d.Type, M: d.M, Base: d.Base, Bytes: bytes}
+}
+
+// newDescriptor starts the descriptor of an ivf-flat index of c's
+// snapshot, covering its every fragment.
+func newDescriptor(ctx context.Context, c *column, m Metric, base string) (*vindex.Descriptor, error) {
+	d := &vindex.Descriptor{Version: c.sc.Version(), Column: c.col.Name, UID: c.col.UID, Metric: string(m),
+		Type: vindex.TypeFlat, Dim: c.dim, DType: c.col.DType.String(), Base: base, Time: time.Now().UTC()}
+	for k, f := range c.sc.Fragments() {
+		digest, err := c.sc.ColumnChunks(ctx, k, c.col.UID)
+		if err != nil {
+			return nil, err
+		}
+		d.Covered = append(d.Covered, vindex.Covered{Key: f.Key, IDStart: f.IDStart, Extensions: f.Extensions, Chunks: digest})
+	}
+	return d, nil
+}
+
+// putAll puts the objects, putParallelism at a time, and returns their
+// bytes.
+func putAll(ctx context.Context, store storage.Store, objs map[string][]byte) (int64, error) {
+	var bytes int64
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(putParallelism)
+	for key, obj := range objs {
+		bytes += int64(len(obj))
+		g.Go(func() error { return store.Put(gctx, key, obj) })
+	}
+	if err := g.Wait(); err != nil {
+		return 0, fmt.Errorf("write index: %w", err)
+	}
+	return bytes, nil
 }
 
 // Update writes the index of the handle's version from the index that
@@ -279,7 +357,14 @@ func Update(ctx context.Context, ds *loch.Dataset, column string, m Metric, opts
 	}
 	d := ix.desc
 	if d.Version == ds.Version() {
-		return &Info{Key: ix.key, Version: d.Version, Column: d.Column, Metric: m, Dim: d.Dim, Rows: d.Rows, NList: len(d.Lists), Base: d.Base}, nil
+		return infoOf(ix.key, d, 0), nil
+	}
+	if ix.pqx != nil {
+		info, err := ix.updatePQ(ctx, ds.Store(), opts)
+		if err != nil {
+			return nil, fmt.Errorf("update index of %s column %q: %w", ds.URL(), column, err)
+		}
+		return info, nil
 	}
 	unchanged := map[int]string{}
 	before := make([]int, len(ix.ls.ids))
@@ -290,7 +375,8 @@ func Update(ctx context.Context, ds *loch.Dataset, column string, m Metric, opts
 		}
 	}
 	if ix.nUncov > 0 {
-		if err := ix.c.assign(ctx, m, ix.cents, ix.uncovered, nil, opts.parallelism(), ix.ls); err != nil {
+		q := newQuantizer(m, ix.cents, d.Dim, 0, opts.parallelism())
+		if err := ix.c.assign(ctx, m, q, ix.uncovered, nil, opts.parallelism(), ix.ls); err != nil {
 			return nil, fmt.Errorf("update index of %s column %q: %w", ds.URL(), column, err)
 		}
 	}
@@ -299,7 +385,7 @@ func Update(ctx context.Context, ds *loch.Dataset, column string, m Metric, opts
 			delete(unchanged, l)
 		}
 	}
-	info, err := write(ctx, ds.Store(), ix.c, m, ix.cents, ix.ls, d.Version, unchanged)
+	info, err := write(ctx, ds.Store(), ix.c, m, ix.cents, nil, ix.ls, d.Version, unchanged)
 	if err != nil {
 		return nil, fmt.Errorf("update index of %s column %q: %w", ds.URL(), column, err)
 	}

@@ -1,7 +1,8 @@
 // Package vector is nearest-neighbour search over a dataset's embedding
 // columns: exact search, streaming the column's chunks through the
-// engine's read path (loch.Scan) on all cores, and an IVF-flat index
-// stored in the dataset as versioned objects (docs/format.md §2.8).
+// engine's read path (loch.Scan) on all cores, and IVF indexes stored in
+// the dataset as versioned objects: IVF-flat (docs/format.md §2.8) and
+// IVF-PQ (§2.8.1, BuildOptions.Kind), whose lists stay in storage.
 //
 // # Columns and metrics
 //
@@ -31,9 +32,12 @@
 // version's uncovered rows into the lists without retraining. Search
 // (and a Searcher, which keeps opened indexes between calls) uses the
 // index when one serves the version and exact search otherwise, also when
-// the stored index cannot be read (with a warning). An opened index is
-// held in memory (about the size of the raw float32 vectors); exact
-// search needs a few chunks per goroutine.
+// the stored index cannot be read (with a warning). An opened ivf-flat
+// index is held in memory (about the size of the raw float32 vectors); an
+// ivf-pq index holds its centroids and codebook (and, opened for a later
+// version than its own, a bitmap of the valid rows) and reads the heads of
+// the lists a query probes and the vectors it re-ranks by range, through
+// Options.Cache when set; exact search needs a few chunks per goroutine.
 //
 // # Filters
 //

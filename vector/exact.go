@@ -8,6 +8,7 @@ import (
 	"github.com/viterin/vek/vek32"
 
 	"github.com/lochdata/loch"
+	"github.com/lochdata/loch/chunkcache"
 )
 
 // Options tune a search. The zero value is a plain search on all cores.
@@ -20,6 +21,15 @@ type Options struct {
 	// NProbe is the number of an index's lists a query scans; 0 means the
 	// index's default. Exact search ignores it.
 	NProbe int
+	// Rerank is the number of rows an ivf-pq index ranks by their codes
+	// and then re-ranks by their full vectors (read by range); 0 means
+	// max(400, 40 x k) (bench/RESULTS.md: recall@10 0.80 at 100, 0.99 at
+	// 400 on 1M x 128).
+	Rerank int
+	// Cache, when set, is the chunk cache an ivf-pq index reads its lists
+	// through (ranges of cached objects; a miss fetches the object whole
+	// and caches it); nil reads ranges from the store.
+	Cache chunkcache.Cache
 	// PlainPrefilter makes a filtered index search scan nprobe lists (and
 	// more only until it has k rows) instead of nprobe divided by the
 	// filter's share of the rows (see Index.Search): for measurements.

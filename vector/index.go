@@ -1,13 +1,11 @@
 package vector
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"math"
 	"slices"
 
-	"github.com/viterin/vek/vek32"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/lochdata/loch"
@@ -31,6 +29,7 @@ type Index struct {
 	listKeys  []string    // each list's object key; "" once it lost rows
 	uncovered [][2]int64  // positions of live rows the lists do not hold
 	nUncov    int64
+	pqx       *pqState // an ivf-pq index: ls, xnorm and listKeys are unused
 }
 
 // ErrNoIndex: no stored index covers the version (an ancestor's would
@@ -100,6 +99,9 @@ func Open(ctx context.Context, ds *loch.Dataset, column string, m Metric, opts O
 	if err != nil {
 		return nil, fmt.Errorf("open index of %s column %q: %w", ds.URL(), column, err)
 	}
+	if ix.pqx != nil {
+		ix.pqx.rd.cache = opts.Cache
+	}
 	if err := ix.cover(ctx); err != nil {
 		return nil, fmt.Errorf("open index %s of %s: %w", key, ds.URL(), err)
 	}
@@ -118,6 +120,9 @@ func load(ctx context.Context, store storage.Store, key string, c *column, m Met
 	}
 	if d.Dim != c.dim {
 		return nil, fmt.Errorf("index %s has %d dimensions, column %q has %d: %w", key, d.Dim, c.col.Name, c.dim, loch.ErrCorrupt)
+	}
+	if d.Type == vindex.TypePQ {
+		return loadPQ(ctx, store, key, d, c, m)
 	}
 	ix := &Index{key: key, desc: d, metric: m, c: c, ls: newLists(len(d.Lists)), listKeys: make([]string, len(d.Lists))}
 	g, gctx := errgroup.WithContext(ctx)
@@ -161,69 +166,21 @@ func load(ctx context.Context, store storage.Store, key string, c *column, m Met
 // cover drops the list entries that are not valid in the column's
 // version and finds the positions of the live rows the lists do not hold.
 func (ix *Index) cover(ctx context.Context) error {
-	// A fragment is covered when the descriptor names it as it is, or
-	// names it with other extensions but the same chunks of the column
-	// (an update in place of its other columns).
-	covered := map[string]bool{}
-	chunks := map[string]string{}
-	for _, f := range ix.desc.Covered {
-		covered[loch.Fragment{Key: f.Key, IDStart: f.IDStart, Extensions: f.Extensions}.Ident()] = true
-		if f.Chunks != "" {
-			chunks[loch.Fragment{Key: f.Key, IDStart: f.IDStart}.Ident()] = f.Chunks
-		}
-	}
-	isCovered := func(k int, f loch.Fragment) (bool, error) {
-		if covered[f.Ident()] {
-			return true, nil
-		}
-		want, ok := chunks[loch.Fragment{Key: f.Key, IDStart: f.IDStart}.Ident()]
-		if !ok {
-			return false, nil
-		}
-		got, err := ix.c.sc.ColumnChunks(ctx, k, ix.c.col.UID)
-		return got == want, err
+	if ix.pqx != nil {
+		return ix.coverPQ(ctx)
 	}
 	var inLists []uint64
 	for _, ids := range ix.ls.ids {
 		inLists = append(inLists, ids...)
 	}
 	slices.Sort(inLists)
-	var valid []uint64
-	var rows []loch.RowLoc
-	add := func(lo, hi int64) {
-		if len(ix.uncovered) > 0 && ix.uncovered[len(ix.uncovered)-1][1] == lo {
-			ix.uncovered[len(ix.uncovered)-1][1] = hi
-		} else {
-			ix.uncovered = append(ix.uncovered, [2]int64{lo, hi})
-		}
-		ix.nUncov += hi - lo
+	valid, err := ix.coverWith(ctx, func(id uint64) bool {
+		_, ok := slices.BinarySearch(inLists, id)
+		return ok
+	})
+	if err != nil {
+		return err
 	}
-	sc := ix.c.sc
-	for k, f := range sc.Fragments() {
-		if f.Start == f.End {
-			continue
-		}
-		if ok, err := isCovered(k, f); err != nil {
-			return err
-		} else if !ok {
-			add(f.Start, f.End)
-			continue
-		}
-		for lo := f.Start; lo < f.End; lo += locateBatch {
-			var err error
-			if rows, err = sc.LocateRange(lo, min(lo+locateBatch, f.End), rows[:0]); err != nil {
-				return err
-			}
-			for i, r := range rows {
-				if _, ok := slices.BinarySearch(inLists, r.ID); ok {
-					valid = append(valid, r.ID)
-				} else {
-					add(lo+int64(i), lo+int64(i)+1)
-				}
-			}
-		}
-	}
-	slices.Sort(valid)
 	dim := ix.c.dim
 	ix.xnorm = make([][]float32, len(ix.ls.ids))
 	for l, ids := range ix.ls.ids {
@@ -246,6 +203,71 @@ func (ix *Index) cover(ctx context.Context) error {
 	return nil
 }
 
+// coverWith returns the ids of the live rows of covered fragments that
+// inLists holds (the valid list entries), sorted, and sets ix.uncovered to
+// the positions of the other live rows.
+func (ix *Index) coverWith(ctx context.Context, inLists func(uint64) bool) ([]uint64, error) {
+	// A fragment is covered when the descriptor names it as it is, or
+	// names it with other extensions but the same chunks of the column
+	// (an update in place of its other columns).
+	covered := map[string]bool{}
+	chunks := map[string]string{}
+	for _, f := range ix.desc.Covered {
+		covered[loch.Fragment{Key: f.Key, IDStart: f.IDStart, Extensions: f.Extensions}.Ident()] = true
+		if f.Chunks != "" {
+			chunks[loch.Fragment{Key: f.Key, IDStart: f.IDStart}.Ident()] = f.Chunks
+		}
+	}
+	isCovered := func(k int, f loch.Fragment) (bool, error) {
+		if covered[f.Ident()] {
+			return true, nil
+		}
+		want, ok := chunks[loch.Fragment{Key: f.Key, IDStart: f.IDStart}.Ident()]
+		if !ok {
+			return false, nil
+		}
+		got, err := ix.c.sc.ColumnChunks(ctx, k, ix.c.col.UID)
+		return got == want, err
+	}
+	var valid []uint64
+	var rows []loch.RowLoc
+	add := func(lo, hi int64) {
+		if len(ix.uncovered) > 0 && ix.uncovered[len(ix.uncovered)-1][1] == lo {
+			ix.uncovered[len(ix.uncovered)-1][1] = hi
+		} else {
+			ix.uncovered = append(ix.uncovered, [2]int64{lo, hi})
+		}
+		ix.nUncov += hi - lo
+	}
+	sc := ix.c.sc
+	for k, f := range sc.Fragments() {
+		if f.Start == f.End {
+			continue
+		}
+		if ok, err := isCovered(k, f); err != nil {
+			return nil, err
+		} else if !ok {
+			add(f.Start, f.End)
+			continue
+		}
+		for lo := f.Start; lo < f.End; lo += locateBatch {
+			var err error
+			if rows, err = sc.LocateRange(lo, min(lo+locateBatch, f.End), rows[:0]); err != nil {
+				return nil, err
+			}
+			for i, r := range rows {
+				if inLists(r.ID) {
+					valid = append(valid, r.ID)
+				} else {
+					add(lo+int64(i), lo+int64(i)+1)
+				}
+			}
+		}
+	}
+	slices.Sort(valid)
+	return valid, nil
+}
+
 // Key is the key of the index's descriptor.
 func (ix *Index) Key() string { return ix.key }
 
@@ -257,12 +279,12 @@ func (ix *Index) Version() string { return ix.desc.Version }
 func (ix *Index) Uncovered() int64 { return ix.nUncov }
 
 // NList is the number of lists.
-func (ix *Index) NList() int { return len(ix.ls.ids) }
+func (ix *Index) NList() int { return len(ix.desc.Lists) }
 
 // DefaultNProbe is the number of lists a query scans unless told:
-// NList/8, at least 16 (bench/RESULTS.md: at 1M x 128, 125 of 1,000
-// lists, under 4 ms a query on 2 cores; recall@10 1.00 on a mixture of
-// 1,000 components, 0.90 on one of 10,000).
+// NList/8, at least 16 (bench/history/2026-11-29-issue-37.md: at 1M x
+// 128, 125 of 1,000 lists, under 4 ms a query on 2 cores; recall@10 1.00
+// on a mixture of 1,000 components, 0.90 on one of 10,000).
 func (ix *Index) DefaultNProbe() int { return min(ix.NList(), max(16, ix.NList()/8)) }
 
 // Search returns, for each query vector, the k nearest rows of the
@@ -276,7 +298,7 @@ func (ix *Index) DefaultNProbe() int { return min(ix.NList(), max(16, ix.NList()
 // found: never a short answer. When nprobe/s reaches the number of lists
 // (a share under nprobe/nlist, 6% with the defaults) every list is
 // scanned and the answer is exact. Plain pre-filtering with nprobe lists
-// loses recall as the filter narrows (bench/RESULTS.md).
+// loses recall as the filter narrows (bench/history/2026-11-29-issue-37.md).
 func (ix *Index) Search(ctx context.Context, queries [][]float32, k int, opts Options) ([][]Hit, error) {
 	if err := checkK(k); err != nil {
 		return nil, err
@@ -298,22 +320,12 @@ func (ix *Index) Search(ctx context.Context, queries [][]float32, k int, opts Op
 	qs := prepareAll(ix.metric, queries)
 	par := opts.parallelism()
 	tops := newTops(par, len(qs), k)
-	if len(qs) >= par {
-		// A batch: one goroutine per share of the queries.
-		parallelFor(len(qs), par, func(_, lo, hi int) {
-			for j := lo; j < hi; j++ {
-				ix.searchLists(&qs[j], []*topK{tops[0][j]}, nprobe, opts.Allow)
-			}
-		})
-	} else {
-		// Fewer queries than cores: each query's lists are shared out.
-		for j := range qs {
-			ts := make([]*topK, par)
-			for w := range ts {
-				ts[w] = tops[w][j]
-			}
-			ix.searchLists(&qs[j], ts, nprobe, opts.Allow)
+	if ix.pqx != nil {
+		if err := ix.searchPQ(ctx, qs, tops[0], nprobe, opts); err != nil {
+			return nil, fmt.Errorf("vector search of %s column %q: %w", c.sc.URL(), c.col.Name, err)
 		}
+	} else {
+		ix.searchFlat(qs, tops, nprobe, opts.Allow)
 	}
 	if len(ix.uncovered) > 0 {
 		err := c.each(ctx, ix.uncovered, opts.Allow.keep(), par, func(w int, b batch) error {
@@ -327,68 +339,18 @@ func (ix *Index) Search(ctx context.Context, queries [][]float32, k int, opts Op
 	return mergeTops(tops), nil
 }
 
-// searchLists ranks the centroids and scans the nprobe nearest lists,
-// shared out among len(ts) goroutines, each adding to its own top k. With
-// a filter, lists after the nprobe nearest are scanned, nearest first,
-// until the tops hold k allowed rows between them or no list is left.
-func (ix *Index) searchLists(q *query, ts []*topK, nprobe int, allow *RowSet) {
-	dim := ix.c.dim
-	type cand struct {
-		l int
-		d float32
-	}
-	cs := make([]cand, len(ix.cnorm))
-	for l := range cs {
-		cs[l] = cand{l, distance(ix.metric, q, ix.cents[l*dim:(l+1)*dim], ix.cnorm[l])}
-	}
-	slices.SortFunc(cs, func(a, b cand) int { return cmp.Compare(a.d, b.d) })
-	if len(ts) == 1 {
-		for _, cn := range cs[:nprobe] {
-			ix.scanList(q, ts[0], cn.l, allow)
+// listDistance is the metric's distance from a list's vector x (unit
+// length or zero for cosine) to a prepared query, given their dot product
+// and |x|^2 (unused for dot).
+func listDistance(m Metric, q *query, dot, xx float32) float32 {
+	switch m {
+	case Cosine:
+		if xx == 0 || q.norm == 0 {
+			return 1
 		}
-	} else {
-		parallelFor(nprobe, len(ts), func(w, lo, hi int) {
-			t := ts[w]
-			for p := lo; p < hi; p++ {
-				ix.scanList(q, t, cs[p].l, allow)
-			}
-		})
+		return 1 - dot
+	case L2:
+		return float32(math.Sqrt(float64(max(xx-2*dot+q.norm, 0))))
 	}
-	if allow == nil {
-		return
-	}
-	held := 0
-	for _, t := range ts {
-		held += len(t.h)
-	}
-	for p := nprobe; p < len(cs) && held < ts[0].k; p++ {
-		before := len(ts[0].h)
-		ix.scanList(q, ts[0], cs[p].l, allow)
-		held += len(ts[0].h) - before
-	}
-}
-
-// scanList adds the allowed rows of list l to t.
-func (ix *Index) scanList(q *query, t *topK, l int, allow *RowSet) {
-	dim := ix.c.dim
-	ids, vecs, xnorm := ix.ls.ids[l], ix.ls.vecs[l], ix.xnorm[l]
-	for i, id := range ids {
-		if allow != nil && !allow.Contains(id) {
-			continue
-		}
-		dot := vek32.Dot(vecs[i*dim:(i+1)*dim], q.v)
-		var d float32
-		switch ix.metric {
-		case Cosine: // list vectors are unit length or zero
-			d = 1 - dot
-			if xnorm[i] == 0 || q.norm == 0 {
-				d = 1
-			}
-		case L2:
-			d = float32(math.Sqrt(float64(max(xnorm[i]-2*dot+q.norm, 0))))
-		default:
-			d = -dot
-		}
-		t.add(Hit{RowID: id, Distance: d})
-	}
+	return -dot
 }

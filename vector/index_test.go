@@ -15,8 +15,15 @@ import (
 )
 
 // TestIndexRecall: on clustered data the index's default nprobe finds at
-// least 90% of the exact top 10.
+// least 90% of the exact top 10, for both kinds (ivf-pq with its default
+// re-ranking).
 func TestIndexRecall(t *testing.T) {
+	for _, kind := range []string{KindFlat, KindPQ} {
+		t.Run(kind, func(t *testing.T) { testIndexRecall(t, kind) })
+	}
+}
+
+func testIndexRecall(t *testing.T, kind string) {
 	seed := testseed.Seed(t)
 	ctx := context.Background()
 	mx := newMixture(seed, 32, 40, 1.0)
@@ -28,8 +35,9 @@ func TestIndexRecall(t *testing.T) {
 	m.append(vs)
 	m.commit("rows")
 	for _, metric := range []Metric{Cosine, L2, Dot} {
-		info, err := Build(ctx, m.ds, "embedding", BuildOptions{Metric: metric, Seed: seed})
+		info, err := Build(ctx, m.ds, "embedding", BuildOptions{Metric: metric, Seed: seed, Kind: kind})
 		require.NoError(t, err)
+		require.Equal(t, kind, info.Type)
 		require.Equal(t, int64(6000), info.Rows)
 		require.Equal(t, 77, info.NList) // round(sqrt(6000))
 		ix, err := Open(ctx, m.ds, "embedding", metric, Options{})
@@ -54,6 +62,12 @@ func TestIndexRecall(t *testing.T) {
 // are searched correctly before and after Update; with every list probed
 // the index search is exact.
 func TestIndexVersions(t *testing.T) {
+	for _, kind := range []string{KindFlat, KindPQ} {
+		t.Run(kind, func(t *testing.T) { testIndexVersions(t, kind) })
+	}
+}
+
+func testIndexVersions(t *testing.T, kind string) {
 	seed := testseed.Seed(t)
 	ctx := context.Background()
 	mx := newMixture(seed, 8, 10, 0.5)
@@ -64,7 +78,7 @@ func TestIndexVersions(t *testing.T) {
 	}
 	m.append(vs[:1000])
 	v1 := m.commit("first")
-	_, err := Build(ctx, m.ds, "embedding", BuildOptions{Metric: L2, Seed: seed, NList: 20})
+	_, err := Build(ctx, m.ds, "embedding", BuildOptions{Metric: L2, Seed: seed, NList: 20, Kind: kind, M: 4})
 	require.NoError(t, err)
 
 	m.append(vs[1000:])
@@ -79,7 +93,7 @@ func TestIndexVersions(t *testing.T) {
 		ix, err := Open(ctx, m.ds, "embedding", L2, Options{})
 		require.NoError(t, err)
 		require.Equal(t, wantUncovered, ix.Uncovered(), stage)
-		all, err := ix.Search(ctx, queries, 25, Options{NProbe: ix.NList()})
+		all, err := ix.Search(ctx, queries, 25, Options{NProbe: ix.NList(), Rerank: 1 << 30})
 		require.NoError(t, err)
 		def, err := ix.Search(ctx, queries, 25, Options{})
 		require.NoError(t, err)
@@ -123,6 +137,12 @@ func TestIndexVersions(t *testing.T) {
 // filter is narrow enough that nprobe/share covers every list; it is
 // never short.
 func TestFilteredSearch(t *testing.T) {
+	for _, kind := range []string{KindFlat, KindPQ} {
+		t.Run(kind, func(t *testing.T) { testFilteredSearch(t, kind) })
+	}
+}
+
+func testFilteredSearch(t *testing.T, kind string) {
 	seed := testseed.Seed(t)
 	ctx := context.Background()
 	mx := newMixture(seed, 16, 20, 0.5)
@@ -133,7 +153,7 @@ func TestFilteredSearch(t *testing.T) {
 	}
 	m.append(vs)
 	m.commit("rows")
-	_, err := Build(ctx, m.ds, "embedding", BuildOptions{Metric: Cosine, Seed: seed})
+	_, err := Build(ctx, m.ds, "embedding", BuildOptions{Metric: Cosine, Seed: seed, Kind: kind})
 	require.NoError(t, err)
 	ix, err := Open(ctx, m.ds, "embedding", Cosine, Options{})
 	require.NoError(t, err)
@@ -151,9 +171,10 @@ func TestFilteredSearch(t *testing.T) {
 		}
 		allow := NewRowSet(ids)
 		k := 10
-		all, err := ix.Search(ctx, queries, k, Options{Allow: allow, NProbe: ix.NList()})
+		exact := 1 << 30 // every candidate re-ranked (ivf-pq)
+		all, err := ix.Search(ctx, queries, k, Options{Allow: allow, NProbe: ix.NList(), Rerank: exact})
 		require.NoError(t, err)
-		def, err := ix.Search(ctx, queries, k, Options{Allow: allow})
+		def, err := ix.Search(ctx, queries, k, Options{Allow: allow, Rerank: exact})
 		require.NoError(t, err)
 		for i, q := range queries {
 			want := m.brute(Cosine, q, k, allow.Contains)
@@ -172,6 +193,12 @@ func TestFilteredSearch(t *testing.T) {
 // TestCorruptIndexFallsBack: a damaged list object makes Search exact,
 // with a warning naming the object; Update fails naming it.
 func TestCorruptIndexFallsBack(t *testing.T) {
+	for _, kind := range []string{KindFlat, KindPQ} {
+		t.Run(kind, func(t *testing.T) { testCorruptIndexFallsBack(t, kind) })
+	}
+}
+
+func testCorruptIndexFallsBack(t *testing.T, kind string) {
 	ctx := context.Background()
 	mx := newMixture(1, 8, 4, 0.5)
 	m := newModel(t, filepath.Join(t.TempDir(), "ds"), 8, schema.Float32)
@@ -181,7 +208,7 @@ func TestCorruptIndexFallsBack(t *testing.T) {
 	}
 	m.append(vs)
 	m.commit("rows")
-	info, err := Build(ctx, m.ds, "embedding", BuildOptions{Metric: L2, NList: 4})
+	info, err := Build(ctx, m.ds, "embedding", BuildOptions{Metric: L2, NList: 4, Kind: kind})
 	require.NoError(t, err)
 	obj, err := m.ds.Store().Get(ctx, info.Key)
 	require.NoError(t, err)
@@ -204,6 +231,11 @@ func TestCorruptIndexFallsBack(t *testing.T) {
 	require.Contains(t, res.Warnings[0], victim)
 	m.requireSameHits(L2, q[0], m.brute(L2, q[0], 5, nil), res.Hits[0], "fallback")
 
+	if kind == KindPQ {
+		// An ivf-pq index reads its lists only when the update changes them.
+		m.delete(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19)
+		m.commit("deletes")
+	}
 	_, err = Update(ctx, m.ds, "embedding", L2, Options{})
 	require.ErrorIs(t, err, loch.ErrCorrupt)
 	require.ErrorContains(t, err, victim)

@@ -57,9 +57,16 @@ func normalize(vs []float32, dim int) {
 	}
 }
 
+// exactIters is the number of k-means iterations that compare every
+// point with every centroid (see kmeans).
+const exactIters = 3
+
 // kmeans runs Lloyd's algorithm on the sample (n x dim, normalized for
 // cosine) and returns nlist centroids. Initial centroids are distinct
-// random sample points; an empty cell takes a random point.
+// random sample points; an empty cell takes a random point. From
+// groupedAbove centroids, the iterations after the first exactIters
+// assign through a quantizer of the centroids so far: by then few points
+// change cells.
 func kmeans(m Metric, sample []float32, dim, nlist, iters int, seed uint64, parallelism int) []float32 {
 	n := len(sample) / dim
 	r := rand.New(rand.NewPCG(seed, 0x6b6d65616e73))
@@ -70,13 +77,14 @@ func kmeans(m Metric, sample []float32, dim, nlist, iters int, seed uint64, para
 	am := assignMetric(m)
 	assign := make([]int, n)
 	xnorm := norms(sample, dim)
-	for range iters {
-		cnorm := norms(cents, dim)
-		parallelFor(n, parallelism, func(_, lo, hi int) {
-			for i := lo; i < hi; i++ {
-				assign[i] = nearestCentroid(am, cents, cnorm, dim, sample[i*dim:(i+1)*dim], xnorm[i])
+	for it := range iters {
+		if nlist >= groupedAbove && it >= exactIters {
+			for _, a := range newQuantizer(m, cents, dim, seed+uint64(it), parallelism).assignAll(sample, parallelism) {
+				assign[a.row] = int(a.l)
 			}
-		})
+		} else {
+			assignStep(am, sample, cents, dim, xnorm, assign, parallelism)
+		}
 		sum := make([]float32, nlist*dim)
 		cnt := make([]int, nlist)
 		for i, a := range assign {
@@ -115,4 +123,57 @@ func parallelFor(n, parallelism int, fn func(w, lo, hi int)) {
 		}()
 	}
 	wg.Wait()
+}
+
+// assignStep sets assign[i] to the centroid nearest to sample row i (by
+// am, xnorm the rows' squared norms). In few dimensions (a product
+// quantizer's subspaces) a row is compared with every centroid at once,
+// the centroids transposed, in vector operations as wide as the number of
+// centroids.
+func assignStep(am Metric, sample, cents []float32, dim int, xnorm []float32, assign []int, par int) {
+	cnorm := norms(cents, dim)
+	k := len(cnorm)
+	if k < 32 {
+		parallelFor(len(assign), par, func(_, lo, hi int) {
+			for i := lo; i < hi; i++ {
+				assign[i] = nearestCentroid(am, cents, cnorm, dim, sample[i*dim:(i+1)*dim], xnorm[i])
+			}
+		})
+		return
+	}
+	if dim > 16 {
+		out := make([]int32, len(assign))
+		ct := newCentroidsT(am, cents, dim)
+		parallelFor(len(assign), par, func(_, lo, hi int) {
+			ct.nearestAll(sample[lo*dim:hi*dim], out[lo:hi], nil)
+		})
+		for i, a := range out {
+			assign[i] = int(a)
+		}
+		return
+	}
+	ct := make([]float32, dim*k)
+	for c := range k {
+		for j := range dim {
+			ct[j*k+c] = cents[c*dim+j]
+		}
+	}
+	parallelFor(len(assign), par, func(_, lo, hi int) {
+		acc, tmp := make([]float32, k), make([]float32, k)
+		for i := lo; i < hi; i++ {
+			x := sample[i*dim : (i+1)*dim]
+			vek32.MulNumber_Into(acc, ct[:k], x[0])
+			for j := 1; j < dim; j++ {
+				vek32.MulNumber_Into(tmp, ct[j*k:(j+1)*k], x[j])
+				vek32.Add_Inplace(acc, tmp)
+			}
+			if am == Cosine {
+				assign[i] = vek32.ArgMax(acc)
+				continue
+			}
+			vek32.MulNumber_Inplace(acc, -2)
+			vek32.Add_Inplace(acc, cnorm)
+			assign[i] = vek32.ArgMin(acc)
+		}
+	})
 }

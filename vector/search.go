@@ -41,11 +41,15 @@ func (s *Searcher) Search(ctx context.Context, column string, m Metric, queries 
 	}
 	res := &Result{}
 	ix, err := s.index(ctx, column, m, opts)
+	if err == nil {
+		// An ivf-pq index reads its lists as it searches: a list found
+		// missing or corrupt then is a fallback as at open.
+		if res.Hits, err = ix.Search(ctx, queries, k, opts); err == nil {
+			res.Index = ix.Key()
+			return res, nil
+		}
+	}
 	switch {
-	case err == nil:
-		res.Index = ix.Key()
-		res.Hits, err = ix.Search(ctx, queries, k, opts)
-		return res, err
 	case errors.Is(err, ErrNoIndex):
 	case errors.Is(err, loch.ErrCorrupt) || errors.Is(err, loch.ErrNotFound):
 		res.Warnings = append(res.Warnings, fmt.Sprintf("vector index unusable, searched exactly: %v", err))

@@ -1,9 +1,6 @@
 package vector
 
-import (
-	"container/heap"
-	"slices"
-)
+import "slices"
 
 // Hit is one result: a row and its distance to the query.
 type Hit struct {
@@ -25,24 +22,41 @@ type topK struct {
 	h []Hit
 }
 
-func (t *topK) Len() int           { return len(t.h) }
-func (t *topK) Less(i, j int) bool { return before(t.h[j], t.h[i]) }
-func (t *topK) Swap(i, j int)      { t.h[i], t.h[j] = t.h[j], t.h[i] }
-func (t *topK) Push(x any)         { t.h = append(t.h, x.(Hit)) }
-func (t *topK) Pop() any           { x := t.h[len(t.h)-1]; t.h = t.h[:len(t.h)-1]; return x }
-
-// worst is the distance a hit must beat (at equal distance, by id) to
-// enter; ok is false while fewer than k are held.
-func (t *topK) full() bool { return len(t.h) >= t.k }
-
+// add offers x: it enters when fewer than k are held or it comes before
+// the worst held (the heap's root), which it then replaces. No allocation
+// once k are held.
 func (t *topK) add(x Hit) {
-	if len(t.h) < t.k {
-		heap.Push(t, x)
+	h := t.h
+	if len(h) < t.k {
+		h = append(h, x)
+		for j := len(h) - 1; j > 0; {
+			p := (j - 1) / 2
+			if !before(h[p], h[j]) {
+				break
+			}
+			h[p], h[j] = h[j], h[p]
+			j = p
+		}
+		t.h = h
 		return
 	}
-	if before(x, t.h[0]) {
-		t.h[0] = x
-		heap.Fix(t, 0)
+	if !before(x, h[0]) {
+		return
+	}
+	h[0] = x
+	for j := 0; ; {
+		a := 2*j + 1
+		if a >= len(h) {
+			break
+		}
+		if b := a + 1; b < len(h) && before(h[a], h[b]) {
+			a = b
+		}
+		if !before(h[j], h[a]) {
+			break
+		}
+		h[j], h[a] = h[a], h[j]
+		j = a
 	}
 }
 

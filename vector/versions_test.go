@@ -20,17 +20,20 @@ func TestMain(m *testing.M) {
 }
 
 // TestIndexLifecycle: an index survives branch, tag, merge and gc as
-// docs/format.md §2.8 says, on local disk and on MinIO.
+// docs/format.md §2.8 says, on local disk and on MinIO, for both kinds
+// (an ivf-pq index reads its lists by range from either).
 func TestIndexLifecycle(t *testing.T) {
 	for name, url := range map[string]func(t *testing.T) string{
 		"local": func(t *testing.T) string { return filepath.Join(t.TempDir(), "ds") },
 		"s3":    func(t *testing.T) string { return testserver.MinIO(t).URL },
 	} {
-		t.Run(name, func(t *testing.T) { lifecycle(t, url(t)) })
+		for _, kind := range []string{KindFlat, KindPQ} {
+			t.Run(name+"/"+kind, func(t *testing.T) { lifecycle(t, url(t), kind) })
+		}
 	}
 }
 
-func lifecycle(t *testing.T, url string) {
+func lifecycle(t *testing.T, url, kind string) {
 	ctx := context.Background()
 	mx := newMixture(3, 8, 6, 0.5)
 	m := newModel(t, url, 8, schema.Float32)
@@ -43,7 +46,7 @@ func lifecycle(t *testing.T, url string) {
 	}
 	m.append(draw(400))
 	v1 := m.commit("v1")
-	i1, err := Build(ctx, m.ds, "embedding", BuildOptions{Metric: L2, NList: 8})
+	i1, err := Build(ctx, m.ds, "embedding", BuildOptions{Metric: L2, NList: 8, Kind: kind})
 	require.NoError(t, err)
 	_, err = m.ds.CreateTag(ctx, "t1", v1)
 	require.NoError(t, err)
@@ -84,7 +87,7 @@ func lifecycle(t *testing.T, url string) {
 	require.Equal(t, i2.Key, ix.Key())
 	require.Equal(t, int64(50), ix.Uncovered())
 	q := extra[11]
-	hits, err := ix.Search(ctx, [][]float32{q}, 5, Options{NProbe: ix.NList()})
+	hits, err := ix.Search(ctx, [][]float32{q}, 5, Options{NProbe: ix.NList(), Rerank: 1 << 30})
 	require.NoError(t, err)
 	require.Zero(t, hits[0][0].Distance)
 	require.Len(t, hits[0], 5)

@@ -74,7 +74,7 @@ func printIndexInfo(cmd *cobra.Command, info *vector.Info, asJSON bool, verb str
 	if asJSON {
 		return printJSON(w, info)
 	}
-	fmt.Fprintf(w, "%s %s: %d rows of %q (%d dimensions, %s) in %d lists, %s written\n", verb, info.Key, info.Rows, info.Column, info.Dim, info.Metric, info.NList, humanize.IBytes(uint64(info.Bytes)))
+	fmt.Fprintf(w, "%s %s: %d rows of %q (%d dimensions, %s) in %d lists, %s, %s written\n", verb, info.Key, info.Rows, info.Column, info.Dim, info.Metric, info.NList, info.Type, humanize.IBytes(uint64(info.Bytes)))
 	return nil
 }
 
@@ -84,6 +84,7 @@ func newIndexCreateCmd() *cobra.Command {
 		idx    indexFlags
 		opts   vector.BuildOptions
 		asJSON bool
+		text   bool
 	)
 	cmd := &cobra.Command{
 		Use:   "create URL --column C",
@@ -96,12 +97,18 @@ the same version, column and metric replaces the index.`,
   loch index create ./pets --column embedding --metric l2 --nlist 1024`,
 		Args: exactArgs("URL"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if text {
+				return runIndexCreateFTS(cmd.Context(), cmd, ftsOpts{url: args[0], refs: &refs, column: idx.column, asJSON: asJSON})
+			}
 			m, err := idx.parse()
 			if err != nil {
 				return err
 			}
-			if opts.NList < 0 || opts.Sample < 0 || opts.Iterations < 0 {
-				return usagef("--nlist, --sample and --iterations must not be negative")
+			if opts.NList < 0 || opts.Sample < 0 || opts.Iterations < 0 || opts.M < 0 {
+				return usagef("--nlist, --sample, --iterations and --m must not be negative")
+			}
+			if _, err := vector.ParseKind(opts.Kind); err != nil {
+				return usagef("--kind %q: want ivf-flat or ivf-pq", opts.Kind)
 			}
 			opts.Metric = m
 			d, err := openDataset(cmd.Context(), args[0], &refs)
@@ -120,7 +127,10 @@ the same version, column and metric replaces the index.`,
 	cmd.Flags().IntVar(&opts.NList, "nlist", 0, "number of lists (default: the square root of the rows)")
 	cmd.Flags().IntVar(&opts.Sample, "sample", 0, "rows k-means trains on (default: max(64 x nlist, 50000))")
 	cmd.Flags().IntVar(&opts.Iterations, "iterations", 0, "k-means iterations (default 10)")
+	cmd.Flags().StringVar(&opts.Kind, "kind", "ivf-flat", "index kind: ivf-flat (vectors in memory when searched) or ivf-pq (PQ codes, lists read by range)")
+	cmd.Flags().IntVar(&opts.M, "m", 0, "ivf-pq subquantizers, a divisor of the dimension (default: dimension / 8)")
 	cmd.Flags().Uint64Var(&opts.Seed, "seed", 0, "seed of the training sample and initial centroids")
+	cmd.Flags().BoolVar(&text, "fts", false, "build a full-text (BM25) index of a text or json column instead")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
 	refs.add(cmd, "index")
 	return cmd
@@ -132,6 +142,7 @@ func newIndexUpdateCmd() *cobra.Command {
 		idx    indexFlags
 		asJSON bool
 	)
+	var text bool
 	cmd := &cobra.Command{
 		Use:   "update URL --column C",
 		Short: "Fold the rows changed since the index was built into a new index",
@@ -144,6 +155,9 @@ gives better recall.`,
 		Example: `  loch index update ./pets --column embedding`,
 		Args:    exactArgs("URL"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if text {
+				return runIndexUpdateFTS(cmd.Context(), cmd, ftsOpts{url: args[0], refs: &refs, column: idx.column, asJSON: asJSON})
+			}
 			m, d, err := idx.open(cmd, args[0], &refs)
 			if err != nil {
 				return err
@@ -157,6 +171,7 @@ gives better recall.`,
 		},
 	}
 	idx.add(cmd)
+	cmd.Flags().BoolVar(&text, "fts", false, "update the full-text (BM25) index of a text or json column instead")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
 	refs.add(cmd, "index")
 	return cmd
@@ -167,6 +182,7 @@ func newIndexDropCmd() *cobra.Command {
 		refs refFlags
 		idx  indexFlags
 	)
+	var text bool
 	cmd := &cobra.Command{
 		Use:   "drop URL --column C",
 		Short: "Delete the index of an embedding column at a version",
@@ -174,6 +190,9 @@ func newIndexDropCmd() *cobra.Command {
 ancestor's); gc then collects the objects no other index shares.`,
 		Args: exactArgs("URL"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if text {
+				return runIndexDropFTS(cmd.Context(), cmd, ftsOpts{url: args[0], refs: &refs, column: idx.column})
+			}
 			m, d, err := idx.open(cmd, args[0], &refs)
 			if err != nil {
 				return err
@@ -196,6 +215,7 @@ ancestor's); gc then collects the objects no other index shares.`,
 		},
 	}
 	idx.add(cmd)
+	cmd.Flags().BoolVar(&text, "fts", false, "drop the full-text index of a text or json column instead")
 	refs.add(cmd, "drop the index of")
 	return cmd
 }
@@ -220,6 +240,7 @@ type searchOptions struct {
 	idx            indexFlags
 	vecFile, where string
 	k, nprobe      int
+	rerank         int
 	exact, asJSON  bool
 }
 
@@ -252,15 +273,15 @@ inner product (smaller is nearer in all three).`,
 		},
 	}
 	o.idx.add(cmd)
-	cmd.Flags().StringVar(&o.vecFile, "vector", "", "a .npy file of one query vector [d] or a batch [n, d] (required)")
-	_ = cmd.MarkFlagRequired("vector")
+	cmd.Flags().StringVar(&o.vecFile, "vector", "", "a .npy file of one query vector [d] or a batch [n, d]")
 	cmd.Flags().IntVarP(&o.k, "k", "k", 10, "number of nearest rows per query vector")
 	cmd.Flags().StringVar(&o.where, "where", "", "keep only rows passing this SQL condition over the table ds")
 	cmd.Flags().IntVar(&o.nprobe, "nprobe", 0, "lists of the index each query scans (default: nlist/16, at least 8)")
+	cmd.Flags().IntVar(&o.rerank, "rerank", 0, "rows an ivf-pq index re-ranks by their full vectors (default: max(400, 40 x k))")
 	cmd.Flags().BoolVar(&o.exact, "exact", false, "compare every row; do not use an index")
 	cmd.Flags().BoolVar(&o.asJSON, "json", false, "print one JSON object")
 	o.refs.add(cmd, "search")
-	return cmd
+	return withTextSearch(cmd, &o.refs, &o.idx, &o.where, &o.k, &o.asJSON)
 }
 
 // runSearch searches the dataset at o.url for the rows nearest to the
@@ -282,7 +303,7 @@ func runSearch(ctx context.Context, o *searchOptions) error {
 		return err
 	}
 	defer d.Close()
-	opts := vector.Options{NProbe: o.nprobe}
+	opts := vector.Options{NProbe: o.nprobe, Rerank: o.rerank}
 	if o.where != "" {
 		ids, err := query.Filter(ctx, d, o.where, query.Options{})
 		if err != nil {

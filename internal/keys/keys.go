@@ -54,6 +54,7 @@ const (
 	Vectors // a vector index's centroids or list, vectors/<hash> (format 1.5)
 	Lease   // a writer's lease, _loch/leases/<id> (format 1.9)
 	Expired // the marker of a commit collected by retention, _loch/expired/<commit id> (format 1.9)
+	Text    // a full-text index's segment, fts/<hash> (format 1.11)
 )
 
 // Fixed keys and the prefix of the log.
@@ -89,10 +90,10 @@ const IDLen = 32
 
 var dirs = [...]string{Commit: "commits", Manifest: "manifests", Fragment: "fragments",
 	Extension: "extensions", Deletion: "deletions", Chunk: "chunks", Selection: "selections",
-	Index: "indexes", Vectors: "vectors"}
+	Index: "indexes", Vectors: "vectors", Text: "fts"}
 
 // Hashed lists the kinds named by an id, in the order gc deletes them.
-var Hashed = []Kind{Selection, Index, Commit, Manifest, Fragment, Extension, Deletion, Chunk, Vectors}
+var Hashed = []Kind{Selection, Index, Commit, Manifest, Fragment, Extension, Deletion, Chunk, Vectors, Text}
 
 // ContentAddressed reports whether an object of kind k is named by its
 // content hash (docs/format.md §1): every hashed kind but Index, whose id

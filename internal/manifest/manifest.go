@@ -25,11 +25,13 @@ import (
 // (minorOf), a staged write's description (6, docs/format.md §7), a
 // media chunk (7, §3.2), a dictionary chunk (8, §3.3) or a compaction
 // commit (9, §8: no new object, the newest behaviour a reader may meet)
-// or a fragment's chunk header checksums (10, §2.5 `hcrc`).
+// or a fragment's chunk header checksums (10, §2.5 `hcrc`), a full-text
+// index (11, §2.9), a quantized vector index (12, §2.8.1) or a column's key
+// and serial declarations (13, §2.4).
 const (
 	Major  = 1
 	Minor  = 1
-	Newest = 10
+	Newest = 13
 )
 
 // Magic starts every metadata object.

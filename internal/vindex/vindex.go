@@ -62,8 +62,12 @@ type Descriptor struct {
 	Covered   []Covered `json:"covered"`
 	Centroids string    `json:"centroids"`
 	Lists     []List    `json:"lists"`
-	Base      string    `json:"base,omitempty"`
-	Time      time.Time `json:"time"`
+	// Codebook and M (format 1.12, type "ivf-pq" only): the product
+	// quantizer's codebook object and its number of subquantizers.
+	Codebook string    `json:"codebook,omitempty"`
+	M        int       `json:"m,omitempty"`
+	Base     string    `json:"base,omitempty"`
+	Time     time.Time `json:"time"`
 }
 
 // VectorsKey is the key of a vectors object with the given content.
@@ -112,10 +116,16 @@ func (d *Descriptor) check(version string, uid int, metric string) error {
 	switch {
 	case d.Version != version || d.UID != uid || d.Metric != metric:
 		return corruptf("descriptor names version %s, column uid %d, metric %q; its key names %s, %d, %q", d.Version, d.UID, d.Metric, version, uid, metric)
-	case d.Type != "ivf-flat":
-		return corruptf("index type %q, want \"ivf-flat\"", d.Type)
+	case d.Type != TypeFlat && d.Type != TypePQ:
+		return corruptf("index type %q, want %q or %q", d.Type, TypeFlat, TypePQ)
 	case d.Dim < 1 || d.Dim > maxDim:
 		return corruptf("dim %d, want 1 to %d", d.Dim, maxDim)
+	case d.Type == TypePQ && (d.M < 1 || d.M > d.Dim || d.Dim%d.M != 0):
+		return corruptf("m %d: want a divisor of dim %d", d.M, d.Dim)
+	case d.Type == TypePQ && !isVectorsKey(d.Codebook):
+		return corruptf("codebook key %q is not a vectors object", d.Codebook)
+	case d.Type == TypeFlat && (d.M != 0 || d.Codebook != ""):
+		return corruptf("an ivf-flat index with m %d and codebook %q", d.M, d.Codebook)
 	case !isVectorsKey(d.Centroids):
 		return corruptf("centroids key %q is not a vectors object", d.Centroids)
 	case len(d.Lists) == 0:
@@ -137,6 +147,9 @@ func (d *Descriptor) check(version string, uid int, metric string) error {
 // Objects returns the keys of the vectors objects the descriptor names.
 func (d *Descriptor) Objects() []string {
 	out := []string{d.Centroids}
+	if d.Codebook != "" {
+		out = append(out, d.Codebook)
+	}
 	for _, l := range d.Lists {
 		if l.Key != "" {
 			out = append(out, l.Key)
@@ -145,11 +158,27 @@ func (d *Descriptor) Objects() []string {
 	return out
 }
 
+// Index types.
+const (
+	TypeFlat = "ivf-flat"
+	TypePQ   = "ivf-pq" // format 1.12
+)
+
 // Vectors object kinds.
 const (
 	KindCentroids byte = 'C'
 	KindList      byte = 'L'
+	KindCodebook  byte = 'B' // format 1.12: laid out as centroids
+	KindPQList    byte = 'P' // format 1.12: see pq.go
 )
+
+// minorOf is the format minor version that defined a vectors kind.
+func minorOf(kind byte) byte {
+	if kind == KindCodebook || kind == KindPQList {
+		return MinorPQ
+	}
+	return Minor
+}
 
 // Magic starts every vectors object.
 const Magic = "LVEC"
@@ -187,7 +216,7 @@ func EncodeVectors(kind byte, v *Vectors) []byte {
 	}
 	out := make([]byte, header, size)
 	copy(out, Magic)
-	out[4], out[5], out[6], out[7] = manifest.Major, Minor, kind, 0
+	out[4], out[5], out[6], out[7] = manifest.Major, minorOf(kind), kind, 0
 	binary.LittleEndian.PutUint32(out[8:], uint32(v.Dim))
 	binary.LittleEndian.PutUint32(out[12:], uint32(n))
 	if kind == KindList {

@@ -133,6 +133,10 @@ func FuzzDecodeVectors(f *testing.F) {
 func FuzzDecodeDescriptor(f *testing.F) {
 	obj, _ := EncodeDescriptor(testDescriptor())
 	f.Add(obj)
+	pq := testDescriptor()
+	pq.Type, pq.M, pq.Codebook = TypePQ, 2, "vectors/"+commit
+	obj, _ = EncodeDescriptor(pq)
+	f.Add(obj)
 	f.Fuzz(func(t *testing.T, obj []byte) {
 		d, err := DecodeDescriptor(keys.MakeIndex(commit, 3, "l2"), obj)
 		if err != nil {

@@ -1,12 +1,13 @@
 """Queries and vector search over a dataset (the part of
 :class:`loch.Dataset` that finds rows): SQL selections (:mod:`loch.query`),
-saved selections, and nearest-neighbour indexes and search
-(:mod:`loch.vector`).
+saved selections, nearest-neighbour indexes and search
+(:mod:`loch.vector`), and full-text indexes and search (:mod:`loch.fts`).
 """
 
 from __future__ import annotations
 
 import json
+import weakref
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -17,6 +18,7 @@ from ._snapshot import enc
 from .errors import InvalidArgument
 
 if TYPE_CHECKING:
+    from .fts import TextIndexInfo, TextSearchResult
     from .query import Selection
     from .vector import IndexInfo, SearchResult
 
@@ -101,43 +103,66 @@ class Search(Reads):
     # Vector search (loch.vector).
 
     def create_index(self, column: str, metric: str = "cosine", *, nlist: int | None = None, sample: int | None = None,
-                     iterations: int | None = None, seed: int = 0) -> IndexInfo:  # fmt: skip
+                     iterations: int | None = None, seed: int = 0, kind: str = "ivf-flat",
+                     m: int | None = None) -> IndexInfo | TextIndexInfo:  # fmt: skip
         """Builds the nearest-neighbour index of an embedding ``column`` (a
         fixed ``[d]`` column of float32, float16 or bfloat16) for
         ``metric`` (``"cosine"``, ``"l2"`` or ``"dot"``) at this handle's
         version, stores it in the dataset and returns its
         :class:`loch.IndexInfo`. The index is IVF-flat: ``nlist`` k-means
         centroids (default: the square root of the rows) trained on
-        ``sample`` rows with ``iterations`` rounds from ``seed``. A tag keeps
+        ``sample`` rows with ``iterations`` rounds from ``seed``;
+        ``kind="ivf-pq"`` keeps ``m`` bytes of product quantization code a
+        row (default dimensions / 8) and reads its lists by range when
+        searched instead of holding them in memory. A tag keeps
         its version's index, branches share their ancestors', ``gc``
         collects the rest::
 
             >>> info = ds.create_index("embedding", metric="cosine")  # doctest: +SKIP
+
+        ``kind="fts"`` builds the full-text (BM25) index of a text or json
+        column instead (:mod:`loch.fts`)::
+
+            >>> info = ds.create_index(column="caption", kind="fts")  # doctest: +SKIP
         """
+        from .fts import text_index_info
         from .vector import check_metric, index_info
 
-        opts = {"metric": check_metric(metric), "nlist": nlist or 0, "sample": sample or 0, "iterations": iterations or 0, "seed": int(seed)}
+        if kind == "fts":
+            return text_index_info(self._read_json("loch_fts_build", column.encode()))
+        if kind == "vector":
+            kind = "ivf-flat"
+        opts = {"metric": check_metric(metric), "nlist": nlist or 0, "sample": sample or 0, "iterations": iterations or 0, "seed": int(seed),
+                "kind": kind, "m": m or 0}  # fmt: skip
         return index_info(self._read_json("loch_vector_build", column.encode(), json.dumps(opts).encode()))
 
-    def update_index(self, column: str, metric: str = "cosine") -> IndexInfo:
+    def update_index(self, column: str, metric: str = "cosine", *, kind: str = "vector") -> IndexInfo | TextIndexInfo:
         """Writes the index of this handle's version from the index of its
         newest indexed ancestor, without retraining: rows deleted or updated
         since leave the lists, rows appended or updated since join their
         nearest centroid's list. Raises :class:`loch.NotFound` when no
-        index serves this version."""
+        index serves this version. ``kind="fts"``: the full-text index."""
+        from .fts import text_index_info
         from .vector import check_metric, index_info
+
+        if kind != "vector":
+            _check_fts_kind(kind)
+            return text_index_info(self._read_json("loch_fts_update", column.encode()))
 
         return index_info(self._read_json("loch_vector_update", column.encode(), check_metric(metric).encode()))
 
-    def search(self, vector: Any, k: int = 10, *, column: str, metric: str = "cosine", where: str | None = None,
-               columns: Sequence[str] = (), nprobe: int | None = None, exact: bool = False) -> SearchResult | list[SearchResult]:  # fmt: skip
+    def search(self, vector: Any = None, k: int = 10, *, column: str, metric: str = "cosine", where: str | None = None,
+               columns: Sequence[str] = (), nprobe: int | None = None, exact: bool = False,
+               rerank: int | None = None, text: str | None = None) -> SearchResult | list[SearchResult] | TextSearchResult:  # fmt: skip
         """The ``k`` rows of this handle's version nearest to ``vector`` in
         the embedding ``column`` by ``metric``: a :class:`loch.SearchResult`
         (row ids, distances, the ``columns`` asked for) for one vector
         ``[d]``, a list of them for a batch ``[n, d]``.
 
         It uses the column's index for ``metric`` when this version or an
-        ancestor has one (scanning ``nprobe`` lists; rows added or changed
+        ancestor has one (scanning ``nprobe`` lists, an ivf-pq index
+        re-ranking ``rerank`` rows by their full vectors, default
+        max(400, 40 k); rows added or changed
         since it was built are searched exactly), else compares every row
         (``exact=True`` always does). ``where`` keeps only the rows that
         pass an SQL condition over the table ``ds`` (run by the ``loch``
@@ -147,23 +172,30 @@ class Search(Reads):
 
             >>> hits = ds.search(np.ones(128), k=5, column="embedding", where="label = 3", columns=["label"])  # doctest: +SKIP
             >>> hits.row_ids, hits.distances, hits.columns["label"]  # doctest: +SKIP
+
+        ``text="..."`` (instead of ``vector``) is a full-text query over a
+        text or json ``column``, answered from its BM25 index
+        (:mod:`loch.fts`): a :class:`loch.fts.TextSearchResult` with
+        ``row_ids`` and ``scores``, best first::
+
+            >>> hits = ds.search(text='"red car" -truck', column="caption", k=10)  # doctest: +SKIP
         """
         from .vector import SearchResult, check_metric, query_matrix
+
+        if text is not None or vector is None:
+            if vector is not None or text is None:
+                raise InvalidArgument("search: give either vector or text")
+            return self._text_search(text, k, column, where, columns)
 
         if k <= 0:
             raise InvalidArgument(f"k = {k}: want k >= 1")
         q, single = query_matrix(vector)
-        for c in columns:
-            if c not in self.schema:
-                raise KeyError(f"no column {c!r} (have {list(self.schema)})")
-        allowed: np.ndarray | None = None
-        if where is not None:
-            allowed = np.ascontiguousarray(self.query(f"SELECT _rowid FROM ds WHERE {where}").row_ids, dtype=np.uint64)
+        allowed = self._hits_allowed(columns, where)
         n, d = q.shape
         ids = np.zeros((n, k), dtype=np.uint64)
         dists = np.zeros((n, k), dtype=np.float32)
         counts = np.zeros(n, dtype=np.int64)
-        opts = {"metric": check_metric(metric), "nprobe": int(nprobe or 0), "exact": bool(exact)}
+        opts = {"metric": check_metric(metric), "nprobe": int(nprobe or 0), "exact": bool(exact), "rerank": int(rerank or 0)}
         here = self._here()
         meta = json.loads(self._read_str(
             "loch_vector_search", column.encode(), json.dumps(opts).encode(), q.ctypes.data, n, d, k,
@@ -174,8 +206,71 @@ class Search(Reads):
         for i in range(n):
             m = int(counts[i])
             r = SearchResult(row_ids=ids[i, :m].copy(), distances=dists[i, :m].copy(), index=meta["index"] or None, warnings=list(meta["warnings"]))
-            if columns:
-                pos = here.positions(r.row_ids).tolist() if m else []
-                r.columns = {c: [ColumnReader(here, c)[p] for p in pos] for c in columns}
+            r.columns = _columns_of(here, r.row_ids, columns)
             out.append(r)
         return out[0] if single else out
+
+    def _text_search(self, text: str, k: int, column: str, where: str | None, columns: Sequence[str]) -> TextSearchResult:
+        """The ``k`` best rows of this version for the full-text query
+        ``text`` in ``column``, among those ``where`` lets through."""
+        from .fts import TextSearchResult
+
+        if k <= 0:
+            raise InvalidArgument(f"k = {k}: want k >= 1")
+        if not isinstance(text, str):
+            raise InvalidArgument(f"text of type {type(text).__name__}: want a str query")
+        allowed = self._hits_allowed(columns, where)
+        here = self._here()
+        self._open_text_index(column)
+        ids = np.zeros(k, dtype=np.uint64)
+        scores = np.zeros(k, dtype=np.float64)
+        count = np.zeros(1, dtype=np.int64)
+        meta = json.loads(self._read_str(
+            "loch_fts_search", column.encode(), text.encode(), k,
+            None if allowed is None or len(allowed) == 0 else allowed.ctypes.data, -1 if allowed is None else len(allowed),
+            ids.ctypes.data, scores.ctypes.data, count.ctypes.data,
+        ))  # fmt: skip
+        m = int(count[0])
+        r = TextSearchResult(row_ids=ids[:m].copy(), scores=scores[:m].copy(), index=meta["index"] or None, warnings=list(meta["warnings"]))
+        r.columns = _columns_of(here, r.row_ids, columns)
+        return r
+
+    def _hits_allowed(self, columns: Sequence[str], where: str | None) -> np.ndarray | None:
+        """Checks that a search's ``columns`` exist and returns the row ids
+        ``where`` lets through (None: every row)."""
+        for c in columns:
+            if c not in self.schema:
+                raise KeyError(f"no column {c!r} (have {list(self.schema)})")
+        if where is None:
+            return None
+        return np.ascontiguousarray(self.query(f"SELECT _rowid FROM ds WHERE {where}").row_ids, dtype=np.uint64)
+
+    def _open_text_index(self, column: str) -> None:
+        """Has the core open the full-text index of ``column`` for this
+        version (interruptible: it may analyse many rows), once per
+        handle, version and column: a search of an open index is short and
+        made without the interruptible call's thread, which costs more than
+        the search."""
+        seen = _opened_text.setdefault(self._reading(), set())
+        if (self.version, column) not in seen:
+            self._read_str("loch_fts_open", column.encode(), interruptible=True)
+            seen.add((self.version, column))
+
+
+def _columns_of(here: Any, row_ids: np.ndarray, columns: Sequence[str]) -> dict[str, list[Any]]:
+    """The values of ``columns`` for a search's hits, one per row id."""
+    if not columns:
+        return {}
+    pos = here.positions(row_ids).tolist() if len(row_ids) else []
+    return {c: [ColumnReader(here, c)[p] for p in pos] for c in columns}
+
+
+# The (version, column) pairs whose full-text index the core keeps open,
+# per reading handle.
+_opened_text: weakref.WeakKeyDictionary[Any, set[tuple[str, str]]] = weakref.WeakKeyDictionary()
+
+
+def _check_fts_kind(kind: str) -> None:
+    """Refuses an index kind other than a vector kind or "fts"."""
+    if kind != "fts":
+        raise InvalidArgument(f"index kind {kind!r}: want 'vector' or 'fts'")

@@ -27,8 +27,9 @@ METRICS = ("cosine", "l2", "dot")
 @dataclass(frozen=True)
 class IndexInfo:
     """A stored index: its key (``indexes/<version>/<uid>.<metric>``), the
-    version it covers, its column, metric, dimensions, rows, lists and the
-    bytes written."""
+    version it covers, its column, metric, dimensions, rows, lists, the
+    bytes written, its ``kind`` (``"ivf-flat"`` or ``"ivf-pq"``) and, for
+    ivf-pq, its ``m`` subquantizers."""
 
     key: str
     version: str
@@ -39,6 +40,8 @@ class IndexInfo:
     nlist: int
     bytes: int
     base: str | None = None
+    kind: str = "ivf-flat"
+    m: int | None = None
 
 
 @dataclass
@@ -72,7 +75,8 @@ def index_info(data: dict[str, Any]) -> IndexInfo:
     """The :class:`IndexInfo` of the core's JSON description."""
     return IndexInfo(key=data["key"], version=data["version"], column=data["column"], metric=data["metric"],
                      dim=int(data["dim"]), rows=int(data["rows"]), nlist=int(data["nlist"]),
-                     bytes=int(data["bytes"]), base=data.get("base") or None)  # fmt: skip
+                     bytes=int(data["bytes"]), base=data.get("base") or None,
+                     kind=data.get("type") or "ivf-flat", m=data.get("m") or None)  # fmt: skip
 
 
 def query_matrix(vector: Any) -> tuple[np.ndarray, bool]:

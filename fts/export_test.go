@@ -1,0 +1,5 @@
+package fts
+
+import "github.com/lochdata/loch"
+
+var errInvalid = loch.ErrInvalidArgument
