@@ -65,10 +65,7 @@ func loch_fts_open(h C.uintptr_t, column *C.char, info **C.char, errOut **C.char
 		if err != nil {
 			return err
 		}
-		if warnings == nil {
-			warnings = []string{}
-		}
-		return setJSON(info, map[string]any{"index": ix.Key(), "warnings": warnings})
+		return setIndexInfo(info, ix.Key(), warnings)
 	})
 }
 
@@ -104,11 +101,7 @@ func loch_fts_search(h C.uintptr_t, column, query *C.char, k C.int64_t, allowed 
 			outIDs[i], outS[i] = hit.RowID, hit.Score
 		}
 		*count = C.int64_t(len(res.Hits))
-		warnings := res.Warnings
-		if warnings == nil {
-			warnings = []string{}
-		}
-		return setJSON(info, map[string]any{"index": res.Index, "warnings": warnings})
+		return setIndexInfo(info, res.Index, res.Warnings)
 	})
 }
 

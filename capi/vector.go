@@ -146,11 +146,7 @@ func loch_vector_search(h C.uintptr_t, column, options *C.char, queries *C.float
 				outIDs[i*int(k)+j], outD[i*int(k)+j] = hit.RowID, hit.Distance
 			}
 		}
-		warnings := res.Warnings
-		if warnings == nil {
-			warnings = []string{}
-		}
-		return setJSON(info, map[string]any{"index": res.Index, "warnings": warnings})
+		return setIndexInfo(info, res.Index, res.Warnings)
 	})
 }
 
