@@ -3,9 +3,6 @@ package fts
 import (
 	"context"
 	"fmt"
-	"runtime"
-
-	"golang.org/x/sync/errgroup"
 
 	"github.com/lochdata/loch"
 	"github.com/lochdata/loch/internal/colscan"
@@ -44,40 +41,27 @@ type unit = colscan.Unit
 // disjoint) whose ids keep accepts (nil: all) on par goroutines into one
 // Builder. Null rows are analysed as empty documents.
 func (c *column) analyze(ctx context.Context, ranges [][2]int64, keep func(uint64) bool, par int) (*ftsindex.Builder, error) {
-	if par <= 0 {
-		par = runtime.GOMAXPROCS(0)
-	}
-	g, gctx := errgroup.WithContext(ctx)
-	units := make(chan unit, par)
-	g.Go(func() error {
-		defer close(units)
-		return c.plan(gctx, ranges, keep, units)
-	})
+	par = colscan.Parallelism(par)
 	parts := make([]*ftsindex.Builder, par)
-	for w := range par {
+	for w := range parts {
 		parts[w] = ftsindex.NewBuilder()
-		g.Go(func() error {
-			cache := stems{}
-			for u := range units {
-				if err := c.fetch(gctx, u, parts[w], cache); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
 	}
-	if err := g.Wait(); err != nil {
+	err := colscan.Each(ctx, c.sc, c.col.UID, ranges, keep, false, par, func(ctx context.Context, w int, units <-chan unit) error {
+		cache := stems{}
+		for u := range units {
+			if err := c.fetch(ctx, u, parts[w], cache); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
 		return nil, fmt.Errorf("analyse column %q of %s: %w", c.col.Name, c.sc.URL(), err)
 	}
 	for _, p := range parts[1:] {
 		parts[0].Merge(p)
 	}
 	return parts[0], nil
-}
-
-// plan groups the rows of ranges into units, one per chunk.
-func (c *column) plan(ctx context.Context, ranges [][2]int64, keep func(uint64) bool, out chan<- unit) error {
-	return colscan.Plan(ctx, c.sc, c.col.UID, ranges, keep, false, out)
 }
 
 // fetch reads a unit's chunk and adds its rows to b.

@@ -5,11 +5,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
-	"runtime"
 	"slices"
 	"unsafe"
-
-	"golang.org/x/sync/errgroup"
 
 	"github.com/lochdata/loch"
 	"github.com/lochdata/loch/internal/colscan"
@@ -62,40 +59,22 @@ type batch struct {
 // each batch; calls with the same w never overlap. Null samples are
 // skipped. Memory is bounded by two chunks per worker.
 func (c *column) each(ctx context.Context, ranges [][2]int64, keep func(uint64) bool, parallelism int, fn func(w int, b batch) error) error {
-	if parallelism <= 0 {
-		parallelism = runtime.GOMAXPROCS(0)
-	}
-	g, ctx := errgroup.WithContext(ctx)
-	units := make(chan unit, parallelism)
-	g.Go(func() error {
-		defer close(units)
-		return c.plan(ctx, ranges, keep, units)
-	})
-	for w := range parallelism {
-		g.Go(func() error {
-			var b batch
-			for u := range units {
-				var err error
-				if b, err = c.fetch(ctx, u, b); err != nil {
-					return err
-				}
-				if len(b.ids) == 0 {
-					continue
-				}
-				if err := fn(w, b); err != nil {
-					return err
-				}
+	return colscan.Each(ctx, c.sc, c.col.UID, ranges, keep, true, parallelism, func(ctx context.Context, w int, units <-chan unit) error {
+		var b batch
+		for u := range units {
+			var err error
+			if b, err = c.fetch(ctx, u, b); err != nil {
+				return err
 			}
-			return nil
-		})
-	}
-	return g.Wait()
-}
-
-// plan groups the rows of ranges into units, one per chunk, and sends
-// them in row order.
-func (c *column) plan(ctx context.Context, ranges [][2]int64, keep func(uint64) bool, out chan<- unit) error {
-	return colscan.Plan(ctx, c.sc, c.col.UID, ranges, keep, true, out)
+			if len(b.ids) == 0 {
+				continue
+			}
+			if err := fn(w, b); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 // fetch reads a unit's chunk and decodes its rows' vectors into b's

@@ -6,6 +6,9 @@ package colscan
 import (
 	"context"
 	"fmt"
+	"runtime"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/lochdata/loch"
 	"github.com/lochdata/loch/internal/keys"
@@ -24,11 +27,37 @@ type Unit struct {
 // locateBatch is the number of rows located at a time.
 const locateBatch = 4096
 
-// Plan groups the rows of ranges in column uid of sc into units, one per
+// Parallelism is n, or GOMAXPROCS when n <= 0.
+func Parallelism(n int) int {
+	if n <= 0 {
+		return runtime.GOMAXPROCS(0)
+	}
+	return n
+}
+
+// Each plans the rows of ranges in column uid of sc into units (plan)
+// and hands them to par workers (Parallelism): worker w ranges over
+// units until it is closed, then returns. The first error stops all and
+// is returned; ctx given to the workers is cancelled then.
+func Each(ctx context.Context, sc *loch.Scan, uid int, ranges [][2]int64, keep func(uint64) bool, skipNull bool, par int, worker func(ctx context.Context, w int, units <-chan Unit) error) error {
+	par = Parallelism(par)
+	g, ctx := errgroup.WithContext(ctx)
+	units := make(chan Unit, par)
+	g.Go(func() error {
+		defer close(units)
+		return plan(ctx, sc, uid, ranges, keep, skipNull, units)
+	})
+	for w := range par {
+		g.Go(func() error { return worker(ctx, w, units) })
+	}
+	return g.Wait()
+}
+
+// plan groups the rows of ranges in column uid of sc into units, one per
 // chunk (a value split over chunks is a unit of its own), and sends them
 // on out in row order. Rows keep rejects (when keep is not nil) are left
 // out; null rows too when skipNull, else they join the current unit.
-func Plan(ctx context.Context, sc *loch.Scan, uid int, ranges [][2]int64, keep func(uint64) bool, skipNull bool, out chan<- Unit) error {
+func plan(ctx context.Context, sc *loch.Scan, uid int, ranges [][2]int64, keep func(uint64) bool, skipNull bool, out chan<- Unit) error {
 	cur := sc.SlotCursor(uid)
 	var u Unit
 	var chunk loch.ChunkID
