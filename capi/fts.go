@@ -107,10 +107,5 @@ func loch_fts_search(h C.uintptr_t, column, query *C.char, k C.int64_t, allowed 
 
 // textSearcher returns the handle's full-text searcher, made on first use.
 func (ds *dataset) textSearcher() *fts.Searcher {
-	ds.mu.Lock()
-	defer ds.mu.Unlock()
-	if ds.ftsSearcher == nil {
-		ds.ftsSearcher = fts.NewSearcher(ds.d)
-	}
-	return ds.ftsSearcher
+	return made(ds, &ds.ftsSearcher, fts.NewSearcher)
 }

@@ -152,10 +152,5 @@ func loch_vector_search(h C.uintptr_t, column, options *C.char, queries *C.float
 
 // vectorSearcher returns the handle's searcher, made on first use.
 func (ds *dataset) vectorSearcher() *vector.Searcher {
-	ds.mu.Lock()
-	defer ds.mu.Unlock()
-	if ds.searcher == nil {
-		ds.searcher = vector.NewSearcher(ds.d)
-	}
-	return ds.searcher
+	return made(ds, &ds.searcher, vector.NewSearcher)
 }
