@@ -9,7 +9,6 @@ import (
 	"unsafe"
 
 	"github.com/lochdata/loch/fts"
-	"github.com/lochdata/loch/vector"
 )
 
 // The full-text search exports (ABI 20): build and update a text or json
@@ -82,13 +81,7 @@ func loch_fts_search(h C.uintptr_t, column, query *C.char, k C.int64_t, allowed 
 			return invalidf("k = %d: want k >= 1", k)
 		}
 		var opts fts.Options
-		if nallowed >= 0 {
-			var set []uint64
-			if nallowed > 0 {
-				set = append(set, unsafe.Slice((*uint64)(unsafe.Pointer(allowed)), int(nallowed))...)
-			}
-			opts.Allow = vector.NewRowSet(set)
-		}
+		opts.Allow = allowSet(allowed, nallowed)
 		ctx, done := interruptible()
 		defer done()
 		res, err := ds.textSearcher().Search(ctx, goString(column), goString(query), int(k), opts)
