@@ -502,3 +502,14 @@ func loch_dtypes(out **C.char, errOut **C.char) (st C.int) {
 	}
 	return result(errOut, setString(out, string(b)))
 }
+
+// made returns *p, made by mk from the handle's dataset on first use;
+// ds.mu guards *p.
+func made[T any](ds *dataset, p **T, mk func(*loch.Dataset) *T) *T {
+	ds.mu.Lock()
+	defer ds.mu.Unlock()
+	if *p == nil {
+		*p = mk(ds.d)
+	}
+	return *p
+}

@@ -9,7 +9,6 @@ import (
 	"unsafe"
 
 	"github.com/lochdata/loch/fts"
-	"github.com/lochdata/loch/vector"
 )
 
 // The full-text search exports (ABI 20): build and update a text or json
@@ -65,10 +64,7 @@ func loch_fts_open(h C.uintptr_t, column *C.char, info **C.char, errOut **C.char
 		if err != nil {
 			return err
 		}
-		if warnings == nil {
-			warnings = []string{}
-		}
-		return setJSON(info, map[string]any{"index": ix.Key(), "warnings": warnings})
+		return setIndexInfo(info, ix.Key(), warnings)
 	})
 }
 
@@ -85,13 +81,7 @@ func loch_fts_search(h C.uintptr_t, column, query *C.char, k C.int64_t, allowed 
 			return invalidf("k = %d: want k >= 1", k)
 		}
 		var opts fts.Options
-		if nallowed >= 0 {
-			var set []uint64
-			if nallowed > 0 {
-				set = append(set, unsafe.Slice((*uint64)(unsafe.Pointer(allowed)), int(nallowed))...)
-			}
-			opts.Allow = vector.NewRowSet(set)
-		}
+		opts.Allow = allowSet(allowed, nallowed)
 		ctx, done := interruptible()
 		defer done()
 		res, err := ds.textSearcher().Search(ctx, goString(column), goString(query), int(k), opts)
@@ -104,20 +94,11 @@ func loch_fts_search(h C.uintptr_t, column, query *C.char, k C.int64_t, allowed 
 			outIDs[i], outS[i] = hit.RowID, hit.Score
 		}
 		*count = C.int64_t(len(res.Hits))
-		warnings := res.Warnings
-		if warnings == nil {
-			warnings = []string{}
-		}
-		return setJSON(info, map[string]any{"index": res.Index, "warnings": warnings})
+		return setIndexInfo(info, res.Index, res.Warnings)
 	})
 }
 
 // textSearcher returns the handle's full-text searcher, made on first use.
 func (ds *dataset) textSearcher() *fts.Searcher {
-	ds.mu.Lock()
-	defer ds.mu.Unlock()
-	if ds.ftsSearcher == nil {
-		ds.ftsSearcher = fts.NewSearcher(ds.d)
-	}
-	return ds.ftsSearcher
+	return made(ds, &ds.ftsSearcher, fts.NewSearcher)
 }

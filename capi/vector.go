@@ -118,13 +118,7 @@ func loch_vector_search(h C.uintptr_t, column, options *C.char, queries *C.float
 			qs[i] = append([]float32(nil), flat[i*int(d):(i+1)*int(d)]...)
 		}
 		opts := vector.Options{NProbe: o.NProbe, Rerank: o.Rerank}
-		if nallowed >= 0 {
-			var set []uint64
-			if nallowed > 0 {
-				set = append(set, unsafe.Slice((*uint64)(unsafe.Pointer(allowed)), int(nallowed))...)
-			}
-			opts.Allow = vector.NewRowSet(set)
-		}
+		opts.Allow = allowSet(allowed, nallowed)
 		ctx, done := interruptible()
 		defer done()
 		var res *vector.Result
@@ -146,20 +140,24 @@ func loch_vector_search(h C.uintptr_t, column, options *C.char, queries *C.float
 				outIDs[i*int(k)+j], outD[i*int(k)+j] = hit.RowID, hit.Distance
 			}
 		}
-		warnings := res.Warnings
-		if warnings == nil {
-			warnings = []string{}
-		}
-		return setJSON(info, map[string]any{"index": res.Index, "warnings": warnings})
+		return setIndexInfo(info, res.Index, res.Warnings)
 	})
 }
 
 // vectorSearcher returns the handle's searcher, made on first use.
 func (ds *dataset) vectorSearcher() *vector.Searcher {
-	ds.mu.Lock()
-	defer ds.mu.Unlock()
-	if ds.searcher == nil {
-		ds.searcher = vector.NewSearcher(ds.d)
+	return made(ds, &ds.searcher, vector.NewSearcher)
+}
+
+// allowSet is the row set of the nallowed ids at allowed (copied), or
+// nil (every row) when nallowed < 0.
+func allowSet(allowed *C.uint64_t, nallowed C.int64_t) *vector.RowSet {
+	if nallowed < 0 {
+		return nil
 	}
-	return ds.searcher
+	var set []uint64
+	if nallowed > 0 {
+		set = append(set, unsafe.Slice((*uint64)(unsafe.Pointer(allowed)), int(nallowed))...)
+	}
+	return vector.NewRowSet(set)
 }

@@ -28,6 +28,16 @@ func setJSON(out **C.char, v any) error {
 	return setString(out, string(b))
 }
 
+// setIndexInfo stores in *out the JSON {"index", "warnings"} of a search
+// or index open: the index's key and the warnings (an empty list, not
+// null, when there are none).
+func setIndexInfo(out **C.char, index string, warnings []string) error {
+	if warnings == nil {
+		warnings = []string{}
+	}
+	return setJSON(out, map[string]any{"index": index, "warnings": warnings})
+}
+
 // loch_dataset_create_branch makes a branch named name at the version that
 // from names (a branch, tag, version id or unique prefix; NULL or "" for the
 // handle's version) and stores that version's id in *out. A branch or tag

@@ -11,9 +11,9 @@ import (
 
 	"github.com/lochdata/loch"
 	"github.com/lochdata/loch/chunkcache"
+	"github.com/lochdata/loch/internal/colscan"
 	"github.com/lochdata/loch/internal/ftsindex"
-	"github.com/lochdata/loch/internal/keys"
-	"github.com/lochdata/loch/storage"
+	"github.com/lochdata/loch/internal/vindex"
 	"github.com/lochdata/loch/vector"
 )
 
@@ -62,38 +62,9 @@ type Index struct {
 // handle's version: its own, else its newest ancestor's (in Dataset.Log
 // order). It is ErrNoIndex when there is none.
 func Find(ctx context.Context, ds *loch.Dataset, column string) (string, error) {
-	uid := -1
-	for _, col := range ds.Schema().Columns {
-		if col.Name == column {
-			uid = col.UID
-		}
-	}
-	if uid < 0 {
-		return "", fmt.Errorf("full-text index of %s: no column %q: %w", ds.URL(), column, loch.ErrNotFound)
-	}
-	have := map[string]string{}
-	err := ds.Store().List(ctx, keys.Index.Prefix(), func(a storage.Attrs) error {
-		if v, u, m, ok := keys.ParseIndex(a.Key); ok && u == uid && m == ftsindex.Metric {
-			have[v] = a.Key
-		}
-		return nil
-	})
-	if err != nil {
-		return "", fmt.Errorf("full-text index of %s column %q: %w", ds.URL(), column, err)
-	}
-	if key, ok := have[ds.Version()]; ok {
-		return key, nil
-	}
-	if len(have) > 0 {
-		log, err := ds.Log(ctx)
-		if err != nil {
-			return "", fmt.Errorf("full-text index of %s column %q: %w", ds.URL(), column, err)
-		}
-		for _, ci := range log {
-			if key, ok := have[ci.ID]; ok {
-				return key, nil
-			}
-		}
+	key, _, err := colscan.FindIndex(ctx, ds, "full-text index", column, ftsindex.Metric)
+	if err != nil || key != "" {
+		return key, err
 	}
 	return "", fmt.Errorf("%s column %q at version %s: %w", ds.URL(), column, ds.Version(), ErrNoIndex)
 }
@@ -158,72 +129,19 @@ func openExact(ctx context.Context, ds *loch.Dataset, column string, opts Option
 	return ix, nil
 }
 
-// covered returns whether fragment k, f, is named by the descriptor.
-func (ix *Index) coveredFunc(ctx context.Context) func(k int, f loch.Fragment) (bool, error) {
-	covered := map[string]bool{}
-	chunks := map[string]string{}
-	if ix.desc != nil {
-		for _, f := range ix.desc.Covered {
-			covered[loch.Fragment{Key: f.Key, IDStart: f.IDStart, Extensions: f.Extensions}.Ident()] = true
-			if f.Chunks != "" {
-				chunks[loch.Fragment{Key: f.Key, IDStart: f.IDStart}.Ident()] = f.Chunks
-			}
-		}
-	}
-	return func(k int, f loch.Fragment) (bool, error) {
-		if covered[f.Ident()] {
-			return true, nil
-		}
-		want, ok := chunks[loch.Fragment{Key: f.Key, IDStart: f.IDStart}.Ident()]
-		if !ok {
-			return false, nil
-		}
-		got, err := ix.c.sc.ColumnChunks(ctx, k, ix.c.col.UID)
-		return got == want, err
-	}
-}
-
 // cover finds the rows of the stored segments that are valid in the
 // version, and analyses the live rows they do not hold into a segment in
 // memory.
 func (ix *Index) cover(ctx context.Context, opts Options) error {
-	isCovered := ix.coveredFunc(ctx)
-	var valid []uint64
-	var uncovered [][2]int64
-	add := func(lo, hi int64) {
-		if n := len(uncovered); n > 0 && uncovered[n-1][1] == lo {
-			uncovered[n-1][1] = hi
-		} else {
-			uncovered = append(uncovered, [2]int64{lo, hi})
-		}
-		ix.nUncov += hi - lo
+	var list []vindex.Covered
+	if ix.desc != nil {
+		list = ix.desc.Covered
 	}
-	var rows []loch.RowLoc
-	sc := ix.c.sc
-	for k, f := range sc.Fragments() {
-		if f.Start == f.End {
-			continue
-		}
-		if ok, err := isCovered(k, f); err != nil {
-			return err
-		} else if !ok {
-			add(f.Start, f.End)
-			continue
-		}
-		for lo := f.Start; lo < f.End; lo += locateBatch {
-			var err error
-			if rows, err = sc.LocateRange(lo, min(lo+locateBatch, f.End), rows[:0]); err != nil {
-				return err
-			}
-			for i, r := range rows {
-				if ix.stored(r.ID) {
-					valid = append(valid, r.ID)
-				} else {
-					add(lo+int64(i), lo+int64(i)+1)
-				}
-			}
-		}
+	valid, uncovered, n, err := colscan.Cover(ctx, ix.c.sc, ix.c.col.UID, list, ix.stored)
+	if err != nil {
+		return err
 	}
+	ix.nUncov += n
 	ix.valid = vector.NewRowSet(valid)
 	if ix.desc != nil {
 		ix.allValid = int64(ix.valid.Len()) == ix.desc.Docs

@@ -9,7 +9,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/lochdata/loch"
-	"github.com/lochdata/loch/internal/keys"
+	"github.com/lochdata/loch/internal/colscan"
 	"github.com/lochdata/loch/internal/vindex"
 	"github.com/lochdata/loch/storage"
 )
@@ -40,39 +40,12 @@ var ErrNoIndex = fmt.Errorf("no vector index: %w", loch.ErrNotFound)
 // the handle's version: its own, else its newest ancestor's (in
 // Dataset.Log order). It is ErrNoIndex when there is none.
 func Find(ctx context.Context, ds *loch.Dataset, column string, m Metric) (string, error) {
-	uid := -1
-	for _, col := range ds.Schema().Columns {
-		if col.Name == column {
-			uid = col.UID
-		}
+	key, stored, err := colscan.FindIndex(ctx, ds, "index", column, string(m))
+	if err != nil || key != "" {
+		return key, err
 	}
-	if uid < 0 {
-		return "", fmt.Errorf("index of %s: no column %q: %w", ds.URL(), column, loch.ErrNotFound)
-	}
-	have := map[string]string{}
-	err := ds.Store().List(ctx, keys.Index.Prefix(), func(a storage.Attrs) error {
-		if v, u, mm, ok := keys.ParseIndex(a.Key); ok && u == uid && mm == string(m) {
-			have[v] = a.Key
-		}
-		return nil
-	})
-	if err != nil {
-		return "", fmt.Errorf("index of %s column %q: %w", ds.URL(), column, err)
-	}
-	if key, ok := have[ds.Version()]; ok || len(have) == 0 {
-		if !ok {
-			return "", fmt.Errorf("%s column %q, metric %s: %w", ds.URL(), column, m, ErrNoIndex)
-		}
-		return key, nil
-	}
-	log, err := ds.Log(ctx)
-	if err != nil {
-		return "", fmt.Errorf("index of %s column %q: %w", ds.URL(), column, err)
-	}
-	for _, ci := range log {
-		if key, ok := have[ci.ID]; ok {
-			return key, nil
-		}
+	if !stored {
+		return "", fmt.Errorf("%s column %q, metric %s: %w", ds.URL(), column, m, ErrNoIndex)
 	}
 	return "", fmt.Errorf("%s column %q, metric %s at version %s: %w", ds.URL(), column, m, ds.Version(), ErrNoIndex)
 }
@@ -207,63 +180,12 @@ func (ix *Index) cover(ctx context.Context) error {
 // inLists holds (the valid list entries), sorted, and sets ix.uncovered to
 // the positions of the other live rows.
 func (ix *Index) coverWith(ctx context.Context, inLists func(uint64) bool) ([]uint64, error) {
-	// A fragment is covered when the descriptor names it as it is, or
-	// names it with other extensions but the same chunks of the column
-	// (an update in place of its other columns).
-	covered := map[string]bool{}
-	chunks := map[string]string{}
-	for _, f := range ix.desc.Covered {
-		covered[loch.Fragment{Key: f.Key, IDStart: f.IDStart, Extensions: f.Extensions}.Ident()] = true
-		if f.Chunks != "" {
-			chunks[loch.Fragment{Key: f.Key, IDStart: f.IDStart}.Ident()] = f.Chunks
-		}
+	valid, uncovered, n, err := colscan.Cover(ctx, ix.c.sc, ix.c.col.UID, ix.desc.Covered, inLists)
+	if err != nil {
+		return nil, err
 	}
-	isCovered := func(k int, f loch.Fragment) (bool, error) {
-		if covered[f.Ident()] {
-			return true, nil
-		}
-		want, ok := chunks[loch.Fragment{Key: f.Key, IDStart: f.IDStart}.Ident()]
-		if !ok {
-			return false, nil
-		}
-		got, err := ix.c.sc.ColumnChunks(ctx, k, ix.c.col.UID)
-		return got == want, err
-	}
-	var valid []uint64
-	var rows []loch.RowLoc
-	add := func(lo, hi int64) {
-		if len(ix.uncovered) > 0 && ix.uncovered[len(ix.uncovered)-1][1] == lo {
-			ix.uncovered[len(ix.uncovered)-1][1] = hi
-		} else {
-			ix.uncovered = append(ix.uncovered, [2]int64{lo, hi})
-		}
-		ix.nUncov += hi - lo
-	}
-	sc := ix.c.sc
-	for k, f := range sc.Fragments() {
-		if f.Start == f.End {
-			continue
-		}
-		if ok, err := isCovered(k, f); err != nil {
-			return nil, err
-		} else if !ok {
-			add(f.Start, f.End)
-			continue
-		}
-		for lo := f.Start; lo < f.End; lo += locateBatch {
-			var err error
-			if rows, err = sc.LocateRange(lo, min(lo+locateBatch, f.End), rows[:0]); err != nil {
-				return nil, err
-			}
-			for i, r := range rows {
-				if inLists(r.ID) {
-					valid = append(valid, r.ID)
-				} else {
-					add(lo+int64(i), lo+int64(i)+1)
-				}
-			}
-		}
-	}
+	ix.uncovered = append(ix.uncovered, uncovered...)
+	ix.nUncov += n
 	slices.Sort(valid)
 	return valid, nil
 }
