@@ -145,7 +145,7 @@ class Search(Reads):
         from .fts import text_index_info
         from .vector import check_metric, index_info
 
-        if kind != "vector":
+        if kind not in _VECTOR_KINDS:
             _check_fts_kind(kind)
             return text_index_info(self._read_json("loch_fts_update", column.encode()))
 
@@ -270,7 +270,12 @@ def _columns_of(here: Any, row_ids: np.ndarray, columns: Sequence[str]) -> dict[
 _opened_text: weakref.WeakKeyDictionary[Any, set[tuple[str, str]]] = weakref.WeakKeyDictionary()
 
 
+# The index kinds update_index treats as the column's vector index (which
+# keeps the kind it was built with).
+_VECTOR_KINDS = ("vector", "ivf-flat", "ivf_flat", "ivf-pq", "ivf_pq")
+
+
 def _check_fts_kind(kind: str) -> None:
     """Refuses an index kind other than a vector kind or "fts"."""
     if kind != "fts":
-        raise InvalidArgument(f"index kind {kind!r}: want 'vector' or 'fts'")
+        raise InvalidArgument(f"index kind {kind!r}: want 'vector', 'ivf-flat', 'ivf-pq' or 'fts'")

@@ -40,3 +40,18 @@ def test_bad_kind(tmp_path: Path) -> None:
         ds.create_index("embedding", kind="hnsw")
     with pytest.raises(loch.InvalidArgument, match="divisor of the dimension"):
         ds.create_index("embedding", kind="ivf-pq", m=5)
+
+
+def test_update_index_by_kind(tmp_path: Path) -> None:
+    rng = np.random.default_rng(4)
+    ds = loch.create(str(tmp_path / "emb"), schema={"embedding": loch.Embedding(DIM)})
+    ds.extend({"embedding": rng.normal(size=(100, DIM)).astype(np.float32)})
+    ds.commit("100 vectors")
+    ds.create_index("embedding", metric="l2", nlist=4, kind="ivf-pq", m=4, seed=1)
+    ds.extend({"embedding": rng.normal(size=(20, DIM)).astype(np.float32)})
+    ds.commit("20 more")
+    # the kind names the vector index, which keeps the kind it was built with
+    info = ds.update_index("embedding", metric="l2", kind="ivf-pq")
+    assert info.kind == "ivf-pq" and info.rows == 120
+    with pytest.raises(loch.InvalidArgument, match="index kind 'hnsw'"):
+        ds.update_index("embedding", kind="hnsw")
