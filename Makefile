@@ -321,6 +321,18 @@ BENCH_LIVING_ARGS ?=
 bench-living: venv $(VENV)/.loch-bench-deps
 	$(VENV)/bin/python python/bench/bench_living.py $(BENCH_LIVING_ARGS)
 
+# bench-vector measures loch's ivf-flat and ivf-pq against faiss-cpu
+# (IVFFlat, IVFPQ, HNSW) and pylance's IVF_PQ on the same vectors: build
+# time, index bytes, peak RSS, recall@10 and latency
+# (bench/vector/bench_vector.py, issue 37; 1M x 128 takes 20 to 40
+# minutes on 2 cores). BENCH_VECTOR_ARGS picks the data: "--data digits",
+# "--data debian --lists DIR" (Debian's package descriptions embedded by
+# all-MiniLM-L6-v2, bench/search/debian.py) or "--data mixture:N".
+BENCH_VECTOR_ARGS ?= --data mixture:1000000 --work /tmp/loch-bench-vector --markdown
+.PHONY: bench-vector
+bench-vector: venv $(VENV)/.loch-bench-deps
+	$(VENV)/bin/python bench/vector/bench_vector.py $(BENCH_VECTOR_ARGS)
+
 $(VENV)/.loch-bench-deps: python/requirements-bench.txt | $(VENV)/bin/python
 	$(VENV)/bin/python -m pip install -q -r python/requirements-bench.txt
 	touch $@
