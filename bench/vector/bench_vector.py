@@ -13,8 +13,8 @@ Datasets (``--data``):
   digits         scikit-learn's digits images (1,797 x 64, in the wheel):
                  200 held out as queries (seed 0), the rest indexed.
   debian         Debian's package descriptions embedded by all-MiniLM-L6-v2
-                 (bench/search/debian.py: --lists, --cache), its 200
-                 queries embedded alike.
+                 (bench/search/debian.py: --lists, --cache; --model lsa:
+                 TF-IDF + SVD instead), its 200 queries embedded alike.
 
 Everything is L2, k = 10, one query at a time. Each engine builds in a
 process of its own and searches in another (the index opened from disk,
@@ -106,7 +106,7 @@ def prepare(args: argparse.Namespace, work: Path) -> None:
         sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "search"))
         import debian
 
-        c = debian.load(args.lists, args.cache)
+        c = debian.load(args.lists, args.cache, model=args.model)
         np.save(work / "base.npy", c.vectors)
         np.save(work / "queries.npy", c.query_vectors)
         debian.write_dataset(url, c)
@@ -376,6 +376,7 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--lists", help="debian: apt lists folder with Translation-en files")
     ap.add_argument("--cache", type=Path, default=Path.home() / ".cache/loch/bench-debian", help="debian: embedding cache")
+    ap.add_argument("--model", choices=["minilm", "lsa"], default="minilm", help="debian: the embedding (lsa: no model)")
     ap.add_argument("--markdown", action="store_true")
     ap.add_argument("--worker", nargs=2, help=argparse.SUPPRESS)
     ap.add_argument("--params", help=argparse.SUPPRESS)
