@@ -24,7 +24,11 @@ within the 10th exact distance (ties: equal vectors are equal answers).
 Peak RSS is VmHWM (see rss_kb).
 Settings: nprobe for the IVF kinds (defaults: the powers of two nearest
 nlist / 128, nlist / 32, nlist / 8; nlist defaults to sqrt(N)), efSearch
-16, 64, 256 for HNSW (M 32). loch ivf-pq re-ranks its default
+16, 64, 256 for HNSW (M 32). faiss searches one query with one OpenMP
+thread (--search-threads): it parallelizes a batch over its queries, so a
+second thread adds nothing to one query but a barrier, and on a loaded
+machine the wait for a descheduled thread at that barrier made faiss's
+single queries 5-10x slower. loch ivf-pq re-ranks its default
 max(400, 40 k) rows, faiss's refined IVFPQ k_factor 40 and pylance
 refine_factor 40: the same 400 candidates. PQ: m = D / 8 bytes a row.
 
@@ -217,7 +221,7 @@ def faiss_open(kind: str):
     def open_(work: Path, p: dict):
         import faiss
 
-        faiss.omp_set_num_threads(p["threads"])
+        faiss.omp_set_num_threads(p.get("search_threads", 1))
         index = faiss.read_index(str(work / f"faiss-{kind}.index"))
 
         def search(q: np.ndarray, s: int) -> np.ndarray:
@@ -333,7 +337,7 @@ def params(args: argparse.Namespace, n: int, d: int, name: str) -> dict:
         for f in (128, 32, 8):
             s = max(1, 2 ** round(math.log2(max(nlist / f, 1))))
             settings.append(s if not settings or s > settings[-1] else settings[-1] * 2)
-    return {"nlist": nlist, "m": args.m or d // 8, "threads": args.threads, "settings": settings}
+    return {"nlist": nlist, "m": args.m or d // 8, "threads": args.threads, "search_threads": args.search_threads, "settings": settings}
 
 
 def bench(args: argparse.Namespace, work: Path) -> list[dict]:
@@ -344,9 +348,15 @@ def bench(args: argparse.Namespace, work: Path) -> list[dict]:
         p = params(args, len(base), base.shape[1], name)
         if name == "lance-ivf-pq":
             lance_write(work)
-        row = {"engine": name, "n": len(base), "dim": base.shape[1], **p} | run_worker("build", name, work, p)
+        saved = work / f"row-{name}.json"
+        if args.search_only:  # the index built by an earlier run (loch: only the last kind built)
+            built = {k: v for k, v in json.loads(saved.read_text()).items() if k in ("build_s", "index_bytes", "build_rss_kb")}
+        else:
+            built = run_worker("build", name, work, p)
+        row = {"engine": name, "n": len(base), "dim": base.shape[1], **p} | built
         row |= run_worker("search", name, work, p)
         row["recall"] = [recall(base, q, kth, np.load(work / f"ids-{name}-{s}.npy")) for s in p["settings"]]
+        saved.write_text(json.dumps(row))
         print(json.dumps(row), flush=True)
         rows.append(row)
     return rows
@@ -373,11 +383,13 @@ def main() -> None:
     ap.add_argument("--nprobe", default="", help="comma-separated nprobe settings (IVF kinds)")
     ap.add_argument("--m", type=int, default=0, help="PQ bytes a row (default D / 8)")
     ap.add_argument("--dim", type=int, default=128, help="raw:DIR's dimensions")
-    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--threads", type=int, default=2, help="faiss's OpenMP threads building")
+    ap.add_argument("--search-threads", type=int, default=1, help="faiss's OpenMP threads searching (see above)")
     ap.add_argument("--lists", help="debian: apt lists folder with Translation-en files")
     ap.add_argument("--cache", type=Path, default=Path.home() / ".cache/loch/bench-debian", help="debian: embedding cache")
     ap.add_argument("--model", choices=["minilm", "lsa"], default="minilm", help="debian: the embedding (lsa: no model)")
     ap.add_argument("--markdown", action="store_true")
+    ap.add_argument("--search-only", action="store_true", help="search the indexes an earlier run built")
     ap.add_argument("--worker", nargs=2, help=argparse.SUPPRESS)
     ap.add_argument("--params", help=argparse.SUPPRESS)
     args = ap.parse_args()
