@@ -407,7 +407,8 @@ def main() -> None:
         print(json.dumps(worker(args.worker[0], args.worker[1], args.work, json.loads(args.params))))
         return
     if args.report:  # the table of the rows an earlier run left
-        rows = [json.loads((args.work / f"row-{e}.json").read_text()) for e in args.engines.split(",")]
+        found = [args.work / f"row-{e}.json" for e in args.engines.split(",")]
+        rows = [json.loads(f.read_text()) for f in found if f.exists()]
         print(markdown(rows))
         return
     t = time.perf_counter()
