@@ -50,6 +50,17 @@ type Session struct {
 	// enough small fragments; a failed compaction does not fail the
 	// write, and the next write tries again.
 	AutoCompact *loch.CompactOptions
+	// KeepEngine keeps one query engine (one in-memory DuckDB) across
+	// statements, with the tables they named open, instead of starting
+	// one per statement: a table is refreshed or re-opened only when a
+	// commit (of this session or any other writer) moved the version the
+	// session reads, so every statement still sees the newest commits.
+	// MemoryLimit applies to the kept engine as to each statement's; a
+	// statement run while another's Rows are still open gets an engine of
+	// its own. Close releases the kept engine.
+	KeepEngine bool
+
+	kept *kept
 }
 
 // NewSession starts a session over cat, on branch main.
@@ -308,7 +319,10 @@ func (s *Session) engine(ctx context.Context, q, name string, target *loch.Datas
 	} else {
 		named = nil // read every table
 	}
-	e, err := query.New(ctx, nil, query.Options{Threads: s.Threads, FileBase: s.FileBase, Seed: s.Seed, Sandbox: s.Sandbox, MemoryLimit: s.MemoryLimit})
+	if s.KeepEngine && (s.kept == nil || !s.kept.busy) {
+		return s.keptEngine(ctx, tables, named, name, target)
+	}
+	e, err := query.New(ctx, nil, s.engineOptions())
 	if err != nil {
 		return nil, nil, err
 	}
@@ -340,21 +354,31 @@ func (s *Session) engine(ctx context.Context, q, name string, target *loch.Datas
 	return e, done, nil
 }
 
+// engineOptions are the options of the session's query engines.
+func (s *Session) engineOptions() query.Options {
+	return query.Options{Threads: s.Threads, FileBase: s.FileBase, Seed: s.Seed, Sandbox: s.Sandbox, MemoryLimit: s.MemoryLimit}
+}
+
+// readBranch is the branch the session reads and writes table name on
+// ("" for main).
+func (s *Session) readBranch(name string) string {
+	return s.Branch
+}
+
 // openRead opens a table at its pinned version, else at the session's
-// branch, or main when the table has no such branch.
-func (s *Session) openRead(ctx context.Context, name string) (*loch.Dataset, error) {
-	for t, v := range s.Pins {
-		if strings.EqualFold(t, name) {
-			return s.cat.OpenTable(ctx, name, loch.WithVersion(v))
-		}
+// branch, or main when the table has no such branch; opts are added.
+func (s *Session) openRead(ctx context.Context, name string, opts ...loch.Option) (*loch.Dataset, error) {
+	want, pinned := s.readWant(name)
+	if pinned {
+		return s.cat.OpenTable(ctx, name, append(opts, loch.WithVersion(want))...)
 	}
-	if s.Branch != "" {
-		d, err := s.cat.OpenTable(ctx, name, loch.WithRef(s.Branch))
+	if want != "" {
+		d, err := s.cat.OpenTable(ctx, name, append(slices.Clip(opts), loch.WithRef(want))...)
 		if err == nil || !errors.Is(err, loch.ErrNotFound) {
 			return d, err
 		}
 	}
-	return s.cat.OpenTable(ctx, name)
+	return s.cat.OpenTable(ctx, name, opts...)
 }
 
 // openWrite opens a table on the session's branch for a write.
