@@ -62,45 +62,54 @@ func BenchmarkConnect(b *testing.B) {
 // reports the latency p50 and p99 and the queries per second.
 func BenchmarkQuery(b *testing.B) {
 	f := benchFixture(b, 1000)
+	defer func() { keepEngines = true }()
 	for _, clients := range []int{1, 8, 64} {
-		b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) {
-			conns := make([]*pgx.Conn, clients)
-			for i := range conns {
-				c, err := f.connect(b, "bob", password)
-				require.NoError(b, err)
-				defer c.Close(ctx)
-				conns[i] = c
-			}
-			lat := make([][]time.Duration, clients)
-			b.ResetTimer()
-			start := time.Now()
-			var wg sync.WaitGroup
-			for i, c := range conns {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for k := i; k < b.N; k += clients {
-						t0 := time.Now()
-						var id int64
-						if err := c.QueryRow(ctx, "SELECT id FROM frames WHERE id = $1", int64(k%1000)).Scan(&id); err != nil {
-							b.Error(err)
-							return
-						}
-						lat[i] = append(lat[i], time.Since(t0))
-					}
-				}()
-			}
-			wg.Wait()
-			elapsed := time.Since(start)
-			all := slices.Concat(lat...)
-			slices.Sort(all)
-			if len(all) > 0 {
-				b.ReportMetric(float64(all[len(all)/2].Microseconds()), "p50-µs")
-				b.ReportMetric(float64(all[len(all)*99/100].Microseconds()), "p99-µs")
-			}
-			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "queries/s")
-		})
+		for _, keep := range []bool{false, true} {
+			keepEngines = keep
+			b.Run(fmt.Sprintf("clients=%d/engine=%s", clients, map[bool]string{false: "per-statement", true: "kept"}[keep]), func(b *testing.B) {
+				benchQuery(b, f, clients)
+			})
+		}
 	}
+}
+
+// benchQuery runs the point query from clients connections.
+func benchQuery(b *testing.B, f *fixture, clients int) {
+	conns := make([]*pgx.Conn, clients)
+	for i := range conns {
+		c, err := f.connect(b, "bob", password)
+		require.NoError(b, err)
+		defer c.Close(ctx)
+		conns[i] = c
+	}
+	lat := make([][]time.Duration, clients)
+	b.ResetTimer()
+	start := time.Now()
+	var wg sync.WaitGroup
+	for i, c := range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := i; k < b.N; k += clients {
+				t0 := time.Now()
+				var id int64
+				if err := c.QueryRow(ctx, "SELECT id FROM frames WHERE id = $1", int64(k%1000)).Scan(&id); err != nil {
+					b.Error(err)
+					return
+				}
+				lat[i] = append(lat[i], time.Since(t0))
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	all := slices.Concat(lat...)
+	slices.Sort(all)
+	if len(all) > 0 {
+		b.ReportMetric(float64(all[len(all)/2].Microseconds()), "p50-µs")
+		b.ReportMetric(float64(all[len(all)*99/100].Microseconds()), "p99-µs")
+	}
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "queries/s")
 }
 
 // BenchmarkRows reads a 1,000,000-row result (id, caption) through the

@@ -19,6 +19,11 @@ import (
 // (psql) pick their catalog queries by it.
 const serverVersion = "16.4"
 
+// keepEngines makes each connection keep one query engine across its
+// statements (sqlcat.Session.KeepEngine); benchmarks turn it off to
+// measure the engine per statement it replaced.
+var keepEngines = true
+
 // startupTimeout bounds the startup and authentication of a connection.
 const startupTimeout = 30 * time.Second
 
@@ -98,6 +103,7 @@ func (s *Server) handle(ctx context.Context, nc net.Conn) {
 	c.sess.Threads = s.opts.Threads
 	c.sess.MemoryLimit = s.opts.MemoryLimit
 	c.sess.Message = ""
+	c.sess.KeepEngine = keepEngines
 	c.greet(params)
 	c.loop()
 	c.closeCursors()
@@ -106,6 +112,7 @@ func (s *Server) handle(ctx context.Context, nc net.Conn) {
 			p.res.close()
 		}
 	}
+	c.sess.Close()
 	s.logf("%s: user %s disconnected", nc.RemoteAddr(), c.user)
 }
 

@@ -219,5 +219,5 @@ func (s *Session) Close() error {
 		s.kept.close()
 		s.kept = nil
 	}
-	return nil
+	return s.Rollback(context.Background())
 }

@@ -61,6 +61,7 @@ type Session struct {
 	KeepEngine bool
 
 	kept *kept
+	tx   *tx // the open transaction (Begin), or nil
 }
 
 // NewSession starts a session over cat, on branch main.
@@ -188,6 +189,25 @@ func (s *Session) Run(ctx context.Context, stmt string, out Output) (Result, err
 	if err != nil {
 		return Result{}, err
 	}
+	if s.tx != nil && kind != "SET" && kind != "COPY" {
+		target, err := Target(text)
+		if err != nil {
+			return Result{}, err
+		}
+		if err := s.txCheck(ctx, kind, target); err != nil {
+			return Result{}, err
+		}
+	}
+	r, err := s.run(ctx, p, kind, text, stmt)
+	if err == nil && s.tx != nil && s.tx.table != "" && strings.EqualFold(r.Table, s.tx.table) {
+		s.tx.writes++
+	}
+	return r, err
+}
+
+// run runs the loch statement of kind that p reads (text as it runs,
+// stmt as given).
+func (s *Session) run(ctx context.Context, p *parser, kind, text, stmt string) (Result, error) {
 	switch kind {
 	case KindDDL:
 		return Result{}, fmt.Errorf("sql: %s %s is not supported: loch's DDL is CREATE, ALTER and DROP TABLE: %w",
@@ -207,6 +227,9 @@ func (s *Session) Run(ctx context.Context, stmt string, out Output) (Result, err
 	case "COPY":
 		return s.copyOut(ctx, p)
 	default: // SET
+		if s.tx != nil && s.tx.table != "" {
+			return Result{}, fmt.Errorf("sql: SET inside a transaction that writes %s: COMMIT or ROLLBACK first: %w", s.tx.table, ErrTxTable)
+		}
 		return s.set(p)
 	}
 }
@@ -362,6 +385,9 @@ func (s *Session) engineOptions() query.Options {
 // readBranch is the branch the session reads and writes table name on
 // ("" for main).
 func (s *Session) readBranch(name string) string {
+	if s.tx != nil && s.tx.table != "" && strings.EqualFold(name, s.tx.table) {
+		return s.tx.branch
+	}
 	return s.Branch
 }
 
@@ -384,8 +410,8 @@ func (s *Session) openRead(ctx context.Context, name string, opts ...loch.Option
 // openWrite opens a table on the session's branch for a write.
 func (s *Session) openWrite(ctx context.Context, name string) (*loch.Dataset, error) {
 	var opts []loch.Option
-	if s.Branch != "" {
-		opts = append(opts, loch.WithRef(s.Branch))
+	if b := s.readBranch(name); b != "" {
+		opts = append(opts, loch.WithRef(b))
 	}
 	if s.AutoCompact != nil {
 		opts = append(opts, loch.WithAutoCompact(*s.AutoCompact))
