@@ -53,11 +53,8 @@ type conn struct {
 	stmts   map[string]*prepared
 	portals map[string]*portal
 	cursors map[string]*cursor
-	// txWrites counts the writes since BEGIN, for ROLLBACK's warning;
-	// txStatus is what ReadyForQuery reports: 'I' idle, 'T' after BEGIN,
-	// 'E' after an error since BEGIN. Each statement commits on its own
-	// whatever it says.
-	txWrites int
+	// txStatus is what ReadyForQuery reports: 'I' idle, 'T' in a
+	// transaction (sess.Begin), 'E' after an error in one (tx.go).
 	txStatus byte
 }
 
@@ -243,8 +240,7 @@ func (c *conn) greet(params map[string]string) {
 }
 
 // ready sends ReadyForQuery with the transaction status clients track
-// (BEGIN ... COMMIT or ROLLBACK; each statement commits on its own) and
-// flushes.
+// and flushes.
 func (c *conn) ready() {
 	if c.txStatus == 0 {
 		c.txStatus = 'I'

@@ -227,6 +227,7 @@ const (
 func (e *Engine) Attach(ctx context.Context, name string, d *loch.Dataset) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	e.ctx = ctx // creating the view binds loch_scan, which loads the scan
 	url := attachPrefix + strings.ToLower(name)
 	e.forgetTable(url)
 	e.attached[url] = d
