@@ -3,8 +3,11 @@ package pgwire
 import (
 	"fmt"
 	"io"
+	"os"
 	"runtime"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -75,6 +78,8 @@ func BenchmarkQuery(b *testing.B) {
 
 // benchQuery runs the point query from clients connections.
 func benchQuery(b *testing.B, f *fixture, clients int) {
+	runtime.GC()
+	rss0 := rssBytes(b)
 	conns := make([]*pgx.Conn, clients)
 	for i := range conns {
 		c, err := f.connect(b, "bob", password)
@@ -110,6 +115,24 @@ func benchQuery(b *testing.B, f *fixture, clients int) {
 		b.ReportMetric(float64(all[len(all)*99/100].Microseconds()), "p99-µs")
 	}
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "queries/s")
+	runtime.GC()
+	b.ReportMetric(float64(rssBytes(b)-rss0)/float64(clients)/1024, "RSS-KiB/conn")
+}
+
+// rssBytes is the process's resident memory (Go heap, DuckDB's and the
+// rest), from /proc/self/status.
+func rssBytes(b *testing.B) int64 {
+	st, err := os.ReadFile("/proc/self/status")
+	require.NoError(b, err)
+	for _, line := range strings.Split(string(st), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			require.NoError(b, err)
+			return kb << 10
+		}
+	}
+	b.Fatal("no VmRSS in /proc/self/status")
+	return 0
 }
 
 // BenchmarkRows reads a 1,000,000-row result (id, caption) through the
