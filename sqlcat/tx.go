@@ -12,7 +12,7 @@ import (
 )
 
 // TxBranchPrefix starts the name of the branch a transaction writes on
-// (docs/sql.md, transactions). A branch of this name that outlives its
+// (docs/pg.md, transactions). A branch of this name that outlives its
 // session (a server killed mid-transaction) holds only uncommitted
 // writes; loch branch delete removes it.
 const TxBranchPrefix = "loch-tx/"
