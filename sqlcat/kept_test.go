@@ -37,12 +37,16 @@ func TestKeepEngineSeesCommits(t *testing.T) {
 	run(t, s, "UPDATE frames SET caption = 'B' WHERE id = 2")
 	require.Equal(t, "B", rowsOf(t, s, "SELECT caption FROM frames WHERE id = 2")[0]["caption"])
 
+	run(t, s, "ALTER TABLE frames ADD COLUMN score DOUBLE")
+	run(t, s, "UPDATE frames SET score = 0.5 WHERE id = 2")
+	require.Equal(t, 0.5, rowsOf(t, s, "SELECT score FROM frames WHERE id = 2")[0]["score"])
+
 	// another writer's commit
 	cat2, err := catalog.Open(ctx, root)
 	require.NoError(t, err)
 	defer cat2.Close()
 	other := NewSession(cat2)
-	run(t, other, "INSERT INTO frames VALUES (3, 'c')")
+	run(t, other, "INSERT INTO frames (id, caption) VALUES (3, 'c')")
 	require.EqualValues(t, 3, count(t, s, "frames"))
 	run(t, other, "DELETE FROM frames WHERE id = 1")
 	require.EqualValues(t, 2, count(t, s, "frames"))
@@ -53,6 +57,8 @@ func TestKeepEngineSeesCommits(t *testing.T) {
 	require.Error(t, err, "a dropped table is not read from the kept engine")
 	run(t, other, "CREATE TABLE frames (id BIGINT, caption TEXT)")
 	require.EqualValues(t, 0, count(t, s, "frames"))
+	_, err = s.Run(ctx, "SELECT score FROM frames", Output{})
+	require.Error(t, err, "the re-created table's columns")
 
 	// a branch, made after the session read main
 	run(t, other, "INSERT INTO frames VALUES (10, 'x')")

@@ -26,7 +26,7 @@ const TxBranchPrefix = "loch-tx/"
 type tx struct {
 	table  string // the table written, as the catalog spells it ("" before the first write)
 	branch string // the transaction's branch of table
-	base   string // the branch it was made from, which Commit merges into ("" for main)
+	base   string // the session's branch it was made from, which Commit merges into ("" for main)
 	writes int
 }
 
@@ -45,7 +45,7 @@ func (s *Session) Begin() bool {
 	if s.tx != nil {
 		return false
 	}
-	s.tx = &tx{base: s.Branch}
+	s.tx = &tx{}
 	return true
 }
 
@@ -88,7 +88,7 @@ func (s *Session) txCheck(ctx context.Context, kind, target string) error {
 	if err != nil {
 		return err
 	}
-	t.table, t.branch = tb.Name, name
+	t.table, t.branch, t.base = tb.Name, name, s.Branch
 	return nil
 }
 
@@ -114,6 +114,9 @@ func (s *Session) Commit(ctx context.Context) (Result, error) {
 	res.Table = t.table
 	s.tx = nil // openWrite opens the session's branch again
 	defer deleteTxBranch(ctx, s, t)
+	if s.Branch != t.base { // SET loch_branch is refused after a write: not expected
+		return res, fmt.Errorf("commit: the session's branch moved from %q to %q during the transaction; nothing committed: %w", t.base, s.Branch, ErrTxTable)
+	}
 	d, err := s.openWrite(ctx, t.table)
 	if err != nil {
 		return res, fmt.Errorf("commit: %w", err)
