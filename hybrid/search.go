@@ -244,7 +244,7 @@ func (r *Result) SQL(where string) string {
 	}
 	args := []string{quote(q.VectorColumn), vec, quote(q.TextColumn), text, fmt.Sprintf("k := %d", q.K)}
 	if q.Window != 0 {
-		args = append(args, fmt.Sprintf("window := %d", q.Window))
+		args = append(args, fmt.Sprintf("rank_window := %d", q.Window))
 	}
 	if q.Vector != nil {
 		args = append(args, "metric := "+quote(string(q.Metric)))

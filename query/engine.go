@@ -179,6 +179,9 @@ func (e *Engine) init(ctx context.Context) error {
 	if err := e.registerFTS(ctx, conn); err != nil {
 		return err
 	}
+	if err := e.registerHybrid(ctx, conn); err != nil {
+		return err
+	}
 	if err := e.createViews(ctx, conn); err != nil {
 		return err
 	}
