@@ -28,7 +28,7 @@ import (
 const HybridSearchFunction = "hybrid_search"
 
 // hybridSearchAt is the table function behind the hybrid_search macro,
-// the vector as text as for vector_search, NULLs as '' (duckdb-go cannot
+// the vector as text as for vector_search, NULLs as ” (duckdb-go cannot
 // bind a NULL argument).
 const hybridSearchAt = "loch_hybrid_search"
 
