@@ -22,13 +22,13 @@ import (
 // BIGINT, rank BIGINT, score DOUBLE, vector_rank BIGINT, distance FLOAT,
 // text_rank BIGINT, text_score DOUBLE), the component columns NULL for a
 // side that did not rank the row. A NULL query vector or text query
-// leaves that side out; a column ” is the dataset's only one of its
+// leaves that side out; an empty column name is the dataset's only one of its
 // kind. Its rows carry _rowid, so a query over it is a selection; ORDER
 // BY rank for the fused order.
 const HybridSearchFunction = "hybrid_search"
 
 // hybridSearchAt is the table function behind the hybrid_search macro,
-// the vector as text as for vector_search, NULLs as ” (duckdb-go cannot
+// the vector as text as for vector_search, NULLs as empty strings (duckdb-go cannot
 // bind a NULL argument).
 const hybridSearchAt = "loch_hybrid_search"
 
