@@ -32,6 +32,18 @@ const HybridSearchFunction = "hybrid_search"
 // bind a NULL argument).
 const hybridSearchAt = "loch_hybrid_search"
 
+// registerSearch registers the search functions: vector_search, fts_match
+// and fts_score, hybrid_search.
+func (e *Engine) registerSearch(ctx context.Context, conn *sql.Conn) error {
+	if err := e.registerVector(ctx, conn); err != nil {
+		return err
+	}
+	if err := e.registerFTS(ctx, conn); err != nil {
+		return err
+	}
+	return e.registerHybrid(ctx, conn)
+}
+
 func (e *Engine) registerHybrid(ctx context.Context, conn *sql.Conn) error {
 	str, _ := duckdb.NewTypeInfo(duckdb.TYPE_VARCHAR)
 	i64, _ := duckdb.NewTypeInfo(duckdb.TYPE_BIGINT)
