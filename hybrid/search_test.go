@@ -26,14 +26,15 @@ var words = []string{"red", "car", "blue", "truck", "green", "bicycle", "fast", 
 
 // corpus is a dataset of n rows: "vec" [dim] float32 from a Gaussian
 // mixture, "caption" text, "label" int64 (row id % 5); with the vectors
-// and captions as written, by row id.
+// and captions as written, by row id. With nlist > 0 "vec" has an IVF
+// index of nlist lists.
 type corpus struct {
 	ds   *loch.Dataset
 	vecs [][]float32
 	caps []string
 }
 
-func newCorpus(t *testing.T, r *rand.Rand, n, dim int) *corpus {
+func newCorpus(t *testing.T, r *rand.Rand, n, dim, nlist int) *corpus {
 	t.Helper()
 	ctx := context.Background()
 	ds, err := loch.Create(ctx, filepath.Join(t.TempDir(), "ds"), schema.Schema{Columns: []schema.Column{
@@ -65,6 +66,10 @@ func newCorpus(t *testing.T, r *rand.Rand, n, dim int) *corpus {
 	require.NoError(t, ds.Extend(ctx, rows))
 	_, err = ds.Commit(ctx, "rows")
 	require.NoError(t, err)
+	if nlist > 0 {
+		_, err = vector.Build(ctx, ds, "vec", vector.BuildOptions{NList: nlist, Seed: 1})
+		require.NoError(t, err)
+	}
 	return c
 }
 
@@ -140,10 +145,8 @@ func overlap(a, b []uint64) float64 {
 func TestHybridRecall(t *testing.T) {
 	ctx := context.Background()
 	r := testseed.Rand(t, 1)
-	c := newCorpus(t, r, 3000, 16)
-	_, err := vector.Build(ctx, c.ds, "vec", vector.BuildOptions{NList: 32, Seed: 1})
-	require.NoError(t, err)
-	_, err = fts.Build(ctx, c.ds, "caption", fts.BuildOptions{})
+	c := newCorpus(t, r, 3000, 16, 32)
+	_, err := fts.Build(ctx, c.ds, "caption", fts.BuildOptions{})
 	require.NoError(t, err)
 	s := hybrid.NewSearcher(c.ds)
 	const k, window, queries = 10, 40, 20
@@ -175,9 +178,7 @@ func TestHybridRecall(t *testing.T) {
 func TestHybridFilter(t *testing.T) {
 	ctx := context.Background()
 	r := testseed.Rand(t, 2)
-	c := newCorpus(t, r, 1500, 8)
-	_, err := vector.Build(ctx, c.ds, "vec", vector.BuildOptions{NList: 16, Seed: 1})
-	require.NoError(t, err)
+	c := newCorpus(t, r, 1500, 8, 16)
 	ids, err := query.Filter(ctx, c.ds, "label = 3", query.Options{})
 	require.NoError(t, err)
 	allow := vector.NewRowSet(ids)
@@ -216,7 +217,7 @@ func TestHybridFilter(t *testing.T) {
 // like a query's, its rows in fused order.
 func TestHybridSelection(t *testing.T) {
 	ctx := context.Background()
-	c := newCorpus(t, testseed.Rand(t, 3), 200, 4)
+	c := newCorpus(t, testseed.Rand(t, 3), 200, 4, 0)
 	res, err := hybrid.Search(ctx, c.ds, hybrid.Query{Vector: c.vecs[0], Text: "red", K: 7, Fusion: hybrid.Weighted(0.25)}, hybrid.Options{})
 	require.NoError(t, err)
 	sel := res.Selection("label = 3")
@@ -233,7 +234,7 @@ func TestHybridSelection(t *testing.T) {
 
 func TestHybridBadInput(t *testing.T) {
 	ctx := context.Background()
-	c := newCorpus(t, testseed.Rand(t, 4), 20, 4)
+	c := newCorpus(t, testseed.Rand(t, 4), 20, 4, 0)
 	for _, tc := range []struct {
 		q    hybrid.Query
 		want string

@@ -8,8 +8,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lochdata/loch/hybrid"
-	"github.com/lochdata/loch/query"
-	"github.com/lochdata/loch/vector"
 )
 
 // This file is the hybrid side of 'loch search' (--vector and --text
@@ -112,12 +110,8 @@ func runSearchHybrid(ctx context.Context, o *searchOptions, h *hybridFlags, text
 	}
 	defer d.Close()
 	opts := hybrid.Options{NProbe: o.nprobe, Rerank: o.rerank, Exact: o.exact}
-	if o.where != "" {
-		ids, err := query.Filter(ctx, d, o.where, query.Options{})
-		if err != nil {
-			return err
-		}
-		opts.Allow = vector.NewRowSet(ids)
+	if opts.Allow, err = allowedRows(ctx, d, o.where); err != nil {
+		return err
 	}
 	res, err := hybrid.Search(ctx, d, q, opts)
 	if err != nil {

@@ -318,12 +318,8 @@ func runSearch(ctx context.Context, o *searchOptions) error {
 	}
 	defer d.Close()
 	opts := vector.Options{NProbe: o.nprobe, Rerank: o.rerank}
-	if o.where != "" {
-		ids, err := query.Filter(ctx, d, o.where, query.Options{})
-		if err != nil {
-			return err
-		}
-		opts.Allow = vector.NewRowSet(ids)
+	if opts.Allow, err = allowedRows(ctx, d, o.where); err != nil {
+		return err
 	}
 	res, err := search(ctx, d, o.idx.column, m, queries, o.k, opts, o.exact)
 	if err != nil {
@@ -349,6 +345,19 @@ func runSearch(ctx context.Context, o *searchOptions) error {
 		}
 	}
 	return nil
+}
+
+// allowedRows is the set of rows of d that pass where, an SQL condition
+// over the table ds; nil (every row) for "".
+func allowedRows(ctx context.Context, d *loch.Dataset, where string) (*vector.RowSet, error) {
+	if where == "" {
+		return nil, nil
+	}
+	ids, err := query.Filter(ctx, d, where, query.Options{})
+	if err != nil {
+		return nil, err
+	}
+	return vector.NewRowSet(ids), nil
 }
 
 func search(ctx context.Context, d *loch.Dataset, column string, m vector.Metric, queries [][]float32, k int, opts vector.Options, exact bool) (*vector.Result, error) {
