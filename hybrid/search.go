@@ -190,13 +190,20 @@ func (s *Searcher) resolve(q Query) (Query, error) {
 		}
 	}
 	if q.Text != "" && q.TextColumn == "" {
-		if q.TextColumn, err = onlyColumn(s.d, "text", func(c schema.Column) bool { return c.DType == schema.Text && len(c.Shape) == 0 }); err != nil {
-			if q.TextColumn, err = onlyColumn(s.d, "text or json", func(c schema.Column) bool { return c.DType == schema.JSON && len(c.Shape) == 0 }); err != nil {
-				return q, err
-			}
+		what, ok := "text", ofDType(schema.Text)
+		if len(columnsOf(s.d, ok)) == 0 {
+			what, ok = "text or json", ofDType(schema.JSON) // no text column: the only json column
+		}
+		if q.TextColumn, err = onlyColumn(s.d, what, ok); err != nil {
+			return q, err
 		}
 	}
 	return q, nil
+}
+
+// ofDType accepts the columns of one value (no shape) of dtype dt.
+func ofDType(dt schema.DType) func(schema.Column) bool {
+	return func(c schema.Column) bool { return c.DType == dt && len(c.Shape) == 0 }
 }
 
 // isEmbedding says whether c is a column vector search takes.
@@ -204,14 +211,20 @@ func isEmbedding(c schema.Column) bool {
 	return len(c.Shape) == 1 && c.Shape[0] > 0 && (c.DType == schema.Float32 || c.DType == schema.Float16 || c.DType == schema.BFloat16)
 }
 
-// onlyColumn is the name of d's one column that ok accepts.
-func onlyColumn(d *loch.Dataset, what string, ok func(schema.Column) bool) (string, error) {
+// columnsOf are the names of d's columns that ok accepts.
+func columnsOf(d *loch.Dataset, ok func(schema.Column) bool) []string {
 	var names []string
 	for _, c := range d.Schema().Columns {
 		if ok(c) {
 			names = append(names, c.Name)
 		}
 	}
+	return names
+}
+
+// onlyColumn is the name of d's one column that ok accepts.
+func onlyColumn(d *loch.Dataset, what string, ok func(schema.Column) bool) (string, error) {
+	names := columnsOf(d, ok)
 	if len(names) != 1 {
 		return "", fmt.Errorf("hybrid search of %s: name the %s column: the dataset has %d (%s): %w",
 			d.URL(), what, len(names), strings.Join(names, ", "), loch.ErrInvalidArgument)

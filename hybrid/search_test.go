@@ -250,3 +250,30 @@ func TestHybridBadInput(t *testing.T) {
 		require.ErrorContains(t, err, tc.want)
 	}
 }
+
+// TestHybridColumns: a column left out is the dataset's only one of its
+// kind (a json column when there is no text column), else an error that
+// names the candidates.
+func TestHybridColumns(t *testing.T) {
+	ctx := context.Background()
+	ds, err := loch.Create(ctx, filepath.Join(t.TempDir(), "cols"), schema.Schema{Columns: []schema.Column{
+		{Name: "a", DType: schema.Float32, Shape: schema.Shape{2}},
+		{Name: "b", DType: schema.Float16, Shape: schema.Shape{2}},
+		{Name: "meta", DType: schema.JSON},
+	}})
+	require.NoError(t, err)
+	defer ds.Close()
+	require.NoError(t, ds.Append(ctx, loch.Row{"a": loch.Tensor([]int{2}, []float32{1, 0}), "b": loch.Tensor([]int{2}, []uint16{0x3c00, 0}),
+		"meta": loch.String(`{"tag": "red car"}`)}))
+	_, err = ds.Commit(ctx, "row")
+	require.NoError(t, err)
+	res, err := hybrid.Search(ctx, ds, hybrid.Query{Text: "red", K: 1}, hybrid.Options{})
+	require.NoError(t, err)
+	require.Equal(t, "meta", res.Query.TextColumn)
+	require.Len(t, res.Hits, 1)
+	_, err = hybrid.Search(ctx, ds, hybrid.Query{Vector: []float32{1, 0}, K: 1}, hybrid.Options{})
+	require.ErrorContains(t, err, "name the embedding column: the dataset has 2 (a, b)")
+	res, err = hybrid.Search(ctx, ds, hybrid.Query{Vector: []float32{1, 0}, VectorColumn: "b", Text: "car", K: 1}, hybrid.Options{})
+	require.NoError(t, err)
+	require.Equal(t, hybrid.Hit{RowID: 0, Score: 2.0 / 61, VectorRank: 1, TextRank: 1, TextScore: res.Hits[0].TextScore}, res.Hits[0])
+}
