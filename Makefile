@@ -324,10 +324,12 @@ bench-living: venv $(VENV)/.loch-bench-deps
 # bench-vector measures loch's ivf-flat and ivf-pq against faiss-cpu
 # (IVFFlat, IVFPQ, HNSW) and pylance's IVF_PQ on the same vectors: build
 # time, index bytes, peak RSS, recall@10 and latency
-# (bench/vector/bench_vector.py, issue 37; 1M x 128 takes 20 to 40
-# minutes on 2 cores). BENCH_VECTOR_ARGS picks the data: "--data digits",
-# "--data debian --lists DIR" (Debian's package descriptions embedded by
-# all-MiniLM-L6-v2, bench/search/debian.py) or "--data mixture:N".
+# (bench/vector/bench_vector.py, issue 37; 1M x 128 takes over an hour
+# on 2 busy cores, faiss's HNSW build the most). BENCH_VECTOR_ARGS picks
+# the data: "--data digits", "--data debian --lists DIR" (Debian's package
+# descriptions embedded by all-MiniLM-L6-v2, or "--model lsa",
+# bench/search/debian.py) or "--data mixture:N". The hybrid search's
+# recall: bench/search/bench_hybrid.py.
 BENCH_VECTOR_ARGS ?= --data mixture:1000000 --work /tmp/loch-bench-vector --markdown
 .PHONY: bench-vector
 bench-vector: venv $(VENV)/.loch-bench-deps
