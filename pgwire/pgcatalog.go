@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/lochdata/loch/query"
 )
 
 // pgCatalogSetup completes DuckDB's pg_catalog views and functions with
@@ -37,6 +39,7 @@ func pgOIDMacro() string {
 	}
 	fmt.Fprintf(&b, " WHEN t LIKE 'DECIMAL%%' THEN %d", oidFloat8)
 	fmt.Fprintf(&b, " WHEN regexp_full_match(t, '(FLOAT|DOUBLE)\\[\\d*\\]') THEN %d", VectorOID)
+	fmt.Fprintf(&b, " WHEN replace(t, '\"', '') LIKE 'STRUCT(shape INTEGER[]%% %s BLOB)' THEN %d", query.SampleDataField, oidBytea)
 	fmt.Fprintf(&b, " WHEN t LIKE '%%]' OR t LIKE 'STRUCT%%' OR t LIKE 'MAP%%' OR t LIKE 'UNION%%' THEN %d", oidJSON)
 	fmt.Fprintf(&b, " WHEN t IS NULL THEN NULL ELSE %d END", oidText)
 	return b.String()

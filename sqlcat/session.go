@@ -45,6 +45,10 @@ type Session struct {
 	// (query.Options.Sandbox): no files, other stores or DuckDB
 	// configuration.
 	Sandbox bool
+	// SampleData gives reads the bytes of image, video, audio and
+	// large-tensor samples in their STRUCT's data field
+	// (query.Options.SampleData; loch serve --pg sends them as bytea).
+	SampleData bool
 	// AutoCompact, when not nil, makes every write end with a tiered
 	// compaction of its table (loch.WithAutoCompact) when the table holds
 	// enough small fragments; a failed compaction does not fail the
@@ -308,7 +312,7 @@ func (s *Session) engine(ctx context.Context, q, name string, target *loch.Datas
 	} else {
 		named = nil // read every table
 	}
-	e, err := query.New(ctx, nil, query.Options{Threads: s.Threads, FileBase: s.FileBase, Seed: s.Seed, Sandbox: s.Sandbox, MemoryLimit: s.MemoryLimit})
+	e, err := query.New(ctx, nil, query.Options{Threads: s.Threads, FileBase: s.FileBase, Seed: s.Seed, Sandbox: s.Sandbox, MemoryLimit: s.MemoryLimit, SampleData: s.SampleData})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -1,0 +1,117 @@
+package pgwire
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/hex"
+	"image"
+	"image/color"
+	"image/png"
+	"math"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+)
+
+// pngOf is a w x h RGB png whose pixels depend on seed.
+func pngOf(t testing.TB, w, h int, seed uint8) []byte {
+	t.Helper()
+	img := image.NewNRGBA(image.Rect(0, 0, w, h))
+	for y := range h {
+		for x := range w {
+			img.Set(x, y, color.NRGBA{seed + uint8(x), uint8(y) * 40, seed * 3, 255})
+		}
+	}
+	var b bytes.Buffer
+	require.NoError(t, png.Encode(&b, img))
+	return b.Bytes()
+}
+
+// seedPics creates table pics (an image kept as png, one stored decoded,
+// a tensor larger than query.MaxInline) with rows 0 and 1, and row 2 all
+// NULL. Element [i][j] of row r's tensor is 70i + j + r.
+func seedPics(t testing.TB, c *pgx.Conn) {
+	t.Helper()
+	_, err := c.Exec(ctx, "CREATE TABLE pics (id BIGINT, image IMAGE('png'), raw IMAGE('none'), t TENSOR(float32))")
+	require.NoError(t, err)
+	for i := range 2 {
+		_, err = c.Exec(ctx, "INSERT INTO pics VALUES ($1, $2, $3, [[(70 * i + j + $4::BIGINT)::FLOAT FOR j IN range(70)] FOR i IN range(70)])",
+			int64(i), pngOf(t, 3, 2, uint8(10*i)), pngOf(t, 2, 2, uint8(100+i)), int64(i))
+		require.NoError(t, err)
+	}
+	_, err = c.Exec(ctx, "INSERT INTO pics (id) VALUES (2)")
+	require.NoError(t, err)
+}
+
+// storedSample is column col of row id of table pics as the Go API reads
+// it as stored (ColumnReader.ReadEncoded); nil for NULL.
+func storedSample(t testing.TB, f *fixture, col string, id int64) []byte {
+	t.Helper()
+	d, err := f.srv.cat.OpenTable(ctx, "pics")
+	require.NoError(t, err)
+	defer d.Close()
+	r, err := d.Column(col)
+	require.NoError(t, err)
+	s, err := r.ReadEncoded(ctx, id)
+	require.NoError(t, err)
+	if s.Null {
+		return nil
+	}
+	return s.Data
+}
+
+func TestSamplesAsBytea(t *testing.T) {
+	f := newFixture(t, Options{})
+	seedPics(t, f.mustConnect(t, "alice"))
+	bob := f.mustConnect(t, "bob")
+	for _, mode := range []pgx.QueryExecMode{pgx.QueryExecModeCacheStatement, pgx.QueryExecModeSimpleProtocol} {
+		rows, err := bob.Query(ctx, "SELECT id, image, raw, t FROM pics ORDER BY id", mode)
+		require.NoError(t, err)
+		for _, fd := range rows.FieldDescriptions()[1:] {
+			require.Equal(t, uint32(oidBytea), fd.DataTypeOID, fd.Name)
+		}
+		n := 0
+		for rows.Next() {
+			var id int64
+			var img, raw, tensor []byte
+			require.NoError(t, rows.Scan(&id, &img, &raw, &tensor))
+			require.Equal(t, storedSample(t, f, "image", id), img, "mode %v row %d", mode, id)
+			require.Equal(t, storedSample(t, f, "raw", id), raw, "mode %v row %d", mode, id)
+			require.Equal(t, storedSample(t, f, "t", id), tensor, "mode %v row %d", mode, id)
+			n++
+		}
+		require.NoError(t, rows.Err())
+		require.Equal(t, 3, n)
+	}
+
+	// What each kind holds: the png as inserted, decoded pixels (HWC
+	// uint8), float32 elements little-endian.
+	var img, raw, tensor []byte
+	var shape, rawShape, dtype string
+	require.NoError(t, bob.QueryRow(ctx, "SELECT image, raw, t, (t).shape::VARCHAR, raw.shape::VARCHAR, (t).dtype FROM pics WHERE id = 1").
+		Scan(&img, &raw, &tensor, &shape, &rawShape, &dtype))
+	require.Equal(t, pngOf(t, 3, 2, 10), img)
+	require.Len(t, raw, 2*2*3)
+	require.Equal(t, []byte{101, 0, 101 * 3 % 256}, raw[:3])
+	require.Equal(t, "[70, 70]", shape)
+	require.Equal(t, "[2, 2, 3]", rawShape)
+	require.Equal(t, "float32", dtype)
+	require.Len(t, tensor, 4*70*70)
+	for k := range 70 * 70 {
+		require.Equal(t, float32(k+1), math.Float32frombits(binary.LittleEndian.Uint32(tensor[4*k:])), "element %d", k)
+	}
+	var null []byte
+	require.NoError(t, bob.QueryRow(ctx, "SELECT image FROM pics WHERE id = 2").Scan(&null))
+	require.Nil(t, null)
+}
+
+func TestPSQLShowsSamplesAsHex(t *testing.T) {
+	f := newFixture(t, Options{})
+	seedPics(t, f.mustConnect(t, "alice"))
+	out := psql(t, f, "bob", `\d pics`)
+	require.Regexp(t, `(?m)^\s*image\s+\|\s+bytea\s+\|`, out)
+	require.Regexp(t, `(?m)^\s*t\s+\|\s+bytea\s+\|`, out)
+	out = psql(t, f, "bob", `\pset format unaligned`, "SELECT image FROM pics WHERE id = 0")
+	require.Contains(t, out, `\x`+hex.EncodeToString(storedSample(t, f, "image", 0)))
+}
