@@ -153,6 +153,39 @@ sysdeps-psql:
 		fail "apt-get install postgresql-client failed"; \
 	command -v psql >/dev/null || fail "postgresql-client installed but psql is not on PATH"
 
+# sysdeps-jdbc (issue 38) installs a JDK (Debian: default-jdk-headless) when
+# javac is missing, and PostgreSQL's JDBC driver from Maven Central (by mvn
+# when present, else curl; its sha256 checked) as $(PGJDBC): pgwire's
+# TestJDBC compiles and runs a small Java program with it, as a BI tool's
+# table browser would connect. With both present it does nothing; TestJDBC
+# fails without them.
+PGJDBC_VERSION = 42.7.14
+PGJDBC_SHA256 = 73914527305a40cce504b0d3d90b23caf565136912d607ae8ae7c5895512332c
+PGJDBC := $(TOOLS)/pgjdbc/postgresql-$(PGJDBC_VERSION).jar
+.PHONY: sysdeps-jdbc
+sysdeps: sysdeps-jdbc
+test: sysdeps-jdbc
+sysdeps-jdbc: $(PGJDBC)
+	@if command -v javac >/dev/null && command -v java >/dev/null; then exit 0; fi; \
+	fail() { echo "sysdeps: $$1; install default-jdk-headless by hand (pgwire's TestJDBC needs javac and java)" >&2; exit 1; }; \
+	command -v apt-get >/dev/null || fail "javac is missing and there is no apt-get"; \
+	if [ "$$(id -u)" = 0 ]; then SUDO=; \
+	elif command -v sudo >/dev/null; then SUDO=sudo; \
+	else fail "javac is missing and installing it needs root or sudo"; fi; \
+	echo "$$SUDO apt-get install -y --no-install-recommends default-jdk-headless"; \
+	$$SUDO apt-get update -q && \
+	$$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends default-jdk-headless || \
+		fail "apt-get install default-jdk-headless failed"; \
+	command -v javac >/dev/null || fail "default-jdk-headless installed but javac is not on PATH"
+$(PGJDBC):
+	@mkdir -p $(dir $@)
+	@if command -v mvn >/dev/null; then \
+		mvn -q dependency:copy -Dartifact=org.postgresql:postgresql:$(PGJDBC_VERSION) -DoutputDirectory=$(dir $@) -Dmdep.overWriteReleases=true; \
+	else \
+		curl -fsSL -o $@.tmp https://repo1.maven.org/maven2/org/postgresql/postgresql/$(PGJDBC_VERSION)/postgresql-$(PGJDBC_VERSION).jar && mv $@.tmp $@; \
+	fi
+	@echo "$(PGJDBC_SHA256)  $@" | sha256sum -c --quiet - || { rm -f $@; echo "sysdeps: $@ does not have the pinned sha256" >&2; exit 1; }
+
 test: tools
 	$(GO) vet ./...
 	$(GO) test -race -timeout 20m ./...
