@@ -1,0 +1,73 @@
+package query
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/lochdata/loch"
+	"github.com/lochdata/loch/internal/mediatest"
+	"github.com/lochdata/loch/schema"
+)
+
+// TestSampleData: with Options.SampleData the STRUCT of a video, an audio
+// and a large tensor column ends with data, the sample as ReadEncoded
+// returns it (NULL rows: a NULL STRUCT); without it the STRUCT has no
+// data field.
+func TestSampleData(t *testing.T) {
+	dir := t.TempDir()
+	d, err := loch.Create(ctx, filepath.Join(dir, "ds"), schema.Schema{Columns: []schema.Column{
+		{Name: "clip", Kind: schema.Video, DType: schema.Uint8, SampleCompression: schema.VideoCompression},
+		{Name: "sound", Kind: schema.Audio, DType: schema.Float32, SampleCompression: schema.AudioCompression},
+		{Name: "t", Kind: schema.Generic, DType: schema.Int16, Shape: schema.Shape{80, 60}},
+	}})
+	require.NoError(t, err)
+	defer d.Close()
+	v := mediatest.Read(t, mediatest.Video(t, dir, "v.mp4", 32, 24, 25, 2, 10))
+	a := mediatest.Read(t, mediatest.Audio(t, dir, "a.wav", 8000, 2, 0.5))
+	tensor := make([]int16, 80*60)
+	for i := range tensor {
+		tensor[i] = int16(i - 300)
+	}
+	require.NoError(t, d.Append(ctx, loch.Row{"clip": loch.Media(schema.VideoCompression, v), "sound": loch.Media(schema.AudioCompression, a),
+		"t": loch.Tensor([]int{80, 60}, tensor)}))
+	require.NoError(t, d.Append(ctx, loch.Row{}))
+	_, err = d.Commit(ctx, "samples")
+	require.NoError(t, err)
+
+	structs := func(opts Options) [][]any {
+		e, err := New(ctx, d, opts)
+		require.NoError(t, err)
+		defer e.Close()
+		rows, done, err := e.Rows(ctx, "SELECT clip, sound, t FROM ds ORDER BY _pos")
+		require.NoError(t, err)
+		defer done()
+		var out [][]any
+		for rows.Next() {
+			var c, s, x any
+			require.NoError(t, rows.Scan(&c, &s, &x))
+			out = append(out, []any{c, s, x})
+		}
+		require.NoError(t, rows.Err())
+		return out
+	}
+	got := structs(Options{SampleData: true})
+	require.Len(t, got, 2)
+	for i, col := range []string{"clip", "sound", "t"} {
+		r, err := d.Column(col)
+		require.NoError(t, err)
+		s, err := r.ReadEncoded(ctx, 0)
+		require.NoError(t, err)
+		m := got[0][i].(map[string]any)
+		require.Equal(t, s.Data, m[SampleDataField], col)
+		require.Nil(t, got[1][i], col)
+	}
+	require.Equal(t, "int16", got[0][2].(map[string]any)["dtype"])
+	require.Len(t, got[0][2].(map[string]any)[SampleDataField], 2*80*60)
+
+	plain := structs(Options{})
+	for i := range 3 {
+		require.NotContains(t, plain[0][i].(map[string]any), SampleDataField)
+	}
+}
