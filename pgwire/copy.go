@@ -129,26 +129,44 @@ func (c *conn) sendCopy(res *result) error {
 	if spec.header {
 		line(res.names, nil)
 	}
-	n := 0
 	cells := make([]string, len(res.names))
 	null := make([]bool, len(res.names))
-	err := res.each(func(vals []any) error {
+	return c.copyRows(res, func(vals []any) (int, error) {
 		for i, v := range vals {
 			b, err := encode(v, res.types[i], 0)
 			if err != nil {
-				return err
+				return 0, err
 			}
 			cells[i], null[i] = string(b), v == nil
 		}
 		line(cells, null)
+		return buf.Len(), nil
+	}, nil)
+}
+
+// copyRows sends a CopyData of each row of res that send makes (send
+// returns its size; flushed every flushRows rows or flushBytes bytes),
+// then last as one more CopyData when not nil, CopyDone and
+// CommandComplete COPY n.
+func (c *conn) copyRows(res *result, send func([]any) (int, error), last func() []byte) error {
+	n, pending := 0, 0
+	err := res.each(func(vals []any) error {
+		size, err := send(vals)
+		if err != nil {
+			return err
+		}
 		n++
-		if n%256 == 0 {
+		if pending += size; n%flushRows == 0 || pending >= flushBytes {
+			pending = 0
 			return c.be.Flush()
 		}
 		return nil
 	})
 	if err != nil {
 		return err
+	}
+	if last != nil {
+		c.be.Send(&pgproto3.CopyData{Data: last()})
 	}
 	c.be.Send(&pgproto3.CopyDone{})
 	res.done, res.tag = true, "COPY "+strconv.Itoa(n)

@@ -169,13 +169,12 @@ func (c *conn) sendCopyBinary(res *result) error {
 	}
 	c.be.Send(&pgproto3.CopyOutResponse{OverallFormat: 1, ColumnFormatCodes: formats})
 	buf := append([]byte(copySignature), 0, 0, 0, 0, 0, 0, 0, 0)
-	n := 0
-	err := res.each(func(vals []any) error {
+	return c.copyRows(res, func(vals []any) (int, error) {
 		buf = binary.BigEndian.AppendUint16(buf, uint16(len(vals)))
 		for i, v := range vals {
 			b, err := encode(v, res.types[i], 1)
 			if err != nil {
-				return fmt.Errorf("column %s: %w", res.names[i], err)
+				return 0, fmt.Errorf("column %s: %w", res.names[i], err)
 			}
 			if b == nil {
 				buf = binary.BigEndian.AppendUint32(buf, math.MaxUint32) // -1: NULL
@@ -185,19 +184,8 @@ func (c *conn) sendCopyBinary(res *result) error {
 			buf = append(buf, b...)
 		}
 		c.be.Send(&pgproto3.CopyData{Data: buf})
-		buf = nil
-		n++
-		if n%256 == 0 {
-			return c.be.Flush()
-		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	c.be.Send(&pgproto3.CopyData{Data: append(buf, 0xff, 0xff)}) // the trailer (with the header when no row came)
-	c.be.Send(&pgproto3.CopyDone{})
-	res.done, res.tag = true, "COPY "+strconv.Itoa(n)
-	c.be.Send(&pgproto3.CommandComplete{CommandTag: []byte(res.tag)})
-	return nil
+		size := len(buf)
+		buf = buf[:0]
+		return size, nil
+	}, func() []byte { return append(buf, 0xff, 0xff) }) // the trailer (after the header when no row came)
 }

@@ -1,13 +1,11 @@
 package query
 
 import (
-	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/lochdata/loch"
-	"github.com/lochdata/loch/internal/mediatest"
 	"github.com/lochdata/loch/schema"
 )
 
@@ -16,25 +14,12 @@ import (
 // returns it (NULL rows: a NULL STRUCT); without it the STRUCT has no
 // data field.
 func TestSampleData(t *testing.T) {
-	dir := t.TempDir()
-	d, err := loch.Create(ctx, filepath.Join(dir, "ds"), schema.Schema{Columns: []schema.Column{
-		{Name: "clip", Kind: schema.Video, DType: schema.Uint8, SampleCompression: schema.VideoCompression},
-		{Name: "sound", Kind: schema.Audio, DType: schema.Float32, SampleCompression: schema.AudioCompression},
-		{Name: "t", Kind: schema.Generic, DType: schema.Int16, Shape: schema.Shape{80, 60}},
-	}})
-	require.NoError(t, err)
-	defer d.Close()
-	v := mediatest.Read(t, mediatest.Video(t, dir, "v.mp4", 32, 24, 25, 2, 10))
-	a := mediatest.Read(t, mediatest.Audio(t, dir, "a.wav", 8000, 2, 0.5))
 	tensor := make([]int16, 80*60)
 	for i := range tensor {
 		tensor[i] = int16(i - 300)
 	}
-	require.NoError(t, d.Append(ctx, loch.Row{"clip": loch.Media(schema.VideoCompression, v), "sound": loch.Media(schema.AudioCompression, a),
-		"t": loch.Tensor([]int{80, 60}, tensor)}))
-	require.NoError(t, d.Append(ctx, loch.Row{}))
-	_, err = d.Commit(ctx, "samples")
-	require.NoError(t, err)
+	d := mediaDataset(t, []schema.Column{{Name: "t", Kind: schema.Generic, DType: schema.Int16, Shape: schema.Shape{80, 60}}},
+		loch.Row{"t": loch.Tensor([]int{80, 60}, tensor)})
 
 	structs := func(opts Options) [][]any {
 		e, err := New(ctx, d, opts)
