@@ -106,6 +106,31 @@ func TestSamplesAsBytea(t *testing.T) {
 	require.Nil(t, null)
 }
 
+// TestCopySamples: images copied out as bytea (binary and text COPY)
+// and into another table are the same images.
+func TestCopySamples(t *testing.T) {
+	f := newFixture(t, Options{})
+	c := f.mustConnect(t, "alice")
+	seedPics(t, c)
+	for _, format := range []string{"binary", "text"} {
+		_, err := c.Exec(ctx, "CREATE TABLE pics2 (id BIGINT, image IMAGE('png'))")
+		require.NoError(t, err)
+		var out bytes.Buffer
+		_, err = c.PgConn().CopyTo(ctx, &out, "COPY pics (id, image) TO STDOUT (FORMAT "+format+")")
+		require.NoError(t, err)
+		tag, err := c.PgConn().CopyFrom(ctx, &out, "COPY pics2 FROM STDIN (FORMAT "+format+")")
+		require.NoError(t, err, format)
+		require.Equal(t, "COPY 3", tag.String())
+		for id := range int64(3) {
+			var img []byte
+			require.NoError(t, c.QueryRow(ctx, "SELECT image FROM pics2 WHERE id = $1", id).Scan(&img))
+			require.Equal(t, storedSample(t, f, "image", id), img, "%s row %d", format, id)
+		}
+		_, err = c.Exec(ctx, "DROP TABLE pics2")
+		require.NoError(t, err)
+	}
+}
+
 func TestPSQLShowsSamplesAsHex(t *testing.T) {
 	f := newFixture(t, Options{})
 	seedPics(t, f.mustConnect(t, "alice"))
