@@ -8,6 +8,7 @@ import (
 	"image/color"
 	"image/png"
 	"math"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -139,4 +140,71 @@ func TestPSQLShowsSamplesAsHex(t *testing.T) {
 	require.Regexp(t, `(?m)^\s*t\s+\|\s+bytea\s+\|`, out)
 	out = psql(t, f, "bob", `\pset format unaligned`, "SELECT image FROM pics WHERE id = 0")
 	require.Contains(t, out, `\x`+hex.EncodeToString(storedSample(t, f, "image", 0)))
+}
+
+// noisePNG is a w x h RGB png of random pixels (seeded): about 3w*h
+// bytes, as a photo's png is.
+func noisePNG(t testing.TB, w, h int, seed uint64) []byte {
+	t.Helper()
+	r := rand.New(rand.NewPCG(seed, 1))
+	img := image.NewNRGBA(image.Rect(0, 0, w, h))
+	for i := range img.Pix {
+		img.Pix[i] = uint8(r.Uint32())
+		if i%4 == 3 {
+			img.Pix[i] = 255
+		}
+	}
+	var b bytes.Buffer
+	require.NoError(t, png.Encode(&b, img))
+	return b.Bytes()
+}
+
+// BenchmarkImagesAsBytea reads table pics's png images (rows of them,
+// 96x96 RGB of noise, 27 KB each) as bytea to pgx, binary, against the same bytes read
+// in process with the Go API (ReadEncodedRange, baseline); it reports
+// images/s and MB/s of image bytes.
+func BenchmarkImagesAsBytea(b *testing.B) {
+	const rows = 1000
+	f := newFixture(b, Options{})
+	c := f.mustConnect(b, "alice")
+	_, err := c.Exec(ctx, "CREATE TABLE pics (id BIGINT, image IMAGE('png'))")
+	require.NoError(b, err)
+	var src [][]any
+	for i := range rows {
+		src = append(src, []any{int64(i), noisePNG(b, 96, 96, uint64(i))})
+	}
+	_, err = c.CopyFrom(ctx, pgx.Identifier{"pics"}, []string{"id", "image"}, pgx.CopyFromRows(src))
+	require.NoError(b, err)
+	b.Run("pgx", func(b *testing.B) {
+		size := 0
+		for range b.N {
+			size = 0
+			rs, err := c.Query(ctx, "SELECT image FROM pics")
+			require.NoError(b, err)
+			for rs.Next() {
+				size += len(rs.RawValues()[0])
+			}
+			require.NoError(b, rs.Err())
+		}
+		b.SetBytes(int64(size))
+		b.ReportMetric(float64(rows*b.N)/b.Elapsed().Seconds(), "images/s")
+	})
+	b.Run("go-api", func(b *testing.B) {
+		d, err := f.srv.cat.OpenTable(ctx, "pics")
+		require.NoError(b, err)
+		defer d.Close()
+		size := 0
+		for range b.N {
+			size = 0
+			r, err := d.Column("image")
+			require.NoError(b, err)
+			ss, err := r.ReadEncodedRange(ctx, 0, rows)
+			require.NoError(b, err)
+			for _, s := range ss {
+				size += len(s.Data)
+			}
+		}
+		b.SetBytes(int64(size))
+		b.ReportMetric(float64(rows*b.N)/b.Elapsed().Seconds(), "images/s")
+	})
 }
