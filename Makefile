@@ -134,6 +134,21 @@ sysdeps-ffmpeg:
 		fail "apt-get install $(FFMPEG_DEBS) failed"; \
 	pkg-config --exists libavformat libavcodec libswscale libswresample libavutil || fail "FFmpeg's -dev packages installed but pkg-config does not find them"
 
+# apt_install(COMMAND,DEBS,WHY) is a recipe line that installs the Debian
+# packages DEBS with apt-get (as root, or through sudo) unless COMMAND is
+# on PATH, and fails saying WHY they are needed where it cannot.
+apt_install = if command -v $(1) >/dev/null; then exit 0; fi; \
+	fail() { echo "sysdeps: $$1; install $(2) by hand ($(3))" >&2; exit 1; }; \
+	command -v apt-get >/dev/null || fail "$(1) is missing and there is no apt-get"; \
+	if [ "$$(id -u)" = 0 ]; then SUDO=; \
+	elif command -v sudo >/dev/null; then SUDO=sudo; \
+	else fail "$(1) is missing and installing it needs root or sudo"; fi; \
+	echo "$$SUDO apt-get install -y --no-install-recommends $(2)"; \
+	$$SUDO apt-get update -q && \
+	$$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $(2) || \
+		fail "apt-get install $(2) failed"; \
+	command -v $(1) >/dev/null || fail "$(2) installed but $(1) is not on PATH"
+
 # sysdeps-psql (issue 38) installs psql (Debian: postgresql-client), the
 # client that pgwire's tests run against loch serve --pg (\dt, \d, \copy).
 # With psql on PATH it does nothing; its tests fail without it.
@@ -141,17 +156,30 @@ sysdeps-ffmpeg:
 sysdeps: sysdeps-psql
 test: sysdeps-psql
 sysdeps-psql:
-	@if command -v psql >/dev/null; then exit 0; fi; \
-	fail() { echo "sysdeps: $$1; install postgresql-client by hand (pgwire's tests need psql)" >&2; exit 1; }; \
-	command -v apt-get >/dev/null || fail "psql is missing and there is no apt-get"; \
-	if [ "$$(id -u)" = 0 ]; then SUDO=; \
-	elif command -v sudo >/dev/null; then SUDO=sudo; \
-	else fail "psql is missing and installing it needs root or sudo"; fi; \
-	echo "$$SUDO apt-get install -y --no-install-recommends postgresql-client"; \
-	$$SUDO apt-get update -q && \
-	$$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends postgresql-client || \
-		fail "apt-get install postgresql-client failed"; \
-	command -v psql >/dev/null || fail "postgresql-client installed but psql is not on PATH"
+	@$(call apt_install,psql,postgresql-client,pgwire's tests need psql)
+
+# sysdeps-jdbc (issue 38) installs a JDK (Debian: default-jdk-headless) when
+# javac is missing, and PostgreSQL's JDBC driver from Maven Central (by mvn
+# when present, else curl; its sha256 checked) as PGJDBC: pgwire's
+# TestJDBC compiles and runs a small Java program with it, as a BI tool's
+# table browser would connect. With both present it does nothing; TestJDBC
+# fails without them.
+PGJDBC_VERSION = 42.7.14
+PGJDBC_SHA256 = 73914527305a40cce504b0d3d90b23caf565136912d607ae8ae7c5895512332c
+PGJDBC := $(TOOLS)/pgjdbc/postgresql-$(PGJDBC_VERSION).jar
+.PHONY: sysdeps-jdbc
+sysdeps: sysdeps-jdbc
+test: sysdeps-jdbc
+sysdeps-jdbc: $(PGJDBC)
+	@$(call apt_install,javac,default-jdk-headless,pgwire's TestJDBC needs javac and java)
+$(PGJDBC):
+	@mkdir -p $(dir $@)
+	@if command -v mvn >/dev/null; then \
+		mvn -q dependency:copy -Dartifact=org.postgresql:postgresql:$(PGJDBC_VERSION) -DoutputDirectory=$(dir $@) -Dmdep.overWriteReleases=true; \
+	else \
+		curl -fsSL -o $@.tmp https://repo1.maven.org/maven2/org/postgresql/postgresql/$(PGJDBC_VERSION)/postgresql-$(PGJDBC_VERSION).jar && mv $@.tmp $@; \
+	fi
+	@echo "$(PGJDBC_SHA256)  $@" | sha256sum -c --quiet - || { rm -f $@; echo "sysdeps: $@ does not have the pinned sha256" >&2; exit 1; }
 
 test: tools
 	$(GO) vet ./...
