@@ -140,3 +140,21 @@ func TestSerialConcurrentWriters(t *testing.T) {
 		require.Equal(t, who, got[i]["who"])
 	}
 }
+
+// TestSerialSample: a serial value is stored as loch.Scalar stores the
+// column's integer type, for every integer dtype.
+func TestSerialSample(t *testing.T) {
+	for dt, want := range map[schema.DType]loch.Sample{
+		schema.Int8:   loch.Scalar(int8(-5)),
+		schema.Int16:  loch.Scalar(int16(-300)),
+		schema.Int32:  loch.Scalar(int32(70000)),
+		schema.Int64:  loch.Scalar(int64(1) << 40),
+		schema.Uint8:  loch.Scalar(uint8(200)),
+		schema.Uint16: loch.Scalar(uint16(60000)),
+		schema.Uint32: loch.Scalar(uint32(1) << 31),
+		schema.Uint64: loch.Scalar(uint64(1) << 63),
+	} {
+		n := dt.Int(want.Data, 0)
+		require.Equal(t, want, serialSample(dt, n), "%s %d", dt, n)
+	}
+}

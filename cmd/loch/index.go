@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lochdata/loch"
+	"github.com/lochdata/loch/fts"
 	"github.com/lochdata/loch/ingest"
 	"github.com/lochdata/loch/internal/half"
 	"github.com/lochdata/loch/internal/keys"
@@ -98,7 +99,7 @@ the same version, column and metric replaces the index.`,
 		Args: exactArgs("URL"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if text {
-				return runIndexCreateFTS(cmd.Context(), cmd, ftsOpts{url: args[0], refs: &refs, column: idx.column, asJSON: asJSON})
+				return runIndexBuildFTS(cmd.Context(), cmd, ftsOpts{url: args[0], refs: &refs, column: idx.column, asJSON: asJSON}, fts.Build, "built")
 			}
 			m, err := idx.parse()
 			if err != nil {
@@ -156,7 +157,7 @@ gives better recall.`,
 		Args:    exactArgs("URL"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if text {
-				return runIndexUpdateFTS(cmd.Context(), cmd, ftsOpts{url: args[0], refs: &refs, column: idx.column, asJSON: asJSON})
+				return runIndexBuildFTS(cmd.Context(), cmd, ftsOpts{url: args[0], refs: &refs, column: idx.column, asJSON: asJSON}, fts.Update, "updated")
 			}
 			m, d, err := idx.open(cmd, args[0], &refs)
 			if err != nil {
