@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 
@@ -67,9 +68,7 @@ func (d *Dataset) updateRoot(ctx context.Context, op string, change func(root *m
 	next, err := d.log.Append(ctx, maxCommitAttempts, func(root *manifest.Root) (*manifest.Root, error) {
 		next := &manifest.Root{Seq: root.Seq + 1, Time: time.Now().UTC(), Prev: root.Seq,
 			Refs: make(map[string]string, len(root.Refs)+1), NextRowID: root.NextRowID, NextColumnUID: root.NextColumnUID, Op: op}
-		for k, v := range root.Refs {
-			next.Refs[k] = v
-		}
+		maps.Copy(next.Refs, root.Refs)
 		if err := change(root, next); err != nil {
 			gaveUp = err
 			return nil, err
