@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"strings"
 	"time"
 
@@ -68,7 +67,9 @@ func (d *Dataset) updateRoot(ctx context.Context, op string, change func(root *m
 	next, err := d.log.Append(ctx, maxCommitAttempts, func(root *manifest.Root) (*manifest.Root, error) {
 		next := &manifest.Root{Seq: root.Seq + 1, Time: time.Now().UTC(), Prev: root.Seq,
 			Refs: make(map[string]string, len(root.Refs)+1), NextRowID: root.NextRowID, NextColumnUID: root.NextColumnUID, Op: op}
-		maps.Copy(next.Refs, root.Refs)
+		for k, v := range root.Refs {
+			next.Refs[k] = v
+		}
 		if err := change(root, next); err != nil {
 			gaveUp = err
 			return nil, err

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -490,7 +489,9 @@ func (c *Catalog) change(ctx context.Context, op string, fn func(next *manifest.
 		}
 		next := &manifest.Catalog{Seq: latest.Seq + 1, Time: time.Now().UTC(), Prev: latest.Seq,
 			Tables: make(map[string]manifest.CatalogTable, len(latest.Tables)+1), Op: op}
-		maps.Copy(next.Tables, latest.Tables)
+		for k, v := range latest.Tables {
+			next.Tables[k] = v
+		}
 		if err := fn(next); err != nil {
 			gaveUp = err
 			return nil, err
