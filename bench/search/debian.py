@@ -22,7 +22,7 @@ English stop words, sublinear tf, words in 2+ documents) reduced by
 TruncatedSVD to ``dim``, normalized.
 
 The vectors are cached as .npy files in ``cache`` (keyed by the corpus's
-hash), and :func:`write_dataset` writes a loch dataset with columns ``id``
+hash; embedded 4,096 rows a part, so that a stopped run resumes), and :func:`write_dataset` writes a loch dataset with columns ``id``
 (int64, the position), ``description`` (TEXT) and ``embedding``
 (EMBEDDING(dim)). Run alone it builds the cache and the dataset::
 
@@ -32,6 +32,7 @@ hash), and :func:`write_dataset` writes a loch dataset with columns ``id``
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import json
 import os
@@ -74,16 +75,34 @@ def model_dir(cache: Path) -> Path:
     return out
 
 
-def embed(texts: list[str], cache: Path, threads: int) -> np.ndarray:
-    """all-MiniLM-L6-v2 embeddings [len(texts), 384], unit length."""
+@functools.cache
+def model(cache: Path, threads: int):
+    """The sentence-transformers model, loaded once."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     import torch
     from sentence_transformers import SentenceTransformer
 
     torch.set_num_threads(threads)
-    model = SentenceTransformer(str(model_dir(cache)), device="cpu")
-    model.max_seq_length = MAX_TOKENS
-    return model.encode(texts, batch_size=128, normalize_embeddings=True).astype(np.float32)
+    m = SentenceTransformer(str(model_dir(cache)), device="cpu")
+    m.max_seq_length = MAX_TOKENS
+    return m
+
+
+def embed(texts: list[str], cache: Path, threads: int) -> np.ndarray:
+    """all-MiniLM-L6-v2 embeddings [len(texts), 384], unit length."""
+    return model(cache, threads).encode(texts, batch_size=128, normalize_embeddings=True).astype(np.float32)
+
+
+def embed_parts(texts: list[str], cache: Path, prefix: str, threads: int, part: int = 4096) -> None:
+    """Embeds texts a part at a time into cache/prefix-part-NNNNN.npy,
+    skipping the parts already there: a stopped run resumes."""
+    for lo in range(0, len(texts), part):
+        f = cache / f"{prefix}-part-{lo // part:05d}.npy"
+        if not f.exists():
+            t = time.perf_counter()
+            np.save(cache / "tmp.npy", embed(texts[lo : lo + part], cache, threads))
+            os.replace(cache / "tmp.npy", f)
+            print(f"embedded rows {lo}-{min(lo + part, len(texts))} of {len(texts)} in {time.perf_counter() - t:.0f} s", file=sys.stderr)
 
 
 def project(x: np.ndarray, mean: np.ndarray, comps: np.ndarray) -> np.ndarray:
@@ -119,11 +138,12 @@ def load(lists: str | None, cache: Path, dim: int = 128, threads: int = 1, model
         return Corpus(names, docs, qs, e, q)
     full = cache / f"minilm-{key}-384.npy"
     if not full.exists():
-        t = time.perf_counter()
-        e = embed([d.split("\n", 1)[0] for d in docs], cache, threads)
-        np.save(cache / "tmp.npy", e)
+        embed_parts([d.split("\n", 1)[0] for d in docs], cache, f"minilm-{key}", threads)
+        parts = sorted(cache.glob(f"minilm-{key}-part-*.npy"))
+        np.save(cache / "tmp.npy", np.concatenate([np.load(f) for f in parts]))
         os.replace(cache / "tmp.npy", full)
-        print(f"embedded {len(docs)} summaries in {time.perf_counter() - t:.0f} s", file=sys.stderr)
+        for f in parts:
+            f.unlink()
     e = np.load(full)
     qfile = cache / f"minilm-{key}-queries-384.npy"
     if not qfile.exists():
