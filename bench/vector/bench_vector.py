@@ -246,8 +246,10 @@ def lance_build(work: Path, p: dict) -> int:
 
     path = work / "lance"  # the data, written once by lance_write (not timed)
     ds = lance.dataset(str(path))
-    ds.create_index("embedding", index_type="IVF_PQ", num_partitions=p["nlist"], num_sub_vectors=p["m"], metric="L2", replace=True)
-    return sum(f.stat().st_size for f in (path / "_indices").rglob("*") if f.is_file())
+    ds = ds.create_index("embedding", index_type="IVF_PQ", num_partitions=p["nlist"], num_sub_vectors=p["m"], metric="L2", replace=True)
+    # The index now in use (an index it replaced stays in _indices until cleanup).
+    files = [f for i in ds.list_indices() for f in (path / "_indices" / i["uuid"]).rglob("*")]
+    return sum(f.stat().st_size for f in files if f.is_file())
 
 
 def lance_write(work: Path) -> None:
