@@ -101,7 +101,7 @@ class SQL:
         if not stream.release:
             return result, None
         reader = pa.RecordBatchReader._import_from_c(ctypes.addressof(stream))
-        return result, reader.read_all()
+        return result, as_parquet_typed(pa, reader.read_all())
 
     def select(self, sql: str, **options: Any) -> dict[str, Any]:
         """Runs a SELECT as a selection: its JSON (``version``, ``sql``,
@@ -112,6 +112,27 @@ class SQL:
             self._h.lib.call("loch_sql_select", self._h.value, sql.encode(), json_options(**options), byref(out),
                              detail=out, interruptible=True)  # fmt: skip
         return dict(json.loads(self._h.lib.take_string(out)))
+
+
+def as_parquet_typed(pa: Any, table: Any) -> Any:
+    """``table`` with the types the ``loch`` command's results have had
+    (they crossed as Parquet): DuckDB's ENUMs (class labels), which Arrow
+    carries as dictionaries, as their values; HUGEINT (``sum`` of
+    integers), which Arrow carries as decimal128(38, 0), as float64. The
+    other columns are not touched (no copy)."""
+    fields = []
+    changed = False
+    for f in table.schema:
+        t = f.type
+        if pa.types.is_dictionary(t):
+            t = t.value_type
+        elif pa.types.is_decimal(t) and t.precision == 38 and t.scale == 0:
+            t = pa.float64()
+        changed = changed or t != f.type
+        fields.append(f.with_type(t))
+    if not changed:
+        return table
+    return table.cast(pa.schema(fields, metadata=table.schema.metadata))
 
 
 #: The type of struct ArrowArrayStream's release callback.
