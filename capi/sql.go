@@ -8,8 +8,10 @@ package main
 import "C"
 
 import (
+	"bytes"
 	"context"
 	"database/sql/driver"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"strings"
@@ -74,6 +76,16 @@ type sqlRunOptions struct {
 	// Table is the table a catalog selection selects ("" the only one the
 	// query names).
 	Table string `json:"table"`
+	// JSON, for a read: its rows go in out's "result" as loch sql --json
+	// prints them (one object per row, JSON values parsed), not as Arrow.
+	JSON bool `json:"json"`
+}
+
+// sqlResult is what loch_sql_run stores in out: what a statement did and,
+// for a read with "json", its rows.
+type sqlResult struct {
+	sqlcat.Result
+	Values []json.RawMessage `json:"result,omitempty"`
 }
 
 // loch_sql_open opens a SQL handle over target, a dataset or a catalog
@@ -87,20 +99,40 @@ func loch_sql_open(target C.uintptr_t, options *C.char, out *C.uintptr_t, errOut
 	if err := decodeStrict("SQL options", goString(options), &o); err != nil {
 		return fail(errOut, err)
 	}
-	obj := &sqlObj{threads: o.Threads}
-	if ds, err := datasetOf(target); err == nil {
-		if obj.e, err = query.New(context.Background(), ds.d, query.Options{Threads: o.Threads}); err != nil {
-			return fail(errOut, err)
-		}
-		obj.ds, obj.version = ds, ds.d.Version()
+	var obj *sqlObj
+	var err error
+	if ds, derr := datasetOf(target); derr == nil {
+		obj, err = openSQL(ds, o)
 	} else if co, cerr := catalogOf(target); cerr == nil {
-		obj.cat, obj.s = co, sqlcat.NewSession(co.c)
-		obj.s.Threads = o.Threads
+		obj, err = openSQL(co, o)
 	} else {
-		return fail(errOut, fmt.Errorf("SQL over handle %d: not a dataset or catalog handle: %w", uint64(target), errClosed))
+		err = fmt.Errorf("SQL over handle %d: not a dataset or catalog handle: %w", uint64(target), errClosed)
+	}
+	if err != nil {
+		return fail(errOut, err)
 	}
 	*out = newHandle(obj)
 	return C.LOCH_OK
+}
+
+// openSQL opens a SQL handle's object over target, a *dataset or a
+// *catalogObj.
+func openSQL(target any, o sqlOpenOptions) (*sqlObj, error) {
+	obj := &sqlObj{threads: o.Threads}
+	switch t := target.(type) {
+	case *dataset:
+		e, err := query.New(context.Background(), t.d, query.Options{Threads: o.Threads})
+		if err != nil {
+			return nil, err
+		}
+		obj.ds, obj.e, obj.version = t, e, t.d.Version()
+	case *catalogObj:
+		obj.cat, obj.s = t, sqlcat.NewSession(t.c)
+		obj.s.Threads = o.Threads
+	default:
+		return nil, fmt.Errorf("SQL over a %T: want a dataset or a catalog: %w", target, loch.ErrInvalidArgument)
+	}
+	return obj, nil
 }
 
 // loch_sql_close releases a SQL handle (its DuckDB); closing it twice is
@@ -109,18 +141,36 @@ func loch_sql_open(target C.uintptr_t, options *C.char, out *C.uintptr_t, errOut
 //export loch_sql_close
 func loch_sql_close(h C.uintptr_t, errOut **C.char) (st C.int) {
 	return withHandle(h, errOut, sqlOf, func(o *sqlObj) error {
-		o.mu.Lock()
-		defer o.mu.Unlock()
-		if o.closed {
-			return nil
+		first, err := o.close()
+		if first {
+			deleteHandle(h)
 		}
-		o.closed = true
-		deleteHandle(h)
-		if o.e != nil {
-			return o.e.Close()
-		}
-		return nil
+		return err
 	})
+}
+
+// close releases the engine; it reports whether this was the first close.
+func (o *sqlObj) close() (bool, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.closed {
+		return false, nil
+	}
+	o.closed = true
+	if o.e != nil {
+		return true, o.e.Close()
+	}
+	return true, nil
+}
+
+// use runs fn on the open handle, one statement at a time.
+func (o *sqlObj) use(fn func() error) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.closed {
+		return fmt.Errorf("SQL handle is closed: %w", errClosed)
+	}
+	return fn()
 }
 
 // withSQL runs fn on the SQL handle h, one statement at a time, in an
@@ -131,14 +181,9 @@ func withSQL(h C.uintptr_t, options *C.char, errOut **C.char, fn func(context.Co
 		if err := decodeStrict("SQL statement options", goString(options), &opts); err != nil {
 			return err
 		}
-		o.mu.Lock()
-		defer o.mu.Unlock()
-		if o.closed {
-			return fmt.Errorf("SQL handle is closed: %w", errClosed)
-		}
 		ctx, done := interruptible()
 		defer done()
-		return fn(ctx, o, opts)
+		return o.use(func() error { return fn(ctx, o, opts) })
 	})
 }
 
@@ -155,37 +200,90 @@ func loch_sql_run(h C.uintptr_t, sql, options *C.char, stream unsafe.Pointer, ou
 		if stream == nil {
 			return invalidf("loch_sql_run: the ArrowArrayStream pointer is NULL")
 		}
-		var sch *arrow.Schema
-		var recs []arrow.RecordBatch
-		read := func(conn driver.Conn, q string) (err error) {
-			sch, recs, err = query.ArrowRecords(ctx, conn, q)
-			return err
+		if opts.JSON {
+			return o.runJSON(ctx, goString(sql), opts, out)
 		}
-		res, err := o.run(ctx, goString(sql), opts, read)
+		sch, recs, res, err := o.arrow(ctx, goString(sql), opts)
 		if err != nil {
 			return err
 		}
 		if sch != nil {
-			rr, err := array.NewRecordReader(sch, recs)
-			for _, r := range recs {
-				r.Release()
-			}
-			if err != nil {
-				return fmt.Errorf("sql: result: %w", err)
-			}
-			cdata.ExportRecordReader(rr, (*cdata.CArrowArrayStream)(stream))
-			rr.Release()
-			res.Rows = 0
-			for _, r := range recs {
-				res.Rows += r.NumRows()
+			if err := exportStream(sch, recs, (*cdata.CArrowArrayStream)(stream)); err != nil {
+				return err
 			}
 		}
 		return setJSON(out, res)
 	})
 }
 
+// arrow runs statement q; a read's result comes as Arrow: its schema
+// (nil for a write) and record batches, which the caller releases.
+func (o *sqlObj) arrow(ctx context.Context, q string, opts sqlRunOptions) (*arrow.Schema, []arrow.RecordBatch, sqlcat.Result, error) {
+	var sch *arrow.Schema
+	var recs []arrow.RecordBatch
+	read := func(conn driver.Conn, q string) (err error) {
+		sch, recs, err = query.ArrowRecords(ctx, conn, q)
+		return err
+	}
+	res, err := o.run(ctx, q, opts, sqlcat.Output{Read: read})
+	if err != nil {
+		return nil, nil, res, err
+	}
+	if sch != nil {
+		res.Rows = 0
+		for _, r := range recs {
+			res.Rows += r.NumRows()
+		}
+	}
+	return sch, recs, res, nil
+}
+
+// exportStream hands sch and recs (released here) over as the Arrow C
+// stream out.
+func exportStream(sch *arrow.Schema, recs []arrow.RecordBatch, out *cdata.CArrowArrayStream) error {
+	rr, err := array.NewRecordReader(sch, recs)
+	for _, r := range recs {
+		r.Release()
+	}
+	if err != nil {
+		return fmt.Errorf("sql: result: %w", err)
+	}
+	cdata.ExportRecordReader(rr, out)
+	rr.Release()
+	return nil
+}
+
+// runJSON runs statement q with a read's rows as JSON in out's "result".
+func (o *sqlObj) runJSON(ctx context.Context, q string, opts sqlRunOptions, out **C.char) error {
+	r, err := o.json(ctx, q, opts)
+	if err != nil {
+		return err
+	}
+	return setJSON(out, r)
+}
+
+// json runs statement q with a read's rows as JSON values.
+func (o *sqlObj) json(ctx context.Context, q string, opts sqlRunOptions) (sqlResult, error) {
+	var buf bytes.Buffer
+	res, err := o.run(ctx, q, opts, sqlcat.Output{W: &buf, Format: query.FormatJSON})
+	if err != nil {
+		return sqlResult{}, err
+	}
+	r := sqlResult{Result: res}
+	if res.Statement == sqlcat.KindQuery {
+		r.Values = []json.RawMessage{}
+		for _, line := range bytes.Split(buf.Bytes(), []byte("\n")) {
+			if len(bytes.TrimSpace(line)) > 0 {
+				r.Values = append(r.Values, json.RawMessage(line))
+			}
+		}
+		r.Rows = int64(len(r.Values))
+	}
+	return r, nil
+}
+
 // run runs statement q with the result read by read.
-func (o *sqlObj) run(ctx context.Context, q string, opts sqlRunOptions, read func(driver.Conn, string) error) (sqlcat.Result, error) {
+func (o *sqlObj) run(ctx context.Context, q string, opts sqlRunOptions, output sqlcat.Output) (sqlcat.Result, error) {
 	if o.e != nil {
 		if err := o.refresh(ctx, opts.Seed); err != nil {
 			return sqlcat.Result{}, err
@@ -194,11 +292,15 @@ func (o *sqlObj) run(ctx context.Context, q string, opts sqlRunOptions, read fun
 		if !sqlcat.IsQuery(q) {
 			return sqlcat.Result{}, invalidf("query %s: a dataset's SQL only reads; write through a catalog's SQL (loch.connect(root).sql)", oneLine(q))
 		}
-		return sqlcat.Result{Statement: sqlcat.KindQuery}, o.e.Raw(ctx, q, read)
+		if output.Read == nil {
+			n, err := o.e.Write(ctx, q, output.Format, 0, output.W)
+			return sqlcat.Result{Statement: sqlcat.KindQuery, Rows: n}, err
+		}
+		return sqlcat.Result{Statement: sqlcat.KindQuery}, o.e.Raw(ctx, q, output.Read)
 	}
 	restore := o.apply(opts)
 	defer restore()
-	return o.s.Run(ctx, q, sqlcat.Output{Read: read})
+	return o.s.Run(ctx, q, output)
 }
 
 // refresh points the engine at its dataset handle's version, when a

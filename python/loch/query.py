@@ -463,10 +463,9 @@ def catalog_sql(
     :meth:`loch.Catalog.sql`), through the catalog's SQL handle
     ``session`` when there is one."""
     if session is not None:
-        result, out = session.run(statement, message=message, branch=branch)
-        if out is not None:
-            rows = json_rows(out)
-            result.update(statement="QUERY", rows=len(rows), result=rows)
+        result, _ = session.run(statement, message=message, branch=branch, json=True)
+        if result.get("statement") == "QUERY":
+            result.setdefault("result", [])
         return dict(result)
     if root.startswith("mem://"):
         raise InvalidArgument(f"{root} lives in this process only: store the catalog at a path or an object store URL to run SQL on it")
@@ -477,34 +476,3 @@ def catalog_sql(
         args += ["--branch", branch]
     return dict(json.loads(_run(args)))
 
-
-def json_rows(table: Any) -> list[dict[str, Any]]:
-    """The rows of a query's result as ``loch sql --json`` gives them: one
-    dict per row, JSON values parsed, times and dates as DuckDB prints
-    them."""
-    pa = pyarrow()
-    cols: dict[str, list[Any]] = {}
-    for name, col in zip(table.column_names, table.columns):
-        typ = col.type
-        if pa.types.is_timestamp(typ) or pa.types.is_date(typ) or pa.types.is_time(typ) or pa.types.is_decimal(typ):
-            values = [None if v is None else _duck_text(v) for v in col.to_pylist()]
-        else:
-            values = col.to_pylist()
-        if _is_json(table.schema.field(name)):
-            values = [None if v is None else json.loads(v) for v in values]
-        cols[name] = values
-    names = list(cols)
-    return [dict(zip(names, row)) for row in zip(*cols.values())] if names else []
-
-
-def _is_json(field: Any) -> bool:
-    """Whether an Arrow field holds DuckDB JSON (its extension name)."""
-    meta = field.metadata or {}
-    return meta.get(b"ARROW:extension:name") == b"arrow.json" or str(field.type) == "extension<arrow.json>"
-
-
-def _duck_text(v: Any) -> Any:
-    """A time, date or decimal as DuckDB's JSON prints it."""
-    if hasattr(v, "isoformat"):
-        return v.isoformat(sep=" ") if hasattr(v, "hour") and hasattr(v, "day") else v.isoformat()
-    return float(v)
