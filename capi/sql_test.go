@@ -162,7 +162,7 @@ func TestSQLOverADatasetFollowsItsHandle(t *testing.T) {
 	require.NoError(t, err)
 	defer o.close()
 	require.EqualValues(t, 5, count(t, o, "SELECT count(*) FROM ds"))
-	require.EqualValues(t, 10, count(t, o, "SELECT sum(n)::BIGINT FROM frames"), "the table is named for its URL too")
+	require.EqualValues(t, 10, count(t, o, "SELECT sum(n)::BIGINT FROM ds"))
 
 	// The handle stays at its version until it moves; then the engine
 	// reads the new one.
