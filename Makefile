@@ -157,6 +157,8 @@ test: tools
 	$(GO) vet ./...
 	$(GO) test -race -timeout 20m ./...
 	$(GO) test -count=1 -run TestBoundedMemory ./loader # RSS bounds, without the race detector's overhead
+	$(GO) vet -tags=duckdb_arrow ./capi ./query
+	$(GO) test -race -tags=duckdb_arrow -run 'SQL|Arrow' ./capi # SQL in the library (capi/sql.go), built as setup.py builds it
 	$(VENV)/bin/python -m pytest python/tests
 
 # demo makes a small image dataset, ingests it into a local loch dataset,
