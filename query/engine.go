@@ -92,7 +92,8 @@ type Engine struct {
 	// searchers keep the vector indexes a nearest-neighbour ORDER BY
 	// opened (knn.go), by handle, for the engine's life
 	searchers map[*loch.Dataset]*vector.Searcher
-	fts       ftsState // fts_match and fts_score (fts.go)
+	fts       ftsState   // fts_match and fts_score (fts.go)
+	lastParse lastParsed // parse's last answer (duckdb.go)
 }
 
 // New starts an engine over d's current version. d may be nil: then the
