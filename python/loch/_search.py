@@ -61,8 +61,9 @@ class Search(Reads):
             >>> ds.sql("SELECT label, count(*) AS n FROM ds GROUP BY label ORDER BY label").to_pylist()  # doctest: +SKIP
             [{'label': 'cat', 'n': 5}, {'label': 'dog', 'n': 5}]
 
-        ``seed`` seeds ``random()``. It runs in the ``loch`` command, with
-        the handle's ``storage_options``, and only reads (docs/query.md).
+        ``seed`` seeds ``random()``. It runs in this process, on a DuckDB
+        connection kept for the handle's life, and only reads; the result
+        crosses as Arrow without a copy per value (docs/query.md).
         """
         from .query import table
 
