@@ -166,8 +166,8 @@ class Search(Reads):
         max(400, 40 k); rows added or changed
         since it was built are searched exactly), else compares every row
         (``exact=True`` always does). ``where`` keeps only the rows that
-        pass an SQL condition over the table ``ds`` (run by the ``loch``
-        command, as :meth:`query` is); the result is the top ``k`` among
+        pass an SQL condition over the table ``ds`` (run as :meth:`query`
+        runs it); the result is the top ``k`` among
         them (the index scans more of its lists as the filter narrows, and
         every list, exactly, when under 12.5% of the rows pass)::
 
