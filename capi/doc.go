@@ -47,7 +47,7 @@
 //     which makes no call per batch, gets none), and loaders default to one
 //     worker per P the process had before (procs.go), so that the caller
 //     does not take a P from the workers.
-//   - SQL runs in the library (sql.go, ABI 21) where it is built with the
+//   - SQL runs in the library (sql.go, ABI 22) where it is built with the
 //     tags duckdb_arrow,duckdb_use_lib against libduckdb.so (python/setup.py
 //     does): a SQL handle keeps one DuckDB connection over a dataset or
 //     catalog handle, and a query's result crosses as an ArrowArrayStream

@@ -48,9 +48,10 @@
  * loch_dataset_commit's conflicting row ids (see "Writers that recover"
  * below); 19 added the decode limit (loch_set_max_decode_bytes,
  * loch_max_decode_bytes); 20 added full-text search (loch_fts_*, see
- * the end); 21 added SQL in the library (loch_sql_*, see the end).
+ * the end); 21 added hybrid search (loch_hybrid_search, see the end);
+ * 22 added SQL in the library (loch_sql_*, see the end).
  */
-#define LOCH_ABI_VERSION 21
+#define LOCH_ABI_VERSION 22
 
 /* Status codes. */
 enum {
@@ -396,6 +397,26 @@ int64_t loch_max_decode_bytes(void);
  */
 
 /*
+ * Hybrid search (ABI 21): a query vector and a full-text query, each
+ * among the rows a filter allows, fused by reciprocal rank or weighted
+ * scores (docs/search.md).
+ *
+ *   loch_hybrid_search(h, options, const float *q, d, text, k,
+ *       const uint64_t *allowed, nallowed, uint64_t *ids, double *scores,
+ *       int64_t *vranks, float *dists, int64_t *tranks, double *tscores,
+ *       int64_t *count, char **info, err): options JSON {"column",
+ *       "text_column", "metric", "fusion": "rrf"|"weighted", "weight",
+ *       "rrf_k", "rank_window", "nprobe", "rerank", "exact", "where" (the
+ *       filter's SQL, for info's "sql")} or NULL; q NULL or text NULL/""
+ *       leaves that side out; allowed as loch_vector_search's; the
+ *       *count <= k best rows, best first: fused score, each side's rank
+ *       from 1 (0: not ranked by it), distance and BM25 score; info =
+ *       {"version", "vector_column", "text_column", "vector_index",
+ *       "text_index", "warnings", "sql" (the same search as an SQL
+ *       hybrid_search query: a selection's text)}.
+ */
+
+/*
  * Vector search (ABI 8): nearest rows to query vectors in an embedding
  * column (a fixed [d] column of float32, float16 or bfloat16), exactly or
  * with the column's stored IVF-flat index (docs/format.md §2.8).
@@ -419,7 +440,7 @@ int64_t loch_max_decode_bytes(void);
  */
 
 /*
- * SQL in the library (ABI 21, capi/sql.go): DuckDB in this process, on one
+ * SQL in the library (ABI 22, capi/sql.go): DuckDB in this process, on one
  * connection kept for the SQL handle's life, with results as Arrow (the
  * Arrow C data interface). A library built without DuckDB (without the
  * build tags duckdb_arrow,duckdb_use_lib; python/setup.py sets them) has

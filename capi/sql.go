@@ -27,7 +27,7 @@ import (
 	"github.com/lochdata/loch/sqlcat"
 )
 
-// SQL in the library (ABI 21): a SQL handle (loch_sql_open) runs DuckDB
+// SQL in the library (ABI 22): a SQL handle (loch_sql_open) runs DuckDB
 // in this process, on one connection kept for the handle's life, over a
 // dataset handle's version (loch query URL) or a catalog's tables (loch
 // sql ROOT), and hands a query's result over as Arrow through the Arrow

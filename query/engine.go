@@ -165,13 +165,10 @@ func (e *Engine) init(ctx context.Context) error {
 	if err := e.registerFile(conn); err != nil {
 		return err
 	}
-	if err := e.registerVector(ctx, conn); err != nil {
+	if err := e.registerSearch(ctx, conn); err != nil {
 		return err
 	}
 	if err := registerPG(ctx, conn); err != nil {
-		return err
-	}
-	if err := e.registerFTS(ctx, conn); err != nil {
 		return err
 	}
 	if err := e.createViews(ctx, conn); err != nil {

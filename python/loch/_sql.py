@@ -1,4 +1,4 @@
-"""SQL in this process (C ABI 21, capi/sql.go): DuckDB runs inside the
+"""SQL in this process (C ABI 22, capi/sql.go): DuckDB runs inside the
 library, on one connection that lives as long as the :class:`SQL` handle,
 over a dataset handle's version (``ds.query``, ``ds.sql``) or a catalog's
 tables (``loch.connect(root).sql``, ``.query``), and a query's result

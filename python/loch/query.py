@@ -1,7 +1,7 @@
 """SQL over datasets, and the selections it makes (docs/query.md).
 
 The SQL engine (DuckDB, in the Go package ``query``) runs in this process,
-inside the shared library (:mod:`loch._sql`, C ABI 21), on one connection
+inside the shared library (:mod:`loch._sql`, C ABI 22), on one connection
 per dataset or catalog handle that lives as long as the handle; a query's
 result crosses as Arrow, without a copy per value. A library built without
 DuckDB (python/setup.py says when) runs SQL in the ``loch`` command instead,
