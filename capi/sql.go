@@ -48,8 +48,8 @@ type sqlObj struct {
 	ds      *dataset
 	e       *query.Engine
 	version string
-	// cat and s: a catalog's session (each statement opens the tables it
-	// names at their heads, so it sees every commit).
+	// cat and s: a catalog's session (one kept engine; each statement
+	// reads the tables it names at their heads, so it sees every commit).
 	cat     *catalogObj
 	s       *sqlcat.Session
 	closed  bool
@@ -129,6 +129,9 @@ func openSQL(target any, o sqlOpenOptions) (*sqlObj, error) {
 	case *catalogObj:
 		obj.cat, obj.s = t, sqlcat.NewSession(t.c)
 		obj.s.Threads = o.Threads
+		// One engine for the handle's life, each table refreshed when a
+		// commit moved it (sqlcat.Session.KeepEngine).
+		obj.s.KeepEngine = true
 	default:
 		return nil, fmt.Errorf("SQL over a %T: want a dataset or a catalog: %w", target, loch.ErrInvalidArgument)
 	}
@@ -160,7 +163,7 @@ func (o *sqlObj) close() (bool, error) {
 	if o.e != nil {
 		return true, o.e.Close()
 	}
-	return true, nil
+	return true, o.s.Close()
 }
 
 // use runs fn on the open handle, one statement at a time.
