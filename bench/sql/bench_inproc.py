@@ -107,11 +107,13 @@ def run(rows: int, rounds: int, workdir: Path, cli_rounds: int) -> dict:
         assert same(ds.sql(loch_q[k]), ds.sql(pq_q[k])), k
     times: dict[str, dict[str, list[float]]] = {k: {"loch": [], "parquet": [], "cli": []} for k in QUERIES}
     first: list[float] = []
+    catalog: list[float] = []
     for r in range(rounds):
         # The first query of a new handle: DuckDB started, the table opened.
         fresh = cat.open_table("t")
         first.append(timed(lambda: fresh.sql("SELECT 1")))
         fresh.close()
+        catalog.append(timed(lambda: cat.sql("SELECT 1")))
         for k in QUERIES:
             times[k]["loch"].append(timed(lambda: ds.sql(loch_q[k])))
             times[k]["parquet"].append(timed(lambda: ds.sql(pq_q[k])))
@@ -120,7 +122,8 @@ def run(rows: int, rounds: int, workdir: Path, cli_rounds: int) -> dict:
                 times[k]["cli"].append(timed(lambda: subprocess.run([cli(), "query", url, loch_q[k], "--format", "csv"],
                                                                     check=True, capture_output=True)))  # fmt: skip
     med = {k: {w: statistics.median(v) * 1e3 for w, v in t.items() if v} for k, t in times.items()}
-    return {"rows": rows, "rounds": rounds, "first_select_1_ms": statistics.median(first) * 1e3, "median_ms": med,
+    return {"rows": rows, "rounds": rounds, "first_select_1_ms": statistics.median(first) * 1e3,
+            "catalog_select_1_ms": statistics.median(catalog) * 1e3, "median_ms": med,
             "loch_bytes": sum(f.stat().st_size for f in Path(root).rglob("*") if f.is_file()),
             "parquet_bytes": os.path.getsize(parquet)}  # fmt: skip
 
@@ -130,6 +133,7 @@ def markdown(res: dict) -> str:
         f"| query ({res['rows']:,} rows, median of {res['rounds']}) | loch in-process | DuckDB over Parquet, same process | loch / Parquet | `loch query` (a process) |",
         "|---|---|---|---|---|",
         f"| first `SELECT 1` of a new handle (DuckDB started) | {res['first_select_1_ms']:.1f} ms | | | |",
+        f"| `loch.connect(root).sql('SELECT 1')` (rows as dicts) | {res['catalog_select_1_ms']:.1f} ms | | | |",
     ]
     for k, m in res["median_ms"].items():
         cli_ms = f"{m['cli']:.0f} ms" if "cli" in m else ""
