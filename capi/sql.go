@@ -127,6 +127,9 @@ func openSQL(target any, o sqlOpenOptions) (*sqlObj, error) {
 		}
 		obj.ds, obj.e, obj.version = t, e, t.d.Version()
 	case *catalogObj:
+		// The catalog's store stays open until this handle is closed,
+		// as for a table opened from it (catalogObj.retain).
+		t.retain()
 		obj.cat, obj.s = t, sqlcat.NewSession(t.c)
 		obj.s.Threads = o.Threads
 		// One engine for the handle's life, each table refreshed when a
@@ -163,7 +166,9 @@ func (o *sqlObj) close() (bool, error) {
 	if o.e != nil {
 		return true, o.e.Close()
 	}
-	return true, o.s.Close()
+	err := o.s.Close()
+	o.cat.release()
+	return true, err
 }
 
 // use runs fn on the open handle, one statement at a time.

@@ -192,3 +192,30 @@ func TestSQLOverADatasetFollowsItsHandle(t *testing.T) {
 	_, _, _, err = o.arrow(ctx, "SELECT 1", sqlRunOptions{})
 	require.ErrorIs(t, err, errClosed)
 }
+
+func TestSQLKeepsItsCatalogOpen(t *testing.T) {
+	ctx := context.Background()
+	cat, err := catalog.Open(ctx, t.TempDir(), catalog.WithCreate())
+	require.NoError(t, err)
+	co := &catalogObj{c: cat}
+	o, err := openSQL(co, sqlOpenOptions{Threads: 1})
+	require.NoError(t, err)
+	write(t, o, "CREATE TABLE t (id BIGINT)")
+	// The catalog's handle closed first (as loch_catalog_close does): the
+	// SQL handle still works, and closing it closes the catalog.
+	co.mu.Lock()
+	co.closed = true
+	co.mu.Unlock()
+	write(t, o, "INSERT INTO t VALUES (1)")
+	require.EqualValues(t, 1, count(t, o, "SELECT count(*) FROM t"))
+	co.mu.Lock()
+	users := co.tables
+	co.mu.Unlock()
+	require.Equal(t, 1, users, "the SQL handle holds the catalog")
+	_, err = o.close()
+	require.NoError(t, err)
+	co.mu.Lock()
+	users = co.tables
+	co.mu.Unlock()
+	require.Zero(t, users, "closing the SQL handle gives the catalog back (closed with its last user)")
+}
