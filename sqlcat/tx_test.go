@@ -92,13 +92,23 @@ func TestTransactionCommit(t *testing.T) {
 	require.Equal(t, []any{2.0, 3.0, 4.0}, ids(t, s))
 	require.Equal(t, []string{"main"}, branches(t, cat2), "the transaction's branch is gone")
 
+	// no other writer: still one commit (NoFastForward), not the
+	// statements' two
+	require.True(t, s.Begin())
+	run(t, s, "INSERT INTO frames VALUES (5, 'e')")
+	run(t, s, "DELETE FROM frames WHERE id = 2")
+	_, err = s.Commit(ctx)
+	require.NoError(t, err)
+	require.Equal(t, before+3, log())
+	require.Equal(t, []any{3.0, 4.0, 5.0}, ids(t, other))
+
 	// a transaction without writes commits nothing
 	require.True(t, s.Begin())
 	require.EqualValues(t, 3, count(t, s, "frames"))
 	r, err = s.Commit(ctx)
 	require.NoError(t, err)
 	require.Empty(t, r.Version)
-	require.Equal(t, before+2, log())
+	require.Equal(t, before+3, log())
 }
 
 func ids(t *testing.T, s *Session) []any {
