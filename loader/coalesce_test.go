@@ -156,6 +156,11 @@ func TestCoalescedRequestsOnMinIO(t *testing.T) {
 	shuffleSet(t, b.URL, schema.LZ4)
 	cfg := Config{BatchSize: 32, Shuffle: order.ModeFull, Seed: 11, WindowRows: 1024}
 	n, digest := requests(t, b.URL, cfg)
-	t.Logf("requests: %d", n)
 	require.Equal(t, "3000 0678e68c98a9d292", digest)
+	defer func(v bool) { coalesceReads = v }(coalesceReads)
+	coalesceReads = false
+	runs, digest := requests(t, b.URL, cfg)
+	require.Equal(t, "3000 0678e68c98a9d292", digest)
+	t.Logf("requests for 3,000 rows: %d coalesced, %d run by run", n, runs)
+	require.Less(t, 3*n, runs)
 }
