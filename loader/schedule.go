@@ -368,6 +368,7 @@ func (l *Loader) slotJobs(index []int, items [][]order.Item) ([]*batchJob, *wind
 func (l *Loader) sampleRuns(wc *windowChunks, first bool) [][]sampleRun {
 	runs := make([][]sampleRun, len(wc.need))
 	var spans [][2]int
+	budget := l.cfg.PrefetchBytes / 2 // bytes coalesced reads may hold (coalesce)
 	for id, idx := range wc.need {
 		slices.Sort(idx)
 		idx = slices.Compact(idx)
@@ -380,8 +381,8 @@ func (l *Loader) sampleRuns(wc *windowChunks, first bool) [][]sampleRun {
 			spans = append(spans, [2]int{idx[a], idx[b-1] + 1})
 			a = b
 		}
-		if coalesceReads {
-			spans = l.coalesce(wc.refs[id], spans)
+		if coalesceReads && l.cfg.Shuffle == order.ModeFull {
+			spans = l.coalesce(wc.refs[id], spans, &budget)
 		}
 		var rs []sampleRun
 		for _, sp := range spans {
@@ -392,9 +393,12 @@ func (l *Loader) sampleRuns(wc *windowChunks, first bool) [][]sampleRun {
 	return runs
 }
 
-// coalesceReads makes a window's runs of one chunk's samples merge into
-// fewer reads where the gaps between them are small (see coalesce);
-// tests and benchmarks turn it off for a baseline.
+// coalesceReads makes a full shuffle's window's runs of one chunk's
+// samples merge into fewer reads where the gaps between them are small
+// (see coalesce); tests and benchmarks turn it off for a baseline. Other
+// orders read runs as they are: in a block shuffle or in order a window's
+// runs are whole segments already, and the gaps between them are other
+// windows' segments.
 var coalesceReads = true
 
 // Bounds of coalesce: a gap between two runs of a chunk's samples is
@@ -419,7 +423,14 @@ const (
 // the scan's estimates of each read (exact once the chunk's header is
 // known). A full shuffle whose window holds many of a chunk's rows reads
 // them in a few requests instead of one a sample.
-func (l *Loader) coalesce(k chunkRef, spans [][2]int) [][2]int {
+//
+// A merged read serves batches all through the window, so it is held
+// until the window's last batch that needs it is collated, where a read
+// of one sample is held for its batch alone: the merged reads of a window
+// hold at most *budget bytes (half the prefetch bytes, charged as chunks
+// are met; merging stops when it is spent), so that memory stays within
+// the prefetch bound however large the dataset and its window.
+func (l *Loader) coalesce(k chunkRef, spans [][2]int, budget *int64) [][2]int {
 	if len(spans) < 2 {
 		return spans
 	}
@@ -432,18 +443,24 @@ func (l *Loader) coalesce(k chunkRef, spans [][2]int) [][2]int {
 	out := spans[:1]
 	cur := est(spans[0][0], spans[0][1])
 	used, waste := cur, int64(0)
+	single := true // out's last span is one of spans, not charged yet
 	for _, sp := range spans[1:] {
 		last := &out[len(out)-1]
 		next := est(sp[0], sp[1])
 		merged := est(last[0], sp[1])
 		extra := merged - cur - next
-		if extra <= gapMax && waste+extra <= ratio*(used+next) {
-			last[1], cur = sp[1], merged
+		charge := merged - cur // the held bytes the merge adds
+		if single {
+			charge = merged
+		}
+		if extra <= gapMax && waste+extra <= ratio*(used+next) && charge <= *budget {
+			*budget -= charge
+			last[1], cur, single = sp[1], merged, false
 			used, waste = used+next, waste+max(extra, 0)
 			continue
 		}
 		out = append(out, sp)
-		cur, used, waste = next, next, 0
+		cur, used, waste, single = next, next, 0, true
 	}
 	return out
 }
