@@ -14,6 +14,8 @@ import (
 	_ "golang.org/x/image/tiff"
 	_ "golang.org/x/image/webp"
 
+	"github.com/zeebo/xxh3"
+
 	"github.com/lochdata/loch"
 	"github.com/lochdata/loch/imaging"
 	"github.com/lochdata/loch/schema"
@@ -58,15 +60,17 @@ func (o *Options) imageColumn(name string) schema.Column {
 // imageConverter turns encoded image files into samples of one image column.
 // It is safe for concurrent use.
 type imageConverter struct {
-	col      *schema.Column
-	target   schema.SampleCompression // png, jpeg or none (pixels)
-	quality  int
-	resize   Size
-	channels int
+	col        *schema.Column
+	target     schema.SampleCompression // png, jpeg or none (pixels)
+	quality    int
+	resize     Size
+	channels   int
+	validation string // Options.ImageValidation
 }
 
 func newImageConverter(c *schema.Column, o *Options) *imageConverter {
-	return &imageConverter{col: c, target: c.SampleCompression, quality: o.JPEGQuality, resize: o.Resize, channels: o.Channels}
+	return &imageConverter{col: c, target: c.SampleCompression, quality: o.JPEGQuality, resize: o.Resize,
+		channels: o.Channels, validation: o.ImageValidation}
 }
 
 // convert decodes data (the file name, for errors) and returns the sample
@@ -92,10 +96,16 @@ func (ic *imageConverter) sample(name string, data []byte) (loch.Sample, error) 
 	if err != nil {
 		return loch.Sample{}, fmt.Errorf("%w: %s: %w", ErrBadImage, name, err)
 	}
-	// Decode fully even when the bytes are kept: a truncated file must fail
-	// here, not in the middle of a training run.
+	if s, ok, err := ic.keep(name, format, cshape, data); ok || err != nil {
+		return s, err
+	}
+	// Decode fully: a truncated file must fail here, not in the middle of
+	// a training run.
 	pix, shape, err := imaging.Decode(data)
 	if err != nil {
+		if _, ierr := imaging.Inspect(data); ierr != nil && format != "webp" {
+			return loch.Sample{}, fmt.Errorf("%w: %s: %w (%v)", ErrBadImage, name, err, ierr)
+		}
 		return loch.Sample{}, fmt.Errorf("%w: %s: %w", ErrBadImage, name, err)
 	}
 	channels := ic.channels
@@ -107,7 +117,8 @@ func (ic *imageConverter) sample(name string, data []byte) (loch.Sample, error) 
 	}
 	resize := ic.resize.Width > 0 && (ic.resize.Width != shape[1] || ic.resize.Height != shape[0])
 	// The bytes are kept only when the shape their header announces is the
-	// decoded one: readers check that too.
+	// decoded one: readers check that too. (keep took the files it could
+	// prove so without decoding.)
 	if !resize && channels == shape[2] && string(ic.target) == format && slices.Equal(cshape, shape) {
 		return loch.Encoded(ic.target, data, shape), nil
 	}
@@ -135,3 +146,34 @@ func (ic *imageConverter) sample(name string, data []byte) (loch.Sample, error) 
 	}
 	return loch.Encoded(ic.target, enc, shape), nil
 }
+
+// keep returns data as the sample, without decoding it, when it is kept
+// byte for byte (its format is the column's, no resize or channel
+// conversion) and Inspect proves its header and structure sound and that
+// its header settles the decoded shape (Exact, and cshape, what
+// imaging.Config read, agrees). ok is false when the file must be decoded
+// instead: with ValidateFull, for the sample ValidateSample decodes, for a
+// file Inspect doubts (the decode then decides), for any file converted.
+func (ic *imageConverter) keep(name, format string, cshape []int, data []byte) (s loch.Sample, ok bool, err error) {
+	if ic.validation == ValidateFull || string(ic.target) != format ||
+		(ic.resize.Width > 0 && (ic.resize.Width != cshape[1] || ic.resize.Height != cshape[0])) ||
+		(ic.channels != 0 && ic.channels != cshape[2]) {
+		return s, false, nil
+	}
+	h, err := imaging.Inspect(data)
+	if err != nil || !h.Exact || !slices.Equal(cshape, []int{h.Height, h.Width, h.Channels}) {
+		return s, false, nil
+	}
+	// What no reader could decode is not kept either.
+	if err := imaging.CheckSize(format, h.Height, h.Width, h.Channels); err != nil {
+		return s, false, fmt.Errorf("%w: %s: %w", ErrBadImage, name, err)
+	}
+	if ic.validation != ValidateHeader && sampled(data) {
+		return s, false, nil
+	}
+	return loch.Encoded(ic.target, data, cshape), true, nil
+}
+
+// sampled reports whether ValidateSample decodes a kept file: one in
+// SampleEvery, by a hash of its bytes.
+func sampled(data []byte) bool { return xxh3.Hash(data)%SampleEvery == 0 }

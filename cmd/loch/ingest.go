@@ -36,6 +36,7 @@ type ingestFlags struct {
 	jpegQuality      int
 	resize           string
 	channels         int
+	validate         string
 }
 
 func newIngestCmd() *cobra.Command {
@@ -120,6 +121,7 @@ func addImageFlags(cmd *cobra.Command, f *ingestFlags) {
 	fl.StringVar(&f.resize, "resize", "", "resize every image to WIDTHxHEIGHT, e.g. 224x224 (N alone: NxN); at most 65535 a side")
 	fl.IntVar(&f.channels, "channels", 0, "convert every image to 1 (gray), 3 (RGB) or 4 (RGBA) channels (default: keep each image's)")
 	fl.BoolVar(&f.skipBad, "skip-bad", false, "skip rows whose image cannot be decoded (missing files still fail)")
+	fl.StringVar(&f.validate, "validate", ingest.ValidateSample, fmt.Sprintf("how png/jpeg files stored as they are are proven readable: sample (header and structure of each, and a full decode of 1 in %d), header (no decode) or full (decode each)", ingest.SampleEvery))
 }
 
 func newIngestImageFolderCmd(f *ingestFlags) *cobra.Command {
@@ -442,6 +444,12 @@ func (f *ingestFlags) options(cmd *cobra.Command) (ingest.Options, error) {
 		SkipBad:     f.skipBad,
 		JPEGQuality: f.jpegQuality,
 		Channels:    f.channels,
+	}
+	switch f.validate {
+	case "", ingest.ValidateSample, ingest.ValidateHeader, ingest.ValidateFull:
+		o.ImageValidation = f.validate
+	default:
+		return o, usagef("--validate %q: want sample, header or full", f.validate)
 	}
 	if fl := cmd.Flags().Lookup("chunk-bytes"); fl != nil && fl.Changed && (f.chunkBytes < 1024 || f.chunkBytes > 1<<30) {
 		return o, usagef("--chunk-bytes %s: want 1 KiB to 1 GiB", fl.Value)
