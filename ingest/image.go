@@ -104,7 +104,7 @@ func (ic *imageConverter) sample(name string, data []byte) (loch.Sample, error) 
 	pix, shape, err := imaging.Decode(data)
 	if err != nil {
 		if _, ierr := imaging.Inspect(data); ierr != nil && format != "webp" {
-			return loch.Sample{}, fmt.Errorf("%w: %s: %w (%v)", ErrBadImage, name, err, ierr)
+			return loch.Sample{}, fmt.Errorf("%w: %s: %w (%s)", ErrBadImage, name, err, strings.TrimPrefix(ierr.Error(), "decode image: "))
 		}
 		return loch.Sample{}, fmt.Errorf("%w: %s: %w", ErrBadImage, name, err)
 	}

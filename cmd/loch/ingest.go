@@ -64,7 +64,11 @@ such descriptions, from any number of machines, in one commit.
 Images are decoded once, at ingest, and stored in their final form: with
 --image-compression png (the default) or jpeg, files already in that format
 are stored byte for byte, others are re-encoded; lz4, zstd and none store the
-decoded uint8 [height, width, channels] pixels with that chunk codec.
+decoded uint8 [height, width, channels] pixels with that chunk codec. A file
+stored byte for byte is checked, by default, by its header and structure (a
+JPEG's markers to its EOI, a PNG's chunks and CRCs to IEND), and 1 in 64 of
+them is decoded whole (--validate sample); --validate full decodes each,
+--validate header none. A file that fails names itself and what is wrong.
 
 Files are read and converted on all cores (--parallelism); row order does not
 depend on it. A progress bar (rows/s, bytes/s, ETA) is shown when standard error
