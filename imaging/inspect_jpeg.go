@@ -20,6 +20,13 @@ type jpegWalk struct {
 	sof   byte   // the frame header's marker; 0 before it
 	frame []byte // the frame header's segment
 	scans int
+	// huff has bit 1<<(4*class+slot) set for each Huffman table defined.
+	huff uint8
+	// odd is set by what a decoder may refuse though the structure is
+	// sound (Exact is then false): a scan using a Huffman table no DHT
+	// defined (libjpeg-turbo takes the standard one, image/jpeg refuses
+	// it), a subsampling image/jpeg does not decode.
+	odd bool
 }
 
 func inspectJPEG(data []byte) (Header, error) {
@@ -47,6 +54,12 @@ func inspectJPEG(data []byte) (Header, error) {
 			err = j.readFrame(m, seg, at)
 		case m == mSOS:
 			err = j.readScan(seg, at)
+		case m == 0xc4:
+			err = j.readDHT(seg, at)
+		case m == 0xdb:
+			err = readDQT(seg, at)
+		case m == 0xdd && len(seg) != 2:
+			err = inspectErr("jpeg", at, "DRI segment of %d bytes, want 2", len(seg))
 		}
 		if err != nil {
 			return Header{}, err
@@ -115,6 +128,73 @@ func (j *jpegWalk) readFrame(m byte, seg []byte, at int) error {
 		}
 	}
 	j.sof, j.frame = m, seg
+	j.odd = j.odd || !stdSampling(seg[6:])
+	return nil
+}
+
+// stdSampling reports whether image/jpeg decodes a frame of these
+// components (id, sampling, table triples): distinct ids, no factor of 3,
+// and for 3 components a luma at most 4x2 that is a multiple of two equal
+// chroma samplings, for 4 components 0x11 0x11 0x11 0x11 or 0x22 0x11
+// 0x11 0x22 (image/jpeg's processSOF).
+func stdSampling(c []byte) bool {
+	n := len(c) / 3
+	for i := range n {
+		h, v := c[3*i+1]>>4, c[3*i+1]&15
+		if h == 3 || v == 3 {
+			return false
+		}
+		for k := range i {
+			if c[3*k] == c[3*i] {
+				return false
+			}
+		}
+	}
+	hv := func(i int) byte { return c[3*i+1] }
+	switch n {
+	case 3:
+		y, cb := hv(0), hv(1)
+		return y&15 != 4 && (y>>4)%(cb>>4) == 0 && (y&15)%(cb&15) == 0 && hv(2) == cb
+	case 4:
+		return (hv(0) == 0x11 || hv(0) == 0x22) && hv(1) == 0x11 && hv(2) == 0x11 && hv(3) == hv(0)
+	}
+	return true
+}
+
+// readDHT checks the Huffman tables of a DHT segment (libjpeg's rules: a
+// class and slot in range, 1 to 256 codes that fit their lengths).
+func (j *jpegWalk) readDHT(seg []byte, at int) error {
+	for len(seg) > 0 {
+		if len(seg) < 17 || seg[0]>>4 > 1 || seg[0]&15 > 3 {
+			return inspectErr("jpeg", at, "DHT segment is malformed")
+		}
+		n, code := 0, 0
+		for l, count := range seg[1:17] {
+			n += int(count)
+			code += int(count)
+			if code >= 2<<l && count > 0 {
+				return inspectErr("jpeg", at, "DHT table %#02x has more codes of %d bits than fit", seg[0], l+1)
+			}
+			code <<= 1
+		}
+		if n == 0 || n > 256 || len(seg) < 17+n {
+			return inspectErr("jpeg", at, "DHT table %#02x of %d codes in %d bytes", seg[0], n, len(seg))
+		}
+		j.huff |= 1 << (4*(seg[0]>>4) + seg[0]&15)
+		seg = seg[17+n:]
+	}
+	return nil
+}
+
+// readDQT checks the quantization tables of a DQT segment.
+func readDQT(seg []byte, at int) error {
+	for len(seg) > 0 {
+		size := 1 + 64*(1+int(seg[0]>>4))
+		if seg[0]>>4 > 1 || seg[0]&15 > 3 || len(seg) < size {
+			return inspectErr("jpeg", at, "DQT segment is malformed")
+		}
+		seg = seg[size:]
+	}
 	return nil
 }
 
@@ -127,10 +207,18 @@ func (j *jpegWalk) readScan(seg []byte, at int) error {
 	if len(seg) < 1 || seg[0] < 1 || seg[0] > 4 || len(seg) != 4+2*int(seg[0]) {
 		return inspectErr("jpeg", at, "scan header of %d bytes is malformed", len(seg))
 	}
+	ss, se, ah := seg[len(seg)-3], seg[len(seg)-2], seg[len(seg)-1]>>4
+	if (j.sof == 0xc0 || j.sof == 0xc1 || j.sof == 0xc9) && (ss != 0 || se != 63 || seg[len(seg)-1] != 0) {
+		return inspectErr("jpeg", at, "sequential scan with spectral selection %d..%d, approximation %#02x", ss, se, seg[len(seg)-1])
+	}
 	for c := seg[1 : 1+2*int(seg[0])]; len(c) > 0; c = c[2:] {
 		if !j.hasComponent(c[0]) {
 			return inspectErr("jpeg", at, "scan of component %d, which the frame does not have", c[0])
 		}
+		// The tables the scan decodes with: DC unless it only refines DC,
+		// AC unless it is a DC scan.
+		dc, ac := ss == 0 && ah == 0, se > 0
+		j.odd = j.odd || (dc && j.huff&(1<<(c[1]>>4)) == 0) || (ac && j.huff&(1<<(4+c[1]&15)) == 0)
 	}
 	j.scans++
 	return j.entropyData()
@@ -190,8 +278,9 @@ func (j *jpegWalk) header(at int) (Header, error) {
 		h.Channels = 1
 	}
 	// Baseline, extended and progressive Huffman-coded 8-bit frames of
-	// gray, YCbCr/RGB or CMYK/YCCK: what libjpeg-turbo and image/jpeg
-	// both decode (CMYK through image/jpeg, to RGB).
-	h.Exact = j.sof <= 0xc2 && f[0] == 8 && (nc == 1 || nc == 3 || nc == 4)
+	// gray, YCbCr/RGB or CMYK/YCCK, with their tables and a subsampling
+	// image/jpeg takes: what libjpeg-turbo and image/jpeg both decode
+	// (CMYK through image/jpeg, to RGB).
+	h.Exact = j.sof <= 0xc2 && f[0] == 8 && (nc == 1 || nc == 3 || nc == 4) && !j.odd
 	return h, nil
 }

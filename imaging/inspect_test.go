@@ -130,8 +130,9 @@ func TestInspectErrors(t *testing.T) {
 	}
 }
 
-// An arithmetic-coded or 12-bit JPEG is well formed but not Exact: only
-// a decode says whether a reader can read it.
+// An arithmetic-coded or 12-bit JPEG, one whose scan uses a Huffman table
+// no DHT defines, one with a subsampling image/jpeg refuses, is well
+// formed but not Exact: only a decode says whether a reader can read it.
 func TestInspectJPEGVariantsNotExact(t *testing.T) {
 	jpg := inspectFiles(t)["baseline.jpg"]
 	i := bytes.Index(jpg, []byte{0xff, 0xc0})
@@ -140,7 +141,15 @@ func TestInspectJPEGVariantsNotExact(t *testing.T) {
 	arith[i+1] = 0xc9
 	twelve := bytes.Clone(jpg)
 	twelve[i+4] = 12
-	for _, data := range [][]byte{arith, twelve} {
+	thirds := bytes.Clone(jpg)
+	thirds[i+11] = 0x31 // the first component sampled 3x1
+	noTable := bytes.Clone(jpg)
+	k := bytes.Index(jpg, []byte{0xff, 0xda})
+	noTable[k+6] = 0x33 // DC and AC tables from slot 3, which no DHT fills
+	h, err := Inspect(jpg)
+	require.NoError(t, err)
+	require.True(t, h.Exact)
+	for _, data := range [][]byte{arith, twelve, thirds, noTable} {
 		h, err := Inspect(data)
 		require.NoError(t, err)
 		require.False(t, h.Exact)

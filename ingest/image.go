@@ -92,12 +92,12 @@ func (ic *imageConverter) convert(name string, data []byte) (loch.Sample, error)
 }
 
 func (ic *imageConverter) sample(name string, data []byte) (loch.Sample, error) {
+	if s, ok, err := ic.keep(name, data); ok || err != nil {
+		return s, err
+	}
 	format, cshape, err := imaging.Config(data)
 	if err != nil {
 		return loch.Sample{}, fmt.Errorf("%w: %s: %w", ErrBadImage, name, err)
-	}
-	if s, ok, err := ic.keep(name, format, cshape, data); ok || err != nil {
-		return s, err
 	}
 	// Decode fully: a truncated file must fail here, not in the middle of
 	// a training run.
@@ -150,28 +150,28 @@ func (ic *imageConverter) sample(name string, data []byte) (loch.Sample, error) 
 // keep returns data as the sample, without decoding it, when it is kept
 // byte for byte (its format is the column's, no resize or channel
 // conversion) and Inspect proves its header and structure sound and that
-// its header settles the decoded shape (Exact, and cshape, what
-// imaging.Config read, agrees). ok is false when the file must be decoded
-// instead: with ValidateFull, for the sample ValidateSample decodes, for a
-// file Inspect doubts (the decode then decides), for any file converted.
-func (ic *imageConverter) keep(name, format string, cshape []int, data []byte) (s loch.Sample, ok bool, err error) {
-	if ic.validation == ValidateFull || string(ic.target) != format ||
-		(ic.resize.Width > 0 && (ic.resize.Width != cshape[1] || ic.resize.Height != cshape[0])) ||
-		(ic.channels != 0 && ic.channels != cshape[2]) {
+// the header settles the decoded shape for every reader (Exact). ok is
+// false when the file must be decoded instead: with ValidateFull, for the
+// share ValidateSample decodes, for a file Inspect doubts (the decode then
+// decides), for any file converted.
+func (ic *imageConverter) keep(name string, data []byte) (s loch.Sample, ok bool, err error) {
+	if ic.validation == ValidateFull || (ic.target != schema.PNG && ic.target != schema.JPEG) {
 		return s, false, nil
 	}
 	h, err := imaging.Inspect(data)
-	if err != nil || !h.Exact || !slices.Equal(cshape, []int{h.Height, h.Width, h.Channels}) {
+	if err != nil || !h.Exact || h.Format != string(ic.target) ||
+		(ic.resize.Width > 0 && (ic.resize.Width != h.Width || ic.resize.Height != h.Height)) ||
+		(ic.channels != 0 && ic.channels != h.Channels) {
 		return s, false, nil
 	}
 	// What no reader could decode is not kept either.
-	if err := imaging.CheckSize(format, h.Height, h.Width, h.Channels); err != nil {
+	if err := imaging.CheckSize(h.Format, h.Height, h.Width, h.Channels); err != nil {
 		return s, false, fmt.Errorf("%w: %s: %w", ErrBadImage, name, err)
 	}
 	if ic.validation != ValidateHeader && sampled(data) {
 		return s, false, nil
 	}
-	return loch.Encoded(ic.target, data, cshape), true, nil
+	return loch.Encoded(ic.target, data, []int{h.Height, h.Width, h.Channels}), true, nil
 }
 
 // sampled reports whether ValidateSample decodes a kept file: one in

@@ -13,29 +13,31 @@ import (
 	"github.com/lochdata/loch/imaging"
 )
 
-// badTables makes a JPEG whose structure is sound but that no decoder
-// reads: its scan takes its DC Huffman table from slot 3, which no DHT
-// fills. A COM segment holding tag comes first, to vary the bytes (and so
-// whether ValidateSample decodes the file).
-func badTables(t *testing.T, good []byte, tag int) []byte {
+// badScan makes a JPEG whose structure is sound but that no decoder
+// reads: the middle of its entropy-coded data is overwritten with 0xfe
+// bytes, which are no Huffman code. A COM segment holding tag comes first,
+// to vary the bytes (and so whether ValidateSample decodes the file).
+func badScan(t *testing.T, good []byte, tag int) []byte {
 	t.Helper()
 	i := bytes.Index(good, []byte{0xff, 0xda})
 	require.Positive(t, i)
+	start := i + 2 + int(good[i+2])<<8 + int(good[i+3])
+	end := bytes.LastIndex(good, []byte{0xff, 0xd9})
 	bad := bytes.Clone(good)
-	for k := range int(bad[i+4]) {
-		bad[i+6+2*k] = 0x33
+	for k := start + (end-start)/3; k < start+2*(end-start)/3; k++ {
+		bad[k] = 0xfe
 	}
 	com := fmt.Appendf(nil, "tag %d", tag)
 	seg := append([]byte{0xff, 0xfe, 0, byte(len(com) + 2)}, com...)
 	return append(append(bytes.Clone(bad[:2]), seg...), bad[2:]...)
 }
 
-// undecodable returns a badTables JPEG that ValidateSample decodes (want
+// undecodable returns a badScan JPEG that ValidateSample decodes (want
 // true) or does not.
 func undecodable(t *testing.T, good []byte, want bool) []byte {
 	t.Helper()
 	for tag := range 100 * SampleEvery {
-		if b := badTables(t, good, tag); sampled(b) == want {
+		if b := badScan(t, good, tag); sampled(b) == want {
 			return b
 		}
 	}
@@ -65,6 +67,11 @@ func TestImageValidationDecodesWhatItSays(t *testing.T) {
 	good := encodeJPEG(t, testImage(99, 24, 16, 3))
 	_, _, err := imaging.Decode(good)
 	require.NoError(t, err)
+	h, err := imaging.Inspect(badScan(t, good, 0))
+	require.NoError(t, err)
+	require.True(t, h.Exact)
+	_, _, err = imaging.Decode(badScan(t, good, 0))
+	require.ErrorIs(t, err, imaging.ErrDecode)
 	for _, picked := range []bool{false, true} {
 		root, bad := validationFolder(t, undecodable(t, good, picked))
 		for _, v := range []string{ValidateHeader, ValidateSample, "", ValidateFull} {
@@ -78,7 +85,7 @@ func TestImageValidationDecodesWhatItSays(t *testing.T) {
 			}
 			require.ErrorIs(t, err, ErrBadImage, "validation %q, picked %v", v, picked)
 			require.ErrorContains(t, err, bad)
-			require.ErrorContains(t, err, "Huffman table")
+			require.ErrorContains(t, err, "decode image")
 			require.EqualValues(t, 0, openDataset(t, url).Len(), "nothing is committed")
 		}
 	}
