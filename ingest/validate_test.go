@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io/fs"
 	"path/filepath"
 	"testing"
 
@@ -159,4 +160,42 @@ func TestImageValidationOption(t *testing.T) {
 	err := Options{ImageValidation: "most"}.Validate()
 	require.ErrorIs(t, err, loch.ErrInvalidArgument)
 	require.ErrorContains(t, err, `image validation "most" (want sample, header or full)`)
+}
+
+// Jobs take consecutive files, at most maxGroupFiles and maxGroupBytes
+// (one file alone when it is bigger), every file once, in order.
+func TestGroupFiles(t *testing.T) {
+	var files []folderFile
+	for i, size := range []int64{10, maxGroupBytes + 1, 5, 5} {
+		files = append(files, folderFile{name: fmt.Sprint(i), size: size})
+	}
+	for range 2 * maxGroupFiles {
+		files = append(files, folderFile{size: 1})
+	}
+	var sizes []int
+	var all []folderFile
+	for g := range groupFiles(files) {
+		sizes = append(sizes, len(g))
+		all = append(all, g...)
+	}
+	require.Equal(t, files, all)
+	require.Equal(t, []int{1, 1, maxGroupFiles, maxGroupFiles, 2}, sizes)
+}
+
+// readLocal reads what the file holds, whatever size the listing said: a
+// file that grew or shrank since is read whole; a missing one names itself.
+func TestReadLocalSizeIsAHint(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "f")
+	data := bytes.Repeat([]byte("loch"), 5000)
+	writeFile(t, path, data)
+	for _, size := range []int64{-1, 0, 7, int64(len(data)), 1 << 20} {
+		got, err := readLocal(path, size)
+		require.NoError(t, err)
+		require.Equal(t, data, got, "size %d", size)
+	}
+	_, err := readLocal(path+"x", 10)
+	require.ErrorIs(t, err, fs.ErrNotExist)
+	require.ErrorContains(t, err, "read "+path+"x: no such file or directory")
+	_, err = readLocal(filepath.Dir(path), 10)
+	require.ErrorContains(t, err, "is a directory")
 }
