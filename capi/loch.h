@@ -48,9 +48,9 @@
  * loch_dataset_commit's conflicting row ids (see "Writers that recover"
  * below); 19 added the decode limit (loch_set_max_decode_bytes,
  * loch_max_decode_bytes); 20 added full-text search (loch_fts_*, see
- * the end).
+ * the end); 21 added hybrid search (loch_hybrid_search, see the end).
  */
-#define LOCH_ABI_VERSION 20
+#define LOCH_ABI_VERSION 21
 
 /* Status codes. */
 enum {
@@ -393,6 +393,26 @@ int64_t loch_max_decode_bytes(void);
  *       char **info, err): the *count <= k best rows for query, best
  *       first; allowed as loch_vector_search's; info = {"index": key or
  *       "", "warnings": [...]}.
+ */
+
+/*
+ * Hybrid search (ABI 21): a query vector and a full-text query, each
+ * among the rows a filter allows, fused by reciprocal rank or weighted
+ * scores (docs/search.md).
+ *
+ *   loch_hybrid_search(h, options, const float *q, d, text, k,
+ *       const uint64_t *allowed, nallowed, uint64_t *ids, double *scores,
+ *       int64_t *vranks, float *dists, int64_t *tranks, double *tscores,
+ *       int64_t *count, char **info, err): options JSON {"column",
+ *       "text_column", "metric", "fusion": "rrf"|"weighted", "weight",
+ *       "rrf_k", "rank_window", "nprobe", "rerank", "exact", "where" (the
+ *       filter's SQL, for info's "sql")} or NULL; q NULL or text NULL/""
+ *       leaves that side out; allowed as loch_vector_search's; the
+ *       *count <= k best rows, best first: fused score, each side's rank
+ *       from 1 (0: not ranked by it), distance and BM25 score; info =
+ *       {"version", "vector_column", "text_column", "vector_index",
+ *       "text_index", "warnings", "sql" (the same search as an SQL
+ *       hybrid_search query: a selection's text)}.
  */
 
 /*

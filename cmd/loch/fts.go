@@ -11,8 +11,6 @@ import (
 	"github.com/lochdata/loch/fts"
 	"github.com/lochdata/loch/internal/ftsindex"
 	"github.com/lochdata/loch/internal/keys"
-	"github.com/lochdata/loch/query"
-	"github.com/lochdata/loch/vector"
 )
 
 // This file is the full-text side of 'loch index' and 'loch search'
@@ -110,12 +108,8 @@ func runSearchText(ctx context.Context, cmd *cobra.Command, o ftsOpts, text, whe
 	}
 	defer d.Close()
 	var opts fts.Options
-	if where != "" {
-		ids, err := query.Filter(ctx, d, where, query.Options{})
-		if err != nil {
-			return err
-		}
-		opts.Allow = vector.NewRowSet(ids)
+	if opts.Allow, err = allowedRows(ctx, d, where); err != nil {
+		return err
 	}
 	res, err := fts.Search(ctx, d, o.column, text, k, opts)
 	if err != nil {

@@ -263,9 +263,23 @@ among those rows: the index scans nprobe / share of its lists for rows
 that pass (all of them, which is exact, for a narrow filter).
 
 Distances: cosine is 1 - cos, l2 the Euclidean distance, dot the negated
-inner product (smaller is nearer in all three).`,
+inner product (smaller is nearer in all three).
+
+With --text QUERY instead of --vector, a full-text (BM25) search of the
+text or json column --column. With both, a hybrid search: the vector
+search of --column and the full-text search of --text-column (default:
+the dataset's only text column), each among the rows --where passes,
+fused by reciprocal rank (--fusion rrf, score = sum of 1 / (rrf_k +
+rank)) or by min-max normalised scores (--fusion weighted, weight x vector
++ (1 - weight) x text); it prints row id, fused score, vector rank and
+distance, text rank and score ("-" where a side did not rank the row).
+--save NAME stores the result as a selection, rows in fused order, that
+'loch bench --selection', 'loch order --selection' and the loaders read
+like a query's (docs/search.md).`,
 		Example: `  loch search ./pets --column embedding --vector query.npy -k 5
-  loch search ./pets --column embedding --vector batch.npy --where "label = 3" --json`,
+  loch search ./pets --column embedding --vector batch.npy --where "label = 3" --json
+  loch search ./pets --column embedding --vector q.npy --text "red car" --where "label = 3" -k 10
+  loch search ./pets --column embedding --vector q.npy --text "red car" --fusion weighted --weight 0.7 --save red-cars`,
 		Args: exactArgs("URL"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.streams, o.url = streamsOf(cmd), args[0]
@@ -281,7 +295,7 @@ inner product (smaller is nearer in all three).`,
 	cmd.Flags().BoolVar(&o.exact, "exact", false, "compare every row; do not use an index")
 	cmd.Flags().BoolVar(&o.asJSON, "json", false, "print one JSON object")
 	o.refs.add(cmd, "search")
-	return withTextSearch(cmd, &o.refs, &o.idx, &o.where, &o.k, &o.asJSON)
+	return withHybridSearch(withTextSearch(cmd, &o.refs, &o.idx, &o.where, &o.k, &o.asJSON), &o)
 }
 
 // runSearch searches the dataset at o.url for the rows nearest to the
@@ -304,12 +318,8 @@ func runSearch(ctx context.Context, o *searchOptions) error {
 	}
 	defer d.Close()
 	opts := vector.Options{NProbe: o.nprobe, Rerank: o.rerank}
-	if o.where != "" {
-		ids, err := query.Filter(ctx, d, o.where, query.Options{})
-		if err != nil {
-			return err
-		}
-		opts.Allow = vector.NewRowSet(ids)
+	if opts.Allow, err = allowedRows(ctx, d, o.where); err != nil {
+		return err
 	}
 	res, err := search(ctx, d, o.idx.column, m, queries, o.k, opts, o.exact)
 	if err != nil {
@@ -335,6 +345,19 @@ func runSearch(ctx context.Context, o *searchOptions) error {
 		}
 	}
 	return nil
+}
+
+// allowedRows is the set of rows of d that pass where, an SQL condition
+// over the table ds; nil (every row) for "".
+func allowedRows(ctx context.Context, d *loch.Dataset, where string) (*vector.RowSet, error) {
+	if where == "" {
+		return nil, nil
+	}
+	ids, err := query.Filter(ctx, d, where, query.Options{})
+	if err != nil {
+		return nil, err
+	}
+	return vector.NewRowSet(ids), nil
 }
 
 func search(ctx context.Context, d *loch.Dataset, column string, m vector.Metric, queries [][]float32, k int, opts vector.Options, exact bool) (*vector.Result, error) {

@@ -30,7 +30,7 @@ from typing import Any
 from ._status import NOT_ERRORS
 from .errors import ForkedProcess, InternalError, from_status
 
-ABI_VERSION = 20
+ABI_VERSION = 21
 
 # Layouts and encodings of loch_column_in and loch_tensor.
 DENSE, PACKED, NULLS = 0, 1, 2
@@ -160,6 +160,10 @@ _STATUS_FUNCS: dict[str, list[Any]] = {
     "loch_fts_update": [c_uintptr, c_char_p, _STR_OUT],
     "loch_fts_open": [c_uintptr, c_char_p, _STR_OUT],
     "loch_fts_search": [c_uintptr, c_char_p, c_char_p, c_int64, c_void_p, c_int64, c_void_p, c_void_p, c_void_p, _STR_OUT],
+    # Hybrid search (ABI 21): (h, options, q, d, text, k, allowed, nallowed,
+    # ids, scores, vector ranks, distances, text ranks, text scores, count, info).
+    "loch_hybrid_search": [c_uintptr, c_char_p, c_void_p, c_int64, c_char_p, c_int64, c_void_p, c_int64,
+                           c_void_p, c_void_p, c_void_p, c_void_p, c_void_p, c_void_p, c_void_p, _STR_OUT],
     "loch_catalog_open": [c_char_p, c_char_p, POINTER(c_uintptr)],
     "loch_catalog_close": [c_uintptr],
     "loch_catalog_url": [c_uintptr, _STR_OUT],
