@@ -71,3 +71,35 @@ func le24(b []byte) int { return int(b[0]) | int(b[1])<<8 | int(b[2])<<16 }
 func le32(b []byte) uint32 {
 	return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
 }
+
+// Validate decodes an image Inspect read as h, to prove its compressed
+// data readable, as cheaply as the decoder allows: a JPEG that
+// libjpeg-turbo can shrink while decoding is decoded at 1/8 scale (its
+// entropy decoder still reads every coefficient of every block, which is
+// where damage shows; only the inverse DCT and colour conversion shrink),
+// anything else whole (Decode). A decode that fails, or gives another
+// size or channels than h, is ErrDecode.
+func Validate(data []byte, h Header) error {
+	if h.Format == "jpeg" {
+		info, err := JPEGHeader(data)
+		if err != nil {
+			return err
+		}
+		if info.Width != h.Width || info.Height != h.Height || info.Channels != h.Channels {
+			return base.Markf(ErrDecode, "decode image: jpeg header reads %dx%dx%d, the structure %dx%dx%d",
+				info.Width, info.Height, info.Channels, h.Width, h.Height, h.Channels)
+		}
+		if info.Scalable {
+			w, ht := Scaled(info.Width, 8), Scaled(info.Height, 8)
+			return DecodeJPEG(make([]byte, w*ht*info.Channels), data, w, ht, info.Channels)
+		}
+	}
+	_, shape, err := Decode(data)
+	if err != nil {
+		return err
+	}
+	if shape[0] != h.Height || shape[1] != h.Width || shape[2] != h.Channels {
+		return base.Markf(ErrDecode, "decode image: %s decodes to %v, its header says %v", h.Format, shape, []int{h.Height, h.Width, h.Channels})
+	}
+	return nil
+}

@@ -207,3 +207,54 @@ func FuzzInspect(f *testing.F) {
 		}
 	})
 }
+
+// Validate passes every real file, and though it decodes JPEGs at 1/8
+// scale it judges damage inside the entropy-coded data as a full decode
+// does: damage to the first scan fails both, progressive files included;
+// damage to the last scan (of a progressive file, refinement bits that
+// any value fits) the same way for both.
+func TestValidate(t *testing.T) {
+	for name, data := range inspectFiles(t) {
+		h, err := Inspect(data)
+		require.NoError(t, err)
+		if !h.Exact {
+			continue
+		}
+		require.NoError(t, Validate(data, h), name)
+		if h.Format != "jpeg" {
+			continue
+		}
+		for _, first := range []bool{true, false} {
+			bad := damageScan(data, first)
+			hb, err := Inspect(bad)
+			require.NoError(t, err, name)
+			_, _, derr := Decode(bad)
+			verr := Validate(bad, hb)
+			if first {
+				require.ErrorIs(t, verr, ErrDecode, name)
+			}
+			require.Equal(t, derr == nil, verr == nil, "%s, first scan %v: decode says %v, validate %v", name, first, derr, verr)
+		}
+	}
+}
+
+// damageScan overwrites the second half of a JPEG's first or last scan's
+// entropy-coded data with 0xfe bytes, which are no Huffman code.
+func damageScan(data []byte, first bool) []byte {
+	sos := bytes.LastIndex(data, []byte{0xff, 0xda})
+	if first {
+		sos = bytes.Index(data, []byte{0xff, 0xda})
+	}
+	start := sos + 2 + be16(data[sos+2:])
+	end := start
+	for end < len(data)-1 && (data[end] != 0xff || data[end+1] == 0 || data[end+1]&0xf8 == 0xd0) {
+		end++
+	}
+	bad := bytes.Clone(data)
+	for k := (start + end) / 2; k < end; k++ {
+		if bad[k] != 0xff && (k == 0 || bad[k-1] != 0xff) {
+			bad[k] = 0xfe
+		}
+	}
+	return bad
+}

@@ -147,15 +147,16 @@ func (ic *imageConverter) sample(name string, data []byte) (loch.Sample, error) 
 	return loch.Encoded(ic.target, enc, shape), nil
 }
 
-// keep returns data as the sample, without decoding it, when it is kept
-// byte for byte (its format is the column's, no resize or channel
-// conversion) and Inspect proves its header and structure sound and that
-// the header settles the decoded shape for every reader (Exact). ok is
-// false when the file must be decoded instead: with ValidateFull, for the
-// share ValidateSample decodes, for a file Inspect doubts (the decode then
-// decides), for any file converted.
+// keep returns data as the sample when it is kept byte for byte (its
+// format is the column's, no resize or channel conversion) and Inspect
+// proves its header and structure sound and that the header settles the
+// decoded shape for every reader (Exact). ValidateFull, and ValidateSample
+// for its share, then decode it too (imaging.Validate: a JPEG at 1/8
+// scale, every coefficient still entropy-decoded). ok is false when the
+// file goes the way of converted files, a full decode that decides: a file
+// Inspect doubts, any file converted.
 func (ic *imageConverter) keep(name string, data []byte) (s loch.Sample, ok bool, err error) {
-	if ic.validation == ValidateFull || (ic.target != schema.PNG && ic.target != schema.JPEG) {
+	if ic.target != schema.PNG && ic.target != schema.JPEG {
 		return s, false, nil
 	}
 	h, err := imaging.Inspect(data)
@@ -168,8 +169,10 @@ func (ic *imageConverter) keep(name string, data []byte) (s loch.Sample, ok bool
 	if err := imaging.CheckSize(h.Format, h.Height, h.Width, h.Channels); err != nil {
 		return s, false, fmt.Errorf("%w: %s: %w", ErrBadImage, name, err)
 	}
-	if ic.validation != ValidateHeader && sampled(data) {
-		return s, false, nil
+	if ic.validation == ValidateFull || (ic.validation != ValidateHeader && sampled(data)) {
+		if err := imaging.Validate(data, h); err != nil {
+			return s, false, fmt.Errorf("%w: %s: %w", ErrBadImage, name, err)
+		}
 	}
 	return loch.Encoded(ic.target, data, []int{h.Height, h.Width, h.Channels}), true, nil
 }
