@@ -97,6 +97,7 @@ func (s *Server) handle(ctx context.Context, nc net.Conn) {
 	s.logf("%s: user %s (role %s) connected", nc.RemoteAddr(), c.user, c.roleName)
 	c.sess = sqlcat.NewSession(s.cat)
 	c.sess.Sandbox = true
+	c.sess.SampleData = true // images and tensors as bytea (types.go)
 	c.sess.Threads = s.opts.Threads
 	c.sess.MemoryLimit = s.opts.MemoryLimit
 	c.sess.Message = ""

@@ -339,6 +339,8 @@ var rewrites = []struct {
 	{regexp.MustCompile(`(?i)::\s*pg_catalog\.(regclass|regtype|regproc|regnamespace|oid)`), ""},
 	{regexp.MustCompile(`(?i)::\s*(regclass|regtype|regproc|regnamespace)\b`), ""},
 	{regexp.MustCompile(`\bpg_catalog\.`), ""},
+	// JDBC's getPrimaryKeys and getIndexInfo (a macro of pgcatalog.go)
+	{regexp.MustCompile(`(?i)\binformation_schema\.(_pg_expandarray)\b`), "$1"},
 	{regexp.MustCompile(`\bprattrs\[s\]`), "prattrs[s.generate_series]"}, // psql's \d: a set-returning function's alias as its value
 }
 

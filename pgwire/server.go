@@ -266,7 +266,7 @@ func (s *Server) getMirror(ctx context.Context) (*query.Mirror, error) {
 	if s.opts.MemoryLimit != "" {
 		setup = append(slices.Clone(setup), "SET memory_limit = "+quote(s.opts.MemoryLimit))
 	}
-	m, err := query.NewMirror(ctx, open, setup)
+	m, err := query.NewMirror(ctx, open, setup, true)
 	if err != nil {
 		return nil, err
 	}

@@ -66,6 +66,12 @@ type Options struct {
 	// locked; loch_scan of any other URL and loch_file fail with
 	// ErrPermission.
 	Sandbox bool
+	// SampleData adds a field data BLOB to the STRUCT of image, video,
+	// audio and large-tensor columns (docs/query.md): each sample's bytes
+	// as stored, read with its row when the query projects the column
+	// (sampledata.go). For clients that want the bytes themselves (loch
+	// serve --pg sends them as bytea).
+	SampleData bool
 }
 
 // Engine runs SQL over one dataset handle (and, through loch_scan, any
@@ -331,7 +337,7 @@ func (e *Engine) bind(_ map[string]any, args ...any) (duckdb.ParallelChunkTableS
 	if err != nil {
 		return nil, fmt.Errorf("%s(%s): %w", scanAt, quoteString(url), err)
 	}
-	s, err := newSource(e.ctx, sc, e.jsonType, e.opts.Threads)
+	s, err := newSource(e.ctx, sc, e.jsonType, e.opts.Threads, e.opts.SampleData)
 	if err != nil {
 		return nil, err
 	}

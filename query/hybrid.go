@@ -54,18 +54,12 @@ func (e *Engine) registerHybrid(ctx context.Context, conn *sql.Conn) error {
 			str, str, str, str, i64, str, str, str, f64, f64, i64, i64, boolean}},
 		BindArgumentsContext: e.bindHybrid,
 	}
-	if err := duckdb.RegisterTableUDF(conn, hybridSearchAt, f); err != nil {
-		return fmt.Errorf("query: register %s: %w", hybridSearchAt, err)
-	}
 	macro := fmt.Sprintf("CREATE MACRO %s(vcol, q, tcol, text, k := 10, metric := 'cosine', filter := '', fusion := 'rrf', "+
 		"weight := 0.5, rrf_k := 60, rank_window := 0, nprobe := 0, exact := false) AS TABLE "+
 		"SELECT * FROM %s(coalesce(vcol, ''), coalesce(CAST(q::FLOAT[] AS VARCHAR), ''), coalesce(tcol, ''), coalesce(text, ''), "+
 		"k, metric, coalesce(filter, ''), fusion, weight, rrf_k, rank_window, nprobe, exact)",
 		HybridSearchFunction, hybridSearchAt)
-	if _, err := conn.ExecContext(ctx, macro); err != nil {
-		return fmt.Errorf("query: define %s: %w", HybridSearchFunction, err)
-	}
-	return nil
+	return registerTableMacro(ctx, conn, hybridSearchAt, f, HybridSearchFunction, macro)
 }
 
 // hybridArgs reads the arguments of loch_hybrid_search.

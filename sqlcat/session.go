@@ -45,6 +45,10 @@ type Session struct {
 	// (query.Options.Sandbox): no files, other stores or DuckDB
 	// configuration.
 	Sandbox bool
+	// SampleData gives reads the bytes of image, video, audio and
+	// large-tensor samples in their STRUCT's data field
+	// (query.Options.SampleData; loch serve --pg sends them as bytea).
+	SampleData bool
 	// AutoCompact, when not nil, makes every write end with a tiered
 	// compaction of its table (loch.WithAutoCompact) when the table holds
 	// enough small fragments; a failed compaction does not fail the
@@ -379,7 +383,7 @@ func (s *Session) engine(ctx context.Context, q, name string, target *loch.Datas
 
 // engineOptions are the options of the session's query engines.
 func (s *Session) engineOptions() query.Options {
-	return query.Options{Threads: s.Threads, FileBase: s.FileBase, Seed: s.Seed, Sandbox: s.Sandbox, MemoryLimit: s.MemoryLimit}
+	return query.Options{Threads: s.Threads, FileBase: s.FileBase, Seed: s.Seed, Sandbox: s.Sandbox, MemoryLimit: s.MemoryLimit, SampleData: s.SampleData}
 }
 
 // readBranch is the branch the session reads and writes table name on

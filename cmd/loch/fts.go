@@ -34,32 +34,20 @@ func printFTSInfo(cmd *cobra.Command, info *fts.Info, asJSON bool, verb string) 
 	return nil
 }
 
-// runIndexCreateFTS builds the full-text index of a text or json column.
-func runIndexCreateFTS(ctx context.Context, cmd *cobra.Command, o ftsOpts) error {
+// runIndexBuildFTS writes the full-text index of a text or json column
+// with build: fts.Build (a new index, printed as done "built") or
+// fts.Update (the rows changed since folded into a new index, "updated").
+func runIndexBuildFTS(ctx context.Context, cmd *cobra.Command, o ftsOpts, build func(context.Context, *loch.Dataset, string, fts.BuildOptions) (*fts.Info, error), done string) error {
 	d, err := openDataset(ctx, o.url, o.refs)
 	if err != nil {
 		return err
 	}
 	defer d.Close()
-	info, err := fts.Build(ctx, d, o.column, fts.BuildOptions{})
+	info, err := build(ctx, d, o.column, fts.BuildOptions{})
 	if err != nil {
 		return err
 	}
-	return printFTSInfo(cmd, info, o.asJSON, "built")
-}
-
-// runIndexUpdateFTS folds the rows changed since into a new index.
-func runIndexUpdateFTS(ctx context.Context, cmd *cobra.Command, o ftsOpts) error {
-	d, err := openDataset(ctx, o.url, o.refs)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	info, err := fts.Update(ctx, d, o.column, fts.BuildOptions{})
-	if err != nil {
-		return err
-	}
-	return printFTSInfo(cmd, info, o.asJSON, "updated")
+	return printFTSInfo(cmd, info, o.asJSON, done)
 }
 
 // runIndexDropFTS deletes the full-text descriptor of the version read.
