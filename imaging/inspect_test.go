@@ -185,7 +185,7 @@ func pngWithout(t *testing.T, data []byte, typ string) []byte {
 
 // FuzzInspect: Inspect never panics; what it accepts has a size and 1, 3
 // or 4 channels; and an Exact JPEG or PNG that decodes decodes to the
-// shape Inspect read.
+// shape Inspect read, and passes Validate.
 func FuzzInspect(f *testing.F) {
 	for _, data := range inspectFiles(f) {
 		f.Add(data)
@@ -204,6 +204,7 @@ func FuzzInspect(f *testing.F) {
 		}
 		if _, shape, err := Decode(data); err == nil {
 			require.Equal(t, []int{h.Height, h.Width, h.Channels}, shape)
+			require.NoError(t, Validate(data, h), "a file that decodes validates")
 		}
 	})
 }
