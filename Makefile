@@ -304,6 +304,18 @@ BENCH_LIVING_ARGS ?=
 bench-living: venv $(VENV)/.loch-bench-deps
 	$(VENV)/bin/python python/bench/bench_living.py $(BENCH_LIVING_ARGS)
 
+# bench-ingest times loch's ingest against copying the same bytes (issue
+# 39): tar cf of 10,000 224px JPEGs against loch ingest imagefolder (each
+# --validate), Lance and Deep Lake when installed; DuckDB's COPY TO parquet
+# against loch ingest parquet; cp/dd of a .npy against loch ingest npy; and
+# the ingest at 3 sizes 10x apart (python/bench/bench_ingest.py, minutes;
+# not part of test). Options go in BENCH_INGEST_ARGS, e.g. "--scale
+# 1000,10000,100000 --rounds 3".
+BENCH_INGEST_ARGS ?=
+.PHONY: bench-ingest
+bench-ingest: build venv $(VENV)/.loch-bench-deps
+	$(VENV)/bin/python python/bench/bench_ingest.py --loch bin/loch $(BENCH_INGEST_ARGS)
+
 $(VENV)/.loch-bench-deps: python/requirements-bench.txt | $(VENV)/bin/python
 	$(VENV)/bin/python -m pip install -q -r python/requirements-bench.txt
 	touch $@
