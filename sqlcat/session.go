@@ -105,12 +105,22 @@ type Result struct {
 	Updated  int64 `json:"updated,omitempty"`
 	Deleted  int64 `json:"deleted,omitempty"`
 	Inserted int64 `json:"inserted,omitempty"`
+	// Source and Into are the ref a CALL loch_merge merged and the branch
+	// it merged into; UpToDate is true when there was nothing to merge
+	// (no commit). Its Inserted, Deleted and Updated are the rows the
+	// merge brought in, deleted and modified.
+	Source   string `json:"source,omitempty"`
+	Into     string `json:"into,omitempty"`
+	UpToDate bool   `json:"up_to_date,omitempty"`
 }
 
 // String is the line the CLI prints for a write: INSERT 1000 (version 3f2a...).
 func (r Result) String() string {
 	if r.Compaction != nil {
 		return compactionString(r)
+	}
+	if r.Statement == KindBranchMerge {
+		return branchMergeString(r)
 	}
 	s := r.Statement
 	switch r.Statement {
@@ -172,6 +182,10 @@ func Kind(stmt string) string {
 	case "set", "reset":
 		if strings.HasPrefix(second.text, "loch_") {
 			return "SET"
+		}
+	case "call":
+		if second.is("loch_merge") {
+			return KindBranchMerge
 		}
 	}
 	return KindQuery
@@ -235,6 +249,8 @@ func (s *Session) run(ctx context.Context, p *parser, kind, text, stmt string) (
 		return parsed(p.parseOptimize, func(st *optimizeStmt) (Result, error) { return s.optimize(ctx, st, stmt) })
 	case "COPY":
 		return s.copyOut(ctx, p)
+	case KindBranchMerge:
+		return s.mergeBranch(ctx, stmt)
 	default: // SET
 		if s.tx != nil && s.tx.table != "" {
 			return Result{}, fmt.Errorf("sql: SET inside a transaction that writes %s: COMMIT or ROLLBACK first: %w", s.tx.table, ErrTxTable)
