@@ -102,6 +102,7 @@ func (s *Session) mergeBranch(ctx context.Context, stmt string) (Result, error) 
 	}
 	res.Version, res.UpToDate = r.Commit, r.UpToDate
 	res.Inserted, res.Deleted, res.Updated = r.Added, r.Deleted, r.Modified
+	res.Rows = r.Added + r.Deleted + r.Modified
 	return res, nil
 }
 

@@ -93,7 +93,8 @@ type Result struct {
 	Table     string `json:"table,omitempty"`
 	// File is the file a COPY wrote, as the statement named it.
 	File string `json:"file,omitempty"`
-	// Rows is the rows inserted, updated, deleted, copied by an OPTIMIZE
+	// Rows is the rows inserted, updated, deleted (merged by a CALL
+	// loch_merge), copied by an OPTIMIZE
 	// or (for a query) written to the output.
 	Rows int64 `json:"rows"`
 	// Version is the table's version after a write ("" for a query).
