@@ -5,8 +5,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
-
-	"github.com/lochdata/loch/catalog"
 )
 
 // TestMergeRight: CALL loch_merge needs the merge right on the branch it
@@ -17,18 +15,10 @@ func TestMergeRight(t *testing.T) {
 	f := newFixture(t, Options{})
 	alice := f.mustConnect(t, "alice")
 	seed(t, alice, 4)
-	cat, err := catalog.Open(ctx, f.root)
-	require.NoError(t, err)
-	d, err := cat.OpenTable(ctx, "frames")
-	require.NoError(t, err)
-	_, err = d.CreateBranch(ctx, "curation/x", "")
-	require.NoError(t, err)
-	main := d.Version()
-	d.Close()
-	cat.Close()
+	main := f.makeRefs(t, "frames", nil, []string{"curation/x"})
 
 	carol := f.mustConnect(t, "carol")
-	_, err = carol.Exec(ctx, "SET loch_branch = 'curation/x'")
+	_, err := carol.Exec(ctx, "SET loch_branch = 'curation/x'")
 	require.NoError(t, err)
 	_, err = carol.Exec(ctx, "UPDATE frames SET caption = $1 WHERE id = $2", "curated", int64(1))
 	require.NoError(t, err)
