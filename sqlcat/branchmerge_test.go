@@ -117,3 +117,28 @@ func TestBranchMergeRefused(t *testing.T) {
 	require.Equal(t, head, headOf(t, s, "t", "main").ID)
 	require.Equal(t, "main", rowsOf(t, s, "SELECT label FROM t")[0]["label"])
 }
+
+// TestBranchMergeInTransaction: a transaction that writes the table
+// refuses a merge of it; one that writes another table lets it commit at
+// once.
+func TestBranchMergeInTransaction(t *testing.T) {
+	s := newSession(t, t.TempDir()+"/lake")
+	run(t, s, "CREATE TABLE t (id BIGINT)")
+	run(t, s, "CREATE TABLE u (id BIGINT)")
+	run(t, s, "INSERT INTO t VALUES (1)")
+	newBranch(t, s, "t", "dev")
+	s.Branch = "dev"
+	run(t, s, "INSERT INTO t VALUES (2)")
+	s.Branch = ""
+	s.Begin()
+	run(t, s, "INSERT INTO t VALUES (3)")
+	mustRefuse(t, s, "CALL loch_merge('t', 'dev')", ErrTxTable, "CALL LOCH_MERGE t inside a transaction that writes t")
+	require.NoError(t, s.Rollback(ctx))
+	s.Begin()
+	run(t, s, "INSERT INTO u VALUES (1)")
+	run(t, s, "CALL loch_merge('t', 'dev')")
+	_, err := s.Commit(ctx)
+	require.NoError(t, err)
+	require.Len(t, rowsOf(t, s, "SELECT * FROM t"), 2)
+	require.Len(t, rowsOf(t, s, "SELECT * FROM u"), 1)
+}
