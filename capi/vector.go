@@ -26,6 +26,26 @@ type indexOptionsJSON struct {
 	Seed       uint64 `json:"seed"`
 	Kind       string `json:"kind"`
 	M          int    `json:"m"`
+	PartRows   int64  `json:"part_rows"`
+}
+
+// indexOptions decodes and checks the options of loch_vector_build.
+func indexOptions(options *C.char) (*indexOptionsJSON, error) {
+	var o indexOptionsJSON
+	if s := goString(options); s != "" {
+		if err := json.Unmarshal([]byte(s), &o); err != nil {
+			return nil, invalidf("index options JSON: %v", err)
+		}
+	}
+	if o.NList < 0 || o.Sample < 0 || o.Iterations < 0 || o.M < 0 || o.PartRows < 0 {
+		return nil, invalidf("index options: nlist, sample, iterations, m and part_rows must not be negative")
+	}
+	return &o, nil
+}
+
+func (o *indexOptionsJSON) build() vector.BuildOptions {
+	return vector.BuildOptions{Metric: vector.Metric(o.Metric), NList: o.NList, Sample: o.Sample, Iterations: o.Iterations,
+		Seed: o.Seed, Kind: o.Kind, M: o.M, PartRows: o.PartRows}
 }
 
 // loch_vector_build builds the index of column at the handle's version
@@ -36,19 +56,13 @@ type indexOptionsJSON struct {
 //export loch_vector_build
 func loch_vector_build(h C.uintptr_t, column, options *C.char, out **C.char, errOut **C.char) (st C.int) {
 	return withDataset(h, errOut, func(ds *dataset) error {
-		var o indexOptionsJSON
-		if s := goString(options); s != "" {
-			if err := json.Unmarshal([]byte(s), &o); err != nil {
-				return invalidf("index options JSON: %v", err)
-			}
-		}
-		if o.NList < 0 || o.Sample < 0 || o.Iterations < 0 || o.M < 0 {
-			return invalidf("index options: nlist, sample, iterations and m must not be negative")
+		o, err := indexOptions(options)
+		if err != nil {
+			return err
 		}
 		ctx, done := interruptible()
 		defer done()
-		info, err := vector.Build(ctx, ds.d, goString(column), vector.BuildOptions{Metric: vector.Metric(o.Metric),
-			NList: o.NList, Sample: o.Sample, Iterations: o.Iterations, Seed: o.Seed, Kind: o.Kind, M: o.M})
+		info, err := vector.Build(ctx, ds.d, goString(column), o.build())
 		if err != nil {
 			return err
 		}

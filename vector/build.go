@@ -40,6 +40,9 @@ type BuildOptions struct {
 	Seed uint64
 	// Parallelism is the number of goroutines; 0 means GOMAXPROCS.
 	Parallelism int
+	// PartRows is the number of rows assigned and stored at a time (a
+	// part, Trained.Parts); 0 means PartBytes of float32 vectors.
+	PartRows int64
 }
 
 // Info describes a stored index.
@@ -119,7 +122,8 @@ func newLists(nlist int) *lists {
 	return &lists{ids: make([][]uint64, nlist), vecs: make([][]float32, nlist)}
 }
 
-// sample reads the vectors of about size rows at random positions.
+// sample reads the vectors of about size rows at random positions, in
+// row id order.
 func (c *column) sample(ctx context.Context, size int64, seed uint64, par int) ([]float32, error) {
 	n := c.sc.Len()
 	var ranges [][2]int64
@@ -136,12 +140,27 @@ func (c *column) sample(ctx context.Context, size int64, seed uint64, par int) (
 			ranges = append(ranges, [2]int64{p, p + 1})
 		}
 	}
-	parts := make([][]float32, par)
+	parts := make([]*lists, par)
+	for w := range parts {
+		parts[w] = newLists(1)
+	}
 	err := c.each(ctx, ranges, nil, par, func(w int, b batch) error {
-		parts[w] = append(parts[w], b.vecs...)
+		parts[w].ids[0] = append(parts[w].ids[0], b.ids...)
+		parts[w].vecs[0] = append(parts[w].vecs[0], b.vecs...)
 		return nil
 	})
-	return slices.Concat(parts...), err
+	if err != nil {
+		return nil, err
+	}
+	// In row id order: which worker read which rows varies from run to
+	// run, and the trained centroids must not.
+	all := newLists(1)
+	for _, p := range parts {
+		all.ids[0], all.vecs[0] = append(all.ids[0], p.ids[0]...), append(all.vecs[0], p.vecs[0]...)
+		p.ids[0], p.vecs[0] = nil, nil
+	}
+	all.sortList(0, c.dim)
+	return all.vecs[0], nil
 }
 
 // assign streams the rows of ranges (those keep accepts), assigns each to

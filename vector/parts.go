@@ -135,7 +135,7 @@ func train1(ctx context.Context, ds *loch.Dataset, column string, opts BuildOpti
 	}
 	cents := train(m, sample, c.dim, min(nlist, got), iters, opts.Seed, par)
 	t := &Trained{Format: TrainedFormat, Dataset: ds.URL(), Version: sc.Version(), Column: c.col.Name, UID: c.col.UID,
-		Metric: m, Kind: kind, Dim: c.dim, NList: len(cents) / c.dim, Seed: opts.Seed, Rows: n, Parts: planParts(n, c.dim)}
+		Metric: m, Kind: kind, Dim: c.dim, NList: len(cents) / c.dim, Seed: opts.Seed, Rows: n, Parts: planParts(n, c.dim, opts.PartRows)}
 	mo := &trainedModel{t: t, cents: cents, q: newQuantizer(m, cents, c.dim, opts.Seed, par)}
 	if kind == KindPQ {
 		if mo.p, err = trainResidualPQ(m, sample, c.dim, opts.M, mo.q, iters, opts.Seed, par); err != nil {
@@ -157,10 +157,12 @@ func sampleSize(opts BuildOptions, nlist int) int {
 	return max(64*nlist, 50000)
 }
 
-// planParts splits the positions [0, n) into ranges of about PartBytes
-// of float32 vectors of dim.
-func planParts(n int64, dim int) [][2]int64 {
-	per := max(int64(1), int64(PartBytes)/int64(4*dim))
+// planParts splits the positions [0, n) into ranges of per rows (0:
+// about PartBytes of float32 vectors of dim).
+func planParts(n int64, dim int, per int64) [][2]int64 {
+	if per <= 0 {
+		per = max(int64(1), int64(PartBytes)/int64(4*dim))
+	}
 	parts := [][2]int64{}
 	for lo := int64(0); lo < n; lo += per {
 		parts = append(parts, [2]int64{lo, min(lo+per, n)})
