@@ -407,7 +407,7 @@ int64_t loch_max_decode_bytes(void);
  *       "seed", "kind", "m", "part_rows"}, all optional, or NULL; out =
  *       {"key", "version", "column", "metric", "dim", "rows", "nlist",
  *       "type", "m", "bytes"}. It reads and stores part_rows rows at a
- *       time (0: about 256 MiB of vectors).
+ *       time (0: about 512 MiB of vectors).
  *   Built by several processes (ABI 21; capi/vector_parts.go has the
  *   details): every handle at the trained version, nothing visible until
  *   the commit, a step run again writes the same objects:

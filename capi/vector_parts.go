@@ -20,7 +20,7 @@ import (
 
 // loch_vector_train trains the index of column at the handle's version
 // (options as loch_vector_build's, plus "part_rows": rows a planned part,
-// 0 for about 256 MiB of vectors) and stores its centroids and codebook;
+// 0 for about 512 MiB of vectors) and stores its centroids and codebook;
 // out = the trained index {"format", "version", "column", "uid",
 // "metric", "kind", "dim", "nlist", "m", "seed", "centroids", "codebook",
 // "rows", "parts": [[start, stop], ...], "bytes"}. Nothing is committed.

@@ -204,6 +204,7 @@ func (c *column) assign(ctx context.Context, m Metric, q *quantizer, ranges [][2
 		for _, p := range parts {
 			ls.ids[l] = append(ls.ids[l], p.ids[l]...)
 			ls.vecs[l] = append(ls.vecs[l], p.vecs[l]...)
+			p.ids[l], p.vecs[l] = nil, nil
 		}
 		ls.sortList(l, dim)
 	}

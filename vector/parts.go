@@ -73,9 +73,9 @@ type Part struct {
 	Lists   []PartList `json:"lists"`
 }
 
-// PartBytes is the bytes of vectors (float32) that a planned part holds:
-// it bounds a part's memory, a few times this.
-const PartBytes = 256 << 20
+// PartBytes is the bytes of vectors (float32) that a planned part holds
+// (1M x 128 is one part): it bounds a build's memory, about twice this.
+const PartBytes = 512 << 20
 
 // trainedModel is a trained index in memory: the centroids, their quantizer and
 // the product quantizer (nil for ivf-flat).
@@ -240,7 +240,7 @@ func formatOf(t *Trained) any {
 // EncodePart assigns the rows at positions [start, stop) of the trained
 // version (the handle must be at it) to their lists, encodes them and
 // stores each non-empty list's share as a list object. Its memory is
-// about four times the range's vectors.
+// about twice the range's vectors.
 func EncodePart(ctx context.Context, ds *loch.Dataset, t *Trained, start, stop int64, opts Options) (*Part, error) {
 	par := opts.parallelism()
 	mo, c, err := loadModel(ctx, ds, t, par)

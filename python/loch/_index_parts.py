@@ -33,7 +33,7 @@ class IndexParts(Snapshot):
         version as :meth:`create_index` would (the same options), stores
         its centroids (and an ivf-pq codebook) and returns the trained
         index: a dict whose ``"parts"`` are the planned row ranges
-        ``[start, stop)`` of ``part_rows`` rows (default: about 256 MiB of
+        ``[start, stop)`` of ``part_rows`` rows (default: about 512 MiB of
         vectors). Nothing is committed: each part is then encoded with
         :meth:`encode_index_part`, the lists merged with
         :meth:`merge_index_lists` and the index committed with

@@ -513,7 +513,7 @@ def create_index(
     The driver trains the centroids (and an ivf-pq codebook) on a sample
     (:meth:`loch.Dataset.train_index`); one Ray task (``num_cpus`` each,
     and any other ``task_options`` of ``ray.remote``) per ``part_rows``
-    rows (default about 256 MiB of vectors) reads its rows from storage
+    rows (default about 512 MiB of vectors) reads its rows from storage
     itself, assigns them to their lists and stores their shares
     (:meth:`loch.Dataset.encode_index_part`); ``merge_tasks`` tasks
     (default one per part) each store a range of lists as one object each
