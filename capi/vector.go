@@ -6,6 +6,7 @@ package main
 import "C"
 
 import (
+	"context"
 	"encoding/json"
 	"unsafe"
 
@@ -55,6 +56,15 @@ func (o *indexOptionsJSON) build() vector.BuildOptions {
 //
 //export loch_vector_build
 func loch_vector_build(h C.uintptr_t, column, options *C.char, out **C.char, errOut **C.char) (st C.int) {
+	return withIndexOptions(h, column, options, out, errOut, func(ctx context.Context, ds *dataset, o vector.BuildOptions) (any, error) {
+		return vector.Build(ctx, ds.d, goString(column), o)
+	})
+}
+
+// withIndexOptions decodes the options of loch_vector_build and stores
+// fn's answer in out as JSON.
+func withIndexOptions(h C.uintptr_t, column, options *C.char, out **C.char, errOut **C.char,
+	fn func(context.Context, *dataset, vector.BuildOptions) (any, error)) C.int {
 	return withDataset(h, errOut, func(ds *dataset) error {
 		o, err := indexOptions(options)
 		if err != nil {
@@ -62,11 +72,11 @@ func loch_vector_build(h C.uintptr_t, column, options *C.char, out **C.char, err
 		}
 		ctx, done := interruptible()
 		defer done()
-		info, err := vector.Build(ctx, ds.d, goString(column), o.build())
+		v, err := fn(ctx, ds, o.build())
 		if err != nil {
 			return err
 		}
-		return setJSON(out, info)
+		return setJSON(out, v)
 	})
 }
 

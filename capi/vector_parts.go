@@ -6,6 +6,7 @@ package main
 import "C"
 
 import (
+	"context"
 	"encoding/json"
 
 	"github.com/lochdata/loch/vector"
@@ -27,18 +28,8 @@ import (
 //
 //export loch_vector_train
 func loch_vector_train(h C.uintptr_t, column, options *C.char, out **C.char, errOut **C.char) (st C.int) {
-	return withDataset(h, errOut, func(ds *dataset) error {
-		o, err := indexOptions(options)
-		if err != nil {
-			return err
-		}
-		ctx, done := interruptible()
-		defer done()
-		t, err := vector.Train(ctx, ds.d, goString(column), o.build())
-		if err != nil {
-			return err
-		}
-		return setJSON(out, t)
+	return withIndexOptions(h, column, options, out, errOut, func(ctx context.Context, ds *dataset, o vector.BuildOptions) (any, error) {
+		return vector.Train(ctx, ds.d, goString(column), o)
 	})
 }
 
@@ -71,17 +62,13 @@ func loch_vector_encode_part(h C.uintptr_t, trained *C.char, start, stop C.int64
 //export loch_vector_merge_lists
 func loch_vector_merge_lists(h C.uintptr_t, trained, parts *C.char, lo, hi C.int64_t, out **C.char, errOut **C.char) (st C.int) {
 	return withDataset(h, errOut, func(ds *dataset) error {
-		var t vector.Trained
-		var ps []*vector.Part
-		if err := decodeJSON("trained index", trained, &t); err != nil {
-			return err
-		}
-		if err := decodeJSON("index parts", parts, &ps); err != nil {
+		t, ps, err := trainedAndParts(trained, parts)
+		if err != nil {
 			return err
 		}
 		ctx, done := interruptible()
 		defer done()
-		ls, err := vector.MergeLists(ctx, ds.d.Store(), &t, ps, int(lo), int(hi), vector.Options{})
+		ls, err := vector.MergeLists(ctx, ds.d.Store(), t, ps, int(lo), int(hi), vector.Options{})
 		if err != nil {
 			return err
 		}
@@ -97,21 +84,17 @@ func loch_vector_merge_lists(h C.uintptr_t, trained, parts *C.char, lo, hi C.int
 //export loch_vector_commit
 func loch_vector_commit(h C.uintptr_t, trained, parts, lists *C.char, out **C.char, errOut **C.char) (st C.int) {
 	return withDataset(h, errOut, func(ds *dataset) error {
-		var t vector.Trained
-		var ps []*vector.Part
+		t, ps, err := trainedAndParts(trained, parts)
+		if err != nil {
+			return err
+		}
 		var ls []vector.PartList
-		if err := decodeJSON("trained index", trained, &t); err != nil {
-			return err
-		}
-		if err := decodeJSON("index parts", parts, &ps); err != nil {
-			return err
-		}
 		if err := decodeJSON("index lists", lists, &ls); err != nil {
 			return err
 		}
 		ctx, done := interruptible()
 		defer done()
-		info, err := vector.Commit(ctx, ds.d, &t, ps, ls)
+		info, err := vector.Commit(ctx, ds.d, t, ps, ls)
 		if err != nil {
 			return err
 		}
@@ -125,4 +108,17 @@ func decodeJSON(what string, s *C.char, v any) error {
 		return invalidf("%s JSON: %v", what, err)
 	}
 	return nil
+}
+
+// trainedAndParts decodes a trained index and its parts.
+func trainedAndParts(trained, parts *C.char) (*vector.Trained, []*vector.Part, error) {
+	var t vector.Trained
+	var ps []*vector.Part
+	if err := decodeJSON("trained index", trained, &t); err != nil {
+		return nil, nil, err
+	}
+	if err := decodeJSON("index parts", parts, &ps); err != nil {
+		return nil, nil, err
+	}
+	return &t, ps, nil
 }
