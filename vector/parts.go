@@ -328,16 +328,17 @@ func putLists(ctx context.Context, store storage.Store, p *pq, dim int, ls *list
 // MergeLists stores each list l in [lo, hi) of the parts as one object
 // and returns them (empty lists left out): a list that one part holds
 // keeps that part's object; the others are read, merged in row id order
-// and written. The parts must be of the trained index.
+// and written. The parts must be of the trained index and cover its rows
+// (the shares of lists outside [lo, hi) may be left out).
 func MergeLists(ctx context.Context, store storage.Store, t *Trained, parts []*Part, lo, hi int, opts Options) ([]PartList, error) {
 	if lo < 0 || hi < lo || hi > t.NList {
 		return nil, fmt.Errorf("merge lists [%d, %d) of an index of %d lists: %w", lo, hi, t.NList, loch.ErrInvalidArgument)
 	}
+	if err := checkParts(t, parts); err != nil {
+		return nil, fmt.Errorf("merge lists: %w", err)
+	}
 	shares := make([][]PartList, hi-lo)
 	for _, p := range parts {
-		if p.Version != t.Version {
-			return nil, fmt.Errorf("merge lists: a part of version %s, the index is of %s: %w", p.Version, t.Version, loch.ErrInvalidArgument)
-		}
 		for _, e := range p.Lists {
 			if e.List >= lo && e.List < hi {
 				shares[e.List-lo] = append(shares[e.List-lo], e)

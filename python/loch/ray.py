@@ -507,8 +507,9 @@ def create_index(
     """Builds the vector index of ``column`` with Ray, as
     :meth:`loch.Dataset.create_index` does in one process (the same
     options and the same index), and returns its :class:`loch.IndexInfo`.
-    ``ds_or_url`` is a dataset handle (its version is indexed) or a URL
-    (``ref``, default main's head, is indexed).
+    ``ds_or_url`` is a dataset handle (its version is indexed; the tasks
+    open its URL with ``storage_options``) or a URL (``ref``, default
+    main's head, is indexed).
 
     The driver trains the centroids (and an ivf-pq codebook) on a sample
     (:meth:`loch.Dataset.train_index`); one Ray task (``num_cpus`` each,
