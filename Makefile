@@ -71,17 +71,8 @@ $(AZURITE):
 # pure-Go decoder, about half as fast).
 .PHONY: sysdeps
 sysdeps:
-	@if [ -f /usr/include/turbojpeg.h ] || pkg-config --exists libturbojpeg 2>/dev/null; then exit 0; fi; \
-	fail() { echo "sysdeps: $$1; install libturbojpeg0-dev by hand or build with GOFLAGS=-tags=noturbojpeg" >&2; exit 1; }; \
-	command -v apt-get >/dev/null || fail "libturbojpeg0-dev is missing and there is no apt-get"; \
-	if [ "$$(id -u)" = 0 ]; then SUDO=; \
-	elif command -v sudo >/dev/null; then SUDO=sudo; \
-	else fail "libturbojpeg0-dev is missing and installing it needs root or sudo"; fi; \
-	echo "$$SUDO apt-get update && $$SUDO apt-get install -y --no-install-recommends libturbojpeg0-dev"; \
-	$$SUDO apt-get update -q && \
-	$$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends libturbojpeg0-dev || \
-		fail "apt-get install libturbojpeg0-dev failed"; \
-	[ -f /usr/include/turbojpeg.h ] || pkg-config --exists libturbojpeg || fail "libturbojpeg0-dev installed but turbojpeg.h not found"
+	@.ci/apt-install sysdeps '[ -f /usr/include/turbojpeg.h ] || pkg-config --exists libturbojpeg 2>/dev/null' \
+		' or build with GOFLAGS=-tags=noturbojpeg' libturbojpeg0-dev
 build: sysdeps
 test: sysdeps
 
@@ -90,16 +81,7 @@ test: sysdeps
 # browser fails that test, it never skips.
 .PHONY: browser
 browser:
-	@if command -v chromium >/dev/null || command -v chromium-browser >/dev/null; then exit 0; fi; \
-	fail() { echo "browser: $$1; install chromium by hand" >&2; exit 1; }; \
-	command -v apt-get >/dev/null || fail "chromium is missing and there is no apt-get"; \
-	if [ "$$(id -u)" = 0 ]; then SUDO=; \
-	elif command -v sudo >/dev/null; then SUDO=sudo; \
-	else fail "chromium is missing and installing it needs root or sudo"; fi; \
-	echo "$$SUDO apt-get install -y --no-install-recommends chromium"; \
-	$$SUDO apt-get update -q && \
-	$$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium || \
-		fail "apt-get install chromium failed"
+	@.ci/apt-install browser 'command -v chromium >/dev/null || command -v chromium-browser >/dev/null' '' chromium
 test: browser
 
 # screenshots makes docs/viewer-grid.png and docs/viewer-diff.png (the
@@ -122,17 +104,8 @@ FFMPEG_DEBS = ffmpeg libavcodec-dev libavformat-dev libswscale-dev libswresample
 .PHONY: sysdeps-ffmpeg
 sysdeps: sysdeps-ffmpeg
 sysdeps-ffmpeg:
-	@if command -v ffmpeg >/dev/null && pkg-config --exists libavformat libavcodec libswscale libswresample libavutil 2>/dev/null; then exit 0; fi; \
-	fail() { echo "sysdeps: $$1; install $(FFMPEG_DEBS) by hand or build with GOFLAGS=-tags=noffmpeg" >&2; exit 1; }; \
-	command -v apt-get >/dev/null || fail "FFmpeg's libraries are missing and there is no apt-get"; \
-	if [ "$$(id -u)" = 0 ]; then SUDO=; \
-	elif command -v sudo >/dev/null; then SUDO=sudo; \
-	else fail "FFmpeg's libraries are missing and installing them needs root or sudo"; fi; \
-	echo "$$SUDO apt-get install -y --no-install-recommends $(FFMPEG_DEBS)"; \
-	$$SUDO apt-get update -q && \
-	$$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $(FFMPEG_DEBS) || \
-		fail "apt-get install $(FFMPEG_DEBS) failed"; \
-	pkg-config --exists libavformat libavcodec libswscale libswresample libavutil || fail "FFmpeg's -dev packages installed but pkg-config does not find them"
+	@.ci/apt-install sysdeps 'command -v ffmpeg >/dev/null && pkg-config --exists libavformat libavcodec libswscale libswresample libavutil 2>/dev/null' \
+		' or build with GOFLAGS=-tags=noffmpeg' $(FFMPEG_DEBS)
 
 # sysdeps-psql (issue 38) installs psql (Debian: postgresql-client), the
 # client that pgwire's tests run against loch serve --pg (\dt, \d, \copy).
@@ -141,17 +114,30 @@ sysdeps-ffmpeg:
 sysdeps: sysdeps-psql
 test: sysdeps-psql
 sysdeps-psql:
-	@if command -v psql >/dev/null; then exit 0; fi; \
-	fail() { echo "sysdeps: $$1; install postgresql-client by hand (pgwire's tests need psql)" >&2; exit 1; }; \
-	command -v apt-get >/dev/null || fail "psql is missing and there is no apt-get"; \
-	if [ "$$(id -u)" = 0 ]; then SUDO=; \
-	elif command -v sudo >/dev/null; then SUDO=sudo; \
-	else fail "psql is missing and installing it needs root or sudo"; fi; \
-	echo "$$SUDO apt-get install -y --no-install-recommends postgresql-client"; \
-	$$SUDO apt-get update -q && \
-	$$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends postgresql-client || \
-		fail "apt-get install postgresql-client failed"; \
-	command -v psql >/dev/null || fail "postgresql-client installed but psql is not on PATH"
+	@.ci/apt-install sysdeps 'command -v psql >/dev/null' ' (pgwire tests need psql)' postgresql-client
+
+# sysdeps-jdbc (issue 38) installs a JDK (Debian: default-jdk-headless) when
+# javac is missing, and PostgreSQL's JDBC driver from Maven Central (by mvn
+# when present, else curl; its sha256 checked) as PGJDBC: pgwire's
+# TestJDBC compiles and runs a small Java program with it, as a BI tool's
+# table browser would connect. With both present it does nothing; TestJDBC
+# fails without them.
+PGJDBC_VERSION = 42.7.14
+PGJDBC_SHA256 = 73914527305a40cce504b0d3d90b23caf565136912d607ae8ae7c5895512332c
+PGJDBC := $(TOOLS)/pgjdbc/postgresql-$(PGJDBC_VERSION).jar
+.PHONY: sysdeps-jdbc
+sysdeps: sysdeps-jdbc
+test: sysdeps-jdbc
+sysdeps-jdbc: $(PGJDBC)
+	@.ci/apt-install sysdeps 'command -v javac >/dev/null && command -v java >/dev/null' " (pgwire's TestJDBC needs javac and java)" default-jdk-headless
+$(PGJDBC):
+	@mkdir -p $(dir $@)
+	@if command -v mvn >/dev/null; then \
+		mvn -q dependency:copy -Dartifact=org.postgresql:postgresql:$(PGJDBC_VERSION) -DoutputDirectory=$(dir $@) -Dmdep.overWriteReleases=true; \
+	else \
+		curl -fsSL -o $@.tmp https://repo1.maven.org/maven2/org/postgresql/postgresql/$(PGJDBC_VERSION)/postgresql-$(PGJDBC_VERSION).jar && mv $@.tmp $@; \
+	fi
+	@echo "$(PGJDBC_SHA256)  $@" | sha256sum -c --quiet - || { rm -f $@; echo "sysdeps: $@ does not have the pinned sha256" >&2; exit 1; }
 
 test: tools
 	$(GO) vet ./...
@@ -269,12 +255,7 @@ $(WHEEL_STAMP): $(VENV)/.loch-sdk python/requirements-wheel.txt | sysdeps patche
 
 # patchelf (Debian's package), which auditwheel runs, installed when missing.
 patchelf:
-	@command -v patchelf >/dev/null || { \
-		if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
-		echo "$$SUDO apt-get install -y --no-install-recommends patchelf"; \
-		$$SUDO apt-get update -q && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends patchelf; \
-	} || { echo "wheel: patchelf is missing and could not be installed (apt-get install patchelf)" >&2; exit 1; }
-	@command -v patchelf >/dev/null || { echo "wheel: patchelf is still not on PATH after installing it" >&2; exit 1; }
+	@.ci/apt-install wheel 'command -v patchelf >/dev/null' '' patchelf
 
 $(VENV)/.loch-wheel-deps: python/requirements-wheel.txt | $(VENV)/bin/python
 	$(VENV)/bin/python -m pip install -q -r python/requirements-wheel.txt

@@ -98,7 +98,8 @@
 // libraries), transform (image, clip and audio transforms), ingest
 // (importers), vector (nearest-neighbour search: exact, and the IVF-flat
 // index; it never imports DuckDB), fts (full-text search: BM25 over text
-// and json columns, with bleve's analysis), loader (the streaming loader, built on
+// and json columns, with bleve's analysis), hybrid (vector and full-text
+// search fused by reciprocal rank or weighted scores), loader (the streaming loader, built on
 // Scan: it schedules, orders and collates, and knows no chunk layout) with
 // loader/order (epoch order, sharding, resume, mixtures), query (SQL
 // through embedded DuckDB, the only package that imports it;

@@ -23,6 +23,10 @@ const (
 type MergeOptions struct {
 	Strategy string // MergeFail (default), MergeOurs or MergeTheirs
 	Message  string // commit message; default "merge <src> into <branch>"
+	// NoFastForward makes a merge commit even when the branch is an
+	// ancestor of src, so that the branch moves by exactly one commit
+	// (a SQL transaction's COMMIT, package sqlcat).
+	NoFastForward bool
 }
 
 // Conflict is a row changed on both sides of a merge since their common
@@ -137,7 +141,7 @@ func (d *Dataset) Merge(ctx context.Context, src string, opts MergeOptions) (*Me
 		if len(res.Conflicts) > 0 && strategy == MergeFail {
 			return &ConflictError{Src: src, Dst: branch, Base: base, Conflicts: res.Conflicts}
 		}
-		if base == head { // fast forward: the branch takes src's commit
+		if base == head && !opts.NoFastForward { // fast forward: the branch takes src's commit
 			res.FastForward, res.Commit = true, t.commit
 			next.Refs[headsPrefix+branch] = t.commit
 			return nil

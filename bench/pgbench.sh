@@ -3,13 +3,18 @@
 # loch serve --pg (issue 38): a point query over a 1,000-row table from 1, 8
 # and 64 clients (TXNS transactions each), latency p50/p99 from pgbench's
 # per-transaction log, and connections per second (-C: a new connection,
-# SCRAM login included, per transaction). Usage: bench/pgbench.sh [TXNS]
+# SCRAM login included, per transaction). Usage: bench/pgbench.sh [TXNS];
+# LOCH=path/to/loch runs that binary instead of building this checkout's
+# (a baseline: another revision's).
 set -euo pipefail
 TXNS=${1:-50}
 dir=$(mktemp -d)
 trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null; rm -rf "$dir"' EXIT
-go build -o "$dir/loch" ./cmd/loch
-loch=$dir/loch
+loch=${LOCH:-}
+if [ -z "$loch" ]; then
+	go build -o "$dir/loch" ./cmd/loch
+	loch=$dir/loch
+fi
 $loch sql "$dir/lake" "CREATE TABLE frames (id BIGINT, caption TEXT)" >/dev/null
 $loch sql "$dir/lake" "INSERT INTO frames SELECT range, 'c' || range FROM range(1000)" >/dev/null
 echo bench | $loch user add "$dir/users.json" bench --role reader >/dev/null

@@ -7,6 +7,7 @@ import "C"
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"math"
 
@@ -140,18 +141,12 @@ func loch_dataset_plan_compaction(h C.uintptr_t, options *C.char, out **C.char, 
 //
 //export loch_dataset_compact_group
 func loch_dataset_compact_group(h C.uintptr_t, plan *C.char, index C.int64_t, out **C.char, errOut **C.char) (st C.int) {
-	return withDataset(h, errOut, func(ds *dataset) error {
+	return withResult(h, out, errOut, func(ctx context.Context, ds *dataset) (*loch.CompactedGroup, error) {
 		var p loch.CompactPlan
 		if err := decodeStrict("compaction plan", goString(plan), &p); err != nil {
-			return err
+			return nil, err
 		}
-		ctx, done := interruptible()
-		defer done()
-		g, err := ds.d.CompactGroup(ctx, &p, int(index))
-		if err != nil {
-			return err
-		}
-		return setJSON(out, g)
+		return ds.d.CompactGroup(ctx, &p, int(index))
 	})
 }
 
@@ -164,21 +159,15 @@ func loch_dataset_compact_group(h C.uintptr_t, plan *C.char, index C.int64_t, ou
 //
 //export loch_dataset_commit_compaction
 func loch_dataset_commit_compaction(h C.uintptr_t, plan, groups *C.char, out **C.char, errOut **C.char) (st C.int) {
-	return withDataset(h, errOut, func(ds *dataset) error {
+	return withResult(h, out, errOut, func(ctx context.Context, ds *dataset) (*loch.CompactReport, error) {
 		var p loch.CompactPlan
 		if err := decodeStrict("compaction plan", goString(plan), &p); err != nil {
-			return err
+			return nil, err
 		}
 		var gs []loch.CompactedGroup
 		if err := decodeStrict("compacted groups", goString(groups), &gs); err != nil {
-			return err
+			return nil, err
 		}
-		ctx, done := interruptible()
-		defer done()
-		rep, err := ds.d.CommitCompaction(ctx, &p, gs)
-		if err != nil {
-			return err
-		}
-		return setJSON(out, rep)
+		return ds.d.CommitCompaction(ctx, &p, gs)
 	})
 }

@@ -6,6 +6,7 @@ package main
 import "C"
 
 import (
+	"context"
 	"unsafe"
 
 	"github.com/lochdata/loch/fts"
@@ -21,14 +22,8 @@ import (
 //
 //export loch_fts_build
 func loch_fts_build(h C.uintptr_t, column *C.char, out **C.char, errOut **C.char) (st C.int) {
-	return withDataset(h, errOut, func(ds *dataset) error {
-		ctx, done := interruptible()
-		defer done()
-		info, err := fts.Build(ctx, ds.d, goString(column), fts.BuildOptions{})
-		if err != nil {
-			return err
-		}
-		return setJSON(out, info)
+	return withResult(h, out, errOut, func(ctx context.Context, ds *dataset) (*fts.Info, error) {
+		return fts.Build(ctx, ds.d, goString(column), fts.BuildOptions{})
 	})
 }
 
@@ -38,14 +33,8 @@ func loch_fts_build(h C.uintptr_t, column *C.char, out **C.char, errOut **C.char
 //
 //export loch_fts_update
 func loch_fts_update(h C.uintptr_t, column *C.char, out **C.char, errOut **C.char) (st C.int) {
-	return withDataset(h, errOut, func(ds *dataset) error {
-		ctx, done := interruptible()
-		defer done()
-		info, err := fts.Update(ctx, ds.d, goString(column), fts.BuildOptions{})
-		if err != nil {
-			return err
-		}
-		return setJSON(out, info)
+	return withResult(h, out, errOut, func(ctx context.Context, ds *dataset) (*fts.Info, error) {
+		return fts.Update(ctx, ds.d, goString(column), fts.BuildOptions{})
 	})
 }
 

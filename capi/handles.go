@@ -65,22 +65,31 @@ func withLoader(h C.uintptr_t, errOut **C.char, fn func(*loaderObj) error) C.int
 	return withHandle(h, errOut, loaderOf, fn)
 }
 
-// withOptions is withDataset for a call that takes options: it parses
-// the text of options with parse and runs fn on the handle's dataset in
-// an interruptible context, setting *out to the JSON of its result.
-func withOptions[O, R any](h C.uintptr_t, options *C.char, out **C.char, errOut **C.char,
-	parse func(string) (O, error), fn func(*loch.Dataset, context.Context, O) (R, error)) C.int {
+// withResult is withDataset for a call with a result: it runs fn on the
+// handle's dataset in an interruptible context, setting *out to the JSON
+// of its result.
+func withResult[R any](h C.uintptr_t, out **C.char, errOut **C.char, fn func(context.Context, *dataset) (R, error)) C.int {
 	return withDataset(h, errOut, func(ds *dataset) error {
-		opts, err := parse(goString(options))
-		if err != nil {
-			return err
-		}
 		ctx, done := interruptible()
 		defer done()
-		res, err := fn(ds.d, ctx, opts)
+		res, err := fn(ctx, ds)
 		if err != nil {
 			return err
 		}
 		return setJSON(out, res)
+	})
+}
+
+// withOptions is withResult for a call that takes options: it parses the
+// text of options with parse and runs fn with them.
+func withOptions[O, R any](h C.uintptr_t, options *C.char, out **C.char, errOut **C.char,
+	parse func(string) (O, error), fn func(*loch.Dataset, context.Context, O) (R, error)) C.int {
+	return withResult(h, out, errOut, func(ctx context.Context, ds *dataset) (R, error) {
+		opts, err := parse(goString(options))
+		if err != nil {
+			var none R
+			return none, err
+		}
+		return fn(ds.d, ctx, opts)
 	})
 }

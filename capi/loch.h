@@ -48,11 +48,12 @@
  * loch_dataset_commit's conflicting row ids (see "Writers that recover"
  * below); 19 added the decode limit (loch_set_max_decode_bytes,
  * loch_max_decode_bytes); 20 added full-text search (loch_fts_*, see
- * the end); 21 added vector indexes built by several processes
- * (loch_vector_train, loch_vector_encode_part, loch_vector_merge_lists,
- * loch_vector_commit) and loch_vector_build's "part_rows".
+ * the end); 21 added hybrid search (loch_hybrid_search, see the end); 22
+ * added vector indexes built by several processes (loch_vector_train,
+ * loch_vector_encode_part, loch_vector_merge_lists, loch_vector_commit)
+ * and loch_vector_build's "part_rows".
  */
-#define LOCH_ABI_VERSION 21
+#define LOCH_ABI_VERSION 22
 
 /* Status codes. */
 enum {
@@ -398,6 +399,26 @@ int64_t loch_max_decode_bytes(void);
  */
 
 /*
+ * Hybrid search (ABI 21): a query vector and a full-text query, each
+ * among the rows a filter allows, fused by reciprocal rank or weighted
+ * scores (docs/search.md).
+ *
+ *   loch_hybrid_search(h, options, const float *q, d, text, k,
+ *       const uint64_t *allowed, nallowed, uint64_t *ids, double *scores,
+ *       int64_t *vranks, float *dists, int64_t *tranks, double *tscores,
+ *       int64_t *count, char **info, err): options JSON {"column",
+ *       "text_column", "metric", "fusion": "rrf"|"weighted", "weight",
+ *       "rrf_k", "rank_window", "nprobe", "rerank", "exact", "where" (the
+ *       filter's SQL, for info's "sql")} or NULL; q NULL or text NULL/""
+ *       leaves that side out; allowed as loch_vector_search's; the
+ *       *count <= k best rows, best first: fused score, each side's rank
+ *       from 1 (0: not ranked by it), distance and BM25 score; info =
+ *       {"version", "vector_column", "text_column", "vector_index",
+ *       "text_index", "warnings", "sql" (the same search as an SQL
+ *       hybrid_search query: a selection's text)}.
+ */
+
+/*
  * Vector search (ABI 8): nearest rows to query vectors in an embedding
  * column (a fixed [d] column of float32, float16 or bfloat16), exactly or
  * with the column's stored IVF-flat index (docs/format.md §2.8).
@@ -408,7 +429,7 @@ int64_t loch_max_decode_bytes(void);
  *       {"key", "version", "column", "metric", "dim", "rows", "nlist",
  *       "type", "m", "bytes"}. It reads and stores part_rows rows at a
  *       time (0: about 512 MiB of vectors).
- *   Built by several processes (ABI 21; capi/vector_parts.go has the
+ *   Built by several processes (ABI 22; capi/vector_parts.go has the
  *   details): every handle at the trained version, nothing visible until
  *   the commit, a step run again writes the same objects:
  *   loch_vector_train(h, column, options, char **out, err): options as

@@ -6,6 +6,7 @@ package main
 import "C"
 
 import (
+	"context"
 	"encoding/json"
 
 	"github.com/lochdata/loch"
@@ -21,14 +22,8 @@ import (
 //
 //export loch_dataset_stage
 func loch_dataset_stage(h C.uintptr_t, out **C.char, errOut **C.char) (st C.int) {
-	return withDataset(h, errOut, func(ds *dataset) error {
-		ctx, done := interruptible()
-		defer done()
-		s, err := ds.d.Stage(ctx)
-		if err != nil {
-			return err
-		}
-		return setJSON(out, s)
+	return withResult(h, out, errOut, func(ctx context.Context, ds *dataset) (*loch.Staged, error) {
+		return ds.d.Stage(ctx)
 	})
 }
 
@@ -39,26 +34,20 @@ func loch_dataset_stage(h C.uintptr_t, out **C.char, errOut **C.char) (st C.int)
 //
 //export loch_dataset_commit_staged
 func loch_dataset_commit_staged(h C.uintptr_t, message, descs *C.char, out **C.char, errOut **C.char) (st C.int) {
-	return withDataset(h, errOut, func(ds *dataset) error {
+	return withResult(h, out, errOut, func(ctx context.Context, ds *dataset) (*loch.StagedCommit, error) {
 		var raw []json.RawMessage
 		if err := json.Unmarshal([]byte(goString(descs)), &raw); err != nil {
-			return invalidf("staged-write descriptions: want a JSON list (%v)", err)
+			return nil, invalidf("staged-write descriptions: want a JSON list (%v)", err)
 		}
 		staged := make([]*loch.Staged, len(raw))
 		for i, r := range raw {
 			s, err := loch.ParseStaged(r)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			staged[i] = s
 		}
-		ctx, done := interruptible()
-		defer done()
-		res, err := ds.d.CommitStaged(ctx, goString(message), staged...)
-		if err != nil {
-			return err
-		}
-		return setJSON(out, res)
+		return ds.d.CommitStaged(ctx, goString(message), staged...)
 	})
 }
 

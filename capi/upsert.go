@@ -5,7 +5,11 @@ package main
 */
 import "C"
 
-import "github.com/lochdata/loch"
+import (
+	"context"
+
+	"github.com/lochdata/loch"
+)
 
 // upsertOptions are loch_dataset_upsert's options, as JSON.
 type upsertOptions struct {
@@ -28,21 +32,15 @@ type upsertOptions struct {
 //
 //export loch_dataset_upsert
 func loch_dataset_upsert(h C.uintptr_t, n C.int64_t, cols *C.loch_column_in, ncols C.int32_t, options *C.char, out **C.char, errOut **C.char) (st C.int) {
-	return withDataset(h, errOut, func(ds *dataset) error {
+	return withResult(h, out, errOut, func(ctx context.Context, ds *dataset) (*loch.UpsertReport, error) {
 		var o upsertOptions
 		if err := decodeStrict("upsert options", goString(options), &o); err != nil {
-			return err
+			return nil, err
 		}
 		rows, err := rowsOf(ds, int(n), unsafeSlice(cols, int(ncols)))
 		if err != nil {
-			return err
+			return nil, err
 		}
-		ctx, done := interruptible()
-		defer done()
-		rep, err := ds.d.Upsert(ctx, rows, loch.UpsertOptions{On: o.On, WhenMatched: o.WhenMatched, WhenNotMatched: o.WhenNotMatched, Message: o.Message})
-		if err != nil {
-			return err
-		}
-		return setJSON(out, rep)
+		return ds.d.Upsert(ctx, rows, loch.UpsertOptions{On: o.On, WhenMatched: o.WhenMatched, WhenNotMatched: o.WhenNotMatched, Message: o.Message})
 	})
 }

@@ -327,11 +327,8 @@ func (d *Disk) FillTurn(ctx context.Context, key string) (func(), error) {
 // Put of the object it fetches instead stores it again. ctx is checked
 // once, before any I/O.
 func (d *Disk) ReadRange(ctx context.Context, key string, off int64, buf []byte) (bool, error) {
-	if err := ValidateKey(key); err != nil {
-		return false, opError("read range of", key, err)
-	}
-	if off < 0 {
-		return false, opError("read range of", key, badOffset(off))
+	if err := checkReadRange(key, off); err != nil {
+		return false, err
 	}
 	if err := d.enter(); err != nil {
 		return false, opError("read range of", key, err)

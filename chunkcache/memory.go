@@ -59,13 +59,21 @@ func (m *Memory) Get(ctx context.Context, key string) ([]byte, bool, error) {
 	return data, true, nil
 }
 
-// ReadRange implements RangeReader.
-func (m *Memory) ReadRange(ctx context.Context, key string, off int64, buf []byte) (bool, error) {
+// checkReadRange checks the key and offset ReadRange is given.
+func checkReadRange(key string, off int64) error {
 	if err := ValidateKey(key); err != nil {
-		return false, opError("read range of", key, err)
+		return opError("read range of", key, err)
 	}
 	if off < 0 {
-		return false, opError("read range of", key, badOffset(off))
+		return opError("read range of", key, badOffset(off))
+	}
+	return nil
+}
+
+// ReadRange implements RangeReader.
+func (m *Memory) ReadRange(ctx context.Context, key string, off int64, buf []byte) (bool, error) {
+	if err := checkReadRange(key, off); err != nil {
+		return false, err
 	}
 	if err := ctx.Err(); err != nil {
 		return false, opError("read range of", key, err)

@@ -67,7 +67,7 @@ func TestBM25HandComputed(t *testing.T) {
 }
 
 func TestPhrase(t *testing.T) {
-	ds := newText(t,
+	ds := indexedText(t,
 		"the red car is fast",  // 0
 		"car red",              // 1
 		"a red fast car",       // 2
@@ -75,9 +75,6 @@ func TestPhrase(t *testing.T) {
 		"red a car",            // 4: "a" is a stop word, its place kept
 		"red cars in the rain", // 5: "cars" stems to "car"
 	)
-	commit(t, ds, "v1")
-	_, err := Build(context.Background(), ds, "caption", BuildOptions{})
-	require.NoError(t, err)
 	require.ElementsMatch(t, []uint64{0, 3, 5}, ids(search(t, ds, `"red car"`, 10).Hits))
 	// A stop word in a phrase keeps its place and matches any word.
 	require.ElementsMatch(t, []uint64{2, 4}, ids(search(t, ds, `"red the car"`, 10).Hits))
@@ -88,16 +85,13 @@ func TestPhrase(t *testing.T) {
 }
 
 func TestBoolean(t *testing.T) {
-	ds := newText(t,
+	ds := indexedText(t,
 		"red car",         // 0
 		"red fast car",    // 1
 		"blue fast truck", // 2
 		"green bicycle",   // 3
 		"red bicycle",     // 4
 	)
-	commit(t, ds, "v1")
-	_, err := Build(context.Background(), ds, "caption", BuildOptions{})
-	require.NoError(t, err)
 	for _, c := range []struct {
 		q    string
 		want []uint64
@@ -132,10 +126,7 @@ func TestBoolean(t *testing.T) {
 // and an index, dense and sparse.
 func TestFlatPathAgrees(t *testing.T) {
 	ctx := context.Background()
-	ds := newText(t, "red car", "red red truck", "blue car car car", "green bicycle", "a red bicycle", "cars and trucks")
-	commit(t, ds, "v1")
-	_, err := Build(ctx, ds, "caption", BuildOptions{})
-	require.NoError(t, err)
+	ds := indexedText(t, "red car", "red red truck", "blue car car car", "green bicycle", "a red bicycle", "cars and trucks")
 	require.NoError(t, ds.Delete(ctx, 1))
 	appendText(t, ds, "red truck again")
 	commit(t, ds, "v2")

@@ -32,6 +32,17 @@ func newText(t testing.TB, docs ...string) *loch.Dataset {
 	return ds
 }
 
+// indexedText is newText with docs committed as "v1" and a full-text
+// index of caption built.
+func indexedText(t testing.TB, docs ...string) *loch.Dataset {
+	t.Helper()
+	ds := newText(t, docs...)
+	commit(t, ds, "v1")
+	_, err := Build(context.Background(), ds, "caption", BuildOptions{})
+	require.NoError(t, err)
+	return ds
+}
+
 func appendText(t testing.TB, ds *loch.Dataset, docs ...string) {
 	t.Helper()
 	rows := make([]loch.Row, len(docs))

@@ -116,35 +116,37 @@ func (e *eval) node(n *node) ([]Hit, error) {
 	case len(n.terms) > 1:
 		return e.phrase(n.terms)
 	}
-	var out []Hit
-	for i, c := range n.must {
-		hs, err := e.node(c)
-		if err != nil {
-			return nil, err
-		}
+	// The rows of every must child (the first child's, then intersected),
+	// plus (scores added) or else with (united) the should children's,
+	// less the not children's.
+	out, err := e.fold(nil, n.must, func(out, hs []Hit, i int) []Hit {
 		if i == 0 {
-			out = hs
-		} else {
-			out = intersect(out, hs)
+			return hs
 		}
+		return intersect(out, hs)
+	})
+	if err != nil {
+		return nil, err
 	}
-	for _, c := range n.should {
+	should := union
+	if len(n.must) > 0 {
+		should = addScores
+	}
+	if out, err = e.fold(out, n.should, func(out, hs []Hit, _ int) []Hit { return should(out, hs) }); err != nil {
+		return nil, err
+	}
+	return e.fold(out, n.not, func(out, hs []Hit, _ int) []Hit { return subtract(out, hs) })
+}
+
+// fold evaluates the nodes cs in order, combining the rows of child i
+// into out with combine.
+func (e *eval) fold(out []Hit, cs []*node, combine func(out, hs []Hit, i int) []Hit) ([]Hit, error) {
+	for i, c := range cs {
 		hs, err := e.node(c)
 		if err != nil {
 			return nil, err
 		}
-		if len(n.must) > 0 {
-			out = addScores(out, hs)
-		} else {
-			out = union(out, hs)
-		}
-	}
-	for _, c := range n.not {
-		hs, err := e.node(c)
-		if err != nil {
-			return nil, err
-		}
-		out = subtract(out, hs)
+		out = combine(out, hs, i)
 	}
 	return out, nil
 }
@@ -258,23 +260,19 @@ func (e *eval) phraseCount(s int, ts []ftsindex.Token, tds []*termData, cs []cur
 // intersect keeps the rows in both, summing scores.
 func intersect(a, b []Hit) []Hit {
 	out := a[:0:0]
-	for i, j := 0, 0; i < len(a) && j < len(b); {
-		switch {
-		case a[i].RowID < b[j].RowID:
-			i++
-		case a[i].RowID > b[j].RowID:
-			j++
-		default:
-			out = append(out, Hit{RowID: a[i].RowID, Score: a[i].Score + b[j].Score})
-			i++
-			j++
-		}
-	}
+	eachMatch(a, b, func(i, j int) { out = append(out, Hit{RowID: a[i].RowID, Score: a[i].Score + b[j].Score}) })
 	return out
 }
 
 // addScores adds b's scores to the rows of a that b holds.
 func addScores(a, b []Hit) []Hit {
+	eachMatch(a, b, func(i, j int) { a[i].Score += b[j].Score })
+	return a
+}
+
+// eachMatch calls f(i, j) for each row a[i] that b holds, at b[j] (both
+// in row id order).
+func eachMatch(a, b []Hit, f func(i, j int)) {
 	for i, j := 0, 0; i < len(a) && j < len(b); {
 		switch {
 		case a[i].RowID < b[j].RowID:
@@ -282,12 +280,11 @@ func addScores(a, b []Hit) []Hit {
 		case a[i].RowID > b[j].RowID:
 			j++
 		default:
-			a[i].Score += b[j].Score
+			f(i, j)
 			i++
 			j++
 		}
 	}
-	return a
 }
 
 // union keeps the rows of either, summing scores.

@@ -134,11 +134,8 @@ func TestUnusableIndex(t *testing.T) {
 // segments and deletes those of a replaced one.
 func TestGCKeepsIndex(t *testing.T) {
 	ctx := context.Background()
-	ds := newText(t, "red car", "blue truck")
-	commit(t, ds, "v1")
-	_, err := Build(ctx, ds, "caption", BuildOptions{})
-	require.NoError(t, err)
-	_, err = ds.GC(ctx, loch.GCOptions{})
+	ds := indexedText(t, "red car", "blue truck")
+	_, err := ds.GC(ctx, loch.GCOptions{})
 	require.NoError(t, err)
 	res := search(t, ds, "red", 10)
 	require.Empty(t, res.Warnings)

@@ -70,20 +70,7 @@ func makePlan(view *loch.Scan, cfg Config) (*order.EpochPlan, error) {
 	if err != nil {
 		return nil, err
 	}
-	var p *order.EpochPlan
-	if cfg.Resume != nil {
-		var st order.State
-		if st, err = resumed(cfg, s.Version, false); err != nil {
-			return nil, err
-		}
-		p, err = order.Resume(s, st)
-	} else {
-		p, err = order.Plan(s)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("loader: %w: %w", loch.ErrInvalidArgument, err)
-	}
-	return p, nil
+	return planned(cfg, s.Version, false, s, order.Plan, order.Resume)
 }
 
 // OrderMix returns the plan of a mixture's batches that rank cfg.Rank
@@ -122,19 +109,25 @@ func makeMixPlan(scans []*loch.Scan, weights []float64, epochRows int64, cfg Con
 		versions = append(versions, v.Version())
 	}
 	ms.Version = strings.Join(versions, "+")
-	var p *order.MixPlan
+	return planned(cfg, ms.Version, true, ms, order.PlanMix, order.ResumeMix)
+}
+
+// planned is plan(s), or with cfg.Resume the rest of the saved epoch,
+// resume(s, state), for the plan of version (mix: of a mixture).
+func planned[S, P any](cfg Config, version string, mix bool, s S, plan func(S) (P, error), resume func(S, order.State) (P, error)) (P, error) {
+	var p, none P
 	var err error
 	if cfg.Resume != nil {
 		var st order.State
-		if st, err = resumed(cfg, ms.Version, true); err != nil {
-			return nil, err
+		if st, err = resumed(cfg, version, mix); err != nil {
+			return none, err
 		}
-		p, err = order.ResumeMix(ms, st)
+		p, err = resume(s, st)
 	} else {
-		p, err = order.PlanMix(ms)
+		p, err = plan(s)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("loader: %w: %w", loch.ErrInvalidArgument, err)
+		return none, fmt.Errorf("loader: %w: %w", loch.ErrInvalidArgument, err)
 	}
 	return p, nil
 }

@@ -3,8 +3,11 @@ package pgwire
 import (
 	"fmt"
 	"io"
+	"os"
 	"runtime"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -62,45 +65,74 @@ func BenchmarkConnect(b *testing.B) {
 // reports the latency p50 and p99 and the queries per second.
 func BenchmarkQuery(b *testing.B) {
 	f := benchFixture(b, 1000)
+	defer func() { keepEngines = true }()
 	for _, clients := range []int{1, 8, 64} {
-		b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) {
-			conns := make([]*pgx.Conn, clients)
-			for i := range conns {
-				c, err := f.connect(b, "bob", password)
-				require.NoError(b, err)
-				defer c.Close(ctx)
-				conns[i] = c
-			}
-			lat := make([][]time.Duration, clients)
-			b.ResetTimer()
-			start := time.Now()
-			var wg sync.WaitGroup
-			for i, c := range conns {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for k := i; k < b.N; k += clients {
-						t0 := time.Now()
-						var id int64
-						if err := c.QueryRow(ctx, "SELECT id FROM frames WHERE id = $1", int64(k%1000)).Scan(&id); err != nil {
-							b.Error(err)
-							return
-						}
-						lat[i] = append(lat[i], time.Since(t0))
-					}
-				}()
-			}
-			wg.Wait()
-			elapsed := time.Since(start)
-			all := slices.Concat(lat...)
-			slices.Sort(all)
-			if len(all) > 0 {
-				b.ReportMetric(float64(all[len(all)/2].Microseconds()), "p50-µs")
-				b.ReportMetric(float64(all[len(all)*99/100].Microseconds()), "p99-µs")
-			}
-			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "queries/s")
-		})
+		for _, keep := range []bool{false, true} {
+			keepEngines = keep
+			b.Run(fmt.Sprintf("clients=%d/engine=%s", clients, map[bool]string{false: "per-statement", true: "kept"}[keep]), func(b *testing.B) {
+				benchQuery(b, f, clients)
+			})
+		}
 	}
+}
+
+// benchQuery runs the point query from clients connections.
+func benchQuery(b *testing.B, f *fixture, clients int) {
+	runtime.GC()
+	rss0 := rssBytes(b)
+	conns := make([]*pgx.Conn, clients)
+	for i := range conns {
+		c, err := f.connect(b, "bob", password)
+		require.NoError(b, err)
+		defer c.Close(ctx)
+		conns[i] = c
+	}
+	lat := make([][]time.Duration, clients)
+	b.ResetTimer()
+	start := time.Now()
+	var wg sync.WaitGroup
+	for i, c := range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := i; k < b.N; k += clients {
+				t0 := time.Now()
+				var id int64
+				if err := c.QueryRow(ctx, "SELECT id FROM frames WHERE id = $1", int64(k%1000)).Scan(&id); err != nil {
+					b.Error(err)
+					return
+				}
+				lat[i] = append(lat[i], time.Since(t0))
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	all := slices.Concat(lat...)
+	slices.Sort(all)
+	if len(all) > 0 {
+		b.ReportMetric(float64(all[len(all)/2].Microseconds()), "p50-µs")
+		b.ReportMetric(float64(all[len(all)*99/100].Microseconds()), "p99-µs")
+	}
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "queries/s")
+	runtime.GC()
+	b.ReportMetric(float64(rssBytes(b)-rss0)/float64(clients)/1024, "RSS-KiB/conn")
+}
+
+// rssBytes is the process's resident memory (Go heap, DuckDB's and the
+// rest), from /proc/self/status.
+func rssBytes(b *testing.B) int64 {
+	st, err := os.ReadFile("/proc/self/status")
+	require.NoError(b, err)
+	for _, line := range strings.Split(string(st), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			require.NoError(b, err)
+			return kb << 10
+		}
+	}
+	b.Fatal("no VmRSS in /proc/self/status")
+	return 0
 }
 
 // BenchmarkRows reads a 1,000,000-row result (id, caption) through the

@@ -19,6 +19,11 @@ import (
 // (psql) pick their catalog queries by it.
 const serverVersion = "16.4"
 
+// keepEngines makes each connection keep one query engine across its
+// statements (sqlcat.Session.KeepEngine); benchmarks turn it off to
+// measure the engine per statement it replaced.
+var keepEngines = true
+
 // startupTimeout bounds the startup and authentication of a connection.
 const startupTimeout = 30 * time.Second
 
@@ -48,11 +53,8 @@ type conn struct {
 	stmts   map[string]*prepared
 	portals map[string]*portal
 	cursors map[string]*cursor
-	// txWrites counts the writes since BEGIN, for ROLLBACK's warning;
-	// txStatus is what ReadyForQuery reports: 'I' idle, 'T' after BEGIN,
-	// 'E' after an error since BEGIN. Each statement commits on its own
-	// whatever it says.
-	txWrites int
+	// txStatus is what ReadyForQuery reports: 'I' idle, 'T' in a
+	// transaction (sess.Begin), 'E' after an error in one (tx.go).
 	txStatus byte
 }
 
@@ -95,9 +97,11 @@ func (s *Server) handle(ctx context.Context, nc net.Conn) {
 	s.logf("%s: user %s (role %s) connected", nc.RemoteAddr(), c.user, c.roleName)
 	c.sess = sqlcat.NewSession(s.cat)
 	c.sess.Sandbox = true
+	c.sess.SampleData = true // images and tensors as bytea (types.go)
 	c.sess.Threads = s.opts.Threads
 	c.sess.MemoryLimit = s.opts.MemoryLimit
 	c.sess.Message = ""
+	c.sess.KeepEngine = keepEngines
 	c.greet(params)
 	c.loop()
 	c.closeCursors()
@@ -106,6 +110,7 @@ func (s *Server) handle(ctx context.Context, nc net.Conn) {
 			p.res.close()
 		}
 	}
+	c.sess.Close()
 	s.logf("%s: user %s disconnected", nc.RemoteAddr(), c.user)
 }
 
@@ -236,8 +241,7 @@ func (c *conn) greet(params map[string]string) {
 }
 
 // ready sends ReadyForQuery with the transaction status clients track
-// (BEGIN ... COMMIT or ROLLBACK; each statement commits on its own) and
-// flushes.
+// and flushes.
 func (c *conn) ready() {
 	if c.txStatus == 0 {
 		c.txStatus = 'I'

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgproto3"
+
 	"github.com/lochdata/loch"
 )
 
@@ -130,8 +132,60 @@ func binaryText(b []byte, oid uint32) (string, error) {
 		return uuidText([16]byte(b)), nil
 	case oid == oidJSONB && n > 0 && b[0] == 1:
 		return string(b[1:]), nil
+	case oid == VectorOID && n >= 4 && b[0] != '[':
+		return vectorFromBinary(b)
 	case oid == oidText, oid == oidVarchar, oid == oidJSON, oid == VectorOID:
 		return string(b), nil
 	}
 	return "", fmt.Errorf("a binary value of type OID %d (%d bytes) cannot be read: %w", oid, n, errUnsupported)
+}
+
+// vectorFromBinary reads pgvector's binary form (vectorBinary) as its
+// text form [1,2,3]; text ('[...') is what a client that does not know
+// pgvector sends.
+func vectorFromBinary(b []byte) (string, error) {
+	dim := int(binary.BigEndian.Uint16(b))
+	if len(b) != 4+4*dim {
+		return "", fmt.Errorf("a binary vector of %d dimensions in %d bytes, want %d: %w", dim, len(b), 4+4*dim, loch.ErrInvalidArgument)
+	}
+	xs := make([]any, dim)
+	for i := range xs {
+		xs[i] = math.Float32frombits(binary.BigEndian.Uint32(b[4+4*i:]))
+	}
+	t, err := vectorText(xs)
+	return string(t), err
+}
+
+// sendCopyBinary sends a COPY ... TO STDOUT (FORMAT binary)'s rows in
+// PostgreSQL's binary COPY format: CopyOutResponse (every column binary),
+// the header (signature, flags 0, no extension) with the first row, a
+// CopyData per tuple (its field count, then each field's length, -1 for
+// NULL, and its binary form as a result column of its type is sent), the
+// trailer (-1), CopyDone and CommandComplete COPY n.
+func (c *conn) sendCopyBinary(res *result) error {
+	formats := make([]uint16, len(res.names))
+	for i := range formats {
+		formats[i] = 1
+	}
+	c.be.Send(&pgproto3.CopyOutResponse{OverallFormat: 1, ColumnFormatCodes: formats})
+	buf := append([]byte(copySignature), 0, 0, 0, 0, 0, 0, 0, 0)
+	return c.copyRows(res, func(vals []any) (int, error) {
+		buf = binary.BigEndian.AppendUint16(buf, uint16(len(vals)))
+		for i, v := range vals {
+			b, err := encode(v, res.types[i], 1)
+			if err != nil {
+				return 0, fmt.Errorf("column %s: %w", res.names[i], err)
+			}
+			if b == nil {
+				buf = binary.BigEndian.AppendUint32(buf, math.MaxUint32) // -1: NULL
+				continue
+			}
+			buf = binary.BigEndian.AppendUint32(buf, uint32(len(b)))
+			buf = append(buf, b...)
+		}
+		c.be.Send(&pgproto3.CopyData{Data: buf})
+		size := len(buf)
+		buf = buf[:0]
+		return size, nil
+	}, func() []byte { return append(buf, 0xff, 0xff) }) // the trailer (after the header when no row came)
 }

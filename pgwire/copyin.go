@@ -320,7 +320,7 @@ func (c *conn) insertCopied(ctx context.Context, ci *copyIn, types []string) (*r
 // JSON, pgvector's [1,2,3]).
 func copyCast(q, duck string) string {
 	switch {
-	case duck == "BLOB":
+	case duck == "BLOB", isSample(duck): // an image as bytea
 		return fmt.Sprintf(`CASE WHEN starts_with(%s, '\x') THEN from_hex(substr(%s, 3)) ELSE encode(%s) END`, q, q, q)
 	case duck == "VARCHAR", duck == "JSON", duck == "ENUM", strings.HasSuffix(duck, "]"), strings.HasPrefix(duck, "STRUCT"):
 		return q

@@ -12,8 +12,9 @@
 // authentication (scram.go), the simple query protocol (several
 // statements in one message, run in order up to the first error) and the
 // extended one (Parse, Bind, Describe, Execute, Sync, Close; parameters in
-// text, or binary for the scalar types), COPY ... TO STDOUT and COPY
-// table FROM STDIN (text and csv; one commit, copyin.go), and
+// text, or binary for the scalar types), COPY ... TO STDOUT (text, csv
+// and binary, copy.go and copybinary.go) and COPY table FROM STDIN (text,
+// csv and binary; one commit, copyin.go), and
 // CancelRequest with the key of BackendKeyData. Each statement is its own
 // transaction: BEGIN, COMMIT and ROLLBACK are accepted and ReadyForQuery's
 // status follows them, but every write commits when it runs (ROLLBACK
@@ -45,10 +46,12 @@
 // integers int2/int4/int8, FLOAT float4, DOUBLE and DECIMAL float8,
 // VARCHAR and ENUM text, BLOB bytea, JSON json, DATE, TIME, TIMESTAMP and
 // TIMESTAMPTZ, UUID; an embedding (a one-dimensional FLOAT or DOUBLE array
-// or list) as pgvector's vector in its text form '[1,2,3]' with OID
-// VectorOID (16385, text format only); other lists and structs (tensors,
-// and the STRUCT(shape, dtype, bytes) that stands for an image or other
-// large sample) as json.
+// or list) as pgvector's vector in its text form '[1,2,3]' (or its binary
+// form) with OID VectorOID (16385); an image, video, audio or large
+// tensor as bytea of its bytes as stored: sessions read with
+// query.Options.SampleData, which adds a data field to the STRUCT(shape,
+// dtype, bytes) that stands for such a sample, and that field is sent;
+// other lists and structs (small tensors) as json.
 //
 // # Users and roles
 //

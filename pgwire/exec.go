@@ -83,20 +83,11 @@ func tagResult(tag string) *result { return &result{tag: tag, done: true} }
 // exec runs one statement (parameters bound) after checking that the
 // user's role allows it.
 func (c *conn) exec(ctx context.Context, q string) (*result, error) {
-	switch w := firstWords(q, 2); w[0] {
-	case "begin", "start":
-		c.txWrites, c.txStatus = 0, 'T'
-		return tagResult("BEGIN"), nil
-	case "commit", "end":
-		c.txWrites, c.txStatus = 0, 'I'
-		return tagResult("COMMIT"), nil
-	case "rollback", "abort":
-		if c.txWrites > 0 {
-			c.be.Send(&pgproto3.NoticeResponse{Severity: "WARNING", SeverityUnlocalized: "WARNING", Code: "01000",
-				Message: fmt.Sprintf("ROLLBACK undoes nothing: loch committed each of the %d writes since BEGIN on its own", c.txWrites)})
-		}
-		c.txWrites, c.txStatus = 0, 'I'
-		return tagResult("ROLLBACK"), nil
+	w := firstWords(q, 2)
+	if res, ok, err := c.txStatement(ctx, w); ok {
+		return res, err
+	}
+	switch w[0] {
 	case "set", "reset":
 		if !strings.HasPrefix(w[1], "loch_") {
 			return tagResult(strings.ToUpper(w[0])), nil // client settings: accepted, not kept
@@ -108,10 +99,13 @@ func (c *conn) exec(ctx context.Context, q string) (*result, error) {
 	case "deallocate":
 		return tagResult("DEALLOCATE"), nil
 	case "copy":
+		if c.sess.InTransaction() && copyFromRE.MatchString(q) {
+			return nil, fmt.Errorf("COPY FROM inside a transaction block: loch commits a COPY on its own; run it outside BEGIN ... COMMIT (autocommit): %w", errUnsupported)
+		}
 		return c.copyStatement(ctx, q)
 	case "declare", "fetch", "close", "move":
 		return c.cursorStatement(q, w[0])
-	case "listen", "unlisten", "notify", "lock", "vacuum", "analyze", "prepare", "execute", "grant", "revoke":
+	case "listen", "unlisten", "notify", "lock", "vacuum", "analyze", "prepare", "execute", "grant", "revoke", "savepoint", "release":
 		return nil, fmt.Errorf("%s is not supported by loch: %w", strings.ToUpper(w[0]), errUnsupported)
 	}
 	if res, ok, err := c.tableURL(ctx, q); ok {
@@ -142,7 +136,7 @@ func (c *conn) isRead(q string) bool {
 		return true
 	case "begin", "start", "commit", "end", "rollback", "abort", "set", "reset", "discard", "deallocate",
 		"declare", "fetch", "close", "move", "listen", "unlisten", "notify", "lock", "vacuum", "analyze",
-		"prepare", "execute", "grant", "revoke":
+		"prepare", "execute", "grant", "revoke", "savepoint", "release":
 		return false
 	}
 	return sqlcat.Kind(q) == sqlcat.KindQuery
@@ -228,7 +222,6 @@ func (c *conn) write(ctx context.Context, q, kind string) (*result, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.txWrites++
 	c.srv.logf("user %s: %s %s (version %s)", c.user, r.Statement, r.Table, r.Version)
 	return tagResult(commandTag(r)), nil
 }
@@ -346,6 +339,8 @@ var rewrites = []struct {
 	{regexp.MustCompile(`(?i)::\s*pg_catalog\.(regclass|regtype|regproc|regnamespace|oid)`), ""},
 	{regexp.MustCompile(`(?i)::\s*(regclass|regtype|regproc|regnamespace)\b`), ""},
 	{regexp.MustCompile(`\bpg_catalog\.`), ""},
+	// JDBC's getPrimaryKeys and getIndexInfo (a macro of pgcatalog.go)
+	{regexp.MustCompile(`(?i)\binformation_schema\.(_pg_expandarray)\b`), "$1"},
 	{regexp.MustCompile(`\bprattrs\[s\]`), "prattrs[s.generate_series]"}, // psql's \d: a set-returning function's alias as its value
 }
 
@@ -376,6 +371,10 @@ func sqlState(err error) string {
 		return "40001"
 	case errors.Is(err, errNoCursor):
 		return "34000"
+	case errors.Is(err, errTxAborted):
+		return "25P02"
+	case errors.Is(err, sqlcat.ErrTxTable):
+		return "25000"
 	case errors.Is(err, loch.ErrInvalidArgument):
 		return duckState(err.Error())
 	}
@@ -424,7 +423,7 @@ func (c *conn) sendError(err error) {
 		msg = "canceling statement due to user request"
 	}
 	if c.txStatus == 'T' {
-		c.txStatus = 'E' // as PostgreSQL reports it; loch goes on running statements
+		c.txStatus = 'E' // until ROLLBACK (or COMMIT, which rolls back) as in PostgreSQL
 	}
 	c.be.Send(&pgproto3.ErrorResponse{Severity: "ERROR", SeverityUnlocalized: "ERROR", Code: sqlState(err), Message: msg})
 }

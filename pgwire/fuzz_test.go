@@ -1,6 +1,8 @@
 package pgwire
 
 import (
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -61,5 +63,35 @@ func FuzzCopyText(f *testing.F) {
 	f.Add(`a\tb\\c\x4g\101\`)
 	f.Fuzz(func(t *testing.T, s string) {
 		_, _ = unescapeCopy(s)
+	})
+}
+
+// FuzzBinaryCopyField: a binary COPY field of any type and bytes gives
+// text or an error, never a panic; a binary vector read back is sent
+// again as the same bytes.
+func FuzzBinaryCopyField(f *testing.F) {
+	for _, oid := range []uint32{oidBool, oidInt8, oidFloat8, oidBytea, oidText, oidJSONB, oidDate, oidTimestamp, oidUUID, VectorOID} {
+		f.Add(oid, []byte{0, 1, 0, 0, 0x3f, 0x80, 0, 0})
+		f.Add(oid, []byte("[1,2]"))
+	}
+	f.Fuzz(func(t *testing.T, oid uint32, b []byte) {
+		s, err := binaryText(b, oid)
+		if err != nil || oid != VectorOID || len(b) < 4 || b[0] == '[' {
+			return
+		}
+		var xs []any
+		for _, p := range strings.Split(strings.Trim(s, "[]"), ",") {
+			if p == "" {
+				continue
+			}
+			v, err := strconv.ParseFloat(p, 32)
+			if err != nil && !strings.Contains(p, "Inf") && !strings.Contains(p, "NaN") {
+				require.NoError(t, err, "vector %q", s)
+			}
+			xs = append(xs, float32(v))
+		}
+		again, err := vectorBinary(xs)
+		require.NoError(t, err)
+		require.Len(t, again, len(b), "vector %q", s)
 	})
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/lochdata/loch/query"
 )
 
 // pgCatalogSetup completes DuckDB's pg_catalog views and functions with
@@ -37,6 +39,7 @@ func pgOIDMacro() string {
 	}
 	fmt.Fprintf(&b, " WHEN t LIKE 'DECIMAL%%' THEN %d", oidFloat8)
 	fmt.Fprintf(&b, " WHEN regexp_full_match(t, '(FLOAT|DOUBLE)\\[\\d*\\]') THEN %d", VectorOID)
+	fmt.Fprintf(&b, " WHEN replace(t, '\"', '') LIKE 'STRUCT(shape INTEGER[]%% %s BLOB)' THEN %d", query.SampleDataField, oidBytea)
 	fmt.Fprintf(&b, " WHEN t LIKE '%%]' OR t LIKE 'STRUCT%%' OR t LIKE 'MAP%%' OR t LIKE 'UNION%%' THEN %d", oidJSON)
 	fmt.Fprintf(&b, " WHEN t IS NULL THEN NULL ELSE %d END", oidText)
 	return b.String()
@@ -74,10 +77,19 @@ var catalogViews = []string{
 	`CREATE MACRO pg_get_triggerdef(id) AS NULL::VARCHAR, (id, pretty) AS NULL::VARCHAR`,
 	`CREATE MACRO pg_get_ruledef(id) AS NULL::VARCHAR, (id, pretty) AS NULL::VARCHAR`,
 	`CREATE MACRO pg_get_partkeydef(id) AS NULL::VARCHAR`,
+	`CREATE MACRO pg_get_indexdef(id) AS NULL::VARCHAR, (id, col, pretty) AS NULL::VARCHAR`,
 	`CREATE MACRO pg_get_partition_constraintdef(id) AS NULL::VARCHAR`,
 	`CREATE MACRO pg_encoding_to_char(e) AS 'UTF8'`,
 	`CREATE MACRO pg_relation_is_publishable(id) AS false`,
 	`CREATE MACRO array_upper(a, d) AS len(a)`,
+	// information_schema._pg_expandarray (JDBC's getPrimaryKeys, getIndexInfo):
+	// a row (x, n) per element; rewriteSystem drops its schema.
+	`CREATE MACRO _pg_expandarray(a) AS unnest(list_transform(a, lambda x, i: {'x': x, 'n': i}))`,
+	// schema main holds these views and macros, not tables: hidden from
+	// schema browsers (JDBC's getSchemas).
+	`CREATE VIEW pg_namespace AS SELECT * FROM pg_catalog.pg_namespace WHERE nspname <> 'main'`,
+	`CREATE VIEW pg_settings AS SELECT * FROM (VALUES ('max_index_keys', '32'), ('max_identifier_length', '63'),
+		('standard_conforming_strings', 'on'), ('server_encoding', 'UTF8')) t(name, setting)`,
 	`CREATE VIEW pg_am AS SELECT 2::BIGINT AS oid, 'heap' AS amname, 't' AS amtype`,
 	`CREATE VIEW pg_class AS SELECT *, false AS relforcerowsecurity FROM pg_catalog.pg_class`,
 	`CREATE VIEW pg_inherits AS SELECT 0::BIGINT AS inhrelid, 0::BIGINT AS inhparent, 0 AS inhseqno, false AS inhdetachpending WHERE false`,

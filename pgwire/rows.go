@@ -44,6 +44,13 @@ func (c *conn) sendRows(res *result, formats []int16, describe bool, limit int) 
 	return nil
 }
 
+// The server flushes what it sends of a result every flushRows rows, or
+// sooner once flushBytes are pending (rows of images).
+const (
+	flushRows  = 256
+	flushBytes = 1 << 20
+)
+
 // sendSome sends DataRows of res until limit rows (limit <= 0: all) and
 // reports whether it stopped at the limit.
 func (c *conn) sendSome(res *result, formats []int16, limit int) (bool, error) {
@@ -51,7 +58,7 @@ func (c *conn) sendSome(res *result, formats []int16, limit int) (bool, error) {
 	for i, t := range res.types {
 		fs[i] = formatOf(formats, i, t)
 	}
-	n := 0
+	n, pending := 0, 0
 	more, err := res.pull(limit, func(vals []any) error {
 		row := make([][]byte, len(vals))
 		for i, v := range vals {
@@ -60,10 +67,12 @@ func (c *conn) sendSome(res *result, formats []int16, limit int) (bool, error) {
 				return fmt.Errorf("column %s: %w", res.names[i], err)
 			}
 			row[i] = b
+			pending += len(b)
 		}
 		c.be.Send(&pgproto3.DataRow{Values: row})
 		n++
-		if n%256 == 0 {
+		if n%flushRows == 0 || pending >= flushBytes {
+			pending = 0
 			return c.be.Flush()
 		}
 		return nil

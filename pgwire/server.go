@@ -32,10 +32,11 @@ type Options struct {
 	// StatementTimeout cancels a statement that runs longer (0: none),
 	// with SQLSTATE 57014.
 	StatementTimeout time.Duration
-	// MemoryLimit is DuckDB's memory_limit of each statement ("4GB";
-	// "": DuckDB's default).
+	// MemoryLimit is DuckDB's memory_limit of each connection's query
+	// engine, which its statements share ("4GB"; "": DuckDB's default).
 	MemoryLimit string
-	// Threads is DuckDB's threads per statement (0: GOMAXPROCS).
+	// Threads is DuckDB's threads of each connection's query engine
+	// (0: GOMAXPROCS).
 	Threads int
 	// ShutdownGrace is how long Serve waits, once its context ends, for
 	// running statements to finish before it cancels them (default 10s).
@@ -265,7 +266,7 @@ func (s *Server) getMirror(ctx context.Context) (*query.Mirror, error) {
 	if s.opts.MemoryLimit != "" {
 		setup = append(slices.Clone(setup), "SET memory_limit = "+quote(s.opts.MemoryLimit))
 	}
-	m, err := query.NewMirror(ctx, open, setup)
+	m, err := query.NewMirror(ctx, open, setup, true)
 	if err != nil {
 		return nil, err
 	}

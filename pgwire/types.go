@@ -10,8 +10,10 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/lochdata/loch"
+	"github.com/lochdata/loch/query"
 )
 
 // PostgreSQL type OIDs the server sends (pg_type.oid of a stock server).
@@ -43,26 +45,28 @@ const (
 )
 
 // pgType is how one result column is sent: its OID, its size (-1:
-// variable) and whether it has a binary form here.
+// variable) and whether it has a binary form here; sample marks a
+// sample's STRUCT (isSample), sent as the bytea of its data field.
 type pgType struct {
 	oid    uint32
 	size   int16
 	binary bool
+	sample bool
 }
 
 // scalarTypes are the PostgreSQL types of DuckDB's scalar type names.
 var scalarTypes = map[string]pgType{
-	"BOOLEAN": {oidBool, 1, true},
-	"TINYINT": {oidInt2, 2, true}, "SMALLINT": {oidInt2, 2, true}, "UTINYINT": {oidInt2, 2, true},
-	"INTEGER": {oidInt4, 4, true}, "USMALLINT": {oidInt4, 4, true},
-	"BIGINT": {oidInt8, 8, true}, "UINTEGER": {oidInt8, 8, true}, "UBIGINT": {oidInt8, 8, true},
-	"FLOAT": {oidFloat4, 4, true}, "DOUBLE": {oidFloat8, 8, true},
-	"BLOB": {oidBytea, -1, true}, "JSON": {oidJSON, -1, true},
-	"DATE": {oidDate, 4, true}, "TIME": {oidTime, 8, true},
-	"TIMESTAMP": {oidTimestamp, 8, true}, "TIMESTAMP_S": {oidTimestamp, 8, true},
-	"TIMESTAMP_MS": {oidTimestamp, 8, true}, "TIMESTAMP_NS": {oidTimestamp, 8, true},
-	"TIMESTAMP WITH TIME ZONE": {oidTimestampTZ, 8, true}, "TIMESTAMPTZ": {oidTimestampTZ, 8, true},
-	"UUID": {oidUUID, 16, true},
+	"BOOLEAN": {oidBool, 1, true, false},
+	"TINYINT": {oidInt2, 2, true, false}, "SMALLINT": {oidInt2, 2, true, false}, "UTINYINT": {oidInt2, 2, true, false},
+	"INTEGER": {oidInt4, 4, true, false}, "USMALLINT": {oidInt4, 4, true, false},
+	"BIGINT": {oidInt8, 8, true, false}, "UINTEGER": {oidInt8, 8, true, false}, "UBIGINT": {oidInt8, 8, true, false},
+	"FLOAT": {oidFloat4, 4, true, false}, "DOUBLE": {oidFloat8, 8, true, false},
+	"BLOB": {oidBytea, -1, true, false}, "JSON": {oidJSON, -1, true, false},
+	"DATE": {oidDate, 4, true, false}, "TIME": {oidTime, 8, true, false},
+	"TIMESTAMP": {oidTimestamp, 8, true, false}, "TIMESTAMP_S": {oidTimestamp, 8, true, false},
+	"TIMESTAMP_MS": {oidTimestamp, 8, true, false}, "TIMESTAMP_NS": {oidTimestamp, 8, true, false},
+	"TIMESTAMP WITH TIME ZONE": {oidTimestampTZ, 8, true, false}, "TIMESTAMPTZ": {oidTimestampTZ, 8, true, false},
+	"UUID": {oidUUID, 16, true, false},
 }
 
 // typeFor maps a DuckDB type name (database/sql's DatabaseTypeName) to
@@ -74,13 +78,15 @@ func typeFor(duck string) pgType {
 	}
 	switch {
 	case strings.HasPrefix(duck, "DECIMAL"):
-		return pgType{oidFloat8, 8, true}
+		return pgType{oidFloat8, 8, true, false}
 	case isVector(duck):
-		return pgType{VectorOID, -1, false}
+		return pgType{VectorOID, -1, true, false}
+	case isSample(duck):
+		return pgType{oidBytea, -1, true, true}
 	case strings.HasSuffix(duck, "]"), strings.HasPrefix(duck, "STRUCT"), strings.HasPrefix(duck, "MAP"), strings.HasPrefix(duck, "UNION"):
-		return pgType{oidJSON, -1, true}
+		return pgType{oidJSON, -1, true, false}
 	}
-	return pgType{oidText, -1, true} // VARCHAR, ENUM, INTERVAL, HUGEINT, ...
+	return pgType{oidText, -1, true, false} // VARCHAR, ENUM, INTERVAL, HUGEINT, ...
 }
 
 // isVector reports whether a DuckDB type is an embedding: a
@@ -100,6 +106,9 @@ var pgEpoch = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 // encode writes value v of a column of type t in format (0 text, 1
 // binary); nil for NULL.
 func encode(v any, t pgType, format int16) ([]byte, error) {
+	if t.sample {
+		v = sampleData(v)
+	}
 	if v == nil {
 		return nil, nil
 	}
@@ -200,6 +209,10 @@ func encodeBinary(v any, t pgType) ([]byte, error) {
 	case oidBytea:
 		if b, ok := v.([]byte); ok {
 			return b, nil // binary bytea is the bytes themselves
+		}
+	case VectorOID:
+		if xs, ok := v.([]any); ok {
+			return vectorBinary(xs)
 		}
 	}
 	return encodeText(v, t) // text and json: the same bytes
@@ -310,6 +323,11 @@ func literal(raw []byte, format int16, oid uint32) (string, error) {
 		return binaryLiteral(raw, oid)
 	}
 	s := string(raw)
+	if (oid == oidText || oid == oidVarchar || oid == oidUnknown) && !utf8.ValidString(s) {
+		// Not text: bytes a client sent for a parameter the server could
+		// only type as text (an image column's, say) are a BLOB.
+		return "from_hex('" + hex.EncodeToString(raw) + "')", nil
+	}
 	switch oid {
 	case oidInt2, oidInt4, oidInt8:
 		if _, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64); err != nil {
@@ -433,3 +451,52 @@ func badParam(s, want string) error {
 
 // quote is s as a SQL string literal.
 func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+
+// isSample reports whether a DuckDB type is the STRUCT of an image,
+// video, audio or large-tensor column with its data field (the engine's
+// query.Options.SampleData): a STRUCT that starts shape INTEGER[] and
+// ends data BLOB.
+func isSample(duck string) bool {
+	body, ok := strings.CutPrefix(duck, "STRUCT(")
+	if !ok {
+		return false
+	}
+	body = strings.ReplaceAll(body, `"`, "")
+	return strings.HasPrefix(body, "shape INTEGER[]") && strings.HasSuffix(body, " "+query.SampleDataField+" BLOB)")
+}
+
+// sampleData is the data field of a sample's STRUCT v (nil: NULL).
+func sampleData(v any) any {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil
+	}
+	if b, ok := m[query.SampleDataField].([]byte); ok {
+		return b
+	}
+	return nil
+}
+
+// vectorBinary is pgvector's binary form of a vector (vector_send): the
+// dimensions (int16), an unused int16, then each element a float4,
+// network byte order.
+func vectorBinary(xs []any) ([]byte, error) {
+	if len(xs) > math.MaxUint16 {
+		return nil, fmt.Errorf("vector of %d dimensions, pgvector's binary form holds at most %d", len(xs), math.MaxUint16)
+	}
+	b := binary.BigEndian.AppendUint16(make([]byte, 0, 4+4*len(xs)), uint16(len(xs)))
+	b = binary.BigEndian.AppendUint16(b, 0)
+	for _, x := range xs {
+		var f float32
+		switch v := x.(type) {
+		case float32:
+			f = v
+		case float64:
+			f = float32(v)
+		default:
+			return nil, fmt.Errorf("vector element %T, want a float", x)
+		}
+		b = binary.BigEndian.AppendUint32(b, math.Float32bits(f))
+	}
+	return b, nil
+}

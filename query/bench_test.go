@@ -100,27 +100,38 @@ func metaDataset(b *testing.B) (string, string) {
 	return filepath.Join(metaDir, "meta"), filepath.Join(metaDir, "meta.parquet")
 }
 
+// metaQueries are the metadata benchmarks' queries by name; $T stands for
+// the table.
+var metaQueries = map[string]string{
+	"filter":  "SELECT count(*), sum(id) FROM $T WHERE score > 0.9 AND (meta->>'src') = 'b'",
+	"groupby": "SELECT cls, count(*), avg(score), max(meta->>'q') FROM $T GROUP BY cls",
+}
+
+// metaEngine opens metaDataset's rows with an engine where, beside loch's
+// table ds, pq reads the same rows from Parquet and native is DuckDB's own
+// copy of them: the baselines of the same run.
+func metaEngine(b *testing.B) (*loch.Dataset, *Engine) {
+	url, pq := metaDataset(b)
+	d, err := loch.Open(ctx, url)
+	require.NoError(b, err)
+	b.Cleanup(func() { d.Close() })
+	e, err := New(ctx, d, Options{})
+	require.NoError(b, err)
+	b.Cleanup(func() { e.Close() })
+	_, err = e.conn.ExecContext(ctx, fmt.Sprintf("CREATE VIEW pq AS SELECT * FROM read_parquet(%s); CREATE TABLE native AS SELECT * FROM pq", quoteString(pq)))
+	require.NoError(b, err)
+	return d, e
+}
+
 // BenchmarkMetadataQuery runs a filter and a group-by over rows of scalar
 // and json metadata: loch's table, and as baselines in the same run
 // DuckDB over the same rows in Parquet and in its own table.
 func BenchmarkMetadataQuery(b *testing.B) {
-	url, pq := metaDataset(b)
-	d, err := loch.Open(ctx, url)
-	require.NoError(b, err)
-	defer d.Close()
-	e, err := New(ctx, d, Options{})
-	require.NoError(b, err)
-	defer e.Close()
-	_, err = e.conn.ExecContext(ctx, fmt.Sprintf("CREATE VIEW pq AS SELECT * FROM read_parquet(%s); CREATE TABLE native AS SELECT * FROM pq", quoteString(pq)))
-	require.NoError(b, err)
-	queries := map[string]string{
-		"filter":  "SELECT count(*), sum(id) FROM $T WHERE score > 0.9 AND (meta->>'src') = 'b'",
-		"groupby": "SELECT cls, count(*), avg(score), max(meta->>'q') FROM $T GROUP BY cls",
-	}
+	d, e := metaEngine(b)
 	for _, q := range []string{"filter", "groupby"} {
 		for _, table := range []string{"parquet", "native", "loch"} {
 			name := map[string]string{"parquet": "pq", "native": "native", "loch": "ds"}[table]
-			sqlText := replaceT(queries[q], name)
+			sqlText := replaceT(metaQueries[q], name)
 			b.Run(q+"/"+table, func(b *testing.B) {
 				for b.Loop() {
 					_, err := e.Write(ctx, sqlText, FormatCSV, 0, io.Discard)
@@ -142,21 +153,9 @@ func replaceT(q, name string) string { return strings.ReplaceAll(q, "$T", name) 
 // BenchmarkMetadataQuery apart, less the three timings of one round.
 // b.N is the number of rounds; each round is logged.
 func BenchmarkMetadataQueryPaired(b *testing.B) {
-	url, pq := metaDataset(b)
-	d, err := loch.Open(ctx, url)
-	require.NoError(b, err)
-	defer d.Close()
+	d, e := metaEngine(b)
 	for _, c := range d.Columns() {
 		b.Logf("column %s: %d bytes stored, %d bytes of values", c.Name, c.StoredBytes, c.RawBytes)
-	}
-	e, err := New(ctx, d, Options{})
-	require.NoError(b, err)
-	defer e.Close()
-	_, err = e.conn.ExecContext(ctx, fmt.Sprintf("CREATE VIEW pq AS SELECT * FROM read_parquet(%s); CREATE TABLE native AS SELECT * FROM pq", quoteString(pq)))
-	require.NoError(b, err)
-	queries := map[string]string{
-		"filter":  "SELECT count(*), sum(id) FROM $T WHERE score > 0.9 AND (meta->>'src') = 'b'",
-		"groupby": "SELECT cls, count(*), avg(score), max(meta->>'q') FROM $T GROUP BY cls",
 	}
 	tables := []string{"pq", "native", "ds"}
 	for _, q := range []string{"filter", "groupby"} {
@@ -169,7 +168,7 @@ func BenchmarkMetadataQueryPaired(b *testing.B) {
 				for k := range tables {
 					i := (k + round) % len(tables) // rotate who goes first
 					t0 := time.Now()
-					_, err := e.Write(ctx, replaceT(queries[q], tables[i]), FormatCSV, 0, io.Discard)
+					_, err := e.Write(ctx, replaceT(metaQueries[q], tables[i]), FormatCSV, 0, io.Discard)
 					require.NoError(b, err)
 					t[i] = time.Since(t0).Seconds() * 1000
 				}

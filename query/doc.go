@@ -13,7 +13,8 @@
 // columns mapped to DuckDB types (docs/query.md has the table): numbers,
 // VARCHAR, JSON, ENUM class labels, ARRAY embeddings, nested LIST boxes,
 // and a STRUCT(shape, dtype, bytes) from chunk headers for images and
-// other large samples.
+// other large samples; with Options.SampleData that STRUCT also carries
+// the sample's stored bytes (data BLOB, sampledata.go), read with the row.
 //
 // # Scans
 //

@@ -66,6 +66,12 @@ type Options struct {
 	// locked; loch_scan of any other URL and loch_file fail with
 	// ErrPermission.
 	Sandbox bool
+	// SampleData adds a field data BLOB to the STRUCT of image, video,
+	// audio and large-tensor columns (docs/query.md): each sample's bytes
+	// as stored, read with its row when the query projects the column
+	// (sampledata.go). For clients that want the bytes themselves (loch
+	// serve --pg sends them as bytea).
+	SampleData bool
 }
 
 // Engine runs SQL over one dataset handle (and, through loch_scan, any
@@ -170,13 +176,10 @@ func (e *Engine) init(ctx context.Context) error {
 	if err := e.registerFile(conn); err != nil {
 		return err
 	}
-	if err := e.registerVector(ctx, conn); err != nil {
+	if err := e.registerSearch(ctx, conn); err != nil {
 		return err
 	}
 	if err := registerPG(ctx, conn); err != nil {
-		return err
-	}
-	if err := e.registerFTS(ctx, conn); err != nil {
 		return err
 	}
 	if err := e.createViews(ctx, conn); err != nil {
@@ -227,18 +230,66 @@ const (
 func (e *Engine) Attach(ctx context.Context, name string, d *loch.Dataset) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	e.ctx = ctx // creating the view binds loch_scan, which loads the scan
 	url := attachPrefix + strings.ToLower(name)
+	e.forgetTable(url)
 	e.attached[url] = d
-	for k := range e.opened {
-		if strings.HasPrefix(k, url+"\x00") {
-			delete(e.opened, k)
-		}
-	}
 	q := fmt.Sprintf("CREATE OR REPLACE VIEW %s AS SELECT * FROM %s(%s)", quoteIdent(name), scanFunction, quoteString(url))
 	if _, err := e.conn.ExecContext(ctx, q); err != nil {
 		return fmt.Errorf("query: create view %s: %w", name, err)
 	}
 	return nil
+}
+
+// Detach removes the view name that Attach made and forgets the scans
+// and vector indexes of its dataset (which the engine does not close).
+// A name that is not attached is not an error.
+func (e *Engine) Detach(ctx context.Context, name string) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	url := attachPrefix + strings.ToLower(name)
+	e.forgetTable(url)
+	delete(e.attached, url)
+	q := fmt.Sprintf("DROP VIEW IF EXISTS %s", quoteIdent(name))
+	if _, err := e.conn.ExecContext(ctx, q); err != nil {
+		return fmt.Errorf("query: drop view %s: %w", name, err)
+	}
+	return nil
+}
+
+// forgetTable forgets the loaded scans of the table attached at url (at
+// every ref and time) and the vector indexes of its handle, so that the
+// next query reads the handle's version as it is then.
+func (e *Engine) forgetTable(url string) {
+	if d, ok := e.attached[url]; ok {
+		delete(e.searchers, d)
+	}
+	for k := range e.opened {
+		if strings.HasPrefix(k, url+"\x00") {
+			delete(e.opened, k)
+		}
+	}
+}
+
+// Forget closes the datasets that loch_scan and loch_table opened at a
+// URL, ref or time of their own and forgets every scan but those of the
+// attached handles' own versions, so that a long-lived engine (sqlcat's
+// kept engine) neither grows nor serves a branch's old head to the next
+// statement. Call it between statements, never while Rows are open.
+func (e *Engine) Forget() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for k := range e.opened {
+		url, rest, _ := strings.Cut(k, "\x00")
+		if _, ok := e.attached[url]; !(ok || url == handleURL) || rest != "\x00" {
+			delete(e.opened, k)
+		}
+	}
+	for _, h := range e.handles {
+		delete(e.searchers, h)
+		h.Close()
+	}
+	e.handles = nil
 }
 
 // typeOf returns the type DuckDB gives the first column of q.
@@ -286,7 +337,7 @@ func (e *Engine) bind(_ map[string]any, args ...any) (duckdb.ParallelChunkTableS
 	if err != nil {
 		return nil, fmt.Errorf("%s(%s): %w", scanAt, quoteString(url), err)
 	}
-	s, err := newSource(e.ctx, sc, e.jsonType, e.opts.Threads)
+	s, err := newSource(e.ctx, sc, e.jsonType, e.opts.Threads, e.opts.SampleData)
 	if err != nil {
 		return nil, err
 	}

@@ -87,32 +87,20 @@ func (e *Engine) registerFTS(ctx context.Context, conn *sql.Conn) error {
 // q, _rowid), the row id qualified by qual, and reports whether it found
 // one.
 func replaceFTS(x any, qual []any) bool {
-	found := false
-	switch v := x.(type) {
-	case map[string]any:
-		if v["class"] == "FUNCTION" {
-			name := strings.ToLower(fmt.Sprint(v["function_name"]))
-			if ch, _ := v["children"].([]any); (name == FTSMatchFunction || name == FTSScoreFunction) && len(ch) == 2 {
-				alias := maps.Clone(v)
-				alias["function_name"], alias["children"], alias["alias"] = "alias", []any{ch[0]}, ""
-				id := colRef(RowIDColumn)
-				id["column_names"] = append(append([]any(nil), qual...), RowIDColumn)
-				v["function_name"], v["children"] = ftsAt, []any{alias, ch[1], id}
-				if name == FTSMatchFunction {
-					v["function_name"] = ftsMatchAt
-				}
-				found = true
-			}
+	return replaceCalls(x, func(v map[string]any) bool {
+		name := strings.ToLower(fmt.Sprint(v["function_name"]))
+		ch, _ := v["children"].([]any)
+		if (name != FTSMatchFunction && name != FTSScoreFunction) || len(ch) != 2 {
+			return false
 		}
-		for _, c := range v {
-			found = replaceFTS(c, qual) || found
+		alias := maps.Clone(v)
+		alias["function_name"], alias["children"], alias["alias"] = "alias", []any{ch[0]}, ""
+		v["function_name"], v["children"] = ftsAt, []any{alias, ch[1], rowIDRef(qual)}
+		if name == FTSMatchFunction {
+			v["function_name"] = ftsMatchAt
 		}
-	case []any:
-		for _, c := range v {
-			found = replaceFTS(c, qual) || found
-		}
-	}
-	return found
+		return true
+	})
 }
 
 // ftsAnswer returns the scores of the rows a query matches in a column.

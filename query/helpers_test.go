@@ -14,12 +14,13 @@ import (
 var ctx = context.Background()
 
 func TestMain(m *testing.M) {
-	code := m.Run()
-	testserver.StopAll()
-	if metaDir != "" && os.Getenv("LOCH_QUERY_BENCH_DIR") == "" {
-		os.RemoveAll(metaDir)
-	}
-	os.Exit(code)
+	defer testserver.StopAll()
+	defer func() {
+		if metaDir != "" && os.Getenv("LOCH_QUERY_BENCH_DIR") == "" {
+			os.RemoveAll(metaDir)
+		}
+	}()
+	m.Run()
 }
 
 // countingStore counts the bytes read from a store, by key prefix.

@@ -40,15 +40,7 @@ func TestKNNOrderBy(t *testing.T) {
 		require.NoError(t, rows.Err())
 		return got, dist, e.emitted.Load() - before
 	}
-	exact := func(m vector.Metric, k int) []uint64 {
-		hits, err := vector.Exact(ctx, d.Scan(), "embedding", m, [][]float32{q}, k, vector.Options{})
-		require.NoError(t, err)
-		var out []uint64
-		for _, h := range hits[0] {
-			out = append(out, h.RowID)
-		}
-		return out
-	}
+	exact := func(m vector.Metric, k int) []uint64 { return exactIDs(t, d, m, q, k, vector.Options{}) }
 	for op, m := range map[string]vector.Metric{L2DistanceOp: vector.L2, CosineDistanceOp: vector.Cosine, NegInnerProductOp: vector.Dot} {
 		got, dist, emitted := ids(fmt.Sprintf("SELECT _rowid, embedding %s '%s' AS d FROM ds ORDER BY embedding %s '%s' LIMIT 5", op, sqlVector(q), op, sqlVector(q)))
 		require.Equal(t, exact(m, 5), got, op)
@@ -63,18 +55,7 @@ func TestKNNOrderBy(t *testing.T) {
 	}
 	// A WHERE: the nearest among the rows that pass; DuckDB reads the 75
 	// rows of label 2 (pushed down) for their ids, then 5 rows.
-	allowed := []uint64{}
-	for i := range 300 {
-		if i%4 == 2 {
-			allowed = append(allowed, uint64(i))
-		}
-	}
-	hits, err := vector.Exact(ctx, d.Scan(), "embedding", vector.L2, [][]float32{q}, 5, vector.Options{Allow: vector.NewRowSet(allowed)})
-	require.NoError(t, err)
-	var want []uint64
-	for _, h := range hits[0] {
-		want = append(want, h.RowID)
-	}
+	want := exactIDs(t, d, vector.L2, q, 5, vector.Options{Allow: vector.NewRowSet(label2Rows())})
 	got, _, emitted := ids(fmt.Sprintf("SELECT _rowid, 0::DOUBLE FROM ds WHERE label = 2 ORDER BY embedding <-> '%s' LIMIT 5", sqlVector(q)))
 	require.Equal(t, want, got)
 	require.EqualValues(t, 75+5, emitted)

@@ -16,16 +16,11 @@ const mapMedia mapKind = 100
 
 const mediaSQLType = "STRUCT(shape INTEGER[], dtype VARCHAR, bytes BIGINT, container VARCHAR, codec VARCHAR, rate DOUBLE, duration DOUBLE)"
 
-// mediaType is mapMedia's DuckDB type.
-func mediaType() (duckdb.TypeInfo, error) {
-	fields, err := infoFields()
-	if err != nil {
-		return nil, err
-	}
+// mediaFields are the fields mapMedia's STRUCT adds to mapInfo's.
+func mediaFields() []structField {
 	str, _ := duckdb.NewTypeInfo(duckdb.TYPE_VARCHAR)
 	f64, _ := duckdb.NewTypeInfo(duckdb.TYPE_DOUBLE)
-	return structOf(append(fields, structField{"container", str}, structField{"codec", str},
-		structField{"rate", f64}, structField{"duration", f64}))
+	return []structField{{"container", str}, {"codec", str}, {"rate", f64}, {"duration", f64}}
 }
 
 // mediaValue is a mapMedia column's value.

@@ -38,9 +38,10 @@ const mirrorConns = 4
 // NewMirror makes the mirror of tables (by name), each at its current
 // version; it reads their schemas, not their rows, and keeps no handle.
 // setup are statements (macros, views) run on it before its
-// configuration is locked; search_path is public, then main.
-func NewMirror(ctx context.Context, tables map[string]*loch.Dataset, setup []string) (*Mirror, error) {
-	e, err := New(ctx, nil, Options{Threads: 1})
+// configuration is locked; search_path is public, then main. sampleData
+// types the tables as an engine with Options.SampleData does.
+func NewMirror(ctx context.Context, tables map[string]*loch.Dataset, setup []string, sampleData bool) (*Mirror, error) {
+	e, err := New(ctx, nil, Options{Threads: 1, SampleData: sampleData})
 	if err != nil {
 		return nil, err
 	}
@@ -222,7 +223,7 @@ func (m *Mirror) Describe(ctx context.Context, q string) (Described, error) {
 
 // typeInfoName is DuckDB's name of a type as database/sql's
 // DatabaseTypeName gives it: JSON, FLOAT[3], INTEGER[], DECIMAL(18,3),
-// STRUCT(...), ENUM.
+// STRUCT("name" TYPE, ...), ENUM.
 func typeInfoName(t duckdb.TypeInfo) string {
 	if t.Alias() == "JSON" {
 		return "JSON"
@@ -234,10 +235,14 @@ func typeInfoName(t duckdb.TypeInfo) string {
 		return fmt.Sprintf("%s[%d]", typeInfoName(d.Child), d.Size)
 	case *duckdb.DecimalDetails:
 		return fmt.Sprintf("DECIMAL(%d,%d)", d.Width, d.Scale)
+	case *duckdb.StructDetails:
+		fields := make([]string, len(d.Entries))
+		for i, e := range d.Entries {
+			fields[i] = quoteIdent(e.Name()) + " " + typeInfoName(e.Info())
+		}
+		return "STRUCT(" + strings.Join(fields, ", ") + ")"
 	}
 	switch t.InternalType() {
-	case duckdb.TYPE_STRUCT:
-		return "STRUCT()"
 	case duckdb.TYPE_MAP:
 		return "MAP()"
 	case duckdb.TYPE_UNION:

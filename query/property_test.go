@@ -364,26 +364,14 @@ func (e *Engine) selectLocked(q string) (*loch.Selection, error) { return e.Sele
 // answer runs q and returns its rows as text.
 func (e *Engine) answer(t *testing.T, q string) [][]string {
 	t.Helper()
-	rows, done, err := e.Rows(ctx, q)
-	require.NoError(t, err, q)
-	defer done()
-	cols, err := rows.Columns()
-	require.NoError(t, err)
 	var out [][]string
-	vals := make([]any, len(cols))
-	ptrs := make([]any, len(cols))
-	for i := range vals {
-		ptrs[i] = &vals[i]
-	}
-	for rows.Next() {
-		require.NoError(t, rows.Scan(ptrs...))
-		row := make([]string, len(cols))
+	for _, vals := range queryRows(t, e, q) {
+		row := make([]string, len(vals))
 		for i, v := range vals {
 			row[i] = format(v)
 		}
 		out = append(out, row)
 	}
-	require.NoError(t, rows.Err())
 	return out
 }
 

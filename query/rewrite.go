@@ -177,31 +177,46 @@ func colRef(name string) map[string]any {
 		"column_names": []any{name}}
 }
 
+// rowIDRef is a reference to the row id column, qualified by qual (f in
+// f._rowid; none when empty).
+func rowIDRef(qual []any) map[string]any {
+	id := colRef(RowIDColumn)
+	id["column_names"] = append(append([]any(nil), qual...), RowIDColumn)
+	return id
+}
+
+// replaceCalls calls replace on every FUNCTION node of the serialized
+// expression x, each before the nodes below it (as replace leaves them),
+// and reports whether any call of replace replaced its node.
+func replaceCalls(x any, replace func(fn map[string]any) bool) bool {
+	found := false
+	switch v := x.(type) {
+	case map[string]any:
+		if v["class"] == "FUNCTION" {
+			found = replace(v)
+		}
+		for _, c := range v {
+			found = replaceCalls(c, replace) || found
+		}
+	case []any:
+		for _, c := range v {
+			found = replaceCalls(c, replace) || found
+		}
+	}
+	return found
+}
+
 // replaceRandom replaces every random() call below x by
 // loch_random(_rowid), the row id qualified by qual (f in f._rowid), and
 // reports whether it found one.
 func replaceRandom(x any, qual []any) bool {
-	found := false
-	switch v := x.(type) {
-	case map[string]any:
-		if v["class"] == "FUNCTION" && strings.EqualFold(fmt.Sprint(v["function_name"]), "random") {
-			if ch, _ := v["children"].([]any); len(ch) == 0 {
-				v["function_name"] = randomMacro
-				id := colRef(RowIDColumn)
-				id["column_names"] = append(append([]any(nil), qual...), RowIDColumn)
-				v["children"] = []any{id}
-				found = true
-			}
+	return replaceCalls(x, func(v map[string]any) bool {
+		if ch, _ := v["children"].([]any); len(ch) > 0 || !strings.EqualFold(fmt.Sprint(v["function_name"]), "random") {
+			return false
 		}
-		for _, c := range v {
-			found = replaceRandom(c, qual) || found
-		}
-	case []any:
-		for _, c := range v {
-			found = replaceRandom(c, qual) || found
-		}
-	}
-	return found
+		v["function_name"], v["children"] = randomMacro, []any{rowIDRef(qual)}
+		return true
+	})
 }
 
 // oneLine makes a DuckDB error one line: its message without the LINE

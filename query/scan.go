@@ -67,7 +67,7 @@ type fetch struct {
 	err  error
 }
 
-func newSource(ctx context.Context, sc *loch.Scan, jsonType duckdb.TypeInfo, threads int) (*source, error) {
+func newSource(ctx context.Context, sc *loch.Scan, jsonType duckdb.TypeInfo, threads int, sampleData bool) (*source, error) {
 	s := &source{ctx: ctx, sc: sc, threads: threads, flight: map[loch.ChunkID]*fetch{},
 		cache: lru.New[loch.ChunkID, *loch.Fetched](cacheBytes, nil)}
 	u64, _ := duckdb.NewTypeInfo(duckdb.TYPE_UBIGINT)
@@ -75,6 +75,7 @@ func newSource(ctx context.Context, sc *loch.Scan, jsonType duckdb.TypeInfo, thr
 	s.infos = []duckdb.ColumnInfo{{Name: RowIDColumn, T: u64}, {Name: PosColumn, T: i64}}
 	for _, c := range sc.Columns() {
 		m := mapColumn(c)
+		m.data = sampleData && (m.kind == mapInfo || m.kind == mapMedia)
 		t, err := m.typeInfo(jsonType)
 		if err != nil {
 			return nil, fmt.Errorf("column %q: DuckDB type %s: %w", c.Name, m.sqlType(), err)
@@ -533,6 +534,9 @@ func (s *source) fillValue(chunk duckdb.DataChunk, ci int, c column, i int, pos 
 		if m.Shape != nil {
 			v = c.mediaValue(m)
 		}
+		if err := s.addData(c, v, slot, got); err != nil {
+			return fmt.Errorf("row %d, column %q: %w", pos, c.name, err)
+		}
 	case c.kind == mapInfo:
 		shape, stored, err := s.sc.SampleInfo(s.ctx, slot)
 		if err != nil {
@@ -540,6 +544,9 @@ func (s *source) fillValue(chunk duckdb.DataChunk, ci int, c column, i int, pos 
 		}
 		if shape != nil {
 			v = c.infoValue(shape, stored)
+		}
+		if err := s.addData(c, v, slot, got); err != nil {
+			return fmt.Errorf("row %d, column %q: %w", pos, c.name, err)
 		}
 	default:
 		if err := s.pieces(slot, got); err != nil {
@@ -647,7 +654,7 @@ func (s *source) after(id loch.ChunkID) (loch.ChunkID, bool) {
 	if s.nextChunk == nil {
 		s.nextChunk = map[loch.ChunkID]loch.ChunkID{}
 		for _, c := range s.cols {
-			if c.kind == mapInfo {
+			if c.kind == mapInfo && !c.data {
 				continue // chunk headers only
 			}
 			ids := s.sc.Chunks(c.uid)

@@ -42,6 +42,7 @@ type column struct {
 	ndim  int // mapList: dimensions
 	dim   int // mapArray: elements
 	names []string
+	data  bool // mapInfo, mapMedia: the STRUCT has a data BLOB (Options.SampleData)
 }
 
 // mapColumn decides how c maps, from its definition and, where that
@@ -121,10 +122,8 @@ func (c column) typeInfo(jsonType duckdb.TypeInfo) (duckdb.TypeInfo, error) {
 		return jsonType, nil
 	case mapEnum:
 		return duckdb.NewEnumInfo(c.names[0], c.names[1:]...)
-	case mapInfo:
-		return infoType()
-	case mapMedia:
-		return mediaType()
+	case mapInfo, mapMedia:
+		return c.structType()
 	}
 	el, _ := DuckType(c.col.DType)
 	t, err := duckdb.NewTypeInfo(el)
@@ -142,15 +141,6 @@ func (c column) typeInfo(jsonType duckdb.TypeInfo) (duckdb.TypeInfo, error) {
 		}
 	}
 	return t, nil
-}
-
-// infoType is STRUCT(shape INTEGER[], dtype VARCHAR, bytes BIGINT).
-func infoType() (duckdb.TypeInfo, error) {
-	fields, err := infoFields()
-	if err != nil {
-		return nil, err
-	}
-	return structOf(fields)
 }
 
 // structField is a field of a DuckDB STRUCT.
@@ -191,10 +181,8 @@ func (c column) sqlType() string {
 	switch c.kind {
 	case mapEnum:
 		return "ENUM"
-	case mapInfo:
-		return "STRUCT(shape INTEGER[], dtype VARCHAR, bytes BIGINT)"
-	case mapMedia:
-		return mediaSQLType
+	case mapInfo, mapMedia:
+		return c.structSQLType()
 	case mapArray:
 		return fmt.Sprintf("%s[%d]", el, c.dim)
 	case mapList:

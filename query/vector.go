@@ -37,13 +37,19 @@ func (e *Engine) registerVector(ctx context.Context, conn *sql.Conn) error {
 		Config:               duckdb.TableFunctionConfig{Arguments: []duckdb.TypeInfo{str, str, i64, str, i64, boolean, str}},
 		BindArgumentsContext: e.bindVector,
 	}
-	if err := duckdb.RegisterTableUDF(conn, vectorSearchAt, f); err != nil {
-		return fmt.Errorf("query: register %s: %w", vectorSearchAt, err)
-	}
 	macro := fmt.Sprintf("CREATE MACRO %s(col, q, k := 10, metric := 'cosine', nprobe := 0, exact := false, filter := '') AS TABLE "+
 		"SELECT * FROM %s(col, CAST(q::FLOAT[] AS VARCHAR), k, metric, nprobe, exact, filter)", VectorSearchFunction, vectorSearchAt)
+	return registerTableMacro(ctx, conn, vectorSearchAt, f, VectorSearchFunction, macro)
+}
+
+// registerTableMacro registers f as the table function at and defines the
+// table macro name over it with the statement macro.
+func registerTableMacro(ctx context.Context, conn *sql.Conn, at string, f duckdb.RowTableFunction, name, macro string) error {
+	if err := duckdb.RegisterTableUDF(conn, at, f); err != nil {
+		return fmt.Errorf("query: register %s: %w", at, err)
+	}
 	if _, err := conn.ExecContext(ctx, macro); err != nil {
-		return fmt.Errorf("query: define %s: %w", VectorSearchFunction, err)
+		return fmt.Errorf("query: define %s: %w", name, err)
 	}
 	return nil
 }

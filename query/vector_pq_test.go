@@ -17,12 +17,7 @@ import (
 func TestVectorSearchSQLPQ(t *testing.T) {
 	d, vecs := vectorDataset(t)
 	q := vecs[17]
-	want, err := vector.Exact(ctx, d.Scan(), "embedding", vector.L2, [][]float32{q}, 5, vector.Options{})
-	require.NoError(t, err)
-	var wantIDs []uint64
-	for _, h := range want[0] {
-		wantIDs = append(wantIDs, h.RowID)
-	}
+	wantIDs := exactIDs(t, d, vector.L2, q, 5, vector.Options{})
 	info, err := vector.Build(ctx, d, "embedding", vector.BuildOptions{Metric: vector.L2, NList: 4, Kind: vector.KindPQ, M: 4})
 	require.NoError(t, err)
 	require.Equal(t, vector.KindPQ, info.Type)

@@ -39,6 +39,27 @@ func vectorDataset(t *testing.T) (*loch.Dataset, [][]float32) {
 	return d, vecs
 }
 
+// exactIDs are the ids of the k rows of d nearest to q by exact search.
+func exactIDs(t *testing.T, d *loch.Dataset, m vector.Metric, q []float32, k int, opts vector.Options) []uint64 {
+	t.Helper()
+	hits, err := vector.Exact(ctx, d.Scan(), "embedding", m, [][]float32{q}, k, opts)
+	require.NoError(t, err)
+	var ids []uint64
+	for _, h := range hits[0] {
+		ids = append(ids, h.RowID)
+	}
+	return ids
+}
+
+// label2Rows are the ids of vectorDataset's rows of label 2.
+func label2Rows() []uint64 {
+	var ids []uint64
+	for i := 2; i < 300; i += 4 {
+		ids = append(ids, uint64(i))
+	}
+	return ids
+}
+
 func sqlVector(v []float32) string {
 	parts := make([]string, len(v))
 	for i, f := range v {
@@ -52,12 +73,7 @@ func sqlVector(v []float32) string {
 func TestVectorSearchSQL(t *testing.T) {
 	d, vecs := vectorDataset(t)
 	q := vecs[17]
-	want, err := vector.Exact(ctx, d.Scan(), "embedding", vector.L2, [][]float32{q}, 5, vector.Options{})
-	require.NoError(t, err)
-	var wantIDs []uint64
-	for _, h := range want[0] {
-		wantIDs = append(wantIDs, h.RowID)
-	}
+	wantIDs := exactIDs(t, d, vector.L2, q, 5, vector.Options{})
 	require.Equal(t, uint64(17), wantIDs[0])
 
 	e, err := New(ctx, d, Options{})
@@ -74,18 +90,7 @@ func TestVectorSearchSQL(t *testing.T) {
 	require.Equal(t, wantIDs, sel.RowIDs)
 
 	// filter := gives the top k among the rows that pass.
-	var allowed []uint64
-	for i := range 300 {
-		if i%4 == 2 {
-			allowed = append(allowed, uint64(i))
-		}
-	}
-	fw, err := vector.Exact(ctx, d.Scan(), "embedding", vector.Cosine, [][]float32{q}, 4, vector.Options{Allow: vector.NewRowSet(allowed)})
-	require.NoError(t, err)
-	var fIDs []uint64
-	for _, h := range fw[0] {
-		fIDs = append(fIDs, h.RowID)
-	}
+	fIDs := exactIDs(t, d, vector.Cosine, q, 4, vector.Options{Allow: vector.NewRowSet(label2Rows())})
 	sel, err = e.Select(ctx, fmt.Sprintf("SELECT _rowid FROM vector_search('embedding', %s, k := 4, filter := 'label = 2') ORDER BY distance", sqlVector(q)))
 	require.NoError(t, err)
 	require.Equal(t, fIDs, sel.RowIDs)

@@ -48,9 +48,7 @@ func TestCopyWritesOnlyTheResult(t *testing.T) {
 		"SET threads = 1":            "not SET",
 		"EXPORT DATABASE 'exported'": "not EXPORT",
 	} {
-		_, err := s.Run(ctx, stmt, Output{})
-		require.ErrorIs(t, err, loch.ErrInvalidArgument, stmt)
-		require.ErrorContains(t, err, msg, stmt)
+		mustRefuse(t, s, stmt, loch.ErrInvalidArgument, msg)
 	}
 	left, err := os.ReadDir(dir)
 	require.NoError(t, err)

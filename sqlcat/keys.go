@@ -2,6 +2,7 @@ package sqlcat
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"strconv"
@@ -125,25 +126,11 @@ func (k *keyCheck) insert(row loch.Row, src int64) error {
 	return k.record(row, src, true)
 }
 
-// serialSample is the scalar n of integer dtype dt (n in its range).
+// serialSample is the scalar n of integer dtype dt (n in its range): the
+// low dt.Size() bytes of n, little-endian, as samples hold integers.
 func serialSample(dt schema.DType, n int64) loch.Sample {
-	switch dt {
-	case schema.Int8:
-		return loch.Scalar(int8(n))
-	case schema.Int16:
-		return loch.Scalar(int16(n))
-	case schema.Int32:
-		return loch.Scalar(int32(n))
-	case schema.Uint8:
-		return loch.Scalar(uint8(n))
-	case schema.Uint16:
-		return loch.Scalar(uint16(n))
-	case schema.Uint32:
-		return loch.Scalar(uint32(n))
-	case schema.Uint64:
-		return loch.Scalar(uint64(n))
-	}
-	return loch.Scalar(n)
+	data := binary.LittleEndian.AppendUint64(nil, uint64(n))
+	return loch.Sample{Shape: []int{}, Data: data[:dt.Size()]}
 }
 
 // update records the key values that row (the new values of row id, the

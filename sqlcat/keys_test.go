@@ -9,14 +9,12 @@ import (
 	"github.com/lochdata/loch/schema"
 )
 
-// refusedKey runs stmt, which must fail with an error that is sentinel and
-// contains msg, and checks that table t's version did not move.
-func refusedKey(t *testing.T, s *Session, stmt string, sentinel error, msg string) {
+// mustRefuseNoCommit is mustRefuse, checking too that table t's version
+// did not move.
+func mustRefuseNoCommit(t *testing.T, s *Session, stmt string, sentinel error, msg string) {
 	t.Helper()
 	before := version(t, s)
-	_, err := s.Run(ctx, stmt, Output{})
-	require.ErrorIs(t, err, sentinel, stmt)
-	require.ErrorContains(t, err, msg, stmt)
+	mustRefuse(t, s, stmt, sentinel, msg)
 	require.Equal(t, before, version(t, s), "%s: nothing committed", stmt)
 }
 
@@ -53,9 +51,7 @@ func TestKeysRecorded(t *testing.T) {
 		"CREATE TABLE c (a INT, UNIQUE (b))":                    `key column "b" is not a column`,
 		"CREATE TABLE c (a INT NOT NULL)":                       "NOT NULL is not supported",
 	} {
-		_, err := s.Run(ctx, stmt, Output{})
-		require.ErrorIs(t, err, loch.ErrInvalidArgument, stmt)
-		require.ErrorContains(t, err, msg, stmt)
+		mustRefuse(t, s, stmt, loch.ErrInvalidArgument, msg)
 	}
 	_, err = s.Run(ctx, "ALTER TABLE b ADD COLUMN u INT UNIQUE", Output{})
 	require.ErrorContains(t, err, "UNIQUE is not supported")
@@ -102,7 +98,7 @@ func TestKeysRefuseDuplicates(t *testing.T) {
 		if tc.stmt == "INSERT INTO t (name) VALUES ('z')" {
 			sentinel = loch.ErrInvalidArgument
 		}
-		refusedKey(t, s, tc.stmt, sentinel, tc.msg)
+		mustRefuseNoCommit(t, s, tc.stmt, sentinel, tc.msg)
 	}
 	run(t, s, "UPDATE t SET id = 5 - id WHERE id <= 4") // 1..4 become 4..1: no duplicate at the end
 	run(t, s, "UPDATE t SET name = 'c' WHERE id = 1")
@@ -138,5 +134,23 @@ func TestSerialConcurrentWriters(t *testing.T) {
 	for i, who := range []string{"b", "b", "a", "a"} {
 		require.EqualValues(t, i+1, got[i]["id"])
 		require.Equal(t, who, got[i]["who"])
+	}
+}
+
+// TestSerialSample: a serial value is stored as loch.Scalar stores the
+// column's integer type, for every integer dtype.
+func TestSerialSample(t *testing.T) {
+	for dt, want := range map[schema.DType]loch.Sample{
+		schema.Int8:   loch.Scalar(int8(-5)),
+		schema.Int16:  loch.Scalar(int16(-300)),
+		schema.Int32:  loch.Scalar(int32(70000)),
+		schema.Int64:  loch.Scalar(int64(1) << 40),
+		schema.Uint8:  loch.Scalar(uint8(200)),
+		schema.Uint16: loch.Scalar(uint16(60000)),
+		schema.Uint32: loch.Scalar(uint32(1) << 31),
+		schema.Uint64: loch.Scalar(uint64(1) << 63),
+	} {
+		n := dt.Int(want.Data, 0)
+		require.Equal(t, want, serialSample(dt, n), "%s %d", dt, n)
 	}
 }

@@ -328,13 +328,9 @@ func (s *Session) merge(ctx context.Context, p *parser, stmt string) (Result, er
 	}
 	name := st.table
 	res.Table = name
-	msg, err := s.message(stmt)
+	d, msg, err := s.openStatement(ctx, "merge into", name, stmt)
 	if err != nil {
 		return res, err
-	}
-	d, err := s.openWrite(ctx, name)
-	if err != nil {
-		return res, fmt.Errorf("merge into %s: %w", name, err)
 	}
 	defer d.Close() // without Commit, Close discards what was staged
 	e, done, err := s.engine(ctx, stmt, name, d)
@@ -579,9 +575,9 @@ func (m *mergePlan) rowChanges(ctx context.Context, e *query.Engine, clauses []m
 	}
 	q := fmt.Sprintf("SELECT %s FROM %s", strings.Join(list, ", "), from)
 	return eachRow(ctx, e, name, q, len(list), func(n int64, vals []any) error {
-		id, ok := vals[0].(uint64)
-		if !ok {
-			return fmt.Errorf("merge into %s: row id %v is not a UBIGINT", name, vals[0])
+		id, err := rowID("merge into", name, vals[0])
+		if err != nil {
+			return err
 		}
 		k, err := clauseIndex(vals[1])
 		if err != nil {

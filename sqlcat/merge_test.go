@@ -163,9 +163,7 @@ func TestMergeErrors(t *testing.T) {
 		{"MERGE INTO t USING (SELECT 1 AS id) s ON t.id = s.id WHEN MATCHED THEN UPDATE SET n = 'x'", "_rowid 1, column n"},
 		{"MERGE INTO t USING (VALUES (9, 'ok'), (10, 'x')) s(id, n) ON t.id = s.id WHEN NOT MATCHED THEN INSERT (id, n) VALUES (s.id, s.n)", "row 1, column n"},
 	} {
-		_, err := s.Run(ctx, tc.stmt, Output{})
-		require.ErrorIs(t, err, loch.ErrInvalidArgument, tc.stmt)
-		require.ErrorContains(t, err, tc.want, tc.stmt)
+		mustRefuse(t, s, tc.stmt, loch.ErrInvalidArgument, tc.want)
 	}
 	_, err := s.Run(ctx, "MERGE INTO nope USING t ON nope.id = t.id WHEN MATCHED THEN DELETE", Output{})
 	require.ErrorIs(t, err, loch.ErrNotFound)

@@ -94,9 +94,7 @@ func TestOptimizeErrors(t *testing.T) {
 		"OPTIMIZE t WITH (fanout = 2, fanout = 4)": "option fanout given twice",
 		"OPTIMIZE t extra":                         "extra",
 	} {
-		_, err := s.Run(ctx, stmt, Output{})
-		require.ErrorIs(t, err, loch.ErrInvalidArgument, stmt)
-		require.ErrorContains(t, err, want, stmt)
+		mustRefuse(t, s, stmt, loch.ErrInvalidArgument, want)
 	}
 	require.False(t, IsQuery("OPTIMIZE t"))
 	_, err := s.Run(ctx, "OPTIMIZE nope", Output{})

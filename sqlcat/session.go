@@ -45,11 +45,27 @@ type Session struct {
 	// (query.Options.Sandbox): no files, other stores or DuckDB
 	// configuration.
 	Sandbox bool
+	// SampleData gives reads the bytes of image, video, audio and
+	// large-tensor samples in their STRUCT's data field
+	// (query.Options.SampleData; loch serve --pg sends them as bytea).
+	SampleData bool
 	// AutoCompact, when not nil, makes every write end with a tiered
 	// compaction of its table (loch.WithAutoCompact) when the table holds
 	// enough small fragments; a failed compaction does not fail the
 	// write, and the next write tries again.
 	AutoCompact *loch.CompactOptions
+	// KeepEngine keeps one query engine (one in-memory DuckDB) across
+	// statements, with the tables they named open, instead of starting
+	// one per statement: a table is refreshed or re-opened only when a
+	// commit (of this session or any other writer) moved the version the
+	// session reads, so every statement still sees the newest commits.
+	// MemoryLimit applies to the kept engine as to each statement's; a
+	// statement run while another's Rows are still open gets an engine of
+	// its own. Close releases the kept engine.
+	KeepEngine bool
+
+	kept *kept
+	tx   *tx // the open transaction (Begin), or nil
 }
 
 // NewSession starts a session over cat, on branch main.
@@ -177,6 +193,25 @@ func (s *Session) Run(ctx context.Context, stmt string, out Output) (Result, err
 	if err != nil {
 		return Result{}, err
 	}
+	if s.tx != nil && kind != "SET" && kind != "COPY" {
+		target, err := Target(text)
+		if err != nil {
+			return Result{}, err
+		}
+		if err := s.txCheck(ctx, kind, target); err != nil {
+			return Result{}, err
+		}
+	}
+	r, err := s.run(ctx, p, kind, text, stmt)
+	if err == nil && s.tx != nil && s.tx.table != "" && strings.EqualFold(r.Table, s.tx.table) {
+		s.tx.writes++
+	}
+	return r, err
+}
+
+// run runs the loch statement of kind that p reads (text as it runs,
+// stmt as given).
+func (s *Session) run(ctx context.Context, p *parser, kind, text, stmt string) (Result, error) {
 	switch kind {
 	case KindDDL:
 		return Result{}, fmt.Errorf("sql: %s %s is not supported: loch's DDL is CREATE, ALTER and DROP TABLE: %w",
@@ -196,6 +231,9 @@ func (s *Session) Run(ctx context.Context, stmt string, out Output) (Result, err
 	case "COPY":
 		return s.copyOut(ctx, p)
 	default: // SET
+		if s.tx != nil && s.tx.table != "" {
+			return Result{}, fmt.Errorf("sql: SET inside a transaction that writes %s: COMMIT or ROLLBACK first: %w", s.tx.table, ErrTxTable)
+		}
 		return s.set(p)
 	}
 }
@@ -308,7 +346,10 @@ func (s *Session) engine(ctx context.Context, q, name string, target *loch.Datas
 	} else {
 		named = nil // read every table
 	}
-	e, err := query.New(ctx, nil, query.Options{Threads: s.Threads, FileBase: s.FileBase, Seed: s.Seed, Sandbox: s.Sandbox, MemoryLimit: s.MemoryLimit})
+	if s.KeepEngine && (s.kept == nil || !s.kept.busy) {
+		return s.keptEngine(ctx, tables, named, name, target)
+	}
+	e, err := query.New(ctx, nil, s.engineOptions())
 	if err != nil {
 		return nil, nil, err
 	}
@@ -340,28 +381,41 @@ func (s *Session) engine(ctx context.Context, q, name string, target *loch.Datas
 	return e, done, nil
 }
 
-// openRead opens a table at its pinned version, else at the session's
-// branch, or main when the table has no such branch.
-func (s *Session) openRead(ctx context.Context, name string) (*loch.Dataset, error) {
-	for t, v := range s.Pins {
-		if strings.EqualFold(t, name) {
-			return s.cat.OpenTable(ctx, name, loch.WithVersion(v))
-		}
+// engineOptions are the options of the session's query engines.
+func (s *Session) engineOptions() query.Options {
+	return query.Options{Threads: s.Threads, FileBase: s.FileBase, Seed: s.Seed, Sandbox: s.Sandbox, MemoryLimit: s.MemoryLimit, SampleData: s.SampleData}
+}
+
+// readBranch is the branch the session reads and writes table name on
+// ("" for main).
+func (s *Session) readBranch(name string) string {
+	if s.tx != nil && s.tx.table != "" && strings.EqualFold(name, s.tx.table) {
+		return s.tx.branch
 	}
-	if s.Branch != "" {
-		d, err := s.cat.OpenTable(ctx, name, loch.WithRef(s.Branch))
+	return s.Branch
+}
+
+// openRead opens a table at its pinned version, else at the session's
+// branch, or main when the table has no such branch; opts are added.
+func (s *Session) openRead(ctx context.Context, name string, opts ...loch.Option) (*loch.Dataset, error) {
+	want, pinned := s.readWant(name)
+	if pinned {
+		return s.cat.OpenTable(ctx, name, append(opts, loch.WithVersion(want))...)
+	}
+	if want != "" {
+		d, err := s.cat.OpenTable(ctx, name, append(slices.Clip(opts), loch.WithRef(want))...)
 		if err == nil || !errors.Is(err, loch.ErrNotFound) {
 			return d, err
 		}
 	}
-	return s.cat.OpenTable(ctx, name)
+	return s.cat.OpenTable(ctx, name, opts...)
 }
 
 // openWrite opens a table on the session's branch for a write.
 func (s *Session) openWrite(ctx context.Context, name string) (*loch.Dataset, error) {
 	var opts []loch.Option
-	if s.Branch != "" {
-		opts = append(opts, loch.WithRef(s.Branch))
+	if b := s.readBranch(name); b != "" {
+		opts = append(opts, loch.WithRef(b))
 	}
 	if s.AutoCompact != nil {
 		opts = append(opts, loch.WithAutoCompact(*s.AutoCompact))

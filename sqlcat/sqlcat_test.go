@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"os"
 	"strings"
 	"testing"
 
@@ -20,9 +19,8 @@ import (
 var ctx = context.Background()
 
 func TestMain(m *testing.M) {
-	code := m.Run()
-	testserver.StopAll()
-	os.Exit(code)
+	defer testserver.StopAll()
+	m.Run()
 }
 
 // newSession makes an empty catalog at root.
@@ -44,6 +42,16 @@ func run(t *testing.T, s *Session, stmt string) Result {
 }
 
 // rowsOf runs a query and returns its rows as JSON objects.
+// mustRefuse runs stmt, which must fail with an error that is sentinel
+// and contains msg, and returns the error.
+func mustRefuse(t *testing.T, s *Session, stmt string, sentinel error, msg string) error {
+	t.Helper()
+	_, err := s.Run(ctx, stmt, Output{})
+	require.ErrorIs(t, err, sentinel, stmt)
+	require.ErrorContains(t, err, msg, stmt)
+	return err
+}
+
 func rowsOf(t *testing.T, s *Session, q string) []map[string]any {
 	t.Helper()
 	var b bytes.Buffer

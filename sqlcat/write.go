@@ -175,13 +175,9 @@ func (s *Session) insert(ctx context.Context, p *parser, stmt string) (Result, e
 // as one commit.
 func (s *Session) insertFrom(ctx context.Context, name string, cols []string, source, stmt string) (Result, error) {
 	res := Result{Statement: "INSERT", Table: name}
-	msg, err := s.message(stmt)
+	d, msg, err := s.openStatement(ctx, "insert into", name, stmt)
 	if err != nil {
 		return res, err
-	}
-	d, err := s.openWrite(ctx, name)
-	if err != nil {
-		return res, fmt.Errorf("insert into %s: %w", name, err)
 	}
 	defer d.Close() // without Commit, Close discards what was staged
 	res.Table = name
@@ -462,13 +458,9 @@ func (s *Session) update(ctx context.Context, p *parser, stmt string) (Result, e
 	if err != nil {
 		return res, err
 	}
-	msg, err := s.message(stmt)
+	d, msg, err := s.openStatement(ctx, "update", name, stmt)
 	if err != nil {
 		return res, err
-	}
-	d, err := s.openWrite(ctx, name)
-	if err != nil {
-		return res, fmt.Errorf("update %s: %w", name, err)
 	}
 	defer d.Close()
 	sch := d.Schema()
@@ -506,6 +498,31 @@ func (s *Session) update(ctx context.Context, p *parser, stmt string) (Result, e
 	return commitKeyed(ctx, k, d, res, "update", msg)
 }
 
+// openStatement opens table name to write statement stmt (op, as errors
+// name it: "update", "delete from", ...) and returns the table, which the
+// caller closes, and the commit message stmt gives.
+func (s *Session) openStatement(ctx context.Context, op, name, stmt string) (*loch.Dataset, string, error) {
+	msg, err := s.message(stmt)
+	if err != nil {
+		return nil, "", err
+	}
+	d, err := s.openWrite(ctx, name)
+	if err != nil {
+		return nil, "", fmt.Errorf("%s %s: %w", op, name, err)
+	}
+	return d, msg, nil
+}
+
+// rowID is the row id v that DuckDB gave for a row that op (as errors
+// name it) on table name writes.
+func rowID(op, name string, v any) (uint64, error) {
+	id, ok := v.(uint64)
+	if !ok {
+		return 0, fmt.Errorf("%s %s: row id %v is not a UBIGINT", op, name, v)
+	}
+	return id, nil
+}
+
 // updateTargets returns the columns of table name (schema sch) that
 // UPDATE SET names, each once.
 func updateTargets(name string, sch *schema.Schema, cols []string) ([]*schema.Column, error) {
@@ -534,9 +551,9 @@ type change struct {
 func (s *Session) updateRows(ctx context.Context, name string, d *loch.Dataset, q string, targets []*schema.Column) ([]change, error) {
 	var changes []change
 	err := s.each(ctx, name, d, q, len(targets)+1, func(n int64, vals []any) error {
-		id, ok := vals[0].(uint64)
-		if !ok {
-			return fmt.Errorf("update %s: row id %v is not a UBIGINT", name, vals[0])
+		id, err := rowID("update", name, vals[0])
+		if err != nil {
+			return err
 		}
 		row := make(loch.Row, len(targets))
 		for i, c := range targets {
@@ -584,21 +601,17 @@ func (s *Session) delete(ctx context.Context, p *parser, stmt string) (Result, e
 	if err != nil {
 		return res, err
 	}
-	msg, err := s.message(stmt)
+	d, msg, err := s.openStatement(ctx, "delete from", name, stmt)
 	if err != nil {
 		return res, err
-	}
-	d, err := s.openWrite(ctx, name)
-	if err != nil {
-		return res, fmt.Errorf("delete from %s: %w", name, err)
 	}
 	defer d.Close()
 	var ids []uint64
 	q := fmt.Sprintf("SELECT %s FROM %s%s", query.RowIDColumn, quoteIdent(name), where)
 	err = s.each(ctx, name, d, q, 1, func(_ int64, vals []any) error {
-		id, ok := vals[0].(uint64)
-		if !ok {
-			return fmt.Errorf("delete from %s: row id %v is not a UBIGINT", name, vals[0])
+		id, err := rowID("delete from", name, vals[0])
+		if err != nil {
+			return err
 		}
 		ids = append(ids, id)
 		return nil

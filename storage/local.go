@@ -93,21 +93,21 @@ func (s *localStore) ReadRange(ctx context.Context, key string, off int64, dst [
 }
 
 func (s *localStore) Put(ctx context.Context, key string, data []byte) error {
-	if err := ValidateKey(key); err != nil {
-		return s.fail("put", key, err)
-	}
-	if err := s.write(ctx, key, data, false); err != nil {
-		return s.fail("put", key, err)
-	}
-	return nil
+	return s.put(ctx, "put", key, data, false)
 }
 
 func (s *localStore) PutIfAbsent(ctx context.Context, key string, data []byte) error {
+	return s.put(ctx, "put-if-absent", key, data, true)
+}
+
+// put checks key and writes data there as write does, its errors naming
+// op.
+func (s *localStore) put(ctx context.Context, op, key string, data []byte, exclusive bool) error {
 	if err := ValidateKey(key); err != nil {
-		return s.fail("put-if-absent", key, err)
+		return s.fail(op, key, err)
 	}
-	if err := s.write(ctx, key, data, true); err != nil {
-		return s.fail("put-if-absent", key, err)
+	if err := s.write(ctx, key, data, exclusive); err != nil {
+		return s.fail(op, key, err)
 	}
 	return nil
 }

@@ -2,12 +2,9 @@ package vector
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/lochdata/loch/schema"
 )
 
 // BenchmarkExact is exact search of one query over 50,000 x 128 float32
@@ -16,13 +13,7 @@ import (
 func BenchmarkExact(b *testing.B) {
 	ctx := context.Background()
 	mx := newMixture(1, 128, 100, 1)
-	m := newModelChunks(b, filepath.Join(b.TempDir(), "ds"), 128, schema.Float32, 0)
-	var vs [][]float32
-	for range 50000 {
-		vs = append(vs, mx.draw())
-	}
-	m.append(vs)
-	m.commit("rows")
+	m, _ := filledChunks(b, mx, 50000, 0)
 	q := [][]float32{mx.draw()}
 	b.SetBytes(50000 * 128 * 4)
 	b.ReportAllocs()
@@ -40,13 +31,7 @@ func BenchmarkExact(b *testing.B) {
 func BenchmarkFlatSearch(b *testing.B) {
 	ctx := context.Background()
 	mx := newMixture(1, 64, 1000, 1)
-	m := newModelChunks(b, filepath.Join(b.TempDir(), "ds"), 64, schema.Float32, 0)
-	var vs [][]float32
-	for range 100000 {
-		vs = append(vs, mx.draw())
-	}
-	m.append(vs)
-	m.commit("rows")
+	m, _ := filledChunks(b, mx, 100000, 0)
 	_, err := Build(ctx, m.ds, "embedding", BuildOptions{Metric: L2, NList: 316, Seed: 1})
 	require.NoError(b, err)
 	ix, err := Open(ctx, m.ds, "embedding", L2, Options{})

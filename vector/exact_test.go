@@ -23,10 +23,7 @@ func TestExactMatchesBruteForce(t *testing.T) {
 		t.Run(fmt.Sprint(dt), func(t *testing.T) {
 			mx := newMixture(seed, 16, 8, 0.5)
 			m := newModel(t, filepath.Join(t.TempDir(), "ds"), 16, dt)
-			var vs [][]float32
-			for range 700 {
-				vs = append(vs, mx.draw())
-			}
+			vs := mx.drawN(700)
 			m.append(vs[:400])
 			m.commit("first")
 			m.append(vs[400:])

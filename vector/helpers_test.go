@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
+	"path/filepath"
 	"slices"
 	"sort"
 	"testing"
@@ -43,6 +44,37 @@ func (m *mixture) draw() []float32 {
 		v[j] = float32(c[j] + m.r.NormFloat64()*m.sigma)
 	}
 	return v
+}
+
+// drawN draws n vectors.
+func (m *mixture) drawN(n int) [][]float32 {
+	vs := make([][]float32, n)
+	for i := range vs {
+		vs[i] = m.draw()
+	}
+	return vs
+}
+
+// filled is a local model of n float32 vectors drawn from mx, committed
+// as one version; vs are the vectors by row id.
+func filled(t testing.TB, mx *mixture, n int) (m *model, vs [][]float32) {
+	return filledChunks(t, mx, n, 16<<10)
+}
+
+// filledChunks is filled with chunks of chunkBytes (0: the default).
+func filledChunks(t testing.TB, mx *mixture, n, chunkBytes int) (m *model, vs [][]float32) {
+	m = newModelChunks(t, filepath.Join(t.TempDir(), "ds"), mx.dim, schema.Float32, chunkBytes)
+	vs = mx.drawN(n)
+	m.append(vs)
+	m.commit("rows")
+	return m, vs
+}
+
+// eachKind runs test as a subtest for each index kind.
+func eachKind(t *testing.T, test func(t *testing.T, kind string)) {
+	for _, kind := range []string{KindFlat, KindPQ} {
+		t.Run(kind, func(t *testing.T) { test(t, kind) })
+	}
 }
 
 // model is a dataset under test with the live vectors it should hold, by

@@ -2,14 +2,12 @@ package vector
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/lochdata/loch/chunkcache"
 	"github.com/lochdata/loch/internal/testseed"
-	"github.com/lochdata/loch/schema"
 )
 
 // TestPQThroughCache: an ivf-pq index read through a chunk cache answers
@@ -19,13 +17,7 @@ func TestPQThroughCache(t *testing.T) {
 	seed := testseed.Seed(t)
 	ctx := context.Background()
 	mx := newMixture(seed, 16, 10, 0.5)
-	m := newModel(t, filepath.Join(t.TempDir(), "ds"), 16, schema.Float32)
-	var vs [][]float32
-	for range 2000 {
-		vs = append(vs, mx.draw())
-	}
-	m.append(vs)
-	m.commit("rows")
+	m, vs := filled(t, mx, 2000)
 	info, err := Build(ctx, m.ds, "embedding", BuildOptions{Metric: Cosine, Seed: seed, Kind: "ivf_pq", M: 4})
 	require.NoError(t, err)
 	require.Equal(t, KindPQ, info.Type)

@@ -18,22 +18,14 @@ import (
 // least 90% of the exact top 10, for both kinds (ivf-pq with its default
 // re-ranking).
 func TestIndexRecall(t *testing.T) {
-	for _, kind := range []string{KindFlat, KindPQ} {
-		t.Run(kind, func(t *testing.T) { testIndexRecall(t, kind) })
-	}
+	eachKind(t, testIndexRecall)
 }
 
 func testIndexRecall(t *testing.T, kind string) {
 	seed := testseed.Seed(t)
 	ctx := context.Background()
 	mx := newMixture(seed, 32, 40, 1.0)
-	m := newModel(t, filepath.Join(t.TempDir(), "ds"), 32, schema.Float32)
-	var vs [][]float32
-	for range 6000 {
-		vs = append(vs, mx.draw())
-	}
-	m.append(vs)
-	m.commit("rows")
+	m, _ := filled(t, mx, 6000)
 	for _, metric := range []Metric{Cosine, L2, Dot} {
 		info, err := Build(ctx, m.ds, "embedding", BuildOptions{Metric: metric, Seed: seed, Kind: kind})
 		require.NoError(t, err)
@@ -43,10 +35,7 @@ func testIndexRecall(t *testing.T, kind string) {
 		ix, err := Open(ctx, m.ds, "embedding", metric, Options{})
 		require.NoError(t, err)
 		require.Zero(t, ix.Uncovered())
-		var queries [][]float32
-		for range 50 {
-			queries = append(queries, mx.draw())
-		}
+		queries := mx.drawN(50)
 		got, err := ix.Search(ctx, queries, 10, Options{})
 		require.NoError(t, err)
 		total := 0.0
@@ -62,9 +51,7 @@ func testIndexRecall(t *testing.T, kind string) {
 // are searched correctly before and after Update; with every list probed
 // the index search is exact.
 func TestIndexVersions(t *testing.T) {
-	for _, kind := range []string{KindFlat, KindPQ} {
-		t.Run(kind, func(t *testing.T) { testIndexVersions(t, kind) })
-	}
+	eachKind(t, testIndexVersions)
 }
 
 func testIndexVersions(t *testing.T, kind string) {
@@ -72,10 +59,7 @@ func testIndexVersions(t *testing.T, kind string) {
 	ctx := context.Background()
 	mx := newMixture(seed, 8, 10, 0.5)
 	m := newModel(t, filepath.Join(t.TempDir(), "ds"), 8, schema.Float32)
-	var vs [][]float32
-	for range 1500 {
-		vs = append(vs, mx.draw())
-	}
+	vs := mx.drawN(1500)
 	m.append(vs[:1000])
 	v1 := m.commit("first")
 	_, err := Build(ctx, m.ds, "embedding", BuildOptions{Metric: L2, Seed: seed, NList: 20, Kind: kind, M: 4})
@@ -137,22 +121,14 @@ func testIndexVersions(t *testing.T, kind string) {
 // filter is narrow enough that nprobe/share covers every list; it is
 // never short.
 func TestFilteredSearch(t *testing.T) {
-	for _, kind := range []string{KindFlat, KindPQ} {
-		t.Run(kind, func(t *testing.T) { testFilteredSearch(t, kind) })
-	}
+	eachKind(t, testFilteredSearch)
 }
 
 func testFilteredSearch(t *testing.T, kind string) {
 	seed := testseed.Seed(t)
 	ctx := context.Background()
 	mx := newMixture(seed, 16, 20, 0.5)
-	m := newModel(t, filepath.Join(t.TempDir(), "ds"), 16, schema.Float32)
-	var vs [][]float32
-	for range 3000 {
-		vs = append(vs, mx.draw())
-	}
-	m.append(vs)
-	m.commit("rows")
+	m, _ := filled(t, mx, 3000)
 	_, err := Build(ctx, m.ds, "embedding", BuildOptions{Metric: Cosine, Seed: seed, Kind: kind})
 	require.NoError(t, err)
 	ix, err := Open(ctx, m.ds, "embedding", Cosine, Options{})
@@ -193,21 +169,13 @@ func testFilteredSearch(t *testing.T, kind string) {
 // TestCorruptIndexFallsBack: a damaged list object makes Search exact,
 // with a warning naming the object; Update fails naming it.
 func TestCorruptIndexFallsBack(t *testing.T) {
-	for _, kind := range []string{KindFlat, KindPQ} {
-		t.Run(kind, func(t *testing.T) { testCorruptIndexFallsBack(t, kind) })
-	}
+	eachKind(t, testCorruptIndexFallsBack)
 }
 
 func testCorruptIndexFallsBack(t *testing.T, kind string) {
 	ctx := context.Background()
 	mx := newMixture(1, 8, 4, 0.5)
-	m := newModel(t, filepath.Join(t.TempDir(), "ds"), 8, schema.Float32)
-	var vs [][]float32
-	for range 300 {
-		vs = append(vs, mx.draw())
-	}
-	m.append(vs)
-	m.commit("rows")
+	m, _ := filled(t, mx, 300)
 	info, err := Build(ctx, m.ds, "embedding", BuildOptions{Metric: L2, NList: 4, Kind: kind})
 	require.NoError(t, err)
 	obj, err := m.ds.Store().Get(ctx, info.Key)
@@ -252,13 +220,7 @@ func testCorruptIndexFallsBack(t *testing.T, kind string) {
 func TestSearcherKeepsIndex(t *testing.T) {
 	ctx := context.Background()
 	mx := newMixture(2, 8, 4, 0.5)
-	m := newModel(t, filepath.Join(t.TempDir(), "ds"), 8, schema.Float32)
-	var vs [][]float32
-	for range 200 {
-		vs = append(vs, mx.draw())
-	}
-	m.append(vs)
-	m.commit("rows")
+	m, vs := filled(t, mx, 200)
 	info, err := Build(ctx, m.ds, "embedding", BuildOptions{Metric: L2, NList: 4})
 	require.NoError(t, err)
 	s := NewSearcher(m.ds)

@@ -37,14 +37,7 @@ func lifecycle(t *testing.T, url, kind string) {
 	ctx := context.Background()
 	mx := newMixture(3, 8, 6, 0.5)
 	m := newModel(t, url, 8, schema.Float32)
-	draw := func(n int) [][]float32 {
-		var vs [][]float32
-		for range n {
-			vs = append(vs, mx.draw())
-		}
-		return vs
-	}
-	m.append(draw(400))
+	m.append(mx.drawN(400))
 	v1 := m.commit("v1")
 	i1, err := Build(ctx, m.ds, "embedding", BuildOptions{Metric: L2, NList: 8, Kind: kind})
 	require.NoError(t, err)
@@ -54,7 +47,7 @@ func lifecycle(t *testing.T, url, kind string) {
 	require.NoError(t, err)
 
 	// main moves on and updates its index.
-	m.append(draw(100))
+	m.append(mx.drawN(100))
 	m.commit("v2")
 	i2, err := Update(ctx, m.ds, "embedding", L2, Options{})
 	require.NoError(t, err)
@@ -64,7 +57,7 @@ func lifecycle(t *testing.T, url, kind string) {
 	b, err := loch.Open(ctx, url, loch.WithRef("b"))
 	require.NoError(t, err)
 	defer b.Close()
-	extra := draw(50)
+	extra := mx.drawN(50)
 	rows := make([]loch.Row, len(extra))
 	for i, v := range extra {
 		rows[i] = loch.Row{"embedding": loch.Tensor([]int{8}, v), "label": loch.Scalar(int64(0))}
@@ -161,20 +154,13 @@ func TestIndexRetention(t *testing.T) {
 			url := url(t)
 			mx := newMixture(3, 8, 6, 0.5)
 			m := newModel(t, url, 8, schema.Float32)
-			draw := func(n int) [][]float32 {
-				var vs [][]float32
-				for range n {
-					vs = append(vs, mx.draw())
-				}
-				return vs
-			}
-			m.append(draw(300))
+			m.append(mx.drawN(300))
 			v1 := m.commit("v1")
 			i1, err := Build(ctx, m.ds, "embedding", BuildOptions{Metric: L2, NList: 4})
 			require.NoError(t, err)
-			m.append(draw(50))
+			m.append(mx.drawN(50))
 			v2 := m.commit("v2")
-			m.append(draw(50))
+			m.append(mx.drawN(50))
 			m.commit("v3")
 
 			report, err := m.ds.GC(ctx, loch.GCOptions{KeepLast: 1})

@@ -5,7 +5,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"testing"
 
@@ -19,9 +18,8 @@ import (
 var ctx = context.Background()
 
 func TestMain(m *testing.M) {
-	code := m.Run()
-	testserver.StopAll()
-	os.Exit(code)
+	defer testserver.StopAll()
+	m.Run()
 }
 
 // Fixture geometry: rows of h×w images.

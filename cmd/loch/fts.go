@@ -11,8 +11,6 @@ import (
 	"github.com/lochdata/loch/fts"
 	"github.com/lochdata/loch/internal/ftsindex"
 	"github.com/lochdata/loch/internal/keys"
-	"github.com/lochdata/loch/query"
-	"github.com/lochdata/loch/vector"
 )
 
 // This file is the full-text side of 'loch index' and 'loch search'
@@ -36,32 +34,20 @@ func printFTSInfo(cmd *cobra.Command, info *fts.Info, asJSON bool, verb string) 
 	return nil
 }
 
-// runIndexCreateFTS builds the full-text index of a text or json column.
-func runIndexCreateFTS(ctx context.Context, cmd *cobra.Command, o ftsOpts) error {
+// runIndexBuildFTS writes the full-text index of a text or json column
+// with build: fts.Build (a new index, printed as done "built") or
+// fts.Update (the rows changed since folded into a new index, "updated").
+func runIndexBuildFTS(ctx context.Context, cmd *cobra.Command, o ftsOpts, build func(context.Context, *loch.Dataset, string, fts.BuildOptions) (*fts.Info, error), done string) error {
 	d, err := openDataset(ctx, o.url, o.refs)
 	if err != nil {
 		return err
 	}
 	defer d.Close()
-	info, err := fts.Build(ctx, d, o.column, fts.BuildOptions{})
+	info, err := build(ctx, d, o.column, fts.BuildOptions{})
 	if err != nil {
 		return err
 	}
-	return printFTSInfo(cmd, info, o.asJSON, "built")
-}
-
-// runIndexUpdateFTS folds the rows changed since into a new index.
-func runIndexUpdateFTS(ctx context.Context, cmd *cobra.Command, o ftsOpts) error {
-	d, err := openDataset(ctx, o.url, o.refs)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	info, err := fts.Update(ctx, d, o.column, fts.BuildOptions{})
-	if err != nil {
-		return err
-	}
-	return printFTSInfo(cmd, info, o.asJSON, "updated")
+	return printFTSInfo(cmd, info, o.asJSON, done)
 }
 
 // runIndexDropFTS deletes the full-text descriptor of the version read.
@@ -110,12 +96,8 @@ func runSearchText(ctx context.Context, cmd *cobra.Command, o ftsOpts, text, whe
 	}
 	defer d.Close()
 	var opts fts.Options
-	if where != "" {
-		ids, err := query.Filter(ctx, d, where, query.Options{})
-		if err != nil {
-			return err
-		}
-		opts.Allow = vector.NewRowSet(ids)
+	if opts.Allow, err = allowedRows(ctx, d, where); err != nil {
+		return err
 	}
 	res, err := fts.Search(ctx, d, o.column, text, k, opts)
 	if err != nil {

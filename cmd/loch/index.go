@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lochdata/loch"
+	"github.com/lochdata/loch/fts"
 	"github.com/lochdata/loch/ingest"
 	"github.com/lochdata/loch/internal/half"
 	"github.com/lochdata/loch/internal/keys"
@@ -69,6 +70,32 @@ func (f *indexFlags) open(cmd *cobra.Command, url string, refs *refFlags) (vecto
 	return m, d, err
 }
 
+// indexCmdFlags are the flags of loch index create, update and drop: the
+// index (with --fts, the column's full-text index instead), the version,
+// and --json where the command prints one.
+type indexCmdFlags struct {
+	idx    indexFlags
+	refs   refFlags
+	text   bool
+	asJSON bool
+}
+
+// add registers the flags on cmd: ftsUsage is --fts's help, refsVerb
+// what --ref's help says the command does; --json only with withJSON.
+func (f *indexCmdFlags) add(cmd *cobra.Command, ftsUsage, refsVerb string, withJSON bool) {
+	f.idx.add(cmd)
+	cmd.Flags().BoolVar(&f.text, "fts", false, ftsUsage)
+	if withJSON {
+		cmd.Flags().BoolVar(&f.asJSON, "json", false, "print one JSON object")
+	}
+	f.refs.add(cmd, refsVerb)
+}
+
+// textOpts are the options of the full-text index command on url.
+func (f *indexCmdFlags) textOpts(url string) ftsOpts {
+	return ftsOpts{url: url, refs: &f.refs, column: f.idx.column, asJSON: f.asJSON}
+}
+
 func printIndexInfo(cmd *cobra.Command, info *vector.Info, asJSON bool, verb string) error {
 	w := cmd.OutOrStdout()
 	if asJSON {
@@ -80,11 +107,8 @@ func printIndexInfo(cmd *cobra.Command, info *vector.Info, asJSON bool, verb str
 
 func newIndexCreateCmd() *cobra.Command {
 	var (
-		refs   refFlags
-		idx    indexFlags
-		opts   vector.BuildOptions
-		asJSON bool
-		text   bool
+		f    indexCmdFlags
+		opts vector.BuildOptions
 	)
 	cmd := &cobra.Command{
 		Use:   "create URL --column C",
@@ -97,10 +121,10 @@ the same version, column and metric replaces the index.`,
   loch index create ./pets --column embedding --metric l2 --nlist 1024`,
 		Args: exactArgs("URL"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if text {
-				return runIndexCreateFTS(cmd.Context(), cmd, ftsOpts{url: args[0], refs: &refs, column: idx.column, asJSON: asJSON})
+			if f.text {
+				return runIndexBuildFTS(cmd.Context(), cmd, f.textOpts(args[0]), fts.Build, "built")
 			}
-			m, err := idx.parse()
+			m, err := f.idx.parse()
 			if err != nil {
 				return err
 			}
@@ -111,38 +135,30 @@ the same version, column and metric replaces the index.`,
 				return usagef("--kind %q: want ivf-flat or ivf-pq", opts.Kind)
 			}
 			opts.Metric = m
-			d, err := openDataset(cmd.Context(), args[0], &refs)
+			d, err := openDataset(cmd.Context(), args[0], &f.refs)
 			if err != nil {
 				return err
 			}
 			defer d.Close()
-			info, err := vector.Build(cmd.Context(), d, idx.column, opts)
+			info, err := vector.Build(cmd.Context(), d, f.idx.column, opts)
 			if err != nil {
 				return err
 			}
-			return printIndexInfo(cmd, info, asJSON, "built")
+			return printIndexInfo(cmd, info, f.asJSON, "built")
 		},
 	}
-	idx.add(cmd)
+	f.add(cmd, "build a full-text (BM25) index of a text or json column instead", "index", true)
 	cmd.Flags().IntVar(&opts.NList, "nlist", 0, "number of lists (default: the square root of the rows)")
 	cmd.Flags().IntVar(&opts.Sample, "sample", 0, "rows k-means trains on (default: max(64 x nlist, 50000))")
 	cmd.Flags().IntVar(&opts.Iterations, "iterations", 0, "k-means iterations (default 10)")
 	cmd.Flags().StringVar(&opts.Kind, "kind", "ivf-flat", "index kind: ivf-flat (vectors in memory when searched) or ivf-pq (PQ codes, lists read by range)")
 	cmd.Flags().IntVar(&opts.M, "m", 0, "ivf-pq subquantizers, a divisor of the dimension (default: dimension / 8)")
 	cmd.Flags().Uint64Var(&opts.Seed, "seed", 0, "seed of the training sample and initial centroids")
-	cmd.Flags().BoolVar(&text, "fts", false, "build a full-text (BM25) index of a text or json column instead")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
-	refs.add(cmd, "index")
 	return cmd
 }
 
 func newIndexUpdateCmd() *cobra.Command {
-	var (
-		refs   refFlags
-		idx    indexFlags
-		asJSON bool
-	)
-	var text bool
+	var f indexCmdFlags
 	cmd := &cobra.Command{
 		Use:   "update URL --column C",
 		Short: "Fold the rows changed since the index was built into a new index",
@@ -155,34 +171,27 @@ gives better recall.`,
 		Example: `  loch index update ./pets --column embedding`,
 		Args:    exactArgs("URL"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if text {
-				return runIndexUpdateFTS(cmd.Context(), cmd, ftsOpts{url: args[0], refs: &refs, column: idx.column, asJSON: asJSON})
+			if f.text {
+				return runIndexBuildFTS(cmd.Context(), cmd, f.textOpts(args[0]), fts.Update, "updated")
 			}
-			m, d, err := idx.open(cmd, args[0], &refs)
+			m, d, err := f.idx.open(cmd, args[0], &f.refs)
 			if err != nil {
 				return err
 			}
 			defer d.Close()
-			info, err := vector.Update(cmd.Context(), d, idx.column, m, vector.Options{})
+			info, err := vector.Update(cmd.Context(), d, f.idx.column, m, vector.Options{})
 			if err != nil {
 				return err
 			}
-			return printIndexInfo(cmd, info, asJSON, "updated")
+			return printIndexInfo(cmd, info, f.asJSON, "updated")
 		},
 	}
-	idx.add(cmd)
-	cmd.Flags().BoolVar(&text, "fts", false, "update the full-text (BM25) index of a text or json column instead")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
-	refs.add(cmd, "index")
+	f.add(cmd, "update the full-text (BM25) index of a text or json column instead", "index", true)
 	return cmd
 }
 
 func newIndexDropCmd() *cobra.Command {
-	var (
-		refs refFlags
-		idx  indexFlags
-	)
-	var text bool
+	var f indexCmdFlags
 	cmd := &cobra.Command{
 		Use:   "drop URL --column C",
 		Short: "Delete the index of an embedding column at a version",
@@ -190,22 +199,22 @@ func newIndexDropCmd() *cobra.Command {
 ancestor's); gc then collects the objects no other index shares.`,
 		Args: exactArgs("URL"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if text {
-				return runIndexDropFTS(cmd.Context(), cmd, ftsOpts{url: args[0], refs: &refs, column: idx.column})
+			if f.text {
+				return runIndexDropFTS(cmd.Context(), cmd, f.textOpts(args[0]))
 			}
-			m, d, err := idx.open(cmd, args[0], &refs)
+			m, d, err := f.idx.open(cmd, args[0], &f.refs)
 			if err != nil {
 				return err
 			}
 			defer d.Close()
 			sch := d.Schema()
-			col, ok := sch.Column(idx.column)
+			col, ok := sch.Column(f.idx.column)
 			if !ok {
-				return fmt.Errorf("%s has no column %q: %w", d.URL(), idx.column, loch.ErrNotFound)
+				return fmt.Errorf("%s has no column %q: %w", d.URL(), f.idx.column, loch.ErrNotFound)
 			}
 			key := keys.MakeIndex(d.Version(), col.UID, string(m))
 			if _, err := d.Store().Stat(cmd.Context(), key); err != nil {
-				return fmt.Errorf("no %s index of column %q at version %s of %s: %w", m, idx.column, d.Version(), d.URL(), err)
+				return fmt.Errorf("no %s index of column %q at version %s of %s: %w", m, f.idx.column, d.Version(), d.URL(), err)
 			}
 			if err := d.Store().Delete(cmd.Context(), key); err != nil {
 				return err
@@ -214,9 +223,7 @@ ancestor's); gc then collects the objects no other index shares.`,
 			return nil
 		},
 	}
-	idx.add(cmd)
-	cmd.Flags().BoolVar(&text, "fts", false, "drop the full-text index of a text or json column instead")
-	refs.add(cmd, "drop the index of")
+	f.add(cmd, "drop the full-text index of a text or json column instead", "drop the index of", false)
 	return cmd
 }
 
@@ -263,9 +270,23 @@ among those rows: the index scans nprobe / share of its lists for rows
 that pass (all of them, which is exact, for a narrow filter).
 
 Distances: cosine is 1 - cos, l2 the Euclidean distance, dot the negated
-inner product (smaller is nearer in all three).`,
+inner product (smaller is nearer in all three).
+
+With --text QUERY instead of --vector, a full-text (BM25) search of the
+text or json column --column. With both, a hybrid search: the vector
+search of --column and the full-text search of --text-column (default:
+the dataset's only text column), each among the rows --where passes,
+fused by reciprocal rank (--fusion rrf, score = sum of 1 / (rrf_k +
+rank)) or by min-max normalised scores (--fusion weighted, weight x vector
++ (1 - weight) x text); it prints row id, fused score, vector rank and
+distance, text rank and score ("-" where a side did not rank the row).
+--save NAME stores the result as a selection, rows in fused order, that
+'loch bench --selection', 'loch order --selection' and the loaders read
+like a query's (docs/search.md).`,
 		Example: `  loch search ./pets --column embedding --vector query.npy -k 5
-  loch search ./pets --column embedding --vector batch.npy --where "label = 3" --json`,
+  loch search ./pets --column embedding --vector batch.npy --where "label = 3" --json
+  loch search ./pets --column embedding --vector q.npy --text "red car" --where "label = 3" -k 10
+  loch search ./pets --column embedding --vector q.npy --text "red car" --fusion weighted --weight 0.7 --save red-cars`,
 		Args: exactArgs("URL"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.streams, o.url = streamsOf(cmd), args[0]
@@ -281,7 +302,7 @@ inner product (smaller is nearer in all three).`,
 	cmd.Flags().BoolVar(&o.exact, "exact", false, "compare every row; do not use an index")
 	cmd.Flags().BoolVar(&o.asJSON, "json", false, "print one JSON object")
 	o.refs.add(cmd, "search")
-	return withTextSearch(cmd, &o.refs, &o.idx, &o.where, &o.k, &o.asJSON)
+	return withHybridSearch(withTextSearch(cmd, &o.refs, &o.idx, &o.where, &o.k, &o.asJSON), &o)
 }
 
 // runSearch searches the dataset at o.url for the rows nearest to the
@@ -304,12 +325,8 @@ func runSearch(ctx context.Context, o *searchOptions) error {
 	}
 	defer d.Close()
 	opts := vector.Options{NProbe: o.nprobe, Rerank: o.rerank}
-	if o.where != "" {
-		ids, err := query.Filter(ctx, d, o.where, query.Options{})
-		if err != nil {
-			return err
-		}
-		opts.Allow = vector.NewRowSet(ids)
+	if opts.Allow, err = allowedRows(ctx, d, o.where); err != nil {
+		return err
 	}
 	res, err := search(ctx, d, o.idx.column, m, queries, o.k, opts, o.exact)
 	if err != nil {
@@ -335,6 +352,19 @@ func runSearch(ctx context.Context, o *searchOptions) error {
 		}
 	}
 	return nil
+}
+
+// allowedRows is the set of rows of d that pass where, an SQL condition
+// over the table ds; nil (every row) for "".
+func allowedRows(ctx context.Context, d *loch.Dataset, where string) (*vector.RowSet, error) {
+	if where == "" {
+		return nil, nil
+	}
+	ids, err := query.Filter(ctx, d, where, query.Options{})
+	if err != nil {
+		return nil, err
+	}
+	return vector.NewRowSet(ids), nil
 }
 
 func search(ctx context.Context, d *loch.Dataset, column string, m vector.Metric, queries [][]float32, k int, opts vector.Options, exact bool) (*vector.Result, error) {

@@ -555,6 +555,15 @@ func TestNPYHeader(t *testing.T) {
 	}
 	_, err := npyHeader(schema.Text, []int{3})
 	require.ErrorContains(t, err, "no .npy form")
+	for _, dt := range schema.DTypes() { // every fixed-size dtype has a form of its size
+		descr, err := npyDescr(dt)
+		if dt.Size() == 0 {
+			require.Error(t, err, dt)
+			continue
+		}
+		require.NoError(t, err, dt)
+		require.Equal(t, strconv.Itoa(dt.Size()), descr[2:], dt)
+	}
 	require.Error(t, writeNPY(io.Discard, schema.Float32, []int{2}, make([]byte, 4)), "data shorter than the shape")
 }
 

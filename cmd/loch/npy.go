@@ -18,33 +18,18 @@ const npyMagic = "\x93NUMPY"
 // ml_dtypes.bfloat16, or shift left by 16 into float32). Variable-size dtypes
 // (text, json, bytes) have no .npy form.
 func npyDescr(d schema.DType) (string, error) {
-	switch d {
-	case schema.Bool:
-		return "|b1", nil
-	case schema.Int8:
-		return "|i1", nil
-	case schema.Uint8:
-		return "|u1", nil
-	case schema.Int16:
-		return "<i2", nil
-	case schema.Uint16, schema.BFloat16:
-		return "<u2", nil
-	case schema.Float16:
-		return "<f2", nil
-	case schema.Int32:
-		return "<i4", nil
-	case schema.Uint32:
-		return "<u4", nil
-	case schema.Float32:
-		return "<f4", nil
-	case schema.Int64:
-		return "<i8", nil
-	case schema.Uint64:
-		return "<u8", nil
-	case schema.Float64:
-		return "<f8", nil
+	if descr, ok := npyDescrs[d]; ok {
+		return descr, nil
 	}
 	return "", fmt.Errorf("dtype %s has no .npy form", d)
+}
+
+// npyDescrs are the numpy dtype strings of the fixed-size loch dtypes.
+var npyDescrs = map[schema.DType]string{
+	schema.Bool: "|b1", schema.Int8: "|i1", schema.Uint8: "|u1",
+	schema.Int16: "<i2", schema.Uint16: "<u2", schema.BFloat16: "<u2", schema.Float16: "<f2",
+	schema.Int32: "<i4", schema.Uint32: "<u4", schema.Float32: "<f4",
+	schema.Int64: "<i8", schema.Uint64: "<u8", schema.Float64: "<f8",
 }
 
 // npyHeader returns the header of a .npy file (format version 1.0, or 2.0

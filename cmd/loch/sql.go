@@ -178,6 +178,9 @@ func runSQL(ctx context.Context, o *sqlOptions) error {
 	if err != nil {
 		return err
 	}
+	// the shell's statements share one query engine
+	s.KeepEngine = !o.hasStmt
+	defer s.Close()
 	w, closeOut, err := outWriter(o.stdout, o.outFile)
 	if err != nil {
 		return err

@@ -414,34 +414,24 @@ func (r *reader) bytes(n int) []byte {
 	return append([]byte(nil), s...)
 }
 
-func (r *reader) u32s(n int) []uint32 {
-	if n > math.MaxInt32/4 {
-		r.err = fmt.Errorf("count %d too large", n)
-		return nil
-	}
-	s := r.take(4 * n)
-	if s == nil {
-		return nil
-	}
-	out := make([]uint32, n)
-	for i := range out {
-		out[i] = binary.LittleEndian.Uint32(s[4*i:])
-	}
-	return out
-}
+func (r *reader) u32s(n int) []uint32 { return fixedLE(r, n, 4, binary.LittleEndian.Uint32) }
 
-func (r *reader) u64s(n int) []uint64 {
-	if n > math.MaxInt32/8 {
+func (r *reader) u64s(n int) []uint64 { return fixedLE(r, n, 8, binary.LittleEndian.Uint64) }
+
+// fixedLE reads n little-endian values of size bytes each, decoding each
+// with get.
+func fixedLE[T uint32 | uint64](r *reader, n, size int, get func([]byte) T) []T {
+	if n > math.MaxInt32/size {
 		r.err = fmt.Errorf("count %d too large", n)
 		return nil
 	}
-	s := r.take(8 * n)
+	s := r.take(size * n)
 	if s == nil {
 		return nil
 	}
-	out := make([]uint64, n)
+	out := make([]T, n)
 	for i := range out {
-		out[i] = binary.LittleEndian.Uint64(s[8*i:])
+		out[i] = get(s[size*i:])
 	}
 	return out
 }

@@ -45,19 +45,11 @@ func TestSegmentRoundTrip(t *testing.T) {
 		}
 	}
 	// Each term is found in its block, and terms between are not.
-	f := d.Footer
-	blocks, err := ParseBlockIndex(f, obj[f.I:f.R])
-	require.NoError(t, err)
-	for _, ti := range d.Terms {
-		bl := blocks[Find(blocks, ti.Term)]
-		got, ok, err := FindInBlock(f, bl, obj[bl.Off:bl.Off+bl.Len], ti.Term)
-		require.NoError(t, err)
-		require.True(t, ok, ti.Term)
-		require.Equal(t, ti, got)
-		_, ok, err = FindInBlock(f, bl, obj[bl.Off:bl.Off+bl.Len], ti.Term+"\x00")
+	requireFoundByRange(t, d, obj, func(ti TermInfo, bl BlockRef) {
+		_, ok, err := FindInBlock(d.Footer, bl, obj[bl.Off:bl.Off+bl.Len], ti.Term+"\x00")
 		require.NoError(t, err)
 		require.False(t, ok)
-	}
+	})
 	// Every single flipped byte is refused (or, in a varint's spare
 	// bits, still decodes to a sound segment), never a panic.
 	for i := range obj {
@@ -118,6 +110,26 @@ func TestDescriptor(t *testing.T) {
 	require.True(t, errors.Is(err, base.ErrCorrupt))
 }
 
+// requireFoundByRange checks that each term of d (decoded from obj) is
+// found in its block, as a search finds it by range, and calls more (if
+// not nil) with the term and its block.
+func requireFoundByRange(t *testing.T, d *Decoded, obj []byte, more func(TermInfo, BlockRef)) {
+	t.Helper()
+	f := d.Footer
+	blocks, err := ParseBlockIndex(f, obj[f.I:f.R])
+	require.NoError(t, err)
+	for _, ti := range d.Terms {
+		bl := blocks[Find(blocks, ti.Term)]
+		got, ok, err := FindInBlock(f, bl, obj[bl.Off:bl.Off+bl.Len], ti.Term)
+		require.NoError(t, err)
+		require.True(t, ok, ti.Term)
+		require.Equal(t, ti, got)
+		if more != nil {
+			more(ti, bl)
+		}
+	}
+}
+
 func TestNewerSegmentRefused(t *testing.T) {
 	obj := sampleSegment()
 	f := obj[len(obj)-footerLen:]
@@ -137,16 +149,7 @@ func FuzzDecodeSegment(f *testing.F) {
 			return
 		}
 		// Its terms are found by range, as a search finds them.
-		f := d.Footer
-		blocks, err := ParseBlockIndex(f, obj[f.I:f.R])
-		require.NoError(t, err)
-		for _, ti := range d.Terms {
-			bl := blocks[Find(blocks, ti.Term)]
-			got, ok, err := FindInBlock(f, bl, obj[bl.Off:bl.Off+bl.Len], ti.Term)
-			require.NoError(t, err)
-			require.True(t, ok)
-			require.Equal(t, ti, got)
-		}
+		requireFoundByRange(t, d, obj, nil)
 		// A segment that decodes re-encodes to one that decodes.
 		b := NewBuilder()
 		for i, ti := range d.Terms {

@@ -30,7 +30,7 @@ from typing import Any
 from ._status import NOT_ERRORS
 from .errors import ForkedProcess, InternalError, from_status
 
-ABI_VERSION = 21
+ABI_VERSION = 22
 
 # Layouts and encodings of loch_column_in and loch_tensor.
 DENSE, PACKED, NULLS = 0, 1, 2
@@ -155,7 +155,7 @@ _STATUS_FUNCS: dict[str, list[Any]] = {
     "loch_vector_update": [c_uintptr, c_char_p, c_char_p, _STR_OUT],
     "loch_vector_search": [c_uintptr, c_char_p, c_char_p, c_void_p, c_int64, c_int64, c_int64, c_void_p, c_int64,
                            c_void_p, c_void_p, c_void_p, _STR_OUT],
-    # A vector index built by several processes (ABI 21).
+    # A vector index built by several processes (ABI 22).
     "loch_vector_train": [c_uintptr, c_char_p, c_char_p, _STR_OUT],
     "loch_vector_encode_part": [c_uintptr, c_char_p, c_int64, c_int64, _STR_OUT],
     "loch_vector_merge_lists": [c_uintptr, c_char_p, c_char_p, c_int64, c_int64, _STR_OUT],
@@ -165,6 +165,10 @@ _STATUS_FUNCS: dict[str, list[Any]] = {
     "loch_fts_update": [c_uintptr, c_char_p, _STR_OUT],
     "loch_fts_open": [c_uintptr, c_char_p, _STR_OUT],
     "loch_fts_search": [c_uintptr, c_char_p, c_char_p, c_int64, c_void_p, c_int64, c_void_p, c_void_p, c_void_p, _STR_OUT],
+    # Hybrid search (ABI 21): (h, options, q, d, text, k, allowed, nallowed,
+    # ids, scores, vector ranks, distances, text ranks, text scores, count, info).
+    "loch_hybrid_search": [c_uintptr, c_char_p, c_void_p, c_int64, c_char_p, c_int64, c_void_p, c_int64,
+                           c_void_p, c_void_p, c_void_p, c_void_p, c_void_p, c_void_p, c_void_p, _STR_OUT],
     "loch_catalog_open": [c_char_p, c_char_p, POINTER(c_uintptr)],
     "loch_catalog_close": [c_uintptr],
     "loch_catalog_url": [c_uintptr, _STR_OUT],

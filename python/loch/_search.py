@@ -1,7 +1,8 @@
 """Queries and vector search over a dataset (the part of
 :class:`loch.Dataset` that finds rows): SQL selections (:mod:`loch.query`),
 saved selections, nearest-neighbour indexes and search
-(:mod:`loch.vector`), and full-text indexes and search (:mod:`loch.fts`).
+(:mod:`loch.vector`), full-text indexes and search (:mod:`loch.fts`), and
+hybrid search, the two fused (:mod:`loch.hybrid`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from .errors import InvalidArgument
 
 if TYPE_CHECKING:
     from .fts import TextIndexInfo, TextSearchResult
+    from .hybrid import HybridSearchResult
     from .query import Selection
     from .vector import IndexInfo, SearchResult
 
@@ -71,9 +73,13 @@ class Search(Reads):
     def selection(self, name: str) -> Selection:
         """The saved selection ``name`` (:meth:`loch.Selection.save`, ``loch
         query --save``), at the version it ran on, without running it again."""
+        return self._selection_of(self._read_json("loch_dataset_selection", enc(name)), name)
+
+    def _selection_of(self, data: dict[str, Any], name: str | None = None) -> Selection:
+        """The :class:`loch.Selection` of a selection's data (version, sql,
+        row ids, ...) over this dataset, or over its catalog table."""
         from .query import Selection
 
-        data = self._read_json("loch_dataset_selection", enc(name))
         table_at = getattr(self._keep, "_table_at", None)  # a catalog's table
         if table_at is not None and (table := table_at(self.url)) is not None:
             data |= {"table": table, "root": self._keep.url}  # type: ignore[union-attr]
@@ -151,9 +157,11 @@ class Search(Reads):
 
         return index_info(self._read_json("loch_vector_update", column.encode(), check_metric(metric).encode()))
 
-    def search(self, vector: Any = None, k: int = 10, *, column: str, metric: str = "cosine", where: str | None = None,
+    def search(self, vector: Any = None, k: int = 10, *, column: str | None = None, metric: str = "cosine", where: str | None = None,
                columns: Sequence[str] = (), nprobe: int | None = None, exact: bool = False,
-               rerank: int | None = None, text: str | None = None) -> SearchResult | list[SearchResult] | TextSearchResult:  # fmt: skip
+               rerank: int | None = None, text: str | None = None, text_column: str | None = None,
+               fusion: str | None = None, weight: float = 0.5, rrf_k: float = 60,
+               rank_window: int | None = None) -> SearchResult | list[SearchResult] | TextSearchResult | HybridSearchResult:  # fmt: skip
         """The ``k`` rows of this handle's version nearest to ``vector`` in
         the embedding ``column`` by ``metric``: a :class:`loch.SearchResult`
         (row ids, distances, the ``columns`` asked for) for one vector
@@ -179,13 +187,45 @@ class Search(Reads):
         ``row_ids`` and ``scores``, best first::
 
             >>> hits = ds.search(text='"red car" -truck', column="caption", k=10)  # doctest: +SKIP
-        """
-        from .vector import SearchResult, check_metric, query_matrix
 
+        Both ``vector`` and ``text`` (or either with ``fusion=``) make a
+        hybrid search (:mod:`loch.hybrid`): the vector search of ``column``
+        and the full-text search of ``text_column`` (each, when not given,
+        the dataset's only column of its kind), each among the rows
+        ``where`` passes, their ``rank_window`` best rows (default ``k``)
+        fused by reciprocal rank (``fusion="rrf"``, the default, ``rrf_k``
+        = 60) or by min-max normalised scores (``fusion="weighted"``,
+        ``weight`` x vector + (1 - ``weight``) x text): a
+        :class:`loch.hybrid.HybridSearchResult` whose ``selection()``
+        trains like a query's::
+
+            >>> hits = ds.search(q, text="red car", where="label = 3", k=10)  # doctest: +SKIP
+            >>> hits.row_ids, hits.scores, hits.vector_ranks, hits.text_ranks  # doctest: +SKIP
+            >>> loader = hits.selection().pytorch(batch_size=32)  # doctest: +SKIP
+        """
+        from .hybrid import hybrid_options
+        from .vector import check_metric
+
+        if fusion is not None or (vector is not None and text is not None):
+            hybrid = hybrid_options(column, text_column, check_metric(metric), fusion, weight, rrf_k, rank_window,
+                                    nprobe, rerank, exact, where)  # fmt: skip
+            return self._hybrid_search(vector, text, k, hybrid, where, columns)
         if text is not None or vector is None:
             if vector is not None or text is None:
-                raise InvalidArgument("search: give either vector or text")
+                raise InvalidArgument("search: give either vector or text (or both: a hybrid search)")
+            if column is None:
+                raise InvalidArgument("search: give column=, the text or json column")
             return self._text_search(text, k, column, where, columns)
+        if column is None:
+            raise InvalidArgument("search: give column=, the embedding column")
+        opts = {"nprobe": int(nprobe or 0), "exact": bool(exact), "rerank": int(rerank or 0)}
+        return self._vector_search(vector, k, column, check_metric(metric), where, columns, opts)
+
+    def _vector_search(self, vector: Any, k: int, column: str, metric: str, where: str | None, columns: Sequence[str],
+                       opts: dict[str, Any]) -> SearchResult | list[SearchResult]:  # fmt: skip
+        """The ``k`` rows of this version nearest to each query vector in
+        ``column`` (see :meth:`search`), among those ``where`` lets through."""
+        from .vector import SearchResult, query_matrix
 
         if k <= 0:
             raise InvalidArgument(f"k = {k}: want k >= 1")
@@ -195,7 +235,7 @@ class Search(Reads):
         ids = np.zeros((n, k), dtype=np.uint64)
         dists = np.zeros((n, k), dtype=np.float32)
         counts = np.zeros(n, dtype=np.int64)
-        opts = {"metric": check_metric(metric), "nprobe": int(nprobe or 0), "exact": bool(exact), "rerank": int(rerank or 0)}
+        opts = {"metric": metric} | opts
         here = self._here()
         meta = json.loads(self._read_str(
             "loch_vector_search", column.encode(), json.dumps(opts).encode(), q.ctypes.data, n, d, k,
@@ -234,6 +274,42 @@ class Search(Reads):
         r = TextSearchResult(row_ids=ids[:m].copy(), scores=scores[:m].copy(), index=meta["index"] or None, warnings=list(meta["warnings"]))
         r.columns = _columns_of(here, r.row_ids, columns)
         return r
+
+    def _hybrid_search(self, vector: Any, text: str | None, k: int, opts: dict[str, Any], where: str | None,
+                       columns: Sequence[str]) -> HybridSearchResult:  # fmt: skip
+        """The ``k`` best rows of this version for a hybrid search (see
+        :meth:`search`), among those ``where`` lets through."""
+        from .hybrid import HybridSearchResult
+        from .vector import query_matrix
+
+        if k <= 0:
+            raise InvalidArgument(f"k = {k}: want k >= 1")
+        if text is not None and not isinstance(text, str):
+            raise InvalidArgument(f"text of type {type(text).__name__}: want a str query")
+        q = None
+        if vector is not None:
+            q, single = query_matrix(vector)
+            if not single:
+                raise InvalidArgument(f"query vectors of shape {q.shape}: a hybrid search takes one vector [d]")
+        allowed = self._hits_allowed(columns, where)
+        here = self._here()
+        out = {"ids": np.zeros(k, np.uint64), "scores": np.zeros(k, np.float64), "vranks": np.zeros(k, np.int64),
+               "dists": np.zeros(k, np.float32), "tranks": np.zeros(k, np.int64), "tscores": np.zeros(k, np.float64)}  # fmt: skip
+        count = np.zeros(1, dtype=np.int64)
+        meta = json.loads(self._read_str(
+            "loch_hybrid_search", json.dumps(opts).encode(), None if q is None else q.ctypes.data, 0 if q is None else q.shape[1],
+            None if text is None else text.encode(), k,
+            None if allowed is None or len(allowed) == 0 else allowed.ctypes.data, -1 if allowed is None else len(allowed),
+            *(a.ctypes.data for a in out.values()), count.ctypes.data, interruptible=True,
+        ))  # fmt: skip
+        got = {name: a[: int(count[0])].copy() for name, a in out.items()}
+        sel = self._selection_of({"version": meta["version"], "sql": meta["sql"], "row_ids": got["ids"].tolist()})
+        return HybridSearchResult(
+            row_ids=got["ids"], scores=got["scores"], vector_ranks=got["vranks"], distances=got["dists"], text_ranks=got["tranks"],
+            text_scores=got["tscores"], version=meta["version"], sql=meta["sql"], vector_column=meta["vector_column"] or None,
+            text_column=meta["text_column"] or None, columns=_columns_of(here, got["ids"], columns), vector_index=meta["vector_index"] or None,
+            text_index=meta["text_index"] or None, warnings=list(meta["warnings"]), _selection=sel,
+        )  # fmt: skip
 
     def _hits_allowed(self, columns: Sequence[str], where: str | None) -> np.ndarray | None:
         """Checks that a search's ``columns`` exist and returns the row ids

@@ -75,6 +75,37 @@ def run_torchrun(tmp_path: Path, code: str, *args: str, nproc: int, timeout: flo
     proc = run_script(tmp_path, code, *args, timeout=timeout, launcher=launcher)
     return json.loads([line for line in proc.stdout.splitlines() if line.startswith("{")][-1])
 
+# DDP_CATALOG_ROWS trains on a catalog query under torchrun: argv is the
+# catalog root, the query (a selection of table frames) and its columns
+# (comma-separated); rank 0 prints {"shards": each rank's rows, each row
+# its columns' values}.
+DDP_CATALOG_ROWS = """
+    import json, sys
+    import torch.distributed as dist
+    import loch
+
+    dist.init_process_group("gloo")
+    cat = loch.connect(sys.argv[1], create=False)
+    loader = cat.dataloader(sys.argv[2], table="frames").batch_size(4).shuffle(True).seed(5).to_torch()
+    columns = sys.argv[3].split(",")
+    rows = []
+    for batch in loader:
+        values = [batch[c].tolist() if hasattr(batch[c], "tolist") else list(batch[c]) for c in columns]
+        rows += [list(r) for r in zip(*values)]
+    out = [None] * dist.get_world_size()
+    dist.all_gather_object(out, rows)
+    if dist.get_rank() == 0:
+        print(json.dumps({"shards": out}))
+    dist.destroy_process_group()
+"""
+
+
+def catalog_ddp_rows(tmp_path: Path, root: Path, query: str, columns: str) -> list[list[list[Any]]]:
+    """Each of two torchrun ranks' rows (DDP_CATALOG_ROWS) of query over
+    the catalog at root."""
+    return run_torchrun(tmp_path, DDP_CATALOG_ROWS, str(root), query, columns, nproc=2)["shards"]
+
+
 def minio_binary() -> str | None:
     """The pinned MinIO server (`make tools`): $LOCH_MINIO, else the link
     under the tools cache; None when neither exists."""

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import loch
-from conftest import run_torchrun
+from conftest import catalog_ddp_rows
 from loch.query import cli
 
 
@@ -121,34 +121,14 @@ def test_joined_refused(lake: Path) -> None:
         cat.query("SELECT f._rowid, l.v AS x FROM frames f JOIN labels l USING (id)", table="frames")
 
 
-DDP_JOINED = """
-    import json, sys
-    import torch.distributed as dist
-    import loch
-
-    dist.init_process_group("gloo")
-    cat = loch.connect(sys.argv[1], create=False)
-    loader = cat.dataloader(
-        "SELECT f._rowid, f.id, l.tag, l.note FROM frames f JOIN labels l USING (id) ORDER BY random()", table="frames"
-    ).batch_size(4).shuffle(True).seed(5).to_torch()
-    rows = []
-    for batch in loader:
-        rows += [[int(i), int(t), n] for i, t, n in zip(batch["id"].tolist(), batch["tag"].tolist(), batch["note"])]
-    out = [None] * dist.get_world_size()
-    dist.all_gather_object(out, rows)
-    if dist.get_rank() == 0:
-        print(json.dumps({"shards": out}))
-    dist.destroy_process_group()
-"""
-
-
 @pytest.mark.slow
 def test_torchrun_joined_column(tmp_path: Path, lake: Path) -> None:
     """A join with columns of the second table trains under torchrun
     --nproc_per_node=2: the ranks read each selected row once (34 rows, no
     padding), each with its own tag and note."""
     pytest.importorskip("torch")
-    shards = run_torchrun(tmp_path, DDP_JOINED, str(lake), nproc=2)["shards"]
+    q = "SELECT f._rowid, f.id, l.tag, l.note FROM frames f JOIN labels l USING (id) ORDER BY random()"
+    shards = catalog_ddp_rows(tmp_path, lake, q, "id,tag,note")
     assert len(shards) == 2 and len(shards[0]) == len(shards[1]) == 17
     seen = Counter(r[0] for s in shards for r in s)
     assert sorted(seen) == list(range(0, 100, 3)) and set(seen.values()) == {1}

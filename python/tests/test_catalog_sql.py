@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import loch
-from conftest import run_torchrun
+from conftest import catalog_ddp_rows
 from loch.query import cli
 
 
@@ -121,27 +121,6 @@ def test_join_selects_base_rows(lake: Path) -> None:
         cat.query("SELECT f._rowid FROM frames f JOIN other o USING (id)")
 
 
-DDP_JOIN = """
-    import json, sys
-    import torch.distributed as dist
-    import loch
-
-    dist.init_process_group("gloo")
-    cat = loch.connect(sys.argv[1], create=False)
-    loader = cat.dataloader(
-        "SELECT f._rowid, f.id, f.x FROM frames f JOIN other o USING (id) ORDER BY random()", table="frames"
-    ).batch_size(4).shuffle(True).seed(5).to_torch()
-    ids = []
-    for batch in loader:
-        ids += batch["id"].tolist()
-    out = [None] * dist.get_world_size()
-    dist.all_gather_object(out, ids)
-    if dist.get_rank() == 0:
-        print(json.dumps({"shards": out}))
-    dist.destroy_process_group()
-"""
-
-
 @pytest.mark.slow
 def test_torchrun_over_join(tmp_path: Path, lake: Path) -> None:
     """A join's result trains under torchrun --nproc_per_node=2: together
@@ -150,7 +129,8 @@ def test_torchrun_over_join(tmp_path: Path, lake: Path) -> None:
     pytest.importorskip("torch")
     cat = loch.connect(str(lake), create=False)
     cat.sql("INSERT INTO other SELECT i FROM range(0, 100, 3) r(i)")  # 34 ids
-    shards = run_torchrun(tmp_path, DDP_JOIN, str(lake), nproc=2)["shards"]
+    q = "SELECT f._rowid, f.id, f.x FROM frames f JOIN other o USING (id) ORDER BY random()"
+    shards = catalog_ddp_rows(tmp_path, lake, q, "id")
     assert len(shards) == 2 and len(shards[0]) == len(shards[1]) == 17
-    seen = Counter(i for s in shards for i in s)
+    seen = Counter(r[0] for s in shards for r in s)
     assert sorted(seen) == list(range(0, 100, 3)) and set(seen.values()) == {1}

@@ -171,14 +171,36 @@ def test_psycopg_copy_in_and_out(server: str) -> None:
         assert rows == [("0", None), ("1", "line\t1\n"), ("2", "line\t2\n")]
 
 
-def test_psycopg_rollback_warns_it_undoes_nothing(server: str) -> None:
-    notices: list[str] = []
+def test_psycopg_transactions(server: str) -> None:
+    """psycopg's default mode (not autocommit) opens a transaction at the
+    first statement: the writes until commit() are one commit, seen by
+    another connection only then; rollback() discards them."""
     with psycopg.connect(host="127.0.0.1", port=server, user="alice", password=PASSWORD, dbname="lake",
-                         sslmode="require") as conn:  # fmt: skip
-        conn.add_notice_handler(lambda d: notices.append(d.message_primary or ""))
-        conn.execute("CREATE TABLE r (id BIGINT)")
+                         sslmode="require") as conn, connect(server, "alice") as other:  # fmt: skip
+        conn.execute("CREATE TABLE r (id BIGINT, caption TEXT)")  # DDL runs at once, in a transaction too
         conn.commit()
-        conn.execute("INSERT INTO r VALUES (1)")
+        conn.execute("INSERT INTO r VALUES (%s, %s)", (1, "one"))
+        with conn.cursor() as cur:
+            cur.executemany("INSERT INTO r VALUES (%s, %s)", [(2, "two"), (3, "three")])
+        conn.execute("UPDATE r SET caption = %s WHERE id = %s", ("ONE", 1))
+        assert conn.info.transaction_status == psycopg.pq.TransactionStatus.INTRANS
+        assert conn.execute("SELECT count(*) FROM r").fetchone() == (3,)  # its own writes
+        assert other.execute("SELECT count(*) FROM r").fetchone() == (0,)  # not yet committed
+        conn.commit()
+        assert conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+        assert other.execute("SELECT id, caption FROM r ORDER BY id").fetchall() == [(1, "ONE"), (2, "two"), (3, "three")]
+
+        conn.execute("DELETE FROM r WHERE id = %s", (2,))
+        assert conn.execute("SELECT count(*) FROM r").fetchone() == (2,)
         conn.rollback()
-        assert any("ROLLBACK undoes nothing" in n for n in notices), notices
-        assert conn.execute("SELECT count(*) FROM r").fetchone() == (1,)
+        assert other.execute("SELECT count(*) FROM r").fetchone() == (3,)
+
+        with pytest.raises(psycopg.errors.UndefinedColumn):
+            conn.execute("SELECT nope FROM r")
+        assert conn.info.transaction_status == psycopg.pq.TransactionStatus.INERROR
+        with pytest.raises(psycopg.errors.InFailedSqlTransaction):
+            conn.execute("SELECT 1")
+        conn.rollback()
+        with conn.transaction():  # BEGIN ... COMMIT (no transaction is open: not a savepoint)
+            conn.execute("INSERT INTO r VALUES (%s, %s)", (4, "four"))
+        assert other.execute("SELECT count(*) FROM r").fetchone() == (4,)
