@@ -143,6 +143,8 @@ test: tools
 	$(GO) vet ./...
 	$(GO) test -race -timeout 20m ./...
 	$(GO) test -count=1 -run TestBoundedMemory ./loader # RSS bounds, without the race detector's overhead
+	$(GO) vet -tags=duckdb_arrow ./capi ./query
+	$(GO) test -race -tags=duckdb_arrow -run 'SQL|Arrow' ./capi # SQL in the library (capi/sql.go), built as setup.py builds it
 	$(VENV)/bin/python -m pytest python/tests
 
 # demo makes a small image dataset, ingests it into a local loch dataset,
@@ -301,6 +303,18 @@ BENCH_LIVING_ARGS ?=
 .PHONY: bench-living
 bench-living: venv $(VENV)/.loch-bench-deps
 	$(VENV)/bin/python python/bench/bench_living.py $(BENCH_LIVING_ARGS)
+
+# bench-ingest times loch's ingest against copying the same bytes (issue
+# 39): tar cf of 10,000 224px JPEGs against loch ingest imagefolder (each
+# --validate), Lance and Deep Lake when installed; DuckDB's COPY TO parquet
+# against loch ingest parquet; cp/dd of a .npy against loch ingest npy; and
+# the ingest at 3 sizes 10x apart (python/bench/bench_ingest.py, minutes;
+# not part of test). Options go in BENCH_INGEST_ARGS, e.g. "--scale
+# 1000,10000,100000 --rounds 3".
+BENCH_INGEST_ARGS ?=
+.PHONY: bench-ingest
+bench-ingest: build venv $(VENV)/.loch-bench-deps
+	$(VENV)/bin/python python/bench/bench_ingest.py --loch bin/loch $(BENCH_INGEST_ARGS)
 
 $(VENV)/.loch-bench-deps: python/requirements-bench.txt | $(VENV)/bin/python
 	$(VENV)/bin/python -m pip install -q -r python/requirements-bench.txt

@@ -4,7 +4,7 @@
 //	go build -buildmode=c-shared -o python/loch/_lib/libloch.so ./capi
 //
 // The ABI is narrow and built on the public Go API only (loch, loader,
-// schema). Its C types are in loch.h; the functions are the //export
+// schema, and for SQL query and sqlcat). Its C types are in loch.h; the functions are the //export
 // functions of this package, all named loch_*:
 //
 //   - Every function returns a status code (LOCH_OK or an error class, see
@@ -47,6 +47,12 @@
 //     which makes no call per batch, gets none), and loaders default to one
 //     worker per P the process had before (procs.go), so that the caller
 //     does not take a P from the workers.
+//   - SQL runs in the library (sql.go, ABI 22) where it is built with the
+//     tags duckdb_arrow,duckdb_use_lib against libduckdb.so (python/setup.py
+//     does): a SQL handle keeps one DuckDB connection over a dataset or
+//     catalog handle, and a query's result crosses as an ArrowArrayStream
+//     (the Arrow C data interface). Without the tags the library has no
+//     DuckDB and loch_sql_* are LOCH_NOT_IMPLEMENTED.
 //
 // The functions are safe to call from several threads, but a loader's
 // batches are meant for one consumer.

@@ -42,6 +42,7 @@ var statuses = []struct {
 	{loader.ErrClosed, C.LOCH_CLOSED},
 	{context.Canceled, C.LOCH_CANCELED},
 	{errNotImplemented, C.LOCH_NOT_IMPLEMENTED},
+	{errors.ErrUnsupported, C.LOCH_NOT_IMPLEMENTED},
 	{loch.ErrNotFound, C.LOCH_NOT_FOUND},
 	{loch.ErrExists, C.LOCH_EXISTS},
 	{loch.ErrCorrupt, C.LOCH_CORRUPT},

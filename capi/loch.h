@@ -48,12 +48,13 @@
  * loch_dataset_commit's conflicting row ids (see "Writers that recover"
  * below); 19 added the decode limit (loch_set_max_decode_bytes,
  * loch_max_decode_bytes); 20 added full-text search (loch_fts_*, see
- * the end); 21 added hybrid search (loch_hybrid_search, see the end); 22
- * added vector indexes built by several processes (loch_vector_train,
+ * the end); 21 added hybrid search (loch_hybrid_search, see the end);
+ * 22 added SQL in the library (loch_sql_*, see the end); 23 added vector
+ * indexes built by several processes (loch_vector_train,
  * loch_vector_encode_part, loch_vector_merge_lists, loch_vector_commit)
  * and loch_vector_build's "part_rows".
  */
-#define LOCH_ABI_VERSION 22
+#define LOCH_ABI_VERSION 23
 
 /* Status codes. */
 enum {
@@ -429,7 +430,7 @@ int64_t loch_max_decode_bytes(void);
  *       {"key", "version", "column", "metric", "dim", "rows", "nlist",
  *       "type", "m", "bytes"}. It reads and stores part_rows rows at a
  *       time (0: about 512 MiB of vectors).
- *   Built by several processes (ABI 22; capi/vector_parts.go has the
+ *   Built by several processes (ABI 23; capi/vector_parts.go has the
  *   details): every handle at the trained version, nothing visible until
  *   the commit, a step run again writes the same objects:
  *   loch_vector_train(h, column, options, char **out, err): options as
@@ -458,6 +459,34 @@ int64_t loch_max_decode_bytes(void);
  *       dists[i*k:] (nearest first); info = {"index": key or "",
  *       "warnings": [...]} (an unreadable index is searched exactly, with
  *       a warning).
+ */
+
+/*
+ * SQL in the library (ABI 22, capi/sql.go): DuckDB in this process, on one
+ * connection kept for the SQL handle's life, with results as Arrow (the
+ * Arrow C data interface). A library built without DuckDB (without the
+ * build tags duckdb_arrow,duckdb_use_lib; python/setup.py sets them) has
+ * these functions, each LOCH_NOT_IMPLEMENTED.
+ *   loch_sql_open(target, options, uintptr_t *out, err): target a dataset
+ *       handle (SQL over its version, as loch query URL: the table ds; the
+ *       engine follows the handle to the versions its commits and
+ *       checkouts move it to) or a catalog handle (its tables by name, as
+ *       loch sql ROOT; each statement reads the tables' heads and a write
+ *       is one commit); options JSON {"threads": N} or NULL. Close it
+ *       before its target.
+ *   loch_sql_close(s, err).
+ *   loch_sql_run(s, sql, options, struct ArrowArrayStream *stream,
+ *       char **out, err): one statement; options JSON {"seed": N,
+ *       "branch": "b", "message": "m", "pins": {"table": "version"}} or
+ *       NULL (branch, message and pins for a catalog, for this statement
+ *       only). A read fills *stream (the caller imports or releases it)
+ *       and out = {"statement": "QUERY", "rows": N}; a write leaves
+ *       *stream alone and out = what it did (loch sql --json).
+ *   loch_sql_select(s, sql, options, char **out, err): a SELECT as a
+ *       selection: out = {"version", "sql", "seed", "columns", "rows",
+ *       "row_ids", "joined"} (loch query --format selection), over a
+ *       catalog with "table" and "url"; options as loch_sql_run's, and
+ *       "table": the table a join selects.
  */
 
 #endif

@@ -15,9 +15,8 @@ import (
 
 // The saved-selection exports (ABI 5): a query's result saved in the
 // dataset (loch.Dataset.SaveSelection and friends), and row ids to
-// positions. The queries themselves run in the loch command: DuckDB does
-// not fit in this library (its thread-local storage exceeds what a
-// dlopen'ed library may have), and this library never links it.
+// positions. The queries themselves run through loch_sql_select (sql.go),
+// or in the loch command where this library was built without DuckDB.
 
 // selectionJSON is a selection as it crosses the ABI.
 type selectionJSON struct {

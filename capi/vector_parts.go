@@ -12,7 +12,7 @@ import (
 	"github.com/lochdata/loch/vector"
 )
 
-// A vector index built by several processes (ABI 22; vector/parts.go):
+// A vector index built by several processes (ABI 23; vector/parts.go):
 // one trains (loch_vector_train), tasks each encode a range of rows
 // (loch_vector_encode_part) and merge a range of lists
 // (loch_vector_merge_lists), and one commits (loch_vector_commit).

@@ -12,7 +12,11 @@
 // and DecodeJPEG write into a caller's buffer, as the loader's batch
 // buffers are; DecodeJPEG can also shrink by 1/2, 1/4 or 1/8 while
 // decoding. Encode writes png or jpeg; Config and JPEGHeader read a
-// header. Undecodable bytes are ErrDecode.
+// header. Inspect reads a JPEG, PNG or WebP header and walks the file's
+// structure (markers, chunks and their CRCs) without decoding, at memory
+// speed, and Validate proves the compressed data readable as cheaply as
+// the decoder allows (a JPEG at 1/8 scale): ingest keeps files on their
+// word. Undecodable bytes are ErrDecode.
 //
 // # Channels
 //

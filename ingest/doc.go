@@ -12,9 +12,15 @@
 //
 // Images are decoded once, at ingest, and stored in their final form: with
 // png or jpeg sample compression, an input file that already has that format
-// is stored byte for byte (after a full decode that proves it readable) and
-// any other is decoded and re-encoded; with lz4, zstd or no compression the
-// decoded uint8 [height, width, channels] pixels are stored. Options.Resize
+// is stored byte for byte and any other is decoded and re-encoded. A file
+// stored as it is is proven readable as Options.ImageValidation says: by
+// default its header and structure are checked (imaging.Inspect: a JPEG's
+// markers to EOI, a PNG's chunks and their CRCs to IEND), at the speed of
+// reading it, and one such file in SampleEvery is decoded whole, the same
+// ones on every run; ValidateFull decodes each, ValidateHeader none. A
+// file whose structure is in doubt is decoded before it is refused. With
+// lz4, zstd or no compression the decoded uint8 [height, width, channels]
+// pixels are stored. Options.Resize
 // and Options.Channels turn every image into one shape.
 //
 // # Creating and appending

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
+	"iter"
 	"maps"
 	"os"
 	"path"
@@ -62,18 +63,22 @@ func classFolder(ctx context.Context, src, url, format string, k fileKind, o Opt
 			labelCol, _ := final.Column("label")
 			convert := conv(*finalCol, o)
 			labels := classIndex(labelCol)
-			for _, f := range tree.files {
-				label := labels[f.class]
+			for files := range groupFiles(tree.files) {
 				err := emit(func(ctx context.Context) (batch, error) {
 					var b batch
-					data, err := tree.read(ctx, f)
-					if err != nil {
-						return b, err
+					for _, f := range files {
+						data, err := tree.read(ctx, f)
+						if err != nil {
+							return b, err
+						}
+						b.bytes += int64(len(data))
+						s, err := convert(f.name, data)
+						row := loch.Row{col.Name: s, "label": loch.Scalar(labels[f.class])}
+						if err := b.add(row, err, f.name, o.SkipBad); err != nil {
+							return b, err
+						}
 					}
-					b.bytes = int64(len(data))
-					s, err := convert(f.name, data)
-					row := loch.Row{col.Name: s, "label": loch.Scalar(label)}
-					return b, b.add(row, err, f.name, o.SkipBad)
+					return b, nil
 				})
 				if err != nil {
 					return err
@@ -83,6 +88,31 @@ func classFolder(ctx context.Context, src, url, format string, k fileKind, o Opt
 		}
 		return p, nil
 	})
+}
+
+// Jobs of an image folder's pipeline take consecutive files up to
+// maxGroupFiles and maxGroupBytes (one file at least): a job per small file
+// costs more in handing work between goroutines than in reading it.
+const (
+	maxGroupFiles = 32
+	maxGroupBytes = 1 << 20
+)
+
+// groupFiles yields files in consecutive groups for one job each.
+func groupFiles(files []folderFile) iter.Seq[[]folderFile] {
+	return func(yield func([]folderFile) bool) {
+		for len(files) > 0 {
+			n, size := 1, files[0].size
+			for n < len(files) && n < maxGroupFiles && size+files[n].size <= maxGroupBytes {
+				size += files[n].size
+				n++
+			}
+			if !yield(files[:n]) {
+				return
+			}
+			files = files[n:]
+		}
+	}
 }
 
 // folderFile is one image of an image folder.
@@ -105,7 +135,10 @@ type folderTree struct {
 
 func (t *folderTree) read(ctx context.Context, f folderFile) ([]byte, error) {
 	if t.store == nil {
-		return readAll(ctx, f.name)
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		return readLocal(f.name, f.size)
 	}
 	b, err := t.store.Get(ctx, f.key)
 	if err != nil {

@@ -14,6 +14,8 @@ import (
 	_ "golang.org/x/image/tiff"
 	_ "golang.org/x/image/webp"
 
+	"github.com/zeebo/xxh3"
+
 	"github.com/lochdata/loch"
 	"github.com/lochdata/loch/imaging"
 	"github.com/lochdata/loch/schema"
@@ -58,15 +60,17 @@ func (o *Options) imageColumn(name string) schema.Column {
 // imageConverter turns encoded image files into samples of one image column.
 // It is safe for concurrent use.
 type imageConverter struct {
-	col      *schema.Column
-	target   schema.SampleCompression // png, jpeg or none (pixels)
-	quality  int
-	resize   Size
-	channels int
+	col        *schema.Column
+	target     schema.SampleCompression // png, jpeg or none (pixels)
+	quality    int
+	resize     Size
+	channels   int
+	validation string // Options.ImageValidation
 }
 
 func newImageConverter(c *schema.Column, o *Options) *imageConverter {
-	return &imageConverter{col: c, target: c.SampleCompression, quality: o.JPEGQuality, resize: o.Resize, channels: o.Channels}
+	return &imageConverter{col: c, target: c.SampleCompression, quality: o.JPEGQuality, resize: o.Resize,
+		channels: o.Channels, validation: o.ImageValidation}
 }
 
 // convert decodes data (the file name, for errors) and returns the sample
@@ -88,14 +92,20 @@ func (ic *imageConverter) convert(name string, data []byte) (loch.Sample, error)
 }
 
 func (ic *imageConverter) sample(name string, data []byte) (loch.Sample, error) {
+	if s, ok, err := ic.keep(name, data); ok || err != nil {
+		return s, err
+	}
 	format, cshape, err := imaging.Config(data)
 	if err != nil {
 		return loch.Sample{}, fmt.Errorf("%w: %s: %w", ErrBadImage, name, err)
 	}
-	// Decode fully even when the bytes are kept: a truncated file must fail
-	// here, not in the middle of a training run.
+	// Decode fully: a truncated file must fail here, not in the middle of
+	// a training run.
 	pix, shape, err := imaging.Decode(data)
 	if err != nil {
+		if _, ierr := imaging.Inspect(data); ierr != nil && format != "webp" {
+			return loch.Sample{}, fmt.Errorf("%w: %s: %w (%s)", ErrBadImage, name, err, strings.TrimPrefix(ierr.Error(), "decode image: "))
+		}
 		return loch.Sample{}, fmt.Errorf("%w: %s: %w", ErrBadImage, name, err)
 	}
 	channels := ic.channels
@@ -107,7 +117,8 @@ func (ic *imageConverter) sample(name string, data []byte) (loch.Sample, error) 
 	}
 	resize := ic.resize.Width > 0 && (ic.resize.Width != shape[1] || ic.resize.Height != shape[0])
 	// The bytes are kept only when the shape their header announces is the
-	// decoded one: readers check that too.
+	// decoded one: readers check that too. (keep took the files it could
+	// prove so without decoding.)
 	if !resize && channels == shape[2] && string(ic.target) == format && slices.Equal(cshape, shape) {
 		return loch.Encoded(ic.target, data, shape), nil
 	}
@@ -135,3 +146,37 @@ func (ic *imageConverter) sample(name string, data []byte) (loch.Sample, error) 
 	}
 	return loch.Encoded(ic.target, enc, shape), nil
 }
+
+// keep returns data as the sample when it is kept byte for byte (its
+// format is the column's, no resize or channel conversion) and Inspect
+// proves its header and structure sound and that the header settles the
+// decoded shape for every reader (Exact). ValidateFull, and ValidateSample
+// for its share, then decode it too (imaging.Validate: a JPEG at 1/8
+// scale, every coefficient still entropy-decoded). ok is false when the
+// file goes the way of converted files, a full decode that decides: a file
+// Inspect doubts, any file converted.
+func (ic *imageConverter) keep(name string, data []byte) (s loch.Sample, ok bool, err error) {
+	if ic.target != schema.PNG && ic.target != schema.JPEG {
+		return s, false, nil
+	}
+	h, err := imaging.Inspect(data)
+	if err != nil || !h.Exact || h.Format != string(ic.target) ||
+		(ic.resize.Width > 0 && (ic.resize.Width != h.Width || ic.resize.Height != h.Height)) ||
+		(ic.channels != 0 && ic.channels != h.Channels) {
+		return s, false, nil
+	}
+	// What no reader could decode is not kept either.
+	if err := imaging.CheckSize(h.Format, h.Height, h.Width, h.Channels); err != nil {
+		return s, false, fmt.Errorf("%w: %s: %w", ErrBadImage, name, err)
+	}
+	if ic.validation == ValidateFull || (ic.validation != ValidateHeader && sampled(data)) {
+		if err := imaging.Validate(data, h); err != nil {
+			return s, false, fmt.Errorf("%w: %s: %w", ErrBadImage, name, err)
+		}
+	}
+	return loch.Encoded(ic.target, data, []int{h.Height, h.Width, h.Channels}), true, nil
+}
+
+// sampled reports whether ValidateSample decodes a kept file: one in
+// SampleEvery, by a hash of its bytes.
+func sampled(data []byte) bool { return xxh3.Hash(data)%SampleEvery == 0 }

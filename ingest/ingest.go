@@ -44,6 +44,28 @@ const (
 	CompressNone = "none"
 )
 
+// Image validations accepted by Options.ImageValidation: how an image
+// file that is stored byte for byte (a png or jpeg file into a column of
+// that sample compression, neither resized nor converted) is proven
+// readable. Files that are converted are always decoded whole.
+const (
+	// ValidateSample (the default) checks every kept file's header and
+	// structure (imaging.Inspect: JPEG markers to EOI, PNG chunks with
+	// their CRCs to IEND) and decodes one kept file in SampleEvery, those
+	// whose bytes hash to 0 modulo SampleEvery: the same files on every
+	// run, whatever the order and parallelism.
+	ValidateSample = "sample"
+	// ValidateHeader checks headers and structure and decodes no kept
+	// file.
+	ValidateHeader = "header"
+	// ValidateFull decodes every kept file.
+	ValidateFull = "full"
+)
+
+// SampleEvery is the share of kept image files that ValidateSample
+// decodes: one in SampleEvery.
+const SampleEvery = 64
+
 // Size is an image size in pixels.
 type Size struct {
 	Width, Height int
@@ -85,6 +107,12 @@ type Options struct {
 	// JPEGQuality is the quality (1..100) of images that ingest encodes as
 	// jpeg; 0 means 90.
 	JPEGQuality int
+	// ImageValidation is how kept image files are proven readable:
+	// ValidateSample (the default, ""), ValidateHeader or ValidateFull. A
+	// file that fails its header or structure check is decoded whole
+	// before it is refused; one that does not decode is an ErrBadImage
+	// (skipped with SkipBad), naming the file and what is wrong.
+	ImageValidation string
 	// Resize, when both sides are positive, resizes every image to exactly
 	// Width x Height (Catmull-Rom); the images are then always re-encoded.
 	// Each side is at most MaxResizeSide, and an RGBA image of that size
@@ -179,6 +207,11 @@ func (o Options) Validate() error {
 	case "", CompressPNG, CompressJPEG, CompressLZ4, CompressZstd, CompressNone:
 	default:
 		return bad("image compression %q (want png, jpeg, lz4, zstd or none)", o.ImageCompression)
+	}
+	switch o.ImageValidation {
+	case "", ValidateSample, ValidateHeader, ValidateFull:
+	default:
+		return bad("image validation %q (want sample, header or full)", o.ImageValidation)
 	}
 	switch o.Channels {
 	case 0, 1, 3, 4:

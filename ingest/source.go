@@ -41,9 +41,15 @@ func readAll(ctx context.Context, ref string) ([]byte, error) {
 		}
 		return b, nil
 	}
-	b, err := os.ReadFile(ref)
+	return readLocal(ref, -1)
+}
+
+// readLocal reads the local file path, of size bytes when known (else
+// negative); the error names it.
+func readLocal(path string, size int64) ([]byte, error) {
+	b, err := readFileSized(path, size)
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", ref, plainPathError(err))
+		return nil, fmt.Errorf("read %s: %w", path, plainPathError(err))
 	}
 	return b, nil
 }

@@ -65,9 +65,15 @@ func BenchmarkLoader(b *testing.B) {
 	for _, codec := range []schema.ChunkCodec{schema.CodecNone, schema.LZ4} {
 		d := benchSet(b, codec)
 		bytes := int64(20000 * (64*64*3 + 8))
-		for _, shuffle := range []order.Mode{order.ModeNone, order.ModeBlock, order.ModeFull} {
+		for _, shuffle := range []order.Mode{order.ModeNone, order.ModeBlock, order.ModeFull, "full-uncoalesced"} {
 			b.Run(string(codec)+"/loader/"+string(shuffle), func(b *testing.B) {
+				defer func(v bool) { coalesceReads = v }(coalesceReads)
+				if shuffle == "full-uncoalesced" { // the baseline: a read per run of samples
+					shuffle, coalesceReads = order.ModeFull, false
+				}
 				b.SetBytes(bytes)
+				cpu0 := cpuTime()
+				defer func() { b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N)/1e6, "cpu-ms/op") }()
 				for i := 0; i < b.N; i++ {
 					l, err := New(ctx, d.Scan(), Config{BatchSize: 256, Shuffle: shuffle, Seed: uint64(i)})
 					if err != nil {

@@ -362,25 +362,107 @@ func (l *Loader) slotJobs(index []int, items [][]order.Item) ([]*batchJob, *wind
 }
 
 // sampleRuns cuts the samples the window takes of each chunk into runs
-// of consecutive samples, each one read or more (appendRuns).
+// of consecutive samples, merges runs of one chunk whose gaps cost less
+// to read than another request (coalesce), and makes each run one read
+// or more (appendRuns).
 func (l *Loader) sampleRuns(wc *windowChunks, first bool) [][]sampleRun {
 	runs := make([][]sampleRun, len(wc.need))
+	var spans [][2]int
+	budget := l.cfg.PrefetchBytes / 2 // bytes coalesced reads may hold (coalesce)
 	for id, idx := range wc.need {
 		slices.Sort(idx)
 		idx = slices.Compact(idx)
-		var rs []sampleRun
+		spans = spans[:0]
 		for a := 0; a < len(idx); {
 			b := a + 1
 			for b < len(idx) && idx[b] == idx[b-1]+1 {
 				b++
 			}
-			lo, hi := idx[a], idx[b-1]+1
-			rs = l.appendRuns(rs, wc.refs[id], lo, hi, first && splitFirstWindow)
+			spans = append(spans, [2]int{idx[a], idx[b-1] + 1})
 			a = b
+		}
+		if coalesceReads && l.cfg.Shuffle == order.ModeFull {
+			spans = l.coalesce(wc.refs[id], spans, &budget)
+		}
+		var rs []sampleRun
+		for _, sp := range spans {
+			rs = l.appendRuns(rs, wc.refs[id], sp[0], sp[1], first && splitFirstWindow)
 		}
 		runs[id] = rs
 	}
 	return runs
+}
+
+// coalesceReads makes a full shuffle's window's runs of one chunk's
+// samples merge into fewer reads where the gaps between them are small
+// (see coalesce); tests and benchmarks turn it off for a baseline. Other
+// orders read runs as they are: in a block shuffle or in order a window's
+// runs are whole segments already, and the gaps between them are other
+// windows' segments.
+var coalesceReads = true
+
+// Bounds of coalesce: a gap between two runs of a chunk's samples is
+// read with them when it holds at most gapMax bytes, and while the bytes
+// read for nothing stay within wasteRatio times the bytes of the samples
+// needed (so that a window's reads hold at most 1+wasteRatio times its
+// samples' bytes). On this machine a request is a system call and a read
+// of its own (a checksum block decoded again when two runs share one):
+// about what copying a checksum block of 64 KiB costs. On an object store
+// it is a round trip of a millisecond or more, in which a few MiB arrive.
+const (
+	gapMaxLocal      = 64 << 10
+	wasteRatioLocal  = 1
+	gapMaxRemote     = 4 << 20
+	wasteRatioRemote = 3
+)
+
+// coalesce merges consecutive spans [lo, hi) of chunk k's samples (sorted,
+// disjoint) where reading the gap between two costs less than a request
+// of its own, within the bounds above: on a store on this machine, or on
+// an object store (more, as a request costs more there). The bytes are
+// the scan's estimates of each read (exact once the chunk's header is
+// known). A full shuffle whose window holds many of a chunk's rows reads
+// them in a few requests instead of one a sample.
+//
+// A merged read serves batches all through the window, so it is held
+// until the window's last batch that needs it is collated, where a read
+// of one sample is held for its batch alone: the merged reads of a window
+// hold at most *budget bytes (half the prefetch bytes, charged as chunks
+// are met; merging stops when it is spent), so that memory stays within
+// the prefetch bound however large the dataset and its window.
+func (l *Loader) coalesce(k chunkRef, spans [][2]int, budget *int64) [][2]int {
+	if len(spans) < 2 {
+		return spans
+	}
+	sc := l.scans[k.ds]
+	gapMax, ratio := int64(gapMaxRemote), int64(wasteRatioRemote)
+	if sc.Local() {
+		gapMax, ratio = gapMaxLocal, wasteRatioLocal
+	}
+	est := func(lo, hi int) int64 { return sc.Estimate(sc.Span(k.id, lo, hi)) }
+	out := spans[:1]
+	cur := est(spans[0][0], spans[0][1])
+	used, waste := cur, int64(0)
+	single := true // out's last span is one of spans, not charged yet
+	for _, sp := range spans[1:] {
+		last := &out[len(out)-1]
+		next := est(sp[0], sp[1])
+		merged := est(last[0], sp[1])
+		extra := merged - cur - next
+		charge := merged - cur // the held bytes the merge adds
+		if single {
+			charge = merged
+		}
+		if extra <= gapMax && waste+extra <= ratio*(used+next) && charge <= *budget {
+			*budget -= charge
+			last[1], cur, single = sp[1], merged, false
+			used, waste = used+next, waste+max(extra, 0)
+			continue
+		}
+		out = append(out, sp)
+		cur, used, waste, single = next, next, 0, true
+	}
+	return out
 }
 
 // attach gives each sample of job the entries it reads: its media part,

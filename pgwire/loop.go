@@ -151,6 +151,9 @@ func (c *conn) describeStatement(st *prepared) (*description, error) {
 	defer end()
 	desc, err := c.mirrorDescribe(ctx, st.sql)
 	if ctx.Err() != nil {
+		if err == nil { // cancelled just after the mirror answered
+			err = ctx.Err()
+		}
 		return nil, stmtErr(ctx, err)
 	}
 	// A parameter DuckDB cannot type is text, as in PostgreSQL; where the

@@ -53,6 +53,12 @@ func (e *Engine) parse(ctx context.Context, q string) (parsed, error) {
 	if !utf8.ValidString(q) {
 		return parsed{}, fmt.Errorf("query %s: not valid UTF-8 text: %w", oneLineSQL(strings.ToValidUTF8(q, "\uFFFD")), base.ErrInvalidArgument)
 	}
+	// A statement is parsed by pushdown and again by rewrite, the same
+	// text when pushdown changed nothing: the last answer is kept (its
+	// statements are raw JSON, decoded afresh by each user).
+	if e.lastParse.ok && e.lastParse.q == q {
+		return e.lastParse.tree, nil
+	}
 	var js string
 	if err := e.conn.QueryRowContext(ctx, "SELECT json_serialize_sql(?::VARCHAR)::VARCHAR", q).Scan(&js); err != nil {
 		return parsed{}, fmt.Errorf("query: parse: %w", err)
@@ -61,7 +67,15 @@ func (e *Engine) parse(ctx context.Context, q string) (parsed, error) {
 	if err := json.Unmarshal([]byte(js), &tree); err != nil {
 		return parsed{}, fmt.Errorf("query: parse: %w", err)
 	}
+	e.lastParse.q, e.lastParse.tree, e.lastParse.ok = q, tree, true
 	return tree, nil
+}
+
+// lastParsed is the engine's last parse: its text and tree.
+type lastParsed struct {
+	q    string
+	tree parsed
+	ok   bool
 }
 
 // decodeStatement decodes one statement's tree, numbers as json.Number

@@ -98,7 +98,8 @@ type Engine struct {
 	// searchers keep the vector indexes a nearest-neighbour ORDER BY
 	// opened (knn.go), by handle, for the engine's life
 	searchers map[*loch.Dataset]*vector.Searcher
-	fts       ftsState // fts_match and fts_score (fts.go)
+	fts       ftsState   // fts_match and fts_score (fts.go)
+	lastParse lastParsed // parse's last answer (duckdb.go)
 }
 
 // New starts an engine over d's current version. d may be nil: then the
@@ -164,14 +165,8 @@ func (e *Engine) init(ctx context.Context) error {
 	if _, err := conn.ExecContext(ctx, macro); err != nil {
 		return fmt.Errorf("query: define %s: %w", tableFunction, err)
 	}
-	seed := uint64(0)
-	if e.opts.Seed != nil {
-		seed = *e.opts.Seed
-	}
-	// loch_random(rowid): random()'s replacement, uniform in [0, 1).
-	macro = fmt.Sprintf("CREATE MACRO %s(r) AS (hash(r, %d::UBIGINT) >> 11)::DOUBLE / 9007199254740992.0", randomMacro, seed)
-	if _, err := conn.ExecContext(ctx, macro); err != nil {
-		return fmt.Errorf("query: define %s: %w", randomMacro, err)
+	if err := e.defineRandom(ctx, "CREATE MACRO", e.opts.Seed); err != nil {
+		return err
 	}
 	if err := e.registerFile(conn); err != nil {
 		return err

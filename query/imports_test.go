@@ -9,8 +9,10 @@ import (
 )
 
 // TestOnlyQueryImportsDuckDB: the query package is the only one that
-// imports DuckDB, so the rest of loch (and capi's shared library, which
-// cannot carry DuckDB's thread-local storage) builds without it.
+// imports DuckDB, so the rest of loch builds without it, and capi's
+// shared library, which cannot carry DuckDB's thread-local storage
+// itself, has it only with the tag duckdb_arrow, linked as libduckdb.so
+// (capi/sql.go).
 func TestOnlyQueryImportsDuckDB(t *testing.T) {
 	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Imports " "}}`, "github.com/lochdata/loch/...").CombinedOutput()
 	require.NoError(t, err, string(out))

@@ -48,16 +48,11 @@ func (k *kept) close() {
 }
 
 // sameOptions reports whether an engine started with a answers as one
-// started with b would.
+// started with b would, but for the seed of random(), which
+// query.Engine.SetSeed changes in place.
 func sameOptions(a, b query.Options) bool {
-	seed := func(o query.Options) uint64 {
-		if o.Seed == nil {
-			return 0
-		}
-		return *o.Seed
-	}
 	return a.Threads == b.Threads && a.FileBase == b.FileBase && a.Sandbox == b.Sandbox &&
-		a.MemoryLimit == b.MemoryLimit && seed(a) == seed(b)
+		a.MemoryLimit == b.MemoryLimit
 }
 
 // keptEngine is Session.engine on the kept engine: each table q names is
@@ -79,6 +74,12 @@ func (s *Session) keptEngine(ctx context.Context, tables []catalog.Table, named 
 		s.kept = &kept{e: e, opts: opts, tables: map[string]*keptTable{}}
 	}
 	k := s.kept
+	if err := k.e.SetSeed(ctx, opts.Seed); err != nil {
+		k.close()
+		s.kept = nil
+		return nil, nil, err
+	}
+	k.opts.Seed = opts.Seed
 	if err := s.attachKept(ctx, k, tables, named, name, target); err != nil {
 		k.close()
 		s.kept = nil

@@ -75,11 +75,12 @@ func TestKeepEngineSeesCommits(t *testing.T) {
 	require.EqualValues(t, 1, count(t, s, "frames"), "main again")
 	require.Same(t, e, s.kept.e)
 
-	// a seed of its own starts another engine
+	// a seed of its own is set in the kept engine (query.Engine.SetSeed)
 	seed := uint64(7)
 	s.Seed = &seed
 	require.EqualValues(t, 1, count(t, s, "frames"))
-	require.NotSame(t, e, s.kept.e)
+	require.Same(t, e, s.kept.e)
+	require.Equal(t, &seed, s.kept.opts.Seed)
 }
 
 // TestKeepEngineOpenRows: a statement run while another's rows are open

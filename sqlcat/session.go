@@ -2,6 +2,7 @@ package sqlcat
 
 import (
 	"context"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"io"
@@ -77,6 +78,10 @@ type Output struct {
 	W      io.Writer
 	Format string
 	Limit  int
+	// Read, when set, reads the result instead of W: Run hands it
+	// DuckDB's connection and the statement's rewritten SQL
+	// (query.Engine.Raw), to read it as Arrow (query.ArrowRecords).
+	Read func(conn driver.Conn, sql string) error
 }
 
 // Result says what a statement did.
@@ -443,6 +448,9 @@ func (s *Session) query(ctx context.Context, stmt string, out Output) (int64, er
 		return 0, err
 	}
 	defer done()
+	if out.Read != nil {
+		return 0, e.Raw(ctx, stmt, out.Read)
+	}
 	w := out.W
 	if w == nil {
 		w = io.Discard

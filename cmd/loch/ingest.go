@@ -36,6 +36,7 @@ type ingestFlags struct {
 	jpegQuality      int
 	resize           string
 	channels         int
+	validate         string
 }
 
 func newIngestCmd() *cobra.Command {
@@ -63,7 +64,11 @@ such descriptions, from any number of machines, in one commit.
 Images are decoded once, at ingest, and stored in their final form: with
 --image-compression png (the default) or jpeg, files already in that format
 are stored byte for byte, others are re-encoded; lz4, zstd and none store the
-decoded uint8 [height, width, channels] pixels with that chunk codec.
+decoded uint8 [height, width, channels] pixels with that chunk codec. A file
+stored byte for byte is checked, by default, by its header and structure (a
+JPEG's markers to its EOI, a PNG's chunks and CRCs to IEND), and 1 in 64 of
+them is decoded whole (--validate sample); --validate full decodes each,
+--validate header none. A file that fails names itself and what is wrong.
 
 Files are read and converted on all cores (--parallelism); row order does not
 depend on it. A progress bar (rows/s, bytes/s, ETA) is shown when standard error
@@ -120,6 +125,7 @@ func addImageFlags(cmd *cobra.Command, f *ingestFlags) {
 	fl.StringVar(&f.resize, "resize", "", "resize every image to WIDTHxHEIGHT, e.g. 224x224 (N alone: NxN); at most 65535 a side")
 	fl.IntVar(&f.channels, "channels", 0, "convert every image to 1 (gray), 3 (RGB) or 4 (RGBA) channels (default: keep each image's)")
 	fl.BoolVar(&f.skipBad, "skip-bad", false, "skip rows whose image cannot be decoded (missing files still fail)")
+	fl.StringVar(&f.validate, "validate", ingest.ValidateSample, fmt.Sprintf("how png/jpeg files stored as they are are proven readable: sample (header and structure of each, and a full decode of 1 in %d), header (no decode) or full (decode each)", ingest.SampleEvery))
 }
 
 func newIngestImageFolderCmd(f *ingestFlags) *cobra.Command {
@@ -442,6 +448,12 @@ func (f *ingestFlags) options(cmd *cobra.Command) (ingest.Options, error) {
 		SkipBad:     f.skipBad,
 		JPEGQuality: f.jpegQuality,
 		Channels:    f.channels,
+	}
+	switch f.validate {
+	case "", ingest.ValidateSample, ingest.ValidateHeader, ingest.ValidateFull:
+		o.ImageValidation = f.validate
+	default:
+		return o, usagef("--validate %q: want sample, header or full", f.validate)
 	}
 	if fl := cmd.Flags().Lookup("chunk-bytes"); fl != nil && fl.Changed && (f.chunkBytes < 1024 || f.chunkBytes > 1<<30) {
 		return o, usagef("--chunk-bytes %s: want 1 KiB to 1 GiB", fl.Value)

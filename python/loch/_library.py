@@ -30,7 +30,7 @@ from typing import Any
 from ._status import NOT_ERRORS
 from .errors import ForkedProcess, InternalError, from_status
 
-ABI_VERSION = 22
+ABI_VERSION = 23
 
 # Layouts and encodings of loch_column_in and loch_tensor.
 DENSE, PACKED, NULLS = 0, 1, 2
@@ -155,7 +155,7 @@ _STATUS_FUNCS: dict[str, list[Any]] = {
     "loch_vector_update": [c_uintptr, c_char_p, c_char_p, _STR_OUT],
     "loch_vector_search": [c_uintptr, c_char_p, c_char_p, c_void_p, c_int64, c_int64, c_int64, c_void_p, c_int64,
                            c_void_p, c_void_p, c_void_p, _STR_OUT],
-    # A vector index built by several processes (ABI 22).
+    # A vector index built by several processes (ABI 23).
     "loch_vector_train": [c_uintptr, c_char_p, c_char_p, _STR_OUT],
     "loch_vector_encode_part": [c_uintptr, c_char_p, c_int64, c_int64, _STR_OUT],
     "loch_vector_merge_lists": [c_uintptr, c_char_p, c_char_p, c_int64, c_int64, _STR_OUT],
@@ -169,6 +169,11 @@ _STATUS_FUNCS: dict[str, list[Any]] = {
     # ids, scores, vector ranks, distances, text ranks, text scores, count, info).
     "loch_hybrid_search": [c_uintptr, c_char_p, c_void_p, c_int64, c_char_p, c_int64, c_void_p, c_int64,
                            c_void_p, c_void_p, c_void_p, c_void_p, c_void_p, c_void_p, c_void_p, _STR_OUT],
+    # SQL in the library (ABI 22; LOCH_NOT_IMPLEMENTED without DuckDB).
+    "loch_sql_open": [c_uintptr, c_char_p, POINTER(c_uintptr)],
+    "loch_sql_close": [c_uintptr],
+    "loch_sql_run": [c_uintptr, c_char_p, c_char_p, c_void_p, _STR_OUT],
+    "loch_sql_select": [c_uintptr, c_char_p, c_char_p, _STR_OUT],
     "loch_catalog_open": [c_char_p, c_char_p, POINTER(c_uintptr)],
     "loch_catalog_close": [c_uintptr],
     "loch_catalog_url": [c_uintptr, _STR_OUT],

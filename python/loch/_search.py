@@ -63,8 +63,9 @@ class Search(Reads):
             >>> ds.sql("SELECT label, count(*) AS n FROM ds GROUP BY label ORDER BY label").to_pylist()  # doctest: +SKIP
             [{'label': 'cat', 'n': 5}, {'label': 'dog', 'n': 5}]
 
-        ``seed`` seeds ``random()``. It runs in the ``loch`` command, with
-        the handle's ``storage_options``, and only reads (docs/query.md).
+        ``seed`` seeds ``random()``. It runs in this process, on a DuckDB
+        connection kept for the handle's life, and only reads; the result
+        crosses as Arrow without a copy per value (docs/query.md).
         """
         from .query import table
 
@@ -173,8 +174,8 @@ class Search(Reads):
         max(400, 40 k); rows added or changed
         since it was built are searched exactly), else compares every row
         (``exact=True`` always does). ``where`` keeps only the rows that
-        pass an SQL condition over the table ``ds`` (run by the ``loch``
-        command, as :meth:`query` is); the result is the top ``k`` among
+        pass an SQL condition over the table ``ds`` (run as :meth:`query`
+        runs it); the result is the top ``k`` among
         them (the index scans more of its lists as the filter narrows, and
         every list, exactly, when under 12.5% of the rows pass)::
 

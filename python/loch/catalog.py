@@ -20,6 +20,7 @@ name at once; its data stays, readable by whoever has it open, until
 from __future__ import annotations
 
 import ctypes
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -29,6 +30,7 @@ from . import _library
 from ._handle import Closable, Handle
 from ._library import Library, c_uintptr
 from ._snapshot import json_options
+from ._sql import SQL, open_sql
 from .dataset import Dataset, _auto_compact
 from .schema import Column, Schema
 from .versions import GCReport, format_time, gc_options, parse_time
@@ -136,6 +138,17 @@ class Catalog(Closable):
 
     def __init__(self, lib: Library, handle: int) -> None:
         self._h = Handle(self, lib, handle, "loch_catalog_close", "catalog")
+        self._sql: SQL | None = None
+        self._sql_lock = threading.Lock()
+
+    def _sql_session(self) -> SQL | None:
+        """The SQL handle over the catalog (statements in this process),
+        opened on first use and kept until :meth:`close`; None where the
+        library has no SQL (the ``loch`` command runs it)."""
+        with self._sql_lock:
+            if self._sql is None or self._sql.closed:
+                self._sql = open_sql(self._h)
+            return self._sql
 
     @property
     def url(self) -> str:
@@ -212,14 +225,14 @@ class Catalog(Closable):
         (default main) with ``message``, or a read. Returns what it did:
         ``{"statement", "table", "rows", "version"}``, or for a read
         ``{"statement": "QUERY", "rows": n, "result": [row dicts]}``. Runs
-        in the ``loch`` command; errors raise :class:`loch.Error`
+        in this process (:mod:`loch._sql`); errors raise :class:`loch.Error`
         subclasses::
 
             >>> cat.sql("INSERT INTO frames (caption, image) SELECT caption, loch_file(path) FROM read_parquet('c.parquet')")  # doctest: +SKIP
         """
         from .query import catalog_sql
 
-        return catalog_sql(self.url, statement, message=message, branch=branch)
+        return catalog_sql(self.url, statement, message=message, branch=branch, session=self._sql_session())
 
     def query(self, sql: str, *, seed: int | None = None, branch: str | None = None, table: str | None = None) -> Selection:
         """Runs a SELECT (docs/sql.md) and returns a :class:`loch.Selection`
@@ -232,14 +245,14 @@ class Catalog(Closable):
         with it and which its loaders deliver beside the table's columns
         (:attr:`loch.Selection.joined`). ``seed`` seeds
         ``random()``; ``branch`` reads the tables' branch of that name.
-        Runs in the ``loch`` command (:func:`loch.query.cli`)::
+        Runs in this process (:mod:`loch._sql`)::
 
             >>> sel = cat.query("SELECT image, label FROM frames WHERE label = 'cat'")  # doctest: +SKIP
             >>> sel = cat.query("SELECT f._rowid, f.image FROM frames f JOIN labels l USING (id) WHERE l.ok", table="frames")  # doctest: +SKIP
         """
         from .query import catalog_query
 
-        return catalog_query(self.url, self._open_at, sql, seed=seed, branch=branch, table=table)
+        return catalog_query(self.url, self._open_at, sql, seed=seed, branch=branch, table=table, session=self._sql_session())
 
     def dataloader(self, sql: str, *, table: str | None = None) -> LoaderBuilder:
         """A :class:`loch.query.LoaderBuilder` over the rows of ``sql`` (a
@@ -279,4 +292,8 @@ class Catalog(Closable):
     def close(self) -> None:
         """Closes the catalog (idempotent). Tables opened from it stay
         usable until they are closed."""
+        with self._sql_lock:
+            sql, self._sql = self._sql, None
+        if sql is not None:
+            sql.close()
         self._h.close()

@@ -32,6 +32,7 @@ from __future__ import annotations
 import ctypes
 import math
 import os
+import threading
 import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -46,6 +47,7 @@ from ._library import Library, c_uintptr
 from ._loader_methods import LoaderMethods
 from ._reads import ColumnReader
 from ._search import Search
+from ._sql import SQL, open_sql
 from ._snapshot import json_options
 from ._versioning import Commit, VersionControl
 from ._writes import UpsertReport, Writes
@@ -53,6 +55,9 @@ from .errors import InvalidArgument, NotFound
 from .links import LinkPolicy
 from .schema import Column, Schema
 from .versions import format_time
+
+#: Opens the SQL handles of datasets (Dataset._sql_session) one at a time.
+_sql_lock = threading.Lock()
 
 __all__ = ["Dataset", "ColumnReader", "Commit", "UpsertReport", "create", "open"]
 
@@ -318,6 +323,7 @@ class Dataset(VersionControl, Writes, Search, IndexParts, LoaderMethods, Closabl
         self._schema = None
         self._url = None
         self._loaders = weakref.WeakSet()
+        self._sql: SQL | None = None
         self._view = None
         self._at = self._reopener_at(self._h.lib.call_string("loch_dataset_version", self._h.value))
 
@@ -402,10 +408,25 @@ class Dataset(VersionControl, Writes, Search, IndexParts, LoaderMethods, Closabl
         the snapshot opened there and forgets the parent's handle."""
         for go in list(self._loaders):
             go.close()
+        sql, self._sql = self._sql, None
+        if sql is not None:
+            sql.close()
         view, self._view = self._view, None
         if view is not None and view[0] == os.getpid():
             view[1].close()
         self._h.close()
+
+    def _sql_session(self) -> SQL | None:
+        """Package-internal (:mod:`loch.query`): the SQL handle over this
+        handle's version, opened on first use and kept until :meth:`close`;
+        None where the library has no SQL (the ``loch`` command runs it)."""
+        here = self._here()
+        if here is not self:
+            return here._sql_session()
+        with _sql_lock:
+            if self._sql is None or self._sql.closed:
+                self._sql = open_sql(self._h)
+            return self._sql
 
     def __reduce__(self) -> Any:
         """Pickles the dataset as its snapshot: unpickled, it is

@@ -1,11 +1,12 @@
 """SQL over datasets, and the selections it makes (docs/query.md).
 
-The SQL engine (DuckDB, in the Go package ``query``) is not in the shared
-library that the rest of this package loads: DuckDB's thread-local storage
-does not fit in a ``dlopen``'ed library's static TLS block. It runs in the
-``loch`` command, which this package ships (``_lib/loch``, built by
-setup.py; ``LOCH_CLI`` names another, and ``loch`` on PATH is the last
-resort)::
+The SQL engine (DuckDB, in the Go package ``query``) runs in this process,
+inside the shared library (:mod:`loch._sql`, C ABI 22), on one connection
+per dataset or catalog handle that lives as long as the handle; a query's
+result crosses as Arrow, without a copy per value. A library built without
+DuckDB (python/setup.py says when) runs SQL in the ``loch`` command instead,
+which this package ships (``_lib/loch``; ``LOCH_CLI`` names another, and
+``loch`` on PATH is the last resort)::
 
     >>> sel = ds.query("SELECT image, label WHERE (meta->>'q') = 'high' ORDER BY random()", seed=7)  # doctest: +SKIP
     >>> len(sel), sel.version, sel.row_ids[:3]                                                       # doctest: +SKIP
@@ -13,13 +14,10 @@ resort)::
     ...     ...
     >>> sel.save("curated"); ds.selection("curated")                                                 # doctest: +SKIP
 
-Saved selections (:meth:`Selection.save`, :meth:`loch.Dataset.selection`)
-and a selection's positions go through the shared library like the rest
-of the package; only the SQL runs in the command.
-
-A query runs on the handle's version (its id, so a branch that moves on
-does not change the answer); an in-memory (``mem://``) dataset, which
-lives in this process only, cannot be queried.
+A query runs on the handle's version (a branch that moves on does not
+change the answer until the handle moves with it: a commit through it, a
+checkout); in the ``loch`` command an in-memory (``mem://``) dataset,
+which lives in this process only, cannot be queried.
 """
 
 from __future__ import annotations
@@ -35,6 +33,7 @@ from typing import Any, Callable, Protocol, Sequence
 
 import numpy as np
 
+from ._sql import SQL, pyarrow
 from .dtypes import VARIABLE, numpy_dtype
 from .errors import AlreadyExists, Error, InvalidArgument, NotFound
 from .loader import keyword_signature
@@ -48,6 +47,7 @@ class Dataset(Protocol):
     version: str
     _storage_options: dict[str, str] | None
 
+    def _sql_session(self) -> SQL | None: ...
     def positions(self, row_ids: Any) -> np.ndarray: ...
     def save_selection(self, name: str, selection: Selection) -> None: ...
     def __getitem__(self, key: Any) -> Any: ...
@@ -201,6 +201,8 @@ class Selection:
         self.joined: list[dict[str, Any]] = list(data.get("joined") or [])
         #: The root of the catalog of :attr:`table`.
         self.root: str | None = data.get("root")
+        #: The catalog's SQL handle that made it (to_arrow), else None.
+        self._catalog_sql: SQL | None = data.get("_session")
         self.dataset: Dataset = dataset if dataset.version == self.version else opener(dataset.url, self.version)
         self._positions: np.ndarray | None = None
         self._sliced = False
@@ -304,8 +306,11 @@ class Selection:
         if self._sliced:
             raise InvalidArgument("Selection.to_arrow: a slice of a selection is not the result of its SQL: convert the whole selection")
         if self.table is not None and self.root is not None:
+            session = self._catalog_sql
+            if session is not None and not session.closed:
+                return session.run(self.sql, seed=self.seed, pins={self.table: self.version})[1]
             return _table(["sql", self.root, self.sql, "--pin", f"{self.table}={self.version}"], self.seed, None)
-        return _table(["query", _url(self.dataset), self.sql, "--ref", self.version], self.seed, self.dataset)
+        return table(self.dataset, self.sql, self.seed)
 
     def to_pandas(self) -> Any:
         """The query's result as a ``pandas.DataFrame`` (needs pyarrow and pandas)."""
@@ -315,10 +320,9 @@ class Selection:
 def _table(args: list[str], seed: int | None, ds: Dataset | None) -> Any:
     """The result of the loch command ``args`` (loch query or loch sql
     over a version) as a ``pyarrow.Table``, through a Parquet file."""
-    try:
-        import pyarrow.parquet as pq
-    except ImportError as e:
-        raise Error("a query's result as a table needs pyarrow (pip install pyarrow)") from e
+    pyarrow()
+    import pyarrow.parquet as pq
+
     with tempfile.TemporaryDirectory(prefix="loch-query-") as tmp:
         out = os.path.join(tmp, "result.parquet")
         args = [*args, "--format", "parquet", "--out", out]
@@ -330,6 +334,9 @@ def _table(args: list[str], seed: int | None, ds: Dataset | None) -> Any:
 
 def query(ds: Dataset, opener: Opener, sql: str, seed: int | None = None) -> Selection:
     """Runs ``sql`` over the handle's version (see :meth:`loch.Dataset.query`)."""
+    session = ds._sql_session()
+    if session is not None:
+        return Selection(ds, session.select(sql, seed=seed), opener)
     args = ["query", _url(ds), sql, "--ref", ds.version, "--format", "selection"]
     if seed is not None:
         args += ["--seed", str(int(seed))]
@@ -339,14 +346,24 @@ def query(ds: Dataset, opener: Opener, sql: str, seed: int | None = None) -> Sel
 def table(ds: Dataset, sql: str, seed: int | None = None) -> Any:
     """Runs ``sql`` over the handle's version and returns its result (see
     :meth:`loch.Dataset.sql`)."""
+    session = ds._sql_session()
+    if session is not None:
+        return session.run(sql, seed=seed)[1]
     return _table(["query", _url(ds), sql, "--ref", ds.version], seed, ds)
 
 
 def catalog_query(
-    root: str, open_table: TableOpener, sql: str, seed: int | None = None, branch: str | None = None, table: str | None = None
+    root: str, open_table: TableOpener, sql: str, seed: int | None = None, branch: str | None = None,
+    table: str | None = None, session: SQL | None = None,
 ) -> Selection:
     """Runs a SELECT over the catalog at ``root`` as a selection of one
-    table (see :meth:`loch.Catalog.query`)."""
+    table (see :meth:`loch.Catalog.query`), through the catalog's SQL
+    handle ``session`` when there is one."""
+    if session is not None:
+        data = session.select(sql, seed=seed, branch=branch, table=table)
+        data["root"], data["_session"] = root, session
+        name = data["table"]
+        return Selection(open_table(name, data["version"]), data, lambda _url, version: open_table(name, version))
     if root.startswith("mem://"):
         raise InvalidArgument(f"{root} lives in this process only: store the catalog at a path or an object store URL to query it")
     args = ["sql", root, sql, "--format", "selection"]
@@ -439,9 +456,17 @@ class LoaderBuilder:
         return self.selection().tensorflow(**self._kwargs)
 
 
-def catalog_sql(root: str, statement: str, message: str | None = None, branch: str | None = None) -> dict[str, Any]:
+def catalog_sql(
+    root: str, statement: str, message: str | None = None, branch: str | None = None, session: SQL | None = None
+) -> dict[str, Any]:
     """Runs one SQL statement over the catalog at ``root`` (see
-    :meth:`loch.Catalog.sql`)."""
+    :meth:`loch.Catalog.sql`), through the catalog's SQL handle
+    ``session`` when there is one."""
+    if session is not None:
+        result, _ = session.run(statement, message=message, branch=branch, json=True)
+        if result.get("statement") == "QUERY":
+            result.setdefault("result", [])
+        return dict(result)
     if root.startswith("mem://"):
         raise InvalidArgument(f"{root} lives in this process only: store the catalog at a path or an object store URL to run SQL on it")
     args = ["sql", root, statement, "--json"]
@@ -450,3 +475,4 @@ def catalog_sql(root: str, statement: str, message: str | None = None, branch: s
     if branch is not None:
         args += ["--branch", branch]
     return dict(json.loads(_run(args)))
+

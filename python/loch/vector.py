@@ -4,9 +4,9 @@
 
 The work is the Go core's (package ``vector``): an exact search streams the
 column's chunks on all cores; an IVF-flat index, stored in the dataset and
-versioned with it, answers faster. A ``where`` filter is SQL run by the
-``loch`` command (as :meth:`loch.Dataset.query` is), whose row ids the core
-then searches among.
+versioned with it, answers faster. A ``where`` filter is SQL run as
+:meth:`loch.Dataset.query` runs it, whose row ids the core then searches
+among.
 """
 
 from __future__ import annotations

@@ -248,6 +248,6 @@ def test_ctrl_c_interrupts_a_query(tmp_path: Path) -> None:
     assert what == "interrupted", "the query finished before the signal: make it longer"
     assert took < 1.0, f"KeyboardInterrupt {took:.2f} s after SIGINT"
     assert after["before"] == version and after["len"] == 100
-    assert after["seen"], "the loch command was not running when the signal came"
-    assert after["alive"] == [], "the loch command still runs after the KeyboardInterrupt"
+    # The query runs in this process (loch._sql): no loch command to stop.
+    assert after["seen"] == [] and after["alive"] == [], "a query started a process"
     assert tree(url) == files, "the interrupted query wrote to the dataset"
