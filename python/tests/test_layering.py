@@ -19,7 +19,14 @@ PACKAGE = Path(__file__).resolve().parents[1] / "loch"
 # Private members that one module may use on objects defined in another:
 # the seam through which loch.loader, and loch._stream for the loader, reach
 # a dataset (loch.loader.Source, documented on loch.Dataset).
-SEAMS: dict[str, set[str]] = {"loch.loader": {"_start_loader", "_loader_view"}, "loch._stream": {"_start_loader"}}
+# loch._sql also calls pyarrow's RecordBatchReader._import_from_c, the
+# C data interface import that pyarrow documents (not a loch module's
+# private member; pyarrow 26 has no public import from a raw address).
+SEAMS: dict[str, set[str]] = {
+    "loch.loader": {"_start_loader", "_loader_view"},
+    "loch._stream": {"_start_loader"},
+    "loch._sql": {"_import_from_c"},
+}
 
 
 def module_name(path: Path) -> str:
