@@ -49,9 +49,12 @@
  * below); 19 added the decode limit (loch_set_max_decode_bytes,
  * loch_max_decode_bytes); 20 added full-text search (loch_fts_*, see
  * the end); 21 added hybrid search (loch_hybrid_search, see the end);
- * 22 added SQL in the library (loch_sql_*, see the end).
+ * 22 added SQL in the library (loch_sql_*, see the end); 23 added vector
+ * indexes built by several processes (loch_vector_train,
+ * loch_vector_encode_part, loch_vector_merge_lists, loch_vector_commit)
+ * and loch_vector_build's "part_rows".
  */
-#define LOCH_ABI_VERSION 22
+#define LOCH_ABI_VERSION 23
 
 /* Status codes. */
 enum {
@@ -423,8 +426,27 @@ int64_t loch_max_decode_bytes(void);
  *
  *   loch_vector_build(h, column, options, char **out, err): options JSON
  *       {"metric": "cosine"|"l2"|"dot", "nlist", "sample", "iterations",
- *       "seed"}, all optional, or NULL; out = {"key", "version", "column",
- *       "metric", "dim", "rows", "nlist", "bytes"}.
+ *       "seed", "kind", "m", "part_rows"}, all optional, or NULL; out =
+ *       {"key", "version", "column", "metric", "dim", "rows", "nlist",
+ *       "type", "m", "bytes"}. It reads and stores part_rows rows at a
+ *       time (0: about 512 MiB of vectors).
+ *   Built by several processes (ABI 23; capi/vector_parts.go has the
+ *   details): every handle at the trained version, nothing visible until
+ *   the commit, a step run again writes the same objects:
+ *   loch_vector_train(h, column, options, char **out, err): options as
+ *       loch_vector_build's; stores the centroids (and codebook); out = the
+ *       trained index, with "parts": [[start, stop], ...] planned.
+ *   loch_vector_encode_part(h, trained, int64_t start, int64_t stop,
+ *       char **out, err): the rows at positions [start, stop); out = the
+ *       part {"version", "start", "stop", "lists": [{"list", "key",
+ *       "rows"}]}.
+ *   loch_vector_merge_lists(h, trained, parts, int64_t lo, int64_t hi,
+ *       char **out, err): parts a JSON list of parts; out = the lists
+ *       [lo, hi), one object each: [{"list", "key", "rows"}].
+ *   loch_vector_commit(h, trained, parts, lists, char **out, err): every
+ *       part and every merged list; out as loch_vector_build's;
+ *       LOCH_INVALID_ARGUMENT when the parts do not tile the version's
+ *       rows or disagree with the lists.
  *   loch_vector_update(h, column, metric, char **out, err): the index of
  *       the handle's version from its newest indexed ancestor's; out as
  *       loch_vector_build's; LOCH_NOT_FOUND when no index serves it.

@@ -6,6 +6,7 @@ package main
 import "C"
 
 import (
+	"context"
 	"encoding/json"
 	"unsafe"
 
@@ -26,6 +27,26 @@ type indexOptionsJSON struct {
 	Seed       uint64 `json:"seed"`
 	Kind       string `json:"kind"`
 	M          int    `json:"m"`
+	PartRows   int64  `json:"part_rows"`
+}
+
+// indexOptions decodes and checks the options of loch_vector_build.
+func indexOptions(options *C.char) (*indexOptionsJSON, error) {
+	var o indexOptionsJSON
+	if s := goString(options); s != "" {
+		if err := json.Unmarshal([]byte(s), &o); err != nil {
+			return nil, invalidf("index options JSON: %v", err)
+		}
+	}
+	if o.NList < 0 || o.Sample < 0 || o.Iterations < 0 || o.M < 0 || o.PartRows < 0 {
+		return nil, invalidf("index options: nlist, sample, iterations, m and part_rows must not be negative")
+	}
+	return &o, nil
+}
+
+func (o *indexOptionsJSON) build() vector.BuildOptions {
+	return vector.BuildOptions{Metric: vector.Metric(o.Metric), NList: o.NList, Sample: o.Sample, Iterations: o.Iterations,
+		Seed: o.Seed, Kind: o.Kind, M: o.M, PartRows: o.PartRows}
 }
 
 // loch_vector_build builds the index of column at the handle's version
@@ -35,24 +56,27 @@ type indexOptionsJSON struct {
 //
 //export loch_vector_build
 func loch_vector_build(h C.uintptr_t, column, options *C.char, out **C.char, errOut **C.char) (st C.int) {
+	return withIndexOptions(h, column, options, out, errOut, func(ctx context.Context, ds *dataset, o vector.BuildOptions) (any, error) {
+		return vector.Build(ctx, ds.d, goString(column), o)
+	})
+}
+
+// withIndexOptions decodes the options of loch_vector_build and stores
+// fn's answer in out as JSON.
+func withIndexOptions(h C.uintptr_t, column, options *C.char, out **C.char, errOut **C.char,
+	fn func(context.Context, *dataset, vector.BuildOptions) (any, error)) C.int {
 	return withDataset(h, errOut, func(ds *dataset) error {
-		var o indexOptionsJSON
-		if s := goString(options); s != "" {
-			if err := json.Unmarshal([]byte(s), &o); err != nil {
-				return invalidf("index options JSON: %v", err)
-			}
-		}
-		if o.NList < 0 || o.Sample < 0 || o.Iterations < 0 || o.M < 0 {
-			return invalidf("index options: nlist, sample, iterations and m must not be negative")
-		}
-		ctx, done := interruptible()
-		defer done()
-		info, err := vector.Build(ctx, ds.d, goString(column), vector.BuildOptions{Metric: vector.Metric(o.Metric),
-			NList: o.NList, Sample: o.Sample, Iterations: o.Iterations, Seed: o.Seed, Kind: o.Kind, M: o.M})
+		o, err := indexOptions(options)
 		if err != nil {
 			return err
 		}
-		return setJSON(out, info)
+		ctx, done := interruptible()
+		defer done()
+		v, err := fn(ctx, ds, o.build())
+		if err != nil {
+			return err
+		}
+		return setJSON(out, v)
 	})
 }
 

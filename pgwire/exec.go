@@ -202,8 +202,15 @@ func (c *conn) write(ctx context.Context, q, kind string) (*result, error) {
 		ref = "main"
 	}
 	a := access{right: RightWrite, table: target, ref: ref}
-	if ddl {
+	switch {
+	case ddl:
 		a.right = RightDDL
+	case kind == sqlcat.KindBranchMerge:
+		m, err := sqlcat.ParseBranchMerge(q)
+		if err != nil {
+			return nil, err
+		}
+		a.right, a.ref = RightMerge, c.sess.IntoBranch(m)
 	}
 	if target != "" && !c.role.allows(a) {
 		return nil, refusal(c.user, c.roleName, a)
@@ -223,7 +230,33 @@ func (c *conn) write(ctx context.Context, q, kind string) (*result, error) {
 		return nil, err
 	}
 	c.srv.logf("user %s: %s %s (version %s)", c.user, r.Statement, r.Table, r.Version)
+	if kind == sqlcat.KindBranchMerge {
+		return mergeResult(r), nil
+	}
 	return tagResult(commandTag(r)), nil
+}
+
+// mergeColumns are the columns of the one row a CALL loch_merge returns
+// (tagged CALL 1); version is the branch's head after the merge.
+var mergeColumns = []string{"table", "source", "into", "version", "added", "deleted", "modified"}
+
+// mergeFields is the row description of a CALL loch_merge.
+func mergeFields() ([]string, []pgType) {
+	types := make([]pgType, len(mergeColumns))
+	for i := range types {
+		types[i] = typeFor("VARCHAR")
+		if i >= 4 {
+			types[i] = typeFor("BIGINT")
+		}
+	}
+	return mergeColumns, types
+}
+
+// mergeResult is the row of a CALL loch_merge.
+func mergeResult(r sqlcat.Result) *result {
+	names, types := mergeFields()
+	row := []any{r.Table, r.Source, r.Into, r.Version, r.Inserted, r.Deleted, r.Updated}
+	return &result{names: names, types: types, static: [][]any{row}, fetchTag: "CALL"}
 }
 
 // commandTag is the CommandComplete tag of a write.

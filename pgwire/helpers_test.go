@@ -137,3 +137,24 @@ func seed(t testing.TB, c *pgx.Conn, n int) {
 	_, err = c.Exec(ctx, "INSERT INTO frames SELECT i, 'caption ' || i, [i, 1, 0]::FLOAT[3], json_object('split', CASE WHEN i % 2 = 0 THEN 'train' ELSE 'val' END) FROM range($1::BIGINT) t(i)", n)
 	require.NoError(t, err)
 }
+
+// makeRefs makes tags and branches of table at its main head, through
+// the catalog (SQL makes no refs), and returns that version.
+func (f *fixture) makeRefs(t testing.TB, table string, tags, branches []string) string {
+	t.Helper()
+	cat, err := catalog.Open(ctx, f.root)
+	require.NoError(t, err)
+	defer cat.Close()
+	d, err := cat.OpenTable(ctx, table)
+	require.NoError(t, err)
+	defer d.Close()
+	for _, tag := range tags {
+		_, err = d.CreateTag(ctx, tag, "main")
+		require.NoError(t, err)
+	}
+	for _, b := range branches {
+		_, err = d.CreateBranch(ctx, b, "main")
+		require.NoError(t, err)
+	}
+	return d.Version()
+}

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgproto3"
 
 	"github.com/lochdata/loch"
+	"github.com/lochdata/loch/sqlcat"
 )
 
 // prepared is a statement of the extended protocol (Parse).
@@ -168,7 +169,12 @@ func (c *conn) describeStatement(st *prepared) (*description, error) {
 			}
 		}
 	}
-	if err == nil && desc.Read {
+	if sqlcat.Kind(st.sql) == sqlcat.KindBranchMerge {
+		names, types := mergeFields()
+		for i, name := range names {
+			d.fields = append(d.fields, field(name, types[i], 0))
+		}
+	} else if err == nil && desc.Read {
 		for i, name := range desc.Names {
 			d.fields = append(d.fields, field(name, typeFor(desc.Types[i]), 0))
 		}

@@ -69,17 +69,7 @@ func TestClientGoneCancelsQuery(t *testing.T) {
 func TestRefRights(t *testing.T) {
 	f := newFixture(t, Options{})
 	seed(t, f.mustConnect(t, "alice"), 4)
-	cat, err := catalog.Open(ctx, f.root)
-	require.NoError(t, err)
-	d, err := cat.OpenTable(ctx, "frames")
-	require.NoError(t, err)
-	_, err = d.CreateTag(ctx, "v1", "main")
-	require.NoError(t, err)
-	_, err = d.CreateBranch(ctx, "curation/cats", "main")
-	require.NoError(t, err)
-	version := d.Version()
-	d.Close()
-	cat.Close()
+	version := f.makeRefs(t, "frames", []string{"v1"}, []string{"curation/cats"})
 
 	bob := f.mustConnect(t, "bob")
 	var n int64
@@ -99,7 +89,7 @@ func TestRefRights(t *testing.T) {
 	}
 
 	carol := f.mustConnect(t, "carol")
-	_, err = carol.Exec(ctx, "SET loch_branch = 'curation/cats'")
+	_, err := carol.Exec(ctx, "SET loch_branch = 'curation/cats'")
 	require.NoError(t, err)
 	_, err = carol.Exec(ctx, "DELETE FROM frames WHERE id = $1", int64(0))
 	require.NoError(t, err)

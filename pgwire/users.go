@@ -24,8 +24,8 @@ const (
 	// RightDDL lets a role CREATE, ALTER and DROP the tables its grant
 	// names (refs do not apply: a table's schema is the catalog's).
 	RightDDL = "ddl"
-	// RightMerge lets a role merge branches of the tables its grant names
-	// (held by admin; no SQL statement merges branches yet).
+	// RightMerge lets a role merge into the branches its grant names of
+	// the tables it names (CALL loch_merge; held by admin).
 	RightMerge = "merge"
 )
 
@@ -226,7 +226,7 @@ func refusal(user, role string, a access) error {
 	switch a.right {
 	case RightRead:
 		where = " at " + a.ref
-	case RightWrite:
+	case RightWrite, RightMerge:
 		where = " on branch " + a.ref
 	}
 	return fmt.Errorf("permission denied: user %s (role %s) lacks the %s right on table %s%s: %w", user, role, a.right, a.table, where, loch.ErrPermission)

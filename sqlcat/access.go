@@ -15,10 +15,15 @@ import (
 
 // Target is the table that the write or DDL statement stmt changes: the
 // table of INSERT INTO, UPDATE, DELETE FROM, MERGE INTO, OPTIMIZE, CREATE,
-// ALTER and DROP TABLE, as the statement spells it. It is "" for every
-// other kind of statement.
+// ALTER and DROP TABLE, as the statement spells it, and the table of a
+// CALL loch_merge (whose branches ParseBranchMerge reads). It is "" for
+// every other kind of statement.
 func Target(stmt string) (string, error) {
 	kind := Kind(stmt)
+	if kind == KindBranchMerge {
+		m, err := ParseBranchMerge(stmt)
+		return m.Table, err
+	}
 	words := map[string][]string{
 		"INSERT": {"insert", "into"}, "UPDATE": {"update"}, "DELETE": {"delete", "from"},
 		"MERGE": {"merge", "into"}, "OPTIMIZE": {"optimize"},

@@ -93,7 +93,8 @@ type Result struct {
 	Table     string `json:"table,omitempty"`
 	// File is the file a COPY wrote, as the statement named it.
 	File string `json:"file,omitempty"`
-	// Rows is the rows inserted, updated, deleted, copied by an OPTIMIZE
+	// Rows is the rows inserted, updated, deleted (merged by a CALL
+	// loch_merge), copied by an OPTIMIZE
 	// or (for a query) written to the output.
 	Rows int64 `json:"rows"`
 	// Version is the table's version after a write ("" for a query).
@@ -105,12 +106,22 @@ type Result struct {
 	Updated  int64 `json:"updated,omitempty"`
 	Deleted  int64 `json:"deleted,omitempty"`
 	Inserted int64 `json:"inserted,omitempty"`
+	// Source and Into are the ref a CALL loch_merge merged and the branch
+	// it merged into; UpToDate is true when there was nothing to merge
+	// (no commit). Its Inserted, Deleted and Updated are the rows the
+	// merge brought in, deleted and modified.
+	Source   string `json:"source,omitempty"`
+	Into     string `json:"into,omitempty"`
+	UpToDate bool   `json:"up_to_date,omitempty"`
 }
 
 // String is the line the CLI prints for a write: INSERT 1000 (version 3f2a...).
 func (r Result) String() string {
 	if r.Compaction != nil {
 		return compactionString(r)
+	}
+	if r.Statement == KindBranchMerge {
+		return branchMergeString(r)
 	}
 	s := r.Statement
 	switch r.Statement {
@@ -172,6 +183,10 @@ func Kind(stmt string) string {
 	case "set", "reset":
 		if strings.HasPrefix(second.text, "loch_") {
 			return "SET"
+		}
+	case "call":
+		if second.is("loch_merge") {
+			return KindBranchMerge
 		}
 	}
 	return KindQuery
@@ -235,6 +250,8 @@ func (s *Session) run(ctx context.Context, p *parser, kind, text, stmt string) (
 		return parsed(p.parseOptimize, func(st *optimizeStmt) (Result, error) { return s.optimize(ctx, st, stmt) })
 	case "COPY":
 		return s.copyOut(ctx, p)
+	case KindBranchMerge:
+		return s.mergeBranch(ctx, stmt)
 	default: // SET
 		if s.tx != nil && s.tx.table != "" {
 			return Result{}, fmt.Errorf("sql: SET inside a transaction that writes %s: COMMIT or ROLLBACK first: %w", s.tx.table, ErrTxTable)

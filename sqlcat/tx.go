@@ -60,7 +60,7 @@ func (s *Session) txCheck(ctx context.Context, kind, target string) error {
 	t := s.tx
 	switch kind {
 	case "INSERT", "UPDATE", "DELETE", "MERGE":
-	case "ALTER TABLE", "DROP TABLE":
+	case "ALTER TABLE", "DROP TABLE", KindBranchMerge:
 		if t.table != "" && strings.EqualFold(target, t.table) {
 			return fmt.Errorf("sql: %s %s inside a transaction that writes %s: COMMIT or ROLLBACK first: %w", kind, target, t.table, ErrTxTable)
 		}

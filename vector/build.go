@@ -3,7 +3,6 @@ package vector
 import (
 	"context"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"slices"
 	"sort"
@@ -41,6 +40,9 @@ type BuildOptions struct {
 	Seed uint64
 	// Parallelism is the number of goroutines; 0 means GOMAXPROCS.
 	Parallelism int
+	// PartRows is the number of rows assigned and stored at a time (a
+	// part, Trained.Parts); 0 means PartBytes of float32 vectors.
+	PartRows int64
 }
 
 // Info describes a stored index.
@@ -79,68 +81,37 @@ type lists struct {
 }
 
 // Build trains an index of column at the handle's version, stores it
-// (docs/format.md §2.8) and returns its description. It reads the column
-// twice (a sample, then every row) and holds the whole index in memory
-// while it writes it. Building again for the same version, column and
-// metric replaces the stored index.
+// (docs/format.md §2.8) and returns its description. It runs the steps
+// of a distributed build (Train, EncodePart, MergeLists, Commit) in this
+// process: it reads a sample, then the rows part by part (Trained.Parts),
+// so that it holds about four parts' vectors (PartBytes) at a time, not
+// the column. Building again for the same version, column and metric
+// replaces the stored index.
 func Build(ctx context.Context, ds *loch.Dataset, column string, opts BuildOptions) (*Info, error) {
-	m, err := opts.metric()
-	if err != nil {
-		return nil, err
-	}
-	kind, err := ParseKind(opts.Kind)
-	if err != nil {
-		return nil, err
-	}
-	par := Options{Parallelism: opts.Parallelism}.parallelism()
-	sc := ds.Scan()
-	c, err := openColumn(ctx, sc, column, par)
-	if err != nil {
-		return nil, err
-	}
 	fail := func(err error) (*Info, error) {
 		return nil, fmt.Errorf("index %s column %q: %w", ds.URL(), column, err)
 	}
-	n := sc.Len()
-	nlist := opts.NList
-	if nlist <= 0 {
-		nlist = max(1, int(math.Round(math.Sqrt(float64(n)))))
-	}
-	sampleSize := opts.Sample
-	if sampleSize <= 0 {
-		sampleSize = max(64*nlist, 50000)
-	}
-	sample, err := c.sample(ctx, min(int64(sampleSize), n), opts.Seed, par)
+	par := Options{Parallelism: opts.Parallelism}.parallelism()
+	mo, err := train1(ctx, ds, column, opts)
 	if err != nil {
 		return fail(err)
 	}
-	got := len(sample) / c.dim
-	if got == 0 {
-		return fail(fmt.Errorf("no rows with a vector to train on: %w", loch.ErrInvalidArgument))
-	}
-	nlist = min(nlist, got)
-	if m == Cosine {
-		normalize(sample, c.dim)
-	}
-	iters := opts.Iterations
-	if iters <= 0 {
-		iters = 10
-	}
-	cents := train(m, sample, c.dim, nlist, iters, opts.Seed, par)
-	nlist = len(cents) / c.dim
-	q := newQuantizer(m, cents, c.dim, opts.Seed, par)
-	ls := newLists(nlist)
-	all := [][2]int64{{0, n}}
-	if err := c.assign(ctx, m, q, all, nil, par, ls); err != nil {
+	c, err := openColumn(ctx, ds.Scan(), column, par)
+	if err != nil {
 		return fail(err)
 	}
-	var p *pq
-	if kind == KindPQ {
-		if p, err = buildPQ(m, sample, c.dim, opts.M, q, iters, opts.Seed, par, ls); err != nil {
+	t, store := mo.t, ds.Store()
+	parts := make([]*Part, len(t.Parts))
+	for i, r := range t.Parts {
+		if parts[i], err = mo.encodePart(ctx, store, c, r[0], r[1], par); err != nil {
 			return fail(err)
 		}
 	}
-	info, err := write(ctx, ds.Store(), c, m, cents, p, ls, "", nil)
+	merged, err := MergeLists(ctx, store, t, parts, 0, t.NList, Options{Parallelism: par})
+	if err != nil {
+		return fail(err)
+	}
+	info, err := commit(ctx, ds, t, parts, merged)
 	if err != nil {
 		return fail(err)
 	}
@@ -151,7 +122,8 @@ func newLists(nlist int) *lists {
 	return &lists{ids: make([][]uint64, nlist), vecs: make([][]float32, nlist)}
 }
 
-// sample reads the vectors of about size rows at random positions.
+// sample reads the vectors of about size rows at random positions, in
+// row id order.
 func (c *column) sample(ctx context.Context, size int64, seed uint64, par int) ([]float32, error) {
 	n := c.sc.Len()
 	var ranges [][2]int64
@@ -168,12 +140,27 @@ func (c *column) sample(ctx context.Context, size int64, seed uint64, par int) (
 			ranges = append(ranges, [2]int64{p, p + 1})
 		}
 	}
-	parts := make([][]float32, par)
+	parts := make([]*lists, par)
+	for w := range parts {
+		parts[w] = newLists(1)
+	}
 	err := c.each(ctx, ranges, nil, par, func(w int, b batch) error {
-		parts[w] = append(parts[w], b.vecs...)
+		parts[w].ids[0] = append(parts[w].ids[0], b.ids...)
+		parts[w].vecs[0] = append(parts[w].vecs[0], b.vecs...)
 		return nil
 	})
-	return slices.Concat(parts...), err
+	if err != nil {
+		return nil, err
+	}
+	// In row id order: which worker read which rows varies from run to
+	// run, and the trained centroids must not.
+	all := newLists(1)
+	for _, p := range parts {
+		all.ids[0], all.vecs[0] = append(all.ids[0], p.ids[0]...), append(all.vecs[0], p.vecs[0]...)
+		p.ids[0], p.vecs[0] = nil, nil
+	}
+	all.sortList(0, c.dim)
+	return all.vecs[0], nil
 }
 
 // assign streams the rows of ranges (those keep accepts), assigns each to
@@ -217,6 +204,7 @@ func (c *column) assign(ctx context.Context, m Metric, q *quantizer, ranges [][2
 		for _, p := range parts {
 			ls.ids[l] = append(ls.ids[l], p.ids[l]...)
 			ls.vecs[l] = append(ls.vecs[l], p.vecs[l]...)
+			p.ids[l], p.vecs[l] = nil, nil
 		}
 		ls.sortList(l, dim)
 	}

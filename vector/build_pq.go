@@ -34,10 +34,9 @@ func ParseKind(s string) (string, error) {
 // centroid).
 const pqTrainRows = 64 * ksub
 
-// buildPQ trains the product quantizer on the residuals of the sample
-// (normalized for cosine) to their nearest centroids and encodes every
-// list's residuals into ls.codes.
-func buildPQ(m Metric, sample []float32, dim, subq int, q *quantizer, iters int, seed uint64, par int, ls *lists) (*pq, error) {
+// trainResidualPQ trains the product quantizer on the residuals of the
+// sample (normalized for cosine) to their nearest centroids.
+func trainResidualPQ(m Metric, sample []float32, dim, subq int, q *quantizer, iters int, seed uint64, par int) (*pq, error) {
 	if subq == 0 {
 		subq = defaultM(dim)
 	}
@@ -54,15 +53,7 @@ func buildPQ(m Metric, sample []float32, dim, subq int, q *quantizer, iters int,
 			r[j] -= c[j]
 		}
 	}
-	p := trainPQ(res, dim, subq, iters, seed, par)
-	ls.codes = make([][]byte, len(ls.ids))
-	parallelFor(len(ls.ids), par, func(_, lo, hi int) {
-		r, w := make([]float32, dim), newPQScratch()
-		for l := lo; l < hi; l++ {
-			ls.codes[l] = p.encodeList(w, r, q.cents[l*dim:(l+1)*dim], ls.vecs[l], nil)
-		}
-	})
-	return p, nil
+	return trainPQ(res, dim, subq, iters, seed, par), nil
 }
 
 // encodeList appends to dst the codes of the residuals of vecs to the

@@ -28,7 +28,10 @@
 // it; Open loads the index that covers a version (its own, or its newest
 // ancestor's) and answers searches from the index and an exact scan of
 // the rows the index does not cover (appended, updated or undeleted since
-// it was built). Deleted rows are never returned. Update folds a newer
+// it was built). Build runs the four steps of a distributed build in one
+// process, in bounded memory (Train, EncodePart per part of the rows,
+// MergeLists, Commit: see parts.go); the steps can also run in separate
+// processes, as python/loch/ray.py's create_index runs them. Deleted rows are never returned. Update folds a newer
 // version's uncovered rows into the lists without retraining. Search
 // (and a Searcher, which keeps opened indexes between calls) uses the
 // index when one serves the version and exact search otherwise, also when

@@ -61,12 +61,23 @@ func normalize(vs []float32, dim int) {
 // point with every centroid (see kmeans).
 const exactIters = 3
 
+// fullIters is the number of last k-means iterations that run on the
+// whole sample; the ones before run on a strided subsample of
+// subPerCentroid points a centroid (mini-batch k-means in the manner of
+// faiss's sampling: the early iterations only need to place the
+// centroids roughly, and cost a quarter).
+const (
+	fullIters      = 3
+	subPerCentroid = 16
+)
+
 // kmeans runs Lloyd's algorithm on the sample (n x dim, normalized for
 // cosine) and returns nlist centroids. Initial centroids are distinct
-// random sample points; an empty cell takes a random point. From
-// groupedAbove centroids, the iterations after the first exactIters
-// assign through a quantizer of the centroids so far: by then few points
-// change cells.
+// random sample points; the iterations before the last fullIters run on
+// a subsample (see fullIters); an empty cell takes half of a large one
+// (splitEmpty). From groupedAbove centroids, the iterations after the
+// first exactIters assign through a quantizer of the centroids so far: by
+// then few points change cells.
 func kmeans(m Metric, sample []float32, dim, nlist, iters int, seed uint64, parallelism int) []float32 {
 	n := len(sample) / dim
 	r := rand.New(rand.NewPCG(seed, 0x6b6d65616e73))
@@ -74,37 +85,95 @@ func kmeans(m Metric, sample []float32, dim, nlist, iters int, seed uint64, para
 	for c, p := range r.Perm(n)[:nlist] {
 		copy(cents[c*dim:], sample[p*dim:(p+1)*dim])
 	}
-	am := assignMetric(m)
-	assign := make([]int, n)
-	xnorm := norms(sample, dim)
+	sub := subsample(sample, dim, subPerCentroid*nlist)
 	for it := range iters {
+		pts := sample
+		if it < iters-fullIters {
+			pts = sub
+		}
+		assign := make([]int, len(pts)/dim)
 		if nlist >= groupedAbove && it >= exactIters {
-			for _, a := range newQuantizer(m, cents, dim, seed+uint64(it), parallelism).assignAll(sample, parallelism) {
+			for _, a := range newQuantizer(m, cents, dim, seed+uint64(it), parallelism).assignAll(pts, parallelism) {
 				assign[a.row] = int(a.l)
 			}
 		} else {
-			assignStep(am, sample, cents, dim, xnorm, assign, parallelism)
+			assignStep(assignMetric(m), pts, cents, dim, norms(pts, dim), assign, parallelism)
 		}
 		sum := make([]float32, nlist*dim)
 		cnt := make([]int, nlist)
 		for i, a := range assign {
 			cnt[a]++
-			vek32.Add_Inplace(sum[a*dim:(a+1)*dim], sample[i*dim:(i+1)*dim])
+			vek32.Add_Inplace(sum[a*dim:(a+1)*dim], pts[i*dim:(i+1)*dim])
 		}
 		for c := range nlist {
-			s := sum[c*dim : (c+1)*dim]
-			if cnt[c] == 0 {
-				copy(s, sample[r.IntN(n)*dim:][:dim])
-				continue
+			if cnt[c] > 0 {
+				vek32.MulNumber_Inplace(sum[c*dim:(c+1)*dim], 1/float32(cnt[c]))
 			}
-			vek32.MulNumber_Inplace(s, 1/float32(cnt[c]))
 		}
+		splitEmpty(sum, cnt, dim, r)
 		if m == Cosine {
 			normalize(sum, dim)
 		}
 		cents = sum
 	}
 	return cents
+}
+
+// subsample returns every (n/size)-th point of the sample when it holds
+// over twice size points, else the sample.
+func subsample(sample []float32, dim, size int) []float32 {
+	n := len(sample) / dim
+	if size <= 0 || n <= 2*size {
+		return sample
+	}
+	out := make([]float32, 0, size*dim)
+	for i := range size {
+		p := int(int64(i) * int64(n) / int64(size))
+		out = append(out, sample[p*dim:(p+1)*dim]...)
+	}
+	return out
+}
+
+// splitEps is the relative distance at which splitEmpty places the two
+// halves of a split cell's centroid.
+const splitEps = 1.0 / 1024
+
+// splitEmpty gives each empty cell half of a cell picked with probability
+// proportional to its points less one (as faiss does): the two centroids
+// are the picked one moved by splitEps up and down, each taking half its
+// points, so that the next iteration divides the large cell instead of
+// leaving a list empty.
+func splitEmpty(cents []float32, cnt []int, dim int, r *rand.Rand) {
+	n, k := 0, len(cnt)
+	for _, c := range cnt {
+		n += c
+	}
+	if n <= k {
+		return
+	}
+	for ci := range k {
+		if cnt[ci] != 0 {
+			continue
+		}
+		cj := 0
+		for ; ; cj = (cj + 1) % k {
+			if r.Float64() < float64(cnt[cj]-1)/float64(n-k) {
+				break
+			}
+		}
+		a, b := cents[ci*dim:(ci+1)*dim], cents[cj*dim:(cj+1)*dim]
+		copy(a, b)
+		for j := range a {
+			e := float32(splitEps)
+			if j%2 == 1 {
+				e = -e
+			}
+			a[j] *= 1 + e
+			b[j] *= 1 - e
+		}
+		cnt[ci] = cnt[cj] / 2
+		cnt[cj] -= cnt[ci]
+	}
 }
 
 // parallelFor runs fn(w, lo, hi) over [0, n) split into parallelism

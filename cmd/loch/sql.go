@@ -69,6 +69,11 @@ With LOCH_AUTO_COMPACT=1 in the environment, every write ends with an
 automatic (tiered) compaction of its table once 8 small fragments pile up
 (loch ingest does the same with its dataset).
 
+CALL loch_merge('t', 'source' [, 'into']) merges a branch, tag or version
+of table t into branch 'into' (default --branch, else main) as one merge
+commit, as 'loch merge' does; rows changed on both sides are refused and
+nothing is committed (resolve them with 'loch merge --strategy').
+
 The commit message is -m, else a first line '-- loch: message "..."'
 in the statement, else the statement's text.
 
@@ -99,7 +104,7 @@ func newSQLCmd() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "sql ROOT [STATEMENT]",
-		Short: "Run SQL over a catalog: CREATE/ALTER/DROP TABLE, INSERT, UPDATE, DELETE, MERGE, OPTIMIZE, SELECT",
+		Short: "Run SQL over a catalog: CREATE/ALTER/DROP TABLE, INSERT, UPDATE, DELETE, MERGE, OPTIMIZE, CALL loch_merge, SELECT",
 		Long:  sqlLong,
 		Example: `  loch sql ./lake "CREATE TABLE frames (id BIGINT, caption TEXT, image IMAGE('jpeg'), label CLASS_LABEL('cat', 'dog'))"
   loch sql ./lake "INSERT INTO frames SELECT id, caption, loch_file(path), label FROM read_parquet('frames.parquet')"

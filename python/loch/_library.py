@@ -30,7 +30,7 @@ from typing import Any
 from ._status import NOT_ERRORS
 from .errors import ForkedProcess, InternalError, from_status
 
-ABI_VERSION = 22
+ABI_VERSION = 23
 
 # Layouts and encodings of loch_column_in and loch_tensor.
 DENSE, PACKED, NULLS = 0, 1, 2
@@ -155,6 +155,11 @@ _STATUS_FUNCS: dict[str, list[Any]] = {
     "loch_vector_update": [c_uintptr, c_char_p, c_char_p, _STR_OUT],
     "loch_vector_search": [c_uintptr, c_char_p, c_char_p, c_void_p, c_int64, c_int64, c_int64, c_void_p, c_int64,
                            c_void_p, c_void_p, c_void_p, _STR_OUT],
+    # A vector index built by several processes (ABI 23).
+    "loch_vector_train": [c_uintptr, c_char_p, c_char_p, _STR_OUT],
+    "loch_vector_encode_part": [c_uintptr, c_char_p, c_int64, c_int64, _STR_OUT],
+    "loch_vector_merge_lists": [c_uintptr, c_char_p, c_char_p, c_int64, c_int64, _STR_OUT],
+    "loch_vector_commit": [c_uintptr, c_char_p, c_char_p, c_char_p, _STR_OUT],
     # Full-text search (ABI 20).
     "loch_fts_build": [c_uintptr, c_char_p, _STR_OUT],
     "loch_fts_update": [c_uintptr, c_char_p, _STR_OUT],

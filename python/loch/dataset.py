@@ -42,6 +42,7 @@ from typing import Any
 
 from . import _library
 from ._handle import Closable, Handle
+from ._index_parts import IndexParts
 from ._library import Library, c_uintptr
 from ._loader_methods import LoaderMethods
 from ._reads import ColumnReader
@@ -264,7 +265,7 @@ def _open_version(url: str, version: str) -> Dataset:
     return open(url, version=version)
 
 
-class Dataset(VersionControl, Writes, Search, LoaderMethods, Closable):
+class Dataset(VersionControl, Writes, Search, IndexParts, LoaderMethods, Closable):
     """A dataset at one snapshot, with a staging area for writes.
 
     Writes (:meth:`extend`, :meth:`append`, :meth:`update`,

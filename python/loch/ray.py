@@ -26,6 +26,13 @@ and the driver commits once::
 
     >>> loch.ray.compact("s3://bucket/train", target_rows=1 << 20)     # doctest: +SKIP
 
+::func:`create_index` builds a vector index with Ray: the driver trains
+it on a sample, one task per range of rows assigns and encodes them, one
+task per range of lists merges them, and the driver commits the index
+once::
+
+    >>> loch.ray.create_index("s3://bucket/train", column="embedding", kind="ivf-pq")  # doctest: +SKIP
+
 Ray is imported when these are called, not when :mod:`loch` is.
 """
 
@@ -41,9 +48,10 @@ from .dataset import Dataset, create, open
 from .errors import AlreadyExists, InvalidArgument, NotFound
 from .interchange import schema_from_arrow
 from .schema import Column
+from .vector import IndexInfo
 from .versions import CompactReport
 
-__all__ = ["write", "read", "compact", "LochDatasink", "LochDatasource"]
+__all__ = ["write", "read", "compact", "create_index", "LochDatasink", "LochDatasource"]
 
 
 def _ray_data() -> Any:
@@ -456,3 +464,91 @@ def compact(
         refs = [task.remote(url, settings, plan, i) for i in range(len(plan["groups"]))]
         groups = ray_core.get(refs)
         return ds.commit_compaction(plan, groups)
+
+
+def _encode_part_task(url: str, storage_options: Mapping[str, str] | None, trained: Mapping[str, Any],
+                      start: int, stop: int) -> dict[str, Any]:  # fmt: skip
+    """The body of :func:`create_index`'s encode tasks: one range of rows."""
+    with open(url, version=trained["version"], storage_options=storage_options) as ds:
+        return ds.encode_index_part(trained, start, stop)
+
+
+def _merge_lists_task(url: str, storage_options: Mapping[str, str] | None, trained: Mapping[str, Any],
+                      parts: Sequence[Mapping[str, Any]], lo: int, hi: int) -> list[dict[str, Any]]:  # fmt: skip
+    """The body of :func:`create_index`'s merge tasks: one range of lists."""
+    with open(url, version=trained["version"], storage_options=storage_options) as ds:
+        return ds.merge_index_lists(trained, parts, lo, hi)
+
+
+def _shares(parts: Sequence[Mapping[str, Any]], lo: int, hi: int) -> list[dict[str, Any]]:
+    """The parts with only their shares of the lists [lo, hi): what one
+    merge task needs."""
+    return [{**p, "lists": [x for x in p["lists"] if lo <= x["list"] < hi]} for p in parts]
+
+
+def create_index(
+    ds_or_url: Dataset | str,
+    column: str,
+    metric: str = "cosine",
+    *,
+    kind: str = "ivf-flat",
+    nlist: int | None = None,
+    sample: int | None = None,
+    iterations: int | None = None,
+    seed: int = 0,
+    m: int | None = None,
+    part_rows: int | None = None,
+    merge_tasks: int | None = None,
+    ref: str | None = None,
+    storage_options: Mapping[str, str] | None = None,
+    num_cpus: float = 1,
+    task_options: Mapping[str, Any] | None = None,
+) -> IndexInfo:
+    """Builds the vector index of ``column`` with Ray, as
+    :meth:`loch.Dataset.create_index` does in one process (the same
+    options and the same index), and returns its :class:`loch.IndexInfo`.
+    ``ds_or_url`` is a dataset handle (its version is indexed; the tasks
+    open its URL with ``storage_options``) or a URL (``ref``, default
+    main's head, is indexed).
+
+    The driver trains the centroids (and an ivf-pq codebook) on a sample
+    (:meth:`loch.Dataset.train_index`); one Ray task (``num_cpus`` each,
+    and any other ``task_options`` of ``ray.remote``) per ``part_rows``
+    rows (default about 512 MiB of vectors) reads its rows from storage
+    itself, assigns them to their lists and stores their shares
+    (:meth:`loch.Dataset.encode_index_part`); ``merge_tasks`` tasks
+    (default one per part) each store a range of lists as one object each
+    (:meth:`loch.Dataset.merge_index_lists`); the driver then commits the
+    index once (:meth:`loch.Dataset.commit_index`). A task retried by Ray
+    writes the same objects again; when a task fails for good nothing is
+    committed (what was written is deleted by ``loch gc`` after its grace
+    period) and its error is raised here::
+
+        >>> info = loch.ray.create_index("s3://bucket/train", "embedding", "l2", kind="ivf-pq",
+        ...                              nlist=4000)                         # doctest: +SKIP
+    """
+    _ray_data()  # Ray, or an ImportError that says how to install it
+    import ray as ray_core
+
+    settings = dict(storage_options) if storage_options else None
+    if isinstance(ds_or_url, Dataset):
+        ds, url, own = ds_or_url, ds_or_url.url, False
+    else:
+        ds, url, own = open(ds_or_url, ref=ref, storage_options=settings), ds_or_url, True
+    try:
+        trained = ds.train_index(column, metric, nlist=nlist, sample=sample, iterations=iterations, seed=seed,
+                                 kind=kind, m=m, part_rows=part_rows)  # fmt: skip
+        opts = {"num_cpus": num_cpus, **(task_options or {})}
+        encode = ray_core.remote(_encode_part_task).options(**opts)
+        parts = ray_core.get([encode.remote(url, settings, trained, a, b) for a, b in trained["parts"]])
+        nl = int(trained["nlist"])
+        groups = max(1, min(nl, merge_tasks or len(parts)))
+        bounds = [nl * i // groups for i in range(groups + 1)]
+        merge = ray_core.remote(_merge_lists_task).options(**opts)
+        refs = [merge.remote(url, settings, trained, _shares(parts, lo, hi), lo, hi)
+                for lo, hi in zip(bounds, bounds[1:], strict=False)]  # fmt: skip
+        lists = [x for got in ray_core.get(refs) for x in got]
+        return ds.commit_index(trained, parts, lists)
+    finally:
+        if own:
+            ds.close()

@@ -21,6 +21,11 @@ PACKAGE = Path(__file__).resolve().parents[1] / "loch"
 # a dataset (loch.loader.Source, documented on loch.Dataset).
 SEAMS: dict[str, set[str]] = {"loch.loader": {"_start_loader", "_loader_view"}, "loch._stream": {"_start_loader"}}
 
+# Private members of third-party packages that a module may use: pyarrow's
+# RecordBatchReader._import_from_c, the Arrow C data interface import that
+# pyarrow documents (pyarrow 26 has no public import from a raw address).
+THIRD_PARTY: dict[str, set[str]] = {"loch._sql": {"_import_from_c"}}
+
 
 def module_name(path: Path) -> str:
     return "loch" if path.name == "__init__.py" else f"loch.{path.stem}"
@@ -155,7 +160,7 @@ def foreign_private_uses(name: str) -> set[str]:
 @pytest.mark.parametrize("name", sorted(MODULES))
 def test_no_private_reach_through(name: str) -> None:
     uses = foreign_private_uses(name)
-    allowed = SEAMS.get(name, set())
+    allowed = SEAMS.get(name, set()) | THIRD_PARTY.get(name, set())
     assert uses <= allowed, f"{name} reaches into private members of other modules' objects: {sorted(uses - allowed)}"
 
 

@@ -114,7 +114,11 @@ def test_psycopg_reader_is_refused_a_write(server: str) -> None:
     with connect(server, "bob") as conn:
         with pytest.raises(psycopg.errors.InsufficientPrivilege, match=r"role reader.*write right on table t"):
             conn.execute("INSERT INTO t VALUES (%s)", (2,))
+        with pytest.raises(psycopg.errors.InsufficientPrivilege, match=r"role reader.*merge right on table t on branch main"):
+            conn.execute("CALL loch_merge('t', 'main')")
         assert conn.execute("SELECT count(*) FROM t").fetchone() == (1,)
+    with connect(server, "alice") as conn:  # the admin may merge (here: nothing to merge)
+        assert conn.execute("CALL loch_merge(%s, %s)", ("t", "main")).fetchone()[:3] == ("t", "main", "main")
 
 
 def test_psycopg_wrong_password_is_refused(server: str) -> None:

@@ -1,0 +1,7 @@
+//go:build !amd64
+
+package vector
+
+func gemm4x16(x, panel, dst *float32, dim, ldx, ldd int) { panic("vector: gemm4x16 without amd64") }
+
+const haveGemm4x16 = false
