@@ -1,9 +1,12 @@
 package pgwire
 
 import (
+	"math"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/lochdata/loch"
 )
 
 func TestBindParams(t *testing.T) {
@@ -51,6 +54,28 @@ func TestLiteralRefusesInjection(t *testing.T) {
 	}{{"1; DROP TABLE t", oidInt8}, {"1e3)", oidFloat8}, {"[1,2]) --", VectorOID}} {
 		_, err := literal([]byte(bad.raw), 0, bad.oid)
 		require.Error(t, err, bad.raw)
+	}
+}
+
+// TestBinaryVectorParameter: pgvector's binary form (what a driver sends
+// for a vector parameter in binary) binds as the text form does; a length
+// that does not match its dimensions, or a NaN, is refused.
+func TestBinaryVectorParameter(t *testing.T) {
+	raw, err := vectorBinary([]any{float32(1), float32(2.5), float32(-3)})
+	require.NoError(t, err)
+	got, err := literal(raw, 1, VectorOID)
+	require.NoError(t, err)
+	want, err := literal([]byte("[1,2.5,-3]"), 0, VectorOID)
+	require.NoError(t, err)
+	require.Equal(t, want, got)
+	empty, err := literal([]byte{0, 0, 0, 0}, 1, VectorOID)
+	require.NoError(t, err)
+	require.Equal(t, "[]::FLOAT[0]", empty)
+	nan, err := vectorBinary([]any{math.NaN()})
+	require.NoError(t, err)
+	for _, bad := range [][]byte{{0, 1}, raw[:len(raw)-1], append(raw, 0), {0xff, 0xff, 0, 0}, nan} {
+		_, err := literal(bad, 1, VectorOID)
+		require.ErrorIs(t, err, loch.ErrInvalidArgument, "%x", bad)
 	}
 }
 

@@ -410,8 +410,32 @@ func binaryLiteral(raw []byte, oid uint32) (string, error) {
 		var u [16]byte
 		copy(u[:], raw)
 		return "'" + uuidText(u) + "'::UUID", nil
+	case oid == VectorOID:
+		return vectorBinaryLiteral(raw)
 	}
 	return "", fmt.Errorf("a binary parameter of type OID %d (%d bytes): send it as text: %w", oid, n, loch.ErrInvalidArgument)
+}
+
+// vectorBinaryLiteral reads pgvector's binary form (vectorBinary) into
+// a DuckDB FLOAT array: the declared dimensions must account for every
+// byte sent, so nothing is allocated beyond the parameter's own size.
+func vectorBinaryLiteral(raw []byte) (string, error) {
+	if len(raw) < 4 {
+		return "", fmt.Errorf("a binary vector parameter of %d bytes: want at least 4 (dimensions, unused): %w", len(raw), loch.ErrInvalidArgument)
+	}
+	dim := int(binary.BigEndian.Uint16(raw))
+	if len(raw) != 4+4*dim {
+		return "", fmt.Errorf("a binary vector parameter of %d dimensions: want %d bytes, have %d: %w", dim, 4+4*dim, len(raw), loch.ErrInvalidArgument)
+	}
+	parts := make([]string, dim)
+	for i := range parts {
+		f := math.Float32frombits(binary.BigEndian.Uint32(raw[4+4*i:]))
+		if math.IsNaN(float64(f)) || math.IsInf(float64(f), 0) {
+			return "", fmt.Errorf("a binary vector parameter: element %d is %v, want a finite number: %w", i, f, loch.ErrInvalidArgument)
+		}
+		parts[i] = strconv.FormatFloat(float64(f), 'g', -1, 32)
+	}
+	return fmt.Sprintf("[%s]::FLOAT[%d]", strings.Join(parts, ","), dim), nil
 }
 
 func floatLiteral(f float64) string {
