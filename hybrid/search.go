@@ -185,7 +185,7 @@ func (s *Searcher) resolve(q Query) (Query, error) {
 	}
 	var err error
 	if q.Vector != nil && q.VectorColumn == "" {
-		if q.VectorColumn, err = onlyColumn(s.d, "embedding", isEmbedding); err != nil {
+		if q.VectorColumn, err = onlyColumn(s.d, "embedding", vector.Searchable); err != nil {
 			return q, err
 		}
 	}
@@ -204,11 +204,6 @@ func (s *Searcher) resolve(q Query) (Query, error) {
 // ofDType accepts the columns of one value (no shape) of dtype dt.
 func ofDType(dt schema.DType) func(schema.Column) bool {
 	return func(c schema.Column) bool { return c.DType == dt && len(c.Shape) == 0 }
-}
-
-// isEmbedding says whether c is a column vector search takes.
-func isEmbedding(c schema.Column) bool {
-	return len(c.Shape) == 1 && c.Shape[0] > 0 && (c.DType == schema.Float32 || c.DType == schema.Float16 || c.DType == schema.BFloat16)
 }
 
 // columnsOf are the names of d's columns that ok accepts.

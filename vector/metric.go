@@ -81,6 +81,13 @@ func checkColumn(c schema.Column) (int, error) {
 	return c.Shape[0], nil
 }
 
+// Searchable reports whether vector search takes column c: an embedding
+// column, as checkColumn requires.
+func Searchable(c schema.Column) bool {
+	_, err := checkColumn(c)
+	return err == nil
+}
+
 // checkQueries validates query vectors against a dimension.
 func checkQueries(queries [][]float32, dim int) error {
 	if len(queries) == 0 {
