@@ -173,7 +173,7 @@ func (h *Header) badBlocks(raw, data []byte) []int {
 // beyond it (so a damaged block cannot spill into the next).
 func (h *Header) decompressBlock(b int, dst, data []byte) error {
 	s, e := h.storedBlock(b)
-	if err := decompress(h.Codec, dst, data[s:e]); err != nil {
+	if err := h.decodeStored(dst, data[s:e]); err != nil {
 		return corruptf("block %d: %v", b, err)
 	}
 	return nil
@@ -267,7 +267,7 @@ func (h *Header) DecodeBlocks(stored []byte, a, b int, dst []byte) ([]byte, erro
 		blk := raw[s-rawBase : e-rawBase : e-rawBase]
 		if h.Codec != CodecNone {
 			ss, se := h.storedBlock(k)
-			if err := decompress(h.Codec, blk, stored[ss-base:se-base]); err != nil {
+			if err := h.decodeStored(blk, stored[ss-base:se-base]); err != nil {
 				return nil, corruptf("block %d: %v", k, err)
 			}
 		}
