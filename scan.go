@@ -182,6 +182,19 @@ func (sc *Scan) ref(id ChunkID) manifest.ChunkRef {
 	return sc.s.frags[id.frag].cols[int(id.uid)][id.k]
 }
 
+// ChunkBounds returns bounds of the non-null values of chunk id, lo <= v
+// <= hi (format 1.14 chunk statistics, docs/format.md §3.4); ok is false
+// when the fragment records none (older writers, dtypes without them, a
+// chunk with a NaN or no non-null value). A reader may skip a chunk that
+// no value in [lo, hi] can match.
+func (sc *Scan) ChunkBounds(id ChunkID) (lo, hi float64, ok bool) {
+	ref := sc.ref(id)
+	if ref.Min == nil || ref.Max == nil {
+		return 0, 0, false
+	}
+	return *ref.Min, *ref.Max, true
+}
+
 // ChunkKey is the chunk's storage key, for messages and tools.
 func (sc *Scan) ChunkKey(id ChunkID) string { return sc.ref(id).Key }
 

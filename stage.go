@@ -516,6 +516,9 @@ func (st *staging) submit(ctx context.Context, uid int, b *chunk.Builder, ref *m
 			buf = *p
 		}
 		obj, err := b.EncodeTo(buf)
+		if lo, hi, ok := b.Stats(); ok && err == nil {
+			ref.Min, ref.Max = &lo, &hi
+		}
 		b.Reset()
 		st.builders.Put(b)
 		if err != nil {
