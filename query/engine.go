@@ -90,13 +90,13 @@ type Engine struct {
 	// noPushdown turns filter pushdown off, noPrune the skipping of
 	// chunks by their statistics (tests compare the answers).
 	noPushdown, noPrune bool
-	opened     map[string]*loch.Scan
-	handles    []*loch.Dataset
-	attached   map[string]*loch.Dataset // by loch_scan URL (attachPrefix + name)
-	emitted    atomic.Int64             // rows the scans have handed DuckDB (tests count them)
-	fetches    atomic.Int64             // chunks the scans have fetched (tests count them)
-	failed     scanFailure              // the running query's first scan error (queryError)
-	aggregates map[string]bool          // DuckDB's aggregate function names (grouping)
+	opened              map[string]*loch.Scan
+	handles             []*loch.Dataset
+	attached            map[string]*loch.Dataset // by loch_scan URL (attachPrefix + name)
+	emitted             atomic.Int64             // rows the scans have handed DuckDB (tests count them)
+	fetches             atomic.Int64             // chunks the scans have fetched (tests count them)
+	failed              scanFailure              // the running query's first scan error (queryError)
+	aggregates          map[string]bool          // DuckDB's aggregate function names (grouping)
 	// searchers keep the vector indexes a nearest-neighbour ORDER BY
 	// opened (knn.go), by handle, for the engine's life
 	searchers map[*loch.Dataset]*vector.Searcher
