@@ -185,7 +185,7 @@ func (sc *Scan) ref(id ChunkID) manifest.ChunkRef {
 // ChunkBounds returns bounds of the non-null values of chunk id, lo <= v
 // <= hi (format 1.14 chunk statistics, docs/format.md §3.4); ok is false
 // when the fragment records none (older writers, dtypes without them, a
-// chunk with a NaN or no non-null value). A reader may skip a chunk that
+// chunk with a NaN, an infinity or no non-null value). A reader may skip a chunk that
 // no value in [lo, hi] can match.
 func (sc *Scan) ChunkBounds(id ChunkID) (lo, hi float64, ok bool) {
 	ref := sc.ref(id)

@@ -345,7 +345,7 @@ func TestEncodedGolden(t *testing.T) {
 
 // TestStats checks the chunk statistics of fragments (format 1.14): exact
 // bounds of the non-null values, outward-rounded beyond 2^53, and none
-// for NaN, all-null, non-scalar and non-numeric chunks.
+// for NaN, infinities, all-null, non-scalar and non-numeric chunks.
 func TestStats(t *testing.T) {
 	build := func(d schema.DType, samples []sample) *Builder {
 		b := NewBuilder(d, SampleNone, CodecNone, 0)
@@ -362,7 +362,8 @@ func TestStats(t *testing.T) {
 	}{
 		{"int16 with nulls", build(schema.Int16, scalars(schema.Int16, 100, func(i int) float64 { return float64(i - 50) }, func(i int) bool { return i == 0 })), -49, 49, true},
 		{"uint8", build(schema.Uint8, scalars(schema.Uint8, 10, func(i int) float64 { return float64(200 + i) }, nil)), 200, 209, true},
-		{"float32", build(schema.Float32, scalars(schema.Float32, 3, func(i int) float64 { return []float64{0.5, -2, math.Inf(1)}[i] }, nil)), -2, math.Inf(1), true},
+		{"float32", build(schema.Float32, scalars(schema.Float32, 3, func(i int) float64 { return []float64{0.5, -2, 1e30}[i] }, nil)), -2, float64(float32(1e30)), true},
+		{"float64 infinity", build(schema.Float64, scalars(schema.Float64, 2, func(i int) float64 { return []float64{0.5, math.Inf(-1)}[i] }, nil)), 0, 0, false},
 		{"float64 NaN", build(schema.Float64, scalars(schema.Float64, 3, func(i int) float64 { return []float64{0.5, math.NaN(), 1}[i] }, nil)), 0, 0, false},
 		{"all null", build(schema.Int64, scalars(schema.Int64, 3, nil, func(int) bool { return true })), 0, 0, false},
 		{"bool", build(schema.Bool, scalars(schema.Bool, 3, func(int) float64 { return 1 }, nil)), 0, 0, false},

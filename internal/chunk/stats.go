@@ -15,7 +15,7 @@ const exactFloat = 1 << 53
 // fragment's chunk entry (format 1.14, docs/format.md §3.4): lo <= v <= hi
 // for every value v, as float64 rounded outward (an integer beyond 2^53
 // widens its bound by one float step). ok is false for other chunks, for a
-// chunk with no non-null value and for one with a NaN.
+// chunk with no non-null value and for one with a NaN or an infinity.
 func (b *Builder) Stats() (lo, hi float64, ok bool) {
 	if b.ndim != 0 || b.sample != SampleNone || b.partial != nil || len(b.raw) == 0 {
 		return 0, 0, false
@@ -62,8 +62,8 @@ func floatStats(raw []byte, s int) (lo, hi float64, ok bool) {
 		} else {
 			v = math.Float64frombits(binary.LittleEndian.Uint64(raw[8*j:]))
 		}
-		if v != v {
-			return 0, 0, false
+		if v != v || math.IsInf(v, 0) {
+			return 0, 0, false // JSON has no NaN or infinity
 		}
 		lo, hi = min(lo, v), max(hi, v)
 	}

@@ -183,9 +183,15 @@ func untransform(dst, src []byte, t uint8, w, s int) error {
 		copy(dst, src)
 	case transformFOR:
 		ref, packed := binary.LittleEndian.Uint64(src), src[8:]
-		if s == 8 {
+		switch s {
+		case 8:
 			for j := range m {
 				binary.LittleEndian.PutUint64(dst[8*j:], ref+unpack(packed, j, w))
+			}
+			return nil
+		case 1: // dictionary indices
+			for j := range dst[:m] {
+				dst[j] = byte(ref + unpack(packed, j, w))
 			}
 			return nil
 		}

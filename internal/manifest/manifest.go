@@ -346,7 +346,7 @@ type ChunkRef struct {
 	// Min and Max (format 1.14) bound the chunk's non-null values, for a
 	// chunk of a scalar integer or float column (docs/format.md §3.4,
 	// chunk statistics): nil when unknown (older writers, other dtypes, no
-	// non-null value, a NaN).
+	// non-null value, a NaN or an infinity).
 	Min *float64 `json:"min,omitempty"`
 	Max *float64 `json:"max,omitempty"`
 }
