@@ -163,7 +163,7 @@ func loch_pinned_pool_new(alloc C.loch_host_alloc_fn, free C.loch_host_free_fn, 
 // are freed now, buffers in use as they come back.
 //
 //export loch_pinned_pool_set_limit
-func loch_pinned_pool_set_limit(h C.uintptr_t, limit C.int64_t, errOut **C.char) C.int {
+func loch_pinned_pool_set_limit(h C.uintptr_t, limit C.int64_t, errOut **C.char) (st C.int) {
 	return withHandle(h, errOut, pinnedOf, func(pp *pinnedPool) error { return setPinnedLimit(pp, int64(limit)) })
 }
 
@@ -185,7 +185,7 @@ func setPinnedLimit(pp *pinnedPool, limit int64) error {
 // back to ordinary memory and the allocator's failures.
 //
 //export loch_pinned_pool_stats
-func loch_pinned_pool_stats(h C.uintptr_t, out *C.int64_t, errOut **C.char) C.int {
+func loch_pinned_pool_stats(h C.uintptr_t, out *C.int64_t, errOut **C.char) (st C.int) {
 	return withHandle(h, errOut, pinnedOf, func(pp *pinnedPool) error {
 		pp.mu.Lock()
 		defer pp.mu.Unlock()
@@ -201,7 +201,7 @@ func loch_pinned_pool_stats(h C.uintptr_t, out *C.int64_t, errOut **C.char) C.in
 // buffers in use go back to the allocator as they are freed.
 //
 //export loch_pinned_pool_close
-func loch_pinned_pool_close(h C.uintptr_t, errOut **C.char) C.int {
+func loch_pinned_pool_close(h C.uintptr_t, errOut **C.char) (st C.int) {
 	return withHandle(h, errOut, pinnedOf, func(pp *pinnedPool) error {
 		closePinned(pp)
 		deleteHandle(h)
