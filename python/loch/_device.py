@@ -282,6 +282,9 @@ class Staging:
         out, off = [], 0
         for v, n, span in zip(tensors, sizes, spans):
             if n:
+                # numpy's copy, a memcpy on this thread: torch's copy_ runs
+                # on its intra-op threads, whose spinning took the cores
+                # from the Go loader's decoders.
                 np.copyto(buf[off : off + n].numpy(), v.contiguous().reshape(-1).view(torch.uint8).numpy())
             out.append(buf[off : off + n].view(v.dtype).view(v.shape))
             off += span

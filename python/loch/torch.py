@@ -306,8 +306,9 @@ class TorchLoader(Adapter, torch.utils.data.IterableDataset):  # type: ignore[ty
 
     Arguments are those of :class:`loch.Loader` and:
         pin_memory: return batches in page-locked memory (CUDA only).
-        device: move batches to this device (``"cuda"``: asynchronously, on
-            a side stream, one batch ahead).
+        device: move batches to this device (``"cuda"``: from page-locked
+            buffers the Go loader fills, asynchronously, on a side stream,
+            one batch ahead; see the module documentation).
         distributed: None (detect, see :func:`distributed_world`), True
             (detect, and require a distributed run), False, or (rank,
             world_size) (a tuple or a list).
