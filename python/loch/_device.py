@@ -217,12 +217,15 @@ class PinnedPool:
 
     def __init__(self, allocator: HostAllocator, limit: int) -> None:
         self._lib = _library.library()
-        self._allocator = allocator  # its functions must outlive the pool
+        # Its functions must outlive the pool and every buffer of it: Go
+        # frees buffers in use after a close as they come back.
+        if allocator not in _ALLOCATORS:
+            _ALLOCATORS.append(allocator)
         h = _library.c_uintptr()
         self._lib.call("loch_pinned_pool_new", allocator.alloc, allocator.free, allocator.select or None,
                        allocator.device, allocator.flags, int(limit), ctypes.byref(h))  # fmt: skip
         self.handle = int(h.value)
-        self._close = weakref.finalize(self, _close_pool, self._lib, self.handle, allocator)
+        self._close = weakref.finalize(self, _close_pool, self._lib, self.handle)
 
     @property
     def limit(self) -> int:
@@ -250,7 +253,11 @@ class PinnedPool:
         self._close()
 
 
-def _close_pool(lib: _library.Library, handle: int, allocator: HostAllocator) -> None:
+# The allocators pools were made with (few: one a loader of a device).
+_ALLOCATORS: list[HostAllocator] = []
+
+
+def _close_pool(lib: _library.Library, handle: int) -> None:
     if lib.usable:
         lib.flush_buffers()
         lib.call("loch_pinned_pool_close", handle)
