@@ -38,6 +38,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import ctypes
+import functools
 import json
 import os
 import platform
@@ -171,10 +172,16 @@ def to_input(x: torch.Tensor, device: torch.device) -> torch.Tensor:
     NCHW tensor with channels_last memory."""
     x = x.to(device, non_blocking=True)
     if x.dtype == torch.uint8:  # [N, H, W, 3]: the permuted view is channels_last already
-        mean = torch.tensor(MEAN, device=device).view(1, 3, 1, 1)
-        std = torch.tensor(STD, device=device).view(1, 3, 1, 1)
+        mean, std = _mean_std(device)
         return (x.permute(0, 3, 1, 2).float() - mean) / std
     return x.contiguous(memory_format=torch.channels_last)
+
+
+@functools.cache
+def _mean_std(device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    """MEAN and STD as [1, 3, 1, 1] tensors on ``device``, made once: a
+    copy from pageable memory each step would wait for the GPU's queue."""
+    return (torch.tensor(MEAN, device=device).view(1, 3, 1, 1), torch.tensor(STD, device=device).view(1, 3, 1, 1))
 
 
 def train_epoch(
@@ -259,8 +266,9 @@ def describe(epoch: int, e: dict[str, Any]) -> str:
 def machine(device: torch.device, world: int) -> dict[str, Any]:
     """What ran: host, cores, load, torch, and the GPUs."""
     gpus = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())] if device.type == "cuda" else []
-    return {"host": platform.node(), "cores": os.cpu_count(), "load": os.getloadavg()[0], "python": platform.python_version(),
-            "torch": torch.__version__, "cuda": torch.version.cuda, "gpus": gpus, "world_size": world}  # fmt: skip
+    return {"host": platform.node(), "cores": os.cpu_count(), "load": os.getloadavg()[0],
+            "python": platform.python_version(), "torch": torch.__version__, "cuda": torch.version.cuda, "gpus": gpus,
+            "world_size": world}  # fmt: skip
 
 
 def run(
@@ -324,8 +332,8 @@ def loader_options(args: argparse.Namespace, device: torch.device) -> tuple[str,
         print("--decode auto: this loch's ds.pytorch() has no decode= option; decoding on the CPU", flush=True)
         decode = "cpu"
     size = args.image_size
-    spec = args.transform or (f"decode,random_resized_crop={size},flip" if decode == "cpu"
-                              else f"decode,random_resized_crop={size},flip,to_float,normalize=imagenet,chw")  # fmt: skip
+    crop = f"decode,random_resized_crop={size},flip"
+    spec = args.transform or (crop if decode == "cpu" else crop + ",to_float,normalize=imagenet,chw")
     opts: dict[str, Any] = {"transform_spec": spec}
     if device.type == "cuda":
         opts["device"] = device

@@ -61,9 +61,8 @@ def _write_shard(job: tuple[str, int, int, int, int, int, int]) -> int:
     """Writes images start..start+n-1 as JPEGs under root (a worker's part
     of prepare); each image's side is drawn from [lo, hi] from its number."""
     import numpy as np
-    from PIL import Image
-
     from bench_loaders import synthetic_images
+    from PIL import Image
 
     root, start, n, classes, lo, hi, quality = job
     for i in range(start, start + n):
@@ -98,8 +97,8 @@ def prepare(args: argparse.Namespace) -> None:
     size = sum(p.stat().st_size for p in (d / "jpeg").rglob("*.jpg"))
     print(f"{done} JPEGs, {size / 2**20:.0f} MiB, in {time.perf_counter() - t0:.1f} s", flush=True)
     t0 = time.perf_counter()
-    subprocess.run([args.loch, "ingest", "imagefolder", str(d / "jpeg"), str(d / "loch"), "--image-compression", "jpeg"],
-                   check=True)  # fmt: skip
+    ingest = [args.loch, "ingest", "imagefolder", str(d / "jpeg"), str(d / "loch"), "--image-compression", "jpeg"]
+    subprocess.run(ingest, check=True)
     print(f"ingested into {d / 'loch'} in {time.perf_counter() - t0:.1f} s", flush=True)
     stamp.write_text(json.dumps(params))
 
@@ -214,7 +213,8 @@ def decode(args: argparse.Namespace) -> None:
     print(f"{len(paths)} JPEGs ({mb:.0f} MiB), {cores} cores, load {os.getloadavg()[0]:.1f}", flush=True)
     contenders: list[tuple[str, Callable[[], float]]] = [
         (f"PIL, {cores} processes", lambda: decode_cpu(paths, "pil", args.rounds, cores)),
-        (f"torchvision decode_jpeg CPU, {cores} processes", lambda: decode_cpu(paths, "torchvision", args.rounds, cores)),
+        (f"torchvision decode_jpeg CPU, {cores} processes",
+         lambda: decode_cpu(paths, "torchvision", args.rounds, cores)),
     ]  # fmt: skip
     if args.dataset:
         contenders.append((f"loch loader CPU (decode,center_crop={args.crop})",
@@ -222,7 +222,8 @@ def decode(args: argparse.Namespace) -> None:
     import torch
 
     if torch.cuda.is_available():
-        contenders.append(("torchvision decode_jpeg cuda, batched (nvJPEG)", lambda: decode_gpu(blobs, args.batch, args.rounds)))
+        contenders.append(("torchvision decode_jpeg cuda, batched (nvJPEG)",
+                           lambda: decode_gpu(blobs, args.batch, args.rounds)))  # fmt: skip
         from train_resnet import loader_decodes
 
         if args.dataset and loader_decodes():
@@ -249,28 +250,26 @@ def decode(args: argparse.Namespace) -> None:
 # dali: DALI's ImageNet pipeline feeding the same training loop.
 
 
-def dali_batches(folder: Path, args: argparse.Namespace, rank: int, world: int, device_id: int) -> Any:
-    """A DALIGenericIterator over DALI's ImageNet training pipeline:
-    uint8 HWC crops normalised (float32 HWC) on the GPU, labels on the GPU."""
+def dali_batches(folder: Path, args: argparse.Namespace, rank: int, world: int, device_id: int | None) -> Any:
+    """A DALIGenericIterator over DALI's ImageNet training pipeline: crops
+    normalised (float32 HWC) and labels, on GPU ``device_id`` (decoded by
+    nvJPEG, "mixed"), or with None on the CPU (a smoke run)."""
     from nvidia.dali import fn, pipeline_def, types
     from nvidia.dali.plugin.pytorch import DALIGenericIterator, LastBatchPolicy
-
     from train_resnet import MEAN, STD
 
     @pipeline_def(batch_size=args.batch_size, num_threads=max(1, (os.cpu_count() or 1) // world), device_id=device_id,
                   seed=rank + 1, prefetch_queue_depth=2)  # fmt: skip
     def imagenet() -> Any:
         jpegs, labels = fn.readers.file(file_root=str(folder), random_shuffle=True, shard_id=rank, num_shards=world,
-                                        name="Reader")  # fmt: skip
-        images = fn.decoders.image(jpegs, device="mixed", output_type=types.RGB)
+                                        pad_last_batch=True, name="Reader")  # fmt: skip
+        images = fn.decoders.image(jpegs, device="cpu" if device_id is None else "mixed", output_type=types.RGB)
         images = fn.random_resized_crop(images, size=(args.image_size, args.image_size))
-        images = fn.crop_mirror_normalize(images, dtype=types.FLOAT, output_layout="HWC", mean=list(MEAN), std=list(STD),
-                                          mirror=fn.random.coin_flip(probability=0.5))  # fmt: skip
-        return images, labels.gpu()
+        images = fn.crop_mirror_normalize(images, dtype=types.FLOAT, output_layout="HWC", mean=list(MEAN),
+                                          std=list(STD), mirror=fn.random.coin_flip(probability=0.5))  # fmt: skip
+        return images, labels if device_id is None else labels.gpu()
 
-    pipe = imagenet()
-    pipe.build()
-    return DALIGenericIterator([pipe], ["image", "label"], reader_name="Reader", auto_reset=True,
+    return DALIGenericIterator([imagenet()], ["image", "label"], reader_name="Reader", auto_reset=True,
                                last_batch_policy=LastBatchPolicy.DROP)  # fmt: skip
 
 
@@ -283,14 +282,13 @@ def dali(args: argparse.Namespace) -> None:
               "without a network (python/gpu_tests/run.sh installs dist/gpu-wheels)", flush=True)  # fmt: skip
         sys.exit(NO_DALI)
     import torch
-
     import train_resnet
 
     folder = args.dir / "jpeg"
     classes = len([p for p in folder.iterdir() if p.is_dir()])
-    env = train_resnet.setup("cuda")
+    env = train_resnet.setup(args.device)
     rank, world, device = env
-    it = dali_batches(folder, args, rank, world, device.index or 0)
+    it = dali_batches(folder, args, rank, world, None if device.type == "cpu" else device.index or 0)
 
     def prepare_batch(b: Any) -> tuple[torch.Tensor, torch.Tensor]:
         out = b[0]
@@ -303,8 +301,9 @@ def dali(args: argparse.Namespace) -> None:
     if rank == 0:
         print(f"DALI {nvidia.dali.__version__}: {folder}, {classes} classes, {world} ranks", flush=True)
     try:
-        train_resnet.run("dali", args, batches, prepare_batch, classes, env,
-                         {"dataset": str(folder), "decode": "gpu (DALI mixed)", "dali": nvidia.dali.__version__})  # fmt: skip
+        how = "cpu (DALI)" if device.type == "cpu" else "gpu (DALI mixed)"
+        extra = {"dataset": str(folder), "decode": how, "dali": nvidia.dali.__version__}
+        train_resnet.run("dali", args, batches, prepare_batch, classes, env, extra)
     finally:
         if world > 1:
             torch.distributed.destroy_process_group()
@@ -332,6 +331,7 @@ def main() -> None:
     pt.add_argument("--steps", type=int, default=0)
     pt.add_argument("--lr", type=float, default=0.1)
     pt.add_argument("--model", default="resnet50")
+    pt.add_argument("--device", default="cuda", help="cuda, or cpu for a smoke run (DALI's CPU decoder)")
     pt.add_argument("--image-size", type=int, default=224)
     pt.add_argument("--no-amp", dest="amp", action="store_false")
     for s in (pp, pd, pt):

@@ -77,10 +77,11 @@ fi
 # ($OUT brings back few files).
 resnet_stages() {
 	local dir=${RESNET_DIR:-/tmp/rn} images=${RESNET_IMAGES:-10000} epochs=${RESNET_EPOCHS:-2}
-	local gpus train=() dry=0 rc
+	local gpus train=() dry=0 rc what
 	gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+	what="ResNet-50 on $gpus GPUs"
 	if [ "${LOCH_TEST_DEVICE:-cuda}" = cpu ] || [ "$gpus" -eq 0 ]; then
-		dry=1 gpus=1 images=${RESNET_IMAGES:-64}
+		dry=1 gpus=1 images=${RESNET_IMAGES:-64} what="resnet18 on the CPU (smoke run)"
 		train=(--device cpu --model resnet18 --image-size 32 --batch-size 4 --steps 2)
 		echo "ResNet stages: a CPU smoke run ($images images, resnet18, 2 steps)"
 	fi
@@ -98,16 +99,16 @@ resnet_stages() {
 
 	stage "JPEG decode: GPU against every core (bench_resnet.py decode)"
 	timeout 120 "$PYTHON" "$bench" decode --dir "$dir" --dataset "$dir/loch" --json "$out/decode.json" \
-		$([ "$dry" -eq 1 ] && echo --crop 32 --batch 8)
+		$([ "$dry" -eq 1 ] && echo --crop 32 --batch 8 || echo --rounds 2)
 	note resnet_decode $?
 
-	stage "ResNet-50 on $gpus GPUs from local disk, decode on the CPU (train_resnet.py)"
+	stage "$what from local disk, decode on the CPU (train_resnet.py)"
 	timeout 180 "${torchrun[@]}" examples/train_resnet.py "$dir/loch" --epochs "$epochs" --decode cpu "${train[@]}" \
 		--json "$out/train_loch_cpu.json"
 	note resnet_loch_cpu $?
 
 	if [ "$dry" -eq 0 ] && "$PYTHON" -c 'import sys; from loch.torch import TorchOptions as T; sys.exit("decode" not in T.__optional_keys__)'; then
-		stage "ResNet-50 on $gpus GPUs from local disk, decode on the GPU (train_resnet.py --decode gpu)"
+		stage "$what from local disk, decode on the GPU (train_resnet.py --decode gpu)"
 		timeout 180 "${torchrun[@]}" examples/train_resnet.py "$dir/loch" --epochs "$epochs" --decode gpu \
 			--json "$out/train_loch_gpu.json"
 		note resnet_loch_gpu $?

@@ -109,7 +109,8 @@ def test_decode_gpu_is_refused_without_gpu_decode(tmp_path: Path) -> None:
 def test_gpu_script_path_on_cpu(tmp_path: Path) -> None:
     """bench_resnet.py prepare makes the JPEG folder and its loch dataset
     (with the loch command), which train_resnet.py trains on; decode times
-    the CPU contenders; dali says loudly that DALI is missing."""
+    the CPU contenders; dali feeds the loop from DALI's CPU pipeline, or
+    without DALI says so loudly (exit status 3)."""
     from loch.query import cli
 
     d = tmp_path / "rn"
@@ -136,8 +137,14 @@ def test_gpu_script_path_on_cpu(tmp_path: Path) -> None:
     run([sys.executable, str(EXAMPLE), str(d / "loch"), *SMOKE, "--json", str(report)], tmp_path)
     assert json.loads(report.read_text())["rows"] == 40
 
+    dali = [sys.executable, str(BENCH), "dali", "--dir", str(d), *SMOKE, "--json", str(tmp_path / "dali.json")]
     try:
         import nvidia.dali  # noqa: F401
     except ImportError:
-        proc = run([sys.executable, str(BENCH), "dali", "--dir", str(d)], tmp_path, check=False)
+        proc = run(dali, tmp_path, check=False)
         assert proc.returncode == 3 and "DALI IS NOT INSTALLED" in proc.stdout, proc.stdout + proc.stderr
+        return
+    run(dali, tmp_path)  # DALI's CPU decoder feeding the same loop
+    report = json.loads((tmp_path / "dali.json").read_text())
+    assert report["loader"] == "dali" and report["decode"] == "cpu (DALI)"
+    assert [e["samples"] for e in report["epochs"]] == [8] and report["epochs"][0]["gpu_utilisation"] is None
