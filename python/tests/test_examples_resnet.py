@@ -21,6 +21,7 @@ import pytest
 import loch
 
 pytest.importorskip("torchvision")
+pytestmark = pytest.mark.slow  # a process (or two) importing torch and torchvision each
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "train_resnet.py"
