@@ -50,11 +50,14 @@ def run(args: list[str], tmp_path: Path, env: dict[str, str] | None = None, time
     return proc
 
 
-def check_report(report: dict[str, Any], world: int, epochs: int, batch: int = 4, steps: int = 2) -> None:
-    """The report has every field, with values a CPU smoke run can have."""
+def check_report(report: dict[str, Any], world: int, epochs: int, decode: str = "cpu") -> None:
+    """The report has every field, with values a CPU smoke run (batches of
+    4, 2 steps an epoch) can have."""
+    batch, steps = 4, 2
     assert report["loader"] == "loch" and report["model"] == "resnet18" and report["device"] == "cpu"
-    assert report["world_size"] == world and report["decode"] == "cpu" and report["amp"] == "bf16"
-    assert report["transform"] == "decode,random_resized_crop=32,flip"
+    assert report["world_size"] == world and report["decode"] == decode and report["amp"] == "bf16"
+    crop = "decode,random_resized_crop=32,flip"
+    assert report["transform"] == (crop if decode == "cpu" else crop + ",to_float,normalize=imagenet,chw")
     assert report["machine"]["world_size"] == world and report["machine"]["gpus"] == []
     assert len(report["epochs"]) == epochs
     for e in report["epochs"]:
@@ -90,17 +93,24 @@ def test_train_resnet_from_minio(tmp_path: Path, start_minio: Any) -> None:
     assert report["dataset"].startswith("s3://imgs/tiny")
 
 
-def test_decode_gpu_is_refused_without_gpu_decode(tmp_path: Path) -> None:
+def test_decode_option(tmp_path: Path) -> None:
+    """--decode gpu runs ds.pytorch(decode="gpu") (the spec's whole
+    pipeline in torch, on the CPU here) where this loch has decode=, and is
+    refused with a clear message where it has not; --decode auto then
+    decodes on the CPU, saying so."""
     from loch.torch import TorchOptions
 
-    if "decode" in TorchOptions.__optional_keys__:
-        pytest.skip("this loch has ds.pytorch(decode=)")
     make_jpegs(str(tmp_path / "ds"), rows=8)
-    proc = run([sys.executable, str(EXAMPLE), str(tmp_path / "ds"), *SMOKE, "--decode", "gpu"], tmp_path, check=False)
+    out = tmp_path / "report.json"
+    gpu = [sys.executable, str(EXAMPLE), str(tmp_path / "ds"), *SMOKE, "--decode", "gpu", "--json", str(out)]
+    if "decode" in TorchOptions.__optional_keys__:
+        run(gpu, tmp_path)
+        check_report(json.loads(out.read_text()), world=1, epochs=1, decode="gpu")
+        return
+    proc = run(gpu, tmp_path, check=False)
     assert proc.returncode != 0
     assert "--decode gpu: this loch's ds.pytorch() has no decode= option" in proc.stderr
     assert "Traceback" not in proc.stderr
-    out = tmp_path / "auto.json"
     proc = run([sys.executable, str(EXAMPLE), str(tmp_path / "ds"), *SMOKE, "--decode", "auto", "--json", str(out)],
                tmp_path)  # fmt: skip
     assert "decoding on the CPU" in proc.stdout
