@@ -62,7 +62,9 @@ def check_report(report: dict[str, Any], world: int, epochs: int, decode: str = 
     assert len(report["epochs"]) == epochs
     for e in report["epochs"]:
         assert e["steps"] == steps and e["samples"] == steps * batch * world
-        assert e["seconds"] > 0 and e["samples_per_s"] == pytest.approx(e["samples"] / e["seconds"], rel=0.01)
+        assert e["seconds"] > 0
+        rate = e["samples"] / e["seconds"]  # seconds rounded to ms, samples/s to 0.1
+        assert abs(e["samples_per_s"] - rate) <= 0.06 + 0.01 * rate
         assert 0 <= e["data_wait_share"] <= e["data_wait_share_max"] <= 1
         assert e["gpu_utilisation"] is None
         assert math.isfinite(e["loss"]) and e["loss"] > 0
