@@ -52,9 +52,11 @@
  * 22 added SQL in the library (loch_sql_*, see the end); 23 added vector
  * indexes built by several processes (loch_vector_train,
  * loch_vector_encode_part, loch_vector_merge_lists, loch_vector_commit)
- * and loch_vector_build's "part_rows".
+ * and loch_vector_build's "part_rows"; 25 added the loader's "encoded"
+ * columns (png/jpeg samples delivered as their stored bytes, for a
+ * decoder outside the library such as nvJPEG).
  */
-#define LOCH_ABI_VERSION 23
+#define LOCH_ABI_VERSION 25
 
 /* Status codes. */
 enum {
