@@ -507,7 +507,7 @@ class BatchDecoder:
             images, errors = decode_jpegs(batch[col], self.device, self.channels.get(col, 3))
             decoded[col] = images
             for i, msg in errors.items():
-                bad.setdefault(i, f"column {col!r}: decode jpeg: {msg}")
+                bad.setdefault(i, f'column "{col}": decode jpeg: {msg}')
         if bad and not self.skip_bad:
             i = min(bad)
             raise Corrupt(f"loader: row id {rows[i]}, {bad[i]} (skip_bad_samples=True skips such rows)")
