@@ -337,5 +337,6 @@ def test_gpu_decode_of_grayscale_cmyk_progressive(jpeg_ds: Any, device: torch.de
     (cpu,) = list(jpeg_ds.pytorch(**kw))
     assert gpu["image"].shape == cpu["image"].shape == (3, 48, 64, 3)
     d = (gpu["image"].cpu().double() - cpu["image"].double()).abs()
-    report(f"decode='gpu' on {device}: grayscale, CMYK, progressive: max {float(d.max()):.3g}, mean {float(d.mean()):.3g}")
+    report(f"decode='gpu' on {device}: grayscale, CMYK, progressive: "
+           f"max {float(d.max()):.3g}, mean {float(d.mean()):.3g}")  # fmt: skip
     assert float(d.mean()) <= 1.5

@@ -248,7 +248,9 @@ class _Images:
 
     def channels(self) -> int:
         """The images' channel count."""
-        return int(self.batch.shape[1] if self.batch is not None else (self.items or [torch.empty(3, 0, 0)])[0].shape[0])
+        if self.batch is not None:
+            return int(self.batch.shape[1])
+        return int(self.items[0].shape[0]) if self.items else 3
 
 
 def _luma(x: torch.Tensor) -> torch.Tensor:
@@ -279,7 +281,9 @@ class Pipeline:
         self.steps = parse(spec, check=check)
         self.random = any(s.random for s in self.steps)
 
-    def __call__(self, images: list[torch.Tensor], gens: Sequence[torch.Generator] | None) -> tuple[torch.Tensor, torch.Tensor | None]:
+    def __call__(
+        self, images: list[torch.Tensor], gens: Sequence[torch.Generator] | None
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """The images ([C, H, W] uint8, as decoded) through the steps, as
         one tensor in the spec's layout ([N, H, W, C] unless ``chw``),
         zero-padded to the largest when their shapes differ, with each
@@ -298,8 +302,12 @@ class Pipeline:
         if name in ("resize", "random_resized_crop", "to_float") and x.float:
             raise InvalidArgument(f"transform {self.spec!r}: {name} needs uint8 pixels, got float32")
         if name == "normalize" and not x.float:
-            raise InvalidArgument(f"transform {self.spec!r}: normalize wants float32 pixels, got uint8: put to_float before normalize")
-        if name == "resize":
+            raise InvalidArgument(
+                f"transform {self.spec!r}: normalize wants float32 pixels, got uint8: put to_float before normalize"
+            )
+        if name == "resize" and x.batch is not None:
+            x.batch = _resize(x.batch, *_resize_target(step, x.batch.shape[2], x.batch.shape[3]))
+        elif name == "resize":
             x.set_each([_resize(t, *_resize_target(step, t.shape[1], t.shape[2])) for t in x.each()])
         elif name in ("center_crop", "random_crop"):
             _crop(step, x, gens)
@@ -496,8 +504,17 @@ class BatchDecoder:
         self.seed = seed
         self.skip_bad = skip_bad
         self.ragged = frozenset(ragged)
-        #: Row ids of the rows left out because a sample did not decode.
+        #: Row ids of the rows left out because a sample did not decode,
+        #: in this epoch (the adapters clear it when an epoch starts).
         self.skipped: list[int] = []
+
+    def with_skipped(self, stats: Mapping[str, Any]) -> dict[str, Any]:
+        """The loader's statistics (``stats()``) with the rows this decoder
+        skipped added to ``skipped`` and ``skipped_rows``."""
+        if not self.skipped:
+            return dict(stats)
+        rows = [*(stats.get("skipped_rows") or ()), *self.skipped]
+        return {**stats, "skipped": int(stats.get("skipped", 0)) + len(self.skipped), "skipped_rows": rows}
 
     def __call__(self, batch: Mapping[str, Any], epoch: int) -> dict[str, Any] | None:
         """The batch with its encoded columns decoded and transformed."""
@@ -517,7 +534,9 @@ class BatchDecoder:
         if not keep:
             return None
         for col, pipe in self.pipelines.items():
-            gens = [torch.Generator().manual_seed(sample_seed(self.seed, epoch, rows[i])) for i in keep] if pipe.random else None
+            gens = None
+            if pipe.random:
+                gens = [torch.Generator().manual_seed(sample_seed(self.seed, epoch, rows[i])) for i in keep]
             self._column(out, col, pipe, [decoded[col][i] for i in keep], gens)
         return out
 

@@ -168,8 +168,10 @@ class JaxLoader(Adapter):
             settings = plan.settings
             from ._gpu_transform import BatchDecoder  # imports torch and torchvision
 
-            self.decoder = BatchDecoder(plan.specs, plan.channels, "cpu" if gpu is None else f"cuda:{gpu}",
-                                        seed=settings.seed, skip_bad=settings.skip_bad_samples, ragged=plan.ragged)  # fmt: skip
+            self.decoder = BatchDecoder(
+                plan.specs, plan.channels, "cpu" if gpu is None else f"cuda:{gpu}", seed=settings.seed,
+                skip_bad=settings.skip_bad_samples, ragged=plan.ragged,
+            )  # fmt: skip
         super().__init__(Loader.from_settings(dataset, settings))
         self.sharding = sharding
         self.device = device
@@ -184,6 +186,7 @@ class JaxLoader(Adapter):
 
     def _decoded(self, decoder: Any, epoch: int) -> Iterator[Batch]:
         batches = self.loader.batches(lambda b: decoder(b, epoch))
+        decoder.skipped = []
         try:
             for b in batches:
                 if b is not None:  # None: every row was skipped
@@ -208,6 +211,12 @@ class JaxLoader(Adapter):
         if self.sharding is not None:
             return jax.device_put(v, self.sharding)
         return jax.device_put(v, self.device)
+
+    def stats(self) -> dict[str, Any]:
+        """The loader's statistics (see :meth:`loch.Loader.stats`), with
+        the rows that ``decode="gpu"`` skipped among ``skipped``."""
+        stats = self.loader.stats()
+        return stats if self.decoder is None else self.decoder.with_skipped(stats)
 
     def convert(self, batch: Batch) -> Batch:
         """The batch's arrays placed on the sharding or device."""

@@ -290,7 +290,8 @@ class Loader:
             columns=columns, batch_size=batch_size, shuffle=shuffle, seed=seed, epoch=epoch, drop_last=drop_last,
             rank=rank, world_size=world_size, rows=rows, joined=joined, query=query, transform=transform,
             sample_transform=sample_transform, encoded=encoded, prefetch_batches=prefetch_batches,
-            prefetch_bytes=prefetch_bytes, workers=workers, fetch_concurrency=fetch_concurrency, window_rows=window_rows,
+            prefetch_bytes=prefetch_bytes, workers=workers, fetch_concurrency=fetch_concurrency,
+            window_rows=window_rows,
             skip_bad_samples=skip_bad_samples, cache_dir=cache_dir, cache_bytes=cache_bytes, split=split,
             allow_version_change=allow_version_change, epochs=epochs,
         )  # fmt: skip

@@ -460,6 +460,7 @@ class TorchLoader(Adapter, torch.utils.data.IterableDataset):  # type: ignore[ty
 
     @staticmethod
     def _decode_each(decoder: BatchDecoder, batches: Iterator[dict[str, Any]], epoch: int) -> Iterator[dict[str, Any]]:
+        decoder.skipped = []
         try:
             for b in batches:
                 out = decoder(b, epoch)
@@ -495,6 +496,12 @@ class TorchLoader(Adapter, torch.utils.data.IterableDataset):  # type: ignore[ty
         :meth:`loch.Loader.set_epoch`)."""
         self._transfer = None
         self.loader.set_epoch(epoch)
+
+    def stats(self) -> dict[str, Any]:
+        """The loader's statistics (see :meth:`loch.Loader.stats`), with
+        the rows that ``decode="gpu"`` skipped among ``skipped``."""
+        stats = self.loader.stats()
+        return stats if self.decoder is None else self.decoder.with_skipped(stats)
 
     def worker_stats(self) -> list[dict[str, Any]]:
         """The Go loader statistics of each DataLoader worker (by worker

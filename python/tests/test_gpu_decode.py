@@ -210,8 +210,10 @@ def test_a_corrupt_jpeg_stops_or_is_skipped(odd_ds: loch.Dataset, decode: str) -
     kw = {"batch_size": 6, "transform": {"image": "resize=32x24,to_float"}, "decode": decode}
     with pytest.raises(loch.Corrupt, match='row id 1.*column "image"'):
         list(odd_ds.pytorch(**kw))
-    (b,) = list(odd_ds.pytorch(skip_bad_samples=True, **kw))
+    loader = odd_ds.pytorch(skip_bad_samples=True, **kw)
+    (b,) = list(loader)
     assert b["index"].tolist() == [0, 2, 3, 4, 5] and b["image"].shape == (5, 24, 32, 3)
+    assert loader.stats()["skipped"] == 1 and loader.stats()["skipped_rows"] == [1]
 
 
 def test_grayscale_cmyk_and_progressive(odd_ds: loch.Dataset) -> None:
