@@ -406,13 +406,19 @@ def _finish(x: _Images) -> tuple[torch.Tensor, torch.Tensor | None]:
 
 
 def _decode(tensors: list[torch.Tensor], mode: ImageReadMode, device: torch.device) -> list[torch.Tensor]:
-    """decode_jpeg of a list, libjpeg's warnings (truncated or corrupt
-    data) raised as errors, as the Go decoder counts them."""
+    """decode_jpeg of a list; on the CPU libjpeg's warnings (truncated or
+    corrupt data) are raised as errors, as the Go decoder counts them."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)  # torchvision 0.29 points to TorchCodec: not for us to say
-        warnings.simplefilter("error", UserWarning)
+        if device.type == "cpu":
+            warnings.simplefilter("error", UserWarning)
         out = decode_jpeg(tensors, mode=mode, device=device)
     return list(out)
+
+
+# What a decoder raises for a sample it cannot decode (a libjpeg warning
+# on the CPU is a UserWarning, raised by _decode).
+_DECODE_ERRORS = (RuntimeError, ValueError, UserWarning)
 
 
 def _bytes_tensor(data: Any) -> torch.Tensor:
@@ -447,23 +453,25 @@ def decode_jpegs(
                 tensors[i] = _bytes_tensor(d)
             except ValueError as e:
                 errors[i] = str(e)
+    if not tensors:
+        return out, errors
     if not errors:
         try:
             for i, t in zip(tensors, _decode(list(tensors.values()), mode, device)):
                 out[i] = t
             return out, errors
-        except (RuntimeError, UserWarning):
+        except _DECODE_ERRORS:
             pass  # one of them is bad, or refused by the device: one by one
     for i, t in tensors.items():
         try:
             out[i] = _decode([t], mode, device)[0]
-        except (RuntimeError, UserWarning) as e:
+        except _DECODE_ERRORS as e:
             if device.type == "cpu":
                 errors[i] = _first_line(e)
                 continue
             try:
                 out[i] = _decode([t], mode, torch.device("cpu"))[0].to(device)
-            except (RuntimeError, UserWarning) as e2:
+            except _DECODE_ERRORS as e2:
                 errors[i] = _first_line(e2)
     return out, errors
 

@@ -234,14 +234,36 @@ def test_grayscale_cmyk_and_progressive(odd_ds: loch.Dataset) -> None:
     assert (tv["image"][2].double() - colour).abs().mean() < 16  # CMYK (Pillow's conversion loses some), not inverted
 
 
-def test_device_fallback_decodes_on_the_cpu() -> None:
-    """A sample the device's decoder refuses is decoded on the CPU: on a
-    machine without CUDA the "meta" device stands in for one that refuses
-    everything."""
-    img = jpeg(Image.fromarray(photo(16, 8, 1)))
-    images, errors = decode_jpegs([img, None, b"\xff\xd8 not a jpeg"], torch.device("meta"))
-    assert images[0] is not None and images[0].shape == (3, 8, 16) and images[1] is None
-    assert list(errors) == [2]
+def test_device_fallback_decodes_on_the_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A sample the device's decoder refuses is decoded on the CPU and
+    moved to the device. Without a GPU here, the "meta" device stands in
+    for one whose decoder refuses CMYK, as nvJPEG may."""
+    import loch._gpu_transform as gt
+
+    real = gt.decode_jpeg
+
+    def device_decoder(tensors: list, mode: object, device: torch.device) -> list:
+        if device.type == "cpu":
+            return real(tensors, mode=mode, device=device)
+        if any(t[:2].tolist() == [0xFF, 0xD8] and cmyk(t.numpy().tobytes()) for t in tensors):
+            raise RuntimeError("nvjpeg: unsupported colour space")
+        return [x.to(device) for x in real(tensors, mode=mode, device="cpu")]
+
+    def cmyk(data: bytes) -> bool:
+        try:
+            return Image.open(io.BytesIO(data)).mode == "CMYK"
+        except OSError:
+            return False
+
+    monkeypatch.setattr(gt, "decode_jpeg", device_decoder)
+    img = Image.fromarray(photo(16, 8, 1))
+    data = [jpeg(img), None, jpeg(img.convert("CMYK")), b"\xff\xd8 not a jpeg"]
+    images, errors = decode_jpegs(data, torch.device("meta"))
+    assert [None if t is None else (t.device.type, tuple(t.shape)) for t in images] == [
+        ("meta", (3, 8, 16)), None, ("meta", (3, 8, 16)), None,
+    ]  # fmt: skip
+    assert list(errors) == [3]
+    assert decode_jpegs([None, None], torch.device("meta")) == ([None, None], {})
 
 
 def test_dataloader_workers_decode(jpeg_ds: loch.Dataset) -> None:
