@@ -21,8 +21,8 @@ bilinear filter in float32 against Go's fixed-point one, and
 shrinks in the DCT domain.
 
 Bad samples follow the loader's rule: a sample that neither the device's
-decoder nor the CPU's decodes (corrupt or truncated data; decoder warnings
-count as errors, as in Go) stops the iteration with :class:`loch.Corrupt`
+decoder nor the CPU's decodes (corrupt or truncated data; on the CPU,
+libjpeg's warnings count as errors, as in Go) stops the iteration with :class:`loch.Corrupt`
 naming its row and column, or with ``skip_bad_samples`` its row is left
 out of the batch. A sample the device's decoder refuses but the CPU's
 takes (nvJPEG refuses some CMYK and unusual JPEGs) is decoded on the CPU
