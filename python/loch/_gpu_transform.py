@@ -370,8 +370,12 @@ def _flip(step: Step, x: _Images, gens: Sequence[torch.Generator] | None) -> Non
     if step.p <= 0:
         return
     assert gens is not None
-    images = x.each()
-    x.set_each([t.flip(-1) if _uniform(gens[i]) < step.p else t for i, t in enumerate(images)])
+    flips = [_uniform(g) < step.p for g in gens]
+    if x.batch is not None:  # one select over the stacked batch
+        mask = torch.tensor(flips, device=x.batch.device).view(-1, *([1] * (x.batch.dim() - 1)))
+        x.batch = torch.where(mask, x.batch.flip(-1), x.batch)
+        return
+    x.set_each([t.flip(-1) if f else t for t, f in zip(x.each(), flips)])
 
 
 def _normalize(spec: str, step: Step, x: _Images) -> None:

@@ -128,6 +128,19 @@ def test_random_steps_are_reproducible(jpeg_ds: loch.Dataset) -> None:
     assert go["image"].shape == (len(SIZES), 3, 32, 32)  # the same shape; other draws (another generator)
 
 
+def test_random_flip_mirrors_the_samples_whose_draw_is_below_p() -> None:
+    g = torch.Generator().manual_seed(0)
+    images = [torch.randint(0, 256, (3, 4, 5), dtype=torch.uint8, generator=g) for _ in range(12)]
+    out, shapes = Pipeline("flip", check=False)(images, [torch.Generator().manual_seed(s) for s in range(12)])
+    assert shapes is None and out.shape == (12, 4, 5, 3)  # HWC: no chw step
+    flipped = set()
+    for s, (img, o) in enumerate(zip(images, out)):
+        mirror = float(torch.rand((), generator=torch.Generator().manual_seed(s), dtype=torch.float64)) < 0.5
+        flipped.add(mirror)
+        assert torch.equal(o, (img.flip(-1) if mirror else img).permute(1, 2, 0))
+    assert flipped == {True, False}
+
+
 def test_rrc_region_geometry() -> None:
     for seed in range(200):
         g = torch.Generator().manual_seed(seed)
