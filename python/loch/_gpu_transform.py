@@ -574,7 +574,7 @@ class BatchDecoder:
         if shapes is None and col in self.ragged:  # as the Go loader: a ragged column's batches carry shapes
             shapes = torch.tensor(list(value.shape[1:]), dtype=torch.int64).repeat(len(images), 1)
         if shapes is not None:
-            out[col + ".shapes"] = shapes
+            out[col + ".shapes"] = shapes.to(value.device)  # where the transfer put the Go loader's
 
 
 def _host_list(v: Any) -> list[Any]:
