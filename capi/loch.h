@@ -53,9 +53,11 @@
  * indexes built by several processes (loch_vector_train,
  * loch_vector_encode_part, loch_vector_merge_lists, loch_vector_commit)
  * and loch_vector_build's "part_rows"; 26 added page-locked batch buffers
- * (loch_pinned_pool_*, see the end, and loch_loader_new's "pinned_pool").
+ * (loch_pinned_pool_*, see the end, and loch_loader_new's "pinned_pool");
+ * 27 added the loader's "encoded" columns (png/jpeg samples delivered as
+ * their stored bytes, for a decoder outside the library such as nvJPEG).
  */
-#define LOCH_ABI_VERSION 26
+#define LOCH_ABI_VERSION 27
 
 /* Status codes. */
 enum {
