@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -37,6 +38,12 @@ import compare
 HERE = Path(__file__).resolve()
 
 
+def _cpu() -> float:
+    """This process's CPU seconds (all its threads)."""
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    return ru.ru_utime + ru.ru_stime
+
+
 def run_numpy(spec: dict[str, Any]) -> dict[str, Any]:
     """ds.numpy() over the epochs; the consumer keeps nothing."""
     import loch
@@ -44,13 +51,13 @@ def run_numpy(spec: dict[str, Any]) -> dict[str, Any]:
     ds = loch.open(spec["url"])
     ld = ds.numpy(batch_size=spec["batch"], shuffle=spec["shuffle"], seed=spec["seed"], columns=compare.COLUMNS)
     samples = 0
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), _cpu()
     for e in range(spec["epochs"]):
         ld.set_epoch(e)
         for b in ld:
             samples += len(b["label"])
     s = time.perf_counter() - t0
-    return {"samples": samples, "seconds": s, "samples_per_s": samples / s}
+    return {"samples": samples, "seconds": s, "samples_per_s": samples / s, "cpu_s": _cpu() - c0}
 
 
 def run_memmap_np(spec: dict[str, Any]) -> dict[str, Any]:
@@ -65,7 +72,7 @@ def run_memmap_np(spec: dict[str, Any]) -> dict[str, Any]:
     pos_of[ids.astype(np.int64)] = np.arange(len(ids))
     orders = [pos_of[np.load(f).astype(np.int64)] for f in spec["order_files"]]
     samples, b = 0, spec["batch"]
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), _cpu()
     for e in range(spec["epochs"]):
         images = np.load(Path(spec["data"]) / "images.npy", mmap_mode="r")
         labels = np.load(Path(spec["data"]) / "labels.npy")
@@ -76,7 +83,7 @@ def run_memmap_np(spec: dict[str, Any]) -> dict[str, Any]:
             samples += len(batch["label"])
         del images
     s = time.perf_counter() - t0
-    return {"samples": samples, "seconds": s, "samples_per_s": samples / s}
+    return {"samples": samples, "seconds": s, "samples_per_s": samples / s, "cpu_s": _cpu() - c0}
 
 
 TASKS = {**compare.CHILD_TASKS, "numpy": run_numpy, "memmap_np": run_memmap_np}
@@ -98,12 +105,14 @@ def child(spec: dict[str, Any], build: Path | None) -> dict[str, Any]:
         raise RuntimeError(f"cell {spec['task']} failed ({p.returncode})")
     r = dict(json.loads(out.strip().splitlines()[-1]))
     r["rss_mib"] = ru.ru_maxrss / 1024  # of the child and the loch command it ran, whichever is larger
+    if "cpu_s" not in r and "own_cores" in r:
+        r["cpu_s"] = r["own_cores"] * r["seconds"]
     return r
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--dir", type=Path, required=True)
+    p.add_argument("--dir", type=Path)
     p.add_argument("--rows", default="50000", help="comma-separated dataset sizes")
     p.add_argument("--size", type=int, default=64)
     p.add_argument("--classes", type=int, default=20)
@@ -113,7 +122,7 @@ def main() -> None:
     p.add_argument("--shuffle", default="block")
     p.add_argument("--codecs", default="none,lz4")
     p.add_argument("--tasks", default="numpy,loch,memmap_np,memmap,go")
-    p.add_argument("--build", action="append", required=True, help="NAME=DIR (libloch.so and loch)")
+    p.add_argument("--build", action="append", default=[], help="NAME=DIR (libloch.so and loch)")
     p.add_argument("--json", help="write the cells here")
     p.add_argument("--child", help=argparse.SUPPRESS)
     args = p.parse_args()
@@ -128,7 +137,10 @@ def main() -> None:
         d = args.dir / f"rows-{rows}"
         ns = argparse.Namespace(dir=d, rows=rows, size=args.size, classes=args.classes, data_seed=1, codecs=codecs)
         compare.run_child = lambda spec: child(spec, next(iter(builds.values())))  # ingest with the first build
-        local = compare.prepare(ns)
+        if (d / "params.json").exists() and all((d / f"loch-{c}").is_dir() for c in codecs):
+            local = {c: str(d / f"loch-{c}") for c in codecs}  # made by an earlier run: reused
+        else:
+            local = compare.prepare(ns)
         loch_cmd = str(next(iter(builds.values())) / "loch")
         orders = {c: [compare.loch_order(loch_cmd, local[c], args.shuffle, 0, e, args.batch_size,
                                          d / f"order-{c}-{e}.npy") for e in range(args.epochs)] for c in codecs}
@@ -158,35 +170,44 @@ def main() -> None:
 
 
 def report(cells: list[dict[str, Any]], builds: dict[str, Path], tasks: list[str]) -> None:
-    """Medians of samples/s, seconds and RSS per (rows, codec, task, build),
-    and each loch cell over the memmap of the same torch-ness and over
-    loch bench of the same build (median of the rounds' own ratios)."""
+    """Medians per (rows, codec, task, build) of samples/s, CPU time per
+    sample (all the cell's threads: less sensitive than wall time to other
+    processes on a loaded machine), seconds per epoch and peak RSS; and
+    each loch cell over the memmap of the same kind (torch or not) and
+    over loch bench of the same build: the median of the rounds' own
+    ratios, of samples/s and (in brackets) of CPU per sample."""
     key = lambda r: (r["rows"], r["codec"], r["task"], r["build"])  # noqa: E731
     groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
     for r in cells:
         groups.setdefault(key(r), []).append(r)
     first = next(iter(builds))
+    us = lambda r: 1e6 * r["cpu_s"] / r["samples"] if r.get("cpu_s") else None  # noqa: E731
 
-    def ratio(rows: int, codec: str, a: tuple[str, str], b: tuple[str, str]) -> float | None:
-        got = []
+    def ratio(rows: int, codec: str, a: tuple[str, str], b: tuple[str, str]) -> str:
+        wall, cpu = [], []
         for rnd in sorted({r["round"] for r in cells}):
             x = [r for r in groups.get((rows, codec, *a), []) if r["round"] == rnd]
             y = [r for r in groups.get((rows, codec, *b), []) if r["round"] == rnd]
             if x and y:
-                got.append(x[0]["samples_per_s"] / y[0]["samples_per_s"])
-        return statistics.median(got) if got else None
+                wall.append(x[0]["samples_per_s"] / y[0]["samples_per_s"])
+                if us(x[0]) and us(y[0]):
+                    cpu.append(us(y[0]) / us(x[0]))
+        if not wall:
+            return ""
+        return f"{statistics.median(wall):.2f}" + (f" ({statistics.median(cpu):.2f})" if cpu else "")
 
-    print("| rows | codec | cell | build | samples/s | s/epoch | peak RSS MiB | / memmap | / loch bench |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("| rows | codec | cell | build | samples/s | CPU µs/sample | s/epoch | peak RSS MiB | / memmap | / loch bench |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for (rows, codec, task, name), rs in sorted(groups.items()):
         sps = statistics.median(r["samples_per_s"] for r in rs)
+        cpus = [us(r) for r in rs if us(r)]
+        cpu = f"{statistics.median(cpus):.1f}" if cpus else ""
         sec = statistics.median(r["seconds"] / r["epochs"] for r in rs)
         rss = statistics.median(r["rss_mib"] for r in rs)
         base = {"numpy": "memmap_np", "loch": "memmap"}.get(task)
-        mm = ratio(rows, codec, (task, name), (base, first)) if base else None
-        go = ratio(rows, codec, (task, name), ("go", name)) if task in ("numpy", "loch") else None
-        f = lambda v: "" if v is None else f"{v:.2f}"  # noqa: E731
-        print(f"| {rows:,} | {codec} | {task} | {name} | {sps:,.0f} | {sec:.3f} | {rss:.0f} | {f(mm)} | {f(go)} |")
+        mm = ratio(rows, codec, (task, name), (base, first)) if base else ""
+        go = ratio(rows, codec, (task, name), ("go", name)) if task in ("numpy", "loch") else ""
+        print(f"| {rows:,} | {codec} | {task} | {name} | {sps:,.0f} | {cpu} | {sec:.3f} | {rss:.0f} | {mm} | {go} |")
 
 
 if __name__ == "__main__":
