@@ -160,9 +160,10 @@ func (f *Fetched) DictRun(lo, hi int, dst []int32) (idx []int32, ok bool) {
 func (f *Fetched) Mem() int64 { return f.mem }
 
 // Recycle hands the memory of a fetched span back for later reads to
-// reuse (or, for a span read from a mapped chunk file, releases the
-// mapping: see Scan.Mapped). It is for the one owner of f once nobody uses f, nor any sample
-// taken from it, any more: after it, f and its samples must not be used.
+// reuse (for a span read from a mapped chunk file, it releases the
+// mapping: see Scan.Mapped). It is for the one owner of f once nobody
+// uses f, nor any sample taken from it, any more: after it, f and its
+// samples must not be used.
 // Whole chunks are left to the garbage collector (a cache may share them).
 func (f *Fetched) Recycle() {
 	if f.buf != nil {
