@@ -66,6 +66,27 @@ func (sc *Scan) WithCache(cache chunkcache.Cache) *Scan {
 	return &Scan{d: sc.d, s: sc.s, rd: &chunkReader{d: sc.d, cache: cache}}
 }
 
+// Mapped returns a scan of the same snapshot whose span fetches (Span) of
+// a dataset on this machine's disk take their bytes from the chunk file
+// mapped into memory, read-only, instead of copying them into a buffer:
+// spans of at least 64 KiB, or of a chunk mapped already; smaller ones,
+// other stores and a scan with a cache read as before. A span's checksum
+// blocks are verified the first time a span of the mapping reads them;
+// the Dataset keeps a chunk mapped while a fetched span holds it and the
+// 128 it used last once idle, and unmaps them when closed.
+//
+// The caller keeps the Fetched of a mapped span while it uses its
+// samples, whose Data aliases the mapping (reading it after the span is
+// recycled, or collected, faults), and calls Recycle once done: its pages
+// then leave the process's memory (they stay in the page cache), so that
+// Fetched.Mem of the spans held counts the mapped memory in use. A chunk
+// file must not be rewritten in place while it is mapped (a Store never
+// does).
+func (sc *Scan) Mapped() *Scan {
+	rd := &chunkReader{d: sc.d, cache: sc.rd.cache, mapped: sc.rd.cache == nil}
+	return &Scan{d: sc.d, s: sc.s, rd: rd}
+}
+
 // Load reads every fragment object of the snapshot, with at most
 // parallelism reads at once.
 func (sc *Scan) Load(ctx context.Context, parallelism int) error {

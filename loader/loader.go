@@ -529,6 +529,11 @@ func NewMix(ctx context.Context, scans []*loch.Scan, weights []float64, epochRow
 	return l, nil
 }
 
+// mapChunks has a loader read spans of a local dataset from its mapped
+// chunk files (loch.Scan.Mapped); tests and benchmarks turn it off for a
+// baseline.
+var mapChunks = true
+
 // newLoader loads the scans and resolves the columns.
 func newLoader(ctx context.Context, scans []*loch.Scan, cfg Config) (*Loader, error) {
 	l := &Loader{cfg: cfg, ready: map[int]*Batch{}, failed: map[int]error{}, chunks: map[entryKey]*chunkEntry{},
@@ -537,6 +542,11 @@ func newLoader(ctx context.Context, scans []*loch.Scan, cfg Config) (*Loader, er
 	for _, v := range scans {
 		if cfg.Cache != nil {
 			v = v.WithCache(cfg.Cache)
+		} else if mapChunks {
+			// Spans straight from the chunk files' pages on a local disk:
+			// every entry's Fetched is recycled (forget) once no batch
+			// needs it, and collation copies each sample out first.
+			v = v.Mapped()
 		}
 		l.scans = append(l.scans, v)
 		r := v.RetryStats()
