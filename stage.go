@@ -280,14 +280,16 @@ func (d *Dataset) Extend(ctx context.Context, rows []Row) error {
 
 // prepareRows converts rows into per-column prepared samples, in parallel.
 func (st *staging) prepareRows(ctx context.Context, rows []Row) ([][]prepared, error) {
+	if err := st.checkNames(rows); err != nil {
+		return nil, err
+	}
+	// One allocation for every row's samples: a row of scalars costs
+	// less to prepare than to allocate apart.
+	n := len(st.cols)
+	all := make([]prepared, len(rows)*n)
 	out := make([][]prepared, len(rows))
-	for i, r := range rows {
-		for name := range r {
-			if _, ok := st.column(name); !ok {
-				return nil, fmt.Errorf("%s: row %d: unknown column %q (have %v): %w", st.d.url, i, name, colNames(st.cols), ErrInvalidArgument)
-			}
-		}
-		out[i] = make([]prepared, len(st.cols))
+	for i := range rows {
+		out[i] = all[i*n : (i+1)*n : (i+1)*n]
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(st.d.opts.parallelism)
@@ -339,6 +341,30 @@ func (st *staging) prepareRows(ctx context.Context, rows []Row) ([][]prepared, e
 		return nil, badErr
 	}
 	return out, nil
+}
+
+// checkNames fails with ErrInvalidArgument, naming it, on the first
+// column of a row that the stage has no column for. A row holds no
+// unknown column when each of its names is one of the columns': it has as
+// many names as it has columns of the stage.
+func (st *staging) checkNames(rows []Row) error {
+	for i, r := range rows {
+		known := 0
+		for k := range st.cols {
+			if _, ok := r[st.cols[k].Name]; ok {
+				known++
+			}
+		}
+		if known == len(r) {
+			continue
+		}
+		for name := range r {
+			if _, ok := st.column(name); !ok {
+				return fmt.Errorf("%s: row %d: unknown column %q (have %v): %w", st.d.url, i, name, colNames(st.cols), ErrInvalidArgument)
+			}
+		}
+	}
+	return nil
 }
 
 func colNames(cols []schema.Column) []string {
