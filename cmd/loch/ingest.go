@@ -626,9 +626,18 @@ func writeStaged(cmd *cobra.Command, out string, res ingest.Result, url string) 
 	return nil
 }
 
-// profiled runs do under the CPU profile --cpuprofile asks for, and writes
-// the heap profile --memprofile asks for after it.
+// profiled runs do under the CPU profile --cpuprofile asks for, and
+// writes the heap profile --memprofile asks for after it. Both files are
+// created first: a path that cannot be written fails before the ingest.
 func profiled(f *ingestFlags, do func() (ingest.Result, error)) (ingest.Result, error) {
+	var mem *os.File
+	if f.memProfile != "" {
+		var err error
+		if mem, err = os.Create(f.memProfile); err != nil {
+			return ingest.Result{}, fmt.Errorf("--memprofile: %w", err)
+		}
+		defer mem.Close()
+	}
 	stop, err := startCPUProfile(f.cpuProfile)
 	if err != nil {
 		return ingest.Result{}, err
@@ -637,25 +646,14 @@ func profiled(f *ingestFlags, do func() (ingest.Result, error)) (ingest.Result, 
 	if perr := stop(); err == nil {
 		err = perr
 	}
-	if f.memProfile != "" && err == nil {
-		err = writeHeapProfile(f.memProfile)
+	if mem != nil && err == nil {
+		runtime.GC() // the heap profile's live figures are as of the last collection
+		if err = pprof.WriteHeapProfile(mem); err == nil {
+			err = mem.Close()
+		}
+		if err != nil {
+			err = fmt.Errorf("--memprofile %s: %w", f.memProfile, err)
+		}
 	}
 	return res, err
-}
-
-// writeHeapProfile writes the heap profile (after a collection) to path.
-func writeHeapProfile(path string) error {
-	out, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("--memprofile: %w", err)
-	}
-	runtime.GC()
-	if err := pprof.WriteHeapProfile(out); err != nil {
-		out.Close()
-		return fmt.Errorf("--memprofile %s: %w", path, err)
-	}
-	if err := out.Close(); err != nil {
-		return fmt.Errorf("--memprofile %s: %w", path, err)
-	}
-	return nil
 }
