@@ -285,9 +285,9 @@ func (mo *trainedModel) encodeCodes(ls *lists, par int) {
 	dim := mo.t.Dim
 	ls.codes = make([][]byte, len(ls.ids))
 	parallelFor(len(ls.ids), par, func(_, lo, hi int) {
-		r, w := make([]float32, dim), newPQScratch()
+		w := newPQScratch()
 		for l := lo; l < hi; l++ {
-			ls.codes[l] = mo.p.encodeList(w, r, mo.cents[l*dim:(l+1)*dim], ls.vecs[l], nil)
+			ls.codes[l] = mo.p.encodeList(w, mo.cents[l*dim:(l+1)*dim], ls.vecs[l], nil)
 		}
 	})
 }
