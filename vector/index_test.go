@@ -246,3 +246,34 @@ func TestSearcherKeepsIndex(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, up.Key, r4.Index)
 }
+
+// TestSearchOpen: SearchOpen answers only with an index the Searcher
+// holds for the handle's version (as Search would), and does nothing
+// before a Search opened it, with no index, and after a commit moved the
+// version on.
+func TestSearchOpen(t *testing.T) {
+	ctx := context.Background()
+	mx := newMixture(3, 8, 4, 0.5)
+	m, vs := filled(t, mx, 200)
+	s := NewSearcher(m.ds)
+	q := [][]float32{vs[5]}
+	_, ok := s.SearchOpen(ctx, "embedding", L2, q, 3, Options{})
+	require.False(t, ok, "no index stored")
+	info, err := Build(ctx, m.ds, "embedding", BuildOptions{Metric: L2, NList: 4})
+	require.NoError(t, err)
+	_, ok = s.SearchOpen(ctx, "embedding", L2, q, 3, Options{})
+	require.False(t, ok, "an index stored but not open")
+	want, err := s.Search(ctx, "embedding", L2, q, 3, Options{})
+	require.NoError(t, err)
+	got, ok := s.SearchOpen(ctx, "embedding", L2, q, 3, Options{})
+	require.True(t, ok)
+	require.Equal(t, want, got)
+	require.Equal(t, info.Key, got.Index)
+	_, ok = s.SearchOpen(ctx, "embedding", L2, q, 0, Options{})
+	require.False(t, ok, "k = 0 is Search's error to give")
+
+	m.append([][]float32{vs[5]})
+	m.commit("a copy of row 5")
+	_, ok = s.SearchOpen(ctx, "embedding", L2, q, 3, Options{})
+	require.False(t, ok, "the version moved on")
+}
