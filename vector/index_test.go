@@ -31,7 +31,7 @@ func testIndexRecall(t *testing.T, kind string) {
 		require.NoError(t, err)
 		require.Equal(t, kind, info.Type)
 		require.Equal(t, int64(6000), info.Rows)
-		require.Equal(t, 77, info.NList) // round(sqrt(6000))
+		require.Equal(t, 310, info.NList) // round(4 x sqrt(6000))
 		ix, err := Open(ctx, m.ds, "embedding", metric, Options{})
 		require.NoError(t, err)
 		require.Zero(t, ix.Uncovered())
