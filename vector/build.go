@@ -9,7 +9,6 @@ import (
 	"sort"
 	"time"
 
-	"github.com/viterin/vek/vek32"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/lochdata/loch"
@@ -174,6 +173,7 @@ func (c *column) assign(ctx context.Context, m Metric, q *quantizer, ranges [][2
 	dim := c.dim
 	got := make([][]assignedBatch, par)
 	scratch := make([][]float32, par)
+	gscratch := make([]*groupScratch, par)
 	err := c.each(ctx, ranges, keep, par, func(w int, b batch) error {
 		if m == Cosine {
 			normalize(b.vecs, dim)
@@ -182,10 +182,7 @@ func (c *column) assign(ctx context.Context, m Metric, q *quantizer, ranges [][2
 		if q.exact != nil {
 			scratch[w] = q.exact.nearestAll(a.vecs, a.near, scratch[w])
 		} else {
-			for i := range a.near {
-				x := a.vecs[i*dim : (i+1)*dim]
-				a.near[i] = int32(q.nearest(x, vek32.Dot(x, x)))
-			}
+			gscratch[w] = q.nearestAll(a.vecs, a.near, gscratch[w])
 		}
 		got[w] = append(got[w], a)
 		return nil

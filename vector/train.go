@@ -39,7 +39,7 @@ func train(m Metric, sample []float32, dim, nlist, iters int, seed uint64, par i
 	}
 	k1 := int(math.Round(math.Sqrt(float64(nlist))))
 	coarse := kmeans(m, sample, dim, k1, iters, seed, par)
-	q := &quantizer{m: assignMetric(m), dim: dim, cents: coarse, cnorm: norms(coarse, dim)}
+	q := &quantizer{m: assignMetric(m), dim: dim, cents: coarse, cnorm: norms(coarse, dim), exact: newCentroidsT(m, coarse, dim)}
 	cells := make([][]float32, k1)
 	for _, a := range q.assignAll(sample, par) {
 		i := int(a.l)
@@ -164,6 +164,8 @@ type quantizer struct {
 	groups *quantizer // nil: exact
 	member [][]int32  // centroids of each group
 	exact  *centroidsT
+	groupT *centroidsT   // the groups' centroids, for a block's matrix product
+	memT   []*centroidsT // each group's centroids (nil: none)
 }
 
 // newQuantizer returns the quantizer of centroids for metric m.
@@ -176,10 +178,21 @@ func newQuantizer(m Metric, cents []float32, dim int, seed uint64, par int) *qua
 	}
 	k1 := int(math.Round(math.Sqrt(float64(nlist))))
 	gc := kmeans(m, slices.Clone(cents), dim, k1, 10, seed^0x717561, par)
-	q.groups = &quantizer{m: q.m, dim: dim, cents: gc, cnorm: norms(gc, dim)}
+	q.groups = &quantizer{m: q.m, dim: dim, cents: gc, cnorm: norms(gc, dim), exact: newCentroidsT(m, gc, dim)}
 	q.member = make([][]int32, k1)
 	for _, a := range q.groups.assignAll(cents, par) {
 		q.member[a.l] = append(q.member[a.l], a.row)
+	}
+	q.groupT = newCentroidsT(m, gc, dim)
+	q.memT = make([]*centroidsT, k1)
+	for g, mem := range q.member {
+		if len(mem) > 0 {
+			mc := make([]float32, 0, len(mem)*dim)
+			for _, c := range mem {
+				mc = append(mc, cents[int(c)*dim:(int(c)+1)*dim]...)
+			}
+			q.memT[g] = newCentroidsT(m, mc, dim)
+		}
 	}
 	return q
 }
@@ -199,12 +212,11 @@ func (q *quantizer) assignAll(vs []float32, par int) []assignment {
 		}
 		return out
 	}
-	parallelFor(n, par, func(_, lo, hi int) {
-		for i := lo; i < hi; i++ {
-			x := vs[i*q.dim : (i+1)*q.dim]
-			out[i] = assignment{int32(i), int32(q.nearest(x, vek32.Dot(x, x)))}
-		}
-	})
+	ls := make([]int32, n)
+	parallelFor(n, par, func(_, lo, hi int) { q.nearestAll(vs[lo*q.dim:hi*q.dim], ls[lo:hi], nil) })
+	for i, l := range ls {
+		out[i] = assignment{int32(i), l}
+	}
 	return out
 }
 

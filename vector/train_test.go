@@ -1,11 +1,13 @@
 package vector
 
 import (
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"github.com/viterin/vek/vek32"
 
 	"github.com/lochdata/loch/internal/testseed"
 )
@@ -68,5 +70,34 @@ func TestListsBalancedOnSkewedMixture(t *testing.T) {
 		t.Logf("%+v: largest list %d rows (mean %.1f), %d empty", tc, slices.Max(sizes), mean, empty)
 		require.LessOrEqual(t, float64(slices.Max(sizes)), 10*mean, "%+v", tc)
 		require.Zero(t, empty, "%+v", tc)
+	}
+}
+
+// TestGroupedNearestAllMatchesNearest: the grouped quantizer's block
+// assignment (matrix products per group) picks, for every row, a centroid
+// as near as the one-row search through the same groups does, for L2 and
+// cosine.
+func TestGroupedNearestAllMatchesNearest(t *testing.T) {
+	seed := testseed.Seed(t)
+	const dim, nlist, n = 8, groupedAbove + 100, 3000
+	for _, m := range []Metric{L2, Cosine} {
+		cents := skewed(seed, nlist, dim, 30, 1)
+		pts := skewed(seed+1, n, dim, 30, 1)
+		if m == Cosine {
+			normalize(cents, dim)
+			normalize(pts, dim)
+		}
+		q := newQuantizer(m, cents, dim, seed, 2)
+		require.Nil(t, q.exact, "grouped above groupedAbove")
+		got := make([]int32, n)
+		q.nearestAll(pts, got, nil)
+		for i := range n {
+			x := pts[i*dim : (i+1)*dim]
+			xx := vek32.Dot(x, x)
+			want := q.nearest(x, xx)
+			dg := centroidDistance(q.m, cents[int(got[i])*dim:(int(got[i])+1)*dim], q.cnorm[got[i]], x, xx)
+			dw := centroidDistance(q.m, cents[want*dim:(want+1)*dim], q.cnorm[want], x, xx)
+			require.InDelta(t, dw, dg, 1e-3*(1+math.Abs(float64(dw))), "%s row %d: grouped %d, one-row %d", m, i, got[i], want)
+		}
 	}
 }
