@@ -50,12 +50,13 @@ func listSizes(cents, pts []float32, dim int, seed uint64) []int {
 }
 
 // TestListsBalancedOnSkewedMixture: on a skewed mixture the lists the
-// trainer makes (plain k-means, and two levels above twoLevelAbove) are
+// trainer makes (plain k-means, and two levels above twoLevelAbove, the
+// rows assigned through the grouped quantizer's blocks) are
 // none empty and none over 10 times the mean, however unequal the
 // mixture's components.
 func TestListsBalancedOnSkewedMixture(t *testing.T) {
 	seed := testseed.Seed(t)
-	for _, tc := range []struct{ n, dim, nlist int }{{20000, 16, 64}, {8 * (twoLevelAbove + 200), 8, twoLevelAbove + 200}} {
+	for _, tc := range []struct{ n, dim, nlist int }{{20000, 16, 64}, {8 * (twoLevelAbove + 200), 8, twoLevelAbove + 200}, {6 * 2 * twoLevelAbove, 8, 2 * twoLevelAbove}} {
 		pts := skewed(seed, tc.n, tc.dim, 30, 1)
 		cents := train(L2, pts, tc.dim, tc.nlist, 10, seed, 2)
 		require.Len(t, cents, tc.nlist*tc.dim)
