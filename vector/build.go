@@ -23,7 +23,7 @@ type BuildOptions struct {
 	// Metric is the distance the index serves; "" means Cosine.
 	Metric Metric
 	// NList is the number of lists (centroids); 0 means DefaultNList:
-	// 4 x sqrt(rows), at most 4,096.
+	// 4 x sqrt(rows), at most 16,384.
 	NList int
 	// Sample is the number of rows k-means trains on; 0 means
 	// max(64 x NList, 50,000), at most every row.
