@@ -9,6 +9,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/viterin/vek/vek32"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/lochdata/loch"
@@ -23,7 +24,7 @@ type BuildOptions struct {
 	// Metric is the distance the index serves; "" means Cosine.
 	Metric Metric
 	// NList is the number of lists (centroids); 0 means DefaultNList:
-	// 4 x sqrt(rows), at most 16,384.
+	// 4 x sqrt(rows), at most 4,096.
 	NList int
 	// Sample is the number of rows k-means trains on; 0 means
 	// max(64 x NList, 50,000), at most every row.
@@ -173,7 +174,6 @@ func (c *column) assign(ctx context.Context, m Metric, q *quantizer, ranges [][2
 	dim := c.dim
 	got := make([][]assignedBatch, par)
 	scratch := make([][]float32, par)
-	gscratch := make([]*groupScratch, par)
 	err := c.each(ctx, ranges, keep, par, func(w int, b batch) error {
 		if m == Cosine {
 			normalize(b.vecs, dim)
@@ -182,7 +182,10 @@ func (c *column) assign(ctx context.Context, m Metric, q *quantizer, ranges [][2
 		if q.exact != nil {
 			scratch[w] = q.exact.nearestAll(a.vecs, a.near, scratch[w])
 		} else {
-			gscratch[w] = q.nearestAll(a.vecs, a.near, gscratch[w])
+			for i := range a.near {
+				x := a.vecs[i*dim : (i+1)*dim]
+				a.near[i] = int32(q.nearest(x, vek32.Dot(x, x)))
+			}
 		}
 		got[w] = append(got[w], a)
 		return nil

@@ -151,20 +151,14 @@ func train1(ctx context.Context, ds *loch.Dataset, column string, opts BuildOpti
 
 // DefaultNList is the number of lists of an index of n rows unless told:
 // 4 x sqrt(n) (the low end of faiss's 4-16 x sqrt(N)), at most
-// maxDefaultNList. At 200,000 x 128 (a mixture of 2,000 components) 4 x
-// sqrt(N) lists reached recall@10 0.98-0.999 where sqrt(N) lists reached
-// 0.65-0.89 scanning the same share of the rows (bench/RESULTS.md), for
-// 4.6x the build's CPU. Above twoLevelAbove lists the trainer's two levels
-// and the grouped quantizer's matrix products keep a row's build cost
-// near that of 4,096 lists (bench/RESULTS.md).
+// twoLevelAbove, where training and assignment stay one matrix product
+// against every centroid. At 200,000 x 128 (a mixture of 2,000
+// components) 4 x sqrt(N) lists reached recall@10 0.98-0.999 where sqrt(N)
+// lists reached 0.65-0.89 scanning the same share of the rows
+// (bench/RESULTS.md), for 4.6x the build's CPU.
 func DefaultNList(n int64) int {
-	return min(max(1, int(math.Round(4*math.Sqrt(float64(n))))), maxDefaultNList)
+	return min(max(1, int(math.Round(4*math.Sqrt(float64(n))))), twoLevelAbove)
 }
-
-// maxDefaultNList caps DefaultNList (reached at about 16.8M rows): k-means
-// trains on 64 rows a list (sampleSize), 1M rows at the cap, 512 MiB of
-// 128-dimension vectors.
-const maxDefaultNList = 16384
 
 // sampleSize is the number of rows k-means trains on (BuildOptions.Sample).
 func sampleSize(opts BuildOptions, nlist int) int {

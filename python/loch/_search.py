@@ -117,7 +117,7 @@ class Search(Reads):
         ``metric`` (``"cosine"``, ``"l2"`` or ``"dot"``) at this handle's
         version, stores it in the dataset and returns its
         :class:`loch.IndexInfo`. The index is IVF-flat: ``nlist`` k-means
-        centroids (default: 4 x the square root of the rows, at most 16,384) trained on
+        centroids (default: 4 x the square root of the rows, at most 4,096) trained on
         ``sample`` rows with ``iterations`` rounds from ``seed``;
         ``kind="ivf-pq"`` keeps ``m`` bytes of product quantization code a
         row (default dimensions / 8) and reads its lists by range when
