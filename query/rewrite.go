@@ -19,7 +19,7 @@ type rewritten struct {
 	// it), which can be the subquery of another (writeJSON)
 	selectStmt bool
 	random     bool // the query called random()
-	star   bool // its SELECT list has *
+	star       bool // its SELECT list has *
 	// the SELECT list as given, the qualifier of the row id it names and
 	// the FROM clause: which result columns are the dataset's (joined.go)
 	list []any
