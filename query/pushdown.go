@@ -239,12 +239,16 @@ func innerLeaves(x any) (leaves []map[string]any, joined bool) {
 }
 
 // filtersOrOrders reports whether a SELECT node of the statement's tree
-// has a WHERE clause or a modifier (ORDER BY, LIMIT): what pushdown can
-// pass to a scan.
+// has a WHERE clause or an ORDER BY (knnOf): what pushdown can pass to a
+// scan.
 func filtersOrOrders(stmt map[string]any) bool {
 	found := false
 	walkSelects(stmt, func(node map[string]any) {
-		found = found || node["where_clause"] != nil || len(anySlice(node["modifiers"])) > 0
+		found = found || node["where_clause"] != nil
+		for _, x := range anySlice(node["modifiers"]) {
+			m, _ := x.(map[string]any)
+			found = found || m["type"] == "ORDER_MODIFIER"
+		}
 	})
 	return found
 }
