@@ -228,6 +228,20 @@ $(VENV)/.loch-gpu-deps: python/requirements-gpu.txt | $(VENV)/bin/python
 	$(VENV)/bin/python -m pip install -q -r python/requirements-gpu.txt
 	@touch $@
 
+# gpu-wheels downloads into dist/gpu-wheels the wheels pinned in
+# python/requirements-gpu-wheels.txt (DALI for CUDA 13 and what it needs
+# beyond a GPU machine's own packages), for CPython $(GPU_PYTHON) on x86-64
+# Linux, which python/gpu_tests/run.sh installs there (no network) for its
+# DALI baseline. About 260 MB: more than the device tool carries (64 MiB),
+# so a machine reached through it runs without the DALI stage.
+GPU_PYTHON ?= 3.12
+.PHONY: gpu-wheels
+gpu-wheels:
+	$(PYTHON) -m pip download -q --no-deps --only-binary=:all: --python-version $(GPU_PYTHON) --implementation cp \
+		--platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 --platform manylinux_2_17_x86_64 \
+		--platform manylinux2014_x86_64 --dest dist/gpu-wheels -r python/requirements-gpu-wheels.txt
+	@du -sh dist/gpu-wheels
+
 # wheel builds dist/loch-<version>-py3-none-manylinux_<glibc>_x86_64.whl:
 # libloch.so and the loch CLI built here (setup.py), the shared libraries
 # they link beyond the manylinux policy (libturbojpeg) vendored into it by

@@ -33,15 +33,24 @@ func sizeClass(n int) int {
 }
 
 // bufPool tracks every buffer it has handed out and keeps freed ones.
+// Page-locked buffers of a pinnedPool are tracked too (pinned), so that
+// loch_buffer_free gives them back to their pool.
 type bufPool struct {
 	mu        sync.Mutex
-	live      map[unsafe.Pointer]int   // buffer -> capacity, not yet freed
-	free      map[int][]unsafe.Pointer // capacity -> freed buffers
+	live      map[unsafe.Pointer]int       // buffer -> capacity, not yet freed
+	pinned    map[unsafe.Pointer]pinnedBuf // page-locked buffer in use -> its pool
+	free      map[int][]unsafe.Pointer     // capacity -> freed buffers
 	freeBytes int
 	limit     int
 }
 
-var pool = &bufPool{live: map[unsafe.Pointer]int{}, free: map[int][]unsafe.Pointer{}, limit: poolLimit}
+// pinnedBuf is a page-locked buffer's pool and capacity.
+type pinnedBuf struct {
+	pp *pinnedPool
+	c  int
+}
+
+var pool = &bufPool{live: map[unsafe.Pointer]int{}, pinned: map[unsafe.Pointer]pinnedBuf{}, free: map[int][]unsafe.Pointer{}, limit: poolLimit}
 
 // alloc returns a buffer of length n (contents undefined).
 func (p *bufPool) alloc(n int) []byte {
@@ -66,15 +75,32 @@ func (p *bufPool) alloc(n int) []byte {
 	return unsafe.Slice((*byte)(ptr), c)[:n]
 }
 
-// release takes back a buffer that alloc returned. It reports false for a
+// allocPinned returns a buffer of length n from pp, or from alloc when pp
+// has none that fits.
+func (p *bufPool) allocPinned(n int, pp *pinnedPool) []byte {
+	c := sizeClass(n)
+	ptr := pp.get(c)
+	if ptr == nil {
+		return p.alloc(n)
+	}
+	p.mu.Lock()
+	p.pinned[ptr] = pinnedBuf{pp, c}
+	p.mu.Unlock()
+	return unsafe.Slice((*byte)(ptr), c)[:n]
+}
+
+// release takes back a buffer that alloc or allocPinned returned. It reports false for a
 // pointer that is not a live buffer (freed twice, or never allocated here),
 // which it leaves alone.
 func (p *bufPool) release(ptr unsafe.Pointer) bool {
 	p.mu.Lock()
-	drop, ok := p.putLocked(ptr)
+	drop, pin, ok := p.putLocked(ptr)
 	p.mu.Unlock()
 	if drop != nil {
 		C.free(drop)
+	}
+	if pin.pp != nil {
+		pin.pp.put(ptr, pin.c)
 	}
 	return ok
 }
@@ -82,34 +108,45 @@ func (p *bufPool) release(ptr unsafe.Pointer) bool {
 // releaseAll takes back the buffers at ptrs, as release each (NULL and
 // pointers that are not live buffers are skipped), under one lock.
 func (p *bufPool) releaseAll(ptrs []unsafe.Pointer) {
-	var drops []unsafe.Pointer
+	var drops, pins []unsafe.Pointer
+	var pinned []pinnedBuf
 	p.mu.Lock()
 	for _, ptr := range ptrs {
-		if drop, _ := p.putLocked(ptr); drop != nil {
+		drop, pin, _ := p.putLocked(ptr)
+		if drop != nil {
 			drops = append(drops, drop)
+		}
+		if pin.pp != nil {
+			pins, pinned = append(pins, ptr), append(pinned, pin)
 		}
 	}
 	p.mu.Unlock()
 	for _, ptr := range drops {
 		C.free(ptr)
 	}
+	for i, ptr := range pins {
+		pinned[i].pp.put(ptr, pinned[i].c)
+	}
 }
 
 // putLocked (p.mu held) moves a live buffer to the free lists. It reports
 // whether ptr was live, and returns ptr when the pool is full: the caller
-// frees it with C.free after unlocking.
-func (p *bufPool) putLocked(ptr unsafe.Pointer) (drop unsafe.Pointer, ok bool) {
+// frees it with C.free after unlocking. A page-locked buffer it returns as
+// pin instead, for the caller to put back in pin.pp after unlocking.
+func (p *bufPool) putLocked(ptr unsafe.Pointer) (drop unsafe.Pointer, pin pinnedBuf, ok bool) {
 	c, ok := p.live[ptr]
 	if !ok {
-		return nil, false
+		pin, ok = p.pinned[ptr]
+		delete(p.pinned, ptr)
+		return nil, pin, ok
 	}
 	delete(p.live, ptr)
 	if p.freeBytes+c > p.limit {
-		return ptr, true
+		return ptr, pin, true
 	}
 	p.free[c] = append(p.free[c], ptr)
 	p.freeBytes += c
-	return nil, true
+	return nil, pin, true
 }
 
 // trim frees every pooled buffer.
@@ -132,6 +169,9 @@ func (p *bufPool) stats() (live, free int) {
 	for _, c := range p.live {
 		live += c
 	}
+	for _, b := range p.pinned {
+		live += b.c
+	}
 	return live, p.freeBytes
 }
 
@@ -141,15 +181,23 @@ func ptrOf(b []byte) unsafe.Pointer { return unsafe.Pointer(unsafe.SliceData(b))
 // loaderAlloc is the loader.Allocator of one loader: it serves batch
 // buffers from the pool and remembers those the loader still owns, so that
 // Close can take back the buffers of batches that were never delivered.
+// With pinned set (loch_loader_new's "pinned_pool"), batch buffers come
+// from that pool of page-locked memory while it has room.
 type loaderAlloc struct {
-	mu    sync.Mutex
-	owned map[unsafe.Pointer]struct{}
+	mu     sync.Mutex
+	owned  map[unsafe.Pointer]struct{}
+	pinned *pinnedPool
 }
 
 func newLoaderAlloc() *loaderAlloc { return &loaderAlloc{owned: map[unsafe.Pointer]struct{}{}} }
 
 func (a *loaderAlloc) Alloc(n int) []byte {
-	b := pool.alloc(n)
+	var b []byte
+	if a.pinned != nil {
+		b = pool.allocPinned(n, a.pinned)
+	} else {
+		b = pool.alloc(n)
+	}
 	a.mu.Lock()
 	a.owned[ptrOf(b)] = struct{}{}
 	a.mu.Unlock()
@@ -213,7 +261,8 @@ func loch_buffers_free(ptrs *unsafe.Pointer, n C.int64_t) {
 func loch_buffer_trim() { pool.trim() }
 
 // loch_buffer_stats stores the bytes of sample buffers held by the caller
-// and the loaders (live) and kept for reuse (pooled).
+// and the loaders (live, page-locked ones of a pinned pool included) and
+// kept for reuse (pooled, not counting those a pinned pool keeps).
 //
 //export loch_buffer_stats
 func loch_buffer_stats(live, pooled *C.int64_t) {

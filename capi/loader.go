@@ -29,6 +29,9 @@ type loaderConfig struct {
 	// processes of the machine (CacheBytes default 10 GiB).
 	CacheDir   string `json:"cache_dir"`
 	CacheBytes int64  `json:"cache_bytes"`
+	// PinnedPool is the handle of a pool of page-locked memory
+	// (loch_pinned_pool_new, ABI 26) that batch buffers come from.
+	PinnedPool uint64 `json:"pinned_pool"`
 }
 
 // loaderObj is the object behind a loader handle.
@@ -58,7 +61,8 @@ func loaderOf(h C.uintptr_t) (*loaderObj, error) { return lookup[*loaderObj](h, 
 // "prefetch_bytes", "fetch_concurrency", "workers", "skip_bad_samples",
 // "resume" (a state from loch_loader_state), "allow_version_change",
 // "ragged_as_list", "split" ({"index", "count"}), "transforms" ({column:
-// spec})) plus "cache_dir" and "cache_bytes"; absent fields take the Go
+// spec})) plus "cache_dir", "cache_bytes" and "pinned_pool" (ABI 26: a
+// pool handle that batch buffers come from, loch_pinned_pool_new); absent fields take the Go
 // loader's defaults, unknown ones are refused.
 //
 //export loch_loader_new
@@ -151,6 +155,13 @@ func startLoader(config *C.char, scans []*loch.Scan, out *C.uintptr_t, errOut **
 		cfg.Workers = loaderWorkers()
 	}
 	lo := &loaderObj{alloc: newLoaderAlloc(), names: cfg.Columns, prefetchBytes: cfg.WithDefaults().PrefetchBytes}
+	if c.PinnedPool != 0 {
+		pp, err := pinnedOf(C.uintptr_t(c.PinnedPool))
+		if err != nil {
+			return fail(errOut, fmt.Errorf("loader config pinned_pool: %w", err))
+		}
+		lo.alloc.pinned = pp
+	}
 	if c.CacheDir != "" {
 		n := c.CacheBytes
 		if n <= 0 {

@@ -52,9 +52,10 @@
  * 22 added SQL in the library (loch_sql_*, see the end); 23 added vector
  * indexes built by several processes (loch_vector_train,
  * loch_vector_encode_part, loch_vector_merge_lists, loch_vector_commit)
- * and loch_vector_build's "part_rows".
+ * and loch_vector_build's "part_rows"; 26 added page-locked batch buffers
+ * (loch_pinned_pool_*, see the end, and loch_loader_new's "pinned_pool").
  */
-#define LOCH_ABI_VERSION 23
+#define LOCH_ABI_VERSION 26
 
 /* Status codes. */
 enum {
@@ -488,5 +489,38 @@ int64_t loch_max_decode_bytes(void);
  *       catalog with "table" and "url"; options as loch_sql_run's, and
  *       "table": the table a join selects.
  */
+
+/*
+ * Page-locked batch buffers (ABI 26, capi/pinned.go): a pool of host memory
+ * from an allocator the caller hands over (CUDA's cudaHostAlloc and
+ * cudaFreeHost), from which a loader given the pool's handle in its
+ * configuration ("pinned_pool") allocates its batches' buffers, so that
+ * its workers fill memory a device copies from directly. Such a buffer is
+ * freed like any other (loch_buffer_free): it goes back to the pool, never
+ * to the allocator while the pool is open. The pool holds at most `limit`
+ * bytes (its buffers in use and those kept for reuse, by size class); a
+ * buffer that does not fit, or that the allocator refuses, comes from
+ * ordinary memory instead (counted as a fallback). loch_buffer_stats'
+ * "live" counts the pool's buffers in use too.
+ *   loch_host_alloc_fn: int alloc(void **ptr, size_t nbytes, unsigned
+ *       flags): 0 and *ptr set (64-byte aligned at least), or nonzero.
+ *   loch_host_free_fn: int free(void *ptr).
+ *   loch_host_select_fn: int select(int device), called before each alloc
+ *       and free with the pool's device (cudaSetDevice: so that the
+ *       allocator's thread uses that device's context); may be NULL.
+ *   loch_pinned_pool_new(alloc, free, select, int device, unsigned flags,
+ *       int64_t limit, uintptr_t *out, err): the pool's handle.
+ *   loch_pinned_pool_set_limit(p, int64_t limit, err): a new limit; kept
+ *       buffers beyond it are freed now, those in use when they come back.
+ *   loch_pinned_pool_stats(p, int64_t out[6], err): bytes in use, bytes
+ *       kept, limit, the most bytes held at once, allocations that fell
+ *       back to ordinary memory, allocator failures.
+ *   loch_pinned_pool_close(p, err): frees the kept buffers and releases
+ *       the handle; buffers in use are freed to the allocator as they come
+ *       back. Loaders that have the pool keep using it until they close.
+ */
+typedef int (*loch_host_alloc_fn)(void **ptr, size_t nbytes, unsigned int flags);
+typedef int (*loch_host_free_fn)(void *ptr);
+typedef int (*loch_host_select_fn)(int device);
 
 #endif

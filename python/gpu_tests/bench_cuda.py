@@ -9,8 +9,14 @@ when missing), printing every baseline measured in the same run:
     ``ds.pytorch()``, each batch's image copied to the GPU by the loop
     (``.to(device)`` from pageable memory), then the step.
 ``device=``
-    ``ds.pytorch(device=...)`` (a copy into reused page-locked buffers,
-    non_blocking on a side stream, one batch ahead), then the step.
+    ``ds.pytorch(device=...)``: the Go loader's workers fill page-locked
+    buffers of its pinned pool, copied non_blocking on a side stream, one
+    batch ahead (loch._device), then the step; its pool's statistics are
+    printed (``fallbacks``: buffers that went through the staging copy).
+``device= staging``
+    The same without the pinned pool (the path before C ABI 26): each
+    batch copied by the loop's thread into reused page-locked buffers
+    first; the A/B of the Go-filled pinned buffers.
 ``pin_memory()``
     What ``device=`` did before (and the usual recipe): each tensor's
     ``Tensor.pin_memory()``, then a non_blocking copy on a side stream, one
@@ -40,6 +46,7 @@ from typing import Any
 import torch
 
 import loch
+from loch._device import CudaOps
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 import bench_loaders  # noqa: E402
@@ -75,6 +82,14 @@ def pinned_per_batch(batches: Any, device: torch.device) -> Any:
         ahead = sent
     if ahead is not None:
         yield receive(ahead)
+
+
+class NoPool(CudaOps):
+    """The device path without a pinned pool: every batch through the
+    staging copy on the loop's thread."""
+
+    def host_allocator(self) -> None:
+        return None
 
 
 def epoch(loader: Any, mode: str, device: torch.device, acc: torch.Tensor, step_cycles: int = 0) -> int:
@@ -121,14 +136,15 @@ def main() -> None:
           f"{args.rounds} rounds, GPU step {args.step_ms:g} ms, load {os.getloadavg()[0]:.2f}")  # fmt: skip
     acc = torch.zeros((), device=device)
     step_cycles = int(args.step_ms * args.clock_ghz * 1e6)
-    modes = ["cpu", "cpu + .to()", "device=", "pin_memory()"]
+    modes = ["cpu", "cpu + .to()", "device=", "device= staging", "pin_memory()"]
     for name, transform in (("loch-lz4", None), ("loch-jpeg", {"image": "decode"})):
         ds = loch.open(paths[name])
         loaders = {
             m: ds.pytorch(batch_size=args.batch_size, shuffle=True, seed=0, columns=["image", "label"],
-                          transform=transform, device=args.device if m == "device=" else None)
+                          transform=transform, device=args.device if m.startswith("device=") else None)
             for m in modes
         }  # fmt: skip
+        loaders["device= staging"]._ops = NoPool(device)
         for m in modes:
             epoch(loaders[m], m, device, acc)  # warm-up: page cache, CUDA kernels, pinned pool
         rates: dict[str, list[float]] = {m: [] for m in modes}
@@ -150,6 +166,7 @@ def main() -> None:
             print(f"  {m:14} {med:10.0f} {med / base:6.3f}  {rounds:26} {s.get('wait_share', 0):10.3f} "
                   f"{s.get('first_batch_ns', 0) / 1e6:14.1f} {s.get('fetch_ns', 0) / 1e6:8.1f} "
                   f"{s.get('decode_ns', 0) / 1e6:9.1f} {s.get('elapsed_ns', 0) / 1e6:10.1f}")  # fmt: skip
+        print(f"  device= pinned pool: {loaders['device='].pinned_stats()}")
         ds.close()
     print(f"\n(checksum {float(acc):.1f}; load {os.getloadavg()[0]:.2f})")
 

@@ -1,6 +1,7 @@
-"""ds.pytorch() on a GPU: ``device="cuda"`` (a pinned host copy, then a
-non_blocking copy on a side stream one batch ahead, the consumer's stream
-recorded on each tensor), ``pin_memory=True``, device validation, epochs
+"""ds.pytorch() on a GPU: ``device="cuda"`` (the Go loader's workers fill
+page-locked buffers of a pinned pool, then a non_blocking copy on a side
+stream one batch ahead, the consumer's stream recorded on each tensor, the
+host buffers kept until the copy's event completed: loch._device), ``pin_memory=True``, device validation, epochs
 and resume, and a DataLoader with workers and ``pin_memory``. Every batch
 is checked against the CPU loader's batch of the same seed and against
 the values its row ids imply (conftest.expected)."""
@@ -145,6 +146,50 @@ def test_batches_kept_while_the_gpu_lags_stay_correct(ds: loch.Dataset, device: 
         w = expected(b["index"].cpu().numpy())
         assert torch.equal(b["x"].cpu(), torch.from_numpy(w["x"]))
         assert torch.equal(b["img"].cpu(), torch.from_numpy(w["img"]))
+
+
+def test_the_go_loader_fills_page_locked_memory(ds: loch.Dataset, device: torch.device,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """The ring on CUDA (loch._device): every Go column's buffer is
+    page-locked memory of the loader's pinned pool (no fallback, no
+    allocator failure), the copies run on the side stream, and a side
+    stream held back by a sleep kernel before each batch's copies cannot
+    make a batch wrong: the host buffers go back to Go only once the
+    copy's event has completed, while the Go workers keep filling others.
+    Afterwards no page-locked buffer is in use and the pool is within its
+    limit."""
+    needs_cuda()
+    from loch._device import CudaOps
+
+    pinned: list[list[bool]] = []
+    copy = CudaOps.copy
+
+    def lagging(self: CudaOps, host: Any) -> Any:
+        pinned.append([h.is_pinned() for h in host])
+        with torch.cuda.stream(self.stream):
+            torch.cuda._sleep(2_000_000)  # the copy engine's stream a millisecond or two behind
+        return copy(self, host)
+
+    monkeypatch.setattr(CudaOps, "copy", lagging)
+    cpu = list(ds.pytorch(batch_size=BATCH, shuffle=True, seed=13, columns=["x", "img", "y", "h"]))
+    gc.collect()
+    live = loch.buffer_stats()["live"]  # the CPU batches' included
+    loader = ds.pytorch(batch_size=BATCH, shuffle=True, seed=13, columns=["x", "img", "y", "h"], device=device.type)
+    for _ in range(2):
+        got = []
+        for b in loader:
+            torch.cuda._sleep(1_000_000)  # and the consumer's stream behind too
+            got.append(b)
+        for g, c in zip(got, cpu, strict=True):
+            check_same(g, c, device)
+    assert pinned and all(all(p) for p in pinned), f"copies from pageable memory: {pinned[:3]}"
+    stats = loader.pinned_stats()
+    assert stats is not None, "no pinned pool: the CUDA runtime's cudaHostAlloc was not found"
+    assert stats["fallbacks"] == 0 and stats["failures"] == 0, stats
+    assert 0 < stats["peak"] <= stats["limit"], stats
+    gc.collect()
+    assert loader.pinned_stats()["live"] == 0, loader.pinned_stats()  # type: ignore[index]
+    assert loch.buffer_stats()["live"] == live
 
 
 def test_gpu_batches_outlive_the_host_buffers(ds: loch.Dataset, device: torch.device) -> None:

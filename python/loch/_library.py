@@ -30,7 +30,7 @@ from typing import Any
 from ._status import NOT_ERRORS
 from .errors import ForkedProcess, InternalError, from_status
 
-ABI_VERSION = 23
+ABI_VERSION = 26
 
 # Layouts and encodings of loch_column_in and loch_tensor.
 DENSE, PACKED, NULLS = 0, 1, 2
@@ -198,6 +198,11 @@ _STATUS_FUNCS: dict[str, list[Any]] = {
     "loch_loader_state": [c_uintptr, _STR_OUT],
     "loch_loader_stats": [c_uintptr, _STR_OUT],
     "loch_loader_close": [c_uintptr],
+    # ABI 26: page-locked batch buffers (alloc, free, select, device, flags, limit, pool out).
+    "loch_pinned_pool_new": [c_void_p, c_void_p, c_void_p, c_int, ctypes.c_uint, c_int64, POINTER(c_uintptr)],
+    "loch_pinned_pool_set_limit": [c_uintptr, c_int64],
+    "loch_pinned_pool_stats": [c_uintptr, POINTER(c_int64)],
+    "loch_pinned_pool_close": [c_uintptr],
     # ABI 14: (request pipe fd out, response pipe fd out).
     "loch_service": [POINTER(c_int), POINTER(c_int)],
     # ABI 19: (n, previous limit out).

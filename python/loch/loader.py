@@ -417,7 +417,7 @@ class Loader:
         self.dataset = self._reopen(self.dataset)
         return self.dataset
 
-    def _start(self, split: tuple[int, int] | None, epoch: int | None) -> _GoLoader:
+    def _start(self, split: tuple[int, int] | None, epoch: int | None, pinned_pool: int | None = None) -> _GoLoader:
         source = self._source()
         taken = epoch is None
         if epoch is None:
@@ -425,6 +425,8 @@ class Loader:
         config = self._go_config(epoch)
         if split is not None:
             config["split"] = split_config(split)
+        if pinned_pool is not None:
+            config["pinned_pool"] = pinned_pool
         try:
             go = _GoLoader(source, config, stream=True)
         except BaseException:
@@ -445,6 +447,7 @@ class Loader:
         *,
         split: tuple[int, int] | None = None,
         epoch: int | None = None,
+        pinned_pool: int | None = None,
     ) -> Iterator[Batch]:
         """Iterates one epoch, as ``iter(loader)`` does, with hooks for
         framework adapters:
@@ -458,6 +461,9 @@ class Loader:
             loader's counter itself (a DataLoader worker's claim, see
             :meth:`loch.epochs.SharedEpochs.claim`); by default the
             iteration takes the next epoch from the counter.
+        pinned_pool: the handle of a pool of page-locked memory that the Go
+            loader allocates the batches' buffers from
+            (:class:`loch._device.PinnedPool`, for ``device="cuda"``).
 
         The Go loader starts at the first ``next`` and stops when the
         iteration ends or the iterator is closed or collected::
@@ -467,7 +473,7 @@ class Loader:
             >>> [b["n"].tolist() for b in ds.numpy(batch_size=4).batches(lambda b: {"n": b["n"] * 10})]
             [[0, 10, 20, 30], [40, 50, 60, 70], [80, 90]]
         """
-        go = self._start(split, epoch)
+        go = self._start(split, epoch, pinned_pool)
         ended = False
 
         def convert_go(p: int) -> Batch:

@@ -7,10 +7,18 @@
             images, labels = batch["image"], batch["label"]  # row ids: batch["index"]
 
 Tensors share the memory the Go loader filled (``torch.from_numpy``: no
-copy). With ``device="cuda"`` each batch is copied through reused
-page-locked buffers to the GPU, ``non_blocking`` on a side stream while the
-previous step computes: every tensor, the row ids under ``"index"`` too;
-lists of text, json or bytes samples stay lists. ``state_dict`` then is
+copy). With ``device="cuda"`` the Go loader's workers fill page-locked
+buffers (a pool it allocates from with ``cudaHostAlloc``), and each batch
+is copied from them to the GPU, ``non_blocking`` on a side stream while the
+previous step computes: every tensor, the row ids under ``"index"`` too
+(through a staging buffer); lists of text, json or bytes samples stay
+lists. The rule (:mod:`loch._device`): the loop's stream waits for the
+copy's CUDA event; a batch's host buffers go back to the loader only after
+that event has completed; at most 4 batches' copies are outstanding; the
+pinned bytes are bounded by the loader's ``prefetch_bytes`` and a quarter,
+64 MiB of freed buffers and 6 of the largest batch, beyond which buffers
+come from ordinary memory through a staging copy
+(:meth:`TorchLoader.pinned_stats`). ``state_dict`` then is
 still the state after the batches the loop got, although the next one is on
 its way. Such a loader moves batches in the process that iterates it, so
 DataLoader workers refuse it (give them ``ds.pytorch()`` and the
@@ -68,6 +76,7 @@ import numpy as np
 import torch
 import torch.utils.data
 
+from ._device import CudaOps, DeviceCopyError, DeviceOps, DeviceRing, PinnedPool, pinned_limit
 from .adapter import Adapter, distributed_option
 from .epochs import SharedEpochs
 from .errors import InvalidArgument
@@ -77,6 +86,9 @@ if TYPE_CHECKING:
     from typing_extensions import Unpack
 
 __all__ = ["TorchLoader", "TorchOptions", "to_torch", "distributed_world"]
+
+# The Go loader's prefetch_bytes when not set (loader.Config).
+DEFAULT_PREFETCH_BYTES = 256 << 20
 
 
 class TorchOptions(CommonLoaderOptions, total=False):
@@ -137,65 +149,13 @@ def to_torch(batch: Batch) -> dict[str, Any]:
 _ndarray, _from_numpy = np.ndarray, torch.from_numpy
 
 
-class _Staging:
-    """Page-locked host buffers that batches are copied through on their
-    way to a CUDA device, reused rather than allocated per batch: at most
-    ``depth`` of them, each reused once the copy that read it (its event)
-    has completed. The copy into them is numpy's, on the calling thread:
-    ``Tensor.pin_memory()`` or ``copy_`` per batch ran torch's intra-op
-    threads, which took the cores from the Go loader
-    (bench/history/2026-11-26-issue-17.md)."""
-
-    ALIGN = 64
-
-    def __init__(self, depth: int = 4) -> None:
-        self.depth = depth
-        self.bufs: list[tuple[torch.Tensor, Any]] = []  # (uint8 buffer, event of its last copy)
-        self.taken: torch.Tensor | None = None
-
-    def stage(self, tensors: Sequence[torch.Tensor]) -> list[torch.Tensor]:
-        """Pinned copies of tensors, in one buffer, valid until the copy
-        from them is done (see :meth:`release`)."""
-        sizes = [v.numel() * v.element_size() for v in tensors]
-        spans = [-(-n // self.ALIGN) * self.ALIGN for n in sizes]  # each tensor's place, aligned
-        buf = self._take(sum(spans))
-        out, off = [], 0
-        for v, n, span in zip(tensors, sizes, spans):
-            if n:
-                # numpy's copy, a memcpy on this thread: torch's copy_ runs
-                # on its intra-op threads, whose spinning took the cores
-                # from the Go loader's decoders.
-                np.copyto(buf[off : off + n].numpy(), v.contiguous().reshape(-1).view(torch.uint8).numpy())
-            out.append(buf[off : off + n].view(v.dtype).view(v.shape))
-            off += span
-        self.taken = buf
-        return out
-
-    def release(self, event: Any) -> None:
-        """The buffer of the last :meth:`stage` is free once event (recorded
-        after the copies from it) has completed."""
-        if self.taken is not None:
-            self.bufs.append((self.taken, event))
-            self.taken = None
-
-    def _take(self, nbytes: int) -> torch.Tensor:
-        for i, (buf, event) in enumerate(self.bufs):
-            if buf.numel() >= nbytes and event.query():
-                return self.bufs.pop(i)[0]
-        if len(self.bufs) >= self.depth:  # wait for the oldest copy: reuse its buffer if large enough
-            buf, event = self.bufs.pop(0)
-            event.synchronize()
-            if buf.numel() >= nbytes:
-                return buf
-        return torch.empty(1 << max(nbytes - 1, 0).bit_length(), dtype=torch.uint8, pin_memory=True)
-
-
 class _Transfer:
-    """Moves batches to a device. To CUDA: through reused page-locked
-    buffers (:class:`_Staging`), then a non_blocking copy on a side stream,
-    one batch ahead, so that the copy of batch i+1 overlaps the step on
-    batch i. With ``pin_memory`` alone, each tensor is copied to
-    page-locked memory of its own.
+    """Moves batches to a device. To CUDA (or any :class:`DeviceOps`
+    given as ``ops``): through a :class:`loch._device.DeviceRing`, one
+    batch ahead, so that the copy of batch i+1 overlaps the step on batch
+    i, from the page-locked buffers the Go loader filled (``pool``) where
+    it could, else through staging buffers. With ``pin_memory`` alone, each
+    tensor is copied to page-locked memory of its own.
 
     Running ahead, it has taken batch i+1 from the loader while the
     consumer has batch i, so the loader's own state counts one batch too
@@ -205,55 +165,46 @@ class _Transfer:
     after the consumer broke off there); None otherwise."""
 
     def __init__(
-        self, device: torch.device | None, pin_memory: bool, mark: Callable[[], dict[str, Any]] | None = None
+        self,
+        device: torch.device | None,
+        pin_memory: bool,
+        mark: Callable[[], dict[str, Any]] | None = None,
+        *,
+        ops: DeviceOps | None = None,
+        pool: PinnedPool | None = None,
+        prefetch_bytes: int = 0,
     ) -> None:
         self.device = device
-        self.cuda = device is not None and device.type == "cuda"
-        self.pin = pin_memory or self.cuda
+        if ops is None and device is not None and device.type == "cuda":
+            ops = CudaOps(device)
+        self.pin = pin_memory and ops is None
         if self.pin and not torch.cuda.is_available():
             warnings.warn("loch: pin_memory needs CUDA, which is not available: batches stay in pageable memory",
                           stacklevel=3)  # fmt: skip
             self.pin = False
-        self.stream = torch.cuda.Stream(device) if self.cuda else None
-        self.staging = _Staging() if self.cuda else None
+        self.ring = None if ops is None else DeviceRing(ops, pool=pool, prefetch_bytes=prefetch_bytes)
         #: Whether batch i+1 is taken and sent while the consumer has batch i.
-        self.ahead = self.stream is not None
+        self.ahead = self.ring is not None
         self.mark = mark
         self.behind: dict[str, Any] | None = None
 
     def _send(self, batch: dict[str, Any]) -> tuple[dict[str, Any], Any]:
-        if self.stream is None or self.staging is None:
+        if self.ring is not None:
+            return self.ring.send(batch)
 
-            def move(v: Any) -> Any:
-                if not isinstance(v, torch.Tensor):
-                    return v
-                if self.pin:
-                    v = v.pin_memory()
-                if self.device is not None:
-                    v = v.to(self.device, non_blocking=self.pin)
+        def move(v: Any) -> Any:
+            if not isinstance(v, torch.Tensor):
                 return v
+            if self.pin:
+                v = v.pin_memory()
+            if self.device is not None:
+                v = v.to(self.device, non_blocking=self.pin)
+            return v
 
-            return {k: move(v) for k, v in batch.items()}, None
-        out = dict(batch)
-        keys = [k for k, v in batch.items() if isinstance(v, torch.Tensor)]
-        host = self.staging.stage([batch[k] for k in keys])
-        with torch.cuda.stream(self.stream):
-            for k, h in zip(keys, host):
-                out[k] = h.to(self.device, non_blocking=True)
-            event = torch.cuda.Event()
-            event.record(self.stream)
-        self.staging.release(event)
-        return out, event
+        return {k: move(v) for k, v in batch.items()}, None
 
     def _receive(self, sent: tuple[dict[str, Any], Any]) -> dict[str, Any]:
-        batch, event = sent
-        if event is not None:
-            stream = torch.cuda.current_stream(self.device)
-            stream.wait_event(event)
-            for v in batch.values():
-                if isinstance(v, torch.Tensor) and v.is_cuda:
-                    v.record_stream(stream)  # its memory is in use by the consumer's stream now
-        return batch
+        return sent[0] if self.ring is None else self.ring.receive(sent)
 
     def __call__(self, batches: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
         if self.device is None and not self.pin and not self.ahead:
@@ -271,6 +222,7 @@ class _Transfer:
                 state = self.mark() if ahead is not None and self.mark is not None else None
                 b = next(batches, None)
                 sent = None if b is None else self._send(b)
+                del b  # the host batch lives on in the ring until its copy is done, no longer
                 if ahead is not None:
                     self.behind = state
                     yield self._receive(ahead)
@@ -278,10 +230,23 @@ class _Transfer:
                     break
                 ahead = sent
             self.behind = None
+            self._close_ring(raising=True)
         finally:
+            self._close_ring(raising=False)  # after a break or an error: let go of everything
             close = getattr(batches, "close", None)
             if close is not None:
                 close()  # the loader records where it stopped now, not when collected
+
+    def _close_ring(self, raising: bool) -> None:
+        """Waits for the ring's copies and lets go of their host memory;
+        their errors are raised only if ``raising``."""
+        if self.ring is None:
+            return
+        try:
+            self.ring.close()
+        except DeviceCopyError:
+            if raising:
+                raise
 
 
 def _usable(device: str | torch.device, dev: torch.device) -> None:
@@ -341,8 +306,9 @@ class TorchLoader(Adapter, torch.utils.data.IterableDataset):  # type: ignore[ty
 
     Arguments are those of :class:`loch.Loader` and:
         pin_memory: return batches in page-locked memory (CUDA only).
-        device: move batches to this device (``"cuda"``: asynchronously, on
-            a side stream, one batch ahead).
+        device: move batches to this device (``"cuda"``: from page-locked
+            buffers the Go loader fills, asynchronously, on a side stream,
+            one batch ahead; see the module documentation).
         distributed: None (detect, see :func:`distributed_world`), True
             (detect, and require a distributed run), False, or (rank,
             world_size) (a tuple or a list).
@@ -380,6 +346,11 @@ class TorchLoader(Adapter, torch.utils.data.IterableDataset):  # type: ignore[ty
         self._device = device_
         self._worker_passes = 0  # passes this copy started in a DataLoader worker
         self._transfer: _Transfer | None = None  # of the last iteration in this process
+        #: The device operations of device="cuda" (a fake device in tests),
+        #: and the page-locked pool the Go loader fills (None where CUDA's
+        #: allocator was not found): made at the first iteration, kept.
+        self._ops: DeviceOps | None = None
+        self._pool: PinnedPool | None = None
 
     @property
     def _dataset(self) -> Source | None:
@@ -402,8 +373,12 @@ class TorchLoader(Adapter, torch.utils.data.IterableDataset):  # type: ignore[ty
         if info is None:
             if self._distributed is None:
                 self.loader.set_rank(*distributed_world(None))
-            self._transfer = _Transfer(self._device, self._pin, mark=self.loader.state_dict)
-            return self._transfer(self.loader.batches(self.convert))
+            ops, pool = self._device_path()
+            prefetch = int(self.loader.config().get("prefetch_bytes") or DEFAULT_PREFETCH_BYTES)
+            self._transfer = _Transfer(self._device, self._pin, mark=self.loader.state_dict,
+                                       ops=ops, pool=pool, prefetch_bytes=prefetch)  # fmt: skip
+            pinned = None if pool is None else pool.handle
+            return self._transfer(self.loader.batches(self.convert, pinned_pool=pinned))
         if self._device is not None and self._device.type == "cuda":
             # A worker cannot hand CUDA tensors on (and a forked one cannot
             # start CUDA at all): the copy belongs in the main process.
@@ -420,6 +395,26 @@ class TorchLoader(Adapter, torch.utils.data.IterableDataset):  # type: ignore[ty
         split = None if info.num_workers <= 1 else (info.id, info.num_workers)
         batches = self._worker_part(self.loader.batches(self.convert, split=split, epoch=epoch), key, info.id)
         return _Transfer(self._device, self._pin)(batches)
+
+    def _device_path(self) -> tuple[DeviceOps | None, PinnedPool | None]:
+        """The device operations and the page-locked pool of this loader's
+        device (see :mod:`loch._device`), made once: (None, None) for the
+        host; no pool where the device has no host allocator."""
+        if self._ops is None and self._device is not None and self._device.type == "cuda":
+            self._ops = CudaOps(self._device)
+        if self._ops is not None and self._pool is None:
+            allocator = self._ops.host_allocator()
+            if allocator is not None:
+                prefetch = int(self.loader.config().get("prefetch_bytes") or DEFAULT_PREFETCH_BYTES)
+                self._pool = PinnedPool(allocator, pinned_limit(prefetch, DeviceRing.DEPTH, 0))
+        return self._ops, self._pool
+
+    def pinned_stats(self) -> dict[str, int] | None:
+        """The page-locked pool's statistics with ``device="cuda"`` (see
+        :meth:`loch._device.PinnedPool.stats`: ``fallbacks`` counts batch
+        buffers that were not page-locked and went through a staging copy),
+        or None before the first iteration or without a pool."""
+        return None if self._pool is None else self._pool.stats()
 
     def _worker_part(self, batches: Iterator[Batch], key: tuple[int, int], member: int) -> Iterator[Batch]:
         """A worker's part of a pass, whose statistics it records for the
@@ -475,4 +470,5 @@ class TorchLoader(Adapter, torch.utils.data.IterableDataset):  # type: ignore[ty
             self.loader.set_rank(*distributed_world(None))
         state = self.__dict__.copy()
         state["_transfer"] = None  # its CUDA stream stays here
+        state["_ops"] = state["_pool"] = None  # so do the device's stream and page-locked memory
         return state

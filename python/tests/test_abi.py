@@ -30,6 +30,11 @@ SCALARS: dict[str, Any] = {
     "C.uintptr_t": c_uintptr,
     "C.double": ctypes.c_double,
     "C.float": ctypes.c_float,
+    "C.uint": ctypes.c_uint,
+    # Function pointers (ABI 26's host allocator), passed as addresses.
+    "C.loch_host_alloc_fn": ctypes.c_void_p,
+    "C.loch_host_free_fn": ctypes.c_void_p,
+    "C.loch_host_select_fn": ctypes.c_void_p,
 }
 STRUCTS: dict[str, Any] = {"C.loch_column_in": ColumnIn, "C.loch_tensor": TensorOut, "C.loch_batch": BatchOut}
 
