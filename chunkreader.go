@@ -74,6 +74,7 @@ func (d *Dataset) spanEstimate(ref manifest.ChunkRef, lo, hi int, maxSample int6
 type chunkReader struct {
 	d      *Dataset
 	cache  chunkcache.Cache // nil: none
+	mapped bool             // spans from mapped chunk files where the store can map (mapped.go)
 	flight singleflight.Group
 }
 
@@ -188,6 +189,14 @@ func (r *chunkReader) span(ctx context.Context, ref manifest.ChunkRef, lo, hi in
 	}
 	if !h.RangeReadable() {
 		return nil, errWhole
+	}
+	if r.mapped {
+		if f, err := r.spanMapped(ctx, ref, h, lo, hi); f != nil || err != nil {
+			if f != nil {
+				f.Bytes += n
+			}
+			return f, err
+		}
 	}
 	a, b := h.SpanBlocks(lo, hi)
 	start, end := h.BlockRange(a, b)

@@ -153,6 +153,8 @@ type Dataset struct {
 	fragBytes sync.Map // fragment identity (fragIdent) -> chunk bytes (compaction's planning)
 
 	links *links // the link policy of ColumnReader.Fetch
+
+	maps chunkMaps // chunk files mapped for span reads (mapped.go)
 }
 
 // Create makes a new dataset with the given schema at url and commits its
@@ -379,6 +381,7 @@ func (d *Dataset) Close() error {
 		d.stage = nil
 	}
 	d.wmu.Unlock()
+	d.maps.close()
 	if d.links != nil {
 		d.links.client.Close()
 	}

@@ -30,6 +30,7 @@ type Fetched struct {
 	raw    []byte
 	rawOff int64
 	buf    []byte
+	mapped *mapRef // a span read from a mapped chunk file (mapped.go), whose raw aliases it
 
 	// Bytes is the number of bytes read from the store (0 on a cache hit,
 	// and for a fetch that waited for another's read of the same chunk).
@@ -159,13 +160,19 @@ func (f *Fetched) DictRun(lo, hi int, dst []int32) (idx []int32, ok bool) {
 func (f *Fetched) Mem() int64 { return f.mem }
 
 // Recycle hands the memory of a fetched span back for later reads to
-// reuse. It is for the one owner of f once nobody uses f, nor any sample
-// taken from it, any more: after it, f and its samples must not be used.
+// reuse (for a span read from a mapped chunk file, it releases the
+// mapping: see Scan.Mapped). It is for the one owner of f once nobody
+// uses f, nor any sample taken from it, any more: after it, f and its
+// samples must not be used.
 // Whole chunks are left to the garbage collector (a cache may share them).
 func (f *Fetched) Recycle() {
 	if f.buf != nil {
 		putBuf(f.buf)
 		f.buf, f.raw = nil, nil
+	}
+	if f.mapped != nil {
+		f.mapped.done()
+		f.raw = nil
 	}
 }
 

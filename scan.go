@@ -66,6 +66,27 @@ func (sc *Scan) WithCache(cache chunkcache.Cache) *Scan {
 	return &Scan{d: sc.d, s: sc.s, rd: &chunkReader{d: sc.d, cache: cache}}
 }
 
+// Mapped returns a scan of the same snapshot whose span fetches (Span) of
+// a dataset on this machine's disk take their bytes from the chunk file
+// mapped into memory, read-only, instead of copying them into a buffer:
+// spans of at least 64 KiB, or of a chunk mapped already; smaller ones,
+// other stores and a scan with a cache read as before. A span's checksum
+// blocks are verified the first time a span of the mapping reads them;
+// the Dataset keeps a chunk mapped while a fetched span holds it and the
+// 128 it used last once idle, and unmaps them when closed.
+//
+// The caller keeps the Fetched of a mapped span while it uses its
+// samples, whose Data aliases the mapping (reading it after the span is
+// recycled, or collected, faults), and calls Recycle once done: its pages
+// then leave the process's memory (they stay in the page cache), so that
+// Fetched.Mem of the spans held counts the mapped memory in use. A chunk
+// file must not be rewritten in place while it is mapped (a Store never
+// does).
+func (sc *Scan) Mapped() *Scan {
+	rd := &chunkReader{d: sc.d, cache: sc.rd.cache, mapped: sc.rd.cache == nil}
+	return &Scan{d: sc.d, s: sc.s, rd: rd}
+}
+
 // Load reads every fragment object of the snapshot, with at most
 // parallelism reads at once.
 func (sc *Scan) Load(ctx context.Context, parallelism int) error {
@@ -180,6 +201,19 @@ type ChunkID struct {
 // ref is the chunk's fragment reference.
 func (sc *Scan) ref(id ChunkID) manifest.ChunkRef {
 	return sc.s.frags[id.frag].cols[int(id.uid)][id.k]
+}
+
+// ChunkBounds returns bounds of the non-null values of chunk id, lo <= v
+// <= hi (format 1.14 chunk statistics, docs/format.md §3.4); ok is false
+// when the fragment records none (older writers, dtypes without them, a
+// chunk with a NaN, an infinity or no non-null value). A reader may skip a chunk that
+// no value in [lo, hi] can match.
+func (sc *Scan) ChunkBounds(id ChunkID) (lo, hi float64, ok bool) {
+	ref := sc.ref(id)
+	if ref.Min == nil || ref.Max == nil {
+		return 0, 0, false
+	}
+	return *ref.Min, *ref.Max, true
 }
 
 // ChunkKey is the chunk's storage key, for messages and tools.

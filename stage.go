@@ -47,8 +47,8 @@ type staging struct {
 	deletes   map[uint64]rowLoc
 	conflicts map[uint64]bool
 
-	builders sync.Pool // of *chunk.Builder, recycled after encoding
-	buffers  sync.Pool // of *[]byte, encoded chunk buffers
+	builders freeList[*chunk.Builder] // recycled after encoding
+	buffers  freeList[[]byte]         // encoded chunk buffers
 
 	// uploads encodes and uploads flushed chunks in the background, at
 	// most 2×parallelism at once (bounding memory). The first failure
@@ -124,6 +124,10 @@ func (d *Dataset) newStaging(base *snapshot) *staging {
 	st := &staging{d: d, base: base, nextUID: base.man.NextColumnUID, deltas: map[int]*colDelta{}, nonce: randomID(),
 		deletes: map[uint64]rowLoc{}, conflicts: map[uint64]bool{}, ctx: ctx, cancel: cancel}
 	st.slots = make(chan struct{}, 2*d.opts.parallelism)
+	// Spares for what the uploads in flight (slots) and a few open chunks
+	// hold, no more.
+	st.builders = make(freeList[*chunk.Builder], 2*d.opts.parallelism+2)
+	st.buffers = make(freeList[[]byte], 2*d.opts.parallelism+2)
 	st.cols = append(st.cols, base.man.Schema.Columns...)
 	return st
 }
@@ -276,14 +280,16 @@ func (d *Dataset) Extend(ctx context.Context, rows []Row) error {
 
 // prepareRows converts rows into per-column prepared samples, in parallel.
 func (st *staging) prepareRows(ctx context.Context, rows []Row) ([][]prepared, error) {
+	if err := st.checkNames(rows); err != nil {
+		return nil, err
+	}
+	// One allocation for every row's samples: a row of scalars costs
+	// less to prepare than to allocate apart.
+	n := len(st.cols)
+	all := make([]prepared, len(rows)*n)
 	out := make([][]prepared, len(rows))
-	for i, r := range rows {
-		for name := range r {
-			if _, ok := st.column(name); !ok {
-				return nil, fmt.Errorf("%s: row %d: unknown column %q (have %v): %w", st.d.url, i, name, colNames(st.cols), ErrInvalidArgument)
-			}
-		}
-		out[i] = make([]prepared, len(st.cols))
+	for i := range rows {
+		out[i] = all[i*n : (i+1)*n : (i+1)*n]
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(st.d.opts.parallelism)
@@ -335,6 +341,30 @@ func (st *staging) prepareRows(ctx context.Context, rows []Row) ([][]prepared, e
 		return nil, badErr
 	}
 	return out, nil
+}
+
+// checkNames fails with ErrInvalidArgument, naming it, on the first
+// column of a row that the stage has no column for. A row holds no
+// unknown column when each of its names is one of the columns': it has as
+// many names as it has columns of the stage.
+func (st *staging) checkNames(rows []Row) error {
+	for i, r := range rows {
+		known := 0
+		for k := range st.cols {
+			if _, ok := r[st.cols[k].Name]; ok {
+				known++
+			}
+		}
+		if known == len(r) {
+			continue
+		}
+		for name := range r {
+			if _, ok := st.column(name); !ok {
+				return fmt.Errorf("%s: row %d: unknown column %q (have %v): %w", st.d.url, i, name, colNames(st.cols), ErrInvalidArgument)
+			}
+		}
+	}
+	return nil
 }
 
 func colNames(cols []schema.Column) []string {
@@ -468,7 +498,7 @@ func (st *staging) addSplit(ctx context.Context, cw *colWriter, off int64, p pre
 // newBuilder returns a recycled or new chunk builder for column c.
 func (st *staging) newBuilder(c *schema.Column, sizeHint int) *chunk.Builder {
 	sc, codec := chunk.SampleCode(c.SampleCompression), chunk.CodecCode(c.ChunkCompression)
-	if b, ok := st.builders.Get().(*chunk.Builder); ok {
+	if b, ok := st.builders.get(); ok {
 		b.Reinit(c.DType, sc, codec)
 		return b
 	}
@@ -511,13 +541,13 @@ func (st *staging) submit(ctx context.Context, uid int, b *chunk.Builder, ref *m
 			st.cancel(err)
 			return err
 		}
-		var buf []byte
-		if p, ok := st.buffers.Get().(*[]byte); ok {
-			buf = *p
-		}
+		buf, _ := st.buffers.get()
 		obj, err := b.EncodeTo(buf)
+		if lo, hi, ok := b.Stats(); ok && err == nil {
+			ref.Min, ref.Max = &lo, &hi
+		}
 		b.Reset()
-		st.builders.Put(b)
+		st.builders.put(b)
 		if err != nil {
 			return fail(fmt.Errorf("%s: encode chunk: %w", st.d.url, err))
 		}
@@ -532,10 +562,35 @@ func (st *staging) submit(ctx context.Context, uid int, b *chunk.Builder, ref *m
 		}
 		ref.Key, ref.Header, ref.Size, ref.Raw, ref.HCRC = key, h.Len, h.Size(), h.RawLen, h.CRC
 		dl.stored.Add(h.Size())
-		obj = obj[:0]
-		st.buffers.Put(&obj) // Put does not retain its argument
+		st.buffers.put(obj[:0]) // Put does not retain its argument
 		return nil
 	})
+}
+
+// freeList keeps up to cap spare values for reuse. Unlike a sync.Pool,
+// it keeps them across garbage collections: a stage's chunk builders and
+// encoding buffers (a chunk's size each, 8 MiB by default) would
+// otherwise be allocated, and their pages faulted in, again after every
+// collection, which an ingest triggers every few chunks. It is safe for
+// concurrent use; get and put never block.
+type freeList[T any] chan T
+
+// get returns a spare value, or ok false when there is none.
+func (f freeList[T]) get() (v T, ok bool) {
+	select {
+	case v = <-f:
+		return v, true
+	default:
+		return v, false
+	}
+}
+
+// put keeps v for a later get, or drops it when the list is full.
+func (f freeList[T]) put(v T) {
+	select {
+	case f <- v:
+	default:
+	}
 }
 
 // seal flushes every column of a fragment.

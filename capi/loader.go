@@ -61,8 +61,10 @@ func loaderOf(h C.uintptr_t) (*loaderObj, error) { return lookup[*loaderObj](h, 
 // "prefetch_bytes", "fetch_concurrency", "workers", "skip_bad_samples",
 // "resume" (a state from loch_loader_state), "allow_version_change",
 // "ragged_as_list", "split" ({"index", "count"}), "transforms" ({column:
-// spec})) plus "cache_dir", "cache_bytes" and "pinned_pool" (ABI 26: a
-// pool handle that batch buffers come from, loch_pinned_pool_new); absent fields take the Go
+// spec}), "encoded" ([column], png/jpeg columns delivered as their stored
+// bytes, dtype bytes: ABI 27)) plus "cache_dir", "cache_bytes" and
+// "pinned_pool" (ABI 26: a pool handle that batch buffers come from,
+// loch_pinned_pool_new); absent fields take the Go
 // loader's defaults, unknown ones are refused.
 //
 //export loch_loader_new

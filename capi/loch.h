@@ -53,9 +53,11 @@
  * indexes built by several processes (loch_vector_train,
  * loch_vector_encode_part, loch_vector_merge_lists, loch_vector_commit)
  * and loch_vector_build's "part_rows"; 26 added page-locked batch buffers
- * (loch_pinned_pool_*, see the end, and loch_loader_new's "pinned_pool").
+ * (loch_pinned_pool_*, see the end, and loch_loader_new's "pinned_pool");
+ * 27 added the loader's "encoded" columns (png/jpeg samples delivered as
+ * their stored bytes, for a decoder outside the library such as nvJPEG).
  */
-#define LOCH_ABI_VERSION 26
+#define LOCH_ABI_VERSION 27
 
 /* Status codes. */
 enum {
@@ -454,12 +456,16 @@ int64_t loch_max_decode_bytes(void);
  *   loch_vector_search(h, column, options, const float *queries, n, d, k,
  *       const uint64_t *allowed, nallowed, uint64_t *ids, float *dists,
  *       int64_t *counts, char **info, err): options JSON {"metric",
- *       "nprobe", "exact"} or NULL; queries holds n x d floats; allowed
- *       the nallowed row ids a filter lets through (nallowed < 0: no
- *       filter); for query i, counts[i] <= k hits go to ids[i*k:] and
- *       dists[i*k:] (nearest first); info = {"index": key or "",
- *       "warnings": [...]} (an unreadable index is searched exactly, with
- *       a warning).
+ *       "nprobe", "rerank", "exact", "held"} or NULL; queries holds n x d
+ *       floats; allowed the nallowed row ids a filter lets through
+ *       (nallowed < 0: no filter); for query i, counts[i] <= k hits go to
+ *       ids[i*k:] and dists[i*k:] (nearest first); info = {"index": key
+ *       or "", "warnings": [...]} (an unreadable index is searched
+ *       exactly, with a warning). "held": true searches only with an
+ *       index the handle already holds open (a short call, made without
+ *       the interruptible thread); when it holds none that serves the
+ *       version it writes no hits and info has "retry": true, for the
+ *       caller to call again without "held".
  */
 
 /*

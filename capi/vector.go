@@ -107,6 +107,11 @@ type searchOptionsJSON struct {
 	NProbe int    `json:"nprobe"`
 	Rerank int    `json:"rerank"`
 	Exact  bool   `json:"exact"`
+	// Held: search only with an index the handle already holds open
+	// (vector.Searcher.SearchOpen); when it holds none that serves the
+	// version, write nothing and set "retry" in info, for the caller to
+	// search again without it (interruptibly).
+	Held bool `json:"held"`
 }
 
 // loch_vector_search finds the k nearest rows to each of the n query
@@ -146,7 +151,12 @@ func loch_vector_search(h C.uintptr_t, column, options *C.char, queries *C.float
 		ctx, done := interruptible()
 		defer done()
 		var res *vector.Result
-		if o.Exact {
+		if o.Held && !o.Exact {
+			var ok bool
+			if res, ok = ds.vectorSearcher().SearchOpen(ctx, goString(column), m, qs, int(k), opts); !ok {
+				return setJSON(info, map[string]any{"index": "", "warnings": []string{}, "retry": true})
+			}
+		} else if o.Exact {
 			hits, err := vector.Exact(ctx, ds.d.Scan(), goString(column), m, qs, int(k), opts)
 			if err != nil {
 				return err

@@ -21,6 +21,9 @@ var ErrDecode = base.Mark(base.ErrCorrupt, "cannot decode image", nil)
 // Config returns an encoded image's format ("png" or "jpeg") and its decoded
 // shape [height, width, channels] without decoding the pixels.
 func Config(data []byte) (format string, shape []int, err error) {
+	if h, w, c, ok := jpegConfig(data); ok {
+		return "jpeg", []int{h, w, c}, nil
+	}
 	cfg, format, err := image.DecodeConfig(bytes.NewReader(data))
 	if err != nil {
 		return "", nil, base.Markf(ErrDecode, "decode image: %v", err)

@@ -67,14 +67,15 @@ func classFolder(ctx context.Context, src, url, format string, k fileKind, o Opt
 				err := emit(func(ctx context.Context) (batch, error) {
 					var b batch
 					for _, f := range files {
-						data, err := tree.read(ctx, f)
+						name := tree.name(f)
+						data, err := tree.read(ctx, f, name)
 						if err != nil {
 							return b, err
 						}
 						b.bytes += int64(len(data))
-						s, err := convert(f.name, data)
+						s, err := convert(name, data)
 						row := loch.Row{col.Name: s, "label": loch.Scalar(labels[f.class])}
-						if err := b.add(row, err, f.name, o.SkipBad); err != nil {
+						if err := b.add(row, err, name, o.SkipBad); err != nil {
 							return b, err
 						}
 					}
@@ -115,13 +116,14 @@ func groupFiles(files []folderFile) iter.Seq[[]folderFile] {
 	}
 }
 
-// folderFile is one image of an image folder.
+// folderFile is one image of an image folder. The listing holds one per
+// file, so it holds no more than it must: the strings of the files of one
+// folder share their class and dir, and the path is made when the file is
+// read (folderTree.name).
 type folderFile struct {
 	class string
 	dir   string // folder, relative to the root, '/'-separated
 	base  string // file name
-	name  string // local path or URL, for reading and for messages
-	key   string // key in the store, for a URL
 	size  int64
 }
 
@@ -130,19 +132,29 @@ type folderTree struct {
 	classes []string
 	files   []folderFile
 	bytes   int64
+	root    string        // the local directory; "" for a URL
 	store   storage.Store // for a URL; nil for a local directory
 }
 
-func (t *folderTree) read(ctx context.Context, f folderFile) ([]byte, error) {
+// name is f's local path, or its URL, for reading and for messages.
+func (t *folderTree) name(f folderFile) string {
+	if t.store == nil {
+		return filepath.Join(t.root, filepath.FromSlash(f.dir), f.base)
+	}
+	return strings.TrimSuffix(t.store.URL(), "/") + "/" + f.dir + "/" + f.base
+}
+
+// read reads f, whose name (t.name) is name.
+func (t *folderTree) read(ctx context.Context, f folderFile, name string) ([]byte, error) {
 	if t.store == nil {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		return readLocal(f.name, f.size)
+		return readLocal(name, f.size)
 	}
-	b, err := t.store.Get(ctx, f.key)
+	b, err := t.store.Get(ctx, f.dir+"/"+f.base)
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", f.name, err)
+		return nil, fmt.Errorf("read %s: %w", name, err)
 	}
 	return b, nil
 }
@@ -205,8 +217,7 @@ func listStoreFolder(ctx context.Context, src string, k fileKind) (*folderTree, 
 		}
 		classes[parts[0]] = true
 		if k.has(a.Key) {
-			t.files = append(t.files, folderFile{class: parts[0], dir: path.Dir(a.Key), base: path.Base(a.Key),
-				name: strings.TrimSuffix(st.URL(), "/") + "/" + a.Key, key: a.Key, size: a.Size})
+			t.files = append(t.files, folderFile{class: parts[0], dir: path.Dir(a.Key), base: path.Base(a.Key), size: a.Size})
 		}
 		return nil
 	})
@@ -234,7 +245,7 @@ func listLocalFolder(src string, k fileKind) (*folderTree, error) {
 	if err != nil {
 		return nil, fmt.Errorf("image folder %s: %w", src, plainPathError(err))
 	}
-	t := &folderTree{}
+	t := &folderTree{root: src}
 	for _, e := range entries {
 		if hidden(e.Name()) {
 			continue
@@ -282,6 +293,8 @@ func (w *localWalk) dir(p string, ancestors []os.FileInfo) error {
 		return fmt.Errorf("list image folder %s: %w", p, plainPathError(err))
 	}
 	ancestors = append(ancestors, fi)
+	rel, _ := filepath.Rel(w.src, p)
+	folder := filepath.ToSlash(rel) // shared by the folder's files
 	for _, e := range entries {
 		if hidden(e.Name()) {
 			continue
@@ -304,8 +317,7 @@ func (w *localWalk) dir(p string, ancestors []os.FileInfo) error {
 		if err != nil {
 			return fmt.Errorf("list image folder %s: %w", q, plainPathError(err))
 		}
-		rel, _ := filepath.Rel(w.src, p)
-		w.files = append(w.files, folderFile{class: w.class, dir: filepath.ToSlash(rel), base: e.Name(), name: q, size: st.Size()})
+		w.files = append(w.files, folderFile{class: w.class, dir: folder, base: e.Name(), size: st.Size()})
 	}
 	return nil
 }

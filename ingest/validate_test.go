@@ -147,10 +147,12 @@ func TestImageValidationKeepsRealFiles(t *testing.T) {
 			require.NoError(t, err)
 			enc := column(t, openDataset(t, url), "image", true)
 			for i, f := range tree.files {
-				data := readTestFile(t, f.name)
+				name := tree.name(f)
+				require.Equal(t, filepath.Join(root, "c", f.base), name)
+				data := readTestFile(t, name)
 				_, shape := decoded(t, data)
-				require.Equal(t, shape, enc[i].Shape, "%s, %s", v, f.name)
-				require.Equal(t, filepath.Base(f.name) != "gray-trns.png", bytes.Equal(data, enc[i].Data), "%s, %s kept", v, f.name)
+				require.Equal(t, shape, enc[i].Shape, "%s, %s", v, name)
+				require.Equal(t, f.base != "gray-trns.png", bytes.Equal(data, enc[i].Data), "%s, %s kept", v, name)
 			}
 		}
 	}
@@ -167,7 +169,7 @@ func TestImageValidationOption(t *testing.T) {
 func TestGroupFiles(t *testing.T) {
 	var files []folderFile
 	for i, size := range []int64{10, maxGroupBytes + 1, 5, 5} {
-		files = append(files, folderFile{name: fmt.Sprint(i), size: size})
+		files = append(files, folderFile{base: fmt.Sprint(i), size: size})
 	}
 	for range 2 * maxGroupFiles {
 		files = append(files, folderFile{size: 1})

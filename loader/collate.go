@@ -127,6 +127,11 @@ func (l *Loader) build(job *batchJob) (*Batch, error) {
 				bad[i] = true
 				continue
 			}
+			if cp.encoded && !s.Null {
+				// As stored: the bytes themselves (copied out of the chunk
+				// by items), not the pixels they decode to.
+				s, dtype = loch.Sample{Shape: []int{len(s.Data)}, Data: s.Data}, schema.Bytes
+			}
 			vals[c][i] = value{s: s, dtype: dtype}
 		}
 	}
@@ -200,6 +205,9 @@ func (l *Loader) collateRows(job *batchJob, vals [][]value, bad []bool) (b *Batc
 // decode is reported with its row index; other errors with -1.
 func (l *Loader) tensor(cp colPlan, vals []value, keep []int, rowIDs []uint64) (*Collated, int, error) {
 	t := &Collated{DType: cp.col.DType}
+	if cp.encoded {
+		t.DType = schema.Bytes
+	}
 	n := len(keep)
 	anyNull := false
 	for _, i := range keep {
@@ -215,7 +223,7 @@ func (l *Loader) tensor(cp colPlan, vals []value, keep []int, rowIDs []uint64) (
 			t.Null[k] = vals[i].s.Null
 		}
 	}
-	if cp.col.DType.Variable() || (l.cfg.RaggedAsList && !cp.col.Shape.Fixed()) {
+	if t.DType.Variable() || (l.cfg.RaggedAsList && !cp.col.Shape.Fixed()) {
 		bad, err := l.items(t, cp, vals, keep)
 		return t, bad, err
 	}
@@ -229,7 +237,7 @@ func (l *Loader) items(t *Collated, cp colPlan, vals []value, keep []int) (int, 
 	n := len(keep)
 	t.Shape = []int{n}
 	t.Items = make([][]byte, n)
-	if !cp.col.DType.Variable() {
+	if !t.DType.Variable() {
 		t.Shapes = make([][]int, n)
 	}
 	for k, i := range keep {

@@ -136,6 +136,14 @@ type Config struct {
 	// samples are fetched whole with their neighbours and decoded by the
 	// workers. Both give the same samples.
 	Transforms map[string]string `json:"transforms,omitempty"`
+	// Encoded names png and jpeg columns (sample compression png or jpeg)
+	// delivered as their stored, still-compressed bytes instead of decoded
+	// pixels: one byte string per sample (Collated.Items, dtype
+	// schema.Bytes), for a consumer that decodes them itself (the Python
+	// SDK's decode="gpu", which hands JPEG to nvJPEG). Such a column has no
+	// transform, and a sample is not checked beyond what its write checked
+	// (its header): its decoder applies the skip rule.
+	Encoded []string `json:"encoded,omitempty"`
 	// Cache, when set, keeps the chunk objects the loader fetches (for
 	// example a chunkcache.Disk shared by the ranks of a node), so that
 	// epochs after the first read them locally. Cache errors are not fatal:
@@ -432,6 +440,9 @@ type colPlan struct {
 	// maxShape is the elementwise largest shape of the column's samples
 	// in the snapshot, from its statistics (nil when they do not give it).
 	maxShape []int
+	// encoded: delivered as stored bytes (Config.Encoded); set in
+	// l.cols[0], which collation reads.
+	encoded bool
 }
 
 // entryKey names a read of one of the loader's datasets: a chunk read, or
@@ -518,6 +529,11 @@ func NewMix(ctx context.Context, scans []*loch.Scan, weights []float64, epochRow
 	return l, nil
 }
 
+// mapChunks has a loader read spans of a local dataset from its mapped
+// chunk files (loch.Scan.Mapped); tests and benchmarks turn it off for a
+// baseline.
+var mapChunks = true
+
 // newLoader loads the scans and resolves the columns.
 func newLoader(ctx context.Context, scans []*loch.Scan, cfg Config) (*Loader, error) {
 	l := &Loader{cfg: cfg, ready: map[int]*Batch{}, failed: map[int]error{}, chunks: map[entryKey]*chunkEntry{},
@@ -526,6 +542,11 @@ func newLoader(ctx context.Context, scans []*loch.Scan, cfg Config) (*Loader, er
 	for _, v := range scans {
 		if cfg.Cache != nil {
 			v = v.WithCache(cfg.Cache)
+		} else if mapChunks {
+			// Spans straight from the chunk files' pages on a local disk:
+			// every entry's Fetched is recycled (forget) once no batch
+			// needs it, and collation copies each sample out first.
+			v = v.Mapped()
 		}
 		l.scans = append(l.scans, v)
 		r := v.RetryStats()
@@ -544,6 +565,9 @@ func newLoader(ctx context.Context, scans []*loch.Scan, cfg Config) (*Loader, er
 		l.cols = append(l.cols, cols)
 	}
 	if err := l.joinedColumns(); err != nil {
+		return nil, err
+	}
+	if err := l.encodedColumns(); err != nil {
 		return nil, err
 	}
 	l.transforms = map[int]transform.Pipeline{}
@@ -568,6 +592,25 @@ func newLoader(ctx context.Context, scans []*loch.Scan, cfg Config) (*Loader, er
 		}
 	}
 	return l, nil
+}
+
+// encodedColumns marks the columns of Config.Encoded, refusing one that
+// is not loaded, not png or jpeg, or also transformed.
+func (l *Loader) encodedColumns() error {
+	for _, name := range l.cfg.Encoded {
+		c := slices.IndexFunc(l.cols[0], func(cp colPlan) bool { return cp.name == name })
+		if c < 0 {
+			return fmt.Errorf("loader: encoded column %q, which is not loaded: %w", name, loch.ErrInvalidArgument)
+		}
+		if sc := l.cols[0][c].col.SampleCompression; sc != schema.PNG && sc != schema.JPEG {
+			return fmt.Errorf("loader: encoded column %q: its samples are stored with sample compression %q, want png or jpeg: %w", name, sc, loch.ErrInvalidArgument)
+		}
+		if _, ok := l.cfg.Transforms[name]; ok {
+			return fmt.Errorf("loader: column %q is both encoded and transformed: a column delivered as stored bytes takes no transform: %w", name, loch.ErrInvalidArgument)
+		}
+		l.cols[0][c].encoded = true
+	}
+	return nil
 }
 
 // begin starts the pipeline on plan p.

@@ -87,14 +87,16 @@ type Engine struct {
 	conn     *sql.Conn
 	jsonType duckdb.TypeInfo
 	ctx      context.Context // the running query's, for the table function
-	// noPushdown turns filter pushdown off (tests compare the answers).
-	noPushdown bool
-	opened     map[string]*loch.Scan
-	handles    []*loch.Dataset
-	attached   map[string]*loch.Dataset // by loch_scan URL (attachPrefix + name)
-	emitted    atomic.Int64             // rows the scans have handed DuckDB (tests count them)
-	failed     scanFailure              // the running query's first scan error (queryError)
-	aggregates map[string]bool          // DuckDB's aggregate function names (grouping)
+	// noPushdown turns filter pushdown off, noPrune the skipping of
+	// chunks by their statistics (tests compare the answers).
+	noPushdown, noPrune bool
+	opened              map[string]*loch.Scan
+	handles             []*loch.Dataset
+	attached            map[string]*loch.Dataset // by loch_scan URL (attachPrefix + name)
+	emitted             atomic.Int64             // rows the scans have handed DuckDB (tests count them)
+	fetches             atomic.Int64             // chunks the scans have fetched (tests count them)
+	failed              scanFailure              // the running query's first scan error (queryError)
+	aggregates          map[string]bool          // DuckDB's aggregate function names (grouping)
 	// searchers keep the vector indexes a nearest-neighbour ORDER BY
 	// opened (knn.go), by handle, for the engine's life
 	searchers map[*loch.Dataset]*vector.Searcher
@@ -340,7 +342,12 @@ func (e *Engine) bind(_ map[string]any, args ...any) (duckdb.ParallelChunkTableS
 	if s.filter, err = compileFilter(ps, s.cols); err != nil {
 		return nil, fmt.Errorf("%s(%s): %w", scanAt, quoteString(url), err)
 	}
-	s.emitted, s.failed = &e.emitted, &e.failed
+	s.emitted, s.failed, s.fetches = &e.emitted, &e.failed, &e.fetches
+	if e.noPrune && s.filter != nil {
+		for i := range s.filter.preds {
+			s.filter.preds[i].num = nil
+		}
+	}
 	return s, nil
 }
 

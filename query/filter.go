@@ -100,6 +100,21 @@ type cpred struct {
 	// run, for a numeric comparison, judges a run of values at once (see
 	// numTest.run); nil for the others.
 	run func(data []byte, rows, out []int32) []int32
+	// num, for a numeric comparison, judges a chunk by its statistics
+	// (numTest.overlaps); nil for the others.
+	num *numTest
+}
+
+// prunes reports whether chunk id of the predicate's column can hold no
+// row the predicate keeps, by the chunk's statistics: its non-null
+// values lie outside every range kept (a null one never passes a
+// numeric comparison).
+func (p *cpred) prunes(sc *loch.Scan, id loch.ChunkID) bool {
+	if p.num == nil {
+		return false
+	}
+	lo, hi, ok := sc.ChunkBounds(id)
+	return ok && !p.num.overlaps(lo, hi)
 }
 
 // compileFilter checks ps against the table's columns and compiles them.
@@ -121,7 +136,7 @@ func compileFilter(ps []pred, cols []column) (*filter, error) {
 		cp := cpred{pred: p, col: c, keep: keep}
 		if c.kind == mapScalar && c.col.DType != schema.Bool {
 			if t, err := numPred(p, c); err == nil {
-				cp.run = t.run
+				cp.run, cp.num = t.run, t
 			}
 		}
 		f.preds = append(f.preds, cp)
@@ -349,6 +364,19 @@ func (t *numTest) keepValue(v float64) bool {
 	}
 	for k := range t.lo {
 		if v >= t.lo[k] && v <= t.hi[k] {
+			return true
+		}
+	}
+	return false
+}
+
+// overlaps reports whether some value in [lo, hi] may be kept.
+func (t *numTest) overlaps(lo, hi float64) bool {
+	if t.ne {
+		return lo != hi || lo != t.x
+	}
+	for k := range t.lo {
+		if t.hi[k] >= lo && t.lo[k] <= hi {
 			return true
 		}
 	}

@@ -440,3 +440,62 @@ func TestDictKeepJudgesEachEntryOnce(t *testing.T) {
 	}
 	require.Equal(t, want, out)
 }
+
+// TestPushdownPrunesChunks: a pushed numeric comparison skips the chunks
+// whose statistics (format 1.14 min/max) no value can match, so that they
+// are never fetched (counted by the scan), and the answers are those
+// of the scan without pruning and without pushdown.
+func TestPushdownPrunesChunks(t *testing.T) {
+	sch := schema.Schema{Columns: []schema.Column{
+		{Name: "id", DType: schema.Int64, Shape: schema.Shape{}, ChunkBytes: 8 * 1000},
+		{Name: "score", DType: schema.Float64, Shape: schema.Shape{}, ChunkBytes: 8 * 1000},
+		{Name: "name", Kind: schema.TextKind, ChunkBytes: 13 * 1000},
+	}}
+	d, err := loch.Create(ctx, filepath.Join(t.TempDir(), "prune"), sch)
+	require.NoError(t, err)
+	defer d.Close()
+	const n = 20_000 // 20 chunks of each column
+	var rows []loch.Row
+	for i := range n {
+		name := fmt.Sprintf("name-%08d", i)
+		row := loch.Row{"id": loch.Scalar(int64(i)), "name": loch.Sample{Shape: []int{len(name)}, Data: []byte(name)}}
+		if i%7 != 3 { // nulls in the score column
+			row["score"] = loch.Scalar(float64(i%1000) / 1000)
+		}
+		rows = append(rows, row)
+	}
+	require.NoError(t, d.Extend(ctx, rows))
+	_, err = d.Commit(ctx, "prune")
+	require.NoError(t, err)
+	e, err := New(ctx, d, Options{})
+	require.NoError(t, err)
+	defer e.Close()
+	run := func(q string, noPrune, noPushdown bool) ([][]string, int64) {
+		e.noPrune, e.noPushdown = noPrune, noPushdown
+		defer func() { e.noPrune, e.noPushdown = false, false }()
+		before := e.fetches.Load()
+		got := e.answer(t, q)
+		return got, e.fetches.Load() - before
+	}
+	for _, c := range []struct {
+		q       string
+		fetched int64 // with pruning
+	}{
+		{"SELECT * FROM ds WHERE id = 12345", 3},         // one chunk of each column
+		{"SELECT id, name FROM ds WHERE id >= 19500", 2}, // the last chunk of id and of name
+		{"SELECT count(*) FROM ds WHERE id < -5", 0},     // no chunk can match
+		{"SELECT id FROM ds WHERE id IN (5, 17005)", 2},  // two chunks of id
+		{"SELECT sum(id) FROM ds WHERE score > 2.5", 0},  // above every score
+		{"SELECT count(*) FROM ds WHERE id <> 7", 20},    // every chunk
+		{"SELECT id FROM ds WHERE id = 4321 ORDER BY id", 1},
+	} {
+		got, fetched := run(c.q, false, false)
+		want, all := run(c.q, true, false)
+		plain, _ := run(c.q, true, true)
+		require.Equal(t, want, got, c.q)
+		require.Equal(t, plain, got, c.q)
+		require.EqualValues(t, c.fetched, fetched, "%s: chunks fetched with pruning", c.q)
+		require.Greater(t, all, int64(0), c.q)
+		require.LessOrEqual(t, fetched, all, c.q)
+	}
+}

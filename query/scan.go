@@ -48,6 +48,8 @@ type source struct {
 	// their columns are converted; emitted counts the rows handed DuckDB.
 	filter  *filter
 	emitted *atomic.Int64
+	// fetches, when not nil, counts the chunks fetched (tests count them).
+	fetches *atomic.Int64
 	// only, when not nil, are the positions the scan reads, ascending
 	// (a nearest-neighbour ORDER BY, knn.go): one row a morsel.
 	only []int64
@@ -235,6 +237,9 @@ func (s *source) applyFilter(l *local, lo int64) error {
 					out = append(out, l.rows[sp.k]) // a split sample is not judged here
 				}
 				continue
+			}
+			if p.prunes(s.sc, slot.Chunk(0)) {
+				continue // no row of the chunk passes: it is never read
 			}
 			f, err := rd.fetched(slot.Chunk(0))
 			if err != nil {
@@ -639,6 +644,9 @@ func (s *source) claim(id loch.ChunkID) *fetch {
 // run performs a claimed fetch and hands it to the threads waiting.
 func (s *source) run(id loch.ChunkID, fl *fetch) {
 	fl.f, fl.err = s.sc.Fetch(s.ctx, loch.Read{Chunk: id})
+	if s.fetches != nil {
+		s.fetches.Add(1)
+	}
 	s.mu.Lock()
 	delete(s.flight, id)
 	if fl.err == nil {
@@ -657,7 +665,7 @@ func (s *source) after(id loch.ChunkID) (loch.ChunkID, bool) {
 			if c.kind == mapInfo && !c.data {
 				continue // chunk headers only
 			}
-			ids := s.sc.Chunks(c.uid)
+			ids := slices.DeleteFunc(s.sc.Chunks(c.uid), func(id loch.ChunkID) bool { return s.pruned(c.uid, id) })
 			for i := 1; i < len(ids); i++ {
 				s.nextChunk[ids[i-1]] = ids[i]
 			}
@@ -665,6 +673,20 @@ func (s *source) after(id loch.ChunkID) (loch.ChunkID, bool) {
 	}
 	next, ok := s.nextChunk[id]
 	return next, ok
+}
+
+// pruned reports whether a pushed predicate on column uid prunes chunk id
+// (so that nothing fetches it ahead).
+func (s *source) pruned(uid int, id loch.ChunkID) bool {
+	if s.filter == nil {
+		return false
+	}
+	for i := range s.filter.preds {
+		if p := &s.filter.preds[i]; p.col.uid == uid && p.prunes(s.sc, id) {
+			return true
+		}
+	}
+	return false
 }
 
 // defaultThreads is the DuckDB threads a scan runs on.

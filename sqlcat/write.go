@@ -252,7 +252,7 @@ func stage(ctx context.Context, e *query.Engine, name string, d *loch.Dataset, t
 			return b.n, fmt.Errorf("insert into %s: row %d: %w", name, src+1, err)
 		}
 		src++
-		row, err := stageRow(name, targets, keep, vals, src, h)
+		row, err := stageRow(b.newRow(), name, targets, keep, vals, src, h)
 		if err != nil {
 			return b.n, err
 		}
@@ -290,9 +290,8 @@ func dataColumns(name string, srcCols []string, targets []*schema.Column) ([]int
 }
 
 // stageRow converts source row src (values vals, the data columns at
-// keep) to a row of targets; nil when h skips it.
-func stageRow(name string, targets []*schema.Column, keep []int, vals []any, src int64, h *stageHooks) (loch.Row, error) {
-	row := make(loch.Row, len(targets))
+// keep) to a row of targets, filling row (empty); nil when h skips it.
+func stageRow(row loch.Row, name string, targets []*schema.Column, keep []int, vals []any, src int64, h *stageHooks) (loch.Row, error) {
 	for k, i := range keep {
 		c := targets[k]
 		var smp loch.Sample
@@ -324,6 +323,20 @@ type batcher struct {
 	batch   []loch.Row
 	from    []int64 // the source row of each row of batch (rows may be skipped)
 	n       int64
+	// free holds the rows of the last batch staged, emptied for newRow:
+	// Extend copies what it stages, and a row's map costs more to
+	// allocate than its scalars to convert.
+	free []loch.Row
+}
+
+// newRow returns an empty row, a recycled one when there is one.
+func (b *batcher) newRow() loch.Row {
+	if n := len(b.free); n > 0 {
+		row := b.free[n-1]
+		b.free = b.free[:n-1]
+		return row
+	}
+	return make(loch.Row, len(b.targets))
 }
 
 // add adds row (source row src), staging the batch when it is full.
@@ -355,6 +368,10 @@ func (b *batcher) flush(ctx context.Context) error {
 			}
 		}
 		return fmt.Errorf("insert into %s (nothing written): rows %d to %d: %w", b.name, b.from[0], b.from[len(b.from)-1], err)
+	}
+	for _, row := range b.batch {
+		clear(row)
+		b.free = append(b.free, row)
 	}
 	b.batch, b.from = b.batch[:0], b.from[:0]
 	return nil

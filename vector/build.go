@@ -1,6 +1,7 @@
 package vector
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -22,7 +23,8 @@ import (
 type BuildOptions struct {
 	// Metric is the distance the index serves; "" means Cosine.
 	Metric Metric
-	// NList is the number of lists (centroids); 0 means sqrt(rows).
+	// NList is the number of lists (centroids); 0 means DefaultNList:
+	// 4 x sqrt(rows), at most 4,096.
 	NList int
 	// Sample is the number of rows k-means trains on; 0 means
 	// max(64 x NList, 50,000), at most every row.
@@ -165,50 +167,74 @@ func (c *column) sample(ctx context.Context, size int64, seed uint64, par int) (
 
 // assign streams the rows of ranges (those keep accepts), assigns each to
 // its nearest centroid and appends it to ls; for cosine the vectors are
-// stored normalized. Lists end sorted by row id.
+// stored normalized. Lists end sorted by row id. Each batch is kept as
+// read with its rows' lists, and the lists are filled once every row is
+// assigned, each allocated at its size (no list grows by appends).
 func (c *column) assign(ctx context.Context, m Metric, q *quantizer, ranges [][2]int64, keep func(uint64) bool, par int, ls *lists) error {
 	dim := c.dim
-	nlist := len(q.cnorm)
-	parts := make([]*lists, par)
-	for w := range parts {
-		parts[w] = newLists(nlist)
-	}
+	got := make([][]assignedBatch, par)
 	scratch := make([][]float32, par)
 	err := c.each(ctx, ranges, keep, par, func(w int, b batch) error {
 		if m == Cosine {
 			normalize(b.vecs, dim)
 		}
-		p := parts[w]
-		var near []int32
+		a := assignedBatch{ids: slices.Clone(b.ids), vecs: slices.Clone(b.vecs), near: make([]int32, len(b.ids))}
 		if q.exact != nil {
-			near = make([]int32, len(b.ids))
-			scratch[w] = q.exact.nearestAll(b.vecs, near, scratch[w])
-		}
-		for i, id := range b.ids {
-			x := b.vecs[i*dim : (i+1)*dim]
-			var l int
-			if near != nil {
-				l = int(near[i])
-			} else {
-				l = q.nearest(x, vek32.Dot(x, x))
+			scratch[w] = q.exact.nearestAll(a.vecs, a.near, scratch[w])
+		} else {
+			for i := range a.near {
+				x := a.vecs[i*dim : (i+1)*dim]
+				a.near[i] = int32(q.nearest(x, vek32.Dot(x, x)))
 			}
-			p.ids[l] = append(p.ids[l], id)
-			p.vecs[l] = append(p.vecs[l], x...)
 		}
+		got[w] = append(got[w], a)
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	for l := range nlist {
-		for _, p := range parts {
-			ls.ids[l] = append(ls.ids[l], p.ids[l]...)
-			ls.vecs[l] = append(ls.vecs[l], p.vecs[l]...)
-			p.ids[l], p.vecs[l] = nil, nil
-		}
-		ls.sortList(l, dim)
-	}
+	ls.fill(slices.Concat(got...), dim)
 	return nil
+}
+
+// assignedBatch is a batch of rows and each row's list.
+type assignedBatch struct {
+	ids  []uint64
+	vecs []float32
+	near []int32
+}
+
+// fill appends the batches' rows to their lists, batches in the order of
+// their first row ids (so that lists come out sorted when the batches'
+// ids do not interleave; sortList sorts the others), and frees each
+// batch once copied.
+func (ls *lists) fill(bs []assignedBatch, dim int) {
+	slices.SortFunc(bs, func(a, b assignedBatch) int { return cmp.Compare(a.ids[0], b.ids[0]) })
+	cnt := make([]int, len(ls.ids))
+	for _, b := range bs {
+		for _, l := range b.near {
+			cnt[l]++
+		}
+	}
+	for l, n := range cnt {
+		if n > 0 {
+			ls.ids[l] = slices.Grow(ls.ids[l], n)
+			ls.vecs[l] = slices.Grow(ls.vecs[l], n*dim)
+		}
+	}
+	for i := range bs {
+		b := &bs[i]
+		for r, l := range b.near {
+			ls.ids[l] = append(ls.ids[l], b.ids[r])
+			ls.vecs[l] = append(ls.vecs[l], b.vecs[r*dim:(r+1)*dim]...)
+		}
+		*b = assignedBatch{}
+	}
+	for l, n := range cnt {
+		if n > 0 {
+			ls.sortList(l, dim)
+		}
+	}
 }
 
 // sortList sorts list l by row id, moving the vectors along.

@@ -2,6 +2,8 @@ package vector
 
 import (
 	"fmt"
+
+	"github.com/viterin/vek/vek32"
 	"strings"
 
 	"github.com/lochdata/loch"
@@ -57,14 +59,19 @@ func trainResidualPQ(m Metric, sample []float32, dim, subq int, q *quantizer, it
 }
 
 // encodeList appends to dst the codes of the residuals of vecs to the
-// centroid c; r is scratch of len dim.
-func (p *pq) encodeList(w *pqScratch, r, c, vecs []float32, dst []byte) []byte {
+// centroid c, gemmBlock rows at a time.
+func (p *pq) encodeList(w *pqScratch, c, vecs []float32, dst []byte) []byte {
 	dim := p.dim
-	for i := 0; i+dim <= len(vecs); i += dim {
-		for j, x := range vecs[i : i+dim] {
-			r[j] = x - c[j]
+	if len(w.res) < gemmBlock*dim {
+		w.res = make([]float32, gemmBlock*dim)
+	}
+	for lo := 0; lo < len(vecs); lo += gemmBlock * dim {
+		hi := min(lo+gemmBlock*dim, len(vecs))
+		res := w.res[:hi-lo]
+		for i := 0; i < len(res); i += dim {
+			vek32.Sub_Into(res[i:i+dim], vecs[lo+i:lo+i+dim], c)
 		}
-		dst = p.encode(w, dst, r)
+		dst = p.encodeRows(w, dst, res)
 	}
 	return dst
 }

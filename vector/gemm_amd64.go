@@ -2,12 +2,12 @@ package vector
 
 import "golang.org/x/sys/cpu"
 
-// gemm4x16 sets dst[r*ldd+c] to the inner product of row r of x (stride
-// ldx) with column c of a panel (dim x 16, row-major), for r < 4 and
-// c < 16. dim >= 1. In gemm_amd64.s; AVX2 and FMA only.
+// gemm4x16 sets dst[r*ldd+c] to bias[c] plus the inner product of row r
+// of x (stride ldx) with column c of a panel (dim x 16, row-major), for
+// r < 4 and c < 16. dim >= 1. In gemm_amd64.s; AVX2 and FMA only.
 //
 //go:noescape
-func gemm4x16(x, panel, dst *float32, dim, ldx, ldd int)
+func gemm4x16(x, panel, bias, dst *float32, dim, ldx, ldd int)
 
 // haveGemm4x16 reports whether the CPU runs gemm4x16.
 var haveGemm4x16 = cpu.X86.HasAVX2 && cpu.X86.HasFMA

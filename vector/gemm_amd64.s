@@ -1,28 +1,29 @@
 #include "textflag.h"
 
-// func gemm4x16(x, panel, dst *float32, dim, ldx, ldd int)
-// dst[r][c] = sum_j x[r*ldx+j] * panel[j*16+c] for r < 4, c < 16
-// (AVX2 and FMA: eight accumulators held in registers).
-TEXT ·gemm4x16(SB), NOSPLIT, $0-48
+// func gemm4x16(x, panel, bias, dst *float32, dim, ldx, ldd int)
+// dst[r][c] = bias[c] + sum_j x[r*ldx+j] * panel[j*16+c] for r < 4,
+// c < 16 (AVX2 and FMA: eight accumulators held in registers).
+TEXT ·gemm4x16(SB), NOSPLIT, $0-56
 	MOVQ x+0(FP), SI
 	MOVQ panel+8(FP), DI
-	MOVQ dst+16(FP), DX
-	MOVQ dim+24(FP), CX
-	MOVQ ldx+32(FP), R8
-	MOVQ ldd+40(FP), R10
+	MOVQ bias+16(FP), BX
+	MOVQ dst+24(FP), DX
+	MOVQ dim+32(FP), CX
+	MOVQ ldx+40(FP), R8
+	MOVQ ldd+48(FP), R10
 	SHLQ $2, R8
 	SHLQ $2, R10
 	LEAQ (SI)(R8*1), R11
 	LEAQ (R11)(R8*1), R12
 	LEAQ (R12)(R8*1), R13
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
+	VMOVUPS (BX), Y0
+	VMOVUPS 32(BX), Y1
+	VMOVAPS Y0, Y2
+	VMOVAPS Y1, Y3
+	VMOVAPS Y0, Y4
+	VMOVAPS Y1, Y5
+	VMOVAPS Y0, Y6
+	VMOVAPS Y1, Y7
 
 loop:
 	VMOVUPS (DI), Y8

@@ -291,7 +291,7 @@ func (ix *Index) updatePQ(ctx context.Context, store storage.Store, opts Options
 	ls.codes = make([][]byte, len(d.Lists))
 	unchanged := map[int]string{}
 	valid := ix.pqx.valid
-	r, w := make([]float32, dim), newPQScratch()
+	w := newPQScratch()
 	for l, e := range d.Lists {
 		if e.Rows > 0 {
 			h, err := ix.head(ctx, l)
@@ -321,7 +321,7 @@ func (ix *Index) updatePQ(ctx context.Context, store storage.Store, opts Options
 		}
 		ls.ids[l] = append(ls.ids[l], add.ids[l]...)
 		ls.vecs[l] = append(ls.vecs[l], add.vecs[l]...)
-		ls.codes[l] = ix.pqx.pq.encodeList(w, r, ix.cents[l*dim:(l+1)*dim], add.vecs[l], ls.codes[l])
+		ls.codes[l] = ix.pqx.pq.encodeList(w, ix.cents[l*dim:(l+1)*dim], add.vecs[l], ls.codes[l])
 		ls.sortList(l, dim)
 	}
 	return write(ctx, store, ix.c, ix.metric, ix.cents, ix.pqx.pq, ls, d.Version, unchanged)

@@ -31,7 +31,7 @@ func testIndexRecall(t *testing.T, kind string) {
 		require.NoError(t, err)
 		require.Equal(t, kind, info.Type)
 		require.Equal(t, int64(6000), info.Rows)
-		require.Equal(t, 77, info.NList) // round(sqrt(6000))
+		require.Equal(t, 310, info.NList) // round(4 x sqrt(6000))
 		ix, err := Open(ctx, m.ds, "embedding", metric, Options{})
 		require.NoError(t, err)
 		require.Zero(t, ix.Uncovered())
@@ -245,4 +245,35 @@ func TestSearcherKeepsIndex(t *testing.T) {
 	r4, err := s.Search(ctx, "embedding", L2, q, 2, Options{})
 	require.NoError(t, err)
 	require.Equal(t, up.Key, r4.Index)
+}
+
+// TestSearchOpen: SearchOpen answers only with an index the Searcher
+// holds for the handle's version (as Search would), and does nothing
+// before a Search opened it, with no index, and after a commit moved the
+// version on.
+func TestSearchOpen(t *testing.T) {
+	ctx := context.Background()
+	mx := newMixture(3, 8, 4, 0.5)
+	m, vs := filled(t, mx, 200)
+	s := NewSearcher(m.ds)
+	q := [][]float32{vs[5]}
+	_, ok := s.SearchOpen(ctx, "embedding", L2, q, 3, Options{})
+	require.False(t, ok, "no index stored")
+	info, err := Build(ctx, m.ds, "embedding", BuildOptions{Metric: L2, NList: 4})
+	require.NoError(t, err)
+	_, ok = s.SearchOpen(ctx, "embedding", L2, q, 3, Options{})
+	require.False(t, ok, "an index stored but not open")
+	want, err := s.Search(ctx, "embedding", L2, q, 3, Options{})
+	require.NoError(t, err)
+	got, ok := s.SearchOpen(ctx, "embedding", L2, q, 3, Options{})
+	require.True(t, ok)
+	require.Equal(t, want, got)
+	require.Equal(t, info.Key, got.Index)
+	_, ok = s.SearchOpen(ctx, "embedding", L2, q, 0, Options{})
+	require.False(t, ok, "k = 0 is Search's error to give")
+
+	m.append([][]float32{vs[5]})
+	m.commit("a copy of row 5")
+	_, ok = s.SearchOpen(ctx, "embedding", L2, q, 3, Options{})
+	require.False(t, ok, "the version moved on")
 }

@@ -195,14 +195,13 @@ func parallelFor(n, parallelism int, fn func(w, lo, hi int)) {
 }
 
 // assignStep sets assign[i] to the centroid nearest to sample row i (by
-// am, xnorm the rows' squared norms). In few dimensions (a product
-// quantizer's subspaces) a row is compared with every centroid at once,
-// the centroids transposed, in vector operations as wide as the number of
-// centroids.
+// am, xnorm the rows' squared norms): against few centroids one dot
+// product at a time, else a block of rows against every centroid in a
+// matrix product (centroidsT), in few dimensions (a product quantizer's
+// subspaces) as in many.
 func assignStep(am Metric, sample, cents []float32, dim int, xnorm []float32, assign []int, par int) {
 	cnorm := norms(cents, dim)
-	k := len(cnorm)
-	if k < 32 {
+	if len(cnorm) < 32 {
 		parallelFor(len(assign), par, func(_, lo, hi int) {
 			for i := lo; i < hi; i++ {
 				assign[i] = nearestCentroid(am, cents, cnorm, dim, sample[i*dim:(i+1)*dim], xnorm[i])
@@ -210,39 +209,12 @@ func assignStep(am Metric, sample, cents []float32, dim int, xnorm []float32, as
 		})
 		return
 	}
-	if dim > 16 {
-		out := make([]int32, len(assign))
-		ct := newCentroidsT(am, cents, dim)
-		parallelFor(len(assign), par, func(_, lo, hi int) {
-			ct.nearestAll(sample[lo*dim:hi*dim], out[lo:hi], nil)
-		})
-		for i, a := range out {
-			assign[i] = int(a)
-		}
-		return
-	}
-	ct := make([]float32, dim*k)
-	for c := range k {
-		for j := range dim {
-			ct[j*k+c] = cents[c*dim+j]
-		}
-	}
+	out := make([]int32, len(assign))
+	ct := newCentroidsT(am, cents, dim)
 	parallelFor(len(assign), par, func(_, lo, hi int) {
-		acc, tmp := make([]float32, k), make([]float32, k)
-		for i := lo; i < hi; i++ {
-			x := sample[i*dim : (i+1)*dim]
-			vek32.MulNumber_Into(acc, ct[:k], x[0])
-			for j := 1; j < dim; j++ {
-				vek32.MulNumber_Into(tmp, ct[j*k:(j+1)*k], x[j])
-				vek32.Add_Inplace(acc, tmp)
-			}
-			if am == Cosine {
-				assign[i] = vek32.ArgMax(acc)
-				continue
-			}
-			vek32.MulNumber_Inplace(acc, -2)
-			vek32.Add_Inplace(acc, cnorm)
-			assign[i] = vek32.ArgMin(acc)
-		}
+		ct.nearestAll(sample[lo*dim:hi*dim], out[lo:hi], nil)
 	})
+	for i, a := range out {
+		assign[i] = int(a)
+	}
 }

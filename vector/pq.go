@@ -17,14 +17,20 @@ type pq struct {
 	dim, m, dsub int
 	book         []float32 // k x dim
 	k            int
-	bt           [][]float32 // per subquantizer: its centroids transposed, dsub x ksub
-	bnorm        [][]float32 // per subquantizer: its centroids' squared norms, ksub (+Inf past k)
+	bt           [][]float32   // per subquantizer: its centroids transposed, dsub x ksub
+	bnorm        [][]float32   // per subquantizer: its centroids' squared norms, ksub (+Inf past k)
+	ct           []*centroidsT // per subquantizer: its k centroids, for encoding rows in blocks
 }
 
 // newPQ returns the quantizer of a codebook of k entries.
 func newPQ(dim, m int, book []float32, k int) *pq {
-	q := &pq{dim: dim, m: m, dsub: dim / m, book: book, k: k, bt: make([][]float32, m), bnorm: make([][]float32, m)}
+	q := &pq{dim: dim, m: m, dsub: dim / m, book: book, k: k, bt: make([][]float32, m), bnorm: make([][]float32, m), ct: make([]*centroidsT, m)}
 	for s := range m {
+		sub := make([]float32, 0, k*q.dsub)
+		for c := range k {
+			sub = append(sub, book[c*dim+s*q.dsub:c*dim+(s+1)*q.dsub]...)
+		}
+		q.ct[s] = newCentroidsT(L2, sub, q.dsub)
 		q.bt[s] = make([]float32, q.dsub*ksub)
 		q.bnorm[s] = make([]float32, ksub)
 		for c := range ksub {
@@ -42,8 +48,13 @@ func newPQ(dim, m int, book []float32, k int) *pq {
 	return q
 }
 
-// pqScratch is one goroutine's buffers for dots and encode.
-type pqScratch struct{ acc, tmp []float32 }
+// pqScratch is one goroutine's buffers for dots and encodeRows.
+type pqScratch struct {
+	acc, tmp []float32
+	res      []float32 // a block of residuals (encodeList)
+	near     []int32   // a block's nearest centroids
+	scores   []float32 // centroidsT.nearestRows's scratch
+}
 
 func newPQScratch() *pqScratch {
 	return &pqScratch{acc: make([]float32, ksub), tmp: make([]float32, ksub)}
@@ -91,14 +102,23 @@ func trainPQ(res []float32, dim, m, iters int, seed uint64, par int) *pq {
 	return newPQ(dim, m, book, k)
 }
 
-// encode appends the code of residual r (len dim) to dst: for each
-// subquantizer the centroid c that minimizes |c|^2 - 2<r, c>.
-func (q *pq) encode(w *pqScratch, dst []byte, r []float32) []byte {
+// encodeRows appends to dst the codes of the residuals res (n x dim):
+// for each subquantizer and row the centroid c that minimizes |r - c|^2,
+// for a block of rows against all k centroids in a matrix product
+// (centroidsT), subquantizer after subquantizer.
+func (q *pq) encodeRows(w *pqScratch, dst []byte, res []float32) []byte {
+	n := len(res) / q.dim
+	base := len(dst)
+	dst = append(dst, make([]byte, n*q.m)...)
+	if cap(w.near) < n {
+		w.near = make([]int32, n)
+	}
+	near := w.near[:n]
 	for s := range q.m {
-		acc := w.dots(r[s*q.dsub:(s+1)*q.dsub], q.bt[s])
-		vek32.MulNumber_Inplace(acc, -2)
-		vek32.Add_Inplace(acc, q.bnorm[s])
-		dst = append(dst, byte(vek32.ArgMin(acc)))
+		w.scores = q.ct[s].nearestRows(res[s*q.dsub:], n, q.dim, near, w.scores)
+		for i, c := range near {
+			dst[base+i*q.m+s] = byte(c)
+		}
 	}
 	return dst
 }

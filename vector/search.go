@@ -60,26 +60,60 @@ func (s *Searcher) Search(ctx context.Context, column string, m Metric, queries 
 	return res, err
 }
 
+// SearchOpen is Search when the Searcher already holds the index that
+// serves the handle's version open (an earlier Search opened it), the
+// search then as short as the index makes it; otherwise, or when that
+// search fails, it returns ok false, having done nothing, and the caller
+// makes the Search (which may open an index or search exactly: for
+// instance where it can be interrupted).
+func (s *Searcher) SearchOpen(ctx context.Context, column string, m Metric, queries [][]float32, k int, opts Options) (res *Result, ok bool) {
+	if checkK(k) != nil {
+		return nil, false
+	}
+	key, err := Find(ctx, s.d, column, m)
+	if err != nil {
+		return nil, false
+	}
+	ix := s.held(column, m, key)
+	if ix == nil {
+		return nil, false
+	}
+	hits, err := ix.Search(ctx, queries, k, opts)
+	if err != nil {
+		return nil, false
+	}
+	return &Result{Hits: hits, Index: ix.Key()}, true
+}
+
 // index returns the open index that serves the handle's version.
 func (s *Searcher) index(ctx context.Context, column string, m Metric, opts Options) (*Index, error) {
 	key, err := Find(ctx, s.d, column, m)
 	if err != nil {
 		return nil, err
 	}
-	name := column + "\x00" + string(m)
-	s.mu.Lock()
-	ix := s.open[name]
-	s.mu.Unlock()
-	if ix != nil && ix.key == key && ix.c.sc.Version() == s.d.Version() {
+	if ix := s.held(column, m, key); ix != nil {
 		return ix, nil
 	}
-	if ix, err = Open(ctx, s.d, column, m, opts); err != nil {
+	ix, err := Open(ctx, s.d, column, m, opts)
+	if err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
-	s.open[name] = ix
+	s.open[column+"\x00"+string(m)] = ix
 	s.mu.Unlock()
 	return ix, nil
+}
+
+// held returns the index of column and metric that the Searcher holds
+// open when it is the one at key for the handle's version, else nil.
+func (s *Searcher) held(column string, m Metric, key string) *Index {
+	s.mu.Lock()
+	ix := s.open[column+"\x00"+string(m)]
+	s.mu.Unlock()
+	if ix != nil && ix.key == key && ix.c.sc.Version() == s.d.Version() {
+		return ix
+	}
+	return nil
 }
 
 // Result is the answer of Search.

@@ -3,6 +3,7 @@ package vector
 import (
 	"cmp"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"sync"
 
@@ -72,9 +73,11 @@ func train(m Metric, sample []float32, dim, nlist, iters int, seed uint64, par i
 // centroids so far: centroids move across the coarse cells' borders.
 const refineIters = 4
 
-// refine runs Lloyd iterations with assignment through a quantizer.
+// refine runs Lloyd iterations with assignment through a quantizer; an
+// empty cell takes half of a large one (splitEmpty), as in kmeans.
 func refine(m Metric, sample []float32, dim int, cents []float32, iters int, seed uint64, par int) []float32 {
-	n, nlist := len(sample)/dim, len(cents)/dim
+	nlist := len(cents) / dim
+	r := rand.New(rand.NewPCG(seed, 0x726566696e65))
 	for it := range iters {
 		q := newQuantizer(m, cents, dim, seed+uint64(it), par)
 		sum := make([]float32, nlist*dim)
@@ -84,19 +87,16 @@ func refine(m Metric, sample []float32, dim int, cents []float32, iters int, see
 			vek32.Add_Inplace(sum[int(a.l)*dim:(int(a.l)+1)*dim], sample[int(a.row)*dim:(int(a.row)+1)*dim])
 		}
 		for c := range nlist {
-			s := sum[c*dim : (c+1)*dim]
-			if cnt[c] == 0 {
-				copy(s, cents[c*dim:(c+1)*dim])
-				continue
+			if cnt[c] > 0 {
+				vek32.MulNumber_Inplace(sum[c*dim:(c+1)*dim], 1/float32(cnt[c]))
 			}
-			vek32.MulNumber_Inplace(s, 1/float32(cnt[c]))
 		}
+		splitEmpty(sum, cnt, dim, r)
 		if m == Cosine {
 			normalize(sum, dim)
 		}
 		cents = sum
 	}
-	_ = n
 	return cents
 }
 

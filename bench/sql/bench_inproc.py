@@ -58,11 +58,15 @@ def make_rows(n: int, seed: int = 0) -> pa.Table:
     })  # fmt: skip
 
 
-def build(dirpath: Path, rows: int) -> tuple[str, str]:
+def build(dirpath: Path, rows: int, reuse: bool = False) -> tuple[str, str]:
     """Writes the rows as Parquet and as a loch catalog table (through
     loch SQL's INSERT ... SELECT from the Parquet file); returns the
-    Parquet path and the catalog root."""
+    Parquet path and the catalog root. With reuse, the files a run before
+    left in dirpath are used as they are (interleaved A/B runs of two
+    builds of loch then time the same datasets)."""
     parquet = str(dirpath / "rows.parquet")
+    if reuse and (dirpath / "lake").is_dir() and os.path.exists(parquet):
+        return parquet, str(dirpath / "lake")
     pq.write_table(make_rows(rows), parquet)
     root = str(dirpath / "lake")
     cat = loch.connect(root)
@@ -90,14 +94,20 @@ def same(a: pa.Table, b: pa.Table) -> bool:
     return True
 
 
+#: The clock queries are timed by: wall time, or with --clock cpu the
+#: process's CPU time (every thread's, DuckDB's included), which a loaded
+#: machine inflates less.
+CLOCK = time.perf_counter
+
+
 def timed(fn) -> float:
-    t = time.perf_counter()
+    t = CLOCK()
     fn()
-    return time.perf_counter() - t
+    return CLOCK() - t
 
 
-def run(rows: int, rounds: int, workdir: Path, cli_rounds: int) -> dict:
-    parquet, root = build(workdir, rows)
+def run(rows: int, rounds: int, workdir: Path, cli_rounds: int, reuse: bool = False) -> dict:
+    parquet, root = build(workdir, rows, reuse)
     cat = loch.connect(root)
     ds = cat.open_table("t")
     point = rows * 3 // 5
@@ -148,11 +158,15 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--cli-rounds", type=int, default=3, help="rounds that also time `loch query` (a process each)")
     ap.add_argument("--dir", help="working directory (default: a temporary one, removed)")
+    ap.add_argument("--reuse", action="store_true", help="use the rows and table a run before left in --dir")
+    ap.add_argument("--clock", choices=["wall", "cpu"], default="wall", help="time queries by wall or process CPU time")
     ap.add_argument("--markdown", action="store_true")
     a = ap.parse_args()
+    global CLOCK
+    CLOCK = time.process_time if a.clock == "cpu" else time.perf_counter
     work = Path(a.dir or tempfile.mkdtemp(prefix="loch-sql-bench-"))
     try:
-        res = run(a.rows, a.rounds, work, a.cli_rounds)
+        res = run(a.rows, a.rounds, work, a.cli_rounds, a.reuse and bool(a.dir))
     finally:
         if not a.dir:
             shutil.rmtree(work, ignore_errors=True)

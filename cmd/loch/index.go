@@ -148,7 +148,7 @@ the same version, column and metric replaces the index.`,
 		},
 	}
 	f.add(cmd, "build a full-text (BM25) index of a text or json column instead", "index", true)
-	cmd.Flags().IntVar(&opts.NList, "nlist", 0, "number of lists (default: the square root of the rows)")
+	cmd.Flags().IntVar(&opts.NList, "nlist", 0, "number of lists (default: 4 x the square root of the rows, at most 4,096)")
 	cmd.Flags().IntVar(&opts.Sample, "sample", 0, "rows k-means trains on (default: max(64 x nlist, 50000))")
 	cmd.Flags().IntVar(&opts.Iterations, "iterations", 0, "k-means iterations (default 10)")
 	cmd.Flags().StringVar(&opts.Kind, "kind", "ivf-flat", "index kind: ivf-flat (vectors in memory when searched) or ivf-pq (PQ codes, lists read by range)")

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -29,6 +31,8 @@ type ingestFlags struct {
 	progress    progressFlags
 	stageOnly   bool
 	out         string
+	cpuProfile  string
+	memProfile  string
 
 	// Image options, on the subcommands that read images.
 	skipBad          bool
@@ -101,6 +105,8 @@ is always printed, with sizes in binary units (as info prints them).`,
 	pf.BoolVar(&f.stageOnly, "stage-only", false, "write the rows without committing them, and their description to --out, for 'loch commit'")
 	pf.StringVar(&f.out, "out", "", "with --stage-only: the file the description is written to (- for standard output)")
 	f.progress.add(pf)
+	pf.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the ingest to this file, for go tool pprof")
+	pf.StringVar(&f.memProfile, "memprofile", "", "write a heap profile (live and allocated bytes) at the end of the ingest to this file, for go tool pprof")
 
 	cmd.AddCommand(
 		newIngestImageFolderCmd(f),
@@ -415,7 +421,7 @@ func runIngest(cmd *cobra.Command, f *ingestFlags, url string, do func(ingest.Op
 		bar = &progressBar{w: errOut}
 		o.Progress = bar
 	}
-	res, err := do(o)
+	res, err := profiled(f, func() (ingest.Result, error) { return do(o) })
 	if bar != nil {
 		bar.finish()
 	}
@@ -618,4 +624,36 @@ func writeStaged(cmd *cobra.Command, out string, res ingest.Result, url string) 
 	fmt.Fprintf(summary, "staged %d %s, %s in %s for %s, not committed: %s (commit with 'loch commit %s %s')\n",
 		res.Rows, plural(res.Rows, "row", "rows"), formatBytes(res.Bytes), res.Elapsed.Round(time.Millisecond), url, where, url, file)
 	return nil
+}
+
+// profiled runs do under the CPU profile --cpuprofile asks for, and
+// writes the heap profile --memprofile asks for after it. Both files are
+// created first: a path that cannot be written fails before the ingest.
+func profiled(f *ingestFlags, do func() (ingest.Result, error)) (ingest.Result, error) {
+	var mem *os.File
+	if f.memProfile != "" {
+		var err error
+		if mem, err = os.Create(f.memProfile); err != nil {
+			return ingest.Result{}, fmt.Errorf("--memprofile: %w", err)
+		}
+		defer mem.Close()
+	}
+	stop, err := startCPUProfile(f.cpuProfile)
+	if err != nil {
+		return ingest.Result{}, err
+	}
+	res, err := do()
+	if perr := stop(); err == nil {
+		err = perr
+	}
+	if mem != nil && err == nil {
+		runtime.GC() // the heap profile's live figures are as of the last collection
+		if err = pprof.WriteHeapProfile(mem); err == nil {
+			err = mem.Close()
+		}
+		if err != nil {
+			err = fmt.Errorf("--memprofile %s: %w", f.memProfile, err)
+		}
+	}
+	return res, err
 }

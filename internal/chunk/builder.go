@@ -144,7 +144,12 @@ func (b *Builder) encode(dst []byte, blocked bool) ([]byte, error) {
 	case b.codec == CodecNone:
 		blockSize = PlainBlockSize
 	}
-	hdr := b.header(flags, blockSize, &d)
+	if blocked {
+		if out, ok, err := b.encodeEncoded(dst, flags, &d); ok || err != nil {
+			return out, err
+		}
+	}
+	hdr := b.header(flags, blockSize, &d, nil)
 	hlen := len(hdr) + 4
 	out := dst[:0]
 	if need := hlen + len(d.raw) + 64; cap(out) < need && b.codec == CodecNone {
@@ -225,22 +230,18 @@ func (b *Builder) flags() uint16 {
 // length left zero, then the shapes, the null bitmap, the offsets or the
 // dictionary, the partial record, the block checksums and (zeroed) block
 // lengths that flags and blockSize call for, over the raw data d.raw.
-func (b *Builder) header(flags uint16, blockSize int, d *dictData) []byte {
+// An encoded chunk (e not nil) has its codec, its shapes and offsets as
+// encoded sequences, and its block lengths, from e.
+func (b *Builder) header(flags uint16, blockSize int, d *dictData, e *encoding) []byte {
 	raw := d.raw
 	n := b.Len()
 	hdr := make([]byte, fixedHeaderLen, fixedHeaderLen+4*len(b.shapes)+8*len(b.offsets)+64)
 	copy(hdr, Magic)
-	hdr[4], hdr[5] = Major, 0
-	if flags&FlagBlocked != 0 {
-		hdr[5] = 1 // format 1.1; other chunks are written as 1.0 wrote them
-	}
-	if IsMedia(b.sample) {
-		hdr[5] = MediaMinor
-	}
-	if d.ok {
-		hdr[5] = DictMinor
-	}
+	hdr[4], hdr[5] = Major, b.minor(flags, d)
 	hdr[6], hdr[7], hdr[8], hdr[9] = byte(b.dtype), b.sample, b.codec, byte(b.ndim)
+	if e != nil {
+		hdr[8] = e.codec
+	}
 	binary.LittleEndian.PutUint16(hdr[10:], flags)
 	binary.LittleEndian.PutUint32(hdr[12:], uint32(n))
 	binary.LittleEndian.PutUint32(hdr[20:], uint32(blockSize))
@@ -249,6 +250,8 @@ func (b *Builder) header(flags uint16, blockSize int, d *dictData) []byte {
 	case d.ok: // no shapes: a sample's is its value's length
 	case flags&FlagFixedShape != 0:
 		hdr = appendU32s(hdr, b.shapes[:b.ndim])
+	case e != nil:
+		hdr = appendSeq(hdr, e.shapes)
 	default:
 		hdr = appendU32s(hdr, b.shapes)
 	}
@@ -260,6 +263,8 @@ func (b *Builder) header(flags uint16, blockSize int, d *dictData) []byte {
 		hdr = binary.LittleEndian.AppendUint32(hdr, uint32(len(d.offs)-1))
 		hdr = appendU32s(hdr, d.offs)
 		hdr = append(hdr, d.entries...)
+	case flags&FlagImplicitOffsets == 0 && e != nil:
+		hdr = appendSeq(hdr, e.offsets)
 	case flags&FlagImplicitOffsets == 0:
 		for _, o := range b.offsets {
 			hdr = binary.LittleEndian.AppendUint64(hdr, o)
@@ -280,11 +285,31 @@ func (b *Builder) header(flags uint16, blockSize int, d *dictData) []byte {
 			hdr = binary.LittleEndian.AppendUint32(hdr, Checksum(raw[off:end]))
 		}
 	}
-	if flags&FlagBlocked != 0 {
+	switch {
+	case e != nil:
+		hdr = appendU32s(hdr, e.lens)
+	case flags&FlagBlocked != 0:
 		hdr = append(hdr, make([]byte, 4*blockCount(int64(len(raw)), blockSize))...)
 	}
 	binary.LittleEndian.PutUint32(hdr[16:], uint32(len(hdr)+4))
 	return hdr
+}
+
+// minor is the chunk minor version of a chunk with these flags: each kind
+// of chunk is written with the version that defined it, so that older
+// readers read what they can.
+func (b *Builder) minor(flags uint16, d *dictData) byte {
+	switch {
+	case flags&FlagEncoded != 0:
+		return EncodedMinor
+	case d.ok:
+		return DictMinor
+	case IsMedia(b.sample):
+		return MediaMinor
+	case flags&FlagBlocked != 0:
+		return 1 // format 1.1; other chunks are written as 1.0 wrote them
+	}
+	return 0
 }
 
 // appendNullBitmap appends one bit per sample, set for a null one, least

@@ -15,7 +15,7 @@ import (
 // section 3.1).
 const (
 	Major = 1
-	Minor = DictMinor
+	Minor = EncodedMinor
 )
 
 // Magic starts every chunk object.
@@ -55,8 +55,11 @@ const (
 	// FlagDict (format 1.8): a text or json chunk whose raw data is one
 	// index per sample into a dictionary in the header (dict.go).
 	FlagDict
+	// FlagEncoded (format 1.14): blocks transformed and compressed as
+	// measured, shapes and offsets as encoded sequences (encoded.go).
+	FlagEncoded
 
-	knownFlags = FlagFixedShape | FlagNulls | FlagImplicitOffsets | FlagPartial | FlagBlocked | FlagDict
+	knownFlags = FlagFixedShape | FlagNulls | FlagImplicitOffsets | FlagPartial | FlagBlocked | FlagDict | FlagEncoded
 )
 
 // Sample compression codes.
@@ -219,6 +222,9 @@ func parsePrefix(b []byte) (*Header, error) {
 		}
 		return nil, corruptf("unknown flags %#x", unknown)
 	}
+	if h.Flags&FlagEncoded != 0 && (h.N > MaxEncodedSamples || h.NDim > 1) {
+		return nil, corruptf("encoded chunk of %d samples of %d dimensions, at most %d of 1", h.N, h.NDim, MaxEncodedSamples)
+	}
 	if h.BlockSize > 1<<30 {
 		return nil, corruptf("implausible block size %d", h.BlockSize)
 	}
@@ -251,7 +257,11 @@ func ParseHeader(b []byte) (*Header, error) {
 	case h.Flags&FlagFixedShape == 0:
 		nShapes = h.N * h.NDim
 	}
-	h.shapes = r.u32s(nShapes)
+	if h.Encoded() && h.Flags&(FlagFixedShape|FlagDict) == 0 {
+		h.shapes = r.seqU32s(nShapes)
+	} else {
+		h.shapes = r.u32s(nShapes)
+	}
 	if h.Flags&FlagNulls != 0 {
 		h.nulls = r.bytes((h.N + 7) / 8)
 	}
@@ -260,6 +270,8 @@ func ParseHeader(b []byte) (*Header, error) {
 		if err := h.parseDict(&r); err != nil {
 			return nil, err
 		}
+	case h.Flags&FlagImplicitOffsets == 0 && h.Encoded():
+		h.offsets = r.seqU64s(h.N + 1)
 	case h.Flags&FlagImplicitOffsets == 0:
 		h.offsets = r.u64s(h.N + 1)
 	}
@@ -323,6 +335,11 @@ func (h *Header) setBlockLens(lens []uint32) error {
 
 // check verifies the header's internal consistency.
 func (h *Header) check() error {
+	if h.Encoded() {
+		if err := h.checkEncoded(); err != nil {
+			return err
+		}
+	}
 	if h.Flags&FlagDict != 0 {
 		return h.checkDict()
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"sort"
+	"sync/atomic"
 )
 
 // Chunk is a decoded chunk: its header and its raw data.
@@ -173,7 +174,7 @@ func (h *Header) badBlocks(raw, data []byte) []int {
 // beyond it (so a damaged block cannot spill into the next).
 func (h *Header) decompressBlock(b int, dst, data []byte) error {
 	s, e := h.storedBlock(b)
-	if err := decompress(h.Codec, dst, data[s:e]); err != nil {
+	if err := h.decodeStored(dst, data[s:e]); err != nil {
 		return corruptf("block %d: %v", b, err)
 	}
 	return nil
@@ -240,6 +241,38 @@ func (h *Header) BlockStart(a int) int64 { return int64(a) * int64(h.BlockSize) 
 // stored; otherwise it is dst's memory when dst has room. A block that does
 // not decompress or fails its checksum is an error naming it.
 func (h *Header) DecodeBlocks(stored []byte, a, b int, dst []byte) ([]byte, error) {
+	return h.DecodeBlocksOnce(stored, a, b, dst, nil)
+}
+
+// Verified records which checksum blocks of one immutable copy of a
+// chunk's stored bytes (a mapped file) have passed their checksums, so
+// that a block read again from the same bytes is not checked again. Its
+// zero value (or nil) has none; it is safe for concurrent use.
+type Verified struct {
+	bits []atomic.Uint64
+}
+
+// NewVerified returns a record of the blocks of a chunk of n blocks.
+func NewVerified(n int) *Verified { return &Verified{bits: make([]atomic.Uint64, (n+63)/64)} }
+
+// Has reports whether block k has passed its checksum.
+func (v *Verified) Has(k int) bool {
+	return v != nil && k/64 < len(v.bits) && v.bits[k/64].Load()&(1<<(k%64)) != 0
+}
+
+// set records that block k has passed its checksum.
+func (v *Verified) set(k int) {
+	if v != nil && k/64 < len(v.bits) {
+		v.bits[k/64].Or(1 << (k % 64))
+	}
+}
+
+// DecodeBlocksOnce is DecodeBlocks over stored bytes that do not change
+// between calls (a mapped chunk file), whose verified blocks v records: a
+// block v has is decoded without checking its checksum again (its bytes
+// decode to the same raw bytes as when it passed), and one that passes is
+// added. A block that fails is never added: each read of it fails.
+func (h *Header) DecodeBlocksOnce(stored []byte, a, b int, dst []byte, v *Verified) ([]byte, error) {
 	if !h.RangeReadable() || a < 0 || a > b || b > h.Blocks() {
 		return nil, corruptf("blocks [%d, %d) of a chunk of %d that is not range-readable or has fewer", a, b, h.Blocks())
 	}
@@ -267,13 +300,17 @@ func (h *Header) DecodeBlocks(stored []byte, a, b int, dst []byte) ([]byte, erro
 		blk := raw[s-rawBase : e-rawBase : e-rawBase]
 		if h.Codec != CodecNone {
 			ss, se := h.storedBlock(k)
-			if err := decompress(h.Codec, blk, stored[ss-base:se-base]); err != nil {
+			if err := h.decodeStored(blk, stored[ss-base:se-base]); err != nil {
 				return nil, corruptf("block %d: %v", k, err)
 			}
+		}
+		if v.Has(k) {
+			continue
 		}
 		if got := Checksum(blk); got != h.BlockCRCs[k] {
 			return nil, corruptf("block %d checksum %08x, want %08x", k, got, h.BlockCRCs[k])
 		}
+		v.set(k)
 	}
 	if err := h.checkRaw(raw, rawBase); err != nil {
 		return nil, err

@@ -26,12 +26,13 @@ import (
 // media chunk (7, §3.2), a dictionary chunk (8, §3.3) or a compaction
 // commit (9, §8: no new object, the newest behaviour a reader may meet)
 // or a fragment's chunk header checksums (10, §2.5 `hcrc`), a full-text
-// index (11, §2.9), a quantized vector index (12, §2.8.1) or a column's key
-// and serial declarations (13, §2.4).
+// index (11, §2.9), a quantized vector index (12, §2.8.1), a column's key
+// and serial declarations (13, §2.4) or an encoded chunk and chunk
+// statistics (14, §3.4).
 const (
 	Major  = 1
 	Minor  = 1
-	Newest = 13
+	Newest = 14
 )
 
 // Magic starts every metadata object.
@@ -342,6 +343,12 @@ type ChunkRef struct {
 	HCRC  uint32 `json:"hcrc,omitempty"`
 	Part  int    `json:"part,omitempty"`
 	Parts int    `json:"parts,omitempty"`
+	// Min and Max (format 1.14) bound the chunk's non-null values, for a
+	// chunk of a scalar integer or float column (docs/format.md §3.4,
+	// chunk statistics): nil when unknown (older writers, other dtypes, no
+	// non-null value, a NaN or an infinity).
+	Min *float64 `json:"min,omitempty"`
+	Max *float64 `json:"max,omitempty"`
 }
 
 // Deletion is the body of `deletions/<hash>`.

@@ -18,11 +18,17 @@ contender's wall time as a ratio of its baseline measured in the same run.
 - arrays: ``--array-rows`` 64x64x3 uint8 arrays in one .npy; ``cp`` and
   ``dd conv=fsync`` of the file against ``loch ingest npy``.
 - scale: ``loch ingest imagefolder`` (default validation) and ``tar cf`` at
-  each of ``--scale`` file counts (10x apart): time should grow with the
-  data, peak RSS stay flat.
+  each of ``--scale`` file counts (10x apart), ``loch ingest parquet`` at
+  each of ``--scale-parquet`` row counts and ``loch ingest npy`` at each of
+  ``--scale-arrays`` array counts: time should grow with the data, peak
+  RSS stay flat.
+
+``--loch-base`` adds a second loch binary (say, main's) as a contender in
+every table, run alternately with ``--loch`` in the same rounds: an A/B
+pair measured under the same load.
 
     python python/bench/bench_ingest.py --loch bin/loch --work /tmp/ib \
-        --files 10000 --rounds 3 --scale 1000,10000,100000
+        --files 10000 --rounds 3 --scale 1000,10000,100000 --loch-base /tmp/loch-main
 """
 
 from __future__ import annotations
@@ -80,9 +86,12 @@ def make_images(root: Path, n: int, bases: list[bytes]) -> int:
 
 
 def warm(root: Path) -> None:
-    for p in root.rglob("*"):
+    """Reads root (a file, or every file below a folder) into the page cache."""
+    for p in [root] if root.is_file() else root.rglob("*"):
         if p.is_file():
-            p.read_bytes()
+            with p.open("rb") as f:
+                while f.read(1 << 24):
+                    pass
 
 
 def timed(cmd: list[str]) -> tuple[float, float, int]:
@@ -134,15 +143,24 @@ def have(mod: str) -> bool:
         return False
 
 
-def image_contenders(loch: str, root: Path, out: Path, validations: list[str], peers: bool) -> dict[str, list[str]]:
+def lochs(a: argparse.Namespace) -> dict[str, str]:
+    """The loch binaries to run by contender name suffix: ``--loch`` ("") and ``--loch-base`` (" (base)")."""
+    out = {"": a.loch}
+    if a.loch_base:
+        out[" (base)"] = a.loch_base
+    return out
+
+
+def image_contenders(bins: dict[str, str], root: Path, out: Path, validations: list[str], peers: bool) -> dict[str, list[str]]:
     c = {
         "tar cf": ["tar", "cf", str(out), "-C", str(root), "."],
         "tar cf + fsync": ["sh", "-c", f"tar cf {out} -C {root} . && sync {out}"],
     }
     for v in validations:
-        c[f"loch ingest --validate {v}"] = [
-            loch, "ingest", "imagefolder", str(root), str(out), "--image-compression", "jpeg", "--validate", v, "--quiet",
-        ]
+        for suffix, loch in bins.items():
+            c[f"loch ingest --validate {v}{suffix}"] = [
+                loch, "ingest", "imagefolder", str(root), str(out), "--image-compression", "jpeg", "--validate", v, "--quiet",
+            ]
     if peers:
         for peer in ("lance", "deeplake"):
             if have(peer):
@@ -190,16 +208,16 @@ def bench_images(a: argparse.Namespace, bases: list[bytes]) -> None:
     total = make_images(root, a.files, bases)
     warm(root)
     mib = total / 2**20
-    res = run_rounds(image_contenders(a.loch, root, a.work / "out", ["sample", "header", "full"], True), a.work / "out", a.rounds)
+    res = run_rounds(image_contenders(lochs(a), root, a.work / "out", ["sample", "header", "full"], True), a.work / "out", a.rounds)
     table(f"images: {a.files} JPEGs of 224x224, {mib:.0f} MiB", res, "tar cf", mib)
 
 
-def bench_parquet(a: argparse.Namespace) -> None:
+def make_parquet(work: Path, n: int) -> Path:
+    """n rows (id, label, score, a 30-value category, a unique name) in one Parquet file."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    n = a.parquet_rows
-    src = a.work / f"rows-{n}.parquet"
+    src = work / f"rows-{n}.parquet"
     if not src.exists():
         ids = np.arange(n, dtype=np.int64)
         t = pa.table({
@@ -210,56 +228,122 @@ def bench_parquet(a: argparse.Namespace) -> None:
             "name": pa.array([f"name-{i:09d}" for i in range(n)]),
         })
         pq.write_table(t, src)
-    out = a.work / "out"
+    return src
+
+
+def parquet_contenders(bins: dict[str, str], src: Path, out: Path) -> dict[str, list[str]]:
     copy = f"import duckdb; duckdb.sql(\"COPY (SELECT * FROM read_parquet('{src}')) TO '{out}' (FORMAT parquet)\")"
-    contenders = {
-        "duckdb COPY TO parquet": [sys.executable, "-c", copy],
-        "loch ingest parquet": [a.loch, "ingest", "parquet", str(src), str(out), "--quiet"],
-    }
-    res = run_rounds(contenders, out, a.rounds)
+    c = {"duckdb COPY TO parquet": [sys.executable, "-c", copy]}
+    for suffix, loch in bins.items():
+        c[f"loch ingest parquet{suffix}"] = [loch, "ingest", "parquet", str(src), str(out), "--quiet"]
+    return c
+
+
+def bench_parquet(a: argparse.Namespace) -> None:
+    n = a.parquet_rows
+    src = make_parquet(a.work, n)
+    out = a.work / "out"
+    res = run_rounds(parquet_contenders(lochs(a), src, out), out, a.rounds)
     table(f"parquet: {n} rows, {src.stat().st_size / 2**20:.0f} MiB of parquet", res, "duckdb COPY TO parquet", src.stat().st_size / 2**20)
+
+
+def make_npy(work: Path, n: int) -> Path:
+    """n random uint8 64x64x3 arrays in one .npy, page-cached as the other sources."""
+    src = work / f"x{n}.npy"
+    if not src.exists():
+        rng = np.random.default_rng(1)
+        x = np.lib.format.open_memmap(src, mode="w+", dtype=np.uint8, shape=(n, 64, 64, 3))
+        for i in range(0, n, 10_000):
+            x[i : i + 10_000] = rng.integers(0, 256, x[i : i + 10_000].shape, dtype=np.uint8)
+        x.flush()
+        del x
+    warm(src.parent / src.name)
+    return src
+
+
+def array_contenders(bins: dict[str, str], src: Path, out: Path) -> dict[str, list[str]]:
+    c = {
+        "cp": ["cp", str(src), str(out)],
+        "dd conv=fsync": ["dd", f"if={src}", f"of={out}", "bs=8M", "conv=fsync", "status=none"],
+    }
+    for suffix, loch in bins.items():
+        c[f"loch ingest npy{suffix}"] = [loch, "ingest", "npy", str(src), str(out), "--quiet"]
+    return c
 
 
 def bench_arrays(a: argparse.Namespace) -> None:
     n = a.array_rows
-    src = a.work / f"x{n}.npy"
-    if not src.exists():
-        rng = np.random.default_rng(1)
-        np.save(src, rng.integers(0, 256, (n, 64, 64, 3), dtype=np.uint8))
-    src.read_bytes()  # page-cached, as the other sources
+    src = make_npy(a.work, n)
     out = a.work / "out"
-    contenders = {
-        "cp": ["cp", str(src), str(out)],
-        "dd conv=fsync": ["dd", f"if={src}", f"of={out}", "bs=8M", "conv=fsync", "status=none"],
-        "loch ingest npy": [a.loch, "ingest", "npy", str(src), str(out), "--quiet"],
-    }
-    res = run_rounds(contenders, out, a.rounds)
+    res = run_rounds(array_contenders(lochs(a), src, out), out, a.rounds)
     mib = src.stat().st_size / 2**20
     table(f"arrays: {n} uint8 64x64x3 arrays, {mib:.0f} MiB", res, "dd conv=fsync", mib)
 
 
+def scale_row(n: int, size_mib: float, res: dict[str, list[tuple[float, float, int]]], base: str) -> None:
+    """Prints one row of a scale table: the baseline's time, then each loch's time, CPU, peak RSS and seconds per 1,000 items."""
+    t = median(res[base])[0]
+    cells = [f"{n}", f"{size_mib:.0f}", f"{t:.2f}"]
+    for name, xs in res.items():
+        if name.startswith("loch"):
+            w, c, m = median(xs)
+            cells += [f"{w:.2f}", f"{c:.2f}", f"{m}", f"{1000 * w / n:.3f}"]
+    print("| " + " | ".join(cells) + " |", flush=True)
+
+
+def scale_header(what: str, base: str, bins: dict[str, str]) -> None:
+    cols = [what, "MiB", f"{base} s"]
+    for suffix in bins:
+        cols += [f"loch{suffix} s", f"loch{suffix} CPU s", f"loch{suffix} peak RSS MiB", f"loch{suffix} s per 1,000"]
+    print("| " + " | ".join(cols) + " |")
+    print("|" + "---|" * len(cols))
+
+
 def bench_scale(a: argparse.Namespace, bases: list[bytes]) -> None:
+    """Each ingest kind at sizes 10x apart; the generated sources are deleted after each size."""
+    bins, out = lochs(a), a.work / "out"
     print(f"\nscale: loch ingest imagefolder (default --validate sample) and tar cf, median of {a.rounds} rounds")
-    print("| files | MiB | tar cf s | loch s | loch CPU s | loch peak RSS MiB | loch s per 1,000 files | ratio |")
-    print("|---|---|---|---|---|---|---|---|")
+    scale_header("files", "tar cf", bins)
     for n in a.scale:
         root = a.work / f"jpeg-{n}"
         total = make_images(root, n, bases)
         warm(root)
-        res = run_rounds(image_contenders(a.loch, root, a.work / "out", ["sample"], False), a.work / "out", a.rounds)
-        t, (w, c, m) = median(res["tar cf"])[0], median(res["loch ingest --validate sample"])
-        print(f"| {n} | {total / 2**20:.0f} | {t:.2f} | {w:.2f} | {c:.2f} | {m} | {1000 * w / n:.3f} | {t / w:.2f} |", flush=True)
+        c = {k: v for k, v in image_contenders(bins, root, out, ["sample"], False).items() if k != "tar cf + fsync"}
+        scale_row(n, total / 2**20, run_rounds(c, out, a.rounds), "tar cf")
+        if not a.keep:
+            rm(root)
+    print(f"\nscale: loch ingest parquet and DuckDB's COPY TO parquet, median of {a.rounds} rounds")
+    scale_header("rows", "duckdb COPY", bins)
+    for n in a.scale_parquet:
+        src = make_parquet(a.work, n)
+        warm(src)
+        scale_row(n, src.stat().st_size / 2**20, run_rounds(parquet_contenders(bins, src, out), out, a.rounds), "duckdb COPY TO parquet")
+        if not a.keep:
+            rm(src)
+    print(f"\nscale: loch ingest npy and dd conv=fsync, median of {a.rounds} rounds")
+    scale_header("arrays", "dd conv=fsync", bins)
+    for n in a.scale_arrays:
+        src = make_npy(a.work, n)
+        c = {k: v for k, v in array_contenders(bins, src, out).items() if k != "cp"}
+        scale_row(n, src.stat().st_size / 2**20, run_rounds(c, out, a.rounds), "dd conv=fsync")
+        if not a.keep:
+            rm(src)
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--loch", default="bin/loch")
+    p.add_argument("--loch-base", help="a second loch binary (say, main's) run alternately with --loch, for an A/B pair")
     p.add_argument("--work", type=Path, default=Path("/tmp/loch-bench-ingest"))
     p.add_argument("--files", type=int, default=10000)
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--parquet-rows", type=int, default=2_000_000)
     p.add_argument("--array-rows", type=int, default=20_000)
-    p.add_argument("--scale", type=lambda s: [int(x) for x in s.split(",")], default=[1000, 10000, 100000])
+    ints = lambda s: [int(x) for x in s.split(",") if x]  # noqa: E731
+    p.add_argument("--scale", type=ints, default=[1000, 10000, 100000], help="image counts of the scale part")
+    p.add_argument("--scale-parquet", type=ints, default=[100_000, 1_000_000, 10_000_000], help="row counts of the scale part")
+    p.add_argument("--scale-arrays", type=ints, default=[2000, 20_000, 200_000], help="array counts of the scale part")
+    p.add_argument("--keep", action="store_true", help="keep the scale part's generated sources")
     p.add_argument("--only", default="images,parquet,arrays,scale", help="comma-separated parts to run")
     p.add_argument("--lance-ingest", nargs=2, type=Path, help=argparse.SUPPRESS)
     p.add_argument("--deeplake-ingest", nargs=2, type=Path, help=argparse.SUPPRESS)
@@ -270,6 +354,8 @@ def main() -> None:
         return deeplake_ingest(*a.deeplake_ingest)
     a.work.mkdir(parents=True, exist_ok=True)
     a.loch = str(Path(a.loch).resolve())
+    if a.loch_base:
+        a.loch_base = str(Path(a.loch_base).resolve())
     parts = a.only.split(",")
     start = time.time()
     bases = base_jpegs() if {"images", "scale"} & set(parts) else []

@@ -306,3 +306,82 @@ def test_cli_version_is_the_packages() -> None:
     assert exe is not None, "no loch command on PATH"
     out = subprocess.run([exe, "version"], capture_output=True, text=True, timeout=60, check=True).stdout
     assert out.split("\n")[0].split() == ["loch", loch.__version__], f"{exe} version: {out!r}"
+
+
+# decode="gpu": JPEG columns decoded by nvJPEG (torchvision's decode_jpeg on
+# the device) and transformed on the GPU, against the Go loader's pixels.
+# The tolerances are docs/loader.md's ("Decoding on the GPU"); the measured
+# differences are printed (pytest -s) and, where $OUT is set, written to
+# $OUT/gpu_decode.txt.
+DECODE_SPECS = {  # spec -> (grey levels per output unit, max, mean abs difference allowed)
+    "decode=full": (1, 24, 1.5),
+    "decode=full,resize=40x30": (1, 24, 1.5),
+    "center_crop=48,flip=1,to_float,normalize=imagenet,chw": (255 * 0.225, 24, 1.5),
+}
+
+
+def photo(w: int, h: int, seed: int) -> np.ndarray:
+    """A photo-like RGB image (smooth shapes and fine texture)."""
+    from PIL import Image
+
+    rng = np.random.default_rng(seed)
+    coarse = Image.fromarray(rng.integers(0, 256, (h // 8 + 1, w // 8 + 1, 3), dtype=np.uint8))
+    base = np.asarray(coarse.resize((w, h), Image.BICUBIC), dtype=np.float32)
+    return np.clip(base + rng.normal(0, 12, (h, w, 3)), 0, 255).astype(np.uint8)
+
+
+@pytest.fixture(scope="module")
+def jpeg_ds(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """Colour JPEGs of several sizes, then grayscale, CMYK and progressive
+    ones (the last three: rows 8, 9, 10)."""
+    import io
+
+    from PIL import Image
+
+    def jpeg(img: Any, **kw: Any) -> loch.EncodedImage:
+        out = io.BytesIO()
+        img.save(out, "JPEG", quality=90, **kw)
+        return loch.EncodedImage(out.getvalue())
+
+    imgs = [Image.fromarray(photo(64 + 8 * i, 48 + 8 * (i % 3), i)) for i in range(8)]
+    odd = [jpeg(imgs[0].convert("L")), jpeg(imgs[0].convert("CMYK")), jpeg(imgs[0], progressive=True)]
+    d = loch.create(str(tmp_path_factory.mktemp("jpeg") / "ds"), schema={"image": loch.Image("jpeg")})
+    d.extend({"image": [jpeg(m) for m in imgs] + odd})
+    d.commit("jpegs")
+    yield d
+    d.close()
+
+
+def report(line: str) -> None:
+    import os
+
+    print(line)
+    if os.environ.get("OUT"):
+        with open(os.path.join(os.environ["OUT"], "gpu_decode.txt"), "a") as f:
+            f.write(line + "\n")
+
+
+@pytest.mark.parametrize("spec", list(DECODE_SPECS))
+def test_gpu_decode_matches_the_cpu_loader(jpeg_ds: Any, device: torch.device, spec: str) -> None:
+    kw = {"batch_size": 8, "transform": {"image": spec}}
+    (go,) = list(jpeg_ds.pytorch(**kw, rows=range(8)))
+    (gpu,) = list(jpeg_ds.pytorch(**kw, rows=range(8), device=device.type, decode="gpu"))
+    assert gpu["image"].device.type == device.type and gpu["image"].dtype == go["image"].dtype
+    assert gpu["image"].shape == go["image"].shape and torch.equal(gpu["index"].cpu(), go["index"])
+    unit, max_tol, mean_tol = DECODE_SPECS[spec]
+    d = (gpu["image"].cpu().double() - go["image"].double()).abs() * unit
+    report(f"decode='gpu' on {device}: {spec}: max {float(d.max()):.3g}, mean {float(d.mean()):.3g} grey levels")
+    assert float(d.max()) <= max_tol and float(d.mean()) <= mean_tol
+
+
+def test_gpu_decode_of_grayscale_cmyk_progressive(jpeg_ds: Any, device: torch.device) -> None:
+    """nvJPEG's refusals (CMYK) fall back to the CPU decoder: every row
+    decodes, to 3 channels, close to torchvision's CPU decode."""
+    kw = {"batch_size": 3, "rows": [8, 9, 10], "transform": {"image": "decode"}, "decode": "gpu"}
+    (gpu,) = list(jpeg_ds.pytorch(**kw, device=device.type))
+    (cpu,) = list(jpeg_ds.pytorch(**kw))
+    assert gpu["image"].shape == cpu["image"].shape == (3, 48, 64, 3)
+    d = (gpu["image"].cpu().double() - cpu["image"].double()).abs()
+    report(f"decode='gpu' on {device}: grayscale, CMYK, progressive: "
+           f"max {float(d.max()):.3g}, mean {float(d.mean()):.3g}")  # fmt: skip
+    assert float(d.mean()) <= 1.5

@@ -56,6 +56,7 @@ class CommonLoaderOptions(TypedDict, total=False):
     query: str | None
     transform: Transform | None
     sample_transform: Callable[[Batch], Batch] | None
+    encoded: Sequence[str] | None
     prefetch_batches: int | None
     prefetch_bytes: int | None
     workers: int | None
@@ -121,6 +122,7 @@ class LoaderSettings:
     query: str | None = None
     transform: Transform | None = None
     sample_transform: Callable[[Batch], Batch] | None = None
+    encoded: Sequence[str] | None = None
     prefetch_batches: int | None = None
     prefetch_bytes: int | None = None
     workers: int | None = None
@@ -143,6 +145,7 @@ class LoaderSettings:
             "query": None if self.query is None else str(self.query),
             "transform": _transform_option(self.transform),
             "sample_transform": _sample_transform_option(self.sample_transform),
+            "encoded": _encoded_option(self.encoded),
             "cache_dir": None if self.cache_dir is None else str(self.cache_dir),
             "split": None if self.split is None else (int(self.split[0]), int(self.split[1])),
         }
@@ -180,6 +183,7 @@ class LoaderSettings:
             ("query", self.query),
             *((name, getattr(self, name)) for name in _OPTIONAL_INTS),
             ("transforms", dict(transforms) if transforms else None),
+            ("encoded", list(self.encoded) if self.encoded else None),
             ("cache_dir", self.cache_dir),
             ("split", None if self.split is None else split_config(self.split)),
         ):
@@ -199,6 +203,18 @@ def _transform_option(transform: Any) -> Transform | None:
     if transform is None or callable(transform) or isinstance(transform, str):
         return transform  # type: ignore[no-any-return]
     return dict(transform)
+
+
+def _encoded_option(encoded: Any) -> tuple[str, ...] | None:
+    """The encoded option: None, or the png/jpeg columns to deliver as
+    their stored bytes (a name or names; whether they are such columns is
+    the loader's to check); an empty list is None."""
+    if encoded is None or (isinstance(encoded, Sequence) and not isinstance(encoded, str | bytes) and not encoded):
+        return None
+    names = [encoded] if isinstance(encoded, str) else encoded
+    if not isinstance(names, Sequence) or isinstance(names, bytes) or not all(isinstance(c, str) for c in names):
+        raise InvalidArgument(f"encoded={encoded!r}: want a column name or a list of them")
+    return tuple(names)
 
 
 def _sample_transform_option(fn: Any) -> Callable[[Batch], Batch] | None:
@@ -330,11 +346,13 @@ ADAPTER_KEYWORDS: dict[str, dict[str, tuple[str, Any]]] = {
         "pin_memory": ("bool", False),
         "device": ("str | torch.device | None", None),
         "distributed": ("bool | Sequence[int] | None", None),
+        "decode": ("str", "cpu"),
     },
     "jax": {
         "sharding": ("jax.sharding.Sharding | None", None),
         "device": ("jax.Device | str | None", None),
         "distributed": ("bool | Sequence[int] | None", None),
+        "decode": ("str", "cpu"),
     },
 }
 

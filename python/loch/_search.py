@@ -117,7 +117,7 @@ class Search(Reads):
         ``metric`` (``"cosine"``, ``"l2"`` or ``"dot"``) at this handle's
         version, stores it in the dataset and returns its
         :class:`loch.IndexInfo`. The index is IVF-flat: ``nlist`` k-means
-        centroids (default: the square root of the rows) trained on
+        centroids (default: 4 x the square root of the rows, at most 4,096) trained on
         ``sample`` rows with ``iterations`` rounds from ``seed``;
         ``kind="ivf-pq"`` keeps ``m`` bytes of product quantization code a
         row (default dimensions / 8) and reads its lists by range when
@@ -238,11 +238,17 @@ class Search(Reads):
         counts = np.zeros(n, dtype=np.int64)
         opts = {"metric": metric} | opts
         here = self._here()
-        meta = json.loads(self._read_str(
-            "loch_vector_search", column.encode(), json.dumps(opts).encode(), q.ctypes.data, n, d, k,
-            None if allowed is None or len(allowed) == 0 else allowed.ctypes.data, -1 if allowed is None else len(allowed),
-            ids.ctypes.data, dists.ctypes.data, counts.ctypes.data, interruptible=True,
-        ))  # fmt: skip
+        args = (q.ctypes.data, n, d, k, None if allowed is None or len(allowed) == 0 else allowed.ctypes.data,
+                -1 if allowed is None else len(allowed), ids.ctypes.data, dists.ctypes.data, counts.ctypes.data)  # fmt: skip
+        meta = {"retry": True}
+        if n <= _SHORT_QUERIES and not opts["exact"]:
+            # A few queries of an index the core already holds open are
+            # short: made without the interruptible call's thread, which
+            # costs more than such a search. The core answers "retry"
+            # when it would first have to open an index or search exactly.
+            meta = json.loads(self._read_str("loch_vector_search", column.encode(), json.dumps(opts | {"held": True}).encode(), *args))
+        if meta.get("retry"):
+            meta = json.loads(self._read_str("loch_vector_search", column.encode(), json.dumps(opts).encode(), *args, interruptible=True))
         out = []
         for i in range(n):
             m = int(counts[i])
@@ -345,6 +351,10 @@ def _columns_of(here: Any, row_ids: np.ndarray, columns: Sequence[str]) -> dict[
 # The (version, column) pairs whose full-text index the core keeps open,
 # per reading handle.
 _opened_text: weakref.WeakKeyDictionary[Any, set[tuple[str, str]]] = weakref.WeakKeyDictionary()
+
+# The most query vectors of a search made first without the interruptible
+# call's thread, with an index the core holds open (see _vector_search).
+_SHORT_QUERIES = 16
 
 
 # The index kinds update_index treats as the column's vector index (which

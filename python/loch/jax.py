@@ -12,12 +12,13 @@ own shard of the rows (rank ``jax.process_index()`` of
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import jax
 import numpy as np
 
+from ._decode import plan_decode
 from .adapter import Adapter, distributed_option
 from .errors import InvalidArgument
 from .loader import Batch, CommonLoaderOptions, Loader, LoaderSettings, Source
@@ -31,11 +32,13 @@ __all__ = ["JaxLoader", "JaxOptions"]
 class JaxOptions(CommonLoaderOptions, total=False):
     """The keyword arguments of :class:`JaxLoader` (``ds.jax(**kwargs)``):
     those of every loader (:class:`loch.loader.CommonLoaderOptions`) and
-    ``sharding``, ``device``, ``distributed`` (see :class:`JaxLoader`)."""
+    ``sharding``, ``device``, ``distributed``, ``decode`` (see
+    :class:`JaxLoader`)."""
 
     sharding: jax.sharding.Sharding | None
     device: jax.Device | str | None
     distributed: bool | Sequence[int] | None
+    decode: str
 
 
 def _device(device: jax.Device | str | None) -> jax.Device | None:
@@ -85,6 +88,28 @@ def _fits(name: str, v: np.ndarray) -> None:
     )
 
 
+def _gpu(device: jax.Device | None, sharding: jax.sharding.Sharding | None) -> int | None:
+    """The CUDA ordinal of the GPU that arrays go to (the device's, the
+    sharding's first, or JAX's default device's), or None when it is not
+    a GPU: where ``decode="gpu"`` decodes."""
+    if device is None and sharding is not None:
+        device = sorted(sharding.device_set, key=lambda d: d.id)[0]
+    if device is None:
+        device = jax.devices()[0]
+    if device.platform != "gpu":
+        return None
+    return int(getattr(device, "local_hardware_id", None) or device.id)
+
+
+def _from_torch(v: Any) -> Any:
+    """A torch tensor (a column that ``decode="gpu"`` decoded) as a jax
+    array through DLPack, on its device, without a copy; an int64 one
+    (sample shapes) as a numpy array, for :func:`_fits`."""
+    if str(v.dtype) == "torch.int64":
+        return v.cpu().numpy()
+    return jax.dlpack.from_dlpack(v)
+
+
 class JaxLoader(Adapter):
     """One :class:`loch.Loader` (:attr:`loader`, see
     :class:`loch.adapter.Adapter`) whose batches hold jax arrays (lists of
@@ -106,6 +131,13 @@ class JaxLoader(Adapter):
         distributed: None or True reads the rank and world size from
             JAX's processes; False is one process; or (rank, world_size)
             (a tuple or a list).
+        decode: ``"cpu"`` (the default: the Go loader decodes), ``"gpu"``
+            or ``"auto"``, as :class:`loch.torch.TorchLoader`'s: with
+            ``"gpu"`` the JPEG columns are decoded and transformed by torch
+            (torchvision, nvJPEG on the GPU of ``device``, or of JAX's
+            default backend when it is a GPU; else the CPU) and handed to
+            JAX through DLPack, without a copy. Needs torch and
+            torchvision.
     """
 
     def __init__(
@@ -115,6 +147,7 @@ class JaxLoader(Adapter):
         sharding: jax.sharding.Sharding | None = None,
         device: jax.Device | str | None = None,
         distributed: bool | Sequence[int] | None = None,
+        decode: str = "cpu",
         **options: Unpack[CommonLoaderOptions],
     ) -> None:
         if "rank" in options or "world_size" in options:
@@ -127,20 +160,63 @@ class JaxLoader(Adapter):
             rank, world = 0, 1
         else:
             rank, world = jax.process_index(), jax.process_count()
-        super().__init__(Loader.from_settings(dataset, LoaderSettings(**options, rank=rank, world_size=world)))
+        settings = LoaderSettings(**options, rank=rank, world_size=world)
+        gpu = _gpu(device, sharding)
+        plan = plan_decode(decode, dataset.schema, settings, gpu is not None)
+        self.decoder: Any = None  # a loch._gpu_transform.BatchDecoder with decode="gpu"
+        if plan is not None:
+            settings = plan.settings
+            from ._gpu_transform import BatchDecoder  # imports torch and torchvision
+
+            self.decoder = BatchDecoder(
+                plan.specs, plan.channels, "cpu" if gpu is None else f"cuda:{gpu}", seed=settings.seed,
+                skip_bad=settings.skip_bad_samples, ragged=plan.ragged,
+            )  # fmt: skip
+        super().__init__(Loader.from_settings(dataset, settings))
         self.sharding = sharding
         self.device = device
         self._global = sharding is not None and world > 1
 
+    def __iter__(self) -> Iterator[Batch]:
+        """The next epoch, as batches of jax arrays; with ``decode="gpu"``
+        the JPEG columns decoded by :attr:`decoder` first."""
+        if self.decoder is None:
+            return super().__iter__()
+        return self._decoded(self.decoder, self.loader.epoch)
+
+    def _decoded(self, decoder: Any, epoch: int) -> Iterator[Batch]:
+        batches = self.loader.batches(lambda b: decoder(b, epoch))
+        decoder.skipped = []
+        try:
+            for b in batches:
+                if b is not None:  # None: every row was skipped
+                    yield self.convert(b)
+        finally:
+            batches.close()
+
     def _place(self, name: str, v: Any) -> Any:
         if not isinstance(v, np.ndarray):
-            return v
+            if not hasattr(v, "__dlpack__"):
+                return v
+            v = _from_torch(v)  # a column decoded by torch
+            if not isinstance(v, np.ndarray):
+                return self._put(v)
         _fits(name, v)
+        return self._put(v)
+
+    def _put(self, v: Any) -> Any:
+        """A numpy or jax array placed on the sharding or the device."""
         if self._global:
             return jax.make_array_from_process_local_data(self.sharding, v)
         if self.sharding is not None:
             return jax.device_put(v, self.sharding)
         return jax.device_put(v, self.device)
+
+    def stats(self) -> dict[str, Any]:
+        """The loader's statistics (see :meth:`loch.Loader.stats`), with
+        the rows that ``decode="gpu"`` skipped among ``skipped``."""
+        stats = self.loader.stats()
+        return stats if self.decoder is None else self.decoder.with_skipped(stats)
 
     def convert(self, batch: Batch) -> Batch:
         """The batch's arrays placed on the sharding or device."""

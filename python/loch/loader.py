@@ -167,6 +167,11 @@ class Loader:
             image column, or a Python callable applied to each batch.
         sample_transform: a Python callable applied to each sample (a dict
             of one row's values); the results are stacked again.
+        encoded: png or jpeg columns (sample compression png or jpeg) to
+            deliver as their stored bytes, a list of ``bytes`` per batch,
+            instead of decoded pixels: for a decoder of one's own (the
+            torch and jax adapters' ``decode="gpu"`` sets it). Such a
+            column takes no Go transform.
         prefetch_batches, prefetch_bytes, workers, fetch_concurrency,
         window_rows, skip_bad_samples: passed to the Go loader
             (``prefetch_batches``: the Go loader's default, twice
@@ -266,6 +271,7 @@ class Loader:
         query: str | None = None,
         transform: Transform | None = None,
         sample_transform: Callable[[Batch], Batch] | None = None,
+        encoded: Sequence[str] | None = None,
         prefetch_batches: int | None = None,
         prefetch_bytes: int | None = None,
         workers: int | None = None,
@@ -283,8 +289,9 @@ class Loader:
         settings = LoaderSettings(
             columns=columns, batch_size=batch_size, shuffle=shuffle, seed=seed, epoch=epoch, drop_last=drop_last,
             rank=rank, world_size=world_size, rows=rows, joined=joined, query=query, transform=transform,
-            sample_transform=sample_transform, prefetch_batches=prefetch_batches, prefetch_bytes=prefetch_bytes,
-            workers=workers, fetch_concurrency=fetch_concurrency, window_rows=window_rows,
+            sample_transform=sample_transform, encoded=encoded, prefetch_batches=prefetch_batches,
+            prefetch_bytes=prefetch_bytes, workers=workers, fetch_concurrency=fetch_concurrency,
+            window_rows=window_rows,
             skip_bad_samples=skip_bad_samples, cache_dir=cache_dir, cache_bytes=cache_bytes, split=split,
             allow_version_change=allow_version_change, epochs=epochs,
         )  # fmt: skip
@@ -317,7 +324,10 @@ class Loader:
         #: The joined columns delivered beside the dataset's: name to
         #: (dtype, shape of one value).
         self.joined = _joined(settings.joined or (), schema, self.columns, self.row_keys)
-        self._ragged = frozenset(c for c in self.columns if schema[c].ragged and schema[c].dtype not in VARIABLE)
+        encoded = settings.encoded or ()  # delivered as lists of bytes
+        self._ragged = frozenset(
+            c for c in self.columns if schema[c].ragged and schema[c].dtype not in VARIABLE and c not in encoded
+        )
         self._fast_ctx: tuple[Any, tuple[Any, ...]] | None = None  # (library, ctx of fast_convert)
         transform = settings.transform
         self._batch_transform: Callable[[Batch], Batch] | None = transform if callable(transform) else None

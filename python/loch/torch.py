@@ -76,6 +76,7 @@ import numpy as np
 import torch
 import torch.utils.data
 
+from ._decode import plan_decode
 from ._device import CudaOps, DeviceCopyError, DeviceOps, DeviceRing, PinnedPool, pinned_limit
 from .adapter import Adapter, distributed_option
 from .epochs import SharedEpochs
@@ -84,6 +85,8 @@ from .loader import ADAPTER_SETS, Batch, CommonLoaderOptions, Loader, LoaderSett
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
+
+    from ._gpu_transform import BatchDecoder
 
 __all__ = ["TorchLoader", "TorchOptions", "to_torch", "distributed_world"]
 
@@ -94,11 +97,13 @@ DEFAULT_PREFETCH_BYTES = 256 << 20
 class TorchOptions(CommonLoaderOptions, total=False):
     """The keyword arguments of :class:`TorchLoader` (``ds.pytorch(**kwargs)``):
     those of every loader (:class:`loch.loader.CommonLoaderOptions`) and
-    ``pin_memory``, ``device``, ``distributed`` (see :class:`TorchLoader`)."""
+    ``pin_memory``, ``device``, ``distributed``, ``decode`` (see
+    :class:`TorchLoader`)."""
 
     pin_memory: bool
     device: str | torch.device | None
     distributed: bool | Sequence[int] | None
+    decode: str
 
 
 def distributed_world(distributed: bool | Sequence[int] | None = None) -> tuple[int, int]:
@@ -312,6 +317,18 @@ class TorchLoader(Adapter, torch.utils.data.IterableDataset):  # type: ignore[ty
         distributed: None (detect, see :func:`distributed_world`), True
             (detect, and require a distributed run), False, or (rank,
             world_size) (a tuple or a list).
+        decode: where the JPEG columns are decoded and transformed:
+            ``"cpu"`` (the default: by the Go loader), ``"gpu"`` (the loader
+            delivers their stored bytes and each batch is decoded by
+            ``torchvision.io.decode_jpeg`` on ``device``, nvJPEG on a GPU,
+            and run through the same ``transform`` spec there; without a
+            CUDA device, on the CPU) or ``"auto"`` (``"gpu"`` when
+            ``device`` is CUDA and a loaded column keeps JPEG). See
+            :mod:`loch._gpu_transform` for what it runs and
+            docs/loader.md for how its pixels differ from Go's::
+
+                loader = ds.pytorch(batch_size=256, shuffle=True, device="cuda", decode="gpu",
+                                    transform={"image": "random_resized_crop=224,flip,to_float,normalize=imagenet,chw"})
 
     Each iteration is the next epoch, in the main process or over a
     DataLoader's workers (see the module documentation); ``set_epoch``
@@ -329,6 +346,7 @@ class TorchLoader(Adapter, torch.utils.data.IterableDataset):  # type: ignore[ty
         pin_memory: bool = False,
         device: str | torch.device | None = None,
         distributed: bool | Sequence[int] | None = None,
+        decode: str = "cpu",
         **options: Unpack[CommonLoaderOptions],
     ) -> None:
         for k in ADAPTER_SETS:
@@ -337,6 +355,16 @@ class TorchLoader(Adapter, torch.utils.data.IterableDataset):  # type: ignore[ty
         settings = LoaderSettings(**options)
         distributed = distributed_option(distributed)
         device_ = _device(device)
+        plan = plan_decode(decode, dataset.schema, settings, device_ is not None and device_.type == "cuda")
+        if plan is not None:
+            settings = plan.settings
+        #: The decoder of the JPEG columns with ``decode="gpu"``, else None.
+        self.decoder: BatchDecoder | None = None
+        if plan is not None:
+            from ._gpu_transform import BatchDecoder  # imports torchvision
+
+            self.decoder = BatchDecoder(plan.specs, plan.channels, device_, seed=settings.seed,
+                                        skip_bad=settings.skip_bad_samples, ragged=plan.ragged)  # fmt: skip
         rank, world = distributed_world(distributed)
         self._epochs = SharedEpochs(settings.epoch)
         loader = Loader.from_settings(dataset, replace(settings, rank=rank, world_size=world, epochs=self._epochs))
@@ -378,7 +406,8 @@ class TorchLoader(Adapter, torch.utils.data.IterableDataset):  # type: ignore[ty
             self._transfer = _Transfer(self._device, self._pin, mark=self.loader.state_dict,
                                        ops=ops, pool=pool, prefetch_bytes=prefetch)  # fmt: skip
             pinned = None if pool is None else pool.handle
-            return self._transfer(self.loader.batches(self.convert, pinned_pool=pinned))
+            epoch = self.loader.epoch  # the one batches() takes
+            return self._decoded(self._transfer(self.loader.batches(self.convert, pinned_pool=pinned)), epoch)
         if self._device is not None and self._device.type == "cuda":
             # A worker cannot hand CUDA tensors on (and a forked one cannot
             # start CUDA at all): the copy belongs in the main process.
@@ -394,7 +423,28 @@ class TorchLoader(Adapter, torch.utils.data.IterableDataset):  # type: ignore[ty
         epoch = self._epochs.claim(key, info.id)
         split = None if info.num_workers <= 1 else (info.id, info.num_workers)
         batches = self._worker_part(self.loader.batches(self.convert, split=split, epoch=epoch), key, info.id)
-        return _Transfer(self._device, self._pin)(batches)
+        return self._decoded(_Transfer(self._device, self._pin)(batches), epoch)
+
+    def _decoded(self, batches: Iterator[dict[str, Any]], epoch: int) -> Iterator[dict[str, Any]]:
+        """The batches of ``epoch`` with their JPEG columns decoded (by
+        :attr:`decoder`, with ``decode="gpu"``), after the transfer has
+        moved the rest to the device; as they are otherwise."""
+        if self.decoder is None:
+            return batches
+        return self._decode_each(self.decoder, batches, epoch)
+
+    @staticmethod
+    def _decode_each(decoder: BatchDecoder, batches: Iterator[dict[str, Any]], epoch: int) -> Iterator[dict[str, Any]]:
+        decoder.skipped = []
+        try:
+            for b in batches:
+                out = decoder(b, epoch)
+                if out is not None:  # None: every row was skipped
+                    yield out
+        finally:
+            close = getattr(batches, "close", None)
+            if close is not None:
+                close()
 
     def _device_path(self) -> tuple[DeviceOps | None, PinnedPool | None]:
         """The device operations and the page-locked pool of this loader's
@@ -441,6 +491,12 @@ class TorchLoader(Adapter, torch.utils.data.IterableDataset):  # type: ignore[ty
         :meth:`loch.Loader.set_epoch`)."""
         self._transfer = None
         self.loader.set_epoch(epoch)
+
+    def stats(self) -> dict[str, Any]:
+        """The loader's statistics (see :meth:`loch.Loader.stats`), with
+        the rows that ``decode="gpu"`` skipped among ``skipped``."""
+        stats = self.loader.stats()
+        return stats if self.decoder is None else self.decoder.with_skipped(stats)
 
     def worker_stats(self) -> list[dict[str, Any]]:
         """The Go loader statistics of each DataLoader worker (by worker

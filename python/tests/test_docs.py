@@ -20,7 +20,7 @@ import loch
                                     "loch.adapter", "loch._status", "loch.epochs", "loch.mixture", "loch.catalog",
                                     "loch._snapshot", "loch._reads", "loch._writes", "loch._versioning",
                                     "loch._search", "loch._loader_methods", "loch._loader_options", "loch._stream",
-                                    "loch._collate"])  # fmt: skip
+                                    "loch._collate", "loch._decode", "loch._gpu_transform"])  # fmt: skip
 def test_docstring_examples(module: str) -> None:
     result = doctest.testmod(importlib.import_module(module), extraglobs={"loch": loch, "np": np},
                              optionflags=doctest.ELLIPSIS)  # fmt: skip

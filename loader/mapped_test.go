@@ -1,0 +1,63 @@
+package loader
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/lochdata/loch"
+	"github.com/lochdata/loch/loader/order"
+	"github.com/lochdata/loch/schema"
+)
+
+// TestMappedBatchesMatchReadBatches: a block shuffle and a full shuffle
+// of a local dataset (codec none and lz4), three epochs on one loader's
+// dataset, deliver the same batches with spans read from mapped chunk
+// files as read into buffers, within the same in-flight bound.
+func TestMappedBatchesMatchReadBatches(t *testing.T) {
+	for _, codec := range []schema.ChunkCodec{schema.CodecNone, schema.LZ4} {
+		d, err := loch.Create(ctx, filepath.Join(t.TempDir(), "ds"), schema.Schema{Columns: []schema.Column{
+			{Name: "image", DType: schema.Uint8, Shape: schema.Shape{32, 32, 3}, ChunkBytes: 1 << 20, ChunkCompression: codec},
+		}})
+		require.NoError(t, err)
+		t.Cleanup(func() { d.Close() })
+		r := rand.New(rand.NewPCG(3, 9))
+		rows := make([]loch.Row, 1500)
+		for i := range rows {
+			pix := make([]byte, 32*32*3)
+			for k := range pix[:len(pix)/2] { // half noise, half flat: lz4 has something to do
+				pix[k] = byte(r.Uint32())
+			}
+			rows[i] = loch.Row{"image": loch.Tensor([]int{32, 32, 3}, pix)}
+		}
+		require.NoError(t, d.Extend(ctx, rows))
+		_, err = d.Commit(ctx, "rows")
+		require.NoError(t, err)
+		for _, mode := range []order.Mode{order.ModeBlock, order.ModeFull} {
+			cfg := Config{BatchSize: 50, Shuffle: mode, Seed: 5, Workers: 2, PrefetchBytes: 2 << 20}
+			epochs := func(mapped bool) (out [][]*Batch, peak int64) {
+				defer func(v bool) { mapChunks = v }(mapChunks)
+				mapChunks = mapped
+				for e := range 3 {
+					cfg.Epoch = e
+					l, err := New(ctx, d.Scan(), cfg)
+					require.NoError(t, err)
+					out = append(out, drain(t, l))
+					peak = max(peak, l.Stats().PeakInFlight)
+					require.NoError(t, l.Close())
+				}
+				return out, peak
+			}
+			read, readPeak := epochs(false)
+			mapped, mappedPeak := epochs(true)
+			msg := fmt.Sprintf("codec %s shuffle %s", codec, mode)
+			for e := range read {
+				t.Run(msg, func(t *testing.T) { sameImageBatches(t, read[e], mapped[e]) })
+			}
+			require.LessOrEqual(t, mappedPeak, readPeak+int64(cfg.PrefetchBytes)/4, msg)
+		}
+	}
+}
