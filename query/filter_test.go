@@ -470,32 +470,36 @@ func TestPushdownPrunesChunks(t *testing.T) {
 	e, err := New(ctx, d, Options{})
 	require.NoError(t, err)
 	defer e.Close()
-	run := func(q string, noPrune, noPushdown bool) ([][]string, int64) {
+	run := func(q string, noPrune, noPushdown bool) ([][]string, int64, int64) {
 		e.noPrune, e.noPushdown = noPrune, noPushdown
 		defer func() { e.noPrune, e.noPushdown = false, false }()
-		before := e.fetches.Load()
+		before, located := e.fetches.Load(), e.located.Load()
 		got := e.answer(t, q)
-		return got, e.fetches.Load() - before
+		return got, e.fetches.Load() - before, e.located.Load() - located
 	}
 	for _, c := range []struct {
 		q       string
 		fetched int64 // with pruning
+		located int64 // morsels of 2,048 rows located, with pruning (of 10; chunks of 1,000 rows)
 	}{
-		{"SELECT * FROM ds WHERE id = 12345", 3},         // one chunk of each column
-		{"SELECT id, name FROM ds WHERE id >= 19500", 2}, // the last chunk of id and of name
-		{"SELECT count(*) FROM ds WHERE id < -5", 0},     // no chunk can match
-		{"SELECT id FROM ds WHERE id IN (5, 17005)", 2},  // two chunks of id
-		{"SELECT sum(id) FROM ds WHERE score > 2.5", 0},  // above every score
-		{"SELECT count(*) FROM ds WHERE id <> 7", 20},    // every chunk
-		{"SELECT id FROM ds WHERE id = 4321 ORDER BY id", 1},
+		{"SELECT * FROM ds WHERE id = 12345", 3, 2},         // one chunk of each column, over 2 morsels
+		{"SELECT id, name FROM ds WHERE id >= 19500", 2, 1}, // the last chunk of id and of name
+		{"SELECT count(*) FROM ds WHERE id < -5", 0, 0},     // no chunk can match
+		{"SELECT id FROM ds WHERE id IN (5, 17005)", 2, 2},  // two chunks of id
+		{"SELECT sum(id) FROM ds WHERE score > 2.5", 0, 0},  // above every score
+		{"SELECT count(*) FROM ds WHERE id <> 7", 20, 10},   // every chunk
+		{"SELECT id FROM ds WHERE id = 4321 ORDER BY id", 1, 2},
+		{"SELECT id FROM ds WHERE id BETWEEN 2040 AND 2050", 1, 2}, // across a morsel boundary
 	} {
-		got, fetched := run(c.q, false, false)
-		want, all := run(c.q, true, false)
-		plain, _ := run(c.q, true, true)
+		got, fetched, located := run(c.q, false, false)
+		want, all, allLocated := run(c.q, true, false)
+		plain, _, _ := run(c.q, true, true)
 		require.Equal(t, want, got, c.q)
 		require.Equal(t, plain, got, c.q)
 		require.EqualValues(t, c.fetched, fetched, "%s: chunks fetched with pruning", c.q)
+		require.EqualValues(t, c.located, located, "%s: morsels located with pruning", c.q)
 		require.Greater(t, all, int64(0), c.q)
+		require.EqualValues(t, 10, allLocated, "%s: morsels located without pruning", c.q)
 		require.LessOrEqual(t, fetched, all, c.q)
 	}
 }

@@ -1,6 +1,7 @@
 package query
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"runtime"
@@ -48,8 +49,13 @@ type source struct {
 	// their columns are converted; emitted counts the rows handed DuckDB.
 	filter  *filter
 	emitted *atomic.Int64
-	// fetches, when not nil, counts the chunks fetched (tests count them).
-	fetches *atomic.Int64
+	// fetches, when not nil, counts the chunks fetched, located the
+	// morsels located (tests count them).
+	fetches, located *atomic.Int64
+	// dropOnce makes drop: the position ranges, ascending and apart, whose
+	// rows the pushed filter drops by chunk statistics (prunes) alone.
+	dropOnce sync.Once
+	drop     []posRange
 	// only, when not nil, are the positions the scan reads, ascending
 	// (a nearest-neighbour ORDER BY, knn.go): one row a morsel.
 	only []int64
@@ -188,6 +194,12 @@ func (s *source) fillChunk(l *local, chunk duckdb.DataChunk) error {
 		if lo >= hi {
 			return chunk.SetSize(0)
 		}
+		if s.only == nil && s.dropped(lo, hi) {
+			continue // no row can pass: nothing located or fetched
+		}
+		if s.located != nil {
+			s.located.Add(1)
+		}
 		var err error
 		if l.locs, err = s.sc.LocateRange(lo, hi, l.locs[:0]); err != nil {
 			return err
@@ -197,6 +209,7 @@ func (s *source) fillChunk(l *local, chunk duckdb.DataChunk) error {
 			l.rows = append(l.rows, int32(i))
 		}
 		if s.filter != nil {
+			s.dropRows(l, lo)
 			if err := s.applyFilter(l, lo); err != nil {
 				return err
 			}
@@ -213,6 +226,76 @@ func (s *source) fillChunk(l *local, chunk duckdb.DataChunk) error {
 			s.emitted.Add(int64(len(l.rows)))
 		}
 		return chunk.SetSize(len(l.rows))
+	}
+}
+
+// posRange is the positions [lo, hi).
+type posRange struct{ lo, hi int64 }
+
+// dropped reports whether the pushed filter drops every row of positions
+// [lo, hi) by chunk statistics alone: they lie in chunks that a
+// predicate prunes.
+func (s *source) dropped(lo, hi int64) bool {
+	drop := s.drops()
+	i := sort.Search(len(drop), func(i int) bool { return drop[i].hi > lo })
+	return i < len(drop) && drop[i].lo <= lo && hi <= drop[i].hi
+}
+
+// drops returns s.drop, made at the first call.
+func (s *source) drops() []posRange {
+	if s.filter == nil {
+		return nil
+	}
+	s.dropOnce.Do(s.makeDrop)
+	return s.drop
+}
+
+// dropRows drops from l.rows the rows (of the morsel at position lo)
+// that lie in s.drop, so that no predicate fetches a chunk for them.
+func (s *source) dropRows(l *local, lo int64) {
+	drop := s.drops()
+	if s.only != nil || len(drop) == 0 {
+		return
+	}
+	i := sort.Search(len(drop), func(i int) bool { return drop[i].hi > lo })
+	out := l.rows[:0]
+	for _, li := range l.rows {
+		pos := lo + int64(li)
+		for i < len(drop) && drop[i].hi <= pos {
+			i++
+		}
+		if i < len(drop) && drop[i].lo <= pos {
+			continue
+		}
+		out = append(out, li)
+	}
+	l.rows = out
+}
+
+// makeDrop sets s.drop: the rows of the chunks each predicate prunes,
+// merged.
+func (s *source) makeDrop() {
+	var rs []posRange
+	for i := range s.filter.preds {
+		p := &s.filter.preds[i]
+		if p.num == nil {
+			continue
+		}
+		for _, id := range s.sc.Chunks(p.col.uid) {
+			if p.prunes(s.sc, id) {
+				if lo, hi := s.sc.ChunkRows(id); lo < hi {
+					rs = append(rs, posRange{lo, hi})
+				}
+			}
+		}
+	}
+	slices.SortFunc(rs, func(a, b posRange) int { return cmp.Compare(a.lo, b.lo) })
+	for _, r := range rs {
+		if n := len(s.drop); n > 0 && r.lo <= s.drop[n-1].hi {
+			s.drop[n-1].hi = max(s.drop[n-1].hi, r.hi)
+			continue
+		}
+		s.drop = append(s.drop, r)
 	}
 }
 
