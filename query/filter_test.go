@@ -503,3 +503,59 @@ func TestPushdownPrunesChunks(t *testing.T) {
 		require.LessOrEqual(t, fetched, all, c.q)
 	}
 }
+
+// TestPointLookupReadsLittle: a point lookup by id locates only the
+// morsels that the id's chunk covers, fetches that chunk whole for the
+// filter, and reads the found row's samples of the other columns by range
+// (spans of their chunks), not their chunks whole; the answers are those
+// of the scan without pruning and without pushdown.
+func TestPointLookupReadsLittle(t *testing.T) {
+	const perChunk = 20_000 // rows a chunk: 160 KB of float64, worth a range read
+	sch := schema.Schema{Columns: []schema.Column{
+		{Name: "id", DType: schema.Int64, Shape: schema.Shape{}, ChunkBytes: 8 * perChunk},
+		{Name: "score", DType: schema.Float64, Shape: schema.Shape{}, ChunkBytes: 8 * perChunk},
+		{Name: "name", Kind: schema.TextKind, ChunkBytes: 16 * perChunk},
+	}}
+	d, err := loch.Create(ctx, filepath.Join(t.TempDir(), "lookup"), sch)
+	require.NoError(t, err)
+	defer d.Close()
+	const n = 10 * perChunk
+	rows := make([]loch.Row, 0, n)
+	for i := range n {
+		// values no encoding shrinks much: chunks stay over two blocks
+		name := fmt.Sprintf("%016x", uint64(i)*0x9e3779b97f4a7c15)
+		rows = append(rows, loch.Row{"id": loch.Scalar(int64(i)), "score": loch.Scalar(math.Sin(float64(i)) * 1e6),
+			"name": loch.Sample{Shape: []int{len(name)}, Data: []byte(name)}})
+	}
+	require.NoError(t, d.Extend(ctx, rows))
+	_, err = d.Commit(ctx, "lookup")
+	require.NoError(t, err)
+	e, err := New(ctx, d, Options{})
+	require.NoError(t, err)
+	defer e.Close()
+	counts := func() [3]int64 { return [3]int64{e.located.Load(), e.fetches.Load(), e.spans.Load()} }
+	for _, c := range []struct {
+		q         string
+		rowsFound int64
+	}{
+		{"SELECT * FROM ds WHERE id = 123457", 1},
+		{"SELECT name, score FROM ds WHERE id IN (3, 123457)", 2},
+	} {
+		q, rowsFound := c.q, c.rowsFound
+		before := counts()
+		got := e.answer(t, q)
+		after := counts()
+		located, fetched, spans := after[0]-before[0], after[1]-before[1], after[2]-before[2]
+		e.noPrune = true
+		want := e.answer(t, q)
+		e.noPushdown = true
+		plain := e.answer(t, q)
+		e.noPrune, e.noPushdown = false, false
+		require.Equal(t, want, got, q)
+		require.Equal(t, plain, got, q)
+		morsels := int64(n+morselRows-1) / int64(morselRows)
+		require.LessOrEqual(t, located, rowsFound*(perChunk/int64(morselRows)+2), "%s: morsels located (of %d)", q, morsels)
+		require.LessOrEqual(t, fetched, rowsFound, "%s: whole chunks fetched (the id chunks)", q)
+		require.EqualValues(t, 2*rowsFound, spans, "%s: spans fetched (score and name of each row)", q)
+	}
+}

@@ -49,9 +49,14 @@ type source struct {
 	// their columns are converted; emitted counts the rows handed DuckDB.
 	filter  *filter
 	emitted *atomic.Int64
-	// fetches, when not nil, counts the chunks fetched, located the
-	// morsels located (tests count them).
-	fetches, located *atomic.Int64
+	// fetches, when not nil, counts the whole chunks fetched, spanReads the
+	// spans (Scan.Span) and located the morsels located (tests count
+	// them).
+	fetches, spanReads, located *atomic.Int64
+	// sparseLeft is the rows that morsels may still read by range (see
+	// sparseRows): a scan that finds many rows reads whole chunks, which
+	// the morsels of a chunk share.
+	sparseLeft atomic.Int64
 	// dropOnce makes drop: the position ranges, ascending and apart, whose
 	// rows the pushed filter drops by chunk statistics (prunes) alone.
 	dropOnce sync.Once
@@ -78,6 +83,7 @@ type fetch struct {
 func newSource(ctx context.Context, sc *loch.Scan, jsonType duckdb.TypeInfo, threads int, sampleData bool) (*source, error) {
 	s := &source{ctx: ctx, sc: sc, threads: threads, flight: map[loch.ChunkID]*fetch{},
 		cache: lru.New[loch.ChunkID, *loch.Fetched](cacheBytes, nil)}
+	s.sparseLeft.Store(sparseTotal)
 	u64, _ := duckdb.NewTypeInfo(duckdb.TYPE_UBIGINT)
 	i64, _ := duckdb.NewTypeInfo(duckdb.TYPE_BIGINT)
 	s.infos = []duckdb.ColumnInfo{{Name: RowIDColumn, T: u64}, {Name: PosColumn, T: i64}}
@@ -115,6 +121,9 @@ type local struct {
 	idx       []int32     // a run's dictionary indices (Fetched.DictRun)
 	verdicts  []verdicts  // per pushed predicate: its verdicts on a dictionary's entries
 	entries   entryRefs   // a text or json column's dictionary entries in strs
+	// sparse: the morsel emits few rows (sparseRows), whose samples are
+	// read by range (Scan.Span) rather than in whole chunks.
+	sparse bool
 }
 
 // verdicts memoizes a predicate's verdict on each entry of the dictionary
@@ -217,6 +226,7 @@ func (s *source) fillChunk(l *local, chunk duckdb.DataChunk) error {
 				continue
 			}
 		}
+		l.sparse = s.filter != nil && s.isSparse(len(l.rows))
 		for _, ci := range l.projected {
 			if err := s.fill(chunk, l, ci, lo); err != nil {
 				return err
@@ -227,6 +237,26 @@ func (s *source) fillChunk(l *local, chunk duckdb.DataChunk) error {
 		}
 		return chunk.SetSize(len(l.rows))
 	}
+}
+
+// sparseRows bounds the rows a morsel that reads them by range may emit,
+// and sparseTotal those of all such morsels of a scan together: a point
+// lookup or a very selective filter reads its rows' samples of the other
+// columns by range (their checksum blocks) instead of decoding whole
+// chunks for them, and a scan that turns out to find more rows reads
+// whole chunks, shared by the morsels of each chunk.
+const (
+	sparseRows  = 16
+	sparseTotal = 64
+)
+
+// isSparse reports whether a morsel that emits n rows reads them by
+// range, counting them against s.sparseLeft if so.
+func (s *source) isSparse(n int) bool {
+	if n > sparseRows || s.sparseLeft.Load() < int64(n) {
+		return false
+	}
+	return s.sparseLeft.Add(-int64(n)) >= 0
 }
 
 // posRange is the positions [lo, hi).
@@ -485,8 +515,8 @@ func (s *source) fill(chunk duckdb.DataChunk, l *local, ci int, lo int64) error 
 	strs.reset()
 	l.entries.f = nil // strs starts empty: no entry is in it
 	defer strs.assign(t.str)
-	var got []*loch.Fetched
-	if !c.direct() {
+	got := gathered{sparse: l.sparse}
+	if !c.direct() || l.sparse {
 		for i, slot := range s.slots(l, c.uid) {
 			if err := s.fillValue(chunk, ci, c, i, lo+int64(l.rows[i]), slot, &got); err != nil {
 				return err
@@ -533,7 +563,7 @@ type vecTarget struct {
 
 // fillSpan writes span sp of direct column c (table column ci): its
 // values' bytes, with no shape.
-func (s *source) fillSpan(chunk duckdb.DataChunk, l *local, ci int, c column, lo int64, sp span, rd *chunkReader, t vecTarget, got *[]*loch.Fetched) error {
+func (s *source) fillSpan(chunk duckdb.DataChunk, l *local, ci int, c column, lo int64, sp span, rd *chunkReader, t vecTarget, got *gathered) error {
 	slot := sp.slot
 	if slot.Pieces() != 1 { // null, or a split sample
 		return s.fillValue(chunk, ci, c, sp.k, lo+int64(l.rows[sp.k]), slot, got)
@@ -610,7 +640,7 @@ func (l *local) dictStrings(f *loch.Fetched, idx int, sp span) bool {
 // fillValue writes row i of the chunk, at position pos, from its slot of
 // column c, through duckdb-go's setters: a value of another shape than a
 // scalar or a string, a split sample, a null, a header's STRUCT.
-func (s *source) fillValue(chunk duckdb.DataChunk, ci int, c column, i int, pos int64, slot loch.Slot, got *[]*loch.Fetched) error {
+func (s *source) fillValue(chunk duckdb.DataChunk, ci int, c column, i int, pos int64, slot loch.Slot, got *gathered) error {
 	var v any
 	switch {
 	case slot.Null():
@@ -640,7 +670,7 @@ func (s *source) fillValue(chunk duckdb.DataChunk, ci int, c column, i int, pos 
 		if err := s.pieces(slot, got); err != nil {
 			return fmt.Errorf("row %d, column %q: %w", pos, c.name, err)
 		}
-		smp, err := s.sc.Sample(slot, *got)
+		smp, err := s.sc.Sample(slot, got.f)
 		if err != nil {
 			return fmt.Errorf("row %d, column %q: %w", pos, c.name, err)
 		}
@@ -654,18 +684,35 @@ func (s *source) fillValue(chunk duckdb.DataChunk, ci int, c column, i int, pos 
 	return nil
 }
 
+// gathered is the fetched reads of one sample (pieces), and whether the
+// morsel reads its samples by range (local.sparse).
+type gathered struct {
+	f      []*loch.Fetched
+	sparse bool
+}
+
 // pieces fetches what slot's sample needs into got: its chunks whole
-// (chunk), or, when the scan reads a few rows only (s.only), the sample's
-// span of its chunk alone.
-func (s *source) pieces(slot loch.Slot, got *[]*loch.Fetched) error {
-	*got = (*got)[:0]
-	if s.only != nil {
+// (chunk), or, when the scan reads a few rows only (s.only, got.sparse),
+// the sample's span of its chunk alone (unless the scan holds the chunk
+// already).
+func (s *source) pieces(slot loch.Slot, got *gathered) error {
+	got.f = got.f[:0]
+	if s.only != nil || got.sparse {
 		for _, r := range s.sc.Reads(slot, true) {
-			f, err := s.sc.Fetch(s.ctx, r)
-			if err != nil {
-				return err
+			f, ok := s.cached(r.Chunk)
+			if !ok {
+				var err error
+				if f, err = s.sc.Fetch(s.ctx, r); err != nil {
+					return err
+				}
+				switch {
+				case f.Whole() && s.fetches != nil:
+					s.fetches.Add(1)
+				case !f.Whole() && s.spanReads != nil:
+					s.spanReads.Add(1)
+				}
 			}
-			*got = append(*got, f)
+			got.f = append(got.f, f)
 		}
 		return nil
 	}
@@ -674,9 +721,16 @@ func (s *source) pieces(slot loch.Slot, got *[]*loch.Fetched) error {
 		if err != nil {
 			return err
 		}
-		*got = append(*got, f)
+		got.f = append(got.f, f)
 	}
 	return nil
+}
+
+// cached returns whole chunk id if the scan's cache holds it.
+func (s *source) cached(id loch.ChunkID) (*loch.Fetched, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cache.Get(id)
 }
 
 // chunk returns a whole fetched chunk: from the scan's cache, or fetched
