@@ -516,7 +516,10 @@ func (s *source) fill(chunk duckdb.DataChunk, l *local, ci int, lo int64) error 
 	l.entries.f = nil // strs starts empty: no entry is in it
 	defer strs.assign(t.str)
 	got := gathered{sparse: l.sparse}
-	if !c.direct() || l.sparse {
+	if c.direct() && l.sparse {
+		return s.fillSparse(chunk, l, ci, c, lo, &got)
+	}
+	if !c.direct() {
 		for i, slot := range s.slots(l, c.uid) {
 			if err := s.fillValue(chunk, ci, c, i, lo+int64(l.rows[i]), slot, &got); err != nil {
 				return err
@@ -529,6 +532,28 @@ func (s *source) fill(chunk duckdb.DataChunk, l *local, ci int, lo int64) error 
 	for _, sp := range s.spans(l, c.uid) {
 		if err := s.fillSpan(chunk, l, ci, c, lo, sp, &rd, t, &got); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// fillSparse writes direct column c (table column ci) of the rows l.rows
+// keeps, each sample read by range (pieces).
+func (s *source) fillSparse(chunk duckdb.DataChunk, l *local, ci int, c column, lo int64, got *gathered) error {
+	for i, slot := range s.slots(l, c.uid) {
+		pos := lo + int64(l.rows[i])
+		var smp loch.Sample
+		if !slot.Null() {
+			if err := s.pieces(slot, got); err != nil {
+				return fmt.Errorf("row %d, column %q: %w", pos, c.name, err)
+			}
+			var err error
+			if smp, err = s.sc.Sample(slot, got.f); err != nil {
+				return fmt.Errorf("row %d, column %q: %w", pos, c.name, err)
+			}
+		}
+		if err := c.setDirect(chunk, ci, i, smp.Data, slot.Null() || smp.Null); err != nil {
+			return fmt.Errorf("row %d: %w", pos, err)
 		}
 	}
 	return nil
