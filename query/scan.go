@@ -517,7 +517,7 @@ func (s *source) fill(chunk duckdb.DataChunk, l *local, ci int, lo int64) error 
 	defer strs.assign(t.str)
 	got := gathered{sparse: l.sparse}
 	if c.direct() && l.sparse {
-		return s.fillSparse(chunk, l, ci, c, lo, &got)
+		return s.fillSparse(chunk, l, ci, c, lo, t, &got)
 	}
 	if !c.direct() {
 		for i, slot := range s.slots(l, c.uid) {
@@ -538,8 +538,8 @@ func (s *source) fill(chunk duckdb.DataChunk, l *local, ci int, lo int64) error 
 }
 
 // fillSparse writes direct column c (table column ci) of the rows l.rows
-// keeps, each sample read by range (pieces).
-func (s *source) fillSparse(chunk duckdb.DataChunk, l *local, ci int, c column, lo int64, got *gathered) error {
+// keeps, each sample read by range (pieces), to t as fillSpan does.
+func (s *source) fillSparse(chunk duckdb.DataChunk, l *local, ci int, c column, lo int64, t vecTarget, got *gathered) error {
 	for i, slot := range s.slots(l, c.uid) {
 		pos := lo + int64(l.rows[i])
 		var smp loch.Sample
@@ -552,8 +552,16 @@ func (s *source) fillSparse(chunk duckdb.DataChunk, l *local, ci int, c column, 
 				return fmt.Errorf("row %d, column %q: %w", pos, c.name, err)
 			}
 		}
-		if err := c.setDirect(chunk, ci, i, smp.Data, slot.Null() || smp.Null); err != nil {
-			return fmt.Errorf("row %d: %w", pos, err)
+		b, null := smp.Data, slot.Null() || smp.Null
+		switch { // as fillSpan writes them
+		case t.raw != nil && !null && len(b) == t.size:
+			copy(unsafe.Slice((*byte)(unsafe.Add(t.raw, i*t.size)), t.size), b)
+		case t.str.Ptr != nil && !null && len(b) > 0:
+			l.strs.add(i, b)
+		default:
+			if err := c.setDirect(chunk, ci, i, b, null); err != nil {
+				return fmt.Errorf("row %d: %w", pos, err)
+			}
 		}
 	}
 	return nil
