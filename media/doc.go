@@ -21,6 +21,14 @@
 // without FFmpeg; every probe and decode then returns ErrNoFFmpeg, whose
 // message names the missing libraries.
 //
+// A build with FFmpeg compiles against its headers but does not link its
+// libraries: the first probe or decode of a process opens them (dlopen, by
+// the sonames of the headers' major versions) and resolves the functions
+// ffmpeg.c calls (ffmpeg_load.h), so that a program that decodes no media
+// does not load them and the hundred libraries they need at start. Where
+// one does not load, that call and every later one return ErrNoFFmpeg
+// naming it and the dynamic loader's reason.
+//
 // # Frames
 //
 // Frame i of a video is the frame whose presentation time is i/fps after

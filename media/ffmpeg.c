@@ -9,6 +9,8 @@
 #include "_cgo_export.h"
 
 #include <libavutil/opt.h>
+
+#include "ffmpeg_load.h" // after every FFmpeg header: calls go through pointers
 #include <string.h>
 
 #define LM_IOBUF 65536

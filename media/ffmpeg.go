@@ -4,6 +4,10 @@ package media
 
 /*
 #cgo pkg-config: libavformat libavcodec libswscale libswresample libavutil
+// pkg-config is for FFmpeg's headers: the libraries load at the first probe
+// or decode (ffmpeg_load.go), and --as-needed keeps the -l flags it adds
+// from linking them at start (no function of theirs is referenced).
+#cgo linux LDFLAGS: -Wl,--as-needed
 #include "ffmpeg.h"
 */
 import "C"
@@ -54,6 +58,9 @@ type decoder struct {
 const errLen = 256
 
 func open(r io.ReaderAt, size int64, kind C.int) (*decoder, error) {
+	if err := load(); err != nil {
+		return nil, err
+	}
 	d := &decoder{src: &source{r: r}}
 	d.h = cgo.NewHandle(d.src)
 	var msg [errLen]C.char

@@ -14,9 +14,12 @@ const randomMacro = "loch_random"
 
 // rewritten is a query as the engine runs it.
 type rewritten struct {
-	sql    string
-	random bool // the query called random()
-	star   bool // its SELECT list has *
+	sql string
+	// selectStmt: sql is one SELECT statement (json_serialize_sql took
+	// it), which can be the subquery of another (writeJSON)
+	selectStmt bool
+	random     bool // the query called random()
+	star       bool // its SELECT list has *
 	// the SELECT list as given, the qualifier of the row id it names and
 	// the FROM clause: which result columns are the dataset's (joined.go)
 	list []any
@@ -52,7 +55,7 @@ func (e *Engine) rewrite(ctx context.Context, q string, selection bool) (rewritt
 		if selection {
 			return rewritten{}, fmt.Errorf("query %s: a selection needs a plain SELECT (not a UNION or other set operation): %w", oneLineSQL(q), loch.ErrInvalidArgument)
 		}
-		return rewritten{sql: run}, nil
+		return rewritten{sql: run, selectStmt: true}, nil
 	}
 	changed := selection
 	if from, _ := node["from_table"].(map[string]any); from != nil && from["type"] == "EMPTY" && e.d != nil {
@@ -61,6 +64,7 @@ func (e *Engine) rewrite(ctx context.Context, q string, selection bool) (rewritt
 			"schema_name": "", "table_name": TableName, "column_name_alias": []any{}, "catalog_name": "", "at_clause": nil}
 	}
 	out, hasRowID := readSelectList(node)
+	out.selectStmt = true
 	// random() hashes the row id the SELECT names (f._rowid in a join),
 	// else the one row id of a single table.
 	out.random = replaceRandom(node, out.qual)
