@@ -738,12 +738,7 @@ func (s *source) pieces(slot loch.Slot, got *gathered) error {
 				if f, err = s.sc.Fetch(s.ctx, r); err != nil {
 					return err
 				}
-				switch {
-				case f.Whole() && s.fetches != nil:
-					s.fetches.Add(1)
-				case !f.Whole() && s.spanReads != nil:
-					s.spanReads.Add(1)
-				}
+				s.fetched(r.Chunk, f)
 			}
 			got.f = append(got.f, f)
 		}
@@ -757,6 +752,24 @@ func (s *source) pieces(slot loch.Slot, got *gathered) error {
 		got.f = append(got.f, f)
 	}
 	return nil
+}
+
+// fetched counts f, a read of chunk id by range, and keeps it in the
+// cache when the chunk was read whole after all (not range-readable): the
+// rows that follow then take it from there rather than read it again.
+func (s *source) fetched(id loch.ChunkID, f *loch.Fetched) {
+	if !f.Whole() {
+		if s.spanReads != nil {
+			s.spanReads.Add(1)
+		}
+		return
+	}
+	if s.fetches != nil {
+		s.fetches.Add(1)
+	}
+	s.mu.Lock()
+	s.cache.Add(id, f, f.Mem())
+	s.mu.Unlock()
 }
 
 // cached returns whole chunk id if the scan's cache holds it.
