@@ -425,8 +425,16 @@ func isTransient(err error) bool {
 	}
 	// A server that closed the connection before answering.
 	var ue *url.Error
-	if errors.As(err, &ue) && errors.Is(ue.Err, io.EOF) {
+	if errors.As(err, &ue) && (errors.Is(ue.Err, io.EOF) || ue.Err.Error() == errServerClosedIdle) {
 		return true
 	}
 	return false
 }
+
+// errServerClosedIdle is the text of net/http's unexported error for a
+// request sent on a kept-alive connection that the server had just closed
+// (a restarted server, an idle timeout): the request never reached it, so
+// it is as safe to try again as a refused connection. net/http retries it
+// itself only for requests it can replay, which a PUT with a body read
+// from a stream is not.
+const errServerClosedIdle = "http: server closed idle connection"

@@ -24,6 +24,7 @@ func TestIsTransient(t *testing.T) {
 		"refused":           {fmt.Errorf("dial: %w", syscall.ECONNREFUSED), true},
 		"closed connection": {fmt.Errorf("readfrom tcp: %w", closedWrite), true},
 		"deadline":          {context.DeadlineExceeded, true},
+		"closed idle":       {&url.Error{Op: "Put", URL: "http://x", Err: errors.New("http: server closed idle connection")}, true},
 		"cancelled":         {context.Canceled, false},
 		"plain":             {errors.New("bad request"), false},
 		"nil":               {nil, false},
