@@ -216,6 +216,23 @@ func (sc *Scan) ChunkBounds(id ChunkID) (lo, hi float64, ok bool) {
 	return *ref.Min, *ref.Max, true
 }
 
+// ChunkRows returns the positions [lo, hi) of the live rows whose samples
+// chunk id holds (for a piece of a split sample, its one row); lo == hi
+// when every row of the chunk is deleted. A reader that skips the chunk
+// (ChunkBounds) may skip those positions without locating them.
+func (sc *Scan) ChunkRows(id ChunkID) (lo, hi int64) {
+	ref := sc.ref(id)
+	f := sc.s.frags[id.frag]
+	first, end := ref.First, ref.First+ref.Rows
+	if ref.Parts > 0 {
+		end = first + 1
+	}
+	base := sc.s.cum[id.frag]
+	lo = base + first - countIn(f.deleted, 0, first)
+	hi = base + end - countIn(f.deleted, 0, end)
+	return lo, hi
+}
+
 // ChunkKey is the chunk's storage key, for messages and tools.
 func (sc *Scan) ChunkKey(id ChunkID) string { return sc.ref(id).Key }
 

@@ -448,3 +448,46 @@ func TestLoadCancelledIsNotKept(t *testing.T) {
 	got, _ := As[int64](s.Data)
 	require.Equal(t, []int64{7}, got)
 }
+
+// TestScanChunkRows: ChunkRows gives the live positions of each chunk's
+// rows: they tile the snapshot's positions, and each row's slot lies in
+// the chunk whose positions hold it, with deleted rows in two fragments.
+func TestScanChunkRows(t *testing.T) {
+	sch := schema.Schema{Columns: []schema.Column{{Name: "x", DType: schema.Int64, Shape: schema.Shape{}, ChunkBytes: 8 * 128}}}
+	d, _ := mustCreate(t, sch)
+	for f := range 2 {
+		var rows []Row
+		for i := range 450 {
+			rows = append(rows, Row{"x": Scalar(int64(f*1000 + i))})
+		}
+		require.NoError(t, d.Extend(ctx, rows))
+		_, err := d.Commit(ctx, "rows")
+		require.NoError(t, err)
+	}
+	sc0 := loadedScan(t, d, 2)
+	var del []uint64
+	for _, pos := range []int64{0, 127, 128, 150, 449, 450, 700} {
+		id, err := sc0.RowID(pos)
+		require.NoError(t, err)
+		del = append(del, id)
+	}
+	require.NoError(t, d.Delete(ctx, del...))
+	_, err := d.Commit(ctx, "delete")
+	require.NoError(t, err)
+
+	sc := loadedScan(t, d, 2)
+	uid := sc.Columns()[0].UID
+	var next int64
+	for _, id := range sc.Chunks(uid) {
+		lo, hi := sc.ChunkRows(id)
+		require.Equal(t, next, lo, "chunk %s", sc.ChunkKey(id))
+		require.LessOrEqual(t, lo, hi)
+		next = hi
+		for pos := lo; pos < hi; pos++ {
+			loc, err := sc.Locate(pos)
+			require.NoError(t, err)
+			require.Equal(t, id, sc.Slot(loc, uid).Chunk(0), "row %d", pos)
+		}
+	}
+	require.Equal(t, sc.Len(), next)
+}

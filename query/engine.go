@@ -95,6 +95,8 @@ type Engine struct {
 	attached            map[string]*loch.Dataset // by loch_scan URL (attachPrefix + name)
 	emitted             atomic.Int64             // rows the scans have handed DuckDB (tests count them)
 	fetches             atomic.Int64             // chunks the scans have fetched (tests count them)
+	located             atomic.Int64             // morsels the scans have located (tests count them)
+	spans               atomic.Int64             // spans of chunks the scans have fetched by range (tests count them)
 	failed              scanFailure              // the running query's first scan error (queryError)
 	aggregates          map[string]bool          // DuckDB's aggregate function names (grouping)
 	// searchers keep the vector indexes a nearest-neighbour ORDER BY
@@ -342,7 +344,7 @@ func (e *Engine) bind(_ map[string]any, args ...any) (duckdb.ParallelChunkTableS
 	if s.filter, err = compileFilter(ps, s.cols); err != nil {
 		return nil, fmt.Errorf("%s(%s): %w", scanAt, quoteString(url), err)
 	}
-	s.emitted, s.failed, s.fetches = &e.emitted, &e.failed, &e.fetches
+	s.emitted, s.failed, s.fetches, s.spanReads, s.located = &e.emitted, &e.failed, &e.fetches, &e.spans, &e.located
 	if e.noPrune && s.filter != nil {
 		for i := range s.filter.preds {
 			s.filter.preds[i].num = nil

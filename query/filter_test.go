@@ -470,32 +470,98 @@ func TestPushdownPrunesChunks(t *testing.T) {
 	e, err := New(ctx, d, Options{})
 	require.NoError(t, err)
 	defer e.Close()
-	run := func(q string, noPrune, noPushdown bool) ([][]string, int64) {
+	run := func(q string, noPrune, noPushdown bool) ([][]string, int64, int64) {
 		e.noPrune, e.noPushdown = noPrune, noPushdown
 		defer func() { e.noPrune, e.noPushdown = false, false }()
-		before := e.fetches.Load()
+		before, located := e.fetches.Load(), e.located.Load()
 		got := e.answer(t, q)
-		return got, e.fetches.Load() - before
+		return got, e.fetches.Load() - before, e.located.Load() - located
 	}
 	for _, c := range []struct {
 		q       string
 		fetched int64 // with pruning
+		located int64 // morsels of 2,048 rows located, with pruning (of 10; chunks of 1,000 rows)
 	}{
-		{"SELECT * FROM ds WHERE id = 12345", 3},         // one chunk of each column
-		{"SELECT id, name FROM ds WHERE id >= 19500", 2}, // the last chunk of id and of name
-		{"SELECT count(*) FROM ds WHERE id < -5", 0},     // no chunk can match
-		{"SELECT id FROM ds WHERE id IN (5, 17005)", 2},  // two chunks of id
-		{"SELECT sum(id) FROM ds WHERE score > 2.5", 0},  // above every score
-		{"SELECT count(*) FROM ds WHERE id <> 7", 20},    // every chunk
-		{"SELECT id FROM ds WHERE id = 4321 ORDER BY id", 1},
+		{"SELECT * FROM ds WHERE id = 12345", 3, 2},         // one chunk of each column, over 2 morsels
+		{"SELECT id, name FROM ds WHERE id >= 19500", 2, 1}, // the last chunk of id and of name
+		{"SELECT count(*) FROM ds WHERE id < -5", 0, 0},     // no chunk can match
+		{"SELECT id FROM ds WHERE id IN (5, 17005)", 2, 2},  // two chunks of id
+		{"SELECT sum(id) FROM ds WHERE score > 2.5", 0, 0},  // above every score
+		{"SELECT count(*) FROM ds WHERE id <> 7", 20, 10},   // every chunk
+		{"SELECT id FROM ds WHERE id = 4321 ORDER BY id", 1, 2},
+		{"SELECT id FROM ds WHERE id BETWEEN 2040 AND 2050", 1, 2}, // across a morsel boundary
 	} {
-		got, fetched := run(c.q, false, false)
-		want, all := run(c.q, true, false)
-		plain, _ := run(c.q, true, true)
+		got, fetched, located := run(c.q, false, false)
+		want, all, allLocated := run(c.q, true, false)
+		plain, _, _ := run(c.q, true, true)
 		require.Equal(t, want, got, c.q)
 		require.Equal(t, plain, got, c.q)
 		require.EqualValues(t, c.fetched, fetched, "%s: chunks fetched with pruning", c.q)
+		require.EqualValues(t, c.located, located, "%s: morsels located with pruning", c.q)
 		require.Greater(t, all, int64(0), c.q)
+		require.EqualValues(t, 10, allLocated, "%s: morsels located without pruning", c.q)
 		require.LessOrEqual(t, fetched, all, c.q)
+	}
+}
+
+// TestPointLookupReadsLittle: a point lookup by id locates only the
+// morsels that the id's chunk covers, fetches that chunk whole for the
+// filter, and reads the found row's samples of the other columns by range
+// (spans of their chunks), not their chunks whole; the answers are those
+// of the scan without pruning and without pushdown.
+func TestPointLookupReadsLittle(t *testing.T) {
+	const perChunk = 20_000 // rows a chunk: 160 KB of float64, worth a range read
+	sch := schema.Schema{Columns: []schema.Column{
+		{Name: "id", DType: schema.Int64, Shape: schema.Shape{}, ChunkBytes: 8 * perChunk},
+		{Name: "score", DType: schema.Float64, Shape: schema.Shape{}, ChunkBytes: 8 * perChunk},
+		{Name: "name", Kind: schema.TextKind, ChunkBytes: 16 * perChunk},
+		{Name: "meta", Kind: schema.JSONKind},
+	}}
+	d, err := loch.Create(ctx, filepath.Join(t.TempDir(), "lookup"), sch)
+	require.NoError(t, err)
+	defer d.Close()
+	const n = 10 * perChunk
+	rows := make([]loch.Row, 0, n)
+	for i := range n {
+		// values no encoding shrinks much: chunks stay over two blocks
+		name := fmt.Sprintf("%016x", uint64(i)*0x9e3779b97f4a7c15)
+		meta := fmt.Sprintf(`{"k": %d,  "s": "x"}`, i%5) // as written, spaces kept
+		rows = append(rows, loch.Row{"id": loch.Scalar(int64(i)), "score": loch.Scalar(math.Sin(float64(i)) * 1e6),
+			"name": loch.Sample{Shape: []int{len(name)}, Data: []byte(name)},
+			"meta": loch.Sample{Shape: []int{len(meta)}, Data: []byte(meta)}})
+	}
+	require.NoError(t, d.Extend(ctx, rows))
+	_, err = d.Commit(ctx, "lookup")
+	require.NoError(t, err)
+	e, err := New(ctx, d, Options{})
+	require.NoError(t, err)
+	defer e.Close()
+	counts := func() [3]int64 { return [3]int64{e.located.Load(), e.fetches.Load(), e.spans.Load()} }
+	for _, c := range []struct {
+		q         string
+		rowsFound int64
+		whole     int64 // the id chunks, and meta's one (a small dictionary chunk, read whole)
+		spans     int64 // score and name of each row
+	}{
+		{"SELECT * FROM ds WHERE id = 123457", 1, 2, 2},
+		{"SELECT name, score FROM ds WHERE id IN (3, 123457)", 2, 2, 4},
+		{"SELECT meta::VARCHAR, name FROM ds WHERE id = 77", 1, 2, 1}, // the json text as written
+	} {
+		q, rowsFound := c.q, c.rowsFound
+		before := counts()
+		got := e.answer(t, q)
+		after := counts()
+		located, fetched, spans := after[0]-before[0], after[1]-before[1], after[2]-before[2]
+		e.noPrune = true
+		want := e.answer(t, q)
+		e.noPushdown = true
+		plain := e.answer(t, q)
+		e.noPrune, e.noPushdown = false, false
+		require.Equal(t, want, got, q)
+		require.Equal(t, plain, got, q)
+		morsels := int64(n+morselRows-1) / int64(morselRows)
+		require.LessOrEqual(t, located, rowsFound*(perChunk/int64(morselRows)+2), "%s: morsels located (of %d)", q, morsels)
+		require.EqualValues(t, c.whole, fetched, "%s: whole chunks fetched", q)
+		require.EqualValues(t, c.spans, spans, "%s: spans fetched", q)
 	}
 }

@@ -49,7 +49,7 @@ func (c column) structSQLType() string {
 // addData sets the data field of v, column c's STRUCT for slot (nil for
 // a null sample), when the column has one: the sample as stored, fetched
 // as the scan fetches any other sample.
-func (s *source) addData(c column, v any, slot loch.Slot, got *[]*loch.Fetched) error {
+func (s *source) addData(c column, v any, slot loch.Slot, got *gathered) error {
 	m, ok := v.(map[string]any)
 	if !ok || !c.data {
 		return nil
@@ -57,7 +57,7 @@ func (s *source) addData(c column, v any, slot loch.Slot, got *[]*loch.Fetched) 
 	if err := s.pieces(slot, got); err != nil {
 		return err
 	}
-	smp, err := s.sc.Sample(slot, *got)
+	smp, err := s.sc.Sample(slot, got.f)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package query
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"runtime"
@@ -48,8 +49,18 @@ type source struct {
 	// their columns are converted; emitted counts the rows handed DuckDB.
 	filter  *filter
 	emitted *atomic.Int64
-	// fetches, when not nil, counts the chunks fetched (tests count them).
-	fetches *atomic.Int64
+	// fetches, when not nil, counts the whole chunks fetched, spanReads the
+	// spans (Scan.Span) and located the morsels located (tests count
+	// them).
+	fetches, spanReads, located *atomic.Int64
+	// sparseLeft is the rows that morsels may still read by range (see
+	// sparseRows): a scan that finds many rows reads whole chunks, which
+	// the morsels of a chunk share.
+	sparseLeft atomic.Int64
+	// dropOnce makes drop: the position ranges, ascending and apart, whose
+	// rows the pushed filter drops by chunk statistics (prunes) alone.
+	dropOnce sync.Once
+	drop     []posRange
 	// only, when not nil, are the positions the scan reads, ascending
 	// (a nearest-neighbour ORDER BY, knn.go): one row a morsel.
 	only []int64
@@ -72,6 +83,7 @@ type fetch struct {
 func newSource(ctx context.Context, sc *loch.Scan, jsonType duckdb.TypeInfo, threads int, sampleData bool) (*source, error) {
 	s := &source{ctx: ctx, sc: sc, threads: threads, flight: map[loch.ChunkID]*fetch{},
 		cache: lru.New[loch.ChunkID, *loch.Fetched](cacheBytes, nil)}
+	s.sparseLeft.Store(sparseTotal)
 	u64, _ := duckdb.NewTypeInfo(duckdb.TYPE_UBIGINT)
 	i64, _ := duckdb.NewTypeInfo(duckdb.TYPE_BIGINT)
 	s.infos = []duckdb.ColumnInfo{{Name: RowIDColumn, T: u64}, {Name: PosColumn, T: i64}}
@@ -109,6 +121,9 @@ type local struct {
 	idx       []int32     // a run's dictionary indices (Fetched.DictRun)
 	verdicts  []verdicts  // per pushed predicate: its verdicts on a dictionary's entries
 	entries   entryRefs   // a text or json column's dictionary entries in strs
+	// sparse: the morsel emits few rows (sparseRows), whose samples are
+	// read by range (Scan.Span) rather than in whole chunks.
+	sparse bool
 }
 
 // verdicts memoizes a predicate's verdict on each entry of the dictionary
@@ -188,6 +203,12 @@ func (s *source) fillChunk(l *local, chunk duckdb.DataChunk) error {
 		if lo >= hi {
 			return chunk.SetSize(0)
 		}
+		if s.only == nil && s.dropped(lo, hi) {
+			continue // no row can pass: nothing located or fetched
+		}
+		if s.located != nil {
+			s.located.Add(1)
+		}
 		var err error
 		if l.locs, err = s.sc.LocateRange(lo, hi, l.locs[:0]); err != nil {
 			return err
@@ -197,6 +218,7 @@ func (s *source) fillChunk(l *local, chunk duckdb.DataChunk) error {
 			l.rows = append(l.rows, int32(i))
 		}
 		if s.filter != nil {
+			s.dropRows(l, lo)
 			if err := s.applyFilter(l, lo); err != nil {
 				return err
 			}
@@ -204,6 +226,7 @@ func (s *source) fillChunk(l *local, chunk duckdb.DataChunk) error {
 				continue
 			}
 		}
+		l.sparse = s.filter != nil && s.isSparse(len(l.rows))
 		for _, ci := range l.projected {
 			if err := s.fill(chunk, l, ci, lo); err != nil {
 				return err
@@ -213,6 +236,96 @@ func (s *source) fillChunk(l *local, chunk duckdb.DataChunk) error {
 			s.emitted.Add(int64(len(l.rows)))
 		}
 		return chunk.SetSize(len(l.rows))
+	}
+}
+
+// sparseRows bounds the rows a morsel that reads them by range may emit,
+// and sparseTotal those of all such morsels of a scan together: a point
+// lookup or a very selective filter reads its rows' samples of the other
+// columns by range (their checksum blocks) instead of decoding whole
+// chunks for them, and a scan that turns out to find more rows reads
+// whole chunks, shared by the morsels of each chunk.
+const (
+	sparseRows  = 16
+	sparseTotal = 64
+)
+
+// isSparse reports whether a morsel that emits n rows reads them by
+// range, counting them against s.sparseLeft if so.
+func (s *source) isSparse(n int) bool {
+	if n > sparseRows || s.sparseLeft.Load() < int64(n) {
+		return false
+	}
+	return s.sparseLeft.Add(-int64(n)) >= 0
+}
+
+// posRange is the positions [lo, hi).
+type posRange struct{ lo, hi int64 }
+
+// dropped reports whether the pushed filter drops every row of positions
+// [lo, hi) by chunk statistics alone: they lie in chunks that a
+// predicate prunes.
+func (s *source) dropped(lo, hi int64) bool {
+	drop := s.drops()
+	i := sort.Search(len(drop), func(i int) bool { return drop[i].hi > lo })
+	return i < len(drop) && drop[i].lo <= lo && hi <= drop[i].hi
+}
+
+// drops returns s.drop, made at the first call.
+func (s *source) drops() []posRange {
+	if s.filter == nil {
+		return nil
+	}
+	s.dropOnce.Do(s.makeDrop)
+	return s.drop
+}
+
+// dropRows drops from l.rows the rows (of the morsel at position lo)
+// that lie in s.drop, so that no predicate fetches a chunk for them.
+func (s *source) dropRows(l *local, lo int64) {
+	drop := s.drops()
+	if s.only != nil || len(drop) == 0 {
+		return
+	}
+	i := sort.Search(len(drop), func(i int) bool { return drop[i].hi > lo })
+	out := l.rows[:0]
+	for _, li := range l.rows {
+		pos := lo + int64(li)
+		for i < len(drop) && drop[i].hi <= pos {
+			i++
+		}
+		if i < len(drop) && drop[i].lo <= pos {
+			continue
+		}
+		out = append(out, li)
+	}
+	l.rows = out
+}
+
+// makeDrop sets s.drop: the rows of the chunks each predicate prunes,
+// merged.
+func (s *source) makeDrop() {
+	var rs []posRange
+	for i := range s.filter.preds {
+		p := &s.filter.preds[i]
+		if p.num == nil {
+			continue
+		}
+		for _, id := range s.sc.Chunks(p.col.uid) {
+			if p.prunes(s.sc, id) {
+				if lo, hi := s.sc.ChunkRows(id); lo < hi {
+					rs = append(rs, posRange{lo, hi})
+				}
+			}
+		}
+	}
+	slices.SortFunc(rs, func(a, b posRange) int { return cmp.Compare(a.lo, b.lo) })
+	for _, r := range rs {
+		if n := len(s.drop); n > 0 && r.lo <= s.drop[n-1].hi {
+			s.drop[n-1].hi = max(s.drop[n-1].hi, r.hi)
+			continue
+		}
+		s.drop = append(s.drop, r)
 	}
 }
 
@@ -402,7 +515,10 @@ func (s *source) fill(chunk duckdb.DataChunk, l *local, ci int, lo int64) error 
 	strs.reset()
 	l.entries.f = nil // strs starts empty: no entry is in it
 	defer strs.assign(t.str)
-	var got []*loch.Fetched
+	got := gathered{sparse: l.sparse}
+	if c.direct() && l.sparse {
+		return s.fillSparse(chunk, l, ci, c, lo, t, &got)
+	}
 	if !c.direct() {
 		for i, slot := range s.slots(l, c.uid) {
 			if err := s.fillValue(chunk, ci, c, i, lo+int64(l.rows[i]), slot, &got); err != nil {
@@ -416,6 +532,36 @@ func (s *source) fill(chunk duckdb.DataChunk, l *local, ci int, lo int64) error 
 	for _, sp := range s.spans(l, c.uid) {
 		if err := s.fillSpan(chunk, l, ci, c, lo, sp, &rd, t, &got); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// fillSparse writes direct column c (table column ci) of the rows l.rows
+// keeps, each sample read by range (pieces), to t as fillSpan does.
+func (s *source) fillSparse(chunk duckdb.DataChunk, l *local, ci int, c column, lo int64, t vecTarget, got *gathered) error {
+	for i, slot := range s.slots(l, c.uid) {
+		pos := lo + int64(l.rows[i])
+		var smp loch.Sample
+		if !slot.Null() {
+			if err := s.pieces(slot, got); err != nil {
+				return fmt.Errorf("row %d, column %q: %w", pos, c.name, err)
+			}
+			var err error
+			if smp, err = s.sc.Sample(slot, got.f); err != nil {
+				return fmt.Errorf("row %d, column %q: %w", pos, c.name, err)
+			}
+		}
+		b, null := smp.Data, slot.Null() || smp.Null
+		switch { // as fillSpan writes them
+		case t.raw != nil && !null && len(b) == t.size:
+			copy(unsafe.Slice((*byte)(unsafe.Add(t.raw, i*t.size)), t.size), b)
+		case t.str.Ptr != nil && !null && len(b) > 0:
+			l.strs.add(i, b)
+		default:
+			if err := c.setDirect(chunk, ci, i, b, null); err != nil {
+				return fmt.Errorf("row %d: %w", pos, err)
+			}
 		}
 	}
 	return nil
@@ -450,7 +596,7 @@ type vecTarget struct {
 
 // fillSpan writes span sp of direct column c (table column ci): its
 // values' bytes, with no shape.
-func (s *source) fillSpan(chunk duckdb.DataChunk, l *local, ci int, c column, lo int64, sp span, rd *chunkReader, t vecTarget, got *[]*loch.Fetched) error {
+func (s *source) fillSpan(chunk duckdb.DataChunk, l *local, ci int, c column, lo int64, sp span, rd *chunkReader, t vecTarget, got *gathered) error {
 	slot := sp.slot
 	if slot.Pieces() != 1 { // null, or a split sample
 		return s.fillValue(chunk, ci, c, sp.k, lo+int64(l.rows[sp.k]), slot, got)
@@ -527,7 +673,7 @@ func (l *local) dictStrings(f *loch.Fetched, idx int, sp span) bool {
 // fillValue writes row i of the chunk, at position pos, from its slot of
 // column c, through duckdb-go's setters: a value of another shape than a
 // scalar or a string, a split sample, a null, a header's STRUCT.
-func (s *source) fillValue(chunk duckdb.DataChunk, ci int, c column, i int, pos int64, slot loch.Slot, got *[]*loch.Fetched) error {
+func (s *source) fillValue(chunk duckdb.DataChunk, ci int, c column, i int, pos int64, slot loch.Slot, got *gathered) error {
 	var v any
 	switch {
 	case slot.Null():
@@ -557,7 +703,7 @@ func (s *source) fillValue(chunk duckdb.DataChunk, ci int, c column, i int, pos 
 		if err := s.pieces(slot, got); err != nil {
 			return fmt.Errorf("row %d, column %q: %w", pos, c.name, err)
 		}
-		smp, err := s.sc.Sample(slot, *got)
+		smp, err := s.sc.Sample(slot, got.f)
 		if err != nil {
 			return fmt.Errorf("row %d, column %q: %w", pos, c.name, err)
 		}
@@ -571,18 +717,30 @@ func (s *source) fillValue(chunk duckdb.DataChunk, ci int, c column, i int, pos 
 	return nil
 }
 
+// gathered is the fetched reads of one sample (pieces), and whether the
+// morsel reads its samples by range (local.sparse).
+type gathered struct {
+	f      []*loch.Fetched
+	sparse bool
+}
+
 // pieces fetches what slot's sample needs into got: its chunks whole
-// (chunk), or, when the scan reads a few rows only (s.only), the sample's
-// span of its chunk alone.
-func (s *source) pieces(slot loch.Slot, got *[]*loch.Fetched) error {
-	*got = (*got)[:0]
-	if s.only != nil {
+// (chunk), or, when the scan reads a few rows only (s.only, got.sparse),
+// the sample's span of its chunk alone (unless the scan holds the chunk
+// already).
+func (s *source) pieces(slot loch.Slot, got *gathered) error {
+	got.f = got.f[:0]
+	if s.only != nil || got.sparse {
 		for _, r := range s.sc.Reads(slot, true) {
-			f, err := s.sc.Fetch(s.ctx, r)
-			if err != nil {
-				return err
+			f, ok := s.cached(r.Chunk)
+			if !ok {
+				var err error
+				if f, err = s.sc.Fetch(s.ctx, r); err != nil {
+					return err
+				}
+				s.fetched(r.Chunk, f)
 			}
-			*got = append(*got, f)
+			got.f = append(got.f, f)
 		}
 		return nil
 	}
@@ -591,9 +749,34 @@ func (s *source) pieces(slot loch.Slot, got *[]*loch.Fetched) error {
 		if err != nil {
 			return err
 		}
-		*got = append(*got, f)
+		got.f = append(got.f, f)
 	}
 	return nil
+}
+
+// fetched counts f, a read of chunk id by range, and keeps it in the
+// cache when the chunk was read whole after all (not range-readable): the
+// rows that follow then take it from there rather than read it again.
+func (s *source) fetched(id loch.ChunkID, f *loch.Fetched) {
+	if !f.Whole() {
+		if s.spanReads != nil {
+			s.spanReads.Add(1)
+		}
+		return
+	}
+	if s.fetches != nil {
+		s.fetches.Add(1)
+	}
+	s.mu.Lock()
+	s.cache.Add(id, f, f.Mem())
+	s.mu.Unlock()
+}
+
+// cached returns whole chunk id if the scan's cache holds it.
+func (s *source) cached(id loch.ChunkID) (*loch.Fetched, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cache.Get(id)
 }
 
 // chunk returns a whole fetched chunk: from the scan's cache, or fetched
