@@ -305,16 +305,6 @@ def run(
 # The loch loader.
 
 
-def column_of(ds: Any, kind: str, given: str | None) -> str:
-    """The column named ``given``, else the first of ``kind``."""
-    if given:
-        return given
-    for name, col in ds.schema.items():
-        if col.kind == kind:
-            return name
-    raise SystemExit(f"{ds.url} has no {kind} column; name one with --{'image' if kind == 'image' else 'label'}")
-
-
 def loader_decodes() -> bool:
     """Whether this loch's ds.pytorch() takes decode= (GPU decode)."""
     from loch.torch import TorchOptions
@@ -365,6 +355,8 @@ def main() -> None:
     env = setup(args.device)
     rank, world, device = env
     ds = loch.open(args.dataset)
+    from train_torch import column_of  # the same rule as the small example's (examples/ is on sys.path)
+
     image, label = column_of(ds, "image", args.image), column_of(ds, "class_label", args.label)
     names = ds.schema[label].class_names
     classes = len(names) if names else int(max(ds[label][:])) + 1

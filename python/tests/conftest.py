@@ -100,6 +100,30 @@ DDP_CATALOG_ROWS = """
 """
 
 
+def resume_run(make: Any, got: int | None, when: str) -> tuple[list[list[int]], list[list[int]], Any, Any]:
+    """(whole, head + rest, loader, resumed): the row ids of a fresh
+    loader's batches; those of ``got`` batches (None: all of them) taken
+    from ``loader`` followed by the batches of ``resumed``, a third loader
+    given its state_dict, taken ``when`` ("while iterating": before the
+    iterator is dropped; "after a break" or "holding the last batch":
+    after). ``make`` makes the loaders; the two lists are equal when the
+    loader resumes where the loop stopped."""
+    whole = [b["index"].tolist() for b in make()]
+    loader = make()
+    it = iter(loader)
+    head = [next(it)["index"].tolist() for _ in range(len(whole) if got is None else got)]
+    if when == "while iterating":
+        state = loader.state_dict()
+        del it
+    else:
+        del it
+        state = loader.state_dict()
+    resumed = make()
+    resumed.load_state_dict(json.loads(json.dumps(state)))
+    rest = [] if when == "holding the last batch" else [b["index"].tolist() for b in resumed]
+    return whole, head + rest, loader, resumed
+
+
 def catalog_ddp_rows(tmp_path: Path, root: Path, query: str, columns: str) -> list[list[list[Any]]]:
     """Each of two torchrun ranks' rows (DDP_CATALOG_ROWS) of query over
     the catalog at root."""

@@ -15,7 +15,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from conftest import ROWS, run_script, run_torchrun  # noqa: E402
+from conftest import ROWS, resume_run, run_script, run_torchrun  # noqa: E402
 
 import loch  # noqa: E402
 from loch.torch import TorchLoader, _tensor, _Transfer, distributed_world  # noqa: E402
@@ -341,21 +341,8 @@ def test_resume_when_the_transfer_runs_a_batch_ahead(rows_ds: loch.Dataset, monk
     def make() -> TorchLoader:
         return rows_ds.pytorch(batch_size=25, shuffle=True, seed=11, device="cpu")
 
-    whole = [b["index"].tolist() for b in make()]
-    got = 9 if when != "holding the last batch" else len(whole)
-    loader = make()
-    it = iter(loader)
-    head = [next(it)["index"].tolist() for _ in range(got)]
-    if when == "while iterating":
-        state = loader.state_dict()
-        del it
-    else:
-        del it
-        state = loader.state_dict()
-    resumed = make()
-    resumed.load_state_dict(json.loads(json.dumps(state)))
-    rest = [] if when == "holding the last batch" else [b["index"].tolist() for b in resumed]
-    assert head + rest == whole
+    whole, taken, loader, resumed = resume_run(make, 9 if when != "holding the last batch" else None, when)
+    assert taken == whole
     fresh = make()
     fresh.set_epoch(1)
     assert [b["index"].tolist() for b in resumed] == [b["index"].tolist() for b in fresh], "then epoch 1"

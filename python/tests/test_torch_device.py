@@ -11,7 +11,6 @@ same against CUDA."""
 from __future__ import annotations
 
 import ctypes
-import json
 import queue
 import threading
 import time
@@ -28,6 +27,7 @@ import loch  # noqa: E402
 from loch import _device, _library  # noqa: E402
 from loch._device import DeviceCopyError, DeviceRing, HostAllocator, pinned_limit  # noqa: E402
 from loch.torch import TorchLoader  # noqa: E402
+from conftest import resume_run  # noqa: E402
 
 ALLOC = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t, ctypes.c_uint)
 FREE = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p)
@@ -305,21 +305,8 @@ def test_resume_on_the_device_path(images: loch.Dataset, when: str) -> None:
     def make() -> TorchLoader:
         return on(images.pytorch(batch_size=25, shuffle=True, seed=11), FakeDevice())
 
-    whole = [b["index"].tolist() for b in make()]
-    got = 5 if when != "holding the last batch" else len(whole)
-    loader = make()
-    it = iter(loader)
-    head = [next(it)["index"].tolist() for _ in range(got)]
-    if when == "while iterating":
-        state = loader.state_dict()
-        del it
-    else:
-        del it
-        state = loader.state_dict()
-    resumed = make()
-    resumed.load_state_dict(json.loads(json.dumps(state)))
-    rest = [] if when == "holding the last batch" else [b["index"].tolist() for b in resumed]
-    assert head + rest == whole
+    whole, taken, _, _ = resume_run(make, 5 if when != "holding the last batch" else None, when)
+    assert taken == whole
 
 
 def test_epochs_reuse_the_pool(images: loch.Dataset) -> None:
