@@ -75,43 +75,16 @@ func jpegFrame(seg []byte) (height, width, channels int, ok bool) {
 	}
 	comp := seg[6:]
 	for i := range nc {
-		id, hv, tq := comp[3*i], comp[3*i+1], comp[3*i+2]
-		h, v := hv>>4, hv&15
-		if tq > 3 || h < 1 || h > 4 || v < 1 || v > 4 || h == 3 || v == 3 {
+		hv, tq := comp[3*i+1], comp[3*i+2]
+		if h, v := hv>>4, hv&15; tq > 3 || h < 1 || h > 4 || v < 1 || v > 4 {
 			return 0, 0, 0, false
 		}
-		for j := range i {
-			if comp[3*j] == id {
-				return 0, 0, 0, false
-			}
-		}
-		if !samplingOK(nc, i, comp) {
-			return 0, 0, 0, false
-		}
+	}
+	if !stdSampling(comp) { // distinct ids and the samplings processSOF decodes (as Inspect's rule)
+		return 0, 0, 0, false
 	}
 	if nc == 1 {
 		return height, width, 1, true
 	}
 	return height, width, 3, true // YCbCr or RGB; CMYK and YCbCrK are stored as RGB
-}
-
-// samplingOK reports whether processSOF accepts component i's sampling
-// among nc components (id, sampling, table triples in comp).
-func samplingOK(nc, i int, comp []byte) bool {
-	hv, hv0 := comp[3*i+1], comp[1]
-	switch {
-	case nc == 3 && i == 0:
-		return hv&15 != 4
-	case nc == 3 && i == 1:
-		return (hv0>>4)%(hv>>4) == 0 && (hv0&15)%(hv&15) == 0
-	case nc == 3 && i == 2:
-		return hv == comp[4]
-	case nc == 4 && i == 0:
-		return hv == 0x11 || hv == 0x22
-	case nc == 4 && (i == 1 || i == 2):
-		return hv == 0x11
-	case nc == 4 && i == 3:
-		return hv == hv0
-	}
-	return true
 }
