@@ -4,8 +4,6 @@ import (
 	"cmp"
 	"math"
 	"slices"
-
-	"github.com/viterin/vek/vek32"
 )
 
 // shareOutAbove is the number of floats a query's lists must hold (about
@@ -122,7 +120,7 @@ func (s *flatSearch) scanList(q *query, t *topK, l int, allow *RowSet) {
 	blk := len(s.dots)
 	for lo := 0; lo < len(ids); lo += blk {
 		hi := min(lo+blk, len(ids))
-		dots := vek32.MatMul_Into(s.dots, vecs[lo*dim:hi*dim], q.v, dim)
+		dots := dotRows(s.dots, vecs[lo*dim:hi*dim], q.v, dim)
 		for i, dot := range dots {
 			id := ids[lo+i]
 			var key float32
