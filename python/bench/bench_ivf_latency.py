@@ -22,7 +22,8 @@ Go's runtime threads) and wall time are divided by the queries:
   made once (what is left when Python's own work is taken out);
 - ``loch go``: BenchmarkIVFQuery (``--go-bin``) run once a round, in its
   own process: the open index's Search and the Searcher's SearchOpen
-  (the search the C call makes), CPU and wall a query as it reports them.
+  (the search the C call makes), CPU and wall a query as it reports them;
+  ``--go-bin main=BIN1 --go-bin new=BIN2`` compares two builds.
 
 It prints each round and then, per engine, the median over rounds of CPU
 and wall time a query and its ratio to faiss's; recall@10 against the
@@ -100,12 +101,14 @@ _GO_LINE = re.compile(r"BenchmarkIVFQuery/(\w+)-\d+\s+\d+\s+([\d.]+) ns/op\s+([\
 
 
 def go_round(go_bin: str, env: dict[str, str], queries: int) -> dict[str, tuple[float, float, float]]:
-    """One run of BenchmarkIVFQuery: CPU and wall microseconds a query and recall, per path."""
-    out = subprocess.run([go_bin, "-test.run", "^$", "-test.bench", "IVFQuery", "-test.benchtime", f"{queries}x"],
+    """One run of BenchmarkIVFQuery: CPU and wall microseconds a query and
+    recall, per path; go_bin is PATH or LABEL=PATH (a build to compare)."""
+    label, _, path = go_bin.rpartition("=")
+    out = subprocess.run([path, "-test.run", "^$", "-test.bench", "IVFQuery", "-test.benchtime", f"{queries}x"],
                          env=os.environ | env, capture_output=True, text=True, check=True).stdout  # fmt: skip
     got = {}
     for m in _GO_LINE.finditer(out):
-        got[f"loch go {m[1]}"] = (float(m[3]) / 1e3, float(m[2]) / 1e3, float(m[4]))
+        got[f"loch go{' ' + label if label else ''} {m[1]}"] = (float(m[3]) / 1e3, float(m[2]) / 1e3, float(m[4]))
     if not got:
         raise RuntimeError(f"no BenchmarkIVFQuery lines in:\n{out}")
     return got
@@ -119,7 +122,7 @@ def main() -> None:
     ap.add_argument("--nprobe", type=int, required=True)
     ap.add_argument("--rounds", type=int, default=15)
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 1)
-    ap.add_argument("--go-bin", help="go test -c -o BIN ./vector")
+    ap.add_argument("--go-bin", action="append", default=[], help="go test -c -o BIN ./vector; LABEL=BIN, repeated, compares builds")
     args = ap.parse_args()
     faiss.omp_set_num_threads(args.threads)
     xb = np.fromfile(args.dir / "data.f32", dtype="<f4").reshape(-1, args.dim)
@@ -137,8 +140,8 @@ def main() -> None:
         order = names[r % len(names):] + names[: r % len(names)]
         for name in order:
             rows.setdefault(name, []).append(timed(engines[name], xq, truth))
-        if args.go_bin:
-            for name, v in go_round(args.go_bin, go_env, len(xq)).items():
+        for go_bin in args.go_bin:
+            for name, v in go_round(go_bin, go_env, len(xq)).items():
                 rows.setdefault(name, []).append(v)
         line = ", ".join(f"{n} {v[-1][0]:.0f}/{v[-1][1]:.0f}" for n, v in rows.items())
         print(f"round {r + 1} (CPU/wall us a query; load {os.getloadavg()[0]:.1f}): {line}", flush=True)
