@@ -104,3 +104,20 @@ func TestDotRows(t *testing.T) {
 		}
 	}
 }
+
+// TestRankCentroidsBatched: the centroids' distances from one
+// matrix-vector product are those of one dot product a centroid, bit for
+// bit, for each metric, with dimensions that take the batch and not.
+func TestRankCentroidsBatched(t *testing.T) {
+	r := rand.New(rand.NewPCG(testseed.Seed(t), 4))
+	for _, m := range []Metric{L2, Cosine, Dot} {
+		for _, dim := range []int{8, 64, 100, 128} {
+			cents := randFloats(r, 37*dim)
+			ix := &Index{metric: m, c: &column{dim: dim}, cents: cents, cnorm: norms(cents, dim)}
+			q := prepare(m, randFloats(r, dim))
+			want := ix.rankCentroids(&q, nil, 37, nil)
+			got := ix.rankCentroids(&q, nil, 37, make([]float32, 37))
+			require.Equal(t, want, got, "metric %s dim %d", m, dim)
+		}
+	}
+}

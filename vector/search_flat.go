@@ -49,9 +49,10 @@ func (ix *Index) searchFlat(qs []query, tops [][]*topK, nprobe int, allow *RowSe
 // flatSearch is the scratch of one goroutine's searches: the ranked
 // centroids and the dot products of a block of rows.
 type flatSearch struct {
-	ix   *Index
-	cs   []centroidRank
-	dots []float32
+	ix    *Index
+	cs    []centroidRank
+	dots  []float32
+	cdots []float32 // the query's dot products with the centroids
 }
 
 // newFlatSearch takes a scratch from ix.flatScratch (the caller puts it
@@ -60,7 +61,7 @@ func (ix *Index) newFlatSearch() *flatSearch {
 	if s, ok := ix.flatScratch.Get().(*flatSearch); ok {
 		return s
 	}
-	return &flatSearch{ix: ix, dots: make([]float32, max(1, dotBlock/ix.c.dim))}
+	return &flatSearch{ix: ix, dots: make([]float32, max(1, dotBlock/ix.c.dim)), cdots: make([]float32, ix.NList())}
 }
 
 // query ranks the centroids and scans the nprobe nearest lists, shared
@@ -74,7 +75,7 @@ func (s *flatSearch) query(q *query, ts []*topK, nprobe int, allow *RowSet) {
 	if allow != nil { // lists after the nprobe nearest may be scanned, in order
 		ranked = ix.NList()
 	}
-	s.cs = ix.rankCentroids(q, s.cs, ranked)
+	s.cs = ix.rankCentroids(q, s.cs, ranked, s.cdots)
 	cs := s.cs
 	if len(ts) == 1 {
 		for _, cn := range cs[:nprobe] {
@@ -161,11 +162,21 @@ func fromKey(m Metric, q *query, key float32) float32 {
 // first nearest nearest first: all of them ordered by distance when
 // first is the number of lists; else the first nearest to q (by
 // distance, then list) in that order, the others after them unordered.
-func (ix *Index) rankCentroids(q *query, cs []centroidRank, first int) []centroidRank {
-	dim := ix.c.dim
+// With dots of a length of at least the number of lists, where matVec2
+// runs, the dot products are one matrix-vector product into it (the same
+// bits as one vek32.Dot a centroid: see dotRows).
+func (ix *Index) rankCentroids(q *query, cs []centroidRank, first int, dots []float32) []centroidRank {
+	dim, n := ix.c.dim, len(ix.cnorm)
 	cs = cs[:0]
-	for l := range ix.cnorm {
-		cs = append(cs, centroidRank{l, distance(ix.metric, q, ix.cents[l*dim:(l+1)*dim], ix.cnorm[l])})
+	if len(dots) >= n && n > 1 && haveGemm4x16 && dim%32 == 0 {
+		dots = dotRows(dots, ix.cents[:n*dim], q.v, dim)
+		for l, dot := range dots {
+			cs = append(cs, centroidRank{l, dotDistance(ix.metric, q, dot, ix.cnorm[l])})
+		}
+	} else {
+		for l := range ix.cnorm {
+			cs = append(cs, centroidRank{l, distance(ix.metric, q, ix.cents[l*dim:(l+1)*dim], ix.cnorm[l])})
+		}
 	}
 	if first >= len(cs) {
 		slices.SortFunc(cs, func(a, b centroidRank) int { return cmp.Compare(a.d, b.d) })
