@@ -18,12 +18,13 @@ import numpy as np
 from ._reads import ColumnReader, Reads
 from ._snapshot import enc
 from .errors import InvalidArgument
+from .vector import SearchResult, check_metric, query_matrix
 
 if TYPE_CHECKING:
     from .fts import TextIndexInfo, TextSearchResult
     from .hybrid import HybridSearchResult
     from .query import Selection
-    from .vector import IndexInfo, SearchResult
+    from .vector import IndexInfo
 
 __all__ = ["Search"]
 
@@ -134,7 +135,7 @@ class Search(Reads):
             >>> info = ds.create_index(column="caption", kind="fts")  # doctest: +SKIP
         """
         from .fts import text_index_info
-        from .vector import check_metric, index_info
+        from .vector import index_info
 
         if kind == "fts":
             return text_index_info(self._read_json("loch_fts_build", column.encode()))
@@ -151,7 +152,7 @@ class Search(Reads):
         nearest centroid's list. Raises :class:`loch.NotFound` when no
         index serves this version. ``kind="fts"``: the full-text index."""
         from .fts import text_index_info
-        from .vector import check_metric, index_info
+        from .vector import index_info
 
         if kind not in _VECTOR_KINDS:
             _check_fts_kind(kind)
@@ -205,10 +206,9 @@ class Search(Reads):
             >>> hits.row_ids, hits.scores, hits.vector_ranks, hits.text_ranks  # doctest: +SKIP
             >>> loader = hits.selection().pytorch(batch_size=32)  # doctest: +SKIP
         """
-        from .hybrid import hybrid_options
-        from .vector import check_metric
-
         if fusion is not None or (vector is not None and text is not None):
+            from .hybrid import hybrid_options
+
             hybrid = hybrid_options(column, text_column, check_metric(metric), fusion, weight, rrf_k, rank_window,
                                     nprobe, rerank, exact, where)  # fmt: skip
             return self._hybrid_search(vector, text, k, hybrid, where, columns)
@@ -227,8 +227,6 @@ class Search(Reads):
                        opts: dict[str, Any]) -> SearchResult | list[SearchResult]:  # fmt: skip
         """The ``k`` rows of this version nearest to each query vector in
         ``column`` (see :meth:`search`), among those ``where`` lets through."""
-        from .vector import SearchResult, query_matrix
-
         if k <= 0:
             raise InvalidArgument(f"k = {k}: want k >= 1")
         q, single = query_matrix(vector)
@@ -288,7 +286,6 @@ class Search(Reads):
         """The ``k`` best rows of this version for a hybrid search (see
         :meth:`search`), among those ``where`` lets through."""
         from .hybrid import HybridSearchResult
-        from .vector import query_matrix
 
         if k <= 0:
             raise InvalidArgument(f"k = {k}: want k >= 1")
