@@ -233,16 +233,7 @@ func (b *Builder) encode(dst []byte, blocked, inPlace bool) ([]byte, error) {
 	hdr, sums := b.header(flags, blockSize, &d, nil)
 	hlen := len(hdr) + 4
 	if b.codec == CodecNone && !d.ok {
-		if inPlace {
-			if hlen <= b.room && cap(b.raw)-len(b.raw) >= 4 {
-				return b.inPlace(hdr, sums, blockSize), nil
-			}
-			b.wantRoom = (hlen + hlen/4 + 4095) &^ 4095
-		}
-		dst = slices.Grow(dst[:0], hlen+len(b.raw)+4)
-		out := append(append(dst, hdr...), 0, 0, 0, 0)
-		out = append(out, b.raw...)
-		return b.seal(out, hlen, sums, blockSize), nil
+		return b.encodePlain(dst, hdr, sums, blockSize, inPlace), nil
 	}
 	out := dst[:0]
 	if need := hlen + len(d.raw) + 64; cap(out) < need && b.codec == CodecNone {
@@ -269,6 +260,22 @@ func (b *Builder) encode(dst []byte, blocked, inPlace bool) ([]byte, error) {
 	binary.LittleEndian.PutUint32(out[hlen-4:], Checksum(out[:hlen-4]))
 	out = binary.LittleEndian.AppendUint32(out, Checksum(out[hlen:]))
 	return out, nil
+}
+
+// encodePlain returns the codec none chunk of header hdr (without its
+// checksum) and the raw data: in place when asked and the room fits the
+// header, else copied into dst's memory.
+func (b *Builder) encodePlain(dst, hdr []byte, sums []uint32, blockSize int, inPlace bool) []byte {
+	hlen := len(hdr) + 4
+	if inPlace {
+		if hlen <= b.room && cap(b.raw)-len(b.raw) >= 4 {
+			return b.inPlace(hdr, sums, blockSize)
+		}
+		b.wantRoom = (hlen + hlen/4 + 4095) &^ 4095
+	}
+	dst = slices.Grow(dst[:0], hlen+len(b.raw)+4)
+	out := append(append(dst, hdr...), 0, 0, 0, 0)
+	return b.seal(append(out, b.raw...), hlen, sums, blockSize)
 }
 
 // inPlace puts the header of a codec none chunk (without its checksum) in
