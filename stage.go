@@ -546,14 +546,22 @@ func (st *staging) submit(ctx context.Context, uid int, b *chunk.Builder, ref *m
 		if lo, hi, ok := b.Stats(); ok && err == nil {
 			ref.Min, ref.Max = &lo, &hi
 		}
-		// Put does not retain its argument: after it, the builder (which
-		// holds obj when it was encoded in place) or obj is reused.
-		defer func() {
+		// A chunk encoded in place is the builder's memory: the builder
+		// is reused after the Put (which does not retain its argument),
+		// as obj is when it is not.
+		recycle := func() {
 			b.Reset()
 			st.builders.put(b)
-			if !inPlace && obj != nil {
+		}
+		if !inPlace {
+			recycle()
+			recycle = func() {}
+			if obj != nil {
 				buf = obj[:0]
 			}
+		}
+		defer func() {
+			recycle()
 			if buf != nil {
 				st.buffers.put(buf)
 			}
