@@ -142,52 +142,56 @@ type diffRow struct {
 
 func (s *Server) handleDiff(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	q := r.URL.Query()
 	t, err := s.src.table(ctx, r.PathValue("table"))
 	if err != nil {
 		s.fail(w, r, err, true)
 		return
 	}
-	start, err := intParam(q, "start", 0, 0, 1<<62)
+	data, err := s.diffData(ctx, t, r.URL.Query())
 	if err != nil {
 		s.fail(w, r, err, true)
 		return
+	}
+	s.render(w, r, "diff.html", data)
+}
+
+// diffData is the data of table t's diff page for the query q: the rows
+// changed from version from (default: the first parent of to) to version
+// to (default: the head), diffPage of them from row id start on.
+func (s *Server) diffData(ctx context.Context, t *table, q url.Values) (map[string]any, error) {
+	start, err := intParam(q, "start", 0, 0, 1<<62)
+	if err != nil {
+		return nil, err
 	}
 	toV, err := t.resolve(ctx, q.Get("to"))
 	if err != nil {
-		s.fail(w, r, err, true)
-		return
+		return nil, err
 	}
 	dTo, err := s.src.at(ctx, t, toV)
 	if err != nil {
-		s.fail(w, r, err, true)
-		return
+		return nil, err
 	}
 	from := q.Get("from")
 	var fromV string
 	if from == "" {
-		if fromV, err = parentVersion(ctx, dTo, toV); err != nil {
-			s.fail(w, r, err, true)
-			return
-		}
-	} else if fromV, err = t.resolve(ctx, from); err != nil {
-		s.fail(w, r, err, true)
-		return
+		fromV, err = parentVersion(ctx, dTo, toV)
+	} else {
+		fromV, err = t.resolve(ctx, from)
+	}
+	if err != nil {
+		return nil, err
 	}
 	dFrom, err := s.src.at(ctx, t, fromV)
 	if err != nil {
-		s.fail(w, r, err, true)
-		return
+		return nil, err
 	}
 	diff, err := dTo.Diff(ctx, fromV, toV, loch.DiffOptions{Start: uint64(start), Limit: diffPage})
 	if err != nil {
-		s.fail(w, r, err, true)
-		return
+		return nil, err
 	}
 	rows, err := s.diffRows(ctx, t.name, dFrom, dTo, diff.Rows)
 	if err != nil {
-		s.fail(w, r, err, true)
-		return
+		return nil, err
 	}
 	next := ""
 	if diff.Next != nil {
@@ -195,11 +199,10 @@ func (s *Server) handleDiff(w http.ResponseWriter, r *http.Request) {
 	}
 	refs, err := t.head.Refs(ctx)
 	if err != nil {
-		s.fail(w, r, err, true)
-		return
+		return nil, err
 	}
-	s.render(w, r, "diff.html", map[string]any{"Title": t.name + " diff", "Table": t.name, "Diff": diff, "Rows": rows,
-		"From": fromV, "To": toV, "FromRef": from, "ToRef": q.Get("to"), "Next": next, "Refs": refs})
+	return map[string]any{"Title": t.name + " diff", "Table": t.name, "Diff": diff, "Rows": rows,
+		"From": fromV, "To": toV, "FromRef": from, "ToRef": q.Get("to"), "Next": next, "Refs": refs}, nil
 }
 
 // parentVersion is the first parent of version toV, which d is at, for a
