@@ -41,6 +41,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -231,20 +232,36 @@ def make_parquet(work: Path, n: int) -> Path:
     return src
 
 
+def loch_contenders(bins: dict[str, str], fmt: str, src: Path, out: Path) -> dict[str, list[str]]:
+    """Each loch's ``loch ingest FMT SRC OUT --quiet``, named by its suffix."""
+    return {
+        f"loch ingest {fmt}{suffix}": [loch, "ingest", fmt, str(src), str(out), "--quiet"] for suffix, loch in bins.items()
+    }
+
+
 def parquet_contenders(bins: dict[str, str], src: Path, out: Path) -> dict[str, list[str]]:
     copy = f"import duckdb; duckdb.sql(\"COPY (SELECT * FROM read_parquet('{src}')) TO '{out}' (FORMAT parquet)\")"
-    c = {"duckdb COPY TO parquet": [sys.executable, "-c", copy]}
-    for suffix, loch in bins.items():
-        c[f"loch ingest parquet{suffix}"] = [loch, "ingest", "parquet", str(src), str(out), "--quiet"]
-    return c
+    return {"duckdb COPY TO parquet": [sys.executable, "-c", copy], **loch_contenders(bins, "parquet", src, out)}
+
+
+def bench_file(
+    a: argparse.Namespace,
+    src: Path,
+    contenders: Callable[[dict[str, str], Path, Path], dict[str, list[str]]],
+    title: str,
+    base: str,
+) -> None:
+    """Runs the contenders on the source file src and prints their table, titled by title with src's size as ``{mib}``."""
+    out = a.work / "out"
+    res = run_rounds(contenders(lochs(a), src, out), out, a.rounds)
+    mib = src.stat().st_size / 2**20
+    table(title.format(mib=mib), res, base, mib)
 
 
 def bench_parquet(a: argparse.Namespace) -> None:
     n = a.parquet_rows
-    src = make_parquet(a.work, n)
-    out = a.work / "out"
-    res = run_rounds(parquet_contenders(lochs(a), src, out), out, a.rounds)
-    table(f"parquet: {n} rows, {src.stat().st_size / 2**20:.0f} MiB of parquet", res, "duckdb COPY TO parquet", src.stat().st_size / 2**20)
+    title = f"parquet: {n} rows, {{mib:.0f}} MiB of parquet"
+    bench_file(a, make_parquet(a.work, n), parquet_contenders, title, "duckdb COPY TO parquet")
 
 
 def make_npy(work: Path, n: int) -> Path:
@@ -262,22 +279,17 @@ def make_npy(work: Path, n: int) -> Path:
 
 
 def array_contenders(bins: dict[str, str], src: Path, out: Path) -> dict[str, list[str]]:
-    c = {
+    return {
         "cp": ["cp", str(src), str(out)],
         "dd conv=fsync": ["dd", f"if={src}", f"of={out}", "bs=8M", "conv=fsync", "status=none"],
+        **loch_contenders(bins, "npy", src, out),
     }
-    for suffix, loch in bins.items():
-        c[f"loch ingest npy{suffix}"] = [loch, "ingest", "npy", str(src), str(out), "--quiet"]
-    return c
 
 
 def bench_arrays(a: argparse.Namespace) -> None:
     n = a.array_rows
-    src = make_npy(a.work, n)
-    out = a.work / "out"
-    res = run_rounds(array_contenders(lochs(a), src, out), out, a.rounds)
-    mib = src.stat().st_size / 2**20
-    table(f"arrays: {n} uint8 64x64x3 arrays, {mib:.0f} MiB", res, "dd conv=fsync", mib)
+    title = f"arrays: {n} uint8 64x64x3 arrays, {{mib:.0f}} MiB"
+    bench_file(a, make_npy(a.work, n), array_contenders, title, "dd conv=fsync")
 
 
 def scale_row(n: int, size_mib: float, res: dict[str, list[tuple[float, float, int]]], base: str) -> None:
