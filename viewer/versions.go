@@ -117,19 +117,30 @@ func (s *Server) graph(ctx context.Context, t *table) ([]graphRow, []edge, int, 
 }
 
 func (s *Server) handleLog(w http.ResponseWriter, r *http.Request) {
+	s.tablePage(w, r, "log.html", func(ctx context.Context, t *table) (map[string]any, error) {
+		rows, edges, width, err := s.graph(ctx, t)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"Title": t.name + " versions", "Table": t.name, "Commits": rows, "Edges": edges,
+			"Width": width, "Height": len(rows) * rowHeight, "RowHeight": rowHeight}, nil
+	})
+}
+
+// tablePage renders the page tmpl of the table the path names with the
+// data that page gives, or the error of either.
+func (s *Server) tablePage(w http.ResponseWriter, r *http.Request, tmpl string, page func(context.Context, *table) (map[string]any, error)) {
 	ctx := r.Context()
 	t, err := s.src.table(ctx, r.PathValue("table"))
+	var data map[string]any
+	if err == nil {
+		data, err = page(ctx, t)
+	}
 	if err != nil {
 		s.fail(w, r, err, true)
 		return
 	}
-	rows, edges, width, err := s.graph(ctx, t)
-	if err != nil {
-		s.fail(w, r, err, true)
-		return
-	}
-	s.render(w, r, "log.html", map[string]any{"Title": t.name + " versions", "Table": t.name, "Commits": rows, "Edges": edges,
-		"Width": width, "Height": len(rows) * rowHeight, "RowHeight": rowHeight})
+	s.render(w, r, tmpl, data)
 }
 
 // diffRow is one changed row: its cells in the older version (deleted,
@@ -141,18 +152,9 @@ type diffRow struct {
 }
 
 func (s *Server) handleDiff(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
-	t, err := s.src.table(ctx, r.PathValue("table"))
-	if err != nil {
-		s.fail(w, r, err, true)
-		return
-	}
-	data, err := s.diffData(ctx, t, r.URL.Query())
-	if err != nil {
-		s.fail(w, r, err, true)
-		return
-	}
-	s.render(w, r, "diff.html", data)
+	s.tablePage(w, r, "diff.html", func(ctx context.Context, t *table) (map[string]any, error) {
+		return s.diffData(ctx, t, r.URL.Query())
+	})
 }
 
 // diffData is the data of table t's diff page for the query q: the rows
