@@ -38,11 +38,7 @@ type Segment struct {
 
 // Descriptor is the body of an `indexes/<commit id>/<uid>.bm25` object.
 type Descriptor struct {
-	Version  string           `json:"version"`
-	Column   string           `json:"column"`
-	UID      int              `json:"uid"`
-	Metric   string           `json:"metric"`
-	Type     string           `json:"type"`
+	vindex.Header
 	Analyzer string           `json:"analyzer"`
 	DType    string           `json:"dtype"`
 	Docs     int64            `json:"docs"`
@@ -86,7 +82,7 @@ func DecodeDescriptor(key string, obj []byte) (*Descriptor, error) {
 func isMetric(m string) bool { return m == Metric }
 
 func (d *Descriptor) check(version string, uid int, metric string) error {
-	if err := vindex.CheckKey(d.Version, d.UID, d.Metric, version, uid, metric); err != nil {
+	if err := d.CheckKey(version, uid, metric); err != nil {
 		return err
 	}
 	switch {

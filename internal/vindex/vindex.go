@@ -49,13 +49,21 @@ type List struct {
 	Rows int    `json:"rows"`
 }
 
+// Header is what every index descriptor, vector or full-text, begins
+// with: the version, column uid and metric its key names (CheckKey), the
+// column's name and the index type. Embedded first, its fields come first
+// in the descriptor's JSON.
+type Header struct {
+	Version string `json:"version"`
+	Column  string `json:"column"`
+	UID     int    `json:"uid"`
+	Metric  string `json:"metric"`
+	Type    string `json:"type"`
+}
+
 // Descriptor is the body of an `indexes/...` object.
 type Descriptor struct {
-	Version   string    `json:"version"`
-	Column    string    `json:"column"`
-	UID       int       `json:"uid"`
-	Metric    string    `json:"metric"`
-	Type      string    `json:"type"`
+	Header
 	Dim       int       `json:"dim"`
 	DType     string    `json:"dtype"`
 	Rows      int64     `json:"rows"`
@@ -119,11 +127,11 @@ func DecodeAt[D any](key string, obj []byte, what, kind string, known func(strin
 	return d, nil
 }
 
-// CheckKey checks that a descriptor's version, column uid and metric are
-// the ones its key names (ErrCorrupt where they are not).
-func CheckKey(version string, uid int, metric, keyVersion string, keyUID int, keyMetric string) error {
-	if version != keyVersion || uid != keyUID || metric != keyMetric {
-		return corruptf("descriptor names version %s, column uid %d, metric %q; its key names %s, %d, %q", version, uid, metric, keyVersion, keyUID, keyMetric)
+// CheckKey checks that the descriptor's version, column uid and metric
+// are the ones its key names (ErrCorrupt where they are not).
+func (h *Header) CheckKey(version string, uid int, metric string) error {
+	if h.Version != version || h.UID != uid || h.Metric != metric {
+		return corruptf("descriptor names version %s, column uid %d, metric %q; its key names %s, %d, %q", h.Version, h.UID, h.Metric, version, uid, metric)
 	}
 	return nil
 }
@@ -132,7 +140,7 @@ func CheckKey(version string, uid int, metric, keyVersion string, keyUID int, ke
 const maxDim = 1 << 16
 
 func (d *Descriptor) check(version string, uid int, metric string) error {
-	if err := CheckKey(d.Version, d.UID, d.Metric, version, uid, metric); err != nil {
+	if err := d.CheckKey(version, uid, metric); err != nil {
 		return err
 	}
 	switch {
