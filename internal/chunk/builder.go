@@ -330,3 +330,91 @@ func appendU32s(b []byte, v []uint32) []byte {
 	}
 	return b
 }
+
+// AddFixed appends n samples of one shape whose bytes lie one after the
+// other in data (len(data)/n bytes each), as n calls of Add would. nulls,
+// when not nil, marks the null samples (n flags); a null sample's bytes
+// in data are skipped.
+func (b *Builder) AddFixed(shape []int, data []byte, n int, nulls []bool) error {
+	if n == 0 {
+		return nil
+	}
+	if len(data)%n != 0 || nulls != nil && len(nulls) != n {
+		return fmt.Errorf("%d samples in %d bytes with %d null flags", n, len(data), len(nulls))
+	}
+	size := len(data) / n
+	if err := b.Add(shape, data[:size], nulls != nil && nulls[0]); err != nil {
+		return err
+	}
+	if nulls == nil { // the common case: one copy of the bytes
+		base := len(b.raw)
+		b.raw = append(b.raw, data[size:]...)
+		for i := 1; i < n; i++ {
+			b.offsets = append(b.offsets, uint64(base+i*size))
+		}
+	}
+	for i := 1; i < n; i++ {
+		null := nulls != nil && nulls[i]
+		b.appendRun(shape, null)
+		if nulls != nil {
+			if !null {
+				b.raw = append(b.raw, data[i*size:(i+1)*size]...)
+			}
+			b.offsets = append(b.offsets, uint64(len(b.raw)))
+		}
+	}
+	return nil
+}
+
+// AddVar appends len(offs)-1 samples of one dimension, sample i the bytes
+// data[offs[i]:offs[i+1]], as calls of Add would. nulls, when not nil,
+// marks the null samples; a null sample's range must be empty.
+func (b *Builder) AddVar(data []byte, offs []int, nulls []bool) error {
+	n := len(offs) - 1
+	if n <= 0 {
+		return nil
+	}
+	if nulls != nil && len(nulls) != n || offs[n] > len(data) {
+		return fmt.Errorf("%d samples in %d bytes (last offset %d) with %d null flags", n, len(data), offs[n], len(nulls))
+	}
+	shape := []int{offs[1] - offs[0]}
+	if err := b.Add(shape, data[offs[0]:offs[1]], nulls != nil && nulls[0]); err != nil {
+		return err
+	}
+	b.raw = append(b.raw, data[offs[1]:offs[n]]...)
+	base := len(b.raw) - offs[n]
+	for i := 1; i < n; i++ {
+		l := offs[i+1] - offs[i]
+		if l < 0 || l > 1<<31 {
+			return fmt.Errorf("sample %d: length %d out of range", i, l)
+		}
+		null := nulls != nil && nulls[i]
+		if null && l != 0 {
+			return fmt.Errorf("sample %d is null but has %d bytes", i, l)
+		}
+		shape[0] = l
+		b.appendRun(shape, null)
+		b.offsets = append(b.offsets, uint64(base+offs[i+1]))
+	}
+	return nil
+}
+
+// appendRun records one more sample of AddFixed or AddVar (of the
+// dimensions checked by their first Add) but its bytes and offset.
+func (b *Builder) appendRun(shape []int, null bool) {
+	if null {
+		b.anyNull, b.fixed = true, false
+		b.shapes = append(b.shapes, make([]uint32, b.ndim)...)
+	} else {
+		for i, d := range shape {
+			if uint32(d) != b.firstDim[i] {
+				b.fixed = false
+			}
+			b.shapes = append(b.shapes, uint32(d))
+		}
+	}
+	b.nulls = append(b.nulls, null)
+	if IsMedia(b.sample) {
+		b.media = append(b.media, Media{})
+	}
+}
