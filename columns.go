@@ -25,6 +25,17 @@ type ColumnData struct {
 	Nulls []bool
 }
 
+// SampleError is ExtendColumns' error for an invalid sample: its row (from
+// 0, in the rows given) and what is wrong with it, which names the column.
+type SampleError struct {
+	Row int
+	Err error
+}
+
+func (e *SampleError) Error() string { return fmt.Sprintf("row %d: %v", e.Row, e.Err) }
+
+func (e *SampleError) Unwrap() error { return e.Err }
+
 // ExtendColumns stages rows rows given column by column, in order: each
 // of cols is a column of the dataset (at most once), the others are null.
 // It takes the columns whose samples are stored as they are: numeric
@@ -118,7 +129,7 @@ func checkColumnData(c *schema.Column, rows int, cd *ColumnData) error {
 		}
 		shape[0] = hi - lo
 		if err := c.CheckSample(shape, cd.Values[lo:hi]); err != nil {
-			return fmt.Errorf("row %d: %w", i, err)
+			return &SampleError{Row: i, Err: err}
 		}
 	}
 	return nil
@@ -140,7 +151,7 @@ func checkFixed(c *schema.Column, rows int, cd *ColumnData) error {
 			continue
 		}
 		if err := c.CheckSample(shape, cd.Values[i*size:(i+1)*size]); err != nil {
-			return fmt.Errorf("row %d: %w", i, err)
+			return &SampleError{Row: i, Err: err}
 		}
 	}
 	return nil
