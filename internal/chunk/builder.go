@@ -235,7 +235,17 @@ func (b *Builder) flags() uint16 {
 func (b *Builder) header(flags uint16, blockSize int, d *dictData, e *encoding) []byte {
 	raw := d.raw
 	n := b.Len()
-	hdr := make([]byte, fixedHeaderLen, fixedHeaderLen+4*len(b.shapes)+8*len(b.offsets)+64)
+	// Room for the shapes and offsets only where they are written out
+	// plain: a chunk of a million scalars would otherwise allocate 12 MB
+	// of header for a few bytes.
+	room := 64
+	if !d.ok && e == nil && flags&FlagFixedShape == 0 {
+		room += 4 * len(b.shapes)
+	}
+	if !d.ok && e == nil && flags&FlagImplicitOffsets == 0 {
+		room += 8 * len(b.offsets)
+	}
+	hdr := make([]byte, fixedHeaderLen, fixedHeaderLen+room)
 	copy(hdr, Magic)
 	hdr[4], hdr[5] = Major, b.minor(flags, d)
 	hdr[6], hdr[7], hdr[8], hdr[9] = byte(b.dtype), b.sample, b.codec, byte(b.ndim)
