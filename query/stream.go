@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"reflect"
 	"strings"
 	"unsafe"
 
@@ -38,8 +37,9 @@ type StreamColumn struct {
 // with ErrNotColumnar before check. fn's error ends Stream and is
 // returned as it is; a failure of the query (DuckDB's, or ctx's) is
 // returned as the engine reports query errors. A Batch is valid only
-// until fn returns. Stream reads duckdb-go's connection handle, which it
-// does not export, by reflection (the layout is checked, not assumed).
+// until fn returns. Like Rows, Stream runs a statement other than a
+// SELECT as given: the caller decides what it runs. It reads duckdb-go's
+// connection handle, which duckdb-go does not export (connHandle).
 func (e *Engine) Stream(ctx context.Context, q string, check func([]StreamColumn) error, fn func(*Batch) error) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -67,21 +67,6 @@ func (e *Engine) Stream(ctx context.Context, q string, check func([]StreamColumn
 		return e.queryError(q, err)
 	}
 	return nil
-}
-
-// connHandle is DuckDB's handle of a duckdb-go connection (its unexported
-// field conn).
-func connHandle(c any) (mapping.Connection, error) {
-	v := reflect.ValueOf(c)
-	if v.Kind() == reflect.Pointer && !v.IsNil() {
-		v = v.Elem()
-	}
-	if v.Kind() == reflect.Struct {
-		if f := v.FieldByName("conn"); f.IsValid() && f.Type() == reflect.TypeFor[mapping.Connection]() && f.CanAddr() {
-			return *(*mapping.Connection)(unsafe.Pointer(f.UnsafeAddr())), nil
-		}
-	}
-	return mapping.Connection{}, fmt.Errorf("query: streaming: DuckDB's connection is a %T without the handle duckdb-go keeps: %w", c, errors.ErrUnsupported)
 }
 
 // stream runs sql on conn as a streaming result and hands it to fn; own
