@@ -24,6 +24,12 @@ type Builder struct {
 	fixed    bool
 	firstDim []uint32
 	media    []Media // media chunks: one entry per sample (media.go)
+	// lazyOffsets says offsets holds only its first 0: while every
+	// sample is of a fixed-size dtype, non-null, of the first's shape
+	// and stored as it is, sample i's offset is i times its size (the
+	// chunk's offsets are implicit), and a million scalars need no 8 MB
+	// of offsets. The first sample that breaks it writes them out.
+	lazyOffsets bool
 }
 
 // NewBuilder returns a Builder for a column with the given dtype, sample
@@ -31,6 +37,7 @@ type Builder struct {
 // number of data bytes, allocated up front.
 func NewBuilder(dtype schema.DType, sampleCompression, codec uint8, sizeHint int) *Builder {
 	b := &Builder{dtype: dtype, sample: sampleCompression, codec: codec, offsets: []uint64{0}, fixed: true}
+	b.lazyOffsets = b.canElide()
 	if sizeHint > 0 {
 		b.raw = make([]byte, 0, sizeHint)
 	}
@@ -76,8 +83,13 @@ func (b *Builder) Add(shape []int, data []byte, null bool) error {
 		}
 		b.shapes = append(b.shapes, uint32(d))
 	}
+	if b.lazyOffsets && (null || !b.fixed) {
+		b.writeOffsets()
+	}
 	b.raw = append(b.raw, data...)
-	b.offsets = append(b.offsets, uint64(len(b.raw)))
+	if !b.lazyOffsets {
+		b.offsets = append(b.offsets, uint64(len(b.raw)))
+	}
 	b.nulls = append(b.nulls, null)
 	if IsMedia(b.sample) {
 		b.media = append(b.media, Media{})
@@ -86,19 +98,44 @@ func (b *Builder) Add(shape []int, data []byte, null bool) error {
 }
 
 // SetPartial marks the (single) sample as one piece of a larger sample.
-func (b *Builder) SetPartial(p Partial) { b.partial = &p }
+func (b *Builder) SetPartial(p Partial) {
+	b.writeOffsets()
+	b.partial = &p
+}
+
+// canElide reports whether the Builder's samples can start with lazy
+// offsets (lazyOffsets).
+func (b *Builder) canElide() bool { return !b.dtype.Variable() && b.sample == SampleNone }
+
+// writeOffsets writes out lazy offsets (lazyOffsets), those of the
+// samples added so far, all of one size.
+func (b *Builder) writeOffsets() {
+	if !b.lazyOffsets {
+		return
+	}
+	b.lazyOffsets = false
+	n := len(b.nulls)
+	if n == 0 {
+		return
+	}
+	size := len(b.raw) / n
+	for i := 1; i <= n; i++ {
+		b.offsets = append(b.offsets, uint64(i*size))
+	}
+}
 
 // Reinit empties the Builder for a column of another type, keeping its
 // buffers.
 func (b *Builder) Reinit(dtype schema.DType, sampleCompression, codec uint8) {
-	b.Reset()
 	b.dtype, b.sample, b.codec = dtype, sampleCompression, codec
+	b.Reset()
 }
 
 // Reset empties the Builder, keeping its buffers.
 func (b *Builder) Reset() {
 	b.shapes, b.offsets, b.nulls, b.raw, b.media = b.shapes[:0], b.offsets[:1], b.nulls[:0], b.raw[:0], b.media[:0]
 	b.anyNull, b.partial, b.ndimSet, b.fixed = false, nil, false, true
+	b.lazyOffsets = b.canElide()
 }
 
 // Encode returns the chunk object holding the samples added so far.
@@ -128,6 +165,9 @@ func (b *Builder) encode(dst []byte, blocked bool) ([]byte, error) {
 		return nil, fmt.Errorf("encode chunk: a partial chunk holds one sample, have %d", n)
 	}
 	flags, blockSize := b.flags(), BlockSize
+	if flags&FlagImplicitOffsets == 0 {
+		b.writeOffsets() // (lazy offsets imply implicit ones: not expected)
+	}
 	d := dictData{raw: b.raw}
 	if blocked {
 		if d.offs, d.entries, d.raw, d.ok = b.dictionary(); d.ok {
@@ -359,18 +399,23 @@ func (b *Builder) AddFixed(shape []int, data []byte, n int, nulls []bool) error 
 	if nulls == nil { // the common case: one copy of the bytes
 		base := len(b.raw)
 		b.raw = append(b.raw, data[size:]...)
-		for i := 1; i < n; i++ {
+		for i := 1; i < n && !b.lazyOffsets; i++ {
 			b.offsets = append(b.offsets, uint64(base+i*size))
 		}
 	}
 	for i := 1; i < n; i++ {
 		null := nulls != nil && nulls[i]
+		if null {
+			b.writeOffsets()
+		}
 		b.appendRun(shape, null)
 		if nulls != nil {
 			if !null {
 				b.raw = append(b.raw, data[i*size:(i+1)*size]...)
 			}
-			b.offsets = append(b.offsets, uint64(len(b.raw)))
+			if !b.lazyOffsets {
+				b.offsets = append(b.offsets, uint64(len(b.raw)))
+			}
 		}
 	}
 	return nil
