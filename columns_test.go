@@ -88,16 +88,18 @@ func TestExtendColumnsAsExtend(t *testing.T) {
 	ea, eb := a.Columns(), b.Columns()
 	for k, c := range a.Schema().Columns {
 		require.Equal(t, ea[k].Stats, eb[k].Stats, c.Name)
-		ra, err := a.Column(c.Name)
-		require.NoError(t, err)
-		rb, err := b.Column(c.Name)
-		require.NoError(t, err)
-		sa, err := ra.ReadRange(ctx, 0, a.Len())
-		require.NoError(t, err)
-		sb, err := rb.ReadRange(ctx, 0, b.Len())
-		require.NoError(t, err)
-		require.Equal(t, sa, sb, c.Name)
+		require.Equal(t, allSamples(t, a, c.Name), allSamples(t, b, c.Name), c.Name)
 	}
+}
+
+// allSamples reads the whole of column name.
+func allSamples(t *testing.T, d *Dataset, name string) []Sample {
+	t.Helper()
+	r, err := d.Column(name)
+	require.NoError(t, err)
+	s, err := r.ReadRange(ctx, 0, d.Len())
+	require.NoError(t, err)
+	return s
 }
 
 // sliceColumns is rows lo to hi of cols.

@@ -2,6 +2,7 @@ package query
 
 import (
 	"context"
+	"database/sql/driver"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -41,36 +42,25 @@ type StreamColumn struct {
 // SELECT as given: the caller decides what it runs. It reads duckdb-go's
 // connection handle, which duckdb-go does not export (connHandle).
 func (e *Engine) Stream(ctx context.Context, q string, check func([]StreamColumn) error, fn func(*Batch) error) error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.ctx = ctx
-	e.failed.take()
-	rw, err := e.rewrite(ctx, q, false)
-	if err != nil {
-		return err
-	}
-	var own error // check's or fn's, returned as it is
-	err = e.conn.Raw(func(c any) error {
+	var own error // check's or fn's, or ErrNotColumnar: returned as it is
+	err := e.Raw(ctx, q, func(c driver.Conn, sql string) error {
 		conn, err := connHandle(c)
 		if err != nil {
 			return err
 		}
-		own, err = stream(ctx, conn, rw.sql, check, fn)
+		if own, err = stream(ctx, conn, sql, check, fn); own != nil {
+			return nil
+		}
 		return err
 	})
-	switch {
-	case own != nil:
+	if own != nil {
 		return own
-	case errors.Is(err, ErrNotColumnar):
-		return err
-	case err != nil:
-		return e.queryError(q, err)
 	}
-	return nil
+	return err
 }
 
 // stream runs sql on conn as a streaming result and hands it to fn; own
-// is check's or fn's error, err DuckDB's.
+// is check's or fn's error or ErrNotColumnar, err DuckDB's.
 func stream(ctx context.Context, conn mapping.Connection, sql string, check func([]StreamColumn) error, fn func(*Batch) error) (own, err error) {
 	var stmt mapping.PreparedStatement
 	defer mapping.DestroyPrepare(&stmt)
@@ -97,8 +87,8 @@ func stream(ctx context.Context, conn mapping.Connection, sql string, check func
 		return nil, errors.Join(ctx.Err(), errors.New(mapping.ResultError(&res)))
 	}
 	b := &Batch{}
-	if b.cols, err = streamColumns(&res); err != nil {
-		return nil, err
+	if b.cols, own = streamColumns(&res); own != nil {
+		return own, nil
 	}
 	if err := check(b.cols); err != nil {
 		return err, nil
