@@ -3,12 +3,18 @@ package chunk
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
+	"unsafe"
 
 	"github.com/lochdata/loch/schema"
 )
 
 // Builder collects the samples of one chunk. A Builder is not safe for
 // concurrent use. Add copies the sample bytes; the caller may reuse them.
+//
+// The raw data lies in buf after room bytes kept free for the header, so
+// that EncodeInPlace can put a codec none chunk's header before its data
+// instead of copying the data after a header.
 type Builder struct {
 	dtype    schema.DType
 	sample   uint8
@@ -18,7 +24,15 @@ type Builder struct {
 	offsets  []uint64
 	nulls    []bool
 	anyNull  bool
-	raw      []byte
+	raw      []byte // buf[room : room+len(raw)]
+	buf      []byte
+	room     int // bytes before raw in buf, for the header (EncodeInPlace)
+	wantRoom int // room the last header in place needed, taken at Reset
+	// sums are the checksums of raw's complete blocks of sumBlock bytes
+	// (the chunk's block size), computed as samples are added, while
+	// their bytes are in the processor's cache.
+	sums     []uint32
+	sumBlock int
 	partial  *Partial
 	ndimSet  bool
 	fixed    bool
@@ -36,10 +50,15 @@ type Builder struct {
 // compression and chunk codec codes. sizeHint, if positive, is the expected
 // number of data bytes, allocated up front.
 func NewBuilder(dtype schema.DType, sampleCompression, codec uint8, sizeHint int) *Builder {
-	b := &Builder{dtype: dtype, sample: sampleCompression, codec: codec, offsets: []uint64{0}, fixed: true}
+	b := &Builder{dtype: dtype, sample: sampleCompression, codec: codec, offsets: []uint64{0}, fixed: true, sumBlock: sumBlock(codec)}
 	b.lazyOffsets = b.canElide()
 	if sizeHint > 0 {
-		b.raw = make([]byte, 0, sizeHint)
+		// A first guess at the header: block checksums of 4 KiB blocks
+		// (0.1% of the data) and the offsets of samples of 4 KiB and up;
+		// a larger header raises the room for the Builder's next chunk.
+		b.room = 4<<10 + sizeHint/256
+		b.buf = make([]byte, b.room+sizeHint+4) // 4: the data checksum
+		b.raw = b.buf[b.room:b.room]
 	}
 	return b
 }
@@ -86,7 +105,7 @@ func (b *Builder) Add(shape []int, data []byte, null bool) error {
 	if b.lazyOffsets && (null || !b.fixed) {
 		b.writeOffsets()
 	}
-	b.raw = append(b.raw, data...)
+	b.appendRaw(data)
 	if !b.lazyOffsets {
 		b.offsets = append(b.offsets, uint64(len(b.raw)))
 	}
@@ -95,6 +114,43 @@ func (b *Builder) Add(shape []int, data []byte, null bool) error {
 		b.media = append(b.media, Media{})
 	}
 	return nil
+}
+
+// appendRaw appends data to the raw data, keeping the room before it and
+// space for a checksum after it.
+func (b *Builder) appendRaw(data []byte) {
+	if len(b.raw)+len(data)+4 > cap(b.raw) {
+		need := b.room + len(b.raw) + len(data) + 4
+		buf := make([]byte, max(need, 2*len(b.buf)))
+		copy(buf[b.room:], b.raw)
+		b.buf, b.raw = buf, buf[b.room:b.room+len(b.raw)]
+	}
+	b.raw = append(b.raw, data...)
+	for off := len(b.sums) * b.sumBlock; off+b.sumBlock <= len(b.raw); off += b.sumBlock {
+		b.sums = append(b.sums, Checksum(b.raw[off:off+b.sumBlock]))
+	}
+}
+
+// sumBlock is the block size of chunks of a codec.
+func sumBlock(codec uint8) int {
+	if codec == CodecNone {
+		return PlainBlockSize
+	}
+	return BlockSize
+}
+
+// blockSums returns the checksums of raw's blocks of blockSize bytes,
+// taking those Add computed when raw is the Builder's raw data.
+func (b *Builder) blockSums(raw []byte, blockSize int) []uint32 {
+	sums := make([]uint32, 0, blockCount(int64(len(raw)), blockSize))
+	off := 0
+	if blockSize == b.sumBlock && len(raw) == len(b.raw) && unsafe.SliceData(raw) == unsafe.SliceData(b.raw) {
+		sums, off = append(sums, b.sums...), len(b.sums)*blockSize
+	}
+	for ; off < len(raw); off += blockSize {
+		sums = append(sums, Checksum(raw[off:min(off+blockSize, len(raw))]))
+	}
+	return sums
 }
 
 // SetPartial marks the (single) sample as one piece of a larger sample.
@@ -127,13 +183,17 @@ func (b *Builder) writeOffsets() {
 // Reinit empties the Builder for a column of another type, keeping its
 // buffers.
 func (b *Builder) Reinit(dtype schema.DType, sampleCompression, codec uint8) {
-	b.dtype, b.sample, b.codec = dtype, sampleCompression, codec
+	b.dtype, b.sample, b.codec, b.sumBlock = dtype, sampleCompression, codec, sumBlock(codec)
 	b.Reset()
 }
 
 // Reset empties the Builder, keeping its buffers.
 func (b *Builder) Reset() {
-	b.shapes, b.offsets, b.nulls, b.raw, b.media = b.shapes[:0], b.offsets[:1], b.nulls[:0], b.raw[:0], b.media[:0]
+	if b.wantRoom > b.room && b.wantRoom < len(b.buf)/2 {
+		b.room = b.wantRoom
+	}
+	b.raw = b.buf[b.room:b.room]
+	b.shapes, b.offsets, b.nulls, b.media, b.sums = b.shapes[:0], b.offsets[:1], b.nulls[:0], b.media[:0], b.sums[:0]
 	b.anyNull, b.partial, b.ndimSet, b.fixed = false, nil, false, true
 	b.lazyOffsets = b.canElide()
 }
@@ -146,17 +206,38 @@ func (b *Builder) Encode() ([]byte, error) { return b.EncodeTo(nil) }
 // Every chunk has block checksums. Chunks of codec lz4 and zstd are
 // blocked (format 1.1): each block of BlockSize raw bytes is compressed
 // alone, so that a reader can decode any run of blocks without the others.
-func (b *Builder) EncodeTo(dst []byte) ([]byte, error) { return b.encode(dst, true) }
+func (b *Builder) EncodeTo(dst []byte) ([]byte, error) { return b.encode(dst, true, false) }
+
+// EncodeInPlace is EncodeTo without the copy of a codec none chunk's
+// data: its header is put in the room the Builder keeps before the data,
+// and the chunk returned (inPlace) shares the Builder's memory, valid
+// until the next Add, Reset or Reinit. Other chunks, and one whose header
+// outgrows the room (the Builder then keeps more after its next Reset),
+// are written into dst's memory as EncodeTo does.
+func (b *Builder) EncodeInPlace(dst []byte) (obj []byte, inPlace bool, err error) {
+	obj, err = b.encode(dst, true, true)
+	return obj, err == nil && b.inBuf(obj), err
+}
+
+// inBuf reports whether obj lies in the Builder's buffer.
+func (b *Builder) inBuf(obj []byte) bool {
+	if len(obj) == 0 || len(b.buf) == 0 {
+		return false
+	}
+	p, lo := uintptr(unsafe.Pointer(unsafe.SliceData(obj))), uintptr(unsafe.Pointer(unsafe.SliceData(b.buf)))
+	return p >= lo && p < lo+uintptr(len(b.buf))
+}
 
 // EncodeFormat10 returns the chunk object as the format 1.0 writer wrote
 // it: an lz4 or zstd chunk holds one lz4 block or zstd frame of all the
 // data and no block checksums (codec none chunks are the same in both).
 // loch writes format 1.1; tests use this to make the chunks older loch
 // wrote, and prove it byte for byte against chunks that loch wrote.
-func (b *Builder) EncodeFormat10() ([]byte, error) { return b.encode(nil, false) }
+func (b *Builder) EncodeFormat10() ([]byte, error) { return b.encode(nil, false, false) }
 
-// encode encodes the chunk, blocked (format 1.1) or not (format 1.0).
-func (b *Builder) encode(dst []byte, blocked bool) ([]byte, error) {
+// encode encodes the chunk, blocked (format 1.1) or not (format 1.0), a
+// codec none chunk's header in the room before its data when inPlace.
+func (b *Builder) encode(dst []byte, blocked, inPlace bool) ([]byte, error) {
 	n := b.Len()
 	if n == 0 {
 		return nil, fmt.Errorf("encode chunk: no samples")
@@ -189,8 +270,11 @@ func (b *Builder) encode(dst []byte, blocked bool) ([]byte, error) {
 			return out, err
 		}
 	}
-	hdr := b.header(flags, blockSize, &d, nil)
+	hdr, sums := b.header(flags, blockSize, &d, nil)
 	hlen := len(hdr) + 4
+	if b.codec == CodecNone && !d.ok {
+		return b.encodePlain(dst, hdr, sums, blockSize, inPlace), nil
+	}
 	out := dst[:0]
 	if need := hlen + len(d.raw) + 64; cap(out) < need && b.codec == CodecNone {
 		out = make([]byte, 0, need)
@@ -216,6 +300,43 @@ func (b *Builder) encode(dst []byte, blocked bool) ([]byte, error) {
 	binary.LittleEndian.PutUint32(out[hlen-4:], Checksum(out[:hlen-4]))
 	out = binary.LittleEndian.AppendUint32(out, Checksum(out[hlen:]))
 	return out, nil
+}
+
+// encodePlain returns the codec none chunk of header hdr (without its
+// checksum) and the raw data: in place when asked and the room fits the
+// header, else copied into dst's memory.
+func (b *Builder) encodePlain(dst, hdr []byte, sums []uint32, blockSize int, inPlace bool) []byte {
+	hlen := len(hdr) + 4
+	if inPlace {
+		if hlen <= b.room && cap(b.raw)-len(b.raw) >= 4 {
+			return b.inPlace(hdr, sums, blockSize)
+		}
+		b.wantRoom = (hlen + hlen/4 + 4095) &^ 4095
+	}
+	dst = slices.Grow(dst[:0], hlen+len(b.raw)+4)
+	out := append(append(dst, hdr...), 0, 0, 0, 0)
+	return b.seal(append(out, b.raw...), hlen, sums, blockSize)
+}
+
+// inPlace puts the header of a codec none chunk (without its checksum) in
+// the room before the raw data, and returns the chunk, sealed.
+func (b *Builder) inPlace(hdr []byte, sums []uint32, blockSize int) []byte {
+	hlen := len(hdr) + 4
+	out := b.buf[b.room-hlen : b.room+len(b.raw)]
+	copy(out, hdr)
+	return b.seal(out, hlen, sums, blockSize)
+}
+
+// seal completes a codec none chunk out of hlen header bytes then the raw
+// data: the data length, the header checksum, and the data checksum after
+// the data, combined from the block checksums sums where there are some.
+func (b *Builder) seal(out []byte, hlen int, sums []uint32, blockSize int) []byte {
+	binary.LittleEndian.PutUint64(out[24:], uint64(len(b.raw)))
+	binary.LittleEndian.PutUint32(out[hlen-4:], Checksum(out[:hlen-4]))
+	if blockSize > 0 {
+		return binary.LittleEndian.AppendUint32(out, combineChecksums(sums, blockSize, len(b.raw)))
+	}
+	return binary.LittleEndian.AppendUint32(out, Checksum(b.raw))
 }
 
 // dictData is the raw data a chunk is encoded with: the samples' bytes, or
@@ -272,7 +393,9 @@ func (b *Builder) flags() uint16 {
 // lengths that flags and blockSize call for, over the raw data d.raw.
 // An encoded chunk (e not nil) has its codec, its shapes and offsets as
 // encoded sequences, and its block lengths, from e.
-func (b *Builder) header(flags uint16, blockSize int, d *dictData, e *encoding) []byte {
+//
+// It returns the block checksums too (nil when blockSize is 0).
+func (b *Builder) header(flags uint16, blockSize int, d *dictData, e *encoding) (hdr []byte, sums []uint32) {
 	raw := d.raw
 	n := b.Len()
 	// Room for the shapes and offsets only where they are written out
@@ -285,7 +408,7 @@ func (b *Builder) header(flags uint16, blockSize int, d *dictData, e *encoding) 
 	if !d.ok && e == nil && flags&FlagImplicitOffsets == 0 {
 		room += 8 * len(b.offsets)
 	}
-	hdr := make([]byte, fixedHeaderLen, fixedHeaderLen+room)
+	hdr = make([]byte, fixedHeaderLen, fixedHeaderLen+room)
 	copy(hdr, Magic)
 	hdr[4], hdr[5] = Major, b.minor(flags, d)
 	hdr[6], hdr[7], hdr[8], hdr[9] = byte(b.dtype), b.sample, b.codec, byte(b.ndim)
@@ -330,10 +453,8 @@ func (b *Builder) header(flags uint16, blockSize int, d *dictData, e *encoding) 
 		hdr = binary.LittleEndian.AppendUint32(hdr, b.partial.Count)
 	}
 	if blockSize > 0 {
-		for off := 0; off < len(raw); off += blockSize {
-			end := min(off+blockSize, len(raw))
-			hdr = binary.LittleEndian.AppendUint32(hdr, Checksum(raw[off:end]))
-		}
+		sums = b.blockSums(raw, blockSize)
+		hdr = appendU32s(hdr, sums)
 	}
 	switch {
 	case e != nil:
@@ -342,7 +463,7 @@ func (b *Builder) header(flags uint16, blockSize int, d *dictData, e *encoding) 
 		hdr = append(hdr, make([]byte, 4*blockCount(int64(len(raw)), blockSize))...)
 	}
 	binary.LittleEndian.PutUint32(hdr[16:], uint32(len(hdr)+4))
-	return hdr
+	return hdr, sums
 }
 
 // minor is the chunk minor version of a chunk with these flags: each kind
@@ -398,7 +519,7 @@ func (b *Builder) AddFixed(shape []int, data []byte, n int, nulls []bool) error 
 	}
 	if nulls == nil { // the common case: one copy of the bytes
 		base := len(b.raw)
-		b.raw = append(b.raw, data[size:]...)
+		b.appendRaw(data[size:])
 		for i := 1; i < n && !b.lazyOffsets; i++ {
 			b.offsets = append(b.offsets, uint64(base+i*size))
 		}
@@ -411,7 +532,7 @@ func (b *Builder) AddFixed(shape []int, data []byte, n int, nulls []bool) error 
 		b.appendRun(shape, null)
 		if nulls != nil {
 			if !null {
-				b.raw = append(b.raw, data[i*size:(i+1)*size]...)
+				b.appendRaw(data[i*size : (i+1)*size])
 			}
 			if !b.lazyOffsets {
 				b.offsets = append(b.offsets, uint64(len(b.raw)))
@@ -436,7 +557,7 @@ func (b *Builder) AddVar(data []byte, offs []int, nulls []bool) error {
 	if err := b.Add(shape, data[offs[0]:offs[1]], nulls != nil && nulls[0]); err != nil {
 		return err
 	}
-	b.raw = append(b.raw, data[offs[1]:offs[n]]...)
+	b.appendRaw(data[offs[1]:offs[n]])
 	base := len(b.raw) - offs[n]
 	for i := 1; i < n; i++ {
 		l := offs[i+1] - offs[i]
