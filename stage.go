@@ -377,24 +377,11 @@ func colNames(cols []schema.Column) []string {
 
 // addRow appends prepared samples to the open append fragment.
 func (st *staging) addRow(ctx context.Context, p []prepared) error {
-	fw := st.open
-	if fw == nil {
-		fw = &fragWriter{cols: map[int]*colWriter{}}
-		st.open = fw
-	}
+	fw := st.openFragment()
 	for k := range st.cols {
-		c := &st.cols[k]
-		cw := fw.cols[c.UID]
-		if cw == nil {
-			cw = &colWriter{col: c}
-			fw.cols[c.UID] = cw
-			if fw.rows > 0 { // column added after rows of this fragment: nulls before
-				for r := int64(0); r < fw.rows; r++ {
-					if err := st.addSample(ctx, cw, r, prepared{null: true}); err != nil {
-						return err
-					}
-				}
-			}
+		cw, err := st.writerOf(ctx, fw, &st.cols[k])
+		if err != nil {
+			return err
 		}
 		var s prepared
 		if k < len(p) {
@@ -413,6 +400,31 @@ func (st *staging) addRow(ctx context.Context, p []prepared) error {
 		st.open = nil
 	}
 	return nil
+}
+
+// openFragment returns the open append fragment, opened if there is none.
+func (st *staging) openFragment() *fragWriter {
+	if st.open == nil {
+		st.open = &fragWriter{cols: map[int]*colWriter{}}
+	}
+	return st.open
+}
+
+// writerOf returns the fragment's writer of column c, made (with nulls
+// for the fragment's rows before, when the column was added after them)
+// if it has none.
+func (st *staging) writerOf(ctx context.Context, fw *fragWriter, c *schema.Column) (*colWriter, error) {
+	if cw := fw.cols[c.UID]; cw != nil {
+		return cw, nil
+	}
+	cw := &colWriter{col: c}
+	fw.cols[c.UID] = cw
+	for r := int64(0); r < fw.rows; r++ {
+		if err := st.addSample(ctx, cw, r, prepared{null: true}); err != nil {
+			return nil, err
+		}
+	}
+	return cw, nil
 }
 
 func (st *staging) fragmentFull(fw *fragWriter) bool {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"reflect"
@@ -305,4 +306,21 @@ func vectorData(chunk duckdb.DataChunk, ci int) unsafe.Pointer {
 		return nil
 	}
 	return data.UnsafePointer()
+}
+
+// connHandle is DuckDB's handle of a duckdb-go connection, for the C
+// API's streaming results (Stream), which duckdb-go does not offer: its
+// unexported field conn, read by reflection, its type checked; a change
+// of that layout is an error, not a crash.
+func connHandle(c any) (mapping.Connection, error) {
+	v := reflect.ValueOf(c)
+	if v.Kind() == reflect.Pointer && !v.IsNil() {
+		v = v.Elem()
+	}
+	if v.Kind() == reflect.Struct {
+		if f := v.FieldByName("conn"); f.IsValid() && f.Type() == reflect.TypeFor[mapping.Connection]() && f.CanAddr() {
+			return *(*mapping.Connection)(unsafe.Pointer(f.UnsafeAddr())), nil
+		}
+	}
+	return mapping.Connection{}, fmt.Errorf("query: streaming: DuckDB's connection is a %T without the handle duckdb-go keeps: %w", c, errors.ErrUnsupported)
 }

@@ -2,6 +2,7 @@ package query
 
 import (
 	"encoding/json"
+	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -32,6 +33,18 @@ func TestDuckDBInternals(t *testing.T) {
 	defer e.Close()
 	require.Equal(t, [][]string{{duckdbVersion}}, e.answer(t, "SELECT version()"),
 		"DuckDB was upgraded: check the behaviours this test pins, then update duckdbVersion")
+
+	t.Run("connection handle", func(t *testing.T) {
+		// Stream's streaming results need the C API's connection.
+		require.NoError(t, e.conn.Raw(func(c any) error {
+			h, err := connHandle(c)
+			require.NoError(t, err, "duckdb-go's Conn keeps its duckdb_connection in the field conn")
+			require.NotNil(t, h.Ptr)
+			return nil
+		}))
+		_, err := connHandle(struct{ conn int }{})
+		require.ErrorIs(t, err, errors.ErrUnsupported)
+	})
 
 	t.Run("json_serialize_sql", func(t *testing.T) {
 		q := `SELECT i FROM  ds AS d WHERE i > 1`

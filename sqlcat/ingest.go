@@ -2,6 +2,7 @@ package sqlcat
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -54,6 +55,10 @@ type IngestResult struct {
 	Ignored []string
 	// Skipped are the rows skipped by IngestOptions.Skip, in order.
 	Skipped []SkippedRow
+	// ByColumns says the rows were staged column by column from DuckDB's
+	// streaming result (every column stored as it is, no Field), not
+	// converted one value at a time.
+	ByColumns bool
 }
 
 // SkippedRow is a source row that IngestOptions.Skip skipped.
@@ -191,7 +196,85 @@ func Stage(ctx context.Context, d *loch.Dataset, source string, o IngestOptions)
 		return res, fmt.Errorf("ingest into %s: no source column is a dataset column (source: %s; dataset: %s): %w",
 			d.URL(), strings.Join(names, ", "), strings.Join(sch.Names(), ", "), loch.ErrInvalidArgument)
 	}
-	res.Rows, err = stage(ctx, e, d.URL(), d, targets, fmt.Sprintf("SELECT %s FROM (%s)", strings.Join(list, ", "), source), h, nil)
+	sel := fmt.Sprintf("SELECT %s FROM (%s)", strings.Join(list, ", "), source)
+	if byColumns && !slices.ContainsFunc(h.convert, func(f func(any) (loch.Sample, error)) bool { return f != nil }) {
+		res.Rows, err = stageColumns(ctx, e, d.URL(), d, targets, sel)
+		if res.ByColumns = !errors.Is(err, errNotColumnar); res.ByColumns {
+			return res, err
+		}
+	}
+	res.Rows, err = stage(ctx, e, d.URL(), d, targets, sel, h, nil)
 	res.Skipped = h.skipped
 	return res, err
+}
+
+// byColumns turns stageColumns on; tests turn it off to compare with
+// stage.
+var byColumns = true
+
+// errNotColumnar is stageColumns' error when the source's columns are
+// not all of the targets' dtypes, stored as they are: nothing is staged,
+// and stage converts the rows one by one.
+var errNotColumnar = errors.New("sql: not a columnar source")
+
+// stageColumns stages the rows of source (its columns the targets', in
+// order) on d through DuckDB's streaming result, a chunk of rows at a
+// time column by column (Dataset.ExtendColumns), when each source column
+// has its target's dtype and the target stores numbers (scalars), text,
+// json or bytes as they are; else errNotColumnar, having staged nothing.
+// The rows staged are what stage stages of the same source; an invalid
+// sample is reported naming its source row as stage names it.
+func stageColumns(ctx context.Context, e *query.Engine, name string, d *loch.Dataset, targets []*schema.Column, source string) (int64, error) {
+	cols := make([]loch.ColumnData, len(targets))
+	check := func(src []query.StreamColumn) error {
+		if len(src) != len(targets) {
+			return errNotColumnar
+		}
+		for i, c := range targets {
+			if src[i].DType != c.DType || !storedAsIs(c) {
+				return errNotColumnar
+			}
+			cols[i].Name = c.Name
+		}
+		return nil
+	}
+	var n int64
+	var bad error // a batch's, named as stage names it
+	err := e.Stream(ctx, source, check, func(b *query.Batch) error {
+		for i := range cols {
+			b.Column(i, &cols[i])
+		}
+		if err := d.ExtendColumns(ctx, b.Len(), cols); err != nil {
+			var se *loch.SampleError
+			if errors.As(err, &se) {
+				bad = rowError("insert into", name, n+int64(se.Row)+1, se.Err)
+			} else {
+				bad = fmt.Errorf("insert into %s (nothing written): rows %d to %d: %w", name, n+1, n+int64(b.Len()), err)
+			}
+			return bad
+		}
+		n += int64(b.Len())
+		return nil
+	})
+	switch {
+	case bad != nil:
+		return n, bad
+	case errors.Is(err, errNotColumnar), errors.Is(err, query.ErrNotColumnar):
+		return 0, errNotColumnar
+	case err != nil:
+		return n, fmt.Errorf("insert into %s (nothing written): %s: %w", name, oneLine(err), loch.ErrInvalidArgument)
+	}
+	return n, nil
+}
+
+// storedAsIs reports whether column c takes DuckDB's values as they are
+// (loch.Dataset.ExtendColumns): scalars, text, json or bytes of a plain
+// kind, without sample compression.
+func storedAsIs(c *schema.Column) bool {
+	switch c.Kind {
+	case schema.Generic, schema.ClassLabel, schema.TextKind, schema.JSONKind:
+	default:
+		return false
+	}
+	return c.SampleCompression == schema.SampleNone && (c.DType.Variable() || len(c.Shape) == 0)
 }

@@ -37,7 +37,9 @@ one row per record, one column per field. It is SQL underneath: the rows
 are read by DuckDB's read_parquet and converted as 'loch sql' INSERT does
 (docs/sql.md): integers, floats and booleans keep their type, VARCHAR is
 text, JSON json, BLOB bytes, numeric arrays and lists tensors; other types
-(DATE, DECIMAL, STRUCT, ...) are an error naming the field.
+(DATE, DECIMAL, STRUCT, ...) are an error naming the field. When every
+field is stored as it is (numbers, text, json, bytes), the rows stream
+from DuckDB a chunk at a time, column by column, in bounded memory.
 
 --image-field F reads the path (relative to the file's directory) or URL in
 field F with loch_file and stores the image (png or jpeg kept byte for

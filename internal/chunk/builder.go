@@ -38,6 +38,12 @@ type Builder struct {
 	fixed    bool
 	firstDim []uint32
 	media    []Media // media chunks: one entry per sample (media.go)
+	// lazyOffsets says offsets holds only its first 0: while every
+	// sample is of a fixed-size dtype, non-null, of the first's shape
+	// and stored as it is, sample i's offset is i times its size (the
+	// chunk's offsets are implicit), and a million scalars need no 8 MB
+	// of offsets. The first sample that breaks it writes them out.
+	lazyOffsets bool
 }
 
 // NewBuilder returns a Builder for a column with the given dtype, sample
@@ -45,6 +51,7 @@ type Builder struct {
 // number of data bytes, allocated up front.
 func NewBuilder(dtype schema.DType, sampleCompression, codec uint8, sizeHint int) *Builder {
 	b := &Builder{dtype: dtype, sample: sampleCompression, codec: codec, offsets: []uint64{0}, fixed: true, sumBlock: sumBlock(codec)}
+	b.lazyOffsets = b.canElide()
 	if sizeHint > 0 {
 		// A first guess at the header: block checksums of 4 KiB blocks
 		// (0.1% of the data) and the offsets of samples of 4 KiB and up;
@@ -95,8 +102,13 @@ func (b *Builder) Add(shape []int, data []byte, null bool) error {
 		}
 		b.shapes = append(b.shapes, uint32(d))
 	}
+	if b.lazyOffsets && (null || !b.fixed) {
+		b.writeOffsets()
+	}
 	b.appendRaw(data)
-	b.offsets = append(b.offsets, uint64(len(b.raw)))
+	if !b.lazyOffsets {
+		b.offsets = append(b.offsets, uint64(len(b.raw)))
+	}
 	b.nulls = append(b.nulls, null)
 	if IsMedia(b.sample) {
 		b.media = append(b.media, Media{})
@@ -142,13 +154,37 @@ func (b *Builder) blockSums(raw []byte, blockSize int) []uint32 {
 }
 
 // SetPartial marks the (single) sample as one piece of a larger sample.
-func (b *Builder) SetPartial(p Partial) { b.partial = &p }
+func (b *Builder) SetPartial(p Partial) {
+	b.writeOffsets()
+	b.partial = &p
+}
+
+// canElide reports whether the Builder's samples can start with lazy
+// offsets (lazyOffsets).
+func (b *Builder) canElide() bool { return !b.dtype.Variable() && b.sample == SampleNone }
+
+// writeOffsets writes out lazy offsets (lazyOffsets), those of the
+// samples added so far, all of one size.
+func (b *Builder) writeOffsets() {
+	if !b.lazyOffsets {
+		return
+	}
+	b.lazyOffsets = false
+	n := len(b.nulls)
+	if n == 0 {
+		return
+	}
+	size := len(b.raw) / n
+	for i := 1; i <= n; i++ {
+		b.offsets = append(b.offsets, uint64(i*size))
+	}
+}
 
 // Reinit empties the Builder for a column of another type, keeping its
 // buffers.
 func (b *Builder) Reinit(dtype schema.DType, sampleCompression, codec uint8) {
-	b.Reset()
 	b.dtype, b.sample, b.codec, b.sumBlock = dtype, sampleCompression, codec, sumBlock(codec)
+	b.Reset()
 }
 
 // Reset empties the Builder, keeping its buffers.
@@ -159,6 +195,7 @@ func (b *Builder) Reset() {
 	b.raw = b.buf[b.room:b.room]
 	b.shapes, b.offsets, b.nulls, b.media, b.sums = b.shapes[:0], b.offsets[:1], b.nulls[:0], b.media[:0], b.sums[:0]
 	b.anyNull, b.partial, b.ndimSet, b.fixed = false, nil, false, true
+	b.lazyOffsets = b.canElide()
 }
 
 // Encode returns the chunk object holding the samples added so far.
@@ -209,6 +246,9 @@ func (b *Builder) encode(dst []byte, blocked, inPlace bool) ([]byte, error) {
 		return nil, fmt.Errorf("encode chunk: a partial chunk holds one sample, have %d", n)
 	}
 	flags, blockSize := b.flags(), BlockSize
+	if flags&FlagImplicitOffsets == 0 {
+		b.writeOffsets() // (lazy offsets imply implicit ones: not expected)
+	}
 	d := dictData{raw: b.raw}
 	if blocked {
 		if d.offs, d.entries, d.raw, d.ok = b.dictionary(); d.ok {
@@ -358,7 +398,17 @@ func (b *Builder) flags() uint16 {
 func (b *Builder) header(flags uint16, blockSize int, d *dictData, e *encoding) (hdr []byte, sums []uint32) {
 	raw := d.raw
 	n := b.Len()
-	hdr = make([]byte, fixedHeaderLen, fixedHeaderLen+4*len(b.shapes)+8*len(b.offsets)+64)
+	// Room for the shapes and offsets only where they are written out
+	// plain: a chunk of a million scalars would otherwise allocate 12 MB
+	// of header for a few bytes.
+	room := 64
+	if !d.ok && e == nil && flags&FlagFixedShape == 0 {
+		room += 4 * len(b.shapes)
+	}
+	if !d.ok && e == nil && flags&FlagImplicitOffsets == 0 {
+		room += 8 * len(b.offsets)
+	}
+	hdr = make([]byte, fixedHeaderLen, fixedHeaderLen+room)
 	copy(hdr, Magic)
 	hdr[4], hdr[5] = Major, b.minor(flags, d)
 	hdr[6], hdr[7], hdr[8], hdr[9] = byte(b.dtype), b.sample, b.codec, byte(b.ndim)
@@ -450,4 +500,97 @@ func appendU32s(b []byte, v []uint32) []byte {
 		b = binary.LittleEndian.AppendUint32(b, x)
 	}
 	return b
+}
+
+// AddFixed appends n samples of one shape whose bytes lie one after the
+// other in data (len(data)/n bytes each), as n calls of Add would. nulls,
+// when not nil, marks the null samples (n flags); a null sample's bytes
+// in data are skipped.
+func (b *Builder) AddFixed(shape []int, data []byte, n int, nulls []bool) error {
+	if n == 0 {
+		return nil
+	}
+	if len(data)%n != 0 || nulls != nil && len(nulls) != n {
+		return fmt.Errorf("%d samples in %d bytes with %d null flags", n, len(data), len(nulls))
+	}
+	size := len(data) / n
+	if err := b.Add(shape, data[:size], nulls != nil && nulls[0]); err != nil {
+		return err
+	}
+	if nulls == nil { // the common case: one copy of the bytes
+		base := len(b.raw)
+		b.appendRaw(data[size:])
+		for i := 1; i < n && !b.lazyOffsets; i++ {
+			b.offsets = append(b.offsets, uint64(base+i*size))
+		}
+	}
+	for i := 1; i < n; i++ {
+		null := nulls != nil && nulls[i]
+		if null {
+			b.writeOffsets()
+		}
+		b.appendRun(shape, null)
+		if nulls != nil {
+			if !null {
+				b.appendRaw(data[i*size : (i+1)*size])
+			}
+			if !b.lazyOffsets {
+				b.offsets = append(b.offsets, uint64(len(b.raw)))
+			}
+		}
+	}
+	return nil
+}
+
+// AddVar appends len(offs)-1 samples of one dimension, sample i the bytes
+// data[offs[i]:offs[i+1]], as calls of Add would. nulls, when not nil,
+// marks the null samples; a null sample's range must be empty.
+func (b *Builder) AddVar(data []byte, offs []int, nulls []bool) error {
+	n := len(offs) - 1
+	if n <= 0 {
+		return nil
+	}
+	if nulls != nil && len(nulls) != n || offs[n] > len(data) {
+		return fmt.Errorf("%d samples in %d bytes (last offset %d) with %d null flags", n, len(data), offs[n], len(nulls))
+	}
+	shape := []int{offs[1] - offs[0]}
+	if err := b.Add(shape, data[offs[0]:offs[1]], nulls != nil && nulls[0]); err != nil {
+		return err
+	}
+	b.appendRaw(data[offs[1]:offs[n]])
+	base := len(b.raw) - offs[n]
+	for i := 1; i < n; i++ {
+		l := offs[i+1] - offs[i]
+		if l < 0 || l > 1<<31 {
+			return fmt.Errorf("sample %d: length %d out of range", i, l)
+		}
+		null := nulls != nil && nulls[i]
+		if null && l != 0 {
+			return fmt.Errorf("sample %d is null but has %d bytes", i, l)
+		}
+		shape[0] = l
+		b.appendRun(shape, null)
+		b.offsets = append(b.offsets, uint64(base+offs[i+1]))
+	}
+	return nil
+}
+
+// appendRun records one more sample of AddFixed or AddVar (of the
+// dimensions checked by their first Add) but its bytes and offset.
+func (b *Builder) appendRun(shape []int, null bool) {
+	if null {
+		b.anyNull, b.fixed = true, false
+		b.shapes = append(b.shapes, make([]uint32, b.ndim)...)
+	} else {
+		for i, d := range shape {
+			if uint32(d) != b.firstDim[i] {
+				b.fixed = false
+			}
+			b.shapes = append(b.shapes, uint32(d))
+		}
+	}
+	b.nulls = append(b.nulls, null)
+	if IsMedia(b.sample) {
+		b.media = append(b.media, Media{})
+	}
 }

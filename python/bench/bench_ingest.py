@@ -295,9 +295,9 @@ def bench_arrays(a: argparse.Namespace) -> None:
 
 
 def scale_row(n: int, size_mib: float, res: dict[str, list[tuple[float, float, int]]], base: str) -> None:
-    """Prints one row of a scale table: the baseline's time, then each loch's time, CPU, peak RSS and seconds per 1,000 items."""
-    t = median(res[base])[0]
-    cells = [f"{n}", f"{size_mib:.0f}", f"{t:.2f}"]
+    """Prints one row of a scale table: the baseline's time, CPU and peak RSS, then each loch's time, CPU, peak RSS and seconds per 1,000 items."""
+    t, tc, tm = median(res[base])
+    cells = [f"{n}", f"{size_mib:.0f}", f"{t:.2f}", f"{tc:.2f}", f"{tm}"]
     for name, xs in res.items():
         if name.startswith("loch"):
             w, c, m = median(xs)
@@ -306,7 +306,7 @@ def scale_row(n: int, size_mib: float, res: dict[str, list[tuple[float, float, i
 
 
 def scale_header(what: str, base: str, bins: dict[str, str]) -> None:
-    cols = [what, "MiB", f"{base} s"]
+    cols = [what, "MiB", f"{base} s", f"{base} CPU s", f"{base} peak RSS MiB"]
     for suffix in bins:
         cols += [f"loch{suffix} s", f"loch{suffix} CPU s", f"loch{suffix} peak RSS MiB", f"loch{suffix} s per 1,000"]
     print("| " + " | ".join(cols) + " |")
