@@ -22,47 +22,6 @@ const (
 
 var bufPools [bufClasses]sync.Pool
 
-// keptBufs holds up to keptBufMax bytes of buffers handed back, which
-// getBuf serves before the pools: a sync.Pool is emptied by every other
-// garbage collection, and a loader collects often (it reads a span of
-// about 1 MiB per run of samples), so that most of an lz4 span's buffers
-// were new memory, its pages faulted in as it was decompressed into them
-// (18% of ds.numpy()'s CPU over lz4 images; bench/RESULTS.md, issue 39).
-var keptBufs struct {
-	mu    sync.Mutex
-	bytes int
-	free  [bufClasses][][]byte
-}
-
-const keptBufMax = 64 << 20
-
-// takeKept returns a kept buffer of class c, or nil.
-func takeKept(c, size int) []byte {
-	keptBufs.mu.Lock()
-	defer keptBufs.mu.Unlock()
-	l := keptBufs.free[c]
-	if len(l) == 0 {
-		return nil
-	}
-	b := l[len(l)-1]
-	l[len(l)-1] = nil
-	keptBufs.free[c] = l[:len(l)-1]
-	keptBufs.bytes -= size
-	return b
-}
-
-// keep keeps b (of class c) if there is room, and reports whether it did.
-func keep(b []byte, c, size int) bool {
-	keptBufs.mu.Lock()
-	defer keptBufs.mu.Unlock()
-	if keptBufs.bytes+size > keptBufMax {
-		return false
-	}
-	keptBufs.free[c] = append(keptBufs.free[c], b)
-	keptBufs.bytes += size
-	return true
-}
-
 // bufClass returns the class of a buffer of n bytes and its size, or -1 and
 // n when n is not pooled.
 func bufClass(n int) (class, size int) {
@@ -82,9 +41,6 @@ func bufClass(n int) (class, size int) {
 func getBuf(n int) []byte {
 	c, size := bufClass(n)
 	if c >= 0 {
-		if b := takeKept(c, size); b != nil {
-			return b[:n]
-		}
 		if v, ok := bufPools[c].Get().(*[]byte); ok {
 			return (*v)[:n]
 		}
@@ -101,7 +57,5 @@ func putBuf(b []byte) {
 		return
 	}
 	b = b[:0]
-	if !keep(b, c, size) {
-		bufPools[c].Put(&b)
-	}
+	bufPools[c].Put(&b)
 }
