@@ -60,7 +60,8 @@ func plainEpoch(t *testing.T, d *loch.Dataset, cfg Config, plain, mapped bool) (
 }
 
 // plainDataset makes n rows of 8x8x3 images, int64 labels, a score that is
-// null in every 100th row and a ragged vector, in chunks of 60 (images) and 128 (labels, scores) rows.
+// null in every 100th row and a ragged vector, in chunks of 60 (images)
+// and 128 (labels, scores) rows.
 func plainDataset(t *testing.T, codec schema.ChunkCodec, n int) *loch.Dataset {
 	t.Helper()
 	d, err := loch.Create(ctx, filepath.Join(t.TempDir(), "ds"), schema.Schema{Columns: []schema.Column{
