@@ -122,3 +122,21 @@ func (c *centroidsT) nearestRows(xs []float32, n, ldx int, out []int32, scratch 
 	}
 	return scratch
 }
+
+// dotRows sets dst[r] to the dot product of row r of x (rows of dim
+// floats) with q for each row of x (len(dst) >= rows) and returns
+// dst[:rows]: vek32.MatMul_Into(dst, x, q, dim), bit for bit, but two
+// rows at a time in matVec2 where the CPU and dim allow (half the loads
+// of q, shared horizontal sums: a list scan's kernel).
+func dotRows(dst, x, q []float32, dim int) []float32 {
+	rows := len(x) / dim
+	if !haveGemm4x16 || dim%32 != 0 || rows < 2 || len(q) < dim {
+		return vek32.MatMul_Into(dst, x, q, dim)
+	}
+	dst = dst[:rows]
+	matVec2(&x[0], &q[0], &dst[0], dim, rows/2)
+	if rows%2 == 1 {
+		vek32.MatMul_Into(dst[rows-1:], x[(rows-1)*dim:rows*dim], q[:dim], dim)
+	}
+	return dst
+}

@@ -7,3 +7,7 @@ func gemm4x16(x, panel, bias, dst *float32, dim, ldx, ldd int) {
 }
 
 const haveGemm4x16 = false
+
+func matVec2(x, q, dst *float32, dim, pairs int) {
+	panic("vector: matVec2 without amd64")
+}

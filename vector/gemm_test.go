@@ -1,10 +1,12 @@
 package vector
 
 import (
+	"math"
 	"math/rand/v2"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"github.com/viterin/vek/vek32"
 
 	"github.com/lochdata/loch/internal/testseed"
 )
@@ -77,6 +79,45 @@ func TestPQEncodeRows(t *testing.T) {
 				require.Less(t, got, tc.k)
 				require.InDelta(t, best, sqDist(res, book[got*tc.dim+s*q.dsub:][:q.dsub]), 1e-4, "%+v: row %d subquantizer %d", tc, i, s)
 			}
+		}
+	}
+}
+
+// TestDotRows: the list scan's kernel gives vek32.MatMul_Into's dot
+// products bit for bit (so an index answers as before it), for
+// dimensions that take the two-row kernel and others, odd and even row
+// counts, values of mixed magnitude.
+func TestDotRows(t *testing.T) {
+	r := rand.New(rand.NewPCG(testseed.Seed(t), 3))
+	for _, dim := range []int{1, 8, 31, 32, 64, 96, 128, 384, 768} {
+		for _, rows := range []int{1, 2, 3, 17, 316} {
+			x, q := randFloats(r, rows*dim), randFloats(r, dim)
+			for i := range x {
+				x[i] *= float32(math.Exp2(float64(r.IntN(20) - 10)))
+			}
+			want := vek32.MatMul_Into(make([]float32, rows), x, q, dim)
+			got := dotRows(make([]float32, rows+5), x, q, dim)
+			require.Len(t, got, rows)
+			for i := range want {
+				require.Equal(t, math.Float32bits(want[i]), math.Float32bits(got[i]), "dim %d rows %d row %d: %g against %g", dim, rows, i, got[i], want[i])
+			}
+		}
+	}
+}
+
+// TestRankCentroidsBatched: the centroids' distances from one
+// matrix-vector product are those of one dot product a centroid, bit for
+// bit, for each metric, with dimensions that take the batch and not.
+func TestRankCentroidsBatched(t *testing.T) {
+	r := rand.New(rand.NewPCG(testseed.Seed(t), 4))
+	for _, m := range []Metric{L2, Cosine, Dot} {
+		for _, dim := range []int{8, 64, 100, 128} {
+			cents := randFloats(r, 37*dim)
+			ix := &Index{metric: m, c: &column{dim: dim}, cents: cents, cnorm: norms(cents, dim)}
+			q := prepare(m, randFloats(r, dim))
+			want := ix.rankCentroids(&q, nil, 37, nil)
+			got := ix.rankCentroids(&q, nil, 37, make([]float32, 37))
+			require.Equal(t, want, got, "metric %s dim %d", m, dim)
 		}
 	}
 }

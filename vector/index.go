@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync"
 
 	"golang.org/x/sync/errgroup"
 
@@ -30,6 +31,8 @@ type Index struct {
 	uncovered [][2]int64  // positions of live rows the lists do not hold
 	nUncov    int64
 	pqx       *pqState // an ivf-pq index: ls, xnorm and listKeys are unused
+
+	flatScratch sync.Pool // of *flatSearch: see newFlatSearch
 }
 
 // ErrNoIndex: no stored index covers the version (an ancestor's would

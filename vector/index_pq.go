@@ -168,7 +168,7 @@ func (s *pqSearch) query(ctx context.Context, q *query, t *topK, nprobe int, opt
 	if rerank <= 0 {
 		rerank = max(400, 40*t.k)
 	}
-	s.cs = ix.rankCentroids(q, s.cs)
+	s.cs = ix.rankCentroids(q, s.cs, len(ix.cnorm), nil)
 	s.cands = s.cands[:0]
 	if ix.metric == Dot {
 		ix.pqx.pq.dotTable(s.w, s.table, q.v)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -276,4 +277,38 @@ func TestSearchOpen(t *testing.T) {
 	m.commit("a copy of row 5")
 	_, ok = s.SearchOpen(ctx, "embedding", L2, q, 3, Options{})
 	require.False(t, ok, "the version moved on")
+
+	_, err = s.Search(ctx, "embedding", L2, q, 3, Options{})
+	require.NoError(t, err)
+	got, ok = s.SearchOpen(ctx, "embedding", L2, q, 3, Options{})
+	require.True(t, ok)
+	require.Equal(t, info.Key, got.Index, "the ancestor's index serves the new version")
+	up, err := Update(ctx, m.ds, "embedding", L2, Options{})
+	require.NoError(t, err)
+	_, ok = s.SearchOpen(ctx, "embedding", L2, q, 3, Options{})
+	require.False(t, ok, "the version's own index %s now serves it, not the one held", up.Key)
+	_, err = s.Search(ctx, "embedding", L2, q, 3, Options{})
+	require.NoError(t, err)
+	got, ok = s.SearchOpen(ctx, "embedding", L2, q, 3, Options{})
+	require.True(t, ok)
+	require.Equal(t, up.Key, got.Index)
+}
+
+// TestNearestFirst: the n nearest centroids come first, in the order of a
+// full sort by distance then list, on distances with many ties.
+func TestNearestFirst(t *testing.T) {
+	r := testseed.Rand(t, 7)
+	for range 200 {
+		cs := make([]centroidRank, 1+r.IntN(400))
+		for l := range cs {
+			cs[l] = centroidRank{l: l, d: float32(r.IntN(1 + len(cs)/3))}
+		}
+		r.Shuffle(len(cs), func(i, j int) { cs[i], cs[j] = cs[j], cs[i] })
+		want := slices.Clone(cs)
+		slices.SortFunc(want, compareNearer)
+		n := 1 + r.IntN(len(cs))
+		nearestFirst(cs, n)
+		require.Equal(t, want[:n], cs[:n], "n %d of %d", n, len(cs))
+		require.ElementsMatch(t, want[n:], cs[n:])
+	}
 }

@@ -268,3 +268,64 @@ func readU64(b *testing.B, path string) []uint64 {
 	}
 	return v
 }
+
+// BenchmarkIVFQuery searches one query at a time, the queries of the
+// index BenchmarkIVFReport left in LOCH_VECTOR_DIR (same LOCH_VECTOR_BENCH
+// and LOCH_VECTOR_METRIC; the first of LOCH_VECTOR_NPROBE), through the
+// open index (Index) and through what the C ABI's held search makes
+// (Searcher: SearchOpen). Beside wall time it reports the process's CPU
+// time a query (cpu-ns/op, getrusage), which a loaded machine does not
+// inflate, and recall@10; python/bench/bench_ivf_latency.py runs it
+// between its rounds of faiss and of Python's ds.search on the same
+// vectors. Skipped without LOCH_VECTOR_DIR.
+func BenchmarkIVFQuery(b *testing.B) {
+	dir := os.Getenv("LOCH_VECTOR_DIR")
+	if dir == "" {
+		b.Skip("LOCH_VECTOR_DIR unset: run BenchmarkIVFReport with it first")
+	}
+	ctx := context.Background()
+	e := &ivfBench{dir: dir, metric: Metric(envOr("LOCH_VECTOR_METRIC", "l2"))}
+	_, err := fmt.Sscanf(envOr("LOCH_VECTOR_BENCH", "100000x128"), "%dx%d", &e.n, &e.dim)
+	require.NoError(b, err)
+	e.prepare(ctx, b)
+	defer e.ds.Close()
+	np, _ := strconv.Atoi(strings.Split(envOr("LOCH_VECTOR_NPROBE", "0"), ",")[0])
+	opts := Options{NProbe: np}
+	ix, err := Open(ctx, e.ds, "embedding", e.metric, opts)
+	require.NoError(b, err)
+	s := NewSearcher(e.ds)
+	_, err = s.Search(ctx, "embedding", e.metric, e.queries[:1], 10, opts) // opens the index it holds
+	require.NoError(b, err)
+	paths := []struct {
+		name   string
+		search func(q [][]float32) []Hit
+	}{
+		{"Index", func(q [][]float32) []Hit {
+			hits, err := ix.Search(ctx, q, 10, opts)
+			require.NoError(b, err)
+			return hits[0]
+		}},
+		{"Searcher", func(q [][]float32) []Hit {
+			res, ok := s.SearchOpen(ctx, "embedding", e.metric, q, 10, opts)
+			require.True(b, ok)
+			return res.Hits[0]
+		}},
+	}
+	for _, p := range paths {
+		b.Run(p.name, func(b *testing.B) {
+			b.ReportAllocs()
+			found := 0
+			cpu0 := cpuTime()
+			for i := range b.N {
+				j := i % len(e.queries)
+				for _, h := range p.search(e.queries[j : j+1]) {
+					if slices.Contains(e.truth[j], h.RowID) {
+						found++
+					}
+				}
+			}
+			b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
+			b.ReportMetric(float64(found)/float64(10*b.N), "recall@10")
+		})
+	}
+}

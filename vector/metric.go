@@ -49,7 +49,11 @@ func prepare(m Metric, q []float32) query {
 // distance is the metric's distance from x to a prepared query; xx is
 // |x|^2 (needed by cosine and l2).
 func distance(m Metric, q *query, x []float32, xx float32) float32 {
-	dot := vek32.Dot(x, q.v)
+	return dotDistance(m, q, vek32.Dot(x, q.v), xx)
+}
+
+// dotDistance is distance given the dot product <x, q>.
+func dotDistance(m Metric, q *query, dot, xx float32) float32 {
 	switch m {
 	case Cosine:
 		if xx == 0 || q.norm == 0 {

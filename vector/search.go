@@ -21,7 +21,9 @@ func Search(ctx context.Context, ds *loch.Dataset, column string, m Metric, quer
 // Searcher answers the searches of one dataset handle as Search does,
 // keeping each index it opened (one per column and metric) for as long as
 // it is the index that serves the handle's version (Find, which costs a
-// listing of indexes/, is asked each time). It is safe for concurrent use.
+// listing of indexes/, is asked each time, except by SearchOpen when the
+// index it holds is the handle's version's own: no other can serve that
+// version). It is safe for concurrent use.
 type Searcher struct {
 	d    *loch.Dataset
 	mu   sync.Mutex
@@ -70,13 +72,15 @@ func (s *Searcher) SearchOpen(ctx context.Context, column string, m Metric, quer
 	if checkK(k) != nil {
 		return nil, false
 	}
-	key, err := Find(ctx, s.d, column, m)
-	if err != nil {
-		return nil, false
-	}
-	ix := s.held(column, m, key)
+	ix := s.held(column, m, "")
 	if ix == nil {
-		return nil, false
+		key, err := Find(ctx, s.d, column, m)
+		if err != nil {
+			return nil, false
+		}
+		if ix = s.held(column, m, key); ix == nil {
+			return nil, false
+		}
 	}
 	hits, err := ix.Search(ctx, queries, k, opts)
 	if err != nil {
@@ -105,12 +109,18 @@ func (s *Searcher) index(ctx context.Context, column string, m Metric, opts Opti
 }
 
 // held returns the index of column and metric that the Searcher holds
-// open when it is the one at key for the handle's version, else nil.
+// open when it is the one at key for the handle's version, else nil. Key
+// "" asks for the handle's version's own index (Find's answer whenever
+// it holds one), found without Find.
 func (s *Searcher) held(column string, m Metric, key string) *Index {
 	s.mu.Lock()
 	ix := s.open[column+"\x00"+string(m)]
 	s.mu.Unlock()
-	if ix != nil && ix.key == key && ix.c.sc.Version() == s.d.Version() {
+	v := s.d.Version()
+	if ix == nil || ix.c.sc.Version() != v {
+		return nil
+	}
+	if ix.key == key || key == "" && ix.desc.Version == v {
 		return ix
 	}
 	return nil

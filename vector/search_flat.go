@@ -4,8 +4,6 @@ import (
 	"cmp"
 	"math"
 	"slices"
-
-	"github.com/viterin/vek/vek32"
 )
 
 // shareOutAbove is the number of floats a query's lists must hold (about
@@ -24,9 +22,10 @@ const dotBlock = 90000
 // caller's goroutine.
 func (ix *Index) searchFlat(qs []query, tops [][]*topK, nprobe int, allow *RowSet) {
 	par := len(tops)
-	if len(qs) >= par {
+	if len(qs) >= par && len(qs) > 1 {
 		parallelFor(len(qs), par, func(_, lo, hi int) {
 			s := ix.newFlatSearch()
+			defer ix.flatScratch.Put(s)
 			for j := lo; j < hi; j++ {
 				s.query(&qs[j], []*topK{tops[0][j]}, nprobe, allow)
 			}
@@ -34,6 +33,7 @@ func (ix *Index) searchFlat(qs []query, tops [][]*topK, nprobe int, allow *RowSe
 		return
 	}
 	s := ix.newFlatSearch()
+	defer ix.flatScratch.Put(s)
 	for j := range qs {
 		ts := []*topK{tops[0][j]}
 		if rows := float64(ix.desc.Rows) * float64(nprobe) / float64(max(1, ix.NList())); rows*float64(ix.c.dim) > shareOutAbove {
@@ -49,13 +49,19 @@ func (ix *Index) searchFlat(qs []query, tops [][]*topK, nprobe int, allow *RowSe
 // flatSearch is the scratch of one goroutine's searches: the ranked
 // centroids and the dot products of a block of rows.
 type flatSearch struct {
-	ix   *Index
-	cs   []centroidRank
-	dots []float32
+	ix    *Index
+	cs    []centroidRank
+	dots  []float32
+	cdots []float32 // the query's dot products with the centroids
 }
 
+// newFlatSearch takes a scratch from ix.flatScratch (the caller puts it
+// back), or makes one: a query then allocates only its answer.
 func (ix *Index) newFlatSearch() *flatSearch {
-	return &flatSearch{ix: ix, dots: make([]float32, max(1, dotBlock/ix.c.dim))}
+	if s, ok := ix.flatScratch.Get().(*flatSearch); ok {
+		return s
+	}
+	return &flatSearch{ix: ix, dots: make([]float32, max(1, dotBlock/ix.c.dim)), cdots: make([]float32, ix.NList())}
 }
 
 // query ranks the centroids and scans the nprobe nearest lists, shared
@@ -65,7 +71,11 @@ func (ix *Index) newFlatSearch() *flatSearch {
 // The tops hold distances (not the keys scanList ranks by) on return.
 func (s *flatSearch) query(q *query, ts []*topK, nprobe int, allow *RowSet) {
 	ix := s.ix
-	s.cs = ix.rankCentroids(q, s.cs)
+	ranked := nprobe
+	if allow != nil { // lists after the nprobe nearest may be scanned, in order
+		ranked = ix.NList()
+	}
+	s.cs = ix.rankCentroids(q, s.cs, ranked, s.cdots)
 	cs := s.cs
 	if len(ts) == 1 {
 		for _, cn := range cs[:nprobe] {
@@ -76,6 +86,7 @@ func (s *flatSearch) query(q *query, ts []*topK, nprobe int, allow *RowSet) {
 			ws := s
 			if w > 0 {
 				ws = ix.newFlatSearch()
+				defer ix.flatScratch.Put(ws)
 			}
 			for p := lo; p < hi; p++ {
 				ws.scanList(q, ts[w], cs[p].l, allow)
@@ -110,7 +121,7 @@ func (s *flatSearch) scanList(q *query, t *topK, l int, allow *RowSet) {
 	blk := len(s.dots)
 	for lo := 0; lo < len(ids); lo += blk {
 		hi := min(lo+blk, len(ids))
-		dots := vek32.MatMul_Into(s.dots, vecs[lo*dim:hi*dim], q.v, dim)
+		dots := dotRows(s.dots, vecs[lo*dim:hi*dim], q.v, dim)
 		for i, dot := range dots {
 			id := ids[lo+i]
 			var key float32
@@ -147,18 +158,88 @@ func fromKey(m Metric, q *query, key float32) float32 {
 	return key
 }
 
-// rankCentroids orders the centroids by distance to q into cs.
-func (ix *Index) rankCentroids(q *query, cs []centroidRank) []centroidRank {
-	dim := ix.c.dim
+// rankCentroids puts the centroids and their distances to q into cs, the
+// first nearest nearest first: all of them ordered by distance when
+// first is the number of lists; else the first nearest to q (by
+// distance, then list) in that order, the others after them unordered.
+// With dots of a length of at least the number of lists, where matVec2
+// runs, the dot products are one matrix-vector product into it (the same
+// bits as one vek32.Dot a centroid: see dotRows).
+func (ix *Index) rankCentroids(q *query, cs []centroidRank, first int, dots []float32) []centroidRank {
+	dim, n := ix.c.dim, len(ix.cnorm)
 	cs = cs[:0]
-	for l := range ix.cnorm {
-		cs = append(cs, centroidRank{l, distance(ix.metric, q, ix.cents[l*dim:(l+1)*dim], ix.cnorm[l])})
+	if len(dots) >= n && n > 1 && haveGemm4x16 && dim%32 == 0 {
+		dots = dotRows(dots, ix.cents[:n*dim], q.v, dim)
+		for l, dot := range dots {
+			cs = append(cs, centroidRank{l, dotDistance(ix.metric, q, dot, ix.cnorm[l])})
+		}
+	} else {
+		for l := range ix.cnorm {
+			cs = append(cs, centroidRank{l, distance(ix.metric, q, ix.cents[l*dim:(l+1)*dim], ix.cnorm[l])})
+		}
 	}
-	slices.SortFunc(cs, func(a, b centroidRank) int { return cmp.Compare(a.d, b.d) })
+	if first >= len(cs) {
+		slices.SortFunc(cs, func(a, b centroidRank) int { return cmp.Compare(a.d, b.d) })
+		return cs
+	}
+	nearestFirst(cs, first)
 	return cs
 }
 
 type centroidRank struct {
 	l int
 	d float32
+}
+
+// nearer orders centroids by distance, then list.
+func (a centroidRank) nearer(b centroidRank) bool { return a.d < b.d || a.d == b.d && a.l < b.l }
+
+// nearestFirst moves the n nearest of cs (0 < n < len(cs)) to its front,
+// ordered: a quickselect (median-of-three pivots) for the n-th, then a
+// sort of the n; cheaper than sorting all when n is a small share.
+func nearestFirst(cs []centroidRank, n int) {
+	lo, hi := 0, len(cs)-1 // the n-th nearest is in cs[lo:hi+1]
+	for hi-lo > 8 {
+		mid := lo + (hi-lo)/2
+		if cs[mid].nearer(cs[lo]) {
+			cs[mid], cs[lo] = cs[lo], cs[mid]
+		}
+		if cs[hi].nearer(cs[lo]) {
+			cs[hi], cs[lo] = cs[lo], cs[hi]
+		}
+		if cs[hi].nearer(cs[mid]) {
+			cs[hi], cs[mid] = cs[mid], cs[hi]
+		}
+		// cs[lo] <= cs[mid] <= cs[hi]: partition cs[lo+1:hi] around the median.
+		pivot := cs[mid]
+		cs[mid], cs[hi-1] = cs[hi-1], cs[mid]
+		i := lo + 1
+		for j := lo + 1; j < hi-1; j++ {
+			if cs[j].nearer(pivot) {
+				cs[i], cs[j] = cs[j], cs[i]
+				i++
+			}
+		}
+		cs[i], cs[hi-1] = cs[hi-1], cs[i] // the pivot at its place, i
+		switch {
+		case i == n-1 || i == n:
+			lo, hi = i, i
+		case i < n:
+			lo = i + 1
+		default:
+			hi = i - 1
+		}
+	}
+	slices.SortFunc(cs[lo:hi+1], compareNearer)
+	slices.SortFunc(cs[:n], compareNearer)
+}
+
+func compareNearer(a, b centroidRank) int {
+	switch {
+	case a.nearer(b):
+		return -1
+	case b.nearer(a):
+		return 1
+	}
+	return 0
 }

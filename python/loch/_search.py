@@ -7,6 +7,7 @@ hybrid search, the two fused (:mod:`loch.hybrid`).
 
 from __future__ import annotations
 
+import functools
 import json
 import weakref
 from collections.abc import Callable, Sequence
@@ -17,12 +18,13 @@ import numpy as np
 from ._reads import ColumnReader, Reads
 from ._snapshot import enc
 from .errors import InvalidArgument
+from .vector import SearchResult, check_metric, query_matrix
 
 if TYPE_CHECKING:
     from .fts import TextIndexInfo, TextSearchResult
     from .hybrid import HybridSearchResult
     from .query import Selection
-    from .vector import IndexInfo, SearchResult
+    from .vector import IndexInfo
 
 __all__ = ["Search"]
 
@@ -133,7 +135,7 @@ class Search(Reads):
             >>> info = ds.create_index(column="caption", kind="fts")  # doctest: +SKIP
         """
         from .fts import text_index_info
-        from .vector import check_metric, index_info
+        from .vector import index_info
 
         if kind == "fts":
             return text_index_info(self._read_json("loch_fts_build", column.encode()))
@@ -150,7 +152,7 @@ class Search(Reads):
         nearest centroid's list. Raises :class:`loch.NotFound` when no
         index serves this version. ``kind="fts"``: the full-text index."""
         from .fts import text_index_info
-        from .vector import check_metric, index_info
+        from .vector import index_info
 
         if kind not in _VECTOR_KINDS:
             _check_fts_kind(kind)
@@ -204,10 +206,9 @@ class Search(Reads):
             >>> hits.row_ids, hits.scores, hits.vector_ranks, hits.text_ranks  # doctest: +SKIP
             >>> loader = hits.selection().pytorch(batch_size=32)  # doctest: +SKIP
         """
-        from .hybrid import hybrid_options
-        from .vector import check_metric
-
         if fusion is not None or (vector is not None and text is not None):
+            from .hybrid import hybrid_options
+
             hybrid = hybrid_options(column, text_column, check_metric(metric), fusion, weight, rrf_k, rank_window,
                                     nprobe, rerank, exact, where)  # fmt: skip
             return self._hybrid_search(vector, text, k, hybrid, where, columns)
@@ -226,8 +227,6 @@ class Search(Reads):
                        opts: dict[str, Any]) -> SearchResult | list[SearchResult]:  # fmt: skip
         """The ``k`` rows of this version nearest to each query vector in
         ``column`` (see :meth:`search`), among those ``where`` lets through."""
-        from .vector import SearchResult, query_matrix
-
         if k <= 0:
             raise InvalidArgument(f"k = {k}: want k >= 1")
         q, single = query_matrix(vector)
@@ -236,7 +235,7 @@ class Search(Reads):
         ids = np.zeros((n, k), dtype=np.uint64)
         dists = np.zeros((n, k), dtype=np.float32)
         counts = np.zeros(n, dtype=np.int64)
-        opts = {"metric": metric} | opts
+        opts_key = (("metric", metric), *opts.items())
         here = self._here()
         args = (q.ctypes.data, n, d, k, *_allow_args(allowed), ids.ctypes.data, dists.ctypes.data, counts.ctypes.data)
         meta = {"retry": True}
@@ -245,9 +244,9 @@ class Search(Reads):
             # short: made without the interruptible call's thread, which
             # costs more than such a search. The core answers "retry"
             # when it would first have to open an index or search exactly.
-            meta = json.loads(self._read_str("loch_vector_search", column.encode(), json.dumps(opts | {"held": True}).encode(), *args))
+            meta = json.loads(self._read_str("loch_vector_search", column.encode(), _options_json((*opts_key, ("held", True))), *args))
         if meta.get("retry"):
-            meta = json.loads(self._read_str("loch_vector_search", column.encode(), json.dumps(opts).encode(), *args, interruptible=True))
+            meta = json.loads(self._read_str("loch_vector_search", column.encode(), _options_json(opts_key), *args, interruptible=True))
         out = []
         for i in range(n):
             m = int(counts[i])
@@ -285,7 +284,6 @@ class Search(Reads):
         """The ``k`` best rows of this version for a hybrid search (see
         :meth:`search`), among those ``where`` lets through."""
         from .hybrid import HybridSearchResult
-        from .vector import query_matrix
 
         if k <= 0:
             raise InvalidArgument(f"k = {k}: want k >= 1")
@@ -360,6 +358,13 @@ _opened_text: weakref.WeakKeyDictionary[Any, set[tuple[str, str]]] = weakref.Wea
 # The most query vectors of a search made first without the interruptible
 # call's thread, with an index the core holds open (see _vector_search).
 _SHORT_QUERIES = 16
+
+
+@functools.lru_cache(maxsize=256)
+def _options_json(items: tuple[tuple[str, Any], ...]) -> bytes:
+    """The JSON of a search's options (name, value pairs), kept: encoding
+    them anew was a tenth of a short search's time in Python."""
+    return json.dumps(dict(items)).encode()
 
 
 # The index kinds update_index treats as the column's vector index (which
