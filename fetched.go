@@ -210,6 +210,30 @@ func (f *Fetched) sample(ref manifest.ChunkRef, j int) (Sample, error) {
 	return sampleFrom(f.ch.Header, j, f.ch.Sample(j)), nil
 }
 
+// plain returns sample j's bytes (aliasing the fetched memory) when the
+// chunk stores it as is with this shape: not null, not compressed as an
+// image, video or audio, not a dictionary's, within the fetched samples
+// and, in a whole chunk, in sound blocks. Otherwise ok is false, and
+// sample gives it (or the error).
+func (f *Fetched) plain(j int, shape []int) (data []byte, ok bool) {
+	h := f.hdr
+	if f.ch != nil {
+		h = f.ch.Header
+		if j < 0 || j >= f.ch.N || f.damaged(j) != nil {
+			return nil, false
+		}
+	} else if j < f.lo || j >= f.hi {
+		return nil, false
+	}
+	if h.SampleCompression != chunk.SampleNone || h.Dict() || h.Null(j) || !h.ShapeIs(j, shape) {
+		return nil, false
+	}
+	if f.ch != nil {
+		return f.ch.Sample(j), true
+	}
+	return h.Value(f.raw, f.rawOff, j), true
+}
+
 // assemble joins the pieces of a split sample, checking their order and
 // total size.
 func assemble(refs []manifest.ChunkRef, got []*Fetched) (Sample, error) {

@@ -8,6 +8,7 @@ import (
 	"github.com/lochdata/loch/imaging"
 	"github.com/lochdata/loch/internal/base"
 	"github.com/lochdata/loch/internal/decodelimit"
+	"github.com/lochdata/loch/internal/memcopy"
 	"github.com/lochdata/loch/schema"
 )
 
@@ -210,7 +211,7 @@ func (s Sample) DecodeInto(dst []byte) (Sample, error) {
 	}
 	out := Sample{Shape: s.Shape, Data: dst, Null: s.Null}
 	if !s.encoded() {
-		copy(dst, s.Data)
+		memcopy.Copy(dst, s.Data) // from a mapped chunk, at any alignment
 		return out, nil
 	}
 	if s.Encoding.Media() {

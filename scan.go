@@ -440,6 +440,18 @@ func (sc *Scan) Sample(slot Slot, got []*Fetched) (Sample, error) {
 	return got[0].sample(sc.ref(slot.first), slot.index)
 }
 
+// PlainSample returns the bytes of slot's sample, which f (the read of
+// its chunk) holds, when it is stored as is in shape shape (C-contiguous,
+// as Sample's Data would be, aliasing f, without a Sample's allocations);
+// ok is false for any other sample (null, split into pieces, encoded,
+// another shape, damaged, not in f), which Sample gives instead.
+func (sc *Scan) PlainSample(slot Slot, f *Fetched, shape []int) (data []byte, ok bool) {
+	if slot.pieces != 1 || f == nil || f.key != sc.ref(slot.first).Key {
+		return nil, false
+	}
+	return f.plain(slot.index, shape)
+}
+
 // LocateRange appends the located rows at positions [lo, hi) to buf, in
 // order, and returns it: Locate for each, in time linear in the rows.
 func (sc *Scan) LocateRange(lo, hi int64, buf []RowLoc) ([]RowLoc, error) {

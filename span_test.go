@@ -635,3 +635,43 @@ func TestColumnReadsSamplesByRange(t *testing.T) {
 		}
 	}
 }
+
+// TestPlainSampleIsSample: PlainSample gives the bytes Sample gives for a
+// sample stored as is in the shape asked for, from a span or a whole
+// chunk, and refuses a null sample, another shape, and a fetch that does
+// not hold the sample.
+func TestPlainSampleIsSample(t *testing.T) {
+	seed := testseed.Seed(t)
+	r := rand.New(rand.NewPCG(seed, 22))
+	for _, codec := range spanCodecs {
+		d, _, want := spanDataset(t, r, codec, 600)
+		sc, uid := scanOf(t, d)
+		for range 60 {
+			pos := r.Int64N(sc.Len())
+			slot := sc.Slot(mustLocate(t, sc, pos), uid)
+			msg := fmt.Sprintf("codec %s row %d (seed %d)", codec, pos, seed)
+			for _, read := range []Read{sc.Span(slot.Chunk(0), slot.Index(), slot.Index()+1), {Chunk: slot.Chunk(0)}} {
+				f, err := sc.Fetch(ctx, read)
+				require.NoError(t, err, msg)
+				got, ok := sc.PlainSample(slot, f, []int{len(want[pos])})
+				if want[pos] == nil {
+					require.False(t, ok, "%s: null", msg)
+					continue
+				}
+				require.True(t, ok, msg)
+				s, err := sc.Sample(slot, []*Fetched{f})
+				require.NoError(t, err, msg)
+				require.Equal(t, s.Data, got, msg)
+				_, ok = sc.PlainSample(slot, f, []int{len(want[pos]) + 1})
+				require.False(t, ok, "%s: another shape", msg)
+				_, ok = sc.PlainSample(slot, f, nil)
+				require.False(t, ok, "%s: another number of dimensions", msg)
+				other := sc.Slot(mustLocate(t, sc, (pos+1)%sc.Len()), uid)
+				if !f.Whole() || other.Chunk(0) != slot.Chunk(0) {
+					_, ok = sc.PlainSample(other, f, []int{len(want[(pos+1)%sc.Len()])})
+					require.False(t, ok, "%s: a fetch that does not hold the sample", msg)
+				}
+			}
+		}
+	}
+}

@@ -95,8 +95,12 @@ type value struct {
 func (l *Loader) build(job *batchJob) (*Batch, error) {
 	cols := l.cols[0] // names and dtypes agree across datasets
 	vals := make([][]value, len(cols))
+	plain := make([]plainColumn, len(cols))
 	bad := make([]bool, len(job.positions))
 	for c, cp := range cols {
+		if plain[c].srcs, plain[c].shape = l.plainSources(job, c); plain[c].srcs != nil {
+			continue // plain.go
+		}
 		vals[c] = make([]value, len(job.positions))
 		for i := range job.positions {
 			if job.ranged != nil && job.ranged[c][i] {
@@ -136,7 +140,7 @@ func (l *Loader) build(job *batchJob) (*Batch, error) {
 		}
 	}
 	for {
-		b, badRow, err := l.collateRows(job, vals, bad)
+		b, badRow, err := l.collateRows(job, vals, plain, bad)
 		if badRow < 0 {
 			return b, err
 		}
@@ -158,7 +162,7 @@ func (l *Loader) badRow(job *batchJob, i int, column string, err error) error {
 // collateRows builds the batch of the rows not marked bad. When a sample
 // fails to decode and bad samples are skipped, it returns that row's index
 // (and a batch to release); otherwise badRow is -1.
-func (l *Loader) collateRows(job *batchJob, vals [][]value, bad []bool) (b *Batch, badRow int, err error) {
+func (l *Loader) collateRows(job *batchJob, vals [][]value, plain []plainColumn, bad []bool) (b *Batch, badRow int, err error) {
 	keep := make([]int, 0, len(job.positions))
 	var skipped []uint64
 	for i := range job.positions {
@@ -177,6 +181,10 @@ func (l *Loader) collateRows(job *batchJob, vals [][]value, bad []bool) (b *Batc
 		}
 	}
 	for c, cp := range l.cols[0] {
+		if plain[c].srcs != nil {
+			b.Columns[cp.name] = l.stackPlain(cp, plain[c].srcs, plain[c].shape, keep)
+			continue
+		}
 		t, i, err := l.tensor(cp, vals[c], keep, b.RowIDs)
 		b.Columns[cp.name] = t
 		if err != nil && i >= 0 {
@@ -240,6 +248,8 @@ func (l *Loader) items(t *Collated, cp colPlan, vals []value, keep []int) (int, 
 	if !t.DType.Variable() {
 		t.Shapes = make([][]int, n)
 	}
+	var decoded int64
+	defer func() { l.decoded.Add(decoded) }()
 	for k, i := range keep {
 		v := vals[i]
 		if v.s.Null {
@@ -253,7 +263,7 @@ func (l *Loader) items(t *Collated, cp colPlan, vals []value, keep []int) (int, 
 		if t.Shapes != nil {
 			t.Shapes[k] = s.Shape
 		}
-		l.decoded.Add(int64(len(s.Data)))
+		decoded += int64(len(s.Data))
 	}
 	return -1, nil
 }
@@ -301,6 +311,11 @@ func (l *Loader) stack(t *Collated, cp colPlan, vals []value, keep []int, anyNul
 	if ragged {
 		t.Shapes = make([][]int, n)
 	}
+	// Counted once a batch: an atomic add per sample waits, after each
+	// sample's copy, for the copy's stores to drain (4% of ds.numpy()'s
+	// time over 12 KiB images).
+	var decoded int64
+	defer func() { l.decoded.Add(decoded) }()
 	for k, i := range keep {
 		v := vals[i]
 		if ragged {
@@ -323,7 +338,7 @@ func (l *Loader) stack(t *Collated, cp colPlan, vals []value, keep []int, anyNul
 		} else if _, err := v.s.DecodeInto(dst); err != nil {
 			return i, err
 		}
-		l.decoded.Add(int64(v.s.DecodedLen()))
+		decoded += int64(v.s.DecodedLen())
 	}
 	return -1, nil
 }

@@ -379,6 +379,7 @@ type Loader struct {
 	batches    atomic.Int64
 	samples    atomic.Int64
 	decoded    atomic.Int64
+	plainCols  atomic.Int64 // columns of batches collated plainly (plain.go), for tests
 	skipped    []uint64
 	retry0     storage.RetryStats // the stores' counters when the loader was made (Retries and Wait)
 }

@@ -369,18 +369,9 @@ func (l *Loader) sampleRuns(wc *windowChunks, first bool) [][]sampleRun {
 	runs := make([][]sampleRun, len(wc.need))
 	var spans [][2]int
 	budget := l.cfg.PrefetchBytes / 2 // bytes coalesced reads may hold (coalesce)
+	var marks []bool
 	for id, idx := range wc.need {
-		slices.Sort(idx)
-		idx = slices.Compact(idx)
-		spans = spans[:0]
-		for a := 0; a < len(idx); {
-			b := a + 1
-			for b < len(idx) && idx[b] == idx[b-1]+1 {
-				b++
-			}
-			spans = append(spans, [2]int{idx[a], idx[b-1] + 1})
-			a = b
-		}
+		spans, marks = runsOf(spans[:0], idx, marks)
 		if coalesceReads && l.cfg.Shuffle == order.ModeFull {
 			spans = l.coalesce(wc.refs[id], spans, &budget)
 		}
@@ -391,6 +382,49 @@ func (l *Loader) sampleRuns(wc *windowChunks, first bool) [][]sampleRun {
 		runs[id] = rs
 	}
 	return runs
+}
+
+// runsOf appends to spans the runs [lo, hi) of consecutive values that
+// the sample indices idx (unordered, repeated, >= 0) hold, in order; idx
+// is left in any order. Where idx spans few more values than it holds (a
+// block shuffle's window takes whole segments of a chunk) it marks them in
+// marks (a scratch slice that it returns, grown if need be) rather than
+// sorting them: a sort was 1.5% of ds.numpy()'s time.
+func runsOf(spans [][2]int, idx []int, marks []bool) ([][2]int, []bool) {
+	if len(idx) == 0 {
+		return spans, marks
+	}
+	lo, hi := slices.Min(idx), slices.Max(idx)+1
+	if hi-lo > 4*len(idx) {
+		slices.Sort(idx)
+		for a := 0; a < len(idx); {
+			b := a + 1
+			for b < len(idx) && idx[b] <= idx[b-1]+1 {
+				b++
+			}
+			spans = append(spans, [2]int{idx[a], idx[b-1] + 1})
+			a = b
+		}
+		return spans, marks
+	}
+	marks = slices.Grow(marks[:0], hi-lo)[:hi-lo]
+	clear(marks)
+	for _, i := range idx {
+		marks[i-lo] = true
+	}
+	for a := 0; a < len(marks); {
+		if !marks[a] {
+			a++
+			continue
+		}
+		b := a + 1
+		for b < len(marks) && marks[b] {
+			b++
+		}
+		spans = append(spans, [2]int{lo + a, lo + b})
+		a = b
+	}
+	return spans, marks
 }
 
 // coalesceReads makes a full shuffle's window's runs of one chunk's

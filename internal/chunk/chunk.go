@@ -215,6 +215,24 @@ func (h *Header) Shape(i int) []int {
 	return out
 }
 
+// ShapeIs reports whether sample i's shape is shape (Shape without the
+// allocation).
+func (h *Header) ShapeIs(i int, shape []int) bool {
+	if h.Flags&FlagDict != 0 || len(shape) != h.NDim {
+		return false
+	}
+	base := 0
+	if h.Flags&FlagFixedShape == 0 {
+		base = i * h.NDim
+	}
+	for k, d := range shape {
+		if int(h.shapes[base+k]) != d {
+			return false
+		}
+	}
+	return true
+}
+
 // Null reports whether sample i is empty (the row left the column empty).
 func (h *Header) Null(i int) bool {
 	return h.Flags&FlagNulls != 0 && h.nulls[i/8]&(1<<(i%8)) != 0
