@@ -56,6 +56,12 @@ func deliveredDigest(t testing.TB, scan *loch.Scan, cfg Config) (string, []int64
 	l, err := New(ctx, scan, cfg)
 	require.NoError(t, err)
 	defer l.Close()
+	return drainDigest(t, l)
+}
+
+// drainDigest is deliveredDigest of a loader made.
+func drainDigest(t testing.TB, l *Loader) (string, []int64) {
+	t.Helper()
 	h := xxh3.New()
 	var pos []int64
 	var b [8]byte

@@ -107,8 +107,10 @@ func (b *Builder) Encode() ([]byte, error) { return b.EncodeTo(nil) }
 // EncodeTo is Encode writing into dst's memory when it has room.
 //
 // Every chunk has block checksums. Chunks of codec lz4 and zstd are
-// blocked (format 1.1): each block of BlockSize raw bytes is compressed
-// alone, so that a reader can decode any run of blocks without the others.
+// blocked (format 1.1): each block of raw bytes is compressed alone, so
+// that a reader can decode any run of blocks without the others; blocks
+// are BlockSize bytes, or for lz4 SampleBlockSize of the samples' mean
+// size.
 func (b *Builder) EncodeTo(dst []byte) ([]byte, error) { return b.encode(dst, true) }
 
 // EncodeFormat10 returns the chunk object as the format 1.0 writer wrote
@@ -143,6 +145,8 @@ func (b *Builder) encode(dst []byte, blocked bool) ([]byte, error) {
 		blockSize = BlockSize // format 1.0 as its writer wrote it
 	case b.codec == CodecNone:
 		blockSize = PlainBlockSize
+	case b.codec == CodecLZ4 && !d.ok:
+		blockSize = SampleBlockSize(len(b.raw), n)
 	}
 	if blocked {
 		if out, ok, err := b.encodeEncoded(dst, flags, &d); ok || err != nil {
@@ -166,7 +170,7 @@ func (b *Builder) encode(dst []byte, blocked bool) ([]byte, error) {
 	case flags&FlagBlocked == 0:
 		out, err = compress(b.codec, out, d.raw)
 	default:
-		out, err = appendBlocks(b.codec, out, hlen, d.raw)
+		out, err = appendBlocks(b.codec, out, hlen, d.raw, blockSize)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("encode chunk: %w", err)
@@ -187,16 +191,16 @@ type dictData struct {
 	ok      bool
 }
 
-// appendBlocks appends the compressed blocks of raw to out, whose header
-// (of hlen bytes, checksum included) ends with the block lengths, and
-// fills those in.
-func appendBlocks(codec uint8, out []byte, hlen int, raw []byte) ([]byte, error) {
-	nblocks := blockCount(int64(len(raw)), BlockSize)
+// appendBlocks appends the compressed blocks of raw (of bs bytes each) to
+// out, whose header (of hlen bytes, checksum included) ends with the block
+// lengths, and fills those in.
+func appendBlocks(codec uint8, out []byte, hlen int, raw []byte, bs int) ([]byte, error) {
+	nblocks := blockCount(int64(len(raw)), bs)
 	lens := hlen - 4 - 4*nblocks // offset of the block lengths
 	for k := range nblocks {
 		start := len(out)
 		var err error
-		if out, err = compress(codec, out, raw[k*BlockSize:min((k+1)*BlockSize, len(raw))]); err != nil {
+		if out, err = compress(codec, out, raw[k*bs:min((k+1)*bs, len(raw))]); err != nil {
 			return nil, fmt.Errorf("block %d: %w", k, err)
 		}
 		binary.LittleEndian.PutUint32(out[lens+4*k:], uint32(len(out)-start))

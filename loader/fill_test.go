@@ -1,0 +1,107 @@
+package loader
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/lochdata/loch"
+	"github.com/lochdata/loch/chunkcache"
+	"github.com/lochdata/loch/internal/testserver"
+	"github.com/lochdata/loch/loader/order"
+	"github.com/lochdata/loch/schema"
+	"github.com/lochdata/loch/storage"
+)
+
+// keyCountingStore counts whole-object reads per key and range reads.
+type keyCountingStore struct {
+	storage.Store
+	mu     sync.Mutex
+	gets   map[string]int
+	ranges int
+}
+
+func (s *keyCountingStore) Get(ctx context.Context, key string) ([]byte, error) {
+	s.mu.Lock()
+	s.gets[key]++
+	s.mu.Unlock()
+	return s.Store.Get(ctx, key)
+}
+
+func (s *keyCountingStore) ReadRange(ctx context.Context, key string, off int64, dst []byte) error {
+	s.mu.Lock()
+	s.ranges++
+	s.mu.Unlock()
+	return s.Store.ReadRange(ctx, key, off, dst)
+}
+
+// cachedEpoch runs one full-shuffle epoch over url through a counting
+// store and cache, and returns its digest, the loader's statistics and
+// the requests it made for chunk data.
+func cachedEpoch(t *testing.T, url string, cache chunkcache.Cache, cfg Config) (string, Stats, *keyCountingStore) {
+	t.Helper()
+	st, err := storage.Open(ctx, url)
+	require.NoError(t, err)
+	cs := &keyCountingStore{Store: st, gets: map[string]int{}}
+	d, err := loch.Open(ctx, url, loch.WithStore(cs))
+	require.NoError(t, err)
+	defer d.Close()
+	scan := d.Scan()
+	require.NoError(t, scan.Load(ctx, 4))
+	cs.gets, cs.ranges = map[string]int{}, 0
+	cfg.Cache = cache
+	l, err := New(ctx, scan, cfg)
+	require.NoError(t, err)
+	digest, _ := drainDigest(t, l)
+	stats := l.Stats()
+	l.Close()
+	return digest, stats, cs
+}
+
+// TestFillAheadOnMinIO: a full shuffle's first epoch with a fresh disk
+// cache on a real S3 server fetches every chunk of the dataset once,
+// whole, and nothing by range; the filler fetches them (the loader counts
+// them as chunks fetched) and the order is the one captured before
+// (TestFullShuffleOrderUnchanged). The next epoch makes no request. The
+// filler's objects count in flight: the peak stays within the peak
+// without it and the quarter of the prefetch bytes the filler may hold.
+func TestFillAheadOnMinIO(t *testing.T) {
+	b := testserver.MinIO(t)
+	d := shuffleSet(t, b.URL, schema.LZ4)
+	sc := d.Scan()
+	require.NoError(t, sc.Load(ctx, 4))
+	chunks := len(sc.Chunks(d.Schema().Columns[0].UID))
+	require.Greater(t, chunks, 8)
+	cfg := Config{BatchSize: 32, Shuffle: order.ModeFull, Seed: 11, WindowRows: 1024, PrefetchBytes: 4 << 20}
+	cache, err := chunkcache.Open(t.TempDir(), 1<<30, nil)
+	require.NoError(t, err)
+	defer cache.Close()
+
+	digest, stats, cs := cachedEpoch(t, b.URL, cache, cfg)
+	require.Equal(t, "3000 0678e68c98a9d292", digest)
+	require.Len(t, cs.gets, chunks, "each chunk fetched")
+	for key, n := range cs.gets {
+		require.Equal(t, 1, n, "GETs of %s", key)
+	}
+	require.Zero(t, cs.ranges, "range reads")
+	require.EqualValues(t, chunks, stats.ChunksFetched)
+	require.LessOrEqual(t, stats.PeakInFlight, cfg.PrefetchBytes+cfg.PrefetchBytes/4)
+
+	digest, _, cs = cachedEpoch(t, b.URL, cache, cfg)
+	require.Equal(t, "3000 0678e68c98a9d292", digest)
+	require.Empty(t, cs.gets)
+	require.Zero(t, cs.ranges)
+
+	defer func(v bool) { fillAhead = v }(fillAhead)
+	fillAhead = false
+	fresh, err := chunkcache.Open(t.TempDir(), 1<<30, nil)
+	require.NoError(t, err)
+	defer fresh.Close()
+	digest, without, cs := cachedEpoch(t, b.URL, fresh, cfg)
+	require.Equal(t, "3000 0678e68c98a9d292", digest)
+	require.Len(t, cs.gets, chunks)
+	t.Logf("peak in flight: %d KiB filling ahead, %d KiB without (prefetch bytes %d KiB)", stats.PeakInFlight>>10, without.PeakInFlight>>10, cfg.PrefetchBytes>>10)
+	require.LessOrEqual(t, stats.PeakInFlight, without.PeakInFlight+cfg.PrefetchBytes/4)
+}
