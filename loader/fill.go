@@ -91,6 +91,10 @@ func (l *Loader) fillWorkers() int {
 // listing a window's chunks before it queues any, so that the window's
 // reads wait for the filler rather than fetch them themselves.
 func (l *Loader) fillOrder(f *filler, queue chan<- chunkRef) {
+	local := make([]bool, len(l.scans))
+	for ds, sc := range l.scans {
+		local[ds] = sc.Local()
+	}
 	w := 0
 	var batch []chunkRef
 	for bi, its := range l.plan.items() {
@@ -105,13 +109,16 @@ func (l *Loader) fillOrder(f *filler, queue chan<- chunkRef) {
 		}
 		for _, it := range its {
 			sc := l.scans[it.Dataset]
+			if local[it.Dataset] {
+				continue
+			}
 			row, err := sc.Locate(it.Pos)
 			if err != nil {
 				return // the scheduler reports it
 			}
 			for c, cp := range l.cols[it.Dataset] {
 				slot := sc.Slot(row, cp.col.UID)
-				if sc.Local() || l.rangedSample(sc, c, slot) {
+				if l.rangedSample(sc, c, slot) {
 					continue
 				}
 				for p := range slot.Pieces() {
