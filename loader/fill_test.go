@@ -105,3 +105,19 @@ func TestFillAheadOnMinIO(t *testing.T) {
 	t.Logf("peak in flight: %d KiB filling ahead, %d KiB without (prefetch bytes %d KiB)", stats.PeakInFlight>>10, without.PeakInFlight>>10, cfg.PrefetchBytes>>10)
 	require.LessOrEqual(t, stats.PeakInFlight, without.PeakInFlight+cfg.PrefetchBytes/4)
 }
+
+// TestFillAheadStopsWithLoader: a loader closed after its first batch,
+// while its filler still has chunks to fetch, stops: Close returns.
+func TestFillAheadStopsWithLoader(t *testing.T) {
+	b := testserver.MinIO(t)
+	d := shuffleSet(t, b.URL, schema.CodecNone)
+	cache, err := chunkcache.Open(t.TempDir(), 1<<30, nil)
+	require.NoError(t, err)
+	defer cache.Close()
+	l, err := New(ctx, d.Scan(), Config{BatchSize: 32, Shuffle: order.ModeFull, Seed: 3, Cache: cache, PrefetchBytes: 1 << 20})
+	require.NoError(t, err)
+	bt, err := l.Next(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 32, bt.Len())
+	l.Close()
+}
