@@ -33,6 +33,9 @@ const fillConcurrency = 8
 type filler struct {
 	mu   sync.Mutex
 	done map[chunkRef]chan struct{} // closed once filled (or failed: the read then fetches itself)
+	// held and peak are the estimated bytes of the fills under way, now
+	// and at most (Loader.mu)
+	held, peak int64
 }
 
 // startFill starts filling the cache ahead of a full shuffle's reads, on
@@ -165,6 +168,8 @@ func (f *filler) fill(l *Loader, k chunkRef) {
 	l.mu.Lock()
 	l.inflight += size
 	l.peak = max(l.peak, l.inflight)
+	f.held += size
+	f.peak = max(f.peak, f.held)
 	l.mu.Unlock()
 	n, err := l.scans[k.ds].Fill(l.ctx, k.id)
 	if err == nil && n > 0 {
@@ -173,6 +178,7 @@ func (f *filler) fill(l *Loader, k chunkRef) {
 	}
 	l.mu.Lock()
 	l.inflight -= size
+	f.held -= size
 	l.cond.Broadcast()
 	l.mu.Unlock()
 	f.mu.Lock()
