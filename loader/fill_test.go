@@ -1,56 +1,22 @@
 package loader
 
 import (
-	"context"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/lochdata/loch"
 	"github.com/lochdata/loch/chunkcache"
 	"github.com/lochdata/loch/internal/testserver"
 	"github.com/lochdata/loch/loader/order"
 	"github.com/lochdata/loch/schema"
-	"github.com/lochdata/loch/storage"
 )
-
-// keyCountingStore counts whole-object reads per key and range reads.
-type keyCountingStore struct {
-	storage.Store
-	mu     sync.Mutex
-	gets   map[string]int
-	ranges int
-}
-
-func (s *keyCountingStore) Get(ctx context.Context, key string) ([]byte, error) {
-	s.mu.Lock()
-	s.gets[key]++
-	s.mu.Unlock()
-	return s.Store.Get(ctx, key)
-}
-
-func (s *keyCountingStore) ReadRange(ctx context.Context, key string, off int64, dst []byte) error {
-	s.mu.Lock()
-	s.ranges++
-	s.mu.Unlock()
-	return s.Store.ReadRange(ctx, key, off, dst)
-}
 
 // cachedEpoch runs one full-shuffle epoch over url through a counting
 // store and cache, and returns its digest, the loader's statistics and
 // the requests it made for chunk data.
-func cachedEpoch(t *testing.T, url string, cache chunkcache.Cache, cfg Config) (string, Stats, int64, *keyCountingStore) {
+func cachedEpoch(t *testing.T, url string, cache chunkcache.Cache, cfg Config) (string, Stats, int64, *countingStore) {
 	t.Helper()
-	st, err := storage.Open(ctx, url)
-	require.NoError(t, err)
-	cs := &keyCountingStore{Store: st, gets: map[string]int{}}
-	d, err := loch.Open(ctx, url, loch.WithStore(cs))
-	require.NoError(t, err)
-	defer d.Close()
-	scan := d.Scan()
-	require.NoError(t, scan.Load(ctx, 4))
-	cs.gets, cs.ranges = map[string]int{}, 0
+	scan, cs := countedScan(t, url)
 	cfg.Cache = cache
 	l, err := New(ctx, scan, cfg)
 	require.NoError(t, err)
@@ -84,19 +50,19 @@ func TestFillAheadOnMinIO(t *testing.T) {
 
 	digest, stats, fillPeak, cs := cachedEpoch(t, b.URL, cache, cfg)
 	require.Equal(t, "3000 0678e68c98a9d292", digest)
-	require.Len(t, cs.gets, chunks, "each chunk fetched")
-	for key, n := range cs.gets {
+	require.Len(t, cs.byKey, chunks, "each chunk fetched")
+	for key, n := range cs.byKey {
 		require.Equal(t, 1, n, "GETs of %s", key)
 	}
-	require.Zero(t, cs.ranges, "range reads")
+	require.Zero(t, cs.ranges.Load(), "range reads")
 	require.EqualValues(t, chunks, stats.ChunksFetched)
 	require.Positive(t, fillPeak)
 	require.LessOrEqual(t, fillPeak, cfg.PrefetchBytes/4)
 
 	digest, _, _, cs = cachedEpoch(t, b.URL, cache, cfg)
 	require.Equal(t, "3000 0678e68c98a9d292", digest)
-	require.Empty(t, cs.gets)
-	require.Zero(t, cs.ranges)
+	require.Empty(t, cs.byKey)
+	require.Zero(t, cs.ranges.Load())
 
 	defer func(v bool) { fillAhead = v }(fillAhead)
 	fillAhead = false
@@ -105,7 +71,7 @@ func TestFillAheadOnMinIO(t *testing.T) {
 	defer fresh.Close()
 	digest, without, _, cs := cachedEpoch(t, b.URL, fresh, cfg)
 	require.Equal(t, "3000 0678e68c98a9d292", digest)
-	require.Len(t, cs.gets, chunks)
+	require.Len(t, cs.byKey, chunks)
 	t.Logf("peak in flight: %d KiB filling ahead (fills %d KiB), %d KiB without (prefetch bytes %d KiB)",
 		stats.PeakInFlight>>10, fillPeak>>10, without.PeakInFlight>>10, cfg.PrefetchBytes>>10)
 }
