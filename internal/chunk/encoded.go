@@ -221,7 +221,7 @@ func (b *Builder) encodeEncoded(dst []byte, flags uint16, d *dictData) (out []by
 		return nil, false, nil
 	}
 	flags |= FlagEncoded | FlagBlocked
-	hdr := b.header(flags, BlockSize, d, e)
+	hdr, _ := b.header(flags, BlockSize, d, e)
 	binary.LittleEndian.PutUint64(hdr[24:], uint64(len(e.blocks)))
 	out = append(dst[:0], hdr...)
 	out = binary.LittleEndian.AppendUint32(out, Checksum(hdr))
