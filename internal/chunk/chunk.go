@@ -325,7 +325,7 @@ func ParseHeader(b []byte) (*Header, error) {
 		nShapes = h.N * h.NDim
 	}
 	if h.Encoded() && h.Flags&(FlagFixedShape|FlagDict) == 0 {
-		h.shapes = r.seqU32s(nShapes)
+		h.shapes = seqOf[uint32](&r, nShapes)
 	} else {
 		h.shapes = r.u32s(nShapes)
 	}
@@ -338,7 +338,7 @@ func ParseHeader(b []byte) (*Header, error) {
 			return nil, err
 		}
 	case h.Flags&FlagImplicitOffsets == 0 && h.Encoded():
-		h.offsets = r.seqU64s(h.N + 1)
+		h.offsets = seqOf[uint64](&r, h.N+1)
 	case h.Flags&FlagImplicitOffsets == 0:
 		h.offsets = r.u64s(h.N + 1)
 	}
