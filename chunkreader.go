@@ -257,6 +257,34 @@ func (r *chunkReader) spanCached(ctx context.Context, ref manifest.ChunkRef, lo,
 	return f, nil
 }
 
+// fill puts a chunk object in the cache unless it holds it (looked up by
+// reading its header by range, which the Dataset then knows), fetching it
+// whole once for all concurrent readers (object); n is the bytes read
+// from the store. The fetched object's header is kept by the Dataset, so
+// that spans read from the cache need no header read.
+func (r *chunkReader) fill(ctx context.Context, ref manifest.ChunkRef) (n int64, err error) {
+	if r.cache == nil {
+		return 0, nil
+	}
+	if rr, ok := r.cache.(chunkcache.RangeReader); ok && ref.Header > 0 {
+		buf := make([]byte, ref.Header)
+		if ok, err := rr.ReadRange(ctx, ref.Key, 0, buf); err == nil && ok {
+			if h, err := chunk.ParseHeader(buf); err == nil && checkHeader(h, ref) == nil {
+				r.d.chunks.put(ref.Key, nil, h)
+				return 0, nil
+			}
+		}
+	}
+	o, n, err := r.object(ctx, ref)
+	if err != nil {
+		return n, err
+	}
+	if h, err := chunk.ParseHeader(o.obj); err == nil && checkHeader(h, ref) == nil {
+		r.d.chunks.put(ref.Key, nil, h)
+	}
+	return n, nil
+}
+
 // spanFromCache reads a span from the cached object by range: the header
 // (unless the Dataset knows it) and the blocks. It returns nil and no error
 // on a miss, including a cached object that fails its checks (then Get,

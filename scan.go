@@ -419,6 +419,17 @@ func (sc *Scan) Fetch(ctx context.Context, r Read) (*Fetched, error) {
 	return sc.rd.whole(ctx, ref)
 }
 
+// Fill puts chunk id's object in the scan's cache (see WithCache),
+// fetching it whole from the store unless the cache holds it already, and
+// returns the bytes it read from the store: 0 for a cached chunk or a scan
+// without a cache. Fetches of the chunk on the same Scan made meanwhile
+// wait for this one read. The object is not kept: a loader fills the cache
+// ahead of its reads (a full shuffle's first epoch) and its reads take
+// their spans from the cache.
+func (sc *Scan) Fill(ctx context.Context, id ChunkID) (int64, error) {
+	return sc.rd.fill(ctx, sc.ref(id))
+}
+
 // Sample returns slot's sample as stored, from the fetched reads that
 // Reads(slot, ...) planned, in that order (for a one-piece slot, any
 // fetched whole chunk or span that holds slot.Index() will do; another is

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -56,6 +57,12 @@ func deliveredDigest(t testing.TB, scan *loch.Scan, cfg Config) (string, []int64
 	l, err := New(ctx, scan, cfg)
 	require.NoError(t, err)
 	defer l.Close()
+	return drainDigest(t, l)
+}
+
+// drainDigest is deliveredDigest of a loader made.
+func drainDigest(t testing.TB, l *Loader) (string, []int64) {
+	t.Helper()
 	h := xxh3.New()
 	var pos []int64
 	var b [8]byte
@@ -111,15 +118,23 @@ func TestFullShuffleOrderUnchanged(t *testing.T) {
 	require.Equal(t, whole[7*32:], rest)
 }
 
-// countingStore counts the reads that reach a store: whole objects and
-// ranges.
+// countingStore counts the reads that reach a store: whole objects (in
+// all and by key) and ranges.
 type countingStore struct {
 	storage.Store
 	gets, ranges atomic.Int64
+	mu           sync.Mutex
+	byKey        map[string]int // whole-object reads of each key
 }
 
 func (s *countingStore) Get(ctx context.Context, key string) ([]byte, error) {
 	s.gets.Add(1)
+	s.mu.Lock()
+	if s.byKey == nil {
+		s.byKey = map[string]int{}
+	}
+	s.byKey[key]++
+	s.mu.Unlock()
 	return s.Store.Get(ctx, key)
 }
 
@@ -133,18 +148,27 @@ func (s *countingStore) ReadRange(ctx context.Context, key string, off int64, ds
 // delivered digest.
 func requests(t *testing.T, url string, cfg Config) (int64, string) {
 	t.Helper()
+	scan, cs := countedScan(t, url)
+	digest, _ := deliveredDigest(t, scan, cfg)
+	return cs.gets.Load() + cs.ranges.Load(), digest
+}
+
+// countedScan opens the dataset at url through a counting store and
+// returns its loaded scan, with the counts of the reads made since.
+func countedScan(t *testing.T, url string) (*loch.Scan, *countingStore) {
+	t.Helper()
 	st, err := storage.Open(ctx, url)
 	require.NoError(t, err)
 	cs := &countingStore{Store: st}
 	d, err := loch.Open(ctx, url, loch.WithStore(cs))
 	require.NoError(t, err)
-	defer d.Close()
+	t.Cleanup(func() { d.Close() })
 	scan := d.Scan()
 	require.NoError(t, scan.Load(ctx, 4))
+	cs.byKey = nil
 	cs.gets.Store(0)
 	cs.ranges.Store(0)
-	digest, _ := deliveredDigest(t, scan, cfg)
-	return cs.gets.Load() + cs.ranges.Load(), digest
+	return scan, cs
 }
 
 // TestCoalescedRequestsOnMinIO: on a real S3 server, a full shuffle whose

@@ -59,6 +59,9 @@ func (l *Loader) fetch(e *chunkEntry) {
 		l.fetchPart(e)
 		return
 	}
+	if l.fill != nil {
+		l.fill.wait(l.ctx, chunkRef{e.key.ds, e.key.read.Chunk})
+	}
 	f, err := l.scans[e.key.ds].Fetch(l.ctx, e.key.read)
 	if err != nil {
 		e.err = err

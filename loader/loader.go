@@ -367,6 +367,7 @@ type Loader struct {
 	aheadAt  int                // the next of ahead[0]'s entries to consider
 	aheadQ   chan<- *chunkEntry // reads started ahead, for the fetchers
 	batchMax int64              // the largest batch collated so far, in bytes
+	fill     *filler            // fills the cache ahead of a full shuffle's reads (fill.go); nil if not
 
 	started    time.Time
 	firstBatch time.Duration

@@ -30,6 +30,7 @@ func (l *Loader) start() {
 	fetches := make(chan *chunkEntry)
 	ahead := make(chan *chunkEntry, l.cfg.FetchConcurrency)
 	l.aheadQ = ahead
+	l.fill = l.startFill()
 	for range l.cfg.FetchConcurrency {
 		l.wg.Add(1)
 		go func() {

@@ -131,21 +131,29 @@ func (b *Builder) appendRaw(data []byte) {
 	}
 }
 
-// sumBlock is the block size of chunks of a codec.
+// sumBlock is the size of the blocks whose checksums Add computes for
+// chunks of a codec: their block size, or for lz4, whose block size
+// follows the mean sample (SampleBlockSize), the smallest, whose
+// checksums combine into those of the larger blocks (blockSums).
 func sumBlock(codec uint8) int {
-	if codec == CodecNone {
+	if codec == CodecNone || codec == CodecLZ4 {
 		return PlainBlockSize
 	}
 	return BlockSize
 }
 
 // blockSums returns the checksums of raw's blocks of blockSize bytes,
-// taking those Add computed when raw is the Builder's raw data.
+// taking those Add computed (combined, where blockSize is a multiple of
+// theirs) when raw is the Builder's raw data.
 func (b *Builder) blockSums(raw []byte, blockSize int) []uint32 {
 	sums := make([]uint32, 0, blockCount(int64(len(raw)), blockSize))
 	off := 0
-	if blockSize == b.sumBlock && len(raw) == len(b.raw) && unsafe.SliceData(raw) == unsafe.SliceData(b.raw) {
-		sums, off = append(sums, b.sums...), len(b.sums)*blockSize
+	if blockSize%b.sumBlock == 0 && len(raw) == len(b.raw) && unsafe.SliceData(raw) == unsafe.SliceData(b.raw) {
+		per := blockSize / b.sumBlock
+		for k := 0; k+per <= len(b.sums); k += per {
+			sums = append(sums, combineChecksums(b.sums[k:k+per], b.sumBlock, blockSize))
+		}
+		off = len(sums) * blockSize
 	}
 	for ; off < len(raw); off += blockSize {
 		sums = append(sums, Checksum(raw[off:min(off+blockSize, len(raw))]))
@@ -204,8 +212,10 @@ func (b *Builder) Encode() ([]byte, error) { return b.EncodeTo(nil) }
 // EncodeTo is Encode writing into dst's memory when it has room.
 //
 // Every chunk has block checksums. Chunks of codec lz4 and zstd are
-// blocked (format 1.1): each block of BlockSize raw bytes is compressed
-// alone, so that a reader can decode any run of blocks without the others.
+// blocked (format 1.1): each block of raw bytes is compressed alone, so
+// that a reader can decode any run of blocks without the others; blocks
+// are BlockSize bytes, or for lz4 SampleBlockSize of the samples' mean
+// size.
 func (b *Builder) EncodeTo(dst []byte) ([]byte, error) { return b.encode(dst, true, false) }
 
 // EncodeInPlace is EncodeTo without the copy of a codec none chunk's
@@ -264,6 +274,8 @@ func (b *Builder) encode(dst []byte, blocked, inPlace bool) ([]byte, error) {
 		blockSize = BlockSize // format 1.0 as its writer wrote it
 	case b.codec == CodecNone:
 		blockSize = PlainBlockSize
+	case b.codec == CodecLZ4 && !d.ok:
+		blockSize = SampleBlockSize(len(b.raw), n)
 	}
 	if blocked {
 		if out, ok, err := b.encodeEncoded(dst, flags, &d); ok || err != nil {
@@ -290,7 +302,7 @@ func (b *Builder) encode(dst []byte, blocked, inPlace bool) ([]byte, error) {
 	case flags&FlagBlocked == 0:
 		out, err = compress(b.codec, out, d.raw)
 	default:
-		out, err = appendBlocks(b.codec, out, hlen, d.raw)
+		out, err = appendBlocks(b.codec, out, hlen, d.raw, blockSize)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("encode chunk: %w", err)
@@ -348,16 +360,16 @@ type dictData struct {
 	ok      bool
 }
 
-// appendBlocks appends the compressed blocks of raw to out, whose header
-// (of hlen bytes, checksum included) ends with the block lengths, and
-// fills those in.
-func appendBlocks(codec uint8, out []byte, hlen int, raw []byte) ([]byte, error) {
-	nblocks := blockCount(int64(len(raw)), BlockSize)
+// appendBlocks appends the compressed blocks of raw (of bs bytes each) to
+// out, whose header (of hlen bytes, checksum included) ends with the block
+// lengths, and fills those in.
+func appendBlocks(codec uint8, out []byte, hlen int, raw []byte, bs int) ([]byte, error) {
+	nblocks := blockCount(int64(len(raw)), bs)
 	lens := hlen - 4 - 4*nblocks // offset of the block lengths
 	for k := range nblocks {
 		start := len(out)
 		var err error
-		if out, err = compress(codec, out, raw[k*BlockSize:min((k+1)*BlockSize, len(raw))]); err != nil {
+		if out, err = compress(codec, out, raw[k*bs:min((k+1)*bs, len(raw))]); err != nil {
 			return nil, fmt.Errorf("block %d: %w", k, err)
 		}
 		binary.LittleEndian.PutUint32(out[lens+4*k:], uint32(len(out)-start))

@@ -33,6 +33,22 @@ const BlockSize = 64 << 10
 // header bytes, 0.1% of the data.
 const PlainBlockSize = 4 << 10
 
+// SampleBlockSize is the block size of an lz4 chunk of n samples of raw
+// bytes in all: the smallest power of two that holds the mean sample,
+// within [PlainBlockSize, BlockSize]. A range read of one sample then
+// decodes the sample and at most about one block more (a 12 KiB image: 16
+// KiB blocks, 28 KiB decoded on average instead of 76 KiB with 64 KiB
+// blocks), at some cost in compression (docs/format.md §3.1 has both).
+// zstd chunks keep BlockSize: a zstd frame's own overhead and its slower
+// decoding per call make small frames cost more.
+func SampleBlockSize(raw, n int) int {
+	bs := PlainBlockSize
+	for n > 0 && bs < BlockSize && bs*n < raw {
+		bs *= 2
+	}
+	return bs
+}
+
 // fixedHeaderLen is the length of the fixed part of the header.
 const fixedHeaderLen = 40
 

@@ -453,3 +453,47 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// TestSampleBlockSize: an lz4 chunk's blocks are the smallest power of two
+// that holds its mean sample, within [4 KiB, 64 KiB], recorded in its
+// header; a range read of any one sample decodes at most one block more
+// than the sample needs, and every sample and span reads back.
+func TestSampleBlockSize(t *testing.T) {
+	for _, c := range []struct{ raw, n, want int }{
+		{0, 0, PlainBlockSize}, {100, 10, PlainBlockSize}, {4096 * 10, 10, 4096}, {4097 * 10, 10, 8192},
+		{12288 * 50, 50, 16384}, {40000, 1, 65536}, {1 << 30, 1, BlockSize},
+	} {
+		require.Equal(t, c.want, SampleBlockSize(c.raw, c.n), "%d bytes in %d samples", c.raw, c.n)
+	}
+	seed := testseed.Seed(t)
+	r := rand.New(rand.NewPCG(seed, 2))
+	for _, size := range []int{300, 5000, 12288, 70000} {
+		samples := make([]sample, 40)
+		for i := range samples {
+			data := make([]byte, size)
+			for k := range data {
+				data[k] = byte(r.IntN(8) * (k / 64 % 3))
+			}
+			samples[i] = sample{shape: []int{size}, data: data}
+		}
+		for _, codec := range []uint8{CodecLZ4, CodecZstd} {
+			obj := encode(t, schema.Uint8, SampleNone, codec, samples)
+			name := fmt.Sprintf("%d-byte samples, codec %d (seed %d)", size, codec, seed)
+			ch, err := Decode(obj, nil)
+			require.NoError(t, err, name)
+			want := BlockSize
+			if codec == CodecLZ4 {
+				want = SampleBlockSize(size*len(samples), len(samples))
+			}
+			require.Equal(t, want, ch.BlockSize, name)
+			h, err := ParseHeader(obj[:ch.Len])
+			require.NoError(t, err, name)
+			for i := range samples {
+				a, b := h.SpanBlocks(i, i+1)
+				require.LessOrEqual(t, (b-a)*want, size+2*want, "%s: sample %d decodes blocks [%d, %d)", name, i, a, b)
+				requireSpan(t, obj, ch, i, i+1, name)
+			}
+			requireSpan(t, obj, ch, 3, 29, name)
+		}
+	}
+}

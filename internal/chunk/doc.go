@@ -3,8 +3,8 @@
 // checksums (docs/format.md, section 3).
 //
 // A Builder collects samples and encodes them into one chunk object (format
-// 1.1: lz4 and zstd data in blocks of BlockSize raw bytes compressed alone;
-// section 3.1). ParseHeader parses a chunk's header from its first bytes;
+// 1.1: lz4 and zstd data in blocks of raw bytes compressed alone, of
+// BlockSize, or for lz4 SampleBlockSize of the mean sample; section 3.1). ParseHeader parses a chunk's header from its first bytes;
 // Decode verifies and decompresses a whole chunk, Check verifies one
 // without decompressing it, and DecodeDamaged keeps the sound blocks of a
 // chunk whose data is damaged. For a range-readable chunk (codec none, or
