@@ -169,10 +169,14 @@ func (e *Engine) deserialize(ctx context.Context, q string, stmt map[string]any)
 	if err != nil {
 		return "", fmt.Errorf("query: rewrite: %w", err)
 	}
+	if sql, ok := e.texts.sql.Get(string(b)); ok {
+		return sql, nil
+	}
 	var sql string
 	if err := e.conn.QueryRowContext(ctx, "SELECT json_deserialize_sql(?::JSON)", string(b)).Scan(&sql); err != nil {
 		return "", fmt.Errorf("query %s: rewrite: %s: %w", oneLineSQL(q), oneLine(err), loch.ErrInvalidArgument)
 	}
+	e.texts.sql.Add(string(b), sql, int64(len(b)+len(sql)))
 	return sql, nil
 }
 
