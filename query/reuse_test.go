@@ -16,20 +16,7 @@ import (
 // (SetDataset, as Python's ds.query and ds.sql do), sees the commit, and
 // a statement that differs only in a constant gets its own answer.
 func TestRepeatedStatementFollowsVersion(t *testing.T) {
-	url := filepath.Join(t.TempDir(), "t")
-	d, err := loch.Create(ctx, url, schema.Schema{Columns: []schema.Column{
-		{Name: "id", DType: schema.Int64, Shape: schema.Shape{}}, {Name: "name", Kind: schema.TextKind}}})
-	require.NoError(t, err)
-	defer d.Close()
-	add := func(ids ...int64) {
-		var rows []loch.Row
-		for _, id := range ids {
-			rows = append(rows, loch.Row{"id": loch.Scalar(id), "name": loch.String("n")})
-		}
-		require.NoError(t, d.Extend(ctx, rows))
-		_, err := d.Commit(ctx, "rows")
-		require.NoError(t, err)
-	}
+	d, add := idNameDataset(t)
 	add(1, 2, 3)
 	e, err := New(ctx, d, Options{})
 	require.NoError(t, err)
@@ -52,4 +39,22 @@ func TestRepeatedStatementFollowsVersion(t *testing.T) {
 	require.Equal(t, parsedBefore, e.texts.parsed.Len(), "its text was not parsed again")
 	got := queryRows(t, e, "SELECT count(*) FROM ds WHERE id >= 2")
 	require.EqualValues(t, 4, got[0][0])
+}
+
+// idNameDataset is a dataset of columns id (int64) and name (text), and
+// a function that commits rows of the ids given, each named "n".
+func idNameDataset(tb testing.TB) (*loch.Dataset, func(ids ...int64)) {
+	d, err := loch.Create(ctx, filepath.Join(tb.TempDir(), "t"), schema.Schema{Columns: []schema.Column{
+		{Name: "id", DType: schema.Int64, Shape: schema.Shape{}}, {Name: "name", Kind: schema.TextKind}}})
+	require.NoError(tb, err)
+	tb.Cleanup(func() { d.Close() })
+	return d, func(ids ...int64) {
+		var rows []loch.Row
+		for _, id := range ids {
+			rows = append(rows, loch.Row{"id": loch.Scalar(id), "name": loch.String("n")})
+		}
+		require.NoError(tb, d.Extend(ctx, rows))
+		_, err := d.Commit(ctx, "rows")
+		require.NoError(tb, err)
+	}
 }
