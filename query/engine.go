@@ -105,6 +105,7 @@ type Engine struct {
 	fts       ftsState      // fts_match and fts_score (fts.go)
 	texts     textCache     // DuckDB's answers on statement text (duckdb.go)
 	sess      *sessionState // the connection's state pushdown reads, once (pushdown.go)
+	defined   definedSets   // the sets of functions and macros defined at first use (define.go)
 }
 
 // New starts an engine over d's current version. d may be nil: then the
@@ -175,12 +176,6 @@ func (e *Engine) init(ctx context.Context) error {
 		return err
 	}
 	if err := e.registerFile(conn); err != nil {
-		return err
-	}
-	if err := e.registerSearch(ctx, conn); err != nil {
-		return err
-	}
-	if err := registerPG(ctx, conn); err != nil {
 		return err
 	}
 	if err := e.createViews(ctx, conn); err != nil {

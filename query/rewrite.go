@@ -35,6 +35,9 @@ type rewritten struct {
 // tie come in the dataset's order. A statement other than one SELECT
 // (a UNION, a PRAGMA, ...) is run as given, unless a selection is asked.
 func (e *Engine) rewrite(ctx context.Context, q string, selection bool) (rewritten, error) {
+	if err := e.define(ctx, q); err != nil {
+		return rewritten{}, err
+	}
 	run := e.pushdown(ctx, q)
 	tree, err := e.parse(ctx, run)
 	if err != nil {
