@@ -110,19 +110,14 @@ func TestMappedDamagedBlockFailsEveryRead(t *testing.T) {
 		sc := plain.Mapped()
 		ids, first := chunkRows(sc, uid)
 		id := ids[0]
-		key := sc.ChunkKey(id)
-		h, _, err := d.header(ctx, sc.ref(id))
-		require.NoError(t, err)
-		k := 1 + r.IntN(h.Blocks()-2)
-		bs, be := damage(t, dir, key, k)
-		msg := fmt.Sprintf("codec %s block %d (seed %d)", codec, k, seed)
+		dc := damageChunk(t, d, sc, dir, id, r)
+		msg := fmt.Sprintf("codec %s block %d (seed %d)", codec, dc.k, seed)
 		for round := range 3 {
 			for j := range int(sc.ref(id).Rows) {
-				s, e := h.Range(j)
 				f, err := sc.Fetch(ctx, sc.Span(id, j, j+1))
-				if s < e && s < be && e > bs {
+				if dc.overlaps(j) {
 					require.ErrorIs(t, err, ErrCorrupt, "%s sample %d round %d", msg, j, round)
-					require.ErrorContains(t, err, key)
+					require.ErrorContains(t, err, dc.key)
 					continue
 				}
 				require.NoError(t, err, "%s sample %d round %d", msg, j, round)

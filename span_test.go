@@ -478,6 +478,34 @@ func TestSpanReadsCacheWithoutRanges(t *testing.T) {
 
 // damage flips one byte in the middle of block k of the chunk object on
 // disk, and returns the raw range of that block.
+// damagedChunk is a chunk with one byte of its inner block k flipped in
+// the store (damage), which spans the bytes [bs, be) of its data.
+type damagedChunk struct {
+	key    string
+	h      *chunk.Header
+	k      int
+	bs, be int64
+}
+
+// damageChunk flips a byte of a random inner block of chunk id of sc, in
+// the store at dir.
+func damageChunk(t *testing.T, d *Dataset, sc *Scan, dir string, id ChunkID, r *rand.Rand) damagedChunk {
+	t.Helper()
+	key := sc.ChunkKey(id)
+	h, _, err := d.header(ctx, sc.ref(id))
+	require.NoError(t, err)
+	k := 1 + r.IntN(h.Blocks()-2)
+	bs, be := damage(t, dir, key, k)
+	return damagedChunk{key: key, h: h, k: k, bs: bs, be: be}
+}
+
+// overlaps reports whether sample j of the chunk overlaps the damaged
+// block.
+func (c damagedChunk) overlaps(j int) bool {
+	s, e := c.h.Range(j)
+	return s < e && s < c.be && e > c.bs
+}
+
 func damage(t *testing.T, dir string, key string, k int) (start, end int64) {
 	t.Helper()
 	path := filepath.Join(dir, filepath.FromSlash(key))
@@ -506,16 +534,9 @@ func TestDamagedBlockSpoilsItsSamplesOnly(t *testing.T) {
 		sc, uid := scanOf(t, d)
 		ids, first := chunkRows(sc, uid)
 		id := ids[0]
-		key := sc.ChunkKey(id)
-		h, _, err := d.header(ctx, sc.ref(id))
-		require.NoError(t, err)
-		k := 1 + r.IntN(h.Blocks()-2)
-		bs, be := damage(t, dir, key, k)
-		overlaps := func(j int) bool {
-			s, e := h.Range(j)
-			return s < e && s < be && e > bs
-		}
-		msg := fmt.Sprintf("codec %s block %d (seed %d)", codec, k, seed)
+		dc := damageChunk(t, d, sc, dir, id, r)
+		key, overlaps := dc.key, dc.overlaps
+		msg := fmt.Sprintf("codec %s block %d (seed %d)", codec, dc.k, seed)
 
 		cache := chunkcache.NewMemory(1 << 30)
 		for _, sc := range []*Scan{d.Scan(), d.Scan().WithCache(cache)} {

@@ -542,12 +542,30 @@ func (st *staging) submit(ctx context.Context, uid int, b *chunk.Builder, ref *m
 			return err
 		}
 		buf, _ := st.buffers.get()
-		obj, err := b.EncodeTo(buf)
+		obj, inPlace, err := b.EncodeInPlace(buf)
 		if lo, hi, ok := b.Stats(); ok && err == nil {
 			ref.Min, ref.Max = &lo, &hi
 		}
-		b.Reset()
-		st.builders.put(b)
+		// A chunk encoded in place is the builder's memory: the builder
+		// is reused after the Put (which does not retain its argument),
+		// as obj is when it is not.
+		recycle := func() {
+			b.Reset()
+			st.builders.put(b)
+		}
+		if !inPlace {
+			recycle()
+			recycle = func() {}
+			if obj != nil {
+				buf = obj[:0]
+			}
+		}
+		defer func() {
+			recycle()
+			if buf != nil {
+				st.buffers.put(buf)
+			}
+		}()
 		if err != nil {
 			return fail(fmt.Errorf("%s: encode chunk: %w", st.d.url, err))
 		}
@@ -562,7 +580,6 @@ func (st *staging) submit(ctx context.Context, uid int, b *chunk.Builder, ref *m
 		}
 		ref.Key, ref.Header, ref.Size, ref.Raw, ref.HCRC = key, h.Len, h.Size(), h.RawLen, h.CRC
 		dl.stored.Add(h.Size())
-		st.buffers.put(obj[:0]) // Put does not retain its argument
 		return nil
 	})
 }

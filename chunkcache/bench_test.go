@@ -14,6 +14,7 @@ import (
 
 	"github.com/lochdata/loch/chunkcache"
 	"github.com/lochdata/loch/chunkcache/chunkcachetest"
+	"github.com/lochdata/loch/internal/testseed"
 )
 
 var benchSizes = []int{64 << 10, 1 << 20, 8 << 20}
@@ -41,7 +42,7 @@ func BenchmarkGet(b *testing.B) {
 		keys := make([]string, n)
 		paths := make([]string, n)
 		for i := range keys {
-			data := chunkcachetest.Payload(uint64(i), size)
+			data := testseed.Bytes(uint64(i), size)
 			keys[i] = chunkcachetest.ChunkKey(data)
 			paths[i] = filepath.Join(dir, "objects", filepath.FromSlash(keys[i]))
 			if err := d.Put(ctx, keys[i], data); err != nil {
@@ -75,7 +76,7 @@ func BenchmarkGet(b *testing.B) {
 			}
 		})
 		b.Run(sizeName(size)+"/xxh3", func(b *testing.B) {
-			data := chunkcachetest.Payload(0, size)
+			data := testseed.Bytes(0, size)
 			b.SetBytes(int64(size))
 			for b.Loop() {
 				xxh3.Hash128(data)
@@ -94,7 +95,7 @@ func BenchmarkPut(b *testing.B) {
 	ctx := context.Background()
 	const budget = 64 << 20
 	for _, size := range benchSizes {
-		data := chunkcachetest.Payload(1, size)
+		data := testseed.Bytes(1, size)
 		window := budget / size
 		b.Run(sizeName(size)+"/cache", func(b *testing.B) {
 			d, err := chunkcache.Open(b.TempDir(), budget, nil)

@@ -20,6 +20,7 @@ import (
 
 	"github.com/lochdata/loch/chunkcache"
 	"github.com/lochdata/loch/chunkcache/chunkcachetest"
+	"github.com/lochdata/loch/internal/testseed"
 )
 
 // exact marks every hit, so that recency in tests is exact.
@@ -48,7 +49,7 @@ type object struct {
 }
 
 func chunk(seed uint64, n int) object {
-	data := chunkcachetest.Payload(seed, n)
+	data := testseed.Bytes(seed, n)
 	return object{chunkcachetest.ChunkKey(data), data}
 }
 
@@ -532,7 +533,7 @@ func TestDiskRangeReadDropsShortFile(t *testing.T) {
 	c, err := chunkcache.Open(dir, 1<<20, nil)
 	require.NoError(t, err)
 	defer c.Close()
-	data := chunkcachetest.Payload(1, 1000)
+	data := testseed.Bytes(1, 1000)
 	key := chunkcachetest.ChunkKey(data)
 	require.NoError(t, c.Put(ctx, key, data))
 	p := filepath.Join(dir, "objects", filepath.FromSlash(key))

@@ -69,8 +69,8 @@ func Build(ctx context.Context, ds *loch.Dataset, column string, opts BuildOptio
 // write stores the new segments' objects, then the descriptor naming the
 // kept and the new segments, covering every fragment of c's snapshot.
 func write(ctx context.Context, ds *loch.Dataset, c *column, kept []ftsindex.Segment, news []*ftsindex.Builder, base string) (*Info, error) {
-	d := &ftsindex.Descriptor{Version: c.sc.Version(), Column: c.col.Name, UID: c.col.UID, Metric: ftsindex.Metric,
-		Type: ftsindex.Type, Analyzer: ftsindex.Analyzer, DType: c.col.DType.String(), Base: base, Time: time.Now().UTC(),
+	h := vindex.Header{Version: c.sc.Version(), Column: c.col.Name, UID: c.col.UID, Metric: ftsindex.Metric, Type: ftsindex.Type}
+	d := &ftsindex.Descriptor{Header: h, Analyzer: ftsindex.Analyzer, DType: c.col.DType.String(), Base: base, Time: time.Now().UTC(),
 		Covered: []vindex.Covered{}, Segments: append([]ftsindex.Segment{}, kept...)}
 	for k, f := range c.sc.Fragments() {
 		digest, err := c.sc.ColumnChunks(ctx, k, c.col.UID)

@@ -29,9 +29,9 @@ func (c *coeffs) compute(in, out int) {
 	filterScale := max(scale, 1)
 	support := filterScale // the triangle's support is 1 input pixel at scale 1
 	c.stride = int(math.Ceil(support))*2 + 1
-	c.start = growInt32(c.start, out)
-	c.n = growInt32(c.n, out)
-	c.w = growInt32(c.w, out*c.stride)
+	c.start = grow(c.start, out)
+	c.n = grow(c.n, out)
+	c.w = grow(c.w, out*c.stride)
 	var fw [64]float64 // stride <= 64 for downscales up to 31x; larger use a slice
 	var ws []float64
 	if c.stride <= len(fw) {
@@ -69,13 +69,6 @@ func (c *coeffs) compute(in, out int) {
 			row[k-first] = int32(math.Round(ws[k] / total * (1 << precisionBits)))
 		}
 	}
-}
-
-func growInt32(b []int32, n int) []int32 {
-	if cap(b) >= n {
-		return b[:n]
-	}
-	return make([]int32, n)
 }
 
 // resampler is the scratch of one bilinear call.
@@ -134,7 +127,7 @@ func bilinear(dst, src []byte, s scaling) {
 		}
 		return
 	}
-	r.acc = growInt32(r.acc, rowLen)
+	r.acc = grow(r.acc, rowLen)
 	for y := 0; y < oh; y++ {
 		start, n := int(r.y.start[oy+y])-ylo, int(r.y.n[oy+y])
 		ws := r.y.w[(oy+y)*r.y.stride : (oy+y)*r.y.stride+n]
@@ -250,10 +243,11 @@ func clip8(a int32) byte {
 	return byte(a)
 }
 
-// grow returns b[:n] when b has room, and otherwise a new slice.
-func grow(b []byte, n int) []byte {
+// grow returns b[:n] when b has room, and otherwise a new slice: the
+// scratch of the resamplers, of bytes, int32 weights or float64 sums.
+func grow[T any](b []T, n int) []T {
 	if cap(b) >= n {
 		return b[:n]
 	}
-	return make([]byte, n)
+	return make([]T, n)
 }

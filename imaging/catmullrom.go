@@ -49,11 +49,11 @@ func (k *kernelCoeffs) compute(in, out int) {
 		argScale = 1 / scale
 	}
 	k.stride = int(math.Ceil(2*halfWidth)) + 2 // at least j - i below
-	k.start = growInt32(k.start, out)
-	k.n = growInt32(k.n, out)
-	k.w = growFloat64(k.w, out*k.stride)
-	k.inv = growFloat64(k.inv, out)
-	k.invFFFF = growFloat64(k.invFFFF, out)
+	k.start = grow(k.start, out)
+	k.n = grow(k.n, out)
+	k.w = grow(k.w, out*k.stride)
+	k.inv = grow(k.inv, out)
+	k.invFFFF = grow(k.invFFFF, out)
 	for x := 0; x < out; x++ {
 		center := float64((float64(x)+0.5)*scale) - 0.5
 		i := max(int(math.Floor(center-halfWidth)), 0)
@@ -86,13 +86,6 @@ func (k *kernelCoeffs) compute(in, out int) {
 	}
 }
 
-func growFloat64(b []float64, n int) []float64 {
-	if cap(b) >= n {
-		return b[:n]
-	}
-	return make([]float64, n)
-}
-
 // cubicScratch is the scratch of one catmullRom call.
 type cubicScratch struct {
 	x, y     kernelCoeffs
@@ -122,7 +115,7 @@ func catmullRom(dst, src []byte, s scaling) {
 	// Horizontal pass: the rows the window reads, to the window's
 	// columns, into tmp.
 	rowLen := s.ow * s.c
-	r.tmp = growFloat64(r.tmp, (yhi-ylo)*rowLen)
+	r.tmp = grow(r.tmp, (yhi-ylo)*rowLen)
 	for y := ylo; y < yhi; y++ {
 		off := (s.y0+y)*s.stride + s.x0*s.c
 		in := src[off : off+s.w*s.c]
@@ -134,7 +127,7 @@ func catmullRom(dst, src []byte, s scaling) {
 		}
 	}
 	// Vertical pass: the window's rows.
-	r.acc = growFloat64(r.acc, rowLen)
+	r.acc = grow(r.acc, rowLen)
 	acc := r.acc
 	for y := 0; y < s.oh; y++ {
 		yy := s.oy + y

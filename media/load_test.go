@@ -70,6 +70,20 @@ func contains(xs []string, x string) bool {
 	return false
 }
 
+// childVideo runs the calling test again in a process of its own (where
+// no media call has loaded FFmpeg yet), given a test video: in that child
+// it returns the video's path and true; in the parent, once the child has
+// passed, "" and false.
+func childVideo(t *testing.T) (string, bool) {
+	if path := os.Getenv("LOCH_MEDIA_TEST_VIDEO"); path != "" {
+		t.Log("child ran")
+		return path, true
+	}
+	path := mediatest.Video(t, t.TempDir(), "a.mp4", 64, 48, 25, 1, 5)
+	child(t, t.Name(), "LOCH_MEDIA_TEST_VIDEO="+path)
+	return "", false
+}
+
 // child runs test name of this binary in a process of its own (where no
 // media call has loaded FFmpeg yet) with env, and requires that it ran and
 // passed.
@@ -85,13 +99,10 @@ func child(t *testing.T, name string, env ...string) {
 // TestLoadedOnFirstUse: in a new process FFmpeg's libraries are not mapped
 // until the first probe, which maps them and decodes.
 func TestLoadedOnFirstUse(t *testing.T) {
-	path := os.Getenv("LOCH_MEDIA_TEST_VIDEO")
-	if path == "" {
-		path = mediatest.Video(t, t.TempDir(), "a.mp4", 64, 48, 25, 1, 5)
-		child(t, "TestLoadedOnFirstUse", "LOCH_MEDIA_TEST_VIDEO="+path)
+	path, inChild := childVideo(t)
+	if !inChild {
 		return
 	}
-	t.Log("child ran")
 	require.Empty(t, mappedFFmpeg(t), "FFmpeg is mapped before any media call")
 	in, err := media.ProbeVideoBytes(mediatest.Read(t, path))
 	require.NoError(t, err)
@@ -115,13 +126,10 @@ func isFFmpegNamed(files []string, name string) bool {
 // every probe and decode fails with ErrNoFFmpeg naming it and the
 // loader's reason; the process goes on.
 func TestLibraryMissing(t *testing.T) {
-	path := os.Getenv("LOCH_MEDIA_TEST_VIDEO")
-	if path == "" {
-		path = mediatest.Video(t, t.TempDir(), "a.mp4", 64, 48, 25, 1, 5)
-		child(t, "TestLibraryMissing", "LOCH_MEDIA_TEST_VIDEO="+path)
+	path, inChild := childVideo(t)
+	if !inChild {
 		return
 	}
-	t.Log("child ran")
 	media.SetLibraryFile("libavcodec", "libavcodec.so.0-not-there")
 	b := mediatest.Read(t, path)
 	for range 2 { // the same answer again, not a crash

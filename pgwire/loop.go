@@ -101,11 +101,7 @@ func (c *conn) parse(m *pgproto3.Parse) error {
 }
 
 func (c *conn) bind(m *pgproto3.Bind) error {
-	st, ok := c.stmts[m.PreparedStatement]
-	if !ok {
-		return fmt.Errorf("prepared statement %q does not exist: %w", m.PreparedStatement, loch.ErrNotFound)
-	}
-	d, err := c.describeStatement(st)
+	st, d, err := c.statement(m.PreparedStatement)
 	if err != nil {
 		return err
 	}
@@ -141,6 +137,17 @@ func (c *conn) bind(m *pgproto3.Bind) error {
 
 // describeStatement learns a statement's parameter and result types from
 // the catalog's mirror (query.Mirror) once.
+// statement returns the prepared statement named name and its
+// description (loch.ErrNotFound when there is none).
+func (c *conn) statement(name string) (*prepared, *description, error) {
+	st, ok := c.stmts[name]
+	if !ok {
+		return nil, nil, fmt.Errorf("prepared statement %q does not exist: %w", name, loch.ErrNotFound)
+	}
+	d, err := c.describeStatement(st)
+	return st, d, err
+}
+
 func (c *conn) describeStatement(st *prepared) (*description, error) {
 	if st.desc != nil {
 		return st.desc, nil
@@ -214,11 +221,7 @@ func (c *conn) fieldsByRunning(ctx context.Context, q string, n int) ([]pgproto3
 
 func (c *conn) describe(m *pgproto3.Describe) error {
 	if m.ObjectType == 'S' {
-		st, ok := c.stmts[m.Name]
-		if !ok {
-			return fmt.Errorf("prepared statement %q does not exist: %w", m.Name, loch.ErrNotFound)
-		}
-		d, err := c.describeStatement(st)
+		_, d, err := c.statement(m.Name)
 		if err != nil {
 			return err
 		}

@@ -177,16 +177,26 @@ func (c *conn) cursorStatement(q, verb string) (*result, error) {
 		if m == nil {
 			return nil, fmt.Errorf("CLOSE: want CLOSE name: %w", loch.ErrInvalidArgument)
 		}
-		cur, ok := c.cursors[cursorName(m[1])]
-		if !ok {
-			return nil, fmt.Errorf("cursor %q does not exist: %w", cursorName(m[1]), errNoCursor)
+		name := cursorName(m[1])
+		cur, err := c.cursor(name)
+		if err != nil {
+			return nil, err
 		}
 		cur.res.close()
 		cur.cancel()
-		delete(c.cursors, cursorName(m[1]))
+		delete(c.cursors, name)
 		return tagResult("CLOSE CURSOR"), nil
 	}
 	return c.fetch(q)
+}
+
+// cursor returns the cursor DECLAREd as name (errNoCursor if none).
+func (c *conn) cursor(name string) (*cursor, error) {
+	cur, ok := c.cursors[name]
+	if !ok {
+		return nil, fmt.Errorf("cursor %q does not exist: %w", name, errNoCursor)
+	}
+	return cur, nil
 }
 
 // fetch answers FETCH and MOVE: a result whose rows are the cursor's next
@@ -196,9 +206,9 @@ func (c *conn) fetch(q string) (*result, error) {
 	if m == nil {
 		return nil, fmt.Errorf("FETCH: want FETCH [FORWARD] [n|ALL] [FROM] name: %w", loch.ErrInvalidArgument)
 	}
-	cur, ok := c.cursors[cursorName(m[4])]
-	if !ok {
-		return nil, fmt.Errorf("cursor %q does not exist: %w", cursorName(m[4]), errNoCursor)
+	cur, err := c.cursor(cursorName(m[4]))
+	if err != nil {
+		return nil, err
 	}
 	limit := 1
 	switch {
@@ -208,7 +218,7 @@ func (c *conn) fetch(q string) (*result, error) {
 		limit, _ = strconv.Atoi(m[3])
 	}
 	out := &result{names: cur.res.names, types: cur.res.types}
-	_, err := cur.res.pull(limit, func(vals []any) error {
+	_, err = cur.res.pull(limit, func(vals []any) error {
 		out.static = append(out.static, append([]any(nil), vals...))
 		return nil
 	})

@@ -1,11 +1,10 @@
 package pgwire
 
 import (
-	"bytes"
 	"net"
-	"sync"
 	"testing"
 
+	"github.com/lochdata/loch/internal/testserver"
 	"github.com/stretchr/testify/require"
 
 	"github.com/lochdata/loch/catalog"
@@ -99,28 +98,10 @@ func TestRefRights(t *testing.T) {
 	require.Equal(t, int64(4), main, "main untouched")
 }
 
-// syncBuffer is a bytes.Buffer safe for the server's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestLogHasNoSecrets: the log names users and what they did, never a
 // password, a verifier or a parameter.
 func TestLogHasNoSecrets(t *testing.T) {
-	var log syncBuffer
+	var log testserver.Buffer
 	f := newFixture(t, Options{Log: &log})
 	_, err := f.connect(t, "alice", "not the password")
 	require.Error(t, err)

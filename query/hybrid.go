@@ -111,67 +111,28 @@ func (e *Engine) bindHybrid(ctx context.Context, _ map[string]any, args ...any) 
 		return fail(err)
 	}
 	opts.Cache, opts.Parallelism = e.opts.Cache, e.opts.Threads
-	if where != "" {
-		ids, err := Filter(ctx, e.d, where, Options{Threads: e.opts.Threads, Open: e.opts.Open, Cache: e.opts.Cache, Sandbox: e.opts.Sandbox})
-		if err != nil {
-			return fail(err)
-		}
-		opts.Allow = vector.NewRowSet(ids)
+	if opts.Allow, err = e.allowed(ctx, where); err != nil {
+		return fail(err)
 	}
 	res, err := hybrid.Search(ctx, e.d, q, opts)
 	if err != nil {
 		return fail(err)
 	}
-	sc := e.d.Scan()
-	if err := sc.Load(ctx, 16); err != nil {
-		return fail(err)
-	}
-	pos, err := sc.Positions(res.RowIDs())
+	cols := []hitColumn{{"rank", duckdb.TYPE_BIGINT}, {"score", duckdb.TYPE_DOUBLE}, {"vector_rank", duckdb.TYPE_BIGINT},
+		{"distance", duckdb.TYPE_FLOAT}, {"text_rank", duckdb.TYPE_BIGINT}, {"text_score", duckdb.TYPE_DOUBLE}}
+	src, err := e.hitsSource(ctx, res.RowIDs(), cols, func(i int) []any {
+		h := res.Hits[i]
+		vals := []any{int64(i + 1), h.Score, nil, nil, nil, nil}
+		if h.VectorRank > 0 {
+			vals[2], vals[3] = int64(h.VectorRank), h.Distance
+		}
+		if h.TextRank > 0 {
+			vals[4], vals[5] = int64(h.TextRank), h.TextScore
+		}
+		return vals
+	})
 	if err != nil {
 		return fail(err)
 	}
-	return &hybridSource{hits: res.Hits, pos: pos}, nil
-}
-
-// hybridSource hands DuckDB the hits of one hybrid search.
-type hybridSource struct {
-	hits []hybrid.Hit
-	pos  []int64
-	next int
-}
-
-func (s *hybridSource) ColumnInfos() []duckdb.ColumnInfo {
-	u64, _ := duckdb.NewTypeInfo(duckdb.TYPE_UBIGINT)
-	i64, _ := duckdb.NewTypeInfo(duckdb.TYPE_BIGINT)
-	f32, _ := duckdb.NewTypeInfo(duckdb.TYPE_FLOAT)
-	f64, _ := duckdb.NewTypeInfo(duckdb.TYPE_DOUBLE)
-	return []duckdb.ColumnInfo{{Name: RowIDColumn, T: u64}, {Name: PosColumn, T: i64}, {Name: "rank", T: i64}, {Name: "score", T: f64},
-		{Name: "vector_rank", T: i64}, {Name: "distance", T: f32}, {Name: "text_rank", T: i64}, {Name: "text_score", T: f64}}
-}
-
-func (s *hybridSource) Cardinality() *duckdb.CardinalityInfo {
-	return &duckdb.CardinalityInfo{Cardinality: uint(len(s.hits)), Exact: true}
-}
-
-func (s *hybridSource) Init() {}
-
-func (s *hybridSource) FillRow(row duckdb.Row) (bool, error) {
-	if s.next >= len(s.hits) {
-		return false, nil
-	}
-	h, i := s.hits[s.next], s.next
-	s.next++
-	vals := []any{h.RowID, s.pos[i], int64(i + 1), h.Score, nil, nil, nil, nil}
-	if h.VectorRank > 0 {
-		vals[4], vals[5] = int64(h.VectorRank), h.Distance
-	}
-	if h.TextRank > 0 {
-		vals[6], vals[7] = int64(h.TextRank), h.TextScore
-	}
-	for c, v := range vals {
-		if err := row.SetRowValue(c, v); err != nil {
-			return false, err
-		}
-	}
-	return true, nil
+	return src, nil
 }

@@ -2,9 +2,7 @@ package query
 
 import (
 	"context"
-	"database/sql/driver"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -55,35 +53,13 @@ func (e *Engine) resultColumns(ctx context.Context, q string) ([]string, []duckd
 	var names []string
 	var types []duckdb.TypeInfo
 	err := e.conn.Raw(func(dc any) error {
-		c, ok := dc.(driver.ConnPrepareContext)
-		if !ok {
-			return errors.New("driver connection cannot prepare")
-		}
-		st, err := c.PrepareContext(ctx, q)
+		s, done, err := prepareRaw(ctx, dc, q)
 		if err != nil {
 			return err
 		}
-		defer st.Close()
-		ds, ok := st.(*duckdb.Stmt)
-		if !ok {
-			return errors.New("not a DuckDB statement")
-		}
-		n, err := ds.ColumnCount()
-		if err != nil {
-			return err
-		}
-		for i := range n {
-			name, err := ds.ColumnName(i)
-			if err != nil {
-				return err
-			}
-			t, err := ds.ColumnTypeInfo(i)
-			if err != nil {
-				return err
-			}
-			names, types = append(names, name), append(types, t)
-		}
-		return nil
+		defer done()
+		names, types, err = stmtColumns(s)
+		return err
 	})
 	return names, types, err
 }

@@ -205,24 +205,35 @@ func (m *Mirror) Describe(ctx context.Context, q string) (Described, error) {
 		if !d.Read {
 			return nil
 		}
-		n, err := s.ColumnCount()
-		if err != nil {
-			return err
+		names, types, err := stmtColumns(s)
+		for i, t := range types {
+			d.Names, d.Types = append(d.Names, names[i]), append(d.Types, typeInfoName(t))
 		}
-		for i := range n {
-			name, err := s.ColumnName(i)
-			if err != nil {
-				return err
-			}
-			t, err := s.ColumnTypeInfo(i)
-			if err != nil {
-				return err
-			}
-			d.Names, d.Types = append(d.Names, name), append(d.Types, typeInfoName(t))
-		}
-		return nil
+		return err
 	})
 	return d, err
+}
+
+// stmtColumns returns the names and types of a prepared statement's
+// result columns, as DuckDB names them (duplicates kept).
+func stmtColumns(s *duckdb.Stmt) ([]string, []duckdb.TypeInfo, error) {
+	n, err := s.ColumnCount()
+	if err != nil {
+		return nil, nil, err
+	}
+	names, types := make([]string, 0, n), make([]duckdb.TypeInfo, 0, n)
+	for i := range n {
+		name, err := s.ColumnName(i)
+		if err != nil {
+			return nil, nil, err
+		}
+		t, err := s.ColumnTypeInfo(i)
+		if err != nil {
+			return nil, nil, err
+		}
+		names, types = append(names, name), append(types, t)
+	}
+	return names, types, nil
 }
 
 // typeInfoName is DuckDB's name of a type as database/sql's
@@ -264,7 +275,7 @@ func typeInfoName(t duckdb.TypeInfo) string {
 func prepareRaw(ctx context.Context, dc any, q string) (*duckdb.Stmt, func(), error) {
 	c, ok := dc.(*duckdb.Conn)
 	if !ok {
-		return nil, nil, fmt.Errorf("query: mirror: driver connection %T", dc)
+		return nil, nil, fmt.Errorf("query: driver connection %T, want DuckDB's", dc)
 	}
 	st, err := c.PrepareContext(ctx, q)
 	if err != nil {

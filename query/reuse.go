@@ -92,9 +92,7 @@ func (e *Engine) defineRandom(ctx context.Context, create string, seed *uint64) 
 func (e *Engine) Raw(ctx context.Context, q string, fn func(conn driver.Conn, sql string) error) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.ctx = ctx
-	e.failed.take()
-	rw, err := e.rewrite(ctx, q, false)
+	rw, err := e.begin(ctx, q, false)
 	if err != nil {
 		return err
 	}

@@ -38,12 +38,10 @@ func Select(ctx context.Context, d *loch.Dataset, q string, opts Options) (*loch
 func (e *Engine) Select(ctx context.Context, q string) (*loch.Selection, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.ctx = ctx
-	e.failed.take()
 	if e.d == nil {
 		return nil, fmt.Errorf("query %s: a selection is of one dataset: the engine has none: %w", oneLineSQL(q), loch.ErrInvalidArgument)
 	}
-	rw, err := e.rewrite(ctx, q, true)
+	rw, err := e.begin(ctx, q, true)
 	if err != nil {
 		return nil, err
 	}
@@ -115,6 +113,15 @@ func (e *Engine) Select(ctx context.Context, q string) (*loch.Selection, error) 
 	return sel, nil
 }
 
+// begin starts a statement q under ctx, which its scans read under, with
+// no scan error left from an earlier one, and returns q rewritten
+// (rewrite; selection as Select asks). The caller holds e.mu.
+func (e *Engine) begin(ctx context.Context, q string, selection bool) (rewritten, error) {
+	e.ctx = ctx
+	e.failed.take()
+	return e.rewrite(ctx, q, selection)
+}
+
 // queryError is a DuckDB error on one line, naming the query. A scan's
 // own error (a missing or corrupt chunk), which DuckDB returns as text,
 // is returned as itself, so that it keeps its class.
@@ -143,9 +150,7 @@ const (
 func (e *Engine) Write(ctx context.Context, q, format string, limit int, w io.Writer) (int64, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.ctx = ctx
-	e.failed.take()
-	rw, err := e.rewrite(ctx, q, false)
+	rw, err := e.begin(ctx, q, false)
 	if err != nil {
 		return 0, err
 	}
@@ -316,9 +321,7 @@ func format(v any) string {
 // called more than once). The engine runs nothing else until then.
 func (e *Engine) Rows(ctx context.Context, q string) (*sql.Rows, func(), error) {
 	e.mu.Lock()
-	e.ctx = ctx
-	e.failed.take()
-	rw, err := e.rewrite(ctx, q, false)
+	rw, err := e.begin(ctx, q, false)
 	if err != nil {
 		e.mu.Unlock()
 		return nil, nil, err

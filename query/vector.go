@@ -98,12 +98,9 @@ func (e *Engine) bindVector(ctx context.Context, _ map[string]any, args ...any) 
 	if err != nil {
 		return fail(err)
 	}
-	if where, _ := args[6].(string); where != "" {
-		ids, err := Filter(ctx, e.d, where, Options{Threads: e.opts.Threads, Open: e.opts.Open, Cache: e.opts.Cache, Sandbox: e.opts.Sandbox})
-		if err != nil {
-			return fail(err)
-		}
-		opts.Allow = vector.NewRowSet(ids)
+	where, _ := args[6].(string)
+	if opts.Allow, err = e.allowed(ctx, where); err != nil {
+		return fail(err)
 	}
 	if k <= 0 {
 		return fail(fmt.Errorf("k = %d, want k >= 1", k))
@@ -124,48 +121,86 @@ func (e *Engine) bindVector(ctx context.Context, _ map[string]any, args ...any) 
 	for i, h := range hits[0] {
 		ids[i] = h.RowID
 	}
-	sc := e.d.Scan()
-	if err := sc.Load(ctx, 16); err != nil {
-		return fail(err)
-	}
-	pos, err := sc.Positions(ids)
+	src, err := e.hitsSource(ctx, ids, []hitColumn{{"distance", duckdb.TYPE_FLOAT}}, func(i int) []any {
+		return []any{hits[0][i].Distance}
+	})
 	if err != nil {
 		return fail(err)
 	}
-	return &vectorSource{hits: hits[0], pos: pos}, nil
+	return src, nil
 }
 
-// vectorSource hands DuckDB the hits of one search.
-type vectorSource struct {
-	hits []vector.Hit
-	pos  []int64 // each hit's position, for ties in an ORDER BY (see rewrite)
+// allowed is the set of rows of the engine's dataset that pass where, an
+// SQL condition over ds (the filter := of the search functions); nil
+// (every row) for "".
+func (e *Engine) allowed(ctx context.Context, where string) (*vector.RowSet, error) {
+	if where == "" {
+		return nil, nil
+	}
+	ids, err := Filter(ctx, e.d, where, Options{Threads: e.opts.Threads, Open: e.opts.Open, Cache: e.opts.Cache, Sandbox: e.opts.Sandbox})
+	if err != nil {
+		return nil, err
+	}
+	return vector.NewRowSet(ids), nil
+}
+
+// hitColumn is a column of a search function's result after _rowid and
+// _pos.
+type hitColumn struct {
+	name string
+	t    duckdb.Type
+}
+
+// hitsSource returns the source of a search function's answer: a row for
+// each hit, in order, of its row id ids[i] (_rowid), its position (_pos,
+// for ties in an ORDER BY: see rewrite) and the values vals(i) of cols.
+func (e *Engine) hitsSource(ctx context.Context, ids []uint64, cols []hitColumn, vals func(i int) []any) (*hitRows, error) {
+	sc := e.d.Scan()
+	if err := sc.Load(ctx, 16); err != nil {
+		return nil, err
+	}
+	pos, err := sc.Positions(ids)
+	if err != nil {
+		return nil, err
+	}
+	u64, _ := duckdb.NewTypeInfo(duckdb.TYPE_UBIGINT)
+	i64, _ := duckdb.NewTypeInfo(duckdb.TYPE_BIGINT)
+	s := &hitRows{cols: []duckdb.ColumnInfo{{Name: RowIDColumn, T: u64}, {Name: PosColumn, T: i64}}, rows: make([][]any, len(ids))}
+	for _, c := range cols {
+		t, _ := duckdb.NewTypeInfo(c.t)
+		s.cols = append(s.cols, duckdb.ColumnInfo{Name: c.name, T: t})
+	}
+	for i, id := range ids {
+		s.rows[i] = append([]any{id, pos[i]}, vals(i)...)
+	}
+	return s, nil
+}
+
+// hitRows hands DuckDB the rows of one search's hits.
+type hitRows struct {
+	cols []duckdb.ColumnInfo
+	rows [][]any
 	next int
 }
 
-func (s *vectorSource) ColumnInfos() []duckdb.ColumnInfo {
-	u64, _ := duckdb.NewTypeInfo(duckdb.TYPE_UBIGINT)
-	f32, _ := duckdb.NewTypeInfo(duckdb.TYPE_FLOAT)
-	i64, _ := duckdb.NewTypeInfo(duckdb.TYPE_BIGINT)
-	return []duckdb.ColumnInfo{{Name: RowIDColumn, T: u64}, {Name: PosColumn, T: i64}, {Name: "distance", T: f32}}
+func (s *hitRows) ColumnInfos() []duckdb.ColumnInfo { return s.cols }
+
+func (s *hitRows) Cardinality() *duckdb.CardinalityInfo {
+	return &duckdb.CardinalityInfo{Cardinality: uint(len(s.rows)), Exact: true}
 }
 
-func (s *vectorSource) Cardinality() *duckdb.CardinalityInfo {
-	return &duckdb.CardinalityInfo{Cardinality: uint(len(s.hits)), Exact: true}
-}
+func (s *hitRows) Init() {}
 
-func (s *vectorSource) Init() {}
-
-func (s *vectorSource) FillRow(row duckdb.Row) (bool, error) {
-	if s.next >= len(s.hits) {
+func (s *hitRows) FillRow(row duckdb.Row) (bool, error) {
+	if s.next >= len(s.rows) {
 		return false, nil
 	}
-	h := s.hits[s.next]
+	vals := s.rows[s.next]
 	s.next++
-	if err := row.SetRowValue(0, h.RowID); err != nil {
-		return false, err
+	for c, v := range vals {
+		if err := row.SetRowValue(c, v); err != nil {
+			return false, err
+		}
 	}
-	if err := row.SetRowValue(1, s.pos[s.next-1]); err != nil {
-		return false, err
-	}
-	return true, row.SetRowValue(2, h.Distance)
+	return true, nil
 }

@@ -330,8 +330,8 @@ func infoOf(key string, d *vindex.Descriptor, bytes int64) *Info {
 // newDescriptor starts the descriptor of an ivf-flat index of c's
 // snapshot, covering its every fragment.
 func newDescriptor(ctx context.Context, c *column, m Metric, base string) (*vindex.Descriptor, error) {
-	d := &vindex.Descriptor{Version: c.sc.Version(), Column: c.col.Name, UID: c.col.UID, Metric: string(m),
-		Type: vindex.TypeFlat, Dim: c.dim, DType: c.col.DType.String(), Base: base, Time: time.Now().UTC()}
+	h := vindex.Header{Version: c.sc.Version(), Column: c.col.Name, UID: c.col.UID, Metric: string(m), Type: vindex.TypeFlat}
+	d := &vindex.Descriptor{Header: h, Dim: c.dim, DType: c.col.DType.String(), Base: base, Time: time.Now().UTC()}
 	for k, f := range c.sc.Fragments() {
 		digest, err := c.sc.ColumnChunks(ctx, k, c.col.UID)
 		if err != nil {

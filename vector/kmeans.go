@@ -105,18 +105,26 @@ func kmeans(m Metric, sample []float32, dim, nlist, iters int, seed uint64, para
 			cnt[a]++
 			vek32.Add_Inplace(sum[a*dim:(a+1)*dim], pts[i*dim:(i+1)*dim])
 		}
-		for c := range nlist {
-			if cnt[c] > 0 {
-				vek32.MulNumber_Inplace(sum[c*dim:(c+1)*dim], 1/float32(cnt[c]))
-			}
-		}
-		splitEmpty(sum, cnt, dim, r)
-		if m == Cosine {
-			normalize(sum, dim)
-		}
-		cents = sum
+		cents = means(m, sum, cnt, dim, r)
 	}
 	return cents
+}
+
+// means turns the sums of each cell's points (sum, nlist x dim) and their
+// counts into the cells' centroids, in place: an empty cell takes half of
+// a large one (splitEmpty), and for cosine each centroid is normalized.
+// It returns sum.
+func means(m Metric, sum []float32, cnt []int, dim int, r *rand.Rand) []float32 {
+	for c := range cnt {
+		if cnt[c] > 0 {
+			vek32.MulNumber_Inplace(sum[c*dim:(c+1)*dim], 1/float32(cnt[c]))
+		}
+	}
+	splitEmpty(sum, cnt, dim, r)
+	if m == Cosine {
+		normalize(sum, dim)
+	}
+	return sum
 }
 
 // subsample returns every (n/size)-th point of the sample when it holds

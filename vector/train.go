@@ -74,7 +74,7 @@ func train(m Metric, sample []float32, dim, nlist, iters int, seed uint64, par i
 const refineIters = 4
 
 // refine runs Lloyd iterations with assignment through a quantizer; an
-// empty cell takes half of a large one (splitEmpty), as in kmeans.
+// empty cell takes half of a large one (means), as in kmeans.
 func refine(m Metric, sample []float32, dim int, cents []float32, iters int, seed uint64, par int) []float32 {
 	nlist := len(cents) / dim
 	r := rand.New(rand.NewPCG(seed, 0x726566696e65))
@@ -86,16 +86,7 @@ func refine(m Metric, sample []float32, dim int, cents []float32, iters int, see
 			cnt[a.l]++
 			vek32.Add_Inplace(sum[int(a.l)*dim:(int(a.l)+1)*dim], sample[int(a.row)*dim:(int(a.row)+1)*dim])
 		}
-		for c := range nlist {
-			if cnt[c] > 0 {
-				vek32.MulNumber_Inplace(sum[c*dim:(c+1)*dim], 1/float32(cnt[c]))
-			}
-		}
-		splitEmpty(sum, cnt, dim, r)
-		if m == Cosine {
-			normalize(sum, dim)
-		}
-		cents = sum
+		cents = means(m, sum, cnt, dim, r)
 	}
 	return cents
 }

@@ -5,12 +5,14 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/lochdata/loch"
+	"github.com/lochdata/loch/catalog"
 	"github.com/lochdata/loch/internal/testserver"
 	"github.com/lochdata/loch/schema"
 )
@@ -89,6 +91,21 @@ func fixRow(t testing.TB, i int) loch.Row {
 // makeFixture writes the fixture at url: fixRows rows on main (tag v1), a
 // branch dev that updates row 1's caption and deletes row 2 and adds a
 // row, merged back into main after a commit on main.
+// petsTable creates a catalog at a new root with an empty table pets of
+// the fixture's schema; closeAll closes the table and the catalog.
+func petsTable(t testing.TB) (root string, d *loch.Dataset, closeAll func()) {
+	t.Helper()
+	root = filepath.Join(t.TempDir(), "lake")
+	cat, err := catalog.Open(ctx, root, catalog.WithCreate())
+	require.NoError(t, err)
+	d, err = cat.CreateTable(ctx, "pets", fixtureSchema())
+	require.NoError(t, err)
+	return root, d, func() {
+		require.NoError(t, d.Close())
+		require.NoError(t, cat.Close())
+	}
+}
+
 func makeFixture(t testing.TB, url string) {
 	t.Helper()
 	d, err := loch.Create(ctx, url, fixtureSchema())

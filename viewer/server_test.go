@@ -17,7 +17,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lochdata/loch"
-	"github.com/lochdata/loch/catalog"
 	"github.com/lochdata/loch/imaging"
 	"github.com/lochdata/loch/internal/keys"
 	"github.com/lochdata/loch/internal/testserver"
@@ -345,18 +344,13 @@ func TestGuardAndHosts(t *testing.T) {
 }
 
 func TestCatalog(t *testing.T) {
-	root := filepath.Join(t.TempDir(), "lake")
-	cat, err := catalog.Open(ctx, root, catalog.WithCreate())
-	require.NoError(t, err)
-	d, err := cat.CreateTable(ctx, "pets", fixtureSchema())
-	require.NoError(t, err)
+	root, d, closeAll := petsTable(t)
 	for i := range 10 {
 		require.NoError(t, d.Append(ctx, fixRow(t, i)))
 	}
-	_, err = d.Commit(ctx, "ten rows")
+	_, err := d.Commit(ctx, "ten rows")
 	require.NoError(t, err)
-	require.NoError(t, d.Close())
-	require.NoError(t, cat.Close())
+	closeAll()
 
 	ts, _ := newTestServer(t, root, Options{})
 	resp, page := get(t, ts, "/")
@@ -376,11 +370,7 @@ func TestCatalog(t *testing.T) {
 // error, as a table that cannot be opened is; before, the error was
 // dropped and the row showed no last commit and the time 0001-01-01.
 func TestCatalogPageHistoryUnreadable(t *testing.T) {
-	root := filepath.Join(t.TempDir(), "lake")
-	cat, err := catalog.Open(ctx, root, catalog.WithCreate())
-	require.NoError(t, err)
-	d, err := cat.CreateTable(ctx, "pets", fixtureSchema())
-	require.NoError(t, err)
+	root, d, closeAll := petsTable(t)
 	require.NoError(t, d.Append(ctx, fixRow(t, 0)))
 	first, err := d.Commit(ctx, "one row")
 	require.NoError(t, err)
@@ -388,8 +378,7 @@ func TestCatalogPageHistoryUnreadable(t *testing.T) {
 	_, err = d.Commit(ctx, "two rows")
 	require.NoError(t, err)
 	dir := d.URL()
-	require.NoError(t, d.Close())
-	require.NoError(t, cat.Close())
+	closeAll()
 	require.NoError(t, os.Remove(filepath.Join(strings.TrimPrefix(dir, "file://"), keys.Make(keys.Commit, first))))
 
 	ts, _ := newTestServer(t, root, Options{})

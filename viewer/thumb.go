@@ -361,17 +361,9 @@ func (s *Server) drawOverlays(ctx context.Context, ref sampleRef, img *image.RGB
 		return smp, nil
 	}
 	b := img.Bounds()
-	for i := range sch.Columns {
-		c := &sch.Columns[i]
-		if c.Kind != schema.Mask {
-			continue
-		}
-		smp, err := read(c)
-		if err != nil {
-			return err
-		}
-		if smp.Null || !maskOK(smp, c) {
-			continue
+	err := eachSample(sch, schema.Mask, read, func(c *schema.Column, smp loch.Sample) {
+		if !maskOK(smp, c) {
+			return
 		}
 		mh, mw := smp.Shape[0], smp.Shape[1]
 		for y := 0; y < b.Dy(); y++ {
@@ -383,19 +375,11 @@ func (s *Server) drawOverlays(ctx context.Context, ref sampleRef, img *image.RGB
 				blend(img, x, y, classColor(v))
 			}
 		}
+	})
+	if err != nil {
+		return err
 	}
-	for i := range sch.Columns {
-		c := &sch.Columns[i]
-		if c.Kind != schema.BBox {
-			continue
-		}
-		smp, err := read(c)
-		if err != nil {
-			return err
-		}
-		if smp.Null {
-			continue
-		}
+	return eachSample(sch, schema.BBox, read, func(c *schema.Column, smp loch.Sample) {
 		boxes := boxesOf(c, smp, h, w)
 		cls, names := s.boxClasses(sch, len(boxes), read)
 		sx, sy := float64(b.Dx())/float64(w), float64(b.Dy())/float64(h)
@@ -405,6 +389,25 @@ func (s *Server) drawOverlays(ctx context.Context, ref sampleRef, img *image.RGB
 				id, name = cls[j], names[j]
 			}
 			drawBox(img, int(bx[0]*sx), int(bx[1]*sy), int(bx[2]*sx), int(bx[3]*sy), classColor(id), name)
+		}
+	})
+}
+
+// eachSample calls fn with each column of sch of the given kind and its
+// sample, read by read, that is not null; it stops at the first read that
+// fails and returns its error.
+func eachSample(sch schema.Schema, kind schema.Kind, read func(*schema.Column) (loch.Sample, error), fn func(*schema.Column, loch.Sample)) error {
+	for i := range sch.Columns {
+		c := &sch.Columns[i]
+		if c.Kind != kind {
+			continue
+		}
+		smp, err := read(c)
+		if err != nil {
+			return err
+		}
+		if !smp.Null {
+			fn(c, smp)
 		}
 	}
 	return nil

@@ -117,19 +117,30 @@ func (s *Server) graph(ctx context.Context, t *table) ([]graphRow, []edge, int, 
 }
 
 func (s *Server) handleLog(w http.ResponseWriter, r *http.Request) {
+	s.tablePage(w, r, "log.html", func(ctx context.Context, t *table) (map[string]any, error) {
+		rows, edges, width, err := s.graph(ctx, t)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"Title": t.name + " versions", "Table": t.name, "Commits": rows, "Edges": edges,
+			"Width": width, "Height": len(rows) * rowHeight, "RowHeight": rowHeight}, nil
+	})
+}
+
+// tablePage renders the page tmpl of the table the path names with the
+// data that page gives, or the error of either.
+func (s *Server) tablePage(w http.ResponseWriter, r *http.Request, tmpl string, page func(context.Context, *table) (map[string]any, error)) {
 	ctx := r.Context()
 	t, err := s.src.table(ctx, r.PathValue("table"))
+	var data map[string]any
+	if err == nil {
+		data, err = page(ctx, t)
+	}
 	if err != nil {
 		s.fail(w, r, err, true)
 		return
 	}
-	rows, edges, width, err := s.graph(ctx, t)
-	if err != nil {
-		s.fail(w, r, err, true)
-		return
-	}
-	s.render(w, r, "log.html", map[string]any{"Title": t.name + " versions", "Table": t.name, "Commits": rows, "Edges": edges,
-		"Width": width, "Height": len(rows) * rowHeight, "RowHeight": rowHeight})
+	s.render(w, r, tmpl, data)
 }
 
 // diffRow is one changed row: its cells in the older version (deleted,
@@ -141,53 +152,48 @@ type diffRow struct {
 }
 
 func (s *Server) handleDiff(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
-	q := r.URL.Query()
-	t, err := s.src.table(ctx, r.PathValue("table"))
-	if err != nil {
-		s.fail(w, r, err, true)
-		return
-	}
+	s.tablePage(w, r, "diff.html", func(ctx context.Context, t *table) (map[string]any, error) {
+		return s.diffData(ctx, t, r.URL.Query())
+	})
+}
+
+// diffData is the data of table t's diff page for the query q: the rows
+// changed from version from (default: the first parent of to) to version
+// to (default: the head), diffPage of them from row id start on.
+func (s *Server) diffData(ctx context.Context, t *table, q url.Values) (map[string]any, error) {
 	start, err := intParam(q, "start", 0, 0, 1<<62)
 	if err != nil {
-		s.fail(w, r, err, true)
-		return
+		return nil, err
 	}
 	toV, err := t.resolve(ctx, q.Get("to"))
 	if err != nil {
-		s.fail(w, r, err, true)
-		return
+		return nil, err
 	}
 	dTo, err := s.src.at(ctx, t, toV)
 	if err != nil {
-		s.fail(w, r, err, true)
-		return
+		return nil, err
 	}
 	from := q.Get("from")
 	var fromV string
 	if from == "" {
-		if fromV, err = parentVersion(ctx, dTo, toV); err != nil {
-			s.fail(w, r, err, true)
-			return
-		}
-	} else if fromV, err = t.resolve(ctx, from); err != nil {
-		s.fail(w, r, err, true)
-		return
+		fromV, err = parentVersion(ctx, dTo, toV)
+	} else {
+		fromV, err = t.resolve(ctx, from)
+	}
+	if err != nil {
+		return nil, err
 	}
 	dFrom, err := s.src.at(ctx, t, fromV)
 	if err != nil {
-		s.fail(w, r, err, true)
-		return
+		return nil, err
 	}
 	diff, err := dTo.Diff(ctx, fromV, toV, loch.DiffOptions{Start: uint64(start), Limit: diffPage})
 	if err != nil {
-		s.fail(w, r, err, true)
-		return
+		return nil, err
 	}
 	rows, err := s.diffRows(ctx, t.name, dFrom, dTo, diff.Rows)
 	if err != nil {
-		s.fail(w, r, err, true)
-		return
+		return nil, err
 	}
 	next := ""
 	if diff.Next != nil {
@@ -195,11 +201,10 @@ func (s *Server) handleDiff(w http.ResponseWriter, r *http.Request) {
 	}
 	refs, err := t.head.Refs(ctx)
 	if err != nil {
-		s.fail(w, r, err, true)
-		return
+		return nil, err
 	}
-	s.render(w, r, "diff.html", map[string]any{"Title": t.name + " diff", "Table": t.name, "Diff": diff, "Rows": rows,
-		"From": fromV, "To": toV, "FromRef": from, "ToRef": q.Get("to"), "Next": next, "Refs": refs})
+	return map[string]any{"Title": t.name + " diff", "Table": t.name, "Diff": diff, "Rows": rows,
+		"From": fromV, "To": toV, "FromRef": from, "ToRef": q.Get("to"), "Next": next, "Refs": refs}, nil
 }
 
 // parentVersion is the first parent of version toV, which d is at, for a

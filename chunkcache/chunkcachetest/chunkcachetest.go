@@ -4,7 +4,6 @@ package chunkcachetest
 
 import (
 	"context"
-	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/lochdata/loch/chunkcache"
 	"github.com/lochdata/loch/internal/base"
+	"github.com/lochdata/loch/internal/testseed"
 )
 
 // OpenFunc makes an empty cache with a budget of maxBytes bytes, not shared with
@@ -58,15 +58,6 @@ func Run(t *testing.T, open OpenFunc) {
 	}
 }
 
-// Payload returns n reproducible pseudo-random bytes for seed.
-func Payload(seed uint64, n int) []byte {
-	var s [32]byte
-	binary.LittleEndian.PutUint64(s[:], seed)
-	b := make([]byte, n)
-	_, _ = rand.NewChaCha8(s).Read(b)
-	return b
-}
-
 // ChunkKey returns the content-addressed key loch stores data under:
 // "chunks/<first two hex digits>/<XXH3-128 in hex>".
 func ChunkKey(data []byte) string {
@@ -81,9 +72,9 @@ type object struct {
 	data []byte
 }
 
-// chunk returns the content-addressed object for Payload(seed, n).
+// chunk returns the content-addressed object for testseed.Bytes(seed, n).
 func chunk(seed uint64, n int) object {
-	data := Payload(seed, n)
+	data := testseed.Bytes(seed, n)
 	return object{ChunkKey(data), data}
 }
 
@@ -115,12 +106,12 @@ func testRoundTrip(t *testing.T, open OpenFunc) {
 	objs := []object{
 		chunk(1, 1000),
 		chunk(2, 64<<10),
-		{"manifests/not-a-hash", Payload(3, 100)},
-		{"deep/er/still/c", Payload(4, 10)},
-		{"with space/é ñ#%?=&+.txt", Payload(5, 7)},
+		{"manifests/not-a-hash", testseed.Bytes(3, 100)},
+		{"deep/er/still/c", testseed.Bytes(4, 10)},
+		{"with space/é ñ#%?=&+.txt", testseed.Bytes(5, 7)},
 		// Looks almost like a hash but is not one: 31 digits, upper case.
-		{"chunks/ab/" + strings.Repeat("a", 31), Payload(6, 9)},
-		{"chunks/ab/" + strings.Repeat("A", 32), Payload(7, 9)},
+		{"chunks/ab/" + strings.Repeat("a", 31), testseed.Bytes(6, 9)},
+		{"chunks/ab/" + strings.Repeat("A", 32), testseed.Bytes(7, 9)},
 	}
 	for _, o := range objs {
 		require.NoError(t, c.Put(ctx, o.key, o.data), "put %q", o.key)
@@ -389,7 +380,7 @@ func testHashMismatch(t *testing.T, open OpenFunc) {
 	ctx := context.Background()
 	c := mustOpen(t, open, 1<<20)
 	o := chunk(1, 100)
-	err := c.Put(ctx, o.key, Payload(2, 100))
+	err := c.Put(ctx, o.key, testseed.Bytes(2, 100))
 	require.ErrorIs(t, err, chunkcache.ErrCorrupt)
 	require.ErrorContains(t, err, o.key)
 	requireMiss(t, c, o.key)
@@ -516,7 +507,7 @@ func testRangeRead(t *testing.T, open OpenFunc) {
 	// (Under a key that is not a content hash: a Disk cache takes a
 	// content-hash object shorter than a range for one cut short, and drops
 	// it.)
-	plain := object{"plain/object", Payload(3, 100)}
+	plain := object{"plain/object", testseed.Bytes(3, 100)}
 	require.NoError(t, c.Put(ctx, plain.key, plain.data))
 	for _, r := range [][2]int64{{95, 6}, {101, 0}, {1 << 40, 1}} {
 		ok, err := rr.ReadRange(ctx, plain.key, r[0], make([]byte, r[1]))

@@ -19,7 +19,6 @@ import (
 	"github.com/lochdata/loch"
 	"github.com/lochdata/loch/chunkcache"
 	"github.com/lochdata/loch/loader"
-	"github.com/lochdata/loch/loader/order"
 	"github.com/lochdata/loch/schema"
 )
 
@@ -70,21 +69,21 @@ type benchResult struct {
 
 // benchFlags are the flags of "loch bench".
 type benchFlags struct {
-	columns, shuffle           string
-	selection                  string
-	refs                       refFlags
-	mix                        mixFlags
-	batch, world, rank, epochs int
-	warmup                     int
-	seed                       uint64
-	stepMS, maxSeconds         float64
-	asJSON, skipRaw            bool
-	prefetch                   int
-	cacheDir                   string
-	cacheBytes                 sizeFlag
-	transforms                 []string
-	cpuProfile                 string
-	prog                       progressFlags
+	rankFlags
+	columns            string
+	selection          string
+	refs               refFlags
+	mix                mixFlags
+	epochs             int
+	warmup             int
+	stepMS, maxSeconds float64
+	asJSON, skipRaw    bool
+	prefetch           int
+	cacheDir           string
+	cacheBytes         sizeFlag
+	transforms         []string
+	cpuProfile         string
+	prog               progressFlags
 }
 
 func newBenchCmd() *cobra.Command {
@@ -139,11 +138,7 @@ with --quiet.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&b.columns, "columns", "", "comma-separated columns (default all)")
-	f.IntVar(&b.batch, "batch-size", 32, "rows per batch")
-	f.StringVar(&b.shuffle, "shuffle", "block", "none, block or full")
-	f.Uint64Var(&b.seed, "seed", 0, "shuffle seed")
-	f.IntVar(&b.world, "world-size", 1, "number of ranks")
-	f.IntVar(&b.rank, "rank", 0, "this rank")
+	b.rankFlags.add(cmd)
 	f.IntVar(&b.epochs, "epochs", 1, "epochs to run")
 	f.IntVar(&b.warmup, "warmup", 0, "epochs to run first and leave out of the figures")
 	f.Float64Var(&b.stepMS, "step-ms", 0, "milliseconds the consumer spends on each batch, like a training step")
@@ -277,8 +272,8 @@ func (b *benchFlags) load(ctx context.Context, scans []*loch.Scan, weights []flo
 // config returns the loader configuration the flags ask for (without the
 // columns and the cache), checking the flags.
 func (b *benchFlags) config() (loader.Config, error) {
-	cfg := loader.Config{BatchSize: b.batch, Shuffle: order.Mode(b.shuffle), Seed: b.seed, WorldSize: b.world, Rank: b.rank,
-		PrefetchBatches: b.prefetch}
+	cfg := b.rankFlags.config()
+	cfg.PrefetchBatches = b.prefetch
 	tf, err := parseTransforms(b.transforms)
 	if err != nil {
 		return cfg, err

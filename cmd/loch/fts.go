@@ -90,22 +90,16 @@ func runSearchText(ctx context.Context, cmd *cobra.Command, o ftsOpts, text, whe
 	if k <= 0 {
 		return usagef("-k %d: want k >= 1", k)
 	}
-	d, err := openDataset(ctx, o.url, o.refs)
+	d, allow, err := openFiltered(ctx, o.url, o.refs, where)
 	if err != nil {
 		return err
 	}
 	defer d.Close()
-	var opts fts.Options
-	if opts.Allow, err = allowedRows(ctx, d, where); err != nil {
-		return err
-	}
-	res, err := fts.Search(ctx, d, o.column, text, k, opts)
+	res, err := fts.Search(ctx, d, o.column, text, k, fts.Options{Allow: allow})
 	if err != nil {
 		return err
 	}
-	for _, warn := range res.Warnings {
-		fmt.Fprintf(cmd.ErrOrStderr(), "loch: warning: %s\n", oneLine(warn))
-	}
+	printWarnings(cmd.ErrOrStderr(), res.Warnings...)
 	w := cmd.OutOrStdout()
 	if o.asJSON {
 		doc := textSearchJSON{URL: d.URL(), Version: d.Version(), Column: o.column, Text: text, K: k,

@@ -104,22 +104,16 @@ func runSearchHybrid(ctx context.Context, o *searchOptions, h *hybridFlags, text
 	if err != nil {
 		return err
 	}
-	d, err := openDataset(ctx, o.url, &o.refs)
+	d, allow, err := openFiltered(ctx, o.url, &o.refs, o.where)
 	if err != nil {
 		return err
 	}
 	defer d.Close()
-	opts := hybrid.Options{NProbe: o.nprobe, Rerank: o.rerank, Exact: o.exact}
-	if opts.Allow, err = allowedRows(ctx, d, o.where); err != nil {
-		return err
-	}
-	res, err := hybrid.Search(ctx, d, q, opts)
+	res, err := hybrid.Search(ctx, d, q, hybrid.Options{NProbe: o.nprobe, Rerank: o.rerank, Exact: o.exact, Allow: allow})
 	if err != nil {
 		return err
 	}
-	for _, warn := range res.Warnings {
-		fmt.Fprintf(o.stderr, "loch: warning: %s\n", oneLine(warn))
-	}
+	printWarnings(o.stderr, res.Warnings...)
 	var saved *selectionSave
 	if h.save != "" {
 		if err := d.SaveSelection(ctx, h.save, res.Selection(o.where)); err != nil {

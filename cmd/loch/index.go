@@ -319,22 +319,17 @@ func runSearch(ctx context.Context, o *searchOptions) error {
 	if err != nil {
 		return err
 	}
-	d, err := openDataset(ctx, o.url, &o.refs)
+	d, allow, err := openFiltered(ctx, o.url, &o.refs, o.where)
 	if err != nil {
 		return err
 	}
 	defer d.Close()
-	opts := vector.Options{NProbe: o.nprobe, Rerank: o.rerank}
-	if opts.Allow, err = allowedRows(ctx, d, o.where); err != nil {
-		return err
-	}
+	opts := vector.Options{NProbe: o.nprobe, Rerank: o.rerank, Allow: allow}
 	res, err := search(ctx, d, o.idx.column, m, queries, o.k, opts, o.exact)
 	if err != nil {
 		return err
 	}
-	for _, warn := range res.Warnings {
-		fmt.Fprintf(o.stderr, "loch: warning: %s\n", oneLine(warn))
-	}
+	printWarnings(o.stderr, res.Warnings...)
 	if o.asJSON {
 		doc := searchJSON{URL: d.URL(), Version: d.Version(), Column: o.idx.column, Metric: string(m), K: o.k,
 			Index: res.Index, Warnings: res.Warnings, Results: res.Hits}
@@ -352,6 +347,22 @@ func runSearch(ctx context.Context, o *searchOptions) error {
 		}
 	}
 	return nil
+}
+
+// openFiltered opens the dataset at url at the version r names, and
+// returns it with the set of its rows that pass where (allowedRows). The
+// caller closes the dataset.
+func openFiltered(ctx context.Context, url string, r *refFlags, where string) (*loch.Dataset, *vector.RowSet, error) {
+	d, err := openDataset(ctx, url, r)
+	if err != nil {
+		return nil, nil, err
+	}
+	allow, err := allowedRows(ctx, d, where)
+	if err != nil {
+		d.Close()
+		return nil, nil, err
+	}
+	return d, allow, nil
 }
 
 // allowedRows is the set of rows of d that pass where, an SQL condition

@@ -92,7 +92,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	root.SetErr(stderr)
 	// The library's warnings (a reference that is also a version id
 	// prefix) are lines on standard error, beside the command's output.
-	ctx = loch.WithWarnings(ctx, func(msg string) { fmt.Fprintf(stderr, "loch: warning: %s\n", oneLine(msg)) })
+	ctx = loch.WithWarnings(ctx, func(msg string) { printWarnings(stderr, msg) })
 	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return exitOK
@@ -136,6 +136,14 @@ func usageMessage(cmd *cobra.Command, err error) string {
 // oneLine folds a message onto one line.
 func oneLine(s string) string {
 	return strings.Join(strings.Fields(strings.TrimSpace(s)), " ")
+}
+
+// printWarnings prints each warning on w, one line each, as
+// "loch: warning: MSG".
+func printWarnings(w io.Writer, msgs ...string) {
+	for _, msg := range msgs {
+		fmt.Fprintf(w, "loch: warning: %s\n", oneLine(msg))
+	}
 }
 
 // plural is one when n is 1, many otherwise: "1 shard", "2 shards".

@@ -17,15 +17,38 @@ import (
 	"github.com/lochdata/loch/loader/order"
 )
 
+// rankFlags choose what one rank's loader delivers and in what order,
+// for loch order and loch bench: --batch-size, --shuffle and its --seed,
+// --world-size and --rank.
+type rankFlags struct {
+	shuffle     string
+	seed        uint64
+	batch       int
+	world, rank int
+}
+
+func (r *rankFlags) add(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.IntVar(&r.batch, "batch-size", 32, "rows per batch")
+	f.StringVar(&r.shuffle, "shuffle", "block", "none, block or full")
+	f.Uint64Var(&r.seed, "seed", 0, "shuffle seed")
+	f.IntVar(&r.world, "world-size", 1, "number of ranks")
+	f.IntVar(&r.rank, "rank", 0, "this rank")
+}
+
+// config returns the loader configuration with the fields the flags set.
+func (r *rankFlags) config() loader.Config {
+	return loader.Config{BatchSize: r.batch, Shuffle: order.Mode(r.shuffle), Seed: r.seed, WorldSize: r.world, Rank: r.rank}
+}
+
 // orderFlags are the flags of "loch order".
 type orderFlags struct {
-	shuffle, columns   string
+	rankFlags
+	columns            string
 	selection          string
 	refs               refFlags
 	mix                mixFlags
-	seed               uint64
-	epoch, world       int
-	rank, batch        int
+	epoch              int
 	dropLast           bool
 	window             int64
 	resume             string
@@ -71,13 +94,9 @@ row ids in delivery order, or for a mixture objects {"dataset", "id"}.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.shuffle, "shuffle", "block", "none, block or full")
+	o.rankFlags.add(cmd)
 	f.StringVar(&o.columns, "columns", "", "comma-separated columns the loader reads (default all); the order does not depend on them, but each must exist (in every dataset of a mixture)")
-	f.Uint64Var(&o.seed, "seed", 0, "shuffle seed")
 	f.IntVar(&o.epoch, "epoch", 0, "epoch")
-	f.IntVar(&o.world, "world-size", 1, "number of ranks")
-	f.IntVar(&o.rank, "rank", 0, "this rank")
-	f.IntVar(&o.batch, "batch-size", 32, "rows per batch")
 	f.BoolVar(&o.dropLast, "drop-last", false, "drop the rows that do not fill a batch on every rank")
 	f.Int64Var(&o.window, "window-rows", 0, fmt.Sprintf("shuffle window in rows (default %d segments)", order.DefaultWindowBlocks))
 	f.StringVar(&o.resume, "resume", "", "print the rest of the epoch saved in this loader state file (JSON)")
@@ -94,8 +113,8 @@ row ids in delivery order, or for a mixture objects {"dataset", "id"}.`,
 // o.epoch of the dataset at urls[0], or of the mixture of urls (or a state
 // to resume from).
 func (o *orderFlags) run(cmd *cobra.Command, urls []string) error {
-	cfg := loader.Config{BatchSize: o.batch, Shuffle: order.Mode(o.shuffle), Seed: o.seed, Epoch: o.epoch,
-		WorldSize: o.world, Rank: o.rank, DropLast: o.dropLast, WindowRows: o.window, AllowVersionChange: o.allowVersionChange}
+	cfg := o.config()
+	cfg.Epoch, cfg.DropLast, cfg.WindowRows, cfg.AllowVersionChange = o.epoch, o.dropLast, o.window, o.allowVersionChange
 	if o.columns != "" {
 		cfg.Columns = splitList(o.columns)
 	}

@@ -7,31 +7,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/creack/pty"
+	"github.com/lochdata/loch/internal/testserver"
 	"github.com/stretchr/testify/require"
 )
-
-// syncBuffer is a bytes.Buffer safe for one writer and one reader.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestSQLShellHistory runs loch sql's shell on a pseudo-terminal: the
 // up arrow recalls a line of an earlier session from the history file,
@@ -52,9 +34,9 @@ func TestSQLShellHistory(t *testing.T) {
 	ptmx, tty, err := pty.Open()
 	require.NoError(t, err)
 	defer ptmx.Close()
-	var shown syncBuffer
+	var shown testserver.Buffer
 	go func() { _, _ = io.Copy(&shown, ptmx) }()
-	var out syncBuffer
+	var out testserver.Buffer
 	done := make(chan int)
 	go func() {
 		done <- run(context.Background(), []string{"sql", root}, tty, &out, tty)

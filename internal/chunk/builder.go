@@ -3,12 +3,18 @@ package chunk
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
+	"unsafe"
 
 	"github.com/lochdata/loch/schema"
 )
 
 // Builder collects the samples of one chunk. A Builder is not safe for
 // concurrent use. Add copies the sample bytes; the caller may reuse them.
+//
+// The raw data lies in buf after room bytes kept free for the header, so
+// that EncodeInPlace can put a codec none chunk's header before its data
+// instead of copying the data after a header.
 type Builder struct {
 	dtype    schema.DType
 	sample   uint8
@@ -18,7 +24,15 @@ type Builder struct {
 	offsets  []uint64
 	nulls    []bool
 	anyNull  bool
-	raw      []byte
+	raw      []byte // buf[room : room+len(raw)]
+	buf      []byte
+	room     int // bytes before raw in buf, for the header (EncodeInPlace)
+	wantRoom int // room the last header in place needed, taken at Reset
+	// sums are the checksums of raw's complete blocks of sumBlock bytes
+	// (the chunk's block size), computed as samples are added, while
+	// their bytes are in the processor's cache.
+	sums     []uint32
+	sumBlock int
 	partial  *Partial
 	ndimSet  bool
 	fixed    bool
@@ -30,9 +44,14 @@ type Builder struct {
 // compression and chunk codec codes. sizeHint, if positive, is the expected
 // number of data bytes, allocated up front.
 func NewBuilder(dtype schema.DType, sampleCompression, codec uint8, sizeHint int) *Builder {
-	b := &Builder{dtype: dtype, sample: sampleCompression, codec: codec, offsets: []uint64{0}, fixed: true}
+	b := &Builder{dtype: dtype, sample: sampleCompression, codec: codec, offsets: []uint64{0}, fixed: true, sumBlock: sumBlock(codec)}
 	if sizeHint > 0 {
-		b.raw = make([]byte, 0, sizeHint)
+		// A first guess at the header: block checksums of 4 KiB blocks
+		// (0.1% of the data) and the offsets of samples of 4 KiB and up;
+		// a larger header raises the room for the Builder's next chunk.
+		b.room = 4<<10 + sizeHint/256
+		b.buf = make([]byte, b.room+sizeHint+4) // 4: the data checksum
+		b.raw = b.buf[b.room:b.room]
 	}
 	return b
 }
@@ -76,13 +95,50 @@ func (b *Builder) Add(shape []int, data []byte, null bool) error {
 		}
 		b.shapes = append(b.shapes, uint32(d))
 	}
-	b.raw = append(b.raw, data...)
+	b.appendRaw(data)
 	b.offsets = append(b.offsets, uint64(len(b.raw)))
 	b.nulls = append(b.nulls, null)
 	if IsMedia(b.sample) {
 		b.media = append(b.media, Media{})
 	}
 	return nil
+}
+
+// appendRaw appends data to the raw data, keeping the room before it and
+// space for a checksum after it.
+func (b *Builder) appendRaw(data []byte) {
+	if len(b.raw)+len(data)+4 > cap(b.raw) {
+		need := b.room + len(b.raw) + len(data) + 4
+		buf := make([]byte, max(need, 2*len(b.buf)))
+		copy(buf[b.room:], b.raw)
+		b.buf, b.raw = buf, buf[b.room:b.room+len(b.raw)]
+	}
+	b.raw = append(b.raw, data...)
+	for off := len(b.sums) * b.sumBlock; off+b.sumBlock <= len(b.raw); off += b.sumBlock {
+		b.sums = append(b.sums, Checksum(b.raw[off:off+b.sumBlock]))
+	}
+}
+
+// sumBlock is the block size of chunks of a codec.
+func sumBlock(codec uint8) int {
+	if codec == CodecNone {
+		return PlainBlockSize
+	}
+	return BlockSize
+}
+
+// blockSums returns the checksums of raw's blocks of blockSize bytes,
+// taking those Add computed when raw is the Builder's raw data.
+func (b *Builder) blockSums(raw []byte, blockSize int) []uint32 {
+	sums := make([]uint32, 0, blockCount(int64(len(raw)), blockSize))
+	off := 0
+	if blockSize == b.sumBlock && len(raw) == len(b.raw) && unsafe.SliceData(raw) == unsafe.SliceData(b.raw) {
+		sums, off = append(sums, b.sums...), len(b.sums)*blockSize
+	}
+	for ; off < len(raw); off += blockSize {
+		sums = append(sums, Checksum(raw[off:min(off+blockSize, len(raw))]))
+	}
+	return sums
 }
 
 // SetPartial marks the (single) sample as one piece of a larger sample.
@@ -92,12 +148,16 @@ func (b *Builder) SetPartial(p Partial) { b.partial = &p }
 // buffers.
 func (b *Builder) Reinit(dtype schema.DType, sampleCompression, codec uint8) {
 	b.Reset()
-	b.dtype, b.sample, b.codec = dtype, sampleCompression, codec
+	b.dtype, b.sample, b.codec, b.sumBlock = dtype, sampleCompression, codec, sumBlock(codec)
 }
 
 // Reset empties the Builder, keeping its buffers.
 func (b *Builder) Reset() {
-	b.shapes, b.offsets, b.nulls, b.raw, b.media = b.shapes[:0], b.offsets[:1], b.nulls[:0], b.raw[:0], b.media[:0]
+	if b.wantRoom > b.room && b.wantRoom < len(b.buf)/2 {
+		b.room = b.wantRoom
+	}
+	b.raw = b.buf[b.room:b.room]
+	b.shapes, b.offsets, b.nulls, b.media, b.sums = b.shapes[:0], b.offsets[:1], b.nulls[:0], b.media[:0], b.sums[:0]
 	b.anyNull, b.partial, b.ndimSet, b.fixed = false, nil, false, true
 }
 
@@ -109,17 +169,38 @@ func (b *Builder) Encode() ([]byte, error) { return b.EncodeTo(nil) }
 // Every chunk has block checksums. Chunks of codec lz4 and zstd are
 // blocked (format 1.1): each block of BlockSize raw bytes is compressed
 // alone, so that a reader can decode any run of blocks without the others.
-func (b *Builder) EncodeTo(dst []byte) ([]byte, error) { return b.encode(dst, true) }
+func (b *Builder) EncodeTo(dst []byte) ([]byte, error) { return b.encode(dst, true, false) }
+
+// EncodeInPlace is EncodeTo without the copy of a codec none chunk's
+// data: its header is put in the room the Builder keeps before the data,
+// and the chunk returned (inPlace) shares the Builder's memory, valid
+// until the next Add, Reset or Reinit. Other chunks, and one whose header
+// outgrows the room (the Builder then keeps more after its next Reset),
+// are written into dst's memory as EncodeTo does.
+func (b *Builder) EncodeInPlace(dst []byte) (obj []byte, inPlace bool, err error) {
+	obj, err = b.encode(dst, true, true)
+	return obj, err == nil && b.inBuf(obj), err
+}
+
+// inBuf reports whether obj lies in the Builder's buffer.
+func (b *Builder) inBuf(obj []byte) bool {
+	if len(obj) == 0 || len(b.buf) == 0 {
+		return false
+	}
+	p, lo := uintptr(unsafe.Pointer(unsafe.SliceData(obj))), uintptr(unsafe.Pointer(unsafe.SliceData(b.buf)))
+	return p >= lo && p < lo+uintptr(len(b.buf))
+}
 
 // EncodeFormat10 returns the chunk object as the format 1.0 writer wrote
 // it: an lz4 or zstd chunk holds one lz4 block or zstd frame of all the
 // data and no block checksums (codec none chunks are the same in both).
 // loch writes format 1.1; tests use this to make the chunks older loch
 // wrote, and prove it byte for byte against chunks that loch wrote.
-func (b *Builder) EncodeFormat10() ([]byte, error) { return b.encode(nil, false) }
+func (b *Builder) EncodeFormat10() ([]byte, error) { return b.encode(nil, false, false) }
 
-// encode encodes the chunk, blocked (format 1.1) or not (format 1.0).
-func (b *Builder) encode(dst []byte, blocked bool) ([]byte, error) {
+// encode encodes the chunk, blocked (format 1.1) or not (format 1.0), a
+// codec none chunk's header in the room before its data when inPlace.
+func (b *Builder) encode(dst []byte, blocked, inPlace bool) ([]byte, error) {
 	n := b.Len()
 	if n == 0 {
 		return nil, fmt.Errorf("encode chunk: no samples")
@@ -149,8 +230,11 @@ func (b *Builder) encode(dst []byte, blocked bool) ([]byte, error) {
 			return out, err
 		}
 	}
-	hdr := b.header(flags, blockSize, &d, nil)
+	hdr, sums := b.header(flags, blockSize, &d, nil)
 	hlen := len(hdr) + 4
+	if b.codec == CodecNone && !d.ok {
+		return b.encodePlain(dst, hdr, sums, blockSize, inPlace), nil
+	}
 	out := dst[:0]
 	if need := hlen + len(d.raw) + 64; cap(out) < need && b.codec == CodecNone {
 		out = make([]byte, 0, need)
@@ -176,6 +260,43 @@ func (b *Builder) encode(dst []byte, blocked bool) ([]byte, error) {
 	binary.LittleEndian.PutUint32(out[hlen-4:], Checksum(out[:hlen-4]))
 	out = binary.LittleEndian.AppendUint32(out, Checksum(out[hlen:]))
 	return out, nil
+}
+
+// encodePlain returns the codec none chunk of header hdr (without its
+// checksum) and the raw data: in place when asked and the room fits the
+// header, else copied into dst's memory.
+func (b *Builder) encodePlain(dst, hdr []byte, sums []uint32, blockSize int, inPlace bool) []byte {
+	hlen := len(hdr) + 4
+	if inPlace {
+		if hlen <= b.room && cap(b.raw)-len(b.raw) >= 4 {
+			return b.inPlace(hdr, sums, blockSize)
+		}
+		b.wantRoom = (hlen + hlen/4 + 4095) &^ 4095
+	}
+	dst = slices.Grow(dst[:0], hlen+len(b.raw)+4)
+	out := append(append(dst, hdr...), 0, 0, 0, 0)
+	return b.seal(append(out, b.raw...), hlen, sums, blockSize)
+}
+
+// inPlace puts the header of a codec none chunk (without its checksum) in
+// the room before the raw data, and returns the chunk, sealed.
+func (b *Builder) inPlace(hdr []byte, sums []uint32, blockSize int) []byte {
+	hlen := len(hdr) + 4
+	out := b.buf[b.room-hlen : b.room+len(b.raw)]
+	copy(out, hdr)
+	return b.seal(out, hlen, sums, blockSize)
+}
+
+// seal completes a codec none chunk out of hlen header bytes then the raw
+// data: the data length, the header checksum, and the data checksum after
+// the data, combined from the block checksums sums where there are some.
+func (b *Builder) seal(out []byte, hlen int, sums []uint32, blockSize int) []byte {
+	binary.LittleEndian.PutUint64(out[24:], uint64(len(b.raw)))
+	binary.LittleEndian.PutUint32(out[hlen-4:], Checksum(out[:hlen-4]))
+	if blockSize > 0 {
+		return binary.LittleEndian.AppendUint32(out, combineChecksums(sums, blockSize, len(b.raw)))
+	}
+	return binary.LittleEndian.AppendUint32(out, Checksum(b.raw))
 }
 
 // dictData is the raw data a chunk is encoded with: the samples' bytes, or
@@ -232,10 +353,12 @@ func (b *Builder) flags() uint16 {
 // lengths that flags and blockSize call for, over the raw data d.raw.
 // An encoded chunk (e not nil) has its codec, its shapes and offsets as
 // encoded sequences, and its block lengths, from e.
-func (b *Builder) header(flags uint16, blockSize int, d *dictData, e *encoding) []byte {
+//
+// It returns the block checksums too (nil when blockSize is 0).
+func (b *Builder) header(flags uint16, blockSize int, d *dictData, e *encoding) (hdr []byte, sums []uint32) {
 	raw := d.raw
 	n := b.Len()
-	hdr := make([]byte, fixedHeaderLen, fixedHeaderLen+4*len(b.shapes)+8*len(b.offsets)+64)
+	hdr = make([]byte, fixedHeaderLen, fixedHeaderLen+4*len(b.shapes)+8*len(b.offsets)+64)
 	copy(hdr, Magic)
 	hdr[4], hdr[5] = Major, b.minor(flags, d)
 	hdr[6], hdr[7], hdr[8], hdr[9] = byte(b.dtype), b.sample, b.codec, byte(b.ndim)
@@ -280,10 +403,8 @@ func (b *Builder) header(flags uint16, blockSize int, d *dictData, e *encoding) 
 		hdr = binary.LittleEndian.AppendUint32(hdr, b.partial.Count)
 	}
 	if blockSize > 0 {
-		for off := 0; off < len(raw); off += blockSize {
-			end := min(off+blockSize, len(raw))
-			hdr = binary.LittleEndian.AppendUint32(hdr, Checksum(raw[off:end]))
-		}
+		sums = b.blockSums(raw, blockSize)
+		hdr = appendU32s(hdr, sums)
 	}
 	switch {
 	case e != nil:
@@ -292,7 +413,7 @@ func (b *Builder) header(flags uint16, blockSize int, d *dictData, e *encoding) 
 		hdr = append(hdr, make([]byte, 4*blockCount(int64(len(raw)), blockSize))...)
 	}
 	binary.LittleEndian.PutUint32(hdr[16:], uint32(len(hdr)+4))
-	return hdr
+	return hdr, sums
 }
 
 // minor is the chunk minor version of a chunk with these flags: each kind

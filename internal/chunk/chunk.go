@@ -81,6 +81,57 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // Checksum is the CRC-32C used throughout the format.
 func Checksum(b []byte) uint32 { return crc32.Checksum(b, castagnoli) }
 
+// combineChecksums returns the Checksum of n bytes from the checksums of
+// their consecutive blocks of blockSize bytes (the last one shorter), as
+// zlib's crc32_combine does: the checksum so far times x^(8·len) mod the
+// polynomial, plus the block's. It spares a second pass over the data.
+func combineChecksums(sums []uint32, blockSize, n int) uint32 {
+	if len(sums) == 0 {
+		return Checksum(nil)
+	}
+	crc, shift := sums[0], x8nModP(blockSize)
+	for k := 1; k < len(sums); k++ {
+		if k == len(sums)-1 && n%blockSize != 0 {
+			shift = x8nModP(n % blockSize)
+		}
+		crc = multModP(shift, crc) ^ sums[k]
+	}
+	return crc
+}
+
+// castagnoliPoly is CRC-32C's polynomial, bit-reversed.
+const castagnoliPoly = 0x82f63b78
+
+// multModP returns a·b modulo CRC-32C's polynomial, in the bit-reversed
+// representation of its checksums (zlib's multmodp).
+func multModP(a, b uint32) uint32 {
+	var p uint32
+	for m := uint32(1) << 31; m != 0; m >>= 1 {
+		if a&m != 0 {
+			p ^= b
+		}
+		if b&1 != 0 {
+			b = b>>1 ^ castagnoliPoly
+		} else {
+			b >>= 1
+		}
+	}
+	return p
+}
+
+// x8nModP returns x^(8n) modulo CRC-32C's polynomial: the factor that
+// moves a checksum past n zero bytes.
+func x8nModP(n int) uint32 {
+	p, sq := uint32(1)<<31, uint32(1)<<23 // x^0, and x^8 squared as n's bits go
+	for ; n > 0; n >>= 1 {
+		if n&1 != 0 {
+			p = multModP(sq, p)
+		}
+		sq = multModP(sq, sq)
+	}
+	return p
+}
+
 // SampleCode returns the header code of a sample compression.
 func SampleCode(c schema.SampleCompression) uint8 {
 	switch c {
@@ -258,7 +309,7 @@ func ParseHeader(b []byte) (*Header, error) {
 		nShapes = h.N * h.NDim
 	}
 	if h.Encoded() && h.Flags&(FlagFixedShape|FlagDict) == 0 {
-		h.shapes = r.seqU32s(nShapes)
+		h.shapes = seqOf[uint32](&r, nShapes)
 	} else {
 		h.shapes = r.u32s(nShapes)
 	}
@@ -271,7 +322,7 @@ func ParseHeader(b []byte) (*Header, error) {
 			return nil, err
 		}
 	case h.Flags&FlagImplicitOffsets == 0 && h.Encoded():
-		h.offsets = r.seqU64s(h.N + 1)
+		h.offsets = seqOf[uint64](&r, h.N+1)
 	case h.Flags&FlagImplicitOffsets == 0:
 		h.offsets = r.u64s(h.N + 1)
 	}

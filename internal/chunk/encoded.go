@@ -78,27 +78,21 @@ func (r *reader) seq(m, s int) []byte {
 	return out
 }
 
-// seqU32s and seqU64s read encoded sequences of shapes and offsets.
-func (r *reader) seqU32s(m int) []uint32 {
-	b := r.seq(m, 4)
+// seqOf reads an encoded sequence of m values of T: the shapes (uint32)
+// and the offsets (uint64).
+func seqOf[T uint32 | uint64](r *reader, m int) []T {
+	size := binary.Size(T(0))
+	b := r.seq(m, size)
 	if b == nil {
 		return nil
 	}
-	out := make([]uint32, m)
+	out := make([]T, m)
 	for i := range out {
-		out[i] = binary.LittleEndian.Uint32(b[4*i:])
-	}
-	return out
-}
-
-func (r *reader) seqU64s(m int) []uint64 {
-	b := r.seq(m, 8)
-	if b == nil {
-		return nil
-	}
-	out := make([]uint64, m)
-	for i := range out {
-		out[i] = binary.LittleEndian.Uint64(b[8*i:])
+		if size == 4 {
+			out[i] = T(binary.LittleEndian.Uint32(b[4*i:]))
+		} else {
+			out[i] = T(binary.LittleEndian.Uint64(b[8*i:]))
+		}
 	}
 	return out
 }
@@ -221,7 +215,7 @@ func (b *Builder) encodeEncoded(dst []byte, flags uint16, d *dictData) (out []by
 		return nil, false, nil
 	}
 	flags |= FlagEncoded | FlagBlocked
-	hdr := b.header(flags, BlockSize, d, e)
+	hdr, _ := b.header(flags, BlockSize, d, e)
 	binary.LittleEndian.PutUint64(hdr[24:], uint64(len(e.blocks)))
 	out = append(dst[:0], hdr...)
 	out = binary.LittleEndian.AppendUint32(out, Checksum(hdr))

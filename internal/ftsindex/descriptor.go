@@ -10,7 +10,6 @@
 package ftsindex
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/lochdata/loch/internal/base"
@@ -39,11 +38,7 @@ type Segment struct {
 
 // Descriptor is the body of an `indexes/<commit id>/<uid>.bm25` object.
 type Descriptor struct {
-	Version  string           `json:"version"`
-	Column   string           `json:"column"`
-	UID      int              `json:"uid"`
-	Metric   string           `json:"metric"`
-	Type     string           `json:"type"`
+	vindex.Header
 	Analyzer string           `json:"analyzer"`
 	DType    string           `json:"dtype"`
 	Docs     int64            `json:"docs"`
@@ -57,7 +52,7 @@ type Descriptor struct {
 // IsKey reports whether key names a full-text descriptor.
 func IsKey(key string) bool {
 	_, _, m, ok := keys.ParseIndex(key)
-	return ok && m == Metric
+	return ok && isMetric(m)
 }
 
 // SegmentKey is the key of a segment object with the given content.
@@ -81,24 +76,16 @@ func EncodeDescriptor(d *Descriptor) ([]byte, error) {
 // against the key and itself. A descriptor of another type or analyzer
 // is ErrNewerFormat; other errors match ErrCorrupt. Errors name the key.
 func DecodeDescriptor(key string, obj []byte) (*Descriptor, error) {
-	version, uid, metric, ok := keys.ParseIndex(key)
-	if !ok || metric != Metric {
-		return nil, fmt.Errorf("full-text index %s: %w", key, corruptf("not a full-text index key"))
-	}
-	var d Descriptor
-	if err := manifest.Decode(manifest.KindIndex, obj, &d); err != nil {
-		return nil, fmt.Errorf("full-text index %s: %w", key, err)
-	}
-	if err := d.check(version, uid); err != nil {
-		return nil, fmt.Errorf("full-text index %s: %w", key, err)
-	}
-	return &d, nil
+	return vindex.DecodeAt(key, obj, "full-text index", "full-text index", isMetric, (*Descriptor).check)
 }
 
-func (d *Descriptor) check(version string, uid int) error {
+func isMetric(m string) bool { return m == Metric }
+
+func (d *Descriptor) check(version string, uid int, metric string) error {
+	if err := d.CheckKey(version, uid, metric); err != nil {
+		return err
+	}
 	switch {
-	case d.Version != version || d.UID != uid || d.Metric != Metric:
-		return corruptf("descriptor names version %s, column uid %d, metric %q; its key names %s, %d, %q", d.Version, d.UID, d.Metric, version, uid, Metric)
 	case d.Type != Type:
 		return base.Markf(base.ErrNewerFormat, "index type %q, this loch knows %q; upgrade loch", d.Type, Type)
 	case d.Analyzer != Analyzer:

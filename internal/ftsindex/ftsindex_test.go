@@ -11,6 +11,7 @@ import (
 	"github.com/lochdata/loch/internal/decodelimit"
 	"github.com/lochdata/loch/internal/decodelimit/decodelimittest"
 	"github.com/lochdata/loch/internal/keys"
+	"github.com/lochdata/loch/internal/vindex"
 )
 
 func sampleSegment() []byte {
@@ -79,7 +80,7 @@ func TestNorm(t *testing.T) {
 
 func sampleDescriptor(obj []byte) *Descriptor {
 	id := "0123456789abcdef0123456789abcdef"
-	return &Descriptor{Version: id, Column: "caption", UID: 3, Metric: Metric, Type: Type, Analyzer: Analyzer, DType: "text",
+	return &Descriptor{Header: vindex.Header{Version: id, Column: "caption", UID: 3, Metric: Metric, Type: Type}, Analyzer: Analyzer, DType: "text",
 		Docs: 303, Tokens: 305, Segments: []Segment{{Key: SegmentKey(obj), Bytes: int64(len(obj)), Docs: 303, Tokens: 305}}, Time: time.Unix(0, 0).UTC()}
 }
 

@@ -6,6 +6,7 @@
 package testseed
 
 import (
+	"encoding/binary"
 	"math/rand/v2"
 	"os"
 	"strconv"
@@ -36,4 +37,15 @@ func Seed(t testing.TB) uint64 {
 func Rand(t testing.TB, stream uint64) *rand.Rand {
 	t.Helper()
 	return rand.New(rand.NewPCG(Seed(t), stream))
+}
+
+// Bytes returns n reproducible pseudo-random bytes for seed (ChaCha8): the
+// same bytes for the same seed on every run and machine, for test
+// payloads.
+func Bytes(seed uint64, n int) []byte {
+	var s [32]byte
+	binary.LittleEndian.PutUint64(s[:], seed)
+	b := make([]byte, n)
+	_, _ = rand.NewChaCha8(s).Read(b)
+	return b
 }

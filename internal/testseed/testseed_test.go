@@ -26,3 +26,11 @@ func TestRandReplays(t *testing.T) {
 	require.Equal(t, rand.New(rand.NewPCG(1234, 7)).Uint64(), Rand(t, 7).Uint64())
 	require.NotEqual(t, Rand(t, 7).Uint64(), Rand(t, 8).Uint64(), "another stream")
 }
+
+func TestBytesReplay(t *testing.T) {
+	a := Bytes(5, 100)
+	require.Len(t, a, 100)
+	require.Equal(t, a, Bytes(5, 100), "one seed, one payload")
+	require.Equal(t, a[:10], Bytes(5, 10), "a shorter payload is a prefix")
+	require.NotEqual(t, a, Bytes(6, 100), "another seed")
+}

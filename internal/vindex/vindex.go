@@ -49,13 +49,21 @@ type List struct {
 	Rows int    `json:"rows"`
 }
 
+// Header is what every index descriptor, vector or full-text, begins
+// with: the version, column uid and metric its key names (CheckKey), the
+// column's name and the index type. Embedded first, its fields come first
+// in the descriptor's JSON.
+type Header struct {
+	Version string `json:"version"`
+	Column  string `json:"column"`
+	UID     int    `json:"uid"`
+	Metric  string `json:"metric"`
+	Type    string `json:"type"`
+}
+
 // Descriptor is the body of an `indexes/...` object.
 type Descriptor struct {
-	Version   string    `json:"version"`
-	Column    string    `json:"column"`
-	UID       int       `json:"uid"`
-	Metric    string    `json:"metric"`
-	Type      string    `json:"type"`
+	Header
 	Dim       int       `json:"dim"`
 	DType     string    `json:"dtype"`
 	Rows      int64     `json:"rows"`
@@ -95,27 +103,47 @@ func EncodeDescriptor(d *Descriptor) ([]byte, error) {
 // against the key and itself. Errors match ErrCorrupt or ErrNewerFormat
 // and name the key.
 func DecodeDescriptor(key string, obj []byte) (*Descriptor, error) {
+	return DecodeAt(key, obj, "index", "vector index", KnownMetric, (*Descriptor).check)
+}
+
+// DecodeAt decodes the descriptor of type D stored at key, an index key
+// (keys.ParseIndex) whose metric known accepts, and checks it with check
+// against the version, column uid and metric the key names. what begins
+// each error, which names the key; a key that is not one is "not a
+// <kind> key" (ErrCorrupt). The vector and full-text descriptors share
+// it.
+func DecodeAt[D any](key string, obj []byte, what, kind string, known func(string) bool, check func(d *D, version string, uid int, metric string) error) (*D, error) {
 	version, uid, metric, ok := keys.ParseIndex(key)
-	if !ok || !KnownMetric(metric) {
-		return nil, fmt.Errorf("index %s: %w", key, corruptf("not a vector index key"))
+	if !ok || !known(metric) {
+		return nil, fmt.Errorf("%s %s: %w", what, key, corruptf("not a %s key", kind))
 	}
-	var d Descriptor
-	if err := manifest.Decode(Kind, obj, &d); err != nil {
-		return nil, fmt.Errorf("index %s: %w", key, err)
+	d := new(D)
+	if err := manifest.Decode(Kind, obj, d); err != nil {
+		return nil, fmt.Errorf("%s %s: %w", what, key, err)
 	}
-	if err := d.check(version, uid, metric); err != nil {
-		return nil, fmt.Errorf("index %s: %w", key, err)
+	if err := check(d, version, uid, metric); err != nil {
+		return nil, fmt.Errorf("%s %s: %w", what, key, err)
 	}
-	return &d, nil
+	return d, nil
+}
+
+// CheckKey checks that the descriptor's version, column uid and metric
+// are the ones its key names (ErrCorrupt where they are not).
+func (h *Header) CheckKey(version string, uid int, metric string) error {
+	if h.Version != version || h.UID != uid || h.Metric != metric {
+		return corruptf("descriptor names version %s, column uid %d, metric %q; its key names %s, %d, %q", h.Version, h.UID, h.Metric, version, uid, metric)
+	}
+	return nil
 }
 
 // maxDim bounds a vector's dimensions.
 const maxDim = 1 << 16
 
 func (d *Descriptor) check(version string, uid int, metric string) error {
+	if err := d.CheckKey(version, uid, metric); err != nil {
+		return err
+	}
 	switch {
-	case d.Version != version || d.UID != uid || d.Metric != metric:
-		return corruptf("descriptor names version %s, column uid %d, metric %q; its key names %s, %d, %q", d.Version, d.UID, d.Metric, version, uid, metric)
 	case d.Type != TypeFlat && d.Type != TypePQ:
 		return corruptf("index type %q, want %q or %q", d.Type, TypeFlat, TypePQ)
 	case d.Dim < 1 || d.Dim > maxDim:

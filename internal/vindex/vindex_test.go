@@ -78,7 +78,7 @@ func TestVectorsCorrupt(t *testing.T) {
 
 func testDescriptor() *Descriptor {
 	start := uint64(0)
-	return &Descriptor{Version: commit, Column: "emb", UID: 3, Metric: "l2", Type: "ivf-flat", Dim: 2, DType: "float32",
+	return &Descriptor{Header: Header{Version: commit, Column: "emb", UID: 3, Metric: "l2", Type: "ivf-flat"}, Dim: 2, DType: "float32",
 		Rows: 5, Covered: []Covered{{Key: "fragments/" + commit, IDStart: &start}},
 		Centroids: "vectors/" + commit, Lists: []List{{Key: "vectors/" + commit, Rows: 5}, {}},
 		Time: time.Unix(1, 0).UTC()}

@@ -41,6 +41,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -231,20 +232,38 @@ def make_parquet(work: Path, n: int) -> Path:
     return src
 
 
+def loch_contenders(bins: dict[str, str], fmt: str, src: Path, out: Path) -> dict[str, list[str]]:
+    """Each loch's ``loch ingest FMT SRC OUT --quiet``, named by its suffix."""
+    return {
+        f"loch ingest {fmt}{suffix}": [loch, "ingest", fmt, str(src), str(out), "--quiet"]
+        for suffix, loch in bins.items()
+    }
+
+
 def parquet_contenders(bins: dict[str, str], src: Path, out: Path) -> dict[str, list[str]]:
     copy = f"import duckdb; duckdb.sql(\"COPY (SELECT * FROM read_parquet('{src}')) TO '{out}' (FORMAT parquet)\")"
-    c = {"duckdb COPY TO parquet": [sys.executable, "-c", copy]}
-    for suffix, loch in bins.items():
-        c[f"loch ingest parquet{suffix}"] = [loch, "ingest", "parquet", str(src), str(out), "--quiet"]
-    return c
+    return {"duckdb COPY TO parquet": [sys.executable, "-c", copy], **loch_contenders(bins, "parquet", src, out)}
+
+
+def bench_file(
+    a: argparse.Namespace,
+    src: Path,
+    contenders: Callable[[dict[str, str], Path, Path], dict[str, list[str]]],
+    title: str,
+    base: str,
+) -> None:
+    """Runs the contenders on the source file src and prints their table, titled by title with src's size in
+    MiB as ``{mib}``."""
+    out = a.work / "out"
+    res = run_rounds(contenders(lochs(a), src, out), out, a.rounds)
+    mib = src.stat().st_size / 2**20
+    table(title.format(mib=mib), res, base, mib)
 
 
 def bench_parquet(a: argparse.Namespace) -> None:
     n = a.parquet_rows
-    src = make_parquet(a.work, n)
-    out = a.work / "out"
-    res = run_rounds(parquet_contenders(lochs(a), src, out), out, a.rounds)
-    table(f"parquet: {n} rows, {src.stat().st_size / 2**20:.0f} MiB of parquet", res, "duckdb COPY TO parquet", src.stat().st_size / 2**20)
+    title = f"parquet: {n} rows, {{mib:.0f}} MiB of parquet"
+    bench_file(a, make_parquet(a.work, n), parquet_contenders, title, "duckdb COPY TO parquet")
 
 
 def make_npy(work: Path, n: int) -> Path:
@@ -262,22 +281,17 @@ def make_npy(work: Path, n: int) -> Path:
 
 
 def array_contenders(bins: dict[str, str], src: Path, out: Path) -> dict[str, list[str]]:
-    c = {
+    return {
         "cp": ["cp", str(src), str(out)],
         "dd conv=fsync": ["dd", f"if={src}", f"of={out}", "bs=8M", "conv=fsync", "status=none"],
+        **loch_contenders(bins, "npy", src, out),
     }
-    for suffix, loch in bins.items():
-        c[f"loch ingest npy{suffix}"] = [loch, "ingest", "npy", str(src), str(out), "--quiet"]
-    return c
 
 
 def bench_arrays(a: argparse.Namespace) -> None:
     n = a.array_rows
-    src = make_npy(a.work, n)
-    out = a.work / "out"
-    res = run_rounds(array_contenders(lochs(a), src, out), out, a.rounds)
-    mib = src.stat().st_size / 2**20
-    table(f"arrays: {n} uint8 64x64x3 arrays, {mib:.0f} MiB", res, "dd conv=fsync", mib)
+    title = f"arrays: {n} uint8 64x64x3 arrays, {{mib:.0f}} MiB"
+    bench_file(a, make_npy(a.work, n), array_contenders, title, "dd conv=fsync")
 
 
 def scale_row(n: int, size_mib: float, res: dict[str, list[tuple[float, float, int]]], base: str) -> None:
@@ -299,35 +313,53 @@ def scale_header(what: str, base: str, bins: dict[str, str]) -> None:
     print("|" + "---|" * len(cols))
 
 
+def scale_table(a: argparse.Namespace, title: str, what: str, base: tuple[str, str], sizes: list[int],
+                make: Callable[[int], tuple[Path, float]],
+                contenders: Callable[[dict[str, str], Path, Path], dict[str, list[str]]]) -> None:  # fmt: skip
+    """One scale table: for each size n, the contenders on the source make(n) gives (with its MiB), against the
+    baseline base (its name in the header, its contender); the source is deleted after each size unless --keep."""
+    bins, out = lochs(a), a.work / "out"
+    print(f"\nscale: {title}, median of {a.rounds} rounds")
+    scale_header(what, base[0], bins)
+    for n in sizes:
+        src, mib = make(n)
+        scale_row(n, mib, run_rounds(contenders(bins, src, out), out, a.rounds), base[1])
+        if not a.keep:
+            rm(src)
+
+
 def bench_scale(a: argparse.Namespace, bases: list[bytes]) -> None:
     """Each ingest kind at sizes 10x apart; the generated sources are deleted after each size."""
-    bins, out = lochs(a), a.work / "out"
-    print(f"\nscale: loch ingest imagefolder (default --validate sample) and tar cf, median of {a.rounds} rounds")
-    scale_header("files", "tar cf", bins)
-    for n in a.scale:
+
+    def images(n: int) -> tuple[Path, float]:
         root = a.work / f"jpeg-{n}"
         total = make_images(root, n, bases)
         warm(root)
-        c = {k: v for k, v in image_contenders(bins, root, out, ["sample"], False).items() if k != "tar cf + fsync"}
-        scale_row(n, total / 2**20, run_rounds(c, out, a.rounds), "tar cf")
-        if not a.keep:
-            rm(root)
-    print(f"\nscale: loch ingest parquet and DuckDB's COPY TO parquet, median of {a.rounds} rounds")
-    scale_header("rows", "duckdb COPY", bins)
-    for n in a.scale_parquet:
+        return root, total / 2**20
+
+    def parquet(n: int) -> tuple[Path, float]:
         src = make_parquet(a.work, n)
         warm(src)
-        scale_row(n, src.stat().st_size / 2**20, run_rounds(parquet_contenders(bins, src, out), out, a.rounds), "duckdb COPY TO parquet")
-        if not a.keep:
-            rm(src)
-    print(f"\nscale: loch ingest npy and dd conv=fsync, median of {a.rounds} rounds")
-    scale_header("arrays", "dd conv=fsync", bins)
-    for n in a.scale_arrays:
+        return src, src.stat().st_size / 2**20
+
+    def arrays(n: int) -> tuple[Path, float]:
         src = make_npy(a.work, n)
-        c = {k: v for k, v in array_contenders(bins, src, out).items() if k != "cp"}
-        scale_row(n, src.stat().st_size / 2**20, run_rounds(c, out, a.rounds), "dd conv=fsync")
-        if not a.keep:
-            rm(src)
+        return src, src.stat().st_size / 2**20
+
+    def image_cs(bins: dict[str, str], root: Path, out: Path) -> dict[str, list[str]]:
+        c = image_contenders(bins, root, out, ["sample"], False)
+        return {k: v for k, v in c.items() if k != "tar cf + fsync"}
+
+    def array_cs(bins: dict[str, str], src: Path, out: Path) -> dict[str, list[str]]:
+        return {k: v for k, v in array_contenders(bins, src, out).items() if k != "cp"}
+
+    images_title = "loch ingest imagefolder (default --validate sample) and tar cf"
+    scale_table(a, images_title, "files", ("tar cf", "tar cf"), a.scale, images, image_cs)
+    parquet_title = "loch ingest parquet and DuckDB's COPY TO parquet"
+    parquet_base = ("duckdb COPY", "duckdb COPY TO parquet")
+    scale_table(a, parquet_title, "rows", parquet_base, a.scale_parquet, parquet, parquet_contenders)
+    arrays_title = "loch ingest npy and dd conv=fsync"
+    scale_table(a, arrays_title, "arrays", ("dd conv=fsync", "dd conv=fsync"), a.scale_arrays, arrays, array_cs)
 
 
 def main() -> None:

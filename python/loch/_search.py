@@ -238,8 +238,7 @@ class Search(Reads):
         counts = np.zeros(n, dtype=np.int64)
         opts = {"metric": metric} | opts
         here = self._here()
-        args = (q.ctypes.data, n, d, k, None if allowed is None or len(allowed) == 0 else allowed.ctypes.data,
-                -1 if allowed is None else len(allowed), ids.ctypes.data, dists.ctypes.data, counts.ctypes.data)  # fmt: skip
+        args = (q.ctypes.data, n, d, k, *_allow_args(allowed), ids.ctypes.data, dists.ctypes.data, counts.ctypes.data)
         meta = {"retry": True}
         if n <= _SHORT_QUERIES and not opts["exact"]:
             # A few queries of an index the core already holds open are
@@ -274,8 +273,7 @@ class Search(Reads):
         count = np.zeros(1, dtype=np.int64)
         meta = json.loads(self._read_str(
             "loch_fts_search", column.encode(), text.encode(), k,
-            None if allowed is None or len(allowed) == 0 else allowed.ctypes.data, -1 if allowed is None else len(allowed),
-            ids.ctypes.data, scores.ctypes.data, count.ctypes.data,
+            *_allow_args(allowed), ids.ctypes.data, scores.ctypes.data, count.ctypes.data,
         ))  # fmt: skip
         m = int(count[0])
         r = TextSearchResult(row_ids=ids[:m].copy(), scores=scores[:m].copy(), index=meta["index"] or None, warnings=list(meta["warnings"]))
@@ -306,8 +304,7 @@ class Search(Reads):
         meta = json.loads(self._read_str(
             "loch_hybrid_search", json.dumps(opts).encode(), None if q is None else q.ctypes.data, 0 if q is None else q.shape[1],
             None if text is None else text.encode(), k,
-            None if allowed is None or len(allowed) == 0 else allowed.ctypes.data, -1 if allowed is None else len(allowed),
-            *(a.ctypes.data for a in out.values()), count.ctypes.data, interruptible=True,
+            *_allow_args(allowed), *(a.ctypes.data for a in out.values()), count.ctypes.data, interruptible=True,
         ))  # fmt: skip
         got = {name: a[: int(count[0])].copy() for name, a in out.items()}
         sel = self._selection_of({"version": meta["version"], "sql": meta["sql"], "row_ids": got["ids"].tolist()})
@@ -338,6 +335,14 @@ class Search(Reads):
         if (self.version, column) not in seen:
             self._read_str("loch_fts_open", column.encode(), interruptible=True)
             seen.add((self.version, column))
+
+
+def _allow_args(allowed: np.ndarray | None) -> tuple[int | None, int]:
+    """The row ids ``allowed`` as the core's search exports take them: a
+    pointer (None when there are none) and their count, -1 for every row."""
+    if allowed is None:
+        return None, -1
+    return (allowed.ctypes.data if len(allowed) else None), len(allowed)
 
 
 def _columns_of(here: Any, row_ids: np.ndarray, columns: Sequence[str]) -> dict[str, list[Any]]:

@@ -42,22 +42,14 @@ def test_loader_options_mirror_the_loader() -> None:
     assert set(fields(CommonLoaderOptions)) == set(fields(LoaderOptions)) - ADAPTER_SET
 
 
-def test_torch_options_mirror_the_torch_loader() -> None:
-    torch_mod = pytest.importorskip("loch.torch")
-    own = keywords(torch_mod.TorchLoader.__init__)
-    assert fields(torch_mod.TorchOptions) == fields(CommonLoaderOptions) | own
-    assert str(inspect.signature(torch_mod.TorchLoader.__init__).parameters["options"].annotation) == (
-        "Unpack[CommonLoaderOptions]"
-    )
-
-
-def test_jax_options_mirror_the_jax_loader() -> None:
-    jax_mod = pytest.importorskip("loch.jax")
-    own = keywords(jax_mod.JaxLoader.__init__)
-    assert fields(jax_mod.JaxOptions) == fields(CommonLoaderOptions) | own
-    assert str(inspect.signature(jax_mod.JaxLoader.__init__).parameters["options"].annotation) == (
-        "Unpack[CommonLoaderOptions]"
-    )
+@pytest.mark.parametrize(
+    ("module", "loader", "options"), [("loch.torch", "TorchLoader", "TorchOptions"), ("loch.jax", "JaxLoader", "JaxOptions")]
+)
+def test_adapter_options_mirror_the_adapter_loader(module: str, loader: str, options: str) -> None:
+    mod = pytest.importorskip(module)
+    init = getattr(mod, loader).__init__
+    assert fields(getattr(mod, options)) == fields(CommonLoaderOptions) | keywords(init)
+    assert str(inspect.signature(init).parameters["options"].annotation) == "Unpack[CommonLoaderOptions]"
 
 
 def test_tensorflow_dataset_takes_loader_options() -> None:

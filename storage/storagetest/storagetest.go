@@ -5,11 +5,9 @@ package storagetest
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/url"
 	"os"
 	"slices"
@@ -19,6 +17,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/lochdata/loch/internal/testseed"
 	"github.com/lochdata/loch/storage"
 )
 
@@ -53,19 +52,10 @@ func Run(t *testing.T, open func(t *testing.T) storage.Store) {
 	}
 }
 
-// payload returns n reproducible pseudo-random bytes.
-func payload(seed uint64, n int) []byte {
-	var s [32]byte
-	binary.LittleEndian.PutUint64(s[:], seed)
-	b := make([]byte, n)
-	_, _ = rand.NewChaCha8(s).Read(b)
-	return b
-}
-
 func testRoundTrip(t *testing.T, st storage.Store) {
 	ctx := context.Background()
 	for i, key := range []string{"a", "dir/b.bin", "deep/er/still/c", "with space/é ñ#%?=&+.txt"} {
-		data := payload(uint64(i), 1000+i)
+		data := testseed.Bytes(uint64(i), 1000+i)
 		require.NoError(t, st.Put(ctx, key, data), "put %q", key)
 		got, err := st.Get(ctx, key)
 		require.NoError(t, err, "get %q", key)
@@ -97,7 +87,7 @@ func testEmpty(t *testing.T, st storage.Store) {
 
 func testLarge(t *testing.T, st storage.Store) {
 	ctx := context.Background()
-	data := payload(7, 9<<20+123)
+	data := testseed.Bytes(7, 9<<20+123)
 	require.NoError(t, st.Put(ctx, "large/object", data))
 	got, err := st.Get(ctx, "large/object")
 	require.NoError(t, err)
@@ -108,7 +98,7 @@ func testLarge(t *testing.T, st storage.Store) {
 	require.NoError(t, st.ReadRange(ctx, "large/object", off, dst))
 	require.True(t, bytes.Equal(data[off:off+int64(len(dst))], dst), "large object range differs")
 
-	other := payload(8, 9<<20)
+	other := testseed.Bytes(8, 9<<20)
 	err = st.PutIfAbsent(ctx, "large/object", other)
 	require.ErrorIs(t, err, storage.ErrExists)
 	require.NoError(t, st.PutIfAbsent(ctx, "large/other", other))
@@ -122,7 +112,7 @@ func testLarge(t *testing.T, st storage.Store) {
 
 func testReadRange(t *testing.T, st storage.Store) {
 	ctx := context.Background()
-	data := payload(3, 4096)
+	data := testseed.Bytes(3, 4096)
 	require.NoError(t, st.Put(ctx, "r", data))
 	type span struct {
 		name string
@@ -243,7 +233,7 @@ func testList(t *testing.T, st storage.Store) {
 		"chunks/00/aa.chk", "chunks/00/ab.chk", "chunks/01/aa.chk", "chunks/0a", "z",
 	}
 	for i, k := range slices.Backward(keys) {
-		require.NoError(t, st.Put(ctx, k, payload(uint64(i), i+1)))
+		require.NoError(t, st.Put(ctx, k, testseed.Bytes(uint64(i), i+1)))
 	}
 	want := slices.Sorted(slices.Values(keys))
 	require.Equal(t, want, listKeys(t, st, ""), "List returns every key in order")
@@ -282,7 +272,7 @@ func testList(t *testing.T, st storage.Store) {
 
 func testStat(t *testing.T, st storage.Store) {
 	ctx := context.Background()
-	require.NoError(t, st.Put(ctx, "s/obj", payload(1, 321)))
+	require.NoError(t, st.Put(ctx, "s/obj", testseed.Bytes(1, 321)))
 	a, err := st.Stat(ctx, "s/obj")
 	require.NoError(t, err)
 	require.Equal(t, "s/obj", a.Key)
