@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"sync"
 	"strconv"
 	"strings"
 
@@ -17,7 +18,7 @@ import (
 )
 
 // copyFromRE is COPY table [(columns)] FROM STDIN [options].
-var copyFromRE = regexp.MustCompile(`(?is)^\s*copy\s+("(?:[^"]|"")+"|\w+)\s*(?:\(([^)]*)\))?\s*from\s+stdin\b(.*)$`)
+var copyFromRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?is)^\s*copy\s+("(?:[^"]|"")+"|\w+)\s*(?:\(([^)]*)\))?\s*from\s+stdin\b(.*)$`) })
 
 // copyIn is a COPY FROM STDIN's target and format.
 type copyIn struct {
@@ -37,7 +38,7 @@ type copyIn struct {
 // are inserted as one commit (an INSERT ... SELECT over them), after the
 // same checks as an INSERT. ok is false when q is no COPY FROM STDIN.
 func (c *conn) copyFrom(ctx context.Context, q string) (*result, bool, error) {
-	m := copyFromRE.FindStringSubmatch(q)
+	m := copyFromRE().FindStringSubmatch(q)
 	if m == nil {
 		return nil, false, nil
 	}

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/jackc/pgx/v5/pgproto3"
 
@@ -99,7 +100,7 @@ func (c *conn) exec(ctx context.Context, q string) (*result, error) {
 	case "deallocate":
 		return tagResult("DEALLOCATE"), nil
 	case "copy":
-		if c.sess.InTransaction() && copyFromRE.MatchString(q) {
+		if c.sess.InTransaction() && copyFromRE().MatchString(q) {
 			return nil, fmt.Errorf("COPY FROM inside a transaction block: loch commits a COPY on its own; run it outside BEGIN ... COMMIT (autocommit): %w", errUnsupported)
 		}
 		return c.copyStatement(ctx, q)
@@ -356,30 +357,38 @@ func show(name string) (*result, error) {
 }
 
 // systemRE finds names of PostgreSQL's system catalogs and functions.
-var systemRE = regexp.MustCompile(`(?i)\b(pg_[a-z_]+|information_schema|current_schema|current_database|version\s*\(|current_setting|has_[a-z_]+_privilege|format_type|obj_description|col_description)`)
+var systemRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)\b(pg_[a-z_]+|information_schema|current_schema|current_database|version\s*\(|current_setting|has_[a-z_]+_privilege|format_type|obj_description|col_description)`)
+})
 
 // mentionsSystem reports whether q reads PostgreSQL's system catalogs.
-func mentionsSystem(q string) bool { return systemRE.MatchString(q) }
+func mentionsSystem(q string) bool { return systemRE().MatchString(q) }
 
 // rewrites turn what clients write for PostgreSQL's catalogs into what
-// DuckDB's pg_catalog views answer.
-var rewrites = []struct {
+// DuckDB's pg_catalog views answer (compiled at the first use, not at
+// every start of the loch command).
+var rewrites = sync.OnceValue(func() []systemRewrite {
+	return []systemRewrite{
+		{regexp.MustCompile(`OPERATOR\(pg_catalog\.([^)]+)\)`), "$1"},
+		{regexp.MustCompile(`(?i)\s+COLLATE\s+pg_catalog\."?default"?`), ""},
+		{regexp.MustCompile(`(?i)::\s*pg_catalog\.(regclass|regtype|regproc|regnamespace|oid)`), ""},
+		{regexp.MustCompile(`(?i)::\s*(regclass|regtype|regproc|regnamespace)\b`), ""},
+		{regexp.MustCompile(`\bpg_catalog\.`), ""},
+		// JDBC's getPrimaryKeys and getIndexInfo (a macro of pgcatalog.go)
+		{regexp.MustCompile(`(?i)\binformation_schema\.(_pg_expandarray)\b`), "$1"},
+		{regexp.MustCompile(`\bprattrs\[s\]`), "prattrs[s.generate_series]"}, // psql's \d: a set-returning function's alias as its value
+	}
+})
+
+// systemRewrite replaces what re matches with with.
+type systemRewrite struct {
 	re   *regexp.Regexp
 	with string
-}{
-	{regexp.MustCompile(`OPERATOR\(pg_catalog\.([^)]+)\)`), "$1"},
-	{regexp.MustCompile(`(?i)\s+COLLATE\s+pg_catalog\."?default"?`), ""},
-	{regexp.MustCompile(`(?i)::\s*pg_catalog\.(regclass|regtype|regproc|regnamespace|oid)`), ""},
-	{regexp.MustCompile(`(?i)::\s*(regclass|regtype|regproc|regnamespace)\b`), ""},
-	{regexp.MustCompile(`\bpg_catalog\.`), ""},
-	// JDBC's getPrimaryKeys and getIndexInfo (a macro of pgcatalog.go)
-	{regexp.MustCompile(`(?i)\binformation_schema\.(_pg_expandarray)\b`), "$1"},
-	{regexp.MustCompile(`\bprattrs\[s\]`), "prattrs[s.generate_series]"}, // psql's \d: a set-returning function's alias as its value
 }
 
 // rewriteSystem applies rewrites to q.
 func rewriteSystem(q string) string {
-	for _, r := range rewrites {
+	for _, r := range rewrites() {
 		q = r.re.ReplaceAllString(q, r.with)
 	}
 	return q

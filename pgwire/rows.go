@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"sync"
 	"strconv"
 	"strings"
 
@@ -132,9 +133,9 @@ type cursor struct {
 }
 
 var (
-	declareRE = regexp.MustCompile(`(?is)^\s*declare\s+("(?:[^"]|"")+"|\w+)\s+(?:binary\s+)?(?:(?:no\s+)?scroll\s+)?cursor\s+(?:(?:with|without)\s+hold\s+)?for\s+(.*)$`)
-	fetchRE   = regexp.MustCompile(`(?is)^\s*(fetch|move)\s+(?:(forward|next|all)\s+)?(?:(all|\d+)\s+)?(?:from\s+|in\s+)?("(?:[^"]|"")+"|\w+)\s*;?\s*$`)
-	closeRE   = regexp.MustCompile(`(?is)^\s*close\s+("(?:[^"]|"")+"|\w+)\s*;?\s*$`)
+	declareRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?is)^\s*declare\s+("(?:[^"]|"")+"|\w+)\s+(?:binary\s+)?(?:(?:no\s+)?scroll\s+)?cursor\s+(?:(?:with|without)\s+hold\s+)?for\s+(.*)$`) })
+	fetchRE   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?is)^\s*(fetch|move)\s+(?:(forward|next|all)\s+)?(?:(all|\d+)\s+)?(?:from\s+|in\s+)?("(?:[^"]|"")+"|\w+)\s*;?\s*$`) })
+	closeRE   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?is)^\s*close\s+("(?:[^"]|"")+"|\w+)\s*;?\s*$`) })
 )
 
 // cursorName unquotes a cursor's name.
@@ -151,7 +152,7 @@ func cursorName(s string) string {
 func (c *conn) cursorStatement(q, verb string) (*result, error) {
 	switch verb {
 	case "declare":
-		m := declareRE.FindStringSubmatch(q)
+		m := declareRE().FindStringSubmatch(q)
 		if m == nil {
 			return nil, fmt.Errorf("DECLARE: want DECLARE name CURSOR FOR query: %w", loch.ErrInvalidArgument)
 		}
@@ -172,7 +173,7 @@ func (c *conn) cursorStatement(q, verb string) (*result, error) {
 			c.closeCursors()
 			return tagResult("CLOSE CURSOR"), nil
 		}
-		m := closeRE.FindStringSubmatch(q)
+		m := closeRE().FindStringSubmatch(q)
 		if m == nil {
 			return nil, fmt.Errorf("CLOSE: want CLOSE name: %w", loch.ErrInvalidArgument)
 		}
@@ -201,7 +202,7 @@ func (c *conn) cursor(name string) (*cursor, error) {
 // fetch answers FETCH and MOVE: a result whose rows are the cursor's next
 // ones.
 func (c *conn) fetch(q string) (*result, error) {
-	m := fetchRE.FindStringSubmatch(q)
+	m := fetchRE().FindStringSubmatch(q)
 	if m == nil {
 		return nil, fmt.Errorf("FETCH: want FETCH [FORWARD] [n|ALL] [FROM] name: %w", loch.ErrInvalidArgument)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"sync"
 	"strings"
 
 	"github.com/lochdata/loch"
@@ -21,11 +22,11 @@ import (
 const TableURLFunction = "loch_table_url"
 
 // tableURLRE matches SELECT [*  FROM] loch_table_url('name' [, 'ref']).
-var tableURLRE = regexp.MustCompile(`(?is)^\s*select\s+(?:\*\s+from\s+)?loch_table_url\s*\(\s*'((?:[^']|'')*)'\s*(?:,\s*'((?:[^']|'')*)'\s*)?\)\s*;?\s*$`)
+var tableURLRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?is)^\s*select\s+(?:\*\s+from\s+)?loch_table_url\s*\(\s*'((?:[^']|'')*)'\s*(?:,\s*'((?:[^']|'')*)'\s*)?\)\s*;?\s*$`) })
 
 // tableURL answers loch_table_url; ok is false when q is no call of it.
 func (c *conn) tableURL(ctx context.Context, q string) (*result, bool, error) {
-	m := tableURLRE.FindStringSubmatch(q)
+	m := tableURLRE().FindStringSubmatch(q)
 	if m == nil {
 		return nil, false, nil
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/duckdb/duckdb-go/v2/mapping"
 
 	"github.com/lochdata/loch/internal/base"
+	"github.com/lochdata/loch/internal/lru"
 )
 
 // This file holds everything loch takes from DuckDB and duckdb-go beyond
@@ -55,10 +56,11 @@ func (e *Engine) parse(ctx context.Context, q string) (parsed, error) {
 		return parsed{}, fmt.Errorf("query %s: not valid UTF-8 text: %w", oneLineSQL(strings.ToValidUTF8(q, "\uFFFD")), base.ErrInvalidArgument)
 	}
 	// A statement is parsed by pushdown and again by rewrite, the same
-	// text when pushdown changed nothing: the last answer is kept (its
-	// statements are raw JSON, decoded afresh by each user).
-	if e.lastParse.ok && e.lastParse.q == q {
-		return e.lastParse.tree, nil
+	// text when pushdown changed nothing, and a long-lived engine sees the
+	// same statements again: answers are kept by text (their statements
+	// are raw JSON, decoded afresh by each user).
+	if tree, ok := e.texts.parsed.Get(q); ok {
+		return tree, nil
 	}
 	var js string
 	if err := e.conn.QueryRowContext(ctx, "SELECT json_serialize_sql(?::VARCHAR)::VARCHAR", q).Scan(&js); err != nil {
@@ -68,15 +70,29 @@ func (e *Engine) parse(ctx context.Context, q string) (parsed, error) {
 	if err := json.Unmarshal([]byte(js), &tree); err != nil {
 		return parsed{}, fmt.Errorf("query: parse: %w", err)
 	}
-	e.lastParse.q, e.lastParse.tree, e.lastParse.ok = q, tree, true
+	e.texts.parsed.Add(q, tree, int64(len(q)+len(js)))
 	return tree, nil
 }
 
-// lastParsed is the engine's last parse: its text and tree.
-type lastParsed struct {
-	q    string
-	tree parsed
-	ok   bool
+// textCacheBytes bounds each of an engine's caches of DuckDB's answers
+// on statement text (textCache).
+const textCacheBytes = 1 << 20
+
+// textCache keeps DuckDB's answers that depend on a statement's text
+// alone: its syntax tree (json_serialize_sql, by the text) and the SQL
+// of a rewritten tree (json_deserialize_sql, by the tree's JSON). Both
+// are pure functions of their input (DuckDB's parser reads no setting
+// that a read-only statement can change), so they are kept for the
+// engine's life, least recently used dropped beyond textCacheBytes each:
+// a statement run again (a loader's query each epoch, a notebook cell)
+// skips two to three of its DuckDB round trips. Guarded by Engine.mu.
+type textCache struct {
+	parsed *lru.Cache[string, parsed]
+	sql    *lru.Cache[string, string]
+}
+
+func newTextCache() textCache {
+	return textCache{parsed: lru.New[string, parsed](textCacheBytes, nil), sql: lru.New[string, string](textCacheBytes, nil)}
 }
 
 // decodeStatement decodes one statement's tree, numbers as json.Number

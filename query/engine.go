@@ -102,8 +102,10 @@ type Engine struct {
 	// searchers keep the vector indexes a nearest-neighbour ORDER BY
 	// opened (knn.go), by handle, for the engine's life
 	searchers map[*loch.Dataset]*vector.Searcher
-	fts       ftsState   // fts_match and fts_score (fts.go)
-	lastParse lastParsed // parse's last answer (duckdb.go)
+	fts       ftsState      // fts_match and fts_score (fts.go)
+	texts     textCache     // DuckDB's answers on statement text (duckdb.go)
+	sess      *sessionState // the connection's state pushdown reads, once (pushdown.go)
+	defined   definedSets   // the sets of functions and macros defined at first use (define.go)
 }
 
 // New starts an engine over d's current version. d may be nil: then the
@@ -116,7 +118,8 @@ func New(ctx context.Context, d *loch.Dataset, opts Options) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("query: start DuckDB: %w", err)
 	}
-	e := &Engine{d: d, opts: opts, db: db, opened: map[string]*loch.Scan{}, attached: map[string]*loch.Dataset{}, ctx: ctx}
+	e := &Engine{d: d, opts: opts, db: db, opened: map[string]*loch.Scan{}, attached: map[string]*loch.Dataset{}, ctx: ctx,
+		texts: newTextCache()}
 	if err := e.init(ctx); err != nil {
 		e.Close()
 		return nil, err
@@ -173,12 +176,6 @@ func (e *Engine) init(ctx context.Context) error {
 		return err
 	}
 	if err := e.registerFile(conn); err != nil {
-		return err
-	}
-	if err := e.registerSearch(ctx, conn); err != nil {
-		return err
-	}
-	if err := registerPG(ctx, conn); err != nil {
 		return err
 	}
 	if err := e.createViews(ctx, conn); err != nil {

@@ -167,13 +167,10 @@ func (e *Engine) baseColumns(q string, rw rewritten) (map[string]int, error) {
 	return out, nil
 }
 
-// planJoined finds the joined columns of q's result (rewritten as rw)
-// and how to read them.
-func (e *Engine) planJoined(ctx context.Context, q string, rw rewritten) (*joinedPlan, error) {
-	names, types, err := e.resultColumns(ctx, rw.sql)
-	if err != nil {
-		return nil, e.queryError(q, err)
-	}
+// planJoined finds the joined columns of q's result (rewritten as rw,
+// its result columns' names and types as resultColumns gave them) and
+// how to read them.
+func (e *Engine) planJoined(ctx context.Context, q string, rw rewritten, names []string, types []duckdb.TypeInfo) (*joinedPlan, error) {
 	base, err := e.baseColumns(q, rw)
 	if err != nil {
 		return nil, err

@@ -45,6 +45,10 @@ func NewMirror(ctx context.Context, tables map[string]*loch.Dataset, setup []str
 	if err != nil {
 		return nil, err
 	}
+	if err := e.define(ctx, ""); err != nil {
+		e.Close()
+		return nil, err
+	}
 	m := &Mirror{e: e, pool: make(chan *sql.Conn, mirrorConns)}
 	if err := m.build(ctx, tables, setup); err != nil {
 		e.Close()

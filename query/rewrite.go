@@ -35,6 +35,9 @@ type rewritten struct {
 // tie come in the dataset's order. A statement other than one SELECT
 // (a UNION, a PRAGMA, ...) is run as given, unless a selection is asked.
 func (e *Engine) rewrite(ctx context.Context, q string, selection bool) (rewritten, error) {
+	if err := e.define(ctx, q); err != nil {
+		return rewritten{}, err
+	}
 	run := e.pushdown(ctx, q)
 	tree, err := e.parse(ctx, run)
 	if err != nil {
@@ -169,10 +172,14 @@ func (e *Engine) deserialize(ctx context.Context, q string, stmt map[string]any)
 	if err != nil {
 		return "", fmt.Errorf("query: rewrite: %w", err)
 	}
+	if sql, ok := e.texts.sql.Get(string(b)); ok {
+		return sql, nil
+	}
 	var sql string
 	if err := e.conn.QueryRowContext(ctx, "SELECT json_deserialize_sql(?::JSON)", string(b)).Scan(&sql); err != nil {
 		return "", fmt.Errorf("query %s: rewrite: %s: %w", oneLineSQL(q), oneLine(err), loch.ErrInvalidArgument)
 	}
+	e.texts.sql.Add(string(b), sql, int64(len(b)+len(sql)))
 	return sql, nil
 }
 

@@ -45,7 +45,7 @@ func (e *Engine) Select(ctx context.Context, q string) (*loch.Selection, error) 
 	if err != nil {
 		return nil, err
 	}
-	names, err := e.columns(ctx, rw.sql)
+	names, types, err := e.resultColumns(ctx, rw.sql)
 	if err != nil {
 		return nil, e.queryError(q, err)
 	}
@@ -55,7 +55,7 @@ func (e *Engine) Select(ctx context.Context, q string) (*loch.Selection, error) 
 	if n := len(slices.DeleteFunc(slices.Clone(names), func(s string) bool { return s != RowIDColumn })); n > 1 {
 		return nil, fmt.Errorf("query %s: the result has %s twice: %w", oneLineSQL(q), RowIDColumn, loch.ErrInvalidArgument)
 	}
-	joined, err := e.planJoined(ctx, q, rw)
+	joined, err := e.planJoined(ctx, q, rw, names, types)
 	if err != nil {
 		return nil, err
 	}
@@ -111,16 +111,6 @@ func (e *Engine) Select(ctx context.Context, q string) (*loch.Selection, error) 
 		}
 	}
 	return sel, nil
-}
-
-// columns returns the names of q's result columns.
-func (e *Engine) columns(ctx context.Context, q string) ([]string, error) {
-	rows, err := e.conn.QueryContext(ctx, fmt.Sprintf("SELECT * FROM (%s) LIMIT 0", q))
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	return rows.Columns()
 }
 
 // begin starts a statement q under ctx, which its scans read under, with

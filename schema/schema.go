@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"reflect"
 	"regexp"
+	"sync"
 	"slices"
 	"strings"
 
@@ -295,7 +296,7 @@ func (s Schema) Clone() Schema {
 	return out
 }
 
-var nameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.\-]{0,127}$`)
+var nameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.\-]{0,127}$`) })
 
 // The values of Column.Key.
 const (
@@ -351,7 +352,7 @@ func (c *Column) checkKey() error {
 
 // Normalize fills the column's defaults and validates it.
 func (c *Column) Normalize() error {
-	if !nameRE.MatchString(c.Name) {
+	if !nameRE().MatchString(c.Name) {
 		return base.Markf(ErrInvalid, "column name %q: want letters, digits, '_', '-', '.', starting with a letter or '_'", c.Name)
 	}
 	if c.Kind == "" {

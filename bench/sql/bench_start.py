@@ -34,12 +34,18 @@ import tempfile
 import time
 from pathlib import Path
 
-#: The statements whose fixed cost Python measures, by the call that runs them.
+#: The statements whose fixed cost Python measures, by the call that runs
+#: them; {k} is the call's number: a statement new to the handle each time
+#: (the handle keeps what it learnt of a statement's text, not its answer).
 STATEMENTS = {
     "ds.sql": "SELECT 1 AS one FROM range(1)",
     "ds.query": "SELECT id FROM ds WHERE id = 3",
+    "ds.query, a new statement each call": "SELECT id FROM ds WHERE id = 3 OR id = {k}",
     "loch.connect(root).sql": "SELECT 1 AS one FROM range(1)",
 }
+
+#: The call that runs each statement.
+CALLS = {"ds.sql": "sql", "ds.query": "query", "ds.query, a new statement each call": "query", "loch.connect(root).sql": "cat"}
 
 
 def make_catalog(root: str) -> str:
@@ -89,15 +95,16 @@ def python_fixed(root: str, n: int) -> dict[str, dict[str, float]]:
 
     cat = loch.connect(root)
     ds = cat.open_table("t")
-    calls = {"ds.sql": ds.sql, "ds.query": ds.query, "loch.connect(root).sql": cat.sql}
+    calls = {"sql": ds.sql, "query": ds.query, "cat": cat.sql}
     out = {}
     for name, q in STATEMENTS.items():
-        fn = calls[name]
-        fn(q)
+        fn = calls[CALLS[name]]
+        fn(q.format(k=1000))
         walls, cpus = [], []
-        for _ in range(n):
+        for k in range(n):
+            text = q.format(k=1001 + k)
             w, c = time.perf_counter(), time.process_time()
-            fn(q)
+            fn(text)
             cpus.append(time.process_time() - c)
             walls.append(time.perf_counter() - w)
         out[name] = {"wall_ms": statistics.median(walls) * 1e3, "cpu_ms": statistics.median(cpus) * 1e3}
