@@ -88,6 +88,11 @@ type Options struct {
 	// FillWait bounds FillTurn's wait for another user's turn (see
 	// Filler). Zero means DefaultFillWait.
 	FillWait time.Duration
+	// OpenFiles bounds the object files the handle keeps open for ReadRange
+	// (the least recently read are closed first), so that a range read of
+	// a held object is one pread. Zero means DefaultOpenFiles; a negative
+	// value keeps none (each ReadRange opens and closes the file).
+	OpenFiles int
 }
 
 // Disk is a Cache in a local directory that any number of processes on the
@@ -105,6 +110,7 @@ type Disk struct {
 	tmpBase           string // random, so that temporary names never collide
 	tmpSeq            atomic.Uint64
 	stats             counters
+	files             *openFiles // held open for ReadRange
 
 	closeMu sync.RWMutex // held shared by calls in progress, exclusive by Close
 	closed  bool
@@ -157,6 +163,9 @@ func Open(dir string, maxBytes int64, opts *Options) (*Disk, error) {
 	if o.FillWait <= 0 {
 		o.FillWait = DefaultFillWait
 	}
+	if o.OpenFiles == 0 {
+		o.OpenFiles = DefaultOpenFiles
+	}
 	var rnd [8]byte
 	_, _ = rand.Read(rnd[:])
 	d := &Disk{
@@ -170,6 +179,7 @@ func Open(dir string, maxBytes int64, opts *Options) (*Disk, error) {
 		staleTempAge:  o.StaleTempAge,
 		fillWait:      o.FillWait,
 		tmpBase:       hex.EncodeToString(rnd[:]),
+		files:         newOpenFiles(o.OpenFiles),
 	}
 	if err := d.open(); err != nil {
 		d.closeFiles()
@@ -319,8 +329,10 @@ func (d *Disk) FillTurn(ctx context.Context, key string) (func(), error) {
 	}
 }
 
-// ReadRange implements RangeReader: an open, a stat and one pread of the
-// file, and at most one metadata write per TouchInterval. The bytes are not
+// ReadRange implements RangeReader: one pread of the object's file, which
+// the handle keeps open (Options.OpenFiles; the first read of an object
+// opens and stats it), and at most one stat and one metadata write per
+// TouchInterval (see "Open files" in the package documentation). The bytes are not
 // hashed (see RangeReader). A file shorter than the range is, under a
 // content-hash key with verification on, taken for one cut short by a
 // crash: it is removed and counted in Stats.Corrupt, so that the caller's
@@ -338,7 +350,7 @@ func (d *Disk) ReadRange(ctx context.Context, key string, off int64, buf []byte)
 		return false, opError("read range of", key, err)
 	}
 	p := d.path(key)
-	fi, err := readFileAt(p, off, buf)
+	fi, err := d.readAt(p, off, buf)
 	switch {
 	case err == nil:
 	case isAbsent(err):
@@ -354,35 +366,30 @@ func (d *Disk) ReadRange(ctx context.Context, key string, off int64, buf []byte)
 	default:
 		return false, opError("read range of", key, readFailed("read", err))
 	}
-	d.touch(p, fi.ModTime())
 	d.stats.hit(len(buf))
 	return true, nil
 }
 
-// readFileAt fills buf from offset off of the regular file at p. A file
-// that ends before off+len(buf) gives io.ErrUnexpectedEOF, with fi set.
-func readFileAt(p string, off int64, buf []byte) (fi fs.FileInfo, err error) {
-	f, err := os.OpenFile(p, os.O_RDONLY|openFlags, 0)
+// readAt fills buf from offset off of the object file at p, through the
+// handle's open files, and marks the object used. A file that ends before
+// off+len(buf) gives io.ErrUnexpectedEOF, with fi set, and leaves the open
+// files.
+func (d *Disk) readAt(p string, off int64, buf []byte) (fi fs.FileInfo, err error) {
+	e, err := d.openObject(p)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	if fi, err = f.Stat(); err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, errNotRegular
-	}
+	defer d.files.release(e)
+	fi = e.fi
 	if off > fi.Size() || int64(len(buf)) > fi.Size()-off {
-		return fi, io.ErrUnexpectedEOF
+		err = io.ErrUnexpectedEOF
+	} else if _, err = e.f.ReadAt(buf, off); err == io.EOF {
+		err = io.ErrUnexpectedEOF // cut short since it was opened
 	}
-	if _, err := f.ReadAt(buf, off); err != nil {
-		if err == io.EOF {
-			err = io.ErrUnexpectedEOF
-		}
-		return fi, err
+	if err != nil {
+		d.files.dropFile(e)
 	}
-	return fi, nil
+	return fi, err
 }
 
 // readFile reads the regular file at p whole, in one read of the length a
@@ -434,6 +441,7 @@ func (d *Disk) dropCorrupt(p string, fi fs.FileInfo) {
 		if err := os.Remove(p); err != nil {
 			return nil
 		}
+		d.files.drop(p)
 		_, err = d.state.WriteAt(make([]byte, stateSize), 0)
 		return err
 	})
@@ -539,6 +547,7 @@ func (d *Disk) commit(tmp, p string, n int64) (committed bool, err error) {
 			return writeFailed("rename into place", err)
 		}
 		committed = true
+		d.files.drop(p) // a file held since another process evicted the object
 		total += n
 		d.stats.put(int(n))
 		if total > d.max {
@@ -546,6 +555,7 @@ func (d *Disk) commit(tmp, p string, n int64) (committed bool, err error) {
 			if total, evictErr = d.evictLocked(total); evictErr != nil {
 				// Undo this Put rather than leave the cache over budget.
 				if os.Remove(p) == nil {
+					d.files.drop(p)
 					total -= n
 					d.stats.evicted(n)
 				}
@@ -602,6 +612,7 @@ func (d *Disk) evictLocked(total int64) (int64, error) {
 		if err := os.Remove(c.path); err != nil {
 			continue
 		}
+		d.files.drop(c.path)
 		total -= c.size
 		progress = true
 		d.stats.evicted(c.size)
@@ -830,6 +841,7 @@ func (d *Disk) Close() error {
 		return nil
 	}
 	d.closed = true
+	d.files.closeAll()
 	if err := d.closeFiles(); err != nil {
 		return fmt.Errorf("chunkcache: close %s: %w", d.dir, err)
 	}

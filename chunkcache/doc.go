@@ -110,12 +110,39 @@
 //
 // Eviction unlinks files, which does not disturb a process that has one open
 // (on Unix, the data stays until it is closed); a Get that comes after finds
-// nothing, a miss. Concurrent Puts of one key store it once: the rename
+// nothing, a miss (a ReadRange, within one TouchInterval: see Open files). Concurrent Puts of one key store it once: the rename
 // happens under the lock after checking that the key is absent. A Get racing
 // with an eviction may have its recency mark lost; it still gets its bytes.
 // Users that miss one key at the same time take turns at fetching and
 // putting it (FillTurn, see Filler), so that a node's processes fetch each
 // object from its origin once.
+//
+// # Open files
+//
+// A Disk handle keeps the files of the objects it reads by range open
+// (read-only, at most Options.OpenFiles, default 256, the least recently
+// read closed first), so that a range read of a held object is one pread,
+// without the open, stat and close around it. This is sound because an
+// object's bytes never change: every key loch caches names content (chunk,
+// metadata and index objects are named by the XXH3-128 of their bytes,
+// docs/format.md §1), Put never overwrites a cached key (the rename
+// happens only while the key is absent), and a file is only ever removed
+// (eviction, a corrupt file), never written in place. A held file is
+// therefore either the object at its path or an unlinked file with the
+// same bytes.
+//
+// A handle closes a held file when it removes the object itself (eviction,
+// a corrupt file), when a read finds the file shorter than at its open, and
+// at Close. Another process's eviction it notices when the object's recency
+// mark is due (at most once per TouchInterval a hit stats the path): if the
+// path is gone or names another file, the held file is closed and the path
+// opened again, so a range read misses an object another process evicted
+// at most one TouchInterval late (at once with a negative interval), and
+// until then reads the evicted object's unchanged bytes. An unlinked file
+// keeps its disk space while it is held: besides the bound below, each
+// handle may hold up to OpenFiles objects that other processes evicted,
+// until it reads them again, reads 256 others, or closes. Get does not use
+// the held files (it reads whole objects, which it hashes).
 //
 // # Caveats
 //
