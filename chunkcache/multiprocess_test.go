@@ -119,11 +119,22 @@ func runChild(mode string) error {
 	out := bufio.NewWriter(os.Stdout)
 	for i := 0; mode == "loop" || i < ops; i++ {
 		o := objs[rng.IntN(len(objs))]
-		if rng.IntN(2) == 0 {
+		switch rng.IntN(3) {
+		case 0:
 			if err := c.Put(ctx, o.key, o.data); err != nil {
 				return err
 			}
-		} else {
+		case 1: // through the held files, which other processes evict
+			off := rng.IntN(len(o.data))
+			buf := make([]byte, rng.IntN(len(o.data)-off)+1)
+			ok, err := c.ReadRange(ctx, o.key, int64(off), buf)
+			if err != nil {
+				return err
+			}
+			if ok && string(buf) != string(o.data[off:off+len(buf)]) {
+				return fmt.Errorf("read range %d+%d of %s: wrong bytes", off, len(buf), o.key)
+			}
+		default:
 			got, ok, err := c.Get(ctx, o.key)
 			if err != nil {
 				return err
