@@ -5,8 +5,13 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -242,4 +247,54 @@ func TestS3ReadsWithoutChecksumQuietly(t *testing.T) {
 	require.NoError(t, err)
 	logged, _ := io.ReadAll(r)
 	require.Empty(t, string(logged))
+}
+
+// TestS3ChecksumsOnlyOnUpload: on S3 the SDK sends a checksum with each
+// upload, which the server verifies, and does not ask for one with each
+// read (loch's readers check their own, storage's "Integrity"). A proxy in
+// front of MinIO records the headers.
+func TestS3ChecksumsOnlyOnUpload(t *testing.T) {
+	ctx := context.Background()
+	b := testserver.MinIO(t)
+	target, err := url.Parse(b.Endpoint)
+	require.NoError(t, err)
+	var mu sync.Mutex
+	seen := map[string][]http.Header{}
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen[r.Method] = append(seen[r.Method], r.Header.Clone())
+		mu.Unlock()
+		proxy.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	st, err := storage.Open(ctx, strings.Replace(b.URL, b.Endpoint, srv.URL, 1))
+	require.NoError(t, err)
+	defer st.Close()
+	require.NoError(t, st.Put(ctx, "k", []byte("checked by its reader")))
+	got, err := st.Get(ctx, "k")
+	require.NoError(t, err)
+	require.Equal(t, "checked by its reader", string(got))
+
+	mu.Lock()
+	defer mu.Unlock()
+	require.NotEmpty(t, seen[http.MethodPut])
+	for _, h := range seen[http.MethodPut] {
+		require.True(t, hasChecksum(h), "upload without a checksum: %v", h)
+	}
+	require.NotEmpty(t, seen[http.MethodGet])
+	for _, h := range seen[http.MethodGet] {
+		require.Empty(t, h.Get("X-Amz-Checksum-Mode"), "a read asked for the object's checksum")
+	}
+}
+
+// hasChecksum reports whether a request carries a checksum of its body, in a
+// header or announced as a trailer.
+func hasChecksum(h http.Header) bool {
+	for k := range h {
+		if strings.HasPrefix(k, "X-Amz-Checksum-") || strings.Contains(h.Get("X-Amz-Trailer"), "checksum") {
+			return true
+		}
+	}
+	return false
 }

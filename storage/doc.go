@@ -60,6 +60,22 @@
 // cloud SDKs' own retries are turned off, so the policy is the only one
 // in force.
 //
+// # Integrity
+//
+// A store moves bytes; it does not check them. The objects loch stores
+// carry their own checks, made by their readers (docs/format.md §1):
+// metadata, vector and index objects hash to their names or end in a
+// CRC-32C, chunks have a header and block checksums, and chunkcache hashes
+// what it caches. So on S3 the SDK does not checksum responses
+// (ResponseChecksumValidation is WhenRequired: it would compute a CRC-32
+// of every whole-object GET that was stored with one, about 6% of the CPU
+// of a full-shuffle epoch filling a cache, only to repeat loch's checks).
+// Uploads keep the SDK's default, a checksum the server verifies before it
+// stores the object (the URL parameter request_checksum_calculation=
+// when_required turns it off, for servers that refuse it): a corruption
+// in transit is then refused at once instead of found by the next reader,
+// after the writer's copy is gone.
+//
 // # Testing
 //
 // NewFaulty wraps a store to inject transient failures and latency,

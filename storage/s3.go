@@ -58,6 +58,10 @@ func openS3(ctx context.Context, loc location, settings Settings) (*bucketStore,
 		// An object without a checksum (most, on S3-compatible stores) is
 		// read as any other; the SDK would log a warning to stderr for each.
 		o.DisableLogOutputChecksumValidationSkipped = true
+		// Responses are not checksummed by the SDK (see "Integrity" in
+		// the package documentation): every object loch reads carries its
+		// own CRC-32C or content hash, checked by the reader.
+		o.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
 		if endpoint != "" {
 			o.BaseEndpoint = aws.String(endpoint)
 		}
