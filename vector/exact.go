@@ -23,8 +23,9 @@ type Options struct {
 	NProbe int
 	// Rerank is the number of rows an ivf-pq index ranks by their codes
 	// and then re-ranks by their full vectors (read by range); 0 means
-	// max(400, 40 x k) (bench/RESULTS.md: recall@10 0.80 at 100, 0.99 at
-	// 400 on 1M x 128).
+	// max(400, 40 x k, rows / 10,000) (bench/RESULTS.md: recall@10 0.80
+	// at 100, 0.99 at 400 on 1M x 128; 0.87 at 400, 0.97 at 1,000 on
+	// 10M x 128).
 	Rerank int
 	// Cache, when set, is the chunk cache an ivf-pq index reads its lists
 	// through (ranges of cached objects; a miss fetches the object whole

@@ -89,3 +89,20 @@ func TestShareOut(t *testing.T) {
 		require.Equal(t, tc.want, shareOut(tc.nlist, cells, 1), "%v", tc)
 	}
 }
+
+// TestDefaultRerank: the re-ranked candidates grow with k and, past
+// 4,000,000 rows, with the index's rows (rows / 10,000), and never fall
+// below 400.
+func TestDefaultRerank(t *testing.T) {
+	for _, c := range []struct {
+		k    int
+		rows int64
+		want int
+	}{
+		{10, 0, 400}, {10, 1_000_000, 400}, {20, 1_000_000, 800},
+		{10, 10_000_000, 1000}, {50, 10_000_000, 2000}, {10, 100_000_000, 10_000},
+		{10, 1 << 62, 1 << 20},
+	} {
+		require.Equal(t, c.want, defaultRerank(c.k, c.rows), "k %d, rows %d", c.k, c.rows)
+	}
+}

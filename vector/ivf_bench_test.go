@@ -34,7 +34,7 @@ import (
 // searches, so that its peak RSS is the search's. Settings:
 // LOCH_VECTOR_BENCH=NxD (100000x128), LOCH_VECTOR_MIXTURE=CxSIGMA
 // (1000x1), LOCH_VECTOR_METRIC (l2), LOCH_VECTOR_KINDS (ivf-flat,ivf-pq),
-// LOCH_VECTOR_NLIST (4 x sqrt(N)), LOCH_VECTOR_NPROBE (8,16,32,64,128; NPROBE/RERANK sets ivf-pq's Rerank too),
+// LOCH_VECTOR_NLIST (DefaultNList: 4 x sqrt(N), at most 4,096), LOCH_VECTOR_NPROBE (8,16,32,64,128; NPROBE/RERANK sets ivf-pq's Rerank too),
 // LOCH_VECTOR_M (dim/8); LOCH_VECTOR_NO_RAW=1 skips data.f32. Run it alone:
 //
 //	go test -run '^$' -bench IVFReport -benchtime 1x -timeout 2h ./vector
@@ -75,7 +75,7 @@ func ivfReport(b *testing.B) {
 	defer e.ds.Close()
 	nlist, _ := strconv.Atoi(os.Getenv("LOCH_VECTOR_NLIST"))
 	if nlist == 0 {
-		nlist = int(math.Round(4 * math.Sqrt(float64(e.n))))
+		nlist = DefaultNList(int64(e.n))
 	}
 	subq, _ := strconv.Atoi(os.Getenv("LOCH_VECTOR_M"))
 	searchOnly := os.Getenv("LOCH_VECTOR_SEARCH_ONLY") != ""

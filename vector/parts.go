@@ -457,15 +457,27 @@ func Commit(ctx context.Context, ds *loch.Dataset, t *Trained, parts []*Part, me
 }
 
 func commit(ctx context.Context, ds *loch.Dataset, t *Trained, parts []*Part, merged []PartList) (*Info, error) {
-	if err := checkParts(t, parts); err != nil {
-		return nil, err
-	}
-	c, err := openColumn(ctx, ds.Scan(), t.Column, 0)
+	info, kept, err := writeDescriptor(ctx, ds, t, parts, merged)
 	if err != nil {
 		return nil, err
 	}
+	deleteMerged(ctx, ds.Store(), parts, kept)
+	return info, nil
+}
+
+// writeDescriptor checks the parts and the merged lists against each
+// other and stores the index's descriptor; it returns the merged lists'
+// keys, the objects the parts may not delete.
+func writeDescriptor(ctx context.Context, ds *loch.Dataset, t *Trained, parts []*Part, merged []PartList) (*Info, map[string]bool, error) {
+	if err := checkParts(t, parts); err != nil {
+		return nil, nil, err
+	}
+	c, err := openColumn(ctx, ds.Scan(), t.Column, 0)
+	if err != nil {
+		return nil, nil, err
+	}
 	if ds.Version() != t.Version || c.col.UID != t.UID {
-		return nil, fmt.Errorf("trained for version %s column uid %d, the handle is at %s, uid %d: %w", t.Version, t.UID, ds.Version(), c.col.UID, loch.ErrInvalidArgument)
+		return nil, nil, fmt.Errorf("trained for version %s column uid %d, the handle is at %s, uid %d: %w", t.Version, t.UID, ds.Version(), c.col.UID, loch.ErrInvalidArgument)
 	}
 	want := make([]int, t.NList)
 	for _, p := range parts {
@@ -475,7 +487,7 @@ func commit(ctx context.Context, ds *loch.Dataset, t *Trained, parts []*Part, me
 	}
 	d, err := newDescriptor(ctx, c, t.Metric, "")
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	d.Centroids, d.Lists = t.Centroids, make([]vindex.List, t.NList)
 	if t.Kind == KindPQ {
@@ -484,7 +496,7 @@ func commit(ctx context.Context, ds *loch.Dataset, t *Trained, parts []*Part, me
 	bytes, kept := t.Bytes, map[string]bool{}
 	for _, e := range merged {
 		if e.List < 0 || e.List >= t.NList || d.Lists[e.List].Key != "" {
-			return nil, fmt.Errorf("merged list %d: out of range or given twice: %w", e.List, loch.ErrInvalidArgument)
+			return nil, nil, fmt.Errorf("merged list %d: out of range or given twice: %w", e.List, loch.ErrInvalidArgument)
 		}
 		d.Lists[e.List] = vindex.List{Key: e.Key, Rows: e.Rows}
 		d.Rows += int64(e.Rows)
@@ -493,19 +505,18 @@ func commit(ctx context.Context, ds *loch.Dataset, t *Trained, parts []*Part, me
 	}
 	for l, n := range want {
 		if d.Lists[l].Rows != n {
-			return nil, fmt.Errorf("list %d: the parts hold %d rows, the merged list %d: %w", l, n, d.Lists[l].Rows, loch.ErrInvalidArgument)
+			return nil, nil, fmt.Errorf("list %d: the parts hold %d rows, the merged list %d: %w", l, n, d.Lists[l].Rows, loch.ErrInvalidArgument)
 		}
 	}
 	obj, err := vindex.EncodeDescriptor(d)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	key := keys.MakeIndex(d.Version, d.UID, d.Metric)
 	if err := ds.Store().Put(ctx, key, obj); err != nil {
-		return nil, fmt.Errorf("write index: %w", err)
+		return nil, nil, fmt.Errorf("write index: %w", err)
 	}
-	deleteMerged(ctx, ds.Store(), parts, kept)
-	return infoOf(key, d, bytes+int64(len(obj))), nil
+	return infoOf(key, d, bytes+int64(len(obj))), kept, nil
 }
 
 // listBytes is the size of a list object of n rows.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -161,4 +163,62 @@ func TestCommitRefusesBadParts(t *testing.T) {
 	m.commit("more")
 	_, err = EncodePart(ctx, m.ds, tr, 0, 300, Options{})
 	require.ErrorIs(t, err, loch.ErrInvalidArgument, "the handle moved past the trained version")
+}
+
+// sizeStore counts the bytes of the objects under a prefix and their peak.
+type sizeStore struct {
+	storage.Store
+	prefix      string
+	mu          sync.Mutex
+	size        map[string]int64
+	total, peak int64
+}
+
+func (s *sizeStore) Put(ctx context.Context, key string, data []byte) error {
+	if err := s.Store.Put(ctx, key, data); err != nil || !strings.HasPrefix(key, s.prefix) {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.total += int64(len(data)) - s.size[key]
+	s.size[key] = int64(len(data))
+	s.peak = max(s.peak, s.total)
+	return nil
+}
+
+func (s *sizeStore) Delete(ctx context.Context, key string) error {
+	if err := s.Store.Delete(ctx, key); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.total -= s.size[key]
+	delete(s.size, key)
+	return nil
+}
+
+// TestBuildFreesPartsAsItMerges: Build deletes each range of lists' merged
+// shares before merging the next, so that the store never holds the
+// index's lists twice (the parts' and the merged), and keeps only the
+// index's objects.
+func TestBuildFreesPartsAsItMerges(t *testing.T) {
+	seed := testseed.Seed(t)
+	ctx := context.Background()
+	for _, kind := range []string{KindFlat, KindPQ} {
+		mx := newMixture(seed, 16, 8, 0.5)
+		url := filepath.Join(t.TempDir(), "ds")
+		m := newModelChunks(t, url, 16, schema.Float32, 4<<10)
+		m.append(mx.drawN(2400))
+		m.commit("rows")
+		st, err := storage.Open(ctx, url)
+		require.NoError(t, err)
+		counted := &sizeStore{Store: st, prefix: keys.Vectors.Prefix(), size: map[string]int64{}}
+		ds, err := loch.Open(ctx, url, loch.WithStore(counted))
+		require.NoError(t, err)
+		info, err := Build(ctx, ds, "embedding", BuildOptions{Metric: L2, NList: 32, Seed: seed, Kind: kind, M: 4, PartRows: 600})
+		require.NoError(t, err)
+		require.NoError(t, ds.Close())
+		require.Len(t, counted.size, len(descriptorOf(t, m.ds, info).Objects()), "%s: only the index's objects are left", kind)
+		require.Less(t, counted.peak, counted.total*3/2, "%s: at most the parts and a sixteenth of the lists beside them (peak %d, index %d)", kind, counted.peak, counted.total)
+	}
 }

@@ -298,7 +298,7 @@ like a query's (docs/search.md).`,
 	cmd.Flags().IntVarP(&o.k, "k", "k", 10, "number of nearest rows per query vector")
 	cmd.Flags().StringVar(&o.where, "where", "", "keep only rows passing this SQL condition over the table ds")
 	cmd.Flags().IntVar(&o.nprobe, "nprobe", 0, "lists of the index each query scans (default: nlist/16, at least 8)")
-	cmd.Flags().IntVar(&o.rerank, "rerank", 0, "rows an ivf-pq index re-ranks by their full vectors (default: max(400, 40 x k))")
+	cmd.Flags().IntVar(&o.rerank, "rerank", 0, "rows an ivf-pq index re-ranks by their full vectors (default: max(400, 40 x k, rows / 10,000))")
 	cmd.Flags().BoolVar(&o.exact, "exact", false, "compare every row; do not use an index")
 	cmd.Flags().BoolVar(&o.asJSON, "json", false, "print one JSON object")
 	o.refs.add(cmd, "search")

@@ -173,7 +173,7 @@ class Search(Reads):
         It uses the column's index for ``metric`` when this version or an
         ancestor has one (scanning ``nprobe`` lists, an ivf-pq index
         re-ranking ``rerank`` rows by their full vectors, default
-        max(400, 40 k); rows added or changed
+        max(400, 40 k, rows / 10,000); rows added or changed
         since it was built are searched exactly), else compares every row
         (``exact=True`` always does). ``where`` keeps only the rows that
         pass an SQL condition over the table ``ds`` (run as :meth:`query`
