@@ -123,9 +123,10 @@
 // (read-only, at most Options.OpenFiles, default 256, the least recently
 // read closed first), so that a range read of a held object is one pread,
 // without the open, stat and close around it. This is sound because an
-// object's bytes never change: every key loch caches names content (chunk,
-// metadata and index objects are named by the XXH3-128 of their bytes,
-// docs/format.md §1), Put never overwrites a cached key (the rename
+// object's bytes never change: the Cache contract requires it of every
+// key, and every key loch caches names content (chunks, fts/ and vectors/
+// objects are named by the XXH3-128 of their bytes, docs/format.md §1);
+// Put never overwrites a cached key (the rename
 // happens only while the key is absent), and a file is only ever removed
 // (eviction, a corrupt file), never written in place. A held file is
 // therefore either the object at its path or an unlinked file with the
@@ -141,8 +142,9 @@
 // until then reads the evicted object's unchanged bytes. An unlinked file
 // keeps its disk space while it is held: besides the bound below, each
 // handle may hold up to OpenFiles objects that other processes evicted,
-// until it reads them again, reads 256 others, or closes. Get does not use
-// the held files (it reads whole objects, which it hashes).
+// each until the handle reads it again, has read OpenFiles others since,
+// or closes. Get does not use the held files (it reads whole objects,
+// which it hashes).
 //
 // # Caveats
 //
