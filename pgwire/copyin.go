@@ -7,9 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"sync"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/jackc/pgx/v5/pgproto3"
 
@@ -18,7 +18,9 @@ import (
 )
 
 // copyFromRE is COPY table [(columns)] FROM STDIN [options].
-var copyFromRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?is)^\s*copy\s+("(?:[^"]|"")+"|\w+)\s*(?:\(([^)]*)\))?\s*from\s+stdin\b(.*)$`) })
+var copyFromRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?is)^\s*copy\s+("(?:[^"]|"")+"|\w+)\s*(?:\(([^)]*)\))?\s*from\s+stdin\b(.*)$`)
+})
 
 // copyIn is a COPY FROM STDIN's target and format.
 type copyIn struct {

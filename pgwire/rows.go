@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"sync"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/jackc/pgx/v5/pgproto3"
 
@@ -133,9 +133,13 @@ type cursor struct {
 }
 
 var (
-	declareRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?is)^\s*declare\s+("(?:[^"]|"")+"|\w+)\s+(?:binary\s+)?(?:(?:no\s+)?scroll\s+)?cursor\s+(?:(?:with|without)\s+hold\s+)?for\s+(.*)$`) })
-	fetchRE   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?is)^\s*(fetch|move)\s+(?:(forward|next|all)\s+)?(?:(all|\d+)\s+)?(?:from\s+|in\s+)?("(?:[^"]|"")+"|\w+)\s*;?\s*$`) })
-	closeRE   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?is)^\s*close\s+("(?:[^"]|"")+"|\w+)\s*;?\s*$`) })
+	declareRE = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?is)^\s*declare\s+("(?:[^"]|"")+"|\w+)\s+(?:binary\s+)?(?:(?:no\s+)?scroll\s+)?cursor\s+(?:(?:with|without)\s+hold\s+)?for\s+(.*)$`)
+	})
+	fetchRE = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?is)^\s*(fetch|move)\s+(?:(forward|next|all)\s+)?(?:(all|\d+)\s+)?(?:from\s+|in\s+)?("(?:[^"]|"")+"|\w+)\s*;?\s*$`)
+	})
+	closeRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?is)^\s*close\s+("(?:[^"]|"")+"|\w+)\s*;?\s*$`) })
 )
 
 // cursorName unquotes a cursor's name.

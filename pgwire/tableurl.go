@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"sync"
 	"strings"
+	"sync"
 
 	"github.com/lochdata/loch"
 	"github.com/lochdata/loch/sqlcat"
@@ -22,7 +22,9 @@ import (
 const TableURLFunction = "loch_table_url"
 
 // tableURLRE matches SELECT [*  FROM] loch_table_url('name' [, 'ref']).
-var tableURLRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?is)^\s*select\s+(?:\*\s+from\s+)?loch_table_url\s*\(\s*'((?:[^']|'')*)'\s*(?:,\s*'((?:[^']|'')*)'\s*)?\)\s*;?\s*$`) })
+var tableURLRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?is)^\s*select\s+(?:\*\s+from\s+)?loch_table_url\s*\(\s*'((?:[^']|'')*)'\s*(?:,\s*'((?:[^']|'')*)'\s*)?\)\s*;?\s*$`)
+})
 
 // tableURL answers loch_table_url; ok is false when q is no call of it.
 func (c *conn) tableURL(ctx context.Context, q string) (*result, bool, error) {

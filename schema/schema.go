@@ -7,9 +7,9 @@ import (
 	"fmt"
 	"reflect"
 	"regexp"
-	"sync"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/lochdata/loch/internal/base"
 )
