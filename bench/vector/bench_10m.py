@@ -1,0 +1,376 @@
+"""Peers of loch's ivf-pq at 10M x 128 (issue 37): faiss-cpu IndexIVFFlat,
+IndexIVFPQ (plain and re-ranked by IndexRefineFlat), IndexHNSWFlat and
+pylance's IVF_PQ, on the vectors loch's own bench wrote.
+
+The vectors, queries and exact truth are the ones BenchmarkIVFReport
+leaves in LOCH_VECTOR_DIR (vector/ivf_bench_test.go: data.f32, queries.f32,
+truth.u64; its Gaussian mixture, the same draws loch indexes), so every
+engine searches the same 10M rows. Unlike bench_vector.py, which loads the
+vectors whole, this reads data.f32 by range (never a memory map, so that
+a process's peak RSS is its own memory and not the page cache) and keeps
+every process under a few GB besides what the engine itself holds.
+
+Fair setup (the issue's brief): every IVF trains on the number of rows
+loch trains on, 64 x nlist drawn at random positions (BuildOptions.Sample;
+lance: sample_rate 64), the same nlist and PQ m; builds use the same two
+threads (faiss's OpenMP, lance's own pool on a 2-CPU machine, loch's
+GOMAXPROCS 2); queries run one at a time, faiss with one OpenMP thread
+(see bench_vector.py's docstring). Re-ranking PQ kinds re-rank 1,000
+candidates, loch's default at 10M (faiss IndexRefine over an IndexFlatL2
+of the vectors, k_factor 100; lance refine_factor 100). faiss's k-means
+runs loch's 10 iterations (--niter; faiss's default is 25), faiss's PQ
+trains on its own sample (256 x 256 rows at most); lance keeps its own
+k-means settings (pylance's create_index does not expose them).
+
+HNSW is added in slices of --slice rows and stops once --hnsw-budget
+seconds have gone: then it is measured on the rows it holds (a prefix of
+the vectors) against the exact truth of that prefix, and the JSON says
+so (rows). Each step writes its figures to WORK/<engine>-<phase>.json
+as soon as it ends, so an interrupted run keeps what it measured.
+
+Run::
+
+    python bench/vector/bench_10m.py --raw DIR --work /tmp/v10m-w \\
+        --engines faiss-ivfflat,faiss-ivfpq,faiss-ivfpq-refine,lance-ivf-pq,faiss-hnsw
+    python bench/vector/bench_10m.py --raw DIR --work /tmp/v10m-w --report
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+K = 10
+
+
+def vmhwm_kb() -> int:
+    """This process's peak RSS (kB): VmHWM (ru_maxrss carries the parent's)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1])
+    return 0
+
+
+class Raw:
+    """data.f32 (n x dim little-endian float32) read by range."""
+
+    def __init__(self, raw: Path, dim: int):
+        self.path, self.dim = raw / "data.f32", dim
+        self.n = self.path.stat().st_size // (4 * dim)
+
+    def rows(self, lo: int, hi: int) -> np.ndarray:
+        out = np.empty((hi - lo, self.dim), dtype=np.float32)
+        with open(self.path, "rb") as f:
+            f.seek(lo * self.dim * 4)
+            f.readinto(memoryview(out).cast("B"))
+        return out
+
+    def pick(self, ids: np.ndarray) -> np.ndarray:
+        out = np.empty((len(ids), self.dim), dtype=np.float32)
+        size = self.dim * 4
+        fd = os.open(self.path, os.O_RDONLY)
+        try:
+            for j, i in enumerate(ids):
+                out[j] = np.frombuffer(os.pread(fd, size, int(i) * size), dtype=np.float32)
+        finally:
+            os.close(fd)
+        return out
+
+    def slices(self, n: int, step: int = 250_000):
+        for lo in range(0, n, step):
+            yield lo, self.rows(lo, min(lo + step, n))
+
+
+def sample(raw: Raw, size: int) -> np.ndarray:
+    """size rows at random positions (seed 1), as loch's build draws them."""
+    ids = np.sort(np.random.default_rng(1).choice(raw.n, size=min(size, raw.n), replace=False))
+    return raw.pick(ids)
+
+
+def kth_of(raw: Raw, q: np.ndarray, truth: np.ndarray) -> np.ndarray:
+    """The exact 10th squared L2 distance of each query, in float64, from
+    the truth's ids."""
+    out = np.zeros(len(q))
+    for i in range(len(q)):
+        d = ((raw.pick(np.sort(truth[i])).astype(np.float64) - q[i].astype(np.float64)) ** 2).sum(1)
+        out[i] = np.sort(d)[K - 1]
+    return out
+
+
+def exact_prefix(raw: Raw, q: np.ndarray, n: int) -> np.ndarray:
+    """The exact top 10 ids of each query over the first n rows."""
+    best_d = np.full((len(q), 0), np.inf, dtype=np.float32)
+    best_i = np.zeros((len(q), 0), dtype=np.int64)
+    for lo, x in raw.slices(n):
+        d = (x * x).sum(1)[None, :] - 2 * q @ x.T
+        part = np.argpartition(d, 63, axis=1)[:, :64]
+        best_d = np.concatenate([best_d, np.take_along_axis(d, part, 1)], 1)
+        best_i = np.concatenate([best_i, part + lo], 1)
+        keep = np.argsort(best_d, axis=1)[:, :64]
+        best_d, best_i = np.take_along_axis(best_d, keep, 1), np.take_along_axis(best_i, keep, 1)
+    out = np.zeros((len(q), K), dtype=np.int64)
+    for i in range(len(q)):  # exact order in float64 among the best 64
+        d = ((raw.pick(best_i[i]).astype(np.float64) - q[i].astype(np.float64)) ** 2).sum(1)
+        out[i] = best_i[i][np.argsort(d)[:K]]
+    return out
+
+
+def recall(raw: Raw, q: np.ndarray, kth: np.ndarray, ids: np.ndarray) -> float:
+    """Hits within the 10th exact distance (ties are equal answers)."""
+    hits = 0
+    for i in range(len(q)):
+        got = np.array(sorted({int(x) for x in ids[i] if 0 <= x < raw.n}), dtype=np.int64)
+        d = ((raw.pick(got).astype(np.float64) - q[i].astype(np.float64)) ** 2).sum(1)
+        hits += int((d <= kth[i] * (1 + 1e-6) + 1e-9).sum())
+    return hits / (K * len(q))
+
+
+# Builds: each returns the figures of its index (bytes, rows, ...).
+
+
+def faiss_build(kind: str, raw: Raw, work: Path, p: dict) -> dict:
+    import faiss
+
+    faiss.omp_set_num_threads(p["threads"])
+    d = raw.dim
+    if kind == "hnsw":
+        index = faiss.IndexHNSWFlat(d, p["hnsw_m"])
+        index.hnsw.efConstruction = p["ef_construction"]
+        t, done, log = time.perf_counter(), 0, []
+        for lo, x in raw.slices(raw.n, p["slice"]):
+            index.add(x)
+            done = lo + len(x)
+            log.append([done, round(time.perf_counter() - t, 1), round(time.process_time(), 1)])
+            (work / "faiss-hnsw-progress.json").write_text(json.dumps(log))
+            if time.perf_counter() - t > p["hnsw_budget"]:
+                break
+        extra = {"rows": done, "progress": log}
+    else:
+        quantizer = faiss.IndexFlatL2(d)
+        if kind == "ivfflat":
+            index = faiss.IndexIVFFlat(quantizer, d, p["nlist"])
+        else:
+            index = faiss.IndexIVFPQ(quantizer, d, p["nlist"], p["m"], 8)
+        index.cp.niter = p["niter"]
+        t = time.perf_counter()
+        index.train(sample(raw, 64 * p["nlist"]))
+        trained = time.perf_counter() - t
+        for _, x in raw.slices(raw.n):
+            index.add(x)
+        extra = {"rows": raw.n, "train_s": trained}
+    path = work / f"faiss-{kind}.index"
+    faiss.write_index(index, str(path))
+    return extra | {"index_bytes": path.stat().st_size}
+
+
+def lance_write(raw: Raw, work: Path) -> None:
+    import lance
+    import pyarrow as pa
+
+    path = work / "lance"
+    if (path / "_versions").exists():
+        return
+
+    def batches():
+        for lo, x in raw.slices(raw.n, 100_000):
+            emb = pa.FixedSizeListArray.from_arrays(pa.array(x.reshape(-1)), raw.dim)
+            yield pa.record_batch([pa.array(np.arange(lo, lo + len(x), dtype=np.int64)), emb], names=["id", "embedding"])
+
+    schema = pa.schema([("id", pa.int64()), ("embedding", pa.list_(pa.float32(), raw.dim))])
+    lance.write_dataset(pa.RecordBatchReader.from_batches(schema, batches()), str(path))
+
+
+def lance_build(raw: Raw, work: Path, p: dict) -> dict:
+    import lance
+
+    path = work / "lance"
+    ds = lance.dataset(str(path))
+    ds = ds.create_index(
+        "embedding", index_type="IVF_PQ", num_partitions=p["nlist"], num_sub_vectors=p["m"], metric="L2", replace=True, sample_rate=64
+    )
+    files = [f for i in ds.list_indices() for f in (path / "_indices" / i["uuid"]).rglob("*")]
+    return {"rows": raw.n, "index_bytes": sum(f.stat().st_size for f in files if f.is_file())}
+
+
+# Searchers: open(raw, work, p) -> search(q, setting) -> ids.
+
+
+def faiss_open(kind: str, raw: Raw, work: Path, p: dict):
+    import faiss
+
+    faiss.omp_set_num_threads(1)
+    if kind == "ivfpq-refine":  # the IVFPQ index, re-ranked by the full vectors (held in memory)
+        flat = faiss.IndexFlatL2(raw.dim)
+        for _, x in raw.slices(raw.n):
+            flat.add(x)
+        base = faiss.read_index(str(work / "faiss-ivfpq.index"))
+        index = faiss.IndexRefine(base, flat)
+        index.referenced_objects = [base, flat]  # python owns both
+    else:
+        index = faiss.read_index(str(work / f"faiss-{kind}.index"))
+
+    def search(q: np.ndarray, s: int) -> np.ndarray:
+        if kind == "hnsw":
+            params = faiss.SearchParametersHNSW(efSearch=s)
+        elif kind == "ivfpq-refine":
+            params = faiss.IndexRefineSearchParameters(k_factor=p["rerank"] / K, base_index_params=faiss.SearchParametersIVF(nprobe=s))
+        else:
+            params = faiss.SearchParametersIVF(nprobe=s)
+        return index.search(q[None, :], K, params=params)[1][0]
+
+    return search
+
+
+def lance_open(raw: Raw, work: Path, p: dict):
+    import lance
+
+    ds = lance.dataset(str(work / "lance"))
+
+    def search(q: np.ndarray, s: int) -> np.ndarray:
+        t = ds.to_table(columns=["id"], nearest={"column": "embedding", "q": q, "k": K, "nprobes": s, "refine_factor": p["rerank"] // K})
+        return t.column("id").to_numpy()
+
+    return search
+
+
+def worker(phase: str, name: str, raw: Raw, work: Path, p: dict) -> dict:
+    """One phase of one engine in its own process."""
+    kind = name.split("-", 1)[1]
+    lib = __import__("faiss" if name.startswith("faiss") else "lance")
+    base_rss = vmhwm_kb()
+    if phase == "write":  # lance's copy of the vectors (not part of its index build)
+        t, c = time.perf_counter(), time.process_time()
+        lance_write(raw, work)
+        return {"write_s": time.perf_counter() - t, "write_cpu_s": time.process_time() - c, "write_rss_kb": vmhwm_kb()}
+    if phase == "build":
+        t, c = time.perf_counter(), time.process_time()
+        got = lance_build(raw, work, p) if lib.__name__ == "lance" else faiss_build(kind, raw, work, p)
+        return got | {"build_s": time.perf_counter() - t, "build_cpu_s": time.process_time() - c, "build_rss_kb": vmhwm_kb(), "import_rss_kb": base_rss}
+    q = np.fromfile(raw.path.parent / "queries.f32", dtype="<f4").reshape(-1, raw.dim)
+    t = time.perf_counter()
+    search = lance_open(raw, work, p) if lib.__name__ == "lance" else faiss_open(kind, raw, work, p)
+    search(q[0], p["settings"][0])  # warm: what opens lazily opens here
+    opened, lat = time.perf_counter() - t, []
+    for s in p["settings"]:
+        ids, times = np.full((len(q), K), -1, dtype=np.int64), []
+        for i in range(len(q)):
+            t = time.perf_counter()
+            got = search(q[i], s)
+            times.append(time.perf_counter() - t)
+            ids[i, : len(got)] = np.asarray(got, dtype=np.int64)[:K]
+        np.save(work / f"ids-{name}-{s}.npy", ids)
+        lat.append(statistics.median(times) * 1e3)
+    return {"open_s": opened, "median_ms": lat, "search_rss_kb": vmhwm_kb(), "import_rss_kb": base_rss}
+
+
+def run_worker(args: argparse.Namespace, phase: str, name: str, p: dict) -> dict:
+    cmd = ["nice", "-n", "19", sys.executable, __file__, "--worker", phase, name, "--raw", str(args.raw), "--work", str(args.work)]
+    cmd += ["--params", json.dumps(p)]
+    out = subprocess.run(cmd, capture_output=True, text=True)
+    if out.returncode:
+        raise SystemExit(f"{name} {phase}: exit {out.returncode}\n{out.stderr[-3000:]}")
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    got["load"] = os.getloadavg()[0]
+    (args.work / f"{name}-{phase}.json").write_text(json.dumps(got))
+    print(name, phase, json.dumps(got), flush=True)
+    return got
+
+
+def params(args: argparse.Namespace, name: str) -> dict:
+    settings = args.ef if name == "faiss-hnsw" else args.nprobe
+    return {
+        "nlist": args.nlist, "m": args.m, "threads": args.threads, "rerank": args.rerank, "settings": [int(s) for s in settings.split(",")],
+        "niter": args.niter, "hnsw_m": 32, "ef_construction": args.ef_construction, "hnsw_budget": args.hnsw_budget, "slice": args.slice,
+    }  # fmt: skip
+
+
+def bench(args: argparse.Namespace, raw: Raw) -> None:
+    q = np.fromfile(args.raw / "queries.f32", dtype="<f4").reshape(-1, raw.dim)
+    kth_path = args.work / "kth.npy"
+    if not kth_path.exists():
+        truth = np.fromfile(args.raw / "truth.u64", dtype="<u8").reshape(-1, K).astype(np.int64)
+        np.save(kth_path, kth_of(raw, q, truth))
+    for name in args.engines.split(","):
+        p = params(args, name)
+        if name == "lance-ivf-pq":
+            run_worker(args, "write", name, p)
+        if name != "faiss-ivfpq-refine":  # it wraps faiss-ivfpq's index
+            built = run_worker(args, "build", name, p)
+        else:
+            built = json.loads((args.work / "faiss-ivfpq-build.json").read_text())
+        row = run_worker(args, "search", name, p)
+        kth, n = np.load(kth_path), built["rows"]
+        if n < raw.n:  # HNSW stopped early: truth over the rows it holds
+            kth = kth_of(raw, q, exact_prefix(raw, q, n))
+        row["recall"] = [recall(raw, q, kth, np.load(args.work / f"ids-{name}-{s}.npy")) for s in p["settings"]]
+        row["rows"] = n
+        (args.work / f"{name}-search.json").write_text(json.dumps(row))
+        print(name, "recall", row["recall"], flush=True)
+        if name in args.drop.split(","):
+            for f in [args.work / f"faiss-{name[6:]}.index", args.work / "lance"]:
+                shutil.rmtree(f, ignore_errors=True) if f.is_dir() else f.unlink(missing_ok=True)
+
+
+def report(args: argparse.Namespace, raw: Raw) -> str:
+    out = ["| engine | rows | build wall / CPU | index bytes / raw | peak RSS building / searching | setting: recall@10, median |", "|---|---|---|---|---|---|"]
+    size = raw.n * raw.dim * 4
+    for name in args.engines.split(","):
+        src = "faiss-ivfpq" if name == "faiss-ivfpq-refine" else name
+        try:
+            b = json.loads((args.work / f"{src}-build.json").read_text())
+            s = json.loads((args.work / f"{name}-search.json").read_text())
+        except FileNotFoundError:
+            continue
+        kind = "efSearch" if name == "faiss-hnsw" else "nprobe"
+        p = params(args, name)
+        cells = ", ".join(f"{x}: {r:.3f} {ms:.2f} ms" for x, r, ms in zip(p["settings"], s.get("recall", []), s["median_ms"]))
+        out.append(
+            f"| {name} | {s.get('rows', raw.n):,} | {b['build_s']:.0f} / {b['build_cpu_s']:.0f} s | {b['index_bytes'] / size:.3f} | "
+            f"{b['build_rss_kb'] / 1024:.0f} / {s['search_rss_kb'] / 1024:.0f} MiB | {kind} {cells} |"
+        )
+    return "\n".join(out)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--raw", type=Path, required=True, help="LOCH_VECTOR_DIR of BenchmarkIVFReport (data.f32, queries.f32, truth.u64)")
+    ap.add_argument("--dim", type=int, default=128)
+    ap.add_argument("--work", type=Path, required=True, help="folder for the peers' indexes and figures")
+    ap.add_argument("--engines", default="faiss-ivfflat,faiss-ivfpq,faiss-ivfpq-refine,lance-ivf-pq,faiss-hnsw")
+    ap.add_argument("--nlist", type=int, default=4096)
+    ap.add_argument("--m", type=int, default=16)
+    ap.add_argument("--nprobe", default="8,16,32")
+    ap.add_argument("--ef", default="16,64,256", help="HNSW efSearch settings")
+    ap.add_argument("--ef-construction", type=int, default=40, help="HNSW efConstruction (faiss's default 40)")
+    ap.add_argument("--hnsw-budget", type=float, default=1800, help="seconds of HNSW adding before it stops")
+    ap.add_argument("--slice", type=int, default=500_000, help="HNSW rows added at a time")
+    ap.add_argument("--rerank", type=int, default=1000, help="candidates the re-ranking PQ kinds re-rank")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--niter", type=int, default=10, help="faiss's k-means iterations (loch's: 10)")
+    ap.add_argument("--drop", default="", help="engines whose index is deleted once measured (disk)")
+    ap.add_argument("--report", action="store_true")
+    ap.add_argument("--worker", nargs=2, help=argparse.SUPPRESS)
+    ap.add_argument("--params", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    raw = Raw(args.raw, args.dim)
+    if args.worker:
+        print(json.dumps(worker(args.worker[0], args.worker[1], raw, args.work, json.loads(args.params))))
+        return
+    if args.report:
+        print(report(args, raw))
+        return
+    args.work.mkdir(parents=True, exist_ok=True)
+    bench(args, raw)
+
+
+if __name__ == "__main__":
+    main()
