@@ -3,8 +3,9 @@ package loader
 import (
 	"context"
 	"sync"
+	"sync/atomic"
+	"time"
 
-	"github.com/lochdata/loch"
 	"github.com/lochdata/loch/loader/order"
 )
 
@@ -36,6 +37,11 @@ type filler struct {
 	// held and peak are the estimated bytes of the fills under way, now
 	// and at most (Loader.mu)
 	held, peak int64
+	// workers is the number of fill workers still running; the last to
+	// stop sets took, the time from the loader's start until every listed
+	// chunk was filled (or failed), unless the loader was stopped first
+	workers atomic.Int32
+	took    atomic.Int64
 }
 
 // startFill starts filling the cache ahead of a full shuffle's reads, on
@@ -60,12 +66,17 @@ func (l *Loader) startFill() *filler {
 		defer close(queue)
 		l.fillOrder(f, queue)
 	}()
-	for range l.fillWorkers() {
+	n := l.fillWorkers()
+	f.workers.Store(int32(n))
+	for range n {
 		l.wg.Add(1)
 		go func() {
 			defer l.wg.Done()
 			for k := range queue {
 				f.fill(l, k)
+			}
+			if f.workers.Add(-1) == 0 && l.ctx.Err() == nil {
+				f.took.Store(int64(time.Since(l.started)))
 			}
 		}()
 	}
@@ -73,15 +84,14 @@ func (l *Loader) startFill() *filler {
 }
 
 // fillWorkers is the number of chunks filled at once: fillConcurrency,
-// fewer where that many of the largest chunk (its estimate: stored and
-// raw bytes) would hold more than a quarter of the prefetch bytes, at
-// least one.
+// fewer where that many of the largest chunk object would hold more than
+// a quarter of the prefetch bytes, at least one.
 func (l *Loader) fillWorkers() int {
 	var largest int64 = 1
 	for ds, sc := range l.scans {
 		for _, cp := range l.cols[ds] {
 			for _, id := range sc.Chunks(cp.col.UID) {
-				largest = max(largest, sc.Estimate(loch.Read{Chunk: id}))
+				largest = max(largest, sc.ChunkBytes(id))
 			}
 		}
 	}
@@ -159,12 +169,12 @@ func (f *filler) list(k chunkRef) bool {
 }
 
 // fill fetches chunk k into the cache and marks it filled. While it
-// fetches, the chunk's estimate counts as in flight (against the prefetch
+// fetches, the chunk's object counts as in flight (against the prefetch
 // bytes, like the reads of admitted batches). A failed fill is left to
 // the reads, which fetch the chunk themselves and report the error with
 // the row it stops.
 func (f *filler) fill(l *Loader, k chunkRef) {
-	size := l.scans[k.ds].Estimate(loch.Read{Chunk: k.id})
+	size := l.scans[k.ds].ChunkBytes(k.id)
 	l.mu.Lock()
 	l.inflight += size
 	l.peak = max(l.peak, l.inflight)
