@@ -3,7 +3,6 @@ package loader
 import (
 	"context"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/lochdata/loch/loader/order"
@@ -34,14 +33,15 @@ const fillConcurrency = 8
 type filler struct {
 	mu   sync.Mutex
 	done map[chunkRef]chan struct{} // closed once filled (or failed: the read then fetches itself)
+	// pending counts the chunks listed and not filled yet; listed says
+	// every chunk of the epoch is; took is the time from the loader's
+	// start until both were so, 0 before (mu)
+	pending int
+	listed  bool
+	took    time.Duration
 	// held and peak are the estimated bytes of the fills under way, now
 	// and at most (Loader.mu)
 	held, peak int64
-	// workers is the number of fill workers still running; the last to
-	// stop sets took, the time from the loader's start until every listed
-	// chunk was filled (or failed), unless the loader was stopped first
-	workers atomic.Int32
-	took    atomic.Int64
 }
 
 // startFill starts filling the cache ahead of a full shuffle's reads, on
@@ -66,17 +66,12 @@ func (l *Loader) startFill() *filler {
 		defer close(queue)
 		l.fillOrder(f, queue)
 	}()
-	n := l.fillWorkers()
-	f.workers.Store(int32(n))
-	for range n {
+	for range l.fillWorkers() {
 		l.wg.Add(1)
 		go func() {
 			defer l.wg.Done()
 			for k := range queue {
 				f.fill(l, k)
-			}
-			if f.workers.Add(-1) == 0 && l.ctx.Err() == nil {
-				f.took.Store(int64(time.Since(l.started)))
 			}
 		}()
 	}
@@ -142,7 +137,12 @@ func (l *Loader) fillOrder(f *filler, queue chan<- chunkRef) {
 			}
 		}
 	}
-	f.queue(l.ctx, batch, queue)
+	if f.queue(l.ctx, batch, queue) {
+		f.mu.Lock()
+		f.listed = true
+		f.ended(l)
+		f.mu.Unlock()
+	}
 }
 
 // queue hands chunks to the fill workers in order; false: ctx ended.
@@ -165,6 +165,7 @@ func (f *filler) list(k chunkRef) bool {
 		return false
 	}
 	f.done[k] = make(chan struct{})
+	f.pending++
 	return true
 }
 
@@ -192,8 +193,25 @@ func (f *filler) fill(l *Loader, k chunkRef) {
 	l.cond.Broadcast()
 	l.mu.Unlock()
 	f.mu.Lock()
+	f.pending--
+	f.ended(l)
 	close(f.done[k])
 	f.mu.Unlock()
+}
+
+// ended records the time the fill took once every chunk of the epoch is
+// listed and filled (f.mu held).
+func (f *filler) ended(l *Loader) {
+	if f.listed && f.pending == 0 && f.took == 0 {
+		f.took = time.Since(l.started)
+	}
+}
+
+// fillTime is the time the fill took, 0 until it has ended.
+func (f *filler) fillTime() time.Duration {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.took
 }
 
 // wait waits until chunk k is filled when the filler has listed it, or

@@ -325,7 +325,8 @@ type Stats struct {
 	// FillTime is how long the loader took, from its start, to fill its
 	// cache with every chunk the epoch reads, where it fills the cache
 	// ahead of its reads (a full shuffle's epoch with a cache on object
-	// storage; every chunk, cached or not, counts); 0 where it does not,
+	// storage; every chunk, cached or not, counts; a chunk whose fill
+	// failed counts as filled, its reads fetch it); 0 where it does not,
 	// and until the fill has ended.
 	FillTime time.Duration `json:"fill_ns,omitempty"`
 }
@@ -788,7 +789,7 @@ func (l *Loader) Stats() Stats {
 		DecodedBytes: l.decoded.Load(), PeakInFlight: peak,
 	}
 	if l.fill != nil {
-		s.FillTime = time.Duration(l.fill.took.Load())
+		s.FillTime = l.fill.fillTime()
 	}
 	if s.Elapsed > 0 {
 		s.WaitShare = float64(s.WaitTime) / float64(s.Elapsed)
