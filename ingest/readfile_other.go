@@ -2,8 +2,8 @@
 
 package ingest
 
-import "os"
-
-// readFileSized reads the local file name (os.ReadFile; the size the
-// listing gives is only a hint on unix).
-func readFileSized(name string, size int64) ([]byte, error) { return os.ReadFile(name) }
+// appendFile appends the bytes of the local file name to buf (os.ReadFile;
+// the size the listing gives is only a hint on unix).
+func appendFile(buf []byte, name string, size int64) ([]byte, error) {
+	return appendWhole(buf, name)
+}

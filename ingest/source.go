@@ -46,8 +46,22 @@ func readAll(ctx context.Context, ref string) ([]byte, error) {
 
 // readLocal reads the local file path, of size bytes when known (else
 // negative); the error names it.
-func readLocal(path string, size int64) ([]byte, error) {
-	b, err := readFileSized(path, size)
+func readLocal(path string, size int64) ([]byte, error) { return appendLocal(nil, path, size) }
+
+// appendWhole appends the bytes of the local file name to buf
+// (os.ReadFile, whose buffer is returned as is when buf is nil).
+func appendWhole(buf []byte, name string) ([]byte, error) {
+	b, err := os.ReadFile(name)
+	if buf == nil || err != nil {
+		return b, err
+	}
+	return append(buf, b...), nil
+}
+
+// appendLocal appends the bytes of the local file path, of size bytes when
+// known (else negative), to buf (appendFile); the error names it.
+func appendLocal(buf []byte, path string, size int64) ([]byte, error) {
+	b, err := appendFile(buf, path, size)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", path, plainPathError(err))
 	}
