@@ -20,9 +20,10 @@ type Builder struct {
 	sample   uint8
 	codec    uint8
 	ndim     int
-	shapes   []uint32
+	shapes   []uint32 // ndim per sample, unless lazyShapes
 	offsets  []uint64
-	nulls    []bool
+	n        int    // samples added
+	nulls    []bool // one flag per sample once one is null; empty before
 	anyNull  bool
 	raw      []byte // buf[room : room+len(raw)]
 	buf      []byte
@@ -44,6 +45,13 @@ type Builder struct {
 	// chunk's offsets are implicit), and a million scalars need no 8 MB
 	// of offsets. The first sample that breaks it writes them out.
 	lazyOffsets bool
+	// lazyShapes says shapes is empty: while every sample of a text,
+	// json or bytes chunk is one-dimensional and its length is its
+	// byte count (a null's 0), sample i's shape is offsets[i+1] -
+	// offsets[i], and a chunk of short strings needs no 4 bytes a value
+	// to hold it. The first sample that breaks it (a piece of a split
+	// sample) writes them out.
+	lazyShapes bool
 }
 
 // NewBuilder returns a Builder for a column with the given dtype, sample
@@ -64,7 +72,7 @@ func NewBuilder(dtype schema.DType, sampleCompression, codec uint8, sizeHint int
 }
 
 // Len is the number of samples added.
-func (b *Builder) Len() int { return len(b.nulls) }
+func (b *Builder) Len() int { return b.n }
 
 // NDim is the number of dimensions of the samples added (0 before the first).
 func (b *Builder) NDim() int { return b.ndim }
@@ -83,6 +91,7 @@ func (b *Builder) Add(shape []int, data []byte, null bool) error {
 		for i, d := range shape {
 			b.firstDim[i] = uint32(d)
 		}
+		b.lazyShapes = b.dtype.Variable() && b.sample == SampleNone && b.ndim == 1
 	}
 	if null {
 		shape = make([]int, b.ndim)
@@ -100,7 +109,14 @@ func (b *Builder) Add(shape []int, data []byte, null bool) error {
 		if uint32(d) != b.firstDim[i] {
 			b.fixed = false
 		}
-		b.shapes = append(b.shapes, uint32(d))
+	}
+	if b.lazyShapes && shape[0] != len(data) {
+		b.writeShapes()
+	}
+	if !b.lazyShapes {
+		for _, d := range shape {
+			b.shapes = append(b.shapes, uint32(d))
+		}
 	}
 	if b.lazyOffsets && (null || !b.fixed) {
 		b.writeOffsets()
@@ -109,7 +125,7 @@ func (b *Builder) Add(shape []int, data []byte, null bool) error {
 	if !b.lazyOffsets {
 		b.offsets = append(b.offsets, uint64(len(b.raw)))
 	}
-	b.nulls = append(b.nulls, null)
+	b.note(null)
 	if IsMedia(b.sample) {
 		b.media = append(b.media, Media{})
 	}
@@ -178,7 +194,7 @@ func (b *Builder) writeOffsets() {
 		return
 	}
 	b.lazyOffsets = false
-	n := len(b.nulls)
+	n := b.n
 	if n == 0 {
 		return
 	}
@@ -202,7 +218,7 @@ func (b *Builder) Reset() {
 	}
 	b.raw = b.buf[b.room:b.room]
 	b.shapes, b.offsets, b.nulls, b.media, b.sums = b.shapes[:0], b.offsets[:1], b.nulls[:0], b.media[:0], b.sums[:0]
-	b.anyNull, b.partial, b.ndimSet, b.fixed = false, nil, false, true
+	b.n, b.anyNull, b.partial, b.ndimSet, b.fixed, b.lazyShapes = 0, false, nil, false, true, false
 	b.lazyOffsets = b.canElide()
 }
 
@@ -415,7 +431,7 @@ func (b *Builder) header(flags uint16, blockSize int, d *dictData, e *encoding) 
 	// of header for a few bytes.
 	room := 64
 	if !d.ok && e == nil && flags&FlagFixedShape == 0 {
-		room += 4 * len(b.shapes)
+		room += 4 * b.n * b.ndim
 	}
 	if !d.ok && e == nil && flags&FlagImplicitOffsets == 0 {
 		room += 8 * len(b.offsets)
@@ -434,11 +450,11 @@ func (b *Builder) header(flags uint16, blockSize int, d *dictData, e *encoding) 
 	switch {
 	case d.ok: // no shapes: a sample's is its value's length
 	case flags&FlagFixedShape != 0:
-		hdr = appendU32s(hdr, b.shapes[:b.ndim])
+		hdr = appendU32s(hdr, b.firstDim) // every sample's shape
 	case e != nil:
 		hdr = appendSeq(hdr, e.shapes)
 	default:
-		hdr = appendU32s(hdr, b.shapes)
+		hdr = b.appendShapes(hdr)
 	}
 	if b.anyNull {
 		hdr = b.appendNullBitmap(hdr)
@@ -499,8 +515,8 @@ func (b *Builder) minor(flags uint16, d *dictData) byte {
 // significant bit first.
 func (b *Builder) appendNullBitmap(hdr []byte) []byte {
 	bits := make([]byte, (b.Len()+7)/8)
-	for i, isNull := range b.nulls {
-		if isNull {
+	for i := range b.n {
+		if b.isNull(i) {
 			bits[i/8] |= 1 << (i % 8)
 		}
 	}
@@ -528,6 +544,9 @@ func (b *Builder) AddFixed(shape []int, data []byte, n int, nulls []bool) error 
 	size := len(data) / n
 	if err := b.Add(shape, data[:size], nulls != nil && nulls[0]); err != nil {
 		return err
+	}
+	if b.lazyShapes && (len(shape) != 1 || shape[0] != size) {
+		b.writeShapes()
 	}
 	if nulls == nil { // the common case: one copy of the bytes
 		base := len(b.raw)
@@ -587,21 +606,64 @@ func (b *Builder) AddVar(data []byte, offs []int, nulls []bool) error {
 	return nil
 }
 
+// note counts one more sample, null or not, in n and nulls.
+func (b *Builder) note(null bool) {
+	if null && len(b.nulls) == 0 { // the first null: the flags of those before
+		b.nulls = append(b.nulls, make([]bool, b.n)...)
+	}
+	if null || len(b.nulls) > 0 {
+		b.nulls = append(b.nulls, null)
+	}
+	b.n++
+}
+
+// isNull reports whether sample i is null.
+func (b *Builder) isNull(i int) bool { return len(b.nulls) > 0 && b.nulls[i] }
+
+// writeShapes writes out lazy shapes (lazyShapes), those of the samples
+// added so far.
+func (b *Builder) writeShapes() {
+	if !b.lazyShapes {
+		return
+	}
+	b.shapes = b.shapes[:0]
+	for i := range b.n {
+		b.shapes = append(b.shapes, uint32(b.offsets[i+1]-b.offsets[i]))
+	}
+	b.lazyShapes = false
+}
+
+// appendShapes appends every sample's shape to dst, little-endian uint32s.
+func (b *Builder) appendShapes(dst []byte) []byte {
+	if !b.lazyShapes {
+		return appendU32s(dst, b.shapes)
+	}
+	for i := range b.n {
+		dst = binary.LittleEndian.AppendUint32(dst, uint32(b.offsets[i+1]-b.offsets[i]))
+	}
+	return dst
+}
+
 // appendRun records one more sample of AddFixed or AddVar (of the
 // dimensions checked by their first Add) but its bytes and offset.
 func (b *Builder) appendRun(shape []int, null bool) {
-	if null {
+	switch {
+	case null:
 		b.anyNull, b.fixed = true, false
-		b.shapes = append(b.shapes, make([]uint32, b.ndim)...)
-	} else {
+		if !b.lazyShapes {
+			b.shapes = append(b.shapes, make([]uint32, b.ndim)...)
+		}
+	default:
 		for i, d := range shape {
 			if uint32(d) != b.firstDim[i] {
 				b.fixed = false
 			}
-			b.shapes = append(b.shapes, uint32(d))
+			if !b.lazyShapes {
+				b.shapes = append(b.shapes, uint32(d))
+			}
 		}
 	}
-	b.nulls = append(b.nulls, null)
+	b.note(null)
 	if IsMedia(b.sample) {
 		b.media = append(b.media, Media{})
 	}

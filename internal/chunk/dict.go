@@ -216,10 +216,10 @@ func (b *Builder) dictionary() (offs []uint32, entries, indices []byte, ok bool)
 	if !dictDType(b.dtype) || b.sample != SampleNone || b.partial != nil || b.ndim != 1 || n == 0 || len(b.raw) == 0 {
 		return nil, nil, nil, false
 	}
-	nonNull := 0
+	nonNull := n
 	for _, null := range b.nulls {
-		if !null {
-			nonNull++
+		if null {
+			nonNull--
 		}
 	}
 	budget := len(b.raw) / 2
@@ -230,7 +230,7 @@ func (b *Builder) dictionary() (offs []uint32, entries, indices []byte, ok bool)
 	values := 0 // non-null values looked at
 	checkpoint, prevValues, prevK := 4*dictProbe, dictProbe, 0
 	for i := range n {
-		if b.nulls[i] {
+		if b.isNull(i) {
 			idx = append(idx, 0)
 			continue
 		}

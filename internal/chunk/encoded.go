@@ -184,7 +184,7 @@ func (b *Builder) encodeEncoded(dst []byte, flags uint16, d *dictData) (out []by
 	}
 	gain := false
 	if flags&(FlagFixedShape|FlagDict) == 0 {
-		e.shapes = encodeSeq(appendU32s(nil, b.shapes), 4)
+		e.shapes = encodeSeq(b.appendShapes(make([]byte, 0, 4*b.n*b.ndim)), 4)
 		gain = gain || e.shapes[0] != transformPlain
 	}
 	if flags&(FlagImplicitOffsets|FlagDict) == 0 {
