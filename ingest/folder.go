@@ -69,9 +69,11 @@ func classFolder(ctx context.Context, src, url, format string, k fileKind, o Opt
 					b := batch{}
 					slab := slabs.get(groupBytes(files))
 					b.release = func() { slabs.put(slab) }
+					var dir openDir
+					defer dir.close()
 					for _, f := range files {
 						name := tree.name(f)
-						data, err := tree.read(ctx, f, name, &slab)
+						data, err := tree.read(ctx, f, name, &slab, &dir)
 						if err != nil {
 							return b, err
 						}
@@ -197,16 +199,17 @@ func (t *folderTree) name(f folderFile) string {
 
 // read reads f, whose name (t.name) is name, and returns its bytes: a
 // local file's appended to *slab (which grows, and whose bytes before stay
-// where they are), an object's in a buffer of their own.
-func (t *folderTree) read(ctx context.Context, f folderFile, name string, slab *[]byte) ([]byte, error) {
+// where they are), opened relative to dir, an object's in a buffer of
+// their own.
+func (t *folderTree) read(ctx context.Context, f folderFile, name string, slab *[]byte, dir *openDir) ([]byte, error) {
 	if t.store == nil {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
 		start := len(*slab)
-		b, err := appendLocal(*slab, name, f.size)
+		b, err := dir.appendFile(*slab, filepath.Join(t.root, filepath.FromSlash(f.dir)), f.base, name, f.size)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("read %s: %w", name, plainPathError(err))
 		}
 		*slab = b
 		return b[start:len(b):len(b)], nil

@@ -7,3 +7,14 @@ package ingest
 func appendFile(buf []byte, name string, size int64) ([]byte, error) {
 	return appendWhole(buf, name)
 }
+
+// openDir stands for the directory a job's files are opened relative to
+// on unix; here each file is opened by its whole path.
+type openDir struct{}
+
+// appendFile appends the bytes of the file name to buf (appendFile).
+func (*openDir) appendFile(buf []byte, dir, base, name string, size int64) ([]byte, error) {
+	return appendWhole(buf, name)
+}
+
+func (*openDir) close() {}

@@ -46,7 +46,13 @@ func readAll(ctx context.Context, ref string) ([]byte, error) {
 
 // readLocal reads the local file path, of size bytes when known (else
 // negative); the error names it.
-func readLocal(path string, size int64) ([]byte, error) { return appendLocal(nil, path, size) }
+func readLocal(path string, size int64) ([]byte, error) {
+	b, err := appendFile(nil, path, size)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, plainPathError(err))
+	}
+	return b, nil
+}
 
 // appendWhole appends the bytes of the local file name to buf
 // (os.ReadFile, whose buffer is returned as is when buf is nil).
@@ -56,16 +62,6 @@ func appendWhole(buf []byte, name string) ([]byte, error) {
 		return b, err
 	}
 	return append(buf, b...), nil
-}
-
-// appendLocal appends the bytes of the local file path, of size bytes when
-// known (else negative), to buf (appendFile); the error names it.
-func appendLocal(buf []byte, path string, size int64) ([]byte, error) {
-	b, err := appendFile(buf, path, size)
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, plainPathError(err))
-	}
-	return b, nil
 }
 
 // openSource opens ref for sequential reading: a local file is streamed, a
