@@ -63,10 +63,12 @@ func classFolder(ctx context.Context, src, url, format string, k fileKind, o Opt
 			labelCol, _ := final.Column("label")
 			convert := conv(*finalCol, o)
 			labels := classIndex(labelCol)
+			// Room for the jobs in flight (ordered's 2n+2) and those whose
+			// rows wait in the stager (flushRows/maxGroupFiles), and more.
 			slabs := make(slabPool, 4*o.Parallelism+16)
 			for files := range groupFiles(tree.files) {
 				err := emit(func(ctx context.Context) (batch, error) {
-					b := batch{}
+					var b batch
 					slab := slabs.get(groupBytes(files))
 					b.release = func() { slabs.put(slab) }
 					var dir openDir

@@ -528,8 +528,7 @@ func (s *stager) flush(ctx context.Context) error {
 	for _, r := range s.releases {
 		r()
 	}
-	clear(s.pending)
-	s.pending, s.pendingBytes, s.releases = s.pending[:0], 0, s.releases[:0]
+	s.pending, s.pendingBytes, s.releases = nil, 0, s.releases[:0]
 	return nil
 }
 
