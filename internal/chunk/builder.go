@@ -20,10 +20,10 @@ type Builder struct {
 	sample   uint8
 	codec    uint8
 	ndim     int
-	shapes   []uint32 // ndim per sample, unless lazyShapes
-	offsets  []uint64
-	n        int    // samples added
-	nulls    []bool // one flag per sample once one is null; empty before
+	shapes   []uint32 // ndim per sample
+	offsets  []uint64 // n+1, unless lazyOffsets or lenOffsets
+	n        int      // samples added
+	nulls    []bool   // one flag per sample once one is null; empty before
 	anyNull  bool
 	raw      []byte // buf[room : room+len(raw)]
 	buf      []byte
@@ -45,13 +45,13 @@ type Builder struct {
 	// chunk's offsets are implicit), and a million scalars need no 8 MB
 	// of offsets. The first sample that breaks it writes them out.
 	lazyOffsets bool
-	// lazyShapes says shapes is empty: while every sample of a text,
-	// json or bytes chunk is one-dimensional and its length is its
-	// byte count (a null's 0), sample i's shape is offsets[i+1] -
-	// offsets[i], and a chunk of short strings needs no 4 bytes a value
-	// to hold it. The first sample that breaks it (a piece of a split
-	// sample) writes them out.
-	lazyShapes bool
+	// lenOffsets says offsets holds only its first 0: while every
+	// sample of a text, json or bytes chunk is one-dimensional and its
+	// shape is its byte count (a null's 0), the offsets are the running
+	// sums of the shapes, and a chunk of short strings needs no 8 bytes
+	// a value to hold them. The first sample that breaks it (a piece of
+	// a split sample) writes them out.
+	lenOffsets bool
 }
 
 // NewBuilder returns a Builder for a column with the given dtype, sample
@@ -91,7 +91,7 @@ func (b *Builder) Add(shape []int, data []byte, null bool) error {
 		for i, d := range shape {
 			b.firstDim[i] = uint32(d)
 		}
-		b.lazyShapes = b.dtype.Variable() && b.sample == SampleNone && b.ndim == 1
+		b.lenOffsets = b.dtype.Variable() && b.sample == SampleNone && b.ndim == 1
 	}
 	if null {
 		shape = make([]int, b.ndim)
@@ -110,19 +110,17 @@ func (b *Builder) Add(shape []int, data []byte, null bool) error {
 			b.fixed = false
 		}
 	}
-	if b.lazyShapes && shape[0] != len(data) {
-		b.writeShapes()
+	if b.lenOffsets && shape[0] != len(data) {
+		b.writeLenOffsets()
 	}
-	if !b.lazyShapes {
-		for _, d := range shape {
-			b.shapes = append(b.shapes, uint32(d))
-		}
+	for _, d := range shape {
+		b.shapes = append(b.shapes, uint32(d))
 	}
 	if b.lazyOffsets && (null || !b.fixed) {
 		b.writeOffsets()
 	}
 	b.appendRaw(data)
-	if !b.lazyOffsets {
+	if !b.lazyOffsets && !b.lenOffsets {
 		b.offsets = append(b.offsets, uint64(len(b.raw)))
 	}
 	b.note(null)
@@ -218,7 +216,7 @@ func (b *Builder) Reset() {
 	}
 	b.raw = b.buf[b.room:b.room]
 	b.shapes, b.offsets, b.nulls, b.media, b.sums = b.shapes[:0], b.offsets[:1], b.nulls[:0], b.media[:0], b.sums[:0]
-	b.n, b.anyNull, b.partial, b.ndimSet, b.fixed, b.lazyShapes = 0, false, nil, false, true, false
+	b.n, b.anyNull, b.partial, b.ndimSet, b.fixed, b.lenOffsets = 0, false, nil, false, true, false
 	b.lazyOffsets = b.canElide()
 }
 
@@ -434,7 +432,7 @@ func (b *Builder) header(flags uint16, blockSize int, d *dictData, e *encoding) 
 		room += 4 * b.n * b.ndim
 	}
 	if !d.ok && e == nil && flags&FlagImplicitOffsets == 0 {
-		room += 8 * len(b.offsets)
+		room += 8 * (b.n + 1)
 	}
 	hdr = make([]byte, fixedHeaderLen, fixedHeaderLen+room)
 	copy(hdr, Magic)
@@ -454,7 +452,7 @@ func (b *Builder) header(flags uint16, blockSize int, d *dictData, e *encoding) 
 	case e != nil:
 		hdr = appendSeq(hdr, e.shapes)
 	default:
-		hdr = b.appendShapes(hdr)
+		hdr = appendU32s(hdr, b.shapes)
 	}
 	if b.anyNull {
 		hdr = b.appendNullBitmap(hdr)
@@ -467,9 +465,7 @@ func (b *Builder) header(flags uint16, blockSize int, d *dictData, e *encoding) 
 	case flags&FlagImplicitOffsets == 0 && e != nil:
 		hdr = appendSeq(hdr, e.offsets)
 	case flags&FlagImplicitOffsets == 0:
-		for _, o := range b.offsets {
-			hdr = binary.LittleEndian.AppendUint64(hdr, o)
-		}
+		hdr = b.appendOffsets(hdr)
 	}
 	if IsMedia(b.sample) {
 		hdr = appendMedia(hdr, b.media)
@@ -545,13 +541,13 @@ func (b *Builder) AddFixed(shape []int, data []byte, n int, nulls []bool) error 
 	if err := b.Add(shape, data[:size], nulls != nil && nulls[0]); err != nil {
 		return err
 	}
-	if b.lazyShapes && (len(shape) != 1 || shape[0] != size) {
-		b.writeShapes()
+	if b.lenOffsets && (len(shape) != 1 || shape[0] != size) {
+		b.writeLenOffsets()
 	}
 	if nulls == nil { // the common case: one copy of the bytes
 		base := len(b.raw)
 		b.appendRaw(data[size:])
-		for i := 1; i < n && !b.lazyOffsets; i++ {
+		for i := 1; i < n && !b.lazyOffsets && !b.lenOffsets; i++ {
 			b.offsets = append(b.offsets, uint64(base+i*size))
 		}
 	}
@@ -565,7 +561,7 @@ func (b *Builder) AddFixed(shape []int, data []byte, n int, nulls []bool) error 
 			if !null {
 				b.appendRaw(data[i*size : (i+1)*size])
 			}
-			if !b.lazyOffsets {
+			if !b.lazyOffsets && !b.lenOffsets {
 				b.offsets = append(b.offsets, uint64(len(b.raw)))
 			}
 		}
@@ -601,7 +597,9 @@ func (b *Builder) AddVar(data []byte, offs []int, nulls []bool) error {
 		}
 		shape[0] = l
 		b.appendRun(shape, null)
-		b.offsets = append(b.offsets, uint64(base+offs[i+1]))
+		if !b.lenOffsets {
+			b.offsets = append(b.offsets, uint64(base+offs[i+1]))
+		}
 	}
 	return nil
 }
@@ -620,26 +618,34 @@ func (b *Builder) note(null bool) {
 // isNull reports whether sample i is null.
 func (b *Builder) isNull(i int) bool { return len(b.nulls) > 0 && b.nulls[i] }
 
-// writeShapes writes out lazy shapes (lazyShapes), those of the samples
-// added so far.
-func (b *Builder) writeShapes() {
-	if !b.lazyShapes {
+// writeLenOffsets writes out the offsets of lenOffsets, those of the
+// samples added so far.
+func (b *Builder) writeLenOffsets() {
+	if !b.lenOffsets {
 		return
 	}
-	b.shapes = b.shapes[:0]
-	for i := range b.n {
-		b.shapes = append(b.shapes, uint32(b.offsets[i+1]-b.offsets[i]))
+	b.lenOffsets = false
+	off := uint64(0)
+	for _, l := range b.shapes {
+		off += uint64(l)
+		b.offsets = append(b.offsets, off)
 	}
-	b.lazyShapes = false
 }
 
-// appendShapes appends every sample's shape to dst, little-endian uint32s.
-func (b *Builder) appendShapes(dst []byte) []byte {
-	if !b.lazyShapes {
-		return appendU32s(dst, b.shapes)
+// appendOffsets appends every sample's offset and the end of the data to
+// dst, little-endian uint64s.
+func (b *Builder) appendOffsets(dst []byte) []byte {
+	if !b.lenOffsets {
+		for _, o := range b.offsets {
+			dst = binary.LittleEndian.AppendUint64(dst, o)
+		}
+		return dst
 	}
-	for i := range b.n {
-		dst = binary.LittleEndian.AppendUint32(dst, uint32(b.offsets[i+1]-b.offsets[i]))
+	off := uint64(0)
+	dst = binary.LittleEndian.AppendUint64(dst, off)
+	for _, l := range b.shapes {
+		off += uint64(l)
+		dst = binary.LittleEndian.AppendUint64(dst, off)
 	}
 	return dst
 }
@@ -650,17 +656,13 @@ func (b *Builder) appendRun(shape []int, null bool) {
 	switch {
 	case null:
 		b.anyNull, b.fixed = true, false
-		if !b.lazyShapes {
-			b.shapes = append(b.shapes, make([]uint32, b.ndim)...)
-		}
+		b.shapes = append(b.shapes, make([]uint32, b.ndim)...)
 	default:
 		for i, d := range shape {
 			if uint32(d) != b.firstDim[i] {
 				b.fixed = false
 			}
-			if !b.lazyShapes {
-				b.shapes = append(b.shapes, uint32(d))
-			}
+			b.shapes = append(b.shapes, uint32(d))
 		}
 	}
 	b.note(null)

@@ -130,12 +130,13 @@ func requireBlockCRCs(t *testing.T, c *Chunk) {
 	}
 }
 
-// TestLazyShapesAndNulls pins the Builder's lazy per-sample metadata (no
-// shapes held for one-dimensional text samples, no null flags before the
-// first null) to the chunks it makes once both are written out: the same
-// bytes, for every codec, with nulls first, later or none, and a piece of
-// a split sample, whose shape is not its length, read back with its shape.
-func TestLazyShapesAndNulls(t *testing.T) {
+// TestLazyOffsetsAndNulls pins the Builder's lazy per-sample metadata (no
+// offsets held for one-dimensional text samples, the sums of their
+// shapes; no null flags before the first null) to the chunks it makes
+// once both are written out: the same bytes, for every codec, with nulls
+// first, later or none, and a piece of a split sample, whose shape is not
+// its length, read back with its shape.
+func TestLazyOffsetsAndNulls(t *testing.T) {
 	r := testseed.Rand(t, 39)
 	for _, codec := range []uint8{CodecNone, CodecLZ4, CodecZstd} {
 		for _, nulls := range []string{"none", "first", "later"} {
@@ -151,11 +152,11 @@ func TestLazyShapesAndNulls(t *testing.T) {
 				require.NoError(t, lazy.Add(s.shape, s.data, s.null))
 				require.NoError(t, eager.Add(s.shape, s.data, s.null))
 				if i == 0 {
-					eager.writeShapes()
+					eager.writeLenOffsets()
 					eager.nulls = append(eager.nulls[:0], s.null) // a flag for every sample from here on
 				}
 			}
-			require.True(t, lazy.lazyShapes, "codec %d nulls %s", codec, nulls)
+			require.True(t, lazy.lenOffsets, "codec %d nulls %s", codec, nulls)
 			require.Equal(t, nulls == "none", len(lazy.nulls) == 0)
 			want, err := eager.Encode()
 			require.NoError(t, err)
@@ -166,8 +167,8 @@ func TestLazyShapesAndNulls(t *testing.T) {
 	}
 	b := NewBuilder(schema.Text, SampleNone, CodecNone, 0)
 	require.NoError(t, b.Add([]int{3}, []byte("abc"), false))
-	require.NoError(t, b.Add([]int{30}, []byte("0123456789"), false)) // a piece: shapes written out
-	require.False(t, b.lazyShapes)
+	require.NoError(t, b.Add([]int{30}, []byte("0123456789"), false)) // a piece: offsets written out
+	require.False(t, b.lenOffsets)
 	obj, err := b.Encode()
 	require.NoError(t, err)
 	ch, err := Decode(obj, nil)
