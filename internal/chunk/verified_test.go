@@ -32,15 +32,7 @@ func TestVerifiedBits(t *testing.T) {
 // there, and are caught with a fresh record; a block that fails is never
 // recorded.
 func TestDecodeBlocksOnceChecksEachBlockOnce(t *testing.T) {
-	r := rand.New(rand.NewPCG(1, 39))
-	samples := make([]sample, 100)
-	for i := range samples {
-		data := make([]byte, 1000)
-		for k := range data {
-			data[k] = byte(r.Uint32())
-		}
-		samples[i] = sample{shape: []int{1000}, data: data}
-	}
+	samples := kiloSamples(1)
 	obj := encode(t, schema.Uint8, SampleNone, CodecNone, samples)
 	h, err := ParseHeader(obj)
 	require.NoError(t, err)
@@ -71,15 +63,7 @@ func TestDecodeBlocksOnceChecksEachBlockOnce(t *testing.T) {
 // range over a damaged block while ranges beside it pass. A compressed
 // chunk's blocks are not handed over unchecked.
 func TestVerifyRangeChecksTheBlocksUnderARange(t *testing.T) {
-	r := rand.New(rand.NewPCG(2, 39))
-	samples := make([]sample, 100)
-	for i := range samples {
-		data := make([]byte, 1000)
-		for k := range data {
-			data[k] = byte(r.Uint32())
-		}
-		samples[i] = sample{shape: []int{1000}, data: data}
-	}
+	samples := kiloSamples(2)
 	obj := encode(t, schema.Uint8, SampleNone, CodecNone, samples)
 	h, err := ParseHeader(obj)
 	require.NoError(t, err)
@@ -118,4 +102,18 @@ func TestVerifyRangeChecksTheBlocksUnderARange(t *testing.T) {
 	ls, le := hl.BlockRange(0, 1)
 	_, err = hl.UncheckedBlocks(lz[ls:le], 0, 1)
 	require.Error(t, err)
+}
+
+// kiloSamples returns 100 samples of 1,000 random bytes from seed.
+func kiloSamples(seed uint64) []sample {
+	r := rand.New(rand.NewPCG(seed, 39))
+	samples := make([]sample, 100)
+	for i := range samples {
+		data := make([]byte, 1000)
+		for k := range data {
+			data[k] = byte(r.Uint32())
+		}
+		samples[i] = sample{shape: []int{1000}, data: data}
+	}
+	return samples
 }
