@@ -9,6 +9,7 @@ import (
 	"maps"
 	"reflect"
 	"strings"
+	"sync"
 	"unicode/utf8"
 	"unsafe"
 
@@ -100,25 +101,34 @@ func jsonTexts(doc, key, out mapping.Vector, n int) {
 	docs := unsafe.Slice((*duckString)(mapping.VectorGetData(doc)), n)
 	keys := unsafe.Slice((*duckString)(mapping.VectorGetData(key)), n)
 	docValid, keyValid := validMask(doc, n), validMask(key, n)
-	var m textMemo
-	var nulls []int
+	m := textMemos.Get().(*textMemo)
+	defer m.release()
 	for r := range n {
-		if !isValid(docValid, r) || !isValid(keyValid, r) {
-			nulls = append(nulls, r)
-			continue
-		}
-		if !m.answer(&docs[r], keys[r].bytes(), r) {
-			nulls = append(nulls, r)
+		if !isValid(docValid, r) || !isValid(keyValid, r) || !m.answer(&docs[r], keys[r].bytes(), r) {
+			m.nulls = append(m.nulls, r)
 		}
 	}
 	m.strs.assign(out)
-	if len(nulls) > 0 {
+	if len(m.nulls) > 0 {
 		mapping.VectorEnsureValidityWritable(out)
 		mask := unsafe.Slice((*uint64)(mapping.VectorGetValidity(out)), (n+63)/64)
-		for _, r := range nulls {
+		for _, r := range m.nulls {
 			mask[r/64] &^= 1 << (r % 64)
 		}
 	}
+}
+
+// textMemos are textMemos for reuse: a selective filter leaves DuckDB
+// vectors of a few rows, so each call's setup counts.
+var textMemos = sync.Pool{New: func() any { return &textMemo{byDoc: map[string]textAnswer{}} }}
+
+// release forgets m's answers and puts it back in textMemos.
+func (m *textMemo) release() {
+	m.strs.reset()
+	m.key, m.nulls, m.hits = nil, m.nulls[:0], 0
+	clear(m.byPtr[:])
+	clear(m.byDoc)
+	textMemos.Put(m)
 }
 
 // textAnswer is loch_json_text's answer for a document: bytes
@@ -143,13 +153,14 @@ type textMemo struct {
 	}
 	byDoc map[string]textAnswer
 	hits  int
+	nulls []int // the rows answered NULL
 }
 
 // answer gathers row r's answer for document s and key k, and reports
 // whether it has one.
 func (m *textMemo) answer(s *duckString, k []byte, r int) bool {
-	if m.byDoc == nil {
-		m.key, m.byDoc = k, map[string]textAnswer{}
+	if m.key == nil {
+		m.key = k
 	}
 	memoize := bytes.Equal(k, m.key) && (m.hits > 0 || len(m.byDoc) < 64)
 	slot := &m.byPtr[(uintptr(s.ptr)>>4)%uintptr(len(m.byPtr))]
