@@ -260,7 +260,7 @@ func mentionsJSONText(q string) bool {
 // table, (col->>'key') over a json column of that table as above, and
 // reports whether it rewrote any. An item of a SELECT list it changes,
 // unless aliased, is aliased by the name DuckDB gave it as written.
-func (e *Engine) replaceJSONText(ctx context.Context, stmt map[string]any, shadowed map[string]bool) (bool, error) {
+func (e *Engine) replaceJSONText(ctx context.Context, stmt map[string]any, shadowed map[string]bool, binary bool) (bool, error) {
 	changed := false
 	var err error
 	walkSelects(stmt, func(node map[string]any) {
@@ -268,11 +268,16 @@ func (e *Engine) replaceJSONText(ctx context.Context, stmt map[string]any, shado
 		if !ok || err != nil {
 			return
 		}
+		t.binary = binary
 		for k, x := range node {
-			if k == "select_list" || k == "from_table" || k == "cte_map" {
-				continue
+			switch k {
+			case "select_list", "from_table", "cte_map":
+			case "where_clause":
+				from, _ := node["from_table"].(map[string]any)
+				changed = t.jsonTextWhere(x, from["type"] == "TABLE_FUNCTION") || changed
+			default:
+				changed = t.jsonText(x) || changed
 			}
-			changed = t.jsonText(x) || changed
 		}
 		for _, x := range anySlice(node["select_list"]) {
 			item, _ := x.(map[string]any)
@@ -359,6 +364,25 @@ func (t pushTable) jsonText(x any) bool {
 		}
 	case []any:
 		for _, c := range v {
+			found = t.jsonText(c) || found
+		}
+	}
+	return found
+}
+
+// jsonTextWhere rewrites the (col->>'key') of a WHERE clause but for
+// the conjuncts that pushdown passed to t's scan (when pushed, t is a
+// loch_scan_at call): DuckDB sees only the few rows that passed them, and
+// a call of loch_json_text per vector of a few rows costs more than
+// parsing them.
+func (t pushTable) jsonTextWhere(x any, pushed bool) bool {
+	where, _ := x.(map[string]any)
+	if where == nil {
+		return false
+	}
+	found := false
+	for _, c := range conjuncts(where) {
+		if !pushed || len(t.pushable(c)) == 0 {
 			found = t.jsonText(c) || found
 		}
 	}

@@ -75,8 +75,8 @@ func (e *Engine) rewrite(ctx context.Context, q string, selection bool) (rewritt
 	if mentionsJSONText(q) {
 		shadowed := map[string]bool{}
 		collectCTEs(stmt, shadowed)
-		if _, ok := e.session(ctx, shadowed); ok {
-			jt, err := e.replaceJSONText(ctx, stmt, shadowed)
+		if binary, ok := e.session(ctx, shadowed); ok {
+			jt, err := e.replaceJSONText(ctx, stmt, shadowed, binary)
 			if err != nil {
 				return rewritten{}, err
 			}
