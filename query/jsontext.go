@@ -323,8 +323,16 @@ func (e *Engine) replaceJSONText(ctx context.Context, stmt map[string]any, shado
 	return changed, err
 }
 
-// jsonTable is the loch table a SELECT reads when its FROM is one: a
-// plain view of the engine, or the loch_scan_at call pushdown made of one.
+// jsonTextMinRows is the rows below which a table's (col->>'key') is
+// left as written: a statement the rewrite changes is printed again by
+// DuckDB (json_deserialize_sql), a round trip of about 1 ms the first
+// time the engine sees its text, which DuckDB's parse of that many
+// documents (about 150 ns each) would not repay. Tests lower it.
+var jsonTextMinRows int64 = 1 << 16
+
+// jsonTable is the loch table a SELECT reads when its FROM is one (a
+// plain view of the engine, or the loch_scan_at call pushdown made of
+// one) of at least jsonTextMinRows rows.
 func (e *Engine) jsonTable(x any, shadowed map[string]bool) (pushTable, bool) {
 	from, _ := x.(map[string]any)
 	if from == nil {
@@ -358,7 +366,7 @@ func (e *Engine) jsonTable(x any, shadowed map[string]bool) (pushTable, bool) {
 		return pushTable{}, false
 	}
 	sc, err := e.scan(url, "", "")
-	if err != nil {
+	if err != nil || sc.Len() < jsonTextMinRows {
 		return pushTable{}, false
 	}
 	for _, c := range sc.Columns() {

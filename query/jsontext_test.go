@@ -21,6 +21,9 @@ var jsonTextDocs = append([]string{`{"q":"high","n":3}`, `{"q":"a\nb\"c\\/"}`, `
 	`{"q":"\u00e9"}`, `{"q":"é"}`, `{"q":""}`, `{"q":[1, 2]}`, `{"q":{"a":1}}`, `{"Q":"upper"}`}, specialJSON...)
 
 func jsonTextEngine(t *testing.T) *Engine {
+	old := jsonTextMinRows
+	jsonTextMinRows = 0
+	t.Cleanup(func() { jsonTextMinRows = old })
 	d, err := loch.Create(ctx, filepath.Join(t.TempDir(), "jt"), schema.Schema{Columns: []schema.Column{
 		{Name: "k", DType: schema.Int64, Shape: schema.Shape{}},
 		{Name: "j", Kind: schema.JSONKind},
@@ -100,6 +103,10 @@ func TestJSONTextLeftToDuckDB(t *testing.T) {
 		require.NoError(t, err)
 		require.NotContains(t, rw.sql, jsonTextFunction, q)
 	}
+	jsonTextMinRows = 3001 // a table of fewer rows
+	rw, err := e.rewrite(ctx, "SELECT max(j->>'q') FROM ds", false)
+	require.NoError(t, err)
+	require.NotContains(t, rw.sql, jsonTextFunction)
 }
 
 func TestJSONTextOf(t *testing.T) {
