@@ -296,7 +296,11 @@ func vectorStruct(chunk duckdb.DataChunk, ci int) reflect.Value {
 	if !rawWrites {
 		return reflect.Value{}
 	}
-	vec, err := chunk.GetVector(ci)
+	return innerVector(chunk.GetVector(ci))
+}
+
+// innerVector is duckdb-go's unexported vector struct behind vec.
+func innerVector(vec duckdb.Vector, err error) reflect.Value {
 	if err != nil {
 		return reflect.Value{}
 	}

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"reflect"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -70,14 +69,10 @@ func (jsonTextFunc) Executor() duckdb.ScalarFuncExecutor {
 // handleOf is DuckDB's handle of a duckdb-go vector (vectorHandle), or a
 // zero handle.
 func handleOf(v duckdb.Vector, err error) mapping.Vector {
-	if err != nil || !rawWrites {
+	if !rawWrites {
 		return mapping.Vector{}
 	}
-	inner := reflect.ValueOf(v).FieldByName("v")
-	if !inner.IsValid() || inner.Kind() != reflect.Pointer || inner.IsNil() {
-		return mapping.Vector{}
-	}
-	return rawHandle(inner.Elem())
+	return rawHandle(innerVector(v, err))
 }
 
 // duckString is DuckDB's duckdb_string_t: up to 12 bytes inline, longer
