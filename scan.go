@@ -233,6 +233,10 @@ func (sc *Scan) ChunkRows(id ChunkID) (lo, hi int64) {
 	return lo, hi
 }
 
+// ChunkBytes is the size of chunk id's object in the store: what a fetch
+// of the whole chunk reads (Fill holds no more).
+func (sc *Scan) ChunkBytes(id ChunkID) int64 { return sc.ref(id).Size }
+
 // ChunkKey is the chunk's storage key, for messages and tools.
 func (sc *Scan) ChunkKey(id ChunkID) string { return sc.ref(id).Key }
 

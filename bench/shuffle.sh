@@ -11,10 +11,15 @@
 # `loch bench --no-raw --json` (one epoch unless the flags say more);
 # the cached cells use a fresh cache directory for the first epoch
 # (filling it) and the same directory again for the next (reading it).
+# A first cell per binary reads the S3 dataset in order (--shuffle none,
+# no cache): the sequential read that a cache fill is measured against.
 # Prints one tab-separated line per cell: binary, storage, shuffle,
 # cache, samples/s, fetched MB, chunks fetched, cache hits, peak RSS MB,
-# CPU seconds (user+sys, from /usr/bin/time), first batch ms. Run it a few
-# times for rounds; the cells of the binaries alternate within a run.
+# CPU seconds (user+sys, from /usr/bin/time), first batch ms, fill ms (a
+# full shuffle with a cache: until every chunk was in it; 0 elsewhere),
+# seconds.
+# Run it a few times for rounds; the cells of the binaries alternate
+# within a run.
 set -euo pipefail
 bins=()
 while [ "$1" != "--" ]; do bins+=("$1"); shift; done
@@ -30,9 +35,12 @@ cell() { # bin storage shuffle cache url [extra flags]
 	local out cpu
 	out=$(/usr/bin/time -f "%U %S" -o "$tmp/time" "$bin" bench "$url" --no-raw --json --quiet --shuffle "$shuffle" "${flags[@]}" "$@")
 	cpu=$(awk 'END { print $1 + $2 }' "$tmp/time")
-	python3 -c 'import json,sys; r=json.loads(sys.argv[1]); print("\t".join(str(x) for x in [sys.argv[2], sys.argv[3], r["shuffle"], sys.argv[4], round(r["samples_per_s"]), round(r["fetched_mb"],1), r["chunks_fetched"], r["cache_hits"], round(r["peak_rss_mb"]), sys.argv[5], round(r.get("first_batch_ms") or 0)]))' \
+	python3 -c 'import json,sys; r=json.loads(sys.argv[1]); print("\t".join(str(x) for x in [sys.argv[2], sys.argv[3], r["shuffle"], sys.argv[4], round(r["samples_per_s"]), round(r["fetched_mb"],1), r["chunks_fetched"], r["cache_hits"], round(r["peak_rss_mb"]), sys.argv[5], round(r.get("first_batch_ms") or 0), round(r.get("fill_ms") or 0), round(r["seconds"], 2)]))' \
 		"$out" "$(basename "$bin")" "$storage" "$cache" "$cpu"
 }
+for bin in "${bins[@]}"; do
+	cell "$bin" minio none none "$s3_url"
+done
 for shuffle in block full; do
 	for bin in "${bins[@]}"; do
 		cell "$bin" local "$shuffle" none "$local_url"

@@ -3,8 +3,8 @@ package loader
 import (
 	"context"
 	"sync"
+	"time"
 
-	"github.com/lochdata/loch"
 	"github.com/lochdata/loch/loader/order"
 )
 
@@ -33,6 +33,12 @@ const fillConcurrency = 8
 type filler struct {
 	mu   sync.Mutex
 	done map[chunkRef]chan struct{} // closed once filled (or failed: the read then fetches itself)
+	// pending counts the chunks listed and not filled yet; listed says
+	// every chunk of the epoch is; took is the time from the loader's
+	// start until both were so, 0 before (mu)
+	pending int
+	listed  bool
+	took    time.Duration
 	// held and peak are the estimated bytes of the fills under way, now
 	// and at most (Loader.mu)
 	held, peak int64
@@ -73,15 +79,14 @@ func (l *Loader) startFill() *filler {
 }
 
 // fillWorkers is the number of chunks filled at once: fillConcurrency,
-// fewer where that many of the largest chunk (its estimate: stored and
-// raw bytes) would hold more than a quarter of the prefetch bytes, at
-// least one.
+// fewer where that many of the largest chunk object would hold more than
+// a quarter of the prefetch bytes, at least one.
 func (l *Loader) fillWorkers() int {
 	var largest int64 = 1
 	for ds, sc := range l.scans {
 		for _, cp := range l.cols[ds] {
 			for _, id := range sc.Chunks(cp.col.UID) {
-				largest = max(largest, sc.Estimate(loch.Read{Chunk: id}))
+				largest = max(largest, sc.ChunkBytes(id))
 			}
 		}
 	}
@@ -132,7 +137,12 @@ func (l *Loader) fillOrder(f *filler, queue chan<- chunkRef) {
 			}
 		}
 	}
-	f.queue(l.ctx, batch, queue)
+	if f.queue(l.ctx, batch, queue) {
+		f.mu.Lock()
+		f.listed = true
+		f.ended(l)
+		f.mu.Unlock()
+	}
 }
 
 // queue hands chunks to the fill workers in order; false: ctx ended.
@@ -155,16 +165,17 @@ func (f *filler) list(k chunkRef) bool {
 		return false
 	}
 	f.done[k] = make(chan struct{})
+	f.pending++
 	return true
 }
 
 // fill fetches chunk k into the cache and marks it filled. While it
-// fetches, the chunk's estimate counts as in flight (against the prefetch
+// fetches, the chunk's object counts as in flight (against the prefetch
 // bytes, like the reads of admitted batches). A failed fill is left to
 // the reads, which fetch the chunk themselves and report the error with
 // the row it stops.
 func (f *filler) fill(l *Loader, k chunkRef) {
-	size := l.scans[k.ds].Estimate(loch.Read{Chunk: k.id})
+	size := l.scans[k.ds].ChunkBytes(k.id)
 	l.mu.Lock()
 	l.inflight += size
 	l.peak = max(l.peak, l.inflight)
@@ -182,8 +193,25 @@ func (f *filler) fill(l *Loader, k chunkRef) {
 	l.cond.Broadcast()
 	l.mu.Unlock()
 	f.mu.Lock()
+	f.pending--
+	f.ended(l)
 	close(f.done[k])
 	f.mu.Unlock()
+}
+
+// ended records the time the fill took once every chunk of the epoch is
+// listed and filled (f.mu held).
+func (f *filler) ended(l *Loader) {
+	if f.listed && f.pending == 0 && f.took == 0 {
+		f.took = time.Since(l.started)
+	}
+}
+
+// fillTime is the time the fill took, 0 until it has ended.
+func (f *filler) fillTime() time.Duration {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.took
 }
 
 // wait waits until chunk k is filled when the filler has listed it, or

@@ -2,6 +2,7 @@ package loader
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -21,6 +22,9 @@ func cachedEpoch(t *testing.T, url string, cache chunkcache.Cache, cfg Config) (
 	l, err := New(ctx, scan, cfg)
 	require.NoError(t, err)
 	digest, _ := drainDigest(t, l)
+	if l.fill != nil { // the filler may still be listing the last window's chunks
+		require.Eventually(t, func() bool { return l.Stats().FillTime > 0 }, time.Minute, time.Millisecond)
+	}
 	stats := l.Stats()
 	l.Close()
 	var fillPeak int64
@@ -34,8 +38,9 @@ func cachedEpoch(t *testing.T, url string, cache chunkcache.Cache, cfg Config) (
 // cache on a real S3 server fetches every chunk of the dataset once,
 // whole, and nothing by range; the filler fetches them (the loader counts
 // them as chunks fetched) and the order is the one captured before
-// (TestFullShuffleOrderUnchanged). The next epoch makes no request. The
-// fills under way hold at most a quarter of the prefetch bytes.
+// (TestFullShuffleOrderUnchanged), and Stats gives the time the fill
+// took. The next epoch makes no request. The fills under way hold at
+// most a quarter of the prefetch bytes.
 func TestFillAheadOnMinIO(t *testing.T) {
 	b := testserver.MinIO(t)
 	d := shuffleSet(t, b.URL, schema.LZ4)
@@ -58,6 +63,8 @@ func TestFillAheadOnMinIO(t *testing.T) {
 	require.EqualValues(t, chunks, stats.ChunksFetched)
 	require.Positive(t, fillPeak)
 	require.LessOrEqual(t, fillPeak, cfg.PrefetchBytes/4)
+	require.Positive(t, stats.FillTime)
+	require.LessOrEqual(t, stats.FillTime, stats.Elapsed)
 
 	digest, _, _, cs = cachedEpoch(t, b.URL, cache, cfg)
 	require.Equal(t, "3000 0678e68c98a9d292", digest)
@@ -72,6 +79,7 @@ func TestFillAheadOnMinIO(t *testing.T) {
 	digest, without, _, cs := cachedEpoch(t, b.URL, fresh, cfg)
 	require.Equal(t, "3000 0678e68c98a9d292", digest)
 	require.Len(t, cs.byKey, chunks)
+	require.Zero(t, without.FillTime, "no filler, no fill time")
 	t.Logf("peak in flight: %d KiB filling ahead (fills %d KiB), %d KiB without (prefetch bytes %d KiB)",
 		stats.PeakInFlight>>10, fillPeak>>10, without.PeakInFlight>>10, cfg.PrefetchBytes>>10)
 }

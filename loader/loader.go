@@ -322,6 +322,13 @@ type Stats struct {
 	WaitShare     float64       `json:"wait_share"`
 	DecodedBytes  int64         `json:"decoded_bytes"`
 	PeakInFlight  int64         `json:"peak_inflight_bytes"`
+	// FillTime is how long the loader took, from its start, to fill its
+	// cache with every chunk the epoch reads, where it fills the cache
+	// ahead of its reads (a full shuffle's epoch with a cache on object
+	// storage; every chunk, cached or not, counts; a chunk whose fill
+	// failed counts as filled, its reads fetch it); 0 where it does not,
+	// and until the fill has ended.
+	FillTime time.Duration `json:"fill_ns,omitempty"`
 }
 
 // Loader streams the batches of one epoch on one rank. Next is meant for
@@ -780,6 +787,9 @@ func (l *Loader) Stats() Stats {
 		FetchTime: time.Duration(l.fetchNs.Load()), DecodeTime: time.Duration(l.decodeNs.Load()),
 		WaitTime: time.Duration(l.wait.Load()), Elapsed: time.Since(l.started), FirstBatch: first,
 		DecodedBytes: l.decoded.Load(), PeakInFlight: peak,
+	}
+	if l.fill != nil {
+		s.FillTime = l.fill.fillTime()
 	}
 	if s.Elapsed > 0 {
 		s.WaitShare = float64(s.WaitTime) / float64(s.Elapsed)
