@@ -31,6 +31,9 @@ type Fetched struct {
 	rawOff int64
 	buf    []byte
 	mapped *mapRef // a span read from a mapped chunk file (mapped.go), whose raw aliases it
+	// unchecked, when set, records which blocks of raw have passed their
+	// checksums: the others are checked as samples are taken (check).
+	unchecked *chunk.Verified
 
 	// Bytes is the number of bytes read from the store (0 on a cache hit,
 	// and for a fetch that waited for another's read of the same chunk).
@@ -197,6 +200,9 @@ func (f *Fetched) sample(ref manifest.ChunkRef, j int) (Sample, error) {
 		}
 		var data []byte
 		if s, e := f.hdr.Range(j); s < e {
+			if err := f.check(s, e); err != nil {
+				return Sample{}, fmt.Errorf("read chunk %s: sample %d: %w", f.key, j, err)
+			}
 			data = f.hdr.Value(f.raw, f.rawOff, j)
 		}
 		return sampleFrom(f.hdr, j, data), nil
@@ -231,7 +237,20 @@ func (f *Fetched) plain(j int, shape []int) (data []byte, ok bool) {
 	if f.ch != nil {
 		return f.ch.Sample(j), true
 	}
+	if s, e := h.Range(j); f.check(s, e) != nil {
+		return nil, false
+	}
 	return h.Value(f.raw, f.rawOff, j), true
+}
+
+// check checks the checksums of the blocks under raw data [s, e) of a
+// span whose blocks were not checked when it was read (unchecked), those
+// not checked yet.
+func (f *Fetched) check(s, e int64) error {
+	if f.unchecked == nil {
+		return nil
+	}
+	return f.hdr.VerifyRange(f.raw, f.rawOff, s, e, f.unchecked)
 }
 
 // assemble joins the pieces of a split sample, checking their order and

@@ -39,6 +39,13 @@ import (
 //     mapping reads it (chunk.Verified); the chunk's bytes cannot change
 //     under the mapping (objects are immutable), so a later read of the
 //     block is not checked again. A block that fails fails every read.
+//     Blocks stored as they are (codec none, no dictionary) are checked
+//     when a sample over them is first taken from the span (Fetched.check)
+//     rather than when the span is read: the checksum then brings the
+//     sample's bytes into the CPU's cache just before the reader copies
+//     them, instead of a pass over the whole span from memory first and
+//     the copy's own pass later; a sample over a failing block is
+//     ErrCorrupt, the rest of the span reads.
 //
 // Smaller spans (a full shuffle's single samples) are read by range as
 // before: a mapping, a page fault per 64 KiB and a system call to drop
@@ -194,7 +201,12 @@ func (r *chunkReader) spanMapped(ctx context.Context, ref manifest.ChunkRef, h *
 		buf = getBuf(int(min(h.BlockStart(b), h.RawLen) - h.BlockStart(a)))
 	}
 	t1 := time.Now()
-	raw, err := h.DecodeBlocksOnce(stored, a, b, buf, c.verified)
+	var raw []byte
+	if h.Deferrable() {
+		raw, err = h.UncheckedBlocks(stored, a, b) // checked sample by sample (Fetched.check)
+	} else {
+		raw, err = h.DecodeBlocksOnce(stored, a, b, buf, c.verified)
+	}
 	if err != nil {
 		if buf != nil {
 			putBuf(buf)
@@ -211,6 +223,9 @@ func (r *chunkReader) spanMapped(ctx context.Context, ref manifest.ChunkRef, h *
 		return f, nil
 	}
 	f.mapped = &mapRef{maps: maps, c: c, off: start, n: end - start}
+	if h.Deferrable() {
+		f.unchecked = c.verified
+	}
 	runtime.AddCleanup(f, (*mapRef).done, f.mapped)
 	return f, nil
 }

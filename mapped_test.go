@@ -97,9 +97,12 @@ func TestMappedSpansMatchReadSpans(t *testing.T) {
 }
 
 // TestMappedDamagedBlockFailsEveryRead flips a byte of one block of a
-// chunk: every mapped span read over it fails with ErrCorrupt naming the
-// chunk, however often it is read (a block that fails is never recorded
-// as verified), while the spans around it read back intact.
+// chunk: every sample read over it from a mapped span fails with
+// ErrCorrupt naming the chunk, however often it is read (a block that
+// fails is never recorded as verified), while the samples around it read
+// back intact. A compressed chunk's span fails when it is fetched; a
+// plain chunk's blocks are checked as its samples are taken, so its
+// sample fails (and PlainSample declines it).
 func TestMappedDamagedBlockFailsEveryRead(t *testing.T) {
 	mapEverySpan(t)
 	seed := testseed.Seed(t)
@@ -115,14 +118,20 @@ func TestMappedDamagedBlockFailsEveryRead(t *testing.T) {
 		for round := range 3 {
 			for j := range int(sc.ref(id).Rows) {
 				f, err := sc.Fetch(ctx, sc.Span(id, j, j+1))
+				var got Sample
+				if err == nil {
+					got, err = f.sample(sc.ref(id), j)
+				}
 				if dc.overlaps(j) {
 					require.ErrorIs(t, err, ErrCorrupt, "%s sample %d round %d", msg, j, round)
 					require.ErrorContains(t, err, dc.key)
+					if f != nil {
+						_, ok := f.plain(j, got.Shape)
+						require.False(t, ok, "%s sample %d: not taken plainly", msg, j)
+					}
 					continue
 				}
 				require.NoError(t, err, "%s sample %d round %d", msg, j, round)
-				got, err := f.sample(sc.ref(id), j)
-				require.NoError(t, err)
 				requireSample(t, want[first[0]+int64(j)], got, "%s sample %d", msg, j)
 				f.Recycle()
 			}

@@ -124,10 +124,12 @@ func (d *Dataset) newStaging(base *snapshot) *staging {
 	st := &staging{d: d, base: base, nextUID: base.man.NextColumnUID, deltas: map[int]*colDelta{}, nonce: randomID(),
 		deletes: map[uint64]rowLoc{}, conflicts: map[uint64]bool{}, ctx: ctx, cancel: cancel}
 	st.slots = make(chan struct{}, 2*d.opts.parallelism)
-	// Spares for what the uploads in flight (slots) and a few open chunks
-	// hold, no more.
-	st.builders = make(freeList[*chunk.Builder], 2*d.opts.parallelism+2)
-	st.buffers = make(freeList[[]byte], 2*d.opts.parallelism+2)
+	// Spares: one builder and one encoding buffer per encoder, for the
+	// next chunk each starts. With the open chunks (one per column) and
+	// the uploads in flight (slots) they bound the stage's memory, in
+	// chunks, whatever the number of rows.
+	st.builders = make(freeList[*chunk.Builder], d.opts.parallelism)
+	st.buffers = make(freeList[[]byte], d.opts.parallelism)
 	st.cols = append(st.cols, base.man.Schema.Columns...)
 	return st
 }

@@ -441,3 +441,27 @@ func TestImageFolderAppendChecksShape(t *testing.T) {
 	require.NoError(t, err)
 	require.EqualValues(t, len(imgs), res.Rows)
 }
+
+// TestImageFolderReusedReadBuffers ingests enough files for the buffers
+// that jobs read files into to be reused many times over (several jobs a
+// stage, several stages), and checks every stored JPEG byte for byte: a
+// buffer reused before its rows were staged would corrupt earlier rows.
+func TestImageFolderReusedReadBuffers(t *testing.T) {
+	root := t.TempDir()
+	var want [][]byte
+	for c := range 4 {
+		for i := range 200 {
+			data := encodeJPEG(t, testImage(uint64(c*1000+i), 8+i%7, 8+i%5, 3))
+			writeFile(t, filepath.Join(root, fmt.Sprintf("c%d", c), fmt.Sprintf("%03d.jpg", i)), data)
+			want = append(want, data)
+		}
+	}
+	url := memURL(t)
+	res, err := ImageFolder(context.Background(), root, url, Options{ImageCompression: CompressJPEG, Parallelism: 2})
+	require.NoError(t, err)
+	require.EqualValues(t, len(want), res.Rows)
+	got := column(t, openDataset(t, url), "image", true)
+	for i := range want {
+		require.Equal(t, want[i], got[i].Data, "row %d", i)
+	}
+}

@@ -290,6 +290,9 @@ type batch struct {
 	nrows   int64    // source rows processed: len(rows) + len(skipped)
 	bytes   int64    // source bytes read
 	size    int64    // approximate bytes held by rows
+	// release, if set, is called once the rows are staged (or dropped):
+	// the bytes of their samples may then be reused.
+	release func()
 }
 
 // add appends row, or, when err says the row's image is undecodable and
@@ -483,6 +486,7 @@ type stager struct {
 
 	pending      []loch.Row
 	pendingBytes int64
+	releases     []func() // of the batches whose rows are pending
 }
 
 // add takes one batch, staging what is pending when the thresholds are
@@ -500,6 +504,9 @@ func (s *stager) add(ctx context.Context, b batch) error {
 	}
 	s.pending = append(s.pending, b.rows...)
 	s.pendingBytes += b.size
+	if b.release != nil {
+		s.releases = append(s.releases, b.release)
+	}
 	s.res.Rows += int64(len(b.rows))
 	if len(s.pending) >= flushRows || s.pendingBytes >= flushBytes {
 		if err := s.flush(ctx); err != nil {
@@ -512,13 +519,16 @@ func (s *stager) add(ctx context.Context, b batch) error {
 
 // flush stages the pending rows.
 func (s *stager) flush(ctx context.Context) error {
-	if len(s.pending) == 0 {
-		return nil
+	if len(s.pending) > 0 {
+		if err := s.d.Extend(ctx, s.pending); err != nil {
+			return fmt.Errorf("stage rows: %w", err)
+		}
 	}
-	if err := s.d.Extend(ctx, s.pending); err != nil {
-		return fmt.Errorf("stage rows: %w", err)
+	// Extend copied the samples' bytes.
+	for _, r := range s.releases {
+		r()
 	}
-	s.pending, s.pendingBytes = nil, 0
+	s.pending, s.pendingBytes, s.releases = nil, 0, s.releases[:0]
 	return nil
 }
 

@@ -47,11 +47,21 @@ func readAll(ctx context.Context, ref string) ([]byte, error) {
 // readLocal reads the local file path, of size bytes when known (else
 // negative); the error names it.
 func readLocal(path string, size int64) ([]byte, error) {
-	b, err := readFileSized(path, size)
+	b, err := appendFile(nil, path, size)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", path, plainPathError(err))
 	}
 	return b, nil
+}
+
+// appendWhole appends the bytes of the local file name to buf
+// (os.ReadFile, whose buffer is returned as is when buf is nil).
+func appendWhole(buf []byte, name string) ([]byte, error) {
+	b, err := os.ReadFile(name)
+	if buf == nil || err != nil {
+		return b, err
+	}
+	return append(buf, b...), nil
 }
 
 // openSource opens ref for sequential reading: a local file is streamed, a

@@ -1,7 +1,6 @@
 package loader
 
 import (
-	"cmp"
 	"iter"
 	"slices"
 
@@ -321,6 +320,13 @@ func (l *Loader) slotJobs(index []int, items [][]order.Item) ([]*batchJob, *wind
 	ncols := len(l.cols[0])
 	jobs := make([]*batchJob, len(items))
 	ids := map[chunkRef]int32{}
+	// Each column's last chunk and its id: a window's rows come in
+	// segments, so a row's chunk is mostly the one before it's.
+	last := make([]chunkRef, ncols)
+	lastID := make([]int32, ncols)
+	for c := range lastID {
+		lastID[c] = -1
+	}
 	wc := &windowChunks{chunkOf: make([][]int32, len(items))}
 	for b, its := range items {
 		job := newJob(index[b], len(its), ncols, l.mixed, len(l.ranged) > 0)
@@ -345,11 +351,15 @@ func (l *Loader) slotJobs(index []int, items [][]order.Item) ([]*batchJob, *wind
 				}
 				if slot.Pieces() == 1 {
 					k := chunkRef{it.Dataset, slot.Chunk(0)}
-					id, ok := ids[k]
-					if !ok {
-						id = int32(len(wc.refs))
-						ids[k] = id
-						wc.refs, wc.need = append(wc.refs, k), append(wc.need, nil)
+					id := lastID[c]
+					if id < 0 || k != last[c] {
+						var ok bool
+						if id, ok = ids[k]; !ok {
+							id = int32(len(wc.refs))
+							ids[k] = id
+							wc.refs, wc.need = append(wc.refs, k), append(wc.need, nil)
+						}
+						last[c], lastID[c] = k, id
 					}
 					wc.need[id] = append(wc.need[id], slot.Index())
 					wc.chunkOf[b][c*n+i] = id
@@ -525,7 +535,7 @@ func (l *Loader) attach(job *batchJob, runs [][]sampleRun, chunkOf []int32) {
 				add(c, i, e)
 			case slot.Pieces() == 1:
 				rs := runs[chunkOf[c*n+i]]
-				j, _ := slices.BinarySearchFunc(rs, slot.Index(), func(r sampleRun, x int) int { return cmp.Compare(r.hi-1, x) })
+				j := runOf(rs, slot.Index())
 				if rs[j].e == nil { // its entry, looked up once
 					rs[j].e = l.entry(entryKey{ds: ds, read: rs[j].read})
 				}
@@ -537,6 +547,21 @@ func (l *Loader) attach(job *batchJob, runs [][]sampleRun, chunkOf []int32) {
 			}
 		}
 	}
+}
+
+// runOf returns the index of the run of rs (in order, disjoint) that
+// holds sample x: the first whose hi is above x.
+func runOf(rs []sampleRun, x int) int {
+	lo, hi := 0, len(rs)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if rs[m].hi <= x {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
 }
 
 // splitFirstWindow makes the reads of a loader's first window about a

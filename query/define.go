@@ -17,7 +17,7 @@ import (
 // calls define first.
 
 // definedSets records which sets are defined.
-type definedSets struct{ pg, search bool }
+type definedSets struct{ pg, search, jsonText bool }
 
 // pgOperators are the spellings of the operators of registerPG (pg.go);
 // "~>" is in "~>>" too.
@@ -32,6 +32,12 @@ func (e *Engine) define(ctx context.Context, q string) error {
 			return err
 		}
 		e.defined.pg = true
+	}
+	if !e.defined.jsonText && (q == "" || mentionsJSONText(q)) {
+		if err := registerJSONText(e.conn); err != nil {
+			return err
+		}
+		e.defined.jsonText = true
 	}
 	if !e.defined.search && (q == "" || mentionsSearch(q)) {
 		if err := e.registerSearch(ctx, e.conn); err != nil {

@@ -271,7 +271,12 @@ var probe func(found bool)
 // one C call per value, without duckdb-go's setters (which marshal a JSON
 // value again with encoding/json).
 func vectorHandle(chunk duckdb.DataChunk, ci int) mapping.Vector {
-	inner := vectorStruct(chunk, ci)
+	return rawHandle(vectorStruct(chunk, ci))
+}
+
+// rawHandle is the handle that duckdb-go's unexported vector struct inner
+// keeps, or a zero handle.
+func rawHandle(inner reflect.Value) mapping.Vector {
 	if !inner.IsValid() {
 		return mapping.Vector{}
 	}
@@ -291,7 +296,11 @@ func vectorStruct(chunk duckdb.DataChunk, ci int) reflect.Value {
 	if !rawWrites {
 		return reflect.Value{}
 	}
-	vec, err := chunk.GetVector(ci)
+	return innerVector(chunk.GetVector(ci))
+}
+
+// innerVector is duckdb-go's unexported vector struct behind vec.
+func innerVector(vec duckdb.Vector, err error) reflect.Value {
 	if err != nil {
 		return reflect.Value{}
 	}

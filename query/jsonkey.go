@@ -28,7 +28,8 @@ const (
 // does, for the scan's pre-filter. It is sure of its answer only for a
 // well-formed object whose keys have no escapes and name key at most
 // once; otherwise it says jsonUnsure. A string value aliases doc unless it
-// had escapes. doc is taken to be valid JSON, as loch checks json samples
+// had escapes; another kind of value (jsonOther) is its text as written.
+// doc is taken to be valid JSON, as loch checks json samples
 // when they are written: the values it skips are not validated, and on a
 // malformed document (on which DuckDB fails) its answer may be wrong, but
 // it never panics.
@@ -89,7 +90,7 @@ func jsonMember(doc, key []byte) ([]byte, jsonKind) {
 			case string(v) == "null":
 				kind = jsonNull
 			case string(v) == "true" || string(v) == "false" || v[0] == '{' || v[0] == '[' || v[0] == '-' || (v[0] >= '0' && v[0] <= '9'):
-				kind = jsonOther
+				val, kind = v, jsonOther
 			default:
 				return nil, jsonUnsure
 			}

@@ -72,6 +72,17 @@ func (e *Engine) rewrite(ctx context.Context, q string, selection bool) (rewritt
 	// else the one row id of a single table.
 	out.random = replaceRandom(node, out.qual)
 	changed = replaceFTS(node, out.qual) || changed || out.random
+	if mentionsJSONText(q) {
+		shadowed := map[string]bool{}
+		collectCTEs(stmt, shadowed)
+		if binary, ok := e.session(ctx, shadowed); ok {
+			jt, err := e.replaceJSONText(ctx, stmt, shadowed, binary)
+			if err != nil {
+				return rewritten{}, err
+			}
+			changed = jt || changed
+		}
+	}
 	if selection {
 		if err := e.asSelection(ctx, q, node, out, hasRowID); err != nil {
 			return rewritten{}, err

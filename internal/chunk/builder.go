@@ -20,9 +20,10 @@ type Builder struct {
 	sample   uint8
 	codec    uint8
 	ndim     int
-	shapes   []uint32
-	offsets  []uint64
-	nulls    []bool
+	shapes   []uint32 // ndim per sample
+	offsets  []uint64 // n+1, unless lazyOffsets or lenOffsets
+	n        int      // samples added
+	nulls    []bool   // one flag per sample once one is null; empty before
 	anyNull  bool
 	raw      []byte // buf[room : room+len(raw)]
 	buf      []byte
@@ -44,6 +45,13 @@ type Builder struct {
 	// chunk's offsets are implicit), and a million scalars need no 8 MB
 	// of offsets. The first sample that breaks it writes them out.
 	lazyOffsets bool
+	// lenOffsets says offsets holds only its first 0: while every
+	// sample of a text, json or bytes chunk is one-dimensional and its
+	// shape is its byte count (a null's 0), the offsets are the running
+	// sums of the shapes, and a chunk of short strings needs no 8 bytes
+	// a value to hold them. The first sample that breaks it (a piece of
+	// a split sample) writes them out.
+	lenOffsets bool
 }
 
 // NewBuilder returns a Builder for a column with the given dtype, sample
@@ -64,7 +72,7 @@ func NewBuilder(dtype schema.DType, sampleCompression, codec uint8, sizeHint int
 }
 
 // Len is the number of samples added.
-func (b *Builder) Len() int { return len(b.nulls) }
+func (b *Builder) Len() int { return b.n }
 
 // NDim is the number of dimensions of the samples added (0 before the first).
 func (b *Builder) NDim() int { return b.ndim }
@@ -83,6 +91,7 @@ func (b *Builder) Add(shape []int, data []byte, null bool) error {
 		for i, d := range shape {
 			b.firstDim[i] = uint32(d)
 		}
+		b.lenOffsets = b.dtype.Variable() && b.sample == SampleNone && b.ndim == 1
 	}
 	if null {
 		shape = make([]int, b.ndim)
@@ -100,16 +109,21 @@ func (b *Builder) Add(shape []int, data []byte, null bool) error {
 		if uint32(d) != b.firstDim[i] {
 			b.fixed = false
 		}
+	}
+	if b.lenOffsets && shape[0] != len(data) {
+		b.writeLenOffsets()
+	}
+	for _, d := range shape {
 		b.shapes = append(b.shapes, uint32(d))
 	}
 	if b.lazyOffsets && (null || !b.fixed) {
 		b.writeOffsets()
 	}
 	b.appendRaw(data)
-	if !b.lazyOffsets {
+	if !b.lazyOffsets && !b.lenOffsets {
 		b.offsets = append(b.offsets, uint64(len(b.raw)))
 	}
-	b.nulls = append(b.nulls, null)
+	b.note(null)
 	if IsMedia(b.sample) {
 		b.media = append(b.media, Media{})
 	}
@@ -178,7 +192,7 @@ func (b *Builder) writeOffsets() {
 		return
 	}
 	b.lazyOffsets = false
-	n := len(b.nulls)
+	n := b.n
 	if n == 0 {
 		return
 	}
@@ -202,7 +216,7 @@ func (b *Builder) Reset() {
 	}
 	b.raw = b.buf[b.room:b.room]
 	b.shapes, b.offsets, b.nulls, b.media, b.sums = b.shapes[:0], b.offsets[:1], b.nulls[:0], b.media[:0], b.sums[:0]
-	b.anyNull, b.partial, b.ndimSet, b.fixed = false, nil, false, true
+	b.n, b.anyNull, b.partial, b.ndimSet, b.fixed, b.lenOffsets = 0, false, nil, false, true, false
 	b.lazyOffsets = b.canElide()
 }
 
@@ -415,10 +429,10 @@ func (b *Builder) header(flags uint16, blockSize int, d *dictData, e *encoding) 
 	// of header for a few bytes.
 	room := 64
 	if !d.ok && e == nil && flags&FlagFixedShape == 0 {
-		room += 4 * len(b.shapes)
+		room += 4 * b.n * b.ndim
 	}
 	if !d.ok && e == nil && flags&FlagImplicitOffsets == 0 {
-		room += 8 * len(b.offsets)
+		room += 8 * (b.n + 1)
 	}
 	hdr = make([]byte, fixedHeaderLen, fixedHeaderLen+room)
 	copy(hdr, Magic)
@@ -434,7 +448,7 @@ func (b *Builder) header(flags uint16, blockSize int, d *dictData, e *encoding) 
 	switch {
 	case d.ok: // no shapes: a sample's is its value's length
 	case flags&FlagFixedShape != 0:
-		hdr = appendU32s(hdr, b.shapes[:b.ndim])
+		hdr = appendU32s(hdr, b.firstDim) // every sample's shape
 	case e != nil:
 		hdr = appendSeq(hdr, e.shapes)
 	default:
@@ -451,9 +465,7 @@ func (b *Builder) header(flags uint16, blockSize int, d *dictData, e *encoding) 
 	case flags&FlagImplicitOffsets == 0 && e != nil:
 		hdr = appendSeq(hdr, e.offsets)
 	case flags&FlagImplicitOffsets == 0:
-		for _, o := range b.offsets {
-			hdr = binary.LittleEndian.AppendUint64(hdr, o)
-		}
+		hdr = b.appendOffsets(hdr)
 	}
 	if IsMedia(b.sample) {
 		hdr = appendMedia(hdr, b.media)
@@ -499,8 +511,8 @@ func (b *Builder) minor(flags uint16, d *dictData) byte {
 // significant bit first.
 func (b *Builder) appendNullBitmap(hdr []byte) []byte {
 	bits := make([]byte, (b.Len()+7)/8)
-	for i, isNull := range b.nulls {
-		if isNull {
+	for i := range b.n {
+		if b.isNull(i) {
 			bits[i/8] |= 1 << (i % 8)
 		}
 	}
@@ -529,10 +541,13 @@ func (b *Builder) AddFixed(shape []int, data []byte, n int, nulls []bool) error 
 	if err := b.Add(shape, data[:size], nulls != nil && nulls[0]); err != nil {
 		return err
 	}
+	if b.lenOffsets && (len(shape) != 1 || shape[0] != size) {
+		b.writeLenOffsets()
+	}
 	if nulls == nil { // the common case: one copy of the bytes
 		base := len(b.raw)
 		b.appendRaw(data[size:])
-		for i := 1; i < n && !b.lazyOffsets; i++ {
+		for i := 1; i < n && !b.lazyOffsets && !b.lenOffsets; i++ {
 			b.offsets = append(b.offsets, uint64(base+i*size))
 		}
 	}
@@ -546,7 +561,7 @@ func (b *Builder) AddFixed(shape []int, data []byte, n int, nulls []bool) error 
 			if !null {
 				b.appendRaw(data[i*size : (i+1)*size])
 			}
-			if !b.lazyOffsets {
+			if !b.lazyOffsets && !b.lenOffsets {
 				b.offsets = append(b.offsets, uint64(len(b.raw)))
 			}
 		}
@@ -582,18 +597,67 @@ func (b *Builder) AddVar(data []byte, offs []int, nulls []bool) error {
 		}
 		shape[0] = l
 		b.appendRun(shape, null)
-		b.offsets = append(b.offsets, uint64(base+offs[i+1]))
+		if !b.lenOffsets {
+			b.offsets = append(b.offsets, uint64(base+offs[i+1]))
+		}
 	}
 	return nil
+}
+
+// note counts one more sample, null or not, in n and nulls.
+func (b *Builder) note(null bool) {
+	if null && len(b.nulls) == 0 { // the first null: the flags of those before
+		b.nulls = append(b.nulls, make([]bool, b.n)...)
+	}
+	if null || len(b.nulls) > 0 {
+		b.nulls = append(b.nulls, null)
+	}
+	b.n++
+}
+
+// isNull reports whether sample i is null.
+func (b *Builder) isNull(i int) bool { return len(b.nulls) > 0 && b.nulls[i] }
+
+// writeLenOffsets writes out the offsets of lenOffsets, those of the
+// samples added so far.
+func (b *Builder) writeLenOffsets() {
+	if !b.lenOffsets {
+		return
+	}
+	b.lenOffsets = false
+	off := uint64(0)
+	for _, l := range b.shapes {
+		off += uint64(l)
+		b.offsets = append(b.offsets, off)
+	}
+}
+
+// appendOffsets appends every sample's offset and the end of the data to
+// dst, little-endian uint64s.
+func (b *Builder) appendOffsets(dst []byte) []byte {
+	if !b.lenOffsets {
+		for _, o := range b.offsets {
+			dst = binary.LittleEndian.AppendUint64(dst, o)
+		}
+		return dst
+	}
+	off := uint64(0)
+	dst = binary.LittleEndian.AppendUint64(dst, off)
+	for _, l := range b.shapes {
+		off += uint64(l)
+		dst = binary.LittleEndian.AppendUint64(dst, off)
+	}
+	return dst
 }
 
 // appendRun records one more sample of AddFixed or AddVar (of the
 // dimensions checked by their first Add) but its bytes and offset.
 func (b *Builder) appendRun(shape []int, null bool) {
-	if null {
+	switch {
+	case null:
 		b.anyNull, b.fixed = true, false
 		b.shapes = append(b.shapes, make([]uint32, b.ndim)...)
-	} else {
+	default:
 		for i, d := range shape {
 			if uint32(d) != b.firstDim[i] {
 				b.fixed = false
@@ -601,7 +665,7 @@ func (b *Builder) appendRun(shape []int, null bool) {
 			b.shapes = append(b.shapes, uint32(d))
 		}
 	}
-	b.nulls = append(b.nulls, null)
+	b.note(null)
 	if IsMedia(b.sample) {
 		b.media = append(b.media, Media{})
 	}

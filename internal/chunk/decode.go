@@ -273,12 +273,8 @@ func (v *Verified) set(k int) {
 // decode to the same raw bytes as when it passed), and one that passes is
 // added. A block that fails is never added: each read of it fails.
 func (h *Header) DecodeBlocksOnce(stored []byte, a, b int, dst []byte, v *Verified) ([]byte, error) {
-	if !h.RangeReadable() || a < 0 || a > b || b > h.Blocks() {
-		return nil, corruptf("blocks [%d, %d) of a chunk of %d that is not range-readable or has fewer", a, b, h.Blocks())
-	}
-	start, end := h.BlockRange(a, b)
-	if int64(len(stored)) != end-start {
-		return nil, corruptf("blocks [%d, %d) are %d bytes, want %d", a, b, len(stored), end-start)
+	if err := h.checkSpan(stored, a, b); err != nil {
+		return nil, err
 	}
 	if a == b {
 		return []byte{}, nil
@@ -316,6 +312,66 @@ func (h *Header) DecodeBlocksOnce(stored []byte, a, b int, dst []byte, v *Verifi
 		return nil, err
 	}
 	return raw, nil
+}
+
+// checkSpan checks that blocks [a, b) are blocks of a range-readable
+// chunk and that stored is as long as they are stored.
+func (h *Header) checkSpan(stored []byte, a, b int) error {
+	if !h.RangeReadable() || a < 0 || a > b || b > h.Blocks() {
+		return corruptf("blocks [%d, %d) of a chunk of %d that is not range-readable or has fewer", a, b, h.Blocks())
+	}
+	if start, end := h.BlockRange(a, b); int64(len(stored)) != end-start {
+		return corruptf("blocks [%d, %d) are %d bytes, want %d", a, b, len(stored), end-start)
+	}
+	return nil
+}
+
+// Deferrable reports whether the checksums of this chunk's blocks may be
+// checked as their bytes are used (UncheckedBlocks, then VerifyRange)
+// rather than when they are read: its blocks are stored as they are
+// (codec none) and nothing but the sample bytes is read from them (not
+// a dictionary's indices, which checkRaw reads).
+func (h *Header) Deferrable() bool { return h.Codec == CodecNone && h.Flags&FlagDict == 0 }
+
+// UncheckedBlocks returns the raw bytes of blocks [a, b) of a Deferrable
+// chunk, stored (the bytes at BlockRange(a, b)) itself, without checking
+// their checksums: the caller checks the blocks under each range of them
+// with VerifyRange before it uses the range's bytes. It is an error for a
+// chunk that is not Deferrable.
+func (h *Header) UncheckedBlocks(stored []byte, a, b int) ([]byte, error) {
+	if !h.Deferrable() {
+		return nil, corruptf("blocks of a chunk of codec %d or with a dictionary read unchecked", h.Codec)
+	}
+	if err := h.checkSpan(stored, a, b); err != nil {
+		return nil, err
+	}
+	return stored, nil
+}
+
+// VerifyRange checks the checksums of the blocks under raw data [s, e)
+// that v does not have, and adds those that pass to v. raw holds the raw
+// data of whole blocks from rawOff (a block start) on, as UncheckedBlocks
+// returns it; a block it does not hold whole is an error, as is a block
+// that fails its checksum (never added to v: each check of it fails).
+func (h *Header) VerifyRange(raw []byte, rawOff, s, e int64, v *Verified) error {
+	if s >= e {
+		return nil
+	}
+	bs := int64(h.BlockSize)
+	for k := int(s / bs); int64(k)*bs < e; k++ {
+		if v.Has(k) {
+			continue
+		}
+		ks, ke := h.rawBlock(k)
+		if ks < rawOff || ke-rawOff > int64(len(raw)) || k >= len(h.BlockCRCs) {
+			return corruptf("block %d is not among the %d raw bytes read from %d", k, len(raw), rawOff)
+		}
+		if got := Checksum(raw[ks-rawOff : ke-rawOff]); got != h.BlockCRCs[k] {
+			return corruptf("block %d checksum %08x, want %08x", k, got, h.BlockCRCs[k])
+		}
+		v.set(k)
+	}
+	return nil
 }
 
 // checkRaw verifies what the data of a chunk says about its samples

@@ -216,10 +216,10 @@ func (b *Builder) dictionary() (offs []uint32, entries, indices []byte, ok bool)
 	if !dictDType(b.dtype) || b.sample != SampleNone || b.partial != nil || b.ndim != 1 || n == 0 || len(b.raw) == 0 {
 		return nil, nil, nil, false
 	}
-	nonNull := 0
+	nonNull := n
 	for _, null := range b.nulls {
-		if !null {
-			nonNull++
+		if null {
+			nonNull--
 		}
 	}
 	budget := len(b.raw) / 2
@@ -229,12 +229,19 @@ func (b *Builder) dictionary() (offs []uint32, entries, indices []byte, ok bool)
 	offs = []uint32{0}
 	values := 0 // non-null values looked at
 	checkpoint, prevValues, prevK := 4*dictProbe, dictProbe, 0
+	next := 0 // sample i's offset, where lenOffsets leaves them to sum
 	for i := range n {
-		if b.nulls[i] {
+		lo := next
+		if b.lenOffsets {
+			next += int(b.shapes[i])
+		} else {
+			lo, next = int(b.offsets[i]), int(b.offsets[i+1])
+		}
+		if b.isNull(i) {
 			idx = append(idx, 0)
 			continue
 		}
-		v := b.raw[b.offsets[i]:b.offsets[i+1]]
+		v := b.raw[lo:next]
 		key := unsafe.String(unsafe.SliceData(v), len(v))
 		x, seen := ids[key]
 		if !seen {

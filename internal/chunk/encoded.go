@@ -188,11 +188,7 @@ func (b *Builder) encodeEncoded(dst []byte, flags uint16, d *dictData) (out []by
 		gain = gain || e.shapes[0] != transformPlain
 	}
 	if flags&(FlagImplicitOffsets|FlagDict) == 0 {
-		raw := make([]byte, 0, 8*len(b.offsets))
-		for _, o := range b.offsets {
-			raw = binary.LittleEndian.AppendUint64(raw, o)
-		}
-		e.offsets = encodeSeq(raw, 8)
+		e.offsets = encodeSeq(b.appendOffsets(make([]byte, 0, 8*(b.n+1))), 8)
 		gain = gain || e.offsets[0] != transformPlain
 	}
 	s, plainOnly := b.dtype.Size(), b.dtype.Variable()

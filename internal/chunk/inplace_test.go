@@ -129,3 +129,51 @@ func requireBlockCRCs(t *testing.T, c *Chunk) {
 		require.Equal(t, want, Checksum(c.Raw[k*c.BlockSize:min((k+1)*c.BlockSize, len(c.Raw))]), "block %d", k)
 	}
 }
+
+// TestLazyOffsetsAndNulls pins the Builder's lazy per-sample metadata (no
+// offsets held for one-dimensional text samples, the sums of their
+// shapes; no null flags before the first null) to the chunks it makes
+// once both are written out: the same bytes, for every codec, with nulls
+// first, later or none, and a piece of a split sample, whose shape is not
+// its length, read back with its shape.
+func TestLazyOffsetsAndNulls(t *testing.T) {
+	r := testseed.Rand(t, 39)
+	for _, codec := range []uint8{CodecNone, CodecLZ4, CodecZstd} {
+		for _, nulls := range []string{"none", "first", "later"} {
+			samples := randomSamples(r, schema.Text, true, 1+r.IntN(200))
+			for i := range samples {
+				samples[i].null = nulls == "first" && i == 0 || nulls == "later" && i > 0 && i%7 == 0
+				if samples[i].null {
+					samples[i].shape, samples[i].data = []int{0}, nil
+				}
+			}
+			lazy, eager := NewBuilder(schema.Text, SampleNone, codec, 0), NewBuilder(schema.Text, SampleNone, codec, 0)
+			for i, s := range samples {
+				require.NoError(t, lazy.Add(s.shape, s.data, s.null))
+				require.NoError(t, eager.Add(s.shape, s.data, s.null))
+				if i == 0 {
+					eager.writeLenOffsets()
+					eager.nulls = append(eager.nulls[:0], s.null) // a flag for every sample from here on
+				}
+			}
+			require.True(t, lazy.lenOffsets, "codec %d nulls %s", codec, nulls)
+			require.Equal(t, nulls == "none", len(lazy.nulls) == 0)
+			want, err := eager.Encode()
+			require.NoError(t, err)
+			got, err := lazy.Encode()
+			require.NoError(t, err)
+			require.Equal(t, want, got, "codec %d nulls %s", codec, nulls)
+		}
+	}
+	b := NewBuilder(schema.Text, SampleNone, CodecNone, 0)
+	require.NoError(t, b.Add([]int{3}, []byte("abc"), false))
+	require.NoError(t, b.Add([]int{30}, []byte("0123456789"), false)) // a piece: offsets written out
+	require.False(t, b.lenOffsets)
+	obj, err := b.Encode()
+	require.NoError(t, err)
+	ch, err := Decode(obj, nil)
+	require.NoError(t, err)
+	require.Equal(t, []int{3}, ch.Shape(0))
+	require.Equal(t, []int{30}, ch.Shape(1))
+	require.Equal(t, []byte("0123456789"), ch.Sample(1))
+}
