@@ -41,23 +41,13 @@ import argparse
 import json
 import os
 import shutil
-import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
-
-K = 10
-
-
-def vmhwm_kb() -> int:
-    """This process's peak RSS (kB): VmHWM (ru_maxrss carries the parent's)."""
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1])
-    return 0
+from bench_vector import K, rss_kb, timed  # bench/vector, the script's folder
 
 
 class Raw:
@@ -246,30 +236,21 @@ def worker(phase: str, name: str, raw: Raw, work: Path, p: dict) -> dict:
     """One phase of one engine in its own process."""
     kind = name.split("-", 1)[1]
     lib = __import__("faiss" if name.startswith("faiss") else "lance")
-    base_rss = vmhwm_kb()
+    base_rss = rss_kb()
     if phase == "write":  # lance's copy of the vectors (not part of its index build)
         t, c = time.perf_counter(), time.process_time()
         lance_write(raw, work)
-        return {"write_s": time.perf_counter() - t, "write_cpu_s": time.process_time() - c, "write_rss_kb": vmhwm_kb()}
+        return {"write_s": time.perf_counter() - t, "write_cpu_s": time.process_time() - c, "write_rss_kb": rss_kb()}
     if phase == "build":
         t, c = time.perf_counter(), time.process_time()
         got = lance_build(raw, work, p) if lib.__name__ == "lance" else faiss_build(kind, raw, work, p)
-        return got | {"build_s": time.perf_counter() - t, "build_cpu_s": time.process_time() - c, "build_rss_kb": vmhwm_kb(), "import_rss_kb": base_rss}
+        return got | {"build_s": time.perf_counter() - t, "build_cpu_s": time.process_time() - c, "build_rss_kb": rss_kb(), "import_rss_kb": base_rss}
     q = np.fromfile(raw.path.parent / "queries.f32", dtype="<f4").reshape(-1, raw.dim)
     t = time.perf_counter()
     search = lance_open(raw, work, p) if lib.__name__ == "lance" else faiss_open(kind, raw, work, p)
     search(q[0], p["settings"][0])  # warm: what opens lazily opens here
-    opened, lat = time.perf_counter() - t, []
-    for s in p["settings"]:
-        ids, times = np.full((len(q), K), -1, dtype=np.int64), []
-        for i in range(len(q)):
-            t = time.perf_counter()
-            got = search(q[i], s)
-            times.append(time.perf_counter() - t)
-            ids[i, : len(got)] = np.asarray(got, dtype=np.int64)[:K]
-        np.save(work / f"ids-{name}-{s}.npy", ids)
-        lat.append(statistics.median(times) * 1e3)
-    return {"open_s": opened, "median_ms": lat, "search_rss_kb": vmhwm_kb(), "import_rss_kb": base_rss}
+    opened = time.perf_counter() - t
+    return {"open_s": opened, "median_ms": timed(search, q, p["settings"], work, name), "search_rss_kb": rss_kb(), "import_rss_kb": base_rss}
 
 
 def run_worker(args: argparse.Namespace, phase: str, name: str, p: dict) -> dict:

@@ -313,8 +313,14 @@ def worker(phase: str, name: str, work: Path, p: dict) -> dict:
     search = open_(work, p)
     search(q[0], p["settings"][0])  # warm: the first search opens what is lazily opened
     opened = time.perf_counter() - t
+    return {"open_s": opened, "median_ms": timed(search, q, p["settings"], work, name), "search_rss_kb": rss_kb(), "import_rss_kb": base_rss}
+
+
+def timed(search, q: np.ndarray, settings: list[int], work: Path, name: str) -> list[float]:
+    """The median latency (ms) of one query at a time per setting; the
+    ids found are left in work as ids-NAME-SETTING.npy."""
     lat = []
-    for s in p["settings"]:
+    for s in settings:
         ids, times = np.full((len(q), K), -1, dtype=np.int64), []
         for i in range(len(q)):
             t = time.perf_counter()
@@ -323,7 +329,7 @@ def worker(phase: str, name: str, work: Path, p: dict) -> dict:
             ids[i, : len(got)] = np.asarray(got, dtype=np.int64)[:K]
         np.save(work / f"ids-{name}-{s}.npy", ids)
         lat.append(statistics.median(times) * 1e3)
-    return {"open_s": opened, "median_ms": lat, "search_rss_kb": rss_kb(), "import_rss_kb": base_rss}
+    return lat
 
 
 def run_worker(phase: str, name: str, work: Path, p: dict) -> dict:
