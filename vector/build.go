@@ -9,7 +9,6 @@ import (
 	"sort"
 	"time"
 
-	"github.com/viterin/vek/vek32"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/lochdata/loch"
@@ -207,6 +206,7 @@ func (c *column) assign(ctx context.Context, m Metric, q *quantizer, ranges [][2
 	dim := c.dim
 	got := make([][]assignedBatch, par)
 	scratch := make([][]float32, par)
+	grouped := make([]*groupScratch, par)
 	err := c.each(ctx, ranges, keep, par, func(w int, b batch) error {
 		if m == Cosine {
 			normalize(b.vecs, dim)
@@ -215,10 +215,7 @@ func (c *column) assign(ctx context.Context, m Metric, q *quantizer, ranges [][2
 		if q.exact != nil {
 			scratch[w] = q.exact.nearestAll(a.vecs, a.near, scratch[w])
 		} else {
-			for i := range a.near {
-				x := a.vecs[i*dim : (i+1)*dim]
-				a.near[i] = int32(q.nearest(x, vek32.Dot(x, x)))
-			}
+			grouped[w] = q.nearestAll(a.vecs, a.near, grouped[w])
 		}
 		got[w] = append(got[w], a)
 		return nil
