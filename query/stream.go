@@ -72,9 +72,14 @@ func stream(ctx context.Context, conn mapping.Connection, sql string, check func
 	if duckdb_go_bindings.PendingPreparedStreaming(stmt, &pending) == mapping.StateError {
 		return nil, errors.New(mapping.PendingError(pending))
 	}
-	done := make(chan struct{})
-	defer close(done)
+	// ctx's end interrupts the query, but only while stream runs: stream
+	// waits for the watcher before it returns, since the caller may close
+	// conn (or run another statement on it) right after, and an interrupt
+	// then would touch a freed connection or stop the next statement.
+	done, watched := make(chan struct{}), make(chan struct{})
+	defer func() { close(done); <-watched }()
 	go func() {
+		defer close(watched)
 		select {
 		case <-ctx.Done():
 			mapping.Interrupt(conn)

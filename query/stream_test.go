@@ -1,6 +1,7 @@
 package query
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"testing"
@@ -120,4 +121,32 @@ func TestStreamRefuses(t *testing.T) {
 	require.ErrorIs(t, err, errNo)
 	err = e.Stream(ctx, "SELECT * FROM no_such_table", func([]StreamColumn) error { return nil }, none)
 	require.ErrorContains(t, err, "no_such_table")
+}
+
+// TestStreamCancelledAtItsEnd: a context that ends as a stream ends (fn
+// cancels it and stops) interrupts nothing after Stream has returned: the
+// next statement on the engine runs, and closing the engine right after
+// is safe (the watcher of the context is gone by then).
+func TestStreamCancelledAtItsEnd(t *testing.T) {
+	errStop := errors.New("stop")
+	for i := range 50 {
+		e, err := New(ctx, nil, Options{})
+		require.NoError(t, err)
+		for j := range 4 {
+			c, cancel := context.WithCancel(ctx)
+			err = e.Stream(c, "SELECT i FROM range(100000) t(i)", func([]StreamColumn) error { return nil }, func(*Batch) error {
+				cancel()
+				return errStop
+			})
+			require.ErrorIs(t, err, errStop, "round %d.%d", i, j)
+			rows := 0
+			err = e.Stream(ctx, "SELECT i FROM range(10) t(i)", func([]StreamColumn) error { return nil }, func(b *Batch) error {
+				rows += b.Len()
+				return nil
+			})
+			require.NoError(t, err, "round %d.%d: the next statement", i, j)
+			require.Equal(t, 10, rows)
+		}
+		require.NoError(t, e.Close())
+	}
 }
