@@ -98,7 +98,7 @@ func jsonTexts(doc, key, out mapping.Vector, n int) {
 	docValid, keyValid := validMask(doc, n), validMask(key, n)
 	m := textMemos.Get().(*textMemo)
 	defer m.release()
-	if !repeats(docs, docValid) {
+	if !m.repeats(docs, docValid) {
 		// DuckDB parses faster than loch_json_text does once per row.
 		mapping.VectorEnsureValidityWritable(out)
 		clear(unsafe.Slice((*uint64)(mapping.VectorGetValidity(out)), (n+63)/64))
@@ -123,8 +123,8 @@ func jsonTexts(doc, key, out mapping.Vector, n int) {
 // most half of the first 64 valid rows have documents of their own, by
 // the copy a document longer than 12 bytes points to (the scan writes the
 // rows of one value as one copy) or a shorter one's bytes.
-func repeats(docs []duckString, valid []uint64) bool {
-	seen := make(map[any]bool, 64)
+func (m *textMemo) repeats(docs []duckString, valid []uint64) bool {
+	seen := m.seen
 	rows := 0
 	for r := 0; r < len(docs) && rows < 64; r++ {
 		if !isValid(valid, r) {
@@ -142,7 +142,7 @@ func repeats(docs []duckString, valid []uint64) bool {
 
 // textMemos are textMemos for reuse: a selective filter leaves DuckDB
 // vectors of a few rows, so each call's setup counts.
-var textMemos = sync.Pool{New: func() any { return &textMemo{byDoc: map[string]textAnswer{}} }}
+var textMemos = sync.Pool{New: func() any { return &textMemo{byDoc: map[string]textAnswer{}, seen: make(map[any]bool, 64)} }}
 
 // release forgets m's answers and puts it back in textMemos.
 func (m *textMemo) release() {
@@ -150,6 +150,7 @@ func (m *textMemo) release() {
 	m.key, m.nulls, m.hits = nil, m.nulls[:0], 0
 	clear(m.byPtr[:])
 	clear(m.byDoc)
+	clear(m.seen)
 	textMemos.Put(m)
 }
 
@@ -174,6 +175,7 @@ type textMemo struct {
 		a   textAnswer
 	}
 	byDoc map[string]textAnswer
+	seen  map[any]bool // repeats' documents
 	hits  int
 	nulls []int // the rows answered NULL
 }

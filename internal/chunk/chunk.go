@@ -114,7 +114,7 @@ func combineChecksums(sums []uint32, blockSize, n int) uint32 {
 	if len(rest) > 0 {
 		shift := shiftBy(blockSize)
 		for _, s := range rest {
-			crc = shift.mult(crc) ^ s
+			crc = shift(crc) ^ s
 		}
 	}
 	if partial {
@@ -150,16 +150,18 @@ var (
 	blockShift = sync.OnceValue(func() *shiftTable { return newShiftTable(x8nModP(BlockSize)) })
 )
 
-// shiftBy returns the table of the shift past n bytes: a shared one for
-// the block sizes builders use, a new one for others.
-func shiftBy(n int) *shiftTable {
+// shiftBy returns the product by the shift past n bytes: a shared
+// table's for the block sizes builders use, else multModP's 32 steps (a
+// table of its own would cost 1,024 of them to build).
+func shiftBy(n int) func(uint32) uint32 {
 	switch n {
 	case PlainBlockSize:
-		return plainShift()
+		return plainShift().mult
 	case BlockSize:
-		return blockShift()
+		return blockShift().mult
 	}
-	return newShiftTable(x8nModP(n))
+	x := x8nModP(n)
+	return func(b uint32) uint32 { return multModP(x, b) }
 }
 
 // castagnoliPoly is CRC-32C's polynomial, bit-reversed.
