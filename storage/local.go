@@ -19,8 +19,9 @@ import (
 // key. Writes go to a temporary file in the object's own directory (so that
 // rename and link stay within one file system), are synced, and are then
 // renamed (Put) or hard-linked (PutIfAbsent) into place; the directory is
-// synced after. Temporary files are named ".loch-tmp-*", a reserved segment
-// prefix, and List skips them.
+// synced after. An object of 1 MiB or more is written to its temporary
+// file past the page cache (writeData, direct_linux.go). Temporary files
+// are named ".loch-tmp-*", a reserved segment prefix, and List skips them.
 //
 // Caveat: a file system cannot hold both "a" and "a/b" as files; the second
 // such Put fails.
@@ -132,7 +133,7 @@ func (s *localStore) write(ctx context.Context, key string, data []byte, exclusi
 	}
 	tmpName := tmp.Name()
 	defer os.Remove(tmpName) // after a link or a failure; a no-op after a rename
-	_, err = tmp.Write(data)
+	err = writeData(tmp, data)
 	if err == nil {
 		err = tmp.Sync()
 	}
