@@ -25,7 +25,9 @@ import (
 // that refuses O_DIRECT (EINVAL when it is set, or on a write) gets the
 // rest of the bytes through the page cache; any other error is the
 // write's. What the direct path costs: the object is not in the page cache
-// after its Put, so its first read comes from the device.
+// after its Put, so its first read comes from the device, and the cache
+// pages that read fills are smaller than a write's, which makes mapping
+// them cost more faults. $LOCH_STORAGE_DIRECT_WRITES=0 turns it off.
 const (
 	directMin   = 1 << 20
 	directAlign = 4096
@@ -41,10 +43,11 @@ var directBufs = sync.Pool{New: func() any {
 	return &b
 }}
 
-// writeData writes data to the new, empty file f.
-func writeData(f *os.File, data []byte) error {
+// writeData writes data to the new, empty file f, past the page cache
+// where direct is set and data is large enough.
+func writeData(f *os.File, data []byte, direct bool) error {
 	done := 0
-	if len(data) >= directMin {
+	if direct && len(data) >= directMin {
 		var err error
 		done, err = writeDirect(f, data[:len(data)&^(directAlign-1)])
 		if err != nil {

@@ -106,8 +106,28 @@ func TestWriteDataToAReadOnlyFile(t *testing.T) {
 	f, err := os.Open(p)
 	require.NoError(t, err)
 	defer f.Close()
-	err = writeData(f, make([]byte, 2*directMin))
+	err = writeData(f, make([]byte, 2*directMin), true)
 	require.Error(t, err)
 	require.True(t, errors.Is(err, syscall.EBADF), "%v", err)
 	require.ErrorContains(t, err, p)
+}
+
+// TestLocalDirectWritesTurnedOff: with $LOCH_STORAGE_DIRECT_WRITES=0 a
+// store writes every object through the page cache.
+func TestLocalDirectWritesTurnedOff(t *testing.T) {
+	t.Setenv("LOCH_STORAGE_DIRECT_WRITES", "0")
+	ctx := context.Background()
+	s, err := Open(ctx, t.TempDir())
+	require.NoError(t, err)
+	defer s.Close()
+	data := make([]byte, 3*directPiece)
+	for i := range data {
+		data[i] = byte(i * 7)
+	}
+	before := directBytes.Load()
+	require.NoError(t, s.Put(ctx, "k", data))
+	require.Equal(t, before, directBytes.Load())
+	got, err := s.Get(ctx, "k")
+	require.NoError(t, err)
+	require.True(t, string(data) == string(got))
 }
