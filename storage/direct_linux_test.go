@@ -30,18 +30,25 @@ func directSupported(t *testing.T, dir string) bool {
 	return true
 }
 
+// openDirectTest opens a local store in a new directory, closed at the
+// test's end, and says whether its file system takes O_DIRECT.
+func openDirectTest(t *testing.T) (string, Store, bool) {
+	dir := t.TempDir()
+	direct := directSupported(t, dir)
+	s, err := Open(context.Background(), dir)
+	require.NoError(t, err)
+	t.Cleanup(func() { s.Close() })
+	return dir, s, direct
+}
+
 // TestLocalDirectWritesAreByteIdentical: objects written past the page
 // cache (directMin bytes and more), from aligned and unaligned memory, of
 // lengths around the block and piece sizes, read back byte for byte, and
 // their whole blocks were written directly where the file system allows.
 func TestLocalDirectWritesAreByteIdentical(t *testing.T) {
 	rng := rand.New(rand.NewPCG(testseed.Seed(t), 0))
-	dir := t.TempDir()
-	direct := directSupported(t, dir)
+	_, s, direct := openDirectTest(t)
 	ctx := context.Background()
-	s, err := Open(ctx, dir)
-	require.NoError(t, err)
-	defer s.Close()
 	sizes := []int{0, 1, directMin - 1, directMin, directMin + 1, directMin + directAlign - 1,
 		3*directPiece + 5, 8<<20 + 123, directMin + rng.IntN(4*directPiece)}
 	for _, size := range sizes {
@@ -72,19 +79,15 @@ func TestLocalDirectWritesAreByteIdentical(t *testing.T) {
 // at the file size limit) fails the Put with the error, naming the
 // object's key, and leaves neither the object nor a temporary file.
 func TestLocalDirectWriteErrorNamesTheObject(t *testing.T) {
-	dir := t.TempDir()
-	direct := directSupported(t, dir)
+	dir, s, direct := openDirectTest(t)
 	ctx := context.Background()
-	s, err := Open(ctx, dir)
-	require.NoError(t, err)
-	defer s.Close()
 	var old syscall.Rlimit
 	require.NoError(t, syscall.Getrlimit(syscall.RLIMIT_FSIZE, &old))
 	lim := old
 	lim.Cur = directPiece
 	require.NoError(t, syscall.Setrlimit(syscall.RLIMIT_FSIZE, &lim))
 	before := directBytes.Load()
-	err = s.Put(ctx, "big/obj", make([]byte, 3*directPiece))
+	err := s.Put(ctx, "big/obj", make([]byte, 3*directPiece))
 	require.NoError(t, syscall.Setrlimit(syscall.RLIMIT_FSIZE, &old))
 	require.ErrorIs(t, err, syscall.EFBIG)
 	require.ErrorContains(t, err, "big/obj")
