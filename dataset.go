@@ -35,7 +35,7 @@ type options struct {
 	cacheBytes  int64
 	links       *LinkPolicy // nil: the default policy
 	settings    storage.Settings
-	direct      bool // storage.WithDirectWrites
+	direct      bool            // storage.WithDirectWrites
 	autoCompact *CompactOptions // nil: no automatic compaction
 	// leaseTTL and leaseRenew are a stage's lease's time to live and
 	// renewal period (docs/format.md §5.1; zero: defaultLeaseTTL and a
