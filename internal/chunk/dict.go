@@ -223,12 +223,8 @@ func (b *Builder) dictionary(s *encScratch) (offs []uint32, entries, indices []b
 		}
 	}
 	budget := len(b.raw) / 2
-	// Keys alias b.raw, which does not change while the map lives (the
-	// encoding: encScratch.put empties it).
-	// idx holds the indices 2 bytes wide (MaxDictEntries), packed at the
-	// end; grown as it goes: most give up early.
-	ids, idx := s.ids, s.idx[:0]
-	offs, entries = append(s.offs[:0], 0), s.entries[:0]
+	// ids' keys alias b.raw (encScratch.put empties it); idx: 2-byte indices (packIndices).
+	ids, idx, entries, offs := s.ids, s.idx[:0], s.entries[:0], append(s.offs[:0], 0)
 	defer func() { s.idx = idx[:0] }()
 	values := 0 // non-null values looked at
 	checkpoint, prevValues, prevK := 4*dictProbe, dictProbe, 0
