@@ -1,6 +1,9 @@
 package vector
 
 import (
+	"context"
+	"github.com/lochdata/loch"
+	"github.com/stretchr/testify/require"
 	"os"
 	"slices"
 	"strconv"
@@ -92,4 +95,26 @@ func logGroups(b *testing.B, q *quantizer, pts []float32) {
 		}
 	}
 	b.Logf("%d groups of %d (min) / %d (median) / %d (p90) / %d (max) centroids; a row compared with %.0f", len(sizes), sizes[0], sizes[len(sizes)/2], sizes[len(sizes)*9/10], sizes[len(sizes)-1], float64(compared)/float64(n))
+}
+
+// BenchmarkSampleRead times, on the dataset at LOCH_NL_SAMPLE_DS (column
+// "embedding", opened read-only), the read of a training sample of
+// LOCH_NL_SAMPLE rows (1,000,000) at random positions, as Train reads it:
+// wall and CPU time. Skipped without LOCH_NL_SAMPLE_DS.
+func BenchmarkSampleRead(b *testing.B) {
+	url := os.Getenv("LOCH_NL_SAMPLE_DS")
+	if url == "" {
+		b.Skip("LOCH_NL_SAMPLE_DS unset")
+	}
+	size, _ := strconv.Atoi(envOr("LOCH_NL_SAMPLE", "1000000"))
+	ctx := context.Background()
+	ds, err := loch.Open(ctx, url)
+	require.NoError(b, err)
+	defer ds.Close()
+	c, err := openColumn(ctx, ds.Scan(), "embedding", 2)
+	require.NoError(b, err)
+	t, cpu := time.Now(), cpuTime()
+	got, err := c.sample(ctx, int64(size), 1, 2)
+	require.NoError(b, err)
+	b.Logf("sample of %d of %d rows: %s wall, %.1f s CPU", len(got)/c.dim, ds.Scan().Len(), time.Since(t).Round(time.Millisecond), (cpuTime() - cpu).Seconds())
 }
