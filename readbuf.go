@@ -44,9 +44,10 @@ type BufferPool struct {
 
 	mu    sync.Mutex
 	free  [bufClasses][][]byte
-	idle  int64 // bytes in free
-	gets  int64 // buffers asked for
-	fresh int64 // of which allocated anew
+	idle  int64             // bytes in free
+	gets  int64             // buffers asked for
+	asked [bufClasses]int64 // buffers asked for, by class
+	fresh int64             // of which allocated anew
 }
 
 // NewBufferPool returns a pool that keeps at most room bytes idle.
@@ -127,6 +128,7 @@ func (p *BufferPool) get(n int) []byte {
 	top := min(c+reuseClasses, bufClasses-1)
 	p.mu.Lock()
 	p.gets++
+	p.asked[c]++
 	for k := c; k <= top; k++ {
 		if l := p.free[k]; len(l) > 0 {
 			b := l[len(l)-1]
@@ -145,8 +147,26 @@ func (p *BufferPool) get(n int) []byte {
 	}
 	p.mu.Lock()
 	p.fresh++
+	// A new buffer takes the class most asked for of those it may reuse:
+	// a later request of that class can take it.
+	k := c
+	for j := c + 1; j <= top; j++ {
+		if p.asked[j] > p.asked[k] {
+			k = j
+		}
+	}
 	p.mu.Unlock()
+	if k != c {
+		_, size = bufClass(classMax(k))
+	}
 	return make([]byte, n, size)
+}
+
+// classMax is the largest length in class c >= 1.
+func classMax(c int) int {
+	e := minBufShift + (c-1)/4
+	k := (c-1)%4 + 1
+	return 1<<e + k*(1<<(e-2))
 }
 
 // reuseClasses is how many classes above its own a request may take a

@@ -775,10 +775,24 @@ func (l *Loader) Close() error {
 	l.cond.Broadcast()
 	l.mu.Unlock()
 	l.wg.Wait()
-	l.debugBufs()
+	l.mu.Lock()
+	l.recycle()
+	l.mu.Unlock()
 	l.bufs.SetRoom(0)
 	l.bufs.Trim()
 	return nil
+}
+
+// recycle forgets every read the loader still holds, in use by batches
+// it will not collate now or kept (l.mu held, its goroutines stopped), so
+// that their buffers go back to the pool for the next loader (the next
+// epoch's) rather than to the garbage collector: no batch aliases them.
+func (l *Loader) recycle() {
+	for k, e := range l.chunks {
+		delete(l.chunks, k)
+		e.forget()
+	}
+	l.kept.Clear()
 }
 
 // bufRoom lets the loader's buffer pool keep idle what its memory budget
