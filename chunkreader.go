@@ -365,7 +365,7 @@ func spanFrom(bufs *BufferPool, ref manifest.ChunkRef, h *chunk.Header, lo, hi i
 		return nil, fmt.Errorf("read chunk %s: samples [%d, %d): %w", ref.Key, lo, hi, err)
 	}
 	return &Fetched{hdr: h, key: ref.Key, lo: lo, hi: hi, raw: raw, rawOff: h.BlockStart(a), buf: buf, bufs: bufs,
-		mem: int64(cap(buf)), DecodeTime: time.Since(t0)}, nil
+		mem: int64(len(raw)), DecodeTime: time.Since(t0)}, nil
 }
 
 // header returns a chunk's parsed header, with one range read unless the

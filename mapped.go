@@ -218,10 +218,8 @@ func (r *chunkReader) spanMapped(ctx context.Context, ref manifest.ChunkRef, h *
 	f := &Fetched{hdr: h, key: ref.Key, lo: lo, hi: hi, raw: raw, rawOff: h.BlockStart(a), buf: buf, bufs: bufs,
 		mem: int64(len(raw)), Bytes: end - start, DecodeTime: time.Since(t1), ReadTime: t1.Sub(t0)}
 	if buf != nil {
-		// Decompressed into buf, which the span holds (its capacity is
-		// the memory it counts): the stored bytes are not read again, and
-		// leave the process's memory now.
-		f.mem = int64(cap(buf))
+		// Decompressed into buf, which the span holds: the stored bytes
+		// are not read again, and leave the process's memory now.
 		maps.release(c, start, end-start)
 		return f, nil
 	}

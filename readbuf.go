@@ -44,10 +44,9 @@ type BufferPool struct {
 
 	mu    sync.Mutex
 	free  [bufClasses][][]byte
-	idle  int64             // bytes in free
-	gets  int64             // buffers asked for
-	asked [bufClasses]int64 // buffers asked for, by class
-	fresh int64             // of which allocated anew
+	idle  int64 // bytes in free
+	gets  int64 // buffers asked for
+	fresh int64 // of which allocated anew
 }
 
 // NewBufferPool returns a pool that keeps at most room bytes idle.
@@ -116,62 +115,32 @@ func bufClass(n int) (class, size int) {
 	return 1 + (e-minBufShift)*4 + k - 1, 1<<e + k*step
 }
 
-// get returns a buffer of length n, not zeroed: an idle one of its class
-// or of the next larger ones up to twice its size (the sizes of a
-// loader's spans vary around its segment size, so that an exact class
-// would often find none), else one from the sync.Pool, else a new one.
+// get returns a buffer of length n, not zeroed: an idle one of its
+// class, else one from the sync.Pool, else a new one.
 func (p *BufferPool) get(n int) []byte {
 	c, size := bufClass(n)
 	if c < 0 {
 		return make([]byte, n)
 	}
-	top := min(c+reuseClasses, bufClasses-1)
 	p.mu.Lock()
 	p.gets++
-	p.asked[c]++
-	for k := c; k <= top; k++ {
-		if l := p.free[k]; len(l) > 0 {
-			b := l[len(l)-1]
-			l[len(l)-1] = nil
-			p.free[k] = l[:len(l)-1]
-			p.idle -= int64(cap(b))
-			p.mu.Unlock()
-			return b[:n]
-		}
+	if l := p.free[c]; len(l) > 0 {
+		b := l[len(l)-1]
+		l[len(l)-1] = nil
+		p.free[c] = l[:len(l)-1]
+		p.idle -= int64(size)
+		p.mu.Unlock()
+		return b[:n]
 	}
 	p.mu.Unlock()
-	for k := c; k <= top; k++ {
-		if v, ok := spill[k].Get().(*[]byte); ok {
-			return (*v)[:n]
-		}
+	if v, ok := spill[c].Get().(*[]byte); ok {
+		return (*v)[:n]
 	}
 	p.mu.Lock()
 	p.fresh++
-	// A new buffer takes the class most asked for of those it may reuse:
-	// a later request of that class can take it.
-	k := c
-	for j := c + 1; j <= top; j++ {
-		if p.asked[j] > p.asked[k] {
-			k = j
-		}
-	}
 	p.mu.Unlock()
-	if k != c {
-		_, size = bufClass(classMax(k))
-	}
 	return make([]byte, n, size)
 }
-
-// classMax is the largest length in class c >= 1.
-func classMax(c int) int {
-	e := minBufShift + (c-1)/4
-	k := (c-1)%4 + 1
-	return 1<<e + k*(1<<(e-2))
-}
-
-// reuseClasses is how many classes above its own a request may take a
-// buffer from: four, up to twice its size.
-const reuseClasses = 4
 
 // put hands back a buffer that get returned; the caller must not use it
 // (nor anything aliasing it) again. A buffer whose capacity is not a

@@ -49,11 +49,7 @@ func TestBufPoolRoundTrip(t *testing.T) {
 		b := p.get(n)
 		require.Len(t, b, n)
 		_, size := bufClass(n)
-		// Its class's size, or a larger class's up to twice it (reused).
-		_, c := bufClass(cap(b))
-		require.Equal(t, c, cap(b))
-		require.GreaterOrEqual(t, cap(b), size)
-		require.LessOrEqual(t, cap(b), 2*size)
+		require.Equal(t, size, cap(b))
 		p.put(b)
 	}
 	// A buffer of another capacity is not pooled (and does not panic).
