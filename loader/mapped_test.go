@@ -50,24 +50,7 @@ func TestMappedBatchesMatchReadBatches(t *testing.T) {
 // imageDataset makes a local dataset of 1,500 32x32x3 images, half noise
 // and half flat (lz4 has something to do), in chunks of 1 MiB.
 func imageDataset(t *testing.T, codec schema.ChunkCodec) *loch.Dataset {
-	d, err := loch.Create(ctx, filepath.Join(t.TempDir(), "ds"), schema.Schema{Columns: []schema.Column{
-		{Name: "image", DType: schema.Uint8, Shape: schema.Shape{32, 32, 3}, ChunkBytes: 1 << 20, ChunkCompression: codec},
-	}})
-	require.NoError(t, err)
-	t.Cleanup(func() { d.Close() })
-	r := rand.New(rand.NewPCG(3, 9))
-	rows := make([]loch.Row, 1500)
-	for i := range rows {
-		pix := make([]byte, 32*32*3)
-		for k := range pix[:len(pix)/2] {
-			pix[k] = byte(r.Uint32())
-		}
-		rows[i] = loch.Row{"image": loch.Tensor([]int{32, 32, 3}, pix)}
-	}
-	require.NoError(t, d.Extend(ctx, rows))
-	_, err = d.Commit(ctx, "rows")
-	require.NoError(t, err)
-	return d
+	return randomImages(t, filepath.Join(t.TempDir(), "ds"), 1500, 32, 0.5, 1<<20, codec, rand.NewPCG(3, 9))
 }
 
 // TestSpanBuffersReused: an lz4 block shuffle decodes its spans into
