@@ -30,7 +30,7 @@ const (
 // from the OS, whose first touch the kernel zeroes (a quarter of an lz4
 // loader's CPU, decoding into fresh buffers).
 //
-// It keeps at most Room bytes idle. A buffer handed back beyond it, and
+// It keeps at most its room (SetRoom) in bytes idle. A buffer handed back beyond it, and
 // those Trim drops, go to a process-wide sync.Pool per class, which the
 // garbage collector empties, and from which any pool's fetches take a
 // buffer before allocating one. A loader sets its pool's room to what its

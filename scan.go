@@ -91,7 +91,8 @@ func (sc *Scan) Mapped() *Scan {
 // their buffers from p and hand them back to it when recycled
 // (Fetched.Recycle), so that its owner can bound the idle ones with the
 // spans it holds (a loader keeps both within its memory budget). Other
-// scans share a pool of 64 MiB.
+// scans hand them to a process-wide sync.Pool, which the garbage
+// collector empties.
 func (sc *Scan) WithBuffers(p *BufferPool) *Scan {
 	rd := &chunkReader{d: sc.d, cache: sc.rd.cache, mapped: sc.rd.mapped, bufs: p}
 	return &Scan{d: sc.d, s: sc.s, rd: rd}
