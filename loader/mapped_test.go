@@ -72,7 +72,13 @@ func TestSpanBuffersReused(t *testing.T) {
 		gets, fresh := l.bufs.Counts()
 		require.Greater(t, gets, int64(50), "epoch %d", e)
 		if e > 0 {
-			require.Less(t, fresh, gets/10, "epoch %d: buffers of the epoch before reused", e)
+			// Under the race detector a sync.Pool drops a quarter of what
+			// it is given, at random.
+			most := gets / 10
+			if raceEnabled {
+				most = gets / 2
+			}
+			require.Less(t, fresh, most, "epoch %d: buffers of the epoch before reused", e)
 		}
 		require.LessOrEqual(t, l.bufs.Idle(), cfg.PrefetchBytes, "epoch %d", e)
 		require.NoError(t, l.Close())
