@@ -27,7 +27,8 @@ import (
 // write's. What the direct path costs: the object is not in the page cache
 // after its Put, so its first read comes from the device, and the cache
 // pages that read fills are smaller than a write's, which makes mapping
-// them cost more faults. $LOCH_STORAGE_DIRECT_WRITES=0 turns it off.
+// them cost more faults. Hence a store does it only when opened
+// WithDirectWrites (see directWrites).
 const (
 	directMin   = 1 << 20
 	directAlign = 4096

@@ -35,7 +35,7 @@ func directSupported(t *testing.T, dir string) bool {
 func openDirectTest(t *testing.T) (string, Store, bool) {
 	dir := t.TempDir()
 	direct := directSupported(t, dir)
-	s, err := Open(context.Background(), dir)
+	s, err := Open(context.Background(), dir, WithDirectWrites(true))
 	require.NoError(t, err)
 	t.Cleanup(func() { s.Close() })
 	return dir, s, direct
@@ -115,22 +115,37 @@ func TestWriteDataToAReadOnlyFile(t *testing.T) {
 	require.ErrorContains(t, err, p)
 }
 
-// TestLocalDirectWritesTurnedOff: with $LOCH_STORAGE_DIRECT_WRITES=0 a
-// store writes every object through the page cache.
-func TestLocalDirectWritesTurnedOff(t *testing.T) {
-	t.Setenv("LOCH_STORAGE_DIRECT_WRITES", "0")
-	ctx := context.Background()
-	s, err := Open(ctx, t.TempDir())
-	require.NoError(t, err)
-	defer s.Close()
+// TestLocalDirectWritesChosen: a store writes past the page cache only
+// when opened WithDirectWrites, and $LOCH_STORAGE_DIRECT_WRITES (0 or 1)
+// overrides that either way.
+func TestLocalDirectWritesChosen(t *testing.T) {
+	if !directSupported(t, t.TempDir()) {
+		t.Skip("the temporary directory's file system refuses O_DIRECT: nothing to choose")
+	}
+	cases := []struct {
+		env    string
+		asked  bool
+		direct bool
+	}{
+		{"", false, false}, {"", true, true},
+		{"0", true, false}, {"0", false, false},
+		{"1", false, true}, {"1", true, true},
+	}
 	data := make([]byte, 3*directPiece)
 	for i := range data {
 		data[i] = byte(i * 7)
 	}
-	before := directBytes.Load()
-	require.NoError(t, s.Put(ctx, "k", data))
-	require.Equal(t, before, directBytes.Load())
-	got, err := s.Get(ctx, "k")
-	require.NoError(t, err)
-	require.True(t, string(data) == string(got))
+	ctx := context.Background()
+	for _, c := range cases {
+		t.Setenv("LOCH_STORAGE_DIRECT_WRITES", c.env)
+		s, err := Open(ctx, t.TempDir(), WithDirectWrites(c.asked))
+		require.NoError(t, err)
+		before := directBytes.Load()
+		require.NoError(t, s.Put(ctx, "k", data))
+		require.Equal(t, c.direct, directBytes.Load() > before, "env %q, asked %v", c.env, c.asked)
+		got, err := s.Get(ctx, "k")
+		require.NoError(t, err)
+		require.True(t, string(data) == string(got), "env %q, asked %v: bytes differ", c.env, c.asked)
+		require.NoError(t, s.Close())
+	}
 }

@@ -20,8 +20,8 @@ import (
 // rename and link stay within one file system), are synced, and are then
 // renamed (Put) or hard-linked (PutIfAbsent) into place; the directory is
 // synced after. An object of 1 MiB or more is written to its temporary
-// file past the page cache (writeData, direct_linux.go), unless
-// $LOCH_STORAGE_DIRECT_WRITES is 0 when the store is opened. Temporary files
+// file past the page cache (writeData, direct_linux.go) when the store was
+// opened WithDirectWrites (see directWrites). Temporary files
 // are named ".loch-tmp-*", a reserved segment prefix, and List skips them.
 //
 // Caveat: a file system cannot hold both "a" and "a/b" as files; the second
@@ -41,8 +41,20 @@ func openLocal(loc location) (*localStore, error) {
 	case err != nil && !errors.Is(err, fs.ErrNotExist):
 		return nil, mapOSError(err)
 	}
-	direct := os.Getenv("LOCH_STORAGE_DIRECT_WRITES") != "0"
-	return &localStore{dir: loc.bucket, url: loc.String(), files: newOpenFiles(), direct: direct}, nil
+	return &localStore{dir: loc.bucket, url: loc.String(), files: newOpenFiles()}, nil
+}
+
+// directWrites is whether a local store opened WithDirectWrites(asked)
+// writes past the page cache: $LOCH_STORAGE_DIRECT_WRITES, when 0 or 1,
+// decides instead.
+func directWrites(asked bool) bool {
+	switch os.Getenv("LOCH_STORAGE_DIRECT_WRITES") {
+	case "0":
+		return false
+	case "1":
+		return true
+	}
+	return asked
 }
 
 func (s *localStore) path(key string) string {
