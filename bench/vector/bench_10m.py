@@ -33,6 +33,21 @@ Run::
     python bench/vector/bench_10m.py --raw DIR --work /tmp/v10m-w \\
         --engines faiss-ivfflat,faiss-ivfpq,faiss-ivfpq-refine,lance-ivf-pq,faiss-hnsw
     python bench/vector/bench_10m.py --raw DIR --work /tmp/v10m-w --report
+
+Searches at the same load (a shared, noisy machine): build first
+(--build-only; several such runs at once), then --rounds N runs every
+engine's search phase back to back, N times, the order rotated, loch's
+too with --loch-cmd (its Go bench with LOCH_VECTOR_SEARCH_ONLY=1). Each
+search reports, besides the median wall time, the process CPU time per
+query (user + sys over the query loop / queries), which a loaded machine
+changes far less::
+
+    python bench/vector/bench_10m.py --raw DIR --work W --build-only \
+        --engines faiss-ivfflat,faiss-ivfpq,lance-ivf-pq
+    python bench/vector/bench_10m.py --raw DIR --work W --rounds 3 \
+        --engines faiss-ivfflat,faiss-ivfpq,faiss-ivfpq-refine,lance-ivf-pq \
+        --loch-cmd "LOCH_VECTOR_SEARCH_ONLY=1 LOCH_VECTOR_DIR=DIR ... ./vector.test -test.bench IVFReport ..."
+    python bench/vector/bench_10m.py ... --rounds 3 --loch-cmd x --report
 """
 
 from __future__ import annotations
@@ -431,7 +446,7 @@ def rounds(args: argparse.Namespace, raw: Raw) -> None:
     """The search phases of every engine back to back, --rounds times, the
     order rotated each round, so that all of them search at the same load;
     each in its own process (nice 19). Figures per round in
-    WORK/round-R-ENGINE.json; recall from the first round's ids."""
+    WORK/TAG-R-ENGINE.json (--round-tag); recall from the first round's ids."""
     names = args.engines.split(",") + (["loch-ivf-pq"] if args.loch_cmd else [])
     q = np.fromfile(args.raw / "queries.f32", dtype="<f4").reshape(-1, raw.dim)
     kth_path = args.work / "kth.npy"
@@ -447,7 +462,7 @@ def rounds(args: argparse.Namespace, raw: Raw) -> None:
                 got = run_worker(args, "search", name, params(args, name))
                 got["recall"] = [recall(raw, q, kth, np.load(args.work / f"ids-{name}-{s}.npy")) for s in params(args, name)["settings"]]
             got |= {"load": os.getloadavg()[0], "utc": time.strftime("%H:%M:%S", time.gmtime())}
-            (args.work / f"round-{r}-{name}.json").write_text(json.dumps(got))
+            (args.work / f"{args.round_tag}-{r}-{name}.json").write_text(json.dumps(got))
             print("round", r, name, json.dumps(got), flush=True)
 
 
@@ -457,7 +472,7 @@ def rounds_report(args: argparse.Namespace) -> str:
     names = args.engines.split(",") + (["loch-ivf-pq"] if args.loch_cmd else [])
     out = ["| engine | setting | recall@10 | median latency, ms (rounds) | CPU a query, ms (rounds) | peak RSS searching |", "|---|---|---|---|---|---|"]
     for name in names:
-        got = [json.loads(f.read_text()) for f in sorted(args.work.glob(f"round-*-{name}.json"))]
+        got = [json.loads(f.read_text()) for f in sorted(args.work.glob(f"{args.round_tag}-*-{name}.json"))]
         if not got:
             continue
         kind = "efSearch" if name == "faiss-hnsw" else "nprobe"
@@ -512,6 +527,7 @@ def main() -> None:
     ap.add_argument("--build-only", action="store_true", help="build the engines' indexes, search nothing")
     ap.add_argument("--ivfpq-from-ivfflat", action="store_true", help="faiss-ivfpq on faiss-ivfflat's quantizer and lists (see ivfpq_from_ivfflat)")
     ap.add_argument("--rounds", type=int, default=0, help="search every engine back to back this many times (indexes built)")
+    ap.add_argument("--round-tag", default="round", help="with --rounds: the figures' file prefix, WORK/TAG-R-ENGINE.json")
     ap.add_argument("--loch-cmd", default="", help="with --rounds: the shell command of loch's search-only Go bench")
     ap.add_argument("--report", action="store_true")
     ap.add_argument("--worker", nargs=2, help=argparse.SUPPRESS)
