@@ -75,7 +75,16 @@ type chunkReader struct {
 	d      *Dataset
 	cache  chunkcache.Cache // nil: none
 	mapped bool             // spans from mapped chunk files where the store can map (mapped.go)
+	bufs   *BufferPool      // span buffers; nil: defaultBuffers
 	flight singleflight.Group
+}
+
+// pool is the BufferPool the reader's spans take their buffers from.
+func (r *chunkReader) pool() *BufferPool {
+	if r.bufs == nil {
+		return defaultBuffers
+	}
+	return r.bufs
 }
 
 // fetchedObject is one whole chunk object and where it came from.
@@ -200,14 +209,15 @@ func (r *chunkReader) span(ctx context.Context, ref manifest.ChunkRef, lo, hi in
 	}
 	a, b := h.SpanBlocks(lo, hi)
 	start, end := h.BlockRange(a, b)
-	stored := getBuf(int(end - start))
+	bufs := r.pool()
+	stored := bufs.get(int(end - start))
 	if len(stored) > 0 {
 		if err := r.d.store.ReadRange(ctx, ref.Key, start, stored); err != nil {
-			putBuf(stored)
+			bufs.put(stored)
 			return nil, fmt.Errorf("read chunk %s: %w", ref.Key, err)
 		}
 	}
-	f, err := spanFrom(ref, h, lo, hi, stored)
+	f, err := spanFrom(bufs, ref, h, lo, hi, stored)
 	if err != nil {
 		return nil, err
 	}
@@ -247,9 +257,9 @@ func (r *chunkReader) spanCached(ctx context.Context, ref manifest.ChunkRef, lo,
 		return nil, fmt.Errorf("read chunk %s: object is %d bytes, header says %d: %w", ref.Key, len(o.obj), h.Size(), ErrCorrupt)
 	}
 	// A copy: the span must not keep the whole object alive.
-	stored := getBuf(int(end - start))
+	stored := r.pool().get(int(end - start))
 	copy(stored, o.obj[start:end])
-	f, err := spanFrom(ref, h, lo, hi, stored)
+	f, err := spanFrom(r.pool(), ref, h, lo, hi, stored)
 	if err != nil {
 		return nil, err
 	}
@@ -312,13 +322,14 @@ func (r *chunkReader) spanFromCache(ctx context.Context, rr chunkcache.RangeRead
 	}
 	a, b := h.SpanBlocks(lo, hi)
 	start, end := h.BlockRange(a, b)
-	stored := getBuf(int(end - start))
+	bufs := r.pool()
+	stored := bufs.get(int(end - start))
 	if ok, err := rr.ReadRange(ctx, ref.Key, start, stored); err != nil || !ok {
-		putBuf(stored)
+		bufs.put(stored)
 		return nil, nil
 	}
 	readTime := time.Since(t0)
-	f, err := spanFrom(ref, h, lo, hi, stored)
+	f, err := spanFrom(bufs, ref, h, lo, hi, stored)
 	if err != nil {
 		r.dropIfDamaged(ctx, ref)
 		return nil, nil
@@ -335,25 +346,25 @@ func (r *chunkReader) dropIfDamaged(ctx context.Context, ref manifest.ChunkRef) 
 }
 
 // spanFrom decodes samples [lo, hi) of a range-readable chunk from stored,
-// the bytes of the blocks that hold them in a buffer from getBuf, which it
+// the bytes of the blocks that hold them in a buffer from bufs, which it
 // takes over: the span's raw data is stored itself (codec none) or a
-// buffer from getBuf it is decoded into, stored then handed back.
-func spanFrom(ref manifest.ChunkRef, h *chunk.Header, lo, hi int, stored []byte) (*Fetched, error) {
+// buffer from bufs it is decoded into, stored then handed back.
+func spanFrom(bufs *BufferPool, ref manifest.ChunkRef, h *chunk.Header, lo, hi int, stored []byte) (*Fetched, error) {
 	t0 := time.Now()
 	a, b := h.SpanBlocks(lo, hi)
 	buf, decompress := stored, h.Codec != chunk.CodecNone && a < b
 	if decompress {
-		buf = getBuf(int(min(h.BlockStart(b), h.RawLen) - h.BlockStart(a)))
+		buf = bufs.get(int(min(h.BlockStart(b), h.RawLen) - h.BlockStart(a)))
 	}
 	raw, err := h.DecodeBlocks(stored, a, b, buf)
 	if decompress {
-		putBuf(stored)
+		bufs.put(stored)
 	}
 	if err != nil {
-		putBuf(buf)
+		bufs.put(buf)
 		return nil, fmt.Errorf("read chunk %s: samples [%d, %d): %w", ref.Key, lo, hi, err)
 	}
-	return &Fetched{hdr: h, key: ref.Key, lo: lo, hi: hi, raw: raw, rawOff: h.BlockStart(a), buf: buf,
+	return &Fetched{hdr: h, key: ref.Key, lo: lo, hi: hi, raw: raw, rawOff: h.BlockStart(a), buf: buf, bufs: bufs,
 		mem: int64(len(raw)), DecodeTime: time.Since(t0)}, nil
 }
 

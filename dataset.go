@@ -35,6 +35,7 @@ type options struct {
 	cacheBytes  int64
 	links       *LinkPolicy // nil: the default policy
 	settings    storage.Settings
+	direct      bool            // storage.WithDirectWrites
 	autoCompact *CompactOptions // nil: no automatic compaction
 	// leaseTTL and leaseRenew are a stage's lease's time to live and
 	// renewal period (docs/format.md §5.1; zero: defaultLeaseTTL and a
@@ -96,6 +97,12 @@ func WithAuthor(name string) Option { return func(o *options) { o.author = name 
 // of, or on top of, the environment's, so that datasets of one process can
 // live in different clouds or accounts. Not with WithStore.
 func WithStorageSettings(s storage.Settings) Option { return func(o *options) { o.settings = s } }
+
+// WithDirectWrites makes a dataset in a local directory write its chunks
+// past the page cache (storage.WithDirectWrites): what a bulk load such as
+// ingest wants, since it does not read them back, but a chunk's first read
+// then comes from the disk. Not with WithStore; other schemes ignore it.
+func WithDirectWrites() Option { return func(o *options) { o.direct = true } }
 
 // WithStore uses an already opened store instead of opening the URL; the
 // Dataset does not close it.
@@ -336,7 +343,7 @@ func newDataset(ctx context.Context, url string, o options) (*Dataset, error) {
 	if o.store != nil {
 		d.store = o.store
 	} else {
-		s, err := storage.Open(ctx, url, storage.WithSettings(o.settings))
+		s, err := storage.Open(ctx, url, storage.WithSettings(o.settings), storage.WithDirectWrites(o.direct))
 		if err != nil {
 			return nil, fmt.Errorf("open %s: %w", storage.Redact(url), err)
 		}

@@ -24,12 +24,13 @@ type Fetched struct {
 
 	// A span: samples [lo, hi) of the chunk whose header is hdr; raw holds
 	// the decoded blocks that hold them, from raw-data offset rawOff, in
-	// buf, a buffer from the read pools (readbuf.go).
+	// buf, a buffer from bufs (readbuf.go).
 	hdr    *chunk.Header
 	lo, hi int
 	raw    []byte
 	rawOff int64
 	buf    []byte
+	bufs   *BufferPool
 	mapped *mapRef // a span read from a mapped chunk file (mapped.go), whose raw aliases it
 	// unchecked, when set, records which blocks of raw have passed their
 	// checksums: the others are checked as samples are taken (check).
@@ -170,7 +171,7 @@ func (f *Fetched) Mem() int64 { return f.mem }
 // Whole chunks are left to the garbage collector (a cache may share them).
 func (f *Fetched) Recycle() {
 	if f.buf != nil {
-		putBuf(f.buf)
+		f.bufs.put(f.buf)
 		f.buf, f.raw = nil, nil
 	}
 	if f.mapped != nil {

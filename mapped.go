@@ -197,8 +197,9 @@ func (r *chunkReader) spanMapped(ctx context.Context, ref manifest.ChunkRef, h *
 	}
 	stored := c.m.Data[start:end:end]
 	var buf []byte
+	bufs := r.pool()
 	if h.Codec != chunk.CodecNone {
-		buf = getBuf(int(min(h.BlockStart(b), h.RawLen) - h.BlockStart(a)))
+		buf = bufs.get(int(min(h.BlockStart(b), h.RawLen) - h.BlockStart(a)))
 	}
 	t1 := time.Now()
 	var raw []byte
@@ -209,12 +210,12 @@ func (r *chunkReader) spanMapped(ctx context.Context, ref manifest.ChunkRef, h *
 	}
 	if err != nil {
 		if buf != nil {
-			putBuf(buf)
+			bufs.put(buf)
 		}
 		maps.release(c, start, end-start)
 		return nil, fmt.Errorf("read chunk %s: samples [%d, %d): %w", ref.Key, lo, hi, err)
 	}
-	f := &Fetched{hdr: h, key: ref.Key, lo: lo, hi: hi, raw: raw, rawOff: h.BlockStart(a), buf: buf,
+	f := &Fetched{hdr: h, key: ref.Key, lo: lo, hi: hi, raw: raw, rawOff: h.BlockStart(a), buf: buf, bufs: bufs,
 		mem: int64(len(raw)), Bytes: end - start, DecodeTime: time.Since(t1), ReadTime: t1.Sub(t0)}
 	if buf != nil {
 		// Decompressed into buf, which the span holds: the stored bytes

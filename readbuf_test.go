@@ -2,6 +2,7 @@ package loch
 
 import (
 	"math/rand/v2"
+	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -42,15 +43,52 @@ func TestBufClass(t *testing.T) {
 
 func TestBufPoolRoundTrip(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
+	p := NewBufferPool(64 << 20)
 	for range 100 {
 		n := 1 + r.IntN(1<<20)
-		b := getBuf(n)
+		b := p.get(n)
 		require.Len(t, b, n)
 		_, size := bufClass(n)
 		require.Equal(t, size, cap(b))
-		putBuf(b)
+		p.put(b)
 	}
 	// A buffer of another capacity is not pooled (and does not panic).
-	putBuf(make([]byte, 5000))
-	putBuf(nil)
+	idle := p.Idle()
+	p.put(make([]byte, 5000))
+	p.put(nil)
+	require.Equal(t, idle, p.Idle())
+}
+
+// TestBufferPoolReusesWithinItsRoom: a buffer handed back is the next one
+// of its class handed out, across garbage collections (a sync.Pool's are
+// dropped by them), and the idle bytes never exceed the room.
+func TestBufferPoolReusesWithinItsRoom(t *testing.T) {
+	p := NewBufferPool(3 << 20)
+	a := p.get(1 << 20)
+	a[0] = 7
+	p.put(a)
+	runtime.GC()
+	runtime.GC()
+	b := p.get(1<<20 - 100)
+	require.Equal(t, &a[:1][0], &b[:1][0], "the same buffer, reused")
+	gets, fresh := p.Counts()
+	require.EqualValues(t, 2, gets)
+	require.EqualValues(t, 1, fresh)
+
+	var bufs [][]byte
+	for range 5 {
+		bufs = append(bufs, p.get(1<<20))
+	}
+	for _, b := range bufs {
+		p.put(b)
+	}
+	require.EqualValues(t, 3<<20, p.Idle(), "three of 1 MiB kept, two left to the sync.Pool")
+	p.SetRoom(1 << 20)
+	p.put(p.get(4096)) // beyond the room: to the sync.Pool
+	require.EqualValues(t, 3<<20, p.Idle())
+	p.Trim()
+	require.EqualValues(t, 1<<20, p.Idle())
+	p.SetRoom(0)
+	p.Trim()
+	require.Zero(t, p.Idle())
 }

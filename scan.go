@@ -63,7 +63,7 @@ func (d *Dataset) Scan() *Scan { return &Scan{d: d, s: d.current(), rd: &chunkRe
 // read locally; the fetch briefly holds the whole object. Concurrent
 // fetches of one chunk on the returned Scan wait for one read of it.
 func (sc *Scan) WithCache(cache chunkcache.Cache) *Scan {
-	return &Scan{d: sc.d, s: sc.s, rd: &chunkReader{d: sc.d, cache: cache}}
+	return &Scan{d: sc.d, s: sc.s, rd: &chunkReader{d: sc.d, cache: cache, bufs: sc.rd.bufs}}
 }
 
 // Mapped returns a scan of the same snapshot whose span fetches (Span) of
@@ -83,7 +83,18 @@ func (sc *Scan) WithCache(cache chunkcache.Cache) *Scan {
 // file must not be rewritten in place while it is mapped (a Store never
 // does).
 func (sc *Scan) Mapped() *Scan {
-	rd := &chunkReader{d: sc.d, cache: sc.rd.cache, mapped: sc.rd.cache == nil}
+	rd := &chunkReader{d: sc.d, cache: sc.rd.cache, mapped: sc.rd.cache == nil, bufs: sc.rd.bufs}
+	return &Scan{d: sc.d, s: sc.s, rd: rd}
+}
+
+// WithBuffers returns a scan of the same snapshot whose span fetches take
+// their buffers from p and hand them back to it when recycled
+// (Fetched.Recycle), so that its owner can bound the idle ones with the
+// spans it holds (a loader keeps both within its memory budget). Other
+// scans hand them to a process-wide sync.Pool, which the garbage
+// collector empties.
+func (sc *Scan) WithBuffers(p *BufferPool) *Scan {
+	rd := &chunkReader{d: sc.d, cache: sc.rd.cache, mapped: sc.rd.mapped, bufs: p}
 	return &Scan{d: sc.d, s: sc.s, rd: rd}
 }
 

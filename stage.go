@@ -47,8 +47,8 @@ type staging struct {
 	deletes   map[uint64]rowLoc
 	conflicts map[uint64]bool
 
-	builders freeList[*chunk.Builder] // recycled after encoding
-	buffers  freeList[[]byte]         // encoded chunk buffers
+	builders builderPool      // recycled after encoding
+	buffers  freeList[[]byte] // encoded chunk buffers
 
 	// uploads encodes and uploads flushed chunks in the background, at
 	// most 2×parallelism at once (bounding memory). The first failure
@@ -56,8 +56,12 @@ type staging struct {
 	// cancels it too. Nothing more is submitted once ctx is done.
 	uploads errgroup.Group
 	slots   chan struct{} // the uploads' semaphore (submit)
-	ctx     context.Context
-	cancel  context.CancelCauseFunc
+	// encoders bounds the uploads encoding at once to parallelism: more
+	// would not encode faster, and each holds an encoding's working
+	// memory (chunk.Builder.EncodeInPlace).
+	encoders chan struct{}
+	ctx      context.Context
+	cancel   context.CancelCauseFunc
 
 	// lease is the handle's lease, begun for this stage: it keeps the
 	// stage's objects from garbage collection (docs/format.md §5.1); nil
@@ -124,12 +128,15 @@ func (d *Dataset) newStaging(base *snapshot) *staging {
 	st := &staging{d: d, base: base, nextUID: base.man.NextColumnUID, deltas: map[int]*colDelta{}, nonce: randomID(),
 		deletes: map[uint64]rowLoc{}, conflicts: map[uint64]bool{}, ctx: ctx, cancel: cancel}
 	st.slots = make(chan struct{}, 2*d.opts.parallelism)
-	// Spares: one builder and one encoding buffer per encoder, for the
-	// next chunk each starts. With the open chunks (one per column) and
-	// the uploads in flight (slots) they bound the stage's memory, in
-	// chunks, whatever the number of rows.
-	st.builders = make(freeList[*chunk.Builder], d.opts.parallelism)
-	st.buffers = make(freeList[[]byte], d.opts.parallelism)
+	// Spares: builders and encoding buffers come back from the uploads
+	// for the next chunks. Every builder is kept: there are never more
+	// than the open chunks (one per column) and the uploads in flight
+	// (slots) use at once, so they bound the stage's memory, in chunks,
+	// whatever the number of rows; one dropped would be made again, and
+	// its garbage grow the heap (Go's collector lets it reach twice the
+	// live bytes) as the rows grow. A buffer is kept per slot.
+	st.buffers = make(freeList[[]byte], 2*d.opts.parallelism)
+	st.encoders = make(chan struct{}, d.opts.parallelism)
 	st.cols = append(st.cols, base.man.Schema.Columns...)
 	return st
 }
@@ -512,7 +519,7 @@ func (st *staging) addSplit(ctx context.Context, cw *colWriter, off int64, p pre
 // newBuilder returns a recycled or new chunk builder for column c.
 func (st *staging) newBuilder(c *schema.Column, sizeHint int) *chunk.Builder {
 	sc, codec := chunk.SampleCode(c.SampleCompression), chunk.CodecCode(c.ChunkCompression)
-	if b, ok := st.builders.get(); ok {
+	if b := st.builders.get(c.UID); b != nil {
 		b.Reinit(c.DType, sc, codec)
 		return b
 	}
@@ -556,7 +563,9 @@ func (st *staging) submit(ctx context.Context, uid int, b *chunk.Builder, ref *m
 			return err
 		}
 		buf, _ := st.buffers.get()
+		st.encoders <- struct{}{}
 		obj, inPlace, err := b.EncodeInPlace(buf)
+		<-st.encoders
 		if lo, hi, ok := b.Stats(); ok && err == nil {
 			ref.Min, ref.Max = &lo, &hi
 		}
@@ -565,7 +574,7 @@ func (st *staging) submit(ctx context.Context, uid int, b *chunk.Builder, ref *m
 		// as obj is when it is not.
 		recycle := func() {
 			b.Reset()
-			st.builders.put(b)
+			st.builders.put(b, uid)
 		}
 		if !inPlace {
 			recycle()
@@ -583,7 +592,7 @@ func (st *staging) submit(ctx context.Context, uid int, b *chunk.Builder, ref *m
 		if err != nil {
 			return fail(fmt.Errorf("%s: encode chunk: %w", st.d.url, err))
 		}
-		h, err := chunk.ParseHeader(obj)
+		h, err := chunk.ParseSizes(obj)
 		if err != nil {
 			return fail(fmt.Errorf("%s: encode chunk: %w", st.d.url, err))
 		}
@@ -596,6 +605,49 @@ func (st *staging) submit(ctx context.Context, uid int, b *chunk.Builder, ref *m
 		dl.stored.Add(h.Size())
 		return nil
 	})
+}
+
+// builderPool keeps the spare chunk builders of a stage, each with the
+// column it last held. A builder's memory grows to fit its chunks (the
+// data, and for text a length a value: 6 MiB for a chunk of 5-byte
+// values), so get gives a column the builder that held it before when
+// one is spare, rather than one that would grow again. It is safe for
+// concurrent use.
+type builderPool struct {
+	mu    sync.Mutex
+	spare []spareBuilder
+}
+
+type spareBuilder struct {
+	b   *chunk.Builder
+	uid int
+}
+
+// get returns a spare builder, the last one of column uid if there is
+// one, else the one put last; nil when none is spare.
+func (p *builderPool) get(uid int) *chunk.Builder {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.spare) == 0 {
+		return nil
+	}
+	k := len(p.spare) - 1
+	for i := k; i >= 0; i-- {
+		if p.spare[i].uid == uid {
+			k = i
+			break
+		}
+	}
+	b := p.spare[k].b
+	p.spare = slices.Delete(p.spare, k, k+1)
+	return b
+}
+
+// put keeps b, last used for column uid, for a later get.
+func (p *builderPool) put(b *chunk.Builder, uid int) {
+	p.mu.Lock()
+	p.spare = append(p.spare, spareBuilder{b, uid})
+	p.mu.Unlock()
 }
 
 // freeList keeps up to cap spare values for reuse. Unlike a sync.Pool,

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lochdata/loch/internal/chunk"
 	"github.com/lochdata/loch/internal/testseed"
 	"github.com/lochdata/loch/schema"
 	"github.com/stretchr/testify/require"
@@ -60,4 +61,20 @@ func TestChunksUploadedFromStableMemory(t *testing.T) {
 	_, problems, err := d.Verify(ctx)
 	require.NoError(t, err)
 	require.Empty(t, problems)
+}
+
+// TestBuilderPoolGivesAColumnItsOwn: a column gets back the builder it
+// held before when one is spare (its buffers fit its chunks), else the
+// one put last; no builder is dropped.
+func TestBuilderPoolGivesAColumnItsOwn(t *testing.T) {
+	var p builderPool
+	require.Nil(t, p.get(1))
+	a, b, c := chunk.NewBuilder(schema.Text, 0, 0, 0), chunk.NewBuilder(schema.Int64, 0, 0, 0), chunk.NewBuilder(schema.Text, 0, 0, 0)
+	p.put(a, 1)
+	p.put(b, 2)
+	p.put(c, 3)
+	require.Same(t, a, p.get(1))
+	require.Same(t, c, p.get(7)) // none of column 7: the last put
+	require.Same(t, b, p.get(3))
+	require.Nil(t, p.get(2))
 }

@@ -146,7 +146,9 @@ type Options struct {
 	// Progress, when not nil, receives progress reports.
 	Progress Progress
 	// DatasetOptions are passed to loch.Create and loch.Open, after
-	// loch.WithParallelism(Parallelism).
+	// loch.WithParallelism(Parallelism) and loch.WithDirectWrites (an
+	// ingest does not read back the chunks it writes: a local dataset's
+	// are written past the page cache).
 	DatasetOptions []loch.Option
 }
 
@@ -352,7 +354,7 @@ func run(ctx context.Context, url, format, source string, o Options,
 	if err != nil {
 		return res, err
 	}
-	dsOpts := append([]loch.Option{loch.WithParallelism(o.Parallelism)}, o.DatasetOptions...)
+	dsOpts := append([]loch.Option{loch.WithParallelism(o.Parallelism), loch.WithDirectWrites()}, o.DatasetOptions...)
 	d, ex, err := openExisting(ctx, url, &o, dsOpts)
 	if err != nil {
 		return res, err

@@ -14,8 +14,10 @@ import (
 // them but with only the system calls it needs: open, reads to end of
 // file, close. os.ReadFile also stats the file and registers it with the
 // poller (nine calls instead of four), which is a third of the CPU an
-// image folder's ingest spends per file. A file that grew since it was
-// listed is read whole all the same. buf grows (a new array) only when it
+// image folder's ingest spends per file. A read that returns fewer bytes
+// than asked, ending at the listed size, ends the file (no read to find
+// the end: three calls). A file that grew since it was listed is read
+// whole all the same. buf grows (a new array) only when it
 // has no room for size+1 more bytes: the read that finds the end needs one.
 func appendFile(buf []byte, name string, size int64) ([]byte, error) {
 	if size < 0 {
@@ -42,10 +44,12 @@ func appendAt(buf []byte, dirfd int, path, name string, size int64) ([]byte, err
 	}
 	defer unix.Close(fd)
 	buf = slices.Grow(buf, int(size)+1)
+	start := len(buf)
 	for {
 		if len(buf) == cap(buf) {
 			buf = append(buf, 0)[:len(buf)]
 		}
+		asked := cap(buf) - len(buf)
 		n, err := unix.Read(fd, buf[len(buf):cap(buf)])
 		switch {
 		case err == unix.EINTR:
@@ -56,6 +60,12 @@ func appendAt(buf []byte, dirfd int, path, name string, size int64) ([]byte, err
 			return buf, nil
 		}
 		buf = buf[:len(buf)+n]
+		if n < asked && int64(len(buf)-start) == size {
+			// A short read that ends at the listed size is the end of the
+			// file: a regular file reads short only there. The read that
+			// would return 0 is a tenth of the system calls per file.
+			return buf, nil
+		}
 	}
 }
 

@@ -40,6 +40,7 @@ func (l *Loader) collate(job *batchJob) {
 			// yet that name it do not keep its memory (they fetch it
 			// again if admitted).
 			if e.err != nil || e.part != nil || !l.kept.Add(e.key, e, e.size) {
+				l.bufRoom()
 				e.forget()
 			}
 		}

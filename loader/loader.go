@@ -369,6 +369,7 @@ type Loader struct {
 	chunks   map[entryKey]*chunkEntry // reads that admitted batches use
 	kept     *lru.Cache[entryKey, *chunkEntry]
 	keepMax  int64              // bytes kept of reads no batch in flight uses
+	bufs     *loch.BufferPool   // the scans' span buffers, kept for reuse within the budget (bufRoom)
 	located  int64              // jobs locate has resolved (chunkEntry.mark)
 	ahead    []*batchJob        // the next window's batches, whose reads readAhead starts
 	aheadAt  int                // the next of ahead[0]'s entries to consider
@@ -546,9 +547,13 @@ var mapChunks = true
 // newLoader loads the scans and resolves the columns.
 func newLoader(ctx context.Context, scans []*loch.Scan, cfg Config) (*Loader, error) {
 	l := &Loader{cfg: cfg, ready: map[int]*Batch{}, failed: map[int]error{}, chunks: map[entryKey]*chunkEntry{},
-		keepMax: cfg.PrefetchBytes / 4}
-	l.kept = lru.New(l.keepMax, func(_ entryKey, e *chunkEntry, _ int64) { e.forget() })
+		keepMax: cfg.PrefetchBytes / 4, bufs: loch.NewBufferPool(0)}
+	l.kept = lru.New(l.keepMax, func(_ entryKey, e *chunkEntry, _ int64) {
+		l.bufRoom()
+		e.forget()
+	})
 	for _, v := range scans {
+		v = v.WithBuffers(l.bufs)
 		if cfg.Cache != nil {
 			v = v.WithCache(cfg.Cache)
 		} else if mapChunks {
@@ -770,7 +775,32 @@ func (l *Loader) Close() error {
 	l.cond.Broadcast()
 	l.mu.Unlock()
 	l.wg.Wait()
+	l.mu.Lock()
+	l.recycle()
+	l.mu.Unlock()
+	l.bufs.SetRoom(0)
+	l.bufs.Trim()
 	return nil
+}
+
+// recycle forgets every read the loader still holds, in use by batches
+// it will not collate now or kept (l.mu held, its goroutines stopped), so
+// that their buffers go back to the pool for the next loader (the next
+// epoch's) rather than to the garbage collector: no batch aliases them.
+func (l *Loader) recycle() {
+	for k, e := range l.chunks {
+		delete(l.chunks, k)
+		e.forget()
+	}
+	l.kept.Clear()
+}
+
+// bufRoom lets the loader's buffer pool keep idle what its memory budget
+// leaves beside the bytes in flight and kept (l.mu held), before a span
+// is recycled: the spans a loader holds and the buffers it keeps for the
+// next reads stay within PrefetchBytes together.
+func (l *Loader) bufRoom() {
+	l.bufs.SetRoom(max(l.cfg.PrefetchBytes-l.inflight-l.kept.Size(), 0))
 }
 
 // Stats returns the loader's counters so far.

@@ -329,21 +329,29 @@ func TestRaggedAsList(t *testing.T) {
 // 3] in four chunks of four segments, all in one default window.
 func noiseImages(t *testing.T, url string) *loch.Dataset {
 	t.Helper()
+	return randomImages(t, url, 1200, 64, 1, 4<<20, schema.LZ4, rand.NewPCG(1, 2))
+}
+
+// randomImages is a dataset at url of rows uint8 [side, side, 3] images
+// whose first share noise of bytes are random (from src) and the rest
+// zero, in chunks of chunkBytes stored with codec.
+func randomImages(t *testing.T, url string, rows, side int, noise float64, chunkBytes int, codec schema.ChunkCodec, src rand.Source) *loch.Dataset {
+	t.Helper()
 	d, err := loch.Create(ctx, url, schema.Schema{Columns: []schema.Column{
-		{Name: "image", DType: schema.Uint8, Shape: schema.Shape{64, 64, 3}, ChunkBytes: 4 << 20, ChunkCompression: schema.LZ4},
+		{Name: "image", DType: schema.Uint8, Shape: schema.Shape{side, side, 3}, ChunkBytes: chunkBytes, ChunkCompression: codec},
 	}})
 	require.NoError(t, err)
 	t.Cleanup(func() { d.Close() })
-	r := rand.New(rand.NewPCG(1, 2))
-	rows := make([]loch.Row, 1200)
-	for i := range rows {
-		pix := make([]byte, 64*64*3)
-		for k := range pix {
+	r := rand.New(src)
+	all := make([]loch.Row, rows)
+	for i := range all {
+		pix := make([]byte, side*side*3)
+		for k := range pix[:int(float64(len(pix))*noise)] {
 			pix[k] = byte(r.Uint32())
 		}
-		rows[i] = loch.Row{"image": loch.Tensor([]int{64, 64, 3}, pix)}
+		all[i] = loch.Row{"image": loch.Tensor([]int{side, side, 3}, pix)}
 	}
-	require.NoError(t, d.Extend(ctx, rows))
+	require.NoError(t, d.Extend(ctx, all))
 	_, err = d.Commit(ctx, "rows")
 	require.NoError(t, err)
 	return d

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
+	"runtime/debug"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -19,23 +20,7 @@ import (
 // files as read into buffers, within the same in-flight bound.
 func TestMappedBatchesMatchReadBatches(t *testing.T) {
 	for _, codec := range []schema.ChunkCodec{schema.CodecNone, schema.LZ4} {
-		d, err := loch.Create(ctx, filepath.Join(t.TempDir(), "ds"), schema.Schema{Columns: []schema.Column{
-			{Name: "image", DType: schema.Uint8, Shape: schema.Shape{32, 32, 3}, ChunkBytes: 1 << 20, ChunkCompression: codec},
-		}})
-		require.NoError(t, err)
-		t.Cleanup(func() { d.Close() })
-		r := rand.New(rand.NewPCG(3, 9))
-		rows := make([]loch.Row, 1500)
-		for i := range rows {
-			pix := make([]byte, 32*32*3)
-			for k := range pix[:len(pix)/2] { // half noise, half flat: lz4 has something to do
-				pix[k] = byte(r.Uint32())
-			}
-			rows[i] = loch.Row{"image": loch.Tensor([]int{32, 32, 3}, pix)}
-		}
-		require.NoError(t, d.Extend(ctx, rows))
-		_, err = d.Commit(ctx, "rows")
-		require.NoError(t, err)
+		d := imageDataset(t, codec)
 		for _, mode := range []order.Mode{order.ModeBlock, order.ModeFull} {
 			cfg := Config{BatchSize: 50, Shuffle: mode, Seed: 5, Workers: 2, PrefetchBytes: 2 << 20}
 			epochs := func(mapped bool) (out [][]*Batch, peak int64) {
@@ -59,5 +44,44 @@ func TestMappedBatchesMatchReadBatches(t *testing.T) {
 			}
 			require.LessOrEqual(t, mappedPeak, readPeak+int64(cfg.PrefetchBytes)/4, msg)
 		}
+	}
+}
+
+// imageDataset makes a local dataset of 1,500 32x32x3 images, half noise
+// and half flat (lz4 has something to do), in chunks of 1 MiB.
+func imageDataset(t *testing.T, codec schema.ChunkCodec) *loch.Dataset {
+	return randomImages(t, filepath.Join(t.TempDir(), "ds"), 1500, 32, 0.5, 1<<20, codec, rand.NewPCG(3, 9))
+}
+
+// TestSpanBuffersReused: an lz4 block shuffle decodes its spans into
+// buffers from its pool, which keeps idle no more than its budget, and a
+// loader closed hands every buffer it holds on (Loader.recycle), so that
+// the next epoch's loader allocates almost none. (The collector is held
+// off: it empties the sync.Pool they are handed on through.
+// TestMappedBatchesMatchReadBatches checks the batches of reused buffers.)
+func TestSpanBuffersReused(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	d := imageDataset(t, schema.LZ4)
+	cfg := Config{BatchSize: 50, Shuffle: order.ModeBlock, Seed: 5, Workers: 2, PrefetchBytes: 4 << 20}
+	for e := range 3 {
+		cfg.Epoch = e
+		l, err := New(ctx, d.Scan(), cfg)
+		require.NoError(t, err)
+		got := drain(t, l)
+		require.Len(t, got, 30)
+		gets, fresh := l.bufs.Counts()
+		require.Greater(t, gets, int64(50), "epoch %d", e)
+		if e > 0 {
+			// Under the race detector a sync.Pool drops a quarter of what
+			// it is given, at random.
+			most := gets / 10
+			if raceEnabled {
+				most = gets / 2
+			}
+			require.Less(t, fresh, most, "epoch %d: buffers of the epoch before reused", e)
+		}
+		require.LessOrEqual(t, l.bufs.Idle(), cfg.PrefetchBytes, "epoch %d", e)
+		require.NoError(t, l.Close())
+		require.Zero(t, l.bufs.Idle(), "epoch %d: handed on when closed", e)
 	}
 }

@@ -19,15 +19,18 @@ import (
 // key. Writes go to a temporary file in the object's own directory (so that
 // rename and link stay within one file system), are synced, and are then
 // renamed (Put) or hard-linked (PutIfAbsent) into place; the directory is
-// synced after. Temporary files are named ".loch-tmp-*", a reserved segment
-// prefix, and List skips them.
+// synced after. An object of 1 MiB or more is written to its temporary
+// file past the page cache (writeData, direct_linux.go) when the store was
+// opened WithDirectWrites (see directWrites). Temporary files
+// are named ".loch-tmp-*", a reserved segment prefix, and List skips them.
 //
 // Caveat: a file system cannot hold both "a" and "a/b" as files; the second
 // such Put fails.
 type localStore struct {
-	dir   string
-	url   string
-	files *openFiles // for ReadRange
+	dir    string
+	url    string
+	files  *openFiles // for ReadRange
+	direct bool       // large objects past the page cache (writeData)
 }
 
 func openLocal(loc location) (*localStore, error) {
@@ -39,6 +42,19 @@ func openLocal(loc location) (*localStore, error) {
 		return nil, mapOSError(err)
 	}
 	return &localStore{dir: loc.bucket, url: loc.String(), files: newOpenFiles()}, nil
+}
+
+// directWrites is whether a local store opened WithDirectWrites(asked)
+// writes past the page cache: $LOCH_STORAGE_DIRECT_WRITES, when 0 or 1,
+// decides instead.
+func directWrites(asked bool) bool {
+	switch os.Getenv("LOCH_STORAGE_DIRECT_WRITES") {
+	case "0":
+		return false
+	case "1":
+		return true
+	}
+	return asked
 }
 
 func (s *localStore) path(key string) string {
@@ -132,7 +148,7 @@ func (s *localStore) write(ctx context.Context, key string, data []byte, exclusi
 	}
 	tmpName := tmp.Name()
 	defer os.Remove(tmpName) // after a link or a failure; a no-op after a rename
-	_, err = tmp.Write(data)
+	err = writeData(tmp, data, s.direct)
 	if err == nil {
 		err = tmp.Sync()
 	}

@@ -17,6 +17,18 @@ type openConfig struct {
 	settings Settings
 	redirect func(*url.URL) error
 	client   *HTTPClient
+	direct   bool
+}
+
+// WithDirectWrites makes a local store (file://) write each object of
+// 1 MiB or more past the page cache (O_DIRECT, then fsync as always): for
+// bulk writers such as ingest, which would otherwise pay for filling and
+// reclaiming cache pages they never read back. The objects are then not in
+// the page cache, so their first read comes from the disk; for that reason
+// it is off unless asked for. $LOCH_STORAGE_DIRECT_WRITES set to 0 or 1
+// overrides it either way. Other schemes ignore it.
+func WithDirectWrites(on bool) Option {
+	return func(c *openConfig) { c.direct = on }
 }
 
 // WithRetryPolicy sets the retry policy of the returned store; zero fields
@@ -96,6 +108,9 @@ func Open(ctx context.Context, rawURL string, opts ...Option) (Store, error) {
 	st, err := openRaw(ctx, rawURL, cfg.settings)
 	if err != nil {
 		return nil, err
+	}
+	if l, ok := st.(*localStore); ok {
+		l.direct = directWrites(cfg.direct)
 	}
 	if cfg.settings.RetryBudget != 0 {
 		cfg.retry.Budget = cfg.settings.RetryBudget

@@ -68,7 +68,7 @@ func (q *quantizer) assignBlock(xs []float32, out []int32, s *groupScratch) {
 	}
 	var top [groupProbe]int32
 	for i := range n {
-		for _, gi := range q.probed(s.gs[i*g.kp:i*g.kp+g.k], &top) {
+		for _, gi := range q.probed(s.gs[i*g.kp:i*g.kp+g.k], top[:]) {
 			s.rows[gi] = append(s.rows[gi], int32(i))
 		}
 	}
@@ -100,25 +100,7 @@ func (q *quantizer) assignBlock(xs []float32, out []int32, s *groupScratch) {
 }
 
 // probed returns the groupProbe groups (at most) with the largest scores
-// of sc, skipping groups without centroids, in top's memory.
-func (q *quantizer) probed(sc []float32, top *[groupProbe]int32) []int32 {
-	var topd [groupProbe]float32
-	nt := 0
-	for c, d := range sc {
-		if q.memT[c] == nil {
-			continue
-		}
-		if nt < groupProbe {
-			top[nt], topd[nt] = int32(c), d
-			nt++
-		} else if d > topd[groupProbe-1] {
-			top[groupProbe-1], topd[groupProbe-1] = int32(c), d
-		} else {
-			continue
-		}
-		for j := nt - 1; j > 0 && topd[j] > topd[j-1]; j-- {
-			top[j], top[j-1], topd[j], topd[j-1] = top[j-1], top[j], topd[j-1], topd[j]
-		}
-	}
-	return top[:nt]
+// of sc, in top's memory (at least groupProbe long).
+func (q *quantizer) probed(sc []float32, top []int32) []int32 {
+	return top[:topScores(sc, top[:groupProbe])]
 }

@@ -273,9 +273,11 @@ func (b *Builder) encode(dst []byte, blocked, inPlace bool) ([]byte, error) {
 	if flags&FlagImplicitOffsets == 0 {
 		b.writeOffsets() // (lazy offsets imply implicit ones: not expected)
 	}
+	s := encScratchPool.Get().(*encScratch)
+	defer s.put()
 	d := dictData{raw: b.raw}
 	if blocked {
-		if d.offs, d.entries, d.raw, d.ok = b.dictionary(); d.ok {
+		if d.offs, d.entries, d.raw, d.ok = b.dictionary(s); d.ok {
 			flags = flags&^FlagFixedShape | FlagDict
 		} else {
 			d.raw = b.raw
@@ -292,8 +294,12 @@ func (b *Builder) encode(dst []byte, blocked, inPlace bool) ([]byte, error) {
 		blockSize = SampleBlockSize(len(b.raw), n)
 	}
 	if blocked {
-		if out, ok, err := b.encodeEncoded(dst, flags, &d); ok || err != nil {
+		out, ok, err := b.encodeEncoded(dst, flags, &d, s)
+		if ok || err != nil {
 			return out, err
+		}
+		if out != nil {
+			dst = out // grown, maybe
 		}
 	}
 	hdr, sums := b.header(flags, blockSize, &d, nil)

@@ -368,10 +368,12 @@ func parsePrefix(b []byte) (*Header, error) {
 	return h, nil
 }
 
-// ParseHeader parses and verifies a chunk header. b must hold at least the
-// whole header (it may hold the whole chunk). The returned Header does not
-// retain b.
-func ParseHeader(b []byte) (*Header, error) {
+// ParseSizes parses and verifies the fixed part of a chunk header and
+// the header's checksum, and returns them (lengths, CRC) without the
+// header's sequences (shapes, offsets, dictionary, block checksums): what
+// a writer needs of a chunk it encoded, without a copy of its offsets. b
+// must hold at least the whole header.
+func ParseSizes(b []byte) (*Header, error) {
 	h, err := parsePrefix(b)
 	if err != nil {
 		return nil, err
@@ -383,6 +385,17 @@ func ParseHeader(b []byte) (*Header, error) {
 		return nil, corruptf("header checksum %08x, want %08x", got, want)
 	}
 	h.CRC = binary.LittleEndian.Uint32(b[h.Len-4:])
+	return h, nil
+}
+
+// ParseHeader parses and verifies a chunk header. b must hold at least the
+// whole header (it may hold the whole chunk). The returned Header does not
+// retain b.
+func ParseHeader(b []byte) (*Header, error) {
+	h, err := ParseSizes(b)
+	if err != nil {
+		return nil, err
+	}
 	r := reader{b: b[:h.Len-4], off: fixedHeaderLen}
 	nShapes := h.NDim
 	switch {

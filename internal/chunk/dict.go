@@ -211,7 +211,7 @@ func (h *Header) checkIndices(raw []byte, first int) error {
 // about the same, 30 values twice as much: hashing every value costs
 // more than lz4 on such repetitive data, and the chunk is then a
 // fraction of the size.)
-func (b *Builder) dictionary() (offs []uint32, entries, indices []byte, ok bool) {
+func (b *Builder) dictionary(s *encScratch) (offs []uint32, entries, indices []byte, ok bool) {
 	n := b.Len()
 	if !dictDType(b.dtype) || b.sample != SampleNone || b.partial != nil || b.ndim != 1 || n == 0 || len(b.raw) == 0 {
 		return nil, nil, nil, false
@@ -223,10 +223,9 @@ func (b *Builder) dictionary() (offs []uint32, entries, indices []byte, ok bool)
 		}
 	}
 	budget := len(b.raw) / 2
-	// Keys alias b.raw, which does not change while the map lives.
-	ids := make(map[string]uint32)
-	idx := make([]uint32, 0, min(n, 4*dictProbe)) // grown as it goes: most give up early
-	offs = []uint32{0}
+	// ids' keys alias b.raw (encScratch.put empties it); idx: 2-byte indices (packIndices).
+	ids, idx, entries, offs := s.ids, s.idx[:0], s.entries[:0], append(s.offs[:0], 0)
+	defer func() { s.idx = idx[:0] }()
 	values := 0 // non-null values looked at
 	checkpoint, prevValues, prevK := 4*dictProbe, dictProbe, 0
 	next := 0 // sample i's offset, where lenOffsets leaves them to sum
@@ -238,7 +237,7 @@ func (b *Builder) dictionary() (offs []uint32, entries, indices []byte, ok bool)
 			lo, next = int(b.offsets[i]), int(b.offsets[i+1])
 		}
 		if b.isNull(i) {
-			idx = append(idx, 0)
+			idx = append(idx, 0, 0)
 			continue
 		}
 		v := b.raw[lo:next]
@@ -256,7 +255,7 @@ func (b *Builder) dictionary() (offs []uint32, entries, indices []byte, ok bool)
 				return nil, nil, nil, false
 			}
 		}
-		idx = append(idx, x)
+		idx = binary.LittleEndian.AppendUint16(idx, uint16(x))
 		values++
 		switch {
 		case values == dictProbe:
@@ -289,19 +288,19 @@ func (b *Builder) dictionary() (offs []uint32, entries, indices []byte, ok bool)
 	if 4+4*len(offs)+len(entries)+n*w > budget {
 		return nil, nil, nil, false
 	}
+	s.offs, s.entries = offs, entries
 	return offs, entries, packIndices(idx, w), true
 }
 
-// packIndices writes dictionary indices w bytes wide (1 or 2, little
-// endian).
-func packIndices(idx []uint32, w int) []byte {
-	out := make([]byte, len(idx)*w)
-	for i, x := range idx {
-		if w == 1 {
-			out[i] = byte(x)
-		} else {
-			binary.LittleEndian.PutUint16(out[2*i:], uint16(x))
-		}
+// packIndices packs dictionary indices, little-endian uint16s, w bytes
+// wide (1 or 2) in place.
+func packIndices(idx []byte, w int) []byte {
+	if w == 2 {
+		return idx
 	}
-	return out
+	n := len(idx) / 2
+	for i := range n { // i <= 2i: each index is read before it is overwritten
+		idx[i] = idx[2*i]
+	}
+	return idx[:n]
 }

@@ -3,6 +3,7 @@ package chunk
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"sync"
 )
 
@@ -173,57 +174,93 @@ func (b *Builder) encodable() bool {
 
 // encodeEncoded encodes the chunk as an encoded chunk when it can be one
 // and the encoding measured gains anything (ok); otherwise it returns
-// nothing, and the chunk is written as it would be without encoding.
-func (b *Builder) encodeEncoded(dst []byte, flags uint16, d *dictData) (out []byte, ok bool, err error) {
+// nothing but dst's memory (out[:0], used as scratch; nil when none), and
+// the chunk is written as it would be without encoding. The blocks are
+// stored straight after the header in dst's memory, their lengths filled
+// in after.
+func (b *Builder) encodeEncoded(dst []byte, flags uint16, d *dictData, s *encScratch) (out []byte, ok bool, err error) {
 	if !b.encodable() {
 		return nil, false, nil
 	}
-	e := &encoding{codec: b.codec}
+	nb := int(blockCount(int64(len(d.raw)), BlockSize))
+	e := &encoding{codec: b.codec, lens: slices.Grow(s.lens[:0], nb)[:nb]}
+	s.lens = e.lens
 	if e.codec == CodecNone {
 		e.codec = CodecLZ4
 	}
 	gain := false
 	if flags&(FlagFixedShape|FlagDict) == 0 {
-		e.shapes = encodeSeq(appendU32s(nil, b.shapes), 4)
+		s.seq = appendU32s(s.seq[:0], b.shapes)
+		s.shapes = encodeSeq(s.shapes[:0], s.seq, 4)
+		e.shapes = s.shapes
 		gain = gain || e.shapes[0] != transformPlain
 	}
 	if flags&(FlagImplicitOffsets|FlagDict) == 0 {
-		e.offsets = encodeSeq(b.appendOffsets(make([]byte, 0, 8*(b.n+1))), 8)
+		s.seq = b.appendOffsets(s.seq[:0])
+		s.offsets = encodeSeq(s.offsets[:0], s.seq, 8)
+		e.offsets = s.offsets
 		gain = gain || e.offsets[0] != transformPlain
 	}
-	s, plainOnly := b.dtype.Size(), b.dtype.Variable()
+	size, plainOnly := b.dtype.Size(), b.dtype.Variable()
 	if d.ok {
-		s, plainOnly = dictWidth(len(d.offs)-1), false
+		size, plainOnly = dictWidth(len(d.offs)-1), false
 	} else if plainOnly {
-		s = 1
+		size = 1
 	}
-	var tmp []byte
-	for k := range blockCount(int64(len(d.raw)), BlockSize) {
-		start := len(e.blocks)
+	flags |= FlagEncoded | FlagBlocked
+	clear(e.lens) // filled in below
+	hdr, _ := b.header(flags, BlockSize, d, e)
+	out = append(dst[:0], hdr...)
+	hlen := len(out) + 4
+	out = append(out, 0, 0, 0, 0) // the header's checksum
+	for k := range nb {
+		start := len(out)
 		var g bool
-		if e.blocks, tmp, g, err = appendEncodedBlock(e.blocks, tmp, d.raw[k*BlockSize:min((k+1)*BlockSize, len(d.raw))], s, e.codec, plainOnly); err != nil {
+		if out, s.tmp, g, err = appendEncodedBlock(out, s.tmp, d.raw[k*BlockSize:min((k+1)*BlockSize, len(d.raw))], size, e.codec, plainOnly); err != nil {
 			return nil, false, fmt.Errorf("block %d: %w", k, err)
 		}
 		gain = gain || g
-		e.lens = append(e.lens, uint32(len(e.blocks)-start))
+		e.lens[k] = uint32(len(out) - start)
 	}
 	if !gain {
-		return nil, false, nil
+		return out[:0], false, nil
 	}
-	flags |= FlagEncoded | FlagBlocked
-	hdr, _ := b.header(flags, BlockSize, d, e)
-	binary.LittleEndian.PutUint64(hdr[24:], uint64(len(e.blocks)))
-	out = append(dst[:0], hdr...)
-	out = binary.LittleEndian.AppendUint32(out, Checksum(hdr))
-	out = append(out, e.blocks...)
-	return binary.LittleEndian.AppendUint32(out, Checksum(e.blocks)), true, nil
+	lens := out[hlen-4-4*nb : hlen-4] // the header ends with them
+	for k, l := range e.lens {
+		binary.LittleEndian.PutUint32(lens[4*k:], l)
+	}
+	binary.LittleEndian.PutUint64(out[24:], uint64(len(out)-hlen))
+	binary.LittleEndian.PutUint32(out[hlen-4:], Checksum(out[:hlen-4]))
+	return binary.LittleEndian.AppendUint32(out, Checksum(out[hlen:])), true, nil
 }
 
-// encodeSeq returns the encoded sequence [t, W, transformed values] of
-// raw, values of s bytes, with the smallest transform.
-func encodeSeq(raw []byte, s int) []byte {
+// encodeSeq appends the encoded sequence [t, W, transformed values] of
+// raw, values of s bytes, with the smallest transform, to dst.
+func encodeSeq(dst, raw []byte, s int) []byte {
 	p := choose(raw, s)
-	return appendTransformed([]byte{p.t, byte(p.w)}, raw, s, p)
+	return appendTransformed(append(dst, p.t, byte(p.w)), raw, s, p)
+}
+
+// encScratch is the working memory of one chunk encoding: the header's
+// sequences, one block transformed, and the dictionary's. None of it is
+// in the chunk returned, so it is recycled (encScratchPool) rather than
+// allocated, and collected, again for every chunk of an ingest.
+type encScratch struct {
+	seq, shapes, offsets []byte // a header sequence raw, then encoded
+	tmp                  []byte // one block transformed
+	lens                 []uint32
+	ids                  map[string]uint32 // dictionary: value -> index
+	offs                 []uint32          // dictionary: entry offsets
+	entries, idx         []byte            // dictionary: entries; indices
+}
+
+var encScratchPool = sync.Pool{New: func() any { return &encScratch{ids: map[string]uint32{}} }}
+
+// put returns s to encScratchPool, its dictionary emptied: its keys alias a
+// Builder's data.
+func (s *encScratch) put() {
+	clear(s.ids)
+	encScratchPool.Put(s)
 }
 
 // appendSeq appends an encoded sequence to a header: its length, then it.

@@ -73,6 +73,19 @@ func (c *Cache[K, V]) Remove(k K) {
 	}
 }
 
+// Clear drops every entry, least recently used first, calling the
+// eviction function for each.
+func (c *Cache[K, V]) Clear() {
+	for c.order.Len() > 0 {
+		old := c.order.Remove(c.order.Back()).(*entry[K, V])
+		delete(c.items, old.key)
+		c.size -= old.size
+		if c.onEvict != nil {
+			c.onEvict(old.key, old.val, old.size)
+		}
+	}
+}
+
 // Len returns the number of entries.
 func (c *Cache[K, V]) Len() int { return len(c.items) }
 
