@@ -26,7 +26,8 @@ import (
 // the Gaussian mixture of query's BenchmarkVectorReport (centres N(0, 1),
 // points centre + N(0, sigma^2), the same seeds) on local disk and prints
 // build time, bytes, recall@10 against exact search and the median
-// latency of one query at a time per nprobe. With LOCH_VECTOR_DIR the
+// latency and the process CPU time of one query at a time per nprobe
+// (CPU: comparable across loads, where wall time is not). With LOCH_VECTOR_DIR the
 // dataset, the raw vectors (data.f32), the queries (queries.f32) and the
 // exact top 10 (truth.u64) are kept there for python/bench/bench_vector.py
 // (faiss on the same vectors), and a second run reuses them;
@@ -184,14 +185,14 @@ func (e *ivfBench) search(ctx context.Context, b *testing.B, kind string) {
 	require.NoError(b, err)
 	require.Equal(b, kind, ix.desc.Type)
 	e.out("%s open: %s, RSS %s", kind, time.Since(t).Round(time.Millisecond), rss("VmRSS"))
-	e.out("| %s nprobe | rerank | recall@10 | median latency (1 query) |", kind)
-	e.out("|---|---|---|---|")
+	e.out("| %s nprobe | rerank | recall@10 | median latency (1 query) | CPU a query |", kind)
+	e.out("|---|---|---|---|---|")
 	for _, s := range strings.Split(envOr("LOCH_VECTOR_NPROBE", "8,16,32,64,128"), ",") {
 		np, rr := 0, 0
 		_, err := fmt.Sscanf(s+"/0", "%d/%d", &np, &rr)
 		require.NoError(b, err)
 		var lat []time.Duration
-		rec := 0.0
+		rec, cpu0 := 0.0, cpuTime()
 		for i, q := range e.queries {
 			t := time.Now()
 			got, err := ix.Search(ctx, [][]float32{q}, 10, Options{NProbe: np, Rerank: rr})
@@ -203,8 +204,9 @@ func (e *ivfBench) search(ctx context.Context, b *testing.B, kind string) {
 				}
 			}
 		}
+		cpu := (cpuTime() - cpu0) / time.Duration(len(e.queries)) // the process's, all goroutines and GC: steadier than wall under load
 		slices.Sort(lat)
-		e.out("| %d | %d | %.3f | %s |", np, rr, rec/float64(10*len(e.queries)), lat[len(lat)/2].Round(time.Microsecond))
+		e.out("| %d | %d | %.3f | %s | %s |", np, rr, rec/float64(10*len(e.queries)), lat[len(lat)/2].Round(time.Microsecond), cpu.Round(time.Microsecond))
 	}
 	e.out("%s after searching: RSS %s, peak RSS of the process %s", kind, rss("VmRSS"), peakRSS())
 }

@@ -33,6 +33,21 @@ Run::
     python bench/vector/bench_10m.py --raw DIR --work /tmp/v10m-w \\
         --engines faiss-ivfflat,faiss-ivfpq,faiss-ivfpq-refine,lance-ivf-pq,faiss-hnsw
     python bench/vector/bench_10m.py --raw DIR --work /tmp/v10m-w --report
+
+Searches at the same load (a shared, noisy machine): build first
+(--build-only; several such runs at once), then --rounds N runs every
+engine's search phase back to back, N times, the order rotated, loch's
+too with --loch-cmd (its Go bench with LOCH_VECTOR_SEARCH_ONLY=1). Each
+search reports, besides the median wall time, the process CPU time per
+query (user + sys over the query loop / queries), which a loaded machine
+changes far less::
+
+    python bench/vector/bench_10m.py --raw DIR --work W --build-only \
+        --engines faiss-ivfflat,faiss-ivfpq,lance-ivf-pq
+    python bench/vector/bench_10m.py --raw DIR --work W --rounds 3 \
+        --engines faiss-ivfflat,faiss-ivfpq,faiss-ivfpq-refine,lance-ivf-pq \
+        --loch-cmd "LOCH_VECTOR_SEARCH_ONLY=1 LOCH_VECTOR_DIR=DIR ... ./vector.test -test.bench IVFReport ..."
+    python bench/vector/bench_10m.py ... --rounds 3 --loch-cmd x --report
 """
 
 from __future__ import annotations
@@ -47,7 +62,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from bench_vector import K, rss_kb, timed  # bench/vector, the script's folder
+from bench_vector import K, rss_kb  # bench/vector, the script's folder
 
 
 class Raw:
@@ -144,6 +159,10 @@ def faiss_build(kind: str, raw: Raw, work: Path, p: dict) -> dict:
             if time.perf_counter() - t > p["hnsw_budget"]:
                 break
         extra = {"rows": done, "progress": log}
+        if not p.get("hnsw_write"):  # searched here: its 7.8 GB are not written to disk
+            return extra | {"index_bytes": index_bytes(index)} | hnsw_search(index, raw, work, p)
+    elif kind == "ivfpq" and p.get("ivfpq_from_ivfflat"):
+        index, extra = ivfpq_from_ivfflat(raw, work, p)
     else:
         quantizer = faiss.IndexFlatL2(d)
         if kind == "ivfflat":
@@ -160,6 +179,84 @@ def faiss_build(kind: str, raw: Raw, work: Path, p: dict) -> dict:
     path = work / f"faiss-{kind}.index"
     faiss.write_index(index, str(path))
     return extra | {"index_bytes": path.stat().st_size}
+
+
+def ivfpq_from_ivfflat(raw: Raw, work: Path, p: dict):
+    """An IndexIVFPQ on IVFFlat's coarse quantizer and list assignment (its
+    lists hold the vectors and their ids): only the PQ is trained (on its
+    residuals, faiss's own sample) and the vectors encoded, no row is
+    assigned again. A from-scratch build trains the same k-means on the
+    same sample; this saves the 10M x nlist assignment when CPU is short,
+    so its build time is not the from-scratch one."""
+    import faiss
+
+    flat = faiss.read_index(str(work / "faiss-ivfflat.index"))
+    d, il = flat.d, flat.invlists
+    index = faiss.IndexIVFPQ(flat.quantizer, d, flat.nlist, p["m"], 8)
+    index.referenced_objects = [flat]  # the quantizer is flat's
+    lists = [(lst, il.list_size(lst)) for lst in range(flat.nlist)]
+
+    def rows(lst: int, n: int) -> tuple[np.ndarray, np.ndarray]:
+        x = faiss.rev_swig_ptr(il.get_codes(lst), n * d * 4).view(np.float32).reshape(n, d).copy()
+        return x, faiss.rev_swig_ptr(il.get_ids(lst), n).copy()
+
+    t = time.perf_counter()
+    index.train(sample(raw, 64 * p["nlist"]))  # the quantizer is trained: the PQ alone, on residuals of 256 x 256 of these
+    trained = time.perf_counter() - t
+    for lst, n in lists:
+        if n:
+            x, ids = rows(lst, n)
+            idx = np.full(n, lst, dtype=np.int64)
+            index.add_core(n, faiss.swig_ptr(x), faiss.swig_ptr(ids), faiss.swig_ptr(idx))
+    return index, {"rows": int(index.ntotal), "train_s": trained, "from": "faiss-ivfflat's quantizer and lists"}
+
+
+def index_bytes(index) -> int:
+    """The bytes faiss.write_index would write, counted, not written."""
+    import faiss
+
+    n = [0]
+
+    def count(buf):
+        n[0] += len(buf)
+        return len(buf)
+
+    faiss.write_index(index, faiss.PyCallbackIOWriter(count))
+    return n[0]
+
+
+def hnsw_search(index, raw: Raw, work: Path, p: dict) -> dict:
+    """The search phase of the HNSW build's process, on the index it holds."""
+    import faiss
+
+    faiss.omp_set_num_threads(1)
+    q = np.fromfile(raw.path.parent / "queries.f32", dtype="<f4").reshape(-1, raw.dim)
+
+    def search(x: np.ndarray, s: int) -> np.ndarray:
+        return index.search(x[None, :], K, params=faiss.SearchParametersHNSW(efSearch=s))[1][0]
+
+    ms, cpu = timed_cpu(search, q, p["settings"], work, "faiss-hnsw")
+    return {"search": {"open_s": 0.0, "median_ms": ms, "cpu_ms": cpu, "search_rss_kb": rss_kb(), "load": os.getloadavg()[0]}}
+
+
+def timed_cpu(search, q: np.ndarray, settings: list[int], work: Path, name: str) -> tuple[list[float], list[float]]:
+    """bench_vector.timed's median latency (ms) of one query at a time per
+    setting, and the process's CPU time (user + sys, all its threads) per
+    query over the same loop: CPU does not grow with the machine's load
+    the way wall time does. The ids are left in work as ids-NAME-SETTING.npy."""
+    lat, cpu = [], []
+    for s in settings:
+        ids, times = np.full((len(q), K), -1, dtype=np.int64), []
+        c = time.process_time()
+        for i in range(len(q)):
+            t = time.perf_counter()
+            got = search(q[i], s)
+            times.append(time.perf_counter() - t)
+            ids[i, : len(got)] = np.asarray(got, dtype=np.int64)[:K]
+        cpu.append((time.process_time() - c) / len(q) * 1e3)
+        np.save(work / f"ids-{name}-{s}.npy", ids)
+        lat.append(float(np.median(times)) * 1e3)
+    return lat, cpu
 
 
 def lance_write(raw: Raw, work: Path) -> None:
@@ -250,7 +347,8 @@ def worker(phase: str, name: str, raw: Raw, work: Path, p: dict) -> dict:
     search = lance_open(raw, work, p) if lib.__name__ == "lance" else faiss_open(kind, raw, work, p)
     search(q[0], p["settings"][0])  # warm: what opens lazily opens here
     opened = time.perf_counter() - t
-    return {"open_s": opened, "median_ms": timed(search, q, p["settings"], work, name), "search_rss_kb": rss_kb(), "import_rss_kb": base_rss}
+    ms, cpu = timed_cpu(search, q, p["settings"], work, name)
+    return {"open_s": opened, "median_ms": ms, "cpu_ms": cpu, "search_rss_kb": rss_kb(), "import_rss_kb": base_rss}
 
 
 def run_worker(args: argparse.Namespace, phase: str, name: str, p: dict) -> dict:
@@ -270,8 +368,19 @@ def params(args: argparse.Namespace, name: str) -> dict:
     settings = args.ef if name == "faiss-hnsw" else args.nprobe
     return {
         "nlist": args.nlist, "m": args.m, "threads": args.threads, "rerank": args.rerank, "settings": [int(s) for s in settings.split(",")],
-        "niter": args.niter, "hnsw_m": 32, "ef_construction": args.ef_construction, "hnsw_budget": args.hnsw_budget, "slice": args.slice,
+        "niter": args.niter, "ivfpq_from_ivfflat": args.ivfpq_from_ivfflat, "hnsw_m": 32, "ef_construction": args.ef_construction, "hnsw_budget": args.hnsw_budget, "slice": args.slice,
     }  # fmt: skip
+
+
+def build_only(args: argparse.Namespace) -> None:
+    """The builds alone (no truth needed): several can run at once, each
+    in its own process, and the searches later in --rounds."""
+    for name in args.engines.split(","):
+        p = params(args, name)
+        if name == "lance-ivf-pq":
+            run_worker(args, "write", name, p)
+        if name != "faiss-ivfpq-refine":
+            run_worker(args, "build", name, p)
 
 
 def bench(args: argparse.Namespace, raw: Raw) -> None:
@@ -299,6 +408,83 @@ def bench(args: argparse.Namespace, raw: Raw) -> None:
         if name in args.drop.split(","):
             for f in [args.work / f"faiss-{name[6:]}.index", args.work / "lance"]:
                 shutil.rmtree(f, ignore_errors=True) if f.is_dir() else f.unlink(missing_ok=True)
+
+
+GO_DURATION = {"ns": 1e-6, "µs": 1e-3, "us": 1e-3, "ms": 1.0, "s": 1e3}
+
+
+def go_ms(text: str) -> float:
+    """A Go time.Duration as printed ("297µs", "11.1ms", "1.2s") in ms."""
+    for unit in ("ns", "µs", "us", "ms", "s"):
+        if text.endswith(unit) and text[: -len(unit)].replace(".", "", 1).isdigit():
+            return float(text[: -len(unit)]) * GO_DURATION[unit]
+    raise ValueError(f"not a Go duration: {text!r}")
+
+
+def loch_search(args: argparse.Namespace) -> dict:
+    """One search-only run of loch's Go bench (--loch-cmd: BenchmarkIVFReport
+    with LOCH_VECTOR_SEARCH_ONLY=1), its table parsed."""
+    out = subprocess.run(["nice", "-n", "19", "bash", "-c", args.loch_cmd], capture_output=True, text=True)
+    if out.returncode:
+        raise SystemExit(f"loch search: exit {out.returncode}\n{out.stdout[-2000:]}{out.stderr[-2000:]}")
+    got: dict = {"settings": [], "recall": [], "median_ms": [], "cpu_ms": []}
+    for line in out.stdout.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 5 and cells[0].isdigit():
+            got["settings"].append(int(cells[0]))
+            got["recall"].append(float(cells[2]))
+            got["median_ms"].append(go_ms(cells[3]))
+            got["cpu_ms"].append(go_ms(cells[4]))
+        elif "peak RSS of the process" in line:
+            got["search_rss_kb"] = int(line.rsplit(" ", 2)[-2])
+        elif " open: " in line:
+            got["open_s"] = go_ms(line.split(" open: ")[1].split(",")[0]) / 1e3
+    return got
+
+
+def rounds(args: argparse.Namespace, raw: Raw) -> None:
+    """The search phases of every engine back to back, --rounds times, the
+    order rotated each round, so that all of them search at the same load;
+    each in its own process (nice 19). Figures per round in
+    WORK/TAG-R-ENGINE.json (--round-tag); recall from the first round's ids."""
+    names = args.engines.split(",") + (["loch-ivf-pq"] if args.loch_cmd else [])
+    q = np.fromfile(args.raw / "queries.f32", dtype="<f4").reshape(-1, raw.dim)
+    kth_path = args.work / "kth.npy"
+    if not kth_path.exists():
+        truth = np.fromfile(args.raw / "truth.u64", dtype="<u8").reshape(-1, K).astype(np.int64)
+        np.save(kth_path, kth_of(raw, q, truth))
+    kth = np.load(kth_path)
+    for r in range(args.rounds):
+        for name in names[r % len(names) :] + names[: r % len(names)]:
+            if name == "loch-ivf-pq":
+                got = loch_search(args)
+            else:
+                got = run_worker(args, "search", name, params(args, name))
+                got["recall"] = [recall(raw, q, kth, np.load(args.work / f"ids-{name}-{s}.npy")) for s in params(args, name)["settings"]]
+            got |= {"load": os.getloadavg()[0], "utc": time.strftime("%H:%M:%S", time.gmtime())}
+            (args.work / f"{args.round_tag}-{r}-{name}.json").write_text(json.dumps(got))
+            print("round", r, name, json.dumps(got), flush=True)
+
+
+def rounds_report(args: argparse.Namespace) -> str:
+    """Per engine and setting: recall, and the median over rounds of the
+    wall median and of the CPU per query."""
+    names = args.engines.split(",") + (["loch-ivf-pq"] if args.loch_cmd else [])
+    out = ["| engine | setting | recall@10 | median latency, ms (rounds) | CPU a query, ms (rounds) | peak RSS searching |", "|---|---|---|---|---|---|"]
+    for name in names:
+        got = [json.loads(f.read_text()) for f in sorted(args.work.glob(f"{args.round_tag}-*-{name}.json"))]
+        if not got:
+            continue
+        kind = "efSearch" if name == "faiss-hnsw" else "nprobe"
+        settings = got[0].get("settings") or params(args, name)["settings"]
+        for j, s in enumerate(settings):
+            ms = [g["median_ms"][j] for g in got]
+            cpu = [g["cpu_ms"][j] for g in got]
+            out.append(
+                f"| {name} | {kind} {s} | {got[0]['recall'][j]:.3f} | {np.median(ms):.2f} ({', '.join(f'{x:.2f}' for x in ms)}) | "
+                f"{np.median(cpu):.2f} ({', '.join(f'{x:.2f}' for x in cpu)}) | {max(g['search_rss_kb'] for g in got) / 1024:.0f} MiB |"
+            )
+    return "\n".join(out)
 
 
 def report(args: argparse.Namespace, raw: Raw) -> str:
@@ -338,6 +524,11 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--niter", type=int, default=10, help="faiss's k-means iterations (loch's: 10)")
     ap.add_argument("--drop", default="", help="engines whose index is deleted once measured (disk)")
+    ap.add_argument("--build-only", action="store_true", help="build the engines' indexes, search nothing")
+    ap.add_argument("--ivfpq-from-ivfflat", action="store_true", help="faiss-ivfpq on faiss-ivfflat's quantizer and lists (see ivfpq_from_ivfflat)")
+    ap.add_argument("--rounds", type=int, default=0, help="search every engine back to back this many times (indexes built)")
+    ap.add_argument("--round-tag", default="round", help="with --rounds: the figures' file prefix, WORK/TAG-R-ENGINE.json")
+    ap.add_argument("--loch-cmd", default="", help="with --rounds: the shell command of loch's search-only Go bench")
     ap.add_argument("--report", action="store_true")
     ap.add_argument("--worker", nargs=2, help=argparse.SUPPRESS)
     ap.add_argument("--params", help=argparse.SUPPRESS)
@@ -347,9 +538,15 @@ def main() -> None:
         print(json.dumps(worker(args.worker[0], args.worker[1], raw, args.work, json.loads(args.params))))
         return
     if args.report:
-        print(report(args, raw))
+        print(rounds_report(args) if args.rounds else report(args, raw))
         return
     args.work.mkdir(parents=True, exist_ok=True)
+    if args.build_only:
+        build_only(args)
+        return
+    if args.rounds:
+        rounds(args, raw)
+        return
     bench(args, raw)
 
 
