@@ -257,9 +257,10 @@ func (r *chunkReader) spanCached(ctx context.Context, ref manifest.ChunkRef, lo,
 		return nil, fmt.Errorf("read chunk %s: object is %d bytes, header says %d: %w", ref.Key, len(o.obj), h.Size(), ErrCorrupt)
 	}
 	// A copy: the span must not keep the whole object alive.
-	stored := r.pool().get(int(end - start))
+	bufs := r.pool()
+	stored := bufs.get(int(end - start))
 	copy(stored, o.obj[start:end])
-	f, err := spanFrom(r.pool(), ref, h, lo, hi, stored)
+	f, err := spanFrom(bufs, ref, h, lo, hi, stored)
 	if err != nil {
 		return nil, err
 	}

@@ -33,7 +33,7 @@ type localStore struct {
 	direct bool       // large objects past the page cache (writeData)
 }
 
-func openLocal(loc location) (*localStore, error) {
+func openLocal(loc location, direct bool) (*localStore, error) {
 	fi, err := os.Stat(loc.bucket)
 	switch {
 	case err == nil && !fi.IsDir():
@@ -41,7 +41,7 @@ func openLocal(loc location) (*localStore, error) {
 	case err != nil && !errors.Is(err, fs.ErrNotExist):
 		return nil, mapOSError(err)
 	}
-	return &localStore{dir: loc.bucket, url: loc.String(), files: newOpenFiles()}, nil
+	return &localStore{dir: loc.bucket, url: loc.String(), files: newOpenFiles(), direct: direct}, nil
 }
 
 // directWrites is whether a local store opened WithDirectWrites(asked)

@@ -105,12 +105,9 @@ func Open(ctx context.Context, rawURL string, opts ...Option) (Store, error) {
 	for _, o := range opts {
 		o(&cfg)
 	}
-	st, err := openRaw(ctx, rawURL, cfg.settings)
+	st, err := openRaw(ctx, rawURL, cfg.settings, cfg.direct)
 	if err != nil {
 		return nil, err
-	}
-	if l, ok := st.(*localStore); ok {
-		l.direct = directWrites(cfg.direct)
 	}
 	if cfg.settings.RetryBudget != 0 {
 		cfg.retry.Budget = cfg.settings.RetryBudget
@@ -119,8 +116,9 @@ func Open(ctx context.Context, rawURL string, opts ...Option) (Store, error) {
 }
 
 // openRaw opens the backend store without retries, with settings (see
-// WithSettings).
-func openRaw(ctx context.Context, rawURL string, settings Settings) (Store, error) {
+// WithSettings) and, for a local one, direct writes as asked (see
+// WithDirectWrites).
+func openRaw(ctx context.Context, rawURL string, settings Settings, direct bool) (Store, error) {
 	loc, err := parseLocation(rawURL)
 	if err != nil {
 		return nil, &Error{Op: "open", URL: redact(rawURL), Err: err}
@@ -131,7 +129,7 @@ func openRaw(ctx context.Context, rawURL string, settings Settings) (Store, erro
 	var st Store
 	switch loc.scheme {
 	case "file":
-		st, err = openLocal(loc)
+		st, err = openLocal(loc, directWrites(direct))
 	case "mem":
 		st = openMem(loc)
 	case "s3":
@@ -204,7 +202,7 @@ func ReadURL(ctx context.Context, rawURL string, opts ...Option) ([]byte, error)
 	readStores.Lock()
 	raw, ok := readStores.m[root]
 	if !ok {
-		raw, err = openRaw(ctx, root, Settings{})
+		raw, err = openRaw(ctx, root, Settings{}, false)
 		if err != nil {
 			readStores.Unlock()
 			return nil, err
